@@ -1,0 +1,70 @@
+"""The pipeline as data: which stage runs after which, and where each file comes from.
+
+Owns reading files (with the errors a user can cause: missing, unreadable, not UTF-8) and
+running the stages in order.  Each stage is one package with one entry function.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from .diagnostics import Diagnostic, DiagnosticError, Span, TlcError
+from . import parser
+
+
+class SourceError(TlcError):
+    """A file that cannot be read at all (missing, a directory, not permitted)."""
+
+
+def read_source(path: str) -> str:
+    """The text of a `.tl` file; raises `SourceError` or `DiagnosticError` (bad encoding)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise SourceError(f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise SourceError(f"{path} is a directory, not a .tl file") from None
+    except OSError as e:
+        raise SourceError(f"cannot read {path}: {e.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        span = Span(path, line, col, line, col + 1)
+        raise DiagnosticError([Diagnostic("E001", f"the file is not UTF-8 text (byte 0x{data[e.start]:02x})",
+                                          span, "tlc reads .tl files as UTF-8")]) from None
+
+
+@dataclass
+class CheckResult:
+    diagnostics: list[Diagnostic]
+    sources: dict[str, str] = field(default_factory=dict)
+    program: object | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.diagnostics
+
+
+def check_source(text: str, path: str = "<string>") -> CheckResult:
+    """Parse and type-check one file's text and whatever it imports."""
+    from . import typecheck
+
+    try:
+        module = parser.parse(text, path)
+        program = typecheck.check_program(module, text)
+    except DiagnosticError as e:
+        sources = {path: text, **e.sources}
+        return CheckResult(e.diagnostics, sources)
+    return CheckResult([], {path: text}, program)
+
+
+def check_file(path: str) -> CheckResult:
+    """`tlc check`: raises `SourceError` for a file that cannot be read at all."""
+    try:
+        text = read_source(path)
+    except DiagnosticError as e:
+        return CheckResult(e.diagnostics, {})
+    return check_source(text, os.path.relpath(path) if not os.path.isabs(path) else path)

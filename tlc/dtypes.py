@@ -1,0 +1,139 @@
+"""Scalar dtypes of the language and their promotion rules (LANGUAGE.md section 1).
+
+Owns: the table of dtypes (name, kind, width, NumPy dtype, C type) and `promote`.  A leaf
+module: the type checker, scheduler, interpreter and code generator all read it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str
+    kind: str  # "bool" | "int" | "uint" | "float"
+    bits: int
+    c_type: str
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("int", "uint")
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.bits // 8)
+
+    def numpy(self) -> np.dtype:
+        """The NumPy dtype holding values of this dtype exactly (ml_dtypes for bf16 and f8)."""
+        return numpy_dtype(self)
+
+
+_TABLE = [
+    DType("bool", "bool", 8, "bool"),
+    DType("i8", "int", 8, "int8_t"),
+    DType("i16", "int", 16, "int16_t"),
+    DType("i32", "int", 32, "int32_t"),
+    DType("i64", "int", 64, "int64_t"),
+    DType("u8", "uint", 8, "uint8_t"),
+    DType("u16", "uint", 16, "uint16_t"),
+    DType("u32", "uint", 32, "uint32_t"),
+    DType("u64", "uint", 64, "uint64_t"),
+    DType("f8e4m3", "float", 8, "__nv_fp8_e4m3"),
+    DType("f8e5m2", "float", 8, "__nv_fp8_e5m2"),
+    DType("f16", "float", 16, "half"),
+    DType("bf16", "float", 16, "__nv_bfloat16"),
+    DType("f32", "float", 32, "float"),
+    DType("f64", "float", 64, "double"),
+]
+
+DTYPES: dict[str, DType] = {d.name: d for d in _TABLE}
+ALIASES = {"int": "i32", "float": "f32"}
+
+BOOL, I32, I64, F16, BF16, F32, F64 = (DTYPES[n] for n in ("bool", "i32", "i64", "f16", "bf16", "f32", "f64"))
+
+
+def lookup(name: str) -> DType | None:
+    """The dtype a name denotes (`f16`, `int`), or None."""
+    return DTYPES.get(ALIASES.get(name, name))
+
+
+def numpy_dtype(dt: DType) -> np.dtype:
+    if dt.name == "bf16" or dt.name.startswith("f8"):
+        import ml_dtypes
+
+        return np.dtype({"bf16": ml_dtypes.bfloat16, "f8e4m3": ml_dtypes.float8_e4m3fn,
+                         "f8e5m2": ml_dtypes.float8_e5m2}[dt.name])
+    return np.dtype({"bool": np.bool_, "f16": np.float16, "f32": np.float32, "f64": np.float64,
+                     "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+                     "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64}[dt.name])
+
+
+def from_numpy(dtype) -> DType | None:
+    """The tlc dtype of a NumPy (or ml_dtypes) dtype, or None if tlc has none."""
+    dtype = np.dtype(dtype)
+    for dt in _TABLE:
+        if numpy_dtype(dt) == dtype:
+            return dt
+    return None
+
+
+def _float_rank(dt: DType) -> int:
+    return {"f8e4m3": 0, "f8e5m2": 0, "f16": 1, "bf16": 1, "f32": 2, "f64": 3}[dt.name]
+
+
+def promote(a: DType, b: DType) -> DType:
+    """The dtype of `a OP b` for two non-literal operands (NumPy's rules, kept symmetric).
+
+    Rule P1: equal dtypes stay.  P2: bool meets anything -> the other.  P3: an integer meets a
+    float -> the float.  P4: two floats -> the wider; f16 with bf16 and two different f8 kinds
+    meet at the next wider float that holds both (f32, f16).  P5: two integers of one
+    signedness -> the wider; signed with unsigned -> a signed type wide enough for both
+    (capped at i64).
+    """
+    if a == b:
+        return a
+    if a.is_bool:
+        return b
+    if b.is_bool:
+        return a
+    if a.is_float and not b.is_float:
+        return a
+    if b.is_float and not a.is_float:
+        return b
+    if a.is_float:
+        ra, rb = _float_rank(a), _float_rank(b)
+        if ra != rb:
+            return a if ra > rb else b
+        return {0: F16, 1: F32}[ra]
+    if a.kind == b.kind:
+        return a if a.bits >= b.bits else b
+    signed, unsigned = (a, b) if a.kind == "int" else (b, a)
+    if signed.bits > unsigned.bits:
+        return signed
+    return DTYPES[f"i{min(64, unsigned.bits * 2)}"]
+
+
+def can_widen(src: DType, dst: DType) -> bool:
+    """Whether `src` converts to `dst` implicitly: never narrower, never float into integer."""
+    if src == dst or src.is_bool:
+        return True
+    if dst.is_bool:
+        return False
+    if src.is_float:
+        return dst.is_float and promote(src, dst) == dst and (src.bits < dst.bits or src == dst)
+    if dst.is_float:
+        return True
+    return promote(src, dst) == dst

@@ -1,0 +1,85 @@
+"""Parsing: `.tl` text -> AST (`tlc.parser.nodes`).  Entry point: `parse(text, path)`.
+
+Owns syntax errors (codes E001-E010).  Name lookup and types belong to `tlc.typecheck`.
+"""
+from __future__ import annotations
+
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from ..diagnostics import Diagnostic, DiagnosticError, Span
+from . import nodes
+from .lark_parser import IndentationProblem, describe_terminal, describe_token, lark_parser
+from .transformer import SyntaxDiagnostic, ToAst
+
+__all__ = ["parse", "nodes", "lark_parser"]
+
+
+def _expected(names) -> str:
+    shown = sorted({describe_terminal(t) for t in names if not t.startswith("__")})
+    if not shown:
+        return ""
+    if len(shown) > 8:
+        shown = shown[:8] + ["..."]
+    return "; expected " + (shown[0] if len(shown) == 1 else "one of " + ", ".join(shown))
+
+
+def _syntax_diagnostic(err: UnexpectedInput, path: str, text: str) -> Diagnostic:
+    if isinstance(err, UnexpectedCharacters):
+        ch = text[err.pos_in_stream] if 0 <= err.pos_in_stream < len(text) else "?"
+        shown = repr(ch)[1:-1] if ch.isprintable() else f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}"
+        span = Span(path, err.line, err.column, err.line, err.column + 1)
+        return Diagnostic("E003", f"unexpected character '{shown}'", span)
+    if isinstance(err, UnexpectedToken):
+        tok = err.token
+        if tok.type == "$END":
+            lines = text.split("\n")
+            line = max(1, len(lines) - 1)
+            col = len(lines[line - 1]) + 1
+            span = Span(path, line, col, line, col + 1)
+        else:
+            line = tok.line or 1
+            col = tok.column or 1
+            end_col = (tok.end_column or col + 1) if (tok.end_line or line) == line else col + 1
+            if tok.type in ("_NEWLINE", "_INDENT", "_DEDENT"):
+                end_col = col + 1
+            span = Span(path, line, col, line, max(end_col, col + 1))
+        hint = None
+        if tok.type == "_INDENT":
+            hint = "this line is indented more than the line before it, which does not open a block"
+        elif tok.type == "_NEWLINE" and "COLON" in err.expected:
+            hint = "a block ('def', 'if', 'for', 'with', ...) ends its first line with ':'"
+        return Diagnostic("E002", f"unexpected {describe_token(tok)}{_expected(err.expected)}", span, hint)
+    if isinstance(err, UnexpectedEOF):
+        lines = text.split("\n")
+        span = Span(path, len(lines), 1, len(lines), 2)
+        return Diagnostic("E002", f"unexpected end of the file{_expected(err.expected)}", span)
+    return Diagnostic("E002", "syntax error", Span(path, 1, 1, 1, 2))
+
+
+def parse(text: str, path: str = "<string>") -> nodes.Module:
+    """Parse one file's text; raises `DiagnosticError` with a span for any syntax error."""
+    source = text if text.endswith("\n") else text + "\n"
+    sources = {path: text}
+    try:
+        tree = lark_parser().parse(source)
+        return ToAst(path).transform(tree)
+    except UnexpectedInput as err:
+        raise DiagnosticError([_syntax_diagnostic(err, path, source)], sources) from None
+    except IndentationProblem as err:
+        span = Span(path, err.line, err.col, err.line, err.col + 1)
+        raise DiagnosticError([Diagnostic(
+            "E004", "this line's indentation matches no enclosing block", span,
+            f"indent it to column {err.expected} like the block it belongs to")], sources) from None
+    except VisitError as err:
+        if isinstance(err.orig_exc, SyntaxDiagnostic):
+            raise DiagnosticError([err.orig_exc.diagnostic], sources) from None
+        if isinstance(err.orig_exc, RecursionError):
+            raise DiagnosticError([_too_deep(path)], sources) from None
+        raise
+    except RecursionError:
+        raise DiagnosticError([_too_deep(path)], sources) from None
+
+
+def _too_deep(path: str) -> Diagnostic:
+    return Diagnostic("E010", "the program is nested too deeply to compile", Span(path, 1, 1, 1, 2),
+                      "split the deepest expression into named intermediate values")
