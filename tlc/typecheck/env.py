@@ -1,0 +1,68 @@
+"""Names and what they denote: symbols, nested scopes, and one module's top-level names."""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from ..diagnostics import Span
+from ..parser import nodes as n
+from .types import Type
+
+# Symbol kinds.  Locals, loop variables and block indices are per-thread scalars; buffers are
+# shared/fragment/local allocations; shape symbols are dimensions bound at launch.
+TENSOR, SCALAR, CONST, DTYPE, SHAPE, LOCAL, LOOP, BLOCK, BUFFER, FUNCTION = (
+    "tensor parameter", "scalar parameter", "constant", "dtype", "shape symbol", "variable",
+    "loop variable", "block index", "buffer", "function")
+
+
+@dataclass
+class Symbol:
+    name: str
+    kind: str
+    type: Type | None
+    span: Span | None = None
+
+    @property
+    def assignable(self) -> bool:
+        return self.kind == LOCAL
+
+
+@dataclass
+class Scope:
+    parent: "Scope | None" = None
+    symbols: dict = field(default_factory=dict)
+
+    def lookup(self, name: str) -> Symbol | None:
+        s: Scope | None = self
+        while s is not None:
+            if name in s.symbols:
+                return s.symbols[name]
+            s = s.parent
+        return None
+
+    def define(self, sym: Symbol) -> None:
+        self.symbols[sym.name] = sym
+
+    def names(self) -> set[str]:
+        out, s = set(), self
+        while s is not None:
+            out |= set(s.symbols)
+            s = s.parent
+        return out
+
+
+@dataclass
+class ModuleEnv:
+    """A checked module's top level: constants (with values), functions and imports."""
+
+    path: str
+    key: str
+    constants: dict = field(default_factory=dict)  # name -> value (int/float/bool/DType)
+    const_spans: dict = field(default_factory=dict)
+    functions: dict = field(default_factory=dict)  # local name -> (qualname, kind, FunctionDef, env)
+    ast: n.Module | None = None
+
+
+def did_you_mean(name: str, candidates) -> str | None:
+    close = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.75)
+    return f"did you mean '{close[0]}'?" if close else None

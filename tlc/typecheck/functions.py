@@ -1,0 +1,327 @@
+"""One function: its decorators, its parameters (tensors with shape symbols, scalars,
+constants, dtypes), its body, and what it returns."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..dtypes import DType, F32, lookup
+from ..parser import nodes as n
+from . import consteval, rules
+from .builtins import DECORATORS
+from .env import CONST, DTYPE, SCALAR, SHAPE, TENSOR, ModuleEnv, Scope, Symbol, did_you_mean
+from .exprs import ExprChecker
+from .program import CheckedFunction, CheckedParam, SymbolUse
+from .stmts import StmtChecker
+from .tiles import TileChecker
+from .types import GLOBAL, VALUE, ScalarType, TensorType, describe, format_dim, format_shape
+
+
+def function_kind(fn: n.FunctionDef, bag) -> str | None:
+    """kernel, tile_op or device, from the decorators; reports misuse of decorators.  None when
+    a decorator is unknown: the function's role is then unknown and its body is not checked,
+    so that one misspelt decorator does not cascade."""
+    seen = set()
+    unknown = False
+    for d in fn.decorators:
+        if d.name not in DECORATORS:
+            bag.error("E022", f"unknown decorator '@{d.name}'", d.span,
+                      did_you_mean(d.name, DECORATORS) or "the decorators are @kernel, @tile_op, @fuse and @autotune(...)")
+            unknown = True
+            continue
+        if d.name in seen:
+            bag.error("E023", f"'@{d.name}' is given twice", d.span)
+        seen.add(d.name)
+        if d.name != "autotune" and (d.args or d.keywords):
+            bag.error("E024", f"'@{d.name}' takes no arguments", d.span)
+    if "kernel" in seen and "tile_op" in seen:
+        bag.error("E023", f"'{fn.name}' cannot be both a @kernel and a @tile_op", fn.name_span)
+    if "fuse" in seen and "tile_op" not in seen:
+        bag.error("E023", "'@fuse' applies to a @tile_op", next(d.span for d in fn.decorators if d.name == "fuse"),
+                  "add @tile_op below @fuse")
+    if "autotune" in seen and not ({"kernel", "tile_op"} & seen):
+        bag.error("E023", "'@autotune' applies to a @kernel or a @tile_op",
+                  next(d.span for d in fn.decorators if d.name == "autotune"))
+    if unknown:
+        return None
+    return "kernel" if "kernel" in seen else "tile_op" if "tile_op" in seen else "device"
+
+
+class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
+    """Checks one function with its constants bound (`overrides`, else the defaults)."""
+
+    def __init__(self, fn: n.FunctionDef, kind: str, module: ModuleEnv, program, bag, overrides=None):
+        self.fn, self.kind, self.module, self.program, self.bag = fn, kind, module, program, bag
+        self.overrides = dict(overrides or {})
+        self.scope = Scope()
+        self.consts: dict = dict(module.constants)
+        self.in_grid = self.in_parallel = self.grid_seen = False
+        self.depth = 0
+        self.loops: list[str] = []
+        self.returns = None
+        self.calls: list = []
+
+    # ---- services for the mixins -------------------------------------------------------------
+    def error(self, code, message, span, hint=None):
+        self.bag.error(code, message, span, hint)
+
+    def const_value(self, e, what: str, required: bool = True):
+        try:
+            v = consteval.evaluate(e, self.consts)
+        except consteval.NotConstant as nc:
+            if required:
+                bad = nc.node
+                detail = f"'{bad.id}' is not a constant" if isinstance(bad, n.Name) else "it is computed at run time"
+                self.error("E031", f"{what} must be a compile-time constant; {detail}", bad.span,
+                           "use a literal, a module constant or a 'const' parameter")
+            return None
+        if isinstance(v, DType):
+            if required:
+                self.error("E031", f"{what} must be a number, found the dtype {v}", e.span)
+            return None
+        return v
+
+    def dim_value(self, d):
+        try:
+            v = consteval.evaluate(d, self.consts)
+        except consteval.NotConstant:
+            return None
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    def annotation_dtype(self, t: n.TypeExpr) -> DType | None:
+        if t.name in self.consts and isinstance(self.consts[t.name], DType):
+            return self.consts[t.name]
+        sym = self.scope.lookup(t.name)
+        if sym is not None and sym.kind == DTYPE:
+            return self.consts.get(t.name)
+        dt = lookup(t.name)
+        if dt is None:
+            known = set(n for n, v in self.consts.items() if isinstance(v, DType)) | {"f16", "bf16", "f32", "f64", "i8", "i32", "i64", "u8", "u32", "bool", "int", "float", "const", "dtype"}
+            self.error("E021", f"unknown type '{t.name}'", t.span, did_you_mean(t.name, known))
+        return dt
+
+    def signature(self, qualname):
+        return self.program.signature(qualname)
+
+    def record_call(self, qualname, span):
+        self.calls.append((qualname, span))
+
+    def return_value(self, s, value):
+        if self.returns is None:
+            self.error("E040", f"'{self.fn.name}' declares no return type, so it cannot return a value", s.span,
+                       f"declare it: def {self.fn.name}(...) -> f32:")
+            return
+        t = value.ty
+        if t is None:
+            return
+        want = self.returns
+        if isinstance(want, TensorType):
+            if not isinstance(t, TensorType):
+                self.error("E043", f"a tile op returns a tensor; this is {describe(t)}", value.span)
+                return
+            if not rules.assignable(ScalarType(t.dtype), want.dtype):
+                self.error("E043", f"'{self.fn.name}' returns {want.dtype} but this is {t.dtype}; narrowing needs a cast",
+                           value.span, f"write {want.dtype}(...)")
+            if len(t.shape) != len(want.shape) or any(
+                    a != b and (self.dim_value(a) is None or self.dim_value(a) != self.dim_value(b))
+                    for a, b in zip(t.shape, want.shape)):
+                self.error("E043", f"'{self.fn.name}' returns {want.dtype}{format_shape(want.shape)} but this has shape "
+                           f"{format_shape(t.shape)}", value.span)
+            return
+        if isinstance(t, TensorType):
+            self.error("E040", f"a device function returns a scalar; this is {describe(t)}", value.span)
+        elif isinstance(t, ScalarType) and not rules.assignable(t, want.dtype):
+            self.error("E040", f"'{self.fn.name}' returns {want.dtype} but this is {t.dtype}", value.span,
+                       f"write {want.dtype}(...) to convert")
+
+    # ---- the function ---------------------------------------------------------------------------
+    def check(self, autotune: dict) -> CheckedFunction:
+        params = self._params()
+        if self.fn.returns is not None:
+            self.returns = self._return_type(self.fn.returns)
+        elif self.kind == "tile_op":
+            self.error("E043", f"a tile op declares what it returns: def {self.fn.name}(...) -> f16[M, N]:", self.fn.name_span)
+        body = self.block(self.fn.body)
+        if self.kind == "kernel" and not self.grid_seen:
+            self.error("E029", f"the kernel '{self.fn.name}' has no grid", self.fn.name_span,
+                       "its body is one 'with grid(...) as (bx, by):' block")
+        if self.kind == "kernel" and self.grid_seen:
+            for s in self.fn.body:
+                if not isinstance(s, (n.With, n.Pass)) and not (isinstance(s, n.ExprStmt) and isinstance(s.expr, n.Constant)):
+                    self.error("E029", "statements of a kernel go inside its 'with grid(...)' block", s.span)
+        if self.kind != "kernel" and self.returns is not None and not _always_returns(self.fn.body):
+            self.error("E040", f"'{self.fn.name}' can reach its end without returning a value", self.fn.name_span)
+        consts = {k: v for k, v in self.consts.items()}
+        shape_symbols = {}
+        for p in params:
+            if p.role == "tensor":
+                for axis, d in enumerate(p.type.shape):
+                    if isinstance(d, n.Name) and self.scope.lookup(d.id) is not None and self.scope.lookup(d.id).kind == SHAPE:
+                        shape_symbols.setdefault(d.id, []).append(SymbolUse(p.name, axis))
+        return CheckedFunction(
+            qualname=f"{self.module.key}:{self.fn.name}", name=self.fn.name, kind=self.kind, params=tuple(params),
+            returns=self.returns, body=body, node=self.fn, constants=consts,
+            shape_symbols={k: tuple(v) for k, v in shape_symbols.items()}, autotune=autotune,
+            fuse=self.fn.has_decorator("fuse"), module_path=self.module.path)
+
+    def _params(self) -> list[CheckedParam]:
+        seen: dict = {}
+        for p in self.fn.params:
+            if p.name in seen:
+                self.error("E025", f"parameter '{p.name}' is given twice", p.span)
+            seen[p.name] = p
+        # Constants and dtypes first: tensor shapes and defaults may name them.
+        out: dict[str, CheckedParam] = {}
+        for p in self.fn.params:
+            if p.annotation.name == "const" and p.annotation.dims is None:
+                out[p.name] = self._const_param(p)
+            elif p.annotation.name == "dtype" and p.annotation.dims is None:
+                out[p.name] = self._dtype_param(p)
+        for p in self.fn.params:
+            if p.name not in out:
+                out[p.name] = self._value_param(p)
+        for p in self.fn.params:
+            cp = out[p.name]
+            if cp.role == "dtype" and cp.value is None:
+                bound = any(q.annotation.name == p.name and q.annotation.dims is not None for q in self.fn.params)
+                if not bound:
+                    self.error("E045", f"the dtype parameter '{p.name}' has no default and no tensor parameter binds it",
+                               p.span, f"give it a default: {p.name}: dtype = f16")
+                self.consts[p.name] = F32
+                out[p.name] = replace(cp, value=F32)
+        return [out[p.name] for p in self.fn.params]
+
+    def _const_param(self, p: n.Param) -> CheckedParam:
+        if self.kind == "device":
+            self.error("E062", "device function parameters are scalars; constants belong to kernels and tile ops", p.span)
+        if p.default is None and p.name not in self.overrides:
+            self.error("E051", f"the constant '{p.name}' needs a default value", p.span, f"write {p.name}: const = 128")
+            self.scope.define(Symbol(p.name, CONST, ScalarType(rules.I32, const=True), p.span))
+            return CheckedParam(p.name, "const", None, span=p.span)
+        value = self.overrides.get(p.name)
+        if value is None:
+            value = self.const_value(p.default, f"the default of '{p.name}'")
+        if value is None:
+            value = 0
+        if isinstance(value, list):
+            self.error("E051", f"the constant '{p.name}' must be a number or a bool", p.default.span)
+            value = 0
+        ty = replace(rules.literal_type(value), weak=False)
+        self.consts[p.name] = value
+        self.scope.define(Symbol(p.name, CONST, ty, p.span))
+        return CheckedParam(p.name, "const", ty, value, p.default is not None, span=p.span)
+
+    def _dtype_param(self, p: n.Param) -> CheckedParam:
+        if self.kind == "device":
+            self.error("E062", "device function parameters are scalars; dtype parameters belong to kernels and tile ops", p.span)
+        value = self.overrides.get(p.name)
+        if value is None and p.default is not None:
+            if isinstance(p.default, n.Name) and (lookup(p.default.id) or isinstance(self.module.constants.get(p.default.id), DType)):
+                value = lookup(p.default.id) or self.module.constants[p.default.id]
+            else:
+                self.error("E045", f"the default of the dtype parameter '{p.name}' must be a dtype such as f16",
+                           p.default.span)
+        if value is not None:
+            self.consts[p.name] = value
+        self.scope.define(Symbol(p.name, DTYPE, None, p.span))
+        return CheckedParam(p.name, "dtype", None, value, p.default is not None, span=p.span)
+
+    def _value_param(self, p: n.Param) -> CheckedParam:
+        a = p.annotation
+        if p.default is not None and a.dims is not None:
+            self.error("E024", f"the tensor parameter '{p.name}' cannot have a default", p.default.span)
+        dt = self.annotation_dtype(a)
+        if a.dims is None:
+            if p.name in self.consts:
+                self.error("E025", f"the parameter '{p.name}' hides the module constant '{p.name}'", p.span)
+            ty = ScalarType(dt) if dt is not None else None
+            self.scope.define(Symbol(p.name, SCALAR, ty, p.span))
+            if p.default is not None and ty is not None:
+                d = self.expr(p.default)
+                if isinstance(d.ty, ScalarType) and not rules.assignable(d.ty, dt):
+                    self.error("E033", f"the default of '{p.name}' is {d.ty.dtype}, not {dt}", p.default.span)
+            return CheckedParam(p.name, "scalar", ty, None, p.default is not None, span=p.span)
+        if self.kind == "device":
+            self.error("E062", "device function parameters are scalars; pass elements, not tensors", p.span)
+        dims = tuple(self._dim(d, p.name) for d in a.dims)
+        ty = TensorType(dt, dims, GLOBAL) if dt is not None else None
+        self.scope.define(Symbol(p.name, TENSOR, ty, p.span))
+        return CheckedParam(p.name, "tensor", ty, None, False, span=p.span)
+
+    def _dim(self, d, param: str):
+        """A dimension of a parameter's type: a literal, a constant expression, or a shape symbol."""
+        if isinstance(d, n.Name) and d.id not in self.consts:
+            sym = self.scope.lookup(d.id)
+            if sym is None:
+                if lookup(d.id) is not None:
+                    self.error("E044", f"'{d.id}' is a dtype, not a dimension", d.span)
+                self.scope.define(Symbol(d.id, SHAPE, ScalarType(rules.I32), d.span))
+            elif sym.kind != SHAPE:
+                self.error("E044", f"the dimension '{d.id}' is the {sym.kind} '{d.id}'", d.span,
+                           "a dimension is a literal, a constant expression or a shape symbol")
+            return d
+        v = self.const_value(d, f"a dimension of '{param}' that is not a plain shape symbol")
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v <= 0):
+            self.error("E061", f"a dimension must be a positive integer, found {v!r}", d.span)
+        return d
+
+    def _return_type(self, t: n.TypeExpr):
+        dt = self.annotation_dtype(t)
+        if dt is None:
+            return None
+        if self.kind == "kernel":
+            self.error("E041", "a kernel returns nothing; write results into a tensor parameter", t.span)
+            return None
+        if self.kind == "device":
+            if t.dims is not None:
+                self.error("E040", "a device function returns a scalar", t.span)
+                return None
+            return ScalarType(dt)
+        if t.dims is None:
+            self.error("E043", f"a tile op returns a tensor such as {dt}[M, N]", t.span)
+            return None
+        dims = []
+        for d in t.dims:
+            if isinstance(d, n.Name) and d.id not in self.consts:
+                sym = self.scope.lookup(d.id)
+                if sym is None or sym.kind != SHAPE:
+                    self.error("E044", f"the dimension '{d.id}' of the result is not a shape symbol of a parameter", d.span)
+            else:
+                self.const_value(d, "a dimension of the result")
+            dims.append(d)
+        return TensorType(dt, tuple(dims), VALUE)
+
+
+def _always_returns(body) -> bool:
+    for s in body:
+        if isinstance(s, n.Return):
+            return True
+        if isinstance(s, n.If) and s.orelse and _always_returns(s.body) and _always_returns(s.orelse):
+            return True
+    return False
+
+
+def check_autotune(fn: n.FunctionDef, module: ModuleEnv, bag) -> dict:
+    out = {}
+    consts = {p.name for p in fn.params if p.annotation.name == "const" and p.annotation.dims is None}
+    for d in fn.decorators:
+        if d.name != "autotune":
+            continue
+        if d.args is None or (not d.args and not d.keywords):
+            bag.error("E024", "@autotune(...) lists the values to try: @autotune(BM=[64, 128])", d.span)
+            continue
+        for a in d.args:
+            bag.error("E024", "@autotune takes keyword arguments: NAME=[values]", a.span)
+        for k in d.keywords:
+            if k.name not in consts:
+                bag.error("E024", f"@autotune names '{k.name}', which is not a 'const' parameter of '{fn.name}'", k.span,
+                          did_you_mean(k.name, consts))
+                continue
+            try:
+                values = consteval.evaluate(k.value, module.constants)
+            except consteval.NotConstant:
+                values = None
+            if not isinstance(values, list) or not values or any(isinstance(v, (list, DType)) for v in values):
+                bag.error("E024", f"@autotune's '{k.name}' must be a non-empty list of constants, e.g. [64, 128]", k.value.span)
+                continue
+            out[k.name] = values
+    return out

@@ -1,0 +1,83 @@
+"""What the type checker hands to the scheduler: typed functions with their parameters sorted
+by role, their bound constants and shape symbols.  Plain data."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..diagnostics import Span
+from ..parser import nodes as n
+from .types import TensorType, Type
+
+
+@dataclass(frozen=True)
+class CheckedParam:
+    """`role` is tensor, scalar, const or dtype; `value` the bound value of a const or dtype."""
+
+    name: str
+    role: str
+    type: Type | None
+    value: object = None
+    has_default: bool = False
+    span: Span | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class SymbolUse:
+    param: str
+    axis: int
+
+
+@dataclass(frozen=True)
+class CheckedFunction:
+    """One function after checking.  `kind` is kernel, tile_op or device.  `body` is the typed
+    AST (every expression has `ty`).  `constants` holds every compile-time value the body may
+    read (const and dtype parameters, module constants) as bound for this check."""
+
+    qualname: str
+    name: str
+    kind: str
+    params: tuple[CheckedParam, ...]
+    returns: Type | None
+    body: tuple
+    node: n.FunctionDef
+    constants: dict = field(default_factory=dict, compare=False)
+    shape_symbols: dict = field(default_factory=dict, compare=False)  # name -> (SymbolUse, ...)
+    autotune: dict = field(default_factory=dict, compare=False)  # const name -> list of values
+    fuse: bool = False
+    module_path: str = ""
+
+    def param(self, name: str) -> CheckedParam | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    @property
+    def tensor_params(self) -> tuple[CheckedParam, ...]:
+        return tuple(p for p in self.params if p.role == "tensor")
+
+    @property
+    def runtime_params(self) -> tuple[CheckedParam, ...]:
+        """Arrays and scalars, in declaration order: what a caller passes positionally."""
+        return tuple(p for p in self.params if p.role in ("tensor", "scalar"))
+
+
+@dataclass(frozen=True)
+class CheckedProgram:
+    """A checked file and what it imports.  `names` maps the main module's visible names
+    (its own functions and imported ones) to qualnames in `functions`."""
+
+    path: str
+    functions: dict
+    names: dict
+    sources: dict = field(default_factory=dict, compare=False)
+    constants: dict = field(default_factory=dict, compare=False)  # module constants by name
+    modules: object = field(default=None, compare=False, repr=False)  # the loader, for specialize()
+
+    def function(self, name: str) -> CheckedFunction | None:
+        q = self.names.get(name)
+        return self.functions.get(q) if q else None
+
+    def kernels(self) -> list[CheckedFunction]:
+        return [self.functions[q] for q in self.names.values() if self.functions[q].kind == "kernel"]
+
+
+def tensor_of(t) -> TensorType | None:
+    return t if isinstance(t, TensorType) else None

@@ -1,0 +1,320 @@
+"""Tile statements (copy, gemm, fill, clear, reduce_*, atomic_*, sync, print) and buffer
+allocations: memory scopes, operand shapes, and where each may appear."""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from ..parser import nodes as n
+from . import rules
+from .env import BUFFER, Symbol
+from .types import FRAGMENT, GLOBAL, LOCAL, SHARED, DTypeValue, ScalarType, StrType, TensorType, describe, format_shape
+
+_SCOPE_OF = {"shared": SHARED, "fragment": FRAGMENT, "local": LOCAL}
+
+
+class TileChecker:
+    # ---- allocations -------------------------------------------------------------------------------
+    def allocation(self, s: n.Assign):
+        call = s.value
+        kind = call.func.id
+        if not self.in_grid or self.depth != 2:
+            where = "inside a kernel's grid block" if self.kind == "kernel" else "in a kernel"
+            self.error("E030", f"buffers are allocated at the top of the grid block, not {'here' if self.in_grid else where}",
+                       call.span, "move the allocation directly under 'with grid(...)'" if self.in_grid else None)
+            return s
+        if not isinstance(s.target, n.Name):
+            self.error("E030", f"assign {kind}(...) to a plain name", s.target.span)
+            return s
+        if not self._arity(call, kind, 1):
+            return s
+        spec = call.args[0]
+        if not (isinstance(spec, n.Subscript) and isinstance(spec.value, n.Name)):
+            self.error("E030", f"{kind}(...) takes a tensor type such as {kind}(f32[128, 64])", spec.span)
+            return s
+        dt = self.expr(spec.value)
+        if not isinstance(dt.ty, DTypeValue):
+            if dt.ty is not None:
+                self.error("E021", f"'{spec.value.id}' is not a dtype", spec.value.span)
+            return s
+        dims = []
+        for d in spec.indices:
+            v = self.const_value(d, "a buffer dimension")
+            if v is None:
+                return s
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                self.error("E061", f"a buffer dimension must be a positive integer, found {v!r}", d.span)
+                return s
+            dims.append(d)
+        name = s.target.id
+        existing = self.scope.lookup(name)
+        if existing is not None:
+            self.error("E025", f"'{name}' is already defined as a {existing.kind}", s.target.span)
+            return s
+        if s.annotation is not None:
+            self.error("E030", "the buffer's type is the argument of its allocation; drop the annotation", s.annotation.span)
+        ty = TensorType(dt.ty.dtype, tuple(dims), _SCOPE_OF[kind])
+        self.scope.define(Symbol(name, BUFFER, ty, s.target.span))
+        return replace(s, target=replace(s.target, ty=ty), value=replace(call, ty=ty))
+
+    # ---- statements ----------------------------------------------------------------------------------
+    def tile_statement(self, s: n.ExprStmt, name: str):
+        call = s.expr
+        if self.kind != "kernel" or not self.in_grid:
+            where = "a kernel's grid block"
+            self.error("E060", f"{name}(...) is only allowed inside {where}", call.span)
+            return s
+        if self.in_parallel and name not in ("print", "atomic_add", "atomic_max", "atomic_min"):
+            self.error("E060", f"{name}(...) works on whole tiles and cannot be inside a 'parallel' loop", call.span,
+                       "inside a parallel loop, read and write single elements")
+            return s
+        method = getattr(self, "_" + name.split("_")[0] if name.startswith(("reduce_", "atomic_")) else "_" + name)
+        checked = method(call, name)
+        return replace(s, expr=checked) if checked is not None else s
+
+    def _operand(self, e, role: str):
+        """A tile operand: a buffer, a region of a global tensor `A[r, c]` / `A[r:r+BM, c:c+BK]`,
+        or a slice of a buffer.  Returns the typed node (its ty a TensorType) or None."""
+        if isinstance(e, n.Name):
+            t = self.expr(e)
+            if t.ty is None:
+                return None
+            if not isinstance(t.ty, TensorType):
+                self.error("E036", f"the {role} must be a tensor or buffer, found {describe(t.ty)}", e.span)
+                return None
+            return t
+        if isinstance(e, n.Subscript) and isinstance(e.value, n.Name):
+            base = self.expr(e.value)
+            if base.ty is None:
+                return None
+            bt = base.ty
+            if not isinstance(bt, TensorType):
+                self.error("E036", f"the {role} must be a tensor or buffer, found {describe(bt)}", e.span)
+                return None
+            if len(e.indices) != bt.rank:
+                self.error("E039", f"'{e.value.id}' has {bt.rank} dimension{'s' * (bt.rank != 1)} but the region gives {len(e.indices)}",
+                           e.span)
+                return None
+            indices, shape = [], []
+            for i, (idx, dim) in enumerate(zip(e.indices, bt.shape)):
+                if isinstance(idx, n.Slice):
+                    sl, extent = self._slice(idx, dim, bt.scope)
+                    if sl is None:
+                        return None
+                    indices.append(sl)
+                    shape.append(extent)
+                else:
+                    indices.append(self.integer(idx, "a region origin"))
+                    shape.append(None)  # extent taken from the other side
+            return replace(e, value=base, indices=tuple(indices), ty=TensorType(bt.dtype, tuple(shape), bt.scope))
+        t = self.expr(e)
+        if t.ty is not None:
+            self.error("E036", f"the {role} must be a tensor, a buffer or a region such as A[r, c]", e.span)
+        return None
+
+    def _slice(self, sl: n.Slice, dim, scope):
+        if sl.step is not None:
+            self.error("E039", "a region cannot have a step", sl.step.span)
+            return None, None
+        lower = self.integer(sl.lower, "a slice bound") if sl.lower is not None else None
+        upper = self.integer(sl.upper, "a slice bound") if sl.upper is not None else None
+        out = replace(sl, lower=lower, upper=upper)
+        if sl.lower is None and sl.upper is None:
+            return out, dim
+        lo = sl.lower if sl.lower is not None else n.Constant(0)
+        if sl.upper is None:
+            if scope != GLOBAL:
+                return out, n.BinOp("-", dim, lo)
+            self.error("E039", "give the end of a region of a global tensor: A[r:r+BM, ...]", sl.span)
+            return None, None
+        up = sl.upper
+        if isinstance(up, n.BinOp) and up.op == "+" and up.left == lo:
+            extent = up.right
+        elif isinstance(up, n.BinOp) and up.op == "+" and up.right == lo:
+            extent = up.left
+        else:
+            extent = n.BinOp("-", up, lo)
+        v = self.dim_value(extent)
+        if v is None:
+            self.error("E031", "the extent of a region must be a compile-time constant; write it as r:r+BM", sl.span)
+            return None, None
+        if v <= 0:
+            self.error("E061", f"this region is empty ({v} elements)", sl.span)
+            return None, None
+        return out, extent
+
+    def _copy(self, call, name):
+        if not self._arity(call, "copy", 2):
+            return None
+        src = self._operand(call.args[0], "source of copy")
+        dst = self._operand(call.args[1], "destination of copy")
+        if src is None or dst is None:
+            return None
+        s, d = src.ty, dst.ty
+        if s.scope == GLOBAL and d.scope == GLOBAL:
+            self.error("E036", "copy moves a tile between memory levels; both sides are in global memory", call.span,
+                       "stage it through shared(...) or fragment(...)")
+            return None
+        if s.rank != d.rank:
+            self.error("E036", f"copy between {s.rank}-D and {d.rank}-D tiles: {_shape_text(s)} and {_shape_text(d)}", call.span)
+            return None
+        for i, (a, b) in enumerate(zip(s.shape, d.shape)):
+            if a is None or b is None:
+                continue
+            va, vb = self.dim_value(a), self.dim_value(b)
+            if va is not None and vb is not None and va != vb:
+                self.error("E036", f"copy between tiles of different shapes: {_shape_text(s)} and {_shape_text(d)}", call.span)
+                return None
+        if all(a is None for a in s.shape) and all(b is None for b in d.shape):
+            self.error("E036", "both sides of copy are regions; one side must be a buffer that gives the tile's shape", call.span)
+            return None
+        return replace(call, args=(src, dst))
+
+    def _gemm(self, call, name):
+        if not self._arity(call, "gemm", 3, 3, ("trans_a", "trans_b")):
+            return None
+        ops = []
+        for e, role, scopes in zip(call.args, ("a", "b", "c"), ((SHARED, FRAGMENT), (SHARED, FRAGMENT), (FRAGMENT,))):
+            t = self.expr(e)
+            if t.ty is None:
+                return None
+            if not isinstance(t.ty, TensorType) or t.ty.scope not in scopes or not isinstance(e, n.Name):
+                where = " or ".join(scopes)
+                self.error("E037", f"gemm operand {role} must be a {where} buffer, found {describe(t.ty)}", e.span,
+                           "copy global tiles into shared(...) first" if isinstance(t.ty, TensorType) and t.ty.scope == GLOBAL else None)
+                return None
+            if t.ty.rank != 2:
+                self.error("E037", f"gemm operand {role} must be 2-D, found {t.ty}", e.span)
+                return None
+            ops.append(t)
+        flags = {}
+        for k in call.keywords:
+            v = self.const_value(k.value, k.name)
+            if v is None:
+                return None
+            if not isinstance(v, bool):
+                self.error("E037", f"{k.name} must be True or False, found {v!r}", k.value.span)
+                return None
+            flags[k.name] = v
+        a, b, c = (o.ty for o in ops)
+        m, k1 = (a.shape[1], a.shape[0]) if flags.get("trans_a") else a.shape
+        k2, nn = (b.shape[1], b.shape[0]) if flags.get("trans_b") else b.shape
+        dims = [self.dim_value(x) for x in (m, k1, k2, nn, c.shape[0], c.shape[1])]
+        if None not in dims:
+            vm, vk1, vk2, vn, cm, cn = dims
+            if vk1 != vk2:
+                self.error("E037", f"gemm inner dimensions differ: a is {_oriented(a, flags.get('trans_a'))} and b is "
+                           f"{_oriented(b, flags.get('trans_b'))}", call.span,
+                           "a is [M, K] and b is [K, N]; pass trans_a=True or trans_b=True for transposed operands")
+                return None
+            if (vm, vn) != (cm, cn):
+                self.error("E037", f"gemm accumulator c is {c}, but a @ b is [{vm}, {vn}]", call.span)
+                return None
+        if a.dtype.is_float != b.dtype.is_float or (a.dtype.is_float and a.dtype.bits != b.dtype.bits):
+            self.error("E037", f"gemm operands have different dtypes: {a.dtype} and {b.dtype}", call.span)
+            return None
+        if a.dtype.is_float and not c.dtype.is_float or a.dtype.is_int and c.dtype.name != "i32":
+            self.error("E037", f"gemm accumulator c is {c.dtype}; {a.dtype} inputs accumulate in "
+                       f"{'f32' if a.dtype.is_float else 'i32'}", call.args[2].span)
+            return None
+        return replace(call, args=tuple(ops))
+
+    def _fill(self, call, name):
+        if not self._arity(call, name, 2 if name == "fill" else 1):
+            return None
+        t = self._buffer_arg(call.args[0], name)
+        if t is None:
+            return None
+        if name == "clear":
+            return replace(call, args=(t,))
+        v = self.scalar(call.args[1], "a fill value")
+        if isinstance(v.ty, ScalarType) and not rules.assignable(v.ty, t.ty.dtype):
+            self.error("E033", f"cannot fill a {t.ty.dtype} buffer with {v.ty.dtype} without a cast", v.span,
+                       f"write {t.ty.dtype}(...)")
+        return replace(call, args=(t, v))
+
+    _clear = _fill
+
+    def _buffer_arg(self, e, name):
+        t = self.expr(e)
+        if t.ty is None:
+            return None
+        if not isinstance(t.ty, TensorType) or t.ty.scope == GLOBAL or not isinstance(e, n.Name):
+            self.error("E036", f"{name}() sets a shared, fragment or local buffer, found {describe(t.ty)}", e.span)
+            return None
+        return t
+
+    def _reduce(self, call, name):
+        if not self._arity(call, name, 2, 2, ("dim", "clear")):
+            return None
+        src = self._buffer_arg(call.args[0], name)
+        dst = self._buffer_arg(call.args[1], name)
+        if src is None or dst is None:
+            return None
+        kw = {k.name: k.value for k in call.keywords}
+        dim = self.const_value(kw["dim"], "dim") if "dim" in kw else 1
+        clear = self.const_value(kw["clear"], "clear") if "clear" in kw else True
+        if dim is None or clear is None:
+            return None
+        s, d = src.ty, dst.ty
+        if not isinstance(dim, int) or not -s.rank <= dim < s.rank:
+            self.error("E038", f"dim={dim!r} is out of range for the {s.rank}-D tile {s}", kw.get("dim", call).span)
+            return None
+        dim %= s.rank
+        want = tuple(x for i, x in enumerate(s.shape) if i != dim)
+        got = [self.dim_value(x) for x in d.shape]
+        if len(want) != d.rank or got != [self.dim_value(x) for x in want]:
+            self.error("E038", f"{name} of {s} along dim {dim} gives {format_shape(want) if want else 'a scalar'}, "
+                       f"but the destination is {d}", call.span)
+            return None
+        if not rules.assignable(ScalarType(s.dtype), d.dtype):
+            self.error("E033", f"{name} of {s.dtype} values cannot be stored into {d.dtype} without losing precision",
+                       call.args[1].span)
+            return None
+        return replace(call, args=(src, dst))
+
+    def _atomic(self, call, name):
+        if not self._arity(call, name, 2):
+            return None
+        target = call.args[0]
+        if not isinstance(target, n.Subscript) or any(isinstance(i, n.Slice) for i in target.indices):
+            self.error("E054", f"{name} updates one element: {name}(C[i, j], v)", target.span)
+            return None
+        t = self.expr(target)
+        if t.ty is None:
+            return None
+        base = t.value.ty
+        if base.scope not in (GLOBAL, SHARED):
+            self.error("E054", f"{name} updates an element of a global or shared tensor, not of a {base.scope} buffer", target.span)
+            return None
+        v = self.scalar(call.args[1], "an atomic operand")
+        if isinstance(v.ty, ScalarType) and not rules.assignable(v.ty, t.ty.dtype):
+            self.error("E033", f"cannot {name.split('_')[1]} {v.ty.dtype} into a {t.ty.dtype} element without a cast", v.span,
+                       f"write {t.ty.dtype}(...)")
+        return replace(call, args=(t, v))
+
+    def _sync(self, call, name):
+        self._arity(call, "sync", 0)
+        return call
+
+    def _print(self, call, name):
+        if not call.args or not (isinstance(call.args[0], n.Constant) and isinstance(call.args[0].value, str)):
+            self.error("E053", "print() takes a format string first: print(\"x = %f\", x)", call.span)
+            return None
+        for k in call.keywords:
+            self.error("E034", f"print() has no argument '{k.name}'", k.span)
+        fmt = call.args[0].value
+        holes = len(re.findall(r"%(?!%)[-+ #0]*\d*(?:\.\d+)?[a-zA-Z]", fmt.replace("%%", "")))
+        args = tuple(self.scalar(a, "a value to print") for a in call.args[1:])
+        if holes != len(args):
+            self.error("E053", f"the format has {holes} placeholder{'s' * (holes != 1)} but {len(args)} value"
+                       f"{'s are' if len(args) != 1 else ' is'} given", call.span)
+        return replace(call, args=(replace(call.args[0], ty=StrType()),) + args)
+
+
+def _shape_text(t: TensorType) -> str:
+    return "[" + ", ".join("?" if d is None else format_shape((d,))[1:-1] for d in t.shape) + "]"
+
+
+def _oriented(t: TensorType, trans: bool) -> str:
+    return format_shape(tuple(reversed(t.shape))) + " (transposed)" if trans else format_shape(t.shape)
