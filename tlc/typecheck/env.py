@@ -64,5 +64,5 @@ class ModuleEnv:
 
 
 def did_you_mean(name: str, candidates) -> str | None:
-    close = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.75)
+    close = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None

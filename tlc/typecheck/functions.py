@@ -35,6 +35,7 @@ def function_kind(fn: n.FunctionDef, bag) -> str | None:
             bag.error("E024", f"'@{d.name}' takes no arguments", d.span)
     if "kernel" in seen and "tile_op" in seen:
         bag.error("E023", f"'{fn.name}' cannot be both a @kernel and a @tile_op", fn.name_span)
+        unknown = True
     if "fuse" in seen and "tile_op" not in seen:
         bag.error("E023", "'@fuse' applies to a @tile_op", next(d.span for d in fn.decorators if d.name == "fuse"),
                   "add @tile_op below @fuse")
@@ -259,7 +260,16 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
                 self.error("E044", f"the dimension '{d.id}' is the {sym.kind} '{d.id}'", d.span,
                            "a dimension is a literal, a constant expression or a shape symbol")
             return d
-        v = self.const_value(d, f"a dimension of '{param}' that is not a plain shape symbol")
+        try:
+            v = consteval.evaluate(d, self.consts)
+        except consteval.NotConstant as nc:
+            bad = nc.node
+            if isinstance(bad, n.Name):
+                self.error("E044", f"'{bad.id}' is not a constant, so it cannot be part of a dimension expression", bad.span,
+                           "a shape symbol stands alone as a whole dimension; expressions may use only constants")
+            else:
+                self.error("E044", "a dimension is a literal, a constant expression or a shape symbol", d.span)
+            return d
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v <= 0):
             self.error("E061", f"a dimension must be a positive integer, found {v!r}", d.span)
         return d

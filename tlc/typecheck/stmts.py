@@ -211,7 +211,8 @@ class StmtChecker:
         self.loops.append(kind)
         body = self.block(s.body)
         self.loops.pop()
-        return replace(s, iter=replace(it, ty=LoopRange(kind)), targets=(replace(var, ty=ScalarType(I32)),), body=body)
+        it = replace(self.statement_call(it), ty=LoopRange(kind))
+        return replace(s, iter=it, targets=(replace(var, ty=ScalarType(I32)),), body=body)
 
     def _define_loop_var(self, var: n.Name):
         sym = self.scope.lookup(var.id)
@@ -271,13 +272,15 @@ class StmtChecker:
         self.in_parallel = False
         self.scope = outer
         targets = tuple(replace(v, ty=ScalarType(I32)) for v in s.targets)
-        return replace(s, iter=replace(it, ty=LoopRange("parallel")), targets=targets, body=body)
+        it = replace(self.statement_call(replace(it, args=tuple(self.expr(a) for a in it.args))), ty=LoopRange("parallel"))
+        return replace(s, iter=it, targets=targets, body=body)
 
     # ---- the grid --------------------------------------------------------------------------------
     def stmt_With(self, s: n.With):
         ctx = s.context
         if not (isinstance(ctx, n.Call) and isinstance(ctx.func, n.Name) and ctx.func.id == "grid"):
             self.error("E049", "'with' only opens a grid: 'with grid(gx, gy, threads=128) as (bx, by):'", ctx.span)
+            self.grid_seen = True  # reported; do not also report a missing grid
             return s
         if self.kind != "kernel":
             self.error("E029", "a grid belongs to a @kernel; device functions and tile ops run inside one", ctx.span)
@@ -311,4 +314,5 @@ class StmtChecker:
         body = self.block(s.body)
         self.in_grid = False
         targets = tuple(replace(t, ty=ScalarType(I32)) for t in s.targets)
-        return replace(s, context=replace(ctx, args=args, ty=BuiltinRef("grid")), targets=targets, body=body)
+        ctx = replace(self.statement_call(replace(ctx, args=args)), ty=BuiltinRef("grid"))
+        return replace(s, context=ctx, targets=targets, body=body)

@@ -8,7 +8,7 @@ from dataclasses import replace
 from ..parser import nodes as n
 from . import rules
 from .env import BUFFER, Symbol
-from .types import FRAGMENT, GLOBAL, LOCAL, SHARED, DTypeValue, ScalarType, StrType, TensorType, describe, format_shape
+from .types import FRAGMENT, GLOBAL, LOCAL, SHARED, BuiltinRef, DTypeValue, VoidType, ScalarType, StrType, TensorType, describe, format_shape
 
 _SCOPE_OF = {"shared": SHARED, "fragment": FRAGMENT, "local": LOCAL}
 
@@ -55,7 +55,8 @@ class TileChecker:
             self.error("E030", "the buffer's type is the argument of its allocation; drop the annotation", s.annotation.span)
         ty = TensorType(dt.ty.dtype, tuple(dims), _SCOPE_OF[kind])
         self.scope.define(Symbol(name, BUFFER, ty, s.target.span))
-        return replace(s, target=replace(s.target, ty=ty), value=replace(call, ty=ty))
+        spec = replace(spec, value=dt, indices=tuple(self.expr(d) for d in spec.indices), ty=ty)
+        return replace(s, target=replace(s.target, ty=ty), value=self.statement_call(replace(call, args=(spec,), ty=ty)))
 
     # ---- statements ----------------------------------------------------------------------------------
     def tile_statement(self, s: n.ExprStmt, name: str):
@@ -70,7 +71,17 @@ class TileChecker:
             return s
         method = getattr(self, "_" + name.split("_")[0] if name.startswith(("reduce_", "atomic_")) else "_" + name)
         checked = method(call, name)
-        return replace(s, expr=checked) if checked is not None else s
+        if checked is None:
+            return s
+        return replace(s, expr=self.statement_call(checked))
+
+    def statement_call(self, call: n.Call) -> n.Call:
+        """Type the parts of a statement-like call that its checker did not: the builtin's
+        name, keyword values (constants), and the call itself (no value)."""
+        keywords = tuple(replace(k, value=self.expr(k.value) if getattr(k.value, "ty", None) is None else k.value)
+                         for k in call.keywords)
+        return replace(call, func=replace(call.func, ty=BuiltinRef(call.func.id)), keywords=keywords,
+                       ty=call.ty or VoidType())
 
     def _operand(self, e, role: str):
         """A tile operand: a buffer, a region of a global tensor `A[r, c]` / `A[r:r+BM, c:c+BK]`,
