@@ -18,39 +18,46 @@ class TileChecker:
     def allocation(self, s: n.Assign):
         call = s.value
         kind = call.func.id
+        result = self._allocate(s, call, kind)
+        if result is None and isinstance(s.target, n.Name) and self.scope.lookup(s.target.id) is None:
+            # Reported already; later uses of the name should not be reported again as unknown.
+            self.scope.define(Symbol(s.target.id, BUFFER, None, s.target.span))
+        return result or s
+
+    def _allocate(self, s: n.Assign, call: n.Call, kind: str):
         if not self.in_grid or self.depth != 2:
             where = "inside a kernel's grid block" if self.kind == "kernel" else "in a kernel"
             self.error("E030", f"buffers are allocated at the top of the grid block, not {'here' if self.in_grid else where}",
                        call.span, "move the allocation directly under 'with grid(...)'" if self.in_grid else None)
-            return s
+            return None
         if not isinstance(s.target, n.Name):
             self.error("E030", f"assign {kind}(...) to a plain name", s.target.span)
-            return s
+            return None
         if not self._arity(call, kind, 1):
-            return s
+            return None
         spec = call.args[0]
         if not (isinstance(spec, n.Subscript) and isinstance(spec.value, n.Name)):
             self.error("E030", f"{kind}(...) takes a tensor type such as {kind}(f32[128, 64])", spec.span)
-            return s
+            return None
         dt = self.expr(spec.value)
         if not isinstance(dt.ty, DTypeValue):
             if dt.ty is not None:
                 self.error("E021", f"'{spec.value.id}' is not a dtype", spec.value.span)
-            return s
+            return None
         dims = []
         for d in spec.indices:
             v = self.const_value(d, "a buffer dimension")
             if v is None:
-                return s
+                return None
             if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
                 self.error("E061", f"a buffer dimension must be a positive integer, found {v!r}", d.span)
-                return s
+                return None
             dims.append(d)
         name = s.target.id
         existing = self.scope.lookup(name)
         if existing is not None:
             self.error("E025", f"'{name}' is already defined as a {existing.kind}", s.target.span)
-            return s
+            return None
         if s.annotation is not None:
             self.error("E030", "the buffer's type is the argument of its allocation; drop the annotation", s.annotation.span)
         ty = TensorType(dt.ty.dtype, tuple(dims), _SCOPE_OF[kind])

@@ -1,0 +1,43 @@
+"""Binding constants from -D / keywords: names, types, and errors blamed on the constant."""
+from tlc.dtypes import BF16
+from tlc.schedule.bind import parse_value
+from kit import GEMM, schedule_error, scheduled
+
+
+def test_parse_value():
+    assert parse_value("64") == 64 and parse_value("0x10") == 16 and parse_value("1e-5") == 1e-5
+    assert parse_value("True") is True and parse_value("bf16") == BF16
+
+
+def test_constants_and_dtypes_are_bound():
+    k = scheduled(GEMM, "matmul", {"BM": "64", "T": "bf16"})
+    assert dict(k.constants)["BM"] == 64 and k.param("A").dtype == BF16
+    assert k.buffer("As").shape == (64, 32)
+
+
+def test_unknown_constant():
+    assert schedule_error(GEMM, "matmul", {"BX": 64}) == (
+        "error[E064]: 'matmul' has no constant or dtype parameter 'BX'\n  = hint: its constants are: T, BM, BN, BK, stages")
+
+
+def test_wrong_kind_of_value():
+    text = schedule_error(GEMM, "matmul", {"BM": "abc"})
+    assert text.startswith("s.tl:4:28: error[E065]: the constant 'BM' takes an integer, not 'abc'")
+
+
+def test_non_positive_buffer_is_blamed_on_the_constant():
+    text = schedule_error(GEMM, "matmul", {"BK": 0})
+    assert text.splitlines()[0] == ("s.tl:4:62: error[E061]: with BK=0: a buffer dimension must be a positive "
+                                    "integer, found 0")
+    assert "= hint: the error is at s.tl:6:27" in text
+
+
+def test_tile_op_is_not_yet_scheduled():
+    src = "@tile_op\ndef t(a: f32[M, K]) -> f32[M, K]:\n    return a * 2.0\n"
+    assert schedule_error(src, "t").startswith(
+        "s.tl:2:5: error[E067]: 't' is a @tile_op; scheduling tile ops is not yet supported")
+
+
+def test_not_a_kernel():
+    assert schedule_error(GEMM, "nothing") == (
+        "error[E066]: no kernel named 'nothing' in s.tl\n  = hint: its kernels are: matmul")

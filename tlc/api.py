@@ -1,0 +1,161 @@
+"""The Python API (LANGUAGE.md section 7): `tlc.load(path)`, `tlc.compile_source(text)`, and
+kernels callable with arrays.
+
+Owns binding a call's arguments to a kernel's parameters (arrays and scalars positionally in
+declaration order, constants and dtypes as keywords, dtype parameters bound from the arrays),
+the per-constants cache of scheduled kernels, and choosing the executor.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from . import driver, ir
+from .diagnostics import DiagnosticError, TlcError
+from .dtypes import DType, from_numpy
+from .schedule import schedule
+from .typecheck import CheckedFunction, CheckedProgram
+
+TARGETS = ("auto", "cpu", "cuda")
+_said_cpu_fallback = False
+
+
+class CallError(TlcError):
+    """A call whose arguments do not fit the kernel: message names the parameter."""
+
+
+def load(path: str, target: str = "auto") -> "Module":
+    """Parse and type-check a `.tl` file; raises `DiagnosticError` or `driver.SourceError`."""
+    result = driver.check_file(path)
+    if not result.ok:
+        raise DiagnosticError(result.diagnostics, result.sources)
+    return Module(result.program, target)
+
+
+def compile_source(text: str, target: str = "auto", path: str = "<string>") -> "Module":
+    result = driver.check_source(text, path)
+    if not result.ok:
+        raise DiagnosticError(result.diagnostics, result.sources)
+    return Module(result.program, target)
+
+
+def resolve_target(target: str) -> str:
+    """The executor a target name means here: auto runs on the interpreter where no GPU is."""
+    global _said_cpu_fallback
+    if target not in TARGETS:
+        raise TlcError(f"unknown target '{target}'; choose one of {', '.join(TARGETS)}")
+    if target == "cuda":
+        raise TlcError("the CUDA target is not available yet in this version of tlc; use target='cpu'")
+    if target == "auto":
+        if not _said_cpu_fallback:
+            print("tlc: running kernels on the CPU reference interpreter (no CUDA target in this build)",
+                  file=sys.stderr)
+            _said_cpu_fallback = True
+        return "cpu"
+    return target
+
+
+class Module:
+    def __init__(self, program: CheckedProgram, target: str = "auto"):
+        self.program = program
+        self.target = resolve_target(target)
+        self._kernels = {name: Kernel(self, program.functions[q]) for name, q in program.names.items()
+                         if program.functions[q].kind in ("kernel", "tile_op")
+                         and program.functions[q].module_path == program.path}
+
+    def __getattr__(self, name: str):
+        kernels = self.__dict__.get("_kernels", {})
+        if name in kernels:
+            return kernels[name]
+        raise AttributeError(f"{self.program.path} has no kernel or tile op '{name}'"
+                             + (f"; it has: {', '.join(kernels)}" if kernels else ""))
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._kernels))
+
+    @property
+    def kernels(self) -> dict:
+        return dict(self._kernels)
+
+
+class Kernel:
+    """One @kernel of a loaded module, callable with arrays."""
+
+    def __init__(self, module: Module, fn: CheckedFunction):
+        self.module, self.fn, self.name = module, fn, fn.name
+        self._scheduled: dict = {}
+
+    def __repr__(self) -> str:
+        args = ", ".join(p.name for p in self.fn.runtime_params)
+        return f"<tlc {self.fn.kind} {self.name}({args})>"
+
+    def bind(self, args: tuple, kwargs: dict) -> tuple[dict, dict]:
+        """(runtime arguments by name, constants by name) for one call."""
+        runtime = self.fn.runtime_params
+        if len(args) > len(runtime):
+            raise CallError(f"{self.name}() takes {len(runtime)} arrays and scalars "
+                            f"({', '.join(p.name for p in runtime)}), {len(args)} given")
+        values = {p.name: a for p, a in zip(runtime, args)}
+        constants = {}
+        for k, v in kwargs.items():
+            p = self.fn.param(k)
+            if p is None:
+                known = [q.name for q in self.fn.params]
+                raise CallError(f"{self.name}() has no parameter '{k}'; its parameters are {', '.join(known)}")
+            if p.role in ("tensor", "scalar"):
+                if k in values:
+                    raise CallError(f"{self.name}() got two values for '{k}'")
+                values[k] = v
+            else:
+                constants[k] = v
+        missing = [p.name for p in runtime if p.name not in values and not p.has_default]
+        if missing:
+            raise CallError(f"{self.name}() is missing {', '.join(repr(m) for m in missing)}")
+        for p in self.fn.params:
+            if p.role == "dtype" and p.name not in constants:
+                bound = self._dtype_from_arrays(p.name, values)
+                if bound is not None:
+                    constants[p.name] = bound
+        return values, constants
+
+    def _dtype_from_arrays(self, name: str, values: dict) -> DType | None:
+        found = None
+        for p in self.fn.tensor_params:
+            if _annotation_name(self.fn, p.name) != name or p.name not in values:
+                continue
+            arr = values[p.name]
+            dt = from_numpy(getattr(arr, "dtype", None)) if hasattr(arr, "dtype") else None
+            if dt is None:
+                continue
+            if found is not None and dt != found[0]:
+                raise CallError(f"the dtype parameter '{name}' is {found[0]} from '{found[1]}' but {dt} from '{p.name}'")
+            found = (dt, p.name)
+        return found[0] if found else None
+
+    def scheduled(self, constants: dict) -> ir.Kernel:
+        key = tuple(sorted((k, str(v)) for k, v in constants.items()))
+        if key not in self._scheduled:
+            self._scheduled[key] = schedule(self.module.program, self.name, constants)
+        return self._scheduled[key]
+
+    def ir(self, **constants) -> str:
+        """The scheduled tile IR as text (`tlc build --emit ir`)."""
+        return ir.print_kernel(self.scheduled(constants))
+
+    def __call__(self, *args, **kwargs):
+        if self.fn.kind == "tile_op":
+            self.scheduled({})  # raises the not-yet-supported diagnostic
+        values, constants = self.bind(args, kwargs)
+        kernel = self.scheduled(constants)
+        from .interp import run_kernel
+
+        for p in self.fn.runtime_params:
+            if p.name in values and p.role == "tensor" and not isinstance(values[p.name], np.ndarray):
+                raise CallError(f"'{p.name}' must be a NumPy array on the CPU target, not {type(values[p.name]).__name__}")
+        run_kernel(kernel, values)
+
+
+def _annotation_name(fn: CheckedFunction, param: str) -> str | None:
+    p = next((q for q in fn.node.params if q.name == param), None)
+    return p.annotation.name if p is not None else None

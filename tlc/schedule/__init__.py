@@ -1,0 +1,49 @@
+"""Scheduling: a checked @kernel with its constants bound -> tile IR ready for the interpreter
+and the code generator.  Entry point: `schedule(program, name, constants)`.
+
+The passes, in order, each a function IR -> IR checked by the verifier: `lower` (typed AST ->
+IR), `assign_layouts` (fragment layouts), `plan_shared_memory` (sizes, stages, padding or
+swizzle, offsets with reuse, the limit), `insert_barriers`.  Owns no C text.
+"""
+from __future__ import annotations
+
+from .. import ir
+from ..diagnostics import Diagnostic, DiagnosticError
+from ..typecheck import CheckedProgram
+from .barriers import insert_barriers
+from .bind import bind_constants, parse_value
+from .layout import assign_layouts, parallel_layout
+from .lower import Lowerer, LoweringError
+from .smem import SM80_LIMIT, SM90_LIMIT, plan_shared_memory
+
+PASSES = ("lower", "assign_layouts", "plan_shared_memory", "insert_barriers")
+
+__all__ = ["schedule", "bind_constants", "parse_value", "PASSES", "SM80_LIMIT", "SM90_LIMIT", "parallel_layout"]
+
+
+def schedule(program: CheckedProgram, name: str, constants: dict | None = None, *,
+             smem_limit: int = SM90_LIMIT) -> ir.Kernel:
+    """The scheduled tile IR of the kernel `name` with `constants` (name -> value) bound."""
+    fn = program.function(name)
+    if fn is None:
+        kernels = [k.name for k in program.kernels()]
+        raise DiagnosticError([Diagnostic("E066", f"no kernel named '{name}' in {program.path}", None,
+                                          f"its kernels are: {', '.join(kernels)}" if kernels else "it defines no @kernel")])
+    if fn.kind == "tile_op":
+        raise DiagnosticError([Diagnostic("E067", f"'{name}' is a @tile_op; scheduling tile ops is not yet supported",
+                                          fn.node.name_span, "write it as a @kernel with explicit tiles for now")],
+                              program.sources)
+    if fn.kind != "kernel":
+        raise DiagnosticError([Diagnostic("E066", f"'{name}' is a device function, not a kernel", fn.node.name_span,
+                                          "device functions are called from kernels")], program.sources)
+    fn = bind_constants(program, fn, constants or {})
+    try:
+        kernel = Lowerer(fn, program).kernel()
+    except LoweringError as e:
+        raise DiagnosticError([Diagnostic("E068", str(e), e.span)], program.sources) from None
+    ir.verify(kernel)
+    kernel = assign_layouts(kernel)
+    kernel = plan_shared_memory(kernel, smem_limit, program.sources)
+    kernel = insert_barriers(kernel)
+    ir.verify(kernel)
+    return kernel

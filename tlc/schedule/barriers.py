@@ -1,0 +1,97 @@
+"""Barriers: a `Sync` wherever one thread may read shared memory that another wrote (RAW) or
+overwrite what another may still read (WAR), since the last barrier.  Copies, gemms, fills,
+reductions and parallel loops all touch shared memory from many threads."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import ir
+from .layout import _exprs, _walk, _walk_expr
+
+
+def insert_barriers(kernel: ir.Kernel) -> ir.Kernel:
+    shared = {b.name for b in kernel.buffers if b.scope == "shared"}
+    if not shared:
+        return kernel
+    body, _ = _block(kernel.body, shared, (set(), set()))
+    return replace(kernel, body=body)
+
+
+def _touches(s, shared) -> tuple[set, set]:
+    """(reads, writes) of shared buffers by a statement and everything inside it."""
+    reads, writes = set(), set()
+    for x in _walk([s]):
+        if isinstance(x, ir.Copy):
+            if x.src.name in shared:
+                reads.add(x.src.name)
+            if x.dst.name in shared:
+                writes.add(x.dst.name)
+        elif isinstance(x, ir.Gemm):
+            reads |= {x.a, x.b} & shared
+        elif isinstance(x, ir.Fill) and x.buffer in shared:
+            writes.add(x.buffer)
+        elif isinstance(x, ir.Reduce):
+            if x.src in shared:
+                reads.add(x.src)
+            if x.dst in shared:
+                writes.add(x.dst)
+                if not x.clear:
+                    reads.add(x.dst)
+        elif isinstance(x, (ir.Store, ir.Atomic)) and x.name in shared:
+            writes.add(x.name)
+        for e in _exprs(x):
+            for y in _walk_expr(e):
+                if isinstance(y, ir.Load) and y.name in shared:
+                    reads.add(y.name)
+    return reads, writes
+
+
+def _block(stmts, shared, state):
+    """Insert syncs into one statement list; `state` is (read, written) since the last sync."""
+    read, written = set(state[0]), set(state[1])
+    out = []
+    for s in stmts:
+        if isinstance(s, ir.Sync):
+            read, written = set(), set()
+            out.append(s)
+            continue
+        r, w = _touches(s, shared)
+        if (r & written) or (w & read) or (w & written and not isinstance(s, ir.Parallel)):
+            out.append(ir.Sync())
+            read, written = set(), set()
+        if isinstance(s, ir.For):
+            body, (br, bw) = _block(s.body, shared, (read, written))
+            # The next iteration's first statements meet this iteration's last ones.
+            fr, fw = _first_touches(body, shared)
+            if (bw & fr) or (br & fw) or (bw & fw):
+                if not (body and isinstance(body[-1], ir.Sync)):
+                    body = body + (ir.Sync(),)
+                br, bw = set(), set()
+            s = replace(s, body=body)
+            read |= r
+            written |= w
+            if body and isinstance(body[-1], ir.Sync):
+                read, written = set(), set()
+        elif isinstance(s, ir.If):
+            then, _ = _block(s.then, shared, (read, written))
+            orelse, _ = _block(s.orelse, shared, (read, written))
+            s = replace(s, then=then, orelse=orelse)
+            read |= r
+            written |= w
+        else:
+            read |= r
+            written |= w
+        out.append(s)
+    return tuple(out), (read, written)
+
+
+def _first_touches(body, shared) -> tuple[set, set]:
+    """What a loop body touches before its first sync: what an iteration's start may race."""
+    reads, writes = set(), set()
+    for s in body:
+        if isinstance(s, ir.Sync):
+            break
+        r, w = _touches(s, shared)
+        reads |= r
+        writes |= w
+    return reads, writes

@@ -1,0 +1,438 @@
+"""Typed AST of one specialized @kernel -> tile IR, before any scheduling decision.
+
+Owns the translation of each construct: explicit casts wherever a value changes dtype (the IR
+never converts implicitly), constants inlined as literals, per-thread variables hoisted to the
+top of their block (Python scoping, C declarations), device functions inlined, regions of
+copies given their extents from the other side.
+"""
+from __future__ import annotations
+
+import itertools
+
+from .. import ir
+from ..dtypes import BOOL, F32, I32, DType
+from ..parser import nodes as n
+from ..typecheck import CheckedFunction
+from ..typecheck import rules
+from ..typecheck.types import GLOBAL, ScalarType, TensorType
+
+_MATH = frozenset(ir.MATH_FUNCS) - {"pow"}
+
+
+class LoweringError(Exception):
+    """A construct the scheduler cannot lower yet; carries a span for a diagnostic."""
+
+    def __init__(self, message: str, span):
+        super().__init__(message)
+        self.span = span
+
+
+def cast(e: ir.Expr, dt: DType) -> ir.Expr:
+    if e.dtype == dt:
+        return e
+    if isinstance(e, ir.Const):
+        return ir.Const(e.value, dt, span=e.span)
+    return ir.Cast(e, dt, span=getattr(e, "span", None))
+
+
+class Lowerer:
+    def __init__(self, fn: CheckedFunction, program):
+        self.fn, self.program = fn, program
+        self.consts = fn.constants
+        self.shape_symbols = set(fn.shape_symbols)
+        self.params = {p.name: p for p in fn.params}
+        self.buffers: dict[str, ir.Buffer] = {}
+        self.scalars: dict[str, DType] = {}  # every per-thread scalar visible by name
+        self.pending: list[ir.Stmt] = []  # statements an expression needs first (inlined calls)
+        self.fresh = itertools.count()
+        self.in_parallel = False
+        self.renames: list[dict[str, str]] = []  # device-function parameter renames, innermost last
+
+    # ---- kernel --------------------------------------------------------------------------------
+    def kernel(self) -> ir.Kernel:
+        grid_stmt = next(s for s in self.fn.body if isinstance(s, n.With))
+        params = tuple(self._param(p) for p in self.fn.params if p.role in ("tensor", "scalar"))
+        for p in self.fn.params:
+            if p.role == "scalar":
+                self.scalars[p.name] = p.type.dtype
+        for s in self.shape_symbols:
+            self.scalars[s] = I32
+        ctx = grid_stmt.context
+        grid = tuple(cast(self.expr(a), I32) for a in ctx.args)
+        threads = next(self.const(k.value) for k in ctx.keywords if k.name == "threads")
+        block_vars = tuple(t.id for t in grid_stmt.targets)
+        for b in block_vars:
+            self.scalars[b] = I32
+        body = self.block(grid_stmt.body, hoist=True)
+        constants = tuple(sorted((k, v) for k, v in self.consts.items()
+                                 if self.fn.param(k) is not None and self.fn.param(k).role in ("const", "dtype")))
+        return ir.Kernel(self.fn.name, params, grid[::1], block_vars, int(threads),
+                         tuple(self.buffers.values()), body, constants, span=self.fn.node.name_span)
+
+    def _param(self, p) -> ir.Param:
+        if p.role == "scalar":
+            return ir.Param(p.name, "scalar", p.type.dtype, span=p.span)
+        dims = tuple(d.id if isinstance(d, n.Name) and d.id in self.shape_symbols else int(self.const(d))
+                     for d in p.type.shape)
+        return ir.Param(p.name, "tensor", p.type.dtype, dims, span=p.span)
+
+    def const(self, e):
+        from ..typecheck.consteval import evaluate
+        return evaluate(e, self.consts)
+
+    # ---- statements ------------------------------------------------------------------------------
+    def block(self, stmts, hoist: bool = False) -> tuple:
+        """Lower a statement list; with `hoist`, declare the scalars first assigned in it (outside
+        nested parallel loops) at its top, so that every later use sees them as in Python."""
+        out: list[ir.Stmt] = []
+        if hoist:
+            for name, dt, span in _first_assignments(stmts):
+                if name in self.scalars or name in self.buffers:
+                    continue
+                self.scalars[name] = dt
+                out.append(ir.LetScalar(name, dt, ir.Const(0, dt), span=span))
+        for s in stmts:
+            lowered = self.stmt(s)
+            out.extend(self.pending)
+            self.pending = []
+            if lowered is None:
+                continue
+            out.extend(lowered if isinstance(lowered, list) else [lowered])
+        return tuple(out)
+
+    def stmt(self, s):
+        return getattr(self, "stmt_" + type(s).__name__)(s)
+
+    def stmt_Pass(self, s):
+        return None
+
+    def stmt_Break(self, s):
+        return ir.Break(span=s.span)
+
+    def stmt_Continue(self, s):
+        return ir.Continue(span=s.span)
+
+    def stmt_Return(self, s):
+        raise LoweringError("'return' is only lowered inside inlined device functions", s.span)
+
+    def stmt_Assign(self, s: n.Assign):
+        if isinstance(s.target.ty, TensorType) and s.target.ty.scope in ("shared", "fragment", "local"):
+            t = s.target.ty
+            self.buffers[s.target.id] = ir.Buffer(s.target.id, t.scope, t.dtype,
+                                                  tuple(int(self.const(d)) for d in t.shape), span=s.span)
+            return None
+        if isinstance(s.target, n.Subscript):
+            name = s.target.value.id
+            idx = self.indices(s.target.indices)
+            return ir.Store(name, idx, cast(self.expr(s.value), s.target.ty.dtype), span=s.span)
+        name = self.name(s.target.id)
+        return ir.Assign(name, cast(self.expr(s.value), self.scalars[name]), span=s.span)
+
+    def stmt_AugAssign(self, s: n.AugAssign):
+        target = s.target
+        current = self.expr(target)
+        value = self.expr(s.value)
+        combined = self.binop(s.op, current, value, target.ty, s.value.ty, s.span)
+        if isinstance(target, n.Subscript):
+            return ir.Store(target.value.id, self.indices(target.indices), cast(combined, target.ty.dtype), span=s.span)
+        name = self.name(target.id)
+        return ir.Assign(name, cast(combined, self.scalars[name]), span=s.span)
+
+    def stmt_If(self, s: n.If):
+        cond = self.condition(s.test)
+        return ir.If(cond, self.block(s.body), self.block(s.orelse), span=s.span)
+
+    def stmt_For(self, s: n.For):
+        kind = s.iter.func.id
+        args = s.iter.args
+        if kind == "parallel":
+            extents = tuple(int(self.const(a)) for a in args)
+            names = tuple(t.id for t in s.targets)
+            saved = dict(self.scalars)
+            for v in names:
+                self.scalars[v] = I32
+            self.in_parallel = True
+            body = self.block(s.body, hoist=True)
+            self.in_parallel = False
+            self.scalars = saved
+            return ir.Parallel(names, extents, body, span=s.span)
+        var = s.targets[0].id
+        self.scalars[var] = I32
+        if kind == "range":
+            lowered = [cast(self.expr(a), I32) for a in args]
+            start, stop, step = (ir.Const(0, I32), lowered[0], ir.Const(1, I32)) if len(lowered) == 1 else \
+                (lowered[0], lowered[1], lowered[2] if len(lowered) == 3 else ir.Const(1, I32))
+            return ir.For(var, start, stop, step, "serial", 1, self.block(s.body), span=s.span)
+        count = cast(self.expr(args[0]), I32)
+        stages = 1
+        if kind == "pipelined":
+            stages = next((int(self.const(k.value)) for k in s.iter.keywords if k.name == "stages"), 2)
+        kind_ir = "unroll" if kind == "unroll" else "pipelined"
+        return ir.For(var, ir.Const(0, I32), count, ir.Const(1, I32), kind_ir, stages, self.block(s.body), span=s.span)
+
+    def stmt_ExprStmt(self, s: n.ExprStmt):
+        call = s.expr
+        if isinstance(call, n.Call) and isinstance(call.func, n.Name) and type(call.func.ty).__name__ == "BuiltinRef":
+            return getattr(self, "tile_" + call.func.id.split("_")[0])(call, s.span)
+        self.expr(call)  # a device-function call for its effects (print)
+        return None
+
+    # ---- tile statements -------------------------------------------------------------------------
+    def tile_copy(self, call, span):
+        src, dst = call.args
+        src_shape, dst_shape = self._operand_shape(src), self._operand_shape(dst)
+        return ir.Copy(self.operand(src, dst_shape), self.operand(dst, src_shape), span=span)
+
+    def _operand_shape(self, e):
+        if isinstance(e, n.Name) and e.id in self.buffers:
+            return self.buffers[e.id].shape
+        if isinstance(e, n.Subscript):
+            return tuple(None if d is None else int(self.const(d)) for d in e.ty.shape)
+        return tuple(None for _ in e.ty.shape)
+
+    def operand(self, e, other_shape):
+        if isinstance(e, n.Name):
+            if e.id in self.buffers:
+                return ir.BufferRef(e.id, span=e.span)
+            extents = tuple(other_shape)
+            return ir.Region(e.id, tuple(ir.Const(0, I32) for _ in extents), extents, span=e.span)
+        offsets, extents = [], []
+        for idx, ext, other in zip(e.indices, e.ty.shape, other_shape):
+            if isinstance(idx, n.Slice):
+                offsets.append(cast(self.expr(idx.lower), I32) if idx.lower is not None else ir.Const(0, I32))
+            else:
+                offsets.append(cast(self.expr(idx), I32))
+            extents.append(int(self.const(ext)) if ext is not None else other)
+        if any(x is None for x in extents):
+            raise LoweringError("copy cannot tell the extent of this region", e.span)
+        return ir.Region(e.value.id, tuple(offsets), tuple(extents), span=e.span)
+
+    def tile_gemm(self, call, span):
+        flags = {k.name: bool(self.const(k.value)) for k in call.keywords}
+        a, b, c = (x.id for x in call.args)
+        return ir.Gemm(a, b, c, flags.get("trans_a", False), flags.get("trans_b", False), span=span)
+
+    def tile_fill(self, call, span):
+        buf = self.buffers[call.args[0].id]
+        return ir.Fill(buf.name, cast(self.expr(call.args[1]), buf.dtype), span=span)
+
+    def tile_clear(self, call, span):
+        buf = self.buffers[call.args[0].id]
+        return ir.Fill(buf.name, ir.Const(0, buf.dtype), span=span)
+
+    def tile_reduce(self, call, span):
+        kw = {k.name: self.const(k.value) for k in call.keywords}
+        src, dst = call.args
+        rank = len(self.buffers[src.id].shape)
+        dim = int(kw.get("dim", 1)) % rank
+        return ir.Reduce(call.func.id.split("_", 1)[1], src.id, dst.id, dim, bool(kw.get("clear", True)), span=span)
+
+    def tile_atomic(self, call, span):
+        target, value = call.args
+        return ir.Atomic(call.func.id.split("_", 1)[1], target.value.id, self.indices(target.indices),
+                         cast(self.expr(value), target.ty.dtype), span=span)
+
+    def tile_sync(self, call, span):
+        return ir.Sync(span=span)
+
+    def tile_print(self, call, span):
+        return ir.Print(call.args[0].value, tuple(self.expr(a) for a in call.args[1:]), self.in_parallel, span=span)
+
+    # ---- expressions -------------------------------------------------------------------------------
+    def name(self, name: str) -> str:
+        for renames in reversed(self.renames):
+            if name in renames:
+                return renames[name]
+        return name
+
+    def indices(self, idx) -> tuple:
+        return tuple(cast(self.expr(i), I32) for i in idx)
+
+    def condition(self, e) -> ir.Expr:
+        v = self.expr(e)
+        if v.dtype == BOOL:
+            return v
+        return ir.BinOp("!=", v, ir.Const(0, v.dtype), BOOL, span=getattr(e, "span", None))
+
+    def expr(self, e) -> ir.Expr:
+        return getattr(self, "expr_" + type(e).__name__)(e)
+
+    def expr_Name(self, e: n.Name):
+        name = self.name(e.id)
+        if name in self.scalars:
+            return ir.Var(name, self.scalars[name], span=e.span)
+        if e.id in self.consts:
+            return ir.Const(self.consts[e.id], e.ty.dtype, span=e.span)
+        raise LoweringError(f"'{e.id}' cannot be used as a value here", e.span)
+
+    def expr_Constant(self, e: n.Constant):
+        return ir.Const(e.value, e.ty.dtype, span=e.span)
+
+    def expr_Subscript(self, e: n.Subscript):
+        return ir.Load(e.value.id, self.indices(e.indices), e.ty.dtype, span=e.span)
+
+    def binop(self, op, a: ir.Expr, b: ir.Expr, ta, tb, span) -> ir.Expr:
+        if op in ("==", "!=", "<", "<=", ">", ">="):
+            dt = rules.combine(ta, tb)
+            return ir.BinOp(op, cast(a, dt), cast(b, dt), BOOL, span=span)
+        dt = rules.arithmetic(op, ta, tb)
+        if op == "/" and dt.is_float:
+            return ir.BinOp("/", cast(a, dt), cast(b, dt), dt, span=span)
+        if op in ("<<", ">>"):
+            return ir.BinOp(op, cast(a, dt), cast(b, dt), dt, span=span)
+        return ir.BinOp(op, cast(a, dt), cast(b, dt), dt, span=span)
+
+    def expr_BinOp(self, e: n.BinOp):
+        return self.binop(e.op, self.expr(e.left), self.expr(e.right), e.left.ty, e.right.ty, e.span)
+
+    def expr_UnaryOp(self, e: n.UnaryOp):
+        if e.op == "not":
+            return ir.UnaryOp("not", self.condition(e.operand), BOOL, span=e.span)
+        x = cast(self.expr(e.operand), e.ty.dtype)
+        if e.op == "+":
+            return x
+        return ir.UnaryOp(e.op, x, e.ty.dtype, span=e.span)
+
+    def expr_BoolOp(self, e: n.BoolOp):
+        values = [self.condition(v) for v in e.values]
+        out = values[0]
+        for v in values[1:]:
+            out = ir.BinOp(e.op, out, v, BOOL, span=e.span)
+        return out
+
+    def expr_Compare(self, e: n.Compare):
+        parts = []
+        for op, a, b in zip(e.ops, e.operands, e.operands[1:]):
+            parts.append(self.binop(op, self.expr(a), self.expr(b), a.ty, b.ty, e.span))
+        out = parts[0]
+        for p in parts[1:]:
+            out = ir.BinOp("and", out, p, BOOL, span=e.span)
+        return out
+
+    def expr_IfExp(self, e: n.IfExp):
+        dt = e.ty.dtype
+        return ir.Select(self.condition(e.test), cast(self.expr(e.body), dt), cast(self.expr(e.orelse), dt), dt, span=e.span)
+
+    def expr_Call(self, e: n.Call):
+        ref = e.func.ty
+        kind = type(ref).__name__
+        if kind == "DTypeValue":
+            return cast(self.expr(e.args[0]), ref.dtype)
+        if kind == "FunctionRef":
+            return self.inline(e, ref.qualname)
+        name = ref.name
+        dt = e.ty.dtype
+        if name == "cast":
+            return cast(self.expr(e.args[0]), dt)
+        if name == "inf":
+            return ir.Const(float("inf"), dt, span=e.span)
+        args = [self.expr(a) for a in e.args]
+        if name in ("min", "max"):
+            out = cast(args[0], dt)
+            for a in args[1:]:
+                out = ir.BinOp(name, out, cast(a, dt), dt, span=e.span)
+            return out
+        if name == "cdiv":
+            a, b = cast(args[0], dt), cast(args[1], dt)
+            return ir.BinOp("//", ir.BinOp("-", ir.BinOp("+", a, b, dt), ir.Const(1, dt), dt), b, dt, span=e.span)
+        if name == "where":
+            return ir.Select(self.condition(e.args[0]), cast(args[1], dt), cast(args[2], dt), dt, span=e.span)
+        if name == "pow":
+            return ir.Call("pow", (cast(args[0], dt), cast(args[1], dt)), dt, span=e.span)
+        if name in _MATH:
+            return ir.Call(name, (cast(args[0], dt),), dt, span=e.span)
+        raise LoweringError(f"{name}() cannot be lowered here", e.span)
+
+    # ---- device functions ------------------------------------------------------------------------
+    def inline(self, call: n.Call, qualname: str) -> ir.Expr:
+        """Inline a device function: its parameters and locals become fresh scalars, its returns
+        assignments to a fresh result, and the statements go before the current statement."""
+        callee = self.program.functions[qualname]
+        tag = f"{callee.name}_{next(self.fresh)}"
+        args = [self.expr(a) for a in call.args]
+        renames: dict[str, str] = {}
+        for p, a in zip(callee.params, args):
+            renames[p.name] = f"{tag}_{p.name}"
+            self.scalars[renames[p.name]] = p.type.dtype
+            self.pending.append(ir.LetScalar(renames[p.name], p.type.dtype, cast(a, p.type.dtype), span=call.span))
+        for name, dt, span in _first_assignments(callee.body, include_parallel=True):
+            if name not in renames:
+                renames[name] = f"{tag}_{name}"
+                self.scalars[renames[name]] = dt
+                self.pending.append(ir.LetScalar(renames[name], dt, ir.Const(0, dt), span=span))
+        result = f"{tag}_result"
+        ret = callee.returns.dtype if callee.returns is not None else None
+        if ret is not None:
+            self.scalars[result] = ret
+            self.pending.append(ir.LetScalar(result, ret, ir.Const(0, ret), span=call.span))
+        outer_pending, self.pending = self.pending, []
+        saved_consts = self.consts
+        self.consts = {**callee.constants, **{k: v for k, v in saved_consts.items() if k not in callee.constants}}
+        self.renames.append(renames)
+        body = self._returning_block(list(callee.body), result, ret)
+        self.renames.pop()
+        self.consts = saved_consts
+        self.pending = outer_pending + self.pending + list(body)
+        return ir.Var(result, ret, span=call.span) if ret is not None else ir.Const(0, I32)
+
+    def _returning_block(self, stmts, result, ret) -> tuple:
+        out: list = []
+        for i, s in enumerate(stmts):
+            if isinstance(s, n.Return):
+                if s.value is not None:
+                    value = cast(self.expr(s.value), ret)
+                    out.extend(self.pending)
+                    self.pending = []
+                    out.append(ir.Assign(result, value, span=s.span))
+                return tuple(out)
+            if isinstance(s, n.If) and _may_return(s):
+                rest = stmts[i + 1:]
+                cond = self.condition(s.test)
+                out.extend(self.pending)
+                self.pending = []
+                then = self._returning_block(list(s.body) + rest, result, ret)
+                orelse = self._returning_block(list(s.orelse) + rest, result, ret)
+                out.append(ir.If(cond, then, orelse, span=s.span))
+                return tuple(out)
+            if _may_return(s):
+                raise LoweringError("'return' inside a loop of a device function cannot be inlined yet; "
+                                    "assign to a variable and return after the loop", s.span)
+            lowered = self.stmt(s)
+            out.extend(self.pending)
+            self.pending = []
+            if lowered is not None:
+                out.extend(lowered if isinstance(lowered, list) else [lowered])
+        return tuple(out)
+
+
+def _may_return(s) -> bool:
+    if isinstance(s, n.Return):
+        return True
+    for field in ("body", "orelse"):
+        if any(_may_return(x) for x in getattr(s, field, ())):
+            return True
+    return False
+
+
+def _first_assignments(stmts, include_parallel: bool = False):
+    """(name, dtype, span) of each scalar first assigned in `stmts`, in order; a parallel loop's
+    own scalars belong to it and are skipped unless `include_parallel`."""
+    seen: dict = {}
+
+    def walk(body):
+        for s in body:
+            if isinstance(s, n.Assign) and isinstance(s.target, n.Name) and isinstance(s.target.ty, ScalarType):
+                if s.target.id not in seen:
+                    seen[s.target.id] = (s.target.id, s.target.ty.dtype, s.span)
+            elif isinstance(s, n.For):
+                if s.iter.func.id == "parallel" and not include_parallel:
+                    continue
+                walk(s.body)
+            elif isinstance(s, n.If):
+                walk(s.body)
+                walk(s.orelse)
+            elif isinstance(s, n.With):
+                walk(s.body)
+
+    walk(stmts)
+    return list(seen.values())

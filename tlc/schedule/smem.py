@@ -1,0 +1,149 @@
+"""The shared-memory plan: each shared buffer's size (with pipeline stages and bank-conflict
+padding or swizzle), its offset, reuse of the bytes of buffers whose lifetimes do not
+overlap, and the total against the target's limit."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from .. import ir
+from ..diagnostics import Diagnostic, DiagnosticError
+
+ALIGN = 128  # bytes: what TMA and 16-byte vector accesses need, and a whole bank row
+SM80_LIMIT = 163 * 1024  # the most dynamic shared memory one block may opt into (A100)
+SM90_LIMIT = 227 * 1024  # ... on Hopper (H100, H200)
+
+
+@dataclass(frozen=True)
+class SharedLayout:
+    """How a shared buffer is laid out: `stages` copies (pipelining); a 2-D buffer's rows are
+    padded by `pad` elements or XOR-swizzled in 16-byte chunks over `swizzle_bytes`."""
+
+    stages: int = 1
+    pad: int = 0
+    swizzle_bytes: int = 0
+    bytes: int = 0
+
+    def __str__(self) -> str:
+        parts = [f"{self.bytes} B"]
+        if self.stages > 1:
+            parts.append(f"stages={self.stages}")
+        if self.pad:
+            parts.append(f"pad={self.pad}")
+        if self.swizzle_bytes:
+            parts.append(f"swizzle={self.swizzle_bytes}B")
+        return ", ".join(parts)
+
+
+def plan_shared_memory(kernel: ir.Kernel, limit: int = SM90_LIMIT, sources: dict | None = None) -> ir.Kernel:
+    shared = [b for b in kernel.buffers if b.scope == "shared"]
+    if not shared:
+        return kernel
+    stages = _pipeline_stages(kernel.body)
+    gemm_operands = {x for s in _walk(kernel.body) if isinstance(s, ir.Gemm) for x in (s.a, s.b)}
+    lifetimes = _lifetimes(kernel.body)
+    layouts = {}
+    for b in shared:
+        layouts[b.name] = _layout(b, stages.get(b.name, 1), b.name in gemm_operands)
+    offsets = _place(shared, layouts, lifetimes)
+    total = max((offsets[b.name] + layouts[b.name].bytes for b in shared), default=0)
+    if total > limit:
+        parts = ", ".join(f"{b.name} ({_describe(b, layouts[b.name])})" for b in
+                          sorted(shared, key=lambda b: -layouts[b.name].bytes))
+        raise DiagnosticError([Diagnostic(
+            "E070", f"kernel '{kernel.name}' needs {_kb(total)} of shared memory, more than the {_kb(limit)} the target "
+            f"allows: {parts}", kernel.span,
+            "use smaller tiles (BM, BN, BK) or fewer pipeline stages")], sources or {})
+    buffers = tuple(replace(b, layout=layouts[b.name], smem_offset=offsets[b.name]) if b.scope == "shared" else b
+                    for b in kernel.buffers)
+    return replace(kernel, buffers=buffers, smem_bytes=total)
+
+
+def _layout(b: ir.Buffer, stages: int, gemm_operand: bool) -> SharedLayout:
+    item = b.dtype.itemsize
+    pad = swizzle = 0
+    if len(b.shape) >= 2:
+        row = b.shape[-1] * item
+        if gemm_operand and row % 128 == 0:
+            swizzle = 128  # ldmatrix reads 8 rows x 16 bytes: XOR-swizzling spreads them over all banks
+        elif gemm_operand and row in (32, 64):
+            swizzle = row
+        elif row % 128 == 0 and not gemm_operand:
+            pad = max(1, 16 // item)  # column-wise access of a row-major tile: shift each row by 16 bytes
+    rows = math.prod(b.shape[:-1]) if b.shape else 1
+    one = rows * (b.shape[-1] + pad) * item
+    return SharedLayout(stages, pad, swizzle, _align(one) * stages)
+
+
+def _pipeline_stages(body) -> dict[str, int]:
+    """Shared buffers filled by copies inside a pipelined loop need one copy per stage."""
+    out: dict[str, int] = {}
+    for s in _walk(body):
+        if isinstance(s, ir.For) and s.kind == "pipelined" and s.stages > 1:
+            for c in _walk(s.body):
+                if isinstance(c, ir.Copy) and isinstance(c.dst, (ir.BufferRef, ir.Region)):
+                    out[c.dst.name] = max(out.get(c.dst.name, 1), s.stages)
+    return out
+
+
+def _lifetimes(body) -> dict[str, tuple[int, int]]:
+    """First and last top-level statement that touches each buffer; a loop counts whole, so a
+    buffer used anywhere in a loop lives through all of it."""
+    out: dict[str, tuple[int, int]] = {}
+    for i, s in enumerate(body):
+        for name in _names(s):
+            lo, hi = out.get(name, (i, i))
+            out[name] = (min(lo, i), max(hi, i))
+    return out
+
+
+def _place(shared, layouts, lifetimes) -> dict[str, int]:
+    """First fit, largest first: a buffer takes the lowest offset whose bytes no buffer with an
+    overlapping lifetime holds."""
+    order = sorted(shared, key=lambda b: (-layouts[b.name].bytes, b.name))
+    placed: list[tuple[int, int, tuple[int, int]]] = []
+    offsets = {}
+    for b in order:
+        life = lifetimes.get(b.name, (0, 10**9))
+        size = layouts[b.name].bytes
+        busy = sorted((o, o + s) for o, s, l in placed if l[0] <= life[1] and life[0] <= l[1])
+        offset = 0
+        for lo, hi in busy:
+            if offset + size <= lo:
+                break
+            offset = max(offset, _align(hi))
+        offsets[b.name] = offset
+        placed.append((offset, size, life))
+    return offsets
+
+
+def _names(s) -> set[str]:
+    out = set()
+    for x in _walk([s]):
+        for f in ("a", "b", "c", "buffer", "src", "dst", "name"):
+            v = getattr(x, f, None)
+            if isinstance(v, str):
+                out.add(v)
+            elif isinstance(v, (ir.BufferRef, ir.Region)):
+                out.add(v.name)
+        for e in _exprs(x):
+            for y in _walk_expr(e):
+                if isinstance(y, ir.Load):
+                    out.add(y.name)
+    return out
+
+
+def _describe(b, layout: SharedLayout) -> str:
+    one = layout.bytes // layout.stages
+    return f"{layout.stages} stages x {_kb(one)}" if layout.stages > 1 else _kb(layout.bytes)
+
+
+def _kb(n: int) -> str:
+    return f"{n / 1024:.1f} KB" if n % 1024 else f"{n // 1024} KB"
+
+
+def _align(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+from .layout import _exprs, _walk, _walk_expr  # noqa: E402  (shared IR walkers)
