@@ -1,0 +1,131 @@
+"""Launch arguments of the interpreter: checking them against the kernel's params.
+
+Owns the errors a caller can cause at launch (a missing or unexpected argument, a wrong dtype,
+rank or size, shape symbols that disagree, a read-only output) and binding shape symbols from
+the arrays.  Every message names the parameter.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..diagnostics import TlcError
+from ..dtypes import DType, from_numpy
+from ..ir.nodes import Atomic, Copy, For, If, Kernel, Param, Parallel, Region, Store, BufferRef
+from .numerics import np_dtype
+
+
+class InterpError(TlcError):
+    """A kernel that cannot run on the interpreter (bad arguments, a loop with step 0, ...)."""
+
+
+class ArgumentError(InterpError):
+    """A launch argument that does not fit the kernel's parameters."""
+
+
+@dataclass
+class Bound:
+    tensors: dict[str, np.ndarray]
+    scalars: dict[str, object]  # scalar params and shape symbols as NumPy scalars
+    symbols: dict[str, int]
+
+
+def _dims(p: Param) -> str:
+    return f"{p.dtype}[{', '.join(str(d) for d in p.shape)}]"
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    dt = from_numpy(dtype)
+    return dt.name if dt is not None else str(dtype)
+
+
+def written_tensors(kernel: Kernel) -> set[str]:
+    """Names that the kernel body stores to, copies into or updates atomically."""
+    out: set[str] = set()
+
+    def walk(body) -> None:
+        for s in body:
+            if isinstance(s, (Store, Atomic)):
+                out.add(s.name)
+            elif isinstance(s, Copy) and isinstance(s.dst, (Region, BufferRef)):
+                out.add(s.dst.name)
+            elif isinstance(s, (For, Parallel)):
+                walk(s.body)
+            elif isinstance(s, If):
+                walk(s.then)
+                walk(s.orelse)
+
+    walk(kernel.body)
+    return out
+
+
+def _scalar(p: Param, value):
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if not isinstance(value, (bool, int, float, np.generic)):
+        raise ArgumentError(f"scalar '{p.name}' ({p.dtype}) must be a number; got "
+                            f"{type(value).__name__}")
+    dt: DType = p.dtype
+    try:
+        if dt.is_int:
+            if not isinstance(value, (bool, int, np.integer, np.bool_)):
+                f = float(value)
+                if not f.is_integer():
+                    raise ArgumentError(f"scalar '{p.name}' ({dt}) cannot hold {value!r}")
+                value = f
+            value = int(value)
+            info = np.iinfo(np_dtype(dt))
+            if not info.min <= value <= info.max:
+                raise OverflowError
+        return np_dtype(dt).type(value)
+    except (OverflowError, ValueError):
+        raise ArgumentError(f"scalar '{p.name}' ({dt}) cannot hold {value!r}") from None
+
+
+def bind(kernel: Kernel, args: dict) -> Bound:
+    names = [p.name for p in kernel.params]
+    for name in args:
+        if name not in names:
+            raise ArgumentError(f"unexpected argument '{name}'; kernel '{kernel.name}' takes "
+                                f"{', '.join(names)}")
+    written = written_tensors(kernel)
+    tensors: dict[str, np.ndarray] = {}
+    scalars: dict[str, object] = {}
+    seen: dict[str, tuple[int, str, int]] = {}  # symbol -> (value, param, axis)
+    for p in kernel.params:
+        if p.name not in args:
+            raise ArgumentError(f"missing argument '{p.name}'")
+        value = args[p.name]
+        if p.kind == "scalar":
+            scalars[p.name] = _scalar(p, value)
+            continue
+        if not isinstance(value, np.ndarray):
+            raise ArgumentError(f"'{p.name}' must be a NumPy array ({_dims(p)}); got "
+                                f"{type(value).__name__}")
+        if value.dtype != np_dtype(p.dtype):
+            raise ArgumentError(f"'{p.name}' has dtype {_dtype_name(value.dtype)} but the kernel "
+                                f"expects {p.dtype}")
+        if value.ndim != len(p.shape):
+            raise ArgumentError(f"'{p.name}' has rank {value.ndim} but the kernel expects rank "
+                                f"{len(p.shape)} ({_dims(p)})")
+        for axis, (d, n) in enumerate(zip(p.shape, value.shape)):
+            if isinstance(d, int):
+                if d != n:
+                    raise ArgumentError(f"'{p.name}' axis {axis} has size {n} but the kernel "
+                                        f"expects {d}")
+            elif d in seen and seen[d][0] != n:
+                v0, p0, a0 = seen[d]
+                raise ArgumentError(f"shape symbol '{d}' is {v0} in '{p0}' (axis {a0}) but {n} "
+                                    f"in '{p.name}' (axis {axis})")
+            else:
+                seen[d] = (n, p.name, axis)
+        if p.name in written and not value.flags.writeable:
+            raise ArgumentError(f"'{p.name}' is read-only but the kernel writes it")
+        tensors[p.name] = value
+    symbols = {d: v for d, (v, _, _) in seen.items()}
+    for d, v in symbols.items():
+        if v > np.iinfo(np.int32).max:
+            raise ArgumentError(f"shape symbol '{d}' is {v}, more than an i32 holds")
+        scalars[d] = np.int32(v)
+    return Bound(tensors, scalars, symbols)

@@ -1,0 +1,184 @@
+"""Scalar semantics of the interpreter, applied element-wise to NumPy arrays.
+
+Owns how each IR operator, math builtin and cast computes, matching what the GPU does:
+- float -> float rounds to nearest even (NumPy / ml_dtypes casts); into f8 it saturates to the
+  largest finite value, as CUDA's `__nv_fp8_*` constructors do (`__NV_SATFINITE`);
+- float -> int truncates toward zero and saturates, NaN gives 0 (PTX `cvt.rzi.sat`);
+  int -> int wraps; anything -> bool is `!= 0`;
+- f16, bf16 and f8 arithmetic and math compute in f32 and round to the result dtype after each
+  operation, as `half` operators do; f32 computes in f32, f64 in f64, integers wrap;
+- `/` on integers truncates (C), `//` floors and `%` takes the divisor's sign (Python); an
+  integer division or remainder by zero is undefined in C: here it gives 0 and carries on;
+- `min`/`max` on floats ignore a NaN operand (`fminf`/`fmaxf`); `round` is half-to-even
+  (`rintf`), as Python's `round`.
+Values are NumPy arrays or NumPy scalars whose NumPy dtype is the IR dtype's `numpy_dtype`.
+"""
+from __future__ import annotations
+
+import math
+import numpy as np
+
+from ..dtypes import BOOL, DTYPES, F64, DType, promote
+
+_LOW_FLOATS = ("f16", "bf16", "f8e4m3", "f8e5m2")
+_F8_MAX = {"f8e4m3": 448.0, "f8e5m2": 57344.0}
+
+
+# plain dicts keyed by name: these run for every operation, and hashing a DType is slower
+_NP = {name: dt.numpy() for name, dt in DTYPES.items()}
+_WORK = {name: np.dtype(np.float32) if name in _LOW_FLOATS else d for name, d in _NP.items()}
+_OF_NP = {d: DTYPES[name] for name, d in _NP.items()}
+
+
+def np_dtype(dt: DType) -> np.dtype:
+    return _NP[dt.name]
+
+
+def dtype_of(x) -> DType:
+    """The IR dtype of a value the interpreter holds."""
+    return _OF_NP[x.dtype]
+
+
+def work_dtype(dt: DType) -> np.dtype:
+    """The NumPy dtype that arithmetic of result dtype `dt` runs in."""
+    return _WORK[dt.name]
+
+
+def const(value, dt: DType):
+    return np_dtype(dt).type(value)
+
+
+def cast(x, dt: DType):
+    """`x` converted to `dt` as a C cast on the GPU converts it (see the module docstring)."""
+    target = _NP[dt.name]
+    if x.dtype == target:
+        return x
+    src = dtype_of(x)
+    if dt.is_bool:
+        return x != 0
+    if dt.is_float:
+        if dt.name in _F8_MAX:  # ml_dtypes turns overflow into NaN; CUDA saturates
+            lim = _F8_MAX[dt.name]
+            x = np.clip(x.astype(np.float32), -lim, lim)
+        return x.astype(target)
+    if src.is_float:
+        info = np.iinfo(target)
+        v = np.trunc(x.astype(np.float64))
+        over, under = v >= float(info.max), v <= float(info.min)
+        bad = over | under | np.isnan(v)
+        safe = np.where(bad, 0.0, v).astype(target)
+        return np.where(over, info.max, np.where(under, info.min, safe)).astype(target)
+    return x.astype(target)
+
+
+def _int_divide(x, y, floor: bool):
+    zero = y == 0
+    ys = np.where(zero, 1, y).astype(x.dtype)
+    q = np.floor_divide(x, ys)
+    if not floor:  # floor -> toward zero where the exact quotient was negative and inexact
+        q = q + ((x - q * ys != 0) & ((x < 0) != (ys < 0))).astype(x.dtype)
+    return np.where(zero, 0, q).astype(x.dtype)
+
+
+def _int_mod(x, y):
+    zero = y == 0
+    r = np.remainder(x, np.where(zero, 1, y).astype(x.dtype))
+    return np.where(zero, 0, r).astype(x.dtype)
+
+
+def _int_pow(x, y):
+    neg = y < 0
+    r = np.power(x, np.where(neg, 0, y).astype(y.dtype))
+    # a negative exponent truncates 1 / x**n to 0 unless |x| is 1
+    odd = (y % 2) != 0
+    frac = np.where(x == 1, 1, np.where(x == -1, np.where(odd, -1, 1), 0))
+    return np.where(neg, frac, r).astype(x.dtype)
+
+
+_FLOAT_ARITH = {
+    "+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide,
+    "//": np.floor_divide, "%": np.remainder, "**": np.power, "min": np.fmin, "max": np.fmax,
+}
+_INT_ARITH = {
+    "+": np.add, "-": np.subtract, "*": np.multiply,
+    "/": lambda x, y: _int_divide(x, y, floor=False),
+    "//": lambda x, y: _int_divide(x, y, floor=True),
+    "%": _int_mod, "**": _int_pow, "min": np.minimum, "max": np.maximum,
+    "<<": np.left_shift, ">>": np.right_shift,
+    "&": np.bitwise_and, "|": np.bitwise_or, "^": np.bitwise_xor,
+}
+_COMPARE = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
+            ">": np.greater, ">=": np.greater_equal}
+
+
+def _to_work(x, dt: DType):
+    """`x` converted to `dt`, then widened to the dtype arithmetic on `dt` runs in."""
+    x = cast(x, dt)
+    w = _WORK[dt.name]
+    return x if x.dtype == w else x.astype(w)
+
+
+def binop(op: str, a, b, dt: DType):
+    """`a OP b` with result dtype `dt` (bool for comparisons and `and`/`or`)."""
+    if op in _COMPARE:
+        ct = promote(dtype_of(a), dtype_of(b))
+        return _COMPARE[op](_to_work(a, ct), _to_work(b, ct))
+    if op == "and":
+        return np.logical_and(cast(a, dt), cast(b, dt))
+    if op == "or":
+        return np.logical_or(cast(a, dt), cast(b, dt))
+    if dt.is_bool and op in ("&", "|", "^"):
+        return _INT_ARITH[op](cast(a, dt), cast(b, dt))
+    x, y = _to_work(a, dt), _to_work(b, dt)
+    table = _FLOAT_ARITH if dt.is_float else _INT_ARITH
+    return cast(table[op](x, y), dt)
+
+
+def unop(op: str, x, dt: DType):
+    if op == "not":
+        return np.logical_not(cast(x, dt))
+    if op == "~":
+        return np.invert(cast(x, dt))
+    return cast(np.negative(_to_work(x, dt)), dt)
+
+
+def _erf(x):
+    # NumPy has no erf; math.erf per element is exact and tile-sized arrays keep it cheap
+    out = np.frompyfunc(math.erf, 1, 1)(x)
+    return np.asarray(out, dtype=x.dtype)
+
+
+_MATH = {
+    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
+    "rsqrt": lambda x: np.reciprocal(np.sqrt(x)), "tanh": np.tanh,
+    "sigmoid": lambda x: np.reciprocal(1 + np.exp(-x)), "erf": _erf, "sin": np.sin,
+    "cos": np.cos, "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": np.rint,
+    "pow": np.power,
+}
+
+
+def call(fn: str, args, dt: DType):
+    """A math builtin with result dtype `dt`; its arguments are converted to `dt` first."""
+    if dt.is_float:
+        return cast(_MATH[fn](*(_to_work(a, dt) for a in args)), dt)
+    if fn in ("floor", "ceil", "round"):  # already whole numbers
+        return cast(args[0], dt)
+    if fn == "abs":
+        return np.abs(cast(args[0], dt))
+    if fn == "pow":
+        return binop("**", args[0], args[1], dt)
+    # a float function asked for an integer result: compute in f64, then convert as C does
+    return cast(_MATH[fn](*(_to_work(a, F64) for a in args)), dt)
+
+
+def select(cond, a, b, dt: DType):
+    return np.where(cast(cond, BOOL), cast(a, dt), cast(b, dt))
+
+
+def accumulate_dtype(dt: DType) -> np.dtype:
+    """The dtype gemm and reduce_sum accumulate `dt` values in: f32 for floats up to 32 bits,
+    f64 for f64, i32 for 8- and 16-bit integers, i64 for wider ones."""
+    if dt.is_float:
+        return np.dtype(np.float64) if dt.bits == 64 else np.dtype(np.float32)
+    return np.dtype(np.int64) if dt.bits > 16 else np.dtype(np.int32)
+

@@ -1,0 +1,363 @@
+"""The tile IR: a kernel after constants and dtypes are bound, as small frozen dataclasses.
+
+Owns the shape of the IR that the scheduler builds and that the interpreter and the code
+generator read.  Does not own passes, checks (`verify.py`) or text (`printer.py`).
+
+Conventions every consumer relies on:
+- Every expression carries its result `dtype`; the scheduler inserts `Cast`s, so a `Store`,
+  `Assign`, `LetScalar`, `Fill` or `Atomic` value already has the target's dtype.
+- Names are strings resolved against the kernel: tensor and scalar params, shape symbols (i32),
+  bound constants, block vars (i32), buffers, loop/parallel vars (i32) and `LetScalar`s.  A
+  `LetScalar` is visible to the end of the statement list that holds it (C block scope).
+- A `span` is optional, keyword-only, and never part of equality or hashing.
+- Lists given to constructors are stored as tuples, so nodes stay hashable.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Union
+
+from ..diagnostics import Span
+from ..dtypes import DType
+
+Dim = Union[int, str]  # a tensor param's dimension: a literal size or a shape symbol's name
+
+
+def _span() -> Any:
+    return field(default=None, compare=False, repr=False, kw_only=True)
+
+
+class Node:
+    """Base of every IR node: normalizes list fields to tuples after construction."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, list):
+                object.__setattr__(self, f.name, tuple(v))
+
+
+# ---- expressions ---------------------------------------------------------------------------
+
+class Expr(Node):
+    """Base of expressions; every subclass has a `dtype` field."""
+
+    dtype: DType
+
+
+ARITH_OPS = ("+", "-", "*", "/", "//", "%", "**", "min", "max")
+BIT_OPS = ("<<", ">>", "&", "|", "^")
+COMPARE_OPS = ("==", "!=", "<", "<=", ">", ">=")
+LOGIC_OPS = ("and", "or")
+BINARY_OPS = ARITH_OPS + BIT_OPS + COMPARE_OPS + LOGIC_OPS
+UNARY_OPS = ("-", "~", "not")
+# math builtins and their arity; `where` is `Select`, `min`/`max` are binary ops
+MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid",
+                                "erf", "sin", "cos", "abs", "floor", "ceil", "round")}, "pow": 2}
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    value: Any  # int, float or bool; normalized to the Python type of `dtype`'s kind
+    dtype: DType
+    span: Span | None = _span()
+
+    def __post_init__(self) -> None:
+        kind = self.dtype.kind
+        conv = float if kind == "float" else bool if kind == "bool" else int
+        object.__setattr__(self, "value", conv(self.value))
+
+
+@dataclass(frozen=True)
+class Var(Expr):
+    name: str
+    dtype: DType
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class BinOp(Expr):
+    op: str
+    a: Expr
+    b: Expr
+    dtype: DType
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class UnaryOp(Expr):
+    op: str
+    x: Expr
+    dtype: DType
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    fn: str
+    args: tuple[Expr, ...]
+    dtype: DType
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Cast(Expr):
+    x: Expr
+    dtype: DType
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Select(Expr):
+    """`a if cond else b` / `where(cond, a, b)`."""
+
+    cond: Expr
+    a: Expr
+    b: Expr
+    dtype: DType
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Load(Expr):
+    """One element of a tensor param or buffer; out-of-range indices read 0."""
+
+    name: str
+    indices: tuple[Expr, ...]
+    dtype: DType
+    span: Span | None = _span()
+
+
+# ---- copy operands -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BufferRef(Node):
+    """A whole shared, fragment or local buffer."""
+
+    name: str
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Region(Node):
+    """The box `offsets .. offsets + extents` of a tensor param or buffer (same rank)."""
+
+    name: str
+    offsets: tuple[Expr, ...]
+    extents: tuple[int, ...]
+    span: Span | None = _span()
+
+
+CopyOperand = Union[BufferRef, Region]
+
+
+# ---- statements ----------------------------------------------------------------------------
+
+class Stmt(Node):
+    """Base of statements."""
+
+
+@dataclass(frozen=True)
+class Copy(Stmt):
+    """Element-wise copy with dtype conversion; extents with their 1s dropped must agree."""
+
+    src: CopyOperand
+    dst: CopyOperand
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Gemm(Stmt):
+    """`c += op(a) @ op(b)`; `a`, `b` shared or fragment buffers, `c` a fragment."""
+
+    a: str
+    b: str
+    c: str
+    trans_a: bool = False
+    trans_b: bool = False
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Fill(Stmt):
+    buffer: str
+    value: Expr
+    span: Span | None = _span()
+
+
+REDUCE_KINDS = ("sum", "max", "min", "absmax")
+
+
+@dataclass(frozen=True)
+class Reduce(Stmt):
+    """`dst = reduce(src, dim)`, combined with dst's old values when `clear` is False.
+
+    `dst` has `src`'s shape without `dim`; a rank-1 `src` reduces into a `[1]` buffer."""
+
+    kind: str
+    src: str
+    dst: str
+    dim: int = 1
+    clear: bool = True
+    span: Span | None = _span()
+
+
+ATOMIC_KINDS = ("add", "max", "min")
+
+
+@dataclass(frozen=True)
+class Atomic(Stmt):
+    """Atomic update of one element of a global tensor or shared buffer; outside a `Parallel`
+    it happens once per block, inside it once per index."""
+
+    kind: str
+    name: str
+    indices: tuple[Expr, ...]
+    value: Expr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Sync(Stmt):
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Print(Stmt):
+    """C printf (`%d %f %.3e %s ...`); once per block, or once per index inside a `Parallel`,
+    where `per_thread` must be True (and False everywhere else)."""
+
+    fmt: str
+    args: tuple[Expr, ...]
+    per_thread: bool = False
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class LetScalar(Stmt):
+    """Declares a per-thread scalar, visible to the end of the enclosing statement list."""
+
+    name: str
+    dtype: DType
+    value: Expr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Assign(Stmt):
+    name: str
+    value: Expr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Store(Stmt):
+    """One element of a tensor param or buffer; out-of-range stores are skipped."""
+
+    name: str
+    indices: tuple[Expr, ...]
+    value: Expr
+    span: Span | None = _span()
+
+
+LOOP_KINDS = ("serial", "unroll", "pipelined")
+
+
+@dataclass(frozen=True)
+class For(Stmt):
+    """`for var in range(start, stop, step)`; `stages` matters only when `kind` is pipelined."""
+
+    var: str
+    start: Expr
+    stop: Expr
+    step: Expr
+    kind: str
+    stages: int
+    body: tuple[Stmt, ...]
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Parallel(Stmt):
+    """Each index of `extents` once, spread over the block's threads; vars are i32."""
+
+    vars: tuple[str, ...]
+    extents: tuple[int, ...]
+    body: tuple[Stmt, ...]
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class If(Stmt):
+    cond: Expr
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...] = ()
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Break(Stmt):
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Continue(Stmt):
+    span: Span | None = _span()
+
+
+# ---- kernel --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Param(Node):
+    """A kernel parameter: a global tensor (`shape` of ints and shape symbols) or a scalar."""
+
+    name: str
+    kind: str  # "tensor" | "scalar"
+    dtype: DType
+    shape: tuple[Dim, ...] = ()
+    span: Span | None = _span()
+
+
+BUFFER_SCOPES = ("shared", "fragment", "local")
+
+
+@dataclass(frozen=True)
+class Buffer(Node):
+    """A block-level buffer; `layout` and `smem_offset` are the scheduler's, opaque here."""
+
+    name: str
+    scope: str
+    dtype: DType
+    shape: tuple[int, ...]
+    layout: Any = None
+    smem_offset: int | None = None
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Kernel(Node):
+    name: str
+    params: tuple[Param, ...]
+    grid: tuple[Expr, ...]  # 1 to 3 extents, x first
+    block_vars: tuple[str, ...]  # one name per grid dimension, i32
+    threads: int
+    buffers: tuple[Buffer, ...]
+    body: tuple[Stmt, ...]
+    constants: tuple[tuple[str, Any], ...] = ()  # bound values: int, float, bool or DType
+    smem_bytes: int = 0
+    span: Span | None = _span()
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    def buffer(self, name: str) -> Buffer | None:
+        return next((b for b in self.buffers if b.name == name), None)
+
+    def shape_symbols(self) -> tuple[str, ...]:
+        """The shape symbols in order of first appearance among the tensor params."""
+        seen: dict[str, None] = {}
+        for p in self.params:
+            for d in p.shape:
+                if isinstance(d, str):
+                    seen.setdefault(d)
+        return tuple(seen)

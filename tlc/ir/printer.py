@@ -1,0 +1,168 @@
+"""Readable, deterministic text of the tile IR (`tlc build --emit ir`, snapshot tests).
+
+Owns the text form only; nothing parses it back.  One statement per line, two spaces of
+indentation per body.  Constants print bare when their dtype is the default one of their kind
+(i32, f32, bool) and as `VALUE:DTYPE` otherwise, so a snapshot shows every precision choice.
+"""
+from __future__ import annotations
+
+from ..dtypes import DType
+from .nodes import (Assign, Atomic, BinOp, Break, Buffer, BufferRef, Call, Cast, Const, Continue,
+                    Copy, Expr, Fill, For, Gemm, If, Kernel, LetScalar, Load, Param, Parallel,
+                    Print, Reduce, Region, Select, Stmt, Store, Sync, UnaryOp, Var)
+
+# Python's precedence, loosest first; `min`/`max` print as calls
+_PREC = {"or": 1, "and": 2, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4, "|": 5, "^": 6,
+         "&": 7, "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "//": 10, "%": 10, "**": 12}
+_NOT_PREC, _UNARY_PREC, _ATOM = 3, 11, 13
+
+
+def _const(c: Const) -> str:
+    text = repr(c.value)
+    default = {"int": "i32", "float": "f32", "bool": "bool"}.get(c.dtype.kind)
+    return text if c.dtype.name == default else f"{text}:{c.dtype.name}"
+
+
+def _prec(e: Expr) -> int:
+    if isinstance(e, BinOp) and e.op in _PREC:
+        return _PREC[e.op]
+    if isinstance(e, UnaryOp):
+        return _NOT_PREC if e.op == "not" else _UNARY_PREC
+    if isinstance(e, Const) and isinstance(e.value, (int, float)) and e.value < 0:
+        return _UNARY_PREC
+    return _ATOM
+
+
+def _wrap(e: Expr, need: int) -> str:
+    text = expr(e)
+    return f"({text})" if _prec(e) < need else text
+
+
+def expr(e: Expr) -> str:
+    """The text of one expression, parenthesized only where Python's precedence needs it."""
+    if isinstance(e, Const):
+        return _const(e)
+    if isinstance(e, Var):
+        return e.name
+    if isinstance(e, BinOp):
+        if e.op not in _PREC:  # min, max
+            return f"{e.op}({expr(e.a)}, {expr(e.b)})"
+        p = _PREC[e.op]
+        # left-associative except `**`; comparisons never chain, so both sides need more
+        right_assoc = e.op == "**"
+        chain = p == 4
+        left = _wrap(e.a, p + 1 if (right_assoc or chain) else p)
+        right = _wrap(e.b, p if right_assoc else p + 1)
+        return f"{left} {e.op} {right}"
+    if isinstance(e, UnaryOp):
+        if e.op == "not":
+            return f"not {_wrap(e.x, _NOT_PREC)}"
+        return f"{e.op}{_wrap(e.x, _UNARY_PREC)}"
+    if isinstance(e, Call):
+        return f"{e.fn}({', '.join(expr(a) for a in e.args)})"
+    if isinstance(e, Cast):
+        return f"{e.dtype.name}({expr(e.x)})"
+    if isinstance(e, Select):
+        return f"where({expr(e.cond)}, {expr(e.a)}, {expr(e.b)})"
+    if isinstance(e, Load):
+        return f"{e.name}[{', '.join(expr(i) for i in e.indices)}]"
+    raise TypeError(f"printer: unknown expression node {type(e).__name__}")
+
+
+def _operand(o) -> str:
+    if isinstance(o, BufferRef):
+        return o.name
+    if isinstance(o, Region):
+        offs = ", ".join(expr(i) for i in o.offsets)
+        return f"{o.name}[{offs}]<{', '.join(map(str, o.extents))}>"
+    raise TypeError(f"printer: unknown copy operand {type(o).__name__}")
+
+
+def _shape(dtype, shape) -> str:
+    return f"{dtype.name}[{', '.join(str(d) for d in shape)}]"
+
+
+def _simple(s: Stmt) -> str:
+    """The one-line text of a statement without a body."""
+    if isinstance(s, Copy):
+        return f"copy {_operand(s.src)} -> {_operand(s.dst)}"
+    if isinstance(s, Gemm):
+        a = f"{s.a}.T" if s.trans_a else s.a
+        b = f"{s.b}.T" if s.trans_b else s.b
+        return f"gemm {s.c} += {a} @ {b}"
+    if isinstance(s, Fill):
+        return f"fill {s.buffer} = {expr(s.value)}"
+    if isinstance(s, Reduce):
+        mode = "" if s.clear else " accumulate"
+        return f"reduce_{s.kind} {s.src} -> {s.dst} dim={s.dim}{mode}"
+    if isinstance(s, Atomic):
+        idx = ", ".join(expr(i) for i in s.indices)
+        return f"atomic_{s.kind} {s.name}[{idx}], {expr(s.value)}"
+    if isinstance(s, Sync):
+        return "sync"
+    if isinstance(s, Print):
+        args = "".join(f", {expr(a)}" for a in s.args)
+        return f"print{'[per thread]' if s.per_thread else ''} {s.fmt!r}{args}"
+    if isinstance(s, LetScalar):
+        return f"let {s.name}: {s.dtype.name} = {expr(s.value)}"
+    if isinstance(s, Assign):
+        return f"{s.name} = {expr(s.value)}"
+    if isinstance(s, Store):
+        return f"{s.name}[{', '.join(expr(i) for i in s.indices)}] = {expr(s.value)}"
+    if isinstance(s, Break):
+        return "break"
+    if isinstance(s, Continue):
+        return "continue"
+    raise TypeError(f"printer: unknown statement node {type(s).__name__}")
+
+
+def _stmts(body, depth: int, out: list[str]) -> None:
+    pad = "  " * depth
+    for s in body:
+        if isinstance(s, For):
+            stages = f", stages={s.stages}" if s.kind == "pipelined" else ""
+            rng = f"{expr(s.start)}, {expr(s.stop)}, {expr(s.step)}"
+            kind = "range" if s.kind == "serial" else s.kind
+            out.append(f"{pad}for {s.var} in {kind}({rng}{stages}):")
+            _stmts(s.body, depth + 1, out)
+        elif isinstance(s, Parallel):
+            out.append(f"{pad}for {', '.join(s.vars)} in parallel({', '.join(map(str, s.extents))}):")
+            _stmts(s.body, depth + 1, out)
+        elif isinstance(s, If):
+            out.append(f"{pad}if {expr(s.cond)}:")
+            _stmts(s.then, depth + 1, out)
+            if s.orelse:
+                out.append(f"{pad}else:")
+                _stmts(s.orelse, depth + 1, out)
+        else:
+            out.append(pad + _simple(s))
+
+
+def _param(p: Param) -> str:
+    return f"{p.name}: {_shape(p.dtype, p.shape)}" if p.kind == "tensor" else f"{p.name}: {p.dtype.name}"
+
+
+def _buffer(b: Buffer) -> str:
+    text = f"{b.scope} {b.name}: {_shape(b.dtype, b.shape)}"
+    if b.smem_offset is not None:
+        text += f" @{b.smem_offset}"
+    if b.layout is not None:
+        text += f" layout={b.layout}"
+    return text
+
+
+def _constant(name: str, value) -> str:
+    return f"{name}={value.name if isinstance(value, DType) else repr(value)}"
+
+
+def print_kernel(k: Kernel) -> str:
+    """The whole kernel: signature, constants, launch shape, buffers, then the body."""
+    out = [f"kernel {k.name}({', '.join(_param(p) for p in k.params)}):"]
+    if k.constants:
+        out.append("  const " + ", ".join(_constant(n, v) for n, v in k.constants))
+    grid = ", ".join(expr(g) for g in k.grid)
+    launch = f"  grid ({', '.join(k.block_vars)}) in ({grid}) threads={k.threads}"
+    out.append(launch + (f" smem={k.smem_bytes}" if k.smem_bytes else ""))
+    out.extend("  " + _buffer(b) for b in k.buffers)
+    _stmts(k.body, 1, out)
+    return "\n".join(out) + "\n"
