@@ -151,11 +151,13 @@ def assign_layouts(kernel: ir.Kernel) -> ir.Kernel:
 
 
 def parallel_layout(p: ir.Parallel, kernel: ir.Kernel):
-    """The layout a parallel loop's iterations are spread by: its anchor fragment's, or vector
-    runs over its extents when it touches no fragment of its own rank."""
+    """The layout a parallel loop's iterations are spread by: its anchor fragment's, or one
+    element per thread and round when it touches no fragment of its own shape.  A replicated
+    anchor makes every replica run the iteration (each updates its own copy); the code
+    generator lets only one replica perform side effects on memory."""
     frags = {b.name: b for b in kernel.buffers if b.scope == "fragment"}
     anchor = _anchor(p, frags)
-    if anchor is not None and frags[anchor].layout is not None and not isinstance(frags[anchor].layout, Replicated):
+    if anchor is not None and frags[anchor].layout is not None:
         return frags[anchor].layout
     return Blocked(tuple(p.extents), kernel.threads, 1)
 

@@ -1,0 +1,31 @@
+"""Generated CUDA for the examples, for compile and snapshot tests."""
+from pathlib import Path
+
+from tlc.codegen import generate
+from tlc.driver import check_file
+from tlc.schedule import schedule
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+def example_kernels():
+    """(example, kernel) for every @kernel of every example."""
+    out = []
+    for path in sorted(EXAMPLES.glob("*.tl")):
+        r = check_file(str(path))
+        assert r.ok, path
+        out.extend((path.stem, k.name) for k in r.program.kernels())
+    return out
+
+
+def generated(example: str, kernel: str, arch: str = "sm_80", constants=None, line_directives=True):
+    path = EXAMPLES / f"{example}.tl"
+    r = check_file(str(path.relative_to(ROOT)) if path.is_relative_to(Path.cwd()) else str(path))
+    k = schedule(r.program, kernel, constants or {})
+    return generate(k, arch, sources=r.sources, line_directives=line_directives, source_name=f"examples/{example}.tl")
+
+
+def kernel_part(source: str) -> str:
+    """The generated file past the inlined primitives: what a snapshot pins."""
+    return source[source.index("#endif  // TL_PRIMITIVES"):]

@@ -1,0 +1,170 @@
+"""Code generation: scheduled tile IR -> a standalone CUDA C file.  Entry point:
+`generate(kernel, arch)`; `generate_file(kernels)` for `tlc build` with several kernels.
+
+Owns the decisions per target (`Sm80`: mma.sync, ldmatrix, cp.async) and the values handed to
+the templates in `templates/`; the C itself lives in the templates and `templates/tl/*.cuh`.
+A target registers by name in `TARGETS` (and the `tlc.targets` entry point group), so a new
+architecture subclasses the one before it and overrides only what differs.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+import jinja2
+
+from .. import __version__, ir
+from ..dtypes import DType
+from .cexpr import CodegenError
+from .cnames import c_name, c_type
+from .sm80 import Sm80
+
+TARGETS = {"sm_80": Sm80, "sm_90a": Sm80}  # sm_90a gains its own generator with the Hopper path
+PRIMITIVE_FILES = ("types.cuh", "copy.cuh", "layout.cuh", "mma.cuh", "reduce.cuh")
+
+
+@dataclass(frozen=True)
+class KernelArg:
+    name: str
+    kind: str  # tensor | scalar | shape
+    dtype: DType
+    c_type: str
+
+
+@dataclass(frozen=True)
+class GeneratedKernel:
+    name: str
+    launcher: str
+    source: str
+    args: tuple[KernelArg, ...]
+    threads: int
+    smem_bytes: int
+    grid: tuple
+    arch: str
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    loader = jinja2.FileSystemLoader(str(resources.files("tlc").joinpath("templates")))
+    return jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                              trim_blocks=False, lstrip_blocks=False)
+
+
+@functools.lru_cache(maxsize=1)
+def primitives() -> str:
+    root = resources.files("tlc").joinpath("templates", "tl")
+    return "\n".join(root.joinpath(f).read_text(encoding="utf-8") for f in PRIMITIVE_FILES)
+
+
+def _written(kernel: ir.Kernel) -> set[str]:
+    from ..interp.args import written_tensors
+    return written_tensors(kernel)
+
+
+def kernel_args(kernel: ir.Kernel) -> tuple[KernelArg, ...]:
+    written = _written(kernel)
+    out = []
+    for p in kernel.params:
+        if p.kind == "tensor":
+            const = "" if p.name in written else "const "
+            out.append(KernelArg(p.name, "tensor", p.dtype, f"{const}{c_type(p.dtype)}* __restrict__"))
+        else:
+            # 16- and 8-bit float scalars travel as float: every launcher can pass a float.
+            ct = "float" if p.dtype.is_float and p.dtype.bits < 32 else c_type(p.dtype)
+            out.append(KernelArg(p.name, "scalar", p.dtype, ct))
+    from ..dtypes import I32
+    for s in kernel.shape_symbols():
+        out.append(KernelArg(s, "shape", I32, "int"))
+    return tuple(out)
+
+
+def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = True,
+             sources: dict | None = None, source_name: str | None = None) -> GeneratedKernel:
+    if arch not in TARGETS:
+        raise CodegenError(f"unknown target architecture '{arch}'; tlc targets {', '.join(TARGETS)}")
+    gen = TARGETS[arch](kernel, sources, line_directives)
+    out = gen.generate()
+    args = kernel_args(kernel)
+    name = c_name(kernel.name)
+    params, prologue, call_args, launcher_params = [], [], [], []
+    for a in args:
+        cname = c_name(a.name)
+        if a.kind == "scalar" and a.c_type != c_type(a.dtype):
+            params.append(f"{a.c_type} tl_arg_{a.name}")
+            prologue.append(f"const {c_type(a.dtype)} {cname} = tl::cvt<{c_type(a.dtype)}>(tl_arg_{a.name});")
+        else:
+            params.append(f"{a.c_type} {cname}")
+        launcher_params.append(f"{a.c_type.replace(' __restrict__', '')} {cname}")
+        call_args.append(cname)
+    launcher_params.append("cudaStream_t stream")
+    host = HostExprs()
+    grid = [host.expr(g) for g in kernel.grid] + ["1"] * (3 - len(kernel.grid))
+    constants = ", ".join(f"{k}={v}" for k, v in kernel.constants)
+    fp8 = any(t.dtype.name.startswith("f8") for t in list(kernel.params) + list(kernel.buffers))
+    source = environment().get_template("kernel.cu.j2").render(
+        version=__version__, source=source_name or (kernel.span.file if kernel.span else "<tl>"), name=name,
+        constants=constants, arch=arch, threads=kernel.threads, smem_bytes=out["smem_bytes"], fp8=fp8,
+        primitives=primitives(), preamble=out["preamble"], params=params, prologue=prologue, body=out["body"],
+        launcher=f"launch_{name}", launcher_params=launcher_params, grid=grid, call_args=call_args)
+    return GeneratedKernel(name, f"launch_{name}", source, args, kernel.threads, out["smem_bytes"],
+                           tuple(kernel.grid), arch)
+
+
+def generate_file(kernels: list, arch: str = "sm_80", *, line_directives: bool = True,
+                  sources: dict | None = None, source_name: str | None = None) -> str:
+    """One .cu holding several kernels: the primitives once, each kernel with its launcher."""
+    parts = []
+    for i, k in enumerate(kernels):
+        g = generate(k, arch, line_directives=line_directives, sources=sources, source_name=source_name)
+        text = g.source
+        if i:
+            text = text[text.index("#ifndef TL_PRIMITIVES"):]
+            text = re.sub(r"#ifndef TL_PRIMITIVES.*?#endif  // TL_PRIMITIVES\n", "", text, flags=re.S)
+        parts.append(text)
+    return "\n".join(parts)
+
+
+def header(kernels: list, arch: str, cu_name: str, source_name: str) -> str:
+    items = []
+    for k in kernels:
+        args = kernel_args(k)
+        params = [f"{a.c_type.replace(' __restrict__', '')} {c_name(a.name)}" for a in args] + ["cudaStream_t stream"]
+        items.append({"launcher": f"launch_{c_name(k.name)}", "launcher_params": params,
+                      "doc": f"{k.name}: {k.threads} threads per block, grid from the shape sizes"})
+    return environment().get_template("header.h.j2").render(version=__version__, source=source_name,
+                                                            cu_name=cu_name, kernels=items)
+
+
+class HostExprs:
+    """Grid extents as C over the launcher's own parameters (host code, plain ints)."""
+
+    def expr(self, e) -> str:
+        from .cexpr import CExprs
+        text = _HostC().expr(e)
+        return f"static_cast<unsigned>({text})"
+
+
+class _HostC:
+    def expr(self, e):
+        if isinstance(e, ir.Const):
+            return str(int(e.value)) if not e.dtype.is_float else repr(float(e.value))
+        if isinstance(e, ir.Var):
+            return c_name(e.name)
+        if isinstance(e, ir.Cast):
+            return f"static_cast<{c_type(e.dtype)}>({self.expr(e.x)})"
+        if isinstance(e, ir.BinOp):
+            a, b = self.expr(e.a), self.expr(e.b)
+            if e.op == "//":
+                return f"(({a}) >= 0 ? ({a}) / ({b}) : -((-({a}) + ({b}) - 1) / ({b})))"
+            if e.op in ("min", "max"):
+                return f"(({a}) {'<' if e.op == 'min' else '>'} ({b}) ? ({a}) : ({b}))"
+            if e.op == "%":
+                return f"((({a}) % ({b}) + ({b})) % ({b}))"
+            return f"({a} {e.op} {b})"
+        if isinstance(e, ir.Select):
+            return f"({self.expr(e.cond)} ? {self.expr(e.a)} : {self.expr(e.b)})"
+        if isinstance(e, ir.UnaryOp):
+            return f"({'!' if e.op == 'not' else e.op}{self.expr(e.x)})"
+        raise CodegenError(f"a grid extent cannot use {type(e).__name__}")

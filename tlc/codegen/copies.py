@@ -1,0 +1,284 @@
+"""Copies between global, shared, fragment and local tiles, and pipelined loops (cp.async
+running `stages - 1` iterations ahead).  Every copy is viewed as a 2-D tile (rows x cols, a
+1-D tile is one row) and handed to a tl:: primitive; the global side is a row-major tensor
+given by its base pointer, stride, size and origin."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import ir
+from .cexpr import CodegenError
+from .cnames import c_name, c_type
+
+
+@dataclass
+class GlobalView:
+    """A region of a global tensor as 2-D: `base` points at its first row's row 0 (leading dims
+    of extent 1 folded in), `rows`/`cols` the tensor's sizes, `row0`/`col0` the origin."""
+
+    base: str
+    stride: str
+    rows: str
+    cols: str
+    row0: str
+    col0: str
+    shape: tuple[int, int]
+
+
+def _view2d(extents) -> tuple[int, int] | None:
+    """The 2-D shape of a tile whose non-1 extents are its last one or two."""
+    ext = list(extents)
+    while len(ext) > 2 and ext[0] == 1:
+        ext.pop(0)
+    if len(ext) > 2:
+        return None
+    return (1, ext[0]) if len(ext) == 1 else (ext[0], ext[1])
+
+
+class CopyGen:
+    def global_view(self, region: ir.Region) -> GlobalView:
+        p = self.params[region.name]
+        dims = [self.dim_text(d) for d in p.shape]
+        offs = [self.expr(o) for o in region.offsets]
+        shape = _view2d(region.extents)
+        if shape is None:
+            raise CodegenError("copies of tiles with more than 2 dimensions are not supported by the CUDA target yet",
+                               region.span)
+        rank = len(dims)
+        name = c_name(region.name)
+        if rank == 1:
+            return GlobalView(name, dims[0], "1", dims[0], "0", offs[0], shape)
+        lead = rank - 2
+        base = name
+        rows = dims[-2]
+        if lead:
+            offset = f"static_cast<long long>({offs[0]})"
+            for o, d in zip(offs[1:lead], dims[1:lead]):
+                offset = f"({offset} * {d} + {o})"
+            tail = " * ".join(f"static_cast<long long>({d})" for d in dims[lead:])
+            base = f"({name} + {offset} * {tail})"
+            inside = " && ".join(f"{o} >= 0 && {o} < {d}" for o, d in zip(offs[:lead], dims[:lead]))
+            rows = f"(({inside}) ? {dims[-2]} : 0)"
+        return GlobalView(base, dims[-1], rows, dims[-1], offs[-2], offs[-1], shape)
+
+    def buffer_shape2d(self, b: ir.Buffer, ref) -> tuple[int, int]:
+        extents = ref.extents if isinstance(ref, ir.Region) else b.shape
+        shape = _view2d(extents)
+        if shape is None:
+            raise CodegenError("copies of tiles with more than 2 dimensions are not supported by the CUDA target yet",
+                               ref.span)
+        return shape
+
+    def stmt_Copy(self, c: ir.Copy, async_copy: bool = False) -> None:
+        src, dst = c.src, c.dst
+        sb, db = self.buffers.get(src.name), self.buffers.get(dst.name)
+        if sb is None and db is None:
+            raise CodegenError("a copy between two global tensors", c.span)
+        if (sb is not None and isinstance(src, ir.Region)) or (db is not None and isinstance(dst, ir.Region)):
+            if any(not isinstance(o, ir.Const) or o.value != 0 for o in (src if sb is not None and isinstance(src, ir.Region) else dst).offsets):
+                raise CodegenError("copies of a part of a shared or fragment buffer are not supported by the CUDA "
+                                   "target yet; copy whole buffers", c.span)
+        if sb is None:
+            view = self.global_view(src)
+            self.copy_from_global(view, src, db, c, async_copy)
+        elif db is None:
+            view = self.global_view(dst)
+            self.copy_to_global(view, dst, sb, c)
+        else:
+            self.copy_between_buffers(sb, db, c)
+
+    def _check_shapes(self, view_shape, buf_shape, c):
+        if tuple(view_shape) != tuple(buf_shape):
+            raise CodegenError(f"a copy between a {view_shape[0]}x{view_shape[1]} region and a "
+                               f"{buf_shape[0]}x{buf_shape[1]} tile is not supported by the CUDA target yet", c.span)
+
+    def copy_from_global(self, v: GlobalView, region, b: ir.Buffer, c, async_copy: bool) -> None:
+        p = self.params[region.name]
+        shape = self.buffer_shape2d(b, b)
+        self._check_shapes(v.shape, shape, c)
+        rows, cols = shape
+        args = f"{v.stride}, {v.rows}, {v.cols}, {v.row0}, {v.col0}"
+        T, U = c_type(p.dtype), c_type(b.dtype)
+        if b.scope == "shared":
+            lay = b.layout
+            dst = self.smem_pointer(b.name)
+            if p.dtype == b.dtype:
+                self.emit(f"tl::copy_g2s<{T}, {rows}, {cols}, {self.k.threads}, {lay.pad}, {lay.swizzle_bytes}, "
+                          f"{'true' if async_copy else 'false'}>({dst}, {v.base}, {args});")
+            else:
+                self.emit(f"tl::copy_g2s_convert<{T}, {U}, {rows}, {cols}, {self.k.threads}, {lay.pad}, "
+                          f"{lay.swizzle_bytes}>({dst}, {v.base}, {args});")
+        elif b.scope == "fragment":
+            info = self.fragment(b.name)
+            self.require_fragment_shape(b, c)
+            self.emit(f"tl::copy_g2f<{info.c_layout}>({c_name(b.name)}, {v.base}, {args});")
+        else:
+            self.emit(f"for (int tl_i = 0; tl_i < {rows * cols}; ++tl_i) {{")
+            self.emit(f"  const long long tl_gr = {v.row0} + tl_i / {cols}, tl_gc = {v.col0} + tl_i % {cols};")
+            self.emit(f"  {c_name(b.name)}[tl_i] = (tl_gr >= 0 && tl_gr < {v.rows} && tl_gc >= 0 && tl_gc < {v.cols}) ? "
+                      f"tl::cvt<{U}>({v.base}[tl_gr * {v.stride} + tl_gc]) : tl::cvt<{U}>(0.0f);")
+            self.emit("}")
+
+    def copy_to_global(self, v: GlobalView, region, b: ir.Buffer, c) -> None:
+        p = self.params[region.name]
+        shape = self.buffer_shape2d(b, b)
+        self._check_shapes(v.shape, shape, c)
+        rows, cols = shape
+        args = f"{v.stride}, {v.rows}, {v.cols}, {v.row0}, {v.col0}"
+        T, U = c_type(b.dtype), c_type(p.dtype)
+        if b.scope == "shared":
+            lay = b.layout
+            self.emit(f"tl::copy_s2g<{T}, {U}, {rows}, {cols}, {self.k.threads}, {lay.pad}, {lay.swizzle_bytes}>("
+                      f"{v.base}, {self.smem_pointer(b.name)}, {args});")
+        elif b.scope == "fragment":
+            info = self.fragment(b.name)
+            self.require_fragment_shape(b, c)
+            self.emit(f"tl::copy_f2g<{info.c_layout}>({v.base}, {c_name(b.name)}, {args});")
+        else:
+            # A local buffer is per thread: every thread holds the same tile, one writes it.
+            self.emit(f"if (threadIdx.x == 0) for (int tl_i = 0; tl_i < {rows * cols}; ++tl_i) {{")
+            self.emit(f"  const long long tl_gr = {v.row0} + tl_i / {cols}, tl_gc = {v.col0} + tl_i % {cols};")
+            self.emit(f"  if (tl_gr >= 0 && tl_gr < {v.rows} && tl_gc >= 0 && tl_gc < {v.cols}) "
+                      f"{v.base}[tl_gr * {v.stride} + tl_gc] = tl::cvt<{U}>({c_name(b.name)}[tl_i]);")
+            self.emit("}")
+
+    def require_fragment_shape(self, b: ir.Buffer, c) -> None:
+        """Fragments of every layout copy through their C layout (a replicated one as a 1-D
+        tile, each replica loading, and storing, the same values)."""
+
+    def copy_between_buffers(self, s: ir.Buffer, d: ir.Buffer, c) -> None:
+        ss, ds = self.buffer_shape2d(s, s), self.buffer_shape2d(d, d)
+        self._check_shapes(ss, ds, c)
+        rows, cols = ss
+        T, U = c_type(s.dtype), c_type(d.dtype)
+        kinds = (s.scope, d.scope)
+        if kinds == ("shared", "shared"):
+            self.emit(f"tl::copy_s2s<{T}, {U}, {rows}, {cols}, {self.k.threads}, {s.layout.pad}, {s.layout.swizzle_bytes}, "
+                      f"{d.layout.pad}, {d.layout.swizzle_bytes}>({self.smem_pointer(d.name)}, {self.smem_pointer(s.name)});")
+        elif kinds == ("shared", "fragment"):
+            self.require_fragment_shape(d, c)
+            info = self.fragment(d.name)
+            self.emit(f"tl::copy_s2f<{info.c_layout}, {T}, {U}, {cols}, {s.layout.pad}, {s.layout.swizzle_bytes}>("
+                      f"{c_name(d.name)}, {self.smem_pointer(s.name)});")
+        elif kinds == ("fragment", "shared"):
+            self.require_fragment_shape(s, c)
+            info = self.fragment(s.name)
+            self.emit(f"tl::copy_f2s<{info.c_layout}, {T}, {U}, {cols}, {d.layout.pad}, {d.layout.swizzle_bytes}>("
+                      f"{self.smem_pointer(d.name)}, {c_name(s.name)});")
+        elif kinds == ("fragment", "fragment") and s.layout == d.layout:
+            info = self.fragment(s.name)
+            self.emit("#pragma unroll")
+            self.emit(f"for (int tl_r = 0; tl_r < {info.regs}; ++tl_r) {c_name(d.name)}[tl_r] = "
+                      f"tl::cvt<{U}>({c_name(s.name)}[tl_r]);")
+        elif kinds == ("local", "local"):
+            self.emit(f"for (int tl_i = 0; tl_i < {rows * cols}; ++tl_i) {c_name(d.name)}[tl_i] = "
+                      f"tl::cvt<{U}>({c_name(s.name)}[tl_i]);")
+        else:
+            raise CodegenError(f"a copy from a {s.scope} buffer to a {d.scope} buffer"
+                               f"{' of another layout' if kinds == ('fragment', 'fragment') else ''} is not supported "
+                               "by the CUDA target yet", c.span)
+
+    # ---- pipelined loops ---------------------------------------------------------------------
+    def pipeline(self, loop: ir.For) -> bool:
+        """Emit a pipelined loop as a cp.async ring of `stages` buffers; False when its shape
+        does not allow it (the caller then emits a plain loop with synchronous copies)."""
+        S = loop.stages
+        if not (isinstance(loop.start, ir.Const) and loop.start.value == 0 and isinstance(loop.step, ir.Const)
+                and loop.step.value == 1):
+            return False
+        producers = []
+        for s in loop.body:  # the leading copies global -> staged shared buffer of the same dtype
+            if not (isinstance(s, ir.Copy) and s.src.name in self.params and isinstance(s.dst, ir.BufferRef)):
+                break
+            dst = self.buffers[s.dst.name]
+            if dst.scope != "shared" or dst.layout.stages < S or self.params[s.src.name].dtype != dst.dtype:
+                break
+            producers.append(s)
+        if not producers:
+            return False
+        assigned = {x.name for x in _walk(loop.body) if isinstance(x, (ir.Assign, ir.LetScalar))}
+        used = {v.name for p in producers for o in p.src.offsets for v in _vars(o)}
+        if used & assigned:
+            return False
+        rest = list(loop.body[len(producers):])
+        while rest and isinstance(rest[0], ir.Sync):
+            rest.pop(0)
+        if rest and isinstance(rest[-1], ir.Sync):
+            rest.pop()  # the next iteration's wait-and-sync orders these reads before the overwrite
+        var = c_name(loop.var)
+        stage_elems = {p.dst.name: self.buffers[p.dst.name].layout.bytes // self.buffers[p.dst.name].layout.stages
+                       // self.buffers[p.dst.name].dtype.itemsize for p in producers}
+
+        def issue(iteration: str) -> None:
+            self.emit(f"const int {var} = {iteration};")
+            self.emit(f"(void){var};")
+            saved = dict(self.smem_base)
+            for name, n in stage_elems.items():
+                self.smem_base[name] = f"({c_name(name)} + (({iteration}) % {S}) * {n})"
+            for p in producers:
+                self.stmt_Copy(p, async_copy=True)
+            self.smem_base = saved
+
+        self.emit(f"{{  // pipelined over {S} stages: copies run {S - 1} iterations ahead through cp.async")
+        self.indent += 1
+        self.emit(f"const int tl_n = {self.expr(loop.stop)};")
+        self.emit(f"for (int tl_s = 0; tl_s < {S - 1}; ++tl_s) {{")
+        self.indent += 1
+        self.emit("if (tl_s < tl_n) {")
+        self.indent += 1
+        issue("tl_s")
+        self.indent -= 1
+        self.emit("}")
+        self.emit("tl::cp_async_commit();")
+        self.indent -= 1
+        self.emit("}")
+        self.emit("for (int tl_k = 0; tl_k < tl_n; ++tl_k) {")
+        self.indent += 1
+        self.emit(f"tl::cp_async_wait<{S - 2}>();")
+        self.emit("__syncthreads();")
+        self.emit(f"if (tl_k + {S - 1} < tl_n) {{")
+        self.indent += 1
+        issue(f"tl_k + {S - 1}")
+        self.indent -= 1
+        self.emit("}")
+        self.emit("tl::cp_async_commit();")
+        self.emit("{")
+        self.indent += 1
+        self.emit(f"const int {var} = tl_k;")
+        self.emit(f"(void){var};")
+        saved = dict(self.smem_base)
+        for name, n in stage_elems.items():
+            self.smem_base[name] = f"({c_name(name)} + (tl_k % {S}) * {n})"
+        self.pipelined_depth += 1
+        self.block(rest)
+        self.pipelined_depth -= 1
+        self.smem_base = saved
+        self.indent -= 1
+        self.emit("}")
+        self.indent -= 1
+        self.emit("}")
+        self.emit("tl::cp_async_wait<0>();")
+        self.emit("__syncthreads();")
+        self.indent -= 1
+        self.emit("}")
+        return True
+
+
+def _walk(stmts):
+    for s in stmts:
+        yield s
+        for f in ("body", "then", "orelse"):
+            yield from _walk(getattr(s, f, ()))
+
+
+def _vars(e):
+    if isinstance(e, ir.Var):
+        yield e
+    for f in ("a", "b", "x", "cond"):
+        v = getattr(e, f, None)
+        if isinstance(v, ir.Expr):
+            yield from _vars(v)
+    for v in getattr(e, "args", ()) or ():
+        yield from _vars(v)
+    for v in getattr(e, "indices", ()) or ():
+        yield from _vars(v)

@@ -1,0 +1,438 @@
+"""The sm_80 target (Ampere, Ada and Hopper): tile IR -> the body of one CUDA kernel.
+
+Dispatches on the IR statement class; each statement becomes a few lines that mostly call
+`tl::` primitives (templates/tl/*.cuh) with the decisions made here: which primitive, with
+which layout, vector width and swizzle.  Copies are in `copies.py`, reductions in
+`reductions.py`; this file holds the kernel frame, control flow, parallel loops, gemm and
+element access.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import ir
+from ..dtypes import I32, DType
+from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layout
+from .cexpr import CExprs, CodegenError, cvt
+from .cnames import c_name, c_type, literal
+from .copies import CopyGen
+from .ranges import provably_within
+from .reductions import ReduceGen
+
+
+@dataclass
+class FragmentInfo:
+    layout: object
+    c_layout: str  # the C type of its layout, e.g. tl_layout_acc
+    regs: str      # C expression: its register count
+
+
+class Sm80(CExprs, CopyGen, ReduceGen):
+    arch = "sm_80"
+
+    def __init__(self, kernel: ir.Kernel, sources: dict | None = None, line_directives: bool = True):
+        self.k = kernel
+        self.sources = sources or {}
+        self.line_directives = line_directives
+        self.params = {p.name: p for p in kernel.params}
+        self.buffers = {b.name: b for b in kernel.buffers}
+        self.lines: list[str] = []
+        self.indent = 1
+        self.ranges: dict[str, tuple[int, int]] = {}
+        self.reg_index: dict[str, str] = {}  # inside a parallel loop: fragment -> its register expression
+        self.loop_layout = None
+        self.smem_base: dict[str, str] = {}
+        self.in_parallel = False
+        self.pipelined_depth = 0
+        self.scratch_bytes = 0
+        self.layout_types: dict = {}  # layout object -> C alias
+        self.preamble: list[str] = []
+        self.last_line = None
+
+    # ---- output ------------------------------------------------------------------------------
+    def emit(self, line: str) -> None:
+        self.lines.append("  " * self.indent + line)
+
+    def mark(self, node) -> None:
+        """The .tl line above each statement's code: a comment, and a #line directive."""
+        span = getattr(node, "span", None)
+        if span is None or (span.file, span.line) == self.last_line:
+            return
+        self.last_line = (span.file, span.line)
+        text = self.sources.get(span.file, "").split("\n")
+        src = text[span.line - 1].strip() if 0 < span.line <= len(text) else ""
+        if src:
+            self.emit(f"// {span.line}: {src}"[:160].replace("\\", "\\\\"))
+        if self.line_directives:
+            self.lines.append(f'#line {span.line} "{span.file}"')
+
+    # ---- the kernel --------------------------------------------------------------------------
+    def generate(self) -> dict:
+        k = self.k
+        for i, v in enumerate(k.block_vars):
+            self.ranges[v] = (0, 2**31 - 1)
+        for b in k.buffers:
+            if b.scope == "fragment":
+                self.fragment(b.name)
+        self.block(k.body)
+        body = self.lines
+        self.lines = []
+        for i, v in enumerate(k.block_vars):
+            self.emit(f"const int {c_name(v)} = blockIdx.{'xyz'[i]};")
+        for b in k.buffers:
+            self.declare_buffer(b)
+        return {"body": self.lines + body, "preamble": self.preamble, "smem_bytes": self.smem_total()}
+
+    def smem_total(self) -> int:
+        return self.k.smem_bytes + self.scratch_bytes
+
+    def declare_buffer(self, b: ir.Buffer) -> None:
+        t = c_type(b.dtype)
+        name = c_name(b.name)
+        if b.scope == "shared":
+            self.emit(f"{t}* {name} = reinterpret_cast<{t}*>(tl_smem + {b.smem_offset});")
+        elif b.scope == "fragment":
+            info = self.fragment(b.name)
+            self.emit(f"{t} {name}[{info.regs}];  // fragment {list(b.shape)}: {b.layout}")
+        else:
+            size = 1
+            for d in b.shape:
+                size *= d
+            self.emit(f"{t} {name}[{size}];")
+
+    # ---- layouts -----------------------------------------------------------------------------
+    def c_layout(self, layout) -> str:
+        """A C alias for a Python layout object (tl::Blocked / tl::MmaAcc)."""
+        if layout in self.layout_types:
+            return self.layout_types[layout]
+        if isinstance(layout, Replicated):
+            base = layout.base
+            if len(getattr(base, "shape", ())) != 2 or len(layout.dropped) != 1:
+                raise CodegenError(f"no C layout for {layout}", self.k.span)
+            keep = 1 - layout.dropped[0]
+            text = f"tl::Kept<{self.c_layout(base)}, {keep}>"
+        elif isinstance(layout, MmaAccumulator):
+            text = f"tl::MmaAcc<{layout.shape[0]}, {layout.shape[1]}, {layout.warps_m}, {layout.warps_n}>"
+        elif isinstance(layout, Blocked):
+            shape = layout.shape
+            if len(shape) > 2:
+                raise CodegenError(f"fragments and parallel loops of rank {len(shape)} are not supported by the "
+                                   f"CUDA target yet (rank 1 and 2 are)", self.k.span)
+            rows, cols = (1, shape[0]) if len(shape) == 1 else shape
+            text = f"tl::Blocked<{rows}, {cols}, {layout.threads}, {layout.vec}>"
+        else:
+            raise CodegenError(f"no C layout for {layout}", self.k.span)
+        alias = f"tl_layout_{len(self.layout_types)}"
+        self.layout_types[layout] = alias
+        self.preamble.append(f"using {alias} = {text};")
+        return alias
+
+    def fragment(self, name: str) -> FragmentInfo:
+        b = self.buffers[name]
+        if b.layout is None:
+            raise CodegenError(f"the fragment '{name}' has no layout", b.span)
+        alias = self.c_layout(b.layout)
+        return FragmentInfo(b.layout, alias, f"{alias}::REGS")
+
+    def is_2d_index(self, layout) -> bool:
+        return isinstance(layout, MmaAccumulator) or len(layout.shape) == 2
+
+    # ---- statements --------------------------------------------------------------------------
+    def block(self, stmts) -> None:
+        for s in stmts:
+            self.stmt(s)
+
+    def stmt(self, s) -> None:
+        method = getattr(self, "stmt_" + type(s).__name__, None)
+        if method is None:
+            raise CodegenError(f"no C for the IR statement {type(s).__name__}", getattr(s, "span", None))
+        self.mark(s)
+        method(s)
+
+    def once_per_block(self) -> str:
+        """Outside parallel loops a store, atomic or print happens once per block; in a loop
+        over a replicated fragment, once per element (by its canonical replica)."""
+        if not self.in_parallel:
+            return "if (threadIdx.x == 0) "
+        if isinstance(self.loop_layout, Replicated):
+            return f"if ({self.c_layout(self.loop_layout)}::canonical(threadIdx.x, tl_r)) "
+        return ""
+
+    def stmt_LetScalar(self, s: ir.LetScalar) -> None:
+        self.emit(f"{c_type(s.dtype)} {c_name(s.name)} = {self._in(s.value, s.dtype)};")
+
+    def stmt_Assign(self, s: ir.Assign) -> None:
+        self.emit(f"{c_name(s.name)} = {self.expr(s.value)};")
+
+    def stmt_Sync(self, s) -> None:
+        self.emit("__syncthreads();")
+
+    def stmt_Break(self, s) -> None:
+        self.emit("break;")
+
+    def stmt_Continue(self, s) -> None:
+        self.emit("continue;")
+
+    def stmt_If(self, s: ir.If) -> None:
+        self.emit(f"if ({self.expr(s.cond)}) {{")
+        self.nested(s.then)
+        if s.orelse:
+            self.emit("} else {")
+            self.nested(s.orelse)
+        self.emit("}")
+
+    def nested(self, stmts) -> None:
+        self.indent += 1
+        self.block(stmts)
+        self.indent -= 1
+
+    def stmt_For(self, s: ir.For) -> None:
+        if s.kind == "pipelined" and s.stages > 1 and self.pipeline(s):
+            return
+        var = c_name(s.var)
+        start, stop, step = self.expr(s.start), self.expr(s.stop), self.expr(s.step)
+        positive = isinstance(s.step, ir.Const) and s.step.value > 0
+        negative = isinstance(s.step, ir.Const) and s.step.value < 0
+        cond = f"{var} < {stop}" if positive else f"{var} > {stop}" if negative else \
+            f"({step} > 0 ? {var} < {stop} : {var} > {stop})"
+        if isinstance(s.start, ir.Const) and isinstance(s.stop, ir.Const) and positive:
+            self.ranges[s.var] = (int(s.start.value), int(s.stop.value) - 1)
+        if s.kind == "unroll":
+            self.emit("#pragma unroll")
+        self.emit(f"for (int {var} = {start}; {cond}; {var} += {step}) {{")
+        self.nested(s.body)
+        self.emit("}")
+        self.ranges.pop(s.var, None)
+
+    def stmt_Print(self, s: ir.Print) -> None:
+        args = []
+        for a in s.args:
+            if a.dtype.is_float:
+                args.append(f"static_cast<double>({self._in(a, a.dtype) if a.dtype.name == 'f64' else cvt(self.expr(a), a.dtype, _F32)})")
+            elif a.dtype.name in ("i64", "u64"):
+                args.append(self.expr(a))
+            else:
+                args.append(f"static_cast<int>({self.expr(a)})")
+        fmt = s.fmt.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        if not fmt.endswith("\\n"):
+            fmt += "\\n"
+        self.emit(f'{self.once_per_block()}printf("{fmt}"{"".join(", " + a for a in args)});')
+
+    # ---- element access ----------------------------------------------------------------------
+    def tensor_dims(self, name: str) -> list:
+        p = self.params.get(name)
+        if p is not None:
+            return list(p.shape)
+        return list(self.buffers[name].shape)
+
+    def dim_text(self, d) -> str:
+        return str(d) if isinstance(d, int) else c_name(d)
+
+    def global_offset(self, name: str, indices) -> str:
+        dims = self.tensor_dims(name)
+        text = f"static_cast<long long>({self.expr(indices[0])})"
+        for i, d in zip(indices[1:], dims[1:]):
+            text = f"({text} * {self.dim_text(d)} + {self.expr(i)})"
+        return text
+
+    def bounds(self, name: str, indices) -> str | None:
+        dims = self.tensor_dims(name)
+        if provably_within(indices, dims, self.ranges):
+            return None
+        parts = []
+        for i, d in zip(indices, dims):
+            x = self.expr(i)
+            parts.append(f"{x} >= 0 && {x} < {self.dim_text(d)}")
+        return " && ".join(parts)
+
+    def element(self, name: str, indices, span) -> str:
+        """The C lvalue of one element of a tensor parameter or buffer."""
+        if name in self.params:
+            return f"{c_name(name)}[{self.global_offset(name, indices)}]"
+        b = self.buffers[name]
+        if b.scope == "fragment":
+            return f"{c_name(name)}[{self.register(name, indices, span)}]"
+        if b.scope == "shared":
+            return f"{self.smem_pointer(name)}[{self.smem_index(b, [self.expr(i) for i in indices])}]"
+        flat = self.expr(indices[0])
+        for i, d in zip(indices[1:], b.shape[1:]):
+            flat = f"({flat} * {d} + {self.expr(i)})"
+        return f"{c_name(name)}[{flat}]"
+
+    def smem_pointer(self, name: str) -> str:
+        return self.smem_base.get(name, c_name(name))
+
+    def smem_index(self, b: ir.Buffer, idx: list[str]) -> str:
+        lay = b.layout
+        rows_cols = (1, b.shape[0]) if len(b.shape) == 1 else (None, b.shape[-1])
+        if len(b.shape) == 1:
+            r, c = "0", idx[0]
+        else:
+            r = idx[0]
+            for i, d in zip(idx[1:-1], b.shape[1:-1]):
+                r = f"({r} * {d} + {i})"
+            c = idx[-1]
+        return f"tl::smem_index<{c_type(b.dtype)}, {rows_cols[1]}, {lay.pad}, {lay.swizzle_bytes}>({r}, {c})"
+
+    def register(self, name: str, indices, span) -> str:
+        """Inside a parallel loop, the register of the fragment element `name[indices]`."""
+        if not self.in_parallel:
+            raise CodegenError(f"the fragment '{name}' is indexed outside a parallel loop", span)
+        b = self.buffers[name]
+        names = [i.name if isinstance(i, ir.Var) else None for i in indices]
+        loop_vars = list(self.loop_vars)
+        if b.layout == self.loop_layout and names == loop_vars:
+            return "tl_r"
+        if isinstance(b.layout, Replicated) and b.layout.base == self.loop_layout and len(loop_vars) > 1:
+            kept = [v for d, v in enumerate(loop_vars) if d not in b.layout.dropped]
+            if names == kept:
+                return "tl_r"
+        raise CodegenError(
+            f"the fragment '{name}' is indexed as {name}[{', '.join(str(n) for n in names)}] in a parallel loop over "
+            f"({', '.join(loop_vars)}) whose threads hold other elements; an exchange through shared memory is "
+            "not generated yet: index it by the loop's own variables", span)
+
+    def load(self, e: ir.Load) -> str:
+        zero = literal(0, e.dtype)
+        lvalue = self.element(e.name, e.indices, e.span)
+        b = self.buffers.get(e.name)
+        if b is not None and b.scope == "fragment":
+            return lvalue
+        check = self.bounds(e.name, e.indices)
+        return lvalue if check is None else f"(({check}) ? {lvalue} : {zero})"
+
+    def stmt_Store(self, s: ir.Store) -> None:
+        b = self.buffers.get(s.name)
+        lvalue = self.element(s.name, s.indices, s.span)
+        value = self.expr(s.value)
+        if b is not None and b.scope == "fragment":
+            self.emit(f"{lvalue} = {value};")
+            return
+        check = self.bounds(s.name, s.indices)
+        guard = "" if b is not None and b.scope == "local" else self.once_per_block()
+        cond = f"if ({check}) " if check else ""
+        self.emit(f"{guard}{cond}{lvalue} = {value};")
+
+    def stmt_Atomic(self, s: ir.Atomic) -> None:
+        dt = s.value.dtype
+        target = f"&{self.element(s.name, s.indices, s.span)}"
+        value = self.expr(s.value)
+        if s.kind == "add":
+            call = f"atomicAdd({target}, {value})"
+        elif dt.name == "f32":
+            call = f"tl::atomic_{s.kind}_f32({target}, {value})"
+        elif dt.is_int and dt.bits in (32, 64):
+            call = f"atomic{s.kind.capitalize()}({target}, {value})"
+        else:
+            raise CodegenError(f"atomic_{s.kind} on {dt} is not supported by the CUDA target", s.span)
+        check = self.bounds(s.name, s.indices)
+        cond = f"if ({check}) " if check else ""
+        self.emit(f"{self.once_per_block()}{cond}{call};")
+
+    def stmt_Fill(self, s: ir.Fill) -> None:
+        b = self.buffers[s.buffer]
+        value = self._in(s.value, b.dtype)
+        name = c_name(b.name)
+        if b.scope == "fragment":
+            info = self.fragment(b.name)
+            self.emit("#pragma unroll")
+            self.emit(f"for (int tl_r = 0; tl_r < {info.regs}; ++tl_r) {name}[tl_r] = {value};")
+        elif b.scope == "shared":
+            size = _prod(b.shape)
+            cols = b.shape[-1]
+            idx = self.smem_index(b, [f"(tl_i / {cols})"] * (len(b.shape) - 1) + [f"(tl_i % {cols})"]) \
+                if len(b.shape) > 1 else self.smem_index(b, ["tl_i"])
+            if len(b.shape) > 2:
+                raise CodegenError("fill() of a shared buffer of rank > 2 is not supported by the CUDA target yet", s.span)
+            self.emit(f"for (int tl_i = threadIdx.x; tl_i < {size}; tl_i += {self.k.threads}) "
+                      f"{self.smem_pointer(b.name)}[{idx}] = {value};")
+        else:
+            self.emit(f"for (int tl_i = 0; tl_i < {_prod(b.shape)}; ++tl_i) {name}[tl_i] = {value};")
+
+    # ---- parallel loops ----------------------------------------------------------------------
+    def stmt_Parallel(self, p: ir.Parallel) -> None:
+        layout = parallel_layout(p, self.k)
+        alias = self.c_layout(layout)
+        self.emit(f"// parallel ({', '.join(p.vars)}) over {list(p.extents)}: {layout}")
+        self.emit("#pragma unroll")
+        self.emit(f"for (int tl_r = 0; tl_r < {alias}::REGS; ++tl_r) {{")
+        self.indent += 1
+        if len(p.vars) == 1:
+            self.emit(f"const int {c_name(p.vars[0])} = {alias}::col(threadIdx.x, tl_r);")
+        elif len(p.vars) == 2:
+            self.emit(f"const int {c_name(p.vars[0])} = {alias}::row(threadIdx.x, tl_r);")
+            self.emit(f"const int {c_name(p.vars[1])} = {alias}::col(threadIdx.x, tl_r);")
+        else:
+            raise CodegenError("parallel loops over more than 2 dimensions are not supported by the CUDA target yet",
+                               p.span)
+        self.emit(f"if (!{alias}::valid(threadIdx.x, tl_r)) continue;")
+        saved = (self.in_parallel, self.loop_layout, getattr(self, "loop_vars", ()))
+        self.in_parallel, self.loop_layout, self.loop_vars = True, layout, p.vars
+        for v, n in zip(p.vars, p.extents):
+            self.ranges[v] = (0, n - 1)
+        self.block(p.body)
+        for v in p.vars:
+            self.ranges.pop(v, None)
+        self.in_parallel, self.loop_layout, self.loop_vars = saved
+        self.indent -= 1
+        self.emit("}")
+
+    # ---- gemm --------------------------------------------------------------------------------
+    def stmt_Gemm(self, g: ir.Gemm) -> None:
+        a, b, c = self.buffers[g.a], self.buffers[g.b], self.buffers[g.c]
+        if a.scope != "shared" or b.scope != "shared":
+            raise CodegenError("gemm with a fragment operand is not supported by the CUDA target yet; "
+                               "copy the operand into shared memory", g.span)
+        m, k = (a.shape[1], a.shape[0]) if g.trans_a else a.shape
+        n = b.shape[0] if g.trans_b else b.shape[1]
+        lay_a, lay_b = a.layout, b.layout
+        operand_args = (f"{a.shape[1]}, {lay_a.pad}, {lay_a.swizzle_bytes}, "
+                        f"{b.shape[1]}, {lay_b.pad}, {lay_b.swizzle_bytes}")
+        pa, pb = self.smem_pointer(g.a), self.smem_pointer(g.b)
+        acc = c_name(g.c)
+        if self.mma_ok(a, b, c, k):
+            lay = c.layout
+            self.emit(f"tl::gemm_mma_sm80<{c_type(a.dtype)}, {m}, {n}, {k}, {lay.warps_m}, {lay.warps_n}, "
+                      f"{_b(g.trans_a)}, {_b(g.trans_b)}, {operand_args}>({pa}, {pb}, {acc});")
+            return
+        if isinstance(c.layout, Replicated):
+            raise CodegenError(f"the gemm accumulator '{g.c}' has a replicated layout", g.span)
+        info = self.fragment(g.c)
+        self.emit(f"tl::gemm_simt<{info.c_layout}, {c_type(a.dtype)}, {c_type(b.dtype)}, {c_type(c.dtype)}, {k}, "
+                  f"{_b(g.trans_a)}, {_b(g.trans_b)}, {operand_args}>({pa}, {pb}, {acc});")
+
+    def mma_ok(self, a: ir.Buffer, b: ir.Buffer, c: ir.Buffer, k: int) -> bool:
+        """Tensor cores take f16/bf16 operands of one dtype, an f32 accumulator in the mma
+        layout, K in steps of 16, and operand rows that ldmatrix can address (16-byte aligned)."""
+        if a.dtype != b.dtype or a.dtype.name not in ("f16", "bf16") or c.dtype.name != "f32":
+            return False
+        if not isinstance(c.layout, MmaAccumulator) or k % 16:
+            return False
+        for buf in (a, b):
+            row_bytes = (buf.shape[1] + buf.layout.pad) * buf.dtype.itemsize
+            if row_bytes % 16:
+                return False
+        return True
+
+
+_F32 = None
+
+
+def _b(flag: bool) -> str:
+    return "true" if flag else "false"
+
+
+def _prod(shape) -> int:
+    out = 1
+    for d in shape:
+        out *= d
+    return out
+
+
+def _init():
+    global _F32
+    from ..dtypes import F32
+    _F32 = F32
+
+
+_init()

@@ -1,0 +1,67 @@
+// tl/types.cuh: scalar conversions and the arithmetic helpers whose C meaning differs from
+// the language's (floor division, Python remainder, division by zero).  NVRTC-safe: only
+// CUDA's own fp16/bf16/fp8 headers, no host includes.
+namespace tl {
+
+template <typename T> struct is_low_float { static constexpr bool value = false; };
+template <> struct is_low_float<half> { static constexpr bool value = true; };
+template <> struct is_low_float<__nv_bfloat16> { static constexpr bool value = true; };
+#ifdef TL_HAS_FP8
+template <> struct is_low_float<__nv_fp8_e4m3> { static constexpr bool value = true; };
+template <> struct is_low_float<__nv_fp8_e5m2> { static constexpr bool value = true; };
+#endif
+
+// Every conversion goes through here.  16- and 8-bit floats convert through float, which
+// rounds to nearest even (and saturates into fp8); float -> int truncates and saturates, NaN
+// gives 0 (cvt.rzi), as the interpreter does.
+template <typename To, typename From>
+__device__ __forceinline__ To cvt(From x) {
+  if constexpr (is_low_float<From>::value && is_low_float<To>::value) {
+    return To(static_cast<float>(x));
+  } else if constexpr (is_low_float<From>::value) {
+    return static_cast<To>(static_cast<float>(x));
+  } else if constexpr (is_low_float<To>::value) {
+    return To(static_cast<float>(x));
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
+// `//` and `%` with Python's signs; a division by zero gives 0 instead of undefined behaviour.
+template <typename T>
+__device__ __forceinline__ T floordiv(T a, T b) {
+  if (b == 0) return T(0);
+  T q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+template <typename T>
+__device__ __forceinline__ T pymod(T a, T b) {
+  if (b == 0) return T(0);
+  T r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <typename T>
+__device__ __forceinline__ T truncdiv(T a, T b) { return b == 0 ? T(0) : a / b; }
+__device__ __forceinline__ float floordiv(float a, float b) { return floorf(a / b); }
+__device__ __forceinline__ double floordiv(double a, double b) { return floor(a / b); }
+__device__ __forceinline__ float pymod(float a, float b) {
+  float r = fmodf(a, b);
+  return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;
+}
+__device__ __forceinline__ double pymod(double a, double b) {
+  double r = fmod(a, b);
+  return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r;
+}
+
+__device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }
+__device__ __forceinline__ double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+template <typename T> __device__ __forceinline__ T imin(T a, T b) { return a < b ? a : b; }
+template <typename T> __device__ __forceinline__ T imax(T a, T b) { return a > b ? a : b; }
+
+// Swizzle<3,4,3> on byte offsets: the 16-byte chunk inside each 128-byte line is XORed with
+// the line's index mod 8, so that the 8 rows an ldmatrix reads land in 8 different bank groups.
+__device__ __forceinline__ int swizzle128(int byte_offset) {
+  return byte_offset ^ (((byte_offset >> 7) & 7) << 4);
+}
+
+}  // namespace tl
