@@ -58,6 +58,8 @@ def check_source(text: str, path: str = "<string>") -> CheckResult:
     except DiagnosticError as e:
         sources = {path: text, **e.sources}
         return CheckResult(e.diagnostics, sources)
+    except RecursionError:
+        return CheckResult([parser.too_deep(path)], {path: text})
     return CheckResult([], {path: text}, program)
 
 
@@ -66,5 +68,7 @@ def check_file(path: str) -> CheckResult:
     try:
         text = read_source(path)
     except DiagnosticError as e:
-        return CheckResult(e.diagnostics, {})
+        with open(path, "rb") as f:
+            shown = f.read().decode("utf-8", errors="replace")
+        return CheckResult(e.diagnostics, {path: shown})
     return check_source(text, os.path.relpath(path) if not os.path.isabs(path) else path)

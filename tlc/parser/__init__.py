@@ -8,7 +8,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from ..diagnostics import Diagnostic, DiagnosticError, Span
 from . import nodes
-from .lark_parser import IndentationProblem, describe_terminal, describe_token, lark_parser
+from .lark_parser import IndentationProblem, describe_terminal, describe_token, lark_parser, open_brackets
 from .transformer import SyntaxDiagnostic, ToAst
 
 __all__ = ["parse", "nodes", "lark_parser"]
@@ -31,6 +31,9 @@ def _syntax_diagnostic(err: UnexpectedInput, path: str, text: str) -> Diagnostic
         return Diagnostic("E003", f"unexpected character '{shown}'", span)
     if isinstance(err, UnexpectedToken):
         tok = err.token
+        brackets = open_brackets()
+        if tok.type in ("$END", "_DEDENT") and brackets:
+            return _unclosed(brackets[-1], path)
         if tok.type == "$END":
             lines = text.split("\n")
             line = max(1, len(lines) - 1)
@@ -43,22 +46,40 @@ def _syntax_diagnostic(err: UnexpectedInput, path: str, text: str) -> Diagnostic
             if tok.type in ("_NEWLINE", "_INDENT", "_DEDENT"):
                 end_col = col + 1
             span = Span(path, line, col, line, max(end_col, col + 1))
+        # `accepts` asks the parser which terminals it would take here (after its default
+        # reductions); `expected` alone can list terminals that would fail one step later.
+        expected = err.accepts or err.expected
         hint = None
         if tok.type == "_INDENT":
             hint = "this line is indented more than the line before it, which does not open a block"
-        elif tok.type == "_NEWLINE" and "COLON" in err.expected:
+        elif expected == {"_INDENT"}:
+            hint = "the body of a block is indented under the line that ends with ':'"
+        elif tok.type == "_NEWLINE" and "COLON" in expected:
             hint = "a block ('def', 'if', 'for', 'with', ...) ends its first line with ':'"
-        return Diagnostic("E002", f"unexpected {describe_token(tok)}{_expected(err.expected)}", span, hint)
+        elif "NAME" in expected and tok.type != "NAME" and str(tok).isidentifier():
+            hint = f"'{tok}' is a reserved word and cannot be used as a name"
+        elif brackets and brackets[-1].line < line:
+            b = brackets[-1]
+            hint = f"the '{b}' at line {b.line}, column {b.column} is never closed"
+        return Diagnostic("E002", f"unexpected {describe_token(tok)}{_expected(expected)}", span, hint)
     if isinstance(err, UnexpectedEOF):
+        if open_brackets():
+            return _unclosed(open_brackets()[-1], path)
         lines = text.split("\n")
         span = Span(path, len(lines), 1, len(lines), 2)
-        return Diagnostic("E002", f"unexpected end of the file{_expected(err.expected)}", span)
+        return Diagnostic("E002", f"unexpected end of file{_expected(err.expected)}", span)
     return Diagnostic("E002", "syntax error", Span(path, 1, 1, 1, 2))
+
+
+def _unclosed(bracket, path: str) -> Diagnostic:
+    span = Span(path, bracket.line, bracket.column, bracket.line, bracket.column + 1)
+    return Diagnostic("E002", f"'{bracket}' is never closed", span)
 
 
 def parse(text: str, path: str = "<string>") -> nodes.Module:
     """Parse one file's text; raises `DiagnosticError` with a span for any syntax error."""
-    source = text if text.endswith("\n") else text + "\n"
+    source = text[1:] if text.startswith("\ufeff") else text  # a UTF-8 byte order mark, as Python allows
+    source = source if source.endswith("\n") else source + "\n"
     sources = {path: text}
     try:
         tree = lark_parser().parse(source)
@@ -74,12 +95,12 @@ def parse(text: str, path: str = "<string>") -> nodes.Module:
         if isinstance(err.orig_exc, SyntaxDiagnostic):
             raise DiagnosticError([err.orig_exc.diagnostic], sources) from None
         if isinstance(err.orig_exc, RecursionError):
-            raise DiagnosticError([_too_deep(path)], sources) from None
+            raise DiagnosticError([too_deep(path)], sources) from None
         raise
     except RecursionError:
-        raise DiagnosticError([_too_deep(path)], sources) from None
+        raise DiagnosticError([too_deep(path)], sources) from None
 
 
-def _too_deep(path: str) -> Diagnostic:
+def too_deep(path: str) -> Diagnostic:
     return Diagnostic("E010", "the program is nested too deeply to compile", Span(path, 1, 1, 1, 2),
                       "split the deepest expression into named intermediate values")

@@ -37,16 +37,20 @@ class TileIndenter(Indenter):
         indent = indent_str.count(" ") + indent_str.count("\t") * self.tab_len
         if indent > self.indent_level[-1]:
             self.indent_level.append(indent)
-            yield Token.new_borrow_pos(self.INDENT_type, indent_str, token)
+            # Placed at the first character of the indented line, where an error should point.
+            yield Token(self.INDENT_type, indent_str, token.end_pos, token.end_line, token.end_column,
+                        token.end_line, token.end_column, token.end_pos)
             return
         while indent < self.indent_level[-1]:
             self.indent_level.pop()
             yield Token.new_borrow_pos(self.DEDENT_type, indent_str, token)
         if indent != self.indent_level[-1]:
-            raise IndentationProblem(token.end_line, indent + 1, self.indent_level[-1] + 1)
+            raise IndentationProblem(token.end_line, len(indent_str) + 1, self.indent_level[-1] + 1)
 
     def _process(self, stream):
         # Lark's own version asserts on an unbalanced ')'; here the parser reports it instead.
+        # `open_brackets` (the brackets not yet closed) lets a syntax error name an unclosed '('.
+        self.open_brackets: list[Token] = []
         token = None
         for token in stream:
             if token.type == self.NL_type:
@@ -55,8 +59,11 @@ class TileIndenter(Indenter):
                 yield token
             if token.type in self.OPEN_PAREN_types:
                 self.paren_level += 1
+                self.open_brackets.append(token)
             elif token.type in self.CLOSE_PAREN_types:
                 self.paren_level = max(0, self.paren_level - 1)
+                if self.open_brackets:
+                    self.open_brackets.pop()
         while len(self.indent_level) > 1:
             self.indent_level.pop()
             yield (Token.new_borrow_pos(self.DEDENT_type, "", token) if token
@@ -66,7 +73,7 @@ class TileIndenter(Indenter):
 @functools.lru_cache(maxsize=1)
 def lark_parser() -> Lark:
     grammar = resources.files("tlc").joinpath("grammar/tile.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", postlex=TileIndenter(), propagate_positions=True,
+    return Lark(grammar, parser="lalr", lexer="basic", postlex=TileIndenter(), propagate_positions=True,
                 maybe_placeholders=True, start="start")
 
 
@@ -95,9 +102,24 @@ def describe_terminal(name: str) -> str:
     return name.lower()
 
 
+# What an unexpected layout token is called after the word "unexpected".
+_UNEXPECTED = {
+    "_NEWLINE": "end of line",
+    "_INDENT": "indentation",
+    "_DEDENT": "end of block",
+    "$END": "end of file",
+}
+
+
+def open_brackets() -> list[Token]:
+    """The brackets still open where the last parse stopped (innermost last)."""
+    return list(getattr(lark_parser().options.postlex, "open_brackets", []))
+
+
 def describe_token(token: Token) -> str:
-    if token.type in ("_NEWLINE", "_INDENT", "_DEDENT", "$END"):
-        return _SPECIAL[token.type]
+    """A token as it reads after "unexpected": `end of line`, `name 'x'`, `')'`."""
+    if token.type in _UNEXPECTED:
+        return _UNEXPECTED[token.type]
     text = str(token)
     if len(text) > 40:
         text = text[:37] + "..."

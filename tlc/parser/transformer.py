@@ -134,11 +134,11 @@ class ToAst(Transformer):
                     hint="define device functions, kernels and tile ops at the top level of the file")
 
     # ---- statements ------------------------------------------------------------------------
-    def _target(self, e):
+    def _target(self, e, op: str = "="):
         if isinstance(e, (n.Name, n.Subscript)):
             return e
         self._error("E008", "cannot assign to this expression", e.span,
-                     hint="the left side of '=' must be a name or an element such as 'x[i, j]'")
+                    hint=f"the left side of '{op}' must be a name or an element such as 'x[i, j]'")
 
     def expr_stmt(self, meta, items):
         return n.ExprStmt(items[0], span=self._span(meta))
@@ -154,7 +154,7 @@ class ToAst(Transformer):
 
     def augassign(self, meta, items):
         target, op, value = items
-        return n.AugAssign(self._target(target), str(op)[:-1], value, span=self._span(meta))
+        return n.AugAssign(self._target(target, str(op)), str(op)[:-1], value, span=self._span(meta))
 
     def pass_stmt(self, meta, items):
         return n.Pass(span=self._span(meta))

@@ -154,7 +154,7 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
         consts = {k: v for k, v in self.consts.items()}
         shape_symbols = {}
         for p in params:
-            if p.role == "tensor":
+            if p.role == "tensor" and p.type is not None:
                 for axis, d in enumerate(p.type.shape):
                     if isinstance(d, n.Name) and self.scope.lookup(d.id) is not None and self.scope.lookup(d.id).kind == SHAPE:
                         shape_symbols.setdefault(d.id, []).append(SymbolUse(p.name, axis))
