@@ -13,7 +13,8 @@ import numpy as np
 
 from . import driver, ir
 from .diagnostics import DiagnosticError, TlcError
-from .dtypes import DType, from_numpy
+from .dtypes import DType
+from .runtime.args import array_dtype
 from .schedule import schedule
 from .typecheck import CheckedFunction, CheckedProgram
 
@@ -41,19 +42,26 @@ def compile_source(text: str, target: str = "auto", path: str = "<string>") -> "
 
 
 def resolve_target(target: str) -> str:
-    """The executor a target name means here: auto runs on the interpreter where no GPU is."""
+    """The executor a target name means here: "cuda" needs a GPU that CuPy can use, "auto"
+    takes one when there is one and otherwise runs on the interpreter (and says so once)."""
     global _said_cpu_fallback
     if target not in TARGETS:
         raise TlcError(f"unknown target '{target}'; choose one of {', '.join(TARGETS)}")
+    if target == "cpu":
+        return target
+    from .runtime import compile as rc
+
     if target == "cuda":
-        raise TlcError("the CUDA target is not available yet in this version of tlc; use target='cpu'")
-    if target == "auto":
-        if not _said_cpu_fallback:
-            print("tlc: running kernels on the CPU reference interpreter (no CUDA target in this build)",
-                  file=sys.stderr)
-            _said_cpu_fallback = True
-        return "cpu"
-    return target
+        rc.require_cuda()
+        return target
+    reason = rc.cuda_unavailable_reason()
+    if reason is None:
+        return "cuda"
+    if not _said_cpu_fallback:
+        print(f"tlc: running kernels on the CPU reference interpreter (no CUDA GPU: {reason})",
+              file=sys.stderr)
+        _said_cpu_fallback = True
+    return "cpu"
 
 
 class Module:
@@ -85,6 +93,13 @@ class Kernel:
     def __init__(self, module: Module, fn: CheckedFunction):
         self.module, self.fn, self.name = module, fn, fn.name
         self._scheduled: dict = {}
+        self._generated: dict = {}  # (constants key, arch) -> GeneratedKernel
+        self._compiled: dict = {}  # (constants key, device) -> runtime.CompiledKernel
+        self._launchers: dict = {}  # (constants as given, device) -> the same, found without sorting
+        # what every call reads, worked out once (a launch's host time is budgeted in microseconds)
+        self._runtime = fn.runtime_params
+        self._dtype_sources = {p.name: tuple(t.name for t in fn.tensor_params if _annotation_name(fn, t.name) == p.name)
+                               for p in fn.params if p.role == "dtype"}
 
     def __repr__(self) -> str:
         args = ", ".join(p.name for p in self.fn.runtime_params)
@@ -92,7 +107,7 @@ class Kernel:
 
     def bind(self, args: tuple, kwargs: dict) -> tuple[dict, dict]:
         """(runtime arguments by name, constants by name) for one call."""
-        runtime = self.fn.runtime_params
+        runtime = self._runtime
         if len(args) > len(runtime):
             raise CallError(f"{self.name}() takes {len(runtime)} arrays and scalars "
                             f"({', '.join(p.name for p in runtime)}), {len(args)} given")
@@ -112,32 +127,60 @@ class Kernel:
         missing = [p.name for p in runtime if p.name not in values and not p.has_default]
         if missing:
             raise CallError(f"{self.name}() is missing {', '.join(repr(m) for m in missing)}")
-        for p in self.fn.params:
-            if p.role == "dtype" and p.name not in constants:
-                bound = self._dtype_from_arrays(p.name, values)
+        for name in self._dtype_sources:
+            if name not in constants:
+                bound = self._dtype_from_arrays(name, values)
                 if bound is not None:
-                    constants[p.name] = bound
+                    constants[name] = bound
         return values, constants
 
     def _dtype_from_arrays(self, name: str, values: dict) -> DType | None:
         found = None
-        for p in self.fn.tensor_params:
-            if _annotation_name(self.fn, p.name) != name or p.name not in values:
+        for tensor in self._dtype_sources[name]:
+            if tensor not in values:
                 continue
-            arr = values[p.name]
-            dt = from_numpy(getattr(arr, "dtype", None)) if hasattr(arr, "dtype") else None
+            dt = array_dtype(values[tensor])
             if dt is None:
                 continue
             if found is not None and dt != found[0]:
-                raise CallError(f"the dtype parameter '{name}' is {found[0]} from '{found[1]}' but {dt} from '{p.name}'")
-            found = (dt, p.name)
+                raise CallError(f"the dtype parameter '{name}' is {found[0]} from '{found[1]}' but {dt} from '{tensor}'")
+            found = (dt, tensor)
         return found[0] if found else None
 
     def scheduled(self, constants: dict) -> ir.Kernel:
-        key = tuple(sorted((k, str(v)) for k, v in constants.items()))
+        key = _constants_key(constants)
         if key not in self._scheduled:
             self._scheduled[key] = schedule(self.module.program, self.name, constants)
         return self._scheduled[key]
+
+    def generated(self, constants: dict, arch: str = "sm_80"):
+        """The generated CUDA kernel (`tlc.codegen.GeneratedKernel`) for `constants` and `arch`
+        (`tlc build`); needs no GPU."""
+        if self.fn.kind == "tile_op":
+            self.scheduled({})  # raises the not-yet-supported diagnostic
+        key = (_constants_key(constants), arch)
+        if key not in self._generated:
+            from .codegen import generate
+
+            self._generated[key] = generate(self.scheduled(constants), arch)
+        return self._generated[key]
+
+    def cuda_source(self, arch: str = "sm_80", **constants) -> str:
+        """The generated `.cu` text for `constants` (`arch` is `sm_80` or `sm_90a`); needs no GPU."""
+        return self.generated(constants, arch).source
+
+    def compiled(self, constants: dict, device: int | None = None):
+        """This kernel with `constants` compiled for a GPU (the current one by default) as a
+        `runtime.CompiledKernel`, through the on-disk cache."""
+        from . import runtime
+        from .runtime.compile import current_device
+
+        key = (_constants_key(constants), current_device() if device is None else device)
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            generated = self.generated(constants, runtime.target_arch(key[1]))
+            compiled = self._compiled[key] = runtime.compile_kernel(self.scheduled(constants), generated)
+        return compiled
 
     def ir(self, **constants) -> str:
         """The scheduled tile IR as text (`tlc build --emit ir`)."""
@@ -147,6 +190,13 @@ class Kernel:
         if self.fn.kind == "tile_op":
             self.scheduled({})  # raises the not-yet-supported diagnostic
         values, constants = self.bind(args, kwargs)
+        if self.module.target == "cuda":
+            key = (tuple(constants.items()), _current_device())
+            launch = self._launchers.get(key)
+            if launch is None:
+                launch = self._launchers[key] = self.compiled(constants, key[1]).call
+            launch(values)
+            return
         kernel = self.scheduled(constants)
         from .interp import run_kernel
 
@@ -154,6 +204,21 @@ class Kernel:
             if p.name in values and p.role == "tensor" and not isinstance(values[p.name], np.ndarray):
                 raise CallError(f"'{p.name}' must be a NumPy array on the CPU target, not {type(values[p.name]).__name__}")
         run_kernel(kernel, values)
+
+
+_get_device = None  # CuPy's getDevice, bound on the first CUDA call
+
+
+def _current_device() -> int:
+    global _get_device
+    if _get_device is None:
+        from cupy.cuda.runtime import getDevice
+        _get_device = getDevice
+    return _get_device()
+
+
+def _constants_key(constants: dict) -> tuple:
+    return tuple(sorted((k, str(v)) for k, v in constants.items()))
 
 
 def _annotation_name(fn: CheckedFunction, param: str) -> str | None:

@@ -1,0 +1,147 @@
+"""The generated fast launch path, without a GPU: a stand-in `cupy` module provides the array
+type and records launches.  The fast path must launch exactly what the general path would for
+plain CuPy calls, and hand everything else to the general path (here a fallback returning
+False) without launching."""
+import sys
+import types
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from runtime_kit import axpy, generated_for, kernel, scalar
+from tlc.dtypes import DTYPES
+from tlc.ir import samples
+from tlc.runtime import fastpath
+
+
+class FakeArray:
+    __slots__ = ("shape", "dtype", "_c_contiguous", "data")  # class attributes, as CuPy's are
+
+    def __init__(self, shape, dtype=np.float32, device=0, contiguous=True):
+        self.shape, self.dtype, self._c_contiguous = tuple(shape), np.dtype(dtype), contiguous
+        self.data = SimpleNamespace(device_id=device)
+
+
+@pytest.fixture
+def gpus(monkeypatch):
+    """`gpus(n, current=0)`: a stand-in CuPy seeing `n` GPUs."""
+    def install(n, current=0):
+        cupy = types.ModuleType("cupy")
+        cupy.ndarray = FakeArray
+        cupy.cuda = SimpleNamespace(runtime=SimpleNamespace(getDeviceCount=lambda: n, getDevice=lambda: current))
+        monkeypatch.setitem(sys.modules, "cupy", cupy)
+    return install
+
+
+def build(ir, gen, loaded=(0,)):
+    launches = []
+    compiled = SimpleNamespace(kernel=ir, generated=gen, block=(gen.threads, 1, 1), smem=gen.smem_bytes,
+                               _functions={d: lambda *a, d=d: launches.append((d, *a)) for d in loaded})
+    return fastpath.build(compiled, fallback=lambda args: False), launches
+
+
+def test_a_plain_call_launches_with_c_typed_scalars(gpus):
+    gpus(1)
+    fast, launches = build(*axpy())
+    x, y = FakeArray((1000,)), FakeArray((1000,))
+    assert fast({"x": x, "y": y, "alpha": 2.0})
+    [(device, grid, block, args, smem, stream)] = launches
+    assert (device, grid, block, smem, stream) == (0, (4, 1, 1), (256, 1, 1), 0, None)
+    assert args[0] is x and args[1] is y
+    assert type(args[2]) is np.float32 and args[2] == 2.0
+    assert type(args[3]) is np.int32 and args[3] == 1000
+
+
+def test_cached_scalars_keep_the_sign_of_zero(gpus):
+    gpus(1)
+    fast, launches = build(*axpy())
+    x, y = FakeArray((10,)), FakeArray((10,))
+    for alpha in (0.0, -0.0, 3, 3.0, -0.0):
+        assert fast({"x": x, "y": y, "alpha": alpha})
+    alphas = [a[3][2] for a in launches]
+    assert [float(a) for a in alphas] == [0.0, 0.0, 3.0, 3.0, 0.0]
+    assert [bool(np.signbit(a)) for a in alphas] == [False, True, False, False, True]
+
+
+def test_declines_what_it_is_not_sure_of(gpus):
+    gpus(1)
+    fast, launches = build(*axpy())
+    x, y = FakeArray((300,)), FakeArray((300,))
+    for args in [
+        {"x": np.ones(300, np.float32), "y": y, "alpha": 1.0},  # NumPy
+        {"x": x, "y": y, "alpha": np.float32(1.0)},  # a NumPy scalar
+        {"x": x, "y": y, "alpha": True},  # a bool for a float
+        {"x": x, "y": y, "alpha": "1"},
+        {"x": x, "y": y, "alpha": 2**60},  # not exact in a float
+        {"x": x, "y": y, "alpha": 1.0, "z": 0},  # unexpected
+        {"x": x, "alpha": 1.0, "z": 0},  # missing
+        {"x": FakeArray((300,), np.float64), "y": y, "alpha": 1.0},  # dtype
+        {"x": FakeArray((200,)), "y": y, "alpha": 1.0},  # shape symbol
+        {"x": FakeArray((3, 100)), "y": y, "alpha": 1.0},  # rank
+        {"x": FakeArray((300,), contiguous=False), "y": y, "alpha": 1.0},
+        {"x": FakeArray((0,)), "y": FakeArray((0,)), "alpha": 1.0},  # an empty grid
+        {"x": FakeArray((2**31,)), "y": FakeArray((2**31,)), "alpha": 1.0},  # beyond i32
+    ]:
+        assert not fast(args), args
+    assert launches == []
+
+
+def test_not_loaded_on_this_gpu_yet(gpus):
+    gpus(1)
+    fast, launches = build(*axpy(), loaded=())
+    assert not fast({"x": FakeArray((8,)), "y": FakeArray((8,)), "alpha": 1.0})
+
+
+def test_several_gpus_check_each_array(gpus):
+    gpus(2, current=1)
+    fast, launches = build(*axpy(), loaded=(0, 1))
+    assert not fast({"x": FakeArray((8,), device=1), "y": FakeArray((8,), device=0), "alpha": 1.0})
+    assert fast({"x": FakeArray((8,), device=1), "y": FakeArray((8,), device=1), "alpha": 1.0})
+    assert [d for d, *_ in launches] == [1]
+
+
+def test_shape_symbols_across_tensors(gpus):
+    gpus(1)
+    mm = samples.matmul()
+    fast, launches = build(mm, generated_for(mm))
+    A, B, C = FakeArray((300, 64), np.float16), FakeArray((64, 200), np.float16), FakeArray((300, 200), np.float16)
+    assert fast({"A": A, "B": B, "C": C})
+    assert launches[0][1] == (2, 3, 1)  # (cdiv(N, 128), cdiv(M, 128))
+    assert [int(a) for a in launches[0][3][3:]] == [300, 64, 200]
+    assert not fast({"A": A, "B": FakeArray((65, 200), np.float16), "C": C})
+    assert not fast({"A": A, "B": B, "C": FakeArray((300, 201), np.float16)})
+
+
+@pytest.mark.parametrize("dtype, c_type, ok, bad", [
+    ("i32", "int", [7, -2**31, 2**31 - 1], [2**31, 7.0, True, np.int32(7)]),
+    ("u8", "unsigned char", [0, 255], [-1, 256]),
+    ("bool", "bool", [True, False], [1, 0.0]),
+    ("f16", "float", [0.5, 2], [np.float16(0.5)]),
+])
+def test_scalar_types(gpus, dtype, c_type, ok, bad):
+    gpus(1)
+    k = kernel([scalar("a", DTYPES[dtype])])
+    gen = generated_for(k)
+    gen = type(gen)(**{**gen.__dict__, "args": (type(gen.args[0])("a", "scalar", DTYPES[dtype], c_type),)})
+    fast, launches = build(k, gen)
+    for v in ok:
+        assert fast({"a": v}), v
+    for v in bad:
+        assert not fast({"a": v}), v
+    expected = {"int": np.int32, "unsigned char": np.uint8, "bool": np.bool_, "float": np.float32}[c_type]
+    assert [type(a[3][0]) for a in launches] == [expected] * len(ok)
+    assert [a[3][0] for a in launches] == [expected(v) for v in ok]
+
+
+def test_contiguity_through_flags_where_cupy_lacks_the_attribute(gpus, monkeypatch):
+    class OtherArray:  # a CuPy whose arrays expose contiguity only through `flags`
+        def __init__(self, contiguous):
+            self.shape, self.dtype = (8,), np.dtype(np.float32)
+            self.flags = SimpleNamespace(c_contiguous=contiguous)
+            self.data = SimpleNamespace(device_id=0)
+    gpus(1)
+    monkeypatch.setattr(sys.modules["cupy"], "ndarray", OtherArray)
+    fast, launches = build(*axpy())
+    assert fast({"x": OtherArray(True), "y": OtherArray(True), "alpha": 1.0})
+    assert not fast({"x": OtherArray(False), "y": OtherArray(True), "alpha": 1.0})

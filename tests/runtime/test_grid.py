@@ -1,0 +1,80 @@
+"""Grid extents evaluated on the host: Python integer semantics, every node kind a grid uses,
+and the errors for what the host cannot evaluate."""
+import pytest
+
+from runtime_kit import cdiv, i32
+from tlc.dtypes import BOOL, F32, I32, I64
+from tlc.ir import BinOp, Call, Cast, Const, Load, Select, UnaryOp, Var
+from tlc.runtime.grid import GridError, compile_function, compile_grid, py_source
+
+SLOTS = {"N": 0, "M": 1, "alpha": 2}
+N, M = Var("N", I32), Var("M", I32)
+
+
+def compile_expr(expr, slots):
+    text = py_source(expr, {name: f"vals[{i}]" for name, i in slots.items()})
+    return compile_function(f"def f(vals):\n    return {text}\n", "f")
+
+
+def ev(expr, N=0, M=0, alpha=0.0):
+    return compile_expr(expr, SLOTS)([N, M, alpha])
+
+
+@pytest.mark.parametrize("n, expected", [(0, 0), (1, 1), (128, 1), (129, 2), (1000, 8)])
+def test_cdiv_as_the_scheduler_spells_it(n, expected):
+    assert ev(cdiv(N, 128), N=n) == expected
+
+
+@pytest.mark.parametrize("op, a, b, expected", [
+    ("//", -7, 2, -4),  # floors, as Python does (C would truncate to -3)
+    ("%", -7, 2, 1),  # takes the divisor's sign
+    ("%", 7, -2, -1),
+    ("min", 3, 9, 3), ("max", 3, 9, 9), ("-", 3, 9, -6), ("*", 3, 9, 27), ("**", 2, 10, 1024),
+    ("<<", 1, 4, 16), (">>", 64, 3, 8), ("&", 12, 10, 8), ("|", 12, 10, 14), ("^", 12, 10, 6),
+])
+def test_binary_operators(op, a, b, expected):
+    assert ev(BinOp(op, N, M, I32), N=a, M=b) == expected
+
+
+def test_min_max_as_calls_unary_select_and_casts():
+    assert ev(Call("min", (N, M), I32), N=5, M=2) == 2
+    assert ev(Call("max", (N, M), I32), N=5, M=2) == 5
+    assert ev(UnaryOp("-", N, I32), N=5) == -5
+    assert ev(UnaryOp("~", N, I32), N=5) == -6
+    assert ev(Select(BinOp("<", N, M, BOOL), N, M, I32), N=5, M=2) == 2
+    assert ev(Select(BinOp("and", BinOp(">", N, i32(0), BOOL), UnaryOp("not", Const(False, BOOL), BOOL), BOOL),
+                     N, M, I32), N=5, M=2) == 5
+    # a float cast to an integer truncates toward zero, as in C
+    assert ev(Cast(BinOp("*", Var("alpha", F32), Const(2.0, F32), F32), I64), alpha=-1.75) == -3
+    assert ev(Cast(BinOp("/", Cast(N, F32), Const(4.0, F32), F32), I32), N=10) == 2
+
+
+def test_grid_pads_to_three_dimensions():
+    grid = compile_grid((cdiv(N, 64), cdiv(M, 16)), SLOTS)
+    assert grid([100, 17, 0.0]) == (2, 2, 1)
+    assert compile_grid((Const(7, I32),), SLOTS)([0, 0, 0.0]) == (7, 1, 1)
+    assert compile_grid((N, M, Const(3, I32)), SLOTS)([2, 5, 0.0]) == (2, 5, 3)
+    assert compile_grid((Cast(Var("alpha", F32), I32),), SLOTS).source == \
+        "def grid(vals):\n    return (int(vals[2]), 1, 1)\n"
+
+
+@pytest.mark.parametrize("expr, message", [
+    (Var("K", I32), "a grid extent reads 'K', which is neither a scalar parameter nor a shape symbol"),
+    (Load("A", (i32(0),), I32), "a grid extent is a Load, which the host cannot evaluate"),
+    (Call("exp", (N,), I32), "a grid extent calls 'exp', which the host cannot evaluate"),
+])
+def test_what_the_host_cannot_evaluate(expr, message):
+    with pytest.raises(GridError) as e:
+        compile_grid((expr,), SLOTS)
+    assert str(e.value) == message
+
+
+def test_bad_values():
+    with pytest.raises(GridError, match=r"^a grid extent divides by zero$"):
+        ev(BinOp("//", N, M, I32), N=4, M=0)
+    with pytest.raises(GridError, match=r"^a grid extent divides by zero$"):
+        compile_grid((BinOp("%", N, M, I32),), SLOTS)([4, 0, 0.0])
+    with pytest.raises(GridError, match=r"^a grid extent evaluated to 2.5, not an integer$"):
+        compile_grid((BinOp("/", Var("alpha", F32), Const(2.0, F32), F32),), SLOTS)([0, 0, 5.0])
+    with pytest.raises(GridError, match="1 to 3 dimensions, not 4"):
+        compile_grid((N,) * 4, SLOTS)

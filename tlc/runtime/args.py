@@ -1,0 +1,372 @@
+"""Launch arguments on the GPU: NumPy, CuPy and PyTorch arrays (and anything exposing
+`__cuda_array_interface__`) checked against a kernel's params and turned into the values
+`cuLaunchKernel` takes.
+
+Owns every error a caller can cause at a GPU launch, worded as the interpreter words them
+(`tlc/interp/args.py`), plus the GPU's own: a non-contiguous device array, an array on another
+GPU, a PyTorch tensor on the CPU.  Owns nothing that needs a GPU: `Binder.bind` only reads
+arrays, so it is tested on machines without one.  NumPy arrays are recorded for `launch.py` to
+copy to the device and, when the kernel writes them, back.
+
+This is the general path.  A launch with CuPy arrays only takes `fastpath.py` first, which
+accepts what this module accepts and hands everything else, errors included, to this one.
+Everything that depends only on the kernel is still worked out once, into tuples.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Callable
+
+import numpy as np
+
+from ..diagnostics import TlcError
+from ..dtypes import DTYPES, DType, from_numpy
+from ..ir.nodes import Kernel
+from ..interp.args import written_tensors
+from .device_array import DeviceArray
+
+I32_MAX = 2**31 - 1
+NUMPY, CUPY, TORCH, CAI, DEVICE, OTHER = range(6)  # how an argument's array is read
+
+
+class LaunchArgumentError(TlcError):
+    """A launch argument that does not fit the kernel: the message names the parameter."""
+
+
+class LaunchContractError(TlcError):
+    """The generated kernel's parameters disagree with its IR: a tlc bug."""
+
+
+# ---- dtypes of foreign arrays ------------------------------------------------------------------
+
+_NP_TO_TL: dict = {}
+_TORCH_NAMES = {"bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+                "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+                "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+                "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2"}
+_TORCH_TO_TL: dict = {}
+
+
+def tl_dtype_of_numpy(dtype) -> DType | None:
+    try:
+        return _NP_TO_TL[dtype]
+    except KeyError:
+        _NP_TO_TL[dtype] = found = from_numpy(dtype)
+        return found
+
+
+def tl_dtype_of_torch(dtype) -> DType | None:
+    try:
+        return _TORCH_TO_TL[dtype]
+    except KeyError:
+        name = _TORCH_NAMES.get(str(dtype).removeprefix("torch."))
+        _TORCH_TO_TL[dtype] = found = DTYPES[name] if name else None
+        return found
+
+
+def array_dtype(value) -> DType | None:
+    """The tlc dtype of an array of any kind the launcher takes, or None (not an array, or a
+    dtype tlc lacks); binds dtype parameters from arguments."""
+    kind = array_kind(value)
+    if kind == NUMPY or kind == CUPY:
+        return tl_dtype_of_numpy(value.dtype)
+    if kind == TORCH:
+        return tl_dtype_of_torch(value.dtype)
+    if kind == DEVICE:
+        return value.dtype
+    if kind == CAI:
+        return tl_dtype_of_numpy(np.dtype(value.__cuda_array_interface__["typestr"]))
+    return None
+
+
+def _dtype_name(tl: DType | None, foreign) -> str:
+    return tl.name if tl is not None else str(foreign).removeprefix("torch.")
+
+
+# ---- array kinds -------------------------------------------------------------------------------
+
+_KINDS: dict[type, int] = {}
+
+
+def array_kind(value) -> int:
+    """NUMPY, CUPY, TORCH, DEVICE (a `DeviceArray`), CAI (any other `__cuda_array_interface__`)
+    or OTHER; cached per type."""
+    t = type(value)
+    try:
+        return _KINDS[t]
+    except KeyError:
+        pass
+    cupy, torch = sys.modules.get("cupy"), sys.modules.get("torch")
+    if isinstance(value, np.ndarray):
+        kind = NUMPY
+    elif cupy is not None and isinstance(value, cupy.ndarray):
+        kind = CUPY
+    elif torch is not None and isinstance(value, torch.Tensor):
+        kind = TORCH
+    elif isinstance(value, DeviceArray):
+        kind = DEVICE
+    elif hasattr(value, "__cuda_array_interface__"):
+        kind = CAI
+    else:
+        kind = OTHER
+    _KINDS[t] = kind
+    return kind
+
+
+def _c_strides(shape, itemsize: int) -> tuple:
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+def _cai_contiguous(shape, strides, itemsize: int) -> bool:
+    if strides is None or 0 in shape:
+        return True
+    # a dimension of size 1 may carry any stride: it is never stepped over
+    return all(n == 1 or s == c for n, s, c in zip(shape, strides, _c_strides(shape, itemsize)))
+
+
+# ---- scalars -----------------------------------------------------------------------------------
+
+_C_SCALARS = {
+    "bool": np.bool_, "int8_t": np.int8, "signed char": np.int8, "char": np.int8,
+    "uint8_t": np.uint8, "unsigned char": np.uint8, "int16_t": np.int16, "short": np.int16,
+    "uint16_t": np.uint16, "unsigned short": np.uint16, "int": np.int32, "int32_t": np.int32,
+    "unsigned": np.uint32, "unsigned int": np.uint32, "uint32_t": np.uint32,
+    "long long": np.int64, "int64_t": np.int64, "long": np.int64,
+    "unsigned long long": np.uint64, "uint64_t": np.uint64,
+    "float": np.float32, "double": np.float64,
+}
+
+
+def scalar_converter(name: str, dt: DType, c_type: str) -> Callable:
+    """`convert(value) -> (C value, Python value)` for a scalar param: the C value has the
+    parameter's C type (CuPy would pass a bare int as `long long`), the Python value feeds the
+    grid.  Integers must fit the dtype and floats given for integers must be whole."""
+    c_type = " ".join(c_type.replace("const", " ").split())
+    ctor = _C_SCALARS.get(c_type)
+    if ctor is None:
+        raise LaunchContractError(f"scalar '{name}' has the C type '{c_type}', which the launcher "
+                                  f"does not know (a tlc bug)")
+
+    def bad(value) -> LaunchArgumentError:
+        return LaunchArgumentError(f"scalar '{name}' ({dt}) cannot hold {value!r}")
+
+    def number(value):
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value[()]
+        if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+            raise LaunchArgumentError(f"scalar '{name}' ({dt}) must be a number; got {type(value).__name__}")
+        return value
+
+    if dt.is_int:
+        info = np.iinfo(dt.numpy())
+        lo, hi = int(info.min), int(info.max)
+
+        def convert(value):
+            if type(value) is not int:  # the common case skips every other test
+                value = number(value)
+                if isinstance(value, (float, np.floating)):
+                    if not float(value).is_integer():
+                        raise bad(value)
+                value = int(value)
+            if not lo <= value <= hi:
+                raise bad(value)
+            return ctor(value), value
+        return convert
+
+    if dt.is_bool:
+        def convert(value):
+            value = bool(number(value))
+            return ctor(value), value
+        return convert
+
+    def convert(value):  # floats, f16 and bf16 passed as C float
+        if type(value) is not float:
+            try:
+                value = float(number(value))
+            except OverflowError:  # an int beyond any float
+                raise bad(value) from None
+        return ctor(value), value
+    return convert
+
+
+# ---- the binder --------------------------------------------------------------------------------
+
+class Bound:
+    """One launch's values: `args` in the kernel's C parameter order (pointers as uint64,
+    CuPy arrays as themselves, scalars in their C types), `values` the same slots as Python
+    numbers (for the grid), `host` the NumPy arrays to copy as `(slot, array, written)`, and
+    `torch_device` the GPU of the first PyTorch tensor (its current stream is used), or -1."""
+
+    __slots__ = ("args", "values", "host", "torch_device")
+
+    def __init__(self, args, values, host, torch_device):
+        self.args, self.values, self.host, self.torch_device = args, values, host, torch_device
+
+
+class Binder:
+    """Checks a launch's arguments against one kernel and binds them, with everything that
+    depends only on the kernel worked out at construction."""
+
+    def __init__(self, kernel: Kernel, generated):
+        self.kernel = kernel
+        written = written_tensors(kernel)
+        symbols = kernel.shape_symbols()
+        params = list(kernel.params)
+        expect = [(p.name, p.kind) for p in params] + [(s, "shape") for s in symbols]
+        got = [(a.name, a.kind) for a in generated.args]
+        if got != expect:
+            raise LaunchContractError(f"the generated kernel '{generated.name}' takes {got} but its IR "
+                                      f"has {expect} (a tlc bug)")
+        self.names = tuple(p.name for p in params)
+        self.slots = {a.name: i for i, a in enumerate(generated.args)}
+        self.n_args = len(generated.args)
+        first: dict[str, tuple[str, int]] = {}
+        tensors, scalars = [], []
+        for i, (p, a) in enumerate(zip(params, generated.args)):
+            if p.kind == "scalar":
+                scalars.append((i, p.name, scalar_converter(p.name, p.dtype, a.c_type)))
+                continue
+            dims = []
+            for axis, d in enumerate(p.shape):
+                if isinstance(d, int):
+                    dims.append((axis, d, -1, None))
+                else:
+                    origin = first.setdefault(d, (p.name, axis))
+                    # the first use binds the symbol; later uses compare with it
+                    dims.append((axis, d, self.slots[d], None if origin == (p.name, axis) else origin))
+            label = f"{p.dtype}[{', '.join(str(d) for d in p.shape)}]"
+            tensors.append((i, p.name, p.dtype, len(p.shape), tuple(dims), p.name in written, label))
+        self.tensors, self.scalars = tuple(tensors), tuple(scalars)
+        self.symbols = tuple((self.slots[s], s) for s in symbols)
+
+    def bind(self, args: dict, device: int, device_of: Callable[[int], int] | None = None) -> Bound:
+        """Check `args` (param name -> array or number) for a launch on GPU `device`;
+        `device_of(pointer)` names the GPU of a bare `__cuda_array_interface__` pointer."""
+        if len(args) != len(self.names) or any(n not in args for n in self.names):
+            self._names_error(args)
+        kargs = [None] * self.n_args
+        values = [None] * self.n_args
+        host = []
+        torch_device = -1
+        for i, name, dt, rank, dims, written, label in self.tensors:
+            v = args[name]
+            kind = array_kind(v)
+            if kind == CUPY:
+                tl = tl_dtype_of_numpy(v.dtype)
+                if tl is not dt and tl != dt:
+                    self._dtype_error(name, tl, v.dtype, dt)
+                shape = v.shape
+                self._check_shape(name, shape, rank, dims, values, label)
+                if not v.flags.c_contiguous:
+                    self._contiguity_error(name, "cupy.ascontiguousarray({})")
+                if v.data.device_id != device:
+                    self._device_error(name, v.data.device_id, device)
+                kargs[i] = v
+            elif kind == TORCH:
+                tl = tl_dtype_of_torch(v.dtype)
+                if tl is not dt and tl != dt:
+                    self._dtype_error(name, tl, v.dtype, dt)
+                shape = tuple(v.shape)
+                self._check_shape(name, shape, rank, dims, values, label)
+                dev = v.get_device()
+                if dev < 0:
+                    raise LaunchArgumentError(f"'{name}' is a PyTorch tensor on the CPU; pass "
+                                              f"{name}.cuda() or a NumPy array ({name}.numpy())")
+                if not v.is_contiguous():
+                    self._contiguity_error(name, "{}.contiguous()")
+                if dev != device:
+                    self._device_error(name, dev, device)
+                if torch_device < 0:
+                    torch_device = dev
+                kargs[i] = np.uint64(v.data_ptr())
+            elif kind == NUMPY:
+                tl = tl_dtype_of_numpy(v.dtype)
+                if tl is not dt and tl != dt:
+                    self._dtype_error(name, tl, v.dtype, dt)
+                self._check_shape(name, v.shape, rank, dims, values, label)
+                if written and not v.flags.writeable:
+                    raise LaunchArgumentError(f"'{name}' is read-only but the kernel writes it")
+                host.append((i, v, written))  # non-contiguous is fine: it is copied densely
+            elif kind == CAI:
+                cai = v.__cuda_array_interface__
+                foreign = np.dtype(cai["typestr"])
+                tl = tl_dtype_of_numpy(foreign)
+                if tl is not dt and tl != dt:
+                    self._dtype_error(name, tl, foreign, dt)
+                shape = tuple(cai["shape"])
+                self._check_shape(name, shape, rank, dims, values, label)
+                if not _cai_contiguous(shape, cai.get("strides"), foreign.itemsize):
+                    self._contiguity_error(name, "cupy.ascontiguousarray({})")
+                ptr, readonly = cai["data"]
+                if written and readonly:
+                    raise LaunchArgumentError(f"'{name}' is read-only but the kernel writes it")
+                if ptr and device_of is not None:
+                    dev = device_of(ptr)
+                    if dev != device:
+                        self._device_error(name, dev, device)
+                kargs[i] = np.uint64(ptr)
+            elif kind == DEVICE:
+                if v.dtype is not dt and v.dtype != dt:
+                    self._dtype_error(name, v.dtype, None, dt)
+                self._check_shape(name, v.shape, rank, dims, values, label)
+                if v.device != device:
+                    self._device_error(name, v.device, device)
+                kargs[i] = np.uint64(v.ptr)
+            else:
+                raise LaunchArgumentError(f"'{name}' must be a NumPy, CuPy or PyTorch array "
+                                          f"({label}); got {type(v).__name__}")
+        for i, name, convert in self.scalars:
+            kargs[i], values[i] = convert(args[name])
+        for i, s in self.symbols:
+            n = values[i]
+            if n > I32_MAX:
+                raise LaunchArgumentError(f"shape symbol '{s}' is {n}, more than an i32 holds")
+            kargs[i] = np.int32(n)
+        return Bound(kargs, values, host, torch_device)
+
+    # -- the checks that carry on past the common case, and the errors ---------------------------
+
+    @staticmethod
+    def _check_shape(name, shape, rank, dims, values, label) -> None:
+        if len(shape) != rank:
+            raise LaunchArgumentError(f"'{name}' has rank {len(shape)} but the kernel expects rank "
+                                      f"{rank} ({label})")
+        for axis, d, slot, origin in dims:
+            n = shape[axis]
+            if slot < 0:
+                if n != d:
+                    raise LaunchArgumentError(f"'{name}' axis {axis} has size {n} but the kernel "
+                                              f"expects {d}")
+            elif origin is None:
+                values[slot] = n
+            elif values[slot] != n:
+                raise LaunchArgumentError(f"shape symbol '{d}' is {values[slot]} in '{origin[0]}' "
+                                          f"(axis {origin[1]}) but {n} in '{name}' (axis {axis})")
+
+    def _names_error(self, args: dict):
+        for name in args:
+            if name not in self.names:
+                raise LaunchArgumentError(f"unexpected argument '{name}'; kernel '{self.kernel.name}' "
+                                          f"takes {', '.join(self.names)}")
+        missing = next(n for n in self.names if n not in args)
+        raise LaunchArgumentError(f"missing argument '{missing}'")
+
+    @staticmethod
+    def _dtype_error(name, tl, foreign, expected):
+        raise LaunchArgumentError(f"'{name}' has dtype {_dtype_name(tl, foreign)} but the kernel "
+                                  f"expects {expected}")
+
+    @staticmethod
+    def _contiguity_error(name, fix):
+        raise LaunchArgumentError(f"'{name}' is not C-contiguous; tlc kernels read tensors as dense "
+                                  f"row-major arrays: pass {fix.format(name)}")
+
+    @staticmethod
+    def _device_error(name, dev, device):
+        raise LaunchArgumentError(f"'{name}' is on GPU {dev} but the kernel runs on the current "
+                                  f"device, GPU {device}; move it there, or make GPU {dev} current "
+                                  f"(cupy.cuda.Device({dev}).use())")

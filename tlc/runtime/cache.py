@@ -1,0 +1,162 @@
+"""The on-disk cache of compiled kernels: `$TLC_CACHE_DIR`, default `~/.cache/tlc`.
+
+Owns the cache key, the entry format and every filesystem concern: atomic writes, concurrent
+processes, corrupt entries, and cache directories that cannot be written.  Does not own
+compiling (a `compile_fn` is handed in) or loading a binary onto a GPU.
+
+Why a cache of our own rather than CuPy's: tlc calls NVRTC itself (see `compile.py`) so that
+the options are exactly its own (CuPy's compile path adds `-ftz=true`), and a kernel's identity
+is the sorted JSON of what makes it (its CUDA source, bound constants, architecture, the
+compiler's version and a hash of tlc's own sources), not CuPy's key.  CuPy's cache is never
+touched: binaries are loaded from bytes.
+
+An entry is two files named by the key: `KEY.cu` (the source, for people and profilers) and
+`KEY.bin`: a header `TLCBIN1 <length> <sha256>\\n` and then the binary.  A reader trusts an entry
+only if the length and the checksum match, so a truncated or damaged file is recompiled and
+replaced.  Writers write a temporary file in the same directory and `os.replace` it into place:
+readers see the old entry or the new one, never a partial one; when two processes compile the
+same kernel at once both write and the last rename wins, with identical content.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Callable
+
+from .. import __version__
+
+_MAGIC = b"TLCBIN1"
+_BIN, _SRC = ".bin", ".cu"
+
+
+class CacheWarning(UserWarning):
+    """The cache directory cannot be used; kernels are compiled on every process start."""
+
+
+def default_dir() -> Path:
+    env = os.environ.get("TLC_CACHE_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "tlc"
+
+
+@functools.lru_cache(maxsize=None)
+def package_hash() -> str:
+    """SHA-256 over tlc's own source files: any change to the compiler invalidates the cache,
+    also between releases that share a version number."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and path.suffix in (".py", ".lark", ".tl", ".cuh", ".j2", ".jinja", ".cu", ".h"):
+            h.update(path.relative_to(root).as_posix().encode() + b"\0")
+            h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def cache_key(source: str, constants, arch: str, toolchain: str = "") -> str:
+    """The entry name of one compiled kernel: SHA-256 of a sorted JSON of everything that
+    decides the binary.  `constants` is a mapping or pairs of name and value (ints, floats,
+    bools or dtypes, written with `repr`-like text so that `1`, `1.0` and `True` differ)."""
+    items = constants.items() if hasattr(constants, "items") else constants
+    doc = {
+        "source": source,
+        "constants": {str(k): f"{type(v).__name__}:{v}" for k, v in items},
+        "arch": arch,
+        "toolchain": toolchain,
+        "tlc_version": __version__,
+        "tlc_sources": package_hash(),
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def pack(binary: bytes) -> bytes:
+    return b"%s %d %s\n" % (_MAGIC, len(binary), hashlib.sha256(binary).hexdigest().encode()) + binary
+
+
+def unpack(data: bytes) -> bytes | None:
+    """The binary of a packed entry, or None when the header, the length or the checksum is off."""
+    head, sep, body = data.partition(b"\n")
+    parts = head.split(b" ")
+    if not sep or len(parts) != 3 or parts[0] != _MAGIC or not parts[1].isdigit():
+        return None
+    if int(parts[1]) != len(body) or hashlib.sha256(body).hexdigest().encode() != parts[2]:
+        return None
+    return body
+
+
+class KernelCache:
+    """Compiled binaries by key, in one directory (created on first write)."""
+
+    def __init__(self, root: str | os.PathLike | None = None):
+        self.root = Path(root) if root is not None else default_dir()
+        self._warned = False
+
+    def path(self, key: str) -> Path:
+        """Where the binary of `key` lives; the `.cu` is beside it."""
+        return self.root / (key + _BIN)
+
+    def source_path(self, key: str) -> Path:
+        return self.root / (key + _SRC)
+
+    def load(self, key: str) -> bytes | None:
+        """The cached binary of `key`, or None if there is none or it cannot be trusted."""
+        try:
+            data = self.path(key).read_bytes()
+        except OSError:  # missing, unreadable: both mean "not cached"
+            return None
+        return unpack(data)
+
+    def store(self, key: str, source: str, binary: bytes) -> bool:
+        """Write an entry atomically; False (and one warning per cache) when the directory
+        cannot be written (read-only, full, not a directory)."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            # the source first: a binary present means its source is (or was) there too
+            self._write_atomic(self.source_path(key), source.encode())
+            self._write_atomic(self.path(key), pack(binary))
+            return True
+        except OSError as e:
+            self._warn(e)
+            return False
+
+    def get_or_compile(self, key: str, source: str, compile_fn: Callable[[], bytes]) -> bytes:
+        """The binary of `key`: from the cache when a sound entry exists, else `compile_fn()`,
+        stored for the next process (a failed store only warns)."""
+        binary = self.load(key)
+        if binary is None:
+            binary = compile_fn()
+            self.store(key, source, binary)
+        return binary
+
+    def _write_atomic(self, dest: Path, data: bytes) -> None:
+        fd, tmp = tempfile.mkstemp(dir=self.root, prefix="." + dest.name + ".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, dest)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
+    def _warn(self, error: OSError) -> None:
+        if not self._warned:
+            self._warned = True
+            warnings.warn(f"tlc: cannot write the kernel cache in {self.root} ({error.strerror or error}); "
+                          f"kernels will be compiled again in every process. Set TLC_CACHE_DIR to a "
+                          f"writable directory to cache them.", CacheWarning, stacklevel=3)
+
+
+@functools.lru_cache(maxsize=None)
+def _shared(root: str) -> KernelCache:
+    return KernelCache(root)
+
+
+def default_cache() -> KernelCache:
+    """The process-wide cache of the current `$TLC_CACHE_DIR` (one warning per directory)."""
+    return _shared(str(default_dir()))

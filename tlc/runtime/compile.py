@@ -1,0 +1,260 @@
+"""Compiling generated CUDA C: NVRTC (through CuPy's bindings) for launches, `nvcc` for
+`tlc build --emit ptx|cubin` on machines with no GPU, and the GPU facts both need.
+
+Owns the compiler options, the choice of `-arch` from the device, and the errors: a compiler
+that rejects generated code is a tlc bug, reported with the compiler's log and the path of the
+kept `.cu`.  Does not own caching (`cache.py`) or launching (`launch.py`).
+
+Why NVRTC directly and not `cupy.RawModule(code=...)`: CuPy's compile path appends `-ftz=true`
+(flushing f32 denormals, unlike the reference interpreter and IEEE), picks `-arch=sm_90` where
+Hopper kernels need `sm_90a`, and keys its own cache.  Calling `nvrtcCompileProgram` with tlc's
+options and loading the cubin from bytes keeps the results IEEE and the cache tlc's.  CuPy is
+imported lazily so that `import tlc` never needs it.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..diagnostics import TlcError
+
+# IEEE float results, the same as the interpreter's: no flush to zero, exact division and sqrt
+# (these are NVRTC's defaults too; spelled out so that no caller's defaults can change them)
+COMMON_OPTIONS = ("--std=c++17", "-ftz=false", "-prec-div=true", "-prec-sqrt=true")
+HOPPER_ARCH = "sm_90a"  # wgmma and TMA exist only for the arch-specific target
+
+
+class CudaUnavailable(TlcError):
+    """No CUDA GPU can be used from this process."""
+
+
+class CudaCompileError(TlcError):
+    """The CUDA compiler rejected code that tlc generated: a tlc bug."""
+
+
+# ---- the GPU ----------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def cuda_unavailable_reason() -> str | None:
+    """None when CuPy can use a CUDA GPU; otherwise why not, in a few words."""
+    try:
+        import cupy
+    except ImportError:
+        return "CuPy is not installed; pip install cupy-cuda13x"
+    except Exception as e:  # a broken CuPy install raises anything at import
+        return f"CuPy cannot be imported: {e}"
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # no driver, a driver too old for CuPy's CUDA, no device
+        return f"CUDA reports: {e}"
+    return None if n > 0 else "CUDA found no device"
+
+
+def require_cuda() -> None:
+    reason = cuda_unavailable_reason()
+    if reason is not None:
+        raise CudaUnavailable(f"no CUDA GPU is available ({reason}); use target='cpu'")
+
+
+@functools.lru_cache(maxsize=None)
+def device_capability(device_id: int) -> tuple[int, int]:
+    import cupy
+
+    cc = cupy.cuda.Device(device_id).compute_capability  # "90"
+    return int(cc[:-1]), int(cc[-1])
+
+
+def current_device() -> int:
+    import cupy
+
+    return cupy.cuda.runtime.getDevice()
+
+
+def codegen_arch(capability: tuple[int, int]) -> str:
+    """The code generator's target for a GPU: Hopper's own instructions on compute capability
+    9.0 exactly (sm_90a code runs nowhere else), the portable sm_80 path on every GPU from
+    Ampere on."""
+    if capability == (9, 0):
+        return HOPPER_ARCH
+    if capability >= (8, 0):
+        return "sm_80"
+    raise CudaUnavailable(f"tlc kernels need a GPU of compute capability 8.0 or newer (Ampere); "
+                          f"this one is {capability[0]}.{capability[1]}; use target='cpu'")
+
+
+def nvrtc_arch(kernel_arch: str, capability: tuple[int, int], supported: tuple[int, ...]) -> str:
+    """The `-arch` value that runs `kernel_arch` code on a GPU of `capability`: a cubin for
+    the device itself where this NVRTC knows it, else PTX for the newest architecture it knows
+    (the driver compiles that PTX for the device at load)."""
+    cc = capability[0] * 10 + capability[1]
+    if kernel_arch == HOPPER_ARCH:
+        if cc != 90:
+            raise TlcError(f"a kernel generated for {HOPPER_ARCH} runs only on compute capability 9.0, "
+                           f"not {capability[0]}.{capability[1]}")
+        return HOPPER_ARCH
+    if cc in supported:
+        return f"sm_{cc}"
+    older = [a for a in supported if a <= cc]
+    if not older:
+        raise CudaUnavailable(f"this NVRTC cannot compile for compute capability "
+                              f"{capability[0]}.{capability[1]} (it knows {', '.join(map(str, supported))})")
+    return f"compute_{max(older)}"
+
+
+# ---- NVRTC ------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def nvrtc_version() -> tuple[int, int]:
+    from cupy.cuda import nvrtc
+
+    return tuple(nvrtc.getVersion())
+
+
+@functools.lru_cache(maxsize=None)
+def nvrtc_supported_archs() -> tuple[int, ...]:
+    from cupy.cuda import nvrtc
+
+    return tuple(int(a) for a in nvrtc.getSupportedArchs())
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_include_dir() -> str | None:
+    """The CUDA toolkit's headers, for generated code that includes more than NVRTC builds in."""
+    candidates = []
+    try:
+        from cuda import pathfinder
+
+        found = pathfinder.find_nvidia_header_directory("cudart")
+        if found:
+            candidates.append(found)
+    except Exception:  # pathfinder missing or too old: the other places are enough
+        pass
+    for env in ("CUDA_PATH", "CUDA_HOME"):
+        if os.environ.get(env):
+            candidates.append(os.path.join(os.environ[env], "include"))
+    try:
+        import cupy
+
+        if cupy.cuda.get_cuda_path():
+            candidates.append(os.path.join(cupy.cuda.get_cuda_path(), "include"))
+    except Exception:  # CuPy without a toolkit path
+        pass
+    candidates.append("/usr/local/cuda/include")
+    return next((c for c in candidates if os.path.isfile(os.path.join(c, "cuda_fp16.h"))), None)
+
+
+def nvrtc_options(arch: str) -> tuple[str, ...]:
+    include = cuda_include_dir()
+    return COMMON_OPTIONS + (f"-arch={arch}",) + ((f"-I{include}",) if include else ())
+
+
+def nvrtc_toolchain(arch: str) -> str:
+    """What, besides the source, decides NVRTC's output: part of the cache key."""
+    major, minor = nvrtc_version()
+    return f"nvrtc {major}.{minor} " + " ".join(o for o in nvrtc_options(arch) if not o.startswith("-I"))
+
+
+def nvrtc_compile(source: str, arch: str, name: str) -> bytes:
+    """A cubin (or PTX for a `compute_XY` arch) of `source`; `CudaCompileError` on failure."""
+    from cupy.cuda import nvrtc
+
+    options = nvrtc_options(arch)
+    prog = nvrtc.createProgram(source, f"{name}.cu", (), ())
+    try:
+        try:
+            nvrtc.compileProgram(prog, options)
+        except nvrtc.NVRTCError:
+            log = nvrtc.getProgramLog(prog)
+            raise compile_error("NVRTC", name, arch, source, log) from None
+        return nvrtc.getPTX(prog) if arch.startswith("compute_") else nvrtc.getCUBIN(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+
+
+def compile_error(compiler: str, name: str, arch: str, source: str, log: str) -> CudaCompileError:
+    """The error for generated code that a compiler rejected, with the `.cu` kept on disk."""
+    kept = keep_source(name, source)
+    # the compilers name the file they were given; point at the copy that outlives them
+    log = log.replace(f"{name}.cu", kept)
+    log = "\n".join("    " + line for line in log.strip().splitlines())
+    return CudaCompileError(
+        f"internal compiler error: {compiler} rejected the CUDA C that tlc generated for kernel "
+        f"'{name}' ({arch}). This is a bug in tlc, not in your program; please report it with "
+        f"the .tl file and this message.\n  generated source: {kept}\n  {compiler} log:\n{log}")
+
+
+def keep_source(name: str, source: str) -> str:
+    """Write `source` where a person can find it after the process ends; return the path."""
+    from .cache import default_dir
+
+    for folder in (default_dir() / "failed", Path(tempfile.gettempdir()) / "tlc-failed"):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, path = tempfile.mkstemp(dir=folder, prefix=f"{name}-", suffix=".cu")
+            with os.fdopen(fd, "w") as f:
+                f.write(source)
+            return path
+        except OSError:
+            continue
+    return "(could not be written anywhere)"
+
+
+# ---- nvcc (offline: tlc build --emit ptx|cubin) ------------------------------------------------
+
+@dataclass(frozen=True)
+class NvccOutput:
+    binary: bytes  # the .ptx text as bytes, or the cubin
+    log: str  # nvcc's and ptxas's messages (with ptxas_verbose, registers and shared memory)
+
+
+def find_nvcc() -> str:
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    for env in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(env):
+            path = os.path.join(os.environ[env], "bin", "nvcc")
+            if os.access(path, os.X_OK):
+                return path
+    if os.access("/usr/local/cuda/bin/nvcc", os.X_OK):
+        return "/usr/local/cuda/bin/nvcc"
+    raise TlcError("nvcc, the CUDA compiler, was not found (looked on PATH, in $CUDA_HOME/bin, "
+                   "$CUDA_PATH/bin and /usr/local/cuda/bin); install the CUDA toolkit, or emit "
+                   "the CUDA C with --emit cu")
+
+
+def nvcc_compile(source: str, arch: str, emit: str, *, name: str = "kernel",
+                 ptxas_verbose: bool = False, nvcc: str | None = None,
+                 timeout: float = 600) -> NvccOutput:
+    """Compile `source` for `arch` (`sm_80`, `sm_90a`, ...) to PTX or a cubin with nvcc, in a
+    temporary directory; needs no GPU.  `ptxas_verbose` adds ptxas's resource report to the log
+    (cubin only: PTX is not assembled)."""
+    if emit not in ("ptx", "cubin"):
+        raise TlcError(f"nvcc emits ptx or cubin, not '{emit}'")
+    nvcc = nvcc or find_nvcc()
+    with tempfile.TemporaryDirectory(prefix="tlc-nvcc-") as tmp:
+        src, out = os.path.join(tmp, f"{name}.cu"), os.path.join(tmp, f"{name}.{emit}")
+        with open(src, "w") as f:
+            f.write(source)
+        cmd = [nvcc, f"-arch={arch}", f"-{emit}", *COMMON_OPTIONS[1:], "-std=c++17", "-o", out, src]
+        if ptxas_verbose and emit == "cubin":
+            cmd[1:1] = ["-Xptxas", "-v"]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except FileNotFoundError:
+            raise TlcError(f"nvcc could not be run from {nvcc}") from None
+        except subprocess.TimeoutExpired:
+            raise TlcError(f"nvcc did not finish compiling kernel '{name}' in {timeout:.0f} s") from None
+        log = (done.stdout + done.stderr).replace(src, f"{name}.cu")
+        if done.returncode != 0:
+            if "Unsupported gpu architecture" in log or "is not defined for option 'gpu-architecture'" in log:
+                raise TlcError(f"{nvcc} does not know the architecture {arch}; install a newer "
+                               f"CUDA toolkit or choose another --arch\n{log.strip()}")
+            raise compile_error("nvcc", name, arch, source, log)
+        with open(out, "rb") as f:
+            return NvccOutput(f.read(), log)

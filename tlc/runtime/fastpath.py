@@ -1,0 +1,117 @@
+"""The fast launch path: for one compiled kernel, a Python function written out and compiled
+once that launches when every tensor argument is a plain CuPy array and every scalar a plain
+Python number, with no loop, no helper call and no intermediate object; any other call it
+hands to the general path (`fallback`).
+
+Why generated code: a launch's host overhead is the goal (within 1 us of a bare
+`cupy.RawKernel` call with the same arguments), and a generic loop over parameters costs
+several microseconds in the interpreter.  This path only accepts; it never explains.  Any
+argument it is not sure about (another array kind, a dtype or shape that does not match, a
+grid that is empty or too large, a kernel not yet loaded on this device) sends the call to the
+general path (`launch.py`), which does the same checks one by one and raises the error that
+names the parameter.  So this module holds no error messages, and the general path
+stays the single definition of what is accepted.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .args import I32_MAX, _C_SCALARS
+from ..ir.nodes import Const
+from .grid import compile_function, grid_source
+
+MAX_GRID_X, MAX_GRID_YZ = 2**31 - 1, 65535
+_CACHE_SIZE = 4096  # distinct shape sizes, or values of one scalar, kept as ready NumPy scalars
+
+
+def build(compiled, fallback: Callable[[dict], object]) -> Callable[[dict], object]:
+    """`call(args)` for `compiled` (a `launch.CompiledKernel`): launches and returns True, or
+    returns `fallback(args)`."""
+    import cupy
+
+    kernel, gen = compiled.kernel, compiled.generated
+    params = {p.name: p for p in kernel.params}
+    contiguous = "_c_contiguous" if hasattr(cupy.ndarray, "_c_contiguous") else "flags.c_contiguous"
+    env = {"fallback": fallback, "CUPY": cupy.ndarray, "get_device": cupy.cuda.runtime.getDevice, "functions": compiled._functions,
+           "I32_MAX": I32_MAX, "i32_cache": {}, "np_int32": np.int32, "BLOCK": compiled.block, "SMEM": compiled.smem}
+    lines = [f"if len(args) != {len(kernel.params)}:", "    return fallback(args)", "try:"]
+    lines += [f"    a{i} = args[{p.name!r}]" for i, p in enumerate(kernel.params)]
+    lines += ["except KeyError:", "    return fallback(args)"]
+    tensors = [(i, p) for i, p in enumerate(kernel.params) if p.kind == "tensor"]
+    if tensors:
+        for i, p in tensors:
+            env[f"D{i}"] = p.dtype.numpy()
+        lines.append(_any_fails(f"type(a{i}) is not CUPY" for i, _ in tensors))
+        lines.append(_any_fails(f"a{i}.dtype is not D{i}" for i, _ in tensors))
+        lines.append(_any_fails(f"not a{i}.{contiguous}" for i, _ in tensors))
+    if cupy.cuda.runtime.getDeviceCount() == 1:
+        lines.append("device = 0")  # the only GPU this process sees holds every device array
+    else:
+        lines.append("device = get_device()")
+        if tensors:
+            lines.append(_any_fails(f"a{i}.data.device_id != device" for i, _ in tensors))
+    symbols: dict[str, str] = {}  # shape symbol -> local name holding its value
+    for i, p in tensors:
+        lines.append(f"s = a{i}.shape")
+        checks = [f"len(s) != {len(p.shape)}"]
+        for axis, d in enumerate(p.shape):
+            if isinstance(d, int):
+                checks.append(f"s[{axis}] != {d}")
+            elif d in symbols:
+                checks.append(f"s[{axis}] != {symbols[d]}")
+        lines.append(_any_fails(checks))
+        for axis, d in enumerate(p.shape):
+            if isinstance(d, str) and d not in symbols:
+                symbols[d] = f"n{len(symbols)}"
+                lines.append(f"{symbols[d]} = s[{axis}]")
+    values = dict(symbols)  # what the grid reads: shape symbols and scalars as Python numbers
+    cargs = []
+    for j, a in enumerate(gen.args):
+        if a.kind == "tensor":
+            cargs.append(f"a{j}")
+        elif a.kind == "scalar":
+            ctor = _C_SCALARS[" ".join(a.c_type.replace("const", " ").split())]
+            env[f"C{j}"] = ctor
+            dt = params[a.name].dtype
+            if dt.is_int:
+                info = np.iinfo(dt.numpy())
+                lines.append(_any_fails([f"type(a{j}) is not int", f"not {int(info.min)} <= a{j} <= {int(info.max)}"]))
+            elif dt.is_bool:
+                lines.append(_any_fails([f"type(a{j}) is not bool"]))
+            else:
+                # ints beyond 2**53 take the general path, which reports what a float cannot hold
+                lines.append(_any_fails([f"type(a{j}) is not float and not (type(a{j}) is int and "
+                                         f"-9007199254740992 <= a{j} <= 9007199254740992)"]))
+            values[a.name] = f"a{j}"
+            # a scalar usually repeats from launch to launch: keep its C value (a NumPy scalar
+            # costs as much to make as the rest of this function); 0.0 is never kept, because
+            # -0.0 == 0.0 would find it
+            env[f"cache{j}"] = {}
+            lines += [f"c{j} = cache{j}.get(a{j})", f"if c{j} is None:", f"    c{j} = C{j}(a{j})",
+                      f"    if a{j} != 0:", f"        if len(cache{j}) > {_CACHE_SIZE}:",
+                      f"            cache{j}.clear()", f"        cache{j}[a{j}] = c{j}"]
+            cargs.append(f"c{j}")
+        else:
+            n = symbols[a.name]
+            lines += [f"if {n} > I32_MAX:", "    return fallback(args)",
+                      f"c{n} = i32_cache.get({n})", f"if c{n} is None:",
+                      f"    if len(i32_cache) > {_CACHE_SIZE}:", "        i32_cache.clear()",
+                      f"    c{n} = i32_cache[{n}] = np_int32({n})"]
+            cargs.append(f"c{n}")
+    # grid dimensions the kernel fixes need no check at run time
+    limits = [MAX_GRID_X, MAX_GRID_YZ, MAX_GRID_YZ]
+    checks = [f"not 0 < g[{d}] <= {limits[d]}" for d, e in enumerate(gen.grid)
+              if not (isinstance(e, Const) and 0 < e.value <= limits[d])]
+    lines += ["try:", f"    g = {grid_source(gen.grid, values)}", "except Exception:", "    return fallback(args)",
+              _any_fails(checks),
+              "fn = functions.get(device)", "if fn is None:", "    return fallback(args)",
+              f"fn(g, BLOCK, [{', '.join(cargs)}], SMEM, None)", "return True"]
+    source = "def fast(args):\n" + "".join(f"    {line}\n" for line in "\n".join(lines).split("\n"))
+    return compile_function(source, "fast", env).unguarded
+
+
+def _any_fails(conditions) -> str:
+    conditions = list(conditions)
+    return f"if {' or '.join(conditions)}:\n    return fallback(args)" if conditions else "pass"

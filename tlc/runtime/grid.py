@@ -1,0 +1,100 @@
+"""Grid extents on the host: the code generator's `grid` IR expressions turned into Python once
+per compiled kernel, then evaluated per launch on Python ints.
+
+Owns the host meaning of the operators a grid extent can use (`//` floors and `%` takes the
+divisor's sign, as in Python and as `cdiv` needs; `min`/`max` as binary ops or calls; casts
+truncate toward zero as in C; selects, comparisons and logic).  The expressions become Python
+source text rather than a tree of closures because a launch evaluates them every time and a
+single expression costs a fraction of the closures' calls.  Does not own the GPU's limits on
+the grid (`launch.py`) or the device meaning of these operators (the code generator).
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ..diagnostics import TlcError
+from ..ir.nodes import BinOp, Call, Cast, Const, Expr, Select, UnaryOp, Var
+
+_PY_OPS = {"+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^",
+           "==", "!=", "<", "<=", ">", ">=", "and", "or"}
+
+
+class GridError(TlcError):
+    """A grid extent the host cannot evaluate, or one that evaluates to a bad value."""
+
+
+def py_source(expr: Expr, names: dict[str, str]) -> str:
+    """`expr` as a Python expression; `names` maps each name it may read (scalar params, shape
+    symbols) to the Python text that holds its value."""
+    if isinstance(expr, Const):
+        return repr(expr.value)
+    if isinstance(expr, Var):
+        if expr.name not in names:
+            raise GridError(f"a grid extent reads '{expr.name}', which is neither a scalar "
+                            f"parameter nor a shape symbol")
+        return names[expr.name]
+    if isinstance(expr, BinOp):
+        a, b = py_source(expr.a, names), py_source(expr.b, names)
+        if expr.op in ("min", "max"):
+            return f"{expr.op}({a}, {b})"
+        if expr.op not in _PY_OPS:
+            raise GridError(f"a grid extent uses the operator '{expr.op}', which the host cannot evaluate")
+        return f"({a} {expr.op} {b})"
+    if isinstance(expr, UnaryOp):
+        x = py_source(expr.x, names)
+        if expr.op not in ("-", "~", "not"):
+            raise GridError(f"a grid extent uses the operator '{expr.op}', which the host cannot evaluate")
+        return f"({expr.op} {x})"
+    if isinstance(expr, Call):
+        if expr.fn in ("min", "max") and len(expr.args) == 2:
+            return f"{expr.fn}({', '.join(py_source(x, names) for x in expr.args)})"
+        raise GridError(f"a grid extent calls '{expr.fn}', which the host cannot evaluate")
+    if isinstance(expr, Cast):
+        # int() truncates toward zero, as a C cast from float to integer does
+        conv = "int" if expr.dtype.is_int else "bool" if expr.dtype.is_bool else "float"
+        return f"{conv}({py_source(expr.x, names)})"
+    if isinstance(expr, Select):
+        cond, a, b = (py_source(x, names) for x in (expr.cond, expr.a, expr.b))
+        return f"({a} if {cond} else {b})"
+    raise GridError(f"a grid extent is a {type(expr).__name__}, which the host cannot evaluate")
+
+
+def grid_source(grid: Sequence[Expr], names: dict[str, str]) -> str:
+    """The launch grid `(x, y, z)` as one Python tuple expression (missing dimensions are 1);
+    extents whose IR dtype is not an integer are checked by `extent` at run time."""
+    if not 1 <= len(grid) <= 3:
+        raise GridError(f"a launch grid has 1 to 3 dimensions, not {len(grid)}")
+    parts = [py_source(e, names) if e.dtype.is_int else f"extent({py_source(e, names)})" for e in grid]
+    return "(" + ", ".join(parts + ["1"] * (3 - len(parts))) + ")"
+
+
+def compile_grid(grid: Sequence[Expr], slots: dict[str, int]) -> Callable[[Sequence], tuple[int, int, int]]:
+    """A function of a launch's values (indexed by `slots`) giving the grid `(x, y, z)`."""
+    text = grid_source(grid, {name: f"vals[{i}]" for name, i in slots.items()})
+    return compile_function(f"def grid(vals):\n    return {text}\n", "grid")
+
+
+def compile_function(source: str, name: str, env: dict | None = None) -> Callable:
+    """Define the function `name` from Python `source`, with `extent`, `GridError` and `env` in
+    its globals; a division by zero in it becomes a `GridError`."""
+    scope = {"extent": extent, "GridError": GridError, **(env or {})}
+    exec(compile(source, f"<tlc {name}>", "exec"), scope)
+    fn = scope[name]
+
+    def guarded(*args):
+        try:
+            return fn(*args)
+        except ZeroDivisionError:
+            raise GridError("a grid extent divides by zero") from None
+    guarded.unguarded = fn  # for callers that catch ZeroDivisionError themselves
+    guarded.source = source
+    return guarded
+
+
+def extent(v) -> int:
+    """A grid extent computed in floats, as an int; an error unless it is whole."""
+    if isinstance(v, bool) or not isinstance(v, int):
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        raise GridError(f"a grid extent evaluated to {v!r}, not an integer")
+    return v

@@ -1,0 +1,158 @@
+"""A compiled kernel on the GPU: its binary loaded per device, and launches on the caller's
+current stream.
+
+Owns loading a binary (`cuModuleLoadData`, with the dynamic shared memory opt-in above 48 KB),
+the stream a launch uses (PyTorch's current stream when a PyTorch tensor is passed, else
+CuPy's), the GPU's limits on the grid, and the copies of NumPy arguments (in before, out after,
+only for tensors the kernel writes).  Argument checks are `args.py`'s, grid arithmetic
+`grid.py`'s.
+"""
+from __future__ import annotations
+
+from ..diagnostics import TlcError
+from ..ir.nodes import Kernel
+from . import fastpath
+from .args import Binder, Bound
+from .grid import compile_grid
+
+DEFAULT_SMEM_LIMIT = 48 * 1024  # above this a kernel must opt in to more dynamic shared memory
+_MAX_GRID = (2**31 - 1, 65535, 65535)
+
+
+class LaunchError(TlcError):
+    """A launch the GPU cannot make (grid too large, not enough shared memory or registers)."""
+
+
+class CompiledKernel:
+    """A generated kernel's binary with everything a launch needs; call it with the
+    arguments by parameter name: `compiled({"A": a, "B": b, "n": 7})`."""
+
+    def __init__(self, kernel: Kernel, generated, binary: bytes, arch: str):
+        self.kernel, self.generated, self.binary, self.arch = kernel, generated, binary, arch
+        self.name = generated.name
+        self.binder = Binder(kernel, generated)
+        self.grid = compile_grid(generated.grid, self.binder.slots)
+        self.block = (generated.threads, 1, 1)
+        self.smem = generated.smem_bytes
+        self._functions: dict[int, object] = {}  # device id -> loaded function
+        self._streams: dict[int, object] = {}  # foreign stream pointer -> cupy Stream
+        # `call(args)`: the generated fast path, falling back to `launch` (callers that launch
+        # in a loop may hold `call` itself and skip this object's `__call__`)
+        self.call = fastpath.build(self, fallback=self.launch)
+
+    def function(self, device: int):
+        """The kernel loaded on GPU `device` (loaded once per device: a module belongs to a
+        context)."""
+        fn = self._functions.get(device)
+        if fn is None:
+            fn = self._functions[device] = self._load(device)
+        return fn
+
+    def _load(self, device: int):
+        import cupy
+        from cupy.cuda import driver, function
+
+        with cupy.cuda.Device(device):
+            module = function.Module()
+            module.load(self.binary)
+            fn = module.get_function(self.name)  # keeps `module` alive
+            attrs = cupy.cuda.Device(device).attributes
+            if self.smem > DEFAULT_SMEM_LIMIT:
+                limit = attrs["MaxSharedMemoryPerBlockOptin"]
+                if self.smem > limit:
+                    raise LaunchError(f"kernel '{self.name}' needs {self.smem} bytes of shared memory "
+                                      f"but this GPU allows {limit} per block; choose smaller tiles")
+                driver.funcSetAttribute(fn.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                        self.smem)
+            fits = driver.funcGetAttribute(driver.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn.ptr)
+            if self.block[0] > fits:
+                regs = driver.funcGetAttribute(driver.CU_FUNC_ATTRIBUTE_NUM_REGS, fn.ptr)
+                raise LaunchError(f"kernel '{self.name}' launches {self.block[0]} threads per block "
+                                  f"but, at {regs} registers per thread, at most {fits} fit on this GPU")
+        return fn
+
+    def __call__(self, args: dict) -> None:
+        """Check `args` and launch over the whole grid; NumPy outputs are written back before
+        this returns, device arrays are left to the stream."""
+        self.call(args)
+
+    def launch(self, args: dict) -> None:
+        """The general path: any array kind, each check in turn, errors naming the parameter."""
+        from cupy.cuda import runtime
+
+        device = runtime.getDevice()
+        bound = self.binder.bind(args, device, _pointer_device)
+        grid = self.grid(bound.values)
+        if grid[0] <= 0 or grid[1] <= 0 or grid[2] <= 0:
+            if min(grid) < 0:
+                raise LaunchError(f"kernel '{self.name}' has a negative grid extent {grid}")
+            return  # an empty grid: nothing to run, nothing to copy
+        if grid[0] > _MAX_GRID[0] or grid[1] > _MAX_GRID[1] or grid[2] > _MAX_GRID[2]:
+            raise LaunchError(f"kernel '{self.name}' needs a grid of {grid} blocks, more than the GPU's "
+                              f"limit of {_MAX_GRID}")
+        fn = self.function(device)
+        stream = self.torch_stream(bound.torch_device) if bound.torch_device >= 0 else None
+        if bound.host:
+            self._launch_with_copies(fn, grid, bound, stream)
+        else:
+            fn(grid, self.block, bound.args, self.smem, stream)
+
+    def _launch_with_copies(self, fn, grid, bound: Bound, stream) -> None:
+        import cupy
+        import numpy as np
+
+        stream = stream or cupy.cuda.get_current_stream()
+        buffers = []
+        for slot, array, written in bound.host:
+            dense = np.ascontiguousarray(array)
+            mem = cupy.cuda.alloc(dense.nbytes)
+            if dense.nbytes:
+                mem.copy_from_host_async(dense.ctypes.data, dense.nbytes, stream)
+            bound.args[slot] = np.uint64(mem.ptr)
+            buffers.append((mem, array, dense, written))
+        fn(grid, self.block, bound.args, self.smem, stream)
+        for mem, array, dense, written in buffers:
+            if written and dense.nbytes:
+                if dense is array:
+                    mem.copy_to_host_async(array.ctypes.data, dense.nbytes, stream)
+                else:  # a strided NumPy array: copy back densely, then scatter into it
+                    out = np.empty_like(dense)
+                    mem.copy_to_host_async(out.ctypes.data, out.nbytes, stream)
+                    stream.synchronize()
+                    array[...] = out
+        stream.synchronize()  # the copies read pageable memory: finish before it can change
+
+    def torch_stream(self, device: int):
+        import cupy
+        import torch
+
+        ptr = torch.cuda.current_stream(device).cuda_stream
+        s = self._streams.get(ptr)
+        if s is None:
+            s = self._streams[ptr] = _foreign_stream(cupy, ptr, device)
+        return s
+
+
+def _pointer_device(ptr: int) -> int:
+    """The GPU that owns a device pointer (for arrays known only by `__cuda_array_interface__`)."""
+    from cupy.cuda import runtime
+
+    return runtime.pointerGetAttributes(ptr).device
+
+
+class _StreamHandle:
+    """A raw stream pointer offered through the CUDA stream protocol (`__cuda_stream__`)."""
+
+    def __init__(self, ptr: int):
+        self.ptr = ptr
+
+    def __cuda_stream__(self):
+        return (0, self.ptr)
+
+
+def _foreign_stream(cupy, ptr: int, device: int):
+    """A CuPy stream object for another library's stream: `Stream.from_external` where CuPy has
+    it (CuPy 14 deprecates `ExternalStream`), else `ExternalStream`."""
+    if hasattr(cupy.cuda.Stream, "from_external"):
+        return cupy.cuda.Stream.from_external(_StreamHandle(ptr))
+    return cupy.cuda.ExternalStream(ptr, device)
