@@ -98,6 +98,8 @@ class Kernel:
         self._launchers: dict = {}  # (constants as given, device) -> the same, found without sorting
         # what every call reads, worked out once (a launch's host time is budgeted in microseconds)
         self._runtime = fn.runtime_params
+        self._runtime_names = tuple(p.name for p in fn.runtime_params)
+        self._fast = None  # the launcher for positional calls with default constants
         self._dtype_sources = {p.name: tuple(t.name for t in fn.tensor_params if _annotation_name(fn, t.name) == p.name)
                                for p in fn.params if p.role == "dtype"}
 
@@ -162,7 +164,7 @@ class Kernel:
         if key not in self._generated:
             from .codegen import generate
 
-            self._generated[key] = generate(self.scheduled(constants), arch)
+            self._generated[key] = generate(self.scheduled(constants), arch, sources=self.module.program.sources)
         return self._generated[key]
 
     def cuda_source(self, arch: str = "sm_80", **constants) -> str:
@@ -187,6 +189,12 @@ class Kernel:
         return ir.print_kernel(self.scheduled(constants))
 
     def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs and len(args) == len(self._runtime):
+            # All arguments positional, default constants, one GPU: straight to the launcher,
+            # which still checks every argument (and explains through the general path).
+            fast(dict(zip(self._runtime_names, args)))
+            return
         if self.fn.kind == "tile_op":
             self.scheduled({})  # raises the not-yet-supported diagnostic
         values, constants = self.bind(args, kwargs)
@@ -195,6 +203,8 @@ class Kernel:
             launch = self._launchers.get(key)
             if launch is None:
                 launch = self._launchers[key] = self.compiled(constants, key[1]).call
+            if not kwargs and not constants and not self._dtype_sources and _single_gpu():
+                self._fast = launch
             launch(values)
             return
         kernel = self.scheduled(constants)
@@ -215,6 +225,17 @@ def _current_device() -> int:
         from cupy.cuda.runtime import getDevice
         _get_device = getDevice
     return _get_device()
+
+
+_gpu_count = None
+
+
+def _single_gpu() -> bool:
+    global _gpu_count
+    if _gpu_count is None:
+        from cupy.cuda.runtime import getDeviceCount
+        _gpu_count = getDeviceCount()
+    return _gpu_count == 1
 
 
 def _constants_key(constants: dict) -> tuple:

@@ -69,5 +69,70 @@ def check(file: str, as_json: bool) -> None:
     _fail(EXIT_DIAGNOSTICS, f"error: {_count(result.diagnostics)} in {file}")
 
 
+def _load_kernel(file: str, kernel: str, target: str):
+    from .api import load
+
+    mod = load(file, target=target)
+    kernels = mod.kernels
+    if kernel not in kernels:
+        known = ", ".join(kernels) or "none"
+        raise TlcError(f"{file} has no kernel '{kernel}'; its kernels are: {known}")
+    return mod, kernels[kernel]
+
+
+@main.command()
+@click.argument("file")
+@click.option("-k", "--kernel", required=True, help="The kernel to run.")
+@click.option("--in", "ins", multiple=True, metavar="NAME=FILE.npy|NUMBER", help="An input array or scalar.")
+@click.option("--shape", "shapes", multiple=True, metavar="M=4096,...", help="Sizes of shape symbols for random inputs.")
+@click.option("--out", "outs", multiple=True, metavar="NAME=FILE.npy", help="Write an array after the run.")
+@click.option("-D", "defines", multiple=True, metavar="NAME=VALUE", help="Set a constant or dtype parameter.")
+@click.option("--target", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
+@click.option("--check", is_flag=True, help="Run on the GPU and on the interpreter; report the largest error.")
+@click.option("--bench", is_flag=True, help="Time the kernel on the GPU (median of CUDA events, L2 flushed).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+def run(file, kernel, ins, shapes, outs, defines, target, check, bench, seed) -> None:
+    """Run KERNEL of FILE on the GPU, or on the CPU reference interpreter."""
+    from . import runner
+
+    with _reported_errors():
+        if (check or bench) and target == "cpu":
+            raise TlcError(f"--{'check' if check else 'bench'} needs the GPU; drop --target cpu")
+        mod, k = _load_kernel(file, kernel, "cuda" if check or bench else target)
+        report = runner.run(k, ins=ins, shapes=shapes, outs=outs, defines=defines, check=check, bench=bench, seed=seed)
+        for line in report.lines:
+            click.echo(line)
+        if report.failed:
+            _fail(EXIT_DIAGNOSTICS, report.failed)
+
+
+@main.command()
+@click.argument("file")
+@click.option("-k", "--kernel", "kernels", multiple=True, help="Only these kernels (default: every kernel).")
+@click.option("-D", "defines", multiple=True, metavar="NAME=VALUE", help="Set a constant or dtype parameter.")
+@click.option("--arch", type=click.Choice(["sm_80", "sm_90a"]), default="sm_80", show_default=True)
+@click.option("--emit", type=click.Choice(["cu", "ptx", "cubin", "ir"]), default="cu", show_default=True)
+@click.option("-o", "--output", help="Write here instead of to stdout.")
+@click.option("--header", help="Also write the C header of the launchers here.")
+@click.option("--no-line-directives", is_flag=True, help="Leave out the #line directives that point at the .tl file.")
+def build(file, kernels, defines, arch, emit, output, header, no_line_directives) -> None:
+    """Compile FILE to CUDA C (or PTX, a cubin, or the tile IR)."""
+    from . import runner
+
+    with _reported_errors():
+        if emit == "cubin" and not output:
+            raise TlcError("a cubin is binary: give -o FILE.cubin")
+        result, head = runner.build(file, kernels=kernels, defines=defines, arch=arch, emit=emit,
+                                    header=output or bool(header), line_directives=not no_line_directives)
+        if output:
+            runner.write_atomically(output, result)
+            click.echo(f"wrote {output}", err=True)
+        else:
+            click.echo(result, nl=False)
+        if header:
+            runner.write_atomically(header, head)
+            click.echo(f"wrote {header}", err=True)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

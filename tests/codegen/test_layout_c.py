@@ -59,3 +59,34 @@ def test_kept_layout_of_a_replicated_fragment(tmp_path):
             assert kept not in canonical, "one canonical replica per element"
             canonical[kept] = (t, r)
     assert sorted(canonical) == list(range(4))
+
+
+def test_swizzle_is_a_permutation_and_spreads_ldmatrix_rows(tmp_path):
+    """For every row size a gemm operand can have, tl::smem_index with SWIZZLE=128 maps the tile
+    onto itself one to one, keeps 16-byte chunks whole, and sends the 8 rows an ldmatrix reads
+    at one column (an aligned group of 8) to 8 different 16-byte bank groups."""
+    cases = [(64, 8), (32, 16), (32, 32), (16, 64), (16, 128), (8, 256)]  # (rows, cols) of f16
+    body = []
+    for i, (rows, cols) in enumerate(cases):
+        body.append(f"  for (int r = 0; r < {rows}; ++r) for (int c = 0; c < {cols}; ++c) "
+                    f"printf(\"{i} %d %d %d\\n\", r, c, tl::smem_index<half, {cols}, 0, 128>(r, c));")
+    src = ("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <cstdio>\n" + primitives() +
+           "\nint main() {\n" + "\n".join(body) + "\n  return 0;\n}\n")
+    (tmp_path / "sw.cu").write_text(src)
+    res = nvcc(["-arch=sm_80", "sw.cu", "-o", "sw"], tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    import subprocess
+    out = subprocess.run([str(tmp_path / "sw")], capture_output=True, text=True, check=True).stdout
+    index: dict = {}
+    for line in out.splitlines():
+        i, r, c, x = map(int, line.split())
+        index.setdefault(i, {})[(r, c)] = x
+    for i, (rows, cols) in enumerate(cases):
+        m = index[i]
+        assert sorted(m.values()) == list(range(rows * cols)), (rows, cols)
+        for (r, c), x in m.items():
+            assert m[(r, c - c % 8)] + c % 8 == x, "a 16-byte chunk stays whole"
+        for r0 in range(0, rows - 7, 8):  # ldmatrix reads rows in aligned groups of 8
+            for c in range(0, cols, 8):
+                groups = {(m[(r0 + k, c)] * 2 // 16) % 8 for k in range(8)}
+                assert len(groups) == 8, (rows, cols, r0, c)

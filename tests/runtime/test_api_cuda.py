@@ -69,7 +69,7 @@ def fake_codegen(monkeypatch):
     """`tlc.codegen` replaced by a stand-in that returns a contract-shaped kernel."""
     calls = []
 
-    def generate(kernel, arch="sm_80", *, line_directives=True):
+    def generate(kernel, arch="sm_80", *, line_directives=True, sources=None, source_name=None):
         calls.append((kernel.name, dict(kernel.constants), arch))
         return generated_for(kernel, source=f"// {kernel.name} for {arch} with {dict(kernel.constants)}\n",
                              arch=arch)

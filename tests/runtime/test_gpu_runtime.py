@@ -203,10 +203,11 @@ def test_nvrtc_rejecting_generated_code_is_a_tlc_bug(cache, tmp_path, monkeypatc
 def test_device_array_and_benchmark(axpy_kernel):
     x = DeviceArray.from_numpy(np.ones(1 << 20, np.float32))
     y = DeviceArray.from_numpy(np.zeros(1 << 20, np.float32))
-    times = benchmark(axpy_kernel, {"x": x, "y": y, "alpha": 1.0}, warmup=1, repeat=5)
-    assert len(times) == 5 and all(t > 0 for t in times)
-    np.testing.assert_array_equal(y.numpy(), 6.0)  # 1 warm-up + 5 timed launches of y += x
-    print(f"\naxpy over 2^20 f32: {min(times) * 1e3:.1f} us per launch")
+    ms = benchmark(axpy_kernel, {"x": x, "y": y, "alpha": 1.0}, min_ms=20)
+    assert ms > 0
+    got = y.numpy()
+    assert got[0] >= 2 and (got == got[0]).all()  # y += x ran once per launch, every element alike
+    print(f"\naxpy over 2^20 f32: {ms * 1e3:.1f} us per launch")
 
 
 def test_benchmark_with_torch_tensors_times_torchs_stream(axpy_kernel):
@@ -216,10 +217,10 @@ def test_benchmark_with_torch_tensors_times_torchs_stream(axpy_kernel):
     y = torch.zeros(1 << 16, device="cuda")
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
-        times = benchmark(axpy_kernel, {"x": x, "y": y, "alpha": 1.0}, warmup=2, repeat=3)
+        ms = benchmark(axpy_kernel, {"x": x, "y": y, "alpha": 1.0}, min_ms=20)
     s.synchronize()
-    assert len(times) == 3 and all(t > 0 for t in times)
-    assert torch.equal(y, torch.full_like(y, 5.0))
+    assert ms > 0
+    assert y[0].item() >= 2 and torch.equal(y, torch.full_like(y, y[0].item()))
 
 
 def test_cache_hit_skips_nvrtc_and_measures_load(tmp_path, monkeypatch):

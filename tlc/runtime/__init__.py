@@ -41,29 +41,24 @@ def compile_kernel(kernel: Kernel, generated, *, cache: KernelCache | None = Non
     return CompiledKernel(kernel, generated, binary, arch)
 
 
-def benchmark(compiled: CompiledKernel, args: dict, *, warmup: int = 3, repeat: int = 20) -> list[float]:
-    """Milliseconds per launch, `repeat` times, timed with CUDA events on the current stream.
-    NumPy arguments are uploaded once first, so the times are the kernel's alone."""
-    import cupy
+def benchmark(compiled: CompiledKernel, args: dict, *, min_ms: float = 300.0) -> float:
+    """Median milliseconds of one launch, by the method of every tlc benchmark (`tlc.timing`:
+    warm-up, L2 flushed before each run, at least `min_ms` of runs).  NumPy arguments are
+    uploaded once first, so the time is the kernel's alone."""
     import numpy as np
+
+    from ..timing import bench
 
     from .args import TORCH, array_kind
 
     device_args = {k: DeviceArray.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in args.items()}
-    for _ in range(warmup):
-        compiled(device_args)
     torch_args = [v for v in args.values() if array_kind(v) == TORCH]
-    # time on the stream the launches go to: PyTorch's when a PyTorch tensor is passed
-    stream = compiled.torch_stream(torch_args[0].get_device()) if torch_args else cupy.cuda.get_current_stream()
-    times = []
-    for _ in range(repeat):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record(stream)
-        compiled(device_args)
-        stop.record(stream)
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop))
-    return times
+    if not torch_args:
+        return bench(lambda: compiled(device_args), min_ms=min_ms)
+    # PyTorch tensors launch on PyTorch's current stream: make it CuPy's too, so the events
+    # that time the runs are recorded where the runs go.
+    with compiled.torch_stream(torch_args[0].get_device()):
+        return bench(lambda: compiled(device_args), min_ms=min_ms)
 
 
 __all__ = ["compile_kernel", "target_arch", "benchmark", "CompiledKernel", "DeviceArray", "KernelCache",

@@ -98,3 +98,12 @@ def extent(v) -> int:
             return int(v)
         raise GridError(f"a grid extent evaluated to {v!r}, not an integer")
     return v
+
+
+def evaluate_int(expr: Expr, values: dict) -> int:
+    """One integer expression over named scalar values (loop bounds for `tlc.workload`)."""
+    names = {name: f"v[{name!r}]" for name in values}
+    try:
+        return int(eval(py_source(expr, names), {"extent": extent}, {"v": values}))  # noqa: S307 - our own IR text
+    except ZeroDivisionError:
+        raise GridError("an extent divides by zero") from None

@@ -62,15 +62,15 @@ def plan_shared_memory(kernel: ir.Kernel, limit: int = SM90_LIMIT, sources: dict
 def _layout(b: ir.Buffer, stages: int, gemm_operand: bool) -> SharedLayout:
     item = b.dtype.itemsize
     pad = swizzle = 0
+    rows = math.prod(b.shape[:-1]) if b.shape else 1
     if len(b.shape) >= 2:
         row = b.shape[-1] * item
-        if gemm_operand and row % 128 == 0:
-            swizzle = 128  # ldmatrix reads 8 rows x 16 bytes: XOR-swizzling spreads them over all banks
-        elif gemm_operand and row in (32, 64):
-            swizzle = row
-        elif row % 128 == 0 and not gemm_operand:
+        if gemm_operand and (row % 128 == 0 or (row % 16 == 0 and 128 % row == 0)) and (rows * row) % 128 == 0:
+            # ldmatrix reads 8 rows x 16 bytes at once: permuting the 16-byte chunks (see
+            # tl::smem_index) spreads any 8 consecutive rows over all banks.
+            swizzle = 128
+        elif row % 128 == 0:
             pad = max(1, 16 // item)  # column-wise access of a row-major tile: shift each row by 16 bytes
-    rows = math.prod(b.shape[:-1]) if b.shape else 1
     one = rows * (b.shape[-1] + pad) * item
     return SharedLayout(stages, pad, swizzle, _align(one) * stages)
 

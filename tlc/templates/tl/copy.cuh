@@ -17,31 +17,69 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 // The element offset of (r, c) in a shared tile of COLS columns: rows padded by PAD elements,
-// or the byte offset swizzled (SWIZZLE = 128).
+// or (SWIZZLE = 128) the 16-byte chunks permuted so that any 8 consecutive rows read at one
+// column (what ldmatrix does) hit 8 different bank groups: rows of 128 bytes or more XOR the
+// chunk index inside each 128-byte segment with the row mod 8; shorter rows, several to a
+// 128-byte line, XOR it with the line's index mod 8.  16-byte chunks stay whole.
 template <typename T, int COLS, int PAD, int SWIZZLE>
-__device__ __forceinline__ int smem_index(int r, int c) {
+__host__ __device__ __forceinline__ int smem_index(int r, int c) {
   if constexpr (SWIZZLE != 0) {
-    return swizzle128((r * COLS + c) * static_cast<int>(sizeof(T))) / static_cast<int>(sizeof(T));
+    constexpr int ROW = COLS * static_cast<int>(sizeof(T));
+    const int byte = c * static_cast<int>(sizeof(T));
+    if constexpr (ROW >= 128) {
+      static_assert(ROW % 128 == 0, "a swizzled row is whole 128-byte segments");
+      const int swizzled = (byte & ~0x70) | ((((byte >> 4) & 7) ^ (r & 7)) << 4);
+      return (r * ROW + swizzled) / static_cast<int>(sizeof(T));
+    } else {
+      static_assert(128 % ROW == 0, "a swizzled row divides a 128-byte line");
+      return swizzle128(r * ROW + byte) / static_cast<int>(sizeof(T));
+    }
   } else {
     return r * (COLS + PAD) + c;
   }
 }
 
+__device__ __forceinline__ void cp_async_16_full(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
+}
+
 // global[row0 : row0+ROWS, col0 : col0+COLS] (a row-major tensor with `rows` x `cols`
-// elements and `stride` elements between rows) -> a shared ROWS x COLS tile.
+// elements and `stride` elements between rows) -> a shared ROWS x COLS tile.  Three paths,
+// chosen once per call (the choice is the same in every thread): a tile wholly inside the
+// tensor with 16-byte aligned rows (the common case: no bounds arithmetic per vector, and
+// the per-thread offsets are loop invariants the compiler hoists), an aligned tile at the
+// tensor's edge (16-byte vectors, zero-filled where they leave the tensor), and unaligned
+// rows (element by element).
 template <typename T, int ROWS, int COLS, int THREADS, int PAD, int SWIZZLE, bool ASYNC>
 __device__ __forceinline__ void copy_g2s(T* smem, const T* g, long long stride, long long rows, long long cols,
                                          long long row0, long long col0) {
   constexpr int VEC = 16 / sizeof(T);
+  constexpr int VPR = COLS / VEC;  // vectors per row
+  constexpr int VECS = ROWS * VPR;
+  constexpr int ROUNDS = (VECS + THREADS - 1) / THREADS;
   const bool vector_ok = (COLS % VEC == 0) && (stride % VEC == 0) && (col0 % VEC == 0) &&
                          ((reinterpret_cast<unsigned long long>(g) & 15) == 0);
-  if (vector_ok) {
-    constexpr int VECS = ROWS * COLS / VEC;
+  if (vector_ok && row0 >= 0 && col0 >= 0 && row0 + ROWS <= rows && col0 + COLS <= cols) {
+    const T* base = g + row0 * stride + col0;
 #pragma unroll
-    for (int v = threadIdx.x; v < VECS; v += THREADS) {
-      const int r = v / (COLS / VEC), c = (v % (COLS / VEC)) * VEC;
+    for (int i = 0; i < ROUNDS; ++i) {
+      const int v = static_cast<int>(threadIdx.x) + i * THREADS;
+      if (VECS % THREADS == 0 || v < VECS) {
+        const int r = v / VPR, c = (v % VPR) * VEC;
+        T* dst = smem + smem_index<T, COLS, PAD, SWIZZLE>(r, c);
+        const T* src = base + static_cast<long long>(r) * stride + c;
+        if constexpr (ASYNC) cp_async_16_full(dst, src);
+        else *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+      }
+    }
+  } else if (vector_ok) {
+#pragma unroll
+    for (int i = 0; i < ROUNDS; ++i) {
+      const int v = static_cast<int>(threadIdx.x) + i * THREADS;
+      if (VECS % THREADS != 0 && v >= VECS) continue;
+      const int r = v / VPR, c = (v % VPR) * VEC;
       const long long gr = row0 + r, gc = col0 + c;
-      long long avail = (gr < rows && gr >= 0) ? (cols - gc) : 0;
+      const long long avail = (gr < rows && gr >= 0) ? (cols - gc) : 0;
       const int bytes = avail <= 0 ? 0 : (avail >= VEC ? 16 : static_cast<int>(avail) * static_cast<int>(sizeof(T)));
       const T* src = bytes ? g + gr * stride + gc : g;
       T* dst = smem + smem_index<T, COLS, PAD, SWIZZLE>(r, c);

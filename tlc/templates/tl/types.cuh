@@ -60,7 +60,7 @@ template <typename T> __device__ __forceinline__ T imax(T a, T b) { return a > b
 
 // Swizzle<3,4,3> on byte offsets: the 16-byte chunk inside each 128-byte line is XORed with
 // the line's index mod 8, so that the 8 rows an ldmatrix reads land in 8 different bank groups.
-__device__ __forceinline__ int swizzle128(int byte_offset) {
+__host__ __device__ __forceinline__ int swizzle128(int byte_offset) {
   return byte_offset ^ (((byte_offset >> 7) & 7) << 4);
 }
 

@@ -1,0 +1,150 @@
+"""What `tlc run` and `tlc build` do, behind the CLI's options: prepare inputs, run on the
+chosen executor (and the interpreter for `--check`), time, write outputs; generate one file
+for several kernels.  Returns text for the CLI to print; raises `TlcError`s for the user's
+mistakes."""
+from __future__ import annotations
+
+import copy as _copy
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import inputs, ir
+from .diagnostics import TlcError
+from .schedule import bind_constants
+
+TOLERANCE = {"f64": 1e-9, "f32": 1e-4, "f16": 2e-2, "bf16": 3e-2, "f8e4m3": 0.15, "f8e5m2": 0.3}
+
+
+@dataclass
+class Report:
+    lines: list = field(default_factory=list)
+    failed: str | None = None
+
+
+def _defines(defines) -> dict:
+    return inputs.parse_assignments(defines, "-D")
+
+
+def run(k, *, ins=(), shapes=(), outs=(), defines=(), check=False, bench=False, seed=0) -> Report:
+    report = Report()
+    constants = _defines(defines)
+    fn = bind_constants(k.module.program, k.fn, constants)
+    values = inputs.prepare(fn, inputs.parse_assignments(ins, "--in"), inputs.parse_assignments(shapes, "--shape"), seed)
+    out_paths = inputs.parse_assignments(outs, "--out")
+    for name in out_paths:
+        p = fn.param(name)
+        if p is None or p.role != "tensor":
+            raise inputs.InputError(f"--out {name}: '{k.name}' has no array parameter '{name}'")
+    kernel = k.scheduled(constants)
+    from .interp.args import written_tensors
+
+    written = [p.name for p in fn.tensor_params if p.name in written_tensors(kernel)]
+    where = "the CPU reference interpreter" if k.module.target == "cpu" else _gpu_name()
+    report.lines.append(f"running {k.name} on {where}")
+    reference = _copy.deepcopy(values) if check else None
+    k(**values, **constants)
+    if check:
+        from .interp import run_kernel
+
+        run_kernel(kernel, reference)
+        worst, culprit = 0.0, None
+        for name in written:
+            got, want = values[name].astype(np.float64), reference[name].astype(np.float64)
+            scale = max(float(np.abs(want).max(initial=0.0)), 1e-30)
+            err = float(np.nanmax(np.abs(got - want), initial=0.0)) / scale
+            if np.isnan(got).sum() != np.isnan(want).sum():
+                err = float("inf")
+            if err >= worst:
+                worst, culprit = err, name
+        report.lines.append(f"check against the interpreter: largest relative error {worst:.3g}"
+                            + (f" (in {culprit})" if culprit else ""))
+        dt = fn.param(culprit).type.dtype.name if culprit else "f32"
+        tol = TOLERANCE.get(dt, 0.0)
+        if worst > tol:
+            report.failed = f"error: the GPU result differs from the interpreter by {worst:.3g} (tolerance {tol:g} for {dt})"
+    if bench:
+        report.lines.extend(_bench(k, constants, values, kernel))
+    for name in written:
+        if name not in out_paths:
+            report.lines.append(inputs.summary(name, values[name]))
+    for name, path in out_paths.items():
+        inputs.write_npy(path, values[name])
+        report.lines.append(f"wrote {name} to {path}")
+    return report
+
+
+def _gpu_name() -> str:
+    from . import runtime
+    from .runtime import compile as c
+
+    dev = c.current_device()
+    import cupy
+
+    name = cupy.cuda.runtime.getDeviceProperties(dev)["name"]
+    name = name.decode() if isinstance(name, bytes) else name
+    return f"the GPU ({name}, {runtime.target_arch(dev)})"
+
+
+def _bench(k, constants, values, kernel) -> list:
+    from . import runtime
+    from .workload import flops, traffic_bytes
+
+    compiled = k.compiled(constants)
+    ms = runtime.benchmark(compiled, values)
+    scalars = {p.name: values[p.name] for p in kernel.params if p.kind == "scalar" and p.name in values}
+    symbols = {}
+    for p in kernel.params:
+        if p.kind == "tensor":
+            for d, size in zip(p.shape, values[p.name].shape):
+                if isinstance(d, str):
+                    symbols[d] = int(size)
+    work = flops(kernel, {**{k2: int(v) if np.ndim(v) == 0 and float(v).is_integer() else v for k2, v in scalars.items()},
+                          **symbols})
+    moved = traffic_bytes(kernel, values)
+    parts = [f"bench: {ms * 1e3:.1f} us median"]
+    if work:
+        parts.append(f"{work / ms / 1e9:.1f} TFLOP/s")
+    parts.append(f"{moved / ms / 1e6:.1f} GB/s (each tensor moved once)")
+    return [", ".join(parts)]
+
+
+def build(file: str, *, kernels=(), defines=(), arch="sm_80", emit="cu", header=False, line_directives=True):
+    """(the text, or bytes for a cubin, of FILE's kernels for `arch`; the C header of their
+    launchers when `header`, else None).  Writes nothing: the caller writes once all is built."""
+    from .api import load
+    from .codegen import generate_file, header as make_header
+
+    mod = load(file, target="cpu")
+    chosen = list(kernels) or [name for name, kk in mod.kernels.items() if kk.fn.kind == "kernel"]
+    constants = _defines(defines)
+    scheduled = []
+    for name in chosen:
+        if name not in mod.kernels:
+            raise TlcError(f"{file} has no kernel '{name}'; its kernels are: {', '.join(mod.kernels) or 'none'}")
+        k = mod.kernels[name]
+        own = {c: v for c, v in constants.items() if k.fn.param(c) is not None}
+        scheduled.append(k.scheduled(own))
+    if not scheduled:
+        raise TlcError(f"{file} defines no @kernel to build")
+    unused = set(constants) - {p.name for s in chosen for p in mod.kernels[s].fn.params}
+    if unused:
+        raise TlcError(f"-D {', '.join(sorted(unused))}: no kernel built from {file} has such a constant")
+    head = None
+    if header:
+        cu_name = os.path.basename(header if isinstance(header, str) else file).rsplit(".", 1)[0] + ".cu"
+        head = make_header(scheduled, arch, cu_name, file)
+    if emit == "ir":
+        return "\n".join(ir.print_kernel(s) for s in scheduled), head
+    source = generate_file(scheduled, arch, line_directives=line_directives, sources=mod.program.sources,
+                           source_name=file)
+    if emit == "cu":
+        return source, head
+    from .runtime import nvcc_compile
+
+    out = nvcc_compile(source, arch, emit, name=os.path.basename(file).rsplit(".", 1)[0])
+    return (out.binary.decode() if emit == "ptx" else out.binary), head
+
+
+write_atomically = inputs.write_atomically
