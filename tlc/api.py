@@ -173,15 +173,19 @@ class Kernel:
 
     def compiled(self, constants: dict, device: int | None = None):
         """This kernel with `constants` compiled for a GPU (the current one by default) as a
-        `runtime.CompiledKernel`, through the on-disk cache."""
+        `runtime.CompiledKernel`, through the on-disk cache (keyed by the program's text, so a
+        hit needs no scheduling or code generation)."""
         from . import runtime
         from .runtime.compile import current_device
 
         key = (_constants_key(constants), current_device() if device is None else device)
         compiled = self._compiled.get(key)
         if compiled is None:
-            generated = self.generated(constants, runtime.target_arch(key[1]))
-            compiled = self._compiled[key] = runtime.compile_kernel(self.scheduled(constants), generated)
+            def build(arch):
+                return self.scheduled(constants), self.generated(constants, arch)
+
+            compiled = self._compiled[key] = runtime.compile_program_kernel(
+                self.module.program.sources, self.name, constants, key[1], build)
         return compiled
 
     def ir(self, **constants) -> str:

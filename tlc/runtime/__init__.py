@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..ir.nodes import Kernel
 from .args import LaunchArgumentError
-from .cache import CacheWarning, KernelCache, cache_key, default_cache
+from .cache import CacheWarning, KernelCache, cache_key, default_cache, program_key
 from .compile import (CudaCompileError, CudaUnavailable, NvccOutput, codegen_arch,
                       cuda_unavailable_reason, nvcc_compile, require_cuda)
 from .device_array import DeviceArray
@@ -39,6 +39,34 @@ def compile_kernel(kernel: Kernel, generated, *, cache: KernelCache | None = Non
     binary = cache.get_or_compile(key, generated.source,
                                   lambda: c.nvrtc_compile(generated.source, arch, generated.name))
     return CompiledKernel(kernel, generated, binary, arch)
+
+
+def compile_program_kernel(sources: dict, name: str, constants: dict, device: int, build) -> CompiledKernel:
+    """The kernel `name` of a program (its files' texts in `sources`) with `constants`, compiled
+    for GPU `device`: from the cache by a key of what it is compiled from (no scheduling, code
+    generation or NVRTC on a hit), else `build(arch)` -> (ir.Kernel, GeneratedKernel), compiled
+    and stored.  The entry is a pickle of tlc's own IR and the binary, in the user's own cache
+    directory (the trust model of every compiler cache: Triton's, CUDA's)."""
+    import pickle
+
+    from . import compile as c
+
+    require_cuda()
+    arch = target_arch(device)
+    nvrtc = c.nvrtc_arch(arch, c.device_capability(device), c.nvrtc_supported_archs())
+    cache = default_cache()
+    key = program_key(sources, name, sorted((k, str(v)) for k, v in constants.items()), arch, c.nvrtc_toolchain(nvrtc))
+    blob = cache.load(key)
+    if blob is not None:
+        try:
+            kernel, generated, binary, built_arch = pickle.loads(blob)
+            return CompiledKernel(kernel, generated, binary, built_arch)
+        except Exception:  # noqa: BLE001 - an entry from another tlc, or damaged: rebuild it
+            pass
+    kernel, generated = build(arch)
+    compiled = compile_kernel(kernel, generated, cache=cache)
+    cache.store(key, generated.source, pickle.dumps((kernel, generated, compiled.binary, compiled.arch)))
+    return compiled
 
 
 def benchmark(compiled: CompiledKernel, args: dict, *, min_ms: float = 300.0) -> float:

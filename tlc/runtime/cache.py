@@ -72,6 +72,23 @@ def cache_key(source: str, constants, arch: str, toolchain: str = "") -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
+def program_key(sources: dict, kernel: str, constants, arch: str, toolchain: str = "") -> str:
+    """The entry name of a kernel by what it is compiled from, before any compiling: the text of
+    every file of its program, its name, constants and target.  A hit skips scheduling and code
+    generation as well as NVRTC."""
+    items = constants.items() if hasattr(constants, "items") else constants
+    doc = {
+        "program": {str(k): v for k, v in sources.items()},
+        "kernel": kernel,
+        "constants": {str(k): f"{type(v).__name__}:{v}" for k, v in items},
+        "arch": arch,
+        "toolchain": toolchain,
+        "tlc_version": __version__,
+        "tlc_sources": package_hash(),
+    }
+    return "p" + hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
 def pack(binary: bytes) -> bytes:
     return b"%s %d %s\n" % (_MAGIC, len(binary), hashlib.sha256(binary).hexdigest().encode()) + binary
 
