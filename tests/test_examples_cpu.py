@@ -230,3 +230,12 @@ def test_linear_gelu_call_raises_e067():
         "12 | def linear_gelu(x: f16[M, K], w: f16[N, K], b: f32[N]) -> f16[M, N]:\n"
         "   |     ^^^^^^^^^^^\n"
         "  = hint: write it as a @kernel with explicit tiles for now")
+
+
+def test_fragment_exchange_program_on_the_interpreter():
+    path = Path(__file__).resolve().parent / "programs" / "transpose_fragments.tl"
+    mod = tlc.load(str(path), target="cpu")
+    A = np.random.default_rng(5).standard_normal((100, 100)).astype(np.float32)
+    B = np.full_like(A, np.nan)
+    mod.transpose(A, B)
+    np.testing.assert_array_equal(B, 2 * A.T)

@@ -30,3 +30,18 @@ def test_gemm_uses_tensor_cores_and_does_not_spill(tmp_path):
     log = compile_object(g.source, "sm_80", tmp_path)
     spills = re.findall(r"(\d+) bytes spill stores", log)
     assert spills and all(s == "0" for s in spills), log
+
+
+def test_fragment_exchange_through_shared_memory_compiles(tmp_path):
+    from pathlib import Path
+
+    from tlc.codegen import generate
+    from tlc.driver import check_file
+    from tlc.schedule import schedule
+
+    path = Path(__file__).resolve().parents[1] / "programs" / "transpose_fragments.tl"
+    r = check_file(str(path))
+    g = generate(schedule(r.program, "transpose", {}), "sm_80", sources=r.sources)
+    assert "exchange b through shared memory" in g.source
+    assert g.smem_bytes == 32 * 32 * 4
+    compile_object(g.source, "sm_80", tmp_path)

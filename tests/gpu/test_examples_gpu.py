@@ -124,3 +124,12 @@ def test_gpu_matches_the_interpreter(example, kernel, shapes):
     getattr(cpu, kernel)(*args_cpu)
     getattr(gpu, kernel)(*args_gpu)
     assert rel_err(args_gpu[-1], args_cpu[-1]) < 2e-3
+
+
+def test_fragment_exchange_transposes():
+    path = Path(__file__).resolve().parents[1] / "programs" / "transpose_fragments.tl"
+    mod = tlc.load(str(path), target="cuda")
+    A = rng(5).standard_normal((100, 100)).astype(np.float32)
+    B = np.full_like(A, np.nan)
+    mod.transpose(A, B)
+    np.testing.assert_allclose(B, 2 * A.T, rtol=0, atol=0)

@@ -16,6 +16,7 @@ from importlib import resources
 import jinja2
 
 from .. import __version__, ir
+from ..diagnostics import Diagnostic, DiagnosticError
 from ..dtypes import DType
 from .cexpr import CodegenError
 from .cnames import c_name, c_type
@@ -85,7 +86,13 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
     if arch not in TARGETS:
         raise CodegenError(f"unknown target architecture '{arch}'; tlc targets {', '.join(TARGETS)}")
     gen = TARGETS[arch](kernel, sources, line_directives)
-    out = gen.generate()
+    try:
+        out = gen.generate()
+    except CodegenError as e:
+        # A construct this target cannot generate yet: the user's program is fine, the
+        # target is not there yet; say so at the statement, as any diagnostic.
+        raise DiagnosticError([Diagnostic("E069", f"the {arch} target: {e}", e.span or kernel.span)],
+                              sources or {}) from None
     args = kernel_args(kernel)
     name = c_name(kernel.name)
     params, prologue, call_args, launcher_params = [], [], [], []

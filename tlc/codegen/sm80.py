@@ -48,6 +48,7 @@ class Sm80(CExprs, CopyGen, ReduceGen):
         self.layout_types: dict = {}  # layout object -> C alias
         self.preamble: list[str] = []
         self.last_line = None
+        self.exchanged: dict[str, str] = {}  # fragment -> its shared scratch, inside a parallel loop
 
     # ---- output ------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -79,6 +80,7 @@ class Sm80(CExprs, CopyGen, ReduceGen):
         self.lines = []
         for i, v in enumerate(k.block_vars):
             self.emit(f"const int {c_name(v)} = blockIdx.{'xyz'[i]};")
+            self.emit(f"(void){c_name(v)};")
         for b in k.buffers:
             self.declare_buffer(b)
         return {"body": self.lines + body, "preamble": self.preamble, "smem_bytes": self.smem_total()}
@@ -250,6 +252,11 @@ class Sm80(CExprs, CopyGen, ReduceGen):
         if name in self.params:
             return f"{c_name(name)}[{self.global_offset(name, indices)}]"
         b = self.buffers[name]
+        if b.scope == "fragment" and name in self.exchanged:
+            flat = self.expr(indices[0])
+            for i, d in zip(indices[1:], b.shape[1:]):
+                flat = f"({flat} * {d} + {self.expr(i)})"
+            return f"{self.exchanged[name]}[{flat}]"
         if b.scope == "fragment":
             return f"{c_name(name)}[{self.register(name, indices, span)}]"
         if b.scope == "shared":
@@ -296,7 +303,7 @@ class Sm80(CExprs, CopyGen, ReduceGen):
         zero = literal(0, e.dtype)
         lvalue = self.element(e.name, e.indices, e.span)
         b = self.buffers.get(e.name)
-        if b is not None and b.scope == "fragment":
+        if b is not None and b.scope == "fragment" and e.name not in self.exchanged:
             return lvalue
         check = self.bounds(e.name, e.indices)
         return lvalue if check is None else f"(({check}) ? {lvalue} : {zero})"
@@ -305,11 +312,11 @@ class Sm80(CExprs, CopyGen, ReduceGen):
         b = self.buffers.get(s.name)
         lvalue = self.element(s.name, s.indices, s.span)
         value = self.expr(s.value)
-        if b is not None and b.scope == "fragment":
+        if b is not None and b.scope == "fragment" and s.name not in self.exchanged:
             self.emit(f"{lvalue} = {value};")
             return
         check = self.bounds(s.name, s.indices)
-        guard = "" if b is not None and b.scope == "local" else self.once_per_block()
+        guard = "" if b is not None and b.scope in ("local", "fragment") else self.once_per_block()
         cond = f"if ({check}) " if check else ""
         self.emit(f"{guard}{cond}{lvalue} = {value};")
 
@@ -352,6 +359,62 @@ class Sm80(CExprs, CopyGen, ReduceGen):
     # ---- parallel loops ----------------------------------------------------------------------
     def stmt_Parallel(self, p: ir.Parallel) -> None:
         layout = parallel_layout(p, self.k)
+        exchange = self.exchange_plan(p, layout)
+        if exchange:
+            self.exchange_in(exchange)
+        self.parallel_loop(p, layout)
+        if exchange:
+            self.exchange_out(exchange)
+
+    def exchange_plan(self, p: ir.Parallel, layout) -> dict:
+        """Fragments the loop indexes other than by its own layout: name -> written?  They go
+        through shared memory around the loop (DESIGN.md: slower, never wrong)."""
+        plan: dict = {}
+        saved = (self.in_parallel, self.loop_layout, getattr(self, "loop_vars", ()))
+        self.in_parallel, self.loop_layout, self.loop_vars = True, layout, p.vars
+        for s in _walk_stmts(p.body):
+            accesses = [(x.name, x.indices, False) for e in _stmt_exprs(s) for x in _loads(e)]
+            if isinstance(s, ir.Store):
+                accesses.append((s.name, s.indices, True))
+            for name, indices, write in accesses:
+                b = self.buffers.get(name)
+                if b is None or b.scope != "fragment":
+                    continue
+                try:
+                    self.register(name, indices, None)
+                except CodegenError:
+                    plan[name] = plan.get(name, False) or write
+        self.in_parallel, self.loop_layout, self.loop_vars = saved
+        return plan
+
+    def exchange_in(self, plan: dict) -> None:
+        offset = self.k.smem_bytes
+        self.emit(f"// exchange {', '.join(plan)} through shared memory: the loop reads them in another layout")
+        for name in plan:
+            b = self.buffers[name]
+            info = self.fragment(name)
+            t = c_type(b.dtype)
+            ptr = f"reinterpret_cast<{t}*>(tl_smem + {offset})"
+            cols = b.shape[-1]
+            self.emit(f"tl::copy_f2s<{info.c_layout}, {t}, {t}, {cols}, 0, 0>({ptr}, {c_name(name)});")
+            self.exchanged[name] = ptr
+            offset += -(-(_prod(b.shape) * b.dtype.itemsize) // 128) * 128
+        self.scratch_bytes = max(self.scratch_bytes, offset - self.k.smem_bytes)
+        self.emit("__syncthreads();")
+
+    def exchange_out(self, plan: dict) -> None:
+        self.emit("__syncthreads();")
+        for name, written in plan.items():
+            ptr = self.exchanged.pop(name)
+            if written:
+                b = self.buffers[name]
+                info = self.fragment(name)
+                t = c_type(b.dtype)
+                self.emit(f"tl::copy_s2f<{info.c_layout}, {t}, {t}, {b.shape[-1]}, 0, 0>({c_name(name)}, {ptr});")
+        if any(plan.values()):
+            self.emit("__syncthreads();")
+
+    def parallel_loop(self, p: ir.Parallel, layout) -> None:
         alias = self.c_layout(layout)
         self.emit(f"// parallel ({', '.join(p.vars)}) over {list(p.extents)}: {layout}")
         self.emit("#pragma unroll")
@@ -416,6 +479,36 @@ class Sm80(CExprs, CopyGen, ReduceGen):
 
 
 _F32 = None
+
+
+def _walk_stmts(stmts):
+    for s in stmts:
+        yield s
+        for f in ("body", "then", "orelse"):
+            yield from _walk_stmts(getattr(s, f, ()))
+
+
+def _stmt_exprs(s):
+    for f in ("value", "cond"):
+        v = getattr(s, f, None)
+        if isinstance(v, ir.Expr):
+            yield v
+    for f in ("indices", "args"):
+        for v in getattr(s, f, ()) or ():
+            if isinstance(v, ir.Expr):
+                yield v
+
+
+def _loads(e):
+    if isinstance(e, ir.Load):
+        yield e
+    for f in ("a", "b", "x", "cond"):
+        v = getattr(e, f, None)
+        if isinstance(v, ir.Expr):
+            yield from _loads(v)
+    for v in list(getattr(e, "args", ()) or ()) + list(getattr(e, "indices", ()) or ()):
+        if isinstance(v, ir.Expr):
+            yield from _loads(v)
 
 
 def _b(flag: bool) -> str:
