@@ -149,10 +149,12 @@ class Kernel:
             found = (dt, tensor)
         return found[0] if found else None
 
-    def scheduled(self, constants: dict) -> ir.Kernel:
-        key = _constants_key(constants)
+    def scheduled(self, constants: dict, arch: str = "sm_80") -> ir.Kernel:
+        """The scheduled tile IR for `constants` and the target `arch` (which picks the gemm
+        accumulator's layout and the shared-memory limit; the interpreter ignores both)."""
+        key = (_constants_key(constants), arch)
         if key not in self._scheduled:
-            self._scheduled[key] = schedule(self.module.program, self.name, constants)
+            self._scheduled[key] = schedule(self.module.program, self.name, constants, target=arch)
         return self._scheduled[key]
 
     def generated(self, constants: dict, arch: str = "sm_80"):
@@ -164,7 +166,7 @@ class Kernel:
         if key not in self._generated:
             from .codegen import generate
 
-            self._generated[key] = generate(self.scheduled(constants), arch, sources=self.module.program.sources)
+            self._generated[key] = generate(self.scheduled(constants, arch), arch, sources=self.module.program.sources)
         return self._generated[key]
 
     def cuda_source(self, arch: str = "sm_80", **constants) -> str:
@@ -182,7 +184,7 @@ class Kernel:
         compiled = self._compiled.get(key)
         if compiled is None:
             def build(arch):
-                return self.scheduled(constants), self.generated(constants, arch)
+                return self.scheduled(constants, arch), self.generated(constants, arch)
 
             compiled = self._compiled[key] = runtime.compile_program_kernel(
                 self.module.program.sources, self.name, constants, key[1], build)

@@ -125,7 +125,7 @@ def build(file: str, *, kernels=(), defines=(), arch="sm_80", emit="cu", header=
             raise TlcError(f"{file} has no kernel '{name}'; its kernels are: {', '.join(mod.kernels) or 'none'}")
         k = mod.kernels[name]
         own = {c: v for c, v in constants.items() if k.fn.param(c) is not None}
-        scheduled.append(k.scheduled(own))
+        scheduled.append(k.scheduled(own, arch))
     if not scheduled:
         raise TlcError(f"{file} defines no @kernel to build")
     unused = set(constants) - {p.name for s in chosen for p in mod.kernels[s].fn.params}

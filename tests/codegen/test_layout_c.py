@@ -69,7 +69,7 @@ def test_swizzle_is_a_permutation_and_spreads_ldmatrix_rows(tmp_path):
     body = []
     for i, (rows, cols) in enumerate(cases):
         body.append(f"  for (int r = 0; r < {rows}; ++r) for (int c = 0; c < {cols}; ++c) "
-                    f"printf(\"{i} %d %d %d\\n\", r, c, tl::smem_index<half, {cols}, 0, 128>(r, c));")
+                    f"printf(\"{i} %d %d %d\\n\", r, c, tl::smem_index<half, {rows}, {cols}, 0, 128>(r, c));")
     src = ("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <cstdio>\n" + primitives() +
            "\nint main() {\n" + "\n".join(body) + "\n  return 0;\n}\n")
     (tmp_path / "sw.cu").write_text(src)

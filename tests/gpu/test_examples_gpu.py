@@ -133,3 +133,37 @@ def test_fragment_exchange_transposes():
     B = np.full_like(A, np.nan)
     mod.transpose(A, B)
     np.testing.assert_allclose(B, 2 * A.T, rtol=0, atol=0)
+
+
+WGMMA_CONFIGS = [dict(BM=64, BN=128, BK=64, stages=3), dict(BM=64, BN=256, BK=64, stages=3),
+                 dict(BM=128, BN=256, BK=64, stages=3, THREADS=256), dict(BM=128, BN=128, BK=128, stages=2, THREADS=256)]
+
+
+@pytest.mark.parametrize("consts", WGMMA_CONFIGS)
+@pytest.mark.parametrize("dtype", [F16, BF16])
+def test_gemm_wgmma_configs(consts, dtype):
+    """Configurations whose accumulator the sm_90a target computes with wgmma (on an H200)."""
+    r = rng(17)
+    np_dt = dtype.numpy()
+    A = r.standard_normal((333, 320)).astype(np_dt)
+    B = r.standard_normal((320, 270)).astype(np_dt)
+    C = np.full((333, 270), np.nan, np_dt)
+    mod = load("gemm")
+    mod.matmul(A, B, C, **consts)
+    assert rel_err(C.astype(np.float32), A.astype(np.float32) @ B.astype(np.float32)) < 1e-2
+    import cupy
+
+    if cupy.cuda.Device().compute_capability == "90":
+        assert "tl::gemm_wgmma<" in mod.matmul.cuda_source(arch="sm_90a", **consts)
+
+
+@pytest.mark.parametrize("consts", [dict(), dict(BM=128, BN=256, THREADS=256), dict(BM=64, BN=64, BK=32, stages=2)])
+def test_gemm_trans_b(consts):
+    path = Path(__file__).resolve().parents[1] / "programs" / "gemm_nt.tl"
+    mod = tlc.load(str(path), target="cuda")
+    r = rng(19)
+    A = r.standard_normal((200, 192)).astype(np.float16)
+    B = r.standard_normal((150, 192)).astype(np.float16)
+    C = np.full((200, 150), np.nan, np.float16)
+    mod.matmul_nt(A, B, C, **consts)
+    assert rel_err(C.astype(np.float32), A.astype(np.float32) @ B.astype(np.float32).T) < 1e-2

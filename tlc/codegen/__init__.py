@@ -21,9 +21,9 @@ from ..dtypes import DType
 from .cexpr import CodegenError
 from .cnames import c_name, c_type
 from .sm80 import Sm80
+from .sm90 import Sm90
 
-TARGETS = {"sm_80": Sm80, "sm_90a": Sm80}  # sm_90a gains its own generator with the Hopper path
-PRIMITIVE_FILES = ("types.cuh", "copy.cuh", "layout.cuh", "mma.cuh", "reduce.cuh")
+TARGETS = {"sm_80": Sm80, "sm_90a": Sm90}
 
 
 @dataclass(frozen=True)
@@ -53,10 +53,10 @@ def environment() -> jinja2.Environment:
                               trim_blocks=False, lstrip_blocks=False)
 
 
-@functools.lru_cache(maxsize=1)
-def primitives() -> str:
+@functools.lru_cache(maxsize=None)
+def primitives(files: tuple = Sm80.primitive_files) -> str:
     root = resources.files("tlc").joinpath("templates", "tl")
-    return "\n".join(root.joinpath(f).read_text(encoding="utf-8") for f in PRIMITIVE_FILES)
+    return "\n".join(root.joinpath(f).read_text(encoding="utf-8") for f in files)
 
 
 def _written(kernel: ir.Kernel) -> set[str]:
@@ -113,7 +113,7 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
     source = environment().get_template("kernel.cu.j2").render(
         version=__version__, source=source_name or (kernel.span.file if kernel.span else "<tl>"), name=name,
         constants=constants, arch=arch, threads=kernel.threads, smem_bytes=out["smem_bytes"], fp8=fp8,
-        primitives=primitives(), preamble=out["preamble"], params=params, prologue=prologue, body=out["body"],
+        primitives=primitives(gen.primitive_files), preamble=out["preamble"], params=params, prologue=prologue, body=out["body"],
         launcher=f"launch_{name}", launcher_params=launcher_params, grid=grid, call_args=call_args)
     return GeneratedKernel(name, f"launch_{name}", source, args, kernel.threads, out["smem_bytes"],
                            tuple(kernel.grid), arch)

@@ -158,12 +158,12 @@ class CopyGen:
         elif kinds == ("shared", "fragment"):
             self.require_fragment_shape(d, c)
             info = self.fragment(d.name)
-            self.emit(f"tl::copy_s2f<{info.c_layout}, {T}, {U}, {cols}, {s.layout.pad}, {s.layout.swizzle_bytes}>("
+            self.emit(f"tl::copy_s2f<{info.c_layout}, {T}, {U}, {rows}, {cols}, {s.layout.pad}, {s.layout.swizzle_bytes}>("
                       f"{c_name(d.name)}, {self.smem_pointer(s.name)});")
         elif kinds == ("fragment", "shared"):
             self.require_fragment_shape(s, c)
             info = self.fragment(s.name)
-            self.emit(f"tl::copy_f2s<{info.c_layout}, {T}, {U}, {cols}, {d.layout.pad}, {d.layout.swizzle_bytes}>("
+            self.emit(f"tl::copy_f2s<{info.c_layout}, {T}, {U}, {rows}, {cols}, {d.layout.pad}, {d.layout.swizzle_bytes}>("
                       f"{self.smem_pointer(d.name)}, {c_name(s.name)});")
         elif kinds == ("fragment", "fragment") and s.layout == d.layout:
             info = self.fragment(s.name)
@@ -235,6 +235,7 @@ class CopyGen:
         self.emit("for (int tl_k = 0; tl_k < tl_n; ++tl_k) {")
         self.indent += 1
         self.emit(f"tl::cp_async_wait<{S - 2}>();")
+        self.after_async_copies()
         self.emit("__syncthreads();")
         self.emit(f"if (tl_k + {S - 1} < tl_n) {{")
         self.indent += 1

@@ -29,6 +29,10 @@ class FragmentInfo:
 
 class Sm80(CExprs, CopyGen, ReduceGen):
     arch = "sm_80"
+    primitive_files = ("types.cuh", "copy.cuh", "layout.cuh", "mma.cuh", "reduce.cuh")
+
+    def after_async_copies(self) -> None:
+        """A hook after a pipelined loop's copies have landed (sm_90a fences them)."""
 
     def __init__(self, kernel: ir.Kernel, sources: dict | None = None, line_directives: bool = True):
         self.k = kernel
@@ -270,16 +274,17 @@ class Sm80(CExprs, CopyGen, ReduceGen):
         return self.smem_base.get(name, c_name(name))
 
     def smem_index(self, b: ir.Buffer, idx: list[str]) -> str:
+        """The element offset of `b[idx]` in its shared layout (tl::smem_index), viewing the
+        buffer as 2-D: its last dimension the columns, the others flattened into rows."""
         lay = b.layout
-        rows_cols = (1, b.shape[0]) if len(b.shape) == 1 else (None, b.shape[-1])
         if len(b.shape) == 1:
-            r, c = "0", idx[0]
+            rows, cols, r, c = 1, b.shape[0], "0", idx[0]
         else:
             r = idx[0]
             for i, d in zip(idx[1:-1], b.shape[1:-1]):
                 r = f"({r} * {d} + {i})"
-            c = idx[-1]
-        return f"tl::smem_index<{c_type(b.dtype)}, {rows_cols[1]}, {lay.pad}, {lay.swizzle_bytes}>({r}, {c})"
+            rows, cols, c = _prod(b.shape[:-1]), b.shape[-1], idx[-1]
+        return f"tl::smem_index<{c_type(b.dtype)}, {rows}, {cols}, {lay.pad}, {lay.swizzle_bytes}>({r}, {c})"
 
     def register(self, name: str, indices, span) -> str:
         """Inside a parallel loop, the register of the fragment element `name[indices]`."""
@@ -396,7 +401,8 @@ class Sm80(CExprs, CopyGen, ReduceGen):
             t = c_type(b.dtype)
             ptr = f"reinterpret_cast<{t}*>(tl_smem + {offset})"
             cols = b.shape[-1]
-            self.emit(f"tl::copy_f2s<{info.c_layout}, {t}, {t}, {cols}, 0, 0>({ptr}, {c_name(name)});")
+            rows = _prod(b.shape[:-1]) if len(b.shape) > 1 else 1
+            self.emit(f"tl::copy_f2s<{info.c_layout}, {t}, {t}, {rows}, {cols}, 0, 0>({ptr}, {c_name(name)});")
             self.exchanged[name] = ptr
             offset += -(-(_prod(b.shape) * b.dtype.itemsize) // 128) * 128
         self.scratch_bytes = max(self.scratch_bytes, offset - self.k.smem_bytes)
@@ -410,7 +416,8 @@ class Sm80(CExprs, CopyGen, ReduceGen):
                 b = self.buffers[name]
                 info = self.fragment(name)
                 t = c_type(b.dtype)
-                self.emit(f"tl::copy_s2f<{info.c_layout}, {t}, {t}, {b.shape[-1]}, 0, 0>({c_name(name)}, {ptr});")
+                rows = _prod(b.shape[:-1]) if len(b.shape) > 1 else 1
+                self.emit(f"tl::copy_s2f<{info.c_layout}, {t}, {t}, {rows}, {b.shape[-1]}, 0, 0>({c_name(name)}, {ptr});")
         if any(plan.values()):
             self.emit("__syncthreads();")
 
@@ -449,8 +456,8 @@ class Sm80(CExprs, CopyGen, ReduceGen):
         m, k = (a.shape[1], a.shape[0]) if g.trans_a else a.shape
         n = b.shape[0] if g.trans_b else b.shape[1]
         lay_a, lay_b = a.layout, b.layout
-        operand_args = (f"{a.shape[1]}, {lay_a.pad}, {lay_a.swizzle_bytes}, "
-                        f"{b.shape[1]}, {lay_b.pad}, {lay_b.swizzle_bytes}")
+        operand_args = (f"{a.shape[0]}, {a.shape[1]}, {lay_a.pad}, {lay_a.swizzle_bytes}, "
+                        f"{b.shape[0]}, {b.shape[1]}, {lay_b.pad}, {lay_b.swizzle_bytes}")
         pa, pb = self.smem_pointer(g.a), self.smem_pointer(g.b)
         acc = c_name(g.c)
         if self.mma_ok(a, b, c, k):

@@ -21,9 +21,13 @@ PASSES = ("lower", "assign_layouts", "plan_shared_memory", "insert_barriers")
 __all__ = ["schedule", "bind_constants", "parse_value", "PASSES", "SM80_LIMIT", "SM90_LIMIT", "parallel_layout"]
 
 
+TARGET_SMEM = {"sm_80": SM80_LIMIT, "sm_90a": SM90_LIMIT}
+
+
 def schedule(program: CheckedProgram, name: str, constants: dict | None = None, *,
-             smem_limit: int = SM90_LIMIT) -> ir.Kernel:
-    """The scheduled tile IR of the kernel `name` with `constants` (name -> value) bound."""
+             target: str = "sm_80", smem_limit: int | None = None) -> ir.Kernel:
+    """The scheduled tile IR of the kernel `name` with `constants` (name -> value) bound, for
+    `target` (which decides the gemm accumulator's layout and the shared-memory limit)."""
     fn = program.function(name)
     if fn is None:
         kernels = [k.name for k in program.kernels()]
@@ -42,8 +46,9 @@ def schedule(program: CheckedProgram, name: str, constants: dict | None = None, 
     except LoweringError as e:
         raise DiagnosticError([Diagnostic("E068", str(e), e.span)], program.sources) from None
     ir.verify(kernel)
-    kernel = assign_layouts(kernel)
-    kernel = plan_shared_memory(kernel, smem_limit, program.sources)
+    kernel = assign_layouts(kernel, target)
+    limit = smem_limit if smem_limit is not None else TARGET_SMEM.get(target, SM90_LIMIT)
+    kernel = plan_shared_memory(kernel, limit, program.sources)
     kernel = insert_barriers(kernel)
     ir.verify(kernel)
     return kernel

@@ -124,13 +124,41 @@ def blocked(shape: tuple[int, ...], dtype, threads: int) -> Blocked:
     return Blocked(tuple(shape), threads, vec)
 
 
-def assign_layouts(kernel: ir.Kernel) -> ir.Kernel:
-    """Give every fragment a layout and every parallel loop the layout it runs in."""
+def wgmma_gemm(g: ir.Gemm, buffers: dict, threads: int) -> bool:
+    """Whether a gemm fits Hopper's wgmma as tlc generates it: f16/bf16 operands in shared
+    memory, A stored K-major, each warpgroup (128 threads) owning 64 rows of the accumulator
+    (m64nNk16, N a multiple of 16 up to 256), and operand tiles whose contiguous dimension is
+    whole 128-byte segments (the 128-byte swizzle mode)."""
+    a, b, c = buffers[g.a], buffers[g.b], buffers[g.c]
+    if a.scope != "shared" or b.scope != "shared" or a.dtype != b.dtype or a.dtype.name not in ("f16", "bf16"):
+        return False
+    if c.dtype.name != "f32" or g.trans_a or len(c.shape) != 2 or threads % 128:
+        return False
+    m, n = c.shape
+    k = a.shape[1]
+    seg = 128 // a.dtype.itemsize
+    return (m == 64 * (threads // 128) and n % 16 == 0 and n <= 256 and k % seg == 0
+            and b.shape[-1] % seg == 0 and a.shape[0] % 8 == 0 and b.shape[0] % 8 == 0)
+
+
+def wgmma_accumulator(shape: tuple, threads: int) -> MmaAccumulator:
+    """wgmma's accumulator: warp w of the block holds rows 16w..16w+15, in each 8 columns the
+    pattern of an mma.sync piece: the mma layout with one warp per 16 rows."""
+    return MmaAccumulator((shape[0], shape[1]), threads // 32, 1)
+
+
+def assign_layouts(kernel: ir.Kernel, target: str = "sm_80") -> ir.Kernel:
+    """Give every fragment a layout and every parallel loop the layout it runs in; on sm_90a
+    a gemm accumulator that wgmma can produce takes wgmma's layout."""
     frags = {b.name: b for b in kernel.buffers if b.scope == "fragment"}
+    buffers = {b.name: b for b in kernel.buffers}
     layouts: dict[str, object] = {}
     stmts = list(_walk(kernel.body))
     for s in stmts:  # 1. gemm accumulators
         if isinstance(s, ir.Gemm) and s.c not in layouts:
+            if target == "sm_90a" and wgmma_gemm(s, buffers, kernel.threads):
+                layouts[s.c] = wgmma_accumulator(frags[s.c].shape, kernel.threads)
+                continue
             acc = mma_accumulator(frags[s.c].shape, kernel.threads)
             layouts[s.c] = acc or blocked(frags[s.c].shape, frags[s.c].dtype, kernel.threads)
     changed = True

@@ -9,7 +9,8 @@ from dataclasses import dataclass, replace
 from .. import ir
 from ..diagnostics import Diagnostic, DiagnosticError
 
-ALIGN = 128  # bytes: what TMA and 16-byte vector accesses need, and a whole bank row
+ALIGN = 128  # bytes: 16-byte vector accesses, and a whole bank row
+SWIZZLE_ALIGN = 1024  # a swizzled tile starts on its pattern's period (8 lines of 128 bytes): wgmma needs it
 SM80_LIMIT = 163 * 1024  # the most dynamic shared memory one block may opt into (A100)
 SM90_LIMIT = 227 * 1024  # ... on Hopper (H100, H200)
 
@@ -65,14 +66,14 @@ def _layout(b: ir.Buffer, stages: int, gemm_operand: bool) -> SharedLayout:
     rows = math.prod(b.shape[:-1]) if b.shape else 1
     if len(b.shape) >= 2:
         row = b.shape[-1] * item
-        if gemm_operand and (row % 128 == 0 or (row % 16 == 0 and 128 % row == 0)) and (rows * row) % 128 == 0:
+        if gemm_operand and (row % 128 == 0 or (row % 16 == 0 and 128 % row == 0)) and (rows * row) % 1024 == 0:
             # ldmatrix reads 8 rows x 16 bytes at once: permuting the 16-byte chunks (see
             # tl::smem_index) spreads any 8 consecutive rows over all banks.
             swizzle = 128
         elif row % 128 == 0:
             pad = max(1, 16 // item)  # column-wise access of a row-major tile: shift each row by 16 bytes
     one = rows * (b.shape[-1] + pad) * item
-    return SharedLayout(stages, pad, swizzle, _align(one) * stages)
+    return SharedLayout(stages, pad, swizzle, _align(one, SWIZZLE_ALIGN if swizzle else ALIGN) * stages)
 
 
 def _pipeline_stages(body) -> dict[str, int]:
@@ -107,11 +108,13 @@ def _place(shared, layouts, lifetimes) -> dict[str, int]:
         life = lifetimes.get(b.name, (0, 10**9))
         size = layouts[b.name].bytes
         busy = sorted((o, o + s) for o, s, l in placed if l[0] <= life[1] and life[0] <= l[1])
+        to = SWIZZLE_ALIGN if layouts[b.name].swizzle_bytes else ALIGN
         offset = 0
         for lo, hi in busy:
-            if offset + size <= lo:
+            if _align(offset, to) + size <= lo:
                 break
-            offset = max(offset, _align(hi))
+            offset = max(offset, hi)
+        offset = _align(offset, to)
         offsets[b.name] = offset
         placed.append((offset, size, life))
     return offsets
@@ -142,8 +145,8 @@ def _kb(n: int) -> str:
     return f"{n / 1024:.1f} KB" if n % 1024 else f"{n // 1024} KB"
 
 
-def _align(n: int) -> int:
-    return -(-n // ALIGN) * ALIGN
+def _align(n: int, to: int = ALIGN) -> int:
+    return -(-n // to) * to
 
 
 from .layout import _exprs, _walk, _walk_expr  # noqa: E402  (shared IR walkers)

@@ -43,7 +43,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul(const half* __restrict_
         (void)k;
         // 22: gemm(As, Bs, acc)
 #line 22 "examples/gemm.tl"
-        tl::gemm_mma_sm80<half, 128, 128, 32, 2, 2, false, false, 32, 0, 128, 128, 0, 128>((As + (tl_k % 3) * 4096), (Bs + (tl_k % 3) * 4096), acc);
+        tl::gemm_mma_sm80<half, 128, 128, 32, 2, 2, false, false, 128, 32, 0, 128, 32, 128, 0, 128>((As + (tl_k % 3) * 4096), (Bs + (tl_k % 3) * 4096), acc);
       }
     }
     tl::cp_async_wait<0>();

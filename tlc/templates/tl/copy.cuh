@@ -16,23 +16,26 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
-// The element offset of (r, c) in a shared tile of COLS columns: rows padded by PAD elements,
-// or (SWIZZLE = 128) the 16-byte chunks permuted so that any 8 consecutive rows read at one
-// column (what ldmatrix does) hit 8 different bank groups: rows of 128 bytes or more XOR the
-// chunk index inside each 128-byte segment with the row mod 8; shorter rows, several to a
-// 128-byte line, XOR it with the line's index mod 8.  16-byte chunks stay whole.
-template <typename T, int COLS, int PAD, int SWIZZLE>
+// The element offset of (r, c) in a shared ROWS x COLS tile: rows padded by PAD elements, or
+// (SWIZZLE = 128) the 16-byte chunks permuted by Swizzle<3,4,3> on byte offsets (the chunk
+// index inside each 128-byte line XORed with the line's index mod 8), so that any 8 rows an
+// ldmatrix reads at one column hit 8 different bank groups.  16-byte chunks stay whole.
+template <typename T, int ROWS, int COLS, int PAD, int SWIZZLE>
 __host__ __device__ __forceinline__ int smem_index(int r, int c) {
   if constexpr (SWIZZLE != 0) {
     constexpr int ROW = COLS * static_cast<int>(sizeof(T));
-    const int byte = c * static_cast<int>(sizeof(T));
-    if constexpr (ROW >= 128) {
+    if constexpr (ROW > 128) {
+      // Rows wider than 128 bytes are cut into 128-byte segments stored one after the other
+      // (segment-major), each a ROWS x 128-byte block: the layout wgmma's 128-byte swizzle
+      // mode reads, and for ldmatrix the same spread over banks.
       static_assert(ROW % 128 == 0, "a swizzled row is whole 128-byte segments");
-      const int swizzled = (byte & ~0x70) | ((((byte >> 4) & 7) ^ (r & 7)) << 4);
-      return (r * ROW + swizzled) / static_cast<int>(sizeof(T));
+      constexpr int SEG = 128 / static_cast<int>(sizeof(T));
+      const int seg = c / SEG;
+      return seg * ROWS * SEG + swizzle128(r * 128 + (c % SEG) * static_cast<int>(sizeof(T))) /
+                                    static_cast<int>(sizeof(T));
     } else {
       static_assert(128 % ROW == 0, "a swizzled row divides a 128-byte line");
-      return swizzle128(r * ROW + byte) / static_cast<int>(sizeof(T));
+      return swizzle128(r * ROW + c * static_cast<int>(sizeof(T))) / static_cast<int>(sizeof(T));
     }
   } else {
     return r * (COLS + PAD) + c;
@@ -66,7 +69,7 @@ __device__ __forceinline__ void copy_g2s(T* smem, const T* g, long long stride, 
       const int v = static_cast<int>(threadIdx.x) + i * THREADS;
       if (VECS % THREADS == 0 || v < VECS) {
         const int r = v / VPR, c = (v % VPR) * VEC;
-        T* dst = smem + smem_index<T, COLS, PAD, SWIZZLE>(r, c);
+        T* dst = smem + smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r, c);
         const T* src = base + static_cast<long long>(r) * stride + c;
         if constexpr (ASYNC) cp_async_16_full(dst, src);
         else *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
@@ -82,7 +85,7 @@ __device__ __forceinline__ void copy_g2s(T* smem, const T* g, long long stride, 
       const long long avail = (gr < rows && gr >= 0) ? (cols - gc) : 0;
       const int bytes = avail <= 0 ? 0 : (avail >= VEC ? 16 : static_cast<int>(avail) * static_cast<int>(sizeof(T)));
       const T* src = bytes ? g + gr * stride + gc : g;
-      T* dst = smem + smem_index<T, COLS, PAD, SWIZZLE>(r, c);
+      T* dst = smem + smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r, c);
       if constexpr (ASYNC) {
         cp_async_16(dst, src, bytes);
       } else if (bytes == 16) {
@@ -97,7 +100,7 @@ __device__ __forceinline__ void copy_g2s(T* smem, const T* g, long long stride, 
       const int r = i / COLS, c = i % COLS;
       const long long gr = row0 + r, gc = col0 + c;
       const bool in = gr >= 0 && gr < rows && gc >= 0 && gc < cols;
-      smem[smem_index<T, COLS, PAD, SWIZZLE>(r, c)] = in ? g[gr * stride + gc] : cvt<T>(0.0f);
+      smem[smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r, c)] = in ? g[gr * stride + gc] : cvt<T>(0.0f);
     }
   }
 }
@@ -110,7 +113,7 @@ __device__ __forceinline__ void copy_s2g(U* g, const T* smem, long long stride, 
     const int r = i / COLS, c = i % COLS;
     const long long gr = row0 + r, gc = col0 + c;
     if (gr >= 0 && gr < rows && gc >= 0 && gc < cols)
-      g[gr * stride + gc] = cvt<U>(smem[smem_index<T, COLS, PAD, SWIZZLE>(r, c)]);
+      g[gr * stride + gc] = cvt<U>(smem[smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r, c)]);
   }
 }
 
@@ -120,7 +123,7 @@ template <typename T, typename U, int ROWS, int COLS, int THREADS, int PAD_T, in
 __device__ __forceinline__ void copy_s2s(U* dst, const T* src) {
   for (int i = threadIdx.x; i < ROWS * COLS; i += THREADS) {
     const int r = i / COLS, c = i % COLS;
-    dst[smem_index<U, COLS, PAD_U, SW_U>(r, c)] = cvt<U>(src[smem_index<T, COLS, PAD_T, SW_T>(r, c)]);
+    dst[smem_index<U, ROWS, COLS, PAD_U, SW_U>(r, c)] = cvt<U>(src[smem_index<T, ROWS, COLS, PAD_T, SW_T>(r, c)]);
   }
 }
 
@@ -132,7 +135,7 @@ __device__ __forceinline__ void copy_g2s_convert(U* smem, const T* g, long long 
     const int r = i / COLS, c = i % COLS;
     const long long gr = row0 + r, gc = col0 + c;
     const bool in = gr >= 0 && gr < rows && gc >= 0 && gc < cols;
-    smem[smem_index<U, COLS, PAD, SWIZZLE>(r, c)] = in ? cvt<U>(g[gr * stride + gc]) : cvt<U>(0.0f);
+    smem[smem_index<U, ROWS, COLS, PAD, SWIZZLE>(r, c)] = in ? cvt<U>(g[gr * stride + gc]) : cvt<U>(0.0f);
   }
 }
 

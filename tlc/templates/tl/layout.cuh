@@ -104,21 +104,21 @@ __device__ __forceinline__ void copy_f2g(U* g, const T* regs, long long stride, 
 }
 
 // Shared tile (COLS columns, PAD/SWIZZLE as in copy.cuh) <-> fragment, element by element.
-template <typename L, typename T, typename U, int COLS, int PAD, int SWIZZLE>
+template <typename L, typename T, typename U, int ROWS, int COLS, int PAD, int SWIZZLE>
 __device__ __forceinline__ void copy_s2f(U* regs, const T* smem) {
 #pragma unroll
   for (int r = 0; r < L::REGS; ++r) {
     const int t = threadIdx.x;
-    if (L::valid(t, r)) regs[r] = cvt<U>(smem[smem_index<T, COLS, PAD, SWIZZLE>(L::row(t, r), L::col(t, r))]);
+    if (L::valid(t, r)) regs[r] = cvt<U>(smem[smem_index<T, ROWS, COLS, PAD, SWIZZLE>(L::row(t, r), L::col(t, r))]);
   }
 }
 
-template <typename L, typename T, typename U, int COLS, int PAD, int SWIZZLE>
+template <typename L, typename T, typename U, int ROWS, int COLS, int PAD, int SWIZZLE>
 __device__ __forceinline__ void copy_f2s(U* smem, const T* regs) {
 #pragma unroll
   for (int r = 0; r < L::REGS; ++r) {
     const int t = threadIdx.x;
-    if (L::valid(t, r)) smem[smem_index<U, COLS, PAD, SWIZZLE>(L::row(t, r), L::col(t, r))] = cvt<U>(regs[r]);
+    if (L::valid(t, r)) smem[smem_index<U, ROWS, COLS, PAD, SWIZZLE>(L::row(t, r), L::col(t, r))] = cvt<U>(regs[r]);
   }
 }
 

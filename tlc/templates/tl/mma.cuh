@@ -40,9 +40,9 @@ __device__ __forceinline__ void mma_16816(float* d, const unsigned (&a)[4], cons
 
 // acc (MmaAcc<M, N, WARPS_M, WARPS_N>) += op(A) @ op(B) over K.  A is M x K in shared memory
 // (K x M with TRANS_A), B is K x N (N x K with TRANS_B); A_COLS / B_COLS are the stored
-// tiles' column counts, PAD_* / SW_* their layouts.
+// tiles' shapes, PAD_* / SW_* their layouts.
 template <typename T, int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_A, bool TRANS_B,
-          int A_COLS, int PAD_A, int SW_A, int B_COLS, int PAD_B, int SW_B>
+          int A_ROWS, int A_COLS, int PAD_A, int SW_A, int B_ROWS, int B_COLS, int PAD_B, int SW_B>
 __device__ __forceinline__ void gemm_mma_sm80(const T* A, const T* B, float* acc) {
   static_assert(K % 16 == 0, "mma.m16n8k16 steps K by 16");
   constexpr int WM = M / WARPS_M, WN = N / WARPS_N, MI = WM / 16, NI = WN / 8;
@@ -56,11 +56,11 @@ __device__ __forceinline__ void gemm_mma_sm80(const T* A, const T* B, float* acc
     for (int mi = 0; mi < MI; ++mi) {
       if constexpr (!TRANS_A) {
         const int r = m0 + mi * 16 + lane % 16, c = kk + (lane / 16) * 8;
-        ldmatrix_x4(a[mi], A + smem_index<T, A_COLS, PAD_A, SW_A>(r, c));
+        ldmatrix_x4(a[mi], A + smem_index<T, A_ROWS, A_COLS, PAD_A, SW_A>(r, c));
       } else {
         const int blk = lane / 8;
         const int k = kk + (blk / 2) * 8 + lane % 8, m = m0 + mi * 16 + (blk % 2) * 8;
-        ldmatrix_x4_trans(a[mi], A + smem_index<T, A_COLS, PAD_A, SW_A>(k, m));
+        ldmatrix_x4_trans(a[mi], A + smem_index<T, A_ROWS, A_COLS, PAD_A, SW_A>(k, m));
       }
     }
 #pragma unroll
@@ -69,10 +69,10 @@ __device__ __forceinline__ void gemm_mma_sm80(const T* A, const T* B, float* acc
       const int blk = lane / 8;
       if constexpr (!TRANS_B) {
         const int k = kk + (blk % 2) * 8 + lane % 8, n = n0 + nj * 16 + (blk / 2) * 8;
-        ldmatrix_x4_trans(r4, B + smem_index<T, B_COLS, PAD_B, SW_B>(k, n));
+        ldmatrix_x4_trans(r4, B + smem_index<T, B_ROWS, B_COLS, PAD_B, SW_B>(k, n));
       } else {
         const int n = n0 + nj * 16 + (blk / 2) * 8 + lane % 8, k = kk + (blk % 2) * 8;
-        ldmatrix_x4(r4, B + smem_index<T, B_COLS, PAD_B, SW_B>(n, k));
+        ldmatrix_x4(r4, B + smem_index<T, B_ROWS, B_COLS, PAD_B, SW_B>(n, k));
       }
       b[2 * nj][0] = r4[0];
       b[2 * nj][1] = r4[1];
@@ -83,9 +83,9 @@ __device__ __forceinline__ void gemm_mma_sm80(const T* A, const T* B, float* acc
       unsigned r2[2];
       const int l = lane % 16;
       if constexpr (!TRANS_B) {
-        ldmatrix_x2_trans(r2, B + smem_index<T, B_COLS, PAD_B, SW_B>(kk + l, n0 + (NI - 1) * 8));
+        ldmatrix_x2_trans(r2, B + smem_index<T, B_ROWS, B_COLS, PAD_B, SW_B>(kk + l, n0 + (NI - 1) * 8));
       } else {
-        ldmatrix_x2(r2, B + smem_index<T, B_COLS, PAD_B, SW_B>(n0 + (NI - 1) * 8 + l % 8, kk + (l / 8) * 8));
+        ldmatrix_x2(r2, B + smem_index<T, B_ROWS, B_COLS, PAD_B, SW_B>(n0 + (NI - 1) * 8 + l % 8, kk + (l / 8) * 8));
       }
       b[NI - 1][0] = r2[0];
       b[NI - 1][1] = r2[1];
@@ -100,7 +100,7 @@ __device__ __forceinline__ void gemm_mma_sm80(const T* A, const T* B, float* acc
 // The SIMT fallback: each thread computes its own accumulator elements (layout L) from shared
 // memory.  Exact for f32 (FFMA), and the path for integer inputs and shapes mma cannot tile.
 template <typename L, typename TA, typename TB, typename TC, int K, bool TRANS_A, bool TRANS_B,
-          int A_COLS, int PAD_A, int SW_A, int B_COLS, int PAD_B, int SW_B>
+          int A_ROWS, int A_COLS, int PAD_A, int SW_A, int B_ROWS, int B_COLS, int PAD_B, int SW_B>
 __device__ __forceinline__ void gemm_simt(const TA* A, const TB* B, TC* acc) {
   const int t = threadIdx.x;
 #pragma unroll
@@ -109,8 +109,8 @@ __device__ __forceinline__ void gemm_simt(const TA* A, const TB* B, TC* acc) {
     const int i = L::row(t, r), j = L::col(t, r);
     TC sum = acc[r];
     for (int k = 0; k < K; ++k) {
-      const TA x = TRANS_A ? A[smem_index<TA, A_COLS, PAD_A, SW_A>(k, i)] : A[smem_index<TA, A_COLS, PAD_A, SW_A>(i, k)];
-      const TB y = TRANS_B ? B[smem_index<TB, B_COLS, PAD_B, SW_B>(j, k)] : B[smem_index<TB, B_COLS, PAD_B, SW_B>(k, j)];
+      const TA x = TRANS_A ? A[smem_index<TA, A_ROWS, A_COLS, PAD_A, SW_A>(k, i)] : A[smem_index<TA, A_ROWS, A_COLS, PAD_A, SW_A>(i, k)];
+      const TB y = TRANS_B ? B[smem_index<TB, B_ROWS, B_COLS, PAD_B, SW_B>(j, k)] : B[smem_index<TB, B_ROWS, B_COLS, PAD_B, SW_B>(k, j)];
       sum += cvt<TC>(x) * cvt<TC>(y);
     }
     acc[r] = sum;

@@ -1,0 +1,68 @@
+"""The sm_90a target (Hopper): the sm_80 generator with gemm on warpgroup tensor cores.
+
+A gemm whose accumulator the scheduler laid out for wgmma (`schedule.layout.wgmma_gemm`)
+becomes `tl::gemm_wgmma` over shared-memory descriptors; every other statement, and a gemm
+that does not fit, is the sm_80 code, which Hopper runs too.  Shared memory that cp.async or
+plain stores fill and wgmma reads next is fenced to the async proxy by its writers.
+"""
+from __future__ import annotations
+
+from .. import ir
+from ..schedule.layout import wgmma_accumulator, wgmma_gemm
+from .cnames import c_name, c_type
+from .sm80 import Sm80, _b
+
+
+class Sm90(Sm80):
+    arch = "sm_90a"
+    primitive_files = Sm80.primitive_files + ("wgmma.cuh",)
+
+    def __init__(self, kernel: ir.Kernel, sources=None, line_directives: bool = True):
+        super().__init__(kernel, sources, line_directives)
+        self.wgmma_types: dict = {}  # (n, dtype name, n_major_b) -> struct name
+        self.wgmma_operands = {x for g in _gemms(kernel.body) if self.uses_wgmma(g) for x in (g.a, g.b)}
+
+    def uses_wgmma(self, g: ir.Gemm) -> bool:
+        c = self.buffers[g.c]
+        if not wgmma_gemm(g, self.buffers, self.k.threads) or c.layout != wgmma_accumulator(c.shape, self.k.threads):
+            return False
+        return all(self.buffers[x].layout.swizzle_bytes == 128 for x in (g.a, g.b))
+
+    def stmt_Gemm(self, g: ir.Gemm) -> None:
+        if not self.uses_wgmma(g):
+            super().stmt_Gemm(g)
+            return
+        a, b, c = self.buffers[g.a], self.buffers[g.b], self.buffers[g.c]
+        n = c.shape[1]
+        mma = self.wgmma_struct(n, a.dtype, not g.trans_b)
+        self.emit(f"tl::gemm_wgmma<{mma}, {c_type(a.dtype)}, {a.shape[1]}, {a.shape[0]}, {b.shape[0]}, "
+                  f"{_b(g.trans_b)}>({self.smem_pointer(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)});")
+
+    def wgmma_struct(self, n: int, dtype, n_major_b: bool) -> str:
+        key = (n, dtype.name, n_major_b)
+        if key not in self.wgmma_types:
+            from . import environment
+
+            name = f"tl_wgmma_n{n}_{dtype.name}{'_nmajor' if n_major_b else ''}"
+            text = environment().get_template("wgmma_mma.cuh.j2").render(
+                name=name, n=n, ctype=c_type(dtype), ptx=dtype.name, n_major_b=n_major_b)
+            self.preamble.extend(text.rstrip("\n").split("\n"))
+            self.wgmma_types[key] = name
+        return self.wgmma_types[key]
+
+    def after_async_copies(self) -> None:
+        if self.wgmma_operands:
+            self.emit("tl::fence_proxy_async();")
+
+    def stmt_Copy(self, c: ir.Copy, async_copy: bool = False) -> None:
+        super().stmt_Copy(c, async_copy)
+        if not async_copy and c.dst.name in self.wgmma_operands:
+            self.emit("tl::fence_proxy_async();")
+
+
+def _gemms(stmts):
+    for s in stmts:
+        if isinstance(s, ir.Gemm):
+            yield s
+        for f in ("body", "then", "orelse"):
+            yield from _gemms(getattr(s, f, ()))

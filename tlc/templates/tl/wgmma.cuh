@@ -1,0 +1,52 @@
+// tl/wgmma.cuh (sm_90a): block-level gemm on Hopper's warpgroup tensor cores.  Operands come
+// from shared memory through matrix descriptors, in the 128-byte swizzled layout that
+// tl::smem_index lays out (128-byte segments stored one after the other, each a 1024-byte
+// aligned run of 8-row swizzle atoms); each warpgroup (128 threads) computes 64 rows of the
+// accumulator with wgmma.mma_async.m64nNk16, whose register layout is tl::MmaAcc<M, N, M/16, 1>.
+namespace tl {
+
+__device__ __forceinline__ void fence_proxy_async() {
+  // Shared memory written by ordinary stores or cp.async is read next by the tensor cores
+  // (the async proxy): each writer fences before the barrier that orders the two.
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+
+// A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading and
+// stride byte offsets (PTX ISA, "Matrix Descriptor Format"), all in units of 16 bytes.
+__device__ __forceinline__ unsigned long long wgmma_desc(const void* p, unsigned lbo, unsigned sbo) {
+  const unsigned long long addr = smem_addr(p);
+  return ((addr & 0x3FFFF) >> 4) | (static_cast<unsigned long long>((lbo & 0x3FFFF) >> 4) << 16) |
+         (static_cast<unsigned long long>((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
+}
+
+// acc += A @ op(B): A is M x K stored K-major (A_ROWS = M), B is K x N stored N-major
+// (B_ROWS = K) or, with TRANS_B, N x K stored K-major (B_ROWS = N).  MMA is the
+// wgmma.m64nNk16 wrapper for this N and dtype (tlc/templates/wgmma_mma.cuh.j2).
+template <typename MMA, typename T, int K, int A_ROWS, int B_ROWS, bool TRANS_B>
+__device__ __forceinline__ void gemm_wgmma(const T* A, const T* B, float* acc) {
+  constexpr int SEG = 128 / static_cast<int>(sizeof(T));
+  static_assert(K % 16 == 0 && A_ROWS % 64 == 0, "whole m64k16 steps");
+  const int wg = threadIdx.x / 128;
+  wgmma_fence();
+#pragma unroll
+  for (int k = 0; k < K; k += 16) {
+    // K-major: 8-row atoms 1024 bytes apart (SBO); a step inside a 128-byte row moves the start.
+    const unsigned long long da = wgmma_desc(A + (k / SEG) * A_ROWS * SEG + wg * 64 * SEG + k % SEG, 16, 1024);
+    unsigned long long db;
+    if constexpr (TRANS_B) {
+      db = wgmma_desc(B + (k / SEG) * B_ROWS * SEG + k % SEG, 16, 1024);
+    } else {
+      // N-major: 64-column segments B_ROWS * 128 bytes apart (LBO), 8-row groups of K 1024 apart.
+      db = wgmma_desc(B + k * SEG, B_ROWS * 128, 1024);
+    }
+    MMA::run(acc, da, db);
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+}
+
+}  // namespace tl
