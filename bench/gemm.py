@@ -31,8 +31,8 @@ from tlc.timing import compare  # noqa: E402
 
 GEMM = str(ROOT / "examples" / "gemm.tl")
 # The first two take the sm_80 path (mma.sync) also on Hopper; the rest fit wgmma on sm_90a.
-CONFIGS = [dict(BM=128, BN=128, BK=32, stages=4), dict(BM=128, BN=256, BK=32, stages=3, THREADS=256),
-           dict(BM=64, BN=128, BK=64, stages=4), dict(BM=64, BN=256, BK=64, stages=4),
+CONFIGS = [dict(BM=128, BN=128, BK=32, stages=4, THREADS=128), dict(BM=128, BN=256, BK=32, stages=3, THREADS=256),
+           dict(BM=64, BN=256, BK=64, stages=4, THREADS=128),
            dict(BM=128, BN=128, BK=64, stages=4, THREADS=256), dict(BM=128, BN=256, BK=64, stages=3, THREADS=256),
            dict(BM=128, BN=256, BK=64, stages=4, THREADS=256)]
 

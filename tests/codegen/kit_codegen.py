@@ -22,7 +22,7 @@ def example_kernels():
 def generated(example: str, kernel: str, arch: str = "sm_80", constants=None, line_directives=True):
     path = EXAMPLES / f"{example}.tl"
     r = check_file(str(path.relative_to(ROOT)) if path.is_relative_to(Path.cwd()) else str(path))
-    k = schedule(r.program, kernel, constants or {})
+    k = schedule(r.program, kernel, constants or {}, target=arch)
     return generate(k, arch, sources=r.sources, line_directives=line_directives, source_name=f"examples/{example}.tl")
 
 

@@ -48,8 +48,9 @@ def test_gemm_against_numpy(M, N, K, dtype):
     assert rel_err(C.astype(np.float32), want) < 1e-2
 
 
-@pytest.mark.parametrize("consts", [dict(BM=64, BN=64, BK=64, stages=2), dict(BM=128, BN=256, BK=32, stages=4),
-                                    dict(BM=64, BN=128, BK=16, stages=1)])
+@pytest.mark.parametrize("consts", [dict(BM=64, BN=64, BK=64, stages=2, THREADS=128),
+                                    dict(BM=128, BN=256, BK=32, stages=4, THREADS=128),
+                                    dict(BM=64, BN=128, BK=16, stages=1, THREADS=128)])
 def test_gemm_other_constants(consts):
     r = rng(7)
     A = r.standard_normal((333, 160)).astype(np.float16)
@@ -135,7 +136,7 @@ def test_fragment_exchange_transposes():
     np.testing.assert_allclose(B, 2 * A.T, rtol=0, atol=0)
 
 
-WGMMA_CONFIGS = [dict(BM=64, BN=128, BK=64, stages=3), dict(BM=64, BN=256, BK=64, stages=3),
+WGMMA_CONFIGS = [dict(BM=64, BN=128, BK=64, stages=3, THREADS=128), dict(BM=64, BN=256, BK=64, stages=3, THREADS=128),
                  dict(BM=128, BN=256, BK=64, stages=3, THREADS=256), dict(BM=128, BN=128, BK=128, stages=2, THREADS=256)]
 
 

@@ -12,6 +12,15 @@ from .cnames import c_name, c_type
 
 
 @dataclass
+class PipelinePlan:
+    loop: ir.For
+    stages: int
+    producers: list  # the leading copies into staged shared buffers
+    rest: list  # what computes on the current stage
+    stage_elems: dict  # staged buffer -> elements per stage
+
+
+@dataclass
 class GlobalView:
     """A region of a global tensor as 2-D: `base` points at its first row's row 0 (leading dims
     of extent 1 folded in), `rows`/`cols` the tensor's sizes, `row0`/`col0` the origin."""
@@ -179,13 +188,13 @@ class CopyGen:
                                "by the CUDA target yet", c.span)
 
     # ---- pipelined loops ---------------------------------------------------------------------
-    def pipeline(self, loop: ir.For) -> bool:
-        """Emit a pipelined loop as a cp.async ring of `stages` buffers; False when its shape
-        does not allow it (the caller then emits a plain loop with synchronous copies)."""
+    def pipeline_plan(self, loop: ir.For) -> PipelinePlan | None:
+        """How a pipelined loop becomes a cp.async ring of `stages` buffers, or None when its
+        shape does not allow it (the caller then emits a plain loop with synchronous copies)."""
         S = loop.stages
         if not (isinstance(loop.start, ir.Const) and loop.start.value == 0 and isinstance(loop.step, ir.Const)
                 and loop.step.value == 1):
-            return False
+            return None
         producers = []
         for s in loop.body:  # the leading copies global -> staged shared buffer of the same dtype
             if not (isinstance(s, ir.Copy) and s.src.name in self.params and isinstance(s.dst, ir.BufferRef)):
@@ -195,38 +204,57 @@ class CopyGen:
                 break
             producers.append(s)
         if not producers:
-            return False
+            return None
         assigned = {x.name for x in _walk(loop.body) if isinstance(x, (ir.Assign, ir.LetScalar))}
         used = {v.name for p in producers for o in p.src.offsets for v in _vars(o)}
         if used & assigned:
-            return False
+            return None
         rest = list(loop.body[len(producers):])
         while rest and isinstance(rest[0], ir.Sync):
             rest.pop(0)
         if rest and isinstance(rest[-1], ir.Sync):
             rest.pop()  # the next iteration's wait-and-sync orders these reads before the overwrite
-        var = c_name(loop.var)
         stage_elems = {p.dst.name: self.buffers[p.dst.name].layout.bytes // self.buffers[p.dst.name].layout.stages
                        // self.buffers[p.dst.name].dtype.itemsize for p in producers}
+        return PipelinePlan(loop, S, producers, rest, stage_elems)
 
-        def issue(iteration: str) -> None:
-            self.emit(f"const int {var} = {iteration};")
-            self.emit(f"(void){var};")
-            saved = dict(self.smem_base)
-            for name, n in stage_elems.items():
-                self.smem_base[name] = f"({c_name(name)} + (({iteration}) % {S}) * {n})"
-            for p in producers:
-                self.stmt_Copy(p, async_copy=True)
-            self.smem_base = saved
+    def pipeline(self, loop: ir.For) -> bool:
+        plan = self.pipeline_plan(loop)
+        if plan is None:
+            return False
+        self.emit_pipeline(plan, overlap=False)
+        return True
 
+    def staged(self, plan: PipelinePlan, iteration: str) -> dict:
+        """The shared bases while an iteration's stage is current (restore the returned dict)."""
+        saved = dict(self.smem_base)
+        for name, n in plan.stage_elems.items():
+            self.smem_base[name] = f"({c_name(name)} + (({iteration}) % {plan.stages}) * {n})"
+        return saved
+
+    def issue(self, plan: PipelinePlan, iteration: str) -> None:
+        var = c_name(plan.loop.var)
+        self.emit(f"const int {var} = {iteration};")
+        self.emit(f"(void){var};")
+        saved = self.staged(plan, iteration)
+        for p in plan.producers:
+            self.stmt_Copy(p, async_copy=True)
+        self.smem_base = saved
+
+    def emit_pipeline(self, plan: PipelinePlan, overlap: bool) -> None:
+        """The ring: a prologue issues `stages - 1` iterations' copies; each iteration waits for
+        its own, then issues the copies `stages - 1` ahead into the stage consumed last and
+        computes.  With `overlap` the computing comes first and may leave work in flight (the
+        target's `drain` finishes it): the overwrite then waits for a second barrier."""
+        S, var = plan.stages, c_name(plan.loop.var)
         self.emit(f"{{  // pipelined over {S} stages: copies run {S - 1} iterations ahead through cp.async")
         self.indent += 1
-        self.emit(f"const int tl_n = {self.expr(loop.stop)};")
+        self.emit(f"const int tl_n = {self.expr(plan.loop.stop)};")
         self.emit(f"for (int tl_s = 0; tl_s < {S - 1}; ++tl_s) {{")
         self.indent += 1
         self.emit("if (tl_s < tl_n) {")
         self.indent += 1
-        issue("tl_s")
+        self.issue(plan, "tl_s")
         self.indent -= 1
         self.emit("}")
         self.emit("tl::cp_async_commit();")
@@ -237,33 +265,42 @@ class CopyGen:
         self.emit(f"tl::cp_async_wait<{S - 2}>();")
         self.after_async_copies()
         self.emit("__syncthreads();")
-        self.emit(f"if (tl_k + {S - 1} < tl_n) {{")
-        self.indent += 1
-        issue(f"tl_k + {S - 1}")
-        self.indent -= 1
-        self.emit("}")
-        self.emit("tl::cp_async_commit();")
+
+        def prefetch():
+            self.emit(f"if (tl_k + {S - 1} < tl_n) {{")
+            self.indent += 1
+            self.issue(plan, f"tl_k + {S - 1}")
+            self.indent -= 1
+            self.emit("}")
+            self.emit("tl::cp_async_commit();")
+
+        if not overlap:
+            prefetch()
         self.emit("{")
         self.indent += 1
         self.emit(f"const int {var} = tl_k;")
         self.emit(f"(void){var};")
-        saved = dict(self.smem_base)
-        for name, n in stage_elems.items():
-            self.smem_base[name] = f"({c_name(name)} + (tl_k % {S}) * {n})"
+        saved = self.staged(plan, "tl_k")
         self.pipelined_depth += 1
-        self.block(rest)
+        self.block(plan.rest)
         self.pipelined_depth -= 1
         self.smem_base = saved
         self.indent -= 1
         self.emit("}")
+        if overlap:
+            self.emit("__syncthreads();  // every warpgroup is done with the stage the prefetch overwrites")
+            prefetch()
         self.indent -= 1
         self.emit("}")
+        if overlap:
+            self.drain()
         self.emit("tl::cp_async_wait<0>();")
         self.emit("__syncthreads();")
         self.indent -= 1
         self.emit("}")
-        return True
 
+    def drain(self) -> None:
+        """Finish what an overlapped pipeline left in flight (the sm_90a target's wgmma)."""
 
 def _walk(stmts):
     for s in stmts:

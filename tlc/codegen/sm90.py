@@ -28,6 +28,25 @@ class Sm90(Sm80):
             return False
         return all(self.buffers[x].layout.swizzle_bytes == 128 for x in (g.a, g.b))
 
+    def pipeline(self, loop: ir.For) -> bool:
+        """A pipelined loop that only feeds one wgmma gemm keeps that gemm's wgmma in flight
+        while the next copies are issued: compute first, then a barrier, then the prefetch."""
+        plan = self.pipeline_plan(loop)
+        if plan is None:
+            return False
+        gemm = plan.rest[0] if len(plan.rest) == 1 and isinstance(plan.rest[0], ir.Gemm) else None
+        overlap = gemm is not None and self.uses_wgmma(gemm)
+        self.in_flight = overlap
+        self.in_flight_acc = (c_name(gemm.c), self.buffers[gemm.c].shape[1] // 2) if overlap else None
+        self.emit_pipeline(plan, overlap=overlap)
+        self.in_flight, self.in_flight_acc = False, None
+        return True
+
+    def drain(self) -> None:
+        acc, regs = self.in_flight_acc
+        self.emit("tl::wgmma_wait<0>();")
+        self.emit(f"tl::fence_registers<{regs}>({acc});")
+
     def stmt_Gemm(self, g: ir.Gemm) -> None:
         if not self.uses_wgmma(g):
             super().stmt_Gemm(g)
@@ -35,8 +54,10 @@ class Sm90(Sm80):
         a, b, c = self.buffers[g.a], self.buffers[g.b], self.buffers[g.c]
         n = c.shape[1]
         mma = self.wgmma_struct(n, a.dtype, not g.trans_b)
+        # In an overlapped pipeline one group stays in flight; elsewhere the gemm completes here.
+        pending = 1 if getattr(self, "in_flight", False) else 0
         self.emit(f"tl::gemm_wgmma<{mma}, {c_type(a.dtype)}, {a.shape[1]}, {a.shape[0]}, {b.shape[0]}, "
-                  f"{_b(g.trans_b)}>({self.smem_pointer(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)});")
+                  f"{_b(g.trans_b)}, {pending}>({self.smem_pointer(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)});")
 
     def wgmma_struct(self, n: int, dtype, n_major_b: bool) -> str:
         key = (n, dtype.name, n_major_b)

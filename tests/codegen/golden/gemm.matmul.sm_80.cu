@@ -1,30 +1,30 @@
 #endif  // TL_PRIMITIVES
 
-using tl_layout_0 = tl::MmaAcc<128, 128, 2, 2>;
+using tl_layout_0 = tl::MmaAcc<128, 256, 2, 4>;
 
-extern "C" __global__ void __launch_bounds__(128) matmul(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int K, int N) {
+extern "C" __global__ void __launch_bounds__(256) matmul(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int K, int N) {
   extern __shared__ __align__(128) unsigned char tl_smem[];
   const int bx = blockIdx.x;
   (void)bx;
   const int by = blockIdx.y;
   (void)by;
-  half* As = reinterpret_cast<half*>(tl_smem + 0);
-  half* Bs = reinterpret_cast<half*>(tl_smem + 24576);
-  float acc[tl_layout_0::REGS];  // fragment [128, 128]: mma_acc(warps=2x2, warp_tile=64x64)
-  // 18: clear(acc)
-#line 18 "examples/gemm.tl"
+  half* As = reinterpret_cast<half*>(tl_smem + 98304);
+  half* Bs = reinterpret_cast<half*>(tl_smem + 0);
+  float acc[tl_layout_0::REGS];  // fragment [128, 256]: mma_acc(warps=2x4, warp_tile=64x64)
+  // 19: clear(acc)
+#line 19 "examples/gemm.tl"
   #pragma unroll
   for (int tl_r = 0; tl_r < tl_layout_0::REGS; ++tl_r) acc[tl_r] = 0.0f;
-  // 19: for k in pipelined(cdiv(K, BK), stages=stages):
-#line 19 "examples/gemm.tl"
+  // 20: for k in pipelined(cdiv(K, BK), stages=stages):
+#line 20 "examples/gemm.tl"
   {  // pipelined over 3 stages: copies run 2 iterations ahead through cp.async
-    const int tl_n = tl::floordiv(((K + 32) - 1), 32);
+    const int tl_n = tl::floordiv(((K + 64) - 1), 64);
     for (int tl_s = 0; tl_s < 2; ++tl_s) {
       if (tl_s < tl_n) {
         const int k = tl_s;
         (void)k;
-        tl::copy_g2s<half, 128, 32, 128, 0, 128, true>((As + ((tl_s) % 3) * 4096), A, K, M, K, (by * 128), (k * 32));
-        tl::copy_g2s<half, 32, 128, 128, 0, 128, true>((Bs + ((tl_s) % 3) * 4096), B, N, K, N, (k * 32), (bx * 128));
+        tl::copy_g2s<half, 128, 64, 256, 0, 128, true>((As + ((tl_s) % 3) * 8192), A, K, M, K, (by * 128), (k * 64));
+        tl::copy_g2s<half, 64, 256, 256, 0, 128, true>((Bs + ((tl_s) % 3) * 16384), B, N, K, N, (k * 64), (bx * 256));
       }
       tl::cp_async_commit();
     }
@@ -34,32 +34,34 @@ extern "C" __global__ void __launch_bounds__(128) matmul(const half* __restrict_
       if (tl_k + 2 < tl_n) {
         const int k = tl_k + 2;
         (void)k;
-        tl::copy_g2s<half, 128, 32, 128, 0, 128, true>((As + ((tl_k + 2) % 3) * 4096), A, K, M, K, (by * 128), (k * 32));
-        tl::copy_g2s<half, 32, 128, 128, 0, 128, true>((Bs + ((tl_k + 2) % 3) * 4096), B, N, K, N, (k * 32), (bx * 128));
+        tl::copy_g2s<half, 128, 64, 256, 0, 128, true>((As + ((tl_k + 2) % 3) * 8192), A, K, M, K, (by * 128), (k * 64));
+        tl::copy_g2s<half, 64, 256, 256, 0, 128, true>((Bs + ((tl_k + 2) % 3) * 16384), B, N, K, N, (k * 64), (bx * 256));
       }
       tl::cp_async_commit();
       {
         const int k = tl_k;
         (void)k;
-        // 22: gemm(As, Bs, acc)
-#line 22 "examples/gemm.tl"
-        tl::gemm_mma_sm80<half, 128, 128, 32, 2, 2, false, false, 128, 32, 0, 128, 32, 128, 0, 128>((As + (tl_k % 3) * 4096), (Bs + (tl_k % 3) * 4096), acc);
+        // 23: gemm(As, Bs, acc)
+#line 23 "examples/gemm.tl"
+        tl::gemm_mma_sm80<half, 128, 256, 64, 2, 4, false, false, 128, 64, 0, 128, 64, 256, 0, 128>((As + ((tl_k) % 3) * 8192), (Bs + ((tl_k) % 3) * 16384), acc);
       }
     }
     tl::cp_async_wait<0>();
     __syncthreads();
   }
-  // 23: copy(acc, C[by * BM, bx * BN])
-#line 23 "examples/gemm.tl"
-  tl::copy_f2g<tl_layout_0>(C, acc, N, M, N, (by * 128), (bx * 128));
+  // 24: copy(acc, C[by * BM, bx * BN])
+#line 24 "examples/gemm.tl"
+  tl::copy_f2g<tl_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));
 }
 
 #ifndef __CUDACC_RTC__
 // Host launcher: device pointers, scalars and shape sizes; returns the launch's error code.
 extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int M, int K, int N, cudaStream_t stream) {
-  const dim3 tl_grid(static_cast<unsigned>(((((N + 128) - 1)) >= 0 ? (((N + 128) - 1)) / (128) : -((-(((N + 128) - 1)) + (128) - 1) / (128)))), static_cast<unsigned>(((((M + 128) - 1)) >= 0 ? (((M + 128) - 1)) / (128) : -((-(((M + 128) - 1)) + (128) - 1) / (128)))), 1);
+  const dim3 tl_grid(static_cast<unsigned>(((((N + 256) - 1)) >= 0 ? (((N + 256) - 1)) / (256) : -((-(((N + 256) - 1)) + (256) - 1) / (256)))), static_cast<unsigned>(((((M + 128) - 1)) >= 0 ? (((M + 128) - 1)) / (128) : -((-(((M + 128) - 1)) + (128) - 1) / (128)))), 1);
   if (tl_grid.x == 0 || tl_grid.y == 0 || tl_grid.z == 0) return cudaSuccess;
-  matmul<<<tl_grid, 128, 49152, stream>>>(A, B, C, M, K, N);
+  cudaError_t tl_err = cudaFuncSetAttribute(matmul, cudaFuncAttributeMaxDynamicSharedMemorySize, 147456);
+  if (tl_err != cudaSuccess) return tl_err;
+  matmul<<<tl_grid, 256, 147456, stream>>>(A, B, C, M, K, N);
   return cudaGetLastError();
 }
 #endif

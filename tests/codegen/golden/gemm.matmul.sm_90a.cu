@@ -1,65 +1,100 @@
 #endif  // TL_PRIMITIVES
 
-using tl_layout_0 = tl::MmaAcc<128, 128, 2, 2>;
+using tl_layout_0 = tl::MmaAcc<128, 256, 8, 1>;
+// wgmma.mma_async.m64n256k16 for half operands, f32 accumulation, B N-major.
+struct tl_wgmma_n256_f16_nmajor {
+  static constexpr int REGS = 128;
+  __device__ static __forceinline__ void run(float* d, unsigned long long a, unsigned long long b) {
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+        "%128, %129, 1, 1, 1, 0, 1;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), 
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), 
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), 
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), 
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), 
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), 
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), 
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), 
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), 
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), 
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), 
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), 
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), 
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), 
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), 
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+          
+        : "l"(a), "l"(b)
+        : "memory");
+  }
+};
 
-extern "C" __global__ void __launch_bounds__(128) matmul(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int K, int N) {
+extern "C" __global__ void __launch_bounds__(256) matmul(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int K, int N) {
   extern __shared__ __align__(128) unsigned char tl_smem[];
   const int bx = blockIdx.x;
   (void)bx;
   const int by = blockIdx.y;
   (void)by;
-  half* As = reinterpret_cast<half*>(tl_smem + 0);
-  half* Bs = reinterpret_cast<half*>(tl_smem + 24576);
-  float acc[tl_layout_0::REGS];  // fragment [128, 128]: mma_acc(warps=2x2, warp_tile=64x64)
-  // 18: clear(acc)
-#line 18 "examples/gemm.tl"
+  half* As = reinterpret_cast<half*>(tl_smem + 98304);
+  half* Bs = reinterpret_cast<half*>(tl_smem + 0);
+  float acc[tl_layout_0::REGS];  // fragment [128, 256]: mma_acc(warps=8x1, warp_tile=16x256)
+  // 19: clear(acc)
+#line 19 "examples/gemm.tl"
   #pragma unroll
   for (int tl_r = 0; tl_r < tl_layout_0::REGS; ++tl_r) acc[tl_r] = 0.0f;
-  // 19: for k in pipelined(cdiv(K, BK), stages=stages):
-#line 19 "examples/gemm.tl"
+  // 20: for k in pipelined(cdiv(K, BK), stages=stages):
+#line 20 "examples/gemm.tl"
   {  // pipelined over 3 stages: copies run 2 iterations ahead through cp.async
-    const int tl_n = tl::floordiv(((K + 32) - 1), 32);
+    const int tl_n = tl::floordiv(((K + 64) - 1), 64);
     for (int tl_s = 0; tl_s < 2; ++tl_s) {
       if (tl_s < tl_n) {
         const int k = tl_s;
         (void)k;
-        tl::copy_g2s<half, 128, 32, 128, 0, 128, true>((As + ((tl_s) % 3) * 4096), A, K, M, K, (by * 128), (k * 32));
-        tl::copy_g2s<half, 32, 128, 128, 0, 128, true>((Bs + ((tl_s) % 3) * 4096), B, N, K, N, (k * 32), (bx * 128));
+        tl::copy_g2s<half, 128, 64, 256, 0, 128, true>((As + ((tl_s) % 3) * 8192), A, K, M, K, (by * 128), (k * 64));
+        tl::copy_g2s<half, 64, 256, 256, 0, 128, true>((Bs + ((tl_s) % 3) * 16384), B, N, K, N, (k * 64), (bx * 256));
       }
       tl::cp_async_commit();
     }
     for (int tl_k = 0; tl_k < tl_n; ++tl_k) {
       tl::cp_async_wait<1>();
+      tl::fence_proxy_async();
       __syncthreads();
-      if (tl_k + 2 < tl_n) {
-        const int k = tl_k + 2;
-        (void)k;
-        tl::copy_g2s<half, 128, 32, 128, 0, 128, true>((As + ((tl_k + 2) % 3) * 4096), A, K, M, K, (by * 128), (k * 32));
-        tl::copy_g2s<half, 32, 128, 128, 0, 128, true>((Bs + ((tl_k + 2) % 3) * 4096), B, N, K, N, (k * 32), (bx * 128));
-      }
-      tl::cp_async_commit();
       {
         const int k = tl_k;
         (void)k;
-        // 22: gemm(As, Bs, acc)
-#line 22 "examples/gemm.tl"
-        tl::gemm_mma_sm80<half, 128, 128, 32, 2, 2, false, false, 128, 32, 0, 128, 32, 128, 0, 128>((As + (tl_k % 3) * 4096), (Bs + (tl_k % 3) * 4096), acc);
+        // 23: gemm(As, Bs, acc)
+#line 23 "examples/gemm.tl"
+        tl::gemm_wgmma<tl_wgmma_n256_f16_nmajor, half, 64, 128, 64, false, 1>((As + ((tl_k) % 3) * 8192), (Bs + ((tl_k) % 3) * 16384), acc);
       }
+      __syncthreads();  // every warpgroup is done with the stage the prefetch overwrites
+      if (tl_k + 2 < tl_n) {
+        const int k = tl_k + 2;
+        (void)k;
+        tl::copy_g2s<half, 128, 64, 256, 0, 128, true>((As + ((tl_k + 2) % 3) * 8192), A, K, M, K, (by * 128), (k * 64));
+        tl::copy_g2s<half, 64, 256, 256, 0, 128, true>((Bs + ((tl_k + 2) % 3) * 16384), B, N, K, N, (k * 64), (bx * 256));
+      }
+      tl::cp_async_commit();
     }
+    tl::wgmma_wait<0>();
+    tl::fence_registers<128>(acc);
     tl::cp_async_wait<0>();
     __syncthreads();
   }
-  // 23: copy(acc, C[by * BM, bx * BN])
-#line 23 "examples/gemm.tl"
-  tl::copy_f2g<tl_layout_0>(C, acc, N, M, N, (by * 128), (bx * 128));
+  // 24: copy(acc, C[by * BM, bx * BN])
+#line 24 "examples/gemm.tl"
+  tl::copy_f2g<tl_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));
 }
 
 #ifndef __CUDACC_RTC__
 // Host launcher: device pointers, scalars and shape sizes; returns the launch's error code.
 extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int M, int K, int N, cudaStream_t stream) {
-  const dim3 tl_grid(static_cast<unsigned>(((((N + 128) - 1)) >= 0 ? (((N + 128) - 1)) / (128) : -((-(((N + 128) - 1)) + (128) - 1) / (128)))), static_cast<unsigned>(((((M + 128) - 1)) >= 0 ? (((M + 128) - 1)) / (128) : -((-(((M + 128) - 1)) + (128) - 1) / (128)))), 1);
+  const dim3 tl_grid(static_cast<unsigned>(((((N + 256) - 1)) >= 0 ? (((N + 256) - 1)) / (256) : -((-(((N + 256) - 1)) + (256) - 1) / (256)))), static_cast<unsigned>(((((M + 128) - 1)) >= 0 ? (((M + 128) - 1)) / (128) : -((-(((M + 128) - 1)) + (128) - 1) / (128)))), 1);
   if (tl_grid.x == 0 || tl_grid.y == 0 || tl_grid.z == 0) return cudaSuccess;
-  matmul<<<tl_grid, 128, 49152, stream>>>(A, B, C, M, K, N);
+  cudaError_t tl_err = cudaFuncSetAttribute(matmul, cudaFuncAttributeMaxDynamicSharedMemorySize, 147456);
+  if (tl_err != cudaSuccess) return tl_err;
+  matmul<<<tl_grid, 256, 147456, stream>>>(A, B, C, M, K, N);
   return cudaGetLastError();
 }
 #endif

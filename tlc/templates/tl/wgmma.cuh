@@ -15,6 +15,15 @@ __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_grou
 template <int N>
 __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
 
+// The accumulators are written by the tensor cores after the instruction that names them has
+// "returned": after waiting, tie each register to this point so that the compiler neither
+// reads it earlier nor moves it (CUTLASS's warpgroup_fence_operand).
+template <int N>
+__device__ __forceinline__ void fence_registers(float* r) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
 // A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading and
 // stride byte offsets (PTX ISA, "Matrix Descriptor Format"), all in units of 16 bytes.
 __device__ __forceinline__ unsigned long long wgmma_desc(const void* p, unsigned lbo, unsigned sbo) {
@@ -25,8 +34,10 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const void* p, unsigned
 
 // acc += A @ op(B): A is M x K stored K-major (A_ROWS = M), B is K x N stored N-major
 // (B_ROWS = K) or, with TRANS_B, N x K stored K-major (B_ROWS = N).  MMA is the
-// wgmma.m64nNk16 wrapper for this N and dtype (tlc/templates/wgmma_mma.cuh.j2).
-template <typename MMA, typename T, int K, int A_ROWS, int B_ROWS, bool TRANS_B>
+// wgmma.m64nNk16 wrapper for this N and dtype (tlc/templates/wgmma_mma.cuh.j2).  PENDING
+// groups may stay in flight on return (1 in a pipeline that overlaps them with the next
+// copies; the accumulator is then read only after tl::wgmma_wait<0>).
+template <typename MMA, typename T, int K, int A_ROWS, int B_ROWS, bool TRANS_B, int PENDING>
 __device__ __forceinline__ void gemm_wgmma(const T* A, const T* B, float* acc) {
   constexpr int SEG = 128 / static_cast<int>(sizeof(T));
   static_assert(K % 16 == 0 && A_ROWS % 64 == 0, "whole m64k16 steps");
@@ -46,7 +57,8 @@ __device__ __forceinline__ void gemm_wgmma(const T* A, const T* B, float* acc) {
     MMA::run(acc, da, db);
   }
   wgmma_commit();
-  wgmma_wait<0>();
+  wgmma_wait<PENDING>();
+  if constexpr (PENDING == 0) fence_registers<MMA::REGS>(acc);
 }
 
 }  // namespace tl
