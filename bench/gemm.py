@@ -142,6 +142,34 @@ def gemm(results: dict, sizes) -> None:
     results["gemm"] = rows
 
 
+def sass_evidence(results: dict) -> None:
+    """Tensor-core instructions and local-memory traffic in the machine code of the best
+    configuration (nvcc + cuobjdump on this machine): HGMMA means wgmma, HMMA mma.sync;
+    LDL/STL would mean spills."""
+    import re
+    import shutil
+    import subprocess
+
+    best = max((r for r in results.get("gemm", []) if "tflops" in r and r["config"] != "cublas"),
+               key=lambda r: r["tflops"], default=None)
+    if best is None or not shutil.which("nvcc") or not shutil.which("cuobjdump"):
+        return
+    from tlc.runtime import target_arch
+
+    arch = target_arch()
+    src = tlc.load(GEMM, target="cuda").matmul.cuda_source(arch=arch, **best["config"])
+    with tempfile.TemporaryDirectory() as d:
+        cu, cubin = Path(d) / "gemm.cu", Path(d) / "gemm.cubin"
+        cu.write_text(src)
+        flags = ["-gencode=arch=compute_90a,code=sm_90a"] if arch == "sm_90a" else ["-arch=sm_80"]
+        subprocess.run(["nvcc", "-std=c++17", *flags, "-cubin", "-o", str(cubin), str(cu)], check=True,
+                       capture_output=True)
+        sass = subprocess.run(["cuobjdump", "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
+    results["sass"] = {"config": best["config"], "arch": arch,
+                       "HGMMA": len(re.findall(r"\bHGMMA", sass)), "HMMA": len(re.findall(r"\bHMMA", sass)),
+                       "LDL/STL": len(re.findall(r"\b(LDL|STL)\b", sass))}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="4096,8192")
@@ -156,6 +184,7 @@ def main() -> None:
     launch_overhead(results)
     if not args.skip_gemm:
         gemm(results, [int(x) for x in args.sizes.split(",")])
+        sass_evidence(results)
     print(f"GPU: {results['gpu']}")
     print(f"transpile gemm.tl (parse -> CUDA C): {results['transpile_ms']:.1f} ms (goal < 20)")
     print(f"cold compile (transpile + NVRTC): {results['cold_compile_ms']:.0f} ms (goal < 800)")
@@ -170,6 +199,10 @@ def main() -> None:
         else:
             print(f"{r['size']}^3 tlc {r['config']}: {r['tflops']:.0f} TFLOP/s, {r['ratio']:.2f}x cuBLAS, "
                   f"rel err {r['rel_err']:.1e}")
+    if "sass" in results:
+        e = results["sass"]
+        print(f"SASS of the best ({e['arch']}, {e['config']}): {e['HGMMA']} HGMMA, {e['HMMA']} HMMA, "
+              f"{e['LDL/STL']} LDL/STL")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
 

@@ -4,12 +4,14 @@ Owns syntax errors (codes E001-E010).  Name lookup and types belong to `tlc.type
 """
 from __future__ import annotations
 
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+import threading
+
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from ..diagnostics import Diagnostic, DiagnosticError, Span
 from . import nodes
+from .depth import MAX_DEPTH, too_deep_at
 from .lark_parser import IndentationProblem, describe_terminal, describe_token, lark_parser, open_brackets
-from .transformer import SyntaxDiagnostic, ToAst
 
 __all__ = ["parse", "nodes", "lark_parser"]
 
@@ -76,29 +78,39 @@ def _unclosed(bracket, path: str) -> Diagnostic:
     return Diagnostic("E002", f"'{bracket}' is never closed", span)
 
 
+# The parser, its indenter and its AST builder keep the state of the parse in progress.
+_LOCK = threading.Lock()
+
+
 def parse(text: str, path: str = "<string>") -> nodes.Module:
     """Parse one file's text; raises `DiagnosticError` with a span for any syntax error."""
     source = text[1:] if text.startswith("\ufeff") else text  # a UTF-8 byte order mark, as Python allows
     source = source if source.endswith("\n") else source + "\n"
     sources = {path: text}
-    try:
-        tree = lark_parser().parse(source)
-        return ToAst(path).transform(tree)
-    except UnexpectedInput as err:
-        raise DiagnosticError([_syntax_diagnostic(err, path, source)], sources) from None
-    except IndentationProblem as err:
-        span = Span(path, err.line, err.col, err.line, err.col + 1)
-        raise DiagnosticError([Diagnostic(
-            "E004", "this line's indentation matches no enclosing block", span,
-            f"indent it to column {err.expected} like the block it belongs to")], sources) from None
-    except VisitError as err:
-        if isinstance(err.orig_exc, SyntaxDiagnostic):
-            raise DiagnosticError([err.orig_exc.diagnostic], sources) from None
-        if isinstance(err.orig_exc, RecursionError):
-            raise DiagnosticError([too_deep(path)], sources) from None
-        raise
-    except RecursionError:
-        raise DiagnosticError([too_deep(path)], sources) from None
+    parser = lark_parser()
+    builder, indenter = parser.options.transformer, parser.options.postlex
+    with _LOCK:
+        builder.begin(path)
+        try:
+            module = parser.parse(source)
+            diagnostic = builder.error
+            if diagnostic is None and indenter.longest_line + 3 * indenter.deepest_block + 8 > MAX_DEPTH:
+                # Only a long line or deep blocks can nest this deeply: then measure.
+                diagnostic = too_deep_at(module, path, builder.parenthesized, builder.elifs)
+        except UnexpectedInput as err:
+            diagnostic = _syntax_diagnostic(err, path, source)
+        except IndentationProblem as err:
+            span = Span(path, err.line, err.col, err.line, err.col + 1)
+            diagnostic = Diagnostic(
+                "E004", "this line's indentation matches no enclosing block", span,
+                f"indent it to column {err.expected} like the block it belongs to")
+        except RecursionError:
+            diagnostic = too_deep(path)
+        finally:
+            builder.end()
+    if diagnostic is not None:
+        raise DiagnosticError([diagnostic], sources)
+    return module
 
 
 def too_deep(path: str) -> Diagnostic:

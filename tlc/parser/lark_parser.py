@@ -1,16 +1,33 @@
 """The Lark LALR parser for `grammar/tile.lark`, built once per process and cached.
 
-Owns the indenter (leading whitespace to _INDENT/_DEDENT tokens) and the translation of Lark's
-own errors into positions and readable token names; it knows nothing of the AST.
+Owns the indenter (leading whitespace to _INDENT/_DEDENT tokens), the parser's construction
+(with the AST builder of `transformer.py` as its callbacks, so that no parse tree is built) and
+its on-disk cache, and the translation of Lark's own errors into positions and readable token
+names.
+
+The cache: building the LALR tables takes a while (~0.2 s), so Lark's own cache keeps them in
+the user's cache directory (`$TLC_CACHE_DIR`, default `~/.cache/tlc`, as the kernel cache),
+in a file named by a hash of the grammar text, Lark's version and Python's.  The grammar file
+stays the source of truth: Lark checks that hash again on load and rebuilds on a mismatch.  A
+cache that cannot be read (missing, damaged, from another version) or written (read-only or
+missing directory) only costs the rebuild.
 """
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
+import sys
 from importlib import resources
+from pathlib import Path
 
+import lark
 from lark import Lark, Token
 from lark.lexer import PatternStr
 from lark.indenter import Indenter
+
+from .lexer import TileLexer
+from .transformer import ToAst
 
 
 class IndentationProblem(Exception):
@@ -50,31 +67,73 @@ class TileIndenter(Indenter):
     def _process(self, stream):
         # Lark's own version asserts on an unbalanced ')'; here the parser reports it instead.
         # `open_brackets` (the brackets not yet closed) lets a syntax error name an unclosed '('.
+        # `longest_line` (in characters, a logical line: brackets and `\` joined) and
+        # `deepest_block` bound how deeply the parsed program can nest (see `parse`).
         self.open_brackets: list[Token] = []
+        self.longest_line = self.deepest_block = 0
+        line_start = 0
         token = None
+        nl_type = self.NL_type
+        open_types, close_types = frozenset(self.OPEN_PAREN_types), frozenset(self.CLOSE_PAREN_types)
         for token in stream:
-            if token.type == self.NL_type:
+            tt = token.type
+            if tt == nl_type:
+                if not self.paren_level:
+                    if token.start_pos - line_start > self.longest_line:
+                        self.longest_line = token.start_pos - line_start
+                    line_start = token.end_pos
                 yield from self.handle_NL(token)
-            else:
-                yield token
-            if token.type in self.OPEN_PAREN_types:
+                if len(self.indent_level) > self.deepest_block:
+                    self.deepest_block = len(self.indent_level)
+                continue
+            yield token
+            if tt in open_types:
                 self.paren_level += 1
                 self.open_brackets.append(token)
-            elif token.type in self.CLOSE_PAREN_types:
+            elif tt in close_types:
                 self.paren_level = max(0, self.paren_level - 1)
                 if self.open_brackets:
                     self.open_brackets.pop()
+        if token is not None and token.end_pos - line_start > self.longest_line:
+            self.longest_line = token.end_pos - line_start
         while len(self.indent_level) > 1:
             self.indent_level.pop()
             yield (Token.new_borrow_pos(self.DEDENT_type, "", token) if token
                    else Token(self.DEDENT_type, "", 0, 1, 1, 1, 1, 0))
 
 
+def cache_dir() -> Path:
+    env = os.environ.get("TLC_CACHE_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "tlc"
+
+
+def _cache_file(grammar: str, options: dict) -> str | None:
+    """Where the built parser is cached, the directory created; None when there is no usable
+    place (no home directory, say)."""
+    try:
+        what = f"{grammar}\0{sorted(options.items(), key=str)}\0{lark.__version__}\0{sys.version_info[:2]}"
+        key = hashlib.sha256(what.encode()).hexdigest()
+        root = cache_dir()
+        root.mkdir(parents=True, exist_ok=True)
+        return str(root / f"grammar-{key[:24]}.lark-cache")
+    except Exception:  # noqa: BLE001 - a cache is an optimization; any trouble means no cache
+        return None
+
+
 @functools.lru_cache(maxsize=1)
 def lark_parser() -> Lark:
+    """The parser, built once: LALR, with the indenter and the AST builder (`ToAst`) as its
+    callbacks.  `parse` (tlc.parser) owns its use: one parse at a time, under a lock."""
     grammar = resources.files("tlc").joinpath("grammar/tile.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", lexer="basic", postlex=TileIndenter(), propagate_positions=True,
-                maybe_placeholders=True, start="start")
+    options = dict(parser="lalr", lexer=TileLexer, keep_all_tokens=True, maybe_placeholders=True,
+                   start="start")
+    cache = _cache_file(grammar, options)
+    if cache is not None:
+        try:
+            return Lark(grammar, postlex=TileIndenter(), transformer=ToAst(), cache=cache, **options)
+        except Exception:  # noqa: BLE001 - a cache Lark could not handle: build without it
+            pass
+    return Lark(grammar, postlex=TileIndenter(), transformer=ToAst(), **options)
 
 
 _SPECIAL = {

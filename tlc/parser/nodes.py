@@ -4,11 +4,17 @@ Owns the shape of a parsed program.  Every node carries a `span`, left out of eq
 hashing so that two programs that differ only in layout compare equal.  Expression nodes also
 carry `ty`, empty after parsing and filled by the type checker, which returns a new tree
 (nodes are never mutated).
+
+The parser and the type checker build tens of thousands of nodes per file, so the nodes have
+slots (no `__dict__`) and two fast paths build the same objects without the cost of a frozen
+dataclass's generated `__init__`: `maker(cls)`, a constructor taking every field positionally,
+and `replace`, `dataclasses.replace` for plain frozen dataclasses.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 from ..diagnostics import Span
 
@@ -23,14 +29,14 @@ def _ty() -> Any:
 
 # ---- expressions -------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Name:
     id: str
     span: Span = _span()
     ty: Any = _ty()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Constant:
     """A literal: int, float, bool or str."""
 
@@ -39,7 +45,7 @@ class Constant:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BinOp:
     op: str  # + - * / // % ** @ << >> & | ^
     left: "Expr"
@@ -48,7 +54,7 @@ class BinOp:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UnaryOp:
     op: str  # - + ~ not
     operand: "Expr"
@@ -56,7 +62,7 @@ class UnaryOp:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BoolOp:
     op: str  # and | or
     values: tuple["Expr", ...]
@@ -64,7 +70,7 @@ class BoolOp:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Compare:
     """`a < b <= c`: `ops[i]` compares `operands[i]` with `operands[i + 1]`."""
 
@@ -74,7 +80,7 @@ class Compare:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class IfExp:
     test: "Expr"
     body: "Expr"
@@ -83,14 +89,14 @@ class IfExp:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Keyword:
     name: str
     value: "Expr"
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Call:
     func: "Expr"
     args: tuple["Expr", ...]
@@ -99,7 +105,7 @@ class Call:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Slice:
     lower: "Expr | None"
     upper: "Expr | None"
@@ -108,7 +114,7 @@ class Slice:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Subscript:
     value: "Expr"
     indices: tuple["Expr", ...]  # Slice nodes where the source has a colon
@@ -116,7 +122,7 @@ class Subscript:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Attribute:
     value: "Expr"
     attr: str
@@ -124,14 +130,14 @@ class Attribute:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TupleExpr:
     elts: tuple["Expr", ...]
     span: Span = _span()
     ty: Any = _ty()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ListExpr:
     elts: tuple["Expr", ...]
     span: Span = _span()
@@ -144,7 +150,7 @@ Expr = Union[Name, Constant, BinOp, UnaryOp, BoolOp, Compare, IfExp, Call, Slice
 
 # ---- types as written ----------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TypeExpr:
     """A type annotation as written: `f32`, `T`, `const`, `dtype`, `f16[M, K]`, `T[BM, BK + 8]`.
 
@@ -158,13 +164,13 @@ class TypeExpr:
 
 # ---- statements ----------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ExprStmt:
     expr: Expr
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Assign:
     target: Expr
     value: Expr
@@ -172,7 +178,7 @@ class Assign:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AugAssign:
     target: Expr
     op: str  # the binary operator: + - * ...
@@ -180,28 +186,28 @@ class AugAssign:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Pass:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Break:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Continue:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Return:
     value: Expr | None
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class If:
     test: Expr
     body: tuple["Stmt", ...]
@@ -209,7 +215,7 @@ class If:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class For:
     targets: tuple[Name, ...]
     iter: Expr
@@ -217,7 +223,7 @@ class For:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class With:
     context: Expr
     targets: tuple[Name, ...]
@@ -230,7 +236,7 @@ Stmt = Union[ExprStmt, Assign, AugAssign, Pass, Break, Continue, Return, If, For
 
 # ---- module level --------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Decorator:
     name: str
     args: tuple[Expr, ...] | None  # None: written without parentheses
@@ -238,7 +244,7 @@ class Decorator:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Param:
     name: str
     annotation: TypeExpr
@@ -246,7 +252,7 @@ class Param:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FunctionDef:
     name: str
     params: tuple[Param, ...]
@@ -260,7 +266,7 @@ class FunctionDef:
         return any(d.name == name for d in self.decorators)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ImportName:
     name: str
     alias: str | None
@@ -271,7 +277,7 @@ class ImportName:
         return self.alias or self.name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Import:
     """`from MODULE import a, b as c`; `level` counts leading dots (0 for `std.`)."""
 
@@ -281,7 +287,7 @@ class Import:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ConstDecl:
     """A module constant: `BLOCK: const = 128`, `DT: dtype = f16` or `BLOCK = 128`."""
 
@@ -291,7 +297,7 @@ class ConstDecl:
     span: Span = _span()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Module:
     path: str
     imports: tuple[Import, ...]
@@ -301,3 +307,69 @@ class Module:
 
     def function(self, name: str) -> FunctionDef | None:
         return next((f for f in self.functions if f.name == name), None)
+
+
+# ---- fast construction -----------------------------------------------------------------------
+
+_UNSET = object()
+
+
+def _plain(cls) -> bool:
+    """A dataclass that `__init__` fills field by field: no `__post_init__`, no init-only or
+    non-init fields."""
+    if not dataclasses.is_dataclass(cls) or hasattr(cls, "__post_init__"):
+        return False
+    fs = dataclasses.fields(cls)
+    return len(fs) == len(cls.__dataclass_fields__) and all(f.init for f in fs)
+
+
+def _compile(cls, name: str, params: str, values: list[str]) -> Callable[..., Any]:
+    """A function `name(params)` that returns a new `cls` whose fields are `values` (Python
+    expressions), set without going through the frozen class's `__setattr__`."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    ns: dict = {"new": object.__new__, "cls": cls, "setattr": object.__setattr__, "UNSET": _UNSET}
+    if "__slots__" in cls.__dict__:  # set through the slot descriptors: the fastest way in
+        lines = [f"    set_{f}(o, {v})" for f, v in zip(names, values)]
+        ns.update({f"set_{f}": cls.__dict__[f].__set__ for f in names})
+    else:
+        lines = [f"    setattr(o, {f!r}, {v})" for f, v in zip(names, values)]
+    src = f"def {name}({params}):\n    o = new(cls)\n" + "\n".join(lines) + "\n    return o\n"
+    exec(src, ns)  # noqa: S102 - the technique dataclasses itself uses for __init__
+    return ns[name]
+
+
+def maker(cls) -> Callable[..., Any]:
+    """A constructor of `cls` taking all its fields positionally, in declaration order
+    (`maker(Name)(id, span, ty)`): the object `cls(...)` would build, at about half the cost."""
+    if not _plain(cls):
+        raise TypeError(f"{cls.__name__} is not a plain dataclass")
+    names = [f.name for f in dataclasses.fields(cls)]
+    return _compile(cls, f"make_{cls.__name__}", ", ".join(names), names)
+
+
+_REPLACERS: dict[type, Callable[..., Any] | None] = {}
+
+
+def _replacer(cls) -> Callable[..., Any] | None:
+    if not _plain(cls):
+        return None
+    names = [f.name for f in dataclasses.fields(cls)]
+    params = "obj, *, " + ", ".join(f"{f}=UNSET" for f in names)
+    return _compile(cls, f"replace_{cls.__name__}", params,
+                    [f"obj.{f} if {f} is UNSET else {f}" for f in names])
+
+
+def replace(obj, /, **changes):
+    """`dataclasses.replace(obj, **changes)`, about twice as fast for plain frozen dataclasses
+    (the nodes here and the checker's types); anything else goes to `dataclasses.replace`."""
+    cls = obj.__class__
+    try:
+        fast = _REPLACERS[cls]
+    except KeyError:
+        fast = _REPLACERS[cls] = _replacer(cls)
+    if fast is not None:
+        try:
+            return fast(obj, **changes)
+        except TypeError:  # a field that does not exist: dataclasses.replace says so
+            pass
+    return dataclasses.replace(obj, **changes)

@@ -1,56 +1,108 @@
-"""Lark tree -> AST.  One method per grammar rule; each builds one node with its span.
+"""The AST builder: Lark's LALR parser calls one method per grammar rule as it reduces (no parse
+tree is built), and each method builds one node with its span.
+
+Spans.  The parser keeps every token (`keep_all_tokens`), so a rule's span runs from its first
+token to its last: the first and last child, a token or a node.  A node inside redundant
+parentheses is the one case where a node and the source it came from differ: `(a)` is the node
+`a` with a span on `a`, but a parent that starts or ends with it starts or ends at the
+parenthesis.  That outer extent (also the extent of a binary operation whose outermost operand
+is parenthesized: its span runs from operand to operand) is kept in `self._ext`, by node, for
+the one parse.
+
+Expressions arrive flat (`test`): operands, prefix operators and binary operators in source
+order; `_group` applies Python's precedence (an operator-precedence parse, no recursion).
 
 Errors that the grammar cannot express (a call as an assignment target, a parameter with no
-type) are raised here as diagnostics with the construct's span.
+type) are diagnostics with the construct's span.  They are recorded, not raised, because a
+syntax error later in the file must win, as it does when the whole file is parsed first; the
+first one in reduction order (children before parents, left to right) is raised at the end.
 """
 from __future__ import annotations
 
 import ast as pyast
 import warnings
-from dataclasses import replace
 
-from lark import Token, Transformer, Tree, v_args
+from lark import Token
 
 from ..diagnostics import Diagnostic, Span
 from . import nodes as n
 
 
-class SyntaxDiagnostic(Exception):
-    def __init__(self, diagnostic: Diagnostic):
-        super().__init__(diagnostic.message)
-        self.diagnostic = diagnostic
+# The nodes built most often, through their fast constructors (every field, in order).
+_Span = n.maker(Span)
+_Name, _Constant, _BinOp, _Call = n.maker(n.Name), n.maker(n.Constant), n.maker(n.BinOp), n.maker(n.Call)
+_Subscript, _Attribute, _UnaryOp = n.maker(n.Subscript), n.maker(n.Attribute), n.maker(n.UnaryOp)
+_Assign, _ExprStmt, _Keyword = n.maker(n.Assign), n.maker(n.ExprStmt), n.maker(n.Keyword)
 
 
-def _flatten(items):
-    """Children of a statement list: inlined rules leave nested lists and None placeholders."""
-    out = []
-    for it in items:
-        if it is None:
-            continue
-        if isinstance(it, list):
-            out.extend(_flatten(it))
-        else:
-            out.append(it)
-    return out
+# ---- operators: binding power (Python's table, loosest first) ----------------------------------
+_OR, _AND, _NOT, _CMP, _UNARY, _POW = 1, 2, 3, 4, 11, 12
+_LEFT = {"|": 5, "^": 6, "&": 7, "<<": 8, ">>": 8, "+": 9, "-": 9,
+         "*": 10, "/": 10, "//": 10, "%": 10, "@": 10}
+_BINARY = {**_LEFT, "<": _CMP, ">": _CMP, "==": _CMP, ">=": _CMP, "<=": _CMP, "!=": _CMP,
+           "**": _POW, "and": _AND, "or": _OR}
 
 
-@v_args(meta=True)
-class ToAst(Transformer):
-    def __init__(self, path: str):
-        super().__init__(visit_tokens=False)
+class _Chain:
+    """A comparison chain or a run of `and` / `or` being collected into one node."""
+
+    __slots__ = ("kind", "ops", "items")
+
+    def __init__(self, kind: int, ops: list, items: list):
+        self.kind, self.ops, self.items = kind, ops, items
+
+
+class ToAst:
+    """Grammar-rule callbacks for `Lark(..., transformer=ToAst())`: Lark calls the attribute
+    named like each rule (or its alias), so no other attribute may share a rule's name; rules
+    without a method (`_stmt`, ...) are inlined into their parent.  One instance serves every
+    parse (the parser is built once); `begin` / `end` bracket one parse, under the caller's lock."""
+
+    def __init__(self, path: str = "<string>"):
+        self.begin(path)
+
+    def begin(self, path: str) -> None:
         self.path = path
+        self._ext: dict[int, tuple] = {}  # id(node) -> (node, line, col, end_line, end_col)
+        self.parenthesized: set[int] = set()  # ids of nodes in parentheses (kept alive by _ext)
+        self.elifs: set[int] = set()  # ids of the If nodes written as `elif` (for depth.py)
+        self.error: Diagnostic | None = None
+
+    def end(self) -> None:
+        self._ext = {}
+        self.parenthesized = set()
+        self.elifs = set()
 
     # ---- helpers -----------------------------------------------------------------------
-    def _span(self, meta) -> Span:
-        if getattr(meta, "empty", True):
-            return Span(self.path, 1, 1, 1, 2)
-        return Span(self.path, meta.line, meta.column, meta.end_line, meta.end_column)
+    def _fail(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
+        if self.error is None:
+            self.error = Diagnostic(code, message, span, hint)
+
+    def _start(self, x) -> tuple[int, int]:
+        """Where the source of a child begins: a token, or a node with its parentheses."""
+        if x.__class__ is Token:
+            return x.line, x.column
+        e = self._ext.get(id(x))
+        if e is not None and e[0] is x:
+            return e[1], e[2]
+        s = x.span
+        return s.line, s.col
+
+    def _end(self, x) -> tuple[int, int]:
+        if x.__class__ is Token:
+            return x.end_line, x.end_column
+        e = self._ext.get(id(x))
+        if e is not None and e[0] is x:
+            return e[3], e[4]
+        s = x.span
+        return s.end_line, s.end_col
+
+    def _between(self, first, last) -> Span:
+        """The span from the start of child `first` to the end of child `last`."""
+        return _Span(self.path, *self._start(first), *self._end(last))
 
     def _tok_span(self, tok: Token) -> Span:
-        return Span(self.path, tok.line, tok.column, tok.end_line, tok.end_column)
-
-    def _error(self, code: str, message: str, span: Span, hint: str | None = None):
-        raise SyntaxDiagnostic(Diagnostic(code, message, span, hint))
+        return _Span(self.path, tok.line, tok.column, tok.end_line, tok.end_column)
 
     def to_type(self, e) -> n.TypeExpr:
         """A type annotation is parsed as an expression, then read as a type here."""
@@ -59,256 +111,355 @@ class ToAst(Transformer):
         if isinstance(e, n.Subscript) and isinstance(e.value, n.Name):
             for d in e.indices:
                 if isinstance(d, n.Slice):
-                    self._error("E005", "a tensor dimension cannot be a slice", d.span)
+                    self._fail("E005", "a tensor dimension cannot be a slice", d.span)
+                    break
             return n.TypeExpr(e.value.id, e.indices, span=e.span)
-        self._error("E005", "expected a type such as 'f32', 'const', 'dtype' or 'f16[M, K]'", e.span)
+        self._fail("E005", "expected a type such as 'f32', 'const', 'dtype' or 'f16[M, K]'", e.span)
+        return n.TypeExpr("?", None, span=e.span)
 
     # ---- module --------------------------------------------------------------------------
-    def start(self, meta, items):
-        items = _flatten(items)
+    def start(self, c):
+        if not c:
+            return n.Module(self.path, (), (), (), span=Span(self.path, 1, 1, 1, 2))
+        items = [x for x in c if x.__class__ is not Token]
         imports = tuple(i for i in items if isinstance(i, n.Import))
         consts = tuple(i for i in items if isinstance(i, n.ConstDecl))
         funcs = tuple(i for i in items if isinstance(i, n.FunctionDef))
-        return n.Module(self.path, imports, consts, funcs, span=self._span(meta))
+        return n.Module(self.path, imports, consts, funcs, span=self._between(c[0], c[-1]))
 
-    def import_stmt(self, meta, items):
-        level, module = items[0]
-        return n.Import(module, level, tuple(items[1:]), span=self._span(meta))
+    def import_stmt(self, c):
+        level, module = c[1]
+        names = tuple(x for x in c[3:] if x.__class__ is not Token)
+        return n.Import(module, level, names, span=self._between(c[0], c[-1]))
 
-    def module_path(self, meta, items):
-        level = sum(1 for i in items if isinstance(i, Tree) or i == "rel_dot")
-        names = [str(i) for i in items if isinstance(i, Token)]
+    def module_path(self, c):
+        level = sum(1 for x in c if x is _REL_DOT)
+        names = [str(x) for x in c if x.__class__ is Token and x.type == "NAME"]
         return (level, ".".join(names))
 
-    def rel_dot(self, meta, items):
-        return "rel_dot"
+    def rel_dot(self, c):
+        return _REL_DOT
 
-    def import_name(self, meta, items):
-        alias = str(items[1]) if len(items) > 1 and items[1] is not None else None
-        return n.ImportName(str(items[0]), alias, span=self._span(meta))
+    def import_name(self, c):
+        alias = str(c[2]) if len(c) > 2 else None
+        return n.ImportName(str(c[0]), alias, span=self._between(c[0], c[-1]))
 
-    def const_decl(self, meta, items):
-        name, annot, value = items
+    def const_decl(self, c):
+        name, _, annot, _, value, _ = c
         ty = self.to_type(annot) if annot is not None else None
-        return n.ConstDecl(str(name), ty, value, span=self._span(meta))
+        return n.ConstDecl(str(name), ty, value, span=self._between(c[0], c[-1]))
 
     # ---- functions -------------------------------------------------------------------------
-    def decorated(self, meta, items):
-        *decorators, func = items
-        return replace(func, decorators=tuple(decorators), span=self._span(meta))
+    def decorated(self, c):
+        *decorators, func = c
+        return n.replace(func, decorators=tuple(decorators), span=self._between(c[0], func))
 
-    def decorator(self, meta, items):
-        name, arguments = items
+    def decorator(self, c):
+        _, name, arguments, _ = c
         args, kws = arguments if arguments is not None else (None, ())
-        return n.Decorator(name, args, kws, span=self._span(meta))
+        return n.Decorator(name, args, kws, span=self._between(c[0], c[-1]))
 
-    def decorator_args(self, meta, items):
-        return items[0] if items[0] is not None else ((), ())
+    def decorator_args(self, c):
+        return c[1] if c[1] is not None else ((), ())
 
-    def dotted_name(self, meta, items):
-        return ".".join(str(i) for i in items)
+    def dotted_name(self, c):
+        return ".".join(str(x) for x in c if x.type == "NAME")
 
-    def funcdef(self, meta, items):
-        name, params, returns, body = items
+    def funcdef(self, c):
+        _, name, _, params, _, _, returns, _, (body, end_line, end_col) = c
         return n.FunctionDef(str(name), tuple(params or ()),
                              self.to_type(returns) if returns is not None else None,
-                             body, span=self._span(meta), name_span=self._tok_span(name))
+                             body, span=Span(self.path, c[0].line, c[0].column, end_line, end_col),
+                             name_span=self._tok_span(name))
 
-    def parameters(self, meta, items):
-        return [p for p in items if p is not None]
+    def parameters(self, c):
+        return [x for x in c if x.__class__ is not Token]
 
-    def param(self, meta, items):
-        name, annot, default = items
-        span = self._span(meta)
+    def param(self, c):
+        name, _, annot, _, default = c
+        last = default if default is not None else annot if annot is not None else name
+        span = self._between(name, last)
         if annot is None:
-            self._error("E006", f"parameter '{name}' needs a type", span,
-                        hint=f"write '{name}: f32', '{name}: f16[M, K]', '{name}: const = 64' or '{name}: dtype = f16'")
+            self._fail("E006", f"parameter '{name}' needs a type", span,
+                       hint=f"write '{name}: f32', '{name}: f16[M, K]', '{name}: const = 64' or '{name}: dtype = f16'")
+            return n.Param(str(name), None, default, span=span)
         return n.Param(str(name), self.to_type(annot), default, span=span)
 
-    def suite(self, meta, items):
-        return tuple(_flatten(items))
+    def suite(self, c):
+        """(statements, end line, end column): the end is that of the block's last token."""
+        last = c[-1]
+        return (tuple(x for x in c if x.__class__ is not Token and x is not None),
+                last.end_line, last.end_column)
 
-    def nested_def(self, meta, items):
-        f = items[0]
-        self._error("E007", f"function '{f.name}' is defined inside another function", f.name_span,
-                    hint="define device functions, kernels and tile ops at the top level of the file")
+    def nested_def(self, c):
+        f = c[0]
+        self._fail("E007", f"function '{f.name}' is defined inside another function", f.name_span,
+                   hint="define device functions, kernels and tile ops at the top level of the file")
+        return None
 
     # ---- statements ------------------------------------------------------------------------
     def _target(self, e, op: str = "="):
-        if isinstance(e, (n.Name, n.Subscript)):
-            return e
-        self._error("E008", "cannot assign to this expression", e.span,
-                    hint=f"the left side of '{op}' must be a name or an element such as 'x[i, j]'")
+        if not isinstance(e, (n.Name, n.Subscript)):
+            self._fail("E008", "cannot assign to this expression", e.span,
+                       hint=f"the left side of '{op}' must be a name or an element such as 'x[i, j]'")
+        return e
 
-    def expr_stmt(self, meta, items):
-        return n.ExprStmt(items[0], span=self._span(meta))
+    def expr_stmt(self, c):
+        e = c[0]
+        return _ExprStmt(e, self._between(e, e))
 
-    def assign(self, meta, items):
-        return n.Assign(self._target(items[0]), items[1], None, span=self._span(meta))
+    def assign(self, c):
+        target, _, value = c
+        if target.__class__ is not n.Name and target.__class__ is not n.Subscript:
+            self._target(target)
+        return _Assign(target, value, None, self._between(target, value))
 
-    def annassign(self, meta, items):
-        target = items[0]
+    def annassign(self, c):
+        target, _, annot, _, value = c
         if not isinstance(target, n.Name):
-            self._error("E008", "only a plain name can have a type annotation", target.span)
-        return n.Assign(target, items[2], self.to_type(items[1]), span=self._span(meta))
+            self._fail("E008", "only a plain name can have a type annotation", target.span)
+        return n.Assign(target, value, self.to_type(annot), span=self._between(target, value))
 
-    def augassign(self, meta, items):
-        target, op, value = items
-        return n.AugAssign(self._target(target, str(op)), str(op)[:-1], value, span=self._span(meta))
+    def augassign(self, c):
+        target, op, value = c
+        return n.AugAssign(self._target(target, str(op)), str(op)[:-1], value,
+                           span=self._between(target, value))
 
-    def pass_stmt(self, meta, items):
-        return n.Pass(span=self._span(meta))
+    def pass_stmt(self, c):
+        return n.Pass(span=self._tok_span(c[0]))
 
-    def break_stmt(self, meta, items):
-        return n.Break(span=self._span(meta))
+    def break_stmt(self, c):
+        return n.Break(span=self._tok_span(c[0]))
 
-    def continue_stmt(self, meta, items):
-        return n.Continue(span=self._span(meta))
+    def continue_stmt(self, c):
+        return n.Continue(span=self._tok_span(c[0]))
 
-    def return_stmt(self, meta, items):
-        return n.Return(items[0], span=self._span(meta))
+    def return_stmt(self, c):
+        kw, value = c
+        return n.Return(value, span=self._between(kw, value if value is not None else kw))
 
-    def if_stmt(self, meta, items):
-        test, body, *rest = items
-        orelse = rest[-1] if rest and rest[-1] is not None else ()
-        for elif_test, elif_body, elif_span in reversed(rest[:-1]):
+    def if_stmt(self, c):
+        kw, test, _, (body, end_line, end_col), *rest = c
+        else_clause = rest.pop()
+        orelse = ()
+        if else_clause is not None:
+            orelse, end_line, end_col = else_clause
+        for elif_test, elif_body, elif_span in reversed(rest):
             orelse = (n.If(elif_test, elif_body, orelse, span=elif_span),)
-        return n.If(test, body, orelse, span=self._span(meta))
+            self.elifs.add(id(orelse[0]))
+        if rest and else_clause is None:
+            end_line, end_col = rest[-1][2].end_line, rest[-1][2].end_col
+        return n.If(test, body, orelse, span=Span(self.path, kw.line, kw.column, end_line, end_col))
 
-    def elif_clause(self, meta, items):
-        return (items[0], items[1], self._span(meta))
+    def elif_clause(self, c):
+        kw, test, _, (body, end_line, end_col) = c
+        return (test, body, Span(self.path, kw.line, kw.column, end_line, end_col))
 
-    def else_clause(self, meta, items):
-        return items[0]
+    def else_clause(self, c):
+        return c[2]
 
-    def for_stmt(self, meta, items):
-        *names, it, body = items
-        targets = tuple(n.Name(str(t), span=self._tok_span(t)) for t in names)
-        return n.For(targets, it, body, span=self._span(meta))
+    def _targets_of(self, c, stop: str):
+        targets = []
+        for x in c:
+            if x.__class__ is Token:
+                if x.type == "NAME":
+                    targets.append(n.Name(str(x), span=self._tok_span(x)))
+                elif x.type == stop:
+                    break
+        return tuple(targets)
 
-    def with_stmt(self, meta, items):
-        ctx, *names, body = items
-        targets = tuple(n.Name(str(t), span=self._tok_span(t)) for t in names)
-        return n.With(ctx, targets, body, span=self._span(meta))
+    def for_stmt(self, c):
+        kw, *_, it, _, (body, end_line, end_col) = c
+        return n.For(self._targets_of(c[1:], "IN"), it, body,
+                     span=Span(self.path, kw.line, kw.column, end_line, end_col))
+
+    def with_stmt(self, c):
+        kw, ctx, _, *_, (body, end_line, end_col) = c
+        return n.With(ctx, self._targets_of(c[3:], "COLON"), body,
+                      span=Span(self.path, kw.line, kw.column, end_line, end_col))
 
     # ---- expressions -----------------------------------------------------------------------
-    def name(self, meta, items):
-        return n.Name(str(items[0]), span=self._span(meta))
+    def name(self, c):
+        t = c[0]
+        return _Name(t.value, _Span(self.path, t.line, t.column, t.end_line, t.end_column), None)
 
-    def int_lit(self, meta, items):
-        return n.Constant(int(str(items[0]).replace("_", ""), 0), span=self._span(meta))
+    def int_lit(self, c):
+        t = c[0]
+        return _Constant(int(t.value.replace("_", ""), 0),
+                         _Span(self.path, t.line, t.column, t.end_line, t.end_column), None)
 
-    def float_lit(self, meta, items):
-        return n.Constant(float(str(items[0]).replace("_", "")), span=self._span(meta))
+    def float_lit(self, c):
+        t = c[0]
+        return _Constant(float(t.value.replace("_", "")),
+                         _Span(self.path, t.line, t.column, t.end_line, t.end_column), None)
 
-    def str_lit(self, meta, items):
+    def str_lit(self, c):
+        t = c[0]
+        span = self._tok_span(t)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                value = pyast.literal_eval(str(items[0]))
+                value = pyast.literal_eval(t.value)
             except (ValueError, SyntaxError):
-                self._error("E002", "invalid escape sequence in string", self._span(meta))
-        return n.Constant(value, span=self._span(meta))
+                self._fail("E002", "invalid escape sequence in string", span)
+                value = ""
+        return n.Constant(value, span=span)
 
-    def true_lit(self, meta, items):
-        return n.Constant(True, span=self._span(meta))
+    def true_lit(self, c):
+        return n.Constant(True, span=self._tok_span(c[0]))
 
-    def false_lit(self, meta, items):
-        return n.Constant(False, span=self._span(meta))
+    def false_lit(self, c):
+        return n.Constant(False, span=self._tok_span(c[0]))
 
-    def tuple(self, meta, items):
-        return n.TupleExpr(tuple(i for i in items if i is not None), span=self._span(meta))
+    def paren(self, c):
+        """`( test )`: the node itself; its extent now includes the parentheses."""
+        lpar, e, rpar = c
+        self._ext[id(e)] = (e, lpar.line, lpar.column, rpar.end_line, rpar.end_column)
+        self.parenthesized.add(id(e))
+        return e
 
-    def list(self, meta, items):
-        return n.ListExpr(tuple(i for i in items if i is not None), span=self._span(meta))
+    def tuple(self, c):
+        return n.TupleExpr(tuple(x for x in c if x.__class__ is not Token),
+                           span=self._between(c[0], c[-1]))
 
-    def ternary(self, meta, items):
-        body, test, orelse = items
-        return n.IfExp(test, body, orelse, span=self._span(meta))
+    def list(self, c):
+        return n.ListExpr(tuple(x for x in c if x.__class__ is not Token and x is not None),
+                          span=self._between(c[0], c[-1]))
 
-    def or_test(self, meta, items):
-        return n.BoolOp("or", tuple(items), span=self._span(meta))
+    def test(self, c):
+        """A flat run of operands and operators (two or more items)."""
+        if len(c) == 3:
+            left, op, right = c
+            if op.__class__ is Token and left.__class__ is not Token and op.value in _LEFT:
+                return self._binop(op.value, left, right)
+        return self._group(c)
 
-    def and_test(self, meta, items):
-        return n.BoolOp("and", tuple(items), span=self._span(meta))
+    def ternary(self, c):
+        i = next(k for k, x in enumerate(c) if x.__class__ is Token and x.type == "IF")
+        j = next(k for k in range(i + 1, len(c)) if c[k].__class__ is Token and c[k].type == "ELSE")
+        body = c[0] if i == 1 else self._group(c[:i])
+        test = c[i + 1] if j == i + 2 else self._group(c[i + 1:j])
+        orelse = c[-1]
+        return n.IfExp(test, body, orelse, span=self._between(c[0], orelse))
 
-    def not_op(self, meta, items):
-        return n.UnaryOp("not", items[0], span=self._span(meta))
+    def _binop(self, op: str, left, right):
+        """`left op right` for a left-associative operator: the span runs from operand to
+        operand; the extent, when it differs, from parenthesis to parenthesis."""
+        ls, rs = left.span, right.span
+        node = _BinOp(op, left, right, _Span(self.path, ls.line, ls.col, rs.end_line, rs.end_col), None)
+        ext = self._ext
+        if ext:
+            start, end = self._start(left), self._end(right)
+            if start != (ls.line, ls.col) or end != (rs.end_line, rs.end_col):
+                ext[id(node)] = (node, *start, *end)
+        return node
 
-    def comparison(self, meta, items):
-        operands, ops = items[0::2], items[1::2]
-        return n.Compare(tuple(str(o) for o in ops), tuple(operands), span=self._span(meta))
+    def _done(self, x):
+        """A finished operand: a collected chain becomes its Compare or BoolOp node."""
+        if x.__class__ is not _Chain:
+            return x
+        first, last = x.items[0], x.items[-1]
+        span = self._between(first, last)
+        if x.kind == _CMP:
+            return n.Compare(tuple(x.ops), tuple(x.items), span=span)
+        return n.BoolOp("and" if x.kind == _AND else "or", tuple(x.items), span=span)
 
-    def _left_assoc(self, items):
-        left = items[0]
-        for op, right in zip(items[1::2], items[2::2]):
-            left = n.BinOp(str(op), left, right, span=left.span.to(right.span))
-        return left
+    def _apply(self, vals: list, power: int, tok: Token) -> None:
+        """Apply the operator `tok` (binding power `power`) to the operands on top of `vals`."""
+        done = self._done
+        if power == _NOT or power == _UNARY:
+            operand = done(vals.pop())
+            vals.append(_UnaryOp(tok.value, operand,
+                                 _Span(self.path, tok.line, tok.column, *self._end(operand)), None))
+            return
+        right = done(vals.pop())
+        left = vals.pop()
+        if power == _POW:
+            left = done(left)
+            vals.append(n.BinOp("**", left, right, span=self._between(left, right)))
+        elif power <= _CMP:
+            if left.__class__ is _Chain and left.kind == power:
+                left.items.append(right)
+            else:
+                left = _Chain(power, [], [done(left), right])
+            if power == _CMP:
+                left.ops.append(tok.value)
+            vals.append(left)
+        else:
+            vals.append(self._binop(tok.value, done(left), right))
 
-    def _binary_with_op(op):
-        def method(self, meta, items):
-            left = items[0]
-            for right in items[1:]:
-                left = n.BinOp(op, left, right, span=left.span.to(right.span))
-            return left
-        return method
+    def _group(self, c):
+        """Operator precedence over a flat run: operands (nodes) and operator tokens.  A token
+        right after an operand is a binary operator; any other is a prefix (`not`, `-`, ...)."""
+        vals: list = []
+        ops: list = []  # (binding power, token)
+        apply = self._apply
+        prev_operand = False
+        for x in c:
+            if x.__class__ is not Token:
+                vals.append(x)
+                prev_operand = True
+                continue
+            if not prev_operand:  # a prefix operator
+                ops.append((_NOT if x.type == "NOT" else _UNARY, x))
+                continue
+            power = _BINARY[x.value]
+            # `**` is right-associative: nothing binds tighter, so nothing is applied before it.
+            while ops and ops[-1][0] >= power and power != _POW:
+                apply(vals, *ops.pop())
+            ops.append((power, x))
+            prev_operand = False
+        while ops:
+            apply(vals, *ops.pop())
+        return self._done(vals[0])
 
-    bit_or = _binary_with_op("|")
-    bit_xor = _binary_with_op("^")
-    bit_and = _binary_with_op("&")
-
-    def shift(self, meta, items):
-        return self._left_assoc(items)
-
-    arith = shift
-    term = shift
-
-    def unary(self, meta, items):
-        op, operand = items
-        return n.UnaryOp(str(op), operand, span=self._span(meta))
-
-    def power(self, meta, items):
-        return n.BinOp("**", items[0], items[1], span=self._span(meta))
-
-    def call(self, meta, items):
-        func, arguments = items
+    def call(self, c):
+        func, _, arguments, rpar = c
         args, kws = arguments if arguments is not None else ((), ())
-        return n.Call(func, args, kws, span=self._span(meta))
+        return _Call(func, args, kws, self._between(func, rpar), None)
 
-    def arguments(self, meta, items):
+    def arguments(self, c):
         args, kws = [], []
-        for value, kw_name, span in items:
+        for x in c:
+            if x.__class__ is Token:
+                continue
+            value, kw_name, span = x
             if kw_name is None:
                 if kws:
-                    self._error("E009", "a positional argument cannot follow a keyword argument", value.span)
+                    self._fail("E009", "a positional argument cannot follow a keyword argument", value.span)
                 args.append(value)
             else:
                 if any(k.name == kw_name for k in kws):
-                    self._error("E009", f"keyword argument '{kw_name}' is given twice", span)
-                kws.append(n.Keyword(kw_name, value, span=span))
+                    self._fail("E009", f"keyword argument '{kw_name}' is given twice", span)
+                kws.append(_Keyword(kw_name, value, span))
         return tuple(args), tuple(kws)
 
-    def argument(self, meta, items):
-        first, value = items
+    def argument(self, c):
+        first, _, value = c
         if value is None:
-            return (first, None, self._span(meta))
+            return (first, None, None)
+        span = self._between(first, value)
         if not isinstance(first, n.Name):
-            self._error("E009", "the name before '=' in a call must be a plain name", first.span,
-                        hint="to compare, write '=='")
-        return (value, first.id, self._span(meta))
+            self._fail("E009", "the name before '=' in a call must be a plain name", first.span,
+                       hint="to compare, write '=='")
+            return (value, None, span)
+        return (value, first.id, span)
 
-    def subscript(self, meta, items):
-        value, indices = items
-        return n.Subscript(value, tuple(indices), span=self._span(meta))
+    def subscript(self, c):
+        value, _, indices, rsqb = c
+        return _Subscript(value, indices, self._between(value, rsqb), None)
 
-    def subscripts(self, meta, items):
-        return [i for i in items if i is not None]
+    def subscripts(self, c):
+        return tuple(x for x in c if x.__class__ is not Token)
 
-    def slice(self, meta, items):
-        lower, upper, step = (items + [None, None, None])[:3]
-        return n.Slice(lower, upper, step, span=self._span(meta))
+    def slice(self, c):
+        lower, colon, upper, colon2, step = c
+        parts = [x for x in c if x is not None]
+        return n.Slice(lower, upper, step, span=self._between(parts[0], parts[-1]))
 
-    def attribute(self, meta, items):
-        value, attr = items
-        return n.Attribute(value, str(attr), span=self._span(meta))
+    def attribute(self, c):
+        value, _, attr = c
+        return _Attribute(value, attr.value, self._between(value, attr), None)
 
+
+_REL_DOT = object()

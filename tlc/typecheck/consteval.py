@@ -48,7 +48,10 @@ def evaluate(e, env: dict):
         v = evaluate(e.operand, env)
         if isinstance(v, DType):
             raise NotConstant(e)
-        return {"-": lambda x: -x, "+": lambda x: +x, "~": lambda x: ~x, "not": lambda x: not x}[e.op](v)
+        try:
+            return {"-": lambda x: -x, "+": lambda x: +x, "~": lambda x: ~x, "not": lambda x: not x}[e.op](v)
+        except TypeError:  # ~ of a float: not a constant of any type; the checker says why
+            raise NotConstant(e) from None
     if isinstance(e, n.BinOp) and e.op in _BIN:
         a, b = evaluate(e.left, env), evaluate(e.right, env)
         if isinstance(a, DType) or isinstance(b, DType):

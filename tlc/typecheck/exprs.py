@@ -3,10 +3,9 @@ access.  Each `check_*` returns a new node with `ty` set (None where an error wa
 so that one mistake does not cascade)."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..dtypes import BOOL, F32, I32, lookup
 from ..parser import nodes as n
+from ..parser.nodes import replace  # dataclasses.replace, faster
 from . import rules
 from .builtins import MATH_FLOAT, MATH_SAME, REDUCTIONS_TILE_OP, TILE_STATEMENTS, ALLOCATORS, LOOPS
 from .env import BLOCK, BUFFER, CONST, DTYPE, LOCAL, LOOP, SCALAR, SHAPE, TENSOR, did_you_mean
@@ -407,6 +406,8 @@ class ExprChecker:
         return replace(e, ty=TensorType(dt, shape, VALUE))
 
     def _call_function(self, e, ref: FunctionRef):
+        if ref.kind is None:
+            return e  # its unknown decorator is reported; what it is cannot be known
         if ref.kind != "device":
             self.error("E055", f"a {ref.kind.replace('_', ' ')} cannot be called from .tl code", e.span,
                        "kernels and tile ops are launched from Python or the CLI; share code through device functions")

@@ -2,10 +2,9 @@
 constants, dtypes), its body, and what it returns."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..dtypes import DType, F32, lookup
 from ..parser import nodes as n
+from ..parser.nodes import replace  # dataclasses.replace, faster
 from . import consteval, rules
 from .builtins import DECORATORS
 from .env import CONST, DTYPE, SCALAR, SHAPE, TENSOR, ModuleEnv, Scope, Symbol, did_you_mean

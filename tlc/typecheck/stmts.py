@@ -2,10 +2,9 @@
 statements and allocations are in `tiles.py`."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..dtypes import I32
 from ..parser import nodes as n
+from ..parser.nodes import replace  # dataclasses.replace, faster
 from . import rules
 from .builtins import ALLOCATORS, LOOPS, TILE_STATEMENTS
 from .env import BLOCK, LOCAL, LOOP, Scope, Symbol

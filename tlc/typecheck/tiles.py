@@ -3,9 +3,9 @@ allocations: memory scopes, operand shapes, and where each may appear."""
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 from ..parser import nodes as n
+from ..parser.nodes import replace  # dataclasses.replace, faster
 from . import rules
 from .env import BUFFER, Symbol
 from .types import FRAGMENT, GLOBAL, LOCAL, SHARED, BuiltinRef, DTypeValue, VoidType, ScalarType, StrType, TensorType, describe, format_shape

@@ -1,0 +1,25 @@
+"""One test per fixed bug (found by the fuzz tests)."""
+from tlc.driver import check_source
+
+
+def codes(src):
+    return [d.code for d in check_source(src, "r.tl").diagnostics]
+
+
+def test_unknown_dtype_in_a_tensor_parameter_is_a_diagnostic():
+    assert codes("@kernel\ndef k(y: foo[N]):\n    pass\n") == ["E021", "E029"]
+
+
+def test_calling_a_function_with_an_unknown_decorator_reports_only_the_decorator():
+    src = "@x\ndef g(y: f32) -> f32:\n    return y\n\ndef f(z: f32) -> f32:\n    return g(z)\n"
+    assert codes(src) == ["E022"]
+
+
+def test_bit_not_of_a_float_constant():
+    assert codes("X = ~(2.5)\n") == ["E031"]
+
+
+def test_a_module_named_rel_dot_is_not_a_relative_import():
+    r = check_source("from rel_dot import x\n", "r.tl")
+    assert [d.code for d in r.diagnostics] == ["E026"]
+    assert r.diagnostics[0].message.startswith("cannot import 'rel_dot'")

@@ -1,0 +1,95 @@
+"""How deeply a parsed program nests, for E010 ("nested too deeply to compile").
+
+The AST is built without recursion, but every later stage walks it recursively, so `parse`
+refuses a program deeper than `MAX_DEPTH` levels, counted as Lark's parse tree of the language
+would nest (a call adds three levels: the call, its argument list, the argument; a run of
+`a + b - c` at one precedence level adds one).  That is the limit that a recursive walk of the
+parse tree used to meet, ~490 levels under Python's default recursion limit.
+
+The walk costs a pass over the tree, so `parse` runs it only when the file could be that deep:
+one level takes at least one character of a logical line or one level of indentation.
+"""
+from __future__ import annotations
+
+from ..diagnostics import Diagnostic, Span
+from . import nodes as n
+
+MAX_DEPTH = 493
+
+_LEVEL = {"|": 5, "^": 6, "&": 7, "<<": 8, ">>": 8, "+": 9, "-": 9,
+          "*": 10, "/": 10, "//": 10, "%": 10, "@": 10}
+
+
+def too_deep_at(module: n.Module, path: str, parenthesized=frozenset(), elifs=frozenset()) -> Diagnostic | None:
+    """E010 when `module` nests deeper than `MAX_DEPTH`.  `parenthesized` holds the ids of the
+    nodes written in parentheses (a left operand in parentheses is a level of its own), `elifs`
+    those of the `If` nodes written as `elif` (siblings of their `if`, not nested in it)."""
+    stack: list = [(module, 1)]
+    push = stack.append
+    while stack:
+        x, d = stack.pop()
+        if d > MAX_DEPTH:
+            return Diagnostic("E010", "the program is nested too deeply to compile", Span(path, 1, 1, 1, 2),
+                              "split the deepest expression into named intermediate values")
+        if x is None:
+            continue
+        if isinstance(x, tuple):
+            for y in x:
+                push((y, d))
+            continue
+        if isinstance(x, n.BinOp):
+            left = x.left
+            same = (isinstance(left, n.BinOp) and left.op != "**" and id(left) not in parenthesized
+                    and _LEVEL.get(left.op) == _LEVEL.get(x.op))
+            push((left, d if same else d + 1))
+            push((x.right, d + 1))
+        elif isinstance(x, (n.Name, n.Constant)):
+            continue
+        elif isinstance(x, n.Call):
+            push((x.func, d + 1))
+            push((x.args, d + 3))
+            push((tuple(k.value for k in x.keywords), d + 3))
+        elif isinstance(x, (n.Subscript, n.TypeExpr)):
+            push((getattr(x, "value", None), d + 1))
+            push((x.indices if isinstance(x, n.Subscript) else x.dims, d + 2))
+        elif isinstance(x, n.Slice):
+            push(((x.lower, x.upper, x.step), d + 1))
+        elif isinstance(x, n.Attribute):
+            push((x.value, d + 1))
+        elif isinstance(x, n.UnaryOp):
+            push((x.operand, d + 1))
+        elif isinstance(x, (n.Compare, n.BoolOp)):
+            push((x.operands if isinstance(x, n.Compare) else x.values, d + 1))
+        elif isinstance(x, n.IfExp):
+            push(((x.test, x.body, x.orelse), d + 1))
+        elif isinstance(x, (n.TupleExpr, n.ListExpr)):
+            push((x.elts, d + 1))
+        elif isinstance(x, n.Module):
+            push((x.imports, d + 1))
+            push((x.consts, d + 1))
+            push((x.functions, d + 1))
+        elif isinstance(x, n.FunctionDef):
+            d += 1 if x.decorators else 0
+            for dec in x.decorators:
+                push((tuple(dec.args or ()) + tuple(k.value for k in dec.keywords), d + 3))
+            push((tuple(p.annotation for p in x.params) + tuple(p.default for p in x.params), d + 3))
+            push((x.returns, d + 1))
+            push((x.body, d + 2))
+        elif isinstance(x, n.ConstDecl):
+            push(((x.annotation, x.value), d + 1))
+        elif isinstance(x, n.If):
+            push((x.test, d + 1))
+            push((x.body, d + 2))
+            while len(x.orelse) == 1 and id(x.orelse[0]) in elifs:  # if / elif_clause / suite
+                x = x.orelse[0]
+                push((x.test, d + 2))
+                push((x.body, d + 3))
+            push((x.orelse, d + 3))  # if / else_clause / suite
+        elif isinstance(x, (n.For, n.With)):
+            push((x.iter if isinstance(x, n.For) else x.context, d + 1))
+            push((x.body, d + 2))
+        elif isinstance(x, (n.ExprStmt, n.Return)):
+            push((getattr(x, "expr", None) or getattr(x, "value", None), d + 1))
+        elif isinstance(x, (n.Assign, n.AugAssign)):
+            push(((x.target, x.value, getattr(x, "annotation", None)), d + 1))
+    return None
