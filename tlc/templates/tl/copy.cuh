@@ -76,7 +76,7 @@ __device__ __forceinline__ void copy_g2s(T* smem, const T* g, long long stride, 
       }
     }
   } else if (vector_ok) {
-#pragma unroll
+#pragma unroll 1  // edge tiles only: keep the code small (compile time, instruction cache)
     for (int i = 0; i < ROUNDS; ++i) {
       const int v = static_cast<int>(threadIdx.x) + i * THREADS;
       if (VECS % THREADS != 0 && v >= VECS) continue;
@@ -91,11 +91,12 @@ __device__ __forceinline__ void copy_g2s(T* smem, const T* g, long long stride, 
       } else if (bytes == 16) {
         *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
       } else {
-#pragma unroll
+#pragma unroll 1
         for (int e = 0; e < VEC; ++e) dst[e] = (e * static_cast<int>(sizeof(T)) < bytes) ? src[e] : cvt<T>(0.0f);
       }
     }
   } else {
+#pragma unroll 1
     for (int i = threadIdx.x; i < ROWS * COLS; i += THREADS) {
       const int r = i / COLS, c = i % COLS;
       const long long gr = row0 + r, gc = col0 + c;
