@@ -199,7 +199,7 @@ class Kernel:
         if fast is not None and not kwargs and len(args) == len(self._runtime):
             # All arguments positional, default constants, one GPU: straight to the launcher,
             # which still checks every argument (and explains through the general path).
-            fast(dict(zip(self._runtime_names, args)))
+            fast(args)
             return
         if self.fn.kind == "tile_op":
             self.scheduled({})  # raises the not-yet-supported diagnostic
@@ -210,7 +210,7 @@ class Kernel:
             if launch is None:
                 launch = self._launchers[key] = self.compiled(constants, key[1]).call
             if not kwargs and not constants and not self._dtype_sources and _single_gpu():
-                self._fast = launch
+                self._fast = self.compiled(constants, key[1]).call_positional
             launch(values)
             return
         kernel = self.scheduled(constants)

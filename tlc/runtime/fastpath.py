@@ -26,19 +26,29 @@ MAX_GRID_X, MAX_GRID_YZ = 2**31 - 1, 65535
 _CACHE_SIZE = 4096  # distinct shape sizes, or values of one scalar, kept as ready NumPy scalars
 
 
-def build(compiled, fallback: Callable[[dict], object]) -> Callable[[dict], object]:
+def build(compiled, fallback: Callable[[dict], object], positional: bool = False) -> Callable:
     """`call(args)` for `compiled` (a `launch.CompiledKernel`): launches and returns True, or
-    returns `fallback(args)`."""
+    returns `fallback(args)`.  With `positional`, `args` is a tuple in parameter order (what a
+    positional call has), so no dict is built unless the call falls back."""
     import cupy
 
     kernel, gen = compiled.kernel, compiled.generated
     params = {p.name: p for p in kernel.params}
     contiguous = "_c_contiguous" if hasattr(cupy.ndarray, "_c_contiguous") else "flags.c_contiguous"
+    names = tuple(p.name for p in kernel.params)
+    if positional:
+        def to_dict(t, _fallback=fallback, _names=names):
+            return _fallback(dict(zip(_names, t)))
+        fallback = to_dict
     env = {"fallback": fallback, "CUPY": cupy.ndarray, "get_device": cupy.cuda.runtime.getDevice, "functions": compiled._functions,
            "I32_MAX": I32_MAX, "i32_cache": {}, "np_int32": np.int32, "BLOCK": compiled.block, "SMEM": compiled.smem}
-    lines = [f"if len(args) != {len(kernel.params)}:", "    return fallback(args)", "try:"]
-    lines += [f"    a{i} = args[{p.name!r}]" for i, p in enumerate(kernel.params)]
-    lines += ["except KeyError:", "    return fallback(args)"]
+    lines = [f"if len(args) != {len(kernel.params)}:", "    return fallback(args)"]
+    if positional:
+        lines.append(", ".join(f"a{i}" for i in range(len(names))) + (", = args" if len(names) == 1 else " = args"))
+    else:
+        lines.append("try:")
+        lines += [f"    a{i} = args[{p.name!r}]" for i, p in enumerate(kernel.params)]
+        lines += ["except KeyError:", "    return fallback(args)"]
     tensors = [(i, p) for i, p in enumerate(kernel.params) if p.kind == "tensor"]
     if tensors:
         for i, p in tensors:

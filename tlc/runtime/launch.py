@@ -39,6 +39,8 @@ class CompiledKernel:
         # `call(args)`: the generated fast path, falling back to `launch` (callers that launch
         # in a loop may hold `call` itself and skip this object's `__call__`)
         self.call = fastpath.build(self, fallback=self.launch)
+        # `call_positional(values)`: the same for a tuple of the arguments in parameter order
+        self.call_positional = fastpath.build(self, fallback=self.launch, positional=True)
 
     def function(self, device: int):
         """The kernel loaded on GPU `device` (loaded once per device: a module belongs to a
