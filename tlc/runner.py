@@ -38,9 +38,9 @@ def run(k, *, ins=(), shapes=(), outs=(), defines=(), check=False, bench=False, 
         if p is None or p.role != "tensor":
             raise inputs.InputError(f"--out {name}: '{k.name}' has no array parameter '{name}'")
     kernel = k.scheduled(constants)
-    from .interp.args import written_tensors
+    from .ir.walk import written_names
 
-    written = [p.name for p in fn.tensor_params if p.name in written_tensors(kernel)]
+    written = [p.name for p in fn.tensor_params if p.name in written_names(kernel.body)]
     where = "the CPU reference interpreter" if k.module.target == "cpu" else _gpu_name()
     report.lines.append(f"running {k.name} on {where}")
     reference = _copy.deepcopy(values) if check else None

@@ -60,8 +60,8 @@ def primitives(files: tuple = Sm80.primitive_files) -> str:
 
 
 def _written(kernel: ir.Kernel) -> set[str]:
-    from ..interp.args import written_tensors
-    return written_tensors(kernel)
+    from ..ir.walk import written_names
+    return written_names(kernel.body)
 
 
 def kernel_args(kernel: ir.Kernel) -> tuple[KernelArg, ...]:
@@ -148,7 +148,6 @@ class HostExprs:
     """Grid extents as C over the launcher's own parameters (host code, plain ints)."""
 
     def expr(self, e) -> str:
-        from .cexpr import CExprs
         text = _HostC().expr(e)
         return f"static_cast<unsigned>({text})"
 

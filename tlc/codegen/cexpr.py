@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..dtypes import DType
-from .cnames import c_name, c_type, compute_type, is_low_float, literal
+from .cnames import c_name, c_type, compute_type, literal
 
 
 class CodegenError(Exception):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ir
+from ..ir.walk import statements, variables
 from .cexpr import CodegenError
 from .cnames import c_name, c_type
 
@@ -205,8 +206,8 @@ class CopyGen:
             producers.append(s)
         if not producers:
             return None
-        assigned = {x.name for x in _walk(loop.body) if isinstance(x, (ir.Assign, ir.LetScalar))}
-        used = {v.name for p in producers for o in p.src.offsets for v in _vars(o)}
+        assigned = {x.name for x in statements(loop.body) if isinstance(x, (ir.Assign, ir.LetScalar))}
+        used = {v.name for p in producers for o in p.src.offsets for v in variables(o)}
         if used & assigned:
             return None
         rest = list(loop.body[len(producers):])
@@ -301,22 +302,3 @@ class CopyGen:
 
     def drain(self) -> None:
         """Finish what an overlapped pipeline left in flight (the sm_90a target's wgmma)."""
-
-def _walk(stmts):
-    for s in stmts:
-        yield s
-        for f in ("body", "then", "orelse"):
-            yield from _walk(getattr(s, f, ()))
-
-
-def _vars(e):
-    if isinstance(e, ir.Var):
-        yield e
-    for f in ("a", "b", "x", "cond"):
-        v = getattr(e, f, None)
-        if isinstance(v, ir.Expr):
-            yield from _vars(v)
-    for v in getattr(e, "args", ()) or ():
-        yield from _vars(v)
-    for v in getattr(e, "indices", ()) or ():
-        yield from _vars(v)

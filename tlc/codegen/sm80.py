@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ir
-from ..dtypes import I32, DType
+from ..ir.walk import loads, statement_exprs, statements
 from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layout
 from .cexpr import CExprs, CodegenError, cvt
 from .cnames import c_name, c_type, literal
@@ -377,8 +377,8 @@ class Sm80(CExprs, CopyGen, ReduceGen):
         plan: dict = {}
         saved = (self.in_parallel, self.loop_layout, getattr(self, "loop_vars", ()))
         self.in_parallel, self.loop_layout, self.loop_vars = True, layout, p.vars
-        for s in _walk_stmts(p.body):
-            accesses = [(x.name, x.indices, False) for e in _stmt_exprs(s) for x in _loads(e)]
+        for s in statements(p.body):
+            accesses = [(x.name, x.indices, False) for e in statement_exprs(s) for x in loads(e)]
             if isinstance(s, ir.Store):
                 accesses.append((s.name, s.indices, True))
             for name, indices, write in accesses:
@@ -486,36 +486,6 @@ class Sm80(CExprs, CopyGen, ReduceGen):
 
 
 _F32 = None
-
-
-def _walk_stmts(stmts):
-    for s in stmts:
-        yield s
-        for f in ("body", "then", "orelse"):
-            yield from _walk_stmts(getattr(s, f, ()))
-
-
-def _stmt_exprs(s):
-    for f in ("value", "cond"):
-        v = getattr(s, f, None)
-        if isinstance(v, ir.Expr):
-            yield v
-    for f in ("indices", "args"):
-        for v in getattr(s, f, ()) or ():
-            if isinstance(v, ir.Expr):
-                yield v
-
-
-def _loads(e):
-    if isinstance(e, ir.Load):
-        yield e
-    for f in ("a", "b", "x", "cond"):
-        v = getattr(e, f, None)
-        if isinstance(v, ir.Expr):
-            yield from _loads(v)
-    for v in list(getattr(e, "args", ()) or ()) + list(getattr(e, "indices", ()) or ()):
-        if isinstance(v, ir.Expr):
-            yield from _loads(v)
 
 
 def _b(flag: bool) -> str:

@@ -8,6 +8,7 @@ plain stores fill and wgmma reads next is fenced to the async proxy by its write
 from __future__ import annotations
 
 from .. import ir
+from ..ir.walk import statements
 from ..schedule.layout import wgmma_accumulator, wgmma_gemm
 from .cnames import c_name, c_type
 from .sm80 import Sm80, _b
@@ -20,7 +21,8 @@ class Sm90(Sm80):
     def __init__(self, kernel: ir.Kernel, sources=None, line_directives: bool = True):
         super().__init__(kernel, sources, line_directives)
         self.wgmma_types: dict = {}  # (n, dtype name, n_major_b) -> struct name
-        self.wgmma_operands = {x for g in _gemms(kernel.body) if self.uses_wgmma(g) for x in (g.a, g.b)}
+        self.wgmma_operands = {x for g in statements(kernel.body) if isinstance(g, ir.Gemm) and self.uses_wgmma(g)
+                               for x in (g.a, g.b)}
 
     def uses_wgmma(self, g: ir.Gemm) -> bool:
         c = self.buffers[g.c]
@@ -79,11 +81,3 @@ class Sm90(Sm80):
         super().stmt_Copy(c, async_copy)
         if not async_copy and c.dst.name in self.wgmma_operands:
             self.emit("tl::fence_proxy_async();")
-
-
-def _gemms(stmts):
-    for s in stmts:
-        if isinstance(s, ir.Gemm):
-            yield s
-        for f in ("body", "then", "orelse"):
-            yield from _gemms(getattr(s, f, ()))

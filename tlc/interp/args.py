@@ -12,8 +12,9 @@ import numpy as np
 
 from ..diagnostics import TlcError
 from ..dtypes import DType, from_numpy
-from ..ir.nodes import Atomic, Copy, For, If, Kernel, Param, Parallel, Region, Store, BufferRef
+from ..ir.nodes import Kernel, Param
 from .numerics import np_dtype
+from ..ir.walk import written_names
 
 
 class InterpError(TlcError):
@@ -42,22 +43,7 @@ def _dtype_name(dtype: np.dtype) -> str:
 
 def written_tensors(kernel: Kernel) -> set[str]:
     """Names that the kernel body stores to, copies into or updates atomically."""
-    out: set[str] = set()
-
-    def walk(body) -> None:
-        for s in body:
-            if isinstance(s, (Store, Atomic)):
-                out.add(s.name)
-            elif isinstance(s, Copy) and isinstance(s.dst, (Region, BufferRef)):
-                out.add(s.dst.name)
-            elif isinstance(s, (For, Parallel)):
-                walk(s.body)
-            elif isinstance(s, If):
-                walk(s.then)
-                walk(s.orelse)
-
-    walk(kernel.body)
-    return out
+    return written_names(kernel.body)
 
 
 def _scalar(p: Param, value):

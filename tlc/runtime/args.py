@@ -22,7 +22,7 @@ import numpy as np
 from ..diagnostics import TlcError
 from ..dtypes import DTYPES, DType, from_numpy
 from ..ir.nodes import Kernel
-from ..interp.args import written_tensors
+from ..ir.walk import written_names
 from .device_array import DeviceArray
 
 I32_MAX = 2**31 - 1
@@ -213,7 +213,7 @@ class Binder:
 
     def __init__(self, kernel: Kernel, generated):
         self.kernel = kernel
-        written = written_tensors(kernel)
+        written = written_names(kernel.body)
         symbols = kernel.shape_symbols()
         params = list(kernel.params)
         expect = [(p.name, p.kind) for p in params] + [(s, "shape") for s in symbols]

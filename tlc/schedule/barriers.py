@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import ir
-from .layout import _exprs, _walk, _walk_expr
+from ..ir.walk import statement_exprs, statements, subexprs
 
 
 def insert_barriers(kernel: ir.Kernel) -> ir.Kernel:
@@ -20,7 +20,7 @@ def insert_barriers(kernel: ir.Kernel) -> ir.Kernel:
 def _touches(s, shared) -> tuple[set, set]:
     """(reads, writes) of shared buffers by a statement and everything inside it."""
     reads, writes = set(), set()
-    for x in _walk([s]):
+    for x in statements([s]):
         if isinstance(x, ir.Copy):
             if x.src.name in shared:
                 reads.add(x.src.name)
@@ -39,8 +39,8 @@ def _touches(s, shared) -> tuple[set, set]:
                     reads.add(x.dst)
         elif isinstance(x, (ir.Store, ir.Atomic)) and x.name in shared:
             writes.add(x.name)
-        for e in _exprs(x):
-            for y in _walk_expr(e):
+        for e in statement_exprs(x):
+            for y in subexprs(e):
                 if isinstance(y, ir.Load) and y.name in shared:
                     reads.add(y.name)
     return reads, writes

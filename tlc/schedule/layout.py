@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, replace
 
 from .. import ir
+from ..ir.walk import loads, statement_exprs, statements
 
 VECTOR_BYTES = 16  # one 16-byte access per thread and run: what vectorized copies use
 
@@ -153,7 +154,7 @@ def assign_layouts(kernel: ir.Kernel, target: str = "sm_80") -> ir.Kernel:
     frags = {b.name: b for b in kernel.buffers if b.scope == "fragment"}
     buffers = {b.name: b for b in kernel.buffers}
     layouts: dict[str, object] = {}
-    stmts = list(_walk(kernel.body))
+    stmts = list(statements(kernel.body))
     for s in stmts:  # 1. gemm accumulators
         if isinstance(s, ir.Gemm) and s.c not in layouts:
             if target == "sm_90a" and wgmma_gemm(s, buffers, kernel.threads):
@@ -231,43 +232,12 @@ def _propagate_parallel(p: ir.Parallel, frags, layouts, threads) -> bool:
 
 
 def _accesses(stmts):
-    for s in _walk(stmts):
+    for s in statements(stmts):
         if isinstance(s, ir.Store):
             yield s.name, s.indices
-        for e in _exprs(s):
-            for x in _walk_expr(e):
-                if isinstance(x, ir.Load):
-                    yield x.name, x.indices
-
-
-def _walk(stmts):
-    for s in stmts:
-        yield s
-        for f in ("body", "then", "orelse"):
-            yield from _walk(getattr(s, f, ()))
-
-
-def _exprs(s):
-    for f in ("value", "cond", "start", "stop", "step"):
-        v = getattr(s, f, None)
-        if isinstance(v, ir.Expr):
-            yield v
-    for f in ("indices", "args"):
-        for v in getattr(s, f, ()) or ():
-            if isinstance(v, ir.Expr):
-                yield v
-
-
-def _walk_expr(e):
-    yield e
-    for f in ("a", "b", "x", "cond"):
-        v = getattr(e, f, None)
-        if isinstance(v, ir.Expr):
-            yield from _walk_expr(v)
-    for v in getattr(e, "args", ()) or ():
-        yield from _walk_expr(v)
-    for v in getattr(e, "indices", ()) or ():
-        yield from _walk_expr(v)
+        for e in statement_exprs(s):
+            for x in loads(e):
+                yield x.name, x.indices
 
 
 def _linear(index, shape) -> int:

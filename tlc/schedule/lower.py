@@ -10,11 +10,11 @@ from __future__ import annotations
 import itertools
 
 from .. import ir
-from ..dtypes import BOOL, F32, I32, DType
+from ..dtypes import BOOL, I32, DType
 from ..parser import nodes as n
 from ..typecheck import CheckedFunction
 from ..typecheck import rules
-from ..typecheck.types import GLOBAL, ScalarType, TensorType
+from ..typecheck.types import ScalarType, TensorType
 
 _MATH = frozenset(ir.MATH_FUNCS) - {"pow"}
 

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, replace
 
 from .. import ir
+from ..ir.walk import statement_exprs, statements, subexprs
 from ..diagnostics import Diagnostic, DiagnosticError
 
 ALIGN = 128  # bytes: 16-byte vector accesses, and a whole bank row
@@ -41,7 +42,7 @@ def plan_shared_memory(kernel: ir.Kernel, limit: int = SM90_LIMIT, sources: dict
     if not shared:
         return kernel
     stages = _pipeline_stages(kernel.body)
-    gemm_operands = {x for s in _walk(kernel.body) if isinstance(s, ir.Gemm) for x in (s.a, s.b)}
+    gemm_operands = {x for s in statements(kernel.body) if isinstance(s, ir.Gemm) for x in (s.a, s.b)}
     lifetimes = _lifetimes(kernel.body)
     layouts = {}
     for b in shared:
@@ -79,9 +80,9 @@ def _layout(b: ir.Buffer, stages: int, gemm_operand: bool) -> SharedLayout:
 def _pipeline_stages(body) -> dict[str, int]:
     """Shared buffers filled by copies inside a pipelined loop need one copy per stage."""
     out: dict[str, int] = {}
-    for s in _walk(body):
+    for s in statements(body):
         if isinstance(s, ir.For) and s.kind == "pipelined" and s.stages > 1:
-            for c in _walk(s.body):
+            for c in statements(s.body):
                 if isinstance(c, ir.Copy) and isinstance(c.dst, (ir.BufferRef, ir.Region)):
                     out[c.dst.name] = max(out.get(c.dst.name, 1), s.stages)
     return out
@@ -122,15 +123,15 @@ def _place(shared, layouts, lifetimes) -> dict[str, int]:
 
 def _names(s) -> set[str]:
     out = set()
-    for x in _walk([s]):
+    for x in statements([s]):
         for f in ("a", "b", "c", "buffer", "src", "dst", "name"):
             v = getattr(x, f, None)
             if isinstance(v, str):
                 out.add(v)
             elif isinstance(v, (ir.BufferRef, ir.Region)):
                 out.add(v.name)
-        for e in _exprs(x):
-            for y in _walk_expr(e):
+        for e in statement_exprs(x):
+            for y in subexprs(e):
                 if isinstance(y, ir.Load):
                     out.add(y.name)
     return out
@@ -148,5 +149,3 @@ def _kb(n: int) -> str:
 def _align(n: int, to: int = ALIGN) -> int:
     return -(-n // to) * to
 
-
-from .layout import _exprs, _walk, _walk_expr  # noqa: E402  (shared IR walkers)

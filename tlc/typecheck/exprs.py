@@ -8,9 +8,9 @@ from ..parser import nodes as n
 from ..parser.nodes import replace  # dataclasses.replace, faster
 from . import rules
 from .builtins import MATH_FLOAT, MATH_SAME, REDUCTIONS_TILE_OP, TILE_STATEMENTS, ALLOCATORS, LOOPS
-from .env import BLOCK, BUFFER, CONST, DTYPE, LOCAL, LOOP, SCALAR, SHAPE, TENSOR, did_you_mean
-from .types import (FRAGMENT, GLOBAL, LOCAL as LOCAL_SCOPE, SHARED, VALUE, BuiltinRef, DTypeValue,
-                    FunctionRef, LoopRange, ScalarType, StrType, TensorType, describe, format_shape)
+from .env import DTYPE, did_you_mean
+from .types import (FRAGMENT, GLOBAL, VALUE, BuiltinRef, DTypeValue, FunctionRef, ScalarType,
+                    StrType, TensorType, describe, format_shape)
 
 _BUILTIN_VALUES = MATH_FLOAT | MATH_SAME | {"min", "max", "pow", "where", "cdiv", "cast", "inf"} \
     | REDUCTIONS_TILE_OP | TILE_STATEMENTS | ALLOCATORS | LOOPS | {"grid"}
@@ -369,7 +369,7 @@ class ExprChecker:
                            f"to reduce a tile in a kernel, use reduce_{name}(src, dst, dim=...)")
             else:
                 self.error("E034", f"{name}() works on whole tensors inside a @tile_op", e.span,
-                           f"in a kernel, use reduce_sum(src, dst, dim=...)" if name in ("sum", "mean") else None)
+                           "in a kernel, use reduce_sum(src, dst, dim=...)" if name in ("sum", "mean") else None)
             return e
         if not self._arity(e, name, 1, 1, ("axis", "keepdims") if name != "softmax" else ("axis",)):
             return e

@@ -12,7 +12,7 @@ from .exprs import ExprChecker
 from .program import CheckedFunction, CheckedParam, SymbolUse
 from .stmts import StmtChecker
 from .tiles import TileChecker
-from .types import GLOBAL, VALUE, ScalarType, TensorType, describe, format_dim, format_shape
+from .types import GLOBAL, VALUE, ScalarType, TensorType, describe, format_shape
 
 
 def function_kind(fn: n.FunctionDef, bag) -> str | None:

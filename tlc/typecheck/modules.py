@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 from importlib import resources
 
-from ..diagnostics import DiagnosticError, Span
+from ..diagnostics import DiagnosticError
 from ..dtypes import DType, lookup
 from ..parser import nodes as n, parse
 from . import consteval
-from .builtins import DECORATORS
 from .env import ModuleEnv, did_you_mean
 from .functions import check_autotune, function_kind
 from .types import ScalarType
