@@ -50,3 +50,22 @@ def test_fragment_exchange_through_shared_memory_compiles(tmp_path):
     assert "exchange b through shared memory" in g.source
     assert g.smem_bytes == 32 * 32 * 4
     compile_object(g.source, "sm_80", tmp_path)
+
+
+STD_GEMM = ["matmul", "matmul_nt", "matmul_tn", "matmul_epilogue", "matmul_batched"]
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_std_gemm_compiles(arch, tmp_path):
+    from importlib import resources
+
+    from tlc.codegen import generate_file
+    from tlc.driver import check_file
+    from tlc.schedule import schedule
+
+    r = check_file(str(resources.files("tlc").joinpath("stdlib/gemm.tl")))
+    kernels = [schedule(r.program, name, {}, target=arch) for name in STD_GEMM]
+    source = generate_file(kernels, arch, sources=r.sources)
+    if arch == "sm_90a":
+        assert source.count("tl::gemm_wgmma<") == 4  # all but the TN kernel, whose A is M-major
+    compile_object(source, arch, tmp_path)

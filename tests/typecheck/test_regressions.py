@@ -23,3 +23,9 @@ def test_a_module_named_rel_dot_is_not_a_relative_import():
     r = check_source("from rel_dot import x\n", "r.tl")
     assert [d.code for d in r.diagnostics] == ["E026"]
     assert r.diagnostics[0].message.startswith("cannot import 'rel_dot'")
+
+
+def test_a_function_cannot_take_a_statement_name():
+    r = check_source("def copy(x: f32) -> f32:\n    return x\n", "r.tl")
+    assert [(d.code, d.message) for d in r.diagnostics] == [
+        ("E025", "'copy' is a statement of the language; a function cannot take its name")]

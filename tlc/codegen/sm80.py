@@ -128,7 +128,8 @@ class Sm80(CExprs, CopyGen, ReduceGen):
             text = f"tl::Blocked<{rows}, {cols}, {layout.threads}, {layout.vec}>"
         else:
             raise CodegenError(f"no C layout for {layout}", self.k.span)
-        alias = f"tl_layout_{len(self.layout_types)}"
+        # Named per kernel: a file that holds several kernels holds all their aliases.
+        alias = f"tl_{c_name(self.k.name)}_layout_{len(self.layout_types)}"
         self.layout_types[layout] = alias
         self.preamble.append(f"using {alias} = {text};")
         return alias

@@ -66,7 +66,7 @@ class Sm90(Sm80):
         if key not in self.wgmma_types:
             from . import environment
 
-            name = f"tl_wgmma_n{n}_{dtype.name}{'_nmajor' if n_major_b else ''}"
+            name = f"tl_{c_name(self.k.name)}_wgmma_n{n}_{dtype.name}{'_nmajor' if n_major_b else ''}"
             text = environment().get_template("wgmma_mma.cuh.j2").render(
                 name=name, n=n, ctype=c_type(dtype), ptx=dtype.name, n_major_b=n_major_b)
             self.preamble.extend(text.rstrip("\n").split("\n"))

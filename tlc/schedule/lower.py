@@ -197,6 +197,8 @@ class Lowerer:
             extents = tuple(other_shape)
             return ir.Region(e.id, tuple(ir.Const(0, I32) for _ in extents), extents, span=e.span)
         offsets, extents = [], []
+        # A region with more dimensions than the tile: its leading ones have extent 1.
+        other_shape = (1,) * (len(e.indices) - len(other_shape)) + tuple(other_shape)
         for idx, ext, other in zip(e.indices, e.ty.shape, other_shape):
             if isinstance(idx, n.Slice):
                 offsets.append(cast(self.expr(idx.lower), I32) if idx.lower is not None else ir.Const(0, I32))

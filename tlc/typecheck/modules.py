@@ -9,7 +9,10 @@ from ..diagnostics import DiagnosticError
 from ..dtypes import DType, lookup
 from ..parser import nodes as n, parse
 from . import consteval
+from .builtins import ALLOCATORS, LOOPS, TILE_STATEMENTS
 from .env import ModuleEnv, did_you_mean
+
+RESERVED_NAMES = TILE_STATEMENTS | ALLOCATORS | LOOPS | {"grid"}
 from .functions import check_autotune, function_kind
 from .types import ScalarType
 
@@ -34,6 +37,10 @@ class ProgramLoader:
         for fn in ast.functions:
             if fn.name in env.functions or fn.name in env.constants:
                 self.bag.error("E025", f"'{fn.name}' is already defined in this file", fn.name_span)
+                continue
+            if fn.name in RESERVED_NAMES:
+                self.bag.error("E025", f"'{fn.name}' is a statement of the language; a function cannot take its name",
+                               fn.name_span, f"call it, e.g., '{fn.name}_tiles'")
                 continue
             kind = function_kind(fn, self.bag)
             qual = f"{key}:{fn.name}"

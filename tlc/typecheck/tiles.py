@@ -173,10 +173,12 @@ class TileChecker:
             self.error("E036", "copy moves a tile between memory levels; both sides are in global memory", call.span,
                        "stage it through shared(...) or fragment(...)")
             return None
-        if s.rank != d.rank:
-            self.error("E036", f"copy between {s.rank}-D and {d.rank}-D tiles: {_shape_text(s)} and {_shape_text(d)}", call.span)
+        if s.rank != d.rank and not _leading_indices(src if s.rank > d.rank else dst, abs(s.rank - d.rank)):
+            self.error("E036", f"copy between {s.rank}-D and {d.rank}-D tiles: {_shape_text(s)} and {_shape_text(d)}",
+                       call.span, "a region of a tensor with more dimensions than the tile picks the extra leading "
+                       "ones with single indices: A[b, r, c]")
             return None
-        for i, (a, b) in enumerate(zip(s.shape, d.shape)):
+        for i, (a, b) in enumerate(zip(s.shape[-min(s.rank, d.rank):], d.shape[-min(s.rank, d.rank):])):
             if a is None or b is None:
                 continue
             va, vb = self.dim_value(a), self.dim_value(b)
@@ -328,6 +330,13 @@ class TileChecker:
             self.error("E053", f"the format has {holes} placeholder{'s' * (holes != 1)} but {len(args)} value"
                        f"{'s are' if len(args) != 1 else ' is'} given", call.span)
         return replace(call, args=(replace(call.args[0], ty=StrType()),) + args)
+
+
+def _leading_indices(operand, count: int) -> bool:
+    """Whether a copy operand is a global region whose first `count` dimensions are picked by
+    single indices (extent 1), so that it matches a tile with `count` fewer dimensions."""
+    return (isinstance(operand, n.Subscript) and operand.ty.scope == GLOBAL
+            and all(not isinstance(i, n.Slice) for i in operand.indices[:count]))
 
 
 def _shape_text(t: TensorType) -> str:

@@ -1,6 +1,6 @@
 #endif  // TL_PRIMITIVES
 
-using tl_layout_0 = tl::MmaAcc<128, 256, 2, 4>;
+using tl_matmul_layout_0 = tl::MmaAcc<128, 256, 2, 4>;
 
 extern "C" __global__ void __launch_bounds__(256) matmul(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int K, int N) {
   extern __shared__ __align__(128) unsigned char tl_smem[];
@@ -10,11 +10,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul(const half* __restrict_
   (void)by;
   half* As = reinterpret_cast<half*>(tl_smem + 98304);
   half* Bs = reinterpret_cast<half*>(tl_smem + 0);
-  float acc[tl_layout_0::REGS];  // fragment [128, 256]: mma_acc(warps=2x4, warp_tile=64x64)
+  float acc[tl_matmul_layout_0::REGS];  // fragment [128, 256]: mma_acc(warps=2x4, warp_tile=64x64)
   // 19: clear(acc)
 #line 19 "examples/gemm.tl"
   #pragma unroll
-  for (int tl_r = 0; tl_r < tl_layout_0::REGS; ++tl_r) acc[tl_r] = 0.0f;
+  for (int tl_r = 0; tl_r < tl_matmul_layout_0::REGS; ++tl_r) acc[tl_r] = 0.0f;
   // 20: for k in pipelined(cdiv(K, BK), stages=stages):
 #line 20 "examples/gemm.tl"
   {  // pipelined over 3 stages: copies run 2 iterations ahead through cp.async
@@ -51,7 +51,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul(const half* __restrict_
   }
   // 24: copy(acc, C[by * BM, bx * BN])
 #line 24 "examples/gemm.tl"
-  tl::copy_f2g<tl_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));
+  tl::copy_f2g<tl_matmul_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));
 }
 
 #ifndef __CUDACC_RTC__

@@ -1,8 +1,8 @@
 #endif  // TL_PRIMITIVES
 
-using tl_layout_0 = tl::MmaAcc<128, 256, 8, 1>;
+using tl_matmul_layout_0 = tl::MmaAcc<128, 256, 8, 1>;
 // wgmma.mma_async.m64n256k16 for half operands, f32 accumulation, B N-major.
-struct tl_wgmma_n256_f16_nmajor {
+struct tl_matmul_wgmma_n256_f16_nmajor {
   static constexpr int REGS = 128;
   __device__ static __forceinline__ void run(float* d, unsigned long long a, unsigned long long b) {
     asm volatile(
@@ -39,11 +39,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul(const half* __restrict_
   (void)by;
   half* As = reinterpret_cast<half*>(tl_smem + 98304);
   half* Bs = reinterpret_cast<half*>(tl_smem + 0);
-  float acc[tl_layout_0::REGS];  // fragment [128, 256]: mma_acc(warps=8x1, warp_tile=16x256)
+  float acc[tl_matmul_layout_0::REGS];  // fragment [128, 256]: mma_acc(warps=8x1, warp_tile=16x256)
   // 19: clear(acc)
 #line 19 "examples/gemm.tl"
   #pragma unroll
-  for (int tl_r = 0; tl_r < tl_layout_0::REGS; ++tl_r) acc[tl_r] = 0.0f;
+  for (int tl_r = 0; tl_r < tl_matmul_layout_0::REGS; ++tl_r) acc[tl_r] = 0.0f;
   // 20: for k in pipelined(cdiv(K, BK), stages=stages):
 #line 20 "examples/gemm.tl"
   {  // pipelined over 3 stages: copies run 2 iterations ahead through cp.async
@@ -66,7 +66,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul(const half* __restrict_
         (void)k;
         // 23: gemm(As, Bs, acc)
 #line 23 "examples/gemm.tl"
-        tl::gemm_wgmma<tl_wgmma_n256_f16_nmajor, half, 64, 128, 64, false, 1>((As + ((tl_k) % 3) * 8192), (Bs + ((tl_k) % 3) * 16384), acc);
+        tl::gemm_wgmma<tl_matmul_wgmma_n256_f16_nmajor, half, 64, 128, 64, false, 1>((As + ((tl_k) % 3) * 8192), (Bs + ((tl_k) % 3) * 16384), acc);
       }
       __syncthreads();  // every warpgroup is done with the stage the prefetch overwrites
       if (tl_k + 2 < tl_n) {
@@ -84,7 +84,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul(const half* __restrict_
   }
   // 24: copy(acc, C[by * BM, bx * BN])
 #line 24 "examples/gemm.tl"
-  tl::copy_f2g<tl_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));
+  tl::copy_f2g<tl_matmul_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));
 }
 
 #ifndef __CUDACC_RTC__

@@ -1,28 +1,28 @@
 #endif  // TL_PRIMITIVES
 
-using tl_layout_0 = tl::Blocked<4, 1024, 128, 4>;
-using tl_layout_1 = tl::Kept<tl_layout_0, 1>;
-using tl_layout_2 = tl::Kept<tl_layout_0, 0>;
+using tl_layernorm_layout_0 = tl::Blocked<4, 1024, 128, 4>;
+using tl_layernorm_layout_1 = tl::Kept<tl_layernorm_layout_0, 1>;
+using tl_layernorm_layout_2 = tl::Kept<tl_layernorm_layout_0, 0>;
 
 extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta, half* __restrict__ y, int M, int N) {
   extern __shared__ __align__(128) unsigned char tl_smem[];
   const int bx = blockIdx.x;
   (void)bx;
-  float row[tl_layout_0::REGS];  // fragment [4, 1024]: blocked(vec=4, threads=128)
-  float sq[tl_layout_0::REGS];  // fragment [4, 1024]: blocked(vec=4, threads=128)
-  float g[tl_layout_1::REGS];  // fragment [1024]: replicated(blocked(vec=4, threads=128), dropped=[0])
-  float b[tl_layout_1::REGS];  // fragment [1024]: replicated(blocked(vec=4, threads=128), dropped=[0])
-  float mean[tl_layout_2::REGS];  // fragment [4]: replicated(blocked(vec=4, threads=128), dropped=[1])
-  float inv_std[tl_layout_2::REGS];  // fragment [4]: replicated(blocked(vec=4, threads=128), dropped=[1])
+  float row[tl_layernorm_layout_0::REGS];  // fragment [4, 1024]: blocked(vec=4, threads=128)
+  float sq[tl_layernorm_layout_0::REGS];  // fragment [4, 1024]: blocked(vec=4, threads=128)
+  float g[tl_layernorm_layout_1::REGS];  // fragment [1024]: replicated(blocked(vec=4, threads=128), dropped=[0])
+  float b[tl_layernorm_layout_1::REGS];  // fragment [1024]: replicated(blocked(vec=4, threads=128), dropped=[0])
+  float mean[tl_layernorm_layout_2::REGS];  // fragment [4]: replicated(blocked(vec=4, threads=128), dropped=[1])
+  float inv_std[tl_layernorm_layout_2::REGS];  // fragment [4]: replicated(blocked(vec=4, threads=128), dropped=[1])
   // 18: copy(x[bx * BM, 0], row)
 #line 18 "examples/layernorm.tl"
-  tl::copy_g2f<tl_layout_0>(row, x, N, M, N, (bx * 4), 0);
+  tl::copy_g2f<tl_layernorm_layout_0>(row, x, N, M, N, (bx * 4), 0);
   // 19: copy(gamma[0], g)
 #line 19 "examples/layernorm.tl"
-  tl::copy_g2f<tl_layout_1>(g, gamma, N, 1, N, 0, 0);
+  tl::copy_g2f<tl_layernorm_layout_1>(g, gamma, N, 1, N, 0, 0);
   // 20: copy(beta[0], b)
 #line 20 "examples/layernorm.tl"
-  tl::copy_g2f<tl_layout_1>(b, beta, N, 1, N, 0, 0);
+  tl::copy_g2f<tl_layernorm_layout_1>(b, beta, N, 1, N, 0, 0);
   // 21: reduce_sum(row, mean, dim=1)
 #line 21 "examples/layernorm.tl"
   {  // reduce_sum(row -> mean, dim=1)
@@ -31,7 +31,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restri
     #pragma unroll
     for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::identity<tl::Op::sum>(float());
     #pragma unroll
-    for (int tl_r = 0; tl_r < tl_layout_0::REGS; ++tl_r) if (tl_layout_0::valid(threadIdx.x, tl_r)) tl_part[tl_slot[tl_r]] = tl::combine<tl::Op::sum>(tl_part[tl_slot[tl_r]], tl::prepare<tl::Op::sum>(tl::cvt<float>(row[tl_r])));
+    for (int tl_r = 0; tl_r < tl_layernorm_layout_0::REGS; ++tl_r) if (tl_layernorm_layout_0::valid(threadIdx.x, tl_r)) tl_part[tl_slot[tl_r]] = tl::combine<tl::Op::sum>(tl_part[tl_slot[tl_r]], tl::prepare<tl::Op::sum>(tl::cvt<float>(row[tl_r])));
     #pragma unroll
     for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::warp_allreduce<tl::Op::sum, 31u>(tl_part[tl_s]);
     for (int tl_i = threadIdx.x; tl_i < 4; tl_i += 128) reinterpret_cast<float*>(tl_smem + 0)[tl_i] = tl::identity<tl::Op::sum>(float());
@@ -39,20 +39,20 @@ extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restri
     constexpr int tl_first[4] = {0, 8, 16, 24};
     if ((threadIdx.x & 31u) == 0) {
     #pragma unroll
-      for (int tl_s = 0; tl_s < 4; ++tl_s) tl::atomic_combine<tl::Op::sum>(&reinterpret_cast<float*>(tl_smem + 0)[tl_layout_0::row(threadIdx.x, tl_first[tl_s])], tl_part[tl_s]);
+      for (int tl_s = 0; tl_s < 4; ++tl_s) tl::atomic_combine<tl::Op::sum>(&reinterpret_cast<float*>(tl_smem + 0)[tl_layernorm_layout_0::row(threadIdx.x, tl_first[tl_s])], tl_part[tl_s]);
     }
     __syncthreads();
     #pragma unroll
-    for (int tl_r = 0; tl_r < tl_layout_2::REGS; ++tl_r) if (tl_layout_2::valid(threadIdx.x, tl_r)) mean[tl_r] = tl::cvt<float>(reinterpret_cast<float*>(tl_smem + 0)[tl_layout_2::col(threadIdx.x, tl_r)]);
+    for (int tl_r = 0; tl_r < tl_layernorm_layout_2::REGS; ++tl_r) if (tl_layernorm_layout_2::valid(threadIdx.x, tl_r)) mean[tl_r] = tl::cvt<float>(reinterpret_cast<float*>(tl_smem + 0)[tl_layernorm_layout_2::col(threadIdx.x, tl_r)]);
     __syncthreads();
   }
   // 22: for i in parallel(BM):
 #line 22 "examples/layernorm.tl"
   // parallel (i) over [4]: replicated(blocked(vec=4, threads=128), dropped=[1])
   #pragma unroll
-  for (int tl_r = 0; tl_r < tl_layout_2::REGS; ++tl_r) {
-    const int i = tl_layout_2::col(threadIdx.x, tl_r);
-    if (!tl_layout_2::valid(threadIdx.x, tl_r)) continue;
+  for (int tl_r = 0; tl_r < tl_layernorm_layout_2::REGS; ++tl_r) {
+    const int i = tl_layernorm_layout_2::col(threadIdx.x, tl_r);
+    if (!tl_layernorm_layout_2::valid(threadIdx.x, tl_r)) continue;
     // 23: mean[i] = mean[i] / N
 #line 23 "examples/layernorm.tl"
     mean[tl_r] = (mean[tl_r] / tl::cvt<float>(N));
@@ -61,10 +61,10 @@ extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restri
 #line 24 "examples/layernorm.tl"
   // parallel (i, j) over [4, 1024]: blocked(vec=4, threads=128)
   #pragma unroll
-  for (int tl_r = 0; tl_r < tl_layout_0::REGS; ++tl_r) {
-    const int i = tl_layout_0::row(threadIdx.x, tl_r);
-    const int j = tl_layout_0::col(threadIdx.x, tl_r);
-    if (!tl_layout_0::valid(threadIdx.x, tl_r)) continue;
+  for (int tl_r = 0; tl_r < tl_layernorm_layout_0::REGS; ++tl_r) {
+    const int i = tl_layernorm_layout_0::row(threadIdx.x, tl_r);
+    const int j = tl_layernorm_layout_0::col(threadIdx.x, tl_r);
+    if (!tl_layernorm_layout_0::valid(threadIdx.x, tl_r)) continue;
     // 25: row[i, j] = where(j < N, row[i, j] - mean[i], 0.0)
 #line 25 "examples/layernorm.tl"
     row[tl_r] = ((j < N) ? (row[tl_r] - mean[tl_r]) : 0.0f);
@@ -80,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restri
     #pragma unroll
     for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::identity<tl::Op::sum>(float());
     #pragma unroll
-    for (int tl_r = 0; tl_r < tl_layout_0::REGS; ++tl_r) if (tl_layout_0::valid(threadIdx.x, tl_r)) tl_part[tl_slot[tl_r]] = tl::combine<tl::Op::sum>(tl_part[tl_slot[tl_r]], tl::prepare<tl::Op::sum>(tl::cvt<float>(sq[tl_r])));
+    for (int tl_r = 0; tl_r < tl_layernorm_layout_0::REGS; ++tl_r) if (tl_layernorm_layout_0::valid(threadIdx.x, tl_r)) tl_part[tl_slot[tl_r]] = tl::combine<tl::Op::sum>(tl_part[tl_slot[tl_r]], tl::prepare<tl::Op::sum>(tl::cvt<float>(sq[tl_r])));
     #pragma unroll
     for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::warp_allreduce<tl::Op::sum, 31u>(tl_part[tl_s]);
     for (int tl_i = threadIdx.x; tl_i < 4; tl_i += 128) reinterpret_cast<float*>(tl_smem + 0)[tl_i] = tl::identity<tl::Op::sum>(float());
@@ -88,20 +88,20 @@ extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restri
     constexpr int tl_first[4] = {0, 8, 16, 24};
     if ((threadIdx.x & 31u) == 0) {
     #pragma unroll
-      for (int tl_s = 0; tl_s < 4; ++tl_s) tl::atomic_combine<tl::Op::sum>(&reinterpret_cast<float*>(tl_smem + 0)[tl_layout_0::row(threadIdx.x, tl_first[tl_s])], tl_part[tl_s]);
+      for (int tl_s = 0; tl_s < 4; ++tl_s) tl::atomic_combine<tl::Op::sum>(&reinterpret_cast<float*>(tl_smem + 0)[tl_layernorm_layout_0::row(threadIdx.x, tl_first[tl_s])], tl_part[tl_s]);
     }
     __syncthreads();
     #pragma unroll
-    for (int tl_r = 0; tl_r < tl_layout_2::REGS; ++tl_r) if (tl_layout_2::valid(threadIdx.x, tl_r)) inv_std[tl_r] = tl::cvt<float>(reinterpret_cast<float*>(tl_smem + 0)[tl_layout_2::col(threadIdx.x, tl_r)]);
+    for (int tl_r = 0; tl_r < tl_layernorm_layout_2::REGS; ++tl_r) if (tl_layernorm_layout_2::valid(threadIdx.x, tl_r)) inv_std[tl_r] = tl::cvt<float>(reinterpret_cast<float*>(tl_smem + 0)[tl_layernorm_layout_2::col(threadIdx.x, tl_r)]);
     __syncthreads();
   }
   // 28: for i in parallel(BM):
 #line 28 "examples/layernorm.tl"
   // parallel (i) over [4]: replicated(blocked(vec=4, threads=128), dropped=[1])
   #pragma unroll
-  for (int tl_r = 0; tl_r < tl_layout_2::REGS; ++tl_r) {
-    const int i = tl_layout_2::col(threadIdx.x, tl_r);
-    if (!tl_layout_2::valid(threadIdx.x, tl_r)) continue;
+  for (int tl_r = 0; tl_r < tl_layernorm_layout_2::REGS; ++tl_r) {
+    const int i = tl_layernorm_layout_2::col(threadIdx.x, tl_r);
+    if (!tl_layernorm_layout_2::valid(threadIdx.x, tl_r)) continue;
     // 29: inv_std[i] = rsqrt(inv_std[i] / N + eps)
 #line 29 "examples/layernorm.tl"
     inv_std[tl_r] = rsqrtf(((inv_std[tl_r] / tl::cvt<float>(N)) + 1e-05f));
@@ -110,17 +110,17 @@ extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restri
 #line 30 "examples/layernorm.tl"
   // parallel (i, j) over [4, 1024]: blocked(vec=4, threads=128)
   #pragma unroll
-  for (int tl_r = 0; tl_r < tl_layout_0::REGS; ++tl_r) {
-    const int i = tl_layout_0::row(threadIdx.x, tl_r);
-    const int j = tl_layout_0::col(threadIdx.x, tl_r);
-    if (!tl_layout_0::valid(threadIdx.x, tl_r)) continue;
+  for (int tl_r = 0; tl_r < tl_layernorm_layout_0::REGS; ++tl_r) {
+    const int i = tl_layernorm_layout_0::row(threadIdx.x, tl_r);
+    const int j = tl_layernorm_layout_0::col(threadIdx.x, tl_r);
+    if (!tl_layernorm_layout_0::valid(threadIdx.x, tl_r)) continue;
     // 31: row[i, j] = row[i, j] * inv_std[i] * g[j] + b[j]
 #line 31 "examples/layernorm.tl"
     row[tl_r] = (((row[tl_r] * inv_std[tl_r]) * g[tl_r]) + b[tl_r]);
   }
   // 32: copy(row, y[bx * BM, 0])
 #line 32 "examples/layernorm.tl"
-  tl::copy_f2g<tl_layout_0>(y, row, N, M, N, (bx * 4), 0);
+  tl::copy_f2g<tl_layernorm_layout_0>(y, row, N, M, N, (bx * 4), 0);
 }
 
 #ifndef __CUDACC_RTC__

@@ -1,0 +1,40 @@
+"""The std modules as files, and NumPy references of std.gemm's kernels."""
+from importlib import resources
+
+import numpy as np
+
+GEMM_PATH = str(resources.files("tlc").joinpath("stdlib/gemm.tl"))
+
+
+def gelu(x):
+    return 0.5 * x * (1 + np.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
+
+
+ACTS = {0: lambda x: x, 1: gelu, 2: lambda x: np.maximum(x, 0), 3: lambda x: x / (1 + np.exp(-x))}
+
+
+def rel_err(got, want) -> float:
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    assert np.isfinite(got).all(), "an output was not written (or is not finite)"
+    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
+
+
+def cases(rng, dtype):
+    """(kernel, args, constants, reference) for every kernel of std.gemm, ragged shapes."""
+    f = lambda *s: rng.standard_normal(s).astype(np.float32).astype(dtype)  # noqa: E731
+    M, N, K = 130, 270, 100
+    A, B, Bt, At = f(M, K), f(K, N), f(N, K), f(K, M)
+    A32, B32 = A.astype(np.float32), B.astype(np.float32)
+    bias = rng.standard_normal(N).astype(np.float32)
+    C0 = f(M, N)
+    Ab, Bb = f(3, 70, 50), f(3, 50, 90)
+    out = []
+    out.append(("matmul", [A, B, np.full((M, N), np.nan, dtype)], {}, A32 @ B32))
+    out.append(("matmul_nt", [A, Bt, np.full((M, N), np.nan, dtype)], {}, A32 @ Bt.astype(np.float32).T))
+    out.append(("matmul_tn", [At, B, np.full((M, N), np.nan, dtype)], {}, At.astype(np.float32).T @ B32))
+    for act in (0, 1, 2, 3):
+        ref = ACTS[act](0.5 * (A32 @ B32) + bias + 2.0 * C0.astype(np.float32))
+        out.append(("matmul_epilogue", [A, B, C0.copy(), bias, 0.5, 2.0], {"ACT": act}, ref))
+    out.append(("matmul_batched", [Ab, Bb, np.full((3, 70, 90), np.nan, dtype)], {},
+                Ab.astype(np.float32) @ Bb.astype(np.float32)))
+    return out
