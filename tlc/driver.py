@@ -63,8 +63,22 @@ def check_source(text: str, path: str = "<string>") -> CheckResult:
     return CheckResult([], {path: text}, program)
 
 
+def resolve_path(path: str) -> str:
+    """A file name, or `std.NAME` for a module of the standard library (when no file has that
+    name): `tlc run std.gemm -k matmul`, `tlc.load("std.gemm")`."""
+    if path.startswith("std.") and not os.path.exists(path):
+        from importlib import resources
+
+        parts = path.split(".")[1:]
+        candidate = resources.files("tlc").joinpath("stdlib", *parts[:-1], parts[-1] + ".tl")
+        if parts and all(p.isidentifier() for p in parts) and candidate.is_file():
+            return str(candidate)
+    return path
+
+
 def check_file(path: str) -> CheckResult:
     """`tlc check`: raises `SourceError` for a file that cannot be read at all."""
+    path = resolve_path(path)
     try:
         text = read_source(path)
     except DiagnosticError as e:

@@ -38,3 +38,8 @@ def test_import_from_another_file(tmp_path):
     p.write_text("from std.gemm import matmul, matmul_nt\n")
     mod = tlc.load(str(p), target="cpu")
     assert mod.program.function("matmul").kind == "kernel"
+
+
+def test_std_modules_load_by_name():
+    mod = tlc.load("std.gemm", target="cpu")
+    assert "matmul" in mod.kernels
