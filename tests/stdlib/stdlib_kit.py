@@ -38,3 +38,16 @@ def cases(rng, dtype):
     out.append(("matmul_batched", [Ab, Bb, np.full((3, 70, 90), np.nan, dtype)], {},
                 Ab.astype(np.float32) @ Bb.astype(np.float32)))
     return out
+
+
+MATH_PATH = str(__import__("pathlib").Path(__file__).resolve().parents[1] / "programs" / "std_math.tl")
+
+
+def math_reference(x):
+    from math import erf
+
+    x = x.astype(np.float64)
+    sig = 1 / (1 + np.exp(-x))
+    return np.stack([gelu(x), 0.5 * x * (1 + np.vectorize(erf)(x / np.sqrt(2))), x * sig, np.maximum(x, 0),
+                     np.where(x >= 0, x, 0.1 * x), np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20)))),
+                     x / (1 + np.exp(-1.702 * x))])
