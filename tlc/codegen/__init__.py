@@ -106,8 +106,8 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
         launcher_params.append(f"{a.c_type.replace(' __restrict__', '')} {cname}")
         call_args.append(cname)
     launcher_params.append("cudaStream_t stream")
-    host = HostExprs()
-    grid = [host.expr(g) for g in kernel.grid] + ["1"] * (3 - len(kernel.grid))
+    host = HostC()
+    grid = [f"static_cast<unsigned>({host.expr(g)})" for g in kernel.grid] + ["1"] * (3 - len(kernel.grid))
     constants = ", ".join(f"{k}={v}" for k, v in kernel.constants)
     fp8 = any(t.dtype.name.startswith("f8") for t in list(kernel.params) + list(kernel.buffers))
     source = environment().get_template("kernel.cu.j2").render(
@@ -144,15 +144,9 @@ def header(kernels: list, arch: str, cu_name: str, source_name: str) -> str:
                                                             cu_name=cu_name, kernels=items)
 
 
-class HostExprs:
+class HostC:
     """Grid extents as C over the launcher's own parameters (host code, plain ints)."""
 
-    def expr(self, e) -> str:
-        text = _HostC().expr(e)
-        return f"static_cast<unsigned>({text})"
-
-
-class _HostC:
     def expr(self, e):
         if isinstance(e, ir.Const):
             return str(int(e.value)) if not e.dtype.is_float else repr(float(e.value))

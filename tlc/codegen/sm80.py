@@ -14,7 +14,7 @@ from .. import ir
 from ..ir.walk import loads, statement_exprs, statements
 from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layout
 from .cexpr import CExprs, CodegenError, cvt
-from .cnames import c_name, c_type, literal
+from .cnames import c_name, c_type, compute_type, literal
 from .copies import CopyGen
 from .ranges import provably_within
 from .reductions import ReduceGen
@@ -214,8 +214,8 @@ class Sm80(CExprs, CopyGen, ReduceGen):
     def stmt_Print(self, s: ir.Print) -> None:
         args = []
         for a in s.args:
-            if a.dtype.is_float:
-                args.append(f"static_cast<double>({self._in(a, a.dtype) if a.dtype.name == 'f64' else cvt(self.expr(a), a.dtype, _F32)})")
+            if a.dtype.is_float:  # printf takes doubles; 16- and 8-bit floats go through float
+                args.append(f"static_cast<double>({cvt(self.expr(a), a.dtype, compute_type(a.dtype))})")
             elif a.dtype.name in ("i64", "u64"):
                 args.append(self.expr(a))
             else:
@@ -486,9 +486,6 @@ class Sm80(CExprs, CopyGen, ReduceGen):
         return True
 
 
-_F32 = None
-
-
 def _b(flag: bool) -> str:
     return "true" if flag else "false"
 
@@ -498,12 +495,3 @@ def _prod(shape) -> int:
     for d in shape:
         out *= d
     return out
-
-
-def _init():
-    global _F32
-    from ..dtypes import F32
-    _F32 = F32
-
-
-_init()

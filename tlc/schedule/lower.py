@@ -277,11 +277,7 @@ class Lowerer:
         if op in ("==", "!=", "<", "<=", ">", ">="):
             dt = rules.combine(ta, tb)
             return ir.BinOp(op, cast(a, dt), cast(b, dt), BOOL, span=span)
-        dt = rules.arithmetic(op, ta, tb)
-        if op == "/" and dt.is_float:
-            return ir.BinOp("/", cast(a, dt), cast(b, dt), dt, span=span)
-        if op in ("<<", ">>"):
-            return ir.BinOp(op, cast(a, dt), cast(b, dt), dt, span=span)
+        dt = rules.arithmetic(op, ta, tb)  # `/` of integers is already f32 here (rule T3)
         return ir.BinOp(op, cast(a, dt), cast(b, dt), dt, span=span)
 
     def expr_BinOp(self, e: n.BinOp):

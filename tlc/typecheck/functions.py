@@ -2,7 +2,7 @@
 constants, dtypes), its body, and what it returns."""
 from __future__ import annotations
 
-from ..dtypes import DType, F32, lookup
+from ..dtypes import ALIASES, DTYPES, DType, F32, lookup
 from ..parser import nodes as n
 from ..parser.nodes import replace  # dataclasses.replace, faster
 from . import consteval, rules
@@ -95,7 +95,8 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
             return self.consts.get(t.name)
         dt = lookup(t.name)
         if dt is None:
-            known = set(n for n, v in self.consts.items() if isinstance(v, DType)) | {"f16", "bf16", "f32", "f64", "i8", "i32", "i64", "u8", "u32", "bool", "int", "float", "const", "dtype"}
+            known = {name for name, v in self.consts.items() if isinstance(v, DType)} | set(DTYPES) | set(ALIASES) \
+                | {"const", "dtype"}
             self.error("E021", f"unknown type '{t.name}'", t.span, did_you_mean(t.name, known))
         return dt
 
