@@ -239,3 +239,21 @@ def test_fragment_exchange_program_on_the_interpreter():
     B = np.full_like(A, np.nan)
     mod.transpose(A, B)
     np.testing.assert_array_equal(B, 2 * A.T)
+
+
+@pytest.mark.parametrize("N", [2500, 1025])
+def test_softmax_and_layernorm_rows_longer_than_a_tile(N):
+    """Rows of more than BN columns go through the tile loop (online softmax; layernorm's three
+    passes), and every element is written."""
+    r = np.random.default_rng(N)
+    x = (r.standard_normal((9, N)) * 2 + 1).astype(np.float16)
+    y = np.full((9, N), np.nan, np.float16)
+    tlc.load(str(EXAMPLES / "softmax.tl"), target="cpu").softmax(x, y)
+    xf = x.astype(np.float64)
+    e = np.exp(xf - xf.max(1, keepdims=True))
+    np.testing.assert_allclose(y.astype(np.float64), e / e.sum(1, keepdims=True), rtol=5e-3, atol=1e-5)
+    g, b = r.standard_normal(N).astype(np.float32), r.standard_normal(N).astype(np.float32)
+    y = np.full((9, N), np.nan, np.float16)
+    tlc.load(str(EXAMPLES / "layernorm.tl"), target="cpu").layernorm(x, g, b, y)
+    ref = (xf - xf.mean(1, keepdims=True)) / np.sqrt(xf.var(1, keepdims=True) + 1e-5) * g + b
+    np.testing.assert_allclose(y.astype(np.float64), ref, rtol=1e-2, atol=1e-2)

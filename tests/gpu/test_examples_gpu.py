@@ -89,7 +89,7 @@ def softmax_ref(x):
     return e / e.sum(axis=1, keepdims=True)
 
 
-@pytest.mark.parametrize("M,N", [(37, 1000), (64, 1024), (5, 3)])
+@pytest.mark.parametrize("M,N", [(37, 1000), (64, 1024), (5, 3), (9, 2500)])
 def test_softmax(M, N):
     x = rng(M * N).standard_normal((M, N)).astype(np.float16) * 3
     y = np.full((M, N), np.nan, np.float16)
@@ -97,7 +97,7 @@ def test_softmax(M, N):
     assert rel_err(y, softmax_ref(x)) < 2e-3
 
 
-@pytest.mark.parametrize("M,N", [(37, 1000), (8, 1024)])
+@pytest.mark.parametrize("M,N", [(37, 1000), (8, 1024), (9, 2500)])
 def test_layernorm(M, N):
     r = rng(M + N)
     x = r.standard_normal((M, N)).astype(np.float16)

@@ -14,113 +14,163 @@ extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restri
   float b[tl_layernorm_layout_1::REGS];  // fragment [1024]: replicated(blocked(vec=4, threads=128), dropped=[0])
   float mean[tl_layernorm_layout_2::REGS];  // fragment [4]: replicated(blocked(vec=4, threads=128), dropped=[1])
   float inv_std[tl_layernorm_layout_2::REGS];  // fragment [4]: replicated(blocked(vec=4, threads=128), dropped=[1])
-  // 18: copy(x[bx * BM, 0], row)
-#line 18 "examples/layernorm.tl"
-  tl::copy_g2f<tl_layernorm_layout_0>(row, x, N, M, N, (bx * 4), 0);
-  // 19: copy(gamma[0], g)
-#line 19 "examples/layernorm.tl"
-  tl::copy_g2f<tl_layernorm_layout_1>(g, gamma, N, 1, N, 0, 0);
-  // 20: copy(beta[0], b)
+  // 20: tiles = cdiv(N, BN)
 #line 20 "examples/layernorm.tl"
-  tl::copy_g2f<tl_layernorm_layout_1>(b, beta, N, 1, N, 0, 0);
-  // 21: reduce_sum(row, mean, dim=1)
+  int tiles = 0;
+  tiles = tl::floordiv(((N + 1024) - 1), 1024);
+  // 21: clear(mean)
 #line 21 "examples/layernorm.tl"
-  {  // reduce_sum(row -> mean, dim=1)
-    constexpr int tl_slot[32] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
-    float tl_part[4];
-    #pragma unroll
-    for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::identity<tl::Op::sum>(float());
-    #pragma unroll
-    for (int tl_r = 0; tl_r < tl_layernorm_layout_0::REGS; ++tl_r) if (tl_layernorm_layout_0::valid(threadIdx.x, tl_r)) tl_part[tl_slot[tl_r]] = tl::combine<tl::Op::sum>(tl_part[tl_slot[tl_r]], tl::prepare<tl::Op::sum>(tl::cvt<float>(row[tl_r])));
-    #pragma unroll
-    for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::warp_allreduce<tl::Op::sum, 31u>(tl_part[tl_s]);
-    for (int tl_i = threadIdx.x; tl_i < 4; tl_i += 128) reinterpret_cast<float*>(tl_smem + 0)[tl_i] = tl::identity<tl::Op::sum>(float());
-    __syncthreads();
-    constexpr int tl_first[4] = {0, 8, 16, 24};
-    if ((threadIdx.x & 31u) == 0) {
-    #pragma unroll
-      for (int tl_s = 0; tl_s < 4; ++tl_s) tl::atomic_combine<tl::Op::sum>(&reinterpret_cast<float*>(tl_smem + 0)[tl_layernorm_layout_0::row(threadIdx.x, tl_first[tl_s])], tl_part[tl_s]);
-    }
-    __syncthreads();
-    #pragma unroll
-    for (int tl_r = 0; tl_r < tl_layernorm_layout_2::REGS; ++tl_r) if (tl_layernorm_layout_2::valid(threadIdx.x, tl_r)) mean[tl_r] = tl::cvt<float>(reinterpret_cast<float*>(tl_smem + 0)[tl_layernorm_layout_2::col(threadIdx.x, tl_r)]);
-    __syncthreads();
-  }
-  // 22: for i in parallel(BM):
+  #pragma unroll
+  for (int tl_r = 0; tl_r < tl_layernorm_layout_2::REGS; ++tl_r) mean[tl_r] = 0.0f;
+  // 22: clear(inv_std)
 #line 22 "examples/layernorm.tl"
+  #pragma unroll
+  for (int tl_r = 0; tl_r < tl_layernorm_layout_2::REGS; ++tl_r) inv_std[tl_r] = 0.0f;
+  // 23: for t in range(tiles):
+#line 23 "examples/layernorm.tl"
+  for (int t = 0; t < tiles; t += 1) {
+    // 24: copy(x[bx * BM, t * BN], row)
+#line 24 "examples/layernorm.tl"
+    tl::copy_g2f<tl_layernorm_layout_0>(row, x, N, M, N, (bx * 4), (t * 1024));
+    // 25: reduce_sum(row, mean, dim=1, clear=False)
+#line 25 "examples/layernorm.tl"
+    {  // reduce_sum(row -> mean, dim=1)
+      constexpr int tl_slot[32] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
+      float tl_part[4];
+      #pragma unroll
+      for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::identity<tl::Op::sum>(float());
+      #pragma unroll
+      for (int tl_r = 0; tl_r < tl_layernorm_layout_0::REGS; ++tl_r) if (tl_layernorm_layout_0::valid(threadIdx.x, tl_r)) tl_part[tl_slot[tl_r]] = tl::combine<tl::Op::sum>(tl_part[tl_slot[tl_r]], tl::prepare<tl::Op::sum>(tl::cvt<float>(row[tl_r])));
+      #pragma unroll
+      for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::warp_allreduce<tl::Op::sum, 31u>(tl_part[tl_s]);
+      for (int tl_i = threadIdx.x; tl_i < 4; tl_i += 128) reinterpret_cast<float*>(tl_smem + 0)[tl_i] = tl::identity<tl::Op::sum>(float());
+      __syncthreads();
+      constexpr int tl_first[4] = {0, 8, 16, 24};
+      if ((threadIdx.x & 31u) == 0) {
+      #pragma unroll
+        for (int tl_s = 0; tl_s < 4; ++tl_s) tl::atomic_combine<tl::Op::sum>(&reinterpret_cast<float*>(tl_smem + 0)[tl_layernorm_layout_0::row(threadIdx.x, tl_first[tl_s])], tl_part[tl_s]);
+      }
+      __syncthreads();
+      #pragma unroll
+      for (int tl_r = 0; tl_r < tl_layernorm_layout_2::REGS; ++tl_r) if (tl_layernorm_layout_2::valid(threadIdx.x, tl_r)) mean[tl_r] = tl::cvt<float>(tl::combine<tl::Op::sum>(tl::cvt<float>(mean[tl_r]), reinterpret_cast<float*>(tl_smem + 0)[tl_layernorm_layout_2::col(threadIdx.x, tl_r)]));
+      __syncthreads();
+    }
+  }
+  // 26: for i in parallel(BM):
+#line 26 "examples/layernorm.tl"
   // parallel (i) over [4]: replicated(blocked(vec=4, threads=128), dropped=[1])
   #pragma unroll
   for (int tl_r = 0; tl_r < tl_layernorm_layout_2::REGS; ++tl_r) {
     const int i = tl_layernorm_layout_2::col(threadIdx.x, tl_r);
     if (!tl_layernorm_layout_2::valid(threadIdx.x, tl_r)) continue;
-    // 23: mean[i] = mean[i] / N
-#line 23 "examples/layernorm.tl"
+    // 27: mean[i] = mean[i] / N
+#line 27 "examples/layernorm.tl"
     mean[tl_r] = (mean[tl_r] / tl::cvt<float>(N));
   }
-  // 24: for i, j in parallel(BM, BN):
-#line 24 "examples/layernorm.tl"
-  // parallel (i, j) over [4, 1024]: blocked(vec=4, threads=128)
-  #pragma unroll
-  for (int tl_r = 0; tl_r < tl_layernorm_layout_0::REGS; ++tl_r) {
-    const int i = tl_layernorm_layout_0::row(threadIdx.x, tl_r);
-    const int j = tl_layernorm_layout_0::col(threadIdx.x, tl_r);
-    if (!tl_layernorm_layout_0::valid(threadIdx.x, tl_r)) continue;
-    // 25: row[i, j] = where(j < N, row[i, j] - mean[i], 0.0)
-#line 25 "examples/layernorm.tl"
-    row[tl_r] = ((j < N) ? (row[tl_r] - mean[tl_r]) : 0.0f);
-    // 26: sq[i, j] = row[i, j] * row[i, j]
-#line 26 "examples/layernorm.tl"
-    sq[tl_r] = (row[tl_r] * row[tl_r]);
-  }
-  // 27: reduce_sum(sq, inv_std, dim=1)
-#line 27 "examples/layernorm.tl"
-  {  // reduce_sum(sq -> inv_std, dim=1)
-    constexpr int tl_slot[32] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
-    float tl_part[4];
-    #pragma unroll
-    for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::identity<tl::Op::sum>(float());
-    #pragma unroll
-    for (int tl_r = 0; tl_r < tl_layernorm_layout_0::REGS; ++tl_r) if (tl_layernorm_layout_0::valid(threadIdx.x, tl_r)) tl_part[tl_slot[tl_r]] = tl::combine<tl::Op::sum>(tl_part[tl_slot[tl_r]], tl::prepare<tl::Op::sum>(tl::cvt<float>(sq[tl_r])));
-    #pragma unroll
-    for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::warp_allreduce<tl::Op::sum, 31u>(tl_part[tl_s]);
-    for (int tl_i = threadIdx.x; tl_i < 4; tl_i += 128) reinterpret_cast<float*>(tl_smem + 0)[tl_i] = tl::identity<tl::Op::sum>(float());
-    __syncthreads();
-    constexpr int tl_first[4] = {0, 8, 16, 24};
-    if ((threadIdx.x & 31u) == 0) {
-    #pragma unroll
-      for (int tl_s = 0; tl_s < 4; ++tl_s) tl::atomic_combine<tl::Op::sum>(&reinterpret_cast<float*>(tl_smem + 0)[tl_layernorm_layout_0::row(threadIdx.x, tl_first[tl_s])], tl_part[tl_s]);
-    }
-    __syncthreads();
-    #pragma unroll
-    for (int tl_r = 0; tl_r < tl_layernorm_layout_2::REGS; ++tl_r) if (tl_layernorm_layout_2::valid(threadIdx.x, tl_r)) inv_std[tl_r] = tl::cvt<float>(reinterpret_cast<float*>(tl_smem + 0)[tl_layernorm_layout_2::col(threadIdx.x, tl_r)]);
-    __syncthreads();
-  }
-  // 28: for i in parallel(BM):
+  // 28: for t in range(tiles):
 #line 28 "examples/layernorm.tl"
+  for (int t = 0; t < tiles; t += 1) {
+    // 29: if tiles > 1:
+#line 29 "examples/layernorm.tl"
+    if ((tiles > 1)) {
+      // 30: copy(x[bx * BM, t * BN], row)
+#line 30 "examples/layernorm.tl"
+      tl::copy_g2f<tl_layernorm_layout_0>(row, x, N, M, N, (bx * 4), (t * 1024));
+    }
+    // 31: for i, j in parallel(BM, BN):
+#line 31 "examples/layernorm.tl"
+    // parallel (i, j) over [4, 1024]: blocked(vec=4, threads=128)
+    #pragma unroll
+    for (int tl_r = 0; tl_r < tl_layernorm_layout_0::REGS; ++tl_r) {
+      const int i = tl_layernorm_layout_0::row(threadIdx.x, tl_r);
+      const int j = tl_layernorm_layout_0::col(threadIdx.x, tl_r);
+      if (!tl_layernorm_layout_0::valid(threadIdx.x, tl_r)) continue;
+      // 32: row[i, j] = where(t * BN + j < N, row[i, j] - mean[i], 0.0)
+#line 32 "examples/layernorm.tl"
+      row[tl_r] = ((((t * 1024) + j) < N) ? (row[tl_r] - mean[tl_r]) : 0.0f);
+      // 33: sq[i, j] = row[i, j] * row[i, j]
+#line 33 "examples/layernorm.tl"
+      sq[tl_r] = (row[tl_r] * row[tl_r]);
+    }
+    // 34: reduce_sum(sq, inv_std, dim=1, clear=False)
+#line 34 "examples/layernorm.tl"
+    {  // reduce_sum(sq -> inv_std, dim=1)
+      constexpr int tl_slot[32] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
+      float tl_part[4];
+      #pragma unroll
+      for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::identity<tl::Op::sum>(float());
+      #pragma unroll
+      for (int tl_r = 0; tl_r < tl_layernorm_layout_0::REGS; ++tl_r) if (tl_layernorm_layout_0::valid(threadIdx.x, tl_r)) tl_part[tl_slot[tl_r]] = tl::combine<tl::Op::sum>(tl_part[tl_slot[tl_r]], tl::prepare<tl::Op::sum>(tl::cvt<float>(sq[tl_r])));
+      #pragma unroll
+      for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::warp_allreduce<tl::Op::sum, 31u>(tl_part[tl_s]);
+      for (int tl_i = threadIdx.x; tl_i < 4; tl_i += 128) reinterpret_cast<float*>(tl_smem + 0)[tl_i] = tl::identity<tl::Op::sum>(float());
+      __syncthreads();
+      constexpr int tl_first[4] = {0, 8, 16, 24};
+      if ((threadIdx.x & 31u) == 0) {
+      #pragma unroll
+        for (int tl_s = 0; tl_s < 4; ++tl_s) tl::atomic_combine<tl::Op::sum>(&reinterpret_cast<float*>(tl_smem + 0)[tl_layernorm_layout_0::row(threadIdx.x, tl_first[tl_s])], tl_part[tl_s]);
+      }
+      __syncthreads();
+      #pragma unroll
+      for (int tl_r = 0; tl_r < tl_layernorm_layout_2::REGS; ++tl_r) if (tl_layernorm_layout_2::valid(threadIdx.x, tl_r)) inv_std[tl_r] = tl::cvt<float>(tl::combine<tl::Op::sum>(tl::cvt<float>(inv_std[tl_r]), reinterpret_cast<float*>(tl_smem + 0)[tl_layernorm_layout_2::col(threadIdx.x, tl_r)]));
+      __syncthreads();
+    }
+  }
+  // 35: for i in parallel(BM):
+#line 35 "examples/layernorm.tl"
   // parallel (i) over [4]: replicated(blocked(vec=4, threads=128), dropped=[1])
   #pragma unroll
   for (int tl_r = 0; tl_r < tl_layernorm_layout_2::REGS; ++tl_r) {
     const int i = tl_layernorm_layout_2::col(threadIdx.x, tl_r);
     if (!tl_layernorm_layout_2::valid(threadIdx.x, tl_r)) continue;
-    // 29: inv_std[i] = rsqrt(inv_std[i] / N + eps)
-#line 29 "examples/layernorm.tl"
+    // 36: inv_std[i] = rsqrt(inv_std[i] / N + eps)
+#line 36 "examples/layernorm.tl"
     inv_std[tl_r] = rsqrtf(((inv_std[tl_r] / tl::cvt<float>(N)) + 1e-05f));
   }
-  // 30: for i, j in parallel(BM, BN):
-#line 30 "examples/layernorm.tl"
-  // parallel (i, j) over [4, 1024]: blocked(vec=4, threads=128)
-  #pragma unroll
-  for (int tl_r = 0; tl_r < tl_layernorm_layout_0::REGS; ++tl_r) {
-    const int i = tl_layernorm_layout_0::row(threadIdx.x, tl_r);
-    const int j = tl_layernorm_layout_0::col(threadIdx.x, tl_r);
-    if (!tl_layernorm_layout_0::valid(threadIdx.x, tl_r)) continue;
-    // 31: row[i, j] = row[i, j] * inv_std[i] * g[j] + b[j]
-#line 31 "examples/layernorm.tl"
-    row[tl_r] = (((row[tl_r] * inv_std[tl_r]) * g[tl_r]) + b[tl_r]);
+  // 37: for t in range(tiles):
+#line 37 "examples/layernorm.tl"
+  for (int t = 0; t < tiles; t += 1) {
+    // 38: if tiles > 1:
+#line 38 "examples/layernorm.tl"
+    if ((tiles > 1)) {
+      // 39: copy(x[bx * BM, t * BN], row)
+#line 39 "examples/layernorm.tl"
+      tl::copy_g2f<tl_layernorm_layout_0>(row, x, N, M, N, (bx * 4), (t * 1024));
+      // 40: for i, j in parallel(BM, BN):
+#line 40 "examples/layernorm.tl"
+      // parallel (i, j) over [4, 1024]: blocked(vec=4, threads=128)
+      #pragma unroll
+      for (int tl_r = 0; tl_r < tl_layernorm_layout_0::REGS; ++tl_r) {
+        const int i = tl_layernorm_layout_0::row(threadIdx.x, tl_r);
+        const int j = tl_layernorm_layout_0::col(threadIdx.x, tl_r);
+        if (!tl_layernorm_layout_0::valid(threadIdx.x, tl_r)) continue;
+        // 41: row[i, j] = row[i, j] - mean[i]
+#line 41 "examples/layernorm.tl"
+        row[tl_r] = (row[tl_r] - mean[tl_r]);
+      }
+    }
+    // 42: copy(gamma[t * BN], g)
+#line 42 "examples/layernorm.tl"
+    tl::copy_g2f<tl_layernorm_layout_1>(g, gamma, N, 1, N, 0, (t * 1024));
+    // 43: copy(beta[t * BN], b)
+#line 43 "examples/layernorm.tl"
+    tl::copy_g2f<tl_layernorm_layout_1>(b, beta, N, 1, N, 0, (t * 1024));
+    // 44: for i, j in parallel(BM, BN):
+#line 44 "examples/layernorm.tl"
+    // parallel (i, j) over [4, 1024]: blocked(vec=4, threads=128)
+    #pragma unroll
+    for (int tl_r = 0; tl_r < tl_layernorm_layout_0::REGS; ++tl_r) {
+      const int i = tl_layernorm_layout_0::row(threadIdx.x, tl_r);
+      const int j = tl_layernorm_layout_0::col(threadIdx.x, tl_r);
+      if (!tl_layernorm_layout_0::valid(threadIdx.x, tl_r)) continue;
+      // 45: row[i, j] = row[i, j] * inv_std[i] * g[j] + b[j]
+#line 45 "examples/layernorm.tl"
+      row[tl_r] = (((row[tl_r] * inv_std[tl_r]) * g[tl_r]) + b[tl_r]);
+    }
+    // 46: copy(row, y[bx * BM, t * BN])
+#line 46 "examples/layernorm.tl"
+    tl::copy_f2g<tl_layernorm_layout_0>(y, row, N, M, N, (bx * 4), (t * 1024));
   }
-  // 32: copy(row, y[bx * BM, 0])
-#line 32 "examples/layernorm.tl"
-  tl::copy_f2g<tl_layernorm_layout_0>(y, row, N, M, N, (bx * 4), 0);
 }
 
 #ifndef __CUDACC_RTC__
