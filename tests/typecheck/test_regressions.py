@@ -29,3 +29,13 @@ def test_a_function_cannot_take_a_statement_name():
     r = check_source("def copy(x: f32) -> f32:\n    return x\n", "r.tl")
     assert [(d.code, d.message) for d in r.diagnostics] == [
         ("E025", "'copy' is a statement of the language; a function cannot take its name")]
+
+
+def test_a_loop_variable_does_not_outlive_its_loop():
+    """Found by fuzzing the scheduler: Python lets `t` outlive `for t in ...`, the generated C
+    does not, and the IR verifier caught the stale name."""
+    src = ("@kernel\ndef k(A: f32[N]):\n    with grid(1, threads=32) as bx:\n        for t in range(4):\n"
+           "            pass\n        x = t + 1\n")
+    r = check_source(src, "r.tl")
+    assert [(d.code, d.hint) for d in r.diagnostics] == [
+        ("E020", "'t' is the variable of a loop above; a loop variable exists only inside its loop")]

@@ -38,7 +38,9 @@ class ExprChecker:
         if e.id in _BUILTIN_VALUES:
             return replace(e, ty=BuiltinRef(e.id))
         candidates = self.scope.names() | set(self.module.constants) | set(self.module.functions) | _BUILTIN_VALUES
-        self.error("E020", f"unknown name '{e.id}'", e.span, did_you_mean(e.id, candidates))
+        hint = (f"'{e.id}' is the variable of a loop above; a loop variable exists only inside its loop"
+                if e.id in getattr(self, "ended_loops", ()) else did_you_mean(e.id, candidates))
+        self.error("E020", f"unknown name '{e.id}'", e.span, hint)
         return e
 
     # ---- dispatch ----------------------------------------------------------------------------

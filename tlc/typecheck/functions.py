@@ -57,6 +57,7 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
         self.in_grid = self.in_parallel = self.grid_seen = False
         self.depth = 0
         self.loops: list[str] = []
+        self.ended_loops: set[str] = set()  # loop variables whose loop is over (for a hint)
         self.returns = None
         self.calls: list = []
 

@@ -206,10 +206,18 @@ class StmtChecker:
             self.error("E047", "a pipelined loop cannot be inside a parallel loop", it.span)
         it = self._loop_args(it, kind)
         var = s.targets[0]
+        # A loop variable lives only inside its loop (unlike Python's): the generated C
+        # declares it in the loop, and a value read after the loop would be a stale index.
+        previous = self.scope.symbols.get(var.id)
         self._define_loop_var(var)
         self.loops.append(kind)
         body = self.block(s.body)
         self.loops.pop()
+        if previous is None:
+            self.scope.symbols.pop(var.id, None)
+            self.ended_loops.add(var.id)
+        else:
+            self.scope.symbols[var.id] = previous
         it = replace(self.statement_call(it), ty=LoopRange(kind))
         return replace(s, iter=it, targets=(replace(var, ty=ScalarType(I32)),), body=body)
 
