@@ -110,7 +110,8 @@ def run(file, kernel, ins, shapes, outs, defines, target, check, bench, seed) ->
 @click.argument("file")
 @click.option("-k", "--kernel", "kernels", multiple=True, help="Only these kernels (default: every kernel).")
 @click.option("-D", "defines", multiple=True, metavar="NAME=VALUE", help="Set a constant or dtype parameter.")
-@click.option("--arch", type=click.Choice(["sm_80", "sm_90a"]), default="sm_80", show_default=True)
+@click.option("--arch", default="sm_80", show_default=True,
+              help="The target: sm_80 (Ampere and later) or sm_90a (Hopper), or one a plugin registers.")
 @click.option("--emit", type=click.Choice(["cu", "ptx", "cubin", "ir"]), default="cu", show_default=True)
 @click.option("-o", "--output", help="Write here instead of to stdout.")
 @click.option("--header", help="Also write the C header of the launchers here.")

@@ -26,6 +26,23 @@ from .sm90 import Sm90
 TARGETS = {"sm_80": Sm80, "sm_90a": Sm90}
 
 
+@functools.lru_cache(maxsize=1)
+def targets() -> dict:
+    """The code generators by architecture name: tlc's own, and any that another package
+    registers in the `tlc.targets` entry point group (a class like `Sm90(Sm80)`)."""
+    from importlib.metadata import entry_points
+
+    found = dict(TARGETS)
+    for ep in entry_points(group="tlc.targets"):
+        if ep.name not in found:
+            try:
+                found[ep.name] = ep.load()
+            except Exception as e:  # noqa: BLE001 - a broken plugin must not break tlc's own targets
+                import warnings
+                warnings.warn(f"tlc target '{ep.name}' could not be loaded: {e}", stacklevel=2)
+    return found
+
+
 @dataclass(frozen=True)
 class KernelArg:
     name: str
@@ -83,9 +100,11 @@ def kernel_args(kernel: ir.Kernel) -> tuple[KernelArg, ...]:
 
 def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = True,
              sources: dict | None = None, source_name: str | None = None) -> GeneratedKernel:
-    if arch not in TARGETS:
-        raise CodegenError(f"unknown target architecture '{arch}'; tlc targets {', '.join(TARGETS)}")
-    gen = TARGETS[arch](kernel, sources, line_directives)
+    known = targets()
+    if arch not in known:
+        raise DiagnosticError([Diagnostic("E071", f"unknown target architecture '{arch}'", None,
+                                          f"tlc generates code for {', '.join(known)}")])
+    gen = known[arch](kernel, sources, line_directives)
     try:
         out = gen.generate()
     except CodegenError as e:
