@@ -257,3 +257,11 @@ def test_softmax_and_layernorm_rows_longer_than_a_tile(N):
     tlc.load(str(EXAMPLES / "layernorm.tl"), target="cpu").layernorm(x, g, b, y)
     ref = (xf - xf.mean(1, keepdims=True)) / np.sqrt(xf.var(1, keepdims=True) + 1e-5) * g + b
     np.testing.assert_allclose(y.astype(np.float64), ref, rtol=1e-2, atol=1e-2)
+
+
+def test_local_buffer_program_on_the_interpreter():
+    path = Path(__file__).resolve().parent / "programs" / "local_tile.tl"
+    A = np.random.default_rng(6).standard_normal(29).astype(np.float32)
+    B = np.full_like(A, np.nan)
+    tlc.load(str(path), target="cpu").k(A, B)
+    np.testing.assert_array_equal(B, 2 * A)

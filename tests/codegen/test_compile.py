@@ -69,3 +69,16 @@ def test_std_gemm_compiles(arch, tmp_path):
     if arch == "sm_90a":
         assert source.count("tl::gemm_wgmma<") == 4  # all but the TN kernel, whose A is M-major
     compile_object(source, arch, tmp_path)
+
+
+def test_local_buffer_copies_compile(tmp_path):
+    from pathlib import Path
+
+    from tlc.codegen import generate
+    from tlc.driver import check_file
+    from tlc.schedule import schedule
+
+    r = check_file(str(Path(__file__).resolve().parents[1] / "programs" / "local_tile.tl"))
+    g = generate(schedule(r.program, "k", {}), "sm_80", sources=r.sources)
+    assert "tl::copy_g2l<float, float, 1, 8>" in g.source and "tl::copy_l2g<float, float, 1, 8>" in g.source
+    compile_object(g.source, "sm_80", tmp_path)

@@ -168,3 +168,11 @@ def test_gemm_trans_b(consts):
     C = np.full((200, 150), np.nan, np.float16)
     mod.matmul_nt(A, B, C, **consts)
     assert rel_err(C.astype(np.float32), A.astype(np.float32) @ B.astype(np.float32).T) < 1e-2
+
+
+def test_local_buffer_copies():
+    path = Path(__file__).resolve().parents[1] / "programs" / "local_tile.tl"
+    A = rng(6).standard_normal(29).astype(np.float32)
+    B = np.full_like(A, np.nan)
+    tlc.load(str(path), target="cuda").k(A, B)
+    np.testing.assert_array_equal(B, 2 * A)

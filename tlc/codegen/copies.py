@@ -120,14 +120,9 @@ class CopyGen:
                           f"{lay.swizzle_bytes}>({dst}, {v.base}, {args});")
         elif b.scope == "fragment":
             info = self.fragment(b.name)
-            self.require_fragment_shape(b, c)
             self.emit(f"tl::copy_g2f<{info.c_layout}>({c_name(b.name)}, {v.base}, {args});")
         else:
-            self.emit(f"for (int tl_i = 0; tl_i < {rows * cols}; ++tl_i) {{")
-            self.emit(f"  const long long tl_gr = {v.row0} + tl_i / {cols}, tl_gc = {v.col0} + tl_i % {cols};")
-            self.emit(f"  {c_name(b.name)}[tl_i] = (tl_gr >= 0 && tl_gr < {v.rows} && tl_gc >= 0 && tl_gc < {v.cols}) ? "
-                      f"tl::cvt<{U}>({v.base}[tl_gr * {v.stride} + tl_gc]) : tl::cvt<{U}>(0.0f);")
-            self.emit("}")
+            self.emit(f"tl::copy_g2l<{T}, {U}, {rows}, {cols}>({c_name(b.name)}, {v.base}, {args});")
 
     def copy_to_global(self, v: GlobalView, region, b: ir.Buffer, c) -> None:
         p = self.params[region.name]
@@ -142,19 +137,9 @@ class CopyGen:
                       f"{v.base}, {self.smem_pointer(b.name)}, {args});")
         elif b.scope == "fragment":
             info = self.fragment(b.name)
-            self.require_fragment_shape(b, c)
             self.emit(f"tl::copy_f2g<{info.c_layout}>({v.base}, {c_name(b.name)}, {args});")
         else:
-            # A local buffer is per thread: every thread holds the same tile, one writes it.
-            self.emit(f"if (threadIdx.x == 0) for (int tl_i = 0; tl_i < {rows * cols}; ++tl_i) {{")
-            self.emit(f"  const long long tl_gr = {v.row0} + tl_i / {cols}, tl_gc = {v.col0} + tl_i % {cols};")
-            self.emit(f"  if (tl_gr >= 0 && tl_gr < {v.rows} && tl_gc >= 0 && tl_gc < {v.cols}) "
-                      f"{v.base}[tl_gr * {v.stride} + tl_gc] = tl::cvt<{U}>({c_name(b.name)}[tl_i]);")
-            self.emit("}")
-
-    def require_fragment_shape(self, b: ir.Buffer, c) -> None:
-        """Fragments of every layout copy through their C layout (a replicated one as a 1-D
-        tile, each replica loading, and storing, the same values)."""
+            self.emit(f"tl::copy_l2g<{T}, {U}, {rows}, {cols}>({v.base}, {c_name(b.name)}, {args});")
 
     def copy_between_buffers(self, s: ir.Buffer, d: ir.Buffer, c) -> None:
         ss, ds = self.buffer_shape2d(s, s), self.buffer_shape2d(d, d)
@@ -166,12 +151,10 @@ class CopyGen:
             self.emit(f"tl::copy_s2s<{T}, {U}, {rows}, {cols}, {self.k.threads}, {s.layout.pad}, {s.layout.swizzle_bytes}, "
                       f"{d.layout.pad}, {d.layout.swizzle_bytes}>({self.smem_pointer(d.name)}, {self.smem_pointer(s.name)});")
         elif kinds == ("shared", "fragment"):
-            self.require_fragment_shape(d, c)
             info = self.fragment(d.name)
             self.emit(f"tl::copy_s2f<{info.c_layout}, {T}, {U}, {rows}, {cols}, {s.layout.pad}, {s.layout.swizzle_bytes}>("
                       f"{c_name(d.name)}, {self.smem_pointer(s.name)});")
         elif kinds == ("fragment", "shared"):
-            self.require_fragment_shape(s, c)
             info = self.fragment(s.name)
             self.emit(f"tl::copy_f2s<{info.c_layout}, {T}, {U}, {rows}, {cols}, {d.layout.pad}, {d.layout.swizzle_bytes}>("
                       f"{self.smem_pointer(d.name)}, {c_name(s.name)});")
@@ -282,9 +265,7 @@ class CopyGen:
         self.emit(f"const int {var} = tl_k;")
         self.emit(f"(void){var};")
         saved = self.staged(plan, "tl_k")
-        self.pipelined_depth += 1
         self.block(plan.rest)
-        self.pipelined_depth -= 1
         self.smem_base = saved
         self.indent -= 1
         self.emit("}")

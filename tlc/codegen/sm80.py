@@ -22,7 +22,6 @@ from .reductions import ReduceGen
 
 @dataclass
 class FragmentInfo:
-    layout: object
     c_layout: str  # the C type of its layout, e.g. tl_layout_acc
     regs: str      # C expression: its register count
 
@@ -47,7 +46,6 @@ class Sm80(CExprs, CopyGen, ReduceGen):
         self.loop_layout = None
         self.smem_base: dict[str, str] = {}
         self.in_parallel = False
-        self.pipelined_depth = 0
         self.scratch_bytes = 0
         self.layout_types: dict = {}  # layout object -> C alias
         self.preamble: list[str] = []
@@ -139,10 +137,7 @@ class Sm80(CExprs, CopyGen, ReduceGen):
         if b.layout is None:
             raise CodegenError(f"the fragment '{name}' has no layout", b.span)
         alias = self.c_layout(b.layout)
-        return FragmentInfo(b.layout, alias, f"{alias}::REGS")
-
-    def is_2d_index(self, layout) -> bool:
-        return isinstance(layout, MmaAccumulator) or len(layout.shape) == 2
+        return FragmentInfo(alias, f"{alias}::REGS")
 
     # ---- statements --------------------------------------------------------------------------
     def block(self, stmts) -> None:

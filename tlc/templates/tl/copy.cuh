@@ -140,4 +140,25 @@ __device__ __forceinline__ void copy_g2s_convert(U* smem, const T* g, long long 
   }
 }
 
+// A per-thread (local) ROWS x COLS tile <- global, element by element, converting to U.
+template <typename T, typename U, int ROWS, int COLS>
+__device__ __forceinline__ void copy_g2l(U* local, const T* g, long long stride, long long rows, long long cols,
+                                         long long row0, long long col0) {
+  for (int i = 0; i < ROWS * COLS; ++i) {
+    const long long gr = row0 + i / COLS, gc = col0 + i % COLS;
+    local[i] = (gr >= 0 && gr < rows && gc >= 0 && gc < cols) ? cvt<U>(g[gr * stride + gc]) : cvt<U>(0.0f);
+  }
+}
+
+// A per-thread (local) tile -> global: every thread holds the same tile, so thread 0 writes it.
+template <typename T, typename U, int ROWS, int COLS>
+__device__ __forceinline__ void copy_l2g(U* g, const T* local, long long stride, long long rows, long long cols,
+                                         long long row0, long long col0) {
+  if (threadIdx.x != 0) return;
+  for (int i = 0; i < ROWS * COLS; ++i) {
+    const long long gr = row0 + i / COLS, gc = col0 + i % COLS;
+    if (gr >= 0 && gr < rows && gc >= 0 && gc < cols) g[gr * stride + gc] = cvt<U>(local[i]);
+  }
+}
+
 }  // namespace tl
