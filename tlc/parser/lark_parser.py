@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import sys
 from importlib import resources
-from pathlib import Path
 
 import lark
 from lark import Lark, Token
 from lark.lexer import PatternStr
 from lark.indenter import Indenter
 
+from ..cachedir import cache_dir
 from .lexer import TileLexer
 from .transformer import ToAst
 
@@ -102,9 +101,6 @@ class TileIndenter(Indenter):
                    else Token(self.DEDENT_type, "", 0, 1, 1, 1, 1, 0))
 
 
-def cache_dir() -> Path:
-    env = os.environ.get("TLC_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "tlc"
 
 
 def _cache_file(grammar: str, options: dict) -> str | None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import __version__
+from ..cachedir import cache_dir
 
 _MAGIC = b"TLCBIN1"
 _BIN, _SRC = ".bin", ".cu"
@@ -39,8 +40,7 @@ class CacheWarning(UserWarning):
 
 
 def default_dir() -> Path:
-    env = os.environ.get("TLC_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "tlc"
+    return cache_dir()
 
 
 @functools.lru_cache(maxsize=None)
