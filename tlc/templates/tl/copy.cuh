@@ -46,6 +46,20 @@ __device__ __forceinline__ void cp_async_16_full(void* dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
 }
 
+// The same tile element by element, by THREADS workers of which this thread is `worker`
+// (unaligned rows; also the warp-specialized producer's copy when the TMA cannot be used).
+template <typename T, int ROWS, int COLS, int THREADS, int PAD, int SWIZZLE>
+__device__ __forceinline__ void copy_g2s_elements(T* smem, const T* g, long long stride, long long rows, long long cols,
+                                                  long long row0, long long col0, int worker) {
+#pragma unroll 1
+  for (int i = worker; i < ROWS * COLS; i += THREADS) {
+    const int r = i / COLS, c = i % COLS;
+    const long long gr = row0 + r, gc = col0 + c;
+    const bool in = gr >= 0 && gr < rows && gc >= 0 && gc < cols;
+    smem[smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r, c)] = in ? g[gr * stride + gc] : cvt<T>(0.0f);
+  }
+}
+
 // global[row0 : row0+ROWS, col0 : col0+COLS] (a row-major tensor with `rows` x `cols`
 // elements and `stride` elements between rows) -> a shared ROWS x COLS tile.  Three paths,
 // chosen once per call (the choice is the same in every thread): a tile wholly inside the
@@ -96,13 +110,7 @@ __device__ __forceinline__ void copy_g2s(T* smem, const T* g, long long stride, 
       }
     }
   } else {
-#pragma unroll 1
-    for (int i = threadIdx.x; i < ROWS * COLS; i += THREADS) {
-      const int r = i / COLS, c = i % COLS;
-      const long long gr = row0 + r, gc = col0 + c;
-      const bool in = gr >= 0 && gr < rows && gc >= 0 && gc < cols;
-      smem[smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r, c)] = in ? g[gr * stride + gc] : cvt<T>(0.0f);
-    }
+    copy_g2s_elements<T, ROWS, COLS, THREADS, PAD, SWIZZLE>(smem, g, stride, rows, cols, row0, col0, threadIdx.x);
   }
 }
 
