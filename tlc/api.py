@@ -3,7 +3,9 @@ kernels callable with arrays.
 
 Owns binding a call's arguments to a kernel's parameters (arrays and scalars positionally in
 declaration order, constants and dtypes as keywords, dtype parameters bound from the arrays),
-the per-constants cache of scheduled kernels, and choosing the executor.
+the per-constants cache of scheduled kernels, choosing the executor, and completing a GPU
+call's constants from the recorded configurations (config_table: config.json beside the module;
+the interpreter keeps the kernel's own defaults, which give the same results).
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import sys
 
 import numpy as np
 
-from . import driver, ir
+from . import config_table, driver, ir
 from .diagnostics import DiagnosticError, TlcError
 from .dtypes import DType
 from .runtime.args import array_dtype
@@ -100,6 +102,7 @@ class Kernel:
         self._runtime = fn.runtime_params
         self._runtime_names = tuple(p.name for p in fn.runtime_params)
         self._fast = None  # the launcher for positional calls with default constants
+        self._rules = None  # the recorded configurations (config.json beside the module), read once
         self._dtype_sources = {p.name: tuple(t.name for t in fn.tensor_params if _annotation_name(fn, t.name) == p.name)
                                for p in fn.params if p.role == "dtype"}
 
@@ -148,6 +151,32 @@ class Kernel:
                 raise CallError(f"the dtype parameter '{name}' is {found[0]} from '{found[1]}' but {dt} from '{tensor}'")
             found = (dt, tensor)
         return found[0] if found else None
+
+    def recorded_rules(self) -> tuple:
+        """The rules of the config.json beside this kernel's module (config_table), checked
+        against the kernel's parameters once; () when it has none."""
+        if self._rules is None:
+            rules = config_table.rules_for(self.fn.module_path, self.name) if self.fn.module_path else ()
+            known = {**{s: "shape" for s in self.fn.shape_symbols}, **{p.name: p.role for p in self.fn.params}}
+            config_table.check_rules(rules, self.name, known, self.fn.module_path)
+            self._rules = rules
+        return self._rules
+
+    def with_recorded(self, values: dict, constants: dict, arch: str) -> dict:
+        """`constants` completed by the recorded configuration for a call on `arch` with the
+        arrays in `values` (its shape bucket); a constant given by the caller always wins."""
+        rules = self.recorded_rules()
+        if not rules:
+            return constants
+        shapes = {}
+        for sym, uses in self.fn.shape_symbols.items():
+            use = next((u for u in uses if u.param in values), None)
+            shape = getattr(values[use.param], "shape", None) if use else None
+            if shape is not None and use.axis < len(shape):
+                shapes[sym] = int(shape[use.axis])
+        dtypes = {p.name: constants.get(p.name, p.value) for p in self.fn.params if p.role == "dtype"}
+        chosen = config_table.choose(rules, arch, shapes, dtypes)
+        return {**chosen, **constants} if chosen else constants
 
     def scheduled(self, constants: dict, arch: str = "sm_80") -> ir.Kernel:
         """The scheduled tile IR for `constants` and the target `arch` (which picks the gemm
@@ -205,11 +234,14 @@ class Kernel:
             self.scheduled({})  # raises the not-yet-supported diagnostic
         values, constants = self.bind(args, kwargs)
         if self.module.target == "cuda":
-            key = (tuple(constants.items()), _current_device())
+            device = _current_device()
+            if self.recorded_rules():
+                constants = self.with_recorded(values, constants, _device_arch(device))
+            key = (tuple(constants.items()), device)
             launch = self._launchers.get(key)
             if launch is None:
                 launch = self._launchers[key] = self.compiled(constants, key[1]).call
-            if not kwargs and not constants and not self._dtype_sources and _single_gpu():
+            if not kwargs and not constants and not self._dtype_sources and not self._rules and _single_gpu():
                 self._fast = self.compiled(constants, key[1]).call_positional
             launch(values)
             return
@@ -231,6 +263,17 @@ def _current_device() -> int:
         from cupy.cuda.runtime import getDevice
         _get_device = getDevice
     return _get_device()
+
+
+_archs: dict = {}  # device -> the code generator's arch for it
+
+
+def _device_arch(device: int) -> str:
+    arch = _archs.get(device)
+    if arch is None:
+        from .runtime import target_arch
+        arch = _archs[device] = target_arch(device)
+    return arch
 
 
 _gpu_count = None

@@ -11,7 +11,7 @@ KERNELS = ["matmul", "matmul_nt", "matmul_tn", "matmul_epilogue", "matmul_batche
 
 def test_std_gemm_checks_clean_and_has_its_kernels():
     mod = tlc.load(GEMM_PATH, target="cpu")
-    assert sorted(mod.kernels) == sorted(KERNELS)
+    assert set(KERNELS) <= set(mod.kernels)  # the precision and shape kernels are tested beside this file
 
 
 @pytest.mark.parametrize("dtype", [F16, BF16])

@@ -1,0 +1,155 @@
+"""Recorded kernel configurations (LANGUAGE.md section 6): the `config.json` beside a `.tl`
+file, read when a kernel is called without explicit constants.
+
+Owns the file's format, its validation (a broken file is a `ConfigError` naming the file,
+kernel and rule, never a traceback), and choosing the constants for one call from the
+kernel's GPU architecture and the call's shape bucket.  Does not own measuring (`tlc tune`
+will write these files) or when a call consults it (tlc/api.py).
+
+Format, one file per folder of `.tl` files:
+
+    {"format": 1,
+     "kernels": {
+       "gemm.tl": {                                   # the module's file name
+         "matmul_skinny": [                           # rules, the first that matches wins
+           {"arch": ["sm_90a"],                       # the code generator's arch names
+            "when": {"M": [1, 16], "T": "f16"},       # optional: a shape symbol's inclusive
+                                                      # range (null = unbounded), a dtype's name
+            "constants": {"BM": 16, "BN": 64},        # what the rule sets
+            "note": "why, or what measured it"}]}}}
+
+A rule without "when" covers every shape; a kernel with no matching rule keeps the defaults
+written in its `.tl` file; a constant the caller gives always wins over the table.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .diagnostics import TlcError
+
+FILE_NAME = "config.json"
+FORMAT = 1
+
+
+class ConfigError(TlcError):
+    """A config.json that cannot be used: the message names the file and the place."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    archs: tuple[str, ...]
+    ranges: tuple[tuple[str, int | None, int | None], ...]  # (shape symbol, low, high)
+    dtypes: tuple[tuple[str, str], ...]                      # (dtype parameter, dtype name)
+    constants: tuple[tuple[str, object], ...]
+
+    def matches(self, arch: str, shapes: dict, dtypes: dict) -> bool:
+        if arch not in self.archs:
+            return False
+        for name, lo, hi in self.ranges:
+            v = shapes.get(name)
+            if v is None or (lo is not None and v < lo) or (hi is not None and v > hi):
+                return False
+        return all(str(dtypes.get(name)) == want for name, want in self.dtypes)
+
+
+def rules_for(tl_path: str, kernel: str) -> tuple[Rule, ...]:
+    """The rules recorded for `kernel` of the module at `tl_path` (empty when there are none)."""
+    table = _table(str(Path(tl_path).resolve().parent / FILE_NAME))
+    return table.get(Path(tl_path).name, {}).get(kernel, ())
+
+
+def choose(rules, arch: str, shapes: dict, dtypes: dict) -> dict:
+    """The constants of the first rule that matches a call on `arch` with these shape
+    symbols and dtype parameters ({} when none does)."""
+    for rule in rules:
+        if rule.matches(arch, shapes, dtypes):
+            return dict(rule.constants)
+    return {}
+
+
+def check_rules(rules, kernel: str, known: dict, path: str) -> None:
+    """Every constant a rule sets must be a const parameter of the kernel (`known`: name ->
+    role), and every name in "when" one of its shape symbols or dtype parameters."""
+    for i, rule in enumerate(rules):
+        for name, _ in rule.constants:
+            if known.get(name) != "const":
+                raise ConfigError(f"{path}: rule {i + 1} of '{kernel}' sets '{name}', which is not a constant of "
+                                  f"{kernel}")
+        for name, _, _ in rule.ranges:
+            if known.get(name) != "shape":
+                raise ConfigError(f"{path}: rule {i + 1} of '{kernel}' has a range for '{name}', which is not a "
+                                  f"shape symbol of {kernel}")
+        for name, _ in rule.dtypes:
+            if known.get(name) != "dtype":
+                raise ConfigError(f"{path}: rule {i + 1} of '{kernel}' asks for the dtype of '{name}', which is "
+                                  f"not a dtype parameter of {kernel}")
+
+
+_cache: dict = {}  # path -> (mtime, parsed table)
+
+
+def _table(path: str) -> dict:
+    try:
+        mtime = os.stat(path).st_mtime_ns
+    except OSError:
+        return {}
+    hit = _cache.get(path)
+    if hit is not None and hit[0] == mtime:
+        return hit[1]
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{path}: not readable as JSON: {e}") from None
+    table = parse(data, path)
+    _cache[path] = (mtime, table)
+    return table
+
+
+def parse(data, path: str) -> dict:
+    """{module file: {kernel: (Rule, ...)}} from the file's JSON."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ConfigError(f"{path}: expected an object with \"format\": {FORMAT}")
+    kernels = data.get("kernels", {})
+    if not isinstance(kernels, dict):
+        raise ConfigError(f"{path}: \"kernels\" must map module file names to kernels")
+    out = {}
+    for module, by_kernel in kernels.items():
+        if not isinstance(by_kernel, dict):
+            raise ConfigError(f"{path}: \"{module}\" must map kernel names to lists of rules")
+        out[module] = {k: tuple(_rule(r, f"{path}: rule {i + 1} of '{k}'") for i, r in enumerate(_list(rules, path, k)))
+                       for k, rules in by_kernel.items()}
+    return out
+
+
+def _list(rules, path: str, kernel: str) -> list:
+    if not isinstance(rules, list):
+        raise ConfigError(f"{path}: the rules of '{kernel}' must be a list")
+    return rules
+
+
+def _rule(r, where: str) -> Rule:
+    if not isinstance(r, dict) or not isinstance(r.get("constants"), dict):
+        raise ConfigError(f"{where}: expected an object with \"constants\"")
+    unknown = set(r) - {"arch", "when", "constants", "note"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    archs = r.get("arch")
+    archs = (archs,) if isinstance(archs, str) else archs
+    if not archs or not all(isinstance(a, str) for a in archs):
+        raise ConfigError(f"{where}: \"arch\" must name one or more architectures (e.g. \"sm_90a\")")
+    ranges, dtypes = [], []
+    for name, cond in (r.get("when") or {}).items():
+        if isinstance(cond, str):
+            dtypes.append((name, cond))
+        elif (isinstance(cond, list) and len(cond) == 2
+              and all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in cond)):
+            ranges.append((name, cond[0], cond[1]))
+        else:
+            raise ConfigError(f"{where}: \"when\" of '{name}' must be [low, high] (integers or null) or a dtype name")
+    for name, v in r["constants"].items():
+        if not isinstance(v, (int, float, bool)):
+            raise ConfigError(f"{where}: the constant '{name}' must be a number or a boolean, not {v!r}")
+    return Rule(tuple(archs), tuple(ranges), tuple(dtypes), tuple(r["constants"].items()))
