@@ -1,220 +1,231 @@
-"""GEMM and compiler-speed benchmark of examples/gemm.tl on the GPU (one process).
+"""GEMM benchmark of std.gemm against the vendor library on the GPU, in one process (issue #5).
 
-Prints, against cuBLAS (torch.matmul) timed in the same run by the same method (tlc.timing:
-CUDA events, warm-up, L2 flushed, median over >= 300 ms, alternating):
-- f16 GEMM TFLOP/s at 4096^3 and 8192^3 for a few tile configurations, and the ratio of the
-  best to cuBLAS (goal for the sm_80 path: >= 0.6x at 8192^3);
-- the transpile time of gemm.tl (parse -> CUDA C; goal < 20 ms), the cold compile (transpile
-  + NVRTC; goal < 0.8 s), the cache-hit load (goal < 5 ms);
-- the per-launch host overhead of a tiny kernel with 3 arrays and 3 scalars through the tlc
-  API against a bare CuPy RawKernel launch with the same arguments (goal: within 1 us).
-Writes the numbers as JSON with --json.  Not a test: it asserts nothing about time.
+For each precision (f16, bf16, tf32, f8, f8 block-scaled, i8) and shape (4096^3, 8192^3, the
+decode shapes M = 16..128 with N = K = 8192, 8192 x 8192 x 1024; f16 adds a few-tile split-K
+shape) it runs std.gemm's kernels and the vendor's (torch.matmul / F.linear on cuBLAS,
+torch._scaled_mm for fp8, torch._int_mm for int8) on the same random inputs and prints:
+- the relative error of each against a float32 (int8: exact) reference, and whether it passes;
+- TFLOP/s and the ratio to the vendor (> 1: std.gemm is faster);
+- for the decode shapes, GB/s and the fraction of the device-to-device copy bandwidth measured
+  in this process (goal: >= 85%; cuBLAS ~72% on the H200);
+- SASS evidence of each std kernel as it ran (wgmma: HGMMA/QGMMA/IGMMA; local memory: LDL/STL)
+  from cuobjdump, or "unknown" and why;
+- a kernel that std.gemm lacks is reported as MISSING, in the output and the JSON;
+plus the compiler and launch costs of bench/overheads.py.  Timing: tlc.timing (CUDA events,
+L2 flushed before each run, median over >= 300 ms, contenders alternating).  Writes JSON to
+bench/results/gemm-<gpu>.json (or --json).  Not a test: it asserts nothing about time.
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
-import os
-import statistics
+import re
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import tlc  # noqa: E402
+from tlc.runtime import target_arch  # noqa: E402
 from tlc.timing import compare  # noqa: E402
 
-GEMM = str(ROOT / "examples" / "gemm.tl")
-# The first two take the sm_80 path (mma.sync) also on Hopper; the rest fit wgmma on sm_90a.
-CONFIGS = [dict(BM=128, BN=128, BK=32, stages=4, THREADS=128), dict(BM=128, BN=256, BK=32, stages=3, THREADS=256),
-           dict(BM=64, BN=256, BK=64, stages=4, THREADS=128),
-           dict(BM=128, BN=128, BK=64, stages=4, THREADS=256), dict(BM=128, BN=256, BK=64, stages=3, THREADS=256),
-           dict(BM=128, BN=256, BK=64, stages=4, THREADS=256)]
+import gemm_cases  # noqa: E402
+import overheads  # noqa: E402
+import sass  # noqa: E402
 
-
-def median_ms(fn, repeats=20) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
-
-
-def transpile_and_compile(results: dict) -> None:
-    from tlc.codegen import generate
-    from tlc.driver import check_file
-    from tlc.schedule import schedule
-
-    def transpile():
-        r = check_file(GEMM)
-        generate(schedule(r.program, "matmul", {}), "sm_90a", sources=r.sources)
-
-    transpile()
-    results["transpile_ms"] = median_ms(transpile)
-    cache = tempfile.mkdtemp(prefix="tlc-bench-cache-")
-    os.environ["TLC_CACHE_DIR"] = cache
-    t = time.perf_counter()
-    mod = tlc.load(GEMM, target="cuda")
-    mod.matmul.compiled({"BM": 64, "stages": 2})
-    results["cold_compile_ms"] = (time.perf_counter() - t) * 1e3
-    t = time.perf_counter()
-    mod.matmul.compiled({})
-    results["cold_compile_default_ms"] = (time.perf_counter() - t) * 1e3
-
-    def hit():
-        m = tlc.load(GEMM, target="cuda")
-        m.matmul.compiled({"BM": 64, "stages": 2})
-
-    results["cache_hit_load_ms"] = median_ms(hit, 10)
-    # The same without parsing and checking the file again: the kernel cache's own part.
-    program = tlc.load(GEMM, target="cuda").program
-    results["cache_hit_kernel_ms"] = median_ms(
-        lambda: tlc.api.Module(program, "cuda").matmul.compiled({"BM": 64, "stages": 2}), 10)
-    results["load_check_ms"] = median_ms(lambda: tlc.load(GEMM, target="cuda"), 10)
-
-
-def launch_overhead(results: dict) -> None:
-    import cupy as cp
-
-    mod = tlc.load(str(ROOT / "bench" / "tiny.tl"), target="cuda")
-    n = 1024
-    x, y, z = (cp.ones(n, cp.float32) for _ in range(3))
-    mod.tiny(x, y, z, 1.0, 2.0, 3)
-    src = mod.tiny.cuda_source(arch="sm_80")
-    raw = cp.RawKernel(src, "tiny", options=("--std=c++17",))
-    args = (x, y, z, np.float32(1.0), np.float32(2.0), np.int32(3), np.int32(n))
-    raw((1,), (32,), args)
-    cp.cuda.Device().synchronize()
-    reps = 20000
-
-    def loop_tlc():
-        for _ in range(reps):
-            mod.tiny(x, y, z, 1.0, 2.0, 3)
-        cp.cuda.Device().synchronize()
-
-    def loop_raw():
-        for _ in range(reps):
-            raw((1,), (32,), (x, y, z, np.float32(1.0), np.float32(2.0), np.int32(3), np.int32(n)))
-        cp.cuda.Device().synchronize()
-
-    tl, rw = [], []
-    for _ in range(5):
-        for fn, sink in ((loop_tlc, tl), (loop_raw, rw)):
-            t = time.perf_counter()
-            fn()
-            sink.append((time.perf_counter() - t) / reps * 1e6)
-    results["launch_us_tlc"] = min(tl)
-    results["launch_us_rawkernel"] = min(rw)
-    results["launch_overhead_us"] = min(tl) - min(rw)
-
-
-def gemm(results: dict, sizes) -> None:
-    import torch
-
-    mod = tlc.load(GEMM, target="cuda")
-    rows = []
-    for s in sizes:
-        torch.manual_seed(s)
-        A = torch.randn(s, s, device="cuda", dtype=torch.float16)
-        B = torch.randn(s, s, device="cuda", dtype=torch.float16)
-        C = torch.empty(s, s, device="cuda", dtype=torch.float16)
-        ref = torch.matmul(A, B)
-        contenders = {"cublas": lambda: torch.matmul(A, B)}
-        for cfg in CONFIGS:
-            try:
-                C.fill_(float("nan"))
-                mod.matmul(A, B, C, **cfg)
-                torch.cuda.synchronize()
-                err = float((C.float() - ref.float()).norm() / ref.float().norm())
-            except tlc.TlcError as e:
-                rows.append({"size": s, "config": cfg, "error": str(e)})
-                continue
-            name = "tlc " + ",".join(f"{k}={v}" for k, v in cfg.items())
-            contenders[name] = (lambda cfg=cfg: mod.matmul(A, B, C, **cfg))
-            rows.append({"size": s, "config": cfg, "rel_err": err})
-        ms = compare(contenders)
-        flop = 2.0 * s ** 3
-        for r in rows:
-            if r["size"] == s and "rel_err" in r:
-                name = "tlc " + ",".join(f"{k}={v}" for k, v in r["config"].items())
-                r["ms"] = ms[name]
-                r["tflops"] = flop / ms[name] / 1e9
-                r["ratio"] = ms["cublas"] / ms[name]
-        rows.append({"size": s, "config": "cublas", "ms": ms["cublas"], "tflops": flop / ms["cublas"] / 1e9})
-    results["gemm"] = rows
-
-
-def sass_evidence(results: dict) -> None:
-    """Tensor-core instructions and local-memory traffic in the machine code of the best
-    configuration (nvcc + cuobjdump on this machine): HGMMA means wgmma, HMMA mma.sync;
-    LDL/STL would mean spills."""
-    import re
-    import shutil
-    import subprocess
-
-    best = max((r for r in results.get("gemm", []) if "tflops" in r and r["config"] != "cublas"),
-               key=lambda r: r["tflops"], default=None)
-    if best is None or not shutil.which("nvcc") or not shutil.which("cuobjdump"):
-        return
-    from tlc.runtime import target_arch
-
-    arch = target_arch()
-    src = tlc.load(GEMM, target="cuda").matmul.cuda_source(arch=arch, **best["config"])
-    with tempfile.TemporaryDirectory() as d:
-        cu, cubin = Path(d) / "gemm.cu", Path(d) / "gemm.cubin"
-        cu.write_text(src)
-        flags = ["-gencode=arch=compute_90a,code=sm_90a"] if arch == "sm_90a" else ["-arch=sm_80"]
-        subprocess.run(["nvcc", "-std=c++17", *flags, "-cubin", "-o", str(cubin), str(cu)], check=True,
-                       capture_output=True)
-        sass = subprocess.run(["cuobjdump", "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
-    results["sass"] = {"config": best["config"], "arch": arch,
-                       "HGMMA": len(re.findall(r"\bHGMMA", sass)), "HMMA": len(re.findall(r"\bHMMA", sass)),
-                       "LDL/STL": len(re.findall(r"\b(LDL|STL)\b", sass))}
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16, 8192, 8192), (32, 8192, 8192), (64, 8192, 8192),
+          (128, 8192, 8192), (8192, 8192, 1024)]
+FEW_TILES = (512, 512, 16384)  # f16 only: what split-K is for
+QUICK_SHAPES = [(8192, 8192, 8192), (16, 8192, 8192)]
+TOO_SLOW_MS = 250.0  # one run slower than this is reported, not timed (it would eat the run's budget)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", default="4096,8192")
-    ap.add_argument("--json")
-    ap.add_argument("--skip-gemm", action="store_true")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="8192^3 and M=16 only, 100 ms per contender, no sweep")
+    ap.add_argument("--precisions", default=",".join(gemm_cases.PRECISIONS))
+    ap.add_argument("--json", help="where to write the results (default bench/results/gemm-<gpu>[-quick].json)")
+    ap.add_argument("--skip-overheads", action="store_true")
     args = ap.parse_args()
-    import cupy as cp
+    import torch
 
-    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-    results = {"gpu": props["name"].decode() if isinstance(props["name"], bytes) else props["name"]}
-    transpile_and_compile(results)
-    launch_overhead(results)
-    if not args.skip_gemm:
-        gemm(results, [int(x) for x in args.sizes.split(",")])
-        sass_evidence(results)
-    print(f"GPU: {results['gpu']}")
-    print(f"transpile gemm.tl (parse -> CUDA C): {results['transpile_ms']:.1f} ms (goal < 20)")
-    print(f"cold compile (transpile + NVRTC): {results['cold_compile_ms']:.0f} ms (goal < 800); "
-          f"the default (wgmma) kernel: {results['cold_compile_default_ms']:.0f} ms more")
-    print(f"cache-hit load: {results['cache_hit_load_ms']:.1f} ms (goal < 5): parse + check "
-          f"{results['load_check_ms']:.1f} ms, the compiled kernel from the cache {results['cache_hit_kernel_ms']:.1f} ms")
-    print(f"launch: tlc {results['launch_us_tlc']:.2f} us, RawKernel {results['launch_us_rawkernel']:.2f} us, "
-          f"overhead {results['launch_overhead_us']:+.2f} us (goal within 1)")
-    for r in results.get("gemm", []):
-        if "error" in r:
-            print(f"{r['size']}^3 {r['config']}: ERROR {r['error'][:200]}")
-        elif r["config"] == "cublas":
-            print(f"{r['size']}^3 cuBLAS: {r['tflops']:.0f} TFLOP/s ({r['ms']:.3f} ms)")
-        else:
-            print(f"{r['size']}^3 tlc {r['config']}: {r['tflops']:.0f} TFLOP/s, {r['ratio']:.2f}x cuBLAS, "
-                  f"rel err {r['rel_err']:.1e}")
-    if "sass" in results:
-        e = results["sass"]
-        print(f"SASS of the best ({e['arch']}, {e['config']}): {e['HGMMA']} HGMMA, {e['HMMA']} HMMA, "
-              f"{e['LDL/STL']} LDL/STL")
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+    started = time.perf_counter()
+    props = torch.cuda.get_device_properties(0)
+    arch = target_arch()
+    results = {"gpu": props.name, "arch": arch, "sms": props.multi_processor_count, "quick": args.quick,
+               "torch": torch.__version__, "date": datetime.datetime.now().isoformat(timespec="seconds"),
+               "cuobjdump": sass.find_cuobjdump() or "not found"}
+    min_ms = 100.0 if args.quick else 300.0
+    print(f"GPU: {props.name} ({arch}, {props.multi_processor_count} SMs), PyTorch {torch.__version__}")
+    results["copy_GBps"] = copy_bandwidth(torch, min_ms)
+    print(f"device-to-device copy: {results['copy_GBps']:.0f} GB/s (read + write)")
+
+    mod = tlc.load("std.gemm", target="cuda")
+    shapes = QUICK_SHAPES if args.quick else SHAPES
+    rows, missing = [], set()
+    for precision in args.precisions.split(","):
+        for shape in shapes + ([FEW_TILES] if precision == "f16" and not args.quick else []):
+            try:
+                case = gemm_cases.build(torch, mod, precision, shape, seed=len(rows), sweep=not args.quick,
+                                        sms=props.multi_processor_count)
+            except Exception as e:  # inputs or references this PyTorch cannot make: said, and the run goes on
+                print(f"!! {precision} {shape_text(shape)}: ERROR building the case: {type(e).__name__}: {e}")
+                rows.append({"precision": precision, "shape": list(shape), "error": f"{type(e).__name__}: {e}"})
+                continue
+            for note in case.notes:
+                print(f"!! {precision} {shape_text(shape)}: {note}")
+                missing.update(re.findall(r"MISSING: std.gemm has no kernel '(\w+)'", note))
+            case_rows = measure(torch, mod, arch, case, min_ms, results["copy_GBps"])
+            for r in case_rows:
+                print(row_text(r))
+            rows.append({"precision": precision, "shape": list(shape), "notes": case.notes, "contenders": case_rows})
+            del case
+            torch.cuda.empty_cache()
+    results["missing_kernels"] = sorted(missing)
+    results["cases"] = rows
+    results["summary"] = summary(rows)
+    print("best std.gemm per case (ratio to the vendor; decode shapes: fraction of copy bandwidth, goal >= 85%):")
+    for line in results["summary"]:
+        print("  " + line)
+    if missing:
+        print(f"!! MISSING std.gemm kernels, not measured: {', '.join(sorted(missing))}")
+    if not args.skip_overheads:
+        overheads.measure(results)
+        overheads.report(results)
+    results["wall_s"] = time.perf_counter() - started
+    print(f"wall time {results['wall_s']:.0f} s")
+    slug = re.sub(r"[^a-z0-9]+", "-", props.name.lower().replace("nvidia", "")).strip("-")
+    out = Path(args.json or ROOT / "bench" / "results" / f"gemm-{slug}{'-quick' if args.quick else ''}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1, default=str))
+    print(f"wrote {out}")
+
+
+def copy_bandwidth(torch, min_ms: float) -> float:
+    n = 1 << 30
+    src = torch.empty(n, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    ms = compare({"copy": lambda: dst.copy_(src)}, min_ms=min_ms)["copy"]
+    return 2 * n / ms / 1e6
+
+
+def measure(torch, mod, arch: str, case, min_ms: float, copy_gbps: float) -> list:
+    """One row per contender: its error, and (when it ran) its time against its vendor."""
+    M, N, K = case.shape
+    rows, timed = [], {}
+    for c in case.contenders:
+        row = {"contender": c.label, "vs": c.vs}
+        rows.append(row)
+        try:
+            if c.out is not None:
+                c.out.fill_(float("nan") if c.out.is_floating_point() else -123456789)
+            result = c.run()
+            torch.cuda.synchronize()
+            out = c.out if c.out is not None else result
+            row["rel_err"] = float((out.to(case.ref.dtype) - case.ref).norm() / case.ref.norm())
+            row["ok"] = row["rel_err"] <= gemm_cases.TOLERANCE[case.precision]
+            single = time_once(torch, c.run)
+            if c.kernel:
+                row.update(std_facts(mod, arch, c))
+        except Exception as e:  # a kernel that fails to build or launch is reported, and the run goes on
+            row["error"] = f"{type(e).__name__}: {str(e).strip()[:400]}"
+            continue
+        if single > TOO_SLOW_MS:
+            row["error"] = f"too slow to time: one run took {single:.0f} ms"
+            row["ms"] = single
+            continue
+        timed[c.label] = c.run
+    ms = compare(timed, min_ms=min_ms) if timed else {}
+    for row in rows:
+        t = ms.get(row["contender"])
+        if t is None:
+            continue
+        row["ms"] = t
+        row["tflops"] = 2.0 * M * N * K / t / 1e9
+        if row["vs"] in ms:
+            row["ratio"] = ms[row["vs"]] / t
+        if M <= 128:
+            row["GBps"] = case.bytes_moved / t / 1e6
+            row["copy_fraction"] = row["GBps"] / copy_gbps
+    for row in rows:
+        row["case"] = f"{case.precision} {shape_text(case.shape)}"
+    return rows
+
+
+def time_once(torch, fn) -> float:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+_sass_cache: dict = {}
+
+
+def std_facts(mod, arch: str, c) -> dict:
+    """The constants a std call ran with (config.json's unless given) and its SASS evidence."""
+    k = getattr(mod, c.kernel)
+    values, consts = k.bind(c.args, dict(c.consts))
+    consts = k.with_recorded(values, consts, arch)
+    key = (c.kernel, tuple(sorted((n, str(v)) for n, v in consts.items())))
+    if key not in _sass_cache:
+        _sass_cache[key] = sass.evidence(k.compiled(consts).binary)
+    return {"kernel": c.kernel, "constants": {n: v if isinstance(v, (int, float, bool)) else str(v)
+                                              for n, v in consts.items()}, "sass": _sass_cache[key]}
+
+
+def summary(cases: list) -> list:
+    """One line per case: its fastest correct std contender against the vendor."""
+    out = []
+    for case in cases:
+        name = f"{case['precision']} {shape_text(case['shape'])}"
+        rows = case.get("contenders", [])
+        std = [r for r in rows if r["vs"] is not None or r.get("kernel")]
+        good = [r for r in std if r.get("ok") and "tflops" in r]
+        vendor = next((r for r in rows if r.get("kernel") is None and "tflops" in r), None)
+        if not good:
+            out.append(f"{name}: no correct std.gemm result" + (f" ({case['error']})" if "error" in case else ""))
+            continue
+        best = max(good, key=lambda r: r["tflops"])
+        text = f"{name}: {best['contender']} {best['tflops']:.0f} TFLOP/s"
+        if "ratio" in best:
+            text += f", {best['ratio']:.2f}x {best['vs']}"
+        if "copy_fraction" in best:
+            text += f", {100 * best['copy_fraction']:.0f}% of copy"
+            if vendor is not None and "copy_fraction" in vendor:
+                text += f" (vendor {100 * vendor['copy_fraction']:.0f}%)"
+        out.append(text)
+    return out
+
+
+def shape_text(shape) -> str:
+    M, N, K = shape
+    return f"{M}^3" if M == N == K else f"M={M} N={N} K={K}"
+
+
+def row_text(r: dict) -> str:
+    head = f"{r['case']:<24} {r['contender']:<44}"
+    if "error" in r and "ms" not in r:
+        return f"{head} ERROR {r['error'][:300]}"
+    if "error" in r:
+        return f"{head} {r['error']}"
+    parts = [f"{r['ms']:8.3f} ms", f"{r['tflops']:6.0f} TFLOP/s"]
+    if "GBps" in r:
+        parts.append(f"{r['GBps']:5.0f} GB/s = {100 * r['copy_fraction']:3.0f}% of copy")
+    if "ratio" in r:
+        parts.append(f"{r['ratio']:.2f}x {r['vs']}")
+    parts.append(f"err {r['rel_err']:.1e} {'ok' if r['ok'] else 'WRONG'}")
+    text = f"{head} " + "  ".join(parts)
+    if "sass" in r:
+        consts = ",".join(f"{n}={v}" for n, v in r["constants"].items() if n != "T")
+        text += f"\n{'':<24} {'':<44} {sass.summary(r['sass'])}  [{consts}]"
+    return text
 
 
 if __name__ == "__main__":

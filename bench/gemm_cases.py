@@ -1,0 +1,183 @@
+"""The contenders of bench/gemm.py for one precision and shape: random inputs, an exact-enough
+reference, the vendor library's calls and std.gemm's, each a `Contender` that writes its output
+tensor.  Needs PyTorch and a GPU.
+
+Precisions and their kernels (std.gemm's names and signatures are fixed by issue #5):
+- f16, bf16: `matmul` (A[M,K] @ B[K,N]) vs torch.matmul, and the linear layout A[M,K] @ W[N,K].T
+  through `matmul_nt` vs F.linear; skinny shapes add `matmul_skinny` and its split-K;
+- tf32: `matmul_tf32` vs torch.matmul(a, b.T) with TF32 allowed;
+- f8: `matmul_f8` (per-tensor scales, bf16 out) vs torch._scaled_mm;
+- f8bs: `matmul_f8_blockscaled` (scales per 1x128 block of A, 128x128 block of B) vs
+  torch._scaled_mm with block-wise scales where this PyTorch has them;
+- i8: `matmul_i8` (i32 out) vs torch._int_mm.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PRECISIONS = ("f16", "bf16", "tf32", "f8", "f8bs", "i8")
+STD_KERNEL = {"tf32": "matmul_tf32", "f8": "matmul_f8", "f8bs": "matmul_f8_blockscaled", "i8": "matmul_i8"}
+# largest relative error (Frobenius) accepted against the reference: the output's rounding and
+# f32 accumulation; i8 is exact
+TOLERANCE = {"f16": 1e-2, "bf16": 1e-2, "tf32": 1e-2, "f8": 1e-2, "f8bs": 1e-2, "i8": 0.0}
+SKINNY_SWEEP = [dict(BM=16, BN=64, BK=128, stages=4, THREADS=128), dict(BM=16, BN=64, BK=256, stages=4, THREADS=128),
+                dict(BM=16, BN=128, BK=128, stages=4, THREADS=256)]  # extra f16 configurations for M <= 16
+
+
+@dataclass
+class Contender:
+    label: str
+    run: object                 # one call (a split-K: both launches)
+    out: object                 # the tensor it writes
+    vs: str | None = None       # the vendor contender it is compared with; None: it is a vendor
+    kernel: str | None = None   # the std kernel whose constants and SASS are reported
+    args: tuple = ()
+    consts: dict = field(default_factory=dict)
+
+
+@dataclass
+class Case:
+    precision: str
+    shape: tuple                # (M, N, K)
+    ref: object                 # float32 (float64 for i8) reference
+    bytes_moved: int            # A + B + C once: the memory-bound floor
+    contenders: list
+    notes: list = field(default_factory=list)  # what could not be run, said loudly
+
+
+def build(torch, mod, precision: str, shape: tuple, seed: int, *, sweep: bool = False, sms: int = 132) -> Case:
+    M, N, K = shape
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    dev = "cuda"
+
+    def randn(*s, dtype=torch.float32):
+        return torch.randn(*s, device=dev, generator=g, dtype=torch.float32).to(dtype)
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    case = Case(precision, shape, None, 0, [])
+    add = case.contenders.append
+    missing = [k for k in _std_names(precision, M) if k not in mod.kernels]
+    for k in missing:
+        case.notes.append(f"MISSING: std.gemm has no kernel '{k}'")
+
+    def std_call(label, name, args, out, vs, **consts):
+        if name in mod.kernels:
+            k = getattr(mod, name)
+            add(Contender(label, lambda: k(*args, **consts), out, vs, name, args, consts))
+
+    if precision in ("f16", "bf16"):
+        dt = torch.float16 if precision == "f16" else torch.bfloat16
+        A, W = randn(M, K, dtype=dt), randn(N, K, dtype=dt)
+        case.ref = A.float() @ W.float().T
+        case.bytes_moved = (M * K + N * K + M * N) * 2
+        out = lambda: torch.empty(M, N, device=dev, dtype=dt)  # noqa: E731
+        add(Contender("F.linear", lambda: torch.nn.functional.linear(A, W), None))
+        std_call("std.matmul_nt", "matmul_nt", (A, W, out()), None, "F.linear")
+        if M <= 128:
+            std_call("std.matmul_skinny", "matmul_skinny", (A, W, out()), None, "F.linear")
+            S = max(1, -(-2 * sms // -(-N // 64)))  # about two blocks per SM (one 64-row tile of W each)
+            P, C = torch.empty(S, M, N, device=dev), out()
+            ks, kr = mod.matmul_skinny_splitk, mod.splitk_reduce
+            add(Contender(f"std.matmul_skinny_splitk S={S}", lambda: (ks(A, W, P), kr(P, C)), C,
+                                             "F.linear", "matmul_skinny_splitk", (A, W, P), {}))
+            for cfg in SKINNY_SWEEP if sweep and M <= 16 else ():
+                std_call("std.matmul_skinny " + ",".join(f"{k}={v}" for k, v in cfg.items()), "matmul_skinny",
+                         (A, W, out()), None, "F.linear", **cfg)
+        else:
+            B = W.T.contiguous()
+            add(Contender("torch.matmul", lambda: torch.matmul(A, B), None))
+            std_call("std.matmul", "matmul", (A, B, out()), None, "torch.matmul")
+            if M * N <= 1024 * 1024:  # few output tiles: split K
+                P, C = torch.empty(8, M, N, device=dev), out()
+                km, kr = mod.matmul_splitk, mod.splitk_reduce
+                add(Contender("std.matmul_splitk S=8", lambda: (km(A, B, P), kr(P, C)), C, "torch.matmul",
+                              "matmul_splitk", (A, B, P), {}))
+    elif precision == "tf32":
+        A, B = randn(M, K), randn(N, K)
+        case.ref = A @ B.T
+        case.bytes_moved = (M * K + N * K + M * N) * 4
+
+        def tf32_matmul():
+            torch.backends.cuda.matmul.allow_tf32 = True
+            try:
+                return torch.matmul(A, B.T)
+            finally:
+                torch.backends.cuda.matmul.allow_tf32 = False
+
+        add(Contender("torch.matmul tf32", tf32_matmul, None))
+        std_call("std.matmul_tf32", "matmul_tf32", (A, B, torch.empty(M, N, device=dev)), None, "torch.matmul tf32")
+    elif precision in ("f8", "f8bs"):
+        f8 = torch.float8_e4m3fn
+        A, B = randn(M, K, dtype=f8), randn(N, K, dtype=f8)
+        case.bytes_moved = M * K + N * K + M * N * 2
+        C = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
+        if precision == "f8":
+            sa, sb = 0.75, 1.25
+            case.ref = (A.float() * sa) @ (B.float() * sb).T
+            ta, tb = (torch.tensor(s, device=dev) for s in (sa, sb))
+            add(Contender("torch._scaled_mm", lambda: torch._scaled_mm(A, B.t(), scale_a=ta, scale_b=tb,
+                                                                       out_dtype=torch.bfloat16), None))
+            std_call("std.matmul_f8", "matmul_f8", (A, B, C, sa, sb), None, "torch._scaled_mm")
+        else:
+            kb = -(-K // 128)
+            SA = torch.rand(M, kb, device=dev, generator=g) + 0.5
+            SB = torch.rand(-(-N // 128), kb, device=dev, generator=g) + 0.5
+            deq_a = A.float() * SA.repeat_interleave(128, 1)[:, :K]
+            deq_b = B.float() * SB.repeat_interleave(128, 0)[:N].repeat_interleave(128, 1)[:, :K]
+            case.ref = deq_a @ deq_b.T
+            vendor = _blockscaled_vendor(torch, A, B, SA, SB, case.ref)
+            if isinstance(vendor, str):
+                case.notes.append(f"vendor unavailable: torch._scaled_mm with block-wise scales: {vendor}")
+                vs = None
+            else:
+                add(Contender("torch._scaled_mm blockwise", vendor, None))
+                vs = "torch._scaled_mm blockwise"
+            std_call("std.matmul_f8_blockscaled", "matmul_f8_blockscaled", (A, B, C, SA, SB), None, vs)
+    elif precision == "i8":
+        A = torch.randint(-128, 128, (M, K), device=dev, generator=g, dtype=torch.int8)
+        B = torch.randint(-128, 128, (N, K), device=dev, generator=g, dtype=torch.int8)
+        case.ref = A.double() @ B.double().T
+        case.bytes_moved = M * K + N * K + M * N * 4
+        try:
+            torch._int_mm(A[:32], B[:32].t())
+            add(Contender("torch._int_mm", lambda: torch._int_mm(A, B.t()), None))
+            vs = "torch._int_mm"
+        except RuntimeError as e:
+            case.notes.append(f"vendor unavailable: torch._int_mm: {str(e).splitlines()[0][:160]}")
+            vs = None
+        if vs and M <= 16:
+            case.contenders.pop()  # cuBLASLt's int8 GEMM takes M > 16 only
+            case.notes.append("vendor unavailable: torch._int_mm needs M > 16")
+            vs = None
+        std_call("std.matmul_i8", "matmul_i8", (A, B, torch.empty(M, N, device=dev, dtype=torch.int32)), None, vs)
+    else:
+        raise ValueError(f"unknown precision {precision}; choose from {', '.join(PRECISIONS)}")
+    for c in case.contenders:  # std calls write the output they were given
+        if c.out is None and c.kernel is not None:
+            c.out = c.args[2]
+    return case
+
+
+def _std_names(precision: str, M: int) -> list:
+    if precision in ("f16", "bf16"):
+        return ["matmul_nt"] + (["matmul_skinny", "matmul_skinny_splitk", "splitk_reduce"] if M <= 128 else ["matmul"])
+    return [STD_KERNEL[precision]]
+
+
+def _blockscaled_vendor(torch, A, B, SA, SB, ref):
+    """A call of torch._scaled_mm with DeepSeek-style block scales (1x128 for A, 128x128 for
+    B) that this PyTorch accepts and that computes `ref`; else the reason as a string."""
+    tries = [lambda: torch._scaled_mm(A, B.t(), scale_a=SA, scale_b=SB.t(), out_dtype=torch.bfloat16),
+             lambda: torch._scaled_mm(A, B.t(), scale_a=SA.t().contiguous().t(), scale_b=SB.t(),
+                                      out_dtype=torch.bfloat16)]
+    why = "no form accepted"
+    for f in tries:
+        try:
+            out = f()
+            err = float((out.float() - ref).norm() / ref.norm())
+            if err < 1e-2:
+                return f
+            why = f"a form ran but its relative error is {err:.2g}"
+        except (RuntimeError, TypeError, ValueError) as e:
+            why = str(e).splitlines()[0][:160]
+    return why
