@@ -395,18 +395,71 @@ def test_build_unknown_kernel():
 
 
 def test_build_a_file_of_tile_ops_only():
-    assert_error(tlc("build", LINEAR_GELU), f"error: {LINEAR_GELU} defines no @kernel to build")
+    """A tile op contributes the kernels it is scheduled into: here one, named after it."""
+    result = tlc("build", LINEAR_GELU)
+    assert result.exit_code == 0, result.output
+    assert 'extern "C" __global__ void __launch_bounds__(256) linear_gelu(' in result.stdout
 
 
-def test_build_a_tile_op_by_name():
-    result = tlc("build", LINEAR_GELU, "-k", "linear_gelu")
-    assert (result.exit_code, result.stdout) == (1, "")
-    assert result.stderr == (
-        f"{LINEAR_GELU}:12:5: error[E067]: 'linear_gelu' is a @tile_op; scheduling tile ops is not yet supported\n"
-        "   |\n"
-        "12 | def linear_gelu(x: f16[M, K], w: f16[N, K], b: f32[N]) -> f16[M, N]:\n"
-        "   |     ^^^^^^^^^^^\n"
-        "  = hint: write it as a @kernel with explicit tiles for now\n")
+def test_build_a_tile_op_by_name_shows_its_fusion_plan():
+    result = tlc("build", LINEAR_GELU, "-k", "linear_gelu", "--emit", "ir", "--arch", "sm_90a")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(
+        "# tile op linear_gelu: 1 kernel\n"
+        "#   linear_gelu (matmul): f16(gelu(x @ w.T + b)) -> out\n"
+        "#     fused: x @ w.T\n"
+        "#     tiles: BM=128 BN=256 BK=64 stages=3 threads=256 (from std.gemm matmul_nt)\n"
+        "#   no intermediate goes through global memory\n"
+        "kernel linear_gelu(x: f16[M, K], w: f16[N, K], b: f32[N], out: f16[M, N]):\n")
+
+
+SOFTMAX_OF_PRODUCT = """
+@tile_op
+def scores(q: f16[M, K], k: f16[N, K]) -> f16[M, N]:
+    return f16(softmax(q @ k.T, axis=1))
+"""
+
+
+def test_build_a_tile_op_of_two_kernels(tmp_path):
+    path = tmp_path / "scores.tl"
+    path.write_text(SOFTMAX_OF_PRODUCT)
+    result = tlc("build", path, "--emit", "ir", "--shape", "N=8192")
+    assert result.exit_code == 0, result.output
+    plan = [line for line in result.stdout.splitlines() if line.startswith("#")]
+    assert plan == [
+        "# tile op scores: 2 kernels",
+        "#   scores_0_matmul (matmul): q @ k.T -> tmp0",
+        "#     fused: q @ k.T",
+        "#     tiles: BM=128 BN=256 BK=64 stages=3 threads=256 (from std.gemm matmul_nt)",
+        "#   scores_1_rows (rows): f16(softmax(q @ k.T, axis=1)) -> out",
+        "#     fused: softmax(q @ k.T, axis=1)",
+        "#     tiles: 1 rows per block, 8192 per tile, threads=256",
+        "#   temporary tmp0: f32[M, N] in global memory",
+        "#   boundary at 'q @ k.T' (line 4): 'softmax(q @ k.T, axis=1)' needs whole rows it reduces, and a matmul "
+        "kernel holds one tile of the product"]
+    cu = tlc("build", path)
+    assert cu.stdout.count('extern "C" __global__') == 2
+
+
+def test_build_shape_must_be_a_number(tmp_path):
+    path = tmp_path / "scores.tl"
+    path.write_text(SOFTMAX_OF_PRODUCT)
+    assert_error(tlc("build", path, "--shape", "N=lots"), "error: --shape N=lots: a size is a whole number")
+
+
+def test_run_a_tile_op_on_the_interpreter(tmp_path):
+    out = tmp_path / "y.npy"
+    result = tlc("run", LINEAR_GELU, "-k", "linear_gelu", "--shape", "M=70,N=50,K=40", "--target", "cpu",
+                 "--out", f"result={out}")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"running linear_gelu on the CPU reference interpreter\nwrote result to {out}\n"
+    assert np.load(out).shape == (70, 50)
+
+
+def test_run_a_tile_op_names_its_output_result():
+    result = tlc("run", LINEAR_GELU, "-k", "linear_gelu", "--shape", "M=7,N=5,K=4", "--target", "cpu",
+                 "--out", "y=y.npy")
+    assert_error(result, "error: --out y: a tile op's output is called 'result' (--out result=FILE.npy)")
 
 
 @pytest.mark.parametrize("file, define", [(GEMM, "XX=3"), (VECTOR_ADD, "BM=64")])

@@ -210,26 +210,26 @@ def test_layernorm_eps_matters():
     assert rel_err(y2, y1) > 0.5
 
 
-# --- linear_gelu: a @tile_op, not schedulable yet --------------------------------------------
+# --- linear_gelu: a @tile_op, scheduled into one matmul kernel with its epilogue -------------
 
-def test_linear_gelu_call_raises_e067():
-    rng = np.random.default_rng(0)
-    x, w, b = rand(rng, (33, 40), np.float16), rand(rng, (50, 40), np.float16), rand(rng, 50, np.float32)
-    with pytest.raises(tlc.DiagnosticError) as info:
-        load("linear_gelu").linear_gelu(x, w, b)
-    (d,) = info.value.diagnostics
-    assert d.code == "E067"
-    assert d.message == "'linear_gelu' is a @tile_op; scheduling tile ops is not yet supported"
-    assert d.hint == "write it as a @kernel with explicit tiles for now"
-    from tlc.diagnostics import render_all
+def gelu_ref(h):
+    return 0.5 * h * (1.0 + np.tanh(0.7978845608 * (h + 0.044715 * h ** 3)))
 
-    path = str(EXAMPLES / "linear_gelu.tl")
-    assert render_all(info.value.diagnostics, info.value.sources) == (
-        f"{path}:12:5: error[E067]: 'linear_gelu' is a @tile_op; scheduling tile ops is not yet supported\n"
-        "   |\n"
-        "12 | def linear_gelu(x: f16[M, K], w: f16[N, K], b: f32[N]) -> f16[M, N]:\n"
-        "   |     ^^^^^^^^^^^\n"
-        "  = hint: write it as a @kernel with explicit tiles for now")
+
+@pytest.mark.parametrize("m, n, k", [(33, 50, 40), (130, 300, 72), (1, 1, 1)])
+def test_linear_gelu(m, n, k):
+    rng = np.random.default_rng(m)
+    x, w, b = rand(rng, (m, k), np.float16), rand(rng, (n, k), np.float16), rand(rng, n, np.float32)
+    before = (x.copy(), w.copy(), b.copy())
+    y = load("linear_gelu").linear_gelu(x, w, b)
+    assert (y.dtype, y.shape) == (np.float16, (m, n))
+    assert_close(y, gelu_ref(x.astype(np.float32) @ w.astype(np.float32).T + b))
+    assert_unchanged(*zip((x, w, b), before))
+
+
+def test_linear_gelu_is_one_kernel():
+    prog = load("linear_gelu").linear_gelu.program()
+    assert [x.kernel.name for x in prog.launches] == ["linear_gelu"] and not prog.temps
 
 
 def test_fragment_exchange_program_on_the_interpreter():

@@ -70,7 +70,10 @@ class Module:
     def __init__(self, program: CheckedProgram, target: str = "auto"):
         self.program = program
         self.target = resolve_target(target)
-        self._kernels = {name: Kernel(self, program.functions[q]) for name, q in program.names.items()
+        from .tileop import TileOp
+
+        self._kernels = {name: (TileOp if program.functions[q].kind == "tile_op" else Kernel)(self, program.functions[q])
+                         for name, q in program.names.items()
                          if program.functions[q].kind in ("kernel", "tile_op")
                          and program.functions[q].module_path == program.path}
 
@@ -90,7 +93,7 @@ class Module:
 
 
 class Kernel:
-    """One @kernel of a loaded module, callable with arrays."""
+    """One @kernel of a loaded module, callable with arrays (a @tile_op is a `tlc.tileop.TileOp`)."""
 
     def __init__(self, module: Module, fn: CheckedFunction):
         self.module, self.fn, self.name = module, fn, fn.name
@@ -189,8 +192,6 @@ class Kernel:
     def generated(self, constants: dict, arch: str = "sm_80"):
         """The generated CUDA kernel (`tlc.codegen.GeneratedKernel`) for `constants` and `arch`
         (`tlc build`); needs no GPU."""
-        if self.fn.kind == "tile_op":
-            self.scheduled({})  # raises the not-yet-supported diagnostic
         key = (_constants_key(constants), arch)
         if key not in self._generated:
             from .codegen import generate
@@ -230,8 +231,6 @@ class Kernel:
             # which still checks every argument (and explains through the general path).
             fast(args)
             return
-        if self.fn.kind == "tile_op":
-            self.scheduled({})  # raises the not-yet-supported diagnostic
         values, constants = self.bind(args, kwargs)
         if self.module.target == "cuda":
             device = _current_device()

@@ -108,15 +108,18 @@ def run(file, kernel, ins, shapes, outs, defines, target, check, bench, seed) ->
 
 @main.command()
 @click.argument("file")
-@click.option("-k", "--kernel", "kernels", multiple=True, help="Only these kernels (default: every kernel).")
+@click.option("-k", "--kernel", "kernels", multiple=True,
+              help="Only these kernels or tile ops (default: every one).")
 @click.option("-D", "defines", multiple=True, metavar="NAME=VALUE", help="Set a constant or dtype parameter.")
 @click.option("--arch", default="sm_80", show_default=True,
               help="The target: sm_80 (Ampere and later) or sm_90a (Hopper), or one a plugin registers.")
 @click.option("--emit", type=click.Choice(["cu", "ptx", "cubin", "ir"]), default="cu", show_default=True)
+@click.option("--shape", "shapes", multiple=True, metavar="M=4096,...",
+              help="Sizes of a tile op's shape symbols, to choose its tiles for.")
 @click.option("-o", "--output", help="Write here instead of to stdout.")
 @click.option("--header", help="Also write the C header of the launchers here.")
 @click.option("--no-line-directives", is_flag=True, help="Leave out the #line directives that point at the .tl file.")
-def build(file, kernels, defines, arch, emit, output, header, no_line_directives) -> None:
+def build(file, kernels, defines, arch, emit, shapes, output, header, no_line_directives) -> None:
     """Compile FILE to CUDA C (or PTX, a cubin, or the tile IR)."""
     from . import runner
 
@@ -124,7 +127,8 @@ def build(file, kernels, defines, arch, emit, output, header, no_line_directives
         if emit == "cubin" and not output:
             raise TlcError("a cubin is binary: give -o FILE.cubin")
         result, head = runner.build(file, kernels=kernels, defines=defines, arch=arch, emit=emit,
-                                    header=output or bool(header), line_directives=not no_line_directives)
+                                    header=output or bool(header), line_directives=not no_line_directives,
+                                    shapes=shapes)
         if output:
             runner.write_atomically(output, result)
             click.echo(f"wrote {output}", err=True)

@@ -33,6 +33,8 @@ def run(k, *, ins=(), shapes=(), outs=(), defines=(), check=False, bench=False, 
     fn = bind_constants(k.module.program, k.fn, constants)
     values = inputs.prepare(fn, inputs.parse_assignments(ins, "--in"), inputs.parse_assignments(shapes, "--shape"), seed)
     out_paths = inputs.parse_assignments(outs, "--out")
+    if k.fn.kind == "tile_op":
+        return _run_tile_op(k, report, constants, values, out_paths, check, bench)
     for name in out_paths:
         p = fn.param(name)
         if p is None or p.role != "tensor":
@@ -75,6 +77,41 @@ def run(k, *, ins=(), shapes=(), outs=(), defines=(), check=False, bench=False, 
     return report
 
 
+def _run_tile_op(k, report: Report, constants: dict, values: dict, out_paths: dict, check: bool, bench: bool) -> Report:
+    """A tile op's result is a new array, shown and written as `result`."""
+    for name in out_paths:
+        if name != TILE_OP_RESULT:
+            raise inputs.InputError(f"--out {name}: a tile op's output is called '{TILE_OP_RESULT}' "
+                                    f"(--out {TILE_OP_RESULT}=FILE.npy)")
+    if bench:
+        raise TlcError("--bench times one kernel; time a tile op from Python with tlc.timing (see bench/fusion.py)")
+    where = "the CPU reference interpreter" if k.module.target == "cpu" else _gpu_name()
+    report.lines.append(f"running {k.name} on {where}")
+    got = k(**_copy.deepcopy(values), **constants)
+    if k.module.target != "cpu" and not isinstance(got, np.ndarray):
+        got = got.numpy() if hasattr(got, "numpy") else got.get()
+    if check:
+        want = k.run_on_interpreter(values, constants)
+        scale = max(float(np.abs(want.astype(np.float64)).max(initial=0.0)), 1e-30)
+        err = float(np.nanmax(np.abs(got.astype(np.float64) - want.astype(np.float64)), initial=0.0)) / scale
+        if np.isnan(got.astype(np.float64)).sum() != np.isnan(want.astype(np.float64)).sum():
+            err = float("inf")
+        report.lines.append(f"check against the interpreter: largest relative error {err:.3g} (in {TILE_OP_RESULT})")
+        dt = k.fn.returns.dtype.name
+        tol = TOLERANCE.get(dt, 0.0)
+        if err > tol:
+            report.failed = f"error: the GPU result differs from the interpreter by {err:.3g} (tolerance {tol:g} for {dt})"
+    if TILE_OP_RESULT in out_paths:
+        inputs.write_npy(out_paths[TILE_OP_RESULT], got)
+        report.lines.append(f"wrote {TILE_OP_RESULT} to {out_paths[TILE_OP_RESULT]}")
+    else:
+        report.lines.append(inputs.summary(TILE_OP_RESULT, got))
+    return report
+
+
+TILE_OP_RESULT = "result"
+
+
 def _gpu_name() -> str:
     from . import runtime
     from .runtime import compile as c
@@ -110,24 +147,39 @@ def _bench(k, constants, values, kernel) -> list:
     return [", ".join(parts)]
 
 
-def build(file: str, *, kernels=(), defines=(), arch="sm_80", emit="cu", header=False, line_directives=True):
+def build(file: str, *, kernels=(), defines=(), arch="sm_80", emit="cu", header=False, line_directives=True,
+          shapes=()):
     """(the text, or bytes for a cubin, of FILE's kernels for `arch`; the C header of their
-    launchers when `header`, else None).  Writes nothing: the caller writes once all is built."""
+    launchers when `header`, else None).  A tile op contributes the kernels it is scheduled
+    into (tiles chosen for `shapes`, NAME=SIZE of its shape symbols, where given), and with
+    `emit == "ir"` its fusion plan.  Writes nothing: the caller writes once all is built."""
     from .api import load
     from .codegen import generate_file, header as make_header
 
     mod = load(file, target="cpu")
-    chosen = list(kernels) or [name for name, kk in mod.kernels.items() if kk.fn.kind == "kernel"]
+    chosen = list(kernels) or list(mod.kernels)
     constants = _defines(defines)
-    scheduled = []
+    sizes = {}
+    for name, v in inputs.parse_assignments(shapes, "--shape").items():
+        if not v.isdigit():
+            raise inputs.InputError(f"--shape {name}={v}: a size is a whole number")
+        sizes[name] = int(v)
+    scheduled, ir_text = [], []
     for name in chosen:
         if name not in mod.kernels:
             raise TlcError(f"{file} has no kernel '{name}'; its kernels are: {', '.join(mod.kernels) or 'none'}")
         k = mod.kernels[name]
         own = {c: v for c, v in constants.items() if k.fn.param(c) is not None}
-        scheduled.append(k.scheduled(own, arch))
+        if k.fn.kind == "tile_op":
+            prog = k.program(own, arch, {s: v for s, v in sizes.items() if s in k.fn.shape_symbols})
+            scheduled.extend(prog.kernels)
+            ir_text.append(prog.describe())
+            ir_text.extend(ir.print_kernel(x) for x in prog.kernels)
+        else:
+            scheduled.append(k.scheduled(own, arch))
+            ir_text.append(ir.print_kernel(scheduled[-1]))
     if not scheduled:
-        raise TlcError(f"{file} defines no @kernel to build")
+        raise TlcError(f"{file} defines no @kernel or @tile_op to build")
     unused = set(constants) - {p.name for s in chosen for p in mod.kernels[s].fn.params}
     if unused:
         raise TlcError(f"-D {', '.join(sorted(unused))}: no kernel built from {file} has such a constant")
@@ -136,7 +188,7 @@ def build(file: str, *, kernels=(), defines=(), arch="sm_80", emit="cu", header=
         cu_name = os.path.basename(header if isinstance(header, str) else file).rsplit(".", 1)[0] + ".cu"
         head = make_header(scheduled, arch, cu_name, file)
     if emit == "ir":
-        return "\n".join(ir.print_kernel(s) for s in scheduled), head
+        return "\n".join(ir_text), head
     source = generate_file(scheduled, arch, line_directives=line_directives, sources=mod.program.sources,
                            source_name=file)
     if emit == "cu":

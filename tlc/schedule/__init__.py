@@ -18,10 +18,20 @@ from .smem import SM80_LIMIT, SM90_LIMIT, plan_shared_memory
 
 PASSES = ("lower", "assign_layouts", "plan_shared_memory", "insert_barriers")
 
-__all__ = ["schedule", "bind_constants", "parse_value", "PASSES", "SM80_LIMIT", "SM90_LIMIT", "parallel_layout"]
+__all__ = ["schedule", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "SM80_LIMIT", "SM90_LIMIT", "parallel_layout"]
 
 
 TARGET_SMEM = {"sm_80": SM80_LIMIT, "sm_90a": SM90_LIMIT}
+
+
+def schedule_tile_op(program: CheckedProgram, name: str, constants: dict | None = None, *,
+                     target: str = "sm_80", smem_limit: int | None = None, sizes: dict | None = None):
+    """The `TileOpProgram` of the @tile_op `name`: its kernels, scheduled for `target`, and the
+    launches that run them; `sizes` (shape symbol -> size) steer the tile sizes when known."""
+    from .tileops import schedule_tile_op as plan
+
+    limit = smem_limit if smem_limit is not None else TARGET_SMEM.get(target, SM90_LIMIT)
+    return plan(program, name, constants, target=target, smem_limit=limit, sizes=sizes)
 
 
 def schedule(program: CheckedProgram, name: str, constants: dict | None = None, *,
@@ -34,9 +44,10 @@ def schedule(program: CheckedProgram, name: str, constants: dict | None = None, 
         raise DiagnosticError([Diagnostic("E066", f"no kernel named '{name}' in {program.path}", None,
                                           f"its kernels are: {', '.join(kernels)}" if kernels else "it defines no @kernel")])
     if fn.kind == "tile_op":
-        raise DiagnosticError([Diagnostic("E067", f"'{name}' is a @tile_op; scheduling tile ops is not yet supported",
-                                          fn.node.name_span, "write it as a @kernel with explicit tiles for now")],
-                              program.sources)
+        raise DiagnosticError([Diagnostic("E067", f"'{name}' is a @tile_op, which is scheduled into one or more "
+                                          "kernels, not one", fn.node.name_span,
+                                          "call it from Python (it returns its result), or build its kernels "
+                                          "with tlc build -k NAME")], program.sources)
     if fn.kind != "kernel":
         raise DiagnosticError([Diagnostic("E066", f"'{name}' is a device function, not a kernel", fn.node.name_span,
                                           "device functions are called from kernels")], program.sources)

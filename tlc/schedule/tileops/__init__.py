@@ -1,0 +1,82 @@
+"""Tile ops (LANGUAGE.md section 5): a checked `@tile_op` -> ordinary tile-IR kernels and the
+program of launches that runs them.  Entry point: `schedule_tile_op(program, name, constants,
+target=..., sizes=...)`.
+
+The stages: `graph` (the body as data flow over whole tensors), `fusion` (which operations
+share a kernel, and why the others do not; `@fuse` checks it), then one builder per kind of
+kernel (`elementwise`, `matmul`, `rows`) producing an `ir.Kernel` from the group's expression
+(`elements` lowers one element of it, reusing the kernel lowerer), then the usual scheduling
+passes (`program.finish`).  The scheduling rules (tile sizes, threads, vector widths) are in
+`rules`.  Owns no C text; the interpreter and the code generators never see a tile op.
+"""
+from __future__ import annotations
+
+from ...diagnostics import Diagnostic, DiagnosticError
+from ...typecheck import CheckedProgram
+from ..bind import bind_constants
+from .build import KernelBuilder
+from .elementwise import elementwise_kernel
+from .fusion import FuseError, check_fuse, partition
+from .graph import Graph, TileOpError
+from .matmul import matmul_kernel, tiles_for
+from .program import Launch, Tensor, TileOpProgram, finish
+from .rows import RowKernel
+from .rules import row_tiles
+
+__all__ = ["schedule_tile_op", "TileOpProgram", "Launch", "Tensor"]
+
+
+def schedule_tile_op(program: CheckedProgram, name: str, constants: dict | None = None, *, target: str = "sm_80",
+                     smem_limit: int, sizes: dict | None = None) -> TileOpProgram:
+    """The kernels and launches of the tile op `name` with `constants` bound, for `target`;
+    `sizes` (shape symbol -> size, when known) steer the tile sizes."""
+    fn = bind_constants(program, program.function(name), constants or {})
+    sizes = dict(sizes or {})
+    try:
+        graph = Graph(fn, program.sources)
+        part = partition(graph)
+        if fn.fuse:
+            check_fuse(graph, part)
+        return _assemble(graph, program, part, target, smem_limit, sizes)
+    except FuseError as e:
+        raise DiagnosticError([Diagnostic("E072", str(e), e.span, e.hint)], program.sources) from None
+    except TileOpError as e:
+        raise DiagnosticError([Diagnostic("E073", str(e), e.span, e.hint)], program.sources) from None
+
+
+def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: dict) -> TileOpProgram:
+    fn = graph.fn
+    result = Tensor(_result_name(part), graph.out_dtype, graph.out_shape)
+    temps = tuple(Tensor(t, graph.dtype(node), graph.shape(node)) for node, t in part.temps.items())
+    tensors = {p.name: (p.type.dtype, graph.dims(p.type.shape)) for p in fn.tensor_params}
+    tensors.update({t.name: (t.dtype, t.shape) for t in temps})
+    tensors[result.name] = (result.dtype, result.shape)
+    launches = []
+    many = len(part.groups) > 1
+    for k, group in enumerate(part.groups):
+        kname = f"{fn.name}_{k}_{group.kind}" if many else fn.name
+        b = KernelBuilder(graph, program, part, group, kname, dict(tensors), target)
+        flat, fused = False, ()
+        if group.kind == "matmul":
+            tiles = tiles_for(b, smem_limit)
+            kernel = matmul_kernel(b, tiles)
+            fused = (graph.text(group.matmul.node),)
+            chosen = (f"BM={tiles.BM} BN={tiles.BN} BK={tiles.BK} stages={tiles.stages} "
+                      f"threads={tiles.THREADS} (from {tiles.source})")
+        elif group.kind == "rows":
+            tiles = row_tiles(group.axis, group.space, sizes)
+            kernel = RowKernel(b, tiles).kernel()
+            fused = tuple(graph.text(h.node) for h in group.members)
+            what = "rows" if group.axis == len(group.space) - 1 else "columns"
+            chosen = f"{tiles.kept} {what} per block, {tiles.reduced} per tile, threads={kernel.threads}"
+        else:
+            kernel, flat = elementwise_kernel(b, sizes)
+            chosen = f"block tile {list(kernel.buffers[-1].shape)}, threads={kernel.threads}"
+        kernel = finish(kernel, target, smem_limit, program.sources)
+        launches.append(Launch(kernel, flat, group.kind, graph.text(group.root), fused, chosen))
+    return TileOpProgram(fn.name, tuple(p.name for p in fn.runtime_params), result, temps, tuple(launches),
+                         tuple(part.boundaries), fn.fuse)
+
+
+def _result_name(part) -> str:
+    return part.groups[-1].dest

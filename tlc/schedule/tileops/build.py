@@ -1,0 +1,112 @@
+"""What every tile-op kernel builder shares: the kernel's parameters (the tensors and scalars it
+reads, and its destination), its buffers, fresh names, and the loads of leaves.
+
+A builder produces an ordinary `ir.Kernel` before layouts (what `Lowerer.kernel` produces for a
+@kernel); `tlc.schedule.tileops.program` runs the usual passes on it.
+"""
+from __future__ import annotations
+
+from ... import ir
+from ...dtypes import I32
+from ...ir.walk import statements, statement_exprs, subexprs
+from .elements import ElementLowerer
+from .fusion import Group, Partition
+from .graph import Graph
+
+
+def i32(v) -> ir.Expr:
+    return ir.Const(v, I32)
+
+
+def var(name: str) -> ir.Expr:
+    return ir.Var(name, I32)
+
+
+def add(a: ir.Expr, b: ir.Expr) -> ir.Expr:
+    if isinstance(b, ir.Const) and b.value == 0:
+        return a
+    if isinstance(a, ir.Const) and a.value == 0:
+        return b
+    return ir.BinOp("+", a, b, I32)
+
+
+def mul(a: ir.Expr, b: ir.Expr) -> ir.Expr:
+    if isinstance(b, ir.Const) and b.value == 1:
+        return a
+    return ir.BinOp("*", a, b, I32)
+
+
+def cdiv(a: ir.Expr, b: int) -> ir.Expr:
+    if isinstance(a, ir.Const):
+        return i32(-(-a.value // b))
+    return ir.BinOp("//", ir.BinOp("+", a, i32(b - 1), I32), i32(b), I32)
+
+
+class KernelBuilder:
+    """Base of the three builders.  `tensors` maps every tensor a kernel may read or write (the
+    tile op's parameters, the temporaries, the result) to (dtype, shape)."""
+
+    def __init__(self, graph: Graph, program, part: Partition, group: Group, name: str, tensors: dict, target: str):
+        self.g, self.part, self.group, self.name, self.target = graph, part, group, name, target
+        self.tensors = tensors
+        self.lower = ElementLowerer(graph, program)
+        self.buffers: dict[str, ir.Buffer] = {}
+        self.names: set = set(tensors) | set(graph.symbols) | {p.name for p in graph.fn.params}
+        for node, temp in part.temps.items():
+            if temp != group.dest:
+                self.lower.leaves[node] = self.tensor_leaf(temp)
+        for p in graph.fn.tensor_params:
+            self.lower.leaves[p.name] = self.tensor_leaf(p.name)
+
+    def fresh(self, base: str) -> str:
+        name = base
+        k = 0
+        while name in self.names:
+            k += 1
+            name = f"{base}{k}"
+        self.names.add(name)
+        return name
+
+    def buffer(self, base: str, scope: str, dtype, shape) -> str:
+        name = self.fresh(base)
+        self.buffers[name] = ir.Buffer(name, scope, dtype, tuple(shape))
+        return name
+
+    def dim(self, d) -> ir.Expr:
+        return i32(d) if isinstance(d, int) else var(d)
+
+    def tensor_leaf(self, name: str):
+        """A tensor read element by element from global memory (out of range reads 0)."""
+        dtype = self.tensors[name][0]
+        return lambda idx: ir.Load(name, tuple(idx), dtype)
+
+    def kernel(self, grid: tuple, block_vars: tuple, threads: int, body: tuple) -> ir.Kernel:
+        """The kernel with the parameters its body uses: tensors in the order of `tensors`, then
+        the tile op's scalars that it reads."""
+        used = _names_used(body)
+        params = []
+        for name, (dtype, shape) in self.tensors.items():
+            if name in used:
+                params.append(ir.Param(name, "tensor", dtype, tuple(shape)))
+        for p in self.g.fn.params:
+            if p.role == "scalar" and p.name in used:
+                params.append(ir.Param(p.name, "scalar", p.type.dtype))
+        return ir.Kernel(self.name, tuple(params), tuple(grid), tuple(block_vars), threads,
+                         tuple(self.buffers.values()), tuple(body), (), span=self.g.fn.node.name_span)
+
+
+def _names_used(body) -> set:
+    out = set()
+    for s in statements(body):
+        for attr in ("name", "buffer"):
+            v = getattr(s, attr, None)
+            if isinstance(v, str):
+                out.add(v)
+        if isinstance(s, ir.Copy):
+            out.add(s.src.name)
+            out.add(s.dst.name)
+        for e in statement_exprs(s):
+            for x in subexprs(e):
+                if isinstance(x, (ir.Var, ir.Load)):
+                    out.add(x.name)
+    return out

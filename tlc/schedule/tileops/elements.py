@@ -1,0 +1,102 @@
+"""One element of a tile op's element-wise expression as tile IR.
+
+`ElementLowerer` is the kernel lowerer (`tlc.schedule.lower.Lowerer`) taught that the values of
+a tile op are whole tensors: each expression is lowered at an index (one IR expression per
+dimension of its own shape), an operand with fewer or unit dimensions reads at the broadcast
+index, `.T` reverses the index, an intermediate's name is its expression again (recomputed in
+registers, never stored), and the heavy operations and tensor parameters are *leaves* whose
+loads the kernel builder decides (a fragment, a global load, a kernel's accumulator).
+Everything else (arithmetic, promotion, casts, math, `where`, device functions inlined) is the
+kernel lowerer's own code, so a tile op computes exactly what a kernel would.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ... import ir
+from ...dtypes import I32
+from ...parser import nodes as n
+from ...typecheck.types import ScalarType, TensorType
+from ..lower import Lowerer
+from .graph import Graph, broadcast_index
+
+Leaf = Callable[[tuple], ir.Expr]  # the load of a leaf at an index of its own shape
+
+
+class ElementLowerer(Lowerer):
+    def __init__(self, graph: Graph, program):
+        super().__init__(graph.fn, program)
+        self.graph = graph
+        for p in graph.fn.params:
+            if p.role == "scalar":
+                self.scalars[p.name] = p.type.dtype
+        for s in graph.symbols:
+            self.scalars[s] = I32
+        self.leaves: dict = {}  # heavy AST node or tensor parameter name -> Leaf
+        self.at: list[tuple[tuple, tuple]] = []  # (index, shape) of the expression being lowered
+
+    def element(self, e, index: tuple, shape: tuple) -> tuple[list, ir.Expr]:
+        """(statements to run first, the value) of `e` at `index` of `shape` (the shape the
+        caller computes; `e` broadcasts to it)."""
+        self.at.append((tuple(index), tuple(shape)))
+        try:
+            value = self.expr(e)
+        finally:
+            self.at.pop()
+        pending, self.pending = self.pending, []
+        return pending, value
+
+    def value_at(self, e, index: tuple, shape: tuple) -> ir.Expr:
+        """The value of `e` at `index` of `shape`, its statements left pending (for a leaf that
+        computes from other expressions while an element is being lowered)."""
+        self.at.append((tuple(index), tuple(shape)))
+        try:
+            return self.expr(e)
+        finally:
+            self.at.pop()
+
+    # ---- the index each expression is read at --------------------------------------------------
+    def expr(self, e) -> ir.Expr:
+        if not isinstance(getattr(e, "ty", None), TensorType):
+            return super().expr(e)
+        idx, shape = self.at[-1]
+        own = self.graph.shape(e)
+        self.at.append((broadcast_index(idx, shape, own), own))
+        try:
+            return self._tensor(e)
+        finally:
+            self.at.pop()
+
+    def _tensor(self, e) -> ir.Expr:
+        idx = self.at[-1][0]
+        if isinstance(e, n.Name) and e.id in self.graph.names:
+            return self.expr(self.graph.names[e.id])
+        h = self.graph.heavy(e)
+        if h is not None:
+            return self.leaves[h.node](idx)
+        if isinstance(e, n.Name):
+            return self.leaves[e.id](idx)
+        if isinstance(e, n.Attribute):  # .T
+            own = self.graph.shape(e.value)
+            self.at.append((idx[::-1], own))
+            try:
+                return self._tensor(e.value)
+            finally:
+                self.at.pop()
+        return super().expr(e)
+
+    # ---- operators on tensors type like operators on their elements ---------------------------
+    def expr_BinOp(self, e: n.BinOp):
+        return self.binop(e.op, self.expr(e.left), self.expr(e.right), _elem(e.left.ty), _elem(e.right.ty), e.span)
+
+    def expr_Compare(self, e: n.Compare):
+        parts = [self.binop(op, self.expr(a), self.expr(b), _elem(a.ty), _elem(b.ty), e.span)
+                 for op, a, b in zip(e.ops, e.operands, e.operands[1:])]
+        out = parts[0]
+        for p in parts[1:]:
+            out = ir.BinOp("and", out, p, parts[0].dtype, span=e.span)
+        return out
+
+
+def _elem(t):
+    return ScalarType(t.dtype) if isinstance(t, TensorType) else t

@@ -1,0 +1,101 @@
+"""An element-wise group as a kernel: each block computes one tile of the result in a `parallel`
+loop, the tensors of the result's shape copied into fragments first (16-byte runs where the
+code generator can), the broadcast ones loaded element by element (they are small and cached).
+
+When every tensor the expression reads has the result's shape and nothing is transposed, the
+tensors are viewed as flat vectors (`NUMEL` elements): no 2-D tile edge to handle, the longest
+contiguous runs.  The launch passes 1-D views of the same memory.
+"""
+from __future__ import annotations
+
+from ... import ir
+from ...parser import nodes as n
+from ..lower import cast
+from .build import KernelBuilder, add, cdiv, i32, mul, var
+from .graph import children
+from .rules import elementwise_tiles
+
+FLAT = "NUMEL"
+
+
+def elementwise_kernel(b: KernelBuilder, sizes: dict) -> tuple[ir.Kernel, bool]:
+    """(the kernel, whether its tensors are flat views)."""
+    g, root, dest = b.g, b.group.root, b.group.dest
+    shape = g.shape(root)
+    read = [name for name in b.tensors if name != dest and _reads(b, name)]
+    flat = len(shape) == 2 and all(b.tensors[t][1] == shape for t in read) and not _transposes(g, root)
+    dtypes = [b.tensors[t][0] for t in read] + [b.tensors[dest][0]]
+    if flat:
+        symbol = b.fresh(FLAT)
+        b.tensors = {t: (dt, (symbol,) if t in read + [dest] else s) for t, (dt, s) in b.tensors.items()}
+        dims = (symbol,)
+        sizes = {**sizes, symbol: _numel(shape, sizes)}
+    else:
+        dims = shape
+    tiles = elementwise_tiles(len(dims), dims, sizes, dtypes)
+    if len(dims) == 1:
+        vars_, block_vars = ("i",), ("bx",)
+        origin = (mul(var("bx"), i32(tiles.shape[0])),)
+        grid = (cdiv(b.dim(dims[0]), tiles.shape[0]),)
+    else:
+        vars_, block_vars = ("i", "j"), ("bx", "by")
+        origin = (mul(var("by"), i32(tiles.shape[0])),
+                  mul(var("bx"), i32(tiles.shape[1])))
+        grid = (cdiv(b.dim(dims[1]), tiles.shape[1]), cdiv(b.dim(dims[0]), tiles.shape[0]))
+    local = tuple(var(v) for v in vars_)
+    here = tuple(add(o, x) for o, x in zip(origin, local))
+    canonical = here * len(shape) if flat else here
+    frags: dict[str, str] = {}
+
+    def leaf(name):
+        dtype = b.tensors[name][0]
+
+        def load(idx):
+            if g_shape(name) == shape and tuple(idx) == canonical:
+                if name not in frags:
+                    frags[name] = b.buffer(f"{name}_tile", "fragment", dtype, tiles.shape)
+                return ir.Load(frags[name], local, dtype)
+            return ir.Load(name, tuple(idx), dtype)
+        return load
+
+    def g_shape(name):
+        return shape if flat and b.tensors[name][1] == dims else b.tensors[name][1]
+
+    for node, temp in b.part.temps.items():
+        if temp != dest:
+            b.lower.leaves[node] = leaf(temp)
+    for p in g.fn.tensor_params:
+        b.lower.leaves[p.name] = leaf(p.name)
+    pre, value = b.lower.element(root, canonical, shape)
+    out_dt = b.tensors[dest][0]
+    out = b.buffer(f"{dest}_tile", "fragment", out_dt, tiles.shape)
+    body = [ir.Copy(ir.Region(name, origin, tiles.shape), ir.BufferRef(f)) for name, f in frags.items()]
+    body.append(ir.Parallel(vars_, tiles.shape, tuple(pre) + (ir.Store(out, local, cast(value, out_dt)),)))
+    body.append(ir.Copy(ir.BufferRef(out), ir.Region(dest, origin, tiles.shape)))
+    return b.kernel(grid, block_vars, tiles.threads, tuple(body)), flat
+
+
+def _reads(b: KernelBuilder, name: str) -> bool:
+    g, root = b.g, b.group.root
+    if name in g.leaves(root):
+        return True
+    return any(b.part.temps.get(h.node) == name for h in g.frontier(root))
+
+
+def _transposes(g, e) -> bool:
+    e = g.resolve(e)
+    if g.heavy(e) is not None:
+        return False
+    if isinstance(e, n.Attribute) and e.attr == "T":
+        return True
+    return any(_transposes(g, c) for c in children(e))
+
+
+def _numel(shape, sizes) -> int | None:
+    total = 1
+    for d in shape:
+        v = d if isinstance(d, int) else sizes.get(d)
+        if v is None:
+            return None
+        total *= v
+    return total

@@ -1,0 +1,84 @@
+"""A matmul group as a kernel: std.gemm's structure (LANGUAGE.md section 2's matmul) with the
+group's element-wise expression as its epilogue.
+
+Each block computes a BM x BN tile of the product: shared tiles of both operands, `for k in
+pipelined(...)` copying global -> shared and calling `gemm`, then a `parallel` loop over the f32
+accumulator that applies the epilogue in registers (bias, activation, scaling, residual, cast;
+other tensors are read element by element at the tile's coordinates), then one copy to global.
+The loop is exactly std.gemm's, so the code generator's fast paths for it (wgmma on sm_90a,
+TMA and warp specialization as they arrive) apply unchanged.  The tile sizes are std.gemm's for
+the same transposes (`std_gemm_config`).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ... import ir
+from ...dtypes import gemm_operands_agree
+from ..lower import cast
+from .build import KernelBuilder, add, cdiv, i32, mul, var
+from .graph import TileOpError
+from .rules import MatmulTiles, matmul_tiles
+
+# which std.gemm kernel has the same operand layouts: (A transposed, B transposed) -> name
+STD_GEMM_KERNEL = {(False, False): "matmul", (False, True): "matmul_nt", (True, False): "matmul_tn",
+                   (True, True): "matmul_tn"}
+
+
+@lru_cache(maxsize=None)
+def std_gemm_config(kernel: str) -> tuple:
+    """The constants std.gemm's `kernel` runs with by default, as ((name, value), ...)."""
+    from ...driver import check_file
+
+    result = check_file("std.gemm")
+    fn = result.program.function(kernel)
+    return tuple((p.name, p.value) for p in fn.params if p.role == "const")
+
+
+def tiles_for(b: KernelBuilder, smem_limit: int) -> MatmulTiles:
+    (a, ta), (_, tb) = b.group.operands
+    kernel = STD_GEMM_KERNEL[(ta, tb)]
+    return matmul_tiles(dict(std_gemm_config(kernel)), f"std.gemm {kernel}", b.tensors[a][0], smem_limit)
+
+
+def matmul_kernel(b: KernelBuilder, tiles: MatmulTiles) -> ir.Kernel:
+    g, mm, root, dest = b.g, b.group.matmul, b.group.root, b.group.dest
+    (a, ta), (bb, tb) = b.group.operands
+    (dta, sa), (dtb, sb) = b.tensors[a], b.tensors[bb]
+    if not gemm_operands_agree(dta, dtb):
+        raise TileOpError(f"'{g.text(mm.node)}' multiplies {dta} by {dtb}; the operands of '@' need one dtype",
+                          mm.node.span, f"convert one of them, e.g. {dta}(...)")
+    m, n = g.shape(mm.node)
+    k_dim = sa[0] if ta else sa[1]
+    BM, BN, BK = tiles.BM, tiles.BN, tiles.BK
+    As = b.buffer("As", "shared", dta, (BK, BM) if ta else (BM, BK))
+    Bs = b.buffer("Bs", "shared", dtb, (BN, BK) if tb else (BK, BN))
+    acc_dt = g.dtype(mm.node)
+    acc = b.buffer("acc", "fragment", acc_dt, (BM, BN))
+    bx, by, k = var("bx"), var("by"), var(b.fresh("k"))
+    rows, cols, ks = mul(by, i32(BM)), mul(bx, i32(BN)), mul(k, i32(BK))
+    loop = (
+        ir.Copy(ir.Region(a, (ks, rows) if ta else (rows, ks), (BK, BM) if ta else (BM, BK)), ir.BufferRef(As)),
+        ir.Copy(ir.Region(bb, (cols, ks) if tb else (ks, cols), (BN, BK) if tb else (BK, BN)), ir.BufferRef(Bs)),
+        ir.Gemm(As, Bs, acc, ta, tb),
+    )
+    body = [ir.Fill(acc, ir.Const(0, acc_dt)),
+            ir.For(k.name, i32(0), cdiv(b.dim(k_dim), BK), i32(1), "pipelined", tiles.stages, loop)]
+    if g.resolve(root) != mm.node:
+        i, j = b.fresh("i"), b.fresh("j")
+        local = (var(i), var(j))
+        here = (add(rows, local[0]), add(cols, local[1]))
+        text = g.text(mm.node)
+
+        def product(idx):
+            if tuple(idx) != here:
+                raise TileOpError(f"the epilogue of '{text}' reads the product transposed; name the product and "
+                                  "transpose the names it feeds", mm.node.span)
+            return ir.Load(acc, local, acc_dt)
+
+        b.lower.leaves[mm.node] = product
+        pre, value = b.lower.element(root, here, (m, n))
+        body.append(ir.Parallel((i, j), (BM, BN), tuple(pre) + (ir.Store(acc, local, cast(value, acc_dt)),)))
+    body.append(ir.Copy(ir.BufferRef(acc), ir.Region(dest, (rows, cols), (BM, BN))))
+    grid = (cdiv(b.dim(n), BN), cdiv(b.dim(m), BM))
+    return b.kernel(grid, ("bx", "by"), tiles.THREADS, tuple(body))

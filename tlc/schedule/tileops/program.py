@@ -1,0 +1,117 @@
+"""A scheduled tile op: ordinary kernels plus the program of launches that runs them.
+
+`TileOpProgram` is plain data the API executes: the temporaries to allocate (shapes over the
+tile op's shape symbols), then each `Launch` in order with its kernel's parameters taken by
+name from the tile op's arguments, the temporaries and the result.  The interpreter and the
+code generator see only the `ir.Kernel`s.  `describe()` is the fusion plan as text
+(`tlc build --emit ir`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ... import ir
+from ...ir.walk import statements
+from ...dtypes import DType
+from ..layout import Blocked, Replicated, assign_layouts, VECTOR_BYTES
+from ..barriers import insert_barriers
+from ..smem import plan_shared_memory
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A tensor the program allocates: the result or a temporary (dims: int or shape symbol)."""
+
+    name: str
+    dtype: DType
+    shape: tuple
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch; with `flat`, every tensor it takes is passed as a 1-D view."""
+
+    kernel: ir.Kernel
+    flat: bool = False
+    kind: str = ""
+    computes: str = ""  # the source text of what it computes
+    fused: tuple = ()  # the heavy operations it holds
+    tiles: str = ""  # the scheduling choices, as text
+
+
+@dataclass(frozen=True)
+class TileOpProgram:
+    name: str
+    params: tuple  # the tile op's arrays and scalars, in declaration order
+    result: Tensor
+    temps: tuple  # Tensor, ...
+    launches: tuple  # Launch, ...
+    boundaries: tuple  # fusion.Boundary, ...
+    fuse: bool = False
+
+    @property
+    def kernels(self) -> tuple:
+        return tuple(x.kernel for x in self.launches)
+
+    def describe(self) -> str:
+        n = len(self.launches)
+        lines = [f"# tile op {self.name}{' (@fuse)' if self.fuse else ''}: {n} kernel{'s' * (n != 1)}"]
+        for x in self.launches:
+            dest = next(p.name for p in x.kernel.params if p.name in _written(x.kernel))
+            lines.append(f"#   {x.kernel.name} ({x.kind}): {x.computes} -> {dest}")
+            if x.fused:
+                lines.append(f"#     fused: {', '.join(x.fused)}")
+            lines.append(f"#     tiles: {x.tiles}{', flat 1-D views' if x.flat else ''}")
+        for t in self.temps:
+            lines.append(f"#   temporary {t.name}: {t.dtype}[{', '.join(map(str, t.shape))}] in global memory")
+        for b in self.boundaries:
+            where = f" (line {b.span.line})" if b.span is not None else ""
+            lines.append(f"#   boundary at '{b.op}'{where}: {b.reason}")
+        if not self.boundaries:
+            lines.append("#   no intermediate goes through global memory")
+        return "\n".join(lines)
+
+
+def _written(kernel: ir.Kernel) -> set:
+    from ...ir.walk import written_names
+
+    return written_names(kernel.body)
+
+
+def finish(kernel: ir.Kernel, target: str, smem_limit: int, sources: dict) -> ir.Kernel:
+    """The scheduling passes of every kernel, with one addition between layouts and shared
+    memory: the tile-shaped fragments of an element-wise or row kernel share one layout."""
+    ir.verify(kernel)
+    kernel = assign_layouts(kernel, target)
+    kernel = _one_tile_layout(kernel)
+    kernel = plan_shared_memory(kernel, smem_limit, sources)
+    kernel = insert_barriers(kernel)
+    ir.verify(kernel)
+    return kernel
+
+
+def _one_tile_layout(kernel: ir.Kernel) -> ir.Kernel:
+    """Fragments of one tile shape but different dtypes each get vector runs of their own width
+    by default, and a parallel loop can only run in one layout: give them all runs of 16 bytes
+    of the widest dtype copied to or from memory (8 or 16 bytes of the others), and the
+    statistics replicated over them that layout as their base.  A gemm accumulator's layout is
+    left alone."""
+    frags = [b for b in kernel.buffers if b.scope == "fragment" and isinstance(b.layout, Blocked)]
+    if not frags:
+        return kernel
+    tile = max((b.shape for b in frags), key=len)
+    copied = {x.name for s in statements(kernel.body) if isinstance(s, ir.Copy) for x in (s.src, s.dst)}
+    same = [b for b in frags if b.shape == tile and b.name in copied] or [b for b in frags if b.shape == tile]
+    vec = max(1, VECTOR_BYTES // max(b.dtype.itemsize for b in same))
+    while vec > 1 and tile[-1] % vec:
+        vec //= 2
+    layout = Blocked(tuple(tile), kernel.threads, vec)
+    out = []
+    for b in kernel.buffers:
+        if b.scope == "fragment" and b.shape == tile and isinstance(b.layout, Blocked):
+            b = replace(b, layout=layout)
+        elif b.scope == "fragment" and isinstance(b.layout, Replicated) and b.layout.base.shape == tile \
+                and isinstance(b.layout.base, Blocked):
+            b = replace(b, layout=Replicated(layout, b.layout.dropped))
+        out.append(b)
+    return replace(kernel, buffers=tuple(out))

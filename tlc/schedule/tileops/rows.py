@@ -1,0 +1,234 @@
+"""A row group as a kernel: reductions and softmaxes along one axis, with their element-wise
+neighbours, in the shape of examples/softmax.tl and examples/layernorm.tl.
+
+Each block owns `kept` rows (axis 1, or a 1-D tensor seen as one row) or columns (axis 0) and
+walks the reduced axis in tiles.  The members are computed in passes: a member that reads
+another member's result runs one pass later (layernorm's variance after its mean); a softmax's
+max and sum share one pass (online softmax: the running sum is rescaled when the max grows).
+Each pass copies the tensors it reads into fragments, computes the member's operand masked to
+the row's length, and reduces into a per-row statistic (a fragment replicated over the threads
+of the row).  When a row fits in one tile, the fragments of the first pass are still in
+registers and later passes read no memory.  Then the result: a last pass writes each element
+of a full-shape result, or one `parallel` loop over the rows writes a reduced one.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import ir
+from ...dtypes import BOOL, F32, F64, I32
+from ..lower import cast
+from .build import KernelBuilder, add, cdiv, i32, mul, var
+from .graph import Heavy, TileOpError
+from .rules import RowTiles
+
+
+def acc_dtype(h: Heavy, operand_dtype):
+    """The dtype a statistic accumulates in: f64 for f64, f32 for other floats and for means,
+    the operand's dtype for integers."""
+    if operand_dtype == F64:
+        return F64
+    if operand_dtype.is_float or h.kind == "softmax" or h.reduce == "mean" or operand_dtype == BOOL:
+        return F32
+    return operand_dtype
+
+
+def identity(kind: str, dt) -> ir.Const:
+    if kind in ("sum", "mean"):
+        return ir.Const(0, dt)
+    if dt.is_float:
+        return ir.Const(float("-inf") if kind == "max" else float("inf"), dt)
+    info = np.iinfo(dt.numpy())
+    return ir.Const(int(info.min) if kind == "max" else int(info.max), dt)
+
+
+class RowKernel:
+    def __init__(self, b: KernelBuilder, tiles: RowTiles):
+        self.b, self.g, self.tiles = b, b.g, tiles
+        group = b.group
+        self.space, self.axis = group.space, group.axis
+        self.last = len(self.space) == 1 or self.axis == 1  # rows (not columns) are reduced
+        space = self.space
+        self.kept_dim = 1 if len(space) == 1 else space[0] if self.axis == 1 else space[1]
+        self.red_dim = space[-1] if self.last else space[0]
+        K, R = tiles.kept, tiles.reduced
+        self.tile = (K, R) if self.last else (R, K)
+        self.kv, self.rv = b.fresh("i"), b.fresh("j")
+        self.vars = (self.kv, self.rv) if self.last else (self.rv, self.kv)
+        self.local = tuple(var(v) for v in self.vars)
+        self.t = b.fresh("t")
+        self.ntiles = b.fresh("tiles")
+        kept0, red0 = mul(var("bx"), i32(K)), mul(var(self.t), i32(R))
+        self.kept_g, self.red_g = add(kept0, var(self.kv)), add(red0, var(self.rv))
+        if len(space) == 1:
+            self.origin, self.extents, self.here = (red0,), (R,), (self.red_g,)
+        elif self.last:
+            self.origin, self.extents, self.here = (kept0, red0), (K, R), (self.kept_g, self.red_g)
+        else:
+            self.origin, self.extents, self.here = (red0, kept0), (R, K), (self.red_g, self.kept_g)
+        self.frags: dict[str, str] = {}  # tensor -> its fragment
+        self.loaded: set = set()  # fragments a pass before the current one loaded
+        self.wanted: list = []  # fragments the statements being built read
+        self.stats: dict = {}  # member node -> (fragment, acc dtype) or (max fragment, sum fragment, acc dtype)
+        self.scratch: dict = {}  # acc dtype -> tile fragment
+
+    # ---- leaves --------------------------------------------------------------------------------------
+    def tensor_leaf(self, name: str):
+        dtype, shape = self.b.tensors[name]
+
+        def load(idx):
+            if tuple(shape) == tuple(self.space) and tuple(idx) == self.here:
+                if name not in self.frags:
+                    self.frags[name] = self.b.buffer(f"{name}_tile", "fragment", dtype, self.tile)
+                if self.frags[name] not in self.wanted:
+                    self.wanted.append(self.frags[name])
+                return ir.Load(self.frags[name], self.local, dtype)
+            return ir.Load(name, tuple(idx), dtype)
+        return load
+
+    def reduced_index(self, keepdims: bool) -> tuple:
+        pos = len(self.space) - 1 if self.last else 0
+        if len(self.space) == 1:
+            return (i32(0),)
+        if keepdims:
+            return tuple(i32(0) if d == pos else x for d, x in enumerate(self.here))
+        return tuple(x for d, x in enumerate(self.here) if d != pos)
+
+    def member_leaf(self, h: Heavy):
+        text = self.g.text(h.node)
+        k = (var(self.kv),)
+
+        def load(idx):
+            want = self.here if h.kind == "softmax" else self.reduced_index(h.keepdims)
+            if tuple(idx) != want:
+                raise TileOpError(f"'{text}' is read at other rows than the ones it reduces",
+                                  h.node.span, "keep the reduced axis (keepdims=True) so that it broadcasts "
+                                  "along the rows it was computed from")
+            dt = self.g.dtype(h.node)
+            if h.kind == "softmax":
+                m, s, acc = self.stats[h.node]
+                x = cast(self.b.lower.value_at(h.node.args[0], self.here, self.space), acc)
+                e = ir.Call("exp", (ir.BinOp("-", x, ir.Load(m, k, acc), acc),), acc)
+                return cast(ir.BinOp("/", e, ir.Load(s, k, acc), acc), dt)
+            st, acc = self.stats[h.node]
+            return cast(ir.Load(st, k, acc), dt)
+        return load
+
+    # ---- statements ------------------------------------------------------------------------------------
+    def mask(self, value: ir.Expr, fill: ir.Const) -> ir.Expr:
+        inside = ir.BinOp("<", self.red_g, self.b.dim(self.red_dim), BOOL)
+        return ir.Select(inside, value, fill, value.dtype)
+
+    def tmp(self, dt) -> str:
+        if dt not in self.scratch:
+            self.scratch[dt] = self.b.buffer(f"tile_{dt.name}", "fragment", dt, self.tile)
+        return self.scratch[dt]
+
+    def over_rows(self, body) -> ir.Parallel:
+        return ir.Parallel((self.kv,), (self.tiles.kept,), tuple(body))
+
+    def over_tile(self, body) -> ir.Parallel:
+        return ir.Parallel(self.vars, self.tile, tuple(body))
+
+    def member_stmts(self, h: Heavy) -> list:
+        b, dim = self.b, 1 if self.last else 0
+        operand = h.node.args[0]
+        acc = acc_dtype(h, self.g.dtype(operand))
+        pre, v = b.lower.element(operand, self.here, self.space)
+        tmp = self.tmp(acc)
+        if h.kind == "reduce":
+            st = self.stats[h.node][0]
+            kind = "sum" if h.reduce == "mean" else h.reduce
+            fill = ir.Store(tmp, self.local, self.mask(cast(v, acc), identity(h.reduce, acc)))
+            return [self.over_tile(pre + [fill]), ir.Reduce(kind, tmp, st, dim, clear=False)]
+        m, s, _ = self.stats[h.node]
+        tmax, tsum = self.tile_stats[h.node]
+        k = (var(self.kv),)
+        fill = ir.Store(tmp, self.local, self.mask(cast(v, acc), identity("max", acc)))
+        new = b.fresh("new_max")
+        load = lambda f: ir.Load(f, k, acc)  # noqa: E731
+        rescale = [ir.LetScalar(new, acc, ir.BinOp("max", load(m), load(tmax), acc)),
+                   ir.Store(s, k, ir.BinOp("*", load(s), ir.Call("exp", (ir.BinOp("-", load(m), ir.Var(new, acc), acc),),
+                                                                 acc), acc)),
+                   ir.Store(m, k, ir.Var(new, acc))]
+        expd = ir.Store(tmp, self.local, ir.Call("exp", (ir.BinOp("-", ir.Load(tmp, self.local, acc), load(m), acc),), acc))
+        return [self.over_tile(pre + [fill]), ir.Reduce("max", tmp, tmax, dim), self.over_rows(rescale),
+                self.over_tile([expd]), ir.Reduce("sum", tmp, tsum, dim),
+                self.over_rows([ir.Store(s, k, ir.BinOp("+", load(s), load(tsum), acc))])]
+
+    def tile_loop(self, build) -> ir.For:
+        """`for t in range(tiles)`: the copies of the fragments `build()`'s statements read (only
+        when there are several tiles, for fragments an earlier pass loaded), then those."""
+        self.wanted = []
+        stmts = build()
+        copies = []
+        for name, f in self.frags.items():
+            if f not in self.wanted:
+                continue
+            c = ir.Copy(ir.Region(name, self.origin, self.extents), ir.BufferRef(f))
+            copies.append(c if f not in self.loaded else
+                          ir.If(ir.BinOp(">", var(self.ntiles), i32(1), BOOL), (c,)))
+        self.loaded |= set(self.wanted)
+        return ir.For(self.t, i32(0), var(self.ntiles), i32(1), "serial", 1, tuple(copies + stmts))
+
+    # ---- the kernel -------------------------------------------------------------------------------------
+    def kernel(self) -> ir.Kernel:
+        b, g, group = self.b, self.g, self.b.group
+        for node, temp in b.part.temps.items():
+            if temp != group.dest:
+                b.lower.leaves[node] = self.tensor_leaf(temp)
+        for p in g.fn.tensor_params:
+            b.lower.leaves[p.name] = self.tensor_leaf(p.name)
+        K = self.tiles.kept
+        body: list = [ir.LetScalar(self.ntiles, I32, cdiv(b.dim(self.red_dim), self.tiles.reduced))]
+        self.tile_stats: dict = {}
+        for h in group.members:
+            acc = acc_dtype(h, g.dtype(h.node.args[0]))
+            b.lower.leaves[h.node] = self.member_leaf(h)
+            if h.kind == "softmax":
+                m, s = b.buffer("row_max", "fragment", acc, (K,)), b.buffer("row_sum", "fragment", acc, (K,))
+                self.stats[h.node] = (m, s, acc)
+                self.tile_stats[h.node] = (b.buffer("tile_max", "fragment", acc, (K,)),
+                                           b.buffer("tile_sum", "fragment", acc, (K,)))
+                body += [ir.Fill(m, identity("max", acc)), ir.Fill(s, ir.Const(0, acc))]
+            else:
+                st = b.buffer(f"row_{h.reduce}", "fragment", acc, (K,))
+                self.stats[h.node] = (st, acc)
+                body.append(ir.Fill(st, identity(h.reduce, acc)))
+        for members in self.passes():
+            body.append(self.tile_loop(lambda: [s for h in members for s in self.member_stmts(h)]))
+            for h in members:
+                if h.kind == "reduce" and h.reduce == "mean":
+                    st, acc = self.stats[h.node]
+                    n = cast(b.dim(self.red_dim), acc)
+                    body.append(self.over_rows([ir.Store(st, (var(self.kv),),
+                                                         ir.BinOp("/", ir.Load(st, (var(self.kv),), acc), n, acc))]))
+        dest = group.dest
+        out_dt, out_shape = b.tensors[dest]
+        if tuple(out_shape) == tuple(self.space):
+            out = b.buffer(f"{dest}_tile", "fragment", out_dt, self.tile)
+
+            def result():
+                pre, v = b.lower.element(group.root, self.here, self.space)
+                return [self.over_tile(pre + [ir.Store(out, self.local, cast(v, out_dt))]),
+                        ir.Copy(ir.BufferRef(out), ir.Region(dest, self.origin, self.extents))]
+            body.append(self.tile_loop(result))
+        else:
+            idx = self.reduced_index(len(out_shape) == len(self.space))
+            pre, v = b.lower.element(group.root, idx, tuple(out_shape))
+            body.append(self.over_rows(pre + [ir.Store(dest, idx, cast(v, out_dt))]))
+        grid = (cdiv(b.dim(self.kept_dim), K),)
+        return b.kernel(grid, ("bx",), self.tiles.threads, tuple(body))
+
+    def passes(self) -> list[list]:
+        """The members by pass: a member runs one pass after the latest member it reads."""
+        group, g = self.b.group, self.g
+        nodes = {h.node for h in group.members}
+        level: dict = {}
+        for h in group.members:  # dependencies come first
+            deps = [d.node for d in g.frontier(h.node.args[0]) if d.node in nodes]
+            level[h.node] = 1 + max((level[d] for d in deps), default=-1)
+        out: list = [[] for _ in range(max(level.values(), default=-1) + 1)]
+        for h in group.members:
+            out[level[h.node]].append(h)
+        return out

@@ -1,0 +1,202 @@
+"""Calling a tile op from Python (LANGUAGE.md section 7): `y = mod.linear_gelu(x, w, b)`.
+
+Owns running a `TileOpProgram`: binding the shape symbols from the arrays, allocating the
+result and the temporaries as arrays of the inputs' kind (NumPy on the interpreter; on the GPU
+CuPy, PyTorch on the inputs' device, or device buffers copied back to NumPy for NumPy inputs),
+and launching each kernel in order.  The plan is cached per constants, target and shape bucket.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import ir
+from .api import CallError, Kernel, _constants_key, _current_device
+from .dtypes import DType
+from .runtime.args import CUPY, DEVICE, NUMPY, TORCH, array_kind
+from .schedule import schedule_tile_op
+from .schedule.tileops.rules import bucket
+
+
+class TileOp(Kernel):
+    """One @tile_op of a loaded module: called like a kernel, returns a new array."""
+
+    def __init__(self, module, fn):
+        super().__init__(module, fn)
+        self._programs: dict = {}
+        self._compiled_launches: dict = {}
+
+    def program(self, constants: dict | None = None, arch: str = "sm_80", sizes: dict | None = None):
+        """The `TileOpProgram` (kernels, launches, fusion plan) for `constants` and `arch`, with
+        tiles chosen for shape symbols of `sizes` (symbol -> size; default sizes otherwise)."""
+        constants = constants or {}
+        key = (_constants_key(constants), arch, tuple(sorted((k, bucket(v)) for k, v in (sizes or {}).items())))
+        if key not in self._programs:
+            self._programs[key] = schedule_tile_op(self.module.program, self.name, constants, target=arch,
+                                                   sizes=sizes)
+        return self._programs[key]
+
+    def scheduled(self, constants: dict, arch: str = "sm_80") -> ir.Kernel:
+        prog = self.program(constants, arch)
+        if len(prog.launches) != 1:
+            raise CallError(f"'{self.name}' is scheduled into {len(prog.launches)} kernels; "
+                            "use .program() to see them")
+        return prog.launches[0].kernel
+
+    def generated(self, constants: dict, arch: str = "sm_80"):
+        raise CallError(f"'{self.name}' is a tile op: its kernels are in .program(); "
+                        "`tlc build -k NAME` writes them to one file")
+
+    def cuda_source(self, arch: str = "sm_80", **constants) -> str:
+        """The generated `.cu` text of every kernel of this tile op."""
+        from .codegen import generate_file
+
+        prog = self.program(constants, arch)
+        return generate_file(list(prog.kernels), arch, sources=self.module.program.sources,
+                             source_name=self.module.program.path)
+
+    def ir(self, **constants) -> str:
+        prog = self.program(constants)
+        return "\n".join([prog.describe()] + [ir.print_kernel(k) for k in prog.kernels])
+
+    def __call__(self, *args, **kwargs):
+        values, constants = self.bind(args, kwargs)
+        sizes = self._sizes(values)
+        cuda = self.module.target == "cuda"
+        if cuda:
+            from .runtime import target_arch
+
+            arch = target_arch()
+        else:
+            arch = "sm_80"
+        prog = self.program(constants, arch, sizes)
+        if not cuda:
+            return self._run_cpu(prog, values, sizes)
+        return self._run_cuda(prog, values, sizes, constants)
+
+    def run_on_interpreter(self, values: dict, constants: dict | None = None) -> np.ndarray:
+        """The result computed by the reference interpreter (`tlc run --check`), from NumPy
+        copies of `values`."""
+        host = {k: (v if isinstance(v, np.ndarray) or np.ndim(v) == 0 and not hasattr(v, "shape")
+                    else _to_numpy(v)) for k, v in values.items()}
+        sizes = self._sizes(host)
+        return self._run_cpu(self.program(constants or {}, "sm_80", sizes), host, sizes)
+
+    # ---- arguments -------------------------------------------------------------------------------
+    def _sizes(self, values: dict) -> dict:
+        sizes, seen = {}, {}
+        for p in self.fn.tensor_params:
+            a = values[p.name]
+            shape = getattr(a, "shape", None)
+            if shape is None or array_kind(a) not in (NUMPY, CUPY, TORCH, DEVICE):
+                raise CallError(f"'{p.name}' must be an array, not {type(a).__name__}")
+            dims = p.type.shape
+            if len(shape) != len(dims):
+                raise CallError(f"'{p.name}' must have {len(dims)} dimension{'s' * (len(dims) != 1)}, "
+                                f"found {len(shape)}")
+            for axis, (d, size) in enumerate(zip(dims, shape)):
+                name = getattr(d, "id", None)
+                if name is None or name not in self.fn.shape_symbols:
+                    continue
+                if name in sizes and sizes[name] != int(size):
+                    other, other_axis = seen[name]
+                    raise CallError(f"shape symbol '{name}' is {sizes[name]} from '{other}' (axis {other_axis}) "
+                                    f"but {int(size)} from '{p.name}' (axis {axis})")
+                sizes[name] = int(size)
+                seen[name] = (p.name, axis)
+        return sizes
+
+    @staticmethod
+    def _shape(t, sizes: dict) -> tuple:
+        return tuple(d if isinstance(d, int) else sizes[d] for d in t.shape)
+
+    # ---- executors ---------------------------------------------------------------------------------
+    def _run_cpu(self, prog, values: dict, sizes: dict):
+        from .interp import run_kernel
+
+        for p in self.fn.tensor_params:
+            if not isinstance(values[p.name], np.ndarray):
+                raise CallError(f"'{p.name}' must be a NumPy array on the CPU target, not {type(values[p.name]).__name__}")
+        store = dict(values)
+        for t in prog.temps + (prog.result,):
+            store[t.name] = np.empty(self._shape(t, sizes), t.dtype.numpy())
+        for launch in prog.launches:
+            run_kernel(launch.kernel, _arguments(launch, store))
+        return store[prog.result.name]
+
+    def _run_cuda(self, prog, values: dict, sizes: dict, constants: dict):
+        kinds = {array_kind(values[p.name]) for p in self.fn.tensor_params}
+        torch_like = next((values[p.name] for p in self.fn.tensor_params if array_kind(values[p.name]) == TORCH), None)
+        if torch_like is not None:
+            import torch
+
+            def empty(shape, dt: DType):
+                return torch.empty(shape, dtype=_torch_dtype(torch, dt), device=torch_like.device)
+        else:
+            from .runtime import DeviceArray
+
+            use_cupy = kinds == {CUPY}
+
+            def empty(shape, dt: DType):
+                if use_cupy:
+                    import cupy
+                    return cupy.empty(shape, dt.numpy())
+                return DeviceArray(shape, dt)
+        store = dict(values)
+        if NUMPY in kinds and torch_like is None:
+            from .runtime import DeviceArray
+
+            for p in self.fn.tensor_params:
+                if isinstance(values[p.name], np.ndarray):
+                    store[p.name] = DeviceArray.from_numpy(values[p.name])
+        for t in prog.temps + (prog.result,):
+            store[t.name] = empty(self._shape(t, sizes), t.dtype)
+        for launch, compiled in zip(prog.launches, self._compiled(prog, constants, sizes)):
+            compiled.call(_arguments(launch, store))
+        out = store[prog.result.name]
+        return out.numpy() if NUMPY in kinds and torch_like is None and kinds == {NUMPY} else out
+
+    def _compiled(self, prog, constants: dict, sizes: dict) -> list:
+        from . import runtime
+        from .codegen import generate
+
+        key = (id(prog), _current_device())
+        if key not in self._compiled_launches:
+            arch = runtime.target_arch()
+            self._compiled_launches[key] = [
+                runtime.compile_kernel(x.kernel, generate(x.kernel, arch, sources=self.module.program.sources))
+                for x in prog.launches]
+        return self._compiled_launches[key]
+
+
+def _to_numpy(a):
+    if hasattr(a, "get"):
+        return a.get()
+    if hasattr(a, "cpu"):
+        return a.cpu().numpy()
+    return a.numpy()
+
+
+def _arguments(launch, store: dict) -> dict:
+    out = {}
+    for p in launch.kernel.params:
+        v = store[p.name]
+        out[p.name] = _flat(v) if launch.flat and p.kind == "tensor" else v
+    return out
+
+
+def _flat(a):
+    if hasattr(a, "reshape"):
+        return a.reshape(-1)
+    from .runtime import DeviceArray
+
+    view = DeviceArray.__new__(DeviceArray)
+    view.__dict__.update(a.__dict__)
+    view.shape = (int(np.prod(a.shape, dtype=np.int64)),)
+    return view
+
+
+def _torch_dtype(torch, dt: DType):
+    names = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "i8": "int8",
+             "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8", "bool": "bool",
+             "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
+    return getattr(torch, names[dt.name])
