@@ -30,6 +30,7 @@ class GeneratedKernel:
     smem_bytes: int
     grid: tuple
     arch: str
+    tensor_maps: tuple = ()
 
 
 def i32(v: int) -> Const:

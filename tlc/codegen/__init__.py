@@ -22,6 +22,7 @@ from .cexpr import CodegenError
 from .cnames import c_name, c_type
 from .sm80 import Sm80
 from .sm90 import Sm90
+from .warpspec import tma_dtype
 
 TARGETS = {"sm_80": Sm80, "sm_90a": Sm90}
 
@@ -57,10 +58,11 @@ class GeneratedKernel:
     launcher: str
     source: str
     args: tuple[KernelArg, ...]
-    threads: int
+    threads: int  # the block size a launch uses (a warp-specialized kernel adds a producer warpgroup)
     smem_bytes: int
     grid: tuple
     arch: str
+    tensor_maps: tuple = ()  # warpspec.TensorMapSpec per TMA tensor map, passed after `args`
 
 
 @functools.lru_cache(maxsize=1)
@@ -125,17 +127,34 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
         launcher_params.append(f"{a.c_type.replace(' __restrict__', '')} {cname}")
         call_args.append(cname)
     launcher_params.append("cudaStream_t stream")
+    tensor_maps = out.get("tensor_maps", ())
+    params += out.get("extra_params", [])
+    threads = out.get("threads", kernel.threads)
     host = HostC()
     grid = [f"static_cast<unsigned>({host.expr(g)})" for g in kernel.grid] + ["1"] * (3 - len(kernel.grid))
     constants = ", ".join(f"{k}={v}" for k, v in kernel.constants)
     fp8 = any(t.dtype.name.startswith("f8") for t in list(kernel.params) + list(kernel.buffers))
     source = environment().get_template("kernel.cu.j2").render(
         version=__version__, source=source_name or (kernel.span.file if kernel.span else "<tl>"), name=name,
-        constants=constants, arch=arch, threads=kernel.threads, smem_bytes=out["smem_bytes"], fp8=fp8,
+        constants=constants, arch=arch, threads=threads, smem_bytes=out["smem_bytes"], fp8=fp8,
+        min_blocks=", 1" if tensor_maps else "", tensor_maps=[launcher_tensor_map(i, m) for i, m in enumerate(tensor_maps)],
         primitives=primitives(gen.primitive_files), preamble=out["preamble"], params=params, prologue=prologue, body=out["body"],
         launcher=f"launch_{name}", launcher_params=launcher_params, grid=grid, call_args=call_args)
-    return GeneratedKernel(name, f"launch_{name}", source, args, kernel.threads, out["smem_bytes"],
-                           tuple(kernel.grid), arch)
+    return GeneratedKernel(name, f"launch_{name}", source, args, threads, out["smem_bytes"],
+                           tuple(kernel.grid), arch, tuple(tensor_maps))
+
+
+def launcher_tensor_map(index: int, spec) -> dict:
+    """What the C launcher encodes for one tensor map: dims innermost first, the byte strides
+    of dims 1.., the box (one 128-byte column segment of a tile)."""
+    dims = [str(d) if isinstance(d, int) else c_name(d) for d in reversed(spec.shape)]
+    strides, pitch = [], str(spec.dtype.itemsize)
+    for d in dims[:-1]:
+        pitch = f"{pitch} * static_cast<cuuint64_t>({d})"
+        strides.append(pitch)
+    box = [spec.box_cols, spec.box_rows] + [1] * (len(dims) - 2)
+    return {"index": index, "param": c_name(spec.param), "dtype": tma_dtype(spec.dtype), "rank": len(dims),
+            "dims": [f"static_cast<cuuint64_t>({d})" for d in dims], "strides": strides, "box": box}
 
 
 def generate_file(kernels: list, arch: str = "sm_80", *, line_directives: bool = True,

@@ -12,17 +12,28 @@ from ..ir.walk import statements
 from ..schedule.layout import wgmma_accumulator, wgmma_gemm
 from .cnames import c_name, c_type
 from .sm80 import Sm80, _b
+from .warpspec import WarpSpecialized
 
 
-class Sm90(Sm80):
+class Sm90(WarpSpecialized, Sm80):
     arch = "sm_90a"
-    primitive_files = Sm80.primitive_files + ("wgmma.cuh",)
+    primitive_files = Sm80.primitive_files + ("wgmma.cuh", "tma.cuh")
 
     def __init__(self, kernel: ir.Kernel, sources=None, line_directives: bool = True):
         super().__init__(kernel, sources, line_directives)
         self.wgmma_types: dict = {}  # (n, dtype name, n_major_b) -> struct name
         self.wgmma_operands = {x for g in statements(kernel.body) if isinstance(g, ir.Gemm) and self.uses_wgmma(g)
                                for x in (g.a, g.b)}
+        self.find_warp_specialized_loop()
+
+    def generate(self) -> dict:
+        out = super().generate()
+        out["threads"] = self.launch_threads
+        if self.ws_loop is not None:
+            out["extra_params"] = [f"const __grid_constant__ tl::TensorMap tl_map{i}"
+                                   for i in range(len(self.tensor_maps))] + ["int tl_tma"]
+            out["tensor_maps"] = tuple(self.tensor_maps)
+        return out
 
     def uses_wgmma(self, g: ir.Gemm) -> bool:
         c = self.buffers[g.c]
@@ -33,6 +44,9 @@ class Sm90(Sm80):
     def pipeline(self, loop: ir.For) -> bool:
         """A pipelined loop that only feeds one wgmma gemm keeps that gemm's wgmma in flight
         while the next copies are issued: compute first, then a barrier, then the prefetch."""
+        if loop is self.ws_loop:
+            self.emit_warp_specialized(loop)
+            return True
         plan = self.pipeline_plan(loop)
         if plan is None:
             return False

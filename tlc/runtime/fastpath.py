@@ -117,9 +117,23 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
     lines += ["try:", f"    g = {grid_source(gen.grid, values)}", "except Exception:", "    return fallback(args)",
               _any_fails(checks),
               "fn = functions.get(device)", "if fn is None:", "    return fallback(args)",
-              f"fn(g, BLOCK, [{', '.join(cargs)}], SMEM, None)", "return True"]
+              f"fn(g, BLOCK, [{', '.join(cargs)}]{_tensor_map_args(compiled, env, symbols)}, SMEM, None)",
+              "return True"]
     source = "def fast(args):\n" + "".join(f"    {line}\n" for line in "\n".join(lines).split("\n"))
     return compile_function(source, "fast", env).unguarded
+
+
+def _tensor_map_args(compiled, env: dict, symbols: dict) -> str:
+    """` + TMAPS(pointers, sizes)` for a kernel that takes tensor maps (launch.py's
+    `kernel_args`, written out), else nothing."""
+    specs = compiled.generated.tensor_maps
+    if not specs:
+        return ""
+    env["TMAPS"] = compiled.tensor_maps
+    index = {p.name: i for i, p in enumerate(compiled.kernel.params)}
+    pointers = ", ".join(f"a{index[s.param]}.data.ptr" for s in specs)
+    sizes = ", ".join("(" + "".join(f"{d if isinstance(d, int) else symbols[d]}, " for d in s.shape) + ")" for s in specs)
+    return f" + TMAPS(({pointers},), ({sizes},))"
 
 
 def _any_fails(conditions) -> str:

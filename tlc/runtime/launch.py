@@ -14,6 +14,7 @@ from ..ir.nodes import Kernel
 from . import fastpath
 from .args import Binder, Bound
 from .grid import compile_grid
+from .tensormap import LaunchTensorMaps
 
 DEFAULT_SMEM_LIMIT = 48 * 1024  # above this a kernel must opt in to more dynamic shared memory
 _MAX_GRID = (2**31 - 1, 65535, 65535)
@@ -35,6 +36,12 @@ class CompiledKernel:
         self.block = (generated.threads, 1, 1)
         self.smem = generated.smem_bytes
         self._functions: dict[int, object] = {}  # device id -> loaded function
+        # a kernel that copies through the TMA takes its tensors' maps after its own arguments
+        self.tensor_maps = LaunchTensorMaps(generated.tensor_maps) if generated.tensor_maps else None
+        # per map: the tensor's argument slot, and per dim its size or (symbol) the slot of its value
+        self._map_slots = tuple((self.binder.slots[s.param],
+                                 tuple((False, d) if isinstance(d, int) else (True, self.binder.slots[d]) for d in s.shape))
+                                for s in generated.tensor_maps)
         self._streams: dict[int, object] = {}  # foreign stream pointer -> cupy Stream
         # `call(args)`: the generated fast path, falling back to `launch` (callers that launch
         # in a loop may hold `call` itself and skip this object's `__call__`)
@@ -97,7 +104,18 @@ class CompiledKernel:
         if bound.host:
             self._launch_with_copies(fn, grid, bound, stream)
         else:
-            fn(grid, self.block, bound.args, self.smem, stream)
+            fn(grid, self.block, self.kernel_args(bound), self.smem, stream)
+
+    def kernel_args(self, bound: Bound) -> list:
+        """The launch's C arguments: the bound ones, then any tensor maps."""
+        if self.tensor_maps is None:
+            return bound.args
+        pointers, sizes = [], []
+        for slot, dims in self._map_slots:
+            a = bound.args[slot]
+            pointers.append(int(a.data.ptr) if hasattr(a, "data") and hasattr(a.data, "ptr") else int(a))
+            sizes.append(tuple(bound.values[x] if symbolic else x for symbolic, x in dims))
+        return list(bound.args) + self.tensor_maps(tuple(pointers), tuple(sizes))
 
     def _launch_with_copies(self, fn, grid, bound: Bound, stream) -> None:
         import cupy
@@ -112,7 +130,7 @@ class CompiledKernel:
                 mem.copy_from_host_async(dense.ctypes.data, dense.nbytes, stream)
             bound.args[slot] = np.uint64(mem.ptr)
             buffers.append((mem, array, dense, written))
-        fn(grid, self.block, bound.args, self.smem, stream)
+        fn(grid, self.block, self.kernel_args(bound), self.smem, stream)
         for mem, array, dense, written in buffers:
             if written and dense.nbytes:
                 if dense is array:

@@ -3,7 +3,7 @@
 using tl_matmul_layout_0 = tl::MmaAcc<128, 256, 2, 4>;
 
 extern "C" __global__ void __launch_bounds__(256) matmul(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int K, int N) {
-  extern __shared__ __align__(128) unsigned char tl_smem[];
+  extern __shared__ __align__(1024) unsigned char tl_smem[];
   const int bx = blockIdx.x;
   (void)bx;
   const int by = blockIdx.y;

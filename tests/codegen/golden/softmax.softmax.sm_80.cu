@@ -5,7 +5,7 @@ using tl_softmax_layout_1 = tl::Blocked<1, 4, 128, 4>;
 using tl_softmax_layout_2 = tl::Kept<tl_softmax_layout_0, 0>;
 
 extern "C" __global__ void __launch_bounds__(128) softmax(const half* __restrict__ x, half* __restrict__ y, int M, int N) {
-  extern __shared__ __align__(128) unsigned char tl_smem[];
+  extern __shared__ __align__(1024) unsigned char tl_smem[];
   const int bx = blockIdx.x;
   (void)bx;
   float row[tl_softmax_layout_0::REGS];  // fragment [4, 1024]: blocked(vec=4, threads=128)

@@ -1,0 +1,118 @@
+"""The sm_90a warp-specialized pipeline: which loops get it, the block and the tensor maps it
+asks of the launch, and the machine code it compiles to (TMA, wgmma, register reallocation,
+no local memory)."""
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tlc.codegen import generate, launcher_tensor_map
+from tlc.codegen.warpspec import TensorMapSpec, consumer_registers
+from tlc.driver import check_source
+from tlc.dtypes import F16, F32
+from tlc.runtime.tensormap import map_geometry
+from tlc.schedule import schedule
+from kit_codegen import generated, kernel_part
+from nvcc import ARCH_FLAGS, nvcc
+
+CUOBJDUMP = shutil.which("cuobjdump") or next(
+    iter(Path("/").glob("root/.pyenv/versions/*/lib/python*/site-packages/nvidia/cu13/bin/cuobjdump")), None)
+
+
+def _generate(src: str, name: str, arch="sm_90a", **constants):
+    r = check_source(src, "t.tl")
+    assert r.ok, r.diagnostics
+    return generate(schedule(r.program, name, constants, target=arch), arch, sources=r.sources)
+
+
+def test_the_gemm_loop_gets_a_producer_warpgroup_and_two_tensor_maps():
+    g = generated("gemm", "matmul", "sm_90a")
+    assert g.threads == 256 + 128
+    assert "__launch_bounds__(384, 1)" in g.source
+    assert [(m.param, m.box_rows, m.box_cols) for m in g.tensor_maps] == [("A", 128, 64), ("B", 64, 64)]
+    assert "tl::setmaxnreg_dec<40>();" in g.source and "tl::setmaxnreg_inc<232>();" in g.source
+    assert "const __grid_constant__ tl::TensorMap tl_map1, int tl_tma)" in g.source
+    # one wgmma group in flight: a stage is released one iteration late
+    assert "tl::gemm_wgmma<" in g.source and ", 1>(" in g.source
+    assert "tl::mbar_arrive(tl_empty + (tl_k + 2) % 3)" in g.source
+
+
+def test_sm80_keeps_the_cp_async_ring():
+    g = generated("gemm", "matmul", "sm_80")
+    assert g.threads == 256 and not g.tensor_maps
+    assert "tl::mbar_wait(" not in kernel_part(g.source) and "cp_async_wait" in kernel_part(g.source)
+
+
+def test_rows_narrower_than_128_bytes_keep_the_cp_async_ring():
+    # BK=32 halves are 64-byte rows: not the 128-byte swizzle the TMA writes
+    g = generated("gemm", "matmul", "sm_90a", {"BK": 32})
+    assert not g.tensor_maps and g.threads == 256 and "cp_async_wait" in g.source
+
+
+LOOP_WITH_SYNC = """
+@kernel
+def k(A: f16[M, K], B: f16[K, N], C: f32[M, N]):
+    with grid(cdiv(N, 128), cdiv(M, 128), threads=256) as (bx, by):
+        As = shared(f16[128, 64])
+        Bs = shared(f16[64, 128])
+        acc = fragment(f32[128, 128])
+        clear(acc)
+        for k in pipelined(cdiv(K, 64), stages=3):
+            copy(A[by * 128, k * 64], As)
+            copy(B[k * 64, bx * 128], Bs)
+            gemm(As, Bs, acc)
+            sync()
+            gemm(As, Bs, acc)
+        copy(acc, C[by * 128, bx * 128])
+"""
+
+SHARED_WORK_BEFORE = LOOP_WITH_SYNC.replace("            sync()\n            gemm(As, Bs, acc)\n", "").replace(
+    "        clear(acc)\n", "        clear(acc)\n        fill(As, 0.0)\n")
+
+
+@pytest.mark.parametrize("src", [LOOP_WITH_SYNC, SHARED_WORK_BEFORE], ids=["block-sync-in-loop", "shared-fill-before"])
+def test_loops_that_need_the_whole_block_are_not_specialized(src):
+    g = _generate(src, "k")
+    assert not g.tensor_maps and g.threads == 256
+
+
+def test_a_plain_loop_is_specialized_without_overlap():
+    src = SHARED_WORK_BEFORE.replace("        fill(As, 0.0)\n", "").replace(
+        "            gemm(As, Bs, acc)\n", "            gemm(As, Bs, acc)\n            gemm(As, Bs, acc)\n")
+    g = _generate(src, "k")
+    assert g.threads == 384 and len(g.tensor_maps) == 2
+    assert "if (threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + tl_stage);" in g.source
+
+
+def test_consumer_registers_fill_the_register_file():
+    assert consumer_registers(256) == 232  # 384 x 168 = 128 x 40 + 256 x 232
+    assert consumer_registers(128) == 240
+    assert 128 * 40 + 384 * consumer_registers(384) <= 512 * 128
+
+
+def test_launcher_and_runtime_encode_the_same_geometry():
+    spec = TensorMapSpec("A", F16, ("B", "M", "K"), 128, 64)
+    dims, strides, box = map_geometry(spec, (3, 300, 104))
+    assert (dims, strides, box) == ([104, 300, 3], [208, 208 * 300], [64, 128, 1])
+    c = launcher_tensor_map(0, spec)
+    assert c["rank"] == 3 and c["box"] == box and c["dtype"] == 6
+    values = {"K": 104, "M": 300, "B": 3}
+    evaluated = [eval(s.replace("static_cast<cuuint64_t>", ""), {}, values) for s in c["strides"]]
+    assert evaluated == strides
+    assert launcher_tensor_map(0, TensorMapSpec("X", F32, (64, "N"), 64, 32))["dtype"] == 7
+
+
+def test_specialized_gemm_compiles_to_tma_wgmma_and_no_local_memory(tmp_path):
+    g = generated("gemm", "matmul", "sm_90a", {"stages": 4})
+    (tmp_path / "k.cu").write_text(g.source)
+    res = nvcc([*ARCH_FLAGS["sm_90a"], "-Xptxas", "-v", "-cubin", "k.cu", "-o", "k.cubin"], tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", res.stderr), res.stderr
+    if CUOBJDUMP is None:
+        pytest.skip("no cuobjdump to read the SASS")
+    sass = subprocess.run([str(CUOBJDUMP), "-sass", str(tmp_path / "k.cubin")], capture_output=True, text=True).stdout
+    for instruction in ("UTMALDG.2D", "HGMMA.64x256x16.F32", "USETMAXREG", "SYNCS.PHASECHK"):
+        assert instruction in sass, instruction
+    assert not re.search(r"\b(LDL|STL)\b", sass)

@@ -1,0 +1,282 @@
+"""Warp-specialized pipelines for the sm_90a target: a `pipelined` loop that copies tiles from
+global into shared memory and computes on them becomes a producer/consumer ring.
+
+The block gets one more warpgroup than the kernel asks for (threads THREADS .. THREADS+127),
+the producer.  It gives most of its registers away (`setmaxnreg`) and fills the stages: one
+elected thread issues a TMA copy per 128-byte column segment of each tile and the stage's
+"full" mbarrier completes when their bytes have landed.  The consumer warpgroups (the
+kernel's own THREADS threads, so every layout the scheduler chose still holds) take the
+registers, wait on "full", compute, and arrive on the stage's "empty" mbarrier, which the
+producer waits on before it overwrites the stage.  A single wgmma gemm keeps one group in
+flight across iterations: a stage is released one iteration late, once its wgmma is done.
+
+The TMA needs a tensor map per tensor, encoded on the host (`runtime/tensormap.py`, and the C
+launcher); the driver refuses tensors whose base or row pitch is not 16-byte aligned.  The
+kernel then gets `tl_tma = 0` and its producer warpgroup copies element by element instead,
+so every shape stays correct and only unaligned ones are slow.
+
+When a loop does not fit (a copy the TMA cannot express, a statement that synchronizes the
+block inside the loop, work before the loop that extra threads must not do), the sm_80 style
+cp.async pipeline is generated as before.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import ir
+from ..dtypes import DType
+from ..ir.walk import statements
+from ..schedule.layout import parallel_layout
+from .cnames import c_name, c_type
+from .copies import PipelinePlan, _view2d
+
+PRODUCER_THREADS = 128
+PRODUCER_REGS = 40  # what the producer keeps: it only computes addresses
+REGISTER_FILE = 65536
+
+
+@dataclass(frozen=True)
+class TensorMapSpec:
+    """One tensor map the launch passes: a tensor parameter seen by the TMA as a row-major
+    tensor of its own rank, copied in boxes of `box_rows` x `box_cols` elements (one 128-byte
+    column segment of a tile; leading dimensions 1)."""
+
+    param: str
+    dtype: DType
+    shape: tuple  # the parameter's dims, ints or shape symbols, outermost first
+    box_rows: int
+    box_cols: int
+
+
+@dataclass
+class TmaLoad:
+    copy: ir.Copy
+    map_index: int
+    rows: int
+    cols: int
+
+
+@dataclass
+class WarpSpecPlan:
+    pipeline: PipelinePlan
+    loads: list  # TmaLoad per producer copy
+    overlap: bool  # the loop computes one wgmma gemm, kept in flight across iterations
+
+
+# CUtensorMapDataType (cuda.h) by element: the TMA moves bytes, so 8-bit types travel as UINT8.
+_TMA_DTYPES = {"f16": 6, "bf16": 9, "f32": 7, "f64": 8, "i32": 3, "u32": 2, "i64": 5, "u64": 4,
+               "i16": 1, "u16": 1, "i8": 0, "u8": 0, "f8e4m3": 0, "f8e5m2": 0, "bool": 0}
+
+
+def tma_dtype(dt: DType) -> int:
+    return _TMA_DTYPES[dt.name]
+
+
+def consumer_registers(threads: int) -> int:
+    """Registers per consumer thread after the producer gave its own away: the block holds
+    (threads + 128) x R registers, R what `__launch_bounds__(threads + 128, 1)` allows."""
+    total = threads + PRODUCER_THREADS
+    per_thread = min(255, REGISTER_FILE // total // 8 * 8)
+    share = (total * per_thread - PRODUCER_THREADS * PRODUCER_REGS) // threads // 8 * 8
+    return min(240, share)
+
+
+class WarpSpecialized:
+    """Mixed into the sm_90a generator (`Sm90`)."""
+
+    ws_loop: ir.For | None = None
+
+    def find_warp_specialized_loop(self) -> None:
+        """The one top-level pipelined loop to specialize, if the kernel allows it; decides
+        the block size and the tensor maps before any code is emitted."""
+        self.tensor_maps: list[TensorMapSpec] = []
+        self.ws_loop = None
+        if self.k.threads % 128 or self.k.threads + PRODUCER_THREADS > 1024:
+            return
+        for i, s in enumerate(self.k.body):
+            if isinstance(s, ir.For) and s.kind == "pipelined" and s.stages > 1:
+                before = self.k.body[:i]
+                if all(_thread_local(x, self.buffers) for x in before) and self.ws_plan(s) is not None:
+                    self.ws_loop = s
+                return
+
+    @property
+    def launch_threads(self) -> int:
+        return self.k.threads + (PRODUCER_THREADS if self.ws_loop is not None else 0)
+
+    def ws_plan(self, loop: ir.For) -> WarpSpecPlan | None:
+        plan = self.pipeline_plan(loop)
+        if plan is None or not self.barrier_free(plan.rest):
+            return None
+        loads = []
+        for p in plan.producers:
+            load = self.tma_load(p)
+            if load is None:
+                return None
+            loads.append(load)
+        one_gemm = len(plan.rest) == 1 and isinstance(plan.rest[0], ir.Gemm) and self.uses_wgmma(plan.rest[0])
+        return WarpSpecPlan(plan, loads, one_gemm)
+
+    def tma_load(self, c: ir.Copy) -> TmaLoad | None:
+        """A copy the TMA can make: a whole tile of 128-byte column segments (the swizzled
+        layout) from a tensor of rank 2 to 5, its leading extents 1."""
+        p, b = self.params[c.src.name], self.buffers[c.dst.name]
+        if not 2 <= len(p.shape) <= 5 or b.layout.swizzle_bytes != 128 or len(b.shape) != 2:
+            return None
+        extents = list(c.src.extents)
+        if any(e != 1 for e in extents[:-2]) or _view2d(extents) != tuple(b.shape):
+            return None
+        rows, cols = b.shape
+        seg = 128 // b.dtype.itemsize
+        if (cols * b.dtype.itemsize) % 128 or rows > 256:
+            return None
+        spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows, seg)
+        if spec not in self.tensor_maps:
+            self.tensor_maps.append(spec)
+        return TmaLoad(c, self.tensor_maps.index(spec), rows, cols)
+
+    def barrier_free(self, stmts) -> bool:
+        """Statements the consumers can run while the producer thread is busy elsewhere: none
+        may wait for the whole block."""
+        for s in statements(stmts):
+            if isinstance(s, ir.Gemm):
+                if not self.uses_wgmma(s):
+                    return False
+            elif isinstance(s, ir.Parallel):
+                if self.exchange_plan(s, parallel_layout(s, self.k)):
+                    return False
+            elif isinstance(s, ir.Fill):
+                if self.buffers[s.buffer].scope == "shared":
+                    return False
+            elif not isinstance(s, (ir.LetScalar, ir.Assign, ir.Store, ir.If, ir.For, ir.Break, ir.Continue)):
+                return False
+        return True
+
+    # ---- emission ------------------------------------------------------------------------------
+    def emit_warp_specialized(self, loop: ir.For) -> None:
+        w = self.ws_plan(loop)
+        plan, S, T = w.pipeline, w.pipeline.stages, self.k.threads
+        stage_bytes = sum(load.rows * load.cols * self.buffers[load.copy.dst.name].dtype.itemsize for load in w.loads)
+        offset = -(-self.k.smem_bytes // 8) * 8
+        self.scratch_bytes = max(self.scratch_bytes, offset + 16 * S - self.k.smem_bytes)
+        e = self.emit
+        e(f"{{  // warp-specialized over {S} stages: threads {T}..{T + 127} produce (TMA), {T // 128} "
+          f"consumer warpgroup{'s' if T > 128 else ''} compute")
+        self.indent += 1
+        e(f"unsigned long long* tl_full = reinterpret_cast<unsigned long long*>(tl_smem + {offset});")
+        e(f"unsigned long long* tl_empty = tl_full + {S};")
+        e(f"const int tl_n = {self.expr(plan.loop.stop)};")
+        e("if (threadIdx.x == 0) {")
+        e(f"  for (int tl_s = 0; tl_s < {S}; ++tl_s) {{")
+        e(f"    tl::mbar_init(tl_full + tl_s, tl_tma ? 1 : {PRODUCER_THREADS});")
+        e(f"    tl::mbar_init(tl_empty + tl_s, {T // 32});  // one arrival per consumer warp")
+        e("  }")
+        e("  tl::fence_barrier_init();")
+        e("}")
+        e("__syncthreads();")
+        e(f"if (threadIdx.x >= {T}) {{  // the producer warpgroup")
+        self.indent += 1
+        e(f"tl::setmaxnreg_dec<{PRODUCER_REGS}>();")
+        e(f"const int tl_worker = threadIdx.x - {T};")
+        e("if (tl_tma) {")
+        self.indent += 1
+        e("if (tl_worker == 0) {")
+        self.indent += 1
+        for i in range(len(self.tensor_maps)):
+            e(f"tl::prefetch_tensor_map(&tl_map{i});")
+        self.producer_loop(w, lambda: self.emit_tma_loads(w, stage_bytes), wait_all=False)
+        self.indent -= 1
+        e("}")
+        self.indent -= 1
+        e("} else {  // the host could not encode a tensor map (unaligned rows): copy element by element")
+        self.indent += 1
+        self.producer_loop(w, lambda: self.emit_element_loads(w), wait_all=True)
+        self.indent -= 1
+        e("}")
+        e("return;")
+        self.indent -= 1
+        e("}")
+        e(f"tl::setmaxnreg_inc<{consumer_registers(T)}>();")
+        self.consumer_loop(w)
+        e("__syncthreads();  // every consumer is past its last wait: the barriers' memory is free")
+        self.indent -= 1
+        e("}")
+
+    def producer_loop(self, w: WarpSpecPlan, loads, wait_all: bool) -> None:
+        S = w.pipeline.stages
+        e = self.emit
+        e("for (int tl_k = 0; tl_k < tl_n; ++tl_k) {")
+        self.indent += 1
+        e(f"const int tl_stage = tl_k % {S};")
+        e(f"tl::mbar_wait(tl_empty + tl_stage, ((tl_k / {S}) & 1) ^ 1);  // the consumers released it")
+        var = c_name(w.pipeline.loop.var)
+        e(f"const int {var} = tl_k;")
+        e(f"(void){var};")
+        saved = self.staged(w.pipeline, "tl_k")
+        loads()
+        self.smem_base = saved
+        self.indent -= 1
+        e("}")
+
+    def emit_tma_loads(self, w: WarpSpecPlan, stage_bytes: int) -> None:
+        self.emit(f"tl::mbar_arrive_expect_tx(tl_full + tl_stage, {stage_bytes});")
+        for load in w.loads:
+            region = load.copy.src
+            b = self.buffers[load.copy.dst.name]
+            offs = [self.expr(o) for o in region.offsets]
+            rank = len(offs)
+            lead = ", ".join(offs[:-2]) or "0"
+            self.emit(f"tl::tma_load_tile<{c_type(b.dtype)}, {load.rows}, {load.cols}, {rank}>("
+                      f"{self.smem_pointer(b.name)}, &tl_map{load.map_index}, tl_full + tl_stage, {offs[-1]}, "
+                      f"{offs[-2]}, {{{lead}}});")
+
+    def emit_element_loads(self, w: WarpSpecPlan) -> None:
+        for load in w.loads:
+            v = self.global_view(load.copy.src)
+            b = self.buffers[load.copy.dst.name]
+            self.emit(f"tl::copy_g2s_elements<{c_type(b.dtype)}, {load.rows}, {load.cols}, {PRODUCER_THREADS}, "
+                      f"{b.layout.pad}, {b.layout.swizzle_bytes}>({self.smem_pointer(b.name)}, {v.base}, {v.stride}, "
+                      f"{v.rows}, {v.cols}, {v.row0}, {v.col0}, tl_worker);")
+        self.emit("tl::fence_proxy_async();  // plain stores, read next by the tensor cores")
+        self.emit("tl::mbar_arrive(tl_full + tl_stage);")
+
+    def consumer_loop(self, w: WarpSpecPlan) -> None:
+        plan, S = w.pipeline, w.pipeline.stages
+        e = self.emit
+        var = c_name(plan.loop.var)
+        e("for (int tl_k = 0; tl_k < tl_n; ++tl_k) {")
+        self.indent += 1
+        e(f"const int tl_stage = tl_k % {S};")
+        e(f"tl::mbar_wait(tl_full + tl_stage, (tl_k / {S}) & 1);")
+        e("{")
+        self.indent += 1
+        e(f"const int {var} = tl_k;")
+        e(f"(void){var};")
+        saved = self.staged(plan, "tl_k")
+        self.in_flight = w.overlap
+        self.block(plan.rest)
+        self.in_flight = False
+        self.smem_base = saved
+        self.indent -= 1
+        e("}")
+        if w.overlap:
+            e("// the previous stage's wgmma has completed (one group stays in flight): release it")
+            e(f"if (tl_k > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_k + {S - 1}) % {S});")
+        else:
+            e("if (threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + tl_stage);")
+        self.indent -= 1
+        e("}")
+        if w.overlap:
+            gemm = plan.rest[0]
+            e("tl::wgmma_wait<0>();")
+            e(f"tl::fence_registers<{self.buffers[gemm.c].shape[1] // 2}>({c_name(gemm.c)});")
+
+
+def _thread_local(s, buffers) -> bool:
+    """Work before the loop that the producer's threads may also do: scalars and clearing
+    registers, nothing another thread could see."""
+    if isinstance(s, (ir.LetScalar, ir.Assign)):
+        return True
+    if isinstance(s, ir.Fill):
+        return buffers[s.buffer].scope in ("fragment", "local")
+    return False

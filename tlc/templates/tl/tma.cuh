@@ -1,0 +1,129 @@
+// tl/tma.cuh (sm_90a): the tensor memory accelerator, mbarriers and register reallocation,
+// the pieces of a warp-specialized pipeline.  A producer warpgroup fills the stages of a ring
+// in shared memory (one elected thread issues TMA copies; when the host could not describe a
+// tensor to the TMA, all 128 producer threads copy element by element instead) and a "full"
+// mbarrier per stage says when a stage has landed; the consumer warpgroups compute on it and
+// arrive on the stage's "empty" mbarrier when the producer may overwrite it.
+namespace tl {
+
+// A CUtensorMap (cuda.h), opaque to the kernel: 128 bytes the host encodes with
+// cuTensorMapEncodeTiled and passes as a __grid_constant__ parameter.
+struct alignas(128) TensorMap {
+  unsigned long long opaque[16];
+};
+
+__device__ __forceinline__ void mbar_init(unsigned long long* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+// Makes the initialized barriers visible to the async proxy (the TMA) and to other threads.
+__device__ __forceinline__ void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+
+__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
+  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+// One arrival that also announces `bytes` of TMA transactions the phase must wait for.
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned long long* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+// Waits until the phase of parity `parity` has completed.  A fresh barrier counts the phase
+// before its first as complete with parity 1, which lets a producer start on empty stages.
+__device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred tl_done;\n"
+      "TL_WAIT:\n"
+      "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 tl_done, [%0], %1;\n"
+      "@!tl_done bra TL_WAIT;\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+__device__ __forceinline__ void prefetch_tensor_map(const TensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
+}
+
+// One box of a tensor (coordinates innermost first, elements; outside the tensor the box
+// reads as zeros) -> shared memory at `dst`, completing `bar`'s transactions by its bytes.
+template <int RANK>
+__device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, unsigned long long* bar, const int (&c)[RANK]) {
+  const unsigned long long m = reinterpret_cast<unsigned long long>(map);
+  const unsigned d = smem_addr(dst), b = smem_addr(bar);
+  if constexpr (RANK == 1) {
+    asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];\n"
+                 ::"r"(d), "l"(m), "r"(b), "r"(c[0]) : "memory");
+  } else if constexpr (RANK == 2) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n"
+                 ::"r"(d), "l"(m), "r"(b), "r"(c[0]), "r"(c[1]) : "memory");
+  } else if constexpr (RANK == 3) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n"
+                 ::"r"(d), "l"(m), "r"(b), "r"(c[0]), "r"(c[1]), "r"(c[2]) : "memory");
+  } else if constexpr (RANK == 4) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];\n"
+                 ::"r"(d), "l"(m), "r"(b), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]) : "memory");
+  } else {
+    static_assert(RANK == 5, "the TMA takes tensors of rank 1 to 5");
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6, %7}], [%2];\n"
+                 ::"r"(d), "l"(m), "r"(b), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]) : "memory");
+  }
+}
+
+// A ROWS x COLS tile in the 128-byte swizzled layout of tl::smem_index is 128-byte column
+// segments, each one TMA box of ROWS x SEG elements written with CU_TENSOR_MAP_SWIZZLE_128B
+// (the same XOR of 16-byte chunks by row mod 8, given 1024-byte aligned segments).
+template <typename T, int ROWS, int COLS, int RANK>
+__device__ __forceinline__ void tma_load_tile(T* smem, const TensorMap* map, unsigned long long* bar, int col0, int row0,
+                                              const int (&lead)[RANK > 2 ? RANK - 2 : 1]) {
+  constexpr int SEG = 128 / static_cast<int>(sizeof(T));
+  static_assert(COLS % SEG == 0, "a TMA tile is whole 128-byte segments");
+#pragma unroll
+  for (int s = 0; s < COLS / SEG; ++s) {
+    int c[RANK];
+    c[0] = col0 + s * SEG;
+    if constexpr (RANK > 1) c[1] = row0;
+#pragma unroll
+    for (int i = 2; i < RANK; ++i) c[i] = lead[RANK - 1 - i];
+    tma_load<RANK>(smem + s * ROWS * SEG, map, bar, c);
+  }
+}
+
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N)); }
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N)); }
+
+}  // namespace tl
+
+#ifndef __CUDACC_RTC__
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cstring>
+namespace tl {
+// The host side, for the C launchers: encode a row-major tensor's map (dims innermost first,
+// strides in bytes for dims 1..RANK-1) with the driver's cuTensorMapEncodeTiled, found through
+// the runtime so that programs need not link libcuda.  False when the driver refuses it (an
+// unaligned base or row pitch): the kernel then copies without the TMA.
+inline bool encode_tensor_map(TensorMap* map, int dtype, int rank, const void* base, const cuuint64_t* dims,
+                              const cuuint64_t* strides, const cuuint32_t* box) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+  if (encode == nullptr) {
+    cudaDriverEntryPointQueryResult found;
+    void* fn = nullptr;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+      return false;
+    encode = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }
+  const cuuint32_t ones[5] = {1, 1, 1, 1, 1};
+  CUtensorMap out;
+  const CUresult r = encode(&out, static_cast<CUtensorMapDataType>(dtype), static_cast<cuuint32_t>(rank), const_cast<void*>(base),
+                            dims, strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) return false;
+  static_assert(sizeof(CUtensorMap) == sizeof(TensorMap), "a tensor map is 128 bytes");
+  memcpy(map, &out, sizeof(TensorMap));
+  return true;
+}
+}  // namespace tl
+#endif
