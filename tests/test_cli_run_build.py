@@ -398,7 +398,8 @@ def test_build_a_file_of_tile_ops_only():
     """A tile op contributes the kernels it is scheduled into: here one, named after it."""
     result = tlc("build", LINEAR_GELU)
     assert result.exit_code == 0, result.output
-    assert 'extern "C" __global__ void __launch_bounds__(256) linear_gelu(' in result.stdout
+    assert 'extern "C" __global__ void __launch_bounds__(' in result.stdout
+    assert ") linear_gelu(const half* __restrict__ x, const half* __restrict__ w" in result.stdout
 
 
 def test_build_a_tile_op_by_name_shows_its_fusion_plan():
@@ -408,7 +409,7 @@ def test_build_a_tile_op_by_name_shows_its_fusion_plan():
         "# tile op linear_gelu: 1 kernel\n"
         "#   linear_gelu (matmul): f16(gelu(x @ w.T + b)) -> out\n"
         "#     fused: x @ w.T\n"
-        "#     tiles: BM=128 BN=256 BK=64 stages=3 threads=256 (from std.gemm matmul_nt)\n"
+        "#     tiles: BM=128 BN=256 BK=64 stages=3 threads=256 (from std.gemm matmul_nt, defaults)\n"
         "#   no intermediate goes through global memory\n"
         "kernel linear_gelu(x: f16[M, K], w: f16[N, K], b: f32[N], out: f16[M, N]):\n")
 
@@ -430,10 +431,10 @@ def test_build_a_tile_op_of_two_kernels(tmp_path):
         "# tile op scores: 2 kernels",
         "#   scores_0_matmul (matmul): q @ k.T -> tmp0",
         "#     fused: q @ k.T",
-        "#     tiles: BM=128 BN=256 BK=64 stages=3 threads=256 (from std.gemm matmul_nt)",
+        "#     tiles: BM=128 BN=128 BK=32 stages=4 threads=128 (from std.gemm matmul_nt, config.json)",
         "#   scores_1_rows (rows): f16(softmax(q @ k.T, axis=1)) -> out",
         "#     fused: softmax(q @ k.T, axis=1)",
-        "#     tiles: 1 rows per block, 8192 per tile, threads=256",
+        "#     tiles: 1 rows per block, 8192 per tile, threads=512",
         "#   temporary tmp0: f32[M, N] in global memory",
         "#   boundary at 'q @ k.T' (line 4): 'softmax(q @ k.T, axis=1)' needs whole rows it reduces, and a matmul "
         "kernel holds one tile of the product"]

@@ -29,10 +29,11 @@ class TileOp(Kernel):
         """The `TileOpProgram` (kernels, launches, fusion plan) for `constants` and `arch`, with
         tiles chosen for shape symbols of `sizes` (symbol -> size; default sizes otherwise)."""
         constants = constants or {}
-        key = (_constants_key(constants), arch, tuple(sorted((k, bucket(v)) for k, v in (sizes or {}).items())))
+        buckets = {k: bucket(v) for k, v in (sizes or {}).items()}
+        key = (_constants_key(constants), arch, tuple(sorted(buckets.items())))
         if key not in self._programs:
             self._programs[key] = schedule_tile_op(self.module.program, self.name, constants, target=arch,
-                                                   sizes=sizes)
+                                                   sizes=buckets)
         return self._programs[key]
 
     def scheduled(self, constants: dict, arch: str = "sm_80") -> ir.Kernel:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tileops_kit import assert_close, f32, gelu, module, rand, softmax
+from tileops_kit import LAYERNORM, assert_close, f32, gelu, module, rand, softmax
 
 SRC = """
 def gelu(x: f32) -> f32:
@@ -133,13 +133,6 @@ def smax_scaled(x: f16[M, N], t: f32) -> f32[M, N]:
     return softmax(x * t, axis=-1) * 2.0
 
 @tile_op
-def layernorm(x: f16[M, N], g: f32[N], b: f32[N]) -> f16[M, N]:
-    mu = mean(x, axis=1, keepdims=True)
-    d = x - mu
-    var = mean(d * d, axis=1, keepdims=True)
-    return f16(d * rsqrt(var + 1e-5) * g + b)
-
-@tile_op
 def rmsnorm(x: f16[M, N], g: f16[N]) -> f16[M, N]:
     ms = mean(f32(x) * f32(x), axis=1, keepdims=True)
     return f16(x * rsqrt(ms + 1e-6) * g)
@@ -160,7 +153,7 @@ def two_products(x: f16[M, K], w1: f16[K, N], w2: f16[K, N]) -> f32[M, N]:
 def row_then_col(x: f32[M, N]) -> f32[M, N]:
     s = softmax(x, axis=1)
     return s / sum(s, axis=0, keepdims=True)
-"""
+""" + "@tile_op" + LAYERNORM
 
 RNG = np.random.default_rng(7)
 

@@ -11,6 +11,16 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 TOL = {np.dtype(np.float16): 3e-3, BF16: 2e-2, np.dtype(np.float32): 2e-5, np.dtype(np.float64): 1e-12}
 
 
+# layernorm as a tile op: two row reductions (the variance reads the mean) and their neighbours
+LAYERNORM = """
+def layernorm(x: f16[M, N], g: f32[N], b: f32[N]) -> f16[M, N]:
+    mu = mean(x, axis=1, keepdims=True)
+    d = x - mu
+    var = mean(d * d, axis=1, keepdims=True)
+    return f16(d * rsqrt(var + 1e-5) * g + b)
+"""
+
+
 def module(src: str, target: str = "cpu"):
     return tlc.compile_source(src, target=target, path="ops.tl")
 

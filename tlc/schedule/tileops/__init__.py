@@ -58,7 +58,7 @@ def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: 
         b = KernelBuilder(graph, program, part, group, kname, dict(tensors), target)
         flat, fused = False, ()
         if group.kind == "matmul":
-            tiles = tiles_for(b, smem_limit)
+            tiles = tiles_for(b, smem_limit, sizes)
             kernel = matmul_kernel(b, tiles)
             fused = (graph.text(group.matmul.node),)
             chosen = (f"BM={tiles.BM} BN={tiles.BN} BK={tiles.BK} stages={tiles.stages} "

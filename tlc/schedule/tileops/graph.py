@@ -175,10 +175,17 @@ class Graph:
         if src is None:
             return type(e).__name__
         lines = src.splitlines()[span.line - 1:span.end_line]
+        first, col = lines[0], span.col - 1
         if len(lines) == 1:
-            return lines[0][span.col - 1:span.end_col - 1]
-        return " ".join([lines[0][span.col - 1:]] + [x.strip() for x in lines[1:-1]]
-                        + [lines[-1][:span.end_col - 1].strip()])
+            text = first[col:span.end_col - 1]
+        else:
+            text = " ".join([first[col:]] + [x.strip() for x in lines[1:-1]] + [lines[-1][:span.end_col - 1].strip()])
+        start = col
+        while text.count(")") > text.count("(") and first[:start].rstrip().endswith("("):
+            start = len(first[:start].rstrip()) - 1  # a parenthesized left operand: its span has no '('
+            text = first[start:col] + text
+            col = start
+        return text
 
 
 def children(e) -> tuple:

@@ -35,10 +35,23 @@ def std_gemm_config(kernel: str) -> tuple:
     return tuple((p.name, p.value) for p in fn.params if p.role == "const")
 
 
-def tiles_for(b: KernelBuilder, smem_limit: int) -> MatmulTiles:
-    (a, ta), (_, tb) = b.group.operands
+def tiles_for(b: KernelBuilder, smem_limit: int, sizes: dict) -> MatmulTiles:
+    """std.gemm's configuration for the product's transposes: the one its config.json records
+    for the target, the shape bucket and the dtype when there is one, else its defaults."""
+    from ...config_table import choose, rules_for
+    from ...driver import resolve_path
+
+    (a, ta), (bb, tb) = b.group.operands
     kernel = STD_GEMM_KERNEL[(ta, tb)]
-    return matmul_tiles(dict(std_gemm_config(kernel)), f"std.gemm {kernel}", b.tensors[a][0], smem_limit)
+    m, n = b.g.shape(b.group.matmul.node)
+    k = b.tensors[a][1][0 if ta else 1]
+    known = {name: sizes[d] for name, d in (("M", m), ("N", n), ("K", k)) if isinstance(d, str) and d in sizes}
+    known.update({name: d for name, d in (("M", m), ("N", n), ("K", k)) if isinstance(d, int)})
+    dtype = b.tensors[a][0]
+    recorded = choose(rules_for(resolve_path("std.gemm"), kernel), b.target, known, {"T": dtype.name})
+    config = {**dict(std_gemm_config(kernel)), **recorded}
+    source = f"std.gemm {kernel}, {'config.json' if recorded else 'defaults'}"
+    return matmul_tiles(config, source, dtype, smem_limit)
 
 
 def matmul_kernel(b: KernelBuilder, tiles: MatmulTiles) -> ir.Kernel:

@@ -15,7 +15,8 @@ from ...dtypes import DType
 VECTOR_BYTES = 16  # one 16-byte access per thread and run
 DEFAULT_SIZE = 1024  # the size assumed for a shape symbol whose value is not known
 ROW_TILE_ELEMS = 2048  # a row kernel's tile holds at least this many elements...
-ROW_TILE_MAX = 8192  # ...and at most this many along the reduced axis (registers: 32 per thread)
+ROW_TILE_MAX = 8192  # ...and at most this many along the reduced axis
+ROW_ELEMS_PER_THREAD = 16  # elements of each tile-shaped fragment a thread holds (registers)
 COL_TILE_MAX = 256  # columns per block of a column reduction (axis 0)
 EW_RUNS_PER_THREAD = 2  # 16-byte runs each thread handles in an element-wise kernel
 
@@ -74,7 +75,8 @@ def row_tiles(axis: int, space, sizes: dict) -> RowTiles:
     """Rows of a row reduction (axis 1, or a 1-D tensor): the whole row in one tile when it has
     at most `ROW_TILE_MAX` elements (then every pass after the first reads registers, not
     memory), and enough rows per block for `ROW_TILE_ELEMS` elements.  Columns (axis 0): up to
-    `COL_TILE_MAX` columns per block, walking the rows in tiles."""
+    `COL_TILE_MAX` columns per block, walking the rows in tiles.  Threads: one per
+    `ROW_ELEMS_PER_THREAD` elements of the tile, 128 to 1024."""
     if axis == len(space) - 1:
         n = size_of(space[-1], sizes)
         m = size_of(space[0], sizes) if len(space) == 2 else 1
@@ -83,7 +85,10 @@ def row_tiles(axis: int, space, sizes: dict) -> RowTiles:
     else:
         kept = max(32, min(size_of(space[1], sizes), COL_TILE_MAX))
         red = max(1, min(ROW_TILE_ELEMS // kept, size_of(space[0], sizes)))
-    return RowTiles(kept, red, 256 if kept * red >= 4096 else 128)
+    return RowTiles(kept, red, min(1024, max(128, kept * red // ROW_ELEMS_PER_THREAD)))
+
+
+TENSOR_CORE_DTYPES = ("f16", "bf16", "f8e4m3", "f8e5m2", "i8", "u8")
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,9 @@ def matmul_tiles(defaults: dict, source: str, dtype: DType, smem_limit: int) -> 
     fewer stages and then a shorter K step while the operands' ring would not fit the target's
     shared memory (f32 operands are twice as large as the f16 ones std.gemm is sized for)."""
     bm, bn, bk, stages, threads = (int(defaults[k]) for k in ("BM", "BN", "BK", "stages", "THREADS"))
+    if dtype.name not in TENSOR_CORE_DTYPES:
+        # The exact FFMA loop keeps the accumulator in registers only when it is small: 16 a thread.
+        bm, bn, bk, threads, source = 64, 64, 32, 256, f"{source}; 64 x 64 for {dtype} (no tensor cores)"
     while stages * (bm * bk + bk * bn) * dtype.itemsize > smem_limit:
         if stages > 2:
             stages -= 1

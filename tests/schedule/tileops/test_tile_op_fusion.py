@@ -1,0 +1,149 @@
+"""Fusion decisions: which tile ops are one kernel, what the plan says at each boundary, and
+the exact text of @fuse's diagnostic (E072) and of a construct the scheduler does not take
+(E073)."""
+from __future__ import annotations
+
+import pytest
+
+from tileops_kit import LAYERNORM, error_text, module
+
+FUSED = """
+def gelu(x: f32) -> f32:
+    return 0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+@fuse
+@tile_op
+def linear_bias_gelu(x: f16[M, K], w: f16[N, K], b: f32[N]) -> f16[M, N]:
+    return f16(gelu(x @ w.T + b))
+
+@fuse
+@tile_op
+def residual(x: f16[M, K], w: f16[K, N], r: f16[M, N], s: f32) -> f16[M, N]:
+    return f16(s * (x @ w) + r)
+
+@fuse
+@tile_op
+def chain(x: f16[N], y: f16[N]) -> f16[N]:
+    return f16(exp(x * y) - sqrt(abs(y)) + x)
+
+@fuse
+@tile_op
+def smax(x: f16[M, N]) -> f16[M, N]:
+    return softmax(x, axis=1)
+
+@fuse
+@tile_op
+def logsumexp(x: f32[M, N]) -> f32[M, 1]:
+    m = max(x, axis=1, keepdims=True)
+    return m + log(sum(exp(x - m), axis=1, keepdims=True))
+""" + "@fuse\n@tile_op" + LAYERNORM
+
+
+@pytest.mark.parametrize("name, kind", [("linear_bias_gelu", "matmul"), ("residual", "matmul"),
+                                        ("chain", "elementwise"), ("smax", "rows"), ("layernorm", "rows"),
+                                        ("logsumexp", "rows")])
+def test_fuse_programs_are_one_kernel(name, kind):
+    prog = getattr(module(FUSED), name).program()
+    assert [x.kind for x in prog.launches] == [kind]
+    assert prog.temps == () and prog.boundaries == ()
+    assert prog.launches[0].kernel.name == name
+
+
+def test_logsumexp_takes_two_passes_in_one_kernel():
+    """The sum reads the max: a second pass over each row, in the same kernel."""
+    from tlc import ir
+    prog = module(FUSED).logsumexp.program()
+    loops = [s for s in prog.launches[0].kernel.body if isinstance(s, ir.For)]
+    assert len(loops) == 2
+
+
+SPLIT = """
+@fuse
+@tile_op
+def scores(q: f16[M, K], k: f16[N, K]) -> f16[M, N]:
+    s = q @ k.T
+    return f16(softmax(s, axis=1))
+"""
+
+
+def test_fuse_names_the_operation_that_breaks_fusion():
+    assert error_text(SPLIT, "scores") == (
+        "ops.tl:5:9: error[E072]: @fuse: 'q @ k.T' cannot be fused: 'softmax(s, axis=1)' needs whole rows it "
+        "reduces, and a matmul kernel holds one tile of the product\n"
+        "  |\n"
+        "5 |     s = q @ k.T\n"
+        "  |         ^^^^^^^\n"
+        "  = hint: without @fuse this tile op runs as 2 kernels")
+
+
+def test_computed_operand_breaks_fusion():
+    src = "@fuse\n@tile_op\ndef t(x: f32[M, K], w: f32[K, N]) -> f32[M, N]:\n    return (x * 2.0) @ w\n"
+    assert error_text(src, "t") == (
+        "ops.tl:4:13: error[E072]: @fuse: 'x * 2.0' cannot be fused: it is computed, and the left operand of "
+        "'(x * 2.0) @ w' is loaded from a tensor in global memory (a parameter or its .T)\n"
+        "  |\n"
+        "4 |     return (x * 2.0) @ w\n"
+        "  |             ^^^^^^^\n"
+        "  = hint: without @fuse this tile op runs as 2 kernels")
+
+
+def test_second_product_breaks_fusion():
+    src = ("@fuse\n@tile_op\ndef t(x: f16[M, K], a: f16[K, N], b: f16[K, N]) -> f32[M, N]:\n"
+           "    return x @ a + x @ b\n")
+    assert error_text(src, "t").splitlines()[0] == (
+        "ops.tl:4:20: error[E072]: @fuse: 'x @ b' cannot be fused: it is a second matrix product next to 'x @ a'; "
+        "one kernel computes one '@'")
+
+
+def test_reductions_along_two_axes_break_fusion():
+    src = ("@fuse\n@tile_op\ndef t(x: f32[M, N]) -> f32[M, N]:\n"
+           "    return x - mean(x, axis=1, keepdims=True) - mean(x, axis=0, keepdims=True)\n")
+    assert error_text(src, "t").splitlines()[0] == (
+        "ops.tl:4:49: error[E072]: @fuse: 'mean(x, axis=0, keepdims=True)' cannot be fused: it reduces another "
+        "shape or axis than 'mean(x, axis=1, keepdims=True)', and a row kernel reduces one")
+
+
+def test_without_fuse_the_same_program_runs_as_two_kernels():
+    prog = module(SPLIT.replace("@fuse\n", "")).scores.program()
+    assert [x.kernel.name for x in prog.launches] == ["scores_0_matmul", "scores_1_rows"]
+    assert [t.name for t in prog.temps] == ["tmp0"]
+
+
+def test_a_reduction_over_every_axis_of_a_matrix():
+    src = "@tile_op\ndef t(x: f32[M, N]) -> f32[1, 1]:\n    return sum(x, keepdims=True)\n"
+    assert error_text(src, "t") == (
+        "ops.tl:3:12: error[E073]: sum() over every axis of a matrix is not scheduled yet\n"
+        "  |\n"
+        "3 |     return sum(x, keepdims=True)\n"
+        "  |            ^^^^^^^^^^^^^^^^^^^^^\n"
+        "  = hint: reduce one axis at a time: give axis=")
+
+
+def test_three_dimensional_tensors():
+    src = "@tile_op\ndef t(x: f32[B, M, N]) -> f32[B, M, N]:\n    return x * 2.0\n"
+    assert error_text(src, "t") == (
+        "ops.tl:2:7: error[E073]: tile op tensors have one or two dimensions; 'x' has 3\n"
+        "  |\n"
+        "2 | def t(x: f32[B, M, N]) -> f32[B, M, N]:\n"
+        "  |       ^^^^^^^^^^^^^^^\n"
+        "  = hint: reshape it to a matrix before the call")
+
+
+def test_mixed_operand_dtypes():
+    src = "@tile_op\ndef t(x: f16[M, K], w: f32[K, N]) -> f32[M, N]:\n    return x @ w\n"
+    assert error_text(src, "t") == (
+        "ops.tl:3:12: error[E073]: 'x @ w' multiplies f16 by f32; the operands of '@' need one dtype\n"
+        "  |\n"
+        "3 |     return x @ w\n"
+        "  |            ^^^^^\n"
+        "  = hint: convert one of them, e.g. f16(...)")
+
+
+def test_reduction_without_keepdims_read_along_the_rows():
+    src = "@tile_op\ndef t(x: f32[N, N]) -> f32[N, N]:\n    return x - sum(x, axis=1)\n"
+    assert error_text(src, "t") == (
+        "ops.tl:3:16: error[E073]: 'sum(x, axis=1)' is read at other rows than the ones it reduces\n"
+        "  |\n"
+        "3 |     return x - sum(x, axis=1)\n"
+        "  |                ^^^^^^^^^^^^^^\n"
+        "  = hint: keep the reduced axis (keepdims=True) so that it broadcasts along the rows it was computed from")
