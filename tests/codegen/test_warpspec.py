@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tlc.codegen import generate, launcher_tensor_map
+from tlc.codegen import generate, launcher_tensor_map, primitives
 from tlc.codegen.warpspec import TensorMapSpec, consumer_registers
 from tlc.driver import check_source
 from tlc.dtypes import F16, F32
@@ -36,7 +36,10 @@ def test_the_gemm_loop_gets_a_producer_warpgroup_and_two_tensor_maps():
     assert "const __grid_constant__ tl::TensorMap tl_map1, int tl_tma)" in g.source
     # one wgmma group in flight: a stage is released one iteration late
     assert "tl::gemm_wgmma<" in g.source and ", 1>(" in g.source
-    assert "tl::mbar_arrive(tl_empty + (tl_k + 2) % 3)" in g.source
+    assert "tl::mbar_arrive(tl_empty + (tl_it + 2) % 3)" in g.source
+    # persistent: the epilogue is a store of registers, so the producer may run ahead
+    assert g.persistent and "tl::persistent_tile<8>(tl_tile, tl_tiles_x, tl_tiles_y, bx, by, tl_bz);" in g.source
+    assert "tl_blocks(" in g.source  # the C launcher launches at most one block per SM
 
 
 def test_sm80_keeps_the_cp_async_ring():
@@ -84,6 +87,37 @@ def test_a_plain_loop_is_specialized_without_overlap():
     g = _generate(src, "k")
     assert g.threads == 384 and len(g.tensor_maps) == 2
     assert "if (threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + tl_stage);" in g.source
+
+
+EPILOGUE_WITH_SHARED = LOOP_WITH_SYNC.replace("            sync()\n            gemm(As, Bs, acc)\n", "").replace(
+    "        copy(acc, C[by * 128, bx * 128])", "        copy(acc, As[0:128, 0:64])\n        copy(acc, C[by * 128, bx * 128])")
+
+
+def test_an_epilogue_through_shared_memory_is_specialized_but_not_persistent():
+    g = _generate(EPILOGUE_WITH_SHARED.replace("copy(acc, As[0:128, 0:64])", "fill(Bs, 1.0)"), "k")
+    assert g.threads == 384 and not g.persistent and "persistent_tile" not in kernel_part(g.source)
+    assert "__syncthreads();  // every consumer is past its last wait" in g.source
+
+
+def test_persistent_tile_order_is_a_bijection(tmp_path):
+    src = (primitives(("types.cuh", "copy.cuh", "tma.cuh")) + "\n#include <cstdio>\nint main() {\n"
+           "  const int shapes[4][2] = {{32, 64}, {5, 19}, {1, 9}, {7, 1}};\n"
+           "  for (auto& s : shapes) for (int t = 0; t < s[0] * s[1] * 2; ++t) {\n"
+           "    int x, y, z; tl::persistent_tile<8>(t, s[0], s[1], x, y, z);\n"
+           "    printf(\"%d %d %d %d %d %d\\n\", s[0], s[1], t, x, y, z);\n  }\n  return 0;\n}\n")
+    (tmp_path / "t.cu").write_text("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n" + src)
+    res = nvcc(["-arch=sm_90a", "t.cu", "-o", "t"], tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = subprocess.run([str(tmp_path / "t")], capture_output=True, text=True, check=True).stdout
+    seen: dict = {}
+    for line in out.splitlines():
+        tx, ty, t, x, y, z = map(int, line.split())
+        assert 0 <= x < tx and 0 <= y < ty and z == t // (tx * ty)
+        seen.setdefault((tx, ty), set()).add((x, y, z))
+    assert {k: len(v) for k, v in seen.items()} == {(32, 64): 4096, (5, 19): 190, (1, 9): 18, (7, 1): 14}
+    # the first wave of 132 blocks on a 32 x 64 grid covers 8 rows of tiles, not 4 whole rows
+    first = [tuple(map(int, line.split()[3:5])) for line in out.splitlines()[:132]]
+    assert len({y for _, y in first}) == 8 and len({x for x, _ in first}) == 17
 
 
 def test_consumer_registers_fill_the_register_file():

@@ -78,3 +78,10 @@ def test_bad_values():
         compile_grid((BinOp("/", Var("alpha", F32), Const(2.0, F32), F32),), SLOTS)([0, 0, 5.0])
     with pytest.raises(GridError, match="1 to 3 dimensions, not 4"):
         compile_grid((N,) * 4, SLOTS)
+
+
+def test_a_persistent_grid_launches_at_most_one_block_per_sm():
+    grid = compile_grid([cdiv(N, 256), cdiv(M, 128)], SLOTS, persistent_blocks=132)
+    assert grid([8192, 8192, 0.0]) == (132, 1, 1)  # 32 x 64 tiles
+    assert grid([512, 300, 0.0]) == (6, 1, 1)  # fewer tiles than SMs: one block each
+    assert grid([0, 300, 0.0]) == (0, 3, 1)  # empty: left for the launch's own check

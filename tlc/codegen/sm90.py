@@ -33,6 +33,7 @@ class Sm90(WarpSpecialized, Sm80):
             out["extra_params"] = [f"const __grid_constant__ tl::TensorMap tl_map{i}"
                                    for i in range(len(self.tensor_maps))] + ["int tl_tma"]
             out["tensor_maps"] = tuple(self.tensor_maps)
+            out["persistent"] = self.persistent
         return out
 
     def uses_wgmma(self, g: ir.Gemm) -> bool:

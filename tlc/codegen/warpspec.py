@@ -32,6 +32,7 @@ from .copies import PipelinePlan, _view2d
 
 PRODUCER_THREADS = 128
 PRODUCER_REGS = 40  # what the producer keeps: it only computes addresses
+TILE_GROUP = 8  # a persistent kernel walks tiles in groups of 8 block rows (L2 reuse of B)
 REGISTER_FILE = 65536
 
 
@@ -91,6 +92,7 @@ class WarpSpecialized:
         the block size and the tensor maps before any code is emitted."""
         self.tensor_maps: list[TensorMapSpec] = []
         self.ws_loop = None
+        self.persistent = False
         if self.k.threads % 128 or self.k.threads + PRODUCER_THREADS > 1024:
             return
         for i, s in enumerate(self.k.body):
@@ -98,7 +100,37 @@ class WarpSpecialized:
                 before = self.k.body[:i]
                 if all(_thread_local(x, self.buffers) for x in before) and self.ws_plan(s) is not None:
                     self.ws_loop = s
-                return
+                break
+        self.decide_persistence()
+
+    def decide_persistence(self) -> None:
+        """A kernel is persistent when it is the specialized loop between thread-local work and
+        an epilogue that never waits for the whole block (the producer is still running then)."""
+        self.persistent = False
+        if self.ws_loop is None:
+            return
+        i = self.k.body.index(self.ws_loop)
+        self.persistent = self.epilogue_free(self.k.body[i + 1:])
+
+    def epilogue_free(self, stmts) -> bool:
+        for s in stmts:
+            if isinstance(s, ir.Copy):
+                src = self.buffers.get(s.src.name)
+                if src is None or src.scope not in ("fragment", "local") or s.dst.name not in self.params:
+                    return False
+            elif not self.barrier_free([s]):
+                return False
+        return True
+
+    def block(self, stmts) -> None:
+        """A persistent kernel's body is the specialized loop with the statements around it
+        inside its tile loop."""
+        if getattr(self, "persistent", False) and stmts is self.k.body:
+            i = self.k.body.index(self.ws_loop)
+            self.mark(self.ws_loop)
+            self.emit_warp_specialized(self.ws_loop, before=stmts[:i], after=stmts[i + 1:])
+            return
+        super().block(stmts)
 
     @property
     def launch_threads(self) -> int:
@@ -153,19 +185,28 @@ class WarpSpecialized:
         return True
 
     # ---- emission ------------------------------------------------------------------------------
-    def emit_warp_specialized(self, loop: ir.For) -> None:
+    def emit_warp_specialized(self, loop: ir.For, before=(), after=()) -> None:
+        """The ring for `loop`.  Persistent (`before`/`after` given: the kernel's statements
+        around the loop): each block loops over tiles (`tl::persistent_tile`, grouped so that a
+        wave of blocks shares rows of A and columns of B in L2) and the producer runs ahead into
+        the next tile's stages while the consumers store this one."""
         w = self.ws_plan(loop)
         plan, S, T = w.pipeline, w.pipeline.stages, self.k.threads
+        persistent = self.persistent
         stage_bytes = sum(load.rows * load.cols * self.buffers[load.copy.dst.name].dtype.itemsize for load in w.loads)
         offset = -(-self.k.smem_bytes // 8) * 8
         self.scratch_bytes = max(self.scratch_bytes, offset + 16 * S - self.k.smem_bytes)
         e = self.emit
-        e(f"{{  // warp-specialized over {S} stages: threads {T}..{T + 127} produce (TMA), {T // 128} "
-          f"consumer warpgroup{'s' if T > 128 else ''} compute")
+        e(f"{{  // {'persistent, ' if persistent else ''}warp-specialized over {S} stages: threads {T}..{T + 127} "
+          f"produce (TMA), {T // 128} consumer warpgroup{'s' if T > 128 else ''} compute")
         self.indent += 1
         e(f"unsigned long long* tl_full = reinterpret_cast<unsigned long long*>(tl_smem + {offset});")
         e(f"unsigned long long* tl_empty = tl_full + {S};")
-        e(f"const int tl_n = {self.expr(plan.loop.stop)};")
+        if persistent:
+            extents = [self.expr(g) for g in self.k.grid] + ["1"] * (3 - len(self.k.grid))
+            e(f"const int tl_tiles_x = {extents[0]}, tl_tiles_y = {extents[1]}, tl_tiles_z = {extents[2]};")
+        else:
+            e(f"const int tl_n = {self.expr(plan.loop.stop)};")
         e("if (threadIdx.x == 0) {")
         e(f"  for (int tl_s = 0; tl_s < {S}; ++tl_s) {{")
         e(f"    tl::mbar_init(tl_full + tl_s, tl_tma ? 1 : {PRODUCER_THREADS});")
@@ -178,41 +219,71 @@ class WarpSpecialized:
         self.indent += 1
         e(f"tl::setmaxnreg_dec<{PRODUCER_REGS}>();")
         e(f"const int tl_worker = threadIdx.x - {T};")
+        e("int tl_it = 0;  // position in the ring, counted across tiles")
         e("if (tl_tma) {")
         self.indent += 1
         e("if (tl_worker == 0) {")
         self.indent += 1
         for i in range(len(self.tensor_maps)):
             e(f"tl::prefetch_tensor_map(&tl_map{i});")
-        self.producer_loop(w, lambda: self.emit_tma_loads(w, stage_bytes), wait_all=False)
+        self.over_tiles([x for x in before if not isinstance(x, ir.Fill)],
+                        lambda: self.producer_loop(w, lambda: self.emit_tma_loads(w, stage_bytes)))
         self.indent -= 1
         e("}")
         self.indent -= 1
         e("} else {  // the host could not encode a tensor map (unaligned rows): copy element by element")
         self.indent += 1
-        self.producer_loop(w, lambda: self.emit_element_loads(w), wait_all=True)
+        self.over_tiles([x for x in before if not isinstance(x, ir.Fill)],
+                        lambda: self.producer_loop(w, lambda: self.emit_element_loads(w)))
         self.indent -= 1
         e("}")
         e("return;")
         self.indent -= 1
         e("}")
         e(f"tl::setmaxnreg_inc<{consumer_registers(T)}>();")
-        self.consumer_loop(w)
-        e("__syncthreads();  // every consumer is past its last wait: the barriers' memory is free")
+        e("int tl_it = 0;")
+
+        def consume():
+            self.consumer_loop(w)
+            if persistent:
+                self.block(after)
+        self.over_tiles(before, consume)
+        if not persistent:
+            e("__syncthreads();  // every consumer is past its last wait: the barriers' memory is free")
         self.indent -= 1
         e("}")
 
-    def producer_loop(self, w: WarpSpecPlan, loads, wait_all: bool) -> None:
+    def over_tiles(self, before, body) -> None:
+        """`body` once per tile of this block: in a persistent kernel inside the tile loop, after
+        the block's indices and the statements before the pipelined loop; otherwise once."""
+        if not self.persistent:
+            body()
+            return
+        e = self.emit
+        e("for (int tl_tile = blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; tl_tile += gridDim.x) {")
+        self.indent += 1
+        names = [c_name(self.k.block_vars[i]) if i < len(self.k.block_vars) else f"tl_b{'xyz'[i]}" for i in range(3)]
+        e(f"int {', '.join(names)};  // this block's tile: in a persistent kernel the grid counts tiles")
+        e(f"tl::persistent_tile<{TILE_GROUP}>(tl_tile, tl_tiles_x, tl_tiles_y, {', '.join(names)});")
+        for n in names:
+            e(f"(void){n};")
+        self.block(before)
+        e(f"const int tl_n = {self.expr(self.ws_loop.stop)};")
+        body()
+        self.indent -= 1
+        e("}")
+
+    def producer_loop(self, w: WarpSpecPlan, loads) -> None:
         S = w.pipeline.stages
         e = self.emit
-        e("for (int tl_k = 0; tl_k < tl_n; ++tl_k) {")
+        e("for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {")
         self.indent += 1
-        e(f"const int tl_stage = tl_k % {S};")
-        e(f"tl::mbar_wait(tl_empty + tl_stage, ((tl_k / {S}) & 1) ^ 1);  // the consumers released it")
+        e(f"const int tl_stage = tl_it % {S};")
+        e(f"tl::mbar_wait(tl_empty + tl_stage, ((tl_it / {S}) & 1) ^ 1);  // the consumers released it")
         var = c_name(w.pipeline.loop.var)
         e(f"const int {var} = tl_k;")
         e(f"(void){var};")
-        saved = self.staged(w.pipeline, "tl_k")
+        saved = self.staged(w.pipeline, "tl_it")
         loads()
         self.smem_base = saved
         self.indent -= 1
@@ -244,15 +315,15 @@ class WarpSpecialized:
         plan, S = w.pipeline, w.pipeline.stages
         e = self.emit
         var = c_name(plan.loop.var)
-        e("for (int tl_k = 0; tl_k < tl_n; ++tl_k) {")
+        e("for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {")
         self.indent += 1
-        e(f"const int tl_stage = tl_k % {S};")
-        e(f"tl::mbar_wait(tl_full + tl_stage, (tl_k / {S}) & 1);")
+        e(f"const int tl_stage = tl_it % {S};")
+        e(f"tl::mbar_wait(tl_full + tl_stage, (tl_it / {S}) & 1);")
         e("{")
         self.indent += 1
         e(f"const int {var} = tl_k;")
         e(f"(void){var};")
-        saved = self.staged(plan, "tl_k")
+        saved = self.staged(plan, "tl_it")
         self.in_flight = w.overlap
         self.block(plan.rest)
         self.in_flight = False
@@ -261,7 +332,7 @@ class WarpSpecialized:
         e("}")
         if w.overlap:
             e("// the previous stage's wgmma has completed (one group stays in flight): release it")
-            e(f"if (tl_k > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_k + {S - 1}) % {S});")
+            e(f"if (tl_k > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_it + {S - 1}) % {S});")
         else:
             e("if (threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + tl_stage);")
         self.indent -= 1
@@ -270,6 +341,9 @@ class WarpSpecialized:
             gemm = plan.rest[0]
             e("tl::wgmma_wait<0>();")
             e(f"tl::fence_registers<{self.buffers[gemm.c].shape[1] // 2}>({c_name(gemm.c)});")
+            if self.persistent:
+                e("// and the last stage, which the next tile's copies will overwrite")
+                e(f"if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_it + {S - 1}) % {S});")
 
 
 def _thread_local(s, buffers) -> bool:

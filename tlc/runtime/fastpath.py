@@ -110,11 +110,14 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
                       f"    if len(i32_cache) > {_CACHE_SIZE}:", "        i32_cache.clear()",
                       f"    c{n} = i32_cache[{n}] = np_int32({n})"]
             cargs.append(f"c{n}")
+    blocks = getattr(compiled, "persistent_blocks", None)
     # grid dimensions the kernel fixes need no check at run time
     limits = [MAX_GRID_X, MAX_GRID_YZ, MAX_GRID_YZ]
     checks = [f"not 0 < g[{d}] <= {limits[d]}" for d, e in enumerate(gen.grid)
               if not (isinstance(e, Const) and 0 < e.value <= limits[d])]
-    lines += ["try:", f"    g = {grid_source(gen.grid, values)}", "except Exception:", "    return fallback(args)",
+    if blocks:
+        checks = ["not 0 < g[0]"]  # at most one block per SM, in one dimension
+    lines += ["try:", f"    g = {grid_source(gen.grid, values, blocks)}", "except Exception:", "    return fallback(args)",
               _any_fails(checks),
               "fn = functions.get(device)", "if fn is None:", "    return fallback(args)",
               f"fn(g, BLOCK, [{', '.join(cargs)}]{_tensor_map_args(compiled, env, symbols)}, SMEM, None)",

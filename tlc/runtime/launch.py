@@ -32,7 +32,8 @@ class CompiledKernel:
         self.kernel, self.generated, self.binary, self.arch = kernel, generated, binary, arch
         self.name = generated.name
         self.binder = Binder(kernel, generated)
-        self.grid = compile_grid(generated.grid, self.binder.slots)
+        self.persistent_blocks = _sm_count() if getattr(generated, "persistent", False) else None
+        self.grid = compile_grid(generated.grid, self.binder.slots, self.persistent_blocks)
         self.block = (generated.threads, 1, 1)
         self.smem = generated.smem_bytes
         self._functions: dict[int, object] = {}  # device id -> loaded function
@@ -151,6 +152,13 @@ class CompiledKernel:
         if s is None:
             s = self._streams[ptr] = _foreign_stream(cupy, ptr, device)
         return s
+
+
+def _sm_count() -> int:
+    """Multiprocessors of the current GPU: the most blocks a persistent kernel launches."""
+    import cupy
+
+    return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
 
 
 def _pointer_device(ptr: int) -> int:

@@ -40,16 +40,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul(const half* __restri
   half* As = reinterpret_cast<half*>(tl_smem + 98304);
   half* Bs = reinterpret_cast<half*>(tl_smem + 0);
   float acc[tl_matmul_layout_0::REGS];  // fragment [128, 256]: mma_acc(warps=8x1, warp_tile=16x256)
-  // 19: clear(acc)
-#line 19 "examples/gemm.tl"
-  #pragma unroll
-  for (int tl_r = 0; tl_r < tl_matmul_layout_0::REGS; ++tl_r) acc[tl_r] = 0.0f;
   // 20: for k in pipelined(cdiv(K, BK), stages=stages):
 #line 20 "examples/gemm.tl"
-  {  // warp-specialized over 3 stages: threads 256..383 produce (TMA), 2 consumer warpgroups compute
+  {  // persistent, warp-specialized over 3 stages: threads 256..383 produce (TMA), 2 consumer warpgroups compute
     unsigned long long* tl_full = reinterpret_cast<unsigned long long*>(tl_smem + 147456);
     unsigned long long* tl_empty = tl_full + 3;
-    const int tl_n = tl::floordiv(((K + 64) - 1), 64);
+    const int tl_tiles_x = tl::floordiv(((N + 256) - 1), 256), tl_tiles_y = tl::floordiv(((M + 128) - 1), 128), tl_tiles_z = 1;
     if (threadIdx.x == 0) {
       for (int tl_s = 0; tl_s < 3; ++tl_s) {
         tl::mbar_init(tl_full + tl_s, tl_tma ? 1 : 128);
@@ -61,55 +57,86 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul(const half* __restri
     if (threadIdx.x >= 256) {  // the producer warpgroup
       tl::setmaxnreg_dec<40>();
       const int tl_worker = threadIdx.x - 256;
+      int tl_it = 0;  // position in the ring, counted across tiles
       if (tl_tma) {
         if (tl_worker == 0) {
           tl::prefetch_tensor_map(&tl_map0);
           tl::prefetch_tensor_map(&tl_map1);
-          for (int tl_k = 0; tl_k < tl_n; ++tl_k) {
-            const int tl_stage = tl_k % 3;
-            tl::mbar_wait(tl_empty + tl_stage, ((tl_k / 3) & 1) ^ 1);  // the consumers released it
-            const int k = tl_k;
-            (void)k;
-            tl::mbar_arrive_expect_tx(tl_full + tl_stage, 49152);
-            tl::tma_load_tile<half, 128, 64, 2>((As + ((tl_k) % 3) * 8192), &tl_map0, tl_full + tl_stage, (k * 64), (by * 128), {0});
-            tl::tma_load_tile<half, 64, 256, 2>((Bs + ((tl_k) % 3) * 16384), &tl_map1, tl_full + tl_stage, (bx * 256), (k * 64), {0});
+          for (int tl_tile = blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; tl_tile += gridDim.x) {
+            int bx, by, tl_bz;  // this block's tile: in a persistent kernel the grid counts tiles
+            tl::persistent_tile<8>(tl_tile, tl_tiles_x, tl_tiles_y, bx, by, tl_bz);
+            (void)bx;
+            (void)by;
+            (void)tl_bz;
+            const int tl_n = tl::floordiv(((K + 64) - 1), 64);
+            for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {
+              const int tl_stage = tl_it % 3;
+              tl::mbar_wait(tl_empty + tl_stage, ((tl_it / 3) & 1) ^ 1);  // the consumers released it
+              const int k = tl_k;
+              (void)k;
+              tl::mbar_arrive_expect_tx(tl_full + tl_stage, 49152);
+              tl::tma_load_tile<half, 128, 64, 2>((As + ((tl_it) % 3) * 8192), &tl_map0, tl_full + tl_stage, (k * 64), (by * 128), {0});
+              tl::tma_load_tile<half, 64, 256, 2>((Bs + ((tl_it) % 3) * 16384), &tl_map1, tl_full + tl_stage, (bx * 256), (k * 64), {0});
+            }
           }
         }
       } else {  // the host could not encode a tensor map (unaligned rows): copy element by element
-        for (int tl_k = 0; tl_k < tl_n; ++tl_k) {
-          const int tl_stage = tl_k % 3;
-          tl::mbar_wait(tl_empty + tl_stage, ((tl_k / 3) & 1) ^ 1);  // the consumers released it
-          const int k = tl_k;
-          (void)k;
-          tl::copy_g2s_elements<half, 128, 64, 128, 0, 128>((As + ((tl_k) % 3) * 8192), A, K, M, K, (by * 128), (k * 64), tl_worker);
-          tl::copy_g2s_elements<half, 64, 256, 128, 0, 128>((Bs + ((tl_k) % 3) * 16384), B, N, K, N, (k * 64), (bx * 256), tl_worker);
-          tl::fence_proxy_async();  // plain stores, read next by the tensor cores
-          tl::mbar_arrive(tl_full + tl_stage);
+        for (int tl_tile = blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; tl_tile += gridDim.x) {
+          int bx, by, tl_bz;  // this block's tile: in a persistent kernel the grid counts tiles
+          tl::persistent_tile<8>(tl_tile, tl_tiles_x, tl_tiles_y, bx, by, tl_bz);
+          (void)bx;
+          (void)by;
+          (void)tl_bz;
+          const int tl_n = tl::floordiv(((K + 64) - 1), 64);
+          for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {
+            const int tl_stage = tl_it % 3;
+            tl::mbar_wait(tl_empty + tl_stage, ((tl_it / 3) & 1) ^ 1);  // the consumers released it
+            const int k = tl_k;
+            (void)k;
+            tl::copy_g2s_elements<half, 128, 64, 128, 0, 128>((As + ((tl_it) % 3) * 8192), A, K, M, K, (by * 128), (k * 64), tl_worker);
+            tl::copy_g2s_elements<half, 64, 256, 128, 0, 128>((Bs + ((tl_it) % 3) * 16384), B, N, K, N, (k * 64), (bx * 256), tl_worker);
+            tl::fence_proxy_async();  // plain stores, read next by the tensor cores
+            tl::mbar_arrive(tl_full + tl_stage);
+          }
         }
       }
       return;
     }
     tl::setmaxnreg_inc<232>();
-    for (int tl_k = 0; tl_k < tl_n; ++tl_k) {
-      const int tl_stage = tl_k % 3;
-      tl::mbar_wait(tl_full + tl_stage, (tl_k / 3) & 1);
-      {
-        const int k = tl_k;
-        (void)k;
-        // 23: gemm(As, Bs, acc)
+    int tl_it = 0;
+    for (int tl_tile = blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; tl_tile += gridDim.x) {
+      int bx, by, tl_bz;  // this block's tile: in a persistent kernel the grid counts tiles
+      tl::persistent_tile<8>(tl_tile, tl_tiles_x, tl_tiles_y, bx, by, tl_bz);
+      (void)bx;
+      (void)by;
+      (void)tl_bz;
+      // 19: clear(acc)
+#line 19 "examples/gemm.tl"
+      #pragma unroll
+      for (int tl_r = 0; tl_r < tl_matmul_layout_0::REGS; ++tl_r) acc[tl_r] = 0.0f;
+      const int tl_n = tl::floordiv(((K + 64) - 1), 64);
+      for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {
+        const int tl_stage = tl_it % 3;
+        tl::mbar_wait(tl_full + tl_stage, (tl_it / 3) & 1);
+        {
+          const int k = tl_k;
+          (void)k;
+          // 23: gemm(As, Bs, acc)
 #line 23 "examples/gemm.tl"
-        tl::gemm_wgmma<tl_matmul_wgmma_n256_f16_nmajor, half, 64, 128, 64, false, 1>((As + ((tl_k) % 3) * 8192), (Bs + ((tl_k) % 3) * 16384), acc);
+          tl::gemm_wgmma<tl_matmul_wgmma_n256_f16_nmajor, half, 64, 128, 64, false, 1>((As + ((tl_it) % 3) * 8192), (Bs + ((tl_it) % 3) * 16384), acc);
+        }
+        // the previous stage's wgmma has completed (one group stays in flight): release it
+        if (tl_k > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_it + 2) % 3);
       }
-      // the previous stage's wgmma has completed (one group stays in flight): release it
-      if (tl_k > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_k + 2) % 3);
-    }
-    tl::wgmma_wait<0>();
-    tl::fence_registers<128>(acc);
-    __syncthreads();  // every consumer is past its last wait: the barriers' memory is free
-  }
-  // 24: copy(acc, C[by * BM, bx * BN])
+      tl::wgmma_wait<0>();
+      tl::fence_registers<128>(acc);
+      // and the last stage, which the next tile's copies will overwrite
+      if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_it + 2) % 3);
+      // 24: copy(acc, C[by * BM, bx * BN])
 #line 24 "examples/gemm.tl"
-  tl::copy_f2g<tl_matmul_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));
+      tl::copy_f2g<tl_matmul_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));
+    }
+  }
 }
 
 #ifndef __CUDACC_RTC__
@@ -117,6 +144,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul(const half* __restri
 extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int M, int K, int N, cudaStream_t stream) {
   const dim3 tl_grid(static_cast<unsigned>(((((N + 256) - 1)) >= 0 ? (((N + 256) - 1)) / (256) : -((-(((N + 256) - 1)) + (256) - 1) / (256)))), static_cast<unsigned>(((((M + 128) - 1)) >= 0 ? (((M + 128) - 1)) / (128) : -((-(((M + 128) - 1)) + (128) - 1) / (128)))), 1);
   if (tl_grid.x == 0 || tl_grid.y == 0 || tl_grid.z == 0) return cudaSuccess;
+  // Persistent: one block per SM at most, each looping over the grid's tiles.
+  int tl_device = 0, tl_sms = 0;
+  cudaGetDevice(&tl_device);
+  cudaDeviceGetAttribute(&tl_sms, cudaDevAttrMultiProcessorCount, tl_device);
+  const unsigned long long tl_tiles = 1ull * tl_grid.x * tl_grid.y * tl_grid.z;
+  const dim3 tl_blocks(static_cast<unsigned>(tl_tiles < static_cast<unsigned long long>(tl_sms) ? tl_tiles : tl_sms));
   cudaError_t tl_err = cudaFuncSetAttribute(matmul, cudaFuncAttributeMaxDynamicSharedMemorySize, 147504);
   if (tl_err != cudaSuccess) return tl_err;
   // The TMA's view of each tensor; where the driver refuses one (rows not 16-byte aligned)
@@ -136,7 +169,7 @@ extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int 
     const cuuint32_t box[] = {64, 64};
     tl_tma = tl_tma && tl::encode_tensor_map(&tl_map1, 6, 2, B, dims, strides, box);
   }
-  matmul<<<tl_grid, 384, 147504, stream>>>(A, B, C, M, K, N, tl_map0, tl_map1, tl_tma ? 1 : 0);
+  matmul<<<tl_blocks, 384, 147504, stream>>>(A, B, C, M, K, N, tl_map0, tl_map1, tl_tma ? 1 : 0);
   return cudaGetLastError();
 }
 #endif

@@ -88,6 +88,22 @@ __device__ __forceinline__ void tma_load_tile(T* smem, const TensorMap* map, uns
   }
 }
 
+// Tile t of a persistent kernel's grid (tiles_x x tiles_y x any): z slowest; inside a z,
+// groups of GROUP rows (y) with y fastest, so the blocks running at once cover a patch of
+// GROUP rows and few columns, and share their operands' tiles in L2.  A bijection.
+template <int GROUP>
+__host__ __device__ __forceinline__ void persistent_tile(int t, int tiles_x, int tiles_y, int& x, int& y, int& z) {
+  const int per_z = tiles_x * tiles_y;
+  z = t / per_z;
+  const int r = t - z * per_z;
+  const int in_group = GROUP * tiles_x;
+  const int first_y = (r / in_group) * GROUP;
+  const int rows = tiles_y - first_y < GROUP ? tiles_y - first_y : GROUP;
+  const int i = r % in_group;
+  y = first_y + i % rows;
+  x = i / rows;
+}
+
 template <int N>
 __device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N)); }
 template <int N>
