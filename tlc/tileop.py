@@ -72,7 +72,7 @@ class TileOp(Kernel):
         prog = self.program(constants, arch, sizes)
         if not cuda:
             return self._run_cpu(prog, values, sizes)
-        return self._run_cuda(prog, values, sizes, constants)
+        return self._run_cuda(prog, values, sizes)
 
     def run_on_interpreter(self, values: dict, constants: dict | None = None) -> np.ndarray:
         """The result computed by the reference interpreter (`tlc run --check`), from NumPy
@@ -124,39 +124,38 @@ class TileOp(Kernel):
             run_kernel(launch.kernel, _arguments(launch, store))
         return store[prog.result.name]
 
-    def _run_cuda(self, prog, values: dict, sizes: dict, constants: dict):
-        kinds = {array_kind(values[p.name]) for p in self.fn.tensor_params}
-        torch_like = next((values[p.name] for p in self.fn.tensor_params if array_kind(values[p.name]) == TORCH), None)
-        if torch_like is not None:
+    def _run_cuda(self, prog, values: dict, sizes: dict):
+        """PyTorch inputs: PyTorch results on their device.  CuPy inputs: CuPy arrays.  NumPy
+        inputs: copied to the GPU once, the result copied back (temporaries stay there)."""
+        from .runtime import DeviceArray
+
+        tensors = [values[p.name] for p in self.fn.tensor_params]
+        kinds = {array_kind(a) for a in tensors}
+        like = next((a for a in tensors if array_kind(a) == TORCH), None)
+        if like is not None:
             import torch
 
             def empty(shape, dt: DType):
-                return torch.empty(shape, dtype=_torch_dtype(torch, dt), device=torch_like.device)
-        else:
-            from .runtime import DeviceArray
-
-            use_cupy = kinds == {CUPY}
+                return torch.empty(shape, dtype=_torch_dtype(torch, dt), device=like.device)
+        elif kinds == {CUPY}:
+            import cupy
 
             def empty(shape, dt: DType):
-                if use_cupy:
-                    import cupy
-                    return cupy.empty(shape, dt.numpy())
-                return DeviceArray(shape, dt)
+                return cupy.empty(shape, dt.numpy())
+        else:
+            empty = DeviceArray
         store = dict(values)
-        if NUMPY in kinds and torch_like is None:
-            from .runtime import DeviceArray
-
-            for p in self.fn.tensor_params:
-                if isinstance(values[p.name], np.ndarray):
-                    store[p.name] = DeviceArray.from_numpy(values[p.name])
+        for p in self.fn.tensor_params:
+            if isinstance(values[p.name], np.ndarray):
+                store[p.name] = DeviceArray.from_numpy(values[p.name])
         for t in prog.temps + (prog.result,):
             store[t.name] = empty(self._shape(t, sizes), t.dtype)
-        for launch, compiled in zip(prog.launches, self._compiled(prog, constants, sizes)):
+        for launch, compiled in zip(prog.launches, self._compiled_program(prog)):
             compiled.call(_arguments(launch, store))
         out = store[prog.result.name]
-        return out.numpy() if NUMPY in kinds and torch_like is None and kinds == {NUMPY} else out
+        return out.numpy() if kinds == {NUMPY} else out
 
-    def _compiled(self, prog, constants: dict, sizes: dict) -> list:
+    def _compiled_program(self, prog) -> list:
         from . import runtime
         from .codegen import generate
 

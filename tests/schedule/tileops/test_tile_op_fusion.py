@@ -8,8 +8,7 @@ import pytest
 from tileops_kit import LAYERNORM, error_text, module
 
 FUSED = """
-def gelu(x: f32) -> f32:
-    return 0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+from std.math import gelu
 
 @fuse
 @tile_op

@@ -57,7 +57,7 @@ def tiles_for(b: KernelBuilder, smem_limit: int, sizes: dict) -> MatmulTiles:
 def matmul_kernel(b: KernelBuilder, tiles: MatmulTiles) -> ir.Kernel:
     g, mm, root, dest = b.g, b.group.matmul, b.group.root, b.group.dest
     (a, ta), (bb, tb) = b.group.operands
-    (dta, sa), (dtb, sb) = b.tensors[a], b.tensors[bb]
+    (dta, sa), (dtb, _) = b.tensors[a], b.tensors[bb]
     if not gemm_operands_agree(dta, dtb):
         raise TileOpError(f"'{g.text(mm.node)}' multiplies {dta} by {dtb}; the operands of '@' need one dtype",
                           mm.node.span, f"convert one of them, e.g. {dta}(...)")

@@ -1,0 +1,86 @@
+"""Running a tile op's program of launches on the CUDA target, without a GPU: device buffers
+and compiled kernels are stand-ins that run the interpreter on host memory, so what is checked
+is the executor itself (inputs uploaded once, temporaries and the result allocated, flat 1-D
+views for flat kernels, the launches in order, the result copied back as NumPy)."""
+from __future__ import annotations
+
+import numpy as np
+
+import tlc.runtime
+from tileops_kit import assert_close, f32, module, rand, softmax
+from tlc.dtypes import from_numpy
+from tlc.interp import run_kernel
+from tlc.tileop import TileOp
+
+SRC = """
+@tile_op
+def scores(q: f16[M, K], k: f16[N, K], s: f32) -> f32[M, N]:
+    return softmax(q @ k.T * s, axis=1) + 1.0
+
+@tile_op
+def chain(x: f16[M, N], y: f16[M, N]) -> f16[M, N]:
+    return x * y + exp(x)
+"""
+
+
+class HostBuffer:
+    """Stands in for tlc.runtime.DeviceArray: a buffer of host memory."""
+
+    uploads = 0
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = tuple(shape), dtype
+        self.host = np.full(self.shape, np.nan, dtype.numpy()) if dtype.is_float else np.zeros(self.shape, dtype.numpy())
+
+    @classmethod
+    def from_numpy(cls, a):
+        HostBuffer.uploads += 1
+        out = cls(a.shape, from_numpy(a.dtype))
+        out.host[...] = a
+        return out
+
+    def numpy(self):
+        return self.host.copy()
+
+
+class Launcher:
+    def __init__(self, kernel, log):
+        self.kernel, self.log = kernel, log
+
+    def call(self, args):
+        self.log.append((self.kernel.name, {k: getattr(v, "shape", None) for k, v in args.items()}))
+        run_kernel(self.kernel, {k: v.host.reshape(v.shape) if isinstance(v, HostBuffer) else v for k, v in args.items()})
+
+
+def cuda_module(monkeypatch, log):
+    mod = module(SRC)
+    mod.target = "cuda"
+    monkeypatch.setattr(tlc.runtime, "DeviceArray", HostBuffer)
+    monkeypatch.setattr(tlc.runtime, "target_arch", lambda device=None: "sm_90a")
+    monkeypatch.setattr(TileOp, "_compiled_program", lambda self, prog: [Launcher(x.kernel, log) for x in prog.launches])
+    monkeypatch.setattr(tlc.tileop, "_current_device", lambda: 0)
+    return mod
+
+
+def test_two_launches_through_a_temporary(monkeypatch):
+    log = []
+    mod = cuda_module(monkeypatch, log)
+    rng = np.random.default_rng(3)
+    q, k = rand(rng, (40, 32), np.float16), rand(rng, (70, 32), np.float16)
+    HostBuffer.uploads = 0
+    got = mod.scores(q, k, 0.5)
+    assert isinstance(got, np.ndarray) and got.shape == (40, 70)
+    assert_close(got, softmax(f32(q) @ f32(k).T * 0.5, 1) + 1)
+    assert HostBuffer.uploads == 2
+    assert [name for name, _ in log] == ["scores_0_matmul", "scores_1_rows"]
+    assert log[1][1] == {"tmp0": (40, 70), "out": (40, 70), "s": None}
+
+
+def test_flat_views(monkeypatch):
+    log = []
+    mod = cuda_module(monkeypatch, log)
+    rng = np.random.default_rng(4)
+    x, y = rand(rng, (30, 50), np.float16), rand(rng, (30, 50), np.float16)
+    got = mod.chain(x, y)
+    assert log == [("chain", {"x": (1500,), "y": (1500,), "out": (1500,)})]
+    assert_close(got, f32(x * y) + f32(np.exp(x)))
