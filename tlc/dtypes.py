@@ -137,3 +137,12 @@ def can_widen(src: DType, dst: DType) -> bool:
     if dst.is_float:
         return True
     return promote(src, dst) == dst
+
+
+def gemm_operands_agree(a: DType, b: DType) -> bool:
+    """Whether a gemm takes operands of dtypes `a` and `b`: one dtype, or the two f8 formats,
+    or i8 with u8 (the mixes the tensor cores take)."""
+    if a == b:
+        return True
+    f8 = ("f8e4m3", "f8e5m2")
+    return (a.name in f8 and b.name in f8) or (a.name in ("i8", "u8") and b.name in ("i8", "u8"))

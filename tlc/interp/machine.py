@@ -226,7 +226,7 @@ class Machine:
 
     def s_gemm(self, s: Gemm, mask) -> None:
         b = self.buffers
-        tiles.gemm(b[s.a], b[s.b], b[s.c], self.dtypes[s.a], self.dtypes[s.c], s.trans_a, s.trans_b)
+        tiles.gemm(b[s.a], b[s.b], b[s.c], self.dtypes[s.a], self.dtypes[s.c], s.trans_a, s.trans_b, s.precision)
 
     def s_fill(self, s: Fill, mask) -> None:
         self.buffers[s.buffer][...] = nx.cast(self.eval(s.value), self.dtypes[s.buffer])

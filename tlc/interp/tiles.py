@@ -58,15 +58,24 @@ def copy(src: np.ndarray, src_offsets, src_extents, dst: np.ndarray, dst_dtype: 
 
 
 def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray, in_dtype: DType, c_dtype: DType,
-         trans_a: bool, trans_b: bool) -> None:
-    """`c += op(a) @ op(b)`: f16/bf16/f8/f32 inputs multiply in f32, 8/16-bit integers in i32."""
+         trans_a: bool, trans_b: bool, precision: str = "ieee") -> None:
+    """`c += op(a) @ op(b)`: f16/bf16/f8/f32 inputs multiply in f32, 8/16-bit integers in i32
+    (wrapping, as the tensor cores do).  With precision "tf32" the operands lose the low 13
+    bits of their mantissa first: the tensor cores truncate f32 to tf32 (PTX ISA, wgmma)."""
     w = accumulate_dtype(in_dtype)
     x = (a.T if trans_a else a).astype(w)
     y = (b.T if trans_b else b).astype(w)
+    if precision == "tf32":
+        x, y = tf32(x), tf32(y)
     if c.dtype == w:
         c += x @ y
     else:
         c[...] = cast(c.astype(w) + x @ y, c_dtype)
+
+
+def tf32(x: np.ndarray) -> np.ndarray:
+    """f32 values truncated to tf32 (1 sign, 8 exponent, 10 mantissa bits), toward zero."""
+    return (np.ascontiguousarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
 
 
 def reduce(kind: str, src: np.ndarray, src_dtype: DType, dim: int, dst: np.ndarray,

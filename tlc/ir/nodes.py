@@ -168,13 +168,15 @@ class Copy(Stmt):
 
 @dataclass(frozen=True)
 class Gemm(Stmt):
-    """`c += op(a) @ op(b)`; `a`, `b` shared or fragment buffers, `c` a fragment."""
+    """`c += op(a) @ op(b)`; `a`, `b` shared or fragment buffers, `c` a fragment.  `precision`
+    "tf32" multiplies f32 operands truncated to tf32 (what the tensor cores read); "ieee" exactly."""
 
     a: str
     b: str
     c: str
     trans_a: bool = False
     trans_b: bool = False
+    precision: str = "ieee"
     span: Span | None = _span()
 
 

@@ -89,7 +89,7 @@ def _simple(s: Stmt) -> str:
     if isinstance(s, Gemm):
         a = f"{s.a}.T" if s.trans_a else s.a
         b = f"{s.b}.T" if s.trans_b else s.b
-        return f"gemm {s.c} += {a} @ {b}"
+        return f"gemm {s.c} += {a} @ {b}" + (f" (precision {s.precision})" if s.precision != "ieee" else "")
     if isinstance(s, Fill):
         return f"fill {s.buffer} = {expr(s.value)}"
     if isinstance(s, Reduce):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..diagnostics import Span, TlcError
-from ..dtypes import BOOL, I32, DType, can_widen
+from ..dtypes import BOOL, I32, DType, can_widen, gemm_operands_agree
 from .printer import expr as expr_text
 from .nodes import (ATOMIC_KINDS, BINARY_OPS, BIT_OPS, BUFFER_SCOPES, COMPARE_OPS,
                     LOGIC_OPS, LOOP_KINDS, MATH_FUNCS, REDUCE_KINDS, UNARY_OPS, Assign, Atomic,
@@ -296,8 +296,10 @@ class _Verifier:
         for name, sym in ((s.a, a), (s.b, b), (s.c, c)):
             if len(sym.shape) != 2:
                 self.fail(f"gemm operand '{name}' must have rank 2, got {len(sym.shape)}", s)
-        if a.dtype != b.dtype:
+        if not gemm_operands_agree(a.dtype, b.dtype):
             self.fail(f"gemm operands '{s.a}' ({a.dtype}) and '{s.b}' ({b.dtype}) differ in dtype", s)
+        if s.precision not in ("ieee", "tf32") or (s.precision == "tf32" and a.dtype.name != "f32"):
+            self.fail(f"gemm precision '{s.precision}' does not apply to {a.dtype} operands", s)
         m, ka = a.shape[::-1] if s.trans_a else a.shape
         kb, n = b.shape[::-1] if s.trans_b else b.shape
         if ka != kb or tuple(c.shape) != (m, n):

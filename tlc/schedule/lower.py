@@ -210,9 +210,10 @@ class Lowerer:
         return ir.Region(e.value.id, tuple(offsets), tuple(extents), span=e.span)
 
     def tile_gemm(self, call, span):
-        flags = {k.name: bool(self.const(k.value)) for k in call.keywords}
+        flags = {k.name: bool(self.const(k.value)) for k in call.keywords if k.name != "precision"}
+        precision = next((k.value.value for k in call.keywords if k.name == "precision"), "ieee")
         a, b, c = (x.id for x in call.args)
-        return ir.Gemm(a, b, c, flags.get("trans_a", False), flags.get("trans_b", False), span=span)
+        return ir.Gemm(a, b, c, flags.get("trans_a", False), flags.get("trans_b", False), precision, span=span)
 
     def tile_fill(self, call, span):
         buf = self.buffers[call.args[0].id]

@@ -14,10 +14,13 @@ T8  Broadcasting (tile ops): shapes align on the right; two dimensions agree whe
     equal, or when one is the literal 1.
 T9  `@` needs the inner dimensions to agree; f16, bf16, f8 and f32 operands give f32, integer
     operands give i32.
+T10 gemm operands have one dtype, except that the two f8 formats mix, and i8 with u8 (what
+    the tensor cores take); `precision="tf32"` applies to f32 operands only.
 """
 from __future__ import annotations
 
 from ..dtypes import DTYPES, F32, I32, DType, can_widen, promote
+from ..dtypes import gemm_operands_agree  # noqa: F401 - T10, one definition for the IR verifier too
 from ..parser import nodes as n
 from .types import ScalarType
 
@@ -98,3 +101,6 @@ def matmul_dtype(a: DType, b: DType) -> DType:
     if a.is_float or b.is_float:
         return F32
     return I32
+
+
+GEMM_PRECISIONS = ("ieee", "tf32")  # T10; which operand dtypes agree is `dtypes.gemm_operands_agree`

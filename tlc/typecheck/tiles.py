@@ -191,7 +191,7 @@ class TileChecker:
         return replace(call, args=(src, dst))
 
     def _gemm(self, call, name):
-        if not self._arity(call, "gemm", 3, 3, ("trans_a", "trans_b")):
+        if not self._arity(call, "gemm", 3, 3, ("trans_a", "trans_b", "precision")):
             return None
         ops = []
         for e, role, scopes in zip(call.args, ("a", "b", "c"), ((SHARED, FRAGMENT), (SHARED, FRAGMENT), (FRAGMENT,))):
@@ -208,7 +208,13 @@ class TileChecker:
                 return None
             ops.append(t)
         flags = {}
+        precision = None
         for k in call.keywords:
+            if k.name == "precision":
+                precision = self._gemm_precision(k.value)
+                if precision is None:
+                    return None
+                continue
             v = self.const_value(k.value, k.name)
             if v is None:
                 return None
@@ -230,14 +236,30 @@ class TileChecker:
             if (vm, vn) != (cm, cn):
                 self.error("E037", f"gemm accumulator c is {c}, but a @ b is [{vm}, {vn}]", call.span)
                 return None
-        if a.dtype.is_float != b.dtype.is_float or (a.dtype.is_float and a.dtype.bits != b.dtype.bits):
-            self.error("E037", f"gemm operands have different dtypes: {a.dtype} and {b.dtype}", call.span)
+        if not rules.gemm_operands_agree(a.dtype, b.dtype):
+            self.error("E037", f"gemm operands have different dtypes: {a.dtype} and {b.dtype}", call.span,
+                       "only the two f8 formats mix (f8e4m3 with f8e5m2), and i8 with u8")
             return None
         if a.dtype.is_float and not c.dtype.is_float or a.dtype.is_int and c.dtype.name != "i32":
             self.error("E037", f"gemm accumulator c is {c.dtype}; {a.dtype} inputs accumulate in "
                        f"{'f32' if a.dtype.is_float else 'i32'}", call.args[2].span)
             return None
+        if precision == "tf32" and a.dtype.name != "f32":
+            self.error("E037", f'gemm precision="tf32" is a mode of f32 operands, but a and b are {a.dtype}',
+                       call.span, 'drop precision=: f16, bf16, f8 and integer operands multiply exactly')
+            return None
         return replace(call, args=tuple(ops))
+
+    def _gemm_precision(self, e):
+        """`precision="tf32"` (f32 operands rounded to tf32 on tensor cores) or "ieee" (exact
+        f32 products, the default): a string literal."""
+        if isinstance(e, n.Constant) and isinstance(e.value, str) and e.value in rules.GEMM_PRECISIONS:
+            return e.value
+        found = (repr(e.value).replace("'", '"') if isinstance(e, n.Constant) else
+                 f"the name '{e.id}'" if isinstance(e, n.Name) else "an expression")
+        self.error("E037", f'gemm precision must be "ieee" or "tf32", found {found}', e.span,
+                   '"tf32" multiplies f32 operands on tensor cores with 10-bit mantissas; "ieee" is exact')
+        return None
 
     def _fill(self, call, name):
         if not self._arity(call, name, 2 if name == "fill" else 1):
