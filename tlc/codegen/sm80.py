@@ -111,10 +111,9 @@ class Sm80(CExprs, CopyGen, ReduceGen):
             return self.layout_types[layout]
         if isinstance(layout, Replicated):
             base = layout.base
-            if len(getattr(base, "shape", ())) != 2 or len(layout.dropped) != 1:
+            if len(getattr(base, "shape", ())) not in (1, 2) or len(layout.dropped) != 1:
                 raise CodegenError(f"no C layout for {layout}", self.k.span)
-            keep = 1 - layout.dropped[0]
-            text = f"tl::Kept<{self.c_layout(base)}, {keep}>"
+            text = f"tl::Kept<{self.c_layout(base)}, {layout.keep}>"
         elif isinstance(layout, MmaAccumulator):
             text = f"tl::MmaAcc<{layout.shape[0]}, {layout.shape[1]}, {layout.warps_m}, {layout.warps_n}>"
         elif isinstance(layout, Blocked):
@@ -291,10 +290,10 @@ class Sm80(CExprs, CopyGen, ReduceGen):
         loop_vars = list(self.loop_vars)
         if b.layout == self.loop_layout and names == loop_vars:
             return "tl_r"
-        if isinstance(b.layout, Replicated) and b.layout.base == self.loop_layout and len(loop_vars) > 1:
+        if isinstance(b.layout, Replicated) and b.layout.base == self.loop_layout:
             kept = [v for d, v in enumerate(loop_vars) if d not in b.layout.dropped]
-            if names == kept:
-                return "tl_r"
+            if names == kept:  # the replica in this thread's slot of the loop's register
+                return f"{self.c_layout(b.layout)}::slot(tl_r)"
         raise CodegenError(
             f"the fragment '{name}' is indexed as {name}[{', '.join(str(n) for n in names)}] in a parallel loop over "
             f"({', '.join(loop_vars)}) whose threads hold other elements; an exchange through shared memory is "

@@ -5,6 +5,7 @@ its indices; a fragment used only by copies and parallel loops gets contiguous v
 a parallel loop runs in the layout of the fragment it touches most (its anchor)."""
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -76,10 +77,79 @@ class MmaAccumulator:
 @dataclass(frozen=True)
 class Replicated:
     """A fragment indexed by fewer dimensions than its base: element `index` is held by every
-    thread that holds some element of `base` whose indices outside `dropped` equal `index`."""
+    thread that holds some element of `base` whose indices outside `dropped` equal `index`.
+
+    Registers are slots: the base's registers that hold one kept index in every thread share a
+    slot (`slot(r)`), so a row statistic of a 4 x 1024 tile takes one register per row a thread
+    touches, not one per register of the tile.  `rep(s)` is a base register of slot s.  Where
+    no grouping holds in every thread, each base register is its own slot.  The C side is
+    `tl::Kept` (templates/tl/layout.cuh); tests/codegen check that both agree."""
 
     base: object
     dropped: tuple[int, ...]
+
+    @property
+    def keep(self) -> int:
+        """The base dimension kept, viewing a 1-D base as one row (dim 0 of a 1-D base is its
+        columns, so dropping it keeps the single row)."""
+        if len(self.base.shape) == 1:
+            return 0
+        return 1 - self.dropped[0]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(d for i, d in enumerate(self.base.shape) if i not in self.dropped)
+
+    @property
+    def _slots(self) -> tuple[int, int, int]:
+        """(count, per, mod): slot(r) = (r // per) % mod, or r itself when count == 0."""
+        b = self.base
+        if isinstance(b, Blocked) and len(b.shape) <= 2:
+            cols = b.shape[-1]
+            span = b.threads * b.vec
+            if cols % span == 0 or span % cols == 0:
+                rounds = max(1, cols // span)  # rounds of runs per row
+                if self.keep == 0:  # a row per `rounds` runs
+                    return -(-(b.registers // b.vec) // rounds), b.vec * rounds, 1 << 30
+                return min(b.registers, rounds * b.vec), 1, rounds * b.vec
+        if isinstance(b, MmaAccumulator):
+            wm, wn = b.warp_tile
+            if self.keep == 0:  # pieces (wn / 8) per row band, 2 rows per piece
+                return (wm // 16) * 2, 2, 1 << 30
+            return (wn // 8) * 2, 1, 1 << 30
+        return 0, 1, 1
+
+    @property
+    def registers(self) -> int:
+        count = self._slots[0]
+        return count if count else self.base.registers
+
+    def slot(self, r: int) -> int:
+        count, per, mod = self._slots
+        if not count:
+            return r
+        if isinstance(self.base, MmaAccumulator):
+            wm, wn = self.base.warp_tile
+            piece = r // 4
+            if self.keep == 0:
+                return (piece // (wn // 8)) * 2 + (r % 4) // 2
+            return (piece % (wn // 8)) * 2 + r % 2
+        return (r // per) % mod
+
+    def rep(self, s: int) -> int:
+        """A base register of slot s: the first one."""
+        count, per, _ = self._slots
+        if not count:
+            return s
+        if isinstance(self.base, MmaAccumulator):
+            wm, wn = self.base.warp_tile
+            if self.keep == 0:
+                return (s // 2) * (wn // 8) * 4 + (s % 2) * 2
+            return (s // 2) * 4 + s % 2
+        return s * per if self.keep == 0 else s
+
+    def kept_index(self, index: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(x for d, x in enumerate(index) if d not in self.dropped)
 
     def owners(self, index: tuple[int, ...]) -> set[int]:
         full = self.base.shape
@@ -118,8 +188,11 @@ def mma_accumulator(shape: tuple[int, ...], threads: int) -> MmaAccumulator | No
     return MmaAccumulator((shape[0], shape[1]), best[1], best[2]) if best else None
 
 
-def blocked(shape: tuple[int, ...], dtype, threads: int) -> Blocked:
-    vec = max(1, VECTOR_BYTES // dtype.itemsize)
+def blocked(shape: tuple[int, ...], dtype, threads: int, itemsize: int | None = None) -> Blocked:
+    """Runs of one 16-byte vector of the narrowest type the fragment is copied to or from
+    (`itemsize`, by default its own): an f32 tile loaded from f16 takes runs of 8, so that its
+    copies move 16 bytes per access on the global side."""
+    vec = max(1, VECTOR_BYTES // (itemsize or dtype.itemsize))
     while vec > 1 and shape[-1] % vec:
         vec //= 2
     return Blocked(tuple(shape), threads, vec)
@@ -155,26 +228,28 @@ def assign_layouts(kernel: ir.Kernel, target: str = "sm_80") -> ir.Kernel:
     buffers = {b.name: b for b in kernel.buffers}
     layouts: dict[str, object] = {}
     stmts = list(statements(kernel.body))
+    itemsize = _copy_itemsizes(stmts, frags, kernel)
+    default = functools.partial(_default, itemsize=itemsize)
     for s in stmts:  # 1. gemm accumulators
         if isinstance(s, ir.Gemm) and s.c not in layouts:
             if target == "sm_90a" and wgmma_gemm(s, buffers, kernel.threads):
                 layouts[s.c] = wgmma_accumulator(frags[s.c].shape, kernel.threads)
                 continue
             acc = mma_accumulator(frags[s.c].shape, kernel.threads)
-            layouts[s.c] = acc or blocked(frags[s.c].shape, frags[s.c].dtype, kernel.threads)
+            layouts[s.c] = acc or blocked(frags[s.c].shape, frags[s.c].dtype, kernel.threads, itemsize.get(s.c))
     changed = True
     while changed:  # 2. reductions replicate their source's layout; 3. parallel loops share theirs
         changed = False
         for s in stmts:
             if isinstance(s, ir.Reduce) and s.dst in frags and s.dst not in layouts:
-                base = layouts.get(s.src) or _default(frags, s.src, kernel.threads, layouts)
+                base = layouts.get(s.src) or default(frags, s.src, kernel.threads, layouts)
                 layouts[s.dst] = Replicated(base, (s.dim,))
                 changed = True
             elif isinstance(s, ir.Parallel):
-                changed |= _propagate_parallel(s, frags, layouts, kernel.threads)
+                changed |= _propagate_parallel(s, frags, layouts, kernel.threads, default)
     for name in frags:  # 4. the rest: vector runs
         if name not in layouts:
-            _default(frags, name, kernel.threads, layouts)
+            default(frags, name, kernel.threads, layouts)
     buffers = tuple(replace(b, layout=layouts[b.name]) if b.name in layouts else b for b in kernel.buffers)
     return replace(kernel, buffers=buffers)
 
@@ -191,30 +266,82 @@ def parallel_layout(p: ir.Parallel, kernel: ir.Kernel):
     return Blocked(tuple(p.extents), kernel.threads, 1)
 
 
-def _default(frags, name, threads, layouts):
+def _default(frags, name, threads, layouts, itemsize=None):
     b = frags[name]
-    layouts[name] = blocked(b.shape, b.dtype, threads)
+    layouts[name] = blocked(b.shape, b.dtype, threads, (itemsize or {}).get(name))
     return layouts[name]
 
 
-def _anchor(p: ir.Parallel, frags) -> str | None:
-    """The fragment indexed by all of the loop's variables, in order, that the loop touches."""
+def _copy_itemsizes(stmts, frags, kernel) -> dict:
+    """fragment -> the narrowest element size among what it, and every fragment a parallel loop
+    indexes alongside it the same way (they will share one layout), are copied to or from."""
+    sizes = {p.name: p.dtype.itemsize for p in kernel.params if p.kind == "tensor"}
+    sizes.update({b.name: b.dtype.itemsize for b in kernel.buffers})
+    own = {name: b.dtype.itemsize for name, b in frags.items()}
+    for s in stmts:
+        if isinstance(s, ir.Copy):
+            a, b = s.src.name, s.dst.name
+            for mine, other in ((a, b), (b, a)):
+                if mine in own and other in sizes:
+                    own[mine] = min(own[mine], sizes[other])
+    group = {name: name for name in frags}  # union-find over fragments that share loops
+
+    def find(n):
+        while group[n] != n:
+            group[n] = group[group[n]]
+            n = group[n]
+        return n
+
+    for s in stmts:
+        if isinstance(s, ir.Parallel):
+            cands = _candidates(s, frags)
+            for other in cands[1:]:
+                group[find(other)] = find(cands[0])
+    least: dict = {}
+    for name, size in own.items():
+        least[find(name)] = min(least.get(find(name), size), size)
+    return {name: least[find(name)] for name in frags}
+
+
+def _candidates(p: ir.Parallel, frags) -> list[str]:
+    """The fragments indexed by all of the loop's variables, in order, that the loop touches."""
+    out = []
     for name, idx in _accesses(p.body):
-        if name in frags and len(idx) == len(p.vars) and all(
+        if name in frags and name not in out and len(idx) == len(p.vars) and all(
                 isinstance(e, ir.Var) and e.name == v for e, v in zip(idx, p.vars)) \
                 and frags[name].shape == tuple(p.extents):
-            return name
-    return None
+            out.append(name)
+    return out
 
 
-def _propagate_parallel(p: ir.Parallel, frags, layouts, threads) -> bool:
-    anchor = _anchor(p, frags)
+def _rank(layout) -> int:
+    """Which laid-out candidate a loop follows: a gemm accumulator, then a replicated
+    fragment (the loop then runs in every replica, and needs no exchange with reduction
+    results), then vector runs."""
+    return 2 if isinstance(layout, MmaAccumulator) else 1 if isinstance(layout, Replicated) else 0
+
+
+def _anchor(p: ir.Parallel, frags, layouts=None) -> str | None:
+    """The candidate whose layout the loop runs in: of those already laid out, the first of
+    the highest rank; else the first candidate.  Candidates laid out by the loop itself get
+    the anchor's layout, so the scheduler and the code generator agree on the choice."""
+    cands = _candidates(p, frags)
+    if layouts is None:
+        layouts = {n: frags[n].layout for n in cands if frags[n].layout is not None}
+    laid = [n for n in cands if n in layouts]
+    if laid:
+        return max(laid, key=lambda n: (_rank(layouts[n]), -laid.index(n)))
+    return cands[0] if cands else None
+
+
+def _propagate_parallel(p: ir.Parallel, frags, layouts, threads, default) -> bool:
+    anchor = _anchor(p, frags, layouts)
     if anchor is None:
         return False
     if anchor not in layouts:
         if not any(n in layouts for n, _ in _accesses(p.body) if n in frags):
             return False
-        _default(frags, anchor, threads, layouts)
+        default(frags, anchor, threads, layouts)
     base = layouts[anchor]
     changed = False
     for name, idx in _accesses(p.body):

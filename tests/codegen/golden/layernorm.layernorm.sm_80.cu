@@ -1,6 +1,6 @@
 #endif  // TL_PRIMITIVES
 
-using tl_layernorm_layout_0 = tl::Blocked<4, 1024, 128, 4>;
+using tl_layernorm_layout_0 = tl::Blocked<4, 1024, 128, 8>;
 using tl_layernorm_layout_1 = tl::Kept<tl_layernorm_layout_0, 1>;
 using tl_layernorm_layout_2 = tl::Kept<tl_layernorm_layout_0, 0>;
 
@@ -8,12 +8,12 @@ extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restri
   extern __shared__ __align__(1024) unsigned char tl_smem[];
   const int bx = blockIdx.x;
   (void)bx;
-  float row[tl_layernorm_layout_0::REGS];  // fragment [4, 1024]: blocked(vec=4, threads=128)
-  float sq[tl_layernorm_layout_0::REGS];  // fragment [4, 1024]: blocked(vec=4, threads=128)
-  float g[tl_layernorm_layout_1::REGS];  // fragment [1024]: replicated(blocked(vec=4, threads=128), dropped=[0])
-  float b[tl_layernorm_layout_1::REGS];  // fragment [1024]: replicated(blocked(vec=4, threads=128), dropped=[0])
-  float mean[tl_layernorm_layout_2::REGS];  // fragment [4]: replicated(blocked(vec=4, threads=128), dropped=[1])
-  float inv_std[tl_layernorm_layout_2::REGS];  // fragment [4]: replicated(blocked(vec=4, threads=128), dropped=[1])
+  float row[tl_layernorm_layout_0::REGS];  // fragment [4, 1024]: blocked(vec=8, threads=128)
+  float sq[tl_layernorm_layout_0::REGS];  // fragment [4, 1024]: blocked(vec=8, threads=128)
+  float g[tl_layernorm_layout_1::REGS];  // fragment [1024]: replicated(blocked(vec=8, threads=128), dropped=[0])
+  float b[tl_layernorm_layout_1::REGS];  // fragment [1024]: replicated(blocked(vec=8, threads=128), dropped=[0])
+  float mean[tl_layernorm_layout_2::REGS];  // fragment [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
+  float inv_std[tl_layernorm_layout_2::REGS];  // fragment [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
   // 20: tiles = cdiv(N, BN)
 #line 20 "examples/layernorm.tl"
   int tiles = 0;
@@ -35,30 +35,15 @@ extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restri
     // 25: reduce_sum(row, mean, dim=1, clear=False)
 #line 25 "examples/layernorm.tl"
     {  // reduce_sum(row -> mean, dim=1)
-      constexpr int tl_slot[32] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
-      float tl_part[4];
-      #pragma unroll
-      for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::identity<tl::Op::sum>(float());
-      #pragma unroll
-      for (int tl_r = 0; tl_r < tl_layernorm_layout_0::REGS; ++tl_r) if (tl_layernorm_layout_0::valid(threadIdx.x, tl_r)) tl_part[tl_slot[tl_r]] = tl::combine<tl::Op::sum>(tl_part[tl_slot[tl_r]], tl::prepare<tl::Op::sum>(tl::cvt<float>(row[tl_r])));
-      #pragma unroll
-      for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::warp_allreduce<tl::Op::sum, 31u>(tl_part[tl_s]);
-      for (int tl_i = threadIdx.x; tl_i < 4; tl_i += 128) reinterpret_cast<float*>(tl_smem + 0)[tl_i] = tl::identity<tl::Op::sum>(float());
-      __syncthreads();
-      constexpr int tl_first[4] = {0, 8, 16, 24};
-      if ((threadIdx.x & 31u) == 0) {
-      #pragma unroll
-        for (int tl_s = 0; tl_s < 4; ++tl_s) tl::atomic_combine<tl::Op::sum>(&reinterpret_cast<float*>(tl_smem + 0)[tl_layernorm_layout_0::row(threadIdx.x, tl_first[tl_s])], tl_part[tl_s]);
-      }
-      __syncthreads();
-      #pragma unroll
-      for (int tl_r = 0; tl_r < tl_layernorm_layout_2::REGS; ++tl_r) if (tl_layernorm_layout_2::valid(threadIdx.x, tl_r)) mean[tl_r] = tl::cvt<float>(tl::combine<tl::Op::sum>(tl::cvt<float>(mean[tl_r]), reinterpret_cast<float*>(tl_smem + 0)[tl_layernorm_layout_2::col(threadIdx.x, tl_r)]));
-      __syncthreads();
+      float tl_part[tl_layernorm_layout_2::REGS];
+      tl::reduce_slots<tl::Op::sum, tl_layernorm_layout_0, tl_layernorm_layout_2, 31u>(tl_part, row);
+      tl::reduce_warps_to_scratch<tl::Op::sum, tl_layernorm_layout_2, 128, 4, false>(reinterpret_cast<float*>(tl_smem + 0), tl_part);
+      tl::reduce_finish_fragment<tl::Op::sum, false, tl_layernorm_layout_2, 4, 4>(mean, reinterpret_cast<float*>(tl_smem + 0));
     }
   }
   // 26: for i in parallel(BM):
 #line 26 "examples/layernorm.tl"
-  // parallel (i) over [4]: replicated(blocked(vec=4, threads=128), dropped=[1])
+  // parallel (i) over [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
   #pragma unroll
   for (int tl_r = 0; tl_r < tl_layernorm_layout_2::REGS; ++tl_r) {
     const int i = tl_layernorm_layout_2::col(threadIdx.x, tl_r);
@@ -79,7 +64,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restri
     }
     // 31: for i, j in parallel(BM, BN):
 #line 31 "examples/layernorm.tl"
-    // parallel (i, j) over [4, 1024]: blocked(vec=4, threads=128)
+    // parallel (i, j) over [4, 1024]: blocked(vec=8, threads=128)
     #pragma unroll
     for (int tl_r = 0; tl_r < tl_layernorm_layout_0::REGS; ++tl_r) {
       const int i = tl_layernorm_layout_0::row(threadIdx.x, tl_r);
@@ -87,7 +72,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restri
       if (!tl_layernorm_layout_0::valid(threadIdx.x, tl_r)) continue;
       // 32: row[i, j] = where(t * BN + j < N, row[i, j] - mean[i], 0.0)
 #line 32 "examples/layernorm.tl"
-      row[tl_r] = ((((t * 1024) + j) < N) ? (row[tl_r] - mean[tl_r]) : 0.0f);
+      row[tl_r] = ((((t * 1024) + j) < N) ? (row[tl_r] - mean[tl_layernorm_layout_2::slot(tl_r)]) : 0.0f);
       // 33: sq[i, j] = row[i, j] * row[i, j]
 #line 33 "examples/layernorm.tl"
       sq[tl_r] = (row[tl_r] * row[tl_r]);
@@ -95,30 +80,15 @@ extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restri
     // 34: reduce_sum(sq, inv_std, dim=1, clear=False)
 #line 34 "examples/layernorm.tl"
     {  // reduce_sum(sq -> inv_std, dim=1)
-      constexpr int tl_slot[32] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
-      float tl_part[4];
-      #pragma unroll
-      for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::identity<tl::Op::sum>(float());
-      #pragma unroll
-      for (int tl_r = 0; tl_r < tl_layernorm_layout_0::REGS; ++tl_r) if (tl_layernorm_layout_0::valid(threadIdx.x, tl_r)) tl_part[tl_slot[tl_r]] = tl::combine<tl::Op::sum>(tl_part[tl_slot[tl_r]], tl::prepare<tl::Op::sum>(tl::cvt<float>(sq[tl_r])));
-      #pragma unroll
-      for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::warp_allreduce<tl::Op::sum, 31u>(tl_part[tl_s]);
-      for (int tl_i = threadIdx.x; tl_i < 4; tl_i += 128) reinterpret_cast<float*>(tl_smem + 0)[tl_i] = tl::identity<tl::Op::sum>(float());
-      __syncthreads();
-      constexpr int tl_first[4] = {0, 8, 16, 24};
-      if ((threadIdx.x & 31u) == 0) {
-      #pragma unroll
-        for (int tl_s = 0; tl_s < 4; ++tl_s) tl::atomic_combine<tl::Op::sum>(&reinterpret_cast<float*>(tl_smem + 0)[tl_layernorm_layout_0::row(threadIdx.x, tl_first[tl_s])], tl_part[tl_s]);
-      }
-      __syncthreads();
-      #pragma unroll
-      for (int tl_r = 0; tl_r < tl_layernorm_layout_2::REGS; ++tl_r) if (tl_layernorm_layout_2::valid(threadIdx.x, tl_r)) inv_std[tl_r] = tl::cvt<float>(tl::combine<tl::Op::sum>(tl::cvt<float>(inv_std[tl_r]), reinterpret_cast<float*>(tl_smem + 0)[tl_layernorm_layout_2::col(threadIdx.x, tl_r)]));
-      __syncthreads();
+      float tl_part[tl_layernorm_layout_2::REGS];
+      tl::reduce_slots<tl::Op::sum, tl_layernorm_layout_0, tl_layernorm_layout_2, 31u>(tl_part, sq);
+      tl::reduce_warps_to_scratch<tl::Op::sum, tl_layernorm_layout_2, 128, 4, false>(reinterpret_cast<float*>(tl_smem + 0), tl_part);
+      tl::reduce_finish_fragment<tl::Op::sum, false, tl_layernorm_layout_2, 4, 4>(inv_std, reinterpret_cast<float*>(tl_smem + 0));
     }
   }
   // 35: for i in parallel(BM):
 #line 35 "examples/layernorm.tl"
-  // parallel (i) over [4]: replicated(blocked(vec=4, threads=128), dropped=[1])
+  // parallel (i) over [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
   #pragma unroll
   for (int tl_r = 0; tl_r < tl_layernorm_layout_2::REGS; ++tl_r) {
     const int i = tl_layernorm_layout_2::col(threadIdx.x, tl_r);
@@ -138,7 +108,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restri
       tl::copy_g2f<tl_layernorm_layout_0>(row, x, N, M, N, (bx * 4), (t * 1024));
       // 40: for i, j in parallel(BM, BN):
 #line 40 "examples/layernorm.tl"
-      // parallel (i, j) over [4, 1024]: blocked(vec=4, threads=128)
+      // parallel (i, j) over [4, 1024]: blocked(vec=8, threads=128)
       #pragma unroll
       for (int tl_r = 0; tl_r < tl_layernorm_layout_0::REGS; ++tl_r) {
         const int i = tl_layernorm_layout_0::row(threadIdx.x, tl_r);
@@ -146,7 +116,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restri
         if (!tl_layernorm_layout_0::valid(threadIdx.x, tl_r)) continue;
         // 41: row[i, j] = row[i, j] - mean[i]
 #line 41 "examples/layernorm.tl"
-        row[tl_r] = (row[tl_r] - mean[tl_r]);
+        row[tl_r] = (row[tl_r] - mean[tl_layernorm_layout_2::slot(tl_r)]);
       }
     }
     // 42: copy(gamma[t * BN], g)
@@ -157,7 +127,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restri
     tl::copy_g2f<tl_layernorm_layout_1>(b, beta, N, 1, N, 0, (t * 1024));
     // 44: for i, j in parallel(BM, BN):
 #line 44 "examples/layernorm.tl"
-    // parallel (i, j) over [4, 1024]: blocked(vec=4, threads=128)
+    // parallel (i, j) over [4, 1024]: blocked(vec=8, threads=128)
     #pragma unroll
     for (int tl_r = 0; tl_r < tl_layernorm_layout_0::REGS; ++tl_r) {
       const int i = tl_layernorm_layout_0::row(threadIdx.x, tl_r);
@@ -165,7 +135,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restri
       if (!tl_layernorm_layout_0::valid(threadIdx.x, tl_r)) continue;
       // 45: row[i, j] = row[i, j] * inv_std[i] * g[j] + b[j]
 #line 45 "examples/layernorm.tl"
-      row[tl_r] = (((row[tl_r] * inv_std[tl_r]) * g[tl_r]) + b[tl_r]);
+      row[tl_r] = (((row[tl_r] * inv_std[tl_layernorm_layout_2::slot(tl_r)]) * g[tl_layernorm_layout_1::slot(tl_r)]) + b[tl_layernorm_layout_1::slot(tl_r)]);
     }
     // 46: copy(row, y[bx * BM, t * BN])
 #line 46 "examples/layernorm.tl"
@@ -178,7 +148,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restri
 extern "C" cudaError_t launch_layernorm(const half* x, const float* gamma, const float* beta, half* y, int M, int N, cudaStream_t stream) {
   const dim3 tl_grid(static_cast<unsigned>(((((M + 4) - 1)) >= 0 ? (((M + 4) - 1)) / (4) : -((-(((M + 4) - 1)) + (4) - 1) / (4)))), 1, 1);
   if (tl_grid.x == 0 || tl_grid.y == 0 || tl_grid.z == 0) return cudaSuccess;
-  layernorm<<<tl_grid, 128, 16, stream>>>(x, gamma, beta, y, M, N);
+  layernorm<<<tl_grid, 128, 64, stream>>>(x, gamma, beta, y, M, N);
   return cudaGetLastError();
 }
 #endif

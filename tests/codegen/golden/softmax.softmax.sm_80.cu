@@ -1,18 +1,17 @@
 #endif  // TL_PRIMITIVES
 
-using tl_softmax_layout_0 = tl::Blocked<4, 1024, 128, 4>;
-using tl_softmax_layout_1 = tl::Blocked<1, 4, 128, 4>;
-using tl_softmax_layout_2 = tl::Kept<tl_softmax_layout_0, 0>;
+using tl_softmax_layout_0 = tl::Blocked<4, 1024, 128, 8>;
+using tl_softmax_layout_1 = tl::Kept<tl_softmax_layout_0, 0>;
 
 extern "C" __global__ void __launch_bounds__(128) softmax(const half* __restrict__ x, half* __restrict__ y, int M, int N) {
   extern __shared__ __align__(1024) unsigned char tl_smem[];
   const int bx = blockIdx.x;
   (void)bx;
-  float row[tl_softmax_layout_0::REGS];  // fragment [4, 1024]: blocked(vec=4, threads=128)
-  float row_max[tl_softmax_layout_1::REGS];  // fragment [4]: blocked(vec=4, threads=128)
-  float row_sum[tl_softmax_layout_1::REGS];  // fragment [4]: blocked(vec=4, threads=128)
-  float tile_max[tl_softmax_layout_2::REGS];  // fragment [4]: replicated(blocked(vec=4, threads=128), dropped=[1])
-  float tile_sum[tl_softmax_layout_2::REGS];  // fragment [4]: replicated(blocked(vec=4, threads=128), dropped=[1])
+  float row[tl_softmax_layout_0::REGS];  // fragment [4, 1024]: blocked(vec=8, threads=128)
+  float row_max[tl_softmax_layout_1::REGS];  // fragment [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
+  float row_sum[tl_softmax_layout_1::REGS];  // fragment [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
+  float tile_max[tl_softmax_layout_1::REGS];  // fragment [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
+  float tile_sum[tl_softmax_layout_1::REGS];  // fragment [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
   // 18: tiles = cdiv(N, BN)
 #line 18 "examples/softmax.tl"
   int tiles = 0;
@@ -33,7 +32,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax(const half* __restrict
     tl::copy_g2f<tl_softmax_layout_0>(row, x, N, M, N, (bx * 4), (t * 1024));
     // 23: for i, j in parallel(BM, BN):
 #line 23 "examples/softmax.tl"
-    // parallel (i, j) over [4, 1024]: blocked(vec=4, threads=128)
+    // parallel (i, j) over [4, 1024]: blocked(vec=8, threads=128)
     #pragma unroll
     for (int tl_r = 0; tl_r < tl_softmax_layout_0::REGS; ++tl_r) {
       const int i = tl_softmax_layout_0::row(threadIdx.x, tl_r);
@@ -46,32 +45,14 @@ extern "C" __global__ void __launch_bounds__(128) softmax(const half* __restrict
     // 25: reduce_max(row, tile_max, dim=1)
 #line 25 "examples/softmax.tl"
     {  // reduce_max(row -> tile_max, dim=1)
-      constexpr int tl_slot[32] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
-      float tl_part[4];
-      #pragma unroll
-      for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::identity<tl::Op::max>(float());
-      #pragma unroll
-      for (int tl_r = 0; tl_r < tl_softmax_layout_0::REGS; ++tl_r) if (tl_softmax_layout_0::valid(threadIdx.x, tl_r)) tl_part[tl_slot[tl_r]] = tl::combine<tl::Op::max>(tl_part[tl_slot[tl_r]], tl::prepare<tl::Op::max>(tl::cvt<float>(row[tl_r])));
-      #pragma unroll
-      for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::warp_allreduce<tl::Op::max, 31u>(tl_part[tl_s]);
-      for (int tl_i = threadIdx.x; tl_i < 4; tl_i += 128) reinterpret_cast<float*>(tl_smem + 0)[tl_i] = tl::identity<tl::Op::max>(float());
-      __syncthreads();
-      constexpr int tl_first[4] = {0, 8, 16, 24};
-      if ((threadIdx.x & 31u) == 0) {
-      #pragma unroll
-        for (int tl_s = 0; tl_s < 4; ++tl_s) tl::atomic_combine<tl::Op::max>(&reinterpret_cast<float*>(tl_smem + 0)[tl_softmax_layout_0::row(threadIdx.x, tl_first[tl_s])], tl_part[tl_s]);
-      }
-      __syncthreads();
-      #pragma unroll
-      for (int tl_r = 0; tl_r < tl_softmax_layout_2::REGS; ++tl_r) if (tl_softmax_layout_2::valid(threadIdx.x, tl_r)) tile_max[tl_r] = tl::cvt<float>(reinterpret_cast<float*>(tl_smem + 0)[tl_softmax_layout_2::col(threadIdx.x, tl_r)]);
-      __syncthreads();
+      float tl_part[tl_softmax_layout_1::REGS];
+      tl::reduce_slots<tl::Op::max, tl_softmax_layout_0, tl_softmax_layout_1, 31u>(tl_part, row);
+      tl::reduce_warps_to_scratch<tl::Op::max, tl_softmax_layout_1, 128, 4, false>(reinterpret_cast<float*>(tl_smem + 0), tl_part);
+      tl::reduce_finish_fragment<tl::Op::max, true, tl_softmax_layout_1, 4, 4>(tile_max, reinterpret_cast<float*>(tl_smem + 0));
     }
     // 26: for i in parallel(BM):
 #line 26 "examples/softmax.tl"
-    // exchange tile_max through shared memory: the loop reads them in another layout
-    tl::copy_f2s<tl_softmax_layout_2, float, float, 1, 4, 0, 0>(reinterpret_cast<float*>(tl_smem + 0), tile_max);
-    __syncthreads();
-    // parallel (i) over [4]: blocked(vec=4, threads=128)
+    // parallel (i) over [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
     #pragma unroll
     for (int tl_r = 0; tl_r < tl_softmax_layout_1::REGS; ++tl_r) {
       const int i = tl_softmax_layout_1::col(threadIdx.x, tl_r);
@@ -79,7 +60,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax(const half* __restrict
       // 27: new_max = max(row_max[i], tile_max[i])
 #line 27 "examples/softmax.tl"
       float new_max = 0.0f;
-      new_max = fmaxf(row_max[tl_r], reinterpret_cast<float*>(tl_smem + 0)[i]);
+      new_max = fmaxf(row_max[tl_r], tile_max[tl_r]);
       // 28: row_sum[i] = row_sum[i] * exp(row_max[i] - new_max)
 #line 28 "examples/softmax.tl"
       row_sum[tl_r] = (row_sum[tl_r] * expf((row_max[tl_r] - new_max)));
@@ -87,13 +68,9 @@ extern "C" __global__ void __launch_bounds__(128) softmax(const half* __restrict
 #line 29 "examples/softmax.tl"
       row_max[tl_r] = new_max;
     }
-    __syncthreads();
     // 30: for i, j in parallel(BM, BN):
 #line 30 "examples/softmax.tl"
-    // exchange row_max through shared memory: the loop reads them in another layout
-    tl::copy_f2s<tl_softmax_layout_1, float, float, 1, 4, 0, 0>(reinterpret_cast<float*>(tl_smem + 0), row_max);
-    __syncthreads();
-    // parallel (i, j) over [4, 1024]: blocked(vec=4, threads=128)
+    // parallel (i, j) over [4, 1024]: blocked(vec=8, threads=128)
     #pragma unroll
     for (int tl_r = 0; tl_r < tl_softmax_layout_0::REGS; ++tl_r) {
       const int i = tl_softmax_layout_0::row(threadIdx.x, tl_r);
@@ -101,47 +78,27 @@ extern "C" __global__ void __launch_bounds__(128) softmax(const half* __restrict
       if (!tl_softmax_layout_0::valid(threadIdx.x, tl_r)) continue;
       // 31: row[i, j] = exp(row[i, j] - row_max[i])
 #line 31 "examples/softmax.tl"
-      row[tl_r] = expf((row[tl_r] - reinterpret_cast<float*>(tl_smem + 0)[i]));
+      row[tl_r] = expf((row[tl_r] - row_max[tl_softmax_layout_1::slot(tl_r)]));
     }
-    __syncthreads();
     // 32: reduce_sum(row, tile_sum, dim=1)
 #line 32 "examples/softmax.tl"
     {  // reduce_sum(row -> tile_sum, dim=1)
-      constexpr int tl_slot[32] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
-      float tl_part[4];
-      #pragma unroll
-      for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::identity<tl::Op::sum>(float());
-      #pragma unroll
-      for (int tl_r = 0; tl_r < tl_softmax_layout_0::REGS; ++tl_r) if (tl_softmax_layout_0::valid(threadIdx.x, tl_r)) tl_part[tl_slot[tl_r]] = tl::combine<tl::Op::sum>(tl_part[tl_slot[tl_r]], tl::prepare<tl::Op::sum>(tl::cvt<float>(row[tl_r])));
-      #pragma unroll
-      for (int tl_s = 0; tl_s < 4; ++tl_s) tl_part[tl_s] = tl::warp_allreduce<tl::Op::sum, 31u>(tl_part[tl_s]);
-      for (int tl_i = threadIdx.x; tl_i < 4; tl_i += 128) reinterpret_cast<float*>(tl_smem + 0)[tl_i] = tl::identity<tl::Op::sum>(float());
-      __syncthreads();
-      constexpr int tl_first[4] = {0, 8, 16, 24};
-      if ((threadIdx.x & 31u) == 0) {
-      #pragma unroll
-        for (int tl_s = 0; tl_s < 4; ++tl_s) tl::atomic_combine<tl::Op::sum>(&reinterpret_cast<float*>(tl_smem + 0)[tl_softmax_layout_0::row(threadIdx.x, tl_first[tl_s])], tl_part[tl_s]);
-      }
-      __syncthreads();
-      #pragma unroll
-      for (int tl_r = 0; tl_r < tl_softmax_layout_2::REGS; ++tl_r) if (tl_softmax_layout_2::valid(threadIdx.x, tl_r)) tile_sum[tl_r] = tl::cvt<float>(reinterpret_cast<float*>(tl_smem + 0)[tl_softmax_layout_2::col(threadIdx.x, tl_r)]);
-      __syncthreads();
+      float tl_part[tl_softmax_layout_1::REGS];
+      tl::reduce_slots<tl::Op::sum, tl_softmax_layout_0, tl_softmax_layout_1, 31u>(tl_part, row);
+      tl::reduce_warps_to_scratch<tl::Op::sum, tl_softmax_layout_1, 128, 4, false>(reinterpret_cast<float*>(tl_smem + 0), tl_part);
+      tl::reduce_finish_fragment<tl::Op::sum, true, tl_softmax_layout_1, 4, 4>(tile_sum, reinterpret_cast<float*>(tl_smem + 0));
     }
     // 33: for i in parallel(BM):
 #line 33 "examples/softmax.tl"
-    // exchange tile_sum through shared memory: the loop reads them in another layout
-    tl::copy_f2s<tl_softmax_layout_2, float, float, 1, 4, 0, 0>(reinterpret_cast<float*>(tl_smem + 0), tile_sum);
-    __syncthreads();
-    // parallel (i) over [4]: blocked(vec=4, threads=128)
+    // parallel (i) over [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
     #pragma unroll
     for (int tl_r = 0; tl_r < tl_softmax_layout_1::REGS; ++tl_r) {
       const int i = tl_softmax_layout_1::col(threadIdx.x, tl_r);
       if (!tl_softmax_layout_1::valid(threadIdx.x, tl_r)) continue;
       // 34: row_sum[i] = row_sum[i] + tile_sum[i]
 #line 34 "examples/softmax.tl"
-      row_sum[tl_r] = (row_sum[tl_r] + reinterpret_cast<float*>(tl_smem + 0)[i]);
+      row_sum[tl_r] = (row_sum[tl_r] + tile_sum[tl_r]);
     }
-    __syncthreads();
   }
   // 35: for t in range(tiles):
 #line 35 "examples/softmax.tl"
@@ -154,10 +111,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax(const half* __restrict
       tl::copy_g2f<tl_softmax_layout_0>(row, x, N, M, N, (bx * 4), (t * 1024));
       // 38: for i, j in parallel(BM, BN):
 #line 38 "examples/softmax.tl"
-      // exchange row_max through shared memory: the loop reads them in another layout
-      tl::copy_f2s<tl_softmax_layout_1, float, float, 1, 4, 0, 0>(reinterpret_cast<float*>(tl_smem + 0), row_max);
-      __syncthreads();
-      // parallel (i, j) over [4, 1024]: blocked(vec=4, threads=128)
+      // parallel (i, j) over [4, 1024]: blocked(vec=8, threads=128)
       #pragma unroll
       for (int tl_r = 0; tl_r < tl_softmax_layout_0::REGS; ++tl_r) {
         const int i = tl_softmax_layout_0::row(threadIdx.x, tl_r);
@@ -165,16 +119,12 @@ extern "C" __global__ void __launch_bounds__(128) softmax(const half* __restrict
         if (!tl_softmax_layout_0::valid(threadIdx.x, tl_r)) continue;
         // 39: row[i, j] = exp(row[i, j] - row_max[i])
 #line 39 "examples/softmax.tl"
-        row[tl_r] = expf((row[tl_r] - reinterpret_cast<float*>(tl_smem + 0)[i]));
+        row[tl_r] = expf((row[tl_r] - row_max[tl_softmax_layout_1::slot(tl_r)]));
       }
-      __syncthreads();
     }
     // 40: for i, j in parallel(BM, BN):
 #line 40 "examples/softmax.tl"
-    // exchange row_sum through shared memory: the loop reads them in another layout
-    tl::copy_f2s<tl_softmax_layout_1, float, float, 1, 4, 0, 0>(reinterpret_cast<float*>(tl_smem + 0), row_sum);
-    __syncthreads();
-    // parallel (i, j) over [4, 1024]: blocked(vec=4, threads=128)
+    // parallel (i, j) over [4, 1024]: blocked(vec=8, threads=128)
     #pragma unroll
     for (int tl_r = 0; tl_r < tl_softmax_layout_0::REGS; ++tl_r) {
       const int i = tl_softmax_layout_0::row(threadIdx.x, tl_r);
@@ -182,9 +132,8 @@ extern "C" __global__ void __launch_bounds__(128) softmax(const half* __restrict
       if (!tl_softmax_layout_0::valid(threadIdx.x, tl_r)) continue;
       // 41: row[i, j] = row[i, j] / row_sum[i]
 #line 41 "examples/softmax.tl"
-      row[tl_r] = (row[tl_r] / reinterpret_cast<float*>(tl_smem + 0)[i]);
+      row[tl_r] = (row[tl_r] / row_sum[tl_softmax_layout_1::slot(tl_r)]);
     }
-    __syncthreads();
     // 42: copy(row, y[bx * BM, t * BN])
 #line 42 "examples/softmax.tl"
     tl::copy_f2g<tl_softmax_layout_0>(y, row, N, M, N, (bx * 4), (t * 1024));
@@ -196,7 +145,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax(const half* __restrict
 extern "C" cudaError_t launch_softmax(const half* x, half* y, int M, int N, cudaStream_t stream) {
   const dim3 tl_grid(static_cast<unsigned>(((((M + 4) - 1)) >= 0 ? (((M + 4) - 1)) / (4) : -((-(((M + 4) - 1)) + (4) - 1) / (4)))), 1, 1);
   if (tl_grid.x == 0 || tl_grid.y == 0 || tl_grid.z == 0) return cudaSuccess;
-  softmax<<<tl_grid, 128, 128, stream>>>(x, y, M, N);
+  softmax<<<tl_grid, 128, 64, stream>>>(x, y, M, N);
   return cudaGetLastError();
 }
 #endif

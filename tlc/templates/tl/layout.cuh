@@ -36,70 +36,183 @@ struct MmaAcc {
   __host__ __device__ static __forceinline__ bool valid(int, int) { return true; }
 };
 
-// A fragment replicated over the threads of a 2-D layout L that share its index in dimension
-// KEEP: register r holds element col(t, r) of the 1-D tile, in every replica.  `canonical` is
-// true in exactly one replica of each element, the one that performs stores and atomics.
+// How the registers of a 2-D layout L group by their index in dimension KEEP: registers of one
+// slot hold the same kept index in every thread (slot(r)), rep(s) is the first register of
+// slot s.  Where no such grouping exists, each register is its own slot (COUNT == L::REGS).
 template <typename L, int KEEP>
-struct Kept {
-  static constexpr int REGS = L::REGS;
-  static constexpr int RUN = KEEP == 1 ? L::RUN : 1;
-  __host__ __device__ static __forceinline__ int row(int, int) { return 0; }
-  __host__ __device__ static __forceinline__ int col(int t, int r) { return KEEP == 0 ? L::row(t, r) : L::col(t, r); }
-  __host__ __device__ static __forceinline__ bool valid(int t, int r) { return L::valid(t, r); }
-  __host__ __device__ static __forceinline__ bool canonical(int t, int r) {
-    return (KEEP == 0 ? L::col(t, r) : L::row(t, r)) == 0;
+struct Slots {
+  static constexpr int COUNT = L::REGS;
+  __host__ __device__ static constexpr int slot(int r) { return r; }
+  __host__ __device__ static constexpr int rep(int s) { return s; }
+};
+
+// Blocked: when a row is whole rounds of runs (COLS % (THREADS * VEC) == 0) or a round is
+// whole rows ((THREADS * VEC) % COLS == 0), a row is every ROUNDS-th group of runs and a
+// column the same position in each ROUNDS runs, in every thread.
+template <int ROWS, int COLS, int THREADS, int VEC, int KEEP>
+struct Slots<Blocked<ROWS, COLS, THREADS, VEC>, KEEP> {
+  static constexpr int SPAN = THREADS * VEC;
+  static constexpr bool GROUPS = COLS % SPAN == 0 || SPAN % COLS == 0;
+  static constexpr int ROUNDS = COLS / SPAN > 1 ? COLS / SPAN : 1;
+  static constexpr int REGS = Blocked<ROWS, COLS, THREADS, VEC>::REGS;
+  static constexpr int PER_ROW = VEC * ROUNDS;
+  static constexpr int COUNT = !GROUPS ? REGS : KEEP == 0 ? (REGS / VEC + ROUNDS - 1) / ROUNDS
+                                                          : (REGS < PER_ROW ? REGS : PER_ROW);
+  __host__ __device__ static constexpr int slot(int r) { return !GROUPS ? r : KEEP == 0 ? r / PER_ROW : r % PER_ROW; }
+  __host__ __device__ static constexpr int rep(int s) { return !GROUPS ? s : KEEP == 0 ? s * PER_ROW : s; }
+};
+
+// The mma accumulator: rows by (row band, upper or lower 8), columns by (piece, pair element).
+template <int M, int N, int WARPS_M, int WARPS_N, int KEEP>
+struct Slots<MmaAcc<M, N, WARPS_M, WARPS_N>, KEEP> {
+  static constexpr int WM = M / WARPS_M, WN = N / WARPS_N;
+  static constexpr int COUNT = KEEP == 0 ? (WM / 16) * 2 : (WN / 8) * 2;
+  __host__ __device__ static constexpr int slot(int r) {
+    return KEEP == 0 ? ((r / 4) / (WN / 8)) * 2 + (r % 4) / 2 : ((r / 4) % (WN / 8)) * 2 + r % 2;
+  }
+  __host__ __device__ static constexpr int rep(int s) {
+    return KEEP == 0 ? (s / 2) * (WN / 8) * 4 + (s % 2) * 2 : (s / 2) * 4 + s % 2;
   }
 };
 
+// A fragment replicated over the threads of a 2-D layout L that share its index in dimension
+// KEEP (a row statistic: KEEP = 0): one register per slot of L, slot s holding element
+// col(t, s) of the 1-D tile in every replica.  A loop over L reads the replica of its register
+// r at slot(r).  `canonical` is true in exactly one replica of each element, the one that
+// performs stores and atomics.
+template <typename L, int KEEP>
+struct Kept {
+  using S = Slots<L, KEEP>;
+  static constexpr int REGS = S::COUNT;
+  static constexpr int RUN = KEEP == 1 ? L::RUN : 1;
+  __host__ __device__ static constexpr int slot(int r) { return S::slot(r); }
+  __host__ __device__ static __forceinline__ int row(int, int) { return 0; }
+  __host__ __device__ static __forceinline__ int col(int t, int s) {
+    return KEEP == 0 ? L::row(t, S::rep(s)) : L::col(t, S::rep(s));
+  }
+  __host__ __device__ static __forceinline__ bool valid(int t, int s) { return L::valid(t, S::rep(s)); }
+  __host__ __device__ static __forceinline__ bool canonical(int t, int s) {
+    return (KEEP == 0 ? L::col(t, S::rep(s)) : L::row(t, S::rep(s))) == 0;
+  }
+};
+
+// Whether thread t's register r is the one copy of its element that writes memory: always,
+// except in the replicas of a replicated fragment.
+template <typename L> struct is_kept { static constexpr bool value = false; };
+template <typename L, int KEEP> struct is_kept<Kept<L, KEEP>> { static constexpr bool value = true; };
+template <typename L>
+__device__ __forceinline__ bool writes(int t, int r) {
+  if constexpr (is_kept<L>::value) return L::canonical(t, r);
+  else return true;
+}
+
+// A run of N consecutive elements of T in memory <-> N registers of U, moved as the widest
+// vectors (16, 8 or 4 bytes) that the run's size divides into; `p` must be aligned to that.
+template <int N, typename T>
+struct RunAccess {
+  static constexpr int BYTES = N * static_cast<int>(sizeof(T));
+  static constexpr int VBYTES = BYTES % 16 == 0 ? 16 : BYTES % 8 == 0 ? 8 : BYTES % 4 == 0 ? 4 : static_cast<int>(sizeof(T));
+  static constexpr int ELEMS = VBYTES / static_cast<int>(sizeof(T));  // elements per access
+};
+template <int VBYTES> struct VectorOf { using type = unsigned short; };
+template <> struct VectorOf<16> { using type = uint4; };
+template <> struct VectorOf<8> { using type = uint2; };
+template <> struct VectorOf<4> { using type = unsigned; };
+template <> struct VectorOf<1> { using type = unsigned char; };
+
+template <int N, typename T, typename U>
+__device__ __forceinline__ void load_run(U* regs, const T* p) {
+  using A = RunAccess<N, T>;
+  using V = typename VectorOf<A::VBYTES>::type;
+#pragma unroll
+  for (int i = 0; i < N; i += A::ELEMS) {
+    union { V v; T e[A::ELEMS]; } u;
+    u.v = *reinterpret_cast<const V*>(p + i);
+#pragma unroll
+    for (int e = 0; e < A::ELEMS; ++e) regs[i + e] = cvt<U>(u.e[e]);
+  }
+}
+
+template <int N, typename T, typename U>
+__device__ __forceinline__ void store_run(U* p, const T* regs) {
+  using A = RunAccess<N, U>;
+  using V = typename VectorOf<A::VBYTES>::type;
+#pragma unroll
+  for (int i = 0; i < N; i += A::ELEMS) {
+    union { V v; U e[A::ELEMS]; } u;
+#pragma unroll
+    for (int e = 0; e < A::ELEMS; ++e) u.e[e] = cvt<U>(regs[i + e]);
+    *reinterpret_cast<V*>(p + i) = u.v;
+  }
+}
+
 // A fragment <-> global tile of a row-major tensor (rows x cols, `stride` between rows), in
-// the fragment's layout L; elements outside the tensor read as 0 and are not written.
+// the fragment's layout L; elements outside the tensor read as 0 and are not written.  Each
+// run of L::RUN registers (consecutive columns) that lies inside the tensor moves as vectors
+// when the tensor's rows and the tile's origin keep them aligned (decided once per call);
+// the rest element by element.  A replicated fragment is written by its canonical replicas.
+// The tensor's bounds are taken relative to the tile's origin once, so that the checks per
+// run are 32-bit compares of the layout's own (row, col).
+struct TileBounds {
+  int row_lo, row_hi, col_lo, col_hi;  // (r, c) of the tile is inside iff lo <= r < hi, lo <= c < hi
+  __device__ __forceinline__ TileBounds(long long rows, long long cols, long long row0, long long col0)
+      : row_lo(clamp(-row0)), row_hi(clamp(rows - row0)), col_lo(clamp(-col0)), col_hi(clamp(cols - col0)) {}
+  __device__ static __forceinline__ int clamp(long long x) {
+    return x < -(1 << 30) ? -(1 << 30) : x > (1 << 30) ? (1 << 30) : static_cast<int>(x);
+  }
+  __device__ __forceinline__ bool row_in(int r) const { return r >= row_lo && r < row_hi; }
+  __device__ __forceinline__ bool col_in(int c) const { return c >= col_lo && c < col_hi; }
+};
+
+template <typename L, typename T>
+__device__ __forceinline__ bool runs_aligned(const T* g, long long stride, long long col0) {
+  constexpr int E = RunAccess<L::RUN, T>::ELEMS;
+  return (reinterpret_cast<unsigned long long>(g) % RunAccess<L::RUN, T>::VBYTES) == 0 && stride % E == 0 &&
+         col0 % E == 0;
+}
+
 template <typename L, typename T, typename U>
 __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, long long rows, long long cols,
                                          long long row0, long long col0) {
+  constexpr int RUN = L::RUN;
+  const int t = threadIdx.x;
+  const bool aligned = runs_aligned<L>(g, stride, col0);
+  const TileBounds in(rows, cols, row0, col0);
+  const T* tile = g + row0 * stride + col0;
 #pragma unroll
-  for (int r = 0; r < L::REGS; ++r) {
-    const int t = threadIdx.x;
-    const long long gr = row0 + L::row(t, r), gc = col0 + L::col(t, r);
-    const bool in = L::valid(t, r) && gr >= 0 && gr < rows && gc >= 0 && gc < cols;
-    regs[r] = in ? cvt<U>(g[gr * stride + gc]) : cvt<U>(0.0f);
+  for (int r0 = 0; r0 < L::REGS; r0 += RUN) {
+    const int lr = L::row(t, r0), lc = L::col(t, r0);
+    const T* p = tile + static_cast<long long>(lr) * stride + lc;
+    const bool row_in = L::valid(t, r0) && in.row_in(lr);
+    if (aligned && row_in && in.col_in(lc) && in.col_in(lc + RUN - 1)) {
+      load_run<RUN>(regs + r0, p);
+      continue;
+    }
+#pragma unroll
+    for (int e = 0; e < RUN; ++e) regs[r0 + e] = row_in && in.col_in(lc + e) ? cvt<U>(p[e]) : cvt<U>(0.0f);
   }
 }
 
 template <typename L, typename T, typename U>
 __device__ __forceinline__ void copy_f2g(U* g, const T* regs, long long stride, long long rows, long long cols,
                                          long long row0, long long col0) {
-  const int t = threadIdx.x;
   constexpr int RUN = L::RUN;
+  const int t = threadIdx.x;
+  const bool aligned = runs_aligned<L>(g, stride, col0);
+  const TileBounds in(rows, cols, row0, col0);
+  U* tile = g + row0 * stride + col0;
 #pragma unroll
   for (int r0 = 0; r0 < L::REGS; r0 += RUN) {
-    const long long gr = row0 + L::row(t, r0), gc = col0 + L::col(t, r0);
-    if (!L::valid(t, r0) || gr < 0 || gr >= rows) continue;
-    // A whole run inside the tensor and aligned: one vector store of RUN elements.
-    if constexpr (RUN == 2 && sizeof(U) == 2) {
-      if (gc >= 0 && gc + 1 < cols && ((gr * stride + gc) % 2 == 0)) {
-        __align__(4) U pair[2] = {cvt<U>(regs[r0]), cvt<U>(regs[r0 + 1])};
-        *reinterpret_cast<unsigned*>(g + gr * stride + gc) = *reinterpret_cast<unsigned*>(pair);
-        continue;
-      }
-    }
-    if constexpr (RUN * sizeof(U) == 16 || RUN * sizeof(U) == 8) {
-      if (gc >= 0 && gc + RUN <= cols && (((gr * stride + gc) * static_cast<long long>(sizeof(U))) % (RUN * sizeof(U)) == 0) &&
-          ((reinterpret_cast<unsigned long long>(g) % (RUN * sizeof(U))) == 0)) {
-        __align__(16) U run[RUN];
-#pragma unroll
-        for (int e = 0; e < RUN; ++e) run[e] = cvt<U>(regs[r0 + e]);
-        if constexpr (RUN * sizeof(U) == 16)
-          *reinterpret_cast<uint4*>(g + gr * stride + gc) = *reinterpret_cast<uint4*>(run);
-        else
-          *reinterpret_cast<uint2*>(g + gr * stride + gc) = *reinterpret_cast<uint2*>(run);
-        continue;
-      }
+    const int lr = L::row(t, r0), lc = L::col(t, r0);
+    U* p = tile + static_cast<long long>(lr) * stride + lc;
+    if (!L::valid(t, r0) || !writes<L>(t, r0) || !in.row_in(lr)) continue;
+    if (aligned && in.col_in(lc) && in.col_in(lc + RUN - 1)) {
+      store_run<RUN>(p, regs + r0);
+      continue;
     }
 #pragma unroll
-    for (int e = 0; e < RUN; ++e) {
-      const long long c = col0 + L::col(t, r0 + e), rr = row0 + L::row(t, r0 + e);
-      if (L::valid(t, r0 + e) && rr >= 0 && rr < rows && c >= 0 && c < cols) g[rr * stride + c] = cvt<U>(regs[r0 + e]);
-    }
+    for (int e = 0; e < RUN; ++e)
+      if (in.col_in(lc + e)) p[e] = cvt<U>(regs[r0 + e]);
   }
 }
 

@@ -1,5 +1,6 @@
 // tl/reduce.cuh: the combining operators of reductions, their identities, warp all-reduces
-// over a set of lane bits, and atomics (float max/min through compare-and-swap).
+// over a set of lane bits, atomics (float max/min through compare-and-swap), and the steps of
+// reducing a tile along one dimension (tlc/codegen/reductions.py chooses which steps run).
 namespace tl {
 
 enum class Op { sum, max, min, absmax };
@@ -87,6 +88,125 @@ __device__ __forceinline__ void atomic_combine(int* p, int v) {
   if constexpr (OP == Op::sum) atomicAdd(p, v);
   else if constexpr (OP == Op::max || OP == Op::absmax) atomicMax(p, v);
   else atomicMin(p, v);
+}
+
+// ---- reducing a tile along one dimension --------------------------------------------------
+// A fragment in layout L reduces into the slots of K = Kept<L, KEEP> (its row or column
+// statistic): each thread combines its own registers per slot, then the lanes that differ in
+// the bits of MASK (which hold the same kept index in each slot).  When every holder of a kept
+// index is in one such group, `part` is the result in every replica; otherwise the partials
+// meet in a scratch array in shared memory, PARTS rows of NKEPT values, read by scratch_value.
+template <Op OP, typename L, typename K, unsigned MASK, typename Acc, typename T>
+__device__ __forceinline__ void reduce_slots(Acc* part, const T* regs) {
+  const int t = threadIdx.x;
+#pragma unroll
+  for (int s = 0; s < K::REGS; ++s) part[s] = identity<OP>(Acc());
+#pragma unroll
+  for (int r = 0; r < L::REGS; ++r)
+    if (L::valid(t, r)) part[K::slot(r)] = combine<OP>(part[K::slot(r)], prepare<OP>(cvt<Acc>(regs[r])));
+  if constexpr (MASK != 0) {
+#pragma unroll
+    for (int s = 0; s < K::REGS; ++s) part[s] = warp_allreduce<OP, MASK>(part[s]);
+  }
+}
+
+// The result is in `part`: the destination, in layout K, takes it (or combines with it).
+template <Op OP, bool CLEAR, typename K, typename Acc, typename U>
+__device__ __forceinline__ void reduce_assign(U* dst, const Acc* part) {
+#pragma unroll
+  for (int s = 0; s < K::REGS; ++s) dst[s] = CLEAR ? cvt<U>(part[s]) : cvt<U>(combine<OP>(cvt<Acc>(dst[s]), part[s]));
+}
+
+// Whole warps hold each kept index (MASK = 31): lane 0 of each warp writes its partials to the
+// warp's row of scratch (WARPS x NKEPT).  INIT fills the rows first where some warp holds
+// only some kept indices.
+template <Op OP, typename K, int THREADS, int NKEPT, bool INIT, typename Acc>
+__device__ __forceinline__ void reduce_warps_to_scratch(Acc* scratch, const Acc* part) {
+  const int t = threadIdx.x;
+  if constexpr (INIT) {
+    for (int i = t; i < (THREADS / 32) * NKEPT; i += THREADS) scratch[i] = identity<OP>(Acc());
+    __syncthreads();
+  }
+  if ((t & 31) == 0) {
+#pragma unroll
+    for (int s = 0; s < K::REGS; ++s)
+      if (K::valid(t, s)) scratch[(t / 32) * NKEPT + K::col(t, s)] = part[s];
+  }
+  __syncthreads();
+}
+
+// Any other grouping: one scratch row of NKEPT values, combined into by atomics from the first
+// lane of each group of lanes (or from every register, when MASK = 0 and slots repeat).
+template <Op OP, typename K, int THREADS, int NKEPT, unsigned MASK, typename Acc>
+__device__ __forceinline__ void reduce_atomic_to_scratch(Acc* scratch, const Acc* part) {
+  const int t = threadIdx.x;
+  for (int i = t; i < NKEPT; i += THREADS) scratch[i] = identity<OP>(Acc());
+  __syncthreads();
+  if ((t & MASK) == 0) {
+#pragma unroll
+    for (int s = 0; s < K::REGS; ++s)
+      if (K::valid(t, s)) atomic_combine<OP>(&scratch[K::col(t, s)], part[s]);
+  }
+  __syncthreads();
+}
+
+// A shared ROWS x COLS tile reduced along DIM: thread t reduces kept indices t, t + THREADS, ...
+// into one scratch row.
+template <Op OP, typename T, int ROWS, int COLS, int PAD, int SWIZZLE, int DIM, int THREADS, typename Acc>
+__device__ __forceinline__ void reduce_shared_to_scratch(Acc* scratch, const T* smem) {
+  constexpr int NKEPT = DIM == 1 ? ROWS : COLS, LENGTH = DIM == 1 ? COLS : ROWS;
+  for (int i = threadIdx.x; i < NKEPT; i += THREADS) {
+    Acc v = identity<OP>(Acc());
+    for (int j = 0; j < LENGTH; ++j) {
+      const int r = DIM == 1 ? i : j, c = DIM == 1 ? j : i;
+      v = combine<OP>(v, prepare<OP>(cvt<Acc>(smem[smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r, c)])));
+    }
+    scratch[i] = v;
+  }
+  __syncthreads();
+}
+
+// Element k of the reduced vector: its PARTS partials in scratch combined.
+template <Op OP, int PARTS, int NKEPT, typename Acc>
+__device__ __forceinline__ Acc scratch_value(const Acc* scratch, int k) {
+  Acc v = scratch[k];
+#pragma unroll
+  for (int p = 1; p < PARTS; ++p) v = combine<OP>(v, scratch[p * NKEPT + k]);
+  return v;
+}
+
+// The reduced vector in scratch -> a destination: a fragment in layout D, a 1-D shared buffer,
+// or a per-thread (local) array.  Each ends with the barrier that lets the next reduction reuse
+// the scratch.
+template <Op OP, bool CLEAR, typename D, int PARTS, int NKEPT, typename Acc, typename U>
+__device__ __forceinline__ void reduce_finish_fragment(U* dst, const Acc* scratch) {
+  const int t = threadIdx.x;
+#pragma unroll
+  for (int r = 0; r < D::REGS; ++r) {
+    if (!D::valid(t, r)) continue;
+    const Acc v = scratch_value<OP, PARTS, NKEPT>(scratch, D::col(t, r));
+    dst[r] = CLEAR ? cvt<U>(v) : cvt<U>(combine<OP>(cvt<Acc>(dst[r]), v));
+  }
+  __syncthreads();
+}
+
+template <Op OP, bool CLEAR, int PARTS, int NKEPT, int THREADS, int PAD, int SWIZZLE, typename Acc, typename U>
+__device__ __forceinline__ void reduce_finish_shared(U* dst, const Acc* scratch) {
+  for (int i = threadIdx.x; i < NKEPT; i += THREADS) {
+    const Acc v = scratch_value<OP, PARTS, NKEPT>(scratch, i);
+    U& d = dst[smem_index<U, 1, NKEPT, PAD, SWIZZLE>(0, i)];
+    d = CLEAR ? cvt<U>(v) : cvt<U>(combine<OP>(cvt<Acc>(d), v));
+  }
+  __syncthreads();
+}
+
+template <Op OP, bool CLEAR, int PARTS, int NKEPT, typename Acc, typename U>
+__device__ __forceinline__ void reduce_finish_local(U* dst, const Acc* scratch) {
+  for (int i = 0; i < NKEPT; ++i) {
+    const Acc v = scratch_value<OP, PARTS, NKEPT>(scratch, i);
+    dst[i] = CLEAR ? cvt<U>(v) : cvt<U>(combine<OP>(cvt<Acc>(dst[i]), v));
+  }
+  __syncthreads();
 }
 
 }  // namespace tl
