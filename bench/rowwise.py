@@ -1,0 +1,208 @@
+"""Memory-bound kernels of std.nn against PyTorch on the GPU (one process, about a minute).
+
+Measures, by the same method in the same run (tlc.timing: CUDA events, warm-up, L2 flushed,
+median over >= 300 ms, contenders alternating):
+- the device's copy bandwidth: a device-to-device copy of 1 GiB (bytes read + written);
+- std.nn softmax on (16384, 8192) f16 against torch.softmax (goals: >= 0.9x copy bandwidth,
+  >= 1.0x torch);
+- std.nn rms_norm and layer_norm on the same shape against torch.nn.functional;
+- std.nn silu_residual, a chain of 6 element-wise operations over 2^28 f16 elements, against
+  the same 6 operations in PyTorch eager (goals: >= 0.9x copy bandwidth, >= 3x eager).
+Prints GB/s (bytes the kernel must move: its inputs read once, its output written once), the
+fraction of copy bandwidth and the ratio to torch; the registers, spills and 16-byte memory
+instructions of each best configuration (nvcc + cuobjdump, where present).  Writes the numbers
+to bench/results/rowwise-<gpu>.json (and --json).  Not a test: it asserts nothing about time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import tlc  # noqa: E402
+from tlc.timing import compare  # noqa: E402
+
+M, N = 16384, 8192
+ELEMS = 1 << 28
+EPS = 1e-5
+ALPHA, BETA, GAMMA = 1.5, -0.25, 0.75
+# Constants tried per kernel: the whole row in registers (BN = N) over 256 to 1024 threads.
+ROW_CONFIGS = [dict(BN=8192, THREADS=512), dict(BN=8192, THREADS=256), dict(BN=8192, THREADS=1024)]
+EW_CONFIGS = [dict(BLOCK=4096, THREADS=256), dict(BLOCK=2048, THREADS=256), dict(BLOCK=8192, THREADS=512)]
+
+
+def gpu_name() -> str:
+    import cupy as cp
+
+    name = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"]
+    return name.decode() if isinstance(name, bytes) else name
+
+
+def short_name(name: str) -> str:
+    m = re.search(r"\b([A-Z]+\d{2,4}[A-Z]?)\b", name)
+    return (m.group(1) if m else re.sub(r"\W+", "-", name)).lower()
+
+
+def rel_err(got, want) -> float:
+    got, want = got.float(), want.float()
+    return float((got - want).norm() / want.norm().clamp_min(1e-30))
+
+
+def copy_bandwidth(results: dict) -> float:
+    import torch
+
+    src = torch.empty(1 << 29, dtype=torch.float16, device="cuda").normal_()
+    dst = torch.empty_like(src)
+    ms = compare({"copy": lambda: dst.copy_(src)})["copy"]
+    gbs = 2 * src.numel() * src.element_size() / ms / 1e6
+    results["copy"] = {"bytes": 2 * src.numel() * src.element_size(), "ms": ms, "gbs": gbs}
+    return gbs
+
+
+def measure(results: dict, key: str, nbytes: int, copy_gbs: float, torch_fn, tlc_fn, configs, out, ref) -> None:
+    """Time torch and each tlc configuration alternately; record and print the best."""
+    contenders = {"torch": torch_fn}
+    rows = []
+    for cfg in configs:
+        name = "tlc " + ",".join(f"{k}={v}" for k, v in cfg.items())
+        try:
+            out.fill_(float("nan"))
+            tlc_fn(**cfg)
+            err = rel_err(out, ref)
+        except tlc.TlcError as e:
+            rows.append({"config": cfg, "error": str(e)[:300]})
+            continue
+        contenders[name] = (lambda cfg=cfg: tlc_fn(**cfg))
+        rows.append({"config": cfg, "name": name, "rel_err": err})
+    ms = compare(contenders)
+    torch_gbs = nbytes / ms["torch"] / 1e6
+    for r in rows:
+        if "name" in r:
+            t = ms[r.pop("name")]
+            r.update(ms=t, gbs=nbytes / t / 1e6, of_copy=nbytes / t / 1e6 / copy_gbs, vs_torch=ms["torch"] / t)
+    ok = [r for r in rows if "ms" in r]
+    best = min(ok, key=lambda r: r["ms"]) if ok else None
+    results[key] = {"bytes": nbytes, "torch": {"ms": ms["torch"], "gbs": torch_gbs, "of_copy": torch_gbs / copy_gbs},
+                    "configs": rows, "best": best}
+    print(f"{key}: torch {torch_gbs:.0f} GB/s ({torch_gbs / copy_gbs:.2f} of copy, {ms['torch'] * 1e3:.0f} us)")
+    for r in rows:
+        if "error" in r:
+            print(f"  tlc {r['config']}: ERROR {r['error']}")
+        else:
+            print(f"  tlc {r['config']}: {r['gbs']:.0f} GB/s, {r['of_copy']:.2f} of copy, {r['vs_torch']:.2f}x torch, "
+                  f"{r['ms'] * 1e3:.0f} us, rel err {r['rel_err']:.1e}")
+
+
+def rowwise(results: dict, copy_gbs: float) -> None:
+    import torch
+    import torch.nn.functional as F
+
+    nn = tlc.load("std.nn", target="cuda")
+    torch.manual_seed(0)
+    x = torch.randn(M, N, device="cuda", dtype=torch.float16) * 3
+    w = torch.randn(N, device="cuda", dtype=torch.float16)
+    b = torch.randn(N, device="cuda", dtype=torch.float16)
+    y = torch.empty_like(x)
+    nbytes = 2 * x.numel() * x.element_size()  # read x, write y (weights stay in L2)
+
+    ref = torch.softmax(x.float(), dim=-1)
+    measure(results, "softmax", nbytes, copy_gbs, lambda: torch.softmax(x, dim=-1),
+            lambda **c: nn.softmax(x, y, **c), ROW_CONFIGS, y, ref)
+
+    def torch_rms():
+        if hasattr(F, "rms_norm"):
+            return F.rms_norm(x, (N,), w, EPS)
+        return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + EPS).half() * w
+
+    xf = x.float()
+    ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) * w.float()
+    measure(results, "rms_norm", nbytes, copy_gbs, torch_rms, lambda **c: nn.rms_norm(x, w, y, EPS, **c),
+            ROW_CONFIGS, y, ref)
+    ref = F.layer_norm(xf, (N,), w.float(), b.float(), EPS)
+    measure(results, "layer_norm", nbytes, copy_gbs, lambda: F.layer_norm(x, (N,), w, b, EPS),
+            lambda **c: nn.layer_norm(x, w, b, y, EPS, **c), ROW_CONFIGS, y, ref)
+
+
+def elementwise(results: dict, copy_gbs: float) -> None:
+    import torch
+
+    nn = tlc.load("std.nn", target="cuda")
+    x = torch.randn(ELEMS, device="cuda", dtype=torch.float16)
+    y = torch.empty_like(x)
+
+    def eager():  # the same six operations, one kernel each
+        t = x * ALPHA
+        t = t + BETA
+        s = torch.sigmoid(t)
+        t = t * s
+        t = t + x
+        return t * GAMMA
+
+    xf = x.float()
+    tf = xf * ALPHA + BETA
+    ref = GAMMA * (tf * torch.sigmoid(tf) + xf)
+    del xf, tf
+    measure(results, "silu_residual", 2 * x.numel() * x.element_size(), copy_gbs, eager,
+            lambda **c: nn.silu_residual(x, y, ALPHA, BETA, GAMMA, **c), EW_CONFIGS, y, ref)
+    del ref
+
+
+def sass_evidence(results: dict) -> None:
+    """Registers, local memory and 16-byte global accesses in the machine code of each best
+    configuration (nvcc + cuobjdump on this machine)."""
+    if not shutil.which("nvcc") or not shutil.which("cuobjdump"):
+        return
+    from tlc.runtime import target_arch
+
+    arch = target_arch()
+    nn = tlc.load("std.nn", target="cuda")
+    flags = ["-gencode=arch=compute_90a,code=sm_90a"] if arch == "sm_90a" else [f"-arch={arch}"]
+    for key in ("softmax", "rms_norm", "layer_norm", "silu_residual"):
+        best = results.get(key, {}).get("best")
+        if not best:
+            continue
+        src = getattr(nn, key).cuda_source(arch=arch, **best["config"])
+        with tempfile.TemporaryDirectory() as d:
+            cu, cubin = Path(d) / "k.cu", Path(d) / "k.cubin"
+            cu.write_text(src)
+            log = subprocess.run(["nvcc", "-std=c++17", *flags, "-cubin", "-Xptxas", "-v", "-o", str(cubin), str(cu)],
+                                 check=True, capture_output=True, text=True).stderr
+            sass = subprocess.run(["cuobjdump", "-sass", str(cubin)], check=True, capture_output=True,
+                                  text=True).stdout
+        regs = re.search(r"Used (\d+) registers", log)
+        best["sass"] = {"registers": int(regs.group(1)) if regs else None,
+                        "LDG.128": len(re.findall(r"\bLDG\.E\.128", sass)),
+                        "STG.128": len(re.findall(r"\bSTG\.E\.128", sass)),
+                        "LDL/STL": len(re.findall(r"\b(LDL|STL)\b", sass))}
+        print(f"SASS {key} {best['config']}: {best['sass']}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args()
+    name = gpu_name()
+    results: dict = {"gpu": name, "shape": [M, N], "elements": ELEMS}
+    copy_gbs = copy_bandwidth(results)
+    print(f"GPU: {name}; device-to-device copy: {copy_gbs:.0f} GB/s")
+    rowwise(results, copy_gbs)
+    elementwise(results, copy_gbs)
+    sass_evidence(results)
+    text = json.dumps(results, indent=1)
+    out = ROOT / "bench" / "results" / f"rowwise-{short_name(name)}.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(text)
+    if args.json:
+        Path(args.json).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
