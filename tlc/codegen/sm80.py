@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from .. import ir
 from ..ir.walk import loads, statement_exprs, statements
 from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layout
+from ..schedule.tensor_cores import tensor_core_op
 from .cexpr import CExprs, CodegenError, cvt
 from .cnames import c_name, c_type, compute_type, literal
 from .copies import CopyGen
@@ -455,23 +456,31 @@ class Sm80(CExprs, CopyGen, ReduceGen):
                         f"{b.shape[0]}, {b.shape[1]}, {lay_b.pad}, {lay_b.swizzle_bytes}")
         pa, pb = self.smem_pointer(g.a), self.smem_pointer(g.b)
         acc = c_name(g.c)
-        if self.mma_ok(a, b, c, k):
+        tf32 = g.precision == "tf32"
+        if self.mma_ok(g, a, b, c, k):
             lay = c.layout
+            # B's type and the tf32 flag only where they differ from the defaults (A's type, off).
+            extra = f", {c_type(b.dtype)}, {_b(tf32)}" if tf32 or b.dtype != a.dtype else ""
             self.emit(f"tl::gemm_mma_sm80<{c_type(a.dtype)}, {m}, {n}, {k}, {lay.warps_m}, {lay.warps_n}, "
-                      f"{_b(g.trans_a)}, {_b(g.trans_b)}, {operand_args}>({pa}, {pb}, {acc});")
+                      f"{_b(g.trans_a)}, {_b(g.trans_b)}, {operand_args}{extra}>({pa}, {pb}, {acc});")
             return
         if isinstance(c.layout, Replicated):
             raise CodegenError(f"the gemm accumulator '{g.c}' has a replicated layout", g.span)
         info = self.fragment(g.c)
         self.emit(f"tl::gemm_simt<{info.c_layout}, {c_type(a.dtype)}, {c_type(b.dtype)}, {c_type(c.dtype)}, {k}, "
-                  f"{_b(g.trans_a)}, {_b(g.trans_b)}, {operand_args}>({pa}, {pb}, {acc});")
+                  f"{_b(g.trans_a)}, {_b(g.trans_b)}, {operand_args}{', true' if tf32 else ''}>({pa}, {pb}, {acc});")
 
-    def mma_ok(self, a: ir.Buffer, b: ir.Buffer, c: ir.Buffer, k: int) -> bool:
-        """Tensor cores take f16/bf16 operands of one dtype, an f32 accumulator in the mma
-        layout, K in steps of 16, and operand rows that ldmatrix can address (16-byte aligned)."""
-        if a.dtype != b.dtype or a.dtype.name not in ("f16", "bf16") or c.dtype.name != "f32":
+    def mma_ok(self, g: ir.Gemm, a: ir.Buffer, b: ir.Buffer, c: ir.Buffer, k: int) -> bool:
+        """mma.sync takes what `tensor_cores.tensor_core_op` allows (on sm_80: f16/bf16, f8
+        through f16, s8, f32 in tf32 precision), an accumulator in the mma layout, whole
+        instructions of K, operands other than 16-bit ones K-major, and operand rows that
+        ldmatrix can address (16-byte aligned)."""
+        op = tensor_core_op(a.dtype, b.dtype, c.dtype, g.precision)
+        if op is None or (op.acc_ptx == "s32" and (op.a_ptx, op.b_ptx) != ("s8", "s8")):
             return False
-        if not isinstance(c.layout, MmaAccumulator) or k % 16:
+        if op.k_major_only and (g.trans_a or not g.trans_b):
+            return False
+        if not isinstance(c.layout, MmaAccumulator) or k % op.k:
             return False
         for buf in (a, b):
             row_bytes = (buf.shape[1] + buf.layout.pad) * buf.dtype.itemsize

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from .. import ir
 from ..ir.walk import statements
+from ..dtypes import F32
 from ..schedule.layout import wgmma_accumulator, wgmma_gemm
+from ..schedule.tensor_cores import tensor_core_op
+from .cexpr import CodegenError
 from .cnames import c_name, c_type
 from .sm80 import Sm80, _b
 from .warpspec import WarpSpecialized
@@ -70,20 +73,35 @@ class Sm90(WarpSpecialized, Sm80):
             return
         a, b, c = self.buffers[g.a], self.buffers[g.b], self.buffers[g.c]
         n = c.shape[1]
-        mma = self.wgmma_struct(n, a.dtype, not g.trans_b)
+        mma = self.wgmma_struct(n, a.dtype, not g.trans_b, b.dtype, c.dtype, g.precision)
         # In an overlapped pipeline one group stays in flight; elsewhere the gemm completes here.
         pending = 1 if getattr(self, "in_flight", False) else 0
+        tb = f", {c_type(b.dtype)}" if b.dtype != a.dtype else ""
         self.emit(f"tl::gemm_wgmma<{mma}, {c_type(a.dtype)}, {a.shape[1]}, {a.shape[0]}, {b.shape[0]}, "
-                  f"{_b(g.trans_b)}, {pending}>({self.smem_pointer(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)});")
+                  f"{_b(g.trans_b)}, {pending}{tb}>({self.smem_pointer(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)});")
 
-    def wgmma_struct(self, n: int, dtype, n_major_b: bool) -> str:
-        key = (n, dtype.name, n_major_b)
+    def wgmma_struct(self, n: int, dtype, n_major_b: bool, b_dtype=None, c_dtype=F32, precision: str = "ieee") -> str:
+        """The wrapper of `wgmma.mma_async.m64nNkK` for these operands (B of `dtype` unless
+        `b_dtype`), rendered once per kernel into its preamble."""
+        b_dtype = b_dtype or dtype
+        key = (n, dtype.name, b_dtype.name, n_major_b, precision)
         if key not in self.wgmma_types:
             from . import environment
 
-            name = f"tl_{c_name(self.k.name)}_wgmma_n{n}_{dtype.name}{'_nmajor' if n_major_b else ''}"
+            op = tensor_core_op(dtype, b_dtype, c_dtype, precision)
+            if op is None or (op.k_major_only and n_major_b):
+                raise CodegenError(f"wgmma does not take {dtype} x {b_dtype} operands into {c_dtype}"
+                                   f"{' with B N-major' if n_major_b else ''}", self.k.span)
+            types = dtype.name if b_dtype == dtype else f"{dtype.name}_{b_dtype.name}"
+            if precision != "ieee":
+                types = precision
+            name = f"tl_{c_name(self.k.name)}_wgmma_n{n}_{types}{'_nmajor' if n_major_b else ''}"
+            # Immediates after scale-d: scale-a, scale-b (floats), then the transpose bits (16-bit only).
+            immediates = [] if op.acc_ptx == "s32" else [1, 1] if op.k_major_only else [1, 1, 0, int(n_major_b)]
             text = environment().get_template("wgmma_mma.cuh.j2").render(
-                name=name, n=n, ctype=c_type(dtype), ptx=dtype.name, n_major_b=n_major_b)
+                name=name, n=n, k=op.k, a_ptx=op.a_ptx, b_ptx=op.b_ptx, acc_ptx=op.acc_ptx,
+                acc=c_type(c_dtype), constraint="r" if op.acc_ptx == "s32" else "f", immediates=immediates,
+                n_major_b=n_major_b)
             self.preamble.extend(text.rstrip("\n").split("\n"))
             self.wgmma_types[key] = name
         return self.wgmma_types[key]

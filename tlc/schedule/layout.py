@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from .. import ir
 from ..ir.walk import loads, statement_exprs, statements
+from .tensor_cores import tensor_core_op
 
 VECTOR_BYTES = 16  # one 16-byte access per thread and run: what vectorized copies use
 
@@ -199,14 +200,16 @@ def blocked(shape: tuple[int, ...], dtype, threads: int, itemsize: int | None = 
 
 
 def wgmma_gemm(g: ir.Gemm, buffers: dict, threads: int) -> bool:
-    """Whether a gemm fits Hopper's wgmma as tlc generates it: f16/bf16 operands in shared
-    memory, A stored K-major, each warpgroup (128 threads) owning 64 rows of the accumulator
-    (m64nNk16, N a multiple of 16 up to 256), and operand tiles whose contiguous dimension is
-    whole 128-byte segments (the 128-byte swizzle mode)."""
+    """Whether a gemm fits Hopper's wgmma as tlc generates it: operands the tensor cores take
+    (`tensor_cores.tensor_core_op`: f16/bf16, f8, 8-bit integers, f32 in tf32 precision) in
+    shared memory, A stored K-major (B too unless 16-bit), each warpgroup (128 threads) owning
+    64 rows of the accumulator (m64nN, N a multiple of 16 up to 256), and operand tiles whose
+    contiguous dimension is whole 128-byte segments (the 128-byte swizzle mode)."""
     a, b, c = buffers[g.a], buffers[g.b], buffers[g.c]
-    if a.scope != "shared" or b.scope != "shared" or a.dtype != b.dtype or a.dtype.name not in ("f16", "bf16"):
+    op = tensor_core_op(a.dtype, b.dtype, c.dtype, g.precision)
+    if a.scope != "shared" or b.scope != "shared" or op is None or (op.k_major_only and not g.trans_b):
         return False
-    if c.dtype.name != "f32" or g.trans_a or len(c.shape) != 2 or threads % 128:
+    if g.trans_a or len(c.shape) != 2 or threads % 128:
         return False
     m, n = c.shape
     k = a.shape[1]

@@ -2,7 +2,9 @@
 // from shared memory through matrix descriptors, in the 128-byte swizzled layout that
 // tl::smem_index lays out (128-byte segments stored one after the other, each a 1024-byte
 // aligned run of 8-row swizzle atoms); each warpgroup (128 threads) computes 64 rows of the
-// accumulator with wgmma.mma_async.m64nNk16, whose register layout is tl::MmaAcc<M, N, M/16, 1>.
+// accumulator with wgmma.mma_async.m64nNkK, whose register layout is tl::MmaAcc<M, N, M/16, 1>
+// for every operand type (f32 or s32 accumulators).  K is 32 bytes of K: 16 for f16/bf16, 32
+// for f8 and 8-bit integers, 8 for tf32.
 namespace tl {
 
 __device__ __forceinline__ void fence_proxy_async() {
@@ -23,6 +25,11 @@ __device__ __forceinline__ void fence_registers(float* r) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
+template <int N>
+__device__ __forceinline__ void fence_registers(int* r) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
+}
 
 // A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading and
 // stride byte offsets (PTX ISA, "Matrix Descriptor Format"), all in units of 16 bytes.
@@ -34,17 +41,20 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const void* p, unsigned
 
 // acc += A @ op(B): A is M x K stored K-major (A_ROWS = M), B is K x N stored N-major
 // (B_ROWS = K) or, with TRANS_B, N x K stored K-major (B_ROWS = N).  MMA is the
-// wgmma.m64nNk16 wrapper for this N and dtype (tlc/templates/wgmma_mma.cuh.j2).  PENDING
+// wgmma.m64nNkK wrapper for this N and these operand types (tlc/templates/wgmma_mma.cuh.j2);
+// B's element type TB differs from A's only for mixed f8 or 8-bit integer formats.  PENDING
 // groups may stay in flight on return (1 in a pipeline that overlaps them with the next
 // copies; the accumulator is then read only after tl::wgmma_wait<0>).
-template <typename MMA, typename T, int K, int A_ROWS, int B_ROWS, bool TRANS_B, int PENDING>
-__device__ __forceinline__ void gemm_wgmma(const T* A, const T* B, float* acc) {
+template <typename MMA, typename T, int K, int A_ROWS, int B_ROWS, bool TRANS_B, int PENDING, typename TB = T>
+__device__ __forceinline__ void gemm_wgmma(const T* A, const TB* B, typename MMA::Acc* acc) {
   constexpr int SEG = 128 / static_cast<int>(sizeof(T));
-  static_assert(K % 16 == 0 && A_ROWS % 64 == 0, "whole m64k16 steps");
+  static_assert(sizeof(T) == sizeof(TB), "wgmma operands of one width");
+  static_assert(K % MMA::K == 0 && A_ROWS % 64 == 0, "whole m64 steps of the instruction's K");
+  static_assert(TRANS_B || sizeof(T) == 2, "wgmma reads only 16-bit operands MN-major");
   const int wg = threadIdx.x / 128;
   wgmma_fence();
 #pragma unroll
-  for (int k = 0; k < K; k += 16) {
+  for (int k = 0; k < K; k += MMA::K) {
     // K-major: 8-row atoms 1024 bytes apart (SBO); a step inside a 128-byte row moves the start.
     const unsigned long long da = wgmma_desc(A + (k / SEG) * A_ROWS * SEG + wg * 64 * SEG + k % SEG, 16, 1024);
     unsigned long long db;

@@ -1,0 +1,96 @@
+"""std.gemm's precision kernels (tf32, f8 with per-tensor or per-block scales, i8) on the
+interpreter against NumPy, ragged shapes; and compiled by nvcc for sm_80 and sm_90a: the
+tensor-core instructions each one must use, and no local memory."""
+import numpy as np
+import pytest
+
+import tlc
+from tlc.codegen import generate
+from tlc.driver import check_file
+from tlc.schedule import schedule
+from precision_kit import PRECISION_KERNELS, E4M3, cases, check, count, f8, sass
+from stdlib_kit import GEMM_PATH
+
+
+def test_the_kernels_are_there():
+    mod = tlc.load(GEMM_PATH, target="cpu")
+    assert set(PRECISION_KERNELS) <= set(mod.kernels)
+
+
+def test_every_kernel_against_numpy():
+    mod = tlc.load(GEMM_PATH, target="cpu")
+    for name, args, consts, ref, tol in cases(np.random.default_rng(1)):
+        getattr(mod, name)(*args, **consts)
+        check(name, args[2], ref, tol)
+
+
+@pytest.mark.parametrize("name,consts", [
+    ("matmul_tf32", dict(BM=64, BN=32, BK=32, stages=2, THREADS=128)),
+    ("matmul_f8", dict(BM=64, BN=64, BK=64, stages=2, THREADS=128)),
+    ("matmul_f8_blockscaled", dict(BM=64, BN=64, stages=2, THREADS=128)),   # BN < 128: part of a scale block
+    ("matmul_f8_blockscaled", dict(BM=64, BN=256, stages=2, THREADS=128)),  # BN > 128: two scale blocks
+    ("matmul_i8", dict(BM=64, BN=64, BK=32, stages=4, THREADS=64)),
+])
+def test_other_tiles_and_tiny_shapes(name, consts):
+    mod = tlc.load(GEMM_PATH, target="cpu")
+    for M, N, K in ((1, 1, 1), (67, 300, 129), (200, 45, 513)):
+        for kname, args, _, ref, tol in cases(np.random.default_rng(M + N + K), M, N, K):
+            if kname == name:
+                getattr(mod, name)(*args, **consts)
+                check(name, args[2], ref, tol)
+
+
+def test_f8_scales_and_extremes():
+    """Per-tensor scales multiply the product; f8's largest values and subnormals stay exact."""
+    mod = tlc.load(GEMM_PATH, target="cpu")
+    A = np.array([[448, -448, 2.0 ** -9, 0]], np.float32).astype(E4M3)
+    B = np.array([[1, 1, 1, 1], [2.0 ** -9, 0, 448, 1]], np.float32).astype(E4M3)
+    C = np.zeros((1, 2), np.float32)
+    mod.matmul_f8(A, B, C, 2.0, 0.25)
+    assert C.tolist() == [[0.5 * 2.0 ** -9, 0.5 * (448 * 2.0 ** -9 + 448 * 2.0 ** -9)]]
+
+
+def test_i8_wraps_like_torch_int_mm():
+    mod = tlc.load(GEMM_PATH, target="cpu")
+    K = 70000  # 127 * 127 * K > 2**31
+    A = np.full((1, K), 127, np.int8)
+    C = np.zeros((1, 1), np.int32)
+    mod.matmul_i8(A, A, C, BK=128)
+    assert C[0, 0] == np.int32(np.int64(127 * 127 * K) - 2 ** 32)
+
+
+def _generated(name, arch, consts):
+    r = check_file(GEMM_PATH)
+    return generate(schedule(r.program, name, consts, target=arch), arch, sources=r.sources)
+
+
+# (kernel, constants, arch, the tensor-core instruction and how many a k-tile takes).  The default
+# tiles serve both targets; sm_80 also with four-warp 64 x 32 warp tiles.
+SM80 = dict(BM=128, BN=128, stages=3, THREADS=256)
+SASS_CASES = [
+    ("matmul_i8", {}, "sm_90a", "IGMMA.64x256x32.S8.S8", 4),
+    ("matmul_f8", {}, "sm_90a", "QGMMA.64x256x32.F32.E4M3.E4M3", 4),
+    ("matmul_f8", {"TB": "f8e5m2"}, "sm_90a", "QGMMA.64x256x32.F32.E4M3.E5M2", 4),
+    ("matmul_tf32", {}, "sm_90a", "HGMMA.64x256x8.F32.TF32", 4),
+    ("matmul_f8_blockscaled", {}, "sm_90a", "QGMMA.64x128x32.F32.E4M3.E4M3", 4),
+    ("matmul_i8", {}, "sm_80", "IMMA.16832.S8.S8", 128),
+    ("matmul_i8", SM80, "sm_80", "IMMA.16832.S8.S8", 64),
+    ("matmul_f8", {}, "sm_80", "HMMA.16816.F32", 256),  # f8 converted to f16: two per 32 of K
+    ("matmul_f8", SM80, "sm_80", "HMMA.16816.F32", 128),
+    ("matmul_tf32", {}, "sm_80", "HMMA.1688.F32.TF32", 128),
+    ("matmul_tf32", SM80, "sm_80", "HMMA.1688.F32.TF32", 64),
+    ("matmul_f8_blockscaled", {}, "sm_80", "HMMA.16816.F32", 128),
+]
+
+
+@pytest.mark.parametrize("name,consts,arch,instruction,n", SASS_CASES)
+def test_tensor_cores_and_no_local_memory(name, consts, arch, instruction, n, tmp_path):
+    from tlc.dtypes import DTYPES
+
+    consts = {k: DTYPES[v] if isinstance(v, str) else v for k, v in consts.items()}
+    counts, log = sass(_generated(name, arch, consts).source, arch, tmp_path)
+    # n per k-tile; a pipeline may hold the loop body more than once (peeled iterations)
+    got = counts.get(instruction, 0)
+    assert got and got % n == 0, {k: v for k, v in counts.items() if "MMA" in k}
+    assert count(counts, "LDL") == 0 and count(counts, "STL") == 0, log
+    assert "0 bytes spill stores" in log
