@@ -32,10 +32,15 @@ def test_non_positive_buffer_is_blamed_on_the_constant():
     assert "= hint: the error is at s.tl:6:27" in text
 
 
-def test_tile_op_is_not_yet_scheduled():
+def test_a_tile_op_is_not_one_kernel():
+    """schedule() makes one kernel; a tile op goes through schedule_tile_op (tests/schedule/tileops)."""
     src = "@tile_op\ndef t(a: f32[M, K]) -> f32[M, K]:\n    return a * 2.0\n"
-    assert schedule_error(src, "t").startswith(
-        "s.tl:2:5: error[E067]: 't' is a @tile_op; scheduling tile ops is not yet supported")
+    assert schedule_error(src, "t") == (
+        "s.tl:2:5: error[E067]: 't' is a @tile_op, which is scheduled into one or more kernels, not one\n"
+        "  |\n"
+        "2 | def t(a: f32[M, K]) -> f32[M, K]:\n"
+        "  |     ^\n"
+        "  = hint: call it from Python (it returns its result), or build its kernels with tlc build -k NAME")
 
 
 def test_not_a_kernel():
