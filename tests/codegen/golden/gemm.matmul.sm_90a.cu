@@ -1,10 +1,12 @@
 #endif  // TL_PRIMITIVES
 
 using tl_matmul_layout_0 = tl::MmaAcc<128, 256, 8, 1>;
-// wgmma.mma_async.m64n256k16 for half operands, f32 accumulation, B N-major.
+// wgmma.mma_async.m64n256k16 for f16 x f16 operands, f32 accumulation, B N-major.
 struct tl_matmul_wgmma_n256_f16_nmajor {
   static constexpr int REGS = 128;
-  __device__ static __forceinline__ void run(float* d, unsigned long long a, unsigned long long b) {
+  static constexpr int K = 16;
+  using Acc = float;
+  __device__ static __forceinline__ void run(Acc* d, unsigned long long a, unsigned long long b) {
     asm volatile(
         "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
         "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
