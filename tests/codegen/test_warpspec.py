@@ -10,7 +10,7 @@ import pytest
 
 from tlc.codegen import generate, launcher_tensor_map, primitives
 from tlc.codegen.warpspec import TensorMapSpec, consumer_registers
-from tlc.driver import check_source
+from tlc.driver import check_file, check_source
 from tlc.dtypes import F16, F32
 from tlc.runtime.tensormap import map_geometry
 from tlc.schedule import schedule
@@ -31,15 +31,20 @@ def test_the_gemm_loop_gets_a_producer_warpgroup_and_two_tensor_maps():
     g = generated("gemm", "matmul", "sm_90a")
     assert g.threads == 256 + 128
     assert "__launch_bounds__(384, 1)" in g.source
-    assert [(m.param, m.box_rows, m.box_cols) for m in g.tensor_maps] == [("A", 128, 64), ("B", 64, 64)]
+    assert [(m.param, m.box_cols) for m in g.tensor_maps] == [("A", 64), ("B", 64)]
     assert "tl::setmaxnreg_dec<40>();" in g.source and "tl::setmaxnreg_inc<232>();" in g.source
     assert "const __grid_constant__ tl::TensorMap tl_map1, int tl_tma)" in g.source
     # one wgmma group in flight: a stage is released one iteration late
     assert "tl::gemm_wgmma<" in g.source and ", 1>(" in g.source
-    assert "tl::mbar_arrive(tl_empty + (tl_it + 2) % 3)" in g.source
     # persistent: the epilogue is a store of registers, so the producer may run ahead
-    assert g.persistent and "tl::persistent_tile<8>(tl_tile, tl_tiles_x, tl_tiles_y, bx, by, tl_bz);" in g.source
-    assert "tl_blocks(" in g.source  # the C launcher launches at most one block per SM
+    assert g.persistent and "tl_blocks(" in g.source  # the C launcher: at most one block per SM
+    # clusters of 2 take tiles (x, 2y) and (x, 2y + 1); B does not depend on y: multicast
+    assert g.cluster == 2 and "__cluster_dims__(2, 1, 1)" in g.source
+    assert "tl::persistent_tile<4>(tl_tile, tl_tiles_x, (tl_tiles_y + 1) / 2, bx, by, tl_bz);" in g.source
+    assert "by = by * 2 + tl_rank;" in g.source
+    assert "tl::tma_load_tile_multicast<half, 64, 256, 2, 2>(" in g.source
+    assert [(m.param, m.box_rows) for m in g.tensor_maps] == [("A", 128), ("B", 32)]
+    assert "tl::mbar_arrive_cluster<2>(tl_empty + (tl_it + 2) % 3)" in g.source
 
 
 def test_sm80_keeps_the_cp_async_ring():
@@ -86,7 +91,7 @@ def test_a_plain_loop_is_specialized_without_overlap():
         "            gemm(As, Bs, acc)\n", "            gemm(As, Bs, acc)\n            gemm(As, Bs, acc)\n")
     g = _generate(src, "k")
     assert g.threads == 384 and len(g.tensor_maps) == 2
-    assert "if (threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + tl_stage);" in g.source
+    assert "if (threadIdx.x % 32 == 0) tl::mbar_arrive_cluster<2>(tl_empty + tl_stage);" in g.source
 
 
 EPILOGUE_WITH_SHARED = LOOP_WITH_SYNC.replace("            sync()\n            gemm(As, Bs, acc)\n", "").replace(
@@ -150,3 +155,14 @@ def test_specialized_gemm_compiles_to_tma_wgmma_and_no_local_memory(tmp_path):
     for instruction in ("UTMALDG.2D", "HGMMA.64x256x16.F32", "USETMAXREG", "SYNCS.PHASECHK"):
         assert instruction in sass, instruction
     assert not re.search(r"\b(LDL|STL)\b", sass)
+
+
+
+def test_a_grouped_gemm_searches_its_group_in_both_roles_and_multicasts_nothing():
+    # the scalar search before the loop runs per tile in the producer and the consumers; the
+    # expert's weights depend on y through that search, so the cluster must not share them
+    r = check_file(str(Path(__file__).resolve().parents[2] / "tlc" / "stdlib" / "gemm.tl"))
+    g = generate(schedule(r.program, "matmul_grouped", {}, target="sm_90a"), "sm_90a", sources=r.sources)
+    assert g.persistent and g.cluster == 1 and g.threads == 384
+    assert "multicast" not in kernel_part(g.source)
+    assert kernel_part(g.source).count("for (int e = 0;") == 3  # both producer paths and the consumers

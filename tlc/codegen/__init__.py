@@ -64,6 +64,7 @@ class GeneratedKernel:
     arch: str
     tensor_maps: tuple = ()  # warpspec.TensorMapSpec per TMA tensor map, passed after `args`
     persistent: bool = False  # `grid` counts tiles; launch min(tiles, SMs) blocks that loop over them
+    cluster: int = 1  # blocks per cluster (__cluster_dims__); a persistent grid is a multiple of it
 
 
 @functools.lru_cache(maxsize=1)
@@ -132,6 +133,7 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
     params += out.get("extra_params", [])
     threads = out.get("threads", kernel.threads)
     persistent = out.get("persistent", False)
+    cluster = out.get("cluster", 1)
     host = HostC()
     grid = [f"static_cast<unsigned>({host.expr(g)})" for g in kernel.grid] + ["1"] * (3 - len(kernel.grid))
     constants = ", ".join(f"{k}={v}" for k, v in kernel.constants)
@@ -139,11 +141,11 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
     source = environment().get_template("kernel.cu.j2").render(
         version=__version__, source=source_name or (kernel.span.file if kernel.span else "<tl>"), name=name,
         constants=constants, arch=arch, threads=threads, smem_bytes=out["smem_bytes"], fp8=fp8,
-        min_blocks=", 1" if tensor_maps else "", persistent=persistent, tensor_maps=[launcher_tensor_map(i, m) for i, m in enumerate(tensor_maps)],
+        min_blocks=", 1" if tensor_maps else "", persistent=persistent, cluster=cluster, tensor_maps=[launcher_tensor_map(i, m) for i, m in enumerate(tensor_maps)],
         primitives=primitives(gen.primitive_files), preamble=out["preamble"], params=params, prologue=prologue, body=out["body"],
         launcher=f"launch_{name}", launcher_params=launcher_params, grid=grid, call_args=call_args)
     return GeneratedKernel(name, f"launch_{name}", source, args, threads, out["smem_bytes"],
-                           tuple(kernel.grid), arch, tuple(tensor_maps), persistent)
+                           tuple(kernel.grid), arch, tuple(tensor_maps), persistent, cluster)
 
 
 def launcher_tensor_map(index: int, spec) -> dict:

@@ -37,6 +37,7 @@ class Sm90(WarpSpecialized, Sm80):
                                    for i in range(len(self.tensor_maps))] + ["int tl_tma"]
             out["tensor_maps"] = tuple(self.tensor_maps)
             out["persistent"] = self.persistent
+            out["cluster"] = self.cluster
         return out
 
     def uses_wgmma(self, g: ir.Gemm) -> bool:

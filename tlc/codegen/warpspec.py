@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from .. import ir
 from ..dtypes import DType
-from ..ir.walk import statements
+from ..ir.walk import statements, variables
 from ..schedule.layout import parallel_layout
 from .cnames import c_name, c_type
 from .copies import PipelinePlan, _view2d
@@ -33,6 +33,7 @@ from .copies import PipelinePlan, _view2d
 PRODUCER_THREADS = 128
 PRODUCER_REGS = 40  # what the producer keeps: it only computes addresses
 TILE_GROUP = 8  # a persistent kernel walks tiles in groups of 8 block rows (L2 reuse of B)
+CLUSTER = 2  # blocks per cluster in a persistent kernel that multicasts a shared operand
 REGISTER_FILE = 65536
 
 
@@ -55,6 +56,7 @@ class TmaLoad:
     map_index: int
     rows: int
     cols: int
+    multicast: bool = False  # the same tile for every block of the cluster: each loads a part for all
 
 
 @dataclass
@@ -102,6 +104,33 @@ class WarpSpecialized:
                     self.ws_loop = s
                 break
         self.decide_persistence()
+        self.decide_cluster()
+        if self.ws_loop is not None:
+            self.ws = self.ws_plan(self.ws_loop)
+            for load in self.ws.loads:
+                load.multicast = self.cluster > 1 and self.shared_by_cluster(load.copy)
+                load.map_index = self.tensor_map(load)
+
+    def decide_cluster(self) -> None:
+        """Two blocks of a cluster take the tiles (x, 2y) and (x, 2y + 1) of a persistent kernel:
+        a tile they both copy (one that does not depend on y, B of a GEMM) is copied once, each
+        block loading half of its rows into both blocks' shared memory (TMA multicast), which
+        halves that operand's traffic out of L2."""
+        self.cluster = 1
+        if not self.persistent or len(self.k.grid) < 2:
+            return
+        loads = self.ws_plan(self.ws_loop).loads
+        shared = [x for x in loads if self.shared_by_cluster(x.copy)]
+        if shared and all(x.rows % 16 == 0 for x in shared):
+            self.cluster = CLUSTER
+
+    def shared_by_cluster(self, c: ir.Copy) -> bool:
+        """Whether both blocks of a cluster copy the same tile: its origin reads only the loop
+        variable, the other block indices, scalar parameters and shape sizes (a scalar the
+        kernel computes may depend on y, as a grouped GEMM's expert does)."""
+        same = {self.ws_loop.var, *self.k.block_vars[:1], *self.k.block_vars[2:], *self.k.shape_symbols(),
+                *(p.name for p in self.k.params if p.kind == "scalar")}
+        return all(v.name in same for o in c.src.offsets for v in variables(o))
 
     def decide_persistence(self) -> None:
         """A kernel is persistent when it is the specialized loop between thread-local work and
@@ -162,10 +191,16 @@ class WarpSpecialized:
         seg = 128 // b.dtype.itemsize
         if (cols * b.dtype.itemsize) % 128 or rows > 256:
             return None
-        spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows, seg)
+        return TmaLoad(c, -1, rows, cols)
+
+    def tensor_map(self, load: TmaLoad) -> int:
+        """The index of the map a load uses (one per tensor and box), registered on first use."""
+        p, b = self.params[load.copy.src.name], self.buffers[load.copy.dst.name]
+        rows = load.rows // self.cluster if load.multicast else load.rows
+        spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows, 128 // b.dtype.itemsize)
         if spec not in self.tensor_maps:
             self.tensor_maps.append(spec)
-        return TmaLoad(c, self.tensor_maps.index(spec), rows, cols)
+        return self.tensor_maps.index(spec)
 
     def barrier_free(self, stmts) -> bool:
         """Statements the consumers can run while the producer thread is busy elsewhere: none
@@ -190,7 +225,7 @@ class WarpSpecialized:
         around the loop): each block loops over tiles (`tl::persistent_tile`, grouped so that a
         wave of blocks shares rows of A and columns of B in L2) and the producer runs ahead into
         the next tile's stages while the consumers store this one."""
-        w = self.ws_plan(loop)
+        w = self.ws
         plan, S, T = w.pipeline, w.pipeline.stages, self.k.threads
         persistent = self.persistent
         stage_bytes = sum(load.rows * load.cols * self.buffers[load.copy.dst.name].dtype.itemsize for load in w.loads)
@@ -210,11 +245,16 @@ class WarpSpecialized:
         e("if (threadIdx.x == 0) {")
         e(f"  for (int tl_s = 0; tl_s < {S}; ++tl_s) {{")
         e(f"    tl::mbar_init(tl_full + tl_s, tl_tma ? 1 : {PRODUCER_THREADS});")
-        e(f"    tl::mbar_init(tl_empty + tl_s, {T // 32});  // one arrival per consumer warp")
+        e(f"    tl::mbar_init(tl_empty + tl_s, {self.cluster * T // 32});  // one arrival per consumer warp"
+          f"{' of the cluster' if self.cluster > 1 else ''}")
         e("  }")
         e("  tl::fence_barrier_init();")
         e("}")
-        e("__syncthreads();")
+        if self.cluster > 1:
+            e(f"const unsigned tl_rank = tl::cluster_rank();  // this block's place in its cluster of {self.cluster}")
+            e("tl::cluster_sync();  // the peer's barriers are ready before anyone copies into it")
+        else:
+            e("__syncthreads();")
         e(f"if (threadIdx.x >= {T}) {{  // the producer warpgroup")
         self.indent += 1
         e(f"tl::setmaxnreg_dec<{PRODUCER_REGS}>();")
@@ -248,7 +288,9 @@ class WarpSpecialized:
             if persistent:
                 self.block(after)
         self.over_tiles(before, consume)
-        if not persistent:
+        if self.cluster > 1:
+            e("tl::cluster_sync();  // the peer may still arrive on this block's barriers until here")
+        elif not persistent:
             e("__syncthreads();  // every consumer is past its last wait: the barriers' memory is free")
         self.indent -= 1
         e("}")
@@ -260,14 +302,29 @@ class WarpSpecialized:
             body()
             return
         e = self.emit
-        e("for (int tl_tile = blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; tl_tile += gridDim.x) {")
-        self.indent += 1
         names = [c_name(self.k.block_vars[i]) if i < len(self.k.block_vars) else f"tl_b{'xyz'[i]}" for i in range(3)]
-        e(f"int {', '.join(names)};  // this block's tile: in a persistent kernel the grid counts tiles")
-        e(f"tl::persistent_tile<{TILE_GROUP}>(tl_tile, tl_tiles_x, tl_tiles_y, {', '.join(names)});")
+        if self.cluster > 1:
+            # the clusters walk pairs of tiles (x, 2y), (x, 2y + 1); a block whose tile lies past
+            # the grid's edge still copies its share for the peer and stores nothing
+            C = self.cluster
+            e(f"for (int tl_tile = blockIdx.x / {C}; tl_tile < tl_tiles_x * ((tl_tiles_y + {C - 1}) / {C}) * tl_tiles_z; "
+              f"tl_tile += gridDim.x / {C}) {{")
+            self.indent += 1
+            e(f"int {', '.join(names)};  // this block's tile: in a persistent kernel the grid counts tiles")
+            e(f"tl::persistent_tile<{TILE_GROUP // C}>(tl_tile, tl_tiles_x, (tl_tiles_y + {C - 1}) / {C}, "
+              f"{', '.join(names)});")
+            e(f"{names[1]} = {names[1]} * {C} + tl_rank;")
+        else:
+            e("for (int tl_tile = blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; tl_tile += gridDim.x) {")
+            self.indent += 1
+            e(f"int {', '.join(names)};  // this block's tile: in a persistent kernel the grid counts tiles")
+            e(f"tl::persistent_tile<{TILE_GROUP}>(tl_tile, tl_tiles_x, tl_tiles_y, {', '.join(names)});")
         for n in names:
             e(f"(void){n};")
         self.block(before)
+        scalars = [c_name(x.name) for x in before if isinstance(x, ir.LetScalar)]
+        if scalars:  # each role reads only some of them (a cast to void does not count for nvcc)
+            e(f"tl::unused({', '.join(scalars)});")
         e(f"const int tl_n = {self.expr(self.ws_loop.stop)};")
         body()
         self.indent -= 1
@@ -297,9 +354,21 @@ class WarpSpecialized:
             offs = [self.expr(o) for o in region.offsets]
             rank = len(offs)
             lead = ", ".join(offs[:-2]) or "0"
+            if load.multicast:
+                self.emit(f"tl::tma_load_tile_multicast<{c_type(b.dtype)}, {load.rows}, {load.cols}, {rank}, "
+                          f"{self.cluster}>({self.smem_pointer(b.name)}, &tl_map{load.map_index}, tl_full + tl_stage, "
+                          f"{offs[-1]}, {offs[-2]}, {{{lead}}}, tl_rank);")
+                continue
             self.emit(f"tl::tma_load_tile<{c_type(b.dtype)}, {load.rows}, {load.cols}, {rank}>("
                       f"{self.smem_pointer(b.name)}, &tl_map{load.map_index}, tl_full + tl_stage, {offs[-1]}, "
                       f"{offs[-2]}, {{{lead}}});")
+
+    def release(self, barrier: str) -> str:
+        """A consumer warp's arrival on a stage's empty barrier: in a cluster, on every block's,
+        since each block's producer writes into all of them."""
+        if self.cluster > 1:
+            return f"tl::mbar_arrive_cluster<{self.cluster}>({barrier});"
+        return f"tl::mbar_arrive({barrier});"
 
     def emit_element_loads(self, w: WarpSpecPlan) -> None:
         for load in w.loads:
@@ -332,9 +401,9 @@ class WarpSpecialized:
         e("}")
         if w.overlap:
             e("// the previous stage's wgmma has completed (one group stays in flight): release it")
-            e(f"if (tl_k > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_it + {S - 1}) % {S});")
+            e(f"if (tl_k > 0 && threadIdx.x % 32 == 0) {self.release(f'tl_empty + (tl_it + {S - 1}) % {S}')}")
         else:
-            e("if (threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + tl_stage);")
+            e(f"if (threadIdx.x % 32 == 0) {self.release('tl_empty + tl_stage')}")
         self.indent -= 1
         e("}")
         if w.overlap:
@@ -343,14 +412,19 @@ class WarpSpecialized:
             e(f"tl::fence_registers<{self.buffers[gemm.c].shape[1] // 2}>({c_name(gemm.c)});")
             if self.persistent:
                 e("// and the last stage, which the next tile's copies will overwrite")
-                e(f"if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_it + {S - 1}) % {S});")
+                e(f"if (tl_n > 0 && threadIdx.x % 32 == 0) {self.release(f'tl_empty + (tl_it + {S - 1}) % {S}')}")
 
 
 def _thread_local(s, buffers) -> bool:
-    """Work before the loop that the producer's threads may also do: scalars and clearing
+    """Work before the loop that the producer's threads may also do: scalars (loops and
+    branches over them included, as a grouped GEMM's search for its group) and clearing
     registers, nothing another thread could see."""
-    if isinstance(s, (ir.LetScalar, ir.Assign)):
+    if isinstance(s, (ir.LetScalar, ir.Assign, ir.Break, ir.Continue)):
         return True
     if isinstance(s, ir.Fill):
         return buffers[s.buffer].scope in ("fragment", "local")
+    if isinstance(s, ir.For) and s.kind in ("serial", "unroll"):
+        return all(_thread_local(x, buffers) for x in s.body)
+    if isinstance(s, ir.If):
+        return all(_thread_local(x, buffers) for x in (*s.then, *s.orelse))
     return False

@@ -14,6 +14,7 @@ from ..ir.nodes import Kernel
 from . import fastpath
 from .args import Binder, Bound
 from .grid import compile_grid
+from .driver_api import max_active_clusters
 from .tensormap import LaunchTensorMaps
 
 DEFAULT_SMEM_LIMIT = 48 * 1024  # above this a kernel must opt in to more dynamic shared memory
@@ -32,11 +33,12 @@ class CompiledKernel:
         self.kernel, self.generated, self.binary, self.arch = kernel, generated, binary, arch
         self.name = generated.name
         self.binder = Binder(kernel, generated)
-        self.persistent_blocks = _sm_count() if getattr(generated, "persistent", False) else None
-        self.grid = compile_grid(generated.grid, self.binder.slots, self.persistent_blocks)
         self.block = (generated.threads, 1, 1)
         self.smem = generated.smem_bytes
         self._functions: dict[int, object] = {}  # device id -> loaded function
+        self.cluster = getattr(generated, "cluster", 1)
+        self.persistent_blocks = self._persistent_blocks() if getattr(generated, "persistent", False) else None
+        self.grid = compile_grid(generated.grid, self.binder.slots, self.persistent_blocks, self.cluster)
         # a kernel that copies through the TMA takes its tensors' maps after its own arguments
         self.tensor_maps = LaunchTensorMaps(generated.tensor_maps) if generated.tensor_maps else None
         # per map: the tensor's argument slot, and per dim its size or (symbol) the slot of its value
@@ -49,6 +51,19 @@ class CompiledKernel:
         self.call = fastpath.build(self, fallback=self.launch)
         # `call_positional(values)`: the same for a tuple of the arguments in parameter order
         self.call_positional = fastpath.build(self, fallback=self.launch, positional=True)
+
+    def _persistent_blocks(self) -> int:
+        """The most blocks of a persistent kernel that run at once on the current GPU: one per
+        SM, in whole clusters that the GPU can place together (a GPC whose free SMs do not
+        pair up leaves one out; a cluster that waits for a place would double the time)."""
+        import cupy
+
+        device = cupy.cuda.Device()
+        sms = int(device.attributes["MultiProcessorCount"])
+        if self.cluster == 1:
+            return sms
+        fits = max_active_clusters(self.function(device.id).ptr, self.cluster, self.block[0], self.smem)
+        return self.cluster * min(sms // self.cluster, fits or sms // self.cluster)
 
     def function(self, device: int):
         """The kernel loaded on GPU `device` (loaded once per device: a module belongs to a
@@ -154,11 +169,6 @@ class CompiledKernel:
         return s
 
 
-def _sm_count() -> int:
-    """Multiprocessors of the current GPU: the most blocks a persistent kernel launches."""
-    import cupy
-
-    return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
 
 
 def _pointer_device(ptr: int) -> int:

@@ -14,6 +14,7 @@ import ctypes
 import numpy as np
 
 from ..codegen.warpspec import tma_dtype
+from .driver_api import libcuda
 
 _SWIZZLE_128B, _L2_256B, _INTERLEAVE_NONE, _OOB_ZERO = 3, 3, 0, 0
 _MAX_CACHED = 256
@@ -31,20 +32,13 @@ def map_geometry(spec, sizes: tuple) -> tuple[list, list, list]:
     return dims, strides, box
 
 
-_encode_fn = None
-
-
 def _driver_encode():
-    global _encode_fn
-    if _encode_fn is None:
-        lib = ctypes.CDLL("libcuda.so.1")
-        fn = lib.cuTensorMapEncodeTiled
-        fn.restype = ctypes.c_int
-        u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p, u32p, u32p,
-                       ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
-        _encode_fn = fn
-    return _encode_fn
+    fn = libcuda().cuTensorMapEncodeTiled
+    fn.restype = ctypes.c_int
+    u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p, u32p, u32p,
+                   ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    return fn
 
 
 def encode(spec, pointer: int, sizes: tuple):

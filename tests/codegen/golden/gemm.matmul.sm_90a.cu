@@ -33,7 +33,7 @@ struct tl_matmul_wgmma_n256_f16_nmajor {
   }
 };
 
-extern "C" __global__ void __launch_bounds__(384, 1) matmul(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int K, int N, const __grid_constant__ tl::TensorMap tl_map0, const __grid_constant__ tl::TensorMap tl_map1, int tl_tma) {
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) matmul(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int K, int N, const __grid_constant__ tl::TensorMap tl_map0, const __grid_constant__ tl::TensorMap tl_map1, int tl_tma) {
   extern __shared__ __align__(1024) unsigned char tl_smem[];
   const int bx = blockIdx.x;
   (void)bx;
@@ -51,11 +51,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul(const half* __restri
     if (threadIdx.x == 0) {
       for (int tl_s = 0; tl_s < 3; ++tl_s) {
         tl::mbar_init(tl_full + tl_s, tl_tma ? 1 : 128);
-        tl::mbar_init(tl_empty + tl_s, 8);  // one arrival per consumer warp
+        tl::mbar_init(tl_empty + tl_s, 16);  // one arrival per consumer warp of the cluster
       }
       tl::fence_barrier_init();
     }
-    __syncthreads();
+    const unsigned tl_rank = tl::cluster_rank();  // this block's place in its cluster of 2
+    tl::cluster_sync();  // the peer's barriers are ready before anyone copies into it
     if (threadIdx.x >= 256) {  // the producer warpgroup
       tl::setmaxnreg_dec<40>();
       const int tl_worker = threadIdx.x - 256;
@@ -64,9 +65,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul(const half* __restri
         if (tl_worker == 0) {
           tl::prefetch_tensor_map(&tl_map0);
           tl::prefetch_tensor_map(&tl_map1);
-          for (int tl_tile = blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; tl_tile += gridDim.x) {
+          for (int tl_tile = blockIdx.x / 2; tl_tile < tl_tiles_x * ((tl_tiles_y + 1) / 2) * tl_tiles_z; tl_tile += gridDim.x / 2) {
             int bx, by, tl_bz;  // this block's tile: in a persistent kernel the grid counts tiles
-            tl::persistent_tile<8>(tl_tile, tl_tiles_x, tl_tiles_y, bx, by, tl_bz);
+            tl::persistent_tile<4>(tl_tile, tl_tiles_x, (tl_tiles_y + 1) / 2, bx, by, tl_bz);
+            by = by * 2 + tl_rank;
             (void)bx;
             (void)by;
             (void)tl_bz;
@@ -78,14 +80,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul(const half* __restri
               (void)k;
               tl::mbar_arrive_expect_tx(tl_full + tl_stage, 49152);
               tl::tma_load_tile<half, 128, 64, 2>((As + ((tl_it) % 3) * 8192), &tl_map0, tl_full + tl_stage, (k * 64), (by * 128), {0});
-              tl::tma_load_tile<half, 64, 256, 2>((Bs + ((tl_it) % 3) * 16384), &tl_map1, tl_full + tl_stage, (bx * 256), (k * 64), {0});
+              tl::tma_load_tile_multicast<half, 64, 256, 2, 2>((Bs + ((tl_it) % 3) * 16384), &tl_map1, tl_full + tl_stage, (bx * 256), (k * 64), {0}, tl_rank);
             }
           }
         }
       } else {  // the host could not encode a tensor map (unaligned rows): copy element by element
-        for (int tl_tile = blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; tl_tile += gridDim.x) {
+        for (int tl_tile = blockIdx.x / 2; tl_tile < tl_tiles_x * ((tl_tiles_y + 1) / 2) * tl_tiles_z; tl_tile += gridDim.x / 2) {
           int bx, by, tl_bz;  // this block's tile: in a persistent kernel the grid counts tiles
-          tl::persistent_tile<8>(tl_tile, tl_tiles_x, tl_tiles_y, bx, by, tl_bz);
+          tl::persistent_tile<4>(tl_tile, tl_tiles_x, (tl_tiles_y + 1) / 2, bx, by, tl_bz);
+          by = by * 2 + tl_rank;
           (void)bx;
           (void)by;
           (void)tl_bz;
@@ -106,9 +109,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul(const half* __restri
     }
     tl::setmaxnreg_inc<232>();
     int tl_it = 0;
-    for (int tl_tile = blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; tl_tile += gridDim.x) {
+    for (int tl_tile = blockIdx.x / 2; tl_tile < tl_tiles_x * ((tl_tiles_y + 1) / 2) * tl_tiles_z; tl_tile += gridDim.x / 2) {
       int bx, by, tl_bz;  // this block's tile: in a persistent kernel the grid counts tiles
-      tl::persistent_tile<8>(tl_tile, tl_tiles_x, tl_tiles_y, bx, by, tl_bz);
+      tl::persistent_tile<4>(tl_tile, tl_tiles_x, (tl_tiles_y + 1) / 2, bx, by, tl_bz);
+      by = by * 2 + tl_rank;
       (void)bx;
       (void)by;
       (void)tl_bz;
@@ -128,16 +132,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul(const half* __restri
           tl::gemm_wgmma<tl_matmul_wgmma_n256_f16_nmajor, half, 64, 128, 64, false, 1>((As + ((tl_it) % 3) * 8192), (Bs + ((tl_it) % 3) * 16384), acc);
         }
         // the previous stage's wgmma has completed (one group stays in flight): release it
-        if (tl_k > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_it + 2) % 3);
+        if (tl_k > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive_cluster<2>(tl_empty + (tl_it + 2) % 3);
       }
       tl::wgmma_wait<0>();
       tl::fence_registers<128>(acc);
       // and the last stage, which the next tile's copies will overwrite
-      if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_it + 2) % 3);
+      if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive_cluster<2>(tl_empty + (tl_it + 2) % 3);
       // 24: copy(acc, C[by * BM, bx * BN])
 #line 24 "examples/gemm.tl"
       tl::copy_f2g<tl_matmul_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));
     }
+    tl::cluster_sync();  // the peer may still arrive on this block's barriers until here
   }
 }
 
@@ -146,14 +151,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul(const half* __restri
 extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int M, int K, int N, cudaStream_t stream) {
   const dim3 tl_grid(static_cast<unsigned>(((((N + 256) - 1)) >= 0 ? (((N + 256) - 1)) / (256) : -((-(((N + 256) - 1)) + (256) - 1) / (256)))), static_cast<unsigned>(((((M + 128) - 1)) >= 0 ? (((M + 128) - 1)) / (128) : -((-(((M + 128) - 1)) + (128) - 1) / (128)))), 1);
   if (tl_grid.x == 0 || tl_grid.y == 0 || tl_grid.z == 0) return cudaSuccess;
+  cudaError_t tl_err = cudaFuncSetAttribute(matmul, cudaFuncAttributeMaxDynamicSharedMemorySize, 147504);
+  if (tl_err != cudaSuccess) return tl_err;
   // Persistent: one block per SM at most, each looping over the grid's tiles.
   int tl_device = 0, tl_sms = 0;
   cudaGetDevice(&tl_device);
   cudaDeviceGetAttribute(&tl_sms, cudaDevAttrMultiProcessorCount, tl_device);
-  const unsigned long long tl_tiles = 1ull * tl_grid.x * tl_grid.y * tl_grid.z;
-  const dim3 tl_blocks(static_cast<unsigned>(tl_tiles < static_cast<unsigned long long>(tl_sms) ? tl_tiles : tl_sms));
-  cudaError_t tl_err = cudaFuncSetAttribute(matmul, cudaFuncAttributeMaxDynamicSharedMemorySize, 147504);
-  if (tl_err != cudaSuccess) return tl_err;
+  // Clusters of 2 blocks take tiles 2 rows at a time.
+  const unsigned long long tl_tiles = 1ull * tl_grid.x * ((tl_grid.y + 1) / 2) * tl_grid.z;
+  // as many clusters as the GPU places at once (a GPC's odd SM is left out)
+  cudaLaunchConfig_t tl_config = {};
+  tl_config.gridDim = dim3(2);
+  tl_config.blockDim = dim3(384);
+  tl_config.dynamicSmemBytes = 147504;
+  int tl_fit = 0;
+  if (cudaOccupancyMaxActiveClusters(&tl_fit, reinterpret_cast<const void*>(matmul), &tl_config) != cudaSuccess || tl_fit <= 0)
+    tl_fit = tl_sms / 2;
+  const unsigned long long tl_clusters = static_cast<unsigned long long>(tl_fit < tl_sms / 2 ? tl_fit : tl_sms / 2);
+  const dim3 tl_blocks(static_cast<unsigned>(2 * (tl_tiles < tl_clusters ? tl_tiles : tl_clusters)));
   // The TMA's view of each tensor; where the driver refuses one (rows not 16-byte aligned)
   // the kernel copies without it.
   bool tl_tma = true;
@@ -168,7 +183,7 @@ extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int 
   {
     const cuuint64_t dims[] = {static_cast<cuuint64_t>(N), static_cast<cuuint64_t>(K)};
     const cuuint64_t strides[] = {2 * static_cast<cuuint64_t>(N)};
-    const cuuint32_t box[] = {64, 64};
+    const cuuint32_t box[] = {64, 32};
     tl_tma = tl_tma && tl::encode_tensor_map(&tl_map1, 6, 2, B, dims, strides, box);
   }
   matmul<<<tl_blocks, 384, 147504, stream>>>(A, B, C, M, K, N, tl_map0, tl_map1, tl_tma ? 1 : 0);

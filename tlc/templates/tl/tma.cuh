@@ -104,6 +104,79 @@ __host__ __device__ __forceinline__ void persistent_tile(int t, int tiles_x, int
   x = i / rows;
 }
 
+// Clusters (thread block clusters of sm_90): this block's rank, a barrier over every thread
+// of the cluster (threads that have exited do not hold it up), an arrival on the barrier at
+// the same shared offset in every block of the cluster, and the multicast variant of
+// tma_load_tile: block `rank` loads rows [rank * ROWS, (rank + 1) * ROWS) of a CLUSTER * ROWS
+// row tile into every block's shared memory, completing each block's own `bar`.
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+template <int CLUSTER>
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar) {
+#pragma unroll
+  for (unsigned cta = 0; cta < CLUSTER; ++cta) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_addr(bar)), "r"(cta));
+    // No .release.cluster: that fences all of the thread's memory traffic at GPU scope (a
+    // MEMBAR.GPU behind every store of the epilogue); a consumer's release only orders reads
+    // of shared memory that its wgmma_wait has already completed.
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+  }
+}
+template <int RANK>
+__device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap* map, unsigned long long* bar,
+                                                   const int (&c)[RANK], unsigned short mask) {
+  const unsigned long long m = reinterpret_cast<unsigned long long>(map);
+  const unsigned d = smem_addr(dst), b = smem_addr(bar);
+  if constexpr (RANK == 2) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%3, %4}], [%2], %5;\n"
+                 ::"r"(d), "l"(m), "r"(b), "r"(c[0]), "r"(c[1]), "h"(mask) : "memory");
+  } else if constexpr (RANK == 3) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%3, %4, %5}], [%2], %6;\n"
+                 ::"r"(d), "l"(m), "r"(b), "r"(c[0]), "r"(c[1]), "r"(c[2]), "h"(mask) : "memory");
+  } else if constexpr (RANK == 4) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%3, %4, %5, %6}], [%2], %7;\n"
+                 ::"r"(d), "l"(m), "r"(b), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "h"(mask) : "memory");
+  } else {
+    static_assert(RANK == 5, "multicast copies take tensors of rank 2 to 5");
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%3, %4, %5, %6, %7}], [%2], %8;\n"
+                 ::"r"(d), "l"(m), "r"(b), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]), "h"(mask)
+                 : "memory");
+  }
+}
+template <typename T, int ROWS, int COLS, int RANK, int CLUSTER>
+__device__ __forceinline__ void tma_load_tile_multicast(T* smem, const TensorMap* map, unsigned long long* bar, int col0,
+                                                        int row0, const int (&lead)[RANK > 2 ? RANK - 2 : 1],
+                                                        unsigned rank) {
+  constexpr int SEG = 128 / static_cast<int>(sizeof(T));
+  constexpr int PART = ROWS / CLUSTER;  // rows per block, a whole number of 8-row swizzle atoms
+  static_assert(COLS % SEG == 0 && ROWS % (8 * CLUSTER) == 0, "a multicast tile splits into swizzle atoms");
+#pragma unroll
+  for (int s = 0; s < COLS / SEG; ++s) {
+    int c[RANK];
+    c[0] = col0 + s * SEG;
+    c[1] = row0 + static_cast<int>(rank) * PART;
+#pragma unroll
+    for (int i = 2; i < RANK; ++i) c[i] = lead[RANK - 1 - i];
+    tma_load_multicast<RANK>(smem + s * ROWS * SEG + rank * PART * SEG, map, bar, c,
+                             static_cast<unsigned short>((1u << CLUSTER) - 1));
+  }
+}
+
+// Reads its arguments: scalars that only one role of a specialized kernel needs.
+template <typename... T>
+__device__ __forceinline__ void unused(const T&...) {}
+
 template <int N>
 __device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N)); }
 template <int N>

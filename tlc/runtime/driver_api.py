@@ -1,0 +1,34 @@
+"""The few CUDA driver calls that CuPy does not wrap, through ctypes on libcuda: encoding TMA
+tensor maps (`tensormap.py`) and the occupancy of clusters (`launch.py`)."""
+from __future__ import annotations
+
+import ctypes
+import functools
+
+
+@functools.lru_cache(maxsize=1)
+def libcuda():
+    return ctypes.CDLL("libcuda.so.1")
+
+
+class _LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig (cuda.h)."""
+
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p), ("attrs", ctypes.c_void_p),
+                ("numAttrs", ctypes.c_uint)]
+
+
+def max_active_clusters(function: int, cluster: int, threads: int, smem: int) -> int | None:
+    """How many clusters of `cluster` blocks of a kernel (compiled with __cluster_dims__) the
+    GPU runs at once: fewer than SMs / cluster where a GPC's free SMs do not pair up.  None
+    when the driver cannot say."""
+    config = _LaunchConfig(cluster, 1, 1, threads, 1, 1, smem, None, None, 0)
+    n = ctypes.c_int(0)
+    fn = libcuda().cuOccupancyMaxActiveClusters
+    fn.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.POINTER(_LaunchConfig)]
+    fn.restype = ctypes.c_int
+    if fn(ctypes.byref(n), ctypes.c_void_p(function), ctypes.byref(config)) != 0 or n.value <= 0:
+        return None
+    return n.value
