@@ -175,7 +175,11 @@ def std_facts(mod, arch: str, c) -> dict:
     consts = k.with_recorded(values, consts, arch)
     key = (c.kernel, tuple(sorted((n, str(v)) for n, v in consts.items())))
     if key not in _sass_cache:
-        _sass_cache[key] = sass.evidence(k.compiled(consts).binary)
+        compiled = k.compiled(consts)
+        found = sass.evidence(compiled.binary)
+        if "unknown" in found:  # cuobjdump cannot read every NVRTC cubin: read nvcc's of the same source
+            found = sass.evidence_of_source(compiled.generated.source, arch)
+        _sass_cache[key] = found
     return {"kernel": c.kernel, "constants": {n: v if isinstance(v, (int, float, bool)) else str(v)
                                               for n, v in consts.items()}, "sass": _sass_cache[key]}
 

@@ -48,6 +48,24 @@ def evidence(binary: bytes, tool: str | None = None) -> dict:
     return count(res.stdout)
 
 
+def evidence_of_source(source: str, arch: str, tool: str | None = None) -> dict:
+    """The same for the kernel's CUDA source compiled by nvcc (what a user embedding the .cu
+    gets): the fallback when cuobjdump cannot read the runtime's NVRTC binary."""
+    nvcc = shutil.which("nvcc")
+    tool = tool or find_cuobjdump()
+    if nvcc is None or tool is None:
+        return {"unknown": "no nvcc or cuobjdump to compile and read the source"}
+    flags = ["-gencode=arch=compute_90a,code=sm_90a"] if arch == "sm_90a" else [f"-arch={arch}"]
+    with tempfile.TemporaryDirectory() as d:
+        cu, cubin = Path(d) / "k.cu", Path(d) / "k.cubin"
+        cu.write_text(source)
+        res = subprocess.run([nvcc, "-std=c++17", *flags, "-cubin", "-o", str(cubin), str(cu)], capture_output=True,
+                             text=True, timeout=300)
+        if res.returncode != 0:
+            return {"unknown": f"nvcc failed: {res.stderr.strip()[:200]}"}
+        return evidence(cubin.read_bytes(), tool)
+
+
 def count(sass: str) -> dict:
     out = {name: len(re.findall(rf"\b{name}\b", sass)) for name in COUNTED}
     out["LDL/STL"] = len(re.findall(r"\b(?:LDL|STL)\b", sass))

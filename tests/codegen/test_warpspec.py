@@ -65,23 +65,27 @@ def k(A: f16[M, K], B: f16[K, N], C: f32[M, N]):
     with grid(cdiv(N, 128), cdiv(M, 128), threads=256) as (bx, by):
         As = shared(f16[128, 64])
         Bs = shared(f16[64, 128])
+        Ts = shared(f32[64, 128])
         acc = fragment(f32[128, 128])
         clear(acc)
         for k in pipelined(cdiv(K, 64), stages=3):
             copy(A[by * 128, k * 64], As)
             copy(B[k * 64, bx * 128], Bs)
             gemm(As, Bs, acc)
+            for i, j in parallel(64, 128):
+                Ts[i, j] = acc[i, j]
             sync()
-            gemm(As, Bs, acc)
         copy(acc, C[by * 128, bx * 128])
 """
 
-SHARED_WORK_BEFORE = LOOP_WITH_SYNC.replace("            sync()\n            gemm(As, Bs, acc)\n", "").replace(
+SHARED_WORK_BEFORE = LOOP_WITH_SYNC.replace(
+    "            for i, j in parallel(64, 128):\n                Ts[i, j] = acc[i, j]\n            sync()\n", "").replace(
     "        clear(acc)\n", "        clear(acc)\n        fill(As, 0.0)\n")
 
 
-@pytest.mark.parametrize("src", [LOOP_WITH_SYNC, SHARED_WORK_BEFORE], ids=["block-sync-in-loop", "shared-fill-before"])
+@pytest.mark.parametrize("src", [LOOP_WITH_SYNC, SHARED_WORK_BEFORE], ids=["shared-writes-and-sync-in-loop", "shared-fill-before"])
 def test_loops_that_need_the_whole_block_are_not_specialized(src):
+    # (a sync that only orders the copies before the gemm is fine: the full barrier does that)
     g = _generate(src, "k")
     assert not g.tensor_maps and g.threads == 256
 
@@ -94,7 +98,7 @@ def test_a_plain_loop_is_specialized_without_overlap():
     assert "if (threadIdx.x % 32 == 0) tl::mbar_arrive_cluster<2>(tl_empty + tl_stage);" in g.source
 
 
-EPILOGUE_WITH_SHARED = LOOP_WITH_SYNC.replace("            sync()\n            gemm(As, Bs, acc)\n", "").replace(
+EPILOGUE_WITH_SHARED = SHARED_WORK_BEFORE.replace("        fill(As, 0.0)\n", "").replace(
     "        copy(acc, C[by * 128, bx * 128])", "        copy(acc, As[0:128, 0:64])\n        copy(acc, C[by * 128, bx * 128])")
 
 
@@ -166,3 +170,11 @@ def test_a_grouped_gemm_searches_its_group_in_both_roles_and_multicasts_nothing(
     assert g.persistent and g.cluster == 1 and g.threads == 384
     assert "multicast" not in kernel_part(g.source)
     assert kernel_part(g.source).count("for (int e = 0;") == 3  # both producer paths and the consumers
+
+
+def test_a_sync_that_only_orders_the_copies_is_dropped_in_the_consumers():
+    # std.gemm's fine-grained fp8 kernel: clear, gemm, then scale each K block's product
+    r = check_file(str(Path(__file__).resolve().parents[2] / "tlc" / "stdlib" / "gemm.tl"))
+    g = generate(schedule(r.program, "matmul_f8_blockscaled", {}, target="sm_90a"), "sm_90a", sources=r.sources)
+    assert g.threads == 384 and g.persistent
+    assert "// sync: the stage's full barrier already orders the copies before this" in g.source

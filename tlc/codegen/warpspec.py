@@ -167,7 +167,7 @@ class WarpSpecialized:
 
     def ws_plan(self, loop: ir.For) -> WarpSpecPlan | None:
         plan = self.pipeline_plan(loop)
-        if plan is None or not self.barrier_free(plan.rest):
+        if plan is None or not self.barrier_free(plan.rest, in_loop=True):
             return None
         loads = []
         for p in plan.producers:
@@ -202,9 +202,11 @@ class WarpSpecialized:
             self.tensor_maps.append(spec)
         return self.tensor_maps.index(spec)
 
-    def barrier_free(self, stmts) -> bool:
+    def barrier_free(self, stmts, in_loop: bool = False) -> bool:
         """Statements the consumers can run while the producer thread is busy elsewhere: none
-        may wait for the whole block."""
+        may wait for the whole block.  Inside the loop a `sync` only orders the producer's
+        copies before the compute (the scheduler's barriers), which the stage's full barrier
+        already does, so it is dropped — as long as the consumers write no shared memory."""
         for s in statements(stmts):
             if isinstance(s, ir.Gemm):
                 if not self.uses_wgmma(s):
@@ -212,12 +214,22 @@ class WarpSpecialized:
             elif isinstance(s, ir.Parallel):
                 if self.exchange_plan(s, parallel_layout(s, self.k)):
                     return False
-            elif isinstance(s, ir.Fill):
-                if self.buffers[s.buffer].scope == "shared":
+            elif isinstance(s, (ir.Fill, ir.Store)):
+                name = s.buffer if isinstance(s, ir.Fill) else s.name
+                if name in self.buffers and self.buffers[name].scope == "shared":
                     return False
-            elif not isinstance(s, (ir.LetScalar, ir.Assign, ir.Store, ir.If, ir.For, ir.Break, ir.Continue)):
+            elif isinstance(s, ir.Sync):
+                if not in_loop:
+                    return False
+            elif not isinstance(s, (ir.LetScalar, ir.Assign, ir.If, ir.For, ir.Break, ir.Continue)):
                 return False
         return True
+
+    def stmt_Sync(self, s) -> None:
+        if getattr(self, "in_consumer_loop", False):
+            self.emit("// sync: the stage's full barrier already orders the copies before this")
+            return
+        super().stmt_Sync(s)
 
     # ---- emission ------------------------------------------------------------------------------
     def emit_warp_specialized(self, loop: ir.For, before=(), after=()) -> None:
@@ -393,9 +405,9 @@ class WarpSpecialized:
         e(f"const int {var} = tl_k;")
         e(f"(void){var};")
         saved = self.staged(plan, "tl_it")
-        self.in_flight = w.overlap
+        self.in_flight, self.in_consumer_loop = w.overlap, True
         self.block(plan.rest)
-        self.in_flight = False
+        self.in_flight, self.in_consumer_loop = False, False
         self.smem_base = saved
         self.indent -= 1
         e("}")
