@@ -38,11 +38,12 @@ def test_the_gemm_loop_gets_a_producer_warpgroup_and_two_tensor_maps():
     assert "tl::gemm_wgmma<" in g.source and ", 1>(" in g.source
     # persistent: the epilogue is a store of registers, so the producer may run ahead
     assert g.persistent and "tl_blocks(" in g.source  # the C launcher: at most one block per SM
-    # clusters of 2 take tiles (x, 2y) and (x, 2y + 1); B does not depend on y: multicast
+    # clusters of 2 take two consecutive tiles; B does not depend on y: multicast when they share x
     assert g.cluster == 2 and "__cluster_dims__(2, 1, 1)" in g.source
-    assert "tl::persistent_tile<4>(tl_tile, tl_tiles_x, (tl_tiles_y + 1) / 2, bx, by, tl_bz);" in g.source
-    assert "by = by * 2 + tl_rank;" in g.source
-    assert "tl::tma_load_tile_multicast<half, 64, 256, 2, 2>(" in g.source
+    assert ("const bool tl_share = tl::cluster_tile<8, 2>(tl_pair, tl_tiles_x, tl_tiles_y, tl_tiles, tl_rank, "
+            "bx, by, tl_bz);") in g.source
+    assert "if (tl_valid) {  // a block past the last tile stores nothing" in g.source
+    assert "tl::tma_load_tile_multicast<half, 64, 256, 2, 2>(" in g.source and "tl_rank, tl_share);" in g.source
     assert [(m.param, m.box_rows) for m in g.tensor_maps] == [("A", 128), ("B", 32)]
     assert "tl::mbar_arrive_cluster<2>(tl_empty + (tl_it + 2) % 3)" in g.source
 
@@ -167,7 +168,7 @@ def test_a_grouped_gemm_searches_its_group_in_both_roles_and_multicasts_nothing(
     # expert's weights depend on y through that search, so the cluster must not share them
     r = check_file(str(Path(__file__).resolve().parents[2] / "tlc" / "stdlib" / "gemm.tl"))
     g = generate(schedule(r.program, "matmul_grouped", {}, target="sm_90a"), "sm_90a", sources=r.sources)
-    assert g.persistent and g.cluster == 1 and g.threads == 384
+    assert g.persistent and g.cluster == 1 and g.threads == 384  # its loop's length depends on the tile
     assert "multicast" not in kernel_part(g.source)
     assert kernel_part(g.source).count("for (int e = 0;") == 3  # both producer paths and the consumers
 
@@ -178,3 +179,31 @@ def test_a_sync_that_only_orders_the_copies_is_dropped_in_the_consumers():
     g = generate(schedule(r.program, "matmul_f8_blockscaled", {}, target="sm_90a"), "sm_90a", sources=r.sources)
     assert g.threads == 384 and g.persistent
     assert "// sync: the stage's full barrier already orders the copies before this" in g.source
+
+
+def test_cluster_tiles_cover_every_tile_once_and_share_only_equal_columns(tmp_path):
+    src = (primitives(("types.cuh", "copy.cuh", "tma.cuh")) + "\n#include <cstdio>\nint main() {\n"
+           "  const int shapes[4][3] = {{32, 64, 1}, {5, 3, 1}, {7, 1, 1}, {3, 5, 2}};\n"
+           "  for (auto& s : shapes) { const int tiles = s[0] * s[1] * s[2];\n"
+           "    for (int p = 0; p < (tiles + 1) / 2; ++p) for (unsigned r = 0; r < 2; ++r) {\n"
+           "      int x, y, z; const bool share = tl::cluster_tile<8, 2>(p, s[0], s[1], tiles, r, x, y, z);\n"
+           "      printf(\"%d %d %d %d %u %d %d %d %d\\n\", s[0], s[1], s[2], p, r, x, y, z, (int)share);\n    }\n  }\n"
+           "  return 0;\n}\n")
+    (tmp_path / "c.cu").write_text("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n" + src)
+    res = nvcc(["-arch=sm_90a", "c.cu", "-o", "c"], tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = subprocess.run([str(tmp_path / "c")], capture_output=True, text=True, check=True).stdout
+    seen: dict = {}
+    pairs: dict = {}
+    for line in out.splitlines():
+        tx, ty, tz, p, r, x, y, z, share = map(int, line.split())
+        pairs.setdefault((tx, ty, tz, p), []).append((x, y, z, share))
+        if y < ty:  # a real tile (a block past the last one gets y = tiles_y)
+            seen.setdefault((tx, ty, tz), []).append((x, y, z))
+    for (tx, ty, tz), got in seen.items():
+        assert sorted(got) == sorted((x, y, z) for x in range(tx) for y in range(ty) for z in range(tz))
+    for (a, b) in pairs.values():
+        assert a[3] == b[3] == int(a[0] == b[0] and a[2] == b[2])  # both blocks agree; equal x and z
+    # a 32 x 64 grid: nearly every pair shares its column of B
+    shared = [v[0][3] for k, v in pairs.items() if k[:3] == (32, 64, 1)]
+    assert sum(shared) == len(shared)

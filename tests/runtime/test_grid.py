@@ -87,10 +87,10 @@ def test_a_persistent_grid_launches_at_most_one_block_per_sm():
     assert grid([0, 300, 0.0]) == (0, 3, 1)  # empty: left for the launch's own check
 
 
-def test_a_clustered_persistent_grid_is_whole_clusters_over_pairs_of_tile_rows():
+def test_a_clustered_persistent_grid_is_whole_clusters_over_consecutive_tiles():
     grid = compile_grid([cdiv(N, 256), cdiv(M, 128)], SLOTS, persistent_blocks=132, cluster=2)
     assert grid([8192, 8192, 0.0]) == (132, 1, 1)
-    assert grid([1280, 300, 0.0]) == (20, 1, 1)  # 5 x 3 tiles: 5 x 2 pairs of rows
+    assert grid([1280, 300, 0.0]) == (16, 1, 1)  # 5 x 3 tiles: 8 pairs, the last one half empty
     assert grid([256, 100, 0.0]) == (2, 1, 1)  # one tile: its cluster's peer stores nothing
     assert compile_grid([cdiv(N, 256), cdiv(M, 128)], SLOTS, persistent_blocks=133, cluster=2)([8192, 8192, 0.0]) \
         == (132, 1, 1)

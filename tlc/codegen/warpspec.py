@@ -112,17 +112,25 @@ class WarpSpecialized:
                 load.map_index = self.tensor_map(load)
 
     def decide_cluster(self) -> None:
-        """Two blocks of a cluster take the tiles (x, 2y) and (x, 2y + 1) of a persistent kernel:
-        a tile they both copy (one that does not depend on y, B of a GEMM) is copied once, each
-        block loading half of its rows into both blocks' shared memory (TMA multicast), which
-        halves that operand's traffic out of L2."""
+        """Two blocks of a cluster take two consecutive tiles of a persistent kernel's order,
+        which (8 rows of tiles to a group) mostly share x: a tile they both copy then (one that
+        does not depend on y, B of a GEMM) is copied once, each block loading half of its rows
+        into both blocks' shared memory (TMA multicast), halving that operand's traffic out
+        of L2; where the two tiles' x differ each block loads its own."""
         self.cluster = 1
         if not self.persistent or len(self.k.grid) < 2:
             return
         loads = self.ws_plan(self.ws_loop).loads
         shared = [x for x in loads if self.shared_by_cluster(x.copy)]
-        if shared and all(x.rows % 16 == 0 for x in shared):
+        # the blocks of a cluster wait on each other's stages: every tile must run as many
+        # iterations, so the loop's length may read only sizes and scalar parameters
+        same_length = self.same_for_every_tile(self.ws_loop.stop)
+        if shared and same_length and all(x.rows % 16 == 0 for x in shared):
             self.cluster = CLUSTER
+
+    def same_for_every_tile(self, e) -> bool:
+        fixed = {*self.k.shape_symbols(), *(p.name for p in self.k.params if p.kind == "scalar")}
+        return all(v.name in fixed for v in variables(e))
 
     def shared_by_cluster(self, c: ir.Copy) -> bool:
         """Whether both blocks of a cluster copy the same tile: its origin reads only the loop
@@ -297,7 +305,11 @@ class WarpSpecialized:
 
         def consume():
             self.consumer_loop(w)
-            if persistent:
+            if persistent and self.cluster > 1:
+                e("if (tl_valid) {  // a block past the last tile stores nothing")
+                self.nested(after)
+                e("}")
+            elif persistent:
                 self.block(after)
         self.over_tiles(before, consume)
         if self.cluster > 1:
@@ -316,16 +328,17 @@ class WarpSpecialized:
         e = self.emit
         names = [c_name(self.k.block_vars[i]) if i < len(self.k.block_vars) else f"tl_b{'xyz'[i]}" for i in range(3)]
         if self.cluster > 1:
-            # the clusters walk pairs of tiles (x, 2y), (x, 2y + 1); a block whose tile lies past
-            # the grid's edge still copies its share for the peer and stores nothing
+            # the clusters walk groups of consecutive tiles; a block past the last tile still
+            # copies its part for its peers and stores nothing
             C = self.cluster
-            e(f"for (int tl_tile = blockIdx.x / {C}; tl_tile < tl_tiles_x * ((tl_tiles_y + {C - 1}) / {C}) * tl_tiles_z; "
-              f"tl_tile += gridDim.x / {C}) {{")
+            e("const int tl_tiles = tl_tiles_x * tl_tiles_y * tl_tiles_z;")
+            e(f"for (int tl_pair = blockIdx.x / {C}; tl_pair < (tl_tiles + {C - 1}) / {C}; tl_pair += gridDim.x / {C}) {{")
             self.indent += 1
             e(f"int {', '.join(names)};  // this block's tile: in a persistent kernel the grid counts tiles")
-            e(f"tl::persistent_tile<{TILE_GROUP // C}>(tl_tile, tl_tiles_x, (tl_tiles_y + {C - 1}) / {C}, "
-              f"{', '.join(names)});")
-            e(f"{names[1]} = {names[1]} * {C} + tl_rank;")
+            e(f"const bool tl_share = tl::cluster_tile<{TILE_GROUP}, {C}>(tl_pair, tl_tiles_x, tl_tiles_y, tl_tiles, "
+              f"tl_rank, {', '.join(names)});")
+            e(f"const bool tl_valid = tl_pair * {C} + static_cast<int>(tl_rank) < tl_tiles;")
+            e("tl::unused(tl_share, tl_valid);")
         else:
             e("for (int tl_tile = blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; tl_tile += gridDim.x) {")
             self.indent += 1
@@ -369,7 +382,7 @@ class WarpSpecialized:
             if load.multicast:
                 self.emit(f"tl::tma_load_tile_multicast<{c_type(b.dtype)}, {load.rows}, {load.cols}, {rank}, "
                           f"{self.cluster}>({self.smem_pointer(b.name)}, &tl_map{load.map_index}, tl_full + tl_stage, "
-                          f"{offs[-1]}, {offs[-2]}, {{{lead}}}, tl_rank);")
+                          f"{offs[-1]}, {offs[-2]}, {{{lead}}}, tl_rank, tl_share);")
                 continue
             self.emit(f"tl::tma_load_tile<{c_type(b.dtype)}, {load.rows}, {load.cols}, {rank}>("
                       f"{self.smem_pointer(b.name)}, &tl_map{load.map_index}, tl_full + tl_stage, {offs[-1]}, "

@@ -64,7 +64,7 @@ def grid_source(grid: Sequence[Expr], names: dict[str, str], persistent_blocks: 
     """The launch grid `(x, y, z)` as one Python tuple expression (missing dimensions are 1);
     extents whose IR dtype is not an integer are checked by `extent` at run time.  With
     `persistent_blocks`, `grid` counts the tiles of a persistent kernel, which launches at most
-    that many blocks (one per SM), in clusters of `cluster` that take `cluster` rows of tiles."""
+    that many blocks (one per SM), in clusters of `cluster` that take `cluster` tiles at a time."""
     if not 1 <= len(grid) <= 3:
         raise GridError(f"a launch grid has 1 to 3 dimensions, not {len(grid)}")
     parts = [py_source(e, names) if e.dtype.is_int else f"extent({py_source(e, names)})" for e in grid]
@@ -81,11 +81,11 @@ def compile_grid(grid: Sequence[Expr], slots: dict[str, int], persistent_blocks:
 
 def persistent(tiles: tuple, blocks: int, cluster: int = 1) -> tuple:
     """The blocks of a persistent kernel over `tiles`: one dimension, at most `blocks`, whole
-    clusters that each take `cluster` rows of tiles; an empty or negative tile grid is passed
-    on for the launch's own checks."""
+    clusters that each take `cluster` consecutive tiles; an empty or negative tile grid is
+    passed on for the launch's own checks."""
     if min(tiles) <= 0:
         return tiles
-    work = tiles[0] * -(-tiles[1] // cluster) * tiles[2]
+    work = -(-(tiles[0] * tiles[1] * tiles[2]) // cluster)
     return (cluster * min(work, blocks // cluster), 1, 1)
 
 

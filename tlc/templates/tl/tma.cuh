@@ -107,8 +107,9 @@ __host__ __device__ __forceinline__ void persistent_tile(int t, int tiles_x, int
 // Clusters (thread block clusters of sm_90): this block's rank, a barrier over every thread
 // of the cluster (threads that have exited do not hold it up), an arrival on the barrier at
 // the same shared offset in every block of the cluster, and the multicast variant of
-// tma_load_tile: block `rank` loads rows [rank * ROWS, (rank + 1) * ROWS) of a CLUSTER * ROWS
-// row tile into every block's shared memory, completing each block's own `bar`.
+// tma_load_tile: with `share`, block `rank` loads rows [rank * PART, (rank + 1) * PART) of
+// the tile into every block's shared memory, completing each block's own `bar`; without, it
+// loads all the parts into its own (the same bytes arrive either way).
 __device__ __forceinline__ unsigned cluster_rank() {
   unsigned r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
@@ -157,7 +158,7 @@ __device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap* m
 template <typename T, int ROWS, int COLS, int RANK, int CLUSTER>
 __device__ __forceinline__ void tma_load_tile_multicast(T* smem, const TensorMap* map, unsigned long long* bar, int col0,
                                                         int row0, const int (&lead)[RANK > 2 ? RANK - 2 : 1],
-                                                        unsigned rank) {
+                                                        unsigned rank, bool share) {
   constexpr int SEG = 128 / static_cast<int>(sizeof(T));
   constexpr int PART = ROWS / CLUSTER;  // rows per block, a whole number of 8-row swizzle atoms
   static_assert(COLS % SEG == 0 && ROWS % (8 * CLUSTER) == 0, "a multicast tile splits into swizzle atoms");
@@ -165,12 +166,42 @@ __device__ __forceinline__ void tma_load_tile_multicast(T* smem, const TensorMap
   for (int s = 0; s < COLS / SEG; ++s) {
     int c[RANK];
     c[0] = col0 + s * SEG;
-    c[1] = row0 + static_cast<int>(rank) * PART;
 #pragma unroll
     for (int i = 2; i < RANK; ++i) c[i] = lead[RANK - 1 - i];
-    tma_load_multicast<RANK>(smem + s * ROWS * SEG + rank * PART * SEG, map, bar, c,
-                             static_cast<unsigned short>((1u << CLUSTER) - 1));
+    if (share) {  // this block's part, for every block of the cluster
+      c[1] = row0 + static_cast<int>(rank) * PART;
+      tma_load_multicast<RANK>(smem + s * ROWS * SEG + rank * PART * SEG, map, bar, c,
+                               static_cast<unsigned short>((1u << CLUSTER) - 1));
+    } else {  // the blocks' tiles differ: every part, for this block only
+#pragma unroll
+      for (int p = 0; p < CLUSTER; ++p) {
+        c[1] = row0 + p * PART;
+        tma_load<RANK>(smem + s * ROWS * SEG + p * PART * SEG, map, bar, c);
+      }
+    }
   }
+}
+
+// The tile of block `rank` of a cluster in a persistent kernel: the cluster takes tiles
+// pair * CLUSTER .. pair * CLUSTER + CLUSTER - 1 of persistent_tile's order; a block past the
+// last tile gets y = tiles_y (its copies read zeros; the kernel skips its epilogue).  True
+// when all the cluster's tiles have the same x and z: they then need the same tile of every
+// operand that does not depend on y, which the cluster multicasts.
+template <int GROUP, int CLUSTER>
+__host__ __device__ __forceinline__ bool cluster_tile(int pair, int tiles_x, int tiles_y, int tiles, unsigned rank, int& x,
+                                             int& y, int& z) {
+  int x0, y0, z0;
+  persistent_tile<GROUP>(pair * CLUSTER, tiles_x, tiles_y, x0, y0, z0);
+  x = x0, y = y0, z = z0;
+  bool share = true;
+#pragma unroll
+  for (int r = 1; r < CLUSTER; ++r) {
+    int xr = x0, yr = tiles_y, zr = z0;
+    if (pair * CLUSTER + r < tiles) persistent_tile<GROUP>(pair * CLUSTER + r, tiles_x, tiles_y, xr, yr, zr);
+    share = share && xr == x0 && zr == z0;
+    if (static_cast<unsigned>(r) == rank) x = xr, y = yr, z = zr;
+  }
+  return share;
 }
 
 // Reads its arguments: scalars that only one role of a specialized kernel needs.
