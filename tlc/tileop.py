@@ -14,16 +14,25 @@ from .api import CallError, Kernel, _constants_key, _current_device
 from .dtypes import DType
 from .runtime.args import CUPY, DEVICE, NUMPY, TORCH, array_kind
 from .schedule import schedule_tile_op
-from .schedule.tileops.rules import bucket
+from .schedule.tileops.rules import DEFAULT_RULES, Rules, bucket
 
 
 class TileOp(Kernel):
     """One @tile_op of a loaded module: called like a kernel, returns a new array."""
 
-    def __init__(self, module, fn):
+    def __init__(self, module, fn, rules: Rules = DEFAULT_RULES):
         super().__init__(module, fn)
+        self.schedule_rules = rules
         self._programs: dict = {}
         self._compiled_launches: dict = {}
+
+    def with_rules(self, **rules) -> "TileOp":
+        """This tile op scheduled with other scheduling numbers (`tlc.schedule.tileops.Rules`
+        fields, e.g. `ew_runs=2`), as a separate callable with its own plans and kernels; what
+        bench/fusion.py sweeps."""
+        from dataclasses import replace
+
+        return TileOp(self.module, self.fn, replace(self.schedule_rules, **rules))
 
     def program(self, constants: dict | None = None, arch: str = "sm_80", sizes: dict | None = None):
         """The `TileOpProgram` (kernels, launches, fusion plan) for `constants` and `arch`, with
@@ -33,7 +42,7 @@ class TileOp(Kernel):
         key = (_constants_key(constants), arch, tuple(sorted(buckets.items())))
         if key not in self._programs:
             self._programs[key] = schedule_tile_op(self.module.program, self.name, constants, target=arch,
-                                                   sizes=buckets)
+                                                   sizes=buckets, rules=self.schedule_rules)
         return self._programs[key]
 
     def scheduled(self, constants: dict, arch: str = "sm_80") -> ir.Kernel:
@@ -124,9 +133,36 @@ class TileOp(Kernel):
             run_kernel(launch.kernel, _arguments(launch, store))
         return store[prog.result.name]
 
+    def prepare(self, *args, **kwargs):
+        """(launch, result) for GPU arrays `args`: the result and the temporaries allocated
+        once, and `launch()` running the kernels again into them, without the call's binding
+        and allocation (what bench/fusion.py times as the kernels' own time)."""
+        from .runtime import target_arch
+
+        values, constants = self.bind(args, kwargs)
+        sizes = self._sizes(values)
+        prog = self.program(constants, target_arch(), sizes)
+        store = self._allocate(prog, values, sizes)
+        compiled = self._compiled_program(prog)
+        launches = [(c, _arguments(x, store)) for x, c in zip(prog.launches, compiled)]
+
+        def launch():
+            for c, a in launches:
+                c.call(a)
+        return launch, store[prog.result.name]
+
     def _run_cuda(self, prog, values: dict, sizes: dict):
         """PyTorch inputs: PyTorch results on their device.  CuPy inputs: CuPy arrays.  NumPy
         inputs: copied to the GPU once, the result copied back (temporaries stay there)."""
+        store = self._allocate(prog, values, sizes)
+        for launch, compiled in zip(prog.launches, self._compiled_program(prog)):
+            compiled.call(_arguments(launch, store))
+        out = store[prog.result.name]
+        kinds = {array_kind(values[p.name]) for p in self.fn.tensor_params}
+        return out.numpy() if kinds == {NUMPY} else out
+
+    def _allocate(self, prog, values: dict, sizes: dict) -> dict:
+        """The arguments, temporaries and result of `prog` by name, on the GPU."""
         from .runtime import DeviceArray
 
         tensors = [values[p.name] for p in self.fn.tensor_params]
@@ -150,10 +186,7 @@ class TileOp(Kernel):
                 store[p.name] = DeviceArray.from_numpy(values[p.name])
         for t in prog.temps + (prog.result,):
             store[t.name] = empty(self._shape(t, sizes), t.dtype)
-        for launch, compiled in zip(prog.launches, self._compiled_program(prog)):
-            compiled.call(_arguments(launch, store))
-        out = store[prog.result.name]
-        return out.numpy() if kinds == {NUMPY} else out
+        return store
 
     def _compiled_program(self, prog) -> list:
         from . import runtime

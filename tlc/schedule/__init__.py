@@ -25,13 +25,15 @@ TARGET_SMEM = {"sm_80": SM80_LIMIT, "sm_90a": SM90_LIMIT}
 
 
 def schedule_tile_op(program: CheckedProgram, name: str, constants: dict | None = None, *,
-                     target: str = "sm_80", smem_limit: int | None = None, sizes: dict | None = None):
+                     target: str = "sm_80", smem_limit: int | None = None, sizes: dict | None = None,
+                     rules=None):
     """The `TileOpProgram` of the @tile_op `name`: its kernels, scheduled for `target`, and the
-    launches that run them; `sizes` (shape symbol -> size) steer the tile sizes when known."""
-    from .tileops import schedule_tile_op as plan
+    launches that run them; `sizes` (shape symbol -> size) steer the tile sizes when known, and
+    `rules` (a `tileops.Rules`) replace the default scheduling numbers."""
+    from .tileops import Rules, schedule_tile_op as plan
 
     limit = smem_limit if smem_limit is not None else TARGET_SMEM.get(target, SM90_LIMIT)
-    return plan(program, name, constants, target=target, smem_limit=limit, sizes=sizes)
+    return plan(program, name, constants, target=target, smem_limit=limit, sizes=sizes, rules=rules or Rules())
 
 
 def schedule(program: CheckedProgram, name: str, constants: dict | None = None, *,

@@ -84,3 +84,28 @@ def test_flat_views(monkeypatch):
     got = mod.chain(x, y)
     assert log == [("chain", {"x": (1500,), "y": (1500,), "out": (1500,)})]
     assert_close(got, f32(x * y) + f32(np.exp(x)))
+
+
+def test_prepare_launches_again_into_one_result(monkeypatch):
+    """`prepare` binds and allocates once; each `launch()` runs the kernels into that result."""
+    log = []
+    mod = cuda_module(monkeypatch, log)
+    rng = np.random.default_rng(5)
+    q, k = rand(rng, (40, 32), np.float16), rand(rng, (70, 32), np.float16)
+    launch, out = mod.scores.prepare(q, k, 0.5)
+    assert log == [] and isinstance(out, HostBuffer) and out.shape == (40, 70)
+    launch()
+    launch()
+    assert [name for name, _ in log] == ["scores_0_matmul", "scores_1_rows"] * 2
+    assert_close(out.numpy(), softmax(f32(q) @ f32(k).T * 0.5, 1) + 1)
+
+
+def test_with_rules_schedules_its_own_kernels():
+    mod = module(SRC)
+    wide = mod.chain.with_rules(ew_runs=4)
+    assert wide.schedule_rules.ew_runs == 4 and mod.chain.schedule_rules.ew_runs == 1
+    assert "block tile [8192]" in wide.program({}, "sm_90a", {"M": 1024, "N": 1024}).launches[0].tiles
+    assert "block tile [2048]" in mod.chain.program({}, "sm_90a", {"M": 1024, "N": 1024}).launches[0].tiles
+    rng = np.random.default_rng(6)
+    x, y = rand(rng, (30, 50), np.float16), rand(rng, (30, 50), np.float16)
+    np.testing.assert_array_equal(wide(x, y), mod.chain(x, y))

@@ -21,15 +21,15 @@ from .graph import Graph, TileOpError
 from .matmul import matmul_kernel, tiles_for
 from .program import Launch, Tensor, TileOpProgram, finish
 from .rows import RowKernel
-from .rules import row_tiles
+from .rules import DEFAULT_RULES, Rules, row_tiles
 
-__all__ = ["schedule_tile_op", "TileOpProgram", "Launch", "Tensor"]
+__all__ = ["schedule_tile_op", "TileOpProgram", "Launch", "Tensor", "Rules"]
 
 
 def schedule_tile_op(program: CheckedProgram, name: str, constants: dict | None = None, *, target: str = "sm_80",
-                     smem_limit: int, sizes: dict | None = None) -> TileOpProgram:
+                     smem_limit: int, sizes: dict | None = None, rules: Rules = DEFAULT_RULES) -> TileOpProgram:
     """The kernels and launches of the tile op `name` with `constants` bound, for `target`;
-    `sizes` (shape symbol -> size, when known) steer the tile sizes."""
+    `sizes` (shape symbol -> size, when known) and `rules` steer the tile sizes."""
     fn = bind_constants(program, program.function(name), constants or {})
     sizes = dict(sizes or {})
     try:
@@ -37,14 +37,14 @@ def schedule_tile_op(program: CheckedProgram, name: str, constants: dict | None 
         part = partition(graph)
         if fn.fuse:
             check_fuse(graph, part)
-        return _assemble(graph, program, part, target, smem_limit, sizes)
+        return _assemble(graph, program, part, target, smem_limit, sizes, rules)
     except FuseError as e:
         raise DiagnosticError([Diagnostic("E072", str(e), e.span, e.hint)], program.sources) from None
     except TileOpError as e:
         raise DiagnosticError([Diagnostic("E073", str(e), e.span, e.hint)], program.sources) from None
 
 
-def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: dict) -> TileOpProgram:
+def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: dict, rules: Rules) -> TileOpProgram:
     fn = graph.fn
     result = Tensor(_result_name(part), graph.out_dtype, graph.out_shape)
     temps = tuple(Tensor(t, graph.dtype(node), graph.shape(node)) for node, t in part.temps.items())
@@ -64,13 +64,13 @@ def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: 
             chosen = (f"BM={tiles.BM} BN={tiles.BN} BK={tiles.BK} stages={tiles.stages} "
                       f"threads={tiles.THREADS} (from {tiles.source})")
         elif group.kind == "rows":
-            tiles = row_tiles(group.axis, group.space, sizes)
+            tiles = row_tiles(group.axis, group.space, sizes, rules)
             kernel = RowKernel(b, tiles).kernel()
             fused = tuple(graph.text(h.node) for h in group.members)
             what = "rows" if group.axis == len(group.space) - 1 else "columns"
             chosen = f"{tiles.kept} {what} per block, {tiles.reduced} per tile, threads={kernel.threads}"
         else:
-            kernel, flat = elementwise_kernel(b, sizes)
+            kernel, flat = elementwise_kernel(b, sizes, rules)
             chosen = f"block tile {list(kernel.buffers[-1].shape)}, threads={kernel.threads}"
         kernel = finish(kernel, target, smem_limit, program.sources)
         launches.append(Launch(kernel, flat, group.kind, graph.text(group.root), fused, chosen))

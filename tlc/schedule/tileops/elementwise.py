@@ -13,12 +13,12 @@ from ...parser import nodes as n
 from ..lower import cast
 from .build import KernelBuilder, add, cdiv, i32, mul, var
 from .graph import children
-from .rules import elementwise_tiles
+from .rules import DEFAULT_RULES, Rules, elementwise_tiles
 
 FLAT = "NUMEL"
 
 
-def elementwise_kernel(b: KernelBuilder, sizes: dict) -> tuple[ir.Kernel, bool]:
+def elementwise_kernel(b: KernelBuilder, sizes: dict, rules: Rules = DEFAULT_RULES) -> tuple[ir.Kernel, bool]:
     """(the kernel, whether its tensors are flat views)."""
     g, root, dest = b.g, b.group.root, b.group.dest
     shape = g.shape(root)
@@ -32,7 +32,7 @@ def elementwise_kernel(b: KernelBuilder, sizes: dict) -> tuple[ir.Kernel, bool]:
         sizes = {**sizes, symbol: _numel(shape, sizes)}
     else:
         dims = shape
-    tiles = elementwise_tiles(len(dims), dims, sizes, dtypes)
+    tiles = elementwise_tiles(len(dims), dims, sizes, dtypes, rules)
     if len(dims) == 1:
         vars_, block_vars = ("i",), ("bx",)
         origin = (mul(var("bx"), i32(tiles.shape[0])),)

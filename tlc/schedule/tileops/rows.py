@@ -71,6 +71,8 @@ class RowKernel:
         self.wanted: list = []  # fragments the statements being built read
         self.stats: dict = {}  # member node -> (fragment, acc dtype) or (max fragment, sum fragment, acc dtype)
         self.scratch: dict = {}  # acc dtype -> tile fragment
+        self.one_tile = False  # building the path for rows that fit one tile
+        self.exps: dict = {}  # softmax node -> its exponentials (the one-tile path)
 
     # ---- leaves --------------------------------------------------------------------------------------
     def tensor_leaf(self, name: str):
@@ -105,11 +107,14 @@ class RowKernel:
                                   h.node.span, "keep the reduced axis (keepdims=True) so that it broadcasts "
                                   "along the rows it was computed from")
             dt = self.g.dtype(h.node)
-            if h.kind == "softmax":
+            if h.kind == "softmax":  # exp(x - max) times the reciprocal of the sum (finish_pass)
                 m, s, acc = self.stats[h.node]
-                x = cast(self.b.lower.value_at(h.node.args[0], self.here, self.space), acc)
-                e = ir.Call("exp", (ir.BinOp("-", x, ir.Load(m, k, acc), acc),), acc)
-                return cast(ir.BinOp("/", e, ir.Load(s, k, acc), acc), dt)
+                if self.one_tile and self.tiles.keep_exp:
+                    e = ir.Load(self.exps[h.node], self.local, acc)
+                else:
+                    x = cast(self.b.lower.value_at(h.node.args[0], self.here, self.space), acc)
+                    e = ir.Call("exp", (ir.BinOp("-", x, ir.Load(m, k, acc), acc),), acc)
+                return cast(ir.BinOp("*", e, ir.Load(s, k, acc), acc), dt)
             st, acc = self.stats[h.node]
             return cast(ir.Load(st, k, acc), dt)
         return load
@@ -142,6 +147,13 @@ class RowKernel:
             fill = ir.Store(tmp, self.local, self.mask(cast(v, acc), identity(h.reduce, acc)))
             return [self.over_tile(pre + [fill]), ir.Reduce(kind, tmp, st, dim, clear=False)]
         m, s, _ = self.stats[h.node]
+        if self.one_tile:  # the whole row at once: its max and sum straight into the statistics
+            e = self.exps[h.node] if self.tiles.keep_exp else tmp
+            expd = ir.Store(e, self.local, ir.Call("exp", (ir.BinOp("-", ir.Load(e, self.local, acc),
+                                                                     ir.Load(m, (var(self.kv),), acc), acc),), acc))
+            return [self.over_tile(pre + [ir.Store(e, self.local, self.mask(cast(v, acc), identity("max", acc)))]),
+                    ir.Reduce("max", e, m, dim, clear=False), self.over_tile([expd]),
+                    ir.Reduce("sum", e, s, dim, clear=False)]
         tmax, tsum = self.tile_stats[h.node]
         k = (var(self.kv),)
         fill = ir.Store(tmp, self.local, self.mask(cast(v, acc), identity("max", acc)))
@@ -195,30 +207,81 @@ class RowKernel:
                 st = b.buffer(f"row_{h.reduce}", "fragment", acc, (K,))
                 self.stats[h.node] = (st, acc)
                 body.append(ir.Fill(st, identity(h.reduce, acc)))
-        for members in self.passes():
-            body.append(self.tile_loop(lambda: [s for h in members for s in self.member_stmts(h)]))
-            for h in members:
-                if h.kind == "reduce" and h.reduce == "mean":
-                    st, acc = self.stats[h.node]
-                    n = cast(b.dim(self.red_dim), acc)
-                    body.append(self.over_rows([ir.Store(st, (var(self.kv),),
-                                                         ir.BinOp("/", ir.Load(st, (var(self.kv),), acc), n, acc))]))
+        if self.tiles.whole and self.tiles.keep_exp:
+            # a lone softmax keeps its exponentials in the scratch tile (no other pass needs it):
+            # fewer registers a thread, more blocks per SM
+            self.exps = {h.node: (self.tmp(self.stats[h.node][2]) if len(group.members) == 1 else
+                                  b.buffer("row_exp", "fragment", self.stats[h.node][2], self.tile))
+                         for h in group.members if h.kind == "softmax"}
         dest = group.dest
         out_dt, out_shape = b.tensors[dest]
-        if tuple(out_shape) == tuple(self.space):
-            out = b.buffer(f"{dest}_tile", "fragment", out_dt, self.tile)
-
-            def result():
-                pre, v = b.lower.element(group.root, self.here, self.space)
-                return [self.over_tile(pre + [ir.Store(out, self.local, cast(v, out_dt))]),
-                        ir.Copy(ir.BufferRef(out), ir.Region(dest, self.origin, self.extents))]
-            body.append(self.tile_loop(result))
+        self.out = b.buffer(f"{dest}_tile", "fragment", out_dt, self.tile) \
+            if tuple(out_shape) == tuple(self.space) else None
+        tiled = self.tiled_stmts()
+        if self.tiles.whole:  # the rows the plan is for fit one tile; longer ones take the loops
+            one = self.one_tile_stmts()
+            body.append(ir.If(ir.BinOp("==", var(self.ntiles), i32(1), BOOL), tuple(one), tuple(tiled)))
         else:
-            idx = self.reduced_index(len(out_shape) == len(self.space))
-            pre, v = b.lower.element(group.root, idx, tuple(out_shape))
-            body.append(self.over_rows(pre + [ir.Store(dest, idx, cast(v, out_dt))]))
+            body += tiled
         grid = (cdiv(b.dim(self.kept_dim), K),)
         return b.kernel(grid, ("bx",), self.tiles.threads, tuple(body))
+
+    def tiled_stmts(self) -> list:
+        """Rows of any length: one loop over the row's tiles per pass, then one for the result."""
+        self.one_tile, self.loaded = False, set()
+        body: list = []
+        for members in self.passes():
+            body.append(self.tile_loop(lambda: [s for h in members for s in self.member_stmts(h)]))
+            body += self.finish_pass(members)
+        if self.out is not None:
+            body.append(self.tile_loop(self.result_tile))
+        else:
+            body += self.result_rows()
+        return body
+
+    def one_tile_stmts(self) -> list:
+        """A row that fits one tile (t = 0): each tensor copied into registers once, every pass
+        and the result computed from them, a softmax's exponentials computed once."""
+        self.one_tile, self.wanted = True, []
+        body: list = [ir.LetScalar(self.t, I32, i32(0))]
+        for members in self.passes():
+            body += [s for h in members for s in self.member_stmts(h)]
+            body += self.finish_pass(members)
+        body += self.result_tile() if self.out is not None else self.result_rows()
+        copies = [ir.Copy(ir.Region(name, self.origin, self.extents), ir.BufferRef(f))
+                  for name, f in self.frags.items() if f in self.wanted]
+        return body[:1] + copies + body[1:]
+
+    def finish_pass(self, members) -> list:
+        """After a pass: a mean divides its sum by the row's length; a softmax keeps the
+        reciprocal of its sum, so that each element is multiplied, not divided."""
+        out = []
+        k = (var(self.kv),)
+        for h in members:
+            if h.kind == "reduce" and h.reduce == "mean":
+                st, acc = self.stats[h.node]
+                n = cast(self.b.dim(self.red_dim), acc)
+                out.append(self.over_rows([ir.Store(st, k, ir.BinOp("/", ir.Load(st, k, acc), n, acc))]))
+            elif h.kind == "softmax":
+                _, s, acc = self.stats[h.node]
+                out.append(self.over_rows([ir.Store(s, k, ir.BinOp("/", ir.Const(1, acc), ir.Load(s, k, acc), acc))]))
+        return out
+
+    def result_tile(self) -> list:
+        """Each element of a full-shape result, then its store."""
+        b, group = self.b, self.b.group
+        out_dt = b.tensors[group.dest][0]
+        pre, v = b.lower.element(group.root, self.here, self.space)
+        return [self.over_tile(pre + [ir.Store(self.out, self.local, cast(v, out_dt))]),
+                ir.Copy(ir.BufferRef(self.out), ir.Region(group.dest, self.origin, self.extents))]
+
+    def result_rows(self) -> list:
+        """A reduced result: one element per row."""
+        b, group = self.b, self.b.group
+        out_dt, out_shape = b.tensors[group.dest]
+        idx = self.reduced_index(len(out_shape) == len(self.space))
+        pre, v = b.lower.element(group.root, idx, tuple(out_shape))
+        return [self.over_rows(pre + [ir.Store(group.dest, idx, cast(v, out_dt))])]
 
     def passes(self) -> list[list]:
         """The members by pass: a member runs one pass after the latest member it reads."""

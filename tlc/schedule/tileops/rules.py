@@ -14,11 +14,32 @@ from ...dtypes import DType
 
 VECTOR_BYTES = 16  # one 16-byte access per thread and run
 DEFAULT_SIZE = 1024  # the size assumed for a shape symbol whose value is not known
-ROW_TILE_ELEMS = 2048  # a row kernel's tile holds at least this many elements...
-ROW_TILE_MAX = 8192  # ...and at most this many along the reduced axis
-ROW_ELEMS_PER_THREAD = 16  # elements of each tile-shaped fragment a thread holds (registers)
+ROW_TILE_MAX = 8192  # a row kernel's tile holds at most this many elements along the reduced axis
 COL_TILE_MAX = 256  # columns per block of a column reduction (axis 0)
-EW_RUNS_PER_THREAD = 2  # 16-byte runs each thread handles in an element-wise kernel
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The tunable numbers of the scheduling rules.  The defaults are the rules docs/tile-ops.md
+    states; bench/fusion.py sweeps others (`TileOp.with_rules(...)`) so that one GPU run shows
+    which is fastest."""
+
+    ew_threads: int = 256  # threads of an element-wise kernel
+    ew_runs: int = 1  # 16-byte runs each of its threads moves per tensor (f16: 2048 elements a block)
+    row_elems_per_thread: int = 16  # elements of a row tile each thread holds (registers)
+    row_block_elems: int = 2048  # a row kernel's block holds at least this many elements (more rows)
+    row_keep_exp: bool = True  # a one-tile softmax keeps exp(x - max) in registers for the result
+
+    def __post_init__(self):
+        for name in ("ew_threads", "ew_runs", "row_elems_per_thread", "row_block_elems"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1 or v & (v - 1):
+                raise ValueError(f"rule {name} must be a power of two, not {v!r}")
+        if not 32 <= self.ew_threads <= 1024:
+            raise ValueError(f"rule ew_threads must be 32 to 1024, not {self.ew_threads}")
+
+
+DEFAULT_RULES = Rules()
 
 
 def pow2_at_least(n: int) -> int:
@@ -50,18 +71,19 @@ class ElementwiseTiles:
     threads: int
 
 
-def elementwise_tiles(rank: int, dims, sizes: dict, dtypes) -> ElementwiseTiles:
-    """A flat (1-D) kernel: 256 threads, `EW_RUNS_PER_THREAD` runs of `vector` elements each.
+def elementwise_tiles(rank: int, dims, sizes: dict, dtypes, rules: Rules = DEFAULT_RULES) -> ElementwiseTiles:
+    """A flat (1-D) kernel: `ew_threads` threads, `ew_runs` runs of `vector` elements each
+    (std.nn's silu_residual at its best: one 16-byte vector per thread and tensor, 256 threads).
     A 2-D one (broadcasting): as many columns as the tensor has, up to 256, and rows to make
     the same number of elements."""
     vec = vector(dtypes)
-    threads = 256
-    block = threads * vec * EW_RUNS_PER_THREAD
+    threads = rules.ew_threads
+    block = threads * vec * rules.ew_runs
     if rank == 1:
         return ElementwiseTiles((block,), threads)
     bn = min(max(size_of(dims[-1], sizes), vec), 256)
     bm = max(1, min(block // bn, size_of(dims[0], sizes)))
-    return ElementwiseTiles((bm, bn), threads if bm * bn >= threads * vec else 128)
+    return ElementwiseTiles((bm, bn), threads if bm * bn >= threads * vec else min(threads, 128))
 
 
 @dataclass(frozen=True)
@@ -69,23 +91,27 @@ class RowTiles:
     kept: int  # rows (axis 1) or columns (axis 0) per block
     reduced: int  # elements of the reduced axis per tile; a longer axis is walked tile by tile
     threads: int
+    whole: bool = False  # the rows the plan is for fit one tile: the kernel has a one-tile path
+    keep_exp: bool = True  # that path keeps a softmax's exponentials in registers
 
 
-def row_tiles(axis: int, space, sizes: dict) -> RowTiles:
+def row_tiles(axis: int, space, sizes: dict, rules: Rules = DEFAULT_RULES) -> RowTiles:
     """Rows of a row reduction (axis 1, or a 1-D tensor): the whole row in one tile when it has
-    at most `ROW_TILE_MAX` elements (then every pass after the first reads registers, not
-    memory), and enough rows per block for `ROW_TILE_ELEMS` elements.  Columns (axis 0): up to
-    `COL_TILE_MAX` columns per block, walking the rows in tiles.  Threads: one per
-    `ROW_ELEMS_PER_THREAD` elements of the tile, 128 to 1024."""
+    at most `ROW_TILE_MAX` elements (then the kernel reads each element once and every pass
+    after the first reads registers), and enough rows per block for `row_block_elems` elements.
+    Columns (axis 0): up to `COL_TILE_MAX` columns per block, walking the rows in tiles of
+    `row_block_elems` elements.  Threads: one per `row_elems_per_thread` elements of the tile,
+    128 to 1024."""
     if axis == len(space) - 1:
         n = size_of(space[-1], sizes)
         m = size_of(space[0], sizes) if len(space) == 2 else 1
         red = max(32, min(n, ROW_TILE_MAX))
-        kept = max(1, min(ROW_TILE_ELEMS // red, m))
+        kept = max(1, min(rules.row_block_elems // red, m))
     else:
         kept = max(32, min(size_of(space[1], sizes), COL_TILE_MAX))
-        red = max(1, min(ROW_TILE_ELEMS // kept, size_of(space[0], sizes)))
-    return RowTiles(kept, red, min(1024, max(128, kept * red // ROW_ELEMS_PER_THREAD)))
+        red = max(1, min(rules.row_block_elems // kept, size_of(space[0], sizes)))
+    threads = min(1024, max(128, kept * red // rules.row_elems_per_thread))
+    return RowTiles(kept, red, threads, whole=axis == len(space) - 1 and n <= red, keep_exp=rules.row_keep_exp)
 
 
 TENSOR_CORE_DTYPES = ("f16", "bf16", "f8e4m3", "f8e5m2", "i8", "u8")

@@ -1,0 +1,93 @@
+"""The scheduling numbers bench/fusion.py sweeps (`Rules`, `TileOp.with_rules`): every variant
+computes what NumPy does on the interpreter, on rows that fit one tile (read once, softmax's
+exponentials kept or recomputed) and rows that take several, and compiles with nvcc for sm_90a
+with no spills."""
+from __future__ import annotations
+
+import pathlib
+import re
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from tileops_kit import assert_close, f32, module, rand, softmax
+from tlc.schedule.tileops import Rules
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "codegen"))
+from nvcc import compile_object  # noqa: E402
+
+SRC = """
+@tile_op
+def smax(x: f16[M, N]) -> f16[M, N]:
+    return softmax(x, axis=1)
+
+@tile_op
+def lse(x: f32[M, N]) -> f32[M, 1]:
+    m = max(x, axis=1, keepdims=True)
+    return m + log(sum(exp(x - m), axis=1, keepdims=True))
+
+@tile_op
+def scaled(x: f16[M, N], s: f32) -> f16[M, N]:
+    return f16(softmax(x * s, axis=1) * sum(x, axis=1, keepdims=True))
+
+@tile_op
+def chain(x: f16[N], y: f16[N]) -> f16[N]:
+    return f16(exp(x * y) - sqrt(abs(y)) + x)
+"""
+
+VARIANTS = [{}, {"row_elems_per_thread": 8}, {"row_elems_per_thread": 32}, {"row_keep_exp": False},
+            {"row_block_elems": 8192}, {"ew_runs": 2}, {"ew_runs": 4, "ew_threads": 128}]
+RNG = np.random.default_rng(21)
+
+
+@pytest.mark.parametrize("rules", VARIANTS, ids=lambda r: ",".join(f"{k}={v}" for k, v in r.items()) or "default")
+@pytest.mark.parametrize("cols", [300, 9000])
+def test_variants_agree_with_numpy(rules, cols):
+    mod = module(SRC)
+    x = rand(RNG, (5, cols), np.float16)
+    assert_close(mod.smax.with_rules(**rules)(x), softmax(f32(x), 1))
+    z = rand(RNG, (5, cols))
+    m = z.max(1, keepdims=True)
+    assert_close(mod.lse.with_rules(**rules)(z), m + np.log(np.exp(z - m).sum(1, keepdims=True)))
+    want = softmax(f32(x) * 0.5, 1) * f32(x).sum(1, keepdims=True)
+    assert_close(mod.scaled.with_rules(**rules)(x, 0.5), want)
+    a, b = rand(RNG, 3000, np.float16) * 0.5, rand(RNG, 3000, np.float16)
+    assert_close(mod.chain.with_rules(**rules)(a, b), f32(np.exp(a * b)) - np.sqrt(np.abs(f32(b))) + f32(a))
+
+
+def test_one_tile_softmax_reads_once_and_multiplies():
+    """Rows that fit one tile: x copied once, exp computed once, each element multiplied by the
+    reciprocal of its row's sum (no division per element)."""
+    from tlc import ir
+    from tlc.ir.walk import statements
+
+    kernel = module(SRC).smax.program({}, "sm_90a", {"M": 16384, "N": 8192}).launches[0].kernel
+    (branch,) = [s for s in kernel.body if isinstance(s, ir.If)]
+    copies = [s for s in statements(branch.then) if isinstance(s, ir.Copy)]
+    assert [(c.src.name, c.dst.name) for c in copies] == [("x", "x_tile"), ("out_tile", "out")]
+    one_tile = ir.print_kernel(kernel).split("if tiles == 1:")[1].split("\n  else:")[0]
+    assert one_tile.count("exp(") == 1
+    assert one_tile.count(" / ") == 1 and "row_sum[i] = 1.0 / row_sum[i]" in one_tile
+
+
+def test_rules_must_be_powers_of_two():
+    with pytest.raises(ValueError, match=r"^rule ew_runs must be a power of two, not 3$"):
+        Rules(ew_runs=3)
+    with pytest.raises(ValueError, match=r"^rule ew_threads must be 32 to 1024, not 2048$"):
+        Rules(ew_threads=2048)
+
+
+def test_the_swept_kernels_compile_without_spills(tmp_path):
+    from tlc.codegen import generate_file
+
+    mod = module(SRC)
+    kernels = []
+    for k, rules in enumerate(VARIANTS):
+        for name, sizes in (("smax", {"M": 16384, "N": 8192}), ("chain", {"N": 1 << 28})):
+            prog = getattr(mod, name).with_rules(**rules).program({}, "sm_90a", sizes)
+            kernels.extend(replace(x, name=f"v{k}_{x.name}") for x in prog.kernels)
+    log = compile_object(generate_file(kernels, "sm_90a", sources=mod.program.sources, source_name="ops.tl"),
+                         "sm_90a", tmp_path)
+    assert set(re.findall(r"(\d+) bytes spill stores", log)) == {"0"}, log
