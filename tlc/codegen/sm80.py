@@ -17,6 +17,7 @@ from ..schedule.tensor_cores import tensor_core_op
 from .cexpr import CExprs, CodegenError, cvt
 from .cnames import c_name, c_type, compute_type, literal
 from .copies import CopyGen
+from .occupancy import min_blocks
 from .ranges import provably_within
 from .reductions import ReduceGen
 
@@ -86,7 +87,8 @@ class Sm80(CExprs, CopyGen, ReduceGen):
             self.emit(f"(void){c_name(v)};")
         for b in k.buffers:
             self.declare_buffer(b)
-        return {"body": self.lines + body, "preamble": self.preamble, "smem_bytes": self.smem_total()}
+        return {"body": self.lines + body, "preamble": self.preamble, "smem_bytes": self.smem_total(),
+                "min_blocks": min_blocks(k, k.threads)}
 
     def smem_total(self) -> int:
         return self.k.smem_bytes + self.scratch_bytes

@@ -4,7 +4,7 @@ using tl_layernorm_layout_0 = tl::Blocked<4, 1024, 128, 8>;
 using tl_layernorm_layout_1 = tl::Kept<tl_layernorm_layout_0, 1>;
 using tl_layernorm_layout_2 = tl::Kept<tl_layernorm_layout_0, 0>;
 
-extern "C" __global__ void __launch_bounds__(128) layernorm(const half* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta, half* __restrict__ y, int M, int N) {
+extern "C" __global__ void __launch_bounds__(128, 4) layernorm(const half* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta, half* __restrict__ y, int M, int N) {
   extern __shared__ __align__(1024) unsigned char tl_smem[];
   const int bx = blockIdx.x;
   (void)bx;

@@ -3,7 +3,7 @@
 using tl_softmax_layout_0 = tl::Blocked<4, 1024, 128, 8>;
 using tl_softmax_layout_1 = tl::Kept<tl_softmax_layout_0, 0>;
 
-extern "C" __global__ void __launch_bounds__(128) softmax(const half* __restrict__ x, half* __restrict__ y, int M, int N) {
+extern "C" __global__ void __launch_bounds__(128, 6) softmax(const half* __restrict__ x, half* __restrict__ y, int M, int N) {
   extern __shared__ __align__(1024) unsigned char tl_smem[];
   const int bx = blockIdx.x;
   (void)bx;

@@ -11,10 +11,20 @@ struct Blocked {
   static constexpr int RUNS = (SIZE + VEC - 1) / VEC;
   static constexpr int REGS = ((RUNS + THREADS - 1) / THREADS) * VEC;
   static constexpr int RUN = VEC;
-  __host__ __device__ static __forceinline__ int linear(int t, int r) { return ((r / VEC) * THREADS + t) * VEC + r % VEC; }
-  __host__ __device__ static __forceinline__ int row(int t, int r) { return linear(t, r) / COLS; }
-  __host__ __device__ static __forceinline__ int col(int t, int r) { return linear(t, r) % COLS; }
-  __host__ __device__ static __forceinline__ bool valid(int t, int r) { return linear(t, r) < SIZE; }
+  // Unsigned, so that / and % by a power of two are shifts and masks, and the column of a run's
+  // e-th register folds to the run's column + e.
+  __host__ __device__ static __forceinline__ unsigned linear(int t, int r) {
+#ifdef __CUDA_ARCH__
+    // Every thread that touches a fragment is one of the THREADS: knowing it, the compiler sees
+    // which run lies in which row, and addresses all of a thread's runs from one pointer.
+    __builtin_assume(t >= 0 && t < THREADS);
+#endif
+    return (static_cast<unsigned>(r / VEC) * THREADS + static_cast<unsigned>(t)) * VEC + static_cast<unsigned>(r % VEC);
+  }
+  __host__ __device__ static __forceinline__ int row(int t, int r) { return static_cast<int>(linear(t, r) / COLS); }
+  __host__ __device__ static __forceinline__ int col(int t, int r) { return static_cast<int>(linear(t, r) % COLS); }
+  // Every register is valid when the runs are whole rounds over the threads.
+  __host__ __device__ static __forceinline__ bool valid(int t, int r) { return RUNS % THREADS == 0 || linear(t, r) < SIZE; }
 };
 
 // The accumulator of mma.sync.m16n8k16 over WARPS_M x WARPS_N warps: lane l of a warp holds,
@@ -171,23 +181,47 @@ __device__ __forceinline__ bool runs_aligned(const T* g, long long stride, long 
          col0 % E == 0;
 }
 
+// Loads are issued for every run before any is converted: a conversion waits for its load, so
+// converting run by run would leave one vector in flight per thread instead of all of them.
 template <typename L, typename T, typename U>
 __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, long long rows, long long cols,
                                          long long row0, long long col0) {
-  constexpr int RUN = L::RUN;
+  constexpr int RUN = L::RUN, RUNS = L::REGS / RUN;
+  using A = RunAccess<RUN, T>;
+  using V = typename VectorOf<A::VBYTES>::type;
+  constexpr int NV = RUN / A::ELEMS;  // vectors per run
   const int t = threadIdx.x;
   const bool aligned = runs_aligned<L>(g, stride, col0);
   const TileBounds in(rows, cols, row0, col0);
   const T* tile = g + row0 * stride + col0;
+  V raw[RUNS][NV];
+  bool whole[RUNS];  // the run lies inside the tensor and was loaded as vectors
 #pragma unroll
-  for (int r0 = 0; r0 < L::REGS; r0 += RUN) {
+  for (int k = 0; k < RUNS; ++k) {
+    const int lr = L::row(t, k * RUN), lc = L::col(t, k * RUN);
+    const T* p = tile + static_cast<long long>(lr) * stride + lc;
+    whole[k] = aligned && L::valid(t, k * RUN) && in.row_in(lr) && in.col_in(lc) && in.col_in(lc + RUN - 1);
+    if (whole[k]) {
+#pragma unroll
+      for (int v = 0; v < NV; ++v) raw[k][v] = *reinterpret_cast<const V*>(p + v * A::ELEMS);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < RUNS; ++k) {
+    const int r0 = k * RUN;
+    if (whole[k]) {
+#pragma unroll
+      for (int v = 0; v < NV; ++v) {
+        union { V v; T e[A::ELEMS]; } u;
+        u.v = raw[k][v];
+#pragma unroll
+        for (int e = 0; e < A::ELEMS; ++e) regs[r0 + v * A::ELEMS + e] = cvt<U>(u.e[e]);
+      }
+      continue;
+    }
     const int lr = L::row(t, r0), lc = L::col(t, r0);
     const T* p = tile + static_cast<long long>(lr) * stride + lc;
     const bool row_in = L::valid(t, r0) && in.row_in(lr);
-    if (aligned && row_in && in.col_in(lc) && in.col_in(lc + RUN - 1)) {
-      load_run<RUN>(regs + r0, p);
-      continue;
-    }
 #pragma unroll
     for (int e = 0; e < RUN; ++e) regs[r0 + e] = row_in && in.col_in(lc + e) ? cvt<U>(p[e]) : cvt<U>(0.0f);
   }

@@ -1,0 +1,42 @@
+"""How many blocks per SM a kernel asks ptxas for (`__launch_bounds__(THREADS, MIN_BLOCKS)`).
+
+A kernel without gemm or shared memory (row-wise and element-wise kernels) is memory-bound: its
+speed is the bytes in flight per SM, i.e. how many of its blocks are resident at once.  Left
+alone, ptxas spends registers on instruction-level parallelism (up to 255 a thread under
+`__launch_bounds__(THREADS)`: softmax at 256 threads took 128, two blocks per SM where four
+fit), so such a kernel asks for as many blocks as its fragments leave room for: each thread's
+fragment registers plus OVERHEAD for addresses, indices and temporaries, and at least one.  Kernels with gemm or
+shared memory keep ptxas's choice (their occupancy is limited by shared memory and their
+speed by instruction-level parallelism).
+"""
+from __future__ import annotations
+
+from .. import ir
+from ..ir.walk import statements
+
+REGISTERS_PER_SM = 65536  # sm_80 and sm_90
+THREADS_PER_SM = 2048     # sm_80 and sm_90
+BLOCKS_PER_SM = 32        # sm_80 and sm_90: ptxas rejects a larger minimum
+OVERHEAD = 32             # registers a thread needs besides its fragments (std.nn without spills)
+
+
+def fragment_registers(kernel: ir.Kernel) -> int:
+    """32-bit registers per thread that the kernel's fragments take (16-bit elements pack two
+    to a register), all at once: an upper bound on what is live."""
+    total = 0
+    for b in kernel.buffers:
+        if b.scope == "fragment" and b.layout is not None:
+            total += -(-b.layout.registers * b.dtype.itemsize // 4)
+    return total
+
+
+def min_blocks(kernel: ir.Kernel, threads: int) -> int | None:
+    """Blocks per SM to ask for, or None to leave ptxas its choice."""
+    if any(b.scope == "shared" for b in kernel.buffers):
+        return None
+    if any(isinstance(s, ir.Gemm) for s in statements(kernel.body)):
+        return None
+    wanted = -(-(fragment_registers(kernel) + OVERHEAD) // 8) * 8
+    # At least 1: without a minimum ptxas may still hold registers to what two blocks allow,
+    # and spill (layer_norm at 512 threads: 64 registers and spills; with (512, 1): 80, none).
+    return max(1, min(BLOCKS_PER_SM, THREADS_PER_SM // threads, REGISTERS_PER_SM // (threads * wanted)))
