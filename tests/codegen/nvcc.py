@@ -20,3 +20,22 @@ def compile_object(source: str, arch: str, tmp_path, name: str = "k") -> str:
     res = nvcc([*ARCH_FLAGS[arch], "-Xptxas", "-v", "-c", str(path), "-o", str(tmp_path / f"{name}.o")], tmp_path)
     assert res.returncode == 0, res.stderr[-4000:]
     return res.stderr
+
+
+def cuobjdump() -> str | None:
+    """cuobjdump on PATH, beside nvcc, or from the nvidia-cuda-cuobjdump wheel (a test extra)."""
+    from pathlib import Path
+
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    if NVCC and (Path(NVCC).parent / "cuobjdump").exists():
+        return str(Path(NVCC).parent / "cuobjdump")
+    try:
+        import nvidia
+    except ImportError:
+        return None
+    for root in nvidia.__path__:
+        for p in Path(root).glob("cu*/bin/cuobjdump"):
+            return str(p)
+    return None

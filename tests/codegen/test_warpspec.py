@@ -2,7 +2,6 @@
 asks of the launch, and the machine code it compiles to (TMA, wgmma, register reallocation,
 no local memory)."""
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,10 +14,9 @@ from tlc.dtypes import F16, F32
 from tlc.runtime.tensormap import map_geometry
 from tlc.schedule import schedule
 from kit_codegen import generated, kernel_part
-from nvcc import ARCH_FLAGS, nvcc
+from nvcc import ARCH_FLAGS, cuobjdump, nvcc
 
-CUOBJDUMP = shutil.which("cuobjdump") or next(
-    iter(Path("/").glob("root/.pyenv/versions/*/lib/python*/site-packages/nvidia/cu13/bin/cuobjdump")), None)
+CUOBJDUMP = cuobjdump()
 
 
 def _generate(src: str, name: str, arch="sm_90a", **constants):

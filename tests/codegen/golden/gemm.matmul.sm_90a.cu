@@ -65,10 +65,12 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
         if (tl_worker == 0) {
           tl::prefetch_tensor_map(&tl_map0);
           tl::prefetch_tensor_map(&tl_map1);
-          for (int tl_tile = blockIdx.x / 2; tl_tile < tl_tiles_x * ((tl_tiles_y + 1) / 2) * tl_tiles_z; tl_tile += gridDim.x / 2) {
+          const int tl_tiles = tl_tiles_x * tl_tiles_y * tl_tiles_z;
+          for (int tl_pair = blockIdx.x / 2; tl_pair < (tl_tiles + 1) / 2; tl_pair += gridDim.x / 2) {
             int bx, by, tl_bz;  // this block's tile: in a persistent kernel the grid counts tiles
-            tl::persistent_tile<4>(tl_tile, tl_tiles_x, (tl_tiles_y + 1) / 2, bx, by, tl_bz);
-            by = by * 2 + tl_rank;
+            const bool tl_share = tl::cluster_tile<8, 2>(tl_pair, tl_tiles_x, tl_tiles_y, tl_tiles, tl_rank, bx, by, tl_bz);
+            const bool tl_valid = tl_pair * 2 + static_cast<int>(tl_rank) < tl_tiles;
+            tl::unused(tl_share, tl_valid);
             (void)bx;
             (void)by;
             (void)tl_bz;
@@ -80,15 +82,17 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
               (void)k;
               tl::mbar_arrive_expect_tx(tl_full + tl_stage, 49152);
               tl::tma_load_tile<half, 128, 64, 2>((As + ((tl_it) % 3) * 8192), &tl_map0, tl_full + tl_stage, (k * 64), (by * 128), {0});
-              tl::tma_load_tile_multicast<half, 64, 256, 2, 2>((Bs + ((tl_it) % 3) * 16384), &tl_map1, tl_full + tl_stage, (bx * 256), (k * 64), {0}, tl_rank);
+              tl::tma_load_tile_multicast<half, 64, 256, 2, 2>((Bs + ((tl_it) % 3) * 16384), &tl_map1, tl_full + tl_stage, (bx * 256), (k * 64), {0}, tl_rank, tl_share);
             }
           }
         }
       } else {  // the host could not encode a tensor map (unaligned rows): copy element by element
-        for (int tl_tile = blockIdx.x / 2; tl_tile < tl_tiles_x * ((tl_tiles_y + 1) / 2) * tl_tiles_z; tl_tile += gridDim.x / 2) {
+        const int tl_tiles = tl_tiles_x * tl_tiles_y * tl_tiles_z;
+        for (int tl_pair = blockIdx.x / 2; tl_pair < (tl_tiles + 1) / 2; tl_pair += gridDim.x / 2) {
           int bx, by, tl_bz;  // this block's tile: in a persistent kernel the grid counts tiles
-          tl::persistent_tile<4>(tl_tile, tl_tiles_x, (tl_tiles_y + 1) / 2, bx, by, tl_bz);
-          by = by * 2 + tl_rank;
+          const bool tl_share = tl::cluster_tile<8, 2>(tl_pair, tl_tiles_x, tl_tiles_y, tl_tiles, tl_rank, bx, by, tl_bz);
+          const bool tl_valid = tl_pair * 2 + static_cast<int>(tl_rank) < tl_tiles;
+          tl::unused(tl_share, tl_valid);
           (void)bx;
           (void)by;
           (void)tl_bz;
@@ -109,10 +113,12 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
     }
     tl::setmaxnreg_inc<232>();
     int tl_it = 0;
-    for (int tl_tile = blockIdx.x / 2; tl_tile < tl_tiles_x * ((tl_tiles_y + 1) / 2) * tl_tiles_z; tl_tile += gridDim.x / 2) {
+    const int tl_tiles = tl_tiles_x * tl_tiles_y * tl_tiles_z;
+    for (int tl_pair = blockIdx.x / 2; tl_pair < (tl_tiles + 1) / 2; tl_pair += gridDim.x / 2) {
       int bx, by, tl_bz;  // this block's tile: in a persistent kernel the grid counts tiles
-      tl::persistent_tile<4>(tl_tile, tl_tiles_x, (tl_tiles_y + 1) / 2, bx, by, tl_bz);
-      by = by * 2 + tl_rank;
+      const bool tl_share = tl::cluster_tile<8, 2>(tl_pair, tl_tiles_x, tl_tiles_y, tl_tiles, tl_rank, bx, by, tl_bz);
+      const bool tl_valid = tl_pair * 2 + static_cast<int>(tl_rank) < tl_tiles;
+      tl::unused(tl_share, tl_valid);
       (void)bx;
       (void)by;
       (void)tl_bz;
@@ -138,9 +144,11 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
       tl::fence_registers<128>(acc);
       // and the last stage, which the next tile's copies will overwrite
       if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive_cluster<2>(tl_empty + (tl_it + 2) % 3);
-      // 24: copy(acc, C[by * BM, bx * BN])
+      if (tl_valid) {  // a block past the last tile stores nothing
+        // 24: copy(acc, C[by * BM, bx * BN])
 #line 24 "examples/gemm.tl"
-      tl::copy_f2g<tl_matmul_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));
+        tl::copy_f2g<tl_matmul_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));
+      }
     }
     tl::cluster_sync();  // the peer may still arrive on this block's barriers until here
   }
@@ -157,8 +165,8 @@ extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int 
   int tl_device = 0, tl_sms = 0;
   cudaGetDevice(&tl_device);
   cudaDeviceGetAttribute(&tl_sms, cudaDevAttrMultiProcessorCount, tl_device);
-  // Clusters of 2 blocks take tiles 2 rows at a time.
-  const unsigned long long tl_tiles = 1ull * tl_grid.x * ((tl_grid.y + 1) / 2) * tl_grid.z;
+  // Clusters of 2 blocks take 2 tiles at a time.
+  const unsigned long long tl_tiles = (1ull * tl_grid.x * tl_grid.y * tl_grid.z + 1) / 2;
   // as many clusters as the GPU places at once (a GPC's odd SM is left out)
   cudaLaunchConfig_t tl_config = {};
   tl_config.gridDim = dim3(2);
