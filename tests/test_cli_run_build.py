@@ -434,7 +434,7 @@ def test_build_a_tile_op_of_two_kernels(tmp_path):
         "#     tiles: BM=128 BN=128 BK=32 stages=4 threads=128 (from std.gemm matmul_nt, config.json)",
         "#   scores_1_rows (rows): f16(softmax(q @ k.T, axis=1)) -> out",
         "#     fused: softmax(q @ k.T, axis=1)",
-        "#     tiles: 1 rows per block, 8192 per tile, threads=512",
+        "#     tiles: 1 rows per block, 8192 per tile, threads=256",
         "#   temporary tmp0: f32[M, N] in global memory",
         "#   boundary at 'q @ k.T' (line 4): 'softmax(q @ k.T, axis=1)' needs whole rows it reduces, and a matmul "
         "kernel holds one tile of the product"]

@@ -3,7 +3,9 @@
 Owns running a `TileOpProgram`: binding the shape symbols from the arrays, allocating the
 result and the temporaries as arrays of the inputs' kind (NumPy on the interpreter; on the GPU
 CuPy, PyTorch on the inputs' device, or device buffers copied back to NumPy for NumPy inputs),
-and launching each kernel in order.  The plan is cached per constants, target and shape bucket.
+and launching each kernel in order.  The plan is cached per constants, target and shape bucket;
+a positional call on the GPU is cached further per arrays' kinds, dtypes and shapes
+(`tileop_call.CachedCall`: a repeat call only allocates the result and launches).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from .dtypes import DType
 from .runtime.args import CUPY, DEVICE, NUMPY, TORCH, array_kind
 from .schedule import schedule_tile_op
 from .schedule.tileops.rules import DEFAULT_RULES, Rules, bucket
+from .tileop_call import MAX_CACHED, CachedCall, _flat, signature
 
 
 class TileOp(Kernel):
@@ -25,6 +28,7 @@ class TileOp(Kernel):
         self.schedule_rules = rules
         self._programs: dict = {}
         self._compiled_launches: dict = {}
+        self._calls: dict = {}  # tileop_call.signature -> CachedCall
 
     def with_rules(self, **rules) -> "TileOp":
         """This tile op scheduled with other scheduling numbers (`tlc.schedule.tileops.Rules`
@@ -69,6 +73,13 @@ class TileOp(Kernel):
         return "\n".join([prog.describe()] + [ir.print_kernel(k) for k in prog.kernels])
 
     def __call__(self, *args, **kwargs):
+        cached = not kwargs and len(args) == len(self._runtime) and self.module.target == "cuda"
+        if cached:
+            call = self._calls.get(signature(args, _current_device()))
+            if call is not None:
+                out = call(args)
+                if out is not None:
+                    return out
         values, constants = self.bind(args, kwargs)
         sizes = self._sizes(values)
         cuda = self.module.target == "cuda"
@@ -81,7 +92,7 @@ class TileOp(Kernel):
         prog = self.program(constants, arch, sizes)
         if not cuda:
             return self._run_cpu(prog, values, sizes)
-        return self._run_cuda(prog, values, sizes)
+        return self._run_cuda(prog, values, sizes, args if cached else None)
 
     def run_on_interpreter(self, values: dict, constants: dict | None = None) -> np.ndarray:
         """The result computed by the reference interpreter (`tlc run --check`), from NumPy
@@ -151,18 +162,27 @@ class TileOp(Kernel):
                 c.call(a)
         return launch, store[prog.result.name]
 
-    def _run_cuda(self, prog, values: dict, sizes: dict):
+    def _run_cuda(self, prog, values: dict, sizes: dict, args: tuple | None = None):
         """PyTorch inputs: PyTorch results on their device.  CuPy inputs: CuPy arrays.  NumPy
-        inputs: copied to the GPU once, the result copied back (temporaries stay there)."""
-        store = self._allocate(prog, values, sizes)
-        for launch, compiled in zip(prog.launches, self._compiled_program(prog)):
-            compiled.call(_arguments(launch, store))
+        inputs: copied to the GPU once, the result copied back (temporaries stay there).  With
+        the positional `args`, a call like this one is cached once this one has run."""
+        store, empty = self._allocate(prog, values, sizes, with_empty=True)
+        compiled = self._compiled_program(prog)
+        for launch, c in zip(prog.launches, compiled):
+            c.call(_arguments(launch, store))
+        if args is not None:
+            if len(self._calls) >= MAX_CACHED:
+                self._calls.clear()
+            kinds = {p.name: array_kind(values[p.name]) for p in self.fn.tensor_params}
+            self._calls[signature(args, _current_device())] = CachedCall(
+                prog, compiled, self._runtime_names, kinds, store, empty, _current_device())
         out = store[prog.result.name]
         kinds = {array_kind(values[p.name]) for p in self.fn.tensor_params}
         return out.numpy() if kinds == {NUMPY} else out
 
-    def _allocate(self, prog, values: dict, sizes: dict) -> dict:
-        """The arguments, temporaries and result of `prog` by name, on the GPU."""
+    def _allocate(self, prog, values: dict, sizes: dict, with_empty: bool = False):
+        """The arguments, temporaries and result of `prog` by name, on the GPU (and, with
+        `with_empty`, the allocator `empty(shape, dtype)` it used)."""
         from .runtime import DeviceArray
 
         tensors = [values[p.name] for p in self.fn.tensor_params]
@@ -171,8 +191,10 @@ class TileOp(Kernel):
         if like is not None:
             import torch
 
+            device = like.device
+
             def empty(shape, dt: DType):
-                return torch.empty(shape, dtype=_torch_dtype(torch, dt), device=like.device)
+                return torch.empty(shape, dtype=_torch_dtype(torch, dt), device=device)
         elif kinds == {CUPY}:
             import cupy
 
@@ -186,7 +208,7 @@ class TileOp(Kernel):
                 store[p.name] = DeviceArray.from_numpy(values[p.name])
         for t in prog.temps + (prog.result,):
             store[t.name] = empty(self._shape(t, sizes), t.dtype)
-        return store
+        return (store, empty) if with_empty else store
 
     def _compiled_program(self, prog) -> list:
         from . import runtime
@@ -215,17 +237,6 @@ def _arguments(launch, store: dict) -> dict:
         v = store[p.name]
         out[p.name] = _flat(v) if launch.flat and p.kind == "tensor" else v
     return out
-
-
-def _flat(a):
-    if hasattr(a, "reshape"):
-        return a.reshape(-1)
-    from .runtime import DeviceArray
-
-    view = DeviceArray.__new__(DeviceArray)
-    view.__dict__.update(a.__dict__)
-    view.shape = (int(np.prod(a.shape, dtype=np.int64)),)
-    return view
 
 
 def _torch_dtype(torch, dt: DType):

@@ -104,8 +104,46 @@ def test_with_rules_schedules_its_own_kernels():
     mod = module(SRC)
     wide = mod.chain.with_rules(ew_runs=4)
     assert wide.schedule_rules.ew_runs == 4 and mod.chain.schedule_rules.ew_runs == 1
-    assert "block tile [8192]" in wide.program({}, "sm_90a", {"M": 1024, "N": 1024}).launches[0].tiles
-    assert "block tile [2048]" in mod.chain.program({}, "sm_90a", {"M": 1024, "N": 1024}).launches[0].tiles
+    assert "block tile [4096]" in wide.program({}, "sm_90a", {"M": 1024, "N": 1024}).launches[0].tiles
+    assert "block tile [1024]" in mod.chain.program({}, "sm_90a", {"M": 1024, "N": 1024}).launches[0].tiles
     rng = np.random.default_rng(6)
     x, y = rand(rng, (30, 50), np.float16), rand(rng, (30, 50), np.float16)
     np.testing.assert_array_equal(wide(x, y), mod.chain(x, y))
+
+
+def test_a_repeat_call_does_no_planning(monkeypatch):
+    """The second call with arrays like the first's (kinds, dtypes, shapes) goes straight to
+    the cached launches: no binding, planning, shape bucketing or compiled-kernel lookup."""
+    log = []
+    mod = cuda_module(monkeypatch, log)
+    counts = {"plan": 0, "program": 0, "bind": 0}
+    plan, program, bind = tlc.tileop.schedule_tile_op, TileOp.program, TileOp.bind
+
+    def counting(name, fn):
+        def wrapped(*a, **k):
+            counts[name] += 1
+            return fn(*a, **k)
+        return wrapped
+    monkeypatch.setattr(tlc.tileop, "schedule_tile_op", counting("plan", plan))
+    monkeypatch.setattr(TileOp, "program", counting("program", program))
+    monkeypatch.setattr(TileOp, "bind", counting("bind", bind))
+    rng = np.random.default_rng(7)
+    q, k = rand(rng, (40, 32), np.float16), rand(rng, (70, 32), np.float16)
+    first = mod.scores(q, k, 0.5)
+    assert counts == {"plan": 1, "program": 1, "bind": 1}
+    HostBuffer.uploads = 0
+    again = mod.scores(q, k, 0.25)  # a new scalar is converted per call; it changes no plan
+    assert counts == {"plan": 1, "program": 1, "bind": 1}
+    assert HostBuffer.uploads == 2 and len(log) == 4
+    assert_close(first, softmax(f32(q) @ f32(k).T * 0.5, 1) + 1)
+    assert_close(again, softmax(f32(q) @ f32(k).T * 0.25, 1) + 1)
+    x, y = rand(rng, (30, 50), np.float16), rand(rng, (30, 50), np.float16)
+    mod.chain(x, y)
+    got = mod.chain(x, y)  # flat views through the cached path too
+    assert counts == {"plan": 2, "program": 2, "bind": 2}
+    assert log[-1] == ("chain", {"x": (1500,), "y": (1500,), "out": (1500,)})
+    assert_close(got, f32(x * y) + f32(np.exp(x)))
+    mod.chain(x[:20], y[:20])  # another shape: bound again (its bucket's plan is kept)
+    assert counts == {"plan": 2, "program": 3, "bind": 3}
+    mod.chain(x=x, y=y)  # keywords take the general path, with the cached plan
+    assert counts == {"plan": 2, "program": 4, "bind": 4}

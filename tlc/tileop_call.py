@@ -1,0 +1,167 @@
+"""A tile op's repeat call on the GPU: everything that depends only on the arrays' kinds, dtypes
+and shapes worked out once, so that the call allocates the result and launches, nothing else.
+
+Why: a tile op's call is budgeted like a kernel launch (a few microseconds), while planning,
+binding by name, the shape bucket, the target's arch, dicts of arguments and the general
+launch path cost tens of microseconds a call (bench/fusion.py measured 40-80 us).  `TileOp`
+makes a `CachedCall` after a call that the general path checked and ran, keyed by what that
+check depended on (`signature`); a later call with the same signature runs through it.
+
+The launches: CuPy arrays through each kernel's `call_positional` fast path (which checks and
+falls back on its own); PyTorch tensors by their pointers (`PointerLaunch`: their dtypes,
+shapes and device are the signature's, their contiguity is checked here, the scalars are
+converted and checked as the general path converts them); NumPy or mixed kinds through the
+general path by name (their uploads dominate anyway).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .runtime.args import CUPY, DEVICE, NUMPY, TORCH, array_kind
+
+MAX_CACHED = 64  # signatures kept per tile op (a shape that changes every call gains nothing)
+
+
+def signature(args: tuple, device: int) -> tuple:
+    """What a call's checks depend on: per array its kind, dtype and shape (and a PyTorch
+    tensor's device), per scalar its type, and the current GPU."""
+    sig = [device]
+    for a in args:
+        kind = array_kind(a)
+        if kind == TORCH:
+            sig.append((kind, a.dtype, a.shape, a.get_device()))
+        elif kind in (CUPY, NUMPY, DEVICE):
+            sig.append((kind, a.dtype, a.shape))
+        else:
+            sig.append(type(a))
+    return tuple(sig)
+
+
+class CachedCall:
+    """`call(args)` -> the result, or None when an argument needs the general path (a
+    non-contiguous PyTorch tensor: the general path explains)."""
+
+    def __init__(self, prog, compiled: list, params: tuple, kinds: dict, store: dict, empty, device: int):
+        """`params`: the tile op's runtime parameter names in order; `kinds`: its arrays' kinds
+        by name, as the caller passed them; `store`: the first call's
+        arrays by name (arguments as the launches took them, temporaries, result), which the
+        general path has just launched with; `empty(shape, dtype)` allocates like it did."""
+        names = list(params) + [t.name for t in prog.temps] + [prog.result.name]
+        index = {n: i for i, n in enumerate(names)}
+        self.n_params = len(params)
+        self.allocs = tuple((tuple(store[t.name].shape), t.dtype) for t in prog.temps + (prog.result,))
+        self.empty = empty
+        every = set(kinds.values())
+        self.torch = tuple(i for i, n in enumerate(params) if kinds.get(n) == TORCH) if every == {TORCH} else ()
+        self.uploads = tuple(i for i, n in enumerate(params) if kinds.get(n) == NUMPY)
+        self.to_numpy = every == {NUMPY}
+        self.launches = []
+        for launch, c in zip(prog.launches, compiled):
+            slots = tuple(index[p.name] for p in launch.kernel.params)
+            flat = tuple(launch.flat and p.kind == "tensor" for p in launch.kernel.params)
+            if self.torch:
+                run = PointerLaunch(c, _named(launch, store, flat), device)
+                flat = (False,) * len(flat)  # a pointer is the same for a flat view
+            elif every == {CUPY}:
+                run = c.call_positional
+            else:
+                run = _by_name(c, tuple(p.name for p in launch.kernel.params))
+            self.launches.append((run, slots, flat if any(flat) else None))
+
+    def __call__(self, args: tuple):
+        for i in self.torch:
+            if not args[i].is_contiguous():
+                return None
+        store = list(args)
+        if self.uploads:
+            from .runtime import DeviceArray
+
+            for i in self.uploads:
+                store[i] = DeviceArray.from_numpy(args[i])
+        empty = self.empty
+        for shape, dt in self.allocs:
+            store.append(empty(shape, dt))
+        for run, slots, flat in self.launches:
+            if flat is None:
+                run(tuple([store[j] for j in slots]))
+            else:
+                run(tuple([_flat(store[j]) if f else store[j] for j, f in zip(slots, flat)]))
+        out = store[-1]
+        return out.numpy() if self.to_numpy else out
+
+
+class PointerLaunch:
+    """One kernel launched with PyTorch tensors (and fresh PyTorch temporaries) by pointer, on
+    PyTorch's current stream: the C arguments of the first call, which the general path bound
+    and checked, with each call's pointers and scalars put in their slots."""
+
+    def __init__(self, compiled, args: dict, device: int):
+        from .runtime.launch import _pointer_device
+
+        bound = compiled.binder.bind(args, device, _pointer_device)
+        self.template, self.values = list(bound.args), list(bound.values)
+        self.tensors = tuple(t[0] for t in compiled.binder.tensors)
+        self.scalars = tuple((t[0], t[2]) for t in compiled.binder.scalars)
+        self.grid_of = compiled.grid
+        self.grid = compiled.grid(self.values)
+        self.fn, self.block, self.smem, self.device = compiled.function(device), compiled.block, compiled.smem, device
+        self.maps = compiled.tensor_maps
+        self.map_slots = tuple(slot for slot, _ in compiled._map_slots) if self.maps else ()
+        self.map_sizes = tuple(tuple(self.values[x] if symbolic else x for symbolic, x in dims)
+                               for _, dims in compiled._map_slots) if self.maps else ()
+        self.torch_stream = compiled.torch_stream
+
+    def __call__(self, t: tuple) -> None:
+        kargs = self.template.copy()
+        for i in self.tensors:
+            kargs[i] = np.uint64(t[i].data_ptr())
+        grid = self.grid
+        if self.scalars:
+            values = self.values.copy()
+            for i, convert in self.scalars:
+                kargs[i], values[i] = convert(t[i])
+            grid = self.grid_of(values)
+        if self.maps is not None:
+            kargs += self.maps(tuple(int(kargs[s]) for s in self.map_slots), self.map_sizes)
+        self.fn(grid, self.block, kargs, self.smem, _stream(self.torch_stream, self.device))
+
+
+_raw_stream = None  # PyTorch's current raw stream of a device, without making a Stream object
+
+
+def _stream(torch_stream, device: int):
+    global _raw_stream
+    if _raw_stream is None:
+        import torch
+
+        _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
+            (lambda d: torch.cuda.current_stream(d).cuda_stream)
+    ptr = _raw_stream(device)
+    s = _streams.get(ptr)
+    if s is None:
+        s = _streams[ptr] = torch_stream(device)
+    return s
+
+
+_streams: dict = {}  # raw stream pointer -> the CuPy stream launch.py made for it
+
+
+def _named(launch, store: dict, flat: tuple) -> dict:
+    return {p.name: _flat(store[p.name]) if f else store[p.name] for p, f in zip(launch.kernel.params, flat)}
+
+
+def _by_name(compiled, names: tuple):
+    call = compiled.call
+
+    def run(t: tuple) -> None:
+        call(dict(zip(names, t)))
+    return run
+
+
+def _flat(a):
+    if hasattr(a, "reshape"):
+        return a.reshape(-1)
+    view = a.__class__.__new__(a.__class__)
+    view.__dict__.update(a.__dict__)
+    view.shape = (int(np.prod(a.shape, dtype=np.int64)),)
+    return view
