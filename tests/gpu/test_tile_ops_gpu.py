@@ -101,3 +101,26 @@ def test_linear_gelu_example():
     ex = tlc.load(str(path), target="cuda")
     x, w, b = rand(RNG, (333, 128), np.float16), rand(RNG, (200, 128), np.float16), rand(RNG, 200)
     assert_close(ex.linear_gelu(x, w, b), gelu(f32(x) @ f32(w).T + b))
+
+
+def test_repeat_calls_take_the_cached_launch_and_stay_correct(fused):
+    # the second and later calls skip planning and binding (tlc/tileop_call.py): new data,
+    # new scalars, a PyTorch side stream, several kernels — each must still agree with NumPy
+    import cupy
+    import torch
+
+    for i in range(3):
+        x, y = rand(RNG, 3000, np.float16), rand(RNG, 3000, np.float16) * np.float16(0.5)
+        want = fused.chain(x, y)
+        np.testing.assert_array_equal(fused.chain(cupy.asarray(x), cupy.asarray(y)).get(), want)
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            got = fused.chain(torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda())
+        stream.synchronize()
+        np.testing.assert_array_equal(got.cpu().numpy(), want)
+        xr, w, r = rand(RNG, (130, 64), np.float16), rand(RNG, (64, 90), np.float16), rand(RNG, (130, 90), np.float16)
+        scale = 0.25 * (i + 1)
+        got = fused.residual(torch.from_numpy(xr).cuda(), torch.from_numpy(w).cuda(), torch.from_numpy(r).cuda(), scale)
+        assert_close(got.cpu().numpy(), scale * (f32(xr) @ f32(w)) + f32(r))
+        q = rand(RNG, (77, 1000), np.float16)
+        assert_close(fused.smax(torch.from_numpy(q).cuda()).cpu().numpy(), softmax(f32(q), 1))
