@@ -1,0 +1,31 @@
+"""Warp-specialized pipelines for the sm_90a target: a `pipelined` loop that copies tiles from
+global into shared memory and computes on them becomes a producer/consumer ring.
+
+The block gets one more warpgroup than the kernel asks for (threads THREADS .. THREADS+127),
+the producer.  It gives most of its registers away (`setmaxnreg`) and fills the stages: one
+elected thread issues a TMA copy per 128-byte column segment of each tile and the stage's
+"full" mbarrier completes when their bytes have landed.  The consumer warpgroups (the
+kernel's own THREADS threads, so every layout the scheduler chose still holds) take the
+registers, wait on "full", compute, and arrive on the stage's "empty" mbarrier, which the
+producer waits on before it overwrites the stage.  A single wgmma gemm keeps one group in
+flight across iterations: a stage is released one iteration late, once its wgmma is done.
+
+The TMA needs a tensor map per tensor, encoded on the host (`runtime/tensormap.py`, and the C
+launcher); the driver refuses tensors whose base or row pitch is not 16-byte aligned.  The
+kernel then gets `tl_tma = 0` and its producer warpgroup copies element by element instead,
+so every shape stays correct and only unaligned ones are slow.
+
+When a loop does not fit (a copy the TMA cannot express, a statement that synchronizes the
+block inside the loop, work before the loop that extra threads must not do), the sm_80 style
+cp.async pipeline is generated as before.
+"""
+from __future__ import annotations
+
+from .emit import WarpSpecEmission
+from .plan import TensorMapSpec, WarpSpecPlanning, consumer_registers, tma_dtype
+
+__all__ = ["TensorMapSpec", "WarpSpecialized", "consumer_registers", "tma_dtype"]
+
+
+class WarpSpecialized(WarpSpecPlanning, WarpSpecEmission):
+    """Mixed into the sm_90a generator (`Sm90`): the decisions and the C."""

@@ -1,0 +1,218 @@
+"""Warp-specialized pipelines, the C: the ring's barriers, the producer warpgroup's copies (TMA,
+multicast, or element by element), the consumers' loop and releases, the tile loop of a
+persistent kernel.  Decisions come from `plan.py`; the primitives are `tl/tma.cuh`'s."""
+from __future__ import annotations
+
+from ... import ir
+from ..cnames import c_name, c_type
+from .plan import PRODUCER_REGS, PRODUCER_THREADS, TILE_GROUP, WarpSpecPlan, consumer_registers
+
+
+class WarpSpecEmission:
+    """The C of a warp-specialized kernel (mixed into `Sm90` through `WarpSpecialized`)."""
+
+    def stmt_Sync(self, s) -> None:
+        if getattr(self, "in_consumer_loop", False):
+            self.emit("// sync: the stage's full barrier already orders the copies before this")
+            return
+        super().stmt_Sync(s)
+
+    # ---- emission ------------------------------------------------------------------------------
+    def emit_warp_specialized(self, loop: ir.For, before=(), after=()) -> None:
+        """The ring for `loop`.  Persistent (`before`/`after` given: the kernel's statements
+        around the loop): each block loops over tiles (`tl::persistent_tile`, grouped so that a
+        wave of blocks shares rows of A and columns of B in L2) and the producer runs ahead into
+        the next tile's stages while the consumers store this one."""
+        w = self.ws
+        plan, S, T = w.pipeline, w.pipeline.stages, self.k.threads
+        persistent = self.persistent
+        stage_bytes = sum(load.rows * load.cols * self.buffers[load.copy.dst.name].dtype.itemsize for load in w.loads)
+        offset = -(-self.k.smem_bytes // 8) * 8
+        self.scratch_bytes = max(self.scratch_bytes, offset + 16 * S - self.k.smem_bytes)
+        e = self.emit
+        e(f"{{  // {'persistent, ' if persistent else ''}warp-specialized over {S} stages: threads {T}..{T + 127} "
+          f"produce (TMA), {T // 128} consumer warpgroup{'s' if T > 128 else ''} compute")
+        self.indent += 1
+        e(f"unsigned long long* tl_full = reinterpret_cast<unsigned long long*>(tl_smem + {offset});")
+        e(f"unsigned long long* tl_empty = tl_full + {S};")
+        if persistent:
+            extents = [self.expr(g) for g in self.k.grid] + ["1"] * (3 - len(self.k.grid))
+            e(f"const int tl_tiles_x = {extents[0]}, tl_tiles_y = {extents[1]}, tl_tiles_z = {extents[2]};")
+        else:
+            e(f"const int tl_n = {self.expr(plan.loop.stop)};")
+        e("if (threadIdx.x == 0) {")
+        e(f"  for (int tl_s = 0; tl_s < {S}; ++tl_s) {{")
+        e(f"    tl::mbar_init(tl_full + tl_s, tl_tma ? 1 : {PRODUCER_THREADS});")
+        e(f"    tl::mbar_init(tl_empty + tl_s, {self.cluster * T // 32});  // one arrival per consumer warp"
+          f"{' of the cluster' if self.cluster > 1 else ''}")
+        e("  }")
+        e("  tl::fence_barrier_init();")
+        e("}")
+        if self.cluster > 1:
+            e(f"const unsigned tl_rank = tl::cluster_rank();  // this block's place in its cluster of {self.cluster}")
+            e("tl::cluster_sync();  // the peer's barriers are ready before anyone copies into it")
+        else:
+            e("__syncthreads();")
+        e(f"if (threadIdx.x >= {T}) {{  // the producer warpgroup")
+        self.indent += 1
+        e(f"tl::setmaxnreg_dec<{PRODUCER_REGS}>();")
+        e(f"const int tl_worker = threadIdx.x - {T};")
+        e("int tl_it = 0;  // position in the ring, counted across tiles")
+        e("if (tl_tma) {")
+        self.indent += 1
+        e("if (tl_worker == 0) {")
+        self.indent += 1
+        for i in range(len(self.tensor_maps)):
+            e(f"tl::prefetch_tensor_map(&tl_map{i});")
+        self.over_tiles([x for x in before if not isinstance(x, ir.Fill)],
+                        lambda: self.producer_loop(w, lambda: self.emit_tma_loads(w, stage_bytes)))
+        self.indent -= 1
+        e("}")
+        self.indent -= 1
+        e("} else {  // the host could not encode a tensor map (unaligned rows): copy element by element")
+        self.indent += 1
+        self.over_tiles([x for x in before if not isinstance(x, ir.Fill)],
+                        lambda: self.producer_loop(w, lambda: self.emit_element_loads(w)))
+        self.indent -= 1
+        e("}")
+        e("return;")
+        self.indent -= 1
+        e("}")
+        e(f"tl::setmaxnreg_inc<{consumer_registers(T)}>();")
+        e("int tl_it = 0;")
+
+        def consume():
+            self.consumer_loop(w)
+            if persistent and self.cluster > 1:
+                e("if (tl_valid) {  // a block past the last tile stores nothing")
+                self.nested(after)
+                e("}")
+            elif persistent:
+                self.block(after)
+        self.over_tiles(before, consume)
+        if self.cluster > 1:
+            e("tl::cluster_sync();  // the peer may still arrive on this block's barriers until here")
+        elif not persistent:
+            e("__syncthreads();  // every consumer is past its last wait: the barriers' memory is free")
+        self.indent -= 1
+        e("}")
+
+    def over_tiles(self, before, body) -> None:
+        """`body` once per tile of this block: in a persistent kernel inside the tile loop, after
+        the block's indices and the statements before the pipelined loop; otherwise once."""
+        if not self.persistent:
+            body()
+            return
+        e = self.emit
+        names = [c_name(self.k.block_vars[i]) if i < len(self.k.block_vars) else f"tl_b{'xyz'[i]}" for i in range(3)]
+        if self.cluster > 1:
+            # the clusters walk groups of consecutive tiles; a block past the last tile still
+            # copies its part for its peers and stores nothing
+            C = self.cluster
+            e("const int tl_tiles = tl_tiles_x * tl_tiles_y * tl_tiles_z;")
+            e(f"for (int tl_pair = blockIdx.x / {C}; tl_pair < (tl_tiles + {C - 1}) / {C}; tl_pair += gridDim.x / {C}) {{")
+            self.indent += 1
+            e(f"int {', '.join(names)};  // this block's tile: in a persistent kernel the grid counts tiles")
+            e(f"const bool tl_share = tl::cluster_tile<{TILE_GROUP}, {C}>(tl_pair, tl_tiles_x, tl_tiles_y, tl_tiles, "
+              f"tl_rank, {', '.join(names)});")
+            e(f"const bool tl_valid = tl_pair * {C} + static_cast<int>(tl_rank) < tl_tiles;")
+            e("tl::unused(tl_share, tl_valid);")
+        else:
+            e("for (int tl_tile = blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; tl_tile += gridDim.x) {")
+            self.indent += 1
+            e(f"int {', '.join(names)};  // this block's tile: in a persistent kernel the grid counts tiles")
+            e(f"tl::persistent_tile<{TILE_GROUP}>(tl_tile, tl_tiles_x, tl_tiles_y, {', '.join(names)});")
+        for n in names:
+            e(f"(void){n};")
+        self.block(before)
+        scalars = [c_name(x.name) for x in before if isinstance(x, ir.LetScalar)]
+        if scalars:  # each role reads only some of them (a cast to void does not count for nvcc)
+            e(f"tl::unused({', '.join(scalars)});")
+        e(f"const int tl_n = {self.expr(self.ws_loop.stop)};")
+        body()
+        self.indent -= 1
+        e("}")
+
+    def producer_loop(self, w: WarpSpecPlan, loads) -> None:
+        S = w.pipeline.stages
+        e = self.emit
+        e("for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {")
+        self.indent += 1
+        e(f"const int tl_stage = tl_it % {S};")
+        e(f"tl::mbar_wait(tl_empty + tl_stage, ((tl_it / {S}) & 1) ^ 1);  // the consumers released it")
+        var = c_name(w.pipeline.loop.var)
+        e(f"const int {var} = tl_k;")
+        e(f"(void){var};")
+        saved = self.staged(w.pipeline, "tl_it")
+        loads()
+        self.smem_base = saved
+        self.indent -= 1
+        e("}")
+
+    def emit_tma_loads(self, w: WarpSpecPlan, stage_bytes: int) -> None:
+        self.emit(f"tl::mbar_arrive_expect_tx(tl_full + tl_stage, {stage_bytes});")
+        for load in w.loads:
+            region = load.copy.src
+            b = self.buffers[load.copy.dst.name]
+            offs = [self.expr(o) for o in region.offsets]
+            rank = len(offs)
+            lead = ", ".join(offs[:-2]) or "0"
+            if load.multicast:
+                self.emit(f"tl::tma_load_tile_multicast<{c_type(b.dtype)}, {load.rows}, {load.cols}, {rank}, "
+                          f"{self.cluster}>({self.smem_pointer(b.name)}, &tl_map{load.map_index}, tl_full + tl_stage, "
+                          f"{offs[-1]}, {offs[-2]}, {{{lead}}}, tl_rank, tl_share);")
+                continue
+            self.emit(f"tl::tma_load_tile<{c_type(b.dtype)}, {load.rows}, {load.cols}, {rank}>("
+                      f"{self.smem_pointer(b.name)}, &tl_map{load.map_index}, tl_full + tl_stage, {offs[-1]}, "
+                      f"{offs[-2]}, {{{lead}}});")
+
+    def release(self, barrier: str) -> str:
+        """A consumer warp's arrival on a stage's empty barrier: in a cluster, on every block's,
+        since each block's producer writes into all of them."""
+        if self.cluster > 1:
+            return f"tl::mbar_arrive_cluster<{self.cluster}>({barrier});"
+        return f"tl::mbar_arrive({barrier});"
+
+    def emit_element_loads(self, w: WarpSpecPlan) -> None:
+        for load in w.loads:
+            v = self.global_view(load.copy.src)
+            b = self.buffers[load.copy.dst.name]
+            self.emit(f"tl::copy_g2s_elements<{c_type(b.dtype)}, {load.rows}, {load.cols}, {PRODUCER_THREADS}, "
+                      f"{b.layout.pad}, {b.layout.swizzle_bytes}>({self.smem_pointer(b.name)}, {v.base}, {v.stride}, "
+                      f"{v.rows}, {v.cols}, {v.row0}, {v.col0}, tl_worker);")
+        self.emit("tl::fence_proxy_async();  // plain stores, read next by the tensor cores")
+        self.emit("tl::mbar_arrive(tl_full + tl_stage);")
+
+    def consumer_loop(self, w: WarpSpecPlan) -> None:
+        plan, S = w.pipeline, w.pipeline.stages
+        e = self.emit
+        var = c_name(plan.loop.var)
+        e("for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {")
+        self.indent += 1
+        e(f"const int tl_stage = tl_it % {S};")
+        e(f"tl::mbar_wait(tl_full + tl_stage, (tl_it / {S}) & 1);")
+        e("{")
+        self.indent += 1
+        e(f"const int {var} = tl_k;")
+        e(f"(void){var};")
+        saved = self.staged(plan, "tl_it")
+        self.in_flight, self.in_consumer_loop = w.overlap, True
+        self.block(plan.rest)
+        self.in_flight, self.in_consumer_loop = False, False
+        self.smem_base = saved
+        self.indent -= 1
+        e("}")
+        if w.overlap:
+            e("// the previous stage's wgmma has completed (one group stays in flight): release it")
+            e(f"if (tl_k > 0 && threadIdx.x % 32 == 0) {self.release(f'tl_empty + (tl_it + {S - 1}) % {S}')}")
+        else:
+            e(f"if (threadIdx.x % 32 == 0) {self.release('tl_empty + tl_stage')}")
+        self.indent -= 1
+        e("}")
+        if w.overlap:
+            gemm = plan.rest[0]
+            e("tl::wgmma_wait<0>();")
+            e(f"tl::fence_registers<{self.buffers[gemm.c].shape[1] // 2}>({c_name(gemm.c)});")
+            if self.persistent:
+                e("// and the last stage, which the next tile's copies will overwrite")
+                e(f"if (tl_n > 0 && threadIdx.x % 32 == 0) {self.release(f'tl_empty + (tl_it + {S - 1}) % {S}')}")
