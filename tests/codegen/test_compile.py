@@ -82,3 +82,18 @@ def test_local_buffer_copies_compile(tmp_path):
     g = generate(schedule(r.program, "k", {}), "sm_80", sources=r.sources)
     assert "tl::copy_g2l<float, float, 1, 8>" in g.source and "tl::copy_l2g<float, float, 1, 8>" in g.source
     compile_object(g.source, "sm_80", tmp_path)
+
+
+def test_a_file_of_several_kernels_includes_fp8_when_any_kernel_needs_it():
+    # generate_file keeps the first kernel's includes: an f8 kernel after an f16 one once
+    # failed to compile ("__nv_fp8_e4m3 is undefined") in `tlc build` of std.gemm
+    from importlib import resources
+
+    from tlc.codegen import generate_file
+    from tlc.driver import check_file
+    from tlc.schedule import schedule
+
+    r = check_file(str(resources.files("tlc").joinpath("stdlib/gemm.tl")))
+    kernels = [schedule(r.program, name, {}, target="sm_90a") for name in ("matmul", "matmul_f8")]
+    text = generate_file(kernels, "sm_90a", sources=r.sources)
+    assert text.index("#include <cuda_fp8.h>") < text.index("__nv_fp8_e4m3* __restrict__ A")

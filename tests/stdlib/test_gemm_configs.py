@@ -17,7 +17,7 @@ from stdlib_kit import GEMM_PATH, rel_err
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "codegen"))  # the nvcc helper
 from nvcc import compile_object  # noqa: E402
 
-GEMM_KERNELS = ["matmul", "matmul_nt", "matmul_skinny", "matmul_skinny_splitk", "matmul_splitk", "matmul_grouped"]
+GEMM_KERNELS = ["matmul", "matmul_nt", "matmul_f8", "matmul_skinny", "matmul_skinny_splitk", "matmul_splitk", "matmul_grouped"]
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,8 @@ def test_every_rule_compiles_without_spills(mod, arch, tmp_path):
     kernels = []
     for i, (name, rule) in enumerate(rules(mod)):
         if arch in rule.archs:
-            k = mod.kernels[name].scheduled({"T": F16, **dict(rule.constants)}, arch)
+            dtypes = {"T": F16} if any(p.name == "T" for p in mod.kernels[name].fn.params) else {}
+            k = mod.kernels[name].scheduled({**dtypes, **dict(rule.constants)}, arch)
             kernels.append(dataclasses.replace(k, name=f"{name}_{i}"))  # one file, distinct names
     source = generate_file(kernels, arch, sources=mod.program.sources)
     if arch == "sm_90a":  # the skinny and grouped tiles fit wgmma

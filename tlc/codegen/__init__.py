@@ -102,8 +102,13 @@ def kernel_args(kernel: ir.Kernel) -> tuple[KernelArg, ...]:
     return tuple(out)
 
 
+def uses_fp8(kernel: ir.Kernel) -> bool:
+    return any(t.dtype.name.startswith("f8") for t in list(kernel.params) + list(kernel.buffers))
+
+
 def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = True,
-             sources: dict | None = None, source_name: str | None = None) -> GeneratedKernel:
+             sources: dict | None = None, source_name: str | None = None,
+             fp8_header: bool | None = None) -> GeneratedKernel:
     known = targets()
     if arch not in known:
         raise DiagnosticError([Diagnostic("E071", f"unknown target architecture '{arch}'", None,
@@ -137,7 +142,7 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
     host = HostC()
     grid = [f"static_cast<unsigned>({host.expr(g)})" for g in kernel.grid] + ["1"] * (3 - len(kernel.grid))
     constants = ", ".join(f"{k}={v}" for k, v in kernel.constants)
-    fp8 = any(t.dtype.name.startswith("f8") for t in list(kernel.params) + list(kernel.buffers))
+    fp8 = uses_fp8(kernel) if fp8_header is None else fp8_header
     source = environment().get_template("kernel.cu.j2").render(
         version=__version__, source=source_name or (kernel.span.file if kernel.span else "<tl>"), name=name,
         constants=constants, arch=arch, threads=threads, smem_bytes=out["smem_bytes"], fp8=fp8,
@@ -165,8 +170,10 @@ def generate_file(kernels: list, arch: str = "sm_80", *, line_directives: bool =
                   sources: dict | None = None, source_name: str | None = None) -> str:
     """One .cu holding several kernels: the primitives once, each kernel with its launcher."""
     parts = []
+    fp8 = any(uses_fp8(k) for k in kernels)  # the first kernel's head holds the file's includes
     for i, k in enumerate(kernels):
-        g = generate(k, arch, line_directives=line_directives, sources=sources, source_name=source_name)
+        g = generate(k, arch, line_directives=line_directives, sources=sources, source_name=source_name,
+                     fp8_header=fp8)
         text = g.source
         if i:
             text = text[text.index("#ifndef TL_PRIMITIVES"):]
