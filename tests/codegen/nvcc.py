@@ -22,8 +22,10 @@ def compile_object(source: str, arch: str, tmp_path, name: str = "k") -> str:
     return res.stderr
 
 
-def cuobjdump() -> str | None:
-    """cuobjdump on PATH, beside nvcc, or from the nvidia-cuda-cuobjdump wheel (a test extra)."""
+
+def cuobjdump() -> str:
+    """cuobjdump on PATH, beside nvcc, or from the nvidia-cuda-cuobjdump wheel (a test extra,
+    so a missing one is a failure, as a missing nvcc is)."""
     from pathlib import Path
 
     found = shutil.which("cuobjdump")
@@ -34,8 +36,28 @@ def cuobjdump() -> str | None:
     try:
         import nvidia
     except ImportError:
-        return None
-    for root in nvidia.__path__:
+        nvidia = None
+    for root in getattr(nvidia, "__path__", []):
         for p in Path(root).glob("cu*/bin/cuobjdump"):
             return str(p)
-    return None
+    raise AssertionError("cuobjdump not found: pip install '.[test]' brings it (nvidia-cuda-cuobjdump)")
+
+
+def cubin_sass(source: str, arch: str, tmp_path, name: str = "k") -> tuple[str, str]:
+    """`source` compiled to a cubin (warnings as errors, ptxas verbose): (its SASS, the ptxas log)."""
+    (tmp_path / f"{name}.cu").write_text(source)
+    res = nvcc([*ARCH_FLAGS[arch], "-Xptxas", "-v", "-cubin", f"{name}.cu", "-o", f"{name}.cubin"], tmp_path)
+    assert res.returncode == 0, res.stderr[-4000:]
+    dump = subprocess.run([cuobjdump(), "-sass", str(tmp_path / f"{name}.cubin")], capture_output=True, text=True,
+                          timeout=120)
+    assert dump.returncode == 0, dump.stderr
+    return dump.stdout, res.stderr
+
+
+def run_host(source: str, tmp_path, name: str = "host", arch: str = "sm_80") -> str:
+    """A host program (the tl:: primitives' __host__ __device__ parts with a main) built with
+    the CUDA headers and run here; its standard output."""
+    (tmp_path / f"{name}.cu").write_text(source)
+    res = nvcc([*ARCH_FLAGS[arch], f"{name}.cu", "-o", name], tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return subprocess.run([str(tmp_path / name)], capture_output=True, text=True, check=True).stdout

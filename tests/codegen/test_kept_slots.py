@@ -3,14 +3,13 @@ Replicated (tlc/schedule/layout.py) agree on the slot count, the slot of every b
 and what each slot holds; every slot holds the kept index of each of its base registers, and
 exactly one replica of each kept index is canonical."""
 import itertools
-import subprocess
 
 import pytest
 
 from tlc.codegen import primitives
 from tlc.dtypes import F16, F32
 from tlc.schedule.layout import Blocked, MmaAccumulator, Replicated, blocked
-from nvcc import nvcc
+from nvcc import run_host
 
 CASES = [  # (C base type, Python base, dropped)
     ("tl::Blocked<4, 1024, 128, 8>", blocked((4, 1024), F16, 128), (1,)),   # a row is whole rounds
@@ -36,10 +35,7 @@ def run_c(tmp_path):
                     f"if ({k}::valid(t, s)) printf(\"{i} hold %d %d %d %d\\n\", t, s, {k}::col(t, s), (int){k}::canonical(t, s));")
     src = ("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <cstdio>\n" + primitives() +
            "\nint main() {\n" + "\n".join(body) + "\n  return 0;\n}\n")
-    (tmp_path / "kept.cu").write_text(src)
-    res = nvcc(["-arch=sm_80", "kept.cu", "-o", "kept"], tmp_path)
-    assert res.returncode == 0, res.stderr[-3000:]
-    out = subprocess.run([str(tmp_path / "kept")], capture_output=True, text=True, check=True).stdout
+    out = run_host(src, tmp_path, "kept")
     got: dict = {}
     for line in out.splitlines():
         i, what, *vals = line.split()

@@ -5,7 +5,7 @@ import itertools
 from tlc.codegen import primitives
 from tlc.dtypes import F16, F32
 from tlc.schedule.layout import Blocked, MmaAccumulator, Replicated, blocked, mma_accumulator
-from nvcc import nvcc
+from nvcc import run_host
 
 CASES = [
     ("tl::MmaAcc<64, 128, 1, 4>", mma_accumulator((64, 128), 128)),
@@ -24,11 +24,7 @@ def test_c_and_python_layouts_agree(tmp_path):
                     f"if ({ctype}::valid(t, r)) printf(\"{i} %d %d %d %d\\n\", t, r, {ctype}::row(t, r), {ctype}::col(t, r));")
     src = ("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <cstdio>\n" + primitives() +
            "\nint main() {\n" + "\n".join(body) + "\n  return 0;\n}\n")
-    (tmp_path / "lay.cu").write_text(src)
-    res = nvcc(["-arch=sm_80", "lay.cu", "-o", "lay"], tmp_path)
-    assert res.returncode == 0, res.stderr[-3000:]
-    import subprocess
-    out = subprocess.run([str(tmp_path / "lay")], capture_output=True, text=True, check=True).stdout
+    out = run_host(src, tmp_path, "lay")
     got: dict = {}
     for line in out.splitlines():
         i, t, r, row, col = map(int, line.split())
@@ -46,11 +42,7 @@ def test_kept_layout_of_a_replicated_fragment(tmp_path):
            "\nusing B = tl::Blocked<4, 64, 32, 4>;\nusing K = tl::Kept<B, 0>;\nint main() {\n"
            "  for (int t = 0; t < 32; ++t) for (int r = 0; r < K::REGS; ++r) "
            "printf(\"%d %d %d %d\\n\", t, r, K::col(t, r), (int)K::canonical(t, r));\n  return 0;\n}\n")
-    (tmp_path / "k.cu").write_text(src)
-    res = nvcc(["-arch=sm_80", "k.cu", "-o", "k"], tmp_path)
-    assert res.returncode == 0, res.stderr[-3000:]
-    import subprocess
-    out = subprocess.run([str(tmp_path / "k")], capture_output=True, text=True, check=True).stdout
+    out = run_host(src, tmp_path, "k")
     canonical = {}
     for line in out.splitlines():
         t, r, kept, canon = map(int, line.split())
@@ -72,11 +64,7 @@ def test_swizzle_is_a_permutation_and_spreads_ldmatrix_rows(tmp_path):
                     f"printf(\"{i} %d %d %d\\n\", r, c, tl::smem_index<half, {rows}, {cols}, 0, 128>(r, c));")
     src = ("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <cstdio>\n" + primitives() +
            "\nint main() {\n" + "\n".join(body) + "\n  return 0;\n}\n")
-    (tmp_path / "sw.cu").write_text(src)
-    res = nvcc(["-arch=sm_80", "sw.cu", "-o", "sw"], tmp_path)
-    assert res.returncode == 0, res.stderr[-3000:]
-    import subprocess
-    out = subprocess.run([str(tmp_path / "sw")], capture_output=True, text=True, check=True).stdout
+    out = run_host(src, tmp_path, "sw")
     index: dict = {}
     for line in out.splitlines():
         i, r, c, x = map(int, line.split())

@@ -2,9 +2,6 @@
 every fragment in registers (no local memory: no spills, no stack frame), and move the row
 tiles as 16-byte vectors (v4 loads and stores of 32-bit words in the PTX)."""
 import re
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -12,12 +9,8 @@ from tlc.codegen import generate
 from tlc.driver import check_file
 from tlc.schedule import schedule
 from nn_path import NN_PATH
-from nvcc import ARCH_FLAGS, compile_object, nvcc
+from nvcc import ARCH_FLAGS, compile_object, cubin_sass, nvcc
 
-# cuobjdump ships with the CUDA toolkit; here it is in the pip package of the CUDA 13 tools.
-CUOBJDUMP = shutil.which("cuobjdump") or next(
-    (str(c) for d in __import__("site").getsitepackages() for c in [Path(d) / "nvidia/cu13/bin/cuobjdump"] if c.exists()),
-    "cuobjdump")
 
 # Configurations bench/rowwise.py sweeps, and each kernel's defaults, for both targets; softmax
 # at 256 threads for sm_90a only (for sm_80 ptxas needs 4 bytes of stack at the 3 blocks per SM
@@ -89,11 +82,7 @@ def test_register_kernels_ask_for_the_blocks_their_fragments_leave_room_for():
 def test_a_thread_issues_all_its_row_loads_before_converting_any(tmp_path):
     """copy_g2f: the 16-byte loads of a thread's runs come one after another in the machine
     code, before the first f16 -> f32 conversion (so all of them are in flight at once)."""
-    cubin = tmp_path / "k.cubin"
-    (tmp_path / "k.cu").write_text(source("softmax", dict(BN=8192, THREADS=512), "sm_90a"))
-    res = nvcc([*ARCH_FLAGS["sm_90a"], "-cubin", "k.cu", "-o", str(cubin)], tmp_path)
-    assert res.returncode == 0, res.stderr[-3000:]
-    sass = subprocess.run([CUOBJDUMP, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    sass, _ = cubin_sass(source("softmax", dict(BN=8192, THREADS=512), "sm_90a"), "sm_90a", tmp_path)
     ops = [m.group(1) for m in re.finditer(r"\b(LDG\.E\.128\S*|HADD2\.F32)\b", sass)]
     first = ops.index("HADD2.F32")
     assert ops[:first] and all(o.startswith("LDG.E.128") for o in ops[:first]) and len(ops[:first]) >= 2, ops[:8]

@@ -2,7 +2,6 @@
 asks of the launch, and the machine code it compiles to (TMA, wgmma, register reallocation,
 no local memory)."""
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,9 +13,7 @@ from tlc.dtypes import F16, F32
 from tlc.runtime.tensormap import map_geometry
 from tlc.schedule import schedule
 from kit_codegen import generated, kernel_part
-from nvcc import ARCH_FLAGS, cuobjdump, nvcc
-
-CUOBJDUMP = cuobjdump()
+from nvcc import cubin_sass, run_host
 
 
 def _generate(src: str, name: str, arch="sm_90a", **constants):
@@ -113,10 +110,7 @@ def test_persistent_tile_order_is_a_bijection(tmp_path):
            "  for (auto& s : shapes) for (int t = 0; t < s[0] * s[1] * 2; ++t) {\n"
            "    int x, y, z; tl::persistent_tile<8>(t, s[0], s[1], x, y, z);\n"
            "    printf(\"%d %d %d %d %d %d\\n\", s[0], s[1], t, x, y, z);\n  }\n  return 0;\n}\n")
-    (tmp_path / "t.cu").write_text("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n" + src)
-    res = nvcc(["-arch=sm_90a", "t.cu", "-o", "t"], tmp_path)
-    assert res.returncode == 0, res.stderr[-3000:]
-    out = subprocess.run([str(tmp_path / "t")], capture_output=True, text=True, check=True).stdout
+    out = run_host("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n" + src, tmp_path, arch="sm_90a")
     seen: dict = {}
     for line in out.splitlines():
         tx, ty, t, x, y, z = map(int, line.split())
@@ -148,13 +142,8 @@ def test_launcher_and_runtime_encode_the_same_geometry():
 
 def test_specialized_gemm_compiles_to_tma_wgmma_and_no_local_memory(tmp_path):
     g = generated("gemm", "matmul", "sm_90a", {"stages": 4})
-    (tmp_path / "k.cu").write_text(g.source)
-    res = nvcc([*ARCH_FLAGS["sm_90a"], "-Xptxas", "-v", "-cubin", "k.cu", "-o", "k.cubin"], tmp_path)
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", res.stderr), res.stderr
-    if CUOBJDUMP is None:
-        pytest.skip("no cuobjdump to read the SASS")
-    sass = subprocess.run([str(CUOBJDUMP), "-sass", str(tmp_path / "k.cubin")], capture_output=True, text=True).stdout
+    sass, log = cubin_sass(g.source, "sm_90a", tmp_path)
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", log), log
     for instruction in ("UTMALDG.2D", "HGMMA.64x256x16.F32", "USETMAXREG", "SYNCS.PHASECHK"):
         assert instruction in sass, instruction
     assert not re.search(r"\b(LDL|STL)\b", sass)
@@ -187,10 +176,7 @@ def test_cluster_tiles_cover_every_tile_once_and_share_only_equal_columns(tmp_pa
            "      int x, y, z; const bool share = tl::cluster_tile<8, 2>(p, s[0], s[1], tiles, r, x, y, z);\n"
            "      printf(\"%d %d %d %d %u %d %d %d %d\\n\", s[0], s[1], s[2], p, r, x, y, z, (int)share);\n    }\n  }\n"
            "  return 0;\n}\n")
-    (tmp_path / "c.cu").write_text("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n" + src)
-    res = nvcc(["-arch=sm_90a", "c.cu", "-o", "c"], tmp_path)
-    assert res.returncode == 0, res.stderr[-3000:]
-    out = subprocess.run([str(tmp_path / "c")], capture_output=True, text=True, check=True).stdout
+    out = run_host("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n" + src, tmp_path, arch="sm_90a")
     seen: dict = {}
     pairs: dict = {}
     for line in out.splitlines():

@@ -2,14 +2,15 @@
 references computed the way each kernel is specified, and the SASS of a compiled kernel.
 
 Shared by the interpreter tests (tests/stdlib) and the GPU tests (tests/gpu)."""
-import os
 import re
-import shutil
-import subprocess
+import sys
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))  # the nvcc helpers
+from nvcc import cubin_sass  # noqa: E402
 
 E4M3, E5M2, BF16 = ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.bfloat16
 PRECISION_KERNELS = ["matmul_tf32", "matmul_f8", "matmul_f8_blockscaled", "matmul_i8"]
@@ -76,39 +77,13 @@ def check(name, out, ref, tol):
     assert err < tol, (name, err)
 
 
-def cuobjdump() -> str:
-    """cuobjdump beside nvcc, or the one of the nvidia-cuda wheels."""
-    found = shutil.which("cuobjdump")
-    if found:
-        return found
-    nvcc = shutil.which("nvcc")
-    if nvcc and (Path(nvcc).parent / "cuobjdump").exists():
-        return str(Path(nvcc).parent / "cuobjdump")
-    import nvidia
-
-    for root in nvidia.__path__:
-        for p in Path(root).glob("cu*/bin/cuobjdump"):
-            return str(p)
-    raise AssertionError("cuobjdump not found (needed to read the SASS of generated kernels)")
-
-
-ARCH_FLAGS = {"sm_80": ["-arch=sm_80"], "sm_90a": ["-gencode=arch=compute_90a,code=sm_90a"]}
-
-
 def sass(source: str, arch: str, tmp_path) -> tuple[dict, str]:
     """Compile `source` to a cubin (warnings as errors); (instruction counts, ptxas log)."""
-    cu, cubin = tmp_path / "k.cu", tmp_path / "k.cubin"
-    cu.write_text(source)
-    res = subprocess.run(["nvcc", "-std=c++17", "-Werror", "all-warnings", *ARCH_FLAGS[arch], "-Xptxas", "-v",
-                          "-cubin", str(cu), "-o", str(cubin)], capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-4000:]
-    dump = subprocess.run([cuobjdump(), "-sass", str(cubin)], capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ))
-    assert dump.returncode == 0, dump.stderr
+    text, log = cubin_sass(source, arch, tmp_path)
     counts: dict = {}
-    for op in re.findall(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Za-z0-9_.]*)", dump.stdout, re.M):
+    for op in re.findall(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Za-z0-9_.]*)", text, re.M):
         counts[op] = counts.get(op, 0) + 1
-    return counts, res.stderr
+    return counts, log
 
 
 def count(counts: dict, prefix: str) -> int:
