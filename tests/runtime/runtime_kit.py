@@ -4,33 +4,11 @@ the code generator.  Also a duck-typed device array exposing `__cuda_array_inter
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from tlc.codegen import GeneratedKernel, KernelArg  # the contract itself; only the C is hand-written
 from tlc.dtypes import BF16, F32, I32, DType
 from tlc.ir import BinOp, Const, Kernel, Load, Param, Parallel, Store, Var
-
-
-@dataclass(frozen=True)
-class KernelArg:
-    name: str
-    kind: str
-    dtype: DType
-    c_type: str
-
-
-@dataclass(frozen=True)
-class GeneratedKernel:
-    name: str
-    launcher: str
-    source: str
-    args: tuple
-    threads: int
-    smem_bytes: int
-    grid: tuple
-    arch: str
-    tensor_maps: tuple = ()
 
 
 def i32(v: int) -> Const:
