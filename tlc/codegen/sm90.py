@@ -27,6 +27,7 @@ class Sm90(WarpSpecialized, Sm80):
         self.wgmma_types: dict = {}  # (n, dtype name, n_major_b) -> struct name
         self.wgmma_operands = {x for g in statements(kernel.body) if isinstance(g, ir.Gemm) and self.uses_wgmma(g)
                                for x in (g.a, g.b)}
+        self.in_flight_gemm: ir.Gemm | None = None  # the gemm a pipelined loop keeps in flight
         self.find_warp_specialized_loop()
 
     def generate(self) -> dict:
@@ -57,16 +58,16 @@ class Sm90(WarpSpecialized, Sm80):
             return False
         gemm = plan.rest[0] if len(plan.rest) == 1 and isinstance(plan.rest[0], ir.Gemm) else None
         overlap = gemm is not None and self.uses_wgmma(gemm)
-        self.in_flight = overlap
-        self.in_flight_acc = (c_name(gemm.c), self.buffers[gemm.c].shape[1] // 2) if overlap else None
+        self.in_flight_gemm = gemm if overlap else None
         self.emit_pipeline(plan, overlap=overlap)
-        self.in_flight, self.in_flight_acc = False, None
+        self.in_flight_gemm = None
         return True
 
     def drain(self) -> None:
-        acc, regs = self.in_flight_acc
+        """Wait for the gemm left in flight and tie its accumulator's registers to this point."""
+        c = self.buffers[self.in_flight_gemm.c]
         self.emit("tl::wgmma_wait<0>();")
-        self.emit(f"tl::fence_registers<{regs}>({acc});")
+        self.emit(f"tl::fence_registers<{c.shape[1] // 2}>({c_name(c.name)});")
 
     def stmt_Gemm(self, g: ir.Gemm) -> None:
         if not self.uses_wgmma(g):
@@ -76,7 +77,7 @@ class Sm90(WarpSpecialized, Sm80):
         n = c.shape[1]
         mma = self.wgmma_struct(n, a.dtype, not g.trans_b, b.dtype, c.dtype, g.precision)
         # In an overlapped pipeline one group stays in flight; elsewhere the gemm completes here.
-        pending = 1 if getattr(self, "in_flight", False) else 0
+        pending = 1 if g is self.in_flight_gemm else 0
         tb = f", {c_type(b.dtype)}" if b.dtype != a.dtype else ""
         self.emit(f"tl::gemm_wgmma<{mma}, {c_type(a.dtype)}, {a.shape[1]}, {a.shape[0]}, {b.shape[0]}, "
                   f"{_b(g.trans_b)}, {pending}{tb}>({self.smem_pointer(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)});")

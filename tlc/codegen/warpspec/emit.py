@@ -11,6 +11,16 @@ from .plan import PRODUCER_REGS, PRODUCER_THREADS, TILE_GROUP, WarpSpecPlan, con
 class WarpSpecEmission:
     """The C of a warp-specialized kernel (mixed into `Sm90` through `WarpSpecialized`)."""
 
+    def block(self, stmts) -> None:
+        """A persistent kernel's body is the specialized loop with the statements around it
+        inside its tile loop."""
+        if self.persistent and stmts is self.k.body:
+            i = self.k.body.index(self.ws_loop)
+            self.mark(self.ws_loop)
+            self.emit_warp_specialized(self.ws_loop, before=stmts[:i], after=stmts[i + 1:])
+            return
+        super().block(stmts)
+
     def stmt_Sync(self, s) -> None:
         if getattr(self, "in_consumer_loop", False):
             self.emit("// sync: the stage's full barrier already orders the copies before this")
@@ -196,9 +206,9 @@ class WarpSpecEmission:
         e(f"const int {var} = tl_k;")
         e(f"(void){var};")
         saved = self.staged(plan, "tl_it")
-        self.in_flight, self.in_consumer_loop = w.overlap, True
+        self.in_flight_gemm, self.in_consumer_loop = (plan.rest[0] if w.overlap else None), True
         self.block(plan.rest)
-        self.in_flight, self.in_consumer_loop = False, False
+        self.in_consumer_loop = False
         self.smem_base = saved
         self.indent -= 1
         e("}")
@@ -210,9 +220,8 @@ class WarpSpecEmission:
         self.indent -= 1
         e("}")
         if w.overlap:
-            gemm = plan.rest[0]
-            e("tl::wgmma_wait<0>();")
-            e(f"tl::fence_registers<{self.buffers[gemm.c].shape[1] // 2}>({c_name(gemm.c)});")
+            self.drain()
+            self.in_flight_gemm = None
             if self.persistent:
                 e("// and the last stage, which the next tile's copies will overwrite")
                 e(f"if (tl_n > 0 && threadIdx.x % 32 == 0) {self.release(f'tl_empty + (tl_it + {S - 1}) % {S}')}")

@@ -70,46 +70,48 @@ class WarpSpecPlanning:
     """The decisions of a warp-specialized kernel (mixed into `Sm90` through `WarpSpecialized`):
     which loop, persistence, clusters, the tensor maps and the block size."""
 
-    ws_loop: ir.For | None = None
+    ws: WarpSpecPlan | None = None  # the specialized loop's plan, None when the kernel has none
+
+    @property
+    def ws_loop(self) -> ir.For | None:
+        return self.ws.pipeline.loop if self.ws is not None else None
 
     def find_warp_specialized_loop(self) -> None:
-        """The one top-level pipelined loop to specialize, if the kernel allows it; decides
-        the block size and the tensor maps before any code is emitted."""
+        """The one top-level pipelined loop to specialize, if the kernel allows it, and whether
+        the kernel is persistent and clustered: decides the block size and the tensor maps
+        before any code is emitted."""
         self.tensor_maps: list[TensorMapSpec] = []
-        self.ws_loop = None
-        self.persistent = False
+        self.ws, self.persistent, self.cluster = None, False, 1
         if self.k.threads % 128 or self.k.threads + PRODUCER_THREADS > 1024:
             return
         for i, s in enumerate(self.k.body):
             if isinstance(s, ir.For) and s.kind == "pipelined" and s.stages > 1:
-                before = self.k.body[:i]
-                if all(_thread_local(x, self.buffers) for x in before) and self.ws_plan(s) is not None:
-                    self.ws_loop = s
+                if all(_thread_local(x, self.buffers) for x in self.k.body[:i]):
+                    self.ws = self.ws_plan(s)
                 break
-        self.decide_persistence()
-        self.decide_cluster()
-        if self.ws_loop is not None:
-            self.ws = self.ws_plan(self.ws_loop)
-            for load in self.ws.loads:
-                load.multicast = self.cluster > 1 and self.shared_by_cluster(load.copy)
-                load.map_index = self.tensor_map(load)
+        if self.ws is None:
+            return
+        # persistent when the epilogue never waits for the whole block (the producer is still
+        # running then)
+        self.persistent = self.epilogue_free(self.k.body[i + 1:])
+        self.cluster = self.cluster_size()
+        for load in self.ws.loads:
+            load.multicast = self.cluster > 1 and self.shared_by_cluster(load.copy)
+            load.map_index = self.tensor_map(load)
 
-    def decide_cluster(self) -> None:
+    def cluster_size(self) -> int:
         """Two blocks of a cluster take two consecutive tiles of a persistent kernel's order,
         which (8 rows of tiles to a group) mostly share x: a tile they both copy then (one that
         does not depend on y, B of a GEMM) is copied once, each block loading half of its rows
         into both blocks' shared memory (TMA multicast), halving that operand's traffic out
         of L2; where the two tiles' x differ each block loads its own."""
-        self.cluster = 1
         if not self.persistent or len(self.k.grid) < 2:
-            return
-        loads = self.ws_plan(self.ws_loop).loads
-        shared = [x for x in loads if self.shared_by_cluster(x.copy)]
+            return 1
+        shared = [x for x in self.ws.loads if self.shared_by_cluster(x.copy)]
         # the blocks of a cluster wait on each other's stages: every tile must run as many
         # iterations, so the loop's length may read only sizes and scalar parameters
         same_length = self.same_for_every_tile(self.ws_loop.stop)
-        if shared and same_length and all(x.rows % 16 == 0 for x in shared):
-            self.cluster = CLUSTER
+        return CLUSTER if shared and same_length and all(x.rows % 16 == 0 for x in shared) else 1
 
     def same_for_every_tile(self, e) -> bool:
         fixed = {*self.k.shape_symbols(), *(p.name for p in self.k.params if p.kind == "scalar")}
@@ -123,15 +125,6 @@ class WarpSpecPlanning:
                 *(p.name for p in self.k.params if p.kind == "scalar")}
         return all(v.name in same for o in c.src.offsets for v in variables(o))
 
-    def decide_persistence(self) -> None:
-        """A kernel is persistent when it is the specialized loop between thread-local work and
-        an epilogue that never waits for the whole block (the producer is still running then)."""
-        self.persistent = False
-        if self.ws_loop is None:
-            return
-        i = self.k.body.index(self.ws_loop)
-        self.persistent = self.epilogue_free(self.k.body[i + 1:])
-
     def epilogue_free(self, stmts) -> bool:
         for s in stmts:
             if isinstance(s, ir.Copy):
@@ -141,16 +134,6 @@ class WarpSpecPlanning:
             elif not self.barrier_free([s]):
                 return False
         return True
-
-    def block(self, stmts) -> None:
-        """A persistent kernel's body is the specialized loop with the statements around it
-        inside its tile loop."""
-        if getattr(self, "persistent", False) and stmts is self.k.body:
-            i = self.k.body.index(self.ws_loop)
-            self.mark(self.ws_loop)
-            self.emit_warp_specialized(self.ws_loop, before=stmts[:i], after=stmts[i + 1:])
-            return
-        super().block(stmts)
 
     @property
     def launch_threads(self) -> int:
