@@ -35,66 +35,56 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
-    dt = torch.float16 if args.dtype == "f16" else torch.bfloat16
-    mod = tlc.load("std.gemm")
-    kernel = getattr(mod, args.kernel)
+    kernel = getattr(tlc.load("std.gemm"), args.kernel)
     rows = []
-    if args.kernel.startswith("matmul_f8"):
-        rows = fp8(torch, kernel, args)
-    for n in (int(s) for s in args.sizes.split(",") if not args.kernel.startswith("matmul_f8")):
-        a = torch.randn(n, n, device="cuda", dtype=dt)
-        b = torch.randn(n, n, device="cuda", dtype=dt)
-        ref = (a.float() @ (b.float().T if args.kernel == "matmul_nt" else b.float()))
-        vendor = (lambda: torch.matmul(a, b.T)) if args.kernel == "matmul_nt" else (lambda: torch.matmul(a, b))
-        contenders, outs = {"cublas": vendor}, {}
-        for i, cfg in enumerate(CONFIGS):
-            c = torch.empty(n, n, device="cuda", dtype=dt)
-            outs[i] = c
-            contenders[i] = (lambda c=c, cfg=cfg: kernel(a, b, c, **cfg))
+    for n in (int(x) for x in args.sizes.split(",")):
+        vendor, run, ref, configs, out_dtype = case(torch, kernel, args, n)
+        contenders, outs = {"vendor": vendor[1]}, {}
+        for i, cfg in enumerate(configs):
+            c = outs[i] = torch.empty(n, n, device="cuda", dtype=out_dtype)
+            contenders[i] = (lambda c=c, cfg=cfg: run(c, cfg))
         try:
             ms = compare(contenders, min_ms=args.ms)
         except Exception as e:  # noqa: BLE001 - one configuration that cannot launch is a row, not a crash
             print(f"{n}^3: {type(e).__name__}: {e}")
             continue
         flops = 2.0 * n ** 3
-        print(f"{n}^3 {args.kernel} {args.dtype}: cuBLAS {flops / ms['cublas'] / 1e9:.0f} TFLOP/s")
-        for i, cfg in enumerate(CONFIGS):
-            err = float((outs[i].float() - ref).norm() / ref.norm())
-            row = dict(size=n, config=cfg, tflops=flops / ms[i] / 1e9, ratio=ms["cublas"] / ms[i], rel_err=err)
-            rows.append(row)
-            print(f"  {cfg}: {row['tflops']:.0f} TFLOP/s, {row['ratio']:.3f}x cuBLAS, rel err {err:.1e}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
-
-
-def fp8(torch, kernel, args) -> list:
-    """matmul_f8 (per-tensor scales) against torch._scaled_mm, matmul_f8_blockscaled (scales
-    per 128 of K) against the per-tensor vendor call as the speed reference."""
-    rows = []
-    for n in (int(s) for s in args.sizes.split(",")):
-        a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
-        b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
-        one = torch.tensor(1.0, device="cuda")
-        contenders = {"vendor": lambda: torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)}
-        ref = a.float() @ b.float().T
-        blocked = args.kernel == "matmul_f8_blockscaled"
-        kb = -(-n // 128)
-        sa, sb = torch.ones(n, kb, device="cuda"), torch.ones(kb, kb, device="cuda")
-        configs = F8BS_CONFIGS if blocked else F8_CONFIGS
-        outs = {}
-        for i, cfg in enumerate(configs):
-            c = outs[i] = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
-            call_args = (a, b, c, sa, sb) if blocked else (a, b, c, 1.0, 1.0)
-            contenders[i] = (lambda call_args=call_args, cfg=cfg: kernel(*call_args, **cfg))
-        ms = compare(contenders, min_ms=args.ms)
-        flops = 2.0 * n ** 3
-        print(f"{n}^3 {args.kernel}: torch._scaled_mm {flops / ms['vendor'] / 1e9:.0f} TFLOP/s")
+        label = args.kernel if args.kernel.startswith("matmul_f8") else f"{args.kernel} {args.dtype}"
+        print(f"{n}^3 {label}: {vendor[0]} {flops / ms['vendor'] / 1e9:.0f} TFLOP/s")
         for i, cfg in enumerate(configs):
             err = float((outs[i].float() - ref).norm() / ref.norm())
             row = dict(size=n, config=cfg, tflops=flops / ms[i] / 1e9, ratio=ms["vendor"] / ms[i], rel_err=err)
             rows.append(row)
-            print(f"  {cfg}: {row['tflops']:.0f} TFLOP/s, {row['ratio']:.3f}x torch._scaled_mm, rel err {err:.1e}")
-    return rows
+            print(f"  {cfg}: {row['tflops']:.0f} TFLOP/s, {row['ratio']:.3f}x {vendor[0]}, rel err {err:.1e}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+def case(torch, kernel, args, n: int):
+    """((vendor label, vendor call), run(C, constants), reference, configurations, C's dtype)
+    for one size: f16/bf16 matmul or matmul_nt against cuBLAS; matmul_f8 against
+    torch._scaled_mm; matmul_f8_blockscaled (unit scales per 128 of K) against the
+    per-tensor call as the speed reference."""
+    if args.kernel.startswith("matmul_f8"):
+        a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
+        one = torch.tensor(1.0, device="cuda")
+        vendor = ("torch._scaled_mm",
+                  lambda: torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
+        if args.kernel == "matmul_f8_blockscaled":
+            kb = -(-n // 128)
+            sa, sb = torch.ones(n, kb, device="cuda"), torch.ones(kb, kb, device="cuda")
+            return vendor, lambda c, cfg: kernel(a, b, c, sa, sb, **cfg), a.float() @ b.float().T, F8BS_CONFIGS, \
+                torch.bfloat16
+        return vendor, lambda c, cfg: kernel(a, b, c, 1.0, 1.0, **cfg), a.float() @ b.float().T, F8_CONFIGS, \
+            torch.bfloat16
+    dt = torch.float16 if args.dtype == "f16" else torch.bfloat16
+    a = torch.randn(n, n, device="cuda", dtype=dt)
+    b = torch.randn(n, n, device="cuda", dtype=dt)
+    nt = args.kernel == "matmul_nt"
+    vendor = ("cuBLAS", (lambda: torch.matmul(a, b.T)) if nt else (lambda: torch.matmul(a, b)))
+    ref = a.float() @ (b.float().T if nt else b.float())
+    return vendor, lambda c, cfg: kernel(a, b, c, **cfg), ref, CONFIGS, dt
 
 
 if __name__ == "__main__":
