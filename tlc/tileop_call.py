@@ -8,7 +8,7 @@ makes a `CachedCall` after a call that the general path checked and ran, keyed b
 check depended on (`signature`); a later call with the same signature runs through it.
 
 The launches: CuPy arrays through each kernel's `call_positional` fast path (which checks and
-falls back on its own); PyTorch tensors by their pointers (`PointerLaunch`: their dtypes,
+falls back on its own); PyTorch tensors by their pointers (`CompiledKernel.by_pointers`: their dtypes,
 shapes and device are the signature's, their contiguity is checked here, the scalars are
 converted and checked as the general path converts them); NumPy or mixed kinds through the
 general path by name (their uploads dominate anyway).
@@ -60,7 +60,7 @@ class CachedCall:
             slots = tuple(index[p.name] for p in launch.kernel.params)
             flat = tuple(launch.flat and p.kind == "tensor" for p in launch.kernel.params)
             if self.torch:
-                run = PointerLaunch(c, _named(launch, store, flat), device)
+                run = c.by_pointers(_named(launch, store, flat), device)
                 flat = (False,) * len(flat)  # a pointer is the same for a flat view
             elif every == {CUPY}:
                 run = c.call_positional
@@ -88,62 +88,6 @@ class CachedCall:
                 run(tuple([_flat(store[j]) if f else store[j] for j, f in zip(slots, flat)]))
         out = store[-1]
         return out.numpy() if self.to_numpy else out
-
-
-class PointerLaunch:
-    """One kernel launched with PyTorch tensors (and fresh PyTorch temporaries) by pointer, on
-    PyTorch's current stream: the C arguments of the first call, which the general path bound
-    and checked, with each call's pointers and scalars put in their slots."""
-
-    def __init__(self, compiled, args: dict, device: int):
-        from .runtime.launch import _pointer_device
-
-        bound = compiled.binder.bind(args, device, _pointer_device)
-        self.template, self.values = list(bound.args), list(bound.values)
-        self.tensors = tuple(t[0] for t in compiled.binder.tensors)
-        self.scalars = tuple((t[0], t[2]) for t in compiled.binder.scalars)
-        self.grid_of = compiled.grid
-        self.grid = compiled.grid(self.values)
-        self.fn, self.block, self.smem, self.device = compiled.function(device), compiled.block, compiled.smem, device
-        self.maps = compiled.tensor_maps
-        self.map_slots = tuple(slot for slot, _ in compiled._map_slots) if self.maps else ()
-        self.map_sizes = tuple(tuple(self.values[x] if symbolic else x for symbolic, x in dims)
-                               for _, dims in compiled._map_slots) if self.maps else ()
-        self.torch_stream = compiled.torch_stream
-
-    def __call__(self, t: tuple) -> None:
-        kargs = self.template.copy()
-        for i in self.tensors:
-            kargs[i] = np.uint64(t[i].data_ptr())
-        grid = self.grid
-        if self.scalars:
-            values = self.values.copy()
-            for i, convert in self.scalars:
-                kargs[i], values[i] = convert(t[i])
-            grid = self.grid_of(values)
-        if self.maps is not None:
-            kargs += self.maps(tuple(int(kargs[s]) for s in self.map_slots), self.map_sizes)
-        self.fn(grid, self.block, kargs, self.smem, _stream(self.torch_stream, self.device))
-
-
-_raw_stream = None  # PyTorch's current raw stream of a device, without making a Stream object
-
-
-def _stream(torch_stream, device: int):
-    global _raw_stream
-    if _raw_stream is None:
-        import torch
-
-        _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
-            (lambda d: torch.cuda.current_stream(d).cuda_stream)
-    ptr = _raw_stream(device)
-    s = _streams.get(ptr)
-    if s is None:
-        s = _streams[ptr] = torch_stream(device)
-    return s
-
-
-_streams: dict = {}  # raw stream pointer -> the CuPy stream launch.py made for it
 
 
 def _named(launch, store: dict, flat: tuple) -> dict:

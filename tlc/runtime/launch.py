@@ -159,16 +159,39 @@ class CompiledKernel:
         stream.synchronize()  # the copies read pageable memory: finish before it can change
 
     def torch_stream(self, device: int):
-        import cupy
-        import torch
-
-        ptr = torch.cuda.current_stream(device).cuda_stream
+        """PyTorch's current stream on `device` as a CuPy stream (one object per raw stream)."""
+        ptr = _torch_raw_stream()(device)
         s = self._streams.get(ptr)
         if s is None:
+            import cupy
+
             s = self._streams[ptr] = _foreign_stream(cupy, ptr, device)
         return s
 
+    def by_pointers(self, args: dict, device: int):
+        """A relauncher for PyTorch tensors like those of `args` (same dtypes, shapes, device),
+        checked once here: each call takes the arguments in parameter order and changes only
+        the pointers and scalars (`pointer_launch.PointerLaunch`)."""
+        from .pointer_launch import PointerLaunch
 
+        return PointerLaunch(self, self.binder.bind(args, device, _pointer_device), device)
+
+
+
+
+_raw_stream = None
+
+
+def _torch_raw_stream():
+    """PyTorch's current raw stream of a device as an int, without making a Stream object
+    (the private accessor where this PyTorch has it: a launch's host cost is budgeted)."""
+    global _raw_stream
+    if _raw_stream is None:
+        import torch
+
+        _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
+            (lambda d: torch.cuda.current_stream(d).cuda_stream)
+    return _raw_stream
 
 
 def _pointer_device(ptr: int) -> int:
