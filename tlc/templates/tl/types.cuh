@@ -53,6 +53,17 @@ __device__ __forceinline__ double pymod(double a, double b) {
   return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r;
 }
 
+// 2^x and e^x by the hardware approximation (MUFU.EX2: relative error below 2^-21, results
+// below 2^-126 flushed to zero): for values kept at 16-bit precision, whose half ulp is 2^-12
+// (f16) or 2^-9 (bf16).  codegen/cexpr.py says where they are used instead of expf / exp2f.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ double fast_exp2(double x) { return exp2(x); }
+__device__ __forceinline__ float fast_exp(float x) { return fast_exp2(x * 1.4426950408889634f); }
+
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + __expf(-x)); }
 __device__ __forceinline__ double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 template <typename T> __device__ __forceinline__ T imin(T a, T b) { return a < b ? a : b; }
