@@ -26,9 +26,10 @@ def test_the_gemm_loop_gets_a_producer_warpgroup_and_two_tensor_maps():
     g = generated("gemm", "matmul", "sm_90a")
     assert g.threads == 256 + 128
     assert "__launch_bounds__(384, 1)" in g.source
-    assert [(m.param, m.box_cols) for m in g.tensor_maps] == [("A", 64), ("B", 64)]
+    # A and B are loaded through maps; C is stored through one (the epilogue, below)
+    assert [(m.param, m.box_cols, m.store) for m in g.tensor_maps] == [("A", 64, False), ("B", 64, False), ("C", 64, True)]
     assert "tl::setmaxnreg_dec<40>();" in g.source and "tl::setmaxnreg_inc<232>();" in g.source
-    assert "const __grid_constant__ tl::TensorMap tl_map1, int tl_tma)" in g.source
+    assert "const __grid_constant__ tl::TensorMap tl_map2, int tl_tma)" in g.source
     # one wgmma group in flight: a stage is released one iteration late
     assert "tl::gemm_wgmma<" in g.source and ", 1>(" in g.source
     # persistent: the epilogue is a store of registers, so the producer may run ahead
@@ -39,8 +40,32 @@ def test_the_gemm_loop_gets_a_producer_warpgroup_and_two_tensor_maps():
             "bx, by, tl_bz);") in g.source
     assert "if (tl_valid) {  // a block past the last tile stores nothing" in g.source
     assert "tl::tma_load_tile_multicast<half, 64, 256, 2, 2>(" in g.source and "tl_rank, tl_share);" in g.source
-    assert [(m.param, m.box_rows) for m in g.tensor_maps] == [("A", 128), ("B", 32)]
+    assert [(m.param, m.box_rows) for m in g.tensor_maps] == [("A", 128), ("B", 32), ("C", 64)]
     assert "tl::mbar_arrive_cluster<2>(tl_empty + (tl_it + 2) % 3)" in g.source
+
+
+def test_the_epilogue_stages_each_warpgroups_rows_for_a_tma_store():
+    g = generated("gemm", "matmul", "sm_90a")  # 3 stages of 48 KB leave room for the 64 KB tile
+    body = kernel_part(g.source)
+    assert "if (tl_tma & 2) {  // through shared memory" in body
+    assert "half* tl_stage_c = reinterpret_cast<half*>(tl_smem + 148480);" in body  # 3 x 48 KB + barriers, 1024-aligned
+    assert "tl::copy_f2s_staged<tl_matmul_layout_0, float, half, 128, 256>(tl_stage_c, acc);" in body
+    assert ("tl::tma_store_tile<half, 64, 256, 128, 2>(&tl_map2, tl_stage_c, tl_group * 64, (bx * 256), "
+            "(by * 128) + tl_group * 64, {0});") in body
+    # the buffer is rewritten only after the last store read it; the block exits after its stores
+    assert body.index("tl::tma_store_wait_read();") < body.index("tl::copy_f2s_staged<")
+    assert "if (threadIdx.x % 128 == 0) tl::tma_store_wait();" in body
+    assert "} else {\n          tl::copy_f2g<tl_matmul_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));" in body
+    assert g.smem_bytes == 148480 + 128 * 256 * 2
+    # the launcher sets bit 1 of tl_tma only when the driver takes C's map
+    assert "tl_tma_store = tl_tma_store && tl::encode_tensor_map(&tl_map2, 6, 2, C," in g.source
+    assert "(tl_tma_loads ? 1 : 0) | (tl_tma_store ? 2 : 0));" in g.source
+
+
+def test_a_ring_that_leaves_no_room_for_the_staged_tile_stores_from_registers():
+    g = generated("gemm", "matmul", "sm_90a", {"stages": 4})  # 192 KB of stages + 64 KB > 227 KB
+    assert [m.param for m in g.tensor_maps] == ["A", "B"] and "tl_tma & 2" not in g.source
+    assert "tl::copy_f2g<tl_matmul_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));" in g.source
 
 
 def test_sm80_keeps_the_cp_async_ring():
@@ -90,7 +115,7 @@ def test_a_plain_loop_is_specialized_without_overlap():
     src = SHARED_WORK_BEFORE.replace("        fill(As, 0.0)\n", "").replace(
         "            gemm(As, Bs, acc)\n", "            gemm(As, Bs, acc)\n            gemm(As, Bs, acc)\n")
     g = _generate(src, "k")
-    assert g.threads == 384 and len(g.tensor_maps) == 2
+    assert g.threads == 384 and [(m.param, m.store) for m in g.tensor_maps] == [("A", False), ("B", False), ("C", True)]
     assert "if (threadIdx.x % 32 == 0) tl::mbar_arrive_cluster<2>(tl_empty + tl_stage);" in g.source
 
 
@@ -146,6 +171,14 @@ def test_specialized_gemm_compiles_to_tma_wgmma_and_no_local_memory(tmp_path):
     assert re.search(r"0 bytes spill stores, 0 bytes spill loads", log), log
     for instruction in ("UTMALDG.2D", "HGMMA.64x256x16.F32", "USETMAXREG", "SYNCS.PHASECHK"):
         assert instruction in sass, instruction
+    assert not re.search(r"\b(LDL|STL)\b", sass)
+
+
+def test_the_staged_epilogue_compiles_to_tma_stores_without_local_memory(tmp_path):
+    g = generated("gemm", "matmul", "sm_90a", {"BN": 192, "stages": 4})  # the 8192^3 configuration
+    sass, log = cubin_sass(g.source, "sm_90a", tmp_path)
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", log), log
+    assert "UTMASTG.2D" in sass and "UTMALDG.2D" in sass and "HGMMA.64x192x16.F32" in sass
     assert not re.search(r"\b(LDL|STL)\b", sass)
 
 

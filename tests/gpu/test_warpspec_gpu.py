@@ -40,9 +40,10 @@ def test_tma_path_on_ragged_aligned_shapes(M, N, K):
     kernel = _kernel("matmul")
     compiled = kernel.compiled({})
     assert compiled.generated.tensor_maps, "std.gemm.matmul is warp-specialized on sm_90a"
-    dA, dB = cp.asarray(A), cp.asarray(B)
-    extra = compiled.tensor_maps((dA.data.ptr, dB.data.ptr), ((M, K), (K, N)))
-    assert int(extra[-1]) == 1, "the driver encoded both maps: this shape takes the TMA"
+    dA, dB, dC = cp.asarray(A), cp.asarray(B), cp.zeros((M, N), cp.float16)
+    assert [m.param for m in compiled.generated.tensor_maps] == ["A", "B", "C"]
+    extra = compiled.tensor_maps((dA.data.ptr, dB.data.ptr, dC.data.ptr), ((M, K), (K, N), (M, N)))
+    assert int(extra[-1]) == 3, "the driver encoded every map: this shape loads and stores through the TMA"
     C = np.full((M, N), np.nan, np.float16)
     kernel(A, B, C)
     assert rel_err(C.astype(np.float32), A.astype(np.float32) @ B.astype(np.float32)) < 2e-3
@@ -57,6 +58,18 @@ def test_unaligned_rows_take_the_producer_copies():
         C = np.full((M, N), np.nan, np.float16)
         _kernel("matmul")(A, B, C)
         assert rel_err(C.astype(np.float32), A.astype(np.float32) @ B.astype(np.float32)) < 2e-3, (M, N, K)
+
+
+def test_an_unaligned_result_is_stored_from_registers_while_the_copies_keep_the_tma():
+    if not _hopper():
+        pytest.skip("the warp-specialized pipeline is sm_90a's")
+    rng = np.random.default_rng(7)
+    A, Bt = _data(rng, 200, 328), _data(rng, 135, 328)  # C's rows are 270 bytes; A's and B's 656
+    compiled = _kernel("matmul_nt").compiled({})
+    assert int(compiled.tensor_maps((0x10000, 0x20000, 0x30000), ((200, 328), (135, 328), (200, 135)))[-1]) == 1
+    C = np.full((200, 135), np.nan, np.float16)
+    _kernel("matmul_nt")(A, Bt, C)
+    assert rel_err(C.astype(np.float32), A.astype(np.float32) @ Bt.astype(np.float32).T) < 2e-3
 
 
 def test_rank3_tensor_maps_and_nt_layout():

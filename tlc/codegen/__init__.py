@@ -163,7 +163,7 @@ def launcher_tensor_map(index: int, spec) -> dict:
         strides.append(pitch)
     box = [spec.box_cols, spec.box_rows] + [1] * (len(dims) - 2)
     return {"index": index, "param": c_name(spec.param), "dtype": tma_dtype(spec.dtype), "rank": len(dims),
-            "dims": [f"static_cast<cuuint64_t>({d})" for d in dims], "strides": strides, "box": box}
+            "store": spec.store, "dims": [f"static_cast<cuuint64_t>({d})" for d in dims], "strides": strides, "box": box}
 
 
 def generate_file(kernels: list, arch: str = "sm_80", *, line_directives: bool = True,

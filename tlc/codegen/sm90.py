@@ -20,7 +20,7 @@ from .warpspec import WarpSpecialized
 
 class Sm90(WarpSpecialized, Sm80):
     arch = "sm_90a"
-    primitive_files = Sm80.primitive_files + ("wgmma.cuh", "tma.cuh")
+    primitive_files = Sm80.primitive_files + ("wgmma.cuh", "tma.cuh", "tma_store.cuh")
 
     def __init__(self, kernel: ir.Kernel, sources=None, line_directives: bool = True):
         super().__init__(kernel, sources, line_directives)

@@ -1,8 +1,9 @@
 """Tensor maps for kernels that copy through the TMA (the sm_90a warp-specialized pipeline):
 each is 128 bytes the driver encodes (`cuTensorMapEncodeTiled`) from a tensor's base pointer,
 sizes and the box the kernel copies, passed by value after the kernel's own arguments,
-followed by `tl_tma` (1, or 0 when the driver refused a map: the kernel then copies without
-the TMA, correct but slower).
+followed by `tl_tma`, two flags: bit 0 when the driver accepted every map the copies load
+through, bit 1 when it accepted the map the epilogue stores through (without them the kernel
+copies or stores element by element, correct but slower).
 
 Encoding costs a few microseconds, so a launch looks its maps up by (pointers, sizes) first:
 benchmarks and training loops launch on the same arrays again and again.
@@ -61,7 +62,15 @@ def encode(spec, pointer: int, sizes: tuple):
 
 
 _NO_MAP = np.void(bytes(128))
-_TMA_ON, _TMA_OFF = np.int32(1), np.int32(0)
+_LOADS, _STORES = 1, 2  # the bits of `tl_tma`
+
+
+def tma_flags(specs, maps: list) -> list:
+    """The maps as the kernel takes them, then `tl_tma`: a kind of maps (loads, the store) is
+    on when the driver accepted each of its maps; the maps of a kind that is off are zeros."""
+    ok = {kind: all(m is not None for s, m in zip(specs, maps) if s.store == kind) for kind in (False, True)}
+    flags = (_LOADS if ok[False] else 0) | (_STORES if ok[True] and any(s.store for s in specs) else 0)
+    return [m if ok[s.store] else _NO_MAP for s, m in zip(specs, maps)] + [np.int32(flags)]
 
 
 class LaunchTensorMaps:
@@ -77,10 +86,7 @@ class LaunchTensorMaps:
         found = self._cache.get(key)
         if found is None:
             maps = [encode(s, p, n) for s, p, n in zip(self.specs, pointers, sizes)]
-            if all(m is not None for m in maps):
-                found = maps + [_TMA_ON]
-            else:
-                found = [_NO_MAP] * len(maps) + [_TMA_OFF]
+            found = tma_flags(self.specs, maps)
             if len(self._cache) >= _MAX_CACHED:
                 self._cache.clear()
             self._cache[key] = found

@@ -33,7 +33,7 @@ struct tl_matmul_wgmma_n256_f16_nmajor {
   }
 };
 
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) matmul(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int K, int N, const __grid_constant__ tl::TensorMap tl_map0, const __grid_constant__ tl::TensorMap tl_map1, int tl_tma) {
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) matmul(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int K, int N, const __grid_constant__ tl::TensorMap tl_map0, const __grid_constant__ tl::TensorMap tl_map1, const __grid_constant__ tl::TensorMap tl_map2, int tl_tma) {
   extern __shared__ __align__(1024) unsigned char tl_smem[];
   const int bx = blockIdx.x;
   (void)bx;
@@ -50,7 +50,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
     const int tl_tiles_x = tl::floordiv(((N + 256) - 1), 256), tl_tiles_y = tl::floordiv(((M + 128) - 1), 128), tl_tiles_z = 1;
     if (threadIdx.x == 0) {
       for (int tl_s = 0; tl_s < 3; ++tl_s) {
-        tl::mbar_init(tl_full + tl_s, tl_tma ? 1 : 128);
+        tl::mbar_init(tl_full + tl_s, (tl_tma & 1) ? 1 : 128);
         tl::mbar_init(tl_empty + tl_s, 16);  // one arrival per consumer warp of the cluster
       }
       tl::fence_barrier_init();
@@ -61,10 +61,11 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
       tl::setmaxnreg_dec<40>();
       const int tl_worker = threadIdx.x - 256;
       int tl_it = 0;  // position in the ring, counted across tiles
-      if (tl_tma) {
+      if (tl_tma & 1) {
         if (tl_worker == 0) {
           tl::prefetch_tensor_map(&tl_map0);
           tl::prefetch_tensor_map(&tl_map1);
+          tl::prefetch_tensor_map(&tl_map2);
           const int tl_tiles = tl_tiles_x * tl_tiles_y * tl_tiles_z;
           for (int tl_pair = blockIdx.x / 2; tl_pair < (tl_tiles + 1) / 2; tl_pair += gridDim.x / 2) {
             int bx, by, tl_bz;  // this block's tile: in a persistent kernel the grid counts tiles
@@ -147,9 +148,21 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
       if (tl_valid) {  // a block past the last tile stores nothing
         // 24: copy(acc, C[by * BM, bx * BN])
 #line 24 "examples/gemm.tl"
-        tl::copy_f2g<tl_matmul_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));
+        if (tl_tma & 2) {  // through shared memory: the TMA stores this warpgroup's rows while it goes on
+          half* tl_stage_c = reinterpret_cast<half*>(tl_smem + 148480);
+          const int tl_group = threadIdx.x / 128;
+          if (threadIdx.x % 128 == 0) tl::tma_store_wait_read();  // the last tile's store has read the buffer
+          tl::bar_sync_named(1 + tl_group, 128);
+          tl::copy_f2s_staged<tl_matmul_layout_0, float, half, 128, 256>(tl_stage_c, acc);
+          tl::fence_proxy_async();  // written by plain stores, read next by the TMA
+          tl::bar_sync_named(1 + tl_group, 128);
+          if (threadIdx.x % 128 == 0) tl::tma_store_tile<half, 64, 256, 128, 2>(&tl_map2, tl_stage_c, tl_group * 64, (bx * 256), (by * 128) + tl_group * 64, {0});
+        } else {
+          tl::copy_f2g<tl_matmul_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));
+        }
       }
     }
+    if (threadIdx.x % 128 == 0) tl::tma_store_wait();  // this warpgroup's last store is done
     tl::cluster_sync();  // the peer may still arrive on this block's barriers until here
   }
 }
@@ -159,7 +172,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
 extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int M, int K, int N, cudaStream_t stream) {
   const dim3 tl_grid(static_cast<unsigned>(((((N + 256) - 1)) >= 0 ? (((N + 256) - 1)) / (256) : -((-(((N + 256) - 1)) + (256) - 1) / (256)))), static_cast<unsigned>(((((M + 128) - 1)) >= 0 ? (((M + 128) - 1)) / (128) : -((-(((M + 128) - 1)) + (128) - 1) / (128)))), 1);
   if (tl_grid.x == 0 || tl_grid.y == 0 || tl_grid.z == 0) return cudaSuccess;
-  cudaError_t tl_err = cudaFuncSetAttribute(matmul, cudaFuncAttributeMaxDynamicSharedMemorySize, 147504);
+  cudaError_t tl_err = cudaFuncSetAttribute(matmul, cudaFuncAttributeMaxDynamicSharedMemorySize, 214016);
   if (tl_err != cudaSuccess) return tl_err;
   // Persistent: one block per SM at most, each looping over the grid's tiles.
   int tl_device = 0, tl_sms = 0;
@@ -171,30 +184,37 @@ extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int 
   cudaLaunchConfig_t tl_config = {};
   tl_config.gridDim = dim3(2);
   tl_config.blockDim = dim3(384);
-  tl_config.dynamicSmemBytes = 147504;
+  tl_config.dynamicSmemBytes = 214016;
   int tl_fit = 0;
   if (cudaOccupancyMaxActiveClusters(&tl_fit, reinterpret_cast<const void*>(matmul), &tl_config) != cudaSuccess || tl_fit <= 0)
     tl_fit = tl_sms / 2;
   const unsigned long long tl_clusters = static_cast<unsigned long long>(tl_fit < tl_sms / 2 ? tl_fit : tl_sms / 2);
   const dim3 tl_blocks(static_cast<unsigned>(2 * (tl_tiles < tl_clusters ? tl_tiles : tl_clusters)));
   // The TMA's view of each tensor; where the driver refuses one (rows not 16-byte aligned)
-  // the kernel copies without it.
-  bool tl_tma = true;
+  // the kernel copies (bit 0 of tl_tma off) or stores (bit 1 off) without it.
+  bool tl_tma_loads = true, tl_tma_store = true;
   tl::TensorMap tl_map0 = {};
   {
     const cuuint64_t dims[] = {static_cast<cuuint64_t>(K), static_cast<cuuint64_t>(M)};
     const cuuint64_t strides[] = {2 * static_cast<cuuint64_t>(K)};
     const cuuint32_t box[] = {64, 128};
-    tl_tma = tl_tma && tl::encode_tensor_map(&tl_map0, 6, 2, A, dims, strides, box);
+    tl_tma_loads = tl_tma_loads && tl::encode_tensor_map(&tl_map0, 6, 2, A, dims, strides, box);
   }
   tl::TensorMap tl_map1 = {};
   {
     const cuuint64_t dims[] = {static_cast<cuuint64_t>(N), static_cast<cuuint64_t>(K)};
     const cuuint64_t strides[] = {2 * static_cast<cuuint64_t>(N)};
     const cuuint32_t box[] = {64, 32};
-    tl_tma = tl_tma && tl::encode_tensor_map(&tl_map1, 6, 2, B, dims, strides, box);
+    tl_tma_loads = tl_tma_loads && tl::encode_tensor_map(&tl_map1, 6, 2, B, dims, strides, box);
   }
-  matmul<<<tl_blocks, 384, 147504, stream>>>(A, B, C, M, K, N, tl_map0, tl_map1, tl_tma ? 1 : 0);
+  tl::TensorMap tl_map2 = {};
+  {
+    const cuuint64_t dims[] = {static_cast<cuuint64_t>(N), static_cast<cuuint64_t>(M)};
+    const cuuint64_t strides[] = {2 * static_cast<cuuint64_t>(N)};
+    const cuuint32_t box[] = {64, 64};
+    tl_tma_store = tl_tma_store && tl::encode_tensor_map(&tl_map2, 6, 2, C, dims, strides, box);
+  }
+  matmul<<<tl_blocks, 384, 214016, stream>>>(A, B, C, M, K, N, tl_map0, tl_map1, tl_map2, (tl_tma_loads ? 1 : 0) | (tl_tma_store ? 2 : 0));
   return cudaGetLastError();
 }
 #endif

@@ -27,6 +27,35 @@ class WarpSpecEmission:
             return
         super().stmt_Sync(s)
 
+    def stmt_Copy(self, c: ir.Copy, async_copy: bool = False) -> None:
+        if self.staged_epilogue is None or c is not self.staged_epilogue.copy:
+            super().stmt_Copy(c, async_copy)
+            return
+        st, frag = self.staged_epilogue, self.buffers[c.src.name]
+        t, u = c_type(frag.dtype), c_type(self.params[c.dst.name].dtype)
+        rows, cols = frag.shape
+        offs = [self.expr(o) for o in c.dst.offsets]
+        lead = ", ".join(offs[:-2]) or "0"
+        e = self.emit
+        e("if (tl_tma & 2) {  // through shared memory: the TMA stores this warpgroup's rows while it goes on")
+        self.indent += 1
+        e(f"{u}* tl_stage_c = reinterpret_cast<{u}*>(tl_smem + {st.offset});")
+        e("const int tl_group = threadIdx.x / 128;")
+        e("if (threadIdx.x % 128 == 0) tl::tma_store_wait_read();  // the last tile's store has read the buffer")
+        e("tl::bar_sync_named(1 + tl_group, 128);")
+        e(f"tl::copy_f2s_staged<{self.fragment(frag.name).c_layout}, {t}, {u}, {rows}, {cols}>(tl_stage_c, "
+          f"{c_name(frag.name)});")
+        e("tl::fence_proxy_async();  // written by plain stores, read next by the TMA")
+        e("tl::bar_sync_named(1 + tl_group, 128);")
+        e(f"if (threadIdx.x % 128 == 0) tl::tma_store_tile<{u}, {st.rows}, {cols}, {rows}, {len(offs)}>(&tl_map{st.map_index}, "
+          f"tl_stage_c, tl_group * {st.rows}, {offs[-1]}, {offs[-2]} + tl_group * {st.rows}, {{{lead}}});")
+        self.indent -= 1
+        e("} else {")
+        self.indent += 1
+        super().stmt_Copy(c, async_copy)
+        self.indent -= 1
+        e("}")
+
     # ---- emission ------------------------------------------------------------------------------
     def emit_warp_specialized(self, loop: ir.For, before=(), after=()) -> None:
         """The ring for `loop`.  Persistent (`before`/`after` given: the kernel's statements
@@ -39,6 +68,8 @@ class WarpSpecEmission:
         stage_bytes = sum(load.rows * load.cols * self.buffers[load.copy.dst.name].dtype.itemsize for load in w.loads)
         offset = -(-self.k.smem_bytes // 8) * 8
         self.scratch_bytes = max(self.scratch_bytes, offset + 16 * S - self.k.smem_bytes)
+        if self.staged_epilogue is not None:
+            self.scratch_bytes = max(self.scratch_bytes, self.staged_epilogue.offset + self.staged_epilogue.nbytes - self.k.smem_bytes)
         e = self.emit
         e(f"{{  // {'persistent, ' if persistent else ''}warp-specialized over {S} stages: threads {T}..{T + 127} "
           f"produce (TMA), {T // 128} consumer warpgroup{'s' if T > 128 else ''} compute")
@@ -52,7 +83,7 @@ class WarpSpecEmission:
             e(f"const int tl_n = {self.expr(plan.loop.stop)};")
         e("if (threadIdx.x == 0) {")
         e(f"  for (int tl_s = 0; tl_s < {S}; ++tl_s) {{")
-        e(f"    tl::mbar_init(tl_full + tl_s, tl_tma ? 1 : {PRODUCER_THREADS});")
+        e(f"    tl::mbar_init(tl_full + tl_s, (tl_tma & 1) ? 1 : {PRODUCER_THREADS});")
         e(f"    tl::mbar_init(tl_empty + tl_s, {self.cluster * T // 32});  // one arrival per consumer warp"
           f"{' of the cluster' if self.cluster > 1 else ''}")
         e("  }")
@@ -68,7 +99,7 @@ class WarpSpecEmission:
         e(f"tl::setmaxnreg_dec<{PRODUCER_REGS}>();")
         e(f"const int tl_worker = threadIdx.x - {T};")
         e("int tl_it = 0;  // position in the ring, counted across tiles")
-        e("if (tl_tma) {")
+        e("if (tl_tma & 1) {")
         self.indent += 1
         e("if (tl_worker == 0) {")
         self.indent += 1
@@ -100,6 +131,8 @@ class WarpSpecEmission:
             elif persistent:
                 self.block(after)
         self.over_tiles(before, consume)
+        if self.staged_epilogue is not None:
+            e("if (threadIdx.x % 128 == 0) tl::tma_store_wait();  // this warpgroup's last store is done")
         if self.cluster > 1:
             e("tl::cluster_sync();  // the peer may still arrive on this block's barriers until here")
         elif not persistent:

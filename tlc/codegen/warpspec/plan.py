@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ... import ir
 from ...dtypes import DType
 from ...ir.walk import statements, variables
-from ...schedule.layout import parallel_layout
+from ...schedule.layout import parallel_layout, wgmma_accumulator
 from ..copies import PipelinePlan, _view2d
 
 PRODUCER_THREADS = 128
@@ -17,6 +17,7 @@ PRODUCER_REGS = 40  # what the producer keeps: it only computes addresses
 TILE_GROUP = 8  # a persistent kernel walks tiles in groups of 8 block rows (L2 reuse of B)
 CLUSTER = 2  # blocks per cluster in a persistent kernel that multicasts a shared operand
 REGISTER_FILE = 65536
+MAX_SHARED = 232448  # dynamic shared memory of a block on sm_90 (227 KB)
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class TensorMapSpec:
     shape: tuple  # the parameter's dims, ints or shape symbols, outermost first
     box_rows: int
     box_cols: int
+    store: bool = False  # the epilogue stores through this map (tl_tma's bit 1), else copies load (bit 0)
 
 
 @dataclass
@@ -39,6 +41,19 @@ class TmaLoad:
     rows: int
     cols: int
     multicast: bool = False  # the same tile for every block of the cluster: each loads a part for all
+
+
+@dataclass
+class StagedStore:
+    """The epilogue's `copy(acc, C[...])` of a persistent kernel, made through shared memory:
+    each consumer warpgroup stages its `rows` rows at `offset` of the dynamic shared memory and
+    stores them with the TMA through map `map_index`."""
+
+    copy: ir.Copy
+    map_index: int
+    rows: int  # rows of the tile per consumer warpgroup (one TMA box high)
+    offset: int  # byte offset of the staging buffer (1024-aligned), after the ring's barriers
+    nbytes: int
 
 
 @dataclass
@@ -71,6 +86,7 @@ class WarpSpecPlanning:
     which loop, persistence, clusters, the tensor maps and the block size."""
 
     ws: WarpSpecPlan | None = None  # the specialized loop's plan, None when the kernel has none
+    staged_epilogue: StagedStore | None = None  # the epilogue's store through shared memory and the TMA
 
     @property
     def ws_loop(self) -> ir.For | None:
@@ -81,7 +97,7 @@ class WarpSpecPlanning:
         the kernel is persistent and clustered: decides the block size and the tensor maps
         before any code is emitted."""
         self.tensor_maps: list[TensorMapSpec] = []
-        self.ws, self.persistent, self.cluster = None, False, 1
+        self.ws, self.persistent, self.cluster, self.staged_epilogue = None, False, 1, None
         if self.k.threads % 128 or self.k.threads + PRODUCER_THREADS > 1024:
             return
         for i, s in enumerate(self.k.body):
@@ -98,6 +114,38 @@ class WarpSpecPlanning:
         for load in self.ws.loads:
             load.multicast = self.cluster > 1 and self.shared_by_cluster(load.copy)
             load.map_index = self.tensor_map(load)
+        self.staged_epilogue = self.staged_store(self.k.body[i + 1:]) if self.persistent else None
+
+    def staged_store(self, after) -> StagedStore | None:
+        """The epilogue's store of the accumulator tile to a tensor, if the TMA can make it
+        from a staging buffer that fits beside the ring: a top-level `copy` of a whole wgmma
+        accumulator to a tile of a tensor parameter (rank 2 to 5, leading extents 1) of 2- or
+        4-byte elements, in whole 128-byte segments."""
+        copies = [s for s in after if isinstance(s, ir.Copy)]
+        if len(copies) != 1:
+            return None
+        c = copies[0]
+        frag, p = self.buffers.get(c.src.name), self.params.get(c.dst.name)
+        if not isinstance(c.src, ir.BufferRef) or not isinstance(c.dst, ir.Region) or frag is None or p is None \
+                or frag.scope != "fragment" or len(frag.shape) != 2 or not 2 <= len(p.shape) <= 5:
+            return None
+        extents = list(c.dst.extents)
+        if frag.layout != wgmma_accumulator(frag.shape, self.k.threads) or any(e != 1 for e in extents[:-2]) \
+                or _view2d(extents) != tuple(frag.shape):
+            return None
+        rows, cols = frag.shape
+        size = p.dtype.itemsize
+        groups = self.k.threads // 128
+        if size not in (2, 4) or (cols * size) % 128 or rows % groups or rows // groups > 256:
+            return None
+        barriers = -(-self.k.smem_bytes // 8) * 8 + 16 * self.ws.pipeline.stages
+        offset = -(-barriers // 1024) * 1024
+        nbytes = rows * cols * size
+        if offset + nbytes > MAX_SHARED:
+            return None
+        spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows // groups, 128 // size, store=True)
+        self.tensor_maps.append(spec)
+        return StagedStore(c, len(self.tensor_maps) - 1, rows // groups, offset, nbytes)
 
     def cluster_size(self) -> int:
         """Two blocks of a cluster take two consecutive tiles of a persistent kernel's order,
