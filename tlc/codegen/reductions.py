@@ -6,7 +6,8 @@ reduction's destination takes): each thread combines its registers per slot, the
 that hold the same kept index (shuffles over the lane bits found here).  When every holder of
 an index is in one such group and the destination is that replicated layout, that is all;
 otherwise the partials meet in a scratch array in shared memory: one row per warp when whole
-warps share the indices, else one row combined by atomics.  A shared source reduces straight
+warps share the indices, else one row combined by atomics.  Two scratch arrays alternate, so a
+reduction into registers costs one `__syncthreads` (see `scratch`).  A shared source reduces straight
 into the scratch row.  The C of every step is in reduce.cuh; this file only chooses.
 """
 from __future__ import annotations
@@ -90,10 +91,16 @@ class ReduceGen:
         self.emit("}")
 
     def scratch(self, count: int, acc: str) -> str:
-        """A scratch array after the planned shared memory, reused by every reduction."""
-        size = count * (8 if acc == "double" else 4)
-        self.scratch_bytes = max(self.scratch_bytes, size)
-        return f"reinterpret_cast<{acc}*>(tl_smem + {self.k.smem_bytes})"
+        """A scratch array after the planned shared memory.  There are two, used in turn (the
+        kernel's `tl_red_phase` flips at each reduction through scratch), so a reduction needs
+        one barrier, between its partials' writes and their reads: the next reduction writes the
+        other array, and the one after that passes a barrier of the one between, which every
+        thread reaches only after its reads.  (An exchange of fragments through shared memory
+        reuses the space and begins with a barrier: `exchange_in`.)"""
+        size = -(-count * (8 if acc == "double" else 4) // 16) * 16
+        self.red_stride = max(self.red_stride, size)
+        self.emit("tl_red_phase ^= 1;")
+        return f"reinterpret_cast<{acc}*>(tl_smem + {self.k.smem_bytes} + tl_red_phase * TL_RED_STRIDE)"
 
     def reduce_fragment(self, r, src, dst, acc, op) -> None:
         if isinstance(src.layout, Replicated):

@@ -49,6 +49,7 @@ class Sm80(CExprs, CopyGen, ReduceGen):
         self.smem_base: dict[str, str] = {}
         self.in_parallel = False
         self.scratch_bytes = 0
+        self.red_stride = 0  # bytes of each of the two scratch arrays of reductions (reductions.py)
         self.layout_types: dict = {}  # layout object -> C alias
         self.preamble: list[str] = []
         self.last_line = None
@@ -87,6 +88,10 @@ class Sm80(CExprs, CopyGen, ReduceGen):
             self.emit(f"(void){c_name(v)};")
         for b in k.buffers:
             self.declare_buffer(b)
+        if self.red_stride:  # the two scratch arrays of reductions (reductions.py: ReduceGen.scratch)
+            self.scratch_bytes = max(self.scratch_bytes, 2 * self.red_stride)
+            self.emit(f"constexpr int TL_RED_STRIDE = {self.red_stride};")
+            self.emit("int tl_red_phase = 0;")
         return {"body": self.lines + body, "preamble": self.preamble, "smem_bytes": self.smem_total(),
                 "min_blocks": min_blocks(k, k.threads)}
 
@@ -393,6 +398,8 @@ class Sm80(CExprs, CopyGen, ReduceGen):
     def exchange_in(self, plan: dict) -> None:
         offset = self.k.smem_bytes
         self.emit(f"// exchange {', '.join(plan)} through shared memory: the loop reads them in another layout")
+        if any(isinstance(s, ir.Reduce) for s in statements(self.k.body)):
+            self.emit("__syncthreads();  // reductions' scratch arrays may still be read")
         for name in plan:
             b = self.buffers[name]
             info = self.fragment(name)

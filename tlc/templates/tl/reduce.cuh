@@ -176,8 +176,9 @@ __device__ __forceinline__ Acc scratch_value(const Acc* scratch, int k) {
 }
 
 // The reduced vector in scratch -> a destination: a fragment in layout D, a 1-D shared buffer,
-// or a per-thread (local) array.  Each ends with the barrier that lets the next reduction reuse
-// the scratch.
+// or a per-thread (local) array.  Reductions alternate between two scratch arrays
+// (codegen/reductions.py), so the next one writes the other array and only a shared
+// destination ends with a barrier (for its readers).
 template <Op OP, bool CLEAR, typename D, int PARTS, int NKEPT, typename Acc, typename U>
 __device__ __forceinline__ void reduce_finish_fragment(U* dst, const Acc* scratch) {
   const int t = threadIdx.x;
@@ -187,7 +188,6 @@ __device__ __forceinline__ void reduce_finish_fragment(U* dst, const Acc* scratc
     const Acc v = scratch_value<OP, PARTS, NKEPT>(scratch, D::col(t, r));
     dst[r] = CLEAR ? cvt<U>(v) : cvt<U>(combine<OP>(cvt<Acc>(dst[r]), v));
   }
-  __syncthreads();
 }
 
 template <Op OP, bool CLEAR, int PARTS, int NKEPT, int THREADS, int PAD, int SWIZZLE, typename Acc, typename U>
@@ -206,7 +206,6 @@ __device__ __forceinline__ void reduce_finish_local(U* dst, const Acc* scratch) 
     const Acc v = scratch_value<OP, PARTS, NKEPT>(scratch, i);
     dst[i] = CLEAR ? cvt<U>(v) : cvt<U>(combine<OP>(cvt<Acc>(dst[i]), v));
   }
-  __syncthreads();
 }
 
 }  // namespace tl
