@@ -69,9 +69,10 @@ SIZES = {"linear_bias_gelu": dict(zip("MNK", LINEAR)), "chain6": {"N": CHAIN}, "
 # the scheduling variants timed per workload (tlc.schedule.tileops.Rules fields; {} = the defaults)
 VARIANTS = {
     "linear_bias_gelu": [{}],
-    "chain6": [{}, {"ew_runs": 1}, {"ew_threads": 256}, {"ew_threads": 512}],
-    "row_softmax": [{}, {"row_keep_exp": False}, {"row_elems_per_thread": 16},
-                    {"row_elems_per_thread": 16, "row_keep_exp": False}],
+    "chain6": [{}, {"ew_runs": 4}, {"ew_threads": 256}, {"min_blocks": 4}, {"ew_runs": 4, "min_blocks": 4}],
+    # min_blocks: 2 (the estimate, 125 registers), 3 (72) or 4 (64) rows of 8192 in flight per SM, no spills
+    "row_softmax": [{}, {"min_blocks": 3}, {"min_blocks": 4}, {"min_blocks": 4, "row_keep_exp": False},
+                    {"row_elems_per_thread": 16, "min_blocks": 2}],
 }
 
 

@@ -31,7 +31,10 @@ def fragment_registers(kernel: ir.Kernel) -> int:
 
 
 def min_blocks(kernel: ir.Kernel, threads: int) -> int | None:
-    """Blocks per SM to ask for, or None to leave ptxas its choice."""
+    """Blocks per SM to ask for, or None to leave ptxas its choice.  A kernel's own
+    `min_blocks` (a tile op's scheduling rule) wins, up to what the SM holds."""
+    if kernel.min_blocks:
+        return max(1, min(kernel.min_blocks, BLOCKS_PER_SM, THREADS_PER_SM // threads))
     if any(b.scope == "shared" for b in kernel.buffers):
         return None
     if any(isinstance(s, ir.Gemm) for s in statements(kernel.body)):

@@ -350,6 +350,7 @@ class Kernel(Node):
     body: tuple[Stmt, ...]
     constants: tuple[tuple[str, Any], ...] = ()  # bound values: int, float, bool or DType
     smem_bytes: int = 0
+    min_blocks: int = 0  # blocks per SM to ask ptxas for (__launch_bounds__); 0: codegen/occupancy.py decides
     span: Span | None = _span()
 
     def param(self, name: str) -> Param | None:

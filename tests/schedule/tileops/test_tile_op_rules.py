@@ -38,7 +38,8 @@ def chain(x: f16[N], y: f16[N]) -> f16[N]:
 """
 
 VARIANTS = [{}, {"row_elems_per_thread": 8}, {"row_elems_per_thread": 32}, {"row_keep_exp": False},
-            {"row_block_elems": 8192}, {"ew_runs": 2}, {"ew_runs": 4, "ew_threads": 128}]
+            {"row_block_elems": 8192}, {"ew_runs": 2}, {"ew_runs": 4, "ew_threads": 128}, {"min_blocks": 4},
+            {"min_blocks": 3, "row_keep_exp": False}]
 RNG = np.random.default_rng(21)
 
 
@@ -77,6 +78,17 @@ def test_rules_must_be_powers_of_two():
         Rules(ew_runs=3)
     with pytest.raises(ValueError, match=r"^rule ew_threads must be 32 to 1024, not 2048$"):
         Rules(ew_threads=2048)
+    with pytest.raises(ValueError, match=r"^rule min_blocks must be 0 \(the estimate\) to 32, not 33$"):
+        Rules(min_blocks=33)
+
+
+def test_min_blocks_asks_ptxas_for_more_blocks_per_sm():
+    from tlc.codegen import generate_file
+
+    mod = module(SRC)
+    for rules, want in (({}, "__launch_bounds__(256, 2)"), ({"min_blocks": 4}, "__launch_bounds__(256, 4)")):
+        prog = mod.smax.with_rules(**rules).program({}, "sm_90a", {"M": 16384, "N": 8192})
+        assert want in generate_file(prog.kernels, "sm_90a", sources=mod.program.sources, source_name="ops.tl")
 
 
 def test_the_swept_kernels_compile_without_spills(tmp_path):

@@ -80,7 +80,7 @@ class KernelBuilder:
         dtype = self.tensors[name][0]
         return lambda idx: ir.Load(name, tuple(idx), dtype)
 
-    def kernel(self, grid: tuple, block_vars: tuple, threads: int, body: tuple) -> ir.Kernel:
+    def kernel(self, grid: tuple, block_vars: tuple, threads: int, body: tuple, min_blocks: int = 0) -> ir.Kernel:
         """The kernel with the parameters its body uses: tensors in the order of `tensors`, then
         the tile op's scalars that it reads."""
         used = _names_used(body)
@@ -92,7 +92,8 @@ class KernelBuilder:
             if p.role == "scalar" and p.name in used:
                 params.append(ir.Param(p.name, "scalar", p.type.dtype))
         return ir.Kernel(self.name, tuple(params), tuple(grid), tuple(block_vars), threads,
-                         tuple(self.buffers.values()), tuple(body), (), span=self.g.fn.node.name_span)
+                         tuple(self.buffers.values()), tuple(body), (), min_blocks=min_blocks,
+                         span=self.g.fn.node.name_span)
 
 
 def _names_used(body) -> set:

@@ -72,7 +72,7 @@ def elementwise_kernel(b: KernelBuilder, sizes: dict, rules: Rules = DEFAULT_RUL
     body = [ir.Copy(ir.Region(name, origin, tiles.shape), ir.BufferRef(f)) for name, f in frags.items()]
     body.append(ir.Parallel(vars_, tiles.shape, tuple(pre) + (ir.Store(out, local, cast(value, out_dt)),)))
     body.append(ir.Copy(ir.BufferRef(out), ir.Region(dest, origin, tiles.shape)))
-    return b.kernel(grid, block_vars, tiles.threads, tuple(body)), flat
+    return b.kernel(grid, block_vars, tiles.threads, tuple(body), tiles.min_blocks), flat
 
 
 def _reads(b: KernelBuilder, name: str) -> bool:

@@ -235,7 +235,7 @@ class RowKernel:
         else:
             body += tiled
         grid = (cdiv(b.dim(self.kept_dim), K),)
-        return b.kernel(grid, ("bx",), self.tiles.threads, tuple(body))
+        return b.kernel(grid, ("bx",), self.tiles.threads, tuple(body), self.tiles.min_blocks)
 
     def tiled_stmts(self) -> list:
         """Rows of any length: one loop over the row's tiles per pass, then one for the result."""

@@ -29,12 +29,17 @@ class Rules:
     row_elems_per_thread: int = 32  # elements of a row tile a thread holds (registers); 32: an 8192-column softmax 1.57x faster than 16 on the H200
     row_block_elems: int = 2048  # a row kernel's block holds at least this many elements (more rows)
     row_keep_exp: bool = True  # a one-tile softmax keeps exp(x - max) in registers for the result
+    # blocks per SM a row or element-wise kernel asks ptxas to fit (__launch_bounds__), i.e. rows or
+    # runs in flight; 0: codegen/occupancy.py's estimate from the fragments (softmax 8192: 2)
+    min_blocks: int = 0
 
     def __post_init__(self):
         for name in ("ew_threads", "ew_runs", "row_elems_per_thread", "row_block_elems"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1 or v & (v - 1):
                 raise ValueError(f"rule {name} must be a power of two, not {v!r}")
+        if not isinstance(self.min_blocks, int) or not 0 <= self.min_blocks <= 32:
+            raise ValueError(f"rule min_blocks must be 0 (the estimate) to 32, not {self.min_blocks!r}")
         if not 32 <= self.ew_threads <= 1024:
             raise ValueError(f"rule ew_threads must be 32 to 1024, not {self.ew_threads}")
 
@@ -69,6 +74,7 @@ def vector(dtypes) -> int:
 class ElementwiseTiles:
     shape: tuple  # the block's tile: (BLOCK,) or (BM, BN)
     threads: int
+    min_blocks: int = 0  # blocks per SM asked of ptxas (0: the estimate)
 
 
 def elementwise_tiles(rank: int, dims, sizes: dict, dtypes, rules: Rules = DEFAULT_RULES) -> ElementwiseTiles:
@@ -80,10 +86,10 @@ def elementwise_tiles(rank: int, dims, sizes: dict, dtypes, rules: Rules = DEFAU
     threads = rules.ew_threads
     block = threads * vec * rules.ew_runs
     if rank == 1:
-        return ElementwiseTiles((block,), threads)
+        return ElementwiseTiles((block,), threads, rules.min_blocks)
     bn = min(max(size_of(dims[-1], sizes), vec), 256)
     bm = max(1, min(block // bn, size_of(dims[0], sizes)))
-    return ElementwiseTiles((bm, bn), threads if bm * bn >= threads * vec else min(threads, 128))
+    return ElementwiseTiles((bm, bn), threads if bm * bn >= threads * vec else min(threads, 128), rules.min_blocks)
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,7 @@ class RowTiles:
     threads: int
     whole: bool = False  # the rows the plan is for fit one tile: the kernel has a one-tile path
     keep_exp: bool = True  # that path keeps a softmax's exponentials in registers
+    min_blocks: int = 0  # blocks per SM asked of ptxas (0: the estimate)
 
 
 def row_tiles(axis: int, space, sizes: dict, rules: Rules = DEFAULT_RULES) -> RowTiles:
@@ -111,7 +118,8 @@ def row_tiles(axis: int, space, sizes: dict, rules: Rules = DEFAULT_RULES) -> Ro
         kept = max(32, min(size_of(space[1], sizes), COL_TILE_MAX))
         red = max(1, min(rules.row_block_elems // kept, size_of(space[0], sizes)))
     threads = min(1024, max(128, kept * red // rules.row_elems_per_thread))
-    return RowTiles(kept, red, threads, whole=axis == len(space) - 1 and n <= red, keep_exp=rules.row_keep_exp)
+    return RowTiles(kept, red, threads, whole=axis == len(space) - 1 and n <= red, keep_exp=rules.row_keep_exp,
+                    min_blocks=rules.min_blocks)
 
 
 TENSOR_CORE_DTYPES = ("f16", "bf16", "f8e4m3", "f8e5m2", "i8", "u8")
