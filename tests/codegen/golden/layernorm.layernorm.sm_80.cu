@@ -14,6 +14,8 @@ extern "C" __global__ void __launch_bounds__(128, 4) layernorm(const half* __res
   float b[tl_layernorm_layout_1::REGS];  // fragment [1024]: replicated(blocked(vec=8, threads=128), dropped=[0])
   float mean[tl_layernorm_layout_2::REGS];  // fragment [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
   float inv_std[tl_layernorm_layout_2::REGS];  // fragment [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
+  constexpr int TL_RED_STRIDE = 64;
+  int tl_red_phase = 0;
   // 20: tiles = cdiv(N, BN)
 #line 20 "examples/layernorm.tl"
   int tiles = 0;
@@ -37,8 +39,9 @@ extern "C" __global__ void __launch_bounds__(128, 4) layernorm(const half* __res
     {  // reduce_sum(row -> mean, dim=1)
       float tl_part[tl_layernorm_layout_2::REGS];
       tl::reduce_slots<tl::Op::sum, tl_layernorm_layout_0, tl_layernorm_layout_2, 31u>(tl_part, row);
-      tl::reduce_warps_to_scratch<tl::Op::sum, tl_layernorm_layout_2, 128, 4, false>(reinterpret_cast<float*>(tl_smem + 0), tl_part);
-      tl::reduce_finish_fragment<tl::Op::sum, false, tl_layernorm_layout_2, 4, 4>(mean, reinterpret_cast<float*>(tl_smem + 0));
+      tl_red_phase ^= 1;
+      tl::reduce_warps_to_scratch<tl::Op::sum, tl_layernorm_layout_2, 128, 4, false>(reinterpret_cast<float*>(tl_smem + 0 + tl_red_phase * TL_RED_STRIDE), tl_part);
+      tl::reduce_finish_fragment<tl::Op::sum, false, tl_layernorm_layout_2, 4, 4>(mean, reinterpret_cast<float*>(tl_smem + 0 + tl_red_phase * TL_RED_STRIDE));
     }
   }
   // 26: for i in parallel(BM):
@@ -82,8 +85,9 @@ extern "C" __global__ void __launch_bounds__(128, 4) layernorm(const half* __res
     {  // reduce_sum(sq -> inv_std, dim=1)
       float tl_part[tl_layernorm_layout_2::REGS];
       tl::reduce_slots<tl::Op::sum, tl_layernorm_layout_0, tl_layernorm_layout_2, 31u>(tl_part, sq);
-      tl::reduce_warps_to_scratch<tl::Op::sum, tl_layernorm_layout_2, 128, 4, false>(reinterpret_cast<float*>(tl_smem + 0), tl_part);
-      tl::reduce_finish_fragment<tl::Op::sum, false, tl_layernorm_layout_2, 4, 4>(inv_std, reinterpret_cast<float*>(tl_smem + 0));
+      tl_red_phase ^= 1;
+      tl::reduce_warps_to_scratch<tl::Op::sum, tl_layernorm_layout_2, 128, 4, false>(reinterpret_cast<float*>(tl_smem + 0 + tl_red_phase * TL_RED_STRIDE), tl_part);
+      tl::reduce_finish_fragment<tl::Op::sum, false, tl_layernorm_layout_2, 4, 4>(inv_std, reinterpret_cast<float*>(tl_smem + 0 + tl_red_phase * TL_RED_STRIDE));
     }
   }
   // 35: for i in parallel(BM):
@@ -148,7 +152,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) layernorm(const half* __res
 extern "C" cudaError_t launch_layernorm(const half* x, const float* gamma, const float* beta, half* y, int M, int N, cudaStream_t stream) {
   const dim3 tl_grid(static_cast<unsigned>(((((M + 4) - 1)) >= 0 ? (((M + 4) - 1)) / (4) : -((-(((M + 4) - 1)) + (4) - 1) / (4)))), 1, 1);
   if (tl_grid.x == 0 || tl_grid.y == 0 || tl_grid.z == 0) return cudaSuccess;
-  layernorm<<<tl_grid, 128, 64, stream>>>(x, gamma, beta, y, M, N);
+  layernorm<<<tl_grid, 128, 128, stream>>>(x, gamma, beta, y, M, N);
   return cudaGetLastError();
 }
 #endif

@@ -12,6 +12,8 @@ extern "C" __global__ void __launch_bounds__(128, 6) softmax(const half* __restr
   float row_sum[tl_softmax_layout_1::REGS];  // fragment [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
   float tile_max[tl_softmax_layout_1::REGS];  // fragment [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
   float tile_sum[tl_softmax_layout_1::REGS];  // fragment [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
+  constexpr int TL_RED_STRIDE = 64;
+  int tl_red_phase = 0;
   // 18: tiles = cdiv(N, BN)
 #line 18 "examples/softmax.tl"
   int tiles = 0;
@@ -47,8 +49,9 @@ extern "C" __global__ void __launch_bounds__(128, 6) softmax(const half* __restr
     {  // reduce_max(row -> tile_max, dim=1)
       float tl_part[tl_softmax_layout_1::REGS];
       tl::reduce_slots<tl::Op::max, tl_softmax_layout_0, tl_softmax_layout_1, 31u>(tl_part, row);
-      tl::reduce_warps_to_scratch<tl::Op::max, tl_softmax_layout_1, 128, 4, false>(reinterpret_cast<float*>(tl_smem + 0), tl_part);
-      tl::reduce_finish_fragment<tl::Op::max, true, tl_softmax_layout_1, 4, 4>(tile_max, reinterpret_cast<float*>(tl_smem + 0));
+      tl_red_phase ^= 1;
+      tl::reduce_warps_to_scratch<tl::Op::max, tl_softmax_layout_1, 128, 4, false>(reinterpret_cast<float*>(tl_smem + 0 + tl_red_phase * TL_RED_STRIDE), tl_part);
+      tl::reduce_finish_fragment<tl::Op::max, true, tl_softmax_layout_1, 4, 4>(tile_max, reinterpret_cast<float*>(tl_smem + 0 + tl_red_phase * TL_RED_STRIDE));
     }
     // 26: for i in parallel(BM):
 #line 26 "examples/softmax.tl"
@@ -85,8 +88,9 @@ extern "C" __global__ void __launch_bounds__(128, 6) softmax(const half* __restr
     {  // reduce_sum(row -> tile_sum, dim=1)
       float tl_part[tl_softmax_layout_1::REGS];
       tl::reduce_slots<tl::Op::sum, tl_softmax_layout_0, tl_softmax_layout_1, 31u>(tl_part, row);
-      tl::reduce_warps_to_scratch<tl::Op::sum, tl_softmax_layout_1, 128, 4, false>(reinterpret_cast<float*>(tl_smem + 0), tl_part);
-      tl::reduce_finish_fragment<tl::Op::sum, true, tl_softmax_layout_1, 4, 4>(tile_sum, reinterpret_cast<float*>(tl_smem + 0));
+      tl_red_phase ^= 1;
+      tl::reduce_warps_to_scratch<tl::Op::sum, tl_softmax_layout_1, 128, 4, false>(reinterpret_cast<float*>(tl_smem + 0 + tl_red_phase * TL_RED_STRIDE), tl_part);
+      tl::reduce_finish_fragment<tl::Op::sum, true, tl_softmax_layout_1, 4, 4>(tile_sum, reinterpret_cast<float*>(tl_smem + 0 + tl_red_phase * TL_RED_STRIDE));
     }
     // 33: for i in parallel(BM):
 #line 33 "examples/softmax.tl"
@@ -145,7 +149,7 @@ extern "C" __global__ void __launch_bounds__(128, 6) softmax(const half* __restr
 extern "C" cudaError_t launch_softmax(const half* x, half* y, int M, int N, cudaStream_t stream) {
   const dim3 tl_grid(static_cast<unsigned>(((((M + 4) - 1)) >= 0 ? (((M + 4) - 1)) / (4) : -((-(((M + 4) - 1)) + (4) - 1) / (4)))), 1, 1);
   if (tl_grid.x == 0 || tl_grid.y == 0 || tl_grid.z == 0) return cudaSuccess;
-  softmax<<<tl_grid, 128, 64, stream>>>(x, y, M, N);
+  softmax<<<tl_grid, 128, 128, stream>>>(x, y, M, N);
   return cudaGetLastError();
 }
 #endif
