@@ -14,6 +14,9 @@ from nvcc import cubin_sass  # noqa: E402
 
 E4M3, E5M2, BF16 = ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.bfloat16
 PRECISION_KERNELS = ["matmul_tf32", "matmul_f8", "matmul_f8_blockscaled", "matmul_i8"]
+# the decode (skinny, C.T = W @ A.T) kernel of each: the same arguments and reference
+SKINNY = {"matmul_tf32": "matmul_skinny_tf32", "matmul_f8": "matmul_skinny_f8",
+          "matmul_f8_blockscaled": "matmul_skinny_f8_blockscaled", "matmul_i8": "matmul_skinny_i8"}
 
 
 def tf32(x):
@@ -88,3 +91,23 @@ def sass(source: str, arch: str, tmp_path) -> tuple[dict, str]:
 
 def count(counts: dict, prefix: str) -> int:
     return sum(v for k, v in counts.items() if k.startswith(prefix))
+
+
+def check_tensor_cores(name: str, consts: dict, arch: str, instruction: str, n: int, tmp_path):
+    """std.gemm's `name` generated for `arch` and compiled: `instruction` is there, n per K step
+    (a pipeline may hold the loop body more than once: peeled iterations), and no local memory.
+    Dtype constants may be given by name ("f8e5m2")."""
+    from tlc.codegen import generate
+    from tlc.driver import check_file
+    from tlc.dtypes import DTYPES
+    from tlc.schedule import schedule
+    from stdlib_kit import GEMM_PATH
+
+    consts = {k: DTYPES[v] if isinstance(v, str) else v for k, v in consts.items()}
+    r = check_file(GEMM_PATH)
+    source = generate(schedule(r.program, name, consts, target=arch), arch, sources=r.sources).source
+    counts, log = sass(source, arch, tmp_path)
+    got = counts.get(instruction, 0)
+    assert got and got % n == 0, {k: v for k, v in counts.items() if "MMA" in k}
+    assert count(counts, "LDL") == 0 and count(counts, "STL") == 0, log
+    assert "0 bytes spill stores" in log

@@ -17,7 +17,8 @@ from stdlib_kit import GEMM_PATH, rel_err
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "codegen"))  # the nvcc helper
 from nvcc import compile_object  # noqa: E402
 
-GEMM_KERNELS = ["matmul", "matmul_nt", "matmul_f8", "matmul_skinny", "matmul_skinny_splitk", "matmul_splitk", "matmul_grouped"]
+GEMM_KERNELS = ["matmul", "matmul_nt", "matmul_f8", "matmul_skinny", "matmul_skinny_splitk", "matmul_splitk", "matmul_grouped",
+                "matmul_skinny_tf32", "matmul_skinny_f8", "matmul_skinny_f8_blockscaled", "matmul_skinny_i8"]
 
 
 @pytest.fixture(scope="module")

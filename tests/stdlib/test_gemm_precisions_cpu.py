@@ -5,10 +5,7 @@ import numpy as np
 import pytest
 
 import tlc
-from tlc.codegen import generate
-from tlc.driver import check_file
-from tlc.schedule import schedule
-from precision_kit import PRECISION_KERNELS, E4M3, cases, check, count, f8, sass
+from precision_kit import PRECISION_KERNELS, E4M3, cases, check, check_tensor_cores
 from stdlib_kit import GEMM_PATH
 
 
@@ -59,11 +56,6 @@ def test_i8_wraps_like_torch_int_mm():
     assert C[0, 0] == np.int32(np.int64(127 * 127 * K) - 2 ** 32)
 
 
-def _generated(name, arch, consts):
-    r = check_file(GEMM_PATH)
-    return generate(schedule(r.program, name, consts, target=arch), arch, sources=r.sources)
-
-
 # (kernel, constants, arch, the tensor-core instruction and how many a k-tile takes).  The default
 # tiles serve both targets; sm_80 also with four-warp 64 x 32 warp tiles.
 SM80 = dict(BM=128, BN=128, stages=3, THREADS=256)
@@ -85,12 +77,4 @@ SASS_CASES = [
 
 @pytest.mark.parametrize("name,consts,arch,instruction,n", SASS_CASES)
 def test_tensor_cores_and_no_local_memory(name, consts, arch, instruction, n, tmp_path):
-    from tlc.dtypes import DTYPES
-
-    consts = {k: DTYPES[v] if isinstance(v, str) else v for k, v in consts.items()}
-    counts, log = sass(_generated(name, arch, consts).source, arch, tmp_path)
-    # n per k-tile; a pipeline may hold the loop body more than once (peeled iterations)
-    got = counts.get(instruction, 0)
-    assert got and got % n == 0, {k: v for k, v in counts.items() if "MMA" in k}
-    assert count(counts, "LDL") == 0 and count(counts, "STL") == 0, log
-    assert "0 bytes spill stores" in log
+    check_tensor_cores(name, consts, arch, instruction, n, tmp_path)
