@@ -9,7 +9,9 @@ Precisions and their kernels (std.gemm's names and signatures are fixed by issue
 - f8: `matmul_f8` (per-tensor scales, bf16 out) vs torch._scaled_mm;
 - f8bs: `matmul_f8_blockscaled` (scales per 1x128 block of A, 128x128 block of B) vs
   torch._scaled_mm with block-wise scales where this PyTorch has them;
-- i8: `matmul_i8` (i32 out) vs torch._int_mm.
+- i8: `matmul_i8` (i32 out) vs torch._int_mm;
+decode shapes (M <= 128) of tf32, f8, f8bs and i8 add their skinny kernel (`matmul_skinny_tf32`,
+...: C.T = W @ A.T on the same arguments) against the same vendor call.
 """
 from __future__ import annotations
 
@@ -17,11 +19,17 @@ from dataclasses import dataclass, field
 
 PRECISIONS = ("f16", "bf16", "tf32", "f8", "f8bs", "i8")
 STD_KERNEL = {"tf32": "matmul_tf32", "f8": "matmul_f8", "f8bs": "matmul_f8_blockscaled", "i8": "matmul_i8"}
+SKINNY_KERNEL = {p: k.replace("matmul_", "matmul_skinny_") for p, k in STD_KERNEL.items()}
 # largest relative error (Frobenius) accepted against the reference: the output's rounding and
 # f32 accumulation; i8 is exact
 TOLERANCE = {"f16": 1e-2, "bf16": 1e-2, "tf32": 1e-2, "f8": 1e-2, "f8bs": 1e-2, "i8": 0.0}
 SKINNY_SWEEP = [dict(BM=16, BN=64, BK=128, stages=4, THREADS=128), dict(BM=16, BN=64, BK=256, stages=4, THREADS=128),
                 dict(BM=16, BN=128, BK=128, stages=4, THREADS=256)]  # extra f16 configurations for M <= 16
+# extra configurations of the other skinny kernels for M <= 16, the K step in bytes (BK = KBYTES /
+# the element size; the block-scaled kernel's step is one 128-byte scale block)
+SKINNY_PRECISION_SWEEP = [dict(BN=64, KBYTES=128, stages=8, THREADS=128), dict(BN=64, KBYTES=256, stages=4, THREADS=128),
+                          dict(BN=64, KBYTES=512, stages=3, THREADS=128), dict(BN=128, KBYTES=256, stages=4, THREADS=256),
+                          dict(BN=128, KBYTES=128, stages=6, THREADS=256)]
 
 
 @dataclass
@@ -152,6 +160,15 @@ def build(torch, mod, precision: str, shape: tuple, seed: int, *, sweep: bool = 
         std_call("std.matmul_i8", "matmul_i8", (A, B, torch.empty(M, N, device=dev, dtype=torch.int32)), None, vs)
     else:
         raise ValueError(f"unknown precision {precision}; choose from {', '.join(PRECISIONS)}")
+    square = next((c for c in case.contenders if c.kernel == STD_KERNEL.get(precision)), None)
+    if M <= 128 and square is not None:  # the decode kernel: the square kernel's arguments, its own output
+        skinny = SKINNY_KERNEL[precision]
+        for cfg in [{}] + (SKINNY_PRECISION_SWEEP if sweep and M <= 16 else []):
+            consts = _skinny_constants(precision, cfg)
+            if consts is not None:
+                args = square.args[:2] + (torch.empty_like(square.args[2]),) + square.args[3:]
+                label = f"std.{skinny} " + ",".join(f"{k}={v}" for k, v in consts.items())
+                std_call(label.strip(), skinny, args, None, square.vs, **consts)
     for c in case.contenders:  # std calls write the output they were given
         if c.out is None and c.kernel is not None:
             c.out = c.args[2]
@@ -161,7 +178,18 @@ def build(torch, mod, precision: str, shape: tuple, seed: int, *, sweep: bool = 
 def _std_names(precision: str, M: int) -> list:
     if precision in ("f16", "bf16"):
         return ["matmul_nt"] + (["matmul_skinny", "matmul_skinny_splitk", "splitk_reduce"] if M <= 128 else ["matmul"])
-    return [STD_KERNEL[precision]]
+    return [STD_KERNEL[precision]] + ([SKINNY_KERNEL[precision]] if M <= 128 else [])
+
+
+def _skinny_constants(precision: str, cfg: dict) -> dict | None:
+    """A SKINNY_PRECISION_SWEEP entry as the kernel's constants (BM = 16); None where it does
+    not apply (the block-scaled kernel's K step is fixed); {} stays {} (config.json's)."""
+    if not cfg:
+        return {}
+    consts = {"BM": 16, **{k: v for k, v in cfg.items() if k != "KBYTES"}}
+    if precision == "f8bs":
+        return consts if cfg["KBYTES"] == 128 else None
+    return {**consts, "BK": cfg["KBYTES"] // (4 if precision == "tf32" else 1)}
 
 
 def _blockscaled_vendor(torch, A, B, SA, SB, ref):
