@@ -17,6 +17,7 @@ from ..schedule.tensor_cores import tensor_core_op
 from .cexpr import CExprs, CodegenError, cvt
 from .cnames import c_name, c_type, compute_type, literal
 from .copies import CopyGen
+from .hoist import hoist_plan
 from .occupancy import min_blocks
 from .ranges import provably_within
 from .reductions import ReduceGen
@@ -54,6 +55,8 @@ class Sm80(CExprs, CopyGen, ReduceGen):
         self.preamble: list[str] = []
         self.last_line = None
         self.exchanged: dict[str, str] = {}  # fragment -> its shared scratch, inside a parallel loop
+        self.hoisted: dict = {}  # inside a parallel loop: a load read before it -> the C that holds it
+        self.hoist_names = 0  # hoisted values declared so far (names stay unique in the kernel)
 
     # ---- output ------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -308,6 +311,8 @@ class Sm80(CExprs, CopyGen, ReduceGen):
             "not generated yet: index it by the loop's own variables", span)
 
     def load(self, e: ir.Load) -> str:
+        if e in self.hoisted:
+            return self.hoisted[e]
         zero = literal(0, e.dtype)
         lvalue = self.element(e.name, e.indices, e.span)
         b = self.buffers.get(e.name)
@@ -429,6 +434,9 @@ class Sm80(CExprs, CopyGen, ReduceGen):
     def parallel_loop(self, p: ir.Parallel, layout) -> None:
         alias = self.c_layout(layout)
         self.emit(f"// parallel ({', '.join(p.vars)}) over {list(p.extents)}: {layout}")
+        for v, n in zip(p.vars, p.extents):
+            self.ranges[v] = (0, n - 1)
+        hoisted = self.hoist_loads(p, layout, alias)
         self.emit("#pragma unroll")
         self.emit(f"for (int tl_r = 0; tl_r < {alias}::REGS; ++tl_r) {{")
         self.indent += 1
@@ -443,14 +451,39 @@ class Sm80(CExprs, CopyGen, ReduceGen):
         self.emit(f"if (!{alias}::valid(threadIdx.x, tl_r)) continue;")
         saved = (self.in_parallel, self.loop_layout, getattr(self, "loop_vars", ()))
         self.in_parallel, self.loop_layout, self.loop_vars = True, layout, p.vars
-        for v, n in zip(p.vars, p.extents):
-            self.ranges[v] = (0, n - 1)
         self.block(p.body)
         for v in p.vars:
             self.ranges.pop(v, None)
+        for x in hoisted:
+            self.hoisted.pop(x, None)
         self.in_parallel, self.loop_layout, self.loop_vars = saved
         self.indent -= 1
         self.emit("}")
+
+    def hoist_loads(self, p: ir.Parallel, layout, alias: str) -> list:
+        """Reads the loop's loads that need no column before it (hoist.py says which and why):
+        `self.hoisted` maps each to the C that the loop's body uses instead."""
+        plan = hoist_plan(p, layout, self.params)
+        for x in plan.invariant:
+            name = f"tl_hoist{self.hoist_names}"
+            self.hoist_names += 1
+            self.emit(f"const {c_type(x.dtype)} {name} = {self.load(x)};  // the same for every register")
+            self.hoisted[x] = name
+        if plan.per_row:
+            slots = f"tl::Slots<{alias}, 0>"
+            names = [f"tl_hoist{self.hoist_names + n}" for n in range(len(plan.per_row))]
+            self.hoist_names += len(names)
+            for x, name in zip(plan.per_row, names):
+                self.emit(f"{c_type(x.dtype)} {name}[{slots}::COUNT];")
+            self.emit("#pragma unroll")
+            self.emit(f"for (int tl_s = 0; tl_s < {slots}::COUNT; ++tl_s) {{  // once per row this thread holds")
+            self.emit(f"  const int {c_name(p.vars[0])} = {alias}::row(threadIdx.x, {slots}::rep(tl_s));")
+            for x, name in zip(plan.per_row, names):
+                self.emit(f"  {name}[tl_s] = {self.load(x)};")
+            self.emit("}")
+            for x, name in zip(plan.per_row, names):
+                self.hoisted[x] = f"{name}[{slots}::slot(tl_r)]"
+        return [*plan.invariant, *plan.per_row]
 
     # ---- gemm --------------------------------------------------------------------------------
     def stmt_Gemm(self, g: ir.Gemm) -> None:

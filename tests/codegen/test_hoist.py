@@ -1,0 +1,69 @@
+"""Loads in a parallel loop that need no column are read before it (codegen/hoist.py): once
+for the loop, or once per row slot of a wgmma accumulator; everything else stays per register."""
+import re
+
+from tlc.codegen import generate
+from tlc.driver import check_source
+from tlc.schedule import schedule
+from kit_codegen import kernel_part
+from nvcc import cubin_sass
+
+SCALED = """
+@kernel
+def k(A: f16[M, K], B: f16[N, K], C: f16[M, N], SA: f32[M, KB], SB: f32[KB], bias: f32[N]):
+    with grid(cdiv(N, 128), cdiv(M, 128), threads=256) as (bx, by):
+        As = shared(f16[128, 64])
+        Bs = shared(f16[128, 64])
+        part = fragment(f32[128, 128])
+        acc = fragment(f32[128, 128])
+        clear(acc)
+        for k in pipelined(cdiv(K, 64), stages=3):
+            copy(A[by * 128, k * 64], As)
+            copy(B[bx * 128, k * 64], Bs)
+            clear(part)
+            gemm(As, Bs, part, trans_b=True)
+            for i, j in parallel(128, 128):
+                acc[i, j] += part[i, j] * (SA[by * 128 + i, k] * SB[k]) + bias[bx * 128 + j]
+        copy(acc, C[by * 128, bx * 128])
+"""
+
+
+def _generate(src, arch="sm_90a"):
+    r = check_source(src, "t.tl")
+    assert r.ok, r.diagnostics
+    return generate(schedule(r.program, "k", {}, target=arch), arch, sources=r.sources, line_directives=False)
+
+
+def test_row_and_loop_invariant_loads_are_read_before_the_loop():
+    body = kernel_part(_generate(SCALED).source)
+    slots = "tl::Slots<tl_k_layout_0, 0>"
+    assert ("const float tl_hoist0 = ((k >= 0 && k < KB) ? SB[static_cast<long long>(k)] : 0.0f);  "
+            "// the same for every register") in body
+    assert f"float tl_hoist1[{slots}::COUNT];" in body
+    assert f"const int i = tl_k_layout_0::row(threadIdx.x, {slots}::rep(tl_s));" in body
+    assert (f"tl_hoist1[tl_s] = ((((by * 128) + i) >= 0 && ((by * 128) + i) < M && k >= 0 && k < KB) ? "
+            "SA[(static_cast<long long>(((by * 128) + i)) * KB + k)] : 0.0f);") in body
+    assert f"(part[tl_r] * (tl_hoist1[{slots}::slot(tl_r)] * tl_hoist0))" in body
+    # the bias reads a column: one load per register, as before
+    assert "bias[static_cast<long long>(((bx * 128) + j))]" in body
+
+
+def test_hoisted_loads_leave_a_few_loads_in_the_machine_code(tmp_path):
+    src = SCALED.replace(" + bias[bx * 128 + j]", "")
+    sass, log = cubin_sass(_generate(src).source, "sm_90a", tmp_path)
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", log), log
+    # SA's 2 rows and SB per K step (the element-copy path has none): 64 a step before
+    assert len(re.findall(r"\bLDG\b", sass)) <= 8
+
+
+def test_a_tensor_the_loop_writes_is_not_hoisted():
+    src = SCALED.replace("acc[i, j] += part[i, j] * (SA[by * 128 + i, k] * SB[k]) + bias[bx * 128 + j]",
+                         "acc[i, j] += part[i, j] * SA[by * 128 + i, k]\n                SA[by * 128 + i, k] = 1.0")
+    body = kernel_part(_generate(src, "sm_80").source)
+    assert "tl_hoist" not in body
+
+
+def test_a_load_indexed_by_a_scalar_of_the_loop_body_is_not_hoisted():
+    src = SCALED.replace("acc[i, j] += part[i, j] * (SA[by * 128 + i, k] * SB[k]) + bias[bx * 128 + j]",
+                         "r = i + 1\n                acc[i, j] += part[i, j] * SA[by * 128 + r - 1, k]")
+    assert "tl_hoist" not in kernel_part(_generate(src).source)
