@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "schedule" / "tileops"))
 from tileops_kit import assert_close, f32, gelu, module, rand, softmax  # noqa: E402
 import test_tile_ops_interp as cpu  # noqa: E402
-from test_tile_op_fusion import FUSED  # noqa: E402
+from test_tile_op_fusion import FUSED, OPERANDS  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 RNG = np.random.default_rng(11)
@@ -124,3 +124,14 @@ def test_repeat_calls_take_the_cached_launch_and_stay_correct(fused):
         assert_close(got.cpu().numpy(), scale * (f32(xr) @ f32(w)) + f32(r))
         q = rand(RNG, (77, 1000), np.float16)
         assert_close(fused.smax(torch.from_numpy(q).cuda()).cpu().numpy(), softmax(f32(q), 1))
+
+
+def test_operands_computed_in_the_matmul_kernel():
+    ops = module(OPERANDS, target="cuda")
+    for m, n, k in [(1000, 520, 700), (4096, 1024, 2048)]:
+        x, s, w, b = rand(RNG, (m, k), np.float16), rand(RNG, k), rand(RNG, (n, k), np.float16) * 0.05, rand(RNG, n)
+        want = f32((f32(x) * s).astype(np.float16)) @ f32(w).T + b
+        assert_close(ops.scaled_linear(x, s, w, b), want, np.float16)
+    x, w = rand(RNG, (333, 257)) * 0.5, rand(RNG, (257, 129))
+    want = f32(np.exp(x * 0.5).astype(np.float16)) @ f32((w * 2.0).astype(np.float16))
+    assert_close(ops.both_computed(x, w), want, np.float16)

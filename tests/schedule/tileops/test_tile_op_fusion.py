@@ -3,9 +3,10 @@ the exact text of @fuse's diagnostic (E072) and of a construct the scheduler doe
 (E073)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from tileops_kit import LAYERNORM, error_text, module
+from tileops_kit import LAYERNORM, assert_close, error_text, f32, module, rand
 
 FUSED = """
 from std.math import gelu
@@ -78,14 +79,55 @@ def test_fuse_names_the_operation_that_breaks_fusion():
         "  = hint: without @fuse this tile op runs as 2 kernels")
 
 
-def test_computed_operand_breaks_fusion():
-    src = "@fuse\n@tile_op\ndef t(x: f32[M, K], w: f32[K, N]) -> f32[M, N]:\n    return (x * 2.0) @ w\n"
+OPERANDS = """
+@fuse
+@tile_op
+def scaled_linear(x: f16[M, K], s: f32[K], w: f16[N, K], b: f32[N]) -> f16[M, N]:
+    return f16((f16(x * s) @ w.T) + b)
+
+@fuse
+@tile_op
+def both_computed(x: f32[M, K], w: f32[K, N]) -> f32[M, N]:
+    return f16(exp(x * 0.5)) @ f16(w * 2.0)
+"""
+
+
+def test_element_wise_operands_are_computed_into_the_matmuls_tiles():
+    mod = module(OPERANDS)
+    prog = mod.scaled_linear.program()
+    assert len(prog.launches) == 1 and not prog.temps and not prog.boundaries
+    k = prog.launches[0].kernel
+    # w's tile is still copied (and pipelined); x * s is evaluated into As, 0 outside the operand
+    assert "left operand f16(x * s) (computed into its shared tile each K step)" in prog.describe()
+    loop = next(st for st in k.body if getattr(st, "kind", "") == "pipelined")
+    assert type(loop.body[0]).__name__ == "Copy" and loop.body[0].src.name == "w"
+    assert type(loop.body[1]).__name__ == "Parallel"
+    rng = np.random.default_rng(3)
+    for m, n, kk in [(130, 70, 100), (1, 9, 33)]:  # ragged: tiles past M, N and K
+        x, s, w, b = rand(rng, (m, kk), np.float16), rand(rng, kk), rand(rng, (n, kk), np.float16), rand(rng, n)
+        want = (f32(x) * s).astype(np.float16).astype(np.float32) @ f32(w).T + b
+        assert_close(mod.scaled_linear(x, s, w, b), want, np.float16)
+    x, w = rand(rng, (70, 45)), rand(rng, (45, 90))
+    want = f32(np.exp(x * 0.5).astype(np.float16)) @ f32((w * 2.0).astype(np.float16))
+    assert len(mod.both_computed.program().launches) == 1
+    assert_close(mod.both_computed(x, w), want, np.float16)
+
+
+def test_without_fuse_a_computed_operand_goes_through_a_temporary():
+    # the copied (TMA / cp.async) operand keeps std.gemm's fast loop; computing it per K step does not
+    prog = module(OPERANDS.replace("@fuse\n", "")).scaled_linear.program()
+    assert [x.kernel.name for x in prog.launches] == ["scaled_linear_0_elementwise", "scaled_linear_1_matmul"]
+
+
+def test_an_operand_that_reads_a_reduction_breaks_fusion():
+    src = "@fuse\n@tile_op\ndef t(x: f16[M, K], w: f16[N, K]) -> f32[M, N]:\n    return softmax(x, axis=1) @ w.T\n"
     assert error_text(src, "t") == (
-        "ops.tl:4:13: error[E072]: @fuse: 'x * 2.0' cannot be fused: it is computed, and the left operand of "
-        "'(x * 2.0) @ w' is loaded from a tensor in global memory (a parameter or its .T)\n"
+        "ops.tl:4:12: error[E072]: @fuse: 'softmax(x, axis=1)' cannot be fused: the left operand of "
+        "'softmax(x, axis=1) @ w.T' reads 'softmax(x, axis=1)', which needs more than the operand's tile; an "
+        "operand is loaded from a tensor or computed element-wise from parameters\n"
         "  |\n"
-        "4 |     return (x * 2.0) @ w\n"
-        "  |             ^^^^^^^\n"
+        "4 |     return softmax(x, axis=1) @ w.T\n"
+        "  |            ^^^^^^^^^^^^^^^^^^\n"
         "  = hint: without @fuse this tile op runs as 2 kernels")
 
 

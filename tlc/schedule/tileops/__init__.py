@@ -34,7 +34,7 @@ def schedule_tile_op(program: CheckedProgram, name: str, constants: dict | None 
     sizes = dict(sizes or {})
     try:
         graph = Graph(fn, program.sources)
-        part = partition(graph)
+        part = partition(graph, fuse_operands=fn.fuse)
         if fn.fuse:
             check_fuse(graph, part)
         return _assemble(graph, program, part, target, smem_limit, sizes, rules)
@@ -60,7 +60,9 @@ def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: 
         if group.kind == "matmul":
             tiles = tiles_for(b, smem_limit, sizes)
             kernel = matmul_kernel(b, tiles)
-            fused = (graph.text(group.matmul.node),)
+            fused = (graph.text(group.matmul.node),) + tuple(
+                f"{side} operand {graph.text(node)} (computed into its shared tile each K step)"
+                for side, node in zip(("left", "right"), group.computed) if node is not None)
             chosen = (f"BM={tiles.BM} BN={tiles.BN} BK={tiles.BK} stages={tiles.stages} "
                       f"threads={tiles.THREADS} (from {tiles.source})")
         elif group.kind == "rows":

@@ -8,7 +8,10 @@ recomputed in registers.  The rules, in order (docs/tile-ops.md states them for 
 1. A root whose element-wise expression reads a matmul of its own shape is that matmul's
    *epilogue*: one matmul kernel (the std.gemm loop) computes the product tile and applies the
    expression to the accumulator before the store.  Its operands are loaded from tensors in
-   global memory (a parameter or its `.T`); a computed operand is its own group first.
+   global memory (a parameter or its `.T`); a computed operand is its own group first, except
+   (1b) in a `@fuse` tile op, where an operand that is an element-wise expression of
+   parameters is computed into the shared tile each K step (no TMA/cp.async copy for it, so
+   the loop is slower than std.gemm's: without `@fuse` the temporary is the faster plan).
 2. A root that reads reductions or softmaxes (over one tensor shape and one axis) and has that
    tensor's shape, or the reduced shape, is a *row* kernel: whole rows (or columns) per block,
    one pass over them per level of dependence between the reductions (a softmax's max and sum
@@ -45,6 +48,9 @@ class Group:
     axis: int = 1  # rows: the reduced axis of the (1 or 2-D) tensors the members reduce
     space: tuple = ()  # rows: the shape of the tensors the members reduce
     operands: tuple = ()  # matmul: ((tensor name, transposed), (tensor name, transposed))
+    # matmul: per side, the element-wise expression of parameters the kernel computes into its
+    # shared tile instead of loading a tensor (its operand entry is then (None, False))
+    computed: tuple = (None, None)
 
 
 @dataclass
@@ -57,15 +63,19 @@ class Partition:
 RESULT = "out"
 
 
-def partition(graph: Graph) -> Partition:
-    p = _Planner(graph)
+def partition(graph: Graph, fuse_operands: bool = False) -> Partition:
+    """The groups of `graph`.  `fuse_operands` (a `@fuse` tile op): an operand of a matmul that
+    is an element-wise expression of parameters is computed into the matmul's shared tiles
+    (rule 1b) instead of going through a temporary."""
+    p = _Planner(graph, fuse_operands)
     p.plan(graph.root, p.result_name)
     return Partition(p.groups, p.temps, p.boundaries)
 
 
 class _Planner:
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, fuse_operands: bool = False):
         self.g = graph
+        self.fuse_operands = fuse_operands
         self.groups: list[Group] = []
         self.temps: dict = {}
         self.boundaries: list[Boundary] = []
@@ -118,15 +128,27 @@ class _Planner:
             else:
                 self.materialize(h.node, f"the epilogue of '{text}' sees one tile of the product at a time, "
                                           f"not the whole {self.what_it_reduces(h)}")
-        operands = []
+        operands, computed = [], []
         for side, operand in zip(("left", "right"), self.g.operands(mm)):
             direct = self.g.transposed_param(operand)
+            if direct is None and self.fuse_operands and not self.g.frontier(operand):
+                operands.append((None, False))  # element-wise over parameters: computed tile by tile
+                computed.append(self.g.resolve(operand))
+                continue
+            computed.append(None)
             if direct is None:
-                self.materialize(operand, f"it is computed, and the {side} operand of '{text}' is loaded from a "
-                                          "tensor in global memory (a parameter or its .T)")
+                self.materialize(operand, self.why_operand(operand, side, text))
                 direct = (self.temps[self.g.resolve(operand)], False)
             operands.append(direct)
-        self.groups.append(Group("matmul", root, dest, matmul=mm, operands=tuple(operands)))
+        self.groups.append(Group("matmul", root, dest, matmul=mm, operands=tuple(operands), computed=tuple(computed)))
+
+    def why_operand(self, operand, side: str, text: str) -> str:
+        if self.fuse_operands:  # the operand reads a heavy operation
+            inner = self.g.text(self.g.frontier(operand)[0].node)
+            return (f"the {side} operand of '{text}' reads '{inner}', which needs more than the operand's tile; "
+                    "an operand is loaded from a tensor or computed element-wise from parameters")
+        return (f"it is computed, and the {side} operand of '{text}' is loaded from a tensor in global memory "
+                "(a parameter or its .T)")
 
     def plan_rows(self, root, dest, space, axis, frontier) -> None:
         members: dict = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ... import ir
-from ...dtypes import gemm_operands_agree
+from ...dtypes import BOOL, gemm_operands_agree
 from ..lower import cast
 from .build import KernelBuilder, add, cdiv, i32, mul, var
 from .graph import TileOpError
@@ -44,20 +44,50 @@ def tiles_for(b: KernelBuilder, smem_limit: int, sizes: dict) -> MatmulTiles:
     (a, ta), (bb, tb) = b.group.operands
     kernel = STD_GEMM_KERNEL[(ta, tb)]
     m, n = b.g.shape(b.group.matmul.node)
-    k = b.tensors[a][1][0 if ta else 1]
+    dtype, shape = operand_type(b, 0)
+    k = shape[0 if ta else 1]
     known = {name: sizes[d] for name, d in (("M", m), ("N", n), ("K", k)) if isinstance(d, str) and d in sizes}
     known.update({name: d for name, d in (("M", m), ("N", n), ("K", k)) if isinstance(d, int)})
-    dtype = b.tensors[a][0]
     recorded = choose(rules_for(resolve_path("std.gemm"), kernel), b.target, known, {"T": dtype.name})
     config = {**dict(std_gemm_config(kernel)), **recorded}
     source = f"std.gemm {kernel}, {'config.json' if recorded else 'defaults'}"
     return matmul_tiles(config, source, dtype, smem_limit)
 
 
+def operand_type(b: KernelBuilder, side: int) -> tuple:
+    """(dtype, shape) of the matmul's left (0) or right (1) operand as the kernel reads it: the
+    tensor's, or the computed expression's."""
+    node = b.group.computed[side]
+    if node is not None:
+        return b.g.dtype(node), b.g.shape(node)
+    return b.tensors[b.group.operands[side][0]]
+
+
+def operand_tile(b: KernelBuilder, side: int, buf: str, origin: tuple, tile: tuple):
+    """The statement that fills shared tile `buf` at `origin` of the operand: a copy of the
+    tensor's tile, or (a computed operand, rule 1b of fusion.py) a parallel loop that evaluates
+    the expression at each element and stores it converted to the tile's dtype; outside the
+    operand it stores 0, since the expression of the zeros a load returns there need not be 0
+    (exp, a bias) and the product would add it in."""
+    node = b.group.computed[side]
+    if node is None:
+        name = b.group.operands[side][0]
+        return ir.Copy(ir.Region(name, origin, tile), ir.BufferRef(buf))
+    dtype, shape = b.g.dtype(node), b.g.shape(node)
+    i, j = b.fresh("i"), b.fresh("j")
+    at = (add(origin[0], var(i)), add(origin[1], var(j)))
+    pre, value = b.lower.element(node, at, shape)
+    tile_dt = b.buffers[buf].dtype
+    inside = ir.BinOp("and", ir.BinOp("<", at[0], b.dim(shape[0]), BOOL), ir.BinOp("<", at[1], b.dim(shape[1]), BOOL),
+                      BOOL)
+    value = ir.Select(inside, cast(value, tile_dt), ir.Const(0, tile_dt), tile_dt)
+    return ir.Parallel((i, j), tile, tuple(pre) + (ir.Store(buf, (var(i), var(j)), value),))
+
+
 def matmul_kernel(b: KernelBuilder, tiles: MatmulTiles) -> ir.Kernel:
     g, mm, root, dest = b.g, b.group.matmul, b.group.root, b.group.dest
     (a, ta), (bb, tb) = b.group.operands
-    (dta, sa), (dtb, _) = b.tensors[a], b.tensors[bb]
+    (dta, sa), (dtb, _) = operand_type(b, 0), operand_type(b, 1)
     if not gemm_operands_agree(dta, dtb):
         raise TileOpError(f"'{g.text(mm.node)}' multiplies {dta} by {dtb}; the operands of '@' need one dtype",
                           mm.node.span, f"convert one of them, e.g. {dta}(...)")
@@ -70,11 +100,11 @@ def matmul_kernel(b: KernelBuilder, tiles: MatmulTiles) -> ir.Kernel:
     acc = b.buffer("acc", "fragment", acc_dt, (BM, BN))
     bx, by, k = var("bx"), var("by"), var(b.fresh("k"))
     rows, cols, ks = mul(by, i32(BM)), mul(bx, i32(BN)), mul(k, i32(BK))
-    loop = (
-        ir.Copy(ir.Region(a, (ks, rows) if ta else (rows, ks), (BK, BM) if ta else (BM, BK)), ir.BufferRef(As)),
-        ir.Copy(ir.Region(bb, (cols, ks) if tb else (ks, cols), (BN, BK) if tb else (BK, BN)), ir.BufferRef(Bs)),
-        ir.Gemm(As, Bs, acc, ta, tb),
-    )
+    left = operand_tile(b, 0, As, (ks, rows) if ta else (rows, ks), (BK, BM) if ta else (BM, BK))
+    right = operand_tile(b, 1, Bs, (cols, ks) if tb else (ks, cols), (BN, BK) if tb else (BK, BN))
+    # copies first: a pipelined loop prefetches its leading copies, and a computed tile is not one
+    tiles_in = sorted((left, right), key=lambda s: not isinstance(s, ir.Copy))
+    loop = (*tiles_in, ir.Gemm(As, Bs, acc, ta, tb))
     body = [ir.Fill(acc, ir.Const(0, acc_dt)),
             ir.For(k.name, i32(0), cdiv(b.dim(k_dim), BK), i32(1), "pipelined", tiles.stages, loop)]
     if g.resolve(root) != mm.node:
