@@ -409,7 +409,7 @@ def test_build_a_tile_op_by_name_shows_its_fusion_plan():
         "# tile op linear_gelu: 1 kernel\n"
         "#   linear_gelu (matmul): f16(gelu(x @ w.T + b)) -> out\n"
         "#     fused: x @ w.T\n"
-        "#     tiles: BM=128 BN=256 BK=64 stages=4 threads=256 (from std.gemm matmul_nt, config.json)\n"
+        "#     tiles: BM=128 BN=256 BK=64 stages=3 threads=256 (from std.gemm matmul_nt, config.json)\n"
         "#   no intermediate goes through global memory\n"
         "kernel linear_gelu(x: f16[M, K], w: f16[N, K], b: f32[N], out: f16[M, N]):\n")
 

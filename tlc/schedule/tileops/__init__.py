@@ -11,6 +11,8 @@ passes (`program.finish`).  The scheduling rules (tile sizes, threads, vector wi
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...diagnostics import Diagnostic, DiagnosticError
 from ...typecheck import CheckedProgram
 from ..bind import bind_constants
@@ -21,7 +23,7 @@ from .graph import Graph, TileOpError
 from .matmul import matmul_kernel, tiles_for
 from .program import Launch, Tensor, TileOpProgram, finish
 from .rows import RowKernel
-from .rules import DEFAULT_RULES, Rules, row_tiles
+from .rules import DEFAULT_RULES, Rules, row_blocks_per_sm, row_tiles
 
 __all__ = ["schedule_tile_op", "TileOpProgram", "Launch", "Tensor", "Rules"]
 
@@ -67,7 +69,8 @@ def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: 
                       f"threads={tiles.THREADS} (from {tiles.source})")
         elif group.kind == "rows":
             tiles = row_tiles(group.axis, group.space, sizes, rules)
-            kernel = RowKernel(b, tiles).kernel()
+            rows = RowKernel(b, tiles)
+            kernel = rows.kernel()
             fused = tuple(graph.text(h.node) for h in group.members)
             what = "rows" if group.axis == len(group.space) - 1 else "columns"
             chosen = f"{tiles.kept} {what} per block, {tiles.reduced} per tile, threads={kernel.threads}"
@@ -75,6 +78,8 @@ def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: 
             kernel, flat = elementwise_kernel(b, sizes, rules)
             chosen = f"block tile {list(kernel.buffers[-1].shape)}, threads={kernel.threads}"
         kernel = finish(kernel, target, smem_limit, program.sources)
+        if group.kind == "rows" and not tiles.min_blocks:  # blocks per SM from its registers
+            kernel = replace(kernel, min_blocks=row_blocks_per_sm(kernel.threads, rows.registers(kernel)))
         launches.append(Launch(kernel, flat, group.kind, graph.text(group.root), fused, chosen))
     return TileOpProgram(fn.name, tuple(p.name for p in fn.runtime_params), result, temps, tuple(launches),
                          tuple(part.boundaries), fn.fuse)

@@ -75,6 +75,7 @@ class RowKernel:
         self.scratch: dict = {}  # acc dtype -> tile fragment
         self.one_tile = False  # building the path for rows that fit one tile
         self.exps: dict = {}  # softmax node -> its exponentials (the one-tile path)
+        self.result_reads_tiles = True  # the one-tile path's result reads the tensors' tiles
 
     # ---- leaves --------------------------------------------------------------------------------------
     def tensor_leaf(self, name: str):
@@ -237,6 +238,24 @@ class RowKernel:
         grid = (cdiv(b.dim(self.kept_dim), K),)
         return b.kernel(grid, ("bx",), self.tiles.threads, tuple(body), self.tiles.min_blocks)
 
+    def registers(self, kernel: ir.Kernel) -> int:
+        """32-bit registers a thread of the finished `kernel` needs for its fragments at once
+        (16-bit elements two to a register): all of them, except on a one-tile path whose
+        result reads only the kept exponentials (a softmax), where the tensors' tiles are dead
+        before the result's tile is computed, so the smaller of the two is not counted
+        (the (., 8192) f16 softmax: 16 + 32 + 16 + 4 statistics, 52 at once); without a
+        one-tile path, tiles of 4-byte tensors count twice."""
+        regs = {b.name: -(-b.layout.registers * b.dtype.itemsize // 4) for b in kernel.buffers
+                if b.scope == "fragment" and b.layout is not None}
+        total = sum(regs.values())
+        if not self.tiles.whole:  # the tiled loops of 4-byte tiles take more (ptxas -v: f32 logsumexp of 16384 spills at 80)
+            total += sum(regs.get(f, 0) for f in self.frags.values()
+                         if next(b for b in kernel.buffers if b.name == f).dtype.itemsize >= 4)
+        if self.tiles.whole and self.exps and self.out is not None and not self.result_reads_tiles:
+            inputs = sum(regs.get(f, 0) for f in self.frags.values())
+            total -= min(inputs, regs.get(self.out, 0))
+        return total
+
     def tiled_stmts(self) -> list:
         """Rows of any length: one loop over the row's tiles per pass, then one for the result."""
         self.one_tile, self.loaded = False, set()
@@ -258,7 +277,10 @@ class RowKernel:
         for members in self.passes():
             body += [s for h in members for s in self.member_stmts(h)]
             body += self.finish_pass(members)
+        before, self.wanted = self.wanted, []
         body += self.result_tile() if self.out is not None else self.result_rows()
+        self.result_reads_tiles = bool(self.wanted)
+        self.wanted = before + [f for f in self.wanted if f not in before]
         copies = [ir.Copy(ir.Region(name, self.origin, self.extents), ir.BufferRef(f))
                   for name, f in self.frags.items() if f in self.wanted]
         return body[:1] + copies + body[1:]
