@@ -67,3 +67,46 @@ def test_a_load_indexed_by_a_scalar_of_the_loop_body_is_not_hoisted():
     src = SCALED.replace("acc[i, j] += part[i, j] * (SA[by * 128 + i, k] * SB[k]) + bias[bx * 128 + j]",
                          "r = i + 1\n                acc[i, j] += part[i, j] * SA[by * 128 + r - 1, k]")
     assert "tl_hoist" not in kernel_part(_generate(src).source)
+
+
+def test_loads_are_read_at_the_start_of_the_block_so_they_run_under_the_gemm():
+    body = kernel_part(_generate(SCALED).source)
+    wait = body.index("tl::mbar_wait(tl_full")
+    assert wait < body.index("tl_hoist1[tl_s] = ") < body.index("tl::gemm_wgmma<") < body.index("// parallel (i, j)")
+
+
+def test_a_load_after_a_statement_that_defines_its_index_stays_at_the_loop():
+    src = SCALED.replace("            for i, j in parallel(128, 128):\n",
+                         "            kk = k\n            for i, j in parallel(128, 128):\n").replace(
+        "SA[by * 128 + i, k]", "SA[by * 128 + i, kk]")
+    body = kernel_part(_generate(src).source)
+    loop = body.index("// parallel (i, j)")
+    assert body.index("tl::gemm_wgmma<") < loop < body.index("tl_hoist1[tl_s] = ") < body.index("tl_r = 0", loop)
+
+
+def test_a_decode_accumulator_reads_its_column_scales_per_column_slot():
+    # 64 x 16: each thread holds 4 columns, so A's scale per column is 4 registers, not 8 loads
+    src = """
+@kernel
+def k(W: f16[N, K], A: f16[M, K], SA: f32[M], C: f32[M, N]):
+    with grid(cdiv(N, 64), cdiv(M, 16), threads=128) as (bx, by):
+        Ws = shared(f16[64, 64])
+        As = shared(f16[16, 64])
+        acc = fragment(f32[64, 16])
+        clear(acc)
+        for k in pipelined(cdiv(K, 64), stages=3):
+            copy(W[bx * 64, k * 64], Ws)
+            copy(A[by * 16, k * 64], As)
+            gemm(Ws, As, acc, trans_b=True)
+        for i, j in parallel(64, 16):
+            C[by * 16 + j, bx * 64 + i] = acc[i, j] * SA[by * 16 + j]
+"""
+    body = kernel_part(_generate(src).source)
+    slots = "tl::Slots<tl_k_layout_0, 1>"
+    assert f"const int j = tl_k_layout_0::col(threadIdx.x, {slots}::rep(tl_s));" in body
+    assert f"(acc[tl_r] * tl_hoist0[{slots}::slot(tl_r)])" in body
+
+
+def test_a_wide_tiles_column_loads_stay_per_register():
+    # 128 columns a warp: 32 column slots would cost more registers than the loads they save
+    assert "Slots<tl_k_layout_0, 1>" not in kernel_part(_generate(SCALED).source)

@@ -47,6 +47,9 @@ class Sm90(WarpSpecialized, Sm80):
             return False
         return all(self.buffers[x].layout.swizzle_bytes == 128 for x in (g.a, g.b))
 
+    def overlaps_loads(self, stmts) -> bool:
+        return any(isinstance(s, ir.Gemm) and self.uses_wgmma(s) for s in stmts)
+
     def pipeline(self, loop: ir.For) -> bool:
         """A pipelined loop that only feeds one wgmma gemm keeps that gemm's wgmma in flight
         while the next copies are issued: compute first, then a barrier, then the prefetch."""
