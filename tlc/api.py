@@ -16,7 +16,7 @@ import numpy as np
 from . import config_table, driver, ir
 from .diagnostics import DiagnosticError, TlcError
 from .dtypes import DType
-from .runtime.args import array_dtype
+from .runtime.args import array_dtype, signature
 from .schedule import schedule
 from .typecheck import CheckedFunction, CheckedProgram
 
@@ -105,6 +105,9 @@ class Kernel:
         self._runtime = fn.runtime_params
         self._runtime_names = tuple(p.name for p in fn.runtime_params)
         self._fast = None  # the launcher for positional calls with default constants
+        # ... and for a kernel whose constants follow its arrays (dtype parameters, config.json
+        # rules): positional calls' launchers by the arrays' kinds, dtypes and shapes
+        self._by_signature: dict = {}
         self._rules = None  # the recorded configurations (config.json beside the module), read once
         self._dtype_sources = {p.name: tuple(t.name for t in fn.tensor_params if _annotation_name(fn, t.name) == p.name)
                                for p in fn.params if p.role == "dtype"}
@@ -231,6 +234,11 @@ class Kernel:
             # which still checks every argument (and explains through the general path).
             fast(args)
             return
+        if self._by_signature and not kwargs:
+            launch = self._by_signature.get(signature(args, _current_device()))
+            if launch is not None:
+                launch(args)
+                return
         values, constants = self.bind(args, kwargs)
         if self.module.target == "cuda":
             device = _current_device()
@@ -242,6 +250,12 @@ class Kernel:
                 launch = self._launchers[key] = self.compiled(constants, key[1]).call
             if not kwargs and not constants and not self._dtype_sources and not self._rules and _single_gpu():
                 self._fast = self.compiled(constants, key[1]).call_positional
+            elif not kwargs and len(args) == len(self._runtime) and _single_gpu():
+                # the constants were chosen from what the signature holds: the next call like
+                # this one skips binding, dtype inference and the rules (tens of microseconds)
+                if len(self._by_signature) >= MAX_SIGNATURES:
+                    self._by_signature.clear()
+                self._by_signature[signature(args, device)] = self.compiled(constants, key[1]).call_positional
             launch(values)
             return
         kernel = self.scheduled(constants)
@@ -252,6 +266,8 @@ class Kernel:
                 raise CallError(f"'{p.name}' must be a NumPy array on the CPU target, not {type(values[p.name]).__name__}")
         run_kernel(kernel, values)
 
+
+MAX_SIGNATURES = 64  # launchers kept per kernel for calls with shape-chosen constants
 
 _get_device = None  # CuPy's getDevice, bound on the first CUDA call
 

@@ -14,10 +14,10 @@ import numpy as np
 from . import ir
 from .api import CallError, Kernel, _constants_key, _current_device
 from .dtypes import DType
-from .runtime.args import CUPY, DEVICE, NUMPY, TORCH, array_kind
+from .runtime.args import CUPY, DEVICE, NUMPY, TORCH, array_kind, signature
 from .schedule import schedule_tile_op
 from .schedule.tileops.rules import DEFAULT_RULES, Rules, bucket
-from .tileop_call import MAX_CACHED, CachedCall, _flat, signature
+from .tileop_call import MAX_CACHED, CachedCall, _flat
 
 
 class TileOp(Kernel):

@@ -5,7 +5,7 @@ Why: a tile op's call is budgeted like a kernel launch (a few microseconds), whi
 binding by name, the shape bucket, the target's arch, dicts of arguments and the general
 launch path cost tens of microseconds a call (bench/fusion.py measured 40-80 us).  `TileOp`
 makes a `CachedCall` after a call that the general path checked and ran, keyed by what that
-check depended on (`signature`); a later call with the same signature runs through it.
+check depended on (`runtime.args.signature`); a later call with the same signature runs through it.
 
 The launches: CuPy arrays through each kernel's `call_positional` fast path (which checks and
 falls back on its own); PyTorch tensors by their pointers (`CompiledKernel.by_pointers`: their dtypes,
@@ -17,24 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .runtime.args import CUPY, DEVICE, NUMPY, TORCH, array_kind
+from .runtime.args import CUPY, NUMPY, TORCH
 
 MAX_CACHED = 64  # signatures kept per tile op (a shape that changes every call gains nothing)
-
-
-def signature(args: tuple, device: int) -> tuple:
-    """What a call's checks depend on: per array its kind, dtype and shape (and a PyTorch
-    tensor's device), per scalar its type, and the current GPU."""
-    sig = [device]
-    for a in args:
-        kind = array_kind(a)
-        if kind == TORCH:
-            sig.append((kind, a.dtype, a.shape, a.get_device()))
-        elif kind in (CUPY, NUMPY, DEVICE):
-            sig.append((kind, a.dtype, a.shape))
-        else:
-            sig.append(type(a))
-    return tuple(sig)
 
 
 class CachedCall:

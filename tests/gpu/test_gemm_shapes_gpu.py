@@ -72,3 +72,22 @@ def test_grouped_large_bf16(mod):
     C = np.full(ref.shape, np.nan, BF16.numpy())
     mod.matmul_grouped(A, W, offsets, C)
     assert rel_err(C, ref) < 1.5e-2
+
+
+def test_repeat_calls_with_shape_chosen_constants_take_the_signature_launcher():
+    # std.gemm's kernels have dtype parameters and config.json rules, so their constants follow
+    # the arrays: a call like an earlier one (kinds, dtypes, shapes) reuses its launcher
+    import torch
+
+    k = tlc.load(GEMM_PATH, target="cuda").matmul
+    rng = np.random.default_rng(21)
+    for M, N, K, dt in [(300, 264, 136, torch.float16), (300, 264, 136, torch.float16), (64, 72, 40, torch.bfloat16),
+                        (300, 264, 136, torch.float16)]:
+        A = torch.from_numpy(rand(rng, (M, K), np.float32)).to("cuda", dt)
+        B = torch.from_numpy(rand(rng, (K, N), np.float32)).to("cuda", dt)
+        C = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
+        k(A, B, C)
+        assert rel_err(C.float().cpu().numpy(), (A.float() @ B.float()).cpu().numpy()) < 1.5e-2, (M, N, K, dt)
+    assert len(k._by_signature) == 2  # one per (dtypes, shapes) seen
+    with pytest.raises(tlc.TlcError):  # a wrong array still gets the general path's explanation
+        k(A, B, torch.empty((M, N + 1), device="cuda", dtype=torch.float16))

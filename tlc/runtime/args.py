@@ -370,3 +370,19 @@ class Binder:
         raise LaunchArgumentError(f"'{name}' is on GPU {dev} but the kernel runs on the current "
                                   f"device, GPU {device}; move it there, or make GPU {dev} current "
                                   f"(cupy.cuda.Device({dev}).use())")
+
+
+def signature(args: tuple, device: int) -> tuple:
+    """What a call's checks and its shape- and dtype-chosen constants depend on: per array its
+    kind, dtype and shape (and a PyTorch tensor's device), per scalar its type, and the
+    current GPU.  Calls with equal signatures may reuse the first one's launcher."""
+    sig = [device]
+    for a in args:
+        kind = array_kind(a)
+        if kind == TORCH:
+            sig.append((kind, a.dtype, a.shape, a.get_device()))
+        elif kind in (CUPY, NUMPY, DEVICE):
+            sig.append((kind, a.dtype, a.shape))
+        else:
+            sig.append(type(a))
+    return tuple(sig)
