@@ -83,8 +83,8 @@ def test_repeat_calls_with_shape_chosen_constants_take_the_signature_launcher():
     rng = np.random.default_rng(21)
     for M, N, K, dt in [(300, 264, 136, torch.float16), (300, 264, 136, torch.float16), (64, 72, 40, torch.bfloat16),
                         (300, 264, 136, torch.float16)]:
-        A = torch.from_numpy(rand(rng, (M, K), np.float32)).to("cuda", dt)
-        B = torch.from_numpy(rand(rng, (K, N), np.float32)).to("cuda", dt)
+        A = torch.from_numpy(rand(rng, np.float32, M, K)).to("cuda", dt)
+        B = torch.from_numpy(rand(rng, np.float32, K, N)).to("cuda", dt)
         C = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
         k(A, B, C)
         assert rel_err(C.float().cpu().numpy(), (A.float() @ B.float()).cpu().numpy()) < 1.5e-2, (M, N, K, dt)
