@@ -49,6 +49,15 @@ def test_fuse_programs_are_one_kernel(name, kind):
     assert prog.launches[0].kernel.name == name
 
 
+def test_an_epilogue_rounds_to_the_results_dtype_once():
+    # f16(gelu(...)) into an f16 result: the store rounds; the epilogue keeps the f32 value
+    from tlc import ir
+
+    text = ir.print_kernel(module(FUSED).linear_bias_gelu.program().launches[0].kernel)
+    epilogue = next(line for line in text.splitlines() if line.strip().startswith("acc[i"))
+    assert epilogue.strip() == "acc[i, j] = gelu_0_result"
+
+
 def test_logsumexp_takes_two_passes_in_one_kernel():
     """The sum reads the max: a second pass over each row, in the same kernel."""
     from tlc import ir

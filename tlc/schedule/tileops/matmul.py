@@ -121,6 +121,8 @@ def matmul_kernel(b: KernelBuilder, tiles: MatmulTiles) -> ir.Kernel:
 
         b.lower.leaves[mm.node] = product
         pre, value = b.lower.element(root, here, (m, n))
+        if isinstance(value, ir.Cast) and value.dtype == b.tensors[dest][0] and value.x.dtype == acc_dt:
+            value = value.x  # the store to `dest` rounds to its dtype once; rounding here too costs two conversions
         body.append(ir.Parallel((i, j), (BM, BN), tuple(pre) + (ir.Store(acc, local, cast(value, acc_dt)),)))
     body.append(ir.Copy(ir.BufferRef(acc), ir.Region(dest, (rows, cols), (BM, BN))))
     grid = (cdiv(b.dim(n), BN), cdiv(b.dim(m), BM))
