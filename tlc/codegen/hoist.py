@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from .. import ir
 from ..ir.walk import loads, statement_exprs, statements, subexprs, variables, written_names
-from ..schedule.layout import MmaAccumulator
+from ..schedule.layout import MmaAccumulator, parallel_layout
+from .cnames import c_name, c_type
 
 
 MAX_COLUMN_SLOTS = 8  # registers a per-column hoist may hold (a wide tile's columns would cost dozens)
@@ -66,3 +67,69 @@ def _names_set_inside(stmts) -> set[str]:
         elif isinstance(s, ir.Parallel):
             out.update(s.vars)
     return out
+
+
+class HoistGen:
+    """The C of hoisted loads (mixed into the generators): `block` reads a block's movable ones
+    at its start, `parallel_loop` the rest before the loop; `self.hoisted` maps each load to
+    the C the loop's body reads instead."""
+
+    def hoist_early(self, stmts) -> list:
+        """The hoistable loads of this block's parallel loops that can be read at the block's
+        start (nothing before the loop in the block defines their indices or writes their
+        tensor): issued there, before a gemm that precedes the loop, their latency hides under
+        the gemm instead of following it.  Only where the gemm runs asynchronously
+        (`overlaps_loads`): on mma.sync the values would only hold registers longer."""
+        out = []
+        if not self.overlaps_loads(stmts):
+            return out
+        for idx, p in enumerate(stmts):
+            if not isinstance(p, ir.Parallel):
+                continue
+            before = stmts[:idx]
+            defined = {x.name for x in statements(before) if isinstance(x, (ir.LetScalar, ir.Assign))}
+            written = written_names(before)
+            layout = parallel_layout(p, self.k)
+            for v, n in zip(p.vars, p.extents):
+                self.ranges[v] = (0, n - 1)
+            out += self.hoist_loads(p, layout, self.c_layout(layout), lambda x: x.name not in written and not any(
+                v.name in defined for i in x.indices for v in variables(i)))
+            for v in p.vars:
+                self.ranges.pop(v, None)
+        return out
+
+    def overlaps_loads(self, stmts) -> bool:
+        """Whether `stmts` hold an asynchronous gemm that loads issued before it run under."""
+        return False
+
+    def hoist_loads(self, p: ir.Parallel, layout, alias: str, movable=lambda x: True) -> list:
+        """Reads the loop's loads that need no column (hoist.py says which and why), those not
+        read already and `movable`, here: `self.hoisted` maps each to the C that the loop's
+        body uses instead."""
+        plan = hoist_plan(p, layout, self.params)
+        plan = HoistPlan(*(tuple(x for x in xs if x not in self.hoisted and movable(x))
+                           for xs in (plan.invariant, plan.per_row, plan.per_column)))
+        for x in plan.invariant:
+            name = f"tl_hoist{self.hoist_names}"
+            self.hoist_names += 1
+            self.emit(f"const {c_type(x.dtype)} {name} = {self.load(x)};  // the same for every register")
+            self.hoisted[x] = name
+        for dim, xs in ((0, plan.per_row), (1, plan.per_column)):
+            if not xs:
+                continue
+            slots = f"tl::Slots<{alias}, {dim}>"
+            names = [f"tl_hoist{self.hoist_names + n}" for n in range(len(xs))]
+            self.hoist_names += len(names)
+            for x, name in zip(xs, names):
+                self.emit(f"{c_type(x.dtype)} {name}[{slots}::COUNT];")
+            self.emit("#pragma unroll")
+            self.emit(f"for (int tl_s = 0; tl_s < {slots}::COUNT; ++tl_s) {{  // once per {('row', 'column')[dim]} "
+                      "this thread holds")
+            self.emit(f"  const int {c_name(p.vars[dim])} = {alias}::{('row', 'col')[dim]}(threadIdx.x, "
+                      f"{slots}::rep(tl_s));")
+            for x, name in zip(xs, names):
+                self.emit(f"  {name}[tl_s] = {self.load(x)};")
+            self.emit("}")
+            for x, name in zip(xs, names):
+                self.hoisted[x] = f"{name}[{slots}::slot(tl_r)]"
+        return [*plan.invariant, *plan.per_row, *plan.per_column]

@@ -3,21 +3,21 @@
 Dispatches on the IR statement class; each statement becomes a few lines that mostly call
 `tl::` primitives (templates/tl/*.cuh) with the decisions made here: which primitive, with
 which layout, vector width and swizzle.  Copies are in `copies.py`, reductions in
-`reductions.py`; this file holds the kernel frame, control flow, parallel loops, gemm and
-element access.
+`reductions.py`, loads read before parallel loops in `hoist.py`; this file holds the kernel
+frame, control flow, parallel loops, gemm and element access.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .. import ir
-from ..ir.walk import loads, statement_exprs, statements, variables, written_names
+from ..ir.walk import loads, statement_exprs, statements
 from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layout
 from ..schedule.tensor_cores import tensor_core_op
 from .cexpr import CExprs, CodegenError, cvt
 from .cnames import c_name, c_type, compute_type, literal
 from .copies import CopyGen
-from .hoist import HoistPlan, hoist_plan
+from .hoist import HoistGen
 from .occupancy import min_blocks
 from .ranges import provably_within
 from .reductions import ReduceGen
@@ -29,7 +29,7 @@ class FragmentInfo:
     regs: str      # C expression: its register count
 
 
-class Sm80(CExprs, CopyGen, ReduceGen):
+class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
     arch = "sm_80"
     primitive_files = ("types.cuh", "copy.cuh", "layout.cuh", "mma.cuh", "reduce.cuh")
 
@@ -156,30 +156,6 @@ class Sm80(CExprs, CopyGen, ReduceGen):
             self.stmt(s)
         for x in early:
             self.hoisted.pop(x, None)
-
-    def hoist_early(self, stmts) -> list:
-        """The hoistable loads of this block's parallel loops that can be read at the block's
-        start (nothing before the loop in the block defines their indices or writes their
-        tensor): issued there, before a gemm that precedes the loop, their latency hides under
-        the gemm instead of following it.  Only where the gemm runs asynchronously
-        (`overlaps_loads`): on mma.sync the values would only hold registers longer."""
-        out = []
-        if not self.overlaps_loads(stmts):
-            return out
-        for idx, p in enumerate(stmts):
-            if not isinstance(p, ir.Parallel):
-                continue
-            before = stmts[:idx]
-            defined = {x.name for x in statements(before) if isinstance(x, (ir.LetScalar, ir.Assign))}
-            written = written_names(before)
-            layout = parallel_layout(p, self.k)
-            for v, n in zip(p.vars, p.extents):
-                self.ranges[v] = (0, n - 1)
-            out += self.hoist_loads(p, layout, self.c_layout(layout), lambda x: x.name not in written and not any(
-                v.name in defined for i in x.indices for v in variables(i)))
-            for v in p.vars:
-                self.ranges.pop(v, None)
-        return out
 
     def stmt(self, s) -> None:
         method = getattr(self, "stmt_" + type(s).__name__, None)
@@ -486,42 +462,6 @@ class Sm80(CExprs, CopyGen, ReduceGen):
         self.in_parallel, self.loop_layout, self.loop_vars = saved
         self.indent -= 1
         self.emit("}")
-
-    def overlaps_loads(self, stmts) -> bool:
-        """Whether `stmts` hold an asynchronous gemm that loads issued before it run under."""
-        return False
-
-    def hoist_loads(self, p: ir.Parallel, layout, alias: str, movable=lambda x: True) -> list:
-        """Reads the loop's loads that need no column (hoist.py says which and why), those not
-        read already and `movable`, here: `self.hoisted` maps each to the C that the loop's
-        body uses instead."""
-        plan = hoist_plan(p, layout, self.params)
-        plan = HoistPlan(*(tuple(x for x in xs if x not in self.hoisted and movable(x))
-                           for xs in (plan.invariant, plan.per_row, plan.per_column)))
-        for x in plan.invariant:
-            name = f"tl_hoist{self.hoist_names}"
-            self.hoist_names += 1
-            self.emit(f"const {c_type(x.dtype)} {name} = {self.load(x)};  // the same for every register")
-            self.hoisted[x] = name
-        for dim, xs in ((0, plan.per_row), (1, plan.per_column)):
-            if not xs:
-                continue
-            slots = f"tl::Slots<{alias}, {dim}>"
-            names = [f"tl_hoist{self.hoist_names + n}" for n in range(len(xs))]
-            self.hoist_names += len(names)
-            for x, name in zip(xs, names):
-                self.emit(f"{c_type(x.dtype)} {name}[{slots}::COUNT];")
-            self.emit("#pragma unroll")
-            self.emit(f"for (int tl_s = 0; tl_s < {slots}::COUNT; ++tl_s) {{  // once per {('row', 'column')[dim]} "
-                      "this thread holds")
-            self.emit(f"  const int {c_name(p.vars[dim])} = {alias}::{('row', 'col')[dim]}(threadIdx.x, "
-                      f"{slots}::rep(tl_s));")
-            for x, name in zip(xs, names):
-                self.emit(f"  {name}[tl_s] = {self.load(x)};")
-            self.emit("}")
-            for x, name in zip(xs, names):
-                self.hoisted[x] = f"{name}[{slots}::slot(tl_r)]"
-        return [*plan.invariant, *plan.per_row, *plan.per_column]
 
     # ---- gemm --------------------------------------------------------------------------------
     def stmt_Gemm(self, g: ir.Gemm) -> None:
