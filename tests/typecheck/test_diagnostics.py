@@ -239,6 +239,22 @@ CASES = {
         '@kernel\ndef k(A: f32[N]):\n    with grid(1) as bx:\n        pass\n',
         't.tl:3:10: error[E050]: grid(...) needs the block size: threads=128\n  |\n3 |     with grid(1) as bx:\n  |          ^^^^^^^',
     ),
+    'E050_unknown_grid_argument': (
+        '@kernel\ndef k(A: f32[N]):\n    with grid(1, threads=64, block=2) as bx:\n        pass\n',
+        "t.tl:3:30: error[E050]: grid() has no argument 'block'\n  |\n3 |     with grid(1, threads=64, block=2) as bx:\n"
+        "  |                              ^^^^^^^\n  = hint: it takes the grid dimensions, threads= and blocks_per_sm=",
+    ),
+    'E050_threads_range': (
+        '@kernel\ndef k(A: f32[N]):\n    with grid(1, threads=2048) as bx:\n        pass\n',
+        "t.tl:3:26: error[E050]: threads must be an integer from 1 to 1024, found 2048\n  |\n"
+        "3 |     with grid(1, threads=2048) as bx:\n  |                          ^^^^",
+    ),
+    'E050_blocks_per_sm_range': (
+        '@kernel\ndef k(A: f32[N]):\n    with grid(1, threads=64, blocks_per_sm=40) as bx:\n        pass\n',
+        "t.tl:3:44: error[E050]: blocks_per_sm must be an integer from 0 to 32, found 40\n  |\n"
+        "3 |     with grid(1, threads=64, blocks_per_sm=40) as bx:\n  |                                            ^^\n"
+        "  = hint: 0 lets the compiler choose",
+    ),
     'E050_block_index_count': (
         '@kernel\ndef k(A: f32[N]):\n    with grid(1, 2, threads=64) as bx:\n        pass\n',
         't.tl:3:5: error[E050]: the grid has 2 dimensions but 1 block index is named\n  |\n3 |     with grid(1, 2, threads=64) as bx:\n  |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^',

@@ -60,6 +60,7 @@ class Lowerer:
         ctx = grid_stmt.context
         grid = tuple(cast(self.expr(a), I32) for a in ctx.args)
         threads = next(self.const(k.value) for k in ctx.keywords if k.name == "threads")
+        blocks = next((self.const(k.value) for k in ctx.keywords if k.name == "blocks_per_sm"), 0)
         block_vars = tuple(t.id for t in grid_stmt.targets)
         for b in block_vars:
             self.scalars[b] = I32
@@ -67,7 +68,8 @@ class Lowerer:
         constants = tuple(sorted((k, v) for k, v in self.consts.items()
                                  if self.fn.param(k) is not None and self.fn.param(k).role in ("const", "dtype")))
         return ir.Kernel(self.fn.name, params, grid[::1], block_vars, int(threads),
-                         tuple(self.buffers.values()), body, constants, span=self.fn.node.name_span)
+                         tuple(self.buffers.values()), body, constants, min_blocks=int(blocks),
+                         span=self.fn.node.name_span)
 
     def _param(self, p) -> ir.Param:
         if p.role == "scalar":

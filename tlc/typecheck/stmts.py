@@ -301,8 +301,14 @@ class StmtChecker:
             self.error("E050", f"grid(...) takes 1 to 3 dimensions, {len(ctx.args)} given", ctx.span)
         threads = [k for k in ctx.keywords if k.name == "threads"]
         for k in ctx.keywords:
-            if k.name != "threads":
-                self.error("E050", f"grid() has no argument '{k.name}'", k.span, "it takes the grid dimensions and threads=")
+            if k.name not in ("threads", "blocks_per_sm"):
+                self.error("E050", f"grid() has no argument '{k.name}'", k.span,
+                           "it takes the grid dimensions, threads= and blocks_per_sm=")
+            elif k.name == "blocks_per_sm":
+                b = self.const_value(k.value, "blocks_per_sm")
+                if b is not None and (not isinstance(b, int) or isinstance(b, bool) or not 0 <= b <= 32):
+                    self.error("E050", f"blocks_per_sm must be an integer from 0 to 32, found {b!r}", k.value.span,
+                               "0 lets the compiler choose")
         if not threads:
             self.error("E050", "grid(...) needs the block size: threads=128", ctx.span)
         else:
