@@ -37,8 +37,10 @@ ALPHA, BETA, GAMMA = 1.5, -0.25, 0.75
 # Constants swept per kernel (one GPU run picks the best): the whole row in registers (BN = N)
 # at 256, 128 and 512 threads (the registers ptxas uses decide the blocks per SM: static
 # figures in the commits that set these); the element-wise chain over 8 to 16 elements a thread.
-SOFTMAX_CONFIGS = [dict(BN=8192, THREADS=256), dict(BN=8192, THREADS=128), dict(BN=8192, THREADS=512)]
-NORM_CONFIGS = [dict(BN=8192, THREADS=256), dict(BN=8192, THREADS=128), dict(BN=8192, THREADS=512)]
+SOFTMAX_CONFIGS = [dict(BN=8192, THREADS=256), dict(BN=8192, THREADS=128), dict(BN=8192, THREADS=512),
+                   dict(BN=8192, THREADS=256, BLOCKS=4)]  # 4 blocks of 256 fit at 64 registers, no spills
+NORM_CONFIGS = [dict(BN=8192, THREADS=256), dict(BN=8192, THREADS=128), dict(BN=8192, THREADS=512),
+                dict(BN=8192, THREADS=256, BLOCKS=3)]  # rms_norm 66, layer_norm 78 registers, no spills
 EW_CONFIGS = [dict(BLOCK=1024, THREADS=128), dict(BLOCK=2048, THREADS=256), dict(BLOCK=4096, THREADS=256),
               dict(BLOCK=4096, THREADS=512), dict(BLOCK=8192, THREADS=512)]
 

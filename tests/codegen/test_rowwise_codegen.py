@@ -87,3 +87,13 @@ def test_a_thread_issues_all_its_row_loads_before_converting_any(tmp_path):
     ops = [m.group(1) for m in re.finditer(r"\b(LDG\.E\.128\S*|HADD2\.F32)\b", sass)]
     first = ops.index("HADD2.F32")
     assert ops[:first] and all(o.startswith("LDG.E.128") for o in ops[:first]) and len(ops[:first]) >= 2, ops[:8]
+
+
+@pytest.mark.parametrize("kernel, blocks", [("softmax", 4), ("rms_norm", 3), ("layer_norm", 3)])
+def test_blocks_requested_per_sm_fit_without_spills(kernel, blocks, tmp_path):
+    """BLOCKS (grid's blocks_per_sm) at the counts bench/rowwise.py times: ptxas fits the row
+    in the registers that leaves (64-80 a thread) without local memory."""
+    src = source(kernel, dict(BN=8192, THREADS=256, BLOCKS=blocks), "sm_90a")
+    assert f"__launch_bounds__(256, {blocks})" in src
+    log = compile_object(src, "sm_90a", tmp_path)
+    assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", log), log
