@@ -50,6 +50,8 @@ def main() -> None:
     ap.add_argument("--precisions", default=",".join(gemm_cases.PRECISIONS))
     ap.add_argument("--json", help="where to write the results (default bench/results/gemm-<gpu>[-quick].json)")
     ap.add_argument("--skip-overheads", action="store_true")
+    ap.add_argument("--no-sweep", action="store_true",
+                    help="only the recorded configurations at the decode shapes (the sweep roughly doubles those rows)")
     args = ap.parse_args()
     import torch
 
@@ -73,7 +75,7 @@ def main() -> None:
     for precision in args.precisions.split(","):
         for shape in shapes + ([FEW_TILES] if precision == "f16" and not args.quick else []):
             try:
-                case = gemm_cases.build(torch, mod, precision, shape, seed=len(rows), sweep=not args.quick,
+                case = gemm_cases.build(torch, mod, precision, shape, seed=len(rows), sweep=not (args.quick or args.no_sweep),
                                         sms=props.multi_processor_count)
             except Exception as e:  # inputs or references this PyTorch cannot make: said, and the run goes on
                 print(f"!! {precision} {shape_text(shape)}: ERROR building the case: {type(e).__name__}: {e}")
