@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "schedule" / "tileops"))
 from tileops_kit import assert_close, f32, gelu, module, rand, softmax  # noqa: E402
 import test_tile_ops_interp as cpu  # noqa: E402
-from test_tile_op_fusion import FUSED, OPERANDS  # noqa: E402
+from test_tile_op_fusion import FULL, FUSED, OPERANDS  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 RNG = np.random.default_rng(11)
@@ -135,3 +135,13 @@ def test_operands_computed_in_the_matmul_kernel():
     x, w = rand(RNG, (333, 257)) * 0.5, rand(RNG, (257, 129))
     want = f32(np.exp(x * 0.5).astype(np.float16)) @ f32((w * 2.0).astype(np.float16))
     assert_close(ops.both_computed(x, w), want, np.float16)
+
+
+def test_reductions_over_every_axis():
+    ops = module(FULL, target="cuda")
+    for m, n in [(4096, 4096), (3, 70000), (70000, 3)]:
+        x = rand(RNG, (m, n))
+        assert_close(ops.total(x), x.astype(np.float64).sum(keepdims=True).astype(np.float32))
+        assert_close(ops.centred(x), x - x.astype(np.float64).mean(keepdims=True).astype(np.float32))
+    h = rand(RNG, (1000, 999), np.float16)
+    np.testing.assert_array_equal(ops.extremes(h), (h.max(keepdims=True) - h.min(keepdims=True)).astype(np.float16))

@@ -162,14 +162,44 @@ def test_without_fuse_the_same_program_runs_as_two_kernels():
     assert [t.name for t in prog.temps] == ["tmp0"]
 
 
-def test_a_reduction_over_every_axis_of_a_matrix():
-    src = "@tile_op\ndef t(x: f32[M, N]) -> f32[1, 1]:\n    return sum(x, keepdims=True)\n"
+FULL = """
+@tile_op
+def total(x: f32[M, N]) -> f32[1, 1]:
+    return sum(x, keepdims=True)
+
+@tile_op
+def centred(x: f32[M, N]) -> f32[M, N]:
+    return x - mean(x, keepdims=True)
+
+@tile_op
+def extremes(x: f16[M, N]) -> f16[1, 1]:
+    return max(x, keepdims=True) - min(x, keepdims=True)
+"""
+
+
+def test_a_reduction_over_every_axis_of_a_matrix_runs_as_rows_then_their_results():
+    mod = module(FULL)
+    prog = mod.total.program()
+    assert [x.kind for x in prog.launches] == ["rows", "rows"] and len(prog.temps) == 1
+    assert prog.temps[0].shape == ("M", 1)  # the rows' partial sums
+    rng = np.random.default_rng(4)
+    for m, n in [(300, 200), (1, 7), (1000, 3)]:
+        x = rand(rng, (m, n))
+        assert_close(mod.total(x), x.astype(np.float64).sum(keepdims=True).astype(np.float32))
+        assert_close(mod.centred(x), x - x.astype(np.float64).mean(keepdims=True).astype(np.float32))
+        h = rand(rng, (m, n), np.float16)
+        np.testing.assert_array_equal(mod.extremes(h), (h.max(keepdims=True) - h.min(keepdims=True)).astype(np.float16))
+
+
+def test_fuse_says_why_a_reduction_over_every_axis_takes_two_kernels():
+    src = "@fuse\n@tile_op\ndef t(x: f32[M, N]) -> f32[1, 1]:\n    return sum(x, keepdims=True)\n"
     assert error_text(src, "t") == (
-        "ops.tl:3:12: error[E073]: sum() over every axis of a matrix is not scheduled yet\n"
+        "ops.tl:4:12: error[E072]: @fuse: 'sum(x, keepdims=True)' cannot be fused: a reduction over every axis of "
+        "a matrix takes two kernels: the rows, then their results\n"
         "  |\n"
-        "3 |     return sum(x, keepdims=True)\n"
+        "4 |     return sum(x, keepdims=True)\n"
         "  |            ^^^^^^^^^^^^^^^^^^^^^\n"
-        "  = hint: reduce one axis at a time: give axis=")
+        "  = hint: without @fuse this tile op runs as 2 kernels")
 
 
 def test_three_dimensional_tensors():

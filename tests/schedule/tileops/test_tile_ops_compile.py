@@ -15,7 +15,7 @@ from tileops_kit import module
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "codegen"))
 from nvcc import compile_object  # noqa: E402
 
-from test_tile_op_fusion import FUSED, OPERANDS  # noqa: E402
+from test_tile_op_fusion import FULL, FUSED, OPERANDS  # noqa: E402
 from test_tile_ops_interp import SRC  # noqa: E402
 
 
@@ -25,7 +25,8 @@ def test_every_tile_op_compiles(arch, tmp_path):
 
     kernels, sources = [], {}
     for tag, text, sizes, only in (("a", SRC, {}, None), ("b", FUSED, {}, None),
-                                   ("c", FUSED, {"N": 16384}, {"smax", "layernorm"}), ("d", OPERANDS, {}, None)):
+                                   ("c", FUSED, {"N": 16384}, {"smax", "layernorm"}), ("d", OPERANDS, {}, None),
+                                   ("e", FULL, {}, None)):
         mod = module(text)
         sources.update(mod.program.sources)
         for name, op in mod.kernels.items():

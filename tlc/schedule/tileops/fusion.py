@@ -193,6 +193,8 @@ class _Planner:
         if d.kind == "matmul":
             return (f"'{text}' needs whole {self.what_it_reduces(h)}, and a matmul kernel holds one tile of "
                     f"the product")
+        if self.g.text(d.node) == text:  # the two halves of one reduction over every axis (graph.py)
+            return "a reduction over every axis of a matrix takes two kernels: the rows, then their results"
         return f"it reduces another shape or axis than '{text}', and a row kernel reduces one"
 
     def why_elementwise(self, h: Heavy, root) -> str:

@@ -9,7 +9,7 @@ AST equality leaves spans out, so the same expression written twice is one node.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...parser import nodes as n
 from ...typecheck import CheckedFunction
@@ -48,7 +48,7 @@ class Graph:
         self.symbols = set(fn.shape_symbols)
         self.names: dict[str, object] = {}  # intermediate name -> the expression it names
         self.root = None
-        for s in fn.body:
+        for s in (_split_full_reductions(x) for x in fn.body):
             if isinstance(s, n.Assign):
                 self.names[s.target.id] = s.value
             elif isinstance(s, n.Return):
@@ -219,3 +219,38 @@ def broadcast_index(idx: tuple, shape: tuple, to: tuple) -> tuple:
 
     lead = len(shape) - len(to)
     return tuple(ir.Const(0, I32) if d == 1 and shape[lead + k] != 1 else idx[lead + k] for k, d in enumerate(to))
+
+
+def _split_full_reductions(node):
+    """`node` with every reduction over both axes of a matrix (`sum(x, keepdims=True)`: [1, 1])
+    written as two: over the rows, then over the column of their results
+    (`sum(sum(x, axis=1, keepdims=True), axis=0, keepdims=True)`; a mean of row means is the
+    mean, rows being equally long).  Each is a reduction the planner schedules (a row kernel,
+    then a column kernel over the [M, 1] partial results); both keep the call's span."""
+    if isinstance(node, tuple):
+        return tuple(_split_full_reductions(x) for x in node)
+    if not hasattr(node, "__dataclass_fields__"):
+        return node
+    changes = {}
+    for f in node.__dataclass_fields__:
+        if f in ("span", "ty"):
+            continue
+        old = getattr(node, f)
+        new = _split_full_reductions(old)
+        if new != old:
+            changes[f] = new
+    if changes:
+        node = replace(node, **changes)
+    if not (isinstance(node, n.Call) and isinstance(node.func, n.Name) and node.func.id in REDUCE_KINDS
+            and type(node.func.ty).__name__ == "BuiltinRef" and len(node.args) == 1
+            and isinstance(getattr(node.args[0], "ty", None), TensorType) and len(node.args[0].ty.shape) == 2
+            and not any(k.name == "axis" for k in node.keywords)):
+        return node
+    x, span = node.args[0], node.span
+
+    def keywords(axis):
+        return (n.Keyword("axis", n.Constant(axis, span), span), n.Keyword("keepdims", n.Constant(True, span), span))
+
+    rows_shape = (x.ty.shape[0], node.ty.shape[1])  # [M, 1]
+    rows = replace(node, keywords=keywords(1), ty=TensorType(node.ty.dtype, rows_shape, node.ty.scope))
+    return replace(node, args=(rows,), keywords=keywords(0))
