@@ -12,8 +12,9 @@ flight across iterations: a stage is released one iteration late, once its wgmma
 
 The TMA needs a tensor map per tensor, encoded on the host (`runtime/tensormap.py`, and the C
 launcher); the driver refuses tensors whose base or row pitch is not 16-byte aligned.  The
-kernel then gets `tl_tma = 0` and its producer warpgroup copies element by element instead,
-so every shape stays correct and only unaligned ones are slow.
+kernel then gets `tl_tma` without bit 0 and its producer warpgroup copies element by element
+instead (without bit 1, the epilogue stores from registers), so every shape stays correct and
+only unaligned ones are slow.
 
 When a loop does not fit (a copy the TMA cannot express, a statement that synchronizes the
 block inside the loop, work before the loop that extra threads must not do), the sm_80 style
