@@ -6,9 +6,9 @@
 // for the whole epilogue: thousands of narrow scattered stores per tile.
 namespace tl {
 
-// The staging buffer of a ROWS x COLS tile of U: 128-byte column segments (SEG elements),
-// each ROWS rows of 128 bytes, the 16-byte chunk c of row r at chunk c ^ (r % 8), every
-// segment 1024-byte aligned (CU_TENSOR_MAP_SWIZZLE_128B).  A run of a wgmma accumulator row
+// The staging buffer of a ROWS x COLS tile of U is smem_index's 128-byte swizzled layout:
+// 128-byte column segments (SEG elements), each ROWS rows of 128 bytes, the 16-byte chunk c of
+// row r at chunk c ^ (r % 8), every segment 1024-byte aligned (CU_TENSOR_MAP_SWIZZLE_128B).  A run of a wgmma accumulator row
 // (2 elements, 4 or 8 bytes) never straddles a chunk, and the 8 rows one store instruction of
 // a warp writes land on 8 different chunks: no bank conflicts.
 template <typename L, typename T, typename U, int ROWS, int COLS>
@@ -23,7 +23,7 @@ __device__ __forceinline__ void copy_f2s_staged(U* stage, const T* regs) {
   for (int r0 = 0; r0 < L::REGS; r0 += RUN) {
     const int row = L::row(t, r0), col = L::col(t, r0);
     const int byte = (col % SEG) * static_cast<int>(sizeof(U));
-    const int offset = (col / SEG) * ROWS * 128 + row * 128 + ((((byte >> 4) ^ (row & 7)) << 4) | (byte & 15));
+    const int offset = (col / SEG) * ROWS * 128 + swizzle128(row * 128 + byte);  // smem_index's layout, in bytes
     store_run<RUN>(reinterpret_cast<U*>(base + offset), regs + r0);
   }
 }
