@@ -66,15 +66,14 @@ class WarpSpecEmission:
         plan, S, T = w.pipeline, w.pipeline.stages, self.k.threads
         persistent = self.persistent
         stage_bytes = sum(load.rows * load.cols * self.buffers[load.copy.dst.name].dtype.itemsize for load in w.loads)
-        offset = -(-self.k.smem_bytes // 8) * 8
-        self.scratch_bytes = max(self.scratch_bytes, offset + 16 * S - self.k.smem_bytes)
-        if self.staged_epilogue is not None:
-            self.scratch_bytes = max(self.scratch_bytes, self.staged_epilogue.offset + self.staged_epilogue.nbytes - self.k.smem_bytes)
+        st = self.staged_epilogue
+        end = st.offset + st.nbytes if st is not None else self.ring_end  # the staging buffer follows the ring
+        self.scratch_bytes = max(self.scratch_bytes, end - self.k.smem_bytes)
         e = self.emit
         e(f"{{  // {'persistent, ' if persistent else ''}warp-specialized over {S} stages: threads {T}..{T + 127} "
           f"produce (TMA), {T // 128} consumer warpgroup{'s' if T > 128 else ''} compute")
         self.indent += 1
-        e(f"unsigned long long* tl_full = reinterpret_cast<unsigned long long*>(tl_smem + {offset});")
+        e(f"unsigned long long* tl_full = reinterpret_cast<unsigned long long*>(tl_smem + {self.ring_barriers});")
         e(f"unsigned long long* tl_empty = tl_full + {S};")
         if persistent:
             extents = [self.expr(g) for g in self.k.grid] + ["1"] * (3 - len(self.k.grid))

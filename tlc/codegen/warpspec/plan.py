@@ -138,8 +138,7 @@ class WarpSpecPlanning:
         groups = self.k.threads // 128
         if size not in (2, 4) or (cols * size) % 128 or rows % groups or rows // groups > 256:
             return None
-        barriers = -(-self.k.smem_bytes // 8) * 8 + 16 * self.ws.pipeline.stages
-        offset = -(-barriers // 1024) * 1024
+        offset = -(-self.ring_end // 1024) * 1024
         nbytes = rows * cols * size
         if offset + nbytes > MAX_SHARED:
             return None
@@ -182,6 +181,16 @@ class WarpSpecPlanning:
             elif not self.barrier_free([s]):
                 return False
         return True
+
+    @property
+    def ring_barriers(self) -> int:
+        """Byte offset of the ring's mbarriers in dynamic shared memory: after the kernel's
+        buffers, 8-aligned; a full and an empty barrier (8 bytes each) per stage."""
+        return -(-self.k.smem_bytes // 8) * 8
+
+    @property
+    def ring_end(self) -> int:
+        return self.ring_barriers + 16 * self.ws.pipeline.stages
 
     @property
     def launch_threads(self) -> int:
