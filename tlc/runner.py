@@ -53,19 +53,10 @@ def run(k, *, ins=(), shapes=(), outs=(), defines=(), check=False, bench=False, 
         run_kernel(kernel, reference)
         worst, culprit = 0.0, None
         for name in written:
-            got, want = values[name].astype(np.float64), reference[name].astype(np.float64)
-            scale = max(float(np.abs(want).max(initial=0.0)), 1e-30)
-            err = float(np.nanmax(np.abs(got - want), initial=0.0)) / scale
-            if np.isnan(got).sum() != np.isnan(want).sum():
-                err = float("inf")
+            err = _relative_error(values[name], reference[name])
             if err >= worst:
                 worst, culprit = err, name
-        report.lines.append(f"check against the interpreter: largest relative error {worst:.3g}"
-                            + (f" (in {culprit})" if culprit else ""))
-        dt = fn.param(culprit).type.dtype.name if culprit else "f32"
-        tol = TOLERANCE.get(dt, 0.0)
-        if worst > tol:
-            report.failed = f"error: the GPU result differs from the interpreter by {worst:.3g} (tolerance {tol:g} for {dt})"
+        _report_check(report, worst, culprit, fn.param(culprit).type.dtype.name if culprit else "f32")
     if bench:
         report.lines.extend(_bench(k, constants, values, kernel))
     for name in written:
@@ -92,15 +83,7 @@ def _run_tile_op(k, report: Report, constants: dict, values: dict, out_paths: di
         got = got.numpy() if hasattr(got, "numpy") else got.get()
     if check:
         want = k.run_on_interpreter(values, constants)
-        scale = max(float(np.abs(want.astype(np.float64)).max(initial=0.0)), 1e-30)
-        err = float(np.nanmax(np.abs(got.astype(np.float64) - want.astype(np.float64)), initial=0.0)) / scale
-        if np.isnan(got.astype(np.float64)).sum() != np.isnan(want.astype(np.float64)).sum():
-            err = float("inf")
-        report.lines.append(f"check against the interpreter: largest relative error {err:.3g} (in {TILE_OP_RESULT})")
-        dt = k.fn.returns.dtype.name
-        tol = TOLERANCE.get(dt, 0.0)
-        if err > tol:
-            report.failed = f"error: the GPU result differs from the interpreter by {err:.3g} (tolerance {tol:g} for {dt})"
+        _report_check(report, _relative_error(got, want), TILE_OP_RESULT, k.fn.returns.dtype.name)
     if TILE_OP_RESULT in out_paths:
         inputs.write_npy(out_paths[TILE_OP_RESULT], got)
         report.lines.append(f"wrote {TILE_OP_RESULT} to {out_paths[TILE_OP_RESULT]}")
@@ -110,6 +93,25 @@ def _run_tile_op(k, report: Report, constants: dict, values: dict, out_paths: di
 
 
 TILE_OP_RESULT = "result"
+
+
+def _relative_error(got, want) -> float:
+    """The largest difference relative to the largest reference value; infinite when the two
+    disagree on how many NaNs there are."""
+    got, want = got.astype(np.float64), want.astype(np.float64)
+    if np.isnan(got).sum() != np.isnan(want).sum():
+        return float("inf")
+    scale = max(float(np.abs(want).max(initial=0.0)), 1e-30)
+    return float(np.nanmax(np.abs(got - want), initial=0.0)) / scale
+
+
+def _report_check(report: Report, err: float, culprit: str | None, dt: str) -> None:
+    """`--check`'s line, and the failure when `err` is above the tolerance of `dt`."""
+    report.lines.append(f"check against the interpreter: largest relative error {err:.3g}"
+                        + (f" (in {culprit})" if culprit else ""))
+    tol = TOLERANCE.get(dt, 0.0)
+    if err > tol:
+        report.failed = f"error: the GPU result differs from the interpreter by {err:.3g} (tolerance {tol:g} for {dt})"
 
 
 def _gpu_name() -> str:
