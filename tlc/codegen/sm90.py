@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from .. import ir
 from ..ir.walk import statements
-from ..dtypes import F32
 from ..schedule.layout import wgmma_accumulator, wgmma_gemm
 from ..schedule.tensor_cores import tensor_core_op
 from .cexpr import CodegenError
@@ -24,7 +23,7 @@ class Sm90(WarpSpecialized, Sm80):
 
     def __init__(self, kernel: ir.Kernel, sources=None, line_directives: bool = True):
         super().__init__(kernel, sources, line_directives)
-        self.wgmma_types: dict = {}  # (n, dtype name, n_major_b) -> struct name
+        self.wgmma_types: dict = {}  # (n, A's dtype name, B's, n_major_b, precision) -> struct name
         self.wgmma_operands = {x for g in statements(kernel.body) if isinstance(g, ir.Gemm) and self.uses_wgmma(g)
                                for x in (g.a, g.b)}
         self.in_flight_gemm: ir.Gemm | None = None  # the gemm a pipelined loop keeps in flight
@@ -85,10 +84,9 @@ class Sm90(WarpSpecialized, Sm80):
         self.emit(f"tl::gemm_wgmma<{mma}, {c_type(a.dtype)}, {a.shape[1]}, {a.shape[0]}, {b.shape[0]}, "
                   f"{_b(g.trans_b)}, {pending}{tb}>({self.smem_pointer(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)});")
 
-    def wgmma_struct(self, n: int, dtype, n_major_b: bool, b_dtype=None, c_dtype=F32, precision: str = "ieee") -> str:
-        """The wrapper of `wgmma.mma_async.m64nNkK` for these operands (B of `dtype` unless
-        `b_dtype`), rendered once per kernel into its preamble."""
-        b_dtype = b_dtype or dtype
+    def wgmma_struct(self, n: int, dtype, n_major_b: bool, b_dtype, c_dtype, precision: str) -> str:
+        """The wrapper of `wgmma.mma_async.m64nNkK` for these operands (A of `dtype`), rendered
+        once per kernel into its preamble."""
         key = (n, dtype.name, b_dtype.name, n_major_b, precision)
         if key not in self.wgmma_types:
             from . import environment
