@@ -17,7 +17,7 @@ from .dtypes import DType
 from .runtime.args import CUPY, DEVICE, NUMPY, TORCH, array_kind, signature
 from .schedule import schedule_tile_op
 from .schedule.tileops.rules import DEFAULT_RULES, Rules, bucket
-from .tileop_call import MAX_CACHED, CachedCall, _flat
+from .tileop_call import MAX_CACHED, CachedCall, arguments
 
 
 class TileOp(Kernel):
@@ -141,7 +141,7 @@ class TileOp(Kernel):
         for t in prog.temps + (prog.result,):
             store[t.name] = np.empty(self._shape(t, sizes), t.dtype.numpy())
         for launch in prog.launches:
-            run_kernel(launch.kernel, _arguments(launch, store))
+            run_kernel(launch.kernel, arguments(launch, store))
         return store[prog.result.name]
 
     def prepare(self, *args, **kwargs):
@@ -155,7 +155,7 @@ class TileOp(Kernel):
         prog = self.program(constants, target_arch(), sizes)
         store = self._allocate(prog, values, sizes)
         compiled = self._compiled_program(prog)
-        launches = [(c, _arguments(x, store)) for x, c in zip(prog.launches, compiled)]
+        launches = [(c, arguments(x, store)) for x, c in zip(prog.launches, compiled)]
 
         def launch():
             for c, a in launches:
@@ -169,7 +169,7 @@ class TileOp(Kernel):
         store, empty = self._allocate(prog, values, sizes, with_empty=True)
         compiled = self._compiled_program(prog)
         for launch, c in zip(prog.launches, compiled):
-            c.call(_arguments(launch, store))
+            c.call(arguments(launch, store))
         if args is not None:
             if len(self._calls) >= MAX_CACHED:
                 self._calls.clear()
@@ -229,14 +229,6 @@ def _to_numpy(a):
     if hasattr(a, "cpu"):
         return a.cpu().numpy()
     return a.numpy()
-
-
-def _arguments(launch, store: dict) -> dict:
-    out = {}
-    for p in launch.kernel.params:
-        v = store[p.name]
-        out[p.name] = _flat(v) if launch.flat and p.kind == "tensor" else v
-    return out
 
 
 def _torch_dtype(torch, dt: DType):

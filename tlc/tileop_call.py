@@ -45,7 +45,7 @@ class CachedCall:
             slots = tuple(index[p.name] for p in launch.kernel.params)
             flat = tuple(launch.flat and p.kind == "tensor" for p in launch.kernel.params)
             if self.torch:
-                run = c.by_pointers(_named(launch, store, flat), device)
+                run = c.by_pointers(arguments(launch, store), device)
                 flat = (False,) * len(flat)  # a pointer is the same for a flat view
             elif every == {CUPY}:
                 run = c.call_positional
@@ -75,8 +75,14 @@ class CachedCall:
         return out.numpy() if self.to_numpy else out
 
 
-def _named(launch, store: dict, flat: tuple) -> dict:
-    return {p.name: _flat(store[p.name]) if f else store[p.name] for p, f in zip(launch.kernel.params, flat)}
+def arguments(launch, store: dict) -> dict:
+    """One launch's arguments by parameter name, from the arrays in `store` (a flat launch
+    takes its tensors as one-dimensional views)."""
+    out = {}
+    for p in launch.kernel.params:
+        v = store[p.name]
+        out[p.name] = _flat(v) if launch.flat and p.kind == "tensor" else v
+    return out
 
 
 def _by_name(compiled, names: tuple):
