@@ -253,9 +253,7 @@ class Kernel:
             elif not kwargs and len(args) == len(self._runtime) and _single_gpu():
                 # the constants were chosen from what the signature holds: the next call like
                 # this one skips binding, dtype inference and the rules (tens of microseconds)
-                if len(self._by_signature) >= MAX_SIGNATURES:
-                    self._by_signature.clear()
-                self._by_signature[signature(args, device)] = self.compiled(constants, key[1]).call_positional
+                self._remember(args, device, self.compiled(constants, key[1]).call_positional)
             launch(values)
             return
         kernel = self.scheduled(constants)
@@ -266,8 +264,16 @@ class Kernel:
                 raise CallError(f"'{p.name}' must be a NumPy array on the CPU target, not {type(values[p.name]).__name__}")
         run_kernel(kernel, values)
 
+    def _remember(self, args: tuple, device: int, launch) -> None:
+        """Keep `launch` for the later positional calls whose `signature` is that of `args`."""
+        if len(self._by_signature) >= MAX_SIGNATURES:
+            self._by_signature.clear()
+        self._by_signature[signature(args, device)] = launch
 
-MAX_SIGNATURES = 64  # launchers kept per kernel for calls with shape-chosen constants
+
+# launchers kept per kernel or tile op for calls by signature (a shape that changes every call
+# gains nothing from them)
+MAX_SIGNATURES = 64
 
 _get_device = None  # CuPy's getDevice, bound on the first CUDA call
 

@@ -17,7 +17,7 @@ from .dtypes import DType
 from .runtime.args import CUPY, DEVICE, NUMPY, TORCH, array_kind, signature
 from .schedule import schedule_tile_op
 from .schedule.tileops.rules import DEFAULT_RULES, Rules, bucket
-from .tileop_call import MAX_CACHED, CachedCall, arguments
+from .tileop_call import CachedCall, arguments
 
 
 class TileOp(Kernel):
@@ -28,7 +28,7 @@ class TileOp(Kernel):
         self.schedule_rules = rules
         self._programs: dict = {}
         self._compiled_launches: dict = {}
-        self._calls: dict = {}  # tileop_call.signature -> CachedCall
+        # self._by_signature (Kernel's): runtime.args.signature -> tileop_call.CachedCall
 
     def with_rules(self, **rules) -> "TileOp":
         """This tile op scheduled with other scheduling numbers (`tlc.schedule.tileops.Rules`
@@ -75,7 +75,7 @@ class TileOp(Kernel):
     def __call__(self, *args, **kwargs):
         cached = not kwargs and len(args) == len(self._runtime) and self.module.target == "cuda"
         if cached:
-            call = self._calls.get(signature(args, _current_device()))
+            call = self._by_signature.get(signature(args, _current_device()))
             if call is not None:
                 out = call(args)
                 if out is not None:
@@ -171,11 +171,9 @@ class TileOp(Kernel):
         for launch, c in zip(prog.launches, compiled):
             c.call(arguments(launch, store))
         if args is not None:
-            if len(self._calls) >= MAX_CACHED:
-                self._calls.clear()
             kinds = {p.name: array_kind(values[p.name]) for p in self.fn.tensor_params}
-            self._calls[signature(args, _current_device())] = CachedCall(
-                prog, compiled, self._runtime_names, kinds, store, empty, _current_device())
+            device = _current_device()
+            self._remember(args, device, CachedCall(prog, compiled, self._runtime_names, kinds, store, empty, device))
         out = store[prog.result.name]
         kinds = {array_kind(values[p.name]) for p in self.fn.tensor_params}
         return out.numpy() if kinds == {NUMPY} else out

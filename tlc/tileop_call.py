@@ -19,8 +19,6 @@ import numpy as np
 
 from .runtime.args import CUPY, NUMPY, TORCH
 
-MAX_CACHED = 64  # signatures kept per tile op (a shape that changes every call gains nothing)
-
 
 class CachedCall:
     """`call(args)` -> the result, or None when an argument needs the general path (a
