@@ -48,9 +48,14 @@ def compute_type(dt: DType) -> DType:
     return F32 if is_low_float(dt) else dt
 
 
+def c_bool(flag) -> str:
+    """A C bool literal (template arguments, flags)."""
+    return "true" if flag else "false"
+
+
 def literal(value, dt: DType) -> str:
     if dt.is_bool:
-        return "true" if value else "false"
+        return c_bool(value)
     if dt.is_float:
         v = float(value)
         if math.isnan(v):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from .. import ir
 from ..schedule.layout import Replicated
 from .cexpr import CodegenError
-from .cnames import c_name, c_type
+from .cnames import c_bool, c_name, c_type
 
 _OPS = {"sum": "tl::Op::sum", "max": "tl::Op::max", "min": "tl::Op::min", "absmax": "tl::Op::absmax"}
 
@@ -111,17 +111,16 @@ class ReduceGen:
         src_alias, kept_alias = self.c_layout(src.layout), self.c_layout(kept)
         nkept = 1 if len(src.shape) == 1 else src.shape[1 - r.dim]
         plan = slot_plan(kept, self.k.threads)
-        clear = "true" if r.clear else "false"
         self.emit(f"{acc} tl_part[{kept_alias}::REGS];")
         self.emit(f"tl::reduce_slots<{op}, {src_alias}, {kept_alias}, {plan.mask}u>(tl_part, {c_name(r.src)});")
         if plan.complete and dst.scope == "fragment" and dst.layout == kept:
-            self.emit(f"tl::reduce_assign<{op}, {clear}, {kept_alias}>({c_name(r.dst)}, tl_part);")
+            self.emit(f"tl::reduce_assign<{op}, {c_bool(r.clear)}, {kept_alias}>({c_name(r.dst)}, tl_part);")
             return
         if plan.warp_rows:
             parts = self.k.threads // 32
             red = self.scratch(parts * nkept, acc)
             self.emit(f"tl::reduce_warps_to_scratch<{op}, {kept_alias}, {self.k.threads}, {nkept}, "
-                      f"{'false' if plan.every_warp else 'true'}>({red}, tl_part);")
+                      f"{c_bool(not plan.every_warp)}>({red}, tl_part);")
         else:
             parts = 1
             red = self.scratch(nkept, acc)
@@ -131,19 +130,18 @@ class ReduceGen:
 
     def finish_from_scratch(self, r, dst, red: str, op: str, parts: int, nkept: int) -> None:
         """Every kept value is in `red` (`parts` rows of partials): give the destination its elements."""
-        clear = "true" if r.clear else "false"
         if dst.scope == "fragment":
             alias = self.c_layout(dst.layout)
-            self.emit(f"tl::reduce_finish_fragment<{op}, {clear}, {alias}, {parts}, {nkept}>({c_name(r.dst)}, {red});")
+            self.emit(f"tl::reduce_finish_fragment<{op}, {c_bool(r.clear)}, {alias}, {parts}, {nkept}>({c_name(r.dst)}, {red});")
         elif dst.scope == "shared":
             if len(dst.shape) != 1:
                 raise CodegenError("a reduction into a shared buffer of rank > 1 is not supported by the CUDA target yet",
                                    r.span)
             lay = dst.layout
-            self.emit(f"tl::reduce_finish_shared<{op}, {clear}, {parts}, {nkept}, {self.k.threads}, {lay.pad}, "
+            self.emit(f"tl::reduce_finish_shared<{op}, {c_bool(r.clear)}, {parts}, {nkept}, {self.k.threads}, {lay.pad}, "
                       f"{lay.swizzle_bytes}>({self.smem_pointer(r.dst)}, {red});")
         else:
-            self.emit(f"tl::reduce_finish_local<{op}, {clear}, {parts}, {nkept}>({c_name(r.dst)}, {red});")
+            self.emit(f"tl::reduce_finish_local<{op}, {c_bool(r.clear)}, {parts}, {nkept}>({c_name(r.dst)}, {red});")
 
     def reduce_shared(self, r, src, dst, acc, op) -> None:
         """A shared source: thread t reduces kept indices t, t + threads, ... over all of `dim`."""

@@ -15,7 +15,7 @@ from ..ir.walk import loads, statement_exprs, statements
 from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layout
 from ..schedule.tensor_cores import tensor_core_op
 from .cexpr import CExprs, CodegenError, cvt
-from .cnames import c_name, c_type, compute_type, literal
+from .cnames import c_bool, c_name, c_type, compute_type, literal
 from .copies import CopyGen
 from .hoist import HoistGen
 from .occupancy import min_blocks
@@ -480,15 +480,15 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
         if self.mma_ok(g, a, b, c, k):
             lay = c.layout
             # B's type and the tf32 flag only where they differ from the defaults (A's type, off).
-            extra = f", {c_type(b.dtype)}, {_b(tf32)}" if tf32 or b.dtype != a.dtype else ""
+            extra = f", {c_type(b.dtype)}, {c_bool(tf32)}" if tf32 or b.dtype != a.dtype else ""
             self.emit(f"tl::gemm_mma_sm80<{c_type(a.dtype)}, {m}, {n}, {k}, {lay.warps_m}, {lay.warps_n}, "
-                      f"{_b(g.trans_a)}, {_b(g.trans_b)}, {operand_args}{extra}>({pa}, {pb}, {acc});")
+                      f"{c_bool(g.trans_a)}, {c_bool(g.trans_b)}, {operand_args}{extra}>({pa}, {pb}, {acc});")
             return
         if isinstance(c.layout, Replicated):
             raise CodegenError(f"the gemm accumulator '{g.c}' has a replicated layout", g.span)
         info = self.fragment(g.c)
         self.emit(f"tl::gemm_simt<{info.c_layout}, {c_type(a.dtype)}, {c_type(b.dtype)}, {c_type(c.dtype)}, {k}, "
-                  f"{_b(g.trans_a)}, {_b(g.trans_b)}, {operand_args}{', true' if tf32 else ''}>({pa}, {pb}, {acc});")
+                  f"{c_bool(g.trans_a)}, {c_bool(g.trans_b)}, {operand_args}{', true' if tf32 else ''}>({pa}, {pb}, {acc});")
 
     def mma_ok(self, g: ir.Gemm, a: ir.Buffer, b: ir.Buffer, c: ir.Buffer, k: int) -> bool:
         """mma.sync takes what `tensor_cores.tensor_core_op` allows (on sm_80: f16/bf16, f8
@@ -507,10 +507,6 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
             if row_bytes % 16:
                 return False
         return True
-
-
-def _b(flag: bool) -> str:
-    return "true" if flag else "false"
 
 
 def _prod(shape) -> int:

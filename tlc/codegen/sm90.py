@@ -12,8 +12,8 @@ from ..ir.walk import statements
 from ..schedule.layout import wgmma_accumulator, wgmma_gemm
 from ..schedule.tensor_cores import tensor_core_op
 from .cexpr import CodegenError
-from .cnames import c_name, c_type
-from .sm80 import Sm80, _b
+from .cnames import c_bool, c_name, c_type
+from .sm80 import Sm80
 from .warpspec import WarpSpecialized
 
 
@@ -82,7 +82,7 @@ class Sm90(WarpSpecialized, Sm80):
         pending = 1 if g is self.in_flight_gemm else 0
         tb = f", {c_type(b.dtype)}" if b.dtype != a.dtype else ""
         self.emit(f"tl::gemm_wgmma<{mma}, {c_type(a.dtype)}, {a.shape[1]}, {a.shape[0]}, {b.shape[0]}, "
-                  f"{_b(g.trans_b)}, {pending}{tb}>({self.smem_pointer(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)});")
+                  f"{c_bool(g.trans_b)}, {pending}{tb}>({self.smem_pointer(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)});")
 
     def wgmma_struct(self, n: int, dtype, n_major_b: bool, b_dtype, c_dtype, precision: str) -> str:
         """The wrapper of `wgmma.mma_async.m64nNkK` for these operands (A of `dtype`), rendered
