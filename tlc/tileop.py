@@ -14,7 +14,7 @@ import numpy as np
 from . import ir
 from .api import CallError, Kernel, _constants_key, _current_device
 from .dtypes import DType
-from .runtime.args import CUPY, DEVICE, NUMPY, TORCH, array_kind, signature
+from .runtime.args import CUPY, DEVICE, NUMPY, TORCH, array_kind, signature, torch_dtype
 from .schedule import schedule_tile_op
 from .schedule.tileops.rules import DEFAULT_RULES, Rules, bucket
 from .tileop_call import CachedCall, arguments
@@ -192,7 +192,7 @@ class TileOp(Kernel):
             device = like.device
 
             def empty(shape, dt: DType):
-                return torch.empty(shape, dtype=_torch_dtype(torch, dt), device=device)
+                return torch.empty(shape, dtype=torch_dtype(torch, dt), device=device)
         elif kinds == {CUPY}:
             import cupy
 
@@ -227,10 +227,3 @@ def _to_numpy(a):
     if hasattr(a, "cpu"):
         return a.cpu().numpy()
     return a.numpy()
-
-
-def _torch_dtype(torch, dt: DType):
-    names = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "i8": "int8",
-             "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8", "bool": "bool",
-             "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
-    return getattr(torch, names[dt.name])

@@ -14,7 +14,7 @@ from tlc.dtypes import BF16, DTYPES, F16, F32, I32
 from tlc.interp import ArgumentError, run_kernel
 from tlc.ir import Const, Parallel, Store, Var, samples
 from tlc.runtime.args import (Binder, LaunchArgumentError, LaunchContractError, array_dtype,
-                              tl_dtype_of_torch)
+                              tl_dtype_of_torch, torch_dtype)
 from tlc.runtime.device_array import DeviceArray
 
 MATMUL = samples.matmul()
@@ -284,6 +284,12 @@ def test_torch_tensors(fake_torch):
 def test_torch_dtype_names(name, tl):
     found = tl_dtype_of_torch(FakeDtype(name))
     assert (found.name if found else None) == tl
+
+
+def test_torch_dtype_is_the_inverse_of_tl_dtype_of_torch():
+    torch = types.SimpleNamespace(**{n: FakeDtype(n) for n in ("float16", "bfloat16", "float8_e4m3fn", "int64", "bool")})
+    for tl in ("f16", "bf16", "f8e4m3", "i64", "bool"):
+        assert tl_dtype_of_torch(torch_dtype(torch, DTYPES[tl])) == DTYPES[tl]
 
 
 def test_array_dtype_reads_every_kind(fake_torch):

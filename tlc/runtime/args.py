@@ -45,6 +45,7 @@ _TORCH_NAMES = {"bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "i
                 "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
                 "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2"}
 _TORCH_TO_TL: dict = {}
+_TL_TO_TORCH = {tl: name for name, tl in _TORCH_NAMES.items()}
 
 
 def tl_dtype_of_numpy(dtype) -> DType | None:
@@ -62,6 +63,12 @@ def tl_dtype_of_torch(dtype) -> DType | None:
         name = _TORCH_NAMES.get(str(dtype).removeprefix("torch."))
         _TORCH_TO_TL[dtype] = found = DTYPES[name] if name else None
         return found
+
+
+def torch_dtype(torch, dt: DType):
+    """PyTorch's dtype for a tlc dtype (the inverse of `tl_dtype_of_torch`), from the module
+    `torch` the caller has imported."""
+    return getattr(torch, _TL_TO_TORCH[dt.name])
 
 
 def array_dtype(value) -> DType | None:
