@@ -146,7 +146,8 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
     source = environment().get_template("kernel.cu.j2").render(
         version=__version__, source=source_name or (kernel.span.file if kernel.span else "<tl>"), name=name,
         constants=constants, arch=arch, threads=threads, smem_bytes=out["smem_bytes"], fp8=fp8,
-        min_blocks=", 1" if tensor_maps else f", {out['min_blocks']}" if out.get("min_blocks") else "", persistent=persistent, cluster=cluster, tensor_maps=[launcher_tensor_map(i, m) for i, m in enumerate(tensor_maps)],
+        min_blocks=out.get("min_blocks"), persistent=persistent, cluster=cluster,
+        tensor_maps=[launcher_tensor_map(i, m) for i, m in enumerate(tensor_maps)],
         primitives=primitives(gen.primitive_files), preamble=out["preamble"], params=params, prologue=prologue, body=out["body"],
         launcher=f"launch_{name}", launcher_params=launcher_params, grid=grid, call_args=call_args)
     return GeneratedKernel(name, f"launch_{name}", source, args, threads, out["smem_bytes"],

@@ -38,6 +38,7 @@ class Sm90(WarpSpecialized, Sm80):
             out["tensor_maps"] = tuple(self.tensor_maps)
             out["persistent"] = self.persistent
             out["cluster"] = self.cluster
+            out["min_blocks"] = 1  # one block per SM: consumer_registers gives this block all its registers
         return out
 
     def uses_wgmma(self, g: ir.Gemm) -> bool:
