@@ -131,19 +131,6 @@ template <> struct VectorOf<4> { using type = unsigned; };
 template <> struct VectorOf<1> { using type = unsigned char; };
 
 template <int N, typename T, typename U>
-__device__ __forceinline__ void load_run(U* regs, const T* p) {
-  using A = RunAccess<N, T>;
-  using V = typename VectorOf<A::VBYTES>::type;
-#pragma unroll
-  for (int i = 0; i < N; i += A::ELEMS) {
-    union { V v; T e[A::ELEMS]; } u;
-    u.v = *reinterpret_cast<const V*>(p + i);
-#pragma unroll
-    for (int e = 0; e < A::ELEMS; ++e) regs[i + e] = cvt<U>(u.e[e]);
-  }
-}
-
-template <int N, typename T, typename U>
 __device__ __forceinline__ void store_run(U* p, const T* regs) {
   using A = RunAccess<N, U>;
   using V = typename VectorOf<A::VBYTES>::type;
