@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import ir
-from .api import CallError, Kernel, _constants_key, _current_device
+from .api import CallError, Kernel, _constants_key, _current_device, _device_arch
 from .dtypes import DType
 from .runtime.args import CUPY, DEVICE, NUMPY, TORCH, array_kind, signature, torch_dtype
 from .schedule import schedule_tile_op
@@ -83,13 +83,7 @@ class TileOp(Kernel):
         values, constants = self.bind(args, kwargs)
         sizes = self._sizes(values)
         cuda = self.module.target == "cuda"
-        if cuda:
-            from .runtime import target_arch
-
-            arch = target_arch()
-        else:
-            arch = "sm_80"
-        prog = self.program(constants, arch, sizes)
+        prog = self.program(constants, _device_arch(_current_device()) if cuda else "sm_80", sizes)
         if not cuda:
             return self._run_cpu(prog, values, sizes)
         return self._run_cuda(prog, values, sizes, args if cached else None)
@@ -170,13 +164,12 @@ class TileOp(Kernel):
         compiled = self._compiled_program(prog)
         for launch, c in zip(prog.launches, compiled):
             c.call(arguments(launch, store))
+        kinds = {p.name: array_kind(values[p.name]) for p in self.fn.tensor_params}
         if args is not None:
-            kinds = {p.name: array_kind(values[p.name]) for p in self.fn.tensor_params}
             device = _current_device()
             self._remember(args, device, CachedCall(prog, compiled, self._runtime_names, kinds, store, empty, device))
         out = store[prog.result.name]
-        kinds = {array_kind(values[p.name]) for p in self.fn.tensor_params}
-        return out.numpy() if kinds == {NUMPY} else out
+        return out.numpy() if set(kinds.values()) == {NUMPY} else out
 
     def _allocate(self, prog, values: dict, sizes: dict, with_empty: bool = False):
         """The arguments, temporaries and result of `prog` by name, on the GPU (and, with
@@ -214,7 +207,7 @@ class TileOp(Kernel):
 
         key = (id(prog), _current_device())
         if key not in self._compiled_launches:
-            arch = runtime.target_arch()
+            arch = _device_arch(key[1])
             self._compiled_launches[key] = [
                 runtime.compile_kernel(x.kernel, generate(x.kernel, arch, sources=self.module.program.sources))
                 for x in prog.launches]
