@@ -100,14 +100,9 @@ class Graph:
             if name in ("sum", "mean", "softmax") or (name in ("max", "min") and len(e.args) == 1):
                 rank = len(e.args[0].ty.shape)
                 kw = {k.name: k.value for k in e.keywords}
-                if "axis" not in kw and name != "softmax":
-                    if rank == 1:
-                        axis = 0
-                    else:
-                        raise TileOpError(f"{name}() over every axis of a matrix is not scheduled yet", e.span,
-                                          "reduce one axis at a time: give axis=")
-                else:
-                    axis = int(self._const(kw["axis"])) % rank if "axis" in kw else rank - 1
+                # without axis=: a softmax's last axis, or a vector's only one (a matrix's reduction
+                # over every axis was split into two with axis= by _split_full_reductions)
+                axis = int(self._const(kw["axis"])) % rank if "axis" in kw else rank - 1
                 keep = bool(self._const(kw["keepdims"])) if "keepdims" in kw else False
                 if name == "softmax":
                     return Heavy("softmax", e, "", axis)
