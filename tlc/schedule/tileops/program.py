@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from ... import ir
 from ...ir.walk import statements
 from ...dtypes import DType
-from ..layout import Blocked, Replicated, assign_layouts, VECTOR_BYTES
+from ..layout import Blocked, Replicated, assign_layouts, blocked
 from ..barriers import insert_barriers
 from ..smem import plan_shared_memory
 
@@ -102,10 +102,7 @@ def _one_tile_layout(kernel: ir.Kernel) -> ir.Kernel:
     tile = max((b.shape for b in frags), key=len)
     copied = {x.name for s in statements(kernel.body) if isinstance(s, ir.Copy) for x in (s.src, s.dst)}
     same = [b for b in frags if b.shape == tile and b.name in copied] or [b for b in frags if b.shape == tile]
-    vec = max(1, VECTOR_BYTES // max(b.dtype.itemsize for b in same))
-    while vec > 1 and tile[-1] % vec:
-        vec //= 2
-    layout = Blocked(tuple(tile), kernel.threads, vec)
+    layout = blocked(tile, max((b.dtype for b in same), key=lambda d: d.itemsize), kernel.threads)
     out = []
     for b in kernel.buffers:
         if b.scope == "fragment" and b.shape == tile and isinstance(b.layout, Blocked):
