@@ -18,7 +18,7 @@ from .driver_api import max_active_clusters
 from .tensormap import LaunchTensorMaps
 
 DEFAULT_SMEM_LIMIT = 48 * 1024  # above this a kernel must opt in to more dynamic shared memory
-_MAX_GRID = (2**31 - 1, 65535, 65535)
+_MAX_GRID = (fastpath.MAX_GRID_X, fastpath.MAX_GRID_YZ, fastpath.MAX_GRID_YZ)
 
 
 class LaunchError(TlcError):
@@ -36,8 +36,8 @@ class CompiledKernel:
         self.block = (generated.threads, 1, 1)
         self.smem = generated.smem_bytes
         self._functions: dict[int, object] = {}  # device id -> loaded function
-        self.cluster = getattr(generated, "cluster", 1)
-        self.persistent_blocks = self._persistent_blocks() if getattr(generated, "persistent", False) else None
+        self.cluster = generated.cluster
+        self.persistent_blocks = self._persistent_blocks() if generated.persistent else None
         self.grid = compile_grid(generated.grid, self.binder.slots, self.persistent_blocks, self.cluster)
         # a kernel that copies through the TMA takes its tensors' maps after its own arguments
         self.tensor_maps = LaunchTensorMaps(generated.tensor_maps) if generated.tensor_maps else None
@@ -175,8 +175,6 @@ class CompiledKernel:
         from .pointer_launch import PointerLaunch
 
         return PointerLaunch(self, self.binder.bind(args, device, _pointer_device), device)
-
-
 
 
 _raw_stream = None
