@@ -50,9 +50,8 @@ def test_the_epilogue_stages_each_warpgroups_rows_for_a_tma_store():
     assert "if (tl_tma & 2) {  // through shared memory" in body
     assert "half* tl_stage_c = reinterpret_cast<half*>(tl_smem + 148480);" in body  # 3 x 48 KB + barriers, 1024-aligned
     assert "tl::copy_f2s_staged<tl_matmul_layout_0, float, half, 128, 256>(tl_stage_c, acc);" in body
-    assert ("tl::tma_store_tile<half, 64, 256, 128, 2>(&tl_map2, tl_stage_c, tl_wg * 64, (bx * 256), "
-            "(by * 128) + tl_wg * 64, {0});") in body
-    assert "tl::bar_sync_named(1 + threadIdx.x / 128, 128);" in body  # each warpgroup on its own barrier
+    assert ("tl::tma_store_tile<half, 64, 256, 128, 2>(&tl_map2, tl_stage_c, tl_group * 64, (bx * 256), "
+            "(by * 128) + tl_group * 64, {0});") in body
     # the buffer is rewritten only after the last store read it; the block exits after its stores
     assert body.index("tl::tma_store_wait_read();") < body.index("tl::copy_f2s_staged<")
     assert "if (threadIdx.x % 128 == 0) tl::tma_store_wait();" in body

@@ -65,8 +65,6 @@ class GeneratedKernel:
     tensor_maps: tuple = ()  # warpspec.TensorMapSpec per TMA tensor map, passed after `args`
     persistent: bool = False  # `grid` counts tiles; launch min(tiles, SMs) blocks that loop over them
     cluster: int = 1  # blocks per cluster (__cluster_dims__); a persistent grid is a multiple of it
-    blocks_per_sm: int = 1  # resident blocks per SM; a persistent kernel launches at most SMs x this
-    groups: int = 1  # consumer groups of a persistent block, each on its own tile: G tiles per block at once
 
 
 @functools.lru_cache(maxsize=1)
@@ -141,7 +139,6 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
     threads = out.get("threads", kernel.threads)
     persistent = out.get("persistent", False)
     cluster = out.get("cluster", 1)
-    blocks_per_sm, groups = out.get("blocks_per_sm", 1), out.get("groups", 1)
     host = HostC()
     grid = [f"static_cast<unsigned>({host.expr(g)})" for g in kernel.grid] + ["1"] * (3 - len(kernel.grid))
     constants = ", ".join(f"{k}={v}" for k, v in kernel.constants)
@@ -149,12 +146,12 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
     source = environment().get_template("kernel.cu.j2").render(
         version=__version__, source=source_name or (kernel.span.file if kernel.span else "<tl>"), name=name,
         constants=constants, arch=arch, threads=threads, smem_bytes=out["smem_bytes"], fp8=fp8,
-        min_blocks=out.get("min_blocks"), persistent=persistent, cluster=cluster, blocks_per_sm=blocks_per_sm, groups=groups,
+        min_blocks=out.get("min_blocks"), persistent=persistent, cluster=cluster,
         tensor_maps=[launcher_tensor_map(i, m) for i, m in enumerate(tensor_maps)],
         primitives=primitives(gen.primitive_files), preamble=out["preamble"], params=params, prologue=prologue, body=out["body"],
         launcher=f"launch_{name}", launcher_params=launcher_params, grid=grid, call_args=call_args)
     return GeneratedKernel(name, f"launch_{name}", source, args, threads, out["smem_bytes"],
-                           tuple(kernel.grid), arch, tuple(tensor_maps), persistent, cluster, blocks_per_sm, groups)
+                           tuple(kernel.grid), arch, tuple(tensor_maps), persistent, cluster)
 
 
 def launcher_tensor_map(index: int, spec) -> dict:

@@ -120,7 +120,7 @@ class CopyGen:
                           f"{lay.swizzle_bytes}>({dst}, {v.base}, {args});")
         elif b.scope == "fragment":
             info = self.fragment(b.name)
-            self.emit(f"tl::copy_g2f<{info.c_layout}>({c_name(b.name)}, {v.base}, {args}{self.thread_arg});")
+            self.emit(f"tl::copy_g2f<{info.c_layout}>({c_name(b.name)}, {v.base}, {args});")
         else:
             self.emit(f"tl::copy_g2l<{T}, {U}, {rows}, {cols}>({c_name(b.name)}, {v.base}, {args});")
 
@@ -137,7 +137,7 @@ class CopyGen:
                       f"{v.base}, {self.smem_pointer(b.name)}, {args});")
         elif b.scope == "fragment":
             info = self.fragment(b.name)
-            self.emit(f"tl::copy_f2g<{info.c_layout}>({v.base}, {c_name(b.name)}, {args}{self.thread_arg});")
+            self.emit(f"tl::copy_f2g<{info.c_layout}>({v.base}, {c_name(b.name)}, {args});")
         else:
             self.emit(f"tl::copy_l2g<{T}, {U}, {rows}, {cols}>({v.base}, {c_name(b.name)}, {args});")
 
@@ -153,11 +153,11 @@ class CopyGen:
         elif kinds == ("shared", "fragment"):
             info = self.fragment(d.name)
             self.emit(f"tl::copy_s2f<{info.c_layout}, {T}, {U}, {rows}, {cols}, {s.layout.pad}, {s.layout.swizzle_bytes}>("
-                      f"{c_name(d.name)}, {self.smem_pointer(s.name)}{self.thread_arg});")
+                      f"{c_name(d.name)}, {self.smem_pointer(s.name)});")
         elif kinds == ("fragment", "shared"):
             info = self.fragment(s.name)
             self.emit(f"tl::copy_f2s<{info.c_layout}, {T}, {U}, {rows}, {cols}, {d.layout.pad}, {d.layout.swizzle_bytes}>("
-                      f"{self.smem_pointer(d.name)}, {c_name(s.name)}{self.thread_arg});")
+                      f"{self.smem_pointer(d.name)}, {c_name(s.name)});")
         elif kinds == ("fragment", "fragment") and s.layout == d.layout:
             info = self.fragment(s.name)
             self.emit("#pragma unroll")

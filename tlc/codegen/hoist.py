@@ -125,7 +125,7 @@ class HoistGen:
             self.emit("#pragma unroll")
             self.emit(f"for (int tl_s = 0; tl_s < {slots}::COUNT; ++tl_s) {{  // once per {('row', 'column')[dim]} "
                       "this thread holds")
-            self.emit(f"  const int {c_name(p.vars[dim])} = {alias}::{('row', 'col')[dim]}({self.tid}, "
+            self.emit(f"  const int {c_name(p.vars[dim])} = {alias}::{('row', 'col')[dim]}(threadIdx.x, "
                       f"{slots}::rep(tl_s));")
             for x, name in zip(xs, names):
                 self.emit(f"  {name}[tl_s] = {self.load(x)};")

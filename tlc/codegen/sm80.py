@@ -32,15 +32,6 @@ class FragmentInfo:
 class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
     arch = "sm_80"
     primitive_files = ("types.cuh", "copy.cuh", "layout.cuh", "mma.cuh", "reduce.cuh")
-    # The C of this thread's index in the threads that share its tile (what fragment layouts
-    # are functions of): threadIdx.x, except in the consumer groups of a persistent sm_90a
-    # kernel, where each group of THREADS threads works on a tile of its own.
-    tid = "threadIdx.x"
-
-    @property
-    def thread_arg(self) -> str:
-        """The trailing argument of a fragment copy (tl/layout.cuh) when `tid` is not threadIdx.x."""
-        return "" if self.tid == "threadIdx.x" else f", {self.tid}"
 
     def after_async_copies(self) -> None:
         """A hook after a pipelined loop's copies have landed (sm_90a fences them)."""
@@ -177,9 +168,9 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
         """Outside parallel loops a store, atomic or print happens once per block; in a loop
         over a replicated fragment, once per element (by its canonical replica)."""
         if not self.in_parallel:
-            return f"if ({self.tid} == 0) "
+            return "if (threadIdx.x == 0) "
         if isinstance(self.loop_layout, Replicated):
-            return f"if ({self.c_layout(self.loop_layout)}::canonical({self.tid}, tl_r)) "
+            return f"if ({self.c_layout(self.loop_layout)}::canonical(threadIdx.x, tl_r)) "
         return ""
 
     def stmt_LetScalar(self, s: ir.LetScalar) -> None:
@@ -453,14 +444,14 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
         self.emit(f"for (int tl_r = 0; tl_r < {alias}::REGS; ++tl_r) {{")
         self.indent += 1
         if len(p.vars) == 1:
-            self.emit(f"const int {c_name(p.vars[0])} = {alias}::col({self.tid}, tl_r);")
+            self.emit(f"const int {c_name(p.vars[0])} = {alias}::col(threadIdx.x, tl_r);")
         elif len(p.vars) == 2:
-            self.emit(f"const int {c_name(p.vars[0])} = {alias}::row({self.tid}, tl_r);")
-            self.emit(f"const int {c_name(p.vars[1])} = {alias}::col({self.tid}, tl_r);")
+            self.emit(f"const int {c_name(p.vars[0])} = {alias}::row(threadIdx.x, tl_r);")
+            self.emit(f"const int {c_name(p.vars[1])} = {alias}::col(threadIdx.x, tl_r);")
         else:
             raise CodegenError("parallel loops over more than 2 dimensions are not supported by the CUDA target yet",
                                p.span)
-        self.emit(f"if (!{alias}::valid({self.tid}, tl_r)) continue;")
+        self.emit(f"if (!{alias}::valid(threadIdx.x, tl_r)) continue;")
         saved = (self.in_parallel, self.loop_layout, getattr(self, "loop_vars", ()))
         self.in_parallel, self.loop_layout, self.loop_vars = True, layout, p.vars
         self.block(p.body)

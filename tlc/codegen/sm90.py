@@ -38,10 +38,7 @@ class Sm90(WarpSpecialized, Sm80):
             out["tensor_maps"] = tuple(self.tensor_maps)
             out["persistent"] = self.persistent
             out["cluster"] = self.cluster
-            # B blocks per SM (1 unless the kernel asks; a persistent kernel's tiles in flight
-            # are its consumer groups): consumer_registers gives the consumers what B blocks leave
-            out["min_blocks"] = out["blocks_per_sm"] = self.blocks_per_sm
-            out["groups"] = self.groups
+            out["min_blocks"] = 1  # one block per SM: consumer_registers gives this block all its registers
         return out
 
     def uses_wgmma(self, g: ir.Gemm) -> bool:

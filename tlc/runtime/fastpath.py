@@ -117,7 +117,7 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
               if not (isinstance(e, Const) and 0 < e.value <= limits[d])]
     if blocks:
         checks = ["not 0 < g[0]"]  # at most one block per SM, in one dimension
-    lines += ["try:", f"    g = {grid_source(gen.grid, values, blocks, getattr(compiled, 'cluster', 1), gen.groups)}", "except Exception:", "    return fallback(args)",
+    lines += ["try:", f"    g = {grid_source(gen.grid, values, blocks, getattr(compiled, 'cluster', 1))}", "except Exception:", "    return fallback(args)",
               _any_fails(checks),
               "fn = functions.get(device)", "if fn is None:", "    return fallback(args)",
               f"fn(g, BLOCK, [{', '.join(cargs)}]{_tensor_map_args(compiled, env, symbols)}, SMEM, None)",

@@ -60,35 +60,32 @@ def py_source(expr: Expr, names: dict[str, str]) -> str:
 
 
 def grid_source(grid: Sequence[Expr], names: dict[str, str], persistent_blocks: int | None = None,
-                cluster: int = 1, groups: int = 1) -> str:
+                cluster: int = 1) -> str:
     """The launch grid `(x, y, z)` as one Python tuple expression (missing dimensions are 1);
     extents whose IR dtype is not an integer are checked by `extent` at run time.  With
     `persistent_blocks`, `grid` counts the tiles of a persistent kernel, which launches at most
-    that many blocks, in clusters of `cluster` that take `cluster` tiles at a time, `groups`
-    times over (a block's consumer groups each work on a tile)."""
+    that many blocks (one per SM), in clusters of `cluster` that take `cluster` tiles at a time."""
     if not 1 <= len(grid) <= 3:
         raise GridError(f"a launch grid has 1 to 3 dimensions, not {len(grid)}")
     parts = [py_source(e, names) if e.dtype.is_int else f"extent({py_source(e, names)})" for e in grid]
     text = "(" + ", ".join(parts + ["1"] * (3 - len(parts))) + ")"
-    if not persistent_blocks:
-        return text
-    return f"persistent({text}, {int(persistent_blocks)}, {int(cluster)}, {int(groups)})"
+    return f"persistent({text}, {int(persistent_blocks)}, {int(cluster)})" if persistent_blocks else text
 
 
 def compile_grid(grid: Sequence[Expr], slots: dict[str, int], persistent_blocks: int | None = None,
-                 cluster: int = 1, groups: int = 1) -> Callable[[Sequence], tuple[int, int, int]]:
+                 cluster: int = 1) -> Callable[[Sequence], tuple[int, int, int]]:
     """A function of a launch's values (indexed by `slots`) giving the grid `(x, y, z)`."""
-    text = grid_source(grid, {name: f"vals[{i}]" for name, i in slots.items()}, persistent_blocks, cluster, groups)
+    text = grid_source(grid, {name: f"vals[{i}]" for name, i in slots.items()}, persistent_blocks, cluster)
     return compile_function(f"def grid(vals):\n    return {text}\n", "grid")
 
 
-def persistent(tiles: tuple, blocks: int, cluster: int = 1, groups: int = 1) -> tuple:
+def persistent(tiles: tuple, blocks: int, cluster: int = 1) -> tuple:
     """The blocks of a persistent kernel over `tiles`: one dimension, at most `blocks`, whole
-    clusters that each take `cluster` consecutive tiles, `groups` times over at once; an
-    empty or negative tile grid is passed on for the launch's own checks."""
+    clusters that each take `cluster` consecutive tiles; an empty or negative tile grid is
+    passed on for the launch's own checks."""
     if min(tiles) <= 0:
         return tiles
-    work = -(-(-(-(tiles[0] * tiles[1] * tiles[2]) // cluster)) // groups)
+    work = -(-(tiles[0] * tiles[1] * tiles[2]) // cluster)
     return (cluster * min(work, blocks // cluster), 1, 1)
 
 

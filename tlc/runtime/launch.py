@@ -38,8 +38,7 @@ class CompiledKernel:
         self._functions: dict[int, object] = {}  # device id -> loaded function
         self.cluster = generated.cluster
         self.persistent_blocks = self._persistent_blocks() if generated.persistent else None
-        self.grid = compile_grid(generated.grid, self.binder.slots, self.persistent_blocks, self.cluster,
-                                 generated.groups)
+        self.grid = compile_grid(generated.grid, self.binder.slots, self.persistent_blocks, self.cluster)
         # a kernel that copies through the TMA takes its tensors' maps after its own arguments
         self.tensor_maps = LaunchTensorMaps(generated.tensor_maps) if generated.tensor_maps else None
         # per map: the tensor's argument slot, and per dim its size or (symbol) the slot of its value
@@ -54,18 +53,17 @@ class CompiledKernel:
         self.call_positional = fastpath.build(self, fallback=self.launch, positional=True)
 
     def _persistent_blocks(self) -> int:
-        """The most blocks of a persistent kernel that run at once on the current GPU: the
-        blocks per SM it was compiled for, in whole clusters that the GPU can place together (a
-        GPC whose free SMs do not pair up leaves one out; a cluster that waits for a place
-        would double the time)."""
+        """The most blocks of a persistent kernel that run at once on the current GPU: one per
+        SM, in whole clusters that the GPU can place together (a GPC whose free SMs do not
+        pair up leaves one out; a cluster that waits for a place would double the time)."""
         import cupy
 
         device = cupy.cuda.Device()
-        places = int(device.attributes["MultiProcessorCount"]) * self.generated.blocks_per_sm
+        sms = int(device.attributes["MultiProcessorCount"])
         if self.cluster == 1:
-            return places
+            return sms
         fits = max_active_clusters(self.function(device.id).ptr, self.cluster, self.block[0], self.smem)
-        return self.cluster * min(places // self.cluster, fits or places // self.cluster)
+        return self.cluster * min(sms // self.cluster, fits or sms // self.cluster)
 
     def function(self, device: int):
         """The kernel loaded on GPU `device` (loaded once per device: a module belongs to a

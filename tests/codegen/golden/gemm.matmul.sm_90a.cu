@@ -150,13 +150,13 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
 #line 24 "examples/gemm.tl"
         if (tl_tma & 2) {  // through shared memory: the TMA stores this warpgroup's rows while it goes on
           half* tl_stage_c = reinterpret_cast<half*>(tl_smem + 148480);
-          const int tl_wg = threadIdx.x / 128;  // this warpgroup's rows of the tile
+          const int tl_group = threadIdx.x / 128;
           if (threadIdx.x % 128 == 0) tl::tma_store_wait_read();  // the last tile's store has read the buffer
-          tl::bar_sync_named(1 + threadIdx.x / 128, 128);  // named barrier 1 + the block's warpgroup
+          tl::bar_sync_named(1 + tl_group, 128);
           tl::copy_f2s_staged<tl_matmul_layout_0, float, half, 128, 256>(tl_stage_c, acc);
           tl::fence_proxy_async();  // written by plain stores, read next by the TMA
-          tl::bar_sync_named(1 + threadIdx.x / 128, 128);
-          if (threadIdx.x % 128 == 0) tl::tma_store_tile<half, 64, 256, 128, 2>(&tl_map2, tl_stage_c, tl_wg * 64, (bx * 256), (by * 128) + tl_wg * 64, {0});
+          tl::bar_sync_named(1 + tl_group, 128);
+          if (threadIdx.x % 128 == 0) tl::tma_store_tile<half, 64, 256, 128, 2>(&tl_map2, tl_stage_c, tl_group * 64, (bx * 256), (by * 128) + tl_group * 64, {0});
         } else {
           tl::copy_f2g<tl_matmul_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));
         }
@@ -178,9 +178,8 @@ extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int 
   int tl_device = 0, tl_sms = 0;
   cudaGetDevice(&tl_device);
   cudaDeviceGetAttribute(&tl_sms, cudaDevAttrMultiProcessorCount, tl_device);
-  const int tl_places = tl_sms * 1;  // blocks resident at once
   // Clusters of 2 blocks take 2 tiles at a time.
-  const unsigned long long tl_tiles = ((1ull * tl_grid.x * tl_grid.y * tl_grid.z + 1) / 2);
+  const unsigned long long tl_tiles = (1ull * tl_grid.x * tl_grid.y * tl_grid.z + 1) / 2;
   // as many clusters as the GPU places at once (a GPC's odd SM is left out)
   cudaLaunchConfig_t tl_config = {};
   tl_config.gridDim = dim3(2);
@@ -188,8 +187,8 @@ extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int 
   tl_config.dynamicSmemBytes = 214016;
   int tl_fit = 0;
   if (cudaOccupancyMaxActiveClusters(&tl_fit, reinterpret_cast<const void*>(matmul), &tl_config) != cudaSuccess || tl_fit <= 0)
-    tl_fit = tl_places / 2;
-  const unsigned long long tl_clusters = static_cast<unsigned long long>(tl_fit < tl_places / 2 ? tl_fit : tl_places / 2);
+    tl_fit = tl_sms / 2;
+  const unsigned long long tl_clusters = static_cast<unsigned long long>(tl_fit < tl_sms / 2 ? tl_fit : tl_sms / 2);
   const dim3 tl_blocks(static_cast<unsigned>(2 * (tl_tiles < tl_clusters ? tl_tiles : tl_clusters)));
   // The TMA's view of each tensor; where the driver refuses one (rows not 16-byte aligned)
   // the kernel copies (bit 0 of tl_tma off) or stores (bit 1 off) without it.

@@ -37,19 +37,18 @@ class WarpSpecEmission:
         offs = [self.expr(o) for o in c.dst.offsets]
         lead = ", ".join(offs[:-2]) or "0"
         e = self.emit
-        group = f" + tl_group * {st.nbytes}" if self.groups > 1 else ""
         e("if (tl_tma & 2) {  // through shared memory: the TMA stores this warpgroup's rows while it goes on")
         self.indent += 1
-        e(f"{u}* tl_stage_c = reinterpret_cast<{u}*>(tl_smem + {st.offset}{group});")
-        e(f"const int tl_wg = {self.tid} / 128;  // this warpgroup's rows of the tile")
+        e(f"{u}* tl_stage_c = reinterpret_cast<{u}*>(tl_smem + {st.offset});")
+        e("const int tl_group = threadIdx.x / 128;")
         e("if (threadIdx.x % 128 == 0) tl::tma_store_wait_read();  // the last tile's store has read the buffer")
-        e("tl::bar_sync_named(1 + threadIdx.x / 128, 128);  // named barrier 1 + the block's warpgroup")
+        e("tl::bar_sync_named(1 + tl_group, 128);")
         e(f"tl::copy_f2s_staged<{self.fragment(frag.name).c_layout}, {t}, {u}, {rows}, {cols}>(tl_stage_c, "
-          f"{c_name(frag.name)}{self.thread_arg});")
+          f"{c_name(frag.name)});")
         e("tl::fence_proxy_async();  // written by plain stores, read next by the TMA")
-        e("tl::bar_sync_named(1 + threadIdx.x / 128, 128);")
+        e("tl::bar_sync_named(1 + tl_group, 128);")
         e(f"if (threadIdx.x % 128 == 0) tl::tma_store_tile<{u}, {st.rows}, {cols}, {rows}, {len(offs)}>(&tl_map{st.map_index}, "
-          f"tl_stage_c, tl_wg * {st.rows}, {offs[-1]}, {offs[-2]} + tl_wg * {st.rows}, {{{lead}}});")
+          f"tl_stage_c, tl_group * {st.rows}, {offs[-1]}, {offs[-2]} + tl_group * {st.rows}, {{{lead}}});")
         self.indent -= 1
         e("} else {")
         self.indent += 1
@@ -68,23 +67,14 @@ class WarpSpecEmission:
         persistent = self.persistent
         stage_bytes = sum(load.rows * load.cols * self.buffers[load.copy.dst.name].dtype.itemsize for load in w.loads)
         st = self.staged_epilogue
-        # the staging buffers (one per consumer group) follow the ring
-        end = st.offset + st.nbytes * self.groups if st is not None else self.ring_end
+        end = st.offset + st.nbytes if st is not None else self.ring_end  # the staging buffer follows the ring
         self.scratch_bytes = max(self.scratch_bytes, end - self.k.smem_bytes)
         e = self.emit
-        G = self.groups
-        P = T * G  # the producer's first thread
-        if G > 1:
-            e(f"{{  // persistent, warp-specialized over {S} stages: threads {P}..{P + 127} produce (TMA), {G} consumer "
-              f"groups of {T // 128} warpgroup{'s' if T > 128 else ''} take the block's tiles in turn")
-        else:
-            e(f"{{  // {'persistent, ' if persistent else ''}warp-specialized over {S} stages: threads {T}..{T + 127} "
-              f"produce (TMA), {T // 128} consumer warpgroup{'s' if T > 128 else ''} compute")
+        e(f"{{  // {'persistent, ' if persistent else ''}warp-specialized over {S} stages: threads {T}..{T + 127} "
+          f"produce (TMA), {T // 128} consumer warpgroup{'s' if T > 128 else ''} compute")
         self.indent += 1
         e(f"unsigned long long* tl_full = reinterpret_cast<unsigned long long*>(tl_smem + {self.ring_barriers});")
         e(f"unsigned long long* tl_empty = tl_full + {S};")
-        if G > 1:
-            e(f"unsigned long long* tl_turn = tl_empty + {S};  // per group: the previous tile's main loop is through")
         if persistent:
             extents = [self.expr(g) for g in self.k.grid] + ["1"] * (3 - len(self.k.grid))
             e(f"const int tl_tiles_x = {extents[0]}, tl_tiles_y = {extents[1]}, tl_tiles_z = {extents[2]};")
@@ -94,10 +84,8 @@ class WarpSpecEmission:
         e(f"  for (int tl_s = 0; tl_s < {S}; ++tl_s) {{")
         e(f"    tl::mbar_init(tl_full + tl_s, (tl_tma & 1) ? 1 : {PRODUCER_THREADS});")
         e(f"    tl::mbar_init(tl_empty + tl_s, {self.cluster * T // 32});  // one arrival per consumer warp"
-          f"{' of the cluster' if self.cluster > 1 else ''}{' (one group reads a stage)' if G > 1 else ''}")
+          f"{' of the cluster' if self.cluster > 1 else ''}")
         e("  }")
-        if G > 1:
-            e(f"  for (int tl_g = 0; tl_g < {G}; ++tl_g) tl::mbar_init(tl_turn + tl_g, 1);")
         e("  tl::fence_barrier_init();")
         e("}")
         if self.cluster > 1:
@@ -105,10 +93,10 @@ class WarpSpecEmission:
             e("tl::cluster_sync();  // the peer's barriers are ready before anyone copies into it")
         else:
             e("__syncthreads();")
-        e(f"if (threadIdx.x >= {P}) {{  // the producer warpgroup")
+        e(f"if (threadIdx.x >= {T}) {{  // the producer warpgroup")
         self.indent += 1
         e(f"tl::setmaxnreg_dec<{PRODUCER_REGS}>();")
-        e(f"const int tl_worker = threadIdx.x - {P};")
+        e(f"const int tl_worker = threadIdx.x - {T};")
         e("int tl_it = 0;  // position in the ring, counted across tiles")
         e("if (tl_tma & 1) {")
         self.indent += 1
@@ -130,18 +118,10 @@ class WarpSpecEmission:
         e("return;")
         self.indent -= 1
         e("}")
-        e(f"tl::setmaxnreg_inc<{consumer_registers(P, self.blocks_per_sm)}>();")
+        e(f"tl::setmaxnreg_inc<{consumer_registers(T)}>();")
         e("int tl_it = 0;")
-        if G > 1:
-            e(f"const int tl_group = threadIdx.x / {T};  // this thread's consumer group, and its thread in the group")
-            e(f"const int tl_thread = threadIdx.x % {T};")
-            self.tid = "tl_thread"
 
         def consume():
-            if G > 1:
-                e("// wait for the previous tile's main loop to have passed its waits: every stage this tile")
-                e("// reads then holds this tile's data or an older tile's, never one two phases back")
-                e(f"if (tl_i > 0) tl::mbar_wait(tl_turn + tl_group, ((tl_i - 1) / {G}) & 1);")
             self.consumer_loop(w)
             if persistent and self.cluster > 1:
                 e("if (tl_valid) {  // a block past the last tile stores nothing")
@@ -149,8 +129,7 @@ class WarpSpecEmission:
                 e("}")
             elif persistent:
                 self.block(after)
-        self.over_tiles(before, consume, consumer=True)
-        self.tid = "threadIdx.x"
+        self.over_tiles(before, consume)
         if self.staged_epilogue is not None:
             e("if (threadIdx.x % 128 == 0) tl::tma_store_wait();  // this warpgroup's last store is done")
         if self.cluster > 1:
@@ -160,40 +139,26 @@ class WarpSpecEmission:
         self.indent -= 1
         e("}")
 
-    def over_tiles(self, before, body, consumer: bool = False) -> None:
+    def over_tiles(self, before, body) -> None:
         """`body` once per tile of this block: in a persistent kernel inside the tile loop, after
-        the block's indices and the statements before the pipelined loop; otherwise once.  With
-        consumer groups the block's tiles are numbered tl_i = 0, 1, ...: the producer walks
-        them all, a consumer group every G-th from its own number."""
+        the block's indices and the statements before the pipelined loop; otherwise once."""
         if not self.persistent:
             body()
             return
         e = self.emit
-        G = self.groups
         names = [c_name(self.k.block_vars[i]) if i < len(self.k.block_vars) else f"tl_b{'xyz'[i]}" for i in range(3)]
         if self.cluster > 1:
             # the clusters walk groups of consecutive tiles; a block past the last tile still
             # copies its part for its peers and stores nothing
             C = self.cluster
             e("const int tl_tiles = tl_tiles_x * tl_tiles_y * tl_tiles_z;")
-            if G > 1:
-                e(f"for (int tl_i = {'tl_group' if consumer else '0'}; ; tl_i += {G if consumer else 1}) {{")
-                self.indent += 1
-                e(f"const int tl_pair = (tl_i / {G}) * (gridDim.x / {C}) * {G} + (blockIdx.x / {C}) * {G} + tl_i % {G};")
-                e(f"if (tl_pair >= (tl_tiles + {C - 1}) / {C}) break;")
-            else:
-                e(f"for (int tl_pair = blockIdx.x / {C}; tl_pair < (tl_tiles + {C - 1}) / {C}; tl_pair += gridDim.x / {C}) {{")
-                self.indent += 1
+            e(f"for (int tl_pair = blockIdx.x / {C}; tl_pair < (tl_tiles + {C - 1}) / {C}; tl_pair += gridDim.x / {C}) {{")
+            self.indent += 1
             e(f"int {', '.join(names)};  // this block's tile: in a persistent kernel the grid counts tiles")
             e(f"const bool tl_share = tl::cluster_tile<{TILE_GROUP}, {C}>(tl_pair, tl_tiles_x, tl_tiles_y, tl_tiles, "
               f"tl_rank, {', '.join(names)});")
             e(f"const bool tl_valid = tl_pair * {C} + static_cast<int>(tl_rank) < tl_tiles;")
             e("tl::unused(tl_share, tl_valid);")
-        elif G > 1:
-            e(f"for (int tl_i = {'tl_group' if consumer else '0'}; ; tl_i += {G if consumer else 1}) {{")
-            self.indent += 1
-            e(f"const int tl_tile = (tl_i / {G}) * gridDim.x * {G} + blockIdx.x * {G} + tl_i % {G};")
-            e("if (tl_tile >= tl_tiles_x * tl_tiles_y * tl_tiles_z) break;")
         else:
             e("for (int tl_tile = blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; tl_tile += gridDim.x) {")
             self.indent += 1
@@ -206,8 +171,6 @@ class WarpSpecEmission:
         if scalars:  # each role reads only some of them (a cast to void does not count for nvcc)
             e(f"tl::unused({', '.join(scalars)});")
         e(f"const int tl_n = {self.expr(self.ws_loop.stop)};")
-        if G > 1:
-            e("tl_it = tl_i * tl_n;  // the ring position of this tile's first stage (every tile runs tl_n)")
         body()
         self.indent -= 1
         e("}")
@@ -288,9 +251,6 @@ class WarpSpecEmission:
             e(f"if (threadIdx.x % 32 == 0) {self.release('tl_empty + tl_stage')}")
         self.indent -= 1
         e("}")
-        if self.groups > 1:
-            e(f"if (tl_thread == 0) tl::mbar_arrive(tl_turn + (tl_group + 1) % {self.groups});  // the next tile's "
-              "group may start its main loop")
         if w.overlap:
             self.drain()
             self.in_flight_gemm = None

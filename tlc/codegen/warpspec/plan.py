@@ -10,9 +10,7 @@ from ... import ir
 from ...dtypes import DType
 from ...ir.walk import statements, variables
 from ...schedule.layout import parallel_layout, wgmma_accumulator
-from ..cexpr import CodegenError
 from ..copies import PipelinePlan, _view2d
-from ..occupancy import OVERHEAD, fragment_registers
 
 PRODUCER_THREADS = 128
 PRODUCER_REGS = 40  # what the producer keeps: it only computes addresses
@@ -20,7 +18,6 @@ TILE_GROUP = 8  # a persistent kernel walks tiles in groups of 8 block rows (L2 
 CLUSTER = 2  # blocks per cluster in a persistent kernel that multicasts a shared operand
 REGISTER_FILE = 65536
 MAX_SHARED = 232448  # dynamic shared memory of a block on sm_90 (227 KB)
-SM_SHARED = 233472  # shared memory of an SM on sm_90 (228 KB), of which each resident block loses 1 KB
 
 
 @dataclass(frozen=True)
@@ -49,9 +46,8 @@ class TmaLoad:
 @dataclass
 class StagedStore:
     """The epilogue's `copy(acc, C[...])` of a persistent kernel, made through shared memory:
-    each consumer warpgroup stages its `rows` rows at `offset` of the dynamic shared memory
-    (each consumer group its tile at `offset + group * nbytes`) and stores them with the TMA
-    through map `map_index`."""
+    each consumer warpgroup stages its `rows` rows at `offset` of the dynamic shared memory and
+    stores them with the TMA through map `map_index`."""
 
     copy: ir.Copy
     map_index: int
@@ -76,18 +72,13 @@ def tma_dtype(dt: DType) -> int:
     return _TMA_DTYPES[dt.name]
 
 
-def consumer_registers(threads: int, blocks: int = 1) -> int:
+def consumer_registers(threads: int) -> int:
     """Registers per consumer thread after the producer gave its own away: the block holds
-    (threads + 128) x R registers, R what `__launch_bounds__(threads + 128, blocks)` allows."""
+    (threads + 128) x R registers, R what `__launch_bounds__(threads + 128, 1)` allows."""
     total = threads + PRODUCER_THREADS
-    per_thread = min(255, REGISTER_FILE // blocks // total // 8 * 8)
+    per_thread = min(255, REGISTER_FILE // total // 8 * 8)
     share = (total * per_thread - PRODUCER_THREADS * PRODUCER_REGS) // threads // 8 * 8
     return min(240, share)
-
-
-def shared_budget(blocks: int) -> int:
-    """Dynamic shared memory a block may take when `blocks` of them share an SM."""
-    return min(MAX_SHARED, SM_SHARED // blocks - 1024)
 
 
 class WarpSpecPlanning:
@@ -95,8 +86,6 @@ class WarpSpecPlanning:
     which loop, persistence, clusters, the tensor maps and the block size."""
 
     ws: WarpSpecPlan | None = None  # the specialized loop's plan, None when the kernel has none
-    groups: int = 1  # consumer groups of a persistent block, each on its own tiles (plan_residency)
-    blocks_per_sm: int = 1  # resident blocks per SM it is compiled for (registers, shared memory)
     staged_epilogue: StagedStore | None = None  # the epilogue's store through shared memory and the TMA
 
     @property
@@ -109,7 +98,6 @@ class WarpSpecPlanning:
         before any code is emitted."""
         self.tensor_maps: list[TensorMapSpec] = []
         self.ws, self.persistent, self.cluster, self.staged_epilogue = None, False, 1, None
-        self.groups, self.blocks_per_sm = 1, 1
         if self.k.threads % 128 or self.k.threads + PRODUCER_THREADS > 1024:
             return
         for i, s in enumerate(self.k.body):
@@ -122,7 +110,6 @@ class WarpSpecPlanning:
         # persistent when the epilogue never waits for the whole block (the producer is still
         # running then)
         self.persistent = self.epilogue_free(self.k.body[i + 1:])
-        self.plan_residency()
         self.cluster = self.cluster_size()
         for load in self.ws.loads:
             load.multicast = self.cluster > 1 and self.shared_by_cluster(load.copy)
@@ -153,43 +140,11 @@ class WarpSpecPlanning:
             return None
         offset = -(-self.ring_end // 1024) * 1024
         nbytes = rows * cols * size
-        if offset + nbytes * self.groups > shared_budget(self.blocks_per_sm):
+        if offset + nbytes > MAX_SHARED:
             return None
         spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows // groups, 128 // size, store=True)
         self.tensor_maps.append(spec)
         return StagedStore(c, len(self.tensor_maps) - 1, rows // groups, offset, nbytes)
-
-    def plan_residency(self) -> None:
-        """Tiles each SM works on at once: the kernel's `blocks_per_sm` (default 1).  A
-        persistent kernel runs them as that many consumer groups in one block, sharing the
-        producer and the ring ("ping-pong"): group g takes every G-th of the block's tiles,
-        whose stages follow the other groups' in the ring, so the groups' main loops take
-        turns on the tensor cores and one group's epilogue runs under another's wgmma.
-        Separate blocks would each need a ring of their own and, at half the registers, cannot
-        hold a 64 x 256 accumulator.  A kernel over a grid of tiles gets that many blocks."""
-        wanted = max(1, self.k.min_blocks)
-        self.groups, self.blocks_per_sm = (wanted, 1) if self.persistent else (1, wanted)
-        if wanted == 1:
-            return
-        where, name, T = f"blocks_per_sm={wanted}", self.k.name, self.k.threads
-        if self.persistent and not self.same_for_every_tile(self.ws_loop.stop):
-            raise CodegenError(f"{where}: the consumer groups of '{name}' find their tiles' stages in the ring by "
-                               "the tiles' numbers, so every tile must run the pipelined loop as often: its length "
-                               "may read only shape sizes and scalar parameters", self.k.span)
-        threads = T * self.groups + PRODUCER_THREADS
-        if threads > 1024 or threads * self.blocks_per_sm > 2048:
-            raise CodegenError(f"{where}: '{name}' would run {wanted} x {T} threads and the producer warpgroup's "
-                               f"{PRODUCER_THREADS}{' per block' if self.blocks_per_sm > 1 else ''}, more than "
-                               f"{'an SM' if self.blocks_per_sm > 1 else 'a block'} holds", self.k.span)
-        if self.ring_end > shared_budget(self.blocks_per_sm):
-            raise CodegenError(f"{where}: each block of '{name}' needs {self.ring_end} bytes of shared memory, but "
-                               f"{self.blocks_per_sm} blocks on an SM leave {shared_budget(self.blocks_per_sm)} each", self.k.span)
-        need = fragment_registers(self.k) + OVERHEAD
-        have = consumer_registers(T * self.groups, self.blocks_per_sm)
-        if need > have:
-            raise CodegenError(f"{where}: '{name}' keeps {fragment_registers(self.k)} registers a thread in fragments "
-                               f"(and needs about {OVERHEAD} more), but {wanted} tiles at once leave a consumer thread "
-                               f"{have}", self.k.span)
 
     def cluster_size(self) -> int:
         """Two blocks of a cluster take two consecutive tiles of a persistent kernel's order,
@@ -235,15 +190,11 @@ class WarpSpecPlanning:
 
     @property
     def ring_end(self) -> int:
-        """The end of the ring's barriers: with consumer groups, one more barrier per group
-        after them (`tl_turn`: the groups' main loops take turns)."""
-        return self.ring_barriers + 16 * self.ws.pipeline.stages + (8 * self.groups if self.groups > 1 else 0)
+        return self.ring_barriers + 16 * self.ws.pipeline.stages
 
     @property
     def launch_threads(self) -> int:
-        if self.ws_loop is None:
-            return self.k.threads
-        return self.k.threads * self.groups + PRODUCER_THREADS
+        return self.k.threads + (PRODUCER_THREADS if self.ws_loop is not None else 0)
 
     def ws_plan(self, loop: ir.For) -> WarpSpecPlan | None:
         plan = self.pipeline_plan(loop)

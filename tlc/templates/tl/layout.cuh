@@ -1,8 +1,6 @@
 // tl/layout.cuh: fragment layouts, the C side of tlc/schedule/layout.py.  Thread t's register
 // r holds element (row(t, r), col(t, r)); a 1-D fragment is one row.  Both sides must agree:
-// tests/codegen check the formulas against the Python owner() functions.  t is threadIdx.x
-// unless the copies below are given it: the consumer groups of a persistent sm_90a kernel
-// number their threads from 0 each.
+// tests/codegen check the formulas against the Python owner() functions.
 namespace tl {
 
 // Row-major runs of VEC elements dealt round-robin over THREADS.
@@ -174,11 +172,12 @@ __device__ __forceinline__ bool runs_aligned(const T* g, long long stride, long 
 // converting run by run would leave one vector in flight per thread instead of all of them.
 template <typename L, typename T, typename U>
 __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, long long rows, long long cols,
-                                         long long row0, long long col0, const int t = threadIdx.x) {
+                                         long long row0, long long col0) {
   constexpr int RUN = L::RUN, RUNS = L::REGS / RUN;
   using A = RunAccess<RUN, T>;
   using V = typename VectorOf<A::VBYTES>::type;
   constexpr int NV = RUN / A::ELEMS;  // vectors per run
+  const int t = threadIdx.x;
   const bool aligned = runs_aligned<L>(g, stride, col0);
   const TileBounds in(rows, cols, row0, col0);
   const T* tile = g + row0 * stride + col0;
@@ -217,8 +216,9 @@ __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, 
 
 template <typename L, typename T, typename U>
 __device__ __forceinline__ void copy_f2g(U* g, const T* regs, long long stride, long long rows, long long cols,
-                                         long long row0, long long col0, const int t = threadIdx.x) {
+                                         long long row0, long long col0) {
   constexpr int RUN = L::RUN;
+  const int t = threadIdx.x;
   const bool aligned = runs_aligned<L>(g, stride, col0);
   const TileBounds in(rows, cols, row0, col0);
   U* tile = g + row0 * stride + col0;
@@ -239,17 +239,19 @@ __device__ __forceinline__ void copy_f2g(U* g, const T* regs, long long stride, 
 
 // Shared tile (COLS columns, PAD/SWIZZLE as in copy.cuh) <-> fragment, element by element.
 template <typename L, typename T, typename U, int ROWS, int COLS, int PAD, int SWIZZLE>
-__device__ __forceinline__ void copy_s2f(U* regs, const T* smem, const int t = threadIdx.x) {
+__device__ __forceinline__ void copy_s2f(U* regs, const T* smem) {
 #pragma unroll
   for (int r = 0; r < L::REGS; ++r) {
+    const int t = threadIdx.x;
     if (L::valid(t, r)) regs[r] = cvt<U>(smem[smem_index<T, ROWS, COLS, PAD, SWIZZLE>(L::row(t, r), L::col(t, r))]);
   }
 }
 
 template <typename L, typename T, typename U, int ROWS, int COLS, int PAD, int SWIZZLE>
-__device__ __forceinline__ void copy_f2s(U* smem, const T* regs, const int t = threadIdx.x) {
+__device__ __forceinline__ void copy_f2s(U* smem, const T* regs) {
 #pragma unroll
   for (int r = 0; r < L::REGS; ++r) {
+    const int t = threadIdx.x;
     if (L::valid(t, r)) smem[smem_index<U, ROWS, COLS, PAD, SWIZZLE>(L::row(t, r), L::col(t, r))] = cvt<U>(regs[r]);
   }
 }

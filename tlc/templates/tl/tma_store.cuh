@@ -12,12 +12,13 @@ namespace tl {
 // (2 elements, 4 or 8 bytes) never straddles a chunk, and the 8 rows one store instruction of
 // a warp writes land on 8 different chunks: no bank conflicts.
 template <typename L, typename T, typename U, int ROWS, int COLS>
-__device__ __forceinline__ void copy_f2s_staged(U* stage, const T* regs, const int t = threadIdx.x) {
+__device__ __forceinline__ void copy_f2s_staged(U* stage, const T* regs) {
   constexpr int SEG = 128 / static_cast<int>(sizeof(U));
   static_assert(COLS % SEG == 0, "the staged tile is whole 128-byte segments");
   constexpr int RUN = L::RUN;
   static_assert((RUN * sizeof(U)) <= 16 && 16 % (RUN * sizeof(U)) == 0, "a run stays inside a 16-byte chunk");
   unsigned char* base = reinterpret_cast<unsigned char*>(stage);
+  const int t = threadIdx.x;
 #pragma unroll
   for (int r0 = 0; r0 < L::REGS; r0 += RUN) {
     const int row = L::row(t, r0), col = L::col(t, r0);

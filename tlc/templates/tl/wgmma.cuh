@@ -51,9 +51,7 @@ __device__ __forceinline__ void gemm_wgmma(const T* A, const TB* B, typename MMA
   static_assert(sizeof(T) == sizeof(TB), "wgmma operands of one width");
   static_assert(K % MMA::K == 0 && A_ROWS % 64 == 0, "whole m64 steps of the instruction's K");
   static_assert(TRANS_B || sizeof(T) == 2, "wgmma reads only 16-bit operands MN-major");
-  // this warpgroup's 64 rows of A: its place among the A_ROWS / 64 warpgroups of the tile (a
-  // persistent kernel's consumer groups each have a tile of their own)
-  const int wg = (threadIdx.x / 128) % (A_ROWS / 64);
+  const int wg = threadIdx.x / 128;
   wgmma_fence();
 #pragma unroll
   for (int k = 0; k < K; k += MMA::K) {
