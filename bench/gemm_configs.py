@@ -3,6 +3,7 @@ in tlc/stdlib/config.json: one process on the GPU, each configuration timed alte
 torch.matmul on the same inputs (tlc.timing: L2 flushed, median over `--ms`).
 
     python bench/gemm_configs.py --sizes 4096,8192 --kernel matmul --dtype f16
+    python bench/gemm_configs.py --configs '[{"BM": 64, "BN": 128, "THREADS": 128, "BLOCKS": 2}]'
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def main() -> None:
     ap.add_argument("--kernel", default="matmul", choices=["matmul", "matmul_nt", "matmul_f8", "matmul_f8_blockscaled"])
     ap.add_argument("--dtype", default="f16", choices=["f16", "bf16"])
     ap.add_argument("--ms", type=float, default=200.0)
+    ap.add_argument("--configs", help="a JSON list of constant sets to time instead of the built-in ones")
     ap.add_argument("--json")
     args = ap.parse_args()
     import torch
@@ -39,6 +41,7 @@ def main() -> None:
     rows = []
     for n in (int(x) for x in args.sizes.split(",")):
         vendor, run, ref, configs, out_dtype = case(torch, kernel, args, n)
+        configs = json.loads(args.configs) if args.configs else configs
         contenders, outs = {"vendor": vendor[1]}, {}
         for i, cfg in enumerate(configs):
             c = outs[i] = torch.empty(n, n, device="cuda", dtype=out_dtype)
