@@ -75,8 +75,10 @@ def test_every_rule_compiles_without_spills(mod, arch, tmp_path):
             k = mod.kernels[name].scheduled({**dtypes, **dict(rule.constants)}, arch)
             kernels.append(dataclasses.replace(k, name=f"{name}_{i}"))  # one file, distinct names
     source = generate_file(kernels, arch, sources=mod.program.sources)
-    if arch == "sm_90a":  # the skinny and grouped tiles fit wgmma
-        gemms = [k for k in kernels if k.name.rsplit("_", 1)[0] in GEMM_KERNELS]
+    if arch == "sm_90a":  # the skinny and grouped tiles fit wgmma, except skinny tiles of W under
+        # 64 rows (wgmma's M), which a rule picks for more blocks and mma.sync runs
+        gemms = [k for k in kernels if k.name.rsplit("_", 1)[0] in GEMM_KERNELS
+                 and not (k.name.startswith("matmul_skinny") and dict(k.constants)["BN"] < 64)]
         assert source.count("tl::gemm_wgmma<") == len(gemms)
     log = compile_object(source, arch, tmp_path)
     spills = re.findall(r"(\d+) bytes spill stores", log)
