@@ -70,7 +70,7 @@ SIZES = {"linear_bias_gelu": dict(zip("MNK", LINEAR)), "chain6": {"N": CHAIN}, "
 VARIANTS = {
     "linear_bias_gelu": [{}],
     # the default measured best (416 us = 0.92x copy): ew_runs=4 493, ew_threads=256 426, min_blocks=4 460
-    "chain6": [{}, {"ew_runs": 4}, {"ew_threads": 256}],
+    "chain6": [{}, {"ew_runs": 4}, {"ew_threads": 256}, {"ew_threads": 512}, {"ew_runs": 1, "ew_threads": 256}],
     # the default asks for 4 blocks per SM (64 registers, no spills: 140 us = 0.91x copy); 3 (72
     # registers) 163 us; 2 (ptxas's own choice, 125 registers) 209 us; without kept exponentials 149 us
     "row_softmax": [{}, {"min_blocks": 3}, {"min_blocks": 2}, {"row_keep_exp": False}],
