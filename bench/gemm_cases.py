@@ -25,6 +25,7 @@ SKINNY_KERNEL = {p: k.replace("matmul_", "matmul_skinny_") for p, k in STD_KERNE
 TOLERANCE = {"f16": 1e-2, "bf16": 1e-2, "tf32": 1e-2, "f8": 1e-2, "f8bs": 1e-2, "i8": 0.0}
 SKINNY_SWEEP = [dict(BM=16, BN=64, BK=128, stages=6, THREADS=128), dict(BM=16, BN=64, BK=128, stages=8, THREADS=128),
                 dict(BM=16, BN=32, BK=128, stages=8, THREADS=128), dict(BM=16, BN=32, BK=256, stages=3, THREADS=128),
+                dict(BM=16, BN=32, BK=128, stages=6, THREADS=64),
                 dict(BM=16, BN=128, BK=128, stages=4, THREADS=256)]  # extra f16 configurations for M <= 16
 # extra configurations of the other skinny kernels for M <= 16, the K step in bytes (BK = KBYTES /
 # the element size; the block-scaled kernel's step is one 128-byte scale block)

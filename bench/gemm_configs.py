@@ -3,7 +3,8 @@ in tlc/stdlib/config.json: one process on the GPU, each configuration timed alte
 torch.matmul on the same inputs (tlc.timing: L2 flushed, median over `--ms`).
 
     python bench/gemm_configs.py --sizes 4096,8192 --kernel matmul --dtype f16
-    python bench/gemm_configs.py --configs '[{"BM": 64, "BN": 128, "THREADS": 128, "BLOCKS": 2}]'
+    python bench/gemm_configs.py --configs '[{"BM": 64, "BN": 128, "BK": 64, "stages": 5, "THREADS": 128}]'
+    python bench/gemm_configs.py --kernel matmul_skinny --sizes 16,32   # decode: M x 8192 x 8192
 """
 from __future__ import annotations
 
@@ -26,10 +27,16 @@ CONFIGS = [dict(BM=128, BN=256, BK=64, stages=3, THREADS=256), dict(BM=128, BN=2
            dict(BM=64, BN=256, BK=64, stages=5, THREADS=128), dict(BM=128, BN=192, BK=64, stages=4, THREADS=256)]
 
 
+DECODE_NK = 8192
+SKINNY_CONFIGS = [dict(BM=16, BN=32, BK=256, stages=4, THREADS=128), dict(BM=16, BN=32, BK=128, stages=6, THREADS=64),
+                  dict(BM=16, BN=64, BK=128, stages=6, THREADS=128)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="4096,8192")
-    ap.add_argument("--kernel", default="matmul", choices=["matmul", "matmul_nt", "matmul_f8", "matmul_f8_blockscaled"])
+    ap.add_argument("--kernel", default="matmul", choices=["matmul", "matmul_nt", "matmul_f8", "matmul_f8_blockscaled",
+                                                                "matmul_skinny"])
     ap.add_argument("--dtype", default="f16", choices=["f16", "bf16"])
     ap.add_argument("--ms", type=float, default=200.0)
     ap.add_argument("--configs", help="a JSON list of constant sets to time instead of the built-in ones")
@@ -44,16 +51,18 @@ def main() -> None:
         configs = json.loads(args.configs) if args.configs else configs
         contenders, outs = {"vendor": vendor[1]}, {}
         for i, cfg in enumerate(configs):
-            c = outs[i] = torch.empty(n, n, device="cuda", dtype=out_dtype)
+            c = outs[i] = torch.empty(ref.shape, device="cuda", dtype=out_dtype)
             contenders[i] = (lambda c=c, cfg=cfg: run(c, cfg))
         try:
             ms = compare(contenders, min_ms=args.ms)
         except Exception as e:  # noqa: BLE001 - one configuration that cannot launch is a row, not a crash
             print(f"{n}^3: {type(e).__name__}: {e}")
             continue
-        flops = 2.0 * n ** 3
+        skinny = args.kernel == "matmul_skinny"
+        flops = 2.0 * n * DECODE_NK ** 2 if skinny else 2.0 * n ** 3
         label = args.kernel if args.kernel.startswith("matmul_f8") else f"{args.kernel} {args.dtype}"
-        print(f"{n}^3 {label}: {vendor[0]} {flops / ms['vendor'] / 1e9:.0f} TFLOP/s")
+        shape = f"M={n} N=K={DECODE_NK}" if skinny else f"{n}^3"
+        print(f"{shape} {label}: {vendor[0]} {flops / ms['vendor'] / 1e9:.0f} TFLOP/s")
         for i, cfg in enumerate(configs):
             err = float((outs[i].float() - ref).norm() / ref.norm())
             row = dict(size=n, config=cfg, tflops=flops / ms[i] / 1e9, ratio=ms["vendor"] / ms[i], rel_err=err)
@@ -82,6 +91,11 @@ def case(torch, kernel, args, n: int):
         return vendor, lambda c, cfg: kernel(a, b, c, 1.0, 1.0, **cfg), a.float() @ b.float().T, F8_CONFIGS, \
             torch.bfloat16
     dt = torch.float16 if args.dtype == "f16" else torch.bfloat16
+    if args.kernel == "matmul_skinny":  # a decode step: n rows against a DECODE_NK-square weight
+        a = torch.randn(n, DECODE_NK, device="cuda", dtype=dt)
+        w = torch.randn(DECODE_NK, DECODE_NK, device="cuda", dtype=dt)
+        return (("F.linear", lambda: torch.nn.functional.linear(a, w)), lambda c, cfg: kernel(a, w, c, **cfg),
+                a.float() @ w.float().T, SKINNY_CONFIGS, dt)
     a = torch.randn(n, n, device="cuda", dtype=dt)
     b = torch.randn(n, n, device="cuda", dtype=dt)
     nt = args.kernel == "matmul_nt"
