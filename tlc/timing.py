@@ -1,7 +1,8 @@
 """Timing GPU work the way every tlc benchmark does: CUDA events around each run, warm-up
 first, the L2 cache flushed (by reading a larger buffer) before each run, the median over
-at least `min_ms` of runs; and several contenders timed alternately in one process, so that clocks and power caps hit them
-alike (only same-run ratios mean anything on a power-capped GPU).
+at least `min_ms` of runs; and several contenders timed alternately in one process, so that
+clocks and power caps hit them alike (only same-run ratios mean anything on a power-capped
+GPU).
 
 Needs CuPy; imported only by benchmarks and `tlc run --bench`.
 """
