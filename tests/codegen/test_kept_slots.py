@@ -21,6 +21,8 @@ CASES = [  # (C base type, Python base, dropped)
     ("tl::Blocked<1, 256, 32, 4>", Blocked((256,), 32, 4), (0,)),           # a 1-D tile to one value
     ("tl::MmaAcc<64, 128, 1, 4>", MmaAccumulator((64, 128), 1, 4), (1,)),
     ("tl::MmaAcc<64, 128, 2, 2>", MmaAccumulator((64, 128), 2, 2), (0,)),
+    ("tl::MmaAcc<128, 64, 4, 1, true>", MmaAccumulator((128, 64), 4, 1, True), (1,)),  # wgmma's bands
+    ("tl::MmaAcc<128, 64, 4, 1, true>", MmaAccumulator((128, 64), 4, 1, True), (0,)),
 ]
 
 

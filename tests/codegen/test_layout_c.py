@@ -11,6 +11,9 @@ CASES = [
     ("tl::MmaAcc<64, 128, 1, 4>", mma_accumulator((64, 128), 128)),
     ("tl::MmaAcc<128, 128, 2, 2>", MmaAccumulator((128, 128), 2, 2)),
     ("tl::MmaAcc<32, 16, 2, 1>", MmaAccumulator((32, 16), 2, 1)),
+    # wgmma with 128 rows per warpgroup: a warp's two 16-row bands 64 rows apart
+    ("tl::MmaAcc<128, 128, 4, 1, true>", MmaAccumulator((128, 128), 4, 1, True)),
+    ("tl::MmaAcc<256, 64, 8, 1, true>", MmaAccumulator((256, 64), 8, 1, True)),
     ("tl::Blocked<4, 256, 128, 8>", blocked((4, 256), F16, 128)),
     ("tl::Blocked<3, 40, 64, 4>", blocked((3, 40), F32, 64)),
 ]

@@ -183,6 +183,25 @@ def test_the_staged_epilogue_compiles_to_tma_stores_without_local_memory(tmp_pat
 
 
 
+def test_a_warpgroup_with_128_rows_issues_two_m64_wgmma_a_k_step(tmp_path):
+    """BM = 128 with one consumer warpgroup: two 64-row bands a warp (MmaAcc's WGMMA_BANDS), two
+    wgmma instructions a K step into consecutive halves of the registers, the epilogue staged
+    in one 128-row TMA box; 128 x 256 would take 256 registers a thread and stays on mma.sync."""
+    g = generated("gemm", "matmul", "sm_90a", {"BM": 128, "BN": 128, "THREADS": 128, "stages": 4})
+    body = kernel_part(g.source)
+    assert "tl::MmaAcc<128, 128, 4, 1, true>" in body
+    assert "tl::gemm_wgmma<tl_matmul_wgmma_n128_f16_nmajor, half, 64, 128, 64, false, 1, half, 2>(" in body
+    assert "tl::fence_registers<128>(acc);" in body  # both bands' registers, after the last wgmma
+    assert g.persistent and g.threads == 256
+    assert [(m.param, m.box_rows, m.store) for m in g.tensor_maps][-1] == ("C", 128, True)
+    sass, log = cubin_sass(g.source, "sm_90a", tmp_path)
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", log), log
+    assert sass.count("HGMMA.64x128x16.F32") >= 8  # 4 K steps of 16 in BK = 64, two bands each
+    assert not re.search(r"\b(LDL|STL)\b", sass)
+    wide = generated("gemm", "matmul", "sm_90a", {"BM": 128, "BN": 256, "THREADS": 128})
+    assert "gemm_wgmma" not in kernel_part(wide.source) and "tl::gemm_mma_sm80<" in kernel_part(wide.source)
+
+
 def test_a_grouped_gemm_searches_its_group_in_both_roles_and_multicasts_nothing():
     # the scalar search before the loop runs per tile in the producer and the consumers; the
     # expert's weights depend on y through that search, so the cluster must not share them

@@ -99,3 +99,41 @@ def test_stage_counts_and_device_arrays():
         C = cp.full((M, N), cp.nan, cp.float16)
         _kernel("matmul")(A, B, C, stages=stages)
         assert rel_err(C.get().astype(np.float32), want) < 2e-3, stages
+
+
+# 128 accumulator rows per warpgroup: two m64 wgmma a K step (tl::MmaAcc's WGMMA_BANDS)
+BANDS = [dict(BM=128, BN=128, BK=64, stages=4, THREADS=128), dict(BM=256, BN=128, BK=64, stages=3, THREADS=256),
+         dict(BM=128, BN=64, BK=64, stages=6, THREADS=128)]
+
+
+@pytest.mark.parametrize("consts", BANDS)
+def test_two_bands_a_warpgroup_against_numpy(consts):
+    if not _hopper():
+        pytest.skip("wgmma is sm_90a's")
+    rng = np.random.default_rng(consts["BM"] + consts["BN"])
+    kernel = _kernel("matmul")
+    assert "tl::gemm_wgmma<" in kernel.compiled(consts).generated.source.split("TL_PRIMITIVES")[-1]
+    # ragged and aligned (TMA loads and stores), unaligned rows (element copies, register
+    # stores), one tile, and enough tiles that blocks reuse their staging buffer
+    for M, N, K in [(130, 264, 104), (300, 136, 1000), (1, 8, 8), (70, 255, 99), (2048, 1024, 256)]:
+        A, B = _data(rng, M, K), _data(rng, K, N)
+        C = np.full((M, N), np.nan, np.float16)
+        kernel(A, B, C, **consts)
+        assert rel_err(C.astype(np.float32), A.astype(np.float32) @ B.astype(np.float32)) < 2e-3, (M, N, K)
+        nt = np.ascontiguousarray(B.T)
+        C = np.full((M, N), np.nan, np.float16)
+        _kernel("matmul_nt")(A, nt, C, **consts)
+        assert rel_err(C.astype(np.float32), A.astype(np.float32) @ B.astype(np.float32)) < 2e-3, (M, N, K)
+
+
+def test_two_bands_an_epilogue_reads_rows_and_columns_where_the_bands_put_them():
+    if not _hopper():
+        pytest.skip("wgmma is sm_90a's")
+    rng = np.random.default_rng(7)
+    M, N, K = 300, 200, 136
+    A, B, C0 = _data(rng, M, K), _data(rng, K, N), _data(rng, M, N)
+    bias = rng.standard_normal(N).astype(np.float32)
+    C = C0.copy()
+    _kernel("matmul_epilogue")(A, B, C, bias, 1.5, 0.5, ACT=2, **BANDS[0])  # relu(1.5 AB + 0.5 C + bias)
+    want = np.maximum(1.5 * (A.astype(np.float32) @ B.astype(np.float32)) + 0.5 * C0.astype(np.float32) + bias, 0)
+    assert rel_err(C.astype(np.float32), want) < 2e-3

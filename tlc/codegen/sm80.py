@@ -126,7 +126,8 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
                 raise CodegenError(f"no C layout for {layout}", self.k.span)
             text = f"tl::Kept<{self.c_layout(base)}, {layout.keep}>"
         elif isinstance(layout, MmaAccumulator):
-            text = f"tl::MmaAcc<{layout.shape[0]}, {layout.shape[1]}, {layout.warps_m}, {layout.warps_n}>"
+            bands = ", true" if layout.wgmma_bands else ""
+            text = f"tl::MmaAcc<{layout.shape[0]}, {layout.shape[1]}, {layout.warps_m}, {layout.warps_n}{bands}>"
         elif isinstance(layout, Blocked):
             shape = layout.shape
             if len(shape) > 2:
@@ -500,7 +501,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
             return False
         if op.k_major_only and (g.trans_a or not g.trans_b):
             return False
-        if not isinstance(c.layout, MmaAccumulator) or k % op.k:
+        if not isinstance(c.layout, MmaAccumulator) or c.layout.wgmma_bands or k % op.k:
             return False
         for buf in (a, b):
             row_bytes = (buf.shape[1] + buf.layout.pad) * buf.dtype.itemsize

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..ir.walk import statements
-from ..schedule.layout import wgmma_accumulator, wgmma_gemm
+from ..schedule.layout import wgmma_accumulator, wgmma_bands, wgmma_gemm
 from ..schedule.tensor_cores import tensor_core_op
 from .cexpr import CodegenError
 from .cnames import c_bool, c_name, c_type
@@ -70,7 +70,7 @@ class Sm90(WarpSpecialized, Sm80):
         """Wait for the gemm left in flight and tie its accumulator's registers to this point."""
         c = self.buffers[self.in_flight_gemm.c]
         self.emit("tl::wgmma_wait<0>();")
-        self.emit(f"tl::fence_registers<{c.shape[1] // 2}>({c_name(c.name)});")
+        self.emit(f"tl::fence_registers<{c.layout.registers}>({c_name(c.name)});")
 
     def stmt_Gemm(self, g: ir.Gemm) -> None:
         if not self.uses_wgmma(g):
@@ -81,7 +81,9 @@ class Sm90(WarpSpecialized, Sm80):
         mma = self.wgmma_struct(n, a.dtype, not g.trans_b, b.dtype, c.dtype, g.precision)
         # In an overlapped pipeline one group stays in flight; elsewhere the gemm completes here.
         pending = 1 if g is self.in_flight_gemm else 0
-        tb = f", {c_type(b.dtype)}" if b.dtype != a.dtype else ""
+        bands = wgmma_bands(c.shape, self.k.threads)  # m64 instructions per warpgroup and K step
+        tb = f", {c_type(b.dtype)}" if b.dtype != a.dtype or bands > 1 else ""
+        tb += f", {bands}" if bands > 1 else ""
         self.emit(f"tl::gemm_wgmma<{mma}, {c_type(a.dtype)}, {a.shape[1]}, {a.shape[0]}, {b.shape[0]}, "
                   f"{c_bool(g.trans_b)}, {pending}{tb}>({self.smem_pointer(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)});")
 

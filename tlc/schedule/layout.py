@@ -42,11 +42,18 @@ class Blocked:
 class MmaAccumulator:
     """The accumulator of `mma.sync.m16n8k16`: warps tile the block `warps_m x warps_n`; each
     warp covers its sub-tile in 16x8 pieces, lane t holding rows t/4 and t/4+8, columns
-    2*(t%4) and 2*(t%4)+1 of each piece."""
+    2*(t%4) and 2*(t%4)+1 of each piece.
+
+    With `wgmma_bands` (one column of warps), a warp's 16-row bands are not contiguous but 64
+    rows apart, as wgmma's m64 instructions lay them when a warpgroup issues one per 64 rows
+    it owns: warp w's band b holds rows (w // 4) * 64B + 64b + 16(w % 4) .. +15, B the bands
+    per warp.  The registers are in the same order (band, piece, half, pair element), so
+    everything that groups them (Replicated's slots, tl::Slots) is unchanged."""
 
     shape: tuple[int, int]
     warps_m: int
     warps_n: int
+    wgmma_bands: bool = False
 
     @property
     def threads(self) -> int:
@@ -59,8 +66,13 @@ class MmaAccumulator:
     def owner(self, index: tuple[int, int]) -> tuple[int, int]:
         i, j = index
         wm, wn = self.warp_tile
-        warp = (i // wm) * self.warps_n + (j // wn)
-        li, lj = i % wm, j % wn
+        if self.wgmma_bands:  # row i: warpgroup i // wm // 4 ... see the class docstring
+            group, band, quarter = i // (4 * wm), (i % (4 * wm)) // 64, (i % 64) // 16
+            warp, li = group * 4 + quarter, band * 16 + i % 16
+        else:
+            warp, li = (i // wm) * self.warps_n, i % wm
+        warp += j // wn
+        lj = j % wn
         piece = (li // 16) * (wn // 8) + lj // 8
         pi, pj = li % 16, lj % 8
         lane = (pi % 8) * 4 + pj // 2
@@ -72,7 +84,8 @@ class MmaAccumulator:
         return wm * wn // 32
 
     def __str__(self) -> str:
-        return f"mma_acc(warps={self.warps_m}x{self.warps_n}, warp_tile={self.warp_tile[0]}x{self.warp_tile[1]})"
+        bands = f", bands 64 rows apart" if self.wgmma_bands else ""
+        return f"mma_acc(warps={self.warps_m}x{self.warps_n}, warp_tile={self.warp_tile[0]}x{self.warp_tile[1]}{bands})"
 
 
 @dataclass(frozen=True)
@@ -203,8 +216,9 @@ def wgmma_gemm(g: ir.Gemm, buffers: dict, threads: int) -> bool:
     """Whether a gemm fits Hopper's wgmma as tlc generates it: operands the tensor cores take
     (`tensor_cores.tensor_core_op`: f16/bf16, f8, 8-bit integers, f32 in tf32 precision) in
     shared memory, A stored K-major (B too unless 16-bit), each warpgroup (128 threads) owning
-    64 rows of the accumulator (m64nN, N a multiple of 16 up to 256), and operand tiles whose
-    contiguous dimension is whole 128-byte segments (the 128-byte swizzle mode)."""
+    64 rows of the accumulator (m64nN, N a multiple of 16 up to 256) or 128 (two m64nN a K
+    step, N up to 128: 128 registers a thread), and operand tiles whose contiguous dimension
+    is whole 128-byte segments (the 128-byte swizzle mode)."""
     a, b, c = buffers[g.a], buffers[g.b], buffers[g.c]
     op = tensor_core_op(a.dtype, b.dtype, c.dtype, g.precision)
     if a.scope != "shared" or b.scope != "shared" or op is None or (op.k_major_only and not g.trans_b):
@@ -214,14 +228,22 @@ def wgmma_gemm(g: ir.Gemm, buffers: dict, threads: int) -> bool:
     m, n = c.shape
     k = a.shape[1]
     seg = 128 // a.dtype.itemsize
-    return (m == 64 * (threads // 128) and n % 16 == 0 and n <= 256 and k % seg == 0
+    bands = m // (64 * (threads // 128))
+    return (bands * 64 * (threads // 128) == m and bands in (1, 2) and m * n <= 128 * threads
+            and n % 16 == 0 and n <= 256 and k % seg == 0
             and b.shape[-1] % seg == 0 and a.shape[0] % 8 == 0 and b.shape[0] % 8 == 0)
 
 
+def wgmma_bands(shape: tuple, threads: int) -> int:
+    """The 64-row bands each warpgroup of `threads` owns in a wgmma accumulator of `shape`."""
+    return max(1, shape[0] // (64 * (threads // 128)))
+
+
 def wgmma_accumulator(shape: tuple, threads: int) -> MmaAccumulator:
-    """wgmma's accumulator: warp w of the block holds rows 16w..16w+15, in each 8 columns the
-    pattern of an mma.sync piece: the mma layout with one warp per 16 rows."""
-    return MmaAccumulator((shape[0], shape[1]), threads // 32, 1)
+    """wgmma's accumulator: with 64 rows per warpgroup, warp w of the block holds rows
+    16w..16w+15, in each 8 columns the pattern of an mma.sync piece: the mma layout with one
+    warp per 16 rows.  With 128, each warp holds two such bands 64 rows apart."""
+    return MmaAccumulator((shape[0], shape[1]), threads // 32, 1, wgmma_bands(shape, threads) > 1)
 
 
 def assign_layouts(kernel: ir.Kernel, target: str = "sm_80") -> ir.Kernel:

@@ -28,16 +28,21 @@ struct Blocked {
 };
 
 // The accumulator of mma.sync.m16n8k16 over WARPS_M x WARPS_N warps: lane l of a warp holds,
-// in each 16x8 piece, rows l/4 and l/4+8 and columns 2*(l%4) and 2*(l%4)+1.
-template <int M, int N, int WARPS_M, int WARPS_N>
+// in each 16x8 piece, rows l/4 and l/4+8 and columns 2*(l%4) and 2*(l%4)+1.  With
+// WGMMA_BANDS (one column of warps) a warp's 16-row bands lie 64 rows apart, as a warpgroup's
+// m64 wgmma instructions, one per 64 rows it owns, lay them (schedule/layout.py).
+template <int M, int N, int WARPS_M, int WARPS_N, bool WGMMA_BANDS = false>
 struct MmaAcc {
   static constexpr int WM = M / WARPS_M, WN = N / WARPS_N;
   static_assert(WM % 16 == 0 && WN % 8 == 0, "each warp's tile is whole 16x8 pieces");
+  static_assert(!WGMMA_BANDS || WARPS_N == 1, "wgmma's bands: one column of warps");
   static constexpr int REGS = WM * WN / 32;
   static constexpr int RUN = 2;
   __host__ __device__ static __forceinline__ int row(int t, int r) {
-    const int warp = t / 32, lane = t % 32, piece = r / 4;
-    return (warp / WARPS_N) * WM + (piece / (WN / 8)) * 16 + ((r % 4) / 2) * 8 + lane / 4;
+    const int warp = t / 32, lane = t % 32, band = (r / 4) / (WN / 8);
+    const int in_band = ((r % 4) / 2) * 8 + lane / 4;
+    if (WGMMA_BANDS) return (warp / 4) * 4 * WM + band * 64 + (warp % 4) * 16 + in_band;
+    return (warp / WARPS_N) * WM + band * 16 + in_band;
   }
   __host__ __device__ static __forceinline__ int col(int t, int r) {
     const int warp = t / 32, lane = t % 32, piece = r / 4;
@@ -73,8 +78,8 @@ struct Slots<Blocked<ROWS, COLS, THREADS, VEC>, KEEP> {
 };
 
 // The mma accumulator: rows by (row band, upper or lower 8), columns by (piece, pair element).
-template <int M, int N, int WARPS_M, int WARPS_N, int KEEP>
-struct Slots<MmaAcc<M, N, WARPS_M, WARPS_N>, KEEP> {
+template <int M, int N, int WARPS_M, int WARPS_N, bool WGMMA_BANDS, int KEEP>
+struct Slots<MmaAcc<M, N, WARPS_M, WARPS_N, WGMMA_BANDS>, KEEP> {
   static constexpr int WM = M / WARPS_M, WN = N / WARPS_N;
   static constexpr int COUNT = KEEP == 0 ? (WM / 16) * 2 : (WN / 8) * 2;
   __host__ __device__ static constexpr int slot(int r) {

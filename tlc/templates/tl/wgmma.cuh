@@ -3,7 +3,8 @@
 // tl::smem_index lays out (128-byte segments stored one after the other, each a 1024-byte
 // aligned run of 8-row swizzle atoms); each warpgroup (128 threads) computes 64 rows of the
 // accumulator with wgmma.mma_async.m64nNkK, whose register layout is tl::MmaAcc<M, N, M/16, 1>
-// for every operand type (f32 or s32 accumulators).  K is 32 bytes of K: 16 for f16/bf16, 32
+// for every operand type (f32 or s32 accumulators); or 128 rows, two m64 instructions a K
+// step, tl::MmaAcc<M, N, M/32, 1, true>.  K is 32 bytes of K: 16 for f16/bf16, 32
 // for f8 and 8-bit integers, 8 for tf32.
 namespace tl {
 
@@ -44,8 +45,11 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const void* p, unsigned
 // wgmma.m64nNkK wrapper for this N and these operand types (tlc/templates/wgmma_mma.cuh.j2);
 // B's element type TB differs from A's only for mixed f8 or 8-bit integer formats.  PENDING
 // groups may stay in flight on return (1 in a pipeline that overlaps them with the next
-// copies; the accumulator is then read only after tl::wgmma_wait<0>).
-template <typename MMA, typename T, int K, int A_ROWS, int B_ROWS, bool TRANS_B, int PENDING, typename TB = T>
+// copies; the accumulator is then read only after tl::wgmma_wait<0>).  BANDS: the 64-row
+// bands each warpgroup owns (A_ROWS = 64 x warpgroups x BANDS), one instruction each, their
+// accumulators MMA::REGS registers apart.
+template <typename MMA, typename T, int K, int A_ROWS, int B_ROWS, bool TRANS_B, int PENDING, typename TB = T,
+          int BANDS = 1>
 __device__ __forceinline__ void gemm_wgmma(const T* A, const TB* B, typename MMA::Acc* acc) {
   constexpr int SEG = 128 / static_cast<int>(sizeof(T));
   static_assert(sizeof(T) == sizeof(TB), "wgmma operands of one width");
@@ -56,7 +60,7 @@ __device__ __forceinline__ void gemm_wgmma(const T* A, const TB* B, typename MMA
 #pragma unroll
   for (int k = 0; k < K; k += MMA::K) {
     // K-major: 8-row atoms 1024 bytes apart (SBO); a step inside a 128-byte row moves the start.
-    const unsigned long long da = wgmma_desc(A + (k / SEG) * A_ROWS * SEG + wg * 64 * SEG + k % SEG, 16, 1024);
+    const T* a = A + (k / SEG) * A_ROWS * SEG + wg * BANDS * 64 * SEG + k % SEG;
     unsigned long long db;
     if constexpr (TRANS_B) {
       db = wgmma_desc(B + (k / SEG) * B_ROWS * SEG + k % SEG, 16, 1024);
@@ -64,11 +68,12 @@ __device__ __forceinline__ void gemm_wgmma(const T* A, const TB* B, typename MMA
       // N-major: 64-column segments B_ROWS * 128 bytes apart (LBO), 8-row groups of K 1024 apart.
       db = wgmma_desc(B + k * SEG, B_ROWS * 128, 1024);
     }
-    MMA::run(acc, da, db);
+#pragma unroll
+    for (int band = 0; band < BANDS; ++band) MMA::run(acc + band * MMA::REGS, wgmma_desc(a + band * 64 * SEG, 16, 1024), db);
   }
   wgmma_commit();
   wgmma_wait<PENDING>();
-  if constexpr (PENDING == 0) fence_registers<MMA::REGS>(acc);
+  if constexpr (PENDING == 0) fence_registers<MMA::REGS * BANDS>(acc);
 }
 
 }  // namespace tl
