@@ -24,7 +24,9 @@ F8_CONFIGS = [dict(BM=128, BN=256, BK=128, stages=3, THREADS=256), dict(BM=128, 
 F8BS_CONFIGS = [dict(BM=128, BN=128, stages=s, THREADS=256) for s in (3, 4, 5, 6)]  # 128 x 256: two accumulators spill
 CONFIGS = [dict(BM=128, BN=256, BK=64, stages=3, THREADS=256), dict(BM=128, BN=256, BK=64, stages=4, THREADS=256),
            dict(BM=128, BN=128, BK=64, stages=5, THREADS=256),
-           dict(BM=64, BN=256, BK=64, stages=5, THREADS=128), dict(BM=128, BN=192, BK=64, stages=4, THREADS=256)]
+           dict(BM=64, BN=256, BK=64, stages=5, THREADS=128), dict(BM=128, BN=192, BK=64, stages=4, THREADS=256),
+           # 128 rows a warpgroup (two m64 wgmma a K step): not yet timed
+           dict(BM=256, BN=128, BK=64, stages=3, THREADS=256), dict(BM=128, BN=128, BK=64, stages=5, THREADS=128)]
 
 
 DECODE_NK = 8192
