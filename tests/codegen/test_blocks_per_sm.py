@@ -1,8 +1,7 @@
 """`grid(..., blocks_per_sm=N)`: the kernel asks ptxas for N blocks per SM (`__launch_bounds__`),
 capped by what an SM holds; 0 (the default) keeps the compiler's estimate."""
 from tlc.codegen import generate
-from tlc.driver import check_source
-from tlc.schedule import schedule
+from kit_codegen import scheduled_source
 
 SRC = """
 @kernel
@@ -15,10 +14,8 @@ def k(A: f32[N], B: f32[N], BLOCKS: const = 3, THREADS: const = 256):
 
 
 def _kernel(arch="sm_90a", **constants):
-    r = check_source(SRC, "t.tl")
-    assert r.ok, r.diagnostics
-    k = schedule(r.program, "k", constants, target=arch)
-    return k, generate(k, arch, sources=r.sources).source
+    k, sources = scheduled_source(SRC, "k", arch, constants)
+    return k, generate(k, arch, sources=sources).source
 
 
 def test_the_kernel_asks_for_the_blocks_it_names():

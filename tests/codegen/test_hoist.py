@@ -2,10 +2,7 @@
 for the loop, or once per row slot of a wgmma accumulator; everything else stays per register."""
 import re
 
-from tlc.codegen import generate
-from tlc.driver import check_source
-from tlc.schedule import schedule
-from kit_codegen import kernel_part
+from kit_codegen import generated_source, kernel_part
 from nvcc import cubin_sass
 
 SCALED = """
@@ -29,9 +26,7 @@ def k(A: f16[M, K], B: f16[N, K], C: f16[M, N], SA: f32[M, KB], SB: f32[KB], bia
 
 
 def _generate(src, arch="sm_90a"):
-    r = check_source(src, "t.tl")
-    assert r.ok, r.diagnostics
-    return generate(schedule(r.program, "k", {}, target=arch), arch, sources=r.sources, line_directives=False)
+    return generated_source(src, arch=arch, line_directives=False)
 
 
 def test_row_and_loop_invariant_loads_are_read_before_the_loop():

@@ -8,18 +8,16 @@ import pytest
 
 from tlc.codegen import generate, launcher_tensor_map, primitives
 from tlc.codegen.warpspec import TensorMapSpec, consumer_registers
-from tlc.driver import check_file, check_source
+from tlc.driver import check_file
 from tlc.dtypes import F16, F32
 from tlc.runtime.tensormap import map_geometry
 from tlc.schedule import schedule
-from kit_codegen import generated, kernel_part
+from kit_codegen import generated, generated_source, kernel_part
 from nvcc import cubin_sass, run_host
 
 
 def _generate(src: str, name: str, arch="sm_90a", **constants):
-    r = check_source(src, "t.tl")
-    assert r.ok, r.diagnostics
-    return generate(schedule(r.program, name, constants, target=arch), arch, sources=r.sources)
+    return generated_source(src, name, arch, constants)
 
 
 def test_the_gemm_loop_gets_a_producer_warpgroup_and_two_tensor_maps():
