@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .. import ir
 from ..ir.walk import loads, statement_exprs, statements, subexprs, variables, written_names
-from ..schedule.layout import MmaAccumulator, parallel_layout
+from ..schedule.layout import MmaAccumulator, Replicated, parallel_layout
 from .cnames import c_name, c_type
 
 
@@ -36,7 +36,7 @@ def hoist_plan(p: ir.Parallel, layout, params) -> HoistPlan:
     inner = _names_set_inside(p.body)
     written = written_names(p.body)
     row_slots = len(p.vars) == 2 and isinstance(layout, MmaAccumulator)
-    column_slots = row_slots and layout.shape[1] // layout.warps_n // 8 * 2 <= MAX_COLUMN_SLOTS
+    column_slots = row_slots and Replicated(layout, (0,)).registers <= MAX_COLUMN_SLOTS  # one per column held
     invariant, per_row, per_column = [], [], []
     for s in statements(p.body):
         for e in statement_exprs(s):
