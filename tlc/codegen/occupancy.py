@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..ir.walk import statements
+from ..schedule.layout import thread_registers
 
 REGISTERS_PER_SM = 65536  # sm_80 and sm_90
 THREADS_PER_SM = 2048     # sm_80 and sm_90
@@ -23,11 +24,7 @@ OVERHEAD = 32             # registers a thread needs besides its fragments (std.
 def fragment_registers(kernel: ir.Kernel) -> int:
     """32-bit registers per thread that the kernel's fragments take (16-bit elements pack two
     to a register), all at once: an upper bound on what is live."""
-    total = 0
-    for b in kernel.buffers:
-        if b.scope == "fragment" and b.layout is not None:
-            total += -(-b.layout.registers * b.dtype.itemsize // 4)
-    return total
+    return sum(thread_registers(b) for b in kernel.buffers if b.scope == "fragment" and b.layout is not None)
 
 
 def min_blocks(kernel: ir.Kernel, threads: int) -> int | None:

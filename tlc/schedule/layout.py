@@ -182,6 +182,11 @@ class Replicated:
         return f"replicated({self.base}, dropped={list(self.dropped)})"
 
 
+def thread_registers(b: ir.Buffer) -> int:
+    """32-bit registers each thread holds for fragment `b` (16-bit elements two to one)."""
+    return -(-b.layout.registers * b.dtype.itemsize // 4)
+
+
 def mma_accumulator(shape: tuple[int, ...], threads: int) -> MmaAccumulator | None:
     """The warp arrangement for a gemm accumulator, or None when the shape does not tile into
     16x8 pieces over the block's warps."""

@@ -17,6 +17,7 @@ import numpy as np
 
 from ... import ir
 from ...dtypes import BOOL, F32, F64, I32
+from ..layout import thread_registers
 from ..lower import cast
 from .build import KernelBuilder, add, cdiv, i32, mul, var
 from .graph import Heavy, TileOpError
@@ -245,12 +246,11 @@ class RowKernel:
         before the result's tile is computed, so the smaller of the two is not counted
         (the (., 8192) f16 softmax: 16 + 32 + 16 + 4 statistics, 52 at once); without a
         one-tile path, tiles of 4-byte tensors count twice."""
-        regs = {b.name: -(-b.layout.registers * b.dtype.itemsize // 4) for b in kernel.buffers
-                if b.scope == "fragment" and b.layout is not None}
+        frags = {b.name: b for b in kernel.buffers if b.scope == "fragment" and b.layout is not None}
+        regs = {name: thread_registers(b) for name, b in frags.items()}
         total = sum(regs.values())
         if not self.tiles.whole:  # the tiled loops of 4-byte tiles take more (ptxas -v: f32 logsumexp of 16384 spills at 80)
-            total += sum(regs.get(f, 0) for f in self.frags.values()
-                         if next(b for b in kernel.buffers if b.name == f).dtype.itemsize >= 4)
+            total += sum(regs[f] for f in self.frags.values() if f in frags and frags[f].dtype.itemsize >= 4)
         if self.tiles.whole and self.exps and self.out is not None and not self.result_reads_tiles:
             inputs = sum(regs.get(f, 0) for f in self.frags.values())
             total -= min(inputs, regs.get(self.out, 0))
