@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from ...parser import nodes as n
 from ...typecheck import CheckedFunction
-from ...typecheck.types import TensorType
+from ...typecheck.types import BuiltinRef, TensorType
 
 Dim = "int | str"
 REDUCE_KINDS = ("sum", "mean", "max", "min")
@@ -95,8 +95,8 @@ class Graph:
         e = self.resolve(e)
         if isinstance(e, n.BinOp) and e.op == "@":
             return Heavy("matmul", e)
-        if isinstance(e, n.Call) and isinstance(e.func, n.Name) and type(e.func.ty).__name__ == "BuiltinRef":
-            name = e.func.id
+        name = builtin_call(e)
+        if name is not None:
             if name in ("sum", "mean", "softmax") or (name in ("max", "min") and len(e.args) == 1):
                 rank = len(e.args[0].ty.shape)
                 kw = {k.name: k.value for k in e.keywords}
@@ -216,6 +216,13 @@ def broadcast_index(idx: tuple, shape: tuple, to: tuple) -> tuple:
     return tuple(ir.Const(0, I32) if d == 1 and shape[lead + k] != 1 else idx[lead + k] for k, d in enumerate(to))
 
 
+def builtin_call(e) -> str | None:
+    """The name of the language builtin that `e` calls (`sum`, `softmax`, ...), else None."""
+    if isinstance(e, n.Call) and isinstance(e.func, n.Name) and isinstance(e.func.ty, BuiltinRef):
+        return e.func.id
+    return None
+
+
 def _split_full_reductions(node):
     """`node` with every reduction over both axes of a matrix (`sum(x, keepdims=True)`: [1, 1])
     written as two: over the rows, then over the column of their results
@@ -236,8 +243,7 @@ def _split_full_reductions(node):
             changes[f] = new
     if changes:
         node = replace(node, **changes)
-    if not (isinstance(node, n.Call) and isinstance(node.func, n.Name) and node.func.id in REDUCE_KINDS
-            and type(node.func.ty).__name__ == "BuiltinRef" and len(node.args) == 1
+    if not (builtin_call(node) in REDUCE_KINDS and len(node.args) == 1
             and isinstance(getattr(node.args[0], "ty", None), TensorType) and len(node.args[0].ty.shape) == 2
             and not any(k.name == "axis" for k in node.keywords)):
         return node
