@@ -98,20 +98,23 @@ class WarpSpecEmission:
         e(f"tl::setmaxnreg_dec<{PRODUCER_REGS}>();")
         e(f"const int tl_worker = threadIdx.x - {T};")
         e("int tl_it = 0;  // position in the ring, counted across tiles")
+        # the producer's tile loop runs the statements before the pipelined loop but the clears
+        # of the consumers' registers
+        scalars = [x for x in before if not isinstance(x, ir.Fill)]
         e("if (tl_tma & 1) {")
         self.indent += 1
         e("if (tl_worker == 0) {")
         self.indent += 1
         for i in range(len(self.tensor_maps)):
             e(f"tl::prefetch_tensor_map(&tl_map{i});")
-        self.over_tiles([x for x in before if not isinstance(x, ir.Fill)],
+        self.over_tiles(scalars,
                         lambda: self.producer_loop(w, lambda: self.emit_tma_loads(w, stage_bytes)))
         self.indent -= 1
         e("}")
         self.indent -= 1
         e("} else {  // the host could not encode a tensor map (unaligned rows): copy element by element")
         self.indent += 1
-        self.over_tiles([x for x in before if not isinstance(x, ir.Fill)],
+        self.over_tiles(scalars,
                         lambda: self.producer_loop(w, lambda: self.emit_element_loads(w)))
         self.indent -= 1
         e("}")

@@ -73,7 +73,7 @@ def operand_tile(b: KernelBuilder, side: int, buf: str, origin: tuple, tile: tup
     if node is None:
         name = b.group.operands[side][0]
         return ir.Copy(ir.Region(name, origin, tile), ir.BufferRef(buf))
-    dtype, shape = b.g.dtype(node), b.g.shape(node)
+    shape = b.g.shape(node)
     i, j = b.fresh("i"), b.fresh("j")
     at = (add(origin[0], var(i)), add(origin[1], var(j)))
     pre, value = b.lower.element(node, at, shape)

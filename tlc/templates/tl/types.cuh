@@ -61,7 +61,6 @@ __device__ __forceinline__ float fast_exp2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
-__device__ __forceinline__ double fast_exp2(double x) { return exp2(x); }
 __device__ __forceinline__ float fast_exp(float x) { return fast_exp2(x * 1.4426950408889634f); }
 
 // The exponential and the reciprocal of the hardware (MUFU.EX2, MUFU.RCP: a few ulp, as CUDA's
