@@ -103,7 +103,8 @@ def test_bit_operations_and_shifts():
 
 @pytest.mark.parametrize("fn, ref", [
     ("exp", np.exp), ("exp2", np.exp2), ("log", np.log), ("log2", np.log2), ("sqrt", np.sqrt),
-    ("rsqrt", lambda x: 1 / np.sqrt(x)), ("tanh", np.tanh), ("sigmoid", lambda x: 1 / (1 + np.exp(-x))),
+    ("rsqrt", lambda x: 1 / np.sqrt(x)), ("tanh", np.tanh), ("fast_tanh", np.tanh),
+    ("sigmoid", lambda x: 1 / (1 + np.exp(-x))),
     ("erf", np.vectorize(math.erf)), ("sin", np.sin), ("cos", np.cos), ("abs", np.abs),
     ("floor", np.floor), ("ceil", np.ceil), ("round", np.rint)])
 @pytest.mark.parametrize("dtype", [F32, F16])
