@@ -1,6 +1,7 @@
 """fast_tanh, the hardware tanh (tl::fast_tanh: MUFU.TANH), and std.math's gelu on it: one
 MUFU instruction an element where gelu_precise (the hardware exponential and reciprocal) takes
-two; f64 keeps the precise tanh.  Its accuracy on the GPU: tests/gpu/test_std_math_gpu.py."""
+two.  f64 keeps the precise tanh; `tanh` with a 16-bit result becomes fast_tanh.  Its accuracy
+on the GPU: tests/gpu/test_std_math_gpu.py."""
 import re
 
 import tlc
@@ -46,6 +47,17 @@ def test_fast_tanh_is_the_hardware_tanh_for_f32_and_f16_and_precise_for_f64():
     # a 16-bit argument is computed in f32 and rounded once
     assert "] = tl::cvt<half>(tl::fast_tanh(tl::cvt<float>(" in text
     assert re.search(r"yd\[.*\] = tanh\(", text)
+
+
+def test_tanh_with_a_sixteen_bit_result_is_the_hardware_tanh():
+    """As exp: its error (2^-16) vanishes in the rounding to 16 bits; f32 keeps tanhf."""
+    src = SRC.replace("fast_tanh(", "tanh(")
+    mod = tlc.compile_source(src, target="cpu", path="ops.tl")
+    text = body(generate_file([schedule(mod.program, "tanhs", {}, target="sm_90a")], "sm_90a",
+                              sources=mod.program.sources, source_name="ops.tl"))
+    assert "] = tl::cvt<half>(tl::fast_tanh(tl::cvt<float>(" in text
+    assert re.search(r"y\[.*\] = tanhf\(", text) and re.search(r"yd\[.*\] = tanh\(", text)
+    assert text.count("tl::fast_tanh(") == 1
 
 
 def test_gelu_takes_one_mufu_an_element_and_gelu_precise_two(tmp_path):

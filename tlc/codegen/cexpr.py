@@ -22,10 +22,11 @@ _MATH_F32 = {"exp": "expf", "exp2": "exp2f", "fast_exp2": "tl::fast_exp2", "log"
 _MATH_F64 = {"exp": "exp", "exp2": "exp2", "fast_exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "rsqrt": "rsqrt",
              "tanh": "tanh", "fast_tanh": "tanh", "sigmoid": "tl::sigmoid", "erf": "erf", "sin": "sin", "cos": "cos",
              "abs": "fabs", "floor": "floor", "ceil": "ceil", "round": "rint", "pow": "pow"}
-# An exponential whose result is a 16-bit float is computed in f32 by the hardware approximation
-# (tl::fast_exp2: 2 instructions, not expf's ~9): its error, below 2^-21 relative, vanishes in
-# the rounding to f16 or bf16.  f32 and f64 results keep expf / exp2f (<= 2 ulp, subnormals).
-_FAST_16 = {"exp": "tl::fast_exp", "exp2": "tl::fast_exp2"}
+# An exponential or tanh whose result is a 16-bit float is computed in f32 by the hardware
+# approximation (tl::fast_exp2: 2 instructions, not expf's ~9; tl::fast_tanh: 1, not tanhf's
+# ~20): its error, below 2^-21 (exp) or 2^-16 (tanh) relative, vanishes in the rounding to f16
+# or bf16 (half an ulp: 2^-12, 2^-9).  f32 and f64 results keep the precise functions.
+_FAST_16 = {"exp": "tl::fast_exp", "exp2": "tl::fast_exp2", "tanh": "tl::fast_tanh"}
 
 
 def cvt(text: str, src: DType, dst: DType) -> str:
