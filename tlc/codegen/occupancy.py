@@ -14,10 +14,8 @@ from __future__ import annotations
 from .. import ir
 from ..ir.walk import statements
 from ..schedule.layout import thread_registers
+from ..schedule.sm_limits import BLOCKS_PER_SM, THREADS_PER_SM, blocks_fitting
 
-REGISTERS_PER_SM = 65536  # sm_80 and sm_90
-THREADS_PER_SM = 2048     # sm_80 and sm_90
-BLOCKS_PER_SM = 32        # sm_80 and sm_90: ptxas rejects a larger minimum
 OVERHEAD = 32             # registers a thread needs besides its fragments (std.nn without spills)
 
 
@@ -36,7 +34,6 @@ def min_blocks(kernel: ir.Kernel, threads: int) -> int | None:
         return None
     if any(isinstance(s, ir.Gemm) for s in statements(kernel.body)):
         return None
-    wanted = -(-(fragment_registers(kernel) + OVERHEAD) // 8) * 8
     # At least 1: without a minimum ptxas may still hold registers to what two blocks allow,
     # and spill (layer_norm at 512 threads: 64 registers and spills; with (512, 1): 80, none).
-    return max(1, min(BLOCKS_PER_SM, THREADS_PER_SM // threads, REGISTERS_PER_SM // (threads * wanted)))
+    return blocks_fitting(threads, fragment_registers(kernel) + OVERHEAD)

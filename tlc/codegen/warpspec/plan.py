@@ -10,13 +10,13 @@ from ... import ir
 from ...dtypes import DType
 from ...ir.walk import statements, variables
 from ...schedule.layout import parallel_layout, wgmma_accumulator
+from ...schedule.sm_limits import REGISTERS_PER_SM
 from ..copies import PipelinePlan, _view2d
 
 PRODUCER_THREADS = 128
 PRODUCER_REGS = 40  # what the producer keeps: it only computes addresses
 TILE_GROUP = 8  # a persistent kernel walks tiles in groups of 8 block rows (L2 reuse of B)
 CLUSTER = 2  # blocks per cluster in a persistent kernel that multicasts a shared operand
-REGISTER_FILE = 65536
 MAX_SHARED = 232448  # dynamic shared memory of a block on sm_90 (227 KB)
 
 
@@ -76,7 +76,7 @@ def consumer_registers(threads: int) -> int:
     """Registers per consumer thread after the producer gave its own away: the block holds
     (threads + 128) x R registers, R what `__launch_bounds__(threads + 128, 1)` allows."""
     total = threads + PRODUCER_THREADS
-    per_thread = min(255, REGISTER_FILE // total // 8 * 8)
+    per_thread = min(255, REGISTERS_PER_SM // total // 8 * 8)
     share = (total * per_thread - PRODUCER_THREADS * PRODUCER_REGS) // threads // 8 * 8
     return min(240, share)
 

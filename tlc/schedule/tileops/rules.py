@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...dtypes import DType
+from ..sm_limits import blocks_fitting
 
 VECTOR_BYTES = 16  # one 16-byte access per thread and run
 DEFAULT_SIZE = 1024  # the size assumed for a shape symbol whose value is not known
@@ -123,8 +124,6 @@ def row_tiles(axis: int, space, sizes: dict, rules: Rules = DEFAULT_RULES) -> Ro
                     min_blocks=rules.min_blocks)
 
 
-REGISTERS_PER_SM = 65536  # sm_80 and sm_90
-THREADS_PER_SM = 2048
 ROW_OVERHEAD = 12  # registers a row kernel's thread needs besides its fragments (ptxas -v, sm_90a)
 ROW_MIN_REGISTERS = 40  # and at least these (a 1024-thread softmax of 8 elements a thread spills at 32)
 
@@ -132,14 +131,13 @@ ROW_MIN_REGISTERS = 40  # and at least these (a 1024-thread softmax of 8 element
 def row_blocks_per_sm(threads: int, registers: int) -> int:
     """Blocks per SM a row kernel asks ptxas to fit: the most at which each thread still has
     room for `registers` (its fragments' 32-bit registers that are live at once) plus
-    `ROW_OVERHEAD` (at least `ROW_MIN_REGISTERS` in all), registers being given out 8 at a time.  A memory-bound row kernel's speed is
+    `ROW_OVERHEAD` (at least `ROW_MIN_REGISTERS` in all).  A memory-bound row kernel's speed is
     the rows in flight: an (16384, 8192) f16 softmax on the H200 takes 209 us at 2 blocks (ptxas's
     choice, 125 registers), 163 us at 3 (72) and 140 us at 4 (64 registers, no spills; 0.91x
     copy); ptxas -v on sm_90a (f16 unless said): softmax 8192 fits 4 blocks (52 + 12 = 64),
     f32 softmax 8192, layernorm 8192, f32 logsumexp 8192 and every 16384-wide row fit 3 and
     spill at 4, a row sum fits 4; rows of 1024 (128 threads) fit 9 to 12."""
-    need = -(-max(registers + ROW_OVERHEAD, ROW_MIN_REGISTERS) // 8) * 8
-    return max(1, min(32, THREADS_PER_SM // threads, REGISTERS_PER_SM // (threads * need)))
+    return blocks_fitting(threads, max(registers + ROW_OVERHEAD, ROW_MIN_REGISTERS))
 
 
 TENSOR_CORE_DTYPES = ("f16", "bf16", "f8e4m3", "f8e5m2", "i8", "u8")

@@ -1,0 +1,16 @@
+"""What one SM holds on the targets (sm_80 and sm_90 alike), and how many blocks of a kernel
+fit on it by registers: shared by the row kernels' rule (tileops/rules.py) and the code
+generator's estimate for other kernels without shared memory (codegen/occupancy.py), which
+differ only in how many registers they count a thread."""
+from __future__ import annotations
+
+REGISTERS_PER_SM = 65536
+THREADS_PER_SM = 2048
+BLOCKS_PER_SM = 32  # ptxas rejects a larger minimum in __launch_bounds__
+
+
+def blocks_fitting(threads: int, registers: int) -> int:
+    """Blocks of `threads` threads that fit on one SM when each thread needs `registers`
+    (registers are given out 8 at a time), within the SM's thread and block limits; at least 1."""
+    granted = -(-registers // 8) * 8
+    return max(1, min(BLOCKS_PER_SM, THREADS_PER_SM // threads, REGISTERS_PER_SM // (threads * granted)))
