@@ -4,9 +4,7 @@ two.  f64 keeps the precise tanh; `tanh` with a 16-bit result becomes fast_tanh.
 on the GPU: tests/gpu/test_std_math_gpu.py."""
 import re
 
-import tlc
-from tlc.codegen import generate_file
-from tlc.schedule import schedule
+from kit_codegen import generated_source
 from nvcc import cubin_sass
 
 SRC = """
@@ -31,10 +29,8 @@ def act(x: f32[N], y: f32[N], ACT: const = 0):
 """
 
 
-def cuda(name: str, **constants) -> str:
-    mod = tlc.compile_source(SRC, target="cpu", path="ops.tl")
-    kernel = schedule(mod.program, name, constants, target="sm_90a")
-    return generate_file([kernel], "sm_90a", sources=mod.program.sources, source_name="ops.tl")
+def cuda(name: str, src: str = SRC, **constants) -> str:
+    return generated_source(src, name, arch="sm_90a", constants=constants).source
 
 
 def body(src: str) -> str:
@@ -51,10 +47,7 @@ def test_fast_tanh_is_the_hardware_tanh_for_f32_and_f16_and_precise_for_f64():
 
 def test_tanh_with_a_sixteen_bit_result_is_the_hardware_tanh():
     """As exp: its error (2^-16) vanishes in the rounding to 16 bits; f32 keeps tanhf."""
-    src = SRC.replace("fast_tanh(", "tanh(")
-    mod = tlc.compile_source(src, target="cpu", path="ops.tl")
-    text = body(generate_file([schedule(mod.program, "tanhs", {}, target="sm_90a")], "sm_90a",
-                              sources=mod.program.sources, source_name="ops.tl"))
+    text = body(cuda("tanhs", SRC.replace("fast_tanh(", "tanh(")))
     assert "] = tl::cvt<half>(tl::fast_tanh(tl::cvt<float>(" in text
     assert re.search(r"y\[.*\] = tanhf\(", text) and re.search(r"yd\[.*\] = tanh\(", text)
     assert text.count("tl::fast_tanh(") == 1
