@@ -1,6 +1,5 @@
 """Compiling without a GPU: nvcc to PTX and cubins (`tlc build --emit ptx|cubin`), its errors,
 and the choice of architectures (which reads the GPU's capability but needs no GPU to test)."""
-import os
 
 import pytest
 
@@ -54,15 +53,15 @@ def test_emit_must_be_ptx_or_cubin():
         nvcc_compile(AXPY_SOURCE, "sm_80", "fatbin")
 
 
-def test_missing_nvcc(monkeypatch):
+def test_missing_nvcc(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", "")
     monkeypatch.delenv("CUDA_HOME", raising=False)
     monkeypatch.delenv("CUDA_PATH", raising=False)
-    real_access = os.access
-    monkeypatch.setattr(rc.os, "access", lambda p, m: False if p == "/usr/local/cuda/bin/nvcc" else real_access(p, m))
+    monkeypatch.setattr(rc, "TOOLKIT_ROOT", tmp_path)  # no cuda or cuda-X.Y there
     with pytest.raises(TlcError) as e:
         nvcc_compile(AXPY_SOURCE, "sm_80", "ptx")
-    assert str(e.value).startswith("nvcc, the CUDA compiler, was not found (looked on PATH, in $CUDA_HOME/bin")
+    assert str(e.value).startswith("nvcc, the CUDA compiler, was not found (looked on PATH, in $CUDA_HOME/bin, "
+                                   "$CUDA_PATH/bin, /usr/local/cuda/bin and /usr/local/cuda-*/bin)")
     assert "--emit cu" in str(e.value)
 
 
@@ -74,6 +73,21 @@ def test_nvcc_from_cuda_home(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", "")
     monkeypatch.setenv("CUDA_HOME", str(tmp_path))
     assert rc.find_nvcc() == str(fake)
+
+
+def test_nvcc_from_the_newest_versioned_toolkit_folder(monkeypatch, tmp_path):
+    """With nvcc off PATH and no $CUDA_HOME (a fresh machine's shell), the toolkit's own folder
+    is found; /usr/local/cuda-12.10 is newer than /usr/local/cuda-12.9."""
+    for version in ("12.9", "12.10", "11.8"):
+        (tmp_path / f"cuda-{version}" / "bin").mkdir(parents=True)
+        fake = tmp_path / f"cuda-{version}" / "bin" / "nvcc"
+        fake.write_text("#!/bin/sh\nexit 0\n")
+        fake.chmod(0o755)
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    monkeypatch.setattr(rc, "TOOLKIT_ROOT", tmp_path)
+    assert rc.find_nvcc() == str(tmp_path / "cuda-12.10" / "bin" / "nvcc")
 
 
 @pytest.mark.parametrize("capability, arch", [((9, 0), "sm_90a"), ((8, 0), "sm_80"), ((8, 6), "sm_80"),

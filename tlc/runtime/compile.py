@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -212,20 +213,38 @@ class NvccOutput:
     log: str  # nvcc's and ptxas's messages (with ptxas_verbose, registers and shared memory)
 
 
-def find_nvcc() -> str:
+TOOLKIT_ROOT = Path("/usr/local")  # where the CUDA toolkit's installers put cuda and cuda-X.Y
+
+
+def cuda_toolkit_nvcc() -> str | None:
+    """Where nvcc is, or None: on PATH, else in $CUDA_HOME/bin or $CUDA_PATH/bin, else in the
+    toolkit's usual install folders (/usr/local/cuda, then the newest /usr/local/cuda-X.Y).
+    The one search shared by `tlc build --emit ptx|cubin` and the test suite's nvcc tests."""
     found = shutil.which("nvcc")
     if found:
         return found
-    for env in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(env):
-            path = os.path.join(os.environ[env], "bin", "nvcc")
-            if os.access(path, os.X_OK):
-                return path
-    if os.access("/usr/local/cuda/bin/nvcc", os.X_OK):
-        return "/usr/local/cuda/bin/nvcc"
+    folders = [os.environ[env] for env in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(env)]
+    versioned = sorted(TOOLKIT_ROOT.glob("cuda-*/bin/nvcc"), key=_toolkit_version, reverse=True)
+    folders += [str(TOOLKIT_ROOT / "cuda"), *(str(p.parent.parent) for p in versioned)]
+    for folder in folders:
+        path = os.path.join(folder, "bin", "nvcc")
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def _toolkit_version(nvcc: Path) -> tuple[int, ...]:
+    """(13, 0) for /usr/local/cuda-13.0/bin/nvcc: 12.10 is newer than 12.9."""
+    return tuple(int(n) for n in re.findall(r"\d+", nvcc.parent.parent.name.removeprefix("cuda-")))
+
+
+def find_nvcc() -> str:
+    found = cuda_toolkit_nvcc()
+    if found:
+        return found
     raise TlcError("nvcc, the CUDA compiler, was not found (looked on PATH, in $CUDA_HOME/bin, "
-                   "$CUDA_PATH/bin and /usr/local/cuda/bin); install the CUDA toolkit, or emit "
-                   "the CUDA C with --emit cu")
+                   "$CUDA_PATH/bin, /usr/local/cuda/bin and /usr/local/cuda-*/bin); install the "
+                   "CUDA toolkit, or emit the CUDA C with --emit cu")
 
 
 def nvcc_compile(source: str, arch: str, emit: str, *, name: str = "kernel",
