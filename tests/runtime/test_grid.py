@@ -5,7 +5,7 @@ import pytest
 from runtime_kit import cdiv, i32
 from tlc.dtypes import BOOL, F32, I32, I64
 from tlc.ir import BinOp, Call, Cast, Const, Load, Select, UnaryOp, Var
-from tlc.runtime.grid import GridError, compile_function, compile_grid, py_source
+from tlc.runtime.grid import GridError, compile_function, compile_grid, launches_blocks, py_source
 
 SLOTS = {"N": 0, "M": 1, "alpha": 2}
 N, M = Var("N", I32), Var("M", I32)
@@ -94,3 +94,36 @@ def test_a_clustered_persistent_grid_is_whole_clusters_over_consecutive_tiles():
     assert grid([256, 100, 0.0]) == (2, 1, 1)  # one tile: its cluster's peer stores nothing
     assert compile_grid([cdiv(N, 256), cdiv(M, 128)], SLOTS, persistent_blocks=133, cluster=2)([8192, 8192, 0.0]) \
         == (132, 1, 1)
+
+
+@pytest.mark.parametrize("grid, message", [
+    ((2**40, 1, 1), "grid dimension x of kernel 'k' is 1099511627776; the GPU allows 1 to 2147483647"),
+    ((-5, 1, 1), "grid dimension x of kernel 'k' is -5; the GPU allows 1 to 2147483647"),
+    ((1, 65536, 1), "grid dimension y of kernel 'k' is 65536; the GPU allows 1 to 65535"),
+    ((0, 1, -1), "grid dimension z of kernel 'k' is -1; the GPU allows 1 to 65535"),  # empty, yet wrong
+])
+def test_a_grid_beyond_the_gpus_limits_is_an_error_naming_the_dimension(grid, message):
+    with pytest.raises(GridError) as e:
+        launches_blocks("k", grid)
+    assert str(e.value) == message
+
+
+def test_the_largest_grid_launches_and_an_empty_one_launches_nothing():
+    assert launches_blocks("k", (2**31 - 1, 65535, 65535))
+    assert not launches_blocks("k", (0, 3, 1))  # an empty tensor: nothing to do, no error
+    assert compile_grid((cdiv(N, 128),), SLOTS, kernel="k")([2**40, 0, 0.0]) == (2**33, 1, 1)  # never truncated
+
+
+def test_errors_of_a_kernels_grid_name_the_kernel():
+    with pytest.raises(GridError, match=r"^the grid of kernel 'k' divides by zero$"):
+        compile_grid((BinOp("//", N, M, I32),), SLOTS, kernel="k")([100, 0, 0.0])
+    with pytest.raises(GridError, match=r"^the grid of kernel 'k' cannot be computed: negative shift count$"):
+        compile_grid((BinOp("<<", N, M, I32),), SLOTS, kernel="k")([1, -1, 0.0])
+
+
+def test_a_persistent_kernel_counts_at_most_an_ints_worth_of_tiles():
+    grid = compile_grid([cdiv(N, 128), cdiv(M, 128)], SLOTS, persistent_blocks=132, kernel="k")
+    assert grid([2**23 - 128, 2**22, 0.0]) == (132, 1, 1)  # 65535 x 32768 tiles
+    with pytest.raises(GridError) as e:
+        grid([2**23, 2**23, 0.0])
+    assert str(e.value) == "the persistent kernel 'k' has 4294967296 tiles (65536 x 65536 x 1); it counts at most 2147483647"

@@ -14,6 +14,7 @@ from .cache import CacheWarning, KernelCache, cache_key, default_cache, program_
 from .compile import (CudaCompileError, CudaUnavailable, NvccOutput, codegen_arch,
                       cuda_unavailable_reason, nvcc_compile, require_cuda)
 from .device_array import DeviceArray
+from .grid import GridError
 from .launch import CompiledKernel, LaunchError
 
 
@@ -92,4 +93,4 @@ def benchmark(compiled: CompiledKernel, args: dict, *, min_ms: float = 300.0) ->
 __all__ = ["compile_kernel", "target_arch", "benchmark", "CompiledKernel", "DeviceArray", "KernelCache",
            "default_cache", "cache_key", "nvcc_compile", "NvccOutput", "cuda_unavailable_reason",
            "require_cuda", "codegen_arch", "CacheWarning", "CudaCompileError", "CudaUnavailable",
-           "LaunchArgumentError", "LaunchError"]
+           "GridError", "LaunchArgumentError", "LaunchError"]

@@ -20,9 +20,9 @@ import numpy as np
 
 from .args import I32_MAX, _C_SCALARS
 from ..ir.nodes import Const
+from ..schedule.sm_limits import MAX_GRID
 from .grid import compile_function, grid_source
 
-MAX_GRID_X, MAX_GRID_YZ = 2**31 - 1, 65535
 _CACHE_SIZE = 4096  # distinct shape sizes, or values of one scalar, kept as ready NumPy scalars
 
 
@@ -112,9 +112,8 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
             cargs.append(f"c{n}")
     blocks = getattr(compiled, "persistent_blocks", None)
     # grid dimensions the kernel fixes need no check at run time
-    limits = [MAX_GRID_X, MAX_GRID_YZ, MAX_GRID_YZ]
-    checks = [f"not 0 < g[{d}] <= {limits[d]}" for d, e in enumerate(gen.grid)
-              if not (isinstance(e, Const) and 0 < e.value <= limits[d])]
+    checks = [f"not 0 < g[{d}] <= {MAX_GRID[d]}" for d, e in enumerate(gen.grid)
+              if not (isinstance(e, Const) and 0 < e.value <= MAX_GRID[d])]
     if blocks:
         checks = ["not 0 < g[0]"]  # at most one block per SM, in one dimension
     lines += ["try:", f"    g = {grid_source(gen.grid, values, blocks, getattr(compiled, 'cluster', 1))}", "except Exception:", "    return fallback(args)",

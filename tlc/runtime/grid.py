@@ -3,10 +3,11 @@ per compiled kernel, then evaluated per launch on Python ints.
 
 Owns the host meaning of the operators a grid extent can use (`//` floors and `%` takes the
 divisor's sign, as in Python and as `cdiv` needs; `min`/`max` as binary ops or calls; casts
-truncate toward zero as in C; selects, comparisons and logic).  The expressions become Python
-source text rather than a tree of closures because a launch evaluates them every time and a
-single expression costs a fraction of the closures' calls.  Does not own the GPU's limits on
-the grid (`launch.py`) or the device meaning of these operators (the code generator).
+truncate toward zero as in C; selects, comparisons and logic), and the check of a grid
+against the GPU's limits (`sm_limits.MAX_GRID`; the C launcher makes the same checks).  The
+expressions become Python source text rather than a tree of closures because a launch
+evaluates them every time and a single expression costs a fraction of the closures' calls.
+Does not own the device meaning of these operators (the code generator).
 """
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from typing import Callable, Sequence
 
 from ..diagnostics import TlcError
 from ..ir.nodes import BinOp, Call, Cast, Const, Expr, Select, UnaryOp, Var
+from ..schedule.sm_limits import MAX_GRID
+
+MAX_TILES = 2**31 - 1  # a persistent kernel counts its tiles in an int
 
 _PY_OPS = {"+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^",
            "==", "!=", "<", "<=", ">", ">=", "and", "or"}
@@ -60,38 +64,57 @@ def py_source(expr: Expr, names: dict[str, str]) -> str:
 
 
 def grid_source(grid: Sequence[Expr], names: dict[str, str], persistent_blocks: int | None = None,
-                cluster: int = 1) -> str:
+                cluster: int = 1, kernel: str = "") -> str:
     """The launch grid `(x, y, z)` as one Python tuple expression (missing dimensions are 1);
     extents whose IR dtype is not an integer are checked by `extent` at run time.  With
-    `persistent_blocks`, `grid` counts the tiles of a persistent kernel, which launches at most
-    that many blocks (one per SM), in clusters of `cluster` that take `cluster` tiles at a time."""
+    `persistent_blocks`, `grid` counts the tiles of a persistent kernel (named `kernel` in its
+    errors), which launches at most that many blocks (one per SM), in clusters of `cluster` that
+    take `cluster` tiles at a time."""
     if not 1 <= len(grid) <= 3:
         raise GridError(f"a launch grid has 1 to 3 dimensions, not {len(grid)}")
     parts = [py_source(e, names) if e.dtype.is_int else f"extent({py_source(e, names)})" for e in grid]
     text = "(" + ", ".join(parts + ["1"] * (3 - len(parts))) + ")"
-    return f"persistent({text}, {int(persistent_blocks)}, {int(cluster)})" if persistent_blocks else text
+    if not persistent_blocks:
+        return text
+    return f"persistent({text}, {int(persistent_blocks)}, {int(cluster)}, {kernel!r})"
 
 
 def compile_grid(grid: Sequence[Expr], slots: dict[str, int], persistent_blocks: int | None = None,
-                 cluster: int = 1) -> Callable[[Sequence], tuple[int, int, int]]:
-    """A function of a launch's values (indexed by `slots`) giving the grid `(x, y, z)`."""
-    text = grid_source(grid, {name: f"vals[{i}]" for name, i in slots.items()}, persistent_blocks, cluster)
-    return compile_function(f"def grid(vals):\n    return {text}\n", "grid")
+                 cluster: int = 1, kernel: str = "") -> Callable[[Sequence], tuple[int, int, int]]:
+    """A function of a launch's values (indexed by `slots`) giving the grid `(x, y, z)`; its
+    errors name `kernel`."""
+    text = grid_source(grid, {name: f"vals[{i}]" for name, i in slots.items()}, persistent_blocks, cluster, kernel)
+    return compile_function(f"def grid(vals):\n    return {text}\n", "grid",
+                            what=f"the grid of kernel '{kernel}'" if kernel else "a grid extent")
 
 
-def persistent(tiles: tuple, blocks: int, cluster: int = 1) -> tuple:
+def persistent(tiles: tuple, blocks: int, cluster: int = 1, kernel: str = "") -> tuple:
     """The blocks of a persistent kernel over `tiles`: one dimension, at most `blocks`, whole
     clusters that each take `cluster` consecutive tiles; an empty or negative tile grid is
-    passed on for the launch's own checks."""
+    passed on for the launch's own checks, more tiles than the kernel counts is an error."""
     if min(tiles) <= 0:
         return tiles
-    work = -(-(tiles[0] * tiles[1] * tiles[2]) // cluster)
+    count = tiles[0] * tiles[1] * tiles[2]
+    if count > MAX_TILES:
+        raise GridError(f"the persistent kernel '{kernel}' has {count} tiles ({' x '.join(map(str, tiles))}); "
+                        f"it counts at most {MAX_TILES}")
+    work = -(-count // cluster)
     return (cluster * min(work, blocks // cluster), 1, 1)
 
 
-def compile_function(source: str, name: str, env: dict | None = None) -> Callable:
+def launches_blocks(kernel: str, grid: tuple) -> bool:
+    """Whether `grid` launches any block: False for an empty one (an extent of 0, as from an
+    empty tensor: nothing to do); a `GridError` naming the dimension when the GPU cannot
+    launch it (an extent below 0 or above `MAX_GRID`), never a truncated grid."""
+    for axis, n, most in zip("xyz", grid, MAX_GRID):
+        if not 0 <= n <= most:
+            raise GridError(f"grid dimension {axis} of kernel '{kernel}' is {n}; the GPU allows 1 to {most}")
+    return 0 not in grid
+
+
+def compile_function(source: str, name: str, env: dict | None = None, what: str = "a grid extent") -> Callable:
     """Define the function `name` from Python `source`, with `extent`, `GridError` and `env` in
-    its globals; a division by zero in it becomes a `GridError`."""
+    its globals; a division by zero in it (or an overflow) becomes a `GridError` about `what`."""
     scope = {"extent": extent, "persistent": persistent, "GridError": GridError, **(env or {})}
     exec(compile(source, f"<tlc {name}>", "exec"), scope)
     fn = scope[name]
@@ -100,7 +123,9 @@ def compile_function(source: str, name: str, env: dict | None = None) -> Callabl
         try:
             return fn(*args)
         except ZeroDivisionError:
-            raise GridError("a grid extent divides by zero") from None
+            raise GridError(f"{what} divides by zero") from None
+        except (OverflowError, ValueError) as e:  # a float too large, a negative shift count
+            raise GridError(f"{what} cannot be computed: {e}") from None
     guarded.unguarded = fn  # for callers that catch ZeroDivisionError themselves
     guarded.source = source
     return guarded

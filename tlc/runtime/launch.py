@@ -3,9 +3,8 @@ current stream.
 
 Owns loading a binary (`cuModuleLoadData`, with the dynamic shared memory opt-in above 48 KB),
 the stream a launch uses (PyTorch's current stream when a PyTorch tensor is passed, else
-CuPy's), the GPU's limits on the grid, and the copies of NumPy arguments (in before, out after,
-only for tensors the kernel writes).  Argument checks are `args.py`'s, grid arithmetic
-`grid.py`'s.
+CuPy's), and the copies of NumPy arguments (in before, out after, only for tensors the kernel
+writes).  Argument checks are `args.py`'s, grid arithmetic and limits `grid.py`'s.
 """
 from __future__ import annotations
 
@@ -13,16 +12,16 @@ from ..diagnostics import TlcError
 from ..ir.nodes import Kernel
 from . import fastpath
 from .args import Binder, Bound
-from .grid import compile_grid
+from .grid import compile_grid, launches_blocks
 from .driver_api import max_active_clusters
 from .tensormap import LaunchTensorMaps
 
 DEFAULT_SMEM_LIMIT = 48 * 1024  # above this a kernel must opt in to more dynamic shared memory
-_MAX_GRID = (fastpath.MAX_GRID_X, fastpath.MAX_GRID_YZ, fastpath.MAX_GRID_YZ)
 
 
 class LaunchError(TlcError):
-    """A launch the GPU cannot make (grid too large, not enough shared memory or registers)."""
+    """A launch the GPU cannot make (not enough shared memory or registers; a grid it cannot
+    launch is a `grid.GridError`)."""
 
 
 class CompiledKernel:
@@ -38,7 +37,7 @@ class CompiledKernel:
         self._functions: dict[int, object] = {}  # device id -> loaded function
         self.cluster = generated.cluster
         self.persistent_blocks = self._persistent_blocks() if generated.persistent else None
-        self.grid = compile_grid(generated.grid, self.binder.slots, self.persistent_blocks, self.cluster)
+        self.grid = compile_grid(generated.grid, self.binder.slots, self.persistent_blocks, self.cluster, self.name)
         # a kernel that copies through the TMA takes its tensors' maps after its own arguments
         self.tensor_maps = LaunchTensorMaps(generated.tensor_maps) if generated.tensor_maps else None
         # per map: the tensor's argument slot, and per dim its size or (symbol) the slot of its value
@@ -108,13 +107,8 @@ class CompiledKernel:
         device = runtime.getDevice()
         bound = self.binder.bind(args, device, _pointer_device)
         grid = self.grid(bound.values)
-        if grid[0] <= 0 or grid[1] <= 0 or grid[2] <= 0:
-            if min(grid) < 0:
-                raise LaunchError(f"kernel '{self.name}' has a negative grid extent {grid}")
+        if not launches_blocks(self.name, grid):
             return  # an empty grid: nothing to run, nothing to copy
-        if grid[0] > _MAX_GRID[0] or grid[1] > _MAX_GRID[1] or grid[2] > _MAX_GRID[2]:
-            raise LaunchError(f"kernel '{self.name}' needs a grid of {grid} blocks, more than the GPU's "
-                              f"limit of {_MAX_GRID}")
         fn = self.function(device)
         stream = self.torch_stream(bound.torch_device) if bound.torch_device >= 0 else None
         if bound.host:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .args import Bound
+from .grid import launches_blocks
 
 
 class PointerLaunch:
@@ -17,6 +18,7 @@ class PointerLaunch:
         self.tensors = tuple(t[0] for t in compiled.binder.tensors)
         self.scalars = tuple((t[0], t[2]) for t in compiled.binder.scalars)
         self.grid = compiled.grid(self.values)
+        self.empty = not launches_blocks(compiled.name, self.grid)  # an error here, not at the first call
         self.fn = compiled.function(device)
 
     def __call__(self, t: tuple) -> None:
@@ -24,11 +26,14 @@ class PointerLaunch:
         kargs = self.template.copy()
         for i in self.tensors:
             kargs[i] = np.uint64(t[i].data_ptr())
-        values, grid = self.values, self.grid
+        values, grid, empty = self.values, self.grid, self.empty
         if self.scalars:
             values = values.copy()
             for i, convert in self.scalars:
                 kargs[i], values[i] = convert(t[i])
             grid = c.grid(values)
+            empty = not launches_blocks(c.name, grid)
+        if empty:
+            return  # nothing to run
         args = c.kernel_args(Bound(kargs, values, (), -1))  # and the tensor maps, if it takes them
         self.fn(grid, c.block, args, c.smem, c.torch_stream(self.device))

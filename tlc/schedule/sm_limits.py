@@ -1,12 +1,15 @@
-"""What one SM holds on the targets (sm_80 and sm_90 alike), and how many blocks of a kernel
-fit on it by registers: shared by the row kernels' rule (tileops/rules.py) and the code
-generator's estimate for other kernels without shared memory (codegen/occupancy.py), which
-differ only in how many registers they count a thread."""
+"""What one SM holds on the targets (sm_80 and sm_90 alike), and the grid and block a launch
+may have (checked by the type checker for constant grids, the C launcher and the Python
+runtime); how many blocks of a kernel fit on one SM by registers: shared by the row kernels'
+rule (tileops/rules.py) and the code generator's estimate for other kernels without shared
+memory (codegen/occupancy.py), which differ only in how many registers they count a thread."""
 from __future__ import annotations
 
 REGISTERS_PER_SM = 65536
 THREADS_PER_SM = 2048
 BLOCKS_PER_SM = 32  # ptxas rejects a larger minimum in __launch_bounds__
+MAX_GRID = (2**31 - 1, 65535, 65535)  # blocks a launch's grid holds in x, y and z (at least 1 each)
+MAX_THREADS_PER_BLOCK = 1024
 
 
 def blocks_fitting(threads: int, registers: int) -> int:
