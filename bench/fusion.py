@@ -1,8 +1,9 @@
 """Fusion benchmark of tile ops on the GPU, in one process (issue #6).
 
 Three workloads, each timed against its references in the same run (tlc.timing: CUDA events,
-L2 flushed before each run, median over >= 300 ms, contenders alternating), after checking
-each result against PyTorch in float32:
+L2 flushed before each run, median over >= 300 ms, contenders alternating); every contender's
+output (each variant's, std.gemm's, PyTorch's) is first checked element by element against
+PyTorch in float32, and a wrong one is reported and never timed (bench/checks.py):
 (a) y = gelu(x @ w.T + b) as one @fuse tile op, against std.gemm's matmul_nt alone on the same
     shape (goal: at most 1.05x its time) and against PyTorch eager, F.linear + F.gelu(tanh)
     (goal: at least 1.3x faster); std.math's gelu runs on the hardware tanh (one MUFU an
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import re
 import sys
 import time
@@ -35,7 +37,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import tlc  # noqa: E402
 from tlc.runtime import target_arch  # noqa: E402
-from tlc.timing import compare  # noqa: E402
+from tlc.timing import Checked, tolerance  # noqa: E402
+
+from checks import ratio, timed, us  # noqa: E402
 
 from gemm import copy_bandwidth  # noqa: E402  (a 1 GiB device-to-device copy, bytes read + written)
 
@@ -83,23 +87,33 @@ VARIANTS = {
 }
 
 
+# Tolerances (tlc.timing.tolerance: units of f16's precision, atol against the reference's RMS).
+# A kernel's f16 output is rounded once (half a unit) from f32 arithmetic; the hardware tanh
+# of std.math's gelu adds 2^-11 relative; PyTorch eager rounds each operation's result to f16
+# (F.linear, then F.gelu: two roundings).  4 units cover all of them; a wrong tile, row or
+# element is off by far more.  The eager chain of 6 f16 operations needs more: exp and the
+# subtraction amplify earlier roundings (4.7 units at worst over 2^22 elements, in NumPy).
+ULPS = 4
+CHAIN_ULPS = 8
+
+
 def variant_name(rules: dict) -> str:
     return "kernels [" + (", ".join(f"{k}={v}" for k, v in rules.items()) or "default") + "]"
 
 
-def variants(op, key: str, *args) -> dict:
+def variants(op, key: str, args: tuple, ref, tol: dict) -> dict:
     """name -> the kernels of `op` under each variant of `key`, launched into a result
-    allocated once."""
-    return {variant_name(r): op.with_rules(**r).prepare(*args)[0] for r in VARIANTS[key]}
+    allocated once, checked against `ref`."""
+    out = {}
+    for r in VARIANTS[key]:
+        launch, result = op.with_rules(**r).prepare(*args)
+        out[variant_name(r)] = Checked(launch, ref, out=result, **tol)
+    return out
 
 
-def best_variant(t: dict) -> str:
-    return min((k for k in t if k.startswith("kernels [")), key=t.__getitem__)
-
-
-def rel_err(torch, got, want) -> float:
-    got, want = got.float(), want.float()
-    return float(torch.linalg.vector_norm(got - want) / torch.linalg.vector_norm(want))
+def best_variant(t: dict) -> str | None:
+    """The fastest of the kernel variants that were timed (a wrong one never is)."""
+    return min((k for k in t if k.startswith("kernels [")), key=t.__getitem__, default=None)
 
 
 def chain_eager(x, y):
@@ -119,43 +133,45 @@ def bench_linear(torch, ops, gemm, min_ms: float) -> dict:
     x = torch.randn(M, K, device="cuda", dtype=torch.float16, generator=g)
     w = torch.randn(N, K, device="cuda", dtype=torch.float16, generator=g) * K ** -0.5
     b = torch.randn(N, device="cuda", dtype=torch.float32, generator=g)
+    b16 = b.half()  # F.linear takes the bias in x's dtype: cast once, outside the timed call
     c = torch.empty(M, N, device="cuda", dtype=torch.float16)
-    ref = F.gelu(x.float() @ w.float().T + b, approximate="tanh")
+    matmul_ref = x.float() @ w.float().T
+    ref = F.gelu(matmul_ref + b, approximate="tanh")
+    tol, matmul_tol = tolerance(torch.float16, ref, ULPS), tolerance(torch.float16, matmul_ref, ULPS)
     precise, precise_y = ops.linear_bias_gelu_precise.prepare(x, w, b)
-    precise()
-    out = {"shape": [M, N, K], "error": rel_err(torch, ops.linear_bias_gelu(x, w, b), ref),
-           "precise_error": rel_err(torch, precise_y, ref),
-           "eager_error": rel_err(torch, F.gelu(F.linear(x, w, b.half()), approximate="tanh"), ref)}
-    t = compare({"tile_op": lambda: ops.linear_bias_gelu(x, w, b),
-                 **variants(ops.linear_bias_gelu, "linear_bias_gelu", x, w, b),
-                 "gelu_precise kernels": precise,
-                 "std.gemm matmul_nt": lambda: gemm.matmul_nt(x, w, c),
-                 "torch eager": lambda: F.gelu(F.linear(x, w, b.half()), approximate="tanh")}, min_ms=min_ms)
+    out = {"shape": [M, N, K]}
+    t = timed(out, {"tile_op": Checked(lambda: ops.linear_bias_gelu(x, w, b), ref, **tol),
+                    **variants(ops.linear_bias_gelu, "linear_bias_gelu", (x, w, b), ref, tol),
+                    "gelu_precise kernels": Checked(precise, ref, out=precise_y, **tol),
+                    "std.gemm matmul_nt": Checked(lambda: gemm.matmul_nt(x, w, c), matmul_ref, out=c, **matmul_tol),
+                    "torch eager": Checked(lambda: F.gelu(F.linear(x, w, b16), approximate="tanh"), ref, **tol)},
+              min_ms=min_ms)
     flops = 2 * M * N * K
     best = best_variant(t)
     out.update({"ms": t, "tflops": {k: flops / v / 1e9 for k, v in t.items()}, "best": best,
-                "vs_gemm": t[best] / t["std.gemm matmul_nt"], "speedup_vs_eager": t["torch eager"] / t[best],
-                "call_vs_gemm": t["tile_op"] / t["std.gemm matmul_nt"],
-                "precise_vs_gemm": t["gelu_precise kernels"] / t["std.gemm matmul_nt"]})
-    print(f"(a) linear+bias+gelu {M}x{N}x{K} f16: {best} {t[best] * 1e3:.0f} us "
-          f"({out['tflops'][best]:.0f} TFLOP/s), called as a tile op {t['tile_op'] * 1e3:.0f} us, "
-          f"std.gemm alone {t['std.gemm matmul_nt'] * 1e3:.0f} us, eager {t['torch eager'] * 1e3:.0f} us")
+                "vs_gemm": ratio(t, best, "std.gemm matmul_nt"), "speedup_vs_eager": ratio(t, "torch eager", best),
+                "call_vs_gemm": ratio(t, "tile_op", "std.gemm matmul_nt"),
+                "precise_vs_gemm": ratio(t, "gelu_precise kernels", "std.gemm matmul_nt")})
+    err = out["rel_err"]
+    print(f"(a) linear+bias+gelu {M}x{N}x{K} f16: {best} {us(t, best)} "
+          f"({flops / t[best] / 1e9 if best else math.nan:.0f} TFLOP/s), called as a tile op {us(t, 'tile_op')}, "
+          f"std.gemm alone {us(t, 'std.gemm matmul_nt')}, eager {us(t, 'torch eager')}")
     print(f"    time vs std.gemm alone: {out['vs_gemm']:.3f}x (goal <= 1.05; the call {out['call_vs_gemm']:.3f}x); "
-          f"speed-up vs eager: {out['speedup_vs_eager']:.2f}x (goal >= 1.3); error {out['error']:.2e} "
-          f"(eager {out['eager_error']:.2e})")
-    print(f"    with gelu_precise: {t['gelu_precise kernels'] * 1e3:.0f} us = {out['precise_vs_gemm']:.3f}x std.gemm "
-          f"alone; error {out['precise_error']:.2e}")
+          f"speed-up vs eager: {out['speedup_vs_eager']:.2f}x (goal >= 1.3); error {err['tile_op']:.2e} "
+          f"(eager {err['torch eager']:.2e})")
+    print(f"    with gelu_precise: {us(t, 'gelu_precise kernels')} = {out['precise_vs_gemm']:.3f}x std.gemm "
+          f"alone; error {err['gelu_precise kernels']:.2e}")
     return out
 
 
-def bandwidth(out: dict, t: dict, moved: int, copy_gbps: float) -> str:
+def bandwidth(out: dict, t: dict, moved: int, copy_gbps: float) -> str | None:
     """Records the times, GB/s and fractions of the copy bandwidth of a memory-bound workload
     in `out`; returns the best variant."""
     best = best_variant(t)
     gbps = {k: moved / v / 1e6 for k, v in t.items()}
-    out.update({"ms": t, "GBps": gbps, "best": best, "of_copy": gbps[best] / copy_gbps,
-                "call_of_copy": gbps["tile_op"] / copy_gbps})
-    out["summary"] = (f"{best} {t[best] * 1e3:.0f} us = {gbps[best]:.0f} GB/s = {out['of_copy']:.2f}x copy "
+    out.update({"ms": t, "GBps": gbps, "best": best, "of_copy": gbps.get(best, math.nan) / copy_gbps,
+                "call_of_copy": gbps.get("tile_op", math.nan) / copy_gbps})
+    out["summary"] = (f"{best} {us(t, best)} = {gbps.get(best, math.nan):.0f} GB/s = {out['of_copy']:.2f}x copy "
                       f"(goal >= 0.9; the call {out['call_of_copy']:.2f}x)")
     return best
 
@@ -166,15 +182,18 @@ def bench_chain(torch, ops, copy_gbps: float, min_ms: float) -> dict:
     # against the float32 reference measures rounding, not overflow
     x = torch.rand(CHAIN, device="cuda", generator=g).mul_(4).sub_(2).half()
     y = torch.rand(CHAIN, device="cuda", generator=g).mul_(4).sub_(2).half()
-    out = {"elements": CHAIN, "error": rel_err(torch, ops.chain6(x, y), chain_eager(x.float(), y.float())),
-           "eager_error": rel_err(torch, chain_eager(x, y), chain_eager(x.float(), y.float()))}
-    t = compare({"tile_op": lambda: ops.chain6(x, y), **variants(ops.chain6, "chain6", x, y),
-                 "torch eager": lambda: chain_eager(x, y)}, min_ms=min_ms)
+    ref = chain_eager(x.float(), y.float())
+    tol = tolerance(torch.float16, ref, CHAIN_ULPS)
+    out = {"elements": CHAIN}
+    t = timed(out, {"tile_op": Checked(lambda: ops.chain6(x, y), ref, **tol),
+                    **variants(ops.chain6, "chain6", (x, y), ref, tol),
+                    "torch eager": Checked(lambda: chain_eager(x, y), ref, **tol)}, min_ms=min_ms)
+    del ref
     best = bandwidth(out, t, 3 * CHAIN * 2, copy_gbps)  # two inputs read, one output written
-    out["speedup_vs_eager"] = t["torch eager"] / t[best]
-    print(f"(b) 6 element-wise ops on 2^28 f16: {out['summary']}; eager {t['torch eager'] * 1e3:.0f} us, "
-          f"speed-up {out['speedup_vs_eager']:.2f}x (goal >= 3); error {out['error']:.2e} "
-          f"(eager {out['eager_error']:.2e})")
+    out["speedup_vs_eager"] = ratio(t, "torch eager", best)
+    print(f"(b) 6 element-wise ops on 2^28 f16: {out['summary']}; eager {us(t, 'torch eager')}, "
+          f"speed-up {out['speedup_vs_eager']:.2f}x (goal >= 3); error {out['rel_err']['tile_op']:.2e} "
+          f"(eager {out['rel_err']['torch eager']:.2e})")
     return out
 
 
@@ -182,13 +201,16 @@ def bench_softmax(torch, ops, copy_gbps: float, min_ms: float) -> dict:
     M, N = SOFTMAX
     g = torch.Generator(device="cuda").manual_seed(2)
     x = torch.randn(M, N, device="cuda", dtype=torch.float16, generator=g) * 3
-    out = {"shape": [M, N], "error": rel_err(torch, ops.row_softmax(x), torch.softmax(x.float(), dim=1))}
-    t = compare({"tile_op": lambda: ops.row_softmax(x), **variants(ops.row_softmax, "row_softmax", x),
-                 "torch.softmax": lambda: torch.softmax(x, dim=1)}, min_ms=min_ms)
+    ref = torch.softmax(x.float(), dim=1)
+    tol = tolerance(torch.float16, ref, ULPS)
+    out = {"shape": [M, N]}
+    t = timed(out, {"tile_op": Checked(lambda: ops.row_softmax(x), ref, **tol),
+                    **variants(ops.row_softmax, "row_softmax", (x,), ref, tol),
+                    "torch.softmax": Checked(lambda: torch.softmax(x, dim=1), ref, **tol)}, min_ms=min_ms)
     best = bandwidth(out, t, 2 * M * N * 2, copy_gbps)
-    out["vs_torch"] = t["torch.softmax"] / t[best]
-    print(f"(c) row softmax ({M}, {N}) f16: {out['summary']}; torch.softmax {t['torch.softmax'] * 1e3:.0f} us, "
-          f"ratio {out['vs_torch']:.2f}x (goal >= 1.0); error {out['error']:.2e}")
+    out["vs_torch"] = ratio(t, "torch.softmax", best)
+    print(f"(c) row softmax ({M}, {N}) f16: {out['summary']}; torch.softmax {us(t, 'torch.softmax')}, "
+          f"ratio {out['vs_torch']:.2f}x (goal >= 1.0); error {out['rel_err']['tile_op']:.2e}")
     return out
 
 

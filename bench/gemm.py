@@ -4,7 +4,9 @@ For each precision (f16, bf16, tf32, f8, f8 block-scaled, i8) and shape (4096^3,
 decode shapes M = 16..128 with N = K = 8192, 8192 x 8192 x 1024; f16 adds a few-tile split-K
 shape) it runs std.gemm's kernels and the vendor's (torch.matmul / F.linear on cuBLAS,
 torch._scaled_mm for fp8, torch._int_mm for int8) on the same random inputs and prints:
-- the relative error of each against a float32 (int8: exact) reference, and whether it passes;
+- the relative error of each against a float32 (int8: exact) reference; every element of each
+  output (the vendor's too) is checked first (tlc.timing.verify), and a wrong one is reported
+  as WRONG and never timed;
 - TFLOP/s and the ratio to the vendor (> 1: std.gemm is faster);
 - for the decode shapes, GB/s and the fraction of the device-to-device copy bandwidth measured
   in this process (goal: >= 85%; F.linear 87-89% on the H200 with the L2 flushed by a read, 72%
@@ -32,7 +34,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import tlc  # noqa: E402
 from tlc.runtime import target_arch  # noqa: E402
-from tlc.timing import compare  # noqa: E402
+from tlc.timing import Checked, compare, tolerance, verify  # noqa: E402
 
 import gemm_cases  # noqa: E402
 import overheads  # noqa: E402
@@ -151,22 +153,21 @@ def measure(torch, mod, arch: str, case, min_ms: float, copy_gbps: float) -> lis
     """One row per contender: its error, and (when it ran) its time against its vendor."""
     M, N, K = case.shape
     rows, timed = [], {}
+    tol = tolerance(gemm_cases.UNIT[case.precision], case.ref, gemm_cases.ULPS.get(case.precision, 4))
     for c in case.contenders:
         row = {"contender": c.label, "vs": c.vs}
         rows.append(row)
+        verdict = verify(Checked(c.run, case.ref, out=c.out, **tol))  # a wrong one is never timed
+        row.update(rel_err=verdict.rel_err, ok=verdict.ok)
+        if not verdict.ok:
+            row["error"] = verdict.why
+            continue
         try:
-            if c.out is not None:
-                c.out.fill_(float("nan") if c.out.is_floating_point() else -123456789)
-            result = c.run()
-            torch.cuda.synchronize()
-            out = c.out if c.out is not None else result
-            row["rel_err"] = float((out.to(case.ref.dtype) - case.ref).norm() / case.ref.norm())
-            row["ok"] = row["rel_err"] <= gemm_cases.TOLERANCE[case.precision]
             single = time_once(torch, c.run)
             if c.kernel:
                 row.update(std_facts(mod, arch, c))
-        except Exception as e:  # a kernel that fails to build or launch is reported, and the run goes on
-            row["error"] = f"{type(e).__name__}: {str(e).strip()[:400]}"
+        except Exception as e:  # a kernel that fails to launch again or to show its SASS is reported
+            row["error"] = f"ERROR: {type(e).__name__}: {str(e).strip()[:400]}"
             continue
         if single > TOO_SLOW_MS:
             row["error"] = f"too slow to time: one run took {single:.0f} ms"
@@ -249,10 +250,8 @@ def shape_text(shape) -> str:
 
 def row_text(r: dict) -> str:
     head = f"{r['case']:<24} {r['contender']:<44}"
-    if "error" in r and "ms" not in r:
-        return f"{head} ERROR {r['error'][:300]}"
     if "error" in r:
-        return f"{head} {r['error']}"
+        return f"{head} {r['error'][:300]}"
     parts = [f"{r['ms']:8.3f} ms", f"{r['tflops']:6.0f} TFLOP/s"]
     if "GBps" in r:
         parts.append(f"{r['GBps']:5.0f} GB/s = {100 * r['copy_fraction']:3.0f}% of copy")

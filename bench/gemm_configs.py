@@ -1,6 +1,7 @@
 """Tile configurations of std.gemm's f16/bf16 kernels against cuBLAS, for choosing the defaults
 in tlc/stdlib/config.json: one process on the GPU, each configuration timed alternately with
-torch.matmul on the same inputs (tlc.timing: L2 flushed, median over `--ms`).
+torch.matmul on the same inputs (tlc.timing: L2 flushed, median over `--ms`), after checking
+each output against a float32 reference (a wrong one is reported, never timed).
 
     python bench/gemm_configs.py --sizes 4096,8192 --kernel matmul --dtype f16
     python bench/gemm_configs.py --configs '[{"BM": 64, "BN": 128, "BK": 64, "stages": 5, "THREADS": 128}]'
@@ -15,9 +16,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import tlc  # noqa: E402
-from tlc.timing import compare  # noqa: E402
+from tlc.timing import Checked, tolerance  # noqa: E402
+
+from checks import ratio, timed  # noqa: E402
 
 F8_CONFIGS = [dict(BM=128, BN=256, BK=128, stages=3, THREADS=256), dict(BM=128, BN=256, BK=128, stages=4, THREADS=256),
               dict(BM=128, BN=192, BK=128, stages=4, THREADS=256), dict(BM=128, BN=128, BK=128, stages=5, THREADS=256)]
@@ -27,7 +31,11 @@ CONFIGS = [dict(BM=128, BN=256, BK=64, stages=3, THREADS=256), dict(BM=128, BN=2
            dict(BM=64, BN=256, BK=64, stages=5, THREADS=128), dict(BM=128, BN=192, BK=64, stages=4, THREADS=256),
            # 128 rows a warpgroup (two m64 wgmma a K step): not yet timed
            dict(BM=256, BN=128, BK=64, stages=3, THREADS=256), dict(BM=128, BN=128, BK=64, stages=5, THREADS=128)]
-
+# Each configuration's output and the vendor's are checked element by element against a float32
+# reference before either is timed (bench/checks.py): 4 units of the output's precision
+# (tlc.timing.tolerance; atol against the reference's RMS) above its one rounding (half a unit)
+# and f32 (f8: about 14-bit) accumulation in another order; a wrong tile is off by far more.
+ULPS = 4
 
 DECODE_NK = 8192
 SKINNY_CONFIGS = [dict(BM=16, BN=32, BK=256, stages=4, THREADS=128), dict(BM=16, BN=32, BK=128, stages=6, THREADS=64),
@@ -51,25 +59,29 @@ def main() -> None:
     for n in (int(x) for x in args.sizes.split(",")):
         vendor, run, ref, configs, out_dtype = case(torch, kernel, args, n)
         configs = json.loads(args.configs) if args.configs else configs
-        contenders, outs = {"vendor": vendor[1]}, {}
+        tol = tolerance(out_dtype, ref, ULPS)
+        contenders = {"vendor": Checked(vendor[1], ref, **tol)}
         for i, cfg in enumerate(configs):
-            c = outs[i] = torch.empty(ref.shape, device="cuda", dtype=out_dtype)
-            contenders[i] = (lambda c=c, cfg=cfg: run(c, cfg))
-        try:
-            ms = compare(contenders, min_ms=args.ms)
-        except Exception as e:  # noqa: BLE001 - one configuration that cannot launch is a row, not a crash
-            print(f"{n}^3: {type(e).__name__}: {e}")
-            continue
+            c = torch.empty(ref.shape, device="cuda", dtype=out_dtype)
+            contenders[i] = Checked(lambda c=c, cfg=cfg: run(c, cfg), ref, out=c, **tol)
+        record: dict = {}
+        ms = timed(record, contenders, min_ms=args.ms)
         skinny = args.kernel == "matmul_skinny"
         flops = 2.0 * n * DECODE_NK ** 2 if skinny else 2.0 * n ** 3
         label = args.kernel if args.kernel.startswith("matmul_f8") else f"{args.kernel} {args.dtype}"
         shape = f"M={n} N=K={DECODE_NK}" if skinny else f"{n}^3"
-        print(f"{shape} {label}: {vendor[0]} {flops / ms['vendor'] / 1e9:.0f} TFLOP/s")
+        print(f"{shape} {label}: {vendor[0]} " + (f"{flops / ms['vendor'] / 1e9:.0f} TFLOP/s" if "vendor" in ms
+                                                   else record["wrong"]["vendor"]))
         for i, cfg in enumerate(configs):
-            err = float((outs[i].float() - ref).norm() / ref.norm())
-            row = dict(size=n, config=cfg, tflops=flops / ms[i] / 1e9, ratio=ms["vendor"] / ms[i], rel_err=err)
+            row = dict(size=n, config=cfg, rel_err=record["rel_err"][i])
+            if i not in ms:
+                row["error"] = record["wrong"][i]
+                print(f"  {cfg}: {row['error']}")
+            else:
+                row.update(tflops=flops / ms[i] / 1e9, ratio=ratio(ms, "vendor", i))
+                print(f"  {cfg}: {row['tflops']:.0f} TFLOP/s, {row['ratio']:.3f}x {vendor[0]}, "
+                      f"rel err {row['rel_err']:.1e}")
             rows.append(row)
-            print(f"  {cfg}: {row['tflops']:.0f} TFLOP/s, {row['ratio']:.3f}x {vendor[0]}, rel err {err:.1e}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 

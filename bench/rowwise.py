@@ -8,6 +8,8 @@ median over >= 300 ms, contenders alternating):
 - std.nn rms_norm and layer_norm on the same shape against torch.nn.functional;
 - std.nn silu_residual, a chain of 6 element-wise operations over 2^28 f16 elements, against
   the same 6 operations in PyTorch eager (goals: >= 0.9x copy bandwidth, >= 3x eager).
+Every contender's output (PyTorch's too) is first checked element by element against a float32
+reference; a wrong one is reported and never timed (bench/checks.py).
 Prints GB/s (bytes the kernel must move: its inputs read once, its output written once), the
 fraction of copy bandwidth and the ratio to torch; the registers, spills and 16-byte memory
 instructions of each best configuration (nvcc + cuobjdump, where present).  Writes the numbers
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -26,9 +29,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import tlc  # noqa: E402
-from tlc.timing import compare  # noqa: E402
+from tlc.timing import Checked, compare, tolerance  # noqa: E402
+
+from checks import ratio, timed, us  # noqa: E402
 
 M, N = 16384, 8192
 ELEMS = 1 << 28
@@ -57,11 +63,6 @@ def short_name(name: str) -> str:
     return (m.group(1) if m else re.sub(r"\W+", "-", name)).lower()
 
 
-def rel_err(got, want) -> float:
-    got, want = got.float(), want.float()
-    return float((got - want).norm() / want.norm().clamp_min(1e-30))
-
-
 def copy_bandwidth(results: dict) -> float:
     import torch
 
@@ -73,35 +74,40 @@ def copy_bandwidth(results: dict) -> float:
     return gbs
 
 
+# Tolerance in units of f16's precision (tlc.timing.tolerance; atol against the reference's
+# RMS): std.nn's kernels compute in f32 and round once (half a unit); PyTorch's fused kernels
+# too; its eager element-wise chain rounds each of six results (about one unit at worst over
+# 2^22 elements, in NumPy).  4 units cover them; a wrong row, tile or element is off by far more.
+ULPS = 4
+
+
 def measure(results: dict, key: str, nbytes: int, copy_gbs: float, torch_fn, tlc_fn, configs, out, ref) -> None:
-    """Time torch and each tlc configuration alternately; record and print the best."""
-    contenders = {"torch": torch_fn}
+    """Check torch and each tlc configuration against `ref` (each configuration writing `out`),
+    then time the right ones alternately; record and print the best."""
+    tol = tolerance(out.dtype, ref, ULPS)
+    names = {"tlc " + ",".join(f"{k}={v}" for k, v in cfg.items()): cfg for cfg in configs}
+    record: dict = {"bytes": nbytes}
+    ms = timed(record, {"torch": Checked(torch_fn, ref, **tol),
+                        **{name: Checked(lambda cfg=cfg: tlc_fn(**cfg), ref, out=out, **tol)
+                           for name, cfg in names.items()}})
     rows = []
-    for cfg in configs:
-        name = "tlc " + ",".join(f"{k}={v}" for k, v in cfg.items())
-        try:
-            out.fill_(float("nan"))
-            tlc_fn(**cfg)
-            err = rel_err(out, ref)
-        except tlc.TlcError as e:
-            rows.append({"config": cfg, "error": str(e)[:300]})
-            continue
-        contenders[name] = (lambda cfg=cfg: tlc_fn(**cfg))
-        rows.append({"config": cfg, "name": name, "rel_err": err})
-    ms = compare(contenders)
-    torch_gbs = nbytes / ms["torch"] / 1e6
-    for r in rows:
-        if "name" in r:
-            t = ms[r.pop("name")]
-            r.update(ms=t, gbs=nbytes / t / 1e6, of_copy=nbytes / t / 1e6 / copy_gbs, vs_torch=ms["torch"] / t)
+    for name, cfg in names.items():
+        row = {"config": cfg, "rel_err": record["rel_err"][name]}
+        if name in ms:
+            t = ms[name]
+            row.update(ms=t, gbs=nbytes / t / 1e6, of_copy=nbytes / t / 1e6 / copy_gbs, vs_torch=ratio(ms, "torch", name))
+        else:
+            row["error"] = record["wrong"][name]
+        rows.append(row)
     ok = [r for r in rows if "ms" in r]
-    best = min(ok, key=lambda r: r["ms"]) if ok else None
-    results[key] = {"bytes": nbytes, "torch": {"ms": ms["torch"], "gbs": torch_gbs, "of_copy": torch_gbs / copy_gbs},
-                    "configs": rows, "best": best}
-    print(f"{key}: torch {torch_gbs:.0f} GB/s ({torch_gbs / copy_gbs:.2f} of copy, {ms['torch'] * 1e3:.0f} us)")
+    torch_gbs = nbytes / ms["torch"] / 1e6 if "torch" in ms else math.nan
+    record.update(torch={"ms": ms.get("torch"), "gbs": torch_gbs, "of_copy": torch_gbs / copy_gbs},
+                  configs=rows, best=min(ok, key=lambda r: r["ms"]) if ok else None)
+    results[key] = record
+    print(f"{key}: torch {torch_gbs:.0f} GB/s ({torch_gbs / copy_gbs:.2f} of copy, {us(ms, 'torch')})")
     for r in rows:
         if "error" in r:
-            print(f"  tlc {r['config']}: ERROR {r['error']}")
+            print(f"  tlc {r['config']}: {r['error']}")
         else:
             print(f"  tlc {r['config']}: {r['gbs']:.0f} GB/s, {r['of_copy']:.2f} of copy, {r['vs_torch']:.2f}x torch, "
                   f"{r['ms'] * 1e3:.0f} us, rel err {r['rel_err']:.1e}")
@@ -123,7 +129,7 @@ def rowwise(results: dict, copy_gbs: float) -> None:
     measure(results, "softmax", nbytes, copy_gbs, lambda: torch.softmax(x, dim=-1),
             lambda **c: nn.softmax(x, y, **c), SOFTMAX_CONFIGS, y, ref)
 
-    def torch_rms():
+    def torch_rms():  # a PyTorch without F.rms_norm: the same in eager operations (its casts included)
         if hasattr(F, "rms_norm"):
             return F.rms_norm(x, (N,), w, EPS)
         return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + EPS).half() * w
@@ -132,6 +138,7 @@ def rowwise(results: dict, copy_gbs: float) -> None:
     ref = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) * w.float()
     measure(results, "rms_norm", nbytes, copy_gbs, torch_rms, lambda **c: nn.rms_norm(x, w, y, EPS, **c),
             NORM_CONFIGS, y, ref)
+    results["rms_norm"]["torch_impl"] = "F.rms_norm" if hasattr(F, "rms_norm") else "eager operations (no F.rms_norm)"
     ref = F.layer_norm(xf, (N,), w.float(), b.float(), EPS)
     measure(results, "layer_norm", nbytes, copy_gbs, lambda: F.layer_norm(x, (N,), w, b, EPS),
             lambda **c: nn.layer_norm(x, w, b, y, EPS, **c), NORM_CONFIGS, y, ref)

@@ -1,8 +1,14 @@
 """tlc.timing.compare's schedule, against a stand-in for CuPy that records what is enqueued:
 before every timed run the L2 flush (a read), then the GPU spin, then the start event; the
-contenders alternate, each round starting one later; each runs until it has min_ms."""
+contenders alternate, each round starting one later; each runs until it has min_ms.  And
+compare_checked (every benchmark's way to time): a contender whose output does not match its
+reference is reported and never timed; one that matches is."""
 import sys
 import types
+from pathlib import Path
+
+import numpy as np
+import pytest
 
 from tlc import timing
 
@@ -74,3 +80,95 @@ def test_no_spin_when_the_delay_is_zero(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", cp)
     timing.compare({"a": cp.contender("a")}, min_ms=2.0, warmup_ms=0.0, delay_us=0)
     assert not any(x.startswith("spin") for x in cp.log) and cp.log.count("flush") == 2
+
+
+# --- compare_checked: only a right result's time counts ---------------------------------------
+
+def writes(cp, name, out, value):
+    """A contender `name` of the stand-in that writes `value` into `out`."""
+    run = cp.contender(name)
+
+    def launch():
+        run()
+        if value is not None:
+            out[...] = value
+    return launch
+
+
+@pytest.fixture
+def ref():
+    return np.linspace(-3.0, 5.0, 64)
+
+
+def test_a_wrong_contender_is_never_timed_even_when_fastest(monkeypatch, ref):
+    cp = FakeCupy({"right": 2.0, "wrong": 1.0, "stale": 0.5, "returned": 3.0})
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    tol = timing.tolerance(np.float16, ref, 4)
+    off_by_one_element = ref.copy()
+    off_by_one_element[17] += 0.5
+    right, wrong = np.empty(64), np.empty(64)
+    stale = ref.copy()  # an earlier run's right answer, which this contender never overwrites
+    contenders = {
+        "right": timing.Checked(writes(cp, "right", right, ref.astype(np.float16)), ref, out=right, **tol),
+        "wrong": timing.Checked(writes(cp, "wrong", wrong, off_by_one_element), ref, out=wrong, **tol),
+        "stale": timing.Checked(writes(cp, "stale", stale, None), ref, out=stale, **tol),
+        "returned": timing.Checked(lambda: (cp.contender("returned")(), ref.astype(np.float16))[1], ref, **tol)}
+    ms, verdicts = timing.compare_checked(contenders, min_ms=6.0, warmup_ms=0.0, delay_us=0)
+    assert ms == {"right": 2.0, "returned": 3.0}
+    assert {n: v.ok for n, v in verdicts.items()} == {"right": True, "wrong": False, "stale": False, "returned": True}
+    assert verdicts["wrong"].why == ("WRONG: 1 of 64 elements outside rtol 0.00391, atol 0.00996 (0 not finite; "
+                                     "largest finite |error| 0.5, relative error of the finite ones 0.0245)")
+    assert verdicts["stale"].why.startswith("WRONG: 64 of 64 elements outside") and "64 not finite" in verdicts["stale"].why
+    assert cp.log.count("wrong") == cp.log.count("stale") == 1  # the check's run, nothing after
+    assert cp.log.count("right") > 3
+
+
+def test_integers_are_poisoned_with_their_minimum_and_compared_exactly(ref):
+    want = np.arange(10, dtype=np.int64) * 3
+    out = np.zeros(10, np.int32)
+
+    def most():  # leaves the last element as it found it
+        out[:9] = want[:9]
+    verdict = timing.verify(timing.Checked(most, want, out=out, **timing.tolerance(out.dtype, want, 4)))
+    assert not verdict.ok and verdict.why.startswith("WRONG: 1 of 10 elements outside rtol 0, atol 0 ")
+    assert out[9] == np.iinfo(np.int32).min
+    out[9] = 27
+    assert timing.verify(timing.Checked(lambda: None, want, 0.0, 0.0, out=out.copy() + 1)).ok is False
+
+
+def test_a_contender_that_raises_is_an_error_not_a_time(monkeypatch, ref):
+    cp = FakeCupy({"ok": 1.0})
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+
+    def broken():
+        raise RuntimeError("launch failed\n")
+    ms, verdicts = timing.compare_checked({"ok": timing.Checked(lambda: (cp.contender("ok")(), ref)[1], ref, 0.0, 0.0),
+                                           "broken": timing.Checked(broken, ref, 0.0, 0.0)},
+                                          min_ms=2.0, warmup_ms=0.0, delay_us=0)
+    assert ms == {"ok": 1.0}
+    assert verdicts["broken"] == timing.Verdict(False, "ERROR: RuntimeError: launch failed")
+
+
+def test_tolerance_is_units_of_the_dtype_with_atol_against_the_rms():
+    ref = np.full(8, -2.0)
+    assert timing.tolerance(np.float16, ref, 4) == {"rtol": 4 * 2.0 ** -10, "atol": 8 * 2.0 ** -10}
+    assert timing.tolerance("bfloat16", ref, 1) == {"rtol": 2.0 ** -7, "atol": 2 * 2.0 ** -7}
+    assert timing.tolerance("tf32", ref, 1)["rtol"] == 2.0 ** -10
+    assert timing.tolerance(np.dtype(np.int32), ref, 4) == {"rtol": 0.0, "atol": 0.0}
+    with pytest.raises(ValueError, match="no precision known for dtype complex64"):
+        timing.tolerance(np.complex64, ref, 1)
+
+
+def test_the_bench_helper_records_and_says_the_wrong_ones(monkeypatch, ref, capsys):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import checks
+
+    cp = FakeCupy({"good": 1.0, "bad": 0.1})
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    record: dict = {}
+    ms = checks.timed(record, {"good": timing.Checked(lambda: (cp.contender("good")(), ref)[1], ref, 0.0, 0.0),
+                               "bad": timing.Checked(lambda: (cp.contender("bad")(), -ref)[1], ref, 0.0, 0.0)},
+                      min_ms=2.0, warmup_ms=0.0, delay_us=0)
+    assert ms == {"good": 1.0} and list(record["wrong"]) == ["bad"] and record["rel_err"]["bad"] == 2.0
+    assert "!! bad: not timed: WRONG: 64 of 64 elements" in capsys.readouterr().out
+    assert checks.us(ms, "bad") == "WRONG (not timed)" and np.isnan(checks.ratio(ms, "bad", "good"))

@@ -4,11 +4,16 @@ at least `min_ms` of runs; and several contenders timed alternately in one proce
 clocks and power caps hit them alike (only same-run ratios mean anything on a power-capped
 GPU).
 
-Needs CuPy; imported only by benchmarks and `tlc run --bench`.
+Needs CuPy; imported only by benchmarks and `tlc run --bench`.  `compare_checked` first runs
+each contender once and checks its output against a reference: a wrong one is never timed.
 """
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
 
 
 class _Flusher:
@@ -105,3 +110,111 @@ def compare(contenders: dict, *, min_ms: float = 300.0, warmup_ms: float = 25.0,
 def bench(fn, **kw) -> float:
     """Median milliseconds of one callable."""
     return compare({"fn": fn}, **kw)["fn"]
+
+
+# --- checked contenders: a time counts only for a result that matched its reference ---------
+
+# the spacing of each floating dtype's values just above 1 (2^-mantissa bits): one "ulp"
+# relative; tf32 is the tensor cores' f32 with 10 mantissa bits
+_EPS = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "tf32": 2.0 ** -10, "float16": 2.0 ** -10,
+        "bfloat16": 2.0 ** -7, "float8_e4m3fn": 2.0 ** -3, "float8_e5m2": 2.0 ** -2}
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A contender of `compare_checked`: `run()` once, then its output (`out`, the array it
+    writes, poisoned with NaN or the integer minimum first, so that an element never written
+    shows; or, when `out` is None, what `run` returned) must satisfy, at every element,
+    |got - reference| <= atol + rtol * |reference|, in float64 (NumPy's `allclose` rule; NaN
+    never passes).  Arrays are NumPy, CuPy or PyTorch, compared on their own device."""
+    run: Callable[[], Any]
+    reference: Any
+    rtol: float
+    atol: float
+    out: Any = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    why: str = ""                      # for a wrong one: "WRONG: ..." or "ERROR: ..."
+    rel_err: float = float("nan")      # ||got - ref|| / ||ref|| (Frobenius), where there was a result
+
+
+def tolerance(dtype, reference, ulps: float) -> dict:
+    """rtol and atol of `ulps` units of `dtype`'s precision (its name: "float16", "tf32", a
+    NumPy, CuPy or PyTorch dtype); atol is relative to the reference's RMS, since an element
+    near zero is a sum of terms about that size whose rounding does not shrink with it.
+    Integers: exact."""
+    name = _dtype_name(dtype)
+    if name not in _EPS:
+        if "int" in name or name == "bool":
+            return {"rtol": 0.0, "atol": 0.0}
+        raise ValueError(f"no precision known for dtype {name}")
+    rms = float((_float64(reference) ** 2).mean() ** 0.5)
+    return {"rtol": ulps * _EPS[name], "atol": ulps * _EPS[name] * rms}
+
+
+def verify(c: Checked) -> Verdict:
+    """Runs `c` once and compares its output with its reference (see `Checked`)."""
+    try:
+        if c.out is not None:
+            _poison(c.out)
+        got = c.run() if c.out is None else (c.run(), c.out)[1]
+        got, want = _float64(got), _float64(c.reference)
+    except Exception as e:  # a contender that cannot run is reported, never timed
+        return Verdict(False, f"ERROR: {type(e).__name__}: {str(e).strip()[:300]}")
+    if tuple(got.shape) != tuple(want.shape):
+        return Verdict(False, f"WRONG: shape {tuple(got.shape)}, the reference's {tuple(want.shape)}")
+    diff = abs(got - want)
+    bad = ~(diff <= c.atol + c.rtol * abs(want))  # written so that NaN is bad
+    finite = diff < float("inf")
+    rel = float(((diff[finite] ** 2).sum() / max(float((want ** 2).sum()), 1e-300)) ** 0.5)
+    nbad, lost = int(bad.sum()), int((~finite).sum())
+    if nbad:
+        worst = float(diff[finite].max()) if lost < _count(diff) else float("nan")
+        return Verdict(False, f"WRONG: {nbad} of {_count(diff)} elements outside rtol {c.rtol:.3g}, atol "
+                              f"{c.atol:.3g} ({lost} not finite; largest finite |error| {worst:.3g}, relative "
+                              f"error of the finite ones {rel:.3g})", rel)
+    return Verdict(True, "", rel)
+
+
+def compare_checked(contenders: dict, **timing) -> tuple[dict, dict]:
+    """(milliseconds of each contender that matched its reference, timed with `compare`;
+    name -> `Verdict` of every contender).  `contenders`: name -> `Checked`.  A wrong one is
+    never timed, so it can never be the fastest."""
+    verdicts = {name: verify(c) for name, c in contenders.items()}
+    right = {name: c.run for name, c in contenders.items() if verdicts[name].ok}
+    return (compare(right, **timing) if right else {}), verdicts
+
+
+def _float64(x):
+    return x.double() if hasattr(x, "double") and not hasattr(x, "astype") else x.astype("float64")
+
+
+def _dtype_name(dtype) -> str:
+    """"float16" for torch.float16, np.float16, numpy.dtype("float16") or "float16"."""
+    if str(dtype).startswith("torch."):
+        return str(dtype)[len("torch."):]
+    try:
+        return np.dtype(dtype).name
+    except TypeError:  # "tf32": a name of our own
+        return str(dtype)
+
+
+def _count(x) -> int:
+    return int(x.numel()) if hasattr(x, "numel") else int(x.size)
+
+
+def _poison(x) -> None:
+    """NaN in a floating array, the extreme of an integer one (a value no benchmark's result has)."""
+    name = _dtype_name(x.dtype)
+    if name.startswith(("int", "uint")):
+        info = np.iinfo(name)
+        value = int(info.min if info.min < 0 else info.max)
+    else:
+        value = float("nan")
+    if hasattr(x, "fill_"):
+        x.fill_(value)
+    else:
+        x.fill(value)
