@@ -19,10 +19,10 @@ def rel_err(got, want) -> float:
     return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
 
 
-def cases(rng, dtype):
-    """(kernel, args, constants, reference) for every kernel of std.gemm, ragged shapes."""
+def cases(rng, dtype, M=130, N=270, K=100):
+    """(kernel, args, constants, reference) for std.gemm's matmul, matmul_nt, matmul_tn,
+    matmul_epilogue and matmul_batched; ragged shapes unless given."""
     f = lambda *s: rng.standard_normal(s).astype(np.float32).astype(dtype)  # noqa: E731
-    M, N, K = 130, 270, 100
     A, B, Bt, At = f(M, K), f(K, N), f(N, K), f(K, M)
     A32, B32 = A.astype(np.float32), B.astype(np.float32)
     bias = rng.standard_normal(N).astype(np.float32)
