@@ -58,6 +58,8 @@ class ElementLowerer(Lowerer):
     # ---- the index each expression is read at --------------------------------------------------
     def expr(self, e) -> ir.Expr:
         if not isinstance(getattr(e, "ty", None), TensorType):
+            if isinstance(e, n.Name) and e.id in self.graph.names:  # a named scalar: `t = 2.0`
+                return self.expr(self.graph.names[e.id])
             return super().expr(e)
         idx, shape = self.at[-1]
         own = self.graph.shape(e)
