@@ -1,12 +1,9 @@
 """How the parser is put together, where it shows: which error wins when there are several,
-spans next to parentheses, the nesting limit, parsing from several threads, the on-disk cache
-of the parser tables, and the nodes' fast constructors."""
+spans next to parentheses, the nesting limit, parsing from several threads, and the nodes' fast
+constructors.  The on-disk cache of the parser tables: test_grammar_cache.py."""
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import os
-import subprocess
 import sys
 import threading
 
@@ -132,66 +129,6 @@ def test_parsing_from_several_threads():
     assert all(g == want for g in got) and len(got) == 120
     # spans carry each parse's own file name
     assert all(r[0].functions[0].span.file == "t0.tl" for r in got)
-
-
-# ---- the cache of the parser tables ----------------------------------------------------------
-
-_PROBE = ("from tlc.parser import parse\n"
-          "print(parse('x = 1 + 2\\n', 'p.tl').consts[0].value.op)\n")
-
-
-def _run(cache_dir) -> subprocess.CompletedProcess:
-    env = {**os.environ, "TLC_CACHE_DIR": str(cache_dir)}
-    return subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=120)
-
-
-def test_cache_is_written_then_used(tmp_path):
-    first = _run(tmp_path)
-    assert first.returncode == 0 and first.stdout == "+\n" and first.stderr == ""
-    (entry,) = tmp_path.glob("grammar-*.lark-cache")
-    stamp = entry.stat().st_mtime_ns
-    again = _run(tmp_path)
-    assert again.stdout == "+\n" and again.stderr == ""
-    assert entry.stat().st_mtime_ns == stamp  # read, not rebuilt
-
-
-@pytest.mark.parametrize("damage", [b"", b"garbage\n", b"\x80\x04junk" * 100, "truncate"])
-def test_damaged_cache_is_rebuilt(tmp_path, damage):
-    assert _run(tmp_path).returncode == 0
-    (entry,) = tmp_path.glob("grammar-*.lark-cache")
-    entry.write_bytes(entry.read_bytes()[:3000] if damage == "truncate" else damage)
-    result = _run(tmp_path)
-    assert result.returncode == 0 and result.stdout == "+\n" and result.stderr == ""
-    assert entry.stat().st_size > 10000  # written again
-
-
-def test_unusable_cache_directory(tmp_path):
-    not_a_dir = tmp_path / "file"
-    not_a_dir.write_text("x")
-    for where in (not_a_dir, not_a_dir / "sub"):
-        result = _run(where)
-        assert result.returncode == 0 and result.stdout == "+\n" and result.stderr == ""
-
-
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root can write anywhere")
-def test_read_only_cache_directory(tmp_path):
-    tmp_path.chmod(0o500)
-    try:
-        result = _run(tmp_path)
-    finally:
-        tmp_path.chmod(0o700)
-    assert result.returncode == 0 and result.stdout == "+\n" and result.stderr == ""
-
-
-def test_a_changed_grammar_gets_its_own_cache_entry(tmp_path, monkeypatch):
-    """The grammar file stays the source of truth: the cache is keyed by its text (and Lark
-    checks that key again when it loads an entry)."""
-    lp = importlib.import_module("tlc.parser.lark_parser")
-    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path))
-    options = {"parser": "lalr"}
-    assert lp._cache_file("a: B\n", options) != lp._cache_file("a: C\n", options)
-    assert lp._cache_file("a: B\n", options) == lp._cache_file("a: B\n", options)
-    assert lp._cache_file("a: B\n", options) != lp._cache_file("a: B\n", {"parser": "earley"})
 
 
 # ---- fast constructors -----------------------------------------------------------------------

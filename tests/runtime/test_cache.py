@@ -8,6 +8,8 @@ import warnings
 
 import pytest
 
+from file_kit import fifo, is_char_device, python
+from tlc import cachedir
 from tlc.dtypes import F16, F32
 from tlc.runtime import cache as cache_mod
 from tlc.runtime.cache import CacheWarning, KernelCache, cache_key, pack, unpack
@@ -123,7 +125,7 @@ def _fail_with(err):
 @pytest.mark.parametrize("err", [errno.EACCES, errno.EROFS, errno.ENOSPC])
 def test_unwritable_cache_compiles_every_time_and_warns_once(tmp_path, monkeypatch, err):
     # simulated because tests may run as root, for whom permission bits do not stop writes
-    monkeypatch.setattr(cache_mod.tempfile, "mkstemp", _fail_with(err))
+    monkeypatch.setattr(cachedir.tempfile, "mkstemp", _fail_with(err))
     cache = KernelCache(tmp_path)
     compile_fn, calls = counting(b"bin")
     with pytest.warns(CacheWarning, match=f"cannot write the kernel cache in {tmp_path}") as record:
@@ -171,8 +173,36 @@ def test_a_file_where_the_directory_should_be(tmp_path):
 def test_unreadable_entry_is_a_miss(tmp_path, monkeypatch):
     cache = KernelCache(tmp_path)
     cache.store(key(), "src", b"bin")
-    monkeypatch.setattr(type(cache.path(key())), "read_bytes", _fail_with(errno.EACCES))
+    monkeypatch.setattr(cache_mod, "read_regular", _fail_with(errno.EACCES))
     assert cache.load(key()) is None
+
+
+# Run in a child process with a time limit: a regression blocks on the FIFO or reads /dev/zero
+# without end, which must fail the test, not hang the suite or fill the memory.
+_LOAD = ("import sys, warnings; warnings.simplefilter('always')\n"
+         "from tlc.runtime.cache import KernelCache\n"
+         "cache = KernelCache(sys.argv[1])\n"
+         "print(cache.load(sys.argv[2]))\n"
+         "print(cache.get_or_compile(sys.argv[2], 'src', lambda: b'fresh'))\n"
+         "print(cache.load(sys.argv[2]))\n")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "directory"])
+def test_an_entry_that_is_not_a_regular_file_is_refused_and_replaced(tmp_path, kind):
+    k = key()
+    entry = KernelCache(tmp_path).path(k)
+    {"fifo": fifo, "dev-zero": lambda p: os.symlink("/dev/zero", p), "directory": os.mkdir}[kind](entry)
+    what = {"fifo": "a FIFO", "dev-zero": "a symbolic link", "directory": "a directory"}[kind]
+    result = python(_LOAD, tmp_path, k)
+    assert result.returncode == 0, result.stderr
+    assert f"CacheWarning: tlc: ignoring the kernel cache entry {entry}: it is {what}, not a regular file" in result.stderr
+    if kind == "directory":  # cannot be renamed over: compiled, not stored, and said so
+        assert result.stdout == "None\nb'fresh'\nNone\n"
+        assert "cannot write the kernel cache" in result.stderr
+    else:
+        assert result.stdout == "None\nb'fresh'\nb'fresh'\n"
+        assert entry.is_file() and not entry.is_symlink()
+    assert is_char_device("/dev/zero")
 
 
 def test_a_writable_cache_does_not_warn(tmp_path):

@@ -1,30 +1,20 @@
 """The Lark LALR parser for `grammar/tile.lark`, built once per process and cached.
 
 Owns the indenter (leading whitespace to _INDENT/_DEDENT tokens), the parser's construction
-(with the AST builder of `transformer.py` as its callbacks, so that no parse tree is built) and
-its on-disk cache, and the translation of Lark's own errors into positions and readable token
-names.
-
-The cache: building the LALR tables takes a while (~0.2 s), so Lark's own cache keeps them in
-the user's cache directory (`$TLC_CACHE_DIR`, default `~/.cache/tlc`, as the kernel cache),
-in a file named by a hash of the grammar text, Lark's version and Python's.  The grammar file
-stays the source of truth: Lark checks that hash again on load and rebuilds on a mismatch.  A
-cache that cannot be read (missing, damaged, from another version) or written (read-only or
-missing directory) only costs the rebuild.
+(with the AST builder of `transformer.py` as its callbacks, so that no parse tree is built)
+and the translation of Lark's own errors into positions and readable token names.  Its tables
+are kept on disk as data by `grammar_cache.py`.
 """
 from __future__ import annotations
 
 import functools
-import hashlib
-import sys
 from importlib import resources
 
-import lark
 from lark import Lark, Token
 from lark.lexer import PatternStr
 from lark.indenter import Indenter
 
-from ..cachedir import cache_dir
+from .grammar_cache import cached_parser
 from .lexer import TileLexer
 from .transformer import ToAst
 
@@ -102,20 +92,6 @@ class TileIndenter(Indenter):
 
 
 
-
-def _cache_file(grammar: str, options: dict) -> str | None:
-    """Where the built parser is cached, the directory created; None when there is no usable
-    place (no home directory, say)."""
-    try:
-        what = f"{grammar}\0{sorted(options.items(), key=str)}\0{lark.__version__}\0{sys.version_info[:2]}"
-        key = hashlib.sha256(what.encode()).hexdigest()
-        root = cache_dir()
-        root.mkdir(parents=True, exist_ok=True)
-        return str(root / f"grammar-{key[:24]}.lark-cache")
-    except Exception:  # noqa: BLE001 - a cache is an optimization; any trouble means no cache
-        return None
-
-
 @functools.lru_cache(maxsize=1)
 def lark_parser() -> Lark:
     """The parser, built once: LALR, with the indenter and the AST builder (`ToAst`) as its
@@ -123,13 +99,7 @@ def lark_parser() -> Lark:
     grammar = resources.files("tlc").joinpath("grammar/tile.lark").read_text(encoding="utf-8")
     options = dict(parser="lalr", lexer=TileLexer, keep_all_tokens=True, maybe_placeholders=True,
                    start="start")
-    cache = _cache_file(grammar, options)
-    if cache is not None:
-        try:
-            return Lark(grammar, postlex=TileIndenter(), transformer=ToAst(), cache=cache, **options)
-        except Exception:  # noqa: BLE001 - a cache Lark could not handle: build without it
-            pass
-    return Lark(grammar, postlex=TileIndenter(), transformer=ToAst(), **options)
+    return cached_parser(grammar, options, dict(postlex=TileIndenter(), transformer=ToAst()))
 
 
 _SPECIAL = {

@@ -13,7 +13,8 @@ touched: binaries are loaded from bytes.
 An entry is two files named by the key: `KEY.cu` (the source, for people and profilers) and
 `KEY.bin`: a header `TLCBIN1 <length> <sha256>\\n` and then the binary.  A reader trusts an entry
 only if the length and the checksum match, so a truncated or damaged file is recompiled and
-replaced.  Writers write a temporary file in the same directory and `os.replace` it into place:
+replaced; it reads only a regular file (a FIFO, a device or a link there is refused with a
+warning, never opened for reading in a way that could block, and replaced by the next store).  Writers write a temporary file in the same directory and `os.replace` it into place:
 readers see the old entry or the new one, never a partial one; when two processes compile the
 same kernel at once both write and the last rename wins, with identical content.
 """
@@ -23,21 +24,17 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Callable
 
 from .. import __version__
-from ..cachedir import cache_dir
+from ..cachedir import CacheWarning, cache_dir, replace_atomically
+from ..files import NotRegularFile, read_regular
 
 _MAGIC = b"TLCBIN1"
 _BIN, _SRC = ".bin", ".cu"
-
-
-class CacheWarning(UserWarning):
-    """The cache directory cannot be used; kernels are compiled on every process start."""
-
+_LIMIT = 1 << 30  # bytes: no kernel binary comes near; past it an entry is not ours
 
 def default_dir() -> Path:
     return cache_dir()
@@ -121,7 +118,11 @@ class KernelCache:
     def load(self, key: str) -> bytes | None:
         """The cached binary of `key`, or None if there is none or it cannot be trusted."""
         try:
-            data = self.path(key).read_bytes()
+            data = read_regular(self.path(key), follow_symlinks=False, limit=_LIMIT)
+        except NotRegularFile as e:  # a FIFO, a device, a link: never read; `store` replaces it
+            warnings.warn(f"tlc: ignoring the kernel cache entry {e.path}: it is {e.kind}, not a regular file",
+                          CacheWarning, stacklevel=2)
+            return None
         except OSError:  # missing, unreadable: both mean "not cached"
             return None
         return unpack(data)
@@ -149,17 +150,7 @@ class KernelCache:
         return binary
 
     def _write_atomic(self, dest: Path, data: bytes) -> None:
-        fd, tmp = tempfile.mkstemp(dir=self.root, prefix="." + dest.name + ".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, dest)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        replace_atomically(dest, data)
 
     def _warn(self, error: OSError) -> None:
         if not self._warned:

@@ -1,0 +1,130 @@
+"""The on-disk cache of the parser's LALR tables: JSON data, never a pickle.
+
+Building the tables from `grammar/tile.lark` takes about half a second, more than the rest of a
+`tlc check`; loading them from data takes a tenth of that.  The entry lives in the user's cache
+directory (`$TLC_CACHE_DIR`, as the kernel cache), named by a hash of what it was built from:
+the grammar text, the options, Lark's version and Python's.
+
+Why not Lark's own `cache=`: it is a pickle, and it is unpickled before its hash is compared, so
+any file placed in the cache directory would run as the user.  Here the entry is Lark's
+`memo_serialize()` data written as JSON (with the few tuples, integer keys and the lexer class
+tagged, see `_encode`), under a header line holding the SHA-256 of the key and the body.  Nothing
+is decoded before that hash matches, and decoding builds only Lark's own grammar objects.  An
+entry that is damaged, stale, not a regular file (a FIFO, a link to /dev/zero) or not loadable
+by this Lark is ignored and replaced; an entry that cannot be written only costs the rebuild.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import warnings
+
+import lark
+from lark import Lark
+from lark.grammar import Rule
+from lark.lexer import TerminalDef
+
+from ..cachedir import CacheWarning, cache_dir, replace_atomically
+from ..files import NotRegularFile, read_regular
+
+_MAGIC = b"TLCGRAMMAR1"
+_LIMIT = 16 << 20  # bytes; the entry is about 1 MB
+# The options Lark takes at load time rather than from the entry (Lark's `_LOAD_ALLOWED_OPTIONS`).
+_LOAD_TIME = frozenset(getattr(lark.lark, "_LOAD_ALLOWED_OPTIONS", ("postlex", "transformer")))
+
+
+def cached_parser(grammar: str, options: dict, load_time: dict) -> Lark:
+    """The LALR parser of `grammar`: from the cache when a sound entry exists, else built (and
+    stored).  `load_time` holds the options that are objects (postlex, transformer): never
+    stored, given to each parser."""
+    key = _key(grammar, options)
+    path = _entry_path(key)
+    if path is not None:
+        parser = _load(path, key, options, load_time)
+        if parser is not None:
+            return parser
+    parser = Lark(grammar, **options, **load_time)
+    if path is not None:
+        _store(path, key, parser, options)
+    return parser
+
+
+def _key(grammar: str, options: dict) -> str:
+    shown = {k: (f"{v.__module__}.{v.__qualname__}" if isinstance(v, type) else v) for k, v in options.items()}
+    doc = {"format": _MAGIC.decode(), "grammar": grammar, "options": shown, "lark": lark.__version__,
+           "python": list(sys.version_info[:2])}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def _entry_path(key: str):
+    try:
+        return cache_dir() / f"grammar-{key[:24]}.json"
+    except RuntimeError:  # no home directory: no cache
+        return None
+
+
+def _digest(key: str, body: bytes) -> bytes:
+    return hashlib.sha256(key.encode() + b"\0" + body).hexdigest().encode()
+
+
+def _load(path, key: str, options: dict, load_time: dict) -> Lark | None:
+    try:
+        raw = read_regular(path, follow_symlinks=False, limit=_LIMIT)
+    except NotRegularFile as e:
+        warnings.warn(f"tlc: ignoring the parser cache entry {e.path}: it is {e.kind}, not a regular file",
+                      CacheWarning, stacklevel=4)
+        return None
+    except OSError:  # missing or unreadable: not cached
+        return None
+    head, _, body = raw.partition(b"\n")
+    if head != _MAGIC + b" " + _digest(key, body):
+        return None
+    try:
+        doc = json.loads(body, object_hook=_decoder(options["lexer"]))
+        return Lark._load_from_dict(doc["data"], doc["memo"], **load_time)
+    except Exception:  # noqa: BLE001 - sound bytes this Lark cannot load: rebuild and replace
+        return None
+
+
+def _store(path, key: str, parser: Lark, options: dict) -> None:
+    try:
+        data, memo = parser.memo_serialize([TerminalDef, Rule])
+        data["options"] = {k: v for k, v in data["options"].items() if k not in _LOAD_TIME}
+        body = json.dumps(_encode({"data": data, "memo": memo}, options["lexer"]), separators=(",", ":")).encode()
+        replace_atomically(path, _MAGIC + b" " + _digest(key, body) + b"\n" + body)
+    except (OSError, TypeError, ValueError):  # unwritable, full, or data JSON cannot hold
+        pass
+
+
+def _encode(x, lexer_class):
+    """`x` as JSON data: a tuple, a dict with keys other than strings, and the lexer class (the
+    only object in Lark's data) become one-key objects tagged with '~'."""
+    if x is lexer_class:
+        return {"~lexer": 0}
+    if isinstance(x, tuple):
+        return {"~tuple": [_encode(v, lexer_class) for v in x]}
+    if isinstance(x, list):
+        return [_encode(v, lexer_class) for v in x]
+    if isinstance(x, dict):
+        if all(type(k) is str and not k.startswith("~") for k in x):
+            return {k: _encode(v, lexer_class) for k, v in x.items()}
+        return {"~pairs": [[_encode(k, lexer_class), _encode(v, lexer_class)] for k, v in x.items()]}
+    if x is None or type(x) in (str, int, float, bool):
+        return x
+    raise TypeError(f"{type(x).__name__} is not JSON data")
+
+
+def _decoder(lexer_class):
+    """The inverse of `_encode`, as json.loads's object_hook (which sees inner objects first)."""
+    def hook(obj: dict):
+        if len(obj) == 1:
+            (tag, value), = obj.items()
+            if tag == "~lexer":
+                return lexer_class
+            if tag == "~tuple":
+                return tuple(value)
+            if tag == "~pairs":
+                return {k: v for k, v in value}
+        return obj
+    return hook
