@@ -20,6 +20,7 @@ from ..diagnostics import Diagnostic, DiagnosticError
 from ..dtypes import DType
 from .cexpr import CodegenError
 from .cnames import c_name, c_type
+from .host_grid import launcher_grid
 from .sm80 import Sm80
 from .sm90 import Sm90
 from .warpspec import tma_dtype
@@ -116,6 +117,7 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
     gen = known[arch](kernel, sources, line_directives)
     try:
         out = gen.generate()
+        grid = launcher_grid(kernel.grid, out.get("threads", kernel.threads))
     except CodegenError as e:
         # A construct this target cannot generate yet: the user's program is fine, the
         # target is not there yet; say so at the statement, as any diagnostic.
@@ -139,8 +141,6 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
     threads = out.get("threads", kernel.threads)
     persistent = out.get("persistent", False)
     cluster = out.get("cluster", 1)
-    host = HostC()
-    grid = [f"static_cast<unsigned>({host.expr(g)})" for g in kernel.grid] + ["1"] * (3 - len(kernel.grid))
     constants = ", ".join(f"{k}={v}" for k, v in kernel.constants)
     fp8 = uses_fp8(kernel) if fp8_header is None else fp8_header
     source = environment().get_template("kernel.cu.j2").render(
@@ -149,7 +149,7 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
         min_blocks=out.get("min_blocks"), persistent=persistent, cluster=cluster,
         tensor_maps=[launcher_tensor_map(i, m) for i, m in enumerate(tensor_maps)],
         primitives=primitives(gen.primitive_files), preamble=out["preamble"], params=params, prologue=prologue, body=out["body"],
-        launcher=f"launch_{name}", launcher_params=launcher_params, grid=grid, call_args=call_args)
+        launcher=f"launch_{name}", launcher_params=launcher_params, call_args=call_args, **grid)
     return GeneratedKernel(name, f"launch_{name}", source, args, threads, out["smem_bytes"],
                            tuple(kernel.grid), arch, tuple(tensor_maps), persistent, cluster)
 
@@ -192,29 +192,3 @@ def header(kernels: list, arch: str, cu_name: str, source_name: str) -> str:
                       "doc": f"{k.name}: {k.threads} threads per block, grid from the shape sizes"})
     return environment().get_template("header.h.j2").render(version=__version__, source=source_name,
                                                             cu_name=cu_name, kernels=items)
-
-
-class HostC:
-    """Grid extents as C over the launcher's own parameters (host code, plain ints)."""
-
-    def expr(self, e):
-        if isinstance(e, ir.Const):
-            return str(int(e.value)) if not e.dtype.is_float else repr(float(e.value))
-        if isinstance(e, ir.Var):
-            return c_name(e.name)
-        if isinstance(e, ir.Cast):
-            return f"static_cast<{c_type(e.dtype)}>({self.expr(e.x)})"
-        if isinstance(e, ir.BinOp):
-            a, b = self.expr(e.a), self.expr(e.b)
-            if e.op == "//":
-                return f"(({a}) >= 0 ? ({a}) / ({b}) : -((-({a}) + ({b}) - 1) / ({b})))"
-            if e.op in ("min", "max"):
-                return f"(({a}) {'<' if e.op == 'min' else '>'} ({b}) ? ({a}) : ({b}))"
-            if e.op == "%":
-                return f"((({a}) % ({b}) + ({b})) % ({b}))"
-            return f"({a} {e.op} {b})"
-        if isinstance(e, ir.Select):
-            return f"({self.expr(e.cond)} ? {self.expr(e.a)} : {self.expr(e.b)})"
-        if isinstance(e, ir.UnaryOp):
-            return f"({'!' if e.op == 'not' else e.op}{self.expr(e.x)})"
-        raise CodegenError(f"a grid extent cannot use {type(e).__name__}")

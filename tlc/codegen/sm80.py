@@ -31,7 +31,7 @@ class FragmentInfo:
 
 class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
     arch = "sm_80"
-    primitive_files = ("types.cuh", "copy.cuh", "layout.cuh", "mma.cuh", "reduce.cuh")
+    primitive_files = ("types.cuh", "copy.cuh", "layout.cuh", "mma.cuh", "reduce.cuh", "host_grid.cuh")
 
     def after_async_copies(self) -> None:
         """A hook after a pipelined loop's copies have landed (sm_90a fences them)."""

@@ -15,9 +15,7 @@ from typing import Callable, Sequence
 
 from ..diagnostics import TlcError
 from ..ir.nodes import BinOp, Call, Cast, Const, Expr, Select, UnaryOp, Var
-from ..schedule.sm_limits import MAX_GRID
-
-MAX_TILES = 2**31 - 1  # a persistent kernel counts its tiles in an int
+from ..schedule.sm_limits import MAX_GRID, MAX_TILES
 
 _PY_OPS = {"+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^",
            "==", "!=", "<", "<=", ">", ">=", "and", "or"}

@@ -10,6 +10,7 @@ THREADS_PER_SM = 2048
 BLOCKS_PER_SM = 32  # ptxas rejects a larger minimum in __launch_bounds__
 MAX_GRID = (2**31 - 1, 65535, 65535)  # blocks a launch's grid holds in x, y and z (at least 1 each)
 MAX_THREADS_PER_BLOCK = 1024
+MAX_TILES = 2**31 - 1  # a persistent kernel counts its tiles in an int
 
 
 def blocks_fitting(threads: int, registers: int) -> int:

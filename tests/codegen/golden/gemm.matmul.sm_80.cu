@@ -55,10 +55,17 @@ extern "C" __global__ void __launch_bounds__(256) matmul(const half* __restrict_
 }
 
 #ifndef __CUDACC_RTC__
-// Host launcher: device pointers, scalars and shape sizes; returns the launch's error code.
+// Host launcher: device pointers, scalars and shape sizes; returns the launch's error code:
+// cudaErrorInvalidValue when the grid divides by zero or overflows 64 bits,
+// cudaErrorInvalidConfiguration when the GPU cannot launch it (tl/host_grid.cuh).
 extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int M, int K, int N, cudaStream_t stream) {
-  const dim3 tl_grid(static_cast<unsigned>(((((N + 256) - 1)) >= 0 ? (((N + 256) - 1)) / (256) : -((-(((N + 256) - 1)) + (256) - 1) / (256)))), static_cast<unsigned>(((((M + 128) - 1)) >= 0 ? (((M + 128) - 1)) / (128) : -((-(((M + 128) - 1)) + (128) - 1) / (128)))), 1);
-  if (tl_grid.x == 0 || tl_grid.y == 0 || tl_grid.z == 0) return cudaSuccess;
+  tl::HostGrid tl_g;
+  const long long tl_extents[3] = {tl_g.floordiv(tl_g.sub(tl_g.add(static_cast<long long>(N), 256LL), 1LL), 256LL), tl_g.floordiv(tl_g.sub(tl_g.add(static_cast<long long>(M), 128LL), 1LL), 128LL), 1LL};
+  const long long tl_most[3] = {2147483647LL, 65535LL, 65535LL};
+  if (!tl_g.ok) return cudaErrorInvalidValue;
+  if (!tl::HostGrid::fits(tl_extents, tl_most, 0)) return cudaErrorInvalidConfiguration;
+  if (tl_extents[0] == 0 || tl_extents[1] == 0 || tl_extents[2] == 0) return cudaSuccess;  // an empty tensor
+  const dim3 tl_grid(static_cast<unsigned>(tl_extents[0]), static_cast<unsigned>(tl_extents[1]), static_cast<unsigned>(tl_extents[2]));
   cudaError_t tl_err = cudaFuncSetAttribute(matmul, cudaFuncAttributeMaxDynamicSharedMemorySize, 147456);
   if (tl_err != cudaSuccess) return tl_err;
   matmul<<<tl_grid, 256, 147456, stream>>>(A, B, C, M, K, N);
