@@ -1,4 +1,9 @@
 """Imports across files: std. and relative modules, aliases, cycles, errors inside imported files."""
+import os
+
+import pytest
+
+from file_kit import fifo, tlc
 from tlc.diagnostics import render_all
 from tlc.driver import check_file
 
@@ -21,11 +26,63 @@ def test_relative_import_of_device_function_and_constant(tmp_path):
     assert r.program.function("tw").name == "twice"
 
 
-def test_parent_relative_import(tmp_path):
+def test_parent_relative_import_inside_the_main_files_folder(tmp_path):
+    write(tmp_path, "lib/act.tl", "def relu(x: f32) -> f32:\n    return max(x, 0.0)\n")
+    write(tmp_path, "app/layer.tl", "from ..lib.act import relu\n")
+    main = write(tmp_path, "main.tl", "from .app.layer import relu\n")
+    r = check_file(main)
+    assert r.ok, render_all(r.diagnostics, r.sources)
+
+
+def test_parent_relative_import_outside_it_needs_tlc_path(tmp_path, monkeypatch):
     write(tmp_path, "lib/act.tl", "def relu(x: f32) -> f32:\n    return max(x, 0.0)\n")
     main = write(tmp_path, "app/main.tl", "from ..lib.act import relu\n")
     r = check_file(main)
+    assert render_all(r.diagnostics, r.sources) == (
+        f"{main}:1:1: error[E140]: cannot import '..lib.act': {tmp_path}/lib/act.tl is outside {tmp_path}/app, "
+        "the folder of the program's main file\n"
+        "  |\n"
+        "1 | from ..lib.act import relu\n"
+        "  | ^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+        "  = hint: relative imports reach that folder and those below it; list more folders in TLC_PATH")
+    monkeypatch.setenv("TLC_PATH", f"/nowhere{os.pathsep}{tmp_path / 'lib'}")
+    r = check_file(main)
     assert r.ok, render_all(r.diagnostics, r.sources)
+
+
+def test_relative_imports_cannot_climb_to_the_root(tmp_path):
+    """Dots past the file system's root stay at the root: still outside."""
+    main = write(tmp_path, "main.tl", "from " + "." * 64 + "etc.passwd import x\n")
+    r = check_file(main)
+    assert [(d.code, d.message) for d in r.diagnostics] == [
+        ("E140", f"cannot import '{'.' * 64}etc.passwd': /etc/passwd.tl is outside {tmp_path}, "
+                 "the folder of the program's main file")]
+
+
+def test_a_sibling_folder_with_the_same_prefix_is_outside(tmp_path):
+    """`/x/app` does not contain `/x/app2`: folders are compared whole, not as text prefixes."""
+    write(tmp_path, "app2/m.tl", "X: const = 1\n")
+    main = write(tmp_path, "app/main.tl", "from ..app2.m import X\n")
+    assert [d.code for d in check_file(main).diagnostics] == ["E140"]
+
+
+# A FIFO would block the reader and /dev/zero never ends: the check runs in a child process with
+# a time limit so that a regression fails instead of hanging.
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "directory"])
+def test_an_import_that_is_not_a_regular_file_is_refused(tmp_path, kind):
+    target = tmp_path / "other.tl"
+    {"fifo": fifo, "dev-zero": lambda p: os.symlink("/dev/zero", p), "directory": os.mkdir}[kind](target)
+    what = {"fifo": "a FIFO", "dev-zero": "a character device", "directory": "a directory"}[kind]
+    main = write(tmp_path, "main.tl", "X: const = 1\nfrom .other import f\n")
+    result = tlc("check", main)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"{main}:2:1: error[E141]: cannot import '.other': {target} is {what}, not a regular file\n"
+        "  |\n"
+        "2 | from .other import f\n"
+        "  | ^^^^^^^^^^^^^^^^^^^^\n"
+        "\n"
+        f"error: 1 error in {main}\n")
 
 
 def test_std_import():

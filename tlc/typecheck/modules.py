@@ -1,11 +1,13 @@
 """Modules and imports: module constants, the functions a file defines, `from std.x import`
-and `from .x import` across files, with cycle detection."""
+and `from .x import` across files, with cycle detection.  A relative import reaches only the
+main file's folder tree and the folders of $TLC_PATH, and reads only a regular file."""
 from __future__ import annotations
 
 import os
 from importlib import resources
 
 from ..diagnostics import DiagnosticError
+from ..files import NotRegularFile, read_regular
 from ..dtypes import DType, lookup
 from ..parser import nodes as n, parse
 from . import consteval
@@ -26,8 +28,14 @@ class ProgramLoader:
         self.modules: dict[str, ModuleEnv] = {}
         self.loading: list[str] = []
         self.defs: dict[str, tuple] = {}  # qualname -> (FunctionDef, kind, ModuleEnv, autotune)
+        self.roots: tuple[str, ...] = ()  # where relative imports may reach: set by the main file's load
 
     def load(self, ast: n.Module, key: str, base_dir: str) -> ModuleEnv:
+        if not self.roots:  # the main file: its folder, then those of TLC_PATH
+            self.roots = (os.path.abspath(base_dir), *search_path())
+        return self._load(ast, key, base_dir)
+
+    def _load(self, ast: n.Module, key: str, base_dir: str) -> ModuleEnv:
         env = ModuleEnv(ast.path, key, ast=ast)
         self.modules[key] = env
         self.loading.append(key)
@@ -102,7 +110,7 @@ class ProgramLoader:
                     self.bag.items.append(d)
                 return
             self.sources[path] = text
-            other = self.load(ast, key, os.path.dirname(path))
+            other = self._load(ast, key, os.path.dirname(path))
         for name in imp.names:
             local = name.local
             if local in env.functions or local in env.constants:
@@ -141,11 +149,19 @@ class ProgramLoader:
         key = os.path.abspath(path)
         if key in self.modules or key in self.loading:
             return key, path, self.sources.get(path, "")
+        if not any(os.path.commonpath([key, root]) == root for root in self.roots):
+            self.bag.error("E140", f"cannot import '{'.' * imp.level}{imp.module}': {key} is outside {self.roots[0]}, "
+                           "the folder of the program's main file", imp.span,
+                           "relative imports reach that folder and those below it; list more folders in TLC_PATH")
+            return None
         try:
-            with open(path, "rb") as f:
-                text = f.read().decode("utf-8")
+            text = read_regular(path).decode("utf-8")
         except FileNotFoundError:
             self.bag.error("E026", f"cannot find the module '{'.' * imp.level}{imp.module}' (looked for {path})", imp.span)
+            return None
+        except NotRegularFile as e:
+            self.bag.error("E141", f"cannot import '{'.' * imp.level}{imp.module}': {path} is {e.kind}, "
+                           "not a regular file", imp.span)
             return None
         except (OSError, UnicodeDecodeError) as e:
             self.bag.error("E026", f"cannot read the module '{'.' * imp.level}{imp.module}' ({path}): "
@@ -165,6 +181,11 @@ class ProgramLoader:
             return ScalarType(dt) if dt is not None and t.dims is None else None
 
         return [(p.name, scalar(p.annotation)) for p in fn.params], scalar(fn.returns)
+
+
+def search_path() -> tuple[str, ...]:
+    """The folders in $TLC_PATH (separated as in PATH) that relative imports may also reach."""
+    return tuple(os.path.abspath(p) for p in os.environ.get("TLC_PATH", "").split(os.pathsep) if p)
 
 
 def _short(key: str) -> str:
