@@ -117,7 +117,8 @@ def test_shape_symbols_across_tensors(gpus):
     ("i32", "int", [7, -2**31, 2**31 - 1], [2**31, 7.0, True, np.int32(7)]),
     ("u8", "unsigned char", [0, 255], [-1, 256]),
     ("bool", "bool", [True, False], [1, 0.0]),
-    ("f16", "float", [0.5, 2], [np.float16(0.5)]),
+    ("f16", "float", [0.5, 2, 65504.0, -65504], [np.float16(0.5), 65505.0, 70000, float("nan"), "1"]),
+    ("f32", "float", [3e38, 2**53], [1e39, 2**53 + 1, float("inf"), None]),
 ])
 def test_scalar_types(gpus, dtype, c_type, ok, bad):
     gpus(1)

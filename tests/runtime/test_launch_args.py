@@ -1,6 +1,7 @@
 """Checking GPU launch arguments without a GPU: NumPy arrays, duck-typed device arrays
 (`__cuda_array_interface__`) and a stand-in for PyTorch tensors.  Every mistake the interpreter
 reports is reported here in the same words; the GPU adds contiguity, devices and C types."""
+import datetime
 import sys
 import types
 
@@ -186,6 +187,10 @@ def scalar_kernel(dtype, c_type):
     ("f32", "float", np.array(1.5), np.float32(1.5)), ("f64", "double", 0.1, np.float64(0.1)),
     ("f16", "float", 0.1, np.float32(0.1)), ("bf16", "float", 3, np.float32(3.0)),
     ("bool", "bool", 1, np.bool_(True)), ("i16", "const int16_t", -3, np.int16(-3)),
+    ("bool", "bool", 0, np.bool_(False)), ("bool", "bool", np.bool_(True), np.bool_(True)),
+    ("bool", "bool", np.int8(1), np.bool_(True)), ("f32", "float", float("inf"), np.float32(np.inf)),
+    ("f16", "float", 65519.0, np.float32(65519.0)),  # rounds down to f16's largest, 65504
+    ("f32", "float", np.float16(2), np.float32(2.0)), ("f32", "float", ml_dtypes.bfloat16(2), np.float32(2.0)),
 ])
 def test_scalars_take_their_c_type(dtype, c_type, value, expected):
     bound = scalar_kernel(DTYPES[dtype], c_type).bind(dict(a=value), device=0)
@@ -198,12 +203,31 @@ def test_scalars_take_their_c_type(dtype, c_type, value, expected):
     ("u8", -1, "scalar 'a' (u8) cannot hold -1"),
     ("f32", np.ones(2), "scalar 'a' (f32) must be a number; got ndarray"),
     ("f32", "1.0", "scalar 'a' (f32) must be a number; got str"),
+    # issue #16: NumPy converted these, or Python's bool() took any number
+    ("bool", 2, "scalar 'a' (bool) cannot hold 2"),
+    ("bool", 0.5, "scalar 'a' (bool) cannot hold 0.5"),
+    ("bool", 1.0, "scalar 'a' (bool) cannot hold 1.0"),
+    ("bool", "yes", "scalar 'a' (bool) must be a number; got str"),
+    ("f32", np.str_("1.5"), "scalar 'a' (f32) must be a number; got str_"),
+    ("f32", 1 + 2j, "scalar 'a' (f32) must be a number; got complex"),
+    ("f32", np.complex64(1), "scalar 'a' (f32) must be a number; got complex64"),
+    ("f32", datetime.datetime(2020, 1, 1), "scalar 'a' (f32) must be a number; got datetime"),
+    ("f32", np.datetime64("2020-01-01"), "scalar 'a' (f32) must be a number; got datetime64"),
+    ("f32", None, "scalar 'a' (f32) must be a number; got NoneType"),
+    ("i32", np.str_("3"), "scalar 'a' (i32) must be a number; got str_"),
+    ("f32", 1e39, "scalar 'a' (f32) cannot hold 1e+39"),
+    ("f16", 70000.0, "scalar 'a' (f16) cannot hold 70000.0"),
+    ("f16", 10**6, "scalar 'a' (f16) cannot hold 1000000"),
+    ("f32", 2**1024, f"scalar 'a' (f32) cannot hold {2**1024}"),
+    ("i32", float("nan"), "scalar 'a' (i32) cannot hold nan"),
+    ("u8", np.uint16(256), "scalar 'a' (u8) cannot hold np.uint16(256)"),
 ])
 def test_scalar_errors_match_the_interpreter(dtype, value, message):
     with pytest.raises(ArgumentError) as interp:
         run_kernel(kernel([scalar("a", DTYPES[dtype])], []), dict(a=value))
     with pytest.raises(LaunchArgumentError) as gpu:
-        scalar_kernel(DTYPES[dtype], DTYPES[dtype].c_type).bind(dict(a=value), device=0)
+        c_type = "float" if dtype in ("f16", "bf16") else DTYPES[dtype].c_type  # as codegen passes them
+        scalar_kernel(DTYPES[dtype], c_type).bind(dict(a=value), device=0)
     assert str(gpu.value) == str(interp.value) == message
 
 

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..diagnostics import TlcError
-from ..dtypes import DType, from_numpy
+from ..dtypes import from_numpy
 from ..ir.nodes import Kernel, Param
 from .numerics import np_dtype
 from ..ir.walk import written_names
+from ..scalars import ScalarError, scalar_value
 
 
 class InterpError(TlcError):
@@ -47,26 +48,10 @@ def written_tensors(kernel: Kernel) -> set[str]:
 
 
 def _scalar(p: Param, value):
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value[()]
-    if not isinstance(value, (bool, int, float, np.generic)):
-        raise ArgumentError(f"scalar '{p.name}' ({p.dtype}) must be a number; got "
-                            f"{type(value).__name__}")
-    dt: DType = p.dtype
     try:
-        if dt.is_int:
-            if not isinstance(value, (bool, int, np.integer, np.bool_)):
-                f = float(value)
-                if not f.is_integer():
-                    raise ArgumentError(f"scalar '{p.name}' ({dt}) cannot hold {value!r}")
-                value = f
-            value = int(value)
-            info = np.iinfo(np_dtype(dt))
-            if not info.min <= value <= info.max:
-                raise OverflowError
-        return np_dtype(dt).type(value)
-    except (OverflowError, ValueError):
-        raise ArgumentError(f"scalar '{p.name}' ({dt}) cannot hold {value!r}") from None
+        return np_dtype(p.dtype).type(scalar_value(p.dtype, value))
+    except ScalarError as e:
+        raise ArgumentError(f"scalar '{p.name}' ({p.dtype}) {e}") from None
 
 
 def bind(kernel: Kernel, args: dict) -> Bound:

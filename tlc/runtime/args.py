@@ -23,6 +23,7 @@ from ..diagnostics import TlcError
 from ..dtypes import DTYPES, DType, from_numpy
 from ..ir.nodes import Kernel
 from ..ir.walk import written_names
+from ..scalars import ScalarError, float_limit, scalar_value
 from .device_array import DeviceArray
 
 I32_MAX = 2**31 - 1
@@ -151,51 +152,42 @@ _C_SCALARS = {
 def scalar_converter(name: str, dt: DType, c_type: str) -> Callable:
     """`convert(value) -> (C value, Python value)` for a scalar param: the C value has the
     parameter's C type (CuPy would pass a bare int as `long long`), the Python value feeds the
-    grid.  Integers must fit the dtype and floats given for integers must be whole."""
+    grid.  What is accepted is `tlc.scalars`'s; a plain Python number of the dtype's kind
+    inside its range skips every other test."""
     c_type = " ".join(c_type.replace("const", " ").split())
     ctor = _C_SCALARS.get(c_type)
     if ctor is None:
         raise LaunchContractError(f"scalar '{name}' has the C type '{c_type}', which the launcher "
                                   f"does not know (a tlc bug)")
 
-    def bad(value) -> LaunchArgumentError:
-        return LaunchArgumentError(f"scalar '{name}' ({dt}) cannot hold {value!r}")
-
-    def number(value):
-        if isinstance(value, np.ndarray) and value.ndim == 0:
-            value = value[()]
-        if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
-            raise LaunchArgumentError(f"scalar '{name}' ({dt}) must be a number; got {type(value).__name__}")
-        return value
+    def checked(value):
+        try:
+            return scalar_value(dt, value)
+        except ScalarError as e:
+            raise LaunchArgumentError(f"scalar '{name}' ({dt}) {e}") from None
 
     if dt.is_int:
         info = np.iinfo(dt.numpy())
         lo, hi = int(info.min), int(info.max)
 
         def convert(value):
-            if type(value) is not int:  # the common case skips every other test
-                value = number(value)
-                if isinstance(value, (float, np.floating)):
-                    if not float(value).is_integer():
-                        raise bad(value)
-                value = int(value)
-            if not lo <= value <= hi:
-                raise bad(value)
+            if type(value) is not int or not lo <= value <= hi:
+                value = checked(value)
             return ctor(value), value
         return convert
 
     if dt.is_bool:
         def convert(value):
-            value = bool(number(value))
+            if type(value) is not bool:
+                value = checked(value)
             return ctor(value), value
         return convert
 
+    limit = float_limit(dt)
+
     def convert(value):  # floats, f16 and bf16 passed as C float
-        if type(value) is not float:
-            try:
-                value = float(number(value))
-            except OverflowError:  # an int beyond any float
-                raise bad(value) from None
+        if type(value) is not float or not -limit <= value <= limit:
+            value = checked(value)
         return ctor(value), value
     return convert
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from .args import I32_MAX, _C_SCALARS
 from ..ir.nodes import Const
+from ..scalars import float_limit
 from ..schedule.sm_limits import MAX_GRID
 from .grid import compile_function, grid_source
 
@@ -91,9 +92,11 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
             elif dt.is_bool:
                 lines.append(_any_fails([f"type(a{j}) is not bool"]))
             else:
-                # ints beyond 2**53 take the general path, which reports what a float cannot hold
-                lines.append(_any_fails([f"type(a{j}) is not float and not (type(a{j}) is int and "
-                                         f"-9007199254740992 <= a{j} <= 9007199254740992)"]))
+                # a number beyond what the dtype holds (or beyond 2**53, or NaN) takes the general
+                # path, which accepts or refuses it as `tlc.scalars` says
+                limit, whole = float_limit(dt), int(min(float_limit(dt), 2.0**53))
+                lines.append(_any_fails([f"(type(a{j}) is not float or not {-limit!r} <= a{j} <= {limit!r}) and "
+                                         f"(type(a{j}) is not int or not {-whole} <= a{j} <= {whole})"]))
             values[a.name] = f"a{j}"
             # a scalar usually repeats from launch to launch: keep its C value (a NumPy scalar
             # costs as much to make as the rest of this function); 0.0 is never kept, because
