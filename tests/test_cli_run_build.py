@@ -30,9 +30,10 @@ def run_gemm(*args):
     return tlc("run", GEMM, "-k", "matmul", "--target", "cpu", *args)
 
 
-def assert_error(result, message: str):
-    """Exit status 1, nothing on stdout, exactly `message` (one line) on stderr."""
-    assert (result.exit_code, result.stdout, result.stderr) == (1, "", message + "\n"), result.output
+def assert_error(result, message: str, status: int = 1):
+    """Exit status 1 (2 for a file that cannot be written), nothing on stdout, exactly `message`
+    (one line) on stderr."""
+    assert (result.exit_code, result.stdout, result.stderr) == (status, "", message + "\n"), result.output
     assert "\n" not in message
 
 
@@ -121,14 +122,14 @@ def test_run_out_file_has_the_permissions_the_umask_allows(tmp_path):
 def test_run_out_into_a_missing_folder_is_an_error(tmp_path):
     folder = tmp_path / "nope"
     result = run_gemm("--shape", "M=3,N=4,K=5", "--out", f"C={folder / 'c.npy'}")
-    assert_error(result, f"error: --out: cannot write into {folder}: No such file or directory")
+    assert_error(result, f"error: --out: cannot write into {folder}: No such file or directory", status=2)
 
 
 def test_run_out_onto_a_folder_is_an_error_and_leaves_no_temporary_file(tmp_path):
     folder = tmp_path / "d"
     folder.mkdir()
     result = run_gemm("--shape", "M=3,N=4,K=5", "--out", f"C={folder}")
-    assert_error(result, f"error: --out: cannot write {folder}: Is a directory")
+    assert_error(result, f"error: --out: cannot write {folder}: Is a directory", status=2)
     assert os.listdir(tmp_path) == ["d"] and os.listdir(folder) == []
 
 

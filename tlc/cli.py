@@ -1,8 +1,9 @@
 """The `tlc` command line: thin click commands over the driver (LANGUAGE.md section 7).
 
 Owns parsing options, choosing stdout or stderr and the exit status: 0 clean, 1 the program
-has errors, 2 a usage error (bad option, missing file), 3 an internal compiler error.  It
-decides nothing about compiling; every message it prints was rendered by `tlc.diagnostics`.
+has errors, 2 a usage error (bad option, a file that cannot be read or written), 3 an internal
+compiler error.  It decides nothing about compiling; every message it prints was rendered by
+`tlc.diagnostics`.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import click
 from . import __version__
 from .diagnostics import DiagnosticError, TlcError, render_all, to_json_lines
 from .driver import SourceError, check_file
+from .files import FileError, write_all
 
 EXIT_DIAGNOSTICS = 1
 EXIT_USAGE = 2
@@ -25,7 +27,7 @@ def _reported_errors():
     """Turn every exception into a message and an exit status; only a bug shows a traceback."""
     try:
         yield
-    except SourceError as e:
+    except (SourceError, FileError) as e:
         _fail(EXIT_USAGE, f"error: {e}")
     except DiagnosticError as e:
         _fail(EXIT_DIAGNOSTICS, render_all(e.diagnostics, e.sources))
@@ -129,14 +131,12 @@ def build(file, kernels, defines, arch, emit, shapes, output, header, no_line_di
         result, head = runner.build(file, kernels=kernels, defines=defines, arch=arch, emit=emit,
                                     header=output or bool(header), line_directives=not no_line_directives,
                                     shapes=shapes)
-        if output:
-            runner.write_atomically(output, result)
-            click.echo(f"wrote {output}", err=True)
-        else:
+        written = [(path, text) for path, text in ((output, result), (header, head)) if path]
+        write_all(written)  # both or neither
+        if not output:
             click.echo(result, nl=False)
-        if header:
-            runner.write_atomically(header, head)
-            click.echo(f"wrote {header}", err=True)
+        for path, _ in written:
+            click.echo(f"wrote {path}", err=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,13 +1,11 @@
 """Inputs and outputs of `tlc run`: arrays from `.npy` files or numbers, random arrays shaped
-by `--shape`, outputs written atomically, and a one-line summary of an array.
+by `--shape`, outputs as .npy bytes (`tlc.files.write_all` writes them), and a one-line summary
+of an array.
 
 Owns every error a user can make with them (a missing shape symbol, an unreadable file, a
 wrong dtype or rank), each naming the parameter; no output file is ever left half-written.
 """
 from __future__ import annotations
-
-import os
-import tempfile
 
 import numpy as np
 
@@ -136,36 +134,13 @@ def random_array(rng, shape: tuple, dtype: DType) -> np.ndarray:
     return rng.standard_normal(shape).astype(np.float32).astype(dtype.numpy())
 
 
-def write_npy(path: str, array: np.ndarray) -> None:
+def npy_bytes(array: np.ndarray) -> bytes:
+    """`array` as the bytes of a .npy file (written by the caller, see tlc.files.write_all)."""
     import io
 
     buf = io.BytesIO()
     np.save(buf, array, allow_pickle=False)
-    try:
-        write_atomically(path, buf.getvalue())
-    except TlcError as e:
-        raise InputError(f"--out: {e}") from None
-
-
-def write_atomically(path: str, content) -> None:
-    """Write to a temporary file beside `path`, then rename it over `path`: a reader never sees
-    half a file, and a failure leaves what was there.  The file gets the mode a plain open()
-    would give it (0666 less the umask), not mkstemp's 0600."""
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".tlc-", dir=folder)
-    except OSError as e:
-        raise TlcError(f"cannot write into {folder}: {e.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(content if isinstance(content, bytes) else content.encode())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except OSError as e:
-        os.unlink(tmp)
-        raise TlcError(f"cannot write {path}: {e.strerror}") from None
+    return buf.getvalue()
 
 
 def summary(name: str, array: np.ndarray) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import inputs, ir
+from . import files, inputs, ir
 from .diagnostics import TlcError
 from .schedule import bind_constants
 
@@ -62,9 +62,7 @@ def run(k, *, ins=(), shapes=(), outs=(), defines=(), check=False, bench=False, 
     for name in written:
         if name not in out_paths:
             report.lines.append(inputs.summary(name, values[name]))
-    for name, path in out_paths.items():
-        inputs.write_npy(path, values[name])
-        report.lines.append(f"wrote {name} to {path}")
+    write_outputs({name: (path, values[name]) for name, path in out_paths.items()}, report)
     return report
 
 
@@ -85,8 +83,7 @@ def _run_tile_op(k, report: Report, constants: dict, values: dict, out_paths: di
         want = k.run_on_interpreter(values, constants)
         _report_check(report, _relative_error(got, want), TILE_OP_RESULT, k.fn.returns.dtype.name)
     if TILE_OP_RESULT in out_paths:
-        inputs.write_npy(out_paths[TILE_OP_RESULT], got)
-        report.lines.append(f"wrote {TILE_OP_RESULT} to {out_paths[TILE_OP_RESULT]}")
+        write_outputs({TILE_OP_RESULT: (out_paths[TILE_OP_RESULT], got)}, report)
     else:
         report.lines.append(inputs.summary(TILE_OP_RESULT, got))
     return report
@@ -201,4 +198,10 @@ def build(file: str, *, kernels=(), defines=(), arch="sm_80", emit="cu", header=
     return (out.binary.decode() if emit == "ptx" else out.binary), head
 
 
-write_atomically = inputs.write_atomically
+def write_outputs(arrays: dict, report: Report) -> None:
+    """`--out`: every array written as .npy, or none (see tlc.files.write_all)."""
+    try:
+        files.write_all([(path, inputs.npy_bytes(array)) for path, array in arrays.values()])
+    except files.FileError as e:
+        raise files.FileError(f"--out: {e}") from None
+    report.lines.extend(f"wrote {name} to {path}" for name, (path, _) in arrays.items())
