@@ -2,7 +2,8 @@
 - the transpile time of examples/gemm.tl (parse -> CUDA C; goal < 20 ms), the cold compile
   (transpile + NVRTC; goal < 0.8 s), the cache-hit load (goal < 5 ms);
 - the per-launch host overhead of a tiny kernel with 3 arrays and 3 scalars through the tlc
-  API against a bare CuPy RawKernel launch with the same arguments (goal: within 1 us).
+  API against a bare CuPy RawKernel launch with the same arguments (goal: within 1 us), each
+  launch's result checked first.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 import tlc
+from tlc.timing import Checked, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 GEMM = str(ROOT / "examples" / "gemm.tl")
@@ -39,6 +41,9 @@ def report(results: dict) -> None:
           f"the default (wgmma) kernel: {results['cold_compile_default_ms']:.0f} ms more")
     print(f"cache-hit load: {results['cache_hit_load_ms']:.1f} ms (goal < 5): parse + check "
           f"{results['load_check_ms']:.1f} ms, the compiled kernel from the cache {results['cache_hit_kernel_ms']:.1f} ms")
+    if "launch_wrong" in results:
+        print(f"launch: not timed, a launch computed the wrong result: {results['launch_wrong']}")
+        return
     print(f"launch: tlc {results['launch_us_tlc']:.2f} us, RawKernel {results['launch_us_rawkernel']:.2f} us, "
           f"overhead {results['launch_overhead_us']:+.2f} us (goal within 1)")
 
@@ -95,8 +100,13 @@ def launch_overhead(results: dict) -> None:
     src = mod.tiny.cuda_source(arch="sm_80")
     raw = cp.RawKernel(src, "tiny", options=("--std=c++17",))
     args = (x, y, z, np.float32(1.0), np.float32(2.0), np.int32(3), np.int32(n))
-    raw((1,), (32,), args)
-    cp.cuda.Device().synchronize()
+    # both launches must compute z = x + 2y + 3 (= 6): a launch whose arguments do not match
+    # the kernel's parameters would time something else
+    for name, launch in (("tlc", lambda: mod.tiny(x, y, z, 1.0, 2.0, 3)), ("RawKernel", lambda: raw((1,), (32,), args))):
+        verdict = verify(Checked(launch, cp.full(32, 6.0, cp.float32), 0.0, 0.0, out=z[:32]))
+        if not verdict.ok:
+            results["launch_wrong"] = f"{name}: {verdict.why}"
+            return
     reps = 20000
 
     def loop_tlc():
