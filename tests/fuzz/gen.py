@@ -31,6 +31,7 @@ class Param:
     dtype: str
     shape: tuple = ()  # symbols (str) or ints
     output: bool = False
+    annot: str = ""  # the dtype as written, when it is a dtype parameter (T)
 
 
 @dataclass
@@ -49,7 +50,7 @@ class KernelCase:
 
         args = []
         for p in self.params:
-            npdt = lookup(p.dtype).numpy
+            npdt = lookup(p.dtype).numpy()
             if p.role == "scalar":
                 if p.dtype in FLOATS:
                     args.append(float(np.round(rng.uniform(-2, 2), 3)))
@@ -278,8 +279,10 @@ class Builder:
     def kernel(self) -> None:
         r = self.r
         pick = r.random()
-        if pick < 0.30:
+        if pick < 0.22:
             self.elementwise_kernel()
+        elif pick < 0.34:
+            self.statement_kernel()
         elif pick < 0.50:
             self.gemm_kernel()
         elif pick < 0.70:
@@ -310,8 +313,8 @@ class Builder:
             if p.role == "scalar":
                 parts.append(f"{p.name}: {p.dtype}")
             else:
-                parts.append(f"{p.name}: {p.dtype}[{', '.join(str(d) for d in p.shape)}]")
-        parts += [f"{k}: const = {v}" for k, v in constants.items()]
+                parts.append(f"{p.name}: {p.annot or p.dtype}[{', '.join(str(d) for d in p.shape)}]")
+        parts += [f"{k}: dtype = {v[1]}" if isinstance(v, tuple) else f"{k}: const = {v}" for k, v in constants.items()]
         return ", ".join(parts)
 
     def _pass_constants(self, constants: dict) -> dict:
@@ -407,6 +410,51 @@ class Builder:
         consts_all = dict(consts)
         self.emit_kernel(name, params, consts_all, grid, bind, threads, body, sizes)
 
+    def statement_kernel(self) -> None:
+        """Control flow and the statements around tiles: a dtype parameter, slices, shared
+        staging, runtime loops with break/continue, if/elif/else around tile statements,
+        fill/clear, sync, guarded element reads of global tensors, atomics, 3-D grids."""
+        r = self.r
+        name = self.name("st")
+        dt = r.choice(["f32", "f16", "bf16", "f64"])
+        consts = {"BM": r.choice([1, 2, 4, 8]), "BN": r.choice([16, 32, 64, 128]), "T": ("dtype", r.choice(FLOATS))}
+        sizes = {"M": r.choice([1, 5, 16, 33]), "N": r.choice([1, 7, 64, 130])}
+        params = [Param("x", "tensor", dt, ("M", "N"), annot="T"), Param("out", "tensor", dt, ("M", "N"), True, "T"),
+                  Param("cnt", "tensor", "i32", (1,), True), Param("s0", "scalar", "f32"), Param("n0", "scalar", "i32")]
+        threads = r.choice([32, 64, 128, 256])
+        dims = r.choice([2, 2, 3])
+        grid = "cdiv(N, BN), cdiv(M, BM)" + (", 1" if dims == 3 else "")
+        bind = "(bx, by)" if dims == 2 else "(bx, by, bz)"
+        if r.random() < 0.3:
+            threads = f"{threads}, blocks_per_sm={r.choice([0, 1, 2, 4])}"
+        sliced = r.random() < 0.5
+        region = "x[by * BM:by * BM + BM, bx * BN:bx * BN + BN]" if sliced else "x[by * BM, bx * BN]"
+        body = ["a = shared(T[BM, BN])", "f = fragment(f32[BM, BN])", "g = fragment(f32[BM])"]
+        body += [f"copy({region}, a)", "copy(a, f)", "acc = 0.0"]
+        loop = r.choice(["range(n0)", "range(1, n0 + 2, 2)", "unroll(4)", "range(3)"])
+        body.append(f"for t in {loop}:")
+        if r.random() < 0.5 and "unroll" not in loop:  # an unrolled loop's trip count is fixed (E042)
+            body += ["    if t > 5:", "        break"]
+        if r.random() < 0.5 and "unroll" not in loop:
+            body += ["    if t % 2 == 1:", "        continue"]
+        body.append(f"    acc {r.choice(['+=', '-=', '*='])} f32(t) * {r.choice(['0.5', 's0', '1.0'])}")
+        e = self.exprs([("f[i, j]", "f32"), ("acc", "f32"), ("s0", "f32")], [("n0", "i32"), ("i", "i32"), ("j", "i32")])
+        cond = r.choice(["s0 > 0.0", "n0 > 3", "acc >= 1.0", "bx == 0"])
+        body += [f"if {cond}:", "    for i, j in parallel(BM, BN):", f"        f[i, j] = {e.float('f32', self.depth())}"]
+        if r.random() < 0.5:
+            body += ["elif n0 > 2:", f"    fill(f, {e.literal('f32')})"]
+        body += ["else:", "    clear(f)" if r.random() < 0.5 else "    fill(f, acc)"]
+        if r.random() < 0.3:
+            body.append("sync()")
+        body += [f"reduce_{r.choice(['sum', 'max', 'min', 'absmax'])}(f, g, dim=1)"]
+        guard = "by * BM + i < M and bx * BN + j < N"
+        body += ["for i, j in parallel(BM, BN):", f"    if {guard}:"]
+        if r.random() < 0.5:
+            body.append(f"        f[i, j] = f[i, j] + g[i] * 0.0 + f32(x[by * BM + i, bx * BN + j]) * {e.literal('f32')}")
+        body.append("        atomic_add(cnt[0], 1)")
+        body.append("copy(f, out[by * BM, bx * BN])")
+        self.emit_kernel(name, params, consts, grid, bind, threads, body, sizes)
+
     def gemm_kernel(self) -> None:
         r = self.r
         name = self.name("mm")
@@ -421,6 +469,9 @@ class Builder:
             bk = r.choice([32, 64])
         threads = r.choice([32, 64, 128, 128, 256])
         stages = r.choice([1, 2, 3, 4])
+        size = {"f32": 4, "tf32": 4}.get(kind, 1 if kind in ("i8", "f8") else 2)
+        while stages > 1 and (bm + bn) * bk * size * stages > 160 * 1024:  # sm_80's shared memory (E070)
+            stages -= 1
         loop = r.choice(["pipelined", "pipelined", "range", "unroll"])
         sizes = {"M": r.choice([16, 33, 64, 100]), "N": r.choice([16, 40, 64, 128]), "K": r.choice([16, 32, 48, 96, 130])}
         if loop == "unroll":

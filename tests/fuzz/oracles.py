@@ -102,8 +102,9 @@ def interp_cases(text: str, path: str, cases) -> Outcome | None:
     mod = compile_source(text, target="cpu", path=path)
     with np.errstate(all="ignore"):
         for case in cases:
+            args = case.inputs()
             try:
-                getattr(mod, case.name)(*case.inputs(), **case.constants)
+                getattr(mod, case.name)(*args, **case.constants)
             except TlcError as e:
                 return Outcome("interp-diag", f"interp:{case.name}", str(e)[:2000], ["TlcError"])
             except Exception:  # noqa: BLE001
