@@ -172,3 +172,20 @@ def test_the_bench_helper_records_and_says_the_wrong_ones(monkeypatch, ref, caps
     assert ms == {"good": 1.0} and list(record["wrong"]) == ["bad"] and record["rel_err"]["bad"] == 2.0
     assert "!! bad: not timed: WRONG: 64 of 64 elements" in capsys.readouterr().out
     assert checks.us(ms, "bad") == "WRONG (not timed)" and np.isnan(checks.ratio(ms, "bad", "good"))
+
+
+CASTS = {"float", "half", "double", "bfloat16", "to", "contiguous", "clone", "astype"}
+
+
+def test_no_timed_call_in_the_benchmarks_casts_or_copies():
+    """A contender is a lambda in bench/ (a vendor call, a std kernel): a cast or copy inside it
+    (fusion's eager F.linear once cast its bias on every call) is timed as the contender's own
+    work.  Casts happen once, outside; the references are built outside the lambdas too."""
+    import ast
+
+    found = []
+    for path in sorted((Path(__file__).resolve().parents[1] / "bench").glob("*.py")):
+        for fn in (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Lambda)):
+            found += [f"{path.name}:{c.lineno} .{c.func.attr}()" for c in ast.walk(fn.body)
+                      if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in CASTS]
+    assert found == []
