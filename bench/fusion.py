@@ -106,9 +106,16 @@ def variants(op, key: str, args: tuple, ref, tol: dict) -> dict:
     allocated once, checked against `ref`."""
     out = {}
     for r in VARIANTS[key]:
-        launch, result = op.with_rules(**r).prepare(*args)
+        try:
+            launch, result = op.with_rules(**r).prepare(*args)
+        except Exception as e:  # a variant that cannot be built is reported by its check, and the others run
+            launch, result = (lambda e=e: _raise(e)), None
         out[variant_name(r)] = Checked(launch, ref, out=result, **tol)
     return out
+
+
+def _raise(e: Exception):
+    raise e
 
 
 def best_variant(t: dict) -> str | None:
