@@ -46,11 +46,9 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
     """The kernel `name` of a program (its files' texts in `sources`) with `constants`, compiled
     for GPU `device`: from the cache by a key of what it is compiled from (no scheduling, code
     generation or NVRTC on a hit), else `build(arch)` -> (ir.Kernel, GeneratedKernel), compiled
-    and stored.  The entry is a pickle of tlc's own IR and the binary, in the user's own cache
-    directory (the trust model of every compiler cache: Triton's, CUDA's)."""
-    import pickle
-
-    from . import compile as c
+    and stored.  The entry is a pickle of tlc's own IR and the binary, loaded by `ir_pickle`,
+    which builds tlc's data classes and nothing else: a planted entry cannot run code."""
+    from . import compile as c, ir_pickle
 
     require_cuda()
     arch = target_arch(device)
@@ -60,13 +58,13 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
     blob = cache.load(key)
     if blob is not None:
         try:
-            kernel, generated, binary, built_arch = pickle.loads(blob)
+            kernel, generated, binary, built_arch = ir_pickle.loads(blob)
             return CompiledKernel(kernel, generated, binary, built_arch)
         except Exception:  # noqa: BLE001 - an entry from another tlc, or damaged: rebuild it
             pass
     kernel, generated = build(arch)
     compiled = compile_kernel(kernel, generated, cache=cache)
-    cache.store(key, generated.source, pickle.dumps((kernel, generated, compiled.binary, compiled.arch)))
+    cache.store(key, generated.source, ir_pickle.dumps((kernel, generated, compiled.binary, compiled.arch)))
     return compiled
 
 
