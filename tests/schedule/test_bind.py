@@ -1,4 +1,6 @@
 """Binding constants from -D / keywords: names, types, and errors blamed on the constant."""
+import numpy as np
+
 from tlc.dtypes import BF16
 from tlc.schedule.bind import parse_value
 from kit import GEMM, schedule_error, scheduled
@@ -46,3 +48,12 @@ def test_a_tile_op_is_not_one_kernel():
 def test_not_a_kernel():
     assert schedule_error(GEMM, "nothing") == (
         "error[E066]: no kernel named 'nothing' in s.tl\n  = hint: its kernels are: matmul")
+
+
+def test_a_constant_takes_a_number_of_its_kind():
+    """Issue #16: None (and a bool, a complex number, a list) for an integer constant was bound
+    and failed later, or not at all; NumPy integers are integers."""
+    for value, shown in [(None, "None"), (True, "True"), (2 + 0j, "(2+0j)"), ([64], "[64]")]:
+        assert schedule_error(GEMM, "matmul", {"BM": value}).splitlines()[0] == (
+            f"s.tl:4:28: error[E065]: the constant 'BM' takes an integer, not {shown}")
+    assert dict(scheduled(GEMM, "matmul", {"BM": np.int64(64)}).constants)["BM"] == 64

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from ..diagnostics import Diagnostic, DiagnosticError
 from ..dtypes import DType, lookup
+from ..scalars import number_kind
 from ..typecheck import CheckedFunction, CheckedProgram, specialize
+from ..typecheck.consteval import LARGEST, RANGE_HINT, SMALLEST
 from ..typecheck.env import did_you_mean
 
 
@@ -16,6 +18,8 @@ def parse_value(text: str):
         return True
     if t in ("False", "false"):
         return False
+    if len(t) > 40 and t.lstrip("+-").isdigit():
+        return LARGEST + 1  # too large either way, and beyond what int() converts when very long
     try:
         return int(t, 0)
     except ValueError:
@@ -48,12 +52,16 @@ def bind_constants(program: CheckedProgram, fn: CheckedFunction, values: dict) -
                                          p.span))
                 continue
         else:
-            default = p.value
-            if isinstance(value, (str, DType)) or isinstance(value, float) and isinstance(default, int) \
-                    and not isinstance(default, bool):
-                kind = "an integer" if isinstance(default, int) and not isinstance(default, bool) else \
-                    "a bool" if isinstance(default, bool) else "a number"
+            value = _constant_value(p.value, value)
+            if value is None:
+                kind = "a bool" if isinstance(p.value, bool) else "an integer" if isinstance(p.value, int) else "a number"
                 errors.append(Diagnostic("E065", f"the constant '{name}' takes {kind}, not {raw!r}", p.span))
+                continue
+            if isinstance(value, int) and not SMALLEST <= value <= LARGEST:
+                text = raw if isinstance(raw, str) else str(value)
+                shown = text if len(text) <= 40 else f"a number of {len(text.lstrip('+-'))} digits"
+                errors.append(Diagnostic("E150", f"constant too large: '{name}' is given {shown}, which does not fit "
+                                         "in 64 bits", p.span, RANGE_HINT))
                 continue
         bindings[name] = value
     if errors:
@@ -64,12 +72,24 @@ def bind_constants(program: CheckedProgram, fn: CheckedFunction, values: dict) -
         raise DiagnosticError([_blame_constant(d, fn, bindings) for d in e.diagnostics], program.sources) from None
 
 
+def _constant_value(default, value):
+    """`value` as the Python number a constant with `default` takes (NumPy numbers converted),
+    or None when it is not one: a bool constant takes a bool, 0 or 1; an integer constant an
+    integer (not a bool); a float constant an integer or a float."""
+    kind = number_kind(value)
+    if isinstance(default, bool):
+        return bool(value) if kind == "bool" or kind == "int" and value in (0, 1) else None
+    if isinstance(default, int):
+        return int(value) if kind == "int" else None
+    return int(value) if kind == "int" else float(value) if kind == "float" else None
+
+
 def _blame_constant(d: Diagnostic, fn: CheckedFunction, bindings: dict) -> Diagnostic:
     """An error that only a bound value causes is shown at the constant, naming the value."""
     if not bindings:
         return d
     shown = ", ".join(f"{k}={v}" for k, v in bindings.items())
-    if d.code in ("E061", "E031", "E037", "E036", "E038") and len(bindings) == 1:
+    if d.code in ("E061", "E031", "E037", "E036", "E038", "E150", "E154") and len(bindings) == 1:
         name = next(iter(bindings))
         p = fn.param(name)
         return Diagnostic(d.code, f"with {shown}: {d.message}", p.span if p is not None else d.span,
