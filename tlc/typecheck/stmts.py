@@ -2,9 +2,12 @@
 statements and allocations are in `tiles.py`."""
 from __future__ import annotations
 
+from dataclasses import fields
+
 from ..dtypes import I32
 from ..parser import nodes as n
 from ..parser.nodes import replace  # dataclasses.replace, faster
+from ..schedule.sm_limits import MAX_GRID
 from . import rules
 from .builtins import ALLOCATORS, LOOPS, TILE_STATEMENTS
 from .env import BLOCK, LOCAL, LOOP, Scope, Symbol
@@ -299,6 +302,8 @@ class StmtChecker:
         args = tuple(self.integer(a, "a grid dimension") for a in ctx.args)
         if not 1 <= len(ctx.args) <= 3:
             self.error("E050", f"grid(...) takes 1 to 3 dimensions, {len(ctx.args)} given", ctx.span)
+        for axis, a, most in zip("xyz", ctx.args, MAX_GRID):
+            self.grid_dimension(a, axis, most)
         threads = [k for k in ctx.keywords if k.name == "threads"]
         for k in ctx.keywords:
             if k.name not in ("threads", "blocks_per_sm"):
@@ -329,3 +334,28 @@ class StmtChecker:
         targets = tuple(replace(t, ty=ScalarType(I32)) for t in s.targets)
         ctx = replace(self.statement_call(replace(ctx, args=args)), ty=BuiltinRef("grid"))
         return replace(s, context=ctx, targets=targets, body=body)
+
+    def grid_dimension(self, e, axis: str, most: int) -> None:
+        """E130: a constant grid dimension that no GPU launches; E131: one that divides by a
+        constant zero (the launch would fail on every call)."""
+        v = self.const_value(e, "a grid dimension", required=False)
+        if isinstance(v, int) and not isinstance(v, bool):
+            if not 1 <= v <= most:
+                self.error("E130", f"grid dimension {axis} is {v}; the GPU launches 1 to {most} blocks in it", e.span)
+            return
+        stack = [e]
+        while stack:  # no recursion: a grid dimension can be a long expression
+            x = stack.pop()
+            if isinstance(x, n.BinOp) and x.op in ("/", "//", "%"):
+                divisor = x.right
+            elif isinstance(x, n.Call) and isinstance(x.func, n.Name) and x.func.id == "cdiv" and len(x.args) == 2:
+                divisor = x.args[1]
+            else:
+                divisor = None
+            if divisor is not None and self.const_value(divisor, "a divisor", required=False) == 0:
+                self.error("E131", f"grid dimension {axis} divides by zero", divisor.span)
+                return
+            for f in fields(x):
+                if f.name not in ("span", "ty"):
+                    v = getattr(x, f.name)
+                    stack.extend(c for c in (v if isinstance(v, tuple) else (v,)) if hasattr(c, "span"))
