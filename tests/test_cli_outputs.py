@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -13,7 +15,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from file_kit import fifo, is_char_device, is_fifo, tlc as tlc_process
+from file_kit import LIMIT_S, fifo, is_char_device, is_fifo, tlc as tlc_process
 from tlc import cli, files
 
 VECTOR_ADD = str(Path(__file__).resolve().parents[1] / "examples" / "vector_add.tl")
@@ -77,6 +79,21 @@ def test_build_into_a_fifo_writes_through_it(tmp_path):
     assert result.returncode == 0, result.stderr
     assert is_fifo(pipe)
     assert got and got[0] == build().stdout and "__global__" in got[0]
+
+
+def test_build_to_dev_stdout_writes_through_the_descriptor(tmp_path):
+    """Into a pipe (was: 'cannot write into /proc/PID/fd'), and into a file the shell opened for
+    appending (>>), whose text before stays."""
+    want = build().stdout
+    result = tlc_process("build", VECTOR_ADD, "-o", "/dev/stdout")
+    assert (result.returncode, result.stdout) == (0, want), result.stderr
+    log = tmp_path / "log.cu"
+    log.write_text("// before\n")
+    with open(log, "a") as out:
+        result = subprocess.run([sys.executable, "-m", "tlc.cli", "build", VECTOR_ADD, "-o", "/dev/stdout"],
+                                stdout=out, stderr=subprocess.PIPE, text=True, timeout=LIMIT_S)
+    assert result.returncode == 0, result.stderr
+    assert log.read_text() == "// before\n" + want
 
 
 def test_a_read_only_file_is_not_replaced(tmp_path):

@@ -5,13 +5,14 @@ Owns two rules.  Reading: only a regular file is read; a FIFO, a device, a direc
 is opened without blocking and checked on its descriptor (`fstat`), not by a name that could
 change between the check and the open.  Writing: a set of outputs is written all or none; a
 regular (or missing) target gets a temporary file beside it that is renamed over it, so a reader
-never sees half a file; a device or a pipe (`/dev/null`, `/dev/stdout`, a FIFO) is written in
-place and stays what it is; a read-only file or a directory is refused.  Every failure is a
+never sees half a file; a device or a pipe (`/dev/null`, a FIFO) is written in place and stays
+what it is, and `/dev/stdout` (or `/dev/fd/N`) is written through the descriptor itself; a read-only file or a directory is refused.  Every failure is a
 `FileError` naming the file.
 """
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
 
@@ -98,8 +99,13 @@ def write_all(outputs) -> None:
 
 def _writable_target(path: str) -> str | None:
     """Where the temporary file of `path` is renamed to (the file a symbolic link points at, so
-    the link stays), or None for a device or a pipe, which is written in place."""
+    the link stays), or None for a device, a pipe or a descriptor of this process, which are
+    written in place."""
+    if _inherited_fd(path) is not None:
+        return None
     target = os.path.realpath(path) if os.path.islink(path) else path
+    if target.startswith("/proc/"):  # a link only the kernel can resolve (a pipe:[...], say)
+        return None
     try:
         info = os.stat(target)
     except FileNotFoundError:
@@ -141,9 +147,23 @@ def _stage(path: str, target: str, data: bytes) -> str:
     return tmp
 
 
+_INHERITED = re.compile(r"/dev/(stdout|stderr|fd/(\d+))|/proc/self/fd/(\d+)")
+
+
+def _inherited_fd(path: str) -> int | None:
+    """The descriptor `/dev/stdout`, `/dev/fd/N` or `/proc/self/fd/N` names.  Written through
+    the descriptor itself: opening the name again would start at offset 0 of a file that the
+    shell opened for appending (`>>`), or fail for a pipe."""
+    match = _INHERITED.fullmatch(path)
+    if match is None:
+        return None
+    return {"stdout": 1, "stderr": 2}.get(match[1]) or int(match[2] or match[3])
+
+
 def _write_in_place(path: str, data: bytes) -> None:
+    inherited = _inherited_fd(path)
     try:
-        fd = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = inherited if inherited is not None else os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
         raise FileError(f"cannot write {path}: {e.strerror}") from None
     try:
@@ -153,4 +173,5 @@ def _write_in_place(path: str, data: bytes) -> None:
     except OSError as e:
         raise FileError(f"cannot write {path}: {e.strerror}") from None
     finally:
-        os.close(fd)
+        if inherited is None:
+            os.close(fd)
