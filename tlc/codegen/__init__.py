@@ -129,8 +129,8 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
     for a in args:
         cname = c_name(a.name)
         if a.kind == "scalar" and a.c_type != c_type(a.dtype):
-            params.append(f"{a.c_type} tl_arg_{a.name}")
-            prologue.append(f"const {c_type(a.dtype)} {cname} = tl::cvt<{c_type(a.dtype)}>(tl_arg_{a.name});")
+            params.append(f"{a.c_type} tl_arg_{cname}")
+            prologue.append(f"const {c_type(a.dtype)} {cname} = tl::cvt<{c_type(a.dtype)}>(tl_arg_{cname});")
         else:
             params.append(f"{a.c_type} {cname}")
         launcher_params.append(f"{a.c_type.replace(' __restrict__', '')} {cname}")
@@ -189,6 +189,6 @@ def header(kernels: list, arch: str, cu_name: str, source_name: str) -> str:
         args = kernel_args(k)
         params = [f"{a.c_type.replace(' __restrict__', '')} {c_name(a.name)}" for a in args] + ["cudaStream_t stream"]
         items.append({"launcher": f"launch_{c_name(k.name)}", "launcher_params": params,
-                      "doc": f"{k.name}: {k.threads} threads per block, grid from the shape sizes"})
+                      "doc": f"{c_name(k.name)}: {k.threads} threads per block, grid from the shape sizes"})
     return environment().get_template("header.h.j2").render(version=__version__, source=source_name,
                                                             cu_name=cu_name, kernels=items)

@@ -1,30 +1,82 @@
-"""C spellings: identifiers that never clash with C/CUDA keywords or the generated code's own
-`tl_` names, C types of dtypes, and literals."""
+"""C spellings: identifiers that never clash with each other, with C/C++/CUDA names or with the
+generated code's own, C types of dtypes, and literals."""
 from __future__ import annotations
 
+import functools
 import math
+import re
+from importlib import resources
 
 from ..dtypes import DType
 
-# C, C++ and CUDA keywords and the names CUDA predefines in every kernel.
-_RESERVED = frozenset("""
+# C++20 keywords and alternative tokens (contextual ones too: free to use, cheap to avoid).
+_KEYWORDS = """
 alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t class
 compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield decltype
 default delete do double dynamic_cast else enum explicit export extern false float for friend goto if inline
 int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public register
 reinterpret_cast requires return short signed sizeof static static_assert static_cast struct switch template
 this thread_local throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t
-while xor xor_eq threadIdx blockIdx blockDim gridDim warpSize half half2 printf assert main dim3 uint4 uint2
-int2 int4 float2 float4 tl std min max abs exp log sqrt
-""".split())
+while xor xor_eq final override import module restrict
+"""
+# Names the generated file itself defines or uses unprefixed: the `tl` namespace, its macros, the
+# launcher's `stream` parameter and the locals of its tensor-map blocks (kernel.cu.j2), and what a
+# GNU dialect predefines.  Everything else it defines is `tl_...`, `TL_...` or `launch_<kernel>`.
+_GENERATOR = """
+tl std main stream dims strides box TL_PRIMITIVES TL_HAS_FP8 linux unix i386
+"""
+# Prefixes of generator-owned names, and of the CUDA headers' families (a later toolkit adds
+# members that `c_reserved.txt` cannot list yet).
+_OWNED_PREFIXES = ("tl_", "TL_", "launch_")
+_FAMILY = re.compile(r"cuda|CUDA|CU_|cu[A-Z]|NV_|nv_|PFN_|make_|FLT_|DBL_|LDBL_")
 
 
+@functools.lru_cache(maxsize=1)
+def reserved() -> frozenset:
+    """Every name a user name must not become: keywords, the generator's own, and the names
+    that the headers a generated file includes declare or define at global scope (macros,
+    functions, types, enumerators, CUDA's built-in variables), listed by
+    `scripts/c-reserved-names` in `c_reserved.txt`."""
+    listed = resources.files("tlc").joinpath("codegen", "c_reserved.txt").read_text(encoding="utf-8").split()
+    return frozenset(_KEYWORDS.split()) | frozenset(_GENERATOR.split()) | frozenset(listed)
+
+
+def _unsafe(name: str) -> bool:
+    return (name in reserved() or not name.isascii() or name.startswith(("_",) + _OWNED_PREFIXES)
+            or name.endswith("_") or "__" in name or _FAMILY.match(name) is not None)
+
+
+def _escape(name: str) -> str:
+    """Every `_` as `_1`, every non-ASCII character as `_2` and six hex digits: afterwards every
+    `_` is followed by a digit."""
+    return "".join("_1" if ch == "_" else ch if ch.isascii() else f"_2{ord(ch):06x}" for ch in name)
+
+
+@functools.lru_cache(maxsize=None)
 def c_name(name: str) -> str:
-    """A .tl identifier as a C identifier: unchanged unless it is reserved, starts with the
-    generated code's prefix `tl_`, or with `__` (reserved to the implementation)."""
-    if name in _RESERVED or name.startswith(("tl_", "__")) or name.startswith("_") and name[1:2].isupper():
-        return f"{name}_"
-    return name
+    """A .tl identifier as a C identifier, injectively.
+
+    A *safe* name (ASCII, not reserved, not of a reserved family, no leading or trailing `_`,
+    no `__`, not `tl_`/`TL_`/`launch_`...) stays as it is.  Any other name `n` becomes
+    `P + _escape(n) + "_"`, where `P` is `x_0` when `_escape(n)` starts with `_` (a leading `_`
+    or non-ASCII character) and empty otherwise: `half` -> `half_`, `half_` -> `half_1_`,
+    `tl_x` -> `tl_1x_`, `_k` -> `x_0_1k_`, `é` -> `x_0_20000e9_`.
+
+    Injective: a safe name's C name does not end in `_` and an escaped one does, so the two kinds
+    never meet; between escaped names, drop the final `_`, then a leading `x_0` (`_escape` never
+    writes `_0`, so it is the marker), then read `_1` as `_` and `_2hhhhhh` as that code point:
+    the result is `n` again, so `n` is a function of its C name.
+
+    Never reserved and never the generator's: an escaped name holds no `__`, does not start with
+    `_` (every `_` of `_escape(n)` is followed by a digit, the last character is the one `_`
+    added), and has a digit after each inner `_`, while the generator's own names are `tl_`,
+    `TL_` or `launch_` and a letter, and no listed C name has that shape
+    (tests/codegen/test_cnames.py checks the list).
+    """
+    if not _unsafe(name):
+        return name
+    text = _escape(name)
+    return ("x_0" if text.startswith("_") else "") + text + "_"
 
 
 _C_TYPES = {"bool": "bool", "i8": "signed char", "i16": "short", "i32": "int", "i64": "long long",

@@ -66,9 +66,9 @@ extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int 
   if (!tl::HostGrid::fits(tl_extents, tl_most, 0)) return cudaErrorInvalidConfiguration;
   if (tl_extents[0] == 0 || tl_extents[1] == 0 || tl_extents[2] == 0) return cudaSuccess;  // an empty tensor
   const dim3 tl_grid(static_cast<unsigned>(tl_extents[0]), static_cast<unsigned>(tl_extents[1]), static_cast<unsigned>(tl_extents[2]));
-  cudaError_t tl_err = cudaFuncSetAttribute(matmul, cudaFuncAttributeMaxDynamicSharedMemorySize, 147456);
+  cudaError_t tl_err = cudaFuncSetAttribute(::matmul, cudaFuncAttributeMaxDynamicSharedMemorySize, 147456);
   if (tl_err != cudaSuccess) return tl_err;
-  matmul<<<tl_grid, 256, 147456, stream>>>(A, B, C, M, K, N);
+  ::matmul<<<tl_grid, 256, 147456, stream>>>(A, B, C, M, K, N);
   return cudaGetLastError();
 }
 #endif

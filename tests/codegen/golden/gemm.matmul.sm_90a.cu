@@ -179,7 +179,7 @@ extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int 
   if (!tl::HostGrid::fits(tl_extents, tl_most, 2147483647LL)) return cudaErrorInvalidConfiguration;
   if (tl_extents[0] == 0 || tl_extents[1] == 0 || tl_extents[2] == 0) return cudaSuccess;  // an empty tensor
   const dim3 tl_grid(static_cast<unsigned>(tl_extents[0]), static_cast<unsigned>(tl_extents[1]), static_cast<unsigned>(tl_extents[2]));
-  cudaError_t tl_err = cudaFuncSetAttribute(matmul, cudaFuncAttributeMaxDynamicSharedMemorySize, 214016);
+  cudaError_t tl_err = cudaFuncSetAttribute(::matmul, cudaFuncAttributeMaxDynamicSharedMemorySize, 214016);
   if (tl_err != cudaSuccess) return tl_err;
   // Persistent: one block per SM at most, each looping over the grid's tiles.
   int tl_device = 0, tl_sms = 0;
@@ -193,7 +193,7 @@ extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int 
   tl_config.blockDim = dim3(384);
   tl_config.dynamicSmemBytes = 214016;
   int tl_fit = 0;
-  if (cudaOccupancyMaxActiveClusters(&tl_fit, reinterpret_cast<const void*>(matmul), &tl_config) != cudaSuccess || tl_fit <= 0)
+  if (cudaOccupancyMaxActiveClusters(&tl_fit, reinterpret_cast<const void*>(::matmul), &tl_config) != cudaSuccess || tl_fit <= 0)
     tl_fit = tl_sms / 2;
   const unsigned long long tl_clusters = static_cast<unsigned long long>(tl_fit < tl_sms / 2 ? tl_fit : tl_sms / 2);
   const dim3 tl_blocks(static_cast<unsigned>(2 * (tl_tiles < tl_clusters ? tl_tiles : tl_clusters)));
@@ -221,7 +221,7 @@ extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int 
     const cuuint32_t box[] = {64, 64};
     tl_tma_store = tl_tma_store && tl::encode_tensor_map(&tl_map2, 6, 2, C, dims, strides, box);
   }
-  matmul<<<tl_blocks, 384, 214016, stream>>>(A, B, C, M, K, N, tl_map0, tl_map1, tl_map2, (tl_tma_loads ? 1 : 0) | (tl_tma_store ? 2 : 0));
+  ::matmul<<<tl_blocks, 384, 214016, stream>>>(A, B, C, M, K, N, tl_map0, tl_map1, tl_map2, (tl_tma_loads ? 1 : 0) | (tl_tma_store ? 2 : 0));
   return cudaGetLastError();
 }
 #endif

@@ -4,7 +4,7 @@ using tl_layernorm_layout_0 = tl::Blocked<4, 1024, 128, 8>;
 using tl_layernorm_layout_1 = tl::Kept<tl_layernorm_layout_0, 1>;
 using tl_layernorm_layout_2 = tl::Kept<tl_layernorm_layout_0, 0>;
 
-extern "C" __global__ void __launch_bounds__(128, 4) layernorm(const half* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta, half* __restrict__ y, int M, int N) {
+extern "C" __global__ void __launch_bounds__(128, 4) layernorm(const half* __restrict__ x, const float* __restrict__ gamma_, const float* __restrict__ beta, half* __restrict__ y, int M, int N) {
   extern __shared__ __align__(1024) unsigned char tl_smem[];
   const int bx = blockIdx.x;
   (void)bx;
@@ -125,7 +125,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) layernorm(const half* __res
     }
     // 42: copy(gamma[t * BN], g)
 #line 42 "examples/layernorm.tl"
-    tl::copy_g2f<tl_layernorm_layout_1>(g, gamma, N, 1, N, 0, (t * 1024));
+    tl::copy_g2f<tl_layernorm_layout_1>(g, gamma_, N, 1, N, 0, (t * 1024));
     // 43: copy(beta[t * BN], b)
 #line 43 "examples/layernorm.tl"
     tl::copy_g2f<tl_layernorm_layout_1>(b, beta, N, 1, N, 0, (t * 1024));
@@ -151,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) layernorm(const half* __res
 // Host launcher: device pointers, scalars and shape sizes; returns the launch's error code:
 // cudaErrorInvalidValue when the grid divides by zero or overflows 64 bits,
 // cudaErrorInvalidConfiguration when the GPU cannot launch it (tl/host_grid.cuh).
-extern "C" cudaError_t launch_layernorm(const half* x, const float* gamma, const float* beta, half* y, int M, int N, cudaStream_t stream) {
+extern "C" cudaError_t launch_layernorm(const half* x, const float* gamma_, const float* beta, half* y, int M, int N, cudaStream_t stream) {
   tl::HostGrid tl_g;
   const long long tl_extents[3] = {tl_g.floordiv(tl_g.sub(tl_g.add(static_cast<long long>(M), 4LL), 1LL), 4LL), 1LL, 1LL};
   const long long tl_most[3] = {2147483647LL, 65535LL, 65535LL};
@@ -159,7 +159,7 @@ extern "C" cudaError_t launch_layernorm(const half* x, const float* gamma, const
   if (!tl::HostGrid::fits(tl_extents, tl_most, 0)) return cudaErrorInvalidConfiguration;
   if (tl_extents[0] == 0 || tl_extents[1] == 0 || tl_extents[2] == 0) return cudaSuccess;  // an empty tensor
   const dim3 tl_grid(static_cast<unsigned>(tl_extents[0]), static_cast<unsigned>(tl_extents[1]), static_cast<unsigned>(tl_extents[2]));
-  layernorm<<<tl_grid, 128, 128, stream>>>(x, gamma, beta, y, M, N);
+  ::layernorm<<<tl_grid, 128, 128, stream>>>(x, gamma_, beta, y, M, N);
   return cudaGetLastError();
 }
 #endif

@@ -156,7 +156,7 @@ extern "C" cudaError_t launch_softmax(const half* x, half* y, int M, int N, cuda
   if (!tl::HostGrid::fits(tl_extents, tl_most, 0)) return cudaErrorInvalidConfiguration;
   if (tl_extents[0] == 0 || tl_extents[1] == 0 || tl_extents[2] == 0) return cudaSuccess;  // an empty tensor
   const dim3 tl_grid(static_cast<unsigned>(tl_extents[0]), static_cast<unsigned>(tl_extents[1]), static_cast<unsigned>(tl_extents[2]));
-  softmax<<<tl_grid, 128, 128, stream>>>(x, y, M, N);
+  ::softmax<<<tl_grid, 128, 128, stream>>>(x, y, M, N);
   return cudaGetLastError();
 }
 #endif

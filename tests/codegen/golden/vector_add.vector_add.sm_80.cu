@@ -41,7 +41,7 @@ extern "C" cudaError_t launch_vector_add(const float* x, const float* y, float* 
   if (!tl::HostGrid::fits(tl_extents, tl_most, 0)) return cudaErrorInvalidConfiguration;
   if (tl_extents[0] == 0 || tl_extents[1] == 0 || tl_extents[2] == 0) return cudaSuccess;  // an empty tensor
   const dim3 tl_grid(static_cast<unsigned>(tl_extents[0]), static_cast<unsigned>(tl_extents[1]), static_cast<unsigned>(tl_extents[2]));
-  vector_add<<<tl_grid, 128, 0, stream>>>(x, y, out, alpha, N);
+  ::vector_add<<<tl_grid, 128, 0, stream>>>(x, y, out, alpha, N);
   return cudaGetLastError();
 }
 #endif
