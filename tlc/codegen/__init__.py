@@ -19,7 +19,7 @@ from .. import __version__, ir
 from ..diagnostics import Diagnostic, DiagnosticError
 from ..dtypes import DType
 from .cexpr import CodegenError
-from .cnames import c_name, c_type
+from .cnames import c_name, c_type, comment_text
 from .host_grid import launcher_grid
 from .sm80 import Sm80
 from .sm90 import Sm90
@@ -141,10 +141,10 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
     threads = out.get("threads", kernel.threads)
     persistent = out.get("persistent", False)
     cluster = out.get("cluster", 1)
-    constants = ", ".join(f"{k}={v}" for k, v in kernel.constants)
+    constants = comment_text(", ".join(f"{k}={v}" for k, v in kernel.constants))
     fp8 = uses_fp8(kernel) if fp8_header is None else fp8_header
     source = environment().get_template("kernel.cu.j2").render(
-        version=__version__, source=source_name or (kernel.span.file if kernel.span else "<tl>"), name=name,
+        version=__version__, source=comment_text(source_name or (kernel.span.file if kernel.span else "<tl>")), name=name,
         constants=constants, arch=arch, threads=threads, smem_bytes=out["smem_bytes"], fp8=fp8,
         min_blocks=out.get("min_blocks"), persistent=persistent, cluster=cluster,
         tensor_maps=[launcher_tensor_map(i, m) for i, m in enumerate(tensor_maps)],
@@ -190,5 +190,5 @@ def header(kernels: list, arch: str, cu_name: str, source_name: str) -> str:
         params = [f"{a.c_type.replace(' __restrict__', '')} {c_name(a.name)}" for a in args] + ["cudaStream_t stream"]
         items.append({"launcher": f"launch_{c_name(k.name)}", "launcher_params": params,
                       "doc": f"{c_name(k.name)}: {k.threads} threads per block, grid from the shape sizes"})
-    return environment().get_template("header.h.j2").render(version=__version__, source=source_name,
-                                                            cu_name=cu_name, kernels=items)
+    return environment().get_template("header.h.j2").render(version=__version__, source=comment_text(source_name),
+                                                            cu_name=comment_text(cu_name), kernels=items)

@@ -1,10 +1,11 @@
 """C spellings: identifiers that never clash with each other, with C/C++/CUDA names or with the
-generated code's own, C types of dtypes, and literals."""
+generated code's own, C types of dtypes, literals, and .tl text inside comments and strings."""
 from __future__ import annotations
 
 import functools
 import math
 import re
+import unicodedata
 from importlib import resources
 
 from ..dtypes import DType
@@ -77,6 +78,42 @@ def c_name(name: str) -> str:
         return name
     text = _escape(name)
     return ("x_0" if text.startswith("_") else "") + text + "_"
+
+
+def _code(ch: str) -> str:
+    return f"\\x{{{ord(ch):x}}}"
+
+
+def comment_text(text: str) -> str:
+    """`text` (a .tl line, a file name) as the body of a `//` comment that it cannot end, continue
+    or turn into code: a backslash, a control, format or line-separator character (CR, form
+    feed, vertical tab, NEL, U+2028, bidi controls), the second `?` of `??` (a trigraph) and the
+    `/` of `*/` are written `\\x{hex}`; every backslash left then starts such an escape, so none
+    ends the line.  Other characters, non-ASCII letters included, stay as they are."""
+    out = []
+    for i, ch in enumerate(text):
+        invisible = ch not in " \t" and unicodedata.category(ch)[0] in "CZ"
+        ends = ch == "\\" or (ch == "?" and text[i - 1:i] == "?") or (ch == "/" and text[i - 1:i] == "*")
+        out.append(_code(ch) if invisible or ends else ch)
+    return "".join(out)
+
+
+_STRING_ESCAPES = {"\\": "\\\\", '"': '\\"', "?": "\\?", "\n": "\\n", "\t": "\\t"}
+
+
+def c_string(text: str) -> str:
+    """`text` as a C string literal, quotes included: printable ASCII as it is, `\\`, `"`, `?`
+    (trigraphs), newline and tab escaped, every other byte of its UTF-8 as a three-digit octal
+    escape (which, unlike `\\x`, cannot run into the next character)."""
+    out = []
+    for ch in text:
+        if ch in _STRING_ESCAPES:
+            out.append(_STRING_ESCAPES[ch])
+        elif " " <= ch <= "~":
+            out.append(ch)
+        else:
+            out.extend(f"\\{b:03o}" for b in ch.encode("utf-8", "surrogatepass"))
+    return '"' + "".join(out) + '"'
 
 
 _C_TYPES = {"bool": "bool", "i8": "signed char", "i16": "short", "i32": "int", "i64": "long long",

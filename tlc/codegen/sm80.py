@@ -15,7 +15,7 @@ from ..ir.walk import loads, statement_exprs, statements
 from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layout
 from ..schedule.tensor_cores import tensor_core_op
 from .cexpr import CExprs, CodegenError, cvt
-from .cnames import c_bool, c_name, c_type, compute_type, literal
+from .cnames import c_bool, c_name, c_string, c_type, comment_text, compute_type, literal
 from .copies import CopyGen
 from .hoist import HoistGen
 from .occupancy import min_blocks
@@ -70,10 +70,10 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
         self.last_line = (span.file, span.line)
         text = self.sources.get(span.file, "").split("\n")
         src = text[span.line - 1].strip() if 0 < span.line <= len(text) else ""
-        if src:
-            self.emit(f"// {span.line}: {src}"[:160].replace("\\", "\\\\"))
+        if src:  # escaped: no .tl text ends the comment, continues it onto the code or adds a line
+            self.emit(f"// {span.line}: {comment_text(src[:150])}")
         if self.line_directives:
-            self.lines.append(f'#line {span.line} "{span.file}"')
+            self.lines.append(f"#line {span.line} {c_string(span.file)}")
 
     # ---- the kernel --------------------------------------------------------------------------
     def generate(self) -> dict:
@@ -229,10 +229,8 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
                 args.append(self.expr(a))
             else:
                 args.append(f"static_cast<int>({self.expr(a)})")
-        fmt = s.fmt.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-        if not fmt.endswith("\\n"):
-            fmt += "\\n"
-        self.emit(f'{self.once_per_block()}printf("{fmt}"{"".join(", " + a for a in args)});')
+        fmt = c_string(s.fmt if s.fmt.endswith("\n") else s.fmt + "\n")
+        self.emit(f'{self.once_per_block()}printf({fmt}{"".join(", " + a for a in args)});')
 
     # ---- element access ----------------------------------------------------------------------
     def tensor_dims(self, name: str) -> list:
