@@ -36,7 +36,7 @@ def worker():
 def _failures(worker, cases, **kw) -> list[str]:
     bad = []
     for seed, text, extra in cases:
-        o = worker.run(text, 10.0, **kw, **extra)
+        o = worker.run_confirmed(text, 10.0, **kw, **extra)
         if o.status in ("internal", "timeout") and _known(o):
             continue
         if o.status != "ok" and (o.failed or kw.get("build", True)):

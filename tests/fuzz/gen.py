@@ -14,6 +14,7 @@ arguments, integer arithmetic masked against overflow), so `diff` mode can compa
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -458,10 +459,10 @@ class Builder:
     def gemm_kernel(self) -> None:
         r = self.r
         name = self.name("mm")
-        kind = r.choice(["f16", "f16", "bf16", "f32", "tf32", "i8", "f8"])
-        a_dt = {"tf32": "f32", "f8": "f8e4m3"}.get(kind, kind)
+        kind = r.choice(["f16", "f16", "bf16", "f32", "tf32", "i8", "f8", "f64", "wide"])
+        a_dt = {"tf32": "f32", "f8": "f8e4m3", "wide": r.choice(["i16", "i32", "i64", "u16", "u32", "u64"])}.get(kind, kind)
         b_dt = r.choice(["f8e4m3", "f8e5m2"]) if kind == "f8" else ("u8" if kind == "i8" and r.random() < 0.3 else a_dt)
-        acc_dt = "i32" if kind == "i8" else "f32"
+        acc_dt = "i32" if kind in ("i8", "wide") else "f32"
         trans_b = r.random() < 0.4
         trans_a = not trans_b and r.random() < 0.2
         bm, bn, bk = r.choice([16, 32, 64, 128]), r.choice([16, 32, 64, 128]), r.choice([16, 32, 64])
@@ -469,7 +470,7 @@ class Builder:
             bk = r.choice([32, 64])
         threads = r.choice([32, 64, 128, 128, 256])
         stages = r.choice([1, 2, 3, 4])
-        size = {"f32": 4, "tf32": 4}.get(kind, 1 if kind in ("i8", "f8") else 2)
+        size = {"f32": 4, "tf32": 4, "f64": 8, "wide": 8}.get(kind, 1 if kind in ("i8", "f8") else 2)
         while stages > 1 and (bm + bn) * bk * size * stages > 160 * 1024:  # sm_80's shared memory (E070)
             stages -= 1
         loop = r.choice(["pipelined", "pipelined", "range", "unroll"])
@@ -575,7 +576,7 @@ class Builder:
     def tile_op(self) -> None:
         r = self.r
         name = self.name("op")
-        form = r.choice(["ew", "ew", "matmul", "rows"])
+        form = r.choice(["ew", "ew", "matmul", "rows", "rows"])
         sizes = {"M": r.choice([1, 3, 16, 64]), "N": r.choice([1, 8, 64, 100, 300]), "K": r.choice([16, 32, 40, 128])}
         params, leaves = [], []
         if form == "matmul":
@@ -592,6 +593,9 @@ class Builder:
                 params.append(p)
                 leaves.append((p.name, p.dtype))
             ret_shape = ("M", "N")
+            if form == "ew" and r.random() < 0.2:  # a transposed parameter
+                params.append(Param("xt", "tensor", r.choice(["f32", "f16"]), ("N", "M")))
+                leaves.append(("xt.T", params[-1].dtype))
         if form != "matmul" or r.random() < 0.5:
             if form == "matmul" and r.random() < 0.7:
                 p = Param("b", "tensor", r.choice(["f32", "f16"]), ("N",))
@@ -610,19 +614,32 @@ class Builder:
         if form == "rows":
             x0 = params[0].name
             red = r.choice(["sum", "max", "min", "mean"])
-            if r.random() < 0.4:
-                expr = f"softmax({x0}, axis=1)"
+            inner = r.choice([x0, x0, f"f32({x0}) * 0.5", f"exp({x0})", f"{x0} * {x0}", f"abs({x0})"])
+            axis = 1 if r.random() < 0.8 else 0
+            kind = r.choice(["softmax", "centred", "norm", "reduced", "reduced", "two"])
+            if kind == "softmax":
+                expr = f"softmax({inner}, axis={axis})"
+            elif kind == "centred":
+                expr = f"{x0} - {red}({inner}, axis={axis}, keepdims=True)"
+            elif kind == "norm":  # a reduction reading another one (layernorm's passes)
+                c = f"({x0} - mean({x0}, axis={axis}, keepdims=True))"
+                expr = f"{c} * rsqrt(mean({c} * {c}, axis={axis}, keepdims=True) + 1e-5)"
+            elif kind == "two":  # logsumexp: the reduced shape, a max then a sum
+                m = f"max({x0}, axis=1, keepdims=True)"
+                expr = f"log(sum(exp({x0} - {m}), axis=1, keepdims=True)) + {m}"
+                ret_shape = ("M", 1)
             else:
-                expr = f"{x0} - {red}({x0}, axis=1, keepdims=True)"
-            if r.random() < 0.3:
-                expr = f"{red}({x0}, axis=1)"
-                ret_shape = ("M",)
+                expr = f"{red}({inner}, axis={axis})"
+                ret_shape = ("M",) if axis == 1 else ("N",)
+            if kind in ("softmax", "centred", "norm") and len(params) > 1 and params[1].shape != ("M", 1) \
+                    and r.random() < 0.5:
+                expr = f"{expr} * {params[1].name}"  # another tensor in the row kernel's epilogue
             out = f"f32({expr})"
         else:
             out = e.float("f32", self.depth())
             if form == "matmul" and f"({'x @ w.T' if 'x @ w.T' in leaves[0][0] else 'x @ w'})" not in out:
                 out = f"{leaves[0][0]} + {out}"
-            if form == "ew" and not any(p.name in out for p in params if p.shape == ("M", "N")):
+            if form == "ew" and not any(re.search(rf"\b{p.name}\b(?!\.T)", out) for p in params if p.shape == ("M", "N")):
                 out = f"{params[0].name} + {out}"
         ret_dt = r.choice(["f32", "f16"]) if form != "rows" else "f32"
         if ret_dt != "f32":
