@@ -124,11 +124,85 @@ def _mutate_once(r: random.Random, text: str) -> str:
     return "\n".join(lines)
 
 
+EXPRESSION_NODES = ("Name", "Constant", "BinOp", "UnaryOp", "BoolOp", "Compare", "IfExp", "Call", "Subscript",
+                    "Attribute")
+WRAPS = ["({e})", "-({e})", "not ({e})", "cast({e}, f16)", "f32({e})", "i32({e})", "({e}).T", "({e})[0]",
+         "({e}) @ ({e})", "sum({e}, axis=1)", "where({e}, {e}, {e})", "({e}) if ({e}) else ({e})", "exp({e})",
+         "({e}) ** ({e})", "({e}) // 0", "({e}) << 63", "cdiv({e}, {e})", "max({e})", "inf({e})", "{e}.x", "{e}(1)",
+         "[{e}]", "({e}, {e})", "shared({e})", "({e})[1:0]"]
+_PARSED: dict = {}
+
+
+def _nodes(node, out: list) -> list:
+    """Every parsed node under `node` with a span (dataclass fields, tuples)."""
+    if isinstance(node, (list, tuple)):
+        for x in node:
+            _nodes(x, out)
+    elif hasattr(node, "__dataclass_fields__"):
+        if getattr(node, "span", None) is not None:
+            out.append(node)
+        for f in node.__dataclass_fields__:
+            if f != "span":
+                _nodes(getattr(node, f), out)
+    return out
+
+
+def _structured(r: random.Random, text: str) -> str | None:
+    """A mutation at a parsed expression or statement: an expression replaced by another of the
+    program's, wrapped in an operation that may not type, or made a literal; a statement
+    wrapped in a block (if, for, parallel, grid) or copied elsewhere.  None when the text does
+    not parse (a mutant of a mutant) or nothing fits."""
+    from tlc.diagnostics import DiagnosticError
+    from tlc.parser import parse
+
+    if text not in _PARSED:
+        try:
+            _PARSED[text] = _nodes(parse(text, "m.tl"), [])
+        except DiagnosticError:
+            _PARSED[text] = []
+        if len(_PARSED) > 64:
+            _PARSED.pop(next(iter(_PARSED)))
+    nodes = [x for x in _PARSED[text] if x.span.line == x.span.end_line]
+    lines = text.split("\n")
+    exprs = [x for x in nodes if type(x).__name__ in EXPRESSION_NODES]
+    stmts = [x for x in nodes if type(x).__name__ in ("Assign", "AugAssign", "ExprStmt")]
+    if not exprs:
+        return None
+
+    def source(x) -> str:
+        return lines[x.span.line - 1][x.span.col - 1:x.span.end_col - 1]
+
+    if stmts and r.random() < 0.3:
+        st = r.choice(stmts)
+        i = st.span.line - 1
+        indent = re.match(r"\s*", lines[i]).group(0)
+        head = r.choice(["if True:", "if False:", "for _q in range(2):", "for _q in parallel(4):",
+                         "for _q in pipelined(2, stages=2):", "for _q in unroll(3):", "with grid(1, threads=32) as _b:",
+                         "else:", "def _f(a: f32) -> f32:"])
+        if r.random() < 0.3:  # the statement copied to another place instead
+            j = r.randrange(len(lines))
+            lines.insert(j, re.match(r"\s*", lines[j]).group(0) + lines[i].strip())
+        else:
+            lines[i:i + 1] = [indent + head, indent + "    " + lines[i].strip()]
+        return "\n".join(lines)
+    x = r.choice(exprs)
+    i, a, b = x.span.line - 1, x.span.col - 1, x.span.end_col - 1
+    k = r.random()
+    if k < 0.35:
+        new = source(r.choice(exprs))
+    elif k < 0.75:
+        new = r.choice(WRAPS).format(e=source(x))
+    else:
+        new = r.choice(EXTREME)
+    lines[i] = lines[i][:a] + new + lines[i][b:]
+    return "\n".join(lines)
+
+
 def mutate(seed: int) -> tuple[str, str]:
     """(the source mutated, its text after 1 to 4 mutations), all drawn from `seed`."""
     r = random.Random(seed)
     name = r.choice(sorted(TEXTS))
     text = TEXTS[name]
     for _ in range(r.choice([1, 1, 2, 3, 4])):
-        text = _mutate_once(r, text)
+        text = (r.random() < 0.4 and _structured(r, text)) or _mutate_once(r, text)
     return name, text
