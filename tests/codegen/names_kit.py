@@ -30,7 +30,8 @@ def k({t}: f32[N], {a}: f32):
 """
 
 # The issue's other cases in one file: `int` beside `int_`, a local `expf` beside a call of expf(),
-# a scalar `stream`, a tensor `INFINITY`, a kernel `K` beside a kernel and a scalar `launch_K`.
+# a scalar `stream`, a tensor `INFINITY`, a kernel `K` beside a kernel and a scalar `launch_K`;
+# and names that are not ASCII (C spells them with hex escapes), `ﬁ` and `fi` two of them.
 REGRESSIONS = """
 @kernel
 def K(xs: f32[N], launch_K: f32, half_: f32, int_: f32, stream: f32):
@@ -50,6 +51,15 @@ def launch_K(INFINITY: f32[N], K: f32):
             g = bx * 128 + i
             if g < N:
                 INFINITY[g] = INFINITY[g] * K
+
+@kernel
+def ünïcode(α: f32[N], ﬁ: f32, fi: f32):
+    with grid(cdiv(N, 128), threads=128) as bx:
+        for i in parallel(128):
+            g = bx * 128 + i
+            if g < N:
+                名前 = α[g] * ﬁ
+                α[g] = 名前 + fi
 """
 
 FIXED = {"N", "g", "i", "bx", "k", "xs", "s", "v"}  # names the tests write themselves

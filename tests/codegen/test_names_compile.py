@@ -57,11 +57,13 @@ def test_a_parameter_named_as_its_kernel_does_not_hide_it_in_the_launcher():
 def test_the_issue_cases_in_one_file_compile(tmp_path):
     r = check_source(REGRESSIONS, "t.tl")
     assert r.ok, r.diagnostics
-    source = generate_file([schedule(r.program, k, {}, target="sm_80") for k in ("K", "launch_K")],
+    source = generate_file([schedule(r.program, k, {}, target="sm_80") for k in ("K", "launch_K", "ünïcode")],
                            sources=r.sources)
     launchers = re.findall(r'extern "C" cudaError_t (\w+)\(', source)
     kernels = re.findall(r'__global__ void __launch_bounds__\([^)]*\) (\w+)\(', source)
-    assert launchers == ["launch_K", "launch_launch_1K_"] and kernels == ["K", "launch_1K_"]
+    assert launchers == ["launch_K", "launch_launch_1K_", "launch_x_0_20000fcn_20000efcode_"]
+    assert kernels == ["K", "launch_1K_", "x_0_20000fcn_20000efcode_"]
+    assert "(float* x_0_20003b1_, float x_0_200fb01_, float fi, int N, cudaStream_t stream)" in source
     compile_object(source, "sm_80", tmp_path)
 
 

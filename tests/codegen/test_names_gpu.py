@@ -36,7 +36,7 @@ def test_issue_repro_computes_2x_plus_half_():
 
 def test_issue_cases_agree():
     xs = np.random.default_rng(1).standard_normal(300).astype(np.float32)
-    for kernel, scalars in (("K", (0.5, 1.5, 2.5, 3.5)), ("launch_K", (3.0,))):
+    for kernel, scalars in (("K", (0.5, 1.5, 2.5, 3.5)), ("launch_K", (3.0,)), ("ünïcode", (2.0, 100.0))):
         want = run(REGRESSIONS, kernel, "cpu", xs, *scalars)
         np.testing.assert_allclose(run(REGRESSIONS, kernel, "cuda", xs, *scalars), want, rtol=1e-5, atol=1e-5)
 
