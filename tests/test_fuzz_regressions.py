@@ -1,17 +1,21 @@
 """Bugs the fuzzer found (tests/fuzz, scripts/fuzz), each reduced to a minimal program: the
-exact diagnostics it must get, or "" where it must check, build for both targets and (where
-inputs are given) run on the interpreter.  tests/fuzz/FINDINGS.md lists what each was."""
+exact diagnostics it must get, or "" where it must check, build for both targets, (where
+inputs are given) run on the interpreter and (where an architecture is given) compile with
+nvcc -Werror.  tests/fuzz/FINDINGS.md lists what each was."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from fuzz.oracles import nvcc_werror
 from tlc import runner
 from tlc.api import compile_source
-from tlc.diagnostics import render_all
+from tlc.diagnostics import TlcError, render_all
 from tlc.driver import check_source
+from tlc.runtime.compile import find_nvcc
 
-# (id, source, expected diagnostics ("" = clean and builds), interpreter call: (name, inputs, expected) or None)
+# (id, source, expected diagnostics ("" = clean and builds), interpreter call: (name, inputs, expected) or None,
+#  the architecture whose build nvcc -Werror must compile, or None)
 CASES = [
     # A named scalar intermediate of a tile op (`t = 2.0`) passed check and then ended in
     # LoweringError ("'t' cannot be used as a value here") in build: the lowering expanded
@@ -21,27 +25,60 @@ CASES = [
 def op(x: f32[M, N]) -> f32[M, N]:
     t = 2.0
     return x + t
-""", "", ("op", [np.ones((2, 3), np.float32)], np.full((2, 3), 3.0, np.float32))),
+""", "", ("op", [np.ones((2, 3), np.float32)], np.full((2, 3), 3.0, np.float32)), None),
     ("tile_op_named_scalar_in_epilogue", """\
 @tile_op
 def op(x: f16[M, K], w: f16[K, N], s: f32) -> f32[M, N]:
     t = s * 0.5
     return (x @ w) + t
-""", "", ("op", [np.ones((2, 3), np.float16), np.ones((3, 4), np.float16), 4.0], np.full((2, 4), 5.0, np.float32))),
+""", "", ("op", [np.ones((2, 3), np.float16), np.ones((3, 4), np.float16), 4.0], np.full((2, 4), 5.0, np.float32)),
+     None),
+    # A buffer the kernel never uses became an unused C array: nvcc's warning 177 ("declared
+    # but never referenced"), an error under -Werror.  Unused buffers are now left out.
+    ("unused_buffers", """\
+@kernel
+def k(x: f32[N], out: f32[N], BLOCK: const = 128):
+    with grid(cdiv(N, BLOCK), threads=128) as bx:
+        unused = fragment(f32[BLOCK])
+        idle = shared(f16[BLOCK])
+        a = fragment(f32[BLOCK])
+        copy(x[bx * BLOCK], a)
+        copy(a, out[bx * BLOCK])
+""", "", ("k", [np.arange(5, dtype=np.float32), np.zeros(5, np.float32)], None), "sm_80"),
+    # An f64 tile reduced along dim 0 combines partials by atomics in shared memory, and
+    # tl::atomic_combine had no double overload: nvcc error "no instance of overloaded
+    # function" on a program that checks.
+    ("f64_column_max", """\
+@kernel
+def k(x: f64[M, N], out: f64[N], BM: const = 64, BN: const = 16):
+    with grid(cdiv(N, BN), threads=64) as bx:
+        tile = fragment(f64[BM, BN])
+        total = fragment(f64[BN])
+        copy(x[0, bx * BN], tile)
+        reduce_max(tile, total, dim=0)
+        copy(total, out[bx * BN])
+""", "", None, "sm_80"),
 ]
 
 
-@pytest.mark.parametrize("name,source,expected,call", CASES, ids=[c[0] for c in CASES])
-def test_fuzz_regression(name, source, expected, call, tmp_path):
+@pytest.mark.parametrize("name,source,expected,call,nvcc_arch", CASES, ids=[c[0] for c in CASES])
+def test_fuzz_regression(name, source, expected, call, nvcc_arch, tmp_path):
     path = tmp_path / f"{name}.tl"
     path.write_text(source)
     result = check_source(source, str(path))
     assert render_all(result.diagnostics, result.sources) == expected.replace("{path}", str(path))
     if expected:
         return
-    for arch in ("sm_80", "sm_90a"):
-        runner.build(str(path), arch=arch)
+    built = {arch: runner.build(str(path), arch=arch)[0] for arch in ("sm_80", "sm_90a")}
     if call is not None:
         fn, inputs, want = call
         got = getattr(compile_source(source, target="cpu", path=str(path)), fn)(*inputs)
-        np.testing.assert_allclose(got, want, rtol=1e-3)
+        if want is not None:
+            np.testing.assert_allclose(got, want, rtol=1e-3)
+    if nvcc_arch is not None:
+        try:
+            find_nvcc()
+        except TlcError:
+            pytest.skip("no CUDA toolkit (nvcc) on this machine")
+        failed = nvcc_werror(built[nvcc_arch], nvcc_arch, str(tmp_path))
+        assert failed is None, failed.detail

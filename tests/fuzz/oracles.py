@@ -15,7 +15,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import traceback
@@ -87,8 +86,14 @@ def build_file(path: str, arch: str, program=None):
 
 
 def nvcc_werror(source: str, arch: str, tmp: str) -> Outcome | None:
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    if not os.access(nvcc, os.X_OK):
+    """nvcc -Werror's failure to compile `source` for `arch`, or None (also when no CUDA
+    toolkit is found where tlc looks for one)."""
+    from tlc.diagnostics import TlcError
+    from tlc.runtime.compile import find_nvcc
+
+    try:
+        nvcc = find_nvcc()
+    except TlcError:
         return None
     cu = os.path.join(tmp, f"k_{arch}.cu")
     with open(cu, "w") as f:

@@ -67,9 +67,12 @@ class Lowerer:
         body = self.block(grid_stmt.body, hoist=True)
         constants = tuple(sorted((k, v) for k, v in self.consts.items()
                                  if self.fn.param(k) is not None and self.fn.param(k).role in ("const", "dtype")))
+        # A buffer no statement names is left out: its C array would be an unused variable,
+        # which nvcc warns about (an error under -Werror).
+        named = _names_in(body)
         return ir.Kernel(self.fn.name, params, grid[::1], block_vars, int(threads),
-                         tuple(self.buffers.values()), body, constants, min_blocks=int(blocks),
-                         span=self.fn.node.name_span)
+                         tuple(b for b in self.buffers.values() if b.name in named), body, constants,
+                         min_blocks=int(blocks), span=self.fn.node.name_span)
 
     def _param(self, p) -> ir.Param:
         if p.role == "scalar":
@@ -413,6 +416,22 @@ def _may_return(s) -> bool:
         if any(_may_return(x) for x in getattr(s, field, ())):
             return True
     return False
+
+
+def _names_in(node, out: set | None = None) -> set:
+    """Every string held anywhere in IR `node` (statements, expressions, regions): a superset
+    of the buffer names it uses."""
+    out = set() if out is None else out
+    if isinstance(node, str):
+        out.add(node)
+    elif isinstance(node, (tuple, list)):
+        for x in node:
+            _names_in(x, out)
+    elif hasattr(node, "__dataclass_fields__"):
+        for f in node.__dataclass_fields__:
+            if f != "span":
+                _names_in(getattr(node, f), out)
+    return out
 
 
 def _first_assignments(stmts, include_parallel: bool = False):

@@ -83,6 +83,21 @@ __device__ __forceinline__ void atomic_combine(float* p, float v) {
   else if constexpr (OP == Op::max || OP == Op::absmax) atomic_max_f32(p, v);
   else atomic_min_f32(p, v);
 }
+// f64: atomicAdd of a double (sm_60 on), max and min by compare-and-swap on its 64 bits.
+template <Op OP>
+__device__ __forceinline__ void atomic_combine(double* p, double v) {
+  if constexpr (OP == Op::sum) {
+    atomicAdd(p, v);
+  } else {
+    unsigned long long* ip = reinterpret_cast<unsigned long long*>(p);
+    unsigned long long old = *ip;
+    while (OP == Op::min ? __longlong_as_double(old) > v : __longlong_as_double(old) < v) {
+      const unsigned long long assumed = old;
+      old = atomicCAS(ip, assumed, static_cast<unsigned long long>(__double_as_longlong(v)));
+      if (old == assumed) break;
+    }
+  }
+}
 template <Op OP>
 __device__ __forceinline__ void atomic_combine(int* p, int v) {
   if constexpr (OP == Op::sum) atomicAdd(p, v);
