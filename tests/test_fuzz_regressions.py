@@ -82,3 +82,15 @@ def test_fuzz_regression(name, source, expected, call, nvcc_arch, tmp_path):
             pytest.skip("no CUDA toolkit (nvcc) on this machine")
         failed = nvcc_werror(built[nvcc_arch], nvcc_arch, str(tmp_path))
         assert failed is None, failed.detail
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", ["sum", "max", "min"])
+def test_f64_column_reduction_on_the_gpu(op):
+    """The double atomic_combine's result: the first 64 rows of x reduced down each column."""
+    source = CASES[[c[0] for c in CASES].index("f64_column_max")][1].replace("reduce_max", f"reduce_{op}")
+    mod = compile_source(source, target="cuda")
+    x = np.random.default_rng(0).standard_normal((70, 20))
+    out = np.zeros(20)
+    mod.k(x, out)
+    np.testing.assert_allclose(out, getattr(x[:64], op)(axis=0), rtol=1e-12)
