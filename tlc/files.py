@@ -31,6 +31,10 @@ class NotRegularFile(OSError):
         self.path, self.kind = path, kind
 
 
+class FileTooLarge(OSError):
+    """A regular file past the size its reader accepts (a cache entry that is not tlc's)."""
+
+
 def file_kind(mode: int) -> str:
     """What a file of this mode is, as a sentence's object: 'a FIFO', 'a directory', ..."""
     for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
@@ -42,8 +46,12 @@ def file_kind(mode: int) -> str:
 
 def read_regular(path, *, follow_symlinks: bool = True, limit: int | None = None) -> bytes:
     """The bytes of a regular file.  Raises `NotRegularFile` for anything else (without reading
-    from it or blocking on it), OSError as open() does, and `NotRegularFile` with kind 'too
-    large' past `limit` bytes."""
+    from it or blocking on it), OSError as open() does, and `FileTooLarge` past `limit` bytes."""
+    # Checked by name first so that a device is not even opened (opening some has effects),
+    # then again on the descriptor, which is what is read (the name may change in between).
+    before = os.stat(path, follow_symlinks=follow_symlinks)
+    if not stat.S_ISREG(before.st_mode):
+        raise NotRegularFile(str(path), file_kind(before.st_mode))
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     if not follow_symlinks:
         flags |= os.O_NOFOLLOW
@@ -59,12 +67,12 @@ def read_regular(path, *, follow_symlinks: bool = True, limit: int | None = None
         if not stat.S_ISREG(info.st_mode):
             raise NotRegularFile(str(path), file_kind(info.st_mode))
         if limit is not None and info.st_size > limit:
-            raise NotRegularFile(str(path), f"larger than {limit} bytes")
+            raise FileTooLarge(f"{path} is larger than {limit} bytes")
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read() if limit is None else f.read(limit + 1)
         if limit is not None and len(data) > limit:  # it grew after fstat
-            raise NotRegularFile(str(path), f"larger than {limit} bytes")
+            raise FileTooLarge(f"{path} is larger than {limit} bytes")
         return data
     finally:
         os.close(fd)

@@ -1,0 +1,46 @@
+"""tlc/files.py's reading rule: only a regular file is read, decided on the open descriptor, so a
+name that changes between the check and the open (a FIFO swapped in) is still refused."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from file_kit import fifo
+from tlc import files
+
+
+def test_a_regular_file_is_read(tmp_path):
+    (tmp_path / "f").write_bytes(b"text")
+    assert files.read_regular(tmp_path / "f") == b"text"
+    assert files.read_regular(tmp_path / "f", follow_symlinks=False, limit=4) == b"text"
+
+
+@pytest.mark.parametrize("make, kind, follow", [
+    (fifo, "a FIFO", True),
+    (os.mkdir, "a directory", True),
+    (lambda p: os.symlink("/dev/zero", p), "a character device", True),
+    (lambda p: os.symlink("/dev/zero", p), "a symbolic link", False),
+])
+def test_anything_else_is_refused_unread(tmp_path, make, kind, follow):
+    make(tmp_path / "x")
+    with pytest.raises(files.NotRegularFile) as err:
+        files.read_regular(tmp_path / "x", follow_symlinks=follow)
+    assert str(err.value) == f"{tmp_path / 'x'} is {kind}, not a regular file"
+
+
+def test_the_descriptor_decides_not_the_name(tmp_path, monkeypatch):
+    """As if a FIFO replaced a regular file between the check by name and the open: the check
+    on the descriptor refuses it (a read would return nothing, or block with a writer)."""
+    (tmp_path / "regular").write_text("x")
+    pipe = fifo(tmp_path / "pipe")
+    real_stat = os.stat
+    monkeypatch.setattr(os, "stat", lambda path, **kw: real_stat(tmp_path / "regular"))
+    with pytest.raises(files.NotRegularFile, match="is a FIFO, not a regular file"):
+        files.read_regular(pipe)
+
+
+def test_a_file_past_the_limit_is_refused(tmp_path):
+    (tmp_path / "big").write_bytes(b"x" * 11)
+    with pytest.raises(files.FileTooLarge, match="big is larger than 10 bytes"):
+        files.read_regular(tmp_path / "big", limit=10)
