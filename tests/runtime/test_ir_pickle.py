@@ -72,3 +72,25 @@ def test_globals_beyond_tlc_data_classes_are_refused(module, name):
         + pickle.SHORT_BINUNICODE + bytes([len(name)]) + name.encode() + pickle.STACK_GLOBAL + pickle.STOP
     with pytest.raises(pickle.UnpicklingError, match=f"{module}.{name} is not a data class of tlc's"):
         ir_pickle.loads(blob)
+
+
+@pytest.mark.gpu
+def test_a_planted_program_cache_entry_is_rebuilt_not_run(tmp_path, monkeypatch):
+    """Through the real path (tlc.load, a kernel's first launch): the program cache's entry is
+    replaced by a pickle that would create a file; the kernel is rebuilt and runs correctly."""
+    import numpy as np
+
+    from tlc.runtime import cache as cache_mod
+
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
+    marker = tmp_path / "ran"
+    planted = pickle.dumps(_Runs(open, str(marker), "w"))
+    real_load = cache_mod.KernelCache.load
+    monkeypatch.setattr(cache_mod.KernelCache, "load",
+                        lambda self, key: planted if key.startswith("p") else real_load(self, key))
+    mod = tlc.load(str(Path(__file__).resolve().parents[2] / "examples" / "vector_add.tl"), target="cuda")
+    x, y = np.arange(1000, dtype=np.float32), np.ones(1000, dtype=np.float32)
+    out = np.zeros(1000, dtype=np.float32)
+    mod.vector_add(x, y, out, 2.0)
+    assert not marker.exists()
+    np.testing.assert_allclose(out, 2 * x + 1)
