@@ -37,10 +37,10 @@ def assert_error(result, message: str, status: int = 1):
     assert "\n" not in message
 
 
-def assert_error_starting(result, start: str):
+def assert_error_starting(result, start: str, status: int = 1):
     """Exit status 1, nothing on stdout, one line on stderr that starts with `start` (the rest
     is NumPy's own words, which change between its versions)."""
-    assert (result.exit_code, result.stdout) == (1, ""), result.output
+    assert (result.exit_code, result.stdout) == (status, ""), result.output
     assert result.stderr.startswith(start) and result.stderr.count("\n") == 1, result.stderr
 
 
@@ -154,26 +154,27 @@ def npy(tmp_path):
 
 
 def test_in_wrong_dtype(npy):
-    path = npy("a.npy", np.ones((300, 100), np.float32))
-    assert_error(run_gemm("--in", f"A={path}", "--shape", "N=200,K=100"),
-                 f"error: --in A: {path} holds f32 values, but 'A' is f16[M, K]")
+    """(gemm's A is T[M, K]: an f32 file binds T to f32, as in Python; vector_add's x is f32.)"""
+    path = npy("x.npy", np.ones(10, np.float16))
+    assert_error(tlc("run", VECTOR_ADD, "-k", "vector_add", "--target", "cpu", "--in", f"x={path}", "--in", "alpha=1"),
+                 f"error: --in x: {path} holds f16 values, but 'x' is f32[N]", status=2)
 
 
 def test_in_wrong_dtype_for_a_dtype_given_with_d(npy):
     path = npy("a.npy", np.ones((300, 100), np.float16))
     assert_error(run_gemm("--in", f"A={path}", "--shape", "N=200,K=100", "-D", "T=bf16"),
-                 f"error: --in A: {path} holds f16 values, but 'A' is bf16[M, K]")
+                 f"error: --in A: {path} holds f16 values, but 'A' is bf16[M, K]", status=2)
 
 
 def test_in_wrong_rank(npy):
     path = npy("a.npy", np.ones(300, np.float16))
     assert_error(run_gemm("--in", f"A={path}", "--shape", "N=200,K=100"),
-                 f"error: --in A: {path} has 1 dimension, but 'A' is f16[M, K]")
+                 f"error: --in A: {path} has 1 dimension, but 'A' is f16[M, K]", status=2)
 
 
 def test_in_missing_file(tmp_path):
     path = tmp_path / "missing.npy"
-    assert_error(run_gemm("--in", f"A={path}", "--shape", "N=200,K=100"), f"error: --in A: no such file: {path}")
+    assert_error(run_gemm("--in", f"A={path}", "--shape", "N=200,K=100"), f"error: --in A: no such file: {path}", status=2)
 
 
 def test_in_truncated_file(npy):
@@ -181,21 +182,21 @@ def test_in_truncated_file(npy):
     with open(path, "r+b") as f:
         f.truncate(1000)
     assert_error_starting(run_gemm("--in", f"A={path}", "--shape", "N=200,K=100"),
-                          f"error: --in A: cannot read {path} as a .npy array (")
+                          f"error: --in A: cannot read {path} as a .npy array (", status=2)
 
 
 def test_in_empty_file(tmp_path):
     path = tmp_path / "a.npy"
     path.write_bytes(b"")
     assert_error_starting(run_gemm("--in", f"A={path}", "--shape", "N=200,K=100"),
-                          f"error: --in A: {path} is not a .npy file (write one with numpy.save)")
+                          f"error: --in A: {path} is not a .npy file (write one with numpy.save)", status=2)
 
 
 def test_in_corrupt_file_is_an_error(tmp_path):
     path = tmp_path / "a.npy"
     path.write_bytes(b"this is not a .npy file at all")
     assert_error_starting(run_gemm("--in", f"A={path}", "--shape", "N=200,K=100"),
-                          f"error: --in A: {path} is not a .npy file (write one with numpy.save)")
+                          f"error: --in A: {path} is not a .npy file (write one with numpy.save)", status=2)
 
 
 def test_in_corrupt_file_message_does_not_talk_about_pickles(tmp_path):
@@ -206,7 +207,7 @@ def test_in_corrupt_file_message_does_not_talk_about_pickles(tmp_path):
     path = tmp_path / "a.npy"
     path.write_bytes(b"this is not a .npy file at all")
     result = run_gemm("--in", f"A={path}", "--shape", "N=200,K=100")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "pickle" not in result.stderr
 
 
@@ -214,28 +215,28 @@ def test_in_object_array_is_an_error(tmp_path):
     path = tmp_path / "a.npy"
     np.save(path, np.array([1, "a"], dtype=object), allow_pickle=True)
     assert_error_starting(run_gemm("--in", f"A={path}", "--shape", "N=200,K=100"),
-                          f"error: --in A: cannot read {path} as a .npy array (")
+                          f"error: --in A: cannot read {path} as a .npy array (", status=2)
 
 
 def test_in_unknown_parameter(npy):
     path = npy("z.npy", np.ones((3, 3), np.float16))
-    assert_error(run_gemm("--in", f"Z={path}"), "error: 'matmul' has no array or scalar parameter Z; it takes A, B, C")
+    assert_error(run_gemm("--in", f"Z={path}"), "error: 'matmul' has no array or scalar parameter Z; it takes A, B, C", status=2)
 
 
 def test_in_size_disagrees_with_shape(npy):
     path = npy("a.npy", np.ones((300, 100), np.float16))
     assert_error(run_gemm("--in", f"A={path}", "--shape", "M=200,N=200"),
-                 f"error: shape symbol 'M' is 200 from --shape but 300 in 'A' (axis 0, {path})")
+                 f"error: shape symbol 'M' is 200 from --shape but 300 in 'A' (axis 0, {path})", status=2)
 
 
 def test_missing_shape_symbol():
     assert_error(run_gemm("--shape", "M=300,N=200"),
-                 "error: 'A' is f16[M, K]: give the size of 'K' with --shape K=..., or the array with --in A=FILE.npy")
+                 "error: 'A' is f16[M, K]: give the size of 'K' with --shape K=..., or the array with --in A=FILE.npy", status=2)
 
 
 def test_unknown_shape_symbol():
     assert_error(run_gemm("--shape", "M=300,N=200,K=100,Q=3"),
-                 "error: --shape Q: 'matmul' has no shape symbol 'Q'; its symbols are M, K, N")
+                 "error: --shape Q: 'matmul' has no shape symbol 'Q'; its symbols are M, K, N", status=2)
 
 
 @pytest.mark.parametrize("shape, message", [
@@ -244,17 +245,17 @@ def test_unknown_shape_symbol():
     ("K", "error: --shape takes NAME=VALUE, not 'K'"),
 ])
 def test_bad_shape_values(shape, message):
-    assert_error(run_gemm("--shape", f"M=3,N=3,{shape}"), message)
+    assert_error(run_gemm("--shape", f"M=3,N=3,{shape}"), message, status=2)
 
 
 def test_scalar_without_value():
     result = tlc("run", VECTOR_ADD, "-k", "vector_add", "--target", "cpu", "--shape", "N=10")
-    assert_error(result, "error: the scalar parameter 'alpha' needs a value: --in alpha=NUMBER")
+    assert_error(result, "error: the scalar parameter 'alpha' needs a value: --in alpha=NUMBER", status=2)
 
 
 def test_scalar_not_a_number():
     result = tlc("run", VECTOR_ADD, "-k", "vector_add", "--target", "cpu", "--shape", "N=10", "--in", "alpha=two")
-    assert_error(result, "error: --in alpha=two: 'alpha' is a scalar of type f32; give a number")
+    assert_error(result, "error: --in alpha=two: 'alpha' is a scalar of type f32; give a number", status=2)
 
 
 def test_unknown_kernel_for_run():
@@ -264,7 +265,7 @@ def test_unknown_kernel_for_run():
 
 def test_out_of_an_unknown_array():
     assert_error(run_gemm("--shape", "M=3,N=3,K=3", "--out", "Z=z.npy"),
-                 "error: --out Z: 'matmul' has no array parameter 'Z'")
+                 "error: --out Z: 'matmul' has no array parameter 'Z'", status=2)
 
 
 def test_define_unknown_constant():
@@ -302,7 +303,7 @@ def test_define_of_the_wrong_type(define, decl, what):
 
 
 def test_define_without_a_value():
-    assert_error(run_gemm("--shape", "M=3,N=3,K=3", "-D", "BM"), "error: -D takes NAME=VALUE, not 'BM'")
+    assert_error(run_gemm("--shape", "M=3,N=3,K=3", "-D", "BM"), "error: -D takes NAME=VALUE, not 'BM'", status=2)
 
 
 @pytest.mark.parametrize("flag", ["--check", "--bench"])
@@ -446,7 +447,7 @@ def test_build_a_tile_op_of_two_kernels(tmp_path):
 def test_build_shape_must_be_a_number(tmp_path):
     path = tmp_path / "scores.tl"
     path.write_text(SOFTMAX_OF_PRODUCT)
-    assert_error(tlc("build", path, "--shape", "N=lots"), "error: --shape N=lots: a size is a whole number")
+    assert_error(tlc("build", path, "--shape", "N=lots"), "error: --shape N=lots: a size is a whole number", status=2)
 
 
 def test_run_a_tile_op_on_the_interpreter(tmp_path):
@@ -461,7 +462,7 @@ def test_run_a_tile_op_on_the_interpreter(tmp_path):
 def test_run_a_tile_op_names_its_output_result():
     result = tlc("run", LINEAR_GELU, "-k", "linear_gelu", "--shape", "M=7,N=5,K=4", "--target", "cpu",
                  "--out", "y=y.npy")
-    assert_error(result, "error: --out y: a tile op's output is called 'result' (--out result=FILE.npy)")
+    assert_error(result, "error: --out y: a tile op's output is called 'result' (--out result=FILE.npy)", status=2)
 
 
 @pytest.mark.parametrize("file, define", [(GEMM, "XX=3"), (VECTOR_ADD, "BM=64")])

@@ -138,12 +138,19 @@ class Kernel:
         missing = [p.name for p in runtime if p.name not in values and not p.has_default]
         if missing:
             raise CallError(f"{self.name}() is missing {', '.join(repr(m) for m in missing)}")
-        for name in self._dtype_sources:
-            if name not in constants:
-                bound = self._dtype_from_arrays(name, values)
-                if bound is not None:
-                    constants[name] = bound
+        constants.update(self.dtypes_from_arrays(values, constants))
         return values, constants
+
+    def dtypes_from_arrays(self, values: dict, given=()) -> dict:
+        """The dtype parameters not in `given` that the arrays in `values` bind (`T` from an
+        array `x: T[N]`): a call's, or `tlc run --in x=FILE.npy`'s."""
+        bound = {}
+        for name in self._dtype_sources:
+            if name not in given:
+                dt = self._dtype_from_arrays(name, values)
+                if dt is not None:
+                    bound[name] = dt
+        return bound
 
     def _dtype_from_arrays(self, name: str, values: dict) -> DType | None:
         found = None

@@ -16,6 +16,7 @@ from . import __version__
 from .diagnostics import DiagnosticError, TlcError, render_all, to_json_lines
 from .driver import SourceError, check_file
 from .files import FileError, write_all
+from .inputs import InputError
 
 EXIT_DIAGNOSTICS = 1
 EXIT_USAGE = 2
@@ -27,7 +28,7 @@ def _reported_errors():
     """Turn every exception into a message and an exit status; only a bug shows a traceback."""
     try:
         yield
-    except (SourceError, FileError) as e:
+    except (SourceError, FileError, InputError) as e:
         _fail(EXIT_USAGE, f"error: {e}")
     except DiagnosticError as e:
         _fail(EXIT_DIAGNOSTICS, render_all(e.diagnostics, e.sources))
@@ -98,14 +99,27 @@ def run(file, kernel, ins, shapes, outs, defines, target, check, bench, seed) ->
     from . import runner
 
     with _reported_errors():
-        if (check or bench) and target == "cpu":
-            raise TlcError(f"--{'check' if check else 'bench'} needs the GPU; drop --target cpu")
+        if check or bench:
+            _require_gpu("--check" if check else "--bench", target)
         mod, k = _load_kernel(file, kernel, "cuda" if check or bench else target)
         report = runner.run(k, ins=ins, shapes=shapes, outs=outs, defines=defines, check=check, bench=bench, seed=seed)
         for line in report.lines:
             click.echo(line)
         if report.failed:
             _fail(EXIT_DIAGNOSTICS, report.failed)
+
+
+def _require_gpu(option: str, target: str) -> None:
+    """`--check` and `--bench` run on the GPU: say so before loading anything, in the CLI's
+    words (not the Python API's target='cpu')."""
+    if target == "cpu":
+        raise TlcError(f"{option} needs the GPU; drop --target cpu")
+    from .runtime.compile import cuda_unavailable_reason
+
+    reason = cuda_unavailable_reason()
+    if reason is not None:
+        raise TlcError(f"{option} needs a CUDA GPU and there is none ({reason}); without {option}, "
+                       f"tlc run runs the kernel on the CPU reference interpreter")
 
 
 @main.command()

@@ -7,6 +7,9 @@ wrong dtype or rank), each naming the parameter; no output file is ever left hal
 """
 from __future__ import annotations
 
+import math
+import os
+
 import numpy as np
 
 from .diagnostics import TlcError
@@ -14,6 +17,8 @@ from .dtypes import DType, from_numpy
 from .typecheck import CheckedFunction
 from .typecheck.consteval import NotConstant, evaluate
 from .parser import nodes as n
+from .runtime.args import I32_MAX
+from .scalars import ScalarError, scalar_value
 
 
 class InputError(TlcError):
@@ -53,17 +58,59 @@ def load_npy(param: str, path: str) -> np.ndarray:
 
 
 def _number(param: str, text: str, dtype: DType):
+    """The value of `--in NAME=NUMBER` for a scalar of `dtype`, checked as the Python API
+    checks it (`tlc.scalars`): `--in n=1099511627776` for an i32 says so, not NumPy."""
+    value = None
+    if dtype.is_bool and text in ("True", "true", "False", "false"):
+        value = text in ("True", "true")
+    for parse in (lambda t: int(t, 0), float):
+        if value is None:
+            try:
+                value = parse(text)
+            except ValueError:
+                pass
+    if value is None:
+        raise InputError(f"--in {param}={text}: '{param}' is a scalar of type {dtype}; give a number")
+    if value in (math.inf, -math.inf) and "inf" not in text.lower():  # 1e400: beyond even a double
+        raise InputError(f"--in {param}={text}: scalar '{param}' ({dtype}) cannot hold {text}")
     try:
-        value = int(text, 0) if dtype.is_int or dtype.is_bool else float(text)
+        return dtype.numpy().type(scalar_value(dtype, value))
+    except ScalarError as e:
+        raise InputError(f"--in {param}={text}: scalar '{param}' ({dtype}) {e}") from None
+
+
+def load_arrays(fn: CheckedFunction, ins: dict) -> dict:
+    """The arrays that `ins` gives for `fn`'s array parameters, read from their .npy files (a
+    dtype parameter is bound from them before `prepare` checks them)."""
+    arrays = {}
+    for p in fn.tensor_params:
+        if p.name in ins:
+            text = ins[p.name]
+            if not os.path.exists(text) and _is_number(text):
+                raise InputError(f"--in {p.name}={text}: '{p.name}' is an array ({p.type}); "
+                                 f"give a .npy file: --in {p.name}=FILE.npy")
+            arrays[p.name] = load_npy(p.name, text)
+    return arrays
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
     except ValueError:
-        raise InputError(f"--in {param}={text}: '{param}' is a scalar of type {dtype}; give a number") from None
-    return dtype.numpy().type(value)
+        try:
+            int(text, 0)
+            return True
+        except ValueError:
+            return False
 
 
-def prepare(fn: CheckedFunction, ins: dict, shapes: dict, seed: int = 0) -> dict:
-    """Every runtime argument of `fn` (already specialized): from `ins` (a path or a number),
-    else random, shaped by `shapes` and by the symbols the given arrays bind."""
-    rng = np.random.default_rng(seed)
+def prepare(fn: CheckedFunction, ins: dict, shapes: dict, seed: int = 0, arrays: dict | None = None) -> dict:
+    """Every runtime argument of `fn` (already specialized): from `ins` (a path or a number;
+    `arrays` holds the files already read), else random, shaped by `shapes` and by the symbols
+    the given arrays bind."""
+    if seed < 0:  # NumPy's generators take any whole number from 0 up
+        raise InputError(f"--seed {seed}: a seed is a whole number from 0 up")
     unknown = set(ins) - {p.name for p in fn.runtime_params}
     if unknown:
         names = ", ".join(p.name for p in fn.runtime_params)
@@ -79,12 +126,14 @@ def prepare(fn: CheckedFunction, ins: dict, shapes: dict, seed: int = 0) -> dict
             raise InputError(f"--shape {k}={v}: a size is a whole number") from None
         if symbols[k] < 0:
             raise InputError(f"--shape {k}={v}: a size cannot be negative")
+        if symbols[k] > I32_MAX:  # as the launchers check a shape symbol
+            raise InputError(f"--shape {k}={v}: a size is at most {I32_MAX} (shape symbols are i32)")
+    arrays = load_arrays(fn, ins) if arrays is None else arrays
     values: dict = {}
     for p in fn.runtime_params:
         if p.name not in ins or p.role != "tensor":
             continue
-        text = ins[p.name]
-        arr = load_npy(p.name, text)
+        text, arr = ins[p.name], arrays[p.name]
         want = p.type.dtype
         got = from_numpy(arr.dtype)
         if got != want:
@@ -99,6 +148,7 @@ def prepare(fn: CheckedFunction, ins: dict, shapes: dict, seed: int = 0) -> dict
                                      f"(axis {axis}, {text})")
                 symbols[d.id] = size
         values[p.name] = np.ascontiguousarray(arr)
+    random_shapes = {}
     for p in fn.runtime_params:
         if p.name in values:
             continue
@@ -120,18 +170,59 @@ def prepare(fn: CheckedFunction, ins: dict, shapes: dict, seed: int = 0) -> dict
                     shape.append(int(evaluate(d, fn.constants)))
                 except NotConstant:
                     raise InputError(f"cannot tell the size of '{p.name}'") from None
-        values[p.name] = random_array(rng, tuple(shape), p.type.dtype)
+        random_shapes[p] = tuple(shape)
+    _check_memory(random_shapes)
+    rng = np.random.default_rng(seed)
+    for p, shape in random_shapes.items():
+        values[p.name] = random_array(rng, shape, p.type.dtype)
     return values
 
 
+def _check_memory(shapes: dict) -> None:
+    """Refuse random inputs that cannot be allocated, before allocating them (NumPy would end
+    in MemoryError, or the machine would swap): their bytes, and the 4 bytes an element that
+    `random_array` draws them through, against the memory available now."""
+    if not shapes:
+        return
+    sizes = {p: math.prod(shape) for p, shape in shapes.items()}
+    need = sum(size * p.type.dtype.itemsize for p, size in sizes.items()) + 4 * max(sizes.values())
+    free = available_memory()
+    if free is not None and need > free:
+        names = ", ".join(f"{p.name} ({p.type.dtype}[{', '.join(map(str, shapes[p]))}])" for p in shapes)
+        raise InputError(f"--shape: the random inputs {names} take {_gib(need)} but {_gib(free)} of memory "
+                         f"is available; give smaller sizes")
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:.1f} GiB"
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux's MemAvailable), or None when the
+    system does not say."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def random_array(rng, shape: tuple, dtype: DType) -> np.ndarray:
-    """Random values of `dtype`, never all zero: normal floats, small integers, random bools."""
+    """Random values of `dtype`, never all zero: normal floats, small integers, random bools;
+    drawn in at most 4 bytes an element besides the result."""
     if dtype.is_bool:
-        return rng.random(shape) < 0.5
+        return rng.random(shape, dtype=np.float32) < 0.5
     if dtype.is_int:
         lo = 0 if dtype.kind == "uint" else -8
-        return rng.integers(lo, lo + 17, size=shape).astype(dtype.numpy())
-    return rng.standard_normal(shape).astype(np.float32).astype(dtype.numpy())
+        return rng.integers(lo, lo + 17, size=shape, dtype=dtype.numpy())
+    drawn = rng.standard_normal(shape, dtype=np.float64 if dtype.bits == 64 else np.float32)
+    return drawn.astype(dtype.numpy(), copy=False)
 
 
 def npy_bytes(array: np.ndarray) -> bytes:

@@ -29,9 +29,12 @@ def _defines(defines) -> dict:
 
 def run(k, *, ins=(), shapes=(), outs=(), defines=(), check=False, bench=False, seed=0) -> Report:
     report = Report()
+    given = inputs.parse_assignments(ins, "--in")
+    arrays = inputs.load_arrays(k.fn, given)
     constants = _defines(defines)
+    constants = {**k.dtypes_from_arrays(arrays, constants), **constants}  # T from x: T[N], as in Python
     fn = bind_constants(k.module.program, k.fn, constants)
-    values = inputs.prepare(fn, inputs.parse_assignments(ins, "--in"), inputs.parse_assignments(shapes, "--shape"), seed)
+    values = inputs.prepare(fn, given, inputs.parse_assignments(shapes, "--shape"), seed, arrays)
     out_paths = inputs.parse_assignments(outs, "--out")
     if k.fn.kind == "tile_op":
         return _run_tile_op(k, report, constants, values, out_paths, check, bench)
