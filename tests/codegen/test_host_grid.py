@@ -2,7 +2,7 @@
 64 bits with Python's meaning, checked against the GPU's limits, and an error code where the
 Python runtime raises (tlc/runtime/grid.py); host programs built by nvcc and run here, no GPU."""
 from kit_codegen import generated_source
-from nvcc import run_host
+from nvcc import compile_object, run_host
 from tlc.codegen import primitives
 from tlc.runtime.grid import GridError, compile_grid, launches_blocks, persistent
 
@@ -123,3 +123,23 @@ def test_the_launchers_limits_are_the_python_runtimes(tmp_path):
     got = [x == "1" for x in run_host(src, tmp_path, "fits").split()]
     assert got == [f for _, _, f in FITS]
     assert [python_fits(e, t) for e, t, _ in FITS] == got
+
+
+FLAT = """
+@tile_op
+def chain(x: f16[M, N], y: f16[M, N]) -> f16[M, N]:
+    return x * y + exp(x)
+"""
+
+
+def test_a_flat_element_count_of_64_bits_compiles(tmp_path):
+    """A flattened element-wise kernel takes its count as `long long NUMEL` (a tensor can hold
+    more than 2^31 elements); it and its launcher compile with warnings as errors."""
+    import tlc
+    from tlc.codegen import generate
+
+    mod = tlc.compile_source(FLAT, target="cpu", path="ops.tl")
+    kernel = mod.chain.program({}, "sm_80", {"M": 65536, "N": 65536}).launches[0].kernel
+    source = generate(kernel, "sm_80").source
+    assert "long long NUMEL, cudaStream_t stream)" in source
+    compile_object(source, "sm_80", tmp_path, "flat")

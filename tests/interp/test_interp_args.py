@@ -5,8 +5,8 @@ import pytest
 
 from interp_kit import c, kernel, scalar, tensor, v
 from tlc.diagnostics import TlcError
-from tlc.dtypes import BF16, F16, F32, I32
-from tlc.ir import Break, Cast, For, IRVerifyError, Parallel, Print, Store, samples
+from tlc.dtypes import BF16, F16, F32, I32, I64
+from tlc.ir import BinOp, Break, Cast, For, IRVerifyError, Parallel, Print, Store, samples
 from tlc.interp import ArgumentError, InterpError, run_kernel
 
 
@@ -71,9 +71,15 @@ def test_runtime_errors_of_the_kernel_itself():
     with pytest.raises(InterpError, match=r"^kernel 'k': loop 'k' has step 0$"):
         run_kernel(zero_step, dict(s=0))
     negative_grid = kernel([scalar("g", I32)], [], grid=(v("g"),))
-    with pytest.raises(InterpError, match=r"^kernel 'k': grid extent -1 is negative$"):
+    with pytest.raises(InterpError, match=r"^grid dimension x of kernel 'k' is -1; the GPU allows 1 to 2147483647$"):
         run_kernel(negative_grid, dict(g=-1))
     run_kernel(negative_grid, dict(g=0))  # an empty grid runs nothing
+    wide_grid = kernel([scalar("g", I64)], [], grid=(Cast(v("g", I64), I32),))
+    with pytest.raises(InterpError, match=r"^grid dimension x of kernel 'k' is 1099511627776; the GPU allows "):
+        run_kernel(wide_grid, dict(g=2**40))  # not wrapped to an i32's 0: an empty grid that "ran"
+    zero_grid = kernel([scalar("g", I32)], [], grid=(BinOp("//", c(4), v("g"), I32),))
+    with pytest.raises(InterpError, match=r"^kernel 'k': an extent divides by zero$"):
+        run_kernel(zero_grid, dict(g=0))
     bad_format = kernel([scalar("g", I32)], [Print("%d %d\n", (v("g"),))])
     with pytest.raises(InterpError, match=r"^print format '%d %d\\n' does not fit its 1 argument: "):
         run_kernel(bad_format, dict(g=1))

@@ -97,9 +97,9 @@ def kernel_args(kernel: ir.Kernel) -> tuple[KernelArg, ...]:
             # 16- and 8-bit float scalars travel as float: every launcher can pass a float.
             ct = "float" if p.dtype.is_float and p.dtype.bits < 32 else c_type(p.dtype)
             out.append(KernelArg(p.name, "scalar", p.dtype, ct))
-    from ..dtypes import I32
     for s in kernel.shape_symbols():
-        out.append(KernelArg(s, "shape", I32, "int"))
+        dtype = kernel.symbol_dtype(s)
+        out.append(KernelArg(s, "shape", dtype, c_type(dtype)))
     return tuple(out)
 
 

@@ -96,7 +96,8 @@ def bind(kernel: Kernel, args: dict) -> Bound:
         tensors[p.name] = value
     symbols = {d: v for d, (v, _, _) in seen.items()}
     for d, v in symbols.items():
-        if v > np.iinfo(np.int32).max:
-            raise ArgumentError(f"shape symbol '{d}' is {v}, more than an i32 holds")
-        scalars[d] = np.int32(v)
+        dtype = kernel.symbol_dtype(d)
+        if v > np.iinfo(np_dtype(dtype)).max:
+            raise ArgumentError(f"shape symbol '{d}' is {v}, more than an {dtype} holds")
+        scalars[d] = np_dtype(dtype).type(v)
     return Bound(tensors, scalars, symbols)

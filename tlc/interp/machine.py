@@ -22,6 +22,7 @@ from ..dtypes import DType
 from ..ir.nodes import (Assign, Atomic, BinOp, Break, BufferRef, Call, Cast, Const, Continue, Copy,
                         Fill, For, Gemm, If, Kernel, LetScalar, Load, Parallel, Print, Reduce,
                         Select, Store, Sync, UnaryOp, Var)
+from ..runtime.grid import GridError, evaluate_int, launches_blocks
 from . import numerics as nx
 from . import tiles
 from .args import Bound, InterpError
@@ -115,13 +116,19 @@ class Machine:
 
     def run(self) -> None:
         self.env = dict(self.base_env)
-        extents = []
-        for g in self.k.grid:
-            n = int(self.eval(g))
-            if n < 0:
-                raise InterpError(f"kernel '{self.k.name}': grid extent {n} is negative")
-            extents.append(n)
+        # the grid as a launch computes it (Python integers: an i32 cast does not wrap 2**40 to
+        # an empty grid) and within the GPU's limits, so that the interpreter refuses what a
+        # launch refuses
+        values = {k: v.item() if isinstance(v, np.generic) else v for k, v in self.base_env.items()}
+        try:
+            extents = [evaluate_int(g, values) for g in self.k.grid]
+        except GridError as e:
+            raise InterpError(f"kernel '{self.k.name}': {e}") from None
         extents += [1] * (3 - len(extents))
+        try:
+            launches_blocks(self.k.name, extents)
+        except GridError as e:
+            raise InterpError(str(e)) from None
         names = self.k.block_vars
         for bz in range(extents[2]):
             for by in range(extents[1]):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Union
 
 from ..diagnostics import Span
-from ..dtypes import DType
+from ..dtypes import I32, I64, DType
 
 Dim = Union[int, str]  # a tensor param's dimension: a literal size or a shape symbol's name
 
@@ -351,6 +351,7 @@ class Kernel(Node):
     constants: tuple[tuple[str, Any], ...] = ()  # bound values: int, float, bool or DType
     smem_bytes: int = 0
     min_blocks: int = 0  # blocks per SM to ask ptxas for (__launch_bounds__); 0: codegen/occupancy.py decides
+    wide_symbols: tuple[str, ...] = ()  # shape symbols that are i64, not i32 (a flat view's element count)
     span: Span | None = _span()
 
     def param(self, name: str) -> Param | None:
@@ -358,6 +359,10 @@ class Kernel(Node):
 
     def buffer(self, name: str) -> Buffer | None:
         return next((b for b in self.buffers if b.name == name), None)
+
+    def symbol_dtype(self, name: str) -> DType:
+        """A shape symbol's dtype: i32, or i64 for the counts that can pass 2^31."""
+        return I64 if name in self.wide_symbols else I32
 
     def shape_symbols(self) -> tuple[str, ...]:
         """The shape symbols in order of first appearance among the tensor params."""

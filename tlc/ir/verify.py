@@ -127,7 +127,7 @@ class _Verifier:
                 if isinstance(d, str):
                     sym = self.lookup(d)
                     if sym is None:
-                        self.declare(d, _Sym("shape", I32), p)
+                        self.declare(d, _Sym("shape", k.symbol_dtype(d)), p)
                     elif sym.kind != "shape":
                         self.fail(f"shape symbol '{d}' of '{p.name}' is also a {sym.kind}", p)
                 elif not isinstance(d, int) or isinstance(d, bool) or d <= 0:

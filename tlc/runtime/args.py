@@ -27,6 +27,7 @@ from ..scalars import ScalarError, float_limit, scalar_value
 from .device_array import DeviceArray
 
 I32_MAX = 2**31 - 1
+SYMBOL_TYPES = {"i32": (I32_MAX, np.int32), "i64": (2**63 - 1, np.int64)}  # a shape symbol's limit and C value
 NUMPY, CUPY, TORCH, CAI, DEVICE, OTHER = range(6)  # how an argument's array is read
 
 
@@ -240,7 +241,10 @@ class Binder:
             label = f"{p.dtype}[{', '.join(str(d) for d in p.shape)}]"
             tensors.append((i, p.name, p.dtype, len(p.shape), tuple(dims), p.name in written, label))
         self.tensors, self.scalars = tuple(tensors), tuple(scalars)
-        self.symbols = tuple((self.slots[s], s) for s in symbols)
+        # per symbol: its slot, name, dtype (i32, or i64 for a flat view's count), the most it
+        # holds and its C value's type
+        self.symbols = tuple((self.slots[a.name], a.name, a.dtype, *SYMBOL_TYPES[a.dtype.name])
+                             for a in generated.args if a.kind == "shape")
 
     def bind(self, args: dict, device: int, device_of: Callable[[int], int] | None = None) -> Bound:
         """Check `args` (param name -> array or number) for a launch on GPU `device`;
@@ -320,11 +324,11 @@ class Binder:
                                           f"({label}); got {type(v).__name__}")
         for i, name, convert in self.scalars:
             kargs[i], values[i] = convert(args[name])
-        for i, s in self.symbols:
+        for i, s, dtype, most, ctor in self.symbols:
             n = values[i]
-            if n > I32_MAX:
-                raise LaunchArgumentError(f"shape symbol '{s}' is {n}, more than an i32 holds")
-            kargs[i] = np.int32(n)
+            if n > most:
+                raise LaunchArgumentError(f"shape symbol '{s}' is {n}, more than an {dtype} holds")
+            kargs[i] = ctor(n)
         return Bound(kargs, values, host, torch_device)
 
     # -- the checks that carry on past the common case, and the errors ---------------------------

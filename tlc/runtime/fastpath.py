@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from .args import I32_MAX, _C_SCALARS
+from .args import SYMBOL_TYPES, _C_SCALARS
 from ..ir.nodes import Const
 from ..scalars import float_limit
 from ..schedule.sm_limits import MAX_GRID
@@ -42,7 +42,7 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
             return _fallback(dict(zip(_names, t)))
         fallback = to_dict
     env = {"fallback": fallback, "CUPY": cupy.ndarray, "get_device": cupy.cuda.runtime.getDevice, "functions": compiled._functions,
-           "I32_MAX": I32_MAX, "i32_cache": {}, "np_int32": np.int32, "BLOCK": compiled.block, "SMEM": compiled.smem}
+           "BLOCK": compiled.block, "SMEM": compiled.smem}
     lines = [f"if len(args) != {len(kernel.params)}:", "    return fallback(args)"]
     if positional:
         lines.append(", ".join(f"a{i}" for i in range(len(names))) + (", = args" if len(names) == 1 else " = args"))
@@ -107,11 +107,13 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
                       f"            cache{j}.clear()", f"        cache{j}[a{j}] = c{j}"]
             cargs.append(f"c{j}")
         else:
-            n = symbols[a.name]
-            lines += [f"if {n} > I32_MAX:", "    return fallback(args)",
-                      f"c{n} = i32_cache.get({n})", f"if c{n} is None:",
-                      f"    if len(i32_cache) > {_CACHE_SIZE}:", "        i32_cache.clear()",
-                      f"    c{n} = i32_cache[{n}] = np_int32({n})"]
+            n, (most, ctor) = symbols[a.name], SYMBOL_TYPES[a.dtype.name]
+            cache = f"{a.dtype.name}_cache"
+            env[cache], env[f"np_{a.dtype.name}"] = env.get(cache, {}), ctor
+            lines += [f"if {n} > {most}:", "    return fallback(args)",
+                      f"c{n} = {cache}.get({n})", f"if c{n} is None:",
+                      f"    if len({cache}) > {_CACHE_SIZE}:", f"        {cache}.clear()",
+                      f"    c{n} = {cache}[{n}] = np_{a.dtype.name}({n})"]
             cargs.append(f"c{n}")
     blocks = getattr(compiled, "persistent_blocks", None)
     # grid dimensions the kernel fixes need no check at run time

@@ -7,7 +7,7 @@ A builder produces an ordinary `ir.Kernel` before layouts (what `Lowerer.kernel`
 from __future__ import annotations
 
 from ... import ir
-from ...dtypes import I32
+from ...dtypes import I32, I64
 from ...ir.walk import statements, statement_exprs, subexprs
 from .elements import ElementLowerer
 from .fusion import Group, Partition
@@ -22,24 +22,30 @@ def var(name: str) -> ir.Expr:
     return ir.Var(name, I32)
 
 
+def _int(a: ir.Expr, b: ir.Expr):
+    """i64 when either operand is (a flat view's index), else i32."""
+    return I64 if I64 in (a.dtype, b.dtype) else I32
+
+
 def add(a: ir.Expr, b: ir.Expr) -> ir.Expr:
     if isinstance(b, ir.Const) and b.value == 0:
         return a
     if isinstance(a, ir.Const) and a.value == 0:
         return b
-    return ir.BinOp("+", a, b, I32)
+    return ir.BinOp("+", a, b, _int(a, b))
 
 
 def mul(a: ir.Expr, b: ir.Expr) -> ir.Expr:
     if isinstance(b, ir.Const) and b.value == 1:
         return a
-    return ir.BinOp("*", a, b, I32)
+    return ir.BinOp("*", a, b, _int(a, b))
 
 
 def cdiv(a: ir.Expr, b: int) -> ir.Expr:
     if isinstance(a, ir.Const):
         return i32(-(-a.value // b))
-    return ir.BinOp("//", ir.BinOp("+", a, i32(b - 1), I32), i32(b), I32)
+    t = a.dtype
+    return ir.BinOp("//", ir.BinOp("+", a, ir.Const(b - 1, t), t), ir.Const(b, t), t)
 
 
 class KernelBuilder:
@@ -80,9 +86,10 @@ class KernelBuilder:
         dtype = self.tensors[name][0]
         return lambda idx: ir.Load(name, tuple(idx), dtype)
 
-    def kernel(self, grid: tuple, block_vars: tuple, threads: int, body: tuple, min_blocks: int = 0) -> ir.Kernel:
+    def kernel(self, grid: tuple, block_vars: tuple, threads: int, body: tuple, min_blocks: int = 0,
+               wide_symbols: tuple = ()) -> ir.Kernel:
         """The kernel with the parameters its body uses: tensors in the order of `tensors`, then
-        the tile op's scalars that it reads."""
+        the tile op's scalars that it reads; `wide_symbols` are i64 (`ir.Kernel`)."""
         used = _names_used(body)
         params = []
         for name, (dtype, shape) in self.tensors.items():
@@ -93,7 +100,7 @@ class KernelBuilder:
                 params.append(ir.Param(p.name, "scalar", p.type.dtype))
         return ir.Kernel(self.name, tuple(params), tuple(grid), tuple(block_vars), threads,
                          tuple(self.buffers.values()), tuple(body), (), min_blocks=min_blocks,
-                         span=self.g.fn.node.name_span)
+                         wide_symbols=tuple(wide_symbols), span=self.g.fn.node.name_span)
 
 
 def _names_used(body) -> set:

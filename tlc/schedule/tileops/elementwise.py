@@ -4,11 +4,14 @@ code generator can), the broadcast ones loaded element by element (they are smal
 
 When every tensor the expression reads has the result's shape and nothing is transposed, the
 tensors are viewed as flat vectors (`NUMEL` elements): no 2-D tile edge to handle, the longest
-contiguous runs.  The launch passes 1-D views of the same memory.
+contiguous runs.  The launch passes 1-D views of the same memory.  `NUMEL` is an i64, and a
+tile's first element is computed in 64 bits: a tensor of [M, N] can hold more than 2^31
+elements while M and N each fit an i32.
 """
 from __future__ import annotations
 
 from ... import ir
+from ...dtypes import I64
 from ...parser import nodes as n
 from ..lower import cast
 from .build import KernelBuilder, add, cdiv, i32, mul, var
@@ -33,7 +36,11 @@ def elementwise_kernel(b: KernelBuilder, sizes: dict, rules: Rules = DEFAULT_RUL
     else:
         dims = shape
     tiles = elementwise_tiles(len(dims), dims, sizes, dtypes, rules)
-    if len(dims) == 1:
+    if flat:
+        vars_, block_vars = ("i",), ("bx",)
+        origin = (mul(ir.Cast(var("bx"), I64), ir.Const(tiles.shape[0], I64)),)
+        grid = (cdiv(ir.Var(symbol, I64), tiles.shape[0]),)
+    elif len(dims) == 1:
         vars_, block_vars = ("i",), ("bx",)
         origin = (mul(var("bx"), i32(tiles.shape[0])),)
         grid = (cdiv(b.dim(dims[0]), tiles.shape[0]),)
@@ -72,7 +79,7 @@ def elementwise_kernel(b: KernelBuilder, sizes: dict, rules: Rules = DEFAULT_RUL
     body = [ir.Copy(ir.Region(name, origin, tiles.shape), ir.BufferRef(f)) for name, f in frags.items()]
     body.append(ir.Parallel(vars_, tiles.shape, tuple(pre) + (ir.Store(out, local, cast(value, out_dt)),)))
     body.append(ir.Copy(ir.BufferRef(out), ir.Region(dest, origin, tiles.shape)))
-    return b.kernel(grid, block_vars, tiles.threads, tuple(body), tiles.min_blocks), flat
+    return b.kernel(grid, block_vars, tiles.threads, tuple(body), tiles.min_blocks, (symbol,) if flat else ()), flat
 
 
 def _reads(b: KernelBuilder, name: str) -> bool:
