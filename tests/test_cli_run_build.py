@@ -349,6 +349,7 @@ def test_build_emit_ir_is_the_snapshot_of_the_scheduler_tests():
     assert (result.exit_code, result.stdout) == (0, golden.read_text())
 
 
+@pytest.mark.nvcc
 def test_build_emit_ptx_for_sm90a_runs_nvcc():
     result = tlc("build", GEMM, "--emit", "ptx", "--arch", "sm_90a")
     assert (result.exit_code, result.stderr) == (0, ""), result.output[-2000:]

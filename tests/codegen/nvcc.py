@@ -1,17 +1,116 @@
 """Running nvcc from tests: compile generated code for a target with warnings as errors.
-Every machine that runs the suite has nvcc (CI included), so a missing one is a failure."""
+
+nvcc is found where `tlc build --emit ptx` finds it (`cuda_toolkit_nvcc`: PATH, $CUDA_HOME,
+/usr/local/cuda, /usr/local/cuda-X.Y); a test that needs it is skipped, saying why, only on a
+machine with no CUDA toolkit at all (tests that call tlc's own nvcc are marked `nvcc`, and
+conftest.py skips them).
+
+A successful compilation is cached (its output file and messages), keyed by the compilers'
+versions, the command and the bytes of every file in the test's folder, under $TLC_TEST_CACHE
+(default ~/.cache/tlc-tests; `TLC_TEST_CACHE=off` compiles everything).  Generated sources are
+self-contained (the primitives are inlined), so a key that matches compiles the same; a failed
+compilation is never cached.  Entries unused for 30 days are removed."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
 import shutil
 import subprocess
+import tempfile
+import time
+from pathlib import Path
 
-NVCC = shutil.which("nvcc")
+import pytest
+
+from tlc.runtime.compile import cuda_toolkit_nvcc
+
+NVCC = cuda_toolkit_nvcc()
+NO_TOOLKIT = ("nvcc test: no CUDA toolkit: nvcc is not on PATH, in $CUDA_HOME/bin, $CUDA_PATH/bin, "
+              "/usr/local/cuda/bin or /usr/local/cuda-*/bin")
 
 ARCH_FLAGS = {"sm_80": ["-arch=sm_80"], "sm_90a": ["-gencode=arch=compute_90a,code=sm_90a"]}
+UNUSED_FOR = 30 * 24 * 3600  # seconds after which a cache entry is removed
+CWD = "{cwd}"  # the test's folder in cached commands and messages: keys do not depend on tmp_path
 
 
 def nvcc(args, cwd) -> subprocess.CompletedProcess:
-    assert NVCC is not None, "nvcc is not on PATH; the codegen tests compile generated CUDA with it"
-    return subprocess.run([NVCC, "-std=c++17", "-Werror", "all-warnings", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=300)
+    """nvcc with warnings as errors on `args`, run in `cwd`; the outputs named by `-o` come from
+    the cache when the same command on the same files has compiled before."""
+    if NVCC is None:
+        pytest.skip(NO_TOOLKIT)
+    cmd = [NVCC, "-std=c++17", "-Werror", "all-warnings", *map(str, args)]
+    cwd = Path(cwd)
+    output = _output_path(cmd, cwd)
+    entry = _entry(cmd[1:], cwd) if output is not None and cache_root() is not None else None
+    if entry is not None and (entry / "result.json").exists():
+        result = json.loads((entry / "result.json").read_text())
+        shutil.copy(entry / "output", output)  # with its mode: run_host runs it
+        os.utime(entry)  # used: kept another 30 days
+        return subprocess.CompletedProcess(cmd, 0, result["stdout"].replace(CWD, str(cwd)),
+                                           result["stderr"].replace(CWD, str(cwd)))
+    res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
+    if entry is not None and res.returncode == 0:
+        _store(entry, output, res, cwd)
+    return res
+
+
+@functools.cache
+def cache_root() -> Path | None:
+    where = os.environ.get("TLC_TEST_CACHE")
+    if where == "off":
+        return None
+    root = Path(where) if where else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tlc-tests"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None  # an unwritable home: compile everything
+    now = time.time()
+    for old in root.iterdir():
+        if now - old.stat().st_mtime > UNUSED_FOR:
+            shutil.rmtree(old, ignore_errors=True)
+    return root
+
+
+@functools.cache
+def compiler_versions() -> str:
+    """nvcc's version, and the host compiler's it calls (host code is compiled with -Werror too)."""
+    out = []
+    for exe in (NVCC, shutil.which("g++") or shutil.which("c++")):
+        if exe:
+            out.append(subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60).stdout)
+    return "\n".join(out)
+
+
+def _output_path(cmd: list[str], cwd: Path) -> Path | None:
+    if "-o" not in cmd[:-1]:
+        return None
+    return cwd / cmd[cmd.index("-o") + 1]  # an absolute -o stays itself
+
+
+def _entry(args: list[str], cwd: Path) -> Path:
+    h = hashlib.sha256(compiler_versions().encode())
+    h.update(json.dumps([a.replace(str(cwd), CWD) for a in args]).encode())
+    for f in sorted(cwd.iterdir()):
+        if f.is_file():
+            h.update(f"\0{f.name}\0{f.stat().st_size}\0".encode())
+            h.update(f.read_bytes())
+    return cache_root() / h.hexdigest()[:32]
+
+
+def _store(entry: Path, output: Path, res: subprocess.CompletedProcess, cwd: Path) -> None:
+    """Written into a fresh folder and renamed into place: concurrent runs never see half an entry."""
+    tmp = None
+    try:
+        tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".new-"))
+        shutil.copy(output, tmp / "output")
+        result = {"stdout": res.stdout.replace(str(cwd), CWD), "stderr": res.stderr.replace(str(cwd), CWD)}
+        (tmp / "result.json").write_text(json.dumps(result))
+        os.rename(tmp, entry)
+    except OSError:  # another run stored it first, or the disk is full: the compile stands
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def compile_object(source: str, arch: str, tmp_path, name: str = "k") -> str:
@@ -22,12 +121,9 @@ def compile_object(source: str, arch: str, tmp_path, name: str = "k") -> str:
     return res.stderr
 
 
-
 def cuobjdump() -> str:
     """cuobjdump on PATH, beside nvcc, or from the nvidia-cuda-cuobjdump wheel (a test extra,
-    so a missing one is a failure, as a missing nvcc is)."""
-    from pathlib import Path
-
+    so a missing one is a failure)."""
     found = shutil.which("cuobjdump")
     if found:
         return found

@@ -9,12 +9,14 @@ from tlc.runtime import compile as rc
 from tlc.runtime.compile import CudaCompileError, CudaUnavailable, codegen_arch, nvcc_compile, nvrtc_arch
 
 
+@pytest.mark.nvcc
 def test_ptx_for_sm80():
     out = nvcc_compile(AXPY_SOURCE, "sm_80", "ptx", name="axpy")
     text = out.binary.decode()
     assert ".target sm_80" in text and ".entry axpy(" in text
 
 
+@pytest.mark.nvcc
 def test_cubin_for_sm90a_with_the_ptxas_report():
     out = nvcc_compile(SCALE_BF16_SOURCE, "sm_90a", "cubin", name="scale_bf16", ptxas_verbose=True)
     assert out.binary[:4] == b"\x7fELF"
@@ -22,12 +24,14 @@ def test_cubin_for_sm90a_with_the_ptxas_report():
     assert "registers" in out.log
 
 
+@pytest.mark.nvcc
 def test_no_flush_to_zero_in_the_ptx():
     # `-ftz=false`: f32 arithmetic keeps denormals, so no instruction carries `.ftz`
     text = nvcc_compile(AXPY_SOURCE, "sm_80", "ptx", name="axpy").binary.decode()
     assert "fma.rn.f32" in text and ".ftz" not in text
 
 
+@pytest.mark.nvcc
 def test_generated_code_that_does_not_compile_is_a_tlc_bug(tmp_path, monkeypatch):
     monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path))
     bad = AXPY_SOURCE.replace("alpha * x[i]", "alpha * undefined_name")
@@ -43,6 +47,7 @@ def test_generated_code_that_does_not_compile_is_a_tlc_bug(tmp_path, monkeypatch
         assert f.read() == bad
 
 
+@pytest.mark.nvcc
 def test_an_architecture_nvcc_does_not_know():
     with pytest.raises(TlcError, match="does not know the architecture sm_12345"):
         nvcc_compile(AXPY_SOURCE, "sm_12345", "ptx")

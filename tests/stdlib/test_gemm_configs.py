@@ -36,6 +36,7 @@ def test_every_rule_fits_its_kernel_and_the_shape_kernels_have_rules(mod):
     assert set(SHAPE_KERNELS) <= found
 
 
+@pytest.mark.slow
 def test_every_shape_rule_computes_the_right_thing(mod):
     rng = np.random.default_rng(12)
     for name, rule in rules(mod):
@@ -66,6 +67,7 @@ def test_every_shape_rule_computes_the_right_thing(mod):
         assert rel_err(C, ref) < 2e-3, (name, consts)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_every_rule_compiles_without_spills(mod, arch, tmp_path):
     kernels = []

@@ -21,6 +21,7 @@ def test_every_kernel_against_numpy():
         check(name, args[2], ref, tol)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,consts", [
     ("matmul_tf32", dict(BM=64, BN=32, BK=32, stages=2, THREADS=128)),
     ("matmul_f8", dict(BM=64, BN=64, BK=64, stages=2, THREADS=128)),
@@ -75,6 +76,8 @@ SASS_CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,consts,arch,instruction,n", SASS_CASES)
+# each kernel's default tiles in the default run, the other tiles under -m slow
+@pytest.mark.parametrize("name,consts,arch,instruction,n",
+                         [pytest.param(*case, marks=[pytest.mark.slow] if case[1] else []) for case in SASS_CASES])
 def test_tensor_cores_and_no_local_memory(name, consts, arch, instruction, n, tmp_path):
     check_tensor_cores(name, consts, arch, instruction, n, tmp_path)

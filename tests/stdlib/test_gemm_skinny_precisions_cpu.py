@@ -27,6 +27,7 @@ def test_every_kernel_against_numpy(mod, M, N, K):
         check(SKINNY[name], args[2], ref, tol)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("consts", [dict(BM=32, BN=64, stages=3),   # several row tiles of A
                                     dict(BM=16, BN=128, stages=3, THREADS=256),  # two warpgroups; a scale block per tile
                                     dict(BM=16, BN=256, stages=2, THREADS=256)])  # two scale blocks of W per tile
@@ -36,6 +37,7 @@ def test_other_tiles(mod, consts):
         check(SKINNY[name], args[2], ref, tol)
 
 
+@pytest.mark.slow
 def test_every_rule_computes_the_right_thing(mod):
     # each rule's constants on an M of its bucket (the rule's BM); K not a multiple of BK
     for precision, skinny in SKINNY.items():
@@ -73,6 +75,8 @@ SASS_CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,consts,arch,instruction,n", SASS_CASES)
+# each kernel's default tiles in the default run, the other tiles under -m slow
+@pytest.mark.parametrize("name,consts,arch,instruction,n",
+                         [pytest.param(*case, marks=[pytest.mark.slow] if case[1] else []) for case in SASS_CASES])
 def test_tensor_cores_and_no_local_memory(name, consts, arch, instruction, n, tmp_path):
     check_tensor_cores(name, consts, arch, instruction, n, tmp_path)

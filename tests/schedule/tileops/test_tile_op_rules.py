@@ -43,7 +43,8 @@ VARIANTS = [{}, {"row_elems_per_thread": 8}, {"row_elems_per_thread": 32}, {"row
 RNG = np.random.default_rng(21)
 
 
-@pytest.mark.parametrize("rules", VARIANTS, ids=lambda r: ",".join(f"{k}={v}" for k, v in r.items()) or "default")
+# the default rules in the default run, the variants under -m slow
+@pytest.mark.parametrize("rules", [pytest.param(r, marks=[pytest.mark.slow] if r else []) for r in VARIANTS], ids=lambda r: ",".join(f"{k}={v}" for k, v in r.items()) or "default")
 @pytest.mark.parametrize("cols", [300, 9000])
 def test_variants_agree_with_numpy(rules, cols):
     mod = module(SRC)
@@ -91,6 +92,7 @@ def test_min_blocks_asks_ptxas_for_more_blocks_per_sm():
         assert want in generate_file(prog.kernels, "sm_90a", sources=mod.program.sources, source_name="ops.tl")
 
 
+@pytest.mark.slow
 def test_the_swept_kernels_compile_without_spills(tmp_path):
     from tlc.codegen import generate_file
 
