@@ -3,7 +3,13 @@
 
 An expression is constant when it is built from literals, constants (module constants and
 `const` parameters) and the pure helpers below.  `evaluate` returns its value or raises
-`NotConstant` naming the first part that is not.
+`NotConstant` naming the first part that is not, or `TooLarge` (E150) naming the first part
+whose value cannot be a constant of the generated code.
+
+Generated code holds a constant in a 64-bit integer (i64 or u64), so a constant's value lies in
+[-2**63, 2**64).  Parts of an expression may reach `WORKING_BITS` (`(1 << 64) - 1` is the largest
+u64); an operation whose result would be larger is refused before it is computed, which also
+bounds the time and memory of every step (`9 ** 9 ** 9` would take hours and gigabytes).
 """
 from __future__ import annotations
 
@@ -17,6 +23,15 @@ class NotConstant(Exception):
     def __init__(self, node):
         super().__init__(node)
         self.node = node
+
+
+class TooLarge(NotConstant):
+    """A value that no 64-bit constant holds; `node` is the part that makes it."""
+
+
+WORKING_BITS = 128
+SMALLEST, LARGEST = -2**63, 2**64 - 1
+RANGE_HINT = "a compile-time integer lies between -2**63 and 2**64 - 1, the range of i64 and u64"
 
 
 def _cdiv(a, b):
@@ -36,6 +51,29 @@ _CMP = {"<": lambda a, b: a < b, ">": lambda a, b: a > b, "==": lambda a, b: a =
 
 def evaluate(e, env: dict):
     """The value of `e` given constant values `env` (name -> int/float/bool/DType)."""
+    v = _value(e, env)
+    for x in (v if isinstance(v, list) else (v,)):
+        if isinstance(x, int) and not SMALLEST <= x <= LARGEST:
+            raise TooLarge(e)
+    return v
+
+
+def report_too_large(bag, err: TooLarge) -> None:
+    """E150 for `err` into `bag` (a `DiagnosticBag`)."""
+    bag.error("E150", "constant too large: this value does not fit in 64 bits", err.node.span, RANGE_HINT)
+
+
+def _fits(a, b, op: str) -> bool:
+    """Whether `a op b` stays within `WORKING_BITS`, judged from the operands' sizes alone."""
+    if not (isinstance(a, int) and isinstance(b, int)):
+        return True
+    if op == "<<":
+        return a == 0 or b < 0 or a.bit_length() + b <= WORKING_BITS
+    # `**`: |a| >= 2 gives at least (bits of |a| - 1) * b bits
+    return abs(a) <= 1 or b < 0 or (a.bit_length() - 1) * b <= WORKING_BITS
+
+
+def _value(e, env: dict):
     if isinstance(e, n.Constant) and not isinstance(e.value, str):
         return e.value
     if isinstance(e, n.Name):
@@ -45,7 +83,7 @@ def evaluate(e, env: dict):
             return e.id == "True"
         raise NotConstant(e)
     if isinstance(e, n.UnaryOp):
-        v = evaluate(e.operand, env)
+        v = _value(e.operand, env)
         if isinstance(v, DType):
             raise NotConstant(e)
         try:
@@ -53,29 +91,39 @@ def evaluate(e, env: dict):
         except TypeError:  # ~ of a float: not a constant of any type; the checker says why
             raise NotConstant(e) from None
     if isinstance(e, n.BinOp) and e.op in _BIN:
-        a, b = evaluate(e.left, env), evaluate(e.right, env)
-        if isinstance(a, DType) or isinstance(b, DType):
+        a, b = _value(e.left, env), _value(e.right, env)
+        if isinstance(a, (DType, list)) or isinstance(b, (DType, list)):
             raise NotConstant(e)
+        if e.op in ("**", "<<") and not _fits(a, b, e.op):
+            raise TooLarge(e)
         try:
-            return _BIN[e.op](a, b)
-        except (ZeroDivisionError, OverflowError, ValueError, TypeError):
+            v = _BIN[e.op](a, b)
+        except OverflowError:  # a float beyond f64
+            raise TooLarge(e) from None
+        except (ZeroDivisionError, ValueError, TypeError):
             raise NotConstant(e) from None
+        if isinstance(v, complex):  # a negative number to a fractional power
+            raise NotConstant(e)
+        if isinstance(v, int) and v.bit_length() > WORKING_BITS or \
+                isinstance(v, float) and math.isinf(v) and math.isfinite(a) and math.isfinite(b):
+            raise TooLarge(e)
+        return v
     if isinstance(e, n.Compare):
-        vals = [evaluate(o, env) for o in e.operands]
+        vals = [_value(o, env) for o in e.operands]
         return all(_CMP[op](a, b) for op, a, b in zip(e.ops, vals, vals[1:]))
     if isinstance(e, n.BoolOp):
-        vals = [evaluate(v, env) for v in e.values]
+        vals = [_value(v, env) for v in e.values]
         return all(vals) if e.op == "and" else any(vals)
     if isinstance(e, n.IfExp):
-        return evaluate(e.body, env) if evaluate(e.test, env) else evaluate(e.orelse, env)
+        return _value(e.body, env) if _value(e.test, env) else _value(e.orelse, env)
     if isinstance(e, n.Call) and isinstance(e.func, n.Name) and e.func.id in _FUNCS and not e.keywords:
-        args = [evaluate(a, env) for a in e.args]
+        args = [_value(a, env) for a in e.args]
         try:
             return _FUNCS[e.func.id](*args)
         except (ZeroDivisionError, TypeError, ValueError):
             raise NotConstant(e) from None
     if isinstance(e, n.ListExpr):
-        return [evaluate(x, env) for x in e.elts]
+        return [_value(x, env) for x in e.elts]
     raise NotConstant(e)
 
 

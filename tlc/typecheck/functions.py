@@ -68,6 +68,9 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
     def const_value(self, e, what: str, required: bool = True):
         try:
             v = consteval.evaluate(e, self.consts)
+        except consteval.TooLarge as err:
+            consteval.report_too_large(self.bag, err)
+            return None
         except consteval.NotConstant as nc:
             if required:
                 bad = nc.node
@@ -263,6 +266,9 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
             return d
         try:
             v = consteval.evaluate(d, self.consts)
+        except consteval.TooLarge as err:
+            consteval.report_too_large(self.bag, err)
+            return d
         except consteval.NotConstant as nc:
             bad = nc.node
             if isinstance(bad, n.Name):
