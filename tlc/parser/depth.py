@@ -93,3 +93,61 @@ def too_deep_at(module: n.Module, path: str, parenthesized=frozenset(), elifs=fr
         elif isinstance(x, (n.Assign, n.AugAssign)):
             push(((x.target, x.value, getattr(x, "annotation", None)), d + 1))
     return None
+
+
+# ---- the AST's own depth -------------------------------------------------------------------
+# `MAX_DEPTH` bounds the parse; the checker bounds the AST that every later stage walks
+# recursively (type checking, lowering, tile-op fusion, the IR verifier and printer, the code
+# generator, the interpreter).  Those walks take up to ~5 Python frames a level of the AST
+# (measured: an `if` nested in an `if` in type checking, `a + a` in a tile op's fusion), so
+# `MAX_AST_DEPTH` levels need ~500 frames, half of Python's default recursion limit, and leave
+# the rest to whoever calls tlc.  A left-associated run `a + b + c` is one level a term here.
+MAX_AST_DEPTH = 100
+
+
+def ast_depth(root) -> tuple[int, object]:
+    """(the number of nested AST nodes on the longest path from `root` down, and where that
+    path first passes `MAX_AST_DEPTH`, or None: the outermost expression on it when the
+    expression nests more than the statements around it, else the innermost statement)."""
+    deepest, culprit = 0, None
+    stack: list = [(root, 1, root, None, 0)]
+    push = stack.append
+    while stack:
+        x, d, stmt, expr, expr_d = stack.pop()
+        if isinstance(x, tuple):
+            for y in x:
+                push((y, d, stmt, expr, expr_d))
+            continue
+        fields = getattr(type(x), "__dataclass_fields__", None)
+        if fields is None:
+            continue
+        if not _is_expr(x):
+            stmt, expr = x, None
+        elif expr is None:
+            expr, expr_d = x, d
+        if d > deepest:
+            deepest = d
+            if d == MAX_AST_DEPTH + 1:
+                culprit = expr if expr is not None and d - expr_d >= expr_d else stmt
+        for name in fields:
+            if name not in ("span", "ty", "name_span"):
+                child = getattr(x, name)
+                if child is not None and not isinstance(child, (str, int, float, bool)):
+                    push((child, d + 1, stmt, expr, expr_d))
+    return deepest, culprit
+
+
+def report_too_deep(bag, culprit) -> None:
+    """E155 into `bag` (a `DiagnosticBag`) for the part `ast_depth` found too deep."""
+    expression = _is_expr(culprit)
+    bag.error("E155", f"this {'expression' if expression else 'statement'} nests more than {MAX_AST_DEPTH} "
+              "levels deep, more than the compiler allows", culprit.span,
+              "split it into named intermediate values" if expression else "move the inner part into a device function")
+
+
+_EXPRESSIONS = (n.Name, n.Constant, n.BinOp, n.UnaryOp, n.BoolOp, n.Compare, n.IfExp, n.Keyword, n.Call,
+                n.Slice, n.Subscript, n.Attribute, n.TupleExpr, n.ListExpr, n.TypeExpr)
+
+
+def _is_expr(x) -> bool:
+    return isinstance(x, _EXPRESSIONS)

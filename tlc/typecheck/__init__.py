@@ -12,6 +12,7 @@ import os
 
 from ..diagnostics import DiagnosticBag, DiagnosticError
 from ..parser import nodes as n
+from ..parser.depth import MAX_AST_DEPTH, ast_depth, report_too_deep
 from .functions import FunctionChecker
 from .modules import ProgramLoader
 from .program import CheckedFunction, CheckedParam, CheckedProgram, SymbolUse
@@ -34,8 +35,13 @@ def check_program(module: n.Module, text: str | None = None) -> CheckedProgram:
     main = loader.load(module, key, _base_dir(module.path))
     functions = {}
     calls = {}
+    depths = {}
     for qual, (fn, kind, env, autotune) in loader.defs.items():
         if kind is None:
+            continue
+        depths[qual], culprit = ast_depth(fn)
+        if culprit is not None:
+            report_too_deep(bag, culprit)
             continue
         checker = FunctionChecker(fn, kind, env, loader, bag)
         try:
@@ -46,6 +52,8 @@ def check_program(module: n.Module, text: str | None = None) -> CheckedProgram:
             continue
         calls[qual] = checker.calls
     _check_recursion(calls, bag)
+    if not bag:
+        _check_inlined_depth(calls, depths, bag)
     if bag:
         raise DiagnosticError(bag.items, sources)
     names = {name: entry[0] for name, entry in main.functions.items()}
@@ -83,3 +91,23 @@ def _check_recursion(calls: dict, bag: DiagnosticBag) -> None:
     for q in list(calls):
         if q not in state:
             visit(q, [q])
+
+
+
+def _check_inlined_depth(calls: dict, depths: dict, bag: DiagnosticBag) -> None:
+    """Device functions are inlined where they are called, so a chain of calls nests as deep as
+    the functions along it together (counted whole: a bound, not the exact depth)."""
+    total: dict = {}
+
+    def inlined(q):  # the call graph is acyclic here (E056 would have stopped it)
+        if q not in total:
+            total[q] = depths.get(q, 0) + max((inlined(c) for c, _ in calls.get(q, ())), default=0)
+        return total[q]
+
+    for q in calls:
+        for callee, span in calls[q]:
+            if depths.get(q, 0) + inlined(callee) > MAX_AST_DEPTH:
+                bag.error("E155", f"this call nests more than {MAX_AST_DEPTH} levels deep once the device "
+                          "functions it calls are inlined, more than the compiler allows", span,
+                          "call fewer device functions inside each other")
+                return

@@ -10,6 +10,7 @@ from ..diagnostics import DiagnosticError
 from ..files import NotRegularFile, read_regular
 from ..dtypes import DType, lookup
 from ..parser import nodes as n, parse
+from ..parser.depth import ast_depth, report_too_deep
 from . import consteval
 from .builtins import ALLOCATORS, LOOPS, TILE_STATEMENTS
 from .env import ModuleEnv, did_you_mean
@@ -77,8 +78,15 @@ class ProgramLoader:
                     continue
                 env.constants[c.name] = dt
                 continue
+            culprit = ast_depth(c)[1]
+            if culprit is not None:
+                report_too_deep(self.bag, culprit)
+                continue
             try:
                 value = consteval.evaluate(c.value, env.constants)
+            except consteval.TooLarge as err:
+                consteval.report_too_large(self.bag, err)
+                continue
             except consteval.NotConstant as nc:
                 bad = nc.node
                 detail = f"'{bad.id}' is not a constant" if isinstance(bad, n.Name) else "it cannot be computed at compile time"
