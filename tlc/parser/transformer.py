@@ -20,6 +20,7 @@ first one in reduction order (children before parents, left to right) is raised 
 from __future__ import annotations
 
 import ast as pyast
+import math
 import warnings
 
 from lark import Token
@@ -285,13 +286,23 @@ class ToAst:
 
     def int_lit(self, c):
         t = c[0]
-        return _Constant(int(t.value.replace("_", ""), 0),
-                         _Span(self.path, t.line, t.column, t.end_line, t.end_column), None)
+        span = _Span(self.path, t.line, t.column, t.end_line, t.end_column)
+        value = _int_literal(t.value.replace("_", ""))
+        if value is None:
+            self._fail("E151", "integer literal too large: the largest is 18446744073709551615 (2**64 - 1)", span,
+                       "generated code holds an integer constant in 64 bits (i64 or u64)")
+            value = 0
+        return _Constant(value, span, None)
 
     def float_lit(self, c):
         t = c[0]
-        return _Constant(float(t.value.replace("_", "")),
-                         _Span(self.path, t.line, t.column, t.end_line, t.end_column), None)
+        span = _Span(self.path, t.line, t.column, t.end_line, t.end_column)
+        value = float(t.value.replace("_", ""))  # any length; no digit limit, unlike int()
+        if math.isinf(value):
+            self._fail("E152", "float literal too large: the largest f64 is about 1.8e308", span,
+                       "write inf(f32) for an infinity")
+            value = 0.0
+        return _Constant(value, span, None)
 
     def str_lit(self, c):
         t = c[0]
@@ -463,3 +474,17 @@ class ToAst:
 
 
 _REL_DOT = object()
+
+
+_U64_DIGITS = (len(str(2**64 - 1)), len(f"{2**64 - 1:x}"))
+
+
+def _int_literal(text: str) -> int | None:
+    """The value of a decimal or hexadecimal literal (underscores removed), or None when it is
+    beyond the largest u64; the digits are counted first, so no literal is too long for int()."""
+    hexadecimal = text[:2] in ("0x", "0X")
+    digits = text[2:].lstrip("0") if hexadecimal else text
+    if len(digits) > _U64_DIGITS[hexadecimal]:
+        return None
+    value = int(digits or "0", 16 if hexadecimal else 10)
+    return value if value <= 2**64 - 1 else None
