@@ -13,6 +13,10 @@ from .builtins import ALLOCATORS, LOOPS, TILE_STATEMENTS
 from .env import BLOCK, LOCAL, LOOP, Scope, Symbol
 from .types import GLOBAL, VALUE, BuiltinRef, FunctionRef, LoopRange, ScalarType, TensorType, describe
 
+# `unroll(n)` is copied n times by nvcc: past a few thousand copies it compiles for minutes into
+# more code than the instruction cache holds; no kernel unrolls anywhere near that.
+MAX_UNROLL = 1024
+
 
 class StmtChecker:
     def block(self, stmts) -> tuple:
@@ -246,6 +250,9 @@ class StmtChecker:
                 count = self.const_value(it.args[0], "the trip count of unroll()")
                 if count is not None and (not isinstance(count, int) or count < 0):
                     self.error("E031", f"unroll() needs a non-negative integer count, found {count!r}", it.args[0].span)
+                elif count is not None and count > MAX_UNROLL:
+                    self.error("E154", f"unroll({count}) copies its body {count} times, more than the {MAX_UNROLL} "
+                               "the compiler allows", it.args[0].span, "use range() for a long loop")
             return replace(it, args=tuple(self.integer(a, "a count") for a in it.args))
         # pipelined
         if self._arity(it, "pipelined", 1, 1, ("stages",)):
