@@ -2,8 +2,9 @@
 and the code generator.  Entry point: `schedule(program, name, constants)`.
 
 The passes, in order, each a function IR -> IR checked by the verifier: `lower` (typed AST ->
-IR), `assign_layouts` (fragment layouts), `plan_shared_memory` (sizes, stages, padding or
-swizzle, offsets with reuse, the limit), `insert_barriers`.  Owns no C text.
+IR), `assign_layouts` (fragment layouts), `check_thread_storage` (what each thread holds, the
+limit), `plan_shared_memory` (sizes, stages, padding or swizzle, offsets with reuse, the
+limit), `insert_barriers`.  Owns no C text.
 """
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from .barriers import insert_barriers
 from .bind import bind_constants, parse_value
 from .layout import assign_layouts, parallel_layout
 from .lower import Lowerer, LoweringError
+from .registers import check_thread_storage
 from .smem import SM80_LIMIT, SM90_LIMIT, plan_shared_memory
 
-PASSES = ("lower", "assign_layouts", "plan_shared_memory", "insert_barriers")
+PASSES = ("lower", "assign_layouts", "check_thread_storage", "plan_shared_memory", "insert_barriers")
 
 __all__ = ["schedule", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "SM80_LIMIT", "SM90_LIMIT", "parallel_layout"]
 
@@ -59,7 +61,7 @@ def schedule(program: CheckedProgram, name: str, constants: dict | None = None, 
     except LoweringError as e:
         raise DiagnosticError([Diagnostic("E068", str(e), e.span)], program.sources) from None
     ir.verify(kernel)
-    kernel = assign_layouts(kernel, target)
+    kernel = check_thread_storage(assign_layouts(kernel, target), program.sources)
     limit = smem_limit if smem_limit is not None else TARGET_SMEM.get(target, SM90_LIMIT)
     kernel = plan_shared_memory(kernel, limit, program.sources)
     kernel = insert_barriers(kernel)

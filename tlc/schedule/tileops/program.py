@@ -15,6 +15,7 @@ from ...ir.walk import statements
 from ...dtypes import DType
 from ..layout import Blocked, Replicated, assign_layouts, blocked
 from ..barriers import insert_barriers
+from ..registers import check_thread_storage
 from ..smem import plan_shared_memory
 
 
@@ -83,7 +84,7 @@ def finish(kernel: ir.Kernel, target: str, smem_limit: int, sources: dict) -> ir
     memory: the tile-shaped fragments of an element-wise or row kernel share one layout."""
     ir.verify(kernel)
     kernel = assign_layouts(kernel, target)
-    kernel = _one_tile_layout(kernel)
+    kernel = check_thread_storage(_one_tile_layout(kernel), sources)
     kernel = plan_shared_memory(kernel, smem_limit, sources)
     kernel = insert_barriers(kernel)
     ir.verify(kernel)
