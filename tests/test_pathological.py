@@ -1,0 +1,343 @@
+"""Pathological inputs (issue #16): constants too large to fold, literals of any length,
+absurd sizes given with -D or as keyword constants, fragments no thread can hold, and
+programs nested deeper than the compiler walks.  Each is a diagnostic with an exact text and
+exit status 1, through `tlc check`, `tlc build` and the Python API, never a traceback, a
+MemoryError or a hang; and a program at the nesting bound goes through every stage.
+
+Every case runs in a forked child with a 10 s wall-clock limit and a 4 GiB address-space
+limit, so that a regression fails here instead of hanging or taking the machine's memory.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import resource
+import sys
+import traceback
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import tlc
+from tlc import cli
+from tlc.parser.depth import MAX_AST_DEPTH
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+WALL_S = 10
+MEMORY = 4 << 30
+
+
+def _child(conn, fn, args):
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+    try:
+        conn.send(("ok", fn(*args)))
+    except BaseException:  # noqa: BLE001 - whatever it is, the parent reports it
+        conn.send(("raised", traceback.format_exc()))
+
+
+def guarded(fn, *args):
+    """`fn(*args)` in a forked child, within `WALL_S` seconds and `MEMORY` bytes."""
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(child, fn, args))
+    proc.start()
+    child.close()
+    ready = parent.poll(WALL_S)
+    if not ready:
+        proc.kill()
+        proc.join()
+        pytest.fail(f"still running after {WALL_S} s")
+    status, value = parent.recv()
+    proc.join()
+    if status != "ok":
+        pytest.fail(value)
+    return value
+
+
+def cli_run(*args):
+    r = CliRunner().invoke(cli.main, list(args))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def api_error(path, kernel, constants):
+    """The rendered error of generating `kernel` of `path` with `constants` (no GPU needed)."""
+    k = getattr(tlc.load(path, target="cpu"), kernel)
+    try:
+        k.cuda_source(**constants)
+    except tlc.DiagnosticError as e:
+        return str(e)
+    return None
+
+
+def kernel_with(line: str, before: str = "") -> str:
+    return (f"{before}@kernel\ndef k(x: f32[N], out: f32[N], BLOCK: const = 128):\n"
+            "    with grid(cdiv(N, BLOCK), threads=128) as bx:\n"
+            "        xs = fragment(f32[BLOCK])\n"
+            "        copy(x[bx * BLOCK], xs)\n"
+            f"{line}\n"
+            "        copy(xs, out[bx * BLOCK])\n")
+
+
+LONG = "1" * 4301
+RANGE_HINT = "  = hint: a compile-time integer lies between -2**63 and 2**64 - 1, the range of i64 and u64\n"
+
+
+def too_large(line: int, col: int, text: str, width: int) -> str:
+    """E150 as rendered for `width` characters from `col` of line `line`, which reads `text`."""
+    return (f"p.tl:{line}:{col}: error[E150]: constant too large: this value does not fit in 64 bits\n"
+            f"  |\n{line} | {text}\n  | {' ' * (col - 1)}{'^' * width}\n" + RANGE_HINT)
+
+
+# (name, .tl text, the rendered diagnostic `tlc check` prints before its summary)
+CHECK_CASES = [
+    ("shift", kernel_with("        ys = fragment(f32[(1 << (1 << 62))])"),
+     too_large(6, 28, "        ys = fragment(f32[(1 << (1 << 62))])", 13)),
+    ("power", kernel_with("", "X: const = 9 ** 9 ** 9\n\n"),
+     too_large(1, 12, "X: const = 9 ** 9 ** 9", 11)),
+    ("power of a const parameter", kernel_with("        ys = fragment(f32[BLOCK ** 40])"),
+     too_large(6, 27, "        ys = fragment(f32[BLOCK ** 40])", 11)),
+    ("a u64 and one more", kernel_with("", "X: const = 18446744073709551615 + 1\n\n"),
+     too_large(1, 12, "X: const = 18446744073709551615 + 1", 24)),
+    ("float overflow", kernel_with("", "X: const = 1e300 * 1e300\n\n"),
+     too_large(1, 12, "X: const = 1e300 * 1e300", 13)),
+    ("4301 digits", kernel_with("", f"X: const = {LONG}\n\n"),
+     "p.tl:1:12: error[E151]: integer literal too large: the largest is 18446744073709551615 (2**64 - 1)\n"
+     "  |\n"
+     f"1 | X: const = {LONG[:109]}...\n"
+     f"  |            {'^' * 112}\n"
+     "  = hint: generated code holds an integer constant in 64 bits (i64 or u64)\n"),
+    ("hex", kernel_with("", "X: const = 0x1_0000_0000_0000_0000\n\n"),
+     "p.tl:1:12: error[E151]: integer literal too large: the largest is 18446744073709551615 (2**64 - 1)\n"
+     "  |\n"
+     "1 | X: const = 0x1_0000_0000_0000_0000\n"
+     "  |            ^^^^^^^^^^^^^^^^^^^^^^^\n"
+     "  = hint: generated code holds an integer constant in 64 bits (i64 or u64)\n"),
+    ("float exponent", kernel_with("", "X: const = 1e99999999999999999999\n\n"),
+     "p.tl:1:12: error[E152]: float literal too large: the largest f64 is about 1.8e308\n"
+     "  |\n"
+     "1 | X: const = 1e99999999999999999999\n"
+     "  |            ^^^^^^^^^^^^^^^^^^^^^^\n"
+     "  = hint: write inf(f32) for an infinity\n"),
+    ("unroll", kernel_with("        for t in unroll(1000000000):\n            for i in parallel(BLOCK):\n"
+                           "                xs[i] = xs[i] + 1.0"),
+     "p.tl:6:25: error[E154]: unroll(1000000000) copies its body 1000000000 times, more than the 1024 "
+     "the compiler allows\n"
+     "  |\n"
+     "6 |         for t in unroll(1000000000):\n"
+     "  |                         ^^^^^^^^^^\n"
+     "  = hint: use range() for a long loop\n"),
+]
+
+
+def _check(text, path):
+    Path(path).write_text(text)
+    return cli_run("check", path)
+
+
+@pytest.mark.parametrize("name, text, rendered", CHECK_CASES, ids=[c[0] for c in CHECK_CASES])
+def test_check_refuses(name, text, rendered, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert guarded(_check, text, "p.tl") == (1, "", rendered + "\nerror: 1 error in p.tl\n")
+
+
+def test_literals_of_any_length_that_fit_are_taken(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    text = kernel_with("", f"X: const = 0x{'0' * 5000}1\nY: const = 0.{'0' * 5000}1\n"
+                       "Z: const = 18446744073709551615\nW: const = (1 << 64) - 1\n\n")
+    assert guarded(_check, text, "p.tl") == (0, "", "p.tl: ok\n")
+
+
+# ---- sizes given with -D and as keyword constants ------------------------------------------
+
+LN = str(EXAMPLES / "layernorm.tl")
+VA = str(EXAMPLES / "vector_add.tl")
+LN_BM = ("   |\n"
+         "12 |               eps: const = 1e-5, BM: const = 4, BN: const = 1024):\n"
+         "   |                                  ^^^^^^^^^^^^^\n")
+VA_BLOCK = ("  |\n"
+            "9 | def vector_add(x: f32[N], y: f32[N], out: f32[N], alpha: f32, BLOCK: const = 1024):\n"
+            "  |                                                               ^^^^^^^^^^^^^^^^^^^\n")
+E153_HINT = ("  = hint: a thread has 1020 bytes of registers and spills the rest to local memory; "
+             "use smaller tiles or more threads")
+
+BUILD_CASES = [
+    ("10**40", LN, "BM=1" + "0" * 40,
+     f"{LN}:12:34: error[E150]: constant too large: 'BM' is given a number of 41 digits, which does not fit in 64 bits\n"
+     + LN_BM + RANGE_HINT),
+    ("5000 digits", LN, "BM=" + "7" * 5000,
+     f"{LN}:12:34: error[E150]: constant too large: 'BM' is given a number of 5000 digits, which does not fit in 64 bits\n"
+     + LN_BM + RANGE_HINT),
+    ("65536 rows", LN, "BM=65536",
+     f"{LN}:14:9: error[E153]: kernel 'layernorm' needs 4.5 MiB a thread for its fragments and local buffers, "
+     "more than the 64 KiB a thread can hold: row (2.0 MiB), sq (2.0 MiB), mean (256 KiB), inv_std (256 KiB), "
+     "g (32 B), b (32 B)\n"
+     "   |\n"
+     "14 |         row = fragment(f32[BM, BN])\n"
+     "   |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^\n" + E153_HINT + "\n"),
+    ("10**8 elements", VA, "BLOCK=100000000",
+     f"{VA}:11:9: error[E153]: kernel 'vector_add' needs 6.0 MiB a thread for its fragments and local buffers, "
+     "more than the 64 KiB a thread can hold: xs (3.0 MiB), ys (3.0 MiB)\n"
+     "   |\n"
+     "11 |         xs = fragment(f32[BLOCK])\n"
+     "   |         ^^^^^^^^^^^^^^^^^^^^^^^^^\n" + E153_HINT + "\n"),
+]
+
+
+@pytest.mark.parametrize("name, path, define, rendered", BUILD_CASES, ids=[c[0] for c in BUILD_CASES])
+def test_build_refuses(name, path, define, rendered):
+    code, out, err = guarded(cli_run, "build", path, "-D", define)
+    assert (code, out) == (1, "")
+    assert err.startswith(rendered), err
+
+
+@pytest.mark.parametrize("constants, start", [
+    ({"BLOCK": 10**30}, f"{VA}:9:63: error[E150]: constant too large: 'BLOCK' is given "
+                        "1000000000000000000000000000000, which does not fit in 64 bits\n" + VA_BLOCK + RANGE_HINT[:-1]),
+    ({"BLOCK": 100_000_000}, f"{VA}:11:9: error[E153]: kernel 'vector_add' needs 6.0 MiB a thread"),
+])
+def test_api_refuses(constants, start):
+    assert guarded(api_error, VA, "vector_add", constants).startswith(start)
+
+
+def test_a_fragment_at_the_limit_builds_and_runs(tmp_path):
+    """Two f32 fragments of 32 KiB a thread each: 64 KiB, the most a thread may hold."""
+    def build_and_run():
+        code, _, err = cli_run("build", VA, "-D", "BLOCK=1048576", "-o", str(tmp_path / "va.cu"))
+        k = tlc.load(VA, target="cpu").vector_add
+        x = np.arange(5, dtype=np.float32)
+        out = np.zeros(5, np.float32)
+        k(x, x, out, 2.0, BLOCK=1048576)
+        return code, out.tolist()
+
+    code, out = guarded(build_and_run)
+    assert (code, out) == (0, [0.0, 3.0, 6.0, 9.0, 12.0])
+
+
+# ---- nesting -------------------------------------------------------------------------------
+
+def _parallel(expr: str) -> str:
+    return kernel_with(f"        for i in parallel(BLOCK):\n            a = xs[i]\n            xs[i] = {expr}")
+
+
+def _ifs(k: int) -> str:
+    lines = ["        for i in parallel(BLOCK):", "            a = xs[i]"]
+    lines += [" " * (12 + j) + "if a > 0.0:" for j in range(k)]
+    lines += [" " * (12 + k) + "a = a + 1.0", "            xs[i] = a"]
+    return kernel_with("\n".join(lines))
+
+
+def _fors(k: int) -> str:
+    lines = [" " * (8 + j) + f"for t{j} in range(1):" for j in range(k)]
+    lines += [" " * (8 + k) + "for i in parallel(BLOCK):", " " * (12 + k) + "xs[i] = xs[i] + 1.0"]
+    return kernel_with("\n".join(lines))
+
+
+def _tile_op(expr: str) -> str:
+    return f"@tile_op\ndef k(x: f32[M, K]) -> f32[M, K]:\n    return {expr}\n"
+
+
+SHAPES = {  # name -> the program with k levels of one kind of nesting
+    "a + a + ... (left)": lambda k: _parallel(" + ".join(["a"] * k)),
+    "a + (a + (...)) (right)": lambda k: _parallel("a + (" * k + "a" + ")" * k),
+    "((a + a) + a) ...": lambda k: _parallel("(" * k + "a" + " + a)" * k),
+    "-(-(...))": lambda k: _parallel("-" * k + "a"),
+    "tanh(tanh(...))": lambda k: _parallel("tanh(" * k + "a" + ")" * k),
+    "if / if / ...": _ifs,
+    "for / for / ...": _fors,
+    "tile op x + x + ...": lambda k: _tile_op(" + ".join(["x"] * k)),
+    "tile op tanh(tanh(...))": lambda k: _tile_op("tanh(" * k + "x" + ")" * k),
+}
+
+
+def _deepest_accepted(shape) -> int:
+    """The largest k whose program nests at most MAX_AST_DEPTH levels."""
+    from tlc.parser import parse
+    from tlc.parser.depth import ast_depth
+
+    k = 1
+    while ast_depth(parse(shape(k + 1)).functions[0])[0] <= MAX_AST_DEPTH:
+        k += 1
+    return k
+
+
+def _stage(path: str, stage: str, tile_op: bool):
+    """One stage of `path` with a third of Python's default recursion limit left over for the
+    callers' frames: the exit status of `tlc check` or `tlc build`, or whether the interpreter's
+    result is finite."""
+    import inspect
+
+    sys.setrecursionlimit(len(inspect.stack()) + 650)
+    if stage == "check":
+        return cli_run("check", path)[0]
+    if stage.startswith("sm_"):
+        return cli_run("build", path, "--arch", stage)[0]
+    k = tlc.load(path, target="cpu").k
+    if tile_op:
+        out = k(np.ones((3, 5), np.float32))
+    else:
+        out = np.zeros(7, np.float32)
+        k(np.ones(7, np.float32), out)
+    return int(not np.isfinite(out).all())
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_nesting_at_the_bound_goes_through_every_stage(shape, tmp_path):
+    k = _deepest_accepted(SHAPES[shape])
+    path = tmp_path / "p.tl"
+    path.write_text(SHAPES[shape](k))
+    for stage in ("check", "sm_80", "sm_90a", "interpreter"):
+        assert (stage, guarded(_stage, str(path), stage, shape.startswith("tile op"))) == (stage, 0)
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_nesting_past_the_bound_is_refused_at_check(shape, tmp_path):
+    k = _deepest_accepted(SHAPES[shape])
+    path = tmp_path / "p.tl"
+    path.write_text(SHAPES[shape](k + 1))
+    for command in ("check", "build"):
+        code, out, err = guarded(cli_run, command, str(path))
+        assert (code, out) == (1, "")
+        assert f"error[E155]: this {'statement' if shape.startswith(('if', 'for')) else 'expression'} nests more " \
+               f"than {MAX_AST_DEPTH} levels deep, more than the compiler allows" in err
+
+
+def test_the_expression_too_deep_is_named(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shape = SHAPES["a + a + ... (left)"]
+    assert guarded(_check, shape(_deepest_accepted(shape) + 1), "p.tl") == (1, "", (
+        "p.tl:8:21: error[E155]: this expression nests more than 100 levels deep, more than the compiler allows\n"
+        "  |\n"
+        f"8 |             xs[i] = {'a + ' * 25}...\n"
+        f"  |                     {'^' * 103}\n"
+        "  = hint: split it into named intermediate values\n"
+        "\n"
+        "error: 1 error in p.tl\n"))
+
+
+def test_the_statement_too_deep_is_named(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    k = _deepest_accepted(_ifs)
+    indent = " " * (12 + k + 1)
+    assert guarded(_check, _ifs(k + 1), "p.tl") == (1, "", (
+        f"p.tl:{k + 9}:{len(indent) + 1}: error[E155]: this statement nests more than 100 levels deep, more than the "
+        "compiler allows\n"
+        "    |\n"
+        f"{k + 9} | {indent}a = a + 1.0\n"
+        f"    | {indent}^^^^^^^^^^^\n"
+        "  = hint: move the inner part into a device function\n"
+        "\n"
+        "error: 1 error in p.tl\n"))
+
+
+def test_device_functions_inlined_into_each_other_count_together(tmp_path, monkeypatch):
+    """Each function is shallow, but inlining nests the calls: a chain of 200 device functions
+    passed check and then ended in a RecursionError in build."""
+    monkeypatch.chdir(tmp_path)
+    chain = "".join(f"def g{j}(v: f32) -> f32:\n    return g{j + 1}(v) + 1.0\n\n" for j in range(200))
+    Path("p.tl").write_text(chain + "def g200(v: f32) -> f32:\n    return v\n\n" + _parallel("g0(a)"))
+    for command in ("check", "build"):
+        code, out, err = guarded(cli_run, command, "p.tl")
+        assert (code, out) == (1, "")
+        assert "error[E155]: this call nests more than 100 levels deep once the device functions it calls are " \
+               "inlined, more than the compiler allows" in err
