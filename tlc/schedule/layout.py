@@ -271,7 +271,8 @@ def assign_layouts(kernel: ir.Kernel, target: str = "sm_80") -> ir.Kernel:
     while changed:  # 2. reductions replicate their source's layout; 3. parallel loops share theirs
         changed = False
         for s in stmts:
-            if isinstance(s, ir.Reduce) and s.dst in frags and s.dst not in layouts:
+            if isinstance(s, ir.Reduce) and s.dst in frags and s.src in frags and s.dst not in layouts:
+                # (a shared source has no layout to replicate: its destination takes step 4's)
                 base = layouts.get(s.src) or default(frags, s.src, kernel.threads, layouts)
                 layouts[s.dst] = Replicated(base, (s.dim,))
                 changed = True
