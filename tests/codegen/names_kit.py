@@ -62,6 +62,23 @@ def ünïcode(α: f32[N], ﬁ: f32, fi: f32):
                 α[g] = 名前 + fi
 """
 
+# A device function's scalars, inlined, are `<function>_<k>_<name>`: here a user's name already
+# (`twice_0_x`), and its local `result` was the name of the inlined call's result too.
+INLINED = """
+def twice(x: f32) -> f32:
+    result = x * 2.0
+    return result + 1.0
+
+@kernel
+def k(xs: f32[N], ys: f32[N]):
+    with grid(cdiv(N, 128), threads=128) as bx:
+        for i in parallel(128):
+            g = bx * 128 + i
+            if g < N:
+                twice_0_x = xs[g] + 100.0
+                ys[g] = twice(xs[g]) + twice_0_x
+"""
+
 FIXED = {"N", "g", "i", "bx", "k", "xs", "s", "v"}  # names the tests write themselves
 TL_KEYWORDS = set("and as break continue def elif else for from if import in not or pass return with True False".split())
 

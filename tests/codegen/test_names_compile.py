@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kit_codegen import generated_source
-from names_kit import ONE_SCALAR, REGRESSIONS, from_names, pool
+from names_kit import INLINED, ONE_SCALAR, REGRESSIONS, from_names, pool
 from nvcc import compile_object
+import tlc
 from tlc.codegen import generate_file
 from tlc.driver import check_source
 from tlc.schedule import schedule
@@ -52,6 +54,15 @@ def test_a_parameter_named_as_its_kernel_does_not_hide_it_in_the_launcher():
     assert "::k<<<" in c and "float k, int N, cudaStream_t stream)" in c
 
 
+
+
+def test_an_inlined_function_takes_no_name_of_the_kernel():
+    """`twice_0_x` was both the user's local and twice()'s parameter, and twice()'s local `result`
+    its result: the IR verifier failed with a traceback."""
+    xs, ys = np.array([0.0, 1.0, 2.0], np.float32), np.zeros(3, np.float32)
+    tlc.compile_source(INLINED, target="cpu").kernels["k"](xs, ys)
+    np.testing.assert_array_equal(ys, xs * 2 + 1 + xs + 100)
+    assert "twice_1_x" in kernel(INLINED) and "twice_1_return" in kernel(INLINED)
 
 
 def test_the_issue_cases_in_one_file_compile(tmp_path):

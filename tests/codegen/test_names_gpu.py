@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tlc
-from names_kit import ONE_SCALAR, REGRESSIONS, from_names, pool
+from names_kit import INLINED, ONE_SCALAR, REGRESSIONS, from_names, pool
 
 pytestmark = pytest.mark.gpu
 
@@ -39,6 +39,16 @@ def test_issue_cases_agree():
     for kernel, scalars in (("K", (0.5, 1.5, 2.5, 3.5)), ("launch_K", (3.0,)), ("ünïcode", (2.0, 100.0))):
         want = run(REGRESSIONS, kernel, "cpu", xs, *scalars)
         np.testing.assert_allclose(run(REGRESSIONS, kernel, "cuda", xs, *scalars), want, rtol=1e-5, atol=1e-5)
+
+
+def test_inlined_names_agree():
+    xs = np.random.default_rng(2).standard_normal(300).astype(np.float32)
+    ys = np.zeros_like(xs)
+    want, got = ys.copy(), ys.copy()
+    tlc.compile_source(INLINED, target="cpu").kernels["k"](xs, want)
+    tlc.compile_source(INLINED, target="cuda").kernels["k"](xs, got)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(got, xs * 2 + 1 + xs + 100, rtol=1e-5)
 
 
 def test_a_kernel_of_every_pooled_name_agrees():

@@ -8,6 +8,7 @@ copies given their extents from the other side.
 from __future__ import annotations
 
 import itertools
+import re
 
 from .. import ir
 from ..dtypes import BOOL, I32, DType
@@ -45,6 +46,10 @@ class Lowerer:
         self.scalars: dict[str, DType] = {}  # every per-thread scalar visible by name
         self.pending: list[ir.Stmt] = []  # statements an expression needs first (inlined calls)
         self.fresh = itertools.count()
+        # Names an inlined call's scalars may not take: every word of the kernel's file (more than
+        # its names, never fewer), then each name given out.
+        self.taken = set(re.findall(r"\w+", program.sources.get(fn.module_path, "")))
+        self.taken |= {p.name for p in fn.params} | {name for name, _, _ in _first_assignments(fn.body, True)}
         self.in_parallel = False
         self.renames: list[dict[str, str]] = []  # device-function parameter renames, innermost last
 
@@ -352,19 +357,25 @@ class Lowerer:
         """Inline a device function: its parameters and locals become fresh scalars, its returns
         assignments to a fresh result, and the statements go before the current statement."""
         callee = self.program.functions[qualname]
-        tag = f"{callee.name}_{next(self.fresh)}"
+        local = [(name, dt, span) for name, dt, span in _first_assignments(callee.body, include_parallel=True)
+                 if name not in {p.name for p in callee.params}]
+        # `<callee>_<k>_<name>`, with the first k that takes no name of the kernel or of an earlier
+        # call (a user's `gelu_0_x` beside gelu(x)); the result is `..._return`, which no
+        # parameter or local can be called (a keyword).
+        while True:
+            tag = f"{callee.name}_{next(self.fresh)}"
+            renames = {name: f"{tag}_{name}" for name in [p.name for p in callee.params] + [x[0] for x in local]}
+            result = f"{tag}_return"
+            if not self.taken & {*renames.values(), result}:
+                break
+        self.taken |= {*renames.values(), result}
         args = [self.expr(a) for a in call.args]
-        renames: dict[str, str] = {}
         for p, a in zip(callee.params, args):
-            renames[p.name] = f"{tag}_{p.name}"
             self.scalars[renames[p.name]] = p.type.dtype
             self.pending.append(ir.LetScalar(renames[p.name], p.type.dtype, cast(a, p.type.dtype), span=call.span))
-        for name, dt, span in _first_assignments(callee.body, include_parallel=True):
-            if name not in renames:
-                renames[name] = f"{tag}_{name}"
-                self.scalars[renames[name]] = dt
-                self.pending.append(ir.LetScalar(renames[name], dt, ir.Const(0, dt), span=span))
-        result = f"{tag}_result"
+        for name, dt, span in local:
+            self.scalars[renames[name]] = dt
+            self.pending.append(ir.LetScalar(renames[name], dt, ir.Const(0, dt), span=span))
         ret = callee.returns.dtype if callee.returns is not None else None
         if ret is not None:
             self.scalars[result] = ret

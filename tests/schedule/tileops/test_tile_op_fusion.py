@@ -55,7 +55,7 @@ def test_an_epilogue_rounds_to_the_results_dtype_once():
 
     text = ir.print_kernel(module(FUSED).linear_bias_gelu.program().launches[0].kernel)
     epilogue = next(line for line in text.splitlines() if line.strip().startswith("acc[i"))
-    assert epilogue.strip() == "acc[i, j] = gelu_0_result"
+    assert epilogue.strip() == "acc[i, j] = gelu_0_return"
 
 
 def test_logsumexp_takes_two_passes_in_one_kernel():
