@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import ir
+from .. import ir, print_format
 from ..ir.walk import loads, statement_exprs, statements
 from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layout
 from ..schedule.tensor_cores import tensor_core_op
@@ -221,15 +221,15 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
         self.ranges.pop(s.var, None)
 
     def stmt_Print(self, s: ir.Print) -> None:
+        """Each value passed as the C type its conversion is written for (tlc.print_format)."""
         args = []
         for a in s.args:
-            if a.dtype.is_float:  # printf takes doubles; 16- and 8-bit floats go through float
-                args.append(f"static_cast<double>({cvt(self.expr(a), a.dtype, compute_type(a.dtype))})")
-            elif a.dtype.name in ("i64", "u64"):
-                args.append(self.expr(a))
-            else:
-                args.append(f"static_cast<int>({self.expr(a)})")
-        fmt = c_string(s.fmt if s.fmt.endswith("\n") else s.fmt + "\n")
+            value = self.expr(a)
+            if a.dtype.is_float:  # 16- and 8-bit floats go through float
+                value = cvt(value, a.dtype, compute_type(a.dtype))
+            args.append(f"static_cast<{print_format.c_cast(a.dtype)}>({value})")
+        fmt = print_format.c_format(s.fmt, tuple(a.dtype for a in s.args))
+        fmt = c_string(fmt if fmt.endswith("\n") else fmt + "\n")
         self.emit(f'{self.once_per_block()}printf({fmt}{"".join(", " + a for a in args)});')
 
     # ---- element access ----------------------------------------------------------------------

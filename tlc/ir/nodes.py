@@ -229,7 +229,7 @@ class Sync(Stmt):
 
 @dataclass(frozen=True)
 class Print(Stmt):
-    """C printf (`%d %f %.3e %s ...`); once per block, or once per index inside a `Parallel`,
+    """C printf (`%d %f %.3e ...`, checked by `tlc.print_format`); once per block, or once per index inside a `Parallel`,
     where `per_thread` must be True (and False everywhere else)."""
 
     fmt: str

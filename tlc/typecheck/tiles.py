@@ -2,8 +2,7 @@
 allocations: memory scopes, operand shapes, and where each may appear."""
 from __future__ import annotations
 
-import re
-
+from .. import print_format
 from ..parser import nodes as n
 from ..parser.nodes import replace  # dataclasses.replace, faster
 from . import rules
@@ -345,12 +344,21 @@ class TileChecker:
             return None
         for k in call.keywords:
             self.error("E034", f"print() has no argument '{k.name}'", k.span)
-        fmt = call.args[0].value
-        holes = len(re.findall(r"%(?!%)[-+ #0]*\d*(?:\.\d+)?[a-zA-Z]", fmt.replace("%%", "")))
         args = tuple(self.scalar(a, "a value to print") for a in call.args[1:])
-        if holes != len(args):
-            self.error("E053", f"the format has {holes} placeholder{'s' * (holes != 1)} but {len(args)} value"
+        try:
+            convs = print_format.conversions(call.args[0].value)
+        except print_format.FormatError as e:
+            self.error(e.code, e.message, call.args[0].span, e.hint)
+            return None
+        if len(convs) != len(args):
+            self.error("E053", f"the format has {len(convs)} placeholder{'s' * (len(convs) != 1)} but {len(args)} value"
                        f"{'s are' if len(args) != 1 else ' is'} given", call.span)
+            return None
+        for conv, a in zip(convs, args):
+            why = print_format.mismatch(conv, a.ty.dtype) if isinstance(a.ty, ScalarType) else None
+            if why:  # the device's printf would read the wrong number of bytes
+                self.error("E175", why, a.span, f"write {'%f' if a.ty.dtype.is_float else '%d'} for {a.ty.dtype} values, "
+                           f"or convert the value: {'i32' if a.ty.dtype.is_float else 'f32'}(...)")
         return replace(call, args=(replace(call.args[0], ty=StrType()),) + args)
 
 
