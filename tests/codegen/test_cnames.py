@@ -11,10 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kit_codegen import example_kernels, generated
 from nvcc import NVCC
-from tlc.codegen import cexpr
+from tlc.codegen import cexpr, generate
 from tlc.codegen.cnames import c_name, reserved
+from tlc.driver import check_file
+from tlc.ir import print_kernel
+from tlc.schedule import schedule
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "tlc" / "templates"
@@ -104,15 +106,30 @@ def _identifiers(c: str) -> set[str]:
     return set(re.findall(r"(?<![\w.:])[A-Za-z_]\w*\b(?!\s*::)", c))
 
 
-@pytest.mark.parametrize("example,kernel,arch", [(e, k, "sm_80") for e, k in example_kernels()] + [("gemm", "matmul", "sm_90a")])
-def test_every_name_the_generator_writes_is_reserved(example, kernel, arch):
-    """In the kernel and its launcher, every identifier that is not a user's C name (an
-    identifier of the .tl file, spelled by c_name) is reserved or the generator's own: so no user
-    name can be spelled as one of them.  (The preamble's structs, before the kernel, hold no
-    user names: only their own members and parameters.)"""
-    g = generated(example, kernel, arch)
+def _kernels() -> list:
+    """(file, kernel) of every example, std module and test program."""
+    files = sorted((ROOT / "examples").glob("*.tl")) + sorted((ROOT / "tlc" / "stdlib").glob("*.tl")) + \
+        sorted((ROOT / "tests" / "programs").glob("*.tl"))
+    out = []
+    for path in files:
+        r = check_file(str(path))
+        assert r.ok, path
+        out.extend((path, k.name) for k in r.program.kernels() if k.module_path == r.program.path)
+    return out
+
+
+@pytest.mark.parametrize("path,kernel", _kernels(), ids=lambda x: getattr(x, "name", x))
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_every_name_the_generator_writes_is_reserved(path, kernel, arch):
+    """In the kernel and its launcher, every identifier that is not a user's C name (a name of
+    the .tl file or of its scheduled IR, inlined functions' scalars included, spelled by c_name)
+    is reserved or the generator's own: so no user name can be spelled as one of them.  (The
+    preamble's structs, before the kernel, hold no user names: only their own members.)"""
+    r = check_file(str(path))
+    k = schedule(r.program, kernel, {}, target=arch)
+    g = generate(k, arch, sources=r.sources)
     text = g.source[g.source.index('extern "C" __global__'):]
-    users = {c_name(n) for n in re.findall(r"[A-Za-z_]\w*", (ROOT / "examples" / f"{example}.tl").read_text())}
+    users = {c_name(n) for n in re.findall(r"[^\W\d]\w*", path.read_text() + print_kernel(k))}
     foreign = {n for n in _identifiers(text) - users if not OWNED.match(n) and not n.startswith("__")}
     assert foreign and [n for n in sorted(foreign) if c_name(n) == n] == []
 
