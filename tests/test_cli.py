@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import file_kit
 import tlc
 from tlc import cli
 
@@ -89,6 +90,21 @@ def test_directory_is_a_usage_error(tmp_path):
     result = run("check", str(tmp_path))
     assert result.exit_code == 2
     assert result.stderr == f"error: {tmp_path} is a directory, not a .tl file\n"
+
+
+def test_a_stream_that_never_ends_is_a_usage_error():
+    """/dev/zero is read up to a limit, not until the memory runs out (in a child process with a
+    time limit, so that a regression fails instead of taking the machine)."""
+    result = file_kit.tlc("check", "/dev/zero")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == "error: /dev/zero is not a regular file and holds more than 64 MB: not a .tl file\n"
+
+
+def test_a_pipe_is_read(tmp_path):
+    result = file_kit.python("import subprocess, sys\n"
+                             "sys.exit(subprocess.run([sys.executable, '-m', 'tlc.cli', 'check', '/dev/stdin'],"
+                             " input=b'X: const = 1\\n').returncode)")
+    assert result.returncode == 0, result.stderr
 
 
 def test_not_utf8_is_a_diagnostic(tmp_path):

@@ -6,6 +6,7 @@ running the stages in order.  Each stage is one package with one entry function.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 
 from .diagnostics import Diagnostic, DiagnosticError, Span, TlcError
@@ -16,11 +17,19 @@ class SourceError(TlcError):
     """A file that cannot be read at all (missing, a directory, not permitted)."""
 
 
+# A pipe or a device (`tlc check /dev/stdin`) is read up to this much: /dev/zero never ends.
+STREAM_LIMIT = 64 << 20
+
+
 def read_source(path: str) -> str:
     """The text of a `.tl` file; raises `SourceError` or `DiagnosticError` (bad encoding)."""
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            regular = stat.S_ISREG(os.fstat(f.fileno()).st_mode)
+            data = f.read() if regular else f.read(STREAM_LIMIT + 1)
+        if len(data) > STREAM_LIMIT and not regular:
+            raise SourceError(f"{path} is not a regular file and holds more than {STREAM_LIMIT >> 20} MB: "
+                              "not a .tl file")
     except FileNotFoundError:
         raise SourceError(f"no such file: {path}") from None
     except IsADirectoryError:
