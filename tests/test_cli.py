@@ -3,6 +3,7 @@ where each message goes, `--json` and `--version`."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,18 @@ def test_a_pipe_is_read(tmp_path):
                              "sys.exit(subprocess.run([sys.executable, '-m', 'tlc.cli', 'check', '/dev/stdin'],"
                              " input=b'X: const = 1\\n').returncode)")
     assert result.returncode == 0, result.stderr
+
+
+def test_not_utf8_from_a_fifo_is_shown_as_read(tmp_path):
+    """The line shown under the diagnostic comes from the text read, not from opening the FIFO a
+    second time (which would wait for a writer that never comes)."""
+    pipe = file_kit.fifo(tmp_path / "bad.tl")
+    writer = threading.Thread(target=lambda: Path(pipe).write_bytes(b"X: const = 1 # \xff\n"), daemon=True)
+    writer.start()
+    result = file_kit.tlc("check", pipe)
+    assert result.returncode == 1
+    assert f"{pipe}:1:16: error[E001]: the file is not UTF-8 text (byte 0xff)" in result.stderr
+    assert "1 | X: const = 1 # \ufffd" in result.stderr
 
 
 def test_not_utf8_is_a_diagnostic(tmp_path):

@@ -43,7 +43,8 @@ def read_source(path: str) -> str:
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
         span = Span(path, line, col, line, col + 1)
         raise DiagnosticError([Diagnostic("E001", f"the file is not UTF-8 text (byte 0x{data[e.start]:02x})",
-                                          span, "tlc reads .tl files as UTF-8")]) from None
+                                          span, "tlc reads .tl files as UTF-8")],
+                              {path: data.decode("utf-8", errors="replace")}) from None
 
 
 @dataclass
@@ -90,8 +91,6 @@ def check_file(path: str) -> CheckResult:
     path = resolve_path(path)
     try:
         text = read_source(path)
-    except DiagnosticError as e:
-        with open(path, "rb") as f:
-            shown = f.read().decode("utf-8", errors="replace")
-        return CheckResult(e.diagnostics, {path: shown})
+    except DiagnosticError as e:  # its text as read once: a pipe cannot be read again
+        return CheckResult(e.diagnostics, e.sources)
     return check_source(text, os.path.relpath(path) if not os.path.isabs(path) else path)
