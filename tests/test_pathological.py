@@ -341,3 +341,16 @@ def test_device_functions_inlined_into_each_other_count_together(tmp_path, monke
         assert (code, out) == (1, "")
         assert "error[E155]: this call nests more than 100 levels deep once the device functions it calls are " \
                "inlined, more than the compiler allows" in err
+
+
+def test_a_grid_extent_beyond_64_bits_is_refused_before_it_is_computed(tmp_path, monkeypatch):
+    """The host computes grid extents exactly: `n ** n` for n = 10**9 ran for hours."""
+    monkeypatch.chdir(tmp_path)
+    Path("g.tl").write_text("@kernel\ndef k(x: f32[N], n: i32):\n    with grid(n ** n, threads=128) as bx:\n"
+                            "        pass\n")
+    for grid in ("n ** n", "1 << n"):
+        Path("g.tl").write_text(Path("g.tl").read_text().replace("n ** n", grid))
+        code, out, err = guarded(cli_run, "run", "g.tl", "-k", "k", "--target", "cpu", "--shape", "N=4",
+                                 "--in", "n=1000000000")
+        shown = grid.replace("n", "1000000000")
+        assert (code, err) == (1, f"error: kernel 'k': a grid extent computes {shown}, which is beyond 64 bits\n")

@@ -25,6 +25,25 @@ class GridError(TlcError):
     """A grid extent the host cannot evaluate, or one that evaluates to a bad value."""
 
 
+def _power(a, b):
+    """`a ** b`, refused before it is computed when its integer result passes 64 bits: no
+    extent is that large, and Python's exact `n ** n` for n = 10**9 would run for hours."""
+    if isinstance(a, int) and isinstance(b, int) and b > 0 and (abs(a).bit_length() - 1) * b > 64:
+        raise GridError(f"a grid extent computes {a} ** {b}, which is beyond 64 bits")
+    return a ** b
+
+
+def _shift(a, b):
+    """`a << b`, refused like `_power` when the result passes 64 bits."""
+    if isinstance(a, int) and isinstance(b, int) and a and b > 0 and a.bit_length() + b > 64:
+        raise GridError(f"a grid extent computes {a} << {b}, which is beyond 64 bits")
+    return a << b
+
+
+_SIZED = {"**": _power, "<<": _shift}
+_HELPERS = {f.__name__: f for f in _SIZED.values()}
+
+
 def py_source(expr: Expr, names: dict[str, str]) -> str:
     """`expr` as a Python expression; `names` maps each name it may read (scalar params, shape
     symbols) to the Python text that holds its value."""
@@ -41,6 +60,8 @@ def py_source(expr: Expr, names: dict[str, str]) -> str:
             return f"{expr.op}({a}, {b})"
         if expr.op not in _PY_OPS:
             raise GridError(f"a grid extent uses the operator '{expr.op}', which the host cannot evaluate")
+        if expr.op in _SIZED:
+            return f"{_SIZED[expr.op].__name__}({a}, {b})"
         return f"({a} {expr.op} {b})"
     if isinstance(expr, UnaryOp):
         x = py_source(expr.x, names)
@@ -113,7 +134,7 @@ def launches_blocks(kernel: str, grid: tuple) -> bool:
 def compile_function(source: str, name: str, env: dict | None = None, what: str = "a grid extent") -> Callable:
     """Define the function `name` from Python `source`, with `extent`, `GridError` and `env` in
     its globals; a division by zero in it (or an overflow) becomes a `GridError` about `what`."""
-    scope = {"extent": extent, "persistent": persistent, "GridError": GridError, **(env or {})}
+    scope = {"extent": extent, "persistent": persistent, "GridError": GridError, **_HELPERS, **(env or {})}
     exec(compile(source, f"<tlc {name}>", "exec"), scope)
     fn = scope[name]
 
@@ -142,6 +163,6 @@ def evaluate_int(expr: Expr, values: dict) -> int:
     """One integer expression over named scalar values (loop bounds for `tlc.workload`)."""
     names = {name: f"v[{name!r}]" for name in values}
     try:
-        return int(eval(py_source(expr, names), {"extent": extent}, {"v": values}))  # noqa: S307 - our own IR text
+        return int(eval(py_source(expr, names), {"extent": extent, **_HELPERS}, {"v": values}))  # noqa: S307 - our own IR text
     except ZeroDivisionError:
         raise GridError("an extent divides by zero") from None
