@@ -30,6 +30,7 @@ tl std main stream dims strides box TL_PRIMITIVES TL_HAS_FP8 linux unix i386
 # members that `c_reserved.txt` cannot list yet).
 _OWNED_PREFIXES = ("tl_", "TL_", "launch_")
 _FAMILY = re.compile(r"cuda|CUDA|CU_|cu[A-Z]|NV_|nv_|PFN_|make_|FLT_|DBL_|LDBL_")
+_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
 @functools.lru_cache(maxsize=1)
@@ -43,24 +44,24 @@ def reserved() -> frozenset:
 
 
 def _unsafe(name: str) -> bool:
-    return (name in reserved() or not name.isascii() or name.startswith(("_",) + _OWNED_PREFIXES)
+    return (name in reserved() or not _PLAIN.fullmatch(name) or name.startswith(_OWNED_PREFIXES)
             or name.endswith("_") or "__" in name or _FAMILY.match(name) is not None)
 
 
 def _escape(name: str) -> str:
-    """Every `_` as `_1`, every non-ASCII character as `_2` and six hex digits: afterwards every
-    `_` is followed by a digit."""
-    return "".join("_1" if ch == "_" else ch if ch.isascii() else f"_2{ord(ch):06x}" for ch in name)
+    """Every `_` as `_1`, every character but an ASCII letter or digit (a non-ASCII letter) as `_2`
+    and six hex digits: afterwards every `_` is followed by a digit."""
+    return "".join("_1" if ch == "_" else ch if ch.isascii() and ch.isalnum() else f"_2{ord(ch):06x}" for ch in name)
 
 
 @functools.lru_cache(maxsize=None)
 def c_name(name: str) -> str:
     """A .tl identifier as a C identifier, injectively.
 
-    A *safe* name (ASCII, not reserved, not of a reserved family, no leading or trailing `_`,
-    no `__`, not `tl_`/`TL_`/`launch_`...) stays as it is.  Any other name `n` becomes
-    `P + _escape(n) + "_"`, where `P` is `x_0` when `_escape(n)` starts with `_` (a leading `_`
-    or non-ASCII character) and empty otherwise: `half` -> `half_`, `half_` -> `half_1_`,
+    A *safe* name (ASCII letters, digits and `_`, a letter first, not reserved, not of a
+    reserved family, no trailing `_`, no `__`, not `tl_`/`TL_`/`launch_`...) stays as it is.
+    Any other name `n` becomes `P + _escape(n) + "_"`, where `P` is `x_0` when `_escape(n)`
+    starts with `_` (a leading `_` or non-ASCII character) and empty otherwise: `half` -> `half_`, `half_` -> `half_1_`,
     `tl_x` -> `tl_1x_`, `_k` -> `x_0_1k_`, `é` -> `x_0_20000e9_`.
 
     Injective: a safe name's C name does not end in `_` and an escaped one does, so the two kinds
