@@ -71,6 +71,19 @@ def k(x: f32[M, N], rows: f32[M], BM: const = 4, BN: const = 32):
         copy(red, rows[bx * BM])
 """, "", ("k", [np.arange(6 * 40, dtype=np.float32).reshape(6, 40) % 7, np.zeros(6, np.float32)],
           (np.arange(6 * 40, dtype=np.float32).reshape(6, 40) % 7)[:, :32].sum(1)), "sm_80"),
+    # A literal its operand's narrow dtype cannot hold (`t & 255` of an i8 t): the generated C
+    # casts it, static_cast<signed char>(255) = -1, and the interpreter ended in NumPy's
+    # OverflowError; it now wraps the literal as the cast does.
+    ("i8_and_255", """\
+@kernel
+def k(x: i8[N], y: i8[N], BLOCK: const = 32):
+    with grid(cdiv(N, BLOCK), threads=32) as bx:
+        t = fragment(i8[BLOCK])
+        copy(x[bx * BLOCK], t)
+        for i in parallel(BLOCK):
+            t[i] = t[i] & 255
+        copy(t, y[bx * BLOCK])
+""", "", ("k", [np.array([-1, 5, -128, 127], np.int8), np.zeros(4, np.int8)], np.array([-1, 5, -128, 127])), None),
 ]
 
 
