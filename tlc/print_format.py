@@ -115,3 +115,9 @@ def c_format(fmt: str, dtypes: tuple[DType, ...]) -> str:
         at = conv.start + len(conv.text)
     out.append(fmt[at:])
     return "".join(out)
+
+
+def as_line(fmt: str) -> str:
+    """What one print() writes: its format, ended by a newline when it lacks one (on the GPU
+    and on the interpreter alike)."""
+    return fmt if fmt.endswith("\n") else fmt + "\n"

@@ -82,3 +82,13 @@ def test_the_generated_printf():
     line = next(line for line in mod.k.cuda_source().splitlines() if "printf(" in line)
     assert line.strip().startswith('if (threadIdx.x == 0) printf("%d %llx %llu %.1f\\n", static_cast<int>(bx), '
                                    'static_cast<long long>(n), static_cast<long long>(u), static_cast<double>(')
+
+
+def test_the_interpreter_ends_each_print_with_a_newline_as_the_gpu_does(capsys):
+    """The generator's printf adds a missing newline; the interpreter ran the lines together."""
+    import numpy as np
+
+    mod = compile_source("@kernel\ndef k(xs: f32[N], n: i64):\n    with grid(2, threads=32) as bx:\n"
+                         '        print("block %d n=%d", bx, n)\n', target="cpu")
+    mod.k(np.zeros(1, np.float32), -2**40)
+    assert capsys.readouterr().out == "block 0 n=-1099511627776\nblock 1 n=-1099511627776\n"

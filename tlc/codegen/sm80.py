@@ -229,7 +229,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
                 value = cvt(value, a.dtype, compute_type(a.dtype))
             args.append(f"static_cast<{print_format.c_cast(a.dtype)}>({value})")
         fmt = print_format.c_format(s.fmt, tuple(a.dtype for a in s.args))
-        fmt = c_string(fmt if fmt.endswith("\n") else fmt + "\n")
+        fmt = c_string(print_format.as_line(fmt))
         self.emit(f'{self.once_per_block()}printf({fmt}{"".join(", " + a for a in args)});')
 
     # ---- element access ----------------------------------------------------------------------

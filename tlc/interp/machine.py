@@ -18,6 +18,7 @@ import sys
 
 import numpy as np
 
+from .. import print_format
 from ..dtypes import DType
 from ..ir.nodes import (Assign, Atomic, BinOp, Break, BufferRef, Call, Cast, Const, Continue, Copy,
                         Fill, For, Gemm, If, Kernel, LetScalar, Load, Parallel, Print, Reduce,
@@ -82,7 +83,7 @@ def _printf(fmt: str, values) -> str:
     py_fmt = _PRINTF.sub(lambda m: f"%{m.group(1)}{'d' if m.group(2) == 'u' else m.group(2)}", fmt)
     args = tuple(float(v) if nx.dtype_of(v).is_float else int(v) for v in values)
     try:
-        return py_fmt % args
+        return print_format.as_line(py_fmt) % args
     except (TypeError, ValueError) as e:
         raise InterpError(f"print format {fmt!r} does not fit its {len(args)} "
                           f"argument{'s' * (len(args) != 1)}: {e}") from None
