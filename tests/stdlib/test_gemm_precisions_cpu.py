@@ -50,11 +50,11 @@ def test_f8_scales_and_extremes():
 
 def test_i8_wraps_like_torch_int_mm():
     mod = tlc.load(GEMM_PATH, target="cpu")
-    K = 70000  # 127 * 127 * K > 2**31
+    K = 140000  # 127 * 127 * K > 2**31 (70000 did not wrap); small tiles with a long BK: 70 k-steps
     A = np.full((1, K), 127, np.int8)
     C = np.zeros((1, 1), np.int32)
-    mod.matmul_i8(A, A, C, BK=128)
-    assert C[0, 0] == np.int32(np.int64(127 * 127 * K) - 2 ** 32)
+    mod.matmul_i8(A, A, C, BM=16, BN=16, BK=2048, stages=2, THREADS=32)
+    assert 127 * 127 * K > 2 ** 31 and C[0, 0] == np.int32(np.int64(127 * 127 * K) - 2 ** 32)
 
 
 # (kernel, constants, arch, the tensor-core instruction and how many a k-tile takes).  The default

@@ -52,11 +52,11 @@ def test_every_rule_computes_the_right_thing(mod):
 
 
 def test_i8_wraps_like_torch_int_mm(mod):
-    K = 70000  # 127 * 127 * K > 2**31
+    K = 140000  # 127 * 127 * K > 2**31 (70000 did not wrap); small tiles with a long BK: 70 k-steps
     A = np.full((3, K), 127, np.int8)
     C = np.zeros((3, 2), np.int32)
-    mod.matmul_skinny_i8(A, A[:2], C)
-    assert (C == np.int32(np.int64(127 * 127 * K) - 2 ** 32)).all()
+    mod.matmul_skinny_i8(A, A[:2], C, BN=16, BK=2048, stages=2, THREADS=32)
+    assert 127 * 127 * K > 2 ** 31 and (C == np.int32(np.int64(127 * 127 * K) - 2 ** 32)).all()
 
 
 # (kernel, constants, arch, the tensor-core instruction, how many a K step takes): on sm_90a
