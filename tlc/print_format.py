@@ -59,7 +59,7 @@ def conversions(fmt: str) -> tuple[Conversion, ...]:
             i += 2
             continue
         m = _CONVERSION.match(fmt, i)
-        text, letter, length = m.group(0), m.group("letter"), m.group("length") or ""
+        text, letter, length = _shown(m.group(0)), m.group("letter"), m.group("length") or ""
         if not letter:
             raise FormatError("E170", f"the format ends in an unfinished conversion '{text}'",
                               "write %% for a percent sign")
@@ -78,9 +78,14 @@ def conversions(fmt: str) -> tuple[Conversion, ...]:
             plain = text[: len(text) - len(letter) - len(length)] + letter
             raise FormatError("E174", f"'{text}' has a length modifier; print() passes each value at the "
                               f"length of its dtype", f"write '{plain}'")
-        found.append(Conversion(text, i, letter, length))
+        found.append(Conversion(m.group(0), i, letter, length))
         i = m.end()
     return tuple(found)
+
+
+def _shown(text: str) -> str:
+    """`text` for a one-line message: a newline or another control character escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def mismatch(conv: Conversion, dt: DType) -> str | None:

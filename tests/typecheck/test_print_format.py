@@ -92,3 +92,8 @@ def test_the_interpreter_ends_each_print_with_a_newline_as_the_gpu_does(capsys):
                          '        print("block %d n=%d", bx, n)\n', target="cpu")
     mod.k(np.zeros(1, np.float32), -2**40)
     assert capsys.readouterr().out == "block 0 n=-1099511627776\nblock 1 n=-1099511627776\n"
+
+
+def test_a_control_character_after_a_percent_sign_is_shown_escaped():
+    r = check_source(printing('print("100%\\n", bx)'), "t.tl")
+    assert [(d.code, d.message) for d in r.diagnostics] == [("E173", "'%\\n' is not a conversion print() knows")]
