@@ -119,12 +119,14 @@ def test_a_dtype_parameter_is_bound_from_an_input_file(tmp_path):
         2, "", f"error: --in x: {tmp_path / 'x.npy'} holds f16 values, but 'x' is f32[N]\n")
 
 
-@pytest.mark.parametrize("flag", ["--check", "--bench"])
-def test_check_and_bench_say_they_need_a_gpu(monkeypatch, flag):
+@pytest.mark.parametrize("flags, instead", [
+    (["--check"], "without --check, tlc run"), (["--bench"], "without --bench, tlc run"),
+    (["--target", "cuda"], "--target cpu")])
+def test_check_and_bench_say_they_need_a_gpu(monkeypatch, flags, instead):
     """Was "no CUDA GPU is available (...); use target='cpu'", and --target cpu is refused with --check."""
     monkeypatch.setattr(runtime_compile, "cuda_unavailable_reason", lambda: "no GPU here")
     result = CliRunner().invoke(cli.main, ["run", VECTOR_ADD, "-k", "vector_add", "--shape", "N=4",
-                                           "--in", "alpha=1", flag])
+                                           "--in", "alpha=1", *flags])
     assert (result.exit_code, result.stdout, result.stderr) == (
-        1, "", f"error: {flag} needs a CUDA GPU and there is none (no GPU here); without {flag}, "
-               f"tlc run runs the kernel on the CPU reference interpreter\n")
+        1, "", f"error: {' '.join(flags)} needs a CUDA GPU and there is none (no GPU here); {instead} runs "
+               f"the kernel on the CPU reference interpreter\n")

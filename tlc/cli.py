@@ -99,8 +99,8 @@ def run(file, kernel, ins, shapes, outs, defines, target, check, bench, seed) ->
     from . import runner
 
     with _reported_errors():
-        if check or bench:
-            _require_gpu("--check" if check else "--bench", target)
+        if check or bench or target == "cuda":
+            _require_gpu("--check" if check else "--bench" if bench else "--target cuda", target)
         mod, k = _load_kernel(file, kernel, "cuda" if check or bench else target)
         report = runner.run(k, ins=ins, shapes=shapes, outs=outs, defines=defines, check=check, bench=bench, seed=seed)
         for line in report.lines:
@@ -110,16 +110,17 @@ def run(file, kernel, ins, shapes, outs, defines, target, check, bench, seed) ->
 
 
 def _require_gpu(option: str, target: str) -> None:
-    """`--check` and `--bench` run on the GPU: say so before loading anything, in the CLI's
-    words (not the Python API's target='cpu')."""
+    """`--check`, `--bench` and `--target cuda` run on the GPU: say so before loading anything,
+    in the CLI's words (not the Python API's target='cpu')."""
     if target == "cpu":
         raise TlcError(f"{option} needs the GPU; drop --target cpu")
     from .runtime.compile import cuda_unavailable_reason
 
     reason = cuda_unavailable_reason()
     if reason is not None:
-        raise TlcError(f"{option} needs a CUDA GPU and there is none ({reason}); without {option}, "
-                       f"tlc run runs the kernel on the CPU reference interpreter")
+        instead = "--target cpu" if option == "--target cuda" else f"without {option}, tlc run"
+        raise TlcError(f"{option} needs a CUDA GPU and there is none ({reason}); {instead} runs the kernel "
+                       f"on the CPU reference interpreter")
 
 
 @main.command()
