@@ -10,9 +10,17 @@ import pytest
 from fuzz.oracles import nvcc_werror
 from tlc import runner
 from tlc.api import compile_source
-from tlc.diagnostics import TlcError, render_all
+from tlc.diagnostics import DiagnosticError, TlcError, render_all
 from tlc.driver import check_source
 from tlc.runtime.compile import find_nvcc
+
+ATOMIC = """\
+@kernel
+def k(acc: {dt}[1], BLOCK: const = 64):
+    with grid(1, threads=64) as bx:
+        for i in parallel(BLOCK):
+            atomic_add(acc[0], {dt}(1))
+"""
 
 # (id, source, expected diagnostics ("" = clean and builds), interpreter call: (name, inputs, expected) or None,
 #  the architecture whose build nvcc -Werror must compile, or None)
@@ -84,6 +92,14 @@ def k(x: i8[N], y: i8[N], BLOCK: const = 32):
             t[i] = t[i] & 255
         copy(t, y[bx * BLOCK])
 """, "", ("k", [np.array([-1, 5, -128, 127], np.int8), np.zeros(4, np.int8)], np.array([-1, 5, -128, 127])), None),
+    # atomic_add of an i64 was atomicAdd(long long*, ...), which CUDA does not have (nvcc:
+    # no instance of overloaded function); it adds through unsigned long long now.
+    ("atomic_add_i64", ATOMIC.format(dt="i64"), "", ("k", [np.array([5], np.int64)], np.array([5 + 64])), "sm_80"),
+    # An atomic in a parallel loop whose element and value are the same for every iteration
+    # ran once on the interpreter (5 + 1) and once per iteration on the GPU (5 + 64): a silent
+    # difference between the targets.  Every lane updates now.
+    ("atomic_in_parallel_every_lane", ATOMIC.format(dt="i32"), "", ("k", [np.array([5], np.int32)], np.array([69])),
+     None),
 ]
 
 
@@ -120,3 +136,17 @@ def test_f64_column_reduction_on_the_gpu(op):
     out = np.zeros(20)
     mod.k(x, out)
     np.testing.assert_allclose(out, getattr(x[:64], op)(axis=0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dt", ["i8", "u8", "i16", "u16"])
+def test_atomic_add_of_narrow_integers_is_refused_at_build(dt, tmp_path):
+    """CUDA has no atomicAdd of 8- or 16-bit integers: a diagnostic, not an nvcc error."""
+    path = tmp_path / "k.tl"
+    path.write_text(ATOMIC.format(dt=dt))
+    with pytest.raises(DiagnosticError) as e:
+        runner.build(str(path), arch="sm_80")
+    assert render_all(e.value.diagnostics, e.value.sources) == (
+        f"{path}:5:13: error[E069]: the sm_80 target: atomic_add on {dt} is not supported by the CUDA target\n"
+        "  |\n"
+        f"5 |             atomic_add(acc[0], {dt}(1))\n"
+        f"  |             {'^' * len(f'atomic_add(acc[0], {dt}(1))')}")

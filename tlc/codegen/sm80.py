@@ -339,7 +339,11 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
         dt = s.value.dtype
         target = f"&{self.element(s.name, s.indices, s.span)}"
         value = self.expr(s.value)
-        if s.kind == "add":
+        if s.kind == "add" and dt.name == "i64":
+            # CUDA has no atomicAdd of long long; two's complement adds alike unsigned
+            call = (f"atomicAdd(reinterpret_cast<unsigned long long*>({target}), "
+                    f"static_cast<unsigned long long>({value}))")
+        elif s.kind == "add" and dt.name in ("f32", "f64", "f16", "bf16", "i32", "u32", "u64"):
             call = f"atomicAdd({target}, {value})"
         elif dt.name == "f32":
             call = f"tl::atomic_{s.kind}_f32({target}, {value})"

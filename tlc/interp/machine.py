@@ -288,9 +288,14 @@ class Machine:
             return
         arr, idx, v = got
         dt = self.dtypes[s.name]
-        if all(_uniform(i) for i in idx):  # one update: once per block, or one lane
-            arr[idx] = nx.binop(self._ATOMIC[s.kind], arr[idx], v, dt)
-            return
+        if all(_uniform(i) for i in idx):
+            if self.lanes is None:  # outside a parallel loop: once per block
+                arr[idx] = nx.binop(self._ATOMIC[s.kind], arr[idx], v, dt)
+                return
+            # every lane of a parallel loop updates the one element, as every iteration on
+            # the GPU does (scatter_args gave the lanes' common index and value once)
+            lanes = int(np.prod(np.broadcast_shapes(*(np.shape(g) for g in self.lanes))))
+            idx, v = tuple(np.full(lanes, i) for i in idx), np.full(lanes, v, dtype=np.asarray(v).dtype)
         # ufunc.at applies repeated indices one after another, as atomics serialize
         ufunc = {"add": np.add, "max": np.fmax if dt.is_float else np.maximum,
                  "min": np.fmin if dt.is_float else np.minimum}[s.kind]
