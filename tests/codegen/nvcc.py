@@ -9,7 +9,8 @@ A successful compilation is cached (its output file and messages), keyed by the 
 versions, the command and the bytes of every file in the test's folder, under $TLC_TEST_CACHE
 (default ~/.cache/tlc-tests; `TLC_TEST_CACHE=off` compiles everything).  Generated sources are
 self-contained (the primitives are inlined), so a key that matches compiles the same; a failed
-compilation is never cached.  Entries unused for 30 days are removed."""
+compilation is never cached; cuobjdump's SASS of a cubin is cached by the cubin's bytes.
+Entries unused for 30 days are removed."""
 from __future__ import annotations
 
 import functools
@@ -69,7 +70,7 @@ def cache_root() -> Path | None:
     now = time.time()
     for old in root.iterdir():
         if now - old.stat().st_mtime > UNUSED_FOR:
-            shutil.rmtree(old, ignore_errors=True)
+            shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
     return root
 
 
@@ -144,10 +145,24 @@ def cubin_sass(source: str, arch: str, tmp_path, name: str = "k") -> tuple[str, 
     (tmp_path / f"{name}.cu").write_text(source)
     res = nvcc([*ARCH_FLAGS[arch], "-Xptxas", "-v", "-cubin", f"{name}.cu", "-o", f"{name}.cubin"], tmp_path)
     assert res.returncode == 0, res.stderr[-4000:]
-    dump = subprocess.run([cuobjdump(), "-sass", str(tmp_path / f"{name}.cubin")], capture_output=True, text=True,
-                          timeout=120)
+    return sass_of(tmp_path / f"{name}.cubin"), res.stderr
+
+
+def sass_of(cubin: Path) -> str:
+    """cuobjdump -sass of `cubin`, cached beside nvcc's outputs by the cubin's bytes."""
+    tool = cuobjdump()
+    key = hashlib.sha256(cubin.read_bytes() + tool.encode()).hexdigest()[:32]
+    cached = cache_root() / f"sass-{key}.txt" if cache_root() is not None else None
+    if cached is not None and cached.exists():
+        os.utime(cached)
+        return cached.read_text()
+    dump = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, timeout=120)
     assert dump.returncode == 0, dump.stderr
-    return dump.stdout, res.stderr
+    if cached is not None:
+        with tempfile.NamedTemporaryFile("w", dir=cached.parent, prefix=".new-", delete=False) as f:
+            f.write(dump.stdout)
+        os.replace(f.name, cached)
+    return dump.stdout
 
 
 def run_host(source: str, tmp_path, name: str = "host", arch: str = "sm_80") -> str:
