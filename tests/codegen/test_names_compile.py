@@ -9,10 +9,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tlc
 from kit_codegen import generated_source
 from names_kit import INLINED, ONE_SCALAR, REGRESSIONS, from_names, pool
 from nvcc import compile_object
-import tlc
 from tlc.codegen import generate_file
 from tlc.driver import check_source
 from tlc.schedule import schedule
@@ -21,8 +21,6 @@ from tlc.schedule import schedule
 def kernel(src: str, name: str = "k") -> str:
     source = generated_source(src, name, line_directives=False).source
     return source[source.index('extern "C" __global__'):]
-
-
 
 
 def test_issue_repro_a_local_half_beside_a_parameter_half_():
