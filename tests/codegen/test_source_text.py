@@ -11,7 +11,7 @@ import pytest
 from kit_codegen import kernel_part
 from nvcc import ARCH_FLAGS, nvcc
 from tlc import runner
-from tlc.codegen import generate, header
+from tlc.codegen import generate
 from tlc.codegen.cnames import c_string, comment_text
 from tlc.driver import check_source
 from tlc.schedule import schedule
