@@ -338,7 +338,7 @@ def test_build_emit_ir():
     lines = result.stdout.splitlines()
     assert lines[0] == "kernel matmul(A: f16[M, K], B: f16[K, N], C: f16[M, N]):"
     assert re.fullmatch(r"  const BK=64, BM=64, BN=256, T=f16, (\w+=\w+, )*stages=3(, \w+=\w+)*", lines[1])
-    assert lines[2].startswith("  grid (bx, by) in ((N + 256 - 1) // 256, (M + 64 - 1) // 64) threads=256 smem=")
+    assert lines[2].startswith("  grid (bx, by) in ((N - 1) // 256 + 1, (M - 1) // 64 + 1) threads=256 smem=")
     assert "    gemm acc += As @ Bs" in lines
     assert result.stdout.endswith("\n")
 

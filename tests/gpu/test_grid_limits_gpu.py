@@ -98,3 +98,16 @@ def test_a_flat_elementwise_op_over_more_than_2_31_elements():
     xs, ys, got = (cupy.asnumpy(a[-1, -64:]) for a in (x, y, out))
     ref = (xs * ys).astype(np.float32) + np.exp(xs).astype(np.float32)
     assert np.allclose(got.astype(np.float32), ref, atol=1e-2)
+
+
+def test_cdiv_at_the_top_of_an_i32_on_the_gpu():
+    """The lowering of tests/schedule/test_cdiv_lowering.py, in the generated C."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "schedule"))
+    from test_cdiv_lowering import SRC, TOP, WANT
+
+    out = np.zeros(4, np.int32)
+    tlc.compile_source(SRC, target="cuda", path="c.tl").ceil_div(out, TOP)
+    assert out.tolist() == WANT

@@ -343,6 +343,9 @@ class Lowerer:
             return out
         if name == "cdiv":
             a, b = cast(args[0], dt), cast(args[1], dt)
+            if isinstance(b, ir.Const) and b.value > 0:  # a size near 2^31 - 1 plus b would overflow an int
+                return ir.BinOp("+", ir.BinOp("//", ir.BinOp("-", a, ir.Const(1, dt), dt), b, dt), ir.Const(1, dt), dt,
+                                span=e.span)
             return ir.BinOp("//", ir.BinOp("-", ir.BinOp("+", a, b, dt), ir.Const(1, dt), dt), b, dt, span=e.span)
         if name == "where":
             return ir.Select(self.condition(e.args[0]), cast(args[1], dt), cast(args[2], dt), dt, span=e.span)

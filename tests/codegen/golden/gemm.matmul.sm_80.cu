@@ -18,7 +18,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul(const half* __restrict_
   // 20: for k in pipelined(cdiv(K, BK), stages=stages):
 #line 20 "examples/gemm.tl"
   {  // pipelined over 3 stages: copies run 2 iterations ahead through cp.async
-    const int tl_n = tl::floordiv(((K + 64) - 1), 64);
+    const int tl_n = (tl::floordiv((K - 1), 64) + 1);
     for (int tl_s = 0; tl_s < 2; ++tl_s) {
       if (tl_s < tl_n) {
         const int k = tl_s;
@@ -60,7 +60,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul(const half* __restrict_
 // cudaErrorInvalidConfiguration when the GPU cannot launch it (tl/host_grid.cuh).
 extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int M, int K, int N, cudaStream_t stream) {
   tl::HostGrid tl_g;
-  const long long tl_extents[3] = {tl_g.floordiv(tl_g.sub(tl_g.add(static_cast<long long>(N), 256LL), 1LL), 256LL), tl_g.floordiv(tl_g.sub(tl_g.add(static_cast<long long>(M), 128LL), 1LL), 128LL), 1LL};
+  const long long tl_extents[3] = {tl_g.add(tl_g.floordiv(tl_g.sub(static_cast<long long>(N), 1LL), 256LL), 1LL), tl_g.add(tl_g.floordiv(tl_g.sub(static_cast<long long>(M), 1LL), 128LL), 1LL), 1LL};
   const long long tl_most[3] = {2147483647LL, 65535LL, 65535LL};
   if (!tl_g.ok) return cudaErrorInvalidValue;
   if (!tl::HostGrid::fits(tl_extents, tl_most, 0)) return cudaErrorInvalidConfiguration;

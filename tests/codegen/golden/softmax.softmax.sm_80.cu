@@ -17,7 +17,7 @@ extern "C" __global__ void __launch_bounds__(128, 6) softmax(const half* __restr
   // 18: tiles = cdiv(N, BN)
 #line 18 "examples/softmax.tl"
   int tiles = 0;
-  tiles = tl::floordiv(((N + 1024) - 1), 1024);
+  tiles = (tl::floordiv((N - 1), 1024) + 1);
   // 19: fill(row_max, -inf(f32))
 #line 19 "examples/softmax.tl"
   #pragma unroll
@@ -150,7 +150,7 @@ extern "C" __global__ void __launch_bounds__(128, 6) softmax(const half* __restr
 // cudaErrorInvalidConfiguration when the GPU cannot launch it (tl/host_grid.cuh).
 extern "C" cudaError_t launch_softmax(const half* x, half* y, int M, int N, cudaStream_t stream) {
   tl::HostGrid tl_g;
-  const long long tl_extents[3] = {tl_g.floordiv(tl_g.sub(tl_g.add(static_cast<long long>(M), 4LL), 1LL), 4LL), 1LL, 1LL};
+  const long long tl_extents[3] = {tl_g.add(tl_g.floordiv(tl_g.sub(static_cast<long long>(M), 1LL), 4LL), 1LL), 1LL, 1LL};
   const long long tl_most[3] = {2147483647LL, 65535LL, 65535LL};
   if (!tl_g.ok) return cudaErrorInvalidValue;
   if (!tl::HostGrid::fits(tl_extents, tl_most, 0)) return cudaErrorInvalidConfiguration;

@@ -44,8 +44,8 @@ def mul(a: ir.Expr, b: ir.Expr) -> ir.Expr:
 def cdiv(a: ir.Expr, b: int) -> ir.Expr:
     if isinstance(a, ir.Const):
         return i32(-(-a.value // b))
-    t = a.dtype
-    return ir.BinOp("//", ir.BinOp("+", a, ir.Const(b - 1, t), t), ir.Const(b, t), t)
+    t = a.dtype  # (a - 1) // b + 1: a size near the top of its type plus b would overflow
+    return ir.BinOp("+", ir.BinOp("//", ir.BinOp("-", a, ir.Const(1, t), t), ir.Const(b, t), t), ir.Const(1, t), t)
 
 
 class KernelBuilder:

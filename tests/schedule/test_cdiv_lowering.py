@@ -1,0 +1,33 @@
+"""`cdiv(a, b)` by a positive constant lowers to `(a - 1) // b + 1`: a size near the top of an
+i32 (a dimension of 2^31 - 1) plus b would overflow, and the kernel would loop a negative
+number of times or launch no tile, with no error."""
+import numpy as np
+
+import tlc
+
+SRC = """
+@kernel
+def ceil_div(out: i32[4], n: i32):
+    with grid(1, threads=32) as bx:
+        for i in parallel(1):
+            out[0] = cdiv(n, 64)
+            out[1] = cdiv(n, 1)
+            out[2] = cdiv(n - 2147483647, 64)
+            out[3] = cdiv(-n, 64)
+"""
+TOP = 2**31 - 1
+WANT = [-(-TOP // 64), TOP, 0, -(TOP // 64)]
+
+
+def test_cdiv_at_the_top_of_an_i32_does_not_overflow():
+    out = np.zeros(4, np.int32)
+    tlc.compile_source(SRC, target="cpu", path="c.tl").ceil_div(out, TOP)
+    assert out.tolist() == WANT
+
+
+def test_cdiv_keeps_its_meaning_for_every_sign():
+    mod = tlc.compile_source(SRC, target="cpu", path="c.tl")
+    for n in (0, 1, 63, 64, 65, -1, -64, -65, 1000):
+        out = np.zeros(4, np.int32)
+        mod.ceil_div(out, n)
+        assert out.tolist()[:2] == [-(-n // 64), n] and out[3] == -(n // 64), n
