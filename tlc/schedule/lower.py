@@ -369,9 +369,10 @@ class Lowerer:
             tag = f"{callee.name}_{next(self.fresh)}"
             renames = {name: f"{tag}_{name}" for name in [p.name for p in callee.params] + [x[0] for x in local]}
             result = f"{tag}_return"
-            if not self.taken & {*renames.values(), result}:
+            returned = f"{tag}_returned"  # the flag of an early return, where one is needed
+            if not self.taken & {*renames.values(), result, returned} and returned not in renames.values():
                 break
-        self.taken |= {*renames.values(), result}
+        self.taken |= {*renames.values(), result, returned}
         args = [self.expr(a) for a in call.args]
         for p, a in zip(callee.params, args):
             self.scalars[renames[p.name]] = p.type.dtype
@@ -387,39 +388,63 @@ class Lowerer:
         saved_consts = self.consts
         self.consts = {**callee.constants, **{k: v for k, v in saved_consts.items() if k not in callee.constants}}
         self.renames.append(renames)
-        body = self._returning_block(list(callee.body), result, ret)
+        exit = {"flag": returned, "used": False}
+        body = self._returning_block(list(callee.body), result, ret, exit)
         self.renames.pop()
         self.consts = saved_consts
+        if exit["used"]:
+            self.scalars[returned] = BOOL
+            outer_pending.append(ir.LetScalar(returned, BOOL, ir.Const(False, BOOL), span=call.span))
         self.pending = outer_pending + self.pending + list(body)
         return ir.Var(result, ret, span=call.span) if ret is not None else ir.Const(0, I32)
 
-    def _returning_block(self, stmts, result, ret) -> tuple:
+    def _returning_block(self, stmts, result, ret, exit: dict) -> tuple:
+        """`stmts` of an inlined device function, each `return` an assignment to `result`.  The
+        statements after an `if` that may return go into both of its branches while none of
+        them is another such `if`; otherwise they would be copied at every such `if`, 2^k copies
+        for k of them, so they run instead while the flag `exit["flag"]` is unset, which every
+        `return` sets from then on (`exit["used"]`)."""
         out: list = []
+        guard = None  # the condition of the statements after an early return
+
+        def emit(part):
+            if guard is not None and part:
+                out.append(ir.If(guard, tuple(part), ()))
+            else:
+                out.extend(part)
+
         for i, s in enumerate(stmts):
             if isinstance(s, n.Return):
+                part = []
                 if s.value is not None:
                     value = cast(self.expr(s.value), ret)
-                    out.extend(self.pending)
-                    self.pending = []
-                    out.append(ir.Assign(result, value, span=s.span))
+                    part, self.pending = self.pending + [ir.Assign(result, value, span=s.span)], []
+                if exit["used"]:
+                    part.append(ir.Assign(exit["flag"], ir.Const(True, BOOL), span=s.span))
+                emit(part)
                 return tuple(out)
             if isinstance(s, n.If) and _may_return(s):
                 rest = stmts[i + 1:]
+                flagged = any(_may_return(x) for x in rest if not isinstance(x, n.Return))
+                exit["used"] = exit["used"] or flagged
+                copied = [] if flagged else rest
                 cond = self.condition(s.test)
-                out.extend(self.pending)
-                self.pending = []
-                then = self._returning_block(list(s.body) + rest, result, ret)
-                orelse = self._returning_block(list(s.orelse) + rest, result, ret)
-                out.append(ir.If(cond, then, orelse, span=s.span))
-                return tuple(out)
+                part, self.pending = self.pending, []
+                then = self._returning_block(list(s.body) + copied, result, ret, exit)
+                orelse = self._returning_block(list(s.orelse) + copied, result, ret, exit)
+                emit(part + [ir.If(cond, then, orelse, span=s.span)])
+                if not flagged:
+                    return tuple(out)
+                guard = ir.UnaryOp("not", ir.Var(exit["flag"], BOOL), BOOL)
+                continue
             if _may_return(s):
                 raise LoweringError("'return' inside a loop of a device function cannot be inlined yet; "
                                     "assign to a variable and return after the loop", s.span)
             lowered = self.stmt(s)
-            out.extend(self.pending)
-            self.pending = []
+            part, self.pending = self.pending, []
             if lowered is not None:
-                out.extend(lowered if isinstance(lowered, list) else [lowered])
+                part.extend(lowered if isinstance(lowered, list) else [lowered])
+            emit(part)
         return tuple(out)
 
 
