@@ -82,8 +82,8 @@ def test_a_flat_elementwise_op_over_more_than_2_31_elements():
 
     M, N = 65539, 32769  # 2147680291 elements, 2^31 + 196643: the last tiles lie past 2^31
     assert M * N > 2**31
-    if cupy.cuda.Device().mem_info[0] < 6 * M * N * 2:
-        pytest.skip("needs about 26 GB of free GPU memory")
+    if cupy.cuda.Device().mem_info[0] < 64 * 2**30:  # the operands, the index and the f32 reference
+        pytest.skip("needs about 64 GB of free GPU memory")
     mod = tlc.compile_source(CHAIN, target="cuda", path="chain.tl")
     i = cupy.arange(M * N, dtype=cupy.int64)
     x = ((i % 997).astype(cupy.float32) / 997).astype(cupy.float16).reshape(M, N)
