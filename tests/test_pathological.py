@@ -186,18 +186,16 @@ BUILD_CASES = [
 
 @pytest.mark.parametrize("name, path, define, rendered", BUILD_CASES, ids=[c[0] for c in BUILD_CASES])
 def test_build_refuses(name, path, define, rendered):
-    code, out, err = guarded(cli_run, "build", path, "-D", define)
-    assert (code, out) == (1, "")
-    assert err.startswith(rendered), err
+    assert guarded(cli_run, "build", path, "-D", define) == (1, "", rendered)
 
 
-@pytest.mark.parametrize("constants, start", [
+@pytest.mark.parametrize("constants, rendered", [
     ({"BLOCK": 10**30}, f"{VA}:9:63: error[E150]: constant too large: 'BLOCK' is given "
                         "1000000000000000000000000000000, which does not fit in 64 bits\n" + VA_BLOCK + RANGE_HINT[:-1]),
-    ({"BLOCK": 100_000_000}, f"{VA}:11:9: error[E153]: kernel 'vector_add' needs 6.0 MiB a thread"),
+    ({"BLOCK": 100_000_000}, BUILD_CASES[-1][-1][:-1]),
 ])
-def test_api_refuses(constants, start):
-    assert guarded(api_error, VA, "vector_add", constants).startswith(start)
+def test_api_refuses(constants, rendered):
+    assert guarded(api_error, VA, "vector_add", constants) == rendered
 
 
 def test_a_fragment_at_the_limit_builds_and_runs(tmp_path):
