@@ -143,3 +143,14 @@ def test_a_flat_element_count_of_64_bits_compiles(tmp_path):
     source = generate(kernel, "sm_80").source
     assert "long long NUMEL, cudaStream_t stream)" in source
     compile_object(source, "sm_80", tmp_path, "flat")
+
+
+def test_a_block_no_gpu_launches_is_refused_before_the_launcher():
+    import pytest
+
+    from tlc.codegen.cexpr import CodegenError
+    from tlc.codegen.host_grid import launcher_grid
+
+    with pytest.raises(CodegenError, match=r"^the kernel needs 1152 threads per block; the GPU allows 1 to 1024$"):
+        launcher_grid((), 1152)
+    assert launcher_grid((), 1024)["grid"] == ["1LL", "1LL", "1LL"]
