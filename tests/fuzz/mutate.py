@@ -134,16 +134,17 @@ _PARSED: dict = {}
 
 
 def _nodes(node, out: list) -> list:
-    """Every parsed node under `node` with a span (dataclass fields, tuples)."""
-    if isinstance(node, (list, tuple)):
-        for x in node:
-            _nodes(x, out)
-    elif hasattr(node, "__dataclass_fields__"):
-        if getattr(node, "span", None) is not None:
-            out.append(node)
-        for f in node.__dataclass_fields__:
-            if f != "span":
-                _nodes(getattr(node, f), out)
+    """Every parsed node under `node` with a span (dataclass fields, tuples), walked with a
+    stack: a mutant may nest deeper than Python's recursion limit."""
+    stack = [node]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(reversed(x))
+        elif hasattr(x, "__dataclass_fields__"):
+            if getattr(x, "span", None) is not None:
+                out.append(x)
+            stack.extend(getattr(x, f) for f in reversed(x.__dataclass_fields__) if f != "span")
     return out
 
 
