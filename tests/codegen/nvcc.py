@@ -69,8 +69,11 @@ def cache_root() -> Path | None:
         return None  # an unwritable home: compile everything
     now = time.time()
     for old in root.iterdir():
-        if now - old.stat().st_mtime > UNUSED_FOR:
-            shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+        try:
+            if now - old.stat().st_mtime > UNUSED_FOR:
+                shutil.rmtree(old) if old.is_dir() else old.unlink()
+        except OSError:  # another worker removed it first
+            pass
     return root
 
 
