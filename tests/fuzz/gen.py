@@ -342,7 +342,7 @@ class Builder:
         sizes = {"M": r.choice([1, 3, 17, 64]), "N": r.choice([1, 5, 64, 100, 257, 1000])}
         n_in = r.choice([1, 2, 3])
         params = [Param(f"x{i}", "tensor", r.choice(LOAD_DTYPES), shape) for i in range(n_in)]
-        out_dt = r.choice(STORE_FLOATS + ("i32",))
+        out_dt = r.choice(STORE_FLOATS + ("i32", "i32", "i64", "u8", "i16", "u32"))
         bias = two_d and r.random() < 0.4
         if bias:
             params.append(Param("bias", "tensor", r.choice(FLOATS), ("N",)))
