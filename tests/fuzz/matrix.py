@@ -87,12 +87,11 @@ def build_each(path: str, arch: str):
     refused, built = {}, []
     for name, k in mod.kernels.items():
         try:
-            built.append(k.scheduled({}, arch))
-            generate_file([built[-1]], arch, sources=mod.program.sources, source_name=path)
+            kernels = list(k.program({}, arch).kernels) if k.fn.kind == "tile_op" else [k.scheduled({}, arch)]
+            generate_file(kernels, arch, sources=mod.program.sources, source_name=path)
+            built += kernels
         except DiagnosticError as e:
             refused[name] = f"{e.diagnostics[0].code} {e.diagnostics[0].message}"
-            built = [b for b in built if b.name != name]
         except Exception:  # noqa: BLE001 - an internal error: the finding
             refused[name] = "INTERNAL " + traceback.format_exc().strip().splitlines()[-1]
-            built = [b for b in built if b.name != name]
     return refused, generate_file(built, arch, sources=mod.program.sources, source_name=path) if built else ""
