@@ -29,6 +29,32 @@ _MATH_F64 = {"exp": "exp", "exp2": "exp2", "fast_exp2": "exp2", "log": "log", "l
 _FAST_16 = {"exp": "tl::fast_exp", "exp2": "tl::fast_exp2", "tanh": "tl::fast_tanh"}
 
 
+# Integer operators whose C differs from the language's (floor division, Python remainder,
+# division by zero, shift counts outside the width, powers): tl/types.cuh templates.
+_INT_TEMPLATES = {"/": "truncdiv", "//": "floordiv", "%": "pymod", "<<": "shl", ">>": "shr",
+                  "**": "ipow", "min": "imin", "max": "imax"}
+
+
+def wrap_narrow(text: str, dt: DType) -> str:
+    """`text`, an integer C expression of dtype `dt`, wrapped to `dt` where C computed it in
+    int: C promotes 8- and 16-bit operands to int, the language computes in their dtype
+    (`u8` 253 + 253 is 250), and the C type must stay `dt` for the templates' overloads."""
+    return f"static_cast<{c_type(dt)}>{text}" if dt.is_int and dt.bits < 32 else text
+
+
+def _float_binop(op: str, a: str, b: str, work: DType) -> str:
+    f32 = work.name == "f32"
+    if op in ("+", "-", "*", "/"):
+        return f"({a} {op} {b})"
+    if op in ("//", "%"):
+        return f"tl::{'floordiv' if op == '//' else 'pymod'}({a}, {b})"
+    if op == "**":
+        return f"{'powf' if f32 else 'pow'}({a}, {b})"
+    if op in ("min", "max"):
+        return f"f{op}{'f' if f32 else ''}({a}, {b})"
+    raise CodegenError(f"no C for the operator '{op}' on {work.name}")
+
+
 def cvt(text: str, src: DType, dst: DType) -> str:
     return text if src == dst else f"tl::cvt<{c_type(dst)}>({text})"
 
@@ -63,7 +89,9 @@ class CExprs:
         if e.op == "not":
             return f"(!{self.expr(e.x)})"
         work = compute_type(e.dtype)
-        inner = f"({e.op}{self._in(e.x, work)})"
+        x = self._in(e.x, work)
+        sep = " " if x.startswith(e.op) else ""  # `- -0.5f`: `--0.5f` would be a decrement
+        inner = wrap_narrow(f"({e.op}{sep}{x})", e.dtype)
         return cvt(inner, work, e.dtype)
 
     def expr_BinOp(self, e: ir.BinOp) -> str:
@@ -76,22 +104,14 @@ class CExprs:
             return f"({self.expr(e.a)} {'&&' if op == 'and' else '||'} {self.expr(e.b)})"
         work = compute_type(e.dtype)
         a, b = self._in(e.a, work), self._in(e.b, work)
-        if op in ("+", "-", "*") or op in ir.BIT_OPS:
-            text = f"({a} {op} {b})"
-        elif op == "/":
-            text = f"({a} / {b})" if work.is_float else f"tl::truncdiv({a}, {b})"
-        elif op == "//":
-            text = f"tl::floordiv({a}, {b})"
-        elif op == "%":
-            text = f"tl::pymod({a}, {b})"
-        elif op == "**":
-            text = f"{'powf' if work.name == 'f32' else 'pow'}({a}, {b})" if work.is_float else \
-                f"static_cast<{c_type(work)}>(pow(static_cast<double>({a}), static_cast<double>({b})))"
-        elif op in ("min", "max"):
-            if work.is_float:
-                text = f"f{op}{'f' if work.name == 'f32' else ''}({a}, {b})"
-            else:
-                text = f"tl::i{op}({a}, {b})"
+        if work.is_float:
+            text = _float_binop(op, a, b, work)
+        elif op in _INT_TEMPLATES:  # T named: C would deduce int for an 8- or 16-bit operand
+            text = f"tl::{_INT_TEMPLATES[op]}<{c_type(work)}>({a}, {b})"
+        elif op in ("+", "-", "*", "&", "|", "^"):
+            if op == "*" and work.name == "u16":  # promoted to int, 65535 * 65535 overflows
+                a = f"static_cast<unsigned int>({a})"
+            text = wrap_narrow(f"({a} {op} {b})", work)
         else:
             raise CodegenError(f"no C for the operator '{op}'", e.span)
         return cvt(text, work, e.dtype)
@@ -105,7 +125,7 @@ class CExprs:
                 fn = _FAST_16[e.fn]
             return cvt(f"{fn}({', '.join(args)})", work, e.dtype)
         if e.fn == "abs":
-            return f"({args[0]} < 0 ? -{args[0]} : {args[0]})"
+            return f"tl::iabs<{c_type(work)}>({args[0]})"
         if e.fn in ("floor", "ceil", "round"):
             return args[0]
         raise CodegenError(f"{e.fn}() of an integer has no C here", e.span)

@@ -18,7 +18,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul(const half* __restrict_
   // 20: for k in pipelined(cdiv(K, BK), stages=stages):
 #line 20 "examples/gemm.tl"
   {  // pipelined over 3 stages: copies run 2 iterations ahead through cp.async
-    const int tl_n = (tl::floordiv((K - 1), 64) + 1);
+    const int tl_n = (tl::floordiv<int>((K - 1), 64) + 1);
     for (int tl_s = 0; tl_s < 2; ++tl_s) {
       if (tl_s < tl_n) {
         const int k = tl_s;

@@ -47,7 +47,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
   {  // persistent, warp-specialized over 3 stages: threads 256..383 produce (TMA), 2 consumer warpgroups compute
     unsigned long long* tl_full = reinterpret_cast<unsigned long long*>(tl_smem + 147456);
     unsigned long long* tl_empty = tl_full + 3;
-    const int tl_tiles_x = (tl::floordiv((N - 1), 256) + 1), tl_tiles_y = (tl::floordiv((M - 1), 128) + 1), tl_tiles_z = 1;
+    const int tl_tiles_x = (tl::floordiv<int>((N - 1), 256) + 1), tl_tiles_y = (tl::floordiv<int>((M - 1), 128) + 1), tl_tiles_z = 1;
     if (threadIdx.x == 0) {
       for (int tl_s = 0; tl_s < 3; ++tl_s) {
         tl::mbar_init(tl_full + tl_s, (tl_tma & 1) ? 1 : 128);
@@ -75,7 +75,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
             (void)bx;
             (void)by;
             (void)tl_bz;
-            const int tl_n = (tl::floordiv((K - 1), 64) + 1);
+            const int tl_n = (tl::floordiv<int>((K - 1), 64) + 1);
             for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {
               const int tl_stage = tl_it % 3;
               tl::mbar_wait(tl_empty + tl_stage, ((tl_it / 3) & 1) ^ 1);  // the consumers released it
@@ -97,7 +97,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
           (void)bx;
           (void)by;
           (void)tl_bz;
-          const int tl_n = (tl::floordiv((K - 1), 64) + 1);
+          const int tl_n = (tl::floordiv<int>((K - 1), 64) + 1);
           for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {
             const int tl_stage = tl_it % 3;
             tl::mbar_wait(tl_empty + tl_stage, ((tl_it / 3) & 1) ^ 1);  // the consumers released it
@@ -127,7 +127,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
 #line 19 "examples/gemm.tl"
       #pragma unroll
       for (int tl_r = 0; tl_r < tl_matmul_layout_0::REGS; ++tl_r) acc[tl_r] = 0.0f;
-      const int tl_n = (tl::floordiv((K - 1), 64) + 1);
+      const int tl_n = (tl::floordiv<int>((K - 1), 64) + 1);
       for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {
         const int tl_stage = tl_it % 3;
         tl::mbar_wait(tl_full + tl_stage, (tl_it / 3) & 1);

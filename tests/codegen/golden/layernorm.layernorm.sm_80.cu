@@ -19,7 +19,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) layernorm(const half* __res
   // 20: tiles = cdiv(N, BN)
 #line 20 "examples/layernorm.tl"
   int tiles = 0;
-  tiles = (tl::floordiv((N - 1), 1024) + 1);
+  tiles = (tl::floordiv<int>((N - 1), 1024) + 1);
   // 21: clear(mean)
 #line 21 "examples/layernorm.tl"
   #pragma unroll

@@ -17,7 +17,7 @@ extern "C" __global__ void __launch_bounds__(128, 6) softmax(const half* __restr
   // 18: tiles = cdiv(N, BN)
 #line 18 "examples/softmax.tl"
   int tiles = 0;
-  tiles = (tl::floordiv((N - 1), 1024) + 1);
+  tiles = (tl::floordiv<int>((N - 1), 1024) + 1);
   // 19: fill(row_max, -inf(f32))
 #line 19 "examples/softmax.tl"
   #pragma unroll
