@@ -31,3 +31,25 @@ def test_cdiv_keeps_its_meaning_for_every_sign():
         out = np.zeros(4, np.int32)
         mod.ceil_div(out, n)
         assert out.tolist()[:2] == [-(-n // 64), n] and out[3] == -(n // 64), n
+
+
+UNSIGNED = """
+@kernel
+def ceil_div(out: {dt}[3], n: {dt}):
+    with grid(1, threads=32) as bx:
+        for i in parallel(1):
+            out[0] = cdiv(n, {dt}(4))
+            out[1] = cdiv(n, {dt}(1))
+            out[2] = cdiv(n + {dt}(1), {dt}(4))
+"""
+
+
+def test_cdiv_of_unsigned_zero_is_zero():
+    """(a - 1) // b + 1 wraps at an unsigned a = 0: cdiv(u16 0, 4) was 16384 (found by
+    fuzzing); an unsigned a divides as a // b + (a % b != 0)."""
+    for dt, top in (("u8", 255), ("u16", 65535), ("u32", 2**32 - 1), ("u64", 2**64 - 1)):
+        mod = tlc.compile_source(UNSIGNED.format(dt=dt), target="cpu", path="c.tl")
+        for n in (0, 1, 4, 5, top):
+            out = np.zeros(3, np.dtype(dt.replace("u", "uint")))
+            mod.ceil_div(out, n)
+            assert out.tolist() == [-(-n // 4), n, -(-((n + 1) % (top + 1)) // 4)], (dt, n)

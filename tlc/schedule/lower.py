@@ -343,6 +343,9 @@ class Lowerer:
             return out
         if name == "cdiv":
             a, b = cast(args[0], dt), cast(args[1], dt)
+            if isinstance(b, ir.Const) and b.value > 0 and dt.kind == "uint":  # a - 1 wraps at a = 0
+                rem = ir.BinOp("!=", ir.BinOp("%", a, b, dt), ir.Const(0, dt), BOOL)
+                return ir.BinOp("+", ir.BinOp("//", a, b, dt), cast(rem, dt), dt, span=e.span)
             if isinstance(b, ir.Const) and b.value > 0:  # a size near 2^31 - 1 plus b would overflow an int
                 return ir.BinOp("+", ir.BinOp("//", ir.BinOp("-", a, ir.Const(1, dt), dt), b, dt), ir.Const(1, dt), dt,
                                 span=e.span)
