@@ -53,6 +53,25 @@ def k(x: f32[N], out: f32[N], BLOCK: const = 128):
         copy(x[bx * BLOCK], a)
         copy(a, out[bx * BLOCK])
 """, "", ("k", [np.arange(5, dtype=np.float32), np.zeros(5, np.float32)], None), "sm_80"),
+    # Buffers and per-thread scalars that are written but never read: nvcc's warning 550
+    # ("set but never used"), an error under -Werror.  They are dropped with their writes.
+    ("write_only_buffers_and_scalars", """\
+@kernel
+def k(x: f32[N], y: f32[N], BLOCK: const = 64):
+    with grid(cdiv(N, BLOCK), threads=64) as bx:
+        t = fragment(f32[BLOCK])
+        l = local(f32[2])
+        w = fragment(f32[BLOCK])
+        fill(l, 1.5)
+        copy(x[bx * BLOCK], t)
+        copy(t, w)
+        s = 0.0
+        for i in parallel(BLOCK):
+            v = t[i] * 2.0
+            u = v + 1.0
+            t[i] = t[i] + 1.0
+        copy(t, y[bx * BLOCK])
+""", "", ("k", [np.arange(5, dtype=np.float32), np.zeros(5, np.float32)], np.arange(1, 6)), "sm_80"),
     # An f64 tile reduced along dim 0 combines partials by atomics in shared memory, and
     # tl::atomic_combine had no double overload: nvcc error "no instance of overloaded
     # function" on a program that checks.

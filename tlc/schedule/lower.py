@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import itertools
 import re
+from dataclasses import replace
 
 from .. import ir
+from ..ir import walk
 from ..dtypes import BOOL, I32, DType
 from ..parser import nodes as n
 from ..typecheck import CheckedFunction
@@ -72,11 +74,8 @@ class Lowerer:
         body = self.block(grid_stmt.body, hoist=True)
         constants = tuple(sorted((k, v) for k, v in self.consts.items()
                                  if self.fn.param(k) is not None and self.fn.param(k).role in ("const", "dtype")))
-        # A buffer no statement names is left out: its C array would be an unused variable,
-        # which nvcc warns about (an error under -Werror).
-        named = _names_in(body)
-        return ir.Kernel(self.fn.name, params, grid[::1], block_vars, int(threads),
-                         tuple(b for b in self.buffers.values() if b.name in named), body, constants,
+        body, buffers = _without_unread(body, tuple(self.buffers.values()))
+        return ir.Kernel(self.fn.name, params, grid[::1], block_vars, int(threads), buffers, body, constants,
                          min_blocks=int(blocks), span=self.fn.node.name_span)
 
     def _param(self, p) -> ir.Param:
@@ -460,20 +459,48 @@ def _may_return(s) -> bool:
     return False
 
 
-def _names_in(node, out: set | None = None) -> set:
-    """Every string held anywhere in IR `node` (statements, expressions, regions): a superset
-    of the buffer names it uses."""
-    out = set() if out is None else out
-    if isinstance(node, str):
-        out.add(node)
-    elif isinstance(node, (tuple, list)):
-        for x in node:
-            _names_in(x, out)
-    elif hasattr(node, "__dataclass_fields__"):
-        for f in node.__dataclass_fields__:
-            if f != "span":
-                _names_in(getattr(node, f), out)
-    return out
+def _without_unread(body: tuple, buffers: tuple) -> tuple[tuple, tuple]:
+    """(body, buffers) without the buffers and per-thread scalars that nothing reads, and the
+    statements that only write them.  Their C would be a variable declared or set but never
+    used, nvcc's warnings 177 and 550 (errors under -Werror); expressions have no side
+    effects, so dropping them changes nothing else."""
+    own = {b.name for b in buffers} | {s.name for s in walk.statements(body) if isinstance(s, ir.LetScalar)}
+    while True:
+        dead = own - _read_names(body)
+        if not dead:
+            return body, buffers
+        body = _drop_writes(body, dead)
+        buffers = tuple(b for b in buffers if b.name not in dead)
+        own -= dead
+
+
+def _read_names(body) -> set:
+    reads = set()
+    for s in walk.statements(body):
+        for e in walk.statement_exprs(s):
+            reads.update(x.name for x in walk.subexprs(e) if isinstance(x, (ir.Var, ir.Load)))
+        if isinstance(s, ir.Copy):
+            reads.add(s.src.name)
+        elif isinstance(s, ir.Gemm):
+            reads.update((s.a, s.b, s.c))
+        elif isinstance(s, ir.Reduce):
+            reads.update((s.src,) if s.clear else (s.src, s.dst))
+        elif isinstance(s, ir.Atomic):  # read, modified and written: kept as it is
+            reads.add(s.name)
+    return reads
+
+
+def _drop_writes(body: tuple, dead: set) -> tuple:
+    out = []
+    for s in body:
+        target = (s.dst.name if isinstance(s, ir.Copy) else s.buffer if isinstance(s, ir.Fill) else
+                  s.dst if isinstance(s, ir.Reduce) else
+                  s.name if isinstance(s, (ir.LetScalar, ir.Assign, ir.Store)) else None)
+        if target in dead:
+            continue
+        nested = {f: _drop_writes(getattr(s, f), dead) for f in ("body", "then", "orelse") if hasattr(s, f)}
+        out.append(replace(s, **nested) if nested else s)
+    return tuple(out)
 
 
 def _first_assignments(stmts, include_parallel: bool = False):
