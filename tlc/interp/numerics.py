@@ -96,6 +96,8 @@ def _int_mod(x, y):
 def _int_pow(x, y):
     neg = y < 0
     r = np.power(x, np.where(neg, 0, y).astype(y.dtype))
+    if x.dtype.kind == "u":  # no negative exponent; a u64 meeting the int64 below would go through f64
+        return r
     # a negative exponent truncates 1 / x**n to 0 unless |x| is 1
     odd = (y % 2) != 0
     frac = np.where(x == 1, 1, np.where(x == -1, np.where(odd, -1, 1), 0))

@@ -32,55 +32,63 @@ __device__ __forceinline__ To cvt(From x) {
 
 // x < 0 without the "pointless comparison of unsigned integer with zero" warning that
 // `x < 0` draws where a template below is instantiated for an unsigned T (an error under -Werror).
-template <typename T> __device__ __forceinline__ bool is_negative(T x) { return x < 0; }
-__device__ __forceinline__ bool is_negative(unsigned char) { return false; }
-__device__ __forceinline__ bool is_negative(unsigned short) { return false; }
-__device__ __forceinline__ bool is_negative(unsigned int) { return false; }
-__device__ __forceinline__ bool is_negative(unsigned long long) { return false; }
+template <typename T> __host__ __device__ __forceinline__ bool is_negative(T x) { return x < 0; }
+__host__ __device__ __forceinline__ bool is_negative(unsigned char) { return false; }
+__host__ __device__ __forceinline__ bool is_negative(unsigned short) { return false; }
+__host__ __device__ __forceinline__ bool is_negative(unsigned int) { return false; }
+__host__ __device__ __forceinline__ bool is_negative(unsigned long long) { return false; }
 
-// `//` and `%` with Python's signs; a division by zero gives 0 instead of undefined behaviour.
-// codegen/cexpr.py names T (`tl::floordiv<unsigned char>(a, b)`): C promotes an 8- or 16-bit
-// operand to int, and the two operands' C types need not agree.
+// `//` and `%` with Python's signs; a division by zero gives 0 instead of undefined behaviour,
+// and so does the remainder of a division by -1, whose quotient is -a wrapped (the most
+// negative value divided by -1 overflows in C).  codegen/cexpr.py names T
+// (`tl::floordiv<unsigned char>(a, b)`): C promotes an 8- or 16-bit operand to int, and the
+// two operands' C types need not agree.
 template <typename T>
-__device__ __forceinline__ T floordiv(T a, T b) {
+__host__ __device__ __forceinline__ bool is_minus_one(T b) { return is_negative(b) && b + 1 == 0; }
+template <typename T>
+__host__ __device__ __forceinline__ T truncdiv(T a, T b) {
   if (b == 0) return T(0);
+  if (is_minus_one(b)) return static_cast<T>(0ull - static_cast<unsigned long long>(a));
+  return static_cast<T>(a / b);
+}
+template <typename T>
+__host__ __device__ __forceinline__ T floordiv(T a, T b) {
+  if (b == 0 || is_minus_one(b)) return truncdiv(a, b);
   T q = static_cast<T>(a / b);
   return (a % b != 0 && is_negative(a) != is_negative(b)) ? static_cast<T>(q - 1) : q;
 }
 template <typename T>
-__device__ __forceinline__ T pymod(T a, T b) {
-  if (b == 0) return T(0);
+__host__ __device__ __forceinline__ T pymod(T a, T b) {
+  if (b == 0 || is_minus_one(b)) return T(0);
   T r = static_cast<T>(a % b);
   return (r != 0 && is_negative(r) != is_negative(b)) ? static_cast<T>(r + b) : r;
 }
-template <typename T>
-__device__ __forceinline__ T truncdiv(T a, T b) { return b == 0 ? T(0) : static_cast<T>(a / b); }
 
 // `a << b` and `a >> b` as NumPy computes them, without C's undefined behaviour: a count
 // outside [0, bits of T) shifts every bit out (0; -1 for `>>` of a negative a), a left shift
 // of a negative a shifts its bits, and the result wraps to T.
 template <typename T>
-__device__ __forceinline__ T shl(T a, T b) {
+__host__ __device__ __forceinline__ T shl(T a, T b) {
   constexpr unsigned long long bits = sizeof(T) * 8;
   using Wide = typename conditional<sizeof(T) == 8, unsigned long long, unsigned int>::type;
   return static_cast<unsigned long long>(b) < bits ? static_cast<T>(static_cast<Wide>(a) << b) : T(0);
 }
 template <typename T>
-__device__ __forceinline__ T shr(T a, T b) {
+__host__ __device__ __forceinline__ T shr(T a, T b) {
   constexpr unsigned long long bits = sizeof(T) * 8;
   return static_cast<T>(static_cast<unsigned long long>(b) < bits ? a >> b : (a >> (bits - 1)) >> 1);
 }
 
 // abs of an integer; the most negative value is its own absolute value (it wraps), as in NumPy.
 template <typename T>
-__device__ __forceinline__ T iabs(T x) {
+__host__ __device__ __forceinline__ T iabs(T x) {
   return is_negative(x) ? static_cast<T>(0ull - static_cast<unsigned long long>(x)) : x;
 }
 
 // a ** b of integers, wrapping as repeated multiplication in T does; a negative exponent
 // truncates 1 / a**|b| toward zero (1 for a = 1, +-1 for a = -1, else 0), as the interpreter.
 template <typename T>
-__device__ __forceinline__ T ipow(T a, T b) {
+__host__ __device__ __forceinline__ T ipow(T a, T b) {
   if (is_negative(b)) return a == 1 ? T(1) : (is_negative(a) && a == static_cast<T>(0 - 1)) ? static_cast<T>((b & 1) ? -1 : 1) : T(0);
   using Wide = typename conditional<sizeof(T) == 8, unsigned long long, unsigned int>::type;
   Wide base = static_cast<Wide>(a), r = 1;
@@ -128,8 +136,8 @@ __device__ __forceinline__ float fast_tanh(float x) {
   asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
-template <typename T> __device__ __forceinline__ T imin(T a, T b) { return a < b ? a : b; }
-template <typename T> __device__ __forceinline__ T imax(T a, T b) { return a > b ? a : b; }
+template <typename T> __host__ __device__ __forceinline__ T imin(T a, T b) { return a < b ? a : b; }
+template <typename T> __host__ __device__ __forceinline__ T imax(T a, T b) { return a > b ? a : b; }
 
 // Swizzle<3,4,3> on byte offsets: the 16-byte chunk inside each 128-byte line is XORed with
 // the line's index mod 8, so that the 8 rows an ldmatrix reads land in 8 different bank groups.
