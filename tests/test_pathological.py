@@ -170,14 +170,14 @@ BUILD_CASES = [
      + LN_BM + RANGE_HINT),
     ("65536 rows", LN, "BM=65536",
      f"{LN}:14:9: error[E153]: kernel 'layernorm' needs 4.5 MiB a thread for its fragments and local buffers, "
-     "more than the 64 KiB a thread can hold: row (2.0 MiB), sq (2.0 MiB), mean (256 KiB), inv_std (256 KiB), "
+     "more than the 8 KiB a thread can hold: row (2.0 MiB), sq (2.0 MiB), mean (256 KiB), inv_std (256 KiB), "
      "g (32 B), b (32 B)\n"
      "   |\n"
      "14 |         row = fragment(f32[BM, BN])\n"
      "   |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^\n" + E153_HINT + "\n"),
     ("10**8 elements", VA, "BLOCK=100000000",
      f"{VA}:11:9: error[E153]: kernel 'vector_add' needs 6.0 MiB a thread for its fragments and local buffers, "
-     "more than the 64 KiB a thread can hold: xs (3.0 MiB), ys (3.0 MiB)\n"
+     "more than the 8 KiB a thread can hold: xs (3.0 MiB), ys (3.0 MiB)\n"
      "   |\n"
      "11 |         xs = fragment(f32[BLOCK])\n"
      "   |         ^^^^^^^^^^^^^^^^^^^^^^^^^\n" + E153_HINT + "\n"),
@@ -199,17 +199,32 @@ def test_api_refuses(constants, rendered):
 
 
 def test_a_fragment_at_the_limit_builds_and_runs(tmp_path):
-    """Two f32 fragments of 32 KiB a thread each: 64 KiB, the most a thread may hold."""
+    """Two f32 fragments of 4 KiB a thread each: 8 KiB, the most a thread may hold; twice that
+    is refused."""
     def build_and_run():
-        code, _, err = cli_run("build", VA, "-D", "BLOCK=1048576", "-o", str(tmp_path / "va.cu"))
+        code, _, err = cli_run("build", VA, "-D", "BLOCK=131072", "-o", str(tmp_path / "va.cu"))
         k = tlc.load(VA, target="cpu").vector_add
         x = np.arange(5, dtype=np.float32)
         out = np.zeros(5, np.float32)
-        k(x, x, out, 2.0, BLOCK=1048576)
-        return code, out.tolist()
+        k(x, x, out, 2.0, BLOCK=131072)
+        return code, out.tolist(), cli_run("build", VA, "-D", "BLOCK=262144")[0]
 
-    code, out = guarded(build_and_run)
-    assert (code, out) == (0, [0.0, 3.0, 6.0, 9.0, 12.0])
+    assert guarded(build_and_run) == (0, [0.0, 3.0, 6.0, 9.0, 12.0], 1)
+
+
+def test_a_parallel_loop_a_thread_cannot_unroll(tmp_path, monkeypatch):
+    """parallel(10**12) over no fragment: 7.8e9 unrolled iterations a thread in C, and an
+    array of 10**12 indices (3.6 TiB) in the interpreter."""
+    monkeypatch.chdir(tmp_path)
+    Path("p.tl").write_text(kernel_with("        for i in parallel(1000000000000):\n            out[i] = 1.0"))
+    rendered = ("p.tl:6:9: error[E156]: this parallel loop over 1000000000000 runs 7812500000 iterations in each of "
+                "the 128 threads, more than the 2048 a thread may unroll\n"
+                "  |\n"
+                "6 |         for i in parallel(1000000000000):\n"
+                f"  |         {'^' * 33}\n"
+                "  = hint: use a smaller extent or more threads, or a range() loop around it\n")
+    assert guarded(cli_run, "build", "p.tl") == (1, "", rendered)
+    assert guarded(cli_run, "run", "p.tl", "-k", "k", "--target", "cpu", "--shape", "N=4") == (1, "", rendered)
 
 
 # ---- nesting -------------------------------------------------------------------------------

@@ -1,13 +1,17 @@
-"""Each thread's own storage: its share of every fragment and the whole of every local buffer,
-against the most one thread can hold (E153), the sibling of the shared-memory limit (smem.py).
+"""Each thread's own work: its share of every fragment and the whole of every local buffer
+(E153), and the iterations of each parallel loop it runs (E156), against what a thread can
+hold and nvcc can compile; the sibling of the shared-memory limit (smem.py).
 
-A thread has at most 255 32-bit registers (1020 bytes); what does not fit spills to the
-thread's local memory, which is slow but correct, so the limit is not the register file.  It
-is `LIMIT`, 64 KiB a thread, far below the hardware's 512 KiB, for two reasons: the driver reserves a kernel's local memory for every thread the GPU can hold
-at once (2048 an SM: 64 KiB a thread is already 16.5 GiB on a 132-SM H200), and the code
-generator and the interpreter work element by element, so a tile of millions of elements a
-thread (a constant off by a few digits) would take minutes and gigabytes before nvcc refused
-it.  The std kernels and examples hold at most 512 bytes a thread; 64 KiB is 128 times that.
+A thread has at most 255 32-bit registers (1020 bytes); what does not fit spills to its local
+memory, which is slow but correct (up to 512 KiB a thread), so the register file is not the
+limit.  Compilation is: the code generator unrolls every operation on a fragment and every
+parallel loop over the thread's elements, and nvcc's time grows faster than their number
+(vector_add, two f32 fragments, sm_80, measured on the 2-core CI machine: 2 KiB a thread 9 s,
+8 KiB 112 s, 64 KiB not done in 10 minutes).  So a thread holds at most `LIMIT`, 8 KiB: eight
+times the register file and sixteen times the largest std kernel or example (512 bytes), and
+runs at most `MAX_ROUNDS` iterations of a parallel loop, as many as the f32 elements it may
+hold.  A larger tile is almost always a constant off by some digits: -D BLOCK=100000000 built
+a 9.5 MB stack frame, and BM=65536 took the code generator 75 s to a MemoryError.
 """
 from __future__ import annotations
 
@@ -15,10 +19,12 @@ import math
 
 from .. import ir
 from ..diagnostics import Diagnostic, DiagnosticError
-from .layout import thread_registers
+from ..ir.walk import statements
+from .layout import parallel_layout, thread_registers
 
 REGISTER_FILE = 255 * 4  # bytes of registers one thread may have
-LIMIT = 64 * 1024  # bytes a thread may hold in registers and local memory together
+LIMIT = 8 * 1024  # bytes a thread may hold in registers and local memory together
+MAX_ROUNDS = LIMIT // 4  # iterations of one parallel loop a thread runs (unrolled)
 
 
 def per_thread_bytes(b: ir.Buffer) -> int:
@@ -30,19 +36,28 @@ def per_thread_bytes(b: ir.Buffer) -> int:
 
 
 def check_thread_storage(kernel: ir.Kernel, sources: dict | None = None) -> ir.Kernel:
-    """`kernel` unchanged, or E153 naming its buffers when a thread cannot hold them."""
+    """`kernel` unchanged, or E153 naming its buffers when a thread cannot hold them, or E156
+    at a parallel loop with too many iterations a thread."""
     own = [(per_thread_bytes(b), b) for b in kernel.buffers if b.scope in ("fragment", "local")]
     total = sum(size for size, _ in own)
-    if total <= LIMIT:
-        return kernel
-    own.sort(key=lambda x: -x[0])
-    parts = ", ".join(f"{b.name} ({_size(size)})" for size, b in own if size)
-    largest = own[0][1]
-    raise DiagnosticError([Diagnostic(
-        "E153", f"kernel '{kernel.name}' needs {_size(total)} a thread for its fragments and local buffers, "
-        f"more than the {_size(LIMIT)} a thread can hold: {parts}", largest.span or kernel.span,
-        f"a thread has {REGISTER_FILE} bytes of registers and spills the rest to local memory; "
-        "use smaller tiles or more threads")], sources or {})
+    if total > LIMIT:
+        own.sort(key=lambda x: -x[0])
+        parts = ", ".join(f"{b.name} ({_size(size)})" for size, b in own if size)
+        raise DiagnosticError([Diagnostic(
+            "E153", f"kernel '{kernel.name}' needs {_size(total)} a thread for its fragments and local buffers, "
+            f"more than the {_size(LIMIT)} a thread can hold: {parts}", own[0][1].span or kernel.span,
+            f"a thread has {REGISTER_FILE} bytes of registers and spills the rest to local memory; "
+            "use smaller tiles or more threads")], sources or {})
+    for p in statements(kernel.body):
+        if isinstance(p, ir.Parallel):
+            rounds = parallel_layout(p, kernel).registers
+            if rounds > MAX_ROUNDS:
+                raise DiagnosticError([Diagnostic(
+                    "E156", f"this parallel loop over {' x '.join(map(str, p.extents))} runs {rounds} iterations in "
+                    f"each of the {kernel.threads} threads, more than the {MAX_ROUNDS} a thread may unroll",
+                    p.span or kernel.span, "use a smaller extent or more threads, or a range() loop around it")],
+                    sources or {})
+    return kernel
 
 
 def _size(n: int) -> str:
