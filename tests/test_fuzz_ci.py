@@ -64,3 +64,13 @@ def test_mutated_examples_and_std_sources_check(worker):
         cases.append((s, text, {"name": name.split("/")[-1]}))
     bad = _failures(worker, cases, build=False)
     assert not bad, f"{len(bad)} of {len(cases)} mutants failed; the first:\n{bad[0]}"
+
+
+def test_a_seed_names_one_program_and_one_mutant():
+    assert gen.generate(7).source == gen.generate(7).source != gen.generate(8).source
+    assert mutate.mutate(7) == mutate.mutate(7)
+
+
+def test_a_case_over_its_cpu_time_is_a_timeout(worker):
+    out = worker.run(gen.generate(7).source, timeout=1e-6)
+    assert out.status == "timeout" and "of CPU" in out.detail
