@@ -36,6 +36,12 @@ class DType:
     def itemsize(self) -> int:
         return max(1, self.bits // 8)
 
+    def wrap(self, value: int) -> int:
+        """An integer as this integer dtype holds it: reduced modulo 2^bits into its range, as a
+        C conversion does (a literal `255` meeting an i8 is -1 on both targets)."""
+        value &= (1 << self.bits) - 1
+        return value - (1 << self.bits) if self.kind == "int" and value >> (self.bits - 1) else value
+
     def numpy(self) -> np.dtype:
         """The NumPy dtype holding values of this dtype exactly (ml_dtypes for bf16 and f8)."""
         return numpy_dtype(self)

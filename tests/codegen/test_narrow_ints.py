@@ -3,7 +3,8 @@ first differential fuzz run): 8- and 16-bit results wrap to their dtype where C 
 int, tl::floordiv, pymod, imin and imax are called with their type named (an int operand met
 a narrow one: NVRTC's "more than one instance of overloaded function"), % of an unsigned type
 compiles under -Werror, shift counts outside the width and integer powers have NumPy's
-results instead of C's undefined behaviour, and - of a negative constant is not `--`.  Each
+results instead of C's undefined behaviour, an integer literal its dtype cannot hold wraps in
+the C as in the interpreter, and - of a negative constant is not `--`.  Each
 case is one kernel `out = EXPR(a, b)` over two input vectors; the reference is NumPy's
 arithmetic in the dtype.  tests/gpu/test_narrow_ints_gpu.py runs the same kernels on the GPU."""
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from nvcc import compile_object
 from tlc import runner
 from tlc.api import compile_source
+from tlc.codegen.cnames import literal
 from tlc.dtypes import DTYPES
 
 KERNEL = """
@@ -73,6 +75,9 @@ CASES = [
     ("u32_shr", "u32", "a[i] >> b[i]", np.right_shift, [s % 2**32 for s in SHIFTS]),
     ("i32_pow", "i32", "a[i] ** b[i]", _pow, [0, 1, 2, 3, 5, -1, -2, -3, 31, 40]),
     ("u8_pow", "u8", "a[i] ** b[i]", _pow, [0, 1, 2, 3, 5, 2, 8, 1, 3, 2]),
+    # a literal its dtype cannot hold wraps on both targets (C compared it as a long long)
+    ("i32_wide_literal", "i32", "where(a[i] < 3000000000, a[i] + 3000000000, b[i])",
+     lambda x, y: np.where(x < np.int32(-1294967296), x + np.int32(-1294967296), y), None),
     ("f32_neg_const", "f32", "a[i] + -SCALE", lambda x, y: x + np.float32(0.5), None),  # seed 180
 ]
 SOURCE = "SCALE: const = -0.5\n" + "".join(KERNEL.format(name=n, dt=dt, expr=e) for n, dt, e, _, _ in CASES)
@@ -125,3 +130,12 @@ def test_every_kernel_compiles_with_werror(arch, tmp_path):
     path = tmp_path / "narrow.tl"
     path.write_text(SOURCE)
     compile_object(runner.build(str(path), arch=arch)[0], arch, tmp_path)
+
+
+def test_a_literal_its_dtype_cannot_hold_is_written_wrapped():
+    """As the interpreter's constants (numerics.const): `b < 3000000000` of an i32 b compared
+    in 64 bits in the C and wrapped interpreted."""
+    written = {(n, v): literal(v, DTYPES[n]) for n, v in [("i32", 3000000000), ("u32", 2**33 + 1), ("u32", -1),
+                                                          ("i64", 2**63), ("u64", -1), ("i8", 255)]}
+    assert list(written.values()) == ["(-1294967296)", "1u", "4294967295u", "(-9223372036854775807LL - 1)",
+                                      "18446744073709551615ull", "static_cast<signed char>(-1)"]

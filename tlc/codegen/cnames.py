@@ -161,7 +161,7 @@ def literal(value, dt: DType) -> str:
         if is_low_float(dt):
             return f"tl::cvt<{c_type(dt)}>({text})"
         return text
-    v = int(value)
+    v = dt.wrap(int(value))  # as the interpreter's: `b < 3000000000` of an i32 b compared in 64 bits
     suffix = {"i64": "LL", "u32": "u", "u64": "ull"}.get(dt.name, "")
     if dt.name == "i32" and v == -2**31:
         return "(-2147483647 - 1)"

@@ -47,11 +47,8 @@ def work_dtype(dt: DType) -> np.dtype:
 def const(value, dt: DType):
     if dt.is_int and isinstance(value, int) and not isinstance(value, bool):
         # a literal that the dtype cannot hold (`x & 255` of an i8 x) wraps, as the generated
-        # code's static_cast<int8_t>(255) does; NumPy would raise OverflowError
-        bits = dt.bits
-        value &= (1 << bits) - 1
-        if dt.kind == "int" and value >= 1 << (bits - 1):
-            value -= 1 << bits
+        # code's does (codegen/cnames.literal); NumPy would raise OverflowError
+        value = dt.wrap(value)
     return np_dtype(dt).type(value)
 
 
