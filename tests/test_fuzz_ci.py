@@ -72,5 +72,5 @@ def test_a_seed_names_one_program_and_one_mutant():
 
 
 def test_a_case_over_its_cpu_time_is_a_timeout(worker):
-    out = worker.run(gen.generate(7).source, timeout=1e-6)
+    out = worker.run(gen.generate(7).source, timeout=1e-6, wall=120)
     assert out.status == "timeout" and "of CPU" in out.detail
