@@ -400,3 +400,9 @@ def test_early_returns_are_not_copied_into_every_branch(tmp_path, monkeypatch):
 
     got, want = guarded(run)
     assert got == want
+
+
+def test_a_shape_of_4301_digits_for_build():
+    """tlc build --shape ended in int()'s ValueError past 4300 digits."""
+    code, out, err = guarded(cli_run, "build", str(EXAMPLES / "linear_gelu.tl"), "--shape", f"M={LONG}")
+    assert (code, out, err) == (2, "", f"error: --shape M={LONG}: a size is at most 2147483647 (shape symbols are i32)\n")
