@@ -406,3 +406,12 @@ def test_a_shape_of_4301_digits_for_build():
     """tlc build --shape ended in int()'s ValueError past 4300 digits."""
     code, out, err = guarded(cli_run, "build", str(EXAMPLES / "linear_gelu.tl"), "--shape", f"M={LONG}")
     assert (code, out, err) == (2, "", f"error: --shape M={LONG}: a size is at most 2147483647 (shape symbols are i32)\n")
+
+
+def test_a_print_width_of_4301_digits(tmp_path, monkeypatch):
+    """print()'s format check ended in int()'s ValueError past 4300 digits."""
+    monkeypatch.chdir(tmp_path)
+    text = kernel_with(f'        print("%{LONG}d", bx)')
+    code, out, err = guarded(_check, text, "p.tl")
+    assert (code, out) == (1, "")
+    assert err.startswith(f"p.tl:6:15: error[E171]: '%{LONG}d' has a width of 4301 digits; print() takes at most 999\n")

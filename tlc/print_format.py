@@ -68,8 +68,10 @@ def conversions(fmt: str) -> tuple[Conversion, ...]:
             if value == "*":
                 raise FormatError("E171", f"'{text}' takes its {part} from an argument, which print() does not do",
                                   f"write the {part} into the format, e.g. %8.3f")
-            if value and int(value) > MAX_WIDTH:
-                raise FormatError("E171", f"'{text}' has a {part} of {int(value)}; print() takes at most {MAX_WIDTH}")
+            digits = (value or "").lstrip("0")  # counted before int(), which refuses 4301 digits
+            if len(digits) > len(str(MAX_WIDTH)) or digits and int(digits) > MAX_WIDTH:
+                shown = digits if len(digits) <= 20 else f"{len(digits)} digits"
+                raise FormatError("E171", f"'{text}' has a {part} of {shown}; print() takes at most {MAX_WIDTH}")
         if letter in _NOT_NUMBERS:
             raise FormatError("E172", f"'{text}' would {_NOT_NUMBERS[letter]}; print() prints numbers", VALID)
         if letter not in INTEGER_LETTERS + FLOAT_LETTERS:
