@@ -415,3 +415,12 @@ def test_a_print_width_of_4301_digits(tmp_path, monkeypatch):
     code, out, err = guarded(_check, text, "p.tl")
     assert (code, out) == (1, "")
     assert err.startswith(f"p.tl:6:15: error[E171]: '%{LONG}d' has a width of 4301 digits; print() takes at most 999\n")
+
+
+def test_a_module_constant_too_deep(tmp_path, monkeypatch):
+    """Constant folding recurses too: a module constant is bounded like a function."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = guarded(_check, kernel_with("", "X: const = " + " + ".join(["1"] * 5000) + "\n\n"), "p.tl")
+    assert (code, out) == (1, "")
+    assert err.startswith("p.tl:1:12: error[E155]: this expression nests more than 100 levels deep, more than the "
+                          "compiler allows\n")
