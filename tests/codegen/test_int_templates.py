@@ -1,5 +1,5 @@
 """The integer helpers of tl/types.cuh (truncdiv, floordiv, pymod, shl, shr, ipow, iabs, imin,
-imax), compiled by nvcc as host code and run here on every pair of each integer dtype's edge
+imax, and tl::cvt of a float into an 8- or 16-bit integer, which saturates), compiled by nvcc as host code and run here on every pair of each integer dtype's edge
 values, give what the interpreter's numerics give: both sides of the differential fuzz
 (issue #16) checked without a GPU, division by zero and by -1, shift counts outside the width
 and powers that wrap included."""
@@ -26,6 +26,7 @@ EDGES = {
     "i64": [-2**63, -5, -1, 0, 1, 3, 63, 64, 65, 2**63 - 1],
     "u64": [0, 1, 3, 63, 64, 65, 2**63, 2**64 - 1],
 }
+CONVERTED = [0.0, 1.5, -1.5, 127.9, 128.0, 200.0, 255.0, 256.0, 300.0, -129.0, 1e6, -1e6, 70000.0, -40000.0]
 OPS = {"/": "truncdiv", "//": "floordiv", "%": "pymod", "<<": "shl", ">>": "shr", "**": "ipow",
        "min": "imin", "max": "imax"}
 
@@ -43,6 +44,10 @@ def program() -> str:
             lines.append(f'    printf("{name} {op}"); for (int i = 0; i < n; ++i) {inner}'
                          f'printf(" %lld", static_cast<long long>({call})); printf("\\n");')
         lines.append("  }")
+    for name in ("u8", "i8", "u16", "i16"):  # floats within an int's range: x86 converts others otherwise
+        t = c_type(DTYPES[name])
+        calls = " ".join(f"printf(\" %lld\", static_cast<long long>(tl::cvt<{t}>({v}f)));" for v in CONVERTED)
+        lines.append(f'  printf("{name} cvt"); {calls} printf("\\n");')
     return ("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <cstdio>\n" + primitives() +
             "\nint main() {\n" + "\n".join(lines) + "\n  return 0;\n}\n")
 
@@ -50,7 +55,9 @@ def program() -> str:
 def interpreted(name: str, op: str) -> list:
     dt = DTYPES[name]
     values = np.array(EDGES[name], dt.numpy())
-    if op == "iabs":
+    if op == "cvt":
+        out = numerics.cast(np.array(CONVERTED, np.float32), dt)
+    elif op == "iabs":
         out = numerics.call("abs", [values], dt)
     else:
         a, b = (np.array(p, dt.numpy()) for p in zip(*itertools.product(values, values)))
@@ -67,8 +74,8 @@ def test_int_templates_agree_with_the_interpreter(tmp_path):
         name, op, *values = line.split()
         want = interpreted(name, op)
         if [int(v) for v in values] != want:
-            pairs = list(itertools.product(EDGES[name], EDGES[name])) if op != "iabs" else EDGES[name]
+            pairs = {"iabs": EDGES[name], "cvt": CONVERTED}.get(op) or list(itertools.product(EDGES[name], EDGES[name]))
             wrong += [f"{name} {op} {p}: C {int(v)}, interpreter {w}" for p, v, w in zip(pairs, values, want)
                       if int(v) != w]
-    assert len(printed) == len(EDGES) * (len(OPS) + 1)
+    assert len(printed) == len(EDGES) * (len(OPS) + 1) + 4
     assert not wrong, "\n".join(wrong[:40])

@@ -80,7 +80,25 @@ CASES = [
      lambda x, y: np.where(x < np.int32(-1294967296), x + np.int32(-1294967296), y), None),
     ("f32_neg_const", "f32", "a[i] + -SCALE", lambda x, y: x + np.float32(0.5), None),  # seed 180
 ]
-SOURCE = "SCALE: const = -0.5\n" + "".join(KERNEL.format(name=n, dt=dt, expr=e) for n, dt, e, _, _ in CASES)
+# A float converted to an 8- or 16-bit integer saturates to it (NaN gives 0): C converted through
+# a 32-bit integer and kept the low bits (300.0 -> u8 44, not 255).
+CONVERT = """
+@kernel
+def {name}(x: {src}[N], out: {dst}[N], BLOCK: const = 32):
+    with grid(cdiv(N, BLOCK), threads=32) as bx:
+        a = fragment({src}[BLOCK])
+        r = fragment({dst}[BLOCK])
+        copy(x[bx * BLOCK], a)
+        for i in parallel(BLOCK):
+            r[i] = {dst}(a[i])
+        copy(r, out[bx * BLOCK])
+"""
+CONVERSIONS = [(f"{src}_to_{dst}", src, dst) for src, dst in
+               [("f32", "u8"), ("f32", "i8"), ("f64", "i16"), ("f32", "u16"), ("f16", "u8"), ("bf16", "i8")]]
+FLOATS = [0.0, 1.5, -1.5, 127.9, 128.0, 200.0, 255.0, 256.0, 300.0, -129.0, 1e6, -1e6, 65535.0, 70000.0,
+          -40000.0, float("nan"), float("inf"), -float("inf")]
+SOURCE = ("SCALE: const = -0.5\n" + "".join(KERNEL.format(name=n, dt=dt, expr=e) for n, dt, e, _, _ in CASES)
+          + "".join(CONVERT.format(name=n, src=src, dst=dst) for n, src, dst in CONVERSIONS))
 N = 40  # a second, partial block
 
 
@@ -122,6 +140,24 @@ def test_interpreter_computes_in_the_dtype(name, dt, expr, ref, shifts):
     out = np.zeros_like(x)
     getattr(mod, name)(x, y, out)
     np.testing.assert_array_equal(out, expected(dt, ref, shifts))
+
+
+def converted(src: str, dst: str):
+    """(the float inputs as `src`, what each converts to in `dst`: truncated and saturated)."""
+    with np.errstate(over="ignore"):  # 1e6 is inf as an f16
+        x = np.array(FLOATS, np.float64).astype(DTYPES[src].numpy())
+    info = np.iinfo(DTYPES[dst].numpy())
+    v = np.trunc(x.astype(np.float64))
+    want = np.where(np.isnan(v), 0, np.clip(np.nan_to_num(v, posinf=info.max, neginf=info.min), info.min, info.max))
+    return x, want.astype(DTYPES[dst].numpy())
+
+
+@pytest.mark.parametrize("name,src,dst", CONVERSIONS, ids=[c[0] for c in CONVERSIONS])
+def test_interpreter_saturates_a_float_into_a_narrow_integer(name, src, dst):
+    x, want = converted(src, dst)
+    out = np.zeros_like(want)
+    getattr(interpreted(), name)(x, out)
+    np.testing.assert_array_equal(out, want)
 
 
 @pytest.mark.nvcc

@@ -1,8 +1,8 @@
 """The integer kernels of tests/codegen/test_narrow_ints.py on the GPU give, element for element,
 what the interpreter gives and what NumPy's arithmetic in the dtype gives: 8- and 16-bit
 wraparound, floor division and remainder, shift counts outside the width, integer powers
-(issue #16; the first differential fuzz run found seed 350's u8 (253 + 253) >> 1 as 253 on
-the GPU and 125 interpreted)."""
+and floats converted to 8- and 16-bit integers saturating (issue #16; the first differential
+fuzz run found seed 350's u8 (253 + 253) >> 1 as 253 on the GPU and 125 interpreted)."""
 from __future__ import annotations
 
 import functools
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "codegen"))
-from test_narrow_ints import CASES, SOURCE, expected, inputs, interpreted  # noqa: E402
+from test_narrow_ints import CASES, CONVERSIONS, SOURCE, converted, expected, inputs, interpreted  # noqa: E402
 
 from tlc.api import compile_source  # noqa: E402
 
@@ -35,3 +35,11 @@ def test_gpu_agrees_with_the_interpreter(name, dt, expr, ref, shifts):
         outs[target] = out
     np.testing.assert_array_equal(outs["cuda"], outs["cpu"])
     np.testing.assert_array_equal(outs["cuda"], expected(dt, ref, shifts))
+
+
+@pytest.mark.parametrize("name,src,dst", CONVERSIONS, ids=[c[0] for c in CONVERSIONS])
+def test_gpu_saturates_a_float_into_a_narrow_integer(name, src, dst):
+    x, want = converted(src, dst)
+    out = np.zeros_like(want)
+    getattr(on_gpu(), name)(x, out)
+    np.testing.assert_array_equal(out, want)

@@ -14,13 +14,35 @@ template <> struct is_low_float<__nv_fp8_e4m3> { static constexpr bool value = t
 template <> struct is_low_float<__nv_fp8_e5m2> { static constexpr bool value = true; };
 #endif
 
+template <typename T> struct is_float { static constexpr bool value = is_low_float<T>::value; };
+template <> struct is_float<float> { static constexpr bool value = true; };
+template <> struct is_float<double> { static constexpr bool value = true; };
+template <typename T> struct is_narrow_int { static constexpr bool value = false; };
+template <> struct is_narrow_int<signed char> { static constexpr bool value = true; };
+template <> struct is_narrow_int<unsigned char> { static constexpr bool value = true; };
+template <> struct is_narrow_int<short> { static constexpr bool value = true; };
+template <> struct is_narrow_int<unsigned short> { static constexpr bool value = true; };
+
+// An int clamped into the range of the 8- or 16-bit integer type To.
+template <typename To>
+__host__ __device__ __forceinline__ To saturate_narrow(int v) {
+  constexpr int bits = sizeof(To) * 8;
+  constexpr bool is_signed = static_cast<To>(~0u) < static_cast<To>(0);
+  constexpr int lo = is_signed ? -(1 << (bits - 1)) : 0;
+  constexpr int hi = is_signed ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
+  return static_cast<To>(v < lo ? lo : v > hi ? hi : v);
+}
+
 // Every conversion goes through here.  16- and 8-bit floats convert through float, which
 // rounds to nearest even (and saturates into fp8); float -> int truncates and saturates, NaN
-// gives 0 (cvt.rzi), as the interpreter does.
+// gives 0 (cvt.rzi), as the interpreter does.  Into an 8- or 16-bit integer C converts through
+// a 32-bit cvt.rzi and keeps the low bits (300.0f -> u8 44): it saturates to that type here.
 template <typename To, typename From>
-__device__ __forceinline__ To cvt(From x) {
+__host__ __device__ __forceinline__ To cvt(From x) {
   if constexpr (is_low_float<From>::value && is_low_float<To>::value) {
     return To(static_cast<float>(x));
+  } else if constexpr (is_float<From>::value && is_narrow_int<To>::value) {
+    return saturate_narrow<To>(cvt<int>(x));
   } else if constexpr (is_low_float<From>::value) {
     return static_cast<To>(static_cast<float>(x));
   } else if constexpr (is_low_float<To>::value) {
