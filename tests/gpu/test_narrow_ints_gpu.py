@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "codegen"))
-from test_narrow_ints import CASES, CONVERSIONS, SOURCE, converted, expected, inputs, interpreted  # noqa: E402
+from test_narrow_ints import (CASES, CONVERSIONS, SOURCE, check_conversion, expected, inputs,  # noqa: E402
+                              interpreted)
 
 from tlc.api import compile_source  # noqa: E402
 
@@ -39,7 +40,4 @@ def test_gpu_agrees_with_the_interpreter(name, dt, expr, ref, shifts):
 
 @pytest.mark.parametrize("name,src,dst", CONVERSIONS, ids=[c[0] for c in CONVERSIONS])
 def test_gpu_saturates_a_float_into_a_narrow_integer(name, src, dst):
-    x, want = converted(src, dst)
-    out = np.zeros_like(want)
-    getattr(on_gpu(), name)(x, out)
-    np.testing.assert_array_equal(out, want)
+    check_conversion(on_gpu(), name, src, dst)
