@@ -42,7 +42,7 @@ def wrap_narrow(text: str, dt: DType) -> str:
     return f"static_cast<{c_type(dt)}>{text}" if dt.is_int and dt.bits < 32 else text
 
 
-def _float_binop(op: str, a: str, b: str, work: DType) -> str:
+def _float_binop(op: str, a: str, b: str, work: DType, span) -> str:
     f32 = work.name == "f32"
     if op in ("+", "-", "*", "/"):
         return f"({a} {op} {b})"
@@ -52,7 +52,7 @@ def _float_binop(op: str, a: str, b: str, work: DType) -> str:
         return f"{'powf' if f32 else 'pow'}({a}, {b})"
     if op in ("min", "max"):
         return f"f{op}{'f' if f32 else ''}({a}, {b})"
-    raise CodegenError(f"no C for the operator '{op}' on {work.name}")
+    raise CodegenError(f"no C for the operator '{op}' on {work.name}", span)
 
 
 def cvt(text: str, src: DType, dst: DType) -> str:
@@ -105,7 +105,7 @@ class CExprs:
         work = compute_type(e.dtype)
         a, b = self._in(e.a, work), self._in(e.b, work)
         if work.is_float:
-            text = _float_binop(op, a, b, work)
+            text = _float_binop(op, a, b, work, e.span)
         elif op in _INT_TEMPLATES:  # T named: C would deduce int for an 8- or 16-bit operand
             text = f"tl::{_INT_TEMPLATES[op]}<{c_type(work)}>({a}, {b})"
         elif op in ("+", "-", "*", "&", "|", "^"):
