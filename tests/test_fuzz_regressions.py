@@ -41,6 +41,19 @@ def op(x: f16[M, K], w: f16[K, N], s: f32) -> f32[M, N]:
     return (x @ w) + t
 """, "", ("op", [np.ones((2, 3), np.float16), np.ones((3, 4), np.float16), 4.0], np.full((2, 4), 5.0, np.float32)),
      None),
+    # The fix of the two rows above expanded every name of a tile op's intermediates, also a
+    # device function's local of the same name while it was inlined: f's `t` read the tile
+    # op's `t = f32(x0)`, 5 + 5 instead of 2 + 5 (or "region of 'x0' has 1 offset" at build).
+    ("tile_op_name_shadowed_in_device_function", """\
+def f(a: f32) -> f32:
+    t = a * 2.0
+    return t
+
+@tile_op
+def op(x0: f16[M, N], x1: f32[M, N]) -> f32[M, N]:
+    t = f32(x0)
+    return f(x1) + t
+""", "", ("op", [np.full((2, 3), 5, np.float16), np.ones((2, 3), np.float32)], np.full((2, 3), 7.0)), None),
     # A buffer the kernel never uses became an unused C array: nvcc's warning 177 ("declared
     # but never referenced"), an error under -Werror.  Unused buffers are now left out.
     ("unused_buffers", """\

@@ -58,7 +58,9 @@ class ElementLowerer(Lowerer):
     # ---- the index each expression is read at --------------------------------------------------
     def expr(self, e) -> ir.Expr:
         if not isinstance(getattr(e, "ty", None), TensorType):
-            if isinstance(e, n.Name) and e.id in self.graph.names:  # a named scalar: `t = 2.0`
+            if isinstance(e, n.Name) and e.id in self.graph.names and self.name(e.id) == e.id:
+                # a named scalar of the tile op (`t = 2.0`), not a local of the same name in a
+                # device function being inlined (renamed there)
                 return self.expr(self.graph.names[e.id])
             return super().expr(e)
         idx, shape = self.at[-1]
