@@ -182,3 +182,23 @@ def test_atomic_add_of_narrow_integers_is_refused_at_build(dt, tmp_path):
         "  |\n"
         f"5 |             atomic_add(acc[0], {dt}(1))\n"
         f"  |             {'^' * len(f'atomic_add(acc[0], {dt}(1))')}")
+
+
+def test_an_unused_parameter_of_a_device_function_declares_nothing(tmp_path):
+    """An inlined device function that ignores its parameter declared `float fn_0_a` and never
+    read it: nvcc's warning 177 under -Werror (build5 seed 6003500); the unread scalar goes."""
+    path = tmp_path / "k.tl"
+    path.write_text("""\\
+def fn(a: f32) -> f32:
+    return 2.0
+
+@kernel
+def k(x: f32[N], BLOCK: const = 64):
+    with grid(cdiv(N, BLOCK), threads=64) as bx:
+        t = fragment(f32[BLOCK])
+        for i in parallel(BLOCK):
+            t[i] = fn(1.0)
+        copy(t, x[bx * BLOCK])
+""")
+    source, _ = runner.build(str(path), arch="sm_80")
+    assert "fn_0_return" in source and "fn_0_a" not in source
