@@ -137,11 +137,14 @@ def ast_depth(root) -> tuple[int, object]:
     return deepest, culprit
 
 
-def report_too_deep(bag, culprit) -> None:
-    """E155 into `bag` (a `DiagnosticBag`) for the part `ast_depth` found too deep."""
+def report_too_deep(bag, culprit, substituted: bool = False) -> None:
+    """E155 into `bag` (a `DiagnosticBag`) for the part `ast_depth` (or, `substituted`,
+    `substituted_depth`) found too deep."""
     expression = _is_expr(culprit)
+    when = " once the values it uses are substituted into it, as fusion does" if substituted else ""
     bag.error("E155", f"this {'expression' if expression else 'statement'} nests more than {MAX_AST_DEPTH} "
-              "levels deep, more than the compiler allows", culprit.span,
+              f"levels deep{when}, more than the compiler allows", culprit.span,
+              "compute part of it in another @tile_op" if substituted else
               "split it into named intermediate values" if expression else "move the inner part into a device function")
 
 
@@ -151,3 +154,47 @@ _EXPRESSIONS = (n.Name, n.Constant, n.BinOp, n.UnaryOp, n.BoolOp, n.Compare, n.I
 
 def _is_expr(x) -> bool:
     return isinstance(x, _EXPRESSIONS)
+
+
+def substituted_depth(fn: n.FunctionDef) -> tuple[int, object]:
+    """Like `ast_depth` for the expressions of a @tile_op's body with each local value replaced
+    by the expression that computes it, as fusion does (`t1 = x + x; t2 = t1 + x; ...` is one
+    expression in the fused kernel): (the deepest, the expression that passes MAX_AST_DEPTH or
+    None)."""
+    known: dict[str, int] = {}
+    deepest = 0
+    for s in fn.body:
+        value = getattr(s, "value", None) or getattr(s, "expr", None)
+        if value is None:
+            continue
+        d = _depth_with(value, known)
+        deepest = max(deepest, d)
+        if d > MAX_AST_DEPTH:
+            return deepest, value
+        target = getattr(s, "target", None)
+        if isinstance(target, n.Name):  # `t += v` is `t = t + v`
+            known[target.id] = max(d, known.get(target.id, 1)) + 1 if isinstance(s, n.AugAssign) else d
+    return deepest, None
+
+
+def _depth_with(e, known: dict) -> int:
+    """Nested nodes on the longest path down from `e`, a local's name counting as its value."""
+    deepest = 0
+    stack: list = [(e, 1)]
+    while stack:
+        x, d = stack.pop()
+        if isinstance(x, tuple):
+            stack.extend((y, d) for y in x)
+            continue
+        fields = getattr(type(x), "__dataclass_fields__", None)
+        if fields is None:
+            continue
+        if isinstance(x, n.Name) and x.id in known:
+            d += known[x.id] - 1
+        deepest = max(deepest, d)
+        for name in fields:
+            if name not in ("span", "ty", "name_span"):
+                child = getattr(x, name)
+                if child is not None and not isinstance(child, (str, int, float, bool)):
+                    stack.append((child, d + 1))
+    return deepest

@@ -12,7 +12,7 @@ import os
 
 from ..diagnostics import DiagnosticBag, DiagnosticError
 from ..parser import nodes as n
-from ..parser.depth import MAX_AST_DEPTH, ast_depth, report_too_deep
+from ..parser.depth import MAX_AST_DEPTH, ast_depth, report_too_deep, substituted_depth
 from .functions import FunctionChecker
 from .modules import ProgramLoader
 from .program import CheckedFunction, CheckedParam, CheckedProgram, SymbolUse
@@ -42,6 +42,9 @@ def check_program(module: n.Module, text: str | None = None) -> CheckedProgram:
         depths[qual], culprit = ast_depth(fn)
         if culprit is not None:
             report_too_deep(bag, culprit)
+            continue
+        if kind == "tile_op" and substituted_depth(fn)[1] is not None:
+            report_too_deep(bag, substituted_depth(fn)[1], substituted=True)
             continue
         checker = FunctionChecker(fn, kind, env, loader, bag)
         try:
