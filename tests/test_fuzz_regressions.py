@@ -54,6 +54,18 @@ def op(x0: f16[M, N], x1: f32[M, N]) -> f32[M, N]:
     t = f32(x0)
     return f(x1) + t
 """, "", ("op", [np.full((2, 3), 5, np.float16), np.ones((2, 3), np.float32)], np.full((2, 3), 7.0)), None),
+    # ... and where the tile op's `t` named a call of that function, its `t` expanded into
+    # the call again: RecursionError at build (build5 seeds 6004444, 6005339).
+    ("tile_op_name_shadowed_recursively", """\
+def f(a: f32) -> f32:
+    t = a * 2.0
+    return t
+
+@tile_op
+def op(x0: f32[M, N]) -> f32[M, N]:
+    t = f(x0)
+    return x0 + t
+""", "", ("op", [np.ones((2, 3), np.float32)], np.full((2, 3), 3.0)), None),
     # A buffer the kernel never uses became an unused C array: nvcc's warning 177 ("declared
     # but never referenced"), an error under -Werror.  Unused buffers are now left out.
     ("unused_buffers", """\
