@@ -124,8 +124,8 @@ def k(x: f32[M, N], rows: f32[M], BM: const = 4, BN: const = 32):
 """, "", ("k", [np.arange(6 * 40, dtype=np.float32).reshape(6, 40) % 7, np.zeros(6, np.float32)],
           (np.arange(6 * 40, dtype=np.float32).reshape(6, 40) % 7)[:, :32].sum(1)), "sm_80"),
     # A literal its operand's narrow dtype cannot hold (`t & 255` of an i8 t): the generated C
-    # casts it, static_cast<signed char>(255) = -1, and the interpreter ended in NumPy's
-    # OverflowError; it now wraps the literal as the cast does.
+    # cast it, static_cast<signed char>(255) = -1, and the interpreter ended in NumPy's
+    # OverflowError; then both wrapped it, silently `t & -1`; it is E157 now (NumPy 2 raises too).
     ("i8_and_255", """\
 @kernel
 def k(x: i8[N], y: i8[N], BLOCK: const = 32):
@@ -135,7 +135,12 @@ def k(x: i8[N], y: i8[N], BLOCK: const = 32):
         for i in parallel(BLOCK):
             t[i] = t[i] & 255
         copy(t, y[bx * BLOCK])
-""", "", ("k", [np.array([-1, 5, -128, 127], np.int8), np.zeros(4, np.int8)], np.array([-1, 5, -128, 127])), None),
+""", """\
+{path}:7:27: error[E157]: the literal 255 does not fit i8, the type of the other operand of '&'
+  |
+7 |             t[i] = t[i] & 255
+  |                           ^^^
+  = hint: 255 is -1 as an i8: write t[i] & -1 for the same bits, or i16(t[i]) & 255 to compute in i16""", None, None),
     # atomic_add of an i64 was atomicAdd(long long*, ...), which CUDA does not have (nvcc:
     # no instance of overloaded function); it adds through unsigned long long now.
     ("atomic_add_i64", ATOMIC.format(dt="i64"), "", ("k", [np.array([5], np.int64)], np.array([5 + 64])), "sm_80"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..dtypes import BOOL, F32, I32, lookup
 from ..parser import nodes as n
 from ..parser.nodes import replace  # dataclasses.replace, faster
-from . import rules
+from . import literals, rules
 from .builtins import MATH_FLOAT, MATH_SAME, REDUCTIONS_TILE_OP, TILE_STATEMENTS, ALLOCATORS, LOOPS
 from .env import DTYPE, did_you_mean
 from .types import (FRAGMENT, GLOBAL, VALUE, BuiltinRef, DTypeValue, FunctionRef, ScalarType,
@@ -99,6 +99,7 @@ class ExprChecker:
             return e
         if e.op == "@":
             return self._matmul(e, a, b)
+        literals.check_operands(self, e.op, left, right)
         if isinstance(a, TensorType) or isinstance(b, TensorType):
             shape = self._broadcast(e, a, b)
             dt = rules.arithmetic(e.op, _elem(a), _elem(b))
@@ -167,6 +168,8 @@ class ExprChecker:
         e = replace(e, operands=operands)
         if any(o.ty is None for o in operands):
             return e
+        for (left, right), op in zip(zip(operands, operands[1:]), e.ops):
+            literals.check_operands(self, op, left, right)
         if any(isinstance(o.ty, TensorType) for o in operands):
             shape = ()
             for o in operands:
@@ -186,6 +189,7 @@ class ExprChecker:
         if isinstance(body.ty, TensorType) or isinstance(orelse.ty, TensorType):
             self.error("E032", "a conditional expression chooses between scalars; use 'where(c, a, b)' for tensors", e.span)
             return e
+        literals.check_arguments(self, "the other branch of the conditional expression", (body, orelse))
         dt = rules.combine(body.ty, orelse.ty)
         return replace(e, ty=ScalarType(dt, weak=body.ty.weak and orelse.ty.weak,
                                         const=body.ty.const and orelse.ty.const and test.ty is not None and test.ty.const))
@@ -352,6 +356,8 @@ class ExprChecker:
                         self._broadcast(e, TensorType(F32, shape, VALUE), a.ty)
                         return e
                     shape = s
+            if name != "pow":  # pow computes in f32 (T7)
+                literals.check_arguments(self, f"the other arguments of {name}()", operands)
             elem = _elem(operands[0].ty)
             for o in operands[1:]:
                 elem = ScalarType(rules.combine(elem, _elem(o.ty)), weak=elem.weak and _elem(o.ty).weak,
@@ -436,6 +442,8 @@ class ExprChecker:
             if not rules.assignable(elem, pty.dtype):
                 self.error("E035", f"argument '{pname}' of {name}() is {pty.dtype}, but {elem.dtype} was given",
                            a.span, f"convert it with {pty.dtype}(...)")
+            else:
+                literals.check_store(self, a, pty.dtype, f"argument '{pname}' of {name}()")
         self.record_call(ref.qualname, e.span)
         ty = None
         if ret is not None:

@@ -16,6 +16,8 @@ T9  `@` needs the inner dimensions to agree; f16, bf16, f8 and f32 operands give
     operands give i32.
 T10 gemm operands have one dtype, except that the two f8 formats mix, and i8 with u8 (what
     the tensor cores take); `precision="tf32"` applies to f32 operands only.
+T11 An integer literal (or constant expression of literals) taking an integer dtype by T1 or T6
+    must lie within it (E157; `literals.py`): `x < 200` of an i8 x is not `x < -56`.
 """
 from __future__ import annotations
 

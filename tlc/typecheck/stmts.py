@@ -8,7 +8,7 @@ from ..dtypes import I32
 from ..parser import nodes as n
 from ..parser.nodes import replace  # dataclasses.replace, faster
 from ..schedule.sm_limits import MAX_GRID
-from . import rules
+from . import literals, rules
 from .builtins import ALLOCATORS, LOOPS, TILE_STATEMENTS
 from .env import BLOCK, LOCAL, LOOP, Scope, Symbol
 from .types import GLOBAL, VALUE, BuiltinRef, FunctionRef, LoopRange, ScalarType, TensorType, describe
@@ -88,6 +88,8 @@ class StmtChecker:
         if isinstance(t, ScalarType) and not rules.assignable(t, dtype):
             self.error("E033", f"cannot store {t.dtype} into {what} of type {dtype} without a cast", value.span,
                        f"write {dtype}(...) or cast(..., {dtype}) to convert explicitly")
+        elif isinstance(t, ScalarType):
+            literals.check_store(self, value, dtype, what)
         elif isinstance(t, TensorType):
             self.error("E032", f"cannot store a {describe(t)} into {what}", value.span)
 
@@ -125,6 +127,7 @@ class StmtChecker:
         if dt is None:
             self.error("E032", f"operator '{s.op}' is not defined for {target.ty.dtype} and {value.ty.dtype}", s.span)
             return s
+        literals.check_augmented(self, s.op, target, value)
         result = ScalarType(dt, weak=value.ty.weak and target.ty.weak)
         if not rules.assignable(result, target.ty.dtype) and not (value.ty.weak and not (value.ty.dtype.is_float and target.ty.dtype.is_int)):
             self.error("E033", f"'{s.op}=' computes {dt}, which does not fit back into {target.ty.dtype} without a cast",

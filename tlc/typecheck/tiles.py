@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import print_format
 from ..parser import nodes as n
 from ..parser.nodes import replace  # dataclasses.replace, faster
-from . import rules
+from . import literals, rules
 from .env import BUFFER, Symbol
 from .types import FRAGMENT, GLOBAL, LOCAL, SHARED, BuiltinRef, DTypeValue, VoidType, ScalarType, StrType, TensorType, describe, format_shape
 
@@ -272,6 +272,8 @@ class TileChecker:
         if isinstance(v.ty, ScalarType) and not rules.assignable(v.ty, t.ty.dtype):
             self.error("E033", f"cannot fill a {t.ty.dtype} buffer with {v.ty.dtype} without a cast", v.span,
                        f"write {t.ty.dtype}(...)")
+        elif isinstance(v.ty, ScalarType):
+            literals.check_store(self, v, t.ty.dtype, "the buffer's elements")
         return replace(call, args=(t, v))
 
     _clear = _fill
@@ -332,6 +334,8 @@ class TileChecker:
         if isinstance(v.ty, ScalarType) and not rules.assignable(v.ty, t.ty.dtype):
             self.error("E033", f"cannot {name.split('_')[1]} {v.ty.dtype} into a {t.ty.dtype} element without a cast", v.span,
                        f"write {t.ty.dtype}(...)")
+        elif isinstance(v.ty, ScalarType):
+            literals.check_store(self, v, t.ty.dtype, "the element updated")
         return replace(call, args=(t, v))
 
     def _sync(self, call, name):
