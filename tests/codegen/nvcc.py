@@ -33,7 +33,7 @@ NO_TOOLKIT = ("nvcc test: no CUDA toolkit: nvcc is not on PATH, in $CUDA_HOME/bi
 
 ARCH_FLAGS = {"sm_80": ["-arch=sm_80"], "sm_90a": ["-gencode=arch=compute_90a,code=sm_90a"]}
 UNUSED_FOR = 30 * 24 * 3600  # seconds after which a cache entry is removed
-CWD = "{cwd}"  # the test's folder in cached commands and messages: keys do not depend on tmp_path
+CWD = "{cwd}"  # the test's folder in keys (commands, sources) and cached messages: not tied to a tmp_path
 
 
 def nvcc(args, cwd) -> subprocess.CompletedProcess:
@@ -98,8 +98,9 @@ def _entry(args: list[str], cwd: Path) -> Path:
     h.update(json.dumps([a.replace(str(cwd), CWD) for a in args]).encode())
     for f in sorted(cwd.iterdir()):
         if f.is_file():
-            h.update(f"\0{f.name}\0{f.stat().st_size}\0".encode())
-            h.update(f.read_bytes())
+            data = f.read_bytes().replace(str(cwd).encode(), CWD.encode())  # a #line naming a .tl in tmp_path
+            h.update(f"\0{f.name}\0{len(data)}\0".encode())
+            h.update(data)
     return cache_root() / h.hexdigest()[:32]
 
 
