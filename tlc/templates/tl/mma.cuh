@@ -196,26 +196,28 @@ __device__ __forceinline__ void gemm_mma_sm80(const T* A, const TB* B, typename 
 // The SIMT fallback: each thread computes its own accumulator elements (layout L) from shared
 // memory.  Exact for f32 (FFMA) unless TF32 (operands truncated as the tensor cores do), and
 // the path for integer inputs and shapes mma cannot tile.
+// The K loop is outermost and unrolled only twice: the registers (unrolled, so acc stays in
+// registers) times a fully unrolled K made nvcc's work REGS * K statements (512 x 64 took
+// NVRTC minutes); each element still adds its products in K order, as before.
 template <typename L, typename TA, typename TB, typename TC, int K, bool TRANS_A, bool TRANS_B,
           int A_ROWS, int A_COLS, int PAD_A, int SW_A, int B_ROWS, int B_COLS, int PAD_B, int SW_B,
           bool TF32 = false>
 __device__ __forceinline__ void gemm_simt(const TA* A, const TB* B, TC* acc) {
   const int t = threadIdx.x;
+#pragma unroll 2
+  for (int k = 0; k < K; ++k) {
 #pragma unroll
-  for (int r = 0; r < L::REGS; ++r) {
-    if (!L::valid(t, r)) continue;
-    const int i = L::row(t, r), j = L::col(t, r);
-    TC sum = acc[r];
-    for (int k = 0; k < K; ++k) {
+    for (int r = 0; r < L::REGS; ++r) {
+      if (!L::valid(t, r)) continue;
+      const int i = L::row(t, r), j = L::col(t, r);
       const TA x = TRANS_A ? A[smem_index<TA, A_ROWS, A_COLS, PAD_A, SW_A>(k, i)] : A[smem_index<TA, A_ROWS, A_COLS, PAD_A, SW_A>(i, k)];
       const TB y = TRANS_B ? B[smem_index<TB, B_ROWS, B_COLS, PAD_B, SW_B>(j, k)] : B[smem_index<TB, B_ROWS, B_COLS, PAD_B, SW_B>(k, j)];
       if constexpr (TF32) {
-        sum += tf32_truncate(x) * tf32_truncate(y);
+        acc[r] += tf32_truncate(x) * tf32_truncate(y);
       } else {
-        sum += cvt<TC>(x) * cvt<TC>(y);
+        acc[r] += cvt<TC>(x) * cvt<TC>(y);
       }
     }
-    acc[r] = sum;
   }
 }
 
