@@ -79,3 +79,18 @@ def test_int_templates_agree_with_the_interpreter(tmp_path):
                       if int(v) != w]
     assert len(printed) == len(EDGES) * (len(OPS) + 1) + 4
     assert not wrong, "\n".join(wrong[:40])
+
+
+@pytest.mark.nvcc
+def test_nan_converts_to_zero_in_every_integer_type(tmp_path):
+    """NaN is 0 in every integer, as on the interpreter: left to the conversion instruction, the
+    H200 gave a double NaN as INT_MIN (f64 -> i16 was -32768) and x86 gives it as INT_MIN too."""
+    names = ["i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"]
+    calls = " ".join(f'printf(" %lld", static_cast<long long>(tl::cvt<{c_type(DTYPES[n])}>({src}(nan(""))))); '
+                     for n in names for src in ("static_cast<float>", "static_cast<double>"))
+    source = ("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <cstdio>\n#include <cmath>\n" + primitives() +
+              f"\nint main() {{\n  {calls}\n  printf(\"\\n\");\n  return 0;\n}}\n")
+    printed = run_host(source, tmp_path, "nan").split()
+    assert printed == ["0"] * (2 * len(names))
+    for n in names:
+        assert numerics.cast(np.array([np.nan, np.nan], np.float64), DTYPES[n]).tolist() == [0, 0]

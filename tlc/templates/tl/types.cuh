@@ -17,6 +17,11 @@ template <> struct is_low_float<__nv_fp8_e5m2> { static constexpr bool value = t
 template <typename T> struct is_float { static constexpr bool value = is_low_float<T>::value; };
 template <> struct is_float<float> { static constexpr bool value = true; };
 template <> struct is_float<double> { static constexpr bool value = true; };
+template <typename T> struct is_bool { static constexpr bool value = false; };
+template <> struct is_bool<bool> { static constexpr bool value = true; };
+// The float a 16- or 8-bit float computes in (itself for float and double).
+template <typename T> struct wide_float { using type = float; };
+template <> struct wide_float<double> { using type = double; };
 template <typename T> struct is_narrow_int { static constexpr bool value = false; };
 template <> struct is_narrow_int<signed char> { static constexpr bool value = true; };
 template <> struct is_narrow_int<unsigned char> { static constexpr bool value = true; };
@@ -43,6 +48,10 @@ __host__ __device__ __forceinline__ To cvt(From x) {
     return To(static_cast<float>(x));
   } else if constexpr (is_float<From>::value && is_narrow_int<To>::value) {
     return saturate_narrow<To>(cvt<int>(x));
+  } else if constexpr (is_float<From>::value && !is_float<To>::value && !is_bool<To>::value) {
+    // NaN is 0 here, not left to the instruction: the H200 turned a double NaN into INT_MIN
+    const typename wide_float<From>::type w = static_cast<typename wide_float<From>::type>(x);
+    return w != w ? To(0) : static_cast<To>(w);
   } else if constexpr (is_low_float<From>::value) {
     return static_cast<To>(static_cast<float>(x));
   } else if constexpr (is_low_float<To>::value) {
