@@ -53,3 +53,24 @@ def test_cdiv_of_unsigned_zero_is_zero():
             out = np.zeros(3, np.dtype(dt.replace("u", "uint")))
             mod.ceil_div(out, n)
             assert out.tolist() == [-(-n // 4), n, -(-((n + 1) % (top + 1)) // 4)], (dt, n)
+
+
+RUNTIME_DIVISOR = """
+@kernel
+def ceil_div(out: i32[2], a: i32, b: i32):
+    with grid(1, threads=32) as bx:
+        for i in parallel(1):
+            out[0] = cdiv(a, b)
+            out[1] = cdiv(a, -3)
+"""
+
+
+def test_cdiv_by_a_divisor_of_either_sign_is_the_ceiling():
+    """A run-time or negative divisor lowered to (a + b - 1) // b, which is the ceiling only for
+    b > 0: cdiv(3, -2) was 0 on both targets where the constant evaluator gave -1."""
+    mod = tlc.compile_source(RUNTIME_DIVISOR, target="cpu", path="c.tl")
+    for a in (-7, -6, -1, 0, 1, 3, 6, 7):
+        for b in (-4, -2, -1, 1, 2, 5):
+            out = np.zeros(2, np.int32)
+            mod.ceil_div(out, a, b)
+            assert out.tolist() == [-(-a // b), -(-a // -3)], (a, b)

@@ -342,13 +342,14 @@ class Lowerer:
             return out
         if name == "cdiv":
             a, b = cast(args[0], dt), cast(args[1], dt)
-            if isinstance(b, ir.Const) and b.value > 0 and dt.kind == "uint":  # a - 1 wraps at a = 0
+            if dt.kind == "uint":  # a - 1 wraps at a = 0
                 rem = ir.BinOp("!=", ir.BinOp("%", a, b, dt), ir.Const(0, dt), BOOL)
                 return ir.BinOp("+", ir.BinOp("//", a, b, dt), cast(rem, dt), dt, span=e.span)
             if isinstance(b, ir.Const) and b.value > 0:  # a size near 2^31 - 1 plus b would overflow an int
                 return ir.BinOp("+", ir.BinOp("//", ir.BinOp("-", a, ir.Const(1, dt), dt), b, dt), ir.Const(1, dt), dt,
                                 span=e.span)
-            return ir.BinOp("//", ir.BinOp("-", ir.BinOp("+", a, b, dt), ir.Const(1, dt), dt), b, dt, span=e.span)
+            # any sign of b, as the constant evaluator's -(-a // b): (a + b - 1) // b was 0 for cdiv(3, -2)
+            return ir.UnaryOp("-", ir.BinOp("//", ir.UnaryOp("-", a, dt), b, dt), dt, span=e.span)
         if name == "where":
             return ir.Select(self.condition(e.args[0]), cast(args[1], dt), cast(args[2], dt), dt, span=e.span)
         if name == "pow":
