@@ -149,6 +149,14 @@ def k(x: i8[N], y: i8[N], BLOCK: const = 32):
     # difference between the targets.  Every lane updates now.
     ("atomic_in_parallel_every_lane", ATOMIC.format(dt="i32"), "", ("k", [np.array([5], np.int32)], np.array([69])),
      None),
+    # A tile op's parameter named `bx` checked, then its build ended in "kernel 'op': 'bx' is
+    # declared twice": the scheduled kernel's block index was `bx` too (mutate5 seed 7007745).
+    # The kernel builders' names are fresh now, `bx1` here (tests/schedule/tileops/test_tile_op_names.py).
+    ("tile_op_parameter_named_bx", """\
+@tile_op
+def op(bx: f32[M, N]) -> f32[M, N]:
+    return bx * 2.0
+""", "", ("op", [np.ones((2, 3), np.float32)], np.full((2, 3), 2.0, np.float32)), "sm_80"),
 ]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ... import ir
 from ...dtypes import I32, I64
 from ...ir.walk import statements, statement_exprs, subexprs
+from ...parser import nodes as n
 from .elements import ElementLowerer
 from .fusion import Group, Partition
 from .graph import Graph
@@ -57,7 +58,10 @@ class KernelBuilder:
         self.tensors = tensors
         self.lower = ElementLowerer(graph, program)
         self.buffers: dict[str, ir.Buffer] = {}
-        self.names: set = set(tensors) | set(graph.symbols) | {p.name for p in graph.fn.params}
+        # The scheduler's own names (block indices, loop variables, buffers) come from `fresh`,
+        # which avoids every name of the tile op: the kernel declares them beside the user's.
+        self.names: set = set(tensors) | set(graph.symbols) | {p.name for p in graph.fn.params} \
+            | set(graph.names) | _called(graph.fn.body) | {name}
         for node, temp in part.temps.items():
             if temp != group.dest:
                 self.lower.leaves[node] = self.tensor_leaf(temp)
@@ -65,12 +69,15 @@ class KernelBuilder:
             self.lower.leaves[p.name] = self.tensor_leaf(p.name)
 
     def fresh(self, base: str) -> str:
+        """`base`, or `base1`, `base2`...: the first that no name of the tile op, no name given
+        out before, and no scalar of an inlined device function takes."""
         name = base
         k = 0
-        while name in self.names:
+        while name in self.names or name in self.lower.scalars:
             k += 1
             name = f"{base}{k}"
         self.names.add(name)
+        self.lower.taken.add(name)  # and the scalars of device functions inlined later avoid it
         return name
 
     def buffer(self, base: str, scope: str, dtype, shape) -> str:
@@ -101,6 +108,16 @@ class KernelBuilder:
         return ir.Kernel(self.name, tuple(params), tuple(grid), tuple(block_vars), threads,
                          tuple(self.buffers.values()), tuple(body), (), min_blocks=min_blocks,
                          wide_symbols=tuple(wide_symbols), span=self.g.fn.node.name_span)
+
+
+def _called(node) -> set:
+    """The names of the functions the tile op calls (device functions, math)."""
+    if isinstance(node, (tuple, list)):
+        return set().union(*(_called(x) for x in node))
+    if not hasattr(node, "__dataclass_fields__"):
+        return set()
+    out = {node.func.id} if isinstance(node, n.Call) and isinstance(node.func, n.Name) else set()
+    return out.union(*(_called(getattr(node, f)) for f in node.__dataclass_fields__ if f not in ("span", "ty")))
 
 
 def _names_used(body) -> set:

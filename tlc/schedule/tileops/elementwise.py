@@ -36,18 +36,17 @@ def elementwise_kernel(b: KernelBuilder, sizes: dict, rules: Rules = DEFAULT_RUL
     else:
         dims = shape
     tiles = elementwise_tiles(len(dims), dims, sizes, dtypes, rules)
+    rank = 1 if flat else len(dims)
+    vars_, block_vars = tuple(b.fresh(v) for v in ("i", "j")[:rank]), tuple(b.fresh(v) for v in ("bx", "by")[:rank])
     if flat:
-        vars_, block_vars = ("i",), ("bx",)
-        origin = (mul(ir.Cast(var("bx"), I64), ir.Const(tiles.shape[0], I64)),)
+        origin = (mul(ir.Cast(var(block_vars[0]), I64), ir.Const(tiles.shape[0], I64)),)
         grid = (cdiv(ir.Var(symbol, I64), tiles.shape[0]),)
-    elif len(dims) == 1:
-        vars_, block_vars = ("i",), ("bx",)
-        origin = (mul(var("bx"), i32(tiles.shape[0])),)
+    elif rank == 1:
+        origin = (mul(var(block_vars[0]), i32(tiles.shape[0])),)
         grid = (cdiv(b.dim(dims[0]), tiles.shape[0]),)
     else:
-        vars_, block_vars = ("i", "j"), ("bx", "by")
-        origin = (mul(var("by"), i32(tiles.shape[0])),
-                  mul(var("bx"), i32(tiles.shape[1])))
+        bx, by = block_vars
+        origin = (mul(var(by), i32(tiles.shape[0])), mul(var(bx), i32(tiles.shape[1])))
         grid = (cdiv(b.dim(dims[1]), tiles.shape[1]), cdiv(b.dim(dims[0]), tiles.shape[0]))
     local = tuple(var(v) for v in vars_)
     here = tuple(add(o, x) for o, x in zip(origin, local))

@@ -61,7 +61,8 @@ class RowKernel:
         self.local = tuple(var(v) for v in self.vars)
         self.t = b.fresh("t")
         self.ntiles = b.fresh("tiles")
-        kept0, red0 = mul(var("bx"), i32(K)), mul(var(self.t), i32(R))
+        self.bx = b.fresh("bx")
+        kept0, red0 = mul(var(self.bx), i32(K)), mul(var(self.t), i32(R))
         self.kept_g, self.red_g = add(kept0, var(self.kv)), add(red0, var(self.rv))
         if len(space) == 1:
             self.origin, self.extents, self.here = (red0,), (R,), (self.red_g,)
@@ -237,7 +238,7 @@ class RowKernel:
         else:
             body += tiled
         grid = (cdiv(b.dim(self.kept_dim), K),)
-        return b.kernel(grid, ("bx",), self.tiles.threads, tuple(body), self.tiles.min_blocks)
+        return b.kernel(grid, (self.bx,), self.tiles.threads, tuple(body), self.tiles.min_blocks)
 
     def registers(self, kernel: ir.Kernel) -> int:
         """32-bit registers a thread of the finished `kernel` needs for its fragments at once
