@@ -157,6 +157,24 @@ def k(x: i8[N], y: i8[N], BLOCK: const = 32):
 def op(bx: f32[M, N]) -> f32[M, N]:
     return bx * 2.0
 """, "", ("op", [np.ones((2, 3), np.float32)], np.full((2, 3), 2.0, np.float32)), "sm_80"),
+    # A scalar declared outside a parallel loop and assigned inside it (mutate5 seed 7007500)
+    # checked, then `tlc build` failed in the IR verifier without a place; it is E158 now.
+    ("scalar_assigned_in_parallel", """\
+@kernel
+def k(x: f32[N], y: f32[N], BLOCK: const = 32):
+    with grid(cdiv(N, BLOCK), threads=32) as bx:
+        t = fragment(f32[BLOCK])
+        r = 0
+        for q in parallel(4):
+            r = q * 2
+        copy(x[r], t)
+        copy(t, y[bx * BLOCK])
+""", """\
+{path}:7:13: error[E158]: 'r' is declared outside this parallel loop and cannot be assigned inside it: its iterations run at once on different threads
+  |
+7 |             r = q * 2
+  |             ^
+  = hint: give each index its own scalar, declared in the loop's body, or store the value into a buffer element""", None, None),
 ]
 
 

@@ -55,6 +55,7 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
         self.scope = Scope()
         self.consts: dict = dict(module.constants)
         self.in_grid = self.in_parallel = self.grid_seen = False
+        self.parallel_scope: Scope | None = None  # the innermost parallel loop's body, while in_parallel
         self.depth = 0
         self.loops: list[str] = []
         self.ended_loops: set[str] = set()  # loop variables whose loop is over (for a hint)

@@ -79,9 +79,28 @@ class StmtChecker:
         if self.kind == "tile_op":
             self.error("E025", f"'{name}' is already defined; each intermediate of a tile op gets its own name", s.target.span)
             return s
+        if not self._assignable_here(name, s.target.span):
+            return s
         if isinstance(sym.type, ScalarType):
             self._check_fits(value, sym.type.dtype, f"'{name}'")
         return replace(s, target=replace(s.target, ty=sym.type), value=value)
+
+    def _assignable_here(self, name: str, span) -> bool:
+        """A parallel loop's iterations run at once on different threads, each with its own copy
+        of the scalars declared in its body; one declared outside is shared, and which index's
+        value it would keep is undefined (the IR verifier refuses it)."""
+        if not self.in_parallel:
+            return True
+        s = self.scope
+        while s is not self.parallel_scope.parent:
+            if name in s.symbols:
+                return True
+            s = s.parent
+        self.error("E158", f"'{name}' is declared outside this parallel loop and cannot be assigned inside it: "
+                   "its iterations run at once on different threads", span,
+                   "give each index its own scalar, declared in the loop's body, or store the value "
+                   "into a buffer element")
+        return False
 
     def _check_fits(self, value, dtype, what: str):
         t = value.ty
@@ -114,6 +133,8 @@ class StmtChecker:
             sym = self.scope.lookup(s.target.id)
             if sym is not None and not sym.assignable:
                 self.error("E048", f"cannot assign to the {sym.kind} '{s.target.id}'", s.target.span)
+                return s
+            if sym is not None and not self._assignable_here(s.target.id, s.target.span):
                 return s
         if target.ty is None or value.ty is None:
             return s
@@ -284,7 +305,7 @@ class StmtChecker:
             if v is not None and (not isinstance(v, int) or v <= 0):
                 self.error("E031", f"the extent of a parallel loop must be a positive integer, found {v!r}", a.span)
         outer = self.scope
-        self.scope = Scope(outer)
+        self.scope = self.parallel_scope = Scope(outer)
         self.in_parallel = True
         for var in s.targets:
             self._define_loop_var(var)
