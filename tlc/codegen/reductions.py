@@ -26,6 +26,8 @@ _OPS = {"sum": "tl::Op::sum", "max": "tl::Op::max", "min": "tl::Op::min", "absma
 def _acc_type(dt) -> str:
     if dt.is_float:
         return "double" if dt.name == "f64" else "float"
+    if dt.name == "u32":  # max and min of values past 2^31 - 1: an int saw them negative
+        return "unsigned"
     if dt.bits <= 32:
         return "int"
     raise CodegenError(f"reductions of {dt} are not supported by the CUDA target yet")

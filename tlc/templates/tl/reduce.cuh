@@ -5,7 +5,8 @@ namespace tl {
 
 enum class Op { sum, max, min, absmax };
 
-// Reductions accumulate in float (double for f64) or int; these are their starting values.
+// Reductions accumulate in float (double for f64), int or (u32) unsigned; these are their
+// starting values.
 template <Op OP> __device__ __forceinline__ float identity(float) {
   if constexpr (OP == Op::sum || OP == Op::absmax) return 0.0f;
   else if constexpr (OP == Op::max) return -__int_as_float(0x7f800000);
@@ -22,6 +23,12 @@ template <Op OP> __device__ __forceinline__ int identity(int) {
   else return 2147483647;
 }
 
+// u32 accumulates unsigned: in an int, max and min of values past 2^31 - 1 saw them negative.
+template <Op OP> __device__ __forceinline__ unsigned identity(unsigned) {
+  if constexpr (OP == Op::min) return 0xffffffffu;
+  else return 0u;
+}
+
 template <Op OP>
 __device__ __forceinline__ float combine(float a, float b) {
   if constexpr (OP == Op::sum) return a + b;
@@ -36,6 +43,13 @@ __device__ __forceinline__ double combine(double a, double b) {
 }
 template <Op OP>
 __device__ __forceinline__ int combine(int a, int b) {
+  if constexpr (OP == Op::sum) return a + b;
+  else if constexpr (OP == Op::max || OP == Op::absmax) return a > b ? a : b;
+  else return a < b ? a : b;
+}
+
+template <Op OP>
+__device__ __forceinline__ unsigned combine(unsigned a, unsigned b) {
   if constexpr (OP == Op::sum) return a + b;
   else if constexpr (OP == Op::max || OP == Op::absmax) return a > b ? a : b;
   else return a < b ? a : b;
@@ -100,6 +114,12 @@ __device__ __forceinline__ void atomic_combine(double* p, double v) {
 }
 template <Op OP>
 __device__ __forceinline__ void atomic_combine(int* p, int v) {
+  if constexpr (OP == Op::sum) atomicAdd(p, v);
+  else if constexpr (OP == Op::max || OP == Op::absmax) atomicMax(p, v);
+  else atomicMin(p, v);
+}
+template <Op OP>
+__device__ __forceinline__ void atomic_combine(unsigned* p, unsigned v) {
   if constexpr (OP == Op::sum) atomicAdd(p, v);
   else if constexpr (OP == Op::max || OP == Op::absmax) atomicMax(p, v);
   else atomicMin(p, v);
