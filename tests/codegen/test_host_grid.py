@@ -44,8 +44,8 @@ def python_raises(n, d, gy, s) -> bool:
 def test_the_launcher_computes_its_grid_in_64_bits_with_checked_operations():
     source = generated_source(GRID_KERNEL).source
     launcher = source[source.index("extern \"C\" cudaError_t launch_k"):]
-    assert "tl_g.floordiv(tl_g.sub(tl_g.add(static_cast<long long>(N), static_cast<long long>(d)), 1LL), " \
-           "static_cast<long long>(d))" in launcher
+    # cdiv by a run-time divisor: -((-N) // d), the ceiling for either sign of d
+    assert "tl_g.neg(tl_g.floordiv(tl_g.neg(static_cast<long long>(N)), static_cast<long long>(d)))" in launcher
     assert "static_cast<unsigned>(tl_extents[0])" in launcher and "static_cast<unsigned>((" not in launcher
 
 
