@@ -152,3 +152,15 @@ def gemm_operands_agree(a: DType, b: DType) -> bool:
         return True
     f8 = ("f8e4m3", "f8e5m2")
     return (a.name in f8 and b.name in f8) or (a.name in ("i8", "u8") and b.name in ("i8", "u8"))
+
+
+def power_or_shift_fits(a, b, op: str, bits: int) -> bool:
+    """Whether the integer `a ** b` or `a << b` (`op`) stays within `bits` bits, judged from the
+    operands' sizes alone, before it is computed (Python's exact `9 ** 9 ** 9` takes hours):
+    the constant evaluator and the host's grid arithmetic refuse what does not."""
+    if not (isinstance(a, int) and isinstance(b, int)):
+        return True
+    if op == "<<":
+        return a == 0 or b < 0 or a.bit_length() + b <= bits
+    # `**`: |a| >= 2 gives at least (bits of |a| - 1) * b bits
+    return abs(a) <= 1 or b < 0 or (a.bit_length() - 1) * b <= bits

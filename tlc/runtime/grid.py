@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from ..diagnostics import TlcError
+from ..dtypes import power_or_shift_fits
 from ..ir.nodes import BinOp, Call, Cast, Const, Expr, Select, UnaryOp, Var
 from ..schedule.sm_limits import MAX_GRID, MAX_TILES
 
@@ -28,14 +29,14 @@ class GridError(TlcError):
 def _power(a, b):
     """`a ** b`, refused before it is computed when its integer result passes 64 bits: no
     extent is that large, and Python's exact `n ** n` for n = 10**9 would run for hours."""
-    if isinstance(a, int) and isinstance(b, int) and b > 0 and (abs(a).bit_length() - 1) * b > 64:
+    if not power_or_shift_fits(a, b, "**", 64):
         raise GridError(f"a grid extent computes {a} ** {b}, which is beyond 64 bits")
     return a ** b
 
 
 def _shift(a, b):
     """`a << b`, refused like `_power` when the result passes 64 bits."""
-    if isinstance(a, int) and isinstance(b, int) and a and b > 0 and a.bit_length() + b > 64:
+    if b != 0 and not power_or_shift_fits(a, b, "<<", 64):  # a << 0 is `a`, as large as it is
         raise GridError(f"a grid extent computes {a} << {b}, which is beyond 64 bits")
     return a << b
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from ..dtypes import DType
+from ..dtypes import DType, power_or_shift_fits
 from ..parser import nodes as n
 
 
@@ -63,16 +63,6 @@ def report_too_large(bag, err: TooLarge) -> None:
     bag.error("E150", "constant too large: this value does not fit in 64 bits", err.node.span, RANGE_HINT)
 
 
-def _fits(a, b, op: str) -> bool:
-    """Whether `a op b` stays within `WORKING_BITS`, judged from the operands' sizes alone."""
-    if not (isinstance(a, int) and isinstance(b, int)):
-        return True
-    if op == "<<":
-        return a == 0 or b < 0 or a.bit_length() + b <= WORKING_BITS
-    # `**`: |a| >= 2 gives at least (bits of |a| - 1) * b bits
-    return abs(a) <= 1 or b < 0 or (a.bit_length() - 1) * b <= WORKING_BITS
-
-
 def _value(e, env: dict):
     if isinstance(e, n.Constant) and not isinstance(e.value, str):
         return e.value
@@ -94,7 +84,7 @@ def _value(e, env: dict):
         a, b = _value(e.left, env), _value(e.right, env)
         if isinstance(a, (DType, list)) or isinstance(b, (DType, list)):
             raise NotConstant(e)
-        if e.op in ("**", "<<") and not _fits(a, b, e.op):
+        if e.op in ("**", "<<") and not power_or_shift_fits(a, b, e.op, WORKING_BITS):
             raise TooLarge(e)
         try:
             v = _BIN[e.op](a, b)
