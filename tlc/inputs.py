@@ -105,6 +105,23 @@ def _is_number(text: str) -> bool:
             return False
 
 
+def shape_size(name: str, text: str) -> int:
+    """`--shape NAME=TEXT`'s size: a whole number from 0 to I32_MAX, as the launchers check a
+    shape symbol (its digits counted before int(), which refuses 4301 of them)."""
+    digits = text.strip().lstrip("+-")
+    if len(digits) > 10:
+        raise InputError(f"--shape {name}={text}: a size is at most {I32_MAX} (shape symbols are i32)")
+    try:
+        size = int(text)
+    except ValueError:
+        raise InputError(f"--shape {name}={text}: a size is a whole number") from None
+    if size < 0:
+        raise InputError(f"--shape {name}={text}: a size cannot be negative")
+    if size > I32_MAX:
+        raise InputError(f"--shape {name}={text}: a size is at most {I32_MAX} (shape symbols are i32)")
+    return size
+
+
 def prepare(fn: CheckedFunction, ins: dict, shapes: dict, seed: int = 0, arrays: dict | None = None) -> dict:
     """Every runtime argument of `fn` (already specialized): from `ins` (a path or a number;
     `arrays` holds the files already read), else random, shaped by `shapes` and by the symbols
@@ -120,14 +137,7 @@ def prepare(fn: CheckedFunction, ins: dict, shapes: dict, seed: int = 0, arrays:
         if k not in fn.shape_symbols:
             raise InputError(f"--shape {k}: '{fn.name}' has no shape symbol '{k}'"
                              + (f"; its symbols are {', '.join(fn.shape_symbols)}" if fn.shape_symbols else ""))
-        try:
-            symbols[k] = int(v)
-        except ValueError:
-            raise InputError(f"--shape {k}={v}: a size is a whole number") from None
-        if symbols[k] < 0:
-            raise InputError(f"--shape {k}={v}: a size cannot be negative")
-        if symbols[k] > I32_MAX:  # as the launchers check a shape symbol
-            raise InputError(f"--shape {k}={v}: a size is at most {I32_MAX} (shape symbols are i32)")
+        symbols[k] = shape_size(k, v)
     arrays = load_arrays(fn, ins) if arrays is None else arrays
     values: dict = {}
     for p in fn.runtime_params:

@@ -163,11 +163,7 @@ def build(file: str, *, kernels=(), defines=(), arch="sm_80", emit="cu", header=
     constants = _defines(defines)
     sizes = {}
     for name, v in inputs.parse_assignments(shapes, "--shape").items():
-        if not v.isdigit():
-            raise inputs.InputError(f"--shape {name}={v}: a size is a whole number")
-        if len(v) > 10 or int(v) > inputs.I32_MAX:  # (counted first: int() refuses 4301 digits)
-            raise inputs.InputError(f"--shape {name}={v}: a size is at most {inputs.I32_MAX} (shape symbols are i32)")
-        sizes[name] = int(v)
+        sizes[name] = inputs.shape_size(name, v)
     scheduled, ir_text = [], []
     for name in chosen:
         if name not in mod.kernels:
