@@ -1,0 +1,119 @@
+"""The layout a gemm's A operand needs when it is a fragment: the tensor cores then read it
+straight from the registers, as FlashAttention multiplies its probabilities by V.
+
+Facts from the PTX ISA: mma.sync.m16n8k16's A operand gives lane l, in each 16 x 16 piece,
+rows l/4 and l/4 + 8 at columns 2(l%4), +1 and 2(l%4) + 8, +9, as four registers of two 16-bit
+values (a0: row l/4, low columns; a1: row l/4 + 8, low; a2, a3: the same at the high
+columns).  Its accumulator gives lane l, in each 16 x 8 piece, rows l/4 and l/4 + 8 at
+columns 2(l%4), +1.  So two accumulator pieces side by side hold exactly the elements of one
+A piece of K = 16, in the same order (FlashAttention 2's observation).  wgmma.m64nNk16 with
+A in registers reads the same pattern per warp of the warpgroup, warp w holding rows
+16w .. 16w + 15 of its 64, and its accumulator is the mma one with one warp per 16 rows
+(FlashAttention 3 feeds P to the second product this way).
+
+The named layout is therefore an accumulator layout over A's own shape [M, K] with every
+warp in one column (`mma_a` on sm_80: `MmaAccumulator((M, K), warps, 1)`; `wgmma_a` on
+sm_90a: wgmma's accumulator layout of [M, K]).  A gemm reading such a fragment needs its own
+accumulator in the matching layout over [M, N] (each warp owns whole rows of both), and a
+fragment written from an accumulator of that layout by a parallel loop or a copy keeps it:
+no data moves between threads.  Where a fragment A ends up in another layout, the code
+generator stages it through shared memory (correct, slower).
+"""
+from __future__ import annotations
+
+from .. import ir
+from ..ir.walk import loads, statement_exprs, statements
+from .layout import MmaAccumulator, wgmma_accumulator, wgmma_bands
+from .tensor_cores import tensor_core_op
+
+REGISTER_A_TYPES = ("f16", "bf16")  # one f16x2 / bf16x2 register per pair: no repacking
+
+
+def mma_a(shape: tuple, threads: int) -> MmaAccumulator:
+    """The sm_80 register layout of an A operand of `shape` [M, K]: mma's accumulator layout
+    with every warp owning M / warps whole rows."""
+    return MmaAccumulator((shape[0], shape[1]), threads // 32, 1)
+
+
+def wgmma_a(shape: tuple, threads: int) -> MmaAccumulator:
+    """The sm_90a register layout of an A operand of `shape`: wgmma's accumulator layout."""
+    return wgmma_accumulator(shape, threads)
+
+
+def register_a_layouts(g: ir.Gemm, buffers: dict, threads: int, target: str) -> tuple | None:
+    """(A's layout, C's layout) under which the gemm reads its fragment A from registers on
+    `target`, or None when it cannot (A not a 16-bit float fragment, trans_a, B not shared,
+    rows that do not split into 16 per warp, K not whole steps of 16)."""
+    a, b, c = buffers[g.a], buffers[g.b], buffers[g.c]
+    if a.scope != "fragment" or b.scope != "shared" or g.trans_a or len(a.shape) != 2 or len(c.shape) != 2:
+        return None
+    if a.dtype.name not in REGISTER_A_TYPES or tensor_core_op(a.dtype, b.dtype, c.dtype, g.precision) is None:
+        return None
+    (m, k), n = a.shape, c.shape[1]
+    if threads % 32 or k % 16 or n % 8:
+        return None
+    if target == "sm_90a" and wgmma_register_a(g, buffers, threads):
+        return wgmma_a((m, k), threads), wgmma_accumulator(c.shape, threads)
+    if m % (16 * (threads // 32)):
+        return None
+    return mma_a((m, k), threads), mma_a(c.shape, threads)
+
+
+def wgmma_register_a(g: ir.Gemm, buffers: dict, threads: int) -> bool:
+    """Whether wgmma's register-A form takes the gemm: warpgroups of 128 threads owning one or
+    two 64-row bands each, N a multiple of 16 up to 256 (and at most 128 accumulator
+    registers a thread), B's contiguous dimension whole 128-byte segments (the 128-byte
+    swizzle the descriptors describe)."""
+    a, b, c = buffers[g.a], buffers[g.b], buffers[g.c]
+    if threads % 128:
+        return False
+    (m, k), n = a.shape, c.shape[1]
+    groups = threads // 128
+    bands = wgmma_bands(c.shape, threads)
+    seg = 128 // b.dtype.itemsize
+    return (bands * 64 * groups == m and bands in (1, 2) and m * n <= 128 * threads and n % 16 == 0
+            and n <= 256 and k % 16 == 0 and b.shape[-1] % seg == 0 and b.shape[0] % 8 == 0)
+
+
+def register_a_group(stmts, frags: dict) -> set[str]:
+    """The fragments that would rather take a register-A layout: every fragment used as a
+    gemm's A, and those a parallel loop or a copy ties to one (same shape, indexed alike),
+    so that a gemm accumulator among them is laid out the way the A fragment reads it."""
+    group = {s.a for s in stmts if isinstance(s, ir.Gemm) and s.a in frags}
+    ties = []
+    for s in stmts:
+        if isinstance(s, ir.Copy) and isinstance(s.src, ir.BufferRef) and isinstance(s.dst, ir.BufferRef):
+            ties.append({s.src.name, s.dst.name})
+        elif isinstance(s, ir.Parallel):
+            ties.append(set(_same_indexed(s, frags)))
+    changed = True
+    while changed:
+        changed = False
+        for tie in ties:
+            tie &= frags.keys()
+            if tie & group and not tie <= group:
+                group |= tie
+                changed = True
+    return group
+
+
+def row_warp_accumulator(shape: tuple, threads: int) -> MmaAccumulator | None:
+    """The mma.sync accumulator layout for a gemm whose result feeds a register A: every warp
+    in one column, when the rows split 16 per warp (wgmma's own layout already is one)."""
+    if len(shape) != 2 or threads % 32 or shape[0] % (16 * (threads // 32)) or shape[1] % 8:
+        return None
+    return mma_a(shape, threads)
+
+
+def _same_indexed(p: ir.Parallel, frags: dict) -> list[str]:
+    """Fragments of the loop's shape that it indexes by its own variables, in order."""
+    out = []
+    for s in statements(p.body):
+        accesses = [(x.name, x.indices) for e in statement_exprs(s) for x in loads(e)]
+        if isinstance(s, ir.Store):
+            accesses.append((s.name, s.indices))
+        for name, idx in accesses:
+            if name in frags and frags[name].shape == tuple(p.extents) and [
+                    getattr(e, "name", None) for e in idx] == list(p.vars):
+                out.append(name)
+    return out
