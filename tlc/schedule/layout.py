@@ -260,12 +260,20 @@ def assign_layouts(kernel: ir.Kernel, target: str = "sm_80") -> ir.Kernel:
     stmts = list(statements(kernel.body))
     itemsize = _copy_itemsizes(stmts, frags, kernel)
     default = functools.partial(_default, itemsize=itemsize)
-    for s in stmts:  # 1. gemm accumulators
+    from . import operand_layout  # (it imports this module's layouts)
+
+    feeds_a = operand_layout.register_a_group(stmts, frags)
+    for s in stmts:  # 1. gemm accumulators, and fragment A operands in the layout they are read in
         if isinstance(s, ir.Gemm) and s.c not in layouts:
+            pair = None if s.a in layouts else operand_layout.register_a_layouts(s, buffers, kernel.threads, target)
+            if pair:
+                layouts[s.a], layouts[s.c] = pair
+                continue
             if target == "sm_90a" and wgmma_gemm(s, buffers, kernel.threads):
                 layouts[s.c] = wgmma_accumulator(frags[s.c].shape, kernel.threads)
                 continue
-            acc = mma_accumulator(frags[s.c].shape, kernel.threads)
+            acc = (operand_layout.row_warp_accumulator(frags[s.c].shape, kernel.threads) if s.c in feeds_a else None) \
+                or mma_accumulator(frags[s.c].shape, kernel.threads)
             layouts[s.c] = acc or blocked(frags[s.c].shape, frags[s.c].dtype, kernel.threads, itemsize.get(s.c))
     changed = True
     while changed:  # 2. reductions replicate their source's layout; 3. parallel loops share theirs
