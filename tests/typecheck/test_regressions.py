@@ -28,7 +28,7 @@ def test_a_module_named_rel_dot_is_not_a_relative_import():
 def test_a_function_cannot_take_a_statement_name():
     r = check_source("def copy(x: f32) -> f32:\n    return x\n", "r.tl")
     assert [(d.code, d.message) for d in r.diagnostics] == [
-        ("E025", "'copy' is a statement of the language; a function cannot take its name")]
+        ("E025", "'copy' is a statement of the language; a device function cannot take its name")]
 
 
 def test_a_loop_variable_does_not_outlive_its_loop():

@@ -1,4 +1,5 @@
 """The names the language provides, grouped by how they are used."""
+from ..dtypes import lookup
 
 MATH_FLOAT = frozenset({"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "fast_tanh", "sigmoid", "erf",
                         "sin", "cos"})
@@ -9,3 +10,12 @@ ALLOCATORS = frozenset({"shared", "fragment", "local"})
 LOOPS = frozenset({"range", "unroll", "pipelined", "parallel"})
 REDUCTIONS_TILE_OP = frozenset({"sum", "mean", "softmax"})
 DECORATORS = frozenset({"kernel", "tile_op", "fuse", "autotune"})
+# every name above that code can mention, and min, max, ...
+BUILTIN_VALUES = (MATH_FLOAT | MATH_SAME | frozenset({"min", "max", "pow", "where", "cdiv", "cast", "inf"})
+                  | REDUCTIONS_TILE_OP | TILE_STATEMENTS | ALLOCATORS | LOOPS | {"grid"})
+
+
+def is_language_name(name: str) -> bool:
+    """A name the language gives a meaning in code: a statement, loop, allocator, builtin
+    function or dtype."""
+    return name in BUILTIN_VALUES or lookup(name) is not None

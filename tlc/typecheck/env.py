@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from ..diagnostics import Span
 from ..parser import nodes as n
+from .builtins import is_language_name
 from .types import Type
 
 # Symbol kinds.  Locals, loop variables and block indices are per-thread scalars; buffers are
@@ -61,6 +62,15 @@ class ModuleEnv:
     const_spans: dict = field(default_factory=dict)
     functions: dict = field(default_factory=dict)  # local name -> (qualname, kind, FunctionDef, env)
     ast: n.Module | None = None
+
+    def callable_function(self, name: str):
+        """The `functions` entry that `name` means inside code, or None.  A kernel or tile op
+        named like a statement, builtin or dtype (`gemm`, `exp`, `f16`) leaves the name its
+        language meaning: code cannot call a kernel, so that is the only call it can be."""
+        entry = self.functions.get(name)
+        if entry is not None and entry[1] in ("kernel", "tile_op") and is_language_name(name):
+            return None
+        return entry
 
 
 def did_you_mean(name: str, candidates) -> str | None:

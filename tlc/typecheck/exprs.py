@@ -7,13 +7,11 @@ from ..dtypes import BOOL, F32, I32, lookup
 from ..parser import nodes as n
 from ..parser.nodes import replace  # dataclasses.replace, faster
 from . import literals, rules
-from .builtins import MATH_FLOAT, MATH_SAME, REDUCTIONS_TILE_OP, TILE_STATEMENTS, ALLOCATORS, LOOPS
+from .builtins import (BUILTIN_VALUES as _BUILTIN_VALUES, MATH_FLOAT, MATH_SAME, REDUCTIONS_TILE_OP, TILE_STATEMENTS,
+                       ALLOCATORS, LOOPS)
 from .env import DTYPE, did_you_mean
 from .types import (FRAGMENT, GLOBAL, VALUE, BuiltinRef, DTypeValue, FunctionRef, ScalarType,
                     StrType, TensorType, describe, format_shape)
-
-_BUILTIN_VALUES = MATH_FLOAT | MATH_SAME | {"min", "max", "pow", "where", "cdiv", "cast", "inf"} \
-    | REDUCTIONS_TILE_OP | TILE_STATEMENTS | ALLOCATORS | LOOPS | {"grid"}
 
 
 class ExprChecker:
@@ -29,9 +27,9 @@ class ExprChecker:
             if hasattr(v, "kind") and hasattr(v, "bits"):
                 return replace(e, ty=DTypeValue(v))
             return replace(e, ty=replace(rules.literal_type(v), weak=False))
-        if e.id in self.module.functions:
-            qual, kind = self.module.functions[e.id][:2]
-            return replace(e, ty=FunctionRef(qual, kind))
+        entry = self.module.callable_function(e.id)
+        if entry is not None:
+            return replace(e, ty=FunctionRef(*entry[:2]))
         dt = lookup(e.id)
         if dt is not None:
             return replace(e, ty=DTypeValue(dt))

@@ -47,11 +47,12 @@ class ProgramLoader:
             if fn.name in env.functions or fn.name in env.constants:
                 self.bag.error("E025", f"'{fn.name}' is already defined in this file", fn.name_span)
                 continue
-            if fn.name in RESERVED_NAMES:
-                self.bag.error("E025", f"'{fn.name}' is a statement of the language; a function cannot take its name",
-                               fn.name_span, f"call it, e.g., '{fn.name}_tiles'")
-                continue
             kind = function_kind(fn, self.bag)
+            if fn.name in RESERVED_NAMES and kind == "device":
+                # a kernel or tile op may take the name: code cannot call it, so no call is ambiguous
+                self.bag.error("E025", f"'{fn.name}' is a statement of the language; a device function cannot take "
+                               "its name", fn.name_span, f"call it, e.g., '{fn.name}_tiles'")
+                continue
             qual = f"{key}:{fn.name}"
             env.functions[fn.name] = (qual, kind, fn, env)
             self.defs[qual] = (fn, kind, env, check_autotune(fn, env, self.bag))

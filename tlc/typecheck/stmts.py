@@ -159,7 +159,7 @@ class StmtChecker:
     def stmt_ExprStmt(self, s: n.ExprStmt):
         e = s.expr
         if isinstance(e, n.Call) and isinstance(e.func, n.Name) and self.scope.lookup(e.func.id) is None \
-                and e.func.id not in self.module.functions:
+                and self.module.callable_function(e.func.id) is None:
             name = e.func.id
             if name in TILE_STATEMENTS:
                 return self.tile_statement(s, name)
@@ -282,8 +282,10 @@ class StmtChecker:
         if self._arity(it, "pipelined", 1, 1, ("stages",)):
             for k in it.keywords:
                 stages = self.const_value(k.value, "stages")
-                if stages is not None and (not isinstance(stages, int) or not 1 <= stages <= 8):
-                    self.error("E031", f"stages must be an integer from 1 to 8, found {stages!r}", k.value.span)
+                # 0 and 1 run the loop without prefetch (TileLang's num_stages=0); 8 bounds the ring
+                if stages is not None and (not isinstance(stages, int) or isinstance(stages, bool) or not 0 <= stages <= 8):
+                    self.error("E031", f"stages must be an integer from 0 to 8, found {stages!r}", k.value.span,
+                               "0 or 1 runs the loop without prefetching")
         return replace(it, args=tuple(self.integer(a, "a trip count") for a in it.args))
 
     def parallel_loop(self, s: n.For):
