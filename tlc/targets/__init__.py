@@ -1,0 +1,65 @@
+"""Targets are plugins: one `Target` object per GPU architecture, found through the
+`tlc.targets` entry point group; tlc's own (sm_80, sm_89, sm_90a) are registered there by
+pyproject.toml like any other package's.  Entry points: `get(name)` (the scheduler, the code
+generator, the runtime), `for_capability(cc)` (the runtime: which target a GPU runs), `names()`.
+
+Owns finding and choosing targets; each target module owns its facts (base.py says which).
+Nothing else tests an architecture's name: a decision that differs between targets reads a
+limit or a feature of the target object.
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+from importlib.metadata import entry_points
+
+from ..diagnostics import Diagnostic, DiagnosticError
+from .base import Target
+
+GROUP = "tlc.targets"
+
+__all__ = ["Target", "GROUP", "get", "for_capability", "names", "registered"]
+
+
+@functools.lru_cache(maxsize=1)
+def registered() -> dict[str, Target]:
+    """Every target the installed packages register, by name; read once (`registered.cache_clear()`
+    reads again).  An entry point that fails to load, or that is not a `Target`, is left out
+    with a warning: a broken plugin must not break the others."""
+    found: dict[str, Target] = {}
+    for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
+        try:
+            target = ep.load()
+        except Exception as e:  # noqa: BLE001 - whatever a plugin's import raises
+            warnings.warn(f"tlc target '{ep.name}' ({ep.value}) could not be loaded: {e}", stacklevel=2)
+            continue
+        if not isinstance(target, Target):
+            warnings.warn(f"tlc target '{ep.name}' ({ep.value}) is a {type(target).__name__}, not a "
+                          f"tlc.targets.Target (stale package metadata? reinstall the package)", stacklevel=2)
+            continue
+        found.setdefault(target.name, target)
+    return found
+
+
+def names() -> tuple[str, ...]:
+    return tuple(registered())
+
+
+def get(name: str) -> Target:
+    """The target called `name`; E071 when no package registers one."""
+    known = registered()
+    if name not in known:
+        raise DiagnosticError([Diagnostic("E071", f"unknown target architecture '{name}'", None,
+                                          f"tlc generates code for {', '.join(known)}")])
+    return known[name]
+
+
+def for_capability(capability: tuple[int, int]) -> Target | None:
+    """The target for a GPU of `capability`: of those that serve it, the one made for the
+    newest capability (sm_89 on 8.9 and later, sm_90a on 9.0 exactly, sm_80 on 8.6); an
+    arch-specific one before a portable one of the same capability, then by name.  None when
+    none serves it."""
+    serving = [t for t in registered().values() if t.serves(tuple(capability))]
+    if not serving:
+        return None
+    return min(serving, key=lambda t: (tuple(-c for c in t.capability), not t.exact, t.name))
