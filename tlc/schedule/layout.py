@@ -9,7 +9,7 @@ import functools
 import math
 from dataclasses import dataclass, replace
 
-from .. import ir
+from .. import ir, targets
 from ..ir.walk import loads, statement_exprs, statements
 from .tensor_cores import tensor_core_op
 
@@ -252,8 +252,8 @@ def wgmma_accumulator(shape: tuple, threads: int) -> MmaAccumulator:
 
 
 def assign_layouts(kernel: ir.Kernel, target: str = "sm_80") -> ir.Kernel:
-    """Give every fragment a layout and every parallel loop the layout it runs in; on sm_90a
-    a gemm accumulator that wgmma can produce takes wgmma's layout."""
+    """Give every fragment a layout and every parallel loop the layout it runs in; a gemm
+    accumulator whose layout the target's own instructions dictate (wgmma's) takes it."""
     frags = {b.name: b for b in kernel.buffers if b.scope == "fragment"}
     buffers = {b.name: b for b in kernel.buffers}
     layouts: dict[str, object] = {}
@@ -269,8 +269,9 @@ def assign_layouts(kernel: ir.Kernel, target: str = "sm_80") -> ir.Kernel:
             if pair:
                 layouts[s.a], layouts[s.c] = pair
                 continue
-            if target == "sm_90a" and wgmma_gemm(s, buffers, kernel.threads):
-                layouts[s.c] = wgmma_accumulator(frags[s.c].shape, kernel.threads)
+            own = targets.get(target).gemm_accumulator(s, buffers, kernel.threads)  # wgmma's, on sm_90a
+            if own is not None:
+                layouts[s.c] = own
                 continue
             acc = (operand_layout.row_warp_accumulator(frags[s.c].shape, kernel.threads) if s.c in feeds_a else None) \
                 or mma_accumulator(frags[s.c].shape, kernel.threads)

@@ -21,7 +21,7 @@ generator stages it through shared memory (correct, slower).
 """
 from __future__ import annotations
 
-from .. import ir
+from .. import ir, targets
 from ..ir.walk import loads, statement_exprs, statements
 from .layout import MmaAccumulator, wgmma_accumulator, wgmma_bands
 from .tensor_cores import tensor_core_op
@@ -52,7 +52,7 @@ def register_a_layouts(g: ir.Gemm, buffers: dict, threads: int, target: str) -> 
     (m, k), n = a.shape, c.shape[1]
     if threads % 32 or k % 16 or n % 8:
         return None
-    if target == "sm_90a" and wgmma_register_a(g, buffers, threads):
+    if targets.get(target).wgmma and wgmma_register_a(g, buffers, threads):
         return wgmma_a((m, k), threads), wgmma_accumulator(c.shape, threads)
     if m % (16 * (threads // 32)):
         return None
