@@ -58,10 +58,19 @@ def main() -> None:
 @main.command()
 @click.argument("file")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per diagnostic on stdout.")
-def check(file: str, as_json: bool) -> None:
-    """Parse and type-check FILE and what it imports."""
+@click.option("-D", "defines", multiple=True, metavar="NAME=VALUE", help="Set a constant or dtype parameter.")
+@click.option("--arch", default="sm_80", show_default=True, help="The target to schedule for, as tlc build's --arch.")
+def check(file: str, as_json: bool, defines, arch: str) -> None:
+    """Parse and type-check FILE and what it imports, then schedule every kernel and tile op
+    for ARCH with its default (or -D) constants: every error tlc build would report."""
     with _reported_errors():
         result = check_file(file)
+        if result.ok:
+            from .inputs import parse_assignments
+            from .scheduled_check import schedule_all
+
+            result.diagnostics = schedule_all(result.program, arch, parse_assignments(defines, "-D"))
+            result.sources = {**result.sources, **result.program.sources}
     if result.ok:
         click.echo(f"{file}: ok", err=True)
         return
