@@ -8,11 +8,13 @@ frame, control flow, parallel loops, gemm and element access.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import ir, print_format
 from ..ir.walk import loads, statement_exprs, statements
 from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layout
+from ..schedule.operand_layout import register_a_layouts
+from ..schedule.smem import SharedLayout
 from ..schedule.tensor_cores import tensor_core_op
 from .cexpr import CExprs, CodegenError, cvt
 from .cnames import c_bool, c_name, c_string, c_type, comment_text, compute_type, literal
@@ -469,9 +471,49 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
     # ---- gemm --------------------------------------------------------------------------------
     def stmt_Gemm(self, g: ir.Gemm) -> None:
         a, b, c = self.buffers[g.a], self.buffers[g.b], self.buffers[g.c]
-        if a.scope != "shared" or b.scope != "shared":
-            raise CodegenError("gemm with a fragment operand is not supported by the CUDA target yet; "
+        if b.scope != "shared":
+            raise CodegenError("gemm with a fragment B operand is not supported by the CUDA target yet; "
                                "copy the operand into shared memory", g.span)
+        if a.scope == "fragment":
+            self.gemm_fragment_a(g)
+            return
+        self.gemm_shared(g, a)
+
+    def gemm_fragment_a(self, g: ir.Gemm) -> None:
+        """A fragment A in the register layout mma reads (schedule/operand_layout.py) goes to the
+        tensor cores from the registers; in any other layout, through shared memory."""
+        a, b, c = self.buffers[g.a], self.buffers[g.b], self.buffers[g.c]
+        if register_a_layouts(g, self.buffers, self.k.threads, "sm_80") == (a.layout, c.layout):
+            m, k = a.shape
+            lay_b = b.layout
+            self.emit(f"tl::gemm_mma_sm80_rs<{c_type(a.dtype)}, {m}, {c.shape[1]}, {k}, {self.k.threads // 32}, "
+                      f"{c_bool(g.trans_b)}, {b.shape[0]}, {b.shape[1]}, {lay_b.pad}, {lay_b.swizzle_bytes}>"
+                      f"({c_name(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)});")
+            return
+        self.gemm_staged_a(g)
+
+    def gemm_staged_a(self, g: ir.Gemm) -> None:
+        """The fallback for a fragment A in another layout: stored to a scratch tile after the
+        planned shared memory (unpadded, unswizzled), then the shared-memory gemm."""
+        a = self.buffers[g.a]
+        t = c_type(a.dtype)
+        ptr = f"reinterpret_cast<{t}*>(tl_smem + {self.k.smem_bytes})"
+        info = self.fragment(g.a)
+        self.emit(f"// {g.a} is not in the layout mma reads A from registers in: staged through shared memory")
+        self.emit("__syncthreads();  // the scratch tile may still be read")
+        self.emit(f"tl::copy_f2s<{info.c_layout}, {t}, {t}, {a.shape[0]}, {a.shape[1]}, 0, 0>({ptr}, {c_name(g.a)});")
+        self.emit("__syncthreads();")
+        self.scratch_bytes = max(self.scratch_bytes, -(-(_prod(a.shape) * a.dtype.itemsize) // 128) * 128)
+        self.smem_base[g.a] = ptr
+        try:
+            self.gemm_shared(g, replace(a, scope="shared", layout=SharedLayout()))
+        finally:
+            del self.smem_base[g.a]
+        self.emit("__syncthreads();  // before the scratch is written again (reductions, exchanges)")
+
+    def gemm_shared(self, g: ir.Gemm, a: ir.Buffer) -> None:
+        """The gemm with A (given: it may be a staged fragment) and B in shared memory."""
+        b, c = self.buffers[g.b], self.buffers[g.c]
         m, k = (a.shape[1], a.shape[0]) if g.trans_a else a.shape
         n = b.shape[0] if g.trans_b else b.shape[1]
         lay_a, lay_b = a.layout, b.layout

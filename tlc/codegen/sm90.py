@@ -10,6 +10,7 @@ from __future__ import annotations
 from .. import ir
 from ..ir.walk import statements
 from ..schedule.layout import wgmma_accumulator, wgmma_bands, wgmma_gemm
+from ..schedule.operand_layout import register_a_layouts, wgmma_register_a
 from ..schedule.tensor_cores import tensor_core_op
 from .cexpr import CodegenError
 from .cnames import c_bool, c_name, c_type
@@ -25,7 +26,8 @@ class Sm90(WarpSpecialized, Sm80):
         super().__init__(kernel, sources, line_directives)
         self.wgmma_types: dict = {}  # (n, A's dtype name, B's, n_major_b, precision) -> struct name
         self.wgmma_operands = {x for g in statements(kernel.body) if isinstance(g, ir.Gemm) and self.uses_wgmma(g)
-                               for x in (g.a, g.b)}
+                               for x in (g.a, g.b)} | {g.b for g in statements(kernel.body)
+                                                        if isinstance(g, ir.Gemm) and self.uses_wgmma_rs(g)}
         self.in_flight_gemm: ir.Gemm | None = None  # the gemm a pipelined loop keeps in flight
         self.find_warp_specialized_loop()
 
@@ -46,6 +48,15 @@ class Sm90(WarpSpecialized, Sm80):
         if not wgmma_gemm(g, self.buffers, self.k.threads) or c.layout != wgmma_accumulator(c.shape, self.k.threads):
             return False
         return all(self.buffers[x].layout.swizzle_bytes == 128 for x in (g.a, g.b))
+
+    def uses_wgmma_rs(self, g: ir.Gemm) -> bool:
+        """wgmma's register-A form: A a fragment in wgmma_a's layout, its accumulator in wgmma's,
+        B in 128-byte swizzled shared memory (schedule/operand_layout.py)."""
+        a, b, c = self.buffers[g.a], self.buffers[g.b], self.buffers[g.c]
+        if a.scope != "fragment" or b.scope != "shared" or not wgmma_register_a(g, self.buffers, self.k.threads):
+            return False
+        pair = register_a_layouts(g, self.buffers, self.k.threads, self.arch)
+        return pair == (a.layout, c.layout) and b.layout.swizzle_bytes == 128
 
     def overlaps_loads(self, stmts) -> bool:
         return any(isinstance(s, ir.Gemm) and self.uses_wgmma(s) for s in stmts)
@@ -73,6 +84,9 @@ class Sm90(WarpSpecialized, Sm80):
         self.emit(f"tl::fence_registers<{c.layout.registers}>({c_name(c.name)});")
 
     def stmt_Gemm(self, g: ir.Gemm) -> None:
+        if self.uses_wgmma_rs(g):
+            self.gemm_wgmma_rs(g)
+            return
         if not self.uses_wgmma(g):
             super().stmt_Gemm(g)
             return
@@ -87,10 +101,18 @@ class Sm90(WarpSpecialized, Sm80):
         self.emit(f"tl::gemm_wgmma<{mma}, {c_type(a.dtype)}, {a.shape[1]}, {a.shape[0]}, {b.shape[0]}, "
                   f"{c_bool(g.trans_b)}, {pending}{tb}>({self.smem_pointer(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)});")
 
-    def wgmma_struct(self, n: int, dtype, n_major_b: bool, b_dtype, c_dtype, precision: str) -> str:
-        """The wrapper of `wgmma.mma_async.m64nNkK` for these operands (A of `dtype`), rendered
-        once per kernel into its preamble."""
-        key = (n, dtype.name, b_dtype.name, n_major_b, precision)
+    def gemm_wgmma_rs(self, g: ir.Gemm) -> None:
+        a, b, c = self.buffers[g.a], self.buffers[g.b], self.buffers[g.c]
+        mma = self.wgmma_struct(c.shape[1], a.dtype, not g.trans_b, b.dtype, c.dtype, g.precision, register_a=True)
+        bands = wgmma_bands(c.shape, self.k.threads)
+        self.emit(f"tl::gemm_wgmma_rs<{mma}, {c_type(a.dtype)}, {a.shape[1]}, {b.shape[0]}, {c_bool(g.trans_b)}"
+                  f"{f', {bands}' if bands > 1 else ''}>({c_name(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)});")
+
+    def wgmma_struct(self, n: int, dtype, n_major_b: bool, b_dtype, c_dtype, precision: str,
+                     register_a: bool = False) -> str:
+        """The wrapper of `wgmma.mma_async.m64nNkK` for these operands (A of `dtype`, in shared
+        memory or, with `register_a`, in registers), rendered once per kernel into its preamble."""
+        key = (n, dtype.name, b_dtype.name, n_major_b, precision, register_a)
         if key not in self.wgmma_types:
             from . import environment
 
@@ -101,13 +123,15 @@ class Sm90(WarpSpecialized, Sm80):
             types = dtype.name if b_dtype == dtype else f"{dtype.name}_{b_dtype.name}"
             if precision != "ieee":
                 types = precision
-            name = f"tl_{c_name(self.k.name)}_wgmma_n{n}_{types}{'_nmajor' if n_major_b else ''}"
-            # Immediates after scale-d: scale-a, scale-b (floats), then the transpose bits (16-bit only).
-            immediates = [] if op.acc_ptx == "s32" else [1, 1] if op.k_major_only else [1, 1, 0, int(n_major_b)]
+            name = f"tl_{c_name(self.k.name)}_wgmma_n{n}_{types}{'_nmajor' if n_major_b else ''}{'_rs' if register_a else ''}"
+            # Immediates after scale-d: scale-a, scale-b (floats), then the transpose bits (16-bit
+            # only; A's only when A is in shared memory).
+            immediates = [] if op.acc_ptx == "s32" else [1, 1] if op.k_major_only else \
+                [1, 1, int(n_major_b)] if register_a else [1, 1, 0, int(n_major_b)]
             text = environment().get_template("wgmma_mma.cuh.j2").render(
                 name=name, n=n, k=op.k, a_ptx=op.a_ptx, b_ptx=op.b_ptx, acc_ptx=op.acc_ptx,
                 acc=c_type(c_dtype), constraint="r" if op.acc_ptx == "s32" else "f", immediates=immediates,
-                n_major_b=n_major_b)
+                n_major_b=n_major_b, register_a=register_a)
             self.preamble.extend(text.rstrip("\n").split("\n"))
             self.wgmma_types[key] = name
         return self.wgmma_types[key]

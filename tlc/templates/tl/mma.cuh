@@ -126,6 +126,42 @@ template <> struct mma_op<__nv_fp8_e5m2, __nv_fp8_e4m3, false> : mma_op_fp8<__nv
 template <> struct mma_op<__nv_fp8_e5m2, __nv_fp8_e5m2, false> : mma_op_fp8<__nv_fp8_e5m2, __nv_fp8_e5m2> {};
 #endif
 
+// The B operands of NI mma instructions side by side (columns n0 .. n0 + 8 NI) at K step kk:
+// B is K x N in shared memory (N x K with TRANS_B), read by ldmatrix four 8x8 matrices at a
+// time, two for an odd last instruction.
+template <typename TB, int NI, bool TRANS_B, int B_ROWS, int B_COLS, int PAD_B, int SW_B>
+__device__ __forceinline__ void load_b_sm80(unsigned (&b)[NI][2], const TB* B, int kk, int n0) {
+  constexpr int E = 16 / static_cast<int>(sizeof(TB));  // elements per 16 bytes: half an instruction's K
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int nj = 0; nj < NI / 2; ++nj) {
+    unsigned r4[4];
+    const int blk = lane / 8;
+    if constexpr (!TRANS_B) {
+      const int k = kk + (blk % 2) * 8 + lane % 8, n = n0 + nj * 16 + (blk / 2) * 8;
+      ldmatrix_x4_trans(r4, B + smem_index<TB, B_ROWS, B_COLS, PAD_B, SW_B>(k, n));
+    } else {
+      const int n = n0 + nj * 16 + (blk / 2) * 8 + lane % 8, k = kk + (blk % 2) * E;
+      ldmatrix_x4(r4, B + smem_index<TB, B_ROWS, B_COLS, PAD_B, SW_B>(n, k));
+    }
+    b[2 * nj][0] = r4[0];
+    b[2 * nj][1] = r4[1];
+    b[2 * nj + 1][0] = r4[2];
+    b[2 * nj + 1][1] = r4[3];
+  }
+  if constexpr (NI % 2 == 1) {
+    unsigned r2[2];
+    const int l = lane % 16;
+    if constexpr (!TRANS_B) {
+      ldmatrix_x2_trans(r2, B + smem_index<TB, B_ROWS, B_COLS, PAD_B, SW_B>(kk + l, n0 + (NI - 1) * 8));
+    } else {
+      ldmatrix_x2(r2, B + smem_index<TB, B_ROWS, B_COLS, PAD_B, SW_B>(n0 + (NI - 1) * 8 + l % 8, kk + (l / 8) * E));
+    }
+    b[NI - 1][0] = r2[0];
+    b[NI - 1][1] = r2[1];
+  }
+}
+
 // acc (MmaAcc<M, N, WARPS_M, WARPS_N>) += op(A) @ op(B) over K.  A is M x K in shared memory
 // (K x M with TRANS_A), B is K x N (N x K with TRANS_B); A_COLS / B_COLS are the stored
 // tiles' shapes, PAD_* / SW_* their layouts.  B's element type TB differs from A's only for
@@ -157,39 +193,52 @@ __device__ __forceinline__ void gemm_mma_sm80(const T* A, const TB* B, typename 
         ldmatrix_x4_trans(a[mi], A + smem_index<T, A_ROWS, A_COLS, PAD_A, SW_A>(k, m));
       }
     }
-#pragma unroll
-    for (int nj = 0; nj < NI / 2; ++nj) {
-      unsigned r4[4];
-      const int blk = lane / 8;
-      if constexpr (!TRANS_B) {
-        const int k = kk + (blk % 2) * 8 + lane % 8, n = n0 + nj * 16 + (blk / 2) * 8;
-        ldmatrix_x4_trans(r4, B + smem_index<TB, B_ROWS, B_COLS, PAD_B, SW_B>(k, n));
-      } else {
-        const int n = n0 + nj * 16 + (blk / 2) * 8 + lane % 8, k = kk + (blk % 2) * E;
-        ldmatrix_x4(r4, B + smem_index<TB, B_ROWS, B_COLS, PAD_B, SW_B>(n, k));
-      }
-      b[2 * nj][0] = r4[0];
-      b[2 * nj][1] = r4[1];
-      b[2 * nj + 1][0] = r4[2];
-      b[2 * nj + 1][1] = r4[3];
-    }
-    if constexpr (NI % 2 == 1) {
-      unsigned r2[2];
-      const int l = lane % 16;
-      if constexpr (!TRANS_B) {
-        ldmatrix_x2_trans(r2, B + smem_index<TB, B_ROWS, B_COLS, PAD_B, SW_B>(kk + l, n0 + (NI - 1) * 8));
-      } else {
-        ldmatrix_x2(r2, B + smem_index<TB, B_ROWS, B_COLS, PAD_B, SW_B>(n0 + (NI - 1) * 8 + l % 8, kk + (l / 8) * E));
-      }
-      b[NI - 1][0] = r2[0];
-      b[NI - 1][1] = r2[1];
-    }
+    load_b_sm80<TB, NI, TRANS_B, B_ROWS, B_COLS, PAD_B, SW_B>(b, B, kk, n0);
 #pragma unroll
     for (int part = 0; part < OP::PARTS; ++part)
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
         for (int ni = 0; ni < NI; ++ni) OP::run(acc + (mi * NI + ni) * 4, a[mi], b[ni], part);
+  }
+}
+
+// Two 16-bit values as the f16x2 / bf16x2 register an mma operand takes, x in the low half.
+__device__ __forceinline__ unsigned pack2(half x, half y) {
+  return static_cast<unsigned>(__half_as_ushort(x)) | (static_cast<unsigned>(__half_as_ushort(y)) << 16);
+}
+__device__ __forceinline__ unsigned pack2(__nv_bfloat16 x, __nv_bfloat16 y) {
+  return static_cast<unsigned>(__bfloat16_as_ushort(x)) | (static_cast<unsigned>(__bfloat16_as_ushort(y)) << 16);
+}
+
+// The A operand of one m16n8k16 (or wgmma k16) step from a fragment A in an accumulator
+// layout: the 8 registers from r of A's piece pair (rows g and g + 8, columns 2t, 2t + 1 of
+// two 8-column pieces) are, in order, the instruction's a0 .. a3 (schedule/operand_layout.py).
+template <typename T>
+__device__ __forceinline__ void a_from_registers(unsigned (&a)[4], const T* regs) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) a[i] = pack2(regs[2 * i], regs[2 * i + 1]);
+}
+
+// acc (MmaAcc<M, N, WARPS, 1>) += A @ op(B) over K with A (f16 or bf16) in registers, laid out
+// as MmaAcc<M, K, WARPS, 1> (tlc's mma_a): each warp multiplies its own rows, and no value
+// moves between threads.  B is as in gemm_mma_sm80.
+template <typename T, int M, int N, int K, int WARPS, bool TRANS_B, int B_ROWS, int B_COLS, int PAD_B, int SW_B>
+__device__ __forceinline__ void gemm_mma_sm80_rs(const T* regs, const T* B, float* acc) {
+  using OP = mma_op<T, T, false>;
+  static_assert(sizeof(T) == 2 && K % 16 == 0 && M % (16 * WARPS) == 0 && N % 8 == 0, "whole m16n8k16 steps");
+  constexpr int MI = M / WARPS / 16, NI = N / 8, KP = K / 8;  // KP: 8-column pieces of A per row band
+#pragma unroll
+  for (int kk = 0; kk < K; kk += 16) {
+    unsigned b[NI][2];
+    load_b_sm80<T, NI, TRANS_B, B_ROWS, B_COLS, PAD_B, SW_B>(b, B, kk, 0);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+      unsigned a[4];
+      a_from_registers(a, regs + (mi * KP + kk / 8) * 4);
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni) OP::run(acc + (mi * NI + ni) * 4, a, b[ni], 0);
+    }
   }
 }
 

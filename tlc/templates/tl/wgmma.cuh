@@ -40,6 +40,19 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const void* p, unsigned
          (static_cast<unsigned long long>((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
 }
 
+// The descriptor of B at K step k: B is N x K stored K-major (TRANS_B, B_ROWS = N) or K x N
+// stored N-major (B_ROWS = K), in 128-byte swizzled segments.
+template <typename TB, int B_ROWS, bool TRANS_B>
+__device__ __forceinline__ unsigned long long wgmma_b_desc(const TB* B, int k) {
+  constexpr int SEG = 128 / static_cast<int>(sizeof(TB));
+  if constexpr (TRANS_B) {
+    return wgmma_desc(B + (k / SEG) * B_ROWS * SEG + k % SEG, 16, 1024);
+  } else {
+    // N-major: 64-column segments B_ROWS * 128 bytes apart (LBO), 8-row groups of K 1024 apart.
+    return wgmma_desc(B + k * SEG, B_ROWS * 128, 1024);
+  }
+}
+
 // acc += A @ op(B): A is M x K stored K-major (A_ROWS = M), B is K x N stored N-major
 // (B_ROWS = K) or, with TRANS_B, N x K stored K-major (B_ROWS = N).  MMA is the
 // wgmma.m64nNkK wrapper for this N and these operand types (tlc/templates/wgmma_mma.cuh.j2);
@@ -61,19 +74,42 @@ __device__ __forceinline__ void gemm_wgmma(const T* A, const TB* B, typename MMA
   for (int k = 0; k < K; k += MMA::K) {
     // K-major: 8-row atoms 1024 bytes apart (SBO); a step inside a 128-byte row moves the start.
     const T* a = A + (k / SEG) * A_ROWS * SEG + wg * BANDS * 64 * SEG + k % SEG;
-    unsigned long long db;
-    if constexpr (TRANS_B) {
-      db = wgmma_desc(B + (k / SEG) * B_ROWS * SEG + k % SEG, 16, 1024);
-    } else {
-      // N-major: 64-column segments B_ROWS * 128 bytes apart (LBO), 8-row groups of K 1024 apart.
-      db = wgmma_desc(B + k * SEG, B_ROWS * 128, 1024);
-    }
+    const unsigned long long db = wgmma_b_desc<TB, B_ROWS, TRANS_B>(B, k);
 #pragma unroll
     for (int band = 0; band < BANDS; ++band) MMA::run(acc + band * MMA::REGS, wgmma_desc(a + band * 64 * SEG, 16, 1024), db);
   }
   wgmma_commit();
   wgmma_wait<PENDING>();
   if constexpr (PENDING == 0) fence_registers<MMA::REGS * BANDS>(acc);
+}
+
+// acc += A @ op(B) with A (f16 or bf16) in registers: wgmma's register-A form (MMA a wrapper
+// rendered with register_a), A laid out as the accumulator of an M x K wgmma (tlc's wgmma_a),
+// so a previous gemm's accumulator, cast, is read where it lies.  B as in gemm_wgmma.  The
+// wgmma reads the registers asynchronously: the call waits for it before returning, so that
+// nothing overwrites them early.
+template <typename MMA, typename T, int K, int B_ROWS, bool TRANS_B, int BANDS = 1>
+__device__ __forceinline__ void gemm_wgmma_rs(const T* regs, const T* B, float* acc) {
+  static_assert(sizeof(T) == 2 && K % 16 == 0 && MMA::K == 16, "whole k16 steps of 16-bit operands");
+  static_assert(TRANS_B || sizeof(T) == 2, "wgmma reads only 16-bit operands MN-major");
+  constexpr int KP = K / 8;  // 8-column pieces of A per 64-row band
+  // Packed before the fence: a register written between two wgmmas that read registers makes
+  // ptxas insert a warpgroup.arrive before each (its C7519 note), serializing them.
+  unsigned a[K / 16][BANDS][4];
+#pragma unroll
+  for (int k = 0; k < K; k += 16)
+#pragma unroll
+    for (int band = 0; band < BANDS; ++band) a_from_registers(a[k / 16][band], regs + (band * KP + k / 8) * 4);
+  wgmma_fence();
+#pragma unroll
+  for (int k = 0; k < K; k += 16) {
+    const unsigned long long db = wgmma_b_desc<T, B_ROWS, TRANS_B>(B, k);
+#pragma unroll
+    for (int band = 0; band < BANDS; ++band) MMA::run(acc + band * MMA::REGS, a[k / 16][band], db);
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+  fence_registers<MMA::REGS * BANDS>(acc);
 }
 
 }  // namespace tl
