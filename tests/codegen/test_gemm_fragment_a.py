@@ -21,21 +21,7 @@ from tlc.schedule.operand_layout import mma_a, wgmma_a
 
 CHAIN = Path(__file__).resolve().parents[1] / "programs" / "attention_chain.tl"
 
-FRAGMENT_A_GEMM = """
-@kernel
-def k(A: f16[M, K], B: f16[K, N], C: f32[M, N], BM: const = 64, BK: const = 64):
-    with grid(cdiv(N, 64), cdiv(M, BM), threads=128) as (bx, by):
-        Af = fragment(f16[BM, BK])
-        Bs = shared(f16[BK, 64])
-        acc = fragment(f32[BM, 64])
-        clear(acc)
-        for k in range(cdiv(K, BK)):
-            copy(A[by * BM, k * BK], Af)
-            copy(B[k * BK, bx * 64], Bs)
-            gemm(Af, Bs, acc)
-            sync()
-        copy(acc, C[by * BM, bx * 64])
-"""
+FRAGMENT_A_GEMM = (CHAIN.parent / "gemm_fragment_a.tl").read_text()
 
 
 def ptx_a_element(lane: int, e: int) -> tuple[int, int]:
@@ -122,9 +108,9 @@ def test_a_fragment_operand_type_checks_and_a_local_one_does_not(rendered):
     assert rendered(FRAGMENT_A_GEMM) == ""
     bad = FRAGMENT_A_GEMM.replace("Af = fragment(f16[BM, BK])", "Af = local(f16[BM, BK])")
     assert rendered(bad) == (
-        "test.tl:12:18: error[E037]: gemm operand a must be a shared or fragment buffer, found local tensor f16[BM, BK]\n"
+        "test.tl:14:18: error[E037]: gemm operand a must be a shared or fragment buffer, found local tensor f16[BM, BK]\n"
         "   |\n"
-        "12 |             gemm(Af, Bs, acc)\n"
+        "14 |             gemm(Af, Bs, acc)\n"
         "   |                  ^^")
 
 

@@ -17,21 +17,7 @@ pytestmark = pytest.mark.gpu
 CHAIN = Path(__file__).resolve().parents[1] / "programs" / "attention_chain.tl"
 TOL = {F16: 2e-3, BF16: 1e-2}  # of the largest |O|: O is rounded to T, P to T before P V
 
-FRAGMENT_A_GEMM = """
-@kernel
-def k(A: f16[M, K], B: f16[K, N], C: f32[M, N], BM: const = 64, BK: const = 64):
-    with grid(cdiv(N, 64), cdiv(M, BM), threads=128) as (bx, by):
-        Af = fragment(f16[BM, BK])
-        Bs = shared(f16[BK, 64])
-        acc = fragment(f32[BM, 64])
-        clear(acc)
-        for k in range(cdiv(K, BK)):
-            copy(A[by * BM, k * BK], Af)
-            copy(B[k * BK, bx * 64], Bs)
-            gemm(Af, Bs, acc)
-            sync()
-        copy(acc, C[by * BM, bx * 64])
-"""
+FRAGMENT_A_GEMM = CHAIN.parent / "gemm_fragment_a.tl"
 
 
 def f32(x):
@@ -75,7 +61,7 @@ def test_the_chain_against_numpy(arch, dtype, bm, d):
 def test_a_fragment_loaded_from_global(arch, consts):
     """In the register-A layout (the default), and staged through shared memory (16 rows over
     4 warps; K not whole steps of 16)."""
-    mod = tlc.compile_source(FRAGMENT_A_GEMM, target="cuda")
+    mod = tlc.load(str(FRAGMENT_A_GEMM), target="cuda")
     rng = np.random.default_rng(7)
     A, B = rng.standard_normal((150, 200)).astype(np.float16), rng.standard_normal((200, 70)).astype(np.float16)
     C = np.full((150, 70), np.nan, np.float32)
