@@ -115,12 +115,15 @@ def test_d_and_arch_decide_what_is_scheduled():
     assert r.exit_code == 1 and "error[E071]: unknown target architecture 'sm_1'" in r.stderr
 
 
-def test_a_kernel_that_needs_a_call_s_sizes_is_not_scheduled(tmp_path):
-    """A shape symbol used as a size is known only from a call's arrays: check cannot schedule
-    the kernel, and says nothing about it (build cannot either without -D)."""
-    path = program_file("@kernel\ndef k(X: f32[N]):\n    with grid(1, threads=32) as bx:\n"
-                        "        t = fragment(f32[N])\n        copy(X[0], t)\n", tmp_path)
+def test_a_kernel_that_needs_a_call_s_dtype_is_scheduled_only_with_d(tmp_path):
+    """A dtype parameter without a default is known only from a call's arrays: check cannot
+    schedule the kernel without -D (nor can build), and says nothing about it."""
+    path = program_file("@kernel\ndef k(X: T[N], T: dtype):\n    with grid(1, threads=64) as bx:\n"
+                        "        for i in parallel(64):\n            atomic_add(X[0], T(1))\n", tmp_path)
     assert tlc("check", path).exit_code == 0
+    assert tlc("check", path, "-D", "T=i32").exit_code == 0
+    r = tlc("check", path, "-D", "T=i8")
+    assert r.exit_code == 1 and "error[E069]: the sm_80 target: atomic_add on i8" in r.stderr
 
 
 REDUCE_SHARED = """\

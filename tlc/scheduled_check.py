@@ -18,18 +18,20 @@ from .typecheck import CheckedProgram
 def schedule_all(program: CheckedProgram, arch: str, constants: dict) -> list[Diagnostic]:
     """The diagnostics of scheduling and generating each kernel and tile op of `program`'s main
     file for `arch`, with `constants` (name -> value, `-D`'s) over the defaults; a kernel with
-    a constant that only a call can give (a shape symbol used as a size) is left out."""
+    a constant that only a call can give (a dtype parameter without a default, a shape symbol used
+    as a size) is left out."""
     from .api import Module
 
     module = Module(program, target="cpu")
-    unused = set(constants) - {p.name for k in module.kernels.values() for p in k.fn.params}
+    unused = set(constants) - {name for k in module.kernels.values()
+                               for name in (*(p.name for p in k.fn.params), *k.fn.shape_symbols)}
     if unused:
         raise TlcError(f"-D {', '.join(sorted(unused))}: no kernel of {program.path} has such a constant")
     found: list[Diagnostic] = []
-    for name, k in module.kernels.items():
-        own = {c: v for c, v in constants.items() if k.fn.param(c) is not None or c in k.fn.from_arrays}
-        if not schedulable(k.fn, own):
-            continue
+    for k in module.kernels.values():
+        own = {c: v for c, v in constants.items() if k.fn.param(c) is not None or c in k.fn.shape_symbols}
+        if any(p.role in ("const", "dtype") and not p.has_default and p.name not in own for p in k.fn.params):
+            continue  # only a call can give it
         try:
             if k.fn.kind == "tile_op":
                 from .codegen import generate
@@ -39,11 +41,10 @@ def schedule_all(program: CheckedProgram, arch: str, constants: dict) -> list[Di
             else:
                 k.generated(own, arch)
         except DiagnosticError as e:
-            found.extend(d for d in e.diagnostics if d not in found)
+            found.extend(d for d in e.diagnostics if d.code != NEEDS_A_SIZE and d not in found)
     return found
 
 
-def schedulable(fn, constants: dict) -> bool:
-    """Whether `fn` can be scheduled with `constants` and its defaults alone."""
-    missing = [p for p in fn.params if p.role in ("const", "dtype") and not p.has_default and p.name not in constants]
-    return not missing and all(s in constants for s in fn.to_specialize)
+# A shape symbol compiled in as a constant, with no size: only a call's arrays (or -D) give one,
+# so the kernel cannot be scheduled here, which is no error of the program's.
+NEEDS_A_SIZE = "E240"
