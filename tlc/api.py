@@ -18,6 +18,7 @@ from .diagnostics import DiagnosticError, TlcError
 from .dtypes import DType
 from .runtime.args import array_dtype, signature
 from .schedule import schedule
+from .schedule.fit import schedule_fitting
 from .typecheck import CheckedFunction, CheckedProgram
 
 TARGETS = ("auto", "cpu", "cuda")
@@ -196,7 +197,9 @@ class Kernel:
         accumulator's layout and the shared-memory limit; the interpreter ignores both)."""
         key = (_constants_key(constants), arch)
         if key not in self._scheduled:
-            self._scheduled[key] = schedule(self.module.program, self.name, constants, target=arch)
+            # defaults that need more shared memory than `arch` has are shrunk (schedule/fit.py)
+            self._scheduled[key] = schedule_fitting(self.module.program, self.name, constants, target=arch,
+                                                    schedule=schedule)
         return self._scheduled[key]
 
     def generated(self, constants: dict, arch: str = "sm_80"):

@@ -16,6 +16,15 @@ SM80_LIMIT = 163 * 1024  # the most dynamic shared memory one block may opt into
 SM90_LIMIT = 227 * 1024  # ... on Hopper (H100, H200)
 
 
+class SharedMemoryOverLimit(DiagnosticError):
+    """E070, with its numbers in bytes: what the kernel needs and what the target has (for
+    fit.py, which then tries smaller default constants)."""
+
+    def __init__(self, diagnostics, sources, needed: int, limit: int):
+        super().__init__(diagnostics, sources)
+        self.needed, self.limit = needed, limit
+
+
 @dataclass(frozen=True)
 class SharedLayout:
     """How a shared buffer is laid out: `stages` copies (pipelining); a 2-D buffer's rows are
@@ -52,10 +61,10 @@ def plan_shared_memory(kernel: ir.Kernel, limit: int = SM90_LIMIT, sources: dict
     if total > limit:
         parts = ", ".join(f"{b.name} ({_describe(b, layouts[b.name])})" for b in
                           sorted(shared, key=lambda b: -layouts[b.name].bytes))
-        raise DiagnosticError([Diagnostic(
-            "E070", f"kernel '{kernel.name}' needs {_kb(total)} of shared memory, more than the {_kb(limit)} the target "
+        raise SharedMemoryOverLimit([Diagnostic(
+            "E070", f"kernel '{kernel.name}' needs {kb(total)} of shared memory, more than the {kb(limit)} the target "
             f"allows: {parts}", kernel.span,
-            "use smaller tiles (BM, BN, BK) or fewer pipeline stages")], sources or {})
+            "use smaller tiles (BM, BN, BK) or fewer pipeline stages")], sources or {}, total, limit)
     buffers = tuple(replace(b, layout=layouts[b.name], smem_offset=offsets[b.name]) if b.scope == "shared" else b
                     for b in kernel.buffers)
     return replace(kernel, buffers=buffers, smem_bytes=total)
@@ -139,10 +148,10 @@ def _names(s) -> set[str]:
 
 def _describe(b, layout: SharedLayout) -> str:
     one = layout.bytes // layout.stages
-    return f"{layout.stages} stages x {_kb(one)}" if layout.stages > 1 else _kb(layout.bytes)
+    return f"{layout.stages} stages x {kb(one)}" if layout.stages > 1 else kb(layout.bytes)
 
 
-def _kb(n: int) -> str:
+def kb(n: int) -> str:
     return f"{n / 1024:.1f} KB" if n % 1024 else f"{n // 1024} KB"
 
 

@@ -1,0 +1,112 @@
+"""Constants that fit: a kernel whose default tiles need more shared memory than the target
+has for the dtypes of a call (examples/gemm.tl with f32: 288 KB) is scheduled with smaller
+ones instead of failing with E070.
+
+Only constants the caller left at their defaults change: first the pipeline's stages (a
+constant given as `pipelined(..., stages=S)`), one at a time, then the largest tile dimension
+(a constant that sizes a `shared(...)` buffer), halved; each within what the kernel allows:
+the values its `@autotune` lists when it lists some, else powers of two, at least 1 stage and
+16 elements.  A candidate the type checker or scheduler refuses (a multiple the code needs) is
+passed over.  The kernel chosen says what changed in its `notes` (`--emit ir`); a constant the
+caller gave that does not fit stays E070.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import replace
+
+from ..diagnostics import DiagnosticError
+from ..parser import nodes as n
+from .smem import SharedMemoryOverLimit, kb
+
+MIN_TILE = 16  # elements: an mma fragment's side, and a 16-byte vector of bytes
+MAX_TRIES = 32  # schedules tried before giving up (each is a type check and a schedule)
+
+
+def schedule_fitting(program, name: str, constants: dict, *, target: str, schedule):
+    """`schedule(program, name, constants, target=target)`, or when that needs more shared
+    memory than `target` has (E070), the kernel scheduled with the first smaller configuration
+    of its default constants that fits; E070 as first raised when none does."""
+    try:
+        return schedule(program, name, constants, target=target)
+    except SharedMemoryOverLimit as e:
+        first = e
+    fn = program.function(name)
+    default = {p.name: p.value for p in fn.params if p.role == "const" and p.has_default}
+    stages, tiles = adjustable(fn.node, fn.autotune, {k: v for k, v in default.items() if k not in constants})
+    chosen = {k: default[k] for k in (*stages, *tiles)}
+    for _ in range(MAX_TRIES):
+        step = _next(chosen, stages, tiles)
+        if step is None:
+            break
+        chosen.update(step)
+        try:
+            kernel = schedule(program, name, {**constants, **chosen}, target=target)
+        except DiagnosticError:
+            continue  # still too large, or a value the kernel does not take: shrink on
+        changed = {k: v for k, v in chosen.items() if v != default[k]}
+        return replace(kernel, notes=kernel.notes + (note(changed, default, target, first, kernel.smem_bytes),))
+    raise first
+
+
+def note(changed: dict, default: dict, target: str, over: SharedMemoryOverLimit, smem: int) -> str:
+    """What `--emit ir` says of a fitted kernel."""
+    what = ", ".join(f"{k}={v} (default {default[k]})" for k, v in changed.items())
+    return (f"fitted to the {kb(over.limit)} of shared memory {target} allows, which the defaults overran "
+            f"({kb(over.needed)}): {what} need {kb(smem)}; give constants to choose others")
+
+
+def adjustable(node: n.FunctionDef, autotune: dict, free: dict) -> tuple[dict, dict]:
+    """({stage constant: the values it may take, largest first}, {tile constant: the same}) of
+    the integer constants in `free` (name -> default) that the kernel uses as a pipeline's
+    stages or a shared buffer's dimension."""
+    stage_names, tile_names = set(), set()
+    for x in _walk(node.body):
+        if isinstance(x, n.Call) and isinstance(x.func, n.Name):
+            if x.func.id == "pipelined":
+                stage_names.update(k.value.id for k in x.keywords if k.name == "stages" and isinstance(k.value, n.Name))
+            elif x.func.id == "shared" and x.args and isinstance(x.args[0], n.Subscript):
+                tile_names.update(d.id for d in x.args[0].indices if isinstance(d, n.Name))
+
+    def values(name: str, lowest: int) -> tuple:
+        v = free[name]
+        if name in autotune:
+            return tuple(sorted((x for x in autotune[name] if isinstance(x, int) and x < v), reverse=True))
+        if v & (v - 1):
+            return ()  # not a power of two: the kernel's own arithmetic, left alone
+        out = []
+        while v // 2 >= lowest:
+            v //= 2
+            out.append(v)
+        return tuple(out)
+
+    ints = {k for k, v in free.items() if isinstance(v, int) and not isinstance(v, bool) and v > 0}
+    stages = {k: tuple(range(free[k] - 1, 0, -1)) if k not in autotune else values(k, 1)
+              for k in sorted(stage_names & ints)}
+    tiles = {k: values(k, MIN_TILE) for k in sorted((tile_names & ints) - set(stages))}
+    return {k: v for k, v in stages.items() if v}, {k: v for k, v in tiles.items() if v}
+
+
+def _next(chosen: dict, stages: dict, tiles: dict) -> dict | None:
+    """The next smaller configuration: one stage fewer while any may go, else the largest
+    tile dimension that may shrink, to its next value."""
+    for k, vs in stages.items():
+        smaller = [v for v in vs if v < chosen[k]]
+        if smaller:
+            return {k: smaller[0]}
+    for k in sorted(tiles, key=lambda k: (-chosen[k], k)):
+        smaller = [v for v in tiles[k] if v < chosen[k]]
+        if smaller:
+            return {k: smaller[0]}
+    return None
+
+
+def _walk(x):
+    if isinstance(x, tuple):
+        for y in x:
+            yield from _walk(y)
+    elif dataclasses.is_dataclass(x) and not isinstance(x, type):
+        yield x
+        for f in dataclasses.fields(x):
+            if f.name not in ("span", "ty"):
+                yield from _walk(getattr(x, f.name))
