@@ -151,3 +151,38 @@ def test_the_chain_compiles_without_spills(arch, dtype, bm, d, tmp_path):
 def test_a_staged_fragment_compiles(arch, tmp_path):
     k, sources = _scheduled(FRAGMENT_A_GEMM, arch, {"BM": 16})
     compile_object(generate(k, arch, sources=sources).source, arch, tmp_path)
+
+
+FLASH = CHAIN.parent / "flash_attention.tl"
+
+
+def softmax_attention(Q, K, V, scale):
+    s = np.asarray(Q, np.float64) @ np.asarray(K, np.float64).T * scale
+    p = np.exp(s - s.max(1, keepdims=True))
+    return (p / p.sum(1, keepdims=True)) @ np.asarray(V, np.float64)
+
+
+@pytest.mark.parametrize("dtype,bm,d", [(F16, 64, 64), (BF16, 128, 128)])
+def test_flash_attention_on_the_interpreter(dtype, bm, d):
+    """The online softmax over key tiles, the last one ragged and masked, against the softmax."""
+    mod = tlc.load(str(FLASH), target="cpu")
+    rng = np.random.default_rng(bm * d)
+    S, SK = 70, 150
+    Q, K, V = (rng.standard_normal((n, d)).astype(dtype.numpy()) for n in (S, SK, SK))
+    O = np.full((S, d), np.nan, dtype.numpy())
+    mod.flash_attention(Q, K, V, O, 1 / np.sqrt(d), D=d, BM=bm, THREADS=2 * bm)
+    ref = softmax_attention(Q, K, V, 1 / np.sqrt(d))
+    assert np.abs(O.astype(np.float64) - ref).max() <= {F16: 2e-3, BF16: 1e-2}[dtype] * np.abs(ref).max()
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("dtype,bm,d", [(F16, 64, 64), (BF16, 128, 128)])
+def test_flash_attention_compiles_without_spills(arch, dtype, bm, d, tmp_path):
+    r = check_file(str(FLASH))
+    k = schedule(r.program, "flash_attention", {"T": dtype, "BM": bm, "D": d, "THREADS": 2 * bm}, target=arch)
+    g = generate(k, arch, sources=r.sources)
+    assert ("tl::gemm_wgmma_rs<" if arch == "sm_90a" else "tl::gemm_mma_sm80_rs<") in g.source
+    log = compile_object(g.source, arch, tmp_path)
+    spills = re.findall(r"(\d+) bytes spill stores", log)
+    assert spills and set(spills) == {"0"}, log

@@ -68,3 +68,22 @@ def test_a_fragment_loaded_from_global(arch, consts):
     run(mod.k, (A, B, C), consts, arch)
     ref = f32(A) @ f32(B)
     assert np.abs(C - ref).max() < 1e-3 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("arch", [None, "sm_80"])
+@pytest.mark.parametrize("dtype", [F16, BF16])
+@pytest.mark.parametrize("bm,d", [(64, 64), (128, 128), (64, 128)])
+def test_flash_attention_against_numpy(arch, dtype, bm, d):
+    """tests/programs/flash_attention.tl (online softmax, P from registers) against the
+    softmax in float64, ragged S and SK."""
+    mod = tlc.load(str(CHAIN.parent / "flash_attention.tl"), target="cuda")
+    for S, SK in [(300, 517), (1, 1), (128, 64), (77, 1000)]:
+        rng = np.random.default_rng(S * SK + d)
+        Q, K, V = (rng.standard_normal((n, d)).astype(dtype.numpy()) for n in (S, SK, SK))
+        O = np.full((S, d), np.nan, dtype.numpy())
+        run(mod.flash_attention, (Q, K, V, O, 1 / np.sqrt(d)), dict(D=d, BM=bm, THREADS=2 * bm), arch)
+        s = np.asarray(Q, np.float64) @ np.asarray(K, np.float64).T / np.sqrt(d)
+        p = np.exp(s - s.max(1, keepdims=True))
+        ref = (p / p.sum(1, keepdims=True)) @ np.asarray(V, np.float64)
+        err = np.abs(O.astype(np.float64) - ref).max() / np.abs(ref).max()
+        assert err < TOL[dtype], (S, SK, err)
