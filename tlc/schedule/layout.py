@@ -265,8 +265,8 @@ def assign_layouts(kernel: ir.Kernel, target: str = "sm_80") -> ir.Kernel:
     feeds_a = operand_layout.register_a_group(stmts, frags)
     for s in stmts:  # 1. gemm accumulators, and fragment A operands in the layout they are read in
         if isinstance(s, ir.Gemm) and s.c not in layouts:
-            pair = None if s.a in layouts else operand_layout.register_a_layouts(s, buffers, kernel.threads, target)
-            if pair:
+            pair = operand_layout.register_a_layouts(s, buffers, kernel.threads, target)
+            if pair and layouts.get(s.a, pair[0]) == pair[0]:  # (A may feed several gemms)
                 layouts[s.a], layouts[s.c] = pair
                 continue
             own = targets.get(target).gemm_accumulator(s, buffers, kernel.threads)  # wgmma's, on sm_90a
