@@ -186,3 +186,54 @@ def test_flash_attention_compiles_without_spills(arch, dtype, bm, d, tmp_path):
     log = compile_object(g.source, arch, tmp_path)
     spills = re.findall(r"(\d+) bytes spill stores", log)
     assert spills and set(spills) == {"0"}, log
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_fragment_b_operand_is_refused_at_the_gemm(arch, tmp_path):
+    from click.testing import CliRunner
+
+    from tlc import cli
+
+    path = tmp_path / "t.tl"
+    path.write_text(FRAGMENT_A_GEMM.replace("Bs = shared(f16[BK, 64])", "Bs = fragment(f16[BK, 64])"))
+    r = CliRunner().invoke(cli.main, ["check", "--arch", arch, str(path)])
+    assert r.exit_code == 1
+    assert r.stderr == (
+        f"{path}:14:13: error[E069]: the {arch} target: gemm with a fragment B operand is not supported by the "
+        "CUDA target yet; copy the operand into shared memory\n"
+        "   |\n"
+        "14 |             gemm(Af, Bs, acc)\n"
+        "   |             ^^^^^^^^^^^^^^^^^\n"
+        "\n"
+        f"error: 1 error in {path}\n")
+
+
+TWO_PRODUCTS = """
+@kernel
+def k(A: f16[M, 64], B: f16[64, N], C: f32[M, N], D: f32[M, 128]):
+    with grid(cdiv(M, 64), threads=128) as (bx):
+        Af = fragment(f16[64, 64])
+        Bs = shared(f16[64, 64])
+        Ds = shared(f16[64, 128])
+        c = fragment(f32[64, 64])
+        d = fragment(f32[64, 128])
+        copy(A[bx * 64, 0], Af)
+        copy(B[0, 0], Bs)
+        copy(B[0, 0], Ds)
+        clear(c)
+        clear(d)
+        gemm(Af, Bs, c)
+        gemm(Af, Ds, d)
+        copy(c, C[bx * 64, 0])
+        copy(d, D[bx * 64, 0])
+"""
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_fragment_read_by_two_gemms_feeds_both_from_registers(arch):
+    """The second gemm's accumulator takes the layout matching A's (regression: it took the
+    default square warp tiles, and A was staged through shared memory for it)."""
+    k, sources = _scheduled(TWO_PRODUCTS, arch, {})
+    body = kernel_part(generate(k, arch, sources=sources).source)
+    primitive = "tl::gemm_wgmma_rs<" if arch == "sm_90a" else "tl::gemm_mma_sm80_rs<"
+    assert body.count(primitive) == 2 and "staged" not in body
