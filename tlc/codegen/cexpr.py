@@ -55,6 +55,32 @@ def _float_binop(op: str, a: str, b: str, work: DType, span) -> str:
     raise CodegenError(f"no C for the operator '{op}' on {work.name}", span)
 
 
+# CUDA's bit casts between a float and the integer of its width (unsigned where there are both)
+_AS_BITS = {"f32": ("__float_as_uint", "__uint_as_float", "u32"), "f64": ("__double_as_longlong", "__longlong_as_double", "i64"),
+            "f16": ("__half_as_ushort", "__ushort_as_half", "u16"), "bf16": ("__bfloat16_as_ushort", "__ushort_as_bfloat16", "u16")}
+
+
+def bitcast(text: str, src: DType, dst: DType) -> str:
+    """`text` of dtype `src` with its bits read as `dst`, of the same width: through the float's
+    own intrinsic and the integer of its width (integers convert among themselves, keeping the
+    bits); an 8-bit float through its storage byte."""
+    from ..dtypes import lookup
+
+    if src == dst:
+        return text
+    if src.name in _AS_BITS:
+        to_bits, _, bits = _AS_BITS[src.name]
+        text, src = f"{to_bits}({text})", lookup(bits)
+    elif src.name.startswith("f8"):
+        text, src = f"static_cast<unsigned char>(({text}).__x)", lookup("u8")
+    if dst.name in _AS_BITS:
+        _, from_bits, bits = _AS_BITS[dst.name]
+        return f"{from_bits}(static_cast<{c_type(lookup(bits))}>({text}))"
+    if dst.name.startswith("f8"):
+        return f"tl::fp8_from_bits<{c_type(dst)}>(static_cast<unsigned char>({text}))"
+    return f"static_cast<{c_type(dst)}>({text})"
+
+
 def cvt(text: str, src: DType, dst: DType) -> str:
     return text if src == dst else f"tl::cvt<{c_type(dst)}>({text})"
 
@@ -117,6 +143,10 @@ class CExprs:
         return cvt(text, work, e.dtype)
 
     def expr_Call(self, e: ir.Call) -> str:
+        if e.fn == "bitcast":
+            return bitcast(self.expr(e.args[0]), e.args[0].dtype, e.dtype)
+        if e.fn == "thread_index":
+            return "static_cast<int>(threadIdx.x)"
         work = compute_type(e.dtype)
         args = [self._in(a, work) for a in e.args]
         if work.is_float:

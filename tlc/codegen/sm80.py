@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .. import ir, print_format
+from .. import ir, print_format, targets
+from ..ir.per_thread import per_thread_statements
 from ..ir.walk import loads, statement_exprs, statements
 from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layout
 from ..schedule.operand_layout import register_a_layouts
@@ -85,6 +86,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
         for b in k.buffers:
             if b.scope == "fragment":
                 self.fragment(b.name)
+        self.per_thread = per_thread_statements(k.body)
         self.block(k.body)
         body = self.lines
         self.lines = []
@@ -165,12 +167,16 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
         if method is None:
             raise CodegenError(f"no C for the IR statement {type(s).__name__}", getattr(s, "span", None))
         self.mark(s)
+        self.current = s
         method(s)
 
     def once_per_block(self) -> str:
         """Outside parallel loops a store, atomic or print happens once per block; in a loop
-        over a replicated fragment, once per element (by its canonical replica)."""
+        over a replicated fragment, once per element (by its canonical replica); where the thread
+        index reaches it (ir/per_thread.py), once per thread."""
         if not self.in_parallel:
+            if id(getattr(self, "current", None)) in self.per_thread:
+                return ""
             return "if (threadIdx.x == 0) "
         if isinstance(self.loop_layout, Replicated):
             return f"if ({self.c_layout(self.loop_layout)}::canonical(threadIdx.x, tl_r)) "

@@ -10,6 +10,10 @@ under the lanes that take it, a serial loop runs until its last lane is done, an
 Per-thread state written inside a `Parallel` belongs to one run of its body (the verifier
 enforces this): `LetScalar`s there are arrays, and a local buffer gets a private copy per index.
 Buffers start as NaN (integers as 0), so a read before any write shows on the CPU as well.
+
+The thread index (`thread_index()`, outside parallel loops only) is a lane per thread of the
+block: `np.arange(threads)`.  What is computed from it is an array over the threads, and the
+same masked execution runs the statements that read it once per thread, as the GPU does.
 """
 from __future__ import annotations
 
@@ -27,6 +31,11 @@ from ..runtime.grid import GridError, evaluate_int, launches_blocks
 from . import numerics as nx
 from . import tiles
 from .args import Bound, InterpError
+
+
+# The interpreter stops a `while` loop at this many iterations (LANGUAGE.md section 2): a loop
+# that runs longer is most likely endless, and a CPU test should fail, not hang.
+WHILE_LIMIT = 1 << 20
 
 
 class _Loop:
@@ -168,6 +177,8 @@ class Machine:
         return nx.unop(e.op, self.eval(e.x), e.dtype)
 
     def e_call(self, e: Call):
+        if e.fn == "thread_index":  # one lane per thread of the block (see the module docstring)
+            return np.arange(self.k.threads, dtype=np.int32)
         return nx.call(e.fn, [self.eval(a) for a in e.args], e.dtype)
 
     def e_cast(self, e: Cast):
@@ -304,10 +315,12 @@ class Machine:
 
     def s_print(self, s: Print, mask) -> None:
         values = [self.eval(a) for a in s.args]
-        if self.lanes is None:
+        if self.lanes is None and _uniform(mask) and all(_uniform(v) for v in values):
             sys.stdout.write(_printf(s.fmt, values))
             return
-        shape = np.broadcast_shapes(*(g.shape for g in self.lanes))
+        # per parallel index, or per thread where the thread index reaches it
+        lanes = self.lanes if self.lanes is not None else (np.arange(self.k.threads),)
+        shape = np.broadcast_shapes(*(g.shape for g in lanes))
         active = np.broadcast_to(True if mask is True else mask, shape)
         full = [np.broadcast_to(v, shape) for v in values]
         for lane in zip(*np.nonzero(active)):
@@ -341,6 +354,9 @@ class Machine:
             if _uniform(start) and _uniform(stop) and _uniform(step):
                 vtype = nx.np_dtype(dt).type
                 for i in range(int(start), int(stop), int(step)):
+                    if s.kind == "while" and i == WHILE_LIMIT:
+                        raise InterpError(f"kernel '{self.k.name}': a while loop{_line(s)} ran {WHILE_LIMIT} times "
+                                          "without ending; the interpreter stops it there (an endless loop?)")
                     loop.continued = False
                     m = _and_not(mask, loop.broken)
                     if not _any(m):
@@ -385,6 +401,11 @@ class Machine:
             local = {b.name for b in self.k.buffers if b.scope == "local"}
             got = self.locals_of[id(s)] = tuple(sorted(local & _names(s.body)))
         return got
+
+
+def _line(s) -> str:
+    span = getattr(s, "span", None)
+    return f" at {span.file}:{span.line}" if span is not None else ""
 
 
 def _names(body) -> set[str]:

@@ -163,8 +163,17 @@ _MATH = {
 }
 
 
+def bitcast(x, dt: DType):
+    """The bits of `x` read as `dt`, of the same width (TileLang's reinterpret)."""
+    arr = np.asarray(x)
+    out = arr.view(_NP[dt.name])
+    return out if arr.ndim else out[()]
+
+
 def call(fn: str, args, dt: DType):
     """A math builtin with result dtype `dt`; its arguments are converted to `dt` first."""
+    if fn == "bitcast":
+        return bitcast(args[0], dt)
     if dt.is_float:
         return cast(_MATH[fn](*(_to_work(a, dt) for a in args)), dt)
     if fn in ("floor", "ceil", "round"):  # already whole numbers

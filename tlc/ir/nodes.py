@@ -56,7 +56,11 @@ MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "
                                 "sigmoid", "erf", "sin", "cos", "abs", "floor", "ceil", "round")}, "pow": 2,
               # internal (no builtin of the language): 2^x where the result's precision allows the
               # hardware approximation (a 16-bit softmax); the interpreter computes it exactly
-              "fast_exp2": 1}
+              "fast_exp2": 1,
+              # TileLang's reinterpret: the argument's bits as the result's dtype, of the same width
+              "bitcast": 1,
+              # the thread's index in its block, 0 to threads - 1 (TileLang's get_thread_binding)
+              "thread_index": 0}
 
 
 @dataclass(frozen=True)
@@ -265,7 +269,7 @@ class Store(Stmt):
     span: Span | None = _span()
 
 
-LOOP_KINDS = ("serial", "unroll", "pipelined")
+LOOP_KINDS = ("serial", "unroll", "pipelined", "while")  # while: serial, its body opens with the test
 
 
 @dataclass(frozen=True)

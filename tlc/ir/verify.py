@@ -188,7 +188,7 @@ class _Verifier:
                 self.fail(f"'{e.fn}' takes {_plural(MATH_FUNCS[e.fn], 'argument')}, "
                           f"got {len(e.args)}", e)
             for a in e.args:
-                if not can_widen(a.dtype, e.dtype):
+                if not can_widen(a.dtype, e.dtype) and e.fn != "bitcast":
                     self.narrowing(e.fn, a.dtype, e)
             return
         if isinstance(e, Cast):
@@ -422,7 +422,7 @@ class _Verifier:
         self.block(s.orelse)
 
     def jump(self, word: str, s) -> None:
-        if not self.loops or self.loops[-1] not in ("serial", "unroll"):
+        if not self.loops or self.loops[-1] not in ("serial", "unroll", "while"):
             self.fail(f"{word} outside a serial loop", s)
 
     def s_Break(self, s: Break) -> None:

@@ -85,8 +85,8 @@ def too_deep_at(module: n.Module, path: str, parenthesized=frozenset(), elifs=fr
                 push((x.test, d + 2))
                 push((x.body, d + 3))
             push((x.orelse, d + 3))  # if / else_clause / suite
-        elif isinstance(x, (n.For, n.With)):
-            push((x.iter if isinstance(x, n.For) else x.context, d + 1))
+        elif isinstance(x, (n.For, n.While, n.With)):
+            push((x.iter if isinstance(x, n.For) else x.test if isinstance(x, n.While) else x.context, d + 1))
             push((x.body, d + 2))
         elif isinstance(x, (n.ExprStmt, n.Return)):
             push((getattr(x, "expr", None) or getattr(x, "value", None), d + 1))

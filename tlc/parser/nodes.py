@@ -144,8 +144,18 @@ class ListExpr:
     ty: Any = _ty()
 
 
+@dataclass(frozen=True, slots=True)
+class DictExpr:
+    """`{k: v, ...}`: only the argument of annotate_layout, which tlc accepts and ignores."""
+
+    keys: tuple["Expr", ...]
+    values: tuple["Expr", ...]
+    span: Span = _span()
+    ty: Any = _ty()
+
+
 Expr = Union[Name, Constant, BinOp, UnaryOp, BoolOp, Compare, IfExp, Call, Slice, Subscript,
-             Attribute, TupleExpr, ListExpr]
+             Attribute, TupleExpr, ListExpr, DictExpr]
 
 
 # ---- types as written ----------------------------------------------------------------------
@@ -224,6 +234,13 @@ class For:
 
 
 @dataclass(frozen=True, slots=True)
+class While:
+    test: Expr
+    body: tuple["Stmt", ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
 class With:
     context: Expr
     targets: tuple[Name, ...]
@@ -231,7 +248,7 @@ class With:
     span: Span = _span()
 
 
-Stmt = Union[ExprStmt, Assign, AugAssign, Pass, Break, Continue, Return, If, For, With]
+Stmt = Union[ExprStmt, Assign, AugAssign, Pass, Break, Continue, Return, If, For, While, With]
 
 
 # ---- module level --------------------------------------------------------------------------

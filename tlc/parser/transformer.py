@@ -274,6 +274,10 @@ class ToAst:
         return n.For(self._targets_of(c[1:], "IN"), it, body,
                      span=Span(self.path, kw.line, kw.column, end_line, end_col))
 
+    def while_stmt(self, c):
+        kw, test, _, (body, end_line, end_col) = c
+        return n.While(test, body, span=Span(self.path, kw.line, kw.column, end_line, end_col))
+
     def with_stmt(self, c):
         kw, ctx, _, *_, (body, end_line, end_col) = c
         return n.With(ctx, self._targets_of(c[3:], "COLON"), body,
@@ -336,6 +340,13 @@ class ToAst:
     def list(self, c):
         return n.ListExpr(tuple(x for x in c if x.__class__ is not Token and x is not None),
                           span=self._between(c[0], c[-1]))
+
+    def dict(self, c):
+        items = [x for x in c if x.__class__ is tuple]
+        return n.DictExpr(tuple(k for k, _ in items), tuple(v for _, v in items), span=self._between(c[0], c[-1]))
+
+    def dict_item(self, c):
+        return (c[0], c[-1])
 
     def test(self, c):
         """A flat run of operands and operators (two or more items)."""

@@ -18,6 +18,7 @@ from ..parser import nodes as n
 from ..typecheck import CheckedFunction
 from ..typecheck import rules
 from ..typecheck.types import ScalarType, TensorType
+from .porting import PortingLowerer
 
 _MATH = frozenset(ir.MATH_FUNCS) - {"pow"}
 
@@ -38,7 +39,7 @@ def cast(e: ir.Expr, dt: DType) -> ir.Expr:
     return ir.Cast(e, dt, span=getattr(e, "span", None))
 
 
-class Lowerer:
+class Lowerer(PortingLowerer):
     def __init__(self, fn: CheckedFunction, program):
         self.fn, self.program = fn, program
         self.consts = fn.constants
@@ -72,11 +73,12 @@ class Lowerer:
         for b in block_vars:
             self.scalars[b] = I32
         body = self.block(grid_stmt.body, hoist=True)
+        block_vars, body = self.swizzled(block_vars, grid, body)  # use_swizzle (porting.py)
         constants = tuple(sorted((k, v) for k, v in self.consts.items()
                                  if self.fn.param(k) is not None and self.fn.param(k).role in ("const", "dtype")))
         body, buffers = _without_unread(body, tuple(self.buffers.values()))
         return ir.Kernel(self.fn.name, params, grid[::1], block_vars, int(threads), buffers, body, constants,
-                         min_blocks=int(blocks), span=self.fn.node.name_span)
+                         min_blocks=int(blocks), notes=tuple(self.__dict__.get("notes", ())), span=self.fn.node.name_span)
 
     def _param(self, p) -> ir.Param:
         if p.role == "scalar":
@@ -219,7 +221,8 @@ class Lowerer:
         return ir.Region(e.value.id, tuple(offsets), tuple(extents), span=e.span)
 
     def tile_gemm(self, call, span):
-        flags = {k.name: bool(self.const(k.value)) for k in call.keywords if k.name != "precision"}
+        self.tile_gemm_policy(call)  # porting.py: accepted, noted as ignored
+        flags = {k.name: bool(self.const(k.value)) for k in call.keywords if k.name not in ("precision", "policy")}
         precision = next((k.value.value for k in call.keywords if k.name == "precision"), "ieee")
         a, b, c = (x.id for x in call.args)
         return ir.Gemm(a, b, c, flags.get("trans_a", False), flags.get("trans_b", False), precision, span=span)
@@ -241,6 +244,8 @@ class Lowerer:
 
     def tile_atomic(self, call, span):
         target, value = call.args
+        if isinstance(value, n.Name) and value.id in self.buffers:  # a whole tile (porting.py)
+            return self.tile_atomic_region(call, span)
         return ir.Atomic(call.func.id.split("_", 1)[1], target.value.id, self.indices(target.indices),
                          cast(self.expr(value), target.ty.dtype), span=span)
 
@@ -334,6 +339,9 @@ class Lowerer:
             return cast(self.expr(e.args[0]), dt)
         if name == "inf":
             return ir.Const(float("inf"), dt, span=e.span)
+        ported = self.porting_call(e, name, dt)  # clamp, reinterpret, max_value, thread_index (porting.py)
+        if ported is not None:
+            return ported
         args = [self.expr(a) for a in e.args]
         if name in ("min", "max"):
             out = cast(args[0], dt)
@@ -521,7 +529,7 @@ def _first_assignments(stmts, include_parallel: bool = False):
             elif isinstance(s, n.If):
                 walk(s.body)
                 walk(s.orelse)
-            elif isinstance(s, n.With):
+            elif isinstance(s, (n.With, n.While)):
                 walk(s.body)
 
     walk(stmts)

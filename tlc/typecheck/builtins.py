@@ -10,9 +10,16 @@ ALLOCATORS = frozenset({"shared", "fragment", "local"})
 LOOPS = frozenset({"range", "unroll", "pipelined", "parallel"})
 REDUCTIONS_TILE_OP = frozenset({"sum", "mean", "softmax"})
 DECORATORS = frozenset({"kernel", "tile_op", "fuse", "autotune"})
+# TileLang's names for builtins tlc spells otherwise: the same function under both names
+ALIASES = {"if_then_else": "where", "infinity": "inf", "ceildiv": "cdiv"}
+# builtins a TileLang port reaches for, checked in porting.py
+PORTING_BUILTINS = frozenset(ALIASES) | frozenset({"reinterpret", "max_value", "min_value", "thread_index",
+                                                   "get_thread_binding"})
+# performance hints: statements at the top of a grid block, honoured or noted as ignored (porting.py)
+HINTS = frozenset({"use_swizzle", "annotate_layout"})
 # every name above that code can mention, and min, max, ...
-BUILTIN_VALUES = (MATH_FLOAT | MATH_SAME | frozenset({"min", "max", "pow", "where", "cdiv", "cast", "inf"})
-                  | REDUCTIONS_TILE_OP | TILE_STATEMENTS | ALLOCATORS | LOOPS | {"grid"})
+BUILTIN_VALUES = (MATH_FLOAT | MATH_SAME | frozenset({"min", "max", "clamp", "pow", "where", "cdiv", "cast", "inf"})
+                  | REDUCTIONS_TILE_OP | TILE_STATEMENTS | ALLOCATORS | LOOPS | PORTING_BUILTINS | HINTS | {"grid"})
 
 
 def is_language_name(name: str) -> bool:

@@ -38,7 +38,7 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
-_FUNCS = {"cdiv": _cdiv, "min": min, "max": max, "abs": abs}
+_FUNCS = {"cdiv": _cdiv, "ceildiv": _cdiv, "min": min, "max": max, "abs": abs}  # ceildiv: TileLang's name
 _BIN = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
     "//": lambda a, b: a // b, "%": lambda a, b: a % b, "/": lambda a, b: a / b,

@@ -7,8 +7,8 @@ from ..dtypes import BOOL, F32, I32, lookup
 from ..parser import nodes as n
 from ..parser.nodes import replace  # dataclasses.replace, faster
 from . import literals, rules
-from .builtins import (BUILTIN_VALUES as _BUILTIN_VALUES, MATH_FLOAT, MATH_SAME, REDUCTIONS_TILE_OP, TILE_STATEMENTS,
-                       ALLOCATORS, LOOPS)
+from .builtins import (BUILTIN_VALUES as _BUILTIN_VALUES, HINTS, MATH_FLOAT, MATH_SAME, PORTING_BUILTINS,
+                       REDUCTIONS_TILE_OP, TILE_STATEMENTS, ALLOCATORS, LOOPS)
 from .env import DTYPE, did_you_mean
 from .types import (FRAGMENT, GLOBAL, VALUE, BuiltinRef, DTypeValue, FunctionRef, ScalarType,
                     StrType, TensorType, describe, format_shape)
@@ -210,6 +210,8 @@ class ExprChecker:
         t = value.ty
         if t is None:
             return e
+        if e.attr == "dtype" and isinstance(t, TensorType):  # TileLang's `acc.dtype`: a dtype value
+            return replace(e, ty=DTypeValue(t.dtype))
         if e.attr == "T" and isinstance(t, TensorType) and self.kind == "tile_op":
             if t.rank != 2:
                 self.error("E058", f"'.T' transposes a matrix, found {t}", e.span)
@@ -268,10 +270,12 @@ class ExprChecker:
             return self._call_function(e, t)
         if isinstance(t, BuiltinRef):
             name = t.name
-            if name in TILE_STATEMENTS or name in ALLOCATORS or name in LOOPS or name == "grid":
+            if name in TILE_STATEMENTS or name in ALLOCATORS or name in LOOPS or name in HINTS or name == "grid":
                 self.error("E034", f"{name}(...) is a statement and has no value", e.span,
                            _statement_hint(name))
                 return e
+            if name in PORTING_BUILTINS:
+                return self.porting_builtin(e, name)  # porting.py
             return self._call_builtin(e, name)
         self.error("E034", f"'{_text(e.func)}' is {describe(t)}, not a function", e.func.span)
         return e
@@ -311,11 +315,11 @@ class ExprChecker:
             out = self._cast(replace(e, args=e.args[:1]), dt.ty.dtype, e.args[:1], name)
             return replace(out, args=out.args + (dt,))
         if name == "inf":
-            if not self._arity(e, name, 1):
+            if not self._arity(e, e.func.id, 1):
                 return e
             dt = self.expr(e.args[0])
             if not isinstance(dt.ty, DTypeValue) or not dt.ty.dtype.is_float:
-                self.error("E035", "inf() takes a floating-point dtype, such as inf(f32)", e.args[0].span)
+                self.error("E035", f"{e.func.id}() takes a floating-point dtype, such as {e.func.id}(f32)", e.args[0].span)
                 return e
             return replace(e, args=(dt,), ty=ScalarType(dt.ty.dtype, const=True))
         if name in REDUCTIONS_TILE_OP or (name in ("max", "min") and self.kind == "tile_op" and len(e.args) == 1):
@@ -330,9 +334,9 @@ class ExprChecker:
             dt = rules.math_result(elem) if name in MATH_FLOAT else (elem.dtype if name == "abs" or elem.dtype.is_float else elem.dtype)
             ty = TensorType(dt, x.ty.shape, VALUE) if isinstance(x.ty, TensorType) else ScalarType(dt, weak=elem.weak, const=elem.const)
             return replace(e, args=(x,), ty=ty)
-        if name in ("min", "max", "pow", "cdiv", "where"):
-            lo, hi = {"min": (2, 99), "max": (2, 99), "pow": (2, 2), "cdiv": (2, 2), "where": (3, 3)}[name]
-            if not self._arity(e, name, lo, hi):
+        if name in ("min", "max", "clamp", "pow", "cdiv", "where"):
+            lo, hi = {"min": (2, 99), "max": (2, 99), "clamp": (3, 3), "pow": (2, 2), "cdiv": (2, 2), "where": (3, 3)}[name]
+            if not self._arity(e, e.func.id, lo, hi):  # the name as written: ceildiv, if_then_else
                 return e
             args = tuple(self.value(a) for a in e.args)
             e = replace(e, args=args)
@@ -344,7 +348,7 @@ class ExprChecker:
                 if isinstance(cond, ScalarType) and not cond.dtype.is_bool:
                     pass  # any scalar converts to a condition
             if name == "cdiv" and any(_elem(a.ty).dtype.is_float for a in args):
-                self.error("E035", "cdiv() divides integers, rounding up", e.span)
+                self.error("E035", f"{e.func.id}() divides integers, rounding up", e.span)
                 return e
             shape = ()
             for a in args:
@@ -355,7 +359,7 @@ class ExprChecker:
                         return e
                     shape = s
             if name != "pow":  # pow computes in f32 (T7)
-                literals.check_arguments(self, f"the other arguments of {name}()", operands)
+                literals.check_arguments(self, f"the other arguments of {e.func.id}()", operands)
             elem = _elem(operands[0].ty)
             for o in operands[1:]:
                 elem = ScalarType(rules.combine(elem, _elem(o.ty)), weak=elem.weak and _elem(o.ty).weak,

@@ -9,8 +9,9 @@ from ..parser import nodes as n
 from ..parser.nodes import replace  # dataclasses.replace, faster
 from ..schedule.sm_limits import MAX_GRID
 from . import literals, rules
-from .builtins import ALLOCATORS, LOOPS, TILE_STATEMENTS
+from .builtins import ALLOCATORS, HINTS, LOOPS, TILE_STATEMENTS
 from .env import BLOCK, LOCAL, LOOP, Scope, Symbol
+from .porting import PortingChecker
 from .types import GLOBAL, VALUE, BuiltinRef, FunctionRef, LoopRange, ScalarType, TensorType, describe
 
 # `unroll(n)` is copied n times by nvcc: past a few thousand copies it compiles for minutes into
@@ -18,7 +19,7 @@ from .types import GLOBAL, VALUE, BuiltinRef, FunctionRef, LoopRange, ScalarType
 MAX_UNROLL = 1024
 
 
-class StmtChecker:
+class StmtChecker(PortingChecker):
     def block(self, stmts) -> tuple:
         """Check a statement list; `depth` is 1 for a function's body, 2 inside its grid."""
         self.depth += 1
@@ -67,6 +68,7 @@ class StmtChecker:
             else:
                 ty = None
             self.scope.define(Symbol(name, LOCAL, ty, s.target.span))
+            self.per_thread_assignment(name, value)
             return replace(s, target=replace(s.target, ty=ty), value=value)
         if not sym.assignable:
             self.error("E048", f"cannot assign to the {sym.kind} '{name}'", s.target.span,
@@ -83,6 +85,7 @@ class StmtChecker:
             return s
         if isinstance(sym.type, ScalarType):
             self._check_fits(value, sym.type.dtype, f"'{name}'")
+        self.per_thread_assignment(name, value)
         return replace(s, target=replace(s.target, ty=sym.type), value=value)
 
     def _assignable_here(self, name: str, span) -> bool:
@@ -121,6 +124,7 @@ class StmtChecker:
             pass
         self._check_fits(value, target.ty.dtype, f"an element of '{s.target.value.id}'"
                          if isinstance(s.target.value, n.Name) else "this element")
+        self.local_store_per_thread(target, value, s.span)
         return replace(s, target=target, value=value)
 
     def stmt_AugAssign(self, s: n.AugAssign):
@@ -149,6 +153,10 @@ class StmtChecker:
             self.error("E032", f"operator '{s.op}' is not defined for {target.ty.dtype} and {value.ty.dtype}", s.span)
             return s
         literals.check_augmented(self, s.op, target, value)
+        if isinstance(s.target, n.Name):
+            self.per_thread_assignment(s.target.id, value)
+        else:
+            self.local_store_per_thread(target, value, s.span)
         result = ScalarType(dt, weak=value.ty.weak and target.ty.weak)
         if not rules.assignable(result, target.ty.dtype) and not (value.ty.weak and not (value.ty.dtype.is_float and target.ty.dtype.is_int)):
             self.error("E033", f"'{s.op}=' computes {dt}, which does not fit back into {target.ty.dtype} without a cast",
@@ -161,6 +169,10 @@ class StmtChecker:
         if isinstance(e, n.Call) and isinstance(e.func, n.Name) and self.scope.lookup(e.func.id) is None \
                 and self.module.callable_function(e.func.id) is None:
             name = e.func.id
+            if name in TILE_STATEMENTS or name in HINTS:
+                handled = self.porting_statement(s, name)  # porting.py: tile atomics, hints, gemm policy=
+                if handled is not None:
+                    return handled
             if name in TILE_STATEMENTS:
                 return self.tile_statement(s, name)
             if name in ALLOCATORS:
@@ -185,7 +197,24 @@ class StmtChecker:
             self.error("E043", "a tile op body holds named intermediate results and one return; use where(c, a, b)", s.span)
             return s
         test = self.scalar(s.test, "a condition")
-        return replace(s, test=test, body=self.block(s.body), orelse=self.block(s.orelse))
+        per_thread = self.thread_branch(test)
+        out = replace(s, test=test, body=self.block(s.body), orelse=self.block(s.orelse))
+        self.thread_control -= per_thread
+        return out
+
+    def stmt_While(self, s: n.While):
+        """`while c:` runs in every thread, as range does; the interpreter stops one that runs
+        too long (interp/machine.py), the GPU runs it as written."""
+        if self.kind == "tile_op":
+            self.error("E043", "a tile op body holds named intermediate results and one return", s.span)
+            return s
+        test = self.scalar(s.test, "a condition")
+        per_thread = self.thread_branch(test)
+        self.loops.append("while")
+        body = self.block(s.body)
+        self.loops.pop()
+        self.thread_control -= per_thread
+        return replace(s, test=test, body=body)
 
     def stmt_Break(self, s):
         return self._loop_exit(s, "break")
@@ -194,7 +223,7 @@ class StmtChecker:
         return self._loop_exit(s, "continue")
 
     def _loop_exit(self, s, word):
-        if self.in_parallel:
+        if self.in_parallel and len(self.loops) <= self.parallel_loops:  # a loop inside it may be left
             self.error("E042", f"'{word}' cannot leave a 'parallel' loop: its iterations run at once on different threads", s.span)
         elif not self.loops:
             self.error("E042", f"'{word}' outside a loop", s.span)
@@ -236,6 +265,9 @@ class StmtChecker:
         if self.in_parallel and kind == "pipelined":
             self.error("E047", "a pipelined loop cannot be inside a parallel loop", it.span)
         it = self._loop_args(it, kind)
+        if kind == "pipelined":
+            self.tile_under_thread("a pipelined loop", it, it.span)
+        per_thread = self.thread_branch(it)
         var = s.targets[0]
         # A loop variable lives only inside its loop (unlike Python's): the generated C
         # declares it in the loop, and a value read after the loop would be a stale index.
@@ -244,6 +276,7 @@ class StmtChecker:
         self.loops.append(kind)
         body = self.block(s.body)
         self.loops.pop()
+        self.thread_control -= per_thread
         if previous is None:
             self.scope.symbols.pop(var.id, None)
             self.ended_loops.add(var.id)
@@ -298,6 +331,8 @@ class StmtChecker:
             return s
         if not self._arity(it, "parallel", 1, 4):
             return s
+        if self.tile_under_thread("a parallel loop", None, it.span):
+            return s
         if len(s.targets) != len(it.args):
             self.error("E047", f"parallel(...) over {len(it.args)} dimension{'s' * (len(it.args) != 1)} gives "
                        f"{len(it.args)} indices; found {len(s.targets)} name{'s' * (len(s.targets) != 1)}", s.span)
@@ -309,9 +344,11 @@ class StmtChecker:
         outer = self.scope
         self.scope = self.parallel_scope = Scope(outer)
         self.in_parallel = True
+        self.parallel_loops = len(self.loops)
         for var in s.targets:
             self._define_loop_var(var)
         body = self.block(s.body)
+        self.parallel_reads_thread(body)
         self.in_parallel = False
         self.scope = outer
         targets = tuple(replace(v, ty=ScalarType(I32)) for v in s.targets)
@@ -381,7 +418,7 @@ class StmtChecker:
             x = stack.pop()
             if isinstance(x, n.BinOp) and x.op in ("/", "//", "%"):
                 divisor = x.right
-            elif isinstance(x, n.Call) and isinstance(x.func, n.Name) and x.func.id == "cdiv" and len(x.args) == 2:
+            elif isinstance(x, n.Call) and isinstance(x.func, n.Name) and x.func.id in ("cdiv", "ceildiv") and len(x.args) == 2:
                 divisor = x.args[1]
             else:
                 divisor = None

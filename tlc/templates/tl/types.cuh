@@ -14,6 +14,15 @@ template <> struct is_low_float<__nv_fp8_e4m3> { static constexpr bool value = t
 template <> struct is_low_float<__nv_fp8_e5m2> { static constexpr bool value = true; };
 #endif
 
+#ifdef TL_HAS_FP8
+// The 8-bit float whose storage byte is `bits` (reinterpret(x, f8e4m3) of a u8 or i8 x).
+template <typename F8> __device__ __forceinline__ F8 fp8_from_bits(unsigned char bits) {
+  F8 out;
+  out.__x = bits;
+  return out;
+}
+#endif
+
 template <typename T> struct is_float { static constexpr bool value = is_low_float<T>::value; };
 template <> struct is_float<float> { static constexpr bool value = true; };
 template <> struct is_float<double> { static constexpr bool value = true; };

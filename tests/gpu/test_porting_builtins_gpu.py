@@ -1,0 +1,28 @@
+"""What a TileLang port brings, on the GPU: the interpreter's checks against NumPy
+(tests/interp/test_interp_porting.py) run again with the kernels compiled for the device,
+except the endless while loop, which the GPU runs as written."""
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+import tlc
+
+pytestmark = pytest.mark.gpu
+
+TESTS = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("interp_porting_checks", TESTS / "interp" / "test_interp_porting.py")
+checks = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(checks)
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return tlc.load(str(checks.PROGRAM), target="cuda")
+
+
+@pytest.mark.parametrize("check", ["test_reinterpret_keeps_the_bits", "test_clamp_if_then_else_infinity_and_extremes",
+                                   "test_while_loops_per_index_and_uniform", "test_the_thread_index_runs_per_thread",
+                                   "test_split_k_adds_each_part_atomically", "test_use_swizzle_remaps_every_block_once"])
+def test_the_gpu_matches_numpy(mod, check):
+    getattr(checks, check)(mod)

@@ -1,0 +1,108 @@
+"""The interpreter on what a TileLang port brings (tests/programs/porting_builtins.tl), against
+NumPy on ragged sizes: bit casts (NumPy's view), clamp, if_then_else, infinity, max_value and
+min_value, while loops (per index inside parallel loops, stopped when endless), the thread
+index (one lane per thread), split-K's tile atomic_add, and use_swizzle's remapped grid."""
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tlc
+from tlc.interp import machine
+from tlc.interp.args import InterpError
+
+PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "porting_builtins.tl"
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return tlc.load(str(PROGRAM), target="cpu")
+
+
+def test_reinterpret_keeps_the_bits(mod):
+    n = 300
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(n).astype(np.float32)
+    h = rng.standard_normal(n).astype(np.float16)
+    b = rng.standard_normal(n).astype(ml_dtypes.bfloat16)
+    q = np.arange(n, dtype=np.int64).astype(np.uint8)
+    d = rng.standard_normal(n)
+    outs = dict(xu=np.zeros(n, np.uint32), hu=np.zeros(n, np.uint16), bi=np.zeros(n, np.int16),
+                qf=np.zeros(n, ml_dtypes.float8_e4m3fn), qi=np.zeros(n, np.int8), di=np.zeros(n, np.int64),
+                neg=np.zeros(n, np.float32), hb=np.zeros(n, ml_dtypes.bfloat16))
+    mod.bits(x, h, b, q, d, *outs.values())
+    assert (outs["xu"] == x.view(np.uint32)).all()
+    assert (outs["hu"] == h.view(np.uint16)).all()
+    assert (outs["bi"] == b.view(np.int16)).all()
+    assert (outs["qf"].view(np.uint8) == q).all()  # NaN patterns included: compared as bytes
+    assert (outs["qi"] == q.view(np.int8)).all()
+    assert (outs["di"] == d.view(np.int64)).all()
+    assert (outs["neg"] == -x).all()
+    assert (outs["hb"].view(np.uint16) == h.view(np.uint16)).all()
+
+
+def test_clamp_if_then_else_infinity_and_extremes(mod):
+    n = 200
+    x = np.linspace(-3, 3, n).astype(np.float32)
+    y, z = np.zeros(n, np.float32), np.zeros(n, np.int32)
+    mod.clamps(x, y, z, -0.5, 1.25)
+    assert (y == np.where(x > 0, np.clip(x, -0.5, 1.25), np.maximum(-np.inf, x * 2))).all()
+    assert (z == np.clip((x * np.float32(100)).astype(np.int32), -128, 7) + 255 + 1).all()
+
+
+def test_while_loops_per_index_and_uniform(mod):
+    x = np.arange(1, 131, dtype=np.int32)  # 130: the last block is ragged
+    steps, total = np.zeros(130, np.int32), np.zeros(1, np.int32)
+    mod.collatz(x, steps, total)
+
+    def collatz(v):
+        s = 0
+        while v > 1:
+            v, s = (v // 2 if v % 2 == 0 else 3 * v + 1), s + 1
+        return s
+
+    assert steps.tolist() == [collatz(int(v)) for v in x]
+    assert total[0] == 10
+
+
+def test_an_endless_while_stops_with_an_error(mod, monkeypatch):
+    monkeypatch.setattr(machine, "WHILE_LIMIT", 5000)
+    with pytest.raises(InterpError) as e:
+        mod.endless(np.zeros(1, np.int32))
+    assert str(e.value) == (f"kernel 'endless': a while loop at {PROGRAM}:60 ran 5000 times without ending; "
+                            "the interpreter stops it there (an endless loop?)")
+
+
+def test_the_thread_index_runs_per_thread(mod):
+    n = 150
+    x = np.arange(n, dtype=np.float32)
+    y, counts = np.zeros(n, np.float32), np.zeros(4, np.int32)
+    mod.per_thread(x, y, counts)
+    lane = np.arange(n) % 64
+    assert (y == x * (lane % 4 + 1)).all()
+    assert counts.tolist() == [int((lane % 4 == k).sum()) for k in range(4)]
+
+
+def test_split_k_adds_each_part_atomically(mod):
+    rng = np.random.default_rng(2)
+    M, N, K = 70, 90, 200  # ragged in every dimension; 7 K tiles over 3 parts
+    A = rng.standard_normal((M, K)).astype(np.float16)
+    B = rng.standard_normal((K, N)).astype(np.float16)
+    C = np.zeros((M, N), np.float32)
+    mod.splitk(A, B, C)
+    np.testing.assert_allclose(C, A.astype(np.float32) @ B.astype(np.float32), rtol=1e-4, atol=1e-3)
+
+
+def test_use_swizzle_remaps_every_block_once(mod):
+    rng = np.random.default_rng(3)
+    M, N, K = 150, 230, 40  # a 5 x 8 grid of tiles: panels of 3 rows, the last one of 2
+    A = rng.standard_normal((M, K)).astype(np.float16)
+    B = rng.standard_normal((K, N)).astype(np.float16)
+    C, hits = np.zeros((M, N), np.float32), np.zeros((5, 8), np.int32)
+    mod.swizzled_gemm(A, B, C, hits)
+    assert (hits == 1).all()
+    np.testing.assert_allclose(C, A.astype(np.float32) @ B.astype(np.float32), rtol=1e-4, atol=1e-3)
+    hits, first = np.zeros((7, 5), np.int32), np.full((7, 5), -1, np.int32)
+    mod.column_order(hits, first)
+    assert (hits == 1).all() and (first == np.arange(35).reshape(7, 5)).all()
