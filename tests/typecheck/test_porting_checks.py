@@ -114,6 +114,17 @@ def test_the_ported_spellings_check():
         "if t == 0:", "    U[0, 0] = x + u32(g)") == ""
 
 
+def test_dtype_attributes_allocate_and_convert():
+    src = ("@kernel\ndef k(A: T[M], T: dtype = f16):\n    with grid(1, threads=32) as bx:\n"
+           "        acc = fragment(f32[32])\n        row = fragment(acc.dtype[4])\n        h = shared(A.dtype[8])\n"
+           "        b = local(bx.dtype[2])\n        x = cast(1, h.dtype) + infinity(row.dtype)\n")
+    r = check_source(src, "t.tl")
+    assert r.ok, render_all(r.diagnostics, r.sources)
+    body = r.program.function("k").body[0].body
+    assert [(s.target.ty.scope, str(s.target.ty)) for s in body[1:4]] == [("fragment", "f32[4]"), ("shared", "f16[8]"),
+                                                                       ("local", "i32[2]")]
+
+
 def test_ceildiv_is_a_constant_where_a_size_must_be():
     assert rendered("f = fragment(f32[ceildiv(BM, 3)])") == ""
 

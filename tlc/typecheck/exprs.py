@@ -210,7 +210,7 @@ class ExprChecker:
         t = value.ty
         if t is None:
             return e
-        if e.attr == "dtype" and isinstance(t, TensorType):  # TileLang's `acc.dtype`: a dtype value
+        if e.attr == "dtype" and isinstance(t, (TensorType, ScalarType)):  # TileLang's `acc.dtype`: a dtype value
             return replace(e, ty=DTypeValue(t.dtype))
         if e.attr == "T" and isinstance(t, TensorType) and self.kind == "tile_op":
             if t.rank != 2:

@@ -115,6 +115,18 @@ class PortingChecker:
         self.thread_used = True
         return replace(e, args=(), ty=ScalarType(I32))
 
+    def spec_of_dtype_attribute(self, s: n.Assign) -> n.Assign:
+        """`buf = fragment(acc.dtype[BM])` as `fragment(f32[BM])`, acc's dtype by its name."""
+        call = s.value
+        spec = call.args[0] if len(call.args) == 1 else None
+        if not (isinstance(spec, n.Subscript) and isinstance(spec.value, n.Attribute) and spec.value.attr == "dtype"):
+            return s
+        dt = self.expr(spec.value)
+        if not isinstance(dt.ty, DTypeValue):
+            return s  # reported; the allocation reports the spec too
+        named = n.Name(dt.ty.dtype.name, spec.value.span)
+        return replace(s, value=replace(call, args=(replace(spec, value=named),)))
+
     # ---- the thread index through statements ---------------------------------------------------
     def reads_thread(self, node) -> bool:
         """Whether a checked expression reads the thread index, directly or through a scalar."""

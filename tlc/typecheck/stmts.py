@@ -38,7 +38,7 @@ class StmtChecker(PortingChecker):
     def stmt_Assign(self, s: n.Assign):
         if isinstance(s.value, n.Call) and isinstance(s.value.func, n.Name) and s.value.func.id in ALLOCATORS \
                 and self.scope.lookup(s.value.func.id) is None:
-            return self.allocation(s)
+            return self.allocation(self.spec_of_dtype_attribute(s))  # fragment(acc.dtype[BM]): porting.py
         if self.kind == "tile_op" and not isinstance(s.target, n.Name):
             self.error("E043", "a tile op cannot write into tensor elements; name an intermediate result instead", s.target.span)
             return s
