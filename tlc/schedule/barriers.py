@@ -1,6 +1,9 @@
 """Barriers: a `Sync` wherever one thread may read shared memory that another wrote (RAW) or
 overwrite what another may still read (WAR), since the last barrier.  Copies, gemms, fills,
-reductions and parallel loops all touch shared memory from many threads."""
+reductions and parallel loops all touch shared memory from many threads.  Buffers whose
+lifetimes do not overlap share bytes (the shared-memory plan reuses them), so a buffer is
+touched wherever any buffer holding some of its bytes is: the first write of the later one
+must wait for the last reads of the earlier."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -10,14 +13,38 @@ from ..ir.walk import statement_exprs, statements, subexprs
 
 
 def insert_barriers(kernel: ir.Kernel) -> ir.Kernel:
-    shared = {b.name for b in kernel.buffers if b.scope == "shared"}
-    if not shared:
+    buffers = [b for b in kernel.buffers if b.scope == "shared"]
+    if not buffers:
         return kernel
-    body, _ = _block(kernel.body, shared, (set(), set()))
+    body, _ = _block(kernel.body, _aliases(buffers), (set(), set()))
     return replace(kernel, body=body)
 
 
-def _touches(s, shared) -> tuple[set, set]:
+def _aliases(buffers) -> dict[str, frozenset]:
+    """Each shared buffer -> the buffers whose bytes overlap its own (itself included); before
+    the plan has placed them (no offsets), each only itself."""
+    def extent(b):
+        if b.smem_offset is None or b.layout is None:
+            return None
+        return b.smem_offset, b.smem_offset + b.layout.bytes
+
+    out = {}
+    for b in buffers:
+        mine = extent(b)
+        out[b.name] = frozenset(
+            c.name for c in buffers
+            if c.name == b.name or (mine and extent(c) and mine[0] < extent(c)[1] and extent(c)[0] < mine[1]))
+    return out
+
+
+def _touches(s, aliases) -> tuple[set, set]:
+    """(reads, writes) of shared bytes by a statement and everything inside it, as the names of
+    every buffer that holds them."""
+    reads, writes = _named_touches(s, aliases.keys())
+    return ({a for r in reads for a in aliases[r]}, {a for w in writes for a in aliases[w]})
+
+
+def _named_touches(s, shared) -> tuple[set, set]:
     """(reads, writes) of shared buffers by a statement and everything inside it."""
     reads, writes = set(), set()
     for x in statements([s]):
@@ -46,7 +73,7 @@ def _touches(s, shared) -> tuple[set, set]:
     return reads, writes
 
 
-def _block(stmts, shared, state):
+def _block(stmts, aliases, state):
     """Insert syncs into one statement list; `state` is (read, written) since the last sync."""
     read, written = set(state[0]), set(state[1])
     out = []
@@ -55,14 +82,14 @@ def _block(stmts, shared, state):
             read, written = set(), set()
             out.append(s)
             continue
-        r, w = _touches(s, shared)
+        r, w = _touches(s, aliases)
         if (r & written) or (w & read) or (w & written and not isinstance(s, ir.Parallel)):
             out.append(ir.Sync())
             read, written = set(), set()
         if isinstance(s, ir.For):
-            body, (br, bw) = _block(s.body, shared, (read, written))
+            body, (br, bw) = _block(s.body, aliases, (read, written))
             # The next iteration's first statements meet this iteration's last ones.
-            fr, fw = _first_touches(body, shared)
+            fr, fw = _first_touches(body, aliases)
             if (bw & fr) or (br & fw) or (bw & fw):
                 if not (body and isinstance(body[-1], ir.Sync)):
                     body = body + (ir.Sync(),)
@@ -73,8 +100,8 @@ def _block(stmts, shared, state):
             if body and isinstance(body[-1], ir.Sync):
                 read, written = set(), set()
         elif isinstance(s, ir.If):
-            then, _ = _block(s.then, shared, (read, written))
-            orelse, _ = _block(s.orelse, shared, (read, written))
+            then, _ = _block(s.then, aliases, (read, written))
+            orelse, _ = _block(s.orelse, aliases, (read, written))
             s = replace(s, then=then, orelse=orelse)
             read |= r
             written |= w
@@ -85,13 +112,13 @@ def _block(stmts, shared, state):
     return tuple(out), (read, written)
 
 
-def _first_touches(body, shared) -> tuple[set, set]:
+def _first_touches(body, aliases) -> tuple[set, set]:
     """What a loop body touches before its first sync: what an iteration's start may race."""
     reads, writes = set(), set()
     for s in body:
         if isinstance(s, ir.Sync):
             break
-        r, w = _touches(s, shared)
+        r, w = _touches(s, aliases)
         reads |= r
         writes |= w
     return reads, writes
