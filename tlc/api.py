@@ -127,6 +127,9 @@ class Kernel:
         constants = {}
         for k, v in kwargs.items():
             p = self.fn.param(k)
+            if p is None and k in self.fn.from_arrays:  # a specialized shape symbol, given
+                constants[k] = v
+                continue
             if p is None:
                 known = [q.name for q in self.fn.params]
                 raise CallError(f"{self.name}() has no parameter '{k}'; its parameters are {', '.join(known)}")
@@ -140,7 +143,30 @@ class Kernel:
         if missing:
             raise CallError(f"{self.name}() is missing {', '.join(repr(m) for m in missing)}")
         constants.update(self.dtypes_from_arrays(values, constants))
+        constants.update(self.sizes_from_arrays(values, constants))
         return values, constants
+
+    def sizes_from_arrays(self, values: dict, given=()) -> dict:
+        """The sizes compiled in as constants (`fn.from_arrays`: the specialized shape symbols
+        and `const` parameters standing as a dimension) that the arrays in `values` bind and
+        `given` does not: `N` from `x: f32[M, N]`, from the first array that has it."""
+        bound = {}
+        for name, uses in self.fn.from_arrays.items():
+            if name in given:
+                continue
+            for use in uses:
+                shape = getattr(values.get(use.param), "shape", None)
+                if shape is None:
+                    continue
+                rank = len(self.fn.param(use.param).type.shape)
+                if len(shape) != rank:
+                    raise CallError(f"'{use.param}' has rank {len(shape)} but the kernel expects rank {rank} "
+                                    f"({self.fn.param(use.param).type})")
+                bound[name] = int(shape[use.axis])
+                if bound[name] == 0:
+                    raise CallError(_empty_size(self.fn, name, use))
+                break
+        return bound
 
     def dtypes_from_arrays(self, values: dict, given=()) -> dict:
         """The dtype parameters not in `given` that the arrays in `values` bind (`T` from an
@@ -320,6 +346,14 @@ def _single_gpu() -> bool:
 
 def _constants_key(constants: dict) -> tuple:
     return tuple(sorted((k, str(v)) for k, v in constants.items()))
+
+
+def _empty_size(fn: CheckedFunction, name: str, use) -> str:
+    """Why an empty array cannot be passed where its size is compiled in."""
+    span, what = fn.to_specialize.get(name, (None, None))
+    where = f"{what} at {span.file}:{span.line}:{span.col}" if span is not None and what else "a constant"
+    return (f"'{use.param}' has size 0 on axis {use.axis}, but '{name}' is compiled into the kernel as "
+            f"{where}, which cannot be 0; an empty array has nothing to compute: skip the call")
 
 
 def _annotation_name(fn: CheckedFunction, param: str) -> str | None:

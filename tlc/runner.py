@@ -42,6 +42,7 @@ def run(k, *, ins=(), shapes=(), outs=(), defines=(), check=False, bench=False, 
         p = fn.param(name)
         if p is None or p.role != "tensor":
             raise inputs.InputError(f"--out {name}: '{k.name}' has no array parameter '{name}'")
+    constants = {**constants, **k.sizes_from_arrays(values, constants)}  # the specialized sizes
     kernel = k.scheduled(constants)
     from .ir.walk import written_names
 
@@ -169,7 +170,9 @@ def build(file: str, *, kernels=(), defines=(), arch="sm_80", emit="cu", header=
         if name not in mod.kernels:
             raise TlcError(f"{file} has no kernel '{name}'; its kernels are: {', '.join(mod.kernels) or 'none'}")
         k = mod.kernels[name]
-        own = {c: v for c, v in constants.items() if k.fn.param(c) is not None}
+        own = {c: v for c, v in constants.items() if k.fn.param(c) is not None or c in k.fn.from_arrays}
+        if k.fn.kind == "kernel":  # --shape sizes the shape symbols compiled in as constants
+            own.update({s: v for s, v in sizes.items() if s in k.fn.from_arrays and s not in own})
         if k.fn.kind == "tile_op":
             prog = k.program(own, arch, {s: v for s, v in sizes.items() if s in k.fn.shape_symbols})
             scheduled.extend(prog.kernels)
@@ -180,7 +183,8 @@ def build(file: str, *, kernels=(), defines=(), arch="sm_80", emit="cu", header=
             ir_text.append(ir.print_kernel(scheduled[-1]))
     if not scheduled:
         raise TlcError(f"{file} defines no @kernel or @tile_op to build")
-    unused = set(constants) - {p.name for s in chosen for p in mod.kernels[s].fn.params}
+    unused = set(constants) - {p.name for s in chosen for p in mod.kernels[s].fn.params} \
+        - {name for s in chosen for name in mod.kernels[s].fn.from_arrays}
     if unused:
         raise TlcError(f"-D {', '.join(sorted(unused))}: no kernel built from {file} has such a constant")
     head = None

@@ -237,3 +237,18 @@ def test_a_fragment_read_by_two_gemms_feeds_both_from_registers(arch):
     body = kernel_part(generate(k, arch, sources=sources).source)
     primitive = "tl::gemm_wgmma_rs<" if arch == "sm_90a" else "tl::gemm_mma_sm80_rs<"
     assert body.count(primitive) == 2 and "staged" not in body
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("dtype,bm,d", [(F16, 64, 64), (BF16, 128, 128)])
+def test_flash_attention_sass_takes_p_from_registers(dtype, bm, d, tmp_path):
+    """On sm_90a both products are HGMMA, the second with its A operand a register (as
+    FlashAttention 3), and nothing goes through local memory."""
+    from nvcc import cubin_sass
+
+    r = check_file(str(FLASH))
+    k = schedule(r.program, "flash_attention", {"T": dtype, "BM": bm, "D": d, "THREADS": 2 * bm}, target="sm_90a")
+    sass, _ = cubin_sass(generate(k, "sm_90a", sources=r.sources).source, "sm_90a", tmp_path)
+    assert re.search(r"HGMMA\.64x\d+x16\.F32(\.BF16)? R\d+, R\d+, gdesc", sass), sass
+    assert re.search(r"HGMMA\.64x\d+x16\.F32(\.BF16)? R\d+, gdesc", sass), sass
+    assert not re.search(r"\b(LDL|STL)\b", sass)

@@ -103,6 +103,12 @@ def kernel_args(kernel: ir.Kernel) -> tuple[KernelArg, ...]:
     return tuple(out)
 
 
+def specialized_params(kernel: ir.Kernel) -> list[str]:
+    """The launcher's parameters for the shape symbols compiled in as constants: it takes each
+    size as it would a dynamic one, after those, and refuses one that is not the compiled size."""
+    return [f"int {c_name(s)}" for s, _ in kernel.specialized]
+
+
 def uses_fp8(kernel: ir.Kernel) -> bool:
     return any(t.dtype.name.startswith("f8") for t in list(kernel.params) + list(kernel.buffers))
 
@@ -135,7 +141,7 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
             params.append(f"{a.c_type} {cname}")
         launcher_params.append(f"{a.c_type.replace(' __restrict__', '')} {cname}")
         call_args.append(cname)
-    launcher_params.append("cudaStream_t stream")
+    launcher_params += specialized_params(kernel) + ["cudaStream_t stream"]
     tensor_maps = out.get("tensor_maps", ())
     params += out.get("extra_params", [])
     threads = out.get("threads", kernel.threads)
@@ -149,7 +155,8 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
         min_blocks=out.get("min_blocks"), persistent=persistent, cluster=cluster,
         tensor_maps=[launcher_tensor_map(i, m) for i, m in enumerate(tensor_maps)],
         primitives=primitives(gen.primitive_files), preamble=out["preamble"], params=params, prologue=prologue, body=out["body"],
-        launcher=f"launch_{name}", launcher_params=launcher_params, call_args=call_args, **grid)
+        launcher=f"launch_{name}", launcher_params=launcher_params, call_args=call_args,
+        specialized=[{"name": c_name(s), "value": v} for s, v in kernel.specialized], **grid)
     return GeneratedKernel(name, f"launch_{name}", source, args, threads, out["smem_bytes"],
                            tuple(kernel.grid), arch, tuple(tensor_maps), persistent, cluster)
 
@@ -187,8 +194,10 @@ def header(kernels: list, arch: str, cu_name: str, source_name: str) -> str:
     items = []
     for k in kernels:
         args = kernel_args(k)
-        params = [f"{a.c_type.replace(' __restrict__', '')} {c_name(a.name)}" for a in args] + ["cudaStream_t stream"]
+        params = [f"{a.c_type.replace(' __restrict__', '')} {c_name(a.name)}" for a in args] + specialized_params(k) \
+            + ["cudaStream_t stream"]
         items.append({"launcher": f"launch_{c_name(k.name)}", "launcher_params": params,
-                      "doc": f"{c_name(k.name)}: {k.threads} threads per block, grid from the shape sizes"})
+                      "doc": f"{c_name(k.name)}: {k.threads} threads per block, grid from the shape sizes"
+                      + "".join(f"; compiled for {c_name(s)}={v}" for s, v in k.specialized)})
     return environment().get_template("header.h.j2").render(version=__version__, source=comment_text(source_name),
                                                             cu_name=comment_text(cu_name), kernels=items)

@@ -356,6 +356,9 @@ class Kernel(Node):
     smem_bytes: int = 0
     min_blocks: int = 0  # blocks per SM to ask ptxas for (__launch_bounds__); 0: codegen/occupancy.py decides
     wide_symbols: tuple[str, ...] = ()  # shape symbols that are i64, not i32 (a flat view's element count)
+    # shape symbols compiled in as constants, (name, size) in order of first appearance: the
+    # params' dims hold the size; a launch checks it (LANGUAGE.md section 1)
+    specialized: tuple[tuple[str, int], ...] = ()
     notes: tuple[str, ...] = ()  # what the scheduler chose in the author's stead (schedule/fit.py), for --emit ir
     span: Span | None = _span()
 

@@ -160,6 +160,8 @@ def print_kernel(k: Kernel) -> str:
     out = [f"kernel {k.name}({', '.join(_param(p) for p in k.params)}):"]
     if k.constants:
         out.append("  const " + ", ".join(_constant(n, v) for n, v in k.constants))
+    if k.specialized:
+        out.append("  specialized " + ", ".join(f"{n}={v}" for n, v in k.specialized))
     out.extend(f"  # note: {note}" for note in k.notes)
     grid = ", ".join(expr(g) for g in k.grid)
     launch = f"  grid ({', '.join(k.block_vars)}) in ({grid}) threads={k.threads}"

@@ -8,6 +8,8 @@ limit), `insert_barriers`.  Owns no C text.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .. import ir
 from ..diagnostics import Diagnostic, DiagnosticError
 from ..typecheck import CheckedProgram
@@ -38,6 +40,17 @@ def schedule_tile_op(program: CheckedProgram, name: str, constants: dict | None 
     return plan(program, name, constants, target=target, smem_limit=limit, sizes=sizes, rules=rules or Rules())
 
 
+def unbound_size(name: str, span, what: str) -> Diagnostic:
+    """E240: a shape symbol that must be a constant, compiled with no size for it."""
+    if what is None:  # a const parameter with no default, standing as a dimension
+        message = f"the constant '{name}' has no default and no size was given for it"
+    else:
+        message = (f"the shape symbol '{name}' is used as {what} here, so it is compiled in as a constant "
+                   "(one kernel per size), and no size was given for it")
+    return Diagnostic("E240", message, span,
+                      f"give it: -D {name}=SIZE or --shape {name}=SIZE (a call binds it from its arrays)")
+
+
 def schedule(program: CheckedProgram, name: str, constants: dict | None = None, *,
              target: str = "sm_80", smem_limit: int | None = None) -> ir.Kernel:
     """The scheduled tile IR of the kernel `name` with `constants` (name -> value) bound, for
@@ -56,10 +69,15 @@ def schedule(program: CheckedProgram, name: str, constants: dict | None = None, 
         raise DiagnosticError([Diagnostic("E066", f"'{name}' is a device function, not a kernel", fn.node.name_span,
                                           "device functions are called from kernels")], program.sources)
     fn = bind_constants(program, fn, constants or {})
+    if fn.to_specialize:
+        raise DiagnosticError([unbound_size(name, span, what) for name, (span, what) in fn.to_specialize.items()],
+                              program.sources)
     try:
         kernel = Lowerer(fn, program).kernel()
     except LoweringError as e:
         raise DiagnosticError([Diagnostic("E068", str(e), e.span)], program.sources) from None
+    if fn.specialized:
+        kernel = replace(kernel, specialized=tuple(fn.specialized.items()))
     ir.verify(kernel)
     kernel = check_thread_storage(assign_layouts(kernel, target), program.sources)
     limit = smem_limit if smem_limit is not None else TARGET_SMEM.get(target, SM90_LIMIT)

@@ -39,6 +39,14 @@ def bind_constants(program: CheckedProgram, fn: CheckedFunction, values: dict) -
     for name, raw in values.items():
         value = parse_value(raw) if isinstance(raw, str) else raw
         p = known.get(name)
+        if p is None and name in fn.from_arrays:  # a specialized shape symbol's size
+            size = _size(value)
+            if size is None:
+                errors.append(Diagnostic("E241", f"the shape symbol '{name}' is a size, an integer from 0 to {I32_MAX}; "
+                                         f"it cannot be {raw!r}", fn.to_specialize[name][0] if name in fn.to_specialize else None))
+                continue
+            bindings[name] = size
+            continue
         if p is None:
             hint = did_you_mean(name, known) or (f"its constants are: {', '.join(known)}" if known else
                                                  f"'{fn.name}' has no constants")
@@ -72,6 +80,13 @@ def bind_constants(program: CheckedProgram, fn: CheckedFunction, values: dict) -
         raise DiagnosticError([_blame_constant(d, fn, bindings) for d in e.diagnostics], program.sources) from None
 
 
+I32_MAX = 2**31 - 1  # a shape symbol is an i32, specialized or not
+
+
+def _size(value) -> int | None:
+    return int(value) if number_kind(value) == "int" and 0 <= int(value) <= I32_MAX else None
+
+
 def _constant_value(default, value):
     """`value` as the Python number a constant with `default` takes (NumPy numbers converted),
     or None when it is not one: a bool constant takes a bool, 0 or 1; an integer constant an
@@ -79,7 +94,7 @@ def _constant_value(default, value):
     kind = number_kind(value)
     if isinstance(default, bool):
         return bool(value) if kind == "bool" or kind == "int" and value in (0, 1) else None
-    if isinstance(default, int):
+    if isinstance(default, int) or default is None:  # None: a size bound from the arrays
         return int(value) if kind == "int" else None
     return int(value) if kind == "int" else float(value) if kind == "float" else None
 

@@ -61,6 +61,10 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
         self.ended_loops: set[str] = set()  # loop variables whose loop is over (for a hint)
         self.returns = None
         self.calls: list = []
+        # shape symbols of a kernel that something needs as a constant (name -> (span, what)):
+        # each is specialized, bound from the arrays at a call; and those bound here (name -> size)
+        self.to_specialize: dict = {}
+        self.specialized: dict = {}
 
     # ---- services for the mixins -------------------------------------------------------------
     def error(self, code, message, span, hint=None):
@@ -73,6 +77,8 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
             consteval.report_too_large(self.bag, err)
             return None
         except consteval.NotConstant as nc:
+            if required and self._specializes(e, what):
+                return 1  # a stand-in: the value is checked again once the symbols are bound
             if required:
                 bad = nc.node
                 detail = f"'{bad.id}' is not a constant" if isinstance(bad, n.Name) else "it is computed at run time"
@@ -84,6 +90,19 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
                 self.error("E031", f"{what} must be a number, found the dtype {v}", e.span)
             return None
         return v
+
+    def _specializes(self, e, what: str) -> bool:
+        """Whether `e` is constant but for a kernel's shape symbols, which are then recorded to
+        be specialized (compiled in, one kernel per size, bound from the arrays at a call)."""
+        if self.kind != "kernel":
+            return False
+        free = [x for x in _names(e) if x.id not in self.consts and x.id not in ("True", "False")]
+        symbols = [x for x in free if (sym := self.scope.lookup(x.id)) is not None and sym.kind == SHAPE]
+        if not symbols or len(symbols) != len(free):
+            return False
+        for x in symbols:
+            self.to_specialize.setdefault(x.id, (x.span, what))
+        return True
 
     def dim_value(self, d):
         try:
@@ -167,7 +186,23 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
             qualname=f"{self.module.key}:{self.fn.name}", name=self.fn.name, kind=self.kind, params=tuple(params),
             returns=self.returns, body=body, node=self.fn, constants=consts,
             shape_symbols={k: tuple(v) for k, v in shape_symbols.items()}, autotune=autotune,
-            fuse=self.fn.has_decorator("fuse"), module_path=self.module.path)
+            fuse=self.fn.has_decorator("fuse"), module_path=self.module.path,
+            from_arrays=self._from_arrays(params), to_specialize=dict(self.to_specialize),
+            specialized=dict(self.specialized))
+
+    def _from_arrays(self, params) -> dict:
+        """The constants a call binds from its arrays (name -> uses): the shape symbols that are
+        specialized, and the `const` parameters that stand as a whole dimension of a tensor
+        parameter (`x: f32[N]` with `N: const`), which are the same thing spelt out."""
+        consts = {p.name for p in params if p.role == "const"}
+        wanted = set(self.to_specialize) | set(self.specialized) | consts
+        out: dict = {}
+        for p in params:
+            if p.role == "tensor" and p.type is not None:
+                for axis, d in enumerate(p.type.shape):
+                    if isinstance(d, n.Name) and d.id in wanted:
+                        out.setdefault(d.id, []).append(SymbolUse(p.name, axis))
+        return {k: tuple(v) for k, v in out.items()}
 
     def _params(self) -> list[CheckedParam]:
         seen: dict = {}
@@ -199,6 +234,11 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
     def _const_param(self, p: n.Param) -> CheckedParam:
         if self.kind == "device":
             self.error("E062", "device function parameters are scalars; constants belong to kernels and tile ops", p.span)
+        if p.default is None and p.name not in self.overrides and self.kind == "kernel" and _is_dimension(self.fn, p.name):
+            # a size with no default, bound from the arrays at a call: a specialized shape symbol
+            self.scope.define(Symbol(p.name, SHAPE, ScalarType(rules.I32), p.span))
+            self.to_specialize.setdefault(p.name, (p.span, None))
+            return CheckedParam(p.name, "const", None, span=p.span)
         if p.default is None and p.name not in self.overrides:
             self.error("E051", f"the constant '{p.name}' needs a default value", p.span, f"write {p.name}: const = 128")
             self.scope.define(Symbol(p.name, CONST, ScalarType(rules.I32, const=True), p.span))
@@ -260,6 +300,8 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
             if sym is None:
                 if lookup(d.id) is not None:
                     self.error("E044", f"'{d.id}' is a dtype, not a dimension", d.span)
+                if self.kind == "kernel" and isinstance(self.overrides.get(d.id), int):
+                    return self._bind_symbol(d)
                 self.scope.define(Symbol(d.id, SHAPE, ScalarType(rules.I32), d.span))
             elif sym.kind != SHAPE:
                 self.error("E044", f"the dimension '{d.id}' is the {sym.kind} '{d.id}'", d.span,
@@ -280,6 +322,15 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
             return d
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v <= 0):
             self.error("E061", f"a dimension must be a positive integer, found {v!r}", d.span)
+        return d
+
+    def _bind_symbol(self, d: n.Name):
+        """A specialized shape symbol with its size: a constant from here on (an i32, as the
+        symbol is when it stays dynamic)."""
+        value = self.overrides[d.id]
+        self.consts[d.id] = value
+        self.specialized[d.id] = value
+        self.scope.define(Symbol(d.id, CONST, ScalarType(rules.I32, const=True), d.span))
         return d
 
     def _return_type(self, t: n.TypeExpr):
@@ -307,6 +358,26 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
                 self.const_value(d, "a dimension of the result")
             dims.append(d)
         return TensorType(dt, tuple(dims), VALUE)
+
+
+def _is_dimension(fn: n.FunctionDef, name: str) -> bool:
+    """Whether `name` stands as a whole dimension of a tensor parameter's type."""
+    return any(isinstance(d, n.Name) and d.id == name for p in fn.params if p.annotation.dims for d in p.annotation.dims)
+
+
+def _names(e) -> list:
+    """The names read by the expression `e`, in order."""
+    out, stack = [], [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, n.Name):
+            out.append(x)
+            continue
+        for f in getattr(type(x), "__dataclass_fields__", {}):
+            if f not in ("span", "ty"):
+                v = getattr(x, f)
+                stack.extend(reversed(v) if isinstance(v, tuple) else (v,))
+    return out
 
 
 def _always_returns(body) -> bool:

@@ -45,6 +45,13 @@ class CheckedFunction:
     autotune: dict = field(default_factory=dict, compare=False)  # const name -> list of values
     fuse: bool = False
     module_path: str = ""
+    # Specialization (LANGUAGE.md section 1): the constants a call binds from its arrays (name ->
+    # SymbolUses: specialized shape symbols and const parameters standing as a dimension), the
+    # shape symbols this check needed as constants but had no size for (name -> (span, what)),
+    # and those it had one for (name -> size).
+    from_arrays: dict = field(default_factory=dict, compare=False)
+    to_specialize: dict = field(default_factory=dict, compare=False)
+    specialized: dict = field(default_factory=dict, compare=False)
 
     def param(self, name: str) -> CheckedParam | None:
         return next((p for p in self.params if p.name == name), None)

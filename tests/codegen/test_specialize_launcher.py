@@ -1,0 +1,37 @@
+"""The C launcher of a kernel with a specialized shape symbol (LANGUAGE.md section 1): it takes
+the symbol's size like a dynamic one's, after the kernel's own sizes, and refuses another size
+than the one compiled in with cudaErrorInvalidValue; built by nvcc for both targets, the refusal
+run here (no GPU: it returns before any launch)."""
+import pytest
+
+from kit_codegen import generated_source
+from nvcc import compile_object, run_host
+
+SUCCESS, INVALID_VALUE = 0, 1  # cudaError_t
+
+ROWS = """
+@kernel
+def k(x: f32[M, N], y: f32[M, N]):
+    with grid(M, threads=64) as bx:
+        row = fragment(f32[N])
+        copy(x[bx, 0], row)
+        for j in parallel(N):
+            row[j] = row[j] * 2.0 + N
+        copy(row, y[bx, 0])
+"""
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_specialized_kernel_compiles(arch, tmp_path):
+    g = generated_source(ROWS, arch=arch, constants={"N": 96})
+    assert [a.name for a in g.args] == ["x", "y", "M"]  # the kernel itself takes no N
+    compile_object(g.source, arch, tmp_path)
+
+
+def test_the_launcher_refuses_another_size(tmp_path):
+    src = generated_source(ROWS, constants={"N": 96}).source
+    assert "cudaError_t launch_k(const float* x, float* y, int M, int N, cudaStream_t stream) {" in src
+    # M = 0: an empty grid, which succeeds without a GPU once the size is the compiled one
+    calls = "\n".join(f'  printf("%d\\n", (int)launch_k(nullptr, nullptr, 0, {n}, nullptr));' for n in (96, 95, 0, 97))
+    out = run_host(src + f"#include <cstdio>\nint main() {{\n{calls}\n  return 0;\n}}\n", tmp_path, "launch")
+    assert [int(x) for x in out.split()] == [SUCCESS, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE]
