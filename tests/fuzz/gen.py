@@ -88,6 +88,9 @@ def _widens(src: str, dst: str) -> bool:
 # a value summed over many products: its last bits depend on the order of the sums (tensor
 # cores against NumPy), so rounding it to a narrower float can land one ulp apart
 ACCUMULATED = re.compile(r"\bacc\b|@|\btotal\b|acc_s")
+# a value read from the inputs, not computed: truncating it into an integer is exact on both
+# sides, where truncating a computed float turns its last ulp into a whole unit (seed 7492)
+INPUT_VALUE = re.compile(r"(x\d+(_t)?(\[[^\]]*\])?|s\d+|bias_t\[j\])")
 LITERAL_ONLY = re.compile(r"[\d\s()&|^+\-*%<>/]+")
 
 
@@ -130,6 +133,8 @@ class Exprs:
         r = self.r
         float_wanted = dt in FLOATS
         options = [(t, d) for t, d in self.leaves if (d in FLOATS) == float_wanted or not float_wanted]
+        if self.smooth and not float_wanted:
+            options = [(t, d) for t, d in options if d not in FLOATS or INPUT_VALUE.fullmatch(t)]
         if self.smooth and float_wanted:
             # no accumulated sum rounded to a narrower float: a function after it (cos) carries
             # the one-ulp difference of the sums' order past the tolerance (seed 4482)
