@@ -51,10 +51,9 @@ def t(X: f32[N], Y: f32[N]):
     assert kinds(k.body) == ["Copy", "Sync", "Copy"]
 
 
-def test_a_buffer_reusing_the_bytes_of_a_dead_one_waits_for_its_last_reads():
-    # fuzz diff seed 5078 on the H200: `b` takes `a`'s bytes once `a` is dead, and without a
-    # barrier a fast warp's copy into `b` overwrote `a` while a slow warp still read it
-    k = scheduled("""
+# `b` takes `a`'s bytes once `a` is dead (the plan's reuse): its copy must wait for the last
+# reads of `a` (tests/gpu/test_shared_reuse_gpu.py runs it)
+REUSED_BYTES = """
 @kernel
 def t(X: u16[M, N], Y: u8[M, N], out: f32[M, N]):
     with grid(cdiv(N, 64), cdiv(M, 8), threads=256) as (bx, by):
@@ -69,7 +68,13 @@ def t(X: u16[M, N], Y: u8[M, N], out: f32[M, N]):
         for i, j in parallel(8, 64):
             fa[i, j] = fa[i, j] + fb[i, j]
         copy(fa, out[by * 8, bx * 64])
-""", "t")
+"""
+
+
+def test_a_buffer_reusing_the_bytes_of_a_dead_one_waits_for_its_last_reads():
+    # fuzz diff seed 5078 on the H200: `b` takes `a`'s bytes once `a` is dead, and without a
+    # barrier a fast warp's copy into `b` overwrote `a` while a slow warp still read it
+    k = scheduled(REUSED_BYTES, "t")
     offsets = {b.name: b.smem_offset for b in k.buffers if b.scope == "shared"}
     assert offsets["a"] == offsets["b"]  # the reuse that needs the barrier
     assert kinds(k.body) == ["Copy", "Sync", "Copy", "Sync", "Copy", "Sync", "Copy", "Parallel", "Copy"]
