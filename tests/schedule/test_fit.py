@@ -74,6 +74,19 @@ def test_given_constants_that_do_not_fit_stay_an_error():
         "target allows: Bs (4 stages x 64 KB), As (4 stages x 32 KB)")
 
 
+def test_given_constants_that_leave_no_room_are_named_in_the_hint():
+    r = build("-D", "T=f32", "-D", "stages=4", "-D", "BN=1024")
+    assert r.exit_code == 1
+    assert r.stderr == (
+        f"{EXAMPLE}:12:5: error[E070]: kernel 'matmul' needs 1152 KB of shared memory, more than the 163 KB the "
+        "target allows: Bs (4 stages x 256 KB), As (4 stages x 32 KB)\n"
+        "   |\n"
+        "12 | def matmul(A: T[M, K], B: T[K, N], C: T[M, N],\n"
+        "   |     ^^^^^^\n"
+        "  = hint: with the defaults shrunk to BK=32, BM=64 it still needs 544 KB; give smaller values than "
+        "stages=4, BN=1024\n")
+
+
 def test_without_autotune_stages_go_down_to_one_then_the_largest_tile_halves():
     src = GEMM.replace("stages: const = 3", "stages: const = 4").replace("BK: const = 32", "BK: const = 64")
     k = fitted(src, {"T": "f64", "BM": 256, "BN": 256})

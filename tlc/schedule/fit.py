@@ -26,7 +26,8 @@ MAX_TRIES = 32  # schedules tried before giving up (each is a type check and a s
 def schedule_fitting(program, name: str, constants: dict, *, target: str, schedule):
     """`schedule(program, name, constants, target=target)`, or when that needs more shared
     memory than `target` has (E070), the kernel scheduled with the first smaller configuration
-    of its default constants that fits; E070 as first raised when none does."""
+    of its default constants that fits; when none does, E070 as first raised, its hint saying
+    how far the defaults went."""
     try:
         return schedule(program, name, constants, target=target)
     except SharedMemoryOverLimit as e:
@@ -35,6 +36,7 @@ def schedule_fitting(program, name: str, constants: dict, *, target: str, schedu
     default = {p.name: p.value for p in fn.params if p.role == "const" and p.has_default}
     stages, tiles = adjustable(fn.node, fn.autotune, {k: v for k, v in default.items() if k not in constants})
     chosen = {k: default[k] for k in (*stages, *tiles)}
+    smallest = None  # (the last configuration tried, its E070)
     for _ in range(MAX_TRIES):
         step = _next(chosen, stages, tiles)
         if step is None:
@@ -42,11 +44,22 @@ def schedule_fitting(program, name: str, constants: dict, *, target: str, schedu
         chosen.update(step)
         try:
             kernel = schedule(program, name, {**constants, **chosen}, target=target)
+        except SharedMemoryOverLimit as e:
+            smallest = (dict(chosen), e)
+            continue
         except DiagnosticError:
-            continue  # still too large, or a value the kernel does not take: shrink on
+            continue  # a value the kernel does not take: shrink on
         changed = {k: v for k, v in chosen.items() if v != default[k]}
         return replace(kernel, notes=kernel.notes + (note(changed, default, target, first, kernel.smem_bytes),))
-    raise first
+    if smallest is None:
+        raise first
+    given = {k: v for k, v in constants.items() if k in default}
+    tried, over = smallest
+    d = first.diagnostics[0]
+    hint = (f"with the defaults shrunk to {', '.join(f'{k}={v}' for k, v in tried.items())} it still needs "
+            f"{kb(over.needed)}; " + (f"give smaller values than {', '.join(f'{k}={v}' for k, v in given.items())}"
+                                      if given else "use smaller tiles or fewer pipeline stages"))
+    raise SharedMemoryOverLimit([dataclasses.replace(d, hint=hint)], first.sources, first.needed, first.limit)
 
 
 def note(changed: dict, default: dict, target: str, over: SharedMemoryOverLimit, smem: int) -> str:
