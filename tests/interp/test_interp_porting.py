@@ -66,11 +66,27 @@ def test_while_loops_per_index_and_uniform(mod):
     assert total[0] == 10
 
 
+def test_while_loops_in_device_functions_and_conditions_that_call_them(mod):
+    x = np.arange(1, 101, dtype=np.int32)
+    y, z = np.zeros_like(x), np.zeros_like(x)
+    mod.device_while(x, y, z)
+
+    def collatz(v):
+        s = 0
+        while v > 1:
+            v, s = (v // 2 if v % 2 == 0 else 3 * v + 1), s + 1
+        return s
+
+    assert y.tolist() == [collatz(int(v)) for v in x]
+    assert z.tolist() == [int(v).bit_length() - 1 for v in x]
+
+
 def test_an_endless_while_stops_with_an_error(mod, monkeypatch):
     monkeypatch.setattr(machine, "WHILE_LIMIT", 5000)
     with pytest.raises(InterpError) as e:
         mod.endless(np.zeros(1, np.int32))
-    assert str(e.value) == (f"kernel 'endless': a while loop at {PROGRAM}:60 ran 5000 times without ending; "
+    line = next(i for i, text in enumerate(PROGRAM.read_text().splitlines(), 1) if "while k >= 0:" in text)
+    assert str(e.value) == (f"kernel 'endless': a while loop at {PROGRAM}:{line} ran 5000 times without ending; "
                             "the interpreter stops it there (an endless loop?)")
 
 
