@@ -5,6 +5,7 @@ the limit), E072 (a `@fuse` that cannot fuse) and E073 (a tile op the scheduler 
 reported by `check` in exactly the text `build` reports."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from tlc import cli
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "codegen"))
+from nvcc import compile_object  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -150,3 +154,21 @@ def test_reduce_sum_of_a_shared_tile_into_a_fragment_checks_and_runs(tmp_path):
     y = np.zeros(100, np.float32)
     api.load(path, target="cpu").rowsum(x, y)
     np.testing.assert_allclose(y, x.sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_reduce_sum_of_a_shared_tile_compiles(arch, tmp_path):
+    r = tlc("build", program_file(REDUCE_SHARED, tmp_path), "--arch", arch)
+    assert r.exit_code == 0, r.output
+    compile_object(r.stdout, arch, tmp_path)
+
+
+@pytest.mark.gpu
+def test_reduce_sum_of_a_shared_tile_on_the_gpu(tmp_path):
+    import cupy as cp
+    import tlc as api
+
+    x = cp.random.standard_normal((100, 64), cp.float32)
+    y = cp.zeros(100, cp.float32)
+    api.load(program_file(REDUCE_SHARED, tmp_path), target="cuda").rowsum(x, y)
+    cp.testing.assert_allclose(y, x.sum(axis=1), rtol=1e-5, atol=1e-5)
