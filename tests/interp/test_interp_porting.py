@@ -108,6 +108,9 @@ def test_split_k_adds_each_part_atomically(mod):
     C = np.zeros((M, N), np.float32)
     mod.splitk(A, B, C)
     np.testing.assert_allclose(C, A.astype(np.float32) @ B.astype(np.float32), rtol=1e-4, atol=1e-3)
+    C = np.full((M, N), 0.5, np.float32)  # added to, as atomics do
+    mod.splitk_shared(A, B, C)
+    np.testing.assert_allclose(C, 0.5 + A.astype(np.float32) @ B.astype(np.float32), rtol=1e-4, atol=1e-3)
 
 
 def test_use_swizzle_remaps_every_block_once(mod):
