@@ -46,9 +46,9 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
     """The kernel `name` of a program (its files' texts in `sources`) with `constants`, compiled
     for GPU `device`: from the cache by a key of what it is compiled from (no scheduling, code
     generation or NVRTC on a hit), else `build(arch)` -> (ir.Kernel, GeneratedKernel), compiled
-    and stored.  The entry is a pickle of tlc's own IR and the binary, loaded by `ir_pickle`,
-    which builds tlc's data classes and nothing else: a planted entry cannot run code."""
-    from . import compile as c, ir_pickle
+    and stored.  The entry is JSON data (`ir_codec`): tlc's own IR and the binary, read back
+    as tlc's data classes and nothing else, so a planted entry cannot run code."""
+    from . import compile as c, ir_codec
 
     require_cuda()
     arch = target_arch(device)
@@ -58,13 +58,17 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
     blob = cache.load(key)
     if blob is not None:
         try:
-            kernel, generated, binary, built_arch = ir_pickle.loads(blob)
+            kernel, generated, binary, built_arch = ir_codec.loads(blob)
             return CompiledKernel(kernel, generated, binary, built_arch)
         except Exception:  # noqa: BLE001 - an entry from another tlc, or damaged: rebuild it
             pass
     kernel, generated = build(arch)
     compiled = compile_kernel(kernel, generated, cache=cache)
-    cache.store(key, generated.source, ir_pickle.dumps((kernel, generated, compiled.binary, compiled.arch)))
+    try:
+        entry = ir_codec.dumps((kernel, generated, compiled.binary, compiled.arch))
+    except ir_codec.NotData:  # a value the format cannot hold: run it, build it again next time
+        return compiled
+    cache.store(key, generated.source, entry)
     return compiled
 
 

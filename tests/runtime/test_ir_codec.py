@@ -1,0 +1,122 @@
+"""The program cache's entry format (tlc/runtime/ir_codec.py): JSON data that gives back every
+example's and std kernel's IR and generated code exactly, and refuses anything else."""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import os
+import pathlib
+import pickle
+
+import pytest
+
+import tlc
+from tlc.runtime import ir_codec
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PROGRAMS = sorted((ROOT / "examples").glob("*.tl")) + sorted((ROOT / "tlc" / "stdlib").glob("*.tl"))
+
+
+def kernels():
+    for path in PROGRAMS:
+        mod = tlc.load(str(path), target="cpu")
+        for name in sorted(mod.kernels):
+            yield pytest.param(path, name, id=f"{path.stem}.{name}")
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("path,name", list(kernels()))
+def test_every_kernel_round_trips(path, name, arch):
+    k = tlc.load(str(path), target="cpu").kernels[name]
+    try:
+        entry = (k.scheduled({}, arch), k.generated({}, arch), b"\x00cubin\xff" * 3, arch)
+    except tlc.TlcError:
+        pytest.skip("needs constants or dtypes that only a call gives")
+    back = ir_codec.loads(ir_codec.dumps(entry))
+    assert back == entry
+    assert back[1].source == entry[1].source
+
+
+def entry_of(tree) -> bytes:
+    return ir_codec.MAGIC + json.dumps(tree).encode()
+
+
+@pytest.mark.parametrize("tree,message", [
+    ({"$data": "os:system", "fields": {}}, "os:system is not a data class of tlc's"),
+    ({"$data": "tlc.api:load", "fields": {}}, "tlc.api:load is not a data class of tlc's"),
+    ({"$data": "tlc.runtime.ir_codec:BadEntry", "fields": {}}, "is not a data class of tlc's"),
+    ({"$enum": "builtins:int", "name": "real"}, "builtins:int is not a data class of tlc's"),
+    ({"$data": "tlc.ir.nodes:Sync", "fields": {"x": 1}}, "the fields of tlc.ir.nodes:Sync differ"),
+    ({"$eval": "1"}, "an object that dumps does not write"),
+    ({"$bytes": "!!"}, "damaged entry"),
+])
+def test_an_entry_naming_anything_else_is_refused(tree, message):
+    with pytest.raises(ir_codec.BadEntry, match=message.replace("(", r"\(")):
+        ir_codec.loads(entry_of(tree))
+
+
+def test_a_pickle_or_truncated_entry_is_refused():
+    with pytest.raises(ir_codec.BadEntry, match="not a tlc IR entry"):
+        ir_codec.loads(pickle.dumps(("x", 1)))
+    data = ir_codec.dumps({"a": (1, 2.5, b"\x01")})
+    with pytest.raises(ir_codec.BadEntry, match="damaged entry"):
+        ir_codec.loads(data[:-3])
+    assert ir_codec.loads(data) == {"a": (1, 2.5, b"\x01")}
+    assert base64.b64decode(json.loads(data[len(ir_codec.MAGIC):])["$dict"][0][1]["$tuple"][2]["$bytes"]) == b"\x01"
+
+
+def test_only_data_is_stored():
+    with pytest.raises(ir_codec.NotData, match="not builtins.function"):
+        ir_codec.dumps((1, lambda: 0))
+    with pytest.raises(ir_codec.NotData, match="tlc's data classes only, not test_ir_codec:Foreign"):
+        ir_codec.dumps(Foreign(1))
+
+
+@dataclasses.dataclass(frozen=True)
+class Foreign:
+    x: int
+
+
+class _Runs:
+    """Unpickled by a plain pickle, this calls `func(*args)`."""
+
+    def __init__(self, func, *args):
+        self.func, self.args = func, args
+
+    def __reduce__(self):
+        return self.func, self.args
+
+
+@pytest.mark.parametrize("make", [
+    lambda marker: _Runs(os.system, f"touch {marker}"),
+    lambda marker: _Runs(open, str(marker), "w"),
+    lambda marker: _Runs(tlc.files.write_all, [(str(marker), "x")]),
+])
+def test_a_pickle_that_would_run_code_is_refused_unread(tmp_path, make):
+    marker = tmp_path / "ran"
+    with pytest.raises(ir_codec.BadEntry, match="not a tlc IR entry"):
+        ir_codec.loads(pickle.dumps(make(marker)))
+    assert not marker.exists()
+
+
+@pytest.mark.gpu
+def test_a_planted_program_cache_entry_is_rebuilt_not_run(tmp_path, monkeypatch):
+    """Through the real path (tlc.load, a kernel's first launch): the program cache's entry is
+    replaced by a pickle that would create a file; the kernel is rebuilt and runs correctly."""
+    import numpy as np
+
+    from tlc.runtime import cache as cache_mod
+
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
+    marker = tmp_path / "ran"
+    planted = pickle.dumps(_Runs(open, str(marker), "w"))
+    real_load = cache_mod.KernelCache.load
+    monkeypatch.setattr(cache_mod.KernelCache, "load",
+                        lambda self, key: planted if key.startswith("p") else real_load(self, key))
+    mod = tlc.load(str(ROOT / "examples" / "vector_add.tl"), target="cuda")
+    x, y = np.arange(1000, dtype=np.float32), np.ones(1000, dtype=np.float32)
+    out = np.zeros(1000, dtype=np.float32)
+    mod.vector_add(x, y, out, 2.0)
+    assert not marker.exists()
+    np.testing.assert_allclose(out, 2 * x + 1)

@@ -1,0 +1,129 @@
+"""The program cache's entries (a kernel's IR, its generated code and binary) as JSON data.
+
+Why not pickle: an entry sits in `$TLC_CACHE_DIR`, and an unpickler runs whatever the file asks
+of it (a restricted one only narrows what).  JSON cannot name code at all: `loads` builds
+containers, numbers, strings and bytes, and tlc's own data classes (dataclasses and enums of a
+`tlc.*` module) by filling in their fields, never calling a constructor or anything the entry
+names.  A value outside that set is refused when the entry is written, so what is stored is
+what comes back (`loads(dumps(x)) == x`, tests/runtime/test_ir_codec.py).
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import enum
+import importlib
+import json
+
+MAGIC = b"tlc-ir-json-1\n"
+
+
+class NotData(TypeError):
+    """`dumps` met a value that is not plain data or a data class of tlc's."""
+
+
+class BadEntry(ValueError):
+    """`loads` met something other than what `dumps` writes."""
+
+
+def dumps(value) -> bytes:
+    return MAGIC + json.dumps(_encode(value), separators=(",", ":"), allow_nan=True).encode()
+
+
+def loads(data: bytes):
+    if not data.startswith(MAGIC):
+        raise BadEntry("not a tlc IR entry (or one of another format version)")
+    try:
+        tree = json.loads(data[len(MAGIC):])
+    except (ValueError, RecursionError) as e:
+        raise BadEntry(f"damaged entry: {e}") from None
+    return _decode(tree)
+
+
+def _class_name(cls) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _data_class(name: str):
+    """The tlc data class `module:qualname`, or BadEntry: nothing else is ever looked up."""
+    module, _, qualname = name.partition(":")
+    if not (module == "tlc" or module.startswith("tlc.")) or not all(p.isidentifier() for p in qualname.split(".")):
+        raise BadEntry(f"{name} is not a data class of tlc's")
+    try:
+        obj = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        raise BadEntry(f"{name} is not a data class of tlc's") from None
+    if not (isinstance(obj, type) and obj.__module__ == module and
+            (dataclasses.is_dataclass(obj) or issubclass(obj, enum.Enum))):
+        raise BadEntry(f"{name} is not a data class of tlc's")
+    return obj
+
+
+def _encode(v):
+    if v is None or isinstance(v, (bool, str)) or type(v) in (int, float):
+        return v
+    if isinstance(v, enum.Enum):
+        _check_tlc(type(v))
+        return {"$enum": _class_name(type(v)), "name": v.name}
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        _check_tlc(type(v))
+        return {"$data": _class_name(type(v)),
+                "fields": {f.name: _encode(getattr(v, f.name)) for f in dataclasses.fields(v)}}
+    if isinstance(v, (bytes, bytearray)):
+        return {"$bytes": base64.b64encode(bytes(v)).decode()}
+    if type(v) is tuple:
+        return {"$tuple": [_encode(x) for x in v]}
+    if type(v) is list:
+        return [_encode(x) for x in v]
+    if type(v) in (set, frozenset):
+        return {"$" + type(v).__name__: [_encode(x) for x in v]}
+    if type(v) is dict:
+        return {"$dict": [[_encode(k), _encode(x)] for k, x in v.items()]}
+    raise NotData(f"the program cache stores data only, not {type(v).__module__}.{type(v).__qualname__}")
+
+
+def _check_tlc(cls) -> None:
+    if not (cls.__module__ == "tlc" or cls.__module__.startswith("tlc.")):
+        raise NotData(f"the program cache stores tlc's data classes only, not {_class_name(cls)}")
+
+
+def _decode(t):
+    if t is None or isinstance(t, (bool, str, int, float)):
+        return t
+    if isinstance(t, list):
+        return [_decode(x) for x in t]
+    if not isinstance(t, dict) or len(t) not in (1, 2):
+        raise BadEntry("damaged entry: an object that dumps does not write")
+    try:
+        if "$data" in t:
+            cls = _data_class(t["$data"])
+            fields = {f.name for f in dataclasses.fields(cls)}
+            values = t["fields"]
+            if not isinstance(values, dict) or set(values) != fields:
+                raise BadEntry(f"damaged entry: the fields of {t['$data']} differ from this tlc's")
+            obj = object.__new__(cls)  # fields filled in as pickle does: no constructor runs
+            for name, value in values.items():
+                object.__setattr__(obj, name, _decode(value))
+            return obj
+        if "$enum" in t:
+            cls = _data_class(t["$enum"])
+            return cls[t["name"]]
+        (tag, value), = t.items()
+        if tag == "$bytes":
+            return base64.b64decode(value, validate=True)
+        items = [_decode(x) for x in value]
+        if tag == "$tuple":
+            return tuple(items)
+        if tag == "$set":
+            return set(items)
+        if tag == "$frozenset":
+            return frozenset(items)
+        if tag == "$dict":
+            return {k: x for k, x in items}
+    except BadEntry:
+        raise
+    except (KeyError, TypeError, ValueError) as e:
+        raise BadEntry(f"damaged entry: {type(e).__name__}: {e}") from None
+    raise BadEntry("damaged entry: an object that dumps does not write")
