@@ -4,7 +4,7 @@ file, read when a kernel is called without explicit constants.
 Owns the file's format, its validation (a broken file is a `ConfigError` naming the file,
 kernel and rule, never a traceback), and choosing the constants for one call from the
 kernel's GPU architecture and the call's shape bucket.  Does not own measuring (`tlc tune`
-will write these files) or when a call consults it (tlc/api.py).
+will write these files) or when a call consults it (tlc/kernel.py).
 
 Format, one file per folder of `.tl` files:
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import ir
-from .api import CallError, Kernel, _constants_key, _current_device, _device_arch
 from .dtypes import DType
+from .kernel import CallError, Kernel, _constants_key, _current_device, _device_arch
 from .runtime.args import CUPY, DEVICE, NUMPY, TORCH, array_kind, signature, torch_dtype
 from .schedule import schedule_tile_op
 from .schedule.tileops.rules import DEFAULT_RULES, Rules, bucket

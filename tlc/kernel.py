@@ -1,0 +1,292 @@
+"""A @kernel of a loaded module, callable with arrays (LANGUAGE.md section 7); the base of
+`tileop.TileOp`, and what both share (the device, its target, the constants' cache key).
+
+Owns binding a call's arguments to a kernel's parameters (arrays and scalars positionally in
+declaration order, constants and dtypes as keywords, dtype parameters bound from the arrays),
+the per-constants cache of scheduled kernels, choosing the executor, and completing a GPU
+call's constants from the recorded configurations (config_table: config.json beside the module;
+the interpreter keeps the kernel's own defaults, which give the same results).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import config_table, ir
+from .diagnostics import TlcError
+from .dtypes import DType
+from .runtime.args import array_dtype, signature
+from .schedule import schedule
+from .schedule.fit import schedule_fitting
+from .typecheck import CheckedFunction
+
+
+class CallError(TlcError):
+    """A call whose arguments do not fit the kernel: message names the parameter."""
+
+
+class Kernel:
+    """One @kernel of a loaded module, callable with arrays (a @tile_op is a `tlc.tileop.TileOp`)."""
+
+    def __init__(self, module, fn: CheckedFunction):
+        self.module, self.fn, self.name = module, fn, fn.name
+        self._scheduled: dict = {}
+        self._generated: dict = {}  # (constants key, arch) -> GeneratedKernel
+        self._compiled: dict = {}  # (constants key, device) -> runtime.CompiledKernel
+        self._launchers: dict = {}  # (constants as given, device) -> the same, found without sorting
+        # what every call reads, worked out once (a launch's host time is budgeted in microseconds)
+        self._runtime = fn.runtime_params
+        self._runtime_names = tuple(p.name for p in fn.runtime_params)
+        self._fast = None  # the launcher for positional calls with default constants
+        # ... and for a kernel whose constants follow its arrays (dtype parameters, config.json
+        # rules): positional calls' launchers by the arrays' kinds, dtypes and shapes
+        self._by_signature: dict = {}
+        self._rules = None  # the recorded configurations (config.json beside the module), read once
+        self._dtype_sources = {p.name: tuple(t.name for t in fn.tensor_params if _annotation_name(fn, t.name) == p.name)
+                               for p in fn.params if p.role == "dtype"}
+
+    def __repr__(self) -> str:
+        args = ", ".join(p.name for p in self.fn.runtime_params)
+        return f"<tlc {self.fn.kind} {self.name}({args})>"
+
+    def bind(self, args: tuple, kwargs: dict) -> tuple[dict, dict]:
+        """(runtime arguments by name, constants by name) for one call."""
+        runtime = self._runtime
+        if len(args) > len(runtime):
+            raise CallError(f"{self.name}() takes {len(runtime)} arrays and scalars "
+                            f"({', '.join(p.name for p in runtime)}), {len(args)} given")
+        values = {p.name: a for p, a in zip(runtime, args)}
+        constants = {}
+        for k, v in kwargs.items():
+            p = self.fn.param(k)
+            if p is None and k in self.fn.from_arrays:  # a specialized shape symbol, given
+                constants[k] = v
+                continue
+            if p is None:
+                known = [q.name for q in self.fn.params]
+                raise CallError(f"{self.name}() has no parameter '{k}'; its parameters are {', '.join(known)}")
+            if p.role in ("tensor", "scalar"):
+                if k in values:
+                    raise CallError(f"{self.name}() got two values for '{k}'")
+                values[k] = v
+            else:
+                constants[k] = v
+        missing = [p.name for p in runtime if p.name not in values and not p.has_default]
+        if missing:
+            raise CallError(f"{self.name}() is missing {', '.join(repr(m) for m in missing)}")
+        constants.update(self.dtypes_from_arrays(values, constants))
+        constants.update(self.sizes_from_arrays(values, constants))
+        return values, constants
+
+    def sizes_from_arrays(self, values: dict, given=()) -> dict:
+        """The sizes compiled in as constants (`fn.from_arrays`: the specialized shape symbols
+        and `const` parameters standing as a dimension) that the arrays in `values` bind and
+        `given` does not: `N` from `x: f32[M, N]`, from the first array that has it."""
+        bound = {}
+        for name, uses in self.fn.from_arrays.items():
+            if name in given:
+                continue
+            for use in uses:
+                shape = getattr(values.get(use.param), "shape", None)
+                if shape is None:
+                    continue
+                rank = len(self.fn.param(use.param).type.shape)
+                if len(shape) != rank:
+                    raise CallError(f"'{use.param}' has rank {len(shape)} but the kernel expects rank {rank} "
+                                    f"({self.fn.param(use.param).type})")
+                bound[name] = int(shape[use.axis])
+                if bound[name] == 0:
+                    raise CallError(_empty_size(self.fn, name, use))
+                break
+        return bound
+
+    def dtypes_from_arrays(self, values: dict, given=()) -> dict:
+        """The dtype parameters not in `given` that the arrays in `values` bind (`T` from an
+        array `x: T[N]`): a call's, or `tlc run --in x=FILE.npy`'s."""
+        bound = {}
+        for name in self._dtype_sources:
+            if name not in given:
+                dt = self._dtype_from_arrays(name, values)
+                if dt is not None:
+                    bound[name] = dt
+        return bound
+
+    def _dtype_from_arrays(self, name: str, values: dict) -> DType | None:
+        found = None
+        for tensor in self._dtype_sources[name]:
+            if tensor not in values:
+                continue
+            dt = array_dtype(values[tensor])
+            if dt is None:
+                continue
+            if found is not None and dt != found[0]:
+                raise CallError(f"the dtype parameter '{name}' is {found[0]} from '{found[1]}' but {dt} from '{tensor}'")
+            found = (dt, tensor)
+        return found[0] if found else None
+
+    def recorded_rules(self) -> tuple:
+        """The rules of the config.json beside this kernel's module (config_table), checked
+        against the kernel's parameters once; () when it has none."""
+        if self._rules is None:
+            rules = config_table.rules_for(self.fn.module_path, self.name) if self.fn.module_path else ()
+            known = {**{s: "shape" for s in self.fn.shape_symbols}, **{p.name: p.role for p in self.fn.params}}
+            config_table.check_rules(rules, self.name, known, self.fn.module_path)
+            self._rules = rules
+        return self._rules
+
+    def with_recorded(self, values: dict, constants: dict, arch: str) -> dict:
+        """`constants` completed by the recorded configuration for a call on `arch` with the
+        arrays in `values` (its shape bucket); a constant given by the caller always wins."""
+        rules = self.recorded_rules()
+        if not rules:
+            return constants
+        shapes = {}
+        for sym, uses in self.fn.shape_symbols.items():
+            use = next((u for u in uses if u.param in values), None)
+            shape = getattr(values[use.param], "shape", None) if use else None
+            if shape is not None and use.axis < len(shape):
+                shapes[sym] = int(shape[use.axis])
+        dtypes = {p.name: constants.get(p.name, p.value) for p in self.fn.params if p.role == "dtype"}
+        chosen = config_table.choose(rules, arch, shapes, dtypes)
+        return {**chosen, **constants} if chosen else constants
+
+    def scheduled(self, constants: dict, arch: str = "sm_80") -> ir.Kernel:
+        """The scheduled tile IR for `constants` and the target `arch` (which picks the gemm
+        accumulator's layout and the shared-memory limit; the interpreter ignores both)."""
+        key = (_constants_key(constants), arch)
+        if key not in self._scheduled:
+            # defaults that need more shared memory than `arch` has are shrunk (schedule/fit.py)
+            self._scheduled[key] = schedule_fitting(self.module.program, self.name, constants, target=arch,
+                                                    schedule=schedule)
+        return self._scheduled[key]
+
+    def generated(self, constants: dict, arch: str = "sm_80"):
+        """The generated CUDA kernel (`tlc.codegen.GeneratedKernel`) for `constants` and `arch`
+        (`tlc build`); needs no GPU."""
+        key = (_constants_key(constants), arch)
+        if key not in self._generated:
+            from .codegen import generate
+
+            self._generated[key] = generate(self.scheduled(constants, arch), arch, sources=self.module.program.sources)
+        return self._generated[key]
+
+    def cuda_source(self, arch: str = "sm_80", **constants) -> str:
+        """The generated `.cu` text for `constants` (`arch` is `sm_80` or `sm_90a`); needs no GPU."""
+        return self.generated(constants, arch).source
+
+    def compiled(self, constants: dict, device: int | None = None):
+        """This kernel with `constants` compiled for a GPU (the current one by default) as a
+        `runtime.CompiledKernel`, through the on-disk cache (keyed by the program's text, so a
+        hit needs no scheduling or code generation)."""
+        from . import runtime
+        from .runtime.compile import current_device
+
+        key = (_constants_key(constants), current_device() if device is None else device)
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            def build(arch):
+                return self.scheduled(constants, arch), self.generated(constants, arch)
+
+            compiled = self._compiled[key] = runtime.compile_program_kernel(
+                self.module.program.sources, self.name, constants, key[1], build)
+        return compiled
+
+    def ir(self, **constants) -> str:
+        """The scheduled tile IR as text (`tlc build --emit ir`)."""
+        return ir.print_kernel(self.scheduled(constants))
+
+    def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs and len(args) == len(self._runtime):
+            # All arguments positional, default constants, one GPU: straight to the launcher,
+            # which still checks every argument (and explains through the general path).
+            fast(args)
+            return
+        if self._by_signature and not kwargs:
+            launch = self._by_signature.get(signature(args, _current_device()))
+            if launch is not None:
+                launch(args)
+                return
+        values, constants = self.bind(args, kwargs)
+        if self.module.target == "cuda":
+            device = _current_device()
+            if self.recorded_rules():
+                constants = self.with_recorded(values, constants, _device_arch(device))
+            key = (tuple(constants.items()), device)
+            launch = self._launchers.get(key)
+            if launch is None:
+                launch = self._launchers[key] = self.compiled(constants, key[1]).call
+            if not kwargs and not constants and not self._dtype_sources and not self._rules and _single_gpu():
+                self._fast = self.compiled(constants, key[1]).call_positional
+            elif not kwargs and len(args) == len(self._runtime) and _single_gpu():
+                # the constants were chosen from what the signature holds: the next call like
+                # this one skips binding, dtype inference and the rules (tens of microseconds)
+                self._remember(args, device, self.compiled(constants, key[1]).call_positional)
+            launch(values)
+            return
+        kernel = self.scheduled(constants)
+        from .interp import run_kernel
+
+        for p in self.fn.runtime_params:
+            if p.name in values and p.role == "tensor" and not isinstance(values[p.name], np.ndarray):
+                raise CallError(f"'{p.name}' must be a NumPy array on the CPU target, not {type(values[p.name]).__name__}")
+        run_kernel(kernel, values)
+
+    def _remember(self, args: tuple, device: int, launch) -> None:
+        """Keep `launch` for the later positional calls whose `signature` is that of `args`."""
+        if len(self._by_signature) >= MAX_SIGNATURES:
+            self._by_signature.clear()
+        self._by_signature[signature(args, device)] = launch
+
+
+# launchers kept per kernel or tile op for calls by signature (a shape that changes every call
+# gains nothing from them)
+MAX_SIGNATURES = 64
+
+_get_device = None  # CuPy's getDevice, bound on the first CUDA call
+
+
+def _current_device() -> int:
+    global _get_device
+    if _get_device is None:
+        from cupy.cuda.runtime import getDevice
+        _get_device = getDevice
+    return _get_device()
+
+
+_archs: dict = {}  # device -> the code generator's arch for it
+
+
+def _device_arch(device: int) -> str:
+    arch = _archs.get(device)
+    if arch is None:
+        from .runtime import target_arch
+        arch = _archs[device] = target_arch(device)
+    return arch
+
+
+_gpu_count = None
+
+
+def _single_gpu() -> bool:
+    global _gpu_count
+    if _gpu_count is None:
+        from cupy.cuda.runtime import getDeviceCount
+        _gpu_count = getDeviceCount()
+    return _gpu_count == 1
+
+
+def _constants_key(constants: dict) -> tuple:
+    return tuple(sorted((k, str(v)) for k, v in constants.items()))
+
+
+def _empty_size(fn: CheckedFunction, name: str, use) -> str:
+    """Why an empty array cannot be passed where its size is compiled in."""
+    span, what = fn.to_specialize.get(name, (None, None))
+    where = f"{what} at {span.file}:{span.line}:{span.col}" if span is not None and what else "a constant"
+    return (f"'{use.param}' has size 0 on axis {use.axis}, but '{name}' is compiled into the kernel as "
+            f"{where}, which cannot be 0; an empty array has nothing to compute: skip the call")
+
+
+def _annotation_name(fn: CheckedFunction, param: str) -> str | None:
+    p = next((q for q in fn.node.params if q.name == param), None)
+    return p.annotation.name if p is not None else None
