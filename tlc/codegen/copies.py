@@ -45,11 +45,22 @@ def _view2d(extents) -> tuple[int, int] | None:
     return (1, ext[0]) if len(ext) == 1 else (ext[0], ext[1])
 
 
+def _row_axis(extents) -> int | None:
+    """The dimension a region's rows run along when it is not the one before the last: the
+    one other than the last whose extent is not 1 (`Q[b, r:r+BM, h, :]` of a (batch, seq,
+    heads, dim) tensor: axis 1).  None when that is the usual one or there are two."""
+    axes = [i for i, e in enumerate(extents[:-1]) if e != 1]
+    return axes[0] if len(axes) == 1 and axes[0] != len(extents) - 2 else None
+
+
 class CopyGen:
     def global_view(self, region: ir.Region) -> GlobalView:
         p = self.params[region.name]
         dims = [self.dim_text(d) for d in p.shape]
         offs = [self.expr(o) for o in region.offsets]
+        row = _row_axis(region.extents)
+        if row is not None:
+            return self.strided_view(region, dims, offs, row)
         shape = _view2d(region.extents)
         if shape is None:
             raise CodegenError("copies of tiles with more than 2 dimensions are not supported by the CUDA target yet",
@@ -70,6 +81,21 @@ class CopyGen:
             inside = " && ".join(f"{o} >= 0 && {o} < {d}" for o, d in zip(offs[:lead], dims[:lead]))
             rows = f"(({inside}) ? {dims[-2]} : 0)"
         return GlobalView(base, dims[-1], rows, dims[-1], offs[-2], offs[-1], shape)
+
+    def strided_view(self, region: ir.Region, dims, offs, row: int) -> GlobalView:
+        """Rows along `row` and columns along the last dimension, the others fixed by single
+        indices: rows are `stride` = the product of the later sizes apart, columns contiguous
+        (so the copy primitives still move 16-byte vectors when the sizes allow)."""
+        name, last = c_name(region.name), len(dims) - 1
+        fixed = [i for i in range(last) if i != row]
+        offset = "0" if row == 0 else f"static_cast<long long>({offs[0]})"
+        for i in range(1, last):
+            offset = f"({offset} * {dims[i]} + {offs[i] if i != row else 0})"
+        base = f"({name} + {offset} * static_cast<long long>({dims[last]}))"
+        stride = " * ".join(f"static_cast<long long>({d})" for d in dims[row + 1:])
+        inside = " && ".join(f"{offs[i]} >= 0 && {offs[i]} < {dims[i]}" for i in fixed)
+        return GlobalView(base, f"({stride})", f"(({inside}) ? {dims[row]} : 0)", dims[last], offs[row], offs[last],
+                          (region.extents[row], region.extents[last]))
 
     def buffer_shape2d(self, b: ir.Buffer, ref) -> tuple[int, int]:
         extents = ref.extents if isinstance(ref, ir.Region) else b.shape

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from .. import ir
 from ..ir import walk
+from . import copy_parts
 from ..dtypes import BOOL, I32, DType
 from ..parser import nodes as n
 from ..typecheck import CheckedFunction
@@ -178,6 +179,7 @@ class Lowerer(PortingLowerer):
         stages = 1
         if kind == "pipelined":
             stages = next((int(self.const(k.value)) for k in s.iter.keywords if k.name == "stages"), 2)
+            stages = max(stages, 1)  # stages=0, TileLang's loop without prefetch, is one stage
         kind_ir = "unroll" if kind == "unroll" else "pipelined"
         return ir.For(var, ir.Const(0, I32), count, ir.Const(1, I32), kind_ir, stages, self.block(s.body), span=s.span)
 
@@ -192,13 +194,28 @@ class Lowerer(PortingLowerer):
     def tile_copy(self, call, span):
         src, dst = call.args
         src_shape, dst_shape = self._operand_shape(src), self._operand_shape(dst)
-        return ir.Copy(self.operand(src, dst_shape), self.operand(dst, src_shape), span=span)
+        copy = ir.Copy(self.operand(src, dst_shape), self.operand(dst, src_shape), span=span)
+        if copy_parts.is_part(copy, self.buffers):  # lse[k, :]: a part of a buffer, element by element
+            dtypes = {p.name: p.type.dtype for p in self.fn.tensor_params}
+            return copy_parts.as_loop(copy, self.buffers, dtypes, self._fresh_indices)
+        return copy
+
+    def _fresh_indices(self, count: int) -> list[str]:
+        names = []
+        for axis in range(count):
+            name = f"copy_{axis}"
+            while name in self.taken:
+                name = f"copy_{axis}_{next(self.fresh)}"
+            self.taken.add(name)
+            names.append(name)
+        return names
 
     def _operand_shape(self, e):
         if isinstance(e, n.Name) and e.id in self.buffers:
             return self.buffers[e.id].shape
-        if isinstance(e, n.Subscript):
-            return tuple(None if d is None else int(self.const(d)) for d in e.ty.shape)
+        if isinstance(e, n.Subscript):  # the dimensions it moves: not those a single index drops
+            return tuple(None if d is None else int(self.const(d)) for x, d in zip(e.indices, e.ty.shape)
+                         if isinstance(x, n.Slice) or d is None)
         return tuple(None for _ in e.ty.shape)
 
     def operand(self, e, other_shape):
@@ -208,14 +225,16 @@ class Lowerer(PortingLowerer):
             extents = tuple(other_shape)
             return ir.Region(e.id, tuple(ir.Const(0, I32) for _ in extents), extents, span=e.span)
         offsets, extents = [], []
-        # A region with more dimensions than the tile: its leading ones have extent 1.
-        other_shape = (1,) * (len(e.indices) - len(other_shape)) + tuple(other_shape)
-        for idx, ext, other in zip(e.indices, e.ty.shape, other_shape):
+        # The checker gave a single index that drops its dimension the extent 1; the others
+        # without an extent line up with the other side's dimensions, in order.
+        moved = [i for i, (x, d) in enumerate(zip(e.indices, e.ty.shape)) if isinstance(x, n.Slice) or d is None]
+        other = dict(zip(moved, other_shape)) if len(moved) == len(other_shape) else {}
+        for i, (idx, ext) in enumerate(zip(e.indices, e.ty.shape)):
             if isinstance(idx, n.Slice):
                 offsets.append(cast(self.expr(idx.lower), I32) if idx.lower is not None else ir.Const(0, I32))
             else:
                 offsets.append(cast(self.expr(idx), I32))
-            extents.append(int(self.const(ext)) if ext is not None else other)
+            extents.append(int(self.const(ext)) if ext is not None else other.get(i))
         if any(x is None for x in extents):
             raise LoweringError("copy cannot tell the extent of this region", e.span)
         return ir.Region(e.value.id, tuple(offsets), tuple(extents), span=e.span)

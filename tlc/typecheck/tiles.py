@@ -5,9 +5,9 @@ from __future__ import annotations
 from .. import print_format
 from ..parser import nodes as n
 from ..parser.nodes import replace  # dataclasses.replace, faster
-from . import literals, rules
+from . import linear, literals, rules
 from .env import BUFFER, Symbol
-from .types import FRAGMENT, GLOBAL, LOCAL, SHARED, BuiltinRef, DTypeValue, VoidType, ScalarType, StrType, TensorType, describe, format_shape
+from .types import FRAGMENT, GLOBAL, LOCAL, SHARED, BuiltinRef, DTypeValue, VoidType, ScalarType, StrType, TensorType, describe, format_dim, format_shape
 
 _SCOPE_OF = {"shared": SHARED, "fragment": FRAGMENT, "local": LOCAL}
 
@@ -136,25 +136,29 @@ class TileChecker:
         lower = self.integer(sl.lower, "a slice bound") if sl.lower is not None else None
         upper = self.integer(sl.upper, "a slice bound") if sl.upper is not None else None
         out = replace(sl, lower=lower, upper=upper)
-        if sl.lower is None and sl.upper is None:
-            return out, dim
-        lo = sl.lower if sl.lower is not None else n.Constant(0)
-        if sl.upper is None:
-            if scope != GLOBAL:
-                return out, n.BinOp("-", dim, lo)
+        if sl.upper is None and sl.lower is not None and scope == GLOBAL:
             self.error("E039", "give the end of a region of a global tensor: A[r:r+BM, ...]", sl.span)
             return None, None
-        up = sl.upper
-        if isinstance(up, n.BinOp) and up.op == "+" and up.left == lo:
+        lo = sl.lower if sl.lower is not None else n.Constant(0)
+        up = sl.upper if sl.upper is not None else dim
+        if sl.lower is None:
+            extent = up  # ':' or ':e'
+        elif isinstance(up, n.BinOp) and up.op == "+" and up.left == lo:
             extent = up.right
         elif isinstance(up, n.BinOp) and up.op == "+" and up.right == lo:
             extent = up.left
         else:
             extent = n.BinOp("-", up, lo)
         v = self.dim_value(extent)
-        if v is None:
-            self.error("E031", "the extent of a region must be a compile-time constant; write it as r:r+BM", sl.span)
-            return None, None
+        if v is None:  # by * BM:(by + 1) * BM, as TileLang writes it: the extent is BM whatever by is
+            v = linear.difference(up, lo, self.consts)
+            if v is None:
+                left = format_dim(linear.to_expr(linear.simplify(n.BinOp("-", up, lo), self.consts)))
+                self.error("E031", f"the extent of a region must be a compile-time constant; this one is {left}", sl.span,
+                           "write the region as r:r+BM or by * BM:(by + 1) * BM, with BM a constant"
+                           + (" (':' spans a size known only at launch)" if sl.upper is None else ""))
+                return None, None
+            extent = n.Constant(v, span=sl.span)
         if v <= 0:
             self.error("E061", f"this region is empty ({v} elements)", sl.span)
             return None, None
@@ -172,22 +176,64 @@ class TileChecker:
             self.error("E036", "copy moves a tile between memory levels; both sides are in global memory", call.span,
                        "stage it through shared(...) or fragment(...)")
             return None
-        if s.rank != d.rank and not _leading_indices(src if s.rank > d.rank else dst, abs(s.rank - d.rank)):
-            self.error("E036", f"copy between {s.rank}-D and {d.rank}-D tiles: {_shape_text(s)} and {_shape_text(d)}",
-                       call.span, "a region of a tensor with more dimensions than the tile picks the extra leading "
-                       "ones with single indices: A[b, r, c]")
+        src, dst = self._drop_single_indices(src, dst, call)
+        if src is None:
             return None
-        for i, (a, b) in enumerate(zip(s.shape[-min(s.rank, d.rank):], d.shape[-min(s.rank, d.rank):])):
+        ts, td = _tile_dims(src), _tile_dims(dst)
+        for a, b in zip(ts, td):
             if a is None or b is None:
                 continue
             va, vb = self.dim_value(a), self.dim_value(b)
             if va is not None and vb is not None and va != vb:
-                self.error("E036", f"copy between tiles of different shapes: {_shape_text(s)} and {_shape_text(d)}", call.span)
+                self.error("E036", f"copy between tiles of different shapes: {_dims_text(ts)} and {_dims_text(td)}", call.span)
                 return None
-        if all(a is None for a in s.shape) and all(b is None for b in d.shape):
-            self.error("E036", "both sides of copy are regions; one side must be a buffer that gives the tile's shape", call.span)
-            return None
         return replace(call, args=(src, dst))
+
+    def _drop_single_indices(self, src, dst, call):
+        """Decide which single indices of a region pick a dimension the tile does not have
+        (NumPy's `Q[b, r:r+BM, h, :]` is a [BM, D] tile) and which give only an origin whose
+        extent comes from the other side (`A[r, c]`).  A dropped dimension's extent becomes
+        the constant 1 in the operand's type; the lowering reads it from there."""
+        singles = [_single_indices(x) for x in (src, dst)]
+        if not singles[0] and not singles[1]:
+            if src.ty.rank != dst.ty.rank:
+                self._rank_error(call, src, dst)
+                return None, None
+            return src, dst
+        if singles[0] and singles[1]:
+            with_slices = [len(x) < x_op.ty.rank for x, x_op in zip(singles, (src, dst))]
+            if not any(with_slices):
+                self.error("E036", "both sides of copy are regions; one side must be a buffer that gives the tile's shape",
+                           call.span)
+                return None, None
+            # a side with slices is NumPy's view: its single indices drop their dimensions
+            src = _dropped(src, singles[0]) if with_slices[0] else src
+            dst = _dropped(dst, singles[1]) if with_slices[1] else dst
+            if all(with_slices):
+                if len(_tile_dims(src)) != len(_tile_dims(dst)):
+                    self._rank_error(call, src, dst)
+                    return None, None
+                return src, dst
+        # one side has single indices still to place, the other gives the tile's rank
+        region_is_src = bool(_single_indices(src))
+        region, other = (src, dst) if region_is_src else (dst, src)
+        rank = len(_tile_dims(other))
+        picked = _single_indices(region)
+        extra = region.ty.rank - rank
+        if extra == len(picked):
+            region = _dropped(region, picked)
+        elif 0 <= extra < len(picked):
+            region = _dropped(region, picked[:extra])  # A[b, r, c]: b picks, r and c are the origin
+        else:
+            self._rank_error(call, src, dst)
+            return None, None
+        return (region, other) if region_is_src else (other, region)
+
+    def _rank_error(self, call, src, dst):
+        a, b = _shown_dims(src), _shown_dims(dst)
+        self.error("E036", f"copy between {len(a)}-D and {len(b)}-D tiles: {_dims_text(a)} and {_dims_text(b)}",
+                   call.span, "a single index drops its dimension, as in NumPy: Q[b, r:r+BM, h, :] is a [BM, D] tile; "
+                   "a region given only by single indices, A[r, c], is an origin with the other side's shape")
 
     def _gemm(self, call, name):
         if not self._arity(call, "gemm", 3, 3, ("trans_a", "trans_b", "precision")):
@@ -366,15 +412,36 @@ class TileChecker:
         return replace(call, args=(replace(call.args[0], ty=StrType()),) + args)
 
 
-def _leading_indices(operand, count: int) -> bool:
-    """Whether a copy operand is a global region whose first `count` dimensions are picked by
-    single indices (extent 1), so that it matches a tile with `count` fewer dimensions."""
-    return (isinstance(operand, n.Subscript) and operand.ty.scope == GLOBAL
-            and all(not isinstance(i, n.Slice) for i in operand.indices[:count]))
+def _single_indices(operand) -> list[int]:
+    """The dimensions a region picks with a single index (not yet known to be dropped)."""
+    if not isinstance(operand, n.Subscript):
+        return []
+    return [i for i, (x, d) in enumerate(zip(operand.indices, operand.ty.shape)) if not isinstance(x, n.Slice) and d is None]
 
 
-def _shape_text(t: TensorType) -> str:
-    return "[" + ", ".join("?" if d is None else format_shape((d,))[1:-1] for d in t.shape) + "]"
+def _dropped(operand, axes):
+    """The region with the single indices at `axes` dropping their dimensions (extent 1)."""
+    shape = tuple(n.Constant(1) if i in axes else d for i, d in enumerate(operand.ty.shape))
+    return replace(operand, ty=replace(operand.ty, shape=shape))
+
+
+def _tile_dims(operand) -> tuple:
+    """The dimensions a copy side moves: a region's dropped dimensions left out, None where
+    the extent comes from the other side."""
+    if not isinstance(operand, n.Subscript):
+        return operand.ty.shape
+    return tuple(d for x, d in zip(operand.indices, operand.ty.shape) if isinstance(x, n.Slice) or d is None)
+
+
+def _shown_dims(operand) -> tuple:
+    """The tile of a copy side as a message shows it: a region with slices as NumPy reads it."""
+    if isinstance(operand, n.Subscript) and any(isinstance(x, n.Slice) for x in operand.indices):
+        return tuple(d for x, d in zip(operand.indices, operand.ty.shape) if isinstance(x, n.Slice))
+    return _tile_dims(operand)
+
+
+def _dims_text(dims) -> str:
+    return "[" + ", ".join("?" if d is None else format_shape((d,))[1:-1] for d in dims) + "]"
 
 
 def _oriented(t: TensorType, trans: bool) -> str:

@@ -1,0 +1,42 @@
+"""tests/programs/regions.tl (TileLang's regions, single indices on any dimension, rows of
+buffers, stages=0) generated for sm_80 and sm_90a and compiled by nvcc with warnings as errors;
+and what the generated code does with them: a head of a (batch, seq, heads, dim) tensor moves
+through the same vectorized copy primitives as a plain tile, its rows H * D elements apart."""
+from __future__ import annotations
+
+import pathlib
+import re
+
+import pytest
+
+from nvcc import compile_object
+from tlc import runner
+
+PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "programs" / "regions.tl"
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_every_kernel_compiles_with_werror(arch, tmp_path):
+    compile_object(runner.build(str(PROGRAM), arch=arch)[0], arch, tmp_path)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_head_is_copied_by_the_tile_primitives_with_its_row_stride(arch):
+    text = runner.build(str(PROGRAM), kernels=["bshd_scale"], arch=arch)[0]
+    body = text[text.index("bshd_scale("):]
+    stride = "(static_cast<long long>(H) * static_cast<long long>(64))"
+    load = re.search(r"tl::copy_g2s<half, 64, 64, 128, \d+, \d+, false>\(Qs, \(Q \+ (.*?)\);", body)
+    assert load and stride in load.group(1) and "by < H" in load.group(1)
+    assert re.search(r"tl::copy_f2g<tl_bshd_scale_layout_\d+>\(\(O \+ .*" + re.escape(stride), body)
+
+
+def test_stages_0_is_a_loop_without_prefetch():
+    plain = runner.build(str(PROGRAM), kernels=["matmul"])[0]
+    staged = runner.build(str(PROGRAM), kernels=["matmul"], defines=["S=2"])[0]
+    assert "cp_async" not in plain[plain.index("matmul("):] and "pipelined over 2 stages" in staged
+
+
+def test_a_row_of_a_fragment_is_a_parallel_loop():
+    ir = runner.build(str(PROGRAM), kernels=["rows"], emit="ir")[0]
+    assert "for copy_0 in parallel(64):\n      if k >= 0 and k < 16:\n        lse[k, copy_0] = X[bx * 16 + k, copy_0]" in ir
