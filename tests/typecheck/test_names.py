@@ -39,6 +39,47 @@ def test_a_device_function_cannot_take_a_statement_name(name):
          f"call it, e.g., '{name}_tiles'")]
 
 
+EVERY_NAME = """\
+@kernel
+def {kernel}(x: f32[N], y: f32[N]):
+    with grid(cdiv(N, 128), threads=128) as bx:
+        s = shared(f32[128])
+        t = fragment(f32[128])
+        copy(x[bx * 128], t)
+        for k in range(1):
+            for i in parallel(128):
+                t[i] = max(t[i], where(t[i] > 0.0, 1.0, 0.0)) + float(int(1)) + exp(0.0)
+        for k in pipelined(2, stages=2):
+            copy(x[bx * 128], s)
+        for k in unroll(2):
+            sync()
+        copy(t, y[bx * 128])
+
+@tile_op
+def {op}(x: f32[M, N]) -> f32[M, N]:
+    return softmax(x, axis=1) + mean(x, axis=1, keepdims=True)
+"""
+
+
+@pytest.mark.parametrize("name", ["grid", "range", "parallel", "pipelined", "unroll", "shared", "fragment",
+                                  "local", "sync", "print", "where", "max", "cdiv", "float", "int", "softmax",
+                                  "mean"])
+def test_every_construct_keeps_its_meaning_beside_a_kernel_of_its_name(name, tmp_path):
+    kernel, op = (f"{name}_k", name) if name in ("softmax", "mean") else (name, f"{name}_op")
+    path = tmp_path / "k.tl"
+    path.write_text(EVERY_NAME.format(kernel=kernel, op=op))
+    m = tlc.load(str(path), target="cpu")
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(200).astype(np.float32)
+    y = np.zeros_like(x)
+    m.kernels[kernel](x, y)
+    np.testing.assert_allclose(y, np.maximum(x, x > 0) + 2.0, rtol=1e-6)
+    X = rng.standard_normal((3, 5)).astype(np.float32)
+    e = np.exp(X - X.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(m.kernels[op](X), e / e.sum(axis=1, keepdims=True) + X.mean(axis=1, keepdims=True),
+                               rtol=1e-5, atol=1e-6)
+
+
 def test_a_kernel_called_like_a_builtin_is_not_what_code_calls():
     """`exp(...)` in code is the builtin and `copy(...)` the statement even beside kernels of
     those names; a kernel of another name is still not callable (E055)."""
