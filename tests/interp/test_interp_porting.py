@@ -113,6 +113,13 @@ def test_split_k_adds_each_part_atomically(mod):
     np.testing.assert_allclose(C, 0.5 + A.astype(np.float32) @ B.astype(np.float32), rtol=1e-4, atol=1e-3)
 
 
+def test_atomic_max_and_min_of_a_reduced_row(mod):
+    A = np.random.default_rng(4).standard_normal((70, 256)).astype(np.float32)  # 70 rows: ragged
+    hi, lo = np.full(70, -np.inf, np.float32), np.full(70, np.inf, np.float32)
+    mod.row_extremes(A, hi, lo)
+    assert (hi == A.max(axis=1)).all() and (lo == A.min(axis=1)).all()
+
+
 def test_use_swizzle_remaps_every_block_once(mod):
     rng = np.random.default_rng(3)
     M, N, K = 150, 230, 40  # a 5 x 8 grid of tiles: panels of 3 rows, the last one of 2
