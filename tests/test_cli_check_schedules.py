@@ -115,8 +115,12 @@ def test_d_and_arch_decide_what_is_scheduled():
     assert (r.exit_code, r.stderr) == (1, f"error: -D BQ: no kernel of {gemm} has such a constant\n")
     r = tlc("check", gemm, "-D", "stages=x")
     assert r.exit_code == 1 and "error[E065]: the constant 'stages' takes an integer, not 'x'" in r.stderr
-    r = tlc("check", gemm, "--arch", "sm_1")
-    assert r.exit_code == 1 and "error[E071]: unknown target architecture 'sm_1'" in r.stderr
+    for path in (gemm, str(EXAMPLES.parent / "tlc" / "stdlib" / "math.tl")):  # with kernels, and without
+        r = tlc("check", path, "--arch", "sm_1")
+        lines = r.stderr.splitlines()
+        assert (r.exit_code, lines[0], lines[-1]) == (1, "error[E071]: unknown target architecture 'sm_1'",
+                                                      f"error: 1 error in {path}")
+        assert lines[1].startswith("  = hint: tlc generates code for sm_80, ")
 
 
 def test_a_kernel_that_needs_a_call_s_dtype_is_scheduled_only_with_d(tmp_path):

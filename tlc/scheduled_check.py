@@ -21,7 +21,12 @@ def schedule_all(program: CheckedProgram, arch: str, constants: dict) -> list[Di
     a constant that only a call can give (a dtype parameter without a default, a shape symbol used
     as a size) is left out."""
     from .api import Module
+    from .targets import get
 
+    try:
+        get(arch)  # E071 for an unknown one, whether or not the file has kernels
+    except DiagnosticError as e:
+        return e.diagnostics
     module = Module(program, target="cpu")
     unused = set(constants) - {name for k in module.kernels.values()
                                for name in (*(p.name for p in k.fn.params), *k.fn.shape_symbols)}
