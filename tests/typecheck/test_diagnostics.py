@@ -80,8 +80,8 @@ CASES = {
         't.tl:5:10: error[E029]: a kernel has exactly one grid, at the top of its body\n  |\n5 |     with grid(1, threads=32) as by:\n  |          ^^^^^^^^^^^^^^^^^^^',
     ),
     'E029_statement_outside_grid': (
-        '@kernel\ndef k(A: f32[N]):\n    x = 1\n    with grid(1, threads=32) as bx:\n        pass\n',
-        "t.tl:3:5: error[E029]: statements of a kernel go inside its 'with grid(...)' block\n  |\n3 |     x = 1\n  |     ^^^^^",
+        '@kernel\ndef k(A: f32[N]):\n    for i in range(2):\n        pass\n    with grid(1, threads=32) as bx:\n        pass\n',
+        "t.tl:3:5: error[E029]: statements of a kernel go inside its 'with grid(...)' block\n  |\n3 |     for i in range(2):\n  |     ^^^^^^^^^^^^^^^^^^",
     ),
     'E029_grid_in_device_fn': (
         'def f(x: f32) -> f32:\n    with grid(1, threads=32) as bx:\n        pass\n    return x\n',

@@ -67,13 +67,16 @@ class Lowerer(PortingLowerer):
         for s in self.shape_symbols:
             self.scalars[s] = I32
         ctx = grid_stmt.context
-        grid = tuple(cast(self.expr(a), I32) for a in ctx.args)
+        # values assigned before the grid (LANGUAGE.md section 2): computed at the top of its body,
+        # and by the launch where the grid reads them
+        prelude = tuple(s for s in self.fn.body if isinstance(s, n.Assign))
+        grid = tuple(cast(self.expr(_substituted(a, {s.target.id: s.value for s in prelude})), I32) for a in ctx.args)
         threads = next(self.const(k.value) for k in ctx.keywords if k.name == "threads")
         blocks = next((self.const(k.value) for k in ctx.keywords if k.name == "blocks_per_sm"), 0)
         block_vars = tuple(t.id for t in grid_stmt.targets)
         for b in block_vars:
             self.scalars[b] = I32
-        body = self.block(grid_stmt.body, hoist=True)
+        body = self.block(prelude + grid_stmt.body, hoist=True)
         block_vars, body = self.swizzled(block_vars, grid, body)  # use_swizzle (porting.py)
         constants = tuple(sorted((k, v) for k, v in self.consts.items()
                                  if self.fn.param(k) is not None and self.fn.param(k).role in ("const", "dtype")))
@@ -529,6 +532,27 @@ def _drop_writes(body: tuple, dead: set) -> tuple:
         nested = {f: _drop_writes(getattr(s, f), dead) for f in ("body", "then", "orelse") if hasattr(s, f)}
         out.append(replace(s, **nested) if nested else s)
     return tuple(out)
+
+
+def _substituted(e, values: dict):
+    """`e` with the names in `values` replaced by their values, themselves substituted (each was
+    assigned once, before the grid, from what came before it)."""
+    if isinstance(e, n.Name) and e.id in values:
+        return _substituted(values[e.id], values)
+    if not hasattr(e, "__dataclass_fields__") or isinstance(e, n.Name):
+        return e
+    changes = {}
+    for f in e.__dataclass_fields__:
+        v = getattr(e, f)
+        if f in ("span", "ty"):
+            continue
+        if isinstance(v, tuple):
+            new = tuple(_substituted(x, values) for x in v)
+        else:
+            new = _substituted(v, values)
+        if new is not v and new != v:
+            changes[f] = new
+    return n.replace(e, **changes) if changes else e
 
 
 def _first_assignments(stmts, include_parallel: bool = False):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from ..dtypes import ALIASES, DTYPES, DType, F32, lookup
 from ..parser import nodes as n
 from ..parser.nodes import replace  # dataclasses.replace, faster
-from . import consteval, rules
+from . import consteval, dims, rules
 from .builtins import DECORATORS
-from .env import CONST, DTYPE, SCALAR, SHAPE, TENSOR, ModuleEnv, Scope, Symbol, did_you_mean
+from .env import CONST, DTYPE, LOCAL, SCALAR, SHAPE, TENSOR, ModuleEnv, Scope, Symbol, did_you_mean
 from .exprs import ExprChecker
 from .program import CheckedFunction, CheckedParam, SymbolUse
 from .stmts import StmtChecker
@@ -65,6 +65,11 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
         # each is specialized, bound from the arrays at a call; and those bound here (name -> size)
         self.to_specialize: dict = {}
         self.specialized: dict = {}
+        # a kernel's names assigned once, at the top of its body or of a grid: an integer value
+        # built from constants is a constant (LANGUAGE.md section 2); one built from constants
+        # and shape symbols is kept here (name -> its value) in case a constant is needed of it
+        self.assigned_once = _assigned_once(fn.body) if kind == "kernel" else {}
+        self.derived: dict = {}
 
     # ---- services for the mixins -------------------------------------------------------------
     def error(self, code, message, span, hint=None):
@@ -82,8 +87,11 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
             if required:
                 bad = nc.node
                 detail = f"'{bad.id}' is not a constant" if isinstance(bad, n.Name) else "it is computed at run time"
-                self.error("E031", f"{what} must be a compile-time constant; {detail}", bad.span,
-                           "use a literal, a module constant or a 'const' parameter")
+                hint = "use a literal, a module constant or a 'const' parameter"
+                if isinstance(bad, n.Name) and self.kind == "kernel" and getattr(self.scope.lookup(bad.id), "kind", None) == LOCAL:
+                    hint = (f"a name assigned once from constants, at the top of the kernel or of its grid, is a "
+                            f"constant; '{bad.id}' is assigned elsewhere, more than once, or from a run-time value")
+                self.error("E031", f"{what} must be a compile-time constant; {detail}", bad.span, hint)
             return None
         if isinstance(v, DType):
             if required:
@@ -96,13 +104,58 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
         be specialized (compiled in, one kernel per size, bound from the arrays at a call)."""
         if self.kind != "kernel":
             return False
-        free = [x for x in _names(e) if x.id not in self.consts and x.id not in ("True", "False")]
-        symbols = [x for x in free if (sym := self.scope.lookup(x.id)) is not None and sym.kind == SHAPE]
+        free = [x for x in self._free_names(e) if x.id not in self.consts and x.id not in ("True", "False")]
+        symbols = [x for x in free if self._is_symbol(x.id)]
         if not symbols or len(symbols) != len(free):
             return False
         for x in symbols:
             self.to_specialize.setdefault(x.id, (x.span, what))
         return True
+
+    def _free_names(self, e) -> list:
+        """The names `e` reads, with a derived value's name replaced by the names it reads."""
+        out, seen = [], set()
+        stack = _names(e)[::-1]
+        while stack:
+            x = stack.pop()
+            if x.id in self.derived and x.id not in seen:
+                seen.add(x.id)
+                stack.extend(_names(self.derived[x.id])[::-1])
+            elif x.id not in self.derived:
+                out.append(x)
+        return out
+
+    def stmt_Assign(self, s: n.Assign):
+        """`BLOCK = BM * 2` or `n_iters = cdiv(K, BK)`, assigned once at the top of a kernel or
+        its grid: an integer built from constants is a constant itself, and the statement goes."""
+        if id(s) in self.assigned_once and self.scope.lookup(s.target.id) is None and s.target.id not in self.consts:
+            try:
+                v = consteval.evaluate(s.value, self.consts)
+            except consteval.NotConstant:
+                v = None
+            if isinstance(v, int):  # bools too
+                self.expr(s.value)  # its diagnostics, if any
+                self.consts[s.target.id] = v
+                self.scope.define(Symbol(s.target.id, CONST, replace(rules.literal_type(v), weak=False), s.target.span))
+                return n.Pass(span=s.span)
+            if v is None and self._constant_but_for_symbols(s.value):
+                self.derived[s.target.id] = s.value
+        return super().stmt_Assign(s)
+
+    def _constant_but_for_symbols(self, e) -> bool:
+        """Whether `e` is constant once its shape symbols are (any size stands in for them)."""
+        env = {**self.consts, **{x.id: 1 for x in self._free_names(e) if self._is_symbol(x.id)}}
+        try:
+            for name, value in self.derived.items():  # in the order they were assigned
+                env[name] = consteval.evaluate(value, env)
+            consteval.evaluate(e, env)
+        except consteval.NotConstant:
+            return False
+        return True
+
+    def _is_symbol(self, name: str) -> bool:
+        sym = self.scope.lookup(name)
+        return sym is not None and sym.kind == SHAPE
 
     def dim_value(self, d):
         try:
@@ -170,8 +223,9 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
             self.error("E029", f"the kernel '{self.fn.name}' has no grid", self.fn.name_span,
                        "its body is one 'with grid(...) as (bx, by):' block")
         if self.kind == "kernel" and self.grid_seen:
-            for s in self.fn.body:
-                if not isinstance(s, (n.With, n.Pass)) and not (isinstance(s, n.ExprStmt) and isinstance(s.expr, n.Constant)):
+            for s in body:  # values assigned before the grid are computed at the top of it
+                if not isinstance(s, (n.With, n.Pass)) and not (isinstance(s, n.ExprStmt) and isinstance(s.expr, n.Constant)) \
+                        and not (isinstance(s, n.Assign) and isinstance(s.target, n.Name)):
                     self.error("E029", "statements of a kernel go inside its 'with grid(...)' block", s.span)
         if self.kind != "kernel" and self.returns is not None and not _always_returns(self.fn.body):
             self.error("E040", f"'{self.fn.name}' can reach its end without returning a value", self.fn.name_span)
@@ -220,6 +274,7 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
         for p in self.fn.params:
             if p.name not in out:
                 out[p.name] = self._value_param(p)
+        dims.check_deferred(self)
         for p in self.fn.params:
             cp = out[p.name]
             if cp.role == "dtype" and cp.value is None:
@@ -313,6 +368,8 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
             consteval.report_too_large(self.bag, err)
             return d
         except consteval.NotConstant as nc:
+            if dims.defer(self, d, param):  # K // 2: checked once every parameter is known
+                return d
             bad = nc.node
             if isinstance(bad, n.Name):
                 self.error("E044", f"'{bad.id}' is not a constant, so it cannot be part of a dimension expression", bad.span,
@@ -360,6 +417,24 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
         return TensorType(dt, tuple(dims), VALUE)
 
 
+def _assigned_once(body) -> set:
+    """The ids of the assignments `NAME = value` at the top of `body` or of a grid in it whose
+    name no other statement of the function assigns (nor a loop takes as its variable)."""
+    counts: dict = {}
+    stack = list(body)
+    while stack:
+        s = stack.pop()
+        targets = [s.target] if isinstance(s, (n.Assign, n.AugAssign)) else list(s.targets) if isinstance(s, n.For) else []
+        for t in targets:
+            if isinstance(t, n.Name):
+                counts[t.id] = counts.get(t.id, 0) + 1
+        for f in ("body", "orelse"):
+            stack.extend(getattr(s, f, None) or ())
+    tops = list(body) + [s for w in body if isinstance(w, n.With) for s in w.body]
+    return {id(s) for s in tops if isinstance(s, n.Assign) and isinstance(s.target, n.Name) and s.annotation is None
+            and counts.get(s.target.id) == 1}
+
+
 def _is_dimension(fn: n.FunctionDef, name: str) -> bool:
     """Whether `name` stands as a whole dimension of a tensor parameter's type."""
     return any(isinstance(d, n.Name) and d.id == name for p in fn.params if p.annotation.dims for d in p.annotation.dims)
@@ -372,6 +447,9 @@ def _names(e) -> list:
         x = stack.pop()
         if isinstance(x, n.Name):
             out.append(x)
+            continue
+        if isinstance(x, n.Call):  # the function's name is not a value
+            stack.extend(reversed(x.args + tuple(k.value for k in x.keywords)))
             continue
         for f in getattr(type(x), "__dataclass_fields__", {}):
             if f not in ("span", "ty"):

@@ -1,0 +1,34 @@
+"""Kernel structure on the GPU (issue 20 item 7): names assigned once from constants size
+buffers and loops (with K specialized through one of them), values computed before the grid,
+against NumPy on ragged shapes."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tlc
+
+pytestmark = pytest.mark.gpu
+
+SOURCE = (Path(__file__).resolve().parents[1] / "programs" / "kernel_structure.tl").read_text()
+
+
+@pytest.fixture(scope="module")
+def module():
+    return tlc.compile_source(SOURCE, target="cuda", path="kernel_structure.tl")
+
+
+@pytest.mark.parametrize("m,k", [(9, 40), (130, 64), (1, 96)])
+def test_constants_computed_in_the_kernel(module, m, k):
+    x = np.random.default_rng(m).standard_normal((m, k)).astype(np.float32)
+    y = np.zeros_like(x)
+    module.scale_rows(x, y)
+    np.testing.assert_array_equal(y, 2 * x)
+
+
+@pytest.mark.parametrize("m,k", [(7, 70), (513, 5), (64, 64)])
+def test_values_computed_before_the_grid(module, m, k):
+    x = np.random.default_rng(k).standard_normal((m, k)).astype(np.float32)
+    y = np.zeros(m, np.float32)
+    module.row_sums(x, y)
+    np.testing.assert_allclose(y, x.sum(axis=1), rtol=1e-5, atol=1e-4)
