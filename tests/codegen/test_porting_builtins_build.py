@@ -14,7 +14,7 @@ from tlc.schedule import schedule
 from nvcc import compile_object
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "porting_builtins.tl"
-KERNELS = ["bits", "clamps", "device_while", "collatz", "endless", "per_thread", "splitk", "splitk_shared", "row_extremes", "swizzled_gemm", "column_order"]
+KERNELS = ["bits", "f8_inside", "clamps", "device_while", "collatz", "endless", "per_thread", "splitk", "splitk_shared", "row_extremes", "swizzled_gemm", "column_order"]
 
 
 def checked():
@@ -35,6 +35,16 @@ def test_every_kernel_compiles(arch, tmp_path):
     r = checked()
     kernels = [schedule(r.program, name, {}, target=arch) for name in KERNELS]
     compile_object(generate_file(kernels, arch, sources=r.sources), arch, tmp_path)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_f8_inside_expressions_alone_compiles(arch, tmp_path):
+    """Regression: the fp8 header was included only for f8 tensors and buffers, so f32(f8e5m2(x))
+    or reinterpret(q, f8e4m3) in a kernel without one failed in nvcc ('__nv_fp8_e4m3' undefined)."""
+    r = checked()
+    compile_object(generate(schedule(r.program, "f8_inside", {}, target=arch), arch, sources=r.sources).source,
+                   arch, tmp_path)
 
 
 def test_bit_casts_use_cudas_intrinsics():

@@ -21,10 +21,18 @@ def mod():
     return tlc.load(str(checks.PROGRAM), target="cuda")
 
 
-@pytest.mark.parametrize("check", ["test_reinterpret_keeps_the_bits", "test_clamp_if_then_else_infinity_and_extremes",
-                                   "test_while_loops_per_index_and_uniform",
-                                   "test_while_loops_in_device_functions_and_conditions_that_call_them", "test_the_thread_index_runs_per_thread",
-                                   "test_split_k_adds_each_part_atomically",
-                                   "test_atomic_max_and_min_of_a_reduced_row", "test_use_swizzle_remaps_every_block_once"])
+CHECKS = ["test_reinterpret_keeps_the_bits", "test_f8_values_inside_expressions",
+          "test_clamp_if_then_else_infinity_and_extremes", "test_while_loops_per_index_and_uniform",
+          "test_while_loops_in_device_functions_and_conditions_that_call_them", "test_the_thread_index_runs_per_thread",
+          "test_split_k_adds_each_part_atomically", "test_atomic_max_and_min_of_a_reduced_row",
+          "test_use_swizzle_remaps_every_block_once"]
+
+
+def test_every_check_but_the_endless_loop_runs_here():
+    assert sorted(CHECKS + ["test_an_endless_while_stops_with_an_error"]) == \
+        sorted(name for name in dir(checks) if name.startswith("test_"))
+
+
+@pytest.mark.parametrize("check", CHECKS)
 def test_the_gpu_matches_numpy(mod, check):
     getattr(checks, check)(mod)

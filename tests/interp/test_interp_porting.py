@@ -42,6 +42,14 @@ def test_reinterpret_keeps_the_bits(mod):
     assert (outs["hb"].view(np.uint16) == h.view(np.uint16)).all()
 
 
+def test_f8_values_inside_expressions(mod):
+    q = np.arange(256, dtype=np.int64).astype(np.uint8)
+    y, z = np.zeros(256, np.float32), np.zeros(256, np.float32)
+    mod.f8_inside(q, y, z)
+    np.testing.assert_array_equal(y, q.view(ml_dtypes.float8_e4m3fn).astype(np.float32))
+    np.testing.assert_array_equal(z, y.astype(ml_dtypes.float8_e5m2).astype(np.float32))
+
+
 def test_clamp_if_then_else_infinity_and_extremes(mod):
     n = 200
     x = np.linspace(-3, 3, n).astype(np.float32)

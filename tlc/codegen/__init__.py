@@ -110,7 +110,14 @@ def specialized_params(kernel: ir.Kernel) -> list[str]:
 
 
 def uses_fp8(kernel: ir.Kernel) -> bool:
-    return any(t.dtype.name.startswith("f8") for t in list(kernel.params) + list(kernel.buffers))
+    """Whether the kernel needs CUDA's fp8 header: an f8 tensor or buffer, or an f8 value inside
+    an expression alone (`f32(f8e4m3(x))`, `reinterpret(q, f8e4m3)`)."""
+    from ..ir.walk import statement_exprs, statements, subexprs
+
+    if any(t.dtype.name.startswith("f8") for t in list(kernel.params) + list(kernel.buffers)):
+        return True
+    return any(x.dtype.name.startswith("f8") for s in statements(kernel.body)
+               for e in statement_exprs(s) for x in subexprs(e))
 
 
 def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = True,
