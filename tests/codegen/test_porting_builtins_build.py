@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tlc.codegen import generate, generate_file
-from tlc.driver import check_file
+from tlc.driver import check_file, check_source
 from tlc.ir import print_kernel
 from tlc.schedule import schedule
 from nvcc import compile_object
@@ -68,12 +68,26 @@ def test_a_while_loop_tests_first_and_continue_tests_again():
     assert "      if not v > 1:\n        break\n" in ir_text
 
 
+SWIZZLE_OFF = """
+@kernel
+def k(hits: i32[GY, GX], P: const = 4):
+    with grid(GX, GY, threads=32) as (bx, by):
+        use_swizzle(P)
+        atomic_add(hits[by, bx], 1)
+"""
+
+
 def test_emit_ir_notes_the_hints():
     r = checked()
     text = print_kernel(schedule(r.program, "swizzled_gemm", {}))
     assert "# note: use_swizzle(3, order=\"row\"): block indices (bx, by) remapped in panels" in text
     assert "# note: annotate_layout accepted and ignored: the scheduler chooses every layout" in text
     text = print_kernel(schedule(r.program, "splitk", {}))
-    assert ("# note: gemm policy=FullRow accepted and ignored: the scheduler lays out the accumulator's warps "
-            "(schedule/layout.py)") in text
+    assert ("# note: gemm policy=FullRow accepted and ignored: the scheduler lays out the accumulator's warps, "
+            "in the warp tiles closest to square (schedule/layout.py)") in text
     assert "atomic_add C[" in text
+    disabled = SWIZZLE_OFF.replace("use_swizzle(P)", "use_swizzle(P, enable=False)")
+    r = check_source(disabled, "t.tl")
+    text = print_kernel(schedule(r.program, "k", {}))
+    assert "# note: use_swizzle(enable=False): the blocks keep the launch's order" in text
+    assert "grid (bx, by) in" in text and "swizzle_" not in text

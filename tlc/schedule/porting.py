@@ -95,8 +95,8 @@ class PortingLowerer:
     def tile_gemm_policy(self, call) -> None:
         policy = next((k.value.value for k in call.keywords if k.name == "policy"), None)
         if policy is not None:
-            self.note(f"gemm policy={policy} accepted and ignored: the scheduler lays out the accumulator's warps "
-                      "(schedule/layout.py)")
+            self.note(f"gemm policy={policy} accepted and ignored: the scheduler lays out the accumulator's warps, "
+                      "in the warp tiles closest to square (schedule/layout.py)")
 
     def tile_annotate(self, call, span):
         self.note("annotate_layout accepted and ignored: the scheduler chooses every layout")
@@ -106,6 +106,8 @@ class PortingLowerer:
         panel, order, enable = (a.value for a in call.args)
         if enable:
             self.swizzle = (int(panel), order, span)
+        else:
+            self.note("use_swizzle(enable=False): the blocks keep the launch's order")
         return None
 
     def swizzled(self, block_vars: tuple, grid: tuple, body: tuple):
