@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from .. import ir, print_format, targets
 from ..ir.per_thread import per_thread_statements
 from ..ir.walk import loads, statement_exprs, statements
-from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layout
+from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layout, register_in_loop, uniform_register
 from ..schedule.operand_layout import register_a_layouts
 from ..schedule.smem import SharedLayout
 from ..schedule.tensor_cores import tensor_core_op
@@ -50,6 +50,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
         self.ranges: dict[str, tuple[int, int]] = {}
         self.reg_index: dict[str, str] = {}  # inside a parallel loop: fragment -> its register expression
         self.loop_layout = None
+        self.loop_extents: tuple = ()
         self.smem_base: dict[str, str] = {}
         self.in_parallel = False
         self.scratch_bytes = 0
@@ -303,18 +304,25 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
         return f"tl::smem_index<{c_type(b.dtype)}, {rows}, {cols}, {lay.pad}, {lay.swizzle_bytes}>({r}, {c})"
 
     def register(self, name: str, indices, span) -> str:
-        """Inside a parallel loop, the register of the fragment element `name[indices]`."""
-        if not self.in_parallel:
-            raise CodegenError(f"the fragment '{name}' is indexed outside a parallel loop", span)
+        """The register of the fragment element `name[indices]`: inside a parallel loop, as
+        the loop's layout relates to the fragment's (schedule.layout.register_in_loop); outside,
+        the one every thread holds it in (a replicated fragment read as a scalar)."""
         b = self.buffers[name]
+        if not self.in_parallel:
+            index = tuple(i.value if isinstance(i, ir.Const) else None for i in indices)
+            reg = None if None in index else uniform_register(b.layout, index, self.k.threads)
+            if reg is None:
+                raise CodegenError(f"the fragment '{name}' is indexed outside a parallel loop", span)
+            return str(reg)
         names = [i.name if isinstance(i, ir.Var) else None for i in indices]
         loop_vars = list(self.loop_vars)
-        if b.layout == self.loop_layout and names == loop_vars:
+        how = register_in_loop(b.layout, indices, self.loop_layout, loop_vars, self.loop_extents)
+        if how == "own":
             return "tl_r"
-        if isinstance(b.layout, Replicated) and b.layout.base == self.loop_layout:
-            kept = [v for d, v in enumerate(loop_vars) if d not in b.layout.dropped]
-            if names == kept:  # the replica in this thread's slot of the loop's register
-                return f"{self.c_layout(b.layout)}::slot(tl_r)"
+        if how == "scalar":  # one element every thread holds
+            return "0"
+        if how == "slot":  # the replica in this thread's slot of the loop's register
+            return f"{self.c_layout(b.layout)}::slot(tl_r)"
         raise CodegenError(
             f"the fragment '{name}' is indexed as {name}[{', '.join(str(n) for n in names)}] in a parallel loop over "
             f"({', '.join(loop_vars)}) whose threads hold other elements; an exchange through shared memory is "
@@ -386,7 +394,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
     # ---- parallel loops ----------------------------------------------------------------------
     def stmt_Parallel(self, p: ir.Parallel) -> None:
         layout = parallel_layout(p, self.k)
-        exchange = self.exchange_plan(p, layout)
+        exchange = dict(p.exchange) if p.layout is not None else self.exchange_plan(p, layout)
         if exchange:
             self.exchange_in(exchange)
         self.parallel_loop(p, layout)
@@ -397,8 +405,8 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
         """Fragments the loop indexes other than by its own layout: name -> written?  They go
         through shared memory around the loop (DESIGN.md: slower, never wrong)."""
         plan: dict = {}
-        saved = (self.in_parallel, self.loop_layout, getattr(self, "loop_vars", ()))
-        self.in_parallel, self.loop_layout, self.loop_vars = True, layout, p.vars
+        saved = (self.in_parallel, self.loop_layout, getattr(self, "loop_vars", ()), self.loop_extents)
+        self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = True, layout, p.vars, p.extents
         for s in statements(p.body):
             accesses = [(x.name, x.indices, False) for e in statement_exprs(s) for x in loads(e)]
             if isinstance(s, ir.Store):
@@ -411,7 +419,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
                     self.register(name, indices, None)
                 except CodegenError:
                     plan[name] = plan.get(name, False) or write
-        self.in_parallel, self.loop_layout, self.loop_vars = saved
+        self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = saved
         return plan
 
     def exchange_in(self, plan: dict) -> None:
@@ -425,8 +433,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
             t = c_type(b.dtype)
             ptr = f"reinterpret_cast<{t}*>(tl_smem + {offset})"
             cols = b.shape[-1]
-            rows = _prod(b.shape[:-1]) if len(b.shape) > 1 else 1
-            self.emit(f"tl::copy_f2s<{info.c_layout}, {t}, {t}, {rows}, {cols}, 0, 0>({ptr}, {c_name(name)});")
+            self.emit(f"tl::exchange_f2s<{info.c_layout}, {t}, {t}, {cols}>({ptr}, {c_name(name)});")
             self.exchanged[name] = ptr
             offset += -(-(_prod(b.shape) * b.dtype.itemsize) // 128) * 128
         self.scratch_bytes = max(self.scratch_bytes, offset - self.k.smem_bytes)
@@ -440,10 +447,27 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
                 b = self.buffers[name]
                 info = self.fragment(name)
                 t = c_type(b.dtype)
-                rows = _prod(b.shape[:-1]) if len(b.shape) > 1 else 1
-                self.emit(f"tl::copy_s2f<{info.c_layout}, {t}, {t}, {rows}, {b.shape[-1]}, 0, 0>({c_name(name)}, {ptr});")
+                self.emit(f"tl::exchange_s2f<{info.c_layout}, {t}, {t}, {b.shape[-1]}>({c_name(name)}, {ptr});")
         if any(plan.values()):
             self.emit("__syncthreads();")
+
+    def exchange_copy(self, s: ir.Buffer, d: ir.Buffer, rows: int, cols: int) -> None:
+        """copy(s, d) between fragments of different layouts (the scheduler could not give them
+        one): s is written to shared memory in its layout, in its own dtype, with the widest
+        vectors its runs allow, and d reads it back in its layout, converting.  The scratch is
+        the space after the planned shared memory that exchanges and reductions share: a
+        barrier before (a reduction's or an exchange's readers may still be there), between,
+        and after (the next user may write it at once)."""
+        t = c_type(s.dtype)
+        ptr = f"reinterpret_cast<{t}*>(tl_smem + {self.k.smem_bytes})"
+        self.emit(f"// exchange {s.name} -> {d.name} through shared memory: {s.layout} -> {d.layout}")
+        self.emit("__syncthreads();")
+        self.emit(f"tl::exchange_f2s<{self.fragment(s.name).c_layout}, {t}, {t}, {cols}>({ptr}, {c_name(s.name)});")
+        self.emit("__syncthreads();")
+        self.emit(f"tl::exchange_s2f<{self.fragment(d.name).c_layout}, {t}, {c_type(d.dtype)}, {cols}>({c_name(d.name)}, {ptr});")
+        self.emit("__syncthreads();")
+        size = -(-(rows * cols * s.dtype.itemsize) // 128) * 128
+        self.scratch_bytes = max(self.scratch_bytes, size)
 
     def parallel_loop(self, p: ir.Parallel, layout) -> None:
         alias = self.c_layout(layout)
@@ -463,14 +487,14 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
             raise CodegenError("parallel loops over more than 2 dimensions are not supported by the CUDA target yet",
                                p.span)
         self.emit(f"if (!{alias}::valid(threadIdx.x, tl_r)) continue;")
-        saved = (self.in_parallel, self.loop_layout, getattr(self, "loop_vars", ()))
-        self.in_parallel, self.loop_layout, self.loop_vars = True, layout, p.vars
+        saved = (self.in_parallel, self.loop_layout, getattr(self, "loop_vars", ()), self.loop_extents)
+        self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = True, layout, p.vars, p.extents
         self.block(p.body)
         for v in p.vars:
             self.ranges.pop(v, None)
         for x in hoisted:
             self.hoisted.pop(x, None)
-        self.in_parallel, self.loop_layout, self.loop_vars = saved
+        self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = saved
         self.indent -= 1
         self.emit("}")
 

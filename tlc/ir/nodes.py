@@ -294,6 +294,11 @@ class Parallel(Stmt):
     extents: tuple[int, ...]
     body: tuple[Stmt, ...]
     span: Span | None = _span()
+    # The scheduler's (schedule/layout_infer.py), opaque here: the layout the iterations are
+    # spread by, and the fragments that go through shared memory around the loop (name,
+    # written?) because the loop reads them in another layout.
+    layout: Any = None
+    exchange: tuple[tuple[str, bool], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -116,24 +116,56 @@ def _simple(s: Stmt) -> str:
     raise TypeError(f"printer: unknown statement node {type(s).__name__}")
 
 
-def _stmts(body, depth: int, out: list[str]) -> None:
+def _exchange(s: Stmt, layouts: dict) -> str | None:
+    """The line that explains an exchange through shared memory the statement forces: a
+    parallel loop reading fragments in another layout than theirs, or a copy between two
+    fragments of different layouts."""
+    if isinstance(s, Parallel) and s.exchange:
+        held = "; ".join(f"other threads hold {_first_access(s, name)} ({name}: {layouts.get(name)})" for name, _ in s.exchange)
+        names = ", ".join(name for name, _ in s.exchange)
+        return f"exchange {names} through shared memory: this loop runs in {s.layout}; {held}"
+    if isinstance(s, Copy) and isinstance(s.src, BufferRef) and isinstance(s.dst, BufferRef):
+        a, b = layouts.get(s.src.name), layouts.get(s.dst.name)
+        if a is not None and b is not None and a != b:
+            return f"exchange {s.src.name} -> {s.dst.name} through shared memory: {a} -> {b}"
+    return None
+
+
+def _first_access(p: Parallel, name: str) -> str:
+    """The text of the loop's first access to `name` (what the exchange is for)."""
+    from .walk import loads, statement_exprs, statements
+
+    for s in statements(p.body):
+        found = [x for e in statement_exprs(s) for x in loads(e) if x.name == name]
+        if isinstance(s, Store) and s.name == name:
+            return f"{name}[{', '.join(expr(i) for i in s.indices)}]"
+        if found:
+            return expr(found[0])
+    return name
+
+
+def _stmts(body, depth: int, out: list[str], layouts: dict | None = None) -> None:
     pad = "  " * depth
+    layouts = layouts or {}
     for s in body:
+        why = _exchange(s, layouts)
+        if why:
+            out.append(f"{pad}# {why}")
         if isinstance(s, For):
             stages = f", stages={s.stages}" if s.kind == "pipelined" else ""
             rng = f"{expr(s.start)}, {expr(s.stop)}, {expr(s.step)}"
             kind = "range" if s.kind == "serial" else s.kind
             out.append(f"{pad}for {s.var} in {kind}({rng}{stages}):")
-            _stmts(s.body, depth + 1, out)
+            _stmts(s.body, depth + 1, out, layouts)
         elif isinstance(s, Parallel):
             out.append(f"{pad}for {', '.join(s.vars)} in parallel({', '.join(map(str, s.extents))}):")
-            _stmts(s.body, depth + 1, out)
+            _stmts(s.body, depth + 1, out, layouts)
         elif isinstance(s, If):
             out.append(f"{pad}if {expr(s.cond)}:")
-            _stmts(s.then, depth + 1, out)
+            _stmts(s.then, depth + 1, out, layouts)
             if s.orelse:
                 out.append(f"{pad}else:")
-                _stmts(s.orelse, depth + 1, out)
+                _stmts(s.orelse, depth + 1, out, layouts)
         else:
             out.append(pad + _simple(s))
 
@@ -167,5 +199,5 @@ def print_kernel(k: Kernel) -> str:
     launch = f"  grid ({', '.join(k.block_vars)}) in ({grid}) threads={k.threads}"
     out.append(launch + (f" smem={k.smem_bytes}" if k.smem_bytes else ""))
     out.extend("  " + _buffer(b) for b in k.buffers)
-    _stmts(k.body, 1, out)
+    _stmts(k.body, 1, out, {b.name: b.layout for b in k.buffers if b.scope == "fragment" and b.layout is not None})
     return "\n".join(out) + "\n"

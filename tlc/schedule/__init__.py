@@ -2,7 +2,7 @@
 and the code generator.  Entry point: `schedule(program, name, constants)`.
 
 The passes, in order, each a function IR -> IR checked by the verifier: `lower` (typed AST ->
-IR), `assign_layouts` (fragment layouts), `check_thread_storage` (what each thread holds, the
+IR), `infer_layouts` (fragment layouts, layout_infer.py), `check_thread_storage` (what each thread holds, the
 limit), `plan_shared_memory` (sizes, stages, padding or swizzle, offsets with reuse, the
 limit), `insert_barriers`.  Owns no C text.
 """
@@ -15,12 +15,13 @@ from ..diagnostics import Diagnostic, DiagnosticError
 from ..typecheck import CheckedProgram
 from .barriers import insert_barriers
 from .bind import bind_constants, parse_value
-from .layout import assign_layouts, parallel_layout
+from .layout import parallel_layout
+from .layout_infer import infer_layouts
 from .lower import Lowerer, LoweringError
 from .registers import check_thread_storage
 from .smem import SM80_LIMIT, SM90_LIMIT, plan_shared_memory
 
-PASSES = ("lower", "assign_layouts", "check_thread_storage", "plan_shared_memory", "insert_barriers")
+PASSES = ("lower", "infer_layouts", "check_thread_storage", "plan_shared_memory", "insert_barriers")
 
 __all__ = ["schedule", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "SM80_LIMIT", "SM90_LIMIT", "parallel_layout"]
 
@@ -79,7 +80,7 @@ def schedule(program: CheckedProgram, name: str, constants: dict | None = None, 
     if fn.specialized:
         kernel = replace(kernel, specialized=tuple(fn.specialized.items()))
     ir.verify(kernel)
-    kernel = check_thread_storage(assign_layouts(kernel, target), program.sources)
+    kernel = check_thread_storage(infer_layouts(kernel, target, program.sources), program.sources)
     limit = smem_limit if smem_limit is not None else TARGET_SMEM.get(target, SM90_LIMIT)
     kernel = plan_shared_memory(kernel, limit, program.sources)
     kernel = insert_barriers(kernel)

@@ -179,6 +179,8 @@ class Replicated:
         return out
 
     def __str__(self) -> str:
+        if isinstance(self.base, Blocked) and self == everywhere(self.base.threads):
+            return f"in every thread (threads={self.base.threads})"
         return f"replicated({self.base}, dropped={list(self.dropped)})"
 
 
@@ -251,12 +253,12 @@ def wgmma_accumulator(shape: tuple, threads: int) -> MmaAccumulator:
     return MmaAccumulator((shape[0], shape[1]), threads // 32, 1, wgmma_bands(shape, threads) > 1)
 
 
-def assign_layouts(kernel: ir.Kernel, target: str = "sm_80") -> ir.Kernel:
+def assign_layouts(kernel: ir.Kernel, target: str = "sm_80", preset: dict | None = None) -> ir.Kernel:
     """Give every fragment a layout and every parallel loop the layout it runs in; a gemm
     accumulator whose layout the target's own instructions dictate (wgmma's) takes it."""
     frags = {b.name: b for b in kernel.buffers if b.scope == "fragment"}
     buffers = {b.name: b for b in kernel.buffers}
-    layouts: dict[str, object] = {}
+    layouts: dict[str, object] = dict(preset or {})  # fixed before (layout_infer.py's choices)
     stmts = list(statements(kernel.body))
     itemsize = _copy_itemsizes(stmts, frags, kernel)
     default = functools.partial(_default, itemsize=itemsize)
@@ -277,16 +279,21 @@ def assign_layouts(kernel: ir.Kernel, target: str = "sm_80") -> ir.Kernel:
                 or mma_accumulator(frags[s.c].shape, kernel.threads)
             layouts[s.c] = acc or blocked(frags[s.c].shape, frags[s.c].dtype, kernel.threads, itemsize.get(s.c))
     changed = True
-    while changed:  # 2. reductions replicate their source's layout; 3. parallel loops share theirs
+    while changed:  # 2. reductions replicate their source's layout; 3. loops and copies share theirs
         changed = False
         for s in stmts:
-            if isinstance(s, ir.Reduce) and s.dst in frags and s.src in frags and s.dst not in layouts:
-                # (a shared source has no layout to replicate: its destination takes step 4's)
-                base = layouts.get(s.src) or default(frags, s.src, kernel.threads, layouts)
-                layouts[s.dst] = Replicated(base, (s.dim,))
+            if isinstance(s, ir.Reduce) and s.dst in frags and s.src in layouts and s.dst not in layouts:
+                layouts[s.dst] = Replicated(layouts[s.src], (s.dim,))
                 changed = True
             elif isinstance(s, ir.Parallel):
                 changed |= _propagate_parallel(s, frags, layouts, kernel.threads, default)
+            elif isinstance(s, ir.Copy) and isinstance(s.src, ir.BufferRef) and isinstance(s.dst, ir.BufferRef):
+                changed |= _propagate_copy(s.src.name, s.dst.name, frags, layouts)
+        if not changed:  # 3b. nothing follows from what is laid out: the first statement that needs a layout
+            first = next((x for x in map(lambda s: _needs_layout(s, frags, layouts), stmts) if x), None)
+            if first is not None:  # (an unlaid reduction source, a loop's unlaid anchor) takes vector runs
+                default(frags, first, kernel.threads, layouts)
+                changed = True
     for name in frags:  # 4. the rest: vector runs
         if name not in layouts:
             default(frags, name, kernel.threads, layouts)
@@ -299,11 +306,34 @@ def parallel_layout(p: ir.Parallel, kernel: ir.Kernel):
     element per thread and round when it touches no fragment of its own shape.  A replicated
     anchor makes every replica run the iteration (each updates its own copy); the code
     generator lets only one replica perform side effects on memory."""
+    if p.layout is not None:  # the scheduler's choice (layout_infer.annotate_loops)
+        return p.layout
     frags = {b.name: b for b in kernel.buffers if b.scope == "fragment"}
     anchor = _anchor(p, frags)
     if anchor is not None and frags[anchor].layout is not None:
         return frags[anchor].layout
     return Blocked(tuple(p.extents), kernel.threads, 1)
+
+
+def _needs_layout(s, frags, layouts) -> str | None:
+    """The fragment statement `s` would lay out first if nothing else decides: a reduction's
+    fragment source, a parallel loop's anchor (whose layout the fragments it touches take)."""
+    if isinstance(s, ir.Reduce) and s.src in frags and s.src not in layouts and s.dst in frags:
+        return s.src
+    if isinstance(s, ir.Parallel):
+        anchor = _anchor(s, frags, layouts)
+        return anchor if anchor is not None and anchor not in layouts else None
+    return None
+
+
+def _propagate_copy(a: str, b: str, frags, layouts) -> bool:
+    """A copy between two fragments of one shape: the one not laid out yet takes the other's
+    layout, so that the copy stays in each thread's registers (a dtype change included)."""
+    if a not in frags or b not in frags or frags[a].shape != frags[b].shape or (a in layouts) == (b in layouts):
+        return False
+    src, dst = (a, b) if a in layouts else (b, a)
+    layouts[dst] = layouts[src]
+    return True
 
 
 def _default(frags, name, threads, layouts, itemsize=None):
@@ -354,6 +384,68 @@ def _candidates(p: ir.Parallel, frags) -> list[str]:
     return out
 
 
+def squeezed(layout):
+    """A blocked layout with its dimensions of size 1 left out: the same threads hold the same
+    elements in the same registers (its runs follow the row-major linear index), so a
+    fragment [1, N] and a loop over [N] in blocked layouts of one vector width agree."""
+    if isinstance(layout, Blocked):
+        return Blocked(tuple(d for d in layout.shape if d != 1) or (1,), layout.threads, layout.vec)
+    return layout
+
+
+def register_in_loop(layout, indices, loop_layout, loop_vars, loop_extents) -> str | None:
+    """How a parallel loop reads `frag[indices]` from the registers of the running thread:
+    "own" (the loop's register tl_r: the fragment is laid out as the loop and indexed by its
+    variables), "slot" (a replica of a reduction over the loop's layout, indexed by the
+    variables it keeps), "scalar" (one element every thread holds: register 0), or None (another thread holds it: an exchange).  Indices of size-1
+    dimensions that are 0 are left out on both sides, as are the loop's size-1 variables."""
+    names = [e.name if isinstance(e, ir.Var) else None for e in indices]
+    loop_vars = list(loop_vars)
+    if layout == loop_layout and names == loop_vars:
+        return "own"
+    if isinstance(layout, Replicated) and isinstance(layout.base, Blocked) and layout == everywhere(layout.base.threads):
+        return "scalar"  # one element every thread holds, in its register 0
+    if isinstance(layout, Replicated) and layout.base == loop_layout:
+        kept = [v for d, v in enumerate(loop_vars) if d not in layout.dropped]
+        if names == kept:
+            return "slot"
+    if isinstance(layout, Blocked) and isinstance(loop_layout, Blocked) and squeezed(layout) == squeezed(loop_layout):
+        units = {v for v, n in zip(loop_vars, loop_extents) if n == 1}
+        mine = [n for n, e, d in zip(names, indices, layout.shape)
+                if not (d == 1 and (n in units or (isinstance(e, ir.Const) and e.value == 0)))]
+        if mine == [v for v in loop_vars if v not in units]:
+            return "own"
+    return None
+
+
+def everywhere(threads: int) -> Replicated:
+    """The layout of one element held by each of `threads` threads (register 0 in each)."""
+    return Replicated(Blocked((1, threads), threads, 1), (1,))
+
+
+def uniform_register(layout, index: tuple[int, ...], threads: int) -> int | None:
+    """The register in which every thread of the block holds element `index` of a fragment
+    in `layout` (so that it reads as a scalar outside parallel loops), or None when some
+    thread does not hold it or threads hold it in different registers."""
+    if isinstance(layout, Replicated):
+        return _uniform_slot(layout, tuple(index), threads)
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _uniform_slot(layout: Replicated, index: tuple[int, ...], threads: int) -> int | None:
+    base = layout.base
+    if math.prod(base.shape) > 1 << 20:
+        return None
+    slots: dict[int, set] = {}
+    for idx in _all_indices(base.shape):
+        if layout.kept_index(idx) == index:
+            thread, reg = base.owner(idx)
+            slots.setdefault(thread, set()).add(layout.slot(reg))
+    common = set.intersection(*slots.values()) if len(slots) == threads else set()
+    return min(common) if common else None
+
+
 def _rank(layout) -> int:
     """Which laid-out candidate a loop follows: a gemm accumulator, then a replicated
     fragment (the loop then runs in every replica, and needs no exchange with reduction
@@ -370,8 +462,16 @@ def _anchor(p: ir.Parallel, frags, layouts=None) -> str | None:
         layouts = {n: frags[n].layout for n in cands if frags[n].layout is not None}
     laid = [n for n in cands if n in layouts]
     if laid:
-        return max(laid, key=lambda n: (_rank(layouts[n]), -laid.index(n)))
+        return min(laid, key=lambda n: (_exchanges_under(p, frags, layouts, layouts[n]), -_rank(layouts[n]),
+                                        laid.index(n)))
     return cands[0] if cands else None
+
+
+def _exchanges_under(p: ir.Parallel, frags, layouts, loop_layout) -> int:
+    """The cost of running loop `p` in `loop_layout`: how many of the fragments it touches,
+    already laid out, it would have to exchange through shared memory."""
+    return len({name for name, idx in _accesses(p.body) if name in frags and name in layouts
+                and register_in_loop(layouts[name], idx, loop_layout, p.vars, p.extents) is None})
 
 
 def _propagate_parallel(p: ir.Parallel, frags, layouts, threads, default) -> bool:
@@ -390,7 +490,8 @@ def _propagate_parallel(p: ir.Parallel, frags, layouts, threads, default) -> boo
         names = [e.name if isinstance(e, ir.Var) else None for e in idx]
         if names == list(p.vars):
             layouts[name] = base
-        elif all(x in p.vars for x in names):
+        elif names == [v for v in p.vars if v in names] and len(names) < len(p.vars):
+            # indexed by some of the loop's variables, in order: a replica over the others
             layouts[name] = Replicated(base, tuple(d for d, v in enumerate(p.vars) if v not in names))
         else:
             continue

@@ -15,6 +15,8 @@ from .types import (FRAGMENT, GLOBAL, VALUE, BuiltinRef, DTypeValue, FunctionRef
 
 
 class ExprChecker:
+    storing = False  # checking the target of an element store (a fragment's is E059 outside parallel)
+
     # ---- names -------------------------------------------------------------------------------
     def check_Name(self, e: n.Name) -> n.Name:
         sym = self.scope.lookup(e.id)
@@ -226,6 +228,7 @@ class ExprChecker:
 
     # ---- element access ------------------------------------------------------------------------
     def check_Subscript(self, e: n.Subscript):
+        storing, self.storing = self.storing, False
         base = self.expr(e.value)
         e = replace(e, value=base)
         t = base.ty
@@ -244,9 +247,12 @@ class ExprChecker:
             self.error("E039", f"'{_text(base)}' has {t.rank} dimension{'s' * (t.rank != 1)} but is indexed with {len(e.indices)}",
                        e.span)
             return e
-        if t.scope == FRAGMENT and not self.in_parallel:
+        if t.scope == FRAGMENT and not self.in_parallel and storing:
+            # (a read outside is the scheduler's to judge: it needs every thread to hold the element, E260)
             self.error("E059", f"elements of the fragment '{_text(base)}' are spread over the threads and can only be "
-                       "read or written inside a 'parallel' loop", e.span)
+                       "written inside a 'parallel' loop", e.span,
+                       "outside one, fill(...) sets every element; an element every thread holds (a reduction's "
+                       "result, a fragment of one element) can be read anywhere")
             return e
         if t.scope == VALUE:
             self.error("E039", "a tensor value inside a tile op cannot be indexed", e.span)

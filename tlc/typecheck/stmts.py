@@ -116,7 +116,9 @@ class StmtChecker(PortingChecker):
             self.error("E032", f"cannot store a {describe(t)} into {what}", value.span)
 
     def _store(self, s, value):
+        self.storing = True
         target = self.expr(s.target)
+        self.storing = False
         if target.ty is None:
             return s
         base = target.value.ty
@@ -131,7 +133,9 @@ class StmtChecker(PortingChecker):
         if self.kind == "tile_op":
             self.error("E043", "a tile op body holds named intermediate results and one return", s.span)
             return s
+        self.storing = True
         target = self.expr(s.target)
+        self.storing = False
         value = self.value(s.value)
         if isinstance(s.target, n.Name):
             sym = self.scope.lookup(s.target.id)

@@ -13,7 +13,8 @@ from dataclasses import dataclass, replace
 from ... import ir
 from ...ir.walk import statements
 from ...dtypes import DType
-from ..layout import Blocked, Replicated, assign_layouts, blocked
+from ..layout import Blocked, Replicated, blocked
+from ..layout_infer import infer_layouts
 from ..barriers import insert_barriers
 from ..registers import check_thread_storage
 from ..smem import plan_shared_memory
@@ -83,8 +84,7 @@ def finish(kernel: ir.Kernel, target: str, smem_limit: int, sources: dict) -> ir
     """The scheduling passes of every kernel, with one addition between layouts and shared
     memory: the tile-shaped fragments of an element-wise or row kernel share one layout."""
     ir.verify(kernel)
-    kernel = assign_layouts(kernel, target)
-    kernel = check_thread_storage(_one_tile_layout(kernel), sources)
+    kernel = check_thread_storage(infer_layouts(kernel, target, sources, adjust=_one_tile_layout), sources)
     kernel = plan_shared_memory(kernel, smem_limit, sources)
     kernel = insert_barriers(kernel)
     ir.verify(kernel)

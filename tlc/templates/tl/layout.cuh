@@ -261,4 +261,36 @@ __device__ __forceinline__ void copy_f2s(U* smem, const T* regs) {
   }
 }
 
+// A fragment <-> a dense shared tile (COLS columns, no padding or swizzle) in the fragment's
+// layout L, run by run: each run of L::RUN consecutive columns moves as the widest vectors its
+// bytes allow.  What an exchange between two layouts goes through (a parallel loop that reads a
+// fragment in another layout, a copy between fragments of different layouts); the tile and
+// the base pointer are aligned to a run, as the layouts' runs are.
+template <typename L, typename T, typename U, int COLS>
+__device__ __forceinline__ void exchange_f2s(U* smem, const T* regs) {
+  const int t = threadIdx.x;
+#pragma unroll
+  for (int r0 = 0; r0 < L::REGS; r0 += L::RUN)
+    if (L::valid(t, r0)) store_run<L::RUN>(smem + L::row(t, r0) * COLS + L::col(t, r0), regs + r0);
+}
+
+template <typename L, typename T, typename U, int COLS>
+__device__ __forceinline__ void exchange_s2f(U* regs, const T* smem) {
+  using A = RunAccess<L::RUN, T>;
+  using V = typename VectorOf<A::VBYTES>::type;
+  const int t = threadIdx.x;
+#pragma unroll
+  for (int r0 = 0; r0 < L::REGS; r0 += L::RUN) {
+    if (!L::valid(t, r0)) continue;
+    const T* p = smem + L::row(t, r0) * COLS + L::col(t, r0);
+#pragma unroll
+    for (int i = 0; i < L::RUN; i += A::ELEMS) {
+      union { V v; T e[A::ELEMS]; } u;
+      u.v = *reinterpret_cast<const V*>(p + i);
+#pragma unroll
+      for (int e = 0; e < A::ELEMS; ++e) regs[r0 + i + e] = cvt<U>(u.e[e]);
+    }
+  }
+}
+
 }  // namespace tl
