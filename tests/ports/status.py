@@ -1,7 +1,8 @@
-"""Where each port stands today: `python tests/ports/status.py [--build] [ROW...]` runs every
-row of test_ports.py on the interpreter (and with --build generates it for sm_80 and sm_90a
-and compiles it with nvcc) and prints one line per row and stage: `ok`, or the first line of
-the error, which is what a row's xfail reason quotes."""
+"""Where each port stands today: `python tests/ports/status.py [--build] [--markdown] [ROW...]`
+runs every row of test_ports.py on the interpreter (and with --build generates it for sm_80 and
+sm_90a and compiles it with nvcc) and prints one line per row and stage: `ok`, or the first
+line of the error, which is what a row's xfail reason quotes.  --markdown prints README.md's
+table from test_ports.py's BLOCKED instead (run the tests to know that it is true)."""
 from __future__ import annotations
 
 import sys
@@ -24,6 +25,10 @@ def first_line(e: BaseException) -> str:
 
 
 def stage(fn) -> str:
+    return _stage(fn).replace(f"{t.HERE}/", "").replace("|", "\\|")
+
+
+def _stage(fn) -> str:
     try:
         fn()
         return "ok"
@@ -43,11 +48,22 @@ def build(port):
             t.compile_object(kernel.generated(constants, arch).source, arch, Path(d))
 
 
+def source(port) -> str:
+    head = (Path(t.HERE) / port.file).read_text().split("examples/", 1)[1]
+    return "examples/" + head.split()[0]
+
+
 def main(argv):
-    with_build = "--build" in argv
+    with_build, markdown = "--build" in argv, "--markdown" in argv
     rows = [a for a in argv if not a.startswith("--")]
+    if markdown:
+        print("| row | port | TileLang source | status |\n| --- | --- | --- | --- |")
     for port in t.PORTS:
         if rows and port.id not in rows:
+            continue
+        if markdown:
+            reason = t.BLOCKED.get(port.id, "passes: CPU and build").replace("|", "\\|")
+            print(f"| {port.id} | [{port.file}]({port.file}) `{port.kernel}` | {source(port)} | {reason} |")
             continue
         cpu = stage(lambda: t.run_and_check(port, "cpu"))
         line = f"{port.id:40s} cpu: {cpu}"
