@@ -5,7 +5,7 @@ cannot fuse, what the target cannot generate) at the same file:line:col.
 
 Owns which kernels can be scheduled without a call (every constant known: a default, a `-D`,
 or a dtype parameter's default) and collecting their diagnostics; the decisions themselves
-stay in the scheduler and the code generator, reached through the same `api.Kernel` and
+stay in the scheduler and the code generator, reached through the same `kernel.Kernel` and
 `tileop.TileOp` methods that `tlc build` uses (so a configuration that fits, tlc.schedule.fit,
 is chosen here as there).
 """
