@@ -134,6 +134,18 @@ def test_a_kernel_that_needs_a_call_s_dtype_is_scheduled_only_with_d(tmp_path):
     assert r.exit_code == 1 and "error[E069]: the sm_80 target: atomic_add on i8" in r.stderr
 
 
+def test_a_kernel_that_needs_a_call_s_sizes_is_scheduled_only_with_d(tmp_path):
+    """A shape symbol used as a size is compiled in, and known only from a call's arrays (E240
+    at build without -D): check cannot schedule the kernel without -D, and says nothing."""
+    path = program_file("@kernel\ndef k(X: f32[N]):\n    with grid(1, threads=32) as bx:\n"
+                        "        t = shared(f32[N])\n        copy(X[0], t)\n        copy(t, X[0])\n", tmp_path)
+    assert tlc("check", path).exit_code == 0
+    assert tlc("build", path).stderr.startswith(f"{path}:4:24: error[E240]: ")
+    assert tlc("check", path, "-D", "N=64").exit_code == 0
+    r = tlc("check", path, "-D", "N=65536")
+    assert r.exit_code == 1 and "error[E070]: kernel 'k' needs 256 KB of shared memory" in r.stderr
+
+
 REDUCE_SHARED = """\
 @kernel
 def rowsum(X: f32[M, N], Y: f32[M]):
