@@ -15,7 +15,8 @@ from . import config_table, ir
 from .diagnostics import TlcError
 from .dtypes import DType
 from .runtime.args import array_dtype, signature
-from .schedule import schedule
+from .parser import nodes as n
+from .schedule import schedule, schedule_grids
 from .schedule.fit import schedule_fitting
 from .typecheck import CheckedFunction
 
@@ -170,7 +171,13 @@ class Kernel:
         return self._generated[key]
 
     def cuda_source(self, arch: str = "sm_80", **constants) -> str:
-        """The generated `.cu` text for `constants` (`arch` is `sm_80` or `sm_90a`); needs no GPU."""
+        """The generated `.cu` text for `constants` (`arch` is `sm_80` or `sm_90a`); needs no GPU.
+        A kernel of several grids gives one file: each grid's kernel and launcher, then one
+        launcher that runs them in order."""
+        if self.grid_count > 1:
+            from .codegen import generate_file
+
+            return generate_file(list(self.scheduled_grids(constants, arch)), arch, sources=self.module.program.sources)
         return self.generated(constants, arch).source
 
     def compiled(self, constants: dict, device: int | None = None):
@@ -191,8 +198,43 @@ class Kernel:
         return compiled
 
     def ir(self, **constants) -> str:
-        """The scheduled tile IR as text (`tlc build --emit ir`)."""
-        return ir.print_kernel(self.scheduled(constants))
+        """The scheduled tile IR as text (`tlc build --emit ir`), every grid's."""
+        return "\n".join(ir.print_kernel(k) for k in self.scheduled_grids(constants))
+
+    @property
+    def grid_count(self) -> int:
+        """How many grids the kernel has: each is a launch, in order (LANGUAGE.md section 2)."""
+        return sum(isinstance(s, n.With) for s in self.fn.node.body) if self.fn.kind == "kernel" else 1
+
+    def scheduled_grids(self, constants: dict, arch: str = "sm_80") -> tuple:
+        """The scheduled kernel of each grid, in launch order (one for a kernel of one grid)."""
+        if self.grid_count == 1:
+            return (self.scheduled(constants, arch),)
+        key = (_constants_key(constants), arch, "grids")
+        if key not in self._scheduled:
+            self._scheduled[key] = schedule_grids(self.module.program, self.name, constants, target=arch)
+        return self._scheduled[key]
+
+    def compiled_grids(self, constants: dict, device: int) -> tuple:
+        """Each grid's kernel compiled for GPU `device` (`compiled`, per grid; cached on disk
+        under `NAME#gridI`, a name no kernel can take)."""
+        if self.grid_count == 1:
+            return (self.compiled(constants, device),)
+        from . import runtime
+        from .codegen import generate
+
+        key = (_constants_key(constants), device, "grids")
+        if key not in self._compiled:
+            def build_grid(i):
+                def build(arch):
+                    k = self.scheduled_grids(constants, arch)[i]
+                    return k, generate(k, arch, sources=self.module.program.sources)
+                return build
+
+            self._compiled[key] = tuple(runtime.compile_program_kernel(
+                self.module.program.sources, f"{self.name}#grid{i}", constants, device, build_grid(i))
+                for i in range(self.grid_count))
+        return self._compiled[key]
 
     def __call__(self, *args, **kwargs):
         fast = self._fast
@@ -213,9 +255,14 @@ class Kernel:
                 constants = self.with_recorded(values, constants, _device_arch(device))
             key = (tuple(constants.items()), device)
             launch = self._launchers.get(key)
+            if launch is None and self.grid_count > 1:  # one launch per grid, in order, on one stream
+                calls = [c.call for c in self.compiled_grids(constants, device)]
+                launch = self._launchers[key] = lambda values: [call(values) for call in calls]
             if launch is None:
                 launch = self._launchers[key] = self.compiled(constants, key[1]).call
-            if not kwargs and not constants and not self._dtype_sources and not self._rules and _single_gpu():
+            if self.grid_count > 1:  # the fast paths below launch one kernel
+                pass
+            elif not kwargs and not constants and not self._dtype_sources and not self._rules and _single_gpu():
                 self._fast = self.compiled(constants, key[1]).call_positional
             elif not kwargs and len(args) == len(self._runtime) and _single_gpu():
                 # the constants were chosen from what the signature holds: the next call like
@@ -223,13 +270,14 @@ class Kernel:
                 self._remember(args, device, self.compiled(constants, key[1]).call_positional)
             launch(values)
             return
-        kernel = self.scheduled(constants)
+        kernels = self.scheduled_grids(constants)
         from .interp import run_kernel
 
         for p in self.fn.runtime_params:
             if p.name in values and p.role == "tensor" and not isinstance(values[p.name], np.ndarray):
                 raise CallError(f"'{p.name}' must be a NumPy array on the CPU target, not {type(values[p.name]).__name__}")
-        run_kernel(kernel, values)
+        for kernel in kernels:
+            run_kernel(kernel, values)
 
     def _remember(self, args: tuple, device: int, launch) -> None:
         """Keep `launch` for the later positional calls whose `signature` is that of `args`."""

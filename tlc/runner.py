@@ -43,10 +43,10 @@ def run(k, *, ins=(), shapes=(), outs=(), defines=(), check=False, bench=False, 
         if p is None or p.role != "tensor":
             raise inputs.InputError(f"--out {name}: '{k.name}' has no array parameter '{name}'")
     constants = {**constants, **k.sizes_from_arrays(values, constants)}  # the specialized sizes
-    kernel = k.scheduled(constants)
+    kernels = k.scheduled_grids(constants)  # one per grid, run in order
     from .ir.walk import written_names
 
-    written = [p.name for p in fn.tensor_params if p.name in written_names(kernel.body)]
+    written = [p.name for p in fn.tensor_params if any(p.name in written_names(x.body) for x in kernels)]
     where = "the CPU reference interpreter" if k.module.target == "cpu" else _gpu_name()
     report.lines.append(f"running {k.name} on {where}")
     reference = _copy.deepcopy(values) if check else None
@@ -54,7 +54,8 @@ def run(k, *, ins=(), shapes=(), outs=(), defines=(), check=False, bench=False, 
     if check:
         from .interp import run_kernel
 
-        run_kernel(kernel, reference)
+        for kernel in kernels:
+            run_kernel(kernel, reference)
         worst, culprit = 0.0, None
         for name in written:
             err = _relative_error(values[name], reference[name])
@@ -62,7 +63,10 @@ def run(k, *, ins=(), shapes=(), outs=(), defines=(), check=False, bench=False, 
                 worst, culprit = err, name
         _report_check(report, worst, culprit, fn.param(culprit).type.dtype.name if culprit else "f32")
     if bench:
-        report.lines.extend(_bench(k, constants, values, kernel))
+        if len(kernels) > 1:
+            raise TlcError(f"--bench times one kernel; '{k.name}' has {len(kernels)} grids (time it from Python "
+                           "with tlc.timing)")
+        report.lines.extend(_bench(k, constants, values, kernels[0]))
     for name in written:
         if name not in out_paths:
             report.lines.append(inputs.summary(name, values[name]))
@@ -179,8 +183,9 @@ def build(file: str, *, kernels=(), defines=(), arch="sm_80", emit="cu", header=
             ir_text.append(prog.describe())
             ir_text.extend(ir.print_kernel(x) for x in prog.kernels)
         else:
-            scheduled.append(k.scheduled(own, arch))
-            ir_text.append(ir.print_kernel(scheduled[-1]))
+            grids = k.scheduled_grids(own, arch)
+            scheduled.extend(grids)
+            ir_text.extend(ir.print_kernel(x) for x in grids)
     if not scheduled:
         raise TlcError(f"{file} defines no @kernel or @tile_op to build")
     unused = set(constants) - {p.name for s in chosen for p in mod.kernels[s].fn.params} \

@@ -35,3 +35,29 @@ def test_the_launcher_refuses_another_size(tmp_path):
     calls = "\n".join(f'  printf("%d\\n", (int)launch_k(nullptr, nullptr, 0, {n}, nullptr));' for n in (96, 95, 0, 97))
     out = run_host(src + f"#include <cstdio>\nint main() {{\n{calls}\n  return 0;\n}}\n", tmp_path, "launch")
     assert [int(x) for x in out.split()] == [SUCCESS, INVALID_VALUE, INVALID_VALUE, INVALID_VALUE]
+
+
+TWO_GRIDS = """
+@kernel
+def k(x: f32[N], y: f32[N], d: i32):
+    with grid(cdiv(N, d), threads=32) as bx:
+        for i in parallel(32):
+            y[bx * 32 + i] = x[bx * 32 + i]
+    with grid(cdiv(N, 32), threads=32) as bx:
+        for i in parallel(32):
+            y[bx * 32 + i] += 1.0
+"""
+
+
+def test_the_launcher_of_two_grids_stops_at_the_first_error(tmp_path):
+    """d = 0: the first grid divides by zero and nothing is launched; N = 0: both grids are
+    empty and the launcher succeeds (no GPU needed for either)."""
+    from tlc.codegen import generate_file
+    from tlc.driver import check_source
+    from tlc.schedule import schedule_grids
+
+    r = check_source(TWO_GRIDS, "t.tl")
+    src = generate_file(list(schedule_grids(r.program, "k", {})), "sm_80", sources=r.sources)
+    calls = "\n".join(f'  printf("%d\\n", (int)launch_k(nullptr, nullptr, {d}, {n}, nullptr));' for n, d in ((64, 0), (0, 32)))
+    out = run_host(src + f"#include <cstdio>\nint main() {{\n{calls}\n  return 0;\n}}\n", tmp_path, "grids")
+    assert [int(x) for x in out.split()] == [INVALID_VALUE, SUCCESS]

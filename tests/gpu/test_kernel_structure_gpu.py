@@ -32,3 +32,17 @@ def test_values_computed_before_the_grid(module, m, k):
     y = np.zeros(m, np.float32)
     module.row_sums(x, y)
     np.testing.assert_allclose(y, x.sum(axis=1), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("m,n", [(5, 300), (200, 64), (3, 1000)])
+def test_two_grids_run_in_order_on_one_stream(module, m, n):
+    import cupy
+
+    x = np.random.default_rng(n).standard_normal((m, n)).astype(np.float32)
+    s = -(-n // 64)
+    partial, out = cupy.zeros((m, s), cupy.float32), cupy.zeros(m, cupy.float32)
+    module.split_sum(cupy.asarray(x), partial, out)
+    np.testing.assert_allclose(out.get(), x.sum(axis=1), rtol=1e-4, atol=1e-4)
+    out_np = np.zeros(m, np.float32)  # NumPy arrays: each launch copies in and back
+    module.split_sum(x, np.zeros((m, s), np.float32), out_np)
+    np.testing.assert_allclose(out_np, x.sum(axis=1), rtol=1e-4, atol=1e-4)

@@ -75,9 +75,9 @@ CASES = {
         '@kernel\ndef k(A: f32[N]):\n    pass\n',
         "t.tl:2:5: error[E029]: the kernel 'k' has no grid\n  |\n2 | def k(A: f32[N]):\n  |     ^\n  = hint: its body is one 'with grid(...) as (bx, by):' block",
     ),
-    'E029_two_grids': (
-        '@kernel\ndef k(A: f32[N]):\n    with grid(1, threads=32) as bx:\n        pass\n    with grid(1, threads=32) as by:\n        pass\n',
-        't.tl:5:10: error[E029]: a kernel has exactly one grid, at the top of its body\n  |\n5 |     with grid(1, threads=32) as by:\n  |          ^^^^^^^^^^^^^^^^^^^',
+    'E029_grid_in_grid': (
+        '@kernel\ndef k(A: f32[N]):\n    with grid(1, threads=32) as bx:\n        with grid(1, threads=32) as by:\n            pass\n',
+        "t.tl:4:14: error[E029]: a grid opens at the top of a kernel's body, not inside another block\n  |\n4 |         with grid(1, threads=32) as by:\n  |              ^^^^^^^^^^^^^^^^^^^\n  = hint: a kernel's grids run one after another: write them one below the other",
     ),
     'E029_statement_outside_grid': (
         '@kernel\ndef k(A: f32[N]):\n    for i in range(2):\n        pass\n    with grid(1, threads=32) as bx:\n        pass\n',

@@ -1,8 +1,9 @@
 """Kernel structure (LANGUAGE.md section 2, issue 20 item 7): a name assigned once from
 constants, at the top of a kernel or of its grid, is a constant itself (`BLOCK = BM * 2`,
 `n_iters = cdiv(K, BK)` with K specialized); values may be computed before the grid (they are
-computed at the top of it, and by the launch where the grid reads them).  Checker diagnostics,
-the interpreter against NumPy, the IR, and builds for both targets."""
+computed at the top of it, and by the launch where the grid reads them); a kernel of several
+grids runs them as launches in order.  Checker diagnostics, the interpreter against NumPy, the
+IR, and builds for both targets."""
 from pathlib import Path
 
 import numpy as np
@@ -63,9 +64,67 @@ def test_both_kernels_build(module, arch, tmp_path):
     from tlc.codegen import generate_file
     from tlc.runtime import nvcc_compile
 
-    kernels = [module.scale_rows.scheduled({"K": 96}, arch), module.row_sums.scheduled({}, arch)]
+    kernels = [module.scale_rows.scheduled({"K": 96}, arch), module.row_sums.scheduled({}, arch),
+               *module.split_sum.scheduled_grids({}, arch)]
     source = generate_file(kernels, arch, sources=module.program.sources)
     nvcc_compile(source, arch, "cubin", name="derived")
+
+
+# ---- several grids ---------------------------------------------------------------------------
+
+def test_two_grids_run_in_order(module):
+    rng = np.random.default_rng(2)
+    for m, n in ((5, 300), (3, 64), (4, 1)):
+        x = rng.standard_normal((m, n)).astype(np.float32)
+        s = -(-n // 64)
+        partial, out = np.zeros((m, s), np.float32), np.zeros(m, np.float32)
+        module.split_sum(x, partial, out)
+        np.testing.assert_allclose(out, x.sum(axis=1), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(partial[:, -1], x[:, (s - 1) * 64:].sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_each_grid_is_a_kernel_and_one_launcher_runs_them(module):
+    k = module.split_sum
+    assert k.grid_count == 2 and module.scale_rows.grid_count == 1
+    first, second = k.scheduled_grids({})
+    assert (first.name, first.grid_of, second.name, second.grid_of) == (
+        "split_sum_grid0", ("split_sum", 0, 2), "split_sum_grid1", ("split_sum", 1, 2))
+    text = k.ir()
+    assert "kernel split_sum_grid0(x: f32[M, N], partial: f32[M, S], out: f32[M]):\n  const BN=64\n" \
+           "  launch 1 of 2 of split_sum\n  grid (bx, by) in ((N - 1) // 64 + 1, M) threads=64\n" in text
+    assert "  launch 2 of 2 of split_sum\n  grid (bx) in (M) threads=32\n" in text
+    src = k.cuda_source()
+    # each pointer is const only where no grid writes it
+    assert ("extern \"C\" cudaError_t launch_split_sum(const float* x, float* partial, float* out, int M, int N, "
+            "int S, cudaStream_t stream) {\n  {\n    const cudaError_t tl_err = launch_split_sum_grid0(x, partial, "
+            "out, M, N, S, stream);\n    if (tl_err != cudaSuccess) return tl_err;\n  }\n") in src
+    assert src.count("launch_split_sum_grid1(x, partial, out, M, N, S, stream)") == 1
+
+
+def test_a_grid_sees_the_values_before_it_but_not_another_grids_names():
+    src = """@kernel
+def k(A: f32[N]):
+    with grid(1, threads=32) as bx:
+        t = fragment(f32[4])
+    with grid(1, threads=32) as by:
+        clear(t)
+"""
+    assert rendered(src) == "t.tl:6:15: error[E020]: unknown name 't'\n  |\n6 |         clear(t)\n  |               ^"
+
+
+def test_a_kernel_of_two_grids_is_not_one_kernel(module):
+    from tlc.diagnostics import DiagnosticError
+    from tlc.schedule import schedule
+
+    with pytest.raises(DiagnosticError) as e:
+        schedule(module.program, "split_sum", {})
+    assert render_all(e.value.diagnostics, e.value.sources) == (
+        "derived.tl:32:5: error[E242]: 'split_sum' has 2 grids, each its own launch, so it is scheduled into as many "
+        "kernels, not one\n"
+        "   |\n"
+        "32 | def split_sum(x: f32[M, N], partial: f32[M, S], out: f32[M], BN: const = 64):\n"
+        "   |     ^^^^^^^^^\n"
+        "  = hint: schedule it with schedule_grids(), or call it from Python")
 
 
 # ---- what stays an error ----------------------------------------------------------------------

@@ -194,17 +194,47 @@ def generate_file(kernels: list, arch: str = "sm_80", *, line_directives: bool =
             text = text[text.index("#ifndef TL_PRIMITIVES"):]
             text = re.sub(r"#ifndef TL_PRIMITIVES.*?#endif  // TL_PRIMITIVES\n", "", text, flags=re.S)
         parts.append(text)
+    parts.extend(grid_launcher(group) for group in grid_groups(kernels))
     return "\n".join(parts)
+
+
+def grid_groups(kernels: list) -> list:
+    """The kernels of each @kernel of several grids among `kernels`, in launch order."""
+    groups: dict = {}
+    for k in kernels:
+        if k.grid_of:
+            groups.setdefault(k.grid_of[0], []).append(k)
+    return [sorted(g, key=lambda k: k.grid_of[1]) for g in groups.values() if len(g) == g[0].grid_of[2]]
+
+
+def _launcher_params(k: ir.Kernel, written: set = frozenset()) -> list[str]:
+    """A launcher's parameters; a tensor in `written` (another grid of the kernel writes it) is
+    not const."""
+    types = [(a.c_type.replace(' __restrict__', ''), a) for a in kernel_args(k)]
+    return [f"{t.removeprefix('const ') if a.name in written else t} {c_name(a.name)}" for t, a in types] \
+        + specialized_params(k) + ["cudaStream_t stream"]
+
+
+def grid_launcher(group: list) -> str:
+    """The C launcher of a @kernel of several grids: each grid's launcher in order (they all
+    take the same parameters: the kernel's)."""
+    first = group[0]
+    params = _launcher_params(first, set().union(*(_written(k) for k in group)))
+    return environment().get_template("grids.cu.j2").render(
+        name=c_name(first.grid_of[0]), launcher=f"launch_{c_name(first.grid_of[0])}",
+        launcher_params=params, call_args=[p.split()[-1] for p in params], parts=[f"launch_{c_name(k.name)}" for k in group])
 
 
 def header(kernels: list, arch: str, cu_name: str, source_name: str) -> str:
     items = []
     for k in kernels:
-        args = kernel_args(k)
-        params = [f"{a.c_type.replace(' __restrict__', '')} {c_name(a.name)}" for a in args] + specialized_params(k) \
-            + ["cudaStream_t stream"]
-        items.append({"launcher": f"launch_{c_name(k.name)}", "launcher_params": params,
+        items.append({"launcher": f"launch_{c_name(k.name)}", "launcher_params": _launcher_params(k),
                       "doc": f"{c_name(k.name)}: {k.threads} threads per block, grid from the shape sizes"
                       + "".join(f"; compiled for {c_name(s)}={v}" for s, v in k.specialized)})
+    for group in grid_groups(kernels):
+        name = c_name(group[0].grid_of[0])
+        written = set().union(*(_written(k) for k in group))
+        items.append({"launcher": f"launch_{name}", "launcher_params": _launcher_params(group[0], written),
+                      "doc": f"{name}: its {len(group)} grids in order (launch_{name}_grid0, ...) on the stream"})
     return environment().get_template("header.h.j2").render(version=__version__, source=comment_text(source_name),
                                                             cu_name=comment_text(cu_name), kernels=items)

@@ -364,6 +364,9 @@ class Kernel(Node):
     # shape symbols compiled in as constants, (name, size) in order of first appearance: the
     # params' dims hold the size; a launch checks it (LANGUAGE.md section 1)
     specialized: tuple[tuple[str, int], ...] = ()
+    # of a kernel with several grids, each scheduled into its own Kernel and launched in order:
+    # (the @kernel's name, this grid's index, how many grids); () for a kernel of one grid
+    grid_of: tuple = ()
     notes: tuple[str, ...] = ()  # what the scheduler chose in the author's stead (schedule/fit.py), for --emit ir
     span: Span | None = _span()
 

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from .. import ir
 from ..diagnostics import Diagnostic, DiagnosticError
+from ..parser import nodes as n
 from ..typecheck import CheckedProgram
 from .barriers import insert_barriers
 from .bind import bind_constants, parse_value
@@ -23,7 +24,7 @@ from .smem import SM80_LIMIT, SM90_LIMIT, plan_shared_memory
 
 PASSES = ("lower", "infer_layouts", "check_thread_storage", "plan_shared_memory", "insert_barriers")
 
-__all__ = ["schedule", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "SM80_LIMIT", "SM90_LIMIT", "parallel_layout"]
+__all__ = ["schedule", "schedule_grids", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "SM80_LIMIT", "SM90_LIMIT", "parallel_layout"]
 
 
 TARGET_SMEM = {"sm_80": SM80_LIMIT, "sm_90a": SM90_LIMIT}
@@ -54,8 +55,17 @@ def unbound_size(name: str, span, what: str) -> Diagnostic:
 
 def schedule(program: CheckedProgram, name: str, constants: dict | None = None, *,
              target: str = "sm_80", smem_limit: int | None = None) -> ir.Kernel:
-    """The scheduled tile IR of the kernel `name` with `constants` (name -> value) bound, for
-    `target` (which decides the gemm accumulator's layout and the shared-memory limit)."""
+    """The scheduled tile IR of the kernel `name`, a kernel of one grid (E242 otherwise: see
+    `schedule_grids`), with `constants` (name -> value) bound, for `target` (which decides the
+    gemm accumulator's layout and the shared-memory limit)."""
+    return schedule_grids(program, name, constants, target=target, smem_limit=smem_limit, grids=False)[0]
+
+
+def schedule_grids(program: CheckedProgram, name: str, constants: dict | None = None, *,
+                   target: str = "sm_80", smem_limit: int | None = None, grids: bool = True) -> tuple:
+    """The scheduled kernels of the @kernel `name`, one per grid, launched in this order (each
+    named `NAME_gridI` when there are several)."""
+    limit = smem_limit if smem_limit is not None else TARGET_SMEM.get(target, SM90_LIMIT)
     fn = program.function(name)
     if fn is None:
         kernels = [k.name for k in program.kernels()]
@@ -73,15 +83,26 @@ def schedule(program: CheckedProgram, name: str, constants: dict | None = None, 
     if fn.to_specialize:
         raise DiagnosticError([unbound_size(name, span, what) for name, (span, what) in fn.to_specialize.items()],
                               program.sources)
+    count = sum(isinstance(s, n.With) for s in fn.node.body)
+    if count > 1 and not grids:
+        raise DiagnosticError([Diagnostic("E242", f"'{name}' has {count} grids, each its own launch, so it is "
+                                          "scheduled into as many kernels, not one", fn.node.name_span,
+                                          "schedule it with schedule_grids(), or call it from Python")], program.sources)
+    return tuple(_scheduled_grid(program, fn, i, count, target, limit) for i in range(count))
+
+
+def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target: str, limit: int) -> ir.Kernel:
+    """The kernel of the `index`th of `count` grids of the bound kernel `fn`."""
     try:
-        kernel = Lowerer(fn, program).kernel()
+        kernel = Lowerer(fn, program).kernel(index)
     except LoweringError as e:
         raise DiagnosticError([Diagnostic("E068", str(e), e.span)], program.sources) from None
     if fn.specialized:
         kernel = replace(kernel, specialized=tuple(fn.specialized.items()))
+    if count > 1:
+        kernel = replace(kernel, name=f"{fn.name}_grid{index}", grid_of=(fn.name, index, count))
     ir.verify(kernel)
     kernel = check_thread_storage(infer_layouts(kernel, target, program.sources), program.sources)
-    limit = smem_limit if smem_limit is not None else TARGET_SMEM.get(target, SM90_LIMIT)
     kernel = plan_shared_memory(kernel, limit, program.sources)
     kernel = insert_barriers(kernel)
     ir.verify(kernel)

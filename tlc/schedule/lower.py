@@ -58,8 +58,10 @@ class Lowerer(PortingLowerer):
         self.renames: list[dict[str, str]] = []  # device-function parameter renames, innermost last
 
     # ---- kernel --------------------------------------------------------------------------------
-    def kernel(self) -> ir.Kernel:
-        grid_stmt = next(s for s in self.fn.body if isinstance(s, n.With))
+    def kernel(self, index: int = 0) -> ir.Kernel:
+        """The kernel of the `index`th grid of the function (each grid is one launch)."""
+        at = [i for i, s in enumerate(self.fn.body) if isinstance(s, n.With)][index]
+        grid_stmt = self.fn.body[at]
         params = tuple(self._param(p) for p in self.fn.params if p.role in ("tensor", "scalar"))
         for p in self.fn.params:
             if p.role == "scalar":
@@ -69,7 +71,7 @@ class Lowerer(PortingLowerer):
         ctx = grid_stmt.context
         # values assigned before the grid (LANGUAGE.md section 2): computed at the top of its body,
         # and by the launch where the grid reads them
-        prelude = tuple(s for s in self.fn.body if isinstance(s, n.Assign))
+        prelude = tuple(s for s in self.fn.body[:at] if isinstance(s, n.Assign))
         grid = tuple(cast(self.expr(_substituted(a, {s.target.id: s.value for s in prelude})), I32) for a in ctx.args)
         threads = next(self.const(k.value) for k in ctx.keywords if k.name == "threads")
         blocks = next((self.const(k.value) for k in ctx.keywords if k.name == "blocks_per_sm"), 0)

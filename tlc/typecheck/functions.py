@@ -142,6 +142,23 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
                 self.derived[s.target.id] = s.value
         return super().stmt_Assign(s)
 
+    def stmt_With(self, s: n.With):
+        """A kernel's grids, at the top of its body, run as launches one after another (LANGUAGE.md
+        section 2); each has its own names.  A grid inside another statement is E029."""
+        if self.kind != "kernel" or not (isinstance(s.context, n.Call) and isinstance(s.context.func, n.Name)
+                                         and s.context.func.id == "grid"):
+            return super().stmt_With(s)
+        if self.depth > 1:
+            self.error("E029", "a grid opens at the top of a kernel's body, not inside another block", s.context.span,
+                       "a kernel's grids run one after another: write them one below the other")
+            return s
+        self.grid_seen = False
+        outer, self.scope = self.scope, Scope(self.scope)
+        try:
+            return super().stmt_With(s)
+        finally:
+            self.scope = outer
+
     def _constant_but_for_symbols(self, e) -> bool:
         """Whether `e` is constant once its shape symbols are (any size stands in for them)."""
         env = {**self.consts, **{x.id: 1 for x in self._free_names(e) if self._is_symbol(x.id)}}
