@@ -69,6 +69,9 @@ __device__ __forceinline__ void gemm_wgmma(const T* A, const TB* B, typename MMA
   static_assert(K % MMA::K == 0 && A_ROWS % 64 == 0, "whole m64 steps of the instruction's K");
   static_assert(TRANS_B || sizeof(T) == 2, "wgmma reads only 16-bit operands MN-major");
   const int wg = threadIdx.x / 128;
+  // With nothing left in flight, the accumulators' last writes (a clear) are tied to before the
+  // fence, else ptxas may sink them past it and serialize the wgmmas (its C7519 note).
+  if constexpr (PENDING == 0) fence_registers<MMA::REGS * BANDS>(acc);
   wgmma_fence();
 #pragma unroll
   for (int k = 0; k < K; k += MMA::K) {
@@ -100,6 +103,7 @@ __device__ __forceinline__ void gemm_wgmma_rs(const T* regs, const T* B, float* 
   for (int k = 0; k < K; k += 16)
 #pragma unroll
     for (int band = 0; band < BANDS; ++band) a_from_registers(a[k / 16][band], regs + (band * KP + k / 8) * 4);
+  fence_registers<MMA::REGS * BANDS>(acc);  // as in gemm_wgmma
   wgmma_fence();
 #pragma unroll
   for (int k = 0; k < K; k += 16) {
