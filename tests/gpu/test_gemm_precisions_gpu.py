@@ -68,11 +68,11 @@ def test_other_tiles(name, consts, arch):
             check(name, args[2], ref, tol)
 
 
-@pytest.mark.parametrize("arch", ["auto", "sm_80"])
+@pytest.mark.parametrize("arch", ["auto", "sm_80", "sm_89"])
 @pytest.mark.parametrize("ta,tb", [(E4M3, E4M3), (E5M2, E5M2), (E4M3, E5M2)])
 def test_f8_nan_and_extremes(ta, tb, arch):
     """Every f8 value multiplies exactly (the sm_80 path converts them to f16 by bit
-    operations), and a NaN in A reaches its row of C."""
+    operations, sm_89's f8 mma takes them as they are), and a NaN in A reaches its row of C."""
     r = np.random.default_rng(5)
     values = np.arange(256, dtype=np.uint8).view(ta)
     finite = values[np.isfinite(values.astype(np.float32))]

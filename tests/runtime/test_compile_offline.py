@@ -96,13 +96,14 @@ def test_nvcc_from_the_newest_versioned_toolkit_folder(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("capability, arch", [((9, 0), "sm_90a"), ((8, 0), "sm_80"), ((8, 6), "sm_80"),
-                                              ((8, 9), "sm_80"), ((10, 0), "sm_80"), ((12, 0), "sm_80")])
+                                              ((8, 9), "sm_89"), ((10, 0), "sm_89"), ((12, 0), "sm_89")])
 def test_codegen_arch(capability, arch):
+    """The newest registered target that serves the capability (sm_90a serves 9.0 alone)."""
     assert codegen_arch(capability) == arch
 
 
 def test_codegen_arch_needs_ampere():
-    with pytest.raises(CudaUnavailable, match="compute capability 8.0 or newer .*this one is 7.5"):
+    with pytest.raises(CudaUnavailable, match=r"compute capability 8\.0 or newer; this one is 7\.5"):
         codegen_arch((7, 5))
 
 
@@ -112,6 +113,7 @@ SUPPORTED = (75, 80, 86, 87, 89, 90, 100, 120)
 @pytest.mark.parametrize("kernel_arch, capability, expected", [
     ("sm_90a", (9, 0), "sm_90a"), ("sm_80", (9, 0), "sm_90"), ("sm_80", (8, 6), "sm_86"),
     ("sm_80", (12, 0), "sm_120"), ("sm_80", (12, 1), "compute_120"),  # newer than this NVRTC: PTX
+    ("sm_89", (8, 9), "sm_89"), ("sm_89", (9, 0), "sm_90"),
 ])
 def test_nvrtc_arch(kernel_arch, capability, expected):
     assert nvrtc_arch(kernel_arch, capability, SUPPORTED) == expected
@@ -120,6 +122,16 @@ def test_nvrtc_arch(kernel_arch, capability, expected):
 def test_hopper_code_runs_only_on_hopper():
     with pytest.raises(TlcError, match="generated for sm_90a runs only on compute capability 9.0, not 10.0"):
         nvrtc_arch("sm_90a", (10, 0), SUPPORTED)
+
+
+def test_ada_code_runs_from_ada_on():
+    with pytest.raises(TlcError, match="generated for sm_89 runs only on compute capability 8.9 or newer, not 8.6"):
+        nvrtc_arch("sm_89", (8, 6), SUPPORTED)
+
+
+def test_no_arch_this_nvrtc_knows():
+    with pytest.raises(CudaUnavailable, match=r"cannot compile for compute capability 8\.9 \(it knows 80, 86\)"):
+        nvrtc_arch("sm_89", (8, 9), (80, 86))
 
 
 def test_nvrtc_options_keep_ieee_results():

@@ -3,8 +3,9 @@
 
 Owns the decisions per target (`Sm80`: mma.sync, ldmatrix, cp.async) and the values handed to
 the templates in `templates/`; the C itself lives in the templates and `templates/tl/*.cuh`.
-A target registers by name in `TARGETS` (and the `tlc.targets` entry point group), so a new
-architecture subclasses the one before it and overrides only what differs.
+Which generator a target uses, and the limits and features it reads, come from the target's
+object (`tlc.targets`, found through the `tlc.targets` entry points), so a new architecture
+subclasses the generator before it and overrides only what differs.
 """
 from __future__ import annotations
 
@@ -15,35 +16,14 @@ from importlib import resources
 
 import jinja2
 
-from .. import __version__, ir
+from .. import __version__, ir, targets
 from ..diagnostics import Diagnostic, DiagnosticError
 from ..dtypes import DType
 from .cexpr import CodegenError
 from .cnames import c_name, c_type, comment_text
 from .host_grid import launcher_grid
 from .sm80 import Sm80
-from .sm90 import Sm90
 from .warpspec import tma_dtype
-
-TARGETS = {"sm_80": Sm80, "sm_90a": Sm90}
-
-
-@functools.lru_cache(maxsize=1)
-def targets() -> dict:
-    """The code generators by architecture name: tlc's own, and any that another package
-    registers in the `tlc.targets` entry point group (a class like `Sm90(Sm80)`)."""
-    from importlib.metadata import entry_points
-
-    found = dict(TARGETS)
-    for ep in entry_points(group="tlc.targets"):
-        if ep.name not in found:
-            try:
-                found[ep.name] = ep.load()
-            except Exception as e:  # noqa: BLE001 - a broken plugin must not break tlc's own targets
-                import warnings
-                warnings.warn(f"tlc target '{ep.name}' could not be loaded: {e}", stacklevel=2)
-    return found
-
 
 @dataclass(frozen=True)
 class KernelArg:
@@ -123,11 +103,8 @@ def uses_fp8(kernel: ir.Kernel) -> bool:
 def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = True,
              sources: dict | None = None, source_name: str | None = None,
              fp8_header: bool | None = None) -> GeneratedKernel:
-    known = targets()
-    if arch not in known:
-        raise DiagnosticError([Diagnostic("E071", f"unknown target architecture '{arch}'", None,
-                                          f"tlc generates code for {', '.join(known)}")])
-    gen = known[arch](kernel, sources, line_directives)
+    target = targets.get(arch)
+    gen = target.code_generator()(kernel, sources, line_directives, target=target)
     try:
         out = gen.generate()
         grid = launcher_grid(kernel.grid, out.get("threads", kernel.threads))

@@ -25,15 +25,18 @@ def fragment_registers(kernel: ir.Kernel) -> int:
     return sum(thread_registers(b) for b in kernel.buffers if b.scope == "fragment" and b.layout is not None)
 
 
-def min_blocks(kernel: ir.Kernel, threads: int) -> int | None:
+def min_blocks(kernel: ir.Kernel, threads: int, target=None) -> int | None:
     """Blocks per SM to ask for, or None to leave ptxas its choice.  A kernel's own
-    `min_blocks` (a tile op's scheduling rule) wins, up to what the SM holds."""
+    `min_blocks` (a tile op's scheduling rule) wins, up to what the SM holds (`target`'s, a
+    `tlc.targets.Target`; by default sm_limits' numbers)."""
     if kernel.min_blocks:
-        return max(1, min(kernel.min_blocks, BLOCKS_PER_SM, THREADS_PER_SM // threads))
+        blocks, threads_sm = (BLOCKS_PER_SM, THREADS_PER_SM) if target is None else \
+            (target.blocks_per_sm, target.threads_per_sm)
+        return max(1, min(kernel.min_blocks, blocks, threads_sm // threads))
     if any(b.scope == "shared" for b in kernel.buffers):
         return None
     if any(isinstance(s, ir.Gemm) for s in statements(kernel.body)):
         return None
     # At least 1: without a minimum ptxas may still hold registers to what two blocks allow,
     # and spill (layer_norm at 512 threads: 64 registers and spills; with (512, 1): 80, none).
-    return blocks_fitting(threads, fragment_registers(kernel) + OVERHEAD)
+    return blocks_fitting(threads, fragment_registers(kernel) + OVERHEAD, target)

@@ -17,6 +17,7 @@ from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layo
 from ..schedule.operand_layout import register_a_layouts
 from ..schedule.smem import SharedLayout
 from ..schedule.tensor_cores import tensor_core_op
+from ..targets import Target
 from .cexpr import CExprs, CodegenError, cvt
 from .cnames import c_bool, c_name, c_string, c_type, comment_text, compute_type, literal
 from .copies import CopyGen
@@ -39,7 +40,9 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
     def after_async_copies(self) -> None:
         """A hook after a pipelined loop's copies have landed (sm_90a fences them)."""
 
-    def __init__(self, kernel: ir.Kernel, sources: dict | None = None, line_directives: bool = True):
+    def __init__(self, kernel: ir.Kernel, sources: dict | None = None, line_directives: bool = True,
+                 target: Target | None = None):
+        self.target = target or targets.get(self.arch)  # its limits and features (tlc.targets)
         self.k = kernel
         self.sources = sources or {}
         self.line_directives = line_directives
@@ -101,7 +104,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
             self.emit(f"constexpr int TL_RED_STRIDE = {self.red_stride};")
             self.emit("int tl_red_phase = 0;")
         return {"body": self.lines + body, "preamble": self.preamble, "smem_bytes": self.smem_total(),
-                "min_blocks": min_blocks(k, k.threads)}
+                "min_blocks": min_blocks(k, k.threads, self.target)}
 
     def smem_total(self) -> int:
         return self.k.smem_bytes + self.scratch_bytes
@@ -554,8 +557,11 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
         tf32 = g.precision == "tf32"
         if self.mma_ok(g, a, b, c, k):
             lay = c.layout
-            # B's type and the tf32 flag only where they differ from the defaults (A's type, off).
-            extra = f", {c_type(b.dtype)}, {c_bool(tf32)}" if tf32 or b.dtype != a.dtype else ""
+            # B's type and the flags only where they differ from the defaults (A's type, off):
+            # f8 operands take the target's f8 mma where it has one (sm_89), else go through f16.
+            f8_mma = self.target.f8_mma and tensor_core_op(a.dtype, b.dtype, c.dtype, g.precision).is_f8
+            extra = f", {c_type(b.dtype)}, {c_bool(tf32)}" if tf32 or f8_mma or b.dtype != a.dtype else ""
+            extra += ", true" if f8_mma else ""
             self.emit(f"tl::gemm_mma_sm80<{c_type(a.dtype)}, {m}, {n}, {k}, {lay.warps_m}, {lay.warps_n}, "
                       f"{c_bool(g.trans_a)}, {c_bool(g.trans_b)}, {operand_args}{extra}>({pa}, {pb}, {acc});")
             return

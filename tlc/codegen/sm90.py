@@ -22,8 +22,8 @@ class Sm90(WarpSpecialized, Sm80):
     arch = "sm_90a"
     primitive_files = Sm80.primitive_files + ("wgmma.cuh", "tma.cuh", "tma_store.cuh")
 
-    def __init__(self, kernel: ir.Kernel, sources=None, line_directives: bool = True):
-        super().__init__(kernel, sources, line_directives)
+    def __init__(self, kernel: ir.Kernel, sources=None, line_directives: bool = True, target=None):
+        super().__init__(kernel, sources, line_directives, target)
         self.wgmma_types: dict = {}  # (n, A's dtype name, B's, n_major_b, precision) -> struct name
         self.wgmma_operands = {x for g in statements(kernel.body) if isinstance(g, ir.Gemm) and self.uses_wgmma(g)
                                for x in (g.a, g.b)} | {g.b for g in statements(kernel.body)

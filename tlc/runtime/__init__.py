@@ -19,8 +19,8 @@ from .launch import CompiledKernel, LaunchError
 
 
 def target_arch(device: int | None = None) -> str:
-    """The code generator's arch for a GPU (the current one by default): `sm_90a` on compute
-    capability 9.0, `sm_80` on other GPUs from Ampere on."""
+    """The code generator's arch for a GPU (the current one by default): the registered target
+    that serves its compute capability (`compile.codegen_arch`)."""
     from . import compile as c
 
     require_cuda()

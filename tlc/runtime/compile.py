@@ -22,12 +22,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import targets
 from ..diagnostics import TlcError
 
 # IEEE float results, the same as the interpreter's: no flush to zero, exact division and sqrt
 # (these are NVRTC's defaults too; spelled out so that no caller's defaults can change them)
 COMMON_OPTIONS = ("--std=c++17", "-ftz=false", "-prec-div=true", "-prec-sqrt=true")
-HOPPER_ARCH = "sm_90a"  # wgmma and TMA exist only for the arch-specific target
 
 
 class CudaUnavailable(TlcError):
@@ -77,34 +77,31 @@ def current_device() -> int:
 
 
 def codegen_arch(capability: tuple[int, int]) -> str:
-    """The code generator's target for a GPU: Hopper's own instructions on compute capability
-    9.0 exactly (sm_90a code runs nowhere else), the portable sm_80 path on every GPU from
-    Ampere on."""
-    if capability == (9, 0):
-        return HOPPER_ARCH
-    if capability >= (8, 0):
-        return "sm_80"
-    raise CudaUnavailable(f"tlc kernels need a GPU of compute capability 8.0 or newer (Ampere); "
-                          f"this one is {capability[0]}.{capability[1]}; use target='cpu'")
+    """The code generator's target for a GPU: the one the registered targets choose for its
+    compute capability (`targets.for_capability`: sm_90a on 9.0, sm_89 on 8.9 and later
+    others, sm_80 on the rest from Ampere on, or a plugin's)."""
+    target = targets.for_capability(capability)
+    if target is None:
+        oldest = min((t for t in targets.registered().values()), key=lambda t: t.capability, default=None)
+        need = f"compute capability {oldest.served()}" if oldest else "a registered tlc target"
+        raise CudaUnavailable(f"tlc kernels need a GPU of {need}; this one is {capability[0]}.{capability[1]}; "
+                              f"use target='cpu'")
+    return target.name
 
 
 def nvrtc_arch(kernel_arch: str, capability: tuple[int, int], supported: tuple[int, ...]) -> str:
-    """The `-arch` value that runs `kernel_arch` code on a GPU of `capability`: a cubin for
-    the device itself where this NVRTC knows it, else PTX for the newest architecture it knows
-    (the driver compiles that PTX for the device at load)."""
-    cc = capability[0] * 10 + capability[1]
-    if kernel_arch == HOPPER_ARCH:
-        if cc != 90:
-            raise TlcError(f"a kernel generated for {HOPPER_ARCH} runs only on compute capability 9.0, "
-                           f"not {capability[0]}.{capability[1]}")
-        return HOPPER_ARCH
-    if cc in supported:
-        return f"sm_{cc}"
-    older = [a for a in supported if a <= cc]
-    if not older:
+    """The `-arch` value that runs `kernel_arch` code on a GPU of `capability`, as its target
+    says (`Target.compile_arch`): a cubin for the device itself where this NVRTC knows it, else
+    PTX (the driver compiles it for the device at load); arch-specific code for its own arch."""
+    target = targets.get(kernel_arch)
+    if not target.serves(capability):
+        raise TlcError(f"a kernel generated for {kernel_arch} runs only on compute capability {target.served()}, "
+                       f"not {capability[0]}.{capability[1]}")
+    arch = target.compile_arch(capability, supported)
+    if arch is None:
         raise CudaUnavailable(f"this NVRTC cannot compile for compute capability "
                               f"{capability[0]}.{capability[1]} (it knows {', '.join(map(str, supported))})")
-    return f"compute_{max(older)}"
+    return arch
 
 
 # ---- NVRTC ------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .. import ir
+from .. import ir, targets
 from ..diagnostics import Diagnostic, DiagnosticError
 from ..parser import nodes as n
 from ..typecheck import CheckedProgram
@@ -20,14 +20,11 @@ from .layout import parallel_layout
 from .layout_infer import infer_layouts
 from .lower import Lowerer, LoweringError
 from .registers import check_thread_storage
-from .smem import SM80_LIMIT, SM90_LIMIT, plan_shared_memory
+from .smem import plan_shared_memory
 
 PASSES = ("lower", "infer_layouts", "check_thread_storage", "plan_shared_memory", "insert_barriers")
 
-__all__ = ["schedule", "schedule_grids", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "SM80_LIMIT", "SM90_LIMIT", "parallel_layout"]
-
-
-TARGET_SMEM = {"sm_80": SM80_LIMIT, "sm_90a": SM90_LIMIT}
+__all__ = ["schedule", "schedule_grids", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "parallel_layout"]
 
 
 def schedule_tile_op(program: CheckedProgram, name: str, constants: dict | None = None, *,
@@ -38,7 +35,7 @@ def schedule_tile_op(program: CheckedProgram, name: str, constants: dict | None 
     `rules` (a `tileops.Rules`) replace the default scheduling numbers."""
     from .tileops import Rules, schedule_tile_op as plan
 
-    limit = smem_limit if smem_limit is not None else TARGET_SMEM.get(target, SM90_LIMIT)
+    limit = smem_limit if smem_limit is not None else targets.get(target).smem_per_block
     return plan(program, name, constants, target=target, smem_limit=limit, sizes=sizes, rules=rules or Rules())
 
 
@@ -65,7 +62,7 @@ def schedule_grids(program: CheckedProgram, name: str, constants: dict | None = 
                    target: str = "sm_80", smem_limit: int | None = None, grids: bool = True) -> tuple:
     """The scheduled kernels of the @kernel `name`, one per grid, launched in this order (each
     named `NAME_gridI` when there are several)."""
-    limit = smem_limit if smem_limit is not None else TARGET_SMEM.get(target, SM90_LIMIT)
+    limit = smem_limit if smem_limit is not None else targets.get(target).smem_per_block
     fn = program.function(name)
     if fn is None:
         kernels = [k.name for k in program.kernels()]

@@ -13,8 +13,11 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_TILES = 2**31 - 1  # a persistent kernel counts its tiles in an int
 
 
-def blocks_fitting(threads: int, registers: int) -> int:
+def blocks_fitting(threads: int, registers: int, target=None) -> int:
     """Blocks of `threads` threads that fit on one SM when each thread needs `registers`
-    (registers are given out 8 at a time), within the SM's thread and block limits; at least 1."""
+    (registers are given out 8 at a time), within the SM's thread and block limits (`target`'s,
+    a `tlc.targets.Target`; by default the numbers above, sm_80's and sm_90a's); at least 1."""
     granted = -(-registers // 8) * 8
-    return max(1, min(BLOCKS_PER_SM, THREADS_PER_SM // threads, REGISTERS_PER_SM // (threads * granted)))
+    blocks, threads_sm, registers_sm = (BLOCKS_PER_SM, THREADS_PER_SM, REGISTERS_PER_SM) if target is None else \
+        (target.blocks_per_sm, target.threads_per_sm, target.registers_per_sm)
+    return max(1, min(blocks, threads_sm // threads, registers_sm // (threads * granted)))

@@ -126,6 +126,28 @@ template <> struct mma_op<__nv_fp8_e5m2, __nv_fp8_e4m3, false> : mma_op_fp8<__nv
 template <> struct mma_op<__nv_fp8_e5m2, __nv_fp8_e5m2, false> : mma_op_fp8<__nv_fp8_e5m2, __nv_fp8_e5m2> {};
 #endif
 
+// f8 from sm_89 on (the sm_89 target asks for it; the instruction does not exist on sm_80):
+// mma.sync reads e4m3/e5m2 operands itself, m16n8k32 from the same registers as s8's.
+template <typename TA, typename TB> struct mma_f8;
+#ifdef TL_HAS_FP8
+#define TL_MMA_F8(TYPES)                                                                                    \
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." TYPES ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
+               "{%0,%1,%2,%3};\n"                                                                           \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                             \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
+template <typename TA, typename TB> struct mma_f8 {
+  static constexpr int K = 32, PARTS = 1;
+  using Acc = float;
+  __device__ static __forceinline__ void run(float* d, const unsigned (&a)[4], const unsigned* b, int) {
+    if constexpr (is_e4m3<TA>::value && is_e4m3<TB>::value) TL_MMA_F8("e4m3.e4m3");
+    else if constexpr (is_e4m3<TA>::value) TL_MMA_F8("e4m3.e5m2");
+    else if constexpr (is_e4m3<TB>::value) TL_MMA_F8("e5m2.e4m3");
+    else TL_MMA_F8("e5m2.e5m2");
+  }
+};
+#undef TL_MMA_F8
+#endif
+
 // The B operands of NI mma instructions side by side (columns n0 .. n0 + 8 NI) at K step kk:
 // B is K x N in shared memory (N x K with TRANS_B), read by ldmatrix four 8x8 matrices at a
 // time, two for an odd last instruction.
@@ -165,13 +187,14 @@ __device__ __forceinline__ void load_b_sm80(unsigned (&b)[NI][2], const TB* B, i
 // acc (MmaAcc<M, N, WARPS_M, WARPS_N>) += op(A) @ op(B) over K.  A is M x K in shared memory
 // (K x M with TRANS_A), B is K x N (N x K with TRANS_B); A_COLS / B_COLS are the stored
 // tiles' shapes, PAD_* / SW_* their layouts.  B's element type TB differs from A's only for
-// mixed f8 formats; TF32 multiplies f32 operands as tf32.  Operands other than 16-bit ones
-// must be K-major (ldmatrix transposes only 16-bit elements).
+// mixed f8 formats; TF32 multiplies f32 operands as tf32; F8_MMA takes f8 operands to the f8
+// mma (sm_89 on) instead of converting them to f16.  Operands other than 16-bit ones must be
+// K-major (ldmatrix transposes only 16-bit elements).
 template <typename T, int M, int N, int K, int WARPS_M, int WARPS_N, bool TRANS_A, bool TRANS_B,
           int A_ROWS, int A_COLS, int PAD_A, int SW_A, int B_ROWS, int B_COLS, int PAD_B, int SW_B,
-          typename TB = T, bool TF32 = false>
+          typename TB = T, bool TF32 = false, bool F8_MMA = false>
 __device__ __forceinline__ void gemm_mma_sm80(const T* A, const TB* B, typename mma_op<T, TB, TF32>::Acc* acc) {
-  using OP = mma_op<T, TB, TF32>;
+  using OP = typename conditional<F8_MMA, mma_f8<T, TB>, mma_op<T, TB, TF32>>::type;
   constexpr int E = 16 / static_cast<int>(sizeof(T));  // elements per 16 bytes: half an instruction's K
   static_assert(K % OP::K == 0, "whole mma steps of K");
   static_assert(sizeof(T) == 2 || (!TRANS_A && TRANS_B), "ldmatrix transposes only 16-bit operands");

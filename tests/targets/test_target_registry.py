@@ -1,0 +1,74 @@
+"""The registry of targets: tlc's own come through the `tlc.targets` entry points as a
+plugin's would; the runtime's choice by compute capability; what a broken plugin does."""
+import importlib.metadata
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tlc import targets
+from tlc.cli import main
+from tlc.targets.sm80 import SM80
+from tlc.targets.sm89 import SM89
+from tlc.targets.sm90a import SM90A
+from tlc.schedule.sm_limits import blocks_fitting
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_tlc_own_targets_are_entry_points():
+    found = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="tlc.targets")}
+    assert found["sm_80"] == "tlc.targets.sm80:SM80" and found["sm_89"] == "tlc.targets.sm89:SM89"
+    assert found["sm_90a"] == "tlc.targets.sm90a:SM90A"
+    assert targets.get("sm_80") is SM80 and targets.get("sm_89") is SM89 and targets.get("sm_90a") is SM90A
+
+
+@pytest.mark.parametrize("capability, name", [((8, 0), "sm_80"), ((8, 6), "sm_80"), ((8, 7), "sm_80"),
+                                              ((8, 9), "sm_89"), ((9, 0), "sm_90a"), ((10, 0), "sm_89"),
+                                              ((12, 0), "sm_89"), ((7, 5), None)])
+def test_the_target_for_a_capability(capability, name):
+    found = targets.for_capability(capability)
+    assert (found.name if found else None) == name
+
+
+def test_unknown_architecture_is_a_diagnostic():
+    r = CliRunner().invoke(main, ["build", str(EXAMPLES / "vector_add.tl"), "--arch", "sm_75"])
+    assert r.exit_code == 1
+    assert r.stderr == "error[E071]: unknown target architecture 'sm_75'\n  = hint: tlc generates code for sm_80, sm_89, sm_90a\n"
+
+
+class _EntryPoint:
+    def __init__(self, name, value, load):
+        self.name, self.value, self._load = name, value, load
+
+    def load(self):
+        return self._load()
+
+
+def _broken():
+    raise ImportError("no module named 'gone'")
+
+
+@pytest.mark.parametrize("entry, warning", [
+    (_EntryPoint("sm_x", "gone:X", _broken), "tlc target 'sm_x' (gone:X) could not be loaded: no module named 'gone'"),
+    (_EntryPoint("sm_y", "tlc.codegen.sm80:Sm80", lambda: object), "tlc target 'sm_y' (tlc.codegen.sm80:Sm80) is a "
+     "type, not a tlc.targets.Target (stale package metadata? reinstall the package)"),
+])
+def test_a_broken_plugin_is_left_out_with_a_warning(monkeypatch, entry, warning):
+    real = importlib.metadata.entry_points
+    monkeypatch.setattr(targets, "entry_points",
+                        lambda group=None: [entry, *real(group=group)] if group == targets.GROUP else real(group=group))
+    targets.registered.cache_clear()
+    try:
+        with pytest.warns(UserWarning) as caught:
+            assert targets.names() == ("sm_80", "sm_89", "sm_90a")
+        assert [str(w.message) for w in caught] == [warning]
+    finally:
+        targets.registered.cache_clear()
+
+
+def test_limits_are_the_targets():
+    """Ada holds 1536 threads an SM, Ampere and Hopper 2048: blocks of 256 threads with few
+    registers, 6 against 8."""
+    assert blocks_fitting(256, 32, SM89) == 6 and blocks_fitting(256, 32, SM80) == 8
+    assert blocks_fitting(256, 32, SM90A) == 8 and blocks_fitting(256, 32) == 8
