@@ -142,8 +142,10 @@ def test_a_kernel_that_needs_a_call_s_sizes_is_scheduled_only_with_d(tmp_path):
     assert tlc("check", path).exit_code == 0
     assert tlc("build", path).stderr.startswith(f"{path}:4:24: error[E240]: ")
     assert tlc("check", path, "-D", "N=64").exit_code == 0
-    r = tlc("check", path, "-D", "N=65536")
-    assert r.exit_code == 1 and "error[E070]: kernel 'k' needs 256 KB of shared memory" in r.stderr
+    for size in (["-D", "N=65536"], ["--shape", "N=65536"]):
+        r = tlc("check", path, *size)
+        assert r.exit_code == 1 and "error[E070]: kernel 'k' needs 256 KB of shared memory" in r.stderr
+        assert r.stderr == tlc("build", path, *size).stderr.rstrip("\n") + f"\n\nerror: 1 error in {path}\n"
 
 
 REDUCE_SHARED = """\

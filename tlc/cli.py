@@ -60,16 +60,19 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per diagnostic on stdout.")
 @click.option("-D", "defines", multiple=True, metavar="NAME=VALUE", help="Set a constant or dtype parameter.")
 @click.option("--arch", default="sm_80", show_default=True, help="The target to schedule for, as tlc build's --arch.")
-def check(file: str, as_json: bool, defines, arch: str) -> None:
+@click.option("--shape", "shapes", multiple=True, metavar="M=4096,...",
+              help="Sizes of shape symbols, as tlc build's --shape.")
+def check(file: str, as_json: bool, defines, arch: str, shapes) -> None:
     """Parse and type-check FILE and what it imports, then schedule every kernel and tile op
     for ARCH with its default (or -D) constants: every error tlc build would report."""
     with _reported_errors():
         result = check_file(file)
         if result.ok:
-            from .inputs import parse_assignments
+            from .inputs import parse_assignments, shape_size
             from .scheduled_check import schedule_all
 
-            result.diagnostics = schedule_all(result.program, arch, parse_assignments(defines, "-D"))
+            sizes = {s: shape_size(s, v) for s, v in parse_assignments(shapes, "--shape").items()}
+            result.diagnostics = schedule_all(result.program, arch, parse_assignments(defines, "-D"), sizes)
             result.sources = {**result.sources, **result.program.sources}
     if result.ok:
         click.echo(f"{file}: ok", err=True)

@@ -15,12 +15,15 @@ from .diagnostics import Diagnostic, DiagnosticError, TlcError
 from .typecheck import CheckedProgram
 
 
-def schedule_all(program: CheckedProgram, arch: str, constants: dict) -> list[Diagnostic]:
+def schedule_all(program: CheckedProgram, arch: str, constants: dict, sizes: dict | None = None) -> list[Diagnostic]:
     """The diagnostics of scheduling and generating each kernel and tile op of `program`'s main
-    file for `arch`, with `constants` (name -> value, `-D`'s) over the defaults; a kernel with
-    a constant that only a call can give (a dtype parameter without a default, a shape symbol used
-    as a size) is left out."""
+    file for `arch`, with `constants` (name -> value, `-D`'s) over the defaults and `sizes`
+    (shape symbol -> size, `--shape`'s: a tile op's tiles, a kernel's symbols compiled in); a
+    kernel with a constant that only a call can give (a dtype parameter without a default, a
+    shape symbol used as a size) is left out."""
+    sizes = sizes or {}
     from .api import Module
+    from .codegen import generate
     from .targets import get
 
     try:
@@ -29,22 +32,23 @@ def schedule_all(program: CheckedProgram, arch: str, constants: dict) -> list[Di
         return e.diagnostics
     module = Module(program, target="cpu")
     unused = set(constants) - {name for k in module.kernels.values()
-                               for name in (*(p.name for p in k.fn.params), *k.fn.shape_symbols)}
+                               for name in (*(p.name for p in k.fn.params), *k.fn.from_arrays)}
     if unused:
         raise TlcError(f"-D {', '.join(sorted(unused))}: no kernel of {program.path} has such a constant")
     found: list[Diagnostic] = []
     for k in module.kernels.values():
-        own = {c: v for c, v in constants.items() if k.fn.param(c) is not None or c in k.fn.shape_symbols}
+        own = {c: v for c, v in constants.items() if k.fn.param(c) is not None or c in k.fn.from_arrays}
         if any(p.role in ("const", "dtype") and not p.has_default and p.name not in own for p in k.fn.params):
             continue  # only a call can give it
         try:
             if k.fn.kind == "tile_op":
-                from .codegen import generate
-
-                for kernel in k.program(own, arch, {}).kernels:
-                    generate(kernel, arch, sources=program.sources)
+                kernels = k.program(own, arch, {s: v for s, v in sizes.items() if s in k.fn.shape_symbols}).kernels
             else:
-                k.generated(own, arch)
+                own.update({s: v for s, v in sizes.items() if s in k.fn.from_arrays and s not in own})
+                # a kernel of several grids is scheduled into one kernel per grid
+                kernels = k.scheduled_grids(own, arch) if hasattr(k, "scheduled_grids") else (k.scheduled(own, arch),)
+            for kernel in kernels:
+                generate(kernel, arch, sources=program.sources)
         except DiagnosticError as e:
             found.extend(d for d in e.diagnostics if d.code != NEEDS_A_SIZE and d not in found)
     return found
