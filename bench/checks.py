@@ -4,7 +4,9 @@ error and every wrong contender in a result's JSON, says the wrong ones loudly, 
 the times of the right ones; `us` and `ratio` print and divide times that may be missing."""
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 from tlc.timing import compare_checked
 
@@ -29,3 +31,12 @@ def ratio(ms: dict, numerator: str | None, denominator: str | None) -> float:
     if numerator in ms and denominator in ms:
         return ms[numerator] / ms[denominator]
     return math.nan
+
+
+def save(results: dict, path: Path, also: str | None = None) -> None:
+    """The results as JSON at `path` (its folder made), and at `also` when given."""
+    text = json.dumps(results, indent=1, default=str)
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    if also:
+        Path(also).write_text(text)

@@ -76,3 +76,15 @@ def test_rowwise_loops_keep_the_copy_vector_width(name):
 def test_builds_with_nvcc(case, arch, tmp_path):
     kernel, sources = scheduled(case, arch)
     compile_object(generate(kernel, arch, sources=sources).source, arch, tmp_path)
+
+
+def test_bench_dry_run_checks_every_contender():
+    """bench/plain.py --dry-run: the plain kernels and their tuned counterparts on the
+    interpreter at small sizes, each checked against the reference (the GPU run times them)."""
+    import subprocess
+
+    bench = PLAIN.parent / "plain.py"
+    res = subprocess.run([sys.executable, str(bench), "--dry-run"], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = res.stdout.splitlines()
+    assert len(lines) == 2 * len(CASES) and all(" ok " in line for line in lines), res.stdout
