@@ -324,8 +324,8 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
             return "tl_r"
         if how == "scalar":  # one element every thread holds
             return "0"
-        if how == "slot":  # the replica in this thread's slot of the loop's register
-            return f"{self.c_layout(b.layout)}::slot(tl_r)"
+        if how == "slot":  # the replica in this thread's slot of the loop's register (as the loop's own would be)
+            return f"{self.c_layout(Replicated(self.loop_layout, b.layout.dropped))}::slot(tl_r)"
         raise CodegenError(
             f"the fragment '{name}' is indexed as {name}[{', '.join(str(n) for n in names)}] in a parallel loop over "
             f"({', '.join(loop_vars)}) whose threads hold other elements; an exchange through shared memory is "

@@ -405,7 +405,7 @@ def register_in_loop(layout, indices, loop_layout, loop_vars, loop_extents) -> s
         return "own"
     if isinstance(layout, Replicated) and isinstance(layout.base, Blocked) and layout == everywhere(layout.base.threads):
         return "scalar"  # one element every thread holds, in its register 0
-    if isinstance(layout, Replicated) and layout.base == loop_layout:
+    if isinstance(layout, Replicated) and (layout.base == loop_layout or rows_alike(layout, loop_layout)):
         kept = [v for d, v in enumerate(loop_vars) if d not in layout.dropped]
         if names == kept:
             return "slot"
@@ -416,6 +416,16 @@ def register_in_loop(layout, indices, loop_layout, loop_vars, loop_extents) -> s
         if mine == [v for v in loop_vars if v not in units]:
             return "own"
     return None
+
+
+def rows_alike(layout: Replicated, loop_layout) -> bool:
+    """Whether a row statistic of one mma accumulator sits where one of the loop's would: the
+    same threads hold each row in the same slot whatever the columns (flash attention's row
+    max of the scores, read in a loop over the output; the loop reads it at its own slot)."""
+    base = layout.base
+    return (layout.dropped == (1,) and isinstance(base, MmaAccumulator) and isinstance(loop_layout, MmaAccumulator)
+            and (base.shape[0], base.warps_m, base.warps_n, base.wgmma_bands)
+            == (loop_layout.shape[0], loop_layout.warps_m, loop_layout.warps_n, loop_layout.wgmma_bands))
 
 
 def everywhere(threads: int) -> Replicated:
