@@ -253,3 +253,36 @@ def test_flash_attention_sass_takes_p_from_registers(dtype, bm, d, tmp_path):
     assert re.search(r"HGMMA\.64x\d+x16\.F32(\.BF16)? R\d+, R\d+, gdesc", sass), sass
     assert re.search(r"HGMMA\.64x\d+x16\.F32(\.BF16)? R\d+, gdesc", sass), sass
     assert not re.search(r"\b(LDL|STL)\b", sass)
+
+
+def replica_rows(layout) -> dict:
+    """(thread, slot) -> the row a row-replicated layout holds there, from its base's owners."""
+    out = {}
+    base = layout.base
+    for i in range(base.shape[0]):
+        for j in range(base.shape[1]):
+            t, r = base.owner((i, j))
+            assert out.setdefault((t, layout.slot(r)), i) == i
+    return out
+
+
+@pytest.mark.parametrize("rows,warps_m,warps_n,bands", [(64, 4, 1, False), (128, 4, 1, True), (64, 2, 2, False)])
+def test_row_statistics_of_accumulators_of_other_widths_sit_alike(rows, warps_m, warps_n, bands):
+    """A row statistic of the scores [BM, BN] is held where one of the output [BM, D] would be
+    (same threads, same slot), so a loop over the output reads it at its own slot: no exchange."""
+    from tlc.schedule.layout import Replicated, rows_alike
+
+    scores, out = (Replicated(MmaAccumulator((rows, n), warps_m, warps_n, bands), (1,)) for n in (64, 128))
+    assert rows_alike(scores, out.base) and replica_rows(scores) == replica_rows(out)
+    other = MmaAccumulator((rows, 128), warps_m * warps_n, 1) if warps_n > 1 else MmaAccumulator((rows, 128), 2, 2)
+    assert not rows_alike(scores, other) and replica_rows(scores) != replica_rows(Replicated(other, (1,)))
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_flash_attention_with_a_wider_head_needs_no_exchange(arch):
+    """Head dim 128 over key tiles of 64: the row max, sum and rescale factors of the scores are
+    read in the loops over O at O's slots."""
+    r = check_file(str(FLASH))
+    k = schedule(r.program, "flash_attention", {"D": 128}, target=arch)
+    body = kernel_part(generate(k, arch, sources=r.sources).source)
+    assert "exchange" not in body and body.count("::slot(tl_r)]") == 3
