@@ -141,7 +141,8 @@ def _require_gpu(option: str, target: str) -> None:
               help="Only these kernels or tile ops (default: every one).")
 @click.option("-D", "defines", multiple=True, metavar="NAME=VALUE", help="Set a constant or dtype parameter.")
 @click.option("--arch", default="sm_80", show_default=True,
-              help="The target: sm_80 (Ampere and later) or sm_90a (Hopper), or one a plugin registers.")
+              help="The target: sm_80 (Ampere and later), sm_89 (Ada and later: the f8 mma), sm_90a "
+                   "(Hopper), or one a plugin registers.")
 @click.option("--emit", type=click.Choice(["cu", "ptx", "cubin", "ir"]), default="cu", show_default=True)
 @click.option("--shape", "shapes", multiple=True, metavar="M=4096,...",
               help="Sizes of a tile op's shape symbols, to choose its tiles for.")

@@ -1,4 +1,4 @@
-"""The sm_80 target (Ampere, Ada and Hopper): tile IR -> the body of one CUDA kernel.
+"""The sm_80 generator (the sm_80 and sm_89 targets; sm_90a's base): tile IR -> the body of one CUDA kernel.
 
 Dispatches on the IR statement class; each statement becomes a few lines that mostly call
 `tl::` primitives (templates/tl/*.cuh) with the decisions made here: which primitive, with
