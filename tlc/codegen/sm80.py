@@ -14,7 +14,7 @@ from .. import ir, print_format, targets
 from ..ir.per_thread import per_thread_statements
 from ..ir.walk import loads, statement_exprs, statements
 from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layout, register_in_loop, uniform_register
-from ..schedule.operand_layout import register_a_layouts
+from ..schedule.operand_layout import mma_register_a_layouts
 from ..schedule.smem import SharedLayout
 from ..schedule.tensor_cores import tensor_core_op
 from ..targets import Target
@@ -516,7 +516,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
         """A fragment A in the register layout mma reads (schedule/operand_layout.py) goes to the
         tensor cores from the registers; in any other layout, through shared memory."""
         a, b, c = self.buffers[g.a], self.buffers[g.b], self.buffers[g.c]
-        if register_a_layouts(g, self.buffers, self.k.threads, "sm_80") == (a.layout, c.layout):
+        if mma_register_a_layouts(g, self.buffers, self.k.threads) == (a.layout, c.layout):
             m, k = a.shape
             lay_b = b.layout
             self.emit(f"tl::gemm_mma_sm80_rs<{c_type(a.dtype)}, {m}, {c.shape[1]}, {k}, {self.k.threads // 32}, "

@@ -42,21 +42,31 @@ def wgmma_a(shape: tuple, threads: int) -> MmaAccumulator:
 
 def register_a_layouts(g: ir.Gemm, buffers: dict, threads: int, target: str) -> tuple | None:
     """(A's layout, C's layout) under which the gemm reads its fragment A from registers on
-    `target`, or None when it cannot (A not a 16-bit float fragment, trans_a, B not shared,
-    rows that do not split into 16 per warp, K not whole steps of 16)."""
+    `target`: wgmma's register-A form where the target has wgmma and it fits, else mma.sync's
+    (`mma_register_a_layouts`)."""
+    if register_a_operands(g, buffers, threads) and targets.get(target).wgmma and wgmma_register_a(g, buffers, threads):
+        return wgmma_a(buffers[g.a].shape, threads), wgmma_accumulator(buffers[g.c].shape, threads)
+    return mma_register_a_layouts(g, buffers, threads)
+
+
+def mma_register_a_layouts(g: ir.Gemm, buffers: dict, threads: int) -> tuple | None:
+    """(A's layout, C's layout) under which mma.sync reads the gemm's fragment A from
+    registers, or None when it cannot (see `register_a_operands`; or rows that do not split
+    into 16 per warp)."""
+    if not register_a_operands(g, buffers, threads) or buffers[g.a].shape[0] % (16 * (threads // 32)):
+        return None
+    return mma_a(buffers[g.a].shape, threads), mma_a(buffers[g.c].shape, threads)
+
+
+def register_a_operands(g: ir.Gemm, buffers: dict, threads: int) -> bool:
+    """Whether the operands allow A from registers at all: A a 2-D f16/bf16 fragment read as
+    stored (not trans_a), B in shared memory, K whole steps of 16, N whole pieces of 8."""
     a, b, c = buffers[g.a], buffers[g.b], buffers[g.c]
     if a.scope != "fragment" or b.scope != "shared" or g.trans_a or len(a.shape) != 2 or len(c.shape) != 2:
-        return None
+        return False
     if a.dtype.name not in REGISTER_A_TYPES or tensor_core_op(a.dtype, b.dtype, c.dtype, g.precision) is None:
-        return None
-    (m, k), n = a.shape, c.shape[1]
-    if threads % 32 or k % 16 or n % 8:
-        return None
-    if targets.get(target).wgmma and wgmma_register_a(g, buffers, threads):
-        return wgmma_a((m, k), threads), wgmma_accumulator(c.shape, threads)
-    if m % (16 * (threads // 32)):
-        return None
-    return mma_a((m, k), threads), mma_a(c.shape, threads)
+        return False
+    return threads % 32 == 0 and a.shape[1] % 16 == 0 and c.shape[1] % 8 == 0
 
 
 def wgmma_register_a(g: ir.Gemm, buffers: dict, threads: int) -> bool:
