@@ -398,6 +398,44 @@ def fp8_gemm(dtype, out, K=150):
     return make
 
 
+def mamba_state(rng, batch=1, seqlen=128, chunk=64, ngroups=1, nheads=2, headdim=64, dstate=64):
+    nchunks = -(-seqlen // chunk)
+    da = np.cumsum(-np.abs(rng.standard_normal((batch, nheads, nchunks, chunk))) * 0.05, axis=-1)
+    return {"B": randn(rng, (batch, seqlen, ngroups, dstate)), "x": randn(rng, (batch, seqlen, nheads, headdim)),
+            "dt": (rng.random((batch, nheads, nchunks, chunk)) * 0.5).astype(np.float16), "dA_cumsum": da.astype(np.float16),
+            "Output": nan((batch, nchunks, nheads, headdim, dstate), np.float16)}
+
+
+def mamba_state_ref(a):
+    batch, nheads, nchunks, chunk = a["dt"].shape
+    seqlen, ngroups = a["x"].shape[1], a["B"].shape[2]
+    pad = nchunks * chunk - seqlen
+    x = np.pad(f64(a["x"]), ((0, 0), (0, pad), (0, 0), (0, 0))).reshape(batch, nchunks, chunk, nheads, -1)
+    b = np.repeat(f64(a["B"]), nheads // ngroups, axis=2)
+    b = np.pad(b, ((0, 0), (0, pad), (0, 0), (0, 0))).reshape(batch, nchunks, chunk, nheads, -1)
+    da = f64(a["dA_cumsum"])
+    decay = np.exp(da[..., -1:] - da)  # (b, h, c, l)
+    return {"Output": np.einsum("bclhn,bhcl,bhcl,bclhp->bchpn", b, decay, f64(a["dt"]), x)}
+
+
+def sink_attention(window, batch=1, heads=2, seq_q=100, seq_kv=130, dim=64):
+    def make(rng):
+        q = randn(rng, (batch, heads, seq_q, dim))
+        return {"Q": q, "K": randn(rng, (batch, heads, seq_kv, dim)), "V": randn(rng, (batch, heads, seq_kv, dim)),
+                "Output": nan(q.shape, np.float16), "Sinks": randn(rng, heads)}
+
+    def ref(a):
+        s = f64(a["Q"]) @ np.swapaxes(f64(a["K"]), -1, -2) / np.sqrt(dim)
+        q_idx = np.arange(seq_q)[:, None] + seq_kv - seq_q
+        k_idx = np.arange(seq_kv)[None, :]
+        keep = (q_idx >= k_idx) & ((q_idx < k_idx + window) if window else True)
+        s = np.where(keep, s, -np.inf)
+        sink = f64(a["Sinks"])[None, :, None, None] * np.ones((batch, heads, seq_q, 1))
+        p = softmax(np.concatenate([s, sink], -1))[..., :seq_kv]
+        return {"Output": p @ f64(a["V"])}
+    return make, ref
+
+
 MHA_FWD_CAUSAL, MHA_FWD_CAUSAL_REF = mha_bhsd(True, **ATTENTION_BHSD)
 MHA_FWD, MHA_FWD_REF = mha_bhsd(False, **ATTENTION_BHSD)
 BSHD, BSHD_REF = mha_bshd(False, 1, 100, 2, 64)
@@ -412,6 +450,8 @@ DECODE, DECODE_REF = gqa_decode()
 MLA, MLA_REF = mla()
 RET, RET_REF = chunked("retention")
 LIN, LIN_REF = chunked("linear")
+SINK, SINK_REF = sink_attention(0)
+SINK_WINDOW, SINK_WINDOW_REF = sink_attention(64)
 
 PORTS = [
     Port("elementwise_add", "elementwise_add.tl", "elementwise_add",
@@ -503,6 +543,12 @@ PORTS = [
          consts={"softmax_scale": MLA_SCALE, "block_N": 32, "block_H": 16}),
     Port("retention_fwd", "retention_fwd.tl", "chunk_retention_fwd", RET, RET_REF, 2e-2),
     Port("linear_attn_fwd", "linear_attn_fwd.tl", "fused_chunk_linear_attn_fwd", LIN, LIN_REF, 1e-2),
+    Port("gemm_autotune", "gemm_autotune.tl", "gemm_autotune", gemm_args(130, 200, 70, b_nk=True),
+         lambda a: {"C": mm(a["A"], a["B"].T)}, 2e-3),
+    Port("mamba_chunk_state", "mamba_chunk_state.tl", "chunk_state_fwd", mamba_state, mamba_state_ref, 1e-2),
+    Port("mha_sink_fwd_bhsd", "mha_sink_fwd_bhsd.tl", "flashattn", SINK, SINK_REF, 1e-2),
+    Port("mha_sink_fwd_bhsd_window", "mha_sink_fwd_bhsd.tl", "flashattn", SINK_WINDOW, SINK_WINDOW_REF, 1e-2,
+         consts={"window_size": 64}),
     Port("convolution", "convolution.tl", "convolution", conv,
          lambda a: {"out": conv2d_nhwc(a["data"], a["kernel"], 1, 1, 1)}, 2e-3),
 ]
@@ -548,7 +594,6 @@ def needs(feature: str, diagnostic: str, *then: str) -> str:
     return f"needs {feature}: {diagnostic}" + "".join(f"; then {t}" for t in then)
 
 
-SHAPE_EXPR = "shape-expression dims", "{}: error[E044]: '{}' is not a constant, so it cannot be part of a dimension expression"
 SPECIALIZE = ("automatic specialization of a shape symbol in a region's ':'",
               "{}: error[E031]: the extent of a region must be a compile-time constant; this one is {}")
 ALLOC_GLOBAL = "alloc_global", "{}: error[E020]: unknown name 'alloc_global'"
@@ -574,33 +619,30 @@ BWD = needs(*at(SPECIALIZE, "mha_bwd_bhsd.tl:37:59", "dim"), THREADS, PIPELINED_
             "memory)")
 MHA_FWD = needs(*at(SPECIALIZE, "mha_fwd_bhsd.tl:32:59", "dim"))
 BSHD_FWD = needs(*at(SPECIALIZE, "mha_fwd_bshd.tl:31:59", "dim"))
-GQA_FWD = needs(*at(SHAPE_EXPR, "gqa_fwd_bshd.tl:11:78", "heads"), "the specialization of dim")
-W4A8 = needs(*at(SHAPE_EXPR, "dequant_gemm_w4a8.tl:27:28", "K"), PIPELINED_RANGE)
+GQA_FWD = needs(*at(SPECIALIZE, "gqa_fwd_bshd.tl:32:59", "dim"))
+W4A8 = needs("pipelined(start, stop, stages=s)", "dequant_gemm_w4a8.tl:35:18: error[E034]: pipelined() takes 1 argument, 2 given")
 GEMV = needs(*at(NO_THREADS, "gemv.tl:25:10"))
-DECODE = needs(*at(ALLOC_GLOBAL, "gqa_decode.tl:26:12"), SEVERAL_GRIDS)
-MLA = needs(*at(ALLOC_GLOBAL, "mla_decode.tl:24:12"), SEVERAL_GRIDS, NAMED_EXTENT, CLEAR_ACCUM)
+DECODE = needs(*at(ALLOC_GLOBAL, "gqa_decode.tl:27:12"), SEVERAL_GRIDS)
+MLA = needs(*at(ALLOC_GLOBAL, "mla_decode.tl:25:12"), SEVERAL_GRIDS, NAMED_EXTENT, CLEAR_ACCUM)
+SINK = needs(*at(SPECIALIZE, "mha_sink_fwd_bhsd.tl:36:59", "dim"), PIPELINED_RANGE)
 CUMSUM = needs("tuple assignment (bb, bh = ...) and T.cumsum",
                "chunk_local_cumsum.tl:15:11: error[E002]: unexpected ','")
 BLOCKED = {
     "gemm_persistent_non_persistent": PERSISTENT,
     "gemm_persistent_waves": PERSISTENT,
     "gemm_persistent_primitive": PERSISTENT,
-    "blocksparse_gemm": needs(*at(SHAPE_EXPR, "blocksparse_gemm.tl:10:40", "M")),
-    "deepgemm_fp8_2xacc": needs(*at(SHAPE_EXPR, "deepgemm_fp8_2xacc.tl:12:76", "K")),
     "dequant_w4a8_convert": W4A8,
     "dequant_w4a8_gemm": W4A8,
-    "per_token_cast_to_fp8": needs(*at(SHAPE_EXPR, "per_token_cast_to_fp8.tl:12:52", "N")),
-    "group_per_split_token_cast_to_fp8": needs(*at(SHAPE_EXPR, "group_per_split_token_cast_to_fp8.tl:16:78", "N")),
     "gqa_fwd_bshd": GQA_FWD,
     "gqa_fwd_bshd_causal": GQA_FWD,
-    "retention_fwd": needs(*at(SHAPE_EXPR, "retention_fwd.tl:19:42", "DK"), THREADS, PIPELINED_RANGE, CLEAR_ACCUM),
-    "convolution": needs(*at(SHAPE_EXPR, "convolution.tl:12:32", "H"),
-                         "T.im2col and T.Tensor views of a tensor (E020: unknown name 'view')"),
+    "retention_fwd": needs(*at(NO_THREADS, "retention_fwd.tl:25:10"), PIPELINED_RANGE, CLEAR_ACCUM),
+    "convolution": needs("a view of a tensor with another shape (TileLang's T.Tensor(shape, dtype, x.data))",
+                         "convolution.tl:27:23: error[E020]: unknown name 'view'", "T.im2col"),
     "gemv_naive": GEMV,
     "gemv_naive_splitk": GEMV,
     "gemv_splitk": GEMV,
     "gemv_splitk_vectorized": GEMV,
-    "linear_attn_fwd": needs(*at(NO_THREADS, "linear_attn_fwd.tl:24:10"), PIPELINED_RANGE, CLEAR_ACCUM,
+    "linear_attn_fwd": needs(*at(NO_THREADS, "linear_attn_fwd.tl:25:10"), PIPELINED_RANGE, CLEAR_ACCUM,
                              "a tile atomic_add into a region with single indices (E068: copy cannot tell the extent "
                              "of this region)"),
     "rms_norm": needs(*at(SPECIALIZE, "rms_norm.tl:14:47", "N")),
@@ -623,6 +665,11 @@ BLOCKED = {
     "gqa_decode_no_split": DECODE,
     "mla_decode_split": MLA,
     "mla_decode_no_split": MLA,
+    "mamba_chunk_state": needs("a fragment element written outside a parallel loop",
+                               "mamba_chunk_state.tl:46:9: error[E059]: elements of the fragment 'dA_cs_last' are spread "
+                               "over the threads and can only be written inside a 'parallel' loop"),
+    "mha_sink_fwd_bhsd": SINK,
+    "mha_sink_fwd_bhsd_window": SINK,
     "chunk_local_cumsum": CUMSUM,
     "chunk_local_cumsum_reverse_fragment": CUMSUM,
 }
@@ -664,5 +711,5 @@ def test_every_port_file_has_a_row_and_names_its_source():
     files = {p.name for p in HERE.glob("*.tl")}
     assert files == {p.file for p in PORTS}
     for f in files:
-        head = (HERE / f).read_text().split("\n", 3)
-        assert head[0].startswith("# Port of TileLang examples/") and "tile-ai/tilelang@" in "".join(head[:3]), f
+        head = (HERE / f).read_text().split("\n\n", 1)[0]  # the header comment
+        assert head.startswith("# Port of TileLang examples/") and "tile-ai/tilelang@" in head, f
