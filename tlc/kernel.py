@@ -174,7 +174,7 @@ class Kernel:
         """The generated `.cu` text for `constants` (`arch` is `sm_80` or `sm_90a`); needs no GPU.
         A kernel of several grids gives one file: each grid's kernel and launcher, then one
         launcher that runs them in order."""
-        if self.grid_count > 1:
+        if self._grouped:
             from .codegen import generate_file
 
             return generate_file(list(self.scheduled_grids(constants, arch)), arch, sources=self.module.program.sources)
@@ -205,6 +205,32 @@ class Kernel:
     def grid_count(self) -> int:
         """How many grids the kernel has: each is a launch, in order (LANGUAGE.md section 2)."""
         return sum(isinstance(s, n.With) for s in self.fn.node.body) if self.fn.kind == "kernel" else 1
+
+    @property
+    def _grouped(self) -> bool:
+        """Whether a call runs the grids through `launch_NAME`: several grids, or workspaces."""
+        return self.grid_count > 1 or bool(self.fn.workspaces)
+
+    def with_workspaces(self, values: dict, kernel: ir.Kernel, on_gpu: bool) -> dict:
+        """`values` and a fresh array for each alloc_global workspace of `kernel` (one grid's),
+        sized from the arrays' shape symbols: uninitialized device memory on the GPU, zeros on
+        the interpreter."""
+        if not kernel.workspaces:
+            return values
+        from .interp.numerics import np_dtype
+        from .runtime.device_array import DeviceArray
+
+        sizes = {}
+        for sym, uses in self.fn.shape_symbols.items():
+            use = next((u for u in uses if getattr(values.get(u.param), "shape", None) is not None), None)
+            if use is not None:
+                sizes[sym] = int(values[use.param].shape[use.axis])
+        out = dict(values)
+        for name in kernel.workspaces:
+            p = kernel.param(name)
+            shape = tuple(d if isinstance(d, int) else sizes[d] for d in p.shape)
+            out[name] = DeviceArray(shape, p.dtype) if on_gpu else np.zeros(shape, np_dtype(p.dtype))
+        return out
 
     def scheduled_grids(self, constants: dict, arch: str = "sm_80") -> tuple:
         """The scheduled kernel of each grid, in launch order (one for a kernel of one grid)."""
@@ -255,12 +281,17 @@ class Kernel:
                 constants = self.with_recorded(values, constants, _device_arch(device))
             key = (tuple(constants.items()), device)
             launch = self._launchers.get(key)
-            if launch is None and self.grid_count > 1:  # one launch per grid, in order, on one stream
-                calls = [c.call for c in self.compiled_grids(constants, device)]
-                launch = self._launchers[key] = lambda values: [call(values) for call in calls]
+            if launch is None and self._grouped:  # one launch per grid, in order, on one stream
+                grids = self.compiled_grids(constants, device)
+
+                def launch(values, grids=grids):
+                    values = self.with_workspaces(values, grids[0].kernel, on_gpu=True)
+                    for grid in grids:
+                        grid.call(values)
+                self._launchers[key] = launch
             if launch is None:
                 launch = self._launchers[key] = self.compiled(constants, key[1]).call
-            if self.grid_count > 1:  # the fast paths below launch one kernel
+            if self._grouped:  # the fast paths below launch one kernel, with no workspace
                 pass
             elif not kwargs and not constants and not self._dtype_sources and not self._rules and _single_gpu():
                 self._fast = self.compiled(constants, key[1]).call_positional
@@ -276,6 +307,7 @@ class Kernel:
         for p in self.fn.runtime_params:
             if p.name in values and p.role == "tensor" and not isinstance(values[p.name], np.ndarray):
                 raise CallError(f"'{p.name}' must be a NumPy array on the CPU target, not {type(values[p.name]).__name__}")
+        values = self.with_workspaces(values, kernels[0], on_gpu=False)
         for kernel in kernels:
             run_kernel(kernel, values)
 

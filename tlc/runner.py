@@ -54,6 +54,7 @@ def run(k, *, ins=(), shapes=(), outs=(), defines=(), check=False, bench=False, 
     if check:
         from .interp import run_kernel
 
+        reference = k.with_workspaces(reference, kernels[0], on_gpu=False)
         for kernel in kernels:
             run_kernel(kernel, reference)
         worst, culprit = 0.0, None

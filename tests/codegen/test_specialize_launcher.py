@@ -61,3 +61,31 @@ def test_the_launcher_of_two_grids_stops_at_the_first_error(tmp_path):
     calls = "\n".join(f'  printf("%d\\n", (int)launch_k(nullptr, nullptr, {d}, {n}, nullptr));' for n, d in ((64, 0), (0, 32)))
     out = run_host(src + f"#include <cstdio>\nint main() {{\n{calls}\n  return 0;\n}}\n", tmp_path, "grids")
     assert [int(x) for x in out.split()] == [INVALID_VALUE, SUCCESS]
+
+
+WORKSPACE = """
+@kernel
+def k(x: f32[M, N], out: f32[M], S: const = 4):
+    partial = alloc_global(f32[M, S])
+    with grid(S, M, threads=32) as (bx, by):
+        partial[by, bx] = x[by, bx]
+    with grid(M, threads=32) as bx:
+        out[bx] = partial[bx, 0]
+"""
+
+
+def test_the_workspace_size_and_an_empty_launch(tmp_path):
+    from tlc.codegen import generate_file, header
+    from tlc.driver import check_source
+    from tlc.schedule import schedule_grids
+
+    r = check_source(WORKSPACE, "t.tl")
+    kernels = list(schedule_grids(r.program, "k", {}))
+    head = header(kernels, "sm_80", "k.cu", "t.tl")
+    assert "unsigned long long k_workspace_bytes(int M, int N);" in head
+    assert "cudaError_t launch_k(const float* x, float* out, int M, int N, void* workspace, cudaStream_t stream);" in head
+    src = generate_file(kernels, "sm_80", sources=r.sources)
+    main = ('#include <cstdio>\nint main() {\n  printf("%llu %llu\\n", k_workspace_bytes(5, 7), k_workspace_bytes(100, 1));\n'
+            '  printf("%d\\n", (int)launch_k(nullptr, nullptr, 0, 7, nullptr, nullptr));\n  return 0;\n}\n')
+    out = run_host(src + main, tmp_path, "workspace").split()
+    assert out == ["256", "1792", str(SUCCESS)]  # 4 * 5 * 4 bytes -> 256; 4 * 100 * 4 = 1600 -> 1792

@@ -46,3 +46,13 @@ def test_two_grids_run_in_order_on_one_stream(module, m, n):
     out_np = np.zeros(m, np.float32)  # NumPy arrays: each launch copies in and back
     module.split_sum(x, np.zeros((m, s), np.float32), out_np)
     np.testing.assert_allclose(out_np, x.sum(axis=1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("m,n", [(5, 1000), (300, 64), (2, 1)])
+def test_a_workspace_between_two_grids(module, m, n):
+    import cupy
+
+    x = np.random.default_rng(m + n).standard_normal((m, n)).astype(np.float32)
+    out = cupy.zeros(m, cupy.float32)
+    module.split_sum_ws(cupy.asarray(x), out)
+    np.testing.assert_allclose(out.get(), x.sum(axis=1), rtol=1e-4, atol=1e-4)

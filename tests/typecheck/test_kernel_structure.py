@@ -2,7 +2,8 @@
 constants, at the top of a kernel or of its grid, is a constant itself (`BLOCK = BM * 2`,
 `n_iters = cdiv(K, BK)` with K specialized); values may be computed before the grid (they are
 computed at the top of it, and by the launch where the grid reads them); a kernel of several
-grids runs them as launches in order.  Checker diagnostics, the interpreter against NumPy, the
+grids runs them as launches in order, and alloc_global gives them a workspace in global memory.
+Checker diagnostics, the interpreter against NumPy, the
 IR, and builds for both targets."""
 from pathlib import Path
 
@@ -65,7 +66,7 @@ def test_both_kernels_build(module, arch, tmp_path):
     from tlc.runtime import nvcc_compile
 
     kernels = [module.scale_rows.scheduled({"K": 96}, arch), module.row_sums.scheduled({}, arch),
-               *module.split_sum.scheduled_grids({}, arch)]
+               *module.split_sum.scheduled_grids({}, arch), *module.split_sum_ws.scheduled_grids({}, arch)]
     source = generate_file(kernels, arch, sources=module.program.sources)
     nvcc_compile(source, arch, "cubin", name="derived")
 
@@ -125,6 +126,57 @@ def test_a_kernel_of_two_grids_is_not_one_kernel(module):
         "32 | def split_sum(x: f32[M, N], partial: f32[M, S], out: f32[M], BN: const = 64):\n"
         "   |     ^^^^^^^^^\n"
         "  = hint: schedule it with schedule_grids(), or call it from Python")
+
+
+# ---- a workspace -----------------------------------------------------------------------------
+
+def test_a_workspace_carries_partial_results_between_grids(module):
+    rng = np.random.default_rng(3)
+    for m, n in ((5, 1000), (3, 64), (2, 1)):
+        x = rng.standard_normal((m, n)).astype(np.float32)
+        out = np.zeros(m, np.float32)
+        module.split_sum_ws(x, out)
+        np.testing.assert_allclose(out, x.sum(axis=1), rtol=1e-5, atol=1e-4)
+
+
+def test_the_workspace_is_a_parameter_of_each_grid_and_memory_of_the_caller_in_c(module):
+    first, second = module.split_sum_ws.scheduled_grids({})
+    assert [p.name for p in first.params] == ["x", "out", "partial"] and first.workspaces == ("partial",)
+    assert "  workspace partial (global memory allocated for each call)\n" in module.split_sum_ws.ir()
+    src = module.split_sum_ws.cuda_source()
+    assert ("extern \"C\" unsigned long long split_sum_ws_workspace_bytes(int M, int N) {\n"
+            "  return 0ull + ((4ull * static_cast<unsigned long long>(M) * 4ull + 255ull) / 256ull * 256ull);\n}") in src
+    assert ("extern \"C\" cudaError_t launch_split_sum_ws(const float* x, float* out, int M, int N, void* workspace, "
+            "cudaStream_t stream) {\n  unsigned char* tl_at = static_cast<unsigned char*>(workspace);\n"
+            "  float* const partial = reinterpret_cast<float*>(tl_at);\n") in src
+    assert "launch_split_sum_ws_grid1(x, out, partial, M, N, stream)" in src
+
+
+def test_workspace_diagnostics():
+    inside = """@kernel
+def k(A: f32[N]):
+    with grid(1, threads=32) as bx:
+        w = alloc_global(f32[N])
+"""
+    assert rendered(inside) == (
+        "t.tl:4:13: error[E243]: alloc_global(...) allocates a workspace for the whole call: write it at the top of "
+        "the kernel, before the grids that use it\n"
+        "  |\n"
+        "4 |         w = alloc_global(f32[N])\n"
+        "  |             ^^^^^^^^^^^^^^^^^^^^")
+    sized_by_a_scalar = """@kernel
+def k(A: f32[N], n: i32):
+    w = alloc_global(f32[N, n])
+    with grid(1, threads=32) as bx:
+        pass
+"""
+    assert rendered(sized_by_a_scalar) == (
+        "t.tl:3:29: error[E244]: a workspace dimension is a positive constant or a shape symbol of the tensor "
+        "parameters\n"
+        "  |\n"
+        "3 |     w = alloc_global(f32[N, n])\n"
+        "  |                             ^\n"
+        "  = hint: the call sizes the workspace from its arrays and constants")
 
 
 # ---- what stays an error ----------------------------------------------------------------------

@@ -193,13 +193,41 @@ def _launcher_params(k: ir.Kernel, written: set = frozenset()) -> list[str]:
 
 
 def grid_launcher(group: list) -> str:
-    """The C launcher of a @kernel of several grids: each grid's launcher in order (they all
-    take the same parameters: the kernel's)."""
+    """The C launcher of a @kernel of several grids or with workspaces: each grid's launcher in
+    order (they all take the same parameters: the kernel's), the workspaces placed in the
+    caller's memory, whose size `NAME_workspace_bytes` gives."""
     first = group[0]
     params = _launcher_params(first, set().union(*(_written(k) for k in group)))
     return environment().get_template("grids.cu.j2").render(
         name=c_name(first.grid_of[0]), launcher=f"launch_{c_name(first.grid_of[0])}",
-        launcher_params=params, call_args=[p.split()[-1] for p in params], parts=[f"launch_{c_name(k.name)}" for k in group])
+        launcher_params=grouped_params(first, params), call_args=[p.split()[-1] for p in params],
+        parts=[f"launch_{c_name(k.name)}" for k in group], workspaces=workspace_parts(first),
+        size_params=[f"int {c_name(s)}" for s in first.shape_symbols()])
+
+
+WORKSPACE_ALIGN = 256  # bytes: each workspace starts at a multiple of it in the caller's memory
+
+
+def grouped_params(k: ir.Kernel, params: list) -> list:
+    """launch_NAME's parameters: the grids' without the workspaces, which come from one block of
+    the caller's memory, `void* workspace`, before the stream."""
+    if not k.workspaces:
+        return params
+    own = [p for p in params[:-1] if p.split()[-1] not in {c_name(w) for w in k.workspaces}]
+    return own + ["void* workspace", params[-1]]
+
+
+def workspace_parts(k: ir.Kernel) -> list:
+    """Per workspace: its C name, element type and size in bytes as a C expression of the
+    shape symbols, rounded up to `WORKSPACE_ALIGN`."""
+    out = []
+    for name in k.workspaces:
+        p = k.param(name)
+        size = " * ".join([f"{p.dtype.itemsize}ull"] + [f"{d}ull" if isinstance(d, int) else
+                                                         f"static_cast<unsigned long long>({c_name(d)})" for d in p.shape])
+        out.append({"name": c_name(name), "type": c_type(p.dtype),
+                    "bytes": f"(({size} + {WORKSPACE_ALIGN - 1}ull) / {WORKSPACE_ALIGN}ull * {WORKSPACE_ALIGN}ull)"})
+    return out
 
 
 def header(kernels: list, arch: str, cu_name: str, source_name: str) -> str:
@@ -211,7 +239,14 @@ def header(kernels: list, arch: str, cu_name: str, source_name: str) -> str:
     for group in grid_groups(kernels):
         name = c_name(group[0].grid_of[0])
         written = set().union(*(_written(k) for k in group))
-        items.append({"launcher": f"launch_{name}", "launcher_params": _launcher_params(group[0], written),
-                      "doc": f"{name}: its {len(group)} grids in order (launch_{name}_grid0, ...) on the stream"})
+        items.append({"launcher": f"launch_{name}", "launcher_params": grouped_params(group[0], _launcher_params(group[0], written)),
+                      "doc": f"{name}: its {len(group)} grid{'s' * (len(group) > 1)} in order (launch_{name}_grid0, ...) "
+                             "on the stream" + ("; `workspace`: device memory of at least "
+                                                f"{name}_workspace_bytes(...) bytes, its contents undefined"
+                                                if group[0].workspaces else "")})
+        if group[0].workspaces:
+            items.append({"launcher": f"{name}_workspace_bytes", "return": "unsigned long long",
+                          "launcher_params": [f"int {c_name(s)}" for s in group[0].shape_symbols()],
+                          "doc": f"the bytes of device memory launch_{name} needs for its workspaces"})
     return environment().get_template("header.h.j2").render(version=__version__, source=comment_text(source_name),
                                                             cu_name=comment_text(cu_name), kernels=items)

@@ -367,6 +367,7 @@ class Kernel(Node):
     # of a kernel with several grids, each scheduled into its own Kernel and launched in order:
     # (the @kernel's name, this grid's index, how many grids); () for a kernel of one grid
     grid_of: tuple = ()
+    workspaces: tuple[str, ...] = ()  # the tensor params that are alloc_global workspaces (the last ones)
     notes: tuple[str, ...] = ()  # what the scheduler chose in the author's stead (schedule/fit.py), for --emit ir
     span: Span | None = _span()
 

@@ -196,6 +196,8 @@ def print_kernel(k: Kernel) -> str:
         out.append("  specialized " + ", ".join(f"{n}={v}" for n, v in k.specialized))
     if k.grid_of:
         out.append(f"  launch {k.grid_of[1] + 1} of {k.grid_of[2]} of {k.grid_of[0]}")
+    if k.workspaces:
+        out.append(f"  workspace {', '.join(k.workspaces)} (global memory allocated for each call)")
     out.extend(f"  # note: {note}" for note in k.notes)
     grid = ", ".join(expr(g) for g in k.grid)
     launch = f"  grid ({', '.join(k.block_vars)}) in ({grid}) threads={k.threads}"

@@ -70,6 +70,7 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
         # and shape symbols is kept here (name -> its value) in case a constant is needed of it
         self.assigned_once = _assigned_once(fn.body) if kind == "kernel" else {}
         self.derived: dict = {}
+        self.workspaces: list = []  # alloc_global(...): tensors in global memory the runtime allocates per call
 
     # ---- services for the mixins -------------------------------------------------------------
     def error(self, code, message, span, hint=None):
@@ -128,6 +129,9 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
     def stmt_Assign(self, s: n.Assign):
         """`BLOCK = BM * 2` or `n_iters = cdiv(K, BK)`, assigned once at the top of a kernel or
         its grid: an integer built from constants is a constant itself, and the statement goes."""
+        if isinstance(s.value, n.Call) and isinstance(s.value.func, n.Name) and s.value.func.id == "alloc_global" \
+                and self.scope.lookup("alloc_global") is None and self.kind == "kernel":
+            return self._workspace(s)
         if id(s) in self.assigned_once and self.scope.lookup(s.target.id) is None and s.target.id not in self.consts:
             try:
                 v = consteval.evaluate(s.value, self.consts)
@@ -158,6 +162,42 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
             return super().stmt_With(s)
         finally:
             self.scope = outer
+
+    def _workspace(self, s: n.Assign):
+        """`ws = alloc_global(f32[B, H, S])` at the top of a kernel: a tensor in global memory that
+        the runtime allocates for each call (the C launcher's caller passes the memory), read and
+        written by the grids like a tensor parameter.  Its dimensions are constants or shape
+        symbols of the tensor parameters, so that a call can size it."""
+        call = s.value
+        if self.depth != 1:
+            self.error("E243", "alloc_global(...) allocates a workspace for the whole call: write it at the top of the "
+                       "kernel, before the grids that use it", call.span)
+            return s
+        spec = call.args[0] if len(call.args) == 1 and not call.keywords else None
+        if not isinstance(s.target, n.Name) or not (isinstance(spec, n.Subscript) and isinstance(spec.value, n.Name)):
+            self.error("E243", "a workspace is 'NAME = alloc_global(DTYPE[D0, D1, ...])'", s.span)
+            return s
+        dt = self.annotation_dtype(n.TypeExpr(spec.value.id, None, spec.value.span))
+        dims = []
+        for d in spec.indices:
+            if isinstance(d, n.Name) and self._is_symbol(d.id):
+                dims.append(d)
+                continue
+            v = self.const_value(d, "a workspace dimension", required=False)
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                self.error("E244", "a workspace dimension is a positive constant or a shape symbol of the tensor "
+                           "parameters", d.span, "the call sizes the workspace from its arrays and constants")
+                return s
+            dims.append(d)
+        if self.scope.lookup(s.target.id) is not None or s.target.id in self.consts:
+            self.error("E025", f"'{s.target.id}' is already defined", s.target.span)
+            return s
+        if dt is None:
+            return s
+        ty = TensorType(dt, tuple(dims), GLOBAL)
+        self.scope.define(Symbol(s.target.id, TENSOR, ty, s.target.span))
+        self.workspaces.append(CheckedParam(s.target.id, "tensor", ty, span=s.span))
+        return n.Pass(span=s.span)
 
     def _constant_but_for_symbols(self, e) -> bool:
         """Whether `e` is constant once its shape symbols are (any size stands in for them)."""
@@ -259,7 +299,7 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
             shape_symbols={k: tuple(v) for k, v in shape_symbols.items()}, autotune=autotune,
             fuse=self.fn.has_decorator("fuse"), module_path=self.module.path,
             from_arrays=self._from_arrays(params), to_specialize=dict(self.to_specialize),
-            specialized=dict(self.specialized))
+            specialized=dict(self.specialized), workspaces=tuple(self.workspaces))
 
     def _from_arrays(self, params) -> dict:
         """The constants a call binds from its arrays (name -> uses): the shape symbols that are

@@ -52,6 +52,9 @@ class CheckedFunction:
     from_arrays: dict = field(default_factory=dict, compare=False)
     to_specialize: dict = field(default_factory=dict, compare=False)
     specialized: dict = field(default_factory=dict, compare=False)
+    # alloc_global(...) workspaces: tensors the runtime allocates for each call, passed to every
+    # grid after the parameters (LANGUAGE.md section 2)
+    workspaces: tuple = field(default=(), compare=False)
 
     def param(self, name: str) -> CheckedParam | None:
         return next((p for p in self.params if p.name == name), None)
