@@ -80,7 +80,7 @@ def k(xs: f32[N], ys: f32[N]):
 """
 
 FIXED = {"N", "g", "i", "bx", "k", "xs", "s", "v"}  # names the tests write themselves
-TL_KEYWORDS = set("and as break continue def elif else for from if import in not or pass return with True False".split())
+TL_KEYWORDS = set("and as break continue def elif else for from if import in not or pass return while with True False".split())
 
 
 @functools.lru_cache(maxsize=1)

@@ -93,6 +93,18 @@ CASES = {
         ['use_swizzle(order="row")'],
         't.tl:7:9: error[E228]: use_swizzle() needs panel_size, an integer from 1 to 65535, found None\n  |\n7 |         use_swizzle(order="row")\n  |         ^^^^^^^^^^^^^^^^^^^^^^^^',
     ),
+    'E002dict': (
+        ['x = {1: 2}'],
+        "t.tl:7:13: error[E002]: unexpected '{'; expected one of '(', '+', '-', 'False', 'True', '[', 'not', '~', ...\n  |\n7 |         x = {1: 2}\n  |             ^",
+    ),
+    'E034annotate': (
+        ['annotate_layout({s: 1}, 2)'],
+        't.tl:7:9: error[E034]: annotate_layout() takes 1 argument, 2 given\n  |\n7 |         annotate_layout({s: 1}, 2)\n  |         ^^^^^^^^^^^^^^^^^^^^^^^^^^',
+    ),
+    'E032dict': (
+        ['copy({s: 1}, s)'],
+        't.tl:7:14: error[E032]: this expression is not allowed here\n  |\n7 |         copy({s: 1}, s)\n  |              ^^^^^^',
+    ),
 }
 
 

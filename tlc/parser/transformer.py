@@ -341,9 +341,10 @@ class ToAst:
         return n.ListExpr(tuple(x for x in c if x.__class__ is not Token and x is not None),
                           span=self._between(c[0], c[-1]))
 
-    def dict(self, c):
+    def dict_argument(self, c):
         items = [x for x in c if x.__class__ is tuple]
-        return n.DictExpr(tuple(k for k, _ in items), tuple(v for _, v in items), span=self._between(c[0], c[-1]))
+        return (n.DictExpr(tuple(k for k, _ in items), tuple(v for _, v in items), span=self._between(c[0], c[-1])),
+                None, None)
 
     def dict_item(self, c):
         return (c[0], c[-1])
