@@ -89,3 +89,13 @@ def test_the_workspace_size_and_an_empty_launch(tmp_path):
             '  printf("%d\\n", (int)launch_k(nullptr, nullptr, 0, 7, nullptr, nullptr));\n  return 0;\n}\n')
     out = run_host(src + main, tmp_path, "workspace").split()
     assert out == ["256", "1792", str(SUCCESS)]  # 4 * 5 * 4 bytes -> 256; 4 * 100 * 4 = 1600 -> 1792
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_region_over_a_specialized_symbol_compiles(arch, tmp_path):
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parents[1] / "programs" / "specialize.tl").read_text()
+    g = generated_source(src, "rms_norm_regions", arch=arch, constants={"N": 96})
+    assert "// Specialized for N=96" in g.source
+    compile_object(g.source, arch, tmp_path)

@@ -61,3 +61,14 @@ def test_run_on_the_gpu_takes_the_size_from_the_shapes(tmp_path, monkeypatch):
     r = CliRunner().invoke(main, ["run", "norm.tl", "-k", "rms_norm", "--shape", "M=33,N=160", "--check"])
     assert r.exit_code == 0, r.stdout + r.stderr
     assert "check against the interpreter: largest relative error" in r.stdout
+
+
+def test_a_region_over_a_shape_symbol(module):
+    import cupy
+
+    for n in (64, 200):
+        a = np.random.default_rng(n).standard_normal((33, n)).astype(np.float32)
+        b = cupy.zeros((33, n), cupy.float32)
+        module.rms_norm_regions(cupy.asarray(a), b)
+        want = a / np.sqrt((a * a).mean(axis=1, keepdims=True) + 1e-12)
+        np.testing.assert_allclose(b.get(), want, rtol=1e-5, atol=1e-6)

@@ -205,7 +205,7 @@ def test_build_without_a_size_names_the_symbol_and_what_to_pass(norm_file):
 
 @pytest.mark.parametrize("option", [["-D", "N=48"], ["--shape", "N=48"], ["--shape", "M=3,N=48"]])
 def test_build_takes_the_size_from_define_or_shape(norm_file, option):
-    r = cli("build", norm_file, "--emit", "ir", *option)  # both kernels: add keeps N dynamic
+    r = cli("build", norm_file, "--emit", "ir", "-k", "rms_norm", "-k", "add", *option)  # add keeps N dynamic
     assert r.exit_code == 0, r.stderr
     assert "kernel rms_norm(A: f32[M, 48], B: f32[M, 48]):" in r.stdout
     assert "kernel add(A: f32[N], B: f32[N], C: f32[N]):" in r.stdout
@@ -226,3 +226,26 @@ def test_run_takes_the_size_from_the_shapes(norm_file, tmp_path):
     r = cli("run", norm_file, "-k", "rms_norm", "--target", "cpu", "--in", "A=a.npy", "--out", "B=b.npy")
     assert r.exit_code == 0, r.stderr
     np.testing.assert_allclose(np.load(tmp_path / "b.npy"), 1.0, rtol=1e-6)
+
+
+# ---- a region's extent ------------------------------------------------------------------------
+
+
+
+
+def test_a_region_over_a_shape_symbol_specializes_it():
+    """TileLang's rms norm copies rows with `A[r0:r1, :]`: the extent is N, compiled in."""
+    m = tlc.compile_source(RMS_NORM, target="cpu", path="norm.tl")
+    for n in (64, 100):
+        a = np.random.default_rng(n).standard_normal((3, n)).astype(np.float32)
+        b = np.zeros_like(a)
+        m.rms_norm_regions(a, b)
+        np.testing.assert_allclose(b, rms_norm(a), rtol=1e-5, atol=1e-6)
+    assert m.copy_cols.fn.to_specialize["N"][1] == "the extent of a region"
+    a = np.arange(128, dtype=np.float32).reshape(2, 64)
+    b = np.zeros_like(a)
+    m.copy_cols(a, b)
+    np.testing.assert_array_equal(a, b)
+    with pytest.raises(DiagnosticError) as e:  # the region is N wide, the tile 64: checked once N is known
+        m.copy_cols(np.zeros((2, 50), np.float32), np.zeros((2, 50), np.float32))
+    assert "error[E036]: with N=50: copy between tiles of different shapes" in str(e.value)

@@ -100,9 +100,10 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
             return None
         return v
 
-    def _specializes(self, e, what: str) -> bool:
+    def _specializes(self, e, what: str, span=None) -> bool:
         """Whether `e` is constant but for a kernel's shape symbols, which are then recorded to
-        be specialized (compiled in, one kernel per size, bound from the arrays at a call)."""
+        be specialized (compiled in, one kernel per size, bound from the arrays at a call), at
+        `span` or their own."""
         if self.kind != "kernel":
             return False
         free = [x for x in self._free_names(e) if x.id not in self.consts and x.id not in ("True", "False")]
@@ -110,7 +111,7 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
         if not symbols or len(symbols) != len(free):
             return False
         for x in symbols:
-            self.to_specialize.setdefault(x.id, (x.span, what))
+            self.to_specialize.setdefault(x.id, (span or x.span, what))
         return True
 
     def _free_names(self, e) -> list:

@@ -152,6 +152,9 @@ class TileChecker:
         v = self.dim_value(extent)
         if v is None:  # by * BM:(by + 1) * BM, as TileLang writes it: the extent is BM whatever by is
             v = linear.difference(up, lo, self.consts)
+            if v is None and self._specializes(linear.to_expr(linear.simplify(n.BinOp("-", up, lo), self.consts)),
+                                               "the extent of a region", sl.span):
+                return out, extent  # `0:N`, `:` over N: N is compiled in, and the extent known then
             if v is None:
                 left = format_dim(linear.to_expr(linear.simplify(n.BinOp("-", up, lo), self.consts)))
                 self.error("E031", f"the extent of a region must be a compile-time constant; this one is {left}", sl.span,
