@@ -2,6 +2,7 @@
 (QMMA in the SASS) instead of converting to f16, and Ada's limits (99 KB of shared memory a
 block, 1536 threads an SM).  Every example and the f8 gemms compile for sm_89 with warnings
 as errors."""
+import re
 import sys
 from pathlib import Path
 
@@ -58,6 +59,39 @@ def test_only_sm89_has_the_f8_mma(arch, f8_mma, tmp_path):
     source = generate(schedule(r.program, "matmul_f8", {"stages": 2}, target=arch), arch, sources=r.sources).source
     counts, _ = sass(source, arch, tmp_path)
     assert count(counts, "QMMA") == f8_mma and (count(counts, "HMMA") > 0) == (not f8_mma), counts
+
+
+@pytest.mark.nvcc
+def test_every_std_gemm_kernel_compiles_for_sm89(tmp_path):
+    """Each @kernel of std.gemm as a call schedules it for sm_89 (defaults tuned on Hopper
+    fitted to 99 KB), in one file, compiled with warnings as errors."""
+    import tlc
+    from tlc.codegen import generate_file
+    from stdlib_kit import GEMM_PATH
+
+    mod = tlc.load(GEMM_PATH, target="cpu")
+    kernels = [k.scheduled({}, "sm_89") for k in mod.kernels.values() if k.fn.kind == "kernel"]
+    assert len(kernels) >= 17 and all(k.smem_bytes <= 99 * 1024 for k in kernels)
+    source = generate_file(kernels, "sm_89", sources=mod.program.sources)
+    # the f8 kernels' gemms (B's type, tf32 off, the f8 mma on)
+    assert len(re.findall(r"tl::gemm_mma_sm80<__nv_fp8_\w+, .*, __nv_fp8_\w+, false, true>\(", source)) >= 4
+    compile_object(source, "sm_89", tmp_path)
+
+
+@pytest.mark.parametrize("arch, f8_mma", [("sm_80", False), ("sm_89", True), ("sm_90a", False)])
+def test_which_targets_take_the_f8_mma(arch, f8_mma):
+    """An f8 gemm wgmma cannot take (64 threads: no warpgroup) is mma.sync's on every target:
+    on f8 operands where the target says so, through f16 on sm_90a (tlc/targets/sm90a.py)."""
+    from tlc.codegen import generate
+    from tlc.driver import check_file
+    from tlc.schedule import schedule
+    from stdlib_kit import GEMM_PATH
+
+    r = check_file(GEMM_PATH)
+    consts = dict(BM=64, BN=64, BK=64, stages=2, THREADS=64)
+    source = generate(schedule(r.program, "matmul_f8", consts, target=arch), arch, sources=r.sources).source
+    assert "tl::gemm_mma_sm80<__nv_fp8_e4m3" in source and "tl::gemm_wgmma<" not in source
+    assert ("__nv_fp8_e4m3, false, true>(" in source) == f8_mma
 
 
 def test_shared_memory_limit_is_adas(tmp_path, monkeypatch):

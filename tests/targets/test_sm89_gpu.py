@@ -22,7 +22,7 @@ def on_sm89(mod, name, args, consts):
     kernel = getattr(mod, name)
     values, constants = kernel.bind(tuple(args), dict(consts))
     generated = kernel.generated(constants, "sm_89")
-    assert generated.arch == "sm_89" and ", true>(" in generated.source  # the f8 mma's flag
+    assert generated.arch == "sm_89" and ", false, true>(" in generated.source  # tf32 off, the f8 mma on
     compile_kernel(kernel.scheduled(constants, "sm_89"), generated)(values)
 
 
