@@ -17,7 +17,6 @@ PRODUCER_THREADS = 128
 PRODUCER_REGS = 40  # what the producer keeps: it only computes addresses
 TILE_GROUP = 8  # a persistent kernel walks tiles in groups of 8 block rows (L2 reuse of B)
 CLUSTER = 2  # blocks per cluster in a persistent kernel that multicasts a shared operand
-MAX_SHARED = 232448  # dynamic shared memory of a block on sm_90 (227 KB)
 
 
 @dataclass(frozen=True)
@@ -140,7 +139,7 @@ class WarpSpecPlanning:
             return None
         offset = -(-self.ring_end // 1024) * 1024
         nbytes = rows * cols * size
-        if offset + nbytes > MAX_SHARED:
+        if offset + nbytes > self.target.smem_per_block:
             return None
         spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows // groups, 128 // size, store=True)
         self.tensor_maps.append(spec)
