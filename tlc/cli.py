@@ -167,5 +167,49 @@ def build(file, kernels, defines, arch, emit, shapes, output, header, no_line_di
             click.echo(f"wrote {path}", err=True)
 
 
+@main.command()
+@click.argument("file")
+@click.option("-k", "--kernel", required=True, help="The kernel to tune.")
+@click.option("--shape", "shapes", multiple=True, required=True, metavar="M=4096,N=4096,...",
+              help="The sizes of one shape bucket to tune for (repeat for several buckets).")
+@click.option("--space", "space", multiple=True, metavar="NAME=V1,V2",
+              help="Values of a constant to try, instead of the kernel's @autotune (repeatable).")
+@click.option("-D", "defines", multiple=True, metavar="NAME=VALUE", help="Set a dtype or a constant outside the space.")
+@click.option("--target", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+              help="Measure on the GPU, or on the CPU reference interpreter (checks and prunes alike; its times "
+                   "are the interpreter's).")
+@click.option("--arch", help="With --target cpu: the target to prune for (default sm_80); the GPU's otherwise.")
+@click.option("-j", "--jobs", type=int, help="Compile workers (default: the cores, at most 16).")
+@click.option("--resume", is_flag=True, help="Skip the configurations an interrupted run already measured.")
+@click.option("--min-ms", type=float, default=100.0, show_default=True, help="GPU time spent timing each configuration.")
+@click.option("--no-write", is_flag=True, help="Measure and report only; leave config.json as it is.")
+@click.option("--user-config", is_flag=True, help="Record in your own config.json (for a read-only folder).")
+@click.option("--json", "as_json", is_flag=True, help="The report as JSON on stdout.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--timer", type=click.Choice(["auto", "fake", "wall"]), default="auto", hidden=True)
+def tune(file, kernel, shapes, space, defines, target, arch, jobs, resume, min_ms, no_write, user_config, as_json,
+         seed, timer) -> None:
+    """Search KERNEL's @autotune space for the fastest right configuration per shape bucket and
+    record it in the config.json beside FILE."""
+    from .inputs import parse_assignments
+    from .tune import Progress, summary, to_json, tune as run_tune
+
+    with _reported_errors():
+        if target == "cuda":
+            _require_gpu("--target cuda", target)
+        buckets = [parse_assignments([s], "--shape") for s in shapes]
+        reports = run_tune(file, kernel, buckets, space=space, target=target, arch=arch,
+                           timer=None if timer == "auto" else timer, jobs=jobs, resume=resume,
+                           defines=parse_assignments(defines, "-D"), seed=seed, min_ms=min_ms, write=not no_write,
+                           user_config=user_config, progress=Progress())
+    if as_json:
+        click.echo(to_json(reports))
+    else:
+        click.echo("\n\n".join(summary(r) for r in reports))
+    if any(r.winner is None for r in reports):
+        _fail(EXIT_DIAGNOSTICS, "error: no configuration gave the right output for "
+              + ", ".join(" ".join(f"{k}={v}" for k, v in r.shapes.items()) for r in reports if r.winner is None))
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -2,9 +2,14 @@
 file, read when a kernel is called without explicit constants.
 
 Owns the file's format, its validation (a broken file is a `ConfigError` naming the file,
-kernel and rule, never a traceback), and choosing the constants for one call from the
-kernel's GPU architecture and the call's shape bucket.  Does not own measuring (`tlc tune`
-will write these files) or when a call consults it (tlc/kernel.py).
+kernel and rule, never a traceback), choosing the constants for one call from the
+kernel's GPU architecture and the call's shape bucket, and recording a measured rule
+(`record`: merged under a lock, written atomically).  Does not own measuring (tlc/tune) or
+when a call consults it (tlc/kernel.py).
+
+Where a folder cannot be written (the std library of an installed package), a call with
+`autotune=True` records into a per-user file of the same format instead,
+`$TLC_CACHE_DIR/config/<hash of the folder>/config.json`, whose rules come first.
 
 Format, one file per folder of `.tl` files:
 
@@ -23,11 +28,15 @@ written in its `.tl` file; a constant the caller gives always wins over the tabl
 """
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cachedir import cache_dir
 from .diagnostics import TlcError
 
 FILE_NAME = "config.json"
@@ -57,8 +66,100 @@ class Rule:
 
 def rules_for(tl_path: str, kernel: str) -> tuple[Rule, ...]:
     """The rules recorded for `kernel` of the module at `tl_path` (empty when there are none)."""
-    table = _table(str(Path(tl_path).resolve().parent / FILE_NAME))
-    return table.get(Path(tl_path).name, {}).get(kernel, ())
+    module = Path(tl_path).name
+    mine = _table(str(user_path(tl_path))).get(module, {}).get(kernel, ())
+    return mine + _table(str(Path(tl_path).resolve().parent / FILE_NAME)).get(module, {}).get(kernel, ())
+
+
+def user_path(tl_path: str) -> Path:
+    """The per-user config.json for the folder of `tl_path` (used where that folder is read-only)."""
+    folder = str(Path(tl_path).resolve().parent)
+    return cache_dir() / "config" / hashlib.sha256(folder.encode()).hexdigest()[:16] / FILE_NAME
+
+
+def beside(tl_path: str) -> Path:
+    return Path(tl_path).resolve().parent / FILE_NAME
+
+
+def writable_folder(path: Path) -> bool:
+    """Whether a file can be created in `path`'s folder: by the mode bits too, since root may
+    write anywhere but a folder marked read-only was marked so on purpose."""
+    try:
+        mode = os.stat(path.parent).st_mode
+    except OSError:
+        return False
+    return bool(mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)) and os.access(path.parent, os.W_OK)
+
+
+def record(config: Path, module: str, kernel: str, rule: dict) -> None:
+    """Put `rule` first among the rules of `kernel` of `module` (a file name) in the config.json
+    at `config`, in place of a rule for the same arch and "when"; every other rule kept.  The
+    read, merge and write happen under an exclusive lock (`config.json.lock`, fcntl.flock), so
+    two tuners writing at once both land, and the file is replaced atomically.  A file that is
+    not a valid config.json is a `ConfigError` and is left as it is."""
+    from .files import FileError, write_all
+
+    _rule(rule, f"{config}: the new rule of '{kernel}'")
+    if not config.parent.is_dir():
+        try:
+            config.parent.mkdir(parents=True)
+        except OSError as e:
+            raise ConfigError(f"cannot create {config.parent}: {e.strerror}") from None
+    if not writable_folder(config):
+        raise ConfigError(f"cannot write {config}: the folder {config.parent} is read-only")
+    try:
+        lock = open(str(config) + ".lock", "a")
+    except OSError as e:
+        raise ConfigError(f"cannot write {config}: {e.strerror}") from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = _read_for_update(config)
+        rules = data["kernels"].setdefault(module, {}).setdefault(kernel, [])
+        same = [r for r in rules if _archs(r) == _archs(rule) and r.get("when", {}) == rule.get("when", {})]
+        rules[:] = [rule] + [r for r in rules if not any(r is x for x in same)]
+        parse(data, str(config))
+        try:
+            write_all([(str(config), dumps(data))])
+        except FileError as e:
+            raise ConfigError(str(e)) from None
+
+
+def dumps(data: dict) -> str:
+    """config.json's text as the shipped files are written: one line per rule."""
+    head = {k: v for k, v in data.items() if k != "kernels"}
+    lines = ["{"] + [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()] + [' "kernels": {']
+    modules = list(data["kernels"].items())
+    for i, (module, kernels) in enumerate(modules):
+        lines.append(f"  {json.dumps(module)}: {{")
+        for j, (kernel, rules) in enumerate(kernels.items()):
+            lines.append(f"   {json.dumps(kernel)}: [")
+            lines.extend(f"    {json.dumps(r)}" + ("," if r_i < len(rules) - 1 else "") for r_i, r in enumerate(rules))
+            lines.append("   ]" + ("," if j < len(kernels) - 1 else ""))
+        lines.append("  }" + ("," if i < len(modules) - 1 else ""))
+    return "\n".join(lines + [" }", "}"]) + "\n"
+
+
+def _archs(rule: dict) -> tuple:
+    a = rule.get("arch")
+    return tuple(sorted([a] if isinstance(a, str) else a or []))
+
+
+def _read_for_update(config: Path) -> dict:
+    """The file's JSON (a new table when there is none), checked before anything is merged."""
+    try:
+        text = config.read_text()
+    except FileNotFoundError:
+        return {"format": FORMAT, "kernels": {}}
+    except OSError as e:
+        raise ConfigError(f"cannot read {config}: {e.strerror}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise ConfigError(f"{config}: not readable as JSON ({e}); it was left as it is: fix it or remove it, "
+                          "then tune again") from None
+    parse(data, str(config))
+    data.setdefault("kernels", {})
+    return data
 
 
 def choose(rules, arch: str, shapes: dict, dtypes: dict) -> dict:

@@ -134,6 +134,35 @@ class Kernel:
             self._rules = rules
         return self._rules
 
+    def forget_rules(self) -> None:
+        """Read config.json again at the next call (`tlc tune` recorded a rule)."""
+        self._rules = None
+        self._launchers.clear()
+        self._by_signature.clear()
+        self._fast = None
+
+    def autotune(self, values: dict, constants: dict) -> None:
+        """`autotune=True`: the first call of a shape bucket tunes the kernel for it (tlc.tune:
+        the @autotune space, shapes and dtypes of this call's arrays) and records the winner
+        in the config.json beside the module, or the per-user one where that folder is
+        read-only; a bucket with a rule recorded by tlc tune is not tuned again."""
+        from . import tune
+        from .tune.space import bucket_when
+
+        sizes = {}
+        for sym, uses in self.fn.shape_symbols.items():
+            use = next((u for u in uses if getattr(values.get(u.param), "shape", None) is not None), None)
+            if use is not None:
+                sizes[sym] = int(values[use.param].shape[use.axis])
+        dtypes = {p.name: constants.get(p.name, p.value) for p in self.fn.params if p.role == "dtype"}
+        arch = _device_arch(_current_device()) if self.module.target == "cuda" else "sm_80"
+        when = bucket_when(sizes, dtypes)
+        if any(r.archs == (arch,) and _when_of(r) == when for r in self.recorded_rules()):
+            return
+        defines = {k: v for k, v in constants.items() if self.fn.param(k) is not None and self.fn.param(k).role == "dtype"}
+        user = not config_table.writable_folder(config_table.beside(self.fn.module_path))
+        tune.tune_kernel(self, [sizes], defines=defines, user_config=user, timer=tune.AUTOTUNE_TIMER)
+
     def with_recorded(self, values: dict, constants: dict, arch: str) -> dict:
         """`constants` completed by the recorded configuration for a call on `arch` with the
         arrays in `values` (its shape bucket); a constant given by the caller always wins."""
@@ -274,6 +303,10 @@ class Kernel:
             if launch is not None:
                 launch(args)
                 return
+        if "autotune" in kwargs and self.fn.param("autotune") is None:
+            kwargs = dict(kwargs)
+            if kwargs.pop("autotune"):
+                self.autotune(*self.bind(args, kwargs))
         values, constants = self.bind(args, kwargs)
         if self.module.target == "cuda":
             device = _current_device()
@@ -365,6 +398,11 @@ def _empty_size(fn: CheckedFunction, name: str, use) -> str:
     where = f"{what} at {span.file}:{span.line}:{span.col}" if span is not None and what else "a constant"
     return (f"'{use.param}' has size 0 on axis {use.axis}, but '{name}' is compiled into the kernel as "
             f"{where}, which cannot be 0; an empty array has nothing to compute: skip the call")
+
+
+def _when_of(rule) -> dict:
+    """A rule's "when" as config.json writes it."""
+    return {**{name: [lo, hi] for name, lo, hi in rule.ranges}, **dict(rule.dtypes)}
 
 
 def _annotation_name(fn: CheckedFunction, param: str) -> str | None:

@@ -1,0 +1,128 @@
+"""`tlc tune` on the interpreter (--target cpu) with the stand-in timer (--timer fake: each
+configuration's time a fixed function of its label, tlc.tune.measure.fake_ms): pruning,
+checking, the winner recorded in config.json, the summary, the progress bar, --json and the
+errors of a kernel with nothing to tune."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tlc import cli
+from tlc.tune.measure import fake_ms
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture
+def scale(tmp_path, monkeypatch):
+    """A copy of scale.tl in its own folder, and a cache of this test's own (the journal)."""
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "prog"
+    folder.mkdir()
+    shutil.copy(HERE / "scale.tl", folder / "scale.tl")
+    return folder / "scale.tl"
+
+
+def tune(path, *args):
+    return CliRunner().invoke(cli.main, ["tune", str(path), "-k", "scale", "--target", "cpu", "--timer", "fake", *args])
+
+
+def label(block, rows, scale_):
+    return f"BLOCK={block} ROWS={rows} SCALE={scale_}"
+
+
+RIGHT = [label(b, r, 1) for b, r in ((32, 1), (32, 1024), (64, 1))]  # BLOCK=64 ROWS=1024: 256 KB
+
+
+def test_prunes_checks_and_records_the_fastest_right_configuration(scale):
+    result = tune(scale, "--shape", "N=200", "--json")
+    assert result.exit_code == 0, result.output
+    bucket, = json.loads(result.stdout)["buckets"]
+    status = {c["label"]: c["status"] for c in bucket["candidates"]}
+    assert status == {**{l: "ok" for l in RIGHT}, label(64, 1024, 1): "pruned", label(64, 1024, 2): "pruned",
+                      **{label(b, r, 2): "wrong" for b, r in ((32, 1), (32, 1024), (64, 1))}}
+    assert bucket["pruned"] == {"E070": 2}
+    assert bucket["shipped"]["label"] == label(64, 1, 1)  # the defaults: no config.json yet
+    best = min(RIGHT, key=fake_ms)
+    assert bucket["winner"]["label"] == best
+    rules = json.loads((scale.parent / "config.json").read_text())["kernels"]["scale.tl"]["scale"]
+    assert len(rules) == 1
+    assert rules[0]["arch"] == ["sm_80"] and rules[0]["when"] == {"N": [129, 256]}
+    assert {k: str(v) for k, v in rules[0]["constants"].items()} == dict(kv.split("=") for kv in best.split())
+
+
+def test_summary_table_and_progress(scale):
+    result = tune(scale, "--shape", "N=200")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"scale of {scale} on sm_80 (interpreter), bucket N in [129, 256], shapes N=200"
+    assert lines[1] == "8 configurations: 3 right, 3 wrong, 0 failed, 2 pruned (2 E070 shared memory)"
+    ranked = sorted(RIGHT, key=fake_ms)
+    width = len(label(32, 1024, 1))
+    assert lines[2] == f"  {'#':>3}  {'configuration':<{width}}  {'time':>10}  {'vs shipped':>10}"
+    shipped = fake_ms(label(64, 1, 1))
+    for i, name in enumerate(ranked, 1):
+        row = lines[2 + i]
+        assert lines[2 + i].startswith(f"  {i:>3}  {name:<{width}}  ")
+        assert f"{fake_ms(name) * 1e3:.1f} us" in lines[2 + i] and f"{shipped / fake_ms(name):.3f}x" in lines[2 + i]
+        assert lines[2 + i].endswith("<- winner") == (i == 1), row
+    assert "(shipped)" in lines[2 + ranked.index(label(64, 1, 1)) + 1]
+    assert sum(l.startswith("    WRONG ") for l in lines) == 3
+    assert f"   PRUNED {label(64, 1024, 1)}: E070 kernel 'scale' needs 272 KB of shared memory, more than the 163 KB " \
+           "the target allows: tile (272 KB)" in lines
+    assert lines[-2] == f"recorded {ranked[0]} in {scale.parent / 'config.json'}"
+    assert lines[-1].startswith("tuned in ")
+    # the progress bar, on stderr: the phase, the count and the best so far
+    assert "measuring" in result.stderr and "6/6" in result.stderr
+    assert f"best {ranked[0]} " in result.stderr
+
+
+def test_several_buckets_each_get_a_rule(scale):
+    result = tune(scale, "--shape", "N=200", "--shape", "N=5000", "--json")
+    assert result.exit_code == 0, result.output
+    rules = json.loads((scale.parent / "config.json").read_text())["kernels"]["scale.tl"]["scale"]
+    assert sorted(r["when"]["N"] for r in rules) == [[129, 256], [4097, 8192]]
+
+
+def test_space_on_the_command_line_replaces_autotune(scale):
+    result = tune(scale, "--shape", "N=64", "--space", "BLOCK=32,64", "--json", "--no-write")
+    assert result.exit_code == 0, result.output
+    bucket, = json.loads(result.stdout)["buckets"]
+    assert [c["label"] for c in bucket["candidates"]] == ["BLOCK=32", "BLOCK=64"]
+    assert not (scale.parent / "config.json").exists()
+
+
+def test_space_must_name_a_constant(scale):
+    result = tune(scale, "--shape", "N=64", "--space", "Q=1,2")
+    assert result.exit_code == 1
+    assert result.stderr == ("error[E341]: --space Q: 'Q' is not a 'const' parameter of 'scale'\n"
+                             "  = hint: its constants are: BLOCK, ROWS, SCALE\n")
+
+
+def test_a_kernel_without_a_space(scale):
+    result = CliRunner().invoke(cli.main, ["tune", str(scale), "-k", "untuned", "--target", "cpu", "--shape", "N=64"])
+    assert result.exit_code == 1
+    line = next(i for i, l in enumerate(scale.read_text().splitlines(), 1) if l.startswith("def untuned"))
+    assert result.stderr == (
+        f"{scale}:{line}:5: error[E340]: kernel 'untuned' has no @autotune(...) space to search\n"
+        f"   |\n"
+        f"{line} | def untuned(x: f32[N], y: f32[N], BLOCK: const = 64):\n"
+        f"   |     ^^^^^^^\n"
+        f"  = hint: list the values to try above the kernel, @autotune(BM=[64, 128], stages=[2, 3]), or give them "
+        f"to tlc tune: --space BM=64,128 --space stages=2,3\n")
+
+
+def test_no_such_kernel(scale):
+    result = CliRunner().invoke(cli.main, ["tune", str(scale), "-k", "nope", "--target", "cpu", "--shape", "N=64"])
+    assert result.exit_code == 1
+    assert result.stderr == (f"error[E344]: {scale} has no kernel 'nope' to tune\n"
+                             "  = hint: its kernels are: scale, untuned\n")
+
+
+def test_arch_is_the_gpus_own_on_the_gpu_and_known_on_the_cpu(scale):
+    result = tune(scale, "--shape", "N=64", "--arch", "sm_12345")
+    assert result.exit_code == 1 and "E071" in result.stderr
