@@ -21,7 +21,7 @@ def mod():
     return tlc.load(str(checks.PROGRAM), target="cuda")
 
 
-CHECKS = ["test_reinterpret_keeps_the_bits", "test_f8_values_inside_expressions",
+CHECKS = ["test_reinterpret_keeps_the_bits", "test_f8_values_inside_expressions", "test_tuple_assignment",
           "test_clamp_if_then_else_infinity_and_extremes", "test_while_loops_per_index_and_uniform",
           "test_while_loops_in_device_functions_and_conditions_that_call_them", "test_the_thread_index_runs_per_thread",
           "test_split_k_adds_each_part_atomically", "test_atomic_max_and_min_of_a_reduced_row",

@@ -50,6 +50,13 @@ def test_f8_values_inside_expressions(mod):
     np.testing.assert_array_equal(z, y.astype(ml_dtypes.float8_e5m2).astype(np.float32))
 
 
+def test_tuple_assignment(mod):
+    x = np.arange(-50, 100, dtype=np.int32)
+    q, r = np.zeros_like(x), np.zeros_like(x)
+    mod.unpack(x, q, r)
+    assert (q == x // 7).all() and (r == x % 7).all()
+
+
 def test_clamp_if_then_else_infinity_and_extremes(mod):
     n = 200
     x = np.linspace(-3, 3, n).astype(np.float32)

@@ -105,6 +105,14 @@ CASES = {
         ['copy({s: 1}, s)'],
         't.tl:7:14: error[E032]: this expression is not allowed here\n  |\n7 |         copy({s: 1}, s)\n  |              ^^^^^^',
     ),
+    'E230': (
+        ['a, b = bx, 1, 2'],
+        't.tl:7:9: error[E230]: 2 names are assigned 3 values\n  |\n7 |         a, b = bx, 1, 2\n  |         ^^^^^^^^^^^^^^^\n  = hint: give one value per name: a, b = x, y',
+    ),
+    'E231': (
+        ['a, b = 1, 2', 'a, b = b, a'],
+        "t.tl:8:19: error[E231]: 'a' is assigned by this statement before this value reads it; Python reads every value first\n  |\n8 |         a, b = b, a\n  |                   ^\n  = hint: assign through a temporary in statements of their own, e.g. t = a; a = b; b = t",
+    ),
 }
 
 

@@ -189,8 +189,13 @@ class ToAst:
     def suite(self, c):
         """(statements, end line, end column): the end is that of the block's last token."""
         last = c[-1]
-        return (tuple(x for x in c if x.__class__ is not Token and x is not None),
-                last.end_line, last.end_column)
+        stmts = []
+        for x in c:
+            if x.__class__ is tuple:  # a tuple assignment's statements
+                stmts.extend(x)
+            elif x.__class__ is not Token and x is not None:
+                stmts.append(x)
+        return tuple(stmts), last.end_line, last.end_column
 
     def nested_def(self, c):
         f = c[0]
@@ -214,6 +219,30 @@ class ToAst:
         if target.__class__ is not n.Name and target.__class__ is not n.Subscript:
             self._target(target)
         return _Assign(target, value, None, self._between(target, value))
+
+    def tuple_assign(self, c):
+        """`a, b = x, y` as `a = x` then `b = y`: exact while no value reads a name assigned
+        before it in the statement (Python reads every value first), E231 otherwise."""
+        eq = next(i for i, x in enumerate(c) if x.__class__ is Token and x.value == "=")
+        targets = [x for x in c[:eq] if x.__class__ is not Token]
+        values = [x for x in c[eq + 1:] if x.__class__ is not Token]
+        if len(values) == 1 and isinstance(values[0], n.TupleExpr):
+            values = list(values[0].elts)
+        span = self._between(c[0], c[-1])
+        if len(values) != len(targets):
+            self._fail("E230", f"{len(targets)} names are assigned {len(values)} value{'s' * (len(values) != 1)}", span,
+                       hint="give one value per name: a, b = x, y")
+            return None
+        for t in targets:
+            self._target(t)
+        for i, value in enumerate(values):
+            early = next((t for t in targets[:i] if _mentions(value, _base_name(t))), None)
+            if early is not None:
+                self._fail("E231", f"'{_base_name(early)}' is assigned by this statement before this value reads it; "
+                           "Python reads every value first", value.span,
+                           hint="assign through a temporary in statements of their own, e.g. t = a; a = b; b = t")
+                return None
+        return tuple(_Assign(t, v, None, self._between(t, v)) for t, v in zip(targets, values))
 
     def annassign(self, c):
         target, _, annot, _, value = c
@@ -500,3 +529,24 @@ def _int_literal(text: str) -> int | None:
         return None
     value = int(digits or "0", 16 if hexadecimal else 10)
     return value if value <= 2**64 - 1 else None
+
+
+def _base_name(target) -> str | None:
+    """The name a tuple assignment's target writes: `a`, or `A` of `A[i]`."""
+    while isinstance(target, n.Subscript):
+        target = target.value
+    return target.id if isinstance(target, n.Name) else None
+
+
+def _mentions(node, name) -> bool:
+    """Whether the expression `node` reads the name `name`."""
+    stack = [node]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, n.Name) and x.id == name:
+            return True
+        if isinstance(x, tuple):
+            stack.extend(x)
+        elif hasattr(type(x), "__slots__"):
+            stack.extend(getattr(x, f) for f in type(x).__slots__ if f not in ("span", "ty"))
+    return False
