@@ -144,6 +144,14 @@ def _archs(rule: dict) -> tuple:
     return tuple(sorted([a] if isinstance(a, str) else a or []))
 
 
+def check_writable(config: Path) -> None:
+    """`ConfigError` now, before anything is measured, for an existing config.json that
+    `record` would refuse: one that does not parse, or in a folder that cannot be written."""
+    if not writable_folder(config):
+        raise ConfigError(f"cannot write {config}: the folder {config.parent} is read-only")
+    _read_for_update(config)
+
+
 def _read_for_update(config: Path) -> dict:
     """The file's JSON (a new table when there is none), checked before anything is merged."""
     try:

@@ -102,13 +102,16 @@ def _config_path(tl_path: str, user_config: bool) -> Path:
     """Where the winners go: the config.json beside the file, or the per-user one; a folder that
     cannot be written is said before anything is measured."""
     if user_config:
-        return config_table.user_path(tl_path)
-    config = config_table.beside(tl_path)
-    if not config_table.writable_folder(config):
-        raise config_table.ConfigError(
-            f"cannot record the tuned configurations in {config}: the folder {config.parent} is read-only; "
-            "give --user-config to record them in your own config.json (read before the folder's), "
-            f"{config_table.user_path(tl_path)}, or --no-write to only measure")
+        config = config_table.user_path(tl_path)
+    else:
+        config = config_table.beside(tl_path)
+        if not config_table.writable_folder(config):
+            raise config_table.ConfigError(
+                f"cannot record the tuned configurations in {config}: the folder {config.parent} is read-only; "
+                "give --user-config to record them in your own config.json (read before the folder's), "
+                f"{config_table.user_path(tl_path)}, or --no-write to only measure")
+    if config.exists():
+        config_table.check_writable(config)
     return config
 
 

@@ -141,9 +141,10 @@ def tune_bucket(k, space: dict, shapes: dict, settings: Settings) -> BucketRepor
 
         progress = settings.progress
         if progress:
-            progress.start(len(alive), "compiling")
-        results = pool.compile_all(fn.module_path or program.path, k.name, {c.label: full(c.as_dict()) for c in alive},
-                                   current_device(), settings.jobs,
+            progress.start(len(alive) + 2, "compiling")
+        # the reference (the defaults) and the shipped configuration too: both run later
+        configs = {" defaults": full({}), " shipped": shipped, **{c.label: full(c.as_dict()) for c in alive}}
+        results = pool.compile_all(fn.module_path or program.path, k.name, configs, current_device(), settings.jobs,
                                    on_done=(lambda label: progress.advance(None)) if progress else None)
         if progress:
             progress.close()
