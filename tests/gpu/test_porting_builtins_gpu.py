@@ -24,7 +24,8 @@ def mod():
 CHECKS = ["test_reinterpret_keeps_the_bits", "test_f8_values_inside_expressions", "test_tuple_assignment",
           "test_clamp_if_then_else_infinity_and_extremes", "test_while_loops_per_index_and_uniform",
           "test_while_loops_in_device_functions_and_conditions_that_call_them", "test_the_thread_index_runs_per_thread",
-          "test_split_k_adds_each_part_atomically", "test_atomic_max_and_min_of_a_reduced_row",
+          "test_split_k_adds_each_part_atomically", "test_a_tile_atomic_into_a_region_with_single_indices",
+          "test_atomic_max_and_min_of_a_reduced_row",
           "test_use_swizzle_remaps_every_block_once"]
 
 

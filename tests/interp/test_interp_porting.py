@@ -128,6 +128,16 @@ def test_split_k_adds_each_part_atomically(mod):
     np.testing.assert_allclose(C, 0.5 + A.astype(np.float32) @ B.astype(np.float32), rtol=1e-4, atol=1e-3)
 
 
+def test_a_tile_atomic_into_a_region_with_single_indices(mod):
+    rng = np.random.default_rng(5)
+    B, S, H, D = 2, 40, 3, 50  # ragged in S and D
+    O = rng.standard_normal((B, S, H, D)).astype(np.float32)
+    X = rng.standard_normal((S, D)).astype(np.float32)
+    expected = O + X[None, :, None, :]
+    mod.bshd_accumulate(O, X)
+    np.testing.assert_allclose(O, expected, rtol=1e-6)
+
+
 def test_atomic_max_and_min_of_a_reduced_row(mod):
     A = np.random.default_rng(4).standard_normal((70, 256)).astype(np.float32)  # 70 rows: ragged
     hi, lo = np.full(70, -np.inf, np.float32), np.full(70, np.inf, np.float32)

@@ -113,6 +113,10 @@ CASES = {
         ['a, b = 1, 2', 'a, b = b, a'],
         "t.tl:8:19: error[E231]: 'a' is assigned by this statement before this value reads it; Python reads every value first\n  |\n8 |         a, b = b, a\n  |                   ^\n  = hint: assign through a temporary in statements of their own, e.g. t = a; a = b; b = t",
     ),
+    'E229slices': (
+        ['atomic_add(A[bx * BM:bx * BM + BM, 0], acc)'],
+        "t.tl:7:9: error[E229]: atomic_add of a 2-D tile into a region of 2 dimensions, 1 of them sliced\n  |\n7 |         atomic_add(A[bx * BM:bx * BM + BM, 0], acc)\n  |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n  = hint: slice one dimension for each of the tile's, or give the region's origin: C[r, c]",
+    ),
 }
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from .. import ir
 from ..dtypes import BOOL, I32, I64
 from ..parser import nodes as n
+from ..typecheck.porting import tile_dims
 
 # A `while` is a serial loop of at most this many iterations, each starting with the test:
 # practically endless on the GPU; the interpreter stops far sooner (interp/machine.py).
@@ -80,17 +81,21 @@ class PortingLowerer:
 
         dst, src = call.args
         tile = self.buffers[src.id]
-        region = self.operand(dst, tile.shape)
         rank = len(tile.shape)
-        dims = _tile_dims(dst, len(region.extents), rank)
+        dims = tile_dims(dst, rank)  # checked: not None
         names = tuple(self.fresh_name(f"{call.func.id}_{v}") for v in "ijkl"[:rank])
-        idx = list(region.offsets)
+        if isinstance(dst, n.Subscript):
+            idx = [cast((self.expr(x.lower) if x.lower is not None else ir.Const(0, I32)) if isinstance(x, n.Slice)
+                        else self.expr(x), I32) for x in dst.indices]
+        else:
+            idx = [ir.Const(0, I32) for _ in range(rank)]
         for d, v in zip(dims, names):
             idx[d] = ir.BinOp("+", idx[d], ir.Var(v, I32), I32, span=span)
         dtype = dst.ty.dtype
         value = cast(ir.Load(src.id, tuple(ir.Var(v, I32) for v in names), tile.dtype, span=span), dtype)
         kind = call.func.id.split("_", 1)[1]
-        return ir.Parallel(names, tile.shape, (ir.Atomic(kind, region.name, tuple(idx), value, span=span),), span=span)
+        target = dst.value.id if isinstance(dst, n.Subscript) else dst.id
+        return ir.Parallel(names, tile.shape, (ir.Atomic(kind, target, tuple(idx), value, span=span),), span=span)
 
     def tile_gemm_policy(self, call) -> None:
         policy = next((k.value.value for k in call.keywords if k.name == "policy"), None)
@@ -164,11 +169,3 @@ def _rasterize(x, y, gx, gy, panel: int, let, swap: bool = False):
     return (row, col) if swap else (col, row)
 
 
-def _tile_dims(dst, region_rank: int, rank: int) -> list[int]:
-    """The region's dimensions that the tile's run along: its slices and the single indices
-    whose extent comes from the tile, else its last `rank`."""
-    if isinstance(dst, n.Subscript):
-        moved = [i for i, (x, d) in enumerate(zip(dst.indices, dst.ty.shape)) if isinstance(x, n.Slice) or d is None]
-        if len(moved) == rank:
-            return moved
-    return list(range(region_rank - rank, region_rank))

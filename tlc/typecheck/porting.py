@@ -257,12 +257,14 @@ class PortingChecker:
             self.error("E229", f"{name} of a tile adds a fragment or shared buffer, found {describe(src.ty)}",
                        call.args[1].span)
             return s
-        moved = [d for x, d in zip(getattr(dst, "indices", ()), dst.ty.shape) if isinstance(x, n.Slice) or d is None] \
-            if isinstance(dst, n.Subscript) else list(dst.ty.shape)
-        if len(moved) != src.ty.rank and dst.ty.rank < src.ty.rank:
-            self.error("E229", f"{name} of a {src.ty.rank}-D tile into a {dst.ty.rank}-D region", call.span)
+        dims = tile_dims(dst, src.ty.rank)
+        if dims is None:
+            self.error("E229", f"{name} of a {src.ty.rank}-D tile into a region of {dst.ty.rank} dimensions"
+                       + (f", {sum(isinstance(x, n.Slice) for x in dst.indices)} of them sliced"
+                          if isinstance(dst, n.Subscript) and any(isinstance(x, n.Slice) for x in dst.indices) else ""),
+                       call.span, "slice one dimension for each of the tile's, or give the region's origin: C[r, c]")
             return s
-        for a, b in zip(moved[-src.ty.rank:] if len(moved) >= src.ty.rank else (), src.ty.shape):
+        for a, b in zip((dst.ty.shape[d] for d in dims), src.ty.shape):
             va, vb = (self.dim_value(a) if a is not None else None), self.dim_value(b)
             if va is not None and vb is not None and va != vb:
                 self.error("E229", f"{name} of a tile of shape {src.ty} into a region of another shape", call.span)
@@ -274,6 +276,18 @@ class PortingChecker:
                        f"first, copy({call.args[1].id}, t), and update with t" if isinstance(call.args[1], n.Name) else None)
             return s
         return replace(s, expr=self.statement_call(replace(call, args=(dst, src))))
+
+
+def tile_dims(dst, rank: int) -> list[int] | None:
+    """The dimensions of a tile atomic's region that the tile's run along, in order: its
+    slices where it has any (its single indices drop theirs, as in copy), else its last `rank`
+    (an origin, `C[b, r, c]`); None where they do not match the tile's rank."""
+    if not isinstance(dst, n.Subscript):
+        return list(range(rank)) if dst.ty.rank == rank else None
+    slices = [i for i, x in enumerate(dst.indices) if isinstance(x, n.Slice)]
+    if slices:
+        return slices if len(slices) == rank else None
+    return list(range(len(dst.indices) - rank, len(dst.indices))) if len(dst.indices) >= rank else None
 
 
 def _tile_atomic(checker, call) -> bool:
