@@ -31,7 +31,7 @@ NVCC = cuda_toolkit_nvcc()
 NO_TOOLKIT = ("nvcc test: no CUDA toolkit: nvcc is not on PATH, in $CUDA_HOME/bin, $CUDA_PATH/bin, "
               "/usr/local/cuda/bin or /usr/local/cuda-*/bin")
 
-ARCH_FLAGS = {"sm_80": ["-arch=sm_80"], "sm_89": ["-arch=sm_89"], "sm_90a": ["-gencode=arch=compute_90a,code=sm_90a"]}
+ARCH_FLAGS = {"sm_80": ["-arch=sm_80"], "sm_86": ["-arch=sm_86"], "sm_89": ["-arch=sm_89"], "sm_90a": ["-gencode=arch=compute_90a,code=sm_90a"]}
 UNUSED_FOR = 30 * 24 * 3600  # seconds after which a cache entry is removed
 CWD = "{cwd}"  # the test's folder in keys (commands, sources) and cached messages: not tied to a tmp_path
 

@@ -95,7 +95,7 @@ def test_nvcc_from_the_newest_versioned_toolkit_folder(monkeypatch, tmp_path):
     assert rc.find_nvcc() == str(tmp_path / "cuda-12.10" / "bin" / "nvcc")
 
 
-@pytest.mark.parametrize("capability, arch", [((9, 0), "sm_90a"), ((8, 0), "sm_80"), ((8, 6), "sm_80"),
+@pytest.mark.parametrize("capability, arch", [((9, 0), "sm_90a"), ((8, 0), "sm_80"), ((8, 6), "sm_86"),
                                               ((8, 9), "sm_89"), ((10, 0), "sm_89"), ((12, 0), "sm_89")])
 def test_codegen_arch(capability, arch):
     """The newest registered target that serves the capability (sm_90a serves 9.0 alone)."""

@@ -32,7 +32,7 @@ def test_target_arch_of_this_gpu():
     import cupy
 
     cc = cupy.cuda.Device().compute_capability
-    assert target_arch() == ("sm_90a" if cc == "90" else "sm_89" if int(cc) >= 89 else "sm_80")
+    assert target_arch() == ("sm_90a" if cc == "90" else "sm_89" if int(cc) >= 89 else "sm_86" if int(cc) >= 86 else "sm_80")
 
 
 def test_numpy_inputs_are_copied_and_outputs_written_back(axpy_kernel):

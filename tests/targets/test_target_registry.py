@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from tlc import targets
 from tlc.cli import main
 from tlc.targets.sm80 import SM80
+from tlc.targets.sm86 import SM86
 from tlc.targets.sm89 import SM89
 from tlc.targets.sm90a import SM90A
 from tlc.schedule.sm_limits import blocks_fitting
@@ -18,12 +19,13 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 def test_tlc_own_targets_are_entry_points():
     found = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="tlc.targets")}
-    assert found["sm_80"] == "tlc.targets.sm80:SM80" and found["sm_89"] == "tlc.targets.sm89:SM89"
-    assert found["sm_90a"] == "tlc.targets.sm90a:SM90A"
-    assert targets.get("sm_80") is SM80 and targets.get("sm_89") is SM89 and targets.get("sm_90a") is SM90A
+    assert found["sm_80"] == "tlc.targets.sm80:SM80" and found["sm_86"] == "tlc.targets.sm86:SM86"
+    assert found["sm_89"] == "tlc.targets.sm89:SM89" and found["sm_90a"] == "tlc.targets.sm90a:SM90A"
+    assert targets.get("sm_80") is SM80 and targets.get("sm_86") is SM86
+    assert targets.get("sm_89") is SM89 and targets.get("sm_90a") is SM90A
 
 
-@pytest.mark.parametrize("capability, name", [((8, 0), "sm_80"), ((8, 6), "sm_80"), ((8, 7), "sm_80"),
+@pytest.mark.parametrize("capability, name", [((8, 0), "sm_80"), ((8, 6), "sm_86"), ((8, 7), "sm_86"),
                                               ((8, 9), "sm_89"), ((9, 0), "sm_90a"), ((10, 0), "sm_89"),
                                               ((12, 0), "sm_89"), ((7, 5), None)])
 def test_the_target_for_a_capability(capability, name):
@@ -34,7 +36,7 @@ def test_the_target_for_a_capability(capability, name):
 def test_unknown_architecture_is_a_diagnostic():
     r = CliRunner().invoke(main, ["build", str(EXAMPLES / "vector_add.tl"), "--arch", "sm_75"])
     assert r.exit_code == 1
-    assert r.stderr == "error[E071]: unknown target architecture 'sm_75'\n  = hint: tlc generates code for sm_80, sm_89, sm_90a\n"
+    assert r.stderr == "error[E071]: unknown target architecture 'sm_75'\n  = hint: tlc generates code for sm_80, sm_86, sm_89, sm_90a\n"
 
 
 class _EntryPoint:
@@ -61,14 +63,27 @@ def test_a_broken_plugin_is_left_out_with_a_warning(monkeypatch, entry, warning)
     targets.registered.cache_clear()
     try:
         with pytest.warns(UserWarning) as caught:
-            assert targets.names() == ("sm_80", "sm_89", "sm_90a")
+            assert targets.names() == ("sm_80", "sm_86", "sm_89", "sm_90a")
         assert [str(w.message) for w in caught] == [warning]
     finally:
         targets.registered.cache_clear()
 
 
 def test_limits_are_the_targets():
-    """Ada holds 1536 threads an SM, Ampere and Hopper 2048: blocks of 256 threads with few
-    registers, 6 against 8."""
-    assert blocks_fitting(256, 32, SM89) == 6 and blocks_fitting(256, 32, SM80) == 8
+    """Ada and Ampere's 8.6 hold 1536 threads an SM, the A100 and Hopper 2048: blocks of 256
+    threads with few registers, 6 against 8; 8.6 holds 16 blocks, the A100 32."""
+    assert blocks_fitting(256, 32, SM89) == 6 and blocks_fitting(256, 32, SM86) == 6
+    assert blocks_fitting(256, 32, SM80) == 8
+    assert blocks_fitting(32, 32, SM86) == 16 and blocks_fitting(32, 32, SM89) == 24 and blocks_fitting(32, 32, SM80) == 32
     assert blocks_fitting(256, 32, SM90A) == 8 and blocks_fitting(256, 32) == 8
+
+
+def test_shared_memory_limit_on_ampere_86(tmp_path, monkeypatch):
+    """An RTX 30 or A10 (8.6) gets sm_86, whose blocks may have 99 KB, not the A100's 163."""
+    monkeypatch.chdir(EXAMPLES.parent)
+    given = [x for c in ("BM=128", "BN=256", "BK=64", "stages=3") for x in ("-D", c)]
+    r = CliRunner().invoke(main, ["build", "examples/gemm.tl", "--arch", "sm_86", *given, "-o", str(tmp_path / "g.cu")])
+    assert r.exit_code == 1
+    assert r.stderr.splitlines()[0] == ("examples/gemm.tl:12:5: error[E070]: kernel 'matmul' needs 144 KB of shared "
+                                        "memory, more than the 99 KB the target allows: Bs (3 stages x 32 KB), As (3 "
+                                        "stages x 16 KB)")

@@ -79,7 +79,7 @@ def current_device() -> int:
 def codegen_arch(capability: tuple[int, int]) -> str:
     """The code generator's target for a GPU: the one the registered targets choose for its
     compute capability (`targets.for_capability`: sm_90a on 9.0, sm_89 on 8.9 and later
-    others, sm_80 on the rest from Ampere on, or a plugin's)."""
+    others, sm_86 on 8.6 and 8.7, sm_80 on 8.0, or a plugin's)."""
     target = targets.for_capability(capability)
     if target is None:
         oldest = min((t for t in targets.registered().values()), key=lambda t: t.capability, default=None)

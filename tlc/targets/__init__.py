@@ -1,5 +1,5 @@
 """Targets are plugins: one `Target` object per GPU architecture, found through the
-`tlc.targets` entry point group; tlc's own (sm_80, sm_89, sm_90a) are registered there by
+`tlc.targets` entry point group; tlc's own (sm_80, sm_86, sm_89, sm_90a) are registered there by
 pyproject.toml like any other package's.  Entry points: `get(name)` (the scheduler, the code
 generator, the runtime), `for_capability(cc)` (the runtime: which target a GPU runs), `names()`.
 
@@ -56,7 +56,7 @@ def get(name: str) -> Target:
 
 def for_capability(capability: tuple[int, int]) -> Target | None:
     """The target for a GPU of `capability`: of those that serve it, the one made for the
-    newest capability (sm_89 on 8.9 and later, sm_90a on 9.0 exactly, sm_80 on 8.6); an
+    newest capability (sm_86 on 8.6 and 8.7, sm_89 on 8.9 and later, sm_90a on 9.0 exactly); an
     arch-specific one before a portable one of the same capability, then by name.  None when
     none serves it."""
     serving = [t for t in registered().values() if t.serves(tuple(capability))]
