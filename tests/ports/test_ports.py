@@ -436,6 +436,34 @@ def sink_attention(window, batch=1, heads=2, seq_q=100, seq_kv=130, dim=64):
     return make, ref
 
 
+def nsa(rng, B=2, seq=64, H=1, HQ=16, D=32, S=1, block=32):
+    """main()'s problem: each query picks S of the key blocks before it (block 0 at the start)."""
+    idx = np.full((B, seq, H, S), seq, np.int32)
+    for b in range(B):
+        for t in range(seq):
+            for h in range(H):
+                pick = rng.permutation(max(1, t // block))[:S]
+                idx[b, t, h, :len(pick)] = pick
+    idx.sort(-1)
+    return {"Q": randn(rng, (B, seq, HQ, D)), "K": randn(rng, (B, seq, H, D)), "V": randn(rng, (B, seq, H, D)),
+            "BlockIndices": idx, "Output": nan((B, seq, HQ, D), np.float16)}
+
+
+def nsa_ref(a, scale=0.1, block=32):
+    q, k, v, idx = f64(a["Q"]), f64(a["K"]), f64(a["V"]), a["BlockIndices"]
+    B, seq, HQ, _ = q.shape
+    G = HQ // k.shape[2]
+    out = np.zeros(q.shape)
+    for b in range(B):
+        for t in range(seq):
+            for h in range(HQ):
+                keys = sorted({s * block + j for s in idx[b, t, h // G] if s * block <= t for j in range(block)
+                               if s * block + j <= t})
+                w = softmax(q[b, t, h] @ k[b, keys, h // G].T * scale)
+                out[b, t, h] = w @ v[b, keys, h // G]
+    return {"Output": out}
+
+
 MHA_FWD_CAUSAL, MHA_FWD_CAUSAL_REF = mha_bhsd(True, **ATTENTION_BHSD)
 MHA_FWD, MHA_FWD_REF = mha_bhsd(False, **ATTENTION_BHSD)
 BSHD, BSHD_REF = mha_bshd(False, 1, 100, 2, 64)
@@ -549,6 +577,8 @@ PORTS = [
     Port("mha_sink_fwd_bhsd", "mha_sink_fwd_bhsd.tl", "flashattn", SINK, SINK_REF, 1e-2),
     Port("mha_sink_fwd_bhsd_window", "mha_sink_fwd_bhsd.tl", "flashattn", SINK_WINDOW, SINK_WINDOW_REF, 1e-2,
          consts={"window_size": 64}),
+    Port("nsa_fwd", "nsa_fwd.tl", "native_sparse_attention", nsa, nsa_ref, 1e-2,
+         consts={"sm_scale": 0.1, "block_size": 32, "groups": 16, "selected_blocks": 1}),
     Port("convolution", "convolution.tl", "convolution", conv,
          lambda a: {"out": conv2d_nhwc(a["data"], a["kernel"], 1, 1, 1)}, 2e-3),
 ]
@@ -594,17 +624,11 @@ def needs(feature: str, diagnostic: str, *then: str) -> str:
     return f"needs {feature}: {diagnostic}" + "".join(f"; then {t}" for t in then)
 
 
-SPECIALIZE = ("automatic specialization of a shape symbol in a region's ':'",
-              "{}: error[E031]: the extent of a region must be a compile-time constant; this one is {}")
-ALLOC_GLOBAL = "alloc_global", "{}: error[E020]: unknown name 'alloc_global'"
 NO_THREADS = ("grid(...) without threads= (TileLang's default, 128)",
               "{}: error[E050]: grid(...) needs the block size: threads=128")
-PIPELINED_RANGE = "pipelined(start, stop, stages=s) (E034: pipelined() takes 1 argument, 2 given)"
+PIPELINED = "pipelined(start, stop, stages=s)"
+PIPELINED_RANGE = PIPELINED + " (E034: pipelined() takes 1 argument, 2 given)"
 CLEAR_ACCUM = "gemm(..., clear_accum=True) (E034: gemm() has no argument 'clear_accum')"
-THREADS = "grid(...) without threads= (E050)"
-SEVERAL_GRIDS = "several grids in one kernel"
-NAMED_EXTENT = ("a region kv_start:kv_end whose extent is constant through named scalars "
-                "(E031: ... this one is kv_end - kv_start)")
 
 
 def at(kind, *where):
@@ -613,28 +637,30 @@ def at(kind, *where):
 
 PERSISTENT = needs("T.Persistent", "gemm_persistent.tl:49:27: error[E047]: a for loop runs over range(...), unroll(...), "
                    "pipelined(...) or parallel(...)")
-BWD = needs(*at(SPECIALIZE, "mha_bwd_bhsd.tl:37:59", "dim"), THREADS, PIPELINED_RANGE,
+BWD = needs(*at(NO_THREADS, "mha_bwd_bhsd.tl:81:10"), PIPELINED_RANGE,
             "reduce_sum's dim given by position (E034: reduce_sum() takes 2 arguments, 3 given)",
             "a copy from global to global memory (E036: copy moves a tile between memory levels; both sides are in global "
             "memory)")
-MHA_FWD = needs(*at(SPECIALIZE, "mha_fwd_bhsd.tl:32:59", "dim"))
-BSHD_FWD = needs(*at(SPECIALIZE, "mha_fwd_bshd.tl:31:59", "dim"))
-GQA_FWD = needs(*at(SPECIALIZE, "gqa_fwd_bshd.tl:32:59", "dim"))
-W4A8 = needs("pipelined(start, stop, stages=s)", "dequant_gemm_w4a8.tl:35:18: error[E034]: pipelined() takes 1 argument, 2 given")
+W4A8 = needs(PIPELINED, "dequant_gemm_w4a8.tl:35:18: error[E034]: pipelined() takes 1 argument, 2 given")
 GEMV = needs(*at(NO_THREADS, "gemv.tl:25:10"))
-DECODE = needs(*at(ALLOC_GLOBAL, "gqa_decode.tl:27:12"), SEVERAL_GRIDS)
-MLA = needs(*at(ALLOC_GLOBAL, "mla_decode.tl:25:12"), SEVERAL_GRIDS, NAMED_EXTENT, CLEAR_ACCUM)
-SINK = needs(*at(SPECIALIZE, "mha_sink_fwd_bhsd.tl:36:59", "dim"), PIPELINED_RANGE)
+DECODE = needs("a size computed before the grid from shape symbols to stay a constant after a value that is not "
+               "one (here scale = (1.0 / dim) ** 0.5; in general any run-time value from a shape symbol, `a = H // G` "
+               "before `vb = S // 2` makes vb a run-time value)",
+               "gqa_decode.tl:34:33: error[E031]: a buffer dimension must be a compile-time constant; 'valid_block_H' is "
+               "not a constant")
+MLA = needs("a region kv_start:kv_end whose extent is constant through named scalars", "mla_decode.tl:57:26: error[E031]: "
+            "the extent of a region must be a compile-time constant; this one is kv_end - kv_start",
+            "clear() of a scalar (T.alloc_var) (E036: clear() sets a shared, fragment or local buffer, found f32)",
+            CLEAR_ACCUM)
 CUMSUM = needs("tuple assignment (bb, bh = ...) and T.cumsum",
                "chunk_local_cumsum.tl:15:11: error[E002]: unexpected ','")
+SINK = needs(PIPELINED, "mha_sink_fwd_bhsd.tl:47:18: error[E034]: pipelined() takes 1 argument, 2 given")
 BLOCKED = {
     "gemm_persistent_non_persistent": PERSISTENT,
     "gemm_persistent_waves": PERSISTENT,
     "gemm_persistent_primitive": PERSISTENT,
     "dequant_w4a8_convert": W4A8,
     "dequant_w4a8_gemm": W4A8,
-    "gqa_fwd_bshd": GQA_FWD,
-    "gqa_fwd_bshd_causal": GQA_FWD,
     "retention_fwd": needs(*at(NO_THREADS, "retention_fwd.tl:25:10"), PIPELINED_RANGE, CLEAR_ACCUM),
     "convolution": needs("a view of a tensor with another shape (TileLang's T.Tensor(shape, dtype, x.data))",
                          "convolution.tl:27:23: error[E020]: unknown name 'view'", "T.im2col"),
@@ -645,22 +671,16 @@ BLOCKED = {
     "linear_attn_fwd": needs(*at(NO_THREADS, "linear_attn_fwd.tl:25:10"), PIPELINED_RANGE, CLEAR_ACCUM,
                              "a tile atomic_add into a region with single indices (E068: copy cannot tell the extent "
                              "of this region)"),
-    "rms_norm": needs(*at(SPECIALIZE, "rms_norm.tl:14:47", "N")),
-    "mha_fwd_bhsd": MHA_FWD,
-    "mha_fwd_bhsd_causal": MHA_FWD,
-    "mha_fwd_bshd": BSHD_FWD,
-    "mha_fwd_bshd_causal": BSHD_FWD,
     "mha_bwd_fwd": BWD,
     "mha_bwd_fwd_causal": BWD,
     "mha_bwd_preprocess": BWD,
     "mha_bwd_postprocess": BWD,
     "mha_bwd": BWD,
     "mha_bwd_causal": BWD,
-    "block_sparse_attn": needs(*at(SPECIALIZE, "block_sparse_attn.tl:35:59", "dim"),
-                               "a fragment element read at a run-time index outside a parallel loop (E261: block_mask[k] "
-                               "reads an element of the fragment 'block_mask' outside a parallel loop at an index known "
-                               "only at run time)"),
-    "mha_inference": needs(*at(ALLOC_GLOBAL, "mha_inference.tl:18:12"), SEVERAL_GRIDS),
+    "block_sparse_attn": needs("a fragment element read at a run-time index outside a parallel loop",
+                               "block_sparse_attn.tl:47:16: error[E261]: block_mask[k] reads an element of the fragment "
+                               "'block_mask' outside a parallel loop at an index known only at run time; a fragment element "
+                               "is read as a scalar only at a constant index"),
     "gqa_decode_split": DECODE,
     "gqa_decode_no_split": DECODE,
     "mla_decode_split": MLA,
@@ -670,6 +690,10 @@ BLOCKED = {
                                "over the threads and can only be written inside a 'parallel' loop"),
     "mha_sink_fwd_bhsd": SINK,
     "mha_sink_fwd_bhsd_window": SINK,
+    "nsa_fwd": needs("tuple assignment", "nsa_fwd.tl:51:12: error[E002]: unexpected ','",
+                     "a loop variable reused by an inner loop (for i in pipelined(...): ... for i, j in parallel(...)) "
+                     "fails the IR verifier without a place: error: kernel 'native_sparse_attention': 'i' is declared "
+                     "twice"),
     "chunk_local_cumsum": CUMSUM,
     "chunk_local_cumsum_reverse_fragment": CUMSUM,
 }
@@ -698,7 +722,7 @@ def test_port_builds(port, arch, tmp_path):
     kernel = getattr(load(port.file, "cpu"), port.kernel)
     args = port.make(np.random.default_rng(0))
     _, constants = kernel.bind(tuple(args.values()), dict(port.consts))
-    compile_object(kernel.generated(constants, arch).source, arch, tmp_path)
+    compile_object(kernel.cuda_source(arch, **constants), arch, tmp_path)
 
 
 @pytest.mark.gpu
