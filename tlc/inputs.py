@@ -176,10 +176,11 @@ def prepare(fn: CheckedFunction, ins: dict, shapes: dict, seed: int = 0, arrays:
                                      f"or the array with --in {p.name}=FILE.npy")
                 shape.append(symbols[d.id])
             else:
-                try:
-                    shape.append(int(evaluate(d, fn.constants)))
+                try:  # a constant, or an expression of the symbols (K // 2)
+                    shape.append(int(evaluate(d, {**fn.constants, **symbols})))
                 except NotConstant:
-                    raise InputError(f"cannot tell the size of '{p.name}'") from None
+                    raise InputError(f"cannot tell the size of '{p.name}' ({p.type}): give the sizes of its "
+                                     "symbols with --shape") from None
         random_shapes[p] = tuple(shape)
     _check_memory(random_shapes)
     rng = np.random.default_rng(seed)

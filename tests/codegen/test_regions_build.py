@@ -1,7 +1,9 @@
 """tests/programs/regions.tl (TileLang's regions, single indices on any dimension, rows of
-buffers, stages=0) generated for sm_80 and sm_90a and compiled by nvcc with warnings as errors;
-and what the generated code does with them: a head of a (batch, seq, heads, dim) tensor moves
-through the same vectorized copy primitives as a plain tile, its rows H * D elements apart."""
+buffers, stages=0) and tests/programs/dims.tl (dimensions that are expressions of shape
+symbols) generated for sm_80 and sm_90a and compiled by nvcc with warnings as errors; and what
+the generated code does with them: a head of a (batch, seq, heads, dim) tensor moves through
+the same vectorized copy primitives as a plain tile, its rows H * D elements apart, and a
+dimension K // 2 is computed from K where the code indexes the tensor."""
 from __future__ import annotations
 
 import pathlib
@@ -13,12 +15,22 @@ from nvcc import compile_object
 from tlc import runner
 
 PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "programs" / "regions.tl"
+DIMS = PROGRAM.with_name("dims.tl")
 
 
 @pytest.mark.nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-def test_every_kernel_compiles_with_werror(arch, tmp_path):
-    compile_object(runner.build(str(PROGRAM), arch=arch)[0], arch, tmp_path)
+@pytest.mark.parametrize("program", [PROGRAM, DIMS], ids=["regions", "dims"])
+def test_every_kernel_compiles_with_werror(program, arch, tmp_path):
+    compile_object(runner.build(str(program), arch=arch)[0], arch, tmp_path)
+
+
+def test_an_expression_dimension_is_computed_from_its_symbols():
+    text = runner.build(str(DIMS), kernels=["dequant_int4"])[0]
+    body = text[text.index("dequant_int4("):]
+    assert "Wq[(static_cast<long long>(r) * (tl::floordiv<int>(K, 2)) + " in body
+    assert "< ((-tl::floordiv<int>((-K), 128)))" in body  # cdiv(K, 128) bounds the scales' columns
+    assert "int N, int K)" in body  # the kernel takes the symbols, not the expressions
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
@@ -29,6 +41,10 @@ def test_a_head_is_copied_by_the_tile_primitives_with_its_row_stride(arch):
     load = re.search(r"tl::copy_g2s<half, 64, 64, 128, \d+, \d+, false>\(Qs, \(Q \+ (.*?)\);", body)
     assert load and stride in load.group(1) and "by < H" in load.group(1)
     assert re.search(r"tl::copy_f2g<tl_bshd_scale_layout_\d+>\(\(O \+ .*" + re.escape(stride), body)
+    # R[rows, b, h, :]: the rows are the leading dimension, B * H * D apart
+    wide = "(static_cast<long long>(B) * static_cast<long long>(H) * static_cast<long long>(64))"
+    assert re.search(r"tl::copy_f2g<tl_bshd_scale_layout_\d+>\(\(R \+ \(static_cast<long long>\(bz\) \* H \+ by\) .*"
+                     + re.escape(wide), body)
 
 
 def test_stages_0_is_a_loop_without_prefetch():

@@ -33,10 +33,11 @@ def test_tilelang_regions_multiply(stages):
 
 @pytest.mark.parametrize("shape", [(2, 100, 3), (1, 64, 5), (3, 7, 1)])
 def test_a_head_of_a_batch_seq_heads_dim_tensor(shape):
-    Q, O, P = bshd_case(shape=shape)
-    on_gpu().bshd_scale(Q, O, P)
+    Q, O, P, R = bshd_case(shape=shape)
+    on_gpu().bshd_scale(Q, O, P, R)
     np.testing.assert_array_equal(O, Q * np.float16(2))
     np.testing.assert_array_equal(P, (Q.astype(np.float32) * 2).transpose(0, 2, 1, 3))
+    np.testing.assert_array_equal(R, (Q.astype(np.float32) * 2).transpose(1, 0, 2, 3))
 
 
 @pytest.mark.parametrize("shape", [(37, 50), (16, 64), (100, 80)])

@@ -33,7 +33,8 @@ def bshd_case(seed=1, shape=(2, 100, 3)):
     Q = np.random.default_rng(seed).uniform(-2, 2, (Bn, T, H, 64)).astype(np.float16)
     O = np.full_like(Q, 5)
     P = np.full((Bn, H, T, 64), 5, np.float32)
-    return Q, O, P
+    R = np.full((T, Bn, H, 64), 5, np.float32)
+    return Q, O, P, R
 
 
 def rows_case(seed=2, shape=(37, 50)):
@@ -56,10 +57,11 @@ def test_tilelang_regions_and_unpipelined_loops_multiply(stages):
 
 
 def test_a_head_of_a_batch_seq_heads_dim_tensor_is_a_tile():
-    Q, O, P = bshd_case()
-    interpreted().bshd_scale(Q, O, P)
+    Q, O, P, R = bshd_case()
+    interpreted().bshd_scale(Q, O, P, R)
     np.testing.assert_array_equal(O, Q * np.float16(2))  # the rows past T=100 are not written
     np.testing.assert_array_equal(P, (Q.astype(np.float32) * 2).transpose(0, 2, 1, 3))
+    np.testing.assert_array_equal(R, (Q.astype(np.float32) * 2).transpose(1, 0, 2, 3))
 
 
 @pytest.mark.parametrize("shape", [(37, 50), (20, 70)])

@@ -208,8 +208,8 @@ CASES = {
         "t.tl:3:12: error[E043]: 't' returns f32[M, K] but this has shape [M]\n  |\n3 |     return sum(a, axis=1)\n  |            ^^^^^^^^^^^^^^",
     ),
     'E044_dim_not_symbol': (
-        '@kernel\ndef k(A: f32[M + 1]):\n    with grid(1, threads=32) as bx:\n        pass\n',
-        "t.tl:2:14: error[E044]: 'M' is not a constant, so it cannot be part of a dimension expression\n  |\n2 | def k(A: f32[M + 1]):\n  |              ^\n  = hint: a shape symbol stands alone as a whole dimension; expressions may use only constants",
+        '@tile_op\ndef t(a: f32[N], b: f32[N + 1]) -> f32[N]:\n    return a\n',
+        "t.tl:2:25: error[E044]: 'N' is not a constant, so it cannot be part of a dimension expression\n  |\n2 | def t(a: f32[N], b: f32[N + 1]) -> f32[N]:\n  |                         ^\n  = hint: a tile op's shape symbol stands alone as a whole dimension; a kernel's may be part of an expression (K // 2)",
     ),
     'E045_dtype_no_default': (
         '@kernel\ndef k(A: f32[N], T: dtype):\n    with grid(1, threads=32) as bx:\n        pass\n',

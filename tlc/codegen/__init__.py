@@ -21,6 +21,7 @@ from ..diagnostics import Diagnostic, DiagnosticError
 from ..dtypes import DType
 from .cexpr import CodegenError
 from .cnames import c_name, c_type, comment_text
+from . import host_grid
 from .host_grid import launcher_grid
 from .sm80 import Sm80
 from .warpspec import tma_dtype
@@ -148,7 +149,8 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
 def launcher_tensor_map(index: int, spec) -> dict:
     """What the C launcher encodes for one tensor map: dims innermost first, the byte strides
     of dims 1.., the box (one 128-byte column segment of a tile)."""
-    dims = [str(d) if isinstance(d, int) else c_name(d) for d in reversed(spec.shape)]
+    dims = [str(d) if isinstance(d, int) else c_name(d) if isinstance(d, str) else
+            host_grid.expr(d.expr) for d in reversed(spec.shape)]  # K // 2: checked at launch
     strides, pitch = [], str(spec.dtype.itemsize)
     for d in dims[:-1]:
         pitch = f"{pitch} * static_cast<cuuint64_t>({d})"

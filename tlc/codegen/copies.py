@@ -88,8 +88,9 @@ class CopyGen:
         (so the copy primitives still move 16-byte vectors when the sizes allow)."""
         name, last = c_name(region.name), len(dims) - 1
         fixed = [i for i in range(last) if i != row]
-        offset = "0" if row == 0 else f"static_cast<long long>({offs[0]})"
-        for i in range(1, last):
+        start = 1 if row == 0 else 0  # the outermost fixed index (rows along axis 0 start at 0)
+        offset = f"static_cast<long long>({offs[start]})"
+        for i in range(start + 1, last):
             offset = f"({offset} * {dims[i]} + {offs[i] if i != row else 0})"
         base = f"({name} + {offset} * static_cast<long long>({dims[last]}))"
         stride = " * ".join(f"static_cast<long long>({d})" for d in dims[row + 1:])

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from .. import ir, print_format, targets
 from ..ir.per_thread import per_thread_statements
 from ..ir.walk import loads, statement_exprs, statements
+from ..ir.nodes import DimExpr
 from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layout, register_in_loop, uniform_register
 from ..schedule.operand_layout import mma_register_a_layouts
 from ..schedule.smem import SharedLayout
@@ -252,6 +253,8 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
         return list(self.buffers[name].shape)
 
     def dim_text(self, d) -> str:
+        if isinstance(d, DimExpr):  # K // 2 of shape symbols: the launch checked the array against it
+            return f"({self.expr(d.expr)})"
         return str(d) if isinstance(d, int) else c_name(d)
 
     def global_offset(self, name: str, indices) -> str:

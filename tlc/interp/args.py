@@ -12,7 +12,9 @@ import numpy as np
 
 from ..diagnostics import TlcError
 from ..dtypes import from_numpy
-from ..ir.nodes import Kernel, Param
+from ..ir.nodes import DimExpr, Kernel, Param
+from ..runtime.args import dim_mismatch
+from ..runtime.grid import evaluate_int
 from .numerics import np_dtype
 from ..ir.walk import written_names
 from ..scalars import ScalarError, scalar_value
@@ -64,6 +66,7 @@ def bind(kernel: Kernel, args: dict) -> Bound:
     tensors: dict[str, np.ndarray] = {}
     scalars: dict[str, object] = {}
     seen: dict[str, tuple[int, str, int]] = {}  # symbol -> (value, param, axis)
+    expressions = []  # (param, axis, DimExpr, size)
     for p in kernel.params:
         if p.name not in args:
             raise ArgumentError(f"missing argument '{p.name}'")
@@ -81,7 +84,9 @@ def bind(kernel: Kernel, args: dict) -> Bound:
             raise ArgumentError(f"'{p.name}' has rank {value.ndim} but the kernel expects rank "
                                 f"{len(p.shape)} ({_dims(p)})")
         for axis, (d, n) in enumerate(zip(p.shape, value.shape)):
-            if isinstance(d, int):
+            if isinstance(d, DimExpr):
+                expressions.append((p.name, axis, d, n))  # checked once every symbol is bound
+            elif isinstance(d, int):
                 if d != n:
                     raise ArgumentError(f"'{p.name}' axis {axis} has size {n} but the kernel "
                                         f"expects {d}")
@@ -95,6 +100,10 @@ def bind(kernel: Kernel, args: dict) -> Bound:
             raise ArgumentError(f"'{p.name}' is read-only but the kernel writes it")
         tensors[p.name] = value
     symbols = {d: v for d, (v, _, _) in seen.items()}
+    for name, axis, d, n in expressions:
+        want = evaluate_int(d.expr, symbols)
+        if n != want:
+            raise ArgumentError(dim_mismatch(name, axis, n, d, want, seen))
     for d, v in symbols.items():
         dtype = kernel.symbol_dtype(d)
         if v > np.iinfo(np_dtype(dtype)).max:

@@ -20,7 +20,7 @@ from typing import Any, Union
 from ..diagnostics import Span
 from ..dtypes import I32, I64, DType
 
-Dim = Union[int, str]  # a tensor param's dimension: a literal size or a shape symbol's name
+Dim = Union[int, str, "DimExpr"]  # a tensor param's dimension: a literal size, a shape symbol's name, or an expression of them
 
 
 def _span() -> Any:
@@ -320,6 +320,19 @@ class Continue(Stmt):
 
 
 # ---- kernel --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DimExpr(Node):
+    """A tensor param's dimension computed from shape symbols and constants (`K // 2`,
+    `cdiv(K, 128)`): `expr` reads the symbols as i32 `Var`s, `text` is as written.  Every
+    symbol in it is bound by a plain dimension; a launch checks the array's size against it."""
+
+    text: str
+    expr: Expr
+
+    def __str__(self) -> str:
+        return self.text
+
 
 @dataclass(frozen=True)
 class Param(Node):

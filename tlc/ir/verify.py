@@ -16,6 +16,8 @@ from .nodes import (ATOMIC_KINDS, BINARY_OPS, BIT_OPS, BUFFER_SCOPES, COMPARE_OP
                     BinOp, Break, BufferRef, Call, Cast, Const, Continue, Copy, Expr, Fill, For,
                     Gemm, If, Kernel, LetScalar, Load, Parallel, Print, Reduce, Region, Select,
                     Stmt, Store, Sync, UnaryOp, Var)
+from .nodes import DimExpr
+from .walk import variables
 
 
 class IRVerifyError(TlcError):
@@ -122,6 +124,7 @@ class _Verifier:
                 self.declare(p.name, _Sym("tensor", p.dtype, p.shape), p)
             else:
                 self.fail(f"param '{p.name}' has kind '{p.kind}'; expected 'tensor' or 'scalar'", p)
+        expressions = []
         for p in k.params:
             for axis, d in enumerate(p.shape):
                 if isinstance(d, str):
@@ -130,9 +133,15 @@ class _Verifier:
                         self.declare(d, _Sym("shape", k.symbol_dtype(d)), p)
                     elif sym.kind != "shape":
                         self.fail(f"shape symbol '{d}' of '{p.name}' is also a {sym.kind}", p)
+                elif isinstance(d, DimExpr):
+                    expressions.append((p, axis, d))
                 elif not isinstance(d, int) or isinstance(d, bool) or d <= 0:
                     self.fail(f"param '{p.name}' axis {axis} is {d!r}; expected a positive size "
                               "or a shape symbol", p)
+        for p, axis, d in expressions:  # once every symbol is declared
+            for v in variables(d.expr):
+                if v.name not in k.shape_symbols():
+                    self.fail(f"param '{p.name}' axis {axis} ({d}) reads '{v.name}', which is no shape symbol", p)
         for g in k.grid:
             self.expr(g)
             if not g.dtype.is_int:

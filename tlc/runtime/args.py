@@ -21,10 +21,11 @@ import numpy as np
 
 from ..diagnostics import TlcError
 from ..dtypes import DTYPES, DType, from_numpy
-from ..ir.nodes import Kernel
-from ..ir.walk import written_names
+from ..ir.nodes import DimExpr, Kernel
+from ..ir.walk import variables, written_names
 from ..scalars import ScalarError, float_limit, scalar_value
 from .device_array import DeviceArray
+from .grid import compile_function, py_source
 
 I32_MAX = 2**31 - 1
 SYMBOL_TYPES = {"i32": (I32_MAX, np.int32), "i64": (2**63 - 1, np.int64)}  # a shape symbol's limit and C value
@@ -225,14 +226,19 @@ class Binder:
         self.slots = {a.name: i for i, a in enumerate(generated.args)}
         self.n_args = len(generated.args)
         first: dict[str, tuple[str, int]] = {}
-        tensors, scalars = [], []
+        tensors, scalars, expressions = [], [], []
         for i, (p, a) in enumerate(zip(params, generated.args)):
             if p.kind == "scalar":
                 scalars.append((i, p.name, scalar_converter(p.name, p.dtype, a.c_type)))
                 continue
             dims = []
             for axis, d in enumerate(p.shape):
-                if isinstance(d, int):
+                if isinstance(d, DimExpr):  # K // 2: the size goes to a slot past the args, checked after
+                    slot = self.n_args + len(expressions)
+                    self.slots.setdefault(d, slot)  # the tensor maps of launch.py read it there
+                    expressions.append((slot, p.name, axis, d))
+                    dims.append((axis, d, slot, None))
+                elif isinstance(d, int):
                     dims.append((axis, d, -1, None))
                 else:
                     origin = first.setdefault(d, (p.name, axis))
@@ -241,6 +247,10 @@ class Binder:
             label = f"{p.dtype}[{', '.join(str(d) for d in p.shape)}]"
             tensors.append((i, p.name, p.dtype, len(p.shape), tuple(dims), p.name in written, label))
         self.tensors, self.scalars = tuple(tensors), tuple(scalars)
+        self.n_values = self.n_args + len(expressions)
+        self.expressions = tuple((slot, name, axis, d, compile_function(
+            f"def dim(vals):\n    return {py_source(d.expr, {s: f'vals[{self.slots[s]}]' for s in symbols})}\n", "dim",
+            what=f"the dimension {d} of '{name}'"), first) for slot, name, axis, d in expressions)
         # per symbol: its slot, name, dtype (i32, or i64 for a flat view's count), the most it
         # holds and its C value's type
         self.symbols = tuple((self.slots[a.name], a.name, a.dtype, *SYMBOL_TYPES[a.dtype.name])
@@ -252,7 +262,7 @@ class Binder:
         if len(args) != len(self.names) or any(n not in args for n in self.names):
             self._names_error(args)
         kargs = [None] * self.n_args
-        values = [None] * self.n_args
+        values = [None] * self.n_values
         host = []
         torch_device = -1
         for i, name, dt, rank, dims, written, label in self.tensors:
@@ -329,6 +339,11 @@ class Binder:
             if n > most:
                 raise LaunchArgumentError(f"shape symbol '{s}' is {n}, more than an {dtype} holds")
             kargs[i] = ctor(n)
+        for slot, name, axis, d, size_of, first in self.expressions:
+            want = size_of(values)
+            if values[slot] != want:
+                seen = {s: (values[self.slots[s]], *first[s]) for s in first}
+                raise LaunchArgumentError(dim_mismatch(name, axis, values[slot], d, want, seen))
         return Bound(kargs, values, host, torch_device)
 
     # -- the checks that carry on past the common case, and the errors ---------------------------
@@ -373,6 +388,14 @@ class Binder:
         raise LaunchArgumentError(f"'{name}' is on GPU {dev} but the kernel runs on the current "
                                   f"device, GPU {device}; move it there, or make GPU {dev} current "
                                   f"(cupy.cuda.Device({dev}).use())")
+
+
+def dim_mismatch(name: str, axis: int, size: int, d: DimExpr, want: int, seen: dict) -> str:
+    """The error of an array whose size differs from its dimension's expression; `seen` maps
+    each symbol to (value, param, axis) where it was bound."""
+    bound = ", ".join(f"{s} = {seen[s][0]} from '{seen[s][1]}' (axis {seen[s][2]})"
+                      for s in dict.fromkeys(v.name for v in variables(d.expr)))
+    return f"'{name}' axis {axis} has size {size} but the kernel expects {d} = {want} ({bound})"
 
 
 def signature(args: tuple, device: int) -> tuple:

@@ -19,10 +19,10 @@ from typing import Callable
 import numpy as np
 
 from .args import SYMBOL_TYPES, _C_SCALARS
-from ..ir.nodes import Const
+from ..ir.nodes import Const, DimExpr
 from ..scalars import float_limit
 from ..schedule.sm_limits import MAX_GRID
-from .grid import compile_function, grid_source
+from .grid import compile_function, grid_source, py_source
 
 _CACHE_SIZE = 4096  # distinct shape sizes, or values of one scalar, kept as ready NumPy scalars
 
@@ -77,7 +77,14 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
             if isinstance(d, str) and d not in symbols:
                 symbols[d] = f"n{len(symbols)}"
                 lines.append(f"{symbols[d]} = s[{axis}]")
-    values = dict(symbols)  # what the grid reads: shape symbols and scalars as Python numbers
+    for i, p in tensors:  # K // 2: once every symbol is read, each size computed and compared
+        for axis, d in enumerate(p.shape):
+            if isinstance(d, DimExpr):
+                if d not in symbols:
+                    symbols[d] = f"e{len(symbols)}"
+                    lines.append(f"{symbols[d]} = {py_source(d.expr, {k: v for k, v in symbols.items() if isinstance(k, str)})}")
+                lines.append(_any_fails([f"a{i}.shape[{axis}] != {symbols[d]}"]))
+    values = {k: v for k, v in symbols.items() if isinstance(k, str)}  # what the grid reads: shape symbols and scalars
     cargs = []
     for j, a in enumerate(gen.args):
         if a.kind == "tensor":

@@ -14,6 +14,7 @@ from dataclasses import replace
 from .. import ir
 from ..ir import walk
 from . import copy_parts
+from .param_dims import param_dim
 from ..dtypes import BOOL, I32, DType
 from ..parser import nodes as n
 from ..typecheck import CheckedFunction
@@ -90,8 +91,7 @@ class Lowerer(PortingLowerer):
     def _param(self, p) -> ir.Param:
         if p.role == "scalar":
             return ir.Param(p.name, "scalar", p.type.dtype, span=p.span)
-        dims = tuple(d.id if isinstance(d, n.Name) and d.id in self.shape_symbols else int(self.const(d))
-                     for d in p.type.shape)
+        dims = tuple(param_dim(d, self.consts, self.shape_symbols) for d in p.type.shape)  # K // 2 too
         return ir.Param(p.name, "tensor", p.type.dtype, dims, span=p.span)
 
     def const(self, e):

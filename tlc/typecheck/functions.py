@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..dtypes import ALIASES, DTYPES, DType, F32, lookup
 from ..parser import nodes as n
 from ..parser.nodes import replace  # dataclasses.replace, faster
-from . import consteval, rules
+from . import consteval, dims, rules
 from .builtins import DECORATORS
 from .env import CONST, DTYPE, LOCAL, SCALAR, SHAPE, TENSOR, ModuleEnv, Scope, Symbol, did_you_mean
 from .exprs import ExprChecker
@@ -332,6 +332,7 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
         for p in self.fn.params:
             if p.name not in out:
                 out[p.name] = self._value_param(p)
+        dims.check_deferred(self)
         for p in self.fn.params:
             cp = out[p.name]
             if cp.role == "dtype" and cp.value is None:
@@ -425,10 +426,13 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
             consteval.report_too_large(self.bag, err)
             return d
         except consteval.NotConstant as nc:
+            if dims.defer(self, d, param):  # K // 2: checked once every parameter is known
+                return d
             bad = nc.node
             if isinstance(bad, n.Name):
                 self.error("E044", f"'{bad.id}' is not a constant, so it cannot be part of a dimension expression", bad.span,
-                           "a shape symbol stands alone as a whole dimension; expressions may use only constants")
+                           "a tile op's shape symbol stands alone as a whole dimension; a kernel's may be part of an "
+                           "expression (K // 2)")
             else:
                 self.error("E044", "a dimension is a literal, a constant expression or a shape symbol", d.span)
             return d
