@@ -235,10 +235,6 @@ CASES = {
         '@kernel\ndef k(A: f32[N]):\n    with open(1) as f:\n        pass\n',
         "t.tl:3:10: error[E049]: 'with' only opens a grid: 'with grid(gx, gy, threads=128) as (bx, by):'\n  |\n3 |     with open(1) as f:\n  |          ^^^^^^^",
     ),
-    'E050_missing_threads': (
-        '@kernel\ndef k(A: f32[N]):\n    with grid(1) as bx:\n        pass\n',
-        't.tl:3:10: error[E050]: grid(...) needs the block size: threads=128\n  |\n3 |     with grid(1) as bx:\n  |          ^^^^^^^',
-    ),
     'E050_unknown_grid_argument': (
         '@kernel\ndef k(A: f32[N]):\n    with grid(1, threads=64, block=2) as bx:\n        pass\n',
         "t.tl:3:30: error[E050]: grid() has no argument 'block'\n  |\n3 |     with grid(1, threads=64, block=2) as bx:\n"

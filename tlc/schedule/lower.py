@@ -75,7 +75,7 @@ class Lowerer(PortingLowerer):
         # and by the launch where the grid reads them
         prelude = tuple(s for s in self.fn.body[:at] if isinstance(s, n.Assign))
         grid = tuple(cast(self.expr(_substituted(a, {s.target.id: s.value for s in prelude})), I32) for a in ctx.args)
-        threads = next(self.const(k.value) for k in ctx.keywords if k.name == "threads")
+        threads = next((self.const(k.value) for k in ctx.keywords if k.name == "threads"), 128)  # TileLang's default
         blocks = next((self.const(k.value) for k in ctx.keywords if k.name == "blocks_per_sm"), 0)
         block_vars = tuple(t.id for t in grid_stmt.targets)
         for b in block_vars:

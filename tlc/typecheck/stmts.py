@@ -388,9 +388,7 @@ class StmtChecker(PortingChecker):
                 if b is not None and (not isinstance(b, int) or isinstance(b, bool) or not 0 <= b <= 32):
                     self.error("E050", f"blocks_per_sm must be an integer from 0 to 32, found {b!r}", k.value.span,
                                "0 lets the compiler choose")
-        if not threads:
-            self.error("E050", "grid(...) needs the block size: threads=128", ctx.span)
-        else:
+        if threads:  # without it, TileLang's default: 128 threads (lower.py)
             t = self.const_value(threads[0].value, "threads")
             if t is not None and (not isinstance(t, int) or not 1 <= t <= 1024):
                 self.error("E050", f"threads must be an integer from 1 to 1024, found {t!r}", threads[0].value.span)

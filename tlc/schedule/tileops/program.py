@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ... import ir, targets
+from ... import ir
 from ...ir.walk import statements
 from ...dtypes import DType
 from ..layout import Blocked, Replicated, blocked
@@ -18,7 +18,6 @@ from ..layout_infer import infer_layouts
 from ..barriers import insert_barriers
 from ..registers import check_thread_storage
 from ..smem import plan_shared_memory
-from ..warpspec import specialize_warps
 
 
 @dataclass(frozen=True)
@@ -87,7 +86,7 @@ def finish(kernel: ir.Kernel, target: str, smem_limit: int, sources: dict) -> ir
     ir.verify(kernel)
     kernel = check_thread_storage(infer_layouts(kernel, target, sources, adjust=_one_tile_layout), sources)
     kernel = plan_shared_memory(kernel, smem_limit, sources)
-    kernel = specialize_warps(insert_barriers(kernel), targets.get(target))
+    kernel = insert_barriers(kernel)
     ir.verify(kernel)
     return kernel
 
