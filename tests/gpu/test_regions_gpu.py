@@ -47,3 +47,10 @@ def test_rows_of_fragments_and_shared_buffers(shape):
     want_L, want_Y = rows_expected(X)
     np.testing.assert_array_equal(L, want_L)
     np.testing.assert_array_equal(Y, want_Y)
+
+
+def test_rows_of_a_local_buffer():
+    X = np.random.default_rng(3).standard_normal((10, 8)).astype(np.float32)
+    Y = np.full_like(X, 7)
+    on_gpu().local_rows(X, Y)
+    np.testing.assert_array_equal(Y, X)

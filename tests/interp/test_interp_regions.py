@@ -1,7 +1,7 @@
 """Regions and copies written as TileLang writes them, on the interpreter against NumPy
 (tests/programs/regions.tl): `by * BM:(by + 1) * BM` slices on both sides of copy, pipelined
 loops with stages=0 and 1, a (batch, seq, heads, dim) tensor read and written a head at a time,
-and rows of fragments and shared buffers as either side of copy; ragged shapes throughout."""
+and rows of fragments, shared and local buffers as either side of copy; ragged shapes throughout."""
 from __future__ import annotations
 
 import functools
@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tlc.api import compile_source
+from tlc.diagnostics import DiagnosticError
 
 SOURCE = (pathlib.Path(__file__).resolve().parents[1] / "programs" / "regions.tl").read_text()
 
@@ -71,3 +72,20 @@ def test_rows_of_fragments_and_shared_buffers_copy_both_ways(shape):
     want_L, want_Y = rows_expected(X)
     np.testing.assert_array_equal(L, want_L)  # the fixed index 1 picks one slice and writes nothing else
     np.testing.assert_array_equal(Y, want_Y)
+
+
+def test_rows_of_a_local_buffer_copy_in_every_thread():
+    X = np.random.default_rng(3).standard_normal((10, 8)).astype(np.float32)
+    Y = np.full_like(X, 7)
+    interpreted().local_rows(X, Y)
+    np.testing.assert_array_equal(Y, X)
+
+
+def test_a_row_between_a_fragment_and_a_local_buffer_is_refused():
+    src = ("@kernel\ndef lf(X: f32[M, 8]):\n    with grid(cdiv(M, 4), threads=32) as bx:\n"
+           "        loc = local(f32[4, 8])\n        f = fragment(f32[4, 8])\n        copy(X[bx * 4, 0], f)\n"
+           "        copy(f[1, :], loc[2, :])\n        copy(loc, X[bx * 4, 0])\n")
+    with pytest.raises(DiagnosticError) as e:
+        compile_source(src, target="cpu", path="lf.tl").lf(np.zeros((8, 8), np.float32))
+    assert str(e.value).startswith("lf.tl:7:9: error[E068]: copy between a local buffer and a fragment: a fragment is "
+                                   "spread over the threads, a local buffer is each thread's own")

@@ -24,9 +24,10 @@ def is_part(copy: ir.Copy, buffers: dict) -> bool:
     return False
 
 
-def as_loop(copy: ir.Copy, buffers: dict, dtypes: dict, fresh) -> ir.Parallel:
-    """`copy` as `for i.. in parallel(tile): dst[..] = src[..]`; `dtypes` gives each tensor
-    parameter's dtype, `fresh(k)` k new index names."""
+def as_loop(copy: ir.Copy, buffers: dict, dtypes: dict, fresh) -> ir.Stmt:
+    """`copy` as `for i.. in parallel(tile): dst[..] = src[..]` (with a local buffer, serial
+    loops in every thread); `dtypes` gives each tensor parameter's dtype, `fresh(k)` k new
+    index names."""
     src, dst = _box(copy.src, buffers), _box(copy.dst, buffers)
     tile = tuple(e for e in src[2] if e != 1) or (1,)
     names = fresh(len(tile))
@@ -42,7 +43,19 @@ def as_loop(copy: ir.Copy, buffers: dict, dtypes: dict, fresh) -> ir.Parallel:
     store: ir.Stmt = ir.Store(dst[0], dst_idx, value, span=copy.span)
     if dst_guard is not None:
         store = ir.If(dst_guard, (store,), span=copy.span)
-    return ir.Parallel(tuple(names), tile, (store,), span=copy.span)
+    scopes = {buffers[x[0]].scope for x in (src, dst) if x[0] in buffers}
+    if "local" not in scopes:
+        return ir.Parallel(tuple(names), tile, (store,), span=copy.span)
+    if "fragment" in scopes:
+        from .lower import LoweringError
+        raise LoweringError("copy between a local buffer and a fragment: a fragment is spread over the threads, a "
+                            "local buffer is each thread's own", copy.span)
+    # a local buffer is each thread's own: every thread runs the loop, as it copies a whole one
+    body: ir.Stmt = store
+    for name, extent in reversed(tuple(zip(names, tile))):
+        body = ir.For(name, ir.Const(0, I32), ir.Const(extent, I32), ir.Const(1, I32), "serial", 1, (body,),
+                      span=copy.span)
+    return body
 
 
 def _box(side, buffers) -> tuple:

@@ -1,0 +1,180 @@
+"""The interpreter of a warp-specialized kernel (`Kernel.warp_spec`, tlc/ir/warpspec.py): runs
+what the schedule recorded, so that a wrong decision of `schedule/warpspec.py` shows on the
+CPU as a difference from NumPy.
+
+Each block's two roles keep their own scalars and registers.  The ring's staged buffers are
+one array each of the stages the shared-memory plan gave them, a stage `stage_elems` elements
+after the last; the producer copies iteration `it`'s tiles into stage `it % stages` and the
+consumers read that stage.  The producer runs as far ahead as the empty barriers let it (up
+to `stages` iterations not yet released, a stage released `release_lag` iterations late), so
+a stage that two iterations in flight share is overwritten before it is read, as on the GPU.
+
+A persistent kernel runs `PERSISTENT_BLOCKS` blocks per cluster rank, each walking the tiles
+in the recorded order (`persistent_tile`/`cluster_tile`, the Python of tl/tma.cuh's), the
+producer running ahead into the next tile's stages; a multicast copy puts into each stage the
+rows that each block of the cluster loads for all of them, from that block's own tile.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.warpspec import WarpSpecialization
+from .args import InterpError
+
+PERSISTENT_BLOCKS = 3  # blocks (per rank of a cluster) of a persistent launch on the CPU
+
+
+def persistent_tile(t: int, group: int, tiles_x: int, tiles_y: int) -> tuple[int, int, int]:
+    """Tile `t` of a persistent walk: (x, y, z), `group` rows of tiles at a time."""
+    per_z = tiles_x * tiles_y
+    z, r = divmod(t, per_z)
+    in_group = group * tiles_x
+    first_y = r // in_group * group
+    rows = min(tiles_y - first_y, group)
+    i = r % in_group
+    return i // rows, first_y + i % rows, z
+
+
+def cluster_tiles(pair: int, group: int, cluster: int, extents) -> tuple[list, bool]:
+    """The tiles of the cluster's blocks (rank order; past the last tile y = tiles_y) and
+    whether they all have the same x and z (the cluster then multicasts)."""
+    tx, ty, tz = extents
+    tiles = tx * ty * tz
+    out = [persistent_tile(pair * cluster, group, tx, ty)]
+    for r in range(1, cluster):
+        t = pair * cluster + r
+        out.append(persistent_tile(t, group, tx, ty) if t < tiles else (out[0][0], ty, out[0][2]))
+    share = all(x == out[0][0] and z == out[0][2] for x, _, z in out)
+    return out, share
+
+
+def block_walk(block: int, blocks: int, ws: WarpSpecialization, extents) -> list:
+    """(tile, valid, the cluster's tiles, share) for each tile a persistent kernel's block
+    `block` of `blocks` takes, in order."""
+    tx, ty, tz = extents
+    tiles = tx * ty * tz
+    order = ws.tile_order
+    if order.cluster == 1:
+        walk = []
+        for t in range(block, tiles, blocks):
+            tile = persistent_tile(t, order.group, tx, ty)
+            walk.append((tile, True, [tile], False))
+        return walk
+    C, rank = order.cluster, block % order.cluster
+    walk = []
+    for pair in range(block // C, -(-tiles // C), blocks // C):
+        peers, share = cluster_tiles(pair, order.group, C, extents)
+        walk.append((peers[rank], pair * C + rank < tiles, peers, share))
+    return walk
+
+
+def run_warp_specialized(m, extents) -> None:
+    """The machine `m`'s kernel over its grid (`extents`, x first) as its warp spec says."""
+    ws = m.k.warp_spec
+    if ws.tile_order is None:
+        for bz in range(extents[2]):
+            for by in range(extents[1]):
+                for bx in range(extents[0]):
+                    _Block(m, ws, [((bx, by, bz), True, [(bx, by, bz)], False)]).run()
+        return
+    blocks = PERSISTENT_BLOCKS * ws.tile_order.cluster
+    for b in range(blocks):
+        _Block(m, ws, block_walk(b, blocks, ws, extents)).run()
+
+
+class _Block:
+    def __init__(self, m, ws: WarpSpecialization, walk):
+        self.m, self.ws, self.walk = m, ws, walk
+        k = m.k
+        self.loop, self.before, self.after = k.body[ws.loop], k.body[:ws.loop], k.body[ws.loop + 1:]
+        self.shapes = {b.name: b for b in k.buffers}
+        # a staged buffer: the bytes the shared-memory plan gave it, as elements
+        self.ring = {x.buffer: m.alloc(self.shapes[x.buffer].dtype,
+                                       (self.shapes[x.buffer].layout.bytes // self.shapes[x.buffer].dtype.itemsize,))
+                     for x in ws.loads}
+        self.produced = self.released = 0
+
+    def stage(self, name: str, it: int, elems: int) -> np.ndarray:
+        """Stage `it % stages` of the staged buffer `name`, as its tile (a view)."""
+        b, flat = self.shapes[name], self.ring[name]
+        s = it % self.ws.stages
+        size = int(np.prod(b.shape))
+        if s * elems + size > flat.size:
+            raise InterpError(f"kernel '{self.m.k.name}': stage {s} of '{name}' starts {s * elems} elements in, "
+                              f"past the {b.layout.stages} stages of {flat.size} elements the shared memory "
+                              "plan gave it (the warp specialization's ring does not fit its buffers)")
+        return flat[s * elems:s * elems + size].reshape(b.shape)
+
+    def enter(self, tile, buffers) -> dict:
+        """The role's state at a tile: the block indices bound, its registers `buffers`."""
+        m = self.m
+        m.env = dict(m.base_env)
+        for name, v in zip(m.k.block_vars, tile):
+            m.env[name] = np.int32(v)
+        m.buffers = buffers
+        return m.env
+
+    def run(self) -> None:
+        m, ws, loop = self.m, self.ws, self.loop
+        consumer_regs = {b.name: m.alloc(b.dtype, b.shape) for b in m.k.buffers}
+        producer = self.producer()
+        start, stop = ws.consumer
+        it = 0
+        for tile, valid, _, _ in self.walk:
+            env = self.enter(tile, consumer_regs)
+            m.block(self.before, True)
+            n = int(m.eval(loop.stop))
+            for kk in range(n):
+                while self.produced < self.released + ws.stages and next(producer, None) is not None:
+                    pass
+                if self.produced <= it:
+                    raise InterpError(f"kernel '{m.k.name}': the consumers wait on iteration {it} of the ring, "
+                                      f"which its producer never fills")
+                m.env, m.buffers = env, consumer_regs
+                for x in ws.loads:
+                    consumer_regs[x.buffer] = self.stage(x.buffer, it, x.stage_elems)
+                env[loop.var] = np.int32(kk)
+                m.block(loop.body[start:stop], True)
+                if kk >= ws.release_lag:
+                    self.released = it + 1 - ws.release_lag
+                it += 1
+            self.released = it  # the last stages, once the tile's work is done
+            m.env, m.buffers = env, consumer_regs
+            if valid:
+                m.block(self.after, True)
+
+    def producer(self):
+        """The producer's role, a generator: each step fills one iteration's stage."""
+        m, ws, loop = self.m, self.ws, self.loop
+        regs = {b.name: m.alloc(b.dtype, b.shape) for b in m.k.buffers}
+        scalars = [s for s in self.before if type(s).__name__ != "Fill"]  # the consumers clear their own
+        it = 0
+        for tile, _, peers, share in self.walk:
+            envs = []
+            for peer in peers:  # each block of the cluster's scalars at its own tile (a multicast's parts)
+                envs.append(self.enter(peer, regs))
+                m.block(scalars, True)
+            env = envs[peers.index(tile)] if tile in peers else self.enter(tile, regs)
+            m.env = env
+            n = int(m.eval(loop.stop))
+            for kk in range(n):
+                for x in ws.loads:
+                    stage = self.stage(x.buffer, it, x.stage_elems)
+                    if not (x.multicast and share):
+                        self.copy(env, regs, x, kk, stage)
+                        continue
+                    part = x.rows // len(peers)
+                    for r, peer_env in enumerate(envs):  # block r loads rows [r * part, (r + 1) * part)
+                        tile_of_r = np.empty_like(stage)
+                        self.copy(peer_env, regs, x, kk, tile_of_r)
+                        stage[r * part:(r + 1) * part] = tile_of_r[r * part:(r + 1) * part]
+                it += 1
+                self.produced = it
+                yield it
+
+    def copy(self, env, regs, x, kk, into) -> None:
+        m = self.m
+        env[self.loop.var] = np.int32(kk)
+        m.env, m.buffers = env, regs
+        regs[x.buffer] = into
+        m.s_copy(self.loop.body[x.index], True)

@@ -1,0 +1,61 @@
+"""The text of a kernel's warp specialization in `--emit ir` (printer.py calls these): the
+roles, the ring's stages and barriers, the tile order and the tensor maps under the launch
+line, and a comment before each statement of the ring saying which role runs it."""
+from __future__ import annotations
+
+from .nodes import Kernel
+from .warpspec import WarpSpecialization
+
+
+def header_lines(k: Kernel) -> list[str]:
+    ws: WarpSpecialization = k.warp_spec
+    loop, S, T, P = k.body[ws.loop], ws.stages, k.threads, ws.producer_threads
+    cluster = ws.tile_order.cluster if ws.tile_order is not None else 1
+    copies = ", ".join(f"{loop.body[x.index].src.name} -> {x.buffer}" for x in ws.loads)
+    if ws.release_lag:
+        release = f"empty[(it + {S - ws.release_lag}) % {S}] (a stage {ws.release_lag} iteration late: its wgmma stays in flight)"
+    else:
+        release = f"empty[it % {S}]"
+    out = [f"warp specialized: loop {loop.var} becomes a ring of {S} stages, it = its iterations counted "
+           f"{'across tiles' if ws.tile_order is not None else 'from 0'}",
+           f"  producer: threads {T}..{T + P - 1}, setmaxnreg {ws.producer_registers}; waits empty[it % {S}] "
+           f"(phase (it / {S} & 1) ^ 1), copies {copies} into stage it % {S}, completes full[it % {S}]",
+           f"  consumers: threads 0..{T - 1} ({T // 128} warpgroup{'s' * (T > 128)}), setmaxnreg {ws.consumer_registers}; "
+           f"wait full[it % {S}] (phase it / {S} & 1), run the loop's other statements on stage it % {S}, "
+           f"release {release}",
+           f"  barriers: full[{S}] @{ws.barriers} (TMA: 1 arrival and the stage's bytes, else {ws.full_arrivals} "
+           f"arrivals), empty[{S}] @{ws.barriers + 8 * S} ({ws.empty_arrivals} arrivals: one per consumer warp"
+           f"{' of the cluster' if cluster > 1 else ''})"]
+    if ws.tile_order is not None:
+        shared = [x.buffer for x in ws.loads if x.multicast]
+        out.append(f"  persistent: the grid counts tiles, each block walks them in groups of {ws.tile_order.group} "
+                   f"rows of tiles" + (f", clusters of {cluster} (multicast {', '.join(shared)})" if cluster > 1 else ""))
+    maps = ", ".join(f"#{i} {m.param} box {m.box_rows}x{m.box_cols}{' (store)' if m.store else ''}"
+                     for i, m in enumerate(ws.tensor_maps))
+    out.append(f"  tensor maps: {maps}")
+    if ws.store is not None:
+        st = ws.store
+        out.append(f"  epilogue: {k.body[st.index].src.name} staged @{st.offset} ({st.nbytes} bytes), "
+                   f"{st.rows} rows per warpgroup stored through #{st.tensor_map}")
+    return out
+
+
+def statement_notes(k: Kernel) -> dict:
+    """id of a statement -> the comment printed before it: the role that runs it."""
+    ws: WarpSpecialization = k.warp_spec
+    if ws is None:
+        return {}
+    loop = k.body[ws.loop]
+    notes = {id(loop): f"ring: {ws.stages} stages, producer and consumers below"}
+    for x in ws.loads:
+        notes[id(loop.body[x.index])] = (f"producer: into stage it % {ws.stages} of {x.buffer} through map "
+                                         f"#{x.tensor_map}{' (multicast)' if x.multicast else ''}")
+    start, stop = ws.consumer
+    skipped = [i for i in range(len(ws.loads), len(loop.body)) if not start <= i < stop]
+    for i in skipped:
+        notes[id(loop.body[i])] = "dropped by the consumers: the full barrier orders the copies"
+    if stop > start:
+        notes[id(loop.body[start])] = f"consumers: on stage it % {ws.stages}"
+    if ws.store is not None:
+        notes[id(k.body[ws.store.index])] = f"consumers: staged in shared memory, stored by the TMA (map #{ws.store.tensor_map})"
+    return notes

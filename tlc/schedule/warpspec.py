@@ -1,0 +1,284 @@
+"""Warp specialization, the decisions: which pipelined loop becomes a producer/consumer ring,
+its stages and barriers, the registers each role keeps, whether the kernel is persistent and
+runs in clusters, and the tensor maps the launch passes.  Recorded on the kernel as an
+`ir.WarpSpecialization` (tlc/ir/warpspec.py, which says what such a kernel does) for the
+code generator to render, the interpreter to run and `--emit ir` to show.
+
+Runs last, on targets with warpgroup tensor cores, the TMA and mbarrier rings (`target.wgmma`
+and `target.tma`); a kernel it leaves alone keeps the cp.async pipeline of sm_80.  A loop is
+specialized when the TMA can make its leading copies and the rest never waits for the whole
+block (a statement that synchronizes the block inside the loop, or work before the loop that
+the producer's extra threads must not do, keeps the ring of sm_80)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import ir
+from ..ir.walk import statements, variables
+from ..ir.warpspec import StagedStore, StageLoad, TensorMapSpec, TileOrder, WarpSpecialization
+from .layout import wgmma_accumulator, wgmma_gemm
+
+PRODUCER_THREADS = 128
+PRODUCER_REGS = 40  # what the producer keeps: it only computes addresses
+TILE_GROUP = 8  # a persistent kernel walks tiles in groups of 8 block rows (L2 reuse of B)
+CLUSTER = 2  # blocks per cluster in a persistent kernel that multicasts a shared operand
+
+
+def specialize_warps(kernel: ir.Kernel, target) -> ir.Kernel:
+    """`kernel` with its warp specialization recorded, where `target` (a `tlc.targets.Target`)
+    has what it needs and one of the kernel's loops allows it."""
+    if not (target.wgmma and target.tma):
+        return kernel
+    ws = _Planner(kernel, target).plan()
+    return kernel if ws is None else replace(kernel, warp_spec=ws)
+
+
+def consumer_registers(threads: int, registers_per_sm: int = 65536) -> int:
+    """Registers per consumer thread after the producer gave its own away: the block holds
+    (threads + 128) x R registers, R what `__launch_bounds__(threads + 128, 1)` allows."""
+    total = threads + PRODUCER_THREADS
+    per_thread = min(255, registers_per_sm // total // 8 * 8)
+    share = (total * per_thread - PRODUCER_THREADS * PRODUCER_REGS) // threads // 8 * 8
+    return min(240, share)
+
+
+def wgmma_ready(g: ir.Gemm, buffers: dict, threads: int) -> bool:
+    """Whether gemm `g` runs on wgmma with both operands in shared memory: its accumulator laid
+    out for it, A and B 128-byte swizzled."""
+    c = buffers[g.c]
+    if not wgmma_gemm(g, buffers, threads) or c.layout != wgmma_accumulator(c.shape, threads):
+        return False
+    return all(buffers[x].layout.swizzle_bytes == 128 for x in (g.a, g.b))
+
+
+def ring_split(loop: ir.For, params: dict, buffers: dict) -> tuple[list, list] | None:
+    """A pipelined loop as a ring: its leading copies from a tensor into a staged shared buffer
+    of the same dtype (the producers) and what computes on them (the rest, without the syncs
+    that order the copies), or None when its shape does not allow a ring."""
+    S = loop.stages
+    if not (isinstance(loop.start, ir.Const) and loop.start.value == 0 and isinstance(loop.step, ir.Const)
+            and loop.step.value == 1):
+        return None
+    producers = []
+    for s in loop.body:
+        if not (isinstance(s, ir.Copy) and s.src.name in params and isinstance(s.dst, ir.BufferRef)):
+            break
+        dst = buffers[s.dst.name]
+        if dst.scope != "shared" or dst.layout.stages < S or params[s.src.name].dtype != dst.dtype:
+            break
+        producers.append(s)
+    if not producers:
+        return None
+    assigned = {x.name for x in statements(loop.body) if isinstance(x, (ir.Assign, ir.LetScalar))}
+    if {v.name for p in producers for o in p.src.offsets for v in variables(o)} & assigned:
+        return None
+    rest = list(loop.body[len(producers):])
+    while rest and isinstance(rest[0], ir.Sync):
+        rest.pop(0)
+    if rest and isinstance(rest[-1], ir.Sync):
+        rest.pop()  # the next iteration's wait orders these reads before the overwrite
+    return producers, rest
+
+
+def stage_elements(b: ir.Buffer) -> int:
+    """Elements from one stage of a staged shared buffer to the next (padding included)."""
+    return b.layout.bytes // b.layout.stages // b.dtype.itemsize
+
+
+# CUtensorMapDataType (cuda.h) by element: the TMA moves bytes, so 8-bit types travel as UINT8.
+_TMA_DTYPES = {"f16": 6, "bf16": 9, "f32": 7, "f64": 8, "i32": 3, "u32": 2, "i64": 5, "u64": 4,
+               "i16": 1, "u16": 1, "i8": 0, "u8": 0, "f8e4m3": 0, "f8e5m2": 0, "bool": 0}
+
+
+def tma_dtype(dt) -> int:
+    return _TMA_DTYPES[dt.name]
+
+
+class _Planner:
+    def __init__(self, kernel: ir.Kernel, target):
+        self.k, self.target = kernel, target
+        self.params = {p.name: p for p in kernel.params}
+        self.buffers = {b.name: b for b in kernel.buffers}
+        self.tensor_maps: list[TensorMapSpec] = []
+
+    def plan(self) -> WarpSpecialization | None:
+        """The one top-level pipelined loop to specialize, if the kernel allows it, and whether
+        the kernel is persistent and clustered."""
+        k = self.k
+        if k.threads % 128 or k.threads + PRODUCER_THREADS > 1024:
+            return None
+        for i, s in enumerate(k.body):
+            if isinstance(s, ir.For) and s.kind == "pipelined" and s.stages > 1:
+                if all(_thread_local(x, self.buffers) for x in k.body[:i]):
+                    break
+                return None
+        else:
+            return None
+        loop, after = k.body[i], k.body[i + 1:]
+        split = ring_split(loop, self.params, self.buffers)
+        if split is None or not self.barrier_free(split[1], in_loop=True) or _leaves_iteration(split[1]):
+            return None
+        producers, rest = split
+        loads = [self.tma_load(loop.body.index(c), c) for c in producers]
+        if None in loads:
+            return None
+        overlap = len(rest) == 1 and isinstance(rest[0], ir.Gemm) and self.uses_wgmma(rest[0])
+        # persistent when the epilogue never waits for the whole block (the producer is still
+        # running then)
+        persistent = self.epilogue_free(after)
+        self.loop = loop
+        cluster = self.cluster_size(persistent, loads)
+        loads = [self.with_map(x, cluster) for x in loads]
+        barriers = -(-k.smem_bytes // 8) * 8  # after the kernel's buffers, 8-aligned
+        start = len(producers) + next(j for j, s in enumerate(loop.body[len(producers):]) if not isinstance(s, ir.Sync)) \
+            if rest else len(producers)
+        ws = WarpSpecialization(
+            loop=i, stages=loop.stages, loads=tuple(loads), consumer=(start, start + len(rest)),
+            producer_threads=PRODUCER_THREADS, producer_registers=PRODUCER_REGS,
+            consumer_registers=consumer_registers(k.threads, self.target.registers_per_sm),
+            barriers=barriers, full_arrivals=PRODUCER_THREADS, empty_arrivals=cluster * k.threads // 32,
+            release_lag=1 if overlap else 0, tensor_maps=(),
+            tile_order=TileOrder(TILE_GROUP, cluster) if persistent else None)
+        store = self.staged_store(after, i + 1, ws.ring_end) if persistent else None
+        return replace(ws, store=store, tensor_maps=tuple(self.tensor_maps))
+
+    def uses_wgmma(self, g: ir.Gemm) -> bool:
+        return wgmma_ready(g, self.buffers, self.k.threads)
+
+    def tma_load(self, index: int, c: ir.Copy) -> StageLoad | None:
+        """A copy the TMA can make: a whole tile of 128-byte column segments (the swizzled
+        layout) from a tensor of rank 2 to 5, its leading extents 1."""
+        p, b = self.params[c.src.name], self.buffers[c.dst.name]
+        if not 2 <= len(p.shape) <= 5 or b.layout.swizzle_bytes != 128 or len(b.shape) != 2:
+            return None
+        extents = list(c.src.extents)
+        if any(e != 1 for e in extents[:-2]) or tuple(extents[-2:]) != tuple(b.shape):
+            return None
+        rows, cols = b.shape
+        if (cols * b.dtype.itemsize) % 128 or rows > 256:
+            return None
+        return StageLoad(index, b.name, rows, cols, stage_elements(b), -1)
+
+    def with_map(self, load: StageLoad, cluster: int) -> StageLoad:
+        """`load` with its tensor map (one per tensor and box, registered on first use) and
+        whether the cluster multicasts it."""
+        c = self.loop.body[load.index]
+        multicast = cluster > 1 and self.shared_by_cluster(c)
+        p, b = self.params[c.src.name], self.buffers[load.buffer]
+        rows = load.rows // cluster if multicast else load.rows
+        spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows, 128 // b.dtype.itemsize)
+        if spec not in self.tensor_maps:
+            self.tensor_maps.append(spec)
+        return replace(load, tensor_map=self.tensor_maps.index(spec), multicast=multicast)
+
+    def staged_store(self, after, first: int, ring_end: int) -> StagedStore | None:
+        """The epilogue's store of the accumulator tile to a tensor, if the TMA can make it
+        from a staging buffer that fits beside the ring: a top-level `copy` of a whole wgmma
+        accumulator to a tile of a tensor parameter (rank 2 to 5, leading extents 1) of 2- or
+        4-byte elements, in whole 128-byte segments."""
+        copies = [s for s in after if isinstance(s, ir.Copy)]
+        if len(copies) != 1:
+            return None
+        c = copies[0]
+        frag, p = self.buffers.get(c.src.name), self.params.get(c.dst.name)
+        if not isinstance(c.src, ir.BufferRef) or not isinstance(c.dst, ir.Region) or frag is None or p is None \
+                or frag.scope != "fragment" or len(frag.shape) != 2 or not 2 <= len(p.shape) <= 5:
+            return None
+        extents = list(c.dst.extents)
+        if frag.layout != wgmma_accumulator(frag.shape, self.k.threads) or any(e != 1 for e in extents[:-2]) \
+                or tuple(extents[-2:]) != tuple(frag.shape):
+            return None
+        rows, cols = frag.shape
+        size = p.dtype.itemsize
+        groups = self.k.threads // 128
+        if size not in (2, 4) or (cols * size) % 128 or rows % groups or rows // groups > 256:
+            return None
+        offset = -(-ring_end // 1024) * 1024
+        nbytes = rows * cols * size
+        if offset + nbytes > self.target.smem_per_block:
+            return None
+        self.tensor_maps.append(TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows // groups, 128 // size, store=True))
+        return StagedStore(first + after.index(c), len(self.tensor_maps) - 1, rows // groups, offset, nbytes)
+
+    def cluster_size(self, persistent: bool, loads) -> int:
+        """Two blocks of a cluster take two consecutive tiles of a persistent kernel's order,
+        which (8 rows of tiles to a group) mostly share x: a tile they both copy then (one that
+        does not depend on y, B of a GEMM) is copied once, each block loading half of its rows
+        into both blocks' shared memory (TMA multicast), halving that operand's traffic out
+        of L2; where the two tiles' x differ each block loads its own."""
+        if not persistent or len(self.k.grid) < 2:
+            return 1
+        shared = [x for x in loads if self.shared_by_cluster(self.loop.body[x.index])]
+        # the blocks of a cluster wait on each other's stages: every tile must run as many
+        # iterations, so the loop's length may read only sizes and scalar parameters
+        fixed = {*self.k.shape_symbols(), *(p.name for p in self.k.params if p.kind == "scalar")}
+        same_length = all(v.name in fixed for v in variables(self.loop.stop))
+        return CLUSTER if shared and same_length and all(x.rows % 16 == 0 for x in shared) else 1
+
+    def shared_by_cluster(self, c: ir.Copy) -> bool:
+        """Whether both blocks of a cluster copy the same tile: its origin reads only the loop
+        variable, the other block indices, scalar parameters and shape sizes (a scalar the
+        kernel computes may depend on y, as a grouped GEMM's expert does)."""
+        same = {self.loop.var, *self.k.block_vars[:1], *self.k.block_vars[2:], *self.k.shape_symbols(),
+                *(p.name for p in self.k.params if p.kind == "scalar")}
+        return all(v.name in same for o in c.src.offsets for v in variables(o))
+
+    def epilogue_free(self, stmts) -> bool:
+        for s in stmts:
+            if isinstance(s, ir.Copy):
+                src = self.buffers.get(s.src.name)
+                if src is None or src.scope not in ("fragment", "local") or s.dst.name not in self.params:
+                    return False
+            elif not self.barrier_free([s]):
+                return False
+        return True
+
+    def barrier_free(self, stmts, in_loop: bool = False) -> bool:
+        """Statements the consumers can run while the producer thread is busy elsewhere: none
+        may wait for the whole block.  Inside the loop a `sync` only orders the producer's
+        copies before the compute (the scheduler's barriers), which the stage's full barrier
+        already does, so it is dropped — as long as the consumers write no shared memory."""
+        for s in statements(stmts):
+            if isinstance(s, ir.Gemm):
+                if not self.uses_wgmma(s):
+                    return False
+            elif isinstance(s, ir.Parallel):
+                if s.layout is None or s.exchange:  # an exchange goes through shared memory
+                    return False
+            elif isinstance(s, (ir.Fill, ir.Store)):
+                name = s.buffer if isinstance(s, ir.Fill) else s.name
+                if name in self.buffers and self.buffers[name].scope == "shared":
+                    return False
+            elif isinstance(s, ir.Sync):
+                if not in_loop:
+                    return False
+            elif not isinstance(s, (ir.LetScalar, ir.Assign, ir.If, ir.For, ir.Break, ir.Continue)):
+                return False
+        return True
+
+
+def _leaves_iteration(stmts) -> bool:
+    """Whether a `break` or `continue` of the ring's own loop is among `stmts`: the consumers
+    would then skip a release, or stop while the producer waits on stages nobody frees."""
+    for s in stmts:
+        if isinstance(s, (ir.Break, ir.Continue)):
+            return True
+        if isinstance(s, ir.If) and _leaves_iteration((*s.then, *s.orelse)):
+            return True
+    return False
+
+
+def _thread_local(s, buffers) -> bool:
+    """Work before the loop that the producer's threads may also do: scalars (loops and
+    branches over them included, as a grouped GEMM's search for its group) and clearing
+    registers, nothing another thread could see."""
+    if isinstance(s, (ir.LetScalar, ir.Assign, ir.Break, ir.Continue)):
+        return True
+    if isinstance(s, ir.Fill):
+        return buffers[s.buffer].scope in ("fragment", "local")
+    if isinstance(s, ir.For) and s.kind in ("serial", "unroll"):
+        return all(_thread_local(x, buffers) for x in s.body)
+    if isinstance(s, ir.If):
+        return all(_thread_local(x, buffers) for x in (*s.then, *s.orelse))
+    return False
