@@ -120,3 +120,15 @@ def test_autotune_true_in_a_read_only_folder_records_per_user(scale, monkeypatch
         assert config_table.rules_for(str(scale), "scale")[0].ranges == (("N", 65, 128),)
     finally:
         scale.parent.chmod(0o755)
+
+
+def test_the_interpreter_runs_a_candidate_as_scheduled_for_the_arch_tuned_for(scale):
+    """Regression: 192 KB of shared memory fits sm_90a but not sm_80, whose schedule a call on
+    the interpreter uses; the candidate was reported as failing with E070."""
+    reports = {arch: tlc.tune.tune(str(scale), "scale", [{"N": 100}], space=["BLOCK=32", "ROWS=1,1536"],
+                                   target="cpu", arch=arch, timer="fake", write=False)[0]
+               for arch in ("sm_80", "sm_90a")}
+    assert [(o.label, o.status, o.code) for o in reports["sm_90a"].outcomes] == [
+        ("BLOCK=32 ROWS=1", "ok", ""), ("BLOCK=32 ROWS=1536", "ok", "")]
+    assert [(o.label, o.status, o.code) for o in reports["sm_80"].outcomes] == [
+        ("BLOCK=32 ROWS=1", "ok", ""), ("BLOCK=32 ROWS=1536", "pruned", "E070")]

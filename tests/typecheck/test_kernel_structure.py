@@ -71,6 +71,29 @@ def test_both_kernels_build(module, arch, tmp_path):
     nvcc_compile(source, arch, "cubin", name="derived")
 
 
+def test_a_value_from_other_symbols_before_it_does_not_stop_a_constant():
+    """gqa_decode's port: `scale` reads dim, a float never needed as a constant; `valid_block_H`
+    reads heads and groups and sizes a tile, so those two are specialized (dim is too, by Q_s)."""
+    src = """@kernel
+def k(Q: f16[B, H, D], K: f16[B, G, D], O: f16[B, H, D], block_H: const = 64):
+    scale = (1.0 / D) ** 0.5 * 1.44269504
+    kv_group_num = H // G
+    valid_block_H = min(block_H, kv_group_num)
+    with grid(B, H // valid_block_H, threads=128) as (bx, by):
+        Q_s = shared(f16[valid_block_H, D])
+        copy(Q[bx, by * valid_block_H:(by + 1) * valid_block_H, :], Q_s)
+        for i, j in parallel(valid_block_H, D):
+            Q_s[i, j] = f16(Q_s[i, j] * scale)
+        copy(Q_s, O[bx, by * valid_block_H:(by + 1) * valid_block_H, :])
+"""
+    m = tlc.compile_source(src, target="cpu")
+    assert set(m.k.fn.to_specialize) == {"H", "G", "D"}
+    q = np.random.default_rng(0).standard_normal((2, 8, 16)).astype(np.float16)
+    o = np.zeros_like(q)
+    m.k(q, np.zeros((2, 2, 16), np.float16), o)
+    np.testing.assert_allclose(o.astype(np.float32), (q.astype(np.float32) * (0.25 * 1.44269504)), rtol=2e-3)
+
+
 # ---- several grids ---------------------------------------------------------------------------
 
 def test_two_grids_run_in_order(module):

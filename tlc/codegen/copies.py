@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ir
-from ..ir.walk import statements, variables
+from ..schedule.warpspec import ring_split, stage_elements
 from .cexpr import CodegenError
 from .cnames import c_name, c_type
 
@@ -204,32 +204,12 @@ class CopyGen:
     def pipeline_plan(self, loop: ir.For) -> PipelinePlan | None:
         """How a pipelined loop becomes a cp.async ring of `stages` buffers, or None when its
         shape does not allow it (the caller then emits a plain loop with synchronous copies)."""
-        S = loop.stages
-        if not (isinstance(loop.start, ir.Const) and loop.start.value == 0 and isinstance(loop.step, ir.Const)
-                and loop.step.value == 1):
+        split = ring_split(loop, self.params, self.buffers)
+        if split is None:
             return None
-        producers = []
-        for s in loop.body:  # the leading copies global -> staged shared buffer of the same dtype
-            if not (isinstance(s, ir.Copy) and s.src.name in self.params and isinstance(s.dst, ir.BufferRef)):
-                break
-            dst = self.buffers[s.dst.name]
-            if dst.scope != "shared" or dst.layout.stages < S or self.params[s.src.name].dtype != dst.dtype:
-                break
-            producers.append(s)
-        if not producers:
-            return None
-        assigned = {x.name for x in statements(loop.body) if isinstance(x, (ir.Assign, ir.LetScalar))}
-        used = {v.name for p in producers for o in p.src.offsets for v in variables(o)}
-        if used & assigned:
-            return None
-        rest = list(loop.body[len(producers):])
-        while rest and isinstance(rest[0], ir.Sync):
-            rest.pop(0)
-        if rest and isinstance(rest[-1], ir.Sync):
-            rest.pop()  # the next iteration's wait-and-sync orders these reads before the overwrite
-        stage_elems = {p.dst.name: self.buffers[p.dst.name].layout.bytes // self.buffers[p.dst.name].layout.stages
-                       // self.buffers[p.dst.name].dtype.itemsize for p in producers}
-        return PipelinePlan(loop, S, producers, rest, stage_elems)
+        producers, rest = split
+        stage_elems = {p.dst.name: stage_elements(self.buffers[p.dst.name]) for p in producers}
+        return PipelinePlan(loop, loop.stages, producers, rest, stage_elems)
 
     def pipeline(self, loop: ir.For) -> bool:
         plan = self.pipeline_plan(loop)

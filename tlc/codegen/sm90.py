@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from .. import ir
 from ..ir.walk import statements
-from ..schedule.layout import wgmma_accumulator, wgmma_bands, wgmma_gemm
+from ..schedule.layout import wgmma_bands
 from ..schedule.operand_layout import register_a_layouts, wgmma_register_a
 from ..schedule.tensor_cores import tensor_core_op
+from ..schedule.warpspec import wgmma_ready
 from .cexpr import CodegenError
 from .cnames import c_bool, c_name, c_type
 from .sm80 import Sm80
@@ -44,10 +45,7 @@ class Sm90(WarpSpecialized, Sm80):
         return out
 
     def uses_wgmma(self, g: ir.Gemm) -> bool:
-        c = self.buffers[g.c]
-        if not wgmma_gemm(g, self.buffers, self.k.threads) or c.layout != wgmma_accumulator(c.shape, self.k.threads):
-            return False
-        return all(self.buffers[x].layout.swizzle_bytes == 128 for x in (g.a, g.b))
+        return wgmma_ready(g, self.buffers, self.k.threads)
 
     def uses_wgmma_rs(self, g: ir.Gemm) -> bool:
         """wgmma's register-A form: A a fragment in wgmma_a's layout, its accumulator in wgmma's,

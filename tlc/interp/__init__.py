@@ -2,8 +2,10 @@
 
 Owns executing a `tlc.ir.Kernel` on the CPU exactly as LANGUAGE.md defines it, ignoring
 fragment layouts and shared-memory plans, so that a scheduling bug shows as a difference from
-this reference.  Modules: `args` (launch arguments), `numerics` (element semantics), `tiles`
-(whole-tile operations), `machine` (statements and the grid).
+this reference; a warp-specialized kernel's ring is run as the schedule recorded it (its
+stages in the buffers the plan gave them), so that a wrong ring shows too.  Modules: `args`
+(launch arguments), `numerics` (element semantics), `tiles` (whole-tile operations),
+`machine` (statements and the grid), `ring` (a warp-specialized kernel's roles).
 """
 from __future__ import annotations
 

@@ -31,6 +31,7 @@ from ..runtime.grid import GridError, evaluate_int, launches_blocks
 from . import numerics as nx
 from . import tiles
 from .args import Bound, InterpError
+from .ring import run_warp_specialized
 
 
 # The interpreter stops a `while` loop at this many iterations (LANGUAGE.md section 2): a loop
@@ -139,6 +140,9 @@ class Machine:
             launches_blocks(self.k.name, extents)
         except GridError as e:
             raise InterpError(str(e)) from None
+        if self.k.warp_spec is not None:  # producer and consumers over the ring (ring.py)
+            run_warp_specialized(self, extents)
+            return
         names = self.k.block_vars
         for bz in range(extents[2]):
             for by in range(extents[1]):

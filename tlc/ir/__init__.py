@@ -9,10 +9,12 @@ from .nodes import (ARITH_OPS, ATOMIC_KINDS, BINARY_OPS, BIT_OPS, BUFFER_SCOPES,
                     Reduce, Region, Select, Stmt, Store, Sync, UnaryOp, Var)
 from .printer import expr as print_expr, print_kernel
 from .verify import IRVerifyError, verify
+from .warpspec import StagedStore, StageLoad, TensorMapSpec, TileOrder, WarpSpecialization
 
 __all__ = ["ARITH_OPS", "ATOMIC_KINDS", "BINARY_OPS", "BIT_OPS", "BUFFER_SCOPES", "COMPARE_OPS",
            "LOGIC_OPS", "LOOP_KINDS", "MATH_FUNCS", "REDUCE_KINDS", "UNARY_OPS", "Assign",
            "Atomic", "BinOp", "Break", "Buffer", "BufferRef", "Call", "Cast", "Const", "Continue",
            "Copy", "Dim", "Expr", "Fill", "For", "Gemm", "If", "Kernel", "LetScalar", "Load",
            "Node", "Param", "Parallel", "Print", "Reduce", "Region", "Select", "Stmt", "Store",
-           "Sync", "UnaryOp", "Var", "print_expr", "print_kernel", "IRVerifyError", "verify"]
+           "Sync", "UnaryOp", "Var", "print_expr", "print_kernel", "IRVerifyError", "verify",
+           "StagedStore", "StageLoad", "TensorMapSpec", "TileOrder", "WarpSpecialization"]

@@ -381,6 +381,8 @@ class Kernel(Node):
     # (the @kernel's name, this grid's index, how many grids); () for a kernel of one grid
     grid_of: tuple = ()
     workspaces: tuple[str, ...] = ()  # the tensor params that are alloc_global workspaces (the last ones)
+    # the schedule's warp specialization (schedule/warpspec.py): an ir.WarpSpecialization, or None
+    warp_spec: Any = None
     notes: tuple[str, ...] = ()  # what the scheduler chose in the author's stead (schedule/fit.py), for --emit ir
     span: Span | None = _span()
 

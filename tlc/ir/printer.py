@@ -7,6 +7,7 @@ indentation per body.  Constants print bare when their dtype is the default one 
 from __future__ import annotations
 
 from ..dtypes import DType
+from .print_warpspec import header_lines, statement_notes
 from .nodes import (Assign, Atomic, BinOp, Break, Buffer, BufferRef, Call, Cast, Const, Continue,
                     Copy, Expr, Fill, For, Gemm, If, Kernel, LetScalar, Load, Param, Parallel,
                     Print, Reduce, Region, Select, Stmt, Store, Sync, UnaryOp, Var)
@@ -144,28 +145,30 @@ def _first_access(p: Parallel, name: str) -> str:
     return name
 
 
-def _stmts(body, depth: int, out: list[str], layouts: dict | None = None) -> None:
+def _stmts(body, depth: int, out: list[str], layouts: dict | None = None, roles: dict | None = None) -> None:
     pad = "  " * depth
-    layouts = layouts or {}
+    layouts, roles = layouts or {}, roles or {}
     for s in body:
         why = _exchange(s, layouts)
         if why:
             out.append(f"{pad}# {why}")
+        if id(s) in roles:
+            out.append(f"{pad}# {roles[id(s)]}")
         if isinstance(s, For):
             stages = f", stages={s.stages}" if s.kind == "pipelined" else ""
             rng = f"{expr(s.start)}, {expr(s.stop)}, {expr(s.step)}"
             kind = "range" if s.kind == "serial" else s.kind
             out.append(f"{pad}for {s.var} in {kind}({rng}{stages}):")
-            _stmts(s.body, depth + 1, out, layouts)
+            _stmts(s.body, depth + 1, out, layouts, roles)
         elif isinstance(s, Parallel):
             out.append(f"{pad}for {', '.join(s.vars)} in parallel({', '.join(map(str, s.extents))}):")
-            _stmts(s.body, depth + 1, out, layouts)
+            _stmts(s.body, depth + 1, out, layouts, roles)
         elif isinstance(s, If):
             out.append(f"{pad}if {expr(s.cond)}:")
-            _stmts(s.then, depth + 1, out, layouts)
+            _stmts(s.then, depth + 1, out, layouts, roles)
             if s.orelse:
                 out.append(f"{pad}else:")
-                _stmts(s.orelse, depth + 1, out, layouts)
+                _stmts(s.orelse, depth + 1, out, layouts, roles)
         else:
             out.append(pad + _simple(s))
 
@@ -202,6 +205,9 @@ def print_kernel(k: Kernel) -> str:
     grid = ", ".join(expr(g) for g in k.grid)
     launch = f"  grid ({', '.join(k.block_vars)}) in ({grid}) threads={k.threads}"
     out.append(launch + (f" smem={k.smem_bytes}" if k.smem_bytes else ""))
+    if k.warp_spec is not None:
+        out.extend("  " + line for line in header_lines(k))
     out.extend("  " + _buffer(b) for b in k.buffers)
-    _stmts(k.body, 1, out, {b.name: b.layout for b in k.buffers if b.scope == "fragment" and b.layout is not None})
+    _stmts(k.body, 1, out, {b.name: b.layout for b in k.buffers if b.scope == "fragment" and b.layout is not None},
+           statement_notes(k))
     return "\n".join(out) + "\n"

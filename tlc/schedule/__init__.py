@@ -4,7 +4,8 @@ and the code generator.  Entry point: `schedule(program, name, constants)`.
 The passes, in order, each a function IR -> IR checked by the verifier: `lower` (typed AST ->
 IR), `infer_layouts` (fragment layouts, layout_infer.py), `check_thread_storage` (what each thread holds, the
 limit), `plan_shared_memory` (sizes, stages, padding or swizzle, offsets with reuse, the
-limit), `insert_barriers`.  Owns no C text.
+limit), `insert_barriers`, `specialize_warps` (a producer/consumer ring on targets with wgmma
+and the TMA, warpspec.py).  Owns no C text.
 """
 from __future__ import annotations
 
@@ -21,8 +22,10 @@ from .layout_infer import infer_layouts
 from .lower import Lowerer, LoweringError
 from .registers import check_thread_storage
 from .smem import plan_shared_memory
+from .warpspec import specialize_warps
 
-PASSES = ("lower", "infer_layouts", "check_thread_storage", "plan_shared_memory", "insert_barriers")
+PASSES = ("lower", "infer_layouts", "check_thread_storage", "plan_shared_memory", "insert_barriers",
+          "specialize_warps")
 
 __all__ = ["schedule", "schedule_grids", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "parallel_layout"]
 
@@ -102,6 +105,6 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
     ir.verify(kernel)
     kernel = check_thread_storage(infer_layouts(kernel, target, program.sources), program.sources)
     kernel = plan_shared_memory(kernel, limit, program.sources)
-    kernel = insert_barriers(kernel)
+    kernel = specialize_warps(insert_barriers(kernel), targets.get(target))
     ir.verify(kernel)
     return kernel

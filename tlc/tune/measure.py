@@ -25,8 +25,8 @@ DEFAULT_ULPS = 8.0
 class Executor:
     """The arrays of one bucket on one executor, and a run of the kernel with a configuration."""
 
-    def __init__(self, kernel, values: dict, outputs: list, on_gpu: bool):
-        self.kernel, self.outputs, self.on_gpu = kernel, outputs, on_gpu
+    def __init__(self, kernel, values: dict, outputs: list, on_gpu: bool, arch: str):
+        self.kernel, self.outputs, self.on_gpu, self.arch = kernel, outputs, on_gpu, arch
         if on_gpu:
             from ..runtime.device_array import DeviceArray
 
@@ -42,7 +42,20 @@ class Executor:
             bound, full = kernel.bind((), {**values, **constants})
             compiled = kernel.compiled(full)
             return lambda: compiled(values)
-        return lambda: kernel(**values, **constants)
+        if self.on_gpu:
+            return lambda: kernel(**values, **constants)
+        # the interpreter runs the kernel as scheduled for the arch tuned for (a call's own
+        # schedule is sm_80's, whose shared memory is not every target's)
+        from ..interp import run_kernel
+
+        bound, full = kernel.bind((), {**values, **constants})
+        kernels = kernel.scheduled_grids(full, self.arch)
+
+        def run():
+            args = kernel.with_workspaces(bound, kernels[0], on_gpu=False)
+            for k in kernels:
+                run_kernel(k, args)
+        return run
 
     def outputs_of(self, constants: dict) -> dict:
         """The written arrays after one run with `constants` (poisoned first), as NumPy arrays."""

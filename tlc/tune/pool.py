@@ -57,4 +57,4 @@ def compile_one(path: str, kernel: str, constants: dict, device: int):
         d = e.diagnostics[0]
         return (d.code, d.message)
     except Exception as e:  # noqa: BLE001 - NVRTC's refusal is a tlc bug, reported with the candidate
-        return ("ERROR", f"{type(e).__name__}: {str(e).strip()[:300]}")
+        return ("ERROR", f"{type(e).__name__}: {' '.join(str(e).split())[:300]}")

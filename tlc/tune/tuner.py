@@ -159,7 +159,7 @@ def tune_bucket(k, space: dict, shapes: dict, settings: Settings) -> BucketRepor
 
     # 3. the reference: the kernel's own defaults
     outputs = _written(program, k, full({}), settings.arch)
-    executor = measure.Executor(k, values, outputs, on_gpu=settings.target == "cuda")
+    executor = measure.Executor(k, values, outputs, on_gpu=settings.target == "cuda", arch=settings.arch)
     reference = _reference(executor, full, todo)
     timer = settings.timer or (measure.gpu_timer(settings.min_ms) if settings.target == "cuda" else measure.wall_timer)
 
@@ -241,12 +241,17 @@ def _measure(executor, c: Candidate, constants: dict, reference: dict, timer) ->
     try:
         got = executor.outputs_of(constants)
     except Exception as e:  # noqa: BLE001 - a candidate that cannot run is reported, never chosen
-        return Outcome(c.label, c.as_dict(), "error", why=f"{type(e).__name__}: {str(e).strip()[:300]}")
+        return Outcome(c.label, c.as_dict(), "error", why=f"{type(e).__name__}: {_first_line(e)}")
     verdict = measure.check(got, reference)
     if not verdict.ok:
         return Outcome(c.label, c.as_dict(), "wrong", why=verdict.why)
     ms = timer({c.label: executor.runner(constants)})[c.label]
     return Outcome(c.label, c.as_dict(), "ok", ms)
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return (text.splitlines() or [""])[0][:300]
 
 
 def _best(outcomes: dict):

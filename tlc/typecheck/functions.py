@@ -203,9 +203,12 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
     def _constant_but_for_symbols(self, e) -> bool:
         """Whether `e` is constant once its shape symbols are (any size stands in for them)."""
         env = {**self.consts, **{x.id: 1 for x in self._free_names(e) if self._is_symbol(x.id)}}
-        try:
-            for name, value in self.derived.items():  # in the order they were assigned
+        for name, value in self.derived.items():  # in the order they were assigned
+            try:
                 env[name] = consteval.evaluate(value, env)
+            except consteval.NotConstant:  # one of symbols `e` does not read
+                continue
+        try:
             consteval.evaluate(e, env)
         except consteval.NotConstant:
             return False

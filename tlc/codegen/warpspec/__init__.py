@@ -16,9 +16,11 @@ kernel then gets `tl_tma` without bit 0 and its producer warpgroup copies elemen
 instead (without bit 1, the epilogue stores from registers), so every shape stays correct and
 only unaligned ones are slow.
 
-When a loop does not fit (a copy the TMA cannot express, a statement that synchronizes the
-block inside the loop, work before the loop that extra threads must not do), the sm_80 style
-cp.async pipeline is generated as before.
+Which loop, the stages, the barriers, the registers, the tile order and the clusters are the
+scheduler's (`schedule/warpspec.py`), recorded on the kernel as an `ir.WarpSpecialization`;
+this package only renders it.  A kernel without one (a copy the TMA cannot express, a statement
+that synchronizes the block inside the loop, work before the loop that extra threads must not
+do) gets the sm_80 style cp.async pipeline.
 """
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
 """Warp-specialized pipelines, the C: the ring's barriers, the producer warpgroup's copies (TMA,
 multicast, or element by element), the consumers' loop and releases, the tile loop of a
-persistent kernel.  Decisions come from `plan.py`; the primitives are `tl/tma.cuh`'s."""
+persistent kernel.  Every number comes from the kernel's `ir.WarpSpecialization` (decided by
+`schedule/warpspec.py`, read through `plan.py`); the primitives are `tl/tma.cuh`'s."""
 from __future__ import annotations
 
 from ... import ir
 from ..cnames import c_name, c_type
-from .plan import PRODUCER_REGS, PRODUCER_THREADS, TILE_GROUP, WarpSpecPlan, consumer_registers
+from .plan import WarpSpecPlan
 
 
 class WarpSpecEmission:
@@ -63,14 +64,15 @@ class WarpSpecEmission:
         wave of blocks shares rows of A and columns of B in L2) and the producer runs ahead into
         the next tile's stages while the consumers store this one."""
         w = self.ws
-        plan, S, T = w.pipeline, w.pipeline.stages, self.k.threads
+        plan, S, T, spec = w.pipeline, w.pipeline.stages, self.k.threads, self.spec
+        P = spec.producer_threads
         persistent = self.persistent
         stage_bytes = sum(load.rows * load.cols * self.buffers[load.copy.dst.name].dtype.itemsize for load in w.loads)
         st = self.staged_epilogue
         end = st.offset + st.nbytes if st is not None else self.ring_end  # the staging buffer follows the ring
         self.scratch_bytes = max(self.scratch_bytes, end - self.k.smem_bytes)
         e = self.emit
-        e(f"{{  // {'persistent, ' if persistent else ''}warp-specialized over {S} stages: threads {T}..{T + 127} "
+        e(f"{{  // {'persistent, ' if persistent else ''}warp-specialized over {S} stages: threads {T}..{T + P - 1} "
           f"produce (TMA), {T // 128} consumer warpgroup{'s' if T > 128 else ''} compute")
         self.indent += 1
         e(f"unsigned long long* tl_full = reinterpret_cast<unsigned long long*>(tl_smem + {self.ring_barriers});")
@@ -82,8 +84,8 @@ class WarpSpecEmission:
             e(f"const int tl_n = {self.expr(plan.loop.stop)};")
         e("if (threadIdx.x == 0) {")
         e(f"  for (int tl_s = 0; tl_s < {S}; ++tl_s) {{")
-        e(f"    tl::mbar_init(tl_full + tl_s, (tl_tma & 1) ? 1 : {PRODUCER_THREADS});")
-        e(f"    tl::mbar_init(tl_empty + tl_s, {self.cluster * T // 32});  // one arrival per consumer warp"
+        e(f"    tl::mbar_init(tl_full + tl_s, (tl_tma & 1) ? 1 : {spec.full_arrivals});")
+        e(f"    tl::mbar_init(tl_empty + tl_s, {spec.empty_arrivals});  // one arrival per consumer warp"
           f"{' of the cluster' if self.cluster > 1 else ''}")
         e("  }")
         e("  tl::fence_barrier_init();")
@@ -95,7 +97,7 @@ class WarpSpecEmission:
             e("__syncthreads();")
         e(f"if (threadIdx.x >= {T}) {{  // the producer warpgroup")
         self.indent += 1
-        e(f"tl::setmaxnreg_dec<{PRODUCER_REGS}>();")
+        e(f"tl::setmaxnreg_dec<{spec.producer_registers}>();")
         e(f"const int tl_worker = threadIdx.x - {T};")
         e("int tl_it = 0;  // position in the ring, counted across tiles")
         # the producer's tile loop runs the statements before the pipelined loop but the clears
@@ -121,7 +123,7 @@ class WarpSpecEmission:
         e("return;")
         self.indent -= 1
         e("}")
-        e(f"tl::setmaxnreg_inc<{consumer_registers(T)}>();")
+        e(f"tl::setmaxnreg_inc<{spec.consumer_registers}>();")
         e("int tl_it = 0;")
 
         def consume():
@@ -158,7 +160,7 @@ class WarpSpecEmission:
             e(f"for (int tl_pair = blockIdx.x / {C}; tl_pair < (tl_tiles + {C - 1}) / {C}; tl_pair += gridDim.x / {C}) {{")
             self.indent += 1
             e(f"int {', '.join(names)};  // this block's tile: in a persistent kernel the grid counts tiles")
-            e(f"const bool tl_share = tl::cluster_tile<{TILE_GROUP}, {C}>(tl_pair, tl_tiles_x, tl_tiles_y, tl_tiles, "
+            e(f"const bool tl_share = tl::cluster_tile<{self.spec.tile_order.group}, {C}>(tl_pair, tl_tiles_x, tl_tiles_y, tl_tiles, "
               f"tl_rank, {', '.join(names)});")
             e(f"const bool tl_valid = tl_pair * {C} + static_cast<int>(tl_rank) < tl_tiles;")
             e("tl::unused(tl_share, tl_valid);")
@@ -166,7 +168,7 @@ class WarpSpecEmission:
             e("for (int tl_tile = blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; tl_tile += gridDim.x) {")
             self.indent += 1
             e(f"int {', '.join(names)};  // this block's tile: in a persistent kernel the grid counts tiles")
-            e(f"tl::persistent_tile<{TILE_GROUP}>(tl_tile, tl_tiles_x, tl_tiles_y, {', '.join(names)});")
+            e(f"tl::persistent_tile<{self.spec.tile_order.group}>(tl_tile, tl_tiles_x, tl_tiles_y, {', '.join(names)});")
         for n in names:
             e(f"(void){n};")
         self.block(before)
@@ -222,7 +224,7 @@ class WarpSpecEmission:
         for load in w.loads:
             v = self.global_view(load.copy.src)
             b = self.buffers[load.copy.dst.name]
-            self.emit(f"tl::copy_g2s_elements<{c_type(b.dtype)}, {load.rows}, {load.cols}, {PRODUCER_THREADS}, "
+            self.emit(f"tl::copy_g2s_elements<{c_type(b.dtype)}, {load.rows}, {load.cols}, {self.spec.producer_threads}, "
                       f"{b.layout.pad}, {b.layout.swizzle_bytes}>({self.smem_pointer(b.name)}, {v.base}, {v.stride}, "
                       f"{v.rows}, {v.cols}, {v.row0}, {v.col0}, tl_worker);")
         self.emit("tl::fence_proxy_async();  // plain stores, read next by the tensor cores")

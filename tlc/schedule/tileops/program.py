@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ... import ir
+from ... import ir, targets
 from ...ir.walk import statements
 from ...dtypes import DType
 from ..layout import Blocked, Replicated, blocked
@@ -18,6 +18,7 @@ from ..layout_infer import infer_layouts
 from ..barriers import insert_barriers
 from ..registers import check_thread_storage
 from ..smem import plan_shared_memory
+from ..warpspec import specialize_warps
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def finish(kernel: ir.Kernel, target: str, smem_limit: int, sources: dict) -> ir
     ir.verify(kernel)
     kernel = check_thread_storage(infer_layouts(kernel, target, sources, adjust=_one_tile_layout), sources)
     kernel = plan_shared_memory(kernel, smem_limit, sources)
-    kernel = insert_barriers(kernel)
+    kernel = specialize_warps(insert_barriers(kernel), targets.get(target))
     ir.verify(kernel)
     return kernel
 
