@@ -117,7 +117,7 @@ class _Planner:
             return None
         loop, after = k.body[i], k.body[i + 1:]
         split = ring_split(loop, self.params, self.buffers)
-        if split is None or not self.barrier_free(split[1], in_loop=True) or _leaves_iteration(split[1]):
+        if split is None or not self.barrier_free(split[1], in_loop=True):
             return None
         producers, rest = split
         loads = [self.tma_load(loop.body.index(c), c) for c in producers]
@@ -256,17 +256,6 @@ class _Planner:
             elif not isinstance(s, (ir.LetScalar, ir.Assign, ir.If, ir.For, ir.Break, ir.Continue)):
                 return False
         return True
-
-
-def _leaves_iteration(stmts) -> bool:
-    """Whether a `break` or `continue` of the ring's own loop is among `stmts`: the consumers
-    would then skip a release, or stop while the producer waits on stages nobody frees."""
-    for s in stmts:
-        if isinstance(s, (ir.Break, ir.Continue)):
-            return True
-        if isinstance(s, ir.If) and _leaves_iteration((*s.then, *s.orelse)):
-            return True
-    return False
 
 
 def _thread_local(s, buffers) -> bool:

@@ -1,0 +1,109 @@
+"""The warp-specialization pass (tlc/schedule/warpspec.py): what it decides, for which targets,
+and how `--emit ir` shows it (snapshots in golden_warpspec/; TLC_REGEN=1 rewrites them)."""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+from pathlib import Path
+
+import pytest
+
+import tlc
+from tlc import ir, targets
+from tlc.schedule import PASSES, schedule
+from tlc.schedule.warpspec import specialize_warps
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = Path(__file__).resolve().parent / "golden_warpspec"
+GEMM = ROOT / "examples" / "gemm.tl"
+STD = ROOT / "tlc" / "stdlib" / "gemm.tl"
+
+
+def _kernel(path: Path, name: str, arch: str = "sm_90a", **constants) -> ir.Kernel:
+    return tlc.load(str(path), target="cpu").kernels[name].scheduled(constants, arch)
+
+
+def test_it_is_the_last_pass():
+    assert PASSES[-1] == "specialize_warps"
+
+
+def test_the_example_gemm_gets_roles_a_ring_and_a_tile_order():
+    ws = _kernel(GEMM, "matmul").warp_spec
+    assert (ws.loop, ws.stages, ws.consumer, ws.release_lag) == (1, 3, (3, 4), 1)  # gemm's wgmma stays in flight
+    assert [(x.index, x.buffer, x.rows, x.cols, x.stage_elems, x.tensor_map, x.multicast) for x in ws.loads] == [
+        (0, "As", 128, 64, 128 * 64, 0, False), (1, "Bs", 64, 256, 64 * 256, 1, True)]
+    assert (ws.producer_threads, ws.producer_registers, ws.consumer_registers) == (128, 40, 232)
+    # the ring's barriers after the kernel's 144 KB of stages: 3 full, then 3 empty ones
+    assert (ws.barriers, ws.ring_end, ws.full_arrivals, ws.empty_arrivals) == (147456, 147504, 128, 2 * 256 // 32)
+    assert ws.tile_order == ir.TileOrder(group=8, cluster=2)
+    assert ws.store == ir.StagedStore(index=2, tensor_map=2, rows=64, offset=148480, nbytes=128 * 256 * 2)
+    assert [(m.param, m.box_rows, m.box_cols, m.store) for m in ws.tensor_maps] == [
+        ("A", 128, 64, False), ("B", 32, 64, False), ("C", 64, 64, True)]
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89"])
+def test_targets_without_wgmma_and_the_tma_keep_the_plain_loop(arch):
+    assert _kernel(GEMM, "matmul", arch).warp_spec is None
+
+
+def test_the_pass_asks_the_target_for_its_features_and_limits():
+    kernel = dataclasses.replace(_kernel(GEMM, "matmul"), warp_spec=None)
+    hopper = targets.get("sm_90a")
+    assert specialize_warps(kernel, dataclasses.replace(hopper, tma=False)).warp_spec is None
+    assert specialize_warps(kernel, dataclasses.replace(hopper, wgmma=False)).warp_spec is None
+    # a made-up target with half the register file: the consumers get fewer after the producer's 40
+    made_up = dataclasses.replace(hopper, name="sm_test", registers_per_sm=32768)
+    assert specialize_warps(kernel, made_up).warp_spec.consumer_registers == 96
+    # and a shared memory too small for the staged epilogue beside the ring: stored from registers
+    small = dataclasses.replace(hopper, name="sm_test", smem_per_block=160 * 1024)
+    ws = specialize_warps(kernel, small).warp_spec
+    assert ws.store is None and [m.param for m in ws.tensor_maps] == ["A", "B"]
+
+
+def test_a_grouped_gemm_is_persistent_without_a_cluster():
+    # the loop's length depends on the tile's group, so the blocks of a cluster could not wait
+    # on each other's stages
+    ws = _kernel(STD, "matmul_grouped").warp_spec
+    assert ws.tile_order == ir.TileOrder(group=8, cluster=1) and not any(x.multicast for x in ws.loads)
+    assert ws.empty_arrivals == 256 // 32
+
+
+CASES = [("gemm", GEMM, "matmul"), ("std_gemm", STD, "matmul_grouped"), ("std_gemm", STD, "matmul_skinny")]
+
+
+@pytest.mark.parametrize("stem,path,name", CASES, ids=[f"{c[0]}.{c[2]}" for c in CASES])
+def test_emit_ir_shows_the_roles_stages_and_barriers(stem, path, name):
+    text = ir.print_kernel(_kernel(path, name))
+    golden = GOLDEN / f"{stem}.{name}.sm_90a.ir"
+    if os.environ.get("TLC_REGEN") == "1":
+        GOLDEN.mkdir(exist_ok=True)
+        golden.write_text(text)
+    want = golden.read_text()
+    if text != want:
+        diff = "".join(difflib.unified_diff(want.splitlines(True), text.splitlines(True), "golden", "now"))
+        pytest.fail(f"the warp-specialized IR of {name} changed (TLC_REGEN=1 accepts it):\n{diff}", pytrace=False)
+
+
+def test_emit_ir_of_the_cli_has_the_ring():
+    from click.testing import CliRunner
+
+    from tlc import cli
+
+    result = CliRunner().invoke(cli.main, ["build", str(GEMM), "--arch", "sm_90a", "--emit", "ir"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "  warp specialized: loop k becomes a ring of 3 stages, it = its iterations counted across tiles\n" in out
+    assert "    # producer: into stage it % 3 of Bs through map #1 (multicast)\n    copy B[" in out
+    assert "  # consumers: staged in shared memory, stored by the TMA (map #2)\n  copy acc -> C[" in out
+    result = CliRunner().invoke(cli.main, ["build", str(GEMM), "--arch", "sm_80", "--emit", "ir"])
+    assert result.exit_code == 0 and "warp specialized" not in result.output
+
+
+def test_a_snapshot_for_every_case():
+    assert {p.name for p in GOLDEN.glob("*.ir")} == {f"{c[0]}.{c[2]}.sm_90a.ir" for c in CASES}
+
+
+def test_schedule_records_it_for_a_program_too():
+    program = tlc.load(str(GEMM), target="cpu").program
+    assert schedule(program, "matmul", {}, target="sm_90a").warp_spec == _kernel(GEMM, "matmul").warp_spec
