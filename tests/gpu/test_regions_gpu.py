@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "interp"))
-from test_interp_regions import SOURCE, bshd_case, matmul_case, rows_case, rows_expected  # noqa: E402
+from test_interp_regions import SOURCE, bshd_case, columns_case, matmul_case, rows_case, rows_expected  # noqa: E402
 
 from tlc.api import compile_source  # noqa: E402
 
@@ -54,3 +54,11 @@ def test_rows_of_a_local_buffer():
     Y = np.full_like(X, 7)
     on_gpu().local_rows(X, Y)
     np.testing.assert_array_equal(Y, X)
+
+
+@pytest.mark.parametrize("shape", [(2, 50, 3), (1, 32, 1), (3, 100, 4)])
+def test_a_tile_along_a_dimension_that_is_not_the_last(shape):
+    G, O, P = columns_case(shape)
+    on_gpu().columns(G, O, P)
+    np.testing.assert_array_equal(O, G * 3)
+    np.testing.assert_array_equal(P, G[:, :, 0].T)

@@ -74,6 +74,18 @@ def test_rows_of_fragments_and_shared_buffers_copy_both_ways(shape):
     np.testing.assert_array_equal(Y, want_Y)
 
 
+def columns_case(shape=(2, 50, 3), seed=4):
+    G = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    return G, np.full_like(G, 7), np.full((shape[1], shape[0]), 7, np.float32)
+
+
+def test_a_tile_along_a_dimension_that_is_not_the_last():
+    G, O, P = columns_case()
+    interpreted().columns(G, O, P)
+    np.testing.assert_array_equal(O, G * 3)
+    np.testing.assert_array_equal(P, G[:, :, 0].T)
+
+
 def test_rows_of_a_local_buffer_copy_in_every_thread():
     X = np.random.default_rng(3).standard_normal((10, 8)).astype(np.float32)
     Y = np.full_like(X, 7)

@@ -1,5 +1,6 @@
 """A copy with a part of a shared, fragment or local buffer on one side (`lse[k, :]`, the row
-k of a fragment): lowered to a `parallel` loop over the tile, one element an index.
+k of a fragment), or a column of a tensor (`glse[b, rows, h]`): lowered to a `parallel` loop
+over the tile, one element an index.
 
 Why a loop rather than a copy primitive: a part of a fragment is spread over the threads by
 the whole fragment's layout, so no thread holds a row of its own; a parallel loop gets what
@@ -15,12 +16,16 @@ from ..dtypes import BOOL, I32
 
 
 def is_part(copy: ir.Copy, buffers: dict) -> bool:
-    """Whether a side of `copy` is a region of a buffer other than the whole buffer."""
-    for side in (copy.src, copy.dst):
+    """Whether a side of `copy` is a region of a buffer other than the whole buffer, or a
+    column of a tensor: a region whose last dimension a single index drops (`G[b, rows, h]`),
+    so that the tile's contiguous elements lie a row of the tensor apart."""
+    for side, other in ((copy.src, copy.dst), (copy.dst, copy.src)):
         if isinstance(side, ir.Region) and side.name in buffers:
             whole = all(isinstance(o, ir.Const) and o.value == 0 for o in side.offsets)
             if not whole or tuple(side.extents) != tuple(buffers[side.name].shape):
                 return True
+        elif isinstance(side, ir.Region) and side.extents[-1] == 1 and _box(other, buffers)[2][-1] != 1:
+            return True
     return False
 
 
