@@ -161,7 +161,8 @@ class Kernel:
             return
         defines = {k: v for k, v in constants.items() if self.fn.param(k) is not None and self.fn.param(k).role == "dtype"}
         user = not config_table.writable_folder(config_table.beside(self.fn.module_path))
-        tune.tune_kernel(self, [sizes], defines=defines, user_config=user, timer=tune.AUTOTUNE_TIMER)
+        tune.tune_kernel(self, [sizes], defines=defines, user_config=user, timer=tune.AUTOTUNE_TIMER,
+                         progress=tune.Progress())  # minutes on a GPU: say what is happening
 
     def with_recorded(self, values: dict, constants: dict, arch: str) -> dict:
         """`constants` completed by the recorded configuration for a call on `arch` with the

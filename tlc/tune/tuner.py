@@ -142,8 +142,13 @@ def tune_bucket(k, space: dict, shapes: dict, settings: Settings) -> BucketRepor
         progress = settings.progress
         if progress:
             progress.start(len(alive) + 2, "compiling")
-        # the reference (the defaults) and the shipped configuration too: both run later
-        configs = {" defaults": full({}), " shipped": shipped, **{c.label: full(c.as_dict()) for c in alive}}
+        # as a call binds them (the dtypes from the arrays too), so that the call finds the
+        # cache's entry; the reference (the defaults) and the shipped configuration as well
+        def bound(constants: dict) -> dict:
+            return k.bind((), {**values, **constants})[1]
+
+        configs = {" defaults": bound(full({})), " shipped": bound(shipped),
+                   **{c.label: bound(full(c.as_dict())) for c in alive}}
         results = pool.compile_all(fn.module_path or program.path, k.name, configs, current_device(), settings.jobs,
                                    on_done=(lambda label: progress.advance(None)) if progress else None)
         if progress:
