@@ -107,3 +107,26 @@ def test_a_snapshot_for_every_case():
 def test_schedule_records_it_for_a_program_too():
     program = tlc.load(str(GEMM), target="cpu").program
     assert schedule(program, "matmul", {}, target="sm_90a").warp_spec == _kernel(GEMM, "matmul").warp_spec
+
+
+def _bad(kernel, **changes):
+    return dataclasses.replace(kernel, warp_spec=dataclasses.replace(kernel.warp_spec, **changes))
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda ws: {"loop": 0}, "the warp specialization's loop 0 is not a pipelined loop of the kernel's body"),
+    (lambda ws: {"loads": (dataclasses.replace(ws.loads[0], index=3),) + ws.loads[1:]},
+     "the producer's copy 3 is not a copy into 'As'"),
+    (lambda ws: {"loads": (dataclasses.replace(ws.loads[0], rows=64),) + ws.loads[1:]},
+     "the producer's stage buffer 'As' is not a shared 64 x 64 tile"),
+    (lambda ws: {"loads": (dataclasses.replace(ws.loads[0], tensor_map=3),) + ws.loads[1:]},
+     "the producer's copy 0 names tensor map 3 of 3"),
+    (lambda ws: {"consumer": (1, 4)}, "the consumers' statements 1..4 are not after the producer's copies in the loop"),
+    (lambda ws: {"store": dataclasses.replace(ws.store, index=0)}, "the staged store 0 is not a copy after the ring's loop"),
+    (lambda ws: {"tile_order": ir.TileOrder(group=0)}, "the warp specialization has no stages, or a tile order of no rows or blocks"),
+])
+def test_the_verifier_checks_what_the_record_names(change, message):
+    kernel = _kernel(GEMM, "matmul")
+    with pytest.raises(ir.IRVerifyError) as info:
+        ir.verify(_bad(kernel, **change(kernel.warp_spec)))
+    assert str(info.value) == f"kernel 'matmul': {message}"

@@ -18,6 +18,7 @@ from .nodes import (ATOMIC_KINDS, BINARY_OPS, BIT_OPS, BUFFER_SCOPES, COMPARE_OP
                     Stmt, Store, Sync, UnaryOp, Var)
 from .nodes import DimExpr
 from .walk import variables
+from .warpspec import warp_spec_problem
 
 
 class IRVerifyError(TlcError):
@@ -456,4 +457,7 @@ class _Verifier:
 def verify(kernel: Kernel) -> Kernel:
     """Raise `IRVerifyError` on the first broken rule; return the kernel unchanged otherwise."""
     _Verifier(kernel).run()
+    problem = warp_spec_problem(kernel) if kernel.warp_spec is not None else None
+    if problem is not None:
+        raise IRVerifyError(kernel.name, problem)
     return kernel

@@ -97,3 +97,34 @@ class WarpSpecialization(Node):
     def stage_buffers(self) -> dict:
         """Staged buffer -> elements between its stages."""
         return {x.buffer: x.stage_elems for x in self.loads}
+
+
+def warp_spec_problem(kernel) -> str | None:
+    """What is structurally wrong with `kernel.warp_spec` (the verifier's message), or None:
+    the statements it names must be where it says and of the kind it needs."""
+    from .nodes import BufferRef, Copy, For
+
+    ws: WarpSpecialization = kernel.warp_spec
+    if not 0 <= ws.loop < len(kernel.body) or not isinstance(kernel.body[ws.loop], For) \
+            or kernel.body[ws.loop].kind != "pipelined":
+        return f"the warp specialization's loop {ws.loop} is not a pipelined loop of the kernel's body"
+    body = kernel.body[ws.loop].body
+    buffers = {b.name: b for b in kernel.buffers}
+    for x in ws.loads:
+        c = body[x.index] if 0 <= x.index < len(body) else None
+        if not isinstance(c, Copy) or not isinstance(c.dst, BufferRef) or c.dst.name != x.buffer:
+            return f"the producer's copy {x.index} is not a copy into '{x.buffer}'"
+        b = buffers[x.buffer]
+        if b.scope != "shared" or tuple(b.shape) != (x.rows, x.cols):
+            return f"the producer's stage buffer '{x.buffer}' is not a shared {x.rows} x {x.cols} tile"
+        if not 0 <= x.tensor_map < len(ws.tensor_maps):
+            return f"the producer's copy {x.index} names tensor map {x.tensor_map} of {len(ws.tensor_maps)}"
+    start, stop = ws.consumer
+    if not max((x.index + 1 for x in ws.loads), default=0) <= start <= stop <= len(body):
+        return f"the consumers' statements {start}..{stop} are not after the producer's copies in the loop"
+    if ws.store is not None and not (ws.loop < ws.store.index < len(kernel.body)
+                                     and isinstance(kernel.body[ws.store.index], Copy)):
+        return f"the staged store {ws.store.index} is not a copy after the ring's loop"
+    if ws.stages < 1 or (ws.tile_order is not None and min(ws.tile_order.group, ws.tile_order.cluster) < 1):
+        return "the warp specialization has no stages, or a tile order of no rows or blocks"
+    return None
