@@ -14,7 +14,7 @@ from tlc.schedule import schedule
 from nvcc import compile_object
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "porting_builtins.tl"
-KERNELS = ["bits", "f8_inside", "unpack", "clamps", "device_while", "collatz", "endless", "per_thread", "splitk", "splitk_shared", "bshd_accumulate", "row_extremes", "swizzled_gemm", "column_order"]
+KERNELS = ["bits", "f8_inside", "unpack", "clamps", "device_while", "collatz", "endless", "per_thread", "splitk", "splitk_shared", "bshd_accumulate", "row_extremes", "gemm_keywords", "swizzled_gemm", "column_order"]
 
 
 def checked():
@@ -86,6 +86,9 @@ def test_emit_ir_notes_the_hints():
     assert ("# note: gemm policy=FullRow accepted and ignored: the scheduler lays out the accumulator's warps, "
             "in the warp tiles closest to square (schedule/layout.py)") in text
     assert "atomic_add C[" in text
+    text = print_kernel(schedule(r.program, "gemm_keywords", {}))
+    assert "# note: gemm k_pack=1 accepted and ignored" in text and "# note: gemm wg_wait=0 accepted and ignored" in text
+    assert "  fill acc = 0.0\n  sync\n  gemm acc += As @ Bs.T\n" in text
     disabled = SWIZZLE_OFF.replace("use_swizzle(P)", "use_swizzle(P, enable=False)")
     r = check_source(disabled, "t.tl")
     text = print_kernel(schedule(r.program, "k", {}))

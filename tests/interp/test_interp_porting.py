@@ -145,6 +145,16 @@ def test_atomic_max_and_min_of_a_reduced_row(mod):
     assert (hi == A.max(axis=1)).all() and (lo == A.min(axis=1)).all()
 
 
+def test_gemm_with_tilelangs_keywords(mod):
+    rng = np.random.default_rng(6)
+    M, N, K = 50, 70, 20  # one K tile, ragged
+    A = rng.standard_normal((M, K)).astype(np.float16)
+    B = rng.standard_normal((N, K)).astype(np.float16)
+    C = np.zeros((M, N), np.float32)
+    mod.gemm_keywords(A, B, C)  # the accumulator starts as NaN on the interpreter: clear_accum clears it
+    np.testing.assert_allclose(C, A.astype(np.float32) @ B.astype(np.float32).T, rtol=1e-4, atol=1e-3)
+
+
 def test_use_swizzle_remaps_every_block_once(mod):
     rng = np.random.default_rng(3)
     M, N, K = 150, 230, 40  # a 5 x 8 grid of tiles: panels of 3 rows, the last one of 2

@@ -117,6 +117,18 @@ CASES = {
         ['atomic_add(A[bx * BM:bx * BM + BM, 0], acc)'],
         "t.tl:7:9: error[E229]: atomic_add of a 2-D tile into a region of 2 dimensions, 1 of them sliced\n  |\n7 |         atomic_add(A[bx * BM:bx * BM + BM, 0], acc)\n  |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n  = hint: slice one dimension for each of the tile's, or give the region's origin: C[r, c]",
     ),
+    'E227clear': (
+        ['gemm(s, s, acc, clear_accum=2)'],
+        't.tl:7:37: error[E227]: gemm clear_accum must be True or False, found 2\n  |\n7 |         gemm(s, s, acc, clear_accum=2)\n  |                                     ^',
+    ),
+    'E227kpack': (
+        ['gemm(s, s, acc, k_pack=-1)'],
+        't.tl:7:32: error[E227]: gemm k_pack must be a non-negative integer, found -1\n  |\n7 |         gemm(s, s, acc, k_pack=-1)\n  |                                ^^',
+    ),
+    'E034transpose': (
+        ['gemm(s, s, acc, transpose_C=True)'],
+        "t.tl:7:25: error[E034]: gemm() has no argument 'transpose_C'\n  |\n7 |         gemm(s, s, acc, transpose_C=True)\n  |                         ^^^^^^^^^^^^^^^^\n  = hint: it takes trans_a, trans_b, precision",
+    ),
 }
 
 
@@ -132,6 +144,7 @@ def test_the_ported_spellings_check():
         "z = infinity(acc.dtype) + max_value(f16) + min_value(bf16)", "w = clamp(t, 0, 4) + ceildiv(t, 2)",
         "v = if_then_else(t > 2, 1.0, 2.0)", "c = cast(t, acc.dtype)", "g = get_thread_binding(0)",
         "gemm(s, s, acc, policy=GemmWarpPolicy.FullRow)", "gemm(s, s, acc, policy=\"Square\")",
+        "gemm(s, s, acc, transpose_A=True, transpose_B=False, clear_accum=True, k_pack=2, wg_wait=1)",
         "use_swizzle(panel_size=4, order=\"column\")", "annotate_layout({s: make_swizzled_layout(s)})",
         "atomic_add(A[bx * BM, 0], acc)", "atomic_max(A[bx * BM:bx * BM + BM, 0:BM], s)",
         "while t < 3:", "    t += 1", "    if t == 2:", "        continue",

@@ -250,7 +250,9 @@ class Lowerer(PortingLowerer):
         flags = {k.name: bool(self.const(k.value)) for k in call.keywords if k.name not in ("precision", "policy")}
         precision = next((k.value.value for k in call.keywords if k.name == "precision"), "ieee")
         a, b, c = (x.id for x in call.args)
-        return ir.Gemm(a, b, c, flags.get("trans_a", False), flags.get("trans_b", False), precision, span=span)
+        before = self.tile_gemm_extras(call, c)  # porting.py: TileLang's clear_accum=True; hints noted
+        gemm = ir.Gemm(a, b, c, flags.get("trans_a", False), flags.get("trans_b", False), precision, span=span)
+        return [*before, gemm] if before else gemm
 
     def tile_fill(self, call, span):
         buf = self.buffers[call.args[0].id]

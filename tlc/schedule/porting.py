@@ -97,11 +97,20 @@ class PortingLowerer:
         target = dst.value.id if isinstance(dst, n.Subscript) else dst.id
         return ir.Parallel(names, tile.shape, (ir.Atomic(kind, target, tuple(idx), value, span=span),), span=span)
 
-    def tile_gemm_policy(self, call) -> None:
-        policy = next((k.value.value for k in call.keywords if k.name == "policy"), None)
-        if policy is not None:
-            self.note(f"gemm policy={policy} accepted and ignored: the scheduler lays out the accumulator's warps, "
+    def tile_gemm_extras(self, call, c: str) -> list:
+        """The statements TileLang's gemm keywords add before it (clear_accum=True: clear c), and
+        notes for the hints it ignores."""
+        kw = {k.name: k.value.value for k in call.keywords}
+        if "policy" in kw:
+            self.note(f"gemm policy={kw['policy']} accepted and ignored: the scheduler lays out the accumulator's warps, "
                       "in the warp tiles closest to square (schedule/layout.py)")
+        for hint in ("k_pack", "wg_wait"):
+            if hint in kw:
+                self.note(f"gemm {hint}={kw[hint]} accepted and ignored: the code generator chooses how gemm loads "
+                          "its operands and when it waits")
+        if kw.get("clear_accum"):
+            return [ir.Fill(c, ir.Const(0, self.buffers[c].dtype), span=call.span)]
+        return []
 
     def tile_annotate(self, call, span):
         self.note("annotate_layout accepted and ignored: the scheduler chooses every layout")

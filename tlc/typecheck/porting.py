@@ -26,7 +26,9 @@ from .types import (FRAGMENT, GLOBAL, LOCAL, SHARED, BuiltinRef, DTypeValue, Sca
 
 THREAD_INDEX = ("thread_index", "get_thread_binding")
 GEMM_POLICIES = ("Square", "FullRow", "FullCol")
-_TILE_ONLY = (TILE_STATEMENTS - {"print", "atomic_add", "atomic_max", "atomic_min"}) | {"use_swizzle", "annotate_layout"}
+# gemm's keywords as TileLang spells them, beside tlc's trans_a, trans_b, precision
+GEMM_TILELANG = ("transpose_A", "transpose_B", "policy", "clear_accum", "k_pack", "wg_wait")
+_TILE_ONLY = (TILE_STATEMENTS - {"print", "device_assert", "atomic_add", "atomic_max", "atomic_min"}) | {"use_swizzle", "annotate_layout"}
 
 
 class PortingChecker:
@@ -179,29 +181,50 @@ class PortingChecker:
         if name in _TILE_ONLY or name in ("atomic_add", "atomic_max", "atomic_min") and _tile_atomic(self, call):
             if self.tile_under_thread(f"{name}(...)", call, call.span):
                 return s
-        if name == "gemm" and any(k.name == "policy" for k in call.keywords):
-            return self._gemm_policy(s, call)
+        if name == "gemm" and any(k.name in GEMM_TILELANG for k in call.keywords):
+            return self._gemm_tilelang(s, call)
         if name in ("use_swizzle", "annotate_layout"):
             return self._hint(s, call, name)
         if name in ("atomic_add", "atomic_max", "atomic_min") and _tile_atomic(self, call):
             return self._tile_atomic(s, call, name)
         return None
 
-    def _gemm_policy(self, s, call):
-        policy = next(k for k in call.keywords if k.name == "policy")
-        v = policy.value
-        word = v.attr if isinstance(v, n.Attribute) and isinstance(v.value, n.Name) and v.value.id == "GemmWarpPolicy" \
-            else v.value if isinstance(v, n.Constant) and isinstance(v.value, str) else None
-        if word not in GEMM_POLICIES:
-            self.error("E227", f"gemm policy must be GemmWarpPolicy.Square, .FullRow or .FullCol", v.span,
-                       "tlc accepts TileLang's warp policies and lays the warps out itself")
-            return s
-        rest = replace(call, keywords=tuple(k for k in call.keywords if k.name != "policy"))
-        checked = self.tile_statement(replace(s, expr=rest), "gemm")
-        if checked is s or not isinstance(checked.expr, n.Call):
+    def _gemm_tilelang(self, s, call):
+        """gemm with TileLang's keywords: transpose_A/B (trans_a/b), clear_accum=True (the
+        accumulator cleared first), and the hints policy=, k_pack=, wg_wait= (accepted, noted
+        as ignored when lowered)."""
+        kept, rest = [], []
+        for k in call.keywords:
+            if k.name in ("transpose_A", "transpose_B"):
+                rest.append(replace(k, name="trans_" + k.name[-1].lower()))
+            elif k.name == "policy":
+                v = k.value
+                word = v.attr if isinstance(v, n.Attribute) and isinstance(v.value, n.Name) \
+                    and v.value.id == "GemmWarpPolicy" else v.value if isinstance(v, n.Constant) \
+                    and isinstance(v.value, str) else None
+                if word not in GEMM_POLICIES:
+                    self.error("E227", "gemm policy must be GemmWarpPolicy.Square, .FullRow or .FullCol", v.span,
+                               "tlc accepts TileLang's warp policies and lays the warps out itself")
+                    return s
+                kept.append(n.Keyword("policy", n.Constant(word, v.span, StrType()), k.span))
+            elif k.name in GEMM_TILELANG:
+                value = self.const_value(k.value, k.name)
+                if value is None:
+                    return s
+                if k.name == "clear_accum" and not isinstance(value, bool) or \
+                        k.name != "clear_accum" and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                    self.error("E227", f"gemm {k.name} must be {'True or False' if k.name == 'clear_accum' else 'a non-negative integer'}"
+                               f", found {value!r}", k.value.span)
+                    return s
+                kept.append(n.Keyword(k.name, n.Constant(value, k.value.span, ScalarType(I32 if k.name != "clear_accum"
+                                                                                          else lookup("bool"), const=True)),
+                                      k.span))
+            else:
+                rest.append(k)
+        checked = self.tile_statement(replace(s, expr=replace(call, keywords=tuple(rest))), "gemm")
+        if not isinstance(checked.expr, n.Call) or checked.expr.ty is None:
             return checked
-        kept = n.Keyword("policy", n.Constant(word, v.span, StrType()), policy.span)
-        return replace(checked, expr=replace(checked.expr, keywords=checked.expr.keywords + (kept,)))
+        return replace(checked, expr=replace(checked.expr, keywords=checked.expr.keywords + tuple(kept)))
 
     def _hint(self, s, call, name):
         if self.kind != "kernel" or not self.in_grid or self.in_parallel or self.depth != 2:
