@@ -246,8 +246,7 @@ class Lowerer(PortingLowerer):
         return ir.Region(e.value.id, tuple(offsets), tuple(extents), span=e.span)
 
     def tile_gemm(self, call, span):
-        self.tile_gemm_policy(call)  # porting.py: accepted, noted as ignored
-        flags = {k.name: bool(self.const(k.value)) for k in call.keywords if k.name not in ("precision", "policy")}
+        flags = {k.name: bool(self.const(k.value)) for k in call.keywords if k.name in ("trans_a", "trans_b")}
         precision = next((k.value.value for k in call.keywords if k.name == "precision"), "ieee")
         a, b, c = (x.id for x in call.args)
         before = self.tile_gemm_extras(call, c)  # porting.py: TileLang's clear_accum=True; hints noted
