@@ -629,53 +629,42 @@ def needs(feature: str, diagnostic: str, *then: str) -> str:
     return f"needs {feature}: {diagnostic}" + "".join(f"; then {t}" for t in then)
 
 
-NO_THREADS = ("grid(...) without threads= (TileLang's default, 128)",
-              "{}: error[E050]: grid(...) needs the block size: threads=128")
 PIPELINED = "pipelined(start, stop, stages=s)"
 PIPELINED_RANGE = PIPELINED + " (E034: pipelined() takes 1 argument, 2 given)"
 CLEAR_ACCUM = "gemm(..., clear_accum=True) (E034: gemm() has no argument 'clear_accum')"
 
 
-def at(kind, *where):
-    return kind[0], kind[1].format(*where)
+def pipelined_range(where: str, *then: str) -> str:
+    return needs(PIPELINED, f"{where}: error[E034]: pipelined() takes 1 argument, 2 given", *then)
 
 
 PERSISTENT = needs("T.Persistent", "gemm_persistent.tl:49:27: error[E047]: a for loop runs over range(...), unroll(...), "
                    "pipelined(...) or parallel(...)")
-BWD = needs(*at(NO_THREADS, "mha_bwd_bhsd.tl:81:10"), PIPELINED_RANGE,
-            "reduce_sum's dim given by position (E034: reduce_sum() takes 2 arguments, 3 given)",
-            "a copy from global to global memory (E036: copy moves a tile between memory levels; both sides are in global "
-            "memory)")
-W4A8 = needs(PIPELINED, "dequant_gemm_w4a8.tl:35:18: error[E034]: pipelined() takes 1 argument, 2 given")
-GEMV = needs(*at(NO_THREADS, "gemv.tl:25:10"))
-DECODE = needs("a size computed before the grid from shape symbols to stay a constant after a value that is not "
-               "one (here scale = (1.0 / dim) ** 0.5; in general any run-time value from a shape symbol, `a = H // G` "
-               "before `vb = S // 2` makes vb a run-time value)",
-               "gqa_decode.tl:34:33: error[E031]: a buffer dimension must be a compile-time constant; 'valid_block_H' is "
-               "not a constant")
+BWD = needs("reduce_sum's dim given by position", "mha_bwd_bhsd.tl:92:9: error[E034]: reduce_sum() takes 2 arguments, 3 given",
+            PIPELINED_RANGE, "a copy from global to global memory (E036: copy moves a tile between memory levels; both sides "
+            "are in global memory)")
+W4A8 = pipelined_range("dequant_gemm_w4a8.tl:35:18")
 MLA = needs("a region kv_start:kv_end whose extent is constant through named scalars", "mla_decode.tl:57:26: error[E031]: "
             "the extent of a region must be a compile-time constant; this one is kv_end - kv_start",
             "clear() of a scalar (T.alloc_var) (E036: clear() sets a shared, fragment or local buffer, found f32)",
             CLEAR_ACCUM)
-CUMSUM = needs("tuple assignment (bb, bh = ...) and T.cumsum",
-               "chunk_local_cumsum.tl:15:11: error[E002]: unexpected ','")
-SINK = needs(PIPELINED, "mha_sink_fwd_bhsd.tl:47:18: error[E034]: pipelined() takes 1 argument, 2 given")
+CUMSUM = needs("a region of one dimension copied into a [1, N] buffer, as TileLang matches extents",
+               "chunk_local_cumsum.tl:17:9: error[E036]: copy between tiles of different shapes: [64, ?] and [1, block_S]",
+               "a buffer allocated inside an if (E030: buffers are allocated at the top of the grid block, not here)",
+               "T.cumsum")
+SINK = pipelined_range("mha_sink_fwd_bhsd.tl:47:18")
 BLOCKED = {
     "gemm_persistent_non_persistent": PERSISTENT,
     "gemm_persistent_waves": PERSISTENT,
     "gemm_persistent_primitive": PERSISTENT,
     "dequant_w4a8_convert": W4A8,
     "dequant_w4a8_gemm": W4A8,
-    "retention_fwd": needs(*at(NO_THREADS, "retention_fwd.tl:25:10"), PIPELINED_RANGE, CLEAR_ACCUM),
+    "retention_fwd": pipelined_range("retention_fwd.tl:43:18", CLEAR_ACCUM),
     "convolution": needs("a view of a tensor with another shape (TileLang's T.Tensor(shape, dtype, x.data))",
                          "convolution.tl:27:23: error[E020]: unknown name 'view'", "T.im2col"),
-    "gemv_naive": GEMV,
-    "gemv_naive_splitk": GEMV,
-    "gemv_splitk": GEMV,
-    "gemv_splitk_vectorized": GEMV,
-    "linear_attn_fwd": needs(*at(NO_THREADS, "linear_attn_fwd.tl:25:10"), PIPELINED_RANGE, CLEAR_ACCUM,
-                             "a tile atomic_add into a region with single indices (E068: copy cannot tell the extent "
-                             "of this region)"),
+    "linear_attn_fwd": pipelined_range("linear_attn_fwd.tl:43:18", CLEAR_ACCUM,
+                                       "a tile atomic_add into a region with single indices (E068: copy cannot tell the "
+                                       "extent of this region)"),
     "mha_bwd_fwd": BWD,
     "mha_bwd_fwd_causal": BWD,
     "mha_bwd_preprocess": BWD,
@@ -686,8 +675,6 @@ BLOCKED = {
                                "block_sparse_attn.tl:47:16: error[E261]: block_mask[k] reads an element of the fragment "
                                "'block_mask' outside a parallel loop at an index known only at run time; a fragment element "
                                "is read as a scalar only at a constant index"),
-    "gqa_decode_split": DECODE,
-    "gqa_decode_no_split": DECODE,
     "mla_decode_split": MLA,
     "mla_decode_no_split": MLA,
     "mamba_chunk_state": needs("a fragment element written outside a parallel loop",
@@ -695,10 +682,9 @@ BLOCKED = {
                                "over the threads and can only be written inside a 'parallel' loop"),
     "mha_sink_fwd_bhsd": SINK,
     "mha_sink_fwd_bhsd_window": SINK,
-    "nsa_fwd": needs("tuple assignment", "nsa_fwd.tl:51:12: error[E002]: unexpected ','",
-                     "a loop variable reused by an inner loop (for i in pipelined(...): ... for i, j in parallel(...)) "
-                     "fails the IR verifier without a place: error: kernel 'native_sparse_attention': 'i' is declared "
-                     "twice"),
+    "nsa_fwd": needs("a loop variable reused by an inner loop (for i in pipelined(...): ... for i, j in parallel(...))",
+                     "the IR verifier fails with no place: IRVerifyError: kernel 'native_sparse_attention': 'i' is "
+                     "declared twice"),
     "chunk_local_cumsum": CUMSUM,
     "chunk_local_cumsum_reverse_fragment": CUMSUM,
 }
