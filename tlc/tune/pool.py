@@ -14,20 +14,22 @@ def default_jobs() -> int:
     return max(1, min(16, os.cpu_count() or 1))
 
 
-def compile_all(path: str, kernel: str, configs: dict, device: int, jobs: int, on_done=None) -> dict:
-    """label -> None (compiled) or (code, message) for each of `configs` (label -> constants);
-    `on_done(label)` after each."""
+def compile_all(path: str, kernel: str, configs: dict, where, jobs: int, on_done=None, work=None) -> dict:
+    """label -> None (compiled) or (code, message) for each of `configs` (label -> constants),
+    by `work(path, kernel, constants, where)` (`compile_one` for GPU `where`, by default;
+    `generate_one` for an arch); `on_done(label)` after each."""
+    work = work or compile_one
     results: dict = {}
     if jobs <= 1 or len(configs) <= 1:
         for label, constants in configs.items():
-            results[label] = compile_one(path, kernel, constants, device)
+            results[label] = work(path, kernel, constants, where)
             if on_done:
                 on_done(label)
         return results
     import multiprocessing
 
     with ProcessPoolExecutor(max_workers=min(jobs, len(configs)), mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(compile_one, path, kernel, constants, device): label for label, constants in configs.items()}
+        futures = {pool.submit(work, path, kernel, constants, where): label for label, constants in configs.items()}
         for future in as_completed(futures):
             label = futures[future]
             try:
@@ -58,3 +60,22 @@ def compile_one(path: str, kernel: str, constants: dict, device: int):
         return (d.code, d.message)
     except Exception as e:  # noqa: BLE001 - NVRTC's refusal is a tlc bug, reported with the candidate
         return ("ERROR", f"{type(e).__name__}: {' '.join(str(e).split())[:300]}")
+
+
+def generate_one(path: str, kernel: str, constants: dict, arch: str):
+    """`compile_one` without a GPU: the configuration scheduled and its CUDA C generated for
+    `arch` (what a worker does before NVRTC); None, or (the diagnostic's code, its message)."""
+    from ..api import load
+    from ..codegen import generate
+    from ..diagnostics import DiagnosticError
+
+    try:
+        mod = _modules.get(path)
+        if mod is None:
+            mod = _modules[path] = load(path, target="cpu")
+        k = mod.kernels[kernel]
+        for scheduled in k.scheduled_grids(constants, arch):
+            generate(scheduled, arch, sources=mod.program.sources)
+        return None
+    except DiagnosticError as e:
+        return (e.diagnostics[0].code, e.diagnostics[0].message)
