@@ -125,6 +125,29 @@ def test_each_grid_is_a_kernel_and_one_launcher_runs_them(module):
     assert src.count("launch_split_sum_grid1(x, partial, out, M, N, S, stream)") == 1
 
 
+def test_each_grid_may_compute_its_own_constant_of_one_name():
+    src = """@kernel
+def k(A: f32[N], B: f32[N], BM: const = 64):
+    with grid(cdiv(N, BM), threads=64) as bx:
+        WIDTH = BM
+        t = fragment(f32[WIDTH])
+        copy(A[bx * WIDTH], t)
+        copy(t, B[bx * WIDTH])
+    with grid(cdiv(N, BM), threads=64) as bx:
+        WIDTH = BM // 2
+        t = fragment(f32[WIDTH])
+        copy(B[bx * BM + WIDTH], t)
+        for i in parallel(WIDTH):
+            t[i] *= 2.0
+        copy(t, B[bx * BM + WIDTH])
+"""
+    m = tlc.compile_source(src, target="cpu")
+    a = np.arange(128, dtype=np.float32)
+    b = np.zeros_like(a)
+    m.k(a, b)
+    np.testing.assert_array_equal(b, np.where(np.arange(128) % 64 >= 32, 2 * a, a))
+
+
 def test_a_grid_sees_the_values_before_it_but_not_another_grids_names():
     src = """@kernel
 def k(A: f32[N]):

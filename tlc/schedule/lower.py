@@ -63,6 +63,8 @@ class Lowerer(PortingLowerer):
         """The kernel of the `index`th grid of the function (each grid is one launch)."""
         at = [i for i, s in enumerate(self.fn.body) if isinstance(s, n.With)][index]
         grid_stmt = self.fn.body[at]
+        if index < len(self.fn.grid_constants):  # the constants assigned in this grid
+            self.consts = {**self.consts, **self.fn.grid_constants[index]}
         params = tuple(self._param(p) for p in self.fn.params if p.role in ("tensor", "scalar")) \
             + tuple(self._param(w) for w in self.fn.workspaces)  # alloc_global: after the parameters
         for p in self.fn.params:

@@ -70,6 +70,7 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
         # and shape symbols is kept here (name -> its value) in case a constant is needed of it
         self.assigned_once = _assigned_once(fn.body) if kind == "kernel" else {}
         self.derived: dict = {}
+        self.grid_constants: list = []  # per grid, the constants assigned in it (name -> value)
         self.workspaces: list = []  # alloc_global(...): tensors in global memory the runtime allocates per call
 
     # ---- services for the mixins -------------------------------------------------------------
@@ -159,10 +160,12 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
             return s
         self.grid_seen = False
         outer, self.scope = self.scope, Scope(self.scope)
+        consts, derived = dict(self.consts), dict(self.derived)  # a grid's own constants end with it
         try:
             return super().stmt_With(s)
         finally:
-            self.scope = outer
+            self.grid_constants.append({k: v for k, v in self.consts.items() if k not in consts})
+            self.scope, self.consts, self.derived = outer, consts, derived
 
     def _workspace(self, s: n.Assign):
         """`ws = alloc_global(f32[B, H, S])` at the top of a kernel: a tensor in global memory that
@@ -303,7 +306,8 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
             shape_symbols={k: tuple(v) for k, v in shape_symbols.items()}, autotune=autotune,
             fuse=self.fn.has_decorator("fuse"), module_path=self.module.path,
             from_arrays=self._from_arrays(params), to_specialize=dict(self.to_specialize),
-            specialized=dict(self.specialized), workspaces=tuple(self.workspaces))
+            specialized=dict(self.specialized), workspaces=tuple(self.workspaces),
+            grid_constants=tuple(self.grid_constants))
 
     def _from_arrays(self, params) -> dict:
         """The constants a call binds from its arrays (name -> uses): the shape symbols that are
@@ -481,9 +485,22 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
 
 def _assigned_once(body) -> set:
     """The ids of the assignments `NAME = value` at the top of `body` or of a grid in it whose
-    name no other statement of the function assigns (nor a loop takes as its variable)."""
+    name no other statement assigns (nor a loop takes as its variable) where that name is seen:
+    outside the grids, or in that grid (each grid has its own names)."""
+    grids = [w for w in body if isinstance(w, n.With)]
+    outside = _assignments([s for s in body if not isinstance(s, n.With)])
+    inside = [_assignments(w.body) for w in grids]
+    everywhere = {name: c + sum(g.get(name, 0) for g in inside) for name, c in outside.items()}
+    once = [(s, everywhere) for s in body] + [(s, {**counts, **{k: v + counts.get(k, 0) for k, v in outside.items()}})
+                                              for w, counts in zip(grids, inside) for s in w.body]
+    return {id(s) for s, counts in once if isinstance(s, n.Assign) and isinstance(s.target, n.Name)
+            and s.annotation is None and counts.get(s.target.id) == 1}
+
+
+def _assignments(stmts) -> dict:
+    """How many statements in `stmts`, at any depth, assign each name (a loop its variable)."""
     counts: dict = {}
-    stack = list(body)
+    stack = list(stmts)
     while stack:
         s = stack.pop()
         targets = [s.target] if isinstance(s, (n.Assign, n.AugAssign)) else list(s.targets) if isinstance(s, n.For) else []
@@ -492,9 +509,7 @@ def _assigned_once(body) -> set:
                 counts[t.id] = counts.get(t.id, 0) + 1
         for f in ("body", "orelse"):
             stack.extend(getattr(s, f, None) or ())
-    tops = list(body) + [s for w in body if isinstance(w, n.With) for s in w.body]
-    return {id(s) for s in tops if isinstance(s, n.Assign) and isinstance(s.target, n.Name) and s.annotation is None
-            and counts.get(s.target.id) == 1}
+    return counts
 
 
 def _is_dimension(fn: n.FunctionDef, name: str) -> bool:

@@ -55,6 +55,8 @@ class CheckedFunction:
     # alloc_global(...) workspaces: tensors the runtime allocates for each call, passed to every
     # grid after the parameters (LANGUAGE.md section 2)
     workspaces: tuple = field(default=(), compare=False)
+    # per grid, the constants assigned at its top (`BLOCK = BM * 2`): each grid has its own
+    grid_constants: tuple = field(default=(), compare=False)
 
     def param(self, name: str) -> CheckedParam | None:
         return next((p for p in self.params if p.name == name), None)
