@@ -156,7 +156,9 @@ def k(A: f32[N]):
     with grid(1, threads=32) as by:
         clear(t)
 """
-    assert rendered(src) == "t.tl:6:15: error[E020]: unknown name 't'\n  |\n6 |         clear(t)\n  |               ^"
+    assert rendered(src) == ("t.tl:6:15: error[E020]: unknown name 't'\n  |\n6 |         clear(t)\n  |               ^\n"
+                             "  = hint: 't' is a name of a grid above; grids share only global memory: pass it "
+                             "through a tensor parameter or an alloc_global workspace")
 
 
 def test_a_kernel_of_two_grids_is_not_one_kernel(module):

@@ -71,6 +71,7 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
         self.assigned_once = _assigned_once(fn.body) if kind == "kernel" else {}
         self.derived: dict = {}
         self.grid_constants: list = []  # per grid, the constants assigned in it (name -> value)
+        self.earlier_grids: set = set()  # the names of the grids above (for E020's hint)
         self.workspaces: list = []  # alloc_global(...): tensors in global memory the runtime allocates per call
 
     # ---- services for the mixins -------------------------------------------------------------
@@ -165,7 +166,16 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
             return super().stmt_With(s)
         finally:
             self.grid_constants.append({k: v for k, v in self.consts.items() if k not in consts})
+            self.earlier_grids |= set(self.scope.symbols)
             self.scope, self.consts, self.derived = outer, consts, derived
+
+    def check_Name(self, e: n.Name) -> n.Name:
+        if e.id in self.earlier_grids and self.scope.lookup(e.id) is None and e.id not in self.module.constants:
+            self.error("E020", f"unknown name '{e.id}'", e.span,
+                       f"'{e.id}' is a name of a grid above; grids share only global memory: pass it through a "
+                       "tensor parameter or an alloc_global workspace")
+            return e
+        return super().check_Name(e)
 
     def _workspace(self, s: n.Assign):
         """`ws = alloc_global(f32[B, H, S])` at the top of a kernel: a tensor in global memory that
