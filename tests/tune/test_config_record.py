@@ -4,17 +4,13 @@ folder is a clear error and nothing is overwritten."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from tlc import cli, config_table
-
-HERE = Path(__file__).resolve().parent
 
 EXISTING = {"format": 1, "about": "kept",
             "kernels": {"scale.tl": {"scale": [{"arch": "sm_90a", "constants": {"BLOCK": 32}, "note": "by hand"}],
@@ -70,15 +66,6 @@ def test_two_writers_at_once_both_land(tmp_path):
     rules = json.loads(config.read_text())["kernels"]["m.tl"]["k"]
     assert sorted(r["constants"]["B"] for r in rules) == [*range(1, 26), *range(101, 126)]
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".tlc-")]  # no temporary file left
-
-
-@pytest.fixture
-def scale(tmp_path, monkeypatch):
-    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
-    folder = tmp_path / "prog"
-    folder.mkdir()
-    shutil.copy(HERE / "scale.tl", folder / "scale.tl")
-    return folder / "scale.tl"
 
 
 def tune(path, *args):

@@ -4,8 +4,6 @@ kernel called with autotune=True tunes its bucket once and records it."""
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,17 +12,6 @@ import tlc
 import tlc.tune
 from tlc import config_table
 from tlc.tune.measure import fake_timer
-
-HERE = Path(__file__).resolve().parent
-
-
-@pytest.fixture
-def scale(tmp_path, monkeypatch):
-    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
-    folder = tmp_path / "prog"
-    folder.mkdir()
-    shutil.copy(HERE / "scale.tl", folder / "scale.tl")
-    return folder / "scale.tl"
 
 
 def test_a_wrong_candidate_is_never_timed_nor_chosen(scale):
