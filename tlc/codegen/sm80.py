@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .. import ir, print_format, targets
+from .. import device_assert, ir, print_format, targets
 from ..ir.per_thread import per_thread_statements
 from ..ir.walk import loads, statement_exprs, statements
 from ..ir.nodes import DimExpr
@@ -36,7 +36,7 @@ class FragmentInfo:
 
 class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
     arch = "sm_80"
-    primitive_files = ("types.cuh", "copy.cuh", "layout.cuh", "mma.cuh", "reduce.cuh", "host_grid.cuh")
+    primitive_files = ("types.cuh", "copy.cuh", "layout.cuh", "mma.cuh", "reduce.cuh", "host_grid.cuh", "assert.cuh")
 
     def after_async_copies(self) -> None:
         """A hook after a pipelined loop's copies have landed (sm_90a fences them)."""
@@ -61,6 +61,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
         self.red_stride = 0  # bytes of each of the two scratch arrays of reductions (reductions.py)
         self.layout_types: dict = {}  # layout object -> C alias
         self.preamble: list[str] = []
+        self.assert_sites: tuple = ()  # device_assert.sites of the kernel, once it has one
         self.last_line = None
         self.exchanged: dict[str, str] = {}  # fragment -> its shared scratch, inside a parallel loop
         self.hoisted: dict = {}  # inside a parallel loop: a load read before it -> the C that holds it
@@ -244,6 +245,24 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
         fmt = print_format.c_format(s.fmt, tuple(a.dtype for a in s.args))
         fmt = c_string(print_format.as_line(fmt))
         self.emit(f'{self.once_per_block()}printf({fmt}{"".join(", " + a for a in args)});')
+
+    def stmt_Assert(self, s: ir.Assert) -> None:
+        """The failure record of tl/assert.cuh, its site an index of device_assert.sites."""
+        if not self.assert_sites:
+            self.assert_sites = device_assert.sites(self.k.body)
+            self.preamble += ["#ifndef TL_ASSERT_RECORD", "#define TL_ASSERT_RECORD",
+                              f"__device__ unsigned long long {device_assert.RECORD_SYMBOL}[{device_assert.RECORD_WORDS}];",
+                              "#endif"]
+        args = []
+        for a in s.args:
+            value = self.expr(a)
+            wide = "double" if a.dtype.is_float else "unsigned long long" if a.dtype.kind in ("uint", "bool") else "long long"
+            if a.dtype.is_float:
+                value = cvt(value, a.dtype, compute_type(a.dtype))
+            args.append(f"static_cast<{wide}>({value})")
+        site = self.assert_sites.index(device_assert.site_of(s))
+        self.emit(f"{self.once_per_block()}if (!({self.expr(s.cond)})) "
+                  f"tl::assert_fail({device_assert.RECORD_SYMBOL}, {site}u{''.join(', ' + a for a in args)});")
 
     # ---- element access ----------------------------------------------------------------------
     def tensor_dims(self, name: str) -> list:

@@ -22,10 +22,10 @@ import sys
 
 import numpy as np
 
-from .. import print_format
+from .. import device_assert, print_format
 from ..dtypes import DType
 from ..ir.nodes import (Assign, Atomic, BinOp, Break, BufferRef, Call, Cast, Const, Continue, Copy,
-                        Fill, For, Gemm, If, Kernel, LetScalar, Load, Parallel, Print, Reduce,
+                        Fill, For, Gemm, If, Kernel, LetScalar, Load, Parallel, Print, Reduce, Assert,
                         Select, Store, Sync, UnaryOp, Var)
 from ..runtime.grid import GridError, evaluate_int, launches_blocks
 from . import numerics as nx
@@ -89,6 +89,10 @@ def _uniform(v) -> bool:
 _PRINTF = re.compile(r"%([-+ #0]*\d*(?:\.\d+)?)(?:hh|h|ll|l|L|z|j|t)?([diouxXeEfFgGcs%])")
 
 
+def _numbers(values) -> list:
+    return [float(v) if nx.dtype_of(v).is_float else int(v) for v in values]
+
+
 def _printf(fmt: str, values) -> str:
     py_fmt = _PRINTF.sub(lambda m: f"%{m.group(1)}{'d' if m.group(2) == 'u' else m.group(2)}", fmt)
     args = tuple(float(v) if nx.dtype_of(v).is_float else int(v) for v in values)
@@ -119,7 +123,7 @@ class Machine:
                         Select: self.e_select, Load: self.e_load}
         self.exec_of = {Copy: self.s_copy, Gemm: self.s_gemm, Fill: self.s_fill,
                         Reduce: self.s_reduce, Atomic: self.s_atomic, Sync: self.s_sync,
-                        Print: self.s_print, LetScalar: self.s_let, Assign: self.s_assign,
+                        Print: self.s_print, Assert: self.s_assert, LetScalar: self.s_let, Assign: self.s_assign,
                         Store: self.s_store, For: self.s_for, Parallel: self.s_parallel,
                         If: self.s_if, Break: self.s_break, Continue: self.s_continue}
 
@@ -329,6 +333,23 @@ class Machine:
         full = [np.broadcast_to(v, shape) for v in values]
         for lane in zip(*np.nonzero(active)):
             sys.stdout.write(_printf(s.fmt, [v[lane] for v in full]))
+
+    def s_assert(self, s: Assert, mask) -> None:
+        """Raises DeviceAssertError at the first lane (in C order) where the condition is false."""
+        failed = _and_not(mask, self.eval(s.cond))
+        if not _any(failed):
+            return
+        values = [self.eval(a) for a in s.args]
+        block = tuple(int(self.env.get(v, 0)) for v in self.k.block_vars) + (0, 0, 0)
+        where = f"block ({block[0]}, {block[1]}, {block[2]})"
+        if _uniform(failed) and all(_uniform(v) for v in values):
+            raise device_assert.failure(device_assert.site_of(s), _numbers(values), where + ", thread 0")
+        lanes = self.lanes if self.lanes is not None else (np.arange(self.k.threads),)
+        shape = np.broadcast_shapes(np.shape(failed), *(np.shape(g) for g in lanes), *(np.shape(v) for v in values))
+        lane = tuple(int(i[0]) for i in np.nonzero(np.broadcast_to(failed, shape)))
+        got = _numbers(np.broadcast_to(v, shape)[lane] for v in values)
+        at = f"index ({', '.join(map(str, lane))})" if self.lanes is not None else f"thread {lane[0]}"
+        raise device_assert.failure(device_assert.site_of(s), got, f"{where}, {at}")
 
     def s_if(self, s: If, mask) -> None:
         c = self.eval(s.cond)

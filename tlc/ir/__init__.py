@@ -2,7 +2,7 @@
 
 The scheduler builds a `Kernel`; the interpreter (`tlc.interp`) and the code generator read it.
 """
-from .nodes import (ARITH_OPS, ATOMIC_KINDS, BINARY_OPS, BIT_OPS, BUFFER_SCOPES, COMPARE_OPS,
+from .nodes import (ARITH_OPS, Assert, ATOMIC_KINDS, BINARY_OPS, BIT_OPS, BUFFER_SCOPES, COMPARE_OPS,
                     LOGIC_OPS, LOOP_KINDS, MATH_FUNCS, REDUCE_KINDS, UNARY_OPS, Assign, Atomic,
                     BinOp, Break, Buffer, BufferRef, Call, Cast, Const, Continue, Copy, Dim, Expr,
                     Fill, For, Gemm, If, Kernel, LetScalar, Load, Node, Param, Parallel, Print,
@@ -12,7 +12,7 @@ from .verify import IRVerifyError, verify
 from .warpspec import StagedStore, StageLoad, TensorMapSpec, TileOrder, WarpSpecialization
 
 __all__ = ["ARITH_OPS", "ATOMIC_KINDS", "BINARY_OPS", "BIT_OPS", "BUFFER_SCOPES", "COMPARE_OPS",
-           "LOGIC_OPS", "LOOP_KINDS", "MATH_FUNCS", "REDUCE_KINDS", "UNARY_OPS", "Assign",
+           "LOGIC_OPS", "LOOP_KINDS", "MATH_FUNCS", "REDUCE_KINDS", "UNARY_OPS", "Assert", "Assign",
            "Atomic", "BinOp", "Break", "Buffer", "BufferRef", "Call", "Cast", "Const", "Continue",
            "Copy", "Dim", "Expr", "Fill", "For", "Gemm", "If", "Kernel", "LetScalar", "Load",
            "Node", "Param", "Parallel", "Print", "Reduce", "Region", "Select", "Stmt", "Store",

@@ -243,6 +243,14 @@ class Print(Stmt):
 
 
 @dataclass(frozen=True)
+class Assert(Print):
+    """device_assert: where `cond` is false, a failure is recorded with `fmt` formatted over
+    `args` (tlc/device_assert.py); a Print in all else (per block, or per index in a `Parallel`)."""
+
+    cond: Expr | None = None
+
+
+@dataclass(frozen=True)
 class LetScalar(Stmt):
     """Declares a per-thread scalar, visible to the end of the enclosing statement list."""
 

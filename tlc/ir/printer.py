@@ -101,6 +101,9 @@ def _simple(s: Stmt) -> str:
         return f"atomic_{s.kind} {s.name}[{idx}], {expr(s.value)}"
     if isinstance(s, Sync):
         return "sync"
+    if isinstance(s, Print) and getattr(s, "cond", None) is not None:  # an ir.Assert
+        args = "".join(f", {expr(a)}" for a in s.args)
+        return f"device_assert{'[per thread]' if s.per_thread else ''} {expr(s.cond)}, {s.fmt!r}{args}"
     if isinstance(s, Print):
         args = "".join(f", {expr(a)}" for a in s.args)
         return f"print{'[per thread]' if s.per_thread else ''} {s.fmt!r}{args}"

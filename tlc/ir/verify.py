@@ -360,6 +360,12 @@ class _Verifier:
         if not s.per_thread and self.parallel is not None:
             self.fail("print inside parallel must be per_thread", s)
 
+    def s_Assert(self, s) -> None:
+        self.s_Print(s)
+        self.expr(s.cond)
+        if s.cond.dtype != BOOL:
+            self.fail(f"device_assert's condition is {s.cond.dtype}, not bool", s)
+
     def s_LetScalar(self, s: LetScalar) -> None:
         self.expr(s.value)
         if s.value.dtype != s.dtype:

@@ -8,6 +8,7 @@ writes).  Argument checks are `args.py`'s, grid arithmetic and limits `grid.py`'
 """
 from __future__ import annotations
 
+from .. import device_assert
 from ..diagnostics import TlcError
 from ..ir.nodes import Kernel
 from . import fastpath
@@ -50,6 +51,11 @@ class CompiledKernel:
         self.call = fastpath.build(self, fallback=self.launch)
         # `call_positional(values)`: the same for a tuple of the arguments in parameter order
         self.call_positional = fastpath.build(self, fallback=self.launch, positional=True)
+        # a kernel with device_asserts: its failure record read after every launch
+        self.assert_sites = device_assert.sites(kernel.body)
+        self._records: dict[int, int] = {}  # device id -> address of the module's record
+        if self.assert_sites:
+            self.call, self.call_positional = self._checking(self.call), self._checking(self.call_positional)
 
     def _persistent_blocks(self) -> int:
         """The most blocks of a persistent kernel that run at once on the current GPU: one per
@@ -80,6 +86,8 @@ class CompiledKernel:
             module = function.Module()
             module.load(self.binary)
             fn = module.get_function(self.name)  # keeps `module` alive
+            if self.assert_sites:
+                self._records[device] = driver.moduleGetGlobal(module.ptr, device_assert.RECORD_SYMBOL)
             attrs = cupy.cuda.Device(device).attributes
             if self.smem > DEFAULT_SMEM_LIMIT:
                 limit = attrs["MaxSharedMemoryPerBlockOptin"]
@@ -94,6 +102,29 @@ class CompiledKernel:
                 raise LaunchError(f"kernel '{self.name}' launches {self.block[0]} threads per block "
                                   f"but, at {regs} registers per thread, at most {fits} fit on this GPU")
         return fn
+
+    def _checking(self, launch):
+        def checked(args) -> None:
+            launch(args)
+            self.check_asserts()
+        return checked
+
+    def check_asserts(self) -> None:
+        """Raise `DeviceAssertError` for a device_assert that failed in a launch since the last
+        check, and clear the record.  It waits for the GPU: only kernels with asserts pay it."""
+        import numpy as np
+        from cupy.cuda import runtime
+
+        address = self._records.get(runtime.getDevice())
+        if address is None:
+            return
+        runtime.deviceSynchronize()
+        words = np.zeros(device_assert.RECORD_WORDS, np.uint64)
+        runtime.memcpy(words.ctypes.data, address, words.nbytes, runtime.memcpyDeviceToHost)
+        error = device_assert.decode(self.assert_sites, words)
+        if error is not None:
+            runtime.memset(address, 0, words.nbytes)
+            raise error
 
     def __call__(self, args: dict) -> None:
         """Check `args` and launch over the whole grid; NumPy outputs are written back before

@@ -283,6 +283,10 @@ class Lowerer(PortingLowerer):
     def tile_print(self, call, span):
         return ir.Print(call.args[0].value, tuple(self.expr(a) for a in call.args[1:]), self.in_parallel, span=span)
 
+    def tile_device(self, call, span):  # device_assert
+        return ir.Assert(call.args[1].value, tuple(self.expr(a) for a in call.args[2:]), self.in_parallel, span=span,
+                         cond=self.condition(call.args[0]))
+
     # ---- expressions -------------------------------------------------------------------------------
     def name(self, name: str) -> str:
         for renames in reversed(self.renames):

@@ -2,7 +2,7 @@
 allocations: memory scopes, operand shapes, and where each may appear."""
 from __future__ import annotations
 
-from .. import print_format
+from .. import device_assert, print_format
 from ..parser import nodes as n
 from ..parser.nodes import replace  # dataclasses.replace, faster
 from . import linear, literals, rules
@@ -71,7 +71,7 @@ class TileChecker:
             where = "a kernel's grid block"
             self.error("E060", f"{name}(...) is only allowed inside {where}", call.span)
             return s
-        if self.in_parallel and name not in ("print", "atomic_add", "atomic_max", "atomic_min"):
+        if self.in_parallel and name not in ("print", "device_assert", "atomic_add", "atomic_max", "atomic_min"):
             self.error("E060", f"{name}(...) works on whole tiles and cannot be inside a 'parallel' loop", call.span,
                        "inside a parallel loop, read and write single elements")
             return s
@@ -151,7 +151,7 @@ class TileChecker:
             extent = n.BinOp("-", up, lo)
         v = self.dim_value(extent)
         if v is None:  # by * BM:(by + 1) * BM, as TileLang writes it: the extent is BM whatever by is
-            v = linear.difference(up, lo, self.consts)
+            v = linear.difference(self.expanded(up), self.expanded(lo), self.consts)  # kv_start:kv_end
             if v is None and self._specializes(linear.to_expr(linear.simplify(n.BinOp("-", up, lo), self.consts)),
                                                "the extent of a region", sl.span):
                 return out, extent  # `0:N`, `:` over N: N is compiled in, and the extent known then
@@ -397,11 +397,36 @@ class TileChecker:
             return None
         for k in call.keywords:
             self.error("E034", f"print() has no argument '{k.name}'", k.span)
-        args = tuple(self.scalar(a, "a value to print") for a in call.args[1:])
+        args = self._format_values(call, call.args[0], call.args[1:], "print")
+        return None if args is None else replace(call, args=(replace(call.args[0], ty=StrType()),) + args)
+
+    def _device_assert(self, call, name):
+        """device_assert(cond, "message %d", values...): the message is checked as print()'s format."""
+        if len(call.args) < 2 or not (isinstance(call.args[1], n.Constant) and isinstance(call.args[1].value, str)):
+            self.error("E380", "device_assert() takes a condition and then a message: "
+                       "device_assert(i < n, \"i = %d is out of range\", i)", call.span)
+            return None
+        for k in call.keywords:
+            self.error("E034", f"device_assert() has no argument '{k.name}'", k.span)
+        cond = self.scalar(call.args[0], "a condition")
+        if isinstance(cond.ty, ScalarType) and not cond.ty.dtype.is_bool:
+            self.error("E381", f"device_assert()'s condition must be a bool, found {cond.ty.dtype}", cond.span,
+                       "compare it: device_assert(x != 0, ...)")
+        if len(call.args) - 2 > device_assert.MAX_VALUES:
+            self.error("E382", f"device_assert() reports at most {device_assert.MAX_VALUES} values, "
+                       f"{len(call.args) - 2} are given", call.args[2 + device_assert.MAX_VALUES].span)
+            return None
+        args = self._format_values(call, call.args[1], call.args[2:], "device_assert")
+        return None if args is None else replace(call, args=(cond, replace(call.args[1], ty=StrType())) + args)
+
+    def _format_values(self, call, fmt, values, what: str):
+        """The values of print() or device_assert() checked against the format string `fmt`
+        (tlc.print_format), or None after reporting why they do not fit."""
+        args = tuple(self.scalar(a, f"a value to {'print' if what == 'print' else 'report'}") for a in values)
         try:
-            convs = print_format.conversions(call.args[0].value)
+            convs = print_format.conversions(fmt.value)
         except print_format.FormatError as e:
-            self.error(e.code, e.message, call.args[0].span, e.hint)
+            self.error(e.code, e.message.replace("print()", what + "()"), fmt.span, e.hint)
             return None
         if len(convs) != len(args):
             self.error("E053", f"the format has {len(convs)} placeholder{'s' * (len(convs) != 1)} but {len(args)} value"
@@ -412,7 +437,7 @@ class TileChecker:
             if why:  # the device's printf would read the wrong number of bytes
                 self.error("E175", why, a.span, f"write {'%f' if a.ty.dtype.is_float else '%d'} for {a.ty.dtype} values, "
                            f"or convert the value: {'i32' if a.ty.dtype.is_float else 'f32'}(...)")
-        return replace(call, args=(replace(call.args[0], ty=StrType()),) + args)
+        return args
 
 
 def _single_indices(operand) -> list[int]:
