@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.nodes import Fill
 from ..ir.warpspec import WarpSpecialization
 from .args import InterpError
 
@@ -89,9 +90,8 @@ class _Block:
         self.loop, self.before, self.after = k.body[ws.loop], k.body[:ws.loop], k.body[ws.loop + 1:]
         self.shapes = {b.name: b for b in k.buffers}
         # a staged buffer: the bytes the shared-memory plan gave it, as elements
-        self.ring = {x.buffer: m.alloc(self.shapes[x.buffer].dtype,
-                                       (self.shapes[x.buffer].layout.bytes // self.shapes[x.buffer].dtype.itemsize,))
-                     for x in ws.loads}
+        staged = [self.shapes[x.buffer] for x in ws.loads]
+        self.ring = {b.name: m.alloc(b.dtype, (b.layout.bytes // b.dtype.itemsize,)) for b in staged}
         self.produced = self.released = 0
 
     def stage(self, name: str, it: int, elems: int) -> np.ndarray:
@@ -147,7 +147,7 @@ class _Block:
         """The producer's role, a generator: each step fills one iteration's stage."""
         m, ws, loop = self.m, self.ws, self.loop
         regs = {b.name: m.alloc(b.dtype, b.shape) for b in m.k.buffers}
-        scalars = [s for s in self.before if type(s).__name__ != "Fill"]  # the consumers clear their own
+        scalars = [s for s in self.before if not isinstance(s, Fill)]  # the consumers clear their own
         it = 0
         for tile, _, peers, share in self.walk:
             envs = []
