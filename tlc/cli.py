@@ -21,6 +21,7 @@ from .inputs import InputError
 EXIT_DIAGNOSTICS = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130  # as a shell reports SIGINT
 
 
 @contextmanager
@@ -194,14 +195,18 @@ def tune(file, kernel, shapes, space, defines, target, arch, jobs, resume, min_m
     from .inputs import parse_assignments
     from .tune import Progress, summary, to_json, tune as run_tune
 
-    with _reported_errors():
-        if target == "cuda":
-            _require_gpu("--target cuda", target)
-        buckets = [parse_assignments([s], "--shape") for s in shapes]
-        reports = run_tune(file, kernel, buckets, space=space, target=target, arch=arch,
-                           timer=None if timer == "auto" else timer, jobs=jobs, resume=resume,
-                           defines=parse_assignments(defines, "-D"), seed=seed, min_ms=min_ms, write=not no_write,
-                           user_config=user_config, progress=Progress())
+    try:
+        with _reported_errors():
+            if target == "cuda":
+                _require_gpu("--target cuda", target)
+            buckets = [parse_assignments([s], "--shape") for s in shapes]
+            reports = run_tune(file, kernel, buckets, space=space, target=target, arch=arch,
+                               timer=None if timer == "auto" else timer, jobs=jobs, resume=resume,
+                               defines=parse_assignments(defines, "-D"), seed=seed, min_ms=min_ms,
+                               write=not no_write, user_config=user_config, progress=Progress())
+    except KeyboardInterrupt:
+        _fail(EXIT_INTERRUPTED, "\ninterrupted: what was measured is kept; the same command with --resume "
+                                "continues from there")
     if as_json:
         click.echo(to_json(reports))
     else:

@@ -62,3 +62,16 @@ def test_a_wrong_candidate_is_rejected_on_the_gpu(tmp_path):
     assert bucket["winner"]["constants"]["SCALE"] == 1
     rules = json.loads((folder / "config.json").read_text())["kernels"]["scale.tl"]["scale"]
     assert rules[0]["constants"]["SCALE"] == 1 and rules[0]["when"] == {"N": [65537, 131072]}
+
+
+def test_an_arch_other_than_the_gpus_is_refused():
+    from tlc.runtime import target_arch
+
+    here = target_arch()
+    other = "sm_80" if here != "sm_80" else "sm_90a"
+    r = CliRunner().invoke(main, ["tune", str(ROOT / "tests/tune/scale.tl"), "-k", "scale", "--target", "cuda",
+                                  "--shape", "N=100", "--arch", other, "--no-write"])
+    assert r.exit_code == 1
+    assert r.stderr == (f"error[E343]: --arch {other}: the GPU here runs {here} kernels, and tlc tune measures on it\n"
+                        f"  = hint: drop --arch, or tune on the interpreter with --target cpu --arch {other} (which "
+                        "checks and prunes for that target but times the interpreter)\n")

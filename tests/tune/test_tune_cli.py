@@ -111,3 +111,34 @@ def test_no_such_kernel(scale):
 def test_arch_is_the_gpus_own_on_the_gpu_and_known_on_the_cpu(scale):
     result = tune(scale, "--shape", "N=64", "--arch", "sm_12345")
     assert result.exit_code == 1 and "E071" in result.stderr
+
+
+def test_an_interruption_says_how_to_resume(scale, monkeypatch):
+    import tlc.tune.tuner
+
+    def interrupt(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tlc.tune.tuner, "_measure", interrupt)
+    result = tune(scale, "--shape", "N=64")
+    assert result.exit_code == 130
+    assert result.stderr.endswith("\ninterrupted: what was measured is kept; the same command with --resume "
+                                  "continues from there\n")
+
+
+def test_no_configuration_runs(scale, monkeypatch):
+    import tlc.tune.measure
+
+    def cannot_run(self, constants):
+        raise RuntimeError("no")
+
+    monkeypatch.setattr(tlc.tune.measure.Executor, "outputs_of", cannot_run)
+    result = tune(scale, "--shape", "N=64")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"{scale}:8:5: error[E342]: no configuration of 'scale' runs, so there is no reference output to check "
+        "candidates against\n"
+        "  |\n"
+        "8 | def scale(x: f32[N], y: f32[N], BLOCK: const = 64, ROWS: const = 1, SCALE: const = 1):\n"
+        "  |     ^^^^^\n"
+        "  = hint: run the kernel once with tlc run to see why\n")

@@ -149,10 +149,12 @@ def tune_bucket(k, space: dict, shapes: dict, settings: Settings) -> BucketRepor
 
         configs = {" defaults": bound(full({})), " shipped": bound(shipped),
                    **{c.label: bound(full(c.as_dict())) for c in alive}}
-        results = pool.compile_all(fn.module_path or program.path, k.name, configs, current_device(), settings.jobs,
-                                   on_done=(lambda label: progress.advance(None)) if progress else None)
-        if progress:
-            progress.close()
+        try:
+            results = pool.compile_all(fn.module_path or program.path, k.name, configs, current_device(),
+                                       settings.jobs, on_done=(lambda label: progress.advance(None)) if progress else None)
+        finally:
+            if progress:
+                progress.close()
         for c in alive:
             failed = results.get(c.label)
             if failed is not None:
@@ -173,13 +175,15 @@ def tune_bucket(k, space: dict, shapes: dict, settings: Settings) -> BucketRepor
     if progress:
         progress.start(len(alive), "measuring")
         progress.best = _best(outcomes)
-    for c in alive:
-        outcomes[c.label] = _measure(executor, c, full(c.as_dict()), reference, timer)
-        journal.add(outcomes[c.label].to_json())
+    try:
+        for c in alive:
+            outcomes[c.label] = _measure(executor, c, full(c.as_dict()), reference, timer)
+            journal.add(outcomes[c.label].to_json())
+            if progress:
+                progress.advance(_best(outcomes))
+    finally:  # an interruption too: the bar ends before the message
         if progress:
-            progress.advance(_best(outcomes))
-    if progress:
-        progress.close()
+            progress.close()
     report.outcomes = [outcomes[c.label] for c in todo]
 
     # 5. the fastest few and the shipped configuration, again, together
@@ -231,7 +235,7 @@ def _reference(executor, full, todo) -> dict:
             return copy.deepcopy(executor.outputs_of(full(constants)))
         except Exception:  # noqa: BLE001 - the next configuration then
             continue
-    raise DiagnosticError([_no_reference(executor.kernel)])
+    raise DiagnosticError([_no_reference(executor.kernel)], executor.kernel.module.program.sources)
 
 
 def _no_reference(k):
