@@ -119,3 +119,21 @@ def test_the_interpreter_runs_a_candidate_as_scheduled_for_the_arch_tuned_for(sc
         ("BLOCK=32 ROWS=1", "ok", ""), ("BLOCK=32 ROWS=1536", "ok", "")]
     assert [(o.label, o.status, o.code) for o in reports["sm_80"].outcomes] == [
         ("BLOCK=32 ROWS=1", "ok", ""), ("BLOCK=32 ROWS=1536", "pruned", "E070")]
+
+
+def test_a_wrong_shipped_configuration_is_never_timed_nor_chosen(scale):
+    """config.json's rule for the bucket sets SCALE=2 (what a call uses today computes something
+    else): it is not in the final round, and the winner is a right configuration."""
+    (scale.parent / "config.json").write_text(json.dumps(
+        {"format": 1, "kernels": {"scale.tl": {"scale": [{"arch": "sm_80", "constants": {"SCALE": 2}}]}}}))
+    timed = []
+
+    def timer(runs):
+        timed.extend(runs)
+        return {label: 0.001 if "SCALE=2" in label else 1.0 for label in runs}
+
+    for space in (["BLOCK=32,64"], ["SCALE=1,2"]):  # the shipped configuration outside the space, then in it
+        timed.clear()
+        report, = tlc.tune.tune(str(scale), "scale", [{"N": 100}], space=space, target="cpu", timer=timer, write=False)
+        assert not [label for label in timed if "SCALE=2" in label], space
+        assert report.winner.constants["SCALE"] == 1 and report.shipped_ms is None

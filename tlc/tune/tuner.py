@@ -190,7 +190,8 @@ def tune_bucket(k, space: dict, shapes: dict, settings: Settings) -> BucketRepor
     right = sorted((o for o in report.outcomes if o.status == "ok"), key=lambda o: o.ms)
     if right:
         final = {o.label: executor.runner(full(o.constants)) for o in right[:FINAL_ROUND]}
-        if report.shipped_label not in final:
+        if report.shipped_label not in final and _shipped_right(executor, report.shipped_label, outcomes, shipped,
+                                                                reference):
             final[report.shipped_label] = executor.runner(shipped)
         report.final = timer(final)
         best = min(report.final, key=lambda label: report.final[label])
@@ -198,6 +199,17 @@ def tune_bucket(k, space: dict, shapes: dict, settings: Settings) -> BucketRepor
         report.winner = Outcome(best, {n: v for n, v in chosen.items() if n in defaults}, "ok", report.final[best])
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _shipped_right(executor, label: str, outcomes: dict, shipped: dict, reference: dict) -> bool:
+    """Whether the shipped configuration computes the right output: as measured when it is in
+    the space; checked here when it is not (a wrong one is never timed, nor chosen)."""
+    if label in outcomes:
+        return outcomes[label].status == "ok"
+    try:
+        return measure.check(executor.outputs_of(shipped), reference).ok
+    except Exception:  # noqa: BLE001 - one that cannot run is not compared
+        return False
 
 
 def _outcome(entry: dict, c: Candidate) -> Outcome:
