@@ -94,7 +94,8 @@ def writable_folder(path: Path) -> bool:
 def record(config: Path, module: str, kernel: str, rule: dict) -> None:
     """Put `rule` first among the rules of `kernel` of `module` (a file name) in the config.json
     at `config`, in place of a rule for the same arch and "when"; every other rule kept.  The
-    read, merge and write happen under an exclusive lock (`config.json.lock`, fcntl.flock), so
+    read, merge and write happen under an exclusive lock (fcntl.flock of `.config.json.lock`
+    beside it, a file kept there: removing it would let a third writer lock another one), so
     two tuners writing at once both land, and the file is replaced atomically.  A file that is
     not a valid config.json is a `ConfigError` and is left as it is."""
     from .files import FileError, write_all
@@ -108,7 +109,7 @@ def record(config: Path, module: str, kernel: str, rule: dict) -> None:
     if not writable_folder(config):
         raise ConfigError(f"cannot write {config}: the folder {config.parent} is read-only")
     try:
-        lock = open(str(config) + ".lock", "a")
+        lock = open(config.parent / f".{config.name}.lock", "a")
     except OSError as e:
         raise ConfigError(f"cannot write {config}: {e.strerror}") from None
     with lock:
