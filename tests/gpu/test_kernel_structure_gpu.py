@@ -56,3 +56,10 @@ def test_a_workspace_between_two_grids(module, m, n):
     out = cupy.zeros(m, cupy.float32)
     module.split_sum_ws(cupy.asarray(x), out)
     np.testing.assert_allclose(out.get(), x.sum(axis=1), rtol=1e-4, atol=1e-4)
+
+
+def test_a_region_between_named_bounds(module):
+    x = np.random.default_rng(5).standard_normal((33, 1000)).astype(np.float32)
+    y = np.zeros_like(x)
+    module.copy_by_chunks(x, y)
+    np.testing.assert_array_equal(x, y)

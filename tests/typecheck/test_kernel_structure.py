@@ -66,7 +66,8 @@ def test_both_kernels_build(module, arch, tmp_path):
     from tlc.runtime import nvcc_compile
 
     kernels = [module.scale_rows.scheduled({"K": 96}, arch), module.row_sums.scheduled({}, arch),
-               *module.split_sum.scheduled_grids({}, arch), *module.split_sum_ws.scheduled_grids({}, arch)]
+               *module.split_sum.scheduled_grids({}, arch), *module.split_sum_ws.scheduled_grids({}, arch),
+               module.copy_by_chunks.scheduled({}, arch)]
     source = generate_file(kernels, arch, sources=module.program.sources)
     nvcc_compile(source, arch, "cubin", name="derived")
 
@@ -92,6 +93,28 @@ def k(Q: f16[B, H, D], K: f16[B, G, D], O: f16[B, H, D], block_H: const = 64):
     o = np.zeros_like(q)
     m.k(q, np.zeros((2, 2, 16), np.float16), o)
     np.testing.assert_allclose(o.astype(np.float32), (q.astype(np.float32) * (0.25 * 1.44269504)), rtol=2e-3)
+
+
+def test_a_region_between_named_bounds(module):
+    x = np.random.default_rng(4).standard_normal((3, 70)).astype(np.float32)
+    y = np.zeros_like(x)
+    module.copy_by_chunks(x, y)
+    np.testing.assert_array_equal(x, y)
+    assert "copy x[bx, start]<1, 32> -> t" in module.copy_by_chunks.ir()
+
+
+def test_a_bound_assigned_twice_does_not_give_a_constant_extent():
+    src = """@kernel
+def k(x: f32[M, N], BN: const = 32):
+    with grid(M, threads=32) as bx:
+        t = shared(f32[1, BN])
+        start = 0
+        end = BN
+        start = 1
+        copy(x[bx:bx + 1, start:end], t)
+"""
+    assert rendered(src).startswith(
+        "t.tl:8:27: error[E031]: the extent of a region must be a compile-time constant; this one is -start + 32\n")  # end is the constant BN
 
 
 # ---- several grids ---------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from ..parser import nodes as n
 from ..parser.nodes import replace  # dataclasses.replace, faster
 from . import consteval, dims, rules
 from .builtins import DECORATORS
-from .env import CONST, DTYPE, LOCAL, SCALAR, SHAPE, TENSOR, ModuleEnv, Scope, Symbol, did_you_mean
+from .env import BLOCK, CONST, DTYPE, LOCAL, LOOP, SCALAR, SHAPE, TENSOR, ModuleEnv, Scope, Symbol, did_you_mean
 from .exprs import ExprChecker
 from .program import CheckedFunction, CheckedParam, SymbolUse
 from .stmts import StmtChecker
@@ -72,6 +72,11 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
         self.derived: dict = {}
         self.grid_constants: list = []  # per grid, the constants assigned in it (name -> value)
         self.earlier_grids: set = set()  # the names of the grids above (for E020's hint)
+        # a kernel's variables assigned once, from values that cannot change while they live
+        # (constants, sizes, scalar parameters, block indices, loop variables): name -> value, so
+        # that a region kv_start:kv_end with kv_end = kv_start + BN has the constant extent BN
+        self.assignment_counts = _assignments(fn.body) if kind == "kernel" else {}
+        self.named_values: dict = {}
         self.workspaces: list = []  # alloc_global(...): tensors in global memory the runtime allocates per call
 
     # ---- services for the mixins -------------------------------------------------------------
@@ -132,6 +137,9 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
     def stmt_Assign(self, s: n.Assign):
         """`BLOCK = BM * 2` or `n_iters = cdiv(K, BK)`, assigned once at the top of a kernel or
         its grid: an integer built from constants is a constant itself, and the statement goes."""
+        if isinstance(s.target, n.Name) and s.annotation is None and self.assignment_counts.get(s.target.id) == 1 \
+                and all(self._unchanging(x.id) for x in _names(s.value)):
+            self.named_values[s.target.id] = s.value
         if isinstance(s.value, n.Call) and isinstance(s.value.func, n.Name) and s.value.func.id == "alloc_global" \
                 and self.scope.lookup("alloc_global") is None and self.kind == "kernel":
             return self._workspace(s)
@@ -212,6 +220,25 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
         self.scope.define(Symbol(s.target.id, TENSOR, ty, s.target.span))
         self.workspaces.append(CheckedParam(s.target.id, "tensor", ty, span=s.span))
         return n.Pass(span=s.span)
+
+    def _unchanging(self, name: str) -> bool:
+        if name in self.consts or name in self.named_values:
+            return True
+        sym = self.scope.lookup(name)
+        return sym is not None and sym.kind in (SHAPE, SCALAR, BLOCK, LOOP, CONST)
+
+    def expanded(self, e):
+        """`e` with the variables of `named_values` replaced by their values (a region's bounds
+        before their difference is taken)."""
+        if isinstance(e, n.Name) and e.id in self.named_values and self.scope.lookup(e.id) is not None:
+            return self.expanded(self.named_values[e.id])
+        if isinstance(e, n.BinOp):
+            return replace(e, left=self.expanded(e.left), right=self.expanded(e.right))
+        if isinstance(e, n.UnaryOp):
+            return replace(e, operand=self.expanded(e.operand))
+        if isinstance(e, n.Call):
+            return replace(e, args=tuple(self.expanded(a) for a in e.args))
+        return e
 
     def _constant_but_for_symbols(self, e) -> bool:
         """Whether `e` is constant once its shape symbols are (any size stands in for them)."""
