@@ -137,3 +137,15 @@ def test_a_wrong_shipped_configuration_is_never_timed_nor_chosen(scale):
         report, = tlc.tune.tune(str(scale), "scale", [{"N": 100}], space=space, target="cpu", timer=timer, write=False)
         assert not [label for label in timed if "SCALE=2" in label], space
         assert report.winner.constants["SCALE"] == 1 and report.shipped_ms is None
+
+
+def test_calls_of_the_bucket_use_the_recorded_winner(scale):
+    report, = tlc.tune.tune(str(scale), "scale", [{"N": 100}], target="cpu", timer="fake")
+    k = tlc.load(str(scale), target="cpu").scale
+
+    def chosen(n):
+        return k.with_recorded({"x": np.zeros(n, np.float32), "y": np.zeros(n, np.float32)}, {}, "sm_80")
+
+    assert chosen(65) == chosen(128) == report.winner.constants
+    assert chosen(64) == chosen(129) == {}  # other buckets keep the defaults
+    assert k.with_recorded({"x": np.zeros(100, np.float32)}, {}, "sm_90a") == {}  # and other archs
