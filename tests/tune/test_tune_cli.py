@@ -142,3 +142,14 @@ def test_no_configuration_runs(scale, monkeypatch):
         "8 | def scale(x: f32[N], y: f32[N], BLOCK: const = 64, ROWS: const = 1, SCALE: const = 1):\n"
         "  |     ^^^^^\n"
         "  = hint: run the kernel once with tlc run to see why\n")
+
+
+def test_std_modules_by_name(tmp_path, monkeypatch):
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
+    result = CliRunner().invoke(cli.main, ["tune", "std.gemm", "-k", "matmul", "--target", "cpu", "--timer", "fake",
+                                           "--space", "BK=32,64", "--shape", "M=64,N=64,K=64", "--no-write", "--json"])
+    assert result.exit_code == 0, result.output
+    bucket, = json.loads(result.stdout)["buckets"]
+    assert bucket["file"].endswith("tlc/stdlib/gemm.tl") and bucket["config"] is None
+    assert bucket["bucket"] == {"M": [33, 64], "N": [33, 64], "K": [33, 64], "T": "f16"}
+    assert [(c["label"], c["status"]) for c in bucket["candidates"]] == [("BK=32", "ok"), ("BK=64", "ok")]
