@@ -75,3 +75,21 @@ def test_an_arch_other_than_the_gpus_is_refused():
     assert r.stderr == (f"error[E343]: --arch {other}: the GPU here runs {here} kernels, and tlc tune measures on it\n"
                         f"  = hint: drop --arch, or tune on the interpreter with --target cpu --arch {other} (which "
                         "checks and prunes for that target but times the interpreter)\n")
+
+
+def test_autotune_true_tunes_the_first_call_of_a_bucket(tmp_path):
+    import cupy as cp
+
+    folder = tmp_path / "prog"
+    folder.mkdir()
+    shutil.copy(ROOT / "tests/tune/scale.tl", folder / "scale.tl")
+    mod = tlc.load(str(folder / "scale.tl"), target="cuda")
+    x = cp.arange(100_000, dtype=cp.float32)
+    y = cp.zeros_like(x)
+    mod.scale(x, y, autotune=True)
+    assert bool((y == x).all())  # with the recorded winner: SCALE=1
+    rules = json.loads((folder / "config.json").read_text())["kernels"]["scale.tl"]["scale"]
+    assert [(r["when"], r["constants"]["SCALE"]) for r in rules] == [({"N": [65537, 131072]}, 1)]
+    before = (folder / "config.json").stat().st_mtime_ns
+    mod.scale(x, y, autotune=True)  # recorded: not tuned again
+    assert (folder / "config.json").stat().st_mtime_ns == before
