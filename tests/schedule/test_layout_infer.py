@@ -283,3 +283,26 @@ def test_a_cast_copy_between_fragments_takes_one_layout(arch):
     assert k.buffer("half").layout == k.buffer("acc").layout
     source = generate(k, arch).source
     assert "tl::exchange_" not in source and "half_[tl_r] = tl::cvt<half>(acc[tl_r]);" in source  # (half_: the C name)
+
+
+RMS_IN_LOOP = """
+@kernel
+def rms(x: f16[M, N], y: f16[M, N], BN: const = 8192):
+    with grid(M, threads=256) as r:
+        row = fragment(f32[1, BN])
+        sq = fragment(f32[1, BN])
+        ss = fragment(f32[1])
+        copy(x[r, 0], row)
+        for i, j in parallel(1, BN):
+            sq[i, j] = row[i, j] * row[i, j]
+        reduce_sum(sq, ss, dim=1)
+        for i, j in parallel(1, BN):
+            row[i, j] = row[i, j] * rsqrt(ss[0] / N + 1e-6)
+        copy(row, y[r, 0])
+"""
+
+
+def test_a_reduction_read_at_a_constant_index_inside_a_loop_needs_no_exchange():
+    k = scheduled(RMS_IN_LOOP, "rms")
+    assert not any(p.exchange for p in loops(k))
+    assert "row[tl_r] = (row[tl_r] * rsqrtf(((ss[0] / tl::cvt<float>(N)) + 1e-06f)));" in generate(k, "sm_80").source

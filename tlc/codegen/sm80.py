@@ -346,6 +346,8 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
             return "tl_r"
         if how == "scalar":  # one element every thread holds
             return "0"
+        if how == "uniform":  # an element every thread holds in one register
+            return str(uniform_register(b.layout, tuple(i.value for i in indices), self.k.threads))
         if how == "slot":  # the replica in this thread's slot of the loop's register (as the loop's own would be)
             return f"{self.c_layout(Replicated(self.loop_layout, b.layout.dropped))}::slot(tl_r)"
         raise CodegenError(

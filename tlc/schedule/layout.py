@@ -397,7 +397,9 @@ def register_in_loop(layout, indices, loop_layout, loop_vars, loop_extents) -> s
     """How a parallel loop reads `frag[indices]` from the registers of the running thread:
     "own" (the loop's register tl_r: the fragment is laid out as the loop and indexed by its
     variables), "slot" (a replica of a reduction over the loop's layout, indexed by the
-    variables it keeps), "scalar" (one element every thread holds: register 0), or None (another thread holds it: an exchange).  Indices of size-1
+    variables it keeps), "scalar" (one element every thread holds: register 0), "uniform" (an
+    element at constant indices that every thread holds in one register: uniform_register), or
+    None (another thread holds it: an exchange).  Indices of size-1
     dimensions that are 0 are left out on both sides, as are the loop's size-1 variables."""
     names = [e.name if isinstance(e, ir.Var) else None for e in indices]
     loop_vars = list(loop_vars)
@@ -409,6 +411,9 @@ def register_in_loop(layout, indices, loop_layout, loop_vars, loop_extents) -> s
         kept = [v for d, v in enumerate(loop_vars) if d not in layout.dropped]
         if names == kept:
             return "slot"
+    index = tuple(e.value if isinstance(e, ir.Const) else None for e in indices)
+    if isinstance(layout, Replicated) and None not in index and uniform_register(layout, index, layout.base.threads) is not None:
+        return "uniform"  # an element every thread holds in one register (ss[0] of a reduction's result)
     if isinstance(layout, Blocked) and isinstance(loop_layout, Blocked) and squeezed(layout) == squeezed(loop_layout):
         units = {v for v, n in zip(loop_vars, loop_extents) if n == 1}
         mine = [n for n, e, d in zip(names, indices, layout.shape)
