@@ -107,7 +107,8 @@ def _load_kernel(file: str, kernel: str, target: str):
 @click.option("--check", is_flag=True, help="Run on the GPU and on the interpreter; report the largest error.")
 @click.option("--bench", is_flag=True, help="Time the kernel on the GPU (median of CUDA events, L2 flushed).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
-def run(file, kernel, ins, shapes, outs, defines, target, check, bench, seed) -> None:
+@click.option("--dump", metavar="DIR", envvar="TLC_DUMP", help="Write every stage of the compile under DIR (or $TLC_DUMP).")
+def run(file, kernel, ins, shapes, outs, defines, target, check, bench, seed, dump) -> None:
     """Run KERNEL of FILE on the GPU, or on the CPU reference interpreter."""
     from . import runner
 
@@ -115,7 +116,8 @@ def run(file, kernel, ins, shapes, outs, defines, target, check, bench, seed) ->
         if check or bench or target == "cuda":
             _require_gpu("--check" if check else "--bench" if bench else "--target cuda", target)
         mod, k = _load_kernel(file, kernel, "cuda" if check or bench else target)
-        report = runner.run(k, ins=ins, shapes=shapes, outs=outs, defines=defines, check=check, bench=bench, seed=seed)
+        report = runner.run(k, ins=ins, shapes=shapes, outs=outs, defines=defines, check=check, bench=bench, seed=seed,
+                            dump=dump)
         for line in report.lines:
             click.echo(line)
         if report.failed:
@@ -150,7 +152,9 @@ def _require_gpu(option: str, target: str) -> None:
 @click.option("-o", "--output", help="Write here instead of to stdout.")
 @click.option("--header", help="Also write the C header of the launchers here.")
 @click.option("--no-line-directives", is_flag=True, help="Leave out the #line directives that point at the .tl file.")
-def build(file, kernels, defines, arch, emit, shapes, output, header, no_line_directives) -> None:
+@click.option("--dump", metavar="DIR", envvar="TLC_DUMP",
+              help="Also write every stage of each kernel's compile under DIR (or $TLC_DUMP).")
+def build(file, kernels, defines, arch, emit, shapes, output, header, no_line_directives, dump) -> None:
     """Compile FILE to CUDA C (or PTX, a cubin, or the tile IR)."""
     from . import runner
 
@@ -159,7 +163,7 @@ def build(file, kernels, defines, arch, emit, shapes, output, header, no_line_di
             raise TlcError("a cubin is binary: give -o FILE.cubin")
         result, head = runner.build(file, kernels=kernels, defines=defines, arch=arch, emit=emit,
                                     header=output or bool(header), line_directives=not no_line_directives,
-                                    shapes=shapes)
+                                    shapes=shapes, dump=dump)
         written = [(path, text) for path, text in ((output, result), (header, head)) if path]
         write_all(written)  # both or neither
         if not output:

@@ -196,7 +196,9 @@ class Kernel:
         key = (_constants_key(constants), arch)
         if key not in self._generated:
             from .codegen import generate
+            from .dump import dump_from_env
 
+            dump_from_env(self, constants, arch)  # TLC_DUMP=DIR: every stage of this compile written out
             self._generated[key] = generate(self.scheduled(constants, arch), arch, sources=self.module.program.sources)
         return self._generated[key]
 

@@ -27,7 +27,7 @@ def _defines(defines) -> dict:
     return inputs.parse_assignments(defines, "-D")
 
 
-def run(k, *, ins=(), shapes=(), outs=(), defines=(), check=False, bench=False, seed=0) -> Report:
+def run(k, *, ins=(), shapes=(), outs=(), defines=(), check=False, bench=False, seed=0, dump=None) -> Report:
     report = Report()
     given = inputs.parse_assignments(ins, "--in")
     arrays = inputs.load_arrays(k.fn, given)
@@ -43,6 +43,11 @@ def run(k, *, ins=(), shapes=(), outs=(), defines=(), check=False, bench=False, 
         if p is None or p.role != "tensor":
             raise inputs.InputError(f"--out {name}: '{k.name}' has no array parameter '{name}'")
     constants = {**constants, **k.sizes_from_arrays(values, constants)}  # the specialized sizes
+    if dump:  # --dump DIR: every stage of this compile (tlc/dump.py)
+        from .dump import dump_kernel, target_arch
+
+        paths = dump_kernel(k, constants, target_arch(k), dump)
+        report.lines.append(f"wrote the compile's {len(paths)} stages to {paths[0].parent}")
     kernels = k.scheduled_grids(constants)  # one per grid, run in order
     from .ir.walk import written_names
 
@@ -156,7 +161,7 @@ def _bench(k, constants, values, kernel) -> list:
 
 
 def build(file: str, *, kernels=(), defines=(), arch="sm_80", emit="cu", header=False, line_directives=True,
-          shapes=()):
+          shapes=(), dump=None):
     """(the text, or bytes for a cubin, of FILE's kernels for `arch`; the C header of their
     launchers when `header`, else None).  A tile op contributes the kernels it is scheduled
     into (tiles chosen for `shapes`, NAME=SIZE of its shape symbols, where given), and with
@@ -184,6 +189,10 @@ def build(file: str, *, kernels=(), defines=(), arch="sm_80", emit="cu", header=
             ir_text.append(prog.describe())
             ir_text.extend(ir.print_kernel(x) for x in prog.kernels)
         else:
+            if dump:  # --dump DIR: every stage of this kernel's compile (tlc/dump.py)
+                from .dump import dump_kernel
+
+                dump_kernel(k, own, arch, dump)
             grids = k.scheduled_grids(own, arch)
             scheduled.extend(grids)
             ir_text.extend(ir.print_kernel(x) for x in grids)

@@ -9,6 +9,8 @@ and the TMA, warpspec.py).  Owns no C text.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 
 from .. import ir, targets
@@ -27,7 +29,22 @@ from .warpspec import specialize_warps
 PASSES = ("lower", "infer_layouts", "check_thread_storage", "plan_shared_memory", "insert_barriers",
           "specialize_warps")
 
-__all__ = ["schedule", "schedule_grids", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "parallel_layout"]
+__all__ = ["schedule", "schedule_grids", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "parallel_layout",
+           "observing_passes"]
+
+# called with (pass name, the kernel it returned) after each of PASSES (tlc/dump.py); the passes
+# themselves stay functions of their data
+_AFTER_PASS: ContextVar = ContextVar("tlc_after_pass", default=None)
+
+
+@contextmanager
+def observing_passes(after):
+    """Within the block, `after(pass_name, kernel)` is called with each pass's result, in order."""
+    token = _AFTER_PASS.set(after)
+    try:
+        yield
+    finally:
+        _AFTER_PASS.reset(token)
 
 
 def schedule_tile_op(program: CheckedProgram, name: str, constants: dict | None = None, *,
@@ -103,8 +120,13 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
         kernel = replace(kernel, name=f"{fn.name}_grid{index}", grid_of=(fn.name, index, count),
                          workspaces=tuple(w.name for w in fn.workspaces))
     ir.verify(kernel)
-    kernel = check_thread_storage(infer_layouts(kernel, target, program.sources), program.sources)
-    kernel = plan_shared_memory(kernel, limit, program.sources)
-    kernel = specialize_warps(insert_barriers(kernel), targets.get(target))
+    after = _AFTER_PASS.get() or (lambda name, result: None)
+    after("lower", kernel)
+    passes = (lambda k: infer_layouts(k, target, program.sources), lambda k: check_thread_storage(k, program.sources),
+              lambda k: plan_shared_memory(k, limit, program.sources), insert_barriers,
+              lambda k: specialize_warps(k, targets.get(target)))
+    for name, run in zip(PASSES[1:], passes):
+        kernel = run(kernel)
+        after(name, kernel)
     ir.verify(kernel)
     return kernel
