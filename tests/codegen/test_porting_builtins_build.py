@@ -14,7 +14,7 @@ from tlc.schedule import schedule
 from nvcc import compile_object
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "porting_builtins.tl"
-KERNELS = ["bits", "f8_inside", "unpack", "clamps", "device_while", "collatz", "endless", "per_thread", "splitk", "splitk_shared", "bshd_accumulate", "row_extremes", "gemm_keywords", "swizzled_gemm", "column_order"]
+KERNELS = ["bits", "f8_inside", "unpack", "clamps", "device_while", "collatz", "endless", "per_thread", "splitk", "splitk_shared", "bshd_accumulate", "row_extremes", "gemm_keywords", "swizzled_wide_gemm", "swizzled_gemm", "column_order"]
 
 
 def checked():
@@ -94,3 +94,9 @@ def test_emit_ir_notes_the_hints():
     text = print_kernel(schedule(r.program, "k", {}))
     assert "# note: use_swizzle(enable=False): the blocks keep the launch's order" in text
     assert "grid (bx, by) in" in text and "swizzle_" not in text
+
+
+def test_the_swizzle_composes_with_the_persistent_walk_on_sm90a():
+    text = print_kernel(schedule(checked().program, "swizzled_wide_gemm", {}, target="sm_90a"))
+    assert "persistent: the grid counts tiles" in text
+    assert "grid (bx_launched_" in text and "let bx: i32 = " in text

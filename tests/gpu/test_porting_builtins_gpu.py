@@ -26,7 +26,8 @@ CHECKS = ["test_reinterpret_keeps_the_bits", "test_f8_values_inside_expressions"
           "test_while_loops_in_device_functions_and_conditions_that_call_them", "test_the_thread_index_runs_per_thread",
           "test_split_k_adds_each_part_atomically", "test_a_tile_atomic_into_a_region_with_single_indices",
           "test_atomic_max_and_min_of_a_reduced_row",
-          "test_gemm_with_tilelangs_keywords", "test_use_swizzle_remaps_every_block_once"]
+          "test_gemm_with_tilelangs_keywords", "test_use_swizzle_remaps_every_block_once",
+          "test_use_swizzle_on_a_wide_gemm"]
 
 
 def test_every_check_but_the_endless_loop_runs_here():

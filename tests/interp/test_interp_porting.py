@@ -167,3 +167,13 @@ def test_use_swizzle_remaps_every_block_once(mod):
     hits, first = np.zeros((7, 5), np.int32), np.full((7, 5), -1, np.int32)
     mod.column_order(hits, first)
     assert (hits == 1).all() and (first == np.arange(35).reshape(7, 5)).all()
+
+
+def test_use_swizzle_on_a_wide_gemm(mod):
+    rng = np.random.default_rng(7)
+    M, N, K = 300, 1400, 128  # 3 x 11 tiles: a panel of 10 rows of tiles and one of 1
+    A = rng.standard_normal((M, K)).astype(np.float16)
+    B = rng.standard_normal((K, N)).astype(np.float16)
+    C = np.zeros((M, N), np.float16)
+    mod.swizzled_wide_gemm(A, B, C)
+    np.testing.assert_allclose(C.astype(np.float32), A.astype(np.float32) @ B.astype(np.float32), rtol=2e-2, atol=5e-2)
