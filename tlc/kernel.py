@@ -161,7 +161,9 @@ class Kernel:
             return
         defines = {k: v for k, v in constants.items() if self.fn.param(k) is not None and self.fn.param(k).role == "dtype"}
         user = not config_table.writable_folder(config_table.beside(self.fn.module_path))
-        tune.tune_kernel(self, [sizes], defines=defines, user_config=user, timer=tune.AUTOTUNE_TIMER,
+        # compiled in this process: spawned workers would run again a calling script that has no
+        # `if __name__ == "__main__":` (tlc tune compiles in parallel)
+        tune.tune_kernel(self, [sizes], defines=defines, user_config=user, timer=tune.AUTOTUNE_TIMER, jobs=1,
                          progress=tune.Progress())  # minutes on a GPU: say what is happening
 
     def with_recorded(self, values: dict, constants: dict, arch: str) -> dict:

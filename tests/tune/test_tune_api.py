@@ -76,7 +76,8 @@ def test_autotune_true_tunes_a_bucket_once(scale, monkeypatch):
     monkeypatch.setattr(tlc.tune, "AUTOTUNE_TIMER", "fake")
     tunes = []
     real = tlc.tune.tune_kernel
-    monkeypatch.setattr(tlc.tune, "tune_kernel", lambda *a, **kw: tunes.append(a[1]) or real(*a, **kw))
+    # jobs=1: no worker processes, which would run again a calling script without a __main__ guard
+    monkeypatch.setattr(tlc.tune, "tune_kernel", lambda *a, **kw: tunes.append((a[1], kw["jobs"])) or real(*a, **kw))
     mod = tlc.load(str(scale), target="cpu")
     x = np.arange(100, dtype=np.float32)
     y = np.zeros(100, np.float32)
@@ -86,7 +87,7 @@ def test_autotune_true_tunes_a_bucket_once(scale, monkeypatch):
     mod.scale(np.ones(70, np.float32), np.zeros(70, np.float32), autotune=True)  # N=70: [65, 128] too
     x2 = np.ones(1000, np.float32)
     mod.scale(x2, np.zeros(1000, np.float32), autotune=True)
-    assert tunes == [[{"N": 100}], [{"N": 1000}]]
+    assert tunes == [([{"N": 100}], 1), ([{"N": 1000}], 1)]
     rules = json.loads((scale.parent / "config.json").read_text())["kernels"]["scale.tl"]["scale"]
     assert [r["when"] for r in rules] == [{"N": [513, 1024]}, {"N": [65, 128]}]
     # a new module reads them: no tuning
