@@ -153,3 +153,10 @@ def test_std_modules_by_name(tmp_path, monkeypatch):
     assert bucket["file"].endswith("tlc/stdlib/gemm.tl") and bucket["config"] is None
     assert bucket["bucket"] == {"M": [33, 64], "N": [33, 64], "K": [33, 64], "T": "f16"}
     assert [(c["label"], c["status"]) for c in bucket["candidates"]] == [("BK=32", "ok"), ("BK=64", "ok")]
+
+
+def test_a_constant_set_with_D_is_recorded_as_a_number(scale):
+    result = tune(scale, "--shape", "N=100", "--space", "BLOCK=32,64", "-D", "ROWS=2")
+    assert result.exit_code == 0, result.output
+    rule, = json.loads((scale.parent / "config.json").read_text())["kernels"]["scale.tl"]["scale"]
+    assert rule["constants"] == {"BLOCK": min((32, 64), key=lambda b: fake_ms(f"BLOCK={b}")), "ROWS": 2, "SCALE": 1}

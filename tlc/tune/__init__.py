@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .. import config_table
 from ..diagnostics import Diagnostic, DiagnosticError
+from ..schedule.bind import parse_value
 from . import measure
 from .output import Progress, summary, to_json
 from .space import bucket_when, candidates, parse_space, space_of
@@ -55,13 +56,14 @@ def tune_kernel(k, shapes, *, space: dict | None = None, arch: str | None = None
         space = space_of(k.fn, space or {})
     except DiagnosticError as e:  # shown with the kernel's line
         raise DiagnosticError(e.diagnostics, k.module.program.sources) from None
-    arch = _arch(target, arch, k)
+    arch = _arch(target, arch)
     tl_path = k.fn.module_path or k.module.program.path
     config = _config_path(tl_path, user_config) if write else None
     if isinstance(timer, str):
         timer = TIMERS[timer]
     settings = Settings(target=target, arch=arch, timer=timer, jobs=jobs or default_jobs(), resume=resume,
-                        defines=dict(defines or {}), seed=seed, min_ms=min_ms, progress=progress)
+                        defines={name: parse_value(v) if isinstance(v, str) else v for name, v in (defines or {}).items()},
+                        seed=seed, min_ms=min_ms, progress=progress)
     reports = []
     for bucket in shapes:
         report = tune_bucket(k, space, {s: str(v) for s, v in bucket.items()}, settings)
@@ -81,7 +83,7 @@ def _executor(target: str) -> str:
     return "cuda" if cuda_unavailable_reason() is None else "cpu"
 
 
-def _arch(target: str, arch: str | None, k) -> str:
+def _arch(target: str, arch: str | None) -> str:
     from .. import targets
 
     if target == "cuda":
