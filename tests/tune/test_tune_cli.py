@@ -5,6 +5,7 @@ errors of a kernel with nothing to tune."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -160,3 +161,20 @@ def test_a_constant_set_with_D_is_recorded_as_a_number(scale):
     assert result.exit_code == 0, result.output
     rule, = json.loads((scale.parent / "config.json").read_text())["kernels"]["scale.tl"]["scale"]
     assert rule["constants"] == {"BLOCK": min((32, 64), key=lambda b: fake_ms(f"BLOCK={b}")), "ROWS": 2, "SCALE": 1}
+
+
+def test_registers_and_threads_over_the_limits_are_pruned(tmp_path, monkeypatch):
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
+    held = Path(__file__).resolve().parent / "held.tl"
+    result = CliRunner().invoke(cli.main, ["tune", str(held), "-k", "held", "--target", "cpu", "--timer", "fake",
+                                           "--shape", "N=300", "--no-write"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[1] == "4 configurations: 1 right, 0 wrong, 0 failed, 3 pruned (2 E050 threads, 1 E153 registers)"
+    assert lines[-4:-1] == [
+        "   PRUNED PER=4 THREADS=2048: E050 with PER=4, THREADS=2048: threads must be an integer from 1 to 1024, "
+        "found 2048",
+        "   PRUNED PER=4096 THREADS=128: E153 kernel 'held' needs 16.5 KiB a thread for its fragments and local "
+        "buffers, more than the 8 KiB a thread can hold: acc (16 KiB), row (512 B)",
+        "   PRUNED PER=4096 THREADS=2048: E050 with PER=4096, THREADS=2048: threads must be an integer from 1 to "
+        "1024, found 2048"]

@@ -2,7 +2,7 @@
 
 Steps, each a function below: the configurations of the space (space.py); those that need
 more shared memory, registers or threads than the target has are pruned by scheduling them
-(E070, E153, E069: nothing is compiled for them); the rest are compiled in worker processes
+(E070, E153, E050, E069: nothing is compiled for them); the rest are compiled in worker processes
 on the GPU (pool.py; on the interpreter there is nothing to compile); the reference output is
 the kernel's own defaults' (what its `.tl` file means); each candidate's output is checked
 against it, and a wrong one is reported and never timed; the right ones are timed one by one
@@ -24,8 +24,9 @@ from . import measure
 from .journal import Journal, journal_path
 from .space import Candidate, bucket_when, candidates
 
-# what the target cannot hold: shared memory, registers a thread, threads (or what it cannot generate)
-RESOURCE_CODES = {"E070": "shared memory", "E153": "registers", "E069": "target limits"}
+# what the target cannot hold: shared memory, registers a thread, threads a block (a constant
+# block size over 1024 is the type checker's E050), or what its generator cannot emit
+RESOURCE_CODES = {"E070": "shared memory", "E153": "registers", "E050": "threads", "E069": "target limits"}
 FINAL_ROUND = 4  # the fastest this many are timed again together with the shipped configuration
 
 
