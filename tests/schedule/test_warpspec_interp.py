@@ -160,3 +160,24 @@ def test_std_gemm_rings_match_the_plain_kernel(name):
     assert np.abs(got[out].astype(np.float64) - want[out].astype(np.float64)).max() <= 0.02 * scale
     bad = _run(_with(ring, loads=_loads(ring, stage_elems=0)), args)
     assert np.abs(bad[out].astype(np.float64) - want[out].astype(np.float64)).max() > 0.1 * scale
+
+
+def test_a_ring_whose_staged_tile_is_read_after_the_loop_differs(tmp_path, monkeypatch):
+    # the record the pass refuses to make (test_warpspec_pass.py): the epilogue reads As, which
+    # is the ring's first stage after the loop, and the producer is refilling it for the next tile
+    from test_warpspec_pass import READS_A_STAGE_AFTER
+    from tlc.schedule import warpspec
+
+    path = tmp_path / "reads_a_stage_after.tl"
+    path.write_text(READS_A_STAGE_AFTER)
+    k = tlc.load(str(path), target="cpu").kernels["k"]
+    plain = k.scheduled({}, "sm_80")
+    monkeypatch.setattr(warpspec, "reads_staged", lambda stmts, staged: False)
+    ring = k.scheduled({}, "sm_90a")
+    assert ring.warp_spec is not None and ring.warp_spec.tile_order is not None
+    rng = np.random.default_rng(5)
+    # 9 tiles over 6 blocks, 3 iterations each: the last one's tile is in stage 2
+    args = {"A": rng.standard_normal((384, 192)).astype(np.float16), "B": rng.standard_normal((192, 384)).astype(np.float16),
+            "C": np.zeros((384, 384), np.float32), "D": np.zeros((384, 384), np.float16)}
+    want, got = _run(plain, args), _run(ring, args)
+    assert np.array_equal(want["C"], got["C"]) and not np.array_equal(want["D"], got["D"])

@@ -125,8 +125,7 @@ class _Block:
             m.block(self.before, True)
             n = int(m.eval(loop.stop))
             for kk in range(n):
-                while self.produced < self.released + ws.stages and next(producer, None) is not None:
-                    pass
+                self.run_producer(producer)
                 if self.produced <= it:
                     raise InterpError(f"kernel '{m.k.name}': the consumers wait on iteration {it} of the ring, "
                                       f"which its producer never fills")
@@ -139,9 +138,19 @@ class _Block:
                     self.released = it + 1 - ws.release_lag
                 it += 1
             self.released = it  # the last stages, once the tile's work is done
+            # the producer may run into the next tile's stages while the consumers finish this
+            # one; after the loop a staged buffer's name is its first stage again, as in the C
+            self.run_producer(producer)
             m.env, m.buffers = env, consumer_regs
+            for x in ws.loads:
+                consumer_regs[x.buffer] = self.stage(x.buffer, 0, x.stage_elems)
             if valid:
                 m.block(self.after, True)
+
+    def run_producer(self, producer) -> None:
+        """As far as the empty barriers let it: `stages` iterations past the last released."""
+        while self.produced < self.released + self.ws.stages and next(producer, None) is not None:
+            pass
 
     def producer(self):
         """The producer's role, a generator: each step fills one iteration's stage."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import ir
-from ..ir.walk import statements, variables
+from ..ir.walk import loads, statement_exprs, statements, variables
 from ..ir.warpspec import StagedStore, StageLoad, TensorMapSpec, TileOrder, WarpSpecialization
 from .layout import wgmma_accumulator, wgmma_gemm
 
@@ -120,6 +120,8 @@ class _Planner:
         if split is None or not self.barrier_free(split[1], in_loop=True):
             return None
         producers, rest = split
+        if reads_staged(after, {c.dst.name for c in producers}):
+            return None
         loads = [self.tma_load(loop.body.index(c), c) for c in producers]
         if None in loads:
             return None
@@ -256,6 +258,23 @@ class _Planner:
             elif not isinstance(s, (ir.LetScalar, ir.Assign, ir.If, ir.For, ir.Break, ir.Continue)):
                 return False
         return True
+
+
+def reads_staged(stmts, staged: set) -> bool:
+    """Whether `stmts`, after the ring's loop, read one of its staged buffers: the C's name for
+    one is its first stage again there (not the last iteration's tile), which the producer of
+    a persistent kernel may already be refilling for the next tile."""
+    for s in statements(stmts):
+        used = {x.name for e in statement_exprs(s) for x in loads(e)}
+        if isinstance(s, ir.Copy):
+            used.add(s.src.name)
+        elif isinstance(s, ir.Gemm):
+            used |= {s.a, s.b}
+        elif isinstance(s, ir.Reduce):
+            used.add(s.src)
+        if used & staged:
+            return True
+    return False
 
 
 def _thread_local(s, buffers) -> bool:
