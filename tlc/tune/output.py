@@ -18,7 +18,11 @@ class Progress:
     def start(self, total: int, what: str) -> None:
         if not self.enabled or not total:
             return
-        from tqdm import tqdm
+        try:
+            from tqdm import tqdm
+        except ImportError:  # an environment installed before tqdm was a dependency: no bar, the same tuning
+            self.enabled = False
+            return
 
         self._bar = tqdm(total=total, desc=what, file=self.stream, leave=True, dynamic_ncols=True,
                          unit="cfg", mininterval=0.2)
