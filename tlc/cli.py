@@ -96,19 +96,28 @@ def _load_kernel(file: str, kernel: str, target: str):
     return mod, kernels[kernel]
 
 
+def _input_options(command):
+    """--in, --shape, -D and --seed: a kernel's inputs, as tlc run and tlc profile take them."""
+    options = (click.option("--in", "ins", multiple=True, metavar="NAME=FILE.npy|NUMBER", help="An input array or scalar."),
+               click.option("--shape", "shapes", multiple=True, metavar="M=4096,...",
+                            help="Sizes of shape symbols for random inputs."),
+               click.option("-D", "defines", multiple=True, metavar="NAME=VALUE", help="Set a constant or dtype parameter."),
+               click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs."))
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @main.command()
 @click.argument("file")
 @click.option("-k", "--kernel", required=True, help="The kernel to run.")
-@click.option("--in", "ins", multiple=True, metavar="NAME=FILE.npy|NUMBER", help="An input array or scalar.")
-@click.option("--shape", "shapes", multiple=True, metavar="M=4096,...", help="Sizes of shape symbols for random inputs.")
+@_input_options
 @click.option("--out", "outs", multiple=True, metavar="NAME=FILE.npy", help="Write an array after the run.")
-@click.option("-D", "defines", multiple=True, metavar="NAME=VALUE", help="Set a constant or dtype parameter.")
 @click.option("--target", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
 @click.option("--check", is_flag=True, help="Run on the GPU and on the interpreter; report the largest error.")
 @click.option("--bench", is_flag=True, help="Time the kernel on the GPU (median of CUDA events, L2 flushed).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
 @click.option("--dump", metavar="DIR", envvar="TLC_DUMP", help="Write every stage of the compile under DIR (or $TLC_DUMP).")
-def run(file, kernel, ins, shapes, outs, defines, target, check, bench, seed, dump) -> None:
+def run(file, kernel, ins, shapes, defines, seed, outs, target, check, bench, dump) -> None:
     """Run KERNEL of FILE on the GPU, or on the CPU reference interpreter."""
     from . import runner
 
@@ -122,6 +131,43 @@ def run(file, kernel, ins, shapes, outs, defines, target, check, bench, seed, du
             click.echo(line)
         if report.failed:
             _fail(EXIT_DIAGNOSTICS, report.failed)
+
+
+@main.command()
+@click.argument("file")
+@click.option("-k", "--kernel", required=True, help="The kernel to profile.")
+@_input_options
+@click.option("--flops", metavar="EXPR", help="FLOPs of one launch, a number or over the shape symbols: 2*M*N*K "
+                                             "(default: the gemms' count, else none).")
+@click.option("--trace", metavar="OUT.json", help="Write a Chrome-trace / Perfetto JSON of a sequence of launches.")
+@click.option("--launches", type=int, default=10, show_default=True, help="Launches in the trace.")
+@click.option("--ncu", is_flag=True, help="Also Nsight Compute's key counters for one launch (needs ncu).")
+@click.option("--json", "as_json", is_flag=True, help="The profile as JSON on stdout.")
+def profile(file, kernel, ins, shapes, defines, seed, flops, trace, launches, ncu, as_json) -> None:
+    """Profile KERNEL of FILE on the GPU: time a launch, bandwidth and FLOP rate against the
+    measured ceilings, registers, spills, shared memory and occupancy of its cubin."""
+    import sys
+
+    from .profiling import format_report, profile_file, to_json
+
+    with _reported_errors():
+        from .runtime.compile import cuda_unavailable_reason
+
+        reason = cuda_unavailable_reason()
+        if reason is not None:
+            raise TlcError(f"tlc profile measures on a CUDA GPU and there is none ({reason})")
+        ncu_command = None
+        if ncu:  # this profile again, one launch and no trace, under Nsight Compute
+            from .profiling.gpu import require_ncu
+
+            require_ncu()
+            argv = [file, "-k", kernel, "--seed", str(seed), "--launches", "1",
+                    *(x for opt, given in (("--shape", shapes), ("--in", ins), ("-D", defines)) for v in given
+                      for x in (opt, v)), *(("--flops", flops) if flops else ())]
+            ncu_command = [sys.executable, "-c", "from tlc.cli import main; main()", "profile", *argv]
+        result = profile_file(file, kernel, ins=ins, shapes=shapes, defines=defines, seed=seed, flops=flops,
+                              trace=trace, launches=launches, ncu_command=ncu_command)
+    click.echo(to_json(result) if as_json else format_report(result))
 
 
 def _require_gpu(option: str, target: str) -> None:
