@@ -178,3 +178,13 @@ def test_registers_and_threads_over_the_limits_are_pruned(tmp_path, monkeypatch)
         "buffers, more than the 8 KiB a thread can hold: acc (16 KiB), row (512 B)",
         "   PRUNED PER=4096 THREADS=2048: E050 with PER=4096, THREADS=2048: threads must be an integer from 1 to "
         "1024, found 2048"]
+
+
+def test_without_tqdm_there_is_no_bar_and_the_same_result(scale, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # import tqdm raises ImportError
+    result = tune(scale, "--shape", "N=200")
+    assert result.exit_code == 0, result.output
+    assert "measuring" not in result.stderr
+    assert result.stdout.splitlines()[-2] == f"recorded {min(RIGHT, key=fake_ms)} in {scale.parent / 'config.json'}"
