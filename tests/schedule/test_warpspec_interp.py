@@ -170,14 +170,15 @@ def test_a_ring_whose_staged_tile_is_read_after_the_loop_differs(tmp_path, monke
 
     path = tmp_path / "reads_a_stage_after.tl"
     path.write_text(READS_A_STAGE_AFTER)
-    k = tlc.load(str(path), target="cpu").kernels["k"]
+    k = tlc.load(str(path), target="cpu").kernels["matmul"]
     plain = k.scheduled({}, "sm_80")
     monkeypatch.setattr(warpspec, "reads_staged", lambda stmts, staged: False)
     ring = k.scheduled({}, "sm_90a")
     assert ring.warp_spec is not None and ring.warp_spec.tile_order is not None
     rng = np.random.default_rng(5)
-    # 9 tiles over 6 blocks, 3 iterations each: the last one's tile is in stage 2
-    args = {"A": rng.standard_normal((384, 192)).astype(np.float16), "B": rng.standard_normal((192, 384)).astype(np.float16),
-            "C": np.zeros((384, 384), np.float32), "D": np.zeros((384, 384), np.float16)}
+    # 8 tiles over 6 blocks, 3 iterations each: the last one's tile is in stage 2
+    M, N, K = 512, 512, 192
+    args = {"A": rng.standard_normal((M, K)).astype(np.float16), "B": rng.standard_normal((K, N)).astype(np.float16),
+            "C": np.zeros((M, N), np.float16), "D": np.zeros((M, N), np.float16)}
     want, got = _run(plain, args), _run(ring, args)
     assert np.array_equal(want["C"], got["C"]) and not np.array_equal(want["D"], got["D"])
