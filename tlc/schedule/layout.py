@@ -1,16 +1,16 @@
 """Fragment layouts: which thread holds which element of each fragment (DESIGN.md, "The hard
-part").  Chosen from the strongest uses down: a gemm accumulator takes its tensor-core
-instruction's layout; a reduction's destination is replicated over the threads that share
-its indices; a fragment used only by copies and parallel loops gets contiguous vector runs;
-a parallel loop runs in the layout of the fragment it touches most (its anchor)."""
+part"): the layouts themselves (blocked vector runs, the mma and wgmma accumulators, replicas
+of a reduction), the layouts a target's instructions dictate, and how a thread reads an
+element of one (in a loop's register, a replica's slot, one register every thread holds).
+Which fragment takes which layout is layout inference's: layout_flow.py propagates them,
+layout_infer.py is the pass."""
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from .. import ir, targets
-from ..ir.walk import loads, statement_exprs, statements
+from .. import ir
 from .tensor_cores import tensor_core_op
 
 VECTOR_BYTES = 16  # one 16-byte access per thread and run: what vectorized copies use
@@ -253,54 +253,6 @@ def wgmma_accumulator(shape: tuple, threads: int) -> MmaAccumulator:
     return MmaAccumulator((shape[0], shape[1]), threads // 32, 1, wgmma_bands(shape, threads) > 1)
 
 
-def assign_layouts(kernel: ir.Kernel, target: str = "sm_80", preset: dict | None = None) -> ir.Kernel:
-    """Give every fragment a layout and every parallel loop the layout it runs in; a gemm
-    accumulator whose layout the target's own instructions dictate (wgmma's) takes it."""
-    frags = {b.name: b for b in kernel.buffers if b.scope == "fragment"}
-    buffers = {b.name: b for b in kernel.buffers}
-    layouts: dict[str, object] = dict(preset or {})  # fixed before (layout_infer.py's choices)
-    stmts = list(statements(kernel.body))
-    itemsize = _copy_itemsizes(stmts, frags, kernel)
-    default = functools.partial(_default, itemsize=itemsize)
-    from . import operand_layout  # (it imports this module's layouts)
-
-    feeds_a = operand_layout.register_a_group(stmts, frags)
-    for s in stmts:  # 1. gemm accumulators, and fragment A operands in the layout they are read in
-        if isinstance(s, ir.Gemm) and s.c not in layouts:
-            pair = operand_layout.register_a_layouts(s, buffers, kernel.threads, target)
-            if pair and layouts.get(s.a, pair[0]) == pair[0]:  # (A may feed several gemms)
-                layouts[s.a], layouts[s.c] = pair
-                continue
-            own = targets.get(target).gemm_accumulator(s, buffers, kernel.threads)  # wgmma's, on sm_90a
-            if own is not None:
-                layouts[s.c] = own
-                continue
-            acc = (operand_layout.row_warp_accumulator(frags[s.c].shape, kernel.threads) if s.c in feeds_a else None) \
-                or mma_accumulator(frags[s.c].shape, kernel.threads)
-            layouts[s.c] = acc or blocked(frags[s.c].shape, frags[s.c].dtype, kernel.threads, itemsize.get(s.c))
-    changed = True
-    while changed:  # 2. reductions replicate their source's layout; 3. loops and copies share theirs
-        changed = False
-        for s in stmts:
-            if isinstance(s, ir.Reduce) and s.dst in frags and s.src in layouts and s.dst not in layouts:
-                layouts[s.dst] = Replicated(layouts[s.src], (s.dim,))
-                changed = True
-            elif isinstance(s, ir.Parallel):
-                changed |= _propagate_parallel(s, frags, layouts, kernel.threads, default)
-            elif isinstance(s, ir.Copy) and isinstance(s.src, ir.BufferRef) and isinstance(s.dst, ir.BufferRef):
-                changed |= _propagate_copy(s.src.name, s.dst.name, frags, layouts)
-        if not changed:  # 3b. nothing follows from what is laid out: the first statement that needs a layout
-            first = next((x for x in map(lambda s: _needs_layout(s, frags, layouts), stmts) if x), None)
-            if first is not None:  # (an unlaid reduction source, a loop's unlaid anchor) takes vector runs
-                default(frags, first, kernel.threads, layouts)
-                changed = True
-    for name in frags:  # 4. the rest: vector runs
-        if name not in layouts:
-            default(frags, name, kernel.threads, layouts)
-    buffers = tuple(replace(b, layout=layouts[b.name]) if b.name in layouts else b for b in kernel.buffers)
-    return replace(kernel, buffers=buffers)
-
-
 def parallel_layout(p: ir.Parallel, kernel: ir.Kernel):
     """The layout a parallel loop's iterations are spread by: its anchor fragment's, or one
     element per thread and round when it touches no fragment of its own shape.  A replicated
@@ -308,80 +260,13 @@ def parallel_layout(p: ir.Parallel, kernel: ir.Kernel):
     generator lets only one replica perform side effects on memory."""
     if p.layout is not None:  # the scheduler's choice (layout_infer.annotate_loops)
         return p.layout
+    from .layout_flow import anchor_of  # (it propagates this module's layouts)
+
     frags = {b.name: b for b in kernel.buffers if b.scope == "fragment"}
-    anchor = _anchor(p, frags)
+    anchor = anchor_of(p, frags)
     if anchor is not None and frags[anchor].layout is not None:
         return frags[anchor].layout
     return Blocked(tuple(p.extents), kernel.threads, 1)
-
-
-def _needs_layout(s, frags, layouts) -> str | None:
-    """The fragment statement `s` would lay out first if nothing else decides: a reduction's
-    fragment source, a parallel loop's anchor (whose layout the fragments it touches take)."""
-    if isinstance(s, ir.Reduce) and s.src in frags and s.src not in layouts and s.dst in frags:
-        return s.src
-    if isinstance(s, ir.Parallel):
-        anchor = _anchor(s, frags, layouts)
-        return anchor if anchor is not None and anchor not in layouts else None
-    return None
-
-
-def _propagate_copy(a: str, b: str, frags, layouts) -> bool:
-    """A copy between two fragments of one shape: the one not laid out yet takes the other's
-    layout, so that the copy stays in each thread's registers (a dtype change included)."""
-    if a not in frags or b not in frags or frags[a].shape != frags[b].shape or (a in layouts) == (b in layouts):
-        return False
-    src, dst = (a, b) if a in layouts else (b, a)
-    layouts[dst] = layouts[src]
-    return True
-
-
-def _default(frags, name, threads, layouts, itemsize=None):
-    b = frags[name]
-    layouts[name] = blocked(b.shape, b.dtype, threads, (itemsize or {}).get(name))
-    return layouts[name]
-
-
-def _copy_itemsizes(stmts, frags, kernel) -> dict:
-    """fragment -> the narrowest element size among what it, and every fragment a parallel loop
-    indexes alongside it the same way (they will share one layout), are copied to or from."""
-    sizes = {p.name: p.dtype.itemsize for p in kernel.params if p.kind == "tensor"}
-    sizes.update({b.name: b.dtype.itemsize for b in kernel.buffers})
-    own = {name: b.dtype.itemsize for name, b in frags.items()}
-    for s in stmts:
-        if isinstance(s, ir.Copy):
-            a, b = s.src.name, s.dst.name
-            for mine, other in ((a, b), (b, a)):
-                if mine in own and other in sizes:
-                    own[mine] = min(own[mine], sizes[other])
-    group = {name: name for name in frags}  # union-find over fragments that share loops
-
-    def find(n):
-        while group[n] != n:
-            group[n] = group[group[n]]
-            n = group[n]
-        return n
-
-    for s in stmts:
-        if isinstance(s, ir.Parallel):
-            cands = _candidates(s, frags)
-            for other in cands[1:]:
-                group[find(other)] = find(cands[0])
-    least: dict = {}
-    for name, size in own.items():
-        least[find(name)] = min(least.get(find(name), size), size)
-    return {name: least[find(name)] for name in frags}
-
-
-def _candidates(p: ir.Parallel, frags) -> list[str]:
-    """The fragments indexed by all of the loop's variables, in order, that the loop touches."""
-    out = []
-    for name, idx in _accesses(p.body):
-        if name in frags and name not in out and len(idx) == len(p.vars) and all(
-                isinstance(e, ir.Var) and e.name == v for e, v in zip(idx, p.vars)) \
-                and frags[name].shape == tuple(p.extents):
-            out.append(name)
-    return out
 
 
 def squeezed(layout):
@@ -459,68 +344,6 @@ def _uniform_slot(layout: Replicated, index: tuple[int, ...], threads: int) -> i
             slots.setdefault(thread, set()).add(layout.slot(reg))
     common = set.intersection(*slots.values()) if len(slots) == threads else set()
     return min(common) if common else None
-
-
-def _rank(layout) -> int:
-    """Which laid-out candidate a loop follows: a gemm accumulator, then a replicated
-    fragment (the loop then runs in every replica, and needs no exchange with reduction
-    results), then vector runs."""
-    return 2 if isinstance(layout, MmaAccumulator) else 1 if isinstance(layout, Replicated) else 0
-
-
-def _anchor(p: ir.Parallel, frags, layouts=None) -> str | None:
-    """The candidate whose layout the loop runs in: of those already laid out, the first of
-    the highest rank; else the first candidate.  Candidates laid out by the loop itself get
-    the anchor's layout, so the scheduler and the code generator agree on the choice."""
-    cands = _candidates(p, frags)
-    if layouts is None:
-        layouts = {n: frags[n].layout for n in cands if frags[n].layout is not None}
-    laid = [n for n in cands if n in layouts]
-    if laid:
-        return min(laid, key=lambda n: (_exchanges_under(p, frags, layouts, layouts[n]), -_rank(layouts[n]),
-                                        laid.index(n)))
-    return cands[0] if cands else None
-
-
-def _exchanges_under(p: ir.Parallel, frags, layouts, loop_layout) -> int:
-    """The cost of running loop `p` in `loop_layout`: how many of the fragments it touches,
-    already laid out, it would have to exchange through shared memory."""
-    return len({name for name, idx in _accesses(p.body) if name in frags and name in layouts
-                and register_in_loop(layouts[name], idx, loop_layout, p.vars, p.extents) is None})
-
-
-def _propagate_parallel(p: ir.Parallel, frags, layouts, threads, default) -> bool:
-    anchor = _anchor(p, frags, layouts)
-    if anchor is None:
-        return False
-    if anchor not in layouts:
-        if not any(n in layouts for n, _ in _accesses(p.body) if n in frags):
-            return False
-        default(frags, anchor, threads, layouts)
-    base = layouts[anchor]
-    changed = False
-    for name, idx in _accesses(p.body):
-        if name not in frags or name in layouts:
-            continue
-        names = [e.name if isinstance(e, ir.Var) else None for e in idx]
-        if names == list(p.vars):
-            layouts[name] = base
-        elif names == [v for v in p.vars if v in names] and len(names) < len(p.vars):
-            # indexed by some of the loop's variables, in order: a replica over the others
-            layouts[name] = Replicated(base, tuple(d for d, v in enumerate(p.vars) if v not in names))
-        else:
-            continue
-        changed = True
-    return changed
-
-
-def _accesses(stmts):
-    for s in statements(stmts):
-        if isinstance(s, ir.Store):
-            yield s.name, s.indices
-        for e in statement_exprs(s):
-            for x in loads(e):
-                yield x.name, x.indices
 
 
 def _linear(index, shape) -> int:

@@ -3,7 +3,7 @@ layout it runs in (DESIGN.md, "The hard part: fragment layouts").
 
 Layouts flow from the statements that fix them (gemm accumulators and operands, copies with
 their vector width, reductions) through parallel loops to the fragments they touch
-(`layout.assign_layouts`); a loop runs in the layout of the fragment that needs the fewest
+(`layout_flow.assign_layouts`); a loop runs in the layout of the fragment that needs the fewest
 exchanges through shared memory.  Around that, this pass:
 
 - lifts a loop written over a fragment's non-unit dimensions (`for j in parallel(BN)` over
@@ -25,7 +25,8 @@ from .. import ir
 from ..diagnostics import Diagnostic, DiagnosticError
 from ..dtypes import I32
 from ..ir.walk import loads, statement_exprs, statements
-from .layout import Replicated, _accesses, assign_layouts, everywhere, parallel_layout, register_in_loop, uniform_register
+from .layout import Replicated, everywhere, parallel_layout, register_in_loop, uniform_register
+from .layout_flow import accesses, assign_layouts
 
 
 def infer_layouts(kernel: ir.Kernel, target: str = "sm_80", sources: dict | None = None, adjust=None) -> ir.Kernel:
@@ -59,7 +60,7 @@ def lift_unit_loops(kernel: ir.Kernel) -> ir.Kernel:
 
 def _lift(p: ir.Parallel, frags: dict, taken: set) -> ir.Parallel:
     pattern = None
-    for name, idx in _accesses(p.body):
+    for name, idx in accesses(p.body):
         if name in frags and len(idx) > len(p.vars) and _unit_pattern(frags[name].shape, idx, p) is not None:
             pattern = _unit_pattern(frags[name].shape, idx, p)
             break
