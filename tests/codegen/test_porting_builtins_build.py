@@ -14,7 +14,7 @@ from tlc.schedule import schedule
 from nvcc import compile_object
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "porting_builtins.tl"
-KERNELS = ["bits", "f8_inside", "unpack", "clamps", "device_while", "collatz", "endless", "per_thread", "splitk", "splitk_shared", "bshd_accumulate", "row_extremes", "gemm_keywords", "swizzled_wide_gemm", "swizzled_gemm", "column_order"]
+KERNELS = ["bits", "f8_inside", "unpack", "clamps", "device_while", "collatz", "endless", "per_thread", "splitk", "splitk_shared", "bshd_accumulate", "row_extremes", "gemm_keywords", "swizzled_wide_gemm", "k_range_gemm", "swizzled_gemm", "column_order"]
 
 
 def checked():
@@ -100,3 +100,9 @@ def test_the_swizzle_composes_with_the_persistent_walk_on_sm90a():
     text = print_kernel(schedule(checked().program, "swizzled_wide_gemm", {}, target="sm_90a"))
     assert "persistent: the grid counts tiles" in text
     assert "grid (bx_launched_" in text and "let bx: i32 = " in text
+
+
+def test_pipelined_from_start_counts_from_zero():
+    """The pipeliner prefetches copies as functions of its index from 0; start is read once."""
+    text = print_kernel(schedule(checked().program, "k_range_gemm", {}))
+    assert "  let k_start_" in text and "in pipelined(0, k1 - k_start_" in text and ", stages=3):" in text

@@ -177,3 +177,15 @@ def test_use_swizzle_on_a_wide_gemm(mod):
     C = np.zeros((M, N), np.float16)
     mod.swizzled_wide_gemm(A, B, C)
     np.testing.assert_allclose(C.astype(np.float32), A.astype(np.float32) @ B.astype(np.float32), rtol=2e-2, atol=5e-2)
+
+
+def test_pipelined_from_start_to_stop(mod):
+    rng = np.random.default_rng(8)
+    M, N, K = 70, 90, 200
+    A = rng.standard_normal((M, K)).astype(np.float16)
+    B = rng.standard_normal((K, N)).astype(np.float16)
+    for k0, k1 in [(2, 5), (0, 7), (4, 4)]:  # K tiles 2..4; all, the last one ragged; none
+        C = np.zeros((M, N), np.float32)
+        mod.k_range_gemm(A, B, C, k0, k1)
+        rows = slice(k0 * 32, k1 * 32)
+        np.testing.assert_allclose(C, A[:, rows].astype(np.float32) @ B[rows].astype(np.float32), rtol=1e-4, atol=1e-3)

@@ -129,6 +129,14 @@ CASES = {
         ['gemm(s, s, acc, transpose_C=True)'],
         "t.tl:7:25: error[E034]: gemm() has no argument 'transpose_C'\n  |\n7 |         gemm(s, s, acc, transpose_C=True)\n  |                         ^^^^^^^^^^^^^^^^\n  = hint: it takes trans_a, trans_b, precision",
     ),
+    'E034pipelined': (
+        ['for k in pipelined(0, 4, 2):', '    pass'],
+        't.tl:7:18: error[E034]: pipelined() takes 1 to 2 arguments, 3 given\n  |\n7 |         for k in pipelined(0, 4, 2):\n  |                  ^^^^^^^^^^^^^^^^^^',
+    ),
+    'E031num_stages': (
+        ['for k in pipelined(0, 4, num_stages=9):', '    pass'],
+        't.tl:7:45: error[E031]: stages must be an integer from 0 to 8, found 9\n  |\n7 |         for k in pipelined(0, 4, num_stages=9):\n  |                                             ^\n  = hint: 0 or 1 runs the loop without prefetching',
+    ),
 }
 
 

@@ -183,10 +183,12 @@ class Lowerer(PortingLowerer):
             start, stop, step = (ir.Const(0, I32), lowered[0], ir.Const(1, I32)) if len(lowered) == 1 else \
                 (lowered[0], lowered[1], lowered[2] if len(lowered) == 3 else ir.Const(1, I32))
             return ir.For(var, start, stop, step, "serial", 1, self.block(s.body), span=s.span)
+        if kind == "pipelined" and len(args) == 2:  # pipelined(start, stop): porting.py
+            return self.pipelined_range(s, var)
         count = cast(self.expr(args[0]), I32)
         stages = 1
         if kind == "pipelined":
-            stages = next((int(self.const(k.value)) for k in s.iter.keywords if k.name == "stages"), 2)
+            stages = next((int(self.const(k.value)) for k in s.iter.keywords if k.name in ("stages", "num_stages")), 2)
             stages = max(stages, 1)  # stages=0, TileLang's loop without prefetch, is one stage
         kind_ir = "unroll" if kind == "unroll" else "pipelined"
         return ir.For(var, ir.Const(0, I32), count, ir.Const(1, I32), kind_ir, stages, self.block(s.body), span=s.span)
@@ -308,6 +310,8 @@ class Lowerer(PortingLowerer):
 
     def expr_Name(self, e: n.Name):
         name = self.name(e.id)
+        if name in self.__dict__.get("shifted", ()):  # the index of pipelined(start, stop): porting.py
+            return self.shifted[name]
         if name in self.scalars:
             return ir.Var(name, self.scalars[name], span=e.span)
         if e.id in self.consts:

@@ -66,6 +66,28 @@ class PortingLowerer:
         return ir.For(var, ir.Const(0, I32), ir.Const(WHILE_TRIPS, I32), ir.Const(1, I32), "while", 1, body,
                       span=s.span)
 
+    def pipelined_range(self, s: n.For, var: str) -> list:
+        """`for k in pipelined(start, stop)` as `k0 = start` and a pipelined loop of `kk` over
+        0 .. stop - start in which `k` reads `kk + k0`: the pipeliner prefetches copies whose
+        origins are functions of its own index from 0 (codegen), and start is read once, as
+        range's bounds are."""
+        from .lower import cast
+
+        start, stop = (cast(self.expr(a), I32) for a in s.iter.args)
+        first = self.fresh_name(f"{var}_start")
+        index = self.fresh_name(f"{var}_from_start")
+        self.scalars[first] = self.scalars[index] = I32
+        stages = next((int(self.const(k.value)) for k in s.iter.keywords if k.name in ("stages", "num_stages")), 2)
+        shifted = self.__dict__.setdefault("shifted", {})
+        shifted[var] = ir.BinOp("+", ir.Var(index, I32), ir.Var(first, I32), I32, span=s.span)
+        try:
+            body = self.block(s.body)
+        finally:
+            del shifted[var]
+        count = ir.BinOp("-", stop, ir.Var(first, I32), I32, span=s.span)
+        return [ir.LetScalar(first, I32, start, span=s.span),
+                ir.For(index, ir.Const(0, I32), count, ir.Const(1, I32), "pipelined", max(stages, 1), body, span=s.span)]
+
     def fresh_name(self, stem: str) -> str:
         """A name no word of the kernel's file and no earlier fresh name takes."""
         while True:

@@ -316,7 +316,8 @@ class StmtChecker(PortingChecker):
                                "the compiler allows", it.args[0].span, "use range() for a long loop")
             return replace(it, args=tuple(self.integer(a, "a count") for a in it.args))
         # pipelined
-        if self._arity(it, "pipelined", 1, 1, ("stages",)):
+        # pipelined(n) or TileLang's pipelined(start, stop); num_stages= is TileLang's stages=
+        if self._arity(it, "pipelined", 1, 2, ("stages", "num_stages")):
             for k in it.keywords:
                 stages = self.const_value(k.value, "stages")
                 # 0 and 1 run the loop without prefetch (TileLang's num_stages=0); 8 bounds the ring
