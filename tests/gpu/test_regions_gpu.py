@@ -62,3 +62,10 @@ def test_a_tile_along_a_dimension_that_is_not_the_last(shape):
     on_gpu().columns(G, O, P)
     np.testing.assert_array_equal(O, G * 3)
     np.testing.assert_array_equal(P, G[:, :, 0].T)
+
+
+@pytest.mark.parametrize("shape", [(2, 70, 3), (1, 32, 1)])
+def test_a_column_into_a_tile_of_one_row(shape):
+    G, O, _ = columns_case(shape)
+    on_gpu().ones_tiles(G, O)
+    np.testing.assert_array_equal(O, G + 1)

@@ -86,6 +86,12 @@ def test_a_tile_along_a_dimension_that_is_not_the_last():
     np.testing.assert_array_equal(P, G[:, :, 0].T)
 
 
+def test_a_column_into_a_tile_of_one_row():
+    G, O, _ = columns_case((2, 70, 3))
+    interpreted().ones_tiles(G, O)
+    np.testing.assert_array_equal(O, G + 1)
+
+
 def test_rows_of_a_local_buffer_copy_in_every_thread():
     X = np.random.default_rng(3).standard_normal((10, 8)).astype(np.float32)
     Y = np.full_like(X, 7)

@@ -31,6 +31,8 @@ ACCEPTED = {
     # an extent of a shape symbol specializes it (tests/runtime/test_specialize.py)
     "extent_is_a_shape_symbol": ('s = shared(f32[BM, 64])', 'copy(A[bx * BM:(bx + 1) * BM, 0:N], s)',
                                  'copy(s, C[bx * BM:(bx + 1) * BM, :])'),
+    "shapes_that_agree_but_for_ones": ('s = shared(f16[1, 64])', 'copy(Q[0, bx * BM:bx * BM + 64, 2, 7], s)',
+                                       't = shared(f32[BM, 1])', 'copy(t, A[0:BM, bx])'),
     "stages_0_and_1": ('for k in pipelined(4, stages=0):', '    pass', 'for k in pipelined(4, stages=1):', '    pass'),
 }
 

@@ -183,7 +183,7 @@ class TileChecker:
         if src is None:
             return None
         ts, td = _tile_dims(src), _tile_dims(dst)
-        for a, b in zip(ts, td):
+        for a, b in zip(ts, td) if len(ts) == len(td) else ():  # else they agree but for 1s
             if a is None or b is None:
                 continue
             va, vb = self.dim_value(a), self.dim_value(b)
@@ -223,14 +223,32 @@ class TileChecker:
         rank = len(_tile_dims(other))
         picked = _single_indices(region)
         extra = region.ty.rank - rank
+        numpy = _dropped(region, picked)
         if extra == len(picked):
-            region = _dropped(region, picked)
-        elif 0 <= extra < len(picked):
+            region = numpy
+        elif 0 <= extra < len(picked) and (self._agree(_dropped(region, picked[:extra]), other)
+                                           or not self._same_but_ones(numpy, other)):
             region = _dropped(region, picked[:extra])  # A[b, r, c]: b picks, r and c are the origin
+        elif len(picked) < region.ty.rank and self._same_but_ones(numpy, other):
+            region = numpy  # G[b, rows, h] into a [1, BS] tile: the shapes agree but for 1s, as TileLang allows
         else:
             self._rank_error(call, src, dst)
             return None, None
         return (region, other) if region_is_src else (other, region)
+
+    def _same_but_ones(self, a, b) -> bool:
+        """Whether two copy sides' tiles agree once their dimensions of 1 are left out."""
+        dims = [[self.dim_value(d) for d in _tile_dims(x)] for x in (a, b)]
+        if None in dims[0] or None in dims[1]:
+            return False
+        return [d for d in dims[0] if d != 1] == [d for d in dims[1] if d != 1]
+
+    def _agree(self, a, b) -> bool:
+        """Whether two copy sides' tiles have one rank and no two known dimensions that differ."""
+        ta, tb = _tile_dims(a), _tile_dims(b)
+        return len(ta) == len(tb) and all(x is None or y is None or self.dim_value(x) is None or
+                                          self.dim_value(y) is None or self.dim_value(x) == self.dim_value(y)
+                                          for x, y in zip(ta, tb))
 
     def _rank_error(self, call, src, dst):
         a, b = _shown_dims(src), _shown_dims(dst)
