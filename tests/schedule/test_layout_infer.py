@@ -306,3 +306,24 @@ def test_a_reduction_read_at_a_constant_index_inside_a_loop_needs_no_exchange():
     k = scheduled(RMS_IN_LOOP, "rms")
     assert not any(p.exchange for p in loops(k))
     assert "row[tl_r] = (row[tl_r] * rsqrtf(((ss[0] / tl::cvt<float>(N)) + 1e-06f)));" in generate(k, "sm_80").source
+
+
+@pytest.mark.nvcc
+def test_an_exchange_copy_builds_for_sm_80_too(tmp_path):
+    """sm_80 lays both accumulators out alike, so the exchange of a copy between fragments is
+    forced here: `other` and `third` re-laid in vector runs (any layout is correct for the
+    code generator), the loops annotated again."""
+    from dataclasses import replace
+
+    from tlc.schedule.layout import blocked
+    from tlc.schedule.layout_infer import annotate_loops
+
+    k = scheduled(TWO_ACCUMULATORS, "k", target="sm_80")
+    runs = blocked((64, 64), k.buffer("other").dtype, k.threads)
+    k = annotate_loops(replace(k, buffers=tuple(replace(b, layout=runs) if b.name in ("other", "third") else b
+                                                for b in k.buffers)))
+    assert "  # exchange acc -> other through shared memory: mma_acc(warps=2x2, warp_tile=32x32) -> " \
+           "blocked(vec=4, threads=128)\n" in print_kernel(k)
+    source = generate(k, "sm_80").source
+    assert "tl::exchange_f2s<" in source and "tl::exchange_s2f<" in source
+    compile_object(source, "sm_80", tmp_path)
