@@ -184,7 +184,8 @@ def test_no_timed_call_in_the_benchmarks_casts_or_copies():
     import ast
 
     found = []
-    for path in sorted((Path(__file__).resolve().parents[1] / "bench").glob("*.py")):
+    root = Path(__file__).resolve().parents[1]
+    for path in sorted([*(root / "bench").glob("*.py"), *(root / "tlc" / "benchmarks").glob("*.py")]):
         for fn in (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Lambda)):
             found += [f"{path.name}:{c.lineno} .{c.func.attr}()" for c in ast.walk(fn.body)
                       if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in CASTS]

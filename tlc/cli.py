@@ -170,6 +170,38 @@ def profile(file, kernel, ins, shapes, defines, seed, flops, trace, launches, nc
     click.echo(to_json(result) if as_json else format_report(result))
 
 
+@main.command()
+@click.argument("suites", nargs=-1)
+@click.option("--out", "out_dir", default=".", show_default=True, metavar="DIR", help="Where the JSON and PNG go.")
+@click.option("--quick", is_flag=True, help="A few shapes, 100 ms a contender.")
+@click.option("--precisions", metavar="f16,bf16,...", help="gemm: only these precisions.")
+@click.option("--no-sweep", is_flag=True, help="gemm: only the recorded configurations at the decode shapes.")
+@click.option("--no-chart", is_flag=True, help="Write no PNG chart (it needs matplotlib).")
+def bench(suites, out_dir, quick, precisions, no_sweep, no_chart) -> None:
+    """Run the benchmark SUITES (default: all of them; now: gemm) on the GPU against the vendor
+    libraries (PyTorch: cuBLAS), in one process: a table of times, TFLOP/s, GB/s, fractions of
+    the measured ceilings and ratios to the vendor, written as JSON and a PNG chart."""
+    from .benchmarks import SUITES, run as run_suite
+
+    unknown = [s for s in suites if s not in SUITES]
+    if unknown:
+        raise click.UsageError(f"no benchmark suite {unknown[0]!r}; the suites are: {', '.join(SUITES)}")
+    with _reported_errors():
+        from .runtime.compile import cuda_unavailable_reason
+
+        reason = cuda_unavailable_reason()
+        if reason is not None:
+            raise TlcError(f"tlc bench measures on a CUDA GPU and there is none ({reason})")
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise TlcError("tlc bench compares against the vendor libraries through PyTorch: pip install torch") from None
+        argv = [*(["--quick"] if quick else []), *(["--precisions", precisions] if precisions else []),
+                *(["--no-sweep"] if no_sweep else []), *(["--no-chart"] if no_chart else []), "--skip-overheads"]
+        for suite in suites or SUITES:
+            run_suite(suite, argv, out_dir)
+
+
 def _require_gpu(option: str, target: str) -> None:
     """`--check`, `--bench` and `--target cuda` run on the GPU: say so before loading anything,
     in the CLI's words (not the Python API's target='cpu')."""
