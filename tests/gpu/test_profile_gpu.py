@@ -43,7 +43,7 @@ def test_registers_equal_cuobjdumps(tmp_path):
     c = cupy.empty((512, 1024), cupy.float16)
     p = tlc.profile(mod.matmul, a, b, c, trace=str(tmp_path / "t.json"), launches=5)
     g = p.grids[0]
-    compiled = mod.matmul.compiled({}, cupy.cuda.runtime.getDevice())
+    compiled = mod.matmul.compiled(p.constants, cupy.cuda.runtime.getDevice())  # the cubin it profiled
     assert g.resources.registers == cuobjdump_registers(compiled.binary, tmp_path)
     assert g.flops == 2.0 * 512 * 1024 * 256 and g.tflops > 0
     assert g.bytes_moved == a.nbytes + b.nbytes + c.nbytes and g.gbps > 0
@@ -58,11 +58,11 @@ def test_the_command_reports_cuobjdumps_registers(tmp_path):
     r = CliRunner().invoke(cli.main, ["profile", VECTOR_ADD, "-k", "vector_add", "--shape", "N=1048576",
                                       "--in", "alpha=2", "--json"])
     assert r.exit_code == 0, r.output
-    d = json.loads(r.output)
+    d = json.loads(r.stdout)
     g = d["grids"][0]
     import cupy
 
-    compiled = tlc.load(VECTOR_ADD, target="cuda").vector_add.compiled({}, cupy.cuda.runtime.getDevice())
+    compiled = tlc.load(VECTOR_ADD, target="cuda").vector_add.compiled(d["constants"], cupy.cuda.runtime.getDevice())
     assert g["resources"]["registers"] == cuobjdump_registers(compiled.binary, tmp_path)
     assert g["flops"] is None and g["tflops"] is None  # no gemm, no hint
     assert g["bytes_moved"] == 3 * 1048576 * np.dtype(np.float32).itemsize

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from tlc import cli
 from tlc.diagnostics import TlcError
+from tlc.dtypes import lookup
 from tlc.profiling import (GridProfile, Profile, Resources, SmLimits, blocks_per_sm, chrome_trace, flops_of,
                            format_report, to_json)
 from tlc.profiling.gpu import NCU_METRICS, parse_ncu_csv
@@ -38,7 +39,8 @@ def test_blocks_per_sm(r, want):
 def fake_profile(local=0, flops=2 * 4096 ** 3) -> Profile:
     g = GridProfile("matmul", res(registers=128, dynamic=98304, local=local), 2, "shared memory", 64,
                     0.5, 3 * 2 * 4096 * 4096, flops)
-    return Profile("matmul", "NVIDIA H200", "sm_90a", [g], 4000.0, 700.0 if flops else None, "t.json")
+    return Profile("matmul", "NVIDIA H200", "sm_90a", [g], 4000.0, 700.0 if flops else None, "t.json",
+                   constants={"BM": 64, "T": lookup("f16")})
 
 
 def test_the_report_of_a_fake_record():
@@ -62,7 +64,7 @@ def test_the_json_has_the_record_and_the_rates():
     g = d["grids"][0]
     assert g["resources"]["registers"] == 128 and g["blocks_per_sm"] == 2
     assert (g["occupancy"], round(g["gbps"], 1), round(g["tflops"], 2)) == (0.25, 201.3, 274.88)
-    assert d["copy_gbps"] == 4000.0
+    assert d["copy_gbps"] == 4000.0 and d["constants"] == {"BM": 64, "T": "f16"}
 
 
 def test_the_trace_is_chrome_trace_json():

@@ -68,7 +68,7 @@ def profile(kernel, *args, flops: float | None = None, trace: str | None = None,
     name = cupy.cuda.runtime.getDeviceProperties(device)["name"]
     name = name.decode() if isinstance(name, bytes) else name
     result = Profile(kernel.name, name, arch, profiles, gpu.copy_gbps(device),
-                     gpu.gemm_tflops(device) if any(g.flops for g in profiles) else None)
+                     gpu.gemm_tflops(device) if any(g.flops for g in profiles) else None, constants=dict(constants))
     if trace:
         sequence = gpu.timed_sequence([(c.name, lambda c=c: c(values)) for c in grids], launches)
         doc = chrome_trace([(n, start, dur, {"launch": i // len(grids)}) for i, (n, start, dur) in enumerate(sequence)],

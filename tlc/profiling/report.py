@@ -90,6 +90,7 @@ class Profile:
     peak_tflops: float | None = None  # a large f16 cuBLAS gemm, measured when a FLOP count is known
     trace: str | None = None          # the Chrome-trace file written
     ncu: dict = field(default_factory=dict)  # Nsight Compute's counters, name -> (value, unit)
+    constants: dict = field(default_factory=dict)  # what the kernel was compiled with (config.json's included)
 
 
 def format_report(p: Profile) -> str:
@@ -118,6 +119,7 @@ def format_report(p: Profile) -> str:
 
 def to_json(p: Profile) -> str:
     out = asdict(p)
+    out["constants"] = {k: v if isinstance(v, (bool, int, float, str)) else str(v) for k, v in p.constants.items()}
     for g, d in zip(p.grids, out["grids"]):
         d.update(occupancy=g.occupancy, gbps=g.gbps, tflops=g.tflops)
     return json.dumps(out, indent=2)
