@@ -14,7 +14,7 @@ from tlc.schedule import schedule
 from nvcc import compile_object
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "porting_builtins.tl"
-KERNELS = ["bits", "f8_inside", "unpack", "clamps", "device_while", "collatz", "endless", "per_thread", "splitk", "splitk_shared", "bshd_accumulate", "row_extremes", "gemm_keywords", "swizzled_wide_gemm", "k_range_gemm", "swizzled_gemm", "column_order"]
+KERNELS = ["bits", "f8_inside", "unpack", "clamps", "device_while", "collatz", "endless", "per_thread", "splitk", "splitk_shared", "bshd_accumulate", "row_extremes", "gemm_keywords", "swizzled_wide_gemm", "k_range_gemm", "reused_index", "swizzled_gemm", "column_order"]
 
 
 def checked():

@@ -27,7 +27,8 @@ CHECKS = ["test_reinterpret_keeps_the_bits", "test_f8_values_inside_expressions"
           "test_split_k_adds_each_part_atomically", "test_a_tile_atomic_into_a_region_with_single_indices",
           "test_atomic_max_and_min_of_a_reduced_row",
           "test_gemm_with_tilelangs_keywords", "test_use_swizzle_remaps_every_block_once",
-          "test_use_swizzle_on_a_wide_gemm", "test_pipelined_from_start_to_stop"]
+          "test_use_swizzle_on_a_wide_gemm", "test_pipelined_from_start_to_stop",
+          "test_an_inner_loop_reusing_an_outer_loops_index"]
 
 
 def test_every_check_but_the_endless_loop_runs_here():

@@ -189,3 +189,10 @@ def test_pipelined_from_start_to_stop(mod):
         mod.k_range_gemm(A, B, C, k0, k1)
         rows = slice(k0 * 32, k1 * 32)
         np.testing.assert_allclose(C, A[:, rows].astype(np.float32) @ B[rows].astype(np.float32), rtol=1e-4, atol=1e-3)
+
+
+def test_an_inner_loop_reusing_an_outer_loops_index(mod):
+    x = np.arange(100, dtype=np.float32)
+    y, total = np.zeros_like(x), np.zeros(1, np.float32)
+    mod.reused_index(x, y, total)
+    assert (y == 2 * x).all() and total[0] == 2 * (0 + 1 + 2)

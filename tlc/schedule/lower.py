@@ -163,6 +163,9 @@ class Lowerer(PortingLowerer):
         return ir.If(cond, self.block(s.body), self.block(s.orelse), span=s.span)
 
     def stmt_For(self, s: n.For):
+        fresh = self.loop_variables(s)  # porting.py: an index an enclosing loop already uses is renamed
+        if fresh is not None:
+            return fresh
         kind = s.iter.func.id
         args = s.iter.args
         if kind == "parallel":

@@ -4,6 +4,8 @@ or recorded as ignored in the kernel's notes (`annotate_layout`, gemm's `policy=
 `--emit ir` prints."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from .. import ir
@@ -65,6 +67,28 @@ class PortingLowerer:
         body = (*first, exit_, *self.block(s.body))
         return ir.For(var, ir.Const(0, I32), ir.Const(WHILE_TRIPS, I32), ir.Const(1, I32), "while", 1, body,
                       span=s.span)
+
+    def loop_variables(self, s: n.For):
+        """`s` lowered with each index that an enclosing loop also uses renamed (Python's inner
+        `for i` inside `for i`, as TileLang's ports write: the IR declares every name once), or
+        None when this call is the lowering itself."""
+        if self.__dict__.get("loop_in_hand") is s:
+            return None
+        enclosing = self.__dict__.setdefault("enclosing_loop_vars", [])
+        names = [t.id for t in s.targets]
+        renames = {v: self.fresh_name(v) for v in names if v in enclosing}
+        if renames:
+            s = replace(s, targets=tuple(replace(t, id=renames.get(t.id, t.id)) for t in s.targets))
+            self.renames.append(renames)
+        outer, self.loop_in_hand = self.__dict__.get("loop_in_hand"), s
+        enclosing.extend(names)
+        try:
+            return self.stmt_For(s)
+        finally:
+            del enclosing[len(enclosing) - len(names):]
+            self.loop_in_hand = outer
+            if renames:
+                self.renames.pop()
 
     def pipelined_range(self, s: n.For, var: str) -> list:
         """`for k in pipelined(start, stop)` as `k0 = start` and a pipelined loop of `kk` over
