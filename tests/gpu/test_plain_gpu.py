@@ -74,3 +74,15 @@ def test_exchange_copy_between_accumulators_of_different_layouts(tmp_path):
     ref = 2 * at.astype(np.float64).T @ b.astype(np.float64)
     np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-3)
     np.testing.assert_array_equal(d, c)
+
+
+def test_a_statistic_copied_out_and_read_as_a_scalar(tmp_path):
+    """A one-element reduction laid out in every thread: copied out once, read as a scalar."""
+    sys.path.insert(0, str(TESTS / "schedule"))
+    from test_layout_infer import COPIED_STATISTIC
+
+    x = np.random.default_rng(6).standard_normal((300, 50)).astype(np.float32) + 2
+    s, y = np.full(300, np.nan, np.float32), np.full((300, 50), np.nan, np.float32)
+    _load(tmp_path, COPIED_STATISTIC).k(x, s, y)
+    np.testing.assert_allclose(s, x.sum(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(y, x / x.sum(axis=1, keepdims=True), rtol=1e-5)

@@ -327,3 +327,37 @@ def test_an_exchange_copy_builds_for_sm_80_too(tmp_path):
     source = generate(k, "sm_80").source
     assert "tl::exchange_f2s<" in source and "tl::exchange_s2f<" in source
     compile_object(source, "sm_80", tmp_path)
+
+
+COPIED_STATISTIC = """
+@kernel
+def k(X: f32[M, N], S: f32[M], Y: f32[M, N], BN: const = 64):
+    with grid(M, threads=128) as r:
+        row = fragment(f32[1, BN])
+        ss = fragment(f32[1])
+        copy(X[r, 0], row)
+        reduce_sum(row, ss, dim=1)
+        copy(ss, S[r])
+        inv = 1.0 / ss[0]
+        for i, j in parallel(1, BN):
+            row[i, j] = row[i, j] * inv
+        copy(row, Y[r, 0])
+"""
+
+
+def test_a_statistic_copied_out_and_read_as_a_scalar(tmp_path):
+    """A row of 64 over 128 threads: its sum is laid out in every thread (the copy out writes
+    it once), so ss[0] reads as a scalar; on the interpreter, the same numbers as NumPy."""
+    k = scheduled(COPIED_STATISTIC, "k")
+    assert str(k.buffer("ss").layout) == "in every thread (threads=128)"
+    x = np.random.default_rng(5).standard_normal((3, 50)).astype(np.float32) + 2
+    s, y = np.full(3, np.nan, np.float32), np.full((3, 50), np.nan, np.float32)
+    load(COPIED_STATISTIC, tmp_path).k(x, s, y)
+    np.testing.assert_allclose(s, x.sum(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(y, x / x.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_statistic_copied_out_builds(arch, tmp_path):
+    compile_object(generate(scheduled(COPIED_STATISTIC, "k", target=arch), arch).source, arch, tmp_path)

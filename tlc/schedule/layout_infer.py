@@ -137,14 +137,13 @@ def _aligned(indices, shape, loop_vars, units) -> tuple:
 def _replicated_scalars(kernel: ir.Kernel) -> dict:
     """Fragments of one element that not every thread holds as laid out so far (a default
     blocked layout: one thread; a reduction over a source that only some threads hold), and
-    that no copy or gemm touches: held by every thread instead (a replica each, written to
-    memory by one; a reduction finishes into every thread), so that one reads as a scalar
-    anywhere in the block, and in any parallel loop, with no exchange."""
+    that no gemm reads or writes: held by every thread instead (a replica each, written to
+    memory by one; a reduction finishes into every thread, a copy fills every replica), so
+    that one reads as a scalar anywhere in the block, and in any parallel loop, with no
+    exchange."""
     touched = set()
     for s in statements(kernel.body):
-        if isinstance(s, ir.Copy):
-            touched |= {s.src.name, s.dst.name}
-        elif isinstance(s, ir.Gemm):
+        if isinstance(s, ir.Gemm):
             touched |= {s.a, s.b, s.c}
         elif isinstance(s, ir.Reduce):
             touched.add(s.src)
