@@ -106,3 +106,17 @@ def test_the_assert_builds(module, arch, tmp_path):
     assert "__device__ unsigned long long tl_assert_record[12];" in source
     assert "tl::assert_fail(tl_assert_record, 1u, " in source
     compile_object(source, arch, tmp_path)
+
+
+def test_tlc_run_reports_a_failing_assert_as_an_error():
+    import re
+
+    from click.testing import CliRunner
+
+    from tlc import cli
+
+    r = CliRunner().invoke(cli.main, ["run", str(KERNEL), "-k", "scale", "--target", "cpu", "--shape", "N=100",
+                                      "--in", "limit=-1000"])
+    assert r.exit_code == 1 and r.stdout == ""
+    assert re.fullmatch(re.escape(f"error: {KERNEL}:7:13: device_assert failed: X[0] = ") + r"-?\d+\.\d"
+                        + re.escape(" is not below -1000.0 (block (0, 0, 0), index (0))\n"), r.stderr), r.stderr
