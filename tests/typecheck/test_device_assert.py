@@ -98,6 +98,9 @@ def test_the_sites_are_the_kernels_asserts(module):
     kernel = module.scale.scheduled({}, arch="sm_80")
     assert [(x.line, x.col, x.dtypes) for x in device_assert.sites(kernel.body)] == \
         [(5, 9, ("i32",)), (7, 13, ("i32", "f32", "f32"))]
+    from tlc.runtime import ir_codec  # the program cache holds the asserts, and the runtime reads its sites from it
+    cached = ir_codec.loads(ir_codec.dumps(kernel))
+    assert cached == kernel and device_assert.sites(cached.body) == device_assert.sites(kernel.body)
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
