@@ -287,6 +287,26 @@ class CopyGen:
             self.drain()
         self.emit("tl::cp_async_wait<0>();")
         self.emit("__syncthreads();")
+        self.keep_last_stage(plan)
+        self.indent -= 1
+        self.emit("}")
+
+    def keep_last_stage(self, plan: PipelinePlan) -> None:
+        """After the drained ring, the last iteration's stage of each buffer that code after
+        the loop uses (`For.keep_last_stage`) copied into stage 0, which that code names; an
+        empty loop leaves the buffers as they were (the interpreter's plain loop does too)."""
+        kept = [name for name in plan.loop.keep_last_stage if name in plan.stage_elems]
+        if not kept:
+            return
+        S = plan.stages
+        self.emit(f"if (tl_n > 0 && (tl_n - 1) % {S} != 0) {{  // after the loop {', '.join(kept)}: the last "
+                  "iteration's tile")
+        self.indent += 1
+        for name in kept:
+            T = c_type(self.buffers[name].dtype)
+            self.emit(f"tl::copy_stage_to_first<{T}, {plan.stage_elems[name]}, {self.k.threads}>("
+                      f"{self.smem_pointer(name)}, (tl_n - 1) % {S});")
+        self.emit("__syncthreads();")
         self.indent -= 1
         self.emit("}")
 

@@ -292,6 +292,10 @@ class For(Stmt):
     stages: int
     body: tuple[Stmt, ...]
     span: Span | None = _span()
+    # The scheduler's (schedule/last_stage.py): the staged buffers that code after a pipelined
+    # loop uses, which then hold the last iteration's tile (its ring copies that stage into
+    # the first once drained; an empty loop leaves them as they were)
+    keep_last_stage: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

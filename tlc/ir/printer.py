@@ -161,7 +161,8 @@ def _stmts(body, depth: int, out: list[str], layouts: dict | None = None, roles:
             stages = f", stages={s.stages}" if s.kind == "pipelined" else ""
             rng = f"{expr(s.start)}, {expr(s.stop)}, {expr(s.step)}"
             kind = "range" if s.kind == "serial" else s.kind
-            out.append(f"{pad}for {s.var} in {kind}({rng}{stages}):")
+            kept = f"  # after it {', '.join(s.keep_last_stage)}: the last stage" if s.keep_last_stage else ""
+            out.append(f"{pad}for {s.var} in {kind}({rng}{stages}):{kept}")
             _stmts(s.body, depth + 1, out, layouts, roles)
         elif isinstance(s, Parallel):
             out.append(f"{pad}for {', '.join(s.vars)} in parallel({', '.join(map(str, s.extents))}):")

@@ -4,7 +4,8 @@ and the code generator.  Entry point: `schedule(program, name, constants)`.
 The passes, in order, each a function IR -> IR checked by the verifier: `lower` (typed AST ->
 IR), `infer_layouts` (fragment layouts, layout_infer.py), `check_thread_storage` (what each thread holds, the
 limit), `plan_shared_memory` (sizes, stages, padding or swizzle, offsets with reuse, the
-limit), `insert_barriers`, `specialize_warps` (a producer/consumer ring on targets with wgmma
+limit), `insert_barriers`, `keep_last_stages` (which staged buffers code after a pipelined
+loop reads, last_stage.py), `specialize_warps` (a producer/consumer ring on targets with wgmma
 and the TMA, warpspec.py).  Owns no C text.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..typecheck import CheckedProgram
 from .barriers import insert_barriers
 from .bind import bind_constants, parse_value
 from .layout import parallel_layout
+from .last_stage import keep_last_stages
 from .layout_infer import infer_layouts
 from .lower import Lowerer, LoweringError
 from .registers import check_thread_storage
@@ -27,7 +29,7 @@ from .smem import plan_shared_memory
 from .warpspec import specialize_warps
 
 PASSES = ("lower", "infer_layouts", "check_thread_storage", "plan_shared_memory", "insert_barriers",
-          "specialize_warps")
+          "keep_last_stages", "specialize_warps")
 
 __all__ = ["schedule", "schedule_grids", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "parallel_layout",
            "observing_passes"]
@@ -123,7 +125,7 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
     after = _AFTER_PASS.get() or (lambda name, result: None)
     after("lower", kernel)
     passes = (lambda k: infer_layouts(k, target, program.sources), lambda k: check_thread_storage(k, program.sources),
-              lambda k: plan_shared_memory(k, limit, program.sources), insert_barriers,
+              lambda k: plan_shared_memory(k, limit, program.sources), insert_barriers, keep_last_stages,
               lambda k: specialize_warps(k, targets.get(target)))
     for name, run in zip(PASSES[1:], passes):
         kernel = run(kernel)

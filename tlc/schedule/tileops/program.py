@@ -16,6 +16,7 @@ from ...dtypes import DType
 from ..layout import Blocked, Replicated, blocked
 from ..layout_infer import infer_layouts
 from ..barriers import insert_barriers
+from ..last_stage import keep_last_stages
 from ..registers import check_thread_storage
 from ..smem import plan_shared_memory
 from ..warpspec import specialize_warps
@@ -87,7 +88,7 @@ def finish(kernel: ir.Kernel, target: str, smem_limit: int, sources: dict) -> ir
     ir.verify(kernel)
     kernel = check_thread_storage(infer_layouts(kernel, target, sources, adjust=_one_tile_layout), sources)
     kernel = plan_shared_memory(kernel, smem_limit, sources)
-    kernel = specialize_warps(insert_barriers(kernel), targets.get(target))
+    kernel = specialize_warps(keep_last_stages(insert_barriers(kernel)), targets.get(target))
     ir.verify(kernel)
     return kernel
 

@@ -136,6 +136,23 @@ __device__ __forceinline__ void copy_s2s(U* dst, const T* src) {
   }
 }
 
+// After a cp.async ring: stage `stage` of a staged shared buffer (ELEMS elements a stage,
+// padding included) copied into stage 0, so that the code after the loop, which names stage 0,
+// reads the last iteration's tile (schedule/last_stage.py).  The stages share one layout, so
+// the bytes move as they are: 16 at a time when the stage is a whole number of 16-byte vectors
+// (the stages of a ring start 16-byte aligned, as cp.async needs).
+template <typename T, int ELEMS, int THREADS>
+__device__ __forceinline__ void copy_stage_to_first(T* buf, int stage) {
+  if constexpr ((ELEMS * sizeof(T)) % 16 == 0) {
+    int4* dst = reinterpret_cast<int4*>(buf);
+    const int4* src = reinterpret_cast<const int4*>(buf + stage * ELEMS);
+    for (int i = threadIdx.x; i < static_cast<int>(ELEMS * sizeof(T) / 16); i += THREADS) dst[i] = src[i];
+  } else {
+    const T* src = buf + stage * ELEMS;
+    for (int i = threadIdx.x; i < ELEMS; i += THREADS) buf[i] = src[i];
+  }
+}
+
 // Global -> shared with a dtype change: element by element (no cp.async, which cannot convert).
 template <typename T, typename U, int ROWS, int COLS, int THREADS, int PAD, int SWIZZLE>
 __device__ __forceinline__ void copy_g2s_convert(U* smem, const T* g, long long stride, long long rows,
