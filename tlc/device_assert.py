@@ -56,6 +56,24 @@ def sites(body) -> tuple[Site, ...]:
     return tuple(sorted(found, key=lambda x: (x.file, x.line, x.col, x.fmt)))
 
 
+def record_lines(kernel: str) -> list[str]:
+    """The C that declares the record beside a kernel with asserts (once per file), and for
+    a C caller of an nvcc-built `.cu` the function `tl_assert_record_KERNEL(out)`, which copies
+    the record into `out` (RECORD_WORDS words) and clears it (the runtime finds the record in
+    NVRTC's module by name)."""
+    words = RECORD_WORDS
+    return ["#ifndef TL_ASSERT_RECORD", "#define TL_ASSERT_RECORD",
+            f"__device__ unsigned long long {RECORD_SYMBOL}[{words}];", "#endif", "#ifndef __CUDACC_RTC__",
+            f"// device_assert's failure record of this file (tl/assert.cuh): copied into out[{words}] and cleared;",
+            "// out[0] != 0 means an assert failed since the last read",
+            f"extern \"C\" cudaError_t tl_assert_record_{kernel}(unsigned long long* out) {{",
+            f"  cudaError_t err = cudaMemcpyFromSymbol(out, {RECORD_SYMBOL}, sizeof({RECORD_SYMBOL}));",
+            "  if (err != cudaSuccess) return err;",
+            f"  const unsigned long long zero[{words}] = {{}};",
+            f"  return cudaMemcpyToSymbol({RECORD_SYMBOL}, zero, sizeof(zero));",
+            "}", "#endif"]
+
+
 _UNSIGNED = re.compile(r"%([-+ #0]*\d*(?:\.\d+)?)u")
 
 

@@ -13,7 +13,7 @@ import tlc
 from tlc.device_assert import DeviceAssertError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "codegen"))
-from nvcc import compile_object  # noqa: E402  (tests/codegen/nvcc.py: nvcc -Werror, cached)
+from nvcc import ARCH_FLAGS, compile_object, nvcc  # noqa: E402  (tests/codegen/nvcc.py: nvcc -Werror, cached)
 from test_print_format import VALID, caret, rendered  # noqa: E402  (print()'s checks, in the same kernel)
 
 KERNEL = Path(__file__).resolve().parent / "device_assert.tl"
@@ -123,3 +123,19 @@ def test_tlc_run_reports_a_failing_assert_as_an_error():
     assert r.exit_code == 1 and r.stdout == ""
     assert re.fullmatch(re.escape(f"error: {KERNEL}:7:13: device_assert failed: X[0] = ") + r"-?\d+\.\d"
                         + re.escape(" is not below -1000.0 (block (0, 0, 0), index (0))\n"), r.stderr), r.stderr
+
+
+def test_two_files_with_asserts_link_into_one_program(module, tmp_path):
+    """nvcc builds: two generated files with asserts link together, and a C caller reads each
+    file's record through its tl_assert_record_KERNEL."""
+    other = tlc.compile_source(KERNEL.read_text().replace("def scale(", "def scale2("), target="cpu", path="b.tl")
+    (tmp_path / "a.cu").write_text(module.scale.cuda_source(arch="sm_80"))
+    (tmp_path / "b.cu").write_text(other.scale2.cuda_source(arch="sm_80"))
+    (tmp_path / "main.cu").write_text(
+        '#include <cuda_runtime.h>\n'
+        'extern "C" cudaError_t tl_assert_record_scale(unsigned long long* out);\n'
+        'extern "C" cudaError_t tl_assert_record_scale2(unsigned long long* out);\n'
+        'int main() { unsigned long long a[12], b[12];\n'
+        '  return (tl_assert_record_scale(a) != cudaSuccess) + (tl_assert_record_scale2(b) != cudaSuccess); }\n')
+    res = nvcc([*ARCH_FLAGS["sm_80"], "a.cu", "b.cu", "main.cu", "-o", "prog"], tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]

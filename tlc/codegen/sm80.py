@@ -250,9 +250,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
         """The failure record of tl/assert.cuh, its site an index of device_assert.sites."""
         if not self.assert_sites:
             self.assert_sites = device_assert.sites(self.k.body)
-            self.preamble += ["#ifndef TL_ASSERT_RECORD", "#define TL_ASSERT_RECORD",
-                              f"__device__ unsigned long long {device_assert.RECORD_SYMBOL}[{device_assert.RECORD_WORDS}];",
-                              "#endif"]
+            self.preamble += device_assert.record_lines(c_name(self.k.name))
         args = []
         for a in s.args:
             value = self.expr(a)

@@ -3,6 +3,8 @@
 // word 0 the failing site + 1 (0: none failed), 1 blockIdx.x | blockIdx.y << 32,
 // 2 blockIdx.z | threadIdx.x << 32, 3 unused, 4.. the values (a double's bits, or the integer
 // sign- or zero-extended).  No trap: a trap ends the CUDA context and the record with it.
+// The Python runtime reads it after each launch; a C caller of an nvcc-built .cu calls
+// tl_assert_record_KERNEL(out) (beside the kernel: copies the record out and clears it).
 namespace tl {
 
 __device__ __forceinline__ unsigned long long assert_word(double v) {
