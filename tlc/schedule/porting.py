@@ -146,7 +146,8 @@ class PortingLowerer:
     def tile_gemm_extras(self, call, c: str) -> list:
         """The statements TileLang's gemm keywords add before it (clear_accum=True: clear c), and
         notes for the hints it ignores."""
-        kw = {k.name: k.value.value for k in call.keywords}
+        # the checker made each of these a constant (typecheck/porting.py); trans_a= may be a name
+        kw = {k.name: k.value.value for k in call.keywords if k.name in ("policy", "k_pack", "wg_wait", "clear_accum")}
         if "policy" in kw:
             self.note(f"gemm policy={kw['policy']} accepted and ignored: the scheduler lays out the accumulator's warps, "
                       "in the warp tiles closest to square (schedule/layout.py)")
