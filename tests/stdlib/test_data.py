@@ -1,0 +1,297 @@
+"""std.data against NumPy: one table of operators (kernel, NumPy reference, ragged shapes,
+dtypes), run on the interpreter; the module built with nvcc for sm_80 and sm_90a.  The GPU test
+(tests/gpu/test_data_gpu.py) runs the same table on the device.  Data movement is exact: every
+output is compared bit for bit, except the float sums of the atomic scatter_add (TOL)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Callable
+
+import numpy as np
+import pytest
+
+import tlc
+from tlc.dtypes import DTYPES
+
+DATA_PATH = str(resources.files("tlc").joinpath("stdlib/data.tl"))
+FLOATS = ("f16", "bf16", "f32")
+ALL = FLOATS + ("i8", "i32", "i64")
+ATOMIC = FLOATS + ("i32", "i64")  # the CUDA targets have no 8-bit atomics (E069)
+# Relative error of an atomic float sum (the order of the additions is not fixed): a few
+# roundings of the dtype over sums of at most a few terms.
+TOL = {"f16": 4e-3, "bf16": 3e-2, "f32": 1e-6}
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operator of the table: `make(rng, dtype, shape)` gives the kernel's arguments and
+    constants, `ref(args, consts)` NumPy's answer, `out` the argument it is written to."""
+    kernel: str
+    make: Callable
+    ref: Callable
+    shapes: tuple
+    dtypes: tuple = ALL
+    out: int = -1
+    exact: bool = True
+
+
+def values(rng, dtype, shape):
+    """Random values that every dtype holds exactly (small integers for integer dtypes)."""
+    if dtype.kind == "float":
+        return (rng.standard_normal(shape) * 4).astype(np.float32).astype(dtype.numpy())
+    return rng.integers(-100, 100, shape).astype(dtype.numpy())
+
+
+def empty(dtype, shape):
+    """An output whose every element is wrong until written: NaN, or the dtype's largest integer."""
+    fill = np.nan if dtype.kind == "float" else np.iinfo(dtype.numpy()).max
+    return np.full(shape, fill).astype(dtype.numpy())
+
+
+def indices(rng, n, shape, outside=True):
+    """i64 indices into an axis of n, a few of them outside [0, n) (-1 and n) where `outside`."""
+    idx = rng.integers(0, n, shape)
+    if outside and idx.size > 2:
+        idx.flat[0], idx.flat[-1] = -1, n
+    return idx
+
+
+def unique_indices(rng, n, shape):
+    """Indices along axis 1 of (A, K, C), each column's K distinct (scatter then has one answer)."""
+    a, k, c = shape
+    return np.stack([np.stack([rng.permutation(n)[:k] for _ in range(c)], 1) for _ in range(a)])
+
+
+def gathered(x, idx):
+    """x[a, idx[a, k, c], c], 0 where the index is outside x."""
+    ok = (idx >= 0) & (idx < x.shape[1])
+    return np.where(ok, np.take_along_axis(x, np.clip(idx, 0, x.shape[1] - 1), 1), 0).astype(x.dtype)
+
+
+def scattered_add(y, idx, src):
+    """np.add.at of src into y along axis 1, in order (skipping indices outside y)."""
+    y = y.copy()
+    a, k, c = np.meshgrid(*map(np.arange, idx.shape), indexing="ij")
+    ok = (idx >= 0) & (idx < y.shape[1])
+    np.add.at(y, (a[ok], idx[ok], c[ok]), src[ok])
+    return y
+
+
+def scattered(y, idx, src):
+    y = y.copy()
+    np.put_along_axis(y, idx, src, 1)
+    return y
+
+
+def padded(x, P, Q, top, left, value):
+    y = np.full((P, Q), value).astype(x.dtype)
+    for r in range(P):
+        for c in range(Q):
+            if 0 <= r - top < x.shape[0] and 0 <= c - left < x.shape[1]:
+                y[r, c] = x[r - top, c - left]
+    return y
+
+
+def converted(v, dtype):
+    """f64 values converted as tlc's cast does: into an integer toward zero, saturating."""
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        v = np.clip(np.trunc(v), info.min, info.max)
+    return v.astype(dtype)
+
+
+def _transpose(rng, dt, s):
+    return [values(rng, dt, s), empty(dt, s[::-1])], {}
+
+
+def _batched(rng, dt, s):
+    return [values(rng, dt, s), empty(dt, (s[0], s[2], s[1]))], {}
+
+
+def _permute(rng, dt, s):
+    shape, perm = s
+    return ([values(rng, dt, shape), empty(dt, tuple(shape[p] for p in perm))],
+            dict(zip(("P0", "P1", "P2", "P3"), perm)))
+
+
+def _concat(rng, dt, s):
+    m, na, nb = s
+    return [values(rng, dt, (m, na)), values(rng, dt, (m, nb)), empty(dt, (m, na + nb))], {}
+
+
+def _split(rng, dt, s):
+    m, na, nb = s
+    return [values(rng, dt, (m, na + nb)), empty(dt, (m, na)), empty(dt, (m, nb))], {}
+
+
+def _gather(rng, dt, s):
+    a, n, c, k = s
+    return [values(rng, dt, (a, n, c)), indices(rng, n, (a, k, c)), empty(dt, (a, k, c))], {}
+
+
+def _gather_i32(rng, dt, s):
+    args, consts = _gather(rng, dt, s)
+    args[1] = args[1].astype(np.int32)
+    return args, consts
+
+
+def _index_select(rng, dt, s):
+    a, n, c, k = s
+    return [values(rng, dt, (a, n, c)), indices(rng, n, k), empty(dt, (a, k, c))], {}
+
+
+def _scatter(rng, dt, s):
+    a, n, c, k = s
+    k = min(k, n)  # distinct indices
+    return [values(rng, dt, (a, k, c)), unique_indices(rng, n, (a, k, c)), values(rng, dt, (a, n, c))], {}
+
+
+def _scatter_add(rng, dt, s):
+    a, n, c, k = s
+    # small values, so that integer sums stay in range; repeated indices, and some outside
+    src = rng.integers(-8, 8, (a, k, c)).astype(dt.numpy())
+    return [src, indices(rng, n, (a, k, c)), values(rng, dt, (a, n, c))], {}
+
+
+def _pad(rng, dt, s):
+    m, n, p, q, top, left = s
+    return [values(rng, dt, (m, n)), empty(dt, (p, q)), top, left, -2.5 if dt.kind == "float" else 7.0], {}
+
+
+def _repeat(rng, dt, s):
+    m, n, p, q = s
+    return [values(rng, dt, (m, n)), empty(dt, (p, q))], {}
+
+
+def _tri(rng, dt, s):
+    m, n, k = s
+    return [values(rng, dt, (m, n)), empty(dt, (m, n)), k], {}
+
+
+def _mask(rng, dt, s):
+    m, n, k = s
+    return [np.zeros((m, n), dt.numpy()) if dt.name == "bool" else empty(dt, (m, n)), k], {"T": dt.name}
+
+
+def _fill(rng, dt, n):
+    return [empty(dt, n), -3.0], {}
+
+
+def _arange(rng, dt, n):
+    start, step = (-1.5, 0.25) if dt.kind == "float" else (-40.0, 3.0)
+    return [empty(dt, n), start, step], {}
+
+
+GATHER_SHAPES = ((2, 9, 5, 4), (1, 1000, 1, 300), (3, 5, 33, 8))  # (A, N, C, K)
+TRI_SHAPES = ((5, 7, 1), (70, 33, -3), (1, 1, 0), (9, 40, 20))
+OPS = [
+    Op("transpose", _transpose, lambda a, c: a[0].T, ((37, 75), (1, 130), (130, 1), (64, 64))),
+    Op("transpose_batched", _batched, lambda a, c: a[0].transpose(0, 2, 1), ((3, 37, 75), (2, 65, 1))),
+    Op("permute", _permute, lambda a, c: a[0].transpose(c["P0"], c["P1"], c["P2"], c["P3"]),
+       (((2, 3, 5, 7), (2, 0, 3, 1)), ((4, 1, 6, 3), (3, 2, 1, 0)), ((3, 5, 2, 9), (0, 2, 1, 3)))),
+    Op("concat", _concat, lambda a, c: np.concatenate(a[:2], 1), ((5, 7, 3), (1, 1000, 3), (33, 1, 70))),
+    Op("split", _split, lambda a, c: (a[0][:, :a[1].shape[1]], a[0][:, a[1].shape[1]:]),
+       ((5, 7, 3), (1, 1000, 3), (33, 1, 70)), out=(1, 2)),
+    Op("gather", _gather, lambda a, c: gathered(a[0], a[1]), GATHER_SHAPES),
+    Op("gather", _gather_i32, lambda a, c: gathered(a[0], a[1]), GATHER_SHAPES[:1], FLOATS),
+    Op("index_select", _index_select,
+       lambda a, c: np.where(((a[1] >= 0) & (a[1] < a[0].shape[1]))[None, :, None],
+                             a[0][:, np.clip(a[1], 0, a[0].shape[1] - 1), :], 0).astype(a[0].dtype), GATHER_SHAPES),
+    Op("scatter", _scatter, lambda a, c: scattered(a[2], a[1], a[0]), GATHER_SHAPES),
+    Op("scatter_add", _scatter_add, lambda a, c: scattered_add(a[2], a[1], a[0]), GATHER_SHAPES, ATOMIC, exact=False),
+    Op("scatter_add_deterministic", _scatter_add, lambda a, c: scattered_add(a[2], a[1], a[0]), GATHER_SHAPES),
+    Op("pad", _pad, lambda a, c: padded(a[0], *a[1].shape, a[2], a[3], a[4]),
+       ((5, 7, 8, 12, 2, 3), (33, 70, 30, 75, -1, 0), (1, 1, 4, 4, 1, 2), (6, 5, 3, 3, -2, -1)), out=1),
+    Op("repeat", _repeat, lambda a, c: np.tile(a[0], (a[1].shape[0] // a[0].shape[0], a[1].shape[1] // a[0].shape[1])),
+       ((5, 7, 10, 21), (1, 3, 4, 9), (3, 1, 3, 1000))),
+    Op("tril", _tri, lambda a, c: np.tril(a[0], a[2]), TRI_SHAPES, out=1),
+    Op("triu", _tri, lambda a, c: np.triu(a[0], a[2]), TRI_SHAPES, out=1),
+    Op("tril_mask", _mask, lambda a, c: np.tri(*a[0].shape, a[1]).astype(a[0].dtype), TRI_SHAPES,
+       ("bool", "f16", "bf16", "f32", "i32"), out=0),
+    Op("fill", _fill, lambda a, c: converted(np.full(a[0].shape, a[1]), a[0].dtype), (1, 1000, 4097), out=0),
+    Op("arange", _arange, lambda a, c: converted(a[1] + np.arange(a[0].size) * a[2], a[0].dtype), (1, 1000, 4097),
+       out=0),
+]
+KERNELS = sorted({op.kernel for op in OPS})
+
+
+def run(mod, op: Op, dtype: str, shape, seed=0):
+    """Runs one row of the table on `mod` and asserts its output against NumPy's."""
+    dt = DTYPES[dtype]
+    args, consts = op.make(np.random.default_rng(seed), dt, shape)
+    want = op.ref([a.copy() if isinstance(a, np.ndarray) else a for a in args], consts)
+    getattr(mod, op.kernel)(*args, **consts)
+    outs = op.out if isinstance(op.out, tuple) else (op.out,)
+    wants = want if isinstance(op.out, tuple) else (want,)
+    for i, w in zip(outs, wants):
+        got = args[i]
+        assert got.shape == w.shape and got.dtype == w.dtype, (got.shape, w.shape, got.dtype, w.dtype)
+        if op.exact or dt.kind != "float":
+            assert np.array_equal(got.view(np.uint8), np.ascontiguousarray(w).view(np.uint8)), \
+                (op.kernel, dtype, shape, np.argwhere(got != w)[:5])
+        else:
+            g, r = got.astype(np.float64), w.astype(np.float64)
+            assert np.linalg.norm(g - r) <= TOL[dtype] * np.linalg.norm(r), (op.kernel, dtype, shape)
+
+
+def cases(first_shape_only: bool):
+    """(op, dtype, shape) params: every op at every dtype on its first shape, every shape at f32
+    (and f16 where the op takes no f32), the rest marked slow."""
+    out = []
+    for op in OPS:
+        for dtype in op.dtypes:
+            for i, shape in enumerate(op.shapes):
+                fast = i == 0 or dtype == op.dtypes[-1 if "f32" not in op.dtypes else op.dtypes.index("f32")]
+                if first_shape_only and not fast:
+                    continue
+                out.append(pytest.param(op, dtype, shape, id=f"{op.kernel}-{dtype}-{i}",
+                                        marks=[] if fast else [pytest.mark.slow]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def cpu_mod():
+    return tlc.load(DATA_PATH, target="cpu")
+
+
+def test_std_data_checks_clean_and_has_its_kernels(cpu_mod):
+    assert sorted(cpu_mod.kernels) == KERNELS
+
+
+@pytest.mark.parametrize("op,dtype,shape", cases(first_shape_only=False))
+def test_against_numpy_on_the_interpreter(cpu_mod, op, dtype, shape):
+    run(cpu_mod, op, dtype, shape)
+
+
+def test_scatter_add_deterministic_adds_in_order_of_k(cpu_mod):
+    """Many f32 terms into one element: the deterministic kernel's sum is np.add.at's, in order
+    of k, bit for bit (a sum in another order differs in the last bits)."""
+    rng = np.random.default_rng(3)
+    src = (rng.standard_normal((1, 500, 2)) * 1e3).astype(np.float32)
+    idx = np.zeros((1, 500, 2), np.int64)
+    y = np.zeros((1, 1, 2), np.float32)
+    cpu_mod.scatter_add_deterministic(src, idx, y)
+    want = np.zeros(2, np.float32)
+    for k in range(500):
+        want += src[0, k]
+    assert np.array_equal(y[0, 0], want)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch,dtype", [("sm_80", "f16"), ("sm_90a", "bf16"),
+                                        pytest.param("sm_80", "f32", marks=pytest.mark.slow),
+                                        pytest.param("sm_90a", "i64", marks=pytest.mark.slow)])
+def test_module_builds_with_nvcc(arch, dtype, tmp_path):
+    """Every kernel of the module, generated for the target, compiles with warnings as errors."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
+    from nvcc import compile_object  # noqa: E402
+    from tlc import runner
+
+    defines = [f"T={dtype}"] if dtype != "bool" else []
+    source, _ = runner.build(DATA_PATH, defines=defines, arch=arch)
+    log = compile_object(source, arch, tmp_path)
+    assert log.count("Compiling entry function") == len(KERNELS) + 2  # concat and split launch two grids each
