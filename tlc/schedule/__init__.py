@@ -127,7 +127,7 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
     passes = (lambda k: infer_layouts(k, target, program.sources), lambda k: check_thread_storage(k, program.sources),
               lambda k: plan_shared_memory(k, limit, program.sources), insert_barriers, keep_last_stages,
               lambda k: specialize_warps(k, targets.get(target)))
-    for name, run in zip(PASSES[1:], passes):
+    for name, run in zip(PASSES[1:], passes, strict=True):
         kernel = run(kernel)
         after(name, kernel)
     ir.verify(kernel)
