@@ -137,6 +137,10 @@ CASES = {
         ['for k in pipelined(0, 4, num_stages=9):', '    pass'],
         't.tl:7:45: error[E031]: stages must be an integer from 0 to 8, found 9\n  |\n7 |         for k in pipelined(0, 4, num_stages=9):\n  |                                             ^\n  = hint: 0 or 1 runs the loop without prefetching',
     ),
+    'E042parallel': (
+        ['for i, j in parallel(BM, BM):', '    while True:', '        break', '    continue'],
+        "t.tl:10:13: error[E042]: 'continue' cannot leave a 'parallel' loop: its iterations run at once on different threads\n   |\n10 |             continue\n   |             ^^^^^^^^",
+    ),
 }
 
 
