@@ -202,6 +202,21 @@ def bench(suites, out_dir, quick, precisions, no_sweep, no_chart) -> None:
             run_suite(suite, argv, out_dir)
 
 
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Every operator as JSON on stdout.")
+@click.option("-m", "--module", "modules", multiple=True, metavar="std.NAME", help="Only these modules.")
+def ops(as_json, modules) -> None:
+    """List the standard library's operators: module, signature, dtypes, backward (NAME_bwd),
+    what each computes; the count is of operators with a passing test (tlc/stdlib/tested.json)."""
+    from .ops import all_ops, format_table, to_json
+
+    with _reported_errors():
+        listed = [op for op in all_ops() if not modules or op.module in modules]
+        if modules and not listed:
+            raise TlcError(f"no std module {', '.join(modules)}")
+    click.echo(to_json(listed) if as_json else format_table(listed))
+
+
 def _require_gpu(option: str, target: str) -> None:
     """`--check`, `--bench` and `--target cuda` run on the GPU: say so before loading anything,
     in the CLI's words (not the Python API's target='cpu')."""

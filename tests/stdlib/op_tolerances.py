@@ -1,0 +1,93 @@
+"""Tolerances of the std operators' tests, per dtype and per operator, in one place, and the
+comparison every table-driven std test uses (std.elementwise, std.reduce, std.data, ...).
+
+A result of dtype T is compared with a float64 NumPy reference computed from the very inputs the
+operator read (already rounded to T).  An operator computes in f32 and rounds once to T, so its
+error is its f32 function's error plus half a unit of T:
+
+    |got - want| <= rtol * |want| + atol,  rtol = ulps * eps(T),  atol = ulps * eps(T) * scale
+
+eps(T) is the spacing of T's values at 1 (2^-10 for f16, 2^-7 bf16, 2^-23 f32, 2^-3 f8e4m3);
+`ulps` is the operator's (OP_ULPS, default DEFAULT_ULPS) for f32 and at least 1 for narrower
+floats (rounding to T dominates there); `scale` is the size of values near which absolute
+error stops shrinking (ATOL_SCALE, default 1: sin near pi, a difference near 0).  Integers and
+booleans: exact.  A module's test adds its operators to OP_ULPS / ATOL_SCALE here, not in its
+own file, so that the numbers are reviewed together.
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+F8E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
+F8E5M2 = np.dtype(ml_dtypes.float8_e5m2)
+
+# tlc dtype names <-> NumPy dtypes (ml_dtypes for bf16 and f8)
+NUMPY = {"f64": np.dtype(np.float64), "f32": np.dtype(np.float32), "f16": np.dtype(np.float16), "bf16": BF16,
+         "f8e4m3": F8E4M3, "f8e5m2": F8E5M2, "i64": np.dtype(np.int64), "i32": np.dtype(np.int32),
+         "i16": np.dtype(np.int16), "i8": np.dtype(np.int8), "u8": np.dtype(np.uint8), "u32": np.dtype(np.uint32),
+         "bool": np.dtype(np.bool_)}
+
+EPS = {"f64": 2.0 ** -52, "f32": 2.0 ** -23, "f16": 2.0 ** -10, "bf16": 2.0 ** -7, "f8e4m3": 2.0 ** -3,
+       "f8e5m2": 2.0 ** -2}
+
+DEFAULT_ULPS = 2
+# f32 units an operator may be off by (its own function's error; the narrow dtypes take at least 1)
+OP_ULPS = {
+    # std.elementwise: composed functions (a few operations, each rounded)
+    "expm1": 4, "log1p": 4, "log10": 3, "tan": 6, "atan": 3, "asin": 6, "acos": 6, "sinh": 6, "cosh": 3,
+    "asinh": 6, "acosh": 6, "atanh": 8, "atan2": 4, "hypot": 3, "pow": 4, "mish": 8, "softplus": 4,
+    "logsigmoid": 4, "elu": 4, "selu": 4, "celu": 4, "gelu": 8, "gelu_erf": 4, "silu": 4, "quick_gelu": 4,
+    "sigmoid": 4, "tanhshrink": 4, "lerp": 4, "addcmul": 4, "addcdiv": 4, "hardswish": 3,
+    "sigmoid_bwd": 8, "tanh_bwd": 8, "silu_bwd": 8, "gelu_bwd": 16, "gelu_erf_bwd": 8, "softplus_bwd": 4,
+    "elu_bwd": 4, "mish_bwd": 16,
+}
+# where absolute error stops shrinking with the result (a multiple of eps(T))
+ATOL_SCALE = {
+    "sin": 4, "cos": 4, "tan": 4, "tanhshrink": 2, "gelu": 2, "gelu_erf": 2, "silu": 1, "mish": 2,
+    "quick_gelu": 2, "lerp": 4, "addcmul": 4, "addcdiv": 4, "gelu_bwd": 2, "gelu_erf_bwd": 2, "mish_bwd": 2,
+    "silu_bwd": 2, "sigmoid_bwd": 1, "tanh_bwd": 1, "hypot": 1, "asin": 1, "acos": 1, "atan2": 1,
+}
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    return NUMPY[name]
+
+
+def tolerance(op: str, dtype: str) -> tuple[float, float]:
+    """(rtol, atol) of operator `op`'s result of dtype `dtype` (a tlc name: "f16")."""
+    if dtype not in EPS:
+        return 0.0, 0.0
+    ulps = OP_ULPS.get(op, DEFAULT_ULPS)
+    if dtype != "f32" and dtype != "f64":
+        ulps = max(1.0, ulps * EPS["f32"] / EPS[dtype] * 4)  # rounding to T, plus f32's error seen through it
+    rtol = ulps * EPS[dtype]
+    return rtol, rtol * ATOL_SCALE.get(op, 1)
+
+
+def assert_close(got, want, op: str, dtype: str, where: str = "") -> None:
+    """`got` (an operator's result of dtype `dtype`) against the float64 reference `want`:
+    shape, NaN positions and the tolerance above, with the worst element in the message."""
+    got = np.asarray(got)
+    want = np.asarray(want)
+    assert got.shape == want.shape, f"{op} {dtype}{where}: shape {got.shape}, the reference's {want.shape}"
+    if dtype not in EPS:
+        np.testing.assert_array_equal(got, want.astype(got.dtype), err_msg=f"{op} {dtype}{where}")
+        return
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    # the reference rounded to the result's dtype: overflow to inf and tiny values agree with T
+    w_t = w.astype(numpy_dtype(dtype)).astype(np.float64)
+    nan = np.isnan(w)
+    assert (np.isnan(g) == nan).all(), f"{op} {dtype}{where}: NaN at {np.argwhere(np.isnan(g) != nan)[:3].tolist()}"
+    inf = np.isinf(w_t) & ~nan
+    assert (g[inf] == w_t[inf]).all(), f"{op} {dtype}{where}: infinities differ"
+    ok = ~nan & ~inf
+    rtol, atol = tolerance(op, dtype)
+    err = np.abs(g[ok] - w[ok])
+    bound = rtol * np.abs(w[ok]) + atol
+    if err.size and (err > bound).any():
+        i = int(np.argmax(err - bound))
+        raise AssertionError(f"{op} {dtype}{where}: {int((err > bound).sum())} of {err.size} elements off; worst: "
+                             f"got {g[ok][i]!r}, want {w[ok][i]!r} (error {err[i]:.3g}, bound {bound[i]:.3g}: "
+                             f"rtol {rtol:.3g}, atol {atol:.3g})")
