@@ -28,17 +28,24 @@ _AFTER = "        copy(acc, C[by * BM, bx * BN])\n"
 _READ = "        for i, j in parallel(BM, BK):\n            D[by * BM + i, bx * BN + j] = As[i, j]\n"
 assert READS_A_STAGE_AFTER.count(_AFTER + _READ) == 1
 
-# the same read through a copy; after a partial write; after a second pipelined loop over one
-# tile fewer that stages As again (empty when n == 1) and multiplies by Bs, which that loop
-# does not stage, so Bs is read after the first loop
+_WITH_E = READS_A_STAGE_AFTER.replace("D: T[M, N],", "D: T[M, N], E: T[M, N],")
+_ACC2 = "        acc2 = fragment(f32[BM, BN])\n        clear(acc2)\n"
+
+# the same read through a copy; after a partial write; through a gemm of As and Bs and a
+# reduce of As into E (D then as before); after a second pipelined loop over one tile fewer
+# that stages As again (empty when n == 1) and multiplies by Bs, which that loop does not
+# stage, so Bs is read after the first loop
 VARIANTS = {
     "element": READS_A_STAGE_AFTER,
     "copy": READS_A_STAGE_AFTER.replace(_READ, "        copy(As, D[by * BM, bx * BN])\n"),
     "write": READS_A_STAGE_AFTER.replace(_READ, "        for i, j in parallel(BM, 8):\n            As[i, j] = T(0)\n"
                                          + _READ),
-    "second_loop": READS_A_STAGE_AFTER.replace("D: T[M, N],", "D: T[M, N], E: T[M, N],").replace(
-        _READ, "        acc2 = fragment(f32[BM, BN])\n        clear(acc2)\n"
-        "        for k2 in pipelined(cdiv(K, BK) - 1, stages=stages):\n"
+    "gemm": _WITH_E.replace(_READ, _ACC2 + "        gemm(As, Bs, acc2)\n        copy(acc2, E[by * BM, bx * BN])\n"
+                            + _READ),
+    "reduce": _WITH_E.replace(_READ, "        rs = fragment(f32[BM])\n        reduce_sum(As, rs, dim=1)\n"
+                              "        for i in parallel(BM):\n            E[by * BM + i, bx * BN] = T(rs[i])\n" + _READ),
+    "second_loop": _WITH_E.replace(
+        _READ, _ACC2 + "        for k2 in pipelined(cdiv(K, BK) - 1, stages=stages):\n"
         "            copy(A[by * BM, k2 * BK], As)\n            gemm(As, Bs, acc2)\n"
         "        copy(acc2, E[by * BM, bx * BN])\n" + _READ),
 }
@@ -59,8 +66,8 @@ def test_the_buffers_read_after_a_ring_keep_its_last_stage(tmp_path, arch):
     kept = {name: [loop.keep_last_stage for loop in _loops(tlc.load(str(_write(tmp_path, name)), target="cpu")
                                                           .kernels["matmul"].scheduled({}, arch))]
             for name in VARIANTS}
-    assert kept == {"element": [("As",)], "copy": [("As",)], "write": [("As",)],
-                    "second_loop": [("As", "Bs"), ("As",)]}
+    assert kept == {"element": [("As",)], "copy": [("As",)], "write": [("As",)], "gemm": [("As", "Bs")],
+                    "reduce": [("As",)], "second_loop": [("As", "Bs"), ("As",)]}
     gemm = tlc.load(str(pathlib.Path(tlc.__file__).parents[1] / "examples" / "gemm.tl"), target="cpu")
     assert [loop.keep_last_stage for loop in _loops(gemm.kernels["matmul"].scheduled({}, "sm_80"))] == [()]
 
@@ -78,10 +85,16 @@ def _expected(A, B, n, variant):
     C = (Af @ Bf).astype(np.float16)
     last = n - 1 if variant != "second_loop" or n == 1 else n - 2
     D, E = np.zeros((M, N), np.float16), np.zeros((M, N), np.float16)
+    A_last = Af[:, (n - 1) * BK:n * BK]
     for bx in range(N // BN):
         D[:, bx * BN:bx * BN + BK] = A[:, last * BK:(last + 1) * BK]
         B_last = Bf[(n - 1) * BK:n * BK, bx * BN:(bx + 1) * BN]
-        E[:, bx * BN:(bx + 1) * BN] = (Af[:, :(n - 1) * BK] @ np.tile(B_last, (n - 1, 1))).astype(np.float16)
+        if variant == "second_loop":
+            E[:, bx * BN:(bx + 1) * BN] = (Af[:, :(n - 1) * BK] @ np.tile(B_last, (n - 1, 1))).astype(np.float16)
+        elif variant == "gemm":
+            E[:, bx * BN:(bx + 1) * BN] = (A_last @ B_last).astype(np.float16)
+        elif variant == "reduce":
+            E[:, bx * BN] = A_last.sum(axis=1).astype(np.float16)
     if variant == "write":
         for bx in range(N // BN):
             D[:, bx * BN:bx * BN + 8] = 0
@@ -95,7 +108,7 @@ def run_case(module, variant: str, n: int, stages: int, seed: int = 0):
     A = rng.uniform(-1, 1, (M, K)).astype(np.float16)
     B = rng.uniform(-1, 1, (K, N)).astype(np.float16)
     C, D, E = (np.zeros((M, N), np.float16) for _ in range(3))
-    args = (A, B, C, D, E) if variant == "second_loop" else (A, B, C, D)
+    args = (A, B, C, D, E) if "E: T[M, N]" in VARIANTS[variant] else (A, B, C, D)
     module.matmul(*args, stages=stages, **SMALL)
     want = _expected(A, B, n, variant)
     return (C, D, E), want
@@ -106,7 +119,7 @@ def check(got, want, variant: str) -> None:
     wC, wD, wE = want
     np.testing.assert_allclose(C.astype(np.float32), wC.astype(np.float32), rtol=2e-2, atol=2e-2)
     np.testing.assert_array_equal(D, wD)
-    if variant == "second_loop":
+    if "E: T[M, N]" in VARIANTS[variant]:
         np.testing.assert_allclose(E.astype(np.float32), wE.astype(np.float32), rtol=2e-2, atol=2e-2)
 
 
@@ -129,10 +142,17 @@ def _ring_tail(text: str) -> str:
 def test_the_ring_copies_the_last_stage_into_the_first_after_draining(tmp_path, arch):
     text = runner.build(str(_write(tmp_path, "element")), arch=arch, defines=["stages=3"])[0]
     tail = _ring_tail(text)
+    fence = r"\s*tl::fence_proxy_async\(\);\n" if arch == "sm_90a" else ""  # the loop's wgmma reads As
     # not when the loop was empty: the buffer holds what it held, as in the interpreter
     assert re.search(r"if \(tl_n > 0 && \(tl_n - 1\) % 3 != 0\) \{[^\n]*\n\s*"
-                     r"tl::copy_stage_to_first<half, 8192, 256>\(As, \(tl_n - 1\) % 3\);\n\s*__syncthreads\(\);",
-                     text), tail
+                     r"tl::copy_stage_to_first<half, 8192, 256>\(As, \(tl_n - 1\) % 3\);\n" + fence +
+                     r"\s*__syncthreads\(\);", text), tail
+
+
+def test_a_wgmma_after_the_loop_reads_the_copied_stage_through_a_proxy_fence(tmp_path):
+    text = runner.build(str(_write(tmp_path, "gemm")), arch="sm_90a")[0]
+    assert re.search(r"tl::copy_stage_to_first<half, 16384, 256>\(Bs, \(tl_n - 1\) % 3\);\n"
+                     r"\s*tl::fence_proxy_async\(\);\n\s*__syncthreads\(\);", text)
 
 
 @pytest.mark.nvcc

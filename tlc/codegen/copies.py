@@ -306,6 +306,7 @@ class CopyGen:
             T = c_type(self.buffers[name].dtype)
             self.emit(f"tl::copy_stage_to_first<{T}, {plan.stage_elems[name]}, {self.k.threads}>("
                       f"{self.smem_pointer(name)}, (tl_n - 1) % {S});")
+        self.after_async_copies()  # a wgmma after the loop reads these stores through the async proxy
         self.emit("__syncthreads();")
         self.indent -= 1
         self.emit("}")
