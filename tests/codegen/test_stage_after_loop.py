@@ -72,6 +72,33 @@ def test_the_buffers_read_after_a_ring_keep_its_last_stage(tmp_path, arch):
     assert [loop.keep_last_stage for loop in _loops(gemm.kernels["matmul"].scheduled({}, "sm_80"))] == [()]
 
 
+NESTED = """@kernel
+def nested(A: f16[M, K], D: f16[M, K], BM: const = 64, BK: const = 32, stages: const = 3):
+    with grid(cdiv(M, BM), threads=128) as bx:
+        As = shared(f16[BM, BK])
+        fill(As, 0)
+        for r in range(2):
+            for i, j in parallel(BM, BK):
+                D[bx * BM + i, r * BK + j] = As[i, j]
+            for k in pipelined(cdiv(K, BK), stages=stages):
+                copy(A[bx * BM, k * BK], As)
+                for i, j in parallel(BM, BK):
+                    D[bx * BM + i, k * BK + j] = As[i, j] * f16(2)
+"""
+
+
+@pytest.mark.parametrize("reads_before", [True, False])
+def test_a_read_before_the_ring_in_an_enclosing_loop_runs_after_it(tmp_path, reads_before):
+    """The outer loop's next iteration reads what the ring left: its last tile."""
+    path = tmp_path / "nested.tl"
+    path.write_text(NESTED if reads_before else NESTED.replace("r * BK + j] = As[i, j]", "r * BK + j] = f16(1)"))
+    kernel = tlc.load(str(path), target="cpu").kernels["nested"].scheduled({}, "sm_80")
+    loop = next(s for s in kernel.body[-1].body if getattr(s, "kind", None) == "pipelined")
+    assert loop.keep_last_stage == (("As",) if reads_before else ())
+    text = runner.build(str(path))[0]
+    assert ("tl::copy_stage_to_first<half, 2048, 128>(As, (tl_n - 1) % 3);" in text) == reads_before
+
+
 def test_emit_ir_says_which_buffers_keep_the_last_stage(tmp_path):
     text = runner.build(str(_write(tmp_path, "element")), emit="ir")[0]
     assert "for k in pipelined(0, (K - 1) // 64 + 1, 1, stages=3):  # after it As: the last stage" in text
@@ -157,7 +184,9 @@ def test_a_wgmma_after_the_loop_reads_the_copied_stage_through_a_proxy_fence(tmp
 
 @pytest.mark.nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", [*VARIANTS, "nested"])
 def test_it_compiles_with_werror(tmp_path, arch, variant):
-    defines = [f"{k}={v}" for k, v in SMALL.items()]
-    compile_object(runner.build(str(_write(tmp_path, variant)), arch=arch, defines=defines)[0], arch, tmp_path)
+    path = tmp_path / f"{variant}.tl"
+    path.write_text(VARIANTS.get(variant, NESTED))
+    defines = [f"{k}={v}" for k, v in SMALL.items()] if variant in VARIANTS else []
+    compile_object(runner.build(str(path), arch=arch, defines=defines)[0], arch, tmp_path)
