@@ -1,0 +1,326 @@
+"""The std operators against PyTorch eager on the GPU, one process (issue 13's benchmark).
+
+Each row is one memory-bound operator at a large size (>= 256 MiB of traffic: its inputs read
+once and its output written once) in one dtype, timed by the same method as PyTorch eager's
+equivalent in the same run (tlc.timing: CUDA events, warm-up, L2 flushed, median, contenders
+alternating).  Before timing, every contender's output (PyTorch's too) is checked against a
+float64 reference (PyTorch's own function on float64 copies of the inputs): a wrong one is
+reported and never timed (bench/checks.py).  The table gives GB/s, the fraction of the device's
+copy bandwidth (a device-to-device copy of 1 GiB, measured in the same run) and the ratio to
+PyTorch, sorted by that ratio so the weakest rows come first.  Writes
+bench/results/ops-<gpu>.json (and --json).  Not a test: it asserts nothing about time.
+
+    python bench/ops.py [--quick] [--only silu,add] [--json out.json]
+    python bench/ops.py --dry-run     # no GPU: every row's tlc operator on the interpreter at a
+                                      # small ragged shape against NumPy (and PyTorch on the CPU,
+                                      # where it is installed); tests/bench/test_ops_bench.py
+
+Adding rows: a `Row` names the std module and operator, how to make its inputs (a domain per
+tensor, see `host_inputs` / `device_inputs`), PyTorch's equivalent and a NumPy reference; append
+rows for a module in its own section of ROWS below.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests" / "stdlib"))  # the table-driven tests' tables and tolerances
+
+import tlc  # noqa: E402
+
+LARGE = (1 << 14, 1 << 13)  # 2^27 elements: 256 MiB of f16 each way
+SMALL = (37, 45)  # the dry run's ragged shape
+ULPS = 4  # tolerance in units of the result's dtype (tlc.timing.tolerance): one rounding of an f32 result
+
+
+@dataclass(frozen=True)
+class Row:
+    """One benchmark row: std `module`'s `op` called as op(*tensors, *scalars, **constants)."""
+    module: str
+    op: str
+    domains: tuple  # one input domain per tensor argument (host_inputs)
+    torch: Callable  # PyTorch eager: torch(*tensors, *scalars)
+    numpy: Callable  # the reference over float64 NumPy arrays: numpy(*arrays, *scalars)
+    dtype: str = "f16"
+    scalars: tuple = ()
+    constants: dict = field(default_factory=dict)  # tlc constants; T=dtype is added unless given
+    out_dtype: str | None = None  # the result's dtype when not `dtype` ("bool")
+
+    @property
+    def name(self) -> str:
+        return f"{self.op} {self.dtype}"
+
+    def tlc_constants(self) -> dict:
+        return self.constants if self.constants else ({} if self.dtype == "bool" else {"T": self.dtype})
+
+
+# ---- inputs -------------------------------------------------------------------------------------------
+
+def host_inputs(row: Row, shape, seed: int = 0) -> list:
+    """NumPy inputs of `row` over its domains (test_elementwise's domains)."""
+    from test_elementwise import inputs
+
+    rng = np.random.default_rng(seed)
+    return [inputs(rng, d, "bool" if d == "bool" else row.dtype, shape) for d in row.domains]
+
+
+_TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i32": "int32", "i8": "int8",
+                 "bool": "bool", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
+
+
+def device_inputs(row: Row, shape, seed: int = 0) -> list:
+    """PyTorch CUDA inputs of `row`, the same domains as host_inputs, drawn on the GPU."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+
+    def draw(domain):
+        n = lambda: torch.randn(shape, device="cuda", generator=g)  # noqa: E731
+        r = lambda: torch.rand(shape, device="cuda", generator=g)  # noqa: E731
+        if domain == "bool":
+            return r() < 0.5
+        x = {"normal": lambda: n() * 2, "wide": lambda: n() * 8,
+             "nonzero": lambda: torch.where(r() < 0.5, -1.0, 1.0) * (0.25 + 3.75 * r()),
+             "pos": lambda: 0.05 + 7.95 * r(), "neg": lambda: -4 * r(), "unit": lambda: 1.9 * r() - 0.95,
+             "ge1": lambda: 1 + 9 * r(), "halves": lambda: torch.round(n() * 6) / 2,
+             "tiny": lambda: torch.where(r() < 0.5, n() * 1e-4, n() * 2),
+             "tiny1p": lambda: torch.where(r() < 0.5, n() * 1e-4, -0.9 + 6.9 * r())}[domain]()
+        return x.to(getattr(torch, _TORCH_DTYPES[row.dtype]))
+
+    return [draw(d) for d in row.domains]
+
+
+# ---- rows ---------------------------------------------------------------------------------------------
+
+def _elementwise_rows() -> list[Row]:
+    """std.elementwise: every operator of the test table that PyTorch has, in f16 (bool for the
+    logical operators), with PyTorch's eager function beside it."""
+    from test_elementwise import OPS
+
+    by_name = {op.name: op for op in OPS}
+    rows = []
+    for name, torch_fn in _torch_elementwise().items():
+        op = by_name[name]
+        dtype = "bool" if op.dtypes == ("bool",) else "f16"
+        rows.append(Row("std.elementwise", name, op.domains, torch_fn, op.ref, dtype, op.scalars,
+                        out_dtype="bool" if op.out == "bool" or dtype == "bool" else None))
+    return rows
+
+
+def _torch_elementwise() -> dict:
+    """PyTorch's eager equivalent of each std.elementwise operator (resolved when called, so
+    that the dry run needs no PyTorch)."""
+    def t(path):
+        def fn(*a):
+            import torch
+            import torch.nn.functional as F  # noqa: F401
+
+            obj = {"torch": torch, "F": F}[path.split(".")[0]]
+            for part in path.split(".")[1:]:
+                obj = getattr(obj, part)
+            return obj(*a)
+        return fn
+
+    def f(expr):  # a lambda over torch and F, the tensors and scalars
+        def fn(*a):
+            import torch
+            import torch.nn.functional as F
+
+            return expr(torch, F, *a)
+        return fn
+
+    unary = {n: t(f"torch.{n}") for n in ["abs", "neg", "square", "sign", "reciprocal", "exp", "exp2", "expm1", "log",
+                                            "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "atan",
+                                            "asin", "acos", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+                                            "sigmoid", "erf", "floor", "ceil", "round", "trunc"]}
+    acts = {n: t(f"F.{n}") for n in ["relu", "relu6", "selu", "silu", "mish", "softplus", "softsign", "hardsigmoid",
+                                       "hardswish", "logsigmoid", "tanhshrink"]}
+    acts.update({
+        "leaky_relu": f(lambda torch, F, x, s: F.leaky_relu(x, s)), "elu": f(lambda torch, F, x, a: F.elu(x, a)),
+        "celu": f(lambda torch, F, x, a: F.celu(x, a)), "gelu": f(lambda torch, F, x: F.gelu(x, approximate="tanh")),
+        "gelu_erf": f(lambda torch, F, x: F.gelu(x)), "quick_gelu": f(lambda torch, F, x: x * torch.sigmoid(1.702 * x)),
+        "hardtanh": f(lambda torch, F, x, lo, hi: F.hardtanh(x, lo, hi)),
+        "softshrink": f(lambda torch, F, x, l: F.softshrink(x, l)), "hardshrink": f(lambda torch, F, x, l: F.hardshrink(x, l)),
+        "threshold": f(lambda torch, F, x, th, v: F.threshold(x, th, v)),
+        "relu_squared": f(lambda torch, F, x: torch.square(F.relu(x))),
+        # backward: what autograd runs for each (aten's *_backward kernels)
+        "relu_bwd": f(lambda torch, F, dy, x: torch.ops.aten.threshold_backward(dy, x, 0)),
+        "sigmoid_bwd": f(lambda torch, F, dy, x: torch.ops.aten.sigmoid_backward(dy, torch.sigmoid(x))),
+        "tanh_bwd": f(lambda torch, F, dy, x: torch.ops.aten.tanh_backward(dy, torch.tanh(x))),
+        "silu_bwd": f(lambda torch, F, dy, x: torch.ops.aten.silu_backward(dy, x)),
+        "gelu_bwd": f(lambda torch, F, dy, x: torch.ops.aten.gelu_backward(dy, x, approximate="tanh")),
+        "gelu_erf_bwd": f(lambda torch, F, dy, x: torch.ops.aten.gelu_backward(dy, x)),
+        "softplus_bwd": f(lambda torch, F, dy, x: torch.ops.aten.softplus_backward(dy, x, 1, 20)),
+        "hardswish_bwd": f(lambda torch, F, dy, x: torch.ops.aten.hardswish_backward(dy, x)),
+        "mish_bwd": f(lambda torch, F, dy, x: torch.ops.aten.mish_backward(dy, x)),
+        "leaky_relu_bwd": f(lambda torch, F, dy, x, s: torch.ops.aten.leaky_relu_backward(dy, x, s, False)),
+        "elu_bwd": f(lambda torch, F, dy, x, a: torch.ops.aten.elu_backward(dy, a, 1, 1, False, x)),
+    })
+    binary = {n: t(f"torch.{n}") for n in ["add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "pow",
+                                             "maximum", "minimum", "atan2", "hypot", "copysign", "eq", "ne", "lt",
+                                             "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+                                             "logical_not", "where", "lerp"]}
+    binary.update({"clamp": f(lambda torch, F, x, lo, hi: torch.clamp(x, lo, hi)),
+                   "clamp_tensor": f(lambda torch, F, x, lo, hi: torch.clamp(x, lo, hi)),
+                   "addcmul": f(lambda torch, F, x, a, b, v: torch.addcmul(x, a, b, value=v)),
+                   "addcdiv": f(lambda torch, F, x, a, b, v: torch.addcdiv(x, a, b, value=v))})
+    return {**unary, **acts, **binary}
+
+
+def _cast_rows() -> list[Row]:
+    """std.elementwise's conversions: f32 <-> f16 / bf16, and saturating f16 -> f8e4m3."""
+    def to(name, sat=False):
+        def fn(x):
+            import torch
+
+            d = getattr(torch, _TORCH_DTYPES[name])
+            return (x.clamp(torch.finfo(d).min, torch.finfo(d).max) if sat else x).to(d)
+        return fn
+
+    def ref(name, sat=False):
+        from op_tolerances import numpy_dtype
+
+        def fn(x):
+            if sat:
+                import ml_dtypes
+
+                info = ml_dtypes.finfo(numpy_dtype(name))
+                x = np.clip(x, float(info.min), float(info.max))
+            return x
+        return fn
+
+    pairs = [("f32", "f16", False), ("f16", "f32", False), ("f32", "bf16", False), ("bf16", "f32", False),
+             ("f16", "f8e4m3", True), ("f32", "f8e5m2", True)]
+    return [Row("std.elementwise", "convert_sat" if sat else "convert", ("wide",), to(d, sat), ref(d, sat), s,
+                constants={"S": s, "D": d}, out_dtype=d) for s, d, sat in pairs]
+
+
+ROWS: list[Row] = _elementwise_rows() + _cast_rows()
+# std.reduce, std.data, ...: their rows here
+
+
+# ---- checking and timing --------------------------------------------------------------------------------
+
+def dry_run(rows: list[Row]) -> list[str]:
+    """Every row's tlc operator on the interpreter at SMALL against its NumPy reference (and
+    PyTorch's on the CPU where it is installed); the failures, as lines."""
+    from op_tolerances import assert_close
+
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    mods, failures = {}, []
+    for row in rows:
+        mod = mods.setdefault(row.module, tlc.load(row.module, target="cpu"))
+        args = host_inputs(row, SMALL)
+        want = row.numpy(*(a.astype(np.float64) if a.dtype != np.bool_ else a for a in args), *row.scalars)
+        out = row.out_dtype or row.dtype
+        try:
+            got = getattr(mod, row.op)(*args, *row.scalars, **row.tlc_constants())
+            assert_close(got, np.asarray(want), row.op, out)
+            if torch is not None and row.dtype in ("f32", "bool"):  # PyTorch's CPU kernels, where it has them
+                res = row.torch(*(torch.from_numpy(a) for a in args), *row.scalars)
+                assert_close(res.numpy(), np.asarray(want), row.op, out, " (torch)")
+        except Exception as e:  # noqa: BLE001 - every row's failure is reported
+            failures.append(f"{row.name}: {type(e).__name__}: {str(e).strip()[:300]}")
+    return failures
+
+
+def measure(row: Row, mod, copy_gbs: float, min_ms: float) -> dict:
+    """One row on the GPU: both contenders checked against PyTorch's function in float64 (the
+    inputs widened), then timed; bytes = inputs read + output written."""
+    import torch
+    from checks import ratio, timed
+    from tlc.timing import Checked, tolerance
+
+    args = device_inputs(row, LARGE)
+    wide = [a if a.dtype == torch.bool else a.double() for a in args]
+    ref = row.torch(*wide, *row.scalars)
+    launch, out = _prepare(mod, row, args)
+    tol = tolerance(out.dtype, ref, ULPS) if out.dtype != torch.bool else {"rtol": 0.0, "atol": 0.0}
+    nbytes = sum(a.numel() * a.element_size() for a in args) + out.numel() * out.element_size()
+    record: dict = {"module": row.module, "op": row.op, "dtype": row.dtype, "bytes": nbytes}
+    ms = timed(record, {"torch": Checked(lambda: row.torch(*args, *row.scalars), ref, **tol),
+                        "tlc": Checked(launch, ref, out=out, **tol)}, min_ms=min_ms)
+    for who in ("torch", "tlc"):
+        if who in ms:
+            gbs = nbytes / ms[who] / 1e6
+            record[who] = {"ms": ms[who], "gbs": gbs, "of_copy": gbs / copy_gbs}
+    record["vs_torch"] = ratio(ms, "torch", "tlc")
+    del args, wide, ref, out
+    torch.cuda.empty_cache()
+    return record
+
+
+def _prepare(mod, row: Row, args):
+    """(launch, result): the operator's kernels relaunched into one allocated result (no host
+    work in the timed call); constants bound first."""
+    op = getattr(mod, row.op)
+    return op.prepare(*args, *row.scalars, **row.tlc_constants())
+
+
+def table(records: list[dict]) -> str:
+    key = lambda r: r["vs_torch"] if r.get("vs_torch") == r.get("vs_torch") and "vs_torch" in r else -1  # noqa: E731
+    lines = [f"{'operator':<22} {'MiB':>6} {'tlc GB/s':>9} {'of copy':>8} {'torch GB/s':>10} {'of copy':>8} {'vs torch':>9}"]
+    for r in sorted(records, key=key):
+        t, p = r.get("tlc"), r.get("torch")
+        cell = lambda x, k, fmt: format(x[k], fmt) if x else "WRONG"  # noqa: E731
+        lines.append(f"{r['op'] + ' ' + r['dtype']:<22} {r['bytes'] / 2**20:>6.0f} {cell(t, 'gbs', '9.0f'):>9} "
+                     f"{cell(t, 'of_copy', '8.2f'):>8} {cell(p, 'gbs', '10.0f'):>10} {cell(p, 'of_copy', '8.2f'):>8} "
+                     f"{r['vs_torch']:>8.2f}x")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dry-run", action="store_true", help="Check every row on the interpreter (no GPU).")
+    ap.add_argument("--only", help="Comma-separated operator names.")
+    ap.add_argument("--quick", action="store_true", help="100 ms a contender instead of 300.")
+    ap.add_argument("--json", help="Also write the results here.")
+    args = ap.parse_args(argv)
+    rows = [r for r in ROWS if not args.only or r.op in args.only.split(",")]
+    if args.dry_run:
+        failures = dry_run(rows)
+        for line in failures:
+            print("!!", line)
+        print(f"dry run: {len(rows) - len(failures)} of {len(rows)} rows right on the interpreter")
+        return 1 if failures else 0
+    from rowwise import copy_bandwidth, gpu_name, short_name  # the copy: the same 1 GiB as bench/rowwise.py
+
+    name = gpu_name()
+    results: dict = {"gpu": name, "shape": list(LARGE), "rows": []}
+    copy_gbs = copy_bandwidth(results)
+    print(f"GPU: {name}; device-to-device copy: {copy_gbs:.0f} GB/s")
+    mods = {}
+    for row in rows:
+        mod = mods.setdefault(row.module, tlc.load(row.module, target="cuda"))
+        try:
+            record = measure(row, mod, copy_gbs, 100.0 if args.quick else 300.0)
+        except Exception as e:  # noqa: BLE001 - a row that cannot run is reported, the rest go on
+            record = {"module": row.module, "op": row.op, "dtype": row.dtype, "bytes": 0, "vs_torch": math.nan,
+                      "error": f"{type(e).__name__}: {str(e)[:300]}"}
+            print(f"!! {row.name}: {record['error']}")
+        results["rows"].append(record)
+    print(table(results["rows"]))
+    text = json.dumps(results, indent=1)
+    out = ROOT / "bench" / "results" / f"ops-{short_name(name)}.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(text)
+    if args.json:
+        Path(args.json).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
