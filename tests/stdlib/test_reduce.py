@@ -1,0 +1,237 @@
+"""std.reduce against NumPy, one table: every reduction along axis 0 and axis 1 and every scan
+along the rows, on the interpreter at ragged shapes (one tile and several, rows and columns past
+the tiles' ends) for each dtype it takes; the module compiled by nvcc for sm_80 and sm_90a.
+tests/gpu/test_reduce_gpu.py runs the same table on the GPU at larger shapes.
+
+Tolerances come from op_tolerances.py (OP_ULPS holds this module's operators).  A sum-like
+result is compared after dividing it and its reference by the sum of the magnitudes it adds
+(`scale`): f32 accumulation errs by a few units of that magnitude, not of a result that
+cancelled, so the ulps of OP_ULPS are units of it."""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+
+import tlc
+from op_registry import check_or_record
+from op_tolerances import NUMPY, assert_close
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))  # the nvcc helper
+from nvcc import compile_object  # noqa: E402
+
+REDUCE_PATH = str(resources.files("tlc").joinpath("stdlib/reduce.tl"))
+FLOATS = ("f32", "f16", "bf16")
+WITH_INTS = FLOATS + ("i32",)
+
+
+def normal(rng, shape, dtype):
+    if dtype == "i32":
+        return rng.integers(-100, 100, shape).astype(np.int32)
+    return (rng.standard_normal(shape) * 3).astype(np.float32).astype(NUMPY[dtype])
+
+
+def near_one(rng, shape, dtype):
+    """Factors of products whose every row and column product stays well inside the dtype's
+    range: near 1 (floats, closer the longer the lines), +-1 with about 8 2s a line (integers)."""
+    n = max(shape)
+    if dtype == "i32":
+        x = rng.choice(np.array([-1, 1], np.int32), shape)
+        x[rng.random(shape) < 8 / n] = 2
+        return x
+    return (1 + rng.standard_normal(shape) * min(0.05, 1 / np.sqrt(n))).astype(np.float32).astype(NUMPY[dtype])
+
+
+def sparse(rng, shape, dtype):
+    """Zeros at a different rate in every row and column, whole zero and nonzero lines among them."""
+    x = normal(rng, shape, dtype)
+    x[x == 0] = 1
+    rate = rng.random(shape[0])[:, None] * rng.random(shape[1])[None, :] * 1.5
+    x[rng.random(shape) < rate] = 0
+    x[0, :] = 0
+    x[:, -1] = 0
+    if shape[0] > 2:
+        x[1, :] = 1
+    return x
+
+
+def sum_scale(x, axis):
+    return np.abs(x).sum(axis=axis)
+
+
+def scan_scale(x, axis):
+    return np.cumsum(np.abs(x), axis=axis)
+
+
+def prod_scale(x, axis):
+    return np.abs(x).prod(axis=axis)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operator: the name before _axis0/_axis1, its float64 reference (x, axis), the inputs
+    it is defined on, its dtypes and axes, and how large its accumulated error can be."""
+    name: str
+    ref: Callable
+    domain: Callable = normal
+    dtypes: tuple = FLOATS
+    axes: tuple = (0, 1)
+    scale: Callable | None = None
+    kind: str = "tile_op"  # tile_op: returns its result; kernel: writes its last argument
+    out: str = "T"  # the result's dtype: "T", "i32" or "bool"
+    consts: dict = field(default_factory=dict)  # extra constants per input dtype (the kernels' accumulator)
+
+
+def centred(x, axis):
+    return x - x.mean(axis=axis, keepdims=True)
+
+
+def lse(x, axis):
+    m = x.max(axis=axis, keepdims=True)
+    return (np.log(np.exp(x - m).sum(axis=axis, keepdims=True)) + m).squeeze(axis)
+
+
+INT_ACC = {"i32": {"A": "i32"}}
+
+OPS = [
+    Op("sum", lambda x, a: x.sum(axis=a), dtypes=WITH_INTS, scale=sum_scale),
+    Op("mean", lambda x, a: x.mean(axis=a), scale=lambda x, a: np.abs(x).mean(axis=a)),
+    Op("max", lambda x, a: x.max(axis=a), dtypes=WITH_INTS),
+    Op("min", lambda x, a: x.min(axis=a), dtypes=WITH_INTS),
+    Op("var", lambda x, a: x.var(axis=a), scale=lambda x, a: (centred(x, a) ** 2).mean(axis=a)),
+    Op("std", lambda x, a: x.std(axis=a), scale=lambda x, a: x.std(axis=a)),
+    Op("norm_l1", lambda x, a: np.abs(x).sum(axis=a), dtypes=WITH_INTS, scale=sum_scale),
+    Op("norm_l2", lambda x, a: np.sqrt((x * x).sum(axis=a))),
+    Op("norm_inf", lambda x, a: np.abs(x).max(axis=a), dtypes=WITH_INTS),
+    Op("logsumexp", lse),
+    Op("any", lambda x, a: (x != 0).any(axis=a), domain=sparse, dtypes=WITH_INTS, out="bool"),
+    Op("all", lambda x, a: (x != 0).all(axis=a), domain=sparse, dtypes=WITH_INTS, out="bool"),
+    Op("prod", lambda x, a: x.prod(axis=a), domain=near_one, dtypes=WITH_INTS, scale=prod_scale, kind="kernel",
+       consts=INT_ACC),
+    Op("argmax", lambda x, a: x.argmax(axis=a), dtypes=WITH_INTS, kind="kernel", out="i32"),
+    Op("argmin", lambda x, a: x.argmin(axis=a), dtypes=WITH_INTS, kind="kernel", out="i32"),
+    Op("cumsum", lambda x, a: np.cumsum(x, axis=a), dtypes=WITH_INTS, axes=(1,), scale=scan_scale, kind="scan",
+       consts=INT_ACC),
+    Op("cumprod", lambda x, a: np.cumprod(x, axis=a), domain=near_one, dtypes=WITH_INTS, axes=(1,),
+       scale=lambda x, a: np.cumprod(np.abs(x), axis=a), kind="scan", consts=INT_ACC),
+    Op("cummax", lambda x, a: np.maximum.accumulate(x, axis=a), dtypes=WITH_INTS, axes=(1,), kind="scan"),
+]
+
+# (M, N, the kernels' tiles per axis): several tiles with a ragged last one along the reduced
+# axis and across it; one ragged tile; a vector (one row); the tile ops choose their own tiles.
+SHAPES = [(37, 300, {1: dict(BM=2, BN=64, THREADS=32), 0: dict(BM=8, BN=32, THREADS=32)}),
+          (5, 50, {1: dict(BM=4, BN=64, THREADS=64), 0: dict(BM=8, BN=64, THREADS=64)}),
+          (1, 77, {1: dict(BM=1, BN=32, THREADS=32), 0: dict(BM=2, BN=32, THREADS=32)})]
+
+
+def cases(ops=OPS, dtypes=None):
+    for op in ops:
+        for dtype in op.dtypes:
+            if dtypes is None or dtype in dtypes:
+                for axis in op.axes:
+                    yield pytest.param(op, dtype, axis, id=f"{op.name}-{dtype}-axis{axis}")
+
+
+def op_name(op: Op, axis: int) -> str:
+    return op.name if op.kind == "scan" else f"{op.name}_axis{axis}"
+
+
+def check_op(mod, op: Op, dtype: str, axis: int, M: int, N: int, consts: dict, seed: int = 0) -> None:
+    x = op.domain(np.random.default_rng(seed + M * N), (M, N), dtype)
+    consts = consts if op.kind != "tile_op" else {}
+    if op.consts and dtype == "i32":
+        consts = {**consts, **op.consts["i32"]}
+    got = run_op(mod, op, x, axis, consts)
+    want = op.ref(x.astype(np.float64), axis)
+    out = {"T": dtype, "i32": "i32", "bool": "bool"}[op.out]
+    where = f" axis={axis} shape=({M}, {N}) {consts}"
+    if op.out != "T" or dtype == "i32":
+        want = want.astype(NUMPY[out])
+    elif op.scale is not None:
+        # a result past T's range is inf on both sides; the rest in units of its magnitudes
+        over = np.isinf(want.astype(NUMPY[dtype]))
+        assert (got[over] == want.astype(NUMPY[dtype])[over]).all(), f"{op.name} {dtype}{where}: overflow"
+        scale = np.maximum(op.scale(x.astype(np.float64), axis), 1e-30)
+        got, want = np.where(over, 0, got.astype(np.float64) / scale), np.where(over, 0, want / scale)
+    assert_close(got, want, op.name, out, where)
+
+
+def run_op(mod, op: Op, x, axis: int, consts: dict):
+    """The operator's result on `x`, called as a user would: a tile op returns it; a kernel
+    writes into an output the test allocates (NaN or -1 where nothing is written)."""
+    fn = getattr(mod, op_name(op, axis))
+    if op.kind == "tile_op":
+        return np.asarray(fn(x))
+    shape = x.shape if op.kind == "scan" else x.shape[1 - axis:][:1]
+    dtype = np.dtype(np.int32) if op.out == "i32" else x.dtype
+    y = np.full(shape, -1, dtype) if dtype.kind == "i" else np.full(shape, np.nan, dtype)
+    fn(x, y, **consts)
+    return y
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return tlc.load(REDUCE_PATH, target="cpu")
+
+
+def test_the_module_holds_every_operator_of_the_table(mod):
+    names = {op_name(op, a) for op in OPS for a in op.axes}
+    assert names == set(mod.kernels)
+
+
+def test_every_operator_has_a_doc_comment():
+    """The line under each def is a comment saying what it computes (the reference page reads it)."""
+    text = Path(REDUCE_PATH).read_text()
+    defs = re.findall(r"^def (\w+)\(.*?\).*?:\n(\s*)(\S)", text, re.M | re.S)
+    assert defs and all(first == "#" for _, _, first in defs), [d for d, _, f in defs if f != "#"]
+
+
+PASSED: dict[str, set] = {}  # operator -> the dtypes whose rows passed in this run
+
+
+@pytest.mark.parametrize("op,dtype,axis", list(cases()))
+def test_against_numpy(mod, op, dtype, axis):
+    for M, N, tiles in SHAPES:
+        check_op(mod, op, dtype, axis, M, N, tiles[axis])
+    PASSED.setdefault(op_name(op, axis), set()).add(dtype)
+
+
+def test_registry():
+    """tlc/stdlib/tested.json lists exactly the operators of this table, each of whose rows (every
+    dtype) passed in this run (TLC_RECORD_TESTED=1 rewrites it; tests/stdlib/op_registry.py)."""
+    table = {op_name(op, a): set(op.dtypes) for op in OPS for a in op.axes}
+    check_or_record("std.reduce", table, {k: v for k, v in PASSED.items() if v == table.get(k)}, __file__)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op,dtype,axis", list(cases(dtypes=("f32", "bf16", "i32"))))
+def test_long_rows_and_columns(mod, op, dtype, axis):
+    """Lines longer than a tile op's one-tile path (8192 elements a row), and many kernel tiles."""
+    for M, N in ((3, 9000), (700, 5)) if axis == 1 else ((2100, 3), (9000, 2)):
+        check_op(mod, op, dtype, axis, M, N, {})
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch,dtype", [("sm_80", "f16"), ("sm_90a", "bf16")])
+def test_builds_with_nvcc(arch, dtype, tmp_path):
+    """Every operator of the module, for one dtype, compiles without warnings or spills."""
+    from tlc.runner import build
+
+    source, _ = build(REDUCE_PATH, defines=(f"T={dtype}",), arch=arch)
+    log = compile_object(source, arch, tmp_path)
+    spills = dict(re.findall(r"Function properties for (\w+)\n\s*\d+ bytes stack frame, (\d+) bytes spill", log))
+    assert len(spills) == source.count("__global__")
+    spilling = {k for k, v in spills.items() if v != "0"}
+    assert spilling <= KNOWN_SPILLS.get((arch, dtype), set()), log
+
+
+# The column tile ops with two passes over bf16 on sm_90a ask for more blocks per SM than their
+# registers allow (9 blocks of 128 threads: 56 registers; 48 to 60 bytes spilled): the row rule
+# of docs/tile-ops.md undercounts a bf16 tile read as f32 (reported, not fixed here).
+KNOWN_SPILLS = {("sm_90a", "bf16"): {"var_axis0", "std_axis0", "logsumexp_axis0"}}
