@@ -72,3 +72,18 @@ def test_cli_lists_the_shipped_library():
     assert data["count_tested"] == data["count"] >= 90
     res = CliRunner().invoke(main, ["ops", "-m", "std.nothing"])
     assert res.exit_code != 0 and "no std module std.nothing" in res.output
+
+
+def test_the_reference_page_is_generated_from_the_sources():
+    """docs/stdlib/elementwise.md is what scripts/stdlib-docs writes (rerun it after editing the
+    .tl or tested.json); each operator has its section with its signature and comment."""
+    from pathlib import Path
+
+    from tlc.ops import load_tested, markdown, module_ops, stdlib_dir
+
+    path = stdlib_dir() / "elementwise.tl"
+    text = markdown(path, module_ops(path, load_tested()))
+    page = Path(__file__).resolve().parents[1] / "docs" / "stdlib" / "elementwise.md"
+    assert page.read_text() == text, "docs/stdlib/elementwise.md is stale: run scripts/stdlib-docs elementwise"
+    assert "## expm1\n\n```python\n@tile_op\ndef expm1(x: T[M, N], T: dtype = f32) -> T[M, N]\n```" in text
+    assert "| [`abs`](#abs) | bf16, f16, f32, i32 |  | \\|x\\|, exact (integers too). |" in text
