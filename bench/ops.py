@@ -55,6 +55,7 @@ class Row:
     scalars: tuple = ()
     constants: dict = field(default_factory=dict)  # tlc constants; T=dtype is added unless given
     out_dtype: str | None = None  # the result's dtype when not `dtype` ("bool")
+    out_shape: Callable | None = None  # a kernel's: (the inputs' shape) -> the output it writes, its last argument
 
     @property
     def name(self) -> str:
@@ -205,8 +206,52 @@ def _cast_rows() -> list[Row]:
                 constants={"S": s, "D": d}, out_dtype=d) for s, d, sat in pairs]
 
 
-ROWS: list[Row] = _elementwise_rows() + _cast_rows()
-# std.reduce, std.data, ...: their rows here
+def _reduce_rows() -> list[Row]:
+    """std.reduce: each reduction along the rows (axis 1) and the columns (axis 0) of a
+    (16384, 8192) f16 matrix, the scans along the rows, against PyTorch's eager reduction."""
+    def f(expr):
+        def fn(*a):
+            import torch
+
+            return expr(torch, *a)
+        return fn
+
+    tile_ops = {  # name -> (PyTorch over dim, NumPy over axis, domain)
+        "sum": (lambda t, x, d: t.sum(x, dim=d), lambda x, a: x.sum(axis=a), "normal"),
+        "mean": (lambda t, x, d: t.mean(x, dim=d), lambda x, a: x.mean(axis=a), "normal"),
+        "max": (lambda t, x, d: t.amax(x, dim=d), lambda x, a: x.max(axis=a), "normal"),
+        "min": (lambda t, x, d: t.amin(x, dim=d), lambda x, a: x.min(axis=a), "normal"),
+        "var": (lambda t, x, d: t.var(x, dim=d, unbiased=False), lambda x, a: x.var(axis=a), "normal"),
+        "std": (lambda t, x, d: t.std(x, dim=d, unbiased=False), lambda x, a: x.std(axis=a), "normal"),
+        "norm_l1": (lambda t, x, d: t.linalg.vector_norm(x, 1, dim=d), lambda x, a: abs(x).sum(axis=a), "normal"),
+        "norm_l2": (lambda t, x, d: t.linalg.vector_norm(x, 2, dim=d), lambda x, a: np.sqrt((x * x).sum(axis=a)),
+                    "normal"),
+        "norm_inf": (lambda t, x, d: t.linalg.vector_norm(x, float("inf"), dim=d), lambda x, a: abs(x).max(axis=a),
+                     "normal"),
+        "logsumexp": (lambda t, x, d: t.logsumexp(x, dim=d),
+                      lambda x, a: np.log(np.exp(x - x.max(axis=a, keepdims=True)).sum(axis=a)) + x.max(axis=a), "normal"),
+        "any": (lambda t, x, d: t.any(x, dim=d), lambda x, a: (x != 0).any(axis=a), "halves"),
+        "all": (lambda t, x, d: t.all(x, dim=d), lambda x, a: (x != 0).all(axis=a), "halves"),
+    }
+    rows = []
+    for name, (tf, nf, domain) in tile_ops.items():
+        for axis in (1, 0):
+            rows.append(Row("std.reduce", f"{name}_axis{axis}", (domain,), f(lambda t, x, tf=tf, d=axis: tf(t, x, d)),
+                            lambda x, nf=nf, a=axis: nf(x, a), out_dtype="bool" if name in ("any", "all") else None))
+    kernels = {  # name -> (PyTorch, NumPy, the output's shape and dtype)
+        "argmax_axis1": (lambda t, x: t.argmax(x, dim=1).int(), lambda x: x.argmax(axis=1), lambda s: s[:1], "i32"),
+        "argmax_axis0": (lambda t, x: t.argmax(x, dim=0).int(), lambda x: x.argmax(axis=0), lambda s: s[1:], "i32"),
+        "argmin_axis1": (lambda t, x: t.argmin(x, dim=1).int(), lambda x: x.argmin(axis=1), lambda s: s[:1], "i32"),
+        "cumsum": (lambda t, x: t.cumsum(x, dim=1), lambda x: np.cumsum(x, axis=1), lambda s: s, None),
+        "cummax": (lambda t, x: t.cummax(x, dim=1).values, lambda x: np.maximum.accumulate(x, axis=1), lambda s: s, None),
+    }
+    rows += [Row("std.reduce", name, ("normal",), f(tf), nf, out_dtype=dt, out_shape=shape)
+             for name, (tf, nf, shape, dt) in kernels.items()]
+    return rows
+
+
+ROWS: list[Row] = _elementwise_rows() + _cast_rows() + _reduce_rows()
+# std.data, ...: their rows here
 
 
 # ---- checking and timing --------------------------------------------------------------------------------
@@ -227,7 +272,13 @@ def dry_run(rows: list[Row]) -> list[str]:
         want = row.numpy(*(a.astype(np.float64) if a.dtype != np.bool_ else a for a in args), *row.scalars)
         out = row.out_dtype or row.dtype
         try:
-            got = getattr(mod, row.op)(*args, *row.scalars, **row.tlc_constants())
+            if row.out_shape is None:
+                got = getattr(mod, row.op)(*args, *row.scalars, **row.tlc_constants())
+            else:
+                from op_tolerances import numpy_dtype
+
+                got = np.zeros(row.out_shape(args[0].shape), numpy_dtype(out))
+                getattr(mod, row.op)(*args, got, *row.scalars, **row.tlc_constants())
             assert_close(got, np.asarray(want), row.op, out)
             if torch is not None and row.dtype in ("f32", "bool"):  # PyTorch's CPU kernels, where it has them
                 res = row.torch(*(torch.from_numpy(a) for a in args), *row.scalars)
@@ -267,7 +318,13 @@ def _prepare(mod, row: Row, args):
     """(launch, result): the operator's kernels relaunched into one allocated result (no host
     work in the timed call); constants bound first."""
     op = getattr(mod, row.op)
-    return op.prepare(*args, *row.scalars, **row.tlc_constants())
+    if row.out_shape is None:
+        return op.prepare(*args, *row.scalars, **row.tlc_constants())
+    import torch  # a kernel: one output allocated here, the call's arguments bound by its first call
+
+    out = torch.empty(row.out_shape(tuple(args[0].shape)), dtype=getattr(torch, _TORCH_DTYPES[row.out_dtype or row.dtype]),
+                      device=args[0].device)
+    return (lambda: op(*args, out, *row.scalars, **row.tlc_constants())), out
 
 
 def table(records: list[dict]) -> str:
