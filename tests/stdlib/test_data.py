@@ -4,6 +4,7 @@ dtypes), run on the interpreter; the module built with nvcc for sm_80 and sm_90a
 output is compared bit for bit, except the float sums of the atomic scatter_add (TOL)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from importlib import resources
 from typing import Callable
@@ -283,7 +284,8 @@ def test_scatter_add_deterministic_adds_in_order_of_k(cpu_mod):
                                         pytest.param("sm_80", "f32", marks=pytest.mark.slow),
                                         pytest.param("sm_90a", "i64", marks=pytest.mark.slow)])
 def test_module_builds_with_nvcc(arch, dtype, tmp_path):
-    """Every kernel of the module, generated for the target, compiles with warnings as errors."""
+    """Every kernel of the module, generated for the target, compiles with warnings as errors and
+    keeps its registers (no spills, no stack frame)."""
     import sys
     from pathlib import Path
 
@@ -295,3 +297,5 @@ def test_module_builds_with_nvcc(arch, dtype, tmp_path):
     source, _ = runner.build(DATA_PATH, defines=defines, arch=arch)
     log = compile_object(source, arch, tmp_path)
     assert log.count("Compiling entry function") == len(KERNELS) + 2  # concat and split launch two grids each
+    frames = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    assert len(frames) == len(KERNELS) + 2 and all(f == ("0", "0", "0") for f in frames), log
