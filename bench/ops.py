@@ -79,13 +79,17 @@ _TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i32": 
                  "bool": "bool", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
 
 
-def device_inputs(row: Row, shape, seed: int = 0) -> list:
+def device_inputs(row: Row, full, seed: int = 0) -> list:
     """PyTorch CUDA inputs of `row`, the same domains as host_inputs, drawn on the GPU."""
     import torch
+
+    from test_elementwise import arg_shape
 
     g = torch.Generator(device="cuda").manual_seed(seed)
 
     def draw(domain):
+        shape = arg_shape(domain, full)
+        domain = domain.partition("@")[0]
         n = lambda: torch.randn(shape, device="cuda", generator=g)  # noqa: E731
         r = lambda: torch.rand(shape, device="cuda", generator=g)  # noqa: E731
         if domain == "bool":
@@ -171,7 +175,9 @@ def _torch_elementwise() -> dict:
                                              "maximum", "minimum", "atan2", "hypot", "copysign", "eq", "ne", "lt",
                                              "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
                                              "logical_not", "where", "lerp"]}
-    binary.update({"clamp": f(lambda torch, F, x, lo, hi: torch.clamp(x, lo, hi)),
+    binary.update({f"{name}_{kind}": t(f"torch.{name}") for name in ["add", "sub", "mul", "div", "maximum", "minimum"]
+                   for kind in ("row", "col")})
+    binary.update({"add_scalar": t("torch.add"), "mul_scalar": t("torch.mul"), "clamp": f(lambda torch, F, x, lo, hi: torch.clamp(x, lo, hi)),
                    "clamp_tensor": f(lambda torch, F, x, lo, hi: torch.clamp(x, lo, hi)),
                    "addcmul": f(lambda torch, F, x, a, b, v: torch.addcmul(x, a, b, value=v)),
                    "addcdiv": f(lambda torch, F, x, a, b, v: torch.addcdiv(x, a, b, value=v))})

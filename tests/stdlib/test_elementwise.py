@@ -7,6 +7,7 @@ Tolerances: tests/stdlib/op_tolerances.py."""
 from __future__ import annotations
 
 import math
+import zlib
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -119,6 +120,13 @@ OPS = [
     b("remainder", np.remainder, db="nonzero", dtypes=ALL), b("fmod", _fmod, db="nonzero"),
     b("pow", np.power, "pos", "normal"), b("maximum", np.maximum, dtypes=ALL), b("minimum", np.minimum, dtypes=ALL),
     b("atan2", np.arctan2), b("hypot", np.hypot), b("copysign", np.copysign),
+    # NumPy broadcasting: b along the rows (b[N]), along the columns (b[M, 1]), a scalar
+    *(b(f"{name}_{kind}", fn, db=f"{db}@{kind}", dtypes=FLOATS if name == "div" else ALL)
+      for name, fn, db in [("add", np.add, "normal"), ("sub", np.subtract, "normal"), ("mul", np.multiply, "normal"),
+                           ("div", np.divide, "nonzero"), ("maximum", np.maximum, "normal"),
+                           ("minimum", np.minimum, "normal")]
+      for kind in ("row", "col")),
+    u("add_scalar", lambda x, s: x + s, scalars=(0.375,)), u("mul_scalar", lambda x, s: x * s, scalars=(-1.25,)),
     *(b(name, fn, "halves", "halves", dtypes=ALL, out="bool")
       for name, fn in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
                        ("gt", np.greater), ("ge", np.greater_equal)]),
@@ -140,8 +148,16 @@ CAST_DTYPES = ("f32", "f16", "bf16", "f8e4m3", "f8e5m2", "i32", "i8")
 CASTS = [(s, d) for s in CAST_DTYPES for d in CAST_DTYPES]
 
 
+def arg_shape(domain: str, shape) -> tuple:
+    """The shape of an argument over `domain`: "normal@row" is a row vector [N] broadcast along
+    the rows of an [M, N] result, "normal@col" a column [M, 1]."""
+    kind = domain.partition("@")[2]
+    return {"": tuple(shape), "row": (shape[1],), "col": (shape[0], 1)}[kind]
+
+
 def inputs(rng, domain: str, dtype: str, shape=SHAPE):
     """A tensor of `dtype` over `domain` (integers: the domain's values rounded)."""
+    shape, domain = arg_shape(domain, shape), domain.partition("@")[0]
     n = int(np.prod(shape))
     if domain == "bool":
         return rng.random(shape) < 0.5
@@ -228,7 +244,7 @@ PASSED: dict[str, set] = {}
 
 @pytest.mark.parametrize("op", OPS, ids=lambda o: o.name)
 def test_op(ew, op):
-    rng = np.random.default_rng(abs(hash(op.name)) % 2 ** 32)
+    rng = np.random.default_rng(zlib.crc32(op.name.encode()))  # not hash(): salted per process
     for dtype in op.dtypes:
         args, scalars, ref, out = case(op, dtype, rng)
         got = call(ew, op, dtype, args, scalars)
