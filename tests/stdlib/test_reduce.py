@@ -235,3 +235,12 @@ def test_builds_with_nvcc(arch, dtype, tmp_path):
 # registers allow (9 blocks of 128 threads: 56 registers; 48 to 60 bytes spilled): the row rule
 # of docs/tile-ops.md undercounts a bf16 tile read as f32 (reported, not fixed here).
 KNOWN_SPILLS = {("sm_90a", "bf16"): {"var_axis0", "std_axis0", "logsumexp_axis0"}}
+
+
+def test_the_reference_page_is_generated_from_the_sources():
+    """docs/stdlib/reduce.md is what scripts/stdlib-docs writes (rerun it after editing the .tl)."""
+    from tlc.ops import load_tested, markdown, module_ops
+
+    text = markdown(Path(REDUCE_PATH), module_ops(Path(REDUCE_PATH), load_tested()))
+    page = Path(__file__).resolve().parents[2] / "docs" / "stdlib" / "reduce.md"
+    assert page.read_text() == text, "docs/stdlib/reduce.md is stale: run scripts/stdlib-docs reduce"
