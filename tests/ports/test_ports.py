@@ -629,42 +629,24 @@ def needs(feature: str, diagnostic: str, *then: str) -> str:
     return f"needs {feature}: {diagnostic}" + "".join(f"; then {t}" for t in then)
 
 
-PIPELINED = "pipelined(start, stop, stages=s)"
-PIPELINED_RANGE = PIPELINED + " (E034: pipelined() takes 1 argument, 2 given)"
-CLEAR_ACCUM = "gemm(..., clear_accum=True) (E034: gemm() has no argument 'clear_accum')"
-
-
-def pipelined_range(where: str, *then: str) -> str:
-    return needs(PIPELINED, f"{where}: error[E034]: pipelined() takes 1 argument, 2 given", *then)
-
-
 PERSISTENT = needs("T.Persistent", "gemm_persistent.tl:49:27: error[E047]: a for loop runs over range(...), unroll(...), "
                    "pipelined(...) or parallel(...)")
 BWD = needs("reduce_sum's dim given by position", "mha_bwd_bhsd.tl:92:9: error[E034]: reduce_sum() takes 2 arguments, 3 given",
-            PIPELINED_RANGE, "a copy from global to global memory (E036: copy moves a tile between memory levels; both sides "
-            "are in global memory)")
-W4A8 = pipelined_range("dequant_gemm_w4a8.tl:35:18")
-MLA = needs("a region kv_start:kv_end whose extent is constant through named scalars", "mla_decode.tl:57:26: error[E031]: "
-            "the extent of a region must be a compile-time constant; this one is kv_end - kv_start",
-            "clear() of a scalar (T.alloc_var) (E036: clear() sets a shared, fragment or local buffer, found f32)",
-            CLEAR_ACCUM)
-CUMSUM = needs("a region of one dimension copied into a [1, N] buffer, as TileLang matches extents",
-               "chunk_local_cumsum.tl:17:9: error[E036]: copy between tiles of different shapes: [64, ?] and [1, block_S]",
-               "a buffer allocated inside an if (E030: buffers are allocated at the top of the grid block, not here)",
-               "T.cumsum")
-SINK = pipelined_range("mha_sink_fwd_bhsd.tl:47:18")
+            "a copy from global to global memory (E036: copy moves a tile between memory levels; both sides are in global "
+            "memory)")
+MLA = needs("clear() of a scalar (T.alloc_var)",
+            "mla_decode.tl:96:15: error[E036]: clear() sets a shared, fragment or local buffer, found f32")
+CUMSUM = needs("a buffer allocated inside an if", "chunk_local_cumsum.tl:20:26: error[E030]: buffers are allocated at the "
+               "top of the grid block, not here", "T.cumsum")
 BLOCKED = {
     "gemm_persistent_non_persistent": PERSISTENT,
     "gemm_persistent_waves": PERSISTENT,
     "gemm_persistent_primitive": PERSISTENT,
-    "dequant_w4a8_convert": W4A8,
-    "dequant_w4a8_gemm": W4A8,
-    "retention_fwd": pipelined_range("retention_fwd.tl:43:18", CLEAR_ACCUM),
+    "gemm_streamk": ("tlc bug: a gemm keyword given by a constant's name (gemm(..., trans_b=trans_B)) crashes the "
+                     "scheduler, tlc/schedule/porting.py tile_gemm_extras: AttributeError: 'Name' object has no "
+                     "attribute 'value'"),
     "convolution": needs("a view of a tensor with another shape (TileLang's T.Tensor(shape, dtype, x.data))",
                          "convolution.tl:27:23: error[E020]: unknown name 'view'", "T.im2col"),
-    "linear_attn_fwd": pipelined_range("linear_attn_fwd.tl:43:18", CLEAR_ACCUM,
-                                       "a tile atomic_add into a region with single indices (E068: copy cannot tell the "
-                                       "extent of this region)"),
     "mha_bwd_fwd": BWD,
     "mha_bwd_fwd_causal": BWD,
     "mha_bwd_preprocess": BWD,
@@ -680,11 +662,6 @@ BLOCKED = {
     "mamba_chunk_state": needs("a fragment element written outside a parallel loop",
                                "mamba_chunk_state.tl:46:9: error[E059]: elements of the fragment 'dA_cs_last' are spread "
                                "over the threads and can only be written inside a 'parallel' loop"),
-    "mha_sink_fwd_bhsd": SINK,
-    "mha_sink_fwd_bhsd_window": SINK,
-    "nsa_fwd": needs("a loop variable reused by an inner loop (for i in pipelined(...): ... for i, j in parallel(...))",
-                     "the IR verifier fails with no place: IRVerifyError: kernel 'native_sparse_attention': 'i' is "
-                     "declared twice"),
     "chunk_local_cumsum": CUMSUM,
     "chunk_local_cumsum_reverse_fragment": CUMSUM,
 }
