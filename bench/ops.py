@@ -56,6 +56,7 @@ class Row:
     constants: dict = field(default_factory=dict)  # tlc constants; T=dtype is added unless given
     out_dtype: str | None = None  # the result's dtype when not `dtype` ("bool")
     out_shape: Callable | None = None  # a kernel's: (the inputs' shape) -> the output it writes, its last argument
+    inputs: Callable | None = None  # (shape, seed) -> NumPy inputs, where domains do not say (index tensors)
 
     @property
     def name(self) -> str:
@@ -71,6 +72,8 @@ def host_inputs(row: Row, shape, seed: int = 0) -> list:
     """NumPy inputs of `row` over its domains (test_elementwise's domains)."""
     from test_elementwise import inputs
 
+    if row.inputs is not None:
+        return row.inputs(shape, seed)
     rng = np.random.default_rng(seed)
     return [inputs(rng, d, "bool" if d == "bool" else row.dtype, shape) for d in row.domains]
 
@@ -85,6 +88,8 @@ def device_inputs(row: Row, full, seed: int = 0) -> list:
 
     from test_elementwise import arg_shape
 
+    if row.inputs is not None:  # made on the host: index tensors need their own values
+        return [torch.from_numpy(a).cuda() for a in row.inputs(full, seed)]
     g = torch.Generator(device="cuda").manual_seed(seed)
 
     def draw(domain):
@@ -256,7 +261,74 @@ def _reduce_rows() -> list[Row]:
     return rows
 
 
-ROWS: list[Row] = _elementwise_rows() + _cast_rows() + _reduce_rows()
+def _data_rows() -> list[Row]:
+    """std.data: data movement at 2^27 f16 elements of the (M, N) shape given, against PyTorch's
+    eager equivalent (x.t().contiguous(), torch.cat, torch.gather, index_select, F.pad, x.repeat,
+    torch.tril...).  Index tensors are i64 (PyTorch's), their bytes counted; gather and scatter
+    run along the rows, index_select picks whole rows (an embedding lookup)."""
+    def f16(rng, *shape):
+        return (rng.standard_normal(shape) * 2).astype(np.float16)
+
+    def mk(fn):  # (shape, seed) -> inputs, from fn(rng, M, N)
+        return lambda shape, seed=0: fn(np.random.default_rng(seed), *shape)
+
+    def perms(rng, m, n):  # each row a permutation of its columns (scatter writes every element once)
+        return rng.permuted(np.tile(np.arange(n, dtype=np.int64), (m, 1)), axis=1)
+
+    def torch_f(expr):
+        def fn(*a):
+            import torch
+            import torch.nn.functional as F
+
+            return expr(torch, F, *a)
+        return fn
+
+    def ix(a):  # an index array widened to float64 by the dry run, back to integers
+        return a.astype(np.int64)
+
+    def scattered(src, idx):
+        y = np.empty_like(src)
+        np.put_along_axis(y, ix(idx), src, 1)
+        return y
+
+    def padded(x, top, left, value):
+        y = np.full((x.shape[0] + 2, x.shape[1] + 8), value)
+        y[top:top + x.shape[0], left:left + x.shape[1]] = x
+        return y
+
+    perm = (0, 2, 1, 3)  # (batch, seq, heads, dim) -> (batch, heads, seq, dim)
+    return [
+        Row("std.data", "transpose", (), torch_f(lambda t, F, x: x.t().contiguous()), lambda x: x.T,
+            out_shape=lambda s: s[::-1], inputs=mk(lambda r, m, n: [f16(r, m, n)])),
+        Row("std.data", "transpose_batched", (), torch_f(lambda t, F, x: x.transpose(1, 2).contiguous()),
+            lambda x: x.transpose(0, 2, 1), out_shape=lambda s: (s[0], s[2], s[1]),
+            inputs=mk(lambda r, m, n: [f16(r, 16, m // 16, n)])),
+        Row("std.data", "permute", (), torch_f(lambda t, F, x: x.permute(*perm).contiguous()),
+            lambda x: x.transpose(perm), constants={"T": "f16", **dict(zip(("P0", "P1", "P2", "P3"), perm))},
+            out_shape=lambda s: tuple(s[p] for p in perm), inputs=mk(lambda r, m, n: [f16(r, 8, max(m // 8, 1), max(n // 64, 1), 64)])),
+        Row("std.data", "concat", (), torch_f(lambda t, F, a, b: t.cat([a, b], 1)), lambda a, b: np.concatenate([a, b], 1),
+            out_shape=lambda s: (s[0], 2 * s[1]), inputs=mk(lambda r, m, n: [f16(r, m, n // 2), f16(r, m, n // 2)])),
+        Row("std.data", "gather", (), torch_f(lambda t, F, x, i: t.gather(x, 1, i)),
+            lambda x, i: np.take_along_axis(x, ix(i), 1), out_shape=lambda s: s,
+            inputs=mk(lambda r, m, n: [f16(r, m, n, 1), r.integers(0, n, (m, n, 1))])),
+        Row("std.data", "index_select", (), torch_f(lambda t, F, x, i: t.index_select(x, 1, i)),
+            lambda x, i: x[:, ix(i), :], out_shape=lambda s: s,
+            inputs=mk(lambda r, m, n: [f16(r, 1, m, n), r.integers(0, m, m)])),
+        Row("std.data", "scatter", (), torch_f(lambda t, F, src, i: t.empty_like(src).scatter_(1, i, src)),
+            scattered, out_shape=lambda s: s, inputs=mk(lambda r, m, n: [f16(r, m, n, 1), perms(r, m, n)[..., None]])),
+        Row("std.data", "pad", (), torch_f(lambda t, F, x, top, left, v: F.pad(x, (left, 8 - left, top, 2 - top), value=v)),
+            padded, scalars=(1, 3, -1.5), out_shape=lambda s: (s[0] + 2, s[1] + 8),
+            inputs=mk(lambda r, m, n: [f16(r, m, n - 8)])),
+        Row("std.data", "repeat", (), torch_f(lambda t, F, x: x.repeat(2, 2)), lambda x: np.tile(x, (2, 2)),
+            out_shape=lambda s: (2 * s[0], 2 * s[1]), inputs=mk(lambda r, m, n: [f16(r, m // 2, n // 2)])),
+        Row("std.data", "tril", (), torch_f(lambda t, F, x, k: t.tril(x, k)), lambda x, k: np.tril(x, k), scalars=(5,),
+            out_shape=lambda s: s, inputs=mk(lambda r, m, n: [f16(r, m, n)])),
+        Row("std.data", "triu", (), torch_f(lambda t, F, x, k: t.triu(x, k)), lambda x, k: np.triu(x, k), scalars=(-5,),
+            out_shape=lambda s: s, inputs=mk(lambda r, m, n: [f16(r, m, n)])),
+    ]
+
+
+ROWS: list[Row] = _elementwise_rows() + _cast_rows() + _reduce_rows() + _data_rows()
 # std.data, ...: their rows here
 
 
@@ -302,7 +374,7 @@ def measure(row: Row, mod, copy_gbs: float, min_ms: float) -> dict:
     from tlc.timing import Checked, tolerance
 
     args = device_inputs(row, LARGE)
-    wide = [a if a.dtype == torch.bool else a.double() for a in args]
+    wide = [a if a.dtype in (torch.bool, torch.int64) else a.double() for a in args]  # indices stay
     ref = row.torch(*wide, *row.scalars)
     launch, out = _prepare(mod, row, args)
     tol = tolerance(out.dtype, ref, ULPS) if out.dtype != torch.bool else {"rtol": 0.0, "atol": 0.0}
