@@ -1,16 +1,18 @@
 """std.reduce on the GPU against NumPy: tests/stdlib/test_reduce.py's table (every operator,
 axis and dtype) at the interpreter's ragged shapes with the same tiles, and at larger ones with
 the kernels' default tiles: rows longer than a tile op's one-tile path (8192), many row and
-column tiles with ragged ends, a vector."""
+column tiles with ragged ends, a vector; sort and top-k up to rows of 8192 (96 KB of shared
+memory a block)."""
 import pathlib
 import sys
 
+import numpy as np
 import pytest
 
 import tlc
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "stdlib"))  # the table
-from test_reduce import OPS, REDUCE_PATH, SHAPES, cases, check_op  # noqa: E402
+from test_reduce import OPS, REDUCE_PATH, SHAPES, SORT_SHAPES, WITH_INTS, cases, check_op, normal, sorted_rows  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -28,3 +30,13 @@ def test_against_numpy(mod, op, dtype, axis):
         check_op(mod, op, dtype, axis, M, N, tiles[axis])
     for M, N in LARGE:
         check_op(mod, op, dtype, axis, M, N, {})
+
+
+@pytest.mark.parametrize("dtype", WITH_INTS)
+def test_sort_and_topk_against_numpy(mod, dtype):
+    rng = np.random.default_rng(11)
+    for M, N, consts in SORT_SHAPES + [(1000, 1000, {}), (7, 3, {}), (300, 8192, dict(BN=8192, THREADS=1024))]:
+        x = normal(rng, (M, N), dtype) if dtype != "i32" else rng.integers(-5, 5, (M, N)).astype(np.int32)
+        for descending in (False, True):
+            for K in sorted({N, min(N, 7)}):
+                sorted_rows(mod, x, K, descending, consts)
