@@ -284,6 +284,38 @@ def test_any_rank_through_a_2d_view(ew):
     np.testing.assert_allclose(got, x / (1 + np.exp(-x.astype(np.float64))), rtol=1e-6, atol=1e-7)
 
 
+# each backward, its forward and the forward's scalars; the points kept away from kinks
+BACKWARDS = {"relu_bwd": ("relu", ()), "leaky_relu_bwd": ("leaky_relu", (0.1,)), "sigmoid_bwd": ("sigmoid", ()),
+             "tanh_bwd": ("tanh", ()), "silu_bwd": ("silu", ()), "gelu_bwd": ("gelu", ()),
+             "gelu_erf_bwd": ("gelu_erf", ()), "softplus_bwd": ("softplus", ()), "elu_bwd": ("elu", (1.3,)),
+             "hardswish_bwd": ("hardswish", ()), "mish_bwd": ("mish", ())}
+KINKS = (0.0, -3.0, 3.0)
+
+
+def test_every_backward_is_listed_with_its_forward():
+    assert set(BACKWARDS) == {op.name for op in OPS if op.name.endswith("_bwd")}
+
+
+@pytest.mark.parametrize("bwd", BACKWARDS)
+def test_backward_against_finite_differences_of_the_forward(ew, bwd):
+    """NAME_bwd(dy, x) against dy * (NAME(x + h) - NAME(x - h)) / 2h of the forward's float64
+    reference (the operators compute in f32 whatever T is, too coarse for a difference), and the
+    forward operator against that reference: the backward is the derivative of what the forward
+    computes."""
+    fwd, scalars = BACKWARDS[bwd]
+    ref = next(op.ref for op in OPS if op.name == fwd)
+    rng = np.random.default_rng(zlib.crc32(bwd.encode()))
+    x = rng.standard_normal((9, 31)) * 3
+    x = np.where(np.min([np.abs(x - k) for k in KINKS], axis=0) < 1e-2, x + 0.1, x)
+    dy = rng.standard_normal(x.shape)
+    h = 1e-5
+    x = x.astype(np.float32).astype(np.float64)
+    assert_close(getattr(ew, fwd)(x.astype(np.float32), *scalars), ref(x, *scalars), fwd, "f32")
+    fd = dy * (ref(x + h, *scalars) - ref(x - h, *scalars)) / (2 * h)
+    got = getattr(ew, bwd)(dy.astype(np.float32), x.astype(np.float32), *scalars, T="f32")
+    np.testing.assert_allclose(got, fd, rtol=1e-5, atol=1e-6 * np.abs(dy).max(), err_msg=bwd)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("shape", [(1, 1), (1, 3000), (257, 3), (129, 513)])
 def test_every_op_at_more_shapes(ew, shape):
