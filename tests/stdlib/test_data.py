@@ -261,9 +261,13 @@ def test_std_data_checks_clean_and_has_its_kernels(cpu_mod):
     assert sorted(cpu_mod.kernels) == KERNELS
 
 
+PASSED: dict = {}  # kernel -> the dtypes whose every row passed on the interpreter in this run (test_registry)
+
+
 @pytest.mark.parametrize("op,dtype,shape", cases(first_shape_only=False))
 def test_against_numpy_on_the_interpreter(cpu_mod, op, dtype, shape):
     run(cpu_mod, op, dtype, shape)
+    PASSED.setdefault(op.kernel, set()).add(dtype)
 
 
 def adds_in_order_of_k(mod):
@@ -304,3 +308,14 @@ def test_module_builds_with_nvcc(arch, dtype, tmp_path):
     assert log.count("Compiling entry function") == len(KERNELS) + 2  # concat and split launch two grids each
     frames = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", log)
     assert len(frames) == len(KERNELS) + 2 and all(f == ("0", "0", "0") for f in frames), log
+
+
+def test_registry():
+    """tlc/stdlib/tested.json lists exactly the operators of this table, each of whose rows (every
+    dtype) passed in this run (TLC_RECORD_TESTED=1 rewrites it; tests/stdlib/op_registry.py)."""
+    from op_registry import check_or_record
+
+    table: dict = {}
+    for op in OPS:
+        table.setdefault(op.kernel, set()).update(op.dtypes)
+    check_or_record("std.data", table, {k: v for k, v in PASSED.items() if v == table.get(k)}, __file__)
