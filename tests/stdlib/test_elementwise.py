@@ -144,7 +144,7 @@ OPS = [
 ]
 
 # casts: every pair of these dtypes, in range (convert) and saturating out of range (convert_sat)
-CAST_DTYPES = ("f32", "f16", "bf16", "f8e4m3", "f8e5m2", "i32", "i8")
+CAST_DTYPES = ("f64", "f32", "f16", "bf16", "f8e4m3", "f8e5m2", "i64", "i32", "i16", "i8", "u8")
 CASTS = [(s, d) for s in CAST_DTYPES for d in CAST_DTYPES]
 
 
@@ -209,13 +209,13 @@ def cast_case(src: str, dst: str, sat: bool, rng, shape=SHAPE):
     if sat:
         dlo, dhi = _finite(dst)
         xf = np.clip(xf, dlo, dhi)
-    want = xf.astype(numpy_dtype(dst)) if dst.startswith("i") else xf
+    want = xf.astype(numpy_dtype(dst)) if numpy_dtype(dst).kind in "iu" else xf
     return x, want
 
 
 def _finite(name: str):
     dt = numpy_dtype(name)
-    info = np.iinfo(dt) if dt.kind == "i" else __import__("ml_dtypes").finfo(dt)
+    info = np.iinfo(dt) if dt.kind in "iu" else __import__("ml_dtypes").finfo(dt)
     return float(info.min), float(info.max)
 
 
@@ -229,7 +229,7 @@ def _to(x, name: str):
     dt = numpy_dtype(name)
     lo, hi = _finite(name)
     x = np.clip(x, lo, hi)
-    return np.trunc(x).astype(dt) if dt.kind == "i" else x.astype(np.float32).astype(dt)
+    return np.trunc(x).astype(dt) if dt.kind in "iu" else x.astype(np.float32).astype(dt)
 
 
 # ---- the interpreter ------------------------------------------------------------------------------------
