@@ -278,6 +278,12 @@ def test_expm1_and_log1p_keep_their_accuracy_near_zero(ew):
     np.testing.assert_allclose(ew.log1p(x), np.log1p(x64), rtol=4e-7)
 
 
+def test_the_dtype_parameters_come_from_the_arrays(ew):
+    x = np.arange(12, dtype=np.float16).reshape(3, 4)
+    assert ew.silu(x).dtype == np.float16 and ew.add(x.astype(np.int32), x.astype(np.int32)).dtype == np.int32
+    assert ew.convert(x, D="bf16").dtype == numpy_dtype("bf16")
+
+
 def test_any_rank_through_a_2d_view(ew):
     x = np.random.default_rng(1).standard_normal((3, 5, 7)).astype(np.float32)
     got = ew.silu(x.reshape(-1, 7)).reshape(x.shape)
