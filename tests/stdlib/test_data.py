@@ -14,6 +14,7 @@ import pytest
 
 import tlc
 from tlc.dtypes import DTYPES
+from tlc.interp.args import ArgumentError
 
 DATA_PATH = str(resources.files("tlc").joinpath("stdlib/data.tl"))
 FLOATS = ("f16", "bf16", "f32")
@@ -286,6 +287,33 @@ def adds_in_order_of_k(mod):
 
 def test_scatter_add_deterministic_adds_in_order_of_k(cpu_mod):
     adds_in_order_of_k(cpu_mod)
+
+
+def test_wrong_shapes_say_which_argument_and_axis(cpu_mod):
+    a, b = np.zeros((3, 4), np.float32), np.zeros((3, 5), np.float32)
+    with pytest.raises(ArgumentError) as e:
+        cpu_mod.concat(a, b, np.zeros((3, 10), np.float32))
+    assert str(e.value) == ("'y' axis 1 has size 10 but the kernel expects Na + Nb = 9 (Na = 4 from 'a' (axis 1), "
+                            "Nb = 5 from 'b' (axis 1))")
+    with pytest.raises(ArgumentError) as e:
+        cpu_mod.transpose(a, np.zeros((3, 4), np.float32))
+    assert str(e.value) == "shape symbol 'N' is 4 in 'x' (axis 1) but 3 in 'y' (axis 0)"
+
+
+def test_scatter_add_of_8_bit_integers_is_refused_for_the_gpu():
+    """The CUDA targets have no 8-bit atomics: the checker says where (scatter_add_deterministic
+    takes them)."""
+    from click.testing import CliRunner
+
+    from tlc.cli import main
+
+    lines = open(DATA_PATH).read().splitlines()
+    line = next(i for i, t in enumerate(lines, 1) if "atomic_add(y[a, n, c]" in t)
+    r = CliRunner().invoke(main, ["check", DATA_PATH, "-D", "T=i8"])
+    assert r.exit_code == 1
+    assert (f"data.tl:{line}:21: error[E069]: the sm_80 target: atomic_add on i8 is not supported by the CUDA "
+            "target\n") in r.output
+    assert "1 error in" in r.output
 
 
 @pytest.mark.nvcc
