@@ -642,9 +642,6 @@ BLOCKED = {
     "gemm_persistent_non_persistent": PERSISTENT,
     "gemm_persistent_waves": PERSISTENT,
     "gemm_persistent_primitive": PERSISTENT,
-    "gemm_streamk": ("tlc bug: a gemm keyword given by a constant's name (gemm(..., trans_b=trans_B)) crashes the "
-                     "scheduler, tlc/schedule/porting.py tile_gemm_extras: AttributeError: 'Name' object has no "
-                     "attribute 'value'"),
     "convolution": needs("a view of a tensor with another shape (TileLang's T.Tensor(shape, dtype, x.data))",
                          "convolution.tl:27:23: error[E020]: unknown name 'view'", "T.im2col"),
     "mha_bwd_fwd": BWD,
