@@ -168,6 +168,7 @@ def inputs(rng, domain: str, dtype: str, shape=SHAPE):
         "pos": lambda: rng.uniform(0.05, 8, n),
         "neg": lambda: -rng.uniform(0, 4, n),
         "unit": lambda: rng.uniform(-0.95, 0.95, n),
+        "bounded": lambda: rng.uniform(-8, 8, n),  # exp and cosh stay finite in f16
         "ge1": lambda: rng.uniform(1, 10, n),
         "halves": lambda: np.round(rng.standard_normal(n) * 6) / 2,  # ties for round and comparisons
         "tiny": lambda: np.where(rng.random(n) < 0.5, rng.standard_normal(n) * 1e-4, rng.standard_normal(n) * 2),
