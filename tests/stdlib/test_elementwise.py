@@ -104,7 +104,7 @@ OPS = [
     u("relu_squared", lambda x: np.maximum(x, 0) ** 2),
     # backward of the activations: NAME_bwd(dy, x)
     b("relu_bwd", lambda dy, x: np.where(x > 0, dy, 0)),
-    b("leaky_relu_bwd", lambda dy, x, s: np.where(x >= 0, dy, s * dy), scalars=(0.1,)),
+    b("leaky_relu_bwd", lambda dy, x, s: np.where(x > 0, dy, s * dy), scalars=(0.1,)),
     b("sigmoid_bwd", lambda dy, x: dy * _sigmoid(x) * (1 - _sigmoid(x))),
     b("tanh_bwd", lambda dy, x: dy * (1 - np.tanh(x) ** 2)),
     b("silu_bwd", lambda dy, x: dy * _sigmoid(x) * (1 + x * (1 - _sigmoid(x)))),
@@ -323,6 +323,13 @@ def test_backward_against_finite_differences_of_the_forward(ew, bwd):
     np.testing.assert_allclose(got, fd, rtol=1e-5, atol=1e-6 * np.abs(dy).max(), err_msg=bwd)
 
 
+def test_backwards_at_a_kink_take_pytorchs_side(ew):
+    """At x = 0 (which 2^27 f16 draws do hit) the gradient is PyTorch's: relu's and leaky_relu's
+    that of x < 0, elu's the exponential's (alpha)."""
+    dy, x = np.ones((1, 1), np.float32), np.zeros((1, 1), np.float32)
+    assert (ew.relu_bwd(dy, x)[0, 0], ew.leaky_relu_bwd(dy, x, 0.25)[0, 0], ew.elu_bwd(dy, x, 1.5)[0, 0]) == (0, 0.25, 1.5)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("shape", [(1, 1), (1, 3000), (257, 3), (129, 513)])
 def test_every_op_at_more_shapes(ew, shape):
@@ -343,8 +350,9 @@ def test_registry():
 # ---- nvcc: the whole module, one build per target -----------------------------------------------------
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch,dtype", [("sm_80", "f16"), ("sm_90a", "bf16")])
+@pytest.mark.parametrize("arch,dtype", [("sm_80", "f16"), ("sm_90a", "bf16"), ("sm_90a", "i32")])
 def test_module_builds(tmp_path, arch, dtype):
+    """Every operator in one .cu (with i32: those whose row tests integers), built by nvcc."""
     import sys
     from pathlib import Path
 
@@ -353,8 +361,9 @@ def test_module_builds(tmp_path, arch, dtype):
 
     from tlc import runner
 
-    source, _ = runner.build(MODULE, kernels=(), defines=(f"T={dtype}", "D=f8e4m3"), arch=arch, emit="cu",
+    ops = tuple(op.name for op in OPS if dtype in op.dtypes) if dtype == "i32" else ()
+    source, _ = runner.build(MODULE, kernels=ops, defines=(f"T={dtype}", "D=f8e4m3"), arch=arch, emit="cu",
                              header=False, line_directives=True, shapes=(), dump=None)
     kernels = source.count("__global__")
-    assert kernels >= len(OPS) + 2, kernels
+    assert kernels >= (len(ops) if ops else len(OPS) + 2), kernels
     compile_object(source, arch, tmp_path, "elementwise")
