@@ -323,6 +323,13 @@ def test_backward_against_finite_differences_of_the_forward(ew, bwd):
     np.testing.assert_allclose(got, fd, rtol=1e-5, atol=1e-6 * np.abs(dy).max(), err_msg=bwd)
 
 
+def test_copysign_and_atan2_read_the_sign_of_negative_zero(ew):
+    a, b = np.array([[2.0, -3.0, 4.0]], np.float32), np.array([[-0.0, 0.0, -1.0]], np.float32)
+    assert ew.copysign(a, b).tolist() == [[-2.0, 3.0, -4.0]]
+    y, x = np.array([[-0.0, 0.0, -0.0, 1.0]], np.float32), np.array([[-1.0, -1.0, 2.0, -0.0]], np.float32)
+    np.testing.assert_array_equal(ew.atan2(y, x), np.arctan2(y, x))
+
+
 def test_backwards_at_a_kink_take_pytorchs_side(ew):
     """At x = 0 (which 2^27 f16 draws do hit) the gradient is PyTorch's: relu's and leaky_relu's
     that of x < 0, elu's the exponential's (alpha)."""
