@@ -74,6 +74,9 @@ class Kernel:
         missing = [p.name for p in runtime if p.name not in values and not p.has_default]
         if missing:
             raise CallError(f"{self.name}() is missing {', '.join(repr(m) for m in missing)}")
+        for p in runtime:  # a scalar left out takes its default
+            if p.name not in values and p.has_default:
+                values[p.name] = p.value
         constants.update(self.dtypes_from_arrays(values, constants))
         constants.update(self.sizes_from_arrays(values, constants))
         return values, constants

@@ -438,11 +438,20 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
                 self.error("E025", f"the parameter '{p.name}' hides the module constant '{p.name}'", p.span)
             ty = ScalarType(dt) if dt is not None else None
             self.scope.define(Symbol(p.name, SCALAR, ty, p.span))
+            value = None
             if p.default is not None and ty is not None:
                 d = self.expr(p.default)
                 if isinstance(d.ty, ScalarType) and not rules.assignable(d.ty, dt):
                     self.error("E033", f"the default of '{p.name}' is {d.ty.dtype}, not {dt}", p.default.span)
-            return CheckedParam(p.name, "scalar", ty, None, p.default is not None, span=p.span)
+                else:  # what a call that leaves it out passes (kernel.Kernel.bind)
+                    sizes = set(self.to_specialize)
+                    value = self.const_value(p.default, f"the default of '{p.name}'")
+                    for name in set(self.to_specialize) - sizes:  # a size is known at the call only
+                        del self.to_specialize[name]
+                        self.error("E159", f"the default of '{p.name}' reads the shape symbol '{name}', whose "
+                                   "size only a call gives", p.default.span,
+                                   f"pass '{p.name}' at the call, or make it a 'const'")
+            return CheckedParam(p.name, "scalar", ty, value, p.default is not None, span=p.span)
         if self.kind == "device":
             self.error("E062", "device function parameters are scalars; pass elements, not tensors", p.span)
         dims = tuple(self._dim(d, p.name) for d in a.dims)
