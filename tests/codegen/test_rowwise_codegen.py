@@ -45,7 +45,7 @@ def test_rows_move_as_16_byte_vectors(kernel, consts, tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     ptx = (tmp_path / "k.ptx").read_text()
     assert re.search(r"ld\.global\.nc\.v4\.u32", ptx), "the row is not loaded as 16-byte vectors"
-    assert re.search(r"st\.global\.v4\.u32", ptx), "the row is not stored as 16-byte vectors"
+    assert re.search(r"st\.global\.v4\.(u32|b32)", ptx), "the row is not stored as 16-byte vectors"
     assert ".local" not in ptx, "a fragment went to local memory"
 
 

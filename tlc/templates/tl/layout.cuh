@@ -135,7 +135,17 @@ template <> struct VectorOf<8> { using type = uint2; };
 template <> struct VectorOf<4> { using type = unsigned; };
 template <> struct VectorOf<1> { using type = unsigned char; };
 
-template <int N, typename T, typename U>
+// A run to global memory is stored by st.global.v4/v2 in PTX: written as a plain store of the
+// union's vector, nvcc split it into scalar stores (48 st.global.f32 and no vector store for an
+// [8, 256] f32 tile; f16 runs as st.global.u16 and v2.u16).
+__device__ __forceinline__ void store_global_vector(void* p, uint4 v) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+__device__ __forceinline__ void store_global_vector(void* p, uint2 v) {
+  asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(v.x), "r"(v.y) : "memory");
+}
+
+template <int N, bool GLOBAL = false, typename T, typename U>
 __device__ __forceinline__ void store_run(U* p, const T* regs) {
   using A = RunAccess<N, U>;
   using V = typename VectorOf<A::VBYTES>::type;
@@ -144,7 +154,11 @@ __device__ __forceinline__ void store_run(U* p, const T* regs) {
     union { V v; U e[A::ELEMS]; } u;
 #pragma unroll
     for (int e = 0; e < A::ELEMS; ++e) u.e[e] = cvt<U>(regs[i + e]);
-    *reinterpret_cast<V*>(p + i) = u.v;
+    if constexpr (GLOBAL && sizeof(V) >= 8) {
+      store_global_vector(p + i, u.v);
+    } else {
+      *reinterpret_cast<V*>(p + i) = u.v;
+    }
   }
 }
 
@@ -233,7 +247,7 @@ __device__ __forceinline__ void copy_f2g(U* g, const T* regs, long long stride, 
     U* p = tile + static_cast<long long>(lr) * stride + lc;
     if (!L::valid(t, r0) || !writes<L>(t, r0) || !in.row_in(lr)) continue;
     if (aligned && in.col_in(lc) && in.col_in(lc + RUN - 1)) {
-      store_run<RUN>(p, regs + r0);
+      store_run<RUN, true>(p, regs + r0);
       continue;
     }
 #pragma unroll
