@@ -174,6 +174,49 @@ def k(x: f32[N], y: f32[N], BLOCK: const = 32):
 7 |             r = q * 2
   |             ^
   = hint: give each index its own scalar, declared in the loop's body, or store the value into a buffer element""", None, None),
+    # A dimension named like another parameter (mutate7 seed 30001900: examples/gemm.tl's
+    # `A: T[M, K]` mutated to `A: T[A, K]`) checked and then ended in NotConstant in the
+    # lowering of shape expressions; so did a scalar's name (`X: f32[n], n: i32`) and, as
+    # E061 printing a DType, a dtype parameter's.
+    ("dimension_named_like_its_tensor", """\
+@kernel
+def k(A: f32[A, K], B: f32[K]):
+    with grid(1, threads=32) as bx:
+        B[0] = A[0, 0]
+""", """\
+{path}:2:14: error[E044]: the dimension 'A' is the tensor parameter 'A'
+  |
+2 | def k(A: f32[A, K], B: f32[K]):
+  |              ^
+  = hint: a dimension is a literal, a constant expression or a shape symbol""", None, None),
+    ("dimension_named_like_a_scalar", """\
+@kernel
+def k(X: f32[n], Y: f32[n], n: i32):
+    with grid(1, threads=32) as bx:
+        Y[0] = X[0] + f32(n)
+""", """\
+{path}:2:14: error[E044]: the dimension 'n' is the scalar parameter 'n'
+  |
+2 | def k(X: f32[n], Y: f32[n], n: i32):
+  |              ^
+  = hint: a dimension is a literal, a constant expression or a shape symbol
+
+{path}:2:25: error[E044]: the dimension 'n' is the scalar parameter 'n'
+  |
+2 | def k(X: f32[n], Y: f32[n], n: i32):
+  |                         ^
+  = hint: a dimension is a literal, a constant expression or a shape symbol""", None, None),
+    ("dimension_named_like_a_dtype", """\
+@kernel
+def k(X: f32[T], T: dtype = f16):
+    with grid(1, threads=32) as bx:
+        X[0] = 1.0
+""", """\
+{path}:2:14: error[E044]: the dimension 'T' is the dtype parameter 'T'
+  |
+2 | def k(X: f32[T], T: dtype = f16):
+  |              ^
+  = hint: a dimension is a literal, a constant expression or a shape symbol""", None, None),
 ]
 
 

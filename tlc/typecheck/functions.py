@@ -461,6 +461,14 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
 
     def _dim(self, d, param: str):
         """A dimension of a parameter's type: a literal, a constant expression, or a shape symbol."""
+        clash = isinstance(d, n.Name) and next(
+            (q for q in self.fn.params if q.name == d.id and q.annotation.name != "const"), None)
+        if clash:  # `A: f32[A, K]`, `X: f32[n], n: i32`: a size is not that parameter
+            kind = "tensor" if clash.annotation.dims is not None else \
+                "dtype" if clash.annotation.name == "dtype" else "scalar"
+            self.error("E044", f"the dimension '{d.id}' is the {kind} parameter '{d.id}'", d.span,
+                       "a dimension is a literal, a constant expression or a shape symbol")
+            return d
         if isinstance(d, n.Name) and d.id not in self.consts:
             sym = self.scope.lookup(d.id)
             if sym is None:
