@@ -58,7 +58,8 @@ def directives_are_the_generators(text: str) -> None:
         assert not line.endswith("\\") and "??" not in line, line
         m = DIRECTIVE.match(line)
         if m:
-            assert m.group(1) in ALLOWED or (m.group(1) == "define" and m.group(2).split()[0].startswith("TL_")), line
+            # The templates' own macros are TL_ names, defined and undefined where they are used.
+            assert m.group(1) in ALLOWED or (m.group(1) in ("define", "undef") and m.group(2).split()[0].startswith("TL_")), line
 
 
 def generated(src: str, path: str, line_directives: bool = True) -> str:

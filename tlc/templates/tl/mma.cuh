@@ -130,11 +130,11 @@ template <> struct mma_op<__nv_fp8_e5m2, __nv_fp8_e5m2, false> : mma_op_fp8<__nv
 // mma.sync reads e4m3/e5m2 operands itself, m16n8k32 from the same registers as s8's.
 template <typename TA, typename TB> struct mma_f8;
 #ifdef TL_HAS_FP8
-#define TL_MMA_F8(TYPES)                                                                                    \
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." TYPES ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
-               "{%0,%1,%2,%3};\n"                                                                           \
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                             \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
+// One line each, no backslash continuation: the generated .cu carries this text, and no line of
+// it continues onto the next (a .tl comment's trailing backslash must not; tests/codegen/test_source_text.py).
+#define TL_MMA_F8_D "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+#define TL_MMA_F8_AB "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])
+#define TL_MMA_F8(TYPES) asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." TYPES ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n" : TL_MMA_F8_D : TL_MMA_F8_AB)
 template <typename TA, typename TB> struct mma_f8 {
   static constexpr int K = 32, PARTS = 1;
   using Acc = float;
@@ -146,6 +146,8 @@ template <typename TA, typename TB> struct mma_f8 {
   }
 };
 #undef TL_MMA_F8
+#undef TL_MMA_F8_D
+#undef TL_MMA_F8_AB
 #endif
 
 // The B operands of NI mma instructions side by side (columns n0 .. n0 + 8 NI) at K step kk:
