@@ -217,6 +217,19 @@ def k(X: f32[T], T: dtype = f16):
 2 | def k(X: f32[T], T: dtype = f16):
   |              ^
   = hint: a dimension is a literal, a constant expression or a shape symbol""", None, None),
+    # A comparison of tensors whose shapes do not broadcast reported E057 and then ended in
+    # AttributeError (check_Compare returned _broadcast's None; mutants of seed 398: std.elementwise's
+    # `lt` with `b: T[M, N(1)]`).
+    ("compare_of_shapes_that_do_not_broadcast", """\
+@tile_op
+def lt(a: f32[M, N], b: f32[M, 3]) -> bool[M, N]:
+    return a < b
+""", """\
+{path}:3:12: error[E057]: shapes [M, N] and [M, 3] do not broadcast
+  |
+3 |     return a < b
+  |            ^^^^^
+  = hint: dimensions must be equal, or one of them 1""", None, None),
 ]
 
 

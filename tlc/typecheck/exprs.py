@@ -174,8 +174,9 @@ class ExprChecker:
             shape = ()
             for o in operands:
                 s = rules.broadcast(shape, o.ty.shape if isinstance(o.ty, TensorType) else ())
-                if s is None:
-                    return self._broadcast(e, TensorType(F32, shape, VALUE), o.ty) and e
+                if s is None:  # _broadcast reports it (and returns None)
+                    self._broadcast(e, TensorType(F32, shape, VALUE), o.ty)
+                    return e
                 shape = s
             return replace(e, ty=TensorType(BOOL, shape, VALUE))
         return replace(e, ty=ScalarType(BOOL, const=all(o.ty.const for o in operands)))
