@@ -61,7 +61,7 @@ CASES = {
     ),
     'E026_no_such_std_module': (
         'from std.nothing import x\n',
-        "t.tl:1:1: error[E026]: the standard library has no module 'std.nothing'\n  |\n1 | from std.nothing import x\n  | ^^^^^^^^^^^^^^^^^^^^^^^^^\n  = hint: it has: std.gemm, std.math, std.nn",
+        "t.tl:1:1: error[E026]: the standard library has no module 'std.nothing'\n  |\n1 | from std.nothing import x\n  | ^^^^^^^^^^^^^^^^^^^^^^^^^\n  = hint: it has: std.data, std.elementwise, std.gemm, std.math, std.nn, std.reduce",
     ),
     'E026_absolute_import': (
         'from common import gelu\n',
