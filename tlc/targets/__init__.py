@@ -1,6 +1,6 @@
 """Targets are plugins: one `Target` object per GPU architecture, found through the
 `tlc.targets` entry point group; tlc's own (sm_80, sm_86, sm_89, sm_90a) are registered there by
-pyproject.toml like any other package's.  Entry points: `get(name)` (the scheduler, the code
+pyproject.toml like any other package's, and are known without it too (a source checkout).  Entry points: `get(name)` (the scheduler, the code
 generator, the runtime), `for_capability(cc)` (the runtime: which target a GPU runs), `names()`.
 
 Owns finding and choosing targets; each target module owns its facts (base.py says which).
@@ -26,7 +26,7 @@ def registered() -> dict[str, Target]:
     """Every target the installed packages register, by name; read once (`registered.cache_clear()`
     reads again).  An entry point that fails to load, or that is not a `Target`, is left out
     with a warning: a broken plugin must not break the others."""
-    found: dict[str, Target] = {}
+    found: dict[str, Target] = dict(_own())
     for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
         try:
             target = ep.load()
@@ -38,7 +38,19 @@ def registered() -> dict[str, Target]:
                           f"tlc.targets.Target (stale package metadata? reinstall the package)", stacklevel=2)
             continue
         found.setdefault(target.name, target)
-    return found
+    return dict(sorted(found.items()))
+
+
+def _own() -> dict[str, Target]:
+    """tlc's own targets, also where no package metadata registers them: a source checkout run
+    through PYTHONPATH has no entry points (every launch on the H200 ended in E071 that way);
+    installed, pyproject.toml's entry points name these same objects."""
+    from .sm80 import SM80
+    from .sm86 import SM86
+    from .sm89 import SM89
+    from .sm90a import SM90A
+
+    return {t.name: t for t in (SM80, SM86, SM89, SM90A)}
 
 
 def names() -> tuple[str, ...]:
