@@ -180,7 +180,9 @@ CASTS = {"float", "half", "double", "bfloat16", "to", "contiguous", "clone", "as
 def test_no_timed_call_in_the_benchmarks_casts_or_copies():
     """A contender is a lambda in bench/ (a vendor call, a std kernel): a cast or copy inside it
     (fusion's eager F.linear once cast its bias on every call) is timed as the contender's own
-    work.  Casts happen once, outside; the references are built outside the lambdas too."""
+    work.  Casts happen once, outside; the references are built outside the lambdas too.  A
+    lambda whose result is `.contiguous()` of a view (x.t().contiguous(), bench/ops.py's std.data
+    transpose and permute rows) times the copy as the operation itself: allowed."""
     import ast
 
     found = []
@@ -188,5 +190,6 @@ def test_no_timed_call_in_the_benchmarks_casts_or_copies():
     for path in sorted([*(root / "bench").glob("*.py"), *(root / "tlc" / "benchmarks").glob("*.py")]):
         for fn in (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Lambda)):
             found += [f"{path.name}:{c.lineno} .{c.func.attr}()" for c in ast.walk(fn.body)
-                      if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in CASTS]
+                      if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in CASTS
+                      and not (c is fn.body and c.func.attr == "contiguous")]
     assert found == []
