@@ -19,7 +19,7 @@ from test_tile_op_fusion import FULL, FUSED, OPERANDS  # noqa: E402
 from test_tile_ops_interp import SRC  # noqa: E402
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", [pytest.param("sm_80", marks=pytest.mark.slow), "sm_90a"])  # 30 s each
 def test_every_tile_op_compiles(arch, tmp_path):
     from tlc.codegen import generate_file
 
