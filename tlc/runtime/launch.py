@@ -37,6 +37,10 @@ class CompiledKernel:
         self.smem = generated.smem_bytes
         self._functions: dict[int, object] = {}  # device id -> loaded function
         self.cluster = generated.cluster
+        # a kernel with device_asserts: its failure record read after every launch (set before
+        # anything loads the module: a persistent kernel's block count loads it, below)
+        self.assert_sites = device_assert.sites(kernel.body)
+        self._records: dict[int, int] = {}  # device id -> address of the module's record
         self.persistent_blocks = self._persistent_blocks() if generated.persistent else None
         self.grid = compile_grid(generated.grid, self.binder.slots, self.persistent_blocks, self.cluster, self.name)
         # a kernel that copies through the TMA takes its tensors' maps after its own arguments
@@ -51,9 +55,6 @@ class CompiledKernel:
         self.call = fastpath.build(self, fallback=self.launch)
         # `call_positional(values)`: the same for a tuple of the arguments in parameter order
         self.call_positional = fastpath.build(self, fallback=self.launch, positional=True)
-        # a kernel with device_asserts: its failure record read after every launch
-        self.assert_sites = device_assert.sites(kernel.body)
-        self._records: dict[int, int] = {}  # device id -> address of the module's record
         if self.assert_sites:
             self.call, self.call_positional = self._checking(self.call), self._checking(self.call_positional)
 
