@@ -46,6 +46,16 @@ class DType:
         """The NumPy dtype holding values of this dtype exactly (ml_dtypes for bf16 and f8)."""
         return numpy_dtype(self)
 
+    def largest_finite(self) -> float:
+        """The largest finite value of this float dtype.  ml_dtypes' own finfo for bf16 and f8:
+        NumPy's finfo knows them only where ml_dtypes registered them with it (the H200's
+        versions did not: 'dtype(bfloat16) not compatible with finfo')."""
+        if self.name in ("bf16", "f8e4m3", "f8e5m2"):
+            import ml_dtypes
+
+            return float(ml_dtypes.finfo(self.numpy()).max)
+        return float(np.finfo(self.numpy()).max)
+
 
 _TABLE = [
     DType("bool", "bool", 8, "bool"),

@@ -72,4 +72,4 @@ def scalar_value(dt: DType, value):
 def float_limit(dt: DType) -> float:
     """The largest magnitude a float dtype holds: values within it never overflow (the fast
     launch path compares with it and leaves the rest to `scalar_value`)."""
-    return float(np.finfo(dt.numpy()).max)
+    return dt.largest_finite()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
 
 from .. import ir
 from ..dtypes import BOOL, I32, I64
@@ -27,7 +26,7 @@ def extreme(dt, largest: bool):
         bits = dt.bits
         return ((1 << bits) - 1 if largest else 0) if dt.kind == "uint" else \
             ((1 << (bits - 1)) - 1 if largest else -(1 << (bits - 1)))
-    top = float(np.finfo(dt.numpy()).max)
+    top = dt.largest_finite()
     return top if largest else -top
 
 
