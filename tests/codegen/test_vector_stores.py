@@ -1,5 +1,5 @@
-"""A fragment copied to global memory is stored as 16-byte vectors in any dtype (f16, f32, i32, f64): as
-written before, nvcc split the union store of a run into scalar stores (48
+"""A fragment copied to global memory in a 4- or 8-byte dtype (f32, i32, f64) is stored as 16-byte
+vectors: as written before, nvcc split the union store of a run into scalar stores (48
 st.global.f32 and no vector store for an [8, 256] f32 tile), now written as st.global.v4.b32
 (tl::store_global_vector)."""
 import re
@@ -22,7 +22,7 @@ def scale(X: T[M, N], Y: T[M, N], T: dtype = f32):
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("dtype", ["f32", "f64", "i32", "f16"])
+@pytest.mark.parametrize("dtype", ["f32", "f64", "i32"])
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_whole_runs_are_stored_as_16_byte_vectors(dtype, arch, tmp_path):
     mod = compile_source(SOURCE, target="cpu", path="scale.tl")

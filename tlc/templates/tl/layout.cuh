@@ -135,9 +135,10 @@ template <> struct VectorOf<8> { using type = uint2; };
 template <> struct VectorOf<4> { using type = unsigned; };
 template <> struct VectorOf<1> { using type = unsigned char; };
 
-// A run to global memory is stored by st.global.v4/v2 in PTX: written as a plain store of the
-// union's vector, nvcc split it into scalar stores (48 st.global.f32 and no vector store for an
-// [8, 256] f32 tile; f16 runs as st.global.u16 and v2.u16).
+// A run of 4-byte (or wider) elements to global memory is stored by st.global.v4/v2 in PTX:
+// written as a plain store of the union's vector, nvcc split it into scalar stores (48
+// st.global.f32 and no vector store for an [8, 256] f32 tile).  16-bit runs keep the plain
+// store: through this asm, std.nn's f16 softmax at 4 blocks an SM spilled 20 bytes.
 __device__ __forceinline__ void store_global_vector(void* p, uint4 v) {
   asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
@@ -154,7 +155,7 @@ __device__ __forceinline__ void store_run(U* p, const T* regs) {
     union { V v; U e[A::ELEMS]; } u;
 #pragma unroll
     for (int e = 0; e < A::ELEMS; ++e) u.e[e] = cvt<U>(regs[i + e]);
-    if constexpr (GLOBAL && sizeof(V) >= 8) {
+    if constexpr (GLOBAL && sizeof(U) >= 4 && sizeof(V) >= 8) {
       store_global_vector(p + i, u.v);
     } else {
       *reinterpret_cast<V*>(p + i) = u.v;
