@@ -1,7 +1,7 @@
 """Where each port stands today: `python tests/ports/status.py [--build] [--markdown] [ROW...]`
 runs every row of test_ports.py on the interpreter (and with --build generates it for sm_80 and
 sm_90a and compiles it with nvcc) and prints one line per row and stage: `ok`, or the first
-line of the error, which is what a row's xfail reason quotes.  --markdown prints README.md's
+line of the error, which is what a blocked row's entry quotes.  --markdown prints README.md's
 table from test_ports.py's BLOCKED instead (run the tests to know that it is true)."""
 from __future__ import annotations
 
