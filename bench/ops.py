@@ -22,7 +22,6 @@ rows for a module in its own section of ROWS below.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from dataclasses import dataclass, field
@@ -457,12 +456,9 @@ def main(argv=None) -> int:
             print(f"!! {row.name}: {record['error']}")
         results["rows"].append(record)
     print(table(results["rows"]))
-    text = json.dumps(results, indent=1)
-    out = ROOT / "bench" / "results" / f"ops-{short_name(name)}.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(text)
-    if args.json:
-        Path(args.json).write_text(text)
+    from checks import save
+
+    save(results, ROOT / "bench" / "results" / f"ops-{short_name(name)}.json", args.json)
     return 0
 
 

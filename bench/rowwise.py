@@ -18,7 +18,6 @@ to bench/results/rowwise-<gpu>.json (and --json).  Not a test: it asserts nothin
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 import shutil
@@ -34,7 +33,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import tlc  # noqa: E402
 from tlc.timing import Checked, compare, tolerance  # noqa: E402
 
-from checks import ratio, timed, us  # noqa: E402
+from checks import ratio, save, timed, us  # noqa: E402
 
 M, N = 16384, 8192
 ELEMS = 1 << 28
@@ -211,12 +210,7 @@ def main() -> None:
     rowwise(results, copy_gbs)
     elementwise(results, copy_gbs)
     sass_evidence(results)
-    text = json.dumps(results, indent=1)
-    out = ROOT / "bench" / "results" / f"rowwise-{short_name(name)}.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(text)
-    if args.json:
-        Path(args.json).write_text(text)
+    save(results, ROOT / "bench" / "results" / f"rowwise-{short_name(name)}.json", args.json)
 
 
 if __name__ == "__main__":
