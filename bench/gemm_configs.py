@@ -1,5 +1,5 @@
 """Tile configurations of std.gemm's f16/bf16 kernels against cuBLAS, for choosing the defaults
-in tlc/stdlib/config.json: one process on the GPU, each configuration timed alternately with
+in stdlib/config.json: one process on the GPU, each configuration timed alternately with
 torch.matmul on the same inputs (tlc.timing: L2 flushed, median over `--ms`), after checking
 each output against a float32 reference (a wrong one is reported, never timed).
 

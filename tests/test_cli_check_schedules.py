@@ -115,7 +115,7 @@ def test_d_and_arch_decide_what_is_scheduled():
     assert (r.exit_code, r.stderr) == (1, f"error: -D BQ: no kernel of {gemm} has such a constant\n")
     r = tlc("check", gemm, "-D", "stages=x")
     assert r.exit_code == 1 and "error[E065]: the constant 'stages' takes an integer, not 'x'" in r.stderr
-    for path in (gemm, str(EXAMPLES.parent / "tlc" / "stdlib" / "math.tl")):  # with kernels, and without
+    for path in (gemm, str(EXAMPLES.parent / "stdlib" / "math.tl")):  # with kernels, and without
         r = tlc("check", path, "--arch", "sm_1")
         lines = r.stderr.splitlines()
         assert (r.exit_code, lines[0], lines[-1]) == (1, "error[E071]: unknown target architecture 'sm_1'",

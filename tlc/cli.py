@@ -207,7 +207,7 @@ def bench(suites, out_dir, quick, precisions, no_sweep, no_chart) -> None:
 @click.option("-m", "--module", "modules", multiple=True, metavar="std.NAME", help="Only these modules.")
 def ops(as_json, modules) -> None:
     """List the standard library's operators: module, signature, dtypes, backward (NAME_bwd),
-    what each computes; the count is of operators with a passing test (tlc/stdlib/tested.json)."""
+    what each computes; the count is of operators with a passing test (stdlib/tested.json)."""
     from .ops import all_ops, format_table, to_json
 
     with _reported_errors():

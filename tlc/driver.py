@@ -77,10 +77,10 @@ def resolve_path(path: str) -> str:
     """A file name, or `std.NAME` for a module of the standard library (when no file has that
     name): `tlc run std.gemm -k matmul`, `tlc.load("std.gemm")`."""
     if path.startswith("std.") and not os.path.exists(path):
-        from importlib import resources
+        from .package_data import stdlib
 
         parts = path.split(".")[1:]
-        candidate = resources.files("tlc").joinpath("stdlib", *parts[:-1], parts[-1] + ".tl")
+        candidate = stdlib().joinpath(*parts[:-1], parts[-1] + ".tl")
         if parts and all(p.isidentifier() for p in parts) and candidate.is_file():
             return str(candidate)
     return path

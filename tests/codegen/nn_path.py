@@ -1,4 +1,4 @@
 """Where std.nn lives, for the codegen tests."""
-from importlib import resources
+from tlc import package_data
 
-NN_PATH = str(resources.files("tlc").joinpath("stdlib/nn.tl"))
+NN_PATH = str(package_data.stdlib().joinpath("nn.tl"))

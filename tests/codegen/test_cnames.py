@@ -19,7 +19,7 @@ from tlc.ir import print_kernel
 from tlc.schedule import schedule_grids
 
 ROOT = Path(__file__).resolve().parents[2]
-TEMPLATES = ROOT / "tlc" / "templates"
+TEMPLATES = ROOT / "templates"
 C_IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 OWNED = re.compile(r"(tl_|TL_|launch_)[A-Za-z]")  # the generator's own: tl_r, TL_PRIMITIVES, launch_<kernel>
 
@@ -108,7 +108,7 @@ def _identifiers(c: str) -> set[str]:
 
 def _kernels() -> list:
     """(file, kernel) of every example, std module and test program."""
-    files = sorted((ROOT / "examples").glob("*.tl")) + sorted((ROOT / "tlc" / "stdlib").glob("*.tl")) + \
+    files = sorted((ROOT / "examples").glob("*.tl")) + sorted((ROOT / "stdlib").glob("*.tl")) + \
         sorted((ROOT / "tests" / "programs").glob("*.tl"))
     out = []
     for path in files:

@@ -57,13 +57,13 @@ STD_GEMM = ["matmul", "matmul_nt", "matmul_tn", "matmul_epilogue", "matmul_batch
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_std_gemm_compiles(arch, tmp_path):
-    from importlib import resources
+    from tlc import package_data
 
     from tlc.codegen import generate_file
     from tlc.driver import check_file
     from tlc.schedule import schedule
 
-    r = check_file(str(resources.files("tlc").joinpath("stdlib/gemm.tl")))
+    r = check_file(str(package_data.stdlib().joinpath("gemm.tl")))
     kernels = [schedule(r.program, name, {}, target=arch) for name in STD_GEMM]
     source = generate_file(kernels, arch, sources=r.sources)
     if arch == "sm_90a":
@@ -87,13 +87,13 @@ def test_local_buffer_copies_compile(tmp_path):
 def test_a_file_of_several_kernels_includes_fp8_when_any_kernel_needs_it():
     # generate_file keeps the first kernel's includes: an f8 kernel after an f16 one once
     # failed to compile ("__nv_fp8_e4m3 is undefined") in `tlc build` of std.gemm
-    from importlib import resources
+    from tlc import package_data
 
     from tlc.codegen import generate_file
     from tlc.driver import check_file
     from tlc.schedule import schedule
 
-    r = check_file(str(resources.files("tlc").joinpath("stdlib/gemm.tl")))
+    r = check_file(str(package_data.stdlib().joinpath("gemm.tl")))
     kernels = [schedule(r.program, name, {}, target="sm_90a") for name in ("matmul", "matmul_f8")]
     text = generate_file(kernels, "sm_90a", sources=r.sources)
     assert text.index("#include <cuda_fp8.h>") < text.index("__nv_fp8_e4m3* __restrict__ A")

@@ -207,7 +207,7 @@ def test_a_warpgroup_with_128_rows_issues_two_m64_wgmma_a_k_step(tmp_path):
 def test_a_grouped_gemm_searches_its_group_in_both_roles_and_multicasts_nothing():
     # the scalar search before the loop runs per tile in the producer and the consumers; the
     # expert's weights depend on y through that search, so the cluster must not share them
-    r = check_file(str(Path(__file__).resolve().parents[2] / "tlc" / "stdlib" / "gemm.tl"))
+    r = check_file(str(Path(__file__).resolve().parents[2] / "stdlib" / "gemm.tl"))
     g = generate(schedule(r.program, "matmul_grouped", {}, target="sm_90a"), "sm_90a", sources=r.sources)
     assert g.persistent and g.cluster == 1 and g.threads == 384  # its loop's length depends on the tile
     assert "multicast" not in kernel_part(g.source)
@@ -216,7 +216,7 @@ def test_a_grouped_gemm_searches_its_group_in_both_roles_and_multicasts_nothing(
 
 def test_a_sync_that_only_orders_the_copies_is_dropped_in_the_consumers():
     # std.gemm's fine-grained fp8 kernel: clear, gemm, then scale each K block's product
-    r = check_file(str(Path(__file__).resolve().parents[2] / "tlc" / "stdlib" / "gemm.tl"))
+    r = check_file(str(Path(__file__).resolve().parents[2] / "stdlib" / "gemm.tl"))
     g = generate(schedule(r.program, "matmul_f8_blockscaled", {}, target="sm_90a"), "sm_90a", sources=r.sources)
     assert g.threads == 384 and g.persistent
     assert "// sync: the stage's full barrier already orders the copies before this" in g.source

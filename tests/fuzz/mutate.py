@@ -1,4 +1,4 @@
-"""Mutations of the examples and the std sources (tlc/stdlib/*.tl), token-level and aware of
+"""Mutations of the examples and the std sources (stdlib/*.tl), token-level and aware of
 the program's structure, extending tests/test_fuzz.py's: literals swapped for extreme ones,
 names renamed consistently (so the program stays valid) to C/CUDA reserved words, dtypes
 swapped, expressions nested deeply, huge constants, hostile comments (\\r, \\, form feeds,
@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = sorted((ROOT / "examples").glob("*.tl")) + sorted((ROOT / "tlc" / "stdlib").glob("*.tl"))
+SOURCES = sorted((ROOT / "examples").glob("*.tl")) + sorted((ROOT / "stdlib").glob("*.tl"))
 TEXTS = {f"{p.parent.name}/{p.name}": p.read_text(encoding="utf-8") for p in SOURCES}
 
 RESERVED = ["int", "float", "half", "double", "char", "void", "class", "template", "namespace", "struct", "union",

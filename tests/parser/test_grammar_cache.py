@@ -74,10 +74,10 @@ def test_a_second_process_reads_what_the_first_wrote(tmp_path):
 
 
 def _real_grammar():
-    from importlib import resources
+    from tlc import package_data
     from tlc.parser.lexer import TileLexer
 
-    grammar = resources.files("tlc").joinpath("grammar/tile.lark").read_text(encoding="utf-8")
+    grammar = package_data.folder("grammar").joinpath("tile.lark").read_text(encoding="utf-8")
     return grammar, dict(parser="lalr", lexer=TileLexer, keep_all_tokens=True, maybe_placeholders=True, start="start")
 
 

@@ -13,8 +13,8 @@ from lark.exceptions import UnexpectedCharacters
 from tlc.parser.lexer import TileLexer
 
 ROOT = Path(__file__).resolve().parents[2]
-GRAMMAR = (ROOT / "tlc" / "grammar" / "tile.lark").read_text(encoding="utf-8")
-EXAMPLES = sorted((ROOT / "examples").glob("*.tl")) + sorted((ROOT / "tlc" / "stdlib").glob("*.tl"))
+GRAMMAR = (ROOT / "grammar" / "tile.lark").read_text(encoding="utf-8")
+EXAMPLES = sorted((ROOT / "examples").glob("*.tl")) + sorted((ROOT / "stdlib").glob("*.tl"))
 
 
 def _lexer(kind):

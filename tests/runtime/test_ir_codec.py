@@ -15,7 +15,7 @@ import tlc
 from tlc.runtime import ir_codec
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PROGRAMS = sorted((ROOT / "examples").glob("*.tl")) + sorted((ROOT / "tlc" / "stdlib").glob("*.tl"))
+PROGRAMS = sorted((ROOT / "examples").glob("*.tl")) + sorted((ROOT / "stdlib").glob("*.tl"))
 
 
 def kernels():

@@ -100,7 +100,7 @@ def test_every_tile_once_across_the_persistent_blocks():
 
 # ---- std.gemm: each warp-specialized kernel against the same kernel's plain IR --------------
 
-STD = ROOT / "tlc" / "stdlib" / "gemm.tl"
+STD = ROOT / "stdlib" / "gemm.tl"
 SIZES = {"M": 150, "N": 200, "K": 300, "BATCH": 2, "S": 2, "TOTAL_M": 150, "E": 3, "E1": 4}
 OFFSETS = np.array([0, 40, 40, 150], np.int32)  # matmul_grouped's groups of rows (one empty)
 

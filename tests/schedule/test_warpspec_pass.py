@@ -17,7 +17,7 @@ from tlc.schedule.warpspec import specialize_warps
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent / "golden_warpspec"
 GEMM = ROOT / "examples" / "gemm.tl"
-STD = ROOT / "tlc" / "stdlib" / "gemm.tl"
+STD = ROOT / "stdlib" / "gemm.tl"
 
 
 def _kernel(path: Path, name: str, arch: str = "sm_90a", **constants) -> ir.Kernel:

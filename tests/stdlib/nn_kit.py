@@ -1,10 +1,10 @@
 """std.nn's kernels as cases: arguments, constants and NumPy references (float64), shared by
 the interpreter tests and the GPU tests."""
-from importlib import resources
+from tlc import package_data
 
 import numpy as np
 
-NN_PATH = str(resources.files("tlc").joinpath("stdlib/nn.tl"))
+NN_PATH = str(package_data.stdlib().joinpath("nn.tl"))
 KERNELS = ["softmax", "rms_norm", "layer_norm", "silu_residual"]
 
 

@@ -1,4 +1,4 @@
-"""The record of which std operators have a passing table-driven test: tlc/stdlib/tested.json,
+"""The record of which std operators have a passing table-driven test: stdlib/tested.json,
 which `tlc ops` reads to count operators (tlc/ops.py).
 
 Each module's table-driven test file (tests/stdlib/test_elementwise.py, ...) ends with a test
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-REGISTRY = ROOT / "tlc" / "stdlib" / "tested.json"
+REGISTRY = ROOT / "stdlib" / "tested.json"
 
 
 def load() -> dict:
@@ -54,5 +54,5 @@ def check_or_record(module: str, table: dict, passed: dict, test_file: str) -> N
     gone = sorted(set(recorded) - set(entry["ops"]))
     changed = sorted(k for k in set(recorded) & set(entry["ops"]) if recorded[k] != entry["ops"][k])
     assert not (added or gone or changed), (
-        f"tlc/stdlib/tested.json is out of date for {module}: not recorded {added}, no longer tested {gone}, "
+        f"stdlib/tested.json is out of date for {module}: not recorded {added}, no longer tested {gone}, "
         f"dtypes changed {changed}; rerun with TLC_RECORD_TESTED=1 python -m pytest {entry['test']}")

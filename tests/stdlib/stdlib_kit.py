@@ -1,9 +1,9 @@
 """The std modules as files, and NumPy references of std.gemm's kernels."""
-from importlib import resources
+from tlc import package_data
 
 import numpy as np
 
-GEMM_PATH = str(resources.files("tlc").joinpath("stdlib/gemm.tl"))
+GEMM_PATH = str(package_data.stdlib().joinpath("gemm.tl"))
 
 
 def gelu(x):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from importlib import resources
+from tlc import package_data
 from typing import Callable
 
 import numpy as np
@@ -16,7 +16,7 @@ import tlc
 from tlc.dtypes import DTYPES
 from tlc.interp.args import ArgumentError
 
-DATA_PATH = str(resources.files("tlc").joinpath("stdlib/data.tl"))
+DATA_PATH = str(package_data.stdlib().joinpath("data.tl"))
 FLOATS = ("f16", "bf16", "f32")
 ALL = FLOATS + ("i8", "i32", "i64")
 ATOMIC = FLOATS + ("i32", "i64")  # the CUDA targets have no 8-bit atomics (E069)
@@ -339,7 +339,7 @@ def test_module_builds_with_nvcc(arch, dtype, tmp_path):
 
 
 def test_registry():
-    """tlc/stdlib/tested.json lists exactly the operators of this table, each of whose rows (every
+    """stdlib/tested.json lists exactly the operators of this table, each of whose rows (every
     dtype) passed in this run (TLC_RECORD_TESTED=1 rewrites it; tests/stdlib/op_registry.py)."""
     from op_registry import check_or_record
 

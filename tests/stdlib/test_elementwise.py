@@ -2,7 +2,7 @@
 read) on the interpreter, on ragged shapes, in each dtype its row names; one nvcc build of the
 whole module per target.  The table (OPS, CASTS) is the list of tested operators: a row is an
 operator's test, tests/gpu/test_elementwise_gpu.py runs the same rows on the GPU, and
-tlc/stdlib/tested.json records which rows passed (test_registry), which `tlc ops` counts.
+stdlib/tested.json records which rows passed (test_registry), which `tlc ops` counts.
 Tolerances: tests/stdlib/op_tolerances.py."""
 from __future__ import annotations
 
@@ -348,7 +348,7 @@ def test_every_op_at_more_shapes(ew, shape):
 
 
 def test_registry():
-    """tlc/stdlib/tested.json lists exactly the operators of this table, each row passed in this
+    """stdlib/tested.json lists exactly the operators of this table, each row passed in this
     run (TLC_RECORD_TESTED=1 rewrites it after a full run; see tests/stdlib/op_registry.py)."""
     table = {op.name: set(op.dtypes) for op in OPS} | {"convert": set(CAST_DTYPES), "convert_sat": set(CAST_DTYPES)}
     check_or_record(MODULE, table, PASSED, __file__)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass, field
-from importlib import resources
+from tlc import package_data
 from pathlib import Path
 from typing import Callable
 
@@ -26,7 +26,7 @@ from op_tolerances import NUMPY, assert_close
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))  # the nvcc helper
 from nvcc import compile_object  # noqa: E402
 
-REDUCE_PATH = str(resources.files("tlc").joinpath("stdlib/reduce.tl"))
+REDUCE_PATH = str(package_data.stdlib().joinpath("reduce.tl"))
 FLOATS = ("f32", "f16", "bf16")
 WITH_INTS = FLOATS + ("i32",)
 
@@ -240,7 +240,7 @@ def test_sort_refuses_a_row_longer_than_its_tile(mod):
 
 
 def test_registry():
-    """tlc/stdlib/tested.json lists exactly the operators of this table, each of whose rows (every
+    """stdlib/tested.json lists exactly the operators of this table, each of whose rows (every
     dtype) passed in this run (TLC_RECORD_TESTED=1 rewrites it; tests/stdlib/op_registry.py)."""
     table = {op_name(op, a): set(op.dtypes) for op in OPS for a in op.axes} | {"sort": set(WITH_INTS)}
     check_or_record("std.reduce", table, {k: v for k, v in PASSED.items() if v == table.get(k)}, __file__)

@@ -151,7 +151,7 @@ def test_std_modules_by_name(tmp_path, monkeypatch):
                                            "--space", "BK=32,64", "--shape", "M=64,N=64,K=64", "--no-write", "--json"])
     assert result.exit_code == 0, result.output
     bucket, = json.loads(result.stdout)["buckets"]
-    assert bucket["file"].endswith("tlc/stdlib/gemm.tl") and bucket["config"] is None
+    assert bucket["file"].endswith("stdlib/gemm.tl") and bucket["config"] is None
     assert bucket["bucket"] == {"M": [33, 64], "N": [33, 64], "K": [33, 64], "T": "f16"}
     assert [(c["label"], c["status"]) for c in bucket["candidates"]] == [("BK=32", "ok"), ("BK=64", "ok")]
 

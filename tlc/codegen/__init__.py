@@ -12,11 +12,10 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from importlib import resources
 
 import jinja2
 
-from .. import __version__, ir, targets
+from .. import __version__, ir, package_data, targets
 from ..diagnostics import Diagnostic, DiagnosticError
 from ..dtypes import DType
 from .cexpr import CodegenError
@@ -51,15 +50,15 @@ class GeneratedKernel:
 
 @functools.lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    loader = jinja2.FileSystemLoader(str(resources.files("tlc").joinpath("templates")))
+    loader = jinja2.FileSystemLoader(str(package_data.templates()))
     return jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                               trim_blocks=False, lstrip_blocks=False)
 
 
 @functools.lru_cache(maxsize=None)
 def primitives(files: tuple = Sm80.primitive_files) -> str:
-    root = resources.files("tlc").joinpath("templates", "tl")
-    return "\n".join(root.joinpath(f).read_text(encoding="utf-8") for f in files)
+    root = package_data.templates() / "tl"
+    return "\n".join((root / f).read_text(encoding="utf-8") for f in files)
 
 
 def _written(kernel: ir.Kernel) -> set[str]:

@@ -8,12 +8,12 @@ are kept on disk as data by `grammar_cache.py`.
 from __future__ import annotations
 
 import functools
-from importlib import resources
 
 from lark import Lark, Token
 from lark.lexer import PatternStr
 from lark.indenter import Indenter
 
+from ..package_data import grammar_text
 from .grammar_cache import cached_parser
 from .lexer import TileLexer
 from .transformer import ToAst
@@ -96,7 +96,7 @@ class TileIndenter(Indenter):
 def lark_parser() -> Lark:
     """The parser, built once: LALR, with the indenter and the AST builder (`ToAst`) as its
     callbacks.  `parse` (tlc.parser) owns its use: one parse at a time, under a lock."""
-    grammar = resources.files("tlc").joinpath("grammar/tile.lark").read_text(encoding="utf-8")
+    grammar = grammar_text()
     options = dict(parser="lalr", lexer=TileLexer, keep_all_tokens=True, maybe_placeholders=True,
                    start="start")
     return cached_parser(grammar, options, dict(postlex=TileIndenter(), transformer=ToAst()))

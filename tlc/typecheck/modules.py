@@ -4,11 +4,11 @@ main file's folder tree and the folders of $TLC_PATH, and reads only a regular f
 from __future__ import annotations
 
 import os
-from importlib import resources
 
 from ..diagnostics import DiagnosticError
 from ..files import NotRegularFile, read_regular
 from ..dtypes import DType, lookup
+from ..package_data import stdlib
 from ..parser import nodes as n, parse
 from ..parser.depth import ast_depth, report_too_deep
 from . import consteval
@@ -140,9 +140,9 @@ class ProgramLoader:
                 self.bag.error("E026", f"cannot import '{imp.module}': a module is either 'std.NAME' or relative, '.NAME'",
                                imp.span, f"for a file beside this one, write 'from .{imp.module} import ...'")
                 return None
-            ref = resources.files("tlc").joinpath("stdlib", *parts[1:-1], parts[-1] + ".tl")
+            ref = stdlib().joinpath(*parts[1:-1], parts[-1] + ".tl")
             if not ref.is_file():
-                available = sorted(p.name[:-3] for p in resources.files("tlc").joinpath("stdlib").iterdir()
+                available = sorted(p.name[:-3] for p in stdlib().iterdir()
                                    if p.name.endswith(".tl"))
                 self.bag.error("E026", f"the standard library has no module '{imp.module}'", imp.span,
                                f"it has: {', '.join('std.' + a for a in available)}" if available else None)

@@ -55,7 +55,7 @@ __device__ __forceinline__ unsigned long long wgmma_b_desc(const TB* B, int k) {
 
 // acc += A @ op(B): A is M x K stored K-major (A_ROWS = M), B is K x N stored N-major
 // (B_ROWS = K) or, with TRANS_B, N x K stored K-major (B_ROWS = N).  MMA is the
-// wgmma.m64nNkK wrapper for this N and these operand types (tlc/templates/wgmma_mma.cuh.j2);
+// wgmma.m64nNkK wrapper for this N and these operand types (templates/wgmma_mma.cuh.j2);
 // B's element type TB differs from A's only for mixed f8 or 8-bit integer formats.  PENDING
 // groups may stay in flight on return (1 in a pipeline that overlaps them with the next
 // copies; the accumulator is then read only after tl::wgmma_wait<0>).  BANDS: the 64-row

@@ -1,0 +1,39 @@
+"""Where tlc's data lives.  The grammar, the C templates and the standard library are folders
+at the repository's top level (`grammar/`, `templates/`, `stdlib/`) and install inside the
+package as `tlc.grammar`, `tlc.templates` and `tlc.stdlib` (pyproject.toml's `package-dir`),
+so a wheel carries them.  A source checkout used through PYTHONPATH, with nothing installed
+(the GPU machine, the scripts), has no such packages: there the folder beside `tlc/` is the
+one meant."""
+from __future__ import annotations
+
+import functools
+import importlib.util
+from pathlib import Path
+
+FOLDERS = ("grammar", "templates", "stdlib")
+
+
+@functools.lru_cache(maxsize=None)
+def folder(name: str) -> Path:
+    """The folder of `name` (one of FOLDERS): the installed package's, else the checkout's."""
+    if name not in FOLDERS:
+        raise ValueError(f"tlc has no data folder {name!r}; it has {', '.join(FOLDERS)}")
+    try:
+        spec = importlib.util.find_spec(f"tlc.{name}")
+    except ImportError:
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0])
+    return Path(__file__).resolve().parents[1] / name
+
+
+def stdlib() -> Path:
+    return folder("stdlib")
+
+
+def templates() -> Path:
+    return folder("templates")
+
+
+def grammar_text() -> str:
+    return (folder("grammar") / "tile.lark").read_text(encoding="utf-8")
