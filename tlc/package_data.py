@@ -3,7 +3,9 @@ at the repository's top level (`grammar/`, `templates/`, `stdlib/`) and install 
 package as `tlc.grammar`, `tlc.templates` and `tlc.stdlib` (pyproject.toml's `package-dir`),
 so a wheel carries them.  A source checkout used through PYTHONPATH, with nothing installed
 (the GPU machine, the scripts), has no such packages: there the folder beside `tlc/` is the
-one meant."""
+one meant.  A checkout (pyproject.toml beside `tlc/`) always uses its own folders, even when an
+editable install of another checkout maps the packages elsewhere (a `git worktree` on
+PYTHONPATH)."""
 from __future__ import annotations
 
 import functools
@@ -18,13 +20,16 @@ def folder(name: str) -> Path:
     """The folder of `name` (one of FOLDERS): the installed package's, else the checkout's."""
     if name not in FOLDERS:
         raise ValueError(f"tlc has no data folder {name!r}; it has {', '.join(FOLDERS)}")
+    checkout = Path(__file__).resolve().parents[1]
+    if (checkout / "pyproject.toml").is_file() and (checkout / name).is_dir():
+        return checkout / name
     try:
         spec = importlib.util.find_spec(f"tlc.{name}")
     except ImportError:
         spec = None
     if spec is not None and spec.submodule_search_locations:
         return Path(list(spec.submodule_search_locations)[0])
-    return Path(__file__).resolve().parents[1] / name
+    return checkout / name
 
 
 def stdlib() -> Path:
