@@ -217,7 +217,7 @@ CASES = {
     ),
     'E047_not_a_loop': (
         kernel_body('for i in n:', '    pass'),
-        't.tl:4:18: error[E047]: a for loop runs over range(...), unroll(...), pipelined(...) or parallel(...)\n  |\n4 |         for i in n:\n  |                  ^',
+        't.tl:4:18: error[E047]: a for loop runs over range(...), unroll(...), pipelined(...), parallel(...) or persistent(...)\n  |\n4 |         for i in n:\n  |                  ^',
     ),
     'E047_parallel_targets': (
         kernel_body('for i in parallel(BM, 4):', '    pass'),

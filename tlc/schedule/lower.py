@@ -20,6 +20,7 @@ from ..parser import nodes as n
 from ..typecheck import CheckedFunction
 from ..typecheck import rules
 from ..typecheck.types import ScalarType, TensorType
+from .persistent import PersistentLowerer
 from .porting import PortingLowerer
 
 _MATH = frozenset(ir.MATH_FUNCS) - {"pow"}
@@ -41,7 +42,7 @@ def cast(e: ir.Expr, dt: DType) -> ir.Expr:
     return ir.Cast(e, dt, span=getattr(e, "span", None))
 
 
-class Lowerer(PortingLowerer):
+class Lowerer(PortingLowerer, PersistentLowerer):
     def __init__(self, fn: CheckedFunction, program):
         self.fn, self.program = fn, program
         self.consts = fn.constants
@@ -179,6 +180,8 @@ class Lowerer(PortingLowerer):
             self.in_parallel = False
             self.scalars = saved
             return ir.Parallel(names, extents, body, span=s.span)
+        if kind == "persistent":
+            return self.persistent_loop(s)  # persistent.py
         var = s.targets[0].id
         self.scalars[var] = I32
         if kind == "range":

@@ -8,7 +8,7 @@ TILE_STATEMENTS = frozenset({"copy", "gemm", "fill", "clear", "reduce_sum", "red
                              "reduce_absmax", "atomic_add", "atomic_max", "atomic_min", "sync", "print",
                              "device_assert"})
 ALLOCATORS = frozenset({"shared", "fragment", "local"})
-LOOPS = frozenset({"range", "unroll", "pipelined", "parallel"})
+LOOPS = frozenset({"range", "unroll", "pipelined", "parallel", "persistent"})
 REDUCTIONS_TILE_OP = frozenset({"sum", "mean", "softmax"})
 DECORATORS = frozenset({"kernel", "tile_op", "fuse", "autotune"})
 # TileLang's names for builtins tlc spells otherwise: the same function under both names

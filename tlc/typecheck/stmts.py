@@ -11,6 +11,7 @@ from ..schedule.sm_limits import MAX_GRID
 from . import literals, rules
 from .builtins import ALLOCATORS, HINTS, LOOPS, TILE_STATEMENTS
 from .env import BLOCK, LOCAL, LOOP, Scope, Symbol
+from .persistent import PersistentChecker
 from .porting import PortingChecker
 from .types import GLOBAL, VALUE, BuiltinRef, FunctionRef, LoopRange, ScalarType, TensorType, describe
 
@@ -19,7 +20,7 @@ from .types import GLOBAL, VALUE, BuiltinRef, FunctionRef, LoopRange, ScalarType
 MAX_UNROLL = 1024
 
 
-class StmtChecker(PortingChecker):
+class StmtChecker(PortingChecker, PersistentChecker):
     def block(self, stmts) -> tuple:
         """Check a statement list; `depth` is 1 for a function's body, 2 inside its grid."""
         self.depth += 1
@@ -256,11 +257,13 @@ class StmtChecker(PortingChecker):
         it = s.iter
         if not (isinstance(it, n.Call) and isinstance(it.func, n.Name) and it.func.id in LOOPS
                 and self.scope.lookup(it.func.id) is None):
-            self.error("E047", "a for loop runs over range(...), unroll(...), pipelined(...) or parallel(...)", it.span)
+            self.error("E047", "a for loop runs over range(...), unroll(...), pipelined(...), parallel(...) or persistent(...)", it.span)
             return s
         kind = it.func.id
         if kind == "parallel":
             return self.parallel_loop(s)
+        if kind == "persistent":
+            return self.persistent_loop(s)  # persistent.py
         if len(s.targets) != 1:
             self.error("E047", f"{kind}(...) gives one index; found {len(s.targets)} names", s.span)
             return s
