@@ -636,9 +636,6 @@ def needs(feature: str, diagnostic: str, *then: str) -> str:
     return f"needs {feature}: {diagnostic}" + "".join(f"; then {t}" for t in then)
 
 
-BWD = needs("reduce_sum's dim given by position", "mha_bwd_bhsd.tl:92:9: error[E034]: reduce_sum() takes 2 arguments, 3 given",
-            "a copy from global to global memory (E036: copy moves a tile between memory levels; both sides are in global "
-            "memory)")
 MLA = needs("clear() of a scalar (T.alloc_var)",
             "mla_decode.tl:96:15: error[E036]: clear() sets a shared, fragment or local buffer, found f32")
 CUMSUM = needs("a buffer allocated inside an if", "chunk_local_cumsum.tl:20:26: error[E030]: buffers are allocated at the "
@@ -646,12 +643,6 @@ CUMSUM = needs("a buffer allocated inside an if", "chunk_local_cumsum.tl:20:26: 
 BLOCKED = {
     "convolution": needs("a view of a tensor with another shape (TileLang's T.Tensor(shape, dtype, x.data))",
                          "convolution.tl:27:23: error[E020]: unknown name 'view'", "T.im2col"),
-    "mha_bwd_fwd": BWD,
-    "mha_bwd_fwd_causal": BWD,
-    "mha_bwd_preprocess": BWD,
-    "mha_bwd_postprocess": BWD,
-    "mha_bwd": BWD,
-    "mha_bwd_causal": BWD,
     "block_sparse_attn": needs("a fragment element read at a run-time index outside a parallel loop",
                                "block_sparse_attn.tl:47:16: error[E261]: block_mask[k] reads an element of the fragment "
                                "'block_mask' outside a parallel loop at an index known only at run time; a fragment element "

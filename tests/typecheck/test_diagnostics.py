@@ -143,9 +143,9 @@ CASES = {
         'def g(x: f16) -> f16:\n    return x\n\ndef f(y: f32) -> f32:\n    return g(y)\n',
         "t.tl:5:14: error[E035]: argument 'x' of g() is f16, but f32 was given\n  |\n5 |     return g(y)\n  |              ^\n  = hint: convert it with f16(...)",
     ),
-    'E036_global_to_global': (
+    'E265_global_to_global_without_a_region': (
         kernel_body('copy(A, C)'),
-        't.tl:4:9: error[E036]: copy moves a tile between memory levels; both sides are in global memory\n  |\n4 |         copy(A, C)\n  |         ^^^^^^^^^^\n  = hint: stage it through shared(...) or fragment(...)',
+        "t.tl:4:9: error[E265]: a copy from global to global memory takes the tile's size from a region with slices, and neither side has one\n  |\n4 |         copy(A, C)\n  |         ^^^^^^^^^^\n  = hint: each block copies its region: copy(A[bx * BM:(bx + 1) * BM, :], B[bx * BM:(bx + 1) * BM, :])",
     ),
     'E036_shape_mismatch': (
         kernel_body('s = shared(f32[BM, 8])', 't = shared(f32[BM, 16])', 'copy(s, t)'),

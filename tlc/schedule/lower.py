@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from .. import ir
 from ..ir import walk
-from . import copy_parts
+from . import copy_global, copy_parts
 from .param_dims import param_dim
 from ..dtypes import BOOL, I32, DType
 from ..parser import nodes as n
@@ -79,6 +79,7 @@ class Lowerer(PortingLowerer, PersistentLowerer):
         prelude = tuple(s for s in self.fn.body[:at] if isinstance(s, n.Assign))
         grid = tuple(cast(self.expr(_substituted(a, {s.target.id: s.value for s in prelude})), I32) for a in ctx.args)
         threads = next((self.const(k.value) for k in ctx.keywords if k.name == "threads"), 128)  # TileLang's default
+        self.threads = int(threads)
         blocks = next((self.const(k.value) for k in ctx.keywords if k.name == "blocks_per_sm"), 0)
         block_vars = tuple(t.id for t in grid_stmt.targets)
         for b in block_vars:
@@ -211,10 +212,19 @@ class Lowerer(PortingLowerer, PersistentLowerer):
         src, dst = call.args
         src_shape, dst_shape = self._operand_shape(src), self._operand_shape(dst)
         copy = ir.Copy(self.operand(src, dst_shape), self.operand(dst, src_shape), span=span)
+        dtypes = {p.name: p.type.dtype for p in (*self.fn.tensor_params, *self.fn.workspaces)}  # alloc_global too
+        if copy_global.is_global_to_global(copy, self.buffers):  # dQ[rows, :] into dQ_out[rows, :]
+            return copy_global.as_copies(copy, self.buffers, dtypes, self.threads, self._fresh_name, self._fresh_indices)
         if copy_parts.is_part(copy, self.buffers):  # lse[k, :]: a part of a buffer, element by element
-            dtypes = {p.name: p.type.dtype for p in self.fn.tensor_params}
             return copy_parts.as_loop(copy, self.buffers, dtypes, self._fresh_indices)
         return copy
+
+    def _fresh_name(self, stem: str) -> str:
+        name = stem
+        while name in self.taken:
+            name = f"{stem}_{next(self.fresh)}"
+        self.taken.add(name)
+        return name
 
     def _fresh_indices(self, count: int) -> list[str]:
         names = []

@@ -63,6 +63,23 @@ def report_too_large(bag, err: TooLarge) -> None:
     bag.error("E150", "constant too large: this value does not fit in 64 bits", err.node.span, RANGE_HINT)
 
 
+def option(bag, e, env: dict, kind: type) -> tuple:
+    """A statement's constant option (a reduction's dim, a scan's reverse): (value, None) when
+    `e` is a constant of `kind` (int, which excludes bool, or bool); else (None, why not), why
+    being "'d' is not a constant", "found 1.5" or None after E150 into `bag`."""
+    try:
+        v = evaluate(e, env)
+    except TooLarge as err:
+        report_too_large(bag, err)
+        return None, None
+    except NotConstant as nc:
+        bad = nc.node
+        return None, f"'{bad.id}' is not a constant" if isinstance(bad, n.Name) else "it is computed at run time"
+    if isinstance(v, kind) and (kind is bool or not isinstance(v, bool)):
+        return v, None
+    return None, f"found the dtype {v}" if isinstance(v, DType) else f"found {v!r}"
+
+
 def _value(e, env: dict):
     if isinstance(e, n.Constant) and not isinstance(e.value, str):
         return e.value

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import device_assert, print_format
 from ..parser import nodes as n
 from ..parser.nodes import replace  # dataclasses.replace, faster
-from . import linear, literals, rules
+from . import copy_global, linear, literals, reduce_args, rules
 from .env import BUFFER, Symbol
 from .types import FRAGMENT, GLOBAL, LOCAL, SHARED, BuiltinRef, DTypeValue, VoidType, ScalarType, StrType, TensorType, describe, format_dim, format_shape
 
@@ -175,9 +175,7 @@ class TileChecker:
         if src is None or dst is None:
             return None
         s, d = src.ty, dst.ty
-        if s.scope == GLOBAL and d.scope == GLOBAL:
-            self.error("E036", "copy moves a tile between memory levels; both sides are in global memory", call.span,
-                       "stage it through shared(...) or fragment(...)")
+        if s.scope == GLOBAL and d.scope == GLOBAL and not copy_global.check_sized(self, src, dst, call):
             return None
         src, dst = self._drop_single_indices(src, dst, call)
         if src is None:
@@ -355,20 +353,19 @@ class TileChecker:
         return t
 
     def _reduce(self, call, name):
-        if not self._arity(call, name, 2, 2, ("dim", "clear")):
+        if not self._arity(call, name, 2, 4, reduce_args.OPTIONS):
             return None
         src = self._buffer_arg(call.args[0], name)
         dst = self._buffer_arg(call.args[1], name)
-        if src is None or dst is None:
+        options = reduce_args.reduce_options(self, call, name)  # dim and clear, by position or by name
+        if src is None or dst is None or options is None:
             return None
-        kw = {k.name: k.value for k in call.keywords}
-        dim = self.const_value(kw["dim"], "dim") if "dim" in kw else 1
-        clear = self.const_value(kw["clear"], "clear") if "clear" in kw else True
-        if dim is None or clear is None:
-            return None
+        call, values = options
+        dim = values["dim"]
         s, d = src.ty, dst.ty
-        if not isinstance(dim, int) or not -s.rank <= dim < s.rank:
-            self.error("E038", f"dim={dim!r} is out of range for the {s.rank}-D tile {s}", kw.get("dim", call).span)
+        if not -s.rank <= dim < s.rank:
+            self.error("E038", f"dim={dim!r} is out of range for the {s.rank}-D tile {s}",
+                       next((k.value.span for k in call.keywords if k.name == "dim"), call.span))
             return None
         dim %= s.rank
         want = tuple(x for i, x in enumerate(s.shape) if i != dim)

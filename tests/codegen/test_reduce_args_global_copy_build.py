@@ -1,0 +1,63 @@
+"""tests/programs/reduce_args_global_copy.tl generated for sm_80 and sm_90a: one module of every
+kernel compiles with nvcc, warnings as errors; a copy from global to global memory goes through
+registers in vector runs (the copies every kernel has, which check alignment and the edges),
+and element by element for a column or a tile too large to stage."""
+from pathlib import Path
+
+import pytest
+
+from tlc.codegen import generate, generate_file
+from tlc.driver import check_file
+from tlc.ir import print_kernel
+from tlc.schedule import schedule
+from nvcc import compile_object
+
+PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "reduce_args_global_copy.tl"
+KERNELS = ["row_stats", "column_sums", "copy_cast", "copy_picked", "copy_column", "copy_large"]
+
+
+def checked():
+    r = check_file(str(PROGRAM))
+    assert r.ok, r.diagnostics
+    return r
+
+
+def kernel_and_body(name: str, arch: str = "sm_80"):
+    r = checked()
+    kernel = schedule(r.program, name, {}, target=arch)
+    source = generate(kernel, arch, sources=r.sources).source
+    return print_kernel(kernel), source[source.index("__global__"):]
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_every_kernel_compiles(arch, tmp_path):
+    r = checked()
+    kernels = [schedule(r.program, name, {}, target=arch) for name in KERNELS]
+    compile_object(generate_file(kernels, arch, sources=r.sources), arch, tmp_path)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_global_copy_is_staged_in_vector_runs(arch):
+    ir_text, body = kernel_and_body("copy_cast", arch)
+    # 16 bytes of the narrower dtype (f16): runs of 8, two 16-byte f32 loads and one f16 store
+    assert "fragment A_tile: f32[32, 64] layout=blocked(vec=8, threads=128)" in ir_text
+    assert "copy A_tile -> B[by * 32, bx * 64]<32, 64>" in ir_text
+    assert "tl::copy_g2f<" in body and "tl::copy_f2g<" in body
+
+
+def test_single_indices_on_both_sides_stage_the_tile_they_leave():
+    ir_text, _ = kernel_and_body("copy_picked")
+    assert "fragment X_tile: i32[16, 24]" in ir_text
+    assert "copy X[b, bx * 16, h, 0]<1, 16, 1, 24> -> X_tile" in ir_text
+    assert "copy X_tile -> Y[h, b, bx * 16, 0]<1, 1, 16, 24>" in ir_text
+
+
+@pytest.mark.parametrize("name, loop", [
+    ("copy_column", "O[b, bx * 32 + copy_0, h] = f64(G[b, bx * 32 + copy_0, h])"),
+    ("copy_large", "B[by * 64 + copy_0, bx * 128 + copy_1] = f32(A[by * 64 + copy_0, bx * 128 + copy_1])"),
+])
+def test_a_column_or_a_large_tile_is_copied_element_by_element(name, loop):
+    ir_text, body = kernel_and_body(name)
+    assert "fragment" not in ir_text and loop in ir_text
+    assert "tl::copy_g2f<" not in body
