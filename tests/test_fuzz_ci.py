@@ -1,4 +1,5 @@
-"""CI's fuzz step (issue 16): fixed seeds, about a minute on 2 cores.  Generated valid programs
+"""CI's fuzz step (issue 16): fixed seeds, about a minute on 2 cores, in the slow run that
+.ci/run makes after the README's (which must stay under 5 minutes).  Generated valid programs
 (tests/fuzz/gen.py) must check and build for sm_80 and sm_90a, a few must run on the
 interpreter, and mutations of the examples and std sources (tests/fuzz/mutate.py) must get
 diagnostics or success from check: never an exception, never more than 10 s.  Longer runs:
@@ -44,12 +45,14 @@ def _failures(worker, cases, **kw) -> list[str]:
     return bad
 
 
+@pytest.mark.slow
 def test_generated_programs_check_and_build(worker):
     cases = [(s, gen.generate(s).source, {}) for s in GENERATED]
     bad = _failures(worker, cases)
     assert not bad, f"{len(bad)} of {len(cases)} generated programs failed; the first:\n{bad[0]}"
 
 
+@pytest.mark.slow
 def test_generated_programs_run_on_the_interpreter(worker):
     programs = [gen.generate(s) for s in INTERPRETED]
     cases = [(p.seed, p.source, {"interp_cases_": p.kernels}) for p in programs]
@@ -57,6 +60,7 @@ def test_generated_programs_run_on_the_interpreter(worker):
     assert not bad, f"{len(bad)} of {len(cases)} generated programs failed; the first:\n{bad[0]}"
 
 
+@pytest.mark.slow
 def test_mutated_examples_and_std_sources_check(worker):
     cases = []
     for s in MUTATED:

@@ -126,6 +126,18 @@ def compile_object(source: str, arch: str, tmp_path, name: str = "k") -> str:
     return res.stderr
 
 
+def compile_device(source: str, arch: str, tmp_path, name: str = "k") -> str:
+    """The device half of `compile_object`: `source` to a cubin (warnings as errors, ptxas
+    verbose), without the host pass (cudafe++ and g++ on the launchers, about 40% of a build).
+    For tests about device code; every example and std module, and the tests about launchers,
+    build both halves with `compile_object`.  The ptxas log."""
+    path = tmp_path / f"{name}.cu"
+    path.write_text(source)
+    res = nvcc([*ARCH_FLAGS[arch], "-Xptxas", "-v", "-cubin", str(path), "-o", str(tmp_path / f"{name}.cubin")], tmp_path)
+    assert res.returncode == 0, res.stderr[-4000:]
+    return res.stderr
+
+
 def cuobjdump() -> str:
     """cuobjdump on PATH, beside nvcc, or from the nvidia-cuda-cuobjdump wheel (a test extra,
     so a missing one is a failure)."""

@@ -11,7 +11,7 @@ import pytest
 
 import tlc
 from kit_codegen import kernel_part
-from nvcc import compile_object
+from nvcc import compile_device
 from tlc.codegen import generate
 from tlc.driver import check_file, check_source
 from tlc.dtypes import BF16, F16
@@ -135,13 +135,16 @@ def test_the_chain_on_the_interpreter(dtype, bm, d):
 
 @pytest.mark.nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-@pytest.mark.parametrize("dtype,bm,d,threads", [(F16, 64, 64, 128), (BF16, 128, 128, 256), (F16, 128, 64, 128)])
+# the largest tile by default (the one that could spill); the others in the slow run
+@pytest.mark.parametrize("dtype,bm,d,threads", [pytest.param(F16, 64, 64, 128, marks=pytest.mark.slow),
+                                                (BF16, 128, 128, 256),
+                                                pytest.param(F16, 128, 64, 128, marks=pytest.mark.slow)])
 def test_the_chain_compiles_without_spills(arch, dtype, bm, d, threads, tmp_path):
     """-Werror; no local memory; on sm_90a no wgmma serialized by ptxas for registers written
     between them (its C7519 note: A is packed, and the accumulators' clear tied, before the
     fence), with one 64-row band per warpgroup or two."""
     _, g = chain_kernel(arch, {"T": dtype, "BM": bm, "D": d, "THREADS": threads})
-    log = compile_object(g.source, arch, tmp_path)
+    log = compile_device(g.source, arch, tmp_path)
     spills = re.findall(r"(\d+) bytes spill stores", log)
     assert spills and set(spills) == {"0"}, log
     assert not re.search(r"C75\d\d", log), log
@@ -151,7 +154,7 @@ def test_the_chain_compiles_without_spills(arch, dtype, bm, d, threads, tmp_path
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_a_staged_fragment_compiles(arch, tmp_path):
     k, sources = _scheduled(FRAGMENT_A_GEMM, arch, {"BM": 16})
-    compile_object(generate(k, arch, sources=sources).source, arch, tmp_path)
+    compile_device(generate(k, arch, sources=sources).source, arch, tmp_path)
 
 
 FLASH = CHAIN.parent / "flash_attention.tl"
@@ -178,13 +181,13 @@ def test_flash_attention_on_the_interpreter(dtype, bm, d):
 
 @pytest.mark.nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-@pytest.mark.parametrize("dtype,bm,d", [(F16, 64, 64), (BF16, 128, 128)])
+@pytest.mark.parametrize("dtype,bm,d", [pytest.param(F16, 64, 64, marks=pytest.mark.slow), (BF16, 128, 128)])
 def test_flash_attention_compiles_without_spills(arch, dtype, bm, d, tmp_path):
     r = check_file(str(FLASH))
     k = schedule(r.program, "flash_attention", {"T": dtype, "BM": bm, "D": d, "THREADS": 2 * bm}, target=arch)
     g = generate(k, arch, sources=r.sources)
     assert ("tl::gemm_wgmma_rs<" if arch == "sm_90a" else "tl::gemm_mma_sm80_rs<") in g.source
-    log = compile_object(g.source, arch, tmp_path)
+    log = compile_device(g.source, arch, tmp_path)
     spills = re.findall(r"(\d+) bytes spill stores", log)
     assert spills and set(spills) == {"0"} and not re.search(r"C75\d\d", log), log
 

@@ -11,7 +11,7 @@ from tlc.codegen import generate, generate_file
 from tlc.driver import check_file, check_source
 from tlc.ir import print_kernel
 from tlc.schedule import schedule
-from nvcc import compile_object
+from nvcc import compile_device
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "porting_builtins.tl"
 KERNELS = ["bits", "f8_inside", "unpack", "clamps", "device_while", "collatz", "endless", "per_thread", "splitk", "splitk_shared", "bshd_accumulate", "row_extremes", "gemm_keywords", "swizzled_wide_gemm", "k_range_gemm", "reused_index", "swizzled_gemm", "column_order"]
@@ -34,7 +34,7 @@ def body(name: str, arch: str = "sm_80") -> str:
 def test_every_kernel_compiles(arch, tmp_path):
     r = checked()
     kernels = [schedule(r.program, name, {}, target=arch) for name in KERNELS]
-    compile_object(generate_file(kernels, arch, sources=r.sources), arch, tmp_path)
+    compile_device(generate_file(kernels, arch, sources=r.sources), arch, tmp_path)
 
 
 @pytest.mark.nvcc
@@ -43,7 +43,7 @@ def test_f8_inside_expressions_alone_compiles(arch, tmp_path):
     """Regression: the fp8 header was included only for f8 tensors and buffers, so f32(f8e5m2(x))
     or reinterpret(q, f8e4m3) in a kernel without one failed in nvcc ('__nv_fp8_e4m3' undefined)."""
     r = checked()
-    compile_object(generate(schedule(r.program, "f8_inside", {}, target=arch), arch, sources=r.sources).source,
+    compile_device(generate(schedule(r.program, "f8_inside", {}, target=arch), arch, sources=r.sources).source,
                    arch, tmp_path)
 
 

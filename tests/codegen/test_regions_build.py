@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from nvcc import compile_object
+from nvcc import compile_device
 from tlc import runner
 
 PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "programs" / "regions.tl"
@@ -22,7 +22,7 @@ DIMS = PROGRAM.with_name("dims.tl")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("program", [PROGRAM, DIMS], ids=["regions", "dims"])
 def test_every_kernel_compiles_with_werror(program, arch, tmp_path):
-    compile_object(runner.build(str(program), arch=arch)[0], arch, tmp_path)
+    compile_device(runner.build(str(program), arch=arch)[0], arch, tmp_path)
 
 
 def test_an_expression_dimension_is_computed_from_its_symbols():

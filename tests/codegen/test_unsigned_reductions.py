@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kit_codegen import generated_source
-from nvcc import compile_object
+from nvcc import compile_device
 from tlc import compile_source
 
 SOURCE = """
@@ -57,7 +57,7 @@ def test_the_interpreter_reduces_u32_unsigned():
 def test_u32_reductions_accumulate_unsigned_in_the_c(arch, tmp_path):
     src = generated_source(SOURCE, "k", arch).source
     assert "tl::reduce_slots<tl::Op::max" in src and "unsigned tl_part" in src
-    compile_object(src, arch, tmp_path)
+    compile_device(src, arch, tmp_path)
 
 
 @pytest.mark.gpu

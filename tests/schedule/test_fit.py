@@ -20,7 +20,7 @@ from tlc.schedule.fit import schedule_fitting
 from kit import GEMM, program
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
-from nvcc import compile_object  # noqa: E402
+from nvcc import compile_device  # noqa: E402
 
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "gemm.tl")
 
@@ -131,7 +131,7 @@ def test_check_accepts_what_fits():
 def test_the_fitted_example_compiles(arch, tmp_path):
     r = build("-D", "T=f32", "--arch", arch)
     assert r.exit_code == 0, r.output
-    compile_object(r.stdout, arch, tmp_path)
+    compile_device(r.stdout, arch, tmp_path)
 
 
 @pytest.mark.gpu

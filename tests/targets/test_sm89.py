@@ -14,7 +14,7 @@ from tlc.cli import main
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))  # the nvcc helpers
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stdlib"))   # the gemm SASS checks
 from kit_codegen import example_kernels, generated  # noqa: E402
-from nvcc import compile_object  # noqa: E402
+from nvcc import compile_device  # noqa: E402
 from precision_kit import check_tensor_cores, count, sass  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -23,13 +23,14 @@ FITS = {("gemm", "matmul"): {"stages": 2}}
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch", ["sm_86", "sm_89"])
+# sm_86 is sm_80's code under smaller limits: its builds are in the slow run
+@pytest.mark.parametrize("arch", ["sm_89", pytest.param("sm_86", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("example,kernel", example_kernels())
 def test_examples_compile(example, kernel, arch, tmp_path):
     """For sm_89, and for sm_86 (sm_80's code under the same 99 KB and 1536 threads an SM)."""
     g = generated(example, kernel, arch, FITS.get((example, kernel)))
     assert g.arch == arch and f"// Target {arch};" in g.source
-    compile_object(g.source, arch, tmp_path)
+    compile_device(g.source, arch, tmp_path)
 
 
 # (kernel, constants, the f8 mma instruction, how many a k-tile takes: 128 x 256 over 2 x 4
@@ -64,6 +65,7 @@ def test_only_sm89_has_the_f8_mma(arch, f8_mma, tmp_path):
 
 
 @pytest.mark.nvcc
+@pytest.mark.slow  # about 16 s of nvcc; the f8 mma tests above build sm_89's own path by default
 def test_every_std_gemm_kernel_compiles_for_sm89(tmp_path):
     """Each @kernel of std.gemm as a call schedules it for sm_89 (defaults tuned on Hopper
     fitted to 99 KB), in one file, compiled with warnings as errors."""
@@ -77,7 +79,7 @@ def test_every_std_gemm_kernel_compiles_for_sm89(tmp_path):
     source = generate_file(kernels, "sm_89", sources=mod.program.sources)
     # the f8 kernels' gemms (B's type, tf32 off, the f8 mma on)
     assert len(re.findall(r"tl::gemm_mma_sm80<__nv_fp8_\w+, .*, __nv_fp8_\w+, false, true>\(", source)) >= 4
-    compile_object(source, "sm_89", tmp_path)
+    compile_device(source, "sm_89", tmp_path)
 
 
 @pytest.mark.parametrize("arch, f8_mma", [("sm_80", False), ("sm_89", True), ("sm_90a", False)])

@@ -11,11 +11,11 @@ import tlc.tune
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "codegen"))  # the nvcc helper
-from nvcc import compile_object  # noqa: E402
+from nvcc import compile_device  # noqa: E402
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", [pytest.param("sm_80", marks=pytest.mark.slow), "sm_90a"])
 def test_what_is_kept_builds_and_what_is_pruned_does_not_fit(arch, tmp_path, monkeypatch):
     monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
     report, = tlc.tune.tune(str(HERE / "scale.tl"), "scale", [{"N": 100}], space=["BLOCK=32,64", "ROWS=1,1024"],
@@ -28,4 +28,4 @@ def test_what_is_kept_builds_and_what_is_pruned_does_not_fit(arch, tmp_path, mon
                                                  "the target allows: tile (272 KB)")
     mod = tlc.load(str(HERE / "scale.tl"), target="cpu")
     for i, o in enumerate(x for x in report.outcomes if x.status == "ok"):
-        compile_object(mod.scale.cuda_source(arch, **o.constants), arch, tmp_path, f"k{i}")
+        compile_device(mod.scale.cuda_source(arch, **o.constants), arch, tmp_path, f"k{i}")

@@ -16,7 +16,7 @@ from tileops_kit import assert_close, f32, module, rand, softmax
 from tlc.schedule.tileops import Rules
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "codegen"))
-from nvcc import compile_object  # noqa: E402
+from nvcc import compile_device  # noqa: E402
 
 SRC = """
 @tile_op
@@ -102,7 +102,7 @@ def test_the_swept_kernels_compile_without_spills(tmp_path):
         for name, sizes in (("smax", {"M": 16384, "N": 8192}), ("chain", {"N": 1 << 28})):
             prog = getattr(mod, name).with_rules(**rules).program({}, "sm_90a", sizes)
             kernels.extend(replace(x, name=f"v{k}_{x.name}") for x in prog.kernels)
-    log = compile_object(generate_file(kernels, "sm_90a", sources=mod.program.sources, source_name="ops.tl"),
+    log = compile_device(generate_file(kernels, "sm_90a", sources=mod.program.sources, source_name="ops.tl"),
                          "sm_90a", tmp_path)
     assert set(re.findall(r"(\d+) bytes spill stores", log)) == {"0"}, log
 
@@ -131,6 +131,6 @@ def test_row_blocks_per_sm_compile_without_spills(tmp_path):
     mod = module(SRC)
     kernels = [replace(k, name=f"r{i}_{k.name}") for i, (name, sizes, _, _) in enumerate(ROW_BLOCKS)
                for k in getattr(mod, name).program({}, "sm_90a", sizes).kernels]
-    log = compile_object(generate_file(kernels, "sm_90a", sources=mod.program.sources, source_name="ops.tl"),
+    log = compile_device(generate_file(kernels, "sm_90a", sources=mod.program.sources, source_name="ops.tl"),
                          "sm_90a", tmp_path)
     assert set(re.findall(r"(\d+) bytes spill stores", log)) == {"0"}, log

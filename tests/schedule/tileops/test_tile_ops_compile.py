@@ -13,7 +13,7 @@ import pytest
 from tileops_kit import module
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "codegen"))
-from nvcc import compile_object  # noqa: E402
+from nvcc import compile_device  # noqa: E402
 
 from test_tile_op_fusion import FULL, FUSED, OPERANDS  # noqa: E402
 from test_tile_ops_interp import SRC  # noqa: E402
@@ -36,7 +36,7 @@ def test_every_tile_op_compiles(arch, tmp_path):
             kernels.extend(replace(k, name=f"{tag}_{k.name}") for k in prog.kernels)
     assert len(kernels) > 40
     source = generate_file(kernels, arch, sources=sources, source_name="ops.tl")
-    log = compile_object(source, arch, tmp_path)
+    log = compile_device(source, arch, tmp_path)
     # A few bytes of spills in the widest row kernels (8192-element tiles) come from the block
     # reductions' code generation; anything larger means a tile choice that does not fit.
     spills = [int(n) for n in re.findall(r"(\d+) bytes spill stores", log)]
