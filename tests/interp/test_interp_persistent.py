@@ -55,7 +55,12 @@ def test_the_model_visits_every_tile_once():
         assert (expected(domain, S, g)[2] == 1).all()
 
 
-@pytest.mark.parametrize("T0, T1, S, G", [(5, 7, 4, 8), (3, 9, 2, 4), (6, 10, 4, 3), (4, 4, 32, 2), (7, 3, 1, 1)])
+# (tile rows, tile columns, blocks, group size): ragged groups, a group wider than the row, more
+# blocks than tiles (one wave), one block, groups of one
+WALKS = [(5, 7, 4, 8), (3, 9, 2, 4), (6, 10, 4, 3), (4, 4, 32, 2), (7, 3, 1, 1)]
+
+
+@pytest.mark.parametrize("T0, T1, S, G", WALKS)
 def test_each_block_walks_tilelangs_tiles_in_order(mod, T0, T1, S, G):
     owner, step = np.full((T0, T1), -1, np.int32), np.full((T0, T1), -1, np.int32)
     visits = np.zeros((T0, T1), np.int32)

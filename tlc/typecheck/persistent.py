@@ -74,6 +74,8 @@ class PersistentChecker:
     def _persistent_count(self, e, what: str, least: int, hint: str | None = None):
         """An integer argument; when it is a constant, at least `least`."""
         e = self.integer(e, what)
+        if not (isinstance(e.ty, ScalarType) and e.ty.dtype.is_int):
+            return e  # reported (E032, E035), or a bool
         value = self.const_value(e, what, required=False)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < least):
             kind = "a positive" if least else "a non-negative"
