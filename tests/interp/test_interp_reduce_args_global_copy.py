@@ -68,3 +68,24 @@ def test_a_tile_too_large_to_stage_is_copied_by_a_loop(mod):
     b = np.full((70, 130), np.nan, np.float32)
     mod.copy_large(a, b)
     np.testing.assert_array_equal(b, a.astype(np.float32))
+
+
+LAST_DIM = """
+@kernel
+def last_dim(A: f32[M, 4, 8], S: f32[M, 4], BM: const = 8):
+    with grid(cdiv(M, BM), threads=32) as bx:
+        tile = fragment(f32[BM, 4, 8])
+        s = fragment(f32[BM, 4])
+        copy(A[bx * BM:(bx + 1) * BM, :, :], tile)
+        reduce_sum(tile, s)
+        copy(s, S[bx * BM:(bx + 1) * BM, :])
+"""
+
+
+def test_without_a_dim_the_last_dimension_is_reduced():
+    """TileLang's default, dim=-1 (the CUDA target reduces tiles of rank 2, where it is dim 1)."""
+    from tlc.api import compile_source
+    a = np.random.default_rng(24).standard_normal((13, 4, 8)).astype(np.float32)
+    s = np.full((13, 4), np.nan, np.float32)
+    compile_source(LAST_DIM, target="cpu", path="last_dim.tl").last_dim(a, s)
+    np.testing.assert_allclose(s, a.astype(np.float64).sum(2), rtol=1e-5, atol=1e-5)

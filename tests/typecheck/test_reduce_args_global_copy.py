@@ -65,6 +65,10 @@ CASES = {
         ['reduce_max(f, m, 2, False)'],
         't.tl:6:26: error[E038]: dim=2 is out of range for the 2-D tile f32[BM, 32]\n  |\n6 |         reduce_max(f, m, 2, False)\n  |                          ^',
     ),
+    'E038_the_default_is_the_last_dim': (
+        ['g = fragment(f32[BM, 4, 8])', 'h = fragment(f32[BM, 8])', 'reduce_sum(g, h)'],
+        't.tl:8:9: error[E038]: reduce_sum of f32[BM, 4, 8] along dim 2 gives [BM, 4], but the destination is f32[BM, 8]\n  |\n8 |         reduce_sum(g, h)\n  |         ^^^^^^^^^^^^^^^^',
+    ),
     'E034_too_many': (
         ['reduce_sum(f, m, 1, True, 2)'],
         't.tl:6:9: error[E034]: reduce_sum() takes 2 to 4 arguments, 5 given\n  |\n6 |         reduce_sum(f, m, 1, True, 2)\n  |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^',

@@ -285,7 +285,7 @@ class Lowerer(PortingLowerer, PersistentLowerer):
         kw = {k.name: self.const(k.value) for k in call.keywords}
         src, dst = call.args
         rank = len(self.buffers[src.id].shape)
-        dim = int(kw.get("dim", 1)) % rank
+        dim = int(kw.get("dim", -1)) % rank  # TileLang's default: the last dimension
         return ir.Reduce(call.func.id.split("_", 1)[1], src.id, dst.id, dim, bool(kw.get("clear", True)), span=span)
 
     def tile_atomic(self, call, span):

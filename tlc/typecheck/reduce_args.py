@@ -9,7 +9,7 @@ from ..parser.nodes import replace
 from . import consteval
 
 OPTIONS = ("dim", "clear")  # the order in which they follow src and dst
-DEFAULTS = {"dim": 1, "clear": True}
+DEFAULTS = {"dim": -1, "clear": True}  # TileLang's: the last dimension
 _ORDINAL = {"dim": "third", "clear": "fourth"}
 
 
