@@ -73,6 +73,10 @@ CASES = {
         ['for i, j in persistent([M, N], x, b):', '    O[i, j] = 1'],
         't.tl:4:40: error[E035]: the wave size of persistent(...) must be an integer, found f32\n  |\n4 |         for i, j in persistent([M, N], x, b):\n  |                                        ^',
     ),
+    'E035alone': (  # regression: a float constant was E035, then E272 again for the same argument
+        ['for i, j in persistent([M, N], S, b, group_size=1.5):', '    O[i, j] = 1'],
+        't.tl:4:57: error[E035]: the group size of persistent(...) must be an integer, found f32\n  |\n4 |         for i, j in persistent([M, N], S, b, group_size=1.5):\n  |                                                         ^^^',
+    ),
     'E020': (
         ['for i, j in persistent([M, N], S, b):', '    O[i, j] = 1', 'O[i, 0] = 2'],
         "t.tl:6:11: error[E020]: unknown name 'i'\n  |\n6 |         O[i, 0] = 2\n  |           ^\n  = hint: 'i' is the variable of a loop above; a loop variable exists only inside its loop",
