@@ -638,8 +638,6 @@ def needs(feature: str, diagnostic: str, *then: str) -> str:
 
 MLA = needs("clear() of a scalar (T.alloc_var)",
             "mla_decode.tl:96:15: error[E036]: clear() sets a shared, fragment or local buffer, found f32")
-CUMSUM = needs("a buffer allocated inside an if", "chunk_local_cumsum.tl:20:26: error[E030]: buffers are allocated at the "
-               "top of the grid block, not here", "T.cumsum")
 BLOCKED = {
     "convolution": needs("a view of a tensor with another shape (TileLang's T.Tensor(shape, dtype, x.data))",
                          "convolution.tl:27:23: error[E020]: unknown name 'view'", "T.im2col"),
@@ -652,8 +650,6 @@ BLOCKED = {
     "mamba_chunk_state": needs("a fragment element written outside a parallel loop",
                                "mamba_chunk_state.tl:46:9: error[E059]: elements of the fragment 'dA_cs_last' are spread "
                                "over the threads and can only be written inside a 'parallel' loop"),
-    "chunk_local_cumsum": CUMSUM,
-    "chunk_local_cumsum_reverse_fragment": CUMSUM,
 }
 
 

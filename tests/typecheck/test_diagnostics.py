@@ -87,9 +87,9 @@ CASES = {
         'def f(x: f32) -> f32:\n    with grid(1, threads=32) as bx:\n        pass\n    return x\n',
         't.tl:2:10: error[E029]: a grid belongs to a @kernel; device functions and tile ops run inside one\n  |\n2 |     with grid(1, threads=32) as bx:\n  |          ^^^^^^^^^^^^^^^^^^^',
     ),
-    'E030_alloc_in_loop': (
-        kernel_body('for i in range(4):', '    s = shared(f32[BM])'),
-        "t.tl:5:17: error[E030]: buffers are allocated at the top of the grid block, not here\n  |\n5 |             s = shared(f32[BM])\n  |                 ^^^^^^^^^^^^^^^\n  = hint: move the allocation directly under 'with grid(...)'",
+    'E290_alloc_in_parallel': (
+        kernel_body('for i in parallel(4):', '    s = shared(f32[BM])'),
+        "t.tl:5:17: error[E290]: shared(...) cannot be inside a 'parallel' loop: its iterations run at once on different threads, and a buffer belongs to the whole block\n  |\n5 |             s = shared(f32[BM])\n  |                 ^^^^^^^^^^^^^^^\n  = hint: allocate it before the loop (TileLang hoists every allocation to the top of the kernel)",
     ),
     'E030_alloc_not_assigned': (
         kernel_body('shared(f32[BM])'),

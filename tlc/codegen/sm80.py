@@ -26,6 +26,7 @@ from .hoist import HoistGen
 from .occupancy import min_blocks
 from .ranges import provably_within
 from .reductions import ReduceGen
+from .scans import ScanGen
 
 
 @dataclass
@@ -34,9 +35,9 @@ class FragmentInfo:
     regs: str      # C expression: its register count
 
 
-class Sm80(CExprs, CopyGen, ReduceGen, HoistGen):
+class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen):
     arch = "sm_80"
-    primitive_files = ("types.cuh", "copy.cuh", "layout.cuh", "mma.cuh", "reduce.cuh", "host_grid.cuh", "assert.cuh")
+    primitive_files = ("types.cuh", "copy.cuh", "layout.cuh", "mma.cuh", "reduce.cuh", "scan.cuh", "host_grid.cuh", "assert.cuh")
 
     def after_async_copies(self) -> None:
         """A hook after a pipelined loop's copies have landed (sm_90a fences them)."""

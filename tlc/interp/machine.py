@@ -26,10 +26,10 @@ from .. import device_assert, print_format
 from ..dtypes import DType
 from ..ir.nodes import (Assign, Atomic, BinOp, Break, BufferRef, Call, Cast, Const, Continue, Copy,
                         Fill, For, Gemm, If, Kernel, LetScalar, Load, Parallel, Print, Reduce, Assert,
-                        Select, Store, Sync, UnaryOp, Var)
+                        Scan, Select, Store, Sync, UnaryOp, Var)
 from ..runtime.grid import GridError, evaluate_int, launches_blocks
 from . import numerics as nx
-from . import tiles
+from . import scan, tiles
 from .args import Bound, InterpError
 from .ring import run_warp_specialized
 
@@ -122,7 +122,7 @@ class Machine:
                         UnaryOp: self.e_unop, Call: self.e_call, Cast: self.e_cast,
                         Select: self.e_select, Load: self.e_load}
         self.exec_of = {Copy: self.s_copy, Gemm: self.s_gemm, Fill: self.s_fill,
-                        Reduce: self.s_reduce, Atomic: self.s_atomic, Sync: self.s_sync,
+                        Reduce: self.s_reduce, Scan: self.s_scan, Atomic: self.s_atomic, Sync: self.s_sync,
                         Print: self.s_print, Assert: self.s_assert, LetScalar: self.s_let, Assign: self.s_assign,
                         Store: self.s_store, For: self.s_for, Parallel: self.s_parallel,
                         If: self.s_if, Break: self.s_break, Continue: self.s_continue}
@@ -262,6 +262,9 @@ class Machine:
         b = self.buffers
         tiles.reduce(s.kind, b[s.src], self.dtypes[s.src], s.dim, b[s.dst], self.dtypes[s.dst],
                      s.clear)
+
+    def s_scan(self, s: Scan, mask) -> None:
+        scan.cumsum(self.buffers[s.src], s.dim, s.reverse, self.buffers[s.dst], self.dtypes[s.dst])
 
     def s_sync(self, s: Sync, mask) -> None:
         pass  # statements run in program order; there is nothing to wait for

@@ -6,7 +6,7 @@ from .nodes import (ARITH_OPS, Assert, ATOMIC_KINDS, BINARY_OPS, BIT_OPS, BUFFER
                     LOGIC_OPS, LOOP_KINDS, MATH_FUNCS, REDUCE_KINDS, UNARY_OPS, Assign, Atomic,
                     BinOp, Break, Buffer, BufferRef, Call, Cast, Const, Continue, Copy, Dim, Expr,
                     Fill, For, Gemm, If, Kernel, LetScalar, Load, Node, Param, Parallel, Print,
-                    Reduce, Region, Select, Stmt, Store, Sync, UnaryOp, Var)
+                    Reduce, Region, SCAN_KINDS, Scan, Select, Stmt, Store, Sync, UnaryOp, Var)
 from .printer import expr as print_expr, print_kernel
 from .verify import IRVerifyError, verify
 from .warpspec import StagedStore, StageLoad, TensorMapSpec, TileOrder, WarpSpecialization
@@ -15,6 +15,6 @@ __all__ = ["ARITH_OPS", "ATOMIC_KINDS", "BINARY_OPS", "BIT_OPS", "BUFFER_SCOPES"
            "LOGIC_OPS", "LOOP_KINDS", "MATH_FUNCS", "REDUCE_KINDS", "UNARY_OPS", "Assert", "Assign",
            "Atomic", "BinOp", "Break", "Buffer", "BufferRef", "Call", "Cast", "Const", "Continue",
            "Copy", "Dim", "Expr", "Fill", "For", "Gemm", "If", "Kernel", "LetScalar", "Load",
-           "Node", "Param", "Parallel", "Print", "Reduce", "Region", "Select", "Stmt", "Store",
+           "Node", "Param", "Parallel", "Print", "Reduce", "Region", "SCAN_KINDS", "Scan", "Select", "Stmt", "Store",
            "Sync", "UnaryOp", "Var", "print_expr", "print_kernel", "IRVerifyError", "verify",
            "StagedStore", "StageLoad", "TensorMapSpec", "TileOrder", "WarpSpecialization"]

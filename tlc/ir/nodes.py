@@ -211,6 +211,24 @@ class Reduce(Stmt):
     span: Span | None = _span()
 
 
+SCAN_KINDS = ("sum",)
+
+
+@dataclass(frozen=True)
+class Scan(Stmt):
+    """`dst` = the inclusive prefix sums of `src` along `dim` (cumsum), from the last index down
+    when `reverse`.  Both are shared buffers of one shape, possibly the same buffer (a fragment's
+    scan goes through a shared scratch: schedule/cumsum.py); the sums accumulate in `dst`'s
+    dtype, 16- and 8-bit floats in f32."""
+
+    kind: str
+    src: str
+    dst: str
+    dim: int
+    reverse: bool = False
+    span: Span | None = _span()
+
+
 ATOMIC_KINDS = ("add", "max", "min")
 
 

@@ -10,7 +10,7 @@ from ..dtypes import DType
 from .print_warpspec import header_lines, statement_notes
 from .nodes import (Assign, Atomic, BinOp, Break, Buffer, BufferRef, Call, Cast, Const, Continue,
                     Copy, Expr, Fill, For, Gemm, If, Kernel, LetScalar, Load, Param, Parallel,
-                    Print, Reduce, Region, Select, Stmt, Store, Sync, UnaryOp, Var)
+                    Print, Reduce, Region, Scan, Select, Stmt, Store, Sync, UnaryOp, Var)
 
 # Python's precedence, loosest first; `min`/`max` print as calls
 _PREC = {"or": 1, "and": 2, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4, "|": 5, "^": 6,
@@ -96,6 +96,8 @@ def _simple(s: Stmt) -> str:
     if isinstance(s, Reduce):
         mode = "" if s.clear else " accumulate"
         return f"reduce_{s.kind} {s.src} -> {s.dst} dim={s.dim}{mode}"
+    if isinstance(s, Scan):
+        return f"cumsum {s.src} -> {s.dst} dim={s.dim}" + (" reverse" if s.reverse else "")
     if isinstance(s, Atomic):
         idx = ", ".join(expr(i) for i in s.indices)
         return f"atomic_{s.kind} {s.name}[{idx}], {expr(s.value)}"

@@ -16,7 +16,7 @@ from .nodes import (ATOMIC_KINDS, BINARY_OPS, BIT_OPS, BUFFER_SCOPES, COMPARE_OP
                     BinOp, Break, BufferRef, Call, Cast, Const, Continue, Copy, Expr, Fill, For,
                     Gemm, If, Kernel, LetScalar, Load, Parallel, Print, Reduce, Region, Select,
                     Stmt, Store, Sync, UnaryOp, Var)
-from .nodes import DimExpr
+from .nodes import SCAN_KINDS, DimExpr, Scan
 from .walk import variables
 from .warpspec import warp_spec_problem
 
@@ -38,7 +38,7 @@ class _Sym:
     parallel: object = None  # the Parallel a `let` or parallel var was declared in
 
 
-_TILE_STMTS = {Copy: "copy", Gemm: "gemm", Fill: "fill", Reduce: "reduce", Sync: "sync"}
+_TILE_STMTS = {Copy: "copy", Gemm: "gemm", Fill: "fill", Reduce: "reduce", Scan: "cumsum", Sync: "sync"}
 
 
 def _plural(n: int, word: str) -> str:
@@ -335,6 +335,16 @@ class _Verifier:
         if tuple(dst.shape) != want and not (want == () and tuple(dst.shape) == (1,)):
             self.fail(f"reduce_{s.kind} of '{s.src}' {_dims(src.shape)} along dim {s.dim} gives "
                       f"{_dims(want)}, but '{s.dst}' is {_dims(dst.shape)}", s)
+
+    def s_Scan(self, s: Scan) -> None:
+        if s.kind not in SCAN_KINDS:
+            self.fail(f"unknown scan '{s.kind}'", s)
+        src = self.buffer(s.src, "cumsum source", ("shared",), s)
+        dst = self.buffer(s.dst, "cumsum destination", ("shared",), s, write=True)
+        if not 0 <= s.dim < len(src.shape):
+            self.fail(f"cumsum dim {s.dim} is out of range for '{s.src}' of rank {len(src.shape)}", s)
+        if tuple(src.shape) != tuple(dst.shape):
+            self.fail(f"cumsum of '{s.src}' {_dims(src.shape)} into '{s.dst}' {_dims(dst.shape)}: shapes differ", s)
 
     def s_Atomic(self, s: Atomic) -> None:
         if s.kind not in ATOMIC_KINDS:

@@ -64,6 +64,9 @@ def _named_touches(s, shared) -> tuple[set, set]:
                 writes.add(x.dst)
                 if not x.clear:
                     reads.add(x.dst)
+        elif isinstance(x, ir.Scan):  # a warp per line: lines other threads wrote, sums they read
+            reads.add(x.src)
+            writes.add(x.dst)
         elif isinstance(x, (ir.Store, ir.Atomic)) and x.name in shared:
             writes.add(x.name)
         for e in statement_exprs(x):

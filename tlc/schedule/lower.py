@@ -14,6 +14,7 @@ from dataclasses import replace
 from .. import ir
 from ..ir import walk
 from . import copy_global, copy_parts
+from .cumsum import ScanLowerer
 from .param_dims import param_dim
 from ..dtypes import BOOL, I32, DType
 from ..parser import nodes as n
@@ -42,7 +43,7 @@ def cast(e: ir.Expr, dt: DType) -> ir.Expr:
     return ir.Cast(e, dt, span=getattr(e, "span", None))
 
 
-class Lowerer(PortingLowerer, PersistentLowerer):
+class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
     def __init__(self, fn: CheckedFunction, program):
         self.fn, self.program = fn, program
         self.consts = fn.constants
@@ -546,6 +547,8 @@ def _read_names(body) -> set:
             reads.update((s.a, s.b, s.c))
         elif isinstance(s, ir.Reduce):
             reads.update((s.src,) if s.clear else (s.src, s.dst))
+        elif isinstance(s, ir.Scan):
+            reads.add(s.src)
         elif isinstance(s, ir.Atomic):  # read, modified and written: kept as it is
             reads.add(s.name)
     return reads
@@ -555,7 +558,7 @@ def _drop_writes(body: tuple, dead: set) -> tuple:
     out = []
     for s in body:
         target = (s.dst.name if isinstance(s, ir.Copy) else s.buffer if isinstance(s, ir.Fill) else
-                  s.dst if isinstance(s, ir.Reduce) else
+                  s.dst if isinstance(s, (ir.Reduce, ir.Scan)) else
                   s.name if isinstance(s, (ir.LetScalar, ir.Assign, ir.Store)) else None)
         if target in dead:
             continue

@@ -11,6 +11,8 @@ from .env import BLOCK, CONST, DTYPE, LOCAL, LOOP, SCALAR, SHAPE, TENSOR, Module
 from .exprs import ExprChecker
 from .program import CheckedFunction, CheckedParam, SymbolUse
 from .stmts import StmtChecker
+from .placement import PlacementChecker
+from .scan import ScanChecker
 from .tiles import TileChecker
 from .types import GLOBAL, VALUE, ScalarType, TensorType, describe, format_shape
 
@@ -46,7 +48,7 @@ def function_kind(fn: n.FunctionDef, bag) -> str | None:
     return "kernel" if "kernel" in seen else "tile_op" if "tile_op" in seen else "device"
 
 
-class FunctionChecker(ExprChecker, StmtChecker, TileChecker):
+class FunctionChecker(ExprChecker, StmtChecker, TileChecker, PlacementChecker, ScanChecker):
     """Checks one function with its constants bound (`overrides`, else the defaults)."""
 
     def __init__(self, fn: n.FunctionDef, kind: str, module: ModuleEnv, program, bag, overrides=None):

@@ -24,10 +24,7 @@ class TileChecker:
         return result or s
 
     def _allocate(self, s: n.Assign, call: n.Call, kind: str):
-        if not self.in_grid or self.depth != 2:
-            where = "inside a kernel's grid block" if self.kind == "kernel" else "in a kernel"
-            self.error("E030", f"buffers are allocated at the top of the grid block, not {'here' if self.in_grid else where}",
-                       call.span, "move the allocation directly under 'with grid(...)'" if self.in_grid else None)
+        if not self.allocation_placed(call, kind):  # anywhere in the grid block, hoisted (placement.py)
             return None
         if not isinstance(s.target, n.Name):
             self.error("E030", f"assign {kind}(...) to a plain name", s.target.span)
@@ -53,13 +50,12 @@ class TileChecker:
                 return None
             dims.append(d)
         name = s.target.id
-        existing = self.scope.lookup(name)
-        if existing is not None:
-            self.error("E025", f"'{name}' is already defined as a {existing.kind}", s.target.span)
+        ty = TensorType(dt.ty.dtype, tuple(dims), _SCOPE_OF[kind])
+        if not self.reallocation(name, ty, s.target.span):  # the same name and type: the same buffer
             return None
         if s.annotation is not None:
             self.error("E030", "the buffer's type is the argument of its allocation; drop the annotation", s.annotation.span)
-        ty = TensorType(dt.ty.dtype, tuple(dims), _SCOPE_OF[kind])
+        self.record_allocation(name, ty, s.target.span)
         self.scope.define(Symbol(name, BUFFER, ty, s.target.span))
         spec = replace(spec, value=dt, indices=tuple(self.expr(d) for d in spec.indices), ty=ty)
         return replace(s, target=replace(s.target, ty=ty), value=self.statement_call(replace(call, args=(spec,), ty=ty)))

@@ -1,0 +1,55 @@
+// tl/scan.cuh: cumsum, the inclusive prefix sum of a shared tile along one dimension (tlc's
+// ir.Scan; tlc/codegen/scans.py picks the arguments).  The tile is viewed as OUTER x N x INNER:
+// N the dimension scanned, the dimensions before and after it flattened.  Each line (o, :, i)
+// is scanned by one warp, 32 elements at a time: a shuffle scan inside the segment, plus the
+// carry of the segments before it (after it, reversed), which the segment's last (first) lane
+// hands on.  Lanes past the end add 0.  The warps of the block take the lines in turn; a
+// block of fewer than 32 threads scans each line in one thread.  Sums are accumulated in ACC
+// (float for 16- and 8-bit floats; unsigned for integers, so that they wrap as the
+// destination's width does) and stored in U.  SRC and DST may be one tile: each warp reads a
+// segment of its own line before it writes it.  Shared layouts are tlc's (smem_index, with the
+// tile viewed as S_ROWS x S_COLS: its last dimension the columns).
+namespace tl {
+
+template <typename ACC, typename T, typename U, int OUTER, int N, int INNER, bool REVERSE, int THREADS,
+          int S_ROWS, int S_COLS, int S_PAD, int S_SWIZZLE, int D_PAD, int D_SWIZZLE>
+__device__ __forceinline__ void cumsum_shared(U* dst, const T* src) {
+  constexpr int LINES = OUTER * INNER;
+  if constexpr (THREADS < 32) {
+    for (int line = threadIdx.x; line < LINES; line += THREADS) {
+      const int base = (line / INNER) * N * INNER + line % INNER;
+      ACC sum = ACC(0);
+      for (int k = 0; k < N; ++k) {
+        const int flat = base + (REVERSE ? N - 1 - k : k) * INNER;
+        sum += cvt<ACC>(src[smem_index<T, S_ROWS, S_COLS, S_PAD, S_SWIZZLE>(flat / S_COLS, flat % S_COLS)]);
+        dst[smem_index<U, S_ROWS, S_COLS, D_PAD, D_SWIZZLE>(flat / S_COLS, flat % S_COLS)] = cvt<U>(sum);
+      }
+    }
+  } else {
+    constexpr int WARPS = THREADS / 32;  // whole warps: a partial last warp stays out of the shuffles
+    constexpr int SEGMENTS = (N + 31) / 32;
+    const int lane = threadIdx.x % 32;
+    const int warp = threadIdx.x / 32;
+    if (warp >= WARPS) return;
+    for (int line = warp; line < LINES; line += WARPS) {
+      const int base = (line / INNER) * N * INNER + line % INNER;
+      ACC carry = ACC(0);
+      for (int step = 0; step < SEGMENTS; ++step) {
+        const int k = (REVERSE ? SEGMENTS - 1 - step : step) * 32 + lane;
+        const int flat = base + k * INNER;
+        const int row = flat / S_COLS, col = flat % S_COLS;
+        ACC v = k < N ? cvt<ACC>(src[smem_index<T, S_ROWS, S_COLS, S_PAD, S_SWIZZLE>(row, col)]) : ACC(0);
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+          const ACC other = REVERSE ? __shfl_down_sync(0xffffffffu, v, off) : __shfl_up_sync(0xffffffffu, v, off);
+          if (REVERSE ? lane + off < 32 : lane >= off) v += other;
+        }
+        v += carry;
+        if (k < N) dst[smem_index<U, S_ROWS, S_COLS, D_PAD, D_SWIZZLE>(row, col)] = cvt<U>(v);
+        carry = __shfl_sync(0xffffffffu, v, REVERSE ? 0 : 31);
+      }
+    }
+  }
+}
+
+}  // namespace tl

@@ -1,0 +1,49 @@
+"""tests/programs/cumsum.tl (cumsum over shared and fragment tiles, buffers allocated inside an
+if and a loop) generated for sm_80 and sm_90a and compiled by nvcc with warnings as errors; and
+what the schedule and the generated code do with it: a fragment's scan goes through a shared
+scratch between barriers, a buffer allocated in an if takes the bytes of one whose uses ended
+before it, and the scan's call carries the decisions (tile view, accumulator, layouts)."""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from nvcc import compile_object
+from tlc import ir, runner
+from tlc.api import load
+
+PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "programs" / "cumsum.tl"
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_every_kernel_compiles_with_werror(arch, tmp_path):
+    compile_object(runner.build(str(PROGRAM), arch=arch)[0], arch, tmp_path)
+
+
+def scheduled(name: str, **constants) -> ir.Kernel:
+    return load(str(PROGRAM), target="cpu").kernels[name].scheduled(constants, "sm_80")
+
+
+def test_a_fragment_scan_goes_through_a_shared_scratch_between_barriers():
+    k = scheduled("fragment_columns")
+    text = ir.print_kernel(k)
+    assert "shared tile_scan: f32[48, 16]" in text  # the destination's dtype: sums in f32
+    assert ("  copy tile -> tile_scan\n  sync\n  cumsum tile_scan -> tile_scan dim=0 reverse\n  sync\n"
+            "  copy tile_scan -> sums\n") in text
+
+
+def test_a_buffer_allocated_in_an_if_reuses_the_bytes_of_an_earlier_one():
+    k = scheduled("reused_after_branch")
+    offsets = {b.name: b.smem_offset for b in k.buffers if b.scope == "shared"}
+    assert offsets == {"early": 0, "late": 0}
+    assert k.smem_bytes == 2304  # one [16, 32] f32 tile with its padding, not two
+
+
+def test_the_scan_call_carries_the_tile_view_and_the_accumulator():
+    text = runner.build(str(PROGRAM), kernels=["shared_to_shared_ints", "shared_rows"])[0]
+    # i32 into i64: summed in 64-bit unsigned (wrapping); one line of 256; 40 threads
+    assert "tl::cumsum_shared<unsigned long long, int, long long, 1, 256, 1, false, 40, 1, 256, 0, 0, 0, 0>(dst, src);" in text
+    # dim 1 of [8, 80]: 8 lines of 80 (rows of 320 bytes: no padding)
+    assert "tl::cumsum_shared<float, float, float, 8, 80, 1, false, 128, 8, 80, 0, 0, 0, 0>(tile, tile);" in text

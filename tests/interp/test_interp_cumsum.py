@@ -1,0 +1,78 @@
+"""The interpreter on tests/programs/cumsum.tl against NumPy on ragged sizes: cumsum over shared
+and fragment tiles along either dimension, forward and reversed, in place and into a buffer of a
+wider dtype, integers wrapping in the destination's width; and buffers allocated inside an if
+and a loop.  tests/gpu/test_cumsum_gpu.py runs the same checks on the GPU."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tlc
+
+PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "cumsum.tl"
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return tlc.load(str(PROGRAM), target="cpu")
+
+
+def sums(x, axis: int, reverse: bool):
+    """NumPy's inclusive cumsum along `axis`, in f64, from the end when `reverse`."""
+    x = np.flip(x.astype(np.float64), axis) if reverse else x.astype(np.float64)
+    out = np.cumsum(x, axis)
+    return np.flip(out, axis) if reverse else out
+
+
+def by_blocks(x, rows: int, axis: int, reverse: bool):
+    """`sums` within each block of `rows` rows, as each grid block scans its own tile."""
+    return np.concatenate([sums(x[s:s + rows], axis, reverse) for s in range(0, x.shape[0], rows)])
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_shared_rows(mod, reverse):
+    a = np.random.default_rng(1).standard_normal((21, 80)).astype(np.float32)  # 21 rows: a ragged block
+    c = np.full_like(a, np.nan)
+    mod.shared_rows(a, c, reverse=reverse)
+    np.testing.assert_allclose(c, sums(a, 1, reverse), rtol=1e-5, atol=1e-5)
+
+
+def test_fragment_columns_into_a_wider_dtype(mod):
+    a = np.random.default_rng(2).standard_normal((100, 37)).astype(np.float16)  # ragged both ways
+    c = np.full(a.shape, np.nan, np.float32)
+    mod.fragment_columns(a, c)  # reverse=True by default
+    # rows past M read as 0, so a reversed sum near the ragged edge is the same as NumPy's
+    np.testing.assert_allclose(c, by_blocks(a, 48, 0, True), rtol=1e-5, atol=1e-5)
+
+
+def test_integers_wrap_in_the_destination(mod):
+    rng = np.random.default_rng(3)
+    a = rng.integers(-2**31, 2**31, 300, dtype=np.int64).astype(np.int32)  # 300: a ragged block
+    c = np.full(300, -7, np.int64)
+    mod.shared_to_shared_ints(a, c)
+    want = np.concatenate([np.cumsum(a[s:s + 256].astype(np.int64)) for s in range(0, 300, 256)])
+    np.testing.assert_array_equal(c, want)
+
+
+def test_a_block_smaller_than_a_warp(mod):
+    a = np.random.default_rng(4).standard_normal((10, 40)).astype(np.float32)
+    c = np.full_like(a, np.nan)
+    mod.small_block(a, c)
+    np.testing.assert_allclose(c, sums(a, 1, True), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("scale", [2.0, -1.0])
+def test_buffers_allocated_in_branches_and_loops(mod, scale):
+    a = np.random.default_rng(5).standard_normal((40, 32)).astype(np.float32)
+    c = np.full_like(a, np.nan)
+    mod.allocated_in_branches(a, c, scale)
+    want = (a * scale if scale > 0 else -a) + 2.0
+    np.testing.assert_allclose(c, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("flag", [0, 1])
+def test_a_buffer_allocated_in_an_if_reuses_earlier_bytes(mod, flag):
+    a = np.random.default_rng(6).standard_normal((33, 32)).astype(np.float32)
+    c = np.full_like(a, np.nan)
+    mod.reused_after_branch(a, c, flag)
+    np.testing.assert_allclose(c, sums(a, 1, False) if flag else a, rtol=1e-5, atol=1e-5)

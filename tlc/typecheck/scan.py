@@ -1,0 +1,104 @@
+"""`cumsum(src, dst=None, dim=0, reverse=False)`: TileLang's `T.cumsum`, the inclusive prefix sum
+of a shared or fragment tile along one dimension, into `dst` (`src` itself when left out).
+
+The arguments follow TileLang's signature, by position or by name; `dim` and `reverse` are
+constants (the scan's shape is compiled in).  `dst` has `src`'s shape and a dtype that holds
+`src`'s values (the sums are accumulated in `dst`'s dtype, 16- and 8-bit floats in f32).
+The checker hands the lowering one spelling: `cumsum(src, dst, dim=D, reverse=R)`."""
+from __future__ import annotations
+
+from ..parser import nodes as n
+from ..parser.nodes import replace
+from . import rules
+from .types import FRAGMENT, SHARED, ScalarType, TensorType, describe, format_shape
+
+PARAMS = ("src", "dst", "dim", "reverse")
+DEFAULTS = {"dim": 0, "reverse": False}
+_SIGNATURE = "cumsum(src, dst=None, dim=0, reverse=False)"
+
+
+class ScanChecker:
+    def _cumsum(self, call: n.Call, name: str):
+        given = self._scan_arguments(call, name)
+        if given is None:
+            return None
+        src = self._scanned(given["src"], name, "source")
+        dst = self._scanned(given["dst"], name, "destination") if "dst" in given else src
+        values = {}
+        for opt in ("dim", "reverse"):
+            values[opt] = self._scan_option(given[opt], opt, name) if opt in given else DEFAULTS[opt]
+        if src is None or dst is None or None in values.values():
+            return None
+        s, d = src.ty, dst.ty
+        dim = values["dim"]
+        if not -s.rank <= dim < s.rank:
+            self.error("E297", f"dim={dim} is out of range for the {s.rank}-D tile {s}", given["dim"].span,
+                       f"dim counts from 0 to {s.rank - 1}, or from -1 (the last) to {-s.rank}")
+            return None
+        if [self.dim_value(x) for x in s.shape] != [self.dim_value(x) for x in d.shape]:
+            self.error("E295", f"{name}() writes a tile of its source's shape {format_shape(s.shape)} into the "
+                       f"destination, which is {format_shape(d.shape)}", given["dst"].span)
+            return None
+        if not rules.assignable(ScalarType(s.dtype), d.dtype):
+            self.error("E033", f"{name}() of {s.dtype} values cannot be stored into {d.dtype} without losing precision",
+                       given["dst"].span, f"TileLang converts silently, tlc never narrows on a store: scan into a "
+                       f"buffer of a dtype that holds {s.dtype}, then copy it into the {d.dtype} one (copy converts)")
+            return None
+        keywords = (n.Keyword("dim", n.Constant(dim % s.rank, span=call.span), span=call.span),
+                    n.Keyword("reverse", n.Constant(values["reverse"], span=call.span), span=call.span))
+        return replace(call, args=(src, dst), keywords=keywords)
+
+    def _scan_arguments(self, call: n.Call, name: str) -> dict | None:
+        """The arguments by parameter name, positional ones first (E034 for too many or an
+        unknown name, E292 for one given twice)."""
+        if len(call.args) > len(PARAMS):
+            self.error("E034", f"{name}() takes 1 to 4 arguments, {len(call.args)} given", call.span,
+                       f"TileLang's signature: {_SIGNATURE}")
+            return None
+        given = dict(zip(PARAMS, call.args))
+        for k in call.keywords:
+            if k.name not in PARAMS:
+                self.error("E034", f"{name}() has no argument '{k.name}'", k.span, f"it takes {', '.join(PARAMS)}")
+                return None
+            if k.name in given:
+                self.error("E292", f"{name}() gets {k.name} twice: by position and as {k.name}=", k.span,
+                           f"give it once; TileLang's signature: {_SIGNATURE}")
+                return None
+            given[k.name] = k.value
+        if "src" not in given:
+            self.error("E034", f"{name}() needs the tile it scans: {_SIGNATURE}", call.span)
+            return None
+        return given
+
+    def _scanned(self, e, name: str, role: str):
+        """A whole shared or fragment buffer (E293 otherwise, E294 for a part of one), typed."""
+        if isinstance(e, n.Subscript):
+            self.error("E294", f"{name}() scans whole buffers; a part of one as its {role} is not supported yet", e.span,
+                       "allocate a buffer of the part's shape and copy the part into it")
+            return None
+        t = self.expr(e)
+        if t.ty is None:
+            return None
+        if not (isinstance(e, n.Name) and isinstance(t.ty, TensorType) and t.ty.scope in (SHARED, FRAGMENT)):
+            self.error("E293", f"the {role} of {name}() must be a shared or fragment buffer, found {describe(t.ty)}",
+                       e.span, "copy the tile into a shared(...) or fragment(...) buffer first")
+            return None
+        if t.ty.dtype.is_bool:
+            self.error("E296", f"{name}() adds numbers; '{e.id}' holds bool", e.span, "cast the tile to an integer dtype first")
+            return None
+        return t
+
+    def _scan_option(self, e, opt: str, name: str):
+        """The value of `dim` (a constant integer) or `reverse` (a constant bool), or None after
+        E031 (not a constant), E297 or E298 (a constant of another kind)."""
+        v = self.const_value(e, f"the {opt} of {name}()")
+        if v is None:
+            return None
+        if opt == "dim" and isinstance(v, int) and not isinstance(v, bool) or opt == "reverse" and isinstance(v, bool):
+            return v
+        if opt == "dim":
+            self.error("E297", f"the dim of {name}() must be an integer, found {v!r}", e.span,
+                       "write a literal such as 1 or -1 (counted from the last), or a const parameter")
+        else:
+            self.error("E298", f"the reverse of {name}() must be True or False, found {v!r}", e.span)
+        return None
