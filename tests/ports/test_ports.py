@@ -639,8 +639,6 @@ def needs(feature: str, diagnostic: str, *then: str) -> str:
 MLA = needs("clear() of a scalar (T.alloc_var)",
             "mla_decode.tl:96:15: error[E036]: clear() sets a shared, fragment or local buffer, found f32")
 BLOCKED = {
-    "convolution": needs("a view of a tensor with another shape (TileLang's T.Tensor(shape, dtype, x.data))",
-                         "convolution.tl:27:23: error[E020]: unknown name 'view'", "T.im2col"),
     "block_sparse_attn": needs("a fragment element read at a run-time index outside a parallel loop",
                                "block_sparse_attn.tl:47:16: error[E261]: block_mask[k] reads an element of the fragment "
                                "'block_mask' outside a parallel loop at an index known only at run time; a fragment element "

@@ -15,6 +15,7 @@ from .. import ir
 from ..ir import walk
 from . import copy_global, copy_parts
 from .cumsum import ScanLowerer
+from . import im2col, views
 from .param_dims import param_dim
 from ..dtypes import BOOL, I32, DType
 from ..parser import nodes as n
@@ -89,6 +90,7 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
         block_vars, body = self.swizzled(block_vars, grid, body)  # use_swizzle (porting.py)
         constants = tuple(sorted((k, v) for k, v in self.consts.items()
                                  if self.fn.param(k) is not None and self.fn.param(k).role in ("const", "dtype")))
+        body = views.resolve(self, body)
         body, buffers = _without_unread(body, tuple(self.buffers.values()))
         return ir.Kernel(self.fn.name, params, grid[::1], block_vars, int(threads), buffers, body, constants,
                          min_blocks=int(blocks), notes=tuple(self.__dict__.get("notes", ())), span=self.fn.node.name_span)
@@ -139,6 +141,8 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
         raise LoweringError("'return' is only lowered inside inlined device functions", s.span)
 
     def stmt_Assign(self, s: n.Assign):
+        if views.is_declaration(s):  # x_flat = view(x, ...): its accesses are x's (views.py)
+            return views.declare(self, s)
         if isinstance(s.target.ty, TensorType) and s.target.ty.scope in ("shared", "fragment", "local"):
             t = s.target.ty
             self.buffers[s.target.id] = ir.Buffer(s.target.id, t.scope, t.dtype,
@@ -213,6 +217,8 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
         src, dst = call.args
         src_shape, dst_shape = self._operand_shape(src), self._operand_shape(dst)
         copy = ir.Copy(self.operand(src, dst_shape), self.operand(dst, src_shape), span=span)
+        if views.touches(self, copy):  # a view's side element by element (views.py)
+            return views.copy_as_loop(self, copy)
         dtypes = {p.name: p.type.dtype for p in (*self.fn.tensor_params, *self.fn.workspaces)}  # alloc_global too
         if copy_global.is_global_to_global(copy, self.buffers):  # dQ[rows, :] into dQ_out[rows, :]
             return copy_global.as_copies(copy, self.buffers, dtypes, self.threads, self._fresh_name, self._fresh_indices)
@@ -265,6 +271,9 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
         if any(x is None for x in extents):
             raise LoweringError("copy cannot tell the extent of this region", e.span)
         return ir.Region(e.value.id, tuple(offsets), tuple(extents), span=e.span)
+
+    def tile_im2col(self, call, span):
+        return im2col.lower(self, call, span)
 
     def tile_gemm(self, call, span):
         flags = {k.name: bool(self.const(k.value)) for k in call.keywords if k.name in ("trans_a", "trans_b")}

@@ -6,7 +6,7 @@ MATH_FLOAT = frozenset({"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "
 MATH_SAME = frozenset({"abs", "floor", "ceil", "round"})
 TILE_STATEMENTS = frozenset({"copy", "gemm", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min",
                              "reduce_absmax", "atomic_add", "atomic_max", "atomic_min", "sync", "print",
-                             "device_assert", "cumsum"})
+                             "device_assert", "cumsum", "im2col"})
 ALLOCATORS = frozenset({"shared", "fragment", "local"})
 LOOPS = frozenset({"range", "unroll", "pipelined", "parallel", "persistent"})
 REDUCTIONS_TILE_OP = frozenset({"sum", "mean", "softmax"})
@@ -18,9 +18,11 @@ PORTING_BUILTINS = frozenset(ALIASES) | frozenset({"reinterpret", "max_value", "
                                                    "get_thread_binding"})
 # performance hints: statements at the top of a grid block, honoured or noted as ignored (porting.py)
 HINTS = frozenset({"use_swizzle", "annotate_layout"})
+# a tensor parameter seen with another shape (views.py); assigned to a name, never a value
+VIEWS = frozenset({"view"})
 # every name above that code can mention, and min, max, ...
 BUILTIN_VALUES = (MATH_FLOAT | MATH_SAME | frozenset({"min", "max", "clamp", "pow", "where", "cdiv", "cast", "inf"})
-                  | REDUCTIONS_TILE_OP | TILE_STATEMENTS | ALLOCATORS | LOOPS | PORTING_BUILTINS | HINTS | {"grid"})
+                  | REDUCTIONS_TILE_OP | TILE_STATEMENTS | ALLOCATORS | LOOPS | PORTING_BUILTINS | HINTS | VIEWS | {"grid"})
 
 
 def is_language_name(name: str) -> bool:

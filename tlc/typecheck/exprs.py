@@ -281,6 +281,9 @@ class ExprChecker:
                 self.error("E034", f"{name}(...) is a statement and has no value", e.span,
                            _statement_hint(name))
                 return e
+            if name == "view":
+                from .views import misplaced_view
+                return misplaced_view(self, e)
             if name in PORTING_BUILTINS:
                 return self.porting_builtin(e, name)  # porting.py
             return self._call_builtin(e, name)

@@ -37,6 +37,9 @@ class StmtChecker(PortingChecker, PersistentChecker):
 
     # ---- assignments ---------------------------------------------------------------------------
     def stmt_Assign(self, s: n.Assign):
+        from . import views
+        if views.is_view_call(self, s.value):  # x_flat = view(x, f16[M * N])
+            return views.view_assignment(self, s)
         if isinstance(s.value, n.Call) and isinstance(s.value.func, n.Name) and s.value.func.id in ALLOCATORS \
                 and self.scope.lookup(s.value.func.id) is None:
             return self.allocation(self.spec_of_dtype_attribute(s))  # fragment(acc.dtype[BM]): porting.py

@@ -163,6 +163,10 @@ class TileChecker:
             return None, None
         return out, extent
 
+    def _im2col(self, call, name):
+        from .views import check_im2col
+        return check_im2col(self, call)
+
     def _copy(self, call, name):
         if not self._arity(call, "copy", 2):
             return None

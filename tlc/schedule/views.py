@@ -1,0 +1,149 @@
+"""Views of tensor parameters (`x_flat = view(x, f16[M * N])`, checked in typecheck/views.py)
+lowered away: the IR knows only the kernel's parameters, so every access through a view
+becomes an access to the viewed parameter at the same row-major position.
+
+- An element (`Load`, `Store`, `Atomic`) is read or written at the parameter's indices
+  computed from the view's: the trailing dimensions the two shapes share are kept as they are,
+  the others merged into one row-major position and split again (`r` of a `[K * K * C, F]` view
+  of `[K, K, C, F]` is `(r // (K * C), r // C % K, r % C)`).  A view index outside its
+  dimension reads 0 and is not written, as any tensor's.
+- A copy with a view on a side is a `parallel` loop over the tile, one element an index
+  (schedule/copy_parts.py), whose elements are then mapped as above.  What that costs: no
+  cp.async or TMA for the view's side, each thread moving single elements.
+
+`resolve` runs once over a kernel's lowered body, after every statement is lowered."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from .. import ir
+from ..dtypes import BOOL, I32, I64, DType
+from . import copy_parts
+from .param_dims import _expr as dim_expr
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    root: str  # the tensor parameter whose memory it is
+    dtype: DType
+    dims: tuple  # ir.Expr per dimension (i32, of shape symbols and constants)
+    root_dims: tuple
+
+
+def registry(lw) -> dict:
+    """The views declared so far in the kernel the Lowerer `lw` lowers (name -> View)."""
+    return lw.__dict__.setdefault("views", {})
+
+
+def is_declaration(s) -> bool:
+    v = s.value
+    return type(v).__name__ == "Call" and getattr(v.func, "id", None) == "view" \
+        and getattr(v.ty, "scope", None) == "global"
+
+
+def declare(lw, s) -> None:
+    """`name = view(x, dtype[dims])`: recorded; no statement of its own."""
+    views = registry(lw)
+    source = s.value.args[0].id
+    dims = tuple(dim_expr(d, lw.consts, lw.shape_symbols) for d in s.target.ty.shape)
+    if source in views:  # a view of a view is a view of its parameter
+        root, root_dims = views[source].root, views[source].root_dims
+    else:
+        root, root_dims = source, tensor_dims(lw, source)
+    views[s.target.id] = View(s.target.id, root, s.target.ty.dtype, dims, root_dims)
+
+
+def tensor_dims(lw, name: str) -> tuple:
+    """A tensor parameter's or view's dimensions as i32 expressions."""
+    views = registry(lw)
+    if name in views:
+        return views[name].dims
+    return tuple(dim_expr(d, lw.consts, lw.shape_symbols) for d in lw.params[name].type.shape)
+
+
+def touches(lw, copy: ir.Copy) -> bool:
+    views = registry(lw)
+    return any(isinstance(x, ir.Region) and x.name in views for x in (copy.src, copy.dst))
+
+
+def copy_as_loop(lw, copy: ir.Copy) -> ir.Stmt:
+    dtypes = {p.name: p.type.dtype for p in lw.fn.tensor_params}
+    dtypes.update({v.name: v.dtype for v in registry(lw).values()})
+    return copy_parts.as_loop(copy, lw.buffers, dtypes, lw._fresh_indices)
+
+
+# ---- the accesses ------------------------------------------------------------------------------
+
+def resolve(lw, body: tuple) -> tuple:
+    """`body` with every access through a view made an access to its parameter."""
+    views = registry(lw)
+    if not views:
+        return body
+    return tuple(_map(s, views) for s in body)
+
+
+def _map(node, views):
+    changes = {}
+    for f in fields(node):
+        v = getattr(node, f.name)
+        if isinstance(v, ir.Node):
+            new = _map(v, views)
+            if new is not v:
+                changes[f.name] = new
+        elif isinstance(v, tuple) and any(isinstance(x, ir.Node) for x in v):
+            new = tuple(_map(x, views) if isinstance(x, ir.Node) else x for x in v)
+            if any(a is not b for a, b in zip(new, v)):
+                changes[f.name] = new
+    if changes:
+        node = replace(node, **changes)
+    name = getattr(node, "name", None)
+    if name not in views or not isinstance(node, (ir.Load, ir.Store, ir.Atomic)):
+        return node
+    view = views[name]
+    indices, guard = root_indices(view, node.indices)
+    if isinstance(node, ir.Load):
+        load = ir.Load(view.root, indices, node.dtype, span=node.span)
+        return load if guard is None else ir.Select(guard, load, ir.Const(0, node.dtype), node.dtype, span=node.span)
+    moved = replace(node, name=view.root, indices=indices)
+    return moved if guard is None else ir.If(guard, (moved,), span=node.span)
+
+
+def root_indices(view: View, indices: tuple) -> tuple:
+    """(the parameter's indices of the element at `indices` of the view, the condition that the
+    view's indices lie inside it where the parameter's bounds do not already say so, or None)."""
+    vd, rd = view.dims, view.root_dims
+    shared = 0
+    while shared < min(len(vd), len(rd)) and vd[len(vd) - 1 - shared] == rd[len(rd) - 1 - shared]:
+        shared += 1
+    a, b = len(vd) - shared, len(rd) - shared
+    tail = tuple(indices[a:])
+    if a == b == 0:
+        return tail, None
+    lead, dims = indices[:a], vd[:a]
+    guard = None
+    for i, d in list(zip(lead, dims))[1:]:  # the first one's overflow leaves the parameter's first dimension
+        inside = ir.BinOp("and", ir.BinOp(">=", i, ir.Const(0, I32), BOOL), ir.BinOp("<", i, d, BOOL), BOOL)
+        guard = inside if guard is None else ir.BinOp("and", guard, inside, BOOL)
+    wide = I64 if a > 1 and b > 1 else I32  # a position past 2^31 only when merged from several
+    flat = _cast(lead[0], wide) if a else ir.Const(0, wide)
+    for i, d in zip(lead[1:], dims[1:]):
+        flat = ir.BinOp("+", ir.BinOp("*", flat, _cast(d, wide), wide), _cast(i, wide), wide)
+    if b == 0:  # the view's extra dimensions are all of size 1
+        zero = ir.BinOp("==", flat, ir.Const(0, wide), BOOL)
+        return tail, zero if guard is None else ir.BinOp("and", guard, zero, BOOL)
+    out = []
+    rest = flat
+    for d in reversed(rd[1:b]):
+        out.append(_cast(ir.BinOp("%", rest, _cast(d, wide), wide), I32))
+        rest = ir.BinOp("//", rest, _cast(d, wide), wide)
+    out.append(_cast(rest, I32))
+    return tuple(reversed(out)) + tail, guard
+
+
+def _cast(e: ir.Expr, dt: DType) -> ir.Expr:
+    if e.dtype == dt:
+        return e
+    if isinstance(e, ir.Const):
+        return ir.Const(e.value, dt)
+    return ir.Cast(e, dt)
