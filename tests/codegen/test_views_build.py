@@ -1,0 +1,38 @@
+"""tests/programs/views.tl (views of tensor parameters, TileLang's T.Tensor(shape, dtype, x.data),
+and im2col, TileLang's T.im2col) generated for sm_80 and sm_90a and compiled by nvcc with
+warnings as errors, one module each; and what the generated code does with them: a view has no
+pointer of its own (its accesses index the parameter), im2col is a gather by the block's threads
+whose padding reads 0."""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from nvcc import compile_device
+from tlc import runner
+
+PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "programs" / "views.tl"
+SHAPES = ("KS=3",)  # unfold_fragment's pad (KS - 1) // 2 is a constant: KS is compiled in
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_every_kernel_compiles_with_werror(arch, tmp_path):
+    compile_device(runner.build(str(PROGRAM), arch=arch, shapes=SHAPES)[0], arch, tmp_path)
+
+
+def test_a_view_indexes_its_parameter():
+    text = runner.build(str(PROGRAM), kernels=["merged_rows"], shapes=SHAPES)[0]
+    code = [line for line in text[text.index("merged_rows("):].splitlines() if not line.lstrip().startswith("//")]
+    body = "\n".join(code)
+    assert "xf" not in body and "yf" not in body  # no pointer, no name of its own (but in the source's comments)
+    assert "x[" in body and "y[" in body
+
+
+def test_im2col_is_a_gather_whose_padding_reads_zero():
+    ir_text = runner.build(str(PROGRAM), kernels=["unfold"], shapes=SHAPES, emit="ir")[0]
+    assert "for im2col_i, im2col_j in parallel(32, 16):" in ir_text
+    assert "tile[im2col_i, im2col_j] = where(im2col_k < 9 * C, img[" in ir_text
+    text = runner.build(str(PROGRAM), kernels=["unfold"], shapes=SHAPES)[0]
+    assert ": tl::cvt<half>(0.0f)) : tl::cvt<half>(0.0f));" in text  # outside the image, past the kernel: 0
