@@ -41,6 +41,12 @@ def test_a_buffer_allocated_in_an_if_reuses_the_bytes_of_an_earlier_one():
     assert k.smem_bytes == 2304  # one [16, 32] f32 tile with its padding, not two
 
 
+def test_buffers_of_the_two_branches_of_an_if_share_bytes():
+    k = scheduled("branches_share_bytes")
+    offsets = {b.name: b.smem_offset for b in k.buffers if b.scope == "shared"}
+    assert offsets == {"up": 0, "down": 0} and k.smem_bytes == 2304
+
+
 def test_the_scan_call_carries_the_tile_view_and_the_accumulator():
     text = runner.build(str(PROGRAM), kernels=["shared_to_shared_ints", "shared_rows"])[0]
     # i32 into i64: summed in 64-bit unsigned (wrapping); one line of 256; 40 threads

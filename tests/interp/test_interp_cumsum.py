@@ -76,3 +76,11 @@ def test_a_buffer_allocated_in_an_if_reuses_earlier_bytes(mod, flag):
     c = np.full_like(a, np.nan)
     mod.reused_after_branch(a, c, flag)
     np.testing.assert_allclose(c, sums(a, 1, False) if flag else a, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("flag", [0, 1])
+def test_the_two_branches_buffers_share_bytes(mod, flag):
+    a = np.random.default_rng(7).standard_normal((20, 32)).astype(np.float32)
+    c = np.full_like(a, np.nan)
+    mod.branches_share_bytes(a, c, flag)
+    np.testing.assert_allclose(c, sums(a, 1, reverse=not flag), rtol=1e-5, atol=1e-5)

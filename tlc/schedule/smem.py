@@ -3,6 +3,7 @@ padding or swizzle), its offset, reuse of the bytes of buffers whose lifetimes d
 overlap, and the total against the target's limit."""
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, replace
 
@@ -98,13 +99,29 @@ def _pipeline_stages(body) -> dict[str, int]:
 
 
 def _lifetimes(body) -> dict[str, tuple[int, int]]:
-    """First and last top-level statement that touches each buffer; a loop counts whole, so a
-    buffer used anywhere in a loop lives through all of it."""
+    """First and last position at which each buffer is touched.  Each top-level statement is a
+    position, a loop whole (a buffer used anywhere in a loop lives through all of it); the
+    statements of a top-level `if` take positions of their own, its branches one after the
+    other: only one of them runs, so a buffer used in one branch alone (allocated there, say:
+    typecheck/placement.py) shares bytes with those of the other."""
     out: dict[str, tuple[int, int]] = {}
-    for i, s in enumerate(body):
-        for name in _names(s):
+    position = itertools.count()
+
+    def touch(names, i):
+        for name in names:
             lo, hi = out.get(name, (i, i))
             out[name] = (min(lo, i), max(hi, i))
+
+    def visit(stmts):
+        for s in stmts:
+            if isinstance(s, ir.If):
+                touch({y.name for y in subexprs(s.cond) if isinstance(y, ir.Load)}, next(position))
+                visit(s.then)
+                visit(s.orelse)
+            else:
+                touch(_names(s), next(position))
+
+    visit(body)
     return out
 
 

@@ -270,7 +270,7 @@ def reads_staged(stmts, staged: set) -> bool:
             used.add(s.src.name)
         elif isinstance(s, ir.Gemm):
             used |= {s.a, s.b}
-        elif isinstance(s, ir.Reduce):
+        elif isinstance(s, (ir.Reduce, ir.Scan)):
             used.add(s.src)
         if used & staged:
             return True
