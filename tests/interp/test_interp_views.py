@@ -61,6 +61,13 @@ def test_atomics_through_a_view(mod):
     np.testing.assert_array_equal(y, np.arange(63, dtype=np.float32).reshape(7, 9) + 1)
 
 
+def test_a_workspace_viewed_in_two_grids(mod):
+    a = np.random.default_rng(6).standard_normal((5, 27)).astype(np.float32)  # 135: a ragged last block
+    b = np.full(a.shape, np.nan, np.float32)
+    mod.through_workspace(a, b)
+    np.testing.assert_array_equal(b, a + np.float32(1))
+
+
 @pytest.mark.parametrize("k, s, d, p", [(3, 1, 1, 1), (3, 2, 1, 0), (2, 1, 2, 2), (1, 3, 1, 0)])
 def test_im2col_tiles_match_numpy(mod, k, s, d, p):
     img = np.random.default_rng(3).standard_normal((2, 9, 7, 5)).astype(np.float16)  # K*K*C, N*OH*OW ragged

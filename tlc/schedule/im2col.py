@@ -25,7 +25,7 @@ def lower(lw, call, span) -> ir.Stmt:
     img, col = call.args[0].id, call.args[1].id
     nhw, cstep, kernel, stride, dilation, pad = (_i32(lw.expr(a)) for a in call.args[2:])
     rows, cols = lw.buffers[col].shape
-    _, h, w, c = views.tensor_dims(lw, img)
+    _, h, w, c = views.tensor_dims(lw, call.args[0])
     i, j, m, k = (_fresh(lw, f"im2col_{x}") for x in ("i", "j", "m", "k"))
 
     def out_size(size):  # (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
@@ -74,6 +74,8 @@ def _add(a, b):
         return a
     if _value(a) is not None and _value(b) is not None:
         return _c(a.value + b.value)
+    if _value(b) is not None and isinstance(a, ir.BinOp) and a.op == "+" and _value(a.b) is not None:
+        return _add(a.a, _c(a.b.value + b.value))  # (x + 2) + -3 is x + -1
     return ir.BinOp("+", a, b, I32)
 
 

@@ -45,21 +45,21 @@ def is_declaration(s) -> bool:
 def declare(lw, s) -> None:
     """`name = view(x, dtype[dims])`: recorded; no statement of its own."""
     views = registry(lw)
-    source = s.value.args[0].id
+    source = s.value.args[0]
     dims = tuple(dim_expr(d, lw.consts, lw.shape_symbols) for d in s.target.ty.shape)
-    if source in views:  # a view of a view is a view of its parameter
-        root, root_dims = views[source].root, views[source].root_dims
+    if source.id in views:  # a view of a view is a view of its parameter
+        root, root_dims = views[source.id].root, views[source.id].root_dims
     else:
-        root, root_dims = source, tensor_dims(lw, source)
+        root, root_dims = source.id, tensor_dims(lw, source)
     views[s.target.id] = View(s.target.id, root, s.target.ty.dtype, dims, root_dims)
 
 
-def tensor_dims(lw, name: str) -> tuple:
-    """A tensor parameter's or view's dimensions as i32 expressions."""
+def tensor_dims(lw, tensor) -> tuple:
+    """The dimensions of a tensor parameter, workspace or view (a typed name) as i32 expressions."""
     views = registry(lw)
-    if name in views:
-        return views[name].dims
-    return tuple(dim_expr(d, lw.consts, lw.shape_symbols) for d in lw.params[name].type.shape)
+    if tensor.id in views:
+        return views[tensor.id].dims
+    return tuple(dim_expr(d, lw.consts, lw.shape_symbols) for d in tensor.ty.shape)
 
 
 def touches(lw, copy: ir.Copy) -> bool:
@@ -68,7 +68,7 @@ def touches(lw, copy: ir.Copy) -> bool:
 
 
 def copy_as_loop(lw, copy: ir.Copy) -> ir.Stmt:
-    dtypes = {p.name: p.type.dtype for p in lw.fn.tensor_params}
+    dtypes = {p.name: p.type.dtype for p in (*lw.fn.tensor_params, *getattr(lw.fn, "workspaces", ()))}
     dtypes.update({v.name: v.dtype for v in registry(lw).values()})
     return copy_parts.as_loop(copy, lw.buffers, dtypes, lw._fresh_indices)
 
