@@ -176,12 +176,14 @@ def profile(file, kernel, ins, shapes, defines, seed, flops, trace, launches, nc
 @click.option("--quick", is_flag=True, help="A few shapes, 100 ms a contender.")
 @click.option("--precisions", metavar="f16,bf16,...", help="gemm: only these precisions.")
 @click.option("--no-sweep", is_flag=True, help="gemm: only the recorded configurations at the decode shapes.")
+@click.option("--only", metavar="silu,add,...", help="ops: only these operators.")
 @click.option("--no-chart", is_flag=True, help="Write no PNG chart (it needs matplotlib).")
-def bench(suites, out_dir, quick, precisions, no_sweep, no_chart) -> None:
-    """Run the benchmark SUITES (default: all of them; now: gemm) on the GPU against the vendor
-    libraries (PyTorch: cuBLAS), in one process: a table of times, TFLOP/s, GB/s, fractions of
-    the measured ceilings and ratios to the vendor, written as JSON and a PNG chart."""
-    from .benchmarks import SUITES, run as run_suite
+def bench(suites, out_dir, quick, precisions, no_sweep, only, no_chart) -> None:
+    """Run the benchmark SUITES (default: all of them: gemm, nn, ops) on the GPU against the
+    vendor libraries (PyTorch: cuBLAS, its own kernels), in one process: a table of times,
+    TFLOP/s, GB/s, fractions of the measured ceilings and ratios to the vendor, written as JSON
+    and a PNG chart (ratio bars and a roofline) per suite."""
+    from .benchmarks import SUITES, run_suites
 
     unknown = [s for s in suites if s not in SUITES]
     if unknown:
@@ -196,10 +198,11 @@ def bench(suites, out_dir, quick, precisions, no_sweep, no_chart) -> None:
             import torch  # noqa: F401
         except ImportError:
             raise TlcError("tlc bench compares against the vendor libraries through PyTorch: pip install torch") from None
-        argv = [*(["--quick"] if quick else []), *(["--precisions", precisions] if precisions else []),
-                *(["--no-sweep"] if no_sweep else []), *(["--no-chart"] if no_chart else []), "--skip-overheads"]
-        for suite in suites or SUITES:
-            run_suite(suite, argv, out_dir)
+        failed = run_suites(list(suites or SUITES), out_dir, quick=quick, no_chart=no_chart, precisions=precisions,
+                            no_sweep=no_sweep, only=only)
+        if failed:
+            names = ", ".join(line.split(":")[0] for line in failed)
+            raise TlcError(f"tlc bench: {len(failed)} of {len(suites or SUITES)} suites failed ({names}; said above)")
 
 
 @main.command()

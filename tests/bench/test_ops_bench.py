@@ -1,4 +1,4 @@
-"""bench/ops.py without a GPU: its --dry-run checks rows' tlc operators on the interpreter
+"""tlc bench ops (bench/ops.py) without a GPU: its --dry-run checks rows' tlc operators on the interpreter
 against NumPy (a wrong contender there would be wrong on the GPU too), and the table puts the
 weakest ratio first.  The GPU run itself is not a test (it asserts nothing about time)."""
 import sys
@@ -6,24 +6,27 @@ from pathlib import Path
 
 import pytest
 
+from tlc.diagnostics import TlcError
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests" / "stdlib"))
 
-import ops as bench_ops  # noqa: E402
+import ops as bench_ops  # noqa: E402  (bench/ops.py is tlc.benchmarks.ops)
 
 # one row of each kind: unary math, activation, backward, binary, comparison, logical, ternary, cast
 SOME = "expm1,gelu,silu_bwd,atan2,ge,logical_xor,addcdiv,convert_sat"
 
 
 def test_dry_run_of_one_row_of_each_kind(capsys):
-    assert bench_ops.main(["--dry-run", "--only", SOME]) == 0
+    assert bench_ops.main(["--dry-run", "--only", SOME])["failures"] == []
     rows = [r for r in bench_ops.ROWS if r.op in SOME.split(",")]
     assert f"dry run: {len(rows)} of {len(rows)} rows right" in capsys.readouterr().out
 
 
 @pytest.mark.slow
 def test_dry_run_of_every_row(capsys):
-    assert bench_ops.main(["--dry-run"]) == 0, capsys.readouterr().out
+    assert bench_ops.main(["--dry-run"])["failures"] == [], capsys.readouterr().out
 
 
 def test_a_wrong_contender_fails_the_dry_run():
@@ -46,3 +49,26 @@ def test_the_table_is_sorted_by_ratio_weakest_first():
                                                               "vs_torch": float("nan")}, rec("d", 1.0)]).splitlines()
     assert [ln.split()[0] for ln in lines[1:]] == ["c", "b", "d", "a"]
     assert "WRONG" in lines[1] and lines[2].endswith("0.80x")
+
+
+def test_bench_ops_is_tlcs():
+    from tlc.benchmarks import ops
+
+    assert bench_ops is ops and len(ops.ROWS) > 150
+
+
+def test_outside_a_source_checkout_the_suite_says_what_it_needs(monkeypatch, tmp_path):
+    from tlc.benchmarks import ops_rows
+
+    monkeypatch.setattr(ops_rows, "__file__", str(tmp_path / "site-packages" / "tlc" / "benchmarks" / "ops_rows.py"))
+    with pytest.raises(TlcError) as e:
+        ops_rows.tables_folder()
+    assert str(e.value) == (f"the ops suite reads its operators' tables from a source checkout's tests/stdlib, and "
+                            f"this tlc ({tmp_path / 'site-packages' / 'tlc'}) is not one; run it from a clone of the "
+                            "repository (pip install -e .)")
+
+
+def test_only_arithmetic_rows_count_flops():
+    """The roofline's points: std.elementwise and std.reduce rows, one operation per element."""
+    assert bench_ops.ARITHMETIC == ("std.elementwise", "std.reduce")
+    assert {r.module for r in bench_ops.ROWS} == {"std.elementwise", "std.reduce", "std.data"}

@@ -20,3 +20,26 @@ def test_bench_gemm_writes_json_and_png(tmp_path):
     assert all("ratio" in row for c in results["cases"] for row in c["contenders"] if row.get("kernel") and row["ok"])
     assert out.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
     assert "best std.gemm per case" in r.output
+
+
+def test_bench_nn_and_ops_write_json_and_png(tmp_path):
+    """The two memory-bound suites, ops on three rows (one of each module): every case checked
+    before its time, the ceilings recorded, the roofline's points in the PNG's results."""
+    pytest.importorskip("torch")
+    from tlc.benchmarks import chart
+
+    r = CliRunner().invoke(cli.main, ["bench", "nn", "ops", "--quick", "--only", "silu,sum_axis1,transpose",
+                                      "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output[-3000:]
+    [nn_json] = list(tmp_path.glob("nn-*.json"))
+    [ops_json] = list(tmp_path.glob("ops-*.json"))
+    nn = json.loads(nn_json.read_text())
+    assert [c["name"] for c in nn["cases"]] == ["softmax", "rms_norm", "layer_norm", "silu_residual"]
+    assert all(c["wrong"] == {} and c["best"]["ms"] > 0 for c in nn["cases"])
+    assert nn["copy_GBps"] > 500 and nn["tc_peak_tflops"] > 50
+    ops = json.loads(ops_json.read_text())
+    assert sorted(row["op"] for row in ops["rows"]) == ["silu", "sum_axis1", "transpose"]
+    assert all(row["wrong"] == {} and row["tlc"]["ms"] > 0 for row in ops["rows"])
+    assert {p.label for p in chart.points(ops) if p.who == "tlc"} == {"silu f16", "sum_axis1 f16"}  # transpose: no FLOPs
+    for path in (nn_json, ops_json):
+        assert path.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"

@@ -23,17 +23,16 @@ beside it (tlc/benchmarks/chart.py).  Not a test: it asserts nothing about time.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import re
 import time
 from pathlib import Path
 
 import tlc
-from tlc.runtime import target_arch
 from tlc.timing import Checked, compare, tolerance, verify
 
 from . import gemm_cases, sass
+from .ceilings import copy_bandwidth, device_facts, gpu_slug, tensor_core_tflops
+from .checks import write
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16, 8192, 8192), (32, 8192, 8192), (64, 8192, 8192),
           (128, 8192, 8192), (8192, 8192, 1024)]
@@ -58,15 +57,15 @@ def main(argv=None, *, results_dir: Path | None = None, overheads=None) -> dict:
     import torch
 
     started = time.perf_counter()
-    props = torch.cuda.get_device_properties(0)
-    arch = target_arch()
-    results = {"gpu": props.name, "arch": arch, "sms": props.multi_processor_count, "quick": args.quick,
-               "torch": torch.__version__, "date": datetime.datetime.now().isoformat(timespec="seconds"),
+    results = {"suite": "gemm", **device_facts(torch), "quick": args.quick,
                "cuobjdump": sass.find_cuobjdump() or "not found"}
+    arch = results["arch"]
     min_ms = 100.0 if args.quick else 300.0
-    print(f"GPU: {props.name} ({arch}, {props.multi_processor_count} SMs), PyTorch {torch.__version__}")
+    print(f"GPU: {results['gpu']} ({arch}, {results['sms']} SMs), PyTorch {torch.__version__}")
     results["copy_GBps"] = copy_bandwidth(torch, min_ms)
     print(f"device-to-device copy: {results['copy_GBps']:.0f} GB/s (read + write)")
+    results["tc_peak_tflops"] = tensor_core_tflops(torch, min_ms)
+    print(f"f16 cuBLAS 8192^3 (the roofline's tensor-core roof): {results['tc_peak_tflops']:.0f} TFLOP/s")
     results["read_128MiB_GBps"] = read_bandwidth(8192 * 8192 * 2, min_ms)
     print(f"a read-only kernel over 128 MiB (a decode GEMM's weight): {results['read_128MiB_GBps']:.0f} GB/s, "
           f"{results['read_128MiB_GBps'] / results['copy_GBps']:.2f} of the copy bandwidth: the ceiling of the decode rows")
@@ -78,7 +77,7 @@ def main(argv=None, *, results_dir: Path | None = None, overheads=None) -> dict:
         for shape in shapes + ([FEW_TILES] if precision == "f16" and not args.quick else []):
             try:
                 case = gemm_cases.build(torch, mod, precision, shape, seed=len(rows), sweep=not (args.quick or args.no_sweep),
-                                        sms=props.multi_processor_count)
+                                        sms=results["sms"])
             except Exception as e:  # inputs or references this PyTorch cannot make: said, and the run goes on
                 print(f"!! {precision} {shape_text(shape)}: ERROR building the case: {type(e).__name__}: {e}")
                 rows.append({"precision": precision, "shape": list(shape), "error": f"{type(e).__name__}: {e}"})
@@ -89,7 +88,8 @@ def main(argv=None, *, results_dir: Path | None = None, overheads=None) -> dict:
             case_rows = measure(torch, mod, arch, case, min_ms, results["copy_GBps"])
             for r in case_rows:
                 print(row_text(r))
-            rows.append({"precision": precision, "shape": list(shape), "notes": case.notes, "contenders": case_rows})
+            rows.append({"precision": precision, "shape": list(shape), "bytes": case.bytes_moved,
+                         "flops": 2.0 * shape[0] * shape[1] * shape[2], "notes": case.notes, "contenders": case_rows})
             del case
             torch.cuda.empty_cache()
     results["missing_kernels"] = sorted(missing)
@@ -105,26 +105,9 @@ def main(argv=None, *, results_dir: Path | None = None, overheads=None) -> dict:
         overheads.report(results)
     results["wall_s"] = time.perf_counter() - started
     print(f"wall time {results['wall_s']:.0f} s")
-    slug = re.sub(r"[^a-z0-9]+", "-", props.name.lower().replace("nvidia", "")).strip("-")
-    out = Path(args.json or Path(results_dir or ".") / f"gemm-{slug}{'-quick' if args.quick else ''}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=1, default=str))
-    print(f"wrote {out}")
-    if not args.no_chart:
-        from .chart import ratio_chart
-
-        png = out.with_suffix(".png")
-        ratio_chart(results, png)
-        print(f"wrote {png}")
+    slug = gpu_slug(results["gpu"]) + ("-quick" if args.quick else "")
+    write(results, args.json or Path(results_dir or ".") / f"gemm-{slug}.json", chart=not args.no_chart)
     return results
-
-
-def copy_bandwidth(torch, min_ms: float) -> float:
-    n = 1 << 30
-    src = torch.empty(n, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    ms = compare({"copy": lambda: dst.copy_(src)}, min_ms=min_ms)["copy"]
-    return 2 * n / ms / 1e6
 
 
 _READ_KERNEL = r"""

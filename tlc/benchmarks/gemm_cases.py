@@ -28,6 +28,17 @@ SKINNY_KERNEL = {p: k.replace("matmul_", "matmul_skinny_") for p, k in STD_KERNE
 # tile or element is off by far more.
 UNIT = {"f16": "float16", "bf16": "bfloat16", "tf32": "tf32", "f8": "bfloat16", "f8bs": "bfloat16", "i8": "int32"}
 ULPS = {"tf32": 8}  # else 4
+# bytes of an element of A, B and C per precision (block scales not counted: K/128 of A's rows)
+ELEMENT_BYTES = {"f16": (2, 2, 2), "bf16": (2, 2, 2), "tf32": (4, 4, 4), "f8": (1, 1, 2), "f8bs": (1, 1, 2),
+                 "i8": (1, 1, 4)}
+
+
+def bytes_moved(precision: str, shape) -> int:
+    """A and B read once, C written once: the least any gemm of `shape` moves."""
+    M, N, K = shape
+    a, b, c = ELEMENT_BYTES[precision]
+    return M * K * a + N * K * b + M * N * c
+
 SKINNY_SWEEP = [dict(BM=16, BN=64, BK=128, stages=6, THREADS=128), dict(BM=16, BN=64, BK=128, stages=8, THREADS=128),
                 dict(BM=16, BN=32, BK=128, stages=8, THREADS=128), dict(BM=16, BN=32, BK=256, stages=3, THREADS=128),
                 dict(BM=16, BN=32, BK=128, stages=6, THREADS=64),
@@ -69,7 +80,7 @@ def build(torch, mod, precision: str, shape: tuple, seed: int, *, sweep: bool = 
         return torch.randn(*s, device=dev, generator=g, dtype=torch.float32).to(dtype)
 
     torch.backends.cuda.matmul.allow_tf32 = False
-    case = Case(precision, shape, None, 0, [])
+    case = Case(precision, shape, None, bytes_moved(precision, shape), [])
     add = case.contenders.append
     missing = [k for k in _std_names(precision, M) if k not in mod.kernels]
     for k in missing:
@@ -84,7 +95,6 @@ def build(torch, mod, precision: str, shape: tuple, seed: int, *, sweep: bool = 
         dt = torch.float16 if precision == "f16" else torch.bfloat16
         A, W = randn(M, K, dtype=dt), randn(N, K, dtype=dt)
         case.ref = A.float() @ W.float().T
-        case.bytes_moved = (M * K + N * K + M * N) * 2
         out = lambda: torch.empty(M, N, device=dev, dtype=dt)  # noqa: E731
         add(Contender("F.linear", lambda: torch.nn.functional.linear(A, W), None))
         std_call("std.matmul_nt", "matmul_nt", (A, W, out()), None, "F.linear")
@@ -110,7 +120,6 @@ def build(torch, mod, precision: str, shape: tuple, seed: int, *, sweep: bool = 
     elif precision == "tf32":
         A, B = randn(M, K), randn(N, K)
         case.ref = A @ B.T
-        case.bytes_moved = (M * K + N * K + M * N) * 4
 
         def tf32_matmul():
             torch.backends.cuda.matmul.allow_tf32 = True
@@ -124,7 +133,6 @@ def build(torch, mod, precision: str, shape: tuple, seed: int, *, sweep: bool = 
     elif precision in ("f8", "f8bs"):
         f8 = torch.float8_e4m3fn
         A, B = randn(M, K, dtype=f8), randn(N, K, dtype=f8)
-        case.bytes_moved = M * K + N * K + M * N * 2
         C = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
         if precision == "f8":
             sa, sb = 0.75, 1.25
@@ -152,7 +160,6 @@ def build(torch, mod, precision: str, shape: tuple, seed: int, *, sweep: bool = 
         A = torch.randint(-128, 128, (M, K), device=dev, generator=g, dtype=torch.int8)
         B = torch.randint(-128, 128, (N, K), device=dev, generator=g, dtype=torch.int8)
         case.ref = A.double() @ B.double().T
-        case.bytes_moved = M * K + N * K + M * N * 4
         try:
             torch._int_mm(A[:32], B[:32].t())
             add(Contender("torch._int_mm", lambda: torch._int_mm(A, B.t()), None))

@@ -1,0 +1,333 @@
+"""The rows of `tlc bench ops` (ops.py): each a std operator at a large size beside PyTorch
+eager's equivalent and a NumPy reference.  The operators' domains, scalars and references come
+from the table-driven tests' tables (tests/stdlib/test_elementwise.py: one table for the tests
+and the benchmark), so the suite runs from a source checkout.
+
+Adding rows: a `Row` names the std module and operator, how to make its inputs (a domain per
+tensor, see `host_inputs` / `device_inputs`), PyTorch's equivalent and a NumPy reference; append
+rows for a module in its own section of `all_rows` below.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..diagnostics import TlcError
+
+@dataclass(frozen=True)
+class Row:
+    """One benchmark row: std `module`'s `op` called as op(*tensors, *scalars, **constants)."""
+    module: str
+    op: str
+    domains: tuple  # one input domain per tensor argument (host_inputs)
+    torch: Callable  # PyTorch eager: torch(*tensors, *scalars)
+    numpy: Callable  # the reference over float64 NumPy arrays: numpy(*arrays, *scalars)
+    dtype: str = "f16"
+    scalars: tuple = ()
+    constants: dict = field(default_factory=dict)  # tlc constants; T=dtype is added unless given
+    out_dtype: str | None = None  # the result's dtype when not `dtype` ("bool")
+    out_shape: Callable | None = None  # a kernel's: (the inputs' shape) -> the output it writes, its last argument
+    inputs: Callable | None = None  # (shape, seed) -> NumPy inputs, where domains do not say (index tensors)
+
+    @property
+    def name(self) -> str:
+        return f"{self.op} {self.dtype}"
+
+    def tlc_constants(self) -> dict:
+        return self.constants if self.constants else ({} if self.dtype == "bool" else {"T": self.dtype})
+
+
+# ---- inputs -------------------------------------------------------------------------------------------
+
+def host_inputs(row: Row, shape, seed: int = 0) -> list:
+    """NumPy inputs of `row` over its domains (test_elementwise's domains)."""
+    from test_elementwise import inputs
+
+    if row.inputs is not None:
+        return row.inputs(shape, seed)
+    rng = np.random.default_rng(seed)
+    return [inputs(rng, d, "bool" if d == "bool" else row.dtype, shape) for d in row.domains]
+
+
+_TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i32": "int32", "i8": "int8",
+                 "bool": "bool", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
+
+
+def device_inputs(row: Row, full, seed: int = 0) -> list:
+    """PyTorch CUDA inputs of `row`, the same domains as host_inputs, drawn on the GPU."""
+    import torch
+
+    from test_elementwise import arg_shape
+
+    if row.inputs is not None:  # made on the host: index tensors need their own values
+        return [torch.from_numpy(a).cuda() for a in row.inputs(full, seed)]
+    g = torch.Generator(device="cuda").manual_seed(seed)
+
+    def draw(domain):
+        shape = arg_shape(domain, full)
+        domain = domain.partition("@")[0]
+        n = lambda: torch.randn(shape, device="cuda", generator=g)  # noqa: E731
+        r = lambda: torch.rand(shape, device="cuda", generator=g)  # noqa: E731
+        if domain == "bool":
+            return r() < 0.5
+        x = {"normal": lambda: n() * 2, "wide": lambda: n() * 8,
+             "nonzero": lambda: torch.where(r() < 0.5, -1.0, 1.0) * (0.25 + 3.75 * r()),
+             "pos": lambda: 0.05 + 7.95 * r(), "neg": lambda: -4 * r(), "unit": lambda: 1.9 * r() - 0.95,
+             "bounded": lambda: 16 * r() - 8,
+             "ge1": lambda: 1 + 9 * r(), "halves": lambda: torch.round(n() * 6) / 2,
+             "tiny": lambda: torch.where(r() < 0.5, n() * 1e-4, n() * 2),
+             "tiny1p": lambda: torch.where(r() < 0.5, n() * 1e-4, -0.9 + 6.9 * r())}[domain]()
+        return x.to(getattr(torch, _TORCH_DTYPES[row.dtype]))
+
+    return [draw(d) for d in row.domains]
+
+
+# ---- rows ---------------------------------------------------------------------------------------------
+
+# Domains narrower than the test's where 2^27 draws would reach an f16 overflow (an infinite
+# result never matches its reference, so both contenders would be reported wrong).
+BENCH_DOMAINS = {"exp": ("bounded",), "expm1": ("bounded",), "sinh": ("bounded",), "cosh": ("bounded",),
+                 "pow": ("pos", "unit")}
+
+
+def _elementwise_rows() -> list[Row]:
+    """std.elementwise: every operator of the test table that PyTorch has, in f16 (bool for the
+    logical operators), with PyTorch's eager function beside it."""
+    from test_elementwise import OPS
+
+    by_name = {op.name: op for op in OPS}
+    rows = []
+    for name, torch_fn in _torch_elementwise().items():
+        op = by_name[name]
+        dtype = "bool" if op.dtypes == ("bool",) else "f16"
+        domains = BENCH_DOMAINS.get(name, op.domains)
+        rows.append(Row("std.elementwise", name, domains, torch_fn, op.ref, dtype, op.scalars,
+                        out_dtype="bool" if op.out == "bool" or dtype == "bool" else None))
+    return rows
+
+
+def _torch_elementwise() -> dict:
+    """PyTorch's eager equivalent of each std.elementwise operator (resolved when called, so
+    that the dry run needs no PyTorch)."""
+    def t(path):
+        def fn(*a):
+            import torch
+            import torch.nn.functional as F  # noqa: F401
+
+            obj = {"torch": torch, "F": F}[path.split(".")[0]]
+            for part in path.split(".")[1:]:
+                obj = getattr(obj, part)
+            return obj(*a)
+        return fn
+
+    def f(expr):  # a lambda over torch and F, the tensors and scalars
+        def fn(*a):
+            import torch
+            import torch.nn.functional as F
+
+            return expr(torch, F, *a)
+        return fn
+
+    unary = {n: t(f"torch.{n}") for n in ["abs", "neg", "square", "sign", "reciprocal", "exp", "exp2", "expm1", "log",
+                                            "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "atan",
+                                            "asin", "acos", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+                                            "sigmoid", "erf", "floor", "ceil", "round", "trunc"]}
+    acts = {n: t(f"F.{n}") for n in ["relu", "relu6", "selu", "silu", "mish", "softplus", "softsign", "hardsigmoid",
+                                       "hardswish", "logsigmoid", "tanhshrink"]}
+    acts.update({
+        "leaky_relu": f(lambda torch, F, x, s: F.leaky_relu(x, s)), "elu": f(lambda torch, F, x, a: F.elu(x, a)),
+        "celu": f(lambda torch, F, x, a: F.celu(x, a)), "gelu": f(lambda torch, F, x: F.gelu(x, approximate="tanh")),
+        "gelu_erf": f(lambda torch, F, x: F.gelu(x)), "quick_gelu": f(lambda torch, F, x: x * torch.sigmoid(1.702 * x)),
+        "hardtanh": f(lambda torch, F, x, lo, hi: F.hardtanh(x, lo, hi)),
+        "softshrink": f(lambda torch, F, x, l: F.softshrink(x, l)), "hardshrink": f(lambda torch, F, x, l: F.hardshrink(x, l)),
+        "threshold": f(lambda torch, F, x, th, v: F.threshold(x, th, v)),
+        "relu_squared": f(lambda torch, F, x: torch.square(F.relu(x))),
+        # backward: what autograd runs for each (aten's *_backward kernels)
+        "relu_bwd": f(lambda torch, F, dy, x: torch.ops.aten.threshold_backward(dy, x, 0)),
+        "sigmoid_bwd": f(lambda torch, F, dy, x: torch.ops.aten.sigmoid_backward(dy, torch.sigmoid(x))),
+        "tanh_bwd": f(lambda torch, F, dy, x: torch.ops.aten.tanh_backward(dy, torch.tanh(x))),
+        "silu_bwd": f(lambda torch, F, dy, x: torch.ops.aten.silu_backward(dy, x)),
+        "gelu_bwd": f(lambda torch, F, dy, x: torch.ops.aten.gelu_backward(dy, x, approximate="tanh")),
+        "gelu_erf_bwd": f(lambda torch, F, dy, x: torch.ops.aten.gelu_backward(dy, x)),
+        "softplus_bwd": f(lambda torch, F, dy, x: torch.ops.aten.softplus_backward(dy, x, 1, 20)),
+        "hardswish_bwd": f(lambda torch, F, dy, x: torch.ops.aten.hardswish_backward(dy, x)),
+        "mish_bwd": f(lambda torch, F, dy, x: torch.ops.aten.mish_backward(dy, x)),
+        "leaky_relu_bwd": f(lambda torch, F, dy, x, s: torch.ops.aten.leaky_relu_backward(dy, x, s, False)),
+        "elu_bwd": f(lambda torch, F, dy, x, a: torch.ops.aten.elu_backward(dy, a, 1, 1, False, x)),
+    })
+    binary = {n: t(f"torch.{n}") for n in ["add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "pow",
+                                             "maximum", "minimum", "atan2", "hypot", "copysign", "eq", "ne", "lt",
+                                             "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+                                             "logical_not", "where", "lerp"]}
+    binary.update({f"{name}_{kind}": t(f"torch.{name}") for name in ["add", "sub", "mul", "div", "maximum", "minimum"]
+                   for kind in ("row", "col")})
+    binary.update({"add_scalar": t("torch.add"), "mul_scalar": t("torch.mul"), "clamp": f(lambda torch, F, x, lo, hi: torch.clamp(x, lo, hi)),
+                   "clamp_tensor": f(lambda torch, F, x, lo, hi: torch.clamp(x, lo, hi)),
+                   "addcmul": f(lambda torch, F, x, a, b, v: torch.addcmul(x, a, b, value=v)),
+                   "addcdiv": f(lambda torch, F, x, a, b, v: torch.addcdiv(x, a, b, value=v))})
+    return {**unary, **acts, **binary}
+
+
+def _cast_rows() -> list[Row]:
+    """std.elementwise's conversions: f32 <-> f16 / bf16, and saturating f16 -> f8e4m3."""
+    def to(name, sat=False):
+        def fn(x):
+            import torch
+
+            d = getattr(torch, _TORCH_DTYPES[name])
+            return (x.clamp(torch.finfo(d).min, torch.finfo(d).max) if sat else x).to(d)
+        return fn
+
+    def ref(name, sat=False):
+        from op_tolerances import numpy_dtype
+
+        def fn(x):
+            if sat:
+                import ml_dtypes
+
+                info = ml_dtypes.finfo(numpy_dtype(name))
+                x = np.clip(x, float(info.min), float(info.max))
+            return x
+        return fn
+
+    pairs = [("f32", "f16", False), ("f16", "f32", False), ("f32", "bf16", False), ("bf16", "f32", False),
+             ("f16", "f8e4m3", True), ("f32", "f8e5m2", True)]
+    return [Row("std.elementwise", "convert_sat" if sat else "convert", ("wide",), to(d, sat), ref(d, sat), s,
+                constants={"S": s, "D": d}, out_dtype=d) for s, d, sat in pairs]
+
+
+def _reduce_rows() -> list[Row]:
+    """std.reduce: each reduction along the rows (axis 1) and the columns (axis 0) of a
+    (16384, 8192) f16 matrix, the scans along the rows, against PyTorch's eager reduction."""
+    def f(expr):
+        def fn(*a):
+            import torch
+
+            return expr(torch, *a)
+        return fn
+
+    tile_ops = {  # name -> (PyTorch over dim, NumPy over axis, domain)
+        "sum": (lambda t, x, d: t.sum(x, dim=d), lambda x, a: x.sum(axis=a), "normal"),
+        "mean": (lambda t, x, d: t.mean(x, dim=d), lambda x, a: x.mean(axis=a), "normal"),
+        "max": (lambda t, x, d: t.amax(x, dim=d), lambda x, a: x.max(axis=a), "normal"),
+        "min": (lambda t, x, d: t.amin(x, dim=d), lambda x, a: x.min(axis=a), "normal"),
+        "var": (lambda t, x, d: t.var(x, dim=d, unbiased=False), lambda x, a: x.var(axis=a), "normal"),
+        "std": (lambda t, x, d: t.std(x, dim=d, unbiased=False), lambda x, a: x.std(axis=a), "normal"),
+        "norm_l1": (lambda t, x, d: t.linalg.vector_norm(x, 1, dim=d), lambda x, a: abs(x).sum(axis=a), "normal"),
+        "norm_l2": (lambda t, x, d: t.linalg.vector_norm(x, 2, dim=d), lambda x, a: np.sqrt((x * x).sum(axis=a)),
+                    "normal"),
+        "norm_inf": (lambda t, x, d: t.linalg.vector_norm(x, float("inf"), dim=d), lambda x, a: abs(x).max(axis=a),
+                     "normal"),
+        "logsumexp": (lambda t, x, d: t.logsumexp(x, dim=d),
+                      lambda x, a: np.log(np.exp(x - x.max(axis=a, keepdims=True)).sum(axis=a)) + x.max(axis=a), "normal"),
+        "any": (lambda t, x, d: t.any(x, dim=d), lambda x, a: (x != 0).any(axis=a), "halves"),
+        "all": (lambda t, x, d: t.all(x, dim=d), lambda x, a: (x != 0).all(axis=a), "halves"),
+    }
+    rows = []
+    for name, (tf, nf, domain) in tile_ops.items():
+        for axis in (1, 0):
+            rows.append(Row("std.reduce", f"{name}_axis{axis}", (domain,), f(lambda t, x, tf=tf, d=axis: tf(t, x, d)),
+                            lambda x, nf=nf, a=axis: nf(x, a), out_dtype="bool" if name in ("any", "all") else None))
+    kernels = {  # name -> (PyTorch, NumPy, the output's shape and dtype)
+        "argmax_axis1": (lambda t, x: t.argmax(x, dim=1).int(), lambda x: x.argmax(axis=1), lambda s: s[:1], "i32"),
+        "argmax_axis0": (lambda t, x: t.argmax(x, dim=0).int(), lambda x: x.argmax(axis=0), lambda s: s[1:], "i32"),
+        "argmin_axis1": (lambda t, x: t.argmin(x, dim=1).int(), lambda x: x.argmin(axis=1), lambda s: s[:1], "i32"),
+        "cumsum": (lambda t, x: t.cumsum(x, dim=1), lambda x: np.cumsum(x, axis=1), lambda s: s, None),
+        "cummax": (lambda t, x: t.cummax(x, dim=1).values, lambda x: np.maximum.accumulate(x, axis=1), lambda s: s, None),
+    }
+    rows += [Row("std.reduce", name, ("normal",), f(tf), nf, out_dtype=dt, out_shape=shape)
+             for name, (tf, nf, shape, dt) in kernels.items()]
+    return rows
+
+
+def _data_rows() -> list[Row]:
+    """std.data: data movement at 2^27 f16 elements of the (M, N) shape given, against PyTorch's
+    eager equivalent (x.t().contiguous(), torch.cat, torch.gather, index_select, F.pad, x.repeat,
+    torch.tril...).  Index tensors are i64 (PyTorch's), their bytes counted; gather and scatter
+    run along the rows, index_select picks whole rows (an embedding lookup)."""
+    def f16(rng, *shape):
+        return (rng.standard_normal(shape) * 2).astype(np.float16)
+
+    def mk(fn):  # (shape, seed) -> inputs, from fn(rng, M, N)
+        return lambda shape, seed=0: fn(np.random.default_rng(seed), *shape)
+
+    def perms(rng, m, n):  # each row a permutation of its columns (scatter writes every element once)
+        return rng.permuted(np.tile(np.arange(n, dtype=np.int64), (m, 1)), axis=1)
+
+    def torch_f(expr):
+        def fn(*a):
+            import torch
+            import torch.nn.functional as F
+
+            return expr(torch, F, *a)
+        return fn
+
+    def ix(a):  # an index array widened to float64 by the dry run, back to integers
+        return a.astype(np.int64)
+
+    def scattered(src, idx):
+        y = np.empty_like(src)
+        np.put_along_axis(y, ix(idx), src, 1)
+        return y
+
+    def padded(x, top, left, value):
+        y = np.full((x.shape[0] + 2, x.shape[1] + 8), value)
+        y[top:top + x.shape[0], left:left + x.shape[1]] = x
+        return y
+
+    perm = (0, 2, 1, 3)  # (batch, seq, heads, dim) -> (batch, heads, seq, dim)
+    return [
+        Row("std.data", "transpose", (), torch_f(lambda t, F, x: x.t().contiguous()), lambda x: x.T,
+            out_shape=lambda s: s[::-1], inputs=mk(lambda r, m, n: [f16(r, m, n)])),
+        Row("std.data", "transpose_batched", (), torch_f(lambda t, F, x: x.transpose(1, 2).contiguous()),
+            lambda x: x.transpose(0, 2, 1), out_shape=lambda s: (s[0], s[2], s[1]),
+            inputs=mk(lambda r, m, n: [f16(r, 16, m // 16, n)])),
+        Row("std.data", "permute", (), torch_f(lambda t, F, x: x.permute(*perm).contiguous()),
+            lambda x: x.transpose(perm), constants={"T": "f16", **dict(zip(("P0", "P1", "P2", "P3"), perm))},
+            out_shape=lambda s: tuple(s[p] for p in perm), inputs=mk(lambda r, m, n: [f16(r, 8, max(m // 8, 1), max(n // 64, 1), 64)])),
+        Row("std.data", "concat", (), torch_f(lambda t, F, a, b: t.cat([a, b], 1)), lambda a, b: np.concatenate([a, b], 1),
+            out_shape=lambda s: (s[0], 2 * s[1]), inputs=mk(lambda r, m, n: [f16(r, m, n // 2), f16(r, m, n // 2)])),
+        Row("std.data", "gather", (), torch_f(lambda t, F, x, i: t.gather(x, 1, i)),
+            lambda x, i: np.take_along_axis(x, ix(i), 1), out_shape=lambda s: s,
+            inputs=mk(lambda r, m, n: [f16(r, m, n, 1), r.integers(0, n, (m, n, 1))])),
+        Row("std.data", "index_select", (), torch_f(lambda t, F, x, i: t.index_select(x, 1, i)),
+            lambda x, i: x[:, ix(i), :], out_shape=lambda s: s,
+            inputs=mk(lambda r, m, n: [f16(r, 1, m, n), r.integers(0, m, m)])),
+        Row("std.data", "scatter", (), torch_f(lambda t, F, src, i: t.empty_like(src).scatter_(1, i, src)),
+            scattered, out_shape=lambda s: s, inputs=mk(lambda r, m, n: [f16(r, m, n, 1), perms(r, m, n)[..., None]])),
+        Row("std.data", "pad", (), torch_f(lambda t, F, x, top, left, v: F.pad(x, (left, 8 - left, top, 2 - top), value=v)),
+            padded, scalars=(1, 3, -1.5), out_shape=lambda s: (s[0] + 2, s[1] + 8),
+            inputs=mk(lambda r, m, n: [f16(r, m, n - 8)])),
+        Row("std.data", "repeat", (), torch_f(lambda t, F, x: x.repeat(2, 2)), lambda x: np.tile(x, (2, 2)),
+            out_shape=lambda s: (2 * s[0], 2 * s[1]), inputs=mk(lambda r, m, n: [f16(r, m // 2, n // 2)])),
+        Row("std.data", "tril", (), torch_f(lambda t, F, x, k: t.tril(x, k)), lambda x, k: np.tril(x, k), scalars=(5,),
+            out_shape=lambda s: s, inputs=mk(lambda r, m, n: [f16(r, m, n)])),
+        Row("std.data", "triu", (), torch_f(lambda t, F, x, k: t.triu(x, k)), lambda x, k: np.triu(x, k), scalars=(-5,),
+            out_shape=lambda s: s, inputs=mk(lambda r, m, n: [f16(r, m, n)])),
+    ]
+
+
+@functools.lru_cache(maxsize=None)
+def all_rows() -> tuple:
+    """Every row, in table order (built on first use: the tables are tests/stdlib's)."""
+    tables_folder()
+    return tuple(_elementwise_rows() + _cast_rows() + _reduce_rows() + _data_rows())
+    # std.data, ...: their rows here
+
+
+def tables_folder() -> Path:
+    """The folder of the table-driven tests' tables (tests/stdlib of this source checkout), on
+    sys.path: the rows take their operators' domains, scalars and NumPy references from there."""
+    folder = Path(__file__).resolve().parents[2] / "tests" / "stdlib"
+    if not (folder / "test_elementwise.py").is_file():
+        raise TlcError(f"the ops suite reads its operators' tables from a source checkout's tests/stdlib, and "
+                       f"this tlc ({Path(__file__).resolve().parents[1]}) is not one; run it from a clone of the "
+                       "repository (pip install -e .)")
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    return folder
