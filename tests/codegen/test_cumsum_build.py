@@ -47,6 +47,11 @@ def test_buffers_of_the_two_branches_of_an_if_share_bytes():
     assert offsets == {"up": 0, "down": 0} and k.smem_bytes == 2304
 
 
+def test_tiles_allocated_inside_a_pipelined_loop_are_staged():
+    k = scheduled("staged_in_a_pipelined_loop")
+    assert {b.name: b.layout.stages for b in k.buffers if b.scope == "shared"} == {"As": 3, "Bs": 3}
+
+
 def test_the_scan_call_carries_the_tile_view_and_the_accumulator():
     text = runner.build(str(PROGRAM), kernels=["shared_to_shared_ints", "shared_rows"])[0]
     # i32 into i64: summed in 64-bit unsigned (wrapping); one line of 256; 40 threads

@@ -84,3 +84,12 @@ def test_the_two_branches_buffers_share_bytes(mod, flag):
     c = np.full_like(a, np.nan)
     mod.branches_share_bytes(a, c, flag)
     np.testing.assert_allclose(c, sums(a, 1, reverse=not flag), rtol=1e-5, atol=1e-5)
+
+
+def test_tiles_allocated_inside_a_pipelined_loop(mod):
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((70, 100)).astype(np.float16)  # ragged in M, N and K
+    b = rng.standard_normal((100, 90)).astype(np.float16)
+    c = np.full((70, 90), np.nan, np.float32)
+    mod.staged_in_a_pipelined_loop(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3, atol=1e-3)
