@@ -636,18 +636,7 @@ def needs(feature: str, diagnostic: str, *then: str) -> str:
     return f"needs {feature}: {diagnostic}" + "".join(f"; then {t}" for t in then)
 
 
-MLA = needs("clear() of a scalar (T.alloc_var)",
-            "mla_decode.tl:96:15: error[E036]: clear() sets a shared, fragment or local buffer, found f32")
 BLOCKED = {
-    "block_sparse_attn": needs("a fragment element read at a run-time index outside a parallel loop",
-                               "block_sparse_attn.tl:47:16: error[E261]: block_mask[k] reads an element of the fragment "
-                               "'block_mask' outside a parallel loop at an index known only at run time; a fragment element "
-                               "is read as a scalar only at a constant index"),
-    "mla_decode_split": MLA,
-    "mla_decode_no_split": MLA,
-    "mamba_chunk_state": needs("a fragment element written outside a parallel loop",
-                               "mamba_chunk_state.tl:46:9: error[E059]: elements of the fragment 'dA_cs_last' are spread "
-                               "over the threads and can only be written inside a 'parallel' loop"),
 }
 
 

@@ -162,29 +162,8 @@ def test_e260_a_reduction_that_only_some_threads_hold():
         "vector-width elements), or read it inside a parallel loop")
 
 
-E261 = """
-@kernel
-def k(X: f32[M, N], Y: f32[M, N]):
-    with grid(1, threads=128) as bx:
-        row = fragment(f32[1, 512])
-        ss = fragment(f32[1])
-        copy(X[0, 0], row)
-        reduce_sum(row, ss, dim=1)
-        x = 0.0
-        for t in range(1):
-            x = x + ss[t]
-        for i, j in parallel(1, 512):
-            row[i, j] = row[i, j] + x
-        copy(row, Y[0, 0])
-"""
-
-
-def test_e261_an_element_at_a_run_time_index():
-    assert schedule_error(E261, "k") == (
-        "s.tl:11:21: error[E261]: ss[t] reads an element of the fragment 'ss' outside a parallel loop at an index "
-        "known only at run time; a fragment element is read as a scalar only at a constant index\n"
-        "   |\n11 |             x = x + ss[t]\n   |                     ^^^^^\n"
-        "  = hint: read it inside `for ... in parallel(1)`, where each thread reads the elements it holds")
+# E261, and a reduction into one element read at a run-time index (no longer E261: the one
+# index in range is held by every thread): tests/schedule/test_fragment_scalars.py.
 
 
 def test_an_exchange_is_shown_with_the_access_that_forced_it():

@@ -283,10 +283,6 @@ CASES = {
         '@tile_op\ndef t(a: f32[M, K], b: f32[K]) -> f32[M, K]:\n    return a @ b\n',
         "t.tl:3:12: error[E058]: '@' needs two matrices, found f32[M, K] and f32[K]\n  |\n3 |     return a @ b\n  |            ^^^^^",
     ),
-    'E059_fragment_outside_parallel': (
-        kernel_body('f = fragment(f32[BM])', 'f[0] = 1.0'),
-        "t.tl:5:9: error[E059]: elements of the fragment 'f' are spread over the threads and can only be written inside a 'parallel' loop\n  |\n5 |         f[0] = 1.0\n  |         ^^^^\n  = hint: outside one, fill(...) sets every element; an element every thread holds (a reduction's result, a fragment of one element) can be read anywhere",
-    ),
     'E060_copy_in_device_fn': (
         'def f(x: f32) -> f32:\n    sync()\n    return x\n',
         "t.tl:2:5: error[E060]: sync(...) is only allowed inside a kernel's grid block\n  |\n2 |     sync()\n  |     ^^^^^^",

@@ -14,7 +14,8 @@ from .. import device_assert, ir, print_format, targets
 from ..ir.per_thread import per_thread_statements
 from ..ir.walk import loads, statement_exprs, statements
 from ..ir.nodes import DimExpr
-from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layout, register_in_loop, uniform_register
+from ..schedule.layout import (Blocked, MmaAccumulator, Replicated, held_whole, parallel_layout, register_in_loop,
+                               uniform_register)
 from ..schedule.operand_layout import mma_register_a_layouts
 from ..schedule.smem import SharedLayout
 from ..schedule.tensor_cores import tensor_core_op
@@ -334,6 +335,10 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen):
         b = self.buffers[name]
         if not self.in_parallel:
             index = tuple(i.value if isinstance(i, ir.Const) else None for i in indices)
+            if None in index and held_whole(b.layout):  # element i in register i (guarded: indexed_fragment)
+                return self.expr(indices[0])
+            if None in index and b.shape == (1,):  # the one element, wherever every thread holds it
+                index = (0,)
             reg = None if None in index else uniform_register(b.layout, index, self.k.threads)
             if reg is None:
                 raise CodegenError(f"the fragment '{name}' is indexed outside a parallel loop", span)
@@ -347,12 +352,24 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen):
             return "0"
         if how == "uniform":  # an element every thread holds in one register
             return str(uniform_register(b.layout, tuple(i.value for i in indices), self.k.threads))
+        if how == "whole":  # a fragment every thread holds whole: element i in register i
+            return self.expr(indices[0])
         if how == "slot":  # the replica in this thread's slot of the loop's register (as the loop's own would be)
             return f"{self.c_layout(Replicated(self.loop_layout, b.layout.dropped))}::slot(tl_r)"
         raise CodegenError(
             f"the fragment '{name}' is indexed as {name}[{', '.join(str(n) for n in names)}] in a parallel loop over "
             f"({', '.join(loop_vars)}) whose threads hold other elements; an exchange through shared memory is "
             "not generated yet: index it by the loop's own variables", span)
+
+    def indexed_fragment(self, b: ir.Buffer, indices) -> bool:
+        """Whether the register of `b[indices]` is computed from a run-time index (a fragment
+        held whole, or of one element, outside a parallel loop or in one over another layout):
+        then an index outside the fragment reads 0 and writes nothing, as on the interpreter."""
+        if all(isinstance(i, ir.Const) for i in indices):
+            return False
+        if not self.in_parallel:
+            return True
+        return register_in_loop(b.layout, indices, self.loop_layout, list(self.loop_vars), self.loop_extents) == "whole"
 
     def load(self, e: ir.Load) -> str:
         if e in self.hoisted:
@@ -361,7 +378,8 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen):
         lvalue = self.element(e.name, e.indices, e.span)
         b = self.buffers.get(e.name)
         if b is not None and b.scope == "fragment" and e.name not in self.exchanged:
-            return lvalue
+            check = self.bounds(e.name, e.indices) if self.indexed_fragment(b, e.indices) else None
+            return lvalue if check is None else f"(({check}) ? {lvalue} : {zero})"
         check = self.bounds(e.name, e.indices)
         return lvalue if check is None else f"(({check}) ? {lvalue} : {zero})"
 
@@ -370,7 +388,8 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen):
         lvalue = self.element(s.name, s.indices, s.span)
         value = self.expr(s.value)
         if b is not None and b.scope == "fragment" and s.name not in self.exchanged:
-            self.emit(f"{lvalue} = {value};")
+            check = self.bounds(s.name, s.indices) if self.indexed_fragment(b, s.indices) else None
+            self.emit(f"{f'if ({check}) ' if check else ''}{lvalue} = {value};")
             return
         check = self.bounds(s.name, s.indices)
         guard = "" if b is not None and b.scope in ("local", "fragment") else self.once_per_block()

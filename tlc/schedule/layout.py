@@ -179,8 +179,11 @@ class Replicated:
         return out
 
     def __str__(self) -> str:
-        if isinstance(self.base, Blocked) and self == everywhere(self.base.threads):
+        whole = held_whole(self)
+        if whole == 1:
             return f"in every thread (threads={self.base.threads})"
+        if whole:
+            return f"whole in every thread ({whole} elements, threads={self.base.threads})"
         return f"replicated({self.base}, dropped={list(self.dropped)})"
 
 
@@ -278,24 +281,31 @@ def squeezed(layout):
     return layout
 
 
-def register_in_loop(layout, indices, loop_layout, loop_vars, loop_extents) -> str | None:
+def register_in_loop(layout, indices, loop_layout, loop_vars, loop_extents, write: bool = False) -> str | None:
     """How a parallel loop reads `frag[indices]` from the registers of the running thread:
     "own" (the loop's register tl_r: the fragment is laid out as the loop and indexed by its
     variables), "slot" (a replica of a reduction over the loop's layout, indexed by the
     variables it keeps), "scalar" (one element every thread holds: register 0), "uniform" (an
-    element at constant indices that every thread holds in one register: uniform_register), or
-    None (another thread holds it: an exchange).  Indices of size-1
+    element at constant indices that every thread holds in one register: uniform_register),
+    "whole" (a fragment every thread holds whole, at a run-time index: the index is the
+    register), or None (another thread holds it: an exchange).  A `write` to a replicated
+    fragment needs every replica written: only "own" and "slot" do that.  Indices of size-1
     dimensions that are 0 are left out on both sides, as are the loop's size-1 variables."""
     names = [e.name if isinstance(e, ir.Var) else None for e in indices]
     loop_vars = list(loop_vars)
     if layout == loop_layout and names == loop_vars:
         return "own"
-    if isinstance(layout, Replicated) and isinstance(layout.base, Blocked) and layout == everywhere(layout.base.threads):
-        return "scalar"  # one element every thread holds, in its register 0
     if isinstance(layout, Replicated) and (layout.base == loop_layout or rows_alike(layout, loop_layout)):
         kept = [v for d, v in enumerate(loop_vars) if d not in layout.dropped]
         if names == kept:
             return "slot"
+    if write and isinstance(layout, Replicated):
+        return None  # every replica must be written: only a loop that runs in them all (own, slot) does
+    whole = held_whole(layout)
+    if whole == 1:
+        return "scalar"  # one element every thread holds, in its register 0
+    if whole and len(indices) == 1 and not isinstance(indices[0], ir.Const):
+        return "whole"  # every thread holds every element, element i in register i
     index = tuple(e.value if isinstance(e, ir.Const) else None for e in indices)
     if isinstance(layout, Replicated) and None not in index and uniform_register(layout, index, layout.base.threads) is not None:
         return "uniform"  # an element every thread holds in one register (ss[0] of a reduction's result)
@@ -318,9 +328,19 @@ def rows_alike(layout: Replicated, loop_layout) -> bool:
             == (loop_layout.shape[0], loop_layout.warps_m, loop_layout.warps_n, loop_layout.wgmma_bands))
 
 
-def everywhere(threads: int) -> Replicated:
-    """The layout of one element held by each of `threads` threads (register 0 in each)."""
-    return Replicated(Blocked((1, threads), threads, 1), (1,))
+def everywhere(threads: int, size: int = 1) -> Replicated:
+    """The layout of a 1-D fragment of `size` elements held whole by each of `threads` threads,
+    element i in register i (one element: register 0): a replica of a [size, threads] tile
+    of one column per thread, its columns dropped."""
+    return Replicated(Blocked((size, threads), threads, 1), (1,))
+
+
+def held_whole(layout) -> int | None:
+    """The element count of a fragment every thread holds whole (`everywhere`), else None."""
+    if isinstance(layout, Replicated) and isinstance(layout.base, Blocked) and len(layout.base.shape) == 2 \
+            and layout == everywhere(layout.base.threads, layout.base.shape[0]):
+        return layout.base.shape[0]
+    return None
 
 
 def uniform_register(layout, index: tuple[int, ...], threads: int) -> int | None:

@@ -9,23 +9,24 @@ exchanges through shared memory.  Around that, this pass:
 - lifts a loop written over a fragment's non-unit dimensions (`for j in parallel(BN)` over
   `row[0, j]` of a fragment [1, BN]) to the fragment's whole shape, so that it runs in the
   fragment's own layout instead of one of its own (`lift_unit_loops`);
-- replicates a one-element fragment that no copy, gemm or reduction fixes over every thread,
-  so that it can be read as a scalar anywhere in the block;
+- holds whole in every thread a one-element fragment that no gemm or reduction fixes, and a
+  small one-dimensional one used as a scalar outside parallel loops (fragment_scalars.py), so
+  that it reads and writes as a scalar anywhere in the block;
 - records on each parallel loop its layout and the fragments it must exchange (the IR printer
   shows them, the code generators follow them);
-- checks the reads of fragment elements outside parallel loops: every thread must hold the
-  element in the same register (a reduction's result, a one-element fragment), else E260 or
-  E261 says which layout the fragment has and what to write instead.
+- checks the fragment elements read and written outside parallel loops: every thread must hold
+  the element in the same register (a reduction's result, a fragment held whole), else E059,
+  E260 or E261 says which layout the fragment has and what to write instead.
 """
 from __future__ import annotations
 
 from dataclasses import fields, is_dataclass, replace
 
 from .. import ir
-from ..diagnostics import Diagnostic, DiagnosticError
 from ..dtypes import I32
 from ..ir.walk import loads, statement_exprs, statements
-from .layout import Replicated, everywhere, parallel_layout, register_in_loop, uniform_register
+from . import fragment_scalars
+from .layout import parallel_layout, register_in_loop
 from .layout_flow import accesses, assign_layouts
 
 
@@ -34,12 +35,13 @@ def infer_layouts(kernel: ir.Kernel, target: str = "sm_80", sources: dict | None
     kernel) may change the fragments' layouts before the loops are annotated (tile ops use it)."""
     kernel = lift_unit_loops(kernel)
     laid = assign_layouts(kernel, target)
-    scalars = _replicated_scalars(laid)
-    kernel = assign_layouts(kernel, target, scalars) if scalars else laid
+    whole = fragment_scalars.replicas(laid)
+    kernel = replace(assign_layouts(kernel, target, whole), notes=laid.notes + fragment_scalars.notes(laid, whole)) \
+        if whole else laid
     if adjust is not None:
         kernel = adjust(kernel)
     kernel = annotate_loops(kernel)
-    check_scalar_reads(kernel, sources)
+    fragment_scalars.check_scalar_uses(kernel, sources)
     return kernel
 
 
@@ -132,26 +134,6 @@ def _aligned(indices, shape, loop_vars, units) -> tuple:
     return tuple(out)
 
 
-# ---- one-element fragments -------------------------------------------------------------------
-
-def _replicated_scalars(kernel: ir.Kernel) -> dict:
-    """Fragments of one element that not every thread holds as laid out so far (a default
-    blocked layout: one thread; a reduction over a source that only some threads hold), and
-    that no gemm reads or writes: held by every thread instead (a replica each, written to
-    memory by one; a reduction finishes into every thread, a copy fills every replica), so
-    that one reads as a scalar anywhere in the block, and in any parallel loop, with no
-    exchange."""
-    touched = set()
-    for s in statements(kernel.body):
-        if isinstance(s, ir.Gemm):
-            touched |= {s.a, s.b, s.c}
-        elif isinstance(s, ir.Reduce):
-            touched.add(s.src)
-    return {b.name: everywhere(kernel.threads) for b in kernel.buffers
-            if b.scope == "fragment" and b.shape == (1,) and b.name not in touched
-            and uniform_register(b.layout, (0,), kernel.threads) is None}
-
-
 # ---- loops: their layout and exchanges -------------------------------------------------------
 
 def annotate_loops(kernel: ir.Kernel) -> ir.Kernel:
@@ -168,68 +150,12 @@ def annotate_loops(kernel: ir.Kernel) -> ir.Kernel:
             if isinstance(s, ir.Store):
                 accesses.append((s.name, s.indices, True))
             for name, idx, write in accesses:
-                if name in frags and register_in_loop(frags[name].layout, idx, layout, p.vars, p.extents) is None:
+                if name in frags and register_in_loop(frags[name].layout, idx, layout, p.vars, p.extents,
+                                                      write) is None:
                     plan[name] = plan.get(name, False) or write
         return replace(p, layout=layout, exchange=tuple(plan.items()))
 
     return replace(kernel, body=_map_stmts(kernel.body, annotate))
-
-
-# ---- fragment elements read outside parallel loops -------------------------------------------
-
-def check_scalar_reads(kernel: ir.Kernel, sources: dict | None) -> None:
-    """E260 / E261 for a fragment element read outside a parallel loop that not every thread
-    holds in one register."""
-    frags = {b.name: b for b in kernel.buffers if b.scope == "fragment"}
-    errors = []
-    for s in _outside_parallel(kernel.body):
-        for e in statement_exprs(s):
-            for x in loads(e):
-                if x.name in frags:
-                    d = _scalar_read_error(x, frags[x.name], kernel.threads)
-                    if d is not None:
-                        errors.append(d)
-    if errors:
-        raise DiagnosticError(errors, sources)
-
-
-def _scalar_read_error(x: ir.Load, b: ir.Buffer, threads: int) -> Diagnostic | None:
-    text = f"{x.name}[{', '.join(_index_text(i) for i in x.indices)}]"
-    if not all(isinstance(i, ir.Const) for i in x.indices):
-        return Diagnostic("E261", f"{text} reads an element of the fragment '{x.name}' outside a parallel loop at an "
-                          "index known only at run time; a fragment element is read as a scalar only at a constant "
-                          "index", x.span,
-                          f"read it inside `for ... in parallel({', '.join(map(str, b.shape))})`, where each thread "
-                          "reads the elements it holds")
-    index = tuple(i.value for i in x.indices)
-    if any(not 0 <= i < d for i, d in zip(index, b.shape)):
-        return None  # out of range: reads 0, as everywhere (the interpreter's semantics)
-    if uniform_register(b.layout, index, threads) is not None:
-        return None
-    if isinstance(b.layout, Replicated):
-        why = (f"it is replicated over only the threads that held its source ({b.layout}), so not every thread "
-               f"holds {text}")
-        fix = ("give the reduction a source that every thread holds part of (a row of at least "
-               "threads x vector-width elements), or read it inside a parallel loop")
-    else:
-        why = f"its layout {b.layout} spreads it over the threads, so one thread holds {text}"
-        fix = (f"reduce it into a fragment whose every thread holds the result (reduce_sum({x.name}, total, dim=...)"
-               f" into `total = fragment({b.dtype.name}[1])`) and read total[0], or read it inside a parallel loop")
-    return Diagnostic("E260", f"{text} is read outside a parallel loop, but {why}", x.span, fix)
-
-
-def _index_text(e) -> str:
-    from ..ir.printer import expr
-    return expr(e)
-
-
-def _outside_parallel(stmts):
-    for s in stmts:
-        if isinstance(s, ir.Parallel):
-            continue
-        yield s
-        for f in ("body", "then", "orelse"):
-            yield from _outside_parallel(getattr(s, f, ()))
 
 
 # ---- walking and rebuilding ------------------------------------------------------------------
@@ -300,4 +226,4 @@ def _fresh(stem: str, taken: set) -> str:
     return f"{stem}{n}"
 
 
-__all__ = ["infer_layouts", "lift_unit_loops", "annotate_loops", "check_scalar_reads", "everywhere"]
+__all__ = ["infer_layouts", "lift_unit_loops", "annotate_loops"]

@@ -10,12 +10,11 @@ from . import literals, rules
 from .builtins import (BUILTIN_VALUES as _BUILTIN_VALUES, HINTS, MATH_FLOAT, MATH_SAME, PORTING_BUILTINS,
                        REDUCTIONS_TILE_OP, TILE_STATEMENTS, ALLOCATORS, LOOPS)
 from .env import DTYPE, did_you_mean
-from .types import (FRAGMENT, GLOBAL, VALUE, BuiltinRef, DTypeValue, FunctionRef, ScalarType,
+from .types import (GLOBAL, VALUE, BuiltinRef, DTypeValue, FunctionRef, ScalarType,
                     StrType, TensorType, describe, format_shape)
 
 
 class ExprChecker:
-    storing = False  # checking the target of an element store (a fragment's is E059 outside parallel)
 
     # ---- names -------------------------------------------------------------------------------
     def check_Name(self, e: n.Name) -> n.Name:
@@ -229,7 +228,6 @@ class ExprChecker:
 
     # ---- element access ------------------------------------------------------------------------
     def check_Subscript(self, e: n.Subscript):
-        storing, self.storing = self.storing, False
         base = self.expr(e.value)
         e = replace(e, value=base)
         t = base.ty
@@ -248,13 +246,8 @@ class ExprChecker:
             self.error("E039", f"'{_text(base)}' has {t.rank} dimension{'s' * (t.rank != 1)} but is indexed with {len(e.indices)}",
                        e.span)
             return e
-        if t.scope == FRAGMENT and not self.in_parallel and storing:
-            # (a read outside is the scheduler's to judge: it needs every thread to hold the element, E260)
-            self.error("E059", f"elements of the fragment '{_text(base)}' are spread over the threads and can only be "
-                       "written inside a 'parallel' loop", e.span,
-                       "outside one, fill(...) sets every element; an element every thread holds (a reduction's "
-                       "result, a fragment of one element) can be read anywhere")
-            return e
+        # A fragment element read or written outside a parallel loop is layout inference's to judge:
+        # every thread must hold it (schedule/layout_infer.py, E059/E260/E261).
         if t.scope == VALUE:
             self.error("E039", "a tensor value inside a tile op cannot be indexed", e.span)
             return e

@@ -8,7 +8,7 @@ from ..dtypes import I32
 from ..parser import nodes as n
 from ..parser.nodes import replace  # dataclasses.replace, faster
 from ..schedule.sm_limits import MAX_GRID
-from . import literals, rules
+from . import literals, rules, scalar_tiles
 from .builtins import ALLOCATORS, HINTS, LOOPS, TILE_STATEMENTS
 from .env import BLOCK, LOCAL, LOOP, Scope, Symbol
 from .persistent import PersistentChecker
@@ -120,9 +120,7 @@ class StmtChecker(PortingChecker, PersistentChecker):
             self.error("E032", f"cannot store a {describe(t)} into {what}", value.span)
 
     def _store(self, s, value):
-        self.storing = True
         target = self.expr(s.target)
-        self.storing = False
         if target.ty is None:
             return s
         base = target.value.ty
@@ -131,15 +129,14 @@ class StmtChecker(PortingChecker, PersistentChecker):
         self._check_fits(value, target.ty.dtype, f"an element of '{s.target.value.id}'"
                          if isinstance(s.target.value, n.Name) else "this element")
         self.local_store_per_thread(target, value, s.span)
+        scalar_tiles.fragment_store_per_thread(self, target, value, s.span)
         return replace(s, target=target, value=value)
 
     def stmt_AugAssign(self, s: n.AugAssign):
         if self.kind == "tile_op":
             self.error("E043", "a tile op body holds named intermediate results and one return", s.span)
             return s
-        self.storing = True
         target = self.expr(s.target)
-        self.storing = False
         value = self.value(s.value)
         if isinstance(s.target, n.Name):
             sym = self.scope.lookup(s.target.id)
@@ -165,6 +162,7 @@ class StmtChecker(PortingChecker, PersistentChecker):
             self.per_thread_assignment(s.target.id, value)
         else:
             self.local_store_per_thread(target, value, s.span)
+            scalar_tiles.fragment_store_per_thread(self, target, value, s.span)
         result = ScalarType(dt, weak=value.ty.weak and target.ty.weak)
         if not rules.assignable(result, target.ty.dtype) and not (value.ty.weak and not (value.ty.dtype.is_float and target.ty.dtype.is_int)):
             self.error("E033", f"'{s.op}=' computes {dt}, which does not fit back into {target.ty.dtype} without a cast",

@@ -71,6 +71,9 @@ class TileChecker:
             self.error("E060", f"{name}(...) works on whole tiles and cannot be inside a 'parallel' loop", call.span,
                        "inside a parallel loop, read and write single elements")
             return s
+        from . import scalar_tiles  # (clear and fill of a scalar: TileLang's T.alloc_var)
+        if name in ("clear", "fill") and call.args and scalar_tiles.scalar_variable(self, call.args[0]):
+            return scalar_tiles.set_scalar(self, s, name)
         method = getattr(self, "_" + name.split("_")[0] if name.startswith(("reduce_", "atomic_")) else "_" + name)
         checked = method(call, name)
         if checked is None:
