@@ -13,7 +13,7 @@ from tlc.schedule import schedule
 from nvcc import compile_object
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "reduce_args_global_copy.tl"
-KERNELS = ["row_stats", "column_sums", "copy_cast", "copy_picked", "copy_column", "copy_large"]
+KERNELS = ["row_stats", "column_sums", "copy_cast", "copy_picked", "copy_column", "copy_large", "copy_long_rows"]
 
 
 def checked():
@@ -53,11 +53,21 @@ def test_single_indices_on_both_sides_stage_the_tile_they_leave():
     assert "copy X_tile -> Y[h, b, bx * 16, 0]<1, 1, 16, 24>" in ir_text
 
 
+def test_a_large_tile_is_staged_in_bands_of_rows():
+    ir_text, body = kernel_and_body("copy_large")
+    # 64 x 128 at 32 threads is 256 values a thread; bands of 16 rows are 64
+    assert "fragment A_tile: bf16[16, 128] layout=blocked(vec=8, threads=32)" in ir_text
+    assert ("  for A_tile_band in range(0, 4, 1):\n"
+            "    copy A[by * 64 + A_tile_band * 16, bx * 128]<16, 128> -> A_tile\n"
+            "    copy A_tile -> B[by * 64 + A_tile_band * 16, bx * 128]<16, 128>") in ir_text
+    assert "tl::copy_g2f<" in body and "tl::copy_f2g<" in body
+
+
 @pytest.mark.parametrize("name, loop", [
     ("copy_column", "O[b, bx * 32 + copy_0, h] = f64(G[b, bx * 32 + copy_0, h])"),
-    ("copy_large", "B[by * 64 + copy_0, bx * 128 + copy_1] = f32(A[by * 64 + copy_0, bx * 128 + copy_1])"),
+    ("copy_long_rows", "B[by * 2 + copy_0, bx * 4096 + copy_1] = A[by * 2 + copy_0, bx * 4096 + copy_1]"),
 ])
-def test_a_column_or_a_large_tile_is_copied_element_by_element(name, loop):
+def test_a_column_or_rows_too_long_to_stage_are_copied_element_by_element(name, loop):
     ir_text, body = kernel_and_body(name)
     assert "fragment" not in ir_text and loop in ir_text
     assert "tl::copy_g2f<" not in body

@@ -62,12 +62,20 @@ def test_a_column_is_copied_element_by_element(mod):
     np.testing.assert_array_equal(o, g.astype(np.float64))
 
 
-def test_a_tile_too_large_to_stage_is_copied_by_a_loop(mod):
+def test_a_large_tile_is_copied_in_bands_of_rows(mod):
     rng = np.random.default_rng(23)
-    a = rng.standard_normal((70, 130)).astype(ml_dtypes.bfloat16)
+    a = rng.standard_normal((70, 130)).astype(ml_dtypes.bfloat16)  # the last block's bands are partly outside
     b = np.full((70, 130), np.nan, np.float32)
     mod.copy_large(a, b)
     np.testing.assert_array_equal(b, a.astype(np.float32))
+
+
+def test_rows_too_long_to_stage_are_copied_by_a_loop(mod):
+    rng = np.random.default_rng(25)
+    a = rng.standard_normal((3, 4100)).astype(np.float16)
+    b = np.full((3, 4100), np.nan, np.float16)
+    mod.copy_long_rows(a, b)
+    np.testing.assert_array_equal(b, a)
 
 
 LAST_DIM = """

@@ -8,13 +8,16 @@ ways:
   tile takes vector runs (16 bytes of the narrower dtype) wherever the rows are contiguous
   and aligned, elements outside either tensor are neither read nor written, and the store
   converts to the destination's dtype.  The fragment is named in `--emit ir`;
+  A tile of more than MAX_PER_THREAD values a thread is staged in bands of rows, one after
+  another in a serial loop, so that the registers it takes stay bounded;
 - element by element (`copy_parts.as_loop`, a `parallel` loop) where no run is contiguous
-  (a side whose last dimension a single index drops: a column) or where the staged tile
-  would hold more than MAX_PER_THREAD values in each thread's registers.
+  (a side whose last dimension a single index drops: a column), or where one row alone is
+  more than MAX_PER_THREAD values a thread.
 """
 from __future__ import annotations
 
 from .. import ir
+from ..dtypes import I32
 from . import copy_parts
 
 MAX_PER_THREAD = 64  # values of the staged tile in each thread's registers (a 64 x 128 tile at 128 threads)
@@ -28,12 +31,30 @@ def as_copies(copy: ir.Copy, buffers: dict, dtypes: dict, threads: int, fresh_bu
     """`copy` between two tensors as statements of the tile IR; `buffers` gains the staged tile
     (named by `fresh_buffer(stem)`), `dtypes` gives each tensor's dtype."""
     tile = tuple(e for e in copy.src.extents if e != 1) or (1,)
-    values = 1
-    for e in tile:
-        values *= e
-    if copy.src.extents[-1] == 1 or copy.dst.extents[-1] == 1 or len(tile) > 2 or values > MAX_PER_THREAD * threads:
+    per_row = 1
+    for e in tile[1:]:
+        per_row *= e
+    band = max((b for b in range(1, tile[0] + 1) if tile[0] % b == 0 and b * per_row <= MAX_PER_THREAD * threads),
+               default=None)
+    if copy.src.extents[-1] == 1 or copy.dst.extents[-1] == 1 or len(tile) > 2 or band is None:
         return [copy_parts.as_loop(copy, buffers, dtypes, fresh_indices)]
     name = fresh_buffer(f"{copy.src.name}_tile")
-    buffers[name] = ir.Buffer(name, "fragment", dtypes[copy.src.name], tile, span=copy.span)
+    buffers[name] = ir.Buffer(name, "fragment", dtypes[copy.src.name], (band,) + tile[1:], span=copy.span)
     staged = ir.BufferRef(name, span=copy.span)
-    return [ir.Copy(copy.src, staged, span=copy.span), ir.Copy(staged, copy.dst, span=copy.span)]
+    if band == tile[0]:
+        return [ir.Copy(copy.src, staged, span=copy.span), ir.Copy(staged, copy.dst, span=copy.span)]
+    # a tile too large for the registers at once: bands of `band` rows, one after another
+    var = fresh_buffer(f"{name}_band")
+    src, dst = (_band(side, ir.Var(var, I32), band) for side in (copy.src, copy.dst))
+    body = (ir.Copy(src, staged, span=copy.span), ir.Copy(staged, dst, span=copy.span))
+    return [ir.For(var, ir.Const(0, I32), ir.Const(tile[0] // band, I32), ir.Const(1, I32), "serial", 1, body,
+                   span=copy.span)]
+
+
+def _band(side: ir.Region, var: ir.Var, band: int) -> ir.Region:
+    """The band `var` of `band` rows of a region: its first dimension of more than one element."""
+    axis = next(i for i, e in enumerate(side.extents) if e != 1)
+    offsets = list(side.offsets)
+    offsets[axis] = ir.BinOp("+", offsets[axis], ir.BinOp("*", var, ir.Const(band, I32), I32), I32)
+    extents = tuple(band if i == axis else e for i, e in enumerate(side.extents))
+    return ir.Region(side.name, tuple(offsets), extents, span=side.span)
