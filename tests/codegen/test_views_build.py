@@ -34,5 +34,9 @@ def test_im2col_is_a_gather_whose_padding_reads_zero():
     ir_text = runner.build(str(PROGRAM), kernels=["unfold"], shapes=SHAPES, emit="ir")[0]
     assert "for im2col_i, im2col_j in parallel(32, 16):" in ir_text
     assert "tile[im2col_i, im2col_j] = where(im2col_k < 9 * C, img[" in ir_text
+    # cols[n, oh, ow, kh, kw, c] through its [N * OH * OW, K * K * C] view: each view dimension
+    # is split into its own group of the parameter's (i32), not merged into one i64 position
+    assert "cols[(by * 32 + copy_0) // " in ir_text and "(bx * 16 + copy_1) // C // 3, " in ir_text
+    assert "i64" not in ir_text
     text = runner.build(str(PROGRAM), kernels=["unfold"], shapes=SHAPES)[0]
     assert ": tl::cvt<half>(0.0f)) : tl::cvt<half>(0.0f));" in text  # outside the image, past the kernel: 0

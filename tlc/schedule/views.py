@@ -3,10 +3,11 @@ lowered away: the IR knows only the kernel's parameters, so every access through
 becomes an access to the viewed parameter at the same row-major position.
 
 - An element (`Load`, `Store`, `Atomic`) is read or written at the parameter's indices
-  computed from the view's: the trailing dimensions the two shapes share are kept as they are,
-  the others merged into one row-major position and split again (`r` of a `[K * K * C, F]` view
-  of `[K, K, C, F]` is `(r // (K * C), r // C % K, r % C)`).  A view index outside its
-  dimension reads 0 and is not written, as any tensor's.
+  computed from the view's: the shapes are cut into groups of equal element count from the
+  last dimension on (`root_indices`), and each group's view indices are merged into one
+  row-major position and split again over the parameter's (`r` of a `[K * K * C, F]` view of
+  `[K, K, C, F]` is `(r // C // K, r // C % K, r % C)`, the column kept as it is).  A view
+  index outside its dimension reads 0 and is not written, as any tensor's.
 - A copy with a view on a side is a `parallel` loop over the tile, one element an index
   (schedule/copy_parts.py), whose elements are then mapped as above.  What that costs: no
   cp.async or TMA for the view's side, each thread moving single elements.
@@ -111,16 +112,58 @@ def _map(node, views):
 
 def root_indices(view: View, indices: tuple) -> tuple:
     """(the parameter's indices of the element at `indices` of the view, the condition that the
-    view's indices lie inside it where the parameter's bounds do not already say so, or None)."""
+    view's indices lie inside it where the parameter's bounds do not already say so, or None).
+
+    The two shapes are cut into groups from the last dimension on, each group of view
+    dimensions holding as many elements as its group of parameter dimensions (`K * K * C`
+    against `K, K, C`; `F` against `F`), the fewest dimensions first; a group's indices are
+    merged into one position and split again, the rest of the shapes (where no such cut is
+    found) forming one group."""
     vd, rd = view.dims, view.root_dims
-    shared = 0
-    while shared < min(len(vd), len(rd)) and vd[len(vd) - 1 - shared] == rd[len(rd) - 1 - shared]:
-        shared += 1
-    a, b = len(vd) - shared, len(rd) - shared
-    tail = tuple(indices[a:])
-    if a == b == 0:
-        return tail, None
-    lead, dims = indices[:a], vd[:a]
+    out, guard = [], None
+    for (v0, v1), (r0, r1) in _groups(vd, rd):
+        idx, inside = _group_indices(indices[v0:v1], vd[v0:v1], rd[r0:r1])
+        out.extend(idx)
+        if inside is not None:
+            guard = inside if guard is None else ir.BinOp("and", guard, inside, BOOL)
+    return tuple(out), guard
+
+
+def _groups(vd, rd) -> list:
+    """[((view start, stop), (parameter start, stop)), ...] in order, covering both shapes."""
+    i, j, out = len(vd), len(rd), []
+    while i > 0 and j > 0:
+        cut = next(((p, t - p) for t in range(2, i + j + 1) for p in range(1, t)
+                    if p <= i and t - p <= j and _product(vd[i - p:i]) == _product(rd[j - (t - p):j])), None)
+        if cut is None or (cut[0] == i) != (cut[1] == j):  # what is left must hold nothing, or be a group itself
+            break
+        out.append(((i - cut[0], i), (j - cut[1], j)))
+        i, j = i - cut[0], j - cut[1]
+    if i or j:
+        out.append(((0, i), (0, j)))
+    return out[::-1]
+
+
+def _product(dims) -> tuple:
+    """A product of dimensions as (its constant factor, its other factors sorted by their text)."""
+    const, factors = 1, []
+    stack = list(dims)
+    while stack:
+        d = stack.pop()
+        if isinstance(d, ir.BinOp) and d.op == "*":
+            stack += [d.a, d.b]
+        elif isinstance(d, ir.Const):
+            const *= d.value
+        else:
+            factors.append(d)
+    return const, tuple(sorted(factors, key=repr))
+
+
+def _group_indices(lead, dims, rd) -> tuple:
+    """One group: the view's indices `lead` over `dims` as indices over the parameter's `rd`."""
+    a, b = len(lead), len(rd)
+    if a == 1 and b == 1:
+        return tuple(lead), None
     guard = None
     for i, d in list(zip(lead, dims))[1:]:  # the first one's overflow leaves the parameter's first dimension
         inside = ir.BinOp("and", ir.BinOp(">=", i, ir.Const(0, I32), BOOL), ir.BinOp("<", i, d, BOOL), BOOL)
@@ -131,14 +174,14 @@ def root_indices(view: View, indices: tuple) -> tuple:
         flat = ir.BinOp("+", ir.BinOp("*", flat, _cast(d, wide), wide), _cast(i, wide), wide)
     if b == 0:  # the view's extra dimensions are all of size 1
         zero = ir.BinOp("==", flat, ir.Const(0, wide), BOOL)
-        return tail, zero if guard is None else ir.BinOp("and", guard, zero, BOOL)
+        return (), zero if guard is None else ir.BinOp("and", guard, zero, BOOL)
     out = []
     rest = flat
-    for d in reversed(rd[1:b]):
+    for d in reversed(rd[1:]):
         out.append(_cast(ir.BinOp("%", rest, _cast(d, wide), wide), I32))
         rest = ir.BinOp("//", rest, _cast(d, wide), wide)
     out.append(_cast(rest, I32))
-    return tuple(reversed(out)) + tail, guard
+    return tuple(reversed(out)), guard
 
 
 def _cast(e: ir.Expr, dt: DType) -> ir.Expr:
