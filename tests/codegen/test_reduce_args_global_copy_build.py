@@ -13,7 +13,7 @@ from tlc.schedule import schedule
 from nvcc import compile_object
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "reduce_args_global_copy.tl"
-KERNELS = ["row_stats", "column_sums", "copy_cast", "copy_picked", "copy_column", "copy_large", "copy_long_rows"]
+KERNELS = ["row_stats", "column_sums", "copy_cast", "copy_picked", "copy_column", "copy_large", "copy_long_rows", "copy_slabs"]
 
 
 def checked():
@@ -61,6 +61,14 @@ def test_a_large_tile_is_staged_in_bands_of_rows():
             "    copy A[by * 64 + A_tile_band * 16, bx * 128]<16, 128> -> A_tile\n"
             "    copy A_tile -> B[by * 64 + A_tile_band * 16, bx * 128]<16, 128>") in ir_text
     assert "tl::copy_g2f<" in body and "tl::copy_f2g<" in body
+
+
+def test_a_tile_of_rank_3_is_staged_one_2d_tile_after_another():
+    ir_text, _ = kernel_and_body("copy_slabs")
+    assert "fragment X_tile: f32[16, 40] layout=blocked(vec=8, threads=64)" in ir_text
+    assert ("  for X_slab in range(0, 2, 1):\n"
+            "    copy X[by * 2 + X_slab, bx * 16, 0]<1, 16, 40> -> X_tile\n"
+            "    copy X_tile -> Y[by * 2 + X_slab, bx * 16, 0]<1, 16, 40>") in ir_text
 
 
 @pytest.mark.parametrize("name, loop", [
