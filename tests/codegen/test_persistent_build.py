@@ -1,8 +1,9 @@
 """persistent(...) generated for sm_80 and sm_90a (tests/programs/persistent.tl): one module of
-every kernel compiles with nvcc, warnings as errors; `--emit ir` shows the walk and a note; on
-sm_90a a pipelined gemm inside the walk is not warp-specialized (the pass takes a pipelined
-loop at the top of the grid only) and keeps the cp.async ring with wgmma, as the waves written
-by hand do."""
+every kernel compiles with nvcc, warnings as errors (gemm_tiles on sm_90a as the grid of its
+tiles, warp-specialized: tests/schedule/test_persistent_grid.py); `--emit ir` shows the walk
+and a note; on sm_90a a pipelined gemm inside a walk that is not its tile grid is not
+warp-specialized (the pass takes a pipelined loop at the top of the grid only) and keeps the
+cp.async ring with wgmma, as the waves written by hand do."""
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from tlc.schedule.fit import schedule_fitting
 from nvcc import compile_object
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "persistent.tl"
-KERNELS = ["walk", "walk_rows", "walk_cube", "walk_until", "gemm_relu"]
+KERNELS = ["walk", "walk_rows", "walk_cube", "walk_until", "gemm_relu", "gemm_tiles"]
 
 
 def checked():

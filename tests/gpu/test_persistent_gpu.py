@@ -1,7 +1,8 @@
 """persistent(...) on the GPU: the interpreter's checks against TileLang's walk and NumPy
 (tests/interp/test_interp_persistent.py) run again with the kernels compiled for the device:
-each block visits its tiles in TileLang's order, every tile once, and the persistent gemm
-(on sm_90a a wgmma gemm fed by the cp.async ring) matches NumPy."""
+each block visits its tiles in TileLang's order, every tile once, and the persistent gemms
+match NumPy: gemm_relu's walk on sm_90a a wgmma gemm fed by the cp.async ring, gemm_tiles's
+the grid of its tiles, warp-specialized and persistent (schedule/persistent_grid.py)."""
 import importlib.util
 from pathlib import Path
 
@@ -17,7 +18,8 @@ checks = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(checks)
 
 CHECKS = ["test_one_dimension_in_groups_of_eight", "test_three_dimensions_with_a_group_wider_than_the_last",
-          "test_break_leaves_the_walk_and_continue_the_tile", "test_a_persistent_gemm_matches_numpy"]
+          "test_break_leaves_the_walk_and_continue_the_tile", "test_a_persistent_gemm_matches_numpy",
+          "test_a_persistent_gemm_as_its_tile_grid_matches_numpy"]
 
 
 @pytest.fixture(scope="module")

@@ -109,3 +109,16 @@ def test_a_persistent_gemm_matches_numpy(mod):
     mod.gemm_relu(A, B, C)
     ref = np.maximum(A.astype(np.float64) @ B.astype(np.float64), 0)
     np.testing.assert_allclose(C.astype(np.float64), ref, rtol=2e-2, atol=2e-2)
+
+
+def test_a_persistent_gemm_as_its_tile_grid_matches_numpy(mod):
+    """gemm_tiles: on sm_90a (and so on the H200) the grid of its tiles, warp-specialized
+    (tests/schedule/test_persistent_grid.py); here the walk as written."""
+    rng = np.random.default_rng(21)
+    M, N, K = 300, 270, 130
+    A = rng.standard_normal((M, K)).astype(np.float16)
+    B = rng.standard_normal((K, N)).astype(np.float16)
+    C = np.full((M, N), np.nan, np.float16)
+    mod.gemm_tiles(A, B, C)
+    ref = np.maximum(A.astype(np.float64) @ B.astype(np.float64), 0)
+    np.testing.assert_allclose(C.astype(np.float64), ref, rtol=2e-2, atol=2e-2)

@@ -22,6 +22,7 @@ from .barriers import insert_barriers
 from .bind import bind_constants, parse_value
 from .layout import parallel_layout
 from .last_stage import keep_last_stages
+from .persistent_grid import scheduled_as_tile_grid
 from .layout_infer import infer_layouts
 from .lower import Lowerer, LoweringError
 from .registers import check_thread_storage
@@ -112,8 +113,9 @@ def schedule_grids(program: CheckedProgram, name: str, constants: dict | None = 
 
 def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target: str, limit: int) -> ir.Kernel:
     """The kernel of the `index`th of `count` grids of the bound kernel `fn`."""
+    lowerer = Lowerer(fn, program)
     try:
-        kernel = Lowerer(fn, program).kernel(index)
+        kernel = lowerer.kernel(index)
     except LoweringError as e:
         raise DiagnosticError([Diagnostic("E068", str(e), e.span)], program.sources) from None
     if fn.specialized:
@@ -127,6 +129,10 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
     passes = (lambda k: infer_layouts(k, target, program.sources), lambda k: check_thread_storage(k, program.sources),
               lambda k: plan_shared_memory(k, limit, program.sources), insert_barriers, keep_last_stages,
               lambda k: specialize_warps(k, targets.get(target)))
+    tiled = scheduled_as_tile_grid(lowerer.__dict__.get("persistent_walks", ()), kernel, targets.get(target),
+                                   tuple(zip(PASSES[1:], passes, strict=True)), after)  # persistent_grid.py
+    if tiled is not None:
+        return tiled
     for name, run in zip(PASSES[1:], passes, strict=True):
         kernel = run(kernel)
         after(name, kernel)

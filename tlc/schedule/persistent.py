@@ -21,6 +21,8 @@ The loop is serial, so a pipelined loop inside it is not the top-level pipelined
 warp specialization (warpspec.py) takes: on sm_90a it runs on the cp.async ring, as on sm_80."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import ir
 from ..dtypes import BOOL, I32
 from ..ir.printer import expr as ir_text
@@ -82,10 +84,13 @@ class PersistentLowerer:
         def value(e) -> ir.Expr:
             return cast(self.expr(e), I32)
 
-        dims = [once("persistent_tiles", value(d)) for d in domain.elts]
-        wave = value(wave_arg)
-        wave = once("persistent_wave_size", wave if isinstance(wave, ir.Const) else _fold("max", wave, ir.Const(1, I32)))
-        index = once("persistent_index", value(index_arg))
+        raw_dims = [value(d) for d in domain.elts]
+        dims = [once("persistent_tiles", d) for d in raw_dims]
+        raw_wave = value(wave_arg)
+        wave = once("persistent_wave_size",
+                    raw_wave if isinstance(raw_wave, ir.Const) else _fold("max", raw_wave, ir.Const(1, I32)))
+        raw_index = value(index_arg)
+        index = once("persistent_index", raw_index)
         asked = ir.Const(GROUP_SIZE, I32) if group_arg is None else value(group_arg)
         last = dims[-1]
         group = once("persistent_group", _fold("max", ir.Const(1, I32), _fold("min", asked, last)))
@@ -122,10 +127,32 @@ class PersistentLowerer:
                             span=s.span)
         loop = ir.For(wave_var, ir.Const(0, I32), waves, ir.Const(1, I32), "serial", 1,
                       (step, *lets, in_domain), span=s.span)
-        self.note(f"line {s.span.line}: persistent loop over ({', '.join(names)}): a wave of {ir_text(wave)} blocks "
-                  f"walks tiles {ir_text(wave)} apart from {ir_text(index)}, in groups of {ir_text(asked)} along the "
-                  f"last dimension (fewer where it has fewer tiles)"
-                  + ("; its pipelined loops are not warp-specialized (only a pipelined loop at the top of the grid is)"
-                     if any(isinstance(x, ir.For) and x.kind == "pipelined" for x in statements(body)) else ""))
+        note = (f"line {s.span.line}: persistent loop over ({', '.join(names)}): a wave of {ir_text(wave)} blocks "
+                f"walks tiles {ir_text(wave)} apart from {ir_text(index)}, in groups of {ir_text(asked)} along the "
+                f"last dimension (fewer where it has fewer tiles)")
+        pipelined = any(isinstance(x, ir.For) and x.kind == "pipelined" for x in statements(body))
+        self.note(note + ("; its pipelined loops are not warp-specialized (only a pipelined loop at the top of the "
+                          "grid is)" if pipelined else ""))
+        walks = self.__dict__.setdefault("persistent_walks", [])
+        walks.append(Walk(loop, tuple(raw_dims), raw_wave, raw_index, tuple(x.name for x in lets), body,
+                          tuple(pending) + tuple(before), self.__dict__["notes"][-1], s.span.line, tuple(names)))
         return [*pending, *before, loop]
+
+
+@dataclass(frozen=True)
+class Walk:
+    """What persistent_grid.py needs of one lowered walk: the loop, the domain, wave size and
+    index as written, the tile's coordinates (their IR names), the body under the guard, the
+    statements computed before the loop, the kernel's note about it."""
+
+    loop: ir.For
+    dims: tuple
+    wave: ir.Expr
+    index: ir.Expr
+    coords: tuple[str, ...]
+    body: tuple
+    before: tuple
+    note: str
+    line: int
+    names: tuple[str, ...]  # the coordinates as the source names them
 
