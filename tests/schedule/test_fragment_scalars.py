@@ -115,8 +115,8 @@ KERNELS = [(MASKED, "masked_sum"), (WRITE_IN_ANOTHER_LAYOUT, "row_stats"), (ONE_
 EDGES = {2: 6.0, 4: 1.0, 6: 0.0, -1: 0.0}  # n -> Y[0]
 
 
-def load(src: str, tmp_path, target="cpu"):
-    path = tmp_path / "s.tl"
+def load(src: str, tmp_path, target="cpu", name="s"):
+    path = tmp_path / f"{name}.tl"
     path.write_text(src)
     return tlc.load(str(path), target=target)
 
@@ -215,19 +215,18 @@ def test_fragments_used_as_scalars_build(arch, tmp_path):
 @pytest.mark.gpu
 def test_fragments_used_as_scalars_on_the_gpu(tmp_path):
     x, mask, y, w = masked_inputs(37)
-    load(MASKED, tmp_path / "a" if (tmp_path / "a").mkdir() is None else None, "cuda").masked_sum(x, mask, y, w)
+    load(MASKED, tmp_path, "cuda", "a").masked_sum(x, mask, y, w)
     ref_y, ref_w = masked_reference(x, mask)
     np.testing.assert_allclose(y, ref_y, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(w, ref_w, rtol=1e-6)
     a, b, y = row_stats_inputs()
-    load(WRITE_IN_ANOTHER_LAYOUT, tmp_path / "b" if (tmp_path / "b").mkdir() is None else None, "cuda").row_stats(a, b, y)
+    load(WRITE_IN_ANOTHER_LAYOUT, tmp_path, "cuda", "b").row_stats(a, b, y)
     np.testing.assert_allclose(y, row_stats_reference(a, b), rtol=1e-4)
     x = np.random.default_rng(2).standard_normal((3, 512)).astype(np.float32)
     y = np.full(3, np.nan, np.float32)
-    load(ONE_ELEMENT_AT_A_RUN_TIME_INDEX, tmp_path / "c" if (tmp_path / "c").mkdir() is None else None,
-         "cuda").row_sum(x, y)
+    load(ONE_ELEMENT_AT_A_RUN_TIME_INDEX, tmp_path, "cuda", "c").row_sum(x, y)
     np.testing.assert_allclose(y, x.astype(np.float64).sum(1), rtol=1e-5)
-    edge = load(OUT_OF_RANGE, tmp_path / "d" if (tmp_path / "d").mkdir() is None else None, "cuda").edge
+    edge = load(OUT_OF_RANGE, tmp_path, "cuda", "d").edge
     for n, want in EDGES.items():
         y = np.full(1, np.nan, np.float32)
         edge(y, n)
@@ -339,3 +338,11 @@ def test_clear_and_fill_of_a_scalar_check_as_assignments():
         "t.tl:4:15: error[E036]: clear() sets a shared, fragment or local buffer, found i32\n"
         "  |\n4 |         clear(n)\n  |               ^")
     assert _checked("x = 1.0; clear(x, 2)").startswith("t.tl:5:9: error[E034]: clear() takes 1 argument")
+
+
+def test_check_reports_what_layout_inference_finds():
+    """`tlc check` schedules the kernel as `build` would, so the errors that moved from the
+    checker to layout inference (E059) are still reported by check."""
+    from tlc.scheduled_check import schedule_all
+    assert [d.code for d in schedule_all(program(E059_ACCUMULATOR), "sm_80", {})] == ["E059"]
+    assert [d.code for d in schedule_all(program(E261_OVER_BUDGET), "sm_80", {})] == ["E261"]
