@@ -53,6 +53,10 @@ CASES = {
         ['for i, j in persistent([M, -1], S, b):', '    O[i, j] = 1'],
         't.tl:4:36: error[E272]: a tile count of persistent(...) must be a non-negative integer, found -1\n  |\n4 |         for i, j in persistent([M, -1], S, b):\n  |                                    ^^',
     ),
+    'E272index': (
+        ['for i, j in persistent([M, N], S, -1):', '    O[i, j] = 1'],
+        't.tl:4:43: error[E272]: the index of persistent(...) must be a non-negative integer, found -1\n  |\n4 |         for i, j in persistent([M, N], S, -1):\n  |                                           ^^',
+    ),
     'E273': (
         ['for p in parallel(4):', '    for i, j in persistent([M, N], S, b):', '        O[i, j] = 1'],
         't.tl:5:25: error[E273]: a persistent loop cannot be inside a parallel loop\n  |\n5 |             for i, j in persistent([M, N], S, b):\n  |                         ^^^^^^^^^^^^^^^^^^^^^^^^',

@@ -44,7 +44,7 @@ class PersistentChecker:
             return s
         extents = tuple(self._persistent_count(e, "a tile count of persistent(...)", 0) for e in domain.elts)
         wave = self._persistent_count(it.args[1], "the wave size of persistent(...)", 1)
-        index = self.integer(it.args[2], "the index of persistent(...)")
+        index = self._persistent_count(it.args[2], "the index of persistent(...)", 0)
         group = it.args[3] if len(it.args) == 4 else next((k.value for k in it.keywords if k.name == "group_size"), None)
         if len(it.args) == 4 and it.keywords:
             self.error("E034", "persistent() is given group_size twice", it.keywords[0].span)
