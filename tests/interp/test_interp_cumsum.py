@@ -1,7 +1,7 @@
 """The interpreter on tests/programs/cumsum.tl against NumPy on ragged sizes: cumsum over shared
-and fragment tiles along either dimension, forward and reversed, in place and into a buffer of a
-wider dtype, integers wrapping in the destination's width; and buffers allocated inside an if
-and a loop.  tests/gpu/test_cumsum_gpu.py runs the same checks on the GPU."""
+and fragment tiles and regions of them along either dimension, forward and reversed, in place
+and into a buffer of a wider dtype, integers wrapping in the destination's width; and buffers
+allocated inside an if, its else and loops.  tests/gpu/test_cumsum_gpu.py runs the same checks on the GPU."""
 from pathlib import Path
 
 import numpy as np
@@ -93,3 +93,19 @@ def test_tiles_allocated_inside_a_pipelined_loop(mod):
     c = np.full((70, 90), np.nan, np.float32)
     mod.staged_in_a_pipelined_loop(a, b, c)
     np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_chunks_of_a_tile_each_scanned_in_place(mod, reverse):
+    a = np.random.default_rng(9).standard_normal(200).astype(np.float32)  # 200: a ragged block
+    c = np.full_like(a, np.nan)
+    mod.chunks_of_a_tile(a, c, reverse=reverse)
+    want = np.concatenate([sums(a[s:s + 16], 0, reverse) for s in range(0, 200, 16)])
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+
+
+def test_rows_of_a_fragment_into_rows_of_a_shared_tile(mod):
+    a = np.random.default_rng(10).standard_normal((10, 64)).astype(np.float32)
+    c = np.full_like(a, np.nan)
+    mod.rows_of_a_fragment(a, c)
+    np.testing.assert_allclose(c, sums(a, 1, False), rtol=1e-5, atol=1e-5)

@@ -1,7 +1,7 @@
 """cumsum (TileLang's `T.cumsum(src, dst=None, dim=0, reverse=False)`) in the checker: the
-spellings it accepts, by position and by name, and the exact diagnostic of each wrong use
-(E292-E298, and the shared codes E031, E033, E034, E060 where they mean what they mean
-elsewhere)."""
+spellings it accepts, by position and by name, of buffers and regions of them, and the exact
+diagnostic of each wrong use (E292, E293, E295-E298, and the shared codes E031, E033, E034,
+E060 where they mean what they mean elsewhere)."""
 import pytest
 
 from tlc.driver import check_source
@@ -26,6 +26,11 @@ def test_tilelang_spellings_check():
                          "cumsum(f, s, 0, rev)", "w = fragment(f64[BM, 32])", "cumsum(f, w)")) == ""
 
 
+def test_regions_check():  # TileLang's T.cumsum(g[i * C:(i + 1) * C], dim=0); a single index is an extent of 1
+    assert rendered(body("cumsum(s[0:16, :])", "cumsum(f[3, :], s[3, :], dim=1)", "for i in range(4):",
+                         "    cumsum(s[i * 16:(i + 1) * 16, 0:32], dim=0)")) == ""
+
+
 CASES = {
     "E034_too_many": (
         ("cumsum(s, s, 0, False, 1)",),
@@ -45,16 +50,21 @@ CASES = {
         "  |                         ^^^^^\n  = hint: give it once; TileLang's signature: cumsum(src, dst=None, dim=0, reverse=False)"),
     "E293_global": (
         ("cumsum(A)",),
-        "t.tl:6:16: error[E293]: the source of cumsum() must be a shared or fragment buffer, found global tensor f32[M, N]\n"
+        "t.tl:6:16: error[E293]: the source of cumsum() must be a shared or fragment buffer or a region of one, found global tensor f32[M, N]\n"
         "  |\n6 |         cumsum(A)\n  |                ^\n  = hint: copy the tile into a shared(...) or fragment(...) buffer first"),
     "E293_local": (
         ("l = local(f32[4])", "cumsum(s, l)"),
-        "t.tl:7:19: error[E293]: the destination of cumsum() must be a shared or fragment buffer, found local tensor f32[4]\n"
+        "t.tl:7:19: error[E293]: the destination of cumsum() must be a shared or fragment buffer or a region of one, found local tensor f32[4]\n"
         "  |\n7 |         cumsum(s, l)\n  |                   ^\n  = hint: copy the tile into a shared(...) or fragment(...) buffer first"),
-    "E294_region": (
-        ("cumsum(s[0:4, :])",),
-        "t.tl:6:16: error[E294]: cumsum() scans whole buffers; a part of one as its source is not supported yet\n  |\n"
-        "6 |         cumsum(s[0:4, :])\n  |                ^^^^^^^^^\n  = hint: allocate a buffer of the part's shape and copy the part into it"),
+    "E293_region_of_a_global_tensor": (
+        ("cumsum(A[0:4, 0:4])",),
+        "t.tl:6:16: error[E293]: the source of cumsum() must be a shared or fragment buffer or a region of one, found a "
+        "region of the global tensor f32[M, N]\n  |\n6 |         cumsum(A[0:4, 0:4])\n  |                ^^^^^^^^^^^\n"
+        "  = hint: copy the tile into a shared(...) or fragment(...) buffer first"),
+    "E295_regions": (
+        ("cumsum(s[0:16, :], f[0:8, :])",),
+        "t.tl:6:28: error[E295]: cumsum() writes a tile of its source's shape [16, 32] into the destination, which is "
+        "[8, 32]\n  |\n6 |         cumsum(s[0:16, :], f[0:8, :])\n  |                            ^^^^^^^^^"),
     "E295_shape": (
         ("g = shared(f32[BM, 16])", "cumsum(s, g)"),
         "t.tl:7:19: error[E295]: cumsum() writes a tile of its source's shape [BM, 32] into the destination, which is [BM, 16]\n"

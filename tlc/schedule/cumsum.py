@@ -1,41 +1,67 @@
 """Lowering `cumsum(src, dst, dim=D, reverse=R)` (checked in typecheck/scan.py) to `ir.Scan`,
-which scans shared memory only: as TileLang's `T.cumsum` does, a fragment side goes through a
-shared buffer.  A fragment source is copied into the shared destination, or into a scratch
-buffer of the destination's dtype (`SRC_scan`) when the destination is a fragment too; a
-fragment destination is copied from the shared buffer that holds the sums.  The scratch is an
-ordinary shared buffer of the kernel, so `--emit ir` shows it and the shared-memory plan
-reuses its bytes outside the statement."""
+which scans whole shared buffers only: as TileLang's `T.cumsum` does, a fragment side goes
+through shared memory, and so does a region of a buffer (`g[i * C:(i + 1) * C]`).
+
+The scan runs in the destination when it is a whole shared buffer, else in a scratch buffer of
+the tile's shape and the destination's dtype (`SRC_scan`).  The source reaches it by a copy,
+unless it is the same buffer or a whole shared one (then the scan reads it directly); a
+destination that is not the scanned buffer is copied from it.  Copies of a region are
+element by element (`copy_parts`, as any copy of a part of a buffer).  The scratch is an
+ordinary shared buffer of the kernel: `--emit ir` shows it and the shared-memory plan reuses
+its bytes outside the statement."""
 from __future__ import annotations
 
 from .. import ir
+from ..parser import nodes as n
+from . import copy_parts
 
 
 class ScanLowerer:
     def tile_cumsum(self, call, span) -> list:
-        src, dst = (self.buffers[a.id] for a in call.args)
         kw = {k.name: self.const(k.value) for k in call.keywords}
         dim, reverse = int(kw["dim"]), bool(kw["reverse"])
-        if src.scope == "shared" and dst.scope == "shared":
-            return [ir.Scan("sum", src.name, dst.name, dim, reverse, span=span)]
-        if dst.scope == "shared":  # a fragment source: its values into dst, scanned there
-            return [ir.Copy(ir.BufferRef(src.name, span=span), ir.BufferRef(dst.name, span=span), span=span),
-                    ir.Scan("sum", dst.name, dst.name, dim, reverse, span=span)]
-        scratch = self._scan_scratch(src, dst, span)
-        out = []
-        if src.scope == "shared":
-            out.append(ir.Scan("sum", src.name, scratch, dim, reverse, span=span))
+        src, dst = (self._scan_operand(a) for a in call.args)
+        dst_buffer = self.buffers[dst.name]
+        if self._whole(dst) and dst_buffer.scope == "shared":
+            scanned = dst.name
         else:
-            out += [ir.Copy(ir.BufferRef(src.name, span=span), ir.BufferRef(scratch, span=span), span=span),
-                    ir.Scan("sum", scratch, scratch, dim, reverse, span=span)]
-        out.append(ir.Copy(ir.BufferRef(scratch, span=span), ir.BufferRef(dst.name, span=span), span=span))
+            scanned = self._scan_scratch(src.name, dst_buffer.dtype, self._extents(dst), span)
+        out = []
+        if src.name == scanned or (self._whole(src) and self.buffers[src.name].scope == "shared"):
+            out.append(ir.Scan("sum", src.name, scanned, dim, reverse, span=span))
+        else:
+            out += [*self._scan_copy(src, ir.BufferRef(scanned, span=span), span),
+                    ir.Scan("sum", scanned, scanned, dim, reverse, span=span)]
+        if scanned != dst.name:
+            out += self._scan_copy(ir.BufferRef(scanned, span=span), dst, span)
         return out
 
-    def _scan_scratch(self, src: ir.Buffer, dst: ir.Buffer, span) -> str:
-        """A new shared buffer of the destination's shape and dtype, named after the source."""
-        name, k = f"{src.name}_scan", 0
+    def _scan_operand(self, e):
+        """A whole buffer (a BufferRef) or a region of one (a Region of the buffer's rank)."""
+        if isinstance(e, n.Name):
+            return ir.BufferRef(e.id, span=e.span)
+        return self.operand(e, ())  # every extent is a constant here, a single index's 1 too
+
+    def _whole(self, side) -> bool:
+        b = self.buffers[side.name]
+        return isinstance(side, ir.BufferRef) or (
+            all(isinstance(o, ir.Const) and o.value == 0 for o in side.offsets) and tuple(side.extents) == b.shape)
+
+    def _extents(self, side) -> tuple:
+        return self.buffers[side.name].shape if isinstance(side, ir.BufferRef) else tuple(side.extents)
+
+    def _scan_copy(self, src, dst, span) -> list:
+        copy = ir.Copy(src, dst, span=span)
+        if copy_parts.is_part(copy, self.buffers):  # a region: element by element
+            return [copy_parts.as_loop(copy, self.buffers, {}, self._fresh_indices)]
+        return [copy]
+
+    def _scan_scratch(self, src: str, dtype, shape: tuple, span) -> str:
+        """A new shared buffer of `shape` and `dtype`, named after the source."""
+        name, k = f"{src}_scan", 0
         while name in self.taken or name in self.buffers:
             k += 1
-            name = f"{src.name}_scan{k}"
+            name = f"{src}_scan{k}"
         self.taken.add(name)
-        self.buffers[name] = ir.Buffer(name, "shared", dst.dtype, dst.shape, span=span)
+        self.buffers[name] = ir.Buffer(name, "shared", dtype, tuple(shape), span=span)
         return name

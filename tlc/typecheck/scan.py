@@ -1,8 +1,9 @@
 """`cumsum(src, dst=None, dim=0, reverse=False)`: TileLang's `T.cumsum`, the inclusive prefix sum
 of a shared or fragment tile along one dimension, into `dst` (`src` itself when left out).
 
-The arguments follow TileLang's signature, by position or by name; `dim` and `reverse` are
-constants (the scan's shape is compiled in).  `dst` has `src`'s shape and a dtype that holds
+The arguments follow TileLang's signature, by position or by name; `src` and `dst` are
+buffers or regions of them (of the buffer's rank, a single index an extent of 1); `dim` and
+`reverse` are constants (the scan's shape is compiled in).  `dst` has `src`'s shape and a dtype that holds
 `src`'s values (the sums are accumulated in `dst`'s dtype, 16- and 8-bit floats in f32).
 The checker hands the lowering one spelling: `cumsum(src, dst, dim=D, reverse=R)`."""
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from ..parser import nodes as n
 from ..parser.nodes import replace
 from . import rules
-from .types import FRAGMENT, SHARED, ScalarType, TensorType, describe, format_shape
+from .types import FRAGMENT, SHARED, ScalarType, TensorType, describe, format_dim
 
 PARAMS = ("src", "dst", "dim", "reverse")
 DEFAULTS = {"dim": 0, "reverse": False}
@@ -36,8 +37,8 @@ class ScanChecker:
                        f"dim counts from 0 to {s.rank - 1}, or from -1 (the last) to {-s.rank}")
             return None
         if [self.dim_value(x) for x in s.shape] != [self.dim_value(x) for x in d.shape]:
-            self.error("E295", f"{name}() writes a tile of its source's shape {format_shape(s.shape)} into the "
-                       f"destination, which is {format_shape(d.shape)}", given["dst"].span)
+            self.error("E295", f"{name}() writes a tile of its source's shape {self._shape_text(s.shape)} into the "
+                       f"destination, which is {self._shape_text(d.shape)}", given["dst"].span)
             return None
         if not rules.assignable(ScalarType(s.dtype), d.dtype):
             self.error("E033", f"{name}() of {s.dtype} values cannot be stored into {d.dtype} without losing precision",
@@ -71,22 +72,31 @@ class ScanChecker:
         return given
 
     def _scanned(self, e, name: str, role: str):
-        """A whole shared or fragment buffer (E293 otherwise, E294 for a part of one), typed."""
-        if isinstance(e, n.Subscript):
-            self.error("E294", f"{name}() scans whole buffers; a part of one as its {role} is not supported yet", e.span,
-                       "allocate a buffer of the part's shape and copy the part into it")
+        """A shared or fragment buffer, or a region of one (`g[i * C:(i + 1) * C]`, TileLang's
+        BufferRegion: a single index is an extent of 1, the rank stays the buffer's), typed;
+        or None after E293 (another kind of operand) or E296 (bool)."""
+        region = isinstance(e, n.Subscript) and isinstance(e.value, n.Name)
+        t = self._operand(e, f"{role} of {name}()") if region else self.expr(e)
+        if t is None or t.ty is None:
             return None
-        t = self.expr(e)
-        if t.ty is None:
-            return None
-        if not (isinstance(e, n.Name) and isinstance(t.ty, TensorType) and t.ty.scope in (SHARED, FRAGMENT)):
-            self.error("E293", f"the {role} of {name}() must be a shared or fragment buffer, found {describe(t.ty)}",
-                       e.span, "copy the tile into a shared(...) or fragment(...) buffer first")
+        if not ((region or isinstance(e, n.Name)) and isinstance(t.ty, TensorType) and t.ty.scope in (SHARED, FRAGMENT)):
+            found = f"a region of the {describe(t.value.ty)}" if region else describe(t.ty)
+            self.error("E293", f"the {role} of {name}() must be a shared or fragment buffer or a region of one, found "
+                       f"{found}", e.span, "copy the tile into a shared(...) or fragment(...) buffer first")
             return None
         if t.ty.dtype.is_bool:
-            self.error("E296", f"{name}() adds numbers; '{e.id}' holds bool", e.span, "cast the tile to an integer dtype first")
+            self.error("E296", f"{name}() adds numbers; '{(e.value if region else e).id}' holds bool", e.span,
+                       "cast the tile to an integer dtype first")
             return None
+        if region:  # a single index: one element of its dimension
+            shape = tuple(n.Constant(1, span=i.span) if d is None else d for i, d in zip(t.indices, t.ty.shape))
+            t = replace(t, ty=replace(t.ty, shape=shape))
         return t
+
+    def _shape_text(self, shape) -> str:
+        """`[16, BN]`: a region's extents by value, a buffer's dimensions as written."""
+        return "[" + ", ".join(str(v) if (v := self.dim_value(d)) is not None and not isinstance(d, n.Name) else format_dim(d)
+                               for d in shape) + "]"
 
     def _scan_option(self, e, opt: str, name: str):
         """The value of `dim` (a constant integer) or `reverse` (a constant bool), or None after
