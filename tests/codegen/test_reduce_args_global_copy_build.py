@@ -13,7 +13,7 @@ from tlc.schedule import schedule
 from nvcc import compile_object
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "reduce_args_global_copy.tl"
-KERNELS = ["row_stats", "column_sums", "copy_cast", "copy_picked", "copy_column", "copy_large", "copy_long_rows"]
+KERNELS = ["row_stats", "column_sums", "copy_cast", "copy_picked", "copy_column", "copy_large", "copy_long_rows", "copy_slabs"]
 
 
 def checked():
@@ -53,13 +53,21 @@ def test_single_indices_on_both_sides_stage_the_tile_they_leave():
     assert "copy X_tile -> Y[h, b, bx * 16, 0]<1, 1, 16, 24>" in ir_text
 
 
-def test_a_large_tile_is_staged_in_bands_of_rows():
-    ir_text, body = kernel_and_body("copy_large")
+@pytest.mark.parametrize("name, staged", [
     # 64 x 128 at 32 threads is 256 values a thread; bands of 16 rows are 64
-    assert "fragment A_tile: bf16[16, 128] layout=blocked(vec=8, threads=32)" in ir_text
-    assert ("  for A_tile_band in range(0, 4, 1):\n"
-            "    copy A[by * 64 + A_tile_band * 16, bx * 128]<16, 128> -> A_tile\n"
-            "    copy A_tile -> B[by * 64 + A_tile_band * 16, bx * 128]<16, 128>") in ir_text
+    ("copy_large", "  fragment A_tile: bf16[16, 128] layout=blocked(vec=8, threads=32)\n"
+                   "  for A_tile_band in range(0, 4, 1):\n"
+                   "    copy A[by * 64 + A_tile_band * 16, bx * 128]<16, 128> -> A_tile\n"
+                   "    copy A_tile -> B[by * 64 + A_tile_band * 16, bx * 128]<16, 128>"),
+    # a [2, 16, 40] tile: its two [16, 40] tiles one after another
+    ("copy_slabs", "  fragment X_tile: f32[16, 40] layout=blocked(vec=8, threads=64)\n"
+                   "  for X_slab in range(0, 2, 1):\n"
+                   "    copy X[by * 2 + X_slab, bx * 16, 0]<1, 16, 40> -> X_tile\n"
+                   "    copy X_tile -> Y[by * 2 + X_slab, bx * 16, 0]<1, 16, 40>"),
+])
+def test_a_large_tile_or_one_of_rank_3_is_staged_a_part_at_a_time(name, staged):
+    ir_text, body = kernel_and_body(name)
+    assert staged in ir_text
     assert "tl::copy_g2f<" in body and "tl::copy_f2g<" in body
 
 

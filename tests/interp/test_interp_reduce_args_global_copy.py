@@ -70,6 +70,14 @@ def test_a_large_tile_is_copied_in_bands_of_rows(mod):
     np.testing.assert_array_equal(b, a.astype(np.float32))
 
 
+def test_a_tile_of_rank_3_is_copied_one_2d_tile_after_another(mod):
+    rng = np.random.default_rng(26)
+    x = rng.standard_normal((5, 37, 40)).astype(np.float32)  # ragged along both tiled dimensions
+    y = np.full((5, 37, 40), np.nan, np.float16)
+    mod.copy_slabs(x, y)
+    np.testing.assert_array_equal(y, x.astype(np.float16))
+
+
 def test_rows_too_long_to_stage_are_copied_by_a_loop(mod):
     rng = np.random.default_rng(25)
     a = rng.standard_normal((3, 4100)).astype(np.float16)

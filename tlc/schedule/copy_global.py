@@ -9,7 +9,8 @@ ways:
   and aligned, elements outside either tensor are neither read nor written, and the store
   converts to the destination's dtype.  The fragment is named in `--emit ir`;
   A tile of more than MAX_PER_THREAD values a thread is staged in bands of rows, one after
-  another in a serial loop, so that the registers it takes stay bounded;
+  another in a serial loop, so that the registers it takes stay bounded, and a tile of rank 3
+  or more one 2-D tile after another;
 - element by element (`copy_parts.as_loop`, a `parallel` loop) where no run is contiguous
   (a side whose last dimension a single index drops: a column), or where one row alone is
   more than MAX_PER_THREAD values a thread.
@@ -31,12 +32,18 @@ def as_copies(copy: ir.Copy, buffers: dict, dtypes: dict, threads: int, fresh_bu
     """`copy` between two tensors as statements of the tile IR; `buffers` gains the staged tile
     (named by `fresh_buffer(stem)`), `dtypes` gives each tensor's dtype."""
     tile = tuple(e for e in copy.src.extents if e != 1) or (1,)
-    per_row = 1
-    for e in tile[1:]:
-        per_row *= e
+    if copy.src.extents[-1] == 1 or copy.dst.extents[-1] == 1:
+        return [copy_parts.as_loop(copy, buffers, dtypes, fresh_indices)]
+    if len(tile) > 2:  # rank 3 or more: its 2-D tiles one after another (the CUDA targets' fragments are 2-D)
+        var = fresh_buffer(f"{copy.src.name}_slab")
+        inner = ir.Copy(_band(copy.src, ir.Var(var, I32), 1), _band(copy.dst, ir.Var(var, I32), 1), span=copy.span)
+        body = tuple(as_copies(inner, buffers, dtypes, threads, fresh_buffer, fresh_indices))
+        return [ir.For(var, ir.Const(0, I32), ir.Const(tile[0], I32), ir.Const(1, I32), "serial", 1, body,
+                       span=copy.span)]
+    per_row = tile[1] if len(tile) == 2 else 1
     band = max((b for b in range(1, tile[0] + 1) if tile[0] % b == 0 and b * per_row <= MAX_PER_THREAD * threads),
                default=None)
-    if copy.src.extents[-1] == 1 or copy.dst.extents[-1] == 1 or len(tile) > 2 or band is None:
+    if band is None:
         return [copy_parts.as_loop(copy, buffers, dtypes, fresh_indices)]
     name = fresh_buffer(f"{copy.src.name}_tile")
     buffers[name] = ir.Buffer(name, "fragment", dtypes[copy.src.name], (band,) + tile[1:], span=copy.span)
@@ -55,6 +62,7 @@ def _band(side: ir.Region, var: ir.Var, band: int) -> ir.Region:
     """The band `var` of `band` rows of a region: its first dimension of more than one element."""
     axis = next(i for i, e in enumerate(side.extents) if e != 1)
     offsets = list(side.offsets)
-    offsets[axis] = ir.BinOp("+", offsets[axis], ir.BinOp("*", var, ir.Const(band, I32), I32), I32)
+    step = var if band == 1 else ir.BinOp("*", var, ir.Const(band, I32), I32)
+    offsets[axis] = ir.BinOp("+", offsets[axis], step, I32)
     extents = tuple(band if i == axis else e for i, e in enumerate(side.extents))
     return ir.Region(side.name, tuple(offsets), extents, span=side.span)
