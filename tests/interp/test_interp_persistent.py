@@ -100,25 +100,22 @@ def test_break_leaves_the_walk_and_continue_the_tile(mod):
     np.testing.assert_array_equal(owner, want)
 
 
-def test_a_persistent_gemm_matches_numpy(mod):
-    rng = np.random.default_rng(20)
-    M, N, K = 150, 200, 70  # 3 x 4 tiles of 64 x 64, ragged in M, N and K, over 3 blocks
+def relu_gemm_matches_numpy(kernel, M, N, K, seed):
+    """kernel(A, B, C) writes relu(A @ B) into C (f16), every element."""
+    rng = np.random.default_rng(seed)
     A = rng.standard_normal((M, K)).astype(np.float16)
     B = rng.standard_normal((K, N)).astype(np.float16)
     C = np.full((M, N), np.nan, np.float16)
-    mod.gemm_relu(A, B, C)
+    kernel(A, B, C)
     ref = np.maximum(A.astype(np.float64) @ B.astype(np.float64), 0)
     np.testing.assert_allclose(C.astype(np.float64), ref, rtol=2e-2, atol=2e-2)
+
+
+def test_a_persistent_gemm_matches_numpy(mod):
+    relu_gemm_matches_numpy(mod.gemm_relu, 150, 200, 70, 20)  # 3 x 4 tiles of 64 x 64 over 3 blocks, all ragged
 
 
 def test_a_persistent_gemm_as_its_tile_grid_matches_numpy(mod):
     """gemm_tiles: on sm_90a (and so on the H200) the grid of its tiles, warp-specialized
     (tests/schedule/test_persistent_grid.py); here the walk as written."""
-    rng = np.random.default_rng(21)
-    M, N, K = 300, 270, 130
-    A = rng.standard_normal((M, K)).astype(np.float16)
-    B = rng.standard_normal((K, N)).astype(np.float16)
-    C = np.full((M, N), np.nan, np.float16)
-    mod.gemm_tiles(A, B, C)
-    ref = np.maximum(A.astype(np.float64) @ B.astype(np.float64), 0)
-    np.testing.assert_allclose(C.astype(np.float64), ref, rtol=2e-2, atol=2e-2)
+    relu_gemm_matches_numpy(mod.gemm_tiles, 300, 270, 130, 21)  # 3 x 3 tiles of 128 x 128
