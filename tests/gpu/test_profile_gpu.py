@@ -78,3 +78,35 @@ def test_ncu_counters_or_a_clear_message():
     else:
         assert r.exit_code == 0, r.output
         assert "launch__registers_per_thread" in r.output
+
+
+def test_source_view_or_a_clear_message(tmp_path):
+    """--ncu --source on examples/gemm.tl: the samples land on the lines of its statements
+    (19, 20, 23, 24: the `#line`s of its code) and most of them on the loop or the gemm; the raw
+    CSV is kept under tmp_path for a recorded sample (tests/profile/data)."""
+    from tlc.profiling import gpu, source
+    from tlc.profiling.gpu import find_ncu
+
+    argv = ["profile", GEMM, "-k", "matmul", "--shape", "M=2048,N=2048,K=2048", "--ncu", "--source", "--json"]
+    if find_ncu() is None:
+        r = CliRunner().invoke(cli.main, argv)
+        assert r.exit_code == 1 and "Nsight Compute (ncu) is not installed" in r.output
+        return
+    kept = gpu.ncu_source
+
+    def keep(name, command):
+        text = kept(name, command)
+        (tmp_path / "ncu-source.csv").write_text(text)
+        return text
+
+    gpu.ncu_source = keep
+    try:
+        r = CliRunner().invoke(cli.main, argv)
+    finally:
+        gpu.ncu_source = kept
+    assert r.exit_code == 0, r.output[-3000:]
+    view = json.loads(r.output)["source"]
+    lines = {ls["line"]: ls["own"] + ls["inlined"] for ls in view["lines"]}
+    assert view["total"] > 0 and set(lines) <= {19, 20, 23, 24}, (view, tmp_path)
+    assert lines.get(20, 0) + lines.get(23, 0) > 0.5 * view["total"]
+    assert source.parse_ncu_source((tmp_path / "ncu-source.csv").read_text())

@@ -6,12 +6,8 @@ FLOPs (a `flops=` hint, else the gemms' 2*m*n*k from the tile IR, `tlc.workload`
 as rates against ceilings measured in the same process (a device-to-device copy; a large f16
 cuBLAS gemm when there are FLOPs); the compiled cubin's registers, local memory (spills),
 shared memory and occupancy (report.py); optionally a Chrome-trace / Perfetto JSON of a
-sequence of launches and Nsight Compute's counters (gpu.py).
-
-Not yet: a source view (time or stall samples per `.tl` line).  The generated `.cu` carries
-`#line` directives naming the `.tl` lines, so Nsight Compute's source page already shows
-`.tl` lines for a kernel built with `-lineinfo`; tlc does not yet pass `-lineinfo` to NVRTC
-nor read ncu's per-line samples back.
+sequence of launches and Nsight Compute's counters (gpu.py); with --source, Nsight Compute's
+warp stall samples per `.tl` line (source.py).
 """
 from __future__ import annotations
 
@@ -80,10 +76,12 @@ def profile(kernel, *args, flops: float | None = None, trace: str | None = None,
 
 
 def profile_file(file: str, kernel: str, *, ins=(), shapes=(), defines=(), seed: int = 0, flops: str | None = None,
-                 trace: str | None = None, launches: int = 10, ncu_command: list | None = None) -> Profile:
+                 trace: str | None = None, launches: int = 10, ncu_command: list | None = None,
+                 source: bool = False) -> Profile:
     """`tlc profile`: KERNEL of FILE on random inputs shaped by `shapes` (or `ins`), `flops` an
     expression over its shape symbols ("2*M*N*K"); with `ncu_command`, that command (this
-    profile of one launch) run again under Nsight Compute for its counters."""
+    profile of one launch) run again under Nsight Compute for its counters, and with `source`
+    once more for its samples per `.tl` line (of the first grid)."""
     from .. import inputs
     from ..api import load
     from ..schedule import bind_constants
@@ -104,7 +102,24 @@ def profile_file(file: str, kernel: str, *, ins=(), shapes=(), defines=(), seed:
         from .gpu import ncu_counters
 
         result.ncu = ncu_counters(result.grids[0].name, ncu_command)
+        if source:
+            result.source = _source_view(k, result, ncu_command)
     return result
+
+
+def _source_view(k, result: Profile, ncu_command: list):
+    """The first grid's samples per `.tl` line (source.py): ncu's source page of the run, the
+    templates' lines placed by the PTX of the same source."""
+    from ..runtime.compile import current_device
+    from .gpu import lineinfo_ptx, ncu_source
+    from .source import inline_sites, parse_ncu_source, source_view
+
+    compiled = k.compiled_grids(result.constants, current_device())[0]
+    instructions = parse_ncu_source(ncu_source(compiled.name, ncu_command))
+    if not instructions:
+        raise TlcError(f"--source: Nsight Compute's source page held no instructions of '{compiled.name}' (its "
+                       "SourceCounters section needs a GPU and driver that allow PC sampling)")
+    return source_view(instructions, inline_sites(lineinfo_ptx(compiled)))
 
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,

@@ -147,3 +147,37 @@ def parse_ncu_csv(text: str) -> dict:
         return {}
     names, units, values = rows[header], rows[header + 1], rows[header + 2]
     return {n: (v, u) for n, u, v in zip(names, units, values) if n in NCU_METRICS}
+
+
+def ncu_source(kernel_name: str, command: list[str]) -> str:
+    """Nsight Compute's source page (`--page source --print-source cuda,sass --csv`, the
+    SourceCounters section's warp stall sampling) for the first launch of `kernel_name` in
+    `command` (a `tlc profile` of one launch), that run compiled with line information
+    (TLC_LINEINFO=1: runtime.compile.pin_line_directives); the CSV text (source.py reads it)."""
+    from ..runtime.compile import LINEINFO_ENV
+
+    ncu = require_ncu()
+    cmd = [ncu, "--csv", "--page", "source", "--print-source", "cuda,sass", "--section", "SourceCounters",
+           "--kernel-name", kernel_name, "--launch-count", "1", *command]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, LINEINFO_ENV: "1"})
+    if done.returncode != 0:
+        raise TlcError(f"--source: Nsight Compute failed (exit {done.returncode}):\n{(done.stdout + done.stderr)[-2000:]}")
+    return done.stdout
+
+
+def lineinfo_ptx(compiled) -> str:
+    """The PTX of `compiled`'s source as the --source run compiles it (NVRTC, -lineinfo, the
+    `#line` directives pinned): its `.loc ... inlined_at` records place the templates' lines."""
+    from ..runtime import compile as c
+
+    arch = compiled.arch if compiled.arch.startswith("compute_") else "compute_" + compiled.arch.removeprefix("sm_")
+    saved = os.environ.get(c.LINEINFO_ENV)
+    os.environ[c.LINEINFO_ENV] = "1"
+    try:
+        ptx = c.nvrtc_compile(compiled.generated.source, arch, compiled.name)
+    finally:
+        if saved is None:
+            del os.environ[c.LINEINFO_ENV]
+        else:
+            os.environ[c.LINEINFO_ENV] = saved
+    return ptx.decode() if isinstance(ptx, bytes) else ptx

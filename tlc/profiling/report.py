@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from .source import SourceView, format_source_view
+
 
 @dataclass(frozen=True)
 class Resources:
@@ -90,6 +92,7 @@ class Profile:
     peak_tflops: float | None = None  # a large f16 cuBLAS gemm, measured when a FLOP count is known
     trace: str | None = None          # the Chrome-trace file written
     ncu: dict = field(default_factory=dict)  # Nsight Compute's counters, name -> (value, unit)
+    source: SourceView | None = None  # Nsight Compute's samples per .tl line (--source)
     constants: dict = field(default_factory=dict)  # what the kernel was compiled with (config.json's included)
 
 
@@ -112,6 +115,8 @@ def format_report(p: Profile) -> str:
     if p.ncu:
         lines.append("  Nsight Compute:")
         lines += [f"    {name}: {value} {unit}".rstrip() for name, (value, unit) in p.ncu.items()]
+    if p.source is not None:
+        lines += format_source_view(p.source)
     if p.trace:
         lines.append(f"  trace: {p.trace} (chrome://tracing or ui.perfetto.dev)")
     return "\n".join(lines)

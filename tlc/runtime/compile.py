@@ -146,9 +146,38 @@ def cuda_include_dir() -> str | None:
     return next((c for c in candidates if os.path.isfile(os.path.join(c, "cuda_fp16.h"))), None)
 
 
+# TLC_LINEINFO=1 (set by `tlc profile --ncu --source` for the run it profiles): NVRTC records
+# line information (-lineinfo, which leaves the machine code as it is) with every line of a
+# kernel under the `#line` of its .tl statement (pin_line_directives), for Nsight Compute's
+# per-line samples.  Part of the options, so of the cache key.
+LINEINFO_ENV = "TLC_LINEINFO"
+
+
 def nvrtc_options(arch: str) -> tuple[str, ...]:
     include = cuda_include_dir()
-    return COMMON_OPTIONS + (f"-arch={arch}",) + ((f"-I{include}",) if include else ())
+    lineinfo = ("-lineinfo",) if os.environ.get(LINEINFO_ENV) else ()
+    return COMMON_OPTIONS + (f"-arch={arch}",) + lineinfo + ((f"-I{include}",) if include else ())
+
+
+def pin_line_directives(source: str, file_name: str) -> str:
+    """`source` with a statement's `#line N "f.tl"` repeated before each line of its code: a
+    `#line` numbers the lines after it N, N+1, ..., so the code of a statement that spans
+    lines would be charged to the .tl lines below it.  A line that closes a function at the
+    left margin ends the run; the lines after it are numbered as in `file_name` again."""
+    out, directive = [], None
+    lines = source.split("\n")
+    for number, line in enumerate(lines, 1):
+        if line.startswith("#line "):
+            directive = line
+            out.append(line)
+            continue
+        if directive and line.strip() and not line.startswith("#") and not out[-1].endswith("\\"):
+            out.append(directive)
+        out.append(line)
+        if directive and line == "}":
+            directive = None
+            out.append(f'#line {number + 1} "{file_name}"')
+    return "\n".join(out)
 
 
 def nvrtc_toolchain(arch: str) -> str:
@@ -162,6 +191,8 @@ def nvrtc_compile(source: str, arch: str, name: str) -> bytes:
     from cupy.cuda import nvrtc
 
     options = nvrtc_options(arch)
+    if "-lineinfo" in options:
+        source = pin_line_directives(source, f"{name}.cu")
     prog = nvrtc.createProgram(source, f"{name}.cu", (), ())
     try:
         try:
