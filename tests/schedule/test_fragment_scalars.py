@@ -256,7 +256,7 @@ def test_e059_a_gemm_accumulator_written_outside_parallel():
         "threads\n"
         "   |\n10 |         acc[0, 0] = 1.0\n   |         ^^^^^^^^^^^^^^^\n"
         "  = hint: write it inside `for ... in parallel(64, 64)`, or set every element with fill(...); a fragment of "
-        "one dimension that no gemm or reduction lays out, up to 256 bytes, is held whole in every thread and "
+        "one dimension that no gemm or reduction lays out, up to 512 bytes, is held whole in every thread and "
         "written anywhere")
 
 
@@ -277,10 +277,15 @@ def test_e261_a_fragment_over_the_register_budget():
     assert schedule_error(E261_OVER_BUDGET, "k") == (
         "s.tl:9:21: error[E261]: f[t] reads an element of the fragment 'f' outside a parallel loop at an index known "
         "only at run time, which needs every thread to hold the whole fragment, but holding it whole in every thread "
-        "would take 2048 bytes of each thread's registers, over the 256 that tlc spends on one fragment\n"
+        "would take 2048 bytes of each thread's registers, over the 512 that tlc spends on one fragment\n"
         "  |\n9 |             x = x + f[t]\n  |                     ^^^^\n"
         "  = hint: read it inside `for ... in parallel(512)`, where each thread reads the elements it holds, or keep "
         "it in a shared buffer, which every thread reads at any index")
+
+
+def test_the_register_budget_is_where_a_fragment_stops_being_held_whole():
+    assert scheduled(E261_OVER_BUDGET.replace("f32[512]", "f32[128]"), "k").buffer("f").layout == everywhere(128, 128)
+    assert "error[E261]" in schedule_error(E261_OVER_BUDGET.replace("f32[512]", "f32[129]"), "k")
 
 
 E261_TWO_DIMENSIONS = """

@@ -20,11 +20,11 @@ from ..diagnostics import Diagnostic, DiagnosticError
 from ..ir.walk import loads, statement_exprs, statements
 from .layout import Replicated, everywhere, held_whole, uniform_register
 
-# What a thread may spend on one fragment held whole (64 registers): a per-block mask of 256
-# bool blocks, 64 f32 scalars.  A run-time index into registers makes nvcc keep the array in
+# What a thread may spend on one fragment held whole (128 registers, half of what a thread has):
+# a mask of 512 bool blocks (a 32768-token sequence in blocks of 64), 128 f32 scalars.  A run-time index into registers makes nvcc keep the array in
 # the thread's local memory (cached, but slower than registers), so larger arrays belong in
 # shared memory, which every thread reads at any index.
-REPLICA_BYTES = 256
+REPLICA_BYTES = 512
 
 
 def scalar_uses(kernel: ir.Kernel) -> list[tuple[str, tuple, bool, object]]:
