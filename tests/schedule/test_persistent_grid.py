@@ -34,19 +34,19 @@ def test_a_tile_independent_walk_is_warp_specialized_and_persistent_on_sm_90a():
 
 GEMM = """
 @kernel
-def g(A: f16[M, K], B: f16[K, N], C: f16[M, N], n: i32, S: const = 4):
+def g(A: f16[M, K], B: f16[K, N], C: f16[M, N], R: i32[1], n: i32, S: const = 4):
     with grid({grid}, threads=128) as b:
         A_s = shared(f16[128, 64])
         B_s = shared(f16[64, 128])
         acc = fragment(f32[128, 128])
-{before}        for bx, by in persistent([ceildiv(M, 128), ceildiv(N, 128)], {wave}, {index}):
+{before}        for bx, by in persistent([{rows}, ceildiv(N, 128)], {wave}, {index}):
 {clear}            for k in pipelined(ceildiv(K, 64), num_stages=3):
                 copy(A[bx * 128, k * 64], A_s)
                 copy(B[k * 64, by * 128], B_s)
                 gemm(A_s, B_s, acc)
 {epilogue}
 """
-PLAIN = dict(grid="S", wave="S", index="b", before="", clear="            clear(acc)\n",
+PLAIN = dict(grid="S", wave="S", index="b", before="", rows="ceildiv(M, 128)", clear="            clear(acc)\n",
              epilogue="            copy(acc, C[bx * 128, by * 128])")
 
 
@@ -59,6 +59,7 @@ def scheduled(**changes):
 
 def test_the_plain_variant_is_taken():
     assert scheduled().block_vars == ("bx", "by")
+    assert scheduled(rows="ceildiv(M, 128) + n").block_vars == ("bx", "by")  # a scalar parameter: the launch has it
 
 
 @pytest.mark.parametrize("changes", [
@@ -71,8 +72,9 @@ def test_the_plain_variant_is_taken():
     dict(before="        t = 0\n", epilogue="            t = t + 1\n            copy(acc, C[bx * 128, by * 128 + t])"),
     dict(epilogue="            copy(C[bx * 128, by * 128], acc)\n            copy(acc, C[bx * 128, by * 128])"),  # reads C
     dict(before="        x = b\n", epilogue="            copy(acc, C[bx * 128 + x, by * 128])"),
+    dict(rows="R[0]"),  # a tile count in device memory: no launch can compute that grid
 ], ids=["wave", "grid", "index", "carried_acc", "break", "block_index", "carried_scalar", "reads_output",
-        "prelude_reads_block"])
+        "prelude_reads_block", "count_in_memory"])
 def test_a_walk_that_is_not_its_tile_grid_stays_a_walk(changes):
     kernel = scheduled(**changes)
     assert kernel.block_vars == ("b",)

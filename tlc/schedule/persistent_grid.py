@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from .. import ir
 from ..diagnostics import DiagnosticError
-from ..ir.walk import loads, statement_exprs, statements, variables, written_names
+from ..ir.walk import loads, statement_exprs, statements, subexprs, variables, written_names
 
 
 def scheduled_as_tile_grid(walks, kernel: ir.Kernel, target, passes, after) -> ir.Kernel | None:
@@ -66,8 +66,9 @@ def walk_as_tile_grid(walks, kernel: ir.Kernel) -> ir.Kernel | None:
         return None
     prelude = kernel.body[:at - len(w.before)]
     launch = {*kernel.shape_symbols(), *(p.name for p in kernel.params if p.kind == "scalar")}
-    if not all(v.name in launch for d in w.dims for v in variables(d)):
-        return None
+    if not all(v.name in launch for d in w.dims for v in variables(d)) \
+            or any(isinstance(x, (ir.Load, ir.Call)) for d in w.dims for x in subexprs(d)):
+        return None  # a grid's extents are computed by the launch, from sizes and scalars only
     if not all(isinstance(s, (ir.LetScalar, ir.Assign)) for s in prelude) or _reads(prelude, {block}):
         return None
     if not _tile_independent(w.body, kernel, block):
