@@ -17,8 +17,9 @@ torch._scaled_mm for fp8, torch._int_mm for int8) on the same random inputs and 
 plus, from bench/gemm.py in a source checkout, the compiler and launch costs of
 bench/overheads.py.  Timing: tlc.timing (CUDA events, L2 flushed before each run, median over
 >= 300 ms, contenders alternating).  Writes JSON (bench/results/gemm-<gpu>.json from the bench
-script, gemm-<gpu>.json under `tlc bench --out DIR`, or --json) and a PNG chart of the ratios
-beside it (tlc/benchmarks/chart.py).  Not a test: it asserts nothing about time.
+script, gemm-<gpu>.json under `tlc bench --out DIR`, or --json) and a PNG chart beside it
+(tlc/benchmarks/chart.py: ratio bars and a roofline against the copy bandwidth and cuBLAS's
+f16 rate, both measured in the run: ceilings.py).  Not a test: it asserts nothing about time.
 """
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ import tlc
 from tlc.timing import Checked, compare, tolerance, verify
 
 from . import gemm_cases, sass
-from .ceilings import copy_bandwidth, device_facts, gpu_slug, tensor_core_tflops
+from . import ceilings
+from .ceilings import copy_bandwidth, device_facts, gpu_slug  # noqa: F401  (bench/fusion.py's copy_bandwidth)
 from .checks import write
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16, 8192, 8192), (32, 8192, 8192), (64, 8192, 8192),
@@ -62,10 +64,7 @@ def main(argv=None, *, results_dir: Path | None = None, overheads=None) -> dict:
     arch = results["arch"]
     min_ms = 100.0 if args.quick else 300.0
     print(f"GPU: {results['gpu']} ({arch}, {results['sms']} SMs), PyTorch {torch.__version__}")
-    results["copy_GBps"] = copy_bandwidth(torch, min_ms)
-    print(f"device-to-device copy: {results['copy_GBps']:.0f} GB/s (read + write)")
-    results["tc_peak_tflops"] = tensor_core_tflops(torch, min_ms)
-    print(f"f16 cuBLAS 8192^3 (the roofline's tensor-core roof): {results['tc_peak_tflops']:.0f} TFLOP/s")
+    ceilings.measure(torch, results, min_ms)
     results["read_128MiB_GBps"] = read_bandwidth(8192 * 8192 * 2, min_ms)
     print(f"a read-only kernel over 128 MiB (a decode GEMM's weight): {results['read_128MiB_GBps']:.0f} GB/s, "
           f"{results['read_128MiB_GBps'] / results['copy_GBps']:.2f} of the copy bandwidth: the ceiling of the decode rows")
