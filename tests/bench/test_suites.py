@@ -77,3 +77,28 @@ def test_every_nn_kernel_has_its_flop_count():
 
     measured = set(re.findall(r'measure\(results, "(\w+)"', Path(nn.__file__).read_text()))
     assert measured == set(nn.FLOPS_PER_ELEMENT) == {"softmax", "rms_norm", "layer_norm", "silu_residual"}
+
+
+def test_an_nn_record_is_what_the_chart_reads(monkeypatch):
+    """nn.measure's record (its timing stood in for: torch 0.5 ms, one configuration wrong)
+    gives the chart its bar and its two roofline points."""
+    import numpy as np
+
+    from tlc.benchmarks import chart
+
+    def timed(record, contenders, **timing):
+        record["rel_err"] = {name: 0.0 for name in contenders}
+        record["wrong"] = {"tlc THREADS=512": "WRONG: 3 of 12 elements"}
+        return {"torch": 0.5, "tlc THREADS=128": 0.25}
+
+    monkeypatch.setattr(nn, "timed", timed)
+    results = {"suite": "nn", "copy_GBps": 4000.0, "tc_peak_tflops": 700.0, "cases": []}
+    out, ref = np.zeros(12, np.float16), np.ones(12)
+    nn.measure(results, "softmax", 2 ** 30, 2 ** 28, 4000.0, None, None, [dict(THREADS=128), dict(THREADS=512)],
+               out, ref, 100.0)
+    [case] = results["cases"]
+    assert case["best"]["config"] == {"THREADS": 128} and case["configs"][1]["error"] == "WRONG: 3 of 12 elements"
+    assert chart.ratios(results) == [("softmax", 2.0)]
+    flops = 5.0 * 2 ** 28
+    assert chart.points(results) == [chart.Point("softmax", "tlc", flops / 2 ** 30, flops / 0.25 / 1e9),
+                                     chart.Point("softmax", "vendor", flops / 2 ** 30, flops / 0.5 / 1e9)]
