@@ -44,6 +44,12 @@ def test_the_source_page_is_read_instruction_by_instruction():
     assert parse_ncu_source("no table\n==PROF== Disconnected\n") == []
 
 
+def test_an_instruction_row_that_repeats_its_line_number():
+    text = ('"File Path","k.tl"\n"Function Name","k"\n"Line No","Source","Address","Source","Warp Stall Sampling (All Samples)"\n'
+            '"7","x = y","-","-","3"\n"7","","0x100","FADD R1, R2, R3","2"\n"","","0x110","STG.E [R4.64], R1","-"\n')
+    assert parse_ncu_source(text) == [Instruction(0x100, "k.tl", 7, 2.0), Instruction(0x110, "k.tl", 7, 0.0)]
+
+
 def test_inlined_lines_are_followed_out_to_the_tl_statements():
     assert inline_sites(PTX) == {("matmul.cu", 216): {("examples/gemm.tl", 20), ("examples/gemm.tl", 24)},
                                  ("matmul.cu", 572): {("examples/gemm.tl", 23)},

@@ -61,9 +61,10 @@ class SourceView:
 def parse_ncu_source(text: str) -> list[Instruction]:
     """The SASS rows of `ncu --page source --print-source cuda,sass --csv`: per source file a
     row ("File Path", path), a row ("Function Name", name), a header ("Line No", "Source",
-    "Address", "Source", metrics...), then each source line's row (its number, its text, its
-    instructions' sums) followed by a row per instruction (no line number, an address).  Lines
-    of the profiled program's own output and ncu's ==PROF== lines around it are skipped."""
+    "Address", "Source", metrics...), then each source line's row (its number, its text, "-"
+    for an address, its instructions' sums) followed by a row per instruction (an address, its
+    SASS).  Lines of the profiled program's own output and ncu's ==PROF== lines around it are
+    skipped; a metric's "-" or "1,234" reads as 0 or 1234."""
     out, path, header, line = [], None, None, None
     for row in csv.reader(io.StringIO(text)):
         if not row or row[0].startswith("=="):
@@ -73,12 +74,11 @@ def parse_ncu_source(text: str) -> list[Instruction]:
         elif row[0] == "Line No" and "Address" in row:
             header = {name: i for i, name in reversed(list(enumerate(row)))}  # the first of a repeated name
         elif header is not None and path is not None:
-            number = row[0].strip()
-            if number.isdigit():
+            number, address = _cell(row, header, "Line No"), _cell(row, header, "Address")
+            if number.isdigit():  # a source line's row (its address "-"), or an instruction's that repeats it
                 line = int(number)
-            elif not number and line is not None and _cell(row, header, "Address").lower().startswith("0x"):
-                out.append(Instruction(int(_cell(row, header, "Address"), 16), path, line,
-                                       _number(_cell(row, header, STALL_COLUMN))))
+            if address.lower().startswith("0x") and line is not None:
+                out.append(Instruction(int(address, 16), path, line, _number(_cell(row, header, STALL_COLUMN))))
     return out
 
 
