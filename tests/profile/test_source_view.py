@@ -119,7 +119,17 @@ def test_pinned_line_table_names_only_statement_lines(tmp_path, arch):
     statements = {int(n) for n in re.findall(r'^#line (\d+) "[^"]*gemm\.tl"', source, re.M)}
     pinned = tl_lines_in_ptx(tmp_path, pin_line_directives(source, "matmul.cu"), arch)
     assert pinned and pinned <= statements == {19, 20, 23, 24}
-    assert tl_lines_in_ptx(tmp_path, source, arch) - statements  # what the pinning is for
+
+
+@pytest.mark.nvcc
+@pytest.mark.slow
+def test_unpinned_the_lines_below_a_statement_take_its_code(tmp_path):
+    """What the pinning is for: the loop's code, many lines of C under `#line 20`, is charged
+    to gemm.tl's lines 21, 22, 25... (lines that hold no such code, or no code at all)."""
+    import tlc
+
+    source = tlc.load(str(GEMM), target="cpu").matmul.cuda_source(arch="sm_80")
+    assert tl_lines_in_ptx(tmp_path, source, "sm_80") - {19, 20, 23, 24}
 
 
 def test_source_without_ncu_is_a_usage_error():
