@@ -45,7 +45,7 @@ def build(port):
     _, constants = kernel.bind(tuple(port.make(np.random.default_rng(0)).values()), dict(port.consts))
     for arch in ("sm_80", "sm_90a"):
         with tempfile.TemporaryDirectory() as d:
-            t.compile_object(kernel.cuda_source(arch, **constants), arch, Path(d))
+            t.compile_device(kernel.cuda_source(arch, **constants), arch, Path(d))
 
 
 def source(port) -> str:
