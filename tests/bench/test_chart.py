@@ -58,6 +58,11 @@ def test_gemm_roofline_as_drawn():
     assert xs[1] == pytest.approx(peak * 1e3 / copy)  # the ridge: 174 FLOP/byte
     assert ys[0] / xs[0] == pytest.approx(copy / 1e3)  # the slope: GB/s as TFLOP/s per FLOP/byte
     assert xs[0] < min(p[0] for p in plotted(ax, "tlc")) and xs[2] > max(p[0] for p in plotted(ax, "tlc"))
+    [eight] = [line for line in ax.get_lines() if line.get_gid() == "roof-8bit"]
+    vendor_8bit = max(c["contenders"][0]["tflops"] for c in RECORDED["cases"]
+                      if c["precision"] in ("f8", "f8bs", "i8") and c["contenders"][0].get("kernel") is None)
+    assert eight.get_ydata()[1] == eight.get_ydata()[2] == pytest.approx(vendor_8bit) and vendor_8bit > peak
+    assert eight.get_xdata()[1] == pytest.approx(vendor_8bit * 1e3 / copy)
     bars = axes(fig, "ratios")
     assert [round(b.get_height(), 6) for b in bars.patches] == [round(r, 6) for _, r in chart.ratios(RECORDED)]
 
@@ -116,6 +121,7 @@ def test_ops_points_and_bars(tmp_path):
     pytest.importorskip("matplotlib")
     ax = axes(chart.figure(OPS), "roofline")
     np.testing.assert_allclose(plotted(ax, "tlc"), [(0.25, 2.0 ** 27 / 0.8 / 1e9)], rtol=1e-12)
+    assert chart.eight_bit_roof(OPS) is None and not [line for line in ax.get_lines() if line.get_gid() == "roof-8bit"]
 
 
 def test_a_result_without_its_ceilings_says_so():

@@ -4,8 +4,9 @@
 - a roofline: arithmetic intensity (FLOP per byte moved: inputs read once, output written
   once) against TFLOP/s, both logarithmic; the roof is the copy bandwidth measured in the run
   (the slope) up to the tensor cores' f16 rate (flat; measured as cuBLAS's 8192^3 gemm, or in
-  a recording without it the best f16 vendor gemm of the run); each case is a point, tlc's
-  filled and the vendor's hollow.  A case without FLOPs (std.data) is not on it.
+  a recording without it the best f16 vendor gemm of the run), and for a gemm run with f8 or
+  i8 cases a dotted roof at its fastest 8-bit vendor gemm; each case is a point, tlc's filled
+  and the vendor's hollow.  A case without FLOPs (std.data) is not on it.
 Needs matplotlib (the `bench` extra); drawn without pyplot, so no display or global state is
 touched."""
 from __future__ import annotations
@@ -91,6 +92,20 @@ def roofs(results: dict) -> tuple[float, float, str]:
     return float(copy), float(max(vendor)), "f16 tensor cores (best f16 vendor gemm of the run)"
 
 
+EIGHT_BIT = ("f8", "f8bs", "i8")
+
+
+def eight_bit_roof(results: dict) -> float | None:
+    """A gemm run's fastest 8-bit vendor gemm (TFLOP/s), where it passes the f16 roof: f8 and
+    i8 tensor cores run at twice f16's rate, so their points stand above the f16 roof."""
+    if suite(results) != "gemm":
+        return None
+    rates = [v["tflops"] for c in results.get("cases", []) if c.get("precision") in EIGHT_BIT
+             for v in [best_std(c)[1]] if v is not None]
+    best = max(rates, default=None)
+    return best if best is not None and best > roofs(results)[1] else None
+
+
 def figure(results: dict):
     """The chart as a matplotlib Figure: the bars' panel and the roofline's (axes labelled
     "ratios" and "roofline")."""
@@ -138,6 +153,10 @@ def _draw_roofline(ax, results: dict) -> None:
     lo, hi = min(min(xs), ridge) / 4, max(max(xs), ridge) * 4
     ax.plot([lo, ridge, hi], [lo * copy / 1e3, peak, peak], color="black", linewidth=1.2, gid="roof",
             label=f"roof: copy {copy:.0f} GB/s, {what} {peak:.0f} TFLOP/s")
+    eight = eight_bit_roof(results)
+    if eight is not None:
+        ax.plot([ridge, eight * 1e3 / copy, hi], [peak, eight, eight], color="black", linewidth=0.8, linestyle=":",
+                gid="roof-8bit", label=f"8-bit tensor cores (best f8/i8 vendor gemm of the run) {eight:.0f} TFLOP/s")
     for who, style in (("tlc", dict(color="tab:blue")), ("vendor", dict(facecolors="none", edgecolors="tab:orange"))):
         mine = [p for p in found if p.who == who]
         if mine:
