@@ -45,7 +45,7 @@ def test_fragment_columns_into_a_wider_dtype(mod):
     np.testing.assert_allclose(c, by_blocks(a, 48, 0, True), rtol=1e-5, atol=1e-5)
 
 
-def test_integers_wrap_in_the_destination(mod):
+def test_integers_into_a_wider_dtype(mod):
     rng = np.random.default_rng(3)
     a = rng.integers(-2**31, 2**31, 300, dtype=np.int64).astype(np.int32)  # 300: a ragged block
     c = np.full(300, -7, np.int64)
@@ -109,3 +109,11 @@ def test_rows_of_a_fragment_into_rows_of_a_shared_tile(mod):
     c = np.full_like(a, np.nan)
     mod.rows_of_a_fragment(a, c)
     np.testing.assert_allclose(c, sums(a, 1, False), rtol=1e-5, atol=1e-5)
+
+
+def test_bytes_wrap_modulo_256(mod):
+    a = np.random.default_rng(11).integers(0, 256, 150, dtype=np.uint8)  # 150: a ragged block
+    c = np.zeros(150, np.uint8)
+    mod.bytes_wrap(a, c)
+    want = np.concatenate([np.cumsum(a[s:s + 96], dtype=np.uint8) for s in range(0, 150, 96)])
+    np.testing.assert_array_equal(c, want)
