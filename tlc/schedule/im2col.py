@@ -26,7 +26,7 @@ def lower(lw, call, span) -> ir.Stmt:
     nhw, cstep, kernel, stride, dilation, pad = (_i32(lw.expr(a)) for a in call.args[2:])
     rows, cols = lw.buffers[col].shape
     _, h, w, c = views.tensor_dims(lw, call.args[0])
-    i, j, m, k = (_fresh(lw, f"im2col_{x}") for x in ("i", "j", "m", "k"))
+    i, j, m, k, n, y, x = (views.fresh_name(lw, f"im2col_{v}") for v in ("i", "j", "m", "k", "n", "h", "w"))
 
     def out_size(size):  # (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
         span_ = _add(_mul(dilation, kernel), _add(_neg(dilation), _c(1)))
@@ -37,20 +37,17 @@ def lower(lw, call, span) -> ir.Stmt:
     row = _add(_mul(_mod(_div(mv, ow), oh), stride), _add(_mul(_div(kv, _mul(kernel, c)), dilation), _neg(pad)))
     column = _add(_mul(_mod(mv, ow), stride), _add(_mul(_mod(_div(kv, c), kernel), dilation), _neg(pad)))
     dtype = lw.buffers[col].dtype
-    load = ir.Load(img, (_div(mv, _mul(oh, ow)), row, column, _mod(kv, c)), dtype, span=span)
+    # each coordinate a scalar of its own: the load's bounds test and its address read it
+    where = (ir.Var(n, I32), ir.Var(y, I32), ir.Var(x, I32), _mod(kv, c))
+    load = ir.Load(img, where, dtype, span=span)
     inside = ir.BinOp("<", kv, _mul(_mul(kernel, kernel), c), BOOL)
     body = (ir.LetScalar(m, I32, _add(_mul(nhw, _c(rows)), ir.Var(i, I32)), span=span),
             ir.LetScalar(k, I32, _add(_mul(cstep, _c(cols)), ir.Var(j, I32)), span=span),
+            ir.LetScalar(n, I32, _div(mv, _mul(oh, ow)), span=span),
+            ir.LetScalar(y, I32, row, span=span),
+            ir.LetScalar(x, I32, column, span=span),
             ir.Store(col, (ir.Var(i, I32), ir.Var(j, I32)), ir.Select(inside, load, ir.Const(0, dtype), dtype), span=span))
     return ir.Parallel((i, j), (rows, cols), body, span=span)
-
-
-def _fresh(lw, stem: str) -> str:
-    name = stem
-    while name in lw.taken:
-        name = f"{stem}_{next(lw.fresh)}"
-    lw.taken.add(name)
-    return name
 
 
 def _i32(e: ir.Expr) -> ir.Expr:

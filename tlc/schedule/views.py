@@ -81,36 +81,83 @@ def resolve(lw, body: tuple) -> tuple:
     views = registry(lw)
     if not views:
         return body
-    return tuple(_map(s, views) for s in body)
+    return _Resolver(lw, views).block(body)
 
 
-def _map(node, views):
-    changes = {}
-    for f in fields(node):
-        v = getattr(node, f.name)
-        if isinstance(v, ir.Node):
-            new = _map(v, views)
-            if new is not v:
-                changes[f.name] = new
-        elif isinstance(v, tuple) and any(isinstance(x, ir.Node) for x in v):
-            new = tuple(_map(x, views) if isinstance(x, ir.Node) else x for x in v)
-            if any(a is not b for a, b in zip(new, v)):
-                changes[f.name] = new
-    if changes:
-        node = replace(node, **changes)
-    name = getattr(node, "name", None)
-    if name not in views or not isinstance(node, (ir.Load, ir.Store, ir.Atomic)):
-        return node
-    view = views[name]
-    indices, guard = root_indices(view, node.indices)
-    if isinstance(node, ir.Load):
-        load = ir.Load(view.root, indices, node.dtype, span=node.span)
-        return load if guard is None else ir.Select(guard, load, ir.Const(0, node.dtype), node.dtype, span=node.span)
-    moved = replace(node, name=view.root, indices=indices)
-    return moved if guard is None else ir.If(guard, (moved,), span=node.span)
+def fresh_name(lw, stem: str) -> str:
+    """A scalar name no name of the kernel's file and no earlier one takes."""
+    name = stem
+    while name in lw.taken:
+        name = f"{stem}_{next(lw.fresh)}"
+    lw.taken.add(name)
+    return name
 
 
-def root_indices(view: View, indices: tuple) -> tuple:
+_BODIES = ("body", "then", "orelse")
+
+
+class _Resolver:
+    """Maps a body's statements.  The parameter's indices an element statement (a store, an
+    atomic, an assignment, ...) needs are computed into scalars declared just before it, so
+    that the generated code computes each once (its bounds test and its address read them);
+    the headers of loops and `if`s, evaluated where they stand or again each trip, compute
+    them inline."""
+
+    def __init__(self, lw, views: dict):
+        self.lw, self.views = lw, views
+        self.lets: list | None = None
+
+    def block(self, stmts) -> tuple:
+        out = []
+        for s in stmts:
+            if any(hasattr(s, f) for f in _BODIES):
+                self.lets = None
+                node = self.node(s, skip=_BODIES)
+                out.append(replace(node, **{f: self.block(getattr(s, f)) for f in _BODIES if hasattr(s, f)}))
+                continue
+            self.lets = []
+            node = self.node(s)
+            out.extend(self.lets)
+            out.append(node)
+            self.lets = None
+        return tuple(out)
+
+    def bind(self, e: ir.Expr) -> ir.Expr:
+        if self.lets is None or isinstance(e, (ir.Var, ir.Const)):
+            return e
+        name = fresh_name(self.lw, "view_index")
+        self.lets.append(ir.LetScalar(name, e.dtype, e))
+        return ir.Var(name, e.dtype)
+
+    def node(self, node, skip=()):
+        changes = {}
+        for f in fields(node):
+            if f.name in skip:
+                continue
+            v = getattr(node, f.name)
+            if isinstance(v, ir.Node):
+                new = self.node(v)
+                if new is not v:
+                    changes[f.name] = new
+            elif isinstance(v, tuple) and any(isinstance(x, ir.Node) for x in v):
+                new = tuple(self.node(x) if isinstance(x, ir.Node) else x for x in v)
+                if any(a is not b for a, b in zip(new, v)):
+                    changes[f.name] = new
+        if changes:
+            node = replace(node, **changes)
+        name = getattr(node, "name", None)
+        if name not in self.views or not isinstance(node, (ir.Load, ir.Store, ir.Atomic)):
+            return node
+        view = self.views[name]
+        indices, guard = root_indices(view, node.indices, self.bind)
+        if isinstance(node, ir.Load):
+            load = ir.Load(view.root, indices, node.dtype, span=node.span)
+            return load if guard is None else ir.Select(guard, load, ir.Const(0, node.dtype), node.dtype, span=node.span)
+        moved = replace(node, name=view.root, indices=indices)
+        return moved if guard is None else ir.If(guard, (moved,), span=node.span)
+
+
+def root_indices(view: View, indices: tuple, bind=lambda e: e) -> tuple:
     """(the parameter's indices of the element at `indices` of the view, the condition that the
     view's indices lie inside it where the parameter's bounds do not already say so, or None).
 
@@ -122,7 +169,7 @@ def root_indices(view: View, indices: tuple) -> tuple:
     vd, rd = view.dims, view.root_dims
     out, guard = [], None
     for (v0, v1), (r0, r1) in _groups(vd, rd):
-        idx, inside = _group_indices(indices[v0:v1], vd[v0:v1], rd[r0:r1])
+        idx, inside = _group_indices(indices[v0:v1], vd[v0:v1], rd[r0:r1], bind)
         out.extend(idx)
         if inside is not None:
             guard = inside if guard is None else ir.BinOp("and", guard, inside, BOOL)
@@ -159,11 +206,12 @@ def _product(dims) -> tuple:
     return const, tuple(sorted(factors, key=repr))
 
 
-def _group_indices(lead, dims, rd) -> tuple:
-    """One group: the view's indices `lead` over `dims` as indices over the parameter's `rd`."""
+def _group_indices(lead, dims, rd, bind) -> tuple:
+    """One group: the view's indices `lead` over `dims` as indices over the parameter's `rd`,
+    each position `bind` gives a name to."""
     a, b = len(lead), len(rd)
     if a == 1 and b == 1:
-        return tuple(lead), None
+        return (bind(lead[0]),), None
     guard = None
     for i, d in list(zip(lead, dims))[1:]:  # the first one's overflow leaves the parameter's first dimension
         inside = ir.BinOp("and", ir.BinOp(">=", i, ir.Const(0, I32), BOOL), ir.BinOp("<", i, d, BOOL), BOOL)
@@ -176,11 +224,11 @@ def _group_indices(lead, dims, rd) -> tuple:
         zero = ir.BinOp("==", flat, ir.Const(0, wide), BOOL)
         return (), zero if guard is None else ir.BinOp("and", guard, zero, BOOL)
     out = []
-    rest = flat
+    rest = bind(flat)
     for d in reversed(rd[1:]):
-        out.append(_cast(ir.BinOp("%", rest, _cast(d, wide), wide), I32))
-        rest = ir.BinOp("//", rest, _cast(d, wide), wide)
-    out.append(_cast(rest, I32))
+        out.append(bind(_cast(ir.BinOp("%", rest, _cast(d, wide), wide), I32)))
+        rest = bind(ir.BinOp("//", rest, _cast(d, wide), wide))
+    out.append(bind(_cast(rest, I32)))
     return tuple(reversed(out)), guard
 
 
