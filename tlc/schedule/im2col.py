@@ -26,7 +26,7 @@ def lower(lw, call, span) -> ir.Stmt:
     nhw, cstep, kernel, stride, dilation, pad = (_i32(lw.expr(a)) for a in call.args[2:])
     rows, cols = lw.buffers[col].shape
     _, h, w, c = views.tensor_dims(lw, call.args[0])
-    i, j, m, k, n, y, x = (views.fresh_name(lw, f"im2col_{v}") for v in ("i", "j", "m", "k", "n", "h", "w"))
+    i, j, m, k, n, y, x = (lw._fresh_name(f"im2col_{v}") for v in ("i", "j", "m", "k", "n", "h", "w"))
 
     def out_size(size):  # (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
         span_ = _add(_mul(dilation, kernel), _add(_neg(dilation), _c(1)))

@@ -84,15 +84,6 @@ def resolve(lw, body: tuple) -> tuple:
     return _Resolver(lw, views).block(body)
 
 
-def fresh_name(lw, stem: str) -> str:
-    """A scalar name no name of the kernel's file and no earlier one takes."""
-    name = stem
-    while name in lw.taken:
-        name = f"{stem}_{next(lw.fresh)}"
-    lw.taken.add(name)
-    return name
-
-
 _BODIES = ("body", "then", "orelse")
 
 
@@ -125,7 +116,7 @@ class _Resolver:
     def bind(self, e: ir.Expr) -> ir.Expr:
         if self.lets is None or isinstance(e, (ir.Var, ir.Const)):
             return e
-        name = fresh_name(self.lw, "view_index")
+        name = self.lw._fresh_name("view_index")
         self.lets.append(ir.LetScalar(name, e.dtype, e))
         return ir.Var(name, e.dtype)
 
