@@ -275,9 +275,10 @@ def k(X: f32[N], Y: f32[N]):
 
 def test_e261_a_fragment_over_the_register_budget():
     assert schedule_error(E261_OVER_BUDGET, "k") == (
-        "s.tl:9:21: error[E261]: f[t] reads an element of the fragment 'f' outside a parallel loop at an index known "
-        "only at run time, which needs every thread to hold the whole fragment, but holding it whole in every thread "
-        "would take 2048 bytes of each thread's registers, over the 512 that tlc spends on one fragment\n"
+        "s.tl:9:21: error[E261]: f[t] reads an element of the fragment 'f' (blocked(vec=4, threads=128)) outside a "
+        "parallel loop at an index known only at run time, which needs every thread to hold the whole fragment, but "
+        "holding it whole in every thread would take 2048 bytes of each thread's registers, over the 512 that tlc "
+        "spends on one fragment\n"
         "  |\n9 |             x = x + f[t]\n  |                     ^^^^\n"
         "  = hint: read it inside `for ... in parallel(512)`, where each thread reads the elements it holds, or keep "
         "it in a shared buffer, which every thread reads at any index")
@@ -304,9 +305,9 @@ def k(X: f32[N, 4], Y: f32[N]):
 def test_e261_a_fragment_of_two_dimensions():
     text = schedule_error(E261_TWO_DIMENSIONS, "k")
     assert text.startswith(
-        "s.tl:9:21: error[E261]: f[1, t] reads an element of the fragment 'f' outside a parallel loop at an index "
-        "known only at run time, which needs every thread to hold the whole fragment, but only a fragment of one "
-        "dimension is held whole in every thread, and it has 2\n"), text
+        "s.tl:9:21: error[E261]: f[1, t] reads an element of the fragment 'f' (blocked(vec=4, threads=128)) outside "
+        "a parallel loop at an index known only at run time, which needs every thread to hold the whole fragment, but "
+        "only a fragment of one dimension is held whole in every thread, and it has 2\n"), text
 
 
 def test_e280_a_fragment_element_written_in_thread_dependent_code(tmp_path):

@@ -132,9 +132,9 @@ def _error(b: ir.Buffer, idx, write: bool, span, role, threads: int) -> Diagnost
                           f"a fragment of one dimension that no gemm or reduction lays out, up to {REPLICA_BYTES} "
                           "bytes, is held whole in every thread and written anywhere")
     if not all(isinstance(i, ir.Const) for i in idx):
-        return Diagnostic("E261", f"{text} reads an element of the fragment '{b.name}' outside a parallel loop at an "
-                          "index known only at run time, which needs every thread to hold the whole fragment, but "
-                          f"{reason}", span,
+        return Diagnostic("E261", f"{text} reads an element of the fragment '{b.name}' ({b.layout}) outside a parallel "
+                          "loop at an index known only at run time, which needs every thread to hold the whole "
+                          f"fragment, but {reason}", span,
                           f"read it inside `for ... in parallel({dims})`, where each thread reads the elements it "
                           "holds, or keep it in a shared buffer, which every thread reads at any index")
     if isinstance(b.layout, Replicated):
