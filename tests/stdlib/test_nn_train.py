@@ -1,0 +1,172 @@
+"""std.nn_train against NumPy, one table (nn_train_kit.OPS): every operator on the interpreter at
+ragged shapes for f32, f16 and bf16; every backward against finite differences of its forward's
+float64 reference; the module compiled by nvcc for sm_80 and sm_90a; the registry and the
+reference page.  tests/gpu/test_nn_train_gpu.py runs the table on the GPU and checks the
+backwards against PyTorch's autograd.  Tolerances: op_tolerances.py."""
+from __future__ import annotations
+
+import re
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tlc
+from nn_train_kit import FORWARDS, NN_TRAIN_PATH, OPS, Op, compare, f64, kernel_consts, kernel_name
+from op_registry import check_or_record
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))  # the nvcc helper
+from nvcc import compile_object  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return tlc.load(NN_TRAIN_PATH, target="cpu")
+
+
+def check_row(mod, op: Op, dtype: str, shape, consts: dict, seed: int = 0) -> None:
+    """Run one row and compare each output with its reference."""
+    args, checks = op.make(np.random.default_rng(seed + zlib.crc32(op.name.encode())), dtype, shape)
+    getattr(mod, kernel_name(op))(*args, **kernel_consts(op, consts))
+    compare(args, checks, op.name, f" {dtype} shape={shape} {kernel_consts(op, consts)}")
+
+
+def test_the_module_holds_every_operator_of_the_table(mod):
+    assert {kernel_name(op) for op in OPS} == set(mod.kernels)
+
+
+def test_every_operator_has_a_doc_comment():
+    """The line under each def is a comment saying what it computes (the reference page reads it)."""
+    text = Path(NN_TRAIN_PATH).read_text()
+    defs = re.findall(r"^def (\w+)\(.*?\).*?:\n(\s*)(\S)", text, re.M | re.S)
+    assert defs and all(first == "#" for _, _, first in defs), [d for d, _, f in defs if f != "#"]
+
+
+PASSED: dict[str, set] = {}  # kernel -> the dtypes all of whose rows passed in this run
+ROWS_PASSED: dict[tuple, int] = {}  # (kernel, dtype) -> rows passed
+
+
+@pytest.mark.parametrize("op,dtype", [pytest.param(op, d, id=f"{op.name}-{d}") for op in OPS for d in op.dtypes])
+def test_against_numpy(mod, op, dtype):
+    for shape, consts in op.shapes:
+        check_row(mod, op, dtype, shape, consts)
+    key = (kernel_name(op), dtype)
+    ROWS_PASSED[key] = ROWS_PASSED.get(key, 0) + 1
+    if ROWS_PASSED[key] == sum(kernel_name(o) == key[0] for o in OPS):
+        PASSED.setdefault(key[0], set()).add(dtype)
+
+
+# ---- backwards against finite differences of the forward -----------------------------------------
+
+def directional(fwd, inputs: dict, name: str, direction, dy, h=1e-6, **other) -> float:
+    """sum(dy * d fwd / d inputs[name] . direction) by central differences in float64."""
+    plus = {**inputs, name: inputs[name] + h * direction}
+    minus = {**inputs, name: inputs[name] - h * direction}
+    return float((dy * (fwd(**plus, **other) - fwd(**minus, **other))).sum() / (2 * h))
+
+
+def fd_case(mod, bwd: str, consts: dict):
+    """(gradients the kernel computed by input name, the forward's inputs, other arguments, dy)
+    for one backward at a ragged f32 shape."""
+    rng = np.random.default_rng(zlib.crc32(bwd.encode()))
+    n = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    k = getattr(mod, bwd)
+    M, N = 5, 37
+    if bwd in ("softmax_bwd", "log_softmax_bwd"):
+        x, dy = n(M, N) * 2, n(M, N)
+        y = FORWARDS[bwd](x).astype(np.float32)
+        dx = np.full_like(x, np.nan)
+        k(dy, y, dx, BM=2, BN=32, THREADS=32)
+        return {"x": dx}, {"x": f64(x)}, {}, dy
+    if bwd == "rms_norm_bwd":
+        x, w, dy = n(M, N) + 0.5, n(N), n(M, N)
+        dx, dw = np.full_like(x, np.nan), np.full_like(w, np.nan)
+        k(dy, x, w, dx, dw, 1e-5, BM=2, BN=32, THREADS=32, CM=2, CN=16)
+        return {"x": dx, "weight": dw}, {"x": f64(x), "weight": f64(w)}, {}, dy
+    if bwd == "layer_norm_bwd":
+        x, w, b, dy = n(M, N) + 3, n(N), n(N), n(M, N)
+        dx, dw, db = np.full_like(x, np.nan), np.full_like(w, np.nan), np.full_like(w, np.nan)
+        k(dy, x, w, dx, dw, db, 1e-5, BM=2, BN=32, THREADS=32, CM=2, CN=16)
+        return {"x": dx, "weight": dw, "bias": db}, {"x": f64(x), "weight": f64(w), "bias": f64(b)}, {}, dy
+    if bwd == "cross_entropy_bwd":
+        logits, dloss = n(M, N) * 2, n(M)
+        t = rng.integers(0, N, M)
+        t[1] = -100
+        lse = (np.log(np.exp(f64(logits)).sum(-1))).astype(np.float32)
+        dl = np.full_like(logits, np.nan)
+        k(dloss, logits, t, lse, dl, BM=2, BN=16, THREADS=32)
+        return {"logits": dl}, {"logits": f64(logits)}, {"target": t}, dloss
+    if bwd == "rope_bwd":
+        S, H, D = 3, 2, 10
+        x, dy = n(S, H, D), n(S, H, D)
+        angle = rng.uniform(0, 6, (S, D // 2))
+        cos, sin = np.cos(angle).astype(np.float32), np.sin(angle).astype(np.float32)
+        dx = np.full_like(x, np.nan)
+        k(dy, cos, sin, dx, INTERLEAVED=consts.get("INTERLEAVED", False), THREADS=32)
+        return {"x": dx}, {"x": f64(x)}, {"cos": cos, "sin": sin, "interleaved": consts.get("INTERLEAVED", False)}, dy
+    if bwd in ("swiglu_bwd", "geglu_bwd"):
+        x, dy = n(M, 2, N) * 2, n(M, N)
+        dx = np.full_like(x, np.nan)
+        k(dy, x, dx, BM=2, BN=16, THREADS=32, **consts)
+        return {"x": dx}, {"x": f64(x)}, ({"approx": consts.get("APPROX", False)} if bwd == "geglu_bwd" else {}), dy
+    if bwd == "embedding_bwd":
+        V, D = 9, 13
+        w, dy, idx = n(V, D), n(M * 2, D), rng.integers(0, V, M * 2)
+        dw = np.zeros_like(w)
+        k(dy, idx, dw, BM=4, BD=8, THREADS=32)
+        return {"weight": dw}, {"weight": f64(w)}, {"idx": idx}, dy
+    raise KeyError(bwd)
+
+
+BACKWARDS = [("softmax_bwd", {}), ("log_softmax_bwd", {}), ("rms_norm_bwd", {}), ("layer_norm_bwd", {}),
+             ("cross_entropy_bwd", {}), ("rope_bwd", {}), ("rope_bwd", dict(INTERLEAVED=True)), ("swiglu_bwd", {}),
+             ("geglu_bwd", {}), ("geglu_bwd", dict(APPROX=True)), ("embedding_bwd", {})]
+
+
+@pytest.mark.parametrize("bwd,consts", BACKWARDS, ids=[f"{b}{'-' + str(c) if c else ''}" for b, c in BACKWARDS])
+def test_backward_against_finite_differences_of_the_forward(mod, bwd, consts):
+    """<dy, d forward / d input . v> by central differences of the forward's float64 reference,
+    against <gradient the kernel computed, v>, for three random directions v of each input."""
+    grads, inputs, other, dy = fd_case(mod, bwd, consts)
+    rng = np.random.default_rng(1)
+    for name, grad in grads.items():
+        for _ in range(3):
+            v = rng.standard_normal(inputs[name].shape)
+            want = directional(FORWARDS[bwd], inputs, name, v, f64(dy), **other)
+            got = float((f64(grad) * v).sum())
+            assert abs(got - want) <= 1e-4 * (1 + abs(want)), (bwd, name, got, want)
+
+
+def test_registry():
+    """stdlib/tested.json lists exactly the operators of this table, each of whose rows (every
+    dtype) passed in this run (TLC_RECORD_TESTED=1 rewrites it; tests/stdlib/op_registry.py)."""
+    table = {}
+    for op in OPS:
+        table.setdefault(kernel_name(op), set()).update(op.dtypes)
+    check_or_record("std.nn_train", table, {k: v for k, v in PASSED.items() if v == table.get(k)}, __file__)
+
+
+@pytest.mark.slow  # about 12 s of nvcc for each architecture
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch,dtype", [("sm_80", "f16"), ("sm_90a", "bf16")])
+def test_builds_with_nvcc(arch, dtype, tmp_path):
+    """Every operator of the module, for one dtype, compiles without warnings or spills (the
+    shape symbols that size rope's tiles, H and D, given as a common head shape)."""
+    from tlc.runner import build
+
+    source, _ = build(NN_TRAIN_PATH, defines=(f"T={dtype}", "H=32", "D=128"), arch=arch)
+    log = compile_object(source, arch, tmp_path)
+    spills = dict(re.findall(r"Function properties for (\w+)\n\s*\d+ bytes stack frame, (\d+) bytes spill", log))
+    assert len([k for k in spills if not k.startswith("_Z")]) == source.count("__global__")
+    assert {k for k, v in spills.items() if v != "0"} == set(), log
+
+
+def test_the_reference_page_is_generated_from_the_sources():
+    """docs/stdlib/nn_train.md is what scripts/stdlib-docs writes (rerun it after editing the .tl)."""
+    from tlc.ops import load_tested, markdown, module_ops
+
+    text = markdown(Path(NN_TRAIN_PATH), module_ops(Path(NN_TRAIN_PATH), load_tested()))
+    page = Path(__file__).resolve().parents[2] / "docs" / "stdlib" / "nn_train.md"
+    assert page.read_text() == text, "docs/stdlib/nn_train.md is stale: run scripts/stdlib-docs nn_train"
