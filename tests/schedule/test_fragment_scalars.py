@@ -99,20 +99,22 @@ def row_sum(X: f32[M, 512], Y: f32[M]):
         Y[bx] = x
 """
 
-# Run-time indices outside the fragment: a read gives 0, a write does nothing.
+# An update at a constant index, and run-time indices outside the fragment: a read gives 0, a
+# write does nothing.
 OUT_OF_RANGE = """
 @kernel
 def edge(Y: f32[1], n: i32):
     with grid(1, threads=32) as bx:
         f = fragment(f32[4])
         fill(f, 1.0)
+        f[0] += 2.0
         f[n] = 5.0
         Y[0] = f[n] + f[n - 1]
 """
 
 KERNELS = [(MASKED, "masked_sum"), (WRITE_IN_ANOTHER_LAYOUT, "row_stats"), (ONE_ELEMENT_AT_A_RUN_TIME_INDEX, "row_sum"),
            (OUT_OF_RANGE, "edge")]
-EDGES = {2: 6.0, 4: 1.0, 6: 0.0, -1: 0.0}  # n -> Y[0]
+EDGES = {1: 8.0, 2: 6.0, 4: 1.0, 6: 0.0, -1: 0.0}  # n -> Y[0]
 
 
 def load(src: str, tmp_path, target="cpu", name="s"):
