@@ -319,5 +319,17 @@ def tune(file, kernel, shapes, space, defines, target, arch, jobs, resume, min_m
               + ", ".join(" ".join(f"{k}={v}" for k, v in r.shapes.items()) for r in reports if r.winner is None))
 
 
+@main.command()
+@click.option("--arch", default="sm_80", show_default=True, help="The target tlc check schedules for.")
+def lsp(arch: str) -> None:
+    """Run the language server on stdin/stdout (for an editor: diagnostics as you type, hover,
+    go to definition, completion); needs pygls: pip install 'tlc[lsp]'."""
+    try:
+        from .lsp.server import serve
+    except ImportError as e:
+        _fail(EXIT_USAGE, f"error: tlc lsp needs pygls ({e.name} is not installed): pip install 'tlc[lsp]'")
+    serve(arch)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,157 @@
+"""The LSP side of `tlc lsp`: pygls handlers that ask analysis.py and convert between tlc's
+positions (1-based lines, 1-based columns in characters) and LSP's (0-based lines, columns in
+UTF-16 code units)."""
+from __future__ import annotations
+
+import os
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from .. import __version__
+from ..diagnostics import Span
+from . import analysis
+
+_KINDS = {"builtin": lsp.CompletionItemKind.Function, "dtype": lsp.CompletionItemKind.TypeParameter,
+          "decorator": lsp.CompletionItemKind.Keyword, "module": lsp.CompletionItemKind.Module,
+          "function": lsp.CompletionItemKind.Function, "constant": lsp.CompletionItemKind.Constant}
+
+
+class TlcLanguageServer(LanguageServer):
+    def __init__(self, arch: str = "sm_80"):
+        super().__init__("tlc", __version__)
+        self.arch = arch
+        self.programs: dict[str, object] = {}  # uri -> the checked program of its current text
+        self.published: dict[str, set[str]] = {}  # uri -> the uris its check published to
+
+
+# ---- positions -------------------------------------------------------------------------------
+
+def _utf16(line_text: str, col: int) -> int:
+    """LSP's character of the 1-based column `col` of a line."""
+    return len(line_text[:col - 1].encode("utf-16-le")) // 2
+
+
+def _column(line_text: str, character: int) -> int:
+    """The 1-based column of LSP's `character` (UTF-16 code units) on a line."""
+    units = 0
+    for i, ch in enumerate(line_text):
+        if units >= character:
+            return i + 1
+        units += 2 if ord(ch) > 0xFFFF else 1
+    return len(line_text) + 1
+
+
+def _line(text: str | None, line: int) -> str:
+    lines = (text or "").split("\n")
+    return lines[line - 1] if 1 <= line <= len(lines) else ""
+
+
+def to_range(span: Span | None, text: str | None) -> lsp.Range:
+    if span is None:
+        return lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0))
+    start = lsp.Position(span.line - 1, _utf16(_line(text, span.line), span.col))
+    end = lsp.Position(span.end_line - 1, _utf16(_line(text, span.end_line), span.end_col))
+    return lsp.Range(start, end)
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+# ---- the server ------------------------------------------------------------------------------
+
+def make_server(arch: str = "sm_80") -> TlcLanguageServer:
+    server = TlcLanguageServer(arch)
+
+    def publish(ls: TlcLanguageServer, uri: str) -> None:
+        """`tlc check`'s diagnostics of the document's current text, each on its file's URI
+        (an error in an imported file shows there); a file that had some and has none now is
+        cleared."""
+        doc = ls.workspace.get_text_document(uri)
+        path = to_fs_path(uri) or uri
+        result = analysis.check(doc.source, path, ls.arch)
+        ls.programs[uri] = result.program if result.ok else None
+        by_uri: dict[str, list] = {uri: []}
+        for d in result.diagnostics:
+            file = analysis.std_file(d.span.file) if d.span is not None else path
+            target = uri if file == path else from_fs_path(os.path.abspath(file))
+            text = doc.source if target == uri else result.sources.get(d.span.file) or _read(file)
+            message = d.message + (f"\nhint: {d.hint}" if d.hint else "")
+            severity = lsp.DiagnosticSeverity.Warning if d.severity == "warning" else lsp.DiagnosticSeverity.Error
+            by_uri.setdefault(target, []).append(lsp.Diagnostic(to_range(d.span, text), message, severity=severity,
+                                                                 code=d.code, source="tlc"))
+        for stale in ls.published.get(uri, set()) - set(by_uri):
+            by_uri[stale] = []
+        ls.published[uri] = {u for u, ds in by_uri.items() if ds and u != uri}
+        for target, diagnostics in by_uri.items():
+            ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
+                target, diagnostics, version=doc.version if target == uri else None))
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: TlcLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        publish(ls, params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: TlcLanguageServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        publish(ls, params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: TlcLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        ls.programs.pop(uri, None)
+        for target in ls.published.pop(uri, set()) | {uri}:
+            ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(target, []))
+
+    def found_at(ls: TlcLanguageServer, params) -> tuple[object, analysis.Found | None, str]:
+        """The checked program of the document, the name at the request's position and the
+        document's text (no program and no name while the text does not check)."""
+        uri = params.text_document.uri
+        program, text = ls.programs.get(uri), ls.workspace.get_text_document(uri).source
+        line = params.position.line + 1
+        col = _column(_line(text, line), params.position.character)
+        found = analysis.name_at(program, to_fs_path(uri) or uri, line, col) if program is not None else None
+        return program, found, text
+
+    @server.feature(lsp.TEXT_DOCUMENT_HOVER)
+    def hover(ls: TlcLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
+        program, found, source = found_at(ls, params)
+        markdown = analysis.hover_text(program, found) if found is not None else None
+        return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, markdown), to_range(found.span, source)) \
+            if markdown is not None else None
+
+    @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+    def definition(ls: TlcLanguageServer, params: lsp.DefinitionParams) -> lsp.Location | None:
+        program, found, _ = found_at(ls, params)
+        span = analysis.definition(program, found) if found is not None else None
+        if span is None:
+            return None
+        file = analysis.std_file(span.file)
+        uri = from_fs_path(os.path.abspath(file))
+        text = ls.workspace.get_text_document(uri).source if uri in ls.workspace.text_documents else _read(file)
+        return lsp.Location(uri, to_range(span, text))
+
+    @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=[".", "@", " "]))
+    def completion(ls: TlcLanguageServer, params: lsp.CompletionParams) -> lsp.CompletionList:
+        text = ls.workspace.get_text_document(params.text_document.uri).source
+        line = params.position.line + 1
+        col = _column(_line(text, line), params.position.character)
+        items = []
+        for c in analysis.completions(text, line, col):
+            edits = [lsp.TextEdit(lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), c.import_line)] \
+                if c.import_line else None
+            items.append(lsp.CompletionItem(c.label, kind=_KINDS[c.kind], detail=c.detail,
+                                            additional_text_edits=edits))
+        return lsp.CompletionList(is_incomplete=False, items=items)
+
+    return server
+
+
+def serve(arch: str = "sm_80") -> None:
+    """Run the server on stdin/stdout until the client exits it."""
+    make_server(arch).start_io()
