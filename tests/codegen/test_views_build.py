@@ -34,12 +34,15 @@ def test_a_view_indexes_its_parameter():
 def test_im2col_is_a_gather_whose_padding_reads_zero():
     ir_text = runner.build(str(PROGRAM), kernels=["unfold"], shapes=SHAPES, emit="ir")[0]
     assert "for im2col_i, im2col_j in parallel(32, 16):" in ir_text
-    assert "tile[im2col_i, im2col_j] = where(im2col_k < 9 * C, img[im2col_n, im2col_h, im2col_w, im2col_k % C], " \
-        in ir_text  # each coordinate computed once into a scalar: the bounds test and the address read it
+    # each coordinate computed once into a scalar (the bounds test and the address read it), by
+    # unsigned division of the non-negative pixel and kernel positions
+    assert re.search(r"tile\[im2col_i, im2col_j\] = where\(im2col_m >= 0 and im2col_k >= 0 and im2col_k < 9 \* C, "
+                     r"img\[im2col_t_\d+, im2col_h, im2col_w, im2col_t_\d+\], 0.0:f16\)", ir_text)
+    assert "let im2col_t_0: u32 = im2col_t // u32(W)" in ir_text
     # cols[n, oh, ow, kh, kw, c] through its [N * OH * OW, K * K * C] view: each view dimension
     # is split into its own group of the parameter's (i32), not merged into one i64 position,
     # each step of the split a scalar
-    assert re.search(r"let view_index_\d+: i32 = view_index_\d+ // C\n", ir_text)
+    assert re.search(r"let view_index_\d+: u32 = view_index_\d+ // u32\(C\)\n", ir_text)
     assert re.search(r"cols\[(view_index_\d+, ){5}view_index_\d+\] = tile\[copy_0, copy_1\]", ir_text)
     assert "i64" not in ir_text
     text = runner.build(str(PROGRAM), kernels=["unfold"], shapes=SHAPES)[0]

@@ -26,27 +26,32 @@ def lower(lw, call, span) -> ir.Stmt:
     nhw, cstep, kernel, stride, dilation, pad = (_i32(lw.expr(a)) for a in call.args[2:])
     rows, cols = lw.buffers[col].shape
     _, h, w, c = views.tensor_dims(lw, call.args[0])
-    i, j, m, k, n, y, x = (lw._fresh_name(f"im2col_{v}") for v in ("i", "j", "m", "k", "n", "h", "w"))
+    i, j, m, k = (lw._fresh_name(f"im2col_{v}") for v in ("i", "j", "m", "k"))
+    lets = [ir.LetScalar(m, I32, _add(_mul(nhw, _c(rows)), ir.Var(i, I32)), span=span),
+            ir.LetScalar(k, I32, _add(_mul(cstep, _c(cols)), ir.Var(j, I32)), span=span)]
+
+    def bind(e: ir.Expr, stem: str = "im2col_t") -> ir.Expr:  # each step a scalar, computed once
+        if isinstance(e, (ir.Var, ir.Const)):
+            return e
+        name = lw._fresh_name(stem)
+        lets.append(ir.LetScalar(name, e.dtype, e, span=span))
+        return ir.Var(name, e.dtype)
 
     def out_size(size):  # (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
         span_ = _add(_mul(dilation, kernel), _add(_neg(dilation), _c(1)))
         return _add(_div(_add(_add(size, _mul(_c(2), pad)), _neg(span_)), stride), _c(1))
 
-    oh, ow = out_size(h), out_size(w)
     mv, kv = ir.Var(m, I32), ir.Var(k, I32)
-    row = _add(_mul(_mod(_div(mv, ow), oh), stride), _add(_mul(_div(kv, _mul(kernel, c)), dilation), _neg(pad)))
-    column = _add(_mul(_mod(mv, ow), stride), _add(_mul(_mod(_div(kv, c), kernel), dilation), _neg(pad)))
+    n, oy, ox = views.split(mv, (None, out_size(h), out_size(w)), bind)  # the output pixel
+    ky, kx, ch = views.split(kv, (None, kernel, c), bind)  # the kernel position and channel
+    y = bind(_add(_mul(oy, stride), _add(_mul(ky, dilation), _neg(pad))), "im2col_h")
+    x = bind(_add(_mul(ox, stride), _add(_mul(kx, dilation), _neg(pad))), "im2col_w")
     dtype = lw.buffers[col].dtype
-    # each coordinate a scalar of its own: the load's bounds test and its address read it
-    where = (ir.Var(n, I32), ir.Var(y, I32), ir.Var(x, I32), _mod(kv, c))
-    load = ir.Load(img, where, dtype, span=span)
-    inside = ir.BinOp("<", kv, _mul(_mul(kernel, kernel), c), BOOL)
-    body = (ir.LetScalar(m, I32, _add(_mul(nhw, _c(rows)), ir.Var(i, I32)), span=span),
-            ir.LetScalar(k, I32, _add(_mul(cstep, _c(cols)), ir.Var(j, I32)), span=span),
-            ir.LetScalar(n, I32, _div(mv, _mul(oh, ow)), span=span),
-            ir.LetScalar(y, I32, row, span=span),
-            ir.LetScalar(x, I32, column, span=span),
-            ir.Store(col, (ir.Var(i, I32), ir.Var(j, I32)), ir.Select(inside, load, ir.Const(0, dtype), dtype), span=span))
+    load = ir.Load(img, (n, y, x, ch), dtype, span=span)
+    inside = ir.BinOp("and", ir.BinOp("and", ir.BinOp(">=", mv, _c(0), BOOL), ir.BinOp(">=", kv, _c(0), BOOL), BOOL),
+                      ir.BinOp("<", kv, _mul(_mul(kernel, kernel), c), BOOL), BOOL)  # split() divides unsigned
+    body = (*lets, ir.Store(col, (ir.Var(i, I32), ir.Var(j, I32)), ir.Select(inside, load, ir.Const(0, dtype), dtype),
+                            span=span))
     return ir.Parallel((i, j), (rows, cols), body, span=span)
 
 
@@ -98,9 +103,3 @@ def _div(a, b):
     if _value(a) is not None and _value(b):
         return _c(a.value // b.value)
     return ir.BinOp("//", a, b, I32)
-
-
-def _mod(a, b):
-    if _value(b) == 1:
-        return _c(0)
-    return ir.BinOp("%", a, b, I32)

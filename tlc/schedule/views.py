@@ -18,9 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from .. import ir
-from ..dtypes import BOOL, I32, I64, DType
+from ..dtypes import BOOL, I32, I64, DType, lookup
 from . import copy_parts
 from .param_dims import _expr as dim_expr
+
+U32, U64 = lookup("u32"), lookup("u64")
 
 
 @dataclass(frozen=True)
@@ -214,13 +216,28 @@ def _group_indices(lead, dims, rd, bind) -> tuple:
     if b == 0:  # the view's extra dimensions are all of size 1
         zero = ir.BinOp("==", flat, ir.Const(0, wide), BOOL)
         return (), zero if guard is None else ir.BinOp("and", guard, zero, BOOL)
+    if b == 1:
+        return (bind(_cast(flat, I32)),), guard
+    flat = bind(flat)
+    nonneg = ir.BinOp(">=", flat, ir.Const(0, wide), BOOL)  # split() divides it as unsigned
+    return tuple(split(flat, rd, bind)), nonneg if guard is None else ir.BinOp("and", guard, nonneg, BOOL)
+
+
+def split(position: ir.Expr, dims, bind) -> list:
+    """A non-negative i32 or i64 `position` as row-major i32 indices over `dims` (the first
+    dimension's size is not read: past it, the first index is past it).  Unsigned division,
+    which a non-negative position allows: one plain division a dimension, without the floor
+    correction and its branches a signed `//` needs; each step named by `bind`."""
+    wide = U64 if position.dtype == I64 else U32
+    rest = bind(_cast(position, wide))
     out = []
-    rest = bind(flat)
-    for d in reversed(rd[1:]):
-        out.append(bind(_cast(ir.BinOp("%", rest, _cast(d, wide), wide), I32)))
-        rest = bind(ir.BinOp("//", rest, _cast(d, wide), wide))
+    for d in reversed(dims[1:]):
+        size = _cast(d, wide)
+        quotient = bind(ir.BinOp("//", rest, size, wide))
+        out.append(bind(_cast(ir.BinOp("-", rest, ir.BinOp("*", quotient, size, wide), wide), I32)))
+        rest = quotient
     out.append(bind(_cast(rest, I32)))
-    return tuple(reversed(out)), guard
+    return out[::-1]
 
 
 def _cast(e: ir.Expr, dt: DType) -> ir.Expr:
