@@ -1,6 +1,7 @@
 """std.nn_train on the GPU: the interpreter's table (tests/stdlib/nn_train_kit.py) at its ragged
 shapes and at the sizes a model runs (the kernels' default constants: one 8192-column tile, rows
-of several tiles, a 50257-word vocabulary), and every backward against PyTorch's autograd in f32."""
+of several tiles, a 50257-word vocabulary), and every backward against PyTorch's autograd in f32.
+dropout's rows compare bit for bit with the NumPy Philox, as on the interpreter."""
 from __future__ import annotations
 
 import pathlib
@@ -12,8 +13,8 @@ import pytest
 import tlc
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "stdlib"))  # the shared kit
-from nn_train_kit import (EMBED, EMBED_SERIAL, OPS, ROPE, ROWS, TILES, NN_TRAIN_PATH, compare,  # noqa: E402
-                          kernel_consts, kernel_name)
+from nn_train_kit import (DROPOUT, EMBED, EMBED_SERIAL, GROUPS, NCL, OPS, ROPE, ROWS, TILES,  # noqa: E402
+                          NN_TRAIN_PATH, compare, kernel_consts, kernel_name)
 from op_tolerances import assert_close  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -23,7 +24,10 @@ LARGE = [(ROWS, (((64, 8192), {}), ((33, 10000), {}), ((16, 50257), {}))),
          (TILES, (((257, 3000), {}), ((16, 50257), {}))),
          (EMBED, (((4096, 1000, 1024), {}),)),
          (EMBED_SERIAL, (((300, 50, 1000), {}),)),
-         (ROPE, (((64, 32, 128), {}), ((7, 8, 64), {})))]
+         (ROPE, (((64, 32, 128), {}), ((7, 8, 64), {}))),
+         (DROPOUT, ((((1 << 20) + 3,), {}),)),
+         (NCL, (((32, 64, 3136), {}),)),
+         (GROUPS, (((8, 64, 4096, 32), {}), ((4, 96, 49, 32), {})))]
 
 
 def large(shapes):

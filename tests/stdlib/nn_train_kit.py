@@ -139,7 +139,7 @@ ROWS = (((5, 50), dict(BM=2, BN=64, THREADS=32, CM=8, CN=16)),
         ((3, 24), dict(BM=1, BN=32, THREADS=64, CM=2, CN=16)))
 # 2-D tiles of the tiled kernels (BM x BN blocks, ragged both ways)
 TILES = (((9, 70), dict(BM=4, BN=32, THREADS=32)), ((3, 300), dict(BM=2, BN=128, THREADS=64)))
-EMBED = (((11, 40, 70), dict(BM=4, BD=32, THREADS=32)), ((3, 5, 300), dict(BM=2, BD=128, THREADS=64)))
+EMBED = (((11, 40, 70), dict(BD=32, THREADS=32)), ((3, 5, 300), dict(BD=128, THREADS=64)))
 EMBED_SERIAL = (((11, 40, 70), dict(BLOCK=32, THREADS=32)), ((3, 5, 300), dict(BLOCK=128, THREADS=64)))
 ROPE = (((5, 3, 16), dict(THREADS=32)), ((3, 2, 6), dict(THREADS=64)))
 ROW_CONSTS = ("BM", "BN", "THREADS")
@@ -363,3 +363,75 @@ def compare(args: list, checks: dict, name: str, where: str) -> None:
             np.testing.assert_array_equal(args[index], want.astype(args[index].dtype), err_msg=name + at)
         else:
             assert_close(args[index], want, key, out_dtype, at)
+
+
+# ---- dropout: Philox-4x32-10 in NumPy ------------------------------------------------------------
+
+PHILOX_M = (0xD2511F53, 0xCD9E8D57)
+PHILOX_W = (0x9E3779B9, 0xBB67AE85)
+
+
+def philox4x32(counter, key, rounds=10):
+    """Random123's Philox-4x32-R of counters (4 arrays of uint32) under key (2 uint32): four
+    arrays of uint32 words."""
+    c = [np.asarray(v, np.uint64) & 0xFFFFFFFF for v in counter]
+    k = [np.uint64(v) & np.uint64(0xFFFFFFFF) for v in key]
+    for _ in range(rounds):
+        p0, p1 = np.uint64(PHILOX_M[0]) * c[0], np.uint64(PHILOX_M[1]) * c[2]
+        c = [((p1 >> np.uint64(32)) ^ c[1] ^ k[0]) & np.uint64(0xFFFFFFFF), p1 & np.uint64(0xFFFFFFFF),
+             ((p0 >> np.uint64(32)) ^ c[3] ^ k[1]) & np.uint64(0xFFFFFFFF), p0 & np.uint64(0xFFFFFFFF)]
+        k = [(k[0] + np.uint64(PHILOX_W[0])) & np.uint64(0xFFFFFFFF), (k[1] + np.uint64(PHILOX_W[1])) & np.uint64(0xFFFFFFFF)]
+    return [v.astype(np.uint32) for v in c]
+
+
+def dropout_keep(n: int, p: float, seed: int, offset: int):
+    """Which of n elements dropout keeps: word e % 4 of Philox at counter (e // 4, 0, offset),
+    key seed, its top 24 bits as u = w / 2^32, kept where u >= p (in f32, as the kernel)."""
+    g = np.arange(n) // 4
+    words = philox4x32([g, np.zeros_like(g), np.full_like(g, offset & 0xFFFFFFFF), np.full_like(g, offset >> 32)],
+                       [seed & 0xFFFFFFFF, seed >> 32])
+    w = np.choose(np.arange(n) % 4, words)
+    return (w >> 8).astype(np.float32) * np.float32(2.0 ** -24) >= np.float32(p)
+
+
+def make_dropout(rng, dtype, shape, p=0.3, seed=0x123456789ABCDEF, offset=5):
+    (n,) = shape
+    x = normal(rng, n, dtype)
+    keep = dropout_keep(n, p, seed, offset)
+    want = np.where(keep, x.astype(np.float32) / (np.float32(1) - np.float32(p)), 0).astype(NUMPY[dtype])
+    return [x, nan(n, dtype), p, seed, offset], {1: (f64(want), "exact", dtype)}
+
+
+DROPOUT = (((1000,), dict(BLOCK=64, THREADS=32)), ((37,), dict(BLOCK=16, THREADS=32)))
+OPS.append(Op("dropout", make_dropout, DROPOUT))
+
+
+# ---- the other norms ------------------------------------------------------------------------------
+
+def make_batch_norm(rng, dtype, shape):
+    B, C, L = shape
+    x, w, b = normal(rng, (B * C, L), dtype, 2, 1), normal(rng, C, dtype), normal(rng, C, dtype)
+    mean, var = normal(rng, C, "f32"), rng.uniform(0.5, 2, C).astype(np.float32)
+    c = np.arange(B * C) % C
+    want = (f64(x) - f64(mean)[c, None]) / np.sqrt(f64(var)[c, None] + EPS) * f64(w)[c, None] + f64(b)[c, None]
+    return [x, mean, var, w, b, nan((B * C, L), dtype), EPS], {5: (want, "batch_norm", dtype)}
+
+
+def group_norm_ref(x, w, b, G):
+    B, C, L = x.shape
+    xg = f64(x).reshape(B, G, -1)
+    xg = (xg - xg.mean(-1, keepdims=True)) / np.sqrt(xg.var(-1, keepdims=True) + EPS)
+    return xg.reshape(B, C, L) * f64(w)[:, None] + f64(b)[:, None]
+
+
+def make_group_norm(rng, dtype, shape):
+    B, C, L, G = shape
+    x, w, b = normal(rng, (B, C, L), dtype, 1, 3), normal(rng, C, dtype), normal(rng, C, dtype)
+    return [x, w, b, nan((B, C, L), dtype), EPS], {3: (group_norm_ref(x, w, b, G), "group_norm", dtype)}
+
+
+NCL = (((3, 5, 37), dict(BM=4, BL=16, THREADS=32)), ((2, 3, 300), dict(BM=2, BL=128, THREADS=64)))
+# (B, C, L, G): a group of one tile and of several, a ragged last tile, one group of all channels
+GROUPS = (((2, 6, 10, 3), dict(G=3, BLOCK=16, THREADS=32)), ((3, 4, 50, 2), dict(G=2, BLOCK=64, THREADS=32)),
+          ((1, 4, 7, 1), dict(G=1, BLOCK=64, THREADS=64)))
+OPS += [Op("batch_norm", make_batch_norm, NCL), Op("group_norm", lambda r, d, s: make_group_norm(r, d, s), GROUPS)]

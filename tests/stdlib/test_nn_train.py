@@ -115,7 +115,7 @@ def fd_case(mod, bwd: str, consts: dict):
         V, D = 9, 13
         w, dy, idx = n(V, D), n(M * 2, D), rng.integers(0, V, M * 2)
         dw = np.zeros_like(w)
-        k(dy, idx, dw, BM=4, BD=8, THREADS=32)
+        k(dy, idx, dw, BD=8, THREADS=32)
         return {"weight": dw}, {"weight": f64(w)}, {"idx": idx}, dy
     raise KeyError(bwd)
 
@@ -170,3 +170,28 @@ def test_the_reference_page_is_generated_from_the_sources():
     text = markdown(Path(NN_TRAIN_PATH), module_ops(Path(NN_TRAIN_PATH), load_tested()))
     page = Path(__file__).resolve().parents[2] / "docs" / "stdlib" / "nn_train.md"
     assert page.read_text() == text, "docs/stdlib/nn_train.md is stale: run scripts/stdlib-docs nn_train"
+
+
+def test_philox_reference_matches_random123s_known_answers():
+    """The NumPy Philox the dropout rows compare with (bit for bit) is Random123's: its
+    philox4x32_10 known-answer vectors (kat_vectors)."""
+    from nn_train_kit import philox4x32
+
+    kat = [([0, 0, 0, 0], [0, 0], [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8]),
+           ([0xffffffff] * 4, [0xffffffff] * 2, [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd]),
+           ([0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344], [0xa4093822, 0x299f31d0],
+            [0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1])]
+    for counter, key, words in kat:
+        assert [int(w) for w in philox4x32(counter, key)] == words
+
+
+def test_dropout_keeps_about_one_minus_p_and_changes_with_seed_and_offset(mod):
+    x = np.ones(4096, np.float32)
+    masks = {}
+    for seed, offset in ((1, 0), (2, 0), (1, 1024)):
+        y = np.full_like(x, np.nan)
+        mod.dropout(x, y, 0.25, seed, offset, BLOCK=1024, THREADS=64)
+        assert set(np.unique(y)) <= {0.0, np.float32(1 / 0.75)}
+        assert abs((y != 0).mean() - 0.75) < 0.03
+        masks[seed, offset] = y != 0
+    assert (masks[1, 0] != masks[2, 0]).mean() > 0.2 and (masks[1, 0] != masks[1, 1024]).mean() > 0.2
