@@ -155,3 +155,27 @@ def test_the_extension_declares_its_files_and_starts_tlc_lsp():
     assert ["[", "]"] in config["brackets"]
     indent = re.compile(config["indentationRules"]["increaseIndentPattern"])
     assert indent.match("    for k in pipelined(cdiv(K, BK), stages=3):") and not indent.match("    copy(a, b)")
+
+
+def expand(body: list[str], indent: str = "") -> str:
+    """A snippet as VS Code inserts it with every placeholder left at its default (tabs as 4
+    spaces, `$N` as placeholder N's default)."""
+    text = "\n".join(body).replace("\t", "    ")
+    defaults = dict(re.findall(r"\$\{(\d+):([^}]*)\}", text))
+    text = re.sub(r"\$\{(\d+):([^}]*)\}", lambda m: m.group(2), text)
+    text = re.sub(r"\$(\d+)", lambda m: defaults.get(m.group(1), ""), text)
+    return "\n".join(indent + line if line else line for line in text.split("\n"))
+
+
+def test_the_snippets_expand_to_code_tlc_check_accepts():
+    from tlc.lsp.analysis import check  # tlc check: the type check, then scheduled for sm_80
+
+    snippets = json.loads((EXTENSION / "snippets" / "tl.json").read_text())
+    kernel = expand(snippets["kernel"]["body"])
+    grid = expand(snippets["grid"]["body"], "    ").replace("        \n", "")
+    gemm = expand(snippets["pipelined gemm loop"]["body"], "        ")
+    program = kernel + "\n@kernel\ndef gemm_tile(A: T[M, K], B: T[K, N], C: T[M, N], T: dtype = f16, BM: const = 128, " \
+        "BN: const = 128, BK: const = 32):\n" + grid.rstrip() + "\n" + gemm + "\n"
+    result = check(program, "<snippets>")
+    assert result.diagnostics == [], program
+    assert sorted(f.name for f in result.program.functions.values()) == ["gemm_tile", "name"]
