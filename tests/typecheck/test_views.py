@@ -138,3 +138,12 @@ def test_a_count_equal_through_names_assigned_before_is_accepted():
            "        v = view(X, f16[N * OH * W])\n")
     r = check_source(src, "t.tl")
     assert render_all(r.diagnostics, r.sources) == ""
+
+
+def test_a_device_function_named_view_is_called_as_written():
+    """view is the builtin only where nothing of the module's takes the name."""
+    src = ("def view(x: f32) -> f32:\n    return x * 2.0\n\n\n@kernel\ndef k(A: f32[N]):\n"
+           "    with grid(1, threads=32) as bx:\n        y = view(1.0)\n        for i in parallel(32):\n"
+           "            A[i] = y\n")
+    r = check_source(src, "t.tl")
+    assert render_all(r.diagnostics, r.sources) == ""

@@ -26,7 +26,7 @@ IM2COL_ARGS = ("img", "col", "nhw_step", "c_step", "kernel", "stride", "dilation
 
 def is_view_call(c, e) -> bool:
     return isinstance(e, n.Call) and isinstance(e.func, n.Name) and e.func.id == "view" \
-        and c.scope.lookup("view") is None
+        and c.scope.lookup("view") is None and c.module.callable_function("view") is None
 
 
 def misplaced_view(c, e: n.Call):
