@@ -119,11 +119,8 @@ from .helpers import twice
 @kernel
 def scaled(x: f32[N], y: f32[N], BLOCK: const = 256):
     with grid(cdiv(N, BLOCK), threads=128) as bx:
-        xs = fragment(f32[BLOCK])
-        copy(x[bx * BLOCK], xs)
         for i in parallel(BLOCK):
-            xs[i] = twice(xs[i])
-        copy(xs, y[bx * BLOCK])
+            y[bx * BLOCK + i] = twice(x[bx * BLOCK + i])
 """
 
 HELPERS = """\
@@ -136,7 +133,7 @@ async def test_definition_across_a_relative_import_and_into_std(client, tmp_path
     (tmp_path / "helpers.tl").write_text(HELPERS)
     main = tmp_path / "main.tl"
     assert await opened(client, main, USES_IMPORTS) == []
-    twice = await client.text_document_definition_async(lsp.DefinitionParams(**at(10, 22, main)))
+    twice = await client.text_document_definition_async(lsp.DefinitionParams(**at(8, 33, main)))
     assert (twice.uri, twice.range) == ((tmp_path / "helpers.tl").as_uri(), span(0, 4, 9))
     imported = await client.text_document_definition_async(lsp.DefinitionParams(**at(1, 22, main)))
     assert (imported.uri, imported.range) == ((tmp_path / "helpers.tl").as_uri(), span(0, 4, 9))
@@ -144,7 +141,7 @@ async def test_definition_across_a_relative_import_and_into_std(client, tmp_path
     nn = Path(str(stdlib().joinpath("nn.tl")))
     line = next(i for i, text in enumerate(nn.read_text().split("\n")) if text.startswith("def rms_norm("))
     assert (rms.uri, rms.range) == (nn.resolve().as_uri(), span(line, 4, 12))
-    hover = await client.text_document_hover_async(lsp.HoverParams(**at(10, 22, main)))
+    hover = await client.text_document_hover_async(lsp.HoverParams(**at(8, 33, main)))
     assert hover.contents.value == "```tl\ndef twice(v: f32) -> f32\n```\ndevice function in `helpers.tl`"
     hover = await client.text_document_hover_async(lsp.HoverParams(**at(0, 21, main)))
     assert hover.contents.value.startswith("```tl\ndef rms_norm(x: T[M, N], weight: T[N], y: T[M, N], eps: f32, ")

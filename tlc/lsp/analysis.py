@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..diagnostics import DiagnosticError, Span
+from ..diagnostics import Diagnostic, DiagnosticError, Span, TlcError
 from ..driver import CheckResult, check_source
 from ..dtypes import DTYPES
 from ..package_data import stdlib
@@ -31,11 +31,18 @@ def check(text: str, path: str, arch: str = "sm_80") -> CheckResult:
     those pass, every kernel and tile op scheduled for `arch` with its default constants."""
     from ..scheduled_check import schedule_all
 
-    result = check_source(text, path)
-    if result.ok:
-        result.diagnostics = schedule_all(result.program, arch, {}, {})
-        result.sources = {**result.sources, **result.program.sources}
-    return result
+    try:
+        result = check_source(text, path)
+        if result.ok:
+            result.diagnostics = schedule_all(result.program, arch, {}, {})
+            result.sources = {**result.sources, **result.program.sources}
+        return result
+    except TlcError as e:  # what tlc check prints as one "error: ..." line
+        return CheckResult([Diagnostic("E360", str(e), Span(path, 1, 1, 1, 1))], {path: text})
+    except Exception as e:  # a bug in tlc, not in the file: said in the editor, not a dead server
+        return CheckResult([Diagnostic("E361", f"internal compiler error while checking this file: "
+                                               f"{type(e).__name__}: {e}", Span(path, 1, 1, 1, 1),
+                                       "please report it with the file that caused it")], {path: text})
 
 
 def std_file(span_file: str) -> str:
