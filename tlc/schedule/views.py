@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields, replace
 from .. import ir
 from ..dtypes import BOOL, I32, I64, DType, lookup
 from . import copy_parts
-from .param_dims import _expr as dim_expr
+from .param_dims import param_dim
 
 U32, U64 = lookup("u32"), lookup("u64")
 
@@ -49,7 +49,7 @@ def declare(lw, s) -> None:
     """`name = view(x, dtype[dims])`: recorded; no statement of its own."""
     views = registry(lw)
     source = s.value.args[0]
-    dims = tuple(dim_expr(d, lw.consts, lw.shape_symbols) for d in s.target.ty.shape)
+    dims = tuple(_dim(lw, d) for d in s.target.ty.shape)
     if source.id in views:  # a view of a view is a view of its parameter
         root, root_dims = views[source.id].root, views[source.id].root_dims
     else:
@@ -62,7 +62,13 @@ def tensor_dims(lw, tensor) -> tuple:
     views = registry(lw)
     if tensor.id in views:
         return views[tensor.id].dims
-    return tuple(dim_expr(d, lw.consts, lw.shape_symbols) for d in tensor.ty.shape)
+    return tuple(_dim(lw, d) for d in tensor.ty.shape)
+
+
+def _dim(lw, d) -> ir.Expr:
+    """A dimension (an AST expression of constants and shape symbols) as an i32 expression."""
+    v = param_dim(d, lw.consts, lw.shape_symbols)
+    return ir.Const(v, I32) if isinstance(v, int) else ir.Var(v, I32) if isinstance(v, str) else v.expr
 
 
 def touches(lw, copy: ir.Copy) -> bool:
