@@ -13,7 +13,7 @@ import pytest
 import tlc
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "stdlib"))  # the shared kit
-from nn_train_kit import (DROPOUT, EMBED, EMBED_SERIAL, GROUPS, NCL, OPS, ROPE, ROWS, TILES,  # noqa: E402
+from nn_train_kit import (DROPOUT, EMBED, EMBED_SERIAL, GROUPS, GROUPS_BWD, NCL, OPS, ROPE, ROWS, TILES,  # noqa: E402
                           NN_TRAIN_PATH, compare, kernel_consts, kernel_name)
 from op_tolerances import assert_close  # noqa: E402
 
@@ -27,7 +27,8 @@ LARGE = [(ROWS, (((64, 8192), {}), ((33, 10000), {}), ((16, 50257), {}))),
          (ROPE, (((64, 32, 128), {}), ((7, 8, 64), {}))),
          (DROPOUT, ((((1 << 20) + 3,), {}),)),
          (NCL, (((32, 64, 3136), {}),)),
-         (GROUPS, (((8, 64, 4096, 32), {}), ((4, 96, 49, 32), {})))]
+         (GROUPS, (((8, 64, 4096, 32), {}), ((4, 96, 49, 32), {}))),
+         (GROUPS_BWD, (((8, 64, 4096, 32), {}), ((4, 96, 49, 32), {})))]
 
 
 def large(shapes):
@@ -143,3 +144,17 @@ def test_rope_bwd_against_autograd(mod, interleaved):
 
     want = autograd(lambda x: rope_torch(x, torch.tensor(cos), torch.tensor(sin), interleaved), {"x": x}, dy)["x"]
     assert_close(dx, want, "rope", "f32")
+
+
+@pytest.mark.parametrize("B,C,L,G", [(8, 64, 4096, 32), (4, 96, 49, 32), (2, 6, 10, 3)])
+def test_group_norm_bwd_against_autograd(mod, B, C, L, G):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(B * C + L)
+    x, dy = rng.standard_normal((B, C, L)).astype(np.float32) + 1, rng.standard_normal((B, C, L)).astype(np.float32)
+    w, b = rng.standard_normal(C).astype(np.float32), rng.standard_normal(C).astype(np.float32)
+    dx, dw, db = np.full_like(x, np.nan), np.full_like(w, np.nan), np.full_like(b, np.nan)
+    mod.group_norm_bwd(dy, x, w, dx, dw, db, 1e-5, G=G)
+    want = autograd(lambda x, w, b: torch.nn.functional.group_norm(x, G, w, b, 1e-5), {"x": x, "w": w, "b": b}, dy)
+    assert_close(dx, want["x"], "layer_norm_bwd", "f32")
+    assert_close(dw, want["w"], "layer_norm_bwd.dweight", "f32")
+    assert_close(db, want["b"], "layer_norm_bwd.dweight", "f32")

@@ -410,7 +410,7 @@ OPS.append(Op("dropout", make_dropout, DROPOUT))
 
 def make_batch_norm(rng, dtype, shape):
     B, C, L = shape
-    x, w, b = normal(rng, (B * C, L), dtype, 2, 1), normal(rng, C, dtype), normal(rng, C, dtype)
+    x, w, b = normal(rng, (B * C, L), dtype, 2, 1), normal(rng, C, "f32"), normal(rng, C, "f32")
     mean, var = normal(rng, C, "f32"), rng.uniform(0.5, 2, C).astype(np.float32)
     c = np.arange(B * C) % C
     want = (f64(x) - f64(mean)[c, None]) / np.sqrt(f64(var)[c, None] + EPS) * f64(w)[c, None] + f64(b)[c, None]
@@ -435,3 +435,39 @@ NCL = (((3, 5, 37), dict(BM=4, BL=16, THREADS=32)), ((2, 3, 300), dict(BM=2, BL=
 GROUPS = (((2, 6, 10, 3), dict(G=3, BLOCK=16, THREADS=32)), ((3, 4, 50, 2), dict(G=2, BLOCK=64, THREADS=32)),
           ((1, 4, 7, 1), dict(G=1, BLOCK=64, THREADS=64)))
 OPS += [Op("batch_norm", make_batch_norm, NCL), Op("group_norm", lambda r, d, s: make_group_norm(r, d, s), GROUPS)]
+
+
+def group_norm_grads(dy, x, w, G):
+    B, C, L = x.shape
+    xg = f64(x).reshape(B, G, -1)
+    c = xg - xg.mean(-1, keepdims=True)
+    r = 1 / np.sqrt((c * c).mean(-1, keepdims=True) + EPS)
+    xh, g = c * r, (f64(dy) * f64(w)[:, None]).reshape(B, G, -1)
+    dx = r * (g - g.mean(-1, keepdims=True) - xh * (g * xh).mean(-1, keepdims=True))
+    return dx.reshape(B, C, L), (f64(dy) * xh.reshape(B, C, L)).sum((0, 2)), f64(dy).sum((0, 2))
+
+
+def make_group_norm_bwd(rng, dtype, shape):
+    B, C, L, G = shape
+    dy, x, w = normal(rng, (B, C, L), dtype), normal(rng, (B, C, L), dtype, 1, 3), normal(rng, C, dtype)
+    dx, dw, db = group_norm_grads(dy, x, w, G)
+    return ([dy, x, w, nan((B, C, L), dtype), nan(C, dtype), nan(C, dtype), EPS],
+            {3: (dx, "layer_norm_bwd", dtype), 4: (dw, "layer_norm_bwd.dweight", dtype),
+             5: (db, "layer_norm_bwd.dweight", dtype)})
+
+
+GROUPS_BWD = tuple((shape, {**consts, "BL": 8}) for shape, consts in GROUPS)
+OPS.append(Op("group_norm_bwd", make_group_norm_bwd, GROUPS_BWD))
+FORWARDS["group_norm_bwd"] = lambda x, weight, bias, groups: group_norm_ref(x, weight, bias, groups)
+
+
+def make_add_layer_norm(rng, dtype, shape):
+    M, N = shape
+    x, res = normal(rng, shape, dtype, 2, 3), normal(rng, shape, dtype, 2)
+    w, b = normal(rng, N, dtype), normal(rng, N, dtype)
+    h = (f64(x) + f64(res)).astype(NUMPY[dtype])
+    return ([x, res, w, b, nan(shape, dtype), nan(shape, dtype), EPS],
+            {4: (layer_norm_ref(h, w, b), "add_layer_norm", dtype), 5: (f64(h), "add_layer_norm", dtype)})
+
+
+OPS.append(Op("add_layer_norm", make_add_layer_norm, ROWS))

@@ -90,6 +90,12 @@ def fd_case(mod, bwd: str, consts: dict):
         dx, dw, db = np.full_like(x, np.nan), np.full_like(w, np.nan), np.full_like(w, np.nan)
         k(dy, x, w, dx, dw, db, 1e-5, BM=2, BN=32, THREADS=32, CM=2, CN=16)
         return {"x": dx, "weight": dw, "bias": db}, {"x": f64(x), "weight": f64(w), "bias": f64(b)}, {}, dy
+    if bwd == "group_norm_bwd":
+        x, w, b, dy = n(2, 6, 7) + 3, n(6), n(6), n(2, 6, 7)
+        dx, dw, db = np.full_like(x, np.nan), np.full_like(w, np.nan), np.full_like(w, np.nan)
+        k(dy, x, w, dx, dw, db, 1e-5, G=3, BLOCK=8, THREADS=32, BL=4)
+        return ({"x": dx, "weight": dw, "bias": db}, {"x": f64(x), "weight": f64(w), "bias": f64(b)}, {"groups": 3},
+                dy)
     if bwd == "cross_entropy_bwd":
         logits, dloss = n(M, N) * 2, n(M)
         t = rng.integers(0, N, M)
@@ -121,7 +127,7 @@ def fd_case(mod, bwd: str, consts: dict):
 
 
 BACKWARDS = [("softmax_bwd", {}), ("log_softmax_bwd", {}), ("rms_norm_bwd", {}), ("layer_norm_bwd", {}),
-             ("cross_entropy_bwd", {}), ("rope_bwd", {}), ("rope_bwd", dict(INTERLEAVED=True)), ("swiglu_bwd", {}),
+             ("group_norm_bwd", {}), ("cross_entropy_bwd", {}), ("rope_bwd", {}), ("rope_bwd", dict(INTERLEAVED=True)), ("swiglu_bwd", {}),
              ("geglu_bwd", {}), ("geglu_bwd", dict(APPROX=True)), ("embedding_bwd", {})]
 
 
