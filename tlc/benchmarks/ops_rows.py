@@ -312,11 +312,86 @@ def _data_rows() -> list[Row]:
     ]
 
 
+def _nn_train_rows() -> list[Row]:
+    """std.nn_train: the one-output kernels at 2^27 f16 elements against PyTorch eager (the
+    backward functions autograd calls for softmax and log_softmax; rope and the GLUs composed
+    of eager operations, as a model without fused kernels runs them); NumPy references from
+    tests/stdlib/nn_train_kit.py."""
+    import nn_train_kit as kit
+
+    def f16(rng, *shape):
+        return (rng.standard_normal(shape) * 2).astype(np.float16)
+
+    def mk(fn):  # (shape, seed) -> inputs, from fn(rng, M, N)
+        return lambda shape, seed=0: fn(np.random.default_rng(seed), *shape)
+
+    def torch_f(expr):
+        def fn(*a):
+            import torch
+            import torch.nn.functional as F
+
+            return expr(torch, F, *a)
+        return fn
+
+    def rope_torch(t, F, x, cos, sin):
+        a, b = x.chunk(2, dim=-1)
+        c, s = cos[:, None, :].to(x.dtype), sin[:, None, :].to(x.dtype)
+        return t.cat([a * c - b * s, a * s + b * c], dim=-1)
+
+    def tables(rng, s, d):
+        angle = rng.uniform(0, 6, (s, d // 2))
+        return [np.cos(angle).astype(np.float32), np.sin(angle).astype(np.float32)]
+
+    def batch_norm_ref(x, mu, var, w, b, eps):  # row r of x is channel r % channels
+        c = np.arange(len(x)) % channels
+        return (x - mu[c, None]) / np.sqrt(var[c, None] + eps) * w[c, None] + b[c, None]
+
+    def batch_norm_inputs(rng, m, n):  # x of (m // channels) samples; statistics and parameters in f32
+        stats = [rng.standard_normal(channels), rng.uniform(0.5, 2, channels), rng.standard_normal(channels),
+                 rng.standard_normal(channels)]
+        return [f16(rng, max(channels, m // channels * channels), n), *(a.astype(np.float32) for a in stats)]
+
+    heads, dim, channels, groups = 32, 128, 64, 32
+    probs = mk(lambda r, m, n: [f16(r, m, n), kit.softmax_ref(r.standard_normal((m, n))).astype(np.float16)])
+    logprobs = mk(lambda r, m, n: [f16(r, m, n), kit.log_softmax_ref(r.standard_normal((m, n))).astype(np.float16)])
+    tokens = lambda m, n: max(1, m * n // (heads * dim))  # noqa: E731
+    spatial = lambda m, n: max(1, m * n // (16 * channels))  # noqa: E731
+    return [
+        Row("std.nn_train", "log_softmax", (), torch_f(lambda t, F, x: t.log_softmax(x, -1)), kit.log_softmax_ref,
+            out_shape=lambda s: s, inputs=mk(lambda r, m, n: [f16(r, m, n)])),
+        Row("std.nn_train", "softmax_bwd", (), torch_f(lambda t, F, dy, y: t._softmax_backward_data(dy, y, -1, y.dtype)),
+            lambda dy, y: y * (dy - (dy * y).sum(-1, keepdims=True)), out_shape=lambda s: s, inputs=probs),
+        Row("std.nn_train", "log_softmax_bwd", (),
+            torch_f(lambda t, F, dy, y: t._log_softmax_backward_data(dy, y, -1, y.dtype)),
+            lambda dy, y: dy - np.exp(y) * dy.sum(-1, keepdims=True), out_shape=lambda s: s, inputs=logprobs),
+        Row("std.nn_train", "swiglu", (), torch_f(lambda t, F, x: F.silu(x[:, 0]) * x[:, 1]),
+            lambda x: kit.glu_ref(x, kit.silu), out_shape=lambda s: (s[0], s[2]),
+            inputs=mk(lambda r, m, n: [f16(r, m, 2, max(1, n // 2))])),
+        Row("std.nn_train", "geglu", (), torch_f(lambda t, F, x: F.gelu(x[:, 0]) * x[:, 1]),
+            lambda x: kit.glu_ref(x, kit.gelu_erf), out_shape=lambda s: (s[0], s[2]),
+            inputs=mk(lambda r, m, n: [f16(r, m, 2, max(1, n // 2))])),
+        Row("std.nn_train", "rope", (), torch_f(rope_torch), lambda x, c, s: kit.rope_ref(x, c, s, False),
+            out_shape=lambda s: s,
+            inputs=mk(lambda r, m, n: [f16(r, tokens(m, n), heads, dim), *tables(r, tokens(m, n), dim)])),
+        Row("std.nn_train", "embedding", (), torch_f(lambda t, F, w, i: F.embedding(i, w)),
+            lambda w, i: w[i.astype(np.int64)], out_shape=lambda s: s,
+            inputs=mk(lambda r, m, n: [f16(r, m, n), r.integers(0, m, m)])),
+        Row("std.nn_train", "batch_norm", (),
+            torch_f(lambda t, F, x, mu, var, w, b, eps: F.batch_norm(x.view(-1, channels, x.shape[1]), mu, var, w, b,
+                                                                    False, 0.0, eps).view(x.shape)),
+            batch_norm_ref, scalars=(kit.EPS,), out_shape=lambda s: s, inputs=mk(batch_norm_inputs)),
+        Row("std.nn_train", "group_norm", (),
+            torch_f(lambda t, F, x, w, b, eps: F.group_norm(x, groups, w, b, eps)),
+            lambda x, w, b, eps: kit.group_norm_ref(x, w, b, groups), scalars=(kit.EPS,), out_shape=lambda s: s,
+            inputs=mk(lambda r, m, n: [f16(r, 16, channels, spatial(m, n)), f16(r, channels), f16(r, channels)])),
+    ]
+
+
 @functools.lru_cache(maxsize=None)
 def all_rows() -> tuple:
     """Every row, in table order (built on first use: the tables are tests/stdlib's)."""
     tables_folder()
-    return tuple(_elementwise_rows() + _cast_rows() + _reduce_rows() + _data_rows())
+    return tuple(_elementwise_rows() + _cast_rows() + _reduce_rows() + _data_rows() + _nn_train_rows())
     # std.data, ...: their rows here
 
 
