@@ -76,6 +76,18 @@ async def test_diagnostics_as_you_type_carry_tlc_check_codes_and_ranges(client, 
                  "the rest to local memory; use smaller tiles or more threads", span(10, 8, 33))]
 
 
+
+async def test_a_burst_of_changes_is_checked_once_at_its_last_version(client, tmp_path):
+    good = VECTOR_ADD.read_text()
+    path = tmp_path / "burst.tl"
+    assert await opened(client, path, good) == []
+    for version, name in [(2, "zs"), (3, "ws"), (4, "vs")]:
+        changed(client, path, good.replace("alpha * xs[i]", f"alpha * {name}[i]"), version)
+    while (params := await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)).uri != path.as_uri():
+        pass
+    assert (params.version, [d.message for d in params.diagnostics]) == (4, ["unknown name 'vs'"])
+
+
 async def test_ranges_count_utf16_units(client, tmp_path):
     """A character outside the BMP before the error is two UTF-16 units in LSP's columns."""
     text = VECTOR_ADD.read_text().replace("ys[i] = alpha * xs[i] + ys[i]", "ys[i] = alpha * xs[i] + zs['😀'] + ys[i]")

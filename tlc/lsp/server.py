@@ -3,7 +3,9 @@ positions (1-based lines, 1-based columns in characters) and LSP's (0-based line
 UTF-16 code units)."""
 from __future__ import annotations
 
+import asyncio
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -12,6 +14,8 @@ from pygls.uris import from_fs_path, to_fs_path
 from .. import __version__
 from ..diagnostics import Span
 from . import analysis
+
+TYPING_PAUSE_S = 0.2  # a change is checked when no other follows within this time
 
 _KINDS = {"builtin": lsp.CompletionItemKind.Function, "dtype": lsp.CompletionItemKind.TypeParameter,
           "decorator": lsp.CompletionItemKind.Keyword, "module": lsp.CompletionItemKind.Module,
@@ -24,6 +28,7 @@ class TlcLanguageServer(LanguageServer):
         self.arch = arch
         self.programs: dict[str, object] = {}  # uri -> the checked program of its current text
         self.published: dict[str, set[str]] = {}  # uri -> the uris its check published to
+        self.checker = ThreadPoolExecutor(max_workers=1)  # one check at a time: the stages share caches
 
 
 # ---- positions -------------------------------------------------------------------------------
@@ -69,19 +74,27 @@ def _read(path: str) -> str | None:
 def make_server(arch: str = "sm_80") -> TlcLanguageServer:
     server = TlcLanguageServer(arch)
 
-    def publish(ls: TlcLanguageServer, uri: str) -> None:
+    async def publish(ls: TlcLanguageServer, uri: str) -> None:
         """`tlc check`'s diagnostics of the document's current text, each on its file's URI
         (an error in an imported file shows there); a file that had some and has none now is
-        cleared."""
+        cleared.  A check takes up to seconds on a large file (std.nn_train's: 3 s), so it
+        waits for typing to pause (a newer version drops this one) and runs in the checker's
+        one thread, the server answering hovers and completions meanwhile."""
         doc = ls.workspace.get_text_document(uri)
+        version, source = doc.version, doc.source
+        await asyncio.sleep(TYPING_PAUSE_S)
+        if ls.workspace.get_text_document(uri).version != version:
+            return
         path = to_fs_path(uri) or uri
-        result = analysis.check(doc.source, path, ls.arch)
+        result = await asyncio.get_running_loop().run_in_executor(ls.checker, analysis.check, source, path, ls.arch)
+        if ls.workspace.get_text_document(uri).version != version or uri not in ls.workspace.text_documents:
+            return  # typed on or closed while it ran
         ls.programs[uri] = result.program if result.ok else None
         by_uri: dict[str, list] = {uri: []}
         for d in result.diagnostics:
             file = analysis.std_file(d.span.file) if d.span is not None else path
             target = uri if file == path else from_fs_path(os.path.abspath(file))
-            text = doc.source if target == uri else result.sources.get(d.span.file) or _read(file)
+            text = source if target == uri else result.sources.get(d.span.file) or _read(file)
             message = d.message + (f"\nhint: {d.hint}" if d.hint else "")
             severity = lsp.DiagnosticSeverity.Warning if d.severity == "warning" else lsp.DiagnosticSeverity.Error
             by_uri.setdefault(target, []).append(lsp.Diagnostic(to_range(d.span, text), message, severity=severity,
@@ -91,15 +104,15 @@ def make_server(arch: str = "sm_80") -> TlcLanguageServer:
         ls.published[uri] = {u for u, ds in by_uri.items() if ds and u != uri}
         for target, diagnostics in by_uri.items():
             ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
-                target, diagnostics, version=doc.version if target == uri else None))
+                target, diagnostics, version=version if target == uri else None))
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: TlcLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
-        publish(ls, params.text_document.uri)
+    async def did_open(ls: TlcLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        await publish(ls, params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: TlcLanguageServer, params: lsp.DidChangeTextDocumentParams) -> None:
-        publish(ls, params.text_document.uri)
+    async def did_change(ls: TlcLanguageServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        await publish(ls, params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TlcLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
