@@ -165,6 +165,7 @@ def test_readme_embedding_lines_build_as_written(tmp_path):
 
 
 @pytest.mark.gpu
+@pytest.mark.nvcc
 def test_readme_embedding_programs_compute_the_gemm(tmp_path):
     run_readme_lines(tmp_path)
     for program in ("my_app", "my_app_c"):
