@@ -52,8 +52,8 @@ class Launcher:
         run_kernel(self.kernel, {k: v.host.reshape(v.shape) if isinstance(v, HostBuffer) else v for k, v in args.items()})
 
 
-def cuda_module(monkeypatch, log):
-    mod = module(SRC)
+def cuda_module(monkeypatch, log, src: str = SRC):
+    mod = module(src)
     mod.target = "cuda"
     monkeypatch.setattr(tlc.runtime, "DeviceArray", HostBuffer)
     monkeypatch.setattr(tlc.runtime, "target_arch", lambda device=None: "sm_90a")
@@ -84,6 +84,20 @@ def test_flat_views(monkeypatch):
     got = mod.chain(x, y)
     assert log == [("chain", {"x": (1500,), "y": (1500,), "out": (1500,)})]
     assert_close(got, f32(x * y) + f32(np.exp(x)))
+
+
+def test_an_expression_reading_a_shape_symbol_is_not_flattened(monkeypatch):
+    """Flat views drop the shape's symbols; an element-wise body that reads one as a value
+    (found by the mutation fuzz: the scheduler's IR named an undefined N and the verifier
+    stopped it, an error with no place) keeps the 2-D kernel, where M and N are parameters."""
+    log = []
+    mod = cuda_module(monkeypatch, log, "@tile_op\ndef ramp(x: f16[M, N]) -> f32[M, N]:\n"
+                                        "    u = f32(x)\n    return where(u < 0.0, u * N, u + M)\n")
+    x = rand(np.random.default_rng(6), (30, 50), np.float16)
+    got = mod.ramp(x)
+    assert log == [("ramp", {"x": (30, 50), "out": (30, 50)})]
+    u = f32(x)
+    assert_close(got, np.where(u < 0, u * 50, u + 30))
 
 
 def test_prepare_launches_again_into_one_result(monkeypatch):

@@ -26,7 +26,10 @@ def elementwise_kernel(b: KernelBuilder, sizes: dict, rules: Rules = DEFAULT_RUL
     g, root, dest = b.g, b.group.root, b.group.dest
     shape = g.shape(root)
     read = [name for name in b.tensors if name != dest and _reads(b, name)]
-    flat = len(shape) == 2 and all(b.tensors[t][1] == shape for t in read) and not _transposes(g, root)
+    # flat views drop the shape's symbols, so an expression that reads one as a value (`x * N`)
+    # keeps the 2-D form, where they are the kernel's parameters
+    flat = (len(shape) == 2 and all(b.tensors[t][1] == shape for t in read) and not _transposes(g, root)
+            and not _reads_symbol(g, root, {d for d in shape if isinstance(d, str)}))
     dtypes = [b.tensors[t][0] for t in read] + [b.tensors[dest][0]]
     if flat:
         symbol = b.fresh(FLAT)
@@ -95,6 +98,15 @@ def _transposes(g, e) -> bool:
     if isinstance(e, n.Attribute) and e.attr == "T":
         return True
     return any(_transposes(g, c) for c in children(e))
+
+
+def _reads_symbol(g, e, symbols: set) -> bool:
+    e = g.resolve(e)
+    if g.heavy(e) is not None:
+        return False
+    if isinstance(e, n.Name):
+        return e.id in symbols
+    return any(_reads_symbol(g, c, symbols) for c in children(e))
 
 
 def _numel(shape, sizes) -> int | None:
