@@ -113,6 +113,21 @@ async def test_hover_shows_dtype_shape_and_memory_scope(client):
     assert await client.text_document_hover_async(lsp.HoverParams(**at(15, 18))) is None  # the '=': no name
 
 
+
+async def test_hover_and_definition_on_kept_lines_while_the_text_does_not_check(client, tmp_path):
+    """The last text that checked answers on the lines typing has not touched, moved to where
+    they are now (a comment line added above them, an error on another line)."""
+    good = VECTOR_ADD.read_text()
+    path = tmp_path / "typing.tl"
+    assert await opened(client, path, good) == []
+    changed(client, path, "# a new first line\n" + good.replace("alpha * xs[i]", "alpha * zs[i]"), 2)
+    assert [d.code for d in await diagnostics_of(client, path.as_uri())] == ["E020"]
+    ys = await client.text_document_hover_async(lsp.HoverParams(**at(12, 9, path)))  # line 11 before
+    assert ys.contents.value.startswith("```tl\nys: fragment f32[BLOCK]\n```") and ys.range == span(12, 8, 10)
+    xs = await client.text_document_definition_async(lsp.DefinitionParams(**at(13, 28, path)))  # copy(x[...], xs)
+    assert (xs.uri, xs.range) == (path.as_uri(), span(11, 8, 10))
+    assert await client.text_document_hover_async(lsp.HoverParams(**at(16, 13, path))) is None  # the line typed on
+
 async def test_definition_of_a_local_and_of_a_parameter(client):
     await opened(client, VECTOR_ADD, VECTOR_ADD.read_text())
     xs = await client.text_document_definition_async(lsp.DefinitionParams(**at(15, 29)))

@@ -4,7 +4,9 @@ UTF-16 code units)."""
 from __future__ import annotations
 
 import asyncio
+import difflib
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from lsprotocol import types as lsp
@@ -26,7 +28,9 @@ class TlcLanguageServer(LanguageServer):
     def __init__(self, arch: str = "sm_80"):
         super().__init__("tlc", __version__)
         self.arch = arch
-        self.programs: dict[str, object] = {}  # uri -> the checked program of its current text
+        # uri -> (the last program its text checked into, that text): kept while the text being
+        # typed does not check, so that hover and definition still answer on the lines unchanged
+        self.programs: dict[str, tuple] = {}
         self.published: dict[str, set[str]] = {}  # uri -> the uris its check published to
         self.checker = ThreadPoolExecutor(max_workers=1)  # one check at a time: the stages share caches
 
@@ -61,6 +65,15 @@ def to_range(span: Span | None, text: str | None) -> lsp.Range:
     return lsp.Range(start, end)
 
 
+def _kept_lines(then: str, now: str) -> dict[int, int]:
+    """The lines (1-based) of `then` that `now` still has unchanged, to their place in `now`."""
+    a, b = then.split("\n"), now.split("\n")
+    if a == b:
+        return {i: i for i in range(1, len(a) + 1)}
+    blocks = difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+    return {i + k + 1: j + k + 1 for i, j, size in blocks for k in range(size)}
+
+
 def _read(path: str) -> str | None:
     try:
         with open(path, encoding="utf-8") as f:
@@ -89,7 +102,8 @@ def make_server(arch: str = "sm_80") -> TlcLanguageServer:
         result = await asyncio.get_running_loop().run_in_executor(ls.checker, analysis.check, source, path, ls.arch)
         if ls.workspace.get_text_document(uri).version != version or uri not in ls.workspace.text_documents:
             return  # typed on or closed while it ran
-        ls.programs[uri] = result.program if result.ok else None
+        if result.ok:
+            ls.programs[uri] = (result.program, source)
         by_uri: dict[str, list] = {uri: []}
         for d in result.diagnostics:
             file = analysis.std_file(d.span.file) if d.span is not None else path
@@ -121,33 +135,42 @@ def make_server(arch: str = "sm_80") -> TlcLanguageServer:
         for target in ls.published.pop(uri, set()) | {uri}:
             ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(target, []))
 
-    def found_at(ls: TlcLanguageServer, params) -> tuple[object, analysis.Found | None, str]:
-        """The checked program of the document, the name at the request's position and the
-        document's text (no program and no name while the text does not check)."""
+    def found_at(ls: TlcLanguageServer, params) -> tuple[object, analysis.Found | None, Callable]:
+        """The document's last checked program, the name at the request's position in it (on a
+        line the text has kept since that check) and a function moving a span of that text to
+        where it is now."""
         uri = params.text_document.uri
-        program, text = ls.programs.get(uri), ls.workspace.get_text_document(uri).source
+        text = ls.workspace.get_text_document(uri).source
+        program, checked = ls.programs.get(uri, (None, text))
+        now_of = _kept_lines(checked, text)
+        then_of = {now: then for then, now in now_of.items()}
         line = params.position.line + 1
-        col = _column(_line(text, line), params.position.character)
-        found = analysis.name_at(program, to_fs_path(uri) or uri, line, col) if program is not None else None
-        return program, found, text
+        path = to_fs_path(uri) or uri
+        found = None
+        if program is not None and line in then_of:
+            col = _column(_line(text, line), params.position.character)
+            found = analysis.name_at(program, path, then_of[line], col)
+
+        def moved(span: Span) -> lsp.Range:
+            if span.file != path or span.line not in now_of or span.end_line not in now_of:
+                return to_range(span, _read(analysis.std_file(span.file)) if span.file != path else checked)
+            return to_range(Span(span.file, now_of[span.line], span.col, now_of[span.end_line], span.end_col), text)
+        return program, found, moved
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     def hover(ls: TlcLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
-        program, found, source = found_at(ls, params)
+        program, found, moved = found_at(ls, params)
         markdown = analysis.hover_text(program, found) if found is not None else None
-        return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, markdown), to_range(found.span, source)) \
+        return lsp.Hover(lsp.MarkupContent(lsp.MarkupKind.Markdown, markdown), moved(found.span)) \
             if markdown is not None else None
 
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
     def definition(ls: TlcLanguageServer, params: lsp.DefinitionParams) -> lsp.Location | None:
-        program, found, _ = found_at(ls, params)
+        program, found, moved = found_at(ls, params)
         span = analysis.definition(program, found) if found is not None else None
         if span is None:
             return None
-        file = analysis.std_file(span.file)
-        uri = from_fs_path(os.path.abspath(file))
-        text = ls.workspace.get_text_document(uri).source if uri in ls.workspace.text_documents else _read(file)
-        return lsp.Location(uri, to_range(span, text))
+        return lsp.Location(from_fs_path(os.path.abspath(analysis.std_file(span.file))), moved(span))
 
     @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=[".", "@", " "]))
     def completion(ls: TlcLanguageServer, params: lsp.CompletionParams) -> lsp.CompletionList:
