@@ -139,7 +139,7 @@ async def test_definition_of_a_local_and_of_a_parameter(client):
 
 
 USES_IMPORTS = """\
-from std.nn import rms_norm
+from std.nn import rms_norm, LOG2E
 from .helpers import twice
 
 
@@ -168,6 +168,9 @@ async def test_definition_across_a_relative_import_and_into_std(client, tmp_path
     nn = Path(str(stdlib().joinpath("nn.tl")))
     line = next(i for i, text in enumerate(nn.read_text().split("\n")) if text.startswith("def rms_norm("))
     assert (rms.uri, rms.range) == (nn.resolve().as_uri(), span(line, 4, 12))
+    log2e = await client.text_document_definition_async(lsp.DefinitionParams(**at(0, 31, main)))
+    line = next(i for i, text in enumerate(nn.read_text().split("\n")) if text.startswith("LOG2E: const"))
+    assert (log2e.uri, log2e.range) == (nn.resolve().as_uri(), span(line, 0, 5))
     hover = await client.text_document_hover_async(lsp.HoverParams(**at(8, 33, main)))
     assert hover.contents.value == "```tl\ndef twice(v: f32) -> f32\n```\ndevice function in `helpers.tl`"
     hover = await client.text_document_hover_async(lsp.HoverParams(**at(0, 21, main)))
@@ -192,4 +195,6 @@ async def test_completion_of_std_modules_names_builtins_and_dtypes(client, tmp_p
     assert matmul.detail == "kernel in std.gemm"
     assert [(e.range, e.new_text) for e in matmul.additional_text_edits] == [(span(0, 0, 0), "from std.gemm import matmul\n")]
     assert items["rms_norm"].additional_text_edits is None  # imported already
+    decorators = await client.text_document_completion_async(lsp.CompletionParams(**at(9, 1, path)))  # "@" of @kernel
+    assert sorted(i.label for i in decorators.items) == ["autotune", "fuse", "kernel", "tile_op"]
 
