@@ -111,6 +111,8 @@ async def test_hover_shows_dtype_shape_and_memory_scope(client):
     alpha = await client.text_document_hover_async(lsp.HoverParams(**at(15, 21)))
     assert alpha.contents.value == "```tl\nalpha: f32\n```\nscalar"
     assert await client.text_document_hover_async(lsp.HoverParams(**at(15, 18))) is None  # the '=': no name
+    n = await client.text_document_hover_async(lsp.HoverParams(**at(8, 22)))  # x: f32[N]
+    assert n.contents.value == "```tl\nN\n```\nshape symbol: a size taken from the arrays at each call"
 
 
 
@@ -168,6 +170,8 @@ async def test_definition_across_a_relative_import_and_into_std(client, tmp_path
     nn = Path(str(stdlib().joinpath("nn.tl")))
     line = next(i for i, text in enumerate(nn.read_text().split("\n")) if text.startswith("def rms_norm("))
     assert (rms.uri, rms.range) == (nn.resolve().as_uri(), span(line, 4, 12))
+    hover = await client.text_document_hover_async(lsp.HoverParams(**at(0, 31, main)))
+    assert hover.contents.value == "```tl\nLOG2E = 1.4426950408889634\n```\nmodule constant"
     log2e = await client.text_document_definition_async(lsp.DefinitionParams(**at(0, 31, main)))
     line = next(i for i, text in enumerate(nn.read_text().split("\n")) if text.startswith("LOG2E: const"))
     assert (log2e.uri, log2e.range) == (nn.resolve().as_uri(), span(line, 0, 5))

@@ -130,6 +130,10 @@ def hover_text(program, found: Found) -> str | None:
         return f"```tl\n{found.name}: dtype = {ty.dtype.name}\n```"
     if isinstance(ty, BuiltinRef):
         return f"```tl\n{ty.name}\n```\nbuiltin"
+    if found.function is not None and found.name in found.function.shape_symbols:
+        return f"```tl\n{found.name}\n```\nshape symbol: a size taken from the arrays at each call"
+    if found.function is None and found.name in program.constants:
+        return f"```tl\n{found.name} = {program.constants[found.name]}\n```\nmodule constant"
     target = definition(program, found)
     fn = _function_named(program, found)
     if fn is not None and target is not None:
