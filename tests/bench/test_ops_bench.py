@@ -71,11 +71,13 @@ def test_outside_a_source_checkout_the_suite_says_what_it_needs(monkeypatch, tmp
 def test_only_arithmetic_rows_count_flops():
     """The roofline's points: std.elementwise and std.reduce rows, one operation per element."""
     assert bench_ops.ARITHMETIC == ("std.elementwise", "std.reduce")
-    assert {r.module for r in bench_ops.ROWS} == {"std.elementwise", "std.reduce", "std.data", "std.nn_train"}
+    assert {r.module for r in bench_ops.ROWS} == {"std.elementwise", "std.reduce", "std.data", "std.nn_train",
+                                                 "std.nn_layers"}
 
 
 def test_dry_run_of_the_nn_train_rows():
-    """std.nn_train's rows (their inputs made by the rows themselves: probabilities, head-shaped
-    x with its tables, index tensors, NCHW batches) against nn_train_kit's references."""
-    rows = [r for r in bench_ops.ROWS if r.module == "std.nn_train"]
+    """std.nn_train's and std.nn_layers' rows (their inputs made by the rows themselves:
+    probabilities, head-shaped x with its tables, index tensors, NCHW batches) against
+    nn_train_kit's references."""
+    rows = [r for r in bench_ops.ROWS if r.module in ("std.nn_train", "std.nn_layers")]
     assert len(rows) == 9 and bench_ops.dry_run(rows) == []

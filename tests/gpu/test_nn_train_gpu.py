@@ -1,4 +1,4 @@
-"""std.nn_train on the GPU: the interpreter's table (tests/stdlib/nn_train_kit.py) at its ragged
+"""std.nn_train and std.nn_layers on the GPU: the interpreter's table (tests/stdlib/nn_train_kit.py) at its ragged
 shapes and at the sizes a model runs (the kernels' default constants: one 8192-column tile, rows
 of several tiles, a 50257-word vocabulary), and every backward against PyTorch's autograd in f32.
 dropout's rows compare bit for bit with the NumPy Philox, as on the interpreter."""
@@ -14,7 +14,7 @@ import tlc
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "stdlib"))  # the shared kit
 from nn_train_kit import (DROPOUT, EMBED, EMBED_SERIAL, GROUPS, GROUPS_BWD, NCL, OPS, ROPE, ROWS, TILES,  # noqa: E402
-                          NN_TRAIN_PATH, compare, kernel_consts, kernel_name)
+                          PATHS, compare, kernel_consts, kernel_name, module_of)
 from op_tolerances import assert_close  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -37,7 +37,13 @@ def large(shapes):
 
 @pytest.fixture(scope="module")
 def mod():
-    return tlc.load(NN_TRAIN_PATH, target="cuda")
+    """Both modules as one: mod.NAME is the kernel of whichever holds it."""
+    mods = {m: tlc.load(path, target="cuda") for m, path in PATHS.items()}
+
+    class Both:
+        def __getattr__(self, name):
+            return getattr(mods[module_of(name)], name)
+    return Both()
 
 
 @pytest.mark.parametrize("op,dtype", [pytest.param(op, d, id=f"{op.name}-{d}") for op in OPS for d in op.dtypes])

@@ -1,5 +1,5 @@
-"""std.nn_train's operators as table rows: inputs, constants and float64 NumPy references, shared
-by the interpreter test (tests/stdlib/test_nn_train.py) and the GPU test
+"""std.nn_train's and std.nn_layers' operators as table rows: inputs, constants and float64 NumPy
+references, shared by the interpreter test (tests/stdlib/test_nn_train.py) and the GPU test
 (tests/gpu/test_nn_train_gpu.py).
 
 A row's `make(rng, dtype, shape)` returns the kernel's arguments (outputs filled with NaN, or
@@ -18,7 +18,10 @@ import numpy as np
 from op_tolerances import NUMPY, assert_close
 from tlc import package_data
 
-NN_TRAIN_PATH = str(package_data.stdlib().joinpath("nn_train.tl"))
+# the two modules the table covers, by name
+PATHS = {m: str(package_data.stdlib().joinpath(f"{m}.tl")) for m in ("nn_train", "nn_layers")}
+LAYERS = {"embedding", "embedding_bwd", "embedding_bwd_deterministic", "rope", "rope_bwd", "swiglu", "swiglu_bwd",
+          "geglu", "geglu_bwd", "dropout", "batch_norm", "group_norm", "group_norm_bwd"}
 FLOATS = ("f32", "f16", "bf16")
 EPS = 1e-5
 IGNORE = -100
@@ -343,6 +346,11 @@ OPS = [
 def kernel_name(op: Op) -> str:
     """The kernel a row runs: its name before a dot (rope.interleaved runs rope)."""
     return op.name.split(".")[0]
+
+
+def module_of(kernel: str) -> str:
+    """The module ("nn_train" or "nn_layers") that holds a kernel of the table."""
+    return "nn_layers" if kernel in LAYERS else "nn_train"
 
 
 def kernel_consts(op: Op, consts: dict) -> dict:

@@ -1,7 +1,7 @@
-"""std.nn_train against NumPy, one table (nn_train_kit.OPS): every operator on the interpreter at
-ragged shapes for f32, f16 and bf16; every backward against finite differences of its forward's
-float64 reference; the module compiled by nvcc for sm_80 and sm_90a; the registry and the
-reference page.  tests/gpu/test_nn_train_gpu.py runs the table on the GPU and checks the
+"""std.nn_train and std.nn_layers against NumPy, one table (nn_train_kit.OPS): every operator on
+the interpreter at ragged shapes for f32, f16 and bf16; every backward against finite differences
+of its forward's float64 reference; each module compiled by nvcc for sm_80 and sm_90a; the
+registry and the reference pages.  tests/gpu/test_nn_train_gpu.py runs the table on the GPU and checks the
 backwards against PyTorch's autograd.  Tolerances: op_tolerances.py."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tlc
-from nn_train_kit import FORWARDS, NN_TRAIN_PATH, OPS, Op, compare, f64, kernel_consts, kernel_name
+from nn_train_kit import FORWARDS, OPS, PATHS, Op, compare, f64, kernel_consts, kernel_name, module_of
 from op_registry import check_or_record
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))  # the nvcc helper
@@ -23,7 +23,15 @@ from nvcc import compile_object  # noqa: E402
 
 @pytest.fixture(scope="module")
 def mod():
-    return tlc.load(NN_TRAIN_PATH, target="cpu")
+    """Both modules as one: mod.NAME is the kernel of whichever holds it."""
+    mods = {m: tlc.load(path, target="cpu") for m, path in PATHS.items()}
+
+    class Both:
+        kernels = {k for m in mods.values() for k in m.kernels}
+
+        def __getattr__(self, name):
+            return getattr(mods[module_of(name)], name)
+    return Both()
 
 
 def check_row(mod, op: Op, dtype: str, shape, consts: dict, seed: int = 0) -> None:
@@ -33,13 +41,15 @@ def check_row(mod, op: Op, dtype: str, shape, consts: dict, seed: int = 0) -> No
     compare(args, checks, op.name, f" {dtype} shape={shape} {kernel_consts(op, consts)}")
 
 
-def test_the_module_holds_every_operator_of_the_table(mod):
-    assert {kernel_name(op) for op in OPS} == set(mod.kernels)
+def test_the_modules_hold_every_operator_of_the_table():
+    for m, path in PATHS.items():
+        assert {kernel_name(op) for op in OPS if module_of(kernel_name(op)) == m} == set(tlc.load(path, target="cpu").kernels)
 
 
-def test_every_operator_has_a_doc_comment():
+@pytest.mark.parametrize("module", PATHS)
+def test_every_operator_has_a_doc_comment(module):
     """The line under each def is a comment saying what it computes (the reference page reads it)."""
-    text = Path(NN_TRAIN_PATH).read_text()
+    text = Path(PATHS[module]).read_text()
     defs = re.findall(r"^def (\w+)\(.*?\).*?:\n(\s*)(\S)", text, re.M | re.S)
     assert defs and all(first == "#" for _, _, first in defs), [d for d, _, f in defs if f != "#"]
 
@@ -145,37 +155,42 @@ def test_backward_against_finite_differences_of_the_forward(mod, bwd, consts):
             assert abs(got - want) <= 1e-4 * (1 + abs(want)), (bwd, name, got, want)
 
 
-def test_registry():
-    """stdlib/tested.json lists exactly the operators of this table, each of whose rows (every
-    dtype) passed in this run (TLC_RECORD_TESTED=1 rewrites it; tests/stdlib/op_registry.py)."""
+@pytest.mark.parametrize("module", PATHS)
+def test_registry(module):
+    """stdlib/tested.json lists exactly the module's operators of this table, each of whose rows
+    (every dtype) passed in this run (TLC_RECORD_TESTED=1 rewrites it; tests/stdlib/op_registry.py)."""
     table = {}
     for op in OPS:
-        table.setdefault(kernel_name(op), set()).update(op.dtypes)
-    check_or_record("std.nn_train", table, {k: v for k, v in PASSED.items() if v == table.get(k)}, __file__)
+        if module_of(kernel_name(op)) == module:
+            table.setdefault(kernel_name(op), set()).update(op.dtypes)
+    check_or_record(f"std.{module}", table, {k: v for k, v in PASSED.items() if v == table.get(k)}, __file__)
 
 
-@pytest.mark.slow  # about 12 s of nvcc for each architecture
+@pytest.mark.slow  # about 12 s of nvcc for each module and architecture
 @pytest.mark.nvcc
+@pytest.mark.parametrize("module", PATHS)
 @pytest.mark.parametrize("arch,dtype", [("sm_80", "f16"), ("sm_90a", "bf16")])
-def test_builds_with_nvcc(arch, dtype, tmp_path):
+def test_builds_with_nvcc(module, arch, dtype, tmp_path):
     """Every operator of the module, for one dtype, compiles without warnings or spills (the
     shape symbols that size rope's tiles, H and D, given as a common head shape)."""
     from tlc.runner import build
 
-    source, _ = build(NN_TRAIN_PATH, defines=(f"T={dtype}", "H=32", "D=128"), arch=arch)
+    heads = ("H=32", "D=128") if module == "nn_layers" else ()
+    source, _ = build(PATHS[module], defines=(f"T={dtype}", *heads), arch=arch)
     log = compile_object(source, arch, tmp_path)
     spills = dict(re.findall(r"Function properties for (\w+)\n\s*\d+ bytes stack frame, (\d+) bytes spill", log))
     assert len([k for k in spills if not k.startswith("_Z")]) == source.count("__global__")
     assert {k for k, v in spills.items() if v != "0"} == set(), log
 
 
-def test_the_reference_page_is_generated_from_the_sources():
-    """docs/stdlib/nn_train.md is what scripts/stdlib-docs writes (rerun it after editing the .tl)."""
+@pytest.mark.parametrize("module", PATHS)
+def test_the_reference_page_is_generated_from_the_sources(module):
+    """docs/stdlib/<module>.md is what scripts/stdlib-docs writes (rerun it after editing the .tl)."""
     from tlc.ops import load_tested, markdown, module_ops
 
-    text = markdown(Path(NN_TRAIN_PATH), module_ops(Path(NN_TRAIN_PATH), load_tested()))
-    page = Path(__file__).resolve().parents[2] / "docs" / "stdlib" / "nn_train.md"
-    assert page.read_text() == text, "docs/stdlib/nn_train.md is stale: run scripts/stdlib-docs nn_train"
+    text = markdown(Path(PATHS[module]), module_ops(Path(PATHS[module]), load_tested()))
+    page = Path(__file__).resolve().parents[2] / "docs" / "stdlib" / f"{module}.md"
+    assert page.read_text() == text, f"docs/stdlib/{module}.md is stale: run scripts/stdlib-docs {module}"
 
 
 def test_philox_reference_matches_random123s_known_answers():

@@ -313,7 +313,7 @@ def _data_rows() -> list[Row]:
 
 
 def _nn_train_rows() -> list[Row]:
-    """std.nn_train: the one-output kernels at 2^27 f16 elements against PyTorch eager (the
+    """std.nn_train and std.nn_layers: the one-output kernels at 2^27 f16 elements against PyTorch eager (the
     backward functions autograd calls for softmax and log_softmax; rope and the GLUs composed
     of eager operations, as a model without fused kernels runs them); NumPy references from
     tests/stdlib/nn_train_kit.py."""
@@ -364,23 +364,23 @@ def _nn_train_rows() -> list[Row]:
         Row("std.nn_train", "log_softmax_bwd", (),
             torch_f(lambda t, F, dy, y: t._log_softmax_backward_data(dy, y, -1, y.dtype)),
             lambda dy, y: dy - np.exp(y) * dy.sum(-1, keepdims=True), out_shape=lambda s: s, inputs=logprobs),
-        Row("std.nn_train", "swiglu", (), torch_f(lambda t, F, x: F.silu(x[:, 0]) * x[:, 1]),
+        Row("std.nn_layers", "swiglu", (), torch_f(lambda t, F, x: F.silu(x[:, 0]) * x[:, 1]),
             lambda x: kit.glu_ref(x, kit.silu), out_shape=lambda s: (s[0], s[2]),
             inputs=mk(lambda r, m, n: [f16(r, m, 2, max(1, n // 2))])),
-        Row("std.nn_train", "geglu", (), torch_f(lambda t, F, x: F.gelu(x[:, 0]) * x[:, 1]),
+        Row("std.nn_layers", "geglu", (), torch_f(lambda t, F, x: F.gelu(x[:, 0]) * x[:, 1]),
             lambda x: kit.glu_ref(x, kit.gelu_erf), out_shape=lambda s: (s[0], s[2]),
             inputs=mk(lambda r, m, n: [f16(r, m, 2, max(1, n // 2))])),
-        Row("std.nn_train", "rope", (), torch_f(rope_torch), lambda x, c, s: kit.rope_ref(x, c, s, False),
+        Row("std.nn_layers", "rope", (), torch_f(rope_torch), lambda x, c, s: kit.rope_ref(x, c, s, False),
             out_shape=lambda s: s,
             inputs=mk(lambda r, m, n: [f16(r, tokens(m, n), heads, dim), *tables(r, tokens(m, n), dim)])),
-        Row("std.nn_train", "embedding", (), torch_f(lambda t, F, w, i: F.embedding(i, w)),
+        Row("std.nn_layers", "embedding", (), torch_f(lambda t, F, w, i: F.embedding(i, w)),
             lambda w, i: w[i.astype(np.int64)], out_shape=lambda s: s,
             inputs=mk(lambda r, m, n: [f16(r, m, n), r.integers(0, m, m)])),
-        Row("std.nn_train", "batch_norm", (),
+        Row("std.nn_layers", "batch_norm", (),
             torch_f(lambda t, F, x, mu, var, w, b, eps: F.batch_norm(x.view(-1, channels, x.shape[1]), mu, var, w, b,
                                                                     False, 0.0, eps).view(x.shape)),
             batch_norm_ref, scalars=(kit.EPS,), out_shape=lambda s: s, inputs=mk(batch_norm_inputs)),
-        Row("std.nn_train", "group_norm", (),
+        Row("std.nn_layers", "group_norm", (),
             torch_f(lambda t, F, x, w, b, eps: F.group_norm(x, groups, w, b, eps)),
             lambda x, w, b, eps: kit.group_norm_ref(x, w, b, groups), scalars=(kit.EPS,), out_shape=lambda s: s,
             inputs=mk(lambda r, m, n: [f16(r, 16, channels, spatial(m, n)), f16(r, channels), f16(r, channels)])),
