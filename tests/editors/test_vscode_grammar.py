@@ -150,6 +150,9 @@ def test_the_extension_declares_its_files_and_starts_tlc_lsp():
         assert (EXTENSION / path).is_file(), path
     assert contributes["configuration"]["properties"]["tlc.command"]["default"] == ["tlc", "lsp"]
     assert sorted(f"{k}@{v.lstrip('^')}" for k, v in package["devDependencies"].items()) == sorted(PACKAGES)
+    if shutil.which("node"):  # the client's script parses (running it needs VS Code itself)
+        res = subprocess.run(["node", "--check", str(EXTENSION / package["main"])], capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
     config = json.loads((EXTENSION / "language-configuration.json").read_text())
     assert config["comments"] == {"lineComment": "#"}
     assert ["[", "]"] in config["brackets"]
