@@ -37,7 +37,7 @@ def tlc(*args):
 def run_two(tmp_path, *outs):
     src = tmp_path / "two.tl"
     src.write_text(TWO_OUTPUTS)
-    return tlc("run", src, "-k", "two", "--target", "cpu", "--shape", "N=5", *[a for o in outs for a in ("--out", o)])
+    return tlc("run", src, "-k", "two", "--target", "interp", "--shape", "N=5", *[a for o in outs for a in ("--out", o)])
 
 
 def build(*args):
@@ -55,7 +55,7 @@ def read_only(path: Path, text: str) -> Path:
 
 
 def test_out_to_dev_full_says_no_space_and_leaves_the_device():
-    result = tlc("run", VECTOR_ADD, "-k", "vector_add", "--target", "cpu", "--shape", "N=7", "--in", "alpha=2",
+    result = tlc("run", VECTOR_ADD, "-k", "vector_add", "--target", "interp", "--shape", "N=7", "--in", "alpha=2",
                  "--out", "out=/dev/full")
     assert_usage_error(result, "error: --out: cannot write /dev/full: No space left on device")
     assert is_char_device("/dev/full")

@@ -47,7 +47,7 @@ def run_k(tmp_path):
 
     def run(*args, **scalars):
         ins = [a for name, v in {**GOOD, **scalars}.items() for a in ("--in", f"{name}={v}")]
-        return CliRunner().invoke(cli.main, ["run", str(path), "-k", "k", "--target", "cpu", "--shape", "N=4",
+        return CliRunner().invoke(cli.main, ["run", str(path), "-k", "k", "--target", "interp", "--shape", "N=4",
                                              *ins, *map(str, args)])
     return run
 
@@ -107,7 +107,7 @@ def test_a_dtype_parameter_is_bound_from_an_input_file(tmp_path):
     (tmp_path / "g.tl").write_text(GENERIC)
     np.save(tmp_path / "x.npy", np.arange(5, dtype=np.float16))
     np.save(tmp_path / "o.npy", np.zeros(5, np.float32))
-    base = ["run", str(tmp_path / "g.tl"), "-k", "copy_of", "--target", "cpu", "--in", f"x={tmp_path / 'x.npy'}"]
+    base = ["run", str(tmp_path / "g.tl"), "-k", "copy_of", "--target", "interp", "--in", f"x={tmp_path / 'x.npy'}"]
     result = CliRunner().invoke(cli.main, base)
     assert (result.exit_code, result.stderr) == (0, ""), result.output
     assert result.stdout.splitlines()[1] == "out: f16[5]  min 0  max 4  mean 2"
@@ -121,9 +121,9 @@ def test_a_dtype_parameter_is_bound_from_an_input_file(tmp_path):
 
 @pytest.mark.parametrize("flags, instead", [
     (["--check"], "without --check, tlc run"), (["--bench"], "without --bench, tlc run"),
-    (["--target", "cuda"], "--target cpu")])
+    (["--target", "cuda"], "--target interp")])
 def test_check_and_bench_say_they_need_a_gpu(monkeypatch, flags, instead):
-    """Was "no CUDA GPU is available (...); use target='cpu'", and --target cpu is refused with --check."""
+    """Was "no CUDA GPU is available (...); use target='cpu'", and --target interp is refused with --check."""
     monkeypatch.setattr(runtime_compile, "cuda_unavailable_reason", lambda: "no GPU here")
     result = CliRunner().invoke(cli.main, ["run", VECTOR_ADD, "-k", "vector_add", "--shape", "N=4",
                                            "--in", "alpha=1", *flags])

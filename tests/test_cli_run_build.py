@@ -27,7 +27,7 @@ def tlc(*args):
 
 
 def run_gemm(*args):
-    return tlc("run", GEMM, "-k", "matmul", "--target", "cpu", *args)
+    return tlc("run", GEMM, "-k", "matmul", "--target", "interp", *args)
 
 
 def assert_error(result, message: str, status: int = 1):
@@ -134,7 +134,7 @@ def test_run_out_onto_a_folder_is_an_error_and_leaves_no_temporary_file(tmp_path
 
 
 def test_run_vector_add_with_a_scalar():
-    result = tlc("run", VECTOR_ADD, "-k", "vector_add", "--target", "cpu", "--shape", "N=3001", "--in", "alpha=2")
+    result = tlc("run", VECTOR_ADD, "-k", "vector_add", "--target", "interp", "--shape", "N=3001", "--in", "alpha=2")
     assert (result.exit_code, result.stderr) == (0, ""), result.output
     first, second = result.stdout.splitlines()
     assert first == "running vector_add on the CPU reference interpreter"
@@ -156,7 +156,7 @@ def npy(tmp_path):
 def test_in_wrong_dtype(npy):
     """(gemm's A is T[M, K]: an f32 file binds T to f32, as in Python; vector_add's x is f32.)"""
     path = npy("x.npy", np.ones(10, np.float16))
-    assert_error(tlc("run", VECTOR_ADD, "-k", "vector_add", "--target", "cpu", "--in", f"x={path}", "--in", "alpha=1"),
+    assert_error(tlc("run", VECTOR_ADD, "-k", "vector_add", "--target", "interp", "--in", f"x={path}", "--in", "alpha=1"),
                  f"error: --in x: {path} holds f16 values, but 'x' is f32[N]", status=2)
 
 
@@ -249,17 +249,17 @@ def test_bad_shape_values(shape, message):
 
 
 def test_scalar_without_value():
-    result = tlc("run", VECTOR_ADD, "-k", "vector_add", "--target", "cpu", "--shape", "N=10")
+    result = tlc("run", VECTOR_ADD, "-k", "vector_add", "--target", "interp", "--shape", "N=10")
     assert_error(result, "error: the scalar parameter 'alpha' needs a value: --in alpha=NUMBER", status=2)
 
 
 def test_scalar_not_a_number():
-    result = tlc("run", VECTOR_ADD, "-k", "vector_add", "--target", "cpu", "--shape", "N=10", "--in", "alpha=two")
+    result = tlc("run", VECTOR_ADD, "-k", "vector_add", "--target", "interp", "--shape", "N=10", "--in", "alpha=two")
     assert_error(result, "error: --in alpha=two: 'alpha' is a scalar of type f32; give a number", status=2)
 
 
 def test_unknown_kernel_for_run():
-    result = tlc("run", GEMM, "-k", "nothere", "--target", "cpu")
+    result = tlc("run", GEMM, "-k", "nothere", "--target", "interp")
     assert_error(result, f"error: {GEMM} has no kernel 'nothere'; its kernels are: matmul")
 
 
@@ -308,7 +308,7 @@ def test_define_without_a_value():
 
 @pytest.mark.parametrize("flag", ["--check", "--bench"])
 def test_check_and_bench_need_the_gpu(flag):
-    assert_error(run_gemm("--shape", "M=3,N=3,K=3", flag), f"error: {flag} needs the GPU; drop --target cpu")
+    assert_error(run_gemm("--shape", "M=3,N=3,K=3", flag), f"error: {flag} needs the GPU; drop --target interp")
 
 
 # --- tlc build -------------------------------------------------------------------------------
@@ -453,7 +453,7 @@ def test_build_shape_must_be_a_number(tmp_path):
 
 def test_run_a_tile_op_on_the_interpreter(tmp_path):
     out = tmp_path / "y.npy"
-    result = tlc("run", LINEAR_GELU, "-k", "linear_gelu", "--shape", "M=70,N=50,K=40", "--target", "cpu",
+    result = tlc("run", LINEAR_GELU, "-k", "linear_gelu", "--shape", "M=70,N=50,K=40", "--target", "interp",
                  "--out", f"result={out}")
     assert result.exit_code == 0, result.output
     assert result.stdout == f"running linear_gelu on the CPU reference interpreter\nwrote result to {out}\n"
@@ -461,7 +461,7 @@ def test_run_a_tile_op_on_the_interpreter(tmp_path):
 
 
 def test_run_a_tile_op_names_its_output_result():
-    result = tlc("run", LINEAR_GELU, "-k", "linear_gelu", "--shape", "M=7,N=5,K=4", "--target", "cpu",
+    result = tlc("run", LINEAR_GELU, "-k", "linear_gelu", "--shape", "M=7,N=5,K=4", "--target", "interp",
                  "--out", "y=y.npy")
     assert_error(result, "error: --out y: a tile op's output is called 'result' (--out result=FILE.npy)", status=2)
 

@@ -29,7 +29,7 @@ def test_the_data_folders_are_at_the_top_level():
 def test_pyproject_lists_every_package_and_maps_the_data_folders():
     setup = pyproject()
     code = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "tlc").rglob("__init__.py")}
-    data = {"tlc.grammar", "tlc.templates", "tlc.templates.tl", "tlc.stdlib"}
+    data = {"tlc.grammar", "tlc.templates", "tlc.templates.tl", "tlc.templates.cpp", "tlc.stdlib"}
     assert sorted(setup["packages"]) == sorted(code | data)
     assert setup["package-dir"] == {f"tlc.{name}": name for name in package_data.FOLDERS}
 

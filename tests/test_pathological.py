@@ -224,7 +224,7 @@ def test_a_parallel_loop_a_thread_cannot_unroll(tmp_path, monkeypatch):
                 f"  |         {'^' * 33}\n"
                 "  = hint: use a smaller extent or more threads, or a range() loop around it\n")
     assert guarded(cli_run, "build", "p.tl") == (1, "", rendered)
-    assert guarded(cli_run, "run", "p.tl", "-k", "k", "--target", "cpu", "--shape", "N=4") == (1, "", rendered)
+    assert guarded(cli_run, "run", "p.tl", "-k", "k", "--target", "interp", "--shape", "N=4") == (1, "", rendered)
 
 
 # ---- nesting -------------------------------------------------------------------------------
@@ -371,7 +371,7 @@ def test_a_grid_extent_beyond_64_bits_is_refused_before_it_is_computed(tmp_path,
                             "        pass\n")
     for grid in ("n ** n", "1 << n"):
         Path("g.tl").write_text(Path("g.tl").read_text().replace("n ** n", grid))
-        code, out, err = guarded(cli_run, "run", "g.tl", "-k", "k", "--target", "cpu", "--shape", "N=4",
+        code, out, err = guarded(cli_run, "run", "g.tl", "-k", "k", "--target", "interp", "--shape", "N=4",
                                  "--in", "n=1000000000")
         shown = grid.replace("n", "1000000000")
         assert (code, err) == (1, f"error: kernel 'k': a grid extent computes {shown}, which is beyond 64 bits\n")

@@ -18,8 +18,11 @@ from .typecheck import CheckedProgram
 
 __all__ = ["load", "compile_source", "resolve_target", "Module", "Kernel", "TileOp", "CallError"]
 
-TARGETS = ("auto", "cpu", "cuda")
+# "cpu" and "interp": the reference interpreter; "cpp": the cpu target's C++ (tlc/codegen/cpp),
+# or the interpreter, with warning E346, where there is no C++ compiler
+TARGETS = ("auto", "cpu", "cuda", "interp", "cpp")
 _said_cpu_fallback = False
+_said_no_compiler = False
 
 
 def load(path: str, target: str = "auto") -> "Module":
@@ -39,12 +42,26 @@ def compile_source(text: str, target: str = "auto", path: str = "<string>") -> "
 
 def resolve_target(target: str) -> str:
     """The executor a target name means here: "cuda" needs a GPU that CuPy can use, "auto"
-    takes one when there is one and otherwise runs on the interpreter (and says so once)."""
-    global _said_cpu_fallback
+    takes one when there is one and otherwise runs on the interpreter (and says so once);
+    "cpu" and "interp" are the interpreter, "cpp" the cpu target where a C++ compiler is."""
+    global _said_cpu_fallback, _said_no_compiler
     if target not in TARGETS:
         raise TlcError(f"unknown target '{target}'; choose one of {', '.join(TARGETS)}")
-    if target == "cpu":
-        return target
+    if target in ("cpu", "interp"):
+        return "cpu"
+    if target == "cpp":
+        from .runtime.cpp import compiler_unavailable_reason
+
+        reason = compiler_unavailable_reason()
+        if reason is None:
+            return "cpp"
+        if not _said_no_compiler:
+            from .cpu_executor import no_compiler
+            from .diagnostics import render
+
+            print(render(no_compiler(reason)), file=sys.stderr)
+            _said_no_compiler = True
+        return "cpu"
     from .runtime import compile as rc
 
     if target == "cuda":

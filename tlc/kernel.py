@@ -342,13 +342,19 @@ class Kernel:
                 self._remember(args, device, self.compiled(constants, key[1]).call_positional)
             launch(values)
             return
-        kernels = self.scheduled_grids(constants)
+        cpp = self.module.target == "cpp"  # the cpu target's C++, else the interpreter
+        kernels = self.scheduled_grids(constants, "cpu" if cpp else "sm_80")
         from .interp import run_kernel
 
         for p in self.fn.runtime_params:
             if p.name in values and p.role == "tensor" and not isinstance(values[p.name], np.ndarray):
                 raise CallError(f"'{p.name}' must be a NumPy array on the CPU target, not {type(values[p.name]).__name__}")
         values = self.with_workspaces(values, kernels[0], on_gpu=False)
+        if cpp:
+            from . import cpu_executor
+
+            cpu_executor.run(kernels, values, self.module.program.sources)
+            return
         for kernel in kernels:
             run_kernel(kernel, values)
 

@@ -52,7 +52,7 @@ def run(k, *, ins=(), shapes=(), outs=(), defines=(), check=False, bench=False, 
     from .ir.walk import written_names
 
     written = [p.name for p in fn.tensor_params if any(p.name in written_names(x.body) for x in kernels)]
-    where = "the CPU reference interpreter" if k.module.target == "cpu" else _gpu_name()
+    where = _where(k.module.target)
     report.lines.append(f"running {k.name} on {where}")
     reference = _copy.deepcopy(values) if check else None
     k(**values, **constants)
@@ -67,7 +67,7 @@ def run(k, *, ins=(), shapes=(), outs=(), defines=(), check=False, bench=False, 
             err = _relative_error(values[name], reference[name])
             if err >= worst:
                 worst, culprit = err, name
-        _report_check(report, worst, culprit, fn.param(culprit).type.dtype.name if culprit else "f32")
+        _report_check(report, worst, culprit, fn.param(culprit).type.dtype.name if culprit else "f32", k.module.target)
     if bench:
         if len(kernels) > 1:
             raise TlcError(f"--bench times one kernel; '{k.name}' has {len(kernels)} grids (time it from Python "
@@ -88,14 +88,14 @@ def _run_tile_op(k, report: Report, constants: dict, values: dict, out_paths: di
                                     f"(--out {TILE_OP_RESULT}=FILE.npy)")
     if bench:
         raise TlcError("--bench times one kernel; time a tile op from Python with tlc.timing (see bench/fusion.py)")
-    where = "the CPU reference interpreter" if k.module.target == "cpu" else _gpu_name()
+    where = _where(k.module.target)
     report.lines.append(f"running {k.name} on {where}")
     got = k(**_copy.deepcopy(values), **constants)
     if k.module.target != "cpu" and not isinstance(got, np.ndarray):
         got = got.numpy() if hasattr(got, "numpy") else got.get()
     if check:
         want = k.run_on_interpreter(values, constants)
-        _report_check(report, _relative_error(got, want), TILE_OP_RESULT, k.fn.returns.dtype.name)
+        _report_check(report, _relative_error(got, want), TILE_OP_RESULT, k.fn.returns.dtype.name, k.module.target)
     if TILE_OP_RESULT in out_paths:
         write_outputs({TILE_OP_RESULT: (out_paths[TILE_OP_RESULT], got)}, report)
     else:
@@ -116,13 +116,25 @@ def _relative_error(got, want) -> float:
     return float(np.nanmax(np.abs(got - want), initial=0.0)) / scale
 
 
-def _report_check(report: Report, err: float, culprit: str | None, dt: str) -> None:
+def _report_check(report: Report, err: float, culprit: str | None, dt: str, target: str = "cuda") -> None:
     """`--check`'s line, and the failure when `err` is above the tolerance of `dt`."""
     report.lines.append(f"check against the interpreter: largest relative error {err:.3g}"
                         + (f" (in {culprit})" if culprit else ""))
     tol = TOLERANCE.get(dt, 0.0)
     if err > tol:
-        report.failed = f"error: the GPU result differs from the interpreter by {err:.3g} (tolerance {tol:g} for {dt})"
+        device = "cpu target's" if target == "cpp" else "GPU"
+        report.failed = f"error: the {device} result differs from the interpreter by {err:.3g} (tolerance {tol:g} for {dt})"
+
+
+def _where(target: str) -> str:
+    """Where a kernel runs, in `tlc run`'s first line."""
+    if target == "cpu":
+        return "the CPU reference interpreter"
+    if target == "cpp":
+        from .runtime.cpp import find_compiler
+
+        return f"the cpu target (C++ with OpenMP, {os.path.basename(find_compiler())})"
+    return _gpu_name()
 
 
 def _gpu_name() -> str:
@@ -166,9 +178,13 @@ def build(file: str, *, kernels=(), defines=(), arch="sm_80", emit="cu", header=
     launchers when `header`, else None).  A tile op contributes the kernels it is scheduled
     into (tiles chosen for `shapes`, NAME=SIZE of its shape symbols, where given), and with
     `emit == "ir"` its fusion plan.  Writes nothing: the caller writes once all is built."""
+    from . import targets
     from .api import load
     from .codegen import generate_file, header as make_header
 
+    host = targets.get(arch).host  # the cpu target: one C++ file, no CUDA header, no PTX
+    if host and emit in ("ptx", "cubin"):
+        raise TlcError(f"--arch {arch} emits C++ (--emit cu) or the tile IR (--emit ir); --emit {emit} is for the GPU targets")
     mod = load(file, target="cpu")
     chosen = list(kernels) or list(mod.kernels)
     constants = _defines(defines)
@@ -203,7 +219,7 @@ def build(file: str, *, kernels=(), defines=(), arch="sm_80", emit="cu", header=
     if unused:
         raise TlcError(f"-D {', '.join(sorted(unused))}: no kernel built from {file} has such a constant")
     head = None
-    if header:
+    if header and not host:
         cu_name = os.path.basename(header if isinstance(header, str) else file).rsplit(".", 1)[0] + ".cu"
         head = make_header(scheduled, arch, cu_name, file)
     if emit == "ir":

@@ -83,9 +83,10 @@ class TileOp(Kernel):
         values, constants = self.bind(args, kwargs)
         sizes = self._sizes(values)
         cuda = self.module.target == "cuda"
-        prog = self.program(constants, _device_arch(_current_device()) if cuda else "sm_80", sizes)
+        cpp = self.module.target == "cpp"  # the cpu target's C++, else the interpreter
+        prog = self.program(constants, _device_arch(_current_device()) if cuda else "cpu" if cpp else "sm_80", sizes)
         if not cuda:
-            return self._run_cpu(prog, values, sizes)
+            return self._run_cpu(prog, values, sizes, cpp)
         return self._run_cuda(prog, values, sizes, args if cached else None)
 
     def run_on_interpreter(self, values: dict, constants: dict | None = None) -> np.ndarray:
@@ -125,7 +126,8 @@ class TileOp(Kernel):
         return tuple(d if isinstance(d, int) else sizes[d] for d in t.shape)
 
     # ---- executors ---------------------------------------------------------------------------------
-    def _run_cpu(self, prog, values: dict, sizes: dict):
+    def _run_cpu(self, prog, values: dict, sizes: dict, cpp: bool = False):
+        from . import cpu_executor
         from .interp import run_kernel
 
         for p in self.fn.tensor_params:
@@ -135,7 +137,10 @@ class TileOp(Kernel):
         for t in prog.temps + (prog.result,):
             store[t.name] = np.empty(self._shape(t, sizes), t.dtype.numpy())
         for launch in prog.launches:
-            run_kernel(launch.kernel, arguments(launch, store))
+            if cpp:
+                cpu_executor.run((launch.kernel,), arguments(launch, store), self.module.program.sources)
+            else:
+                run_kernel(launch.kernel, arguments(launch, store))
         return store[prog.result.name]
 
     def prepare(self, *args, **kwargs):

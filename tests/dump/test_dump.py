@@ -89,7 +89,7 @@ def test_build_dump_option_and_env(tmp_path, no_toolchain):
 
 
 def test_run_dump_on_the_interpreter(tmp_path, no_toolchain):
-    r = CliRunner().invoke(cli.main, ["run", str(VECTOR_ADD), "-k", "vector_add", "--target", "cpu",
+    r = CliRunner().invoke(cli.main, ["run", str(VECTOR_ADD), "-k", "vector_add", "--target", "interp",
                                       "--shape", "N=100", "--in", "alpha=2",
                                       "--dump", str(tmp_path)])
     assert r.exit_code == 0, r.output

@@ -220,10 +220,10 @@ def test_build_refuses_a_size_that_is_not_one(norm_file):
 
 def test_run_takes_the_size_from_the_shapes(norm_file, tmp_path):
     np.save(tmp_path / "a.npy", np.ones((3, 40), np.float32))
-    r = cli("run", norm_file, "-k", "rms_norm", "--target", "cpu", "--shape", "M=7,N=40")
+    r = cli("run", norm_file, "-k", "rms_norm", "--target", "interp", "--shape", "M=7,N=40")
     assert r.exit_code == 0, r.stderr
     assert "B: f32[7, 40]" in r.stdout
-    r = cli("run", norm_file, "-k", "rms_norm", "--target", "cpu", "--in", "A=a.npy", "--out", "B=b.npy")
+    r = cli("run", norm_file, "-k", "rms_norm", "--target", "interp", "--in", "A=a.npy", "--out", "B=b.npy")
     assert r.exit_code == 0, r.stderr
     np.testing.assert_allclose(np.load(tmp_path / "b.npy"), 1.0, rtol=1e-6)
 

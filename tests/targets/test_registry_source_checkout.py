@@ -8,7 +8,7 @@ def test_own_targets_are_known_without_entry_points(monkeypatch):
     monkeypatch.setattr(targets, "entry_points", lambda group: [])
     targets.registered.cache_clear()
     try:
-        assert set(targets.names()) == {"sm_80", "sm_86", "sm_89", "sm_90a"}
+        assert set(targets.names()) == {"cpu", "sm_80", "sm_86", "sm_89", "sm_90a"}
         assert targets.for_capability((9, 0)).name == "sm_90a"
         assert targets.for_capability((8, 0)).name == "sm_80"
     finally:

@@ -59,7 +59,7 @@ def plugin(tmp_path, monkeypatch):
 
 def test_found_through_its_entry_point(plugin):
     assert plugin.name == "sm_127x" and type(plugin).__name__ == "Target"
-    assert targets.names() == ("sm_127x", "sm_80", "sm_86", "sm_89", "sm_90a")
+    assert targets.names() == ("cpu", "sm_127x", "sm_80", "sm_86", "sm_89", "sm_90a")
 
 
 def test_the_runtime_chooses_it_for_its_capability(plugin, monkeypatch):

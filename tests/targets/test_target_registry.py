@@ -36,7 +36,7 @@ def test_the_target_for_a_capability(capability, name):
 def test_unknown_architecture_is_a_diagnostic():
     r = CliRunner().invoke(main, ["build", str(EXAMPLES / "vector_add.tl"), "--arch", "sm_75"])
     assert r.exit_code == 1
-    assert r.stderr == "error[E071]: unknown target architecture 'sm_75'\n  = hint: tlc generates code for sm_80, sm_86, sm_89, sm_90a\n"
+    assert r.stderr == "error[E071]: unknown target architecture 'sm_75'\n  = hint: tlc generates code for cpu, sm_80, sm_86, sm_89, sm_90a\n"
 
 
 class _EntryPoint:
@@ -63,7 +63,7 @@ def test_a_broken_plugin_is_left_out_with_a_warning(monkeypatch, entry, warning)
     targets.registered.cache_clear()
     try:
         with pytest.warns(UserWarning) as caught:
-            assert targets.names() == ("sm_80", "sm_86", "sm_89", "sm_90a")
+            assert targets.names() == ("cpu", "sm_80", "sm_86", "sm_89", "sm_90a")
         assert [str(w.message) for w in caught] == [warning]
     finally:
         targets.registered.cache_clear()

@@ -118,7 +118,7 @@ def test_tlc_run_reports_a_failing_assert_as_an_error():
 
     from tlc import cli
 
-    r = CliRunner().invoke(cli.main, ["run", str(KERNEL), "-k", "scale", "--target", "cpu", "--shape", "N=100",
+    r = CliRunner().invoke(cli.main, ["run", str(KERNEL), "-k", "scale", "--target", "interp", "--shape", "N=100",
                                       "--in", "limit=-1000"])
     assert r.exit_code == 1 and r.stdout == ""
     assert re.fullmatch(re.escape(f"error: {KERNEL}:7:13: device_assert failed: X[0] = ") + r"-?\d+\.\d"

@@ -104,6 +104,8 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
              sources: dict | None = None, source_name: str | None = None,
              fp8_header: bool | None = None) -> GeneratedKernel:
     target = targets.get(arch)
+    if target.host:  # the cpu target: C++ with OpenMP (codegen/cpp)
+        return _generate_host(kernel, arch, sources, source_name)
     gen = target.code_generator()(kernel, sources, line_directives, target=target)
     try:
         out = gen.generate()
@@ -145,6 +147,18 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
                            tuple(kernel.grid), arch, tuple(tensor_maps), persistent, cluster)
 
 
+def _generate_host(kernel: ir.Kernel, arch: str, sources: dict | None, source_name: str | None) -> GeneratedKernel:
+    """A host target's kernel (`tlc build --arch cpu`): its C++ file, whose entry runs the grid."""
+    from . import cpp
+
+    try:
+        g = cpp.generate(kernel, source_name)
+    except cpp.Unsupported as e:
+        raise DiagnosticError([Diagnostic("E345", f"the {arch} target does not generate {e.what} yet",
+                                          e.span or kernel.span)], sources or {}) from None
+    return GeneratedKernel(g.name, g.entry, g.source, g.args, kernel.threads, 0, tuple(kernel.grid), arch)
+
+
 def launcher_tensor_map(index: int, spec) -> dict:
     """What the C launcher encodes for one tensor map: dims innermost first, the byte strides
     of dims 1.., the box (one 128-byte column segment of a tile)."""
@@ -162,6 +176,8 @@ def launcher_tensor_map(index: int, spec) -> dict:
 def generate_file(kernels: list, arch: str = "sm_80", *, line_directives: bool = True,
                   sources: dict | None = None, source_name: str | None = None) -> str:
     """One .cu holding several kernels: the primitives once, each kernel with its launcher."""
+    if targets.get(arch).host:  # one C++ file: each kernel's block function and entry (primitives guarded)
+        return "\n".join(generate(k, arch, sources=sources, source_name=source_name).source for k in kernels)
     parts = []
     fp8 = any(uses_fp8(k) for k in kernels)  # the first kernel's head holds the file's includes
     for i, k in enumerate(kernels):

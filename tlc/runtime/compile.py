@@ -82,7 +82,7 @@ def codegen_arch(capability: tuple[int, int]) -> str:
     others, sm_86 on 8.6 and 8.7, sm_80 on 8.0, or a plugin's)."""
     target = targets.for_capability(capability)
     if target is None:
-        oldest = min((t for t in targets.registered().values()), key=lambda t: t.capability, default=None)
+        oldest = min((t for t in targets.registered().values() if not t.host), key=lambda t: t.capability, default=None)
         need = f"compute capability {oldest.served()}" if oldest else "a registered tlc target"
         raise CudaUnavailable(f"tlc kernels need a GPU of {need}; this one is {capability[0]}.{capability[1]}; "
                               f"use target='cpu'")

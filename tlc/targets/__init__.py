@@ -1,5 +1,5 @@
-"""Targets are plugins: one `Target` object per GPU architecture, found through the
-`tlc.targets` entry point group; tlc's own (sm_80, sm_86, sm_89, sm_90a) are registered there by
+"""Targets are plugins: one `Target` object per architecture, found through the
+`tlc.targets` entry point group; tlc's own (cpu, sm_80, sm_86, sm_89, sm_90a) are registered there by
 pyproject.toml like any other package's, and are known without it too (a source checkout).  Entry points: `get(name)` (the scheduler, the code
 generator, the runtime), `for_capability(cc)` (the runtime: which target a GPU runs), `names()`.
 
@@ -45,12 +45,13 @@ def _own() -> dict[str, Target]:
     """tlc's own targets, also where no package metadata registers them: a source checkout run
     through PYTHONPATH has no entry points (every launch on the H200 ended in E071 that way);
     installed, pyproject.toml's entry points name these same objects."""
+    from .cpu import CPU
     from .sm80 import SM80
     from .sm86 import SM86
     from .sm89 import SM89
     from .sm90a import SM90A
 
-    return {t.name: t for t in (SM80, SM86, SM89, SM90A)}
+    return {t.name: t for t in (CPU, SM80, SM86, SM89, SM90A)}
 
 
 def names() -> tuple[str, ...]:

@@ -28,9 +28,12 @@ class Target:
     f8_mma: bool = False           # mma.sync takes e4m3/e5m2 operands (without it, f8 goes through f16)
     wgmma: bool = False            # warpgroup tensor cores (wgmma.mma_async)
     tma: bool = False              # the tensor memory accelerator (cp.async.bulk.tensor), mbarrier rings
+    host: bool = False             # runs on the host's processor (the cpu target): serves no GPU
 
     def serves(self, capability: tuple[int, int]) -> bool:
         """Whether this target's code runs on a GPU of `capability`."""
+        if self.host:
+            return False
         return capability == self.capability if self.exact else capability >= self.capability
 
     def code_generator(self) -> type:

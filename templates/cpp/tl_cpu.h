@@ -1,0 +1,245 @@
+// tl_cpu.h: what a kernel of the cpu target (tlc/codegen/cpp) calls, in C++17 for g++ with OpenMP.
+// The conversions and integer helpers are tl/types.cuh's own (its host-portable part, pasted
+// before this file by the generator); here: the 16-bit float types, the conversions that must
+// saturate on a CPU too, the math the CUDA headers give, and the whole-tile operations (copy,
+// gemm, reduce, cumsum) with the interpreter's numerics (tlc/interp/tiles.py).
+namespace tl {
+
+// A float into an integer truncates toward zero and saturates, NaN gives 0 (the GPU's cvt.rzi,
+// the interpreter's cast); a C cast of an out-of-range float is undefined on a CPU.
+template <typename To, typename W>
+inline To float_to_int(W w) {
+  if (w != w) return To(0);
+  constexpr W hi = static_cast<W>(std::numeric_limits<To>::max());
+  constexpr W lo = static_cast<W>(std::numeric_limits<To>::min());
+  if (w >= hi) return std::numeric_limits<To>::max();
+  if (w <= lo) return std::numeric_limits<To>::min();
+  return static_cast<To>(w);
+}
+template <typename To, typename W>
+inline To from_wide_float(W w) {
+  if constexpr (std::is_same<To, bool>::value) {
+    return w != W(0);
+  } else if constexpr (std::is_integral<To>::value) {
+    return float_to_int<To>(w);
+  } else {
+    return To(w);
+  }
+}
+// More specialized than types.cuh's cvt<To, From>, so chosen for every float source.
+template <typename To> inline To cvt(float x) { return from_wide_float<To>(x); }
+template <typename To> inline To cvt(double x) { return from_wide_float<To>(x); }
+template <typename To> inline To cvt(half x) { return from_wide_float<To>(static_cast<float>(x)); }
+template <typename To> inline To cvt(__nv_bfloat16 x) { return from_wide_float<To>(static_cast<float>(x)); }
+
+// (types.cuh defines these after its first device-only function, where this file's copy ends)
+template <typename T> inline T imin(T a, T b) { return a < b ? a : b; }
+template <typename T> inline T imax(T a, T b) { return a > b ? a : b; }
+
+inline float floordiv(float a, float b) { return std::floor(a / b); }
+inline double floordiv(double a, double b) { return std::floor(a / b); }
+inline float pymod(float a, float b) {
+  float r = std::fmod(a, b);
+  return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;
+}
+inline double pymod(double a, double b) {
+  double r = std::fmod(a, b);
+  return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r;
+}
+// The GPU's approximations are exact here, as in the interpreter.
+inline float fast_exp2(float x) { return exp2f(x); }
+inline float fast_exp(float x) { return expf(x); }
+inline float fast_tanh(float x) { return tanhf(x); }
+inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// ---- whole tiles ------------------------------------------------------------------------------
+
+// One side of a copy: the element at loop index t is at base + sum(t[d] * stride[d]), inside
+// the array where every t[d] lies in [lo[d], hi[d]) and `ok` (the dims of extent 1 are inside).
+template <int R>
+struct Side {
+  long long base;
+  long long stride[R];
+  long long lo[R];
+  long long hi[R];
+  bool ok;
+};
+
+// dst box = src box, converted; a source element outside its array reads 0, a destination
+// element outside its array is not written.
+template <typename Ts, typename Td, int R, int D = 0>
+inline void copy_box(const Ts* __restrict__ s, const Side<R>& ss, long long sb, bool sin, Td* __restrict__ d,
+                     const Side<R>& ds, long long db, const long long* ext) {
+  if constexpr (D == R - 1) {
+    const long long e = ext[D];
+    const long long dlo = ds.lo[D] > 0 ? ds.lo[D] : 0, dhi = ds.hi[D] < e ? ds.hi[D] : e;
+    const long long slo = sin ? ss.lo[D] : 0, shi = sin ? ss.hi[D] : 0;
+    const long long sst = ss.stride[D], dst = ds.stride[D];
+    if (sin && sst == 1 && dst == 1 && slo <= dlo && shi >= dhi) {
+      const Ts* sp = s + sb;
+      Td* dp = d + db;
+      for (long long t = dlo; t < dhi; ++t) dp[t] = cvt<Td>(sp[t]);
+      return;
+    }
+    for (long long t = dlo; t < dhi; ++t) {
+      d[db + t * dst] = (t >= slo && t < shi) ? cvt<Td>(s[sb + t * sst]) : cvt<Td>(Ts(0));
+    }
+  } else {
+    const long long dlo = ds.lo[D] > 0 ? ds.lo[D] : 0, dhi = ds.hi[D] < ext[D] ? ds.hi[D] : ext[D];
+    for (long long t = dlo; t < dhi; ++t) {
+      const bool row_in = sin && t >= ss.lo[D] && t < ss.hi[D];
+      copy_box<Ts, Td, R, D + 1>(s, ss, sb + t * ss.stride[D], row_in, d, ds, db + t * ds.stride[D], ext);
+    }
+  }
+}
+template <typename Ts, typename Td, int R>
+inline void copy(const Ts* s, const Side<R>& ss, Td* d, const Side<R>& ds, const long long* ext) {
+  if (!ds.ok) return;
+  copy_box<Ts, Td, R, 0>(s, ss, ss.base, ss.ok, d, ds, ds.base, ext);
+}
+template <typename Ts, typename Td>
+inline void copy_one(const Ts* s, long long si, bool sin, Td* d, long long di, bool din) {
+  if (din) d[di] = sin ? cvt<Td>(s[si]) : cvt<Td>(Ts(0));
+}
+
+inline float tf32(float x) {
+  unsigned int u;
+  std::memcpy(&u, &x, 4);
+  u &= 0xFFFFE000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+// c[M, N] += op(a) @ op(b) accumulated in W (f32 for floats up to 32 bits, f64, i32 or i64 for
+// integers: they wrap, as the code is built with -fwrapv), the operands first converted to W
+// into row-major scratch, and c rounded once at the end where it is not W.  The product is a
+// register-blocked loop nest (MR rows by NR columns a step) that the compiler vectorizes.
+template <typename TA, typename TB, typename TC, typename W, int M, int N, int K, bool TRA, bool TRB, bool TF32>
+inline void gemm(const TA* __restrict__ a, const TB* __restrict__ b, TC* __restrict__ c) {
+  static thread_local std::vector<W> scratch;
+  constexpr bool direct = std::is_same<TC, W>::value;
+  scratch.resize(static_cast<size_t>(M) * K + static_cast<size_t>(K) * N + (direct ? 0 : static_cast<size_t>(M) * N));
+  W* __restrict__ x = scratch.data();
+  W* __restrict__ y = x + static_cast<size_t>(M) * K;
+  for (int i = 0; i < M; ++i)
+    for (int k = 0; k < K; ++k) {
+      W v = static_cast<W>(TRA ? a[k * M + i] : a[i * K + k]);
+      if constexpr (TF32) v = tf32(v);
+      x[i * K + k] = v;
+    }
+  for (int k = 0; k < K; ++k)
+    for (int j = 0; j < N; ++j) {
+      W v = static_cast<W>(TRB ? b[j * K + k] : b[k * N + j]);
+      if constexpr (TF32) v = tf32(v);
+      y[k * N + j] = v;
+    }
+  W* __restrict__ acc;
+  if constexpr (direct) {
+    acc = c;
+  } else {
+    acc = y + static_cast<size_t>(K) * N;
+    for (int i = 0; i < M * N; ++i) acc[i] = static_cast<W>(c[i]);
+  }
+  constexpr int MR = 4, NR = 64 / sizeof(W) * 2;
+  constexpr int MB = M / MR * MR, NB = N / NR * NR;
+  for (int i0 = 0; i0 < MB; i0 += MR)
+    for (int j0 = 0; j0 < NB; j0 += NR) {
+      W t[MR][NR];
+      for (int r = 0; r < MR; ++r)
+        for (int j = 0; j < NR; ++j) t[r][j] = acc[(i0 + r) * N + j0 + j];
+      for (int k = 0; k < K; ++k) {
+        const W* __restrict__ yk = y + k * N + j0;
+        for (int r = 0; r < MR; ++r) {
+          const W xv = x[(i0 + r) * K + k];
+          for (int j = 0; j < NR; ++j) t[r][j] += xv * yk[j];
+        }
+      }
+      for (int r = 0; r < MR; ++r)
+        for (int j = 0; j < NR; ++j) acc[(i0 + r) * N + j0 + j] = t[r][j];
+    }
+  // the edges: rows past the last MR block, columns past the last NR block
+  for (int i = 0; i < M; ++i) {
+    const int j_from = i < MB ? NB : 0;
+    for (int k = 0; k < K; ++k) {
+      const W xv = x[i * K + k];
+      for (int j = j_from; j < N; ++j) acc[i * N + j] += xv * y[k * N + j];
+    }
+  }
+  if constexpr (!direct) {
+    for (int i = 0; i < M * N; ++i) c[i] = cvt<TC>(acc[i]);
+  }
+}
+
+// NumPy's fmax/fmin: a NaN operand is ignored (NaN only when both are).
+template <typename W> inline W fmax_(W a, W b) {
+  if constexpr (std::is_floating_point<W>::value) return std::fmax(a, b); else return a > b ? a : b;
+}
+template <typename W> inline W fmin_(W a, W b) {
+  if constexpr (std::is_floating_point<W>::value) return std::fmin(a, b); else return a < b ? a : b;
+}
+template <typename W> inline W abs_(W a) {
+  if constexpr (std::is_floating_point<W>::value) return std::fabs(a); else return a < 0 ? W(0) - a : a;
+}
+
+// dst[o, i] = reduce over n of src[o, n, i] (KIND 0 sum, 1 max, 2 min, 3 absmax) in W; combined
+// with dst's old value when !CLEAR.
+template <int KIND, bool CLEAR, typename W, typename Ts, typename Td>
+inline void reduce(const Ts* __restrict__ s, Td* __restrict__ d, int outer, int n, int inner) {
+  for (int o = 0; o < outer; ++o)
+    for (int i = 0; i < inner; ++i) {
+      const Ts* p = s + static_cast<long long>(o) * n * inner + i;
+      W r = static_cast<W>(p[0]);
+      if constexpr (KIND == 3) r = abs_(r);
+      for (int k = 1; k < n; ++k) {
+        W v = static_cast<W>(p[static_cast<long long>(k) * inner]);
+        if constexpr (KIND == 0) r = r + v;
+        if constexpr (KIND == 1) r = fmax_(r, v);
+        if constexpr (KIND == 2) r = fmin_(r, v);
+        if constexpr (KIND == 3) r = fmax_(r, abs_(v));
+      }
+      Td& out = d[o * inner + i];
+      if constexpr (!CLEAR) {
+        const W old = static_cast<W>(out);
+        if constexpr (KIND == 0) r = old + r;
+        else if constexpr (KIND == 2) r = fmin_(old, r);
+        else r = fmax_(old, r);
+      }
+      out = cvt<Td>(r);
+    }
+}
+
+// Inclusive prefix sums along n of [outer, n, inner] (from the end when REVERSE), in A (double
+// for floats, rounded once; an unsigned 64-bit integer for integers, which wraps as the
+// interpreter's does); src and dst may be one buffer.
+template <bool REVERSE, typename A, typename Ts, typename Td>
+inline void cumsum(const Ts* s, Td* d, int outer, int n, int inner) {
+  for (int o = 0; o < outer; ++o)
+    for (int i = 0; i < inner; ++i) {
+      A run = A(0);
+      for (int t = 0; t < n; ++t) {
+        const int k = REVERSE ? n - 1 - t : t;
+        const long long at = (static_cast<long long>(o) * n + k) * inner + i;
+        run = run + static_cast<A>(s[at]);
+        if constexpr (std::is_floating_point<A>::value) d[at] = cvt<Td>(run); else d[at] = static_cast<Td>(run);
+      }
+    }
+}
+
+// Atomic updates of tensor elements shared by the blocks' threads.
+template <typename T>
+inline void atomic_add(T* p, T v) {
+#pragma omp atomic update
+  *p += v;
+}
+template <typename T, bool MAX>
+inline void atomic_minmax(T* p, T v) {
+  T old = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (true) {
+    const T want = MAX ? fmax_(old, v) : fmin_(old, v);
+    if (want == old && !(want != want)) return;
+    if (__atomic_compare_exchange(p, &old, &want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+  }
+}
+
+}  // namespace tl

@@ -1,0 +1,169 @@
+"""The cpu target (C++ with OpenMP, tlc/codegen/cpp, tlc/runtime/cpp.py): every example and std
+kernel of scripts/run-all-kernels through it against NumPy (the whole table under -m slow, four
+representative rows by default: each row compiles a kernel, about a second on two cores), its
+registration, the on-disk cache, and the warnings of what it falls back from (E345-E347)."""
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import tlc
+from tlc import api, cpu_executor, targets
+from tlc.cli import main
+from tlc.runtime import cpp as runtime_cpp
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "run-all-kernels"
+
+pytestmark = pytest.mark.skipif(runtime_cpp.compiler_unavailable_reason() is not None,
+                                reason="no C++ compiler (g++ or $CXX) here")
+
+
+def _script():
+    loader = importlib.machinery.SourceFileLoader("run_all_kernels_cpu", str(SCRIPT))
+    spec = importlib.util.spec_from_loader("run_all_kernels_cpu", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+RAK = _script()
+CASES = [c._replace(label=f"{c.module}: {c.label}") for make in RAK.CASES.values()
+         for c in make(np.random.default_rng(0), False)]
+# one of each kind of statement the target generates: element-wise with bounds, gemm and
+# copies (f16, ragged), row reductions and their loops, a tile op of two kernels
+DEFAULT = ("examples/vector_add.tl: vector_add n=3001", "examples/gemm.tl: matmul 130x150x70 float16",
+           "examples/softmax.tl: softmax 9x700", "examples/linear_gelu.tl: linear_gelu 33x50x40")
+_modules: dict = {}
+
+
+def run_case(case, capsys):
+    mod = _modules.get(case.module) or _modules.setdefault(case.module, RAK.load(case.module, "cpp"))
+    assert mod.target == "cpp"
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
+    got = case.call(mod, *args)
+    if case.ref is not None:
+        assert RAK.mismatch(got if case.out is None else args[case.out], case.ref, case.tol) is None
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize("label", DEFAULT)
+def test_representative_kernels_match_numpy_in_cpp(label, capsys):
+    case = next(c for c in CASES if c.label == label)
+    assert "warning[" not in run_case(case, capsys)  # generated and compiled, not the interpreter's
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [c for c in CASES if c.label not in DEFAULT], ids=lambda c: c.label)
+def test_every_kernel_matches_numpy_on_the_cpu_target(case, capsys):
+    """Where a kernel falls back to the interpreter (E345, said on stderr), the result is the
+    interpreter's: right either way."""
+    run_case(case, capsys)
+
+
+def test_cpu_is_a_registered_target_that_serves_no_gpu():
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["tlc.targets"]
+    assert declared["cpu"] == "tlc.targets.cpu:CPU"  # (installed metadata may predate it: _own() knows it too)
+    cpu = targets.get("cpu")
+    assert cpu.name == "cpu" and cpu.code_generator() is tlc.codegen.cpp.generate
+    assert "cpu" in targets.names()
+    assert cpu.host and not any(cpu.serves(cc) for cc in [(0, 0), (8, 0), (9, 0), (12, 0)])
+    assert targets.for_capability((0, 0)) is None
+
+
+VECTOR_ADD = str(ROOT / "examples" / "vector_add.tl")
+
+
+def test_the_library_is_compiled_once_and_cached_by_source(tmp_path, monkeypatch):
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path))
+    mod = tlc.load(VECTOR_ADD, target="cpp")
+    kernel = mod.vector_add.scheduled({}, "cpu")
+    source = tlc.codegen.cpp.generate(kernel).source
+    assert "#pragma omp for collapse(3)" in source and "#pragma GCC ivdep" in source
+    path = runtime_cpp.library_path(source)
+    assert path.parent == tmp_path / "cpp" and not path.exists()
+    runtime_cpp.build(source, "vector_add")
+    assert path.exists()
+    calls = []
+    monkeypatch.setattr(runtime_cpp.subprocess, "run", lambda *a, **k: calls.append(a))
+    assert runtime_cpp.build(source, "vector_add") == path and calls == []
+
+
+def test_cli_runs_on_the_cpu_target_and_checks_it_against_the_interpreter():
+    r = CliRunner().invoke(main, ["run", VECTOR_ADD, "-k", "vector_add", "--target", "cpu", "--shape", "N=3001",
+                                  "--in", "alpha=2", "--check"])
+    assert (r.exit_code, r.stderr) == (0, ""), r.output
+    lines = r.stdout.splitlines()
+    assert lines[:2] == ["running vector_add on the cpu target (C++ with OpenMP, g++)",
+                         "check against the interpreter: largest relative error 0 (in out)"]
+    r = CliRunner().invoke(main, ["run", VECTOR_ADD, "-k", "vector_add", "--target", "interp", "--shape", "N=30",
+                                  "--in", "alpha=2"])
+    assert r.stdout.splitlines()[0] == "running vector_add on the CPU reference interpreter"
+    r = CliRunner().invoke(main, ["run", VECTOR_ADD, "-k", "vector_add", "--target", "interp", "--shape", "N=30",
+                                  "--in", "alpha=2", "--check"])
+    assert (r.exit_code, r.stdout, r.stderr) == (1, "", "error: --check needs the GPU; drop --target interp\n")
+
+
+PRINTS = """\
+@kernel
+def shout(x: f32[N], y: f32[N]):
+    with grid(1, threads=32) as b:
+        print("hello %d\\n", N)
+        for i in parallel(32):
+            y[i] = x[i]
+"""
+
+
+def test_a_construct_it_does_not_generate_falls_back_to_the_interpreter_with_e345(capsys):
+    mod = tlc.compile_source(PRINTS, target="cpp", path="prints.tl")
+    x, y = np.arange(40, dtype=np.float32), np.zeros(40, np.float32)
+    mod.shout(x, y)
+    out = capsys.readouterr()
+    assert out.out == "hello 40\n" and np.array_equal(y[:32], x[:32])
+    assert out.err == ("prints.tl:4:9: warning[E345]: the cpu target does not generate print (its lines would come "
+                       "in another order than on the GPU) yet\n"
+                       "  |\n"
+                       '4 |         print("hello %d\\n", N)\n'
+                       "  |         ^^^^^^^^^^^^^^^^^^^^^^\n"
+                       "  = hint: 'shout' runs on the CPU reference interpreter instead\n")
+
+
+def test_no_compiler_falls_back_to_the_interpreter_with_e346(monkeypatch, capsys):
+    monkeypatch.setenv("CXX", "no-such-cxx")
+    monkeypatch.setattr(api, "_said_no_compiler", False)
+    runtime_cpp.find_compiler.cache_clear()
+    try:
+        assert tlc.load(VECTOR_ADD, target="cpp").target == "cpu"
+    finally:
+        runtime_cpp.find_compiler.cache_clear()
+    assert capsys.readouterr().err == ("warning[E346]: the cpu target cannot compile here: no C++ compiler: "
+                                       "'no-such-cxx' is not on the PATH (set CXX to one with OpenMP)\n"
+                                       "  = hint: kernels run on the CPU reference interpreter instead\n")
+
+
+def test_code_the_compiler_rejects_falls_back_to_the_interpreter_with_e347(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(runtime_cpp, "CXXFLAGS", runtime_cpp.CXXFLAGS + ("-DTL_BROKEN=(",))
+    runtime_cpp.toolchain.cache_clear()
+    try:
+        mod = tlc.load(VECTOR_ADD, target="cpp")
+        x, y, out = np.ones(5, np.float32), np.ones(5, np.float32), np.zeros(5, np.float32)
+        src = "#define TL_X\nint main() { return TL_BROKEN; }\n"
+        monkeypatch.setattr(tlc.codegen.cpp, "generate", lambda k: tlc.codegen.cpp.CppKernel("vector_add", "f", src, ()))
+        mod.vector_add(x, y, out, 2.0)
+    finally:
+        runtime_cpp.toolchain.cache_clear()
+    assert np.array_equal(out, np.full(5, 3.0, np.float32))  # the interpreter's
+    err = capsys.readouterr().err
+    kept = tmp_path / "cpp" / "failed" / "vector_add.cpp"
+    assert err.startswith(f"warning[E347]: the C++ compiler rejected the code generated for 'vector_add' (a tlc "
+                          f"bug; the source is kept at {kept}):\n")
+    assert err.endswith("  = hint: 'vector_add' runs on the CPU reference interpreter instead\n")
+    assert kept.read_text() == src

@@ -1,0 +1,335 @@
+"""The statements of a scheduled kernel as the C++ of one block (the cpu target).
+
+Owns the decisions: a block runs as one call, its statements in order; a `Parallel` is a nest
+of loops, its innermost marked free of loop-carried dependences (its indices are the GPU's
+threads, independent by the language's rules), so the compiler vectorizes it; every buffer is
+a flat array in the block's scratch, a local buffer that a parallel loop touches a private copy
+per index (as the interpreter lifts it); element loads and stores check their bounds unless
+the shapes prove them (out of range reads 0, writes nothing, as LANGUAGE.md says); whole-tile
+operations call the header's templates (templates/cpp/tl_cpu.h) with the shapes and
+accumulator types decided here, the interpreter's (tlc/interp/tiles.py).  A construct this
+target does not generate raises `Unsupported`, which the caller turns into E345.
+"""
+from __future__ import annotations
+
+import math
+
+from ... import ir
+from ...dtypes import DType
+from ..cexpr import CExprs
+from ..cnames import c_bool, c_name, c_type, literal
+from ..ranges import provably_within
+
+
+class Unsupported(Exception):
+    """A construct the cpu target does not generate yet; `what` completes "the cpu target
+    does not generate ... yet"."""
+
+    def __init__(self, what: str, span=None):
+        super().__init__(what)
+        self.what, self.span = what, span
+
+
+_REDUCE_KIND = {"sum": 0, "max": 1, "min": 2, "absmax": 3}
+_ATOMIC_OK = ("i32", "i64", "u32", "u64", "f32", "f64")
+
+
+def accumulator(dt: DType) -> str:
+    """The C type gemm and reduce_sum accumulate `dt` in (interp.numerics.accumulate_dtype)."""
+    if dt.is_float:
+        return "double" if dt.bits == 64 else "float"
+    return "long long" if dt.bits > 16 else "int"
+
+
+def extremum_type(dt: DType) -> str:
+    """The C type max, min and absmax reduce `dt` in: f32 for narrower floats, else its own."""
+    return "float" if dt.is_float and dt.bits < 32 else c_type(dt)
+
+
+class BlockEmitter(CExprs):
+    def __init__(self, kernel: ir.Kernel):
+        self.k = kernel
+        self.lines: list[str] = []
+        self.depth = 1
+        self.known: dict[str, tuple[int, int]] = {}  # integer ranges of loop indices
+        self.renamed: dict[str, str] = {}  # a local buffer's private copy inside a parallel loop
+        self.scopes: list[set] = [set()]
+        self.counter = 0
+        self.constants = {n: v for n, v in kernel.constants if not isinstance(v, DType)}
+        self.buffers = {b.name: b for b in kernel.buffers}
+        self.params = {p.name: p for p in kernel.params}
+
+    # ---- output -------------------------------------------------------------------------------
+
+    def out(self, text: str) -> None:
+        self.lines.append("  " * self.depth + text)
+
+    def fresh(self, stem: str) -> str:
+        self.counter += 1
+        return f"tl_{stem}{self.counter}"
+
+    def emit(self, body) -> str:
+        self.block(body)
+        return "\n".join(self.lines)
+
+    def block(self, body) -> None:
+        for s in body:
+            method = getattr(self, "s_" + type(s).__name__, None)
+            if method is None:
+                raise Unsupported(f"the statement {type(s).__name__}", getattr(s, "span", None))
+            method(s)
+
+    def nested(self, body) -> None:
+        self.depth += 1
+        self.scopes.append(set())
+        self.block(body)
+        self.scopes.pop()
+        self.depth -= 1
+
+    def declared(self, name: str) -> bool:
+        return any(name in s for s in self.scopes)
+
+    # ---- arrays -------------------------------------------------------------------------------
+
+    def dims(self, name: str) -> list:
+        """A tensor's or buffer's dimensions: ints, or C expressions of the shape symbols."""
+        if name in self.buffers:
+            return list(self.buffers[name].shape)
+        out = []
+        for d in self.params[name].shape:
+            out.append(d if isinstance(d, int) else c_name(d) if isinstance(d, str) else self.expr(d.expr))
+        return out
+
+    def array(self, name: str) -> str:
+        return self.renamed.get(name) or c_name(name)
+
+    def dtype(self, name: str) -> DType:
+        return self.buffers[name].dtype if name in self.buffers else self.params[name].dtype
+
+    def linear(self, indices: list[str], dims: list) -> str:
+        """The row-major element offset (64-bit) of `indices` in an array of `dims`."""
+        text = f"static_cast<long long>({indices[0]})"
+        for i, d in zip(indices[1:], dims[1:]):
+            text = f"({text} * {d} + {i})"
+        return text
+
+    def inside(self, indices: list[str], dims: list) -> str:
+        return " && ".join(f"({i}) >= 0 && ({i}) < {d}" for i, d in zip(indices, dims)) or "true"
+
+    def element(self, name: str, index_exprs) -> tuple[str, str | None]:
+        """(the element's C lvalue, its bounds test or None where the shapes prove it)."""
+        dims = self.dims(name)
+        idx = [self.expr(i) for i in index_exprs]
+        at = f"{self.array(name)}[{self.linear(idx, dims)}]"
+        if provably_within(index_exprs, dims, self.known):
+            return at, None
+        return at, self.inside(idx, dims)
+
+    # ---- expressions --------------------------------------------------------------------------
+
+    def expr_Var(self, e: ir.Var) -> str:
+        if e.name in self.constants and not self.declared(e.name):
+            return literal(self.constants[e.name], e.dtype)
+        return c_name(e.name)
+
+    def expr_Call(self, e: ir.Call) -> str:
+        if e.fn == "thread_index":
+            raise Unsupported("thread_index() (a block runs as one CPU thread, its parallel loops as loops)", e.span)
+        return super().expr_Call(e)
+
+    def load(self, e: ir.Load) -> str:
+        at, test = self.element(e.name, e.indices)
+        if test is None:
+            return at
+        return f"(({test}) ? {at} : static_cast<{c_type(self.dtype(e.name))}>(0))"
+
+    # ---- statements ---------------------------------------------------------------------------
+
+    def s_Sync(self, s: ir.Sync) -> None:
+        pass  # a block's statements run in order
+
+    def s_LetScalar(self, s: ir.LetScalar) -> None:
+        self.out(f"{c_type(s.dtype)} {c_name(s.name)} = {self._in(s.value, s.dtype)};")
+        self.scopes[-1].add(s.name)
+
+    def s_Assign(self, s: ir.Assign) -> None:
+        self.out(f"{c_name(s.name)} = {self.expr(s.value)};")
+
+    def s_Store(self, s: ir.Store) -> None:
+        at, test = self.element(s.name, s.indices)
+        value = self._in(s.value, self.dtype(s.name))
+        self.out(f"{at} = {value};" if test is None else f"if ({test}) {at} = {value};")
+
+    def s_Fill(self, s: ir.Fill) -> None:
+        b = self.buffers[s.buffer]
+        v = self.fresh("v")
+        self.out(f"{{ const {c_type(b.dtype)} {v} = {self._in(s.value, b.dtype)};")
+        self.out(f"  for (int tl_i = 0; tl_i < {math.prod(b.shape)}; ++tl_i) {self.array(b.name)}[tl_i] = {v}; }}")
+
+    def s_If(self, s: ir.If) -> None:
+        self.out(f"if ({self.expr(s.cond)}) {{")
+        self.nested(s.then)
+        if s.orelse:
+            self.out("} else {")
+            self.nested(s.orelse)
+        self.out("}")
+
+    def s_Break(self, s: ir.Break) -> None:
+        self.out("break;")
+
+    def s_Continue(self, s: ir.Continue) -> None:
+        self.out("continue;")
+
+    def s_For(self, s: ir.For) -> None:
+        if s.kind == "while":
+            raise Unsupported("a while loop", s.span)
+        if not isinstance(s.step, ir.Const) or s.step.value == 0:
+            raise Unsupported("a loop whose step is not a constant other than 0", s.span)
+        t = c_type(s.start.dtype)
+        stop = self.fresh("stop")
+        var = c_name(s.var)
+        cmp = "<" if s.step.value > 0 else ">"
+        self.out(f"{{ const {t} {stop} = {self._in(s.stop, s.start.dtype)};")
+        self.out(f"for ({t} {var} = {self.expr(s.start)}; {var} {cmp} {stop}; {var} += {self._in(s.step, s.start.dtype)}) {{")
+        saved = self.known.get(s.var)
+        lo, hi = (s.start, s.stop) if s.step.value > 0 else (s.stop, s.start)
+        if isinstance(lo, ir.Const) and isinstance(hi, ir.Const):
+            self.known[s.var] = (int(lo.value), int(hi.value) - 1) if s.step.value > 0 else (int(lo.value) + 1, int(hi.value))
+        else:
+            self.known.pop(s.var, None)
+        self.scopes[-1].add(s.var)
+        self.nested(s.body)
+        if saved is not None:
+            self.known[s.var] = saved
+        self.out("} }")
+
+    def s_Parallel(self, s: ir.Parallel) -> None:
+        self.out("{")
+        for depth, (v, n) in enumerate(zip(s.vars, s.extents)):
+            if depth == len(s.vars) - 1:
+                self.out("#pragma GCC ivdep")
+            self.out(f"for (int {c_name(v)} = 0; {c_name(v)} < {n}; ++{c_name(v)}) {{")
+            self.known[v] = (0, n - 1)
+            self.scopes[-1].add(v)
+        self.depth += 1
+        saved = dict(self.renamed)
+        for name in sorted(self._locals_in(s)):  # a private copy per index, as the interpreter's
+            b = self.buffers[name]
+            private = self.fresh("p")
+            self.out(f"{c_type(b.dtype)} {private}[{math.prod(b.shape)}];")
+            self.out(f"std::memcpy({private}, {self.array(name)}, sizeof({private}));")
+            self.renamed[name] = private
+        self.depth -= 1
+        self.nested(s.body)
+        self.renamed = saved
+        for v in s.vars:
+            self.known.pop(v, None)
+        self.out("}" * len(s.vars) + " }")
+
+    def _locals_in(self, s: ir.Parallel) -> set:
+        from ...ir.walk import loads, statement_exprs, statements
+
+        touched = set()
+        for x in statements(s.body):
+            for f in ("name", "buffer"):
+                if isinstance(getattr(x, f, None), str):
+                    touched.add(getattr(x, f))
+            for e in statement_exprs(x):
+                touched.update(ld.name for ld in loads(e))
+        return {n for n in touched if n in self.buffers and self.buffers[n].scope == "local"}
+
+    def s_Atomic(self, s: ir.Atomic) -> None:
+        dt = self.dtype(s.name)
+        if dt.name not in _ATOMIC_OK:
+            raise Unsupported(f"an atomic {s.kind} of {dt.name} (the cpu target updates 32- and 64-bit elements)", s.span)
+        at, test = self.element(s.name, s.indices)
+        value = self._in(s.value, dt)
+        call = (f"tl::atomic_add<{c_type(dt)}>(&{at}, {value});" if s.kind == "add" else
+                f"tl::atomic_minmax<{c_type(dt)}, {c_bool(s.kind == 'max')}>(&{at}, {value});")
+        self.out(call if test is None else f"if ({test}) {call}")
+
+    def s_Print(self, s: ir.Print) -> None:
+        raise Unsupported("print (its lines would come in another order than on the GPU)", s.span)
+
+    def s_Assert(self, s: ir.Assert) -> None:
+        raise Unsupported("device_assert", s.span)
+
+    def s_Gemm(self, s: ir.Gemm) -> None:
+        a, b, c = (self.buffers[x] for x in (s.a, s.b, s.c))
+        m, n = c.shape
+        k = a.shape[0] if s.trans_a else a.shape[1]
+        w = accumulator(a.dtype)
+        self.out(f"tl::gemm<{c_type(a.dtype)}, {c_type(b.dtype)}, {c_type(c.dtype)}, {w}, {m}, {n}, {k}, "
+                 f"{c_bool(s.trans_a)}, {c_bool(s.trans_b)}, {c_bool(s.precision == 'tf32')}>"
+                 f"({self.array(s.a)}, {self.array(s.b)}, {self.array(s.c)});")
+
+    def s_Reduce(self, s: ir.Reduce) -> None:
+        src, dst = self.buffers[s.src], self.buffers[s.dst]
+        shape = src.shape
+        outer, inner = math.prod(shape[:s.dim]), math.prod(shape[s.dim + 1:])
+        w = accumulator(src.dtype) if s.kind == "sum" else extremum_type(src.dtype)
+        self.out(f"tl::reduce<{_REDUCE_KIND[s.kind]}, {c_bool(s.clear)}, {w}>({self.array(s.src)}, "
+                 f"{self.array(s.dst)}, {outer}, {shape[s.dim]}, {inner});")
+
+    def s_Scan(self, s: ir.Scan) -> None:
+        src, dst = self.buffers[s.src], self.buffers[s.dst]
+        shape = src.shape
+        outer, inner = math.prod(shape[:s.dim]), math.prod(shape[s.dim + 1:])
+        acc = "double" if dst.dtype.is_float else "unsigned long long"
+        self.out(f"tl::cumsum<{c_bool(s.reverse)}, {acc}>({self.array(s.src)}, {self.array(s.dst)}, "
+                 f"{outer}, {shape[s.dim]}, {inner});")
+
+    def s_Copy(self, s: ir.Copy) -> None:
+        src, dst = self._side(s.src), self._side(s.dst)
+        ext_s = [e for e in src["extents"] if e != 1]
+        ext_d = [e for e in dst["extents"] if e != 1]
+        if ext_s != ext_d:
+            raise Unsupported(f"a copy of extents {src['extents']} into {dst['extents']}", s.span)
+        ts, td = c_type(self.dtype(s.src.name)), c_type(self.dtype(s.dst.name))
+        r = len(ext_s)
+        if r == 0:
+            self.out(f"tl::copy_one<{ts}, {td}>({self.array(s.src.name)}, {self._base(src)}, {self._ok(src, [])}, "
+                     f"{self.array(s.dst.name)}, {self._base(dst)}, {self._ok(dst, [])});")
+            return
+        names = []
+        self.out("{")
+        for side, stem in ((src, "s"), (dst, "d")):
+            name = self.fresh(stem)
+            names.append(name)
+            moving = [i for i, e in enumerate(side["extents"]) if e != 1]
+            strides = self._strides(side["dims"])
+            offsets, dims = side["offsets"], side["dims"]
+            lo = ", ".join(f"-({offsets[i]})" for i in moving)
+            hi = ", ".join(f"{dims[i]} - ({offsets[i]})" for i in moving)
+            self.out(f"  const tl::Side<{r}> {name} = {{{self._base(side)}, "
+                     f"{{{', '.join(strides[i] for i in moving)}}}, {{{lo}}}, {{{hi}}}, {self._ok(side, moving)}}};")
+        ext = self.fresh("e")
+        self.out(f"  const long long {ext}[{r}] = {{{', '.join(map(str, ext_s))}}};")
+        self.out(f"  tl::copy<{ts}, {td}, {r}>({self.array(s.src.name)}, {names[0]}, {self.array(s.dst.name)}, "
+                 f"{names[1]}, {ext});")
+        self.out("}")
+
+    def _side(self, o) -> dict:
+        dims = self.dims(o.name)
+        if isinstance(o, ir.BufferRef):
+            return {"dims": dims, "offsets": ["0"] * len(dims), "extents": list(self.buffers[o.name].shape)}
+        return {"dims": dims, "offsets": [f"static_cast<long long>({self.expr(x)})" for x in o.offsets],
+                "extents": list(o.extents)}
+
+    @staticmethod
+    def _strides(dims: list) -> list:
+        out, stride = [], "1LL"
+        for d in reversed(dims):
+            out.append(stride)
+            stride = f"{stride} * {d}"
+        return out[::-1]
+
+    def _base(self, side: dict) -> str:
+        strides = self._strides(side["dims"])
+        return " + ".join(f"({o}) * {st}" for o, st in zip(side["offsets"], strides)) or "0"
+
+    @staticmethod
+    def _ok(side: dict, moving: list) -> str:
+        tests = [f"({o}) >= 0 && ({o}) < {d}" for i, (o, d) in enumerate(zip(side["offsets"], side["dims"]))
+                 if i not in moving]
+        return " && ".join(tests) or "true"

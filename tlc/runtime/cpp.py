@@ -1,0 +1,141 @@
+"""The cpu target's runtime: generated C++ compiled by the system's C++ compiler into a shared
+library, cached on disk by the hash of its source and the compiler's command, loaded with
+ctypes and called with NumPy arrays.
+
+Owns the compiler's command (`CXXFLAGS`: -O3 -march=native -fopenmp, -fwrapv because integers
+wrap in the language, no -ffast-math because NaN and the rounding of every operation are the
+interpreter's), finding the compiler (`$CXX`, else g++; `compiler_unavailable_reason`), the
+cache (`$TLC_CACHE_DIR/cpp/<hash>.so`, written atomically as the CUDA cache is) and a call
+(the interpreter's argument checks, contiguous copies where an array is not, the grid
+evaluated as a launch evaluates it).  A compiler that rejects generated code is a tlc bug:
+`CppCompileError` names the kept source.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .. import ir
+from ..cachedir import cache_dir, replace_atomically
+from ..diagnostics import TlcError
+
+CXXFLAGS = ("-std=c++17", "-O3", "-march=native", "-fopenmp", "-fwrapv", "-fno-math-errno", "-shared", "-fPIC",
+            "-w")
+
+
+class CppCompileError(TlcError):
+    """The C++ compiler rejected generated code (a tlc bug)."""
+
+
+@functools.lru_cache(maxsize=None)
+def find_compiler() -> str | None:
+    """The C++ compiler: `$CXX` where set, else g++ on the PATH; None when there is none."""
+    name = os.environ.get("CXX") or "g++"
+    return shutil.which(name)
+
+
+def compiler_unavailable_reason() -> str | None:
+    """Why no kernel can be compiled for the cpu target here, or None when one can."""
+    if find_compiler() is None:
+        name = os.environ.get("CXX") or "g++"
+        return f"no C++ compiler: '{name}' is not on the PATH (set CXX to one with OpenMP)"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def toolchain() -> str:
+    """What, besides the source, decides the library: the compiler's version line, its flags
+    and the machine (-march=native makes the code this CPU's)."""
+    cxx = find_compiler()
+    version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
+    cpu = ""
+    try:
+        cpu = next((line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")), "")
+    except OSError:
+        pass
+    return "\n".join([cxx, *version, " ".join(CXXFLAGS), platform.machine(), cpu])
+
+
+def library_path(source: str) -> Path:
+    key = hashlib.sha256((toolchain() + "\n" + source).encode()).hexdigest()[:32]
+    return cache_dir() / "cpp" / f"{key}.so"
+
+
+def build(source: str, name: str) -> Path:
+    """The shared library of `source`, compiled once (the cache holds it afterwards)."""
+    path = library_path(source)
+    if path.exists():
+        return path
+    with tempfile.TemporaryDirectory(prefix="tlc-cpp-") as tmp:
+        cpp, lib = Path(tmp) / f"{name}.cpp", Path(tmp) / f"{name}.so"
+        cpp.write_text(source, encoding="utf-8")
+        done = subprocess.run([find_compiler(), *CXXFLAGS, str(cpp), "-o", str(lib)], capture_output=True, text=True)
+        if done.returncode != 0:
+            kept = cache_dir() / "cpp" / "failed" / f"{name}.cpp"
+            try:
+                replace_atomically(kept, source.encode())
+            except OSError:
+                kept = cpp
+            log = "\n".join(done.stderr.splitlines()[:20])
+            raise CppCompileError(f"the C++ compiler rejected the code generated for '{name}' (a tlc bug; the "
+                                  f"source is kept at {kept}):\n{log}")
+        replace_atomically(path, lib.read_bytes())
+    return path
+
+
+_CTYPES = {"bool": ctypes.c_bool, "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
+           "i64": ctypes.c_int64, "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32,
+           "u64": ctypes.c_uint64, "f32": ctypes.c_float, "f64": ctypes.c_double,
+           "f16": ctypes.c_float, "bf16": ctypes.c_float}  # 16-bit float scalars travel as float
+
+
+class CppKernel:
+    """One generated kernel loaded from its library; `call(values)` runs its whole grid."""
+
+    def __init__(self, kernel: ir.Kernel, generated):
+        self.kernel, self.generated = kernel, generated
+        lib = ctypes.CDLL(str(build(generated.source, generated.name)))
+        self.fn = getattr(lib, generated.entry)
+        self.fn.restype = ctypes.c_int
+        self.fn.argtypes = [ctypes.c_void_p if a.kind == "tensor" else _CTYPES[a.dtype.name] for a in generated.args] \
+            + [ctypes.c_longlong] * 3
+        self._lib = lib  # kept: the function lives as long as its library
+
+    def call(self, values: dict) -> None:
+        """Run the grid over the NumPy arrays and numbers in `values` (by parameter name), writing
+        the arrays in place; the interpreter's errors for arguments that do not fit."""
+        from ..interp.args import InterpError, bind
+        from .grid import GridError, evaluate_int, launches_blocks
+
+        bound = bind(self.kernel, values)
+        scalars = {k: v.item() if isinstance(v, np.generic) else v for k, v in bound.scalars.items()}
+        try:
+            grid = [evaluate_int(g, scalars) for g in self.kernel.grid]
+            grid += [1] * (3 - len(grid))
+            if not launches_blocks(self.kernel.name, grid):
+                return
+        except GridError as e:
+            raise InterpError(f"kernel '{self.kernel.name}': {e}") from None
+        args, copied = [], []
+        for a in self.generated.args:
+            if a.kind == "tensor":
+                arr = bound.tensors[a.name]
+                if not arr.flags.c_contiguous:
+                    contiguous = np.ascontiguousarray(arr)
+                    copied.append((arr, contiguous))
+                    arr = contiguous
+                args.append(arr.ctypes.data)
+            else:
+                args.append(scalars[a.name])
+        self.fn(*args, *grid)
+        for original, contiguous in copied:
+            original[...] = contiguous
