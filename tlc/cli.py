@@ -113,8 +113,11 @@ def _input_options(command):
 @click.option("-k", "--kernel", required=True, help="The kernel to run.")
 @_input_options
 @click.option("--out", "outs", multiple=True, metavar="NAME=FILE.npy", help="Write an array after the run.")
-@click.option("--target", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
-@click.option("--check", is_flag=True, help="Run on the GPU and on the interpreter; report the largest error.")
+@click.option("--target", type=click.Choice(["auto", "cuda", "cpu", "interp"]), default="auto", show_default=True,
+              help="cuda: the GPU; cpu: the cpu target (C++ with OpenMP, by the system's C++ compiler; the interpreter "
+                   "where there is none); interp: the CPU reference interpreter; auto: the GPU, else the interpreter.")
+@click.option("--check", is_flag=True, help="Run on the GPU (or, with --target cpu, the cpu target's C++) and on the "
+                                            "interpreter; report the largest error.")
 @click.option("--bench", is_flag=True, help="Time the kernel on the GPU (median of CUDA events, L2 flushed).")
 @click.option("--dump", metavar="DIR", envvar="TLC_DUMP", help="Write every stage of the compile under DIR (or $TLC_DUMP).")
 def run(file, kernel, ins, shapes, defines, seed, outs, target, check, bench, dump) -> None:
@@ -122,9 +125,11 @@ def run(file, kernel, ins, shapes, defines, seed, outs, target, check, bench, du
     from . import runner
 
     with _reported_errors():
-        if check or bench or target == "cuda":
-            _require_gpu("--check" if check else "--bench" if bench else "--target cuda", target)
-        mod, k = _load_kernel(file, kernel, "cuda" if check or bench else target)
+        if bench or target == "cuda" or (check and target != "cpu"):
+            _require_gpu("--bench" if bench else "--check" if check else "--target cuda", target)
+        # the API's names: "cpp" is the cpu target, "cpu" the interpreter (tlc/api.py)
+        executor = {"cpu": "cpp", "interp": "cpu"}.get(target, "cuda" if check or bench else target)
+        mod, k = _load_kernel(file, kernel, executor)
         report = runner.run(k, ins=ins, shapes=shapes, outs=outs, defines=defines, check=check, bench=bench, seed=seed,
                             dump=dump)
         for line in report.lines:
@@ -226,13 +231,13 @@ def ops(as_json, modules) -> None:
 def _require_gpu(option: str, target: str) -> None:
     """`--check`, `--bench` and `--target cuda` run on the GPU: say so before loading anything,
     in the CLI's words (not the Python API's target='cpu')."""
-    if target == "cpu":
-        raise TlcError(f"{option} needs the GPU; drop --target cpu")
+    if target in ("cpu", "interp"):
+        raise TlcError(f"{option} needs the GPU; drop --target {target}")
     from .runtime.compile import cuda_unavailable_reason
 
     reason = cuda_unavailable_reason()
     if reason is not None:
-        instead = "--target cpu" if option == "--target cuda" else f"without {option}, tlc run"
+        instead = "--target interp" if option == "--target cuda" else f"without {option}, tlc run"
         raise TlcError(f"{option} needs a CUDA GPU and there is none ({reason}); {instead} runs the kernel "
                        f"on the CPU reference interpreter")
 
@@ -263,6 +268,8 @@ def build(file, kernels, defines, arch, emit, shapes, output, header, no_line_di
         result, head = runner.build(file, kernels=kernels, defines=defines, arch=arch, emit=emit,
                                     header=output or bool(header), line_directives=not no_line_directives,
                                     shapes=shapes, dump=dump)
+        if header and head is None and emit != "ir":  # a host target's file has no CUDA launchers
+            raise TlcError(f"--arch {arch} emits one C++ file, with no C header; --header is for the GPU targets")
         written = [(path, text) for path, text in ((output, result), (header, head)) if path]
         write_all(written)  # both or neither
         if not output:
