@@ -103,6 +103,7 @@ def expected_scope(kind, text, after, before) -> str | None:
     return None
 
 
+@pytest.mark.slow  # npm fetches the tokenizer on a fresh machine: the slow run, which CI makes
 def test_every_example_and_std_source_tokenizes_with_the_scopes_python_finds(tokens):
     checked = {}
     for path in SOURCES:
@@ -123,6 +124,7 @@ def test_every_example_and_std_source_tokenizes_with_the_scopes_python_finds(tok
                             "storage.type.function.tl"}, checked
 
 
+@pytest.mark.slow  # npm fetches the tokenizer on a fresh machine: the slow run, which CI makes
 def test_a_hash_inside_a_string_and_numbers_of_every_form(tmp_path, tokens):
     source = tmp_path / "forms.tl"
     source.write_text('print("a # b", x)  # done\nN = 0x1F + 1_000 + 2.5e-3 + 3. + .5\n')
