@@ -136,10 +136,11 @@ class Op:
 
 
 # (M, N) rows: one ragged tile, several tiles with a ragged last one, rows past M in a block, a
-# row narrower than a warp's vectors; CM x CN tiles of the norms' weight-gradient grid.
+# row narrower than a warp's vectors; CM x CN tiles of the norms' weight-gradient grid, in SPLIT
+# bands of rows (more bands than tiles of rows in the last: some bands empty).
 ROWS = (((5, 50), dict(BM=2, BN=64, THREADS=32, CM=8, CN=16)),
-        ((7, 200), dict(BM=2, BN=64, THREADS=32, CM=4, CN=32)),
-        ((3, 24), dict(BM=1, BN=32, THREADS=64, CM=2, CN=16)))
+        ((7, 200), dict(BM=2, BN=64, THREADS=32, CM=2, CN=32, SPLIT=2)),
+        ((3, 24), dict(BM=1, BN=32, THREADS=64, CM=2, CN=16, SPLIT=4)))
 # 2-D tiles of the tiled kernels (BM x BN blocks, ragged both ways)
 TILES = (((9, 70), dict(BM=4, BN=32, THREADS=32)), ((3, 300), dict(BM=2, BN=128, THREADS=64)))
 EMBED = (((11, 40, 70), dict(BD=32, THREADS=32)), ((3, 5, 300), dict(BD=128, THREADS=64)))
