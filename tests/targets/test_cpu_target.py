@@ -167,3 +167,22 @@ def test_code_the_compiler_rejects_falls_back_to_the_interpreter_with_e347(tmp_p
                           f"bug; the source is kept at {kept}):\n")
     assert err.endswith("  = hint: 'vector_add' runs on the CPU reference interpreter instead\n")
     assert kept.read_text() == src
+
+
+ENDLESS = """\
+@kernel
+def spin(x: f32[N]):
+    with grid(1, threads=32) as b:
+        n = 1
+        while n > 0:
+            n = n + 0 * N
+"""
+
+
+def test_an_endless_while_loop_stops_with_the_interpreters_error(capsys):
+    mod = tlc.compile_source(ENDLESS, target="cpp", path="spin.tl")
+    with pytest.raises(tlc.interp.InterpError) as e:
+        mod.spin(np.zeros(4, np.float32))
+    assert str(e.value) == ("kernel 'spin': a while loop at spin.tl:5 ran 1048576 times without ending; the cpu "
+                            "target stops it there, as the interpreter does (an endless loop?)")
+    assert "warning[" not in capsys.readouterr().err

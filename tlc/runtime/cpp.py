@@ -136,6 +136,12 @@ class CppKernel:
                 args.append(arr.ctypes.data)
             else:
                 args.append(scalars[a.name])
-        self.fn(*args, *grid)
+        status = self.fn(*args, *grid)
         for original, contiguous in copied:
             original[...] = contiguous
+        if status:  # a while loop ran as long as the interpreter lets one: the interpreter's error
+            from ..interp.machine import WHILE_LIMIT, _line
+
+            loop = self.generated.while_loops[status - 1]
+            raise InterpError(f"kernel '{self.kernel.name}': a while loop{_line(loop)} ran {WHILE_LIMIT} times "
+                              "without ending; the cpu target stops it there, as the interpreter does (an endless loop?)")

@@ -31,6 +31,7 @@ class Unsupported(Exception):
 
 
 _REDUCE_KIND = {"sum": 0, "max": 1, "min": 2, "absmax": 3}
+WHILE_LIMIT = 1 << 20  # the interpreter's (interp/machine.py): a while loop that runs longer stops the kernel
 _ATOMIC_OK = ("i32", "i64", "u32", "u64", "f32", "f64")
 
 
@@ -54,6 +55,7 @@ class BlockEmitter(CExprs):
         self.known: dict[str, tuple[int, int]] = {}  # integer ranges of loop indices
         self.renamed: dict[str, str] = {}  # a local buffer's private copy inside a parallel loop
         self.scopes: list[set] = [set()]
+        self.while_loops: list[ir.For] = []  # the block returns k where the k-th (from 1) ran too long
         self.counter = 0
         self.constants = {n: v for n, v in kernel.constants if not isinstance(v, DType)}
         self.buffers = {b.name: b for b in kernel.buffers}
@@ -181,8 +183,6 @@ class BlockEmitter(CExprs):
         self.out("continue;")
 
     def s_For(self, s: ir.For) -> None:
-        if s.kind == "while":
-            raise Unsupported("a while loop", s.span)
         if not isinstance(s.step, ir.Const) or s.step.value == 0:
             raise Unsupported("a loop whose step is not a constant other than 0", s.span)
         t = c_type(s.start.dtype)
@@ -198,6 +198,9 @@ class BlockEmitter(CExprs):
         else:
             self.known.pop(s.var, None)
         self.scopes[-1].add(s.var)
+        if s.kind == "while":  # stopped where the interpreter stops it: the block returns the loop's number
+            self.while_loops.append(s)
+            self.out(f"  if ({var} == {WHILE_LIMIT}) return {len(self.while_loops)};")
         self.nested(s.body)
         if saved is not None:
             self.known[s.var] = saved
