@@ -216,3 +216,22 @@ def test_dropout_keeps_about_one_minus_p_and_changes_with_seed_and_offset(mod):
         assert abs((y != 0).mean() - 0.75) < 0.03
         masks[seed, offset] = y != 0
     assert (masks[1, 0] != masks[2, 0]).mean() > 0.2 and (masks[1, 0] != masks[1, 1024]).mean() > 0.2
+
+
+def test_wrong_shapes_are_refused_naming_the_argument(mod):
+    """The shapes the kernels' signatures tie together, checked at the call: swiglu's x is the
+    [M, 2, N] view of the fused projection, rope's tables have D / 2 columns, cross_entropy's
+    target one class a row."""
+    from tlc.interp.args import ArgumentError
+
+    z = np.zeros
+    cases = [(lambda: mod.swiglu(z((4, 3, 8), np.float32), z((4, 8), np.float32)),
+              "'x' axis 1 has size 3 but the kernel expects 2"),
+             (lambda: mod.rope(z((2, 3, 8), np.float32), z((2, 3), np.float32), z((2, 4), np.float32),
+                               z((2, 3, 8), np.float32)), "'cos' axis 1 has size 3 but the kernel expects 4"),
+             (lambda: mod.cross_entropy(z((4, 10), np.float32), z(5, np.int64), z(4, np.float32), z(4, np.float32)),
+              "shape symbol 'M' is 4 in 'logits' (axis 0) but 5 in 'target' (axis 0)")]
+    for call, message in cases:
+        with pytest.raises(ArgumentError) as e:
+            call()
+        assert str(e.value) == message
