@@ -87,3 +87,16 @@ def test_the_reference_page_is_generated_from_the_sources():
     assert page.read_text() == text, "docs/stdlib/elementwise.md is stale: run scripts/stdlib-docs elementwise"
     assert "## expm1\n\n```python\n@tile_op\ndef expm1(x: T[M, N], T: dtype = f32) -> T[M, N]\n```" in text
     assert "| [`abs`](#abs) | bf16, f16, f32, i32 |  | \\|x\\|, exact (integers too). |" in text
+
+
+def test_a_backward_in_another_std_module_is_named_with_its_module():
+    """std.nn's softmax, rms_norm and layer_norm have their backwards in std.nn_train: tlc ops
+    and the reference page name them there (NAME_bwd in the same module comes first)."""
+    from tlc.ops import all_ops, markdown, module_ops, stdlib_dir
+
+    by_name = {(o.module, o.name): o for o in all_ops()}
+    assert by_name["std.nn", "softmax"].backward == "std.nn_train.softmax_bwd"
+    assert by_name["std.nn", "layer_norm"].backward == "std.nn_train.layer_norm_bwd"
+    assert by_name["std.elementwise", "silu"].backward == "silu_bwd"
+    page = markdown(stdlib_dir() / "nn.tl", module_ops(stdlib_dir() / "nn.tl", {}))
+    assert "Backward: [`std.nn_train.rms_norm_bwd`](nn_train.md#rms_norm_bwd)." in page

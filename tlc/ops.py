@@ -106,6 +106,17 @@ def _doc(lines: list[str], i: int) -> str:
     return " ".join(words)
 
 
+def _backwards_elsewhere(path: Path) -> dict:
+    """NAME_bwd -> "std.MODULE.NAME_bwd" for the backwards the other std modules beside `path`
+    define (std.nn's softmax has its backward in std.nn_train); a scan of their `def` lines."""
+    out = {}
+    for other in sorted(path.parent.glob("*.tl")):
+        if other != path:
+            for name in re.findall(r"^def (\w+" + BACKWARD_SUFFIX + r")\(", other.read_text(), re.M):
+                out.setdefault(name, f"std.{other.stem}.{name}")
+    return out
+
+
 def module_ops(path: Path, tested: dict) -> list[Operator]:
     from .parser import parse
 
@@ -115,13 +126,14 @@ def module_ops(path: Path, tested: dict) -> list[Operator]:
     recorded = tested.get(module, {}).get("ops", {})
     fns = [f for f in parse(text, str(path)).functions if f.has_decorator("kernel") or f.has_decorator("tile_op")]
     names = {f.name for f in fns}
+    elsewhere = _backwards_elsewhere(path)
     out = []
     for f in fns:
         signature, body = _header(lines, f.span.line - 1)
         dtype_params = {p.name: _default(p.default) for p in f.params if p.annotation.name == "dtype"}
         bwd = f.name + BACKWARD_SUFFIX
         out.append(Operator(module, f.name, "tile_op" if f.has_decorator("tile_op") else "kernel", signature,
-                            _doc(lines, body), dtype_params, bwd if bwd in names else None,
+                            _doc(lines, body), dtype_params, bwd if bwd in names else elsewhere.get(bwd),
                             f.name.endswith(BACKWARD_SUFFIX), tuple(recorded.get(f.name, ())), f.span.line,
                             _comment(lines, body)))
     return out
@@ -160,6 +172,14 @@ def format_table(ops: list[Operator]) -> str:
     return "\n".join(rows)
 
 
+def _anchor(backward: str) -> str:
+    """The link to a backward: its section on this page, or on its module's ("std.nn_train.x_bwd")."""
+    if "." not in backward:
+        return f"#{backward}"
+    _, module, name = backward.split(".")
+    return f"{module}.md#{name}"
+
+
 def markdown(path: Path, ops: list[Operator]) -> str:
     """A module's reference page: its header comment, then each operator's signature, dtypes,
     backward and comment (scripts/stdlib-docs writes docs/stdlib/<module>.md from this)."""
@@ -171,9 +191,10 @@ def markdown(path: Path, ops: list[Operator]) -> str:
            "| operator | dtypes | backward | what it computes |", "| --- | --- | --- | --- |"]
     for op in ops:
         dtypes = ", ".join(op.tested_dtypes) or ", ".join(f"{k}={v}" for k, v in op.dtype_params.items()) or "-"
-        out.append(f"| [`{op.name}`](#{op.name}) | {dtypes} | {op.backward or ''} | {op.doc.replace('|', chr(92) + '|')} |")
+        bwd = f"[`{op.backward}`]({_anchor(op.backward)})" if op.backward else ""
+        out.append(f"| [`{op.name}`](#{op.name}) | {dtypes} | {bwd} | {op.doc.replace('|', chr(92) + '|')} |")
     for op in ops:
         out += ["", f"## {op.name}", "", "```python", f"@{op.kind}", f"def {op.signature}", "```", "", op.comment]
         if op.backward:
-            out += ["", f"Backward: [`{op.backward}`](#{op.backward})."]
+            out += ["", f"Backward: [`{op.backward}`]({_anchor(op.backward)})."]
     return "\n".join(out) + "\n"
