@@ -75,9 +75,10 @@ def test_only_arithmetic_rows_count_flops():
                                                  "std.nn_layers"}
 
 
-def test_dry_run_of_the_nn_train_rows():
-    """std.nn_train's and std.nn_layers' rows (their inputs made by the rows themselves:
-    probabilities, head-shaped x with its tables, index tensors, NCHW batches) against
-    nn_train_kit's references."""
+def test_dry_run_of_nn_train_rows_of_each_kind():
+    """std.nn_train's and std.nn_layers' rows make their own inputs (probabilities, head-shaped
+    x with its tables, index tensors, NCHW batches): one of each against nn_train_kit's
+    references (test_dry_run_of_every_row runs them all)."""
     rows = [r for r in bench_ops.ROWS if r.module in ("std.nn_train", "std.nn_layers")]
-    assert len(rows) == 9 and bench_ops.dry_run(rows) == []
+    assert len(rows) == 9
+    assert bench_ops.dry_run([r for r in rows if r.op in ("softmax_bwd", "rope", "embedding", "batch_norm")]) == []
