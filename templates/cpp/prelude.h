@@ -1,6 +1,6 @@
 // prelude.h: what the CUDA headers give a kernel, for g++ on a CPU: the qualifiers (nothing
-// here), `half` (_Float16: IEEE binary16, converted with round to nearest even) and
-// `__nv_bfloat16` (the top 16 bits of a float, rounded to nearest even), and the bit casts
+// here), `half` (_Float16: IEEE binary16, converted with round to nearest even),
+// `__nv_bfloat16` (the top 16 bits of a float, rounded to nearest even), the 8-bit floats, and the bit casts
 // and math functions codegen/cexpr.py names.
 #include <cmath>
 #include <cstdint>
@@ -35,6 +35,48 @@ struct __nv_bfloat16 {
     return f;
   }
 };
+
+// The 8-bit floats (e4m3: no infinity, 448 the largest; e5m2: IEEE-like, 57344 the largest): a
+// float converts rounding to nearest even and saturating to the largest finite value, NaN stays
+// NaN (CUDA's __NV_SATFINITE, the interpreter's clip then ml_dtypes' cast).
+template <int E, int M, bool INF>
+struct tl_fp8 {
+  unsigned char __x;
+  tl_fp8() = default;
+  tl_fp8(float f) {
+    constexpr int bias = (1 << (E - 1)) - 1;
+    constexpr float largest = INF ? (2.0f - 1.0f / (1 << M)) * (1 << bias) : (2.0f - 2.0f / (1 << M)) * (1 << (bias + 1));
+    unsigned int u;
+    std::memcpy(&u, &f, 4);
+    const unsigned char sign = static_cast<unsigned char>((u >> 24) & 0x80u);
+    if (f != f) {
+      __x = static_cast<unsigned char>(sign | (INF ? 0x7eu : 0x7fu));  // ml_dtypes' NaN
+      return;
+    }
+    float a = std::fabs(f);
+    if (a > largest) a = largest;
+    std::memcpy(&u, &a, 4);
+    if (static_cast<int>(u >> 23) - 127 >= 1 - bias) {  // a normal number of the 8-bit format
+      constexpr int shift = 23 - M;
+      const unsigned int rounded = (u + (1u << (shift - 1)) - 1u + ((u >> shift) & 1u)) >> shift;
+      __x = static_cast<unsigned char>(sign | (rounded - (static_cast<unsigned int>(127 - bias) << M)));
+    } else {  // subnormal (or zero): a multiple of 2^(1 - bias - M), rounded to nearest even
+      __x = static_cast<unsigned char>(sign | static_cast<unsigned int>(std::nearbyint(std::ldexp(a, bias - 1 + M))));
+    }
+  }
+  operator float() const {
+    constexpr int bias = (1 << (E - 1)) - 1;
+    const int e = (__x >> M) & ((1 << E) - 1), m = __x & ((1 << M) - 1);
+    const float sign = (__x & 0x80) ? -1.0f : 1.0f;
+    if (INF && e == (1 << E) - 1) return m ? std::numeric_limits<float>::quiet_NaN() : sign * std::numeric_limits<float>::infinity();
+    if (!INF && e == (1 << E) - 1 && m == (1 << M) - 1) return std::numeric_limits<float>::quiet_NaN();
+    if (e == 0) return sign * std::ldexp(static_cast<float>(m), 1 - bias - M);
+    return sign * std::ldexp(static_cast<float>((1 << M) + m), e - bias - M);
+  }
+};
+using __nv_fp8_e4m3 = tl_fp8<4, 3, false>;
+using __nv_fp8_e5m2 = tl_fp8<5, 2, true>;
+#define TL_HAS_FP8 1
 
 template <typename To, typename From>
 inline To tl_bits(From x) {

@@ -31,6 +31,8 @@ template <typename To> inline To cvt(float x) { return from_wide_float<To>(x); }
 template <typename To> inline To cvt(double x) { return from_wide_float<To>(x); }
 template <typename To> inline To cvt(half x) { return from_wide_float<To>(static_cast<float>(x)); }
 template <typename To> inline To cvt(__nv_bfloat16 x) { return from_wide_float<To>(static_cast<float>(x)); }
+template <typename To> inline To cvt(__nv_fp8_e4m3 x) { return from_wide_float<To>(static_cast<float>(x)); }
+template <typename To> inline To cvt(__nv_fp8_e5m2 x) { return from_wide_float<To>(static_cast<float>(x)); }
 
 // (types.cuh defines these after its first device-only function, where this file's copy ends)
 template <typename T> inline T imin(T a, T b) { return a < b ? a : b; }

@@ -203,3 +203,33 @@ def test_an_endless_while_loop_stops_with_the_interpreters_error(capsys):
     assert str(e.value) == ("kernel 'spin': a while loop at spin.tl:5 ran 1048576 times without ending; the cpu "
                             "target stops it there, as the interpreter does (an endless loop?)")
     assert "warning[" not in capsys.readouterr().err
+
+
+CONVERT_F8 = """\
+@kernel
+def to_f8(x: f32[N], a: f8e4m3[N], b: f8e5m2[N], y: f32[N], z: f32[N]):
+    with grid(cdiv(N, 256), threads=128) as bx:
+        for i in parallel(256):
+            a[bx * 256 + i] = f8e4m3(x[bx * 256 + i])
+            b[bx * 256 + i] = f8e5m2(x[bx * 256 + i])
+            y[bx * 256 + i] = f32(a[bx * 256 + i])
+            z[bx * 256 + i] = f32(b[bx * 256 + i])
+"""
+
+
+def test_8_bit_floats_convert_bit_for_bit_as_the_interpreter():
+    """Round to nearest even, saturation to the largest finite value (inf too), subnormals, NaN."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.standard_normal(500).astype(np.float32) * s for s in (1e-4, 0.01, 1, 30, 1000, 1e5)]
+                       + [np.array([np.nan, np.inf, -np.inf, 0, -0.0, 448, 464, 57344, 61440, 2**-9, 2**-10,
+                                    3 * 2**-11, 2**-17, 3 * 2**-17], np.float32)])
+    got = {}
+    for target in ("cpp", "interp"):
+        out = [np.zeros(x.size, ml_dtypes.float8_e4m3fn), np.zeros(x.size, ml_dtypes.float8_e5m2),
+               np.zeros(x.size, np.float32), np.zeros(x.size, np.float32)]
+        tlc.compile_source(CONVERT_F8, target=target).to_f8(x, *out)
+        got[target] = [a.view(np.uint8) for a in out[:2]] + out[2:]
+    for mine, reference in zip(got["cpp"], got["interp"]):
+        assert np.array_equal(mine, reference, equal_nan=mine.dtype.kind == "f")

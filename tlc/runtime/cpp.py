@@ -95,7 +95,8 @@ def build(source: str, name: str) -> Path:
 _CTYPES = {"bool": ctypes.c_bool, "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
            "i64": ctypes.c_int64, "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32,
            "u64": ctypes.c_uint64, "f32": ctypes.c_float, "f64": ctypes.c_double,
-           "f16": ctypes.c_float, "bf16": ctypes.c_float}  # 16-bit float scalars travel as float
+           "f16": ctypes.c_float, "bf16": ctypes.c_float,  # 16- and 8-bit float scalars travel as float
+           "f8e4m3": ctypes.c_float, "f8e5m2": ctypes.c_float}
 
 
 class CppKernel:

@@ -45,19 +45,9 @@ def primitives() -> str:
 
 
 def _check(kernel: ir.Kernel) -> None:
-    """What the cpu target refuses before emitting: a warp-specialized schedule and f8 values."""
-    from ...ir.walk import statement_exprs, statements, subexprs
-
+    """What the cpu target refuses before emitting: a warp-specialized schedule."""
     if kernel.warp_spec is not None:
         raise Unsupported("a warp-specialized kernel (schedule it for the cpu target)", kernel.span)
-    for t in list(kernel.params) + list(kernel.buffers):
-        if t.dtype.name.startswith("f8"):
-            raise Unsupported(f"8-bit floats ('{t.name}' is {t.dtype.name})", t.span or kernel.span)
-    for s in statements(kernel.body):
-        for e in statement_exprs(s):
-            for x in subexprs(e):
-                if x.dtype.name.startswith("f8"):
-                    raise Unsupported(f"8-bit floats ({x.dtype.name})", getattr(x, "span", None) or s.span)
 
 
 def generate(kernel: ir.Kernel, source_name: str | None = None) -> CppKernel:
