@@ -27,6 +27,6 @@ def test_the_kernel_asks_for_the_blocks_it_names():
 
 def test_zero_keeps_the_estimate_and_a_request_stays_within_the_sm():
     k, src = _kernel(BLOCKS=0)
-    assert k.min_blocks == 0 and "__launch_bounds__(256, 6)" in src  # occupancy.py's estimate
+    assert k.min_blocks == 6 and "__launch_bounds__(256, 6)" in src  # the scheduler's estimate (blocks_per_sm.py)
     _, src = _kernel(BLOCKS=32, THREADS=1024)  # 2048 threads an SM: 2 blocks of 1024 at most
     assert "__launch_bounds__(1024, 2)" in src

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ... import targets
 from ...diagnostics import Diagnostic, DiagnosticError
 from ...typecheck import CheckedProgram
 from ..bind import bind_constants
@@ -79,7 +80,12 @@ def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: 
             chosen = f"block tile {list(kernel.buffers[-1].shape)}, threads={kernel.threads}"
         kernel = finish(kernel, target, smem_limit, program.sources)
         if group.kind == "rows" and not tiles.min_blocks:  # blocks per SM from its registers
-            kernel = replace(kernel, min_blocks=row_blocks_per_sm(kernel.threads, rows.registers(kernel)))
+            # a column kernel loads narrow runs of many rows (column_split): their addresses count too
+            from ..blocks_per_sm import load_addresses  # (it imports the rules of this package)
+
+            loading = load_addresses(kernel) if group.axis != len(group.space) - 1 else 0
+            kernel = replace(kernel, min_blocks=row_blocks_per_sm(kernel.threads, rows.registers(kernel) + loading,
+                                                                  targets.get(target)))
         launches.append(Launch(kernel, flat, group.kind, graph.text(group.root), fused, chosen))
     return TileOpProgram(fn.name, tuple(p.name for p in fn.runtime_params), result, temps, tuple(launches),
                          tuple(part.boundaries), fn.fuse)

@@ -128,7 +128,7 @@ ROW_OVERHEAD = 12  # registers a row kernel's thread needs besides its fragments
 ROW_MIN_REGISTERS = 40  # and at least these (a 1024-thread softmax of 8 elements a thread spills at 32)
 
 
-def row_blocks_per_sm(threads: int, registers: int) -> int:
+def row_blocks_per_sm(threads: int, registers: int, target=None) -> int:
     """Blocks per SM a row kernel asks ptxas to fit: the most at which each thread still has
     room for `registers` (its fragments' 32-bit registers that are live at once) plus
     `ROW_OVERHEAD` (at least `ROW_MIN_REGISTERS` in all).  A memory-bound row kernel's speed is
@@ -136,8 +136,10 @@ def row_blocks_per_sm(threads: int, registers: int) -> int:
     choice, 125 registers), 163 us at 3 (72) and 140 us at 4 (64 registers, no spills; 0.91x
     copy); ptxas -v on sm_90a (f16 unless said): softmax 8192 fits 4 blocks (52 + 12 = 64),
     f32 softmax 8192, layernorm 8192, f32 logsumexp 8192 and every 16384-wide row fit 3 and
-    spill at 4, a row sum fits 4; rows of 1024 (128 threads) fit 9 to 12."""
-    return blocks_fitting(threads, max(registers + ROW_OVERHEAD, ROW_MIN_REGISTERS))
+    spill at 4, a row sum fits 4; rows of 1024 (128 threads) fit 9 to 12.  Any register-resident
+    kernel without blocks_per_sm= takes the same rule (schedule/blocks_per_sm.py); `target` (a
+    `tlc.targets.Target`) gives the SM's limits, sm_90a's by default."""
+    return blocks_fitting(threads, max(registers + ROW_OVERHEAD, ROW_MIN_REGISTERS), target)
 
 
 TENSOR_CORE_DTYPES = ("f16", "bf16", "f8e4m3", "f8e5m2", "i8", "u8")

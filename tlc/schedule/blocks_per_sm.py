@@ -1,0 +1,217 @@
+"""Blocks per SM for a register-resident kernel: the minimum of `__launch_bounds__(THREADS,
+MIN_BLOCKS)`, decided here and shown by `--emit ir`, for every kernel whose working set is its
+fragments (no shared buffer, no gemm) and whose author gave no `blocks_per_sm=`.
+
+A memory-bound kernel's speed is the bytes in flight per SM, so it wants as many resident
+blocks as its registers allow; left alone, ptxas spends registers on instruction-level
+parallelism instead (the plain rms_norm of bench/plain at 256 threads: 129 registers, one block
+an SM).  The rule is std.nn's row rule (`tileops.rules.row_blocks_per_sm`: registers live at
+once plus `ROW_OVERHEAD`, at least `ROW_MIN_REGISTERS`), with the registers counted here:
+
+- the fragments live at once (`live_fragment_registers`): a fragment is live from the first
+  statement that touches it to the last, over a whole loop when it is touched on both sides of
+  the loop's boundary or carried around it;
+- the addresses of the loads in flight (`load_addresses`): a copy from global memory issues
+  every run's load before it converts any, and each keeps a 64-bit address (two registers)
+  while it waits: column_sums' [32, 256] f32 tile in runs of 1 needs 119 registers at one or
+  two blocks and spills 16 bytes at three (ptxas -v, sm_90a), where its fragments are 33.
+
+ptxas -v on both targets shows no spills at the blocks chosen for bench/plain and the examples
+(tests/plain/test_plain_blocks_per_sm.py).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import ir
+from ..ir.walk import loads, statement_exprs, statements
+from .layout import Replicated, thread_registers
+from .tileops.rules import ROW_MIN_REGISTERS, ROW_OVERHEAD, row_blocks_per_sm
+
+ADDRESS_REGISTERS = 2  # a 64-bit global address per load in flight
+SCALAR_REGISTERS = 4  # per scalar a kernel declares (`x = ...`): its value and what computes and reads it
+
+
+def choose_blocks_per_sm(kernel: ir.Kernel, target=None) -> ir.Kernel:
+    """`kernel` with `min_blocks` (and a note saying why) when it is register-resident and its
+    author left blocks per SM to the compiler; else unchanged."""
+    if kernel.min_blocks or not register_resident(kernel):
+        return kernel
+    live, loading = live_fragment_registers(kernel), loads_in_flight(kernel)
+    scalars = SCALAR_REGISTERS * sum(isinstance(s, ir.LetScalar) for s in statements(kernel.body))
+    blocks = row_blocks_per_sm(kernel.threads, live + loading + scalars, target)
+    need = max(live + loading + scalars + ROW_OVERHEAD, ROW_MIN_REGISTERS)
+    note = (f"blocks per SM: {blocks} (__launch_bounds__({kernel.threads}, {blocks})), as many as fit "
+            f"{need} registers a thread: {live} of fragments live at once, {loading} for loads in flight, "
+            f"{scalars} for scalars, {ROW_OVERHEAD} besides; give blocks_per_sm= to choose")
+    return replace(kernel, min_blocks=blocks, notes=kernel.notes + (note,))
+
+
+def register_resident(kernel: ir.Kernel) -> bool:
+    """Whether the kernel's working set is its fragments: no shared buffer, no gemm (their
+    kernels are limited by shared memory and sped by instruction-level parallelism: ptxas's
+    own choice stays), and at least one fragment."""
+    if any(b.scope == "shared" for b in kernel.buffers):
+        return False
+    if any(isinstance(s, ir.Gemm) for s in statements(kernel.body)):
+        return False
+    return any(b.scope == "fragment" and b.layout is not None for b in kernel.buffers)
+
+
+def load_addresses(kernel: ir.Kernel) -> int:
+    """Registers for the addresses of one copy's loads in flight: `ADDRESS_REGISTERS` for each
+    run of the fragment a thread fills from global memory, the most of any copy."""
+    return max((ADDRESS_REGISTERS * runs for runs, _ in _global_loads(kernel)), default=0)
+
+
+def loads_in_flight(kernel: ir.Kernel) -> int:
+    """Registers a copy from global memory into a fragment needs beyond the fragments, the most
+    of any copy: its runs' addresses (`load_addresses`), or, for a tile of 4-byte elements
+    loaded in a serial loop, the whole tile where that is more (as the row rule counts such
+    tiles twice: std.nn's f32 softmax of 8192 at 256 threads spills 36 bytes at 3 blocks an SM,
+    36 registers of fragments)."""
+    return max((max(ADDRESS_REGISTERS * runs, regs) for runs, regs in _global_loads(kernel)), default=0)
+
+
+def _global_loads(kernel: ir.Kernel):
+    """(runs a thread loads, registers of a 4-byte tile loaded in a serial loop, else 0) of
+    each copy from global memory into a fragment."""
+    frags = {b.name: b for b in kernel.buffers if b.scope == "fragment" and b.layout is not None}
+    tensors = {p.name: p for p in kernel.params if p.kind == "tensor"}
+
+    def walk(stmts, looped):
+        for s in stmts:
+            if isinstance(s, ir.Copy) and isinstance(s.src, ir.Region) and s.src.name in tensors and s.dst.name in frags:
+                b = frags[s.dst.name]
+                wide = looped and tensors[s.src.name].dtype.itemsize >= 4
+                yield b.layout.registers // _run(b.layout), thread_registers(b) if wide else 0
+            elif not isinstance(s, ir.Parallel):
+                for f in ("body", "then", "orelse"):
+                    yield from walk(getattr(s, f, ()) or (), looped or isinstance(s, ir.For))
+
+    return walk(kernel.body, False)
+
+
+def _run(layout) -> int:
+    """Registers one load fills: a blocked layout's vector width (a replica's, its base's)."""
+    while isinstance(layout, Replicated):
+        layout = layout.base
+    return max(1, getattr(layout, "vec", 2))  # the mma accumulator's pairs
+
+
+def live_fragment_registers(kernel: ir.Kernel) -> int:
+    """The most 32-bit registers a thread's fragments take at any one statement.  A fragment is
+    live over [first touch, last touch] of the statements in program order, except that:
+    - a copy from global memory may start at the top of its statement list (ptxas issues
+      independent loads early: std.nn's layer_norm at 128 threads spills at 10 blocks an SM if
+      its weights count only from their copy, 12 fragments fewer);
+    - a loop widens the span of a fragment touched inside it and outside it, or read there
+      before it is written (carried to the next iteration), to the whole loop;
+    - a reduction holds its partials (a register per slot of its result) beside its source
+      and result (examples/softmax at 7 blocks an SM spills 32 bytes: 4 rows of partials);
+    - a tile a parallel loop writes for the reduction right after it alone is never held
+      (`_streamed`)."""
+    frags = {b.name: b for b in kernel.buffers if b.scope == "fragment" and b.layout is not None}
+    regs = {name: thread_registers(b) for name, b in frags.items()}
+    spans: dict[str, list[int]] = {}
+    loops: list[tuple[int, int, set, set]] = []  # (first, last position, touched, read before written)
+    partials: dict[int, int] = {}  # position of a reduction -> its partials' registers
+
+    def walk(stmts, pos: int) -> int:
+        top = pos
+        for s in stmts:
+            if isinstance(s, ir.For):
+                start = pos
+                pos = walk(s.body, pos)
+                loops.append((start, pos - 1, _touched(s.body, regs), _carried(s.body, regs)))
+                continue
+            if isinstance(s, ir.If):
+                pos = walk(s.then + s.orelse, pos)
+                continue
+            for name in _touched((s,), regs):
+                span = spans.setdefault(name, [pos, pos])
+                span[0], span[1] = min(span[0], pos), max(span[1], pos)
+            if isinstance(s, ir.Copy) and isinstance(s.src, ir.Region) and s.dst.name in regs:
+                spans[s.dst.name][0] = min(spans[s.dst.name][0], top)
+            if isinstance(s, ir.Reduce) and s.src in frags and not isinstance(frags[s.src].layout, Replicated):
+                partials[pos] = Replicated(frags[s.src].layout, (s.dim,)).registers
+            pos += 1
+        return pos
+
+    end = walk(kernel.body, 0)
+    for name in _streamed(kernel.body, regs):
+        spans.pop(name, None)
+    changed = True
+    while changed:  # a loop widens the spans that cross its boundary or are carried around it
+        changed = False
+        for first, last, inside, carried in loops:
+            for name in inside & set(spans):
+                lo, hi = spans[name]
+                if (lo < first or hi > last or name in carried) and (lo > first or hi < last):
+                    spans[name] = [min(lo, first), max(hi, last)]
+                    changed = True
+    return max((partials.get(p, 0) + sum(regs[n] for n, (lo, hi) in spans.items() if lo <= p <= hi)
+                for p in range(end)), default=0)
+
+
+def _streamed(stmts, regs) -> set:
+    """Fragments that a parallel loop writes and the reduction right after it reads, and
+    nothing else touches (layer_norm's squares): both are unrolled over the same registers, so
+    ptxas folds each element into the reduction as it is computed and never holds the tile
+    (ptxas -v: bench/plain's layer_norm fits 2 blocks an SM in 122 registers; counting `sq`'s
+    32 it would ask for 1)."""
+    top = [s for body in _bodies(stmts) for s in body]
+    out = set()
+    for body in _bodies(stmts):
+        for p, r in zip(body, body[1:]):
+            if isinstance(p, ir.Parallel) and isinstance(r, ir.Reduce) and r.src in regs \
+                    and any(isinstance(x, ir.Store) and x.name == r.src for x in statements(p.body)) \
+                    and sum(r.src in _touched((s,), regs) for s in top) == 2:
+                out.add(r.src)
+    return out
+
+
+def _bodies(stmts):
+    """`stmts` and every statement list nested in it outside parallel loops."""
+    yield stmts
+    for s in stmts:
+        if not isinstance(s, ir.Parallel):
+            for f in ("body", "then", "orelse"):
+                if isinstance(getattr(s, f, None), tuple):
+                    yield from _bodies(getattr(s, f))
+
+
+def _touched(stmts, regs) -> set:
+    """The fragments (of `regs`) that `stmts` read or write, nested statements included."""
+    out = set()
+    for s in statements(stmts):
+        names = [x.name for e in statement_exprs(s) for x in loads(e)]
+        names += [getattr(s, f) for f in ("name", "buffer", "src", "dst", "a", "b", "c") if isinstance(getattr(s, f, None), str)]
+        names += [getattr(s, f).name for f in ("src", "dst") if isinstance(getattr(s, f, None), (ir.BufferRef, ir.Region))]
+        out |= {n for n in names if n in regs}
+    return out
+
+
+def _carried(stmts, regs) -> set:
+    """Fragments a loop body may read before it writes them (an accumulator): their value from
+    the previous iteration is live across the loop's back edge."""
+    written: set = set()
+    carried: set = set()
+    for s in stmts:
+        if isinstance(s, ir.Reduce) and not s.clear and s.dst in regs and s.dst not in written:
+            carried.add(s.dst)
+        reads = _touched((s,), regs) - _written(s, regs)
+        carried |= (reads - written)
+        written |= _written(s, regs)
+    return carried
+
+
+def _written(s, regs) -> set:
+    """Fragments statement `s` writes whole (a copy into it, a fill, a reduction that clears)."""
+    if isinstance(s, ir.Copy) and s.dst.name in regs and isinstance(s.dst, ir.BufferRef):
+        return {s.dst.name}
+    if isinstance(s, ir.Fill) and s.buffer in regs:
+        return {s.buffer}
+    if isinstance(s, ir.Reduce) and s.clear and s.dst in regs:
+        return {s.dst}
+    return set()
