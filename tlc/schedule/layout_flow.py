@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from .. import ir, targets
 from ..ir.walk import loads, statement_exprs, statements
-from .layout import MmaAccumulator, Replicated, blocked, mma_accumulator, register_in_loop
+from .layout import Blocked, MmaAccumulator, Replicated, blocked, mma_accumulator, register_in_loop
 
 
 def assign_layouts(kernel: ir.Kernel, target: str = "sm_80", preset: dict | None = None) -> ir.Kernel:
@@ -23,7 +23,7 @@ def assign_layouts(kernel: ir.Kernel, target: str = "sm_80", preset: dict | None
     layouts: dict[str, object] = dict(preset or {})  # fixed before (layout_infer.py's choices)
     stmts = list(statements(kernel.body))
     itemsize = _copy_itemsizes(stmts, frags, kernel)
-    default = functools.partial(_default, itemsize=itemsize)
+    default = functools.partial(_default, itemsize=itemsize, columns=column_reduced(stmts, frags))
     from . import operand_layout  # (it imports this module's layouts)
 
     feeds_a = operand_layout.register_a_group(stmts, frags)
@@ -84,10 +84,66 @@ def _propagate_copy(a: str, b: str, frags, layouts) -> bool:
     return True
 
 
-def _default(frags, name, threads, layouts, itemsize=None):
+def _default(frags, name, threads, layouts, itemsize=None, columns=frozenset()):
     b = frags[name]
-    layouts[name] = blocked(b.shape, b.dtype, threads, (itemsize or {}).get(name))
+    lay = column_split if name in columns else blocked
+    layouts[name] = lay(b.shape, b.dtype, threads, (itemsize or {}).get(name))
     return layouts[name]
+
+
+def column_split(shape: tuple, dtype, threads: int, itemsize: int | None = None) -> Blocked:
+    """The layout of a 2-D tile reduced along dim 0: of the blocked layouts with runs up to
+    the copies' width (`blocked`'s), the one in which the fewest threads hold each column,
+    widest runs first on a tie.  Where a row has a multiple of `threads` runs, every thread
+    owns whole columns (column_sums' [32, 256] f32 at 256 threads: runs of 1, thread t holding
+    column t of every row), so the reduction combines registers of one thread only; a warp
+    still reads each row's runs side by side (coalesced, and vectors where the columns allow)."""
+    widest = blocked(shape, dtype, threads, itemsize)
+    if len(shape) != 2:
+        return widest
+    runs = [Blocked(tuple(shape), threads, v) for v in (widest.vec >> k for k in range(widest.vec.bit_length()))]
+    return min(runs, key=lambda b: (column_holders(b), -b.vec))
+
+
+def column_holders(layout: Blocked) -> int:
+    """How many threads hold each column of a 2-D blocked tile (the same for every column:
+    run r of row i goes to thread (i * runs_per_row + r) % threads)."""
+    rows, cols = layout.shape
+    per_row = -(-cols // layout.vec)
+    if cols % layout.vec:
+        return layout.threads
+    return len({(i * per_row) % layout.threads for i in range(min(rows, layout.threads))})
+
+
+def thread_local_notes(kernel: ir.Kernel) -> ir.Kernel:
+    """`kernel` with a note (`--emit ir`) for each reduction along dim 0 whose source's layout
+    gives every column to one thread (`column_split`'s aim): it combines registers of one
+    thread, with no shuffle and no shared memory."""
+    frags = {b.name: b for b in kernel.buffers if b.scope == "fragment"}
+    notes = []
+    for s in statements(kernel.body):
+        src = frags.get(getattr(s, "src", None)) if isinstance(s, ir.Reduce) else None
+        if src is None or s.dim != 0 or len(src.shape) != 2 or not isinstance(src.layout, Blocked):
+            continue
+        if column_holders(src.layout) == 1:
+            where = f" (line {s.span.line})" if s.span is not None else ""
+            notes.append(f"reduce_{s.kind} {s.src} -> {s.dst}{where} runs in each thread: {s.src} is {src.layout}, "
+                         f"its columns split over the threads, so the {s.kind} along dim 0 needs no shuffle "
+                         "and no shared memory")
+    return replace(kernel, notes=kernel.notes + tuple(dict.fromkeys(notes))) if notes else kernel
+
+
+def column_reduced(stmts, frags) -> frozenset:
+    """The 2-D fragments reduced along dim 0 and never along dim 1, with every fragment a
+    parallel loop indexes alongside one of them the same way (they share its layout)."""
+    dims: dict = {}
+    for s in stmts:
+        if isinstance(s, ir.Reduce) and s.src in frags and len(frags[s.src].shape) == 2:
+            dims.setdefault(s.src, set()).add(s.dim)
+    find = _loop_groups(stmts, frags)
+    wanted = {find(n) for n, d in dims.items() if d == {0}}
+    refused = {find(n) for n, d in dims.items() if 1 in d}
+    return frozenset(n for n in frags if find(n) in wanted - refused and len(frags[n].shape) == 2)
 
 
 def _copy_itemsizes(stmts, frags, kernel) -> dict:
@@ -102,7 +158,17 @@ def _copy_itemsizes(stmts, frags, kernel) -> dict:
             for mine, other in ((a, b), (b, a)):
                 if mine in own and other in sizes:
                     own[mine] = min(own[mine], sizes[other])
-    group = {name: name for name in frags}  # union-find over fragments that share loops
+    find = _loop_groups(stmts, frags)
+    least: dict = {}
+    for name, size in own.items():
+        least[find(name)] = min(least.get(find(name), size), size)
+    return {name: least[find(name)] for name in frags}
+
+
+def _loop_groups(stmts, frags):
+    """find(fragment) -> its group's representative: fragments that a parallel loop indexes
+    alike (its candidates) are in one group, as they will share one layout."""
+    group = {name: name for name in frags}  # union-find
 
     def find(n):
         while group[n] != n:
@@ -115,10 +181,7 @@ def _copy_itemsizes(stmts, frags, kernel) -> dict:
             cands = _candidates(s, frags)
             for other in cands[1:]:
                 group[find(other)] = find(cands[0])
-    least: dict = {}
-    for name, size in own.items():
-        least[find(name)] = min(least.get(find(name), size), size)
-    return {name: least[find(name)] for name in frags}
+    return find
 
 
 def _candidates(p: ir.Parallel, frags) -> list[str]:

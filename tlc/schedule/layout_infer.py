@@ -27,7 +27,7 @@ from ..dtypes import I32
 from ..ir.walk import loads, statement_exprs, statements
 from . import fragment_scalars
 from .layout import parallel_layout, register_in_loop
-from .layout_flow import accesses, assign_layouts
+from .layout_flow import accesses, assign_layouts, thread_local_notes
 
 
 def infer_layouts(kernel: ir.Kernel, target: str = "sm_80", sources: dict | None = None, adjust=None) -> ir.Kernel:
@@ -40,7 +40,7 @@ def infer_layouts(kernel: ir.Kernel, target: str = "sm_80", sources: dict | None
         if whole else laid
     if adjust is not None:
         kernel = adjust(kernel)
-    kernel = annotate_loops(kernel)
+    kernel = thread_local_notes(annotate_loops(kernel))
     fragment_scalars.check_scalar_uses(kernel, sources)
     return kernel
 

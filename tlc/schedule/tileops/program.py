@@ -15,6 +15,7 @@ from ...ir.walk import statements
 from ...dtypes import DType
 from ..layout import Blocked, Replicated, blocked
 from ..layout_infer import infer_layouts
+from ..layout_flow import column_reduced, column_split
 from ..barriers import insert_barriers
 from ..last_stage import keep_last_stages
 from ..registers import check_thread_storage
@@ -98,14 +99,19 @@ def _one_tile_layout(kernel: ir.Kernel) -> ir.Kernel:
     by default, and a parallel loop can only run in one layout: give them all runs of 16 bytes
     of the widest dtype copied to or from memory (8 or 16 bytes of the others), and the
     statistics replicated over them that layout as their base.  A gemm accumulator's layout is
-    left alone."""
+    left alone.  Tiles reduced along dim 0 (a column kernel) split their columns over the threads
+    instead (layout_flow.column_split), so that each thread sums its own columns."""
     frags = [b for b in kernel.buffers if b.scope == "fragment" and isinstance(b.layout, Blocked)]
     if not frags:
         return kernel
     tile = max((b.shape for b in frags), key=len)
     copied = {x.name for s in statements(kernel.body) if isinstance(s, ir.Copy) for x in (s.src, s.dst)}
     same = [b for b in frags if b.shape == tile and b.name in copied] or [b for b in frags if b.shape == tile]
-    layout = blocked(tile, max((b.dtype for b in same), key=lambda d: d.itemsize), kernel.threads)
+    widest = max((b.dtype for b in same), key=lambda d: d.itemsize)
+    frag_of = {b.name: b for b in kernel.buffers if b.scope == "fragment"}
+    columns = column_reduced(list(statements(kernel.body)), frag_of)  # a column reduction's tiles
+    split = any(b.name in columns for b in same)
+    layout = (column_split if split else blocked)(tile, widest, kernel.threads)
     out = []
     for b in kernel.buffers:
         if b.scope == "fragment" and b.shape == tile and isinstance(b.layout, Blocked):
