@@ -228,19 +228,34 @@ inline void cumsum(const Ts* s, Td* d, int outer, int n, int inner) {
     }
 }
 
-// Atomic updates of tensor elements shared by the blocks' threads.
-template <typename T>
-inline void atomic_add(T* p, T v) {
-#pragma omp atomic update
-  *p += v;
+// Atomic updates of elements the blocks' threads share (OP 0 add, 1 max, 2 min), combined as
+// the interpreter does: 16- and 8-bit floats in float, rounded back; integers wrap.  A float or
+// an integer of 32 or 64 bits adds with OpenMP's atomic; the rest loop on a compare-and-swap of
+// the element's bytes.
+template <int OP, typename T>
+inline T combine(T a, T b) {
+  if constexpr (is_low_float<T>::value) {
+    const float x = static_cast<float>(a), y = static_cast<float>(b);
+    return T(OP == 0 ? x + y : OP == 1 ? fmax_(x, y) : fmin_(x, y));
+  } else if constexpr (OP == 0) {
+    return static_cast<T>(a + b);
+  } else {
+    return OP == 1 ? fmax_(a, b) : fmin_(a, b);
+  }
 }
-template <typename T, bool MAX>
-inline void atomic_minmax(T* p, T v) {
-  T old = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (true) {
-    const T want = MAX ? fmax_(old, v) : fmin_(old, v);
-    if (want == old && !(want != want)) return;
-    if (__atomic_compare_exchange(p, &old, &want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+template <int OP, typename T>
+inline void atomic_update(T* p, T v) {
+  if constexpr (OP == 0 && (std::is_floating_point<T>::value || (std::is_integral<T>::value && sizeof(T) >= 4))) {
+#pragma omp atomic update
+    *p += v;
+  } else {
+    T old;
+    __atomic_load(p, &old, __ATOMIC_RELAXED);
+    while (true) {
+      T want = combine<OP>(old, v);
+      if (std::memcmp(&want, &old, sizeof(T)) == 0) return;
+      if (__atomic_compare_exchange(p, &old, &want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+    }
   }
 }
 

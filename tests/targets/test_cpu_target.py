@@ -233,3 +233,35 @@ def test_8_bit_floats_convert_bit_for_bit_as_the_interpreter():
         got[target] = [a.view(np.uint8) for a in out[:2]] + out[2:]
     for mine, reference in zip(got["cpp"], got["interp"]):
         assert np.array_equal(mine, reference, equal_nan=mine.dtype.kind == "f")
+
+
+HISTOGRAM = """\
+@kernel
+def hist(idx: i32[N], v: T[N], total: T[B], top: T[B], T: dtype = f32):
+    with grid(cdiv(N, 128), threads=128) as bx:
+        for i in parallel(128):
+            if bx * 128 + i < N:
+                atomic_add(total[idx[bx * 128 + i]], v[bx * 128 + i])
+                atomic_max(top[idx[bx * 128 + i]], v[bx * 128 + i])
+"""
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "bfloat16"])
+def test_atomics_across_the_blocks_threads_as_the_interpreter(dtype):
+    """Blocks on two threads hit the same elements: integer sums wrap, 16-bit floats round each
+    addition (in an order the threads choose: near, not equal), maxima are exact."""
+    import ml_dtypes
+
+    dt = np.dtype(getattr(ml_dtypes, dtype, None) or dtype)
+    rng = np.random.default_rng(1)
+    idx, v = rng.integers(0, 7, 5000).astype(np.int32), (rng.standard_normal(5000) * 3).astype(dt)
+    got = {}
+    for target in ("cpp", "interp"):
+        total, top = np.zeros(7, dt), np.full(7, -100, dt)
+        tlc.compile_source(HISTOGRAM, target=target).hist(idx, v, total, top)
+        got[target] = total.astype(np.float64), top
+    assert np.array_equal(got["cpp"][1], got["interp"][1])
+    if dt.kind == "i":
+        assert np.array_equal(got["cpp"][0], got["interp"][0])
+    else:
+        assert np.allclose(got["cpp"][0], got["interp"][0], rtol=0.05, atol=0.5)

@@ -32,7 +32,7 @@ class Unsupported(Exception):
 
 _REDUCE_KIND = {"sum": 0, "max": 1, "min": 2, "absmax": 3}
 WHILE_LIMIT = 1 << 20  # the interpreter's (interp/machine.py): a while loop that runs longer stops the kernel
-_ATOMIC_OK = ("i32", "i64", "u32", "u64", "f32", "f64")
+_ATOMIC_OP = {"add": 0, "max": 1, "min": 2}
 
 
 def accumulator(dt: DType) -> str:
@@ -243,12 +243,8 @@ class BlockEmitter(CExprs):
 
     def s_Atomic(self, s: ir.Atomic) -> None:
         dt = self.dtype(s.name)
-        if dt.name not in _ATOMIC_OK:
-            raise Unsupported(f"an atomic {s.kind} of {dt.name} (the cpu target updates 32- and 64-bit elements)", s.span)
         at, test = self.element(s.name, s.indices)
-        value = self._in(s.value, dt)
-        call = (f"tl::atomic_add<{c_type(dt)}>(&{at}, {value});" if s.kind == "add" else
-                f"tl::atomic_minmax<{c_type(dt)}, {c_bool(s.kind == 'max')}>(&{at}, {value});")
+        call = f"tl::atomic_update<{_ATOMIC_OP[s.kind]}, {c_type(dt)}>(&{at}, {self._in(s.value, dt)});"
         self.out(call if test is None else f"if ({test}) {call}")
 
     def s_Print(self, s: ir.Print) -> None:
