@@ -325,6 +325,7 @@ OPS = [
     Op("layer_norm_bwd", make_layer_norm_bwd, ROWS),
     Op("add_rms_norm", make_add_rms_norm, ROWS),
     Op("cross_entropy", make_cross_entropy, ROWS),
+    Op("cross_entropy.split", make_cross_entropy, ROWS, consts=dict(SPLIT=3)),
     Op("cross_entropy_bwd", make_cross_entropy_bwd, TILES),
     Op("embedding", make_embedding, EMBED),
     Op("embedding_bwd", make_embedding_bwd, EMBED),
