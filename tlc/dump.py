@@ -70,6 +70,11 @@ def dump_kernel(kernel, constants: dict, arch: str, folder) -> list[Path]:
         source = generate_file(scheduled, arch, sources=program.sources)
     else:
         source = generate(scheduled[0], arch, sources=program.sources).source
+    from . import targets
+
+    if targets.get(arch).host:  # the cpu target's C++: no PTX
+        out.write(f"{_safe(kernel.name)}.cpp", source)
+        return out.paths
     out.write(f"{_safe(kernel.name)}.cu", source)
     ptx, how = _ptx(source, arch, kernel.name)
     out.write(f"{_safe(kernel.name)}.ptx" if ptx is not None else "ptx-none.txt", ptx if ptx is not None else how)
@@ -78,9 +83,11 @@ def dump_kernel(kernel, constants: dict, arch: str, folder) -> list[Path]:
 
 def target_arch(kernel) -> str:
     """The architecture a kernel of a loaded module compiles for: the GPU's, or sm_80 for the
-    interpreter (whose IR is the same as sm_80's)."""
+    interpreter (whose IR is the same as sm_80's), cpu for the cpu target."""
     if kernel.module.target == "cpu":
         return "sm_80"
+    if kernel.module.target == "cpp":
+        return "cpu"
     from .runtime.compile import codegen_arch, current_device, device_capability
 
     return codegen_arch(device_capability(current_device()))

@@ -265,3 +265,12 @@ def test_atomics_across_the_blocks_threads_as_the_interpreter(dtype):
         assert np.array_equal(got["cpp"][0], got["interp"][0])
     else:
         assert np.allclose(got["cpp"][0], got["interp"][0], rtol=0.05, atol=0.5)
+
+
+def test_dump_of_a_cpu_target_run_ends_with_its_cpp(tmp_path):
+    r = CliRunner().invoke(main, ["run", VECTOR_ADD, "-k", "vector_add", "--target", "cpu", "--shape", "N=10",
+                                  "--in", "alpha=2", "--dump", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    stages = sorted(p.name for p in (tmp_path / "vector_add.cpu").iterdir())
+    assert stages[-1] == "10-vector_add.cpp" and not any("ptx" in s for s in stages)
+    assert "extern \"C\" int tl_run_vector_add(" in (tmp_path / "vector_add.cpu" / stages[-1]).read_text()
