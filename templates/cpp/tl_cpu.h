@@ -259,4 +259,23 @@ inline void atomic_update(T* p, T v) {
   }
 }
 
+// A device_assert's failure, in the GPU's record (tl/assert.cuh, tlc/device_assert.py): the
+// site + 1, block x | y << 32, block z | thread << 32, unused, the values; the first failure wins.
+inline unsigned long long assert_word(double v) {
+  unsigned long long u;
+  std::memcpy(&u, &v, 8);
+  return u;
+}
+inline unsigned long long assert_word(long long v) { return static_cast<unsigned long long>(v); }
+inline unsigned long long assert_word(unsigned long long v) { return v; }
+template <typename... V>
+inline void assert_fail(unsigned long long* record, unsigned site, int bx, int by, int bz, long long thread, V... values) {
+  unsigned long long none = 0;
+  if (!__atomic_compare_exchange_n(&record[0], &none, site + 1ull, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) return;
+  record[1] = static_cast<unsigned int>(bx) | (static_cast<unsigned long long>(static_cast<unsigned int>(by)) << 32);
+  record[2] = static_cast<unsigned int>(bz) | (static_cast<unsigned long long>(thread) << 32);
+  const unsigned long long words[] = {0ull, assert_word(values)...};
+  for (unsigned i = 1; i < sizeof(words) / sizeof(words[0]); ++i) record[3 + i] = words[i];
+}
+
 }  // namespace tl

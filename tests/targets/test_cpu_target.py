@@ -274,3 +274,26 @@ def test_dump_of_a_cpu_target_run_ends_with_its_cpp(tmp_path):
     stages = sorted(p.name for p in (tmp_path / "vector_add.cpu").iterdir())
     assert stages[-1] == "10-vector_add.cpp" and not any("ptx" in s for s in stages)
     assert "extern \"C\" int tl_run_vector_add(" in (tmp_path / "vector_add.cpu" / stages[-1]).read_text()
+
+
+CHECKED = """\
+@kernel
+def check(x: f32[N], y: f32[N]):
+    with grid(cdiv(N, 64), threads=64) as b:
+        for i, j in parallel(8, 8):
+            device_assert(x[b * 64 + i * 8 + j] < 100.0, "x = %f at %d", x[b * 64 + i * 8 + j], b * 64 + i * 8 + j)
+            y[b * 64 + i * 8 + j] = x[b * 64 + i * 8 + j]
+"""
+
+
+def test_a_failing_device_assert_raises_with_the_gpus_record(capsys):
+    """The site, the values, the block and the parallel index in C order as the thread, as the GPU
+    runtime reports them (the interpreter names the index: index (2, 6))."""
+    x = np.zeros(300, np.float32)
+    x[150] = 500
+    mod = tlc.compile_source(CHECKED, target="cpp", path="check.tl")
+    mod.check(np.zeros(300, np.float32), np.zeros(300, np.float32))  # passes
+    with pytest.raises(tlc.device_assert.DeviceAssertError) as e:
+        mod.check(x, np.zeros(300, np.float32))
+    assert str(e.value) == "check.tl:5:13: device_assert failed: x = 500.000000 at 150 (block (2, 0, 0), thread 22)"
+    assert "warning[" not in capsys.readouterr().err

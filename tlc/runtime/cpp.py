@@ -108,7 +108,7 @@ class CppKernel:
         self.fn = getattr(lib, generated.entry)
         self.fn.restype = ctypes.c_int
         self.fn.argtypes = [ctypes.c_void_p if a.kind == "tensor" else _CTYPES[a.dtype.name] for a in generated.args] \
-            + [ctypes.c_longlong] * 3
+            + [ctypes.c_longlong] * 3 + [ctypes.c_void_p]
         self._lib = lib  # kept: the function lives as long as its library
 
     def call(self, values: dict) -> None:
@@ -137,9 +137,14 @@ class CppKernel:
                 args.append(arr.ctypes.data)
             else:
                 args.append(scalars[a.name])
-        status = self.fn(*args, *grid)
+        from .. import device_assert
+
+        record = np.zeros(device_assert.RECORD_WORDS, np.uint64)
+        status = self.fn(*args, *grid, record.ctypes.data)
         for original, contiguous in copied:
             original[...] = contiguous
+        if record[0]:  # a device_assert failed: the GPU's record, read as the GPU runtime reads it
+            raise device_assert.decode(self.generated.assert_sites, [int(w) for w in record])
         if status:  # a while loop ran as long as the interpreter lets one: the interpreter's error
             from ..interp.machine import WHILE_LIMIT, _line
 

@@ -17,7 +17,7 @@ import math
 from ... import ir
 from ...dtypes import DType
 from ..cexpr import CExprs
-from ..cnames import c_bool, c_name, c_type, literal
+from ..cnames import c_bool, c_name, c_type, compute_type, literal
 from ..ranges import provably_within
 
 
@@ -56,6 +56,8 @@ class BlockEmitter(CExprs):
         self.renamed: dict[str, str] = {}  # a local buffer's private copy inside a parallel loop
         self.scopes: list[set] = [set()]
         self.while_loops: list[ir.For] = []  # the block returns k where the k-th (from 1) ran too long
+        self.assert_sites: tuple = ()  # device_assert.sites of the kernel, once it has an assert
+        self.lanes: list[tuple[str, int]] = []  # the enclosing parallel loops' variables and extents
         self.counter = 0
         self.constants = {n: v for n, v in kernel.constants if not isinstance(v, DType)}
         self.buffers = {b.name: b for b in kernel.buffers}
@@ -214,6 +216,7 @@ class BlockEmitter(CExprs):
             self.out(f"for (int {c_name(v)} = 0; {c_name(v)} < {n}; ++{c_name(v)}) {{")
             self.known[v] = (0, n - 1)
             self.scopes[-1].add(v)
+            self.lanes.append((v, n))
         self.depth += 1
         saved = dict(self.renamed)
         for name in sorted(self._locals_in(s)):  # a private copy per index, as the interpreter's
@@ -227,6 +230,7 @@ class BlockEmitter(CExprs):
         self.renamed = saved
         for v in s.vars:
             self.known.pop(v, None)
+        del self.lanes[len(self.lanes) - len(s.vars):]
         self.out("}" * len(s.vars) + " }")
 
     def _locals_in(self, s: ir.Parallel) -> set:
@@ -251,7 +255,22 @@ class BlockEmitter(CExprs):
         raise Unsupported("print (its lines would come in another order than on the GPU)", s.span)
 
     def s_Assert(self, s: ir.Assert) -> None:
-        raise Unsupported("device_assert", s.span)
+        """The GPU's failure record (device_assert.decode reads it): the site, the block, the
+        parallel loop's index in C order as the thread; the block stops there."""
+        from ... import device_assert
+
+        if not self.assert_sites:
+            self.assert_sites = device_assert.sites(self.k.body)
+        args = []
+        for a in s.args:
+            wide = "double" if a.dtype.is_float else "unsigned long long" if a.dtype.kind in ("uint", "bool") else "long long"
+            args.append(f", static_cast<{wide}>({self._in(a, compute_type(a.dtype))})")
+        site = self.assert_sites.index(device_assert.site_of(s))
+        lane = "0"
+        for v, n in self.lanes:
+            lane = f"({lane}) * {n} + {c_name(v)}"
+        self.out(f"if (!({self.expr(s.cond)})) {{ tl::assert_fail(tl_record, {site}u, tl_bx, tl_by, tl_bz, {lane}"
+                 f"{''.join(args)}); return -1; }}")
 
     def s_Gemm(self, s: ir.Gemm) -> None:
         a, b, c = (self.buffers[x] for x in (s.a, s.b, s.c))
