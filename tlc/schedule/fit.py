@@ -15,8 +15,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import replace
 
+from .. import ir, targets
 from ..diagnostics import DiagnosticError
+from ..ir.walk import statements
 from ..parser import nodes as n
+from .layout import wgmma_gemm
 from .smem import SharedMemoryOverLimit, kb
 
 MIN_TILE = 16  # elements: an mma fragment's side, and a 16-byte vector of bytes
@@ -27,7 +30,13 @@ def schedule_fitting(program, name: str, constants: dict, *, target: str, schedu
     """`schedule(program, name, constants, target=target)`, or when that needs more shared
     memory than `target` has (E070), the kernel scheduled with the first smaller configuration
     of its default constants that fits; when none does, E070 as first raised, its hint saying
-    how far the defaults went."""
+    how far the defaults went.  On a target with wgmma, a default K tile too short for it grows
+    to one it takes (`wgmma_k_tile`)."""
+    kernel = _fitting(program, name, constants, target=target, schedule=schedule)
+    return wgmma_k_tile(program, name, constants, kernel, target=target, schedule=schedule)
+
+
+def _fitting(program, name: str, constants: dict, *, target: str, schedule):
     try:
         return schedule(program, name, constants, target=target)
     except SharedMemoryOverLimit as e:
@@ -60,6 +69,58 @@ def schedule_fitting(program, name: str, constants: dict, *, target: str, schedu
             f"{kb(over.needed)}; " + (f"give smaller values than {', '.join(f'{k}={v}' for k, v in given.items())}"
                                       if given else "use smaller tiles or fewer pipeline stages"))
     raise SharedMemoryOverLimit([dataclasses.replace(d, hint=hint)], first.sources, first.needed, first.limit)
+
+
+def wgmma_k_tile(program, name: str, constants: dict, kernel, *, target: str, schedule):
+    """`kernel`, or on a target with wgmma where a gemm runs on mma.sync only because its K
+    tile is not whole 128-byte rows (the swizzle wgmma reads its operands through: 64 f16
+    elements; the reference's BK=32 is 64 bytes), the kernel scheduled with that K tile
+    doubled until it is, when the caller left it at its default, the rest fits and every such
+    gemm then takes wgmma; `--emit ir` says so in a note.  A K tile the caller gave is kept."""
+    if not targets.get(target).wgmma:
+        return kernel
+    fn = program.function(name)
+    default = {p.name: p.value for p in fn.params if p.role == "const" and p.has_default}
+    buffers = {b.name: b for b in kernel.buffers}
+    grown = {}
+    for g in (s for s in statements(kernel.body) if isinstance(s, ir.Gemm)):
+        if wgmma_gemm(g, buffers, kernel.threads) or buffers[g.a].scope != "shared" or g.trans_a:
+            continue
+        k_name = _shared_dimension(fn.node, g.a, 1)
+        if k_name is None or k_name in constants or not isinstance(default.get(k_name), int):
+            continue
+        row = 128 // buffers[g.a].dtype.itemsize  # elements of one 128-byte row
+        value = grown.get(k_name, default[k_name])
+        while value % row and value < row:
+            value *= 2
+        if value % row == 0 and value != default[k_name]:
+            grown[k_name] = value
+    if not grown:
+        return kernel
+    try:
+        wider = _fitting(program, name, {**constants, **grown}, target=target, schedule=schedule)
+    except DiagnosticError:
+        return kernel  # (shared memory, or a multiple the kernel needs): mma.sync it stays
+    buffers = {b.name: b for b in wider.buffers}
+    if not all(wgmma_gemm(g, buffers, wider.threads) for g in statements(wider.body) if isinstance(g, ir.Gemm)):
+        return kernel
+    what = ", ".join(f"{k}={v} (default {default[k]})" for k, v in grown.items())
+    return replace(wider, notes=wider.notes + (
+        f"{what}: wgmma on {target} takes K tiles of whole 128-byte rows (the operands' swizzle), which the "
+        "default is not, so its gemm would run on mma.sync; give the constant to choose",))
+
+
+def _shared_dimension(node: n.FunctionDef, buffer: str, dim: int) -> str | None:
+    """The constant that sizes dimension `dim` of the shared buffer `buffer` where the kernel
+    declares it (`As = shared(f16[BM, BK])`: BK for dim 1), or None."""
+    for x in _walk(node.body):
+        if isinstance(x, n.Assign) and isinstance(x.target, n.Name) and x.target.id == buffer \
+                and isinstance(x.value, n.Call) and isinstance(x.value.func, n.Name) and x.value.func.id == "shared" \
+                and x.value.args and isinstance(x.value.args[0], n.Subscript):
+            dims = x.value.args[0].indices
+            if dim < len(dims) and isinstance(dims[dim], n.Name):
+                return dims[dim].id
+    return None
 
 
 def note(changed: dict, default: dict, target: str, over: SharedMemoryOverLimit, smem: int) -> str:
