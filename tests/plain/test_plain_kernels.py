@@ -18,6 +18,7 @@ from tlc.ir.printer import print_kernel
 from tlc.ir.walk import statements
 from tlc import ir
 from tlc.schedule import schedule
+from tlc.schedule.fit import schedule_fitting
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))  # nvcc.py, the shared compile helper
 from nvcc import compile_object  # noqa: E402
@@ -40,8 +41,9 @@ def test_interpreter_against_numpy(case, small):
 
 
 def scheduled(case, arch):
+    """As a call schedules it: defaults that do not suit the target fitted (schedule/fit.py)."""
     checked = check_file(case.path)
-    return schedule(checked.program, case.kernel, {}, target=arch), checked.sources
+    return schedule_fitting(checked.program, case.kernel, {}, target=arch, schedule=schedule), checked.sources
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
@@ -74,8 +76,11 @@ def test_rowwise_loops_keep_the_copy_vector_width(name):
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_builds_with_nvcc(case, arch, tmp_path):
+    """And without spills (ptxas -v) at the blocks per SM the scheduler asked for."""
     kernel, sources = scheduled(case, arch)
-    compile_object(generate(kernel, arch, sources=sources).source, arch, tmp_path)
+    log = compile_object(generate(kernel, arch, sources=sources).source, arch, tmp_path)
+    assert "0 bytes spill stores, 0 bytes spill loads" in log and "bytes spill stores" not in log.replace(
+        "0 bytes spill stores", ""), log
 
 
 def test_bench_dry_run_checks_every_contender():

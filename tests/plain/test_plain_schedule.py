@@ -1,0 +1,235 @@
+"""The scheduler decisions behind the plain kernels' misses on the H200 (issue #17): each
+decision as --emit ir shows it, the generated code that follows from it, the interpreter's
+results unchanged against NumPy, and (nvcc) ptxas -v and the SASS.
+
+- column_sums reduces along dim 0: its tile's columns are split over the threads, so the
+  reduction is thread-local (no shuffle, no shared memory, no barrier); std.reduce's axis-0
+  tile ops likewise;
+- register-resident kernels ask for the blocks per SM their registers allow
+  (schedule/blocks_per_sm.py), with no spills;
+- the plain gemm's default BK=32 grows to 64 on sm_90a so that wgmma (HGMMA) takes it.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import tlc
+from tlc import cli, ir
+from tlc.codegen import generate
+from tlc.driver import check_file
+from tlc.interp import run_kernel
+from tlc.ir.walk import statements
+from tlc.schedule import schedule
+from tlc.schedule.fit import schedule_fitting
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))  # nvcc.py, the shared compile helper
+from nvcc import cubin_sass  # noqa: E402
+from plain_kit import CASES, PLAIN, inputs, reference, rel_err  # noqa: E402
+
+ARCHS = ["sm_80", "sm_90a"]
+
+
+def case(name):
+    return next(c for c in CASES if c.file == name)
+
+
+def fitted(name, arch, constants=None):
+    c = case(name)
+    checked = check_file(c.path)
+    kernel = schedule_fitting(checked.program, c.kernel, constants or {}, target=arch, schedule=schedule)
+    return kernel, checked.sources
+
+
+def emit_ir(name, arch, *defines):
+    r = CliRunner().invoke(cli.main, ["build", case(name).path, "--emit", "ir", "--arch", arch, *defines])
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+def kernel_body(source: str, name: str) -> str:
+    """The C text of kernel `name`'s body (after the inlined primitives)."""
+    start = source.index(f"void __launch_bounds__")
+    start = source.index(f" {name}(", start)
+    return source[start:source.index("\n}\n", start)]
+
+
+def notes(text: str) -> list[str]:
+    return [line.strip()[len("# note: "):] for line in text.splitlines() if line.strip().startswith("# note: ")]
+
+
+# ---- column_sums: a column split, reduced in each thread ------------------------------------------
+
+COLUMN_NOTE = ("reduce_sum tile -> sums (line 13) runs in each thread: tile is blocked(vec=1, threads=256), its "
+               "columns split over the threads, so the sum along dim 0 needs no shuffle and no shared memory")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_column_sums_splits_the_columns_over_the_threads(arch):
+    text = emit_ir("column_sums", arch)
+    assert "  fragment tile: f32[32, 256] layout=blocked(vec=1, threads=256)\n" in text
+    assert "  fragment sums: f32[256] layout=replicated(blocked(vec=1, threads=256), dropped=[0])\n" in text
+    assert COLUMN_NOTE in notes(text)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_column_sums_reduces_without_shuffles_or_shared_memory(arch):
+    kernel, sources = fitted("column_sums", arch)
+    body = kernel_body(generate(kernel, arch, sources=sources).source, "column_sums")
+    assert "tl::reduce_slots<tl::Op::sum, tl_column_sums_layout_0, tl_column_sums_layout_1, 0u>(tl_part, tile);" in body
+    assert "tl::reduce_assign<tl::Op::sum, false, tl_column_sums_layout_1>(sums, tl_part);" in body
+    for step in ("_to_scratch", "reduce_finish", "__syncthreads", "__shfl", "tl_smem", "tl_red_phase"):
+        assert step not in body, step
+
+
+def test_a_tile_also_reduced_along_dim_1_keeps_its_vector_runs():
+    src = """
+@kernel
+def both(x: f32[M, N], cols: f32[N], rows: f32[M]):
+    with grid(1, threads=256) as bx:
+        tile = fragment(f32[32, 256])
+        c = fragment(f32[256])
+        r = fragment(f32[32])
+        copy(x[0, 0], tile)
+        reduce_sum(tile, c, dim=0)
+        reduce_sum(tile, r, dim=1)
+        copy(c, cols[0])
+        copy(r, rows[0])
+"""
+    module = tlc.compile_source(src, target="cpu")
+    kernel = module.both.scheduled({}, "sm_80")
+    assert str(kernel.buffer("tile").layout) == "blocked(vec=4, threads=256)"
+    assert not any(n.startswith("reduce_sum") for n in kernel.notes)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_column_sums_scheduled_for_each_target_runs_as_numpy_says(arch):
+    """The IR each target's code is generated from (the column split, its blocks per SM) on the
+    interpreter, at the default tiles and a ragged size."""
+    c = case("column_sums")
+    kernel, _ = fitted("column_sums", arch)
+    args, outs, scalars = inputs(c, {"M": 70, "N": 300})
+    run_kernel(kernel, dict(zip(("x", "out"), args)))
+    assert rel_err(outs[0], reference(c, args, scalars)) <= c.tol
+
+
+REDUCE = "std.reduce"
+
+
+@pytest.mark.parametrize("op", ["sum_axis0", "var_axis0", "logsumexp_axis0"])
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+def test_std_reduce_axis0_reduces_in_each_thread(op, dtype):
+    fn = getattr(tlc.load(REDUCE, target="cpu"), op)
+    (launch,) = fn.program({"T": dtype}, "sm_90a", sizes={"M": 4096, "N": 4096}).launches
+    k = launch.kernel
+    tile = next(b for b in k.buffers if b.name == "tile_f32")
+    assert str(tile.layout) == "blocked(vec=2, threads=128)"
+    assert [n for n in k.notes if n.startswith("reduce_")] and all(
+        "runs in each thread" in n for n in k.notes if n.startswith("reduce_"))
+    body = generate(k, "sm_90a").source
+    body = body[body.index("__launch_bounds__"):]
+    assert "tl::reduce_assign<" in body
+    for step in ("_to_scratch", "reduce_finish", "__syncthreads", "__shfl"):
+        assert step not in body, step
+
+
+def test_std_reduce_axis0_interpreter_against_numpy():
+    r = tlc.load(REDUCE, target="cpu")
+    x = np.random.default_rng(3).standard_normal((37, 300)).astype(np.float32)
+    np.testing.assert_allclose(r.sum_axis0(x), x.sum(axis=0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(r.var_axis0(x), x.var(axis=0), rtol=1e-4, atol=1e-5)
+
+
+# ---- blocks per SM ---------------------------------------------------------------------------------
+
+BLOCKS = {"softmax": 4, "rms_norm": 2, "layer_norm": 2, "column_sums": 2, "saxpy": 6, "bias_relu": 6}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("name", sorted(BLOCKS))
+def test_register_resident_kernels_ask_for_blocks_per_sm(name, arch):
+    text = emit_ir(name, arch)
+    blocks = BLOCKS[name]
+    threads = 256
+    (note,) = [n for n in notes(text) if n.startswith("blocks per SM")]
+    assert note.startswith(f"blocks per SM: {blocks} (__launch_bounds__({threads}, {blocks})), as many as fit ")
+    assert note.endswith("; give blocks_per_sm= to choose")
+    kernel, sources = fitted(name, arch)
+    assert kernel.min_blocks == blocks
+    assert f"__launch_bounds__({threads}, {blocks}) {case(name).kernel}(" in generate(kernel, arch, sources=sources).source
+
+
+def test_the_softmax_note_counts_its_registers():
+    (note,) = [n for n in notes(emit_ir("softmax", "sm_90a")) if n.startswith("blocks per SM")]
+    assert note == ("blocks per SM: 4 (__launch_bounds__(256, 4)), as many as fit 54 registers a thread: 34 of "
+                    "fragments live at once, 8 for loads in flight, 0 for scalars, 12 besides; give "
+                    "blocks_per_sm= to choose")
+
+
+def test_a_given_blocks_per_sm_and_shared_or_gemm_kernels_get_no_estimate():
+    src = """
+@kernel
+def k(A: f32[N], B: f32[N], BLOCKS: const = 3):
+    with grid(cdiv(N, 256), threads=256, blocks_per_sm=BLOCKS) as bx:
+        t = fragment(f32[256])
+        copy(A[bx * 256], t)
+        copy(t, B[bx * 256])
+"""
+    k = tlc.compile_source(src, target="cpu").k.scheduled({}, "sm_90a")
+    assert k.min_blocks == 3 and not k.notes
+    for name in ("transpose", "gemm"):  # shared memory, a gemm: ptxas's own choice
+        kernel, _ = fitted(name, "sm_80")
+        assert kernel.min_blocks == 0 and not any(n.startswith("blocks per SM") for n in kernel.notes)
+
+
+# ---- the plain gemm's K tile -----------------------------------------------------------------------
+
+GEMM_NOTE = ("BK=64 (default 32): wgmma on sm_90a takes K tiles of whole 128-byte rows (the operands' swizzle), "
+             "which the default is not, so its gemm would run on mma.sync; give the constant to choose")
+
+
+def test_the_plain_gemm_takes_a_k_tile_wgmma_takes_on_sm_90a():
+    text = emit_ir("gemm", "sm_90a")
+    assert text.splitlines()[1] == "  const BK=64, BM=128, BN=128"
+    assert notes(text) == [GEMM_NOTE]
+    assert "warp specialized:" in text
+
+
+def test_a_given_k_tile_and_other_targets_keep_bk_32():
+    for arch, defines in (("sm_80", ()), ("sm_90a", ("-D", "BK=32"))):
+        text = emit_ir("gemm", arch, *defines)
+        assert text.splitlines()[1] == "  const BK=32, BM=128, BN=128" and not notes(text)
+        assert "warp specialized:" not in text
+
+
+def test_the_wgmma_gemm_runs_as_numpy_says():
+    """The sm_90a IR with BK=64 (its producer/consumer ring included) on the interpreter."""
+    c = case("gemm")
+    kernel, _ = fitted("gemm", "sm_90a")
+    assert dict(kernel.constants)["BK"] == 64
+    args, outs, scalars = inputs(c, {"M": 150, "N": 140, "K": 200})
+    run_kernel(kernel, dict(zip(("A", "B", "C"), args)))
+    assert rel_err(outs[0], reference(c, args, scalars)) <= c.tol
+
+
+# ---- ptxas and the SASS ----------------------------------------------------------------------------
+
+@pytest.mark.nvcc
+@pytest.mark.slow
+def test_the_sass_shows_each_decision(tmp_path):
+    """column_sums: no shuffle, no barrier, no shared-memory access; the gemm: HGMMA; and the
+    register-resident kernels at their blocks per SM: no spills (sm_90a; sm_80's spills are
+    asserted by test_plain_kernels' builds)."""
+    kernel, sources = fitted("column_sums", "sm_90a")
+    sass, log = cubin_sass(generate(kernel, "sm_90a", sources=sources).source, "sm_90a", tmp_path, "cols")
+    for op in ("SHFL", "BAR", "STS", "LDS", "ATOMS"):
+        assert not re.search(rf"\b{op}\b", sass), op
+    assert "0 bytes spill stores, 0 bytes spill loads" in log
+    kernel, sources = fitted("gemm", "sm_90a")
+    sass, _ = cubin_sass(generate(kernel, "sm_90a", sources=sources).source, "sm_90a", tmp_path, "gemm")
+    assert "HGMMA.64x128x16.F32" in sass and "HMMA" not in sass
