@@ -1,7 +1,8 @@
-"""std.nn_train and std.nn_layers on the GPU: the interpreter's table (tests/stdlib/nn_train_kit.py) at its ragged
-shapes and at the sizes a model runs (the kernels' default constants: one 8192-column tile, rows
-of several tiles, a 50257-word vocabulary), and every backward against PyTorch's autograd in f32.
-dropout's rows compare bit for bit with the NumPy Philox, as on the interpreter."""
+"""std.nn_train and std.nn_layers on the GPU: the interpreter's table (tests/stdlib/nn_train_kit.py)
+at its ragged shapes and at the sizes a model runs (the kernels' default constants: one
+8192-column tile, rows of several tiles, a 50257-word vocabulary), and every backward against
+PyTorch's autograd in f32.  dropout's rows compare bit for bit with the NumPy Philox, as on the
+interpreter."""
 from __future__ import annotations
 
 import pathlib

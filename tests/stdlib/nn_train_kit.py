@@ -390,7 +390,8 @@ def philox4x32(counter, key, rounds=10):
         p0, p1 = np.uint64(PHILOX_M[0]) * c[0], np.uint64(PHILOX_M[1]) * c[2]
         c = [((p1 >> np.uint64(32)) ^ c[1] ^ k[0]) & np.uint64(0xFFFFFFFF), p1 & np.uint64(0xFFFFFFFF),
              ((p0 >> np.uint64(32)) ^ c[3] ^ k[1]) & np.uint64(0xFFFFFFFF), p0 & np.uint64(0xFFFFFFFF)]
-        k = [(k[0] + np.uint64(PHILOX_W[0])) & np.uint64(0xFFFFFFFF), (k[1] + np.uint64(PHILOX_W[1])) & np.uint64(0xFFFFFFFF)]
+        k = [(k[0] + np.uint64(PHILOX_W[0])) & np.uint64(0xFFFFFFFF),
+             (k[1] + np.uint64(PHILOX_W[1])) & np.uint64(0xFFFFFFFF)]
     return [v.astype(np.uint32) for v in c]
 
 
