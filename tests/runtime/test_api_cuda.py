@@ -47,7 +47,7 @@ def test_auto_and_cuda_with_a_gpu(gpu, capsys):
     assert api.resolve_target("cuda") == "cuda"
     assert api.resolve_target("cpu") == "cpu"
     assert capsys.readouterr().err == ""
-    with pytest.raises(TlcError, match="^unknown target 'gpu'; choose one of auto, cpu, cuda$"):
+    with pytest.raises(TlcError, match="^unknown target 'gpu'; choose one of auto, cpu, cuda, interp, cpp$"):
         api.resolve_target("gpu")
 
 
