@@ -4,8 +4,8 @@ representative rows by default: each row compiles a kernel, about a second on tw
 registration, the on-disk cache, and the warnings of what it falls back from (E345-E347)."""
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
+import runpy
+import types
 from pathlib import Path
 
 import numpy as np
@@ -26,11 +26,7 @@ pytestmark = pytest.mark.skipif(runtime_cpp.compiler_unavailable_reason() is not
 
 @pytest.fixture(scope="module")
 def rak():
-    loader = importlib.machinery.SourceFileLoader("run_all_kernels_cpu", str(SCRIPT))
-    spec = importlib.util.spec_from_loader("run_all_kernels_cpu", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+    return types.SimpleNamespace(**runpy.run_path(str(SCRIPT), run_name="run_all_kernels"))
 
 
 def cases(rak, group: str) -> list:
