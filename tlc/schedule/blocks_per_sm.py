@@ -1,23 +1,21 @@
 """Blocks per SM for a register-resident kernel: the minimum of `__launch_bounds__(THREADS,
-MIN_BLOCKS)`, decided here and shown by `--emit ir`, for every kernel whose working set is its
-fragments (no shared buffer, no gemm) and whose author gave no `blocks_per_sm=`.
+MIN_BLOCKS)`, decided here and shown by `--emit ir` as a note, for every kernel whose working
+set is its fragments (no shared buffer, no gemm) and whose author gave no `blocks_per_sm=`.
+(A tile op's row kernels have their own count, tileops/rows.py; kernels that reach the code
+generator without one keep codegen/occupancy.py's estimate.)
 
 A memory-bound kernel's speed is the bytes in flight per SM, so it wants as many resident
 blocks as its registers allow; left alone, ptxas spends registers on instruction-level
-parallelism instead (the plain rms_norm of bench/plain at 256 threads: 129 registers, one block
-an SM).  The rule is std.nn's row rule (`tileops.rules.row_blocks_per_sm`: registers live at
-once plus `ROW_OVERHEAD`, at least `ROW_MIN_REGISTERS`), with the registers counted here:
-
-- the fragments live at once (`live_fragment_registers`): a fragment is live from the first
-  statement that touches it to the last, over a whole loop when it is touched on both sides of
-  the loop's boundary or carried around it;
-- the addresses of the loads in flight (`load_addresses`): a copy from global memory issues
-  every run's load before it converts any, and each keeps a 64-bit address (two registers)
-  while it waits: column_sums' [32, 256] f32 tile in runs of 1 needs 119 registers at one or
-  two blocks and spills 16 bytes at three (ptxas -v, sm_90a), where its fragments are 33.
-
-ptxas -v on both targets shows no spills at the blocks chosen for bench/plain and the examples
-(tests/plain/test_plain_blocks_per_sm.py).
+parallelism instead (bench/plain's rms_norm at 256 threads: one block an SM).  The rule is
+std.nn's row rule (`tileops.rules.row_blocks_per_sm`: the registers counted, plus
+`ROW_OVERHEAD`, at least `ROW_MIN_REGISTERS`), with the registers counted here as
+- the fragments live at once (`live_fragment_registers`),
+- the loads in flight of the widest copy from global memory (`loads_in_flight`),
+- `SCALAR_REGISTERS` for each scalar the kernel declares.
+Each term is calibrated on ptxas -v (nvcc 13, sm_80 and sm_90a): at the blocks chosen, none of
+bench/plain's kernels, the examples, std.nn's at 14 configurations or std.data's spills, and
+the cases quoted below spill one block further (tests/plain/test_plain_kernels.py checks
+bench/plain's builds).
 """
 from __future__ import annotations
 
@@ -28,8 +26,12 @@ from ..ir.walk import loads, statement_exprs, statements
 from .layout import Replicated, thread_registers
 from .tileops.rules import ROW_MIN_REGISTERS, ROW_OVERHEAD, row_blocks_per_sm
 
-ADDRESS_REGISTERS = 2  # a 64-bit global address per load in flight
-SCALAR_REGISTERS = 4  # per scalar a kernel declares (`x = ...`): its value and what computes and reads it
+# a 64-bit global address per run a copy has in flight: column_sums' [32, 256] f32 tile in runs
+# of 1 (32 runs) takes 119 registers at 2 blocks an SM and spills 16 bytes at 3
+ADDRESS_REGISTERS = 2
+# per scalar a kernel declares (`x = ...`), its value and what computes and reads it: std.nn's
+# layer_norm of 1024 at 128 threads (5 scalars) takes 56 registers at 9 blocks and spills at 10
+SCALAR_REGISTERS = 4
 
 
 def choose_blocks_per_sm(kernel: ir.Kernel, target=None) -> ir.Kernel:

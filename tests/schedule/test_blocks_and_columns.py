@@ -1,0 +1,77 @@
+"""The scheduler's counts behind two decisions of issue #17's plain kernels: which blocked
+layout splits a column-reduced tile's columns over the threads (layout_flow.column_split),
+and the registers a register-resident kernel holds at once (blocks_per_sm.py)."""
+from __future__ import annotations
+
+import pytest
+
+import tlc
+from tlc.dtypes import BF16, F16, F32
+from tlc.schedule.blocks_per_sm import live_fragment_registers, loads_in_flight
+from tlc.schedule.layout_flow import column_holders, column_split
+
+
+@pytest.mark.parametrize("shape, dtype, threads, itemsize, vec, holders", [
+    ((32, 256), F32, 256, None, 1, 1),     # column_sums: thread t holds column t
+    ((8, 256), BF16, 128, None, 2, 1),     # std.reduce's column tile: two columns a thread
+    ((16, 2048), F16, 256, None, 8, 1),    # wide enough for 16-byte runs of whole columns
+    ((8, 2048), F32, 256, 2, 8, 1),        # an f32 tile copied from f16: runs of 8
+    ((8, 64), F32, 256, None, 1, 4),       # narrower than the block: the fewest holders
+    ((8, 96), F32, 256, None, 4, 8),       # every width gives 8 holders: the widest runs
+])
+def test_column_split_picks_the_runs_with_the_fewest_threads_a_column(shape, dtype, threads, itemsize, vec, holders):
+    layout = column_split(shape, dtype, threads, itemsize)
+    assert (layout.vec, column_holders(layout)) == (vec, holders)
+
+
+SRC = """
+@kernel
+def k(x: f16[M, N], w: f16[N], y: f16[M, N]):
+    with grid(M, threads=256) as r:
+        row = fragment(f32[1, 2048])
+        sq = fragment(f32[1, 2048])
+        weight = fragment(f32[2048])
+        ss = fragment(f32[1])
+        copy(x[r, 0], row)
+        for i, j in parallel(1, 2048):
+            sq[i, j] = row[i, j] * row[i, j]
+        reduce_sum(sq, ss, dim=1)
+        copy(w[0], weight)
+        for i, j in parallel(1, 2048):
+            row[i, j] = row[i, j] * weight[j] / ss[0]
+        copy(row, y[r, 0])
+"""
+
+
+def test_live_registers_hoist_loads_skip_streamed_tiles_and_hold_partials():
+    """row, weight: 8 registers each at 256 threads; `sq` is written only for the reduction
+    right after it (never held); weight's copy may be issued at the top (ptxas hoists loads),
+    so row and weight are live together, with ss (1) and the reduction's partials (1)."""
+    k = tlc.compile_source(SRC, target="cpu").k.scheduled({}, "sm_90a")
+    assert live_fragment_registers(k) == 8 + 8 + 1 + 1
+    assert loads_in_flight(k) == 2 * 1  # one run of 8 a thread: one address
+    # 18 + 2 + 12 = 32, under the least a thread is counted (ROW_MIN_REGISTERS, 40): 6 blocks
+    assert k.min_blocks == 6 and k.notes[-1].startswith("blocks per SM: 6 (__launch_bounds__(256, 6)), as many as fit 40 ")
+
+
+LOOPED = """
+@kernel
+def k(x: f32[M, N], out: f32[N]):
+    with grid(cdiv(N, 256), threads=256) as bx:
+        tile = fragment(f32[16, 256])
+        acc = fragment(f32[256])
+        clear(acc)
+        for t in range(cdiv(M, 16)):
+            copy(x[t * 16, bx * 256], tile)
+            reduce_sum(tile, acc, dim=0, clear=False)
+        copy(acc, out[bx * 256])
+"""
+
+
+def test_a_carried_accumulator_and_a_looped_four_byte_tile():
+    """acc is carried around the loop (live all through, beside the tile), the tile's 16 runs of 1 take an
+    address each (32 registers), more than the tile itself (16)."""
+    k = tlc.compile_source(LOOPED, target="cpu").k.scheduled({}, "sm_80")
+    assert str(k.buffer("tile").layout) == "blocked(vec=1, threads=256)"
+    assert live_fragment_registers(k) == 16 + 1 + 1  # and the reduction's partials
+    assert loads_in_flight(k) == 32
