@@ -36,6 +36,26 @@ class LoweringError(Exception):
         self.span = span
 
 
+INDEX_LIMIT = (1 << 31) - 1  # past the end of any dimension: each fits an i32
+
+
+def index_i32(e: ir.Expr, extent: int | None = None) -> ir.Expr:
+    """An element index, or the offset of a region `extent` long, as the i32 the IR indexes
+    with.  A 64-bit value is clamped first, so that one outside its dimension stays outside
+    and the bounds checks read 0 and write nothing: an index into [-1, 2^31 - 1], an offset
+    into [-extent, 2^31 - 1 - extent] (whose region, offset + extent, still fits an i32).  A
+    plain conversion wrapped 2^32 + 3 to 3, an element in range, on both targets."""
+    if not (e.dtype.is_int and e.dtype.bits > 32):
+        return cast(e, I32)
+    low, high = (-1, INDEX_LIMIT) if extent is None else (-extent, INDEX_LIMIT - extent)
+    if isinstance(e, ir.Const):
+        return ir.Const(min(max(int(e.value), low), high), I32, span=e.span)
+    clamped = ir.BinOp("min", e, ir.Const(high, e.dtype), e.dtype)
+    if e.dtype.kind == "int":
+        clamped = ir.BinOp("max", clamped, ir.Const(low, e.dtype), e.dtype)
+    return cast(clamped, I32)
+
+
 def cast(e: ir.Expr, dt: DType) -> ir.Expr:
     if e.dtype == dt:
         return e
@@ -263,11 +283,12 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
         moved = [i for i, (x, d) in enumerate(zip(e.indices, e.ty.shape)) if isinstance(x, n.Slice) or d is None]
         other = dict(zip(moved, other_shape)) if len(moved) == len(other_shape) else {}
         for i, (idx, ext) in enumerate(zip(e.indices, e.ty.shape)):
-            if isinstance(idx, n.Slice):
-                offsets.append(cast(self.expr(idx.lower), I32) if idx.lower is not None else ir.Const(0, I32))
-            else:
-                offsets.append(cast(self.expr(idx), I32))
             extents.append(int(self.const(ext)) if ext is not None else other.get(i))
+            if isinstance(idx, n.Slice):
+                offsets.append(index_i32(self.expr(idx.lower), extents[-1] or 1) if idx.lower is not None
+                               else ir.Const(0, I32))
+            else:
+                offsets.append(index_i32(self.expr(idx), extents[-1] or 1))
         if any(x is None for x in extents):
             raise LoweringError("copy cannot tell the extent of this region", e.span)
         return ir.Region(e.value.id, tuple(offsets), tuple(extents), span=e.span)
@@ -323,7 +344,7 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
         return name
 
     def indices(self, idx) -> tuple:
-        return tuple(cast(self.expr(i), I32) for i in idx)
+        return tuple(index_i32(self.expr(i)) for i in idx)
 
     def condition(self, e) -> ir.Expr:
         v = self.expr(e)
