@@ -32,6 +32,10 @@ NO_TOOLKIT = ("nvcc test: no CUDA toolkit: nvcc is not on PATH, in $CUDA_HOME/bi
               "/usr/local/cuda/bin or /usr/local/cuda-*/bin")
 
 ARCH_FLAGS = {"sm_80": ["-arch=sm_80"], "sm_86": ["-arch=sm_86"], "sm_89": ["-arch=sm_89"], "sm_90a": ["-gencode=arch=compute_90a,code=sm_90a"]}
+# A build test's targets: sm_90a in the default run and sm_80 in the slow run, which CI also
+# makes; the README's run must stay under 5 minutes on 2 cores and sm_80's builds of the same
+# module repeat most of sm_90a's nvcc work (examples and sm_80-only paths keep both by default).
+BUILD_ARCHS = [pytest.param("sm_80", marks=pytest.mark.slow), "sm_90a"]
 UNUSED_FOR = 30 * 24 * 3600  # seconds after which a cache entry is removed
 CWD = "{cwd}"  # the test's folder in keys (commands, sources) and cached messages: not tied to a tmp_path
 

@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 
-from nvcc import compile_object
+from nvcc import BUILD_ARCHS, compile_object
 from tlc import ir, runner
 from tlc.api import load
 
@@ -17,7 +17,7 @@ PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "programs" / "cumsum.tl"
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_every_kernel_compiles_with_werror(arch, tmp_path):
     compile_object(runner.build(str(PROGRAM), arch=arch)[0], arch, tmp_path)
 

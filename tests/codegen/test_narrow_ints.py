@@ -14,7 +14,7 @@ import functools
 import numpy as np
 import pytest
 
-from nvcc import compile_object
+from nvcc import BUILD_ARCHS, compile_object
 from tlc import runner
 from tlc.api import compile_source
 from tlc.codegen.cnames import literal
@@ -166,7 +166,7 @@ def test_interpreter_saturates_a_float_into_a_narrow_integer(name, src, dst):
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_every_kernel_compiles_with_werror(arch, tmp_path):
     path = tmp_path / "narrow.tl"
     path.write_text(SOURCE)

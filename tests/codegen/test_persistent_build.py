@@ -13,7 +13,7 @@ from tlc.driver import check_file
 from tlc.ir import print_kernel
 from tlc.schedule import schedule
 from tlc.schedule.fit import schedule_fitting
-from nvcc import compile_object
+from nvcc import BUILD_ARCHS, compile_object
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "persistent.tl"
 KERNELS = ["walk", "walk_rows", "walk_cube", "walk_until", "gemm_relu", "gemm_tiles"]
@@ -26,7 +26,7 @@ def checked():
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_every_kernel_compiles(arch, tmp_path):
     r = checked()
     kernels = [schedule(r.program, name, {}, target=arch) for name in KERNELS]
@@ -54,7 +54,7 @@ def test_emit_ir_shows_the_walk_and_notes_it():
 PORT = Path(__file__).resolve().parents[1] / "ports" / "gemm_persistent.tl"
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_a_pipelined_gemm_in_the_walk_runs_on_the_cp_async_ring(arch):
     """TileLang's persistent gemm: on sm_90a the same gemm without the walk is warp-specialized,
     with it the pass leaves the kernel alone and the ring of sm_80 feeds wgmma."""

@@ -11,7 +11,7 @@ from tlc.codegen import generate, generate_file
 from tlc.driver import check_file, check_source
 from tlc.ir import print_kernel
 from tlc.schedule import schedule
-from nvcc import compile_device
+from nvcc import BUILD_ARCHS, compile_device
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "porting_builtins.tl"
 KERNELS = ["bits", "f8_inside", "unpack", "clamps", "device_while", "collatz", "endless", "per_thread", "splitk", "splitk_shared", "bshd_accumulate", "row_extremes", "gemm_keywords", "swizzled_wide_gemm", "k_range_gemm", "reused_index", "swizzled_gemm", "column_order"]
@@ -30,7 +30,7 @@ def body(name: str, arch: str = "sm_80") -> str:
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_every_kernel_compiles(arch, tmp_path):
     r = checked()
     kernels = [schedule(r.program, name, {}, target=arch) for name in KERNELS]
@@ -38,7 +38,7 @@ def test_every_kernel_compiles(arch, tmp_path):
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_f8_inside_expressions_alone_compiles(arch, tmp_path):
     """Regression: the fp8 header was included only for f8 tensors and buffers, so f32(f8e5m2(x))
     or reinterpret(q, f8e4m3) in a kernel without one failed in nvcc ('__nv_fp8_e4m3' undefined)."""

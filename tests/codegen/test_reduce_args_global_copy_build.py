@@ -10,7 +10,7 @@ from tlc.codegen import generate, generate_file
 from tlc.driver import check_file
 from tlc.ir import print_kernel
 from tlc.schedule import schedule
-from nvcc import compile_object
+from nvcc import BUILD_ARCHS, compile_object
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "reduce_args_global_copy.tl"
 KERNELS = ["row_stats", "column_sums", "copy_cast", "copy_picked", "copy_column", "copy_large", "copy_long_rows", "copy_slabs"]
@@ -30,14 +30,14 @@ def kernel_and_body(name: str, arch: str = "sm_80"):
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_every_kernel_compiles(arch, tmp_path):
     r = checked()
     kernels = [schedule(r.program, name, {}, target=arch) for name in KERNELS]
     compile_object(generate_file(kernels, arch, sources=r.sources), arch, tmp_path)
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_a_global_copy_is_staged_in_vector_runs(arch):
     ir_text, body = kernel_and_body("copy_cast", arch)
     # 16 bytes of the narrower dtype (f16): runs of 8, two 16-byte f32 loads and one f16 store

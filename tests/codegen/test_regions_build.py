@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from nvcc import compile_device
+from nvcc import BUILD_ARCHS, compile_device
 from tlc import runner
 
 PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "programs" / "regions.tl"
@@ -19,7 +19,7 @@ DIMS = PROGRAM.with_name("dims.tl")
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", BUILD_ARCHS)
 @pytest.mark.parametrize("program", [PROGRAM, DIMS], ids=["regions", "dims"])
 def test_every_kernel_compiles_with_werror(program, arch, tmp_path):
     compile_device(runner.build(str(program), arch=arch)[0], arch, tmp_path)
@@ -33,7 +33,7 @@ def test_an_expression_dimension_is_computed_from_its_symbols():
     assert "int N, int K)" in body  # the kernel takes the symbols, not the expressions
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_a_head_is_copied_by_the_tile_primitives_with_its_row_stride(arch):
     text = runner.build(str(PROGRAM), kernels=["bshd_scale"], arch=arch)[0]
     body = text[text.index("bshd_scale("):]

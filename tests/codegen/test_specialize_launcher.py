@@ -5,7 +5,7 @@ run here (no GPU: it returns before any launch)."""
 import pytest
 
 from kit_codegen import generated_source
-from nvcc import compile_object, run_host
+from nvcc import BUILD_ARCHS, compile_object, run_host
 
 SUCCESS, INVALID_VALUE = 0, 1  # cudaError_t
 
@@ -21,7 +21,7 @@ def k(x: f32[M, N], y: f32[M, N]):
 """
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_a_specialized_kernel_compiles(arch, tmp_path):
     g = generated_source(ROWS, arch=arch, constants={"N": 96})
     assert [a.name for a in g.args] == ["x", "y", "M"]  # the kernel itself takes no N
@@ -91,7 +91,7 @@ def test_the_workspace_size_and_an_empty_launch(tmp_path):
     assert out == ["256", "1792", str(SUCCESS)]  # 4 * 5 * 4 bytes -> 256; 4 * 100 * 4 = 1600 -> 1792
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_a_region_over_a_specialized_symbol_compiles(arch, tmp_path):
     from pathlib import Path
 

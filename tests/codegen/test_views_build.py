@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from nvcc import compile_device
+from nvcc import BUILD_ARCHS, compile_device
 from tlc import runner
 
 PROGRAM = pathlib.Path(__file__).resolve().parents[1] / "programs" / "views.tl"
@@ -18,7 +18,7 @@ SHAPES = ("KS=3",)  # unfold_fragment's pad (KS - 1) // 2 is a constant: KS is c
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_every_kernel_compiles_with_werror(arch, tmp_path):
     compile_device(runner.build(str(PROGRAM), arch=arch, shapes=SHAPES)[0], arch, tmp_path)
 

@@ -317,7 +317,7 @@ def test_scatter_add_of_8_bit_integers_is_refused_for_the_gpu():
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch,dtype", [("sm_80", "f16"), ("sm_90a", "bf16"),
+@pytest.mark.parametrize("arch,dtype", [pytest.param("sm_80", "f16", marks=pytest.mark.slow), ("sm_90a", "bf16"),
                                         pytest.param("sm_80", "defaults", marks=pytest.mark.slow),
                                         pytest.param("sm_90a", "i64", marks=pytest.mark.slow)])
 def test_module_builds_with_nvcc(arch, dtype, tmp_path):

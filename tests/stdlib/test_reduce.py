@@ -255,7 +255,7 @@ def test_long_rows_and_columns(mod, op, dtype, axis):
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch,dtype", [("sm_80", "f16"), ("sm_90a", "bf16")])
+@pytest.mark.parametrize("arch,dtype", [pytest.param("sm_80", "f16", marks=pytest.mark.slow), ("sm_90a", "bf16")])
 def test_builds_with_nvcc(arch, dtype, tmp_path):
     """Every operator of the module, for one dtype, compiles without warnings or spills."""
     from tlc.runner import build

@@ -50,7 +50,7 @@ def test_f8_gemm_takes_the_f8_mma(name, consts, instruction, n, tmp_path):
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch, f8_mma", [("sm_80", 0), ("sm_89", 128)])
+@pytest.mark.parametrize("arch, f8_mma", [pytest.param("sm_80", 0, marks=pytest.mark.slow), ("sm_89", 128)])
 def test_only_sm89_has_the_f8_mma(arch, f8_mma, tmp_path):
     """The same kernel for sm_80 converts its f8 operands to f16: HMMA, no QMMA."""
     from tlc.codegen import generate

@@ -17,7 +17,7 @@ from tlc.codegen import generate_file
 from tlc.driver import check_source
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
-from nvcc import compile_object  # noqa: E402
+from nvcc import BUILD_ARCHS, compile_object  # noqa: E402
 
 NAMES = Path(__file__).resolve().parent / "names" / "names.tl"
 KERNELS = ["gemm", "copy", "exp", "main", "printf", "f16", "sum"]
@@ -126,7 +126,7 @@ def test_build_finds_each_kernel_by_name(name):
     assert r.stdout.startswith(first)
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_every_kernel_in_one_file_compiles(arch, tmp_path):
     """One .cu holding kernels called gemm, copy, exp, main, printf (a C library function and
     the program's entry point), f16 and sum: their C names must not clash with each other or
