@@ -75,8 +75,10 @@ SASS_CASES = [
 ]
 
 
-# each kernel's default tiles in the default run, the other tiles under -m slow
+# each kernel's default tiles for sm_90a in the default run; the other tiles, and sm_80's
+# mma.sync paths, under -m slow (which CI makes)
 @pytest.mark.parametrize("name,consts,arch,instruction,n",
-                         [pytest.param(*case, marks=[pytest.mark.slow] if case[1] else []) for case in SASS_CASES])
+                         [pytest.param(*case, marks=[pytest.mark.slow] if case[1] or case[2] == "sm_80" else [])
+                          for case in SASS_CASES])
 def test_tensor_cores_and_no_local_memory(name, consts, arch, instruction, n, tmp_path):
     check_tensor_cores(name, consts, arch, instruction, n, tmp_path)
