@@ -8,6 +8,10 @@ fit), so such a kernel asks for as many blocks as its fragments leave room for: 
 fragment registers plus OVERHEAD for addresses, indices and temporaries, and at least one.  Kernels with gemm or
 shared memory keep ptxas's choice (their occupancy is limited by shared memory and their
 speed by instruction-level parallelism).
+
+A kernel scheduled from a @kernel arrives with the scheduler's count already in `min_blocks`
+(schedule/blocks_per_sm.py, which `--emit ir` notes), as do a tile op's row kernels; this
+estimate serves the kernels that arrive without one (a tile op's element-wise kernels).
 """
 from __future__ import annotations
 
