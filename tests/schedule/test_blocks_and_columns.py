@@ -75,3 +75,34 @@ def test_a_carried_accumulator_and_a_looped_four_byte_tile():
     assert str(k.buffer("tile").layout) == "blocked(vec=1, threads=256)"
     assert live_fragment_registers(k) == 16 + 1 + 1  # and the reduction's partials
     assert loads_in_flight(k) == 32
+
+
+NN_CONFIGS = [{}, {"THREADS": 512}, {"BN": 1024, "THREADS": 128}, {"T": "f32"}]
+
+
+@pytest.mark.nvcc
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_the_estimate_never_spills_in_std_nn_or_the_examples(arch, tmp_path):
+    """ptxas -v at the blocks per SM the scheduler chose, for std.nn's row kernels left at
+    BLOCKS=0 in several configurations and the register-resident examples (bench/plain's are
+    checked by tests/plain's builds)."""
+    import sys
+    from pathlib import Path
+
+    from tlc.codegen import generate
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
+    from nvcc import compile_object
+
+    root = Path(__file__).resolve().parents[2]
+    nn = tlc.load("std.nn", target="cpu")
+    kernels = [(getattr(nn, name), c) for name in ("softmax", "rms_norm", "layer_norm") for c in NN_CONFIGS]
+    for stem in ("softmax", "layernorm", "vector_add"):
+        module = tlc.load(str(root / "examples" / f"{stem}.tl"), target="cpu")
+        kernels.append((getattr(module, stem), {}))
+    for i, (fn, constants) in enumerate(kernels):
+        k = fn.scheduled(constants, arch)
+        assert k.min_blocks and k.notes[-1].startswith("blocks per SM: "), (fn.name, constants)
+        log = compile_object(generate(k, arch).source, arch, tmp_path, f"k{i}")
+        assert "0 bytes spill stores, 0 bytes spill loads" in log, (fn.name, constants, log)
