@@ -21,7 +21,7 @@ from tlc.schedule import schedule
 from tlc.schedule.fit import schedule_fitting
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))  # nvcc.py, the shared compile helper
-from nvcc import compile_object  # noqa: E402
+from nvcc import BUILD_ARCHS, compile_device  # noqa: E402
 from plain_kit import CASES, PLAIN, inputs, reference, rel_err  # noqa: E402
 
 IDS = [c.file for c in CASES]
@@ -73,12 +73,12 @@ def test_rowwise_loops_keep_the_copy_vector_width(name):
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", BUILD_ARCHS)
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_builds_with_nvcc(case, arch, tmp_path):
     """And without spills (ptxas -v) at the blocks per SM the scheduler asked for."""
     kernel, sources = scheduled(case, arch)
-    log = compile_object(generate(kernel, arch, sources=sources).source, arch, tmp_path)
+    log = compile_device(generate(kernel, arch, sources=sources).source, arch, tmp_path)
     assert "0 bytes spill stores, 0 bytes spill loads" in log and "bytes spill stores" not in log.replace(
         "0 bytes spill stores", ""), log
 
