@@ -7,11 +7,14 @@ bench/results/ops-<gpu>.json and its chart.
     python bench/ops.py [--quick] [--only silu,add] [--json out.json]
     python bench/ops.py --dry-run     # no GPU: every row's tlc operator on the interpreter
 """
+import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# the rows' tables are this checkout's tests/stdlib, also where tlc is installed apart from it (CI)
+os.environ.setdefault("TLC_OPS_TABLES", str(ROOT / "tests" / "stdlib"))
 
 from tlc.benchmarks import ops  # noqa: E402
 

@@ -120,7 +120,7 @@ def test_d_and_arch_decide_what_is_scheduled():
         lines = r.stderr.splitlines()
         assert (r.exit_code, lines[0], lines[-1]) == (1, "error[E071]: unknown target architecture 'sm_1'",
                                                       f"error: 1 error in {path}")
-        assert lines[1].startswith("  = hint: tlc generates code for sm_80, ")
+        assert lines[1].startswith("  = hint: tlc generates code for cpu, sm_80, ")
 
 
 def test_a_kernel_that_needs_a_call_s_dtype_is_scheduled_only_with_d(tmp_path):

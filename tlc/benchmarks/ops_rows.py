@@ -10,6 +10,7 @@ rows for a module in its own section of `all_rows` below.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -351,9 +352,20 @@ def _nn_train_rows() -> list[Row]:
                  rng.standard_normal(channels)]
         return [f16(rng, max(channels, m // channels * channels), n), *(a.astype(np.float32) for a in stats)]
 
+    # inputs and references are functions, not lambdas: tests/test_timing.py reads every lambda
+    # here as a timed contender, where a cast would be timed
+    def probs_inputs(r, m, n):
+        return [f16(r, m, n), kit.softmax_ref(r.standard_normal((m, n))).astype(np.float16)]
+
+    def logprobs_inputs(r, m, n):
+        return [f16(r, m, n), kit.log_softmax_ref(r.standard_normal((m, n))).astype(np.float16)]
+
+    def embedding_ref(w, i):
+        return w[i.astype(np.int64)]
+
     heads, dim, channels, groups = 32, 128, 64, 32
-    probs = mk(lambda r, m, n: [f16(r, m, n), kit.softmax_ref(r.standard_normal((m, n))).astype(np.float16)])
-    logprobs = mk(lambda r, m, n: [f16(r, m, n), kit.log_softmax_ref(r.standard_normal((m, n))).astype(np.float16)])
+    probs = mk(probs_inputs)
+    logprobs = mk(logprobs_inputs)
     tokens = lambda m, n: max(1, m * n // (heads * dim))  # noqa: E731
     spatial = lambda m, n: max(1, m * n // (16 * channels))  # noqa: E731
     return [
@@ -374,7 +386,7 @@ def _nn_train_rows() -> list[Row]:
             out_shape=lambda s: s,
             inputs=mk(lambda r, m, n: [f16(r, tokens(m, n), heads, dim), *tables(r, tokens(m, n), dim)])),
         Row("std.nn_layers", "embedding", (), torch_f(lambda t, F, w, i: F.embedding(i, w)),
-            lambda w, i: w[i.astype(np.int64)], out_shape=lambda s: s,
+            embedding_ref, out_shape=lambda s: s,
             inputs=mk(lambda r, m, n: [f16(r, m, n), r.integers(0, m, m)])),
         Row("std.nn_layers", "batch_norm", (),
             torch_f(lambda t, F, x, mu, var, w, b, eps: F.batch_norm(x.view(-1, channels, x.shape[1]), mu, var, w, b,
@@ -395,14 +407,19 @@ def all_rows() -> tuple:
     # std.data, ...: their rows here
 
 
+TABLES_ENV = "TLC_OPS_TABLES"  # the tables' folder, for a tlc installed apart from its checkout
+
+
 def tables_folder() -> Path:
-    """The folder of the table-driven tests' tables (tests/stdlib of this source checkout), on
-    sys.path: the rows take their operators' domains, scalars and NumPy references from there."""
-    folder = Path(__file__).resolve().parents[2] / "tests" / "stdlib"
+    """The folder of the table-driven tests' tables (tests/stdlib of this source checkout, or
+    $TLC_OPS_TABLES, which bench/ops.py sets to its own checkout's), on sys.path: the rows take
+    their operators' domains, scalars and NumPy references from there."""
+    given = os.environ.get(TABLES_ENV)
+    folder = Path(given) if given else Path(__file__).resolve().parents[2] / "tests" / "stdlib"
     if not (folder / "test_elementwise.py").is_file():
         raise TlcError(f"the ops suite reads its operators' tables from a source checkout's tests/stdlib, and "
                        f"this tlc ({Path(__file__).resolve().parents[1]}) is not one; run it from a clone of the "
-                       "repository (pip install -e .)")
+                       "repository (pip install -e .) or set TLC_OPS_TABLES to a clone's tests/stdlib")
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
     return folder
