@@ -119,7 +119,8 @@ def _kernels() -> list:
 
 
 @pytest.mark.parametrize("path,kernel", _kernels(), ids=lambda x: getattr(x, "name", x))
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+# sm_90a's generator writes sm_80's names and its own (wgmma, TMA); sm_80 alone in the slow run
+@pytest.mark.parametrize("arch", [pytest.param("sm_80", marks=pytest.mark.slow), "sm_90a"])
 def test_every_name_the_generator_writes_is_reserved(path, kernel, arch):
     """In the kernel and its launcher, every identifier that is not a user's C name (a name of
     the .tl file or of its scheduled IR, inlined functions' scalars included, spelled by c_name)
