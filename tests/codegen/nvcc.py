@@ -130,6 +130,16 @@ def compile_object(source: str, arch: str, tmp_path, name: str = "k") -> str:
     return res.stderr
 
 
+def compile_kernels(checked, names, arch: str, tmp_path) -> str:
+    """The kernels `names` of a checked program (`check_file`'s result), each scheduled for
+    `arch` with its defaults, generated into one file and built by `compile_object`; the log."""
+    from tlc.codegen import generate_file
+    from tlc.schedule import schedule
+
+    kernels = [schedule(checked.program, name, {}, target=arch) for name in names]
+    return compile_object(generate_file(kernels, arch, sources=checked.sources), arch, tmp_path)
+
+
 def compile_device(source: str, arch: str, tmp_path, name: str = "k") -> str:
     """The device half of `compile_object`: `source` to a cubin (warnings as errors, ptxas
     verbose), without the host pass (cudafe++ and g++ on the launchers, about 40% of a build).

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tlc.codegen import generate, generate_file
+from tlc.codegen import generate
 from tlc.driver import check_file
 from tlc.ir import print_kernel
 from tlc.schedule import schedule
 from tlc.schedule.fit import schedule_fitting
-from nvcc import BUILD_ARCHS, compile_object
+from nvcc import BUILD_ARCHS, compile_kernels
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "persistent.tl"
 KERNELS = ["walk", "walk_rows", "walk_cube", "walk_until", "gemm_relu", "gemm_tiles"]
@@ -28,9 +28,7 @@ def checked():
 @pytest.mark.nvcc
 @pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_every_kernel_compiles(arch, tmp_path):
-    r = checked()
-    kernels = [schedule(r.program, name, {}, target=arch) for name in KERNELS]
-    compile_object(generate_file(kernels, arch, sources=r.sources), arch, tmp_path)
+    compile_kernels(checked(), KERNELS, arch, tmp_path)
 
 
 def test_every_kernel_of_the_program_is_built():

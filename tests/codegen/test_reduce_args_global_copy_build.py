@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from tlc.codegen import generate, generate_file
+from tlc.codegen import generate
 from tlc.driver import check_file
 from tlc.ir import print_kernel
 from tlc.schedule import schedule
-from nvcc import BUILD_ARCHS, compile_object
+from nvcc import BUILD_ARCHS, compile_kernels
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "reduce_args_global_copy.tl"
 KERNELS = ["row_stats", "column_sums", "copy_cast", "copy_picked", "copy_column", "copy_large", "copy_long_rows", "copy_slabs"]
@@ -32,9 +32,7 @@ def kernel_and_body(name: str, arch: str = "sm_80"):
 @pytest.mark.nvcc
 @pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_every_kernel_compiles(arch, tmp_path):
-    r = checked()
-    kernels = [schedule(r.program, name, {}, target=arch) for name in KERNELS]
-    compile_object(generate_file(kernels, arch, sources=r.sources), arch, tmp_path)
+    compile_kernels(checked(), KERNELS, arch, tmp_path)
 
 
 @pytest.mark.parametrize("arch", BUILD_ARCHS)
