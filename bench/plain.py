@@ -237,7 +237,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--dry-run", action="store_true", help="check every contender on the interpreter, no GPU")
+    ap.add_argument("--only", help="comma-separated workloads (softmax,column_sums,...); all by default")
     args = ap.parse_args()
+    only = set(args.only.split(",")) if args.only else None
     if args.dry_run:
         dry_run()
         return
@@ -250,7 +252,8 @@ def main() -> None:
     print(f"GPU: {name}; device-to-device copy: {copy_gbs:.0f} GB/s")
     arr = Arrays(cuda=True)
     for work in workloads(arr, LARGE):
-        measure(results, work, copy_gbs)
+        if only is None or work.name in only:
+            measure(results, work, copy_gbs)
     save(results, ROOT / "bench" / "results" / f"plain-{short_name(name)}.json", args.json)
 
 
