@@ -20,6 +20,7 @@ from ..diagnostics import DiagnosticError
 from ..ir.walk import statements
 from ..parser import nodes as n
 from .layout import wgmma_gemm
+from .retile import retileable
 from .smem import SharedMemoryOverLimit, kb
 
 MIN_TILE = 16  # elements: an mma fragment's side, and a 16-byte vector of bytes
@@ -87,8 +88,9 @@ def wgmma_k_tile(program, name: str, constants: dict, kernel, *, target: str, sc
         if wgmma_gemm(g, buffers, kernel.threads) or buffers[g.a].scope != "shared" or g.trans_a:
             continue
         k_name = _shared_dimension(fn.node, g.a, 1)
-        if k_name is None or k_name in constants or not isinstance(default.get(k_name), int):
-            continue
+        if k_name is None or k_name in constants or not isinstance(default.get(k_name), int) \
+                or not retileable(fn.node, k_name):
+            continue  # given, or the program's meaning depends on its value (schedule/retile.py)
         row = 128 // buffers[g.a].dtype.itemsize  # elements of one 128-byte row
         value = grown.get(k_name, default[k_name])
         while value % row and value < row:
@@ -157,7 +159,8 @@ def adjustable(node: n.FunctionDef, autotune: dict, free: dict) -> tuple[dict, d
     ints = {k for k, v in free.items() if isinstance(v, int) and not isinstance(v, bool) and v > 0}
     stages = {k: tuple(range(free[k] - 1, 0, -1)) if k not in autotune else values(k, 1)
               for k in sorted(stage_names & ints)}
-    tiles = {k: values(k, MIN_TILE) for k in sorted((tile_names & ints) - set(stages))}
+    # a tile whose value the program's meaning depends on keeps it (schedule/retile.py)
+    tiles = {k: values(k, MIN_TILE) for k in sorted((tile_names & ints) - set(stages)) if retileable(node, k)}
     return {k: v for k, v in stages.items() if v}, {k: v for k, v in tiles.items() if v}
 
 
