@@ -20,7 +20,7 @@ from ..diagnostics import DiagnosticError
 from ..ir.walk import statements
 from ..parser import nodes as n
 from .layout import wgmma_gemm
-from .retile import retileable
+from .retile import ast_nodes as _walk, retileable
 from .smem import SharedMemoryOverLimit, kb
 
 MIN_TILE = 16  # elements: an mma fragment's side, and a 16-byte vector of bytes
@@ -176,14 +176,3 @@ def _next(chosen: dict, stages: dict, tiles: dict) -> dict | None:
         if smaller:
             return {k: smaller[0]}
     return None
-
-
-def _walk(x):
-    if isinstance(x, tuple):
-        for y in x:
-            yield from _walk(y)
-    elif dataclasses.is_dataclass(x) and not isinstance(x, type):
-        yield x
-        for f in dataclasses.fields(x):
-            if f.name not in ("span", "ty"):
-                yield from _walk(getattr(x, f.name))

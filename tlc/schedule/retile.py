@@ -27,11 +27,15 @@ ELEMENT_LOOPS = {"parallel", "range", "serial", "unroll", "vectorized"}
 CDIV = {"cdiv", "ceildiv"}
 
 
+def _uses(x):
+    return ast_nodes(x, targets=False)
+
+
 def retileable(fn: n.FunctionDef, name: str) -> bool:
     """Whether every use of the constant `name` in `fn` is one a tile's extent may have (above)."""
     allowed: set[int] = set()  # id() of the Name nodes whose use is a tile's extent
     tile_indices: set[str] = set()
-    for x in _walk(fn.body):
+    for x in _uses(fn.body):
         if isinstance(x, n.Call) and _callee(x) in BUFFERS and x.args and isinstance(x.args[0], n.Subscript):
             allowed.update(id(d) for d in x.args[0].indices if _is(d, name))
         elif isinstance(x, n.For) and isinstance(x.iter, n.Call):
@@ -46,14 +50,14 @@ def retileable(fn: n.FunctionDef, name: str) -> bool:
                 if _cdiv_by(extent, name):
                     allowed.add(id(extent.args[1]))
                     tile_indices.add(target.id)
-    for x in _walk(fn.body):
+    for x in _uses(fn.body):
         if isinstance(x, n.BinOp) and x.op == "*":
             for count, size in ((x.left, x.right), (x.right, x.left)):
                 indices = _tile_count(count, tile_indices)
                 if _is(size, name) and indices:
                     allowed.update((id(size), *map(id, indices)))
-    params = any(_is(x, name) for p in fn.params for x in _walk(p.annotation))
-    return not params and all(id(x) in allowed for x in _walk(fn.body)
+    params = any(_is(x, name) for p in fn.params for x in _uses(p.annotation))
+    return not params and all(id(x) in allowed for x in _uses(fn.body)
                               if _is(x, name) or (isinstance(x, n.Name) and x.id in tile_indices))
 
 
@@ -82,14 +86,15 @@ def _is(x, name: str) -> bool:
     return isinstance(x, n.Name) and x.id == name
 
 
-def _walk(x):
-    """Every node under `x` (itself included), the For/With targets excepted: they bind names."""
+def ast_nodes(x, targets: bool = True):
+    """Every AST node under `x` (itself included); with targets=False, For/With targets left
+    out (they bind names, not use them)."""
     if isinstance(x, tuple):
         for y in x:
-            yield from _walk(y)
+            yield from ast_nodes(y, targets)
     elif dataclasses.is_dataclass(x) and not isinstance(x, type):
         yield x
         for f in dataclasses.fields(x):
-            if f.name in ("span", "ty") or (f.name == "targets" and isinstance(x, (n.For, n.With))):
+            if f.name in ("span", "ty") or (not targets and f.name == "targets" and isinstance(x, (n.For, n.With))):
                 continue
-            yield from _walk(getattr(x, f.name))
+            yield from ast_nodes(getattr(x, f.name), targets)
