@@ -503,8 +503,10 @@ PORTS = [
          lambda a: {"C": mm(a["A"], a["B"].T)}, 4e-2),
     Port("gemm_fp8_e5m2", "gemm_fp8.tl", "matmul", fp8_gemm(F8E5M2, F8E5M2),
          lambda a: {"C": mm(a["A"], a["B"].T)}, 8e-2),
+    # 5e-4: the interpreter is exact (1e-7), but the tensor cores add fp8 products with about 14
+    # bits of mantissa between promotions (every 128 of K, as the port asks), and the H200 gave 1.2e-4
     Port("gemm_fp8_2xacc", "gemm_fp8_2xacc.tl", "matmul", fp8_gemm(F8E4M3, np.float32),
-         lambda a: {"C": mm(a["A"], a["B"].T)}, 1e-5),
+         lambda a: {"C": mm(a["A"], a["B"].T)}, 5e-4),
     Port("gemm_persistent_non_persistent", "gemm_persistent.tl", "matmul_non_persistent",
          gemm_args(130, 300, 70), lambda a: {"C": mm(a["A"], a["B"])}, 2e-3),
     # The waves written by hand group 8 columns of tiles without TileLang's clamp to the column
