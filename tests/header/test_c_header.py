@@ -145,6 +145,12 @@ def run_readme_lines(tmp_path: Path) -> None:
         (tmp_path / name).write_text(MY_APP.format(half_bits=HALF_VALUE))
     nvcc = cuda_toolkit_nvcc()
     path = os.pathsep.join([str(Path(sys.executable).parent), str(Path(nvcc).parent), os.environ.get("PATH", "")])
+    if shutil.which("tlc", path=path) is None:  # tlc importable but not installed (a checkout on PYTHONPATH)
+        shim = tmp_path / "bin" / "tlc"
+        shim.parent.mkdir()
+        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m tlc.cli "$@"\n')
+        shim.chmod(0o755)
+        path = os.pathsep.join([str(shim.parent), path])
     for line in readme_embedding_lines():
         res = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True, timeout=600,
                              env={**os.environ, "PATH": path})

@@ -8,9 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import pytest_lsp
-from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient
+
+pytest_lsp = pytest.importorskip("pytest_lsp")  # the test extra; absent where only the GPU tests run
+
+from lsprotocol import types as lsp  # noqa: E402
+from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
 
 from tlc.package_data import stdlib
 
