@@ -116,11 +116,12 @@ OPS = [
        consts=INT_ACC),
     Op("argmax", lambda x, a: x.argmax(axis=a), dtypes=WITH_INTS, kind="kernel", out="i32"),
     Op("argmin", lambda x, a: x.argmin(axis=a), dtypes=WITH_INTS, kind="kernel", out="i32"),
-    Op("cumsum", lambda x, a: np.cumsum(x, axis=a), dtypes=WITH_INTS, axes=(1,), scale=scan_scale, kind="scan",
+    Op("cumsum", lambda x, a: np.cumsum(x, axis=a), dtypes=WITH_INTS, axes=(1, 0), scale=scan_scale, kind="scan",
        consts=INT_ACC),
-    Op("cumprod", lambda x, a: np.cumprod(x, axis=a), domain=near_one, dtypes=WITH_INTS, axes=(1,),
+    Op("cumprod", lambda x, a: np.cumprod(x, axis=a), domain=near_one, dtypes=WITH_INTS, axes=(1, 0),
        scale=lambda x, a: np.cumprod(np.abs(x), axis=a), kind="scan", consts=INT_ACC),
-    Op("cummax", lambda x, a: np.maximum.accumulate(x, axis=a), dtypes=WITH_INTS, axes=(1,), kind="scan"),
+    Op("cummax", lambda x, a: np.maximum.accumulate(x, axis=a), dtypes=WITH_INTS, axes=(1, 0), kind="scan"),
+    Op("cummin", lambda x, a: np.minimum.accumulate(x, axis=a), dtypes=WITH_INTS, axes=(1, 0), kind="scan"),
 ]
 
 # (M, N, the kernels' tiles per axis): several tiles with a ragged last one along the reduced
@@ -139,7 +140,9 @@ def cases(ops=OPS, dtypes=None):
 
 
 def op_name(op: Op, axis: int) -> str:
-    return op.name if op.kind == "scan" else f"{op.name}_axis{axis}"
+    """NAME_axis0/NAME_axis1 for a reduction; a scan along the rows is NAME (NumPy's default
+    last axis, as torch.cumsum(x, -1)), down the columns NAME_axis0."""
+    return op.name if op.kind == "scan" and axis == 1 else f"{op.name}_axis{axis}"
 
 
 def check_op(mod, op: Op, dtype: str, axis: int, M: int, N: int, consts: dict, seed: int = 0) -> None:
