@@ -1,0 +1,58 @@
+"""std.moe on the GPU: tests/stdlib/test_moe.py's table (every operator and dtype) at larger
+ragged shapes with the default tiles (256 experts a tile, 2048 ids a chunk), and a routing step
+against PyTorch (softmax, topk, a stable sort by expert)."""
+import pathlib
+import sys
+import zlib
+
+import numpy as np
+import pytest
+
+import tlc
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "stdlib"))  # the table
+from moe_kit import MOE_PATH, OPS, align_capacity, logits  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+# (M tokens, E experts, K, D): Mixtral's 8 experts top-2, DeepSeek-V3's 256 top-8, a ragged 61
+SHAPES = {"topk": [(1000, 8, 2, 0), (333, 256, 8, 0), (77, 61, 5, 0)],
+          "ids": [(4097, 64, 8, 0), (3, 256, 8, 0)],
+          "rows": [(515, 16, 4, 2000), (7, 8, 2, 4096)]}
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return tlc.load(MOE_PATH, target="cuda")
+
+
+@pytest.mark.parametrize("op,dtype", [pytest.param(op, d, id=f"{op.name}-{d}") for op in OPS for d in op.dtypes])
+def test_against_numpy(mod, op, dtype):
+    kind = "topk" if op.name.startswith("topk") else "rows" if "permute" in op.name else "ids"
+    for shape in SHAPES[kind]:
+        op.check(mod, np.random.default_rng(zlib.crc32(op.name.encode()) + shape[0]), dtype, shape, {})
+
+
+def test_routing_against_pytorch(mod):
+    """topk_softmax and moe_align_block_size against torch.softmax, torch.topk and a stable
+    torch.sort of the expert ids, on the GPU's tensors."""
+    import torch
+
+    M, E, K, BLOCK = 2048, 64, 6, 64
+    x = torch.from_numpy(logits(np.random.default_rng(5), M, E, "f32")).cuda()
+    w, ids = torch.empty(M, K, device="cuda"), torch.empty(M, K, dtype=torch.int32, device="cuda")
+    mod.topk_softmax(x, ids, w)
+    ref = torch.softmax(x.double(), -1)
+    want_ids = torch.sort(-x, dim=1, stable=True).indices[:, :K]
+    assert torch.equal(ids.long(), want_ids)
+    torch.testing.assert_close(w.double(), ref.gather(1, want_ids), rtol=1e-6, atol=1e-7)
+    P, NB = align_capacity(M * K, E, BLOCK)
+    sorted_ids = torch.empty(P, dtype=torch.int32, device="cuda")
+    block_expert = torch.empty(NB, dtype=torch.int32, device="cuda")
+    positions = torch.empty(M * K, dtype=torch.int32, device="cuda")
+    total = torch.empty(1, dtype=torch.int32, device="cuda")
+    mod.moe_align_block_size(ids.view(-1), sorted_ids, block_expert, positions, total, E)
+    order = torch.sort(ids.view(-1), stable=True).indices
+    real = sorted_ids[:int(total)][sorted_ids[:int(total)] < M * K]
+    assert torch.equal(real.long(), order)
+    assert torch.equal(sorted_ids[positions.long()].long(), torch.arange(M * K, device="cuda"))

@@ -1,0 +1,116 @@
+"""std.moe against NumPy, one table (moe_kit.OPS): every operator on the interpreter at ragged
+shapes for each dtype it takes; the module compiled by nvcc (sm_90a; sm_80 in the slow run); the
+registry and the reference page.  tests/gpu/test_moe_gpu.py runs the table on the GPU at larger
+shapes with the default tiles, and the routing end to end against PyTorch."""
+from __future__ import annotations
+
+import re
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tlc
+from moe_kit import MOE_PATH, OPS, doc_path, tiles
+from op_registry import check_or_record
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))  # the nvcc helper
+from nvcc import BUILD_ARCHS, compile_object  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return tlc.load(MOE_PATH, target="cpu")
+
+
+def test_the_module_holds_every_operator_of_the_table(mod):
+    assert {op.name for op in OPS} == set(mod.kernels)
+
+
+def test_every_operator_has_a_doc_comment():
+    """The line under each def is a comment saying what it computes (the reference page reads it)."""
+    text = Path(MOE_PATH).read_text()
+    defs = re.findall(r"^def (\w+)\(.*?\).*?:\n(\s*)(\S)", text, re.M | re.S)
+    assert defs and all(first == "#" for _, _, first in defs), [d for d, _, f in defs if f != "#"]
+
+
+PASSED: dict[str, set] = {}  # operator -> the dtypes whose rows passed in this run
+
+
+@pytest.mark.parametrize("op,dtype", [pytest.param(op, d, id=f"{op.name}-{d}") for op in OPS for d in op.dtypes])
+def test_against_numpy(mod, op, dtype):
+    for shape, consts in tiles(op.name):
+        op.check(mod, np.random.default_rng(zlib.crc32(op.name.encode()) + shape[0]), dtype, shape, consts)
+    PASSED.setdefault(op.name, set()).add(dtype)
+
+
+def test_routing_end_to_end(mod):
+    """A layer's routing with an identity expert: top-k, align, permute, unpermute gives back
+    each token scaled by the sum of its gates (1 with RENORMALIZE)."""
+    rng = np.random.default_rng(3)
+    M, E, K, D, BLOCK = 11, 12, 3, 24, 4
+    x = rng.standard_normal((M, E)).astype(np.float32)
+    h = rng.standard_normal((M, D)).astype(np.float32)
+    w, ids = np.zeros((M, K), np.float32), np.zeros((M, K), np.int32)
+    mod.topk_softmax(x, ids, w, RENORMALIZE=True, BE=16, KB=4, THREADS=32)
+    P = M * K + E * (BLOCK - 1)
+    sorted_ids, block_expert = np.zeros(P, np.int32), np.zeros(-(-P // BLOCK), np.int32)
+    positions, total = np.zeros(M * K, np.int32), np.zeros(1, np.int32)
+    mod.moe_align_block_size(ids.reshape(-1), sorted_ids, block_expert, positions, total, E, BLOCK=BLOCK, BE=16,
+                             CHUNK=16, THREADS=32)
+    y = np.zeros((P, D), np.float32)
+    mod.moe_permute(h, sorted_ids, y, K, BD=8, THREADS=32)
+    for b in range(total[0] // BLOCK):  # every row of a block is a pair routed to its expert
+        rows = sorted_ids[b * BLOCK:(b + 1) * BLOCK]
+        assert all(ids.reshape(-1)[r] == block_expert[b] for r in rows if r < M * K)
+    out = np.zeros((M, D), np.float32)
+    mod.moe_unpermute(y, positions.reshape(M, K), w, out, BD=8, THREADS=32)
+    np.testing.assert_allclose(out, h, rtol=1e-5, atol=1e-5)
+
+
+def test_topk_refuses_more_experts_than_its_tile(mod):
+    from tlc.device_assert import DeviceAssertError
+
+    x = np.zeros((2, 65), np.float32)
+    with pytest.raises(DeviceAssertError, match=r"topk_softmax: E = 65 experts \(BE = 64\), K = 2 \(KB = 16\)"):
+        mod.topk_softmax(x, np.zeros((2, 2), np.int32), np.zeros((2, 2), np.float32), BE=64, THREADS=32)
+
+
+def test_align_refuses_a_sorted_ids_too_short(mod):
+    from tlc.device_assert import DeviceAssertError
+
+    ids = np.array([0, 1, 2, 0], np.int32)
+    with pytest.raises(DeviceAssertError, match=r"moe_align_block_size: 12 padded rows, sorted_ids holds 8, "):
+        mod.moe_align_block_size(ids, np.zeros(8, np.int32), np.zeros(3, np.int32), np.zeros(4, np.int32),
+                                 np.zeros(1, np.int32), 3, BLOCK=4, BE=4, CHUNK=16, THREADS=32)
+
+
+def test_registry():
+    """stdlib/tested.json lists exactly the operators of this table, each of whose rows (every
+    dtype) passed in this run (TLC_RECORD_TESTED=1 rewrites it; tests/stdlib/op_registry.py)."""
+    table = {op.name: set(op.dtypes) for op in OPS}
+    check_or_record("std.moe", table, {k: v for k, v in PASSED.items() if v == table.get(k)}, __file__)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch,dtype", [pytest.param(a, d, marks=m) for a, d, m in
+                                        (("sm_80", "f16", pytest.mark.slow), ("sm_90a", "bf16", ()))])
+def test_builds_with_nvcc(arch, dtype, tmp_path):
+    """Every operator of the module, for one dtype, compiles without warnings or spills."""
+    from tlc.runner import build
+
+    source, _ = build(MOE_PATH, defines=(f"T={dtype}",), arch=arch)
+    log = compile_object(source, arch, tmp_path)
+    spills = dict(re.findall(r"Function properties for (\w+)\n\s*\d+ bytes stack frame, (\d+) bytes spill", log))
+    assert len([k for k in spills if not k.startswith("_Z")]) == source.count("__global__")
+    assert {k for k, v in spills.items() if v != "0"} == set(), log
+
+
+def test_the_reference_page_is_generated_from_the_sources():
+    """docs/stdlib/moe.md is what scripts/stdlib-docs writes (rerun it after editing the .tl)."""
+    from tlc.ops import load_tested, markdown, module_ops
+
+    text = markdown(Path(MOE_PATH), module_ops(Path(MOE_PATH), load_tested()))
+    assert doc_path().read_text() == text, "docs/stdlib/moe.md is stale: run scripts/stdlib-docs moe"
