@@ -69,12 +69,14 @@ def k(x: f32[M, N], out: f32[N]):
 
 
 def test_a_carried_accumulator_and_a_looped_four_byte_tile():
-    """acc is carried around the loop (live all through, beside the tile), the tile's 16 runs of 1 take an
-    address each (32 registers), more than the tile itself (16)."""
+    """A column sum (column_blocks.py gives each block 32 columns and [128, 32] tiles in runs
+    of 4): the partial acc_part (16) is carried around the loop beside the tile (16), with acc's
+    4; the tile's 4 runs take 8 registers of addresses, fewer than the looped 4-byte tile (16)."""
     k = tlc.compile_source(LOOPED, target="cpu").k.scheduled({}, "sm_80")
-    assert str(k.buffer("tile").layout) == "blocked(vec=1, threads=256)"
-    assert live_fragment_registers(k) == 16 + 1 + 1  # and the reduction's partials
-    assert loads_in_flight(k) == 32
+    assert str(k.buffer("tile").layout) == "blocked(vec=4, threads=256)"
+    assert k.buffer("tile").shape == (128, 32) and k.buffer("acc_part").shape == (128, 32)
+    assert live_fragment_registers(k) == 16 + 16 + 4
+    assert loads_in_flight(k) == 16
 
 
 NN_CONFIGS = [{}, {"THREADS": 512}, {"BN": 1024, "THREADS": 128}, {"T": "f32"}]

@@ -2,7 +2,8 @@
 and the code generator.  Entry point: `schedule(program, name, constants)`.
 
 The passes, in order, each a function IR -> IR checked by the verifier: `lower` (typed AST ->
-IR), `infer_layouts` (fragment layouts, layout_infer.py), `check_thread_storage` (what each thread holds, the
+IR), `split_column_blocks` (a column reduction over more blocks, its threads combining once,
+column_blocks.py), `infer_layouts` (fragment layouts, layout_infer.py), `check_thread_storage` (what each thread holds, the
 limit), `plan_shared_memory` (sizes, stages, padding or swizzle, offsets with reuse, the
 limit), `insert_barriers`, `keep_last_stages` (which staged buffers code after a pipelined
 loop reads, last_stage.py), `choose_blocks_per_sm` (the launch bounds' minimum blocks of a
@@ -21,6 +22,7 @@ from ..parser import nodes as n
 from ..typecheck import CheckedProgram
 from .barriers import insert_barriers
 from .blocks_per_sm import choose_blocks_per_sm
+from .column_blocks import split_column_blocks
 from .bind import bind_constants, parse_value
 from .layout import parallel_layout
 from .last_stage import keep_last_stages
@@ -31,8 +33,8 @@ from .registers import check_thread_storage
 from .smem import plan_shared_memory
 from .warpspec import specialize_warps
 
-PASSES = ("lower", "infer_layouts", "check_thread_storage", "plan_shared_memory", "insert_barriers",
-          "keep_last_stages", "choose_blocks_per_sm", "specialize_warps")
+PASSES = ("lower", "split_column_blocks", "infer_layouts", "check_thread_storage", "plan_shared_memory",
+          "insert_barriers", "keep_last_stages", "choose_blocks_per_sm", "specialize_warps")
 
 __all__ = ["schedule", "schedule_grids", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "parallel_layout",
            "observing_passes"]
@@ -128,7 +130,8 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
     ir.verify(kernel)
     after = _AFTER_PASS.get() or (lambda name, result: None)
     after("lower", kernel)
-    passes = (lambda k: infer_layouts(k, target, program.sources), lambda k: check_thread_storage(k, program.sources),
+    passes = (split_column_blocks, lambda k: infer_layouts(k, target, program.sources),
+              lambda k: check_thread_storage(k, program.sources),
               lambda k: plan_shared_memory(k, limit, program.sources), insert_barriers, keep_last_stages,
               lambda k: choose_blocks_per_sm(k, targets.get(target)), lambda k: specialize_warps(k, targets.get(target)))
     tiled = scheduled_as_tile_grid(lowerer.__dict__.get("persistent_walks", ()), kernel, targets.get(target),

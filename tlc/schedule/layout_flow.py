@@ -135,9 +135,15 @@ def thread_local_notes(kernel: ir.Kernel) -> ir.Kernel:
 
 def column_reduced(stmts, frags) -> frozenset:
     """The 2-D fragments reduced along dim 0 and never along dim 1, with every fragment a
-    parallel loop indexes alongside one of them the same way (they share its layout)."""
+    parallel loop indexes alongside one of them the same way (they share its layout).  A
+    partial accumulated in a loop and reduced once after it (column_blocks.py's deferred
+    combine) does not count: its one exchange is cheaper than narrow loads in every tile."""
     dims: dict = {}
+    looped = {id(x) for s in stmts if isinstance(s, ir.For) for x in statements(s.body)}
+    accumulated = {x.name for s in stmts if isinstance(s, ir.For) for x in statements(s.body) if isinstance(x, ir.Store)}
     for s in stmts:
+        if isinstance(s, ir.Reduce) and s.dim == 0 and id(s) not in looped and s.src in accumulated:
+            continue
         if isinstance(s, ir.Reduce) and s.src in frags and len(frags[s.src].shape) == 2:
             dims.setdefault(s.src, set()).add(s.dim)
     find = _loop_groups(stmts, frags)
