@@ -26,7 +26,8 @@ def test_a_tile_independent_walk_is_warp_specialized_and_persistent_on_sm_90a():
     assert kernel.block_vars == ("bx", "by") and kernel.warp_spec.tile_order is not None
     assert ("  # note: line 80: persistent loop over (bx, by): run as the grid of its tiles, which the "
             "warp-specialized kernel walks persistently in its own order (each tile once, as the walk visits "
-            "them)\n  grid (bx, by) in ((M - 1) // 128 + 1, (N - 1) // 128 + 1) threads=128") in print_kernel(kernel)
+            "them)\n") in print_kernel(kernel)
+    assert "\n  grid (bx, by) in ((M - 1) // 128 + 1, (N - 1) // 128 + 1) threads=128" in print_kernel(kernel)
     assert mod.kernels["gemm_tiles"].scheduled({}, "sm_80").block_vars == ("b",)  # no warp specialization there
     # 3 x 3 tiles, ragged in M, N and K: the recorded ring and tile order, run by the interpreter
     relu_gemm_matches_numpy(lambda A, B, C: run_kernel(kernel, {"A": A, "B": B, "C": C}), 300, 270, 130, 5)

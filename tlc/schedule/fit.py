@@ -9,6 +9,10 @@ the values its `@autotune` lists when it lists some, else powers of two, at leas
 16 elements.  A candidate the type checker or scheduler refuses (a multiple the code needs) is
 passed over.  The kernel chosen says what changed in its `notes` (`--emit ir`); a constant the
 caller gave that does not fit stays E070.
+
+On a target with wgmma a default K tile also grows: to the 128-byte rows wgmma takes
+(`wgmma_k_tile`), and on until a warp-specialized ring keeps enough work in flight
+(`ring_k_tile`).
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from ..parser import nodes as n
 from .layout import wgmma_gemm
 from .retile import ast_nodes as _walk, retileable
 from .smem import SharedMemoryOverLimit, kb
+from .warpspec import wgmma_ready
 
 MIN_TILE = 16  # elements: an mma fragment's side, and a 16-byte vector of bytes
 MAX_TRIES = 32  # schedules tried before giving up (each is a type check and a schedule)
@@ -32,9 +37,11 @@ def schedule_fitting(program, name: str, constants: dict, *, target: str, schedu
     memory than `target` has (E070), the kernel scheduled with the first smaller configuration
     of its default constants that fits; when none does, E070 as first raised, its hint saying
     how far the defaults went.  On a target with wgmma, a default K tile too short for it grows
-    to one it takes (`wgmma_k_tile`)."""
+    to one it takes (`wgmma_k_tile`), and further where a warp-specialized ring keeps too little
+    work in flight (`ring_k_tile`)."""
     kernel = _fitting(program, name, constants, target=target, schedule=schedule)
-    return wgmma_k_tile(program, name, constants, kernel, target=target, schedule=schedule)
+    kernel = wgmma_k_tile(program, name, constants, kernel, target=target, schedule=schedule)
+    return ring_k_tile(program, name, constants, kernel, target=target, schedule=schedule)
 
 
 def _fitting(program, name: str, constants: dict, *, target: str, schedule):
@@ -110,6 +117,87 @@ def wgmma_k_tile(program, name: str, constants: dict, kernel, *, target: str, sc
     return replace(wider, notes=wider.notes + (
         f"{what}: wgmma on {target} takes K tiles of whole 128-byte rows (the operands' swizzle), which the "
         "default is not, so its gemm would run on mma.sync; give the constant to choose",))
+
+
+# The tensor-core work a warp-specialized ring must keep in flight ahead of its consumers to
+# cover the TMA's latency, in f16 multiply-adds: (stages - 1) iterations of its gemms.  std.gemm's
+# default 128x256x64 tiles in 3 stages keep 2 x 128x256x64 = 4.2M and run at cuBLAS's speed on
+# the H200, as do 128x128x64 in 5 stages (4 x 1M) and 256x128x64 in 3; 128x128x64 in 3 stages
+# (2.1M, the plain gemm's) ran at 0.70x (bench/results/pingpong-h200.txt, bench/plain.py).
+RING_LOOKAHEAD = 2 * 128 * 256 * 64
+# A gemm tile narrower than a wgmma's 64 rows on either side (a decode's 16 x 64, matmul_skinny)
+# streams its operands: memory, not the tensor cores, sets the pace of its ring.
+COMPUTE_TILE = 64
+
+
+def ring_k_tile(program, name: str, constants: dict, kernel, *, target: str, schedule):
+    """`kernel`, or where it is warp-specialized and its ring keeps less than RING_LOOKAHEAD
+    of work in flight (`ring_lookahead`), the kernel with its gemms' K tile doubled until it
+    keeps that much, when the caller left that constant at its default and the program's
+    meaning does not depend on it (schedule/retile.py), the ring's stages and the kernel's
+    other constants as they are: the deeper tiles must fit beside them, and the kernel must
+    stay warp-specialized on wgmma.  Only tensor-core-bound rings: gemm tiles of at least
+    COMPUTE_TILE on both sides.  A longer K step costs no registers (the accumulator is the
+    same), only shared memory; `--emit ir` says so in a note."""
+    if kernel.warp_spec is None:
+        return kernel
+    fn = program.function(name)
+    default = {p.name: p.value for p in fn.params if p.role == "const" and p.has_default}
+    buffers = {b.name: b for b in kernel.buffers}
+    gemms = [g for g in statements(kernel.body[kernel.warp_spec.loop].body) if isinstance(g, ir.Gemm)]
+    k_names = {_shared_dimension(fn.node, g.a, 1) if buffers[g.a].scope == "shared" and not g.trans_a else None
+               for g in gemms}
+    if len(k_names) != 1 or any(min(buffers[g.c].shape) < COMPUTE_TILE for g in gemms):
+        return kernel
+    k_name = k_names.pop()
+    if k_name is None or k_name in constants or not isinstance(default.get(k_name), int) \
+            or not retileable(fn.node, k_name):
+        return kernel
+    bound = dict(kernel.constants)
+    # the defaults chosen before (shrunk to fit, grown for wgmma) stay as chosen
+    chosen = {**constants, **{k: bound[k] for k in default if k in bound and bound[k] != default[k]}}
+    deeper = kernel
+    while ring_lookahead(deeper) < RING_LOOKAHEAD:
+        value = 2 * dict(deeper.constants)[k_name]
+        try:
+            wider = schedule(program, name, {**chosen, k_name: value}, target=target)
+        except DiagnosticError:
+            break  # shared memory, or a multiple the kernel needs
+        if wider.warp_spec is None or not all(
+                wgmma_ready(g, {b.name: b for b in wider.buffers}, wider.threads)
+                for g in statements(wider.body) if isinstance(g, ir.Gemm)):
+            break
+        deeper = wider
+    if deeper is kernel:
+        return kernel
+    value, stages = dict(deeper.constants)[k_name], kernel.warp_spec.stages
+    before = f"{k_name}={bound[k_name]}" + (" (the K tile wgmma takes)" if bound[k_name] != default[k_name] else "")
+    why = (f"{k_name}={value} (default {default[k_name]}): the warp-specialized ring's {stages} stages keep "
+           f"{stages - 1} K steps in flight ahead of the tensor cores, {_mfma(ring_lookahead(kernel))} multiply-adds "
+           f"at {before}, too few to cover the TMA's latency (std.gemm's 128x256x64 tiles in 3 stages keep "
+           f"{_mfma(RING_LOOKAHEAD)}); {_mfma(ring_lookahead(deeper))} at {k_name}={value}; give the constant to choose")
+    # fit.py's notes on `kernel` (shrunk to fit, grown for wgmma) stay, this one after them
+    return replace(deeper, notes=deeper.notes + tuple(x for x in kernel.notes if x not in deeper.notes) + (why,))
+
+
+def ring_lookahead(kernel) -> int:
+    """The work a warp-specialized kernel's ring keeps in flight ahead of the tensor cores, in
+    f16 multiply-adds (an f32 one costs a tensor core two, an 8-bit one half): the producer
+    refills a stage when the wgmma that read it completes, so (stages - 1) iterations of the
+    loop's gemms run while a copy is on its way."""
+    ws = kernel.warp_spec
+    buffers = {b.name: b for b in kernel.buffers}
+    per_iteration = 0
+    for g in statements(kernel.body[ws.loop].body):
+        if isinstance(g, ir.Gemm):
+            a, c = buffers[g.a], buffers[g.c]
+            k = a.shape[0] if g.trans_a else a.shape[1]
+            per_iteration += c.shape[0] * c.shape[1] * k * a.dtype.itemsize // 2
+    return (ws.stages - 1) * per_iteration
+
+
+def _mfma(count: int) -> str:
+    return f"{count / 1e6:.1f}M"
 
 
 def _shared_dimension(node: n.FunctionDef, buffer: str, dim: int) -> str | None:
