@@ -22,7 +22,7 @@ FLOATS = ("f32", "f16", "bf16")
 
 def logits(rng, M: int, E: int, dtype: str):
     """Router logits with ties (a few repeated values a row) and one row all equal."""
-    x = (rng.standard_normal((M, E)) * 2).astype(np.float32)
+    x = rng.standard_normal((M, E), dtype=np.float32) * 2
     x[:, 1::7] = x[:, :1]  # equal to column 0: the lower expert goes first
     x[0, :] = 0.5
     return x.astype(NUMPY[dtype])

@@ -240,10 +240,25 @@ def _reduce_rows() -> list[Row]:
         "argmin_axis1": (lambda t, x: t.argmin(x, dim=1).int(), lambda x: x.argmin(axis=1), lambda s: s[:1], "i32"),
         "cumsum": (lambda t, x: t.cumsum(x, dim=1), lambda x: np.cumsum(x, axis=1), lambda s: s, None),
         "cummax": (lambda t, x: t.cummax(x, dim=1).values, lambda x: np.maximum.accumulate(x, axis=1), lambda s: s, None),
+        "cummin": (lambda t, x: t.cummin(x, dim=1).values, lambda x: np.minimum.accumulate(x, axis=1), lambda s: s, None),
+        "cumsum_axis0": (lambda t, x: t.cumsum(x, dim=0), lambda x: np.cumsum(x, axis=0), lambda s: s, None),
+        "cummax_axis0": (lambda t, x: t.cummax(x, dim=0).values, lambda x: np.maximum.accumulate(x, axis=0), lambda s: s,
+                         None),
+        "cummin_axis0": (lambda t, x: t.cummin(x, dim=0).values, lambda x: np.minimum.accumulate(x, axis=0), lambda s: s,
+                         None),
     }
     rows += [Row("std.reduce", name, ("normal",), f(tf), nf, out_dtype=dt, out_shape=shape)
              for name, (tf, nf, shape, dt) in kernels.items()]
+    # products of +-1 (exact in f16, as PyTorch's): a product of 2^13 factors of any other size
+    # leaves f16's range
+    rows += [Row("std.reduce", name, (), f(tf), nf, out_shape=lambda s: s, inputs=_signs)
+             for name, tf, nf in (("cumprod", lambda t, x: t.cumprod(x, dim=1), lambda x: np.cumprod(x, axis=1)),
+                                  ("cumprod_axis0", lambda t, x: t.cumprod(x, dim=0), lambda x: np.cumprod(x, axis=0)))]
     return rows
+
+
+def _signs(shape, seed=0):
+    return [np.random.default_rng(seed).choice(np.array([-1, 1], np.float16), shape)]
 
 
 def _data_rows() -> list[Row]:
@@ -399,11 +414,118 @@ def _nn_train_rows() -> list[Row]:
     ]
 
 
+def _moe_rows() -> list[Row]:
+    """std.moe: a layer of 64 experts, top-8, against PyTorch eager's equivalent (softmax or
+    sigmoid and topk; bincount; a stable sort with bincount; the row gather and the weighted sum
+    of a model without fused kernels): the gate weights, counts, padded total and rows are
+    compared (ids and the sorted order: tests/gpu/test_moe_gpu.py).  The routing rows take 2^21
+    tokens' logits (256 MiB of f16; sigmoid's in f32, as a router's GEMM gives them, 2^20
+    tokens), the histogram 2^26 i64 ids, the align step 2^17 ids (it is one
+    block: decode and prefill batches), the row movers rows of 4096 f16.  Buffers the operator
+    writes besides the compared one are inputs (their bytes counted)."""
+    import moe_kit as kit
+
+    E, K, BLOCK, D = 64, 8, 64, 4096
+
+    def torch_f(expr):
+        def fn(*a):
+            import torch
+
+            return expr(torch, *a)
+        return fn
+
+    def mk(fn):  # (shape, seed) -> inputs, from fn(rng, elements)
+        return lambda shape, seed=0: fn(np.random.default_rng(seed), shape[0] * shape[1])
+
+    def gate_inputs(dtype):
+        def fn(r, n):
+            m = max(1, n // E)
+            return [kit.logits(r, m, E, dtype), np.zeros((m, K), np.int32)]
+        return fn
+
+    def ids_of(r, n):  # n expert ids, skewed as a router's (not distinct a token: drawn at once)
+        return r.choice(E, max(1, n), p=r.dirichlet(np.full(E, 0.3))).astype(np.int64)
+
+    def align_inputs(r, n):
+        ids = ids_of(r, min(n, 1 << 17))
+        P, NB = kit.align_capacity(ids.size, E, BLOCK)
+        return [ids, np.zeros(P, np.int32), np.zeros(NB, np.int32), np.zeros(ids.size, np.int32)]
+
+    def align_torch(t, ids, *_):
+        ids = ids.long()
+        t.sort(ids, stable=True)
+        return ((t.bincount(ids, minlength=E) + BLOCK - 1) // BLOCK * BLOCK).sum().int().view(1)
+
+    def bincount(ids):
+        return np.bincount(ids.astype(np.int64), minlength=E)
+
+    def padded_total(ids, *_):
+        return np.array([kit.align_ref(ids.astype(np.int64), E, BLOCK)[3]])
+
+    def layout(n):  # (D, BLOCK) of the row movers: a model's rows at full size, narrow in the dry run
+        return (D, BLOCK) if n >= 1 << 20 else (64, 4)
+
+    def padding(d):  # the rows an align step may add (E * (BLOCK - 1)), from the row width
+        return E * (layout(1 << 20 if d == D else 0)[1] - 1)
+
+    def rows_inputs(r, n):  # x[M, D] and the sorted order of M * K pairs, padded as vLLM's buffer
+        d, block = layout(n)
+        m = max(1, n // (d * K))
+        rows = kit.align_ref(kit.routed(r, m, E, K), E, block)[0]
+        return [(r.standard_normal((m, d), dtype=np.float32) * 2).astype(np.float16),
+                np.concatenate([rows, np.full(m * K + padding(d) - len(rows), m * K, np.int32)])]
+
+    def permute_torch(t, x, s, k):
+        s = s.long()
+        y = x[(s // k).clamp(max=x.shape[0] - 1)]
+        y[s >= x.shape[0] * k] = 0
+        return y
+
+    def permuted(x, s, k):
+        s = s.astype(np.int64)
+        return np.where((s < len(x) * k)[:, None], x[np.minimum(s // k, len(x) - 1)], 0)
+
+    def unpermute_inputs(r, n):  # y[P, D], each token's K rows, its gates
+        d, block = layout(n)
+        m = max(1, n // (d * K))
+        positions = kit.align_ref(kit.routed(r, m, E, K), E, block)[2].reshape(m, K)
+        y = (r.standard_normal((m * K + padding(d), d), dtype=np.float32) * 2).astype(np.float16)
+        return [y, positions, r.random((m, K)).astype(np.float32)]
+
+    def unpermuted(y, pos, w):
+        return (y[pos.astype(np.int64)] * w[..., None]).sum(1)
+
+    def topk_weights(score):
+        def fn(x, ids):
+            return kit.topk_ref(x, K, score, False)[0]
+        return fn
+
+    gates = dict(T="f16", BM=8, BE=E)
+    return [
+        Row("std.moe", "topk_softmax", (), torch_f(lambda t, x, ids: t.topk(t.softmax(x, -1, dtype=t.float32), K).values),
+            topk_weights(kit.softmax), constants=gates, out_dtype="f32", out_shape=lambda s: (s[0], K),
+            inputs=mk(gate_inputs("f16"))),
+        Row("std.moe", "topk_sigmoid", (), torch_f(lambda t, x, ids: t.topk(t.sigmoid(x), K).values),
+            topk_weights(kit.sigmoid), "f32", constants={**gates, "T": "f32"}, out_dtype="f32", out_shape=lambda s: (s[0], K),
+            inputs=mk(lambda r, n: gate_inputs("f32")(r, n // 2))),
+        Row("std.moe", "expert_histogram", (), torch_f(lambda t, ids: t.bincount(ids, minlength=E).int()),
+            bincount, "i64", constants={"I": "i64"},
+            out_dtype="i32", out_shape=lambda s: (E,), inputs=mk(lambda r, n: [ids_of(r, n // 2)])),
+        Row("std.moe", "moe_align_block_size", (), torch_f(align_torch), padded_total, "i64", scalars=(E,),
+            constants={"I": "i64", "BLOCK": BLOCK}, out_dtype="i32", out_shape=lambda s: (1,), inputs=mk(align_inputs)),
+        Row("std.moe", "moe_permute", (), torch_f(permute_torch), permuted, scalars=(K,),
+            out_shape=lambda s: (s[0] * K + padding(s[1]), s[1]), inputs=mk(rows_inputs)),
+        Row("std.moe", "moe_unpermute", (),
+            torch_f(lambda t, y, pos, w: (y[pos.long()] * w[..., None]).sum(1)), unpermuted,
+            out_shape=lambda s: ((s[0] - padding(s[1])) // K, s[1]), inputs=mk(unpermute_inputs)),
+    ]
+
+
 @functools.lru_cache(maxsize=None)
 def all_rows() -> tuple:
     """Every row, in table order (built on first use: the tables are tests/stdlib's)."""
     tables_folder()
-    return tuple(_elementwise_rows() + _cast_rows() + _reduce_rows() + _data_rows() + _nn_train_rows())
+    return tuple(_elementwise_rows() + _cast_rows() + _reduce_rows() + _data_rows() + _nn_train_rows() + _moe_rows())
     # std.data, ...: their rows here
 
 
