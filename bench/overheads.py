@@ -1,9 +1,17 @@
-"""Compiler and runtime costs, measured by bench/gemm.py in the same process on the GPU:
+"""Compiler and runtime costs on the GPU, measured by bench/gemm.py in its process, or alone:
+`python3 bench/overheads.py [--only launch|compile|first]`.
 - the transpile time of examples/gemm.tl (parse -> CUDA C; goal < 20 ms), the cold compile
   (transpile + NVRTC; goal < 0.8 s), the cache-hit load (goal < 5 ms);
 - the per-launch host overhead of a tiny kernel with 3 arrays and 3 scalars through the tlc
-  API against a bare CuPy RawKernel launch with the same arguments (goal: within 1 us), each
-  launch's result checked first.
+  API against a bare CuPy RawKernel launch with the same arguments (goal: within 1 us), and of
+  one with 3 arrays and 1 scalar (bench/tiny.tl's tiny_axpy) called with PyTorch tensors
+  (goal: within 1 us), with CuPy arrays (within 0.5 us) and through a launcher
+  (`kernel.launcher(...)`), each against a bare RawKernel of the same cubin, each launch's
+  result checked first;
+- time to first result, each in a new process: std.gemm's matmul called once with an empty
+  cache (import, parse, check, schedule, generate, NVRTC, load, launch; goal < 0.5 s after the
+  import), and called again in another new process with the kernel in the disk cache (goal
+  < 2 ms after the import).
 """
 from __future__ import annotations
 
@@ -23,7 +31,16 @@ GEMM = str(ROOT / "examples" / "gemm.tl")
 
 
 def measure(results: dict) -> None:
-    """Both figures into `results`; the cold compiles use a fresh cache, restored after."""
+    """Every figure into `results` (bench/gemm.py's call); the cold compiles use a fresh cache,
+    restored after."""
+    compile_costs(results)
+    launch_overhead(results)
+    launch_paths(results)
+    first_result(results)
+
+
+def compile_costs(results: dict) -> None:
+    """`transpile_and_compile`, whose fresh cache is undone after."""
     saved = os.environ.get("TLC_CACHE_DIR")
     try:
         transpile_and_compile(results)
@@ -32,20 +49,28 @@ def measure(results: dict) -> None:
             os.environ.pop("TLC_CACHE_DIR", None)
         else:
             os.environ["TLC_CACHE_DIR"] = saved
-    launch_overhead(results)
 
 
 def report(results: dict) -> None:
+    report_compile(results)
+    report_launch(results)
+    report_new(results)
+
+
+def report_compile(results: dict) -> None:
     print(f"transpile gemm.tl (parse -> CUDA C): {results['transpile_ms']:.1f} ms (goal < 20)")
     print(f"cold compile (transpile + NVRTC): {results['cold_compile_ms']:.0f} ms (goal < 800); "
           f"the default (wgmma) kernel: {results['cold_compile_default_ms']:.0f} ms more")
     print(f"cache-hit load: {results['cache_hit_load_ms']:.1f} ms (goal < 5): parse + check "
           f"{results['load_check_ms']:.1f} ms, the compiled kernel from the cache {results['cache_hit_kernel_ms']:.1f} ms")
+
+
+def report_launch(results: dict) -> None:
     if "launch_wrong" in results:
         print(f"launch: not timed, a launch computed the wrong result: {results['launch_wrong']}")
         return
-    print(f"launch: tlc {results['launch_us_tlc']:.2f} us, RawKernel {results['launch_us_rawkernel']:.2f} us, "
-          f"overhead {results['launch_overhead_us']:+.2f} us (goal within 1)")
+    print(f"launch (tiny: 3 arrays, 3 scalars, CuPy): tlc {results['launch_us_tlc']:.2f} us, RawKernel "
+          f"{results['launch_us_rawkernel']:.2f} us, overhead {results['launch_overhead_us']:+.2f} us (goal within 1)")
 
 
 def median_ms(fn, repeats=20) -> float:
@@ -128,3 +153,141 @@ def launch_overhead(results: dict) -> None:
     results["launch_us_tlc"] = min(tl)
     results["launch_us_rawkernel"] = min(rw)
     results["launch_overhead_us"] = min(tl) - min(rw)
+
+
+def launch_paths(results: dict) -> None:
+    """tiny_axpy (3 arrays, 1 scalar) launched by tlc with PyTorch tensors, with CuPy arrays and
+    through a launcher, each against a bare RawKernel of the same cubin with the same arrays
+    (PyTorch's: their pointers, on PyTorch's current stream made a CuPy stream once, as a caller
+    of RawKernel would)."""
+    import cupy as cp
+    import torch
+
+    mod = tlc.load(str(ROOT / "bench" / "tiny.tl"), target="cuda")
+    n = 1024
+    cx, cy, cz = cp.ones(n, cp.float32), cp.ones(n, cp.float32), cp.zeros(n, cp.float32)
+    tx, ty, tz = (torch.ones(n, device="cuda"), torch.ones(n, device="cuda"), torch.zeros(n, device="cuda"))
+    mod.tiny_axpy(cx, cy, cz, 2.0)
+    mod.tiny_axpy(tx, ty, tz, 2.0)
+    compiled = mod.tiny_axpy.compiled({})
+    cubin = Path(tempfile.mkdtemp(prefix="tlc-bench-")) / ("k.ptx" if compiled.arch.startswith("compute_") else "k.cubin")
+    cubin.write_bytes(compiled.binary)
+    raw = cp.RawModule(path=str(cubin)).get_function(compiled.name)
+    ts = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+    c_run, t_run = mod.tiny_axpy.launcher(cx, cy, cz, 2.0), mod.tiny_axpy.launcher(tx, ty, tz, 2.0)
+    candidates = {
+        "torch tlc": lambda: mod.tiny_axpy(tx, ty, tz, 2.0),
+        "torch RawKernel": lambda: raw((1,), (32,), (tx.data_ptr(), ty.data_ptr(), tz.data_ptr(),
+                                                     np.float32(2.0), np.int32(n)), stream=ts),
+        "torch launcher": t_run,
+        "cupy tlc": lambda: mod.tiny_axpy(cx, cy, cz, 2.0),
+        "cupy RawKernel": lambda: raw((1,), (32,), (cx, cy, cz, np.float32(2.0), np.int32(n))),
+        "cupy launcher": c_run,
+    }
+    for name, launch in candidates.items():  # each must compute z = 2x + y (= 3)
+        z = tz if name.startswith("torch") else cz
+        z.fill_(0) if name.startswith("torch") else z.fill(0)
+        launch()
+        got = z.cpu().numpy() if name.startswith("torch") else z.get()
+        if not (got[:32] == 3).all() or (got[32:] != 0).any():
+            results["launch_paths_wrong"] = f"{name}: z[:4] = {got[:4]}"
+            return
+    reps = 5000
+    best = dict.fromkeys(candidates, float("inf"))
+    for _ in range(7):  # interleaved rounds: clock drift hits every candidate alike
+        for name, launch in candidates.items():
+            torch.cuda.synchronize()
+            cp.cuda.Device().synchronize()
+            t = time.perf_counter()
+            for _ in range(reps):
+                launch()
+            best[name] = min(best[name], (time.perf_counter() - t) / reps * 1e6)
+    torch.cuda.synchronize()
+    results["launch_paths_us"] = best
+    for kind in ("torch", "cupy"):
+        results[f"launch_overhead_{kind}_us"] = best[f"{kind} tlc"] - best[f"{kind} RawKernel"]
+        results[f"launcher_overhead_{kind}_us"] = best[f"{kind} launcher"] - best[f"{kind} RawKernel"]
+
+
+FIRST_CALL = r"""
+import json, os, sys, time
+t0 = time.perf_counter()
+import tlc, torch
+t1 = time.perf_counter()
+mod = tlc.load("std.gemm", target="cuda")
+A = torch.ones(256, 256, dtype=torch.float16, device="cuda")
+C = torch.empty(256, 256, dtype=torch.float16, device="cuda")
+t2 = time.perf_counter()
+mod.matmul(A, A, C)
+torch.cuda.synchronize()
+t3 = time.perf_counter()
+ok = bool((C == 256).all())
+print(json.dumps({"import_ms": (t1 - t0) * 1e3, "load_ms": (t2 - t1) * 1e3, "call_ms": (t3 - t2) * 1e3, "ok": ok}))
+"""
+
+
+def first_result(results: dict) -> None:
+    """std.gemm's matmul in a new process with an empty cache, then in another with it filled;
+    the times after `import tlc, torch` (load: parse + check or the checked-module cache; call:
+    the rest up to the result).  torch is imported before timing starts in both."""
+    import json
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TLC_CACHE_DIR": tempfile.mkdtemp(prefix="tlc-bench-first-"),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    for label in ("first_cold", "first_cached"):
+        done = subprocess.run([sys.executable, "-c", FIRST_CALL], env=env, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            results[f"{label}_error"] = done.stderr[-2000:]
+            return
+        results[label] = json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def report_new(results: dict) -> None:
+    if "launch_paths_wrong" in results:
+        print(f"launch paths: not timed, a launch computed the wrong result: {results['launch_paths_wrong']}")
+    elif "launch_paths_us" in results:
+        print("tiny_axpy (3 arrays, 1 scalar), host time per launch: "
+              + ", ".join(f"{k} {v:.2f} us" for k, v in results["launch_paths_us"].items()))
+        print(f"  torch tensors: tlc {results['launch_overhead_torch_us']:+.2f} us over RawKernel (goal within 1), "
+              f"launcher {results['launcher_overhead_torch_us']:+.2f} us")
+        print(f"  CuPy arrays: tlc {results['launch_overhead_cupy_us']:+.2f} us over RawKernel (goal within 0.5), "
+              f"launcher {results['launcher_overhead_cupy_us']:+.2f} us")
+    for label, what, goal in (("first_cold", "first call, empty cache, new process", 500),
+                              ("first_cached", "first call, kernel in the disk cache, new process", 2)):
+        if f"{label}_error" in results:
+            print(f"{what}: failed:\n{results[f'{label}_error']}")
+        elif label in results:
+            r = results[label]
+            print(f"{what}: load + call {r['load_ms'] + r['call_ms']:.1f} ms (goal < {goal}; load {r['load_ms']:.1f}, "
+                  f"call {r['call_ms']:.1f}, import tlc+torch {r['import_ms']:.0f}){'' if r['ok'] else ' WRONG RESULT'}")
+
+
+def main(argv=None) -> dict:
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", choices=("launch", "compile", "first"), help="one group of measurements")
+    ap.add_argument("--json", help="write the results here")
+    args = ap.parse_args(argv)
+    results: dict = {}
+    if args.only in (None, "launch"):
+        launch_overhead(results)
+        launch_paths(results)
+    if args.only in (None, "first"):
+        first_result(results)
+    if args.only in (None, "compile"):
+        compile_costs(results)
+        report_compile(results)
+    if args.only in (None, "launch"):
+        report_launch(results)
+    report_new(results)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1, default=str))
+    return results
+
+
+if __name__ == "__main__":
+    main()

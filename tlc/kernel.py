@@ -251,11 +251,22 @@ class Kernel:
     def with_workspaces(self, values: dict, kernel: ir.Kernel, on_gpu: bool) -> dict:
         """`values` and a fresh array for each alloc_global workspace of `kernel` (one grid's),
         sized from the arrays' shape symbols: uninitialized device memory on the GPU, zeros on
-        the interpreter."""
+        the interpreter.  With PyTorch tensors the GPU's comes from PyTorch's caching allocator
+        on its current stream, as theirs do, so that a CUDA graph captures the call (tlc.torch)."""
         if not kernel.workspaces:
             return values
         from .interp.numerics import np_dtype
+        from .runtime.args import TORCH, array_kind, torch_dtype
         from .runtime.device_array import DeviceArray
+
+        like = next((v for v in values.values() if array_kind(v) == TORCH), None) if on_gpu else None
+        if like is not None:
+            import torch
+
+            def alloc(shape, dt):
+                return torch.empty(shape, dtype=torch_dtype(torch, dt), device=like.device)
+        else:
+            alloc = DeviceArray
 
         sizes = {}
         for sym, uses in self.fn.shape_symbols.items():
@@ -266,7 +277,7 @@ class Kernel:
         for name in kernel.workspaces:
             p = kernel.param(name)
             shape = tuple(d if isinstance(d, int) else sizes[d] for d in p.shape)
-            out[name] = DeviceArray(shape, p.dtype) if on_gpu else np.zeros(shape, np_dtype(p.dtype))
+            out[name] = alloc(shape, p.dtype) if on_gpu else np.zeros(shape, np_dtype(p.dtype))
         return out
 
     def scheduled_grids(self, constants: dict, arch: str = "sm_80") -> tuple:
@@ -357,6 +368,26 @@ class Kernel:
             return
         for kernel in kernels:
             run_kernel(kernel, values)
+
+    def launcher(self, *args, **kwargs):
+        """This kernel's launch with these arguments (a call's, on the GPU), checked once:
+        `run = mod.k.launcher(x, y, 2.0)` then `run()` in a hot loop launches with no check,
+        binding or allocation (`runtime.bound.BoundLaunch`).  The arrays are held as given:
+        write new values into them, not new arrays."""
+        if self.fn.kind != "kernel":
+            raise CallError(f"{self.name}() is a tile op, which returns a new array at each call; "
+                            f"launcher() takes a @kernel, whose outputs are among its arguments")
+        if self._grouped:
+            what = f"launches {self.grid_count} grids" if self.grid_count > 1 else "allocates workspaces at each call"
+            raise CallError(f"{self.name}() {what}; launcher() holds one launch of one grid: call the kernel instead")
+        values, constants = self.bind(args, kwargs)
+        if self.module.target != "cuda":
+            raise CallError(f"{self.name}.launcher() launches on the GPU, but this module runs on the "
+                            f"{self.module.target} target; load it with target='cuda'")
+        device = _current_device()
+        if self.recorded_rules():
+            constants = self.with_recorded(values, constants, _device_arch(device))
+        return self.compiled(constants, device).bound(values, device)
 
     def _remember(self, args: tuple, device: int, launch) -> None:
         """Keep `launch` for the later positional calls whose `signature` is that of `args`."""

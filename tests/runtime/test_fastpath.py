@@ -146,3 +146,99 @@ def test_contiguity_through_flags_where_cupy_lacks_the_attribute(gpus, monkeypat
     fast, launches = build(*axpy())
     assert fast({"x": OtherArray(True), "y": OtherArray(True), "alpha": 1.0})
     assert not fast({"x": OtherArray(False), "y": OtherArray(True), "alpha": 1.0})
+
+
+class FakeTensor:
+    """A stand-in PyTorch tensor: what the fast path reads of one."""
+    __slots__ = ("shape", "dtype", "is_cuda", "_contiguous", "_ptr", "_device")
+
+    def __init__(self, shape, dtype="float32", ptr=0x7f0000001000, device=0, contiguous=True):
+        self.shape, self.dtype, self._ptr, self._contiguous = tuple(shape), dtype, ptr, contiguous
+        self.is_cuda, self._device = device >= 0, device
+
+    def is_contiguous(self):
+        return self._contiguous
+
+    def data_ptr(self):
+        return self._ptr
+
+    def get_device(self):
+        return self._device
+
+
+@pytest.fixture
+def fake_torch(monkeypatch):
+    """A stand-in `torch` whose current stream on GPU d is the raw stream 1000 + d."""
+    from tlc.runtime import launch
+
+    torch = types.ModuleType("torch")
+    torch.Tensor = FakeTensor
+    torch.nn = SimpleNamespace(Parameter=type("Parameter", (FakeTensor,), {"__slots__": ()}))
+    torch.float32, torch.float16 = "float32", "float16"  # dtypes are compared by identity
+    torch._C = SimpleNamespace(_cuda_getCurrentRawStream=lambda d: 1000 + d)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(launch, "_raw_stream", None)
+    return torch
+
+
+def build_torch(ir, gen, loaded=(0,), streams=None):
+    launches = []
+    compiled = SimpleNamespace(kernel=ir, generated=gen, block=(gen.threads, 1, 1), smem=gen.smem_bytes,
+                               _functions={d: lambda *a, d=d: launches.append((d, *a)) for d in loaded},
+                               _streams={1000: "stream 1000", 1001: "stream 1001"} if streams is None else streams)
+    return fastpath.build(compiled, fallback=lambda args: False, positional=True), launches
+
+
+def test_torch_tensors_launch_by_pointer_on_torchs_stream_once_enabled(gpus, fake_torch):
+    gpus(1)
+    fast, launches = build_torch(*axpy())
+    x, y = FakeTensor((1000,), ptr=0x7f0000001000), FakeTensor((1000,), ptr=0x7f0000002000)
+    assert not fast((x, y, 2.0))  # PyTorch not yet in use: the general path takes it
+    fastpath.enable_torch(fast)
+    assert fast((x, y, 2.0))
+    weight = fake_torch.nn.Parameter((1000,), ptr=0x7f0000003000)
+    assert fast((weight, y, 2.0))  # a parameter is a tensor too
+    [(device, grid, block, args, smem, stream), (_, _, _, args2, _, _)] = launches
+    assert (device, grid, block, smem, stream) == (0, (4, 1, 1), (256, 1, 1), 0, "stream 1000")
+    assert args[:2] == [0x7f0000001000, 0x7f0000002000] and type(args[0]) is int
+    assert type(args[2]) is np.float32 and args[2] == 2.0
+    assert type(args[3]) is np.int32 and args[3] == 1000
+    assert args2[0] == 0x7f0000003000
+
+
+def test_torch_declines_what_it_is_not_sure_of(gpus, fake_torch):
+    gpus(1)
+    fast, launches = build_torch(*axpy())
+    fastpath.enable_torch(fast)
+    x, y = FakeTensor((300,)), FakeTensor((300,))
+    for args in [
+        (x, FakeArray((300,)), 1.0),  # a CuPy array with a tensor
+        (FakeArray((300,)), y, 1.0),
+        (x, np.ones(300, np.float32), 1.0),
+        (FakeTensor((300,), "float16"), y, 1.0),  # dtype
+        (x, FakeTensor((300,), contiguous=False), 1.0),
+        (x, FakeTensor((300,), device=-1), 1.0),  # on the CPU
+        (x, FakeTensor((299,)), 1.0),  # shape symbol
+        (FakeTensor((3, 100)), y, 1.0),  # rank
+        (FakeTensor((0,)), FakeTensor((0,)), 1.0),  # an empty grid
+        (x, y, np.float32(1.0)),  # a NumPy scalar
+    ]:
+        assert not fast(args), args
+    assert launches == []
+
+
+def test_torch_stream_not_made_yet_falls_back(gpus, fake_torch):
+    gpus(1)
+    fast, launches = build_torch(*axpy(), streams={})
+    fastpath.enable_torch(fast)
+    assert not fast((FakeTensor((8,)), FakeTensor((8,)), 1.0))
+    assert launches == []
+
+
+def test_torch_on_several_gpus_checks_each_tensor(gpus, fake_torch):
+    gpus(2, current=1)
+    fast, launches = build_torch(*axpy(), loaded=(0, 1))
+    fastpath.enable_torch(fast)
+    assert not fast((FakeTensor((8,), device=1), FakeTensor((8,), device=0), 1.0))
+    assert fast((FakeTensor((8,), device=1), FakeTensor((8,), device=1), 1.0))
+    assert [(d, s) for d, _, _, _, _, s in launches] == [(1, "stream 1001")]

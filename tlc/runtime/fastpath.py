@@ -51,18 +51,24 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
         lines += [f"    a{i} = args[{p.name!r}]" for i, p in enumerate(kernel.params)]
         lines += ["except KeyError:", "    return fallback(args)"]
     tensors = [(i, p) for i, p in enumerate(kernel.params) if p.kind == "tensor"]
+    single = cupy.cuda.runtime.getDeviceCount() == 1
     if tensors:
+        env.update(TORCH=_Absent, PARAMETER=_Absent, streams=getattr(compiled, "_streams", {}),
+                   raw_stream=None, _torch_dtypes={f"T{i}": p.dtype for i, p in tensors})
         for i, p in tensors:
-            env[f"D{i}"] = p.dtype.numpy()
-        lines.append(_any_fails(f"type(a{i}) is not CUPY" for i, _ in tensors))
-        lines.append(_any_fails(f"a{i}.dtype is not D{i}" for i, _ in tensors))
-        lines.append(_any_fails(f"not a{i}.{contiguous}" for i, _ in tensors))
-    if cupy.cuda.runtime.getDeviceCount() == 1:
-        lines.append("device = 0")  # the only GPU this process sees holds every device array
+            env[f"D{i}"], env[f"T{i}"] = p.dtype.numpy(), None
+        # the first array's type picks the branch: CuPy arrays, or PyTorch tensors (their
+        # pointers, launched on PyTorch's current stream); a mix takes the general path
+        first = tensors[0][0]
+        index = {p.name: i for i, p in tensors}
+        mapped = {index[m.param] for m in gen.tensor_maps}  # tensors whose address a tensor map takes
+        lines += [f"t = type(a{first})", "if t is CUPY:"]
+        lines += _indent(_cupy_checks(tensors, contiguous, single, mapped))
+        lines += ["elif t is TORCH or t is PARAMETER:"]
+        lines += _indent(_torch_checks(tensors, single, mapped))
+        lines += ["else:", "    return fallback(args)"]
     else:
-        lines.append("device = get_device()")
-        if tensors:
-            lines.append(_any_fails(f"a{i}.data.device_id != device" for i, _ in tensors))
+        lines += ["device = 0" if single else "device = get_device()", "stream = None"]
     symbols: dict[str, str] = {}  # shape symbol -> local name holding its value
     for i, p in tensors:
         lines.append(f"s = a{i}.shape")
@@ -88,7 +94,7 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
     cargs = []
     for j, a in enumerate(gen.args):
         if a.kind == "tensor":
-            cargs.append(f"a{j}")
+            cargs.append(f"p{j}")
         elif a.kind == "scalar":
             ctor = _C_SCALARS[" ".join(a.c_type.replace("const", " ").split())]
             env[f"C{j}"] = ctor
@@ -131,7 +137,7 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
     lines += ["try:", f"    g = {grid_source(gen.grid, values, blocks, getattr(compiled, 'cluster', 1))}", "except Exception:", "    return fallback(args)",
               _any_fails(checks),
               "fn = functions.get(device)", "if fn is None:", "    return fallback(args)",
-              f"fn(g, BLOCK, [{', '.join(cargs)}]{_tensor_map_args(compiled, env, symbols)}, SMEM, None)",
+              f"fn(g, BLOCK, [{', '.join(cargs)}]{_tensor_map_args(compiled, env, symbols)}, SMEM, stream)",
               "return True"]
     source = "def fast(args):\n" + "".join(f"    {line}\n" for line in "\n".join(lines).split("\n"))
     return compile_function(source, "fast", env).unguarded
@@ -145,11 +151,68 @@ def _tensor_map_args(compiled, env: dict, symbols: dict) -> str:
         return ""
     env["TMAPS"] = compiled.tensor_maps
     index = {p.name: i for i, p in enumerate(compiled.kernel.params)}
-    pointers = ", ".join(f"a{index[s.param]}.data.ptr" for s in specs)
+    pointers = ", ".join(f"m{index[s.param]}" for s in specs)
     sizes = ", ".join("(" + "".join(f"{d if isinstance(d, int) else symbols[d]}, " for d in s.shape) + ")" for s in specs)
     return f" + TMAPS(({pointers},), ({sizes},))"
 
 
+def _cupy_checks(tensors, contiguous: str, single: bool, mapped: set) -> list:
+    """CuPy arrays: each of the type, dtype, C-contiguous and on the current GPU; `p{i}` is the
+    array itself (CuPy passes its pointer), `m{i}` its address for a tensor map."""
+    lines = [_any_fails(f"type(a{i}) is not CUPY" for i, _ in tensors[1:]),  # the first one picked the branch
+             _any_fails(f"a{i}.dtype is not D{i}" for i, _ in tensors),
+             _any_fails(f"not a{i}.{contiguous}" for i, _ in tensors)]
+    if single:
+        lines.append("device = 0")  # the only GPU this process sees holds every device array
+    else:
+        lines += ["device = get_device()", _any_fails(f"a{i}.data.device_id != device" for i, _ in tensors)]
+    lines += [f"p{i} = a{i}" for i, _ in tensors] + [f"m{i} = a{i}.data.ptr" for i in sorted(mapped)]
+    return lines + ["stream = None"]
+
+
+def _torch_checks(tensors, single: bool, mapped: set) -> list:
+    """PyTorch tensors (or parameters): each of the dtype, contiguous and on the current GPU;
+    `p{i}` is its pointer (a Python int: CuPy passes it as 64 bits, and no CUDA address
+    reaches 2**63), the stream PyTorch's current one on that GPU, as a CuPy stream the general
+    path made (`launch.CompiledKernel.torch_stream`)."""
+    lines = [_any_fails(f"(type(a{i}) is not TORCH and type(a{i}) is not PARAMETER)" for i, _ in tensors[1:]),
+             _any_fails(f"a{i}.dtype is not T{i}" for i, _ in tensors),
+             _any_fails(f"not a{i}.is_contiguous()" for i, _ in tensors)]
+    if single:
+        lines += [_any_fails(f"not a{i}.is_cuda" for i, _ in tensors), "device = 0"]
+    else:
+        lines += ["device = get_device()", _any_fails(f"a{i}.get_device() != device" for i, _ in tensors)]
+    lines += [f"p{i} = m{i} = a{i}.data_ptr()" if i in mapped else f"p{i} = a{i}.data_ptr()" for i, _ in tensors]
+    return lines + ["stream = streams.get(raw_stream(device))", "if stream is None:", "    return fallback(args)"]
+
+
+def enable_torch(fast) -> None:
+    """Let the fast path `fast` (built by `build`) take PyTorch tensors: it is built before
+    anything says that PyTorch is in use, and `import tlc` never imports it; the general path
+    calls this at its first PyTorch launch."""
+    scope = fast.__globals__
+    if scope.get("TORCH", _Absent) is not _Absent:
+        return
+    import torch
+
+    from .args import torch_dtype
+    from .launch import torch_raw_stream
+
+    for name, dt in scope["_torch_dtypes"].items():
+        scope[name] = torch_dtype(torch, dt)
+    scope["raw_stream"] = torch_raw_stream()
+    scope["PARAMETER"] = torch.nn.Parameter
+    scope["TORCH"] = torch.Tensor  # last: the branch opens once everything it reads is there
+
+
+class _Absent:
+    """The type of nothing: PyTorch's tensor type until PyTorch is in use."""
+
+
+def _indent(lines: list) -> list:
+    return ["    " + part for line in lines for part in line.split("\n")]
+
+
 def _any_fails(conditions) -> str:
     conditions = list(conditions)
-    return f"if {' or '.join(conditions)}:\n    return fallback(args)" if conditions else "pass"
+    return f"if {' or '.join(conditions)}:\n    return fallback(args)" if conditions else ""

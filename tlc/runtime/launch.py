@@ -55,6 +55,7 @@ class CompiledKernel:
         self.call = fastpath.build(self, fallback=self.launch)
         # `call_positional(values)`: the same for a tuple of the arguments in parameter order
         self.call_positional = fastpath.build(self, fallback=self.launch, positional=True)
+        self._fast_paths = (self.call, self.call_positional)  # opened to PyTorch at its first launch
         if self.assert_sites:
             self.call, self.call_positional = self._checking(self.call), self._checking(self.call_positional)
 
@@ -142,7 +143,13 @@ class CompiledKernel:
         if not launches_blocks(self.name, grid):
             return  # an empty grid: nothing to run, nothing to copy
         fn = self.function(device)
-        stream = self.torch_stream(bound.torch_device) if bound.torch_device >= 0 else None
+        stream = None
+        if bound.torch_device >= 0:
+            stream = self.torch_stream(bound.torch_device)
+            if self._fast_paths:  # the next calls like this one take the fast path
+                for fast in self._fast_paths:
+                    fastpath.enable_torch(fast)
+                self._fast_paths = ()
         if bound.host:
             self._launch_with_copies(fn, grid, bound, stream)
         else:
@@ -186,13 +193,20 @@ class CompiledKernel:
 
     def torch_stream(self, device: int):
         """PyTorch's current stream on `device` as a CuPy stream (one object per raw stream)."""
-        ptr = _torch_raw_stream()(device)
+        ptr = torch_raw_stream()(device)
         s = self._streams.get(ptr)
         if s is None:
             import cupy
 
             s = self._streams[ptr] = _foreign_stream(cupy, ptr, device)
         return s
+
+    def bound(self, args: dict, device: int):
+        """A launch with `args` (param name -> GPU array or number) checked now, once:
+        `bound.BoundLaunch`, whose call launches with nothing left to check."""
+        from .bound import BoundLaunch
+
+        return BoundLaunch(self, self.binder.bind(args, device, _pointer_device), device, args)
 
     def by_pointers(self, args: dict, device: int):
         """A relauncher for PyTorch tensors like those of `args` (same dtypes, shapes, device),
@@ -206,7 +220,7 @@ class CompiledKernel:
 _raw_stream = None
 
 
-def _torch_raw_stream():
+def torch_raw_stream():
     """PyTorch's current raw stream of a device as an int, without making a Stream object
     (the private accessor where this PyTorch has it: a launch's host cost is budgeted)."""
     global _raw_stream

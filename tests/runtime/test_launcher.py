@@ -1,0 +1,77 @@
+"""`Kernel.launcher(...)`: a launch with fixed arguments, checked once.  What is refused before
+any GPU is needed, with the exact messages (the GPU's own checks of the arrays are the
+general path's, tests/gpu/test_launch_paths_gpu.py)."""
+import numpy as np
+import pytest
+
+import tlc
+from tlc.kernel import CallError
+
+SOURCE = """
+@kernel
+def axpy(x: f32[N], y: f32[N], a: f32):
+    with grid(cdiv(N, 128), threads=128) as bx:
+        for i in parallel(128):
+            if bx * 128 + i < N:
+                y[bx * 128 + i] = x[bx * 128 + i] * a + y[bx * 128 + i]
+
+@kernel
+def twice(x: f32[N]):
+    with grid(1, threads=32) as bx:
+        for i in parallel(32):
+            x[i] = x[i] * 2.0
+    with grid(1, threads=32) as bx:
+        for i in parallel(32):
+            x[i] = x[i] + 1.0
+
+@tile_op
+def neg(x: T[M], T: dtype = f32) -> T[M]:
+    return -x
+"""
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return tlc.compile_source(SOURCE, target="cpu")
+
+
+def message(fn):
+    with pytest.raises(CallError) as e:
+        fn()
+    return str(e.value)
+
+
+def test_the_refusals_name_the_kernel_and_the_fix(mod):
+    x = np.zeros(8, np.float32)
+    assert message(lambda: mod.axpy.launcher(x, x, 1.0)) == (
+        "axpy.launcher() launches on the GPU, but this module runs on the cpu target; load it with target='cuda'")
+    assert message(lambda: mod.twice.launcher(x)) == (
+        "twice() launches 2 grids; launcher() holds one launch of one grid: call the kernel instead")
+    assert message(lambda: mod.neg.launcher(x)) == (
+        "neg() is a tile op, which returns a new array at each call; launcher() takes a @kernel, whose outputs "
+        "are among its arguments")
+
+
+def test_arguments_are_bound_as_a_call_binds_them(mod):
+    x = np.zeros(8, np.float32)
+    assert message(lambda: mod.axpy.launcher(x, x, 1.0, 2.0)) == (
+        "axpy() takes 3 arrays and scalars (x, y, a), 4 given")
+    assert message(lambda: mod.axpy.launcher(x, x)) == "axpy() is missing 'a'"
+    assert message(lambda: mod.axpy.launcher(x, x, b=1.0)) == (
+        "axpy() has no parameter 'b'; its parameters are x, y, a")
+
+
+def test_a_numpy_array_is_refused_with_the_fix():
+    from types import SimpleNamespace
+
+    from runtime_kit import axpy
+    from tlc.runtime.args import Binder, LaunchArgumentError
+    from tlc.runtime.bound import BoundLaunch
+
+    ir, gen = axpy()
+    binder = Binder(ir, gen)
+    args = {"x": np.ones(4, np.float32), "y": np.ones(4, np.float32), "alpha": 1.0}
+    with pytest.raises(LaunchArgumentError) as e:
+        BoundLaunch(SimpleNamespace(binder=binder, name="axpy"), binder.bind(args, device=0), 0, args)
+    assert str(e.value) == ("'x' is a NumPy array, which a launch copies to the GPU each time; a launcher launches "
+                            "GPU arrays only: pass cupy.asarray(x) or torch.from_numpy(x).cuda()")
