@@ -175,7 +175,10 @@ def launch_paths(results: dict) -> None:
     raw = cp.RawModule(path=str(cubin)).get_function(compiled.name)
     ts = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
     c_run, t_run = mod.tiny_axpy.launcher(cx, cy, cz, 2.0), mod.tiny_axpy.launcher(tx, ty, tz, 2.0)
+    general = {"x": tx, "y": ty, "z": tz, "a": 2.0}
     candidates = {
+        # every check one by one (args.Binder): what a PyTorch call took before the fast path took tensors
+        "torch general path": lambda: compiled.launch(general),
         "torch tlc": lambda: mod.tiny_axpy(tx, ty, tz, 2.0),
         "torch RawKernel": lambda: raw((1,), (32,), (tx.data_ptr(), ty.data_ptr(), tz.data_ptr(),
                                                      np.float32(2.0), np.int32(n)), stream=ts),
