@@ -132,7 +132,7 @@ def launch_overhead(results: dict) -> None:
         if not verdict.ok:
             results["launch_wrong"] = f"{name}: {verdict.why}"
             return
-    reps = 20000
+    reps = 10000
 
     def loop_tlc():
         for _ in range(reps):
@@ -195,9 +195,9 @@ def launch_paths(results: dict) -> None:
         if not (got[:32] == 3).all() or (got[32:] != 0).any():
             results["launch_paths_wrong"] = f"{name}: z[:4] = {got[:4]}"
             return
-    reps = 5000
+    reps = 3000
     best = dict.fromkeys(candidates, float("inf"))
-    for _ in range(7):  # interleaved rounds: clock drift hits every candidate alike
+    for _ in range(5):  # interleaved rounds: clock drift hits every candidate alike
         for name, launch in candidates.items():
             torch.cuda.synchronize()
             cp.cuda.Device().synchronize()
