@@ -26,7 +26,7 @@ def test_column_split_picks_the_runs_with_the_fewest_threads_a_column(shape, dty
 
 SRC = """
 @kernel
-def k(x: f16[M, N], w: f16[N], y: f16[M, N]):
+def k(x: f16[M, N], w: f32[N], y: f32[M, N]):
     with grid(M, threads=256) as r:
         row = fragment(f32[1, 2048])
         sq = fragment(f32[1, 2048])
@@ -46,7 +46,9 @@ def k(x: f16[M, N], w: f16[N], y: f16[M, N]):
 def test_live_registers_hoist_loads_skip_streamed_tiles_and_hold_partials():
     """row, weight: 8 registers each at 256 threads; `sq` is written only for the reduction
     right after it (never held); weight's copy may be issued at the top (ptxas hoists loads),
-    so row and weight are live together, with ss (1) and the reduction's partials (1)."""
+    so row and weight are live together, with ss (1) and the reduction's partials (1).  (The
+    f32 weights and output keep both in f32: narrow_fragments.py would hold an f16 row in 16
+    bits.)"""
     k = tlc.compile_source(SRC, target="cpu").k.scheduled({}, "sm_90a")
     assert live_fragment_registers(k) == 8 + 8 + 1 + 1
     assert loads_in_flight(k) == 2 * 1  # one run of 8 a thread: one address

@@ -3,10 +3,12 @@ and the code generator.  Entry point: `schedule(program, name, constants)`.
 
 The passes, in order, each a function IR -> IR checked by the verifier: `lower` (typed AST ->
 IR), `split_column_blocks` (a column reduction over more blocks, its threads combining once,
-column_blocks.py), `infer_layouts` (fragment layouts, layout_infer.py), `check_thread_storage` (what each thread holds, the
+column_blocks.py), `infer_layouts` (fragment layouts, layout_infer.py), `narrow_fragments` (an
+f32 fragment of 16-bit values held in 16 bits, narrow_fragments.py and recompute.py), `check_thread_storage` (what each thread holds, the
 limit), `plan_shared_memory` (sizes, stages, padding or swizzle, offsets with reuse, the
 limit), `insert_barriers`, `keep_last_stages` (which staged buffers code after a pipelined
-loop reads, last_stage.py), `choose_blocks_per_sm` (the launch bounds' minimum blocks of a
+loop reads, last_stage.py), `use_fast_math` (the fast exponential and a hoisted reciprocal
+where values end at 16-bit precision, fast_math.py), `choose_blocks_per_sm` (the launch bounds' minimum blocks of a
 register-resident kernel, blocks_per_sm.py), `specialize_warps` (a producer/consumer ring on targets with wgmma
 and the TMA, warpspec.py).  Owns no C text.
 """
@@ -23,18 +25,21 @@ from ..typecheck import CheckedProgram
 from .barriers import insert_barriers
 from .blocks_per_sm import choose_blocks_per_sm
 from .column_blocks import split_column_blocks
+from .fast_math import use_fast_math
 from .bind import bind_constants, parse_value
 from .layout import parallel_layout
 from .last_stage import keep_last_stages
 from .persistent_grid import scheduled_as_tile_grid
 from .layout_infer import infer_layouts
 from .lower import Lowerer, LoweringError
+from .narrow_fragments import narrow_fragments
 from .registers import check_thread_storage
 from .smem import plan_shared_memory
 from .warpspec import specialize_warps
 
-PASSES = ("lower", "split_column_blocks", "infer_layouts", "check_thread_storage", "plan_shared_memory",
-          "insert_barriers", "keep_last_stages", "choose_blocks_per_sm", "specialize_warps")
+PASSES = ("lower", "split_column_blocks", "infer_layouts", "narrow_fragments", "check_thread_storage",
+          "plan_shared_memory", "insert_barriers", "keep_last_stages", "use_fast_math", "choose_blocks_per_sm",
+          "specialize_warps")
 
 __all__ = ["schedule", "schedule_grids", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "parallel_layout",
            "observing_passes"]
@@ -130,9 +135,9 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
     ir.verify(kernel)
     after = _AFTER_PASS.get() or (lambda name, result: None)
     after("lower", kernel)
-    passes = (split_column_blocks, lambda k: infer_layouts(k, target, program.sources),
+    passes = (split_column_blocks, lambda k: infer_layouts(k, target, program.sources), narrow_fragments,
               lambda k: check_thread_storage(k, program.sources),
-              lambda k: plan_shared_memory(k, limit, program.sources), insert_barriers, keep_last_stages,
+              lambda k: plan_shared_memory(k, limit, program.sources), insert_barriers, keep_last_stages, use_fast_math,
               lambda k: choose_blocks_per_sm(k, targets.get(target)), lambda k: specialize_warps(k, targets.get(target)))
     tiled = scheduled_as_tile_grid(lowerer.__dict__.get("persistent_walks", ()), kernel, targets.get(target),
                                    tuple(zip(PASSES[1:], passes, strict=True)), after)  # persistent_grid.py

@@ -44,6 +44,9 @@ extern "C" __global__ void __launch_bounds__(128, 4) layernorm(const half* __res
       tl::reduce_finish_fragment<tl::Op::sum, false, tl_layernorm_layout_2, 4, 4>(mean, reinterpret_cast<float*>(tl_smem + 0 + tl_red_phase * TL_RED_STRIDE));
     }
   }
+  // 27: mean[i] = mean[i] / N
+#line 27 "examples/layernorm.tl"
+  float rcp0 = (1.0f / tl::cvt<float>(N));
   // 26: for i in parallel(BM):
 #line 26 "examples/layernorm.tl"
   // parallel (i) over [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
@@ -53,7 +56,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) layernorm(const half* __res
     if (!tl_layernorm_layout_2::valid(threadIdx.x, tl_r)) continue;
     // 27: mean[i] = mean[i] / N
 #line 27 "examples/layernorm.tl"
-    mean[tl_r] = (mean[tl_r] / tl::cvt<float>(N));
+    mean[tl_r] = (mean[tl_r] * rcp0);
   }
   // 28: for t in range(tiles):
 #line 28 "examples/layernorm.tl"
@@ -90,6 +93,9 @@ extern "C" __global__ void __launch_bounds__(128, 4) layernorm(const half* __res
       tl::reduce_finish_fragment<tl::Op::sum, false, tl_layernorm_layout_2, 4, 4>(inv_std, reinterpret_cast<float*>(tl_smem + 0 + tl_red_phase * TL_RED_STRIDE));
     }
   }
+  // 36: inv_std[i] = rsqrt(inv_std[i] / N + eps)
+#line 36 "examples/layernorm.tl"
+  float rcp1 = (1.0f / tl::cvt<float>(N));
   // 35: for i in parallel(BM):
 #line 35 "examples/layernorm.tl"
   // parallel (i) over [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
@@ -99,7 +105,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) layernorm(const half* __res
     if (!tl_layernorm_layout_2::valid(threadIdx.x, tl_r)) continue;
     // 36: inv_std[i] = rsqrt(inv_std[i] / N + eps)
 #line 36 "examples/layernorm.tl"
-    inv_std[tl_r] = rsqrtf(((inv_std[tl_r] / tl::cvt<float>(N)) + 1e-05f));
+    inv_std[tl_r] = rsqrtf(((inv_std[tl_r] * rcp1) + 1e-05f));
   }
   // 37: for t in range(tiles):
 #line 37 "examples/layernorm.tl"

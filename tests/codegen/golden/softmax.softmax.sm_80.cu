@@ -66,7 +66,7 @@ extern "C" __global__ void __launch_bounds__(128, 6) softmax(const half* __restr
       new_max = fmaxf(row_max[tl_r], tile_max[tl_r]);
       // 28: row_sum[i] = row_sum[i] * exp(row_max[i] - new_max)
 #line 28 "examples/softmax.tl"
-      row_sum[tl_r] = (row_sum[tl_r] * expf((row_max[tl_r] - new_max)));
+      row_sum[tl_r] = (row_sum[tl_r] * tl::fast_exp2(((row_max[tl_r] - new_max) * 1.4426950408889634f)));
       // 29: row_max[i] = new_max
 #line 29 "examples/softmax.tl"
       row_max[tl_r] = new_max;
@@ -81,7 +81,7 @@ extern "C" __global__ void __launch_bounds__(128, 6) softmax(const half* __restr
       if (!tl_softmax_layout_0::valid(threadIdx.x, tl_r)) continue;
       // 31: row[i, j] = exp(row[i, j] - row_max[i])
 #line 31 "examples/softmax.tl"
-      row[tl_r] = expf((row[tl_r] - row_max[tl_softmax_layout_1::slot(tl_r)]));
+      row[tl_r] = tl::fast_exp2(((row[tl_r] - row_max[tl_softmax_layout_1::slot(tl_r)]) * 1.4426950408889634f));
     }
     // 32: reduce_sum(row, tile_sum, dim=1)
 #line 32 "examples/softmax.tl"
@@ -123,7 +123,7 @@ extern "C" __global__ void __launch_bounds__(128, 6) softmax(const half* __restr
         if (!tl_softmax_layout_0::valid(threadIdx.x, tl_r)) continue;
         // 39: row[i, j] = exp(row[i, j] - row_max[i])
 #line 39 "examples/softmax.tl"
-        row[tl_r] = expf((row[tl_r] - row_max[tl_softmax_layout_1::slot(tl_r)]));
+        row[tl_r] = tl::fast_exp2(((row[tl_r] - row_max[tl_softmax_layout_1::slot(tl_r)]) * 1.4426950408889634f));
       }
     }
     // 40: for i, j in parallel(BM, BN):

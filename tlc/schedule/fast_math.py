@@ -1,0 +1,252 @@
+"""Fast exponentials and divisions for values that end at 16-bit precision (a pass after layout
+inference, shown in the tile IR as `fast_exp2` calls and `rcp` scalars, with a note).
+
+docs/LANGUAGE.md: `exp` of an f32 value is the precise one, and `/` the IEEE division, since
+an f32 result may be kept.  A softmax written plainly (`row[0, j] = exp(row[0, j] -
+row_max[0])`, then `row[0, j] / row_sum[0]`, `row` an f32 fragment copied into an f16 tensor)
+keeps none: every value it computes ends rounded to f16, whose half ulp (2^-12) is far above
+what the fast forms lose.  There the precise forms cost the kernel its speed: expf is ~9
+instructions, and an IEEE division a branch and a slow path per element (FCHK, CALL), which
+ptxas cannot interleave (bench/plain's softmax: 0.69 of copy bandwidth, the tile op with these
+forms 0.92).  So the pass
+- finds the buffers and scalars whose values reach only 16-bit floats (`precise_names` is the
+  rest: what flows into a wider tensor or buffer, an index, a condition, a comparison, a
+  rounding to an integer, an atomic or a print);
+- in a `parallel` loop storing into one of them, computes `exp(x)` as `fast_exp2(x * log2(e))`
+  and `exp2(x)` as `fast_exp2(x)` (the hardware's ex2.approx: relative error below 2^-21,
+  results below 2^-126 flushed to 0), in f32;
+- and a division by a value the loop does not vary (`row_sum[0]`, a scalar) as a product with
+  its reciprocal, computed once before the loop by an IEEE division (1.5 ulp of f32 at most).
+Values that reach an f32 output keep the precise forms (std.nn's softmax called with f32).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import ir
+from ..dtypes import F32, I32
+from ..ir.walk import statements, written_names
+from .layout import uniform_register
+
+LOG2E = 1.4426950408889634
+_CONTROL = ""  # the flow graph's node for indices, conditions and other uses that need every bit
+_ARITH = frozenset({"+", "-", "*", "/", "min", "max"})
+_DISCRETE_CALLS = frozenset({"floor", "ceil", "round", "bitcast", "thread_index"})
+
+
+def use_fast_math(kernel: ir.Kernel) -> ir.Kernel:
+    """`kernel` with the fast forms where the values stored end at 16-bit precision."""
+    precise = precise_names(kernel)
+    rewriter = _Rewriter(kernel, precise)
+    body = rewriter.body(kernel.body)
+    if not rewriter.exps and not rewriter.reciprocals:
+        return kernel
+    done = []
+    if rewriter.exps:
+        done.append(f"{rewriter.exps} exp as fast_exp2")
+    if rewriter.reciprocals:
+        done.append(f"{rewriter.reciprocals} division{'s' if rewriter.reciprocals > 1 else ''} by a loop-invariant "
+                    "as a product with its reciprocal")
+    note = (f"fast math: {' and '.join(done)}, where the values stored ({', '.join(sorted(rewriter.targets))}) "
+            "end at 16-bit precision")
+    return replace(kernel, body=body, notes=kernel.notes + (note,))
+
+
+def narrow(dtype) -> bool:
+    """Whether values held in `dtype` keep at most 16 bits of a float's precision."""
+    return dtype.is_float and dtype.bits <= 16
+
+
+# ---- where values flow ---------------------------------------------------------------------
+
+def precise_names(kernel: ir.Kernel) -> set[str]:
+    """The buffers, scalars and tensors whose values may reach something that keeps more than a
+    16-bit float's precision: a tensor or buffer of a wider type, or a use that needs every bit
+    (an index, a condition, a comparison, a rounding to an integer, an atomic, a print).  A
+    16-bit float buffer or tensor cuts the flow: what is stored there is rounded to 16 bits."""
+    edges: dict[str, set[str]] = {}
+    cut = {p.name for p in kernel.params if p.kind == "tensor" and narrow(p.dtype)}
+    cut |= {b.name for b in kernel.buffers if narrow(b.dtype)}
+
+    def flow(e: ir.Expr | None, dst: str, arith: bool = True) -> None:
+        if e is None:
+            return
+        if isinstance(e, (ir.Load, ir.Var)):
+            edges.setdefault(e.name, set()).add(dst if arith else _CONTROL)
+            for i in getattr(e, "indices", ()):
+                flow(i, dst, False)
+            return
+        keep = arith and e.dtype.is_float
+        if isinstance(e, ir.BinOp):
+            keep = keep and e.op in _ARITH
+        elif isinstance(e, ir.Call):
+            keep = keep and e.fn not in _DISCRETE_CALLS
+        elif isinstance(e, ir.Select):
+            flow(e.cond, dst, False)
+        for f in ("a", "b", "x"):
+            flow(getattr(e, f, None), dst, keep)
+        for a in getattr(e, "args", ()):
+            flow(a, dst, keep)
+
+    for s in statements(kernel.body):
+        if isinstance(s, (ir.Store, ir.Atomic)):
+            flow(s.value, s.name if isinstance(s, ir.Store) else _CONTROL)
+            for i in s.indices:
+                flow(i, _CONTROL, False)
+        elif isinstance(s, (ir.LetScalar, ir.Assign)):
+            flow(s.value, s.name)
+        elif isinstance(s, ir.Fill):
+            flow(s.value, s.buffer)
+        elif isinstance(s, ir.Copy):
+            edges.setdefault(s.src.name, set()).add(s.dst.name)
+            for side in (s.src, s.dst):
+                for o in getattr(side, "offsets", ()):
+                    flow(o, _CONTROL, False)
+        elif isinstance(s, (ir.Reduce, ir.Scan)):
+            edges.setdefault(s.src, set()).add(s.dst)
+        elif isinstance(s, ir.Gemm):
+            for operand in (s.a, s.b):
+                edges.setdefault(operand, set()).add(s.c)
+        elif isinstance(s, ir.Print):
+            for a in s.args + ((s.cond,) if getattr(s, "cond", None) is not None else ()):
+                flow(a, _CONTROL, False)
+        elif isinstance(s, ir.If):
+            flow(s.cond, _CONTROL, False)
+        elif isinstance(s, ir.For):
+            for e in (s.start, s.stop, s.step):
+                flow(e, _CONTROL, False)
+    seeds = {_CONTROL} | {p.name for p in kernel.params if p.kind == "tensor" and not narrow(p.dtype)}
+    seeds |= {b.name for b in kernel.buffers if not b.dtype.is_float}
+    reaches: dict[str, set[str]] = {}
+    for src, dsts in edges.items():
+        if src in cut:
+            continue  # rounded to 16 bits where it is held: what it feeds does not see this pass
+        for d in dsts:
+            reaches.setdefault(d, set()).add(src)
+    precise, todo = set(), list(seeds)
+    while todo:
+        name = todo.pop()
+        if name in precise:
+            continue
+        precise.add(name)
+        todo.extend(reaches.get(name, ()))
+    return precise - {_CONTROL}
+
+
+# ---- the rewrite ---------------------------------------------------------------------------
+
+class _Rewriter:
+    def __init__(self, kernel: ir.Kernel, precise: set[str]):
+        self.kernel, self.precise = kernel, precise
+        self.frags = {b.name: b for b in kernel.buffers if b.scope == "fragment"}
+        self.taken = {p.name for p in kernel.params} | {b.name for b in kernel.buffers} | set(kernel.block_vars)
+        self.taken |= {name for name, _ in kernel.constants}
+        self.taken |= {s.name for s in statements(kernel.body) if isinstance(s, ir.LetScalar)}
+        self.exps = self.reciprocals = 0
+        self.targets: set[str] = set()
+
+    def body(self, stmts) -> tuple:
+        out = []
+        for s in stmts:
+            if isinstance(s, ir.Parallel):
+                hoisted: list[ir.LetScalar] = []
+                s = replace(s, body=self.parallel_body(s, s.body, hoisted))
+                out.extend(hoisted)
+            else:
+                for f in ("body", "then", "orelse"):
+                    if isinstance(getattr(s, f, None), tuple):
+                        s = replace(s, **{f: self.body(getattr(s, f))})
+            out.append(s)
+        return tuple(out)
+
+    def parallel_body(self, loop: ir.Parallel, stmts, hoisted: list) -> tuple:
+        varying = {v for v, n in zip(loop.vars, loop.extents) if n > 1}
+        varying |= {s.name for s in statements(loop.body) if isinstance(s, (ir.LetScalar, ir.Assign))}
+        written = written_names(loop.body)
+        unit = {v: ir.Const(0, I32) for v, n in zip(loop.vars, loop.extents) if n == 1}
+        out = []
+        for s in stmts:
+            if isinstance(s, (ir.Store, ir.LetScalar, ir.Assign)) and s.name not in self.precise \
+                    and s.value.dtype.is_float:
+                before = (self.exps, self.reciprocals)
+                s = replace(s, value=self.fast(s.value, lambda b: self.invariant(b, varying, written, unit, hoisted)))
+                if (self.exps, self.reciprocals) != before:
+                    self.targets.add(s.name)
+            elif isinstance(s, ir.If):
+                s = replace(s, then=self.parallel_body(loop, s.then, hoisted),
+                            orelse=self.parallel_body(loop, s.orelse, hoisted))
+            out.append(s)
+        return tuple(out)
+
+    def fast(self, e: ir.Expr, reciprocal) -> ir.Expr:
+        """`e` with its exponentials and invariant divisions in the fast forms, where its value
+        flows arithmetically into the stored one (not inside indices or conditions)."""
+        if not e.dtype.is_float or isinstance(e, (ir.Load, ir.Var, ir.Const)):
+            return e
+        if isinstance(e, ir.BinOp) and e.op not in _ARITH:
+            return e
+        if isinstance(e, ir.Call) and e.fn in _DISCRETE_CALLS:
+            return e
+        if isinstance(e, ir.Select):
+            e = replace(e, a=self.fast(e.a, reciprocal), b=self.fast(e.b, reciprocal))
+        elif isinstance(e, ir.BinOp):
+            e = replace(e, a=self.fast(e.a, reciprocal), b=self.fast(e.b, reciprocal))
+        elif isinstance(e, (ir.UnaryOp, ir.Cast)):
+            e = replace(e, x=self.fast(e.x, reciprocal))
+        elif isinstance(e, ir.Call):
+            e = replace(e, args=tuple(self.fast(a, reciprocal) for a in e.args))
+        if isinstance(e, ir.Call) and e.fn in ("exp", "exp2") and e.dtype == F32:
+            self.exps += 1
+            x = e.args[0]
+            if e.fn == "exp":
+                x = ir.BinOp("*", x, ir.Const(LOG2E, F32), F32)
+            return ir.Call("fast_exp2", (x,), F32, span=e.span)
+        if isinstance(e, ir.BinOp) and e.op == "/" and e.dtype == F32:
+            inv = reciprocal(e.b)
+            if inv is not None:
+                self.reciprocals += 1
+                return ir.BinOp("*", e.a, inv, F32, span=e.span)
+        return e
+
+    def invariant(self, b: ir.Expr, varying: set, written: set, unit: dict, hoisted: list):
+        """A scalar holding 1 / `b`, declared before the loop (in `hoisted`), when `b` is the
+        same for every iteration and every thread holds it; else None."""
+        def hoistable(e) -> ir.Expr | None:
+            if isinstance(e, ir.Const):
+                return e
+            if isinstance(e, ir.Var):
+                return None if e.name in varying else unit.get(e.name, e)
+            if isinstance(e, ir.Load):
+                idx = [hoistable(i) for i in e.indices]
+                b = self.frags.get(e.name)
+                if b is None or e.name in written or any(i is None or not isinstance(i, ir.Const) for i in idx) \
+                        or uniform_register(b.layout, tuple(i.value for i in idx), self.kernel.threads) is None:
+                    return None
+                return replace(e, indices=tuple(idx))
+            parts = {}
+            for f in ("a", "b", "x", "cond"):
+                v = getattr(e, f, None)
+                if isinstance(v, ir.Expr):
+                    parts[f] = hoistable(v)
+                    if parts[f] is None:
+                        return None
+            if isinstance(getattr(e, "args", None), tuple):
+                args = tuple(hoistable(a) for a in e.args)
+                if any(a is None for a in args):
+                    return None
+                parts["args"] = args
+            return replace(e, **parts)
+
+        value = hoistable(b)
+        if value is None or value.dtype != F32:
+            return None
+        name = self.fresh("rcp")
+        hoisted.append(ir.LetScalar(name, F32, ir.BinOp("/", ir.Const(1.0, F32), value, F32), span=b.span))
+        return ir.Var(name, F32, span=b.span)
+
+    def fresh(self, base: str) -> str:
+        k = 0
+        while f"{base}{k}" in self.taken:
+            k += 1
+        self.taken.add(f"{base}{k}")
+        return f"{base}{k}"

@@ -1,0 +1,223 @@
+"""Fragments held in the 16-bit type their values have (a pass after layout inference, shown in
+the tile IR as the fragment's dtype, with a note).
+
+A plain kernel copies an f16 row into an f32 fragment (`row = fragment(f32[1, BN])`,
+`copy(x[r, 0], row)`) so that its arithmetic is in f32, as docs/LANGUAGE.md teaches.  Held as
+f32, the row takes twice the registers its values need, and a register-resident kernel's speed
+is the rows in flight an SM holds (schedule/blocks_per_sm.py): bench/plain's rms_norm, its row
+and weights in f32, fits 2 blocks an SM; held as f16, 4.  The pass holds a float fragment in the
+16-bit float type `d` of the copies into it when that changes no value anything reads:
+- every copy into it is from a tensor or buffer of type `d`, every fill a constant `d` holds
+  exactly, and every other store writes a value `d` holds exactly (its own elements, elements
+  of `d` tensors or buffers, such constants, and `where`, negation, `min` and `max` of them);
+- or a store's value is rounded to `d` anyway: the fragment is copied into a `d` tensor or
+  buffer right after the loop that stores it and never read again (rms_norm's result in
+  place: rounded once either way);
+- and no reduction, gemm, scan or atomic takes it whole (they read it in its own type).
+Reads convert each element to the declared type, so the arithmetic stays in f32.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from .. import ir
+from ..ir.walk import loads, statement_exprs, statements
+from .fast_math import narrow
+
+_WHOLE = (ir.Reduce, ir.Gemm, ir.Scan)
+
+
+def narrow_fragments(kernel: ir.Kernel) -> ir.Kernel:
+    """`kernel` with each fragment that can be held in a 16-bit float type held in it."""
+    held, recomputing = {}, []
+    for b in kernel.buffers:
+        if b.scope == "fragment" and b.dtype.is_float and b.dtype.bits > 16:
+            d = _held_type(kernel, b)
+            if d is None:
+                d, kernel = _recomputing(kernel, b)
+                recomputing += [b.name] if d is not None else []
+            if d is not None:
+                held[b.name] = (b.dtype, d)
+    if not held:
+        return kernel
+    buffers = tuple(replace(b, dtype=held[b.name][1]) if b.name in held else b for b in kernel.buffers)
+    body = _rewrite(kernel.body, held)
+    names = ", ".join(f"{name} ({wide} as {d})" for name, (wide, d) in held.items())
+    note = (f"fragments held in 16 bits: {names}: they only hold values of that type, or values rounded "
+            "to it when copied out, so their arithmetic in the declared type is unchanged")
+    if recomputing:
+        note += (f"; {', '.join(recomputing)} keep{'s' if len(recomputing) == 1 else ''} the copied values, "
+                 "an element-wise update of them recomputed in the loops that read it (recompute.py)")
+    return replace(kernel, buffers=buffers, body=body, notes=kernel.notes + (note,))
+
+
+def _held_type(kernel: ir.Kernel, b: ir.Buffer):
+    """The 16-bit type fragment `b` can be held in, or None."""
+    dtypes = {p.name: p.dtype for p in kernel.params if p.kind == "tensor"} | {x.name: x.dtype for x in kernel.buffers}
+    sources = {dtypes.get(s.src.name) for s in statements(kernel.body) if isinstance(s, ir.Copy) and s.dst.name == b.name}
+    if len(sources) != 1:
+        return None
+    (d,) = sources
+    if d is None or not narrow(d):
+        return None
+    terminal = _terminal_stores(kernel.body, b.name, d, dtypes)
+    rounded = False
+    for s in statements(kernel.body):
+        if isinstance(s, ir.Reduce) and s.src == b.name and s.dst != b.name:
+            continue  # a 16-bit source is summed in f32 as an f32 one is (tl/reduce.cuh, the interpreter)
+        if isinstance(s, _WHOLE) and b.name in (getattr(s, f, None) for f in ("src", "dst", "a", "b", "c")):
+            return None
+        if isinstance(s, ir.Atomic) and s.name == b.name:
+            return None
+        if isinstance(s, ir.Fill) and s.buffer == b.name and not _exact(s.value, b.name, d, dtypes):
+            return None
+        if isinstance(s, ir.Store) and s.name == b.name and not _exact(s.value, b.name, d, dtypes):
+            if id(s) not in terminal:
+                return None
+            rounded = True
+    if rounded and any(isinstance(s, ir.Copy) and s.src.name == b.name and dtypes.get(s.dst.name) != d
+                       for s in statements(kernel.body)):
+        return None
+    return d
+
+
+def _recomputing(kernel: ir.Kernel, b: ir.Buffer):
+    """(the 16-bit type, the kernel) where fragment `b` can be held in it once the one store
+    that writes it a wider value is recomputed where read (recompute.py); else (None, kernel)."""
+    from .recompute import recomputed
+
+    dtypes = {p.name: p.dtype for p in kernel.params if p.kind == "tensor"} | {x.name: x.dtype for x in kernel.buffers}
+    sources = {dtypes.get(s.src.name) for s in statements(kernel.body) if isinstance(s, ir.Copy) and s.dst.name == b.name}
+    if len(sources) != 1 or not narrow(next(iter(sources)) or b.dtype):
+        return None, kernel
+    d = next(iter(sources))
+    terminal = _terminal_stores(kernel.body, b.name, d, dtypes)
+    wide = [s for s in statements(kernel.body) if isinstance(s, ir.Store) and s.name == b.name
+            and not _exact(s.value, b.name, d, dtypes) and id(s) not in terminal]
+    if len(wide) != 1:
+        return None, kernel
+    changed = recomputed(kernel, b.name, wide[0])
+    if changed is None or _held_type(changed, b) is None:
+        return None, kernel
+    return d, changed
+
+
+def _exact(e: ir.Expr, name: str, d, dtypes: dict) -> bool:
+    """Whether `e`'s value is always one that type `d` holds exactly."""
+    if isinstance(e, ir.Const):
+        return e.dtype.is_float and _holds(d, e.value)
+    if isinstance(e, ir.Load):
+        return e.name == name or dtypes.get(e.name) == d
+    if isinstance(e, ir.Cast):
+        return e.x.dtype == d or (e.dtype.is_float and e.dtype.bits >= 16 and _exact(e.x, name, d, dtypes))
+    if isinstance(e, ir.Select):
+        return _exact(e.a, name, d, dtypes) and _exact(e.b, name, d, dtypes)
+    if isinstance(e, ir.UnaryOp):
+        return e.op == "-" and _exact(e.x, name, d, dtypes)
+    if isinstance(e, ir.BinOp):
+        return e.op in ("min", "max") and _exact(e.a, name, d, dtypes) and _exact(e.b, name, d, dtypes)
+    return False
+
+
+def _holds(d, value: float) -> bool:
+    np_type = {"f16": np.float16, "bf16": None}.get(d.name)
+    if np_type is None:  # bf16: the top 16 bits of an f32
+        bits = np.array([value], np.float32).view(np.uint32)[0]
+        return bool(bits & 0xFFFF == 0) or np.isnan(value)
+    with np.errstate(over="ignore"):
+        return bool(np.float32(np_type(value)) == np.float32(value)) or np.isnan(value)
+
+
+def _terminal_stores(body, name: str, d, dtypes: dict) -> set:
+    """ids of the stores into fragment `name` whose values are rounded to `d` anyway: in a
+    parallel loop of the kernel's top level that no later statement of the loop reads `name`
+    after, followed by a copy of `name` into a `d` tensor or buffer, the last use of `name`."""
+    out = set()
+    for k, s in enumerate(body):
+        if not isinstance(s, ir.Parallel):
+            continue
+        later = [t for t in body[k + 1:] if name in touched(t)]
+        if not later or not (isinstance(later[0], ir.Copy) and later[0].src.name == name
+                             and dtypes.get(later[0].dst.name) == d) or len(later) > 1:
+            continue
+        inner = list(statements(s.body))
+        for i, t in enumerate(inner):
+            if isinstance(t, ir.Store) and t.name == name and not any(name in touched(u, own=False) for u in inner[i + 1:]):
+                out.add(id(t))
+    return out
+
+
+def touched(s, own: bool = True) -> set:
+    """Names statement `s` (and what it nests, when `own`) reads or writes."""
+    out = set()
+    for t in (statements((s,)) if own else (s,)):
+        out |= {x.name for e in statement_exprs(t) for x in loads(e)}
+        for f in ("name", "buffer", "src", "dst", "a", "b", "c"):
+            v = getattr(t, f, None)
+            out.add(v if isinstance(v, str) else getattr(v, "name", None))
+    out.discard(None)
+    return out
+
+
+# ---- the rewrite ---------------------------------------------------------------------------
+
+def _rewrite(stmts, held: dict) -> tuple:
+    out = []
+    for s in stmts:
+        for f in ("body", "then", "orelse"):
+            if isinstance(getattr(s, f, None), tuple):
+                s = replace(s, **{f: _rewrite(getattr(s, f), held)})
+        fields = {}
+        for f in ("value", "cond", "start", "stop", "step"):
+            v = getattr(s, f, None)
+            if isinstance(v, ir.Expr):
+                fields[f] = _expr(v, held)
+        if isinstance(getattr(s, "indices", None), tuple):
+            fields["indices"] = tuple(_expr(i, held) for i in s.indices)
+        if isinstance(getattr(s, "args", None), tuple):
+            fields["args"] = tuple(_expr(a, held) for a in s.args)
+        for f in ("src", "dst"):
+            side = getattr(s, f, None)
+            if isinstance(side, ir.Region):
+                fields[f] = replace(side, offsets=tuple(_expr(o, held) for o in side.offsets))
+        if fields:
+            s = replace(s, **fields)
+        target = getattr(s, "name", None) if isinstance(s, ir.Store) else getattr(s, "buffer", None) if isinstance(s, ir.Fill) else None
+        if target in held:
+            s = replace(s, value=_to(s.value, held[target][1]))
+        out.append(s)
+    return tuple(out)
+
+
+def _to(e: ir.Expr, d) -> ir.Expr:
+    """`e` converted to type `d`, a conversion back and forth dropped."""
+    if isinstance(e, ir.Cast) and e.x.dtype == d:
+        return e.x
+    if isinstance(e, ir.Const):
+        return ir.Const(e.value, d, span=e.span)
+    return ir.Cast(e, d, span=getattr(e, "span", None))
+
+
+def _expr(e: ir.Expr, held: dict) -> ir.Expr:
+    def held_load(x: ir.Expr) -> ir.Expr:
+        if isinstance(x, ir.Load) and x.name in held:
+            wide, d = held[x.name]
+            return ir.Cast(replace(x, dtype=d), wide, span=x.span)
+        return x
+    return mapped(e, held_load)
+
+
+def mapped(e: ir.Expr, fn) -> ir.Expr:
+    """`e` rebuilt bottom-up with `fn` applied to every subexpression (its operands first)."""
+    fields = {}
+    for f in ("a", "b", "x", "cond"):
+        v = getattr(e, f, None)
+        if isinstance(v, ir.Expr):
+            fields[f] = mapped(v, fn)
+    for f in ("args", "indices"):
+        v = getattr(e, f, None)
+        if isinstance(v, tuple):
+            fields[f] = tuple(mapped(a, fn) for a in v)
+    return fn(replace(e, **fields) if fields else e)
