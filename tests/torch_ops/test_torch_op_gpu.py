@@ -94,3 +94,17 @@ def test_block_under_torch_compile_fullgraph():
     r = example_block().check("cuda")
     assert r["graph_breaks"] == 0 and r["graphs"] == 1, r
     assert r["eager_error"] <= 0.02 * r["scale"] and r["compiled_error"] <= 0.02 * r["scale"], r
+
+
+def test_block_in_the_cuda_graphs_of_reduce_overhead():
+    """torch.compile(mode="reduce-overhead") records the compiled block, tlc launches included,
+    in CUDA graphs and replays them: each call on new inputs is checked."""
+    b = example_block()
+    b.ops()
+    p, mask = b.weights(256, 512, 4, torch.float16, "cuda"), b.causal_mask(64, torch.float16, "cuda")
+    compiled = torch.compile(b.tlc_block, fullgraph=True, mode="reduce-overhead")
+    for i in range(6):
+        x = torch.randn(64, 256, device="cuda", dtype=torch.float16)
+        got = compiled(x, p, mask).float()
+        want = b.eager_block(x, p, mask)
+        assert float((got - want).abs().max()) <= 0.02 * float(want.abs().max()), f"call {i}"

@@ -49,8 +49,15 @@ def _implementation(sig: OpSignature, cpu_target):
     import torch
 
     kernels = {}  # executor target -> this kernel or tile op loaded for it (sharing the checked program)
-    params = tuple(p.name for p in sig.fn.runtime_params)
-    result_names = tuple(r.name for r in sig.results)
+    names = tuple(a.name for a in sig.args)
+    tensors = tuple(i for i, a in enumerate(sig.args) if a.kind == "tensor")
+    allocates = bool(sig.results) and not sig.tile_op
+    # the kernel's runtime parameters in order, each an operator argument (its index) or a result
+    # the operator allocates (-1 - its index)
+    slots = tuple(names.index(p.name) if p.name in names else -1 - [r.name for r in sig.results].index(p.name)
+                  for p in sig.fn.runtime_params)
+    specs: dict = {}  # the input tensors' shapes and dtypes -> the results' (shape, torch dtype)
+    constants = sig.constants
 
     def kernel_for(target: str):
         k = kernels.get(target)
@@ -65,42 +72,48 @@ def _implementation(sig: OpSignature, cpu_target):
             kernels[target] = k
         return k
 
+    def result_specs(args: tuple) -> tuple:
+        key = tuple((args[i].shape, args[i].dtype) for i in tensors)
+        found = specs.get(key)
+        if found is None:
+            shapes = {names[i]: tuple(args[i].shape) for i in tensors}
+            dtypes = {names[i]: tl_dtype_of_torch(args[i].dtype) for i in tensors}
+            found = specs[key] = tuple((shape, torch_dtype(torch, dt)) for shape, dt in sig.result_specs(shapes, dtypes))
+        return found
+
     def run(*args, **kwargs):
-        values = sig.bind(args, kwargs)
-        first = next(values[a.name] for a in sig.args if a.kind == "tensor")
-        device = first.device
-        write_back = []
-        for a in sig.args:
-            if a.kind != "tensor":
-                continue
-            t = values[a.name]
+        if kwargs or len(args) != len(names):
+            values = sig.bind(args, kwargs)
+            args = tuple(values[n] for n in names)
+        device = args[tensors[0]].device
+        write_back = None
+        for i in tensors:
+            t = args[i]
             if t.device != device:
-                raise OpError(f"'{a.name}' is on {t.device} but '{sig.args[0].name}' is on {device}")
+                raise OpError(f"'{names[i]}' is on {t.device} but '{names[tensors[0]]}' is on {device}")
             if not t.is_contiguous():  # tlc reads dense row-major arrays
-                values[a.name] = t.contiguous()
-                if a.mutated:
-                    write_back.append((t, values[a.name]))
-        if sig.results and not sig.tile_op:
-            shapes = {a.name: tuple(values[a.name].shape) for a in sig.args if a.kind == "tensor"}
-            dtypes = {a.name: tl_dtype_of_torch(values[a.name].dtype) for a in sig.args if a.kind == "tensor"}
-            for (shape, dt), r in zip(sig.result_specs(shapes, dtypes), sig.results):
-                values[r.name] = torch.empty(shape, dtype=torch_dtype(torch, dt), device=device)
+                args = args[:i] + (t.contiguous(),) + args[i + 1:]
+                if sig.args[i].mutated:
+                    write_back = (write_back or []) + [(t, args[i])]
+        outs = tuple(torch.empty(shape, dtype=dt, device=device) for shape, dt in result_specs(args)) if allocates else ()
+        call = tuple(args[j] if j >= 0 else outs[-1 - j] for j in slots)
         if device.type == "cuda":
-            with torch.cuda.device(device):
-                out = kernel_for("cuda")(*(values[p] for p in params), **sig.constants)
+            if device.index == torch.cuda.current_device():
+                out = kernel_for("cuda")(*call, **constants)
+            else:
+                with torch.cuda.device(device):
+                    out = kernel_for("cuda")(*call, **constants)
         elif device.type == "cpu":
             target = cpu_target or (sig.kernel.module.target if sig.kernel.module.target in ("cpu", "cpp") else "cpp")
-            out = kernel_for(target)(*(_numpy_view(values[p]) if isinstance(values[p], torch.Tensor) else values[p]
-                                       for p in params), **sig.constants)
+            out = kernel_for(target)(*(_numpy_view(a) if isinstance(a, torch.Tensor) else a for a in call), **constants)
             if out is not None:
                 out = _from_numpy(torch, out)
         else:
             raise OpError(f"tlc runs on CUDA and CPU tensors, not on {device.type}")
-        for original, dense in write_back:
+        for original, dense in write_back or ():
             original.copy_(dense)
         if sig.tile_op:
             return out
-        outs = tuple(values[r] for r in result_names)
         return outs[0] if len(outs) == 1 else (outs or None)
 
     run.__name__ = sig.kernel.name
