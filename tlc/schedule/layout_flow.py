@@ -140,7 +140,8 @@ def column_reduced(stmts, frags) -> frozenset:
     combine) does not count: its one exchange is cheaper than narrow loads in every tile."""
     dims: dict = {}
     looped = {id(x) for s in stmts if isinstance(s, ir.For) for x in statements(s.body)}
-    accumulated = {x.name for s in stmts if isinstance(s, ir.For) for x in statements(s.body) if isinstance(x, ir.Store)}
+    accumulated = {x.name for s in stmts if isinstance(s, ir.For)
+                   for x in statements(s.body) if isinstance(x, ir.Store)}
     for s in stmts:
         if isinstance(s, ir.Reduce) and s.dim == 0 and id(s) not in looped and s.src in accumulated:
             continue

@@ -17,6 +17,9 @@ VECTOR_BYTES = 16  # one 16-byte access per thread and run
 DEFAULT_SIZE = 1024  # the size assumed for a shape symbol whose value is not known
 ROW_TILE_MAX = 8192  # a row kernel's tile holds at most this many elements along the reduced axis
 COL_TILE_MAX = 256  # columns per block of a column reduction (axis 0)
+COL_TILE_MIN = 32  # and at least this many (a 128-byte line of f32; schedule/column_blocks.py's width)
+COL_BLOCKS_MIN = 264  # fewer columns per block while that leaves fewer blocks than two per SM of an H200
+COL_ELEMS_PER_THREAD = 16  # a column kernel's thread: its tile elements, and as many in its partial sums
 
 
 @dataclass(frozen=True)
@@ -30,13 +33,14 @@ class Rules:
     row_elems_per_thread: int = 32  # elements of a row tile a thread holds (registers); 32: an 8192-column softmax 1.57x faster than 16 on the H200
     row_block_elems: int = 2048  # a row kernel's block holds at least this many elements (more rows)
     row_keep_exp: bool = True  # a one-tile softmax keeps exp(x - max) in registers for the result
+    col_block_elems: int = 4096  # a column kernel's tile (16 elements a thread at 256 threads)
     # blocks per SM a row or element-wise kernel asks ptxas to fit (__launch_bounds__), i.e. rows or
     # runs in flight; 0: a row kernel's from `row_blocks_per_sm` (softmax 8192 f16: 4), an
     # element-wise kernel's from codegen/occupancy.py's estimate
     min_blocks: int = 0
 
     def __post_init__(self):
-        for name in ("ew_threads", "ew_runs", "row_elems_per_thread", "row_block_elems"):
+        for name in ("ew_threads", "ew_runs", "row_elems_per_thread", "row_block_elems", "col_block_elems"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1 or v & (v - 1):
                 raise ValueError(f"rule {name} must be a power of two, not {v!r}")
@@ -108,18 +112,27 @@ def row_tiles(axis: int, space, sizes: dict, rules: Rules = DEFAULT_RULES) -> Ro
     """Rows of a row reduction (axis 1, or a 1-D tensor): the whole row in one tile when it has
     at most `ROW_TILE_MAX` elements (then the kernel reads each element once and every pass
     after the first reads registers), and enough rows per block for `row_block_elems` elements.
-    Columns (axis 0): up to `COL_TILE_MAX` columns per block, walking the rows in tiles of
-    `row_block_elems` elements.  Threads: one per `row_elems_per_thread` elements of the tile,
-    128 to 1024."""
+    Columns (axis 0): `COL_TILE_MAX` columns per block, halved (to `COL_TILE_MIN`) while that
+    leaves fewer than `COL_BLOCKS_MIN` blocks (8192 columns: 32 a block, 256 blocks; 256 a block
+    ran 32 blocks on the H200's 132 SMs, 0.07 of the copy bandwidth), walking the rows in tiles
+    of `col_block_elems` elements (each thread adds its rows of every tile in registers and the
+    threads combine once, column_blocks.defer_column_combine).  Threads: one per
+    `row_elems_per_thread` elements of the tile (`COL_ELEMS_PER_THREAD` of a column tile, whose
+    partials take as many registers again), 128 to 1024."""
     if axis == len(space) - 1:
         n = size_of(space[-1], sizes)
         m = size_of(space[0], sizes) if len(space) == 2 else 1
         red = max(32, min(n, ROW_TILE_MAX))
         kept = max(1, min(rules.row_block_elems // red, m))
     else:
-        kept = max(32, min(size_of(space[1], sizes), COL_TILE_MAX))
-        red = max(1, min(rules.row_block_elems // kept, size_of(space[0], sizes)))
-    threads = min(1024, max(128, kept * red // rules.row_elems_per_thread))
+        n = size_of(space[1], sizes)
+        kept = COL_TILE_MAX
+        while kept > COL_TILE_MIN and n // kept < COL_BLOCKS_MIN:
+            kept //= 2
+        kept = max(COL_TILE_MIN, min(n, kept))
+        red = max(1, min(rules.col_block_elems // kept, size_of(space[0], sizes)))
+    per_thread = rules.row_elems_per_thread if axis == len(space) - 1 else COL_ELEMS_PER_THREAD
+    threads = min(1024, max(128, kept * red // per_thread))
     return RowTiles(kept, red, threads, whole=axis == len(space) - 1 and n <= red, keep_exp=rules.row_keep_exp,
                     min_blocks=rules.min_blocks)
 
