@@ -3,6 +3,8 @@ the operator's schema (arguments, mutation annotations, results), the results' s
 dtypes from the inputs', and the exact errors of a registration that cannot work."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import tlc
@@ -61,6 +63,15 @@ def test_a_fixed_dtype_constant_wins(std):
 def test_shape_symbols_given_twice_are_listed_for_the_fake_to_check(std):
     checks = list(OpSignature(std["nn"].rms_norm, outputs="y").symbol_checks())
     assert checks == [("N", ("x", 1), [("weight", 0)])]
+
+
+ASSERTING = Path(__file__).resolve().parents[1] / "typecheck" / "device_assert.tl"
+
+
+def test_kernels_with_device_asserts_are_known(std):
+    # their launches synchronize, which a CUDA graph cannot capture: the operator refuses there
+    assert OpSignature(tlc.load(str(ASSERTING), target="cpu").scale).asserts
+    assert not OpSignature(std["nn"].rms_norm).asserts
 
 
 @pytest.mark.parametrize("kernel, options, message", [

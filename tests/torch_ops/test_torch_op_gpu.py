@@ -4,12 +4,15 @@
 grids and alloc_global workspaces, which come from PyTorch's allocator)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytestmark = pytest.mark.gpu
 
 torch = pytest.importorskip("torch")
 
+import tlc  # noqa: E402
 import tlc.torch  # noqa: E402
 from torch_kit import example_block, load_std, name, rms_ref  # noqa: E402
 
@@ -64,6 +67,20 @@ def test_cuda_graph_replayed_100_times(std):
             torch.testing.assert_close(got, ref, atol=0, rtol=0, msg=lambda s: f"replay {i}: {s}")
     h = torch.nn.functional.silu(rms_ref(x, w) @ wl.float().T)
     torch.testing.assert_close(outs[0].float(), h, atol=3e-2, rtol=3e-2)
+
+
+def test_capturing_a_kernel_with_device_asserts_is_refused():
+    path = Path(__file__).resolve().parents[1] / "typecheck" / "device_assert.tl"
+    scale = tlc.torch.op(name("asserting"), tlc.load(str(path)).scale, outputs="Y")
+    x = torch.zeros(256, device="cuda")
+    torch.testing.assert_close(scale(x, 1.0), x)  # outside a capture it runs, and checks its asserts
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        scale(x, 1.0)
+    with pytest.raises(tlc.torch.OpError, match="'scale' has a device_assert, whose failure record is read after "
+                                                "each launch, a synchronization that a CUDA graph cannot capture"):
+        with torch.cuda.graph(torch.cuda.CUDAGraph()):
+            scale(x, 1.0)
 
 
 def test_autograd_through_a_backward_kernel(std):

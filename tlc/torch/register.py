@@ -98,6 +98,10 @@ def _implementation(sig: OpSignature, cpu_target):
         outs = tuple(torch.empty(shape, dtype=dt, device=device) for shape, dt in result_specs(args)) if allocates else ()
         call = tuple(args[j] if j >= 0 else outs[-1 - j] for j in slots)
         if device.type == "cuda":
+            if sig.asserts and torch.cuda.is_current_stream_capturing():
+                raise OpError(f"'{sig.kernel.name}' has a device_assert, whose failure record is read after each "
+                              "launch, a synchronization that a CUDA graph cannot capture: leave the asserts out "
+                              "of kernels you capture")
             if device.index == torch.cuda.current_device():
                 out = kernel_for("cuda")(*call, **constants)
             else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import device_assert
 from ..diagnostics import TlcError
 from ..dtypes import DTYPES, DType
 from ..ir.walk import written_names
@@ -91,6 +92,7 @@ class OpSignature:
                 if o not in tensors:
                     raise OpError(f"outputs: '{kernel.name}' has no array parameter '{o}'; "
                                   f"its arrays are {_names(tensors)}")
+        self.asserts = False  # a kernel with device_asserts synchronizes after each launch
         written = self._written(mutates, outputs)
         for o in outputs if not self.tile_op else ():
             if o not in written:
@@ -190,6 +192,7 @@ class OpSignature:
         written = set()
         for g in grids:
             written |= written_names(g.body)
+            self.asserts = self.asserts or bool(device_assert.sites(g.body))
         return written & tensors
 
     def _arg(self, p, written: set) -> OpArg:
