@@ -146,3 +146,14 @@ def test_example_block_on_cpu():
     r = example_block().check("cpu", s=8, d=32, heads=2, f=32, dtype=torch.float32, cpu_target="interp", backend="aot_eager")
     assert r["graph_breaks"] == 0 and r["graphs"] == 1
     assert r["eager_error"] <= 1e-4 * r["scale"] and r["compiled_error"] <= 1e-4 * r["scale"], r
+
+
+@pytest.mark.slow
+def test_cpu_tensors_on_the_cpp_target(std):
+    """cpu_target="cpp": the cpu target's C++ (compiled by the system's compiler) through the
+    same NumPy views; the module loaded for the interpreter lends its checked program."""
+    add = tlc.torch.op(name("add_cpp"), std["elementwise"].add, cpu_target="cpp")
+    rms = tlc.torch.op(name("rms_cpp"), std["nn"].rms_norm, outputs="y", cpu_target="cpp")
+    a, w = torch.randn(30, 70), torch.randn(70)
+    torch.testing.assert_close(add(a, a), 2 * a)
+    torch.testing.assert_close(rms(a, w, 1e-6), rms_ref(a, w))
