@@ -77,7 +77,7 @@ def test_only_arithmetic_rows_count_flops():
     """The roofline's points: std.elementwise and std.reduce rows, one operation per element."""
     assert bench_ops.ARITHMETIC == ("std.elementwise", "std.reduce")
     assert {r.module for r in bench_ops.ROWS} == {"std.elementwise", "std.reduce", "std.data", "std.nn_train",
-                                                 "std.nn_layers", "std.moe"}
+                                                 "std.nn_layers", "std.moe", "std.broadcast"}
 
 
 def test_dry_run_of_nn_train_rows_of_each_kind():

@@ -8,7 +8,6 @@ exactly, weights by op_tolerances (a few f32 units), gathered rows bit for bit."
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -180,7 +179,3 @@ def tiles(name: str) -> list:
         return [((37, 20, 4, 0), dict(BE=32, BLOCK=8, CHUNK=64, THREADS=32)),
                 ((5, 3, 2, 0), dict(BE=4, BLOCK=4, CHUNK=16, THREADS=32))]
     return [((13, 6, 3, 40), dict(BD=16, THREADS=32)), ((2, 4, 1, 8), dict(BD=16, THREADS=32))]
-
-
-def doc_path() -> Path:
-    return Path(__file__).resolve().parents[2] / "docs" / "stdlib" / "moe.md"

@@ -4,20 +4,17 @@ registry and the reference page.  tests/gpu/test_moe_gpu.py runs the table on th
 shapes with the default tiles, and the routing end to end against PyTorch."""
 from __future__ import annotations
 
-import re
-import sys
 import zlib
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tlc
-from moe_kit import MOE_PATH, OPS, doc_path, tiles
+from moe_kit import MOE_PATH, OPS, tiles
+from module_checks import (assert_builds_without_spills, assert_reference_page_is_current,
+                           defs_without_a_doc_comment)
 from op_registry import check_or_record
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))  # the nvcc helper
-from nvcc import BUILD_ARCHS, compile_object  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +28,7 @@ def test_the_module_holds_every_operator_of_the_table(mod):
 
 def test_every_operator_has_a_doc_comment():
     """The line under each def is a comment saying what it computes (the reference page reads it)."""
-    text = Path(MOE_PATH).read_text()
-    defs = re.findall(r"^def (\w+)\(.*?\).*?:\n(\s*)(\S)", text, re.M | re.S)
-    assert defs and all(first == "#" for _, _, first in defs), [d for d, _, f in defs if f != "#"]
+    assert defs_without_a_doc_comment(MOE_PATH) == []
 
 
 PASSED: dict[str, set] = {}  # operator -> the dtypes whose rows passed in this run
@@ -99,18 +94,9 @@ def test_registry():
                                         (("sm_80", "f16", pytest.mark.slow), ("sm_90a", "bf16", ()))])
 def test_builds_with_nvcc(arch, dtype, tmp_path):
     """Every operator of the module, for one dtype, compiles without warnings or spills."""
-    from tlc.runner import build
-
-    source, _ = build(MOE_PATH, defines=(f"T={dtype}",), arch=arch)
-    log = compile_object(source, arch, tmp_path)
-    spills = dict(re.findall(r"Function properties for (\w+)\n\s*\d+ bytes stack frame, (\d+) bytes spill", log))
-    assert len([k for k in spills if not k.startswith("_Z")]) == source.count("__global__")
-    assert {k for k, v in spills.items() if v != "0"} == set(), log
+    assert_builds_without_spills(MOE_PATH, arch, dtype, tmp_path)
 
 
 def test_the_reference_page_is_generated_from_the_sources():
     """docs/stdlib/moe.md is what scripts/stdlib-docs writes (rerun it after editing the .tl)."""
-    from tlc.ops import load_tested, markdown, module_ops
-
-    text = markdown(Path(MOE_PATH), module_ops(Path(MOE_PATH), load_tested()))
-    assert doc_path().read_text() == text, "docs/stdlib/moe.md is stale: run scripts/stdlib-docs moe"
+    assert_reference_page_is_current(MOE_PATH)

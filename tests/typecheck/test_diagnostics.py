@@ -61,7 +61,7 @@ CASES = {
     ),
     'E026_no_such_std_module': (
         'from std.nothing import x\n',
-        "t.tl:1:1: error[E026]: the standard library has no module 'std.nothing'\n  |\n1 | from std.nothing import x\n  | ^^^^^^^^^^^^^^^^^^^^^^^^^\n  = hint: it has: std.data, std.elementwise, std.gemm, std.math, std.moe, std.nn, std.nn_layers, std.nn_train, std.reduce",
+        "t.tl:1:1: error[E026]: the standard library has no module 'std.nothing'\n  |\n1 | from std.nothing import x\n  | ^^^^^^^^^^^^^^^^^^^^^^^^^\n  = hint: it has: std.broadcast, std.data, std.elementwise, std.gemm, std.math, std.moe, std.nn, std.nn_layers, std.nn_train, std.reduce",
     ),
     'E026_absolute_import': (
         'from common import gelu\n',

@@ -521,11 +521,48 @@ def _moe_rows() -> list[Row]:
     ]
 
 
+def _broadcast_rows() -> list[Row]:
+    """std.broadcast: each operator at y of (4, 4, M / 16, N) f16 elements (2^27), its first
+    operand whole, the others broadcast along two dimensions each (b: (1, 4, 1, N), a bias per
+    head; c: (4, 1, M / 16, 1), a value per position) as PyTorch eager broadcasts them."""
+    import broadcast_kit as kit
+    from test_elementwise import inputs
+
+    torch_ops = {"add": lambda t, a, b: a + b, "sub": lambda t, a, b: a - b, "mul": lambda t, a, b: a * b,
+                 "div": lambda t, a, b: a / b, "maximum": lambda t, a, b: t.maximum(a, b),
+                 "minimum": lambda t, a, b: t.minimum(a, b), "pow": lambda t, a, b: t.pow(a, b),
+                 "where": lambda t, c, a, b: t.where(c, a, b), "clamp": lambda t, x, lo, hi: t.clamp(x, lo, hi),
+                 "lerp": lambda t, a, b, w: t.lerp(a, b, w)}
+    domains = {"pow": ("pos", "unit")}  # 2^27 draws of the test's domains reach f16's overflow
+
+    def torch_f(expr):
+        def fn(*a):
+            import torch
+
+            return expr(torch, *a)
+        return fn
+
+    def shapes(m, n):
+        full = (4, 4, max(1, m // 16), n)
+        return [full, (1, 4, 1, n), (4, 1, full[2], 1)]
+
+    def make(op):
+        def fn(shape, seed=0):
+            rng = np.random.default_rng(seed)
+            doms = domains.get(op.name, op.domains)
+            return [inputs(rng, d, "bool" if d == "bool" else "f16", s) for d, s in zip(doms, shapes(*shape))]
+        return fn
+
+    return [Row("std.broadcast", op.name, (), torch_f(torch_ops[op.name]), op.ref, out_shape=lambda s: s,
+                inputs=make(op)) for op in kit.OPS]
+
+
 @functools.lru_cache(maxsize=None)
 def all_rows() -> tuple:
     """Every row, in table order (built on first use: the tables are tests/stdlib's)."""
     tables_folder()
-    return tuple(_elementwise_rows() + _cast_rows() + _reduce_rows() + _data_rows() + _nn_train_rows() + _moe_rows())
+    return tuple(_elementwise_rows() + _cast_rows() + _reduce_rows() + _data_rows() + _nn_train_rows() + _moe_rows()
+                 + _broadcast_rows())
     # std.data, ...: their rows here
 
 
