@@ -57,7 +57,25 @@ OTHER = SUM.replace("def colsum(", "def scaled(").replace(
     "        copy(acc, out[bx * BN])", "        for j in parallel(BN):\n            acc[j] = acc[j] * f32(bx + 1)\n"
     "        copy(acc, out[bx * BN])")
 
-SOURCES = {"colsum": SUM, "colmax": MAX, "short": SHORT, "scaled": OTHER}
+# a filled tile summed along with the copied one (a row count): its rows past the tensor are 1,
+# so its tiles keep their rows
+COUNT = """
+@kernel
+def count(x: f32[M, N], out: f32[N], BM: const = 8, BN: const = 128):
+    with grid(cdiv(N, BN), threads=128) as bx:
+        tile = fragment(f32[BM, BN])
+        ones = fragment(f32[BM, BN])
+        acc = fragment(f32[BN])
+        clear(acc)
+        fill(ones, 1.0)
+        for t in range(cdiv(M, BM)):
+            copy(x[t * BM, bx * BN], tile)
+            reduce_sum(tile, acc, dim=0, clear=False)
+            reduce_sum(ones, acc, dim=0, clear=False)
+        copy(acc, out[bx * BN])
+"""
+
+SOURCES = {"colsum": SUM, "colmax": MAX, "short": SHORT, "scaled": OTHER, "count": COUNT}
 
 
 def scheduled(name, arch="sm_80", **constants):
@@ -116,6 +134,14 @@ def test_a_loop_short_of_the_tensor_keeps_its_rows(monkeypatch):
     x = np.random.default_rng(7).standard_normal((50, 140)).astype(np.float32)
     np.testing.assert_allclose(run(k, x, 140), run(unsplit("short", monkeypatch), x, 140), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(run(k, x, 140), x[:48].sum(axis=0), rtol=1e-5, atol=1e-5)  # 6 tiles of 8
+
+
+def test_a_filled_tile_keeps_its_rows(monkeypatch):
+    k = scheduled("count")
+    assert k.buffer("tile").shape == (8, 32) and k.buffer("ones").shape == (8, 32)
+    x = np.random.default_rng(9).standard_normal((45, 130)).astype(np.float32)
+    np.testing.assert_allclose(run(k, x, 130), x.sum(axis=0) + 48, rtol=1e-5, atol=1e-5)  # 6 tiles of 8 ones
+    np.testing.assert_allclose(run(k, x, 130), run(unsplit("count", monkeypatch), x, 130), rtol=1e-5, atol=1e-5)
 
 
 def test_a_block_index_read_elsewhere_leaves_the_kernel_as_written():

@@ -139,12 +139,14 @@ def _is_block_columns(e, bx: str, bn: int) -> bool:
 
 def _row_growth(kernel: ir.Kernel, split: int):
     """(loop var, BM) when every reduction is a sum (a row past the tensor reads 0 and adds
-    nothing), every 2-D fragment has BM rows and is filled by a copy at rows `t * BM` of a loop
+    nothing), every 2-D fragment has BM rows and is written only by a copy at rows `t * BM` of a loop
     `for t in range(0, cdiv(M, BM))` over the copied tensor's M rows (so the grown tiles cover
     only rows past the tensor beyond the program's), and `t` is read nowhere else."""
     if any(s.kind != "sum" for s in statements(kernel.body) if isinstance(s, ir.Reduce)):
         return None
     tall = [b for b in kernel.buffers if len(b.shape) == 2]
+    if any(isinstance(s, ir.Fill) and s.buffer in {b.name for b in tall} for s in statements(kernel.body)):
+        return None  # a filled tile's rows past the tensor would not read 0
     if not tall or len({b.shape[0] for b in tall}) != 1:
         return None
     bm = tall[0].shape[0]
