@@ -15,8 +15,9 @@ forms 0.92).  So the pass
 - in a `parallel` loop storing into one of them, computes `exp(x)` as `fast_exp2(x * log2(e))`
   and `exp2(x)` as `fast_exp2(x)` (the hardware's ex2.approx: relative error below 2^-21,
   results below 2^-126 flushed to 0), in f32;
-- and a division by a value the loop does not vary (`row_sum[0]`, a scalar) as a product with
-  its reciprocal, computed once before the loop by an IEEE division (1.5 ulp of f32 at most).
+- and, in a loop that runs its body more than once a thread, a division by a value the loop
+  does not vary (`row_sum[0]`, a scalar) as a product with its reciprocal, computed once
+  before the loop by an IEEE division (1.5 ulp of f32 at most).
 Values that reach an f32 output keep the precise forms (std.nn's softmax called with f32).
 """
 from __future__ import annotations
@@ -160,21 +161,27 @@ class _Rewriter:
         return tuple(out)
 
     def parallel_body(self, loop: ir.Parallel, stmts, hoisted: list) -> tuple:
+        if getattr(loop.layout, "registers", 1) < 2:
+            # each thread runs the body once: a reciprocal would cost as much as the division
+            return self.rewrite_body(loop, stmts, lambda b: None)
         varying = {v for v, n in zip(loop.vars, loop.extents) if n > 1}
         varying |= {s.name for s in statements(loop.body) if isinstance(s, (ir.LetScalar, ir.Assign))}
         written = written_names(loop.body)
         unit = {v: ir.Const(0, I32) for v, n in zip(loop.vars, loop.extents) if n == 1}
+        return self.rewrite_body(loop, stmts, lambda b: self.invariant(b, varying, written, unit, hoisted))
+
+    def rewrite_body(self, loop: ir.Parallel, stmts, reciprocal) -> tuple:
         out = []
         for s in stmts:
             if isinstance(s, (ir.Store, ir.LetScalar, ir.Assign)) and s.name not in self.precise \
                     and s.value.dtype.is_float:
                 before = (self.exps, self.reciprocals)
-                s = replace(s, value=self.fast(s.value, lambda b: self.invariant(b, varying, written, unit, hoisted)))
+                s = replace(s, value=self.fast(s.value, reciprocal))
                 if (self.exps, self.reciprocals) != before:
                     self.targets.add(s.name)
             elif isinstance(s, ir.If):
-                s = replace(s, then=self.parallel_body(loop, s.then, hoisted),
-                            orelse=self.parallel_body(loop, s.orelse, hoisted))
+                s = replace(s, then=self.rewrite_body(loop, s.then, reciprocal),
+                            orelse=self.rewrite_body(loop, s.orelse, reciprocal))
             out.append(s)
         return tuple(out)
 
