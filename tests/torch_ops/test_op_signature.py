@@ -99,3 +99,14 @@ def test_registration_errors(std, kernel, options, message):
     with pytest.raises(OpError) as e:
         OpSignature(getattr(std[module], name), **options)
     assert str(e.value) == message
+
+
+def test_importing_tlc_torch_does_not_import_pytorch():
+    # registering imports it; reading a signature (and `import tlc`) never does
+    import subprocess
+    import sys
+
+    code = ("import sys, tlc, tlc.torch; from tlc.torch import OpSignature; "
+            "OpSignature(tlc.load('std.nn', target='cpu').rms_norm); print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
