@@ -52,6 +52,18 @@ def test_decorator_form_and_tile_op(std):
     torch.testing.assert_close(bf, (a.bfloat16().float() + b.bfloat16().float()).bfloat16())
 
 
+def test_constants_are_fixed_for_the_operator(std):
+    # ACT=2: relu in matmul_epilogue's store; small tiles for the interpreter
+    gemm = tlc.load("std.gemm", target="cpu")
+    relu_linear = tlc.torch.op(name("relu_linear"), gemm.matmul_epilogue, outputs="C",
+                               constants={"ACT": 2, "BM": 16, "BN": 16, "BK": 16})
+    assert relu_linear.tlc_signature.schema() == "(Tensor A, Tensor B, Tensor bias, float alpha, float beta) -> Tensor"
+    a, b, bias = torch.randn(9, 20), torch.randn(20, 11), torch.randn(11)
+    want = torch.relu(2.0 * a @ b + bias)
+    for _ in range(2):  # the second call takes the kernel's cached launch
+        torch.testing.assert_close(relu_linear(a, b, bias, 2.0, 0.0), want, atol=1e-4, rtol=1e-4)
+
+
 def test_fake_tensor_shapes_and_dtypes_come_from_the_signature(std):
     from torch._subclasses.fake_tensor import FakeTensorMode
 
