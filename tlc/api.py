@@ -26,11 +26,55 @@ _said_no_compiler = False
 
 
 def load(path: str, target: str = "auto") -> "Module":
-    """Parse and type-check a `.tl` file; raises `DiagnosticError` or `driver.SourceError`."""
+    """Parse and type-check a `.tl` file; raises `DiagnosticError` or `driver.SourceError`.
+    For the GPU, a file checked before comes from the checked-module cache
+    (`runtime.checked_cache`) and is checked again only when a kernel must be compiled."""
+    gpu = target == "cuda" or (target == "auto" and _gpu_available())
+    if gpu:
+        cached = _cached_module(path, target)
+        if cached is not None:
+            return cached
     result = driver.check_file(path)
     if not result.ok:
         raise DiagnosticError(result.diagnostics, result.sources)
+    if gpu:
+        from .runtime import checked_cache
+
+        program = result.program
+        checked_cache.store(program, program.sources[program.path], program.path)
     return Module(result.program, target)
+
+
+def _gpu_available() -> bool:
+    from .runtime.compile import cuda_unavailable_reason
+
+    return cuda_unavailable_reason() is None
+
+
+def _cached_module(path: str, target: str) -> "Module | None":
+    """The module of `path` from the checked-module cache, or None (then `driver.check_file`
+    checks it, and reports what is wrong with the file)."""
+    import os
+
+    from .runtime import checked_cache
+
+    file = driver.resolve_path(path)
+    try:
+        text = driver.read_source(file)
+    except (DiagnosticError, driver.SourceError):
+        return None
+    name = os.path.relpath(file) if not os.path.isabs(file) else file  # as check_file names it
+    found = checked_cache.load(text, name)
+    if found is None:
+        return None
+    program, exports = found
+
+    def check():
+        result = driver.check_source(text, name)
+        if not result.ok:  # cannot happen for a text that checked before, with the same tlc
+            raise DiagnosticError(result.diagnostics, result.sources)
+        return result.program
+    return Module(program, target, check=check, exports=exports)
 
 
 def compile_source(text: str, target: str = "auto", path: str = "<string>") -> "Module":
@@ -78,26 +122,56 @@ def resolve_target(target: str) -> str:
 
 
 class Module:
-    def __init__(self, program: CheckedProgram, target: str = "auto"):
-        self.program = program
+    def __init__(self, program: CheckedProgram, target: str = "auto", check=None, exports: dict | None = None):
+        # `check`: for a program of signatures only (runtime.checked_cache), the full check,
+        # run the first time anything reads `program`; `exports`: its kernels' and tile ops'
+        # (qualname, kind) by name, which a checked program's functions say
+        self._program, self._check = program, check
         self.target = resolve_target(target)
-        self._kernels = {name: (TileOp if program.functions[q].kind == "tile_op" else Kernel)(self, program.functions[q])
-                         for name, q in program.names.items()
-                         if program.functions[q].kind in ("kernel", "tile_op")
-                         and program.functions[q].module_path == program.path}
+        if exports is None:
+            exports = {name: (q, program.functions[q].kind) for name, q in program.names.items()
+                       if program.functions[q].kind in ("kernel", "tile_op")
+                       and program.functions[q].module_path == program.path}
+        self._exports, self._kernels = exports, {}
 
     def __getattr__(self, name: str):
-        kernels = self.__dict__.get("_kernels", {})
-        if name in kernels:
-            return kernels[name]
-        raise AttributeError(f"{self.program.path} has no kernel or tile op '{name}'"
-                             + (f"; it has: {', '.join(kernels)}" if kernels else ""))
+        exports = self.__dict__.get("_exports", {})
+        if name in exports:
+            return self._kernel(name)
+        raise AttributeError(f"{self._program.path} has no kernel or tile op '{name}'"
+                             + (f"; it has: {', '.join(exports)}" if exports else ""))
+
+    def _kernel(self, name: str):
+        """The kernel or tile op `name`, made at its first use (a cached module decodes only the
+        signatures it uses) and kept as an attribute: a call in a loop finds it directly."""
+        found = self._kernels.get(name)
+        if found is None:
+            q, kind = self._exports[name]
+            try:
+                fn = self._program.functions[q]
+            except ValueError:  # a cached signature that cannot be read (ir_codec.BadEntry): check the text
+                fn = self.program.functions[q]
+            found = self._kernels[name] = (TileOp if kind == "tile_op" else Kernel)(self, fn)
+            self.__dict__[name] = found
+        return found
 
     def __dir__(self):
-        return sorted(set(super().__dir__()) | set(self._kernels))
+        return sorted(set(super().__dir__()) | set(self._exports))
+
+    @property
+    def program(self) -> CheckedProgram:
+        """The checked program (checked now if the module came from the checked-module cache)."""
+        if self._check is not None:
+            self._program, self._check = self._check(), None
+        return self._program
+
+    @property
+    def sources(self) -> dict:
+        """The text of every file of the program, by name (what the kernel cache is keyed by)."""
+        return self._program.sources
 
     @property
     def kernels(self) -> dict:
-        return dict(self._kernels)
+        return {name: self._kernel(name) for name in self._exports}
 
 

@@ -231,7 +231,7 @@ class Kernel:
                 return self.scheduled(constants, arch), self.generated(constants, arch)
 
             compiled = self._compiled[key] = runtime.compile_program_kernel(
-                self.module.program.sources, self.name, constants, key[1], build)
+                self.module.sources, self.name, constants, key[1], build)
         return compiled
 
     def ir(self, **constants) -> str:
@@ -306,7 +306,7 @@ class Kernel:
                 return build
 
             self._compiled[key] = tuple(runtime.compile_program_kernel(
-                self.module.program.sources, f"{self.name}#grid{i}", constants, device, build_grid(i))
+                self.module.sources, f"{self.name}#grid{i}", constants, device, build_grid(i))
                 for i in range(self.grid_count))
         return self._compiled[key]
 

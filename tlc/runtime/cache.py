@@ -40,17 +40,58 @@ def default_dir() -> Path:
     return cache_dir()
 
 
+_SOURCE_SUFFIXES = (".py", ".lark", ".tl", ".cuh", ".j2", ".jinja", ".cu", ".h")
+
+
+def _package_files() -> list:
+    """(name, path) of every file that makes tlc what it is: its Python sources and its data
+    folders (grammar, templates), which a checkout keeps beside the package, not in it."""
+    from ..package_data import folder
+
+    root = Path(__file__).resolve().parent.parent
+    bases = [(str(root), "")]
+    for name in ("grammar", "templates"):
+        data = folder(name).resolve()
+        if root not in data.parents:  # a checkout's (an installed package holds its own)
+            bases.append((str(data), f"data:{name}/"))
+    found = []
+    for base, prefix in bases:
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            rel = os.path.relpath(dirpath, base).replace(os.sep, "/")
+            found += [(prefix + (f"{rel}/{f}" if rel != "." else f), os.path.join(dirpath, f))
+                      for f in filenames if f.endswith(_SOURCE_SUFFIXES)]
+    return sorted(found)
+
+
 @functools.lru_cache(maxsize=None)
 def package_hash() -> str:
-    """SHA-256 over tlc's own source files: any change to the compiler invalidates the cache,
-    also between releases that share a version number."""
-    root = Path(__file__).resolve().parent.parent
+    """SHA-256 over tlc's own source files and data: any change to the compiler invalidates the
+    cache, also between releases that share a version number.  Reading them all costs a new
+    process about 10 ms; a memo in the cache folder, keyed by every file's size and change time,
+    gives the hash of files that have not changed since for the cost of their stat() calls."""
+    files = _package_files()
+    stamp = hashlib.sha256()
+    for name, path in files:
+        st = os.stat(path)
+        stamp.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    memo = default_dir() / f"tlc-sources-{stamp.hexdigest()[:32]}"
+    try:
+        known = read_regular(memo, follow_symlinks=False, limit=128).decode("ascii")
+        if len(known) == 64 and all(c in "0123456789abcdef" for c in known):
+            return known
+    except (OSError, UnicodeDecodeError):
+        pass
     h = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and path.suffix in (".py", ".lark", ".tl", ".cuh", ".j2", ".jinja", ".cu", ".h"):
-            h.update(path.relative_to(root).as_posix().encode() + b"\0")
-            h.update(path.read_bytes() + b"\0")
-    return h.hexdigest()
+    for name, path in files:
+        with open(path, "rb") as f:
+            h.update(name.encode() + b"\0" + f.read() + b"\0")
+    digest = h.hexdigest()
+    try:
+        replace_atomically(memo, digest.encode())
+    except OSError:  # a read-only cache: the next process hashes again
+        pass
+    return digest
 
 
 def cache_key(source: str, constants, arch: str, toolchain: str = "") -> str:

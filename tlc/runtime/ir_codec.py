@@ -30,6 +30,20 @@ def dumps(value) -> bytes:
     return MAGIC + json.dumps(_encode(value), separators=(",", ":"), allow_nan=True).encode()
 
 
+def dumps_text(value) -> str:
+    """`value` as the JSON text that `dumps` writes after its header (for an entry that holds
+    several values, each decoded when it is needed: `loads_text`)."""
+    return json.dumps(_encode(value), separators=(",", ":"), allow_nan=True)
+
+
+def loads_text(text: str):
+    try:
+        tree = json.loads(text)
+    except (ValueError, RecursionError, TypeError) as e:
+        raise BadEntry(f"damaged entry: {e}") from None
+    return _decode(tree)
+
+
 def loads(data: bytes):
     if not data.startswith(MAGIC):
         raise BadEntry("not a tlc IR entry (or one of another format version)")
@@ -44,8 +58,20 @@ def _class_name(cls) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
+_CLASSES: dict = {}  # name -> (class, its fields' names): each looked up and checked once
+
+
 def _data_class(name: str):
     """The tlc data class `module:qualname`, or BadEntry: nothing else is ever looked up."""
+    found = _CLASSES.get(name)
+    if found is None:
+        cls = _look_up(name)
+        found = _CLASSES[name] = (cls, frozenset(f.name for f in dataclasses.fields(cls))
+                                  if dataclasses.is_dataclass(cls) else None)
+    return found
+
+
+def _look_up(name: str):
     module, _, qualname = name.partition(":")
     if not (module == "tlc" or module.startswith("tlc.")) or not all(p.isidentifier() for p in qualname.split(".")):
         raise BadEntry(f"{name} is not a data class of tlc's")
@@ -98,17 +124,16 @@ def _decode(t):
         raise BadEntry("damaged entry: an object that dumps does not write")
     try:
         if "$data" in t:
-            cls = _data_class(t["$data"])
-            fields = {f.name for f in dataclasses.fields(cls)}
+            cls, fields = _data_class(t["$data"])
             values = t["fields"]
-            if not isinstance(values, dict) or set(values) != fields:
+            if fields is None or not isinstance(values, dict) or values.keys() != fields:
                 raise BadEntry(f"damaged entry: the fields of {t['$data']} differ from this tlc's")
             obj = object.__new__(cls)  # fields filled in as pickle does: no constructor runs
             for name, value in values.items():
                 object.__setattr__(obj, name, _decode(value))
             return obj
         if "$enum" in t:
-            cls = _data_class(t["$enum"])
+            cls, _ = _data_class(t["$enum"])
             return cls[t["name"]]
         (tag, value), = t.items()
         if tag == "$bytes":

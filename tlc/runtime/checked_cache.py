@@ -1,0 +1,178 @@
+"""The on-disk cache of checked modules: what `tlc.load` needs of a file it has checked before,
+so that a new process whose kernels are in the kernel cache neither parses nor checks.
+
+An entry holds the program's kernels and tile ops as their signatures (`CheckedFunction`s whose
+typed bodies are left out: their parameters, shape symbols, constants and the grids' count) and
+every file's text, keyed by the SHA-256 of the main file's text and path, tlc's version and
+tlc's own sources (`cache.package_hash`).  A module loaded from an entry checks its text again,
+in full, the first time anything needs more than a signature (scheduling, the interpreter, a
+tile op): `api.Module.program`.  So a kernel whose compiled entry is in the kernel cache runs
+without a parse; anything else is compiled from a program checked as `tlc.load` always has.
+
+Safe as the kernel cache is: the entry is JSON data read by `ir_codec` (no code runs), under
+the kernel cache's header of length and checksum (`cache.pack`); a damaged, stale or foreign
+entry is a miss and is replaced; an imported file whose text changed since makes the entry a
+miss; a cache folder that cannot be written only costs the check next time.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+
+from .. import __version__
+
+_SUFFIX = ".checked"
+_MAGIC = b"tlc-checked-1\n"
+_LIMIT = 64 << 20  # bytes: a module's signatures and texts come nowhere near
+FORMAT = 1
+
+
+def key(text: str, path: str) -> str:
+    """The entry name of the file `path` (as the caller names it; imports resolve from its
+    absolute folder) whose text is `text`."""
+    from .cache import package_hash
+
+    doc = {"format": FORMAT, "text": text, "path": path, "folder": os.path.dirname(os.path.abspath(path)),
+           "tlc_version": __version__, "tlc_sources": package_hash()}
+    return "m" + hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def entry_path(name: str):
+    from ..cachedir import cache_dir
+
+    return cache_dir() / (name + _SUFFIX)
+
+
+def load(text: str, path: str):
+    """(program, exports) of the entry for `text` at `path`, or None (no entry, one that cannot
+    be trusted, or an imported file that changed): `program` is a `CheckedProgram` of
+    signatures, each decoded when it is first read (a module of 20 kernels that calls one
+    decodes one); `exports` maps each kernel's and tile op's name to (qualname, kind)."""
+    from ..files import NotRegularFile, read_regular
+    from ..typecheck.program import CheckedProgram
+    from .cache import unpack
+
+    try:
+        data = read_regular(entry_path(key(text, path)), follow_symlinks=False, limit=_LIMIT)
+    except (NotRegularFile, OSError):
+        return None
+    body = unpack(data)
+    if body is None or not body.startswith(_MAGIC):
+        return None
+    try:
+        head, _, blobs = body[len(_MAGIC):].partition(b"\n")
+        doc = json.loads(head)
+        exports = {name: (q, kind) for name, (q, kind) in doc["exports"].items()
+                   if isinstance(q, str) and kind in ("kernel", "tile_op")}
+        sources, imported = doc["sources"], doc["imported"]
+        functions = {q: blobs[start:start + size] for q, (start, size) in doc["functions"].items()
+                     if isinstance(start, int) and isinstance(size, int) and 0 <= start and start + size <= len(blobs)}
+        if not (len(exports) == len(doc["exports"]) and len(functions) == len(doc["functions"])
+                and all(q in functions for q, _ in exports.values()) and isinstance(sources, dict)
+                and isinstance(imported, dict) and sources.get(path) == text):
+            return None
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+    for file, digest in imported.items():  # the texts it was checked with, still the files' own
+        try:
+            with open(_real_path(file), encoding="utf-8") as f:  # as the checker reads an import
+                if hashlib.sha256(f.read().encode()).hexdigest() != digest:
+                    return None
+        except (OSError, UnicodeError, TypeError):
+            return None
+    names = {name: q for name, (q, _) in exports.items()}
+    return CheckedProgram(path, Signatures(functions), names, sources, {}, None), exports
+
+
+class Signatures:
+    """The functions of a cached program by qualname, each decoded at its first use; a
+    damaged one raises `ir_codec.BadEntry` there."""
+
+    def __init__(self, texts: dict):
+        self._texts, self._decoded = texts, {}  # qualname -> its JSON bytes, its function
+
+    def __getitem__(self, q: str):
+        fn = self._decoded.get(q)
+        if fn is None:
+            from . import ir_codec
+
+            fn = ir_codec.loads_text(self._texts[q].decode("utf-8", errors="replace"))
+            if type(fn).__name__ != "CheckedFunction" or fn.qualname != q:
+                raise ir_codec.BadEntry(f"damaged entry: {q} is not a checked function")
+            self._decoded[q] = fn
+        return fn
+
+    def __contains__(self, q) -> bool:
+        return q in self._texts
+
+    def __iter__(self):
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def get(self, q, default=None):
+        return self[q] if q in self._texts else default
+
+    def values(self):
+        return [self[q] for q in self._texts]
+
+    def items(self):
+        return [(q, self[q]) for q in self._texts]
+
+
+def _real_path(name: str) -> str:
+    """The file an imported module's name stands for: `<std>/math.tl` is the standard library's."""
+    if name.startswith("<std>/"):
+        from ..package_data import stdlib
+
+        return str(stdlib().joinpath(*name.removeprefix("<std>/").split("/")))
+    return name
+
+
+def store(program, text: str, path: str) -> bool:
+    """Write the entry of a checked `program` (text `text` at `path`); False when the cache
+    cannot hold it (a read-only folder, a value the format cannot hold)."""
+    from ..cachedir import replace_atomically
+    from . import ir_codec
+    from .cache import pack
+
+    try:
+        slim = signatures(program)
+        blobs, offsets = [], {}
+        for q, fn in slim.functions.items():  # one after another; the header says where each is
+            blob = ir_codec.dumps_text(fn).encode()
+            offsets[q] = [sum(len(b) for b in blobs), len(blob)]
+            blobs.append(blob)
+        doc = {"exports": {name: [q, slim.functions[q].kind] for name, q in slim.names.items()},
+               "functions": offsets, "sources": dict(program.sources),
+               "imported": {f: hashlib.sha256(t.encode()).hexdigest() for f, t in program.sources.items() if f != path}}
+        body = _MAGIC + json.dumps(doc, separators=(",", ":")).encode() + b"\n" + b"".join(blobs)
+    except (ir_codec.NotData, TypeError, ValueError, UnicodeError):
+        return False
+    try:
+        replace_atomically(entry_path(key(text, path)), pack(body))
+    except OSError:
+        return False
+    return True
+
+
+def signatures(program):
+    """`program` with only what a module builds its kernels and tile ops from: each function of
+    its own file that it exports, without the typed body or decorators (the autotune space is
+    kept apart), and with its grids' statements emptied (their count says how many launches a
+    call makes)."""
+    from ..parser import nodes as n
+
+    functions = {}
+    for name, q in program.names.items():
+        fn = program.functions[q]
+        if fn.kind not in ("kernel", "tile_op") or fn.module_path != program.path:
+            continue
+        grids = tuple(dataclasses.replace(s, context=None, targets=(), body=()) for s in fn.node.body
+                      if isinstance(s, n.With))  # counted by Kernel.grid_count
+        functions[q] = dataclasses.replace(fn, body=(), node=dataclasses.replace(fn.node, body=grids, decorators=()))
+    names = {name: q for name, q in program.names.items() if q in functions}
+    return dataclasses.replace(program, functions=functions, names=names, modules=None)
