@@ -50,9 +50,41 @@ def test_routing_against_pytorch(mod):
     sorted_ids = torch.empty(P, dtype=torch.int32, device="cuda")
     block_expert = torch.empty(NB, dtype=torch.int32, device="cuda")
     positions = torch.empty(M * K, dtype=torch.int32, device="cuda")
-    total = torch.empty(1, dtype=torch.int32, device="cuda")
-    mod.moe_align_block_size(ids.view(-1), sorted_ids, block_expert, positions, total, E)
+    offsets = torch.empty(E + 1, dtype=torch.int32, device="cuda")
+    mod.moe_align_block_size(ids.view(-1), sorted_ids, block_expert, positions, offsets)
     order = torch.sort(ids.view(-1), stable=True).indices
-    real = sorted_ids[:int(total)][sorted_ids[:int(total)] < M * K]
+    total = int(offsets[-1])
+    real = sorted_ids[:total][sorted_ids[:total] < M * K]
     assert torch.equal(real.long(), order)
     assert torch.equal(sorted_ids[positions.long()].long(), torch.arange(M * K, device="cuda"))
+    padded = (torch.bincount(ids.view(-1), minlength=E) + BLOCK - 1) // BLOCK * BLOCK
+    assert torch.equal(offsets.long(), torch.cat([padded.new_zeros(1), padded.cumsum(0)]))
+
+
+def test_a_moe_layer_against_pytorch(mod):
+    """Routing, std.gemm's matmul_grouped over the aligned rows and the weighted sum back, in
+    f16, against the layer in PyTorch (each token's experts' h @ W[e].T, weighted by its gates)."""
+    import torch
+
+    gemm = tlc.load("std.gemm", target="cuda")
+    M, E, K, D, N, BLOCK = 300, 16, 2, 256, 384, 128
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(M, E, device="cuda", generator=g)
+    h = torch.randn(M, D, device="cuda", generator=g).half()
+    W = (torch.randn(E, N, D, device="cuda", generator=g) / 16).half()
+    w, ids = torch.empty(M, K, device="cuda"), torch.empty(M, K, dtype=torch.int32, device="cuda")
+    mod.topk_softmax(x, ids, w, RENORMALIZE=True)
+    P, NB = align_capacity(M * K, E, BLOCK)
+    sorted_ids, block_expert = (torch.empty(n, dtype=torch.int32, device="cuda") for n in (P, NB))
+    positions = torch.empty(M * K, dtype=torch.int32, device="cuda")
+    offsets = torch.empty(E + 1, dtype=torch.int32, device="cuda")
+    mod.moe_align_block_size(ids.view(-1), sorted_ids, block_expert, positions, offsets, BLOCK=BLOCK)
+    routed = torch.empty(P, D, dtype=torch.half, device="cuda")
+    mod.moe_permute(h, sorted_ids, routed, K)
+    expert_out = torch.zeros(P, N, dtype=torch.half, device="cuda")
+    gemm.matmul_grouped(routed, W, offsets, expert_out)
+    out = torch.empty(M, N, dtype=torch.half, device="cuda")
+    mod.moe_unpermute(expert_out, positions.view(M, K), w, out)
+    want = sum(w[:, k:k + 1].double() * torch.einsum("md,mnd->mn", h.double(), W[ids[:, k].long()].double())
+               for k in range(K))
+    torch.testing.assert_close(out.double(), want, rtol=4e-3, atol=4e-3 * float(want.abs().max()))

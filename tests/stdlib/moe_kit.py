@@ -59,17 +59,18 @@ def routed(rng, M: int, E: int, K: int, drop: bool = False):
 
 def align_ref(ids, E: int, BLOCK: int):
     """moe_align_block_size's outputs for flat ids: (sorted_ids rows up to the total, block
-    experts, positions, total)."""
+    experts, positions, offsets)."""
     N = ids.size
     flat = ids.reshape(-1)
-    rows, experts, positions = [], [], np.full(N, -1, np.int32)
+    rows, experts, positions, offsets = [], [], np.full(N, -1, np.int32), []
     for e in range(E):
         pairs = np.flatnonzero(flat == e)
         padded = -(-len(pairs) // BLOCK) * BLOCK
+        offsets.append(len(rows))
         positions[pairs] = len(rows) + np.arange(len(pairs))
         rows += list(pairs) + [N] * (padded - len(pairs))
         experts += [e] * (padded // BLOCK)
-    return np.array(rows, np.int32), np.array(experts, np.int32), positions, len(rows)
+    return np.array(rows, np.int32), np.array(experts, np.int32), positions, np.array(offsets + [len(rows)], np.int32)
 
 
 def align_capacity(N: int, E: int, BLOCK: int) -> tuple[int, int]:
@@ -109,13 +110,14 @@ def check_align(mod, rng, dtype, shape, consts):
     sorted_ids = np.full(P, -7, np.int32)
     block_expert = np.full(NB, -7, np.int32)
     positions = np.full(ids.size, -7, np.int32)
-    total = np.full(1, -7, np.int32)
-    mod.moe_align_block_size(ids.reshape(-1), sorted_ids, block_expert, positions, total, E, **consts)
-    rows, experts, want_pos, want_total = align_ref(ids, E, BLOCK)
+    offsets = np.full(E + 1, -7, np.int32)
+    mod.moe_align_block_size(ids.reshape(-1), sorted_ids, block_expert, positions, offsets, **consts)
+    rows, experts, want_pos, want_offsets = align_ref(ids, E, BLOCK)
+    total = want_offsets[-1]
     where = f" shape={shape} {consts}"
-    assert total[0] == want_total, f"moe_align_block_size total {total[0]}, want {want_total}{where}"
-    np.testing.assert_array_equal(sorted_ids[:want_total], rows, err_msg="sorted_ids" + where)
-    assert (sorted_ids[want_total:] == ids.size).all(), "sorted_ids past the total" + where
+    np.testing.assert_array_equal(offsets, want_offsets, err_msg="offsets" + where)
+    np.testing.assert_array_equal(sorted_ids[:total], rows, err_msg="sorted_ids" + where)
+    assert (sorted_ids[total:] == ids.size).all(), "sorted_ids past the total" + where
     np.testing.assert_array_equal(block_expert[:len(experts)], experts, err_msg="block_expert" + where)
     assert (block_expert[len(experts):] == -1).all(), "block_expert past the total" + where
     np.testing.assert_array_equal(positions, want_pos, err_msg="positions" + where)
@@ -124,7 +126,7 @@ def check_align(mod, rng, dtype, shape, consts):
 def check_permute(mod, rng, dtype, shape, consts):
     M, E, K, D = shape
     ids = routed(rng, M, E, K)
-    rows, _, _, total = align_ref(ids, E, 16)
+    rows = align_ref(ids, E, 16)[0]
     x = (rng.standard_normal((M, D)) * 2).astype(NUMPY[dtype])
     sorted_ids = np.concatenate([rows, np.full(5, M * K, np.int32)])
     y = np.full((len(sorted_ids), D), np.nan, NUMPY[dtype])
@@ -138,8 +140,8 @@ def check_permute(mod, rng, dtype, shape, consts):
 def check_unpermute(mod, rng, dtype, shape, consts):
     M, E, K, D = shape
     ids = routed(rng, M, E, K, drop=True)
-    _, _, positions, total = align_ref(ids, E, 16)
-    y = (rng.standard_normal((total + 3, D)) * 2).astype(NUMPY[dtype])
+    _, _, positions, offsets = align_ref(ids, E, 16)
+    y = (rng.standard_normal((offsets[-1] + 3, D)) * 2).astype(NUMPY[dtype])
     w = rng.random((M, K)).astype(np.float32)
     out = np.full((M, D), np.nan, NUMPY[dtype])
     pos = positions.reshape(M, K)

@@ -41,28 +41,35 @@ def test_against_numpy(mod, op, dtype):
     PASSED.setdefault(op.name, set()).add(dtype)
 
 
-def test_routing_end_to_end(mod):
-    """A layer's routing with an identity expert: top-k, align, permute, unpermute gives back
-    each token scaled by the sum of its gates (1 with RENORMALIZE)."""
+def test_a_moe_layer_end_to_end(mod):
+    """A layer's forward from its router's logits: topk_softmax, moe_align_block_size,
+    moe_permute, std.gemm's matmul_grouped over the aligned offsets (every block one expert's),
+    moe_unpermute; against NumPy's sum over each token's experts of gate * (h @ W[e].T)."""
+    gemm = tlc.load("std.gemm", target="cpu")
     rng = np.random.default_rng(3)
-    M, E, K, D, BLOCK = 11, 12, 3, 24, 4
+    M, E, K, D, N, BLOCK = 11, 6, 2, 32, 48, 16
     x = rng.standard_normal((M, E)).astype(np.float32)
-    h = rng.standard_normal((M, D)).astype(np.float32)
+    h = rng.standard_normal((M, D)).astype(np.float16)
+    W = (rng.standard_normal((E, N, D)) / 4).astype(np.float16)
     w, ids = np.zeros((M, K), np.float32), np.zeros((M, K), np.int32)
-    mod.topk_softmax(x, ids, w, RENORMALIZE=True, BE=16, KB=4, THREADS=32)
+    mod.topk_softmax(x, ids, w, RENORMALIZE=True, BE=8, KB=2, THREADS=32)
     P = M * K + E * (BLOCK - 1)
     sorted_ids, block_expert = np.zeros(P, np.int32), np.zeros(-(-P // BLOCK), np.int32)
-    positions, total = np.zeros(M * K, np.int32), np.zeros(1, np.int32)
-    mod.moe_align_block_size(ids.reshape(-1), sorted_ids, block_expert, positions, total, E, BLOCK=BLOCK, BE=16,
+    positions, offsets = np.zeros(M * K, np.int32), np.zeros(E + 1, np.int32)
+    mod.moe_align_block_size(ids.reshape(-1), sorted_ids, block_expert, positions, offsets, BLOCK=BLOCK, BE=8,
                              CHUNK=16, THREADS=32)
-    y = np.zeros((P, D), np.float32)
-    mod.moe_permute(h, sorted_ids, y, K, BD=8, THREADS=32)
-    for b in range(total[0] // BLOCK):  # every row of a block is a pair routed to its expert
+    for b in range(offsets[E] // BLOCK):  # every row of a block is a pair routed to its expert
         rows = sorted_ids[b * BLOCK:(b + 1) * BLOCK]
         assert all(ids.reshape(-1)[r] == block_expert[b] for r in rows if r < M * K)
-    out = np.zeros((M, D), np.float32)
-    mod.moe_unpermute(y, positions.reshape(M, K), w, out, BD=8, THREADS=32)
-    np.testing.assert_allclose(out, h, rtol=1e-5, atol=1e-5)
+    routed = np.zeros((P, D), np.float16)
+    mod.moe_permute(h, sorted_ids, routed, K, BD=16, THREADS=32)
+    expert_out = np.zeros((P, N), np.float16)
+    gemm.matmul_grouped(routed, W, offsets, expert_out, BM=16, BN=16, BK=16, stages=1, THREADS=32)
+    out = np.zeros((M, N), np.float16)
+    mod.moe_unpermute(expert_out, positions.reshape(M, K), w, out, BD=16, THREADS=32)
+    h64, W64 = h.astype(np.float64), W.astype(np.float64)
+    want = sum(w[:, k:k + 1] * np.einsum("md,mnd->mn", h64, W64[ids[:, k]]) for k in range(K))
+    np.testing.assert_allclose(out, want, rtol=4e-3, atol=4e-3 * np.abs(want).max())
 
 
 def test_topk_refuses_more_experts_than_its_tile(mod):
@@ -79,7 +86,7 @@ def test_align_refuses_a_sorted_ids_too_short(mod):
     ids = np.array([0, 1, 2, 0], np.int32)
     with pytest.raises(DeviceAssertError, match=r"moe_align_block_size: 12 padded rows, sorted_ids holds 8, "):
         mod.moe_align_block_size(ids, np.zeros(8, np.int32), np.zeros(3, np.int32), np.zeros(4, np.int32),
-                                 np.zeros(1, np.int32), 3, BLOCK=4, BE=4, CHUNK=16, THREADS=32)
+                                 np.zeros(4, np.int32), BLOCK=4, BE=4, CHUNK=16, THREADS=32)
 
 
 def test_registry():

@@ -416,9 +416,9 @@ def _nn_train_rows() -> list[Row]:
 
 def _moe_rows() -> list[Row]:
     """std.moe: a layer of 64 experts, top-8, against PyTorch eager's equivalent (softmax or
-    sigmoid and topk; bincount; a stable sort with bincount; the row gather and the weighted sum
-    of a model without fused kernels): the gate weights, counts, padded total and rows are
-    compared (ids and the sorted order: tests/gpu/test_moe_gpu.py).  The routing rows take 2^21
+    sigmoid and topk; bincount; a stable sort with bincount and the padded runs' offsets; the
+    row gather and the weighted sum of a model without fused kernels): the gate weights, counts,
+    offsets and rows are compared (ids and the sorted order: tests/gpu/test_moe_gpu.py).  The routing rows take 2^21
     tokens' logits (256 MiB of f16; sigmoid's in f32, as a router's GEMM gives them, 2^20
     tokens), the histogram 2^26 i64 ids, the align step 2^17 ids (it is one
     block: decode and prefill batches), the row movers rows of 4096 f16.  Buffers the operator
@@ -454,13 +454,14 @@ def _moe_rows() -> list[Row]:
     def align_torch(t, ids, *_):
         ids = ids.long()
         t.sort(ids, stable=True)
-        return ((t.bincount(ids, minlength=E) + BLOCK - 1) // BLOCK * BLOCK).sum().int().view(1)
+        padded = (t.bincount(ids, minlength=E) + BLOCK - 1) // BLOCK * BLOCK
+        return t.cat([padded.new_zeros(1), padded.cumsum(0)]).int()
 
     def bincount(ids):
         return np.bincount(ids.astype(np.int64), minlength=E)
 
-    def padded_total(ids, *_):
-        return np.array([kit.align_ref(ids.astype(np.int64), E, BLOCK)[3]])
+    def padded_offsets(ids, *_):
+        return kit.align_ref(ids.astype(np.int64), E, BLOCK)[3]
 
     def layout(n):  # (D, BLOCK) of the row movers: a model's rows at full size, narrow in the dry run
         return (D, BLOCK) if n >= 1 << 20 else (64, 4)
@@ -511,8 +512,9 @@ def _moe_rows() -> list[Row]:
         Row("std.moe", "expert_histogram", (), torch_f(lambda t, ids: t.bincount(ids, minlength=E).int()),
             bincount, "i64", constants={"I": "i64"},
             out_dtype="i32", out_shape=lambda s: (E,), inputs=mk(lambda r, n: [ids_of(r, n // 2)])),
-        Row("std.moe", "moe_align_block_size", (), torch_f(align_torch), padded_total, "i64", scalars=(E,),
-            constants={"I": "i64", "BLOCK": BLOCK}, out_dtype="i32", out_shape=lambda s: (1,), inputs=mk(align_inputs)),
+        Row("std.moe", "moe_align_block_size", (), torch_f(align_torch), padded_offsets, "i64",
+            constants={"I": "i64", "BLOCK": BLOCK}, out_dtype="i32", out_shape=lambda s: (E + 1,),
+            inputs=mk(align_inputs)),
         Row("std.moe", "moe_permute", (), torch_f(permute_torch), permuted, scalars=(K,),
             out_shape=lambda s: (s[0] * K + padding(s[1]), s[1]), inputs=mk(rows_inputs)),
         Row("std.moe", "moe_unpermute", (),
