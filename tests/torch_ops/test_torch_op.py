@@ -102,6 +102,24 @@ def test_compile_fullgraph_no_graph_break_dynamic_shapes(std):
         torch.testing.assert_close(g(x, w), 3 * rms_ref(x, w))
 
 
+def test_torch_export_keeps_the_operator_as_one_node(std):
+    rms = tlc.torch.op(name("rms_export"), std["nn"].rms_norm, outputs="y")
+
+    class Norm(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(24))
+
+        def forward(self, x):
+            return rms(x, self.weight, 1e-6) + 1
+
+    model, x = Norm(), torch.randn(5, 24)
+    exported = torch.export.export(model, (x,))
+    called = [n.target for n in exported.graph.nodes if n.op == "call_function"]
+    assert [str(t) for t in called] == [rms._opoverload.name().replace("::", ".") + ".default", "aten.add.Tensor"]
+    torch.testing.assert_close(exported.module()(x), model(x))
+
+
 def test_opcheck(std):
     rms = tlc.torch.op(name("rms_check"), std["nn"].rms_norm, outputs="y", backward=std["nn_train"].rms_norm_bwd)
     inplace = tlc.torch.op(name("rms_check_inplace"), std["nn"].rms_norm)
