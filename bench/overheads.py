@@ -237,7 +237,11 @@ def first_result(results: dict) -> None:
     import subprocess
     import sys
 
-    env = {**os.environ, "TLC_CACHE_DIR": tempfile.mkdtemp(prefix="tlc-bench-first-"),
+    # TLC_BENCH_FIRST_CACHE: a new folder to use (kept after, for a profile of the cached call)
+    kept = os.environ.get("TLC_BENCH_FIRST_CACHE")
+    if kept:
+        os.makedirs(kept)
+    env = {**os.environ, "TLC_CACHE_DIR": kept or tempfile.mkdtemp(prefix="tlc-bench-first-"),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     for label in ("first_cold", "first_cached"):
         done = subprocess.run([sys.executable, "-c", FIRST_CALL], env=env, capture_output=True, text=True, timeout=120)

@@ -153,10 +153,12 @@ def cuda_include_dir() -> str | None:
 LINEINFO_ENV = "TLC_LINEINFO"
 
 
-def nvrtc_options(arch: str) -> tuple[str, ...]:
-    include = cuda_include_dir()
+def nvrtc_options(arch: str, include: bool = True) -> tuple[str, ...]:
+    """NVRTC's options for `arch`; with `include`, the toolkit's headers' folder, which costs
+    a search of the file system the first time (a cache hit needs no compiler: `nvrtc_toolchain`)."""
+    folder = cuda_include_dir() if include else None
     lineinfo = ("-lineinfo",) if os.environ.get(LINEINFO_ENV) else ()
-    return COMMON_OPTIONS + (f"-arch={arch}",) + lineinfo + ((f"-I{include}",) if include else ())
+    return COMMON_OPTIONS + (f"-arch={arch}",) + lineinfo + ((f"-I{folder}",) if folder else ())
 
 
 def pin_line_directives(source: str, file_name: str) -> str:
@@ -183,7 +185,7 @@ def pin_line_directives(source: str, file_name: str) -> str:
 def nvrtc_toolchain(arch: str) -> str:
     """What, besides the source, decides NVRTC's output: part of the cache key."""
     major, minor = nvrtc_version()
-    return f"nvrtc {major}.{minor} " + " ".join(o for o in nvrtc_options(arch) if not o.startswith("-I"))
+    return f"nvrtc {major}.{minor} " + " ".join(nvrtc_options(arch, include=False))
 
 
 def nvrtc_compile(source: str, arch: str, name: str) -> bytes:
