@@ -29,6 +29,12 @@ def test_ops_on_cuda_tensors(std):
     w = torch.randn(1000, device="cuda", dtype=torch.float16)
     torch.testing.assert_close(rms(x, w, 1e-6).float(), rms_ref(x, w), atol=2e-2, rtol=2e-2)
     torch.testing.assert_close(add(x, x), x + x)
+    xb = x.bfloat16()
+    torch.testing.assert_close(add(xb, xb), xb + xb)
+    y = torch.empty_like(x)
+    rms_ = tlc.torch.op(name("rms_inplace"), std["nn"].rms_norm)
+    rms_(x, w, y, 1e-6)
+    torch.testing.assert_close(y, rms(x, w, 1e-6), atol=0, rtol=0)
 
 
 def test_cuda_graph_replayed_100_times(std):
