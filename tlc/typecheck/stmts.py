@@ -7,7 +7,6 @@ from dataclasses import fields
 from ..dtypes import I32
 from ..parser import nodes as n
 from ..parser.nodes import replace  # dataclasses.replace, faster
-from ..schedule.sm_limits import MAX_GRID
 from . import literals, rules, scalar_tiles
 from .builtins import ALLOCATORS, HINTS, LOOPS, TILE_STATEMENTS
 from .env import BLOCK, LOCAL, LOOP, Scope, Symbol
@@ -381,6 +380,8 @@ class StmtChecker(PortingChecker, PersistentChecker):
         args = tuple(self.integer(a, "a grid dimension") for a in ctx.args)
         if not 1 <= len(ctx.args) <= 3:
             self.error("E050", f"grid(...) takes 1 to 3 dimensions, {len(ctx.args)} given", ctx.span)
+        from ..schedule.sm_limits import MAX_GRID  # here: the scheduler's package imports this one
+
         for axis, a, most in zip("xyz", ctx.args, MAX_GRID):
             self.grid_dimension(a, axis, most)
         threads = [k for k in ctx.keywords if k.name == "threads"]
