@@ -13,7 +13,6 @@ import sys
 from . import driver
 from .diagnostics import DiagnosticError, TlcError
 from .kernel import CallError, Kernel
-from .tileop import TileOp
 from .typecheck import CheckedProgram
 
 __all__ = ["load", "compile_source", "resolve_target", "Module", "Kernel", "TileOp", "CallError"]
@@ -121,6 +120,13 @@ def resolve_target(target: str) -> str:
     return "cpu"
 
 
+def __getattr__(name: str):
+    if name == "TileOp":  # imported at first use: it brings the tile-op scheduler
+        from .tileop import TileOp
+        return TileOp
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class Module:
     def __init__(self, program: CheckedProgram, target: str = "auto", check=None, exports: dict | None = None):
         # `check`: for a program of signatures only (runtime.checked_cache), the full check,
@@ -151,7 +157,12 @@ class Module:
                 fn = self._program.functions[q]
             except ValueError:  # a cached signature that cannot be read (ir_codec.BadEntry): check the text
                 fn = self.program.functions[q]
-            found = self._kernels[name] = (TileOp if kind == "tile_op" else Kernel)(self, fn)
+            if kind == "tile_op":
+                from .tileop import TileOp  # with the tile-op scheduler, when a module has one
+                found = TileOp(self, fn)
+            else:
+                found = Kernel(self, fn)
+            self._kernels[name] = found
             self.__dict__[name] = found
         return found
 

@@ -16,8 +16,6 @@ from .diagnostics import TlcError
 from .dtypes import DType
 from .runtime.args import array_dtype, signature
 from .parser import nodes as n
-from .schedule import schedule, schedule_grids
-from .schedule.fit import schedule_fitting
 from .typecheck import CheckedFunction
 
 
@@ -190,6 +188,9 @@ class Kernel:
         accumulator's layout and the shared-memory limit; the interpreter ignores both)."""
         key = (_constants_key(constants), arch)
         if key not in self._scheduled:
+            from .schedule import schedule  # the scheduler, imported when first needed
+            from .schedule.fit import schedule_fitting
+
             # defaults that need more shared memory than `arch` has are shrunk (schedule/fit.py)
             self._scheduled[key] = schedule_fitting(self.module.program, self.name, constants, target=arch,
                                                     schedule=schedule)
@@ -286,6 +287,8 @@ class Kernel:
             return (self.scheduled(constants, arch),)
         key = (_constants_key(constants), arch, "grids")
         if key not in self._scheduled:
+            from .schedule import schedule_grids
+
             self._scheduled[key] = schedule_grids(self.module.program, self.name, constants, target=arch)
         return self._scheduled[key]
 

@@ -8,14 +8,26 @@ only when a kernel is compiled or launched, so `import tlc` never needs it.
 """
 from __future__ import annotations
 
-from ..ir.nodes import Kernel
-from .args import LaunchArgumentError
-from .cache import CacheWarning, KernelCache, cache_key, default_cache, program_key
+import importlib
+
 from .compile import (CudaCompileError, CudaUnavailable, NvccOutput, codegen_arch,
                       cuda_unavailable_reason, nvcc_compile, require_cuda)
-from .device_array import DeviceArray
-from .grid import GridError
-from .launch import CompiledKernel, LaunchError
+
+# the names this package offers from its modules, each imported at its first use: `import tlc`
+# reaches this package (kernel.py), and the launcher's modules bring in the code generator's
+# and the scheduler's packages, which a call served from the caches never needs
+_LAZY = {"LaunchArgumentError": "args", "CacheWarning": "cache", "KernelCache": "cache", "cache_key": "cache",
+         "default_cache": "cache", "program_key": "cache", "DeviceArray": "device_array", "GridError": "grid",
+         "CompiledKernel": "launch", "LaunchError": "launch"}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 
 def target_arch(device: int | None = None) -> str:
@@ -27,11 +39,13 @@ def target_arch(device: int | None = None) -> str:
     return codegen_arch(c.device_capability(c.current_device() if device is None else device))
 
 
-def compile_kernel(kernel: Kernel, generated, *, cache: KernelCache | None = None) -> CompiledKernel:
+def compile_kernel(kernel, generated, *, cache=None):
     """`generated` (a `tlc.codegen.GeneratedKernel` of `kernel`) compiled by NVRTC for the
     current GPU, from the cache when it holds it; raises `CudaCompileError` when NVRTC rejects
     the code (a tlc bug, with the log and the kept `.cu`)."""
     from . import compile as c
+    from .cache import cache_key, default_cache
+    from .launch import CompiledKernel
 
     require_cuda()
     arch = c.nvrtc_arch(generated.arch, c.device_capability(c.current_device()), c.nvrtc_supported_archs())
@@ -42,13 +56,15 @@ def compile_kernel(kernel: Kernel, generated, *, cache: KernelCache | None = Non
     return CompiledKernel(kernel, generated, binary, arch)
 
 
-def compile_program_kernel(sources: dict, name: str, constants: dict, device: int, build) -> CompiledKernel:
+def compile_program_kernel(sources: dict, name: str, constants: dict, device: int, build):
     """The kernel `name` of a program (its files' texts in `sources`) with `constants`, compiled
     for GPU `device`: from the cache by a key of what it is compiled from (no scheduling, code
     generation or NVRTC on a hit), else `build(arch)` -> (ir.Kernel, GeneratedKernel), compiled
     and stored.  The entry is JSON data (`ir_codec`): tlc's own IR and the binary, read back
     as tlc's data classes and nothing else, so a planted entry cannot run code."""
     from . import compile as c, ir_codec
+    from .cache import default_cache, program_key
+    from .launch import CompiledKernel
 
     require_cuda()
     arch = target_arch(device)
@@ -72,15 +88,15 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
     return compiled
 
 
-def benchmark(compiled: CompiledKernel, args: dict, *, min_ms: float = 300.0) -> float:
+def benchmark(compiled, args: dict, *, min_ms: float = 300.0) -> float:
     """Median milliseconds of one launch, by the method of every tlc benchmark (`tlc.timing`:
     warm-up, L2 flushed before each run, at least `min_ms` of runs).  NumPy arguments are
     uploaded once first, so the time is the kernel's alone."""
     import numpy as np
 
     from ..timing import bench
-
     from .args import TORCH, array_kind
+    from .device_array import DeviceArray
 
     device_args = {k: DeviceArray.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in args.items()}
     torch_args = [v for v in args.values() if array_kind(v) == TORCH]

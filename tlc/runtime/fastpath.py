@@ -21,7 +21,6 @@ import numpy as np
 from .args import SYMBOL_TYPES, _C_SCALARS
 from ..ir.nodes import Const, DimExpr
 from ..scalars import float_limit
-from ..schedule.sm_limits import MAX_GRID
 from .grid import compile_function, grid_source, py_source
 
 _CACHE_SIZE = 4096  # distinct shape sizes, or values of one scalar, kept as ready NumPy scalars
@@ -32,6 +31,8 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
     returns `fallback(args)`.  With `positional`, `args` is a tuple in parameter order (what a
     positional call has), so no dict is built unless the call falls back."""
     import cupy
+
+    from ..schedule.sm_limits import MAX_GRID
 
     kernel, gen = compiled.kernel, compiled.generated
     params = {p.name: p for p in kernel.params}
