@@ -219,7 +219,15 @@ def sorted_rows(mod, x, K: int, descending: bool, consts: dict):
 
 
 SORT_SHAPES = [(5, 45, dict(BM=2, BN=64, THREADS=32)), (3, 64, dict(BM=1, BN=64, THREADS=64)),
-               (1, 1, dict(BM=1, BN=2, THREADS=32))]
+               (1, 1, dict(BM=1, BN=2, THREADS=32)),
+               # rows longer than the tile: top-k of K <= KB, the tile refilled 48 at a time (ragged)
+               (3, 300, dict(BM=2, BN=64, KB=16, THREADS=32)), (1, 65, dict(BM=1, BN=64, KB=8, THREADS=32))]
+
+
+def sort_ks(N: int, consts: dict) -> list:
+    """Whole rows (a row in one tile) or the largest K a longer row takes, 7 and 1."""
+    largest = N if N <= consts.get("BN", 1024) else consts.get("KB", 128)
+    return sorted({largest, min(largest, 7), 1})
 
 
 @pytest.mark.parametrize("dtype", WITH_INTS)
@@ -229,17 +237,17 @@ def test_sort_and_topk_against_numpy(mod, dtype):
     for M, N, consts in SORT_SHAPES:
         x = normal(rng, (M, N), dtype) if dtype != "i32" else rng.integers(-5, 5, (M, N)).astype(np.int32)
         for descending in (False, True):
-            for K in sorted({N, min(N, 7), 1}):
+            for K in sort_ks(N, consts):
                 sorted_rows(mod, x, K, descending, consts)
     PASSED.setdefault("sort", set()).add(dtype)
 
 
-def test_sort_refuses_a_row_longer_than_its_tile(mod):
+def test_sort_refuses_a_long_row_past_its_kept_elements(mod):
     from tlc.device_assert import DeviceAssertError
 
     x = np.zeros((2, 65), np.float32)
-    with pytest.raises(DeviceAssertError, match=r"sort: rows of 65 elements \(BN = 64\), K = 65"):
-        mod.sort(x, np.zeros_like(x), np.zeros(x.shape, np.int32), BN=64, THREADS=32)
+    with pytest.raises(DeviceAssertError, match=r"sort: rows of 65 elements \(BN = 64\), K = 65 \(KB = 16\)"):
+        mod.sort(x, np.zeros_like(x), np.zeros(x.shape, np.int32), BN=64, KB=16, THREADS=32)
 
 
 def test_registry():
