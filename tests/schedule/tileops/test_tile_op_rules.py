@@ -83,6 +83,33 @@ def test_rules_must_be_powers_of_two():
         Rules(min_blocks=33)
 
 
+COLUMNS = """
+@tile_op
+def colsum(x: f32[M, N]) -> f32[N]:
+    return sum(x, axis=0)
+"""
+
+
+@pytest.mark.parametrize("sizes, tiles", [
+    ({"M": 16384, "N": 8192}, "32 columns per block, 128 per tile, threads=256"),     # 256 blocks, not 32
+    ({"M": 1024, "N": 131072}, "256 columns per block, 16 per tile, threads=256"),    # 512 blocks already
+    ({"M": 8, "N": 8192}, "32 columns per block, 8 per tile, threads=128"),           # a short tensor
+    ({"M": 4096, "N": 100}, "32 columns per block, 128 per tile, threads=256"),       # fewer than 32 columns
+    ({"M": 64, "N": 64}, "32 columns per block, 64 per tile, threads=128"),
+])
+def test_column_kernels_take_enough_blocks(sizes, tiles):
+    (launch,) = module(COLUMNS).colsum.program({}, "sm_90a", sizes).launches
+    assert launch.tiles == tiles
+
+
+@pytest.mark.parametrize("rules", [{}, {"col_block_elems": 2048}, {"col_block_elems": 16384}], ids=str)
+def test_column_rules_agree_with_numpy(rules):
+    x = rand(RNG, (300, 200))
+    assert_close(module(COLUMNS).colsum.with_rules(**rules)(x), x.sum(axis=0))
+    with pytest.raises(ValueError, match=r"^rule col_block_elems must be a power of two, not 3000$"):
+        Rules(col_block_elems=3000)
+
+
 def test_min_blocks_asks_ptxas_for_more_blocks_per_sm():
     from tlc.codegen import generate_file
 
