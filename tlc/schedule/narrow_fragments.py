@@ -6,14 +6,17 @@ A plain kernel copies an f16 row into an f32 fragment (`row = fragment(f32[1, BN
 f32, the row takes twice the registers its values need, and a register-resident kernel's speed
 is the rows in flight an SM holds (schedule/blocks_per_sm.py): bench/plain's rms_norm, its row
 and weights in f32, fits 2 blocks an SM; held as f16, 4.  The pass holds a float fragment in the
-16-bit float type `d` of the copies into it when that changes no value anything reads:
+16-bit float type `d` of the copies into it (f16; `HELD` says why not bf16) when that
+changes no value anything reads:
 - every copy into it is from a tensor or buffer of type `d`, every fill a constant `d` holds
   exactly, and every other store writes a value `d` holds exactly (its own elements, elements
   of `d` tensors or buffers, such constants, and `where`, negation, `min` and `max` of them);
 - or a store's value is rounded to `d` anyway: the fragment is copied into a `d` tensor or
   buffer right after the loop that stores it and never read again (rms_norm's result in
   place: rounded once either way);
-- and no reduction, gemm, scan or atomic takes it whole (they read it in its own type).
+- a reduction may read it (16-bit values are summed in f32, as f32 ones), no gemm, scan or
+  atomic takes it, and it is not a reduction's result;
+- a thread holds more than one vector run of it (else it saves no register).
 Reads convert each element to the declared type, so the arithmetic stays in f32.
 """
 from __future__ import annotations
@@ -24,16 +27,26 @@ import numpy as np
 
 from .. import ir
 from ..ir.walk import loads, statement_exprs, statements
-from .fast_math import narrow
+from ..dtypes import F16
+from .blocks_per_sm import _run
 
 _WHOLE = (ir.Reduce, ir.Gemm, ir.Scan)
+# The types a fragment may be held in.  Not bf16: its conversions take registers that f16's do
+# not, and a bf16 row held in 16 bits spills at the blocks an SM its size asks for (ptxas -v,
+# sm_90a: an rms norm of 2048 to 8192 at 128 threads, 12 to 60 bytes; f16, none).
+HELD = (F16,)
 
 
 def narrow_fragments(kernel: ir.Kernel) -> ir.Kernel:
     """`kernel` with each fragment that can be held in a 16-bit float type held in it."""
     held, recomputing = {}, []
     for b in kernel.buffers:
-        if b.scope == "fragment" and b.dtype.is_float and b.dtype.bits > 16:
+        if b.scope == "fragment" and b.dtype.is_float and b.dtype.bits > 16 and b.layout is not None \
+                and b.layout.registers > _run(b.layout):
+            # A thread holding one vector run or less computes on the whole run in f32 anyway,
+            # so 16 bits would save no register: ptxas -v, sm_90a, bench/plain's layer_norm of
+            # 256 to 2048 spills 12-24 bytes at the 6 blocks an SM its narrowed fragments would
+            # ask for, and takes 47 registers at 5 held as f32.
             d = _held_type(kernel, b)
             if d is None:
                 d, kernel = _recomputing(kernel, b)
@@ -60,7 +73,7 @@ def _held_type(kernel: ir.Kernel, b: ir.Buffer):
     if len(sources) != 1:
         return None
     (d,) = sources
-    if d is None or not narrow(d):
+    if d is None or d not in HELD:
         return None
     terminal = _terminal_stores(kernel.body, b.name, d, dtypes)
     rounded = False
@@ -90,7 +103,7 @@ def _recomputing(kernel: ir.Kernel, b: ir.Buffer):
 
     dtypes = {p.name: p.dtype for p in kernel.params if p.kind == "tensor"} | {x.name: x.dtype for x in kernel.buffers}
     sources = {dtypes.get(s.src.name) for s in statements(kernel.body) if isinstance(s, ir.Copy) and s.dst.name == b.name}
-    if len(sources) != 1 or not narrow(next(iter(sources)) or b.dtype):
+    if len(sources) != 1 or next(iter(sources)) not in HELD:
         return None, kernel
     d = next(iter(sources))
     terminal = _terminal_stores(kernel.body, b.name, d, dtypes)
@@ -122,12 +135,9 @@ def _exact(e: ir.Expr, name: str, d, dtypes: dict) -> bool:
 
 
 def _holds(d, value: float) -> bool:
-    np_type = {"f16": np.float16, "bf16": None}.get(d.name)
-    if np_type is None:  # bf16: the top 16 bits of an f32
-        bits = np.array([value], np.float32).view(np.uint32)[0]
-        return bool(bits & 0xFFFF == 0) or np.isnan(value)
+    """Whether f16 (`d`) holds `value` exactly."""
     with np.errstate(over="ignore"):
-        return bool(np.float32(np_type(value)) == np.float32(value)) or np.isnan(value)
+        return bool(np.float32(np.float16(value)) == np.float32(value)) or bool(np.isnan(value))
 
 
 def _terminal_stores(body, name: str, d, dtypes: dict) -> set:
