@@ -11,41 +11,19 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 
 import jinja2
 
 from .. import __version__, ir, package_data, targets
 from ..diagnostics import Diagnostic, DiagnosticError
 from ..dtypes import DType
+from ..generated import GeneratedKernel, KernelArg  # noqa: F401  (the runtime's contract: a leaf module)
 from .cexpr import CodegenError
 from .cnames import c_name, c_type, comment_text
 from . import host_grid
 from .host_grid import launcher_grid
 from .sm80 import Sm80
 from .warpspec import tma_dtype
-
-@dataclass(frozen=True)
-class KernelArg:
-    name: str
-    kind: str  # tensor | scalar | shape
-    dtype: DType
-    c_type: str
-
-
-@dataclass(frozen=True)
-class GeneratedKernel:
-    name: str
-    launcher: str
-    source: str
-    args: tuple[KernelArg, ...]
-    threads: int  # the block size a launch uses (a warp-specialized kernel adds a producer warpgroup)
-    smem_bytes: int
-    grid: tuple
-    arch: str
-    tensor_maps: tuple = ()  # warpspec.TensorMapSpec per TMA tensor map, passed after `args`
-    persistent: bool = False  # `grid` counts tiles; launch min(tiles, SMs) blocks that loop over them
-    cluster: int = 1  # blocks per cluster (__cluster_dims__); a persistent grid is a multiple of it
 
 
 @functools.lru_cache(maxsize=1)

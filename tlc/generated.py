@@ -1,0 +1,32 @@
+"""What the code generator hands to the runtime for one kernel: its C source, the C arguments
+in order, the launch's block, shared memory and grid (`GeneratedKernel`).  A leaf module (the
+IR and dtypes only), so that a kernel loaded from the cache, which stores these, is launched
+without importing the code generator."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .dtypes import DType
+
+
+@dataclass(frozen=True)
+class KernelArg:
+    name: str
+    kind: str  # tensor | scalar | shape
+    dtype: DType
+    c_type: str
+
+
+@dataclass(frozen=True)
+class GeneratedKernel:
+    name: str
+    launcher: str
+    source: str
+    args: tuple[KernelArg, ...]
+    threads: int  # the block size a launch uses (a warp-specialized kernel adds a producer warpgroup)
+    smem_bytes: int
+    grid: tuple
+    arch: str
+    tensor_maps: tuple = ()  # ir.TensorMapSpec per TMA tensor map, passed after `args`
+    persistent: bool = False  # `grid` counts tiles; launch min(tiles, SMs) blocks that loop over them
+    cluster: int = 1  # blocks per cluster (__cluster_dims__); a persistent grid is a multiple of it
