@@ -57,7 +57,7 @@ def test_a_moe_layer_end_to_end(mod):
     sorted_ids, block_expert = np.zeros(P, np.int32), np.zeros(-(-P // BLOCK), np.int32)
     positions, offsets = np.zeros(M * K, np.int32), np.zeros(E + 1, np.int32)
     mod.moe_align_block_size(ids.reshape(-1), sorted_ids, block_expert, positions, offsets, BLOCK=BLOCK, BE=8,
-                             CHUNK=16, THREADS=32)
+                             CHUNK=16, GROUP=4, THREADS=32)
     for b in range(offsets[E] // BLOCK):  # every row of a block is a pair routed to its expert
         rows = sorted_ids[b * BLOCK:(b + 1) * BLOCK]
         assert all(ids.reshape(-1)[r] == block_expert[b] for r in rows if r < M * K)
@@ -86,7 +86,8 @@ def test_align_refuses_a_sorted_ids_too_short(mod):
     ids = np.array([0, 1, 2, 0], np.int32)
     with pytest.raises(DeviceAssertError, match=r"moe_align_block_size: 12 padded rows, sorted_ids holds 8, "):
         mod.moe_align_block_size(ids, np.zeros(8, np.int32), np.zeros(3, np.int32), np.zeros(4, np.int32),
-                                 np.zeros(4, np.int32), BLOCK=4, BE=4, CHUNK=16, THREADS=32)
+                                 np.zeros(4, np.int32), BLOCK=4, BE=4, CHUNK=16, GROUP=4,
+                                 THREADS=32)
 
 
 def test_registry():
