@@ -116,7 +116,7 @@ def test_torch_export_keeps_the_operator_as_one_node(std):
     model, x = Norm(), torch.randn(5, 24)
     exported = torch.export.export(model, (x,))
     called = [n.target for n in exported.graph.nodes if n.op == "call_function"]
-    assert [str(t) for t in called] == [rms._opoverload.name().replace("::", ".") + ".default", "aten.add.Tensor"]
+    assert called == [rms.default, torch.ops.aten.add.Tensor]
     torch.testing.assert_close(exported.module()(x), model(x))
 
 
@@ -187,3 +187,20 @@ def test_cpu_tensors_on_the_cpp_target(std):
     a, w = torch.randn(30, 70), torch.randn(70)
     torch.testing.assert_close(add(a, a), 2 * a)
     torch.testing.assert_close(rms(a, w, 1e-6), rms_ref(a, w))
+
+
+def test_no_backward_means_no_gradient_and_a_warning(std):
+    add = tlc.torch.op(name("add_nograd"), std["elementwise"].add)
+    a = torch.randn(3, 4, requires_grad=True)
+    with pytest.warns(UserWarning, match="an autograd kernel was not registered to the Autograd key"):
+        add(a, a).sum().backward()
+    assert a.grad is None
+
+
+def test_operator_names_are_checked(std):
+    with pytest.raises(OpError, match=r"^an operator's name is 'namespace::name' \(two identifiers\), not 'rms'$"):
+        tlc.torch.op("rms", std["nn"].rms_norm)
+    taken = name("taken")
+    tlc.torch.op(taken, std["nn"].rms_norm)
+    with pytest.raises(OpError, match=f"^cannot define the operator '{taken}': "):
+        tlc.torch.op(taken, std["nn"].rms_norm)

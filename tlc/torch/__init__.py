@@ -20,7 +20,8 @@ __all__ = ["op", "OpError", "OpSignature"]
 def op(name: str, kernel=None, *, outputs=(), mutates=None, constants=None, backward=None,
        backward_constants=None, grads=None, cpu_target=None):
     """Register `kernel` (a kernel or tile op of a loaded module) as the PyTorch operator `name`
-    ("namespace::op") and return it (a `torch.library.CustomOpDef`: call it like a function).
+    ("namespace::op") and return it: `torch.ops.namespace.op`, an `OpOverloadPacket` to call like
+    a function, with `.tlc_signature` (`OpSignature`: its schema, arguments and results).
 
     - A tile op's operator takes its arrays and scalars and returns a new tensor.
     - A kernel's operator takes its arrays and scalars in declaration order and writes its

@@ -25,22 +25,44 @@ from ..runtime.args import tl_dtype_of_torch, torch_dtype
 from .signature import OpError, OpSignature
 
 
+_LIBRARIES: dict = {}  # namespace -> its torch.library.Library (a registration lives as long as it)
+
+
 def register(name: str, kernel, *, outputs=(), mutates=None, constants=None, backward=None,
              backward_constants=None, grads=None, cpu_target=None):
-    """The `torch.library.CustomOpDef` for `kernel` (a `tlc.Kernel` or `tlc.TileOp`); see
-    `tlc.torch.op`."""
+    """The operator `torch.ops.NAMESPACE.NAME` (an `OpOverloadPacket`) for `kernel` (a
+    `tlc.Kernel` or `tlc.TileOp`); see `tlc.torch.op`.
+
+    Defined through `torch.library.Library` with the implementation on the CPU and CUDA keys,
+    not `torch.library.custom_op`: that one wraps every call in Python layers (autograd,
+    in-place bookkeeping, a torch.compile guard) that cost 20-40 us a call where the
+    dispatcher alone costs a few, and a decode step calls hundreds of operators.  Autograd is
+    Python's only where a backward is given; without one, backpropagating through the operator
+    gets PyTorch's warning for an operator with no autograd kernel."""
     import torch
 
+    namespace, _, opname = name.partition("::")
+    if not namespace or not opname.isidentifier() or not namespace.isidentifier():
+        raise OpError(f"an operator's name is 'namespace::name' (two identifiers), not '{name}'")
     sig = OpSignature(kernel, outputs, constants, mutates)
     if not any(a.kind == "tensor" for a in sig.args):
         raise OpError(f"'{kernel.name}' takes no input tensor, so its operator would not know the device to run on")
+    lib = _LIBRARIES.get(namespace)
+    if lib is None:
+        lib = _LIBRARIES[namespace] = torch.library.Library(namespace, "FRAGMENT")
+    try:
+        lib.define(opname + sig.schema())
+    except RuntimeError as e:
+        raise OpError(f"cannot define the operator '{name}': {str(e).splitlines()[0]}") from None
     run = _implementation(sig, cpu_target)
-    custom = torch.library.custom_op(name, run, mutates_args=sig.mutated, schema=sig.schema())
-    custom.register_fake(_fake(sig))
+    for key in ("CPU", "CUDA"):
+        lib.impl(opname, run, key)
+    torch.library.register_fake(name, _fake(sig), lib=lib)
+    op = getattr(getattr(torch.ops, namespace), opname)
     if backward is not None:
-        _attach_backward(name, custom, sig, backward, backward_constants, grads, cpu_target)
-    custom.tlc_signature = sig
-    return custom
+        _attach_backward(name, lib, sig, backward, backward_constants, grads, cpu_target)
+    op.tlc_signature = sig
+    return op
 
 
 # ---- the real implementation ------------------------------------------------------------------
@@ -194,7 +216,7 @@ def _fake(sig: OpSignature):
 
 # ---- autograd -------------------------------------------------------------------------------------
 
-def _attach_backward(name, custom, sig: OpSignature, backward, backward_constants, grads, cpu_target):
+def _attach_backward(name, lib, sig: OpSignature, backward, backward_constants, grads, cpu_target):
     """Register `backward` (a tlc kernel or tile op) as `name`'s gradient.  Its parameters are
     matched by name: `dy` (d + a result's name) receives that result's gradient, a forward
     input's or result's name receives the saved tensor or scalar; its results are the gradients
@@ -272,4 +294,4 @@ def _attach_backward(name, custom, sig: OpSignature, backward, backward_constant
             out[position[x]] = g
         return tuple(out)
 
-    custom.register_autograd(grad_fn, setup_context=setup_context)
+    torch.library.register_autograd(name, grad_fn, setup_context=setup_context, lib=lib)
