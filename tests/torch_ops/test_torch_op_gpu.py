@@ -125,9 +125,13 @@ def test_block_in_the_cuda_graphs_of_reduce_overhead():
     b = example_block()
     b.ops()
     p, mask = b.weights(256, 512, 4, torch.float16, "cuda"), b.causal_mask(64, torch.float16, "cuda")
+    from torch._dynamo.utils import counters
+
+    skips = counters["inductor"]["cudagraph_skips"]
     compiled = torch.compile(b.tlc_block, fullgraph=True, mode="reduce-overhead")
     for i in range(6):
         x = torch.randn(64, 256, device="cuda", dtype=torch.float16)
         got = compiled(x, p, mask).float()
         want = b.eager_block(x, p, mask)
         assert float((got - want).abs().max()) <= 0.02 * float(want.abs().max()), f"call {i}"
+    assert counters["inductor"]["cudagraph_skips"] == skips  # the graphs were recorded, not skipped
