@@ -174,7 +174,8 @@ def tiles(name: str) -> list:
     """(shape (M, E, K, D), constants) of a row on the interpreter: ragged token counts, E
     below the tile, several blocks and chunks."""
     if name.startswith("topk"):
-        return [((9, 60, 6, 0), dict(BM=4, BE=64, KB=8, THREADS=32)), ((3, 8, 2, 0), dict(BM=2, BE=8, KB=2, THREADS=32))]
+        return [((9, 60, 6, 0), dict(BM=4, BE=64, KB=8, THREADS=32)),
+                ((3, 8, 2, 0), dict(BM=2, BE=8, KB=2, THREADS=32))]
     if name == "expert_histogram":
         return [((37, 20, 4, 0), dict(BE=32, BLOCK=64, THREADS=32)), ((5, 3, 2, 0), dict(BE=4, BLOCK=16, THREADS=32))]
     if name == "moe_align_block_size":

@@ -503,11 +503,13 @@ def _moe_rows() -> list[Row]:
 
     gates = dict(T="f16", BM=8, BE=E)
     return [
-        Row("std.moe", "topk_softmax", (), torch_f(lambda t, x, ids: t.topk(t.softmax(x, -1, dtype=t.float32), K).values),
+        Row("std.moe", "topk_softmax", (),
+            torch_f(lambda t, x, ids: t.topk(t.softmax(x, -1, dtype=t.float32), K).values),
             topk_weights(kit.softmax), constants=gates, out_dtype="f32", out_shape=lambda s: (s[0], K),
             inputs=mk(gate_inputs("f16"))),
         Row("std.moe", "topk_sigmoid", (), torch_f(lambda t, x, ids: t.topk(t.sigmoid(x), K).values),
-            topk_weights(kit.sigmoid), "f32", constants={**gates, "T": "f32"}, out_dtype="f32", out_shape=lambda s: (s[0], K),
+            topk_weights(kit.sigmoid), "f32", constants={**gates, "T": "f32"}, out_dtype="f32",
+            out_shape=lambda s: (s[0], K),
             inputs=mk(lambda r, n: gate_inputs("f32")(r, n // 2))),
         Row("std.moe", "expert_histogram", (), torch_f(lambda t, ids: t.bincount(ids, minlength=E).int()),
             bincount, "i64", constants={"I": "i64"},
