@@ -344,16 +344,17 @@ class Kernel:
                     for grid in grids:
                         grid.call(values)
                 self._launchers[key] = launch
-            if launch is None:
-                launch = self._launchers[key] = self.compiled(constants, key[1]).call
+            if launch is None:  # checked one argument at a time; the fast paths are made at the next
+                compiled = self.compiled(constants, key[1])  # call (a process that calls once never makes them)
+                launch, self._launchers[key] = compiled.launch, lambda values, c=compiled: c.call(values)
             if self._grouped:  # the fast paths below launch one kernel, with no workspace
                 pass
             elif not kwargs and not constants and not self._dtype_sources and not self._rules and _single_gpu():
-                self._fast = self.compiled(constants, key[1]).call_positional
+                self._fast = self._deferred(self.compiled(constants, key[1]))
             elif not kwargs and len(args) == len(self._runtime) and _single_gpu():
                 # the constants were chosen from what the signature holds: the next call like
                 # this one skips binding, dtype inference and the rules (tens of microseconds)
-                self._remember(args, device, self.compiled(constants, key[1]).call_positional)
+                self._remember(args, device, self._deferred(self.compiled(constants, key[1]), signature(args, device)))
             launch(values)
             return
         cpp = self.module.target == "cpp"  # the cpu target's C++, else the interpreter
@@ -391,6 +392,20 @@ class Kernel:
         if self.recorded_rules():
             constants = self.with_recorded(values, constants, _device_arch(device))
         return self.compiled(constants, device).bound(values, device)
+
+    def _deferred(self, compiled, sig=None):
+        """A launcher that makes `compiled`'s positional fast path at its first call and puts it
+        where it was kept (`_fast`, or `_by_signature[sig]`), so that later calls reach it
+        directly; making it costs a few tenths of a millisecond that one call need not pay."""
+        def first_call(args):
+            fast = compiled.call_positional
+            if sig is None:
+                if self._fast is first_call:
+                    self._fast = fast
+            elif self._by_signature.get(sig) is first_call:
+                self._by_signature[sig] = fast
+            return fast(args)
+        return first_call
 
     def _remember(self, args: tuple, device: int, launch) -> None:
         """Keep `launch` for the later positional calls whose `signature` is that of `args`."""

@@ -23,7 +23,7 @@ def test_torch_tensors_take_the_fast_path_on_torchs_stream(mod):
     y, z = torch.ones(64, device="cuda"), torch.zeros(64, device="cuda")
     mod.tiny_axpy(x, y, z, 2.0)  # the general path: loads, and opens the fast path to PyTorch
     compiled = mod.tiny_axpy.compiled({})
-    assert compiled._fast_paths == ()
+    assert compiled._torch
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
         for k in range(50):  # queued behind each other on s: each launch must see the fill before it

@@ -75,3 +75,26 @@ def test_a_numpy_array_is_refused_with_the_fix():
         BoundLaunch(SimpleNamespace(binder=binder, name="axpy"), binder.bind(args, device=0), 0, args)
     assert str(e.value) == ("'x' is a NumPy array, which a launch copies to the GPU each time; a launcher launches "
                             "GPU arrays only: pass cupy.asarray(x) or torch.from_numpy(x).cuda()")
+
+
+def test_a_fast_path_is_made_at_its_first_use_and_then_reached_directly(mod):
+    made, calls = [], []
+
+    class Compiled:  # what Kernel reads of a runtime.CompiledKernel here
+        @property
+        def call_positional(self):
+            made.append(1)
+            return calls.append
+
+    k = mod.axpy
+    k._fast = first = k._deferred(Compiled())
+    sig = ("signature",)
+    k._by_signature[sig] = by_sig = k._deferred(Compiled(), sig)
+    assert made == []
+    first((1,))
+    by_sig((2,))
+    assert made == [1, 1] and calls == [(1,), (2,)]
+    assert k._fast is not first and k._by_signature[sig] is not by_sig  # no wrapper left on the way
+    k._fast((3,))
+    assert made == [1, 1] and calls[-1] == (3,)
+    k._fast, k._by_signature = None, {}

@@ -8,6 +8,8 @@ writes).  Argument checks are `args.py`'s, grid arithmetic and limits `grid.py`'
 """
 from __future__ import annotations
 
+import functools
+
 from .. import device_assert
 from ..diagnostics import TlcError
 from ..ir.nodes import Kernel
@@ -50,14 +52,30 @@ class CompiledKernel:
                                  tuple((False, d) if isinstance(d, int) else (True, self.binder.slots[d]) for d in s.shape))
                                 for s in generated.tensor_maps)
         self._streams: dict[int, object] = {}  # foreign stream pointer -> cupy Stream
-        # `call(args)`: the generated fast path, falling back to `launch` (callers that launch
-        # in a loop may hold `call` itself and skip this object's `__call__`)
-        self.call = fastpath.build(self, fallback=self.launch)
-        # `call_positional(values)`: the same for a tuple of the arguments in parameter order
-        self.call_positional = fastpath.build(self, fallback=self.launch, positional=True)
-        self._fast_paths = (self.call, self.call_positional)  # opened to PyTorch at its first launch
-        if self.assert_sites:
-            self.call, self.call_positional = self._checking(self.call), self._checking(self.call_positional)
+        self._fast_paths: list = []  # the fast paths made, until PyTorch is in use: see `launch`
+        self._torch = False
+
+    # The fast paths are made at their first use (writing and compiling one costs a few tenths
+    # of a millisecond, which a process running a kernel from the cache once need not pay).
+
+    @functools.cached_property
+    def call(self):
+        """`call(args)`: the generated fast path, falling back to `launch` (callers that launch
+        in a loop may hold `call` itself and skip this object's `__call__`)."""
+        return self._fast_path(positional=False)
+
+    @functools.cached_property
+    def call_positional(self):
+        """`call_positional(values)`: the same for a tuple of the arguments in parameter order."""
+        return self._fast_path(positional=True)
+
+    def _fast_path(self, positional: bool):
+        fast = fastpath.build(self, fallback=self.launch, positional=positional)
+        if self._torch:
+            fastpath.enable_torch(fast)
+        else:
+            self._fast_paths.append(fast)
+        return self._checking(fast) if self.assert_sites else fast
 
     def _persistent_blocks(self) -> int:
         """The most blocks of a persistent kernel that run at once on the current GPU: one per
@@ -146,10 +164,11 @@ class CompiledKernel:
         stream = None
         if bound.torch_device >= 0:
             stream = self.torch_stream(bound.torch_device)
-            if self._fast_paths:  # the next calls like this one take the fast path
+            if not self._torch:  # the next calls like this one take the fast path
+                self._torch = True
                 for fast in self._fast_paths:
                     fastpath.enable_torch(fast)
-                self._fast_paths = ()
+                self._fast_paths = []
         if bound.host:
             self._launch_with_copies(fn, grid, bound, stream)
         else:
