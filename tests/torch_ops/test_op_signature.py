@@ -54,6 +54,20 @@ def test_result_shapes_and_dtypes_follow_the_inputs(std):
         [((2, 3), DTYPES["f16"])]
 
 
+def test_a_const_standing_as_a_dimension_is_bound_from_the_inputs():
+    # W is compiled in, from the arrays (LANGUAGE.md section 1): the result has x's width, not W's default
+    module = tlc.compile_source("""
+@kernel
+def rowcopy(x: f32[M, W], y: f32[M, W], W: const = 8):
+    with grid(M, threads=32) as bx:
+        t = fragment(f32[W])
+        copy(x[bx, 0], t)
+        copy(t, y[bx, 0])
+""", target="cpu")
+    sig = OpSignature(module.rowcopy, outputs="y")
+    assert sig.result_specs({"x": (3, 16)}, {"x": DTYPES["f32"]}) == [((3, 16), DTYPES["f32"])]
+
+
 def test_a_fixed_dtype_constant_wins(std):
     sig = OpSignature(std["elementwise"].add, constants={"T": "f32"})
     assert sig.result_specs({"a": (2, 3), "b": (2, 3)}, {"a": DTYPES["f16"], "b": DTYPES["f16"]}) == \

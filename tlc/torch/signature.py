@@ -108,9 +108,10 @@ class OpSignature:
                                           self._result_dtype(_annotation(fn, o), fn.param(o).type.dtype))
                                  for o in outputs)
         inputs = {a.name for a in self.args if a.kind == "tensor"}
-        # shape symbol -> (input, axis) that gives its size; dtype parameter -> inputs that bind it
+        # shape symbol (or const parameter standing as a dimension) -> (input, axis) that gives
+        # its size; dtype parameter -> inputs that bind it
         self.symbol_sources = {}
-        for sym, uses in fn.shape_symbols.items():
+        for sym, uses in {**fn.from_arrays, **fn.shape_symbols}.items():
             use = next((u for u in uses if u.param in inputs), None)
             if use is not None:
                 self.symbol_sources[sym] = (use.param, use.axis)
