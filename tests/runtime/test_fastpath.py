@@ -200,10 +200,10 @@ def test_torch_tensors_launch_by_pointer_on_torchs_stream_once_enabled(gpus, fak
     assert fast((weight, y, 2.0))  # a parameter is a tensor too
     [(device, grid, block, args, smem, stream), (_, _, _, args2, _, _)] = launches
     assert (device, grid, block, smem, stream) == (0, (4, 1, 1), (256, 1, 1), 0, "stream 1000")
-    assert args[:2] == [0x7f0000001000, 0x7f0000002000] and type(args[0]) is int
+    assert args[:2] == [0x7f0000001000, 0x7f0000002000] and type(args[0]) is np.uint64
     assert type(args[2]) is np.float32 and args[2] == 2.0
     assert type(args[3]) is np.int32 and args[3] == 1000
-    assert args2[0] == 0x7f0000003000
+    assert args2[0] == 0x7f0000003000 and args2[1] is args[1]  # an address seen before: its C value kept
 
 
 def test_torch_declines_what_it_is_not_sure_of(gpus, fake_torch):

@@ -59,21 +59,27 @@ class BoundLaunch:
 _cscalar = None
 
 
-def c_argument(value):
-    """`value` (a CuPy array, or a NumPy scalar of the C type) as CuPy's own argument object
-    (`CScalar`), which a launch passes as it is, with no conversion or allocation; the value
-    itself where this CuPy has no such class."""
+def cscalar():
+    """CuPy's argument object for a value (`CScalar`), which a launch passes as it is, with no
+    conversion or allocation; None where this CuPy has no such class (it converts each value
+    at each launch)."""
     global _cscalar
     if _cscalar is None:
         try:
             from cupy._core._scalar import CScalar
-        except ImportError:  # another CuPy: it converts the value at each launch
+        except ImportError:
             CScalar = False
         _cscalar = CScalar
-    if not _cscalar:
+    return _cscalar or None
+
+
+def c_argument(value):
+    """`value` (a CuPy array, or a NumPy scalar of the C type) as CuPy's argument object."""
+    made = cscalar()
+    if made is None:
         return value
     if hasattr(value, "data") and hasattr(value.data, "ptr"):  # a CuPy array: its address
-        return _cscalar(np.uint64(value.data.ptr))
+        return made(np.uint64(value.data.ptr))
     if isinstance(value, np.generic):
-        return _cscalar(value)
+        return made(value)
     return value

@@ -55,7 +55,8 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
     single = cupy.cuda.runtime.getDeviceCount() == 1
     if tensors:
         env.update(TORCH=_Absent, PARAMETER=_Absent, streams=getattr(compiled, "_streams", {}),
-                   raw_stream=None, _torch_dtypes={f"T{i}": p.dtype for i, p in tensors})
+                   raw_stream=None, _torch_dtypes={f"T{i}": p.dtype for i, p in tensors},
+                   pointers={}, POINTER=_as_argument(np.uint64))
         for i, p in tensors:
             env[f"D{i}"], env[f"T{i}"] = p.dtype.numpy(), None
         # the first array's type picks the branch: CuPy arrays, or PyTorch tensors (their
@@ -66,7 +67,7 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
         lines += [f"t = type(a{first})", "if t is CUPY:"]
         lines += _indent(_cupy_checks(tensors, contiguous, single, mapped))
         lines += ["elif t is TORCH or t is PARAMETER:"]
-        lines += _indent(_torch_checks(tensors, single, mapped))
+        lines += _indent(_torch_checks(tensors, single))
         lines += ["else:", "    return fallback(args)"]
     else:
         lines += ["device = 0" if single else "device = get_device()", "stream = None"]
@@ -98,7 +99,7 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
             cargs.append(f"p{j}")
         elif a.kind == "scalar":
             ctor = _C_SCALARS[" ".join(a.c_type.replace("const", " ").split())]
-            env[f"C{j}"] = ctor
+            env[f"C{j}"] = _as_argument(ctor)
             dt = params[a.name].dtype
             if dt.is_int:
                 info = np.iinfo(dt.numpy())
@@ -123,7 +124,7 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
         else:
             n, (most, ctor) = symbols[a.name], SYMBOL_TYPES[a.dtype.name]
             cache = f"{a.dtype.name}_cache"
-            env[cache], env[f"np_{a.dtype.name}"] = env.get(cache, {}), ctor
+            env[cache], env[f"np_{a.dtype.name}"] = env.get(cache, {}), _as_argument(ctor)
             lines += [f"if {n} > {most}:", "    return fallback(args)",
                       f"c{n} = {cache}.get({n})", f"if c{n} is None:",
                       f"    if len({cache}) > {_CACHE_SIZE}:", f"        {cache}.clear()",
@@ -171,11 +172,11 @@ def _cupy_checks(tensors, contiguous: str, single: bool, mapped: set) -> list:
     return lines + ["stream = None"]
 
 
-def _torch_checks(tensors, single: bool, mapped: set) -> list:
+def _torch_checks(tensors, single: bool) -> list:
     """PyTorch tensors (or parameters): each of the dtype, contiguous and on the current GPU;
-    `p{i}` is its pointer (a Python int: CuPy passes it as 64 bits, and no CUDA address
-    reaches 2**63), the stream PyTorch's current one on that GPU, as a CuPy stream the general
-    path made (`launch.CompiledKernel.torch_stream`)."""
+    `m{i}` is its address, `p{i}` that as a launch argument (`POINTER`), the stream PyTorch's
+    current one on that GPU, as a CuPy stream the general path made
+    (`launch.CompiledKernel.torch_stream`)."""
     lines = [_any_fails(f"(type(a{i}) is not TORCH and type(a{i}) is not PARAMETER)" for i, _ in tensors[1:]),
              _any_fails(f"a{i}.dtype is not T{i}" for i, _ in tensors),
              _any_fails(f"not a{i}.is_contiguous()" for i, _ in tensors)]
@@ -183,7 +184,10 @@ def _torch_checks(tensors, single: bool, mapped: set) -> list:
         lines += [_any_fails(f"not a{i}.is_cuda" for i, _ in tensors), "device = 0"]
     else:
         lines += ["device = get_device()", _any_fails(f"a{i}.get_device() != device" for i, _ in tensors)]
-    lines += [f"p{i} = m{i} = a{i}.data_ptr()" if i in mapped else f"p{i} = a{i}.data_ptr()" for i, _ in tensors]
+    for i, _ in tensors:  # a tensor's address repeats from call to call: its C value is kept
+        lines += [f"m{i} = a{i}.data_ptr()", f"p{i} = pointers.get(m{i})", f"if p{i} is None:",
+                  f"    if len(pointers) > {_CACHE_SIZE}:", "        pointers.clear()",
+                  f"    p{i} = pointers[m{i}] = POINTER(m{i})"]
     return lines + ["stream = streams.get(raw_stream(device))", "if stream is None:", "    return fallback(args)"]
 
 
@@ -204,6 +208,16 @@ def enable_torch(fast) -> None:
     scope["raw_stream"] = torch_raw_stream()
     scope["PARAMETER"] = torch.nn.Parameter
     scope["TORCH"] = torch.Tensor  # last: the branch opens once everything it reads is there
+
+
+def _as_argument(ctor):
+    """`ctor` (a NumPy scalar type) made to give CuPy's argument object for the value
+    (`bound.cscalar`), where this CuPy has one: kept in the fast path's caches, a value is
+    passed with no conversion at the launch."""
+    from .bound import cscalar
+
+    made = cscalar()
+    return ctor if made is None else (lambda v: made(ctor(v)))
 
 
 class _Absent:
