@@ -173,7 +173,9 @@ def launch_paths(results: dict) -> None:
     cubin = Path(tempfile.mkdtemp(prefix="tlc-bench-")) / ("k.ptx" if compiled.arch.startswith("compute_") else "k.cubin")
     cubin.write_bytes(compiled.binary)
     raw = cp.RawModule(path=str(cubin)).get_function(compiled.name)
-    ts = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+    from tlc.runtime.launch import _foreign_stream
+
+    ts = _foreign_stream(cp, torch.cuda.current_stream().cuda_stream, 0)
     c_run, t_run = mod.tiny_axpy.launcher(cx, cy, cz, 2.0), mod.tiny_axpy.launcher(tx, ty, tz, 2.0)
     general = {"x": tx, "y": ty, "z": tz, "a": 2.0}
     candidates = {
