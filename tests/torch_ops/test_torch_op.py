@@ -43,6 +43,15 @@ def test_kernel_writes_its_mutated_argument_in_place(std):
     torch.testing.assert_close(big, rms_ref(x, w))
 
 
+def test_kernel_with_two_outputs_returns_both(std):
+    ce = tlc.torch.op(name("ce"), std["nn_train"].cross_entropy, outputs=("loss", "lse"))
+    logits, target = torch.randn(6, 50), torch.tensor([3, 0, 49, -100, 7, 7])
+    loss, lse = ce(logits, target)  # ignore_index left at its default, -100
+    torch.testing.assert_close(lse, torch.logsumexp(logits, -1))
+    want = torch.nn.functional.cross_entropy(logits, target, reduction="none", ignore_index=-100)
+    torch.testing.assert_close(loss, want)
+
+
 def test_decorator_form_and_tile_op(std):
     add = tlc.torch.op(name("add"))(std["elementwise"].add)
     a, b = torch.randn(3, 7), torch.randn(3, 7)
