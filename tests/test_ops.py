@@ -23,6 +23,9 @@ def relu_bwd(dy: T[M, N],
     # exact.
     return T(where(x > 0.0, dy, 0.0))
 
+# ---- a section -------------------
+# y[:] = value (a module may document an operator above it,
+# as std.gemm does).
 @kernel
 def fill(y: f32[N], value: f32):
     with grid(cdiv(N, 128), threads=128) as bx:
@@ -46,6 +49,7 @@ def test_lists_kernels_and_tile_ops_with_signature_doc_and_backward(tmp_path):
     assert relu_bwd.signature == "relu_bwd(dy: T[M, N], x: T[M, N], T: dtype = f32) -> T[M, N]"
     assert relu.doc == "max(x, 0), exact."
     assert relu_bwd.doc == "dy where x > 0, else 0; exact."
+    assert fill.doc == "y[:] = value (a module may document an operator above it, as std.gemm does)."
     assert (relu.backward, relu_bwd.backward, relu_bwd.is_backward, fill.backward) == ("relu_bwd", None, True, None)
     assert relu.dtype_params == {"T": "f32"} and fill.dtype_params == {}
 

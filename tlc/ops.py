@@ -106,6 +106,15 @@ def _doc(lines: list[str], i: int) -> str:
     return " ".join(words)
 
 
+def _comment_above(lines: list[str], start: int) -> list[str]:
+    """The comment block right above line index `start` (a decorator or def), top down: where a
+    module documents its operators above them (std.gemm) instead of under the def."""
+    i = start
+    while i > 0 and lines[i - 1].startswith("# ") and not lines[i - 1].startswith("# ----"):
+        i -= 1
+    return lines[i:start]
+
+
 def _backwards_elsewhere(path: Path) -> dict:
     """NAME_bwd -> "std.MODULE.NAME_bwd" for the backwards the other std modules beside `path`
     define (std.nn's softmax has its backward in std.nn_train); a scan of their `def` lines."""
@@ -130,12 +139,15 @@ def module_ops(path: Path, tested: dict) -> list[Operator]:
     out = []
     for f in fns:
         signature, body = _header(lines, f.span.line - 1)
+        docs = lines
+        if not lines[body].strip().startswith("#"):  # documented above the decorator instead
+            docs = lines[:body] + _comment_above(lines, f.span.line - 1) + lines[body:]
         dtype_params = {p.name: _default(p.default) for p in f.params if p.annotation.name == "dtype"}
         bwd = f.name + BACKWARD_SUFFIX
         out.append(Operator(module, f.name, "tile_op" if f.has_decorator("tile_op") else "kernel", signature,
-                            _doc(lines, body), dtype_params, bwd if bwd in names else elsewhere.get(bwd),
+                            _doc(docs, body), dtype_params, bwd if bwd in names else elsewhere.get(bwd),
                             f.name.endswith(BACKWARD_SUFFIX), tuple(recorded.get(f.name, ())), f.span.line,
-                            _comment(lines, body)))
+                            _comment(docs, body)))
     return out
 
 
