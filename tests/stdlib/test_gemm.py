@@ -12,6 +12,7 @@ import pytest
 
 import tlc
 from gemm_shapes_kit import f32, grouped_case, rand, splitk
+from module_checks import assert_reference_page_is_current
 from op_registry import check_or_record
 from precision_kit import SKINNY
 from precision_kit import cases as precision_cases
@@ -115,3 +116,8 @@ def test_registry():
     this run (TLC_RECORD_TESTED=1 rewrites it; tests/stdlib/op_registry.py)."""
     table = {k: set(ds) for k, (ds, _) in TABLE.items()}
     check_or_record("std.gemm", table, {k: v for k, v in PASSED.items() if v == table.get(k)}, __file__)
+
+
+def test_the_reference_page_is_generated_from_the_sources():
+    """docs/stdlib/gemm.md is what scripts/stdlib-docs writes (rerun it after editing the .tl)."""
+    assert_reference_page_is_current(GEMM_PATH)
