@@ -45,7 +45,9 @@ _SOURCE_SUFFIXES = (".py", ".lark", ".tl", ".cuh", ".j2", ".jinja", ".cu", ".h")
 
 def _package_files() -> list:
     """(name, path) of every file that makes tlc what it is: its Python sources and its data
-    folders (grammar, templates), which a checkout keeps beside the package, not in it."""
+    folders (grammar, templates), which a checkout keeps beside the package, not in it.  The
+    list is kept in the cache folder with each folder's change time (a file added, removed or
+    renamed changes its folder's), so a new process lists no folder that has not changed."""
     from ..package_data import folder
 
     root = Path(__file__).resolve().parent.parent
@@ -54,14 +56,33 @@ def _package_files() -> list:
         data = folder(name).resolve()
         if root not in data.parents:  # a checkout's (an installed package holds its own)
             bases.append((str(data), f"data:{name}/"))
-    found = []
+    memo = default_dir() / f"tlc-files-{hashlib.sha256(repr(bases).encode()).hexdigest()[:24]}.json"
+    try:
+        doc = json.loads(read_regular(memo, follow_symlinks=False, limit=1 << 20))
+        if all(os.stat(d).st_mtime_ns == t for d, t in doc["folders"]):
+            return [(name, path) for name, path in doc["files"]]
+    except (OSError, ValueError, TypeError, KeyError):
+        pass
+    found, folders = [], []
     for base, prefix in bases:
-        for dirpath, dirnames, filenames in os.walk(base):
-            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-            rel = os.path.relpath(dirpath, base).replace(os.sep, "/")
-            found += [(prefix + (f"{rel}/{f}" if rel != "." else f), os.path.join(dirpath, f))
-                      for f in filenames if f.endswith(_SOURCE_SUFFIXES)]
-    return sorted(found)
+        pending = [base]
+        while pending:
+            path = pending.pop()
+            folders.append((path, os.stat(path).st_mtime_ns))  # before listing: a later change shows
+            rel = os.path.relpath(path, base).replace(os.sep, "/")
+            with os.scandir(path) as entries:
+                for e in entries:
+                    if e.is_dir(follow_symlinks=False):
+                        if e.name != "__pycache__":
+                            pending.append(e.path)
+                    elif e.name.endswith(_SOURCE_SUFFIXES):
+                        found.append((prefix + (f"{rel}/{e.name}" if rel != "." else e.name), e.path))
+    found.sort()
+    try:
+        replace_atomically(memo, json.dumps({"folders": folders, "files": found}).encode())
+    except OSError:  # a read-only cache: the next process lists them again
+        pass
+    return found
 
 
 @functools.lru_cache(maxsize=None)
