@@ -164,3 +164,19 @@ def test_load_stores_and_then_finds_a_module_for_the_gpu(files, monkeypatch, cap
     monkeypatch.setattr(api, "_gpu_available", lambda: False)  # the interpreter's modules are not cached
     api.load(str(files))
     assert len(parses) == 1
+
+
+def test_the_list_of_tlc_files_follows_files_added_and_removed(tmp_path, monkeypatch):
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
+    base = tmp_path / "pkg"
+    (base / "sub" / "__pycache__").mkdir(parents=True)
+    (base / "a.py").write_text("")
+    (base / "sub" / "b.cuh").write_text("")
+    (base / "sub" / "__pycache__" / "b.cpython-311.pyc").write_text("")
+    (base / "notes.txt").write_text("")
+    bases = [(str(base), "x:")]
+    assert [n for n, _ in cache_mod.listed_files(bases)] == ["x:a.py", "x:sub/b.cuh"]
+    assert [n for n, _ in cache_mod.listed_files(bases)] == ["x:a.py", "x:sub/b.cuh"]  # from the memo
+    (base / "sub" / "c.py").write_text("")
+    (base / "a.py").unlink()
+    assert [n for n, _ in cache_mod.listed_files(bases)] == ["x:sub/b.cuh", "x:sub/c.py"]

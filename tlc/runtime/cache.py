@@ -56,6 +56,12 @@ def _package_files() -> list:
         data = folder(name).resolve()
         if root not in data.parents:  # a checkout's (an installed package holds its own)
             bases.append((str(data), f"data:{name}/"))
+    return listed_files(bases)
+
+
+def listed_files(bases: list) -> list:
+    """(prefix + name relative to its base, path) of the source files under each (base, prefix),
+    through the memo of `_package_files`."""
     memo = default_dir() / f"tlc-files-{hashlib.sha256(repr(bases).encode()).hexdigest()[:24]}.json"
     try:
         doc = json.loads(read_regular(memo, follow_symlinks=False, limit=1 << 20))
