@@ -66,3 +66,15 @@ def test_cupy_launcher_and_its_errors(mod):
     with pytest.raises(tlc.TlcError) as e:
         mod.tiny_axpy.launcher(x, y, np.zeros(64, np.float32), 0.5)
     assert str(e.value).startswith("'z' is a NumPy array, which a launch copies to the GPU each time")
+
+
+def test_a_module_from_the_checked_cache_launches_without_a_check(tmp_path, monkeypatch):
+    import cupy
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path))
+    x, y, z = cupy.ones(64, cupy.float32), cupy.ones(64, cupy.float32), cupy.zeros(64, cupy.float32)
+    tlc.load(TINY, target="cuda").tiny_axpy(x, y, z, 1.0)  # checked, stored; compiled, stored
+    again = tlc.load(TINY, target="cuda")
+    assert again._check is not None  # from the checked-module cache
+    again.tiny_axpy(x, y, z, 4.0)
+    assert z.get()[:32].tolist() == [5.0] * 32
+    assert again._check is not None  # the kernel came from the kernel cache: nothing was checked
