@@ -47,7 +47,9 @@ class BoundLaunch:
             return  # nothing to run
         stream = None
         if self._raw_stream is not None:
-            stream = self._streams.get(self._raw_stream(self._device)) or self._torch_stream(self._device)
+            stream = self._streams.get(self._raw_stream(self._device))
+            if stream is None:  # a stream PyTorch has not used with this kernel before
+                stream = self._torch_stream(self._device)
         self.fn(self.grid, self.block, self.args, self.smem, stream)
         if self._check is not None:
             self._check()
