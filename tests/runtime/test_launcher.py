@@ -98,3 +98,32 @@ def test_a_fast_path_is_made_at_its_first_use_and_then_reached_directly(mod):
     k._fast((3,))
     assert made == [1, 1] and calls[-1] == (3,)
     k._fast, k._by_signature = None, {}
+
+
+def test_a_bound_launch_reads_only_the_current_stream(monkeypatch):
+    from types import SimpleNamespace
+
+    from tlc.runtime import launch as launch_mod
+    from tlc.runtime.args import Bound
+    from tlc.runtime.bound import BoundLaunch
+
+    launches, made = [], []
+    monkeypatch.setattr(launch_mod, "_raw_stream", lambda device: current[0])
+    current = [1000]
+    streams = {1000: "stream 1000"}
+
+    def torch_stream(device):
+        made.append(current[0])
+        return streams.setdefault(current[0], f"stream {current[0]}")
+    compiled = SimpleNamespace(name="k", grid=lambda values: (values[3] // 2, 1, 1), block=(64, 1, 1), smem=0,
+                               function=lambda device: lambda *a: launches.append(a), assert_sites=(),
+                               kernel_args=lambda bound: bound.args, _streams=streams, torch_stream=torch_stream)
+    args = [np.uint64(0x7f00), np.uint64(0x7f80), np.float32(2.0), np.int32(8)]
+    run = BoundLaunch(compiled, Bound(args, [None, None, 2.0, 8], [], 0), 0, {"x": "held", "y": "held"})
+    run()
+    current[0] = 1001  # another stream is current now: the next launch goes there
+    run()
+    assert [a[0] for a in launches] == [(4, 1, 1)] * 2 and [a[4] for a in launches] == ["stream 1000", "stream 1001"]
+    assert made == [1000, 1001]  # made at the launcher's making and for the new stream, never again
+    run()
+    assert made == [1000, 1001] and launches[0][2] is launches[2][2]  # the same argument list each time
