@@ -82,6 +82,6 @@ def c_argument(value):
         return value
     if hasattr(value, "data") and hasattr(value.data, "ptr"):  # a CuPy array: its address
         return made(np.uint64(value.data.ptr))
-    if isinstance(value, np.generic):
+    if isinstance(value, np.generic) and value.dtype.kind in "biuf":  # a number (a tensor map stays bytes)
         return made(value)
     return value

@@ -196,8 +196,8 @@ def enable_torch(fast) -> None:
     anything says that PyTorch is in use, and `import tlc` never imports it; the general path
     calls this at its first PyTorch launch."""
     scope = fast.__globals__
-    if scope.get("TORCH", _Absent) is not _Absent:
-        return
+    if scope.get("TORCH", _Absent) is not _Absent or "_torch_dtypes" not in scope:
+        return  # open already, or a kernel with no tensor
     import torch
 
     from .args import torch_dtype
