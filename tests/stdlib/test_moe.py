@@ -72,12 +72,14 @@ def test_a_moe_layer_end_to_end(mod):
     np.testing.assert_allclose(out, want, rtol=4e-3, atol=4e-3 * np.abs(want).max())
 
 
-def test_topk_refuses_more_experts_than_its_tile(mod):
+def test_topk_refuses_more_experts_than_its_tile_or_k_past_them(mod):
     from tlc.device_assert import DeviceAssertError
 
     x = np.zeros((2, 65), np.float32)
     with pytest.raises(DeviceAssertError, match=r"topk_softmax: E = 65 experts \(BE = 64\), K = 2 \(KB = 16\)"):
         mod.topk_softmax(x, np.zeros((2, 2), np.int32), np.zeros((2, 2), np.float32), BE=64, THREADS=32)
+    with pytest.raises(DeviceAssertError, match=r"topk_sigmoid: E = 3 experts \(BE = 64\), K = 4 \(KB = 16\)"):
+        mod.topk_sigmoid(x[:, :3], np.zeros((2, 4), np.int32), np.zeros((2, 4), np.float32), BE=64, THREADS=32)
 
 
 def test_align_refuses_a_sorted_ids_too_short(mod):
