@@ -1,7 +1,8 @@
 """The fast launch path: for one compiled kernel, a Python function written out and compiled
-once that launches when every tensor argument is a plain CuPy array and every scalar a plain
-Python number, with no loop, no helper call and no intermediate object; any other call it
-hands to the general path (`fallback`).
+once that launches when every tensor argument is a plain CuPy array, or every one a PyTorch
+tensor (by its address, on PyTorch's current stream), and every scalar a plain Python number,
+with no loop, no helper call and no intermediate object; any other call it hands to the
+general path (`fallback`).
 
 Why generated code: a launch's host overhead is the goal (within 1 us of a bare
 `cupy.RawKernel` call with the same arguments), and a generic loop over parameters costs
@@ -23,7 +24,7 @@ from ..ir.nodes import Const, DimExpr
 from ..scalars import float_limit
 from .grid import compile_function, grid_source, py_source
 
-_CACHE_SIZE = 4096  # distinct shape sizes, or values of one scalar, kept as ready NumPy scalars
+_CACHE_SIZE = 4096  # distinct shape sizes, values of one scalar or tensor addresses, kept as ready C values
 
 
 def build(compiled, fallback: Callable[[dict], object], positional: bool = False) -> Callable:
@@ -204,7 +205,10 @@ def enable_torch(fast) -> None:
     from .launch import torch_raw_stream
 
     for name, dt in scope["_torch_dtypes"].items():
-        scope[name] = torch_dtype(torch, dt)
+        try:
+            scope[name] = torch_dtype(torch, dt)
+        except (KeyError, AttributeError):  # a dtype this PyTorch lacks: such tensors cannot come
+            scope[name] = _Absent
     scope["raw_stream"] = torch_raw_stream()
     scope["PARAMETER"] = torch.nn.Parameter
     scope["TORCH"] = torch.Tensor  # last: the branch opens once everything it reads is there
