@@ -127,3 +127,65 @@ def test_a_bound_launch_reads_only_the_current_stream(monkeypatch):
     assert made == [1000, 1001]  # made at the launcher's making and for the new stream, never again
     run()
     assert made == [1000, 1001] and launches[0][2] is launches[2][2]  # the same argument list each time
+
+
+def test_a_gpu_call_checks_first_then_takes_the_fast_path(mod, monkeypatch):
+    import tlc.kernel as kernel_mod
+
+    log = []
+
+    class Compiled:  # a runtime.CompiledKernel's launch paths, recording which one a call took
+        def launch(self, values):
+            log.append(("general", tuple(values)))
+
+        def call(self, values):
+            log.append(("dict", tuple(values)))
+
+        @property
+        def call_positional(self):
+            log.append(("made",))
+            return lambda args: log.append(("fast", len(args))) or True
+
+    compiled = Compiled()
+    k = tlc.compile_source(SOURCE, target="cpu").axpy
+    k.module.target = "cuda"
+    monkeypatch.setattr(kernel_mod, "_current_device", lambda: 0)
+    monkeypatch.setattr(kernel_mod, "_single_gpu", lambda: True)
+    monkeypatch.setattr(k, "compiled", lambda constants, device=None: compiled)
+    x = np.zeros(8, np.float32)
+    for _ in range(3):
+        k(x, x, 2.0)
+    k(x, y=x, a=2.0)  # keywords: the launcher kept for these constants
+    assert log == [("general", ("x", "y", "a")), ("made",), ("fast", 3), ("fast", 3), ("dict", ("x", "y", "a"))]
+
+
+def test_a_gpu_call_whose_constants_follow_its_arrays_takes_the_signature_path(monkeypatch):
+    import tlc.kernel as kernel_mod
+
+    log = []
+
+    class Compiled:
+        def launch(self, values):
+            log.append("general")
+
+        @property
+        def call_positional(self):
+            log.append("made")
+            return lambda args: log.append("fast") or True
+
+    k = tlc.compile_source("""
+@kernel
+def scale(x: T[N], y: T[N], a: f32, T: dtype = f32):
+    with grid(1, threads=32) as bx:
+        for i in parallel(32):
+            if i < N:
+                y[i] = x[i] * a
+""", target="cpu").scale
+    k.module.target = "cuda"
+    monkeypatch.setattr(kernel_mod, "_current_device", lambda: 0)
+    monkeypatch.setattr(kernel_mod, "_single_gpu", lambda: True)
+    monkeypatch.setattr(k, "compiled", lambda constants, device=None: Compiled())
+    x16, x32 = np.zeros(8, np.float16), np.zeros(8, np.float32)
+    for x in (x16, x16, x16, x32):
+        k(x, x, 2.0)
+    assert log == ["general", "made", "fast", "fast", "general"] and len(k._by_signature) == 2
