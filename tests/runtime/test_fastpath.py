@@ -18,9 +18,9 @@ from tlc.runtime import fastpath
 class FakeArray:
     __slots__ = ("shape", "dtype", "_c_contiguous", "data")  # class attributes, as CuPy's are
 
-    def __init__(self, shape, dtype=np.float32, device=0, contiguous=True):
+    def __init__(self, shape, dtype=np.float32, device=0, contiguous=True, ptr=0x7e0000000000):
         self.shape, self.dtype, self._c_contiguous = tuple(shape), np.dtype(dtype), contiguous
-        self.data = SimpleNamespace(device_id=device)
+        self.data = SimpleNamespace(device_id=device, ptr=ptr)
 
 
 @pytest.fixture
@@ -44,11 +44,11 @@ def build(ir, gen, loaded=(0,)):
 def test_a_plain_call_launches_with_c_typed_scalars(gpus):
     gpus(1)
     fast, launches = build(*axpy())
-    x, y = FakeArray((1000,)), FakeArray((1000,))
+    x, y = FakeArray((1000,), ptr=0x7e0000001000), FakeArray((1000,), ptr=0x7e0000002000)
     assert fast({"x": x, "y": y, "alpha": 2.0})
     [(device, grid, block, args, smem, stream)] = launches
     assert (device, grid, block, smem, stream) == (0, (4, 1, 1), (256, 1, 1), 0, None)
-    assert args[0] is x and args[1] is y
+    assert args[:2] == [0x7e0000001000, 0x7e0000002000] and type(args[0]) is np.uint64  # by address
     assert type(args[2]) is np.float32 and args[2] == 2.0
     assert type(args[3]) is np.int32 and args[3] == 1000
 
@@ -140,7 +140,7 @@ def test_contiguity_through_flags_where_cupy_lacks_the_attribute(gpus, monkeypat
         def __init__(self, contiguous):
             self.shape, self.dtype = (8,), np.dtype(np.float32)
             self.flags = SimpleNamespace(c_contiguous=contiguous)
-            self.data = SimpleNamespace(device_id=0)
+            self.data = SimpleNamespace(device_id=0, ptr=0x7e0000000000)
     gpus(1)
     monkeypatch.setattr(sys.modules["cupy"], "ndarray", OtherArray)
     fast, launches = build(*axpy())

@@ -57,16 +57,14 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
     if tensors:
         env.update(TORCH=_Absent, PARAMETER=_Absent, streams=getattr(compiled, "_streams", {}),
                    raw_stream=None, _torch_dtypes={f"T{i}": p.dtype for i, p in tensors},
-                   pointers={}, POINTER=_as_argument(np.uint64))
+                   pointers={}, POINTER=_as_argument(np.uint64))  # address -> its C value
         for i, p in tensors:
             env[f"D{i}"], env[f"T{i}"] = p.dtype.numpy(), None
         # the first array's type picks the branch: CuPy arrays, or PyTorch tensors (their
         # pointers, launched on PyTorch's current stream); a mix takes the general path
         first = tensors[0][0]
-        index = {p.name: i for i, p in tensors}
-        mapped = {index[m.param] for m in gen.tensor_maps}  # tensors whose address a tensor map takes
         lines += [f"t = type(a{first})", "if t is CUPY:"]
-        lines += _indent(_cupy_checks(tensors, contiguous, single, mapped))
+        lines += _indent(_cupy_checks(tensors, contiguous, single))
         lines += ["elif t is TORCH or t is PARAMETER:"]
         lines += _indent(_torch_checks(tensors, single))
         lines += ["else:", "    return fallback(args)"]
@@ -159,9 +157,9 @@ def _tensor_map_args(compiled, env: dict, symbols: dict) -> str:
     return f" + TMAPS(({pointers},), ({sizes},))"
 
 
-def _cupy_checks(tensors, contiguous: str, single: bool, mapped: set) -> list:
-    """CuPy arrays: each of the type, dtype, C-contiguous and on the current GPU; `p{i}` is the
-    array itself (CuPy passes its pointer), `m{i}` its address for a tensor map."""
+def _cupy_checks(tensors, contiguous: str, single: bool) -> list:
+    """CuPy arrays: each of the type, dtype, C-contiguous and on the current GPU; `m{i}` is its
+    address, `p{i}` that as a launch argument."""
     lines = [_any_fails(f"type(a{i}) is not CUPY" for i, _ in tensors[1:]),  # the first one picked the branch
              _any_fails(f"a{i}.dtype is not D{i}" for i, _ in tensors),
              _any_fails(f"not a{i}.{contiguous}" for i, _ in tensors)]
@@ -169,7 +167,8 @@ def _cupy_checks(tensors, contiguous: str, single: bool, mapped: set) -> list:
         lines.append("device = 0")  # the only GPU this process sees holds every device array
     else:
         lines += ["device = get_device()", _any_fails(f"a{i}.data.device_id != device" for i, _ in tensors)]
-    lines += [f"p{i} = a{i}" for i, _ in tensors] + [f"m{i} = a{i}.data.ptr" for i in sorted(mapped)]
+    for i, _ in tensors:
+        lines += [f"m{i} = a{i}.data.ptr"] + _kept_pointer(i)
     return lines + ["stream = None"]
 
 
@@ -185,11 +184,17 @@ def _torch_checks(tensors, single: bool) -> list:
         lines += [_any_fails(f"not a{i}.is_cuda" for i, _ in tensors), "device = 0"]
     else:
         lines += ["device = get_device()", _any_fails(f"a{i}.get_device() != device" for i, _ in tensors)]
-    for i, _ in tensors:  # a tensor's address repeats from call to call: its C value is kept
-        lines += [f"m{i} = a{i}.data_ptr()", f"p{i} = pointers.get(m{i})", f"if p{i} is None:",
-                  f"    if len(pointers) > {_CACHE_SIZE}:", "        pointers.clear()",
-                  f"    p{i} = pointers[m{i}] = POINTER(m{i})"]
+    for i, _ in tensors:
+        lines += [f"m{i} = a{i}.data_ptr()"] + _kept_pointer(i)
     return lines + ["stream = streams.get(raw_stream(device))", "if stream is None:", "    return fallback(args)"]
+
+
+def _kept_pointer(i: int) -> list:
+    """`p{i}`: the address `m{i}` as a launch argument.  An address repeats from call to call,
+    so its C value is kept (passing the CuPy array itself would have CuPy build a shape and
+    strides record for it at every launch, which a pointer parameter never reads)."""
+    return [f"p{i} = pointers.get(m{i})", f"if p{i} is None:", f"    if len(pointers) > {_CACHE_SIZE}:",
+            "        pointers.clear()", f"    p{i} = pointers[m{i}] = POINTER(m{i})"]
 
 
 def enable_torch(fast) -> None:
