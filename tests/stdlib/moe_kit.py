@@ -92,6 +92,66 @@ def check_topk(mod, name: str, score: Callable, rng, dtype, shape, consts):
         assert_close(w, want_w, name, "f32", where)
 
 
+def grouped_ref(x, bias, K: int, groups: int, kept_groups: int, scale: float, use_sigmoid: bool, renormalize: bool):
+    """topk_grouped in float64: (weights, ids, the selection scores s + bias, the group scores)."""
+    x = x.astype(np.float64)
+    M, E = x.shape
+    size = E // groups
+    s = sigmoid(x) if use_sigmoid else softmax(x)
+    sel = s + bias.astype(np.float64)[None, :]
+    ranked = -np.sort(-sel.reshape(M, groups, size), axis=2)
+    group_score = ranked[:, :, 0] + (ranked[:, :, 1] if size > 1 else 0)
+    best_groups = np.argsort(-group_score, axis=1, kind="stable")[:, :kept_groups]
+    kept = np.zeros((M, groups), bool)
+    np.put_along_axis(kept, best_groups, True, 1)
+    masked = np.where(np.repeat(kept, size, axis=1), sel, -np.inf)
+    ids = np.argsort(-masked, axis=1, kind="stable")[:, :K]
+    w = np.take_along_axis(s, ids, 1)
+    if renormalize:
+        w = w / w.sum(axis=1, keepdims=True)
+    return w * scale, ids.astype(np.int32), sel, group_score
+
+
+def spread_logits(rng, M: int, E: int, dtype: str):
+    """Logits on a grid of 1/16 (exact in every float dtype) with repeated values (ties): the
+    scores of any two differ by far more than f32's rounding, or are equal."""
+    return (rng.integers(-48, 48, (M, E)) / 16).astype(NUMPY[dtype])
+
+
+def check_grouped(mod, rng, dtype, shape, consts):
+    """Exactly as NumPy where the bias is 0 (the logits' scores differ by far more than f32's
+    rounding, or tie exactly); with a random bias, s + bias can come within f32's rounding of
+    another expert's, so the kernel's choice is checked to be a best one within 1e-5: its groups
+    score at least every other group, its experts at least every other kept expert, in order."""
+    M, E, K, _ = shape
+    groups = 8 if E % 8 == 0 and E >= 32 else 2 if E % 2 == 0 else 1
+    kept_groups = 3 if groups == 8 else 1
+    x = spread_logits(rng, M, E, dtype)
+    for use_sigmoid, with_bias in ((True, False), (False, False), (True, True)):
+        bias = (rng.standard_normal(E) * 0.1 if with_bias else np.zeros(E)).astype(np.float32)
+        ids = np.full((M, K), -7, np.int32)
+        w = np.full((M, K), np.nan, np.float32)
+        mod.topk_grouped(x, bias, ids, w, groups, kept_groups, 2.5, SIGMOID=use_sigmoid, **consts)
+        want_w, want_ids, sel, group_score = grouped_ref(x, bias, K, groups, kept_groups, 2.5, use_sigmoid, True)
+        where = f" {dtype} shape={shape} sigmoid={use_sigmoid} bias={with_bias} {consts}"
+        if not with_bias:
+            np.testing.assert_array_equal(ids, want_ids, err_msg="topk_grouped ids" + where)
+            assert_close(w, want_w, "topk_grouped", "f32", where)
+            continue
+        size = E // groups
+        chosen_groups = ids // size
+        for m in range(M):
+            kept = set(chosen_groups[m])
+            assert len(kept) <= kept_groups, f"topk_grouped: more than {kept_groups} groups{where}"
+            others = [g for g in range(groups) if g not in kept]
+            if others:
+                assert group_score[m, list(kept)].min() >= group_score[m, others].max() - 1e-5, where
+            picked = sel[m, ids[m]]
+            assert (np.diff(picked) <= 1e-5).all(), "topk_grouped: not best first" + where
+        want_w = np.take_along_axis(sigmoid(x.astype(np.float64)), ids.astype(np.int64), 1)
+        assert_close(w, want_w / want_w.sum(1, keepdims=True) * 2.5, "topk_grouped", "f32", where)
+
+
 def check_histogram(mod, rng, dtype, shape, consts):
     M, E, K, _ = shape
     ids = routed(rng, M, E, K, drop=True).astype(NUMPY[dtype])
@@ -163,6 +223,7 @@ class Op:
 OPS = [
     Op("topk_softmax", FLOATS, lambda mod, *a: check_topk(mod, "topk_softmax", softmax, *a)),
     Op("topk_sigmoid", FLOATS, lambda mod, *a: check_topk(mod, "topk_sigmoid", sigmoid, *a)),
+    Op("topk_grouped", FLOATS, check_grouped),
     Op("expert_histogram", ("i32", "i64"), check_histogram),
     Op("moe_align_block_size", ("i32", "i64"), check_align),
     Op("moe_permute", FLOATS, check_permute),
@@ -173,6 +234,9 @@ OPS = [
 def tiles(name: str) -> list:
     """(shape (M, E, K, D), constants) of a row on the interpreter: ragged token counts, E
     below the tile, several blocks and chunks."""
+    if name == "topk_grouped":  # 8 groups of 8 (3 kept), and 2 groups of 3 (1 kept)
+        return [((9, 64, 6, 0), dict(BM=4, BE=64, KB=8, GB=8, THREADS=32)),
+                ((3, 6, 2, 0), dict(BM=2, BE=8, KB=2, GB=2, THREADS=32))]
     if name.startswith("topk"):
         return [((9, 60, 6, 0), dict(BM=4, BE=64, KB=8, THREADS=32)),
                 ((3, 8, 2, 0), dict(BM=2, BE=8, KB=2, THREADS=32))]

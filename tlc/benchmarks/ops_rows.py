@@ -416,7 +416,8 @@ def _nn_train_rows() -> list[Row]:
 
 def _moe_rows() -> list[Row]:
     """std.moe: a layer of 64 experts, top-8, against PyTorch eager's equivalent (softmax or
-    sigmoid and topk; bincount; a stable sort with bincount and the padded runs' offsets; the
+    sigmoid and topk; DeepSeek-V3's group-limited routing of 256 experts in 8 groups as vLLM's
+    grouped_topk; bincount; a stable sort with bincount and the padded runs' offsets; the
     row gather and the weighted sum of a model without fused kernels): the gate weights, counts,
     offsets and rows are compared (ids and the sorted order: tests/gpu/test_moe_gpu.py).  The routing rows take 2^21
     tokens' logits (256 MiB of f16; sigmoid's in f32, as a router's GEMM gives them, 2^20
@@ -442,6 +443,24 @@ def _moe_rows() -> list[Row]:
             m = max(1, n // E)
             return [kit.logits(r, m, E, dtype), np.zeros((m, K), np.int32)]
         return fn
+
+    def grouped_inputs(r, n):  # DeepSeek-V3's 256 experts in 8 groups, each group offset apart
+        m = max(1, n // 512)  # (no near-tie between groups, whose choice PyTorch and tlc might make apart)
+        x = r.standard_normal((m, 256), dtype=np.float32) + np.repeat(np.arange(8, dtype=np.float32) * 0.5, 32)
+        return [x, np.zeros(256, np.float32), np.zeros((m, K), np.int32)]
+
+    def grouped_torch(t, x, bias, ids, *_):  # vLLM's grouped_topk in eager PyTorch
+        s = x.sigmoid()
+        sel = s + bias
+        group_score = sel.view(len(x), 8, -1).topk(2, dim=-1).values.sum(-1)
+        kept = t.zeros_like(group_score).scatter_(1, group_score.topk(3, dim=-1).indices, 1)
+        mask = kept.unsqueeze(-1).expand(len(x), 8, 32).reshape(len(x), 256)
+        top = sel.masked_fill(mask == 0, float("-inf")).topk(K, dim=-1).indices
+        w = s.gather(1, top)
+        return w / w.sum(-1, keepdim=True) * 2.5
+
+    def grouped_weights(x, bias, ids, *_):
+        return kit.grouped_ref(x, bias, K, 8, 3, 2.5, True, True)[0]
 
     def ids_of(r, n):  # n expert ids, skewed as a router's (not distinct a token: drawn at once)
         return r.choice(E, max(1, n), p=r.dirichlet(np.full(E, 0.3))).astype(np.int64)
@@ -511,6 +530,9 @@ def _moe_rows() -> list[Row]:
             topk_weights(kit.sigmoid), "f32", constants={**gates, "T": "f32"}, out_dtype="f32",
             out_shape=lambda s: (s[0], K),
             inputs=mk(lambda r, n: gate_inputs("f32")(r, n // 2))),
+        Row("std.moe", "topk_grouped", (), torch_f(grouped_torch), grouped_weights, "f32", scalars=(8, 3, 2.5),
+            constants={"T": "f32", "BE": 256, "GB": 8}, out_dtype="f32", out_shape=lambda s: (s[0], K),
+            inputs=mk(grouped_inputs)),
         Row("std.moe", "expert_histogram", (), torch_f(lambda t, ids: t.bincount(ids, minlength=E).int()),
             bincount, "i64", constants={"I": "i64"},
             out_dtype="i32", out_shape=lambda s: (E,), inputs=mk(lambda r, n: [ids_of(r, n // 2)])),
