@@ -123,7 +123,10 @@ def wgmma_k_tile(program, name: str, constants: dict, kernel, *, target: str, sc
 # cover the TMA's latency, in f16 multiply-adds: (stages - 1) iterations of its gemms.  std.gemm's
 # default 128x256x64 tiles in 3 stages keep 2 x 128x256x64 = 4.2M and run at cuBLAS's speed on
 # the H200, as do 128x128x64 in 5 stages (4 x 1M) and 256x128x64 in 3; 128x128x64 in 3 stages
-# (2.1M, the plain gemm's) ran at 0.70x (bench/results/pingpong-h200.txt, bench/plain.py).
+# (2.1M, the plain gemm's) ran at 0.73x of the tuned kernel, and at 128x128x128 (4.2M) at 0.89x
+# (bench/results/pingpong-h200.txt, plain-gemm-h200.txt).  A stage is refilled only once the
+# wgmma that read it completes, so fewer, larger stages keep fewer bytes on their way than the
+# same lookahead in more stages (128x128x64 in 5 stages: 1.00x); the stages are the author's.
 RING_LOOKAHEAD = 2 * 128 * 256 * 64
 # A gemm tile narrower than a wgmma's 64 rows on either side (a decode's 16 x 64, matmul_skinny)
 # streams its operands: memory, not the tensor cores, sets the pace of its ring.
