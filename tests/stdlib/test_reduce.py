@@ -145,9 +145,19 @@ def op_name(op: Op, axis: int) -> str:
     return op.name if op.kind == "scan" and axis == 1 else f"{op.name}_axis{axis}"
 
 
+def scan_axis0_tiles(consts: dict) -> dict:
+    """A column scan's tiles for a row of SHAPES: its BM rows a tile as G groups of RS rows."""
+    if "BM" not in consts:
+        return consts
+    groups = min(4, consts["BM"])
+    return {**{k: v for k, v in consts.items() if k != "BM"}, "G": groups, "RS": consts["BM"] // groups}
+
+
 def check_op(mod, op: Op, dtype: str, axis: int, M: int, N: int, consts: dict, seed: int = 0) -> None:
     x = op.domain(np.random.default_rng(seed + M * N), (M, N), dtype)
     consts = consts if op.kind != "tile_op" else {}
+    if op.kind == "scan" and axis == 0:
+        consts = scan_axis0_tiles(consts)
     if op.consts and dtype == "i32":
         consts = {**consts, **op.consts["i32"]}
     got = run_op(mod, op, x, axis, consts)
