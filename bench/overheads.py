@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -237,7 +238,6 @@ def first_result(results: dict) -> None:
     the rest up to the result).  torch is imported before timing starts in both."""
     import json
     import subprocess
-    import sys
 
     # TLC_BENCH_FIRST_CACHE: a new folder to use (kept after, for a profile of the cached call)
     kept = os.environ.get("TLC_BENCH_FIRST_CACHE")
@@ -254,6 +254,11 @@ def first_result(results: dict) -> None:
 
 
 def report_new(results: dict) -> None:
+    report_paths(results)
+    report_first(results)
+
+
+def report_paths(results: dict) -> None:
     if "launch_paths_wrong" in results:
         print(f"launch paths: not timed, a launch computed the wrong result: {results['launch_paths_wrong']}")
     elif "launch_paths_us" in results:
@@ -263,6 +268,9 @@ def report_new(results: dict) -> None:
               f"launcher {results['launcher_overhead_torch_us']:+.2f} us")
         print(f"  CuPy arrays: tlc {results['launch_overhead_cupy_us']:+.2f} us over RawKernel (goal within 0.5), "
               f"launcher {results['launcher_overhead_cupy_us']:+.2f} us")
+
+
+def report_first(results: dict) -> None:
     for label, what, goal in (("first_cold", "first call, empty cache, new process", 500),
                               ("first_cached", "first call, kernel in the disk cache, new process", 2)):
         if f"{label}_error" in results:
@@ -282,21 +290,22 @@ def main(argv=None) -> dict:
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
     results: dict = {}
-    if args.only in (None, "launch"):
+    if args.only in (None, "launch"):  # each group reported as soon as it is measured
         launch_overhead(results)
+        report_launch(results)
         launch_paths(results)
+        report_paths(results)
     if args.only in (None, "first"):
         first_result(results)
+        report_first(results)
     if args.only in (None, "compile"):
         compile_costs(results)
         report_compile(results)
-    if args.only in (None, "launch"):
-        report_launch(results)
-    report_new(results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))
     return results
 
 
 if __name__ == "__main__":
+    sys.stdout.reconfigure(line_buffering=True)  # a report survives a run stopped after it
     main()
