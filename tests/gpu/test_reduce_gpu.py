@@ -1,8 +1,7 @@
 """std.reduce on the GPU against NumPy: tests/stdlib/test_reduce.py's table (every operator,
 axis and dtype) at larger ragged shapes than the interpreter's, with the kernels' default tiles:
 rows longer than a tile op's one-tile path (8192), many row and column tiles with ragged ends, a
-vector; sort up to rows of 8192 (96 KB of shared memory a block), top-k past them (rows of 32768
-through a tile of 4096)."""
+vector; sort up to rows of 8192 (96 KB of shared memory a block); topk of rows up to 32768."""
 import pathlib
 import sys
 
@@ -12,7 +11,7 @@ import pytest
 import tlc
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "stdlib"))  # the table
-from test_reduce import OPS, REDUCE_PATH, WITH_INTS, cases, check_op, normal, sort_ks, sorted_rows  # noqa: E402
+from test_reduce import OPS, REDUCE_PATH, WITH_INTS, cases, check_op, normal, sorted_rows, topk_rows  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -38,9 +37,19 @@ def test_against_numpy(mod, op, dtype, axis):
 @pytest.mark.parametrize("dtype", WITH_INTS)
 def test_sort_and_topk_against_numpy(mod, dtype):
     rng = np.random.default_rng(11)
-    for M, N, consts in [(1000, 1000, {}), (7, 3, {}), (300, 8192, dict(BN=8192, THREADS=1024)),
-                         (37, 32768, dict(BN=4096, KB=64, THREADS=1024)), (5, 5000, {})]:
+    for M, N, consts in [(1000, 1000, {}), (7, 3, {}), (300, 8192, dict(BN=8192, THREADS=1024))]:
         x = normal(rng, (M, N), dtype) if dtype != "i32" else rng.integers(-5, 5, (M, N)).astype(np.int32)
         for descending in (False, True):
-            for K in sort_ks(N, consts)[1:]:
+            for K in sorted({N, min(N, 7)}):
                 sorted_rows(mod, x, K, descending, consts)
+
+
+@pytest.mark.parametrize("dtype", WITH_INTS)
+def test_topk_against_numpy(mod, dtype):
+    """Rows of 32768 (issue 13's benchmark rows), of 5000 and of one SEG, K up to BN - SEG."""
+    rng = np.random.default_rng(12)
+    for M, N, ks in [(37, 32768, (64, 8)), (5, 5000, (512, 1)), (300, 100, (100, 7))]:
+        x = normal(rng, (M, N), dtype) if dtype != "i32" else rng.integers(-5, 5, (M, N)).astype(np.int32)
+        for largest in (True, False):
+            for K in ks:
+                topk_rows(mod, x, K, largest, {})

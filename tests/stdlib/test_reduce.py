@@ -194,7 +194,7 @@ def mod():
 
 
 def test_the_module_holds_every_operator_of_the_table(mod):
-    names = {op_name(op, a) for op in OPS for a in op.axes} | {"sort"}
+    names = {op_name(op, a) for op in OPS for a in op.axes} | {"sort", "topk"}
     assert names == set(mod.kernels)
 
 
@@ -229,15 +229,12 @@ def sorted_rows(mod, x, K: int, descending: bool, consts: dict):
 
 
 SORT_SHAPES = [(5, 45, dict(BM=2, BN=64, THREADS=32)), (3, 64, dict(BM=1, BN=64, THREADS=64)),
-               (1, 1, dict(BM=1, BN=2, THREADS=32)),
-               # rows longer than the tile: top-k of K <= KB, the tile refilled 48 at a time (ragged)
-               (3, 300, dict(BM=2, BN=64, KB=16, THREADS=32)), (1, 65, dict(BM=1, BN=64, KB=8, THREADS=32))]
+               (1, 1, dict(BM=1, BN=2, THREADS=32))]
 
 
 def sort_ks(N: int, consts: dict) -> list:
-    """Whole rows (a row in one tile) or the largest K a longer row takes, 7 and 1."""
-    largest = N if N <= consts.get("BN", 1024) else consts.get("KB", 128)
-    return sorted({largest, min(largest, 7), 1})
+    """Whole rows, 7 and 1."""
+    return sorted({N, min(N, 7), 1})
 
 
 @pytest.mark.parametrize("dtype", WITH_INTS)
@@ -252,18 +249,58 @@ def test_sort_and_topk_against_numpy(mod, dtype):
     PASSED.setdefault("sort", set()).add(dtype)
 
 
-def test_sort_refuses_a_long_row_past_its_kept_elements(mod):
+def test_sort_refuses_a_row_longer_than_its_tile(mod):
     from tlc.device_assert import DeviceAssertError
 
     x = np.zeros((2, 65), np.float32)
-    with pytest.raises(DeviceAssertError, match=r"sort: rows of 65 elements \(BN = 64\), K = 65 \(KB = 16\)"):
-        mod.sort(x, np.zeros_like(x), np.zeros(x.shape, np.int32), BN=64, KB=16, THREADS=32)
+    with pytest.raises(DeviceAssertError, match=r"sort: rows of 65 elements \(BN = 64\), K = 65"):
+        mod.sort(x, np.zeros_like(x), np.zeros(x.shape, np.int32), BN=64, THREADS=32)
+
+
+def topk_rows(mod, x, K: int, largest: bool, consts: dict):
+    """std.reduce.topk's K values and indices of each row against NumPy's stable argsort."""
+    M, N = x.shape
+    values = np.zeros((M, K), x.dtype)
+    indices = np.full((M, K), -1, np.int32)
+    mod.topk(x, values, indices, LARGEST=largest, **consts)
+    order = np.argsort(-x.astype(np.float64) if largest else x, axis=1, kind="stable")[:, :K]
+    where = f" K={K} largest={largest} shape={x.shape} {consts}"
+    np.testing.assert_array_equal(indices, order, err_msg="topk indices" + where)
+    np.testing.assert_array_equal(values, np.take_along_axis(x, order, 1), err_msg="topk values" + where)
+
+
+# rows of many tiles (ragged), one row, rows within one SEG; K up to BN - SEG (the tile fills and
+# is sorted again several times a row)
+TOPK_SHAPES = [(3, 300, dict(BM=2, BN=64, SEG=32, THREADS=32), (1, 7, 32)),
+               (1, 1000, dict(BN=32, SEG=16, THREADS=32), (16, 3)),
+               (5, 20, dict(BN=64, SEG=32, THREADS=32), (20, 1))]
+
+
+@pytest.mark.parametrize("dtype", WITH_INTS)
+def test_topk_against_numpy(mod, dtype):
+    """Largest and smallest; integers drawn from few values (ties)."""
+    rng = np.random.default_rng(8)
+    for M, N, consts, ks in TOPK_SHAPES:
+        x = normal(rng, (M, N), dtype) if dtype != "i32" else rng.integers(-5, 5, (M, N)).astype(np.int32)
+        for largest in (True, False):
+            for K in ks:
+                topk_rows(mod, x, K, largest, consts)
+    PASSED.setdefault("topk", set()).add(dtype)
+
+
+def test_topk_refuses_k_past_its_tile(mod):
+    from tlc.device_assert import DeviceAssertError
+
+    x = np.zeros((2, 100), np.float32)
+    with pytest.raises(DeviceAssertError, match=r"topk: K = 40, BN = 64, SEG = 32"):
+        mod.topk(x, np.zeros((2, 40), np.float32), np.zeros((2, 40), np.int32), BN=64, SEG=32, THREADS=32)
 
 
 def test_registry():
     """stdlib/tested.json lists exactly the operators of this table, each of whose rows (every
     dtype) passed in this run (TLC_RECORD_TESTED=1 rewrites it; tests/stdlib/op_registry.py)."""
-    table = {op_name(op, a): set(op.dtypes) for op in OPS for a in op.axes} | {"sort": set(WITH_INTS)}
+    table = {op_name(op, a): set(op.dtypes) for op in OPS for a in op.axes} | {"sort": set(WITH_INTS),
+                                                                                "topk": set(WITH_INTS)}
     check_or_record("std.reduce", table, {k: v for k, v in PASSED.items() if v == table.get(k)}, __file__)
 
 
