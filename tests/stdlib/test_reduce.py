@@ -215,17 +215,18 @@ def test_against_numpy(mod, op, dtype, axis):
     PASSED.setdefault(op_name(op, axis), set()).add(dtype)
 
 
-def sorted_rows(mod, x, K: int, descending: bool, consts: dict):
-    """std.reduce.sort's K values and indices of each row of x, checked against NumPy's stable
-    argsort (equal values in index order, as sort promises); nothing else is written."""
+def sorted_rows(mod, x, K: int, descending: bool, consts: dict, kernel: str = "sort"):
+    """std.reduce.sort's (or topk's) K values and indices of each row of x, checked against
+    NumPy's stable argsort (equal values in index order, as both promise); nothing else is
+    written.  `descending` is sort's DESCENDING, topk's LARGEST."""
     M, N = x.shape
     values = np.zeros((M, K), x.dtype)
     indices = np.full((M, K), -1, np.int32)
-    mod.sort(x, values, indices, DESCENDING=descending, **consts)
+    getattr(mod, kernel)(x, values, indices, **{"DESCENDING" if kernel == "sort" else "LARGEST": descending}, **consts)
     order = np.argsort(-x.astype(np.float64) if descending else x, axis=1, kind="stable")[:, :K]
     where = f" K={K} descending={descending} shape={x.shape} {consts}"
-    np.testing.assert_array_equal(indices, order, err_msg="sort indices" + where)
-    np.testing.assert_array_equal(values, np.take_along_axis(x, order, 1), err_msg="sort values" + where)
+    np.testing.assert_array_equal(indices, order, err_msg=f"{kernel} indices" + where)
+    np.testing.assert_array_equal(values, np.take_along_axis(x, order, 1), err_msg=f"{kernel} values" + where)
 
 
 SORT_SHAPES = [(5, 45, dict(BM=2, BN=64, THREADS=32)), (3, 64, dict(BM=1, BN=64, THREADS=64)),
@@ -259,14 +260,7 @@ def test_sort_refuses_a_row_longer_than_its_tile(mod):
 
 def topk_rows(mod, x, K: int, largest: bool, consts: dict):
     """std.reduce.topk's K values and indices of each row against NumPy's stable argsort."""
-    M, N = x.shape
-    values = np.zeros((M, K), x.dtype)
-    indices = np.full((M, K), -1, np.int32)
-    mod.topk(x, values, indices, LARGEST=largest, **consts)
-    order = np.argsort(-x.astype(np.float64) if largest else x, axis=1, kind="stable")[:, :K]
-    where = f" K={K} largest={largest} shape={x.shape} {consts}"
-    np.testing.assert_array_equal(indices, order, err_msg="topk indices" + where)
-    np.testing.assert_array_equal(values, np.take_along_axis(x, order, 1), err_msg="topk values" + where)
+    sorted_rows(mod, x, K, largest, consts, "topk")
 
 
 # rows of many tiles (ragged), one row, rows within one SEG; K up to BN - SEG (the tile fills and
