@@ -19,6 +19,9 @@ forms 0.92).  So the pass
   does not vary (`row_sum[0]`, a scalar) as a product with its reciprocal, computed once
   before the loop by an IEEE division (1.5 ulp of f32 at most).
 Values that reach an f32 output keep the precise forms (std.nn's softmax called with f32).
+On the H200 (bench/plain.py, (16384, 8192) f16, GPU queue batch 1): the plain softmax 133 us =
+0.94 of copy bandwidth (182 us = 0.69 before), std.nn's 141 us (its exp2 now fast_exp2; 148
+before), torch.softmax 500 us.
 """
 from __future__ import annotations
 

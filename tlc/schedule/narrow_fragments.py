@@ -18,6 +18,12 @@ changes no value anything reads:
   atomic takes it, and it is not a reduction's result;
 - a thread holds more than one vector run of it (else it saves no register).
 Reads convert each element to the declared type, so the arithmetic stays in f32.
+On the H200 (bench/plain.py, (16384, 8192) f16, GPU queue batch 1): the plain rms_norm 132 us =
+0.95 of copy bandwidth (178 us = 0.71 at 2 blocks before; the same 132 us at 3 blocks), std.nn's
+154 us, torch 197 us.  The plain layer_norm gains nothing from its third block (207 us = 0.61,
+203 us before; std.nn's 209, torch 223): its row's loads, then its weights', then its biases'
+are issued one after another (each copy's conversions branch, and ptxas moves no load above a
+branch), which a copy's loads issued before earlier copies' conversions would overlap.
 """
 from __future__ import annotations
 
