@@ -92,6 +92,7 @@ def test_a_thread_issues_all_its_row_loads_before_converting_any(tmp_path):
     assert ops[:first] and all(o.startswith("LDG.E.128") for o in ops[:first]) and len(ops[:first]) >= 2, ops[:8]
 
 
+@pytest.mark.slow  # three full nvcc builds (19 s of the default run); the std.nn builds above check spills too
 @pytest.mark.parametrize("kernel, blocks", [("softmax", 4), ("rms_norm", 3), ("layer_norm", 3)])
 def test_blocks_requested_per_sm_fit_without_spills(kernel, blocks, tmp_path):
     """BLOCKS (grid's blocks_per_sm) at the counts bench/rowwise.py times: ptxas fits the row

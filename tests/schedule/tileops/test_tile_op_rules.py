@@ -152,6 +152,7 @@ def test_row_blocks_per_sm_follow_the_registers_the_row_needs(name, sizes, threa
     assert (kernel.threads, kernel.min_blocks) == (threads, blocks)
 
 
+@pytest.mark.slow  # an nvcc build (7 s of the default run)
 def test_row_blocks_per_sm_compile_without_spills(tmp_path):
     from tlc.codegen import generate_file
 
