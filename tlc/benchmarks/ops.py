@@ -145,6 +145,7 @@ def main(argv=None, *, results_dir: Path | None = None, name: str = "ops") -> di
     ap.add_argument("--dry-run", action="store_true", help="Check every row on the interpreter (no GPU).")
     ap.add_argument("--only", help="Comma-separated operator names.")
     ap.add_argument("--quick", action="store_true", help="100 ms a contender instead of 300.")
+    ap.add_argument("--min-ms", type=float, help="Milliseconds a contender is timed for (overrides --quick).")
     ap.add_argument("--json", help="Where to write the results (default <results_dir>/ops-<gpu>.json).")
     ap.add_argument("--no-chart", action="store_true", help="Write no PNG chart (it needs matplotlib).")
     args = ap.parse_args(argv)
@@ -158,7 +159,7 @@ def main(argv=None, *, results_dir: Path | None = None, name: str = "ops") -> di
     import torch
 
     results: dict = {"suite": "ops", **ceilings.device_facts(torch), "shape": list(LARGE), "rows": []}
-    min_ms = 100.0 if args.quick else 300.0
+    min_ms = args.min_ms or (100.0 if args.quick else 300.0)
     print(f"GPU: {results['gpu']} ({results['arch']}), PyTorch {torch.__version__}")
     copy_gbs = ceilings.measure(torch, results, min_ms)
     mods = {}
@@ -170,6 +171,8 @@ def main(argv=None, *, results_dir: Path | None = None, name: str = "ops") -> di
             record = {"module": row.module, "op": row.op, "dtype": row.dtype, "bytes": 0, "vs_torch": math.nan,
                       "error": f"{type(e).__name__}: {str(e)[:300]}"}
             print(f"!! {row.name}: {record['error']}")
+        else:  # each row as it is measured, so that a run stopped early still says something
+            print(table([record]).splitlines()[1], flush=True)
         results["rows"].append(record)
     print(table(results["rows"]))
     write(results, args.json or Path(results_dir or ".") / f"{name}-{ceilings.gpu_slug(results['gpu'])}.json",
