@@ -1,12 +1,15 @@
 """tlc bench ops (bench/ops.py) without a GPU: its --dry-run checks rows' tlc operators on the interpreter
 against NumPy (a wrong contender there would be wrong on the GPU too), and the table puts the
 weakest ratio first.  The GPU run itself is not a test (it asserts nothing about time)."""
+import dataclasses
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tlc.diagnostics import TlcError
+from tlc.kernel import CallError
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -33,6 +36,35 @@ def test_a_wrong_contender_fails_the_dry_run():
     row = next(r for r in bench_ops.ROWS if r.op == "exp")
     wrong = bench_ops.Row(row.module, row.op, row.domains, row.torch, lambda x: x + 1.0)
     assert bench_ops.dry_run([wrong])[0].startswith("exp f16: AssertionError: exp f16:")
+
+
+def test_the_dry_run_checks_the_launch_the_gpu_run_times():
+    """Each kernel row goes through ops._launch, the call the GPU run checks and times, twice,
+    into an output poisoned as tlc.timing's check poisons it.  On the H200 the permute row was
+    timed as op(x, y), a call of the default (identity) permutation: 133,729,900 of 2^27
+    elements wrong; and expert_histogram's launch added its counts into the poisoned output (all
+    64 counts off by up to 2^31): its kernel adds into counts, which the row now zeroes."""
+    assert bench_ops.dry_run([r for r in bench_ops.ROWS if r.op in ("permute", "expert_histogram")]) == []
+    row = next(r for r in bench_ops.ROWS if r.op == "expert_histogram")
+    [failure] = bench_ops.dry_run([dataclasses.replace(row, accumulates=False)])
+    assert failure.startswith("expert_histogram i64: AssertionError")
+
+
+def test_every_launch_of_a_kernel_row_binds_its_constants():
+    row = next(r for r in bench_ops.ROWS if r.op == "permute")
+    calls = []
+
+    class Op:  # a kernel of the cpu target: no launcher
+        def launcher(self, *args, **constants):
+            raise CallError("the GPU's")
+
+        def __call__(self, *args, **constants):
+            calls.append(constants)
+
+    launch = bench_ops._launch(Op(), row, [np.zeros((2, 3, 4, 5))], np.zeros((2, 4, 3, 5)))
+    launch()
+    launch()
+    assert calls == [{"T": "f16", "P0": 0, "P1": 2, "P2": 1, "P3": 3}] * 2
 
 
 def test_every_row_is_large_and_rows_cover_every_elementwise_operator():

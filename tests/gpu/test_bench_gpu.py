@@ -43,3 +43,24 @@ def test_bench_nn_and_ops_write_json_and_png(tmp_path):
     assert {p.label for p in chart.points(ops) if p.who == "tlc"} == {"silu f16", "sum_axis1 f16"}  # transpose: no FLOPs
     for path in (nn_json, ops_json):
         assert path.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("op", ["permute", "expert_histogram", "topk_softmax"])
+def test_bench_ops_times_the_launch_it_checked(op):
+    """A kernel row's timed launch (ops._prepare) with its constants (the permutation; the
+    routing's BE) and, for expert_histogram, which adds into its counts, the counts zeroed: run
+    twice into a poisoned output, it matches PyTorch's result (the H200's first ops run had
+    permute and expert_histogram wrong at every element)."""
+    torch = pytest.importorskip("torch")
+    import tlc
+    from tlc.benchmarks import ops, ops_rows
+    from tlc.timing import Checked, tolerance, verify
+
+    ops_rows.tables_folder()
+    row = next(r for r in ops.ROWS if r.op == op)
+    args = ops_rows.device_inputs(row, (1024, 2048))
+    ref = row.torch(*(a if a.dtype in (torch.bool, torch.int64) else a.double() for a in args))
+    launch, out = ops._prepare(tlc.load(row.module, target="cuda"), row, args)
+    launch()
+    verdict = verify(Checked(launch, ref, out=out, **tolerance(out.dtype, ref, ops.ULPS)))
+    assert verdict.ok, verdict.why

@@ -67,9 +67,12 @@ def dry_run(rows: list[Row]) -> list[str]:
         try:
             if row.out_shape is None:
                 got = getattr(mod, row.op)(*args, *row.scalars, **row.tlc_constants())
-            else:
+            else:  # the GPU run's launch, into an output poisoned as tlc.timing.verify poisons it
                 got = np.zeros(row.out_shape(args[0].shape), numpy_dtype(out))
-                getattr(mod, row.op)(*args, got, *row.scalars, **row.tlc_constants())
+                launch = _launch(getattr(mod, row.op), row, args, got)
+                launch()
+                _poison(got)
+                launch()
             assert_close(got, np.asarray(want), row.op, out)
             if torch is not None and row.dtype in ("f32", "bool"):  # PyTorch's CPU kernels, where it has them
                 res = row.torch(*(torch.from_numpy(a) for a in args), *row.scalars)
@@ -118,8 +121,37 @@ def _prepare(mod, row: Row, args):
 
     out = torch.empty(row.out_shape(tuple(args[0].shape)), dtype=getattr(torch, _TORCH_DTYPES[row.out_dtype or row.dtype]),
                       device=args[0].device)
-    op(*args, out, *row.scalars, **row.tlc_constants())  # compiled here; its dtypes come from the arrays
-    return (lambda: op(*args, out, *row.scalars)), out  # positional: the kernel's launcher cached by signature
+    launch = _launch(op, row, args, out)
+    launch()  # compiled here
+    return launch, out
+
+
+def _launch(op, row: Row, args, out):
+    """A kernel row's call into `out` (NumPy or PyTorch), its constants bound at every launch: a
+    call without them is a call of the defaults (the permute row, timed as op(x, y), ran the
+    identity permutation on the H200).  One grid with no workspaces: its `launcher`, which
+    checks once; otherwise the call.  A row that `accumulates` zeroes `out` first, as PyTorch's
+    bincount makes a zeroed tensor (the zeroing is timed)."""
+    from ..kernel import CallError
+
+    call = lambda: op(*args, out, *row.scalars, **row.tlc_constants())  # noqa: E731
+    try:
+        call = op.launcher(*args, out, *row.scalars, **row.tlc_constants())
+    except CallError:  # the cpu target, or several grids
+        pass
+    if not row.accumulates:
+        return call
+
+    def zeroed():
+        out[...] = 0
+        call()
+    return zeroed
+
+
+def _poison(x: np.ndarray) -> None:
+    """What tlc.timing's check fills an output with first: the minimum of an integer dtype, True
+    in a bool one, NaN in a float one (ml_dtypes' too)."""
+    x[...] = np.iinfo(x.dtype).min if np.issubdtype(x.dtype, np.integer) else (True if x.dtype == np.bool_ else np.nan)
 
 
 def table(records: list[dict]) -> str:

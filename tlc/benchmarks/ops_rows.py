@@ -34,6 +34,7 @@ class Row:
     out_dtype: str | None = None  # the result's dtype when not `dtype` ("bool")
     out_shape: Callable | None = None  # a kernel's: (the inputs' shape) -> the output it writes, its last argument
     inputs: Callable | None = None  # (shape, seed) -> NumPy inputs, where domains do not say (index tensors)
+    accumulates: bool = False  # the kernel adds into its output (counts[e] += ...): each launch zeroes it first
 
     @property
     def name(self) -> str:
@@ -534,7 +535,7 @@ def _moe_rows() -> list[Row]:
             constants={"T": "f32", "BE": 256, "GB": 8}, out_dtype="f32", out_shape=lambda s: (s[0], K),
             inputs=mk(grouped_inputs)),
         Row("std.moe", "expert_histogram", (), torch_f(lambda t, ids: t.bincount(ids, minlength=E).int()),
-            bincount, "i64", constants={"I": "i64"},
+            bincount, "i64", constants={"I": "i64"}, accumulates=True,
             out_dtype="i32", out_shape=lambda s: (E,), inputs=mk(lambda r, n: [ids_of(r, n // 2)])),
         Row("std.moe", "moe_align_block_size", (), torch_f(align_torch), padded_offsets, "i64",
             constants={"I": "i64", "BLOCK": BLOCK}, out_dtype="i32", out_shape=lambda s: (E + 1,),
