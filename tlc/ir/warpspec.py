@@ -31,6 +31,17 @@ class TensorMapSpec(Node):
     store: bool = False  # the epilogue stores through this map (tl_tma's bit 1), else copies load (bit 0)
 
 
+# CUtensorMapDataType (cuda.h) by element: the TMA moves bytes, so 8-bit types travel as UINT8.
+# Here, beside the spec, for the launch (runtime/tensormap.py) as much as for the code generator.
+_TMA_DTYPES = {"f16": 6, "bf16": 9, "f32": 7, "f64": 8, "i32": 3, "u32": 2, "i64": 5, "u64": 4,
+               "i16": 1, "u16": 1, "i8": 0, "u8": 0, "f8e4m3": 0, "f8e5m2": 0, "bool": 0}
+
+
+def tma_dtype(dt: DType) -> int:
+    """The `CUtensorMapDataType` of a tensor map over elements of `dt`."""
+    return _TMA_DTYPES[dt.name]
+
+
 @dataclass(frozen=True)
 class StageLoad(Node):
     """The producer's copy at `index` of the ring loop's body: a tile of `rows` x `cols` into

@@ -14,6 +14,7 @@ import ctypes
 
 import numpy as np
 
+from ..ir.warpspec import tma_dtype
 from .driver_api import libcuda
 
 _SWIZZLE_128B, _L2_256B, _INTERLEAVE_NONE, _OOB_ZERO = 3, 3, 0, 0
@@ -48,8 +49,6 @@ def encode(spec, pointer: int, sizes: tuple):
     rank = len(dims)
     if pointer % 16 or any(s % 16 for s in strides) or min(dims) <= 0:
         return None  # what the driver would refuse; it need not be asked
-    from ..codegen.warpspec import tma_dtype  # here: a launch from the cache needs no code generator
-
     storage = (ctypes.c_uint8 * 256)()
     address = (ctypes.addressof(storage) + 127) // 128 * 128  # CUtensorMap is 128-byte aligned
     result = _driver_encode()(

@@ -8,12 +8,14 @@ f32 fragment of 16-bit values held in 16 bits, narrow_fragments.py and recompute
 limit), `plan_shared_memory` (sizes, stages, padding or swizzle, offsets with reuse, the
 limit), `insert_barriers`, `keep_last_stages` (which staged buffers code after a pipelined
 loop reads, last_stage.py), `use_fast_math` (the fast exponential and a hoisted reciprocal
-where values end at 16-bit precision, fast_math.py), `choose_blocks_per_sm` (the launch bounds' minimum blocks of a
+where values end at 16-bit precision, fast_math.py), `batch_loads` (consecutive copies into
+fragments issue their loads together, batch_loads.py), `choose_blocks_per_sm` (the launch bounds' minimum blocks of a
 register-resident kernel, blocks_per_sm.py), `specialize_warps` (a producer/consumer ring on targets with wgmma
 and the TMA, warpspec.py).  Owns no C text.
 """
 from __future__ import annotations
 
+import importlib
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
@@ -22,23 +24,35 @@ from .. import ir, targets
 from ..diagnostics import Diagnostic, DiagnosticError
 from ..parser import nodes as n
 from ..typecheck import CheckedProgram
-from .barriers import insert_barriers
-from .blocks_per_sm import choose_blocks_per_sm
-from .column_blocks import split_column_blocks
-from .fast_math import use_fast_math
-from .bind import bind_constants, parse_value
-from .layout import parallel_layout
-from .last_stage import keep_last_stages
-from .persistent_grid import scheduled_as_tile_grid
-from .layout_infer import infer_layouts
-from .lower import Lowerer, LoweringError
-from .narrow_fragments import narrow_fragments
-from .registers import check_thread_storage
-from .smem import plan_shared_memory
-from .warpspec import specialize_warps
+
+# The passes and the names this package offers, each imported at its first use: a launch from
+# the program cache decodes IR data classes of this package's modules (layout.py's, smem.py's),
+# and importing one of them must not import every pass (and the tile-op scheduler) with it.
+# `_scheduled_grid` reads them as globals, so that a test may replace one (monkeypatch.setattr).
+_LAZY = {"insert_barriers": "barriers", "choose_blocks_per_sm": "blocks_per_sm",
+         "split_column_blocks": "column_blocks", "use_fast_math": "fast_math", "batch_loads": "batch_loads", "bind_constants": "bind",
+         "parse_value": "bind", "parallel_layout": "layout", "keep_last_stages": "last_stage",
+         "scheduled_as_tile_grid": "persistent_grid", "infer_layouts": "layout_infer", "Lowerer": "lower",
+         "LoweringError": "lower", "narrow_fragments": "narrow_fragments",
+         "check_thread_storage": "registers", "plan_shared_memory": "smem", "specialize_warps": "warpspec"}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = globals()[name] = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    return value
+
+
+def _import_passes() -> None:
+    """Every name of `_LAZY` a global of this module (those already set are kept)."""
+    for name in _LAZY:
+        if name not in globals():
+            __getattr__(name)
 
 PASSES = ("lower", "split_column_blocks", "infer_layouts", "narrow_fragments", "check_thread_storage",
-          "plan_shared_memory", "insert_barriers", "keep_last_stages", "use_fast_math", "choose_blocks_per_sm",
+          "plan_shared_memory", "insert_barriers", "keep_last_stages", "use_fast_math", "batch_loads", "choose_blocks_per_sm",
           "specialize_warps")
 
 __all__ = ["schedule", "schedule_grids", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "parallel_layout",
@@ -94,6 +108,7 @@ def schedule_grids(program: CheckedProgram, name: str, constants: dict | None = 
                    target: str = "sm_80", smem_limit: int | None = None, grids: bool = True) -> tuple:
     """The scheduled kernels of the @kernel `name`, one per grid, launched in this order (each
     named `NAME_gridI` when there are several)."""
+    _import_passes()
     limit = smem_limit if smem_limit is not None else targets.get(target).smem_per_block
     fn = program.function(name)
     if fn is None:
@@ -138,7 +153,7 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
     passes = (split_column_blocks, lambda k: infer_layouts(k, target, program.sources), narrow_fragments,
               lambda k: check_thread_storage(k, program.sources),
               lambda k: plan_shared_memory(k, limit, program.sources), insert_barriers, keep_last_stages, use_fast_math,
-              lambda k: choose_blocks_per_sm(k, targets.get(target)), lambda k: specialize_warps(k, targets.get(target)))
+              batch_loads, lambda k: choose_blocks_per_sm(k, targets.get(target)), lambda k: specialize_warps(k, targets.get(target)))
     tiled = scheduled_as_tile_grid(lowerer.__dict__.get("persistent_walks", ()), kernel, targets.get(target),
                                    tuple(zip(PASSES[1:], passes, strict=True)), after)  # persistent_grid.py
     if tiled is not None:

@@ -86,15 +86,6 @@ def stage_elements(b: ir.Buffer) -> int:
     return b.layout.bytes // b.layout.stages // b.dtype.itemsize
 
 
-# CUtensorMapDataType (cuda.h) by element: the TMA moves bytes, so 8-bit types travel as UINT8.
-_TMA_DTYPES = {"f16": 6, "bf16": 9, "f32": 7, "f64": 8, "i32": 3, "u32": 2, "i64": 5, "u64": 4,
-               "i16": 1, "u16": 1, "i8": 0, "u8": 0, "f8e4m3": 0, "f8e5m2": 0, "bool": 0}
-
-
-def tma_dtype(dt) -> int:
-    return _TMA_DTYPES[dt.name]
-
-
 class _Planner:
     def __init__(self, kernel: ir.Kernel, target):
         self.k, self.target = kernel, target

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ... import ir
-from ...ir.warpspec import TensorMapSpec
-from ...schedule.warpspec import consumer_registers, tma_dtype
+from ...ir.warpspec import TensorMapSpec, tma_dtype
+from ...schedule.warpspec import consumer_registers
 from ..copies import PipelinePlan
 
 __all__ = ["TensorMapSpec", "WarpSpecPlanning", "consumer_registers", "tma_dtype"]
