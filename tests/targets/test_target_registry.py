@@ -1,6 +1,7 @@
 """The registry of targets: tlc's own come through the `tlc.targets` entry points as a
 plugin's would; the runtime's choice by compute capability; what a broken plugin does."""
 import importlib.metadata
+import json
 from pathlib import Path
 
 import pytest
@@ -57,9 +58,8 @@ def _broken():
      "type, not a tlc.targets.Target (stale package metadata? reinstall the package)"),
 ])
 def test_a_broken_plugin_is_left_out_with_a_warning(monkeypatch, entry, warning):
-    real = importlib.metadata.entry_points
-    monkeypatch.setattr(targets, "entry_points",
-                        lambda group=None: [entry, *real(group=group)] if group == targets.GROUP else real(group=group))
+    monkeypatch.setattr(targets, "_plugin_entry_points",
+                        lambda: [entry, *importlib.metadata.entry_points(group=targets.GROUP)])
     targets.registered.cache_clear()
     try:
         with pytest.warns(UserWarning) as caught:
@@ -87,3 +87,25 @@ def test_shared_memory_limit_on_ampere_86(tmp_path, monkeypatch):
     assert r.stderr.splitlines()[0] == ("examples/gemm.tl:12:5: error[E070]: kernel 'matmul' needs 144 KB of shared "
                                         "memory, more than the 99 KB the target allows: Bs (3 stages x 32 KB), As (3 "
                                         "stages x 16 KB)")
+
+
+def test_the_entry_points_are_searched_once_then_read_from_the_memo(monkeypatch, tmp_path):
+    """The search of every distribution's metadata (tens of ms) runs once; later processes read
+    the entry_points.txt of the distributions it found.  A memo that names anything but a
+    distribution's metadata in a folder on sys.path is not believed: the search runs again."""
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path))
+    searched = []
+    real = importlib.metadata.entry_points
+    monkeypatch.setattr(targets, "entry_points", lambda group: searched.append(group) or real(group=group))
+    first = sorted((ep.name, ep.value) for ep in targets._plugin_entry_points())
+    assert searched == [targets.GROUP] and ("sm_90a", "tlc.targets.sm90a:SM90A") in first
+    assert sorted((ep.name, ep.value) for ep in targets._plugin_entry_points()) == first and len(searched) == 1
+    memo, = tmp_path.glob("tlc-entry-points-*.json")
+    doc = json.loads(memo.read_text())
+    planted = tmp_path / "planted.dist-info"
+    planted.mkdir()
+    (planted / "entry_points.txt").write_text("[tlc.targets]\nsm_x = os:system\n")
+    doc["dists"].append(str(planted))
+    doc["stamps"].append(planted.stat().st_mtime_ns)
+    memo.write_text(json.dumps(doc))
+    assert sorted((ep.name, ep.value) for ep in targets._plugin_entry_points()) == first and len(searched) == 2
