@@ -460,6 +460,25 @@ def test_run_a_tile_op_on_the_interpreter(tmp_path):
     assert np.load(out).shape == (70, 50)
 
 
+SCALED_SOFTMAX = """
+@tile_op
+def scaled_softmax(x: f16[M, N], scale: f32) -> f16[M, N]:
+    return f16(softmax(x * scale, axis=1))
+"""
+
+
+def test_check_a_tile_op_with_a_scalar_on_the_cpu_target(tmp_path):
+    """--in scale=0.5 is a NumPy scalar, which the interpreter's run for --check takes as it is
+    (it was taken for an array and ended in an internal error)."""
+    path = tmp_path / "ops.tl"
+    path.write_text(SCALED_SOFTMAX)
+    result = tlc("run", path, "-k", "scaled_softmax", "--shape", "M=10,N=300", "--in", "scale=0.5",
+                 "--target", "cpu", "--check")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[:2] == ["running scaled_softmax on the cpu target (C++ with OpenMP, g++)",
+                                              "check against the interpreter: largest relative error 0 (in result)"]
+
+
 def test_run_a_tile_op_names_its_output_result():
     result = tlc("run", LINEAR_GELU, "-k", "linear_gelu", "--shape", "M=7,N=5,K=4", "--target", "interp",
                  "--out", "y=y.npy")

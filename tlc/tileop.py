@@ -92,8 +92,8 @@ class TileOp(Kernel):
     def run_on_interpreter(self, values: dict, constants: dict | None = None) -> np.ndarray:
         """The result computed by the reference interpreter (`tlc run --check`), from NumPy
         copies of `values`."""
-        host = {k: (v if isinstance(v, np.ndarray) or np.ndim(v) == 0 and not hasattr(v, "shape")
-                    else _to_numpy(v)) for k, v in values.items()}
+        host = {k: (v if isinstance(v, (np.ndarray, np.generic)) or np.ndim(v) == 0 and not hasattr(v, "shape")
+                    else _to_numpy(v)) for k, v in values.items()}  # np.generic: a scalar from `--in s=0.5`
         sizes = self._sizes(host)
         return self._run_cpu(self.program(constants or {}, "sm_80", sizes), host, sizes)
 
