@@ -83,6 +83,21 @@ def test_the_table_is_sorted_by_ratio_weakest_first():
     assert "WRONG" in lines[1] and lines[2].endswith("0.80x")
 
 
+def test_rows_whose_pytorch_is_checked_apart_say_so_in_the_table():
+    """PyTorch's f16 threshold, sigmoid_bwd, tanh_bwd and cumsums were outside the float64
+    reference's tolerance on the H200 (its kernels round the threshold to f16, take the forward's
+    f16 output, sum in f16): those rows check it as it defines them, or on inputs whose f16 sums
+    are exact, and the table's line says which."""
+    rows = {r.op: r for r in bench_ops.ROWS}
+    assert all(rows[op].note for op in ("threshold", "sigmoid_bwd", "tanh_bwd", "cumsum", "cumsum_axis0"))
+    assert rows["threshold"].torch_rounds_scalars and rows["sigmoid_bwd"].torch_inputs is not None
+    x = rows["cumsum"].inputs((4, 8))[0]
+    assert x.dtype == np.float16 and set(np.unique(x)) <= {-2, -1, 0, 1, 2}
+    rec = {"op": "threshold", "dtype": "f16", "bytes": 2 ** 29, "vs_torch": 1.0, "note": rows["threshold"].note,
+           "tlc": {"gbs": 4000.0, "of_copy": 1.0}, "torch": {"gbs": 4000.0, "of_copy": 1.0}}
+    assert bench_ops.table([rec]).splitlines()[1].endswith(f"1.00x  ({rows['threshold'].note})")
+
+
 def test_bench_ops_is_tlcs():
     from tlc.benchmarks import ops
 

@@ -8,7 +8,9 @@ one dtype, timed by the same method as PyTorch eager's equivalent in the same ru
 CUDA events, warm-up, L2 flushed, median, contenders alternating).  Before timing, every
 contender's output (PyTorch's too) is checked against a float64 reference (PyTorch's own
 function on float64 copies of the inputs): a wrong one is reported and never timed
-(checks.py).  The table gives GB/s, the fraction of the device's copy bandwidth (a
+(checks.py).  Where PyTorch's kernel defines the operator at the row's dtype apart from the
+real numbers (threshold's scalar rounded to f16, a backward given the forward's f16 output),
+its result is checked against that definition, and the table's line says so (Row.note).  The table gives GB/s, the fraction of the device's copy bandwidth (a
 device-to-device copy of 1 GiB, measured in the same run; ceilings.py) and the ratio to
 PyTorch, sorted by that ratio so the weakest rows come first.  Writes ops-<gpu>.json
 (bench/ops.py: bench/results/ops-<gpu>.json; or --json) and a PNG chart beside it (chart.py:
@@ -75,7 +77,7 @@ def dry_run(rows: list[Row]) -> list[str]:
                 launch()
             assert_close(got, np.asarray(want), row.op, out)
             if torch is not None and row.dtype in ("f32", "bool"):  # PyTorch's CPU kernels, where it has them
-                res = row.torch(*(torch.from_numpy(a) for a in args), *row.scalars)
+                res = row.reference(*(torch.from_numpy(a) for a in args))
                 if res.dtype in (torch.float8_e4m3fn, torch.float8_e5m2, torch.bfloat16):  # NumPy takes neither
                     res = res.float()
                 assert_close(res.numpy(), np.asarray(want), row.op, out, " (torch)")
@@ -84,29 +86,37 @@ def dry_run(rows: list[Row]) -> list[str]:
     return failures
 
 
-def measure(row: Row, mod, copy_gbs: float, min_ms: float) -> dict:
+def measure(row: Row, mod, copy_gbs: float, min_ms: float, shape=LARGE) -> dict:
     """One row on the GPU: both contenders checked against PyTorch's function in float64 (the
     inputs widened), then timed; bytes = inputs read + output written."""
     import torch
 
     from ..timing import Checked, tolerance
 
-    args = device_inputs(row, LARGE)
-    wide = [a if a.dtype in (torch.bool, torch.int64) else a.double() for a in args]  # indices stay
-    ref = row.torch(*wide, *row.scalars)
+    args = device_inputs(row, shape)
+    widen = lambda xs: [a if a.dtype in (torch.bool, torch.int64) else a.double() for a in xs]  # noqa: E731 - indices stay
+    ref = row.reference(*widen(args))
     launch, out = _prepare(mod, row, args)
-    tol = tolerance(out.dtype, ref, ULPS) if out.dtype != torch.bool else {"rtol": 0.0, "atol": 0.0}
+    tol = lambda ref: tolerance(out.dtype, ref, ULPS) if out.dtype != torch.bool else {"rtol": 0.0, "atol": 0.0}  # noqa: E731
+    # PyTorch's own inputs, made before timing (torch_inputs), and its reference where its
+    # kernel defines the operator at this dtype apart from the real numbers (Row's fields)
+    targs, scalars = (row.torch_inputs(*args) if row.torch_inputs else args), row.scalars
+    if row.torch_rounds_scalars:
+        scalars = tuple(torch.tensor(s, dtype=args[0].dtype).item() for s in scalars)
+    torch_ref = row.torch(*widen(targs), *scalars) if row.torch_inputs or row.torch_rounds_scalars else ref
     nbytes = sum(a.numel() * a.element_size() for a in args) + out.numel() * out.element_size()
     record: dict = {"module": row.module, "op": row.op, "dtype": row.dtype, "bytes": nbytes,
                     "flops": float(max(a.numel() for a in args)) if row.module in ARITHMETIC else 0.0}
-    ms = timed(record, {"torch": Checked(lambda: row.torch(*args, *row.scalars), ref, **tol),
-                        "tlc": Checked(launch, ref, out=out, **tol)}, min_ms=min_ms)
+    if row.note:
+        record["note"] = row.note
+    ms = timed(record, {"torch": Checked(lambda: row.torch(*targs, *row.scalars), torch_ref, **tol(torch_ref)),
+                        "tlc": Checked(launch, ref, out=out, **tol(ref))}, min_ms=min_ms)
     for who in ("torch", "tlc"):
         if who in ms:
             gbs = nbytes / ms[who] / 1e6
             record[who] = {"ms": ms[who], "gbs": gbs, "of_copy": gbs / copy_gbs}
     record["vs_torch"] = ratio(ms, "torch", "tlc")
-    del args, wide, ref, out
+    del args, targs, ref, torch_ref, out
     torch.cuda.empty_cache()
     return record
 
@@ -165,7 +175,7 @@ def table(records: list[dict]) -> str:
         op = r["op"] if seen[r["op"], r["dtype"]] == 1 else f"{r['module'].removeprefix('std.')}.{r['op']}"
         lines.append(f"{op + ' ' + r['dtype']:<22} {r['bytes'] / 2**20:>6.0f} {cell(t, 'gbs', '9.0f'):>9} "
                      f"{cell(t, 'of_copy', '8.2f'):>8} {cell(p, 'gbs', '10.0f'):>10} {cell(p, 'of_copy', '8.2f'):>8} "
-                     f"{r['vs_torch']:>8.2f}x")
+                     f"{r['vs_torch']:>8.2f}x" + (f"  ({r['note']})" if r.get("note") else ""))
     return "\n".join(lines)
 
 
