@@ -190,6 +190,63 @@ __device__ __forceinline__ bool runs_aligned(const T* g, long long stride, long 
 
 // Loads are issued for every run before any is converted: a conversion waits for its load, so
 // converting run by run would leave one vector in flight per thread instead of all of them.
+// The copies of a batch (schedule/batch_loads.py) issue every load of the batch before the
+// first conversion waits for one: where every run of every copy of the batch lies inside its
+// tensor, aligned (g2f_whole: the common case, decided per thread), the loads and then the
+// conversions run in one basic block (g2f_load, g2f_convert); elsewhere copy by copy.  Split
+// run by run instead, ptxas kept each copy's bounds and predicates across the batch (128
+// registers for layer_norm's three copies of 32 halves a thread, 95 as three copy_g2f calls).
+template <typename L, typename T>
+__device__ __forceinline__ bool g2f_whole(const T* g, long long stride, long long rows, long long cols, long long row0,
+                                          long long col0) {
+  constexpr int RUN = L::RUN;
+  const int t = threadIdx.x;
+  const TileBounds in(rows, cols, row0, col0);
+  bool all = runs_aligned<L>(g, stride, col0);
+#pragma unroll
+  for (int k = 0; k < L::REGS / RUN; ++k) {
+    const int lr = L::row(t, k * RUN), lc = L::col(t, k * RUN);
+    all = all && L::valid(t, k * RUN) && in.row_in(lr) && in.col_in(lc) && in.col_in(lc + RUN - 1);
+  }
+  return all;
+}
+
+template <typename L, typename T>
+struct G2FVectors {
+  using A = RunAccess<L::RUN, T>;
+  using V = typename VectorOf<A::VBYTES>::type;
+  static constexpr int NV = L::REGS / A::ELEMS;
+  V v[NV];
+};
+
+template <typename L, typename T>
+__device__ __forceinline__ G2FVectors<L, T> g2f_load(const T* g, long long stride, long long row0, long long col0) {
+  using R = G2FVectors<L, T>;
+  constexpr int RUN = L::RUN, NV = RUN / R::A::ELEMS;
+  const int t = threadIdx.x;
+  const T* tile = g + row0 * stride + col0;
+  R out;
+#pragma unroll
+  for (int k = 0; k < L::REGS / RUN; ++k) {
+    const T* p = tile + static_cast<long long>(L::row(t, k * RUN)) * stride + L::col(t, k * RUN);
+#pragma unroll
+    for (int v = 0; v < NV; ++v) out.v[k * NV + v] = *reinterpret_cast<const typename R::V*>(p + v * R::A::ELEMS);
+  }
+  return out;
+}
+
+template <typename L, typename T, typename U>
+__device__ __forceinline__ void g2f_convert(U* regs, const G2FVectors<L, T>& in) {
+  using R = G2FVectors<L, T>;
+#pragma unroll
+  for (int v = 0; v < R::NV; ++v) {
+    union { typename R::V v; T e[R::A::ELEMS]; } u;
+    u.v = in.v[v];
+#pragma unroll
+    for (int e = 0; e < R::A::ELEMS; ++e) regs[v * R::A::ELEMS + e] = cvt<U>(u.e[e]);
+  }
+}
+
 template <typename L, typename T, typename U>
 __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, long long rows, long long cols,
                                          long long row0, long long col0) {

@@ -151,6 +151,33 @@ class CopyGen:
         else:
             self.emit(f"tl::copy_g2l<{T}, {U}, {rows}, {cols}>({c_name(b.name)}, {v.base}, {args});")
 
+    def copy_batch(self, copies) -> None:
+        """Copies from tensors into fragments whose loads are issued together
+        (schedule/batch_loads.py): where every run of every copy lies inside its tensor, the
+        loads of all, then the conversions of all (one basic block); elsewhere one by one."""
+        parts = []
+        for c in copies:
+            b = self.buffers.get(c.dst.name)
+            view = self.global_view(c.src)
+            self._check_shapes(view.shape, self.buffer_shape2d(b, b), c)
+            parts.append((c, b, view, self.fragment(b.name).c_layout))
+        self.mark(copies[0])
+        tests = " && ".join(f"tl::g2f_whole<{lay}>({v.base}, {v.stride}, {v.rows}, {v.cols}, {v.row0}, {v.col0})"
+                            for _, _, v, lay in parts)
+        self.emit(f"if ({tests}) {{  // load batch {copies[0].batch}: every load, then the conversions")
+        self.indent += 1
+        for k, (_, _, v, lay) in enumerate(parts):
+            self.emit(f"const auto tl_batch{k} = tl::g2f_load<{lay}>({v.base}, {v.stride}, {v.row0}, {v.col0});")
+        for k, (_, b, _, _) in enumerate(parts):
+            self.emit(f"tl::g2f_convert({c_name(b.name)}, tl_batch{k});")
+        self.indent -= 1
+        self.emit("} else {")
+        self.indent += 1
+        for c, *_ in parts:
+            self.stmt(c)
+        self.indent -= 1
+        self.emit("}")
+
     def copy_to_global(self, v: GlobalView, region, b: ir.Buffer, c) -> None:
         p = self.params[region.name]
         shape = self.buffer_shape2d(b, b)

@@ -165,8 +165,18 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen):
     # ---- statements --------------------------------------------------------------------------
     def block(self, stmts) -> None:
         early = self.hoist_early(stmts)
-        for s in stmts:
-            self.stmt(s)
+        i = 0
+        while i < len(stmts):
+            s = stmts[i]
+            batch = getattr(s, "batch", 0)
+            j = i + 1
+            while batch and j < len(stmts) and getattr(stmts[j], "batch", 0) == batch:
+                j += 1
+            if j - i >= 2:
+                self.copy_batch(stmts[i:j])  # copies.py
+            else:
+                self.stmt(s)
+            i = j
         for x in early:
             self.hoisted.pop(x, None)
 

@@ -171,6 +171,10 @@ class Copy(Stmt):
     src: CopyOperand
     dst: CopyOperand
     span: Span | None = _span()
+    # > 0: one of a batch of copies from global memory into fragments, consecutive statements
+    # with the same number, whose loads are all issued before the first is converted
+    # (schedule/batch_loads.py); 0: on its own
+    batch: int = 0
 
 
 @dataclass(frozen=True)
