@@ -68,10 +68,10 @@ def dry_run(rows: list[Row]) -> list[str]:
         out = row.out_dtype or row.dtype
         try:
             if row.out_shape is None:
-                got = getattr(mod, row.op)(*args, *row.scalars, **row.tlc_constants())
+                got = getattr(mod, row.kernel or row.op)(*args, *row.scalars, **row.tlc_constants())
             else:  # the GPU run's launch, into an output poisoned as tlc.timing.verify poisons it
                 got = np.zeros(row.out_shape(args[0].shape), numpy_dtype(out))
-                launch = _launch(getattr(mod, row.op), row, args, got)
+                launch = _launch(getattr(mod, row.kernel or row.op), row, args, got)
                 launch()
                 _poison(got)
                 launch()
@@ -124,7 +124,7 @@ def measure(row: Row, mod, copy_gbs: float, min_ms: float, shape=LARGE) -> dict:
 def _prepare(mod, row: Row, args):
     """(launch, result): the operator's kernels relaunched into one allocated result (no host
     work in the timed call); constants bound first."""
-    op = getattr(mod, row.op)
+    op = getattr(mod, row.kernel or row.op)
     if row.out_shape is None:
         return op.prepare(*args, *row.scalars, **row.tlc_constants())
     import torch  # a kernel: one output allocated here, the call's arguments bound by its first call
@@ -137,16 +137,19 @@ def _prepare(mod, row: Row, args):
 
 
 def _launch(op, row: Row, args, out):
-    """A kernel row's call into `out` (NumPy or PyTorch), its constants bound at every launch: a
+    """A kernel row's call with `out` (NumPy or PyTorch) last among its tensors (or at the row's
+    out_at), its constants bound at every launch: a
     call without them is a call of the defaults (the permute row, timed as op(x, y), ran the
     identity permutation on the H200).  One grid with no workspaces: its `launcher`, which
     checks once; otherwise the call.  A row that `accumulates` zeroes `out` first, as PyTorch's
     bincount makes a zeroed tensor (the zeroing is timed)."""
     from ..kernel import CallError
 
-    call = lambda: op(*args, out, *row.scalars, **row.tlc_constants())  # noqa: E731
+    at = len(args) if row.out_at is None else row.out_at
+    tensors = [*args[:at], out, *args[at:]]
+    call = lambda: op(*tensors, *row.scalars, **row.tlc_constants())  # noqa: E731
     try:
-        call = op.launcher(*args, out, *row.scalars, **row.tlc_constants())
+        call = op.launcher(*tensors, *row.scalars, **row.tlc_constants())
     except CallError:  # the cpu target, or several grids
         pass
     if not row.accumulates:

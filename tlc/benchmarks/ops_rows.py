@@ -43,6 +43,8 @@ class Row:
     # 0.30005): its result is checked against the reference of the rounded scalars
     torch_rounds_scalars: bool = False
     note: str = ""  # how PyTorch's result was checked where not as tlc's, or the inputs chosen; in the table
+    kernel: str | None = None  # the std function, where not `op` (rows of one kernel with other constants)
+    out_at: int | None = None  # the compared output's place among the kernel's tensors (default: last)
 
     @property
     def name(self) -> str:
@@ -292,6 +294,42 @@ def _reduce_rows() -> list[Row]:
     rows += [Row("std.reduce", name, (), f(tf), nf, out_shape=lambda s: s, inputs=_signs)
              for name, tf, nf in (("cumprod", lambda t, x: t.cumprod(x, dim=1), lambda x: np.cumprod(x, axis=1)),
                                   ("cumprod_axis0", lambda t, x: t.cumprod(x, dim=0), lambda x: np.cumprod(x, axis=0)))]
+    return rows + _sort_rows()
+
+
+def _sort_rows() -> list[Row]:
+    """std.reduce's topk (K = 8 and 64) on (4096, 32768) f32 rows against torch.topk, and its
+    sort of (16384, 8192) f32 rows (sort's rows are of up to BN elements in shared memory, a
+    value and an index each: 8192 of f32) against torch.sort.  The values are compared (equal
+    values' indices come in each one's order); the indices are an input the kernel writes,
+    their bytes counted."""
+    def topk_inputs(k):
+        def fn(shape, seed=0):
+            m, n = max(1, shape[0] // 4), shape[1] * 4
+            return [np.random.default_rng(seed).standard_normal((m, n), dtype=np.float32), np.zeros((m, k), np.int32)]
+        return fn
+
+    def sort_inputs(shape, seed=0):
+        return [np.random.default_rng(seed).standard_normal(shape, dtype=np.float32), np.zeros(shape, np.int32)]
+
+    def top(k):
+        def fn(x, _):
+            import torch
+
+            return torch.topk(x, k).values
+        return fn
+
+    def sorted_values(x, _):
+        import torch
+
+        return torch.sort(x, stable=True).values
+
+    rows = [Row("std.reduce", f"topk_k{k}", (), top(k), lambda x, _, k=k: -np.sort(-x, axis=1)[:, :k], "f32",
+                kernel="topk", out_at=1, out_shape=lambda s, k=k: (s[0], k), inputs=topk_inputs(k))
+            for k in (8, 64)]
+    rows.append(Row("std.reduce", "sort", (), sorted_values, lambda x, _: np.sort(x, axis=1), "f32",
+                    constants={"T": "f32", "BN": 8192, "THREADS": 1024}, out_at=1, out_shape=lambda s: s,
+                    inputs=sort_inputs))
     return rows
 
 
