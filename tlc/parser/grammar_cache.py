@@ -1,7 +1,10 @@
 """The on-disk cache of the parser's LALR tables: JSON data, never a pickle.
 
-Building the tables from `grammar/tile.lark` takes about half a second, more than the rest of a
-`tlc check`; loading them from data takes a tenth of that.  The entry lives in the user's cache
+Building the tables from `grammar/tile.lark` takes half a second to 1.5 s, more than the rest
+of a `tlc check`; loading them from data takes a tenth of that.  tlc's own grammar ships its
+tables (`grammar/tile.tables.json`, scripts/parser-tables, in this format under a key without
+Python's version), used when their key matches; this cache holds any other grammar's, or the
+tables of a grammar changed since they were made.  The entry lives in the user's cache
 directory (`$TLC_CACHE_DIR`, as the kernel cache), named by a hash of what it was built from:
 the grammar text, the options, Lark's version and Python's.
 
@@ -34,10 +37,15 @@ _LIMIT = 16 << 20  # bytes; the entry is about 1 MB
 _LOAD_TIME = frozenset(getattr(lark.lark, "_LOAD_ALLOWED_OPTIONS", ("postlex", "transformer")))
 
 
-def cached_parser(grammar: str, options: dict, load_time: dict) -> Lark:
-    """The LALR parser of `grammar`: from the cache when a sound entry exists, else built (and
-    stored).  `load_time` holds the options that are objects (postlex, transformer): never
-    stored, given to each parser."""
+def cached_parser(grammar: str, options: dict, load_time: dict, shipped=None) -> Lark:
+    """The LALR parser of `grammar`: from `shipped` (tables made by `shipped_tables` and
+    installed with tlc) when they were made from this grammar by this Lark, else from the cache
+    when a sound entry exists, else built (and stored).  `load_time` holds the options that
+    are objects (postlex, transformer): never stored, given to each parser."""
+    if shipped is not None:
+        parser = _load(shipped, _key(grammar, options, python=False), options, load_time)
+        if parser is not None:
+            return parser
     key = _key(grammar, options)
     path = _entry_path(key)
     if path is not None:
@@ -50,10 +58,24 @@ def cached_parser(grammar: str, options: dict, load_time: dict) -> Lark:
     return parser
 
 
-def _key(grammar: str, options: dict) -> str:
+def shipped_tables(grammar: str, options: dict, load_time: dict) -> bytes:
+    """The tables of `grammar` built now, as the file `cached_parser` takes as `shipped`: an
+    entry of this cache whose key leaves out Python's version (Lark's data does not depend on
+    it; scripts/parser-tables writes grammar/tile.tables.json)."""
+    return _entry(_key(grammar, options, python=False), Lark(grammar, **options, **load_time), options)
+
+
+def shipped_key_matches(path, grammar: str, options: dict) -> bool:
+    """Whether the tables at `path` were made from `grammar` with `options` by this Lark."""
+    head, _, body = read_regular(path, follow_symlinks=False, limit=_LIMIT).partition(b"\n")
+    return head == _MAGIC + b" " + _digest(_key(grammar, options, python=False), body)
+
+
+def _key(grammar: str, options: dict, python: bool = True) -> str:
     shown = {k: (f"{v.__module__}.{v.__qualname__}" if isinstance(v, type) else v) for k, v in options.items()}
-    doc = {"format": _MAGIC.decode(), "grammar": grammar, "options": shown, "lark": lark.__version__,
-           "python": list(sys.version_info[:2])}
+    doc = {"format": _MAGIC.decode(), "grammar": grammar, "options": shown, "lark": lark.__version__}
+    if python:
+        doc["python"] = list(sys.version_info[:2])
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=repr).encode()).hexdigest()
 
 
@@ -89,12 +111,17 @@ def _load(path, key: str, options: dict, load_time: dict) -> Lark | None:
 
 def _store(path, key: str, parser: Lark, options: dict) -> None:
     try:
-        data, memo = parser.memo_serialize([TerminalDef, Rule])
-        data["options"] = {k: v for k, v in data["options"].items() if k not in _LOAD_TIME}
-        body = json.dumps(_encode({"data": data, "memo": memo}, options["lexer"]), separators=(",", ":")).encode()
-        replace_atomically(path, _MAGIC + b" " + _digest(key, body) + b"\n" + body)
+        replace_atomically(path, _entry(key, parser, options))
     except (OSError, TypeError, ValueError):  # unwritable, full, or data JSON cannot hold
         pass
+
+
+def _entry(key: str, parser: Lark, options: dict) -> bytes:
+    """The header line (magic and digest) and the JSON body of `parser`'s tables."""
+    data, memo = parser.memo_serialize([TerminalDef, Rule])
+    data["options"] = {k: v for k, v in data["options"].items() if k not in _LOAD_TIME}
+    body = json.dumps(_encode({"data": data, "memo": memo}, options["lexer"]), separators=(",", ":")).encode()
+    return _MAGIC + b" " + _digest(key, body) + b"\n" + body
 
 
 def _encode(x, lexer_class):

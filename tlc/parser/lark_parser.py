@@ -3,7 +3,8 @@
 Owns the indenter (leading whitespace to _INDENT/_DEDENT tokens), the parser's construction
 (with the AST builder of `transformer.py` as its callbacks, so that no parse tree is built)
 and the translation of Lark's own errors into positions and readable token names.  Its tables
-are kept on disk as data by `grammar_cache.py`.
+ship with tlc (`grammar/tile.tables.json`, written by scripts/parser-tables) and are otherwise
+kept on disk as data by `grammar_cache.py`.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from lark import Lark, Token
 from lark.lexer import PatternStr
 from lark.indenter import Indenter
 
-from ..package_data import grammar_text
+from ..package_data import folder, grammar_text
 from .grammar_cache import cached_parser
 from .lexer import TileLexer
 from .transformer import ToAst
@@ -92,14 +93,25 @@ class TileIndenter(Indenter):
 
 
 
-@functools.lru_cache(maxsize=1)
-def lark_parser() -> Lark:
-    """The parser, built once: LALR, with the indenter and the AST builder (`ToAst`) as its
-    callbacks.  `parse` (tlc.parser) owns its use: one parse at a time, under a lock."""
-    grammar = grammar_text()
+# the LALR tables of grammar/tile.lark as made by scripts/parser-tables, installed with tlc:
+# building them costs more than a second (H200), loading them a tenth of that
+TABLES = "tile.tables.json"
+
+
+def parser_options() -> tuple[dict, dict]:
+    """Lark's options for tlc's parser: (those its tables are made with, the callbacks)."""
     options = dict(parser="lalr", lexer=TileLexer, keep_all_tokens=True, maybe_placeholders=True,
                    start="start")
-    return cached_parser(grammar, options, dict(postlex=TileIndenter(), transformer=ToAst()))
+    return options, dict(postlex=TileIndenter(), transformer=ToAst())
+
+
+@functools.lru_cache(maxsize=1)
+def lark_parser() -> Lark:
+    """The parser, made once: LALR, with the indenter and the AST builder (`ToAst`) as its
+    callbacks, from the shipped tables (`TABLES`) where they are the grammar's, else from the
+    cache or built.  `parse` (tlc.parser) owns its use: one parse at a time, under a lock."""
+    options, callbacks = parser_options()
+    return cached_parser(grammar_text(), options, callbacks, shipped=folder("grammar") / TABLES)
 
 
 _SPECIAL = {
