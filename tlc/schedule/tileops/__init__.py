@@ -69,9 +69,8 @@ def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: 
             chosen = (f"BM={tiles.BM} BN={tiles.BN} BK={tiles.BK} stages={tiles.stages} "
                       f"threads={tiles.THREADS} (from {tiles.source})")
         elif group.kind == "rows":
-            tiles = row_tiles(group.axis, group.space, sizes, rules)
-            rows = RowKernel(b, tiles)
-            kernel = rows.kernel()
+            tiles, rows, kernel = _row_kernel(graph, program, part, group, kname, tensors, target, smem_limit, sizes,
+                                              rules)
             fused = tuple(graph.text(h.node) for h in group.members)
             what = "rows" if group.axis == len(group.space) - 1 else "columns"
             chosen = f"{tiles.kept} {what} per block, {tiles.reduced} per tile, threads={kernel.threads}"
@@ -89,6 +88,31 @@ def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: 
         launches.append(Launch(kernel, flat, group.kind, graph.text(group.root), fused, chosen))
     return TileOpProgram(fn.name, tuple(p.name for p in fn.runtime_params), result, temps, tuple(launches),
                          tuple(part.boundaries), fn.fuse)
+
+
+def _row_kernel(graph: Graph, program, part, group, kname: str, tensors: dict, target: str, smem_limit: int,
+                sizes: dict, rules: Rules):
+    """(tiles, RowKernel, kernel) of a row group.  A column kernel reading narrow tensors takes
+    the rules' larger tile (`rules.COL_NARROW_SCALE`) while its fragments' registers stay within
+    `NARROW_REGISTERS_MAX`, else the tile of `col_block_elems`."""
+    narrow = min((p.type.dtype.itemsize for p in graph.fn.tensor_params), default=4)
+    while True:
+        b = KernelBuilder(graph, program, part, group, kname, dict(tensors), target)
+        tiles = row_tiles(group.axis, group.space, sizes, rules, narrow)
+        rows = RowKernel(b, tiles)
+        kernel = rows.kernel()
+        if narrow >= 4 or group.axis == len(group.space) - 1:
+            return tiles, rows, kernel
+        laid = finish(kernel, target, smem_limit, program.sources)
+        if rows.registers(laid) <= NARROW_REGISTERS_MAX:
+            return tiles, rows, kernel
+        narrow = 4
+
+
+# A column kernel's fragments' registers (RowKernel.registers) at most, for its narrow tile:
+# ptxas -v sm_90a, f16 (16384, 8192) in [512, 32] tiles at 1024 threads: var_axis0's estimate
+# 72 (61 used, no spills), logsumexp_axis0's 96 (64 used, 64 bytes spilled)
+NARROW_REGISTERS_MAX = 80
 
 
 def _result_name(part) -> str:
