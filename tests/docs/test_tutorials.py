@@ -205,6 +205,7 @@ def run_tutorial(path: Path, folder: Path, mode: str) -> None:
                 res = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.text], cwd=folder, env=env,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
                 status, printed = res.returncode, res.stdout
+            print(f"{where}\n{block.text}{printed}")  # shown by pytest -rP: what a gpu block measured
             assert status == block.status, f"{where}: exit status {status}, the tutorial expects {block.status}\n{printed}"
             check_output(block, where, printed)
         else:
