@@ -12,8 +12,10 @@
   cache (parse, check, schedule, generate, NVRTC, load, launch; goal < 0.5 s), and called again
   in another new process with the kernel in the disk cache (goal < 2 ms).  The clock starts
   after `import tlc, torch, cupy` and after the CUDA context and the arrays exist (both are
-  reported beside it): every CUDA program pays those, with tlc or without it.
-  TLC_BENCH_FIRST_PROFILE=PATH writes each call's cProfile to PATH-cold and PATH-cached.
+  reported beside it): every CUDA program pays those, with tlc or without it.  tlc's modules
+  (and lark's and jinja2's) are compiled to bytecode first, as an installed package's are.
+  TLC_BENCH_FIRST_PROFILE=PATH writes each call's cProfile to PATH-cold, PATH-cached and
+  PATH-cached-again.
 """
 from __future__ import annotations
 
@@ -242,7 +244,7 @@ torch.cuda.synchronize()
 t5 = time.perf_counter()
 if profile:
     prof.disable()
-    prof.dump_stats(profile + ("-cold" if os.environ.get("TLC_BENCH_FIRST_COLD") else "-cached"))
+    prof.dump_stats(profile + os.environ["TLC_BENCH_FIRST_SUFFIX"])
 ok = bool((C == 256).all())
 print(json.dumps({"import_ms": (t1 - t0) * 1e3, "context_ms": (t2 - t1) * 1e3, "load_ms": (t4 - t3) * 1e3,
                   "call_ms": (t5 - t4) * 1e3, "ok": ok}))
@@ -262,13 +264,33 @@ def first_result(results: dict) -> None:
         os.makedirs(kept)
     env = {**os.environ, "TLC_CACHE_DIR": kept or tempfile.mkdtemp(prefix="tlc-bench-first-"),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    for label in ("first_cold", "first_cached"):
-        env["TLC_BENCH_FIRST_COLD"] = "1" if label == "first_cold" else ""
+    results["bytecode"] = compile_bytecode(env)
+    for label in ("first_cold", "first_cached", "first_cached_again"):
+        env["TLC_BENCH_FIRST_SUFFIX"] = {"first_cold": "-cold", "first_cached": "-cached"}.get(label, "-cached-again")
         done = subprocess.run([sys.executable, "-c", FIRST_CALL], env=env, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             results[f"{label}_error"] = done.stderr[-2000:]
             return
         results[label] = json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def compile_bytecode(env: dict) -> str:
+    """Compile tlc's modules (and those of the packages a first call imports) to bytecode
+    before timing: an installed package has its .pyc files, a fresh checkout (or a machine with
+    PYTHONDONTWRITEBYTECODE) compiles every module it imports in every process, 170-300 ms of
+    a first call that are not tlc's.  What could not be written is said."""
+    import importlib.util
+    import subprocess
+
+    folders = [str(ROOT / "tlc")]
+    for name in ("lark", "jinja2", "markupsafe"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            folders.append(list(spec.submodule_search_locations)[0])
+    done = subprocess.run([sys.executable, "-m", "compileall", "-q", *folders], env=env, capture_output=True,
+                          text=True, timeout=120)
+    return "compiled first (compileall)" if done.returncode == 0 else \
+        f"compileall failed ({done.stdout.strip()[-200:]}{done.stderr.strip()[-200:]}): some modules compile in each process"
 
 
 def report_new(results: dict) -> None:
@@ -289,8 +311,11 @@ def report_paths(results: dict) -> None:
 
 
 def report_first(results: dict) -> None:
+    if "bytecode" in results:
+        print(f"Python bytecode of tlc, lark and jinja2: {results['bytecode']}")
     for label, what, goal in (("first_cold", "first call, empty cache, new process", 500),
-                              ("first_cached", "first call, kernel in the disk cache, new process", 2)):
+                              ("first_cached", "first call, kernel in the disk cache, new process", 2),
+                              ("first_cached_again", "  the same, another new process", 2)):
         if f"{label}_error" in results:
             print(f"{what}: failed:\n{results[f'{label}_error']}")
         elif label in results:

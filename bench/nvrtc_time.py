@@ -1,0 +1,157 @@
+"""Where NVRTC's time goes for a generated kernel (issue #15, time to first result): the whole
+kernel against the headers alone (CUDA's fp16/bf16 headers, then with tlc's inlined `tl/*.cuh`
+primitives), front end alone (PTX) against front end and ptxas (a cubin), and precompiled
+headers (NVRTC 12.8+: the primitives given as a header and precompiled with `--create-pch`,
+then used with `--use-pch`).
+
+    python3 bench/nvrtc_time.py [--out DIR]
+
+Sources: std.gemm's matmul and bench/tiny.tl's tiny for sm_90a, generated here when tlc's code
+generator can be imported, else read from build/nvrtc/*.cu (written by `--write-sources` on a
+machine that can).  Each variant is compiled in a new process (NVRTC's first compile in a
+process also loads its builtins: what a first call pays) and then once more in that process;
+times in ms.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ROOT / "build" / "nvrtc"
+END_OF_PRIMITIVES = "#endif  // TL_PRIMITIVES"
+TRIVIAL = '\nextern "C" __global__ void tl_probe(float* x) { x[threadIdx.x] = 1.0f; }\n'
+
+
+def write_sources() -> None:
+    sys.path.insert(0, str(ROOT))
+    import tlc
+
+    SOURCES.mkdir(parents=True, exist_ok=True)
+    for path, kernel in (("std.gemm", "matmul"), (str(ROOT / "bench" / "tiny.tl"), "tiny")):
+        k = getattr(tlc.load(path, target="cpu"), kernel)
+        (SOURCES / f"{kernel}.cu").write_text(k.generated({}, "sm_90a").source)
+        print(f"wrote {SOURCES / kernel}.cu")
+
+
+def variants(source: str) -> dict:
+    """name -> (source, headers {name: text}) of each variant of one kernel's source."""
+    head, _, rest = source.partition(END_OF_PRIMITIVES)
+    primitives_start = head.index("#ifndef TL_PRIMITIVES")
+    includes = head[:primitives_start]
+    as_header = includes + '#include "tl_primitives.cuh"\n' + rest.split("\n", 1)[1]
+    return {
+        "full": (source, {}),
+        "cuda headers + trivial kernel": (includes + TRIVIAL, {}),
+        "cuda headers + primitives + trivial kernel": (head + END_OF_PRIMITIVES + "\n" + TRIVIAL, {}),
+        "no header, trivial kernel": (TRIVIAL, {}),
+        "full, primitives as a header": (as_header, {"tl_primitives.cuh": head[primitives_start:] + END_OF_PRIMITIVES + "\n"}),
+    }
+
+
+CHILD = r"""
+import json, sys, time
+from cupy.cuda import nvrtc
+src, headers, options, name = json.loads(sys.stdin.read())
+times, log = [], ""
+for i in range(2):
+    t0 = time.perf_counter()
+    prog = nvrtc.createProgram(src, name + ".cu", list(headers.values()), list(headers))
+    try:
+        nvrtc.compileProgram(prog, options)
+        ok = True
+    except nvrtc.NVRTCError as e:
+        ok, log = False, nvrtc.getProgramLog(prog)[-1500:] + f" ({e})"
+    if ok:
+        size = len(nvrtc.getCUBIN(prog) if any(o.startswith("-arch=sm") for o in options) else nvrtc.getPTX(prog))
+        if not log:
+            log = nvrtc.getProgramLog(prog)[-1500:]
+    nvrtc.destroyProgram(prog)
+    times.append((time.perf_counter() - t0) * 1e3)
+    if not ok:
+        break
+print(json.dumps({"ms": times, "ok": ok, "log": log}))
+"""
+
+
+def compile_times(src: str, headers: dict, options: list, name: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps([src, headers, options, name]),
+                          capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        return {"ms": [], "ok": False, "log": done.stderr[-1500:]}
+    return json.loads(done.stdout)
+
+
+def include_option() -> list:
+    try:
+        sys.path.insert(0, str(ROOT))
+        from tlc.runtime.compile import cuda_include_dir
+        folder = cuda_include_dir()
+    except Exception:  # noqa: BLE001 - tlc not importable: the usual place
+        folder = "/usr/local/cuda/include"
+    return [f"-I{folder}"] if folder else []
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--write-sources", action="store_true", help="only write build/nvrtc/*.cu")
+    ap.add_argument("--out", help="write the results as JSON here")
+    ap.add_argument("--only", default="", help="kernels (matmul,tiny)")
+    args = ap.parse_args(argv)
+    if args.write_sources:
+        write_sources()
+        return {}
+    from cupy.cuda import nvrtc
+
+    print(f"NVRTC {nvrtc.getVersion()}, Python {sys.version.split()[0]}", flush=True)
+    common = ["--std=c++17", "-ftz=false", "-prec-div=true", "-prec-sqrt=true"] + include_option()
+    results = {}
+    pch_dir = Path(tempfile.mkdtemp(prefix="tlc-pch-"))
+    for path in sorted(SOURCES.glob("*.cu")):
+        if args.only and path.stem not in args.only.split(","):
+            continue
+        source = path.read_text()
+        for label, (src, headers) in variants(source).items():
+            for arch in ("sm_90a", "compute_90a"):
+                if arch == "compute_90a" and label not in ("full", "cuda headers + trivial kernel"):
+                    continue
+                options = common + [f"-arch={arch}"]
+                r = compile_times(src, headers, options, path.stem)
+                results[f"{path.stem} | {label} | {arch}"] = r
+                print(f"{path.stem:7} {label:45} {arch:12} {_ms(r)}", flush=True)
+        # the primitives precompiled: created once, then used (each in a new process)
+        src, headers = variants(source)["full, primitives as a header"]
+        pch = pch_dir / f"{path.stem}.pch"
+        for label, extra in (("pch create", [f"--create-pch={pch}", "--pch-verbose=true"]),
+                             ("pch use", [f"--use-pch={pch}", "--pch-verbose=true"]),
+                             ("auto pch (1st)", ["-pch", f"--pch-dir={pch_dir}", "--pch-verbose=true"]),
+                             ("auto pch (2nd)", ["-pch", f"--pch-dir={pch_dir}", "--pch-verbose=true"])):
+            r = compile_times(src, headers, common + ["-arch=sm_90a"] + extra, path.stem)
+            results[f"{path.stem} | {label} | sm_90a"] = r
+            print(f"{path.stem:7} {label:45} {'sm_90a':12} {_ms(r)}  {r['log'].strip()[:300]!r}", flush=True)
+        timing = pch_dir / f"{path.stem}-time.csv"
+        r = compile_times(source, {}, common + ["-arch=sm_90a", f"--time={timing}"], path.stem)
+        print(f"{path.stem:7} {'--time':45} {'sm_90a':12} {_ms(r)}")
+        if timing.exists():
+            print(timing.read_text()[-3000:])
+        else:
+            print(f"  (no --time output: {r['log'].strip()[:300]!r})")
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=1))
+    return results
+
+
+def _ms(r: dict) -> str:
+    if not r["ok"]:
+        return f"FAILED: {r['log'].strip()[-400:]!r}"
+    first, *rest = r["ms"]
+    return f"first {first:7.1f} ms, then {', '.join(f'{t:.1f}' for t in rest)}"
+
+
+if __name__ == "__main__":
+    main()
