@@ -106,6 +106,8 @@ def main(argv=None) -> dict:
     if args.write_sources:
         write_sources()
         return {}
+    if not list(SOURCES.glob("*.cu")):
+        write_sources()
     from cupy.cuda import nvrtc
 
     print(f"NVRTC {nvrtc.getVersion()}, Python {sys.version.split()[0]}", flush=True)
