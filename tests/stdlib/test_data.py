@@ -207,7 +207,7 @@ OPS = [
     Op("pad", _pad, lambda a, c: padded(a[0], *a[1].shape, a[2], a[3], a[4]),
        ((5, 7, 8, 12, 2, 3), (33, 70, 30, 75, -1, 0), (1, 1, 4, 4, 1, 2), (6, 5, 3, 3, -2, -1)), out=1),
     Op("repeat", _repeat, lambda a, c: np.tile(a[0], (a[1].shape[0] // a[0].shape[0], a[1].shape[1] // a[0].shape[1])),
-       ((5, 7, 10, 21), (1, 3, 4, 9), (3, 1, 3, 1000))),
+       ((5, 7, 10, 21), (1, 3, 4, 9), (3, 1, 3, 1000), (9, 300, 18, 600))),  # the last: whole 8 x 256 tiles
     Op("tril", _tri, lambda a, c: np.tril(a[0], a[2]), TRI_SHAPES, out=1),
     Op("triu", _tri, lambda a, c: np.triu(a[0], a[2]), TRI_SHAPES, out=1),
     Op("tril_mask", _mask, lambda a, c: np.tri(*a[0].shape, a[1]).astype(a[0].dtype), TRI_SHAPES,
