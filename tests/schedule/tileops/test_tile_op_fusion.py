@@ -58,6 +58,33 @@ def test_an_epilogue_rounds_to_the_results_dtype_once():
     assert epilogue.strip() == "acc[i, j] = gelu_0_return"
 
 
+NAMED_CALL = """
+def cube_or_zero(x: f32) -> f32:
+    if x < 0.0:
+        return 0.0
+    return x * x * x
+
+@tile_op
+def odd(x: f32[M, N]) -> f32[M, N]:
+    u = cube_or_zero(abs(x))
+    r = u + u / (u + 1.0)
+    return where(x < 0.0, -r, r)
+"""
+
+
+def test_an_intermediate_inlines_its_device_function_once():
+    """`u` read three times and `r` twice: one inlined call an element, not six (std.elementwise's
+    sinh was six expm1s with their branches, which nvcc does not merge)."""
+    from tlc import ir
+    mod = module(NAMED_CALL)
+    text = ir.print_kernel(mod.odd.program().launches[0].kernel)
+    assert text.count("let cube_or_zero_") == 2  # its x and its result
+    x = rand(np.random.default_rng(0), (5, 7))
+    u = np.abs(x) ** 3
+    r = u + u / (u + 1)
+    assert_close(mod.odd(x), np.where(x < 0, -r, r))
+
+
 def test_logsumexp_takes_two_passes_in_one_kernel():
     """The sum reads the max: a second pass over each row, in the same kernel."""
     from tlc import ir

@@ -4,10 +4,11 @@
 a tile op are whole tensors: each expression is lowered at an index (one IR expression per
 dimension of its own shape), an operand with fewer or unit dimensions reads at the broadcast
 index, `.T` reverses the index, an intermediate's name is its expression again (recomputed in
-registers, never stored), and the heavy operations and tensor parameters are *leaves* whose
-loads the kernel builder decides (a fragment, a global load, a kernel's accumulator).
-Everything else (arithmetic, promotion, casts, math, `where`, device functions inlined) is the
-kernel lowerer's own code, so a tile op computes exactly what a kernel would.
+registers, never stored; a device function it calls is inlined once per element), and the
+heavy operations and tensor parameters are *leaves* whose loads the kernel builder decides (a
+fragment, a global load, a kernel's accumulator).  Everything else (arithmetic, promotion,
+casts, math, `where`, device functions inlined) is the kernel lowerer's own code, so a tile op
+computes exactly what a kernel would.
 """
 from __future__ import annotations
 
@@ -34,10 +35,14 @@ class ElementLowerer(Lowerer):
             self.scalars[s] = I32
         self.leaves: dict = {}  # heavy AST node or tensor parameter name -> Leaf
         self.at: list[tuple[tuple, tuple]] = []  # (index, shape) of the expression being lowered
+        # (intermediate, index, shape) -> its value in the element being lowered
+        self.bound: dict[tuple, ir.Expr] = {}
 
     def element(self, e, index: tuple, shape: tuple) -> tuple[list, ir.Expr]:
         """(statements to run first, the value) of `e` at `index` of `shape` (the shape the
         caller computes; `e` broadcasts to it)."""
+        if not self.at:  # another element's statements: the scalars inlined there are not in scope
+            self.bound = {}
         self.at.append((tuple(index), tuple(shape)))
         try:
             value = self.expr(e)
@@ -74,7 +79,7 @@ class ElementLowerer(Lowerer):
     def _tensor(self, e) -> ir.Expr:
         idx = self.at[-1][0]
         if isinstance(e, n.Name) and e.id in self.graph.names:
-            return self.expr(self.graph.names[e.id])
+            return self.intermediate(e.id)
         h = self.graph.heavy(e)
         if h is not None:
             return self.leaves[h.node](idx)
@@ -88,6 +93,18 @@ class ElementLowerer(Lowerer):
             finally:
                 self.at.pop()
         return super().expr(e)
+
+    def intermediate(self, name: str) -> ir.Expr:
+        """The value of the tile op's intermediate `name` at the current index, lowered once per
+        element: the device functions it calls are inlined once (sinh's `u = expm1_f32(...)`,
+        read three times, and `where(c, -r, r)` reading r twice, was six inlined expm1s with
+        their branches, which nvcc does not merge), and a later use reads their results again.
+        The expression itself is repeated, as before: its arithmetic and math calls are pure,
+        and nvcc computes them once."""
+        key = (name, *self.at[-1])
+        if key not in self.bound:
+            self.bound[key] = self.expr(self.graph.names[name])
+        return self.bound[key]
 
     # ---- operators on tensors type like operators on their elements ---------------------------
     def expr_BinOp(self, e: n.BinOp):
