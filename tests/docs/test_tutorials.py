@@ -147,16 +147,22 @@ def in_folder(folder: Path):
         os.chdir(cwd)
 
 
-def tlc_lines(text: str) -> list[list[str]] | None:
+QUIET = " 2>/dev/null"
+
+
+def tlc_lines(text: str) -> list[tuple[list[str], bool]] | None:
     """The argument lists of an sh block whose every line is a plain `tlc ...` command (no
-    pipe, redirection or variable), else None."""
+    pipe, redirection but a last `2>/dev/null`, or variable), each with whether it prints its
+    stderr; else None."""
     commands = []
     for line in text.splitlines():
         if not line.strip():
             continue
+        quiet = line.endswith(QUIET)
+        line = line.removesuffix(QUIET)
         if set(line) & set("|&;<>$`*?\\'\"#(){}") or not line.startswith("tlc "):
             return None
-        commands.append(line.split()[1:])
+        commands.append((line.split()[1:], not quiet))
     return commands
 
 
@@ -170,11 +176,11 @@ def run_in_process(commands: list, folder: Path) -> tuple[int, str]:
 
     printed, status = "", 0
     with in_folder(folder):
-        for args in commands:
+        for args, with_stderr in commands:
             result = CliRunner().invoke(cli.main, args, prog_name="tlc")
             if result.exception is not None and not isinstance(result.exception, SystemExit):
                 raise result.exception
-            printed += result.output
+            printed += result.output if with_stderr else result.stdout
             status = result.exit_code
             if status:
                 break
@@ -278,6 +284,14 @@ print("one"); print("two")
 ...
 two
 ```
+```sh status=1
+tlc check a.tl
+```
+```
+a.tl:1:2: ...
+...
+error: 1 error in a.tl
+```
 """
 
 
@@ -288,6 +302,8 @@ two
     (("print(\"one\"); print(\"two\")", "print(\"one\")"), "printed"),
     (("print(\"one\");", "assert False, 'boom';"), "boom"),
     (("```sh\n", "```sh status=1\n"), "exit status 0"),
+    (("```sh status=1\n", "```sh\n"), "exit status 1"),
+    (("error: 1 error", "error: 2 errors"), "printed"),
     (("```python\n", "```pyhton\n"), "unknown block kind"),
     (("```sh\n", "```sh gpuu\n"), "unknown word"),
 ])
