@@ -257,6 +257,15 @@ def test_the_index_links_every_tutorial_and_the_readme_links_the_index():
     assert "](docs/tutorials/README.md)" in (ROOT / "README.md").read_text()
 
 
+@pytest.mark.parametrize("name", [n for n, _ in TUTORIALS] + ["README.md"])
+def test_every_relative_link_leads_to_a_file(name):
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", (DOCS / name).read_text())
+    assert links
+    for link in links:
+        if "://" not in link:
+            assert (DOCS / link).exists(), f"{name}: {link}"
+
+
 @pytest.mark.parametrize("name, modules", TUTORIALS)
 def test_every_tutorial_has_cpu_and_gpu_blocks(name, modules):
     found = blocks(DOCS / name)
