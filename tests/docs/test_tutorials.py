@@ -191,6 +191,10 @@ def run_tutorial(path: Path, folder: Path, mode: str) -> None:
     """Run `path`'s blocks in `folder`: mode "cpu" the blocks without a flag, "slow" those and
     the slow ones, "gpu" the tl blocks and the gpu ones."""
     env = {**os.environ, "PATH": tlc_path(folder)}
+    if mode == "slow":  # the toolkit's nvcc, found where tlc build finds it
+        from tlc.runtime.compile import find_nvcc
+
+        env["PATH"] = os.pathsep.join([env["PATH"], str(Path(find_nvcc()).parent)])
     namespace = f"tut{next(_runs)}_{mode}"  # torch operator names are registered once per process
     scope: dict = {"__name__": "__tutorial__"}
     ran = 0
@@ -234,6 +238,7 @@ def test_tutorial_runs_on_the_cpu(name, modules, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.nvcc
 @pytest.mark.parametrize("name, modules", TUTORIALS)
 def test_tutorial_runs_with_its_nvcc_blocks(name, modules, tmp_path):
     if not any("slow" in b.flags for b in blocks(DOCS / name)):
