@@ -1,0 +1,102 @@
+"""batch_loads.py: consecutive copies from tensors into fragments issue their loads together
+(issue #17's plain layer_norm: its row's, weights' and biases' loads one after another)."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tlc
+from tlc.codegen import generate
+from tlc.ir import print_kernel
+
+from kit import scheduled
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))  # nvcc.py, the shared compile helper
+from nvcc import compile_object  # noqa: E402
+
+PLAIN = Path(__file__).resolve().parents[2] / "bench" / "plain"
+
+KERNELS = """
+@kernel
+def apart(x: f16[M, N], w: f16[N], y: f16[M, N], BN: const = 1024):
+    with grid(M, threads=128) as r:
+        row = fragment(f32[1, BN])
+        weight = fragment(f32[BN])
+        total = fragment(f32[1])
+        copy(x[r, 0], row)
+        reduce_sum(row, total, dim=1)
+        copy(w[0], weight)
+        for j in parallel(BN):
+            row[0, j] = row[0, j] * weight[j] + total[0]
+        copy(row, y[r, 0])
+
+@kernel
+def twice(x: f16[M, N], y: f16[M, N], BN: const = 1024):
+    with grid(M, threads=128) as r:
+        a = fragment(f32[1, BN])
+        b = fragment(f32[1, BN])
+        copy(x[r, 0], a)
+        copy(x[r, 0], a)
+        copy(y[r, 0], b)
+        for j in parallel(BN):
+            a[0, j] = a[0, j] + b[0, j]
+        copy(a, y[r, 0])
+"""
+
+
+def test_the_plain_layer_norm_batches_its_three_copies():
+    k = scheduled((PLAIN / "layer_norm.tl").read_text(), "layer_norm", target="sm_90a")
+    assert "load batches (every load issued before the first conversion): 1: row, weight, bias (lines 15, 16, 17)" \
+        in k.notes
+    text = print_kernel(k)
+    assert "copy x[r, 0]<1, 8192> -> row (load batch 1)\n" in text
+    assert "copy b[0]<8192> -> bias (load batch 1)\n" in text
+
+
+def test_copies_apart_or_into_one_fragment_are_not_batched():
+    """a statement between two copies ends the run; a second copy into the same fragment starts
+    a new one (its loads would overwrite the first's registers)"""
+    apart = scheduled(KERNELS, "apart")
+    assert not any(n.startswith("load batches") for n in apart.notes)
+    assert "(load batch" not in print_kernel(apart)
+    twice = print_kernel(scheduled(KERNELS, "twice"))
+    assert "copy x[r, 0]<1, 1024> -> a\n" in twice
+    assert "copy x[r, 0]<1, 1024> -> a (load batch 1)\n  copy y[r, 0]<1, 1024> -> b (load batch 1)\n" in twice
+
+
+def test_a_batch_renders_its_loads_before_its_conversions():
+    k = scheduled((PLAIN / "layer_norm.tl").read_text(), "layer_norm", target="sm_90a")
+    src = generate(k, "sm_90a").source
+    body = src[src.index("__global__"):]
+    fast = body[body.index("if (tl::g2f_whole<"):body.index("} else {")]
+    loads = [m.start() for m in re.finditer(r"tl::g2f_load<", fast)]
+    converts = [m.start() for m in re.finditer(r"tl::g2f_convert\(", fast)]
+    assert len(loads) == len(converts) == 3 and max(loads) < min(converts)
+    rest = body[body.index("} else {"):]
+    assert rest.index("tl::copy_g2f<") < rest.index("reduce_sum")  # the copies one by one elsewhere
+
+
+def test_batched_copies_run_on_the_interpreter():
+    """the batch is the code generator's: the interpreter runs the copies as written (rows of
+    N < BN, so that the CUDA path's edge test would fail)"""
+    mod = tlc.load(str(PLAIN / "layer_norm.tl"), target="cpu")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 100)).astype(np.float16)
+    w, b = rng.standard_normal(100).astype(np.float16), rng.standard_normal(100).astype(np.float16)
+    y = np.zeros_like(x)
+    mod.layer_norm(x, w, b, y, BN=128)
+    xf = x.astype(np.float64)
+    c = xf - xf.mean(axis=1, keepdims=True)
+    ref = c / np.sqrt((c * c).mean(axis=1, keepdims=True) + 1e-5) * w + b
+    assert np.abs(y - ref).max() < 2e-2
+
+
+@pytest.mark.nvcc
+def test_the_batched_plain_layer_norm_builds_without_spills(tmp_path):
+    k = scheduled((PLAIN / "layer_norm.tl").read_text(), "layer_norm", target="sm_90a")
+    log = compile_object(generate(k, "sm_90a").source, "sm_90a", tmp_path)
+    assert re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log) == [("0", "0")], log
