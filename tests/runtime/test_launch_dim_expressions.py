@@ -27,7 +27,7 @@ def arrays(N=20, K=300):
 
 def test_sizes_that_match_their_expressions_bind(binder):
     bound = binder.bind(arrays(), device=0)
-    k_half = next(d for d in binder.kernel.params[0].shape if isinstance(d, DimExpr))
+    k_half = next(d for d in binder.facts.params[0].shape if isinstance(d, DimExpr))
     assert bound.values[binder.slots["K"]] == 300 and bound.values[binder.slots[k_half]] == 150
 
 

@@ -61,8 +61,11 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
     for GPU `device`: from the cache by a key of what it is compiled from (no scheduling, code
     generation or NVRTC on a hit), else `build(arch)` -> (ir.Kernel, GeneratedKernel), compiled
     and stored.  The entry is JSON data (`ir_codec`): tlc's own IR and the binary, read back
-    as tlc's data classes and nothing else, so a planted entry cannot run code."""
+    as tlc's data classes and nothing else, so a planted entry cannot run code.  The IR is
+    held as JSON text within it, decoded when something reads `CompiledKernel.kernel`; a
+    launch reads only the kernel's `LaunchFacts`, stored beside it."""
     from . import compile as c, ir_codec
+    from .args import LaunchFacts
     from .cache import default_cache, program_key
     from .launch import CompiledKernel
 
@@ -74,14 +77,17 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
     blob = cache.load(key)
     if blob is not None:
         try:
-            kernel, generated, binary, built_arch = ir_codec.loads(blob)
-            return CompiledKernel(kernel, generated, binary, built_arch)
+            facts, ir_text, generated, binary, built_arch = ir_codec.loads(blob)
+            if not (isinstance(facts, LaunchFacts) and isinstance(ir_text, str)):
+                raise ir_codec.BadEntry("not a program entry")
+            return CompiledKernel(lambda: ir_codec.loads_text(ir_text), generated, binary, built_arch, facts)
         except Exception:  # noqa: BLE001 - an entry from another tlc, or damaged: rebuild it
             pass
     kernel, generated = build(arch)
     compiled = compile_kernel(kernel, generated, cache=cache)
     try:
-        entry = ir_codec.dumps((kernel, generated, compiled.binary, compiled.arch))
+        entry = ir_codec.dumps((LaunchFacts.of(kernel), ir_codec.dumps_text(kernel), generated, compiled.binary,
+                                compiled.arch))
     except ir_codec.NotData:  # a value the format cannot hold: run it, build it again next time
         return compiled
     cache.store(key, generated.source, entry)

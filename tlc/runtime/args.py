@@ -15,6 +15,7 @@ Everything that depends only on the kernel is still worked out once, into tuples
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -208,15 +209,35 @@ class Bound:
         self.args, self.values, self.host, self.torch_device = args, values, host, torch_device
 
 
-class Binder:
-    """Checks a launch's arguments against one kernel and binds them, with everything that
-    depends only on the kernel worked out at construction."""
+@dataclass(frozen=True)
+class LaunchFacts:
+    """What a launch needs of a kernel's IR besides its `GeneratedKernel`: its name and params,
+    its shape symbols, the params its body writes and its device_asserts.  The program cache
+    stores these beside the IR, so that a launch from the cache decodes them and not the IR
+    (the IR, a few thousand objects of tlc's data classes, is decoded when something asks)."""
 
-    def __init__(self, kernel: Kernel, generated):
-        self.kernel = kernel
-        written = written_names(kernel.body)
-        symbols = kernel.shape_symbols()
-        params = list(kernel.params)
+    name: str
+    params: tuple
+    symbols: tuple
+    written: frozenset
+    asserts: tuple
+
+    @staticmethod
+    def of(kernel: Kernel) -> "LaunchFacts":
+        from ..device_assert import sites
+
+        return LaunchFacts(kernel.name, tuple(kernel.params), kernel.shape_symbols(),
+                           frozenset(written_names(kernel.body)), sites(kernel.body))
+
+
+class Binder:
+    """Checks a launch's arguments against one kernel (its IR or its `LaunchFacts`) and binds
+    them, with everything that depends only on the kernel worked out at construction."""
+
+    def __init__(self, kernel: Kernel | LaunchFacts, generated):
+        facts = kernel if isinstance(kernel, LaunchFacts) else LaunchFacts.of(kernel)
+        self.facts = facts
+        written, symbols, params = facts.written, facts.symbols, list(facts.params)
         expect = [(p.name, p.kind) for p in params] + [(s, "shape") for s in symbols]
         got = [(a.name, a.kind) for a in generated.args]
         if got != expect:
@@ -368,7 +389,7 @@ class Binder:
     def _names_error(self, args: dict):
         for name in args:
             if name not in self.names:
-                raise LaunchArgumentError(f"unexpected argument '{name}'; kernel '{self.kernel.name}' "
+                raise LaunchArgumentError(f"unexpected argument '{name}'; kernel '{self.facts.name}' "
                                           f"takes {', '.join(self.names)}")
         missing = next(n for n in self.names if n not in args)
         raise LaunchArgumentError(f"missing argument '{missing}'")

@@ -14,7 +14,7 @@ from .. import device_assert
 from ..diagnostics import TlcError
 from ..ir.nodes import Kernel
 from . import fastpath
-from .args import Binder, Bound
+from .args import Binder, Bound, LaunchFacts
 from .grid import compile_grid, launches_blocks
 from .driver_api import max_active_clusters
 from .tensormap import LaunchTensorMaps
@@ -31,17 +31,20 @@ class CompiledKernel:
     """A generated kernel's binary with everything a launch needs; call it with the
     arguments by parameter name: `compiled({"A": a, "B": b, "n": 7})`."""
 
-    def __init__(self, kernel: Kernel, generated, binary: bytes, arch: str):
-        self.kernel, self.generated, self.binary, self.arch = kernel, generated, binary, arch
+    def __init__(self, kernel: Kernel, generated, binary: bytes, arch: str, facts: LaunchFacts | None = None):
+        # `kernel`: the IR, or (with its `facts`) a function that decodes it, called when
+        # something first reads `kernel` (a launch from the program cache never does)
+        self._kernel, self.generated, self.binary, self.arch = kernel, generated, binary, arch
+        facts = facts or LaunchFacts.of(kernel)
         self.name = generated.name
-        self.binder = Binder(kernel, generated)
+        self.binder = Binder(facts, generated)
         self.block = (generated.threads, 1, 1)
         self.smem = generated.smem_bytes
         self._functions: dict[int, object] = {}  # device id -> loaded function
         self.cluster = generated.cluster
         # a kernel with device_asserts: its failure record read after every launch (set before
         # anything loads the module: a persistent kernel's block count loads it, below)
-        self.assert_sites = device_assert.sites(kernel.body)
+        self.assert_sites = facts.asserts
         self._records: dict[int, int] = {}  # device id -> address of the module's record
         self.persistent_blocks = self._persistent_blocks() if generated.persistent else None
         self.grid = compile_grid(generated.grid, self.binder.slots, self.persistent_blocks, self.cluster, self.name)
@@ -54,6 +57,13 @@ class CompiledKernel:
         self._streams: dict[int, object] = {}  # foreign stream pointer -> cupy Stream
         self._fast_paths: list = []  # the fast paths made, until PyTorch is in use: see `launch`
         self._torch = False
+
+    @property
+    def kernel(self) -> Kernel:
+        """The kernel's tile IR."""
+        if not isinstance(self._kernel, Kernel):
+            self._kernel = self._kernel()
+        return self._kernel
 
     # The fast paths are made at their first use (writing and compiling one costs a few tenths
     # of a millisecond, which a process running a kernel from the cache once need not pay).
