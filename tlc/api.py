@@ -33,6 +33,9 @@ def load(path: str, target: str = "auto") -> "Module":
         cached = _cached_module(path, target)
         if cached is not None:
             return cached
+        from .runtime import warm_up
+
+        warm_up()  # a module not checked before: its kernels are likely compiled; NVRTC starts now
     result = driver.check_file(path)
     if not result.ok:
         raise DiagnosticError(result.diagnostics, result.sources)

@@ -39,6 +39,19 @@ def target_arch(device: int | None = None) -> str:
     return codegen_arch(c.device_capability(c.current_device() if device is None else device))
 
 
+def warm_up(device: int | None = None) -> None:
+    """Start NVRTC on a thread for the GPU `device` (the current one by default), where a
+    compile is likely to follow (`compile.warm_up_nvrtc`): a module loaded for the GPU that had
+    to be parsed and checked.  Nothing is said of a GPU NVRTC cannot serve: the compile will."""
+    from . import compile as c
+
+    try:
+        device = c.current_device() if device is None else device
+        c.warm_up_nvrtc(c.nvrtc_arch(target_arch(device), c.device_capability(device), c.nvrtc_supported_archs()))
+    except Exception:  # noqa: BLE001 - no GPU NVRTC serves, no CuPy: the compile reports it
+        pass
+
+
 def compile_kernel(kernel, generated, *, cache=None):
     """`generated` (a `tlc.codegen.GeneratedKernel` of `kernel`) compiled by NVRTC for the
     current GPU, from the cache when it holds it; raises `CudaCompileError` when NVRTC rejects
@@ -83,6 +96,7 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
             return CompiledKernel(lambda: ir_codec.loads_text(ir_text), generated, binary, built_arch, facts)
         except Exception:  # noqa: BLE001 - an entry from another tlc, or damaged: rebuild it
             pass
+    c.warm_up_nvrtc(nvrtc)  # NVRTC starts on a thread while the kernel is scheduled and generated
     kernel, generated = build(arch)
     compiled = compile_kernel(kernel, generated, cache=cache)
     try:

@@ -188,11 +188,50 @@ def nvrtc_toolchain(arch: str) -> str:
     return f"nvrtc {major}.{minor} " + " ".join(nvrtc_options(arch, include=False))
 
 
+# NVRTC's first compile in a process costs ~200 ms more than the next (its optimizer starts:
+# the H200 measured a kernel-less program at 227 ms first, 12 ms after; bench/nvrtc_time.py).
+# A process about to compile starts that on a thread (`warm_up_nvrtc`) while Python schedules
+# and generates the kernel; NVRTC runs without the GIL (Python beside it ran at 0.8 of its speed
+# alone), and the real compile waits for it: std.gemm's then took 51 ms.  The warm-up reads the
+# headers generated code includes and has code for ptxas, so that a machine's first compile
+# finds them in memory too (the first on a fresh H200 took 1035 ms after a kernel-less warm-up).
+_warm_up = None
+_WARM_UP_SOURCE = ('#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n'
+                   'extern "C" __global__ void tl_warm_up(__half* x, __nv_bfloat16* y) {\n'
+                   '  x[threadIdx.x] = __hadd(x[threadIdx.x], __float2half(__bfloat162float(y[threadIdx.x])));\n}\n')
+
+
+def warm_up_nvrtc(arch: str) -> None:
+    """Start NVRTC for `arch` (an `-arch` value) on a thread, once per process."""
+    global _warm_up
+    if _warm_up is not None:
+        return
+    import threading
+
+    options = nvrtc_options(arch)
+
+    def run():
+        try:
+            from cupy.cuda import nvrtc
+
+            prog = nvrtc.createProgram(_WARM_UP_SOURCE, "tl_warm_up.cu", (), ())
+            try:
+                nvrtc.compileProgram(prog, options)
+            finally:
+                nvrtc.destroyProgram(prog)
+        except Exception:  # noqa: BLE001 - whatever fails here, the real compile reports
+            pass
+    _warm_up = threading.Thread(target=run, name="tlc-nvrtc-warm-up", daemon=True)
+    _warm_up.start()
+
+
 def nvrtc_compile(source: str, arch: str, name: str) -> bytes:
     """A cubin (or PTX for a `compute_XY` arch) of `source`; `CudaCompileError` on failure."""
     from cupy.cuda import nvrtc
 
     options = nvrtc_options(arch)
+    if _warm_up is not None:
+        _warm_up.join()  # one compile at a time
     if "-lineinfo" in options:
         source = pin_line_directives(source, f"{name}.cu")
     prog = nvrtc.createProgram(source, f"{name}.cu", (), ())

@@ -1,0 +1,56 @@
+"""NVRTC started on a thread before a compile (`compile.warm_up_nvrtc`): its first compile in a
+process costs ~200 ms more than the next on the H200, which the scheduling and the code
+generation of a kernel not in the cache hide.  A stand-in NVRTC records the compiles: the
+warm-up compiles a kernel-less program with the kernel's options, once per process, and the
+kernel's compile starts only after it has ended (one compile at a time)."""
+import sys
+import threading
+import time
+import types
+
+import pytest
+
+from tlc.runtime import compile as rc
+
+
+@pytest.fixture
+def nvrtc(monkeypatch):
+    calls, lock = [], threading.Lock()
+
+    class NVRTCError(Exception):
+        pass
+
+    def compile_program(prog, options):
+        with lock:
+            calls.append(("start", prog, tuple(options)))
+        if prog == "tl_warm_up.cu":
+            time.sleep(0.05)
+        with lock:
+            calls.append(("end", prog))
+
+    fake = types.SimpleNamespace(createProgram=lambda src, name, h, n: name, compileProgram=compile_program,
+                                 destroyProgram=lambda prog: None, getCUBIN=lambda prog: b"cubin",
+                                 getPTX=lambda prog: b"ptx", getProgramLog=lambda prog: "", NVRTCError=NVRTCError)
+    cuda = types.ModuleType("cupy.cuda")
+    cuda.nvrtc = fake
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = cuda
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
+    monkeypatch.setattr(rc, "_warm_up", None)
+    monkeypatch.setattr(rc, "cuda_include_dir", lambda: None)
+    return calls
+
+
+def test_the_warm_up_runs_first_and_once(nvrtc):
+    rc.warm_up_nvrtc("sm_90a")
+    rc.warm_up_nvrtc("sm_90a")
+    assert rc.nvrtc_compile('extern "C" __global__ void k() {}', "sm_90a", "k") == b"cubin"
+    options = rc.nvrtc_options("sm_90a")
+    assert nvrtc == [("start", "tl_warm_up.cu", options), ("end", "tl_warm_up.cu"), ("start", "k.cu", options),
+                     ("end", "k.cu")]
+
+
+def test_a_compile_with_no_warm_up_compiles_alone(nvrtc):
+    assert rc.nvrtc_compile('extern "C" __global__ void k() {}', "sm_90a", "k") == b"cubin"
+    assert [c[:2] for c in nvrtc] == [("start", "k.cu"), ("end", "k.cu")]
