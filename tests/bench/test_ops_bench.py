@@ -64,7 +64,7 @@ def test_every_launch_of_a_kernel_row_binds_its_constants():
     launch = bench_ops._launch(Op(), row, [np.zeros((2, 3, 4, 5))], np.zeros((2, 4, 3, 5)))
     launch()
     launch()
-    assert calls == [{"T": "f16", "P0": 0, "P1": 2, "P2": 1, "P3": 3}] * 2
+    assert calls == [{"T": "f16", "BR": 32, "BC": 64, "P0": 0, "P1": 2, "P2": 1, "P3": 3}] * 2
 
 
 def test_every_row_is_large_and_rows_cover_every_elementwise_operator():

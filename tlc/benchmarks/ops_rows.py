@@ -384,7 +384,8 @@ def _data_rows() -> list[Row]:
             lambda x: x.transpose(0, 2, 1), out_shape=lambda s: (s[0], s[2], s[1]),
             inputs=mk(lambda r, m, n: [f16(r, 16, m // 16, n)])),
         Row("std.data", "permute", (), torch_f(lambda t, F, x: x.permute(*perm).contiguous()),
-            lambda x: x.transpose(perm), constants={"T": "f16", **dict(zip(("P0", "P1", "P2", "P3"), perm))},
+            lambda x: x.transpose(perm),  # tiles of 32 rows of the 64-element last axis
+            constants={"T": "f16", "BR": 32, "BC": 64, **dict(zip(("P0", "P1", "P2", "P3"), perm))},
             out_shape=lambda s: tuple(s[p] for p in perm), inputs=mk(lambda r, m, n: [f16(r, 8, max(m // 8, 1), max(n // 64, 1), 64)])),
         Row("std.data", "concat", (), torch_f(lambda t, F, a, b: t.cat([a, b], 1)), lambda a, b: np.concatenate([a, b], 1),
             out_shape=lambda s: (s[0], 2 * s[1]), inputs=mk(lambda r, m, n: [f16(r, m, n // 2), f16(r, m, n // 2)])),
