@@ -109,6 +109,37 @@ print(json.dumps(out))
 """
 
 
+# The warm-up (`tlc.runtime.compile._WARM_UP_SOURCE`) and then the kernel, in one new process,
+# both with NVRTC's automatic precompiled header (-pch): does the kernel reuse the headers the
+# warm-up parsed?  (PCH files are valid only in the NVRTC instance that made them.)
+PCH_WARM = r"""
+import json, sys, time
+from cupy.cuda import nvrtc
+src, warm_src, options, name = json.loads(sys.stdin.read())
+out = {}
+for label, text in (("warm_up", warm_src), ("kernel", src), ("kernel_again", src)):
+    t0 = time.perf_counter()
+    prog = nvrtc.createProgram(text, label + ".cu", [], [])
+    try:
+        nvrtc.compileProgram(prog, options)
+        out[label + "_ms"] = (time.perf_counter() - t0) * 1e3
+    except nvrtc.NVRTCError as e:
+        out[label + "_error"] = str(e)
+    out[label + "_log"] = nvrtc.getProgramLog(prog).strip()[-400:]
+    nvrtc.destroyProgram(prog)
+print(json.dumps(out))
+"""
+
+
+def pch_warm(src: str, options: list, name: str) -> dict:
+    sys.path.insert(0, str(ROOT))
+    from tlc.runtime.compile import _WARM_UP_SOURCE as warm_src
+
+    done = subprocess.run([sys.executable, "-c", PCH_WARM], input=json.dumps([src, warm_src, options, name]),
+                          capture_output=True, text=True, timeout=300)
+    return json.loads(done.stdout) if done.returncode == 0 else {"error": done.stderr[-1500:]}
+
+
 def overlap(src: str, options: list, name: str) -> dict:
     done = subprocess.run([sys.executable, "-c", OVERLAP], input=json.dumps([src, options, name]),
                           capture_output=True, text=True, timeout=300)
@@ -138,7 +169,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--write-sources", action="store_true", help="only write build/nvrtc/*.cu")
     ap.add_argument("--out", help="write the results as JSON here")
     ap.add_argument("--only", default="", help="kernels (matmul,tiny)")
-    ap.add_argument("--variants", default="", help="only these groups: plain, pch, time, overlap")
+    ap.add_argument("--variants", default="", help="only these groups: plain, pch, time, overlap, pchwarm")
     args = ap.parse_args(argv)
     if args.write_sources:
         write_sources()
@@ -155,7 +186,12 @@ def main(argv=None) -> dict:
         if args.only and path.stem not in args.only.split(","):
             continue
         source = path.read_text()
-        groups = set(args.variants.split(",")) if args.variants else {"plain", "pch", "time", "overlap"}
+        groups = set(args.variants.split(",")) if args.variants else {"plain", "pch", "time", "overlap", "pchwarm"}
+        if "pchwarm" in groups:
+            for extra in ([], ["-pch", "--pch-messages=true"], ["-pch", "--pch-verbose=true"]):
+                r = results[f"{path.stem} | warm-up then kernel {' '.join(extra)}"] = pch_warm(
+                    source, common + ["-arch=sm_90a"] + extra, path.stem)
+                print(f"{path.stem:7} warm-up then kernel {' '.join(extra) or '(no pch)'}: {r}", flush=True)
         if "overlap" in groups:
             r = results[f"{path.stem} | NVRTC warmed up on a thread"] = overlap(source, common + ["-arch=sm_90a"], path.stem)
             print(f"{path.stem:7} NVRTC warmed up on a thread: {r}", flush=True)
