@@ -6,8 +6,10 @@
 // hands on.  Lanes past the end add 0.  The warps of the block take the lines in turn; a
 // block of fewer than 32 threads scans each line in one thread.  Sums are accumulated in ACC
 // (float for 16- and 8-bit floats; unsigned for integers, so that they wrap as the
-// destination's width does) and stored in U.  SRC and DST may be one tile: each warp reads a
-// segment of its own line before it writes it.  Shared layouts are tlc's (smem_index, with the
+// destination's width does) and stored in U.  Lines that are whole rows of 4-byte elements, a
+// multiple of 128 long (unpadded, padded to 16 bytes or swizzled), go 128 at a time: a 16-byte
+// vector of 4 a lane, summed in registers, then one shuffle scan of the lanes' totals.  SRC
+// and DST may be one tile: each warp reads a segment of its own line before it writes it.  Shared layouts are tlc's (smem_index, with the
 // tile viewed as S_ROWS x S_COLS: its last dimension the columns).
 namespace tl {
 
@@ -23,6 +25,48 @@ __device__ __forceinline__ void cumsum_shared(U* dst, const T* src) {
         const int flat = base + (REVERSE ? N - 1 - k : k) * INNER;
         sum += cvt<ACC>(src[smem_index<T, S_ROWS, S_COLS, S_PAD, S_SWIZZLE>(flat / S_COLS, flat % S_COLS)]);
         dst[smem_index<U, S_ROWS, S_COLS, D_PAD, D_SWIZZLE>(flat / S_COLS, flat % S_COLS)] = cvt<U>(sum);
+      }
+    }
+  } else if constexpr (INNER == 1 && N == S_COLS && N % 128 == 0 && sizeof(T) == 4 && sizeof(U) == 4 &&
+                       (S_SWIZZLE != 0 || (S_COLS + S_PAD) % 4 == 0) && (D_SWIZZLE != 0 || (S_COLS + D_PAD) % 4 == 0)) {
+    // Lines that are whole rows of 4-byte elements, 128 at a time: each lane reads its 4
+    // consecutive elements as one 16-byte vector (a chunk a padded or swizzled row keeps whole),
+    // adds them up in registers, and one shuffle scan of the 32 lanes' totals serves all 128
+    // elements: a quarter of the shuffles and of the steps the carry waits on.
+    constexpr int WARPS = THREADS / 32;
+    constexpr int SEGMENTS = N / 128;
+    const int lane = threadIdx.x % 32;
+    const int warp = threadIdx.x / 32;
+    if (warp >= WARPS) return;
+    for (int line = warp; line < LINES; line += WARPS) {
+      ACC carry = ACC(0);
+      for (int step = 0; step < SEGMENTS; ++step) {
+        const int col = (REVERSE ? SEGMENTS - 1 - step : step) * 128 + lane * 4;
+        const T* in = &src[smem_index<T, S_ROWS, S_COLS, S_PAD, S_SWIZZLE>(line, col)];
+        alignas(16) T x[4];
+        *reinterpret_cast<uint4*>(x) = *reinterpret_cast<const uint4*>(in);
+        ACC v[4];
+        ACC run = ACC(0);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = REVERSE ? 3 - e : e;
+          run += cvt<ACC>(x[i]);
+          v[i] = run;
+        }
+        ACC incl = run;
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+          const ACC other = REVERSE ? __shfl_down_sync(0xffffffffu, incl, off) : __shfl_up_sync(0xffffffffu, incl, off);
+          if (REVERSE ? lane + off < 32 : lane >= off) incl += other;
+        }
+        ACC before = REVERSE ? __shfl_down_sync(0xffffffffu, incl, 1) : __shfl_up_sync(0xffffffffu, incl, 1);
+        before = (REVERSE ? lane == 31 : lane == 0) ? carry : before + carry;
+        alignas(16) U out[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) out[e] = cvt<U>(v[e] + before);
+        *reinterpret_cast<uint4*>(&dst[smem_index<U, S_ROWS, S_COLS, D_PAD, D_SWIZZLE>(line, col)]) =
+            *reinterpret_cast<const uint4*>(out);
+        carry += __shfl_sync(0xffffffffu, incl, REVERSE ? 0 : 31);
       }
     }
   } else {

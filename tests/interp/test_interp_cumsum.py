@@ -37,6 +37,24 @@ def test_shared_rows(mod, reverse):
     np.testing.assert_allclose(c, sums(a, 1, reverse), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_rows_of_whole_vectors(mod, reverse):
+    """Rows of 4-byte elements a multiple of 128 long (tl/scan.cuh's path of a 16-byte vector a
+    lane): f32 rows of 256 through shared_rows, i32 rows of 384 wrapping in i32."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((21, 256)).astype(np.float32)
+    c = np.full_like(a, np.nan)
+    mod.shared_rows(a, c, BN=256, reverse=reverse)
+    np.testing.assert_allclose(c, sums(a, 1, reverse), rtol=1e-5, atol=1e-4)
+    n = rng.integers(-2**31, 2**31, (9, 384), dtype=np.int64).astype(np.int32)
+    got = np.full_like(n, -7)
+    mod.int_rows(n, got, reverse=reverse)
+    flipped = np.flip(n.astype(np.int64), 1) if reverse else n.astype(np.int64)
+    want = np.cumsum(flipped, 1)
+    want = (np.flip(want, 1) if reverse else want).astype(np.uint64).astype(np.int32)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_fragment_columns_into_a_wider_dtype(mod):
     a = np.random.default_rng(2).standard_normal((100, 37)).astype(np.float16)  # ragged both ways
     c = np.full(a.shape, np.nan, np.float32)
