@@ -51,6 +51,8 @@ inline double pymod(double a, double b) {
 // The GPU's approximations are exact here, as in the interpreter.
 inline float fast_exp2(float x) { return exp2f(x); }
 inline float fast_exp(float x) { return expf(x); }
+inline float fast_div(float a, float b) { return a / b; }
+inline double fast_div(double a, double b) { return a / b; }
 inline float fast_tanh(float x) { return tanhf(x); }
 inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }

@@ -159,6 +159,17 @@ __device__ __forceinline__ float fast_exp2(float x) {
 }
 __device__ __forceinline__ float fast_exp(float x) { return fast_exp2(x * 1.4426950408889634f); }
 
+// a / b by the hardware's full-range approximate division (div.full.f32: within 2 ulp over the
+// whole range, subnormals kept; MUFU.RCP and a few multiplications, no branch), where the IEEE
+// division costs a check and a slow-path call per element: for quotients kept at 16-bit
+// precision (schedule/fast_math.py).  f64 divides.
+__device__ __forceinline__ float fast_div(float a, float b) {
+  float q;
+  asm("div.full.f32 %0, %1, %2;" : "=f"(q) : "f"(a), "f"(b));
+  return q;
+}
+__device__ __forceinline__ double fast_div(double a, double b) { return a / b; }
+
 // The exponential and the reciprocal of the hardware (MUFU.EX2, MUFU.RCP: a few ulp, as CUDA's
 // __expf and __fdividef): an IEEE division costs a branch and a slow path per element, which
 // an activation in a GEMM epilogue pays 128 times a thread per tile.  1 / inf is 0.  The

@@ -1,6 +1,6 @@
-"""fast_math.py: exp as fast_exp2 and a loop-invariant division as a product with its
-reciprocal where the values stored end at 16-bit precision (issue #17's plain softmax), and
-the precise forms everywhere else."""
+"""fast_math.py: exp as fast_exp2, a loop-invariant division as a product with its reciprocal
+and any other division as fast_div where the values stored end at 16-bit precision (issue #17's
+plain softmax, issue #13's element-wise math), and the precise forms everywhere else."""
 from __future__ import annotations
 
 import re
@@ -33,6 +33,15 @@ def steps(x: f16[M, N], y: f16[M, N], BN: const = 512):
         for j in parallel(BN):
             row[0, j] = where(exp(row[0, j]) > 2.0, 1.0, 0.0) + row[0, j] / (row[0, j] + 4.0)
         copy(row, y[r, 0])
+
+@kernel
+def ratio(x: f16[M, N], y: U[M, N], U: dtype = f16, BN: const = 512):
+    with grid(M, threads=128) as r:
+        row = fragment(f32[1, BN])
+        copy(x[r, 0], row)
+        for j in parallel(BN):
+            row[0, j] = row[0, j] / (row[0, j] * row[0, j] + 4.0)
+        copy(row, y[r, 0])
 """
 
 
@@ -53,11 +62,44 @@ def test_an_f32_output_keeps_the_precise_forms():
     assert {"row", "sm", "mx", "y"} <= precise_names(k)
 
 
-def test_a_condition_and_a_varying_divisor_keep_the_precise_forms():
-    """exp's value decides a comparison (which needs every bit); the divisor varies per element"""
+def test_a_condition_keeps_the_precise_forms():
+    """exp's value decides a comparison (which needs every bit), and the row it reads is what
+    the division divides"""
     k = scheduled(ROWS, "steps")
     assert not any(n.startswith("fast math") for n in k.notes)
     assert "where(exp(row[u0, j]) > 2.0, 1.0, 0.0) + row[u0, j] / (row[u0, j] + 4.0)" in print_kernel(k)
+
+
+def test_a_varying_divisor_takes_the_fast_division():
+    """Each element's own divisor: div.full.f32 (2 ulp, no branch) where the quotient ends at
+    f16, the IEEE division where it ends at f32."""
+    k = scheduled(ROWS, "ratio")
+    assert k.notes[0] == "fast math: 1 division as fast_div, where the values stored (row) end at 16-bit precision"
+    assert "row[u0, j] = fast_div(row[u0, j], row[u0, j] * row[u0, j] + 4.0)" in print_kernel(k)
+    k = scheduled(ROWS, "ratio", {"U": "f32"})
+    assert not any(n.startswith("fast math") for n in k.notes)
+    assert "row[u0, j] = row[u0, j] / (row[u0, j] * row[u0, j] + 4.0)" in print_kernel(k)
+
+
+def test_an_element_wise_tile_op_of_f16_takes_the_fast_forms():
+    """std.elementwise's sinh of f16: its expm1's exponential and its quotient the fast forms
+    (the tile ops' kernels take the pass too); of f32 the precise ones."""
+    ew = tlc.load("std.elementwise", target="cpu")
+    k = ew.sinh.program({"T": "f16"}, "sm_90a").launches[0].kernel
+    assert k.notes[-1] == ("fast math: 1 exp as fast_exp2 and 2 divisions as fast_div, where the values stored "
+                           "(expm1_f32_0_return, out_tile) end at 16-bit precision")
+    k = ew.sinh.program({"T": "f32"}, "sm_90a").launches[0].kernel
+    assert not any(n.startswith("fast math") for n in k.notes)
+
+
+def test_the_interpreter_and_the_cpu_target_divide_exactly():
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((2, 512)) * 4).astype(np.float16)
+    want = x.astype(np.float32) / (x.astype(np.float32) ** 2 + 4)
+    for target in ("cpu", "interp"):
+        y = np.full_like(x, np.nan)
+        tlc.compile_source(ROWS, target=target).ratio(x, y, BN=512)
+        assert np.array_equal(y, want.astype(np.float16)), target
 
 
 def test_divisions_in_a_loop_run_once_a_thread_are_not_made_reciprocals():
@@ -81,16 +123,17 @@ def test_the_interpreter_matches_numpy():
 @pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_the_fast_forms_and_narrow_fragments_build(arch, tmp_path):
     """One module: fast_exp2 and a hoisted reciprocal (softmax), an exponential kept precise by a
-    comparison (steps), rows held in f16 and kept f32 for bf16 (rms), a recomputed update (the plain
+    comparison (steps), fast_div (ratio), rows held in f16 and kept f32 for bf16 (rms), a recomputed update (the plain
     layer_norm, rows of 4096); no spills."""
     from tlc.codegen import generate_file
 
     from test_narrow_fragments import RMS, plain
 
     kernels = [scheduled(ROWS, "softmax", target=arch), scheduled(ROWS, "steps", target=arch),
+               scheduled(ROWS, "ratio", target=arch),
                scheduled(RMS, "rms", {"T": "bf16", "U": "bf16"}, target=arch), scheduled(RMS, "clipped", target=arch),
                replace(plain("layer_norm", BN=4096), name="layer_norm_4096")]
-    assert "fast_exp2" in print_kernel(kernels[0]) and kernels[4].buffer("row").dtype.name == "f16"
+    assert "fast_exp2" in print_kernel(kernels[0]) and kernels[5].buffer("row").dtype.name == "f16"
     log = compile_object(generate_file(kernels, arch), arch, tmp_path)
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
     assert len(spills) == len(kernels) and set(spills) == {("0", "0")}, log

@@ -57,6 +57,9 @@ MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "
               # internal (no builtin of the language): 2^x where the result's precision allows the
               # hardware approximation (a 16-bit softmax); the interpreter computes it exactly
               "fast_exp2": 1,
+              # internal: a / b where the quotient's precision allows the hardware's full-range
+              # approximate division (div.full.f32: 2 ulp, no branch); the interpreter divides
+              "fast_div": 2,
               # TileLang's reinterpret: the argument's bits as the result's dtype, of the same width
               "bitcast": 1,
               # the thread's index in its block, 0 to threads - 1 (TileLang's get_thread_binding)

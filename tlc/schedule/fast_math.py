@@ -17,7 +17,13 @@ forms 0.92).  So the pass
   results below 2^-126 flushed to 0), in f32;
 - and, in a loop that runs its body more than once a thread, a division by a value the loop
   does not vary (`row_sum[0]`, a scalar) as a product with its reciprocal, computed once
-  before the loop by an IEEE division (1.5 ulp of f32 at most).
+  before the loop by an IEEE division (1.5 ulp of f32 at most);
+- and any other f32 division in such a loop as `fast_div(a, b)`, the hardware's full-range
+  approximate division (div.full.f32: 2 ulp, MUFU.RCP and a few multiplications, no branch),
+  where the IEEE division is a check, a branch and a slow-path call per element.
+The tile ops' kernels take the pass too (tileops/program.py): an element-wise operator of f16
+or bf16 computes its math in f32 and rounds once, so its divisions and exponentials are these
+(std.elementwise's sinh, log1p, atan, hypot, addcdiv; with an f32 result the precise forms).
 Values that reach an f32 output keep the precise forms (std.nn's softmax called with f32).
 On the H200 (bench/plain.py, (16384, 8192) f16, GPU queue batch 1): the plain softmax 133 us =
 0.94 of copy bandwidth (182 us = 0.69 before), std.nn's 141 us (its exp2 now fast_exp2; 148
@@ -43,7 +49,7 @@ def use_fast_math(kernel: ir.Kernel) -> ir.Kernel:
     precise = precise_names(kernel)
     rewriter = _Rewriter(kernel, precise)
     body = rewriter.body(kernel.body)
-    if not rewriter.exps and not rewriter.reciprocals:
+    if not rewriter.exps and not rewriter.reciprocals and not rewriter.divisions:
         return kernel
     done = []
     if rewriter.exps:
@@ -51,6 +57,8 @@ def use_fast_math(kernel: ir.Kernel) -> ir.Kernel:
     if rewriter.reciprocals:
         done.append(f"{rewriter.reciprocals} division{'s' if rewriter.reciprocals > 1 else ''} by a loop-invariant "
                     "as a product with its reciprocal")
+    if rewriter.divisions:
+        done.append(f"{rewriter.divisions} division{'s' if rewriter.divisions > 1 else ''} as fast_div")
     note = (f"fast math: {' and '.join(done)}, where the values stored ({', '.join(sorted(rewriter.targets))}) "
             "end at 16-bit precision")
     return replace(kernel, body=body, notes=kernel.notes + (note,))
@@ -146,7 +154,8 @@ class _Rewriter:
         self.taken = {p.name for p in kernel.params} | {b.name for b in kernel.buffers} | set(kernel.block_vars)
         self.taken |= {name for name, _ in kernel.constants}
         self.taken |= {s.name for s in statements(kernel.body) if isinstance(s, ir.LetScalar)}
-        self.exps = self.reciprocals = 0
+        self.exps = self.reciprocals = self.divisions = 0
+        self.many = False  # whether the parallel loop being rewritten runs its body more than once a thread
         self.targets: set[str] = set()
 
     def body(self, stmts) -> tuple:
@@ -164,8 +173,9 @@ class _Rewriter:
         return tuple(out)
 
     def parallel_body(self, loop: ir.Parallel, stmts, hoisted: list) -> tuple:
-        if getattr(loop.layout, "registers", 1) < 2:
-            # each thread runs the body once: a reciprocal would cost as much as the division
+        self.many = getattr(loop.layout, "registers", 1) >= 2
+        if not self.many:
+            # each thread runs the body once: a reciprocal or a fast division would save little
             return self.rewrite_body(loop, stmts, lambda b: None)
         varying = {v for v, n in zip(loop.vars, loop.extents) if n > 1}
         varying |= {s.name for s in statements(loop.body) if isinstance(s, (ir.LetScalar, ir.Assign))}
@@ -178,9 +188,9 @@ class _Rewriter:
         for s in stmts:
             if isinstance(s, (ir.Store, ir.LetScalar, ir.Assign)) and s.name not in self.precise \
                     and s.value.dtype.is_float:
-                before = (self.exps, self.reciprocals)
+                before = (self.exps, self.reciprocals, self.divisions)
                 s = replace(s, value=self.fast(s.value, reciprocal))
-                if (self.exps, self.reciprocals) != before:
+                if (self.exps, self.reciprocals, self.divisions) != before:
                     self.targets.add(s.name)
             elif isinstance(s, ir.If):
                 s = replace(s, then=self.rewrite_body(loop, s.then, reciprocal),
@@ -189,7 +199,7 @@ class _Rewriter:
         return tuple(out)
 
     def fast(self, e: ir.Expr, reciprocal) -> ir.Expr:
-        """`e` with its exponentials and invariant divisions in the fast forms, where its value
+        """`e` with its exponentials and divisions in the fast forms, where its value
         flows arithmetically into the stored one (not inside indices or conditions)."""
         if not e.dtype.is_float or isinstance(e, (ir.Load, ir.Var, ir.Const)):
             return e
@@ -216,6 +226,9 @@ class _Rewriter:
             if inv is not None:
                 self.reciprocals += 1
                 return ir.BinOp("*", e.a, inv, F32, span=e.span)
+            if self.many:
+                self.divisions += 1
+                return ir.Call("fast_div", (e.a, e.b), F32, span=e.span)
         return e
 
     def invariant(self, b: ir.Expr, varying: set, written: set, unit: dict, hoisted: list):

@@ -136,7 +136,7 @@ extern "C" __global__ void __launch_bounds__(128, 6) softmax(const half* __restr
       if (!tl_softmax_layout_0::valid(threadIdx.x, tl_r)) continue;
       // 41: row[i, j] = row[i, j] / row_sum[i]
 #line 41 "examples/softmax.tl"
-      row[tl_r] = (row[tl_r] / row_sum[tl_softmax_layout_1::slot(tl_r)]);
+      row[tl_r] = tl::fast_div(row[tl_r], row_sum[tl_softmax_layout_1::slot(tl_r)]);
     }
     // 42: copy(row, y[bx * BM, t * BN])
 #line 42 "examples/softmax.tl"

@@ -15,6 +15,7 @@ from ...ir.walk import statements
 from ...dtypes import DType
 from ..layout import Blocked, Replicated, blocked
 from ..column_blocks import defer_column_combine
+from ..fast_math import use_fast_math
 from ..layout_infer import infer_layouts
 from ..layout_flow import column_reduced, column_split
 from ..barriers import insert_barriers
@@ -86,12 +87,13 @@ def _written(kernel: ir.Kernel) -> set:
 
 def finish(kernel: ir.Kernel, target: str, smem_limit: int, sources: dict) -> ir.Kernel:
     """The scheduling passes of every kernel, with one addition between layouts and shared
-    memory: the tile-shaped fragments of an element-wise or row kernel share one layout."""
+    memory: the tile-shaped fragments of an element-wise or row kernel share one layout.  The
+    fast forms where the values end at 16-bit precision (fast_math.py) as a kernel's."""
     ir.verify(kernel)
     kernel = defer_column_combine(kernel)  # a column kernel's threads combine once, after its loop
     kernel = check_thread_storage(infer_layouts(kernel, target, sources, adjust=_one_tile_layout), sources)
     kernel = plan_shared_memory(kernel, smem_limit, sources)
-    kernel = specialize_warps(keep_last_stages(insert_barriers(kernel)), targets.get(target))
+    kernel = specialize_warps(use_fast_math(keep_last_stages(insert_barriers(kernel))), targets.get(target))
     ir.verify(kernel)
     return kernel
 
