@@ -53,6 +53,7 @@ inline float fast_exp2(float x) { return exp2f(x); }
 inline float fast_exp(float x) { return expf(x); }
 inline float fast_div(float a, float b) { return a / b; }
 inline double fast_div(double a, double b) { return a / b; }
+inline float fast_sqrt(float x) { return std::sqrt(x); }
 inline float fast_tanh(float x) { return tanhf(x); }
 inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }

@@ -170,6 +170,15 @@ __device__ __forceinline__ float fast_div(float a, float b) {
 }
 __device__ __forceinline__ double fast_div(double a, double b) { return a / b; }
 
+// The square root by the hardware (sqrt.approx.f32: MUFU.SQRT, a few ulp, subnormals scaled, no
+// branch), where sqrtf's correctly rounded one is a check, a branch and a slow-path call per
+// element: for values kept at 16-bit precision (schedule/fast_math.py).
+__device__ __forceinline__ float fast_sqrt(float x) {
+  float y;
+  asm("sqrt.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // The exponential and the reciprocal of the hardware (MUFU.EX2, MUFU.RCP: a few ulp, as CUDA's
 // __expf and __fdividef): an IEEE division costs a branch and a slow path per element, which
 // an activation in a GEMM epilogue pays 128 times a thread per tile.  1 / inf is 0.  The

@@ -40,7 +40,7 @@ def ratio(x: f16[M, N], y: U[M, N], U: dtype = f16, BN: const = 512):
         row = fragment(f32[1, BN])
         copy(x[r, 0], row)
         for j in parallel(BN):
-            row[0, j] = row[0, j] / (row[0, j] * row[0, j] + 4.0)
+            row[0, j] = sqrt(row[0, j] * row[0, j] + 1.0) / (row[0, j] * row[0, j] + 4.0)
         copy(row, y[r, 0])
 """
 
@@ -70,15 +70,17 @@ def test_a_condition_keeps_the_precise_forms():
     assert "where(exp(row[u0, j]) > 2.0, 1.0, 0.0) + row[u0, j] / (row[u0, j] + 4.0)" in print_kernel(k)
 
 
-def test_a_varying_divisor_takes_the_fast_division():
+def test_a_varying_divisor_and_a_root_take_the_hardware_forms():
     """Each element's own divisor: div.full.f32 (2 ulp, no branch) where the quotient ends at
-    f16, the IEEE division where it ends at f32."""
+    f16, the IEEE division where it ends at f32; the root likewise (sqrt.approx.f32)."""
     k = scheduled(ROWS, "ratio")
-    assert k.notes[0] == "fast math: 1 division as fast_div, where the values stored (row) end at 16-bit precision"
-    assert "row[u0, j] = fast_div(row[u0, j], row[u0, j] * row[u0, j] + 4.0)" in print_kernel(k)
+    assert k.notes[0] == ("fast math: 1 division as fast_div and 1 sqrt as fast_sqrt, where the values stored (row) "
+                          "end at 16-bit precision")
+    assert "row[u0, j] = fast_div(fast_sqrt(row[u0, j] * row[u0, j] + 1.0), row[u0, j] * row[u0, j] + 4.0)" \
+        in print_kernel(k)
     k = scheduled(ROWS, "ratio", {"U": "f32"})
     assert not any(n.startswith("fast math") for n in k.notes)
-    assert "row[u0, j] = row[u0, j] / (row[u0, j] * row[u0, j] + 4.0)" in print_kernel(k)
+    assert "row[u0, j] = sqrt(row[u0, j] * row[u0, j] + 1.0) / (row[u0, j] * row[u0, j] + 4.0)" in print_kernel(k)
 
 
 def test_an_element_wise_tile_op_of_f16_takes_the_fast_forms():
@@ -92,10 +94,11 @@ def test_an_element_wise_tile_op_of_f16_takes_the_fast_forms():
     assert not any(n.startswith("fast math") for n in k.notes)
 
 
-def test_the_interpreter_and_the_cpu_target_divide_exactly():
+def test_the_interpreter_and_the_cpu_target_divide_and_take_roots_exactly():
     rng = np.random.default_rng(3)
     x = (rng.standard_normal((2, 512)) * 4).astype(np.float16)
-    want = x.astype(np.float32) / (x.astype(np.float32) ** 2 + 4)
+    x32 = x.astype(np.float32)
+    want = np.sqrt(x32 ** 2 + 1) / (x32 ** 2 + 4)
     for target in ("cpu", "interp"):
         y = np.full_like(x, np.nan)
         tlc.compile_source(ROWS, target=target).ratio(x, y, BN=512)
@@ -123,7 +126,7 @@ def test_the_interpreter_matches_numpy():
 @pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_the_fast_forms_and_narrow_fragments_build(arch, tmp_path):
     """One module: fast_exp2 and a hoisted reciprocal (softmax), an exponential kept precise by a
-    comparison (steps), fast_div (ratio), rows held in f16 and kept f32 for bf16 (rms), a recomputed update (the plain
+    comparison (steps), fast_div and fast_sqrt (ratio), rows held in f16 and kept f32 for bf16 (rms), a recomputed update (the plain
     layer_norm, rows of 4096); no spills."""
     from tlc.codegen import generate_file
 

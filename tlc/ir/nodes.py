@@ -60,6 +60,9 @@ MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "
               # internal: a / b where the quotient's precision allows the hardware's full-range
               # approximate division (div.full.f32: 2 ulp, no branch); the interpreter divides
               "fast_div": 2,
+              # internal: the square root by the hardware's approximation (sqrt.approx.f32: a few
+              # ulp, no branch) where the result's precision allows it; the interpreter's is exact
+              "fast_sqrt": 1,
               # TileLang's reinterpret: the argument's bits as the result's dtype, of the same width
               "bitcast": 1,
               # the thread's index in its block, 0 to threads - 1 (TileLang's get_thread_binding)

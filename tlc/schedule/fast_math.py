@@ -18,9 +18,11 @@ forms 0.92).  So the pass
 - and, in a loop that runs its body more than once a thread, a division by a value the loop
   does not vary (`row_sum[0]`, a scalar) as a product with its reciprocal, computed once
   before the loop by an IEEE division (1.5 ulp of f32 at most);
-- and any other f32 division in such a loop as `fast_div(a, b)`, the hardware's full-range
+- and, in such a loop, any other f32 division as `fast_div(a, b)`, the hardware's full-range
   approximate division (div.full.f32: 2 ulp, MUFU.RCP and a few multiplications, no branch),
-  where the IEEE division is a check, a branch and a slow-path call per element.
+  where the IEEE division is a check, a branch and a slow-path call per element, and `sqrt(x)`
+  as `fast_sqrt(x)` (sqrt.approx.f32, MUFU.SQRT: a few ulp, no branch; sqrtf's correctly
+  rounded one has a slow path per element too).
 The tile ops' kernels take the pass too (tileops/program.py): an element-wise operator of f16
 or bf16 computes its math in f32 and rounds once, so its divisions and exponentials are these
 (std.elementwise's sinh, log1p, atan, hypot, addcdiv; with an f32 result the precise forms).
@@ -49,7 +51,7 @@ def use_fast_math(kernel: ir.Kernel) -> ir.Kernel:
     precise = precise_names(kernel)
     rewriter = _Rewriter(kernel, precise)
     body = rewriter.body(kernel.body)
-    if not rewriter.exps and not rewriter.reciprocals and not rewriter.divisions:
+    if not (rewriter.exps or rewriter.reciprocals or rewriter.divisions or rewriter.roots):
         return kernel
     done = []
     if rewriter.exps:
@@ -59,6 +61,8 @@ def use_fast_math(kernel: ir.Kernel) -> ir.Kernel:
                     "as a product with its reciprocal")
     if rewriter.divisions:
         done.append(f"{rewriter.divisions} division{'s' if rewriter.divisions > 1 else ''} as fast_div")
+    if rewriter.roots:
+        done.append(f"{rewriter.roots} sqrt as fast_sqrt")
     note = (f"fast math: {' and '.join(done)}, where the values stored ({', '.join(sorted(rewriter.targets))}) "
             "end at 16-bit precision")
     return replace(kernel, body=body, notes=kernel.notes + (note,))
@@ -154,7 +158,7 @@ class _Rewriter:
         self.taken = {p.name for p in kernel.params} | {b.name for b in kernel.buffers} | set(kernel.block_vars)
         self.taken |= {name for name, _ in kernel.constants}
         self.taken |= {s.name for s in statements(kernel.body) if isinstance(s, ir.LetScalar)}
-        self.exps = self.reciprocals = self.divisions = 0
+        self.exps = self.reciprocals = self.divisions = self.roots = 0
         self.many = False  # whether the parallel loop being rewritten runs its body more than once a thread
         self.targets: set[str] = set()
 
@@ -188,9 +192,9 @@ class _Rewriter:
         for s in stmts:
             if isinstance(s, (ir.Store, ir.LetScalar, ir.Assign)) and s.name not in self.precise \
                     and s.value.dtype.is_float:
-                before = (self.exps, self.reciprocals, self.divisions)
+                before = (self.exps, self.reciprocals, self.divisions, self.roots)
                 s = replace(s, value=self.fast(s.value, reciprocal))
-                if (self.exps, self.reciprocals, self.divisions) != before:
+                if (self.exps, self.reciprocals, self.divisions, self.roots) != before:
                     self.targets.add(s.name)
             elif isinstance(s, ir.If):
                 s = replace(s, then=self.rewrite_body(loop, s.then, reciprocal),
@@ -215,6 +219,9 @@ class _Rewriter:
             e = replace(e, x=self.fast(e.x, reciprocal))
         elif isinstance(e, ir.Call):
             e = replace(e, args=tuple(self.fast(a, reciprocal) for a in e.args))
+        if isinstance(e, ir.Call) and e.fn == "sqrt" and e.dtype == F32 and self.many:
+            self.roots += 1
+            return ir.Call("fast_sqrt", e.args, F32, span=e.span)
         if isinstance(e, ir.Call) and e.fn in ("exp", "exp2") and e.dtype == F32:
             self.exps += 1
             x = e.args[0]
