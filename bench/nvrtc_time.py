@@ -169,7 +169,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--write-sources", action="store_true", help="only write build/nvrtc/*.cu")
     ap.add_argument("--out", help="write the results as JSON here")
     ap.add_argument("--only", default="", help="kernels (matmul,tiny)")
-    ap.add_argument("--variants", default="", help="only these groups: plain, pch, time, overlap, pchwarm")
+    ap.add_argument("--variants", default="", help="only these groups: plain, pch, time, overlap, pchwarm, nocache")
     args = ap.parse_args(argv)
     if args.write_sources:
         write_sources()
@@ -186,12 +186,17 @@ def main(argv=None) -> dict:
         if args.only and path.stem not in args.only.split(","):
             continue
         source = path.read_text()
-        groups = set(args.variants.split(",")) if args.variants else {"plain", "pch", "time", "overlap", "pchwarm"}
+        groups = set(args.variants.split(",")) if args.variants else {"plain", "pch", "time", "overlap", "pchwarm", "nocache"}
         if "pchwarm" in groups:
             for extra in ([], ["-pch", "--pch-verbose=true"]):
                 r = results[f"{path.stem} | warm-up then kernel {' '.join(extra)}"] = pch_warm(
                     source, common + ["-arch=sm_90a"] + extra, path.stem)
                 print(f"{path.stem:7} warm-up then kernel {' '.join(extra) or '(no pch)'}: {r}", flush=True)
+        if "nocache" in groups:  # NVRTC 12.9+ keeps its own cache of compiled programs: a true compile
+            for extra in (["--no-cache"], []):
+                r = compile_times(source, {}, common + ["-arch=sm_90a"] + extra, path.stem)
+                results[f"{path.stem} | full {' '.join(extra)} | sm_90a"] = r
+                print(f"{path.stem:7} {'full ' + ' '.join(extra):45} {'sm_90a':12} {_ms(r)}", flush=True)
         if "overlap" in groups:
             r = results[f"{path.stem} | NVRTC warmed up on a thread"] = overlap(source, common + ["-arch=sm_90a"], path.stem)
             print(f"{path.stem:7} NVRTC warmed up on a thread: {r}", flush=True)
