@@ -221,7 +221,9 @@ def warm_up_nvrtc(arch: str) -> None:
                 nvrtc.destroyProgram(prog)
         except Exception:  # noqa: BLE001 - whatever fails here, the real compile reports
             pass
-    _warm_up = threading.Thread(target=run, name="tlc-nvrtc-warm-up", daemon=True)
+    # not a daemon: a process that ends before the warm-up does waits for it, rather than have
+    # NVRTC's static destructors run under a compile at exit
+    _warm_up = threading.Thread(target=run, name="tlc-nvrtc-warm-up", daemon=False)
     _warm_up.start()
 
 
