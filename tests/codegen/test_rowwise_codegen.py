@@ -78,6 +78,17 @@ def test_register_kernels_ask_for_the_blocks_their_fragments_leave_room_for():
     assert fragment_registers(ln) == 8 + 16 + 8 + 8 + 4 and min_blocks(ln, 512) == 1
     ew = schedule(r.program, "silu_residual", dict(BLOCK=256, THREADS=32), target="sm_90a")
     assert min_blocks(ew, 32) == 32  # never above what ptxas accepts
+
+
+def test_a_byte_fragment_takes_a_register_an_element():
+    """std.elementwise's logical_and of bool: three fragments of 32 bools a thread, each bool
+    in a register of its own (counted four to a register it asked for 9 blocks, 56 registers,
+    and spilled 162 bytes a thread)."""
+    import tlc
+    from tlc.codegen.occupancy import fragment_registers, min_blocks
+
+    k = tlc.load("std.elementwise", target="cpu").logical_and.program({}, "sm_90a").launches[0].kernel
+    assert fragment_registers(k) == 3 * 32 and min_blocks(k, 128) == 4
     g = check_file("examples/gemm.tl")
     gk = schedule(g.program, "matmul", {}, target="sm_90a")
     assert min_blocks(gk, gk.threads) is None
