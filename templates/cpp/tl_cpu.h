@@ -214,18 +214,23 @@ inline void reduce(const Ts* __restrict__ s, Td* __restrict__ d, int outer, int 
     }
 }
 
-// Inclusive prefix sums along n of [outer, n, inner] (from the end when REVERSE), in A (double
-// for floats, rounded once; an unsigned 64-bit integer for integers, which wraps as the
-// interpreter's does); src and dst may be one buffer.
-template <bool REVERSE, typename A, typename Ts, typename Td>
+// Inclusive scans along n of [outer, n, inner] (from the end when REVERSE) by KIND (0 sums, 1
+// products, 2 maxima, 3 minima), in A (double for floats, rounded once; for integers an unsigned
+// 64-bit integer, which wraps as the interpreter's does, or for maxima and minima a signed or
+// unsigned 64-bit one); src and dst may be one buffer.
+template <int KIND, bool REVERSE, typename A, typename Ts, typename Td>
 inline void cumsum(const Ts* s, Td* d, int outer, int n, int inner) {
   for (int o = 0; o < outer; ++o)
     for (int i = 0; i < inner; ++i) {
-      A run = A(0);
+      A run = A(KIND == 1 ? 1 : 0);
       for (int t = 0; t < n; ++t) {
         const int k = REVERSE ? n - 1 - t : t;
         const long long at = (static_cast<long long>(o) * n + k) * inner + i;
-        run = run + static_cast<A>(s[at]);
+        const A v = static_cast<A>(s[at]);
+        if constexpr (KIND == 0) run = run + v;
+        if constexpr (KIND == 1) run = run * v;
+        if constexpr (KIND == 2) run = t == 0 ? v : fmax_(run, v);
+        if constexpr (KIND == 3) run = t == 0 ? v : fmin_(run, v);
         if constexpr (std::is_floating_point<A>::value) d[at] = cvt<Td>(run); else d[at] = static_cast<Td>(run);
       }
     }

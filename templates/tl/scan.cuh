@@ -1,29 +1,69 @@
-// tl/scan.cuh: cumsum, the inclusive prefix sum of a shared tile along one dimension (tlc's
-// ir.Scan; tlc/codegen/scans.py picks the arguments).  The tile is viewed as OUTER x N x INNER:
+// tl/scan.cuh: cumsum, cumprod, cummax and cummin, the inclusive scans of a shared tile along
+// one dimension (tlc's ir.Scan; tlc/codegen/scans.py picks the arguments), here for sums.  The tile is viewed as OUTER x N x INNER:
 // N the dimension scanned, the dimensions before and after it flattened.  Each line (o, :, i)
 // is scanned by one warp, 32 elements at a time: a shuffle scan inside the segment, plus the
 // carry of the segments before it (after it, reversed), which the segment's last (first) lane
-// hands on.  Lanes past the end add 0.  The warps of the block take the lines in turn; a
-// block of fewer than 32 threads scans each line in one thread.  Sums are accumulated in ACC
-// (float for 16- and 8-bit floats; unsigned for integers, so that they wrap as the
-// destination's width does) and stored in U.  Lines that are whole rows of 4-byte elements, a
+// hands on.  Lanes past the end add 0 (multiply by 1, compare with the identity).  The warps of the block take the lines in turn; a
+// block of fewer than 32 threads scans each line in one thread.  OP combines (ScanOp: sums,
+// products, maxima, minima) in ACC (float for 16- and 8-bit floats; for sums and products an
+// unsigned integer, so that they wrap as the destination's width does; for maxima and minima
+// the destination's own integer type) and stores in U.  Lines that are whole rows of 4-byte elements, a
 // multiple of 128 long (unpadded, padded to 16 bytes or swizzled), go 128 at a time: a 16-byte
 // vector of 4 a lane, summed in registers, then one shuffle scan of the lanes' totals.  SRC
 // and DST may be one tile: each warp reads a segment of its own line before it writes it.  Shared layouts are tlc's (smem_index, with the
 // tile viewed as S_ROWS x S_COLS: its last dimension the columns).
 namespace tl {
 
-template <typename ACC, typename T, typename U, int OUTER, int N, int INNER, bool REVERSE, int THREADS,
+enum class ScanOp { sum, prod, max, min };
+
+// max and min of floats as fmaxf/fminf (a nan against a number gives the number, as NumPy's
+// fmax), of integers by comparison.  The identities: 0, 1, and for maxima and minima of floats a
+// nan (so that a line of nans stays nan), of integers the lowest or highest value.
+template <typename A> __device__ __forceinline__ A scan_max(A a, A b) { return a > b ? a : b; }
+template <typename A> __device__ __forceinline__ A scan_min(A a, A b) { return a < b ? a : b; }
+__device__ __forceinline__ float scan_max(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ float scan_min(float a, float b) { return fminf(a, b); }
+__device__ __forceinline__ double scan_max(double a, double b) { return fmax(a, b); }
+__device__ __forceinline__ double scan_min(double a, double b) { return fmin(a, b); }
+__device__ __forceinline__ float scan_lowest(float) { return __int_as_float(0x7fffffff); }
+__device__ __forceinline__ double scan_lowest(double) { return __longlong_as_double(0x7fffffffffffffffLL); }
+__device__ __forceinline__ int scan_lowest(int) { return -2147483647 - 1; }
+__device__ __forceinline__ unsigned scan_lowest(unsigned) { return 0u; }
+__device__ __forceinline__ long long scan_lowest(long long) { return -9223372036854775807LL - 1; }
+__device__ __forceinline__ unsigned long long scan_lowest(unsigned long long) { return 0ull; }
+__device__ __forceinline__ float scan_highest(float) { return __int_as_float(0x7fffffff); }
+__device__ __forceinline__ double scan_highest(double) { return __longlong_as_double(0x7fffffffffffffffLL); }
+__device__ __forceinline__ int scan_highest(int) { return 2147483647; }
+__device__ __forceinline__ unsigned scan_highest(unsigned) { return 0xffffffffu; }
+__device__ __forceinline__ long long scan_highest(long long) { return 9223372036854775807LL; }
+__device__ __forceinline__ unsigned long long scan_highest(unsigned long long) { return ~0ull; }
+
+template <ScanOp OP, typename A> __device__ __forceinline__ A scan_identity() {
+  if constexpr (OP == ScanOp::sum) return A(0);
+  else if constexpr (OP == ScanOp::prod) return A(1);
+  else if constexpr (OP == ScanOp::max) return scan_lowest(A());
+  else return scan_highest(A());
+}
+
+// `earlier` combined with `later`, the scan's step.
+template <ScanOp OP, typename A> __device__ __forceinline__ A scan_combine(A earlier, A later) {
+  if constexpr (OP == ScanOp::sum) return earlier + later;
+  else if constexpr (OP == ScanOp::prod) return earlier * later;
+  else if constexpr (OP == ScanOp::max) return scan_max(earlier, later);
+  else return scan_min(earlier, later);
+}
+
+template <ScanOp OP, typename ACC, typename T, typename U, int OUTER, int N, int INNER, bool REVERSE, int THREADS,
           int S_ROWS, int S_COLS, int S_PAD, int S_SWIZZLE, int D_PAD, int D_SWIZZLE>
 __device__ __forceinline__ void cumsum_shared(U* dst, const T* src) {
   constexpr int LINES = OUTER * INNER;
   if constexpr (THREADS < 32) {
     for (int line = threadIdx.x; line < LINES; line += THREADS) {
       const int base = (line / INNER) * N * INNER + line % INNER;
-      ACC sum = ACC(0);
+      ACC sum = scan_identity<OP, ACC>();
       for (int k = 0; k < N; ++k) {
         const int flat = base + (REVERSE ? N - 1 - k : k) * INNER;
-        sum += cvt<ACC>(src[smem_index<T, S_ROWS, S_COLS, S_PAD, S_SWIZZLE>(flat / S_COLS, flat % S_COLS)]);
+        sum = scan_combine<OP>(sum, cvt<ACC>(src[smem_index<T, S_ROWS, S_COLS, S_PAD, S_SWIZZLE>(flat / S_COLS, flat % S_COLS)]));
         dst[smem_index<U, S_ROWS, S_COLS, D_PAD, D_SWIZZLE>(flat / S_COLS, flat % S_COLS)] = cvt<U>(sum);
       }
     }
@@ -31,7 +71,7 @@ __device__ __forceinline__ void cumsum_shared(U* dst, const T* src) {
                        (S_SWIZZLE != 0 || (S_COLS + S_PAD) % 4 == 0) && (D_SWIZZLE != 0 || (S_COLS + D_PAD) % 4 == 0)) {
     // Lines that are whole rows of 4-byte elements, 128 at a time: each lane reads its 4
     // consecutive elements as one 16-byte vector (a chunk a padded or swizzled row keeps whole),
-    // adds them up in registers, and one shuffle scan of the 32 lanes' totals serves all 128
+    // scans them in registers, and one shuffle scan of the 32 lanes' totals serves all 128
     // elements: a quarter of the shuffles and of the steps the carry waits on.
     constexpr int WARPS = THREADS / 32;
     constexpr int SEGMENTS = N / 128;
@@ -39,34 +79,34 @@ __device__ __forceinline__ void cumsum_shared(U* dst, const T* src) {
     const int warp = threadIdx.x / 32;
     if (warp >= WARPS) return;
     for (int line = warp; line < LINES; line += WARPS) {
-      ACC carry = ACC(0);
+      ACC carry = scan_identity<OP, ACC>();
       for (int step = 0; step < SEGMENTS; ++step) {
         const int col = (REVERSE ? SEGMENTS - 1 - step : step) * 128 + lane * 4;
         const T* in = &src[smem_index<T, S_ROWS, S_COLS, S_PAD, S_SWIZZLE>(line, col)];
         alignas(16) T x[4];
         *reinterpret_cast<uint4*>(x) = *reinterpret_cast<const uint4*>(in);
         ACC v[4];
-        ACC run = ACC(0);
+        ACC run = scan_identity<OP, ACC>();
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int i = REVERSE ? 3 - e : e;
-          run += cvt<ACC>(x[i]);
+          run = scan_combine<OP>(run, cvt<ACC>(x[i]));
           v[i] = run;
         }
         ACC incl = run;
 #pragma unroll
         for (int off = 1; off < 32; off <<= 1) {
           const ACC other = REVERSE ? __shfl_down_sync(0xffffffffu, incl, off) : __shfl_up_sync(0xffffffffu, incl, off);
-          if (REVERSE ? lane + off < 32 : lane >= off) incl += other;
+          if (REVERSE ? lane + off < 32 : lane >= off) incl = scan_combine<OP>(other, incl);
         }
         ACC before = REVERSE ? __shfl_down_sync(0xffffffffu, incl, 1) : __shfl_up_sync(0xffffffffu, incl, 1);
-        before = (REVERSE ? lane == 31 : lane == 0) ? carry : before + carry;
+        before = (REVERSE ? lane == 31 : lane == 0) ? carry : scan_combine<OP>(carry, before);
         alignas(16) U out[4];
 #pragma unroll
-        for (int e = 0; e < 4; ++e) out[e] = cvt<U>(v[e] + before);
+        for (int e = 0; e < 4; ++e) out[e] = cvt<U>(scan_combine<OP>(before, v[e]));
         *reinterpret_cast<uint4*>(&dst[smem_index<U, S_ROWS, S_COLS, D_PAD, D_SWIZZLE>(line, col)]) =
             *reinterpret_cast<const uint4*>(out);
-        carry += __shfl_sync(0xffffffffu, incl, REVERSE ? 0 : 31);
+        carry = scan_combine<OP>(carry, __shfl_sync(0xffffffffu, incl, REVERSE ? 0 : 31));
       }
     }
   } else {
@@ -77,18 +117,18 @@ __device__ __forceinline__ void cumsum_shared(U* dst, const T* src) {
     if (warp >= WARPS) return;
     for (int line = warp; line < LINES; line += WARPS) {
       const int base = (line / INNER) * N * INNER + line % INNER;
-      ACC carry = ACC(0);
+      ACC carry = scan_identity<OP, ACC>();
       for (int step = 0; step < SEGMENTS; ++step) {
         const int k = (REVERSE ? SEGMENTS - 1 - step : step) * 32 + lane;
         const int flat = base + k * INNER;
         const int row = flat / S_COLS, col = flat % S_COLS;
-        ACC v = k < N ? cvt<ACC>(src[smem_index<T, S_ROWS, S_COLS, S_PAD, S_SWIZZLE>(row, col)]) : ACC(0);
+        ACC v = k < N ? cvt<ACC>(src[smem_index<T, S_ROWS, S_COLS, S_PAD, S_SWIZZLE>(row, col)]) : scan_identity<OP, ACC>();
 #pragma unroll
         for (int off = 1; off < 32; off <<= 1) {
           const ACC other = REVERSE ? __shfl_down_sync(0xffffffffu, v, off) : __shfl_up_sync(0xffffffffu, v, off);
-          if (REVERSE ? lane + off < 32 : lane >= off) v += other;
+          if (REVERSE ? lane + off < 32 : lane >= off) v = scan_combine<OP>(other, v);
         }
-        v += carry;
+        v = scan_combine<OP>(carry, v);
         if (k < N) dst[smem_index<U, S_ROWS, S_COLS, D_PAD, D_SWIZZLE>(row, col)] = cvt<U>(v);
         carry = __shfl_sync(0xffffffffu, v, REVERSE ? 0 : 31);
       }

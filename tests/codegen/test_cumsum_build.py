@@ -55,6 +55,14 @@ def test_tiles_allocated_inside_a_pipelined_loop_are_staged():
 def test_the_scan_call_carries_the_tile_view_and_the_accumulator():
     text = runner.build(str(PROGRAM), kernels=["shared_to_shared_ints", "shared_rows"])[0]
     # i32 into i64: summed in 64-bit unsigned (wrapping); one line of 256; 40 threads
-    assert "tl::cumsum_shared<unsigned long long, int, long long, 1, 256, 1, false, 40, 1, 256, 0, 0, 0, 0>(dst, src);" in text
+    assert "tl::cumsum_shared<tl::ScanOp::sum, unsigned long long, int, long long, 1, 256, 1, false, 40, 1, 256, 0, 0, 0, 0>(dst, src);" in text
     # dim 1 of [8, 80]: 8 lines of 80 (rows of 320 bytes: no padding)
-    assert "tl::cumsum_shared<float, float, float, 8, 80, 1, false, 128, 8, 80, 0, 0, 0, 0>(tile, tile);" in text
+    assert "tl::cumsum_shared<tl::ScanOp::sum, float, float, float, 8, 80, 1, false, 128, 8, 80, 0, 0, 0, 0>(tile, tile);" in text
+
+
+def test_products_maxima_and_minima_take_their_op_and_accumulator():
+    text = runner.build(str(PROGRAM), kernels=["other_scans"])[0]
+    # f32 rows of 256: products and maxima in float; i32 minima in int (signed), not unsigned
+    assert "tl::cumsum_shared<tl::ScanOp::prod, float, float, float, 4, 256, 1, false, 64, 4, 256, 4, 0, 4, 0>" in text
+    assert "tl::cumsum_shared<tl::ScanOp::max, float, float, float, 4, 256, 1, false, 64, 4, 256, 4, 0, 4, 0>" in text
+    assert "tl::cumsum_shared<tl::ScanOp::min, int, int, int, 1, 4, 256, false, 64, 4, 256, 4, 0, 4, 0>(ints, ints);" in text

@@ -55,6 +55,34 @@ def test_rows_of_whole_vectors(mod, reverse):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_products_maxima_and_minima(mod, reverse):
+    """cumprod and cummax of f32 rows (the vector path on the GPU), cummin of i32 columns."""
+    rng = np.random.default_rng(8)
+    a = (1 + rng.standard_normal((12, 256)) * 0.02).astype(np.float32)  # whole blocks: a reversed
+    # column scan of a ragged block would start from the rows past M, which read as 0
+    a[3, 5] = -a[3, 5]
+    p, x, i = (np.full(a.shape, np.nan, np.float32), np.full(a.shape, np.nan, np.float32),
+               np.full(a.shape, -7, np.int32))
+    mod.other_scans(a, p, x, i, reverse=reverse)
+
+    def scanned(ufunc, v, axis):
+        v = np.flip(v, axis) if reverse else v
+        out = ufunc.accumulate(v, axis=axis)
+        return np.flip(out, axis) if reverse else out
+
+    np.testing.assert_allclose(p, by_blocks_of(a, 4, lambda t: scanned(np.multiply, t.astype(np.float64), 1)),
+                               rtol=1e-5)
+    np.testing.assert_array_equal(x, scanned(np.maximum, a, 1))
+    ints = (a * np.float32(100)).astype(np.int32)
+    np.testing.assert_array_equal(i, by_blocks_of(ints, 4, lambda t: scanned(np.minimum, t, 0)))
+
+
+def by_blocks_of(x, rows: int, fn):
+    """`fn` of each block of `rows` rows, as each grid block scans its own tile."""
+    return np.concatenate([fn(x[s:s + rows]) for s in range(0, x.shape[0], rows)])
+
+
 def test_fragment_columns_into_a_wider_dtype(mod):
     a = np.random.default_rng(2).standard_normal((100, 37)).astype(np.float16)  # ragged both ways
     c = np.full(a.shape, np.nan, np.float32)

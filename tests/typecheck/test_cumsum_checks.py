@@ -26,6 +26,11 @@ def test_tilelang_spellings_check():
                          "cumsum(f, s, 0, rev)", "w = fragment(f64[BM, 32])", "cumsum(f, w)")) == ""
 
 
+def test_cumprod_cummax_and_cummin_take_cumsums_spellings():
+    assert rendered(body("cumprod(s)", "cummax(f, dim=1, reverse=True)", "cummin(src=s, dst=f, dim=-1)",
+                         "i = shared(i32[BM, 32])", "cummax(i, dim=0)")) == ""
+
+
 def test_regions_check():  # TileLang's T.cumsum(g[i * C:(i + 1) * C], dim=0); a single index is an extent of 1
     assert rendered(body("cumsum(s[0:16, :])", "cumsum(f[3, :], s[3, :], dim=1)", "for i in range(4):",
                          "    cumsum(s[i * 16:(i + 1) * 16, 0:32], dim=0)")) == ""
@@ -78,6 +83,26 @@ CASES = {
         ("b = shared(bool[4])", "cumsum(b)"),
         "t.tl:7:16: error[E296]: cumsum() adds numbers; 'b' holds bool\n  |\n7 |         cumsum(b)\n  |                ^\n"
         "  = hint: cast the tile to an integer dtype first"),
+    "E296_bool_cummax": (
+        ("b = shared(bool[4])", "cummax(b)"),
+        "t.tl:7:16: error[E296]: cummax() compares numbers; 'b' holds bool\n  |\n7 |         cummax(b)\n  |                ^\n"
+        "  = hint: cast the tile to an integer dtype first"),
+    "E296_bool_cumprod": (
+        ("b = shared(bool[4])", "cumprod(b)"),
+        "t.tl:7:17: error[E296]: cumprod() multiplies numbers; 'b' holds bool\n  |\n7 |         cumprod(b)\n  |                 ^\n"
+        "  = hint: cast the tile to an integer dtype first"),
+    "E034_too_many_cummin": (
+        ("cummin(s, s, 0, False, 1)",),
+        "t.tl:6:9: error[E034]: cummin() takes 1 to 4 arguments, 5 given\n  |\n6 |         cummin(s, s, 0, False, 1)\n"
+        "  |         ^^^^^^^^^^^^^^^^^^^^^^^^^\n  = hint: its signature (cumsum's): cummin(src, dst=None, dim=0, reverse=False)"),
+    "E034_no_source_cumprod": (
+        ("cumprod(dim=1)",),
+        "t.tl:6:9: error[E034]: cumprod() needs the tile it scans: cumprod(src, dst=None, dim=0, reverse=False)\n  |\n"
+        "6 |         cumprod(dim=1)\n  |         ^^^^^^^^^^^^^^"),
+    "E060_cummin_in_parallel": (
+        ("for i in parallel(4):", "    cummin(s)"),
+        "t.tl:7:13: error[E060]: cummin(...) works on whole tiles and cannot be inside a 'parallel' loop\n  |\n"
+        "7 |             cummin(s)\n  |             ^^^^^^^^^\n  = hint: inside a parallel loop, read and write single elements"),
     "E297_out_of_range": (
         ("cumsum(s, dim=2)",),
         "t.tl:6:23: error[E297]: dim=2 is out of range for the 2-D tile f32[BM, 32]\n  |\n6 |         cumsum(s, dim=2)\n"

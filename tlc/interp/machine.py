@@ -264,7 +264,7 @@ class Machine:
                      s.clear)
 
     def s_scan(self, s: Scan, mask) -> None:
-        scan.cumsum(self.buffers[s.src], s.dim, s.reverse, self.buffers[s.dst], self.dtypes[s.dst])
+        scan.scan(s.kind, self.buffers[s.src], s.dim, s.reverse, self.buffers[s.dst], self.dtypes[s.dst])
 
     def s_sync(self, s: Sync, mask) -> None:
         pass  # statements run in program order; there is nothing to wait for

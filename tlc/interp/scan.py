@@ -1,7 +1,9 @@
-"""`ir.Scan` (cumsum) in NumPy, the reference the CUDA scan (templates/tl/scan.cuh) is held to:
-sums of floats in f64 (a float64 line's error is far below the GPU's f32 accumulation),
-rounded once into the destination's dtype; sums of integers wrap in the destination's width, as
-the GPU's unsigned accumulator does."""
+"""`ir.Scan` (cumsum, cumprod, cummax, cummin) in NumPy, the reference the CUDA scan
+(templates/tl/scan.cuh) is held to: sums and products of floats in f64 (a float64 line's error is
+far below the GPU's f32 accumulation), rounded once into the destination's dtype; sums and
+products of integers wrap in the destination's width, as the GPU's unsigned accumulator does;
+maxima and minima are exact (of floats as fmax and fmin: a nan against a number gives the number).
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -10,17 +12,27 @@ from ..dtypes import DType
 from .numerics import cast
 
 
-def cumsum(src: np.ndarray, dim: int, reverse: bool, dst: np.ndarray, dst_dtype: DType) -> None:
+_ACCUMULATE = {"sum": np.cumsum, "prod": np.cumprod}
+_EXTREMA = {"max": (np.fmax, np.maximum), "min": (np.fmin, np.minimum)}
+
+
+def scan(kind: str, src: np.ndarray, dim: int, reverse: bool, dst: np.ndarray, dst_dtype: DType) -> None:
+    """dst = the inclusive scan of `src` along `dim` by `kind` (ir.SCAN_KINDS)."""
     if dst_dtype.is_float:
         x = src.astype(np.float64)
     else:  # int64/uint64 arithmetic wraps modulo 2^64, and the cast into dst keeps the low bits
         x = src.astype(np.uint64 if dst_dtype.kind == "uint" else np.int64)
     if reverse:
         x = np.flip(x, dim)
-    sums = np.cumsum(x, axis=dim, dtype=x.dtype)
+    if kind in _EXTREMA:
+        floats, ints = _EXTREMA[kind]
+        out = (floats if dst_dtype.is_float else ints).accumulate(x, axis=dim)
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = _ACCUMULATE[kind](x, axis=dim, dtype=x.dtype)
     if reverse:
-        sums = np.flip(sums, dim)
-    dst[...] = cast(np.ascontiguousarray(sums), dst_dtype) if dst_dtype.is_float else _wrapped(sums, dst_dtype)
+        out = np.flip(out, dim)
+    dst[...] = cast(np.ascontiguousarray(out), dst_dtype) if dst_dtype.is_float else _wrapped(out, dst_dtype)
 
 
 def _wrapped(sums: np.ndarray, dt: DType) -> np.ndarray:

@@ -221,15 +221,15 @@ class Reduce(Stmt):
     span: Span | None = _span()
 
 
-SCAN_KINDS = ("sum",)
+SCAN_KINDS = ("sum", "prod", "max", "min")
 
 
 @dataclass(frozen=True)
 class Scan(Stmt):
-    """`dst` = the inclusive prefix sums of `src` along `dim` (cumsum), from the last index down
-    when `reverse`.  Both are shared buffers of one shape, possibly the same buffer (a fragment's
-    scan goes through a shared scratch: schedule/cumsum.py); the sums accumulate in `dst`'s
-    dtype, 16- and 8-bit floats in f32."""
+    """`dst` = the inclusive scan of `src` along `dim` by `kind` (sum: cumsum, prod: cumprod,
+    max: cummax, min: cummin), from the last index down when `reverse`.  Both are shared buffers
+    of one shape, possibly the same buffer (a fragment's scan goes through a shared scratch:
+    schedule/cumsum.py); the results accumulate in `dst`'s dtype, 16- and 8-bit floats in f32."""
 
     kind: str
     src: str

@@ -97,7 +97,7 @@ def _simple(s: Stmt) -> str:
         mode = "" if s.clear else " accumulate"
         return f"reduce_{s.kind} {s.src} -> {s.dst} dim={s.dim}{mode}"
     if isinstance(s, Scan):
-        return f"cumsum {s.src} -> {s.dst} dim={s.dim}" + (" reverse" if s.reverse else "")
+        return f"cum{s.kind} {s.src} -> {s.dst} dim={s.dim}" + (" reverse" if s.reverse else "")
     if isinstance(s, Atomic):
         idx = ", ".join(expr(i) for i in s.indices)
         return f"atomic_{s.kind} {s.name}[{idx}], {expr(s.value)}"

@@ -339,12 +339,13 @@ class _Verifier:
     def s_Scan(self, s: Scan) -> None:
         if s.kind not in SCAN_KINDS:
             self.fail(f"unknown scan '{s.kind}'", s)
-        src = self.buffer(s.src, "cumsum source", ("shared",), s)
-        dst = self.buffer(s.dst, "cumsum destination", ("shared",), s, write=True)
+        name = f"cum{s.kind}"
+        src = self.buffer(s.src, f"{name} source", ("shared",), s)
+        dst = self.buffer(s.dst, f"{name} destination", ("shared",), s, write=True)
         if not 0 <= s.dim < len(src.shape):
-            self.fail(f"cumsum dim {s.dim} is out of range for '{s.src}' of rank {len(src.shape)}", s)
+            self.fail(f"{name} dim {s.dim} is out of range for '{s.src}' of rank {len(src.shape)}", s)
         if tuple(src.shape) != tuple(dst.shape):
-            self.fail(f"cumsum of '{s.src}' {_dims(src.shape)} into '{s.dst}' {_dims(dst.shape)}: shapes differ", s)
+            self.fail(f"{name} of '{s.src}' {_dims(src.shape)} into '{s.dst}' {_dims(dst.shape)}: shapes differ", s)
 
     def s_Atomic(self, s: Atomic) -> None:
         if s.kind not in ATOMIC_KINDS:

@@ -1,4 +1,5 @@
-"""Lowering `cumsum(src, dst, dim=D, reverse=R)` (checked in typecheck/scan.py) to `ir.Scan`,
+"""Lowering `cumsum(src, dst, dim=D, reverse=R)` (checked in typecheck/scan.py; cumprod, cummax
+and cummin the same, of their kind) to `ir.Scan`,
 which scans whole shared buffers only: as TileLang's `T.cumsum` does, a fragment side goes
 through shared memory, and so does a region of a buffer (`g[i * C:(i + 1) * C]`).
 
@@ -16,8 +17,12 @@ from ..parser import nodes as n
 from . import copy_parts
 
 
+KINDS = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
+
+
 class ScanLowerer:
     def tile_cumsum(self, call, span) -> list:
+        kind = KINDS[call.func.id]
         kw = {k.name: self.const(k.value) for k in call.keywords}
         dim, reverse = int(kw["dim"]), bool(kw["reverse"])
         src, dst = (self._scan_operand(a) for a in call.args)
@@ -28,13 +33,15 @@ class ScanLowerer:
             scanned = self._scan_scratch(src.name, dst_buffer.dtype, self._extents(dst), span)
         out = []
         if src.name == scanned or (self._whole(src) and self.buffers[src.name].scope == "shared"):
-            out.append(ir.Scan("sum", src.name, scanned, dim, reverse, span=span))
+            out.append(ir.Scan(kind, src.name, scanned, dim, reverse, span=span))
         else:
             out += [*self._scan_copy(src, ir.BufferRef(scanned, span=span), span),
-                    ir.Scan("sum", scanned, scanned, dim, reverse, span=span)]
+                    ir.Scan(kind, scanned, scanned, dim, reverse, span=span)]
         if scanned != dst.name:
             out += self._scan_copy(ir.BufferRef(scanned, span=span), dst, span)
         return out
+
+    tile_cumprod = tile_cummax = tile_cummin = tile_cumsum
 
     def _scan_operand(self, e):
         """A whole buffer (a BufferRef) or a region of one (a Region of the buffer's rank)."""

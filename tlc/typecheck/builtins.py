@@ -6,7 +6,7 @@ MATH_FLOAT = frozenset({"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "
 MATH_SAME = frozenset({"abs", "floor", "ceil", "round"})
 TILE_STATEMENTS = frozenset({"copy", "gemm", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min",
                              "reduce_absmax", "atomic_add", "atomic_max", "atomic_min", "sync", "print",
-                             "device_assert", "cumsum", "im2col"})
+                             "device_assert", "cumsum", "cumprod", "cummax", "cummin", "im2col"})
 ALLOCATORS = frozenset({"shared", "fragment", "local"})
 LOOPS = frozenset({"range", "unroll", "pipelined", "parallel", "persistent"})
 REDUCTIONS_TILE_OP = frozenset({"sum", "mean", "softmax"})

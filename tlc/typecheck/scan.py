@@ -1,11 +1,12 @@
 """`cumsum(src, dst=None, dim=0, reverse=False)`: TileLang's `T.cumsum`, the inclusive prefix sum
-of a shared or fragment tile along one dimension, into `dst` (`src` itself when left out).
+of a shared or fragment tile along one dimension, into `dst` (`src` itself when left out); and
+`cumprod`, `cummax` and `cummin`, its products, running maxima and running minima, the same way.
 
 The arguments follow TileLang's signature, by position or by name; `src` and `dst` are
 buffers or regions of them (of the buffer's rank, a single index an extent of 1); `dim` and
 `reverse` are constants (the scan's shape is compiled in).  `dst` has `src`'s shape and a dtype that holds
 `src`'s values (the sums are accumulated in `dst`'s dtype, 16- and 8-bit floats in f32).
-The checker hands the lowering one spelling: `cumsum(src, dst, dim=D, reverse=R)`."""
+The checker hands the lowering one spelling: `cumsum(src, dst, dim=D, reverse=R)` (or cumprod, ...)."""
 from __future__ import annotations
 
 from ..parser import nodes as n
@@ -16,6 +17,13 @@ from .types import FRAGMENT, SHARED, ScalarType, TensorType, describe, format_di
 PARAMS = ("src", "dst", "dim", "reverse")
 DEFAULTS = {"dim": 0, "reverse": False}
 _SIGNATURE = "cumsum(src, dst=None, dim=0, reverse=False)"
+_VERB = {"cumsum": "adds", "cumprod": "multiplies", "cummax": "compares", "cummin": "compares"}
+
+
+def _signature(name: str) -> str:
+    """"TileLang's signature: cumsum(...)", or the same one under another scan's name."""
+    return f"TileLang's signature: {_SIGNATURE}" if name == "cumsum" else \
+        f"its signature (cumsum's): {_SIGNATURE.replace('cumsum', name)}"
 
 
 class ScanChecker:
@@ -49,12 +57,14 @@ class ScanChecker:
                     n.Keyword("reverse", n.Constant(values["reverse"], span=call.span), span=call.span))
         return replace(call, args=(src, dst), keywords=keywords)
 
+    _cumprod = _cummax = _cummin = _cumsum
+
     def _scan_arguments(self, call: n.Call, name: str) -> dict | None:
         """The arguments by parameter name, positional ones first (E034 for too many or an
         unknown name, E292 for one given twice)."""
         if len(call.args) > len(PARAMS):
             self.error("E034", f"{name}() takes 1 to 4 arguments, {len(call.args)} given", call.span,
-                       f"TileLang's signature: {_SIGNATURE}")
+                       _signature(name))
             return None
         given = dict(zip(PARAMS, call.args))
         for k in call.keywords:
@@ -63,11 +73,11 @@ class ScanChecker:
                 return None
             if k.name in given:
                 self.error("E292", f"{name}() gets {k.name} twice: by position and as {k.name}=", k.span,
-                           f"give it once; TileLang's signature: {_SIGNATURE}")
+                           f"give it once; {_signature(name)}")
                 return None
             given[k.name] = k.value
         if "src" not in given:
-            self.error("E034", f"{name}() needs the tile it scans: {_SIGNATURE}", call.span)
+            self.error("E034", f"{name}() needs the tile it scans: {_signature(name).split(': ', 1)[1]}", call.span)
             return None
         return given
 
@@ -85,7 +95,7 @@ class ScanChecker:
                        f"{found}", e.span, "copy the tile into a shared(...) or fragment(...) buffer first")
             return None
         if t.ty.dtype.is_bool:
-            self.error("E296", f"{name}() adds numbers; '{(e.value if region else e).id}' holds bool", e.span,
+            self.error("E296", f"{name}() {_VERB[name]} numbers; '{(e.value if region else e).id}' holds bool", e.span,
                        "cast the tile to an integer dtype first")
             return None
         if region:  # a single index: one element of its dimension

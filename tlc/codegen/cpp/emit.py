@@ -33,6 +33,7 @@ class Unsupported(Exception):
 _REDUCE_KIND = {"sum": 0, "max": 1, "min": 2, "absmax": 3}
 WHILE_LIMIT = 1 << 20  # the interpreter's (interp/machine.py): a while loop that runs longer stops the kernel
 _ATOMIC_OP = {"add": 0, "max": 1, "min": 2}
+_SCAN_KIND = {"sum": 0, "prod": 1, "max": 2, "min": 3}
 
 
 def accumulator(dt: DType) -> str:
@@ -293,8 +294,10 @@ class BlockEmitter(CExprs):
         src, dst = self.buffers[s.src], self.buffers[s.dst]
         shape = src.shape
         outer, inner = math.prod(shape[:s.dim]), math.prod(shape[s.dim + 1:])
-        acc = "double" if dst.dtype.is_float else "unsigned long long"
-        self.out(f"tl::cumsum<{c_bool(s.reverse)}, {acc}>({self.array(s.src)}, {self.array(s.dst)}, "
+        extremum = s.kind in ("max", "min")
+        acc = "double" if dst.dtype.is_float else \
+            "long long" if extremum and dst.dtype.kind == "int" else "unsigned long long"
+        self.out(f"tl::cumsum<{_SCAN_KIND[s.kind]}, {c_bool(s.reverse)}, {acc}>({self.array(s.src)}, {self.array(s.dst)}, "
                  f"{outer}, {shape[s.dim]}, {inner});")
 
     def s_Copy(self, s: ir.Copy) -> None:
