@@ -85,6 +85,30 @@ def test_an_intermediate_inlines_its_device_function_once():
     assert_close(mod.odd(x), np.where(x < 0, -r, r))
 
 
+def test_an_intermediate_that_calls_math_is_computed_once():
+    """fmod's `r = a % b` is read four times: one remainder (fmodf's loop) an element, a scalar;
+    an intermediate of plain arithmetic stays an expression where read."""
+    from tlc import ir
+    ew = module(STD_FMOD)
+    text = ir.print_kernel(ew.fmod.program().launches[0].kernel)
+    assert text.count(" % ") == 1 and "let r_0: f32 = a_tile[i] % b_tile[i]" in text
+    text = ir.print_kernel(ew.centred.program().launches[0].kernel)
+    assert "    out_tile[i] = (a_tile[i] - b_tile[i]) * (a_tile[i] - b_tile[i])\n" in text
+
+
+STD_FMOD = """
+@tile_op
+def fmod(a: f32[M, N], b: f32[M, N]) -> f32[M, N]:
+    r = a % b
+    return where(r == 0.0, r, where((a < 0.0) != (b < 0.0), r - b, r))
+
+@tile_op
+def centred(a: f32[M, N], b: f32[M, N]) -> f32[M, N]:
+    c = a - b
+    return c * c
+"""
+
+
 def test_logsumexp_takes_two_passes_in_one_kernel():
     """The sum reads the max: a second pass over each row, in the same kernel."""
     from tlc import ir

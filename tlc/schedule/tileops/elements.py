@@ -99,11 +99,20 @@ class ElementLowerer(Lowerer):
         element: the device functions it calls are inlined once (sinh's `u = expm1_f32(...)`,
         read three times, and `where(c, -r, r)` reading r twice, was six inlined expm1s with
         their branches, which nvcc does not merge), and a later use reads their results again.
-        The expression itself is repeated, as before: its arithmetic and math calls are pure,
-        and nvcc computes them once."""
+        Arithmetic is repeated where read (nvcc computes it once); a math call or a float `%`
+        or `//` is held in a scalar of the element's statements, computed once: inlined, fmodf's
+        loop and libm's branches are not merged (fmod's `r = a % b`, read four times, was four
+        fmodf).  Binding every value instead moved std.reduce's var_axis1 centring out of its
+        masked store, and ptxas spilled."""
         key = (name, *self.at[-1])
         if key not in self.bound:
-            self.bound[key] = self.expr(self.graph.names[name])
+            value = self.expr(self.graph.names[name])
+            if _costly(value):
+                scalar = self._fresh_name(name)
+                self.scalars[scalar] = value.dtype
+                self.pending.append(ir.LetScalar(scalar, value.dtype, value, span=getattr(value, "span", None)))
+                value = ir.Var(scalar, value.dtype)
+            self.bound[key] = value
         return self.bound[key]
 
     # ---- operators on tensors type like operators on their elements ---------------------------
@@ -117,6 +126,19 @@ class ElementLowerer(Lowerer):
         for p in parts[1:]:
             out = ir.BinOp("and", out, p, parts[0].dtype, span=e.span)
         return out
+
+
+_CHEAP_CALLS = frozenset({"abs", "bitcast", "thread_index"})
+
+
+def _costly(e: ir.Expr) -> bool:
+    """Whether `e` calls a math function or takes a float remainder or floor quotient."""
+    if isinstance(e, ir.Call) and e.fn not in _CHEAP_CALLS:
+        return True
+    if isinstance(e, ir.BinOp) and e.op in ("%", "//") and e.dtype.is_float:
+        return True
+    return any(_costly(c) for c in (getattr(e, f, None) for f in ("a", "b", "x", "cond")) if isinstance(c, ir.Expr)) \
+        or any(_costly(a) for a in getattr(e, "args", ()))
 
 
 def _elem(t):
