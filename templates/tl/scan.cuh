@@ -1,17 +1,22 @@
 // tl/scan.cuh: cumsum, cumprod, cummax and cummin, the inclusive scans of a shared tile along
-// one dimension (tlc's ir.Scan; tlc/codegen/scans.py picks the arguments), here for sums.  The tile is viewed as OUTER x N x INNER:
-// N the dimension scanned, the dimensions before and after it flattened.  Each line (o, :, i)
-// is scanned by one warp, 32 elements at a time: a shuffle scan inside the segment, plus the
-// carry of the segments before it (after it, reversed), which the segment's last (first) lane
-// hands on.  Lanes past the end add 0 (multiply by 1, compare with the identity).  The warps of the block take the lines in turn; a
-// block of fewer than 32 threads scans each line in one thread.  OP combines (ScanOp: sums,
-// products, maxima, minima) in ACC (float for 16- and 8-bit floats; for sums and products an
-// unsigned integer, so that they wrap as the destination's width does; for maxima and minima
-// the destination's own integer type) and stores in U.  Lines that are whole rows of 4-byte elements, a
-// multiple of 128 long (unpadded, padded to 16 bytes or swizzled), go 128 at a time: a 16-byte
-// vector of 4 a lane, summed in registers, then one shuffle scan of the lanes' totals.  SRC
-// and DST may be one tile: each warp reads a segment of its own line before it writes it.  Shared layouts are tlc's (smem_index, with the
-// tile viewed as S_ROWS x S_COLS: its last dimension the columns).
+// one dimension (tlc's ir.Scan; tlc/codegen/scans.py picks the arguments).  The tile is viewed
+// as OUTER x N x INNER: N the dimension scanned, the dimensions before and after it flattened.
+// OP combines (ScanOp: sums, products, maxima, minima) in ACC (float for 16- and 8-bit floats;
+// for sums and products an unsigned integer, so that they wrap as the destination's width does;
+// for maxima and minima the destination's own integer type) and stores in U.  By the lines' shape:
+// - a block of fewer than 32 threads scans each line (o, :, i) in one thread;
+// - lines across the rows (INNER whole warps wide, DST as wide as ACC): a thread per line and
+//   chunk of the rows, consecutive threads on consecutive lines, the chunks' totals combined
+//   across the block (two __syncthreads: every thread of the block calls it);
+// - lines that are whole rows of 2- or 4-byte elements, a multiple of 128 long (unpadded,
+//   padded to 4 elements or swizzled): 128 at a time, a vector of 4 a lane scanned in registers,
+//   then one shuffle scan of the lanes' totals and the carry of the segments before;
+// - any other line: one warp's, 32 elements at a time, a shuffle scan inside the segment plus
+//   the carry of the segments before it (after it, reversed), which the segment's last (first)
+//   lane hands on; lanes past the end add 0 (multiply by 1, compare with the identity).
+// The warps take the lines in turn; a partial last warp stays out of the shuffles.  SRC and DST
+// may be one tile: each element is read before it is written.  Shared layouts are tlc's
+// (smem_index, with the tile viewed as S_ROWS x S_COLS: its last dimension the columns).
 namespace tl {
 
 enum class ScanOp { sum, prod, max, min };
@@ -53,6 +58,11 @@ template <ScanOp OP, typename A> __device__ __forceinline__ A scan_combine(A ear
   else return scan_min(earlier, later);
 }
 
+// 4 elements of BYTES each as one vector.
+template <int BYTES> struct ScanVecOf { using type = uint4; };
+template <> struct ScanVecOf<2> { using type = uint2; };
+template <int BYTES> using ScanVec = typename ScanVecOf<BYTES>::type;
+
 template <ScanOp OP, typename ACC, typename T, typename U, int OUTER, int N, int INNER, bool REVERSE, int THREADS,
           int S_ROWS, int S_COLS, int S_PAD, int S_SWIZZLE, int D_PAD, int D_SWIZZLE>
 __device__ __forceinline__ void cumsum_shared(U* dst, const T* src) {
@@ -67,10 +77,59 @@ __device__ __forceinline__ void cumsum_shared(U* dst, const T* src) {
         dst[smem_index<U, S_ROWS, S_COLS, D_PAD, D_SWIZZLE>(flat / S_COLS, flat % S_COLS)] = cvt<U>(sum);
       }
     }
-  } else if constexpr (INNER == 1 && N == S_COLS && N % 128 == 0 && sizeof(T) == 4 && sizeof(U) == 4 &&
-                       (S_SWIZZLE != 0 || (S_COLS + S_PAD) % 4 == 0) && (D_SWIZZLE != 0 || (S_COLS + D_PAD) % 4 == 0)) {
-    // Lines that are whole rows of 4-byte elements, 128 at a time: each lane reads its 4
-    // consecutive elements as one 16-byte vector (a chunk a padded or swizzled row keeps whole),
+  } else if constexpr (INNER % 32 == 0 && THREADS % 32 == 0 && sizeof(U) == sizeof(ACC) &&
+                       (INNER < THREADS ? THREADS % INNER == 0 : INNER % THREADS == 0) &&
+                       N >= 2 * (INNER < THREADS ? THREADS / INNER : 1)) {
+    // Lines across the rows (a dimension before the last scanned, INNER whole warps wide): a
+    // thread per line and chunk of the rows, consecutive threads on consecutive lines (no bank
+    // conflicts, no shuffles).  Each thread scans its chunk into DST (of the accumulator's own
+    // width, so exact), the block waits, each thread combines the totals of the chunks before
+    // its own, the block waits, and each thread combines that into its chunk.
+    constexpr int COLS = INNER < THREADS ? INNER : THREADS;
+    constexpr int GROUPS = THREADS / COLS;
+    constexpr int CHUNK = (N + GROUPS - 1) / GROUPS;
+    const int c = threadIdx.x % COLS;
+    const int g = threadIdx.x / COLS;
+    auto at = [&](int o, int i, int k) {  // the flat index of line (o, i)'s k-th element in scan order
+      return (o * N + (REVERSE ? N - 1 - k : k)) * INNER + i;
+    };
+    for (int o = 0; o < OUTER; ++o) {
+      for (int i0 = 0; i0 < INNER; i0 += COLS) {
+        const int i = i0 + c;
+        ACC run = scan_identity<OP, ACC>();
+        for (int r = 0; r < CHUNK; ++r) {
+          const int k = g * CHUNK + r;
+          if (k < N) {
+            const int flat = at(o, i, k);
+            run = scan_combine<OP>(run, cvt<ACC>(src[smem_index<T, S_ROWS, S_COLS, S_PAD, S_SWIZZLE>(flat / S_COLS, flat % S_COLS)]));
+            dst[smem_index<U, S_ROWS, S_COLS, D_PAD, D_SWIZZLE>(flat / S_COLS, flat % S_COLS)] = cvt<U>(run);
+          }
+        }
+        __syncthreads();
+        ACC before = scan_identity<OP, ACC>();
+        for (int h = 0; h < g; ++h) {
+          const int last = (h + 1) * CHUNK - 1 < N ? (h + 1) * CHUNK - 1 : N - 1;
+          const int flat = at(o, i, last);
+          before = scan_combine<OP>(before, cvt<ACC>(dst[smem_index<U, S_ROWS, S_COLS, D_PAD, D_SWIZZLE>(flat / S_COLS, flat % S_COLS)]));
+        }
+        __syncthreads();
+        if (g > 0) {
+          for (int r = 0; r < CHUNK; ++r) {
+            const int k = g * CHUNK + r;
+            if (k < N) {
+              const int flat = at(o, i, k);
+              U& d = dst[smem_index<U, S_ROWS, S_COLS, D_PAD, D_SWIZZLE>(flat / S_COLS, flat % S_COLS)];
+              d = cvt<U>(scan_combine<OP>(before, cvt<ACC>(d)));
+            }
+          }
+        }
+      }
+    }
+  } else if constexpr (INNER == 1 && N == S_COLS && N % 128 == 0 && (sizeof(T) == 2 || sizeof(T) == 4) &&
+                       (sizeof(U) == 2 || sizeof(U) == 4) && (S_SWIZZLE != 0 || (S_COLS + S_PAD) % 4 == 0) &&
+                       (D_SWIZZLE != 0 || (S_COLS + D_PAD) % 4 == 0)) {
+    // Lines that are whole rows of 2- or 4-byte elements, 128 at a time: each lane reads its 4
+    // consecutive elements as one 8- or 16-byte vector (a chunk a padded or swizzled row keeps whole),
     // scans them in registers, and one shuffle scan of the 32 lanes' totals serves all 128
     // elements: a quarter of the shuffles and of the steps the carry waits on.
     constexpr int WARPS = THREADS / 32;
@@ -84,7 +143,7 @@ __device__ __forceinline__ void cumsum_shared(U* dst, const T* src) {
         const int col = (REVERSE ? SEGMENTS - 1 - step : step) * 128 + lane * 4;
         const T* in = &src[smem_index<T, S_ROWS, S_COLS, S_PAD, S_SWIZZLE>(line, col)];
         alignas(16) T x[4];
-        *reinterpret_cast<uint4*>(x) = *reinterpret_cast<const uint4*>(in);
+        *reinterpret_cast<ScanVec<sizeof(T)>*>(x) = *reinterpret_cast<const ScanVec<sizeof(T)>*>(in);
         ACC v[4];
         ACC run = scan_identity<OP, ACC>();
 #pragma unroll
@@ -104,8 +163,8 @@ __device__ __forceinline__ void cumsum_shared(U* dst, const T* src) {
         alignas(16) U out[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) out[e] = cvt<U>(scan_combine<OP>(before, v[e]));
-        *reinterpret_cast<uint4*>(&dst[smem_index<U, S_ROWS, S_COLS, D_PAD, D_SWIZZLE>(line, col)]) =
-            *reinterpret_cast<const uint4*>(out);
+        *reinterpret_cast<ScanVec<sizeof(U)>*>(&dst[smem_index<U, S_ROWS, S_COLS, D_PAD, D_SWIZZLE>(line, col)]) =
+            *reinterpret_cast<const ScanVec<sizeof(U)>*>(out);
         carry = scan_combine<OP>(carry, __shfl_sync(0xffffffffu, incl, REVERSE ? 0 : 31));
       }
     }

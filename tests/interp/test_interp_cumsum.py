@@ -83,6 +83,16 @@ def by_blocks_of(x, rows: int, fn):
     return np.concatenate([fn(x[s:s + rows]) for s in range(0, x.shape[0], rows)])
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_columns_in_chunks_of_rows(mod, reverse):
+    """dim=0 of [100, 32] tiles of 70 columns (the second block ragged): on the GPU a thread a
+    column and chunk of 25 rows, the chunks' totals combined across the block."""
+    a = np.random.default_rng(9).standard_normal((100, 70)).astype(np.float32)
+    c = np.full_like(a, np.nan)
+    mod.column_chunks(a, c, reverse=reverse)
+    np.testing.assert_allclose(c, sums(a, 0, reverse), rtol=1e-5, atol=1e-4)
+
+
 def test_fragment_columns_into_a_wider_dtype(mod):
     a = np.random.default_rng(2).standard_normal((100, 37)).astype(np.float16)  # ragged both ways
     c = np.full(a.shape, np.nan, np.float32)
