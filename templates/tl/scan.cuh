@@ -5,9 +5,9 @@
 // for sums and products an unsigned integer, so that they wrap as the destination's width does;
 // for maxima and minima the destination's own integer type) and stores in U.  By the lines' shape:
 // - a block of fewer than 32 threads scans each line (o, :, i) in one thread;
-// - lines across the rows (INNER whole warps wide, DST as wide as ACC): a thread per line and
-//   chunk of the rows, consecutive threads on consecutive lines, the chunks' totals combined
-//   across the block (two __syncthreads: every thread of the block calls it);
+// - lines across the rows (INNER whole warps wide; DST as wide as ACC, or maxima and minima):
+//   a thread per line and chunk of the rows, consecutive threads on consecutive lines, the
+//   chunks' totals combined across the block (two __syncthreads: every thread calls it);
 // - lines that are whole rows of 2- or 4-byte elements, a multiple of 128 long (unpadded,
 //   padded to 4 elements or swizzled): 128 at a time, a vector of 4 a lane scanned in registers,
 //   then one shuffle scan of the lanes' totals and the carry of the segments before;
@@ -77,13 +77,14 @@ __device__ __forceinline__ void cumsum_shared(U* dst, const T* src) {
         dst[smem_index<U, S_ROWS, S_COLS, D_PAD, D_SWIZZLE>(flat / S_COLS, flat % S_COLS)] = cvt<U>(sum);
       }
     }
-  } else if constexpr (INNER % 32 == 0 && THREADS % 32 == 0 && sizeof(U) == sizeof(ACC) &&
+  } else if constexpr (INNER % 32 == 0 && THREADS % 32 == 0 &&
+                       (sizeof(U) == sizeof(ACC) || OP == ScanOp::max || OP == ScanOp::min) &&
                        (INNER < THREADS ? THREADS % INNER == 0 : INNER % THREADS == 0) &&
                        N >= 2 * (INNER < THREADS ? THREADS / INNER : 1)) {
     // Lines across the rows (a dimension before the last scanned, INNER whole warps wide): a
     // thread per line and chunk of the rows, consecutive threads on consecutive lines (no bank
     // conflicts, no shuffles).  Each thread scans its chunk into DST (of the accumulator's own
-    // width, so exact), the block waits, each thread combines the totals of the chunks before
+    // width, or maxima and minima, which any DST holds exactly), the block waits, each thread combines the totals of the chunks before
     // its own, the block waits, and each thread combines that into its chunk.
     constexpr int COLS = INNER < THREADS ? INNER : THREADS;
     constexpr int GROUPS = THREADS / COLS;

@@ -93,6 +93,16 @@ def test_columns_in_chunks_of_rows(mod, reverse):
     np.testing.assert_allclose(c, sums(a, 0, reverse), rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_column_maxima_in_chunks(mod, reverse):
+    a = np.random.default_rng(10).standard_normal((64, 40)).astype(np.float16)
+    c = np.full_like(a, np.nan)
+    mod.column_maxima(a, c, reverse=reverse)
+    flipped = np.flip(a, 0) if reverse else a
+    want = np.maximum.accumulate(flipped, axis=0)
+    np.testing.assert_array_equal(c, np.flip(want, 0) if reverse else want)
+
+
 def test_fragment_columns_into_a_wider_dtype(mod):
     a = np.random.default_rng(2).standard_normal((100, 37)).astype(np.float16)  # ragged both ways
     c = np.full(a.shape, np.nan, np.float32)
