@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from tileops_kit import assert_close, f32, module, rand, softmax
+from tlc import ir
+from tlc.ir.walk import statements
 from tlc.schedule.tileops import Rules
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "codegen"))
@@ -162,3 +164,26 @@ def test_row_blocks_per_sm_compile_without_spills(tmp_path):
     log = compile_device(generate_file(kernels, "sm_90a", sources=mod.program.sources, source_name="ops.tl"),
                          "sm_90a", tmp_path)
     assert set(re.findall(r"(\d+) bytes spill stores", log)) == {"0"}, log
+
+
+REPEATED = """
+@tile_op
+def lse_rows(x: f16[M, N]) -> f16[M]:
+    xf = f32(x)
+    return f16(log(sum(exp(xf - max(xf, axis=1, keepdims=True)), axis=1)) + max(xf, axis=1))
+"""
+
+
+@pytest.mark.parametrize("cols", [300, 9000])  # one tile, and the tiled loops
+def test_a_reduction_written_twice_is_computed_once(cols):
+    """std.reduce's logsumexp writes max(xf) with and without keepdims: one statistic, read twice
+    (one reduction each of max and sum on each path, not two of max), and the same result."""
+    op = module(REPEATED).lse_rows
+    (launch,) = op.program({}, "sm_90a", {"M": 5, "N": cols}).launches
+    kinds = sorted(s.kind for s in statements(launch.kernel.body) if isinstance(s, ir.Reduce))
+    # rows of one tile: its own path and the tiled loops', each one max and one sum (was two max)
+    assert kinds == (["max", "max", "sum", "sum"] if cols <= 8192 else ["max", "sum"]), kinds
+    x = rand(RNG, (5, cols), np.float16)
+    xf = x.astype(np.float64)
+    want = np.log(np.exp(xf - xf.max(axis=1, keepdims=True)).sum(axis=1)) + xf.max(axis=1)
+    assert_close(op(x), want)

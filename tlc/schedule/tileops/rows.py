@@ -208,9 +208,13 @@ class RowKernel:
         K = self.tiles.kept
         body: list = [ir.LetScalar(self.ntiles, I32, cdiv(b.dim(self.red_dim), self.tiles.reduced))]
         self.tile_stats: dict = {}
+        self.same = self.repeated_reductions()
         for h in group.members:
             acc = acc_dtype(h, g.dtype(h.node.args[0]))
             b.lower.leaves[h.node] = self.member_leaf(h)
+            if h.node in self.same:  # the statistic of the same reduction written before
+                self.stats[h.node] = self.stats[self.same[h.node]]
+                continue
             if h.kind == "softmax":
                 m, s = b.buffer("row_max", "fragment", acc, (K,)), b.buffer("row_sum", "fragment", acc, (K,))
                 self.stats[h.node] = (m, s, acc)
@@ -317,8 +321,26 @@ class RowKernel:
         pre, v = b.lower.element(group.root, idx, tuple(out_shape))
         return [self.over_rows(pre + [ir.Store(group.dest, idx, cast(v, out_dt))])]
 
+    def repeated_reductions(self) -> dict:
+        """Member node -> the earlier member node it repeats: the same reduction (kind and axis)
+        of the same operand, written again with other keepdims (logsumexp's max(xf, axis=1,
+        keepdims=True) and max(xf, axis=1)).  A repeat reads the first one's statistic and is
+        not computed again."""
+        first: dict = {}
+        same: dict = {}
+        for h in self.b.group.members:
+            if h.kind != "reduce":
+                continue
+            key = (h.reduce, h.axis, self.g.text(h.node.args[0]))
+            if key in first:
+                same[h.node] = first[key]
+            else:
+                first[key] = h.node
+        return same
+
     def passes(self) -> list[list]:
-        """The members by pass: a member runs one pass after the latest member it reads."""
+        """The members by pass: a member runs one pass after the latest member it reads (a
+        repeated reduction in none: it reads the first one's statistic)."""
         group, g = self.b.group, self.g
         nodes = {h.node for h in group.members}
         level: dict = {}
@@ -327,5 +349,6 @@ class RowKernel:
             level[h.node] = 1 + max((level[d] for d in deps), default=-1)
         out: list = [[] for _ in range(max(level.values(), default=-1) + 1)]
         for h in group.members:
-            out[level[h.node]].append(h)
+            if h.node not in self.same:
+                out[level[h.node]].append(h)
         return out
