@@ -94,6 +94,17 @@ def test_an_element_wise_tile_op_of_f16_takes_the_fast_forms():
     assert not any(n.startswith("fast math") for n in k.notes)
 
 
+def test_a_tanh_rounded_to_16_bits_at_once_is_the_hardware_one():
+    """std.elementwise's tanh of f16 stores f16(tanh(x)): fast_tanh (2^-16 relative, under half
+    an f16 ulp); tanh_bwd's 1 - t^2 would amplify that error, so its tanh stays precise."""
+    ew = tlc.load("std.elementwise", target="cpu")
+    text = print_kernel(ew.tanh.program({"T": "f16"}, "sm_90a").launches[0].kernel)
+    assert "out_tile[i] = f16(fast_tanh(f32(x_tile[i])))" in text and "1 tanh as fast_tanh" in text
+    text = print_kernel(ew.tanh_bwd.program({"T": "f16"}, "sm_90a").launches[0].kernel)
+    assert "fast_tanh" not in text and "= tanh(f32(x_tile[i]))" in text
+    assert "fast_tanh" not in print_kernel(ew.tanh.program({"T": "f32"}, "sm_90a").launches[0].kernel)
+
+
 def test_the_interpreter_and_the_cpu_target_divide_and_take_roots_exactly():
     rng = np.random.default_rng(3)
     x = (rng.standard_normal((2, 512)) * 4).astype(np.float16)
