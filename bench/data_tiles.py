@@ -8,7 +8,9 @@ Why: on the H200 these kernels ran at 0.13-0.73 of copy bandwidth (gpu-results b
 element-wise tile ops reach 0.99.  Their tiles give each thread 8 elements (one 16-byte vector
 of each operand in flight) after a prologue of divisions, and a block's loads in flight are its
 tile's bytes: a variant with more elements a thread (fewer THREADS, or a larger tile) says
-whether that is what they lack.  Not yet measured (the session's device calls ran out).
+whether that is what they lack: the defaults are now 16 elements a thread (THREADS = 128 for
+tiles of 2048; embedding 64 for 1024), the element-wise tile ops' shape, each beside the old
+256.  Not yet measured (the session's device calls ran out).
 
     python bench/data_tiles.py [--only bc.add,tril] [--ms 5]
     python bench/data_tiles.py --dry-run     # no GPU: every variant on the interpreter, small shapes
@@ -50,26 +52,26 @@ def groups(torch, device: str, full: bool) -> list:
     ix = x.view(1, m, n)
     return [
         ("bc.add", "std.broadcast", "add", (a, b, empty(a.shape)), lambda: a + b, 2,
-         [{}, dict(THREADS=128), dict(THREADS=64), dict(BN=8192), dict(BN=4096, THREADS=128)]),
+         [{}, dict(THREADS=256), dict(THREADS=64), dict(BN=8192, THREADS=256)]),
         ("bc.where", "std.broadcast", "where", (c, wa, wb, empty(c.shape)), lambda: torch.where(c, wa, wb), 3,
-         [{}, dict(THREADS=128), dict(THREADS=64)]),
+         [{}, dict(THREADS=256), dict(THREADS=64)]),
         ("tril", "std.data", "tril", (x, empty(x.shape), 5), lambda: torch.tril(x, 5), 1,
-         [{}, dict(THREADS=64), dict(BM=32), dict(BM=32, THREADS=128)]),
+         [{}, dict(THREADS=256), dict(THREADS=64), dict(BM=32)]),
         ("index_select", "std.data", "index_select", (ix, ids, empty(ix.shape)), lambda: torch.index_select(ix, 1, ids),
-         2, [{}, dict(THREADS=128), dict(THREADS=64), dict(BC=4096, THREADS=128)]),
+         2, [{}, dict(THREADS=256), dict(THREADS=64), dict(BC=4096)]),
         ("embedding", "std.nn_layers", "embedding", (x, ids, empty(x.shape)), lambda: F.embedding(ids, x), 2,
-         [{}, dict(THREADS=64), dict(THREADS=32), dict(BD=4096, THREADS=128)]),
+         [{}, dict(THREADS=128), dict(THREADS=32), dict(BD=4096, THREADS=128)]),
         ("concat", "std.data", "concat", (ca, cb, empty(m, n)), lambda: torch.cat([ca, cb], 1), 2,
-         [{}, dict(THREADS=64), dict(BM=32)]),
+         [{}, dict(THREADS=256), dict(THREADS=64)]),
         ("repeat", "std.data", "repeat", (rx, empty(m, n)), lambda: rx.repeat(2, 2), 1,
-         [{}, dict(THREADS=64, BLOCKS=8), dict(BM=32, BLOCKS=2)]),
+         [{}, dict(THREADS=256, BLOCKS=4), dict(THREADS=64, BLOCKS=8)]),
         ("gather", "std.data", "gather", (gx, gi, empty(gx.shape)), lambda: torch.gather(gx, 1, gi), 2,
          [{}, dict(BLOCK=4096)]),
         ("pad", "std.data", "pad", (px, empty(m + 2, n), 1, 3, -1.5), lambda: F.pad(px, (3, 5, 1, 1), value=-1.5), 1,
-         [{}, dict(THREADS=64)]),
+         [{}, dict(THREADS=256)]),
         ("permute", "std.data", "permute", (qx, empty(8, n // 64, m // 8, 64)),
          lambda: qx.permute(0, 2, 1, 3).contiguous(), 1,
-         [dict(PERM, BR=32, BC=64), dict(PERM, BR=32, BC=64, THREADS=64), dict(PERM, BR=128, BC=64)]),
+         [dict(PERM, BR=32, BC=64), dict(PERM, BR=32, BC=64, THREADS=256), dict(PERM, BR=32, BC=64, THREADS=64)]),
         ("topk", "std.reduce", "topk", (tx, torch.empty(m // 4, 64, device=device),
                                         torch.empty(m // 4, 64, device=device, dtype=torch.int32)),
          lambda: torch.topk(tx, 64).values, 1,
