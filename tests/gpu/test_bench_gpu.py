@@ -45,7 +45,6 @@ def test_bench_nn_and_ops_write_json_and_png(tmp_path):
         assert path.with_suffix(".png").read_bytes()[:4] == b"\x89PNG"
 
 
-
 @pytest.mark.parametrize("op", ["permute", "expert_histogram", "topk_softmax", "hardswish_bwd", "threshold",
                                 "sigmoid_bwd", "tanh_bwd", "cumsum", "cumsum_axis0"])
 def test_bench_ops_rows_checked_wrong_on_the_h200_are_right(op):
