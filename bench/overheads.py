@@ -14,8 +14,7 @@
   after `import tlc, torch, cupy` and after the CUDA context and the arrays exist (both are
   reported beside it): every CUDA program pays those, with tlc or without it.  tlc's modules
   (and lark's and jinja2's) are compiled to bytecode first, as an installed package's are.
-  TLC_BENCH_FIRST_PROFILE=PATH writes each call's cProfile to PATH-cold, PATH-cached and
-  PATH-cached-again.
+  TLC_BENCH_FIRST_PROFILE=PATH writes each call's cProfile to PATH-cold and PATH-cached.
 """
 from __future__ import annotations
 
@@ -265,8 +264,8 @@ def first_result(results: dict) -> None:
     env = {**os.environ, "TLC_CACHE_DIR": kept or tempfile.mkdtemp(prefix="tlc-bench-first-"),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     results["bytecode"] = compile_bytecode(env)
-    for label in ("first_cold", "first_cached", "first_cached_again"):
-        env["TLC_BENCH_FIRST_SUFFIX"] = {"first_cold": "-cold", "first_cached": "-cached"}.get(label, "-cached-again")
+    for label in ("first_cold", "first_cached"):
+        env["TLC_BENCH_FIRST_SUFFIX"] = "-cold" if label == "first_cold" else "-cached"
         done = subprocess.run([sys.executable, "-c", FIRST_CALL], env=env, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             results[f"{label}_error"] = done.stderr[-2000:]
@@ -314,8 +313,7 @@ def report_first(results: dict) -> None:
     if "bytecode" in results:
         print(f"Python bytecode of tlc, lark and jinja2: {results['bytecode']}")
     for label, what, goal in (("first_cold", "first call, empty cache, new process", 500),
-                              ("first_cached", "first call, kernel in the disk cache, new process", 2),
-                              ("first_cached_again", "  the same, another new process", 2)):
+                              ("first_cached", "first call, kernel in the disk cache, new process", 2)):
         if f"{label}_error" in results:
             print(f"{what}: failed:\n{results[f'{label}_error']}")
         elif label in results:
