@@ -286,7 +286,7 @@ def compile_bytecode(env: dict) -> str:
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.submodule_search_locations:
             folders.append(list(spec.submodule_search_locations)[0])
-    done = subprocess.run([sys.executable, "-m", "compileall", "-q", *folders], env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", *folders], env=env, capture_output=True,
                           text=True, timeout=120)
     return "compiled first (compileall)" if done.returncode == 0 else \
         f"compileall failed ({done.stdout.strip()[-200:]}{done.stderr.strip()[-200:]}): some modules compile in each process"
