@@ -12,7 +12,7 @@ whether that is what they lack: the defaults are now 16 elements a thread (THREA
 tiles of 2048; embedding 64 for 1024), the element-wise tile ops' shape, each beside the old
 256.  Not yet measured (the session's device calls ran out).
 
-    python bench/data_tiles.py [--only bc.add,tril] [--ms 5]
+    python bench/data_tiles.py [--only bc.add,tril] [--ms 5] [--variants 2]
     python bench/data_tiles.py --dry-run     # no GPU: every variant on the interpreter, small shapes
 """
 from __future__ import annotations
@@ -109,6 +109,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="Comma-separated kernel names (bc.add, tril, ...).")
     ap.add_argument("--ms", type=float, default=5.0, help="Milliseconds each contender is timed for.")
+    ap.add_argument("--variants", type=int, help="Only the first N variants of each kernel (the default first).")
     ap.add_argument("--dry-run", action="store_true", help="Check every variant on the interpreter (no GPU).")
     args = ap.parse_args(argv)
     only = args.only.split(",") if args.only else None
@@ -130,7 +131,7 @@ def main(argv=None) -> int:
         want = ref()
         nbytes = sum(t.numel() * t.element_size() for t in tensors if torch.is_tensor(t))
         contenders = {"torch": ref}
-        for constants in variants:
+        for constants in variants[:args.variants]:
             try:
                 run = fn.launcher(*tensors, **constants)
             except CallError:  # several grids: the call (its host work hidden by compare's delay)
