@@ -54,3 +54,21 @@ def test_the_warm_up_runs_first_and_once(nvrtc):
 def test_a_compile_with_no_warm_up_compiles_alone(nvrtc):
     assert rc.nvrtc_compile('extern "C" __global__ void k() {}', "sm_90a", "k") == b"cubin"
     assert [c[:2] for c in nvrtc] == [("start", "k.cu"), ("end", "k.cu")]
+
+
+def test_load_for_the_gpu_starts_it_when_the_file_was_not_checked_before(tmp_path, monkeypatch):
+    """A checked-module cache miss (the file is parsed and checked, its kernels then compiled)
+    starts the warm-up; a hit (whose kernels are likely in the kernel cache) does not."""
+    from tlc import api
+    import tlc.runtime
+
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(api, "_gpu_available", lambda: True)  # as on a GPU machine; runs on the interpreter here
+    started = []
+    monkeypatch.setattr(tlc.runtime, "warm_up", lambda device=None: started.append(device))
+    path = tmp_path / "k.tl"
+    path.write_text("@kernel\ndef k(x: f32[N]):\n    with grid(1, threads=32) as bx:\n"
+                    "        for i in parallel(32):\n            x[i] = 1.0\n")
+    api.load(str(path))
+    api.load(str(path))
+    assert started == [None]
