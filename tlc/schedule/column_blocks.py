@@ -19,7 +19,8 @@ reduction across threads already reassociates them):
 - `defer_column_combine`: a reduction along dim 0 into an accumulator inside a loop, where the
   tile's columns cannot each belong to one thread (fewer columns than threads), accumulates
   element-wise into a tile-shaped partial instead, reduced across the threads once after the
-  loop: one exchange per block, not one per tile.
+  loop: one exchange per block, not one per tile; the same reduction of several tiles into one
+  accumulator (a tile op's column loop takes two an iteration) shares one partial.
 
 Both are decisions `--emit ir` shows as notes and in the IR itself (the grid, the tiles, the
 partial and its loop).
@@ -224,21 +225,24 @@ def defer_column_combine(kernel: ir.Kernel) -> ir.Kernel:
                 deferred = [r for r in s.body if _deferrable(r, s, frags, kernel.threads)] \
                     if s.kind in ("serial", "unroll") else []
                 before, after, inner = [], [], list(s.body)
+                parts: dict = {}  # destination -> its partial (reductions of several tiles into one share it)
                 for r in deferred:
                     src, dst = frags[r.src], frags[r.dst]
-                    part = fresh(f"{r.dst}_part")
+                    if r.dst not in parts:
+                        parts[r.dst] = part = fresh(f"{r.dst}_part")
+                        added.append(ir.Buffer(part, "fragment", dst.dtype, src.shape, span=dst.span))
+                        before.append(ir.Fill(part, ir.Const(IDENTITY[r.kind], dst.dtype), span=r.span))
+                        after.append(ir.Reduce(r.kind, part, r.dst, 0, False, span=r.span))
+                        where = f" (line {r.span.line})" if r.span is not None else ""
+                        notes.append(f"reduce_{r.kind} {r.src} -> {r.dst}{where}: its {src.shape[1]} columns cannot "
+                                     f"each be one thread's at {kernel.threads} threads, so each thread combines its "
+                                     f"elements of every tile in {part} and the threads combine once, after the loop")
+                    part = parts[r.dst]
                     i, j = fresh(f"{part}_i"), fresh(f"{part}_j")
-                    added.append(ir.Buffer(part, "fragment", dst.dtype, src.shape, span=dst.span))
-                    before.append(ir.Fill(part, ir.Const(IDENTITY[r.kind], dst.dtype), span=r.span))
                     at = (ir.Var(i, I32), ir.Var(j, I32))
                     value = _combined(r.kind, ir.Load(part, at, dst.dtype), ir.Load(r.src, at, src.dtype), dst.dtype)
                     inner[inner.index(r)] = ir.Parallel((i, j), src.shape, (ir.Store(part, at, value, span=r.span),),
                                                         span=r.span)
-                    after.append(ir.Reduce(r.kind, part, r.dst, 0, False, span=r.span))
-                    where = f" (line {r.span.line})" if r.span is not None else ""
-                    notes.append(f"reduce_{r.kind} {r.src} -> {r.dst}{where}: its {src.shape[1]} columns cannot each "
-                                 f"be one thread's at {kernel.threads} threads, so each thread combines its elements "
-                                 f"of every tile in {part} and the threads combine once, after the loop")
                 out += [*before, replace(s, body=tuple(inner)), *after]
             else:
                 out.append(s)
@@ -252,7 +256,7 @@ def defer_column_combine(kernel: ir.Kernel) -> ir.Kernel:
 
 def _deferrable(r, loop: ir.For, frags: dict, threads: int) -> bool:
     """Whether reduction `r` in `loop`'s body accumulates a 2-D tile along dim 0 into a
-    fragment the loop touches nowhere else, a tile whose columns cannot each be one thread's
+    fragment the loop touches nowhere else (but by the same reduction of another tile), a tile whose columns cannot each be one thread's
     (fewer columns than threads, or not a multiple of them), small enough to double."""
     if not isinstance(r, ir.Reduce) or r.dim != 0 or r.clear or r.kind not in IDENTITY:
         return False
@@ -262,7 +266,14 @@ def _deferrable(r, loop: ir.For, frags: dict, threads: int) -> bool:
     rows, cols = src.shape
     if cols >= threads and cols % threads == 0 or rows * cols > PARTIAL_MAX_REGISTERS * threads:
         return False
-    return not any(_touches(s, r.dst) for s in statements(loop.body) if s is not r)
+    return not any(_touches(s, r.dst) for s in statements(loop.body) if s is not r and not _same_reduction(s, r, frags))
+
+
+def _same_reduction(s, r, frags: dict) -> bool:
+    """Whether `s` is another reduction like `r` into its destination (another tile's, in a
+    loop that takes several a step): the two share one partial."""
+    return isinstance(s, ir.Reduce) and (s.kind, s.dst, s.dim, s.clear) == (r.kind, r.dst, r.dim, r.clear) \
+        and s.src in frags and frags[s.src].shape == frags[r.src].shape
 
 
 def _touches(s, name: str) -> bool:

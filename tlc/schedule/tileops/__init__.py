@@ -110,10 +110,10 @@ def _row_kernel(graph: Graph, program, part, group, kname: str, tensors: dict, t
 
 
 # A column kernel's fragments' registers (RowKernel.registers) at most, for its narrow tile:
-# ptxas -v sm_90a, f16 (16384, 8192) in [512, 32] tiles at 1024 threads: var_axis0's estimate
-# 72 (61 used, no spills), logsumexp_axis0's 64 (62); at 96 (logsumexp_axis0 when it computed
-# its max twice) 64 used and 64 bytes spilled
-NARROW_REGISTERS_MAX = 80
+# ptxas -v sm_90a, f16 (16384, 8192) in two [512, 32] tiles an iteration at 1024 threads: the
+# sums' and maxima's estimate 56 (64 used, no spills); var_axis0's and logsumexp_axis0's 80 (64
+# used, 56 and 40 bytes spilled), which take the smaller tile
+NARROW_REGISTERS_MAX = 72
 
 
 def _result_name(part) -> str:

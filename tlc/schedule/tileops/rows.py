@@ -62,15 +62,11 @@ class RowKernel:
         self.t = b.fresh("t")
         self.ntiles = b.fresh("tiles")
         self.bx = b.fresh("bx")
-        kept0, red0 = mul(var(self.bx), i32(K)), mul(var(self.t), i32(R))
-        self.kept_g, self.red_g = add(kept0, var(self.kv)), add(red0, var(self.rv))
-        if len(space) == 1:
-            self.origin, self.extents, self.here = (red0,), (R,), (self.red_g,)
-        elif self.last:
-            self.origin, self.extents, self.here = (kept0, red0), (K, R), (self.kept_g, self.red_g)
-        else:
-            self.origin, self.extents, self.here = (red0, kept0), (R, K), (self.red_g, self.kept_g)
+        self.extents = (R,) if len(space) == 1 else (K, R) if self.last else (R, K)
+        self.bind_tile(self.t)
         self.frags: dict[str, str] = {}  # tensor -> its fragment
+        self.frags_next: dict[str, str] = {}  # a column kernel's second tile an iteration: tensor -> fragment
+        self.t_next = b.fresh("t") if not self.last else None
         self.loaded: set = set()  # fragments a pass before the current one loaded
         self.wanted: list = []  # fragments the statements being built read
         self.stats: dict = {}  # member node -> (fragment, acc dtype) or (max fragment, sum fragment, acc dtype)
@@ -78,6 +74,19 @@ class RowKernel:
         self.one_tile = False  # building the path for rows that fit one tile
         self.exps: dict = {}  # softmax node -> its exponentials (the one-tile path)
         self.result_reads_tiles = True  # the one-tile path's result reads the tensors' tiles
+
+    def bind_tile(self, t: str) -> None:
+        """The tile being built is tile `t` (a loop variable): its origin, the global indices
+        of its elements, and the index a tensor's elements are read at."""
+        K, R = self.tiles.kept, self.tiles.reduced
+        kept0, red0 = mul(var(self.bx), i32(K)), mul(var(t), i32(R))
+        self.kept_g, self.red_g = add(kept0, var(self.kv)), add(red0, var(self.rv))
+        if len(self.space) == 1:
+            self.origin, self.here = (red0,), (self.red_g,)
+        elif self.last:
+            self.origin, self.here = (kept0, red0), (self.kept_g, self.red_g)
+        else:
+            self.origin, self.here = (red0, kept0), (self.red_g, self.kept_g)
 
     # ---- leaves --------------------------------------------------------------------------------------
     def tensor_leaf(self, name: str):
@@ -182,9 +191,28 @@ class RowKernel:
                 self.over_tile([expd]), ir.Reduce("sum", tmp, tsum, dim),
                 self.over_rows([ir.Store(s, k, ir.BinOp("+", load(s), load(tsum), acc))])]
 
-    def tile_loop(self, build) -> ir.For:
+    def tile_loop(self, build) -> list:
         """`for t in range(tiles)`: the copies of the fragments `build()`'s statements read (only
-        when there are several tiles, for fragments an earlier pass loaded), then those."""
+        when there are several tiles, for fragments an earlier pass loaded), then those.  A
+        column kernel's loop takes two tiles an iteration, t and t + 1, each into fragments of
+        its own: both tiles' copies first, so that a thread has twice the loads in flight while
+        its partial sums stay one tile's (column_blocks.defer_column_combine gives the two
+        reductions into one statistic one partial); a tile past the tensor reads nothing and
+        its elements are masked as any past the end."""
+        copies, stmts = self.tile_stmts(build)
+        if self.last:
+            return [ir.For(self.t, i32(0), var(self.ntiles), i32(1), "serial", 1, tuple(copies + stmts))]
+        first = self.frags
+        self.frags = self.frags_next
+        self.bind_tile(self.t_next)
+        copies_next, stmts_next = self.tile_stmts(build)
+        self.frags_next, self.frags = self.frags, first
+        self.bind_tile(self.t)
+        body = [ir.LetScalar(self.t_next, I32, add(var(self.t), i32(1))), *copies, *copies_next, *stmts, *stmts_next]
+        return [ir.For(self.t, i32(0), var(self.ntiles), i32(2), "serial", 1, tuple(body))]
+
+    def tile_stmts(self, build) -> tuple[list, list]:
+        """(the copies, the statements) of one tile of the loop over `build()`'s statements."""
         self.wanted = []
         stmts = build()
         copies = []
@@ -195,7 +223,7 @@ class RowKernel:
             copies.append(c if f not in self.loaded else
                           ir.If(ir.BinOp(">", var(self.ntiles), i32(1), BOOL), (c,)))
         self.loaded |= set(self.wanted)
-        return ir.For(self.t, i32(0), var(self.ntiles), i32(1), "serial", 1, tuple(copies + stmts))
+        return copies, stmts
 
     # ---- the kernel -------------------------------------------------------------------------------------
     def kernel(self) -> ir.Kernel:
@@ -266,10 +294,10 @@ class RowKernel:
         self.one_tile, self.loaded = False, set()
         body: list = []
         for members in self.passes():
-            body.append(self.tile_loop(lambda: [s for h in members for s in self.member_stmts(h)]))
+            body += self.tile_loop(lambda: [s for h in members for s in self.member_stmts(h)])
             body += self.finish_pass(members)
         if self.out is not None:
-            body.append(self.tile_loop(self.result_tile))
+            body += self.tile_loop(self.result_tile)
         else:
             body += self.result_rows()
         return body
