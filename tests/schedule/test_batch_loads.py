@@ -35,7 +35,7 @@ def apart(x: f16[M, N], w: f16[N], y: f16[M, N], BN: const = 1024):
         copy(row, y[r, 0])
 
 @kernel
-def twice(x: f16[M, N], y: f16[M, N], BN: const = 1024):
+def twice(x: f16[M, N], y: f16[M, N], BN: const = 4096):
     with grid(M, threads=128) as r:
         a = fragment(f32[1, BN])
         b = fragment(f32[1, BN])
@@ -64,8 +64,15 @@ def test_copies_apart_or_into_one_fragment_are_not_batched():
     assert not any(n.startswith("load batches") for n in apart.notes)
     assert "(load batch" not in print_kernel(apart)
     twice = print_kernel(scheduled(KERNELS, "twice"))
-    assert "copy x[r, 0]<1, 1024> -> a\n" in twice
-    assert "copy x[r, 0]<1, 1024> -> a (load batch 1)\n  copy y[r, 0]<1, 1024> -> b (load batch 1)\n" in twice
+    assert "copy x[r, 0]<1, 4096> -> a\n" in twice
+    assert "copy x[r, 0]<1, 4096> -> a (load batch 1)\n  copy y[r, 0]<1, 4096> -> b (load batch 1)\n" in twice
+
+
+def test_copies_of_one_run_a_thread_are_not_batched():
+    """rows of 1024 at 128 threads: one run of 8 a thread (MIN_RUNS)"""
+    small = scheduled(KERNELS, "twice", {"BN": 1024})
+    assert str(small.buffer("b").layout) == "blocked(vec=8, threads=128)"
+    assert "(load batch" not in print_kernel(small)
 
 
 def test_a_batch_renders_its_loads_before_its_conversions():

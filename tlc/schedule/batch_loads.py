@@ -9,8 +9,8 @@ the branches of the copy's edge path.  On the H200 the plain layer_norm ran at 0
 bandwidth that way (bench/plain.py, (16384, 8192) f16), where rms_norm (two copies) ran at 0.95.
 
 A batch is a run of two or more consecutive copies in one statement list, each from a region
-of a tensor into a whole fragment, no two into the same fragment, no region offset reading a
-fragment.  The code generator (codegen/copies.py) renders a batch as one test that every run
+of a tensor into a whole fragment of at least MIN_RUNS vector runs a thread, no two into the
+same fragment, no region offset reading a fragment.  The code generator (codegen/copies.py) renders a batch as one test that every run
 of every copy lies inside its tensor (per thread), then every load of the batch, then the
 conversions; where the test fails, the copies one by one as before.
 """
@@ -20,11 +20,19 @@ from dataclasses import replace
 
 from .. import ir
 from ..ir.walk import loads, statement_exprs
+from .blocks_per_sm import _run
+
+# vector runs a thread loads of each copy of a batch, at least: a copy of one run a thread
+# gains one load's wait from a batch, and the batch's edge test and fallback cost registers that
+# a small tile's tight loop may not have (std.nn_layers' group_norm_bwd, its dy and x tiles one
+# run of 4 a thread in a loop over positions at 5 blocks an SM, spilled 16 bytes in bf16)
+MIN_RUNS = 2
 
 
 def batch_loads(kernel: ir.Kernel) -> ir.Kernel:
     """`kernel` with each run of consecutive global-to-fragment copies numbered as a batch."""
-    fragments = {b.name for b in kernel.buffers if b.scope == "fragment"}
+    fragments = {b.name for b in kernel.buffers if b.scope == "fragment" and b.layout is not None
+                 and b.layout.registers // _run(b.layout) >= MIN_RUNS}
     batcher = _Batcher(kernel.params, fragments)
     body = batcher.stmts(kernel.body)
     if not batcher.batches:

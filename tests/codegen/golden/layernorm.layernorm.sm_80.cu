@@ -131,17 +131,10 @@ extern "C" __global__ void __launch_bounds__(128, 4) layernorm(const half* __res
     }
     // 42: copy(gamma[t * BN], g)
 #line 42 "examples/layernorm.tl"
-    if (tl::g2f_whole<tl_layernorm_layout_1>(gamma_, N, 1, N, 0, (t * 1024)) && tl::g2f_whole<tl_layernorm_layout_1>(beta, N, 1, N, 0, (t * 1024))) {  // load batch 1: every load, then the conversions
-      const auto tl_batch0 = tl::g2f_load<tl_layernorm_layout_1>(gamma_, N, 0, (t * 1024));
-      const auto tl_batch1 = tl::g2f_load<tl_layernorm_layout_1>(beta, N, 0, (t * 1024));
-      tl::g2f_convert(g, tl_batch0);
-      tl::g2f_convert(b, tl_batch1);
-    } else {
-      tl::copy_g2f<tl_layernorm_layout_1>(g, gamma_, N, 1, N, 0, (t * 1024));
-      // 43: copy(beta[t * BN], b)
+    tl::copy_g2f<tl_layernorm_layout_1>(g, gamma_, N, 1, N, 0, (t * 1024));
+    // 43: copy(beta[t * BN], b)
 #line 43 "examples/layernorm.tl"
-      tl::copy_g2f<tl_layernorm_layout_1>(b, beta, N, 1, N, 0, (t * 1024));
-    }
+    tl::copy_g2f<tl_layernorm_layout_1>(b, beta, N, 1, N, 0, (t * 1024));
     // 44: for i, j in parallel(BM, BN):
 #line 44 "examples/layernorm.tl"
     // parallel (i, j) over [4, 1024]: blocked(vec=8, threads=128)
