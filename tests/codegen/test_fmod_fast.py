@@ -1,0 +1,89 @@
+"""tl::fmod_fast (tl/types.cuh), the float remainder under std.elementwise's fmod and remainder
+(`%` of f32), gives fmodf's value bit for bit: its C compiled as host code by the system's C++
+compiler, the quotient's div.full.f32 replaced by a / b moved by up to 2 ulp either way (its
+error bound), against fmodf on random bit patterns, near-integer quotients, signed zeros,
+infinities, NaN and subnormals.  No GPU: the logic is what can go wrong."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tlc.package_data import templates
+
+CXX = shutil.which("g++") or shutil.which("c++")
+
+HARNESS = r"""
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+static std::mt19937 moves(7);
+static float moved(float q) {  // the quotient within div.full.f32's 2 ulp
+  int k = static_cast<int>(moves() % 5) - 2;
+  for (; k > 0; --k) q = nextafterf(q, INFINITY);
+  for (; k < 0; ++k) q = nextafterf(q, -INFINITY);
+  return q;
+}
+FUNCTIONS
+static bool same(float x, float y) {
+  if (std::isnan(x) && std::isnan(y)) return true;
+  uint32_t a, b;
+  memcpy(&a, &x, 4);
+  memcpy(&b, &y, 4);
+  return a == b;
+}
+int main() {
+  std::mt19937_64 g(1);
+  std::normal_distribution<float> normal;
+  long bad = 0;
+  auto check = [&](float a, float b) {
+    const float want = fmodf(a, b), got = fmod_fast(a, b);
+    if (!same(want, got) && bad++ < 5) printf("fmod(%.9g, %.9g): %.9g, fmodf %.9g\n", a, b, got, want);
+  };
+  for (int i = 0; i < 400000; ++i) {
+    const uint64_t bits = g();
+    float a, b;
+    const uint32_t lo = static_cast<uint32_t>(bits), hi = static_cast<uint32_t>(bits >> 32);
+    memcpy(&a, &lo, 4);
+    memcpy(&b, &hi, 4);
+    check(a, b);
+    const float k = static_cast<float>(static_cast<int>(normal(g) * 1000)), d = normal(g);
+    check(k * d, d);
+    check(nextafterf(k * d, INFINITY), d);
+    check(nextafterf(k * d, -INFINITY), d);
+    check(normal(g) * 60000.0f, normal(g) * 1e-3f);
+  }
+  const float edges[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-45f, 1e-38f, 3.4e38f, -3.4e38f,
+                         1.0f, -1.0f, 3.0f, -6.0f, 6.0f, 2097152.0f};
+  for (float a : edges)
+    for (float b : edges) check(a, b);
+  printf("%ld differ\n", bad);
+  return 0;
+}
+"""
+
+
+def host_source() -> str:
+    text = (templates() / "tl" / "types.cuh").read_text()
+    start = text.index("inline __device__ __noinline__ float fmod_slow")
+    end = text.index("\n}\n", text.index("float fmod_fast(")) + 3
+    body = text[start:end]
+    body, n = re.subn(r'  asm\("div\.full\.f32 %0, %1, %2;" : "=f"\(q\) : "f"\(a\), "f"\(b\)\);',
+                      "  q = moved(a / b);", body)
+    assert n == 1, "tl::fmod_fast's quotient is no longer the div.full.f32 this test replaces"
+    body = body.replace("__device__", "").replace("__forceinline__", "inline").replace("__noinline__", "")
+    return HARNESS.replace("FUNCTIONS", body)
+
+
+@pytest.mark.skipif(CXX is None, reason="no C++ compiler")
+def test_fmod_fast_is_fmodf_bit_for_bit(tmp_path):
+    src = tmp_path / "fmod.cpp"
+    src.write_text(host_source())
+    exe = tmp_path / "fmod"
+    subprocess.run([CXX, "-O2", "-ffp-contract=off", "-o", str(exe), str(src)], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    assert out.strip().endswith("0 differ"), out
