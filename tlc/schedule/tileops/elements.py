@@ -79,7 +79,13 @@ class ElementLowerer(Lowerer):
     def _tensor(self, e) -> ir.Expr:
         idx = self.at[-1][0]
         if isinstance(e, n.Name) and e.id in self.graph.names:
-            return self.intermediate(e.id)
+            # the intermediate's value at this index, lowered once per element (bind's comment);
+            # not a method of its own: a frame more for each level of a deep chain of
+            # intermediates (t1 = t0 + x; t2 = t1 + x; ...) overran the recursion bound
+            key = (e.id, *self.at[-1])
+            if key not in self.bound:
+                self.bound[key] = self.bind(e.id, self.expr(self.graph.names[e.id]))
+            return self.bound[key]
         h = self.graph.heavy(e)
         if h is not None:
             return self.leaves[h.node](idx)
@@ -94,26 +100,23 @@ class ElementLowerer(Lowerer):
                 self.at.pop()
         return super().expr(e)
 
-    def intermediate(self, name: str) -> ir.Expr:
-        """The value of the tile op's intermediate `name` at the current index, lowered once per
-        element: the device functions it calls are inlined once (sinh's `u = expm1_f32(...)`,
-        read three times, and `where(c, -r, r)` reading r twice, was six inlined expm1s with
-        their branches, which nvcc does not merge), and a later use reads their results again.
+    def bind(self, name: str, value: ir.Expr) -> ir.Expr:
+        """The value of the tile op's intermediate `name` at the current index (`value`, lowered
+        once per element by _tensor): the device functions it calls are inlined once (sinh's
+        `u = expm1_f32(...)`, read three times, and `where(c, -r, r)` reading r twice, was six
+        inlined expm1s with their branches, which nvcc does not merge), and a later use reads
+        their results again.
         Arithmetic is repeated where read (nvcc computes it once); a math call or a float `%`
         or `//` is held in a scalar of the element's statements, computed once: inlined, fmodf's
         loop and libm's branches are not merged (fmod's `r = a % b`, read four times, was four
         fmodf).  Binding every value instead moved std.reduce's var_axis1 centring out of its
         masked store, and ptxas spilled."""
-        key = (name, *self.at[-1])
-        if key not in self.bound:
-            value = self.expr(self.graph.names[name])
-            if _costly(value):
-                scalar = self._fresh_name(name)
-                self.scalars[scalar] = value.dtype
-                self.pending.append(ir.LetScalar(scalar, value.dtype, value, span=getattr(value, "span", None)))
-                value = ir.Var(scalar, value.dtype)
-            self.bound[key] = value
-        return self.bound[key]
+        if _costly(value):
+            scalar = self._fresh_name(name)
+            self.scalars[scalar] = value.dtype
+            self.pending.append(ir.LetScalar(scalar, value.dtype, value, span=getattr(value, "span", None)))
+            value = ir.Var(scalar, value.dtype)
+        return value
 
     # ---- operators on tensors type like operators on their elements ---------------------------
     def expr_BinOp(self, e: n.BinOp):
