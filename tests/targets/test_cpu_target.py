@@ -15,6 +15,7 @@ from click.testing import CliRunner
 import tlc
 from tlc import api, cpu_executor, targets
 from tlc.cli import main
+from tlc.codegen import cpp as codegen_cpp
 from tlc.runtime import cpp as runtime_cpp
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -170,7 +171,7 @@ def test_code_the_compiler_rejects_falls_back_to_the_interpreter_with_e347(tmp_p
         mod = tlc.load(VECTOR_ADD, target="cpp")
         x, y, out = np.ones(5, np.float32), np.ones(5, np.float32), np.zeros(5, np.float32)
         src = "#define TL_X\nint main() { return TL_BROKEN; }\n"
-        monkeypatch.setattr(tlc.codegen.cpp, "generate", lambda k: tlc.codegen.cpp.CppKernel("vector_add", "f", src, ()))
+        monkeypatch.setattr(codegen_cpp, "generate", lambda k: codegen_cpp.CppKernel("vector_add", "f", src, ()))
         mod.vector_add(x, y, out, 2.0)
     finally:
         runtime_cpp.toolchain.cache_clear()
