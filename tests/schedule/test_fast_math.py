@@ -83,6 +83,17 @@ def test_a_varying_divisor_and_a_root_take_the_hardware_forms():
     assert "row[u0, j] = sqrt(row[u0, j] * row[u0, j] + 1.0) / (row[u0, j] * row[u0, j] + 4.0)" in print_kernel(k)
 
 
+def test_a_quotient_that_reaches_an_8_bit_float_keeps_the_ieee_division():
+    """Into f8 the root is still fast_sqrt, but the division stays IEEE: a quotient of
+    low-precision values often lies exactly halfway between two f8 values, which only the IEEE
+    division rounds to even (the fp8 cast port failed on the H200 with fast_div)."""
+    k = scheduled(ROWS, "ratio", {"U": "f8e4m3"})
+    assert k.notes[0] == "fast math: 1 sqrt as fast_sqrt, where the values stored (row) end at 16-bit precision"
+    assert "row[u0, j] = fast_sqrt(row[u0, j] * row[u0, j] + 1.0) / (row[u0, j] * row[u0, j] + 4.0)" \
+        in print_kernel(k)
+    assert "row" in precise_names(k, min_bits=16) and "row" not in precise_names(k)
+
+
 def test_an_element_wise_tile_op_of_f16_takes_the_fast_forms():
     """std.elementwise's sinh of f16: its expm1's exponential and its quotient the fast forms
     (the tile ops' kernels take the pass too); of f32 the precise ones."""

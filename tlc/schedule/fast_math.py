@@ -23,6 +23,7 @@ forms 0.92).  So the pass
   where the IEEE division is a check, a branch and a slow-path call per element, and `sqrt(x)`
   as `fast_sqrt(x)` (sqrt.approx.f32, MUFU.SQRT: a few ulp, no branch; sqrtf's correctly
   rounded one has a slow path per element too);
+- (the two division forms only where the quotient reaches no 8-bit float: see fast())
 - and an f32 `tanh` whose value is the stored one itself, rounded to a 16-bit float right
   away, as `fast_tanh` (tanh.approx.f32, one MUFU instruction where tanhf takes about twenty:
   relative error below 2^-16, under an f16's half ulp, 2^-11).  Only there: 1 - t^2 of a
@@ -52,8 +53,7 @@ _DISCRETE_CALLS = frozenset({"floor", "ceil", "round", "bitcast", "thread_index"
 
 def use_fast_math(kernel: ir.Kernel) -> ir.Kernel:
     """`kernel` with the fast forms where the values stored end at 16-bit precision."""
-    precise = precise_names(kernel)
-    rewriter = _Rewriter(kernel, precise)
+    rewriter = _Rewriter(kernel, precise_names(kernel), precise_names(kernel, min_bits=16))
     body = rewriter.body(kernel.body)
     if not (rewriter.exps or rewriter.reciprocals or rewriter.divisions or rewriter.roots or rewriter.tanhs):
         return kernel
@@ -74,21 +74,24 @@ def use_fast_math(kernel: ir.Kernel) -> ir.Kernel:
     return replace(kernel, body=body, notes=kernel.notes + (note,))
 
 
-def narrow(dtype) -> bool:
-    """Whether values held in `dtype` keep at most 16 bits of a float's precision."""
-    return dtype.is_float and dtype.bits <= 16
+def narrow(dtype, min_bits: int = 0) -> bool:
+    """Whether values held in `dtype` keep at most 16 bits of a float's precision (and, with
+    `min_bits`, at least that many bits of storage)."""
+    return dtype.is_float and min_bits <= dtype.bits <= 16
 
 
 # ---- where values flow ---------------------------------------------------------------------
 
-def precise_names(kernel: ir.Kernel) -> set[str]:
+def precise_names(kernel: ir.Kernel, min_bits: int = 0) -> set[str]:
     """The buffers, scalars and tensors whose values may reach something that keeps more than a
     16-bit float's precision: a tensor or buffer of a wider type, or a use that needs every bit
     (an index, a condition, a comparison, a rounding to an integer, an atomic, a print).  A
-    16-bit float buffer or tensor cuts the flow: what is stored there is rounded to 16 bits."""
+    16-bit float buffer or tensor cuts the flow: what is stored there is rounded to 16 bits.
+    With min_bits=16, an 8-bit float tensor or buffer needs every bit too (the divisions'
+    set: _Rewriter.fast says why)."""
     edges: dict[str, set[str]] = {}
-    cut = {p.name for p in kernel.params if p.kind == "tensor" and narrow(p.dtype)}
-    cut |= {b.name for b in kernel.buffers if narrow(b.dtype)}
+    cut = {p.name for p in kernel.params if p.kind == "tensor" and narrow(p.dtype, min_bits)}
+    cut |= {b.name for b in kernel.buffers if narrow(b.dtype, min_bits)}
 
     def flow(e: ir.Expr | None, dst: str, arith: bool = True) -> None:
         if e is None:
@@ -137,8 +140,8 @@ def precise_names(kernel: ir.Kernel) -> set[str]:
         elif isinstance(s, ir.For):
             for e in (s.start, s.stop, s.step):
                 flow(e, _CONTROL, False)
-    seeds = {_CONTROL} | {p.name for p in kernel.params if p.kind == "tensor" and not narrow(p.dtype)}
-    seeds |= {b.name for b in kernel.buffers if not b.dtype.is_float}
+    seeds = {_CONTROL} | {p.name for p in kernel.params if p.kind == "tensor" and not narrow(p.dtype, min_bits)}
+    seeds |= {b.name for b in kernel.buffers if not b.dtype.is_float or b.dtype.bits < min_bits}
     reaches: dict[str, set[str]] = {}
     for src, dsts in edges.items():
         if src in cut:
@@ -158,8 +161,9 @@ def precise_names(kernel: ir.Kernel) -> set[str]:
 # ---- the rewrite ---------------------------------------------------------------------------
 
 class _Rewriter:
-    def __init__(self, kernel: ir.Kernel, precise: set[str]):
-        self.kernel, self.precise = kernel, precise
+    def __init__(self, kernel: ir.Kernel, precise: set[str], exact_quotients: set[str]):
+        self.kernel, self.precise, self.exact_quotients = kernel, precise, exact_quotients
+        self.exact_division = False  # whether the statement being rewritten keeps its divisions
         self.frags = {b.name: b for b in kernel.buffers if b.scope == "fragment"}
         self.taken = {p.name for p in kernel.params} | {b.name for b in kernel.buffers} | set(kernel.block_vars)
         self.taken |= {name for name, _ in kernel.constants}
@@ -201,6 +205,7 @@ class _Rewriter:
             if isinstance(s, (ir.Store, ir.LetScalar, ir.Assign)) and s.name not in self.precise \
                     and s.value.dtype.is_float:
                 before = (self.exps, self.reciprocals, self.divisions, self.roots, self.tanhs)
+                self.exact_division = s.name in self.exact_quotients
                 s = replace(s, value=self.fast(s.value, reciprocal))
                 if isinstance(s, ir.Store) and s.name in self.narrow_stores:
                     s = replace(s, value=self.stored_tanh(s.value))
@@ -238,7 +243,13 @@ class _Rewriter:
             if e.fn == "exp":
                 x = ir.BinOp("*", x, ir.Const(LOG2E, F32), F32)
             return ir.Call("fast_exp2", (x,), F32, span=e.span)
-        if isinstance(e, ir.BinOp) and e.op == "/" and e.dtype == F32:
+        if isinstance(e, ir.BinOp) and e.op == "/" and e.dtype == F32 and not self.exact_division:
+            # not where the quotient reaches an 8-bit float: a quotient of low-precision values
+            # often lies exactly halfway between two of its values (bf16 x over a scale
+            # amax / 448, an f8 cast's), which the IEEE division rounds to even and a division
+            # within an ulp or two of it rounds either way (a whole f8 step, 1/8 of the value;
+            # the port group_per_split_token_cast_to_fp8, exact against NumPy, failed on the
+            # H200 once its division became fast_div)
             inv = reciprocal(e.b)
             if inv is not None:
                 self.reciprocals += 1
