@@ -325,9 +325,12 @@ def test_builds_with_nvcc(arch, dtype, tmp_path):
 # blocks-per-SM estimate and the column split (e00ecfc, 58fb728): axis 1 asks for 12 blocks where
 # 10 fit (the running best, bf16, is held as f32 beside its i32 index; the estimate counts it
 # packed), axis 0 spills at any count.  Known and reported (issue 17's note), not hidden: the
-# var/std/logsumexp_axis0 spills this table held before are gone.
+# var/std/logsumexp_axis0 spills this table held before are gone.  cummax and cummin of 16-bit
+# rows on sm_80 (the cummax builtin, 7427258) spill 4 bytes: ptxas 13.0 keeps a register of
+# predicates (P2R) in local memory across the tile loop, at 72 of 255 registers; a tile of 512
+# or two rows a block avoids it there but spills on sm_90a, the target the kernel is tuned for.
 KNOWN_SPILLS = {("sm_90a", "bf16"): {"argmin_axis0", "argmax_axis0", "argmin_axis1", "argmax_axis1"},
-                ("sm_80", "f16"): {"argmin_axis0", "argmax_axis0"}}
+                ("sm_80", "f16"): {"argmin_axis0", "argmax_axis0", "cummax", "cummin"}}
 
 
 def test_the_reference_page_is_generated_from_the_sources():
