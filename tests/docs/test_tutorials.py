@@ -237,12 +237,15 @@ def test_tutorial_runs_on_the_cpu(name, modules, tmp_path):
     run_tutorial(DOCS / name, tmp_path, "cpu")
 
 
+# the tutorials with a slow (nvcc) block: the others have nothing more to run under -m slow
+WITH_SLOW_BLOCKS = [(name, modules) for name, modules in TUTORIALS
+                    if any("slow" in b.flags for b in blocks(DOCS / name))]
+
+
 @pytest.mark.slow
 @pytest.mark.nvcc
-@pytest.mark.parametrize("name, modules", TUTORIALS)
+@pytest.mark.parametrize("name, modules", WITH_SLOW_BLOCKS)
 def test_tutorial_runs_with_its_nvcc_blocks(name, modules, tmp_path):
-    if not any("slow" in b.flags for b in blocks(DOCS / name)):
-        pytest.skip(f"{name} has no slow block")
     needs(modules)
     run_tutorial(DOCS / name, tmp_path, "slow")
 
