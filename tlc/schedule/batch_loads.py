@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from .. import ir
 from ..ir.walk import loads, statement_exprs
-from .blocks_per_sm import _run
+from .layout import vector_run
 
 # vector runs a thread loads of each copy of a batch, at least: a copy of one run a thread
 # gains one load's wait from a batch, and the batch's edge test and fallback cost registers that
@@ -32,7 +32,7 @@ MIN_RUNS = 2
 def batch_loads(kernel: ir.Kernel) -> ir.Kernel:
     """`kernel` with each run of consecutive global-to-fragment copies numbered as a batch."""
     fragments = {b.name for b in kernel.buffers if b.scope == "fragment" and b.layout is not None
-                 and b.layout.registers // _run(b.layout) >= MIN_RUNS}
+                 and b.layout.registers // vector_run(b.layout) >= MIN_RUNS}
     batcher = _Batcher(kernel.params, fragments)
     body = batcher.stmts(kernel.body)
     if not batcher.batches:

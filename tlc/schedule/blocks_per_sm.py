@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from .. import ir
 from ..ir.walk import loads, statement_exprs, statements
-from .layout import Replicated, thread_registers
+from .layout import Replicated, thread_registers, vector_run
 from .tileops.rules import ROW_MIN_REGISTERS, ROW_OVERHEAD, row_blocks_per_sm
 
 # a 64-bit global address per run a copy has in flight: column_sums' [32, 256] f32 tile in runs
@@ -86,19 +86,12 @@ def _global_loads(kernel: ir.Kernel):
             if isinstance(s, ir.Copy) and isinstance(s.src, ir.Region) and s.src.name in tensors and s.dst.name in frags:
                 b = frags[s.dst.name]
                 wide = looped and tensors[s.src.name].dtype.itemsize >= 4
-                yield b.layout.registers // _run(b.layout), thread_registers(b) if wide else 0
+                yield b.layout.registers // vector_run(b.layout), thread_registers(b) if wide else 0
             elif not isinstance(s, ir.Parallel):
                 for f in ("body", "then", "orelse"):
                     yield from walk(getattr(s, f, ()) or (), looped or isinstance(s, ir.For))
 
     return walk(kernel.body, False)
-
-
-def _run(layout) -> int:
-    """Registers one load fills: a blocked layout's vector width (a replica's, its base's)."""
-    while isinstance(layout, Replicated):
-        layout = layout.base
-    return max(1, getattr(layout, "vec", 2))  # the mma accumulator's pairs
 
 
 def live_fragment_registers(kernel: ir.Kernel) -> int:

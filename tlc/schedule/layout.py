@@ -187,6 +187,13 @@ class Replicated:
         return f"replicated({self.base}, dropped={list(self.dropped)})"
 
 
+def vector_run(layout) -> int:
+    """Registers one load fills: a blocked layout's vector width (a replica's, its base's)."""
+    while isinstance(layout, Replicated):
+        layout = layout.base
+    return max(1, getattr(layout, "vec", 2))  # the mma accumulator's pairs
+
+
 def thread_registers(b: ir.Buffer) -> int:
     """32-bit registers each thread holds for fragment `b` (16-bit elements two to one)."""
     return -(-b.layout.registers * b.dtype.itemsize // 4)

@@ -34,7 +34,7 @@ import numpy as np
 from .. import ir
 from ..ir.walk import loads, statement_exprs, statements
 from ..dtypes import F16
-from .blocks_per_sm import _run
+from .layout import vector_run
 
 _WHOLE = (ir.Reduce, ir.Gemm, ir.Scan)
 # The types a fragment may be held in.  Not bf16: its conversions take registers that f16's do
@@ -48,7 +48,7 @@ def narrow_fragments(kernel: ir.Kernel) -> ir.Kernel:
     held, recomputing = {}, []
     for b in kernel.buffers:
         if b.scope == "fragment" and b.dtype.is_float and b.dtype.bits > 16 and b.layout is not None \
-                and b.layout.registers > _run(b.layout):
+                and b.layout.registers > vector_run(b.layout):
             # A thread holding one vector run or less computes on the whole run in f32 anyway,
             # so 16 bits would save no register: ptxas -v, sm_90a, bench/plain's layer_norm of
             # 256 to 2048 spills 12-24 bytes at the 6 blocks an SM its narrowed fragments would
