@@ -109,7 +109,7 @@ print(json.dumps(out))
 """
 
 
-# The warm-up (`tlc.runtime.compile._WARM_UP_SOURCE`) and then the kernel, in one new process,
+# The warm-up (templates/nvrtc_warm_up.cu, as `tlc.runtime.compile.warm_up_nvrtc` compiles it) and then the kernel, in one new process,
 # both with NVRTC's automatic precompiled header (-pch): does the kernel reuse the headers the
 # warm-up parsed?  (PCH files are valid only in the NVRTC instance that made them.)
 PCH_WARM = r"""
@@ -133,7 +133,7 @@ print(json.dumps(out))
 
 def pch_warm(src: str, options: list, name: str) -> dict:
     sys.path.insert(0, str(ROOT))
-    from tlc.runtime.compile import _WARM_UP_SOURCE as warm_src
+    warm_src = (ROOT / "templates" / "nvrtc_warm_up.cu").read_text()
 
     done = subprocess.run([sys.executable, "-c", PCH_WARM], input=json.dumps([src, warm_src, options, name]),
                           capture_output=True, text=True, timeout=300)

@@ -195,10 +195,8 @@ def nvrtc_toolchain(arch: str) -> str:
 # alone), and the real compile waits for it: std.gemm's then took 51 ms.  The warm-up reads the
 # headers generated code includes and has code for ptxas, so that a machine's first compile
 # finds them in memory too (the first on a fresh H200 took 1035 ms after a kernel-less warm-up).
+# The program it compiles is templates/nvrtc_warm_up.cu.
 _warm_up = None
-_WARM_UP_SOURCE = ('#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n'
-                   'extern "C" __global__ void tl_warm_up(__half* x, __nv_bfloat16* y) {\n'
-                   '  x[threadIdx.x] = __hadd(x[threadIdx.x], __float2half(__bfloat162float(y[threadIdx.x])));\n}\n')
 
 
 def warm_up_nvrtc(arch: str) -> None:
@@ -208,13 +206,16 @@ def warm_up_nvrtc(arch: str) -> None:
         return
     import threading
 
+    from ..package_data import templates
+
     options = nvrtc_options(arch)
+    source = (templates() / "nvrtc_warm_up.cu").read_text()
 
     def run():
         try:
             from cupy.cuda import nvrtc
 
-            prog = nvrtc.createProgram(_WARM_UP_SOURCE, "tl_warm_up.cu", (), ())
+            prog = nvrtc.createProgram(source, "tl_warm_up.cu", (), ())
             try:
                 nvrtc.compileProgram(prog, options)
             finally:
