@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -196,7 +197,17 @@ def run_tutorial(path: Path, folder: Path, mode: str) -> None:
 
         env["PATH"] = os.pathsep.join([env["PATH"], str(Path(find_nvcc()).parent)])
     namespace = f"tut{next(_runs)}_{mode}"  # torch operator names are registered once per process
-    scope: dict = {"__name__": "__tutorial__"}
+    # The blocks run as one real module, as a user's script does: torch.compile's guards import
+    # the module that defines the functions they trace, so a bare namespace fails there.
+    module = types.ModuleType(namespace)
+    sys.modules[namespace] = module
+    try:
+        run_blocks(path, folder, mode, env, namespace, module.__dict__)
+    finally:
+        del sys.modules[namespace]
+
+
+def run_blocks(path: Path, folder: Path, mode: str, env: dict, namespace: str, scope: dict) -> None:
     ran = 0
     for block in blocks(path):
         where = f"{path.name}:{block.line}"
