@@ -65,8 +65,11 @@ class RowKernel:
         self.extents = (R,) if len(space) == 1 else (K, R) if self.last else (R, K)
         self.bind_tile(self.t)
         self.frags: dict[str, str] = {}  # tensor -> its fragment
-        self.frags_next: dict[str, str] = {}  # a column kernel's second tile an iteration: tensor -> fragment
-        self.t_next = b.fresh("t") if not self.last else None
+        # a column kernel's further tiles an iteration (tiles.step - 1 of them): tensor -> fragment, and
+        # each one's loop variable
+        steps = 1 if self.last else tiles.step
+        self.frags_next: list[dict[str, str]] = [{} for _ in range(steps - 1)]
+        self.t_next = [b.fresh("t") for _ in range(steps - 1)]
         self.loaded: set = set()  # fragments a pass before the current one loaded
         self.wanted: list = []  # fragments the statements being built read
         self.stats: dict = {}  # member node -> (fragment, acc dtype) or (max fragment, sum fragment, acc dtype)
@@ -194,22 +197,27 @@ class RowKernel:
     def tile_loop(self, build) -> list:
         """`for t in range(tiles)`: the copies of the fragments `build()`'s statements read (only
         when there are several tiles, for fragments an earlier pass loaded), then those.  A
-        column kernel's loop takes two tiles an iteration, t and t + 1, each into fragments of
-        its own: both tiles' copies first, so that a thread has twice the loads in flight while
-        its partial sums stay one tile's (column_blocks.defer_column_combine gives the two
-        reductions into one statistic one partial); a tile past the tensor reads nothing and
-        its elements are masked as any past the end."""
+        column kernel's loop takes `tiles.step` tiles an iteration, t, t + 1, ..., each into
+        fragments of its own: every tile's copies first, so that a thread has that many times
+        the loads in flight while its partial sums stay one tile's (column_blocks.defer_column_combine
+        gives the reductions into one statistic one partial); a tile past the tensor reads
+        nothing and its elements are masked as any past the end."""
         copies, stmts = self.tile_stmts(build)
-        if self.last:
+        if self.last or not self.t_next:
             return [ir.For(self.t, i32(0), var(self.ntiles), i32(1), "serial", 1, tuple(copies + stmts))]
         first = self.frags
-        self.frags = self.frags_next
-        self.bind_tile(self.t_next)
-        copies_next, stmts_next = self.tile_stmts(build)
-        self.frags_next, self.frags = self.frags, first
+        lets = []
+        for k, t in enumerate(self.t_next):
+            self.frags = self.frags_next[k]
+            self.bind_tile(t)
+            more_copies, more_stmts = self.tile_stmts(build)
+            self.frags_next[k] = self.frags
+            copies, stmts = copies + more_copies, stmts + more_stmts
+            lets.append(ir.LetScalar(t, I32, add(var(self.t), i32(k + 1))))
+        self.frags = first
         self.bind_tile(self.t)
-        body = [ir.LetScalar(self.t_next, I32, add(var(self.t), i32(1))), *copies, *copies_next, *stmts, *stmts_next]
-        return [ir.For(self.t, i32(0), var(self.ntiles), i32(2), "serial", 1, tuple(body))]
+        body = [*lets, *copies, *stmts]
+        return [ir.For(self.t, i32(0), var(self.ntiles), i32(len(lets) + 1), "serial", 1, tuple(body))]
 
     def tile_stmts(self, build) -> tuple[list, list]:
         """(the copies, the statements) of one tile of the loop over `build()`'s statements."""

@@ -21,6 +21,7 @@ COL_TILE_MIN = 32  # and at least this many (a 128-byte line of f32; schedule/co
 COL_BLOCKS_MIN = 264  # fewer columns per block while that leaves fewer blocks than two per SM of an H200
 COL_ELEMS_PER_THREAD = 16  # a column kernel's thread: its tile elements, and as many in its partial sums
 COL_NARROW_SCALE = 4  # a column tile of operands narrower than 4 bytes holds this many times col_block_elems
+COL_TILES_PER_STEP = 2  # tiles a column kernel's loop copies an iteration (their loads in flight together)
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,7 @@ class RowTiles:
     whole: bool = False  # the rows the plan is for fit one tile: the kernel has a one-tile path
     keep_exp: bool = True  # that path keeps a softmax's exponentials in registers
     min_blocks: int = 0  # blocks per SM asked of ptxas (0: the estimate)
+    step: int = 1  # tiles a column kernel's loop takes an iteration
 
 
 def row_tiles(axis: int, space, sizes: dict, rules: Rules = DEFAULT_RULES, itemsize: int = 4) -> RowTiles:
@@ -140,7 +142,7 @@ def row_tiles(axis: int, space, sizes: dict, rules: Rules = DEFAULT_RULES, items
     per_thread = rules.row_elems_per_thread if axis == len(space) - 1 else COL_ELEMS_PER_THREAD
     threads = min(1024, max(128, kept * red // per_thread))
     return RowTiles(kept, red, threads, whole=axis == len(space) - 1 and n <= red, keep_exp=rules.row_keep_exp,
-                    min_blocks=rules.min_blocks)
+                    min_blocks=rules.min_blocks, step=1 if axis == len(space) - 1 else COL_TILES_PER_STEP)
 
 
 ROW_OVERHEAD = 12  # registers a row kernel's thread needs besides its fragments (ptxas -v, sm_90a)
