@@ -62,6 +62,45 @@ def test_package_hash_covers_tlc_sources():
     assert len(h) == 64 and h == cache_mod.package_hash()
 
 
+def installed(site, version="0.1.0", record="tlc/__init__.py,sha256=AAAA,10\ntlc/api.py,sha256=BBBB,20\n"):
+    """A tlc installed from a wheel in `site`: the package and its dist-info's RECORD."""
+    (site / "tlc").mkdir(parents=True, exist_ok=True)
+    (site / "tlc" / "__init__.py").write_text("")
+    (site / f"tlc-{version}.dist-info").mkdir(exist_ok=True)
+    (site / f"tlc-{version}.dist-info" / "RECORD").write_text(record)
+    return site / "tlc"
+
+
+def test_an_installed_tlc_is_what_its_record_says(tmp_path):
+    package = installed(tmp_path)
+    first = cache_mod.installed_identity(package, "0.1.0")
+    assert len(first) == 64 and first == cache_mod.installed_identity(package, "0.1.0")
+    installed(tmp_path, record="tlc/__init__.py,sha256=AAAA,10\ntlc/api.py,sha256=CCCC,21\n")  # a file changed
+    changed = cache_mod.installed_identity(package, "0.1.0")
+    installed(tmp_path, version="0.2.0")  # another version beside it, with the first RECORD's text
+    other = cache_mod.installed_identity(package, "0.2.0")
+    assert len({first, changed, other}) == 3
+
+
+@pytest.mark.parametrize("record", [None, "__editable__.tlc-0.1.0.pth,sha256=AAAA,80\n", "tlc/__init__.py,,\n"])
+def test_a_checkout_or_an_editable_install_has_no_installed_identity(tmp_path, record):
+    package = installed(tmp_path, record=record or "")
+    if record is None:
+        (tmp_path / "tlc-0.1.0.dist-info" / "RECORD").unlink()
+    assert cache_mod.installed_identity(package, "0.1.0") is None
+    assert cache_mod.installed_identity(installed(tmp_path / "other"), "0.3.0") is None  # no RECORD of this version
+
+
+def test_package_hash_of_an_installed_tlc_reads_no_source_file(monkeypatch):
+    monkeypatch.setattr(cache_mod, "installed_identity", lambda package: "1" * 64)
+    monkeypatch.setattr(cache_mod, "_package_files", lambda: pytest.fail("a source file listed"))
+    cache_mod.package_hash.cache_clear()
+    try:
+        assert cache_mod.package_hash() == "1" * 64
+    finally:
+        cache_mod.package_hash.cache_clear()
+
+
 # ---- entries ---------------------------------------------------------------------------------
 
 def test_miss_then_hit_keeps_the_source_beside_the_binary(tmp_path):

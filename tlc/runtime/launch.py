@@ -91,13 +91,13 @@ class CompiledKernel:
         """The most blocks of a persistent kernel that run at once on the current GPU: one per
         SM, in whole clusters that the GPU can place together (a GPC whose free SMs do not
         pair up leaves one out; a cluster that waits for a place would double the time)."""
-        import cupy
+        from cupy.cuda import runtime
 
-        device = cupy.cuda.Device()
-        sms = int(device.attributes["MultiProcessorCount"])
+        device = runtime.getDevice()
+        sms = device_attribute(device, "cudaDevAttrMultiProcessorCount")
         if self.cluster == 1:
             return sms
-        fits = max_active_clusters(self.function(device.id).ptr, self.cluster, self.block[0], self.smem)
+        fits = max_active_clusters(self.function(device).ptr, self.cluster, self.block[0], self.smem)
         return self.cluster * min(sms // self.cluster, fits or sms // self.cluster)
 
     def function(self, device: int):
@@ -118,9 +118,8 @@ class CompiledKernel:
             fn = module.get_function(self.name)  # keeps `module` alive
             if self.assert_sites:
                 self._records[device] = driver.moduleGetGlobal(module.ptr, device_assert.RECORD_SYMBOL)
-            attrs = cupy.cuda.Device(device).attributes
             if self.smem > DEFAULT_SMEM_LIMIT:
-                limit = attrs["MaxSharedMemoryPerBlockOptin"]
+                limit = device_attribute(device, "cudaDevAttrMaxSharedMemoryPerBlockOptin")
                 if self.smem > limit:
                     raise LaunchError(f"kernel '{self.name}' needs {self.smem} bytes of shared memory "
                                       f"but this GPU allows {limit} per block; choose smaller tiles")
@@ -244,6 +243,18 @@ class CompiledKernel:
         from .pointer_launch import PointerLaunch
 
         return PointerLaunch(self, self.binder.bind(args, device, _pointer_device), device)
+
+
+# the CUDA runtime's numbers of the device attributes a load asks for, where CuPy does not name them
+_ATTRIBUTES = {"cudaDevAttrMultiProcessorCount": 16, "cudaDevAttrMaxSharedMemoryPerBlockOptin": 97}
+
+
+def device_attribute(device: int, name: str) -> int:
+    """One attribute of GPU `device` (`cudaDeviceGetAttribute`): CuPy's `Device.attributes`
+    asks the driver for every attribute it knows, 2 ms of a cached first call on the H200."""
+    from cupy.cuda import runtime
+
+    return int(runtime.deviceGetAttribute(getattr(runtime, name, _ATTRIBUTES[name]), device))
 
 
 _raw_stream = None

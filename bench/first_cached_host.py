@@ -1,0 +1,216 @@
+"""The host side of a cached first call, on a machine with no GPU: `python3 bench/first_cached_host.py
+[--runs N] [--profile PATH]`.
+
+What `bench/overheads.py --only first` times on the GPU after `import tlc` (the load of std.gemm
+from the checked-module cache and matmul's first call, the kernel in the program cache), with
+CuPy and the driver stood in for by a few functions that return an H200's answers: everything
+tlc does up to the CuPy module load and the launch, and nothing of the GPU's own work (loading
+the cubin, the launch, the result).  One process fills a fresh cache folder (the stand-in NVRTC
+returns a few bytes); each timed run is a new process.  Prints the median and the best of the
+runs, and `python -X importtime -c "import tlc"`'s total.  With --profile, the last run's
+cProfile is written to PATH.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# An H200 as CuPy and the driver answer what a cached launch asks; installed before `import tlc`
+# (a real process has imported CuPy before the clock too)
+STAND_IN = r"""
+import ctypes, sys, types
+
+def _module(name, **attrs):
+    m = types.ModuleType(name)
+    m.__dict__.update(attrs)
+    sys.modules[name] = m
+    return m
+
+class _Pointer:
+    device = 0
+
+class _Device:
+    compute_capability = "90"
+    def __init__(self, device=None):
+        self.id = 0
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        return False
+    @property
+    def attributes(self):  # CuPy asks the driver for every attribute
+        return {"MultiProcessorCount": 132, "MaxSharedMemoryPerBlockOptin": 232448}
+    def synchronize(self):
+        pass
+
+class _Function:
+    ptr = 1
+    launches = []
+    def __call__(self, grid, block, args, smem=0, stream=None):
+        _Function.launches.append((grid, block, len(args), smem))
+
+class _Module:
+    ptr = 1
+    def load(self, binary):
+        self.binary = binary
+    def get_function(self, name):
+        return _Function()
+
+class _Stream:
+    @staticmethod
+    def from_external(handle):
+        return _Stream()
+
+class _DriverFunction:  # a ctypes function of libcuda: argtypes and restype are set, then it is called
+    def __call__(self, *args):
+        return 0
+
+class _LibCuda:
+    def __getattr__(self, name):
+        fn = _DriverFunction()
+        setattr(self, name, fn)
+        return fn
+
+class ndarray:
+    pass
+
+_runtime = _module("cupy.cuda.runtime", getDevice=lambda: 0, getDeviceCount=lambda: 1,
+                   pointerGetAttributes=lambda ptr: _Pointer(), deviceGetAttribute=lambda attr, device: {16: 132, 97: 232448}[attr],
+                   cudaDevAttrMultiProcessorCount=16, cudaDevAttrMaxSharedMemoryPerBlockOptin=97)
+_nvrtc = _module("cupy.cuda.nvrtc", getVersion=lambda: (13, 0), getSupportedArchs=lambda: [75, 80, 86, 89, 90, 100])
+_driver = _module("cupy.cuda.driver", funcSetAttribute=lambda *a: None, funcGetAttribute=lambda attr, fn: 1024,
+                  moduleGetGlobal=lambda *a: 0, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES=8,
+                  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK=0, CU_FUNC_ATTRIBUTE_NUM_REGS=4)
+_function = _module("cupy.cuda.function", Module=_Module)
+_cuda = _module("cupy.cuda", runtime=_runtime, nvrtc=_nvrtc, driver=_driver, function=_function, Device=_Device,
+                Stream=_Stream, get_current_stream=lambda: None)
+_module("cupy", cuda=_cuda, ndarray=ndarray, __path__=[])
+_cuda.__path__ = []
+
+class _TorchDtype:
+    def __str__(self):
+        return "torch.float16"
+
+class Tensor:  # a PyTorch tensor on GPU 0, as far as a launch reads one
+    dtype = _TorchDtype()
+    def __init__(self, shape, ptr):
+        self.shape, self.ptr = shape, ptr
+    def get_device(self):
+        return 0
+    def is_contiguous(self):
+        return True
+    def data_ptr(self):
+        return self.ptr
+
+class Array:  # a device array known by __cuda_array_interface__ (as a CuPy array's dtype is read)
+    def __init__(self, shape, typestr, ptr):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr, False),
+                                         "strides": None, "version": 3}
+
+if "--cai" in sys.argv:
+    A, C = Array((256, 256), "<f2", 1 << 20), Array((256, 256), "<f2", 2 << 20)
+else:
+    _module("torch", Tensor=Tensor, float16=Tensor.dtype,
+            _C=types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 7))
+    A, C = Tensor((256, 256), 1 << 20), Tensor((256, 256), 2 << 20)
+"""
+
+FILL = STAND_IN + r"""
+import tlc
+from tlc.runtime import compile as rc, driver_api
+driver_api.libcuda = lambda: _LibCuda()
+rc.warm_up_nvrtc = lambda arch: None
+rc.nvrtc_compile = lambda source, arch, name: b"cubin of " + name.encode()
+mod = tlc.load("std.gemm", target="cuda")
+mod.matmul(A, A, C)
+assert _Function.launches, "no launch"
+"""
+
+TIMED = STAND_IN + r"""
+import json, os, time
+import tlc
+from tlc.runtime import driver_api
+driver_api.libcuda = lambda: _LibCuda()
+profile = os.environ.get("TLC_BENCH_HOST_PROFILE")
+if profile:
+    import cProfile
+    prof = cProfile.Profile()
+    prof.enable()
+t0 = time.perf_counter()
+mod = tlc.load("std.gemm", target="cuda")
+t1 = time.perf_counter()
+mod.matmul(A, A, C)
+t2 = time.perf_counter()
+if profile:
+    prof.disable()
+    prof.dump_stats(profile)
+assert len(_Function.launches) == 1, _Function.launches
+compiled = [m for m in sys.modules if m.startswith(("tlc.codegen", "tlc.schedule", "tlc.parser.parser"))]
+print(json.dumps({"load_ms": (t1 - t0) * 1e3, "call_ms": (t2 - t1) * 1e3, "compiler_imported": compiled}))
+"""
+
+
+def run(code: str, env: dict, cai: bool = False) -> str:
+    done = subprocess.run([sys.executable, "-c", code] + (["--cai"] if cai else []), env=env, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        sys.exit(f"bench/first_cached_host.py: a child failed:\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def import_time(env: dict) -> float:
+    """`import tlc`'s cumulative microseconds by -X importtime, in ms."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import tlc"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    for line in done.stderr.splitlines():
+        parts = [p.strip() for p in line.removeprefix("import time:").split("|")]
+        if len(parts) == 3 and parts[2] == "tlc":
+            return int(parts[1]) / 1e3
+    return float("nan")
+
+
+def main(argv=None) -> dict:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--profile", help="write the last run's cProfile here")
+    ap.add_argument("--cai", action="store_true", help="arrays read as CuPy's are (by their NumPy dtype), "
+                    "not PyTorch tensors (as bench/overheads.py passes)")
+    args = ap.parse_args(argv)
+    env = {**os.environ, "TLC_CACHE_DIR": tempfile.mkdtemp(prefix="tlc-bench-host-"),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    # tlc's modules compiled to bytecode first, as bench/overheads.py does (as an installed
+    # package's are): with PYTHONDONTWRITEBYTECODE a module changed since its .pyc compiles in
+    # every process
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "tlc")], env=env, capture_output=True,
+                   timeout=300)
+    run(FILL, env)
+    runs = []
+    for i in range(args.runs):
+        if args.profile and i == args.runs - 1:
+            env["TLC_BENCH_HOST_PROFILE"] = args.profile
+        runs.append(json.loads(run(TIMED, env, args.cai).strip().splitlines()[-1]))
+    total = [r["load_ms"] + r["call_ms"] for r in runs]
+    best = min(range(len(runs)), key=lambda i: total[i])
+    imports = [import_time(env) for _ in range(5)]
+    result = {"runs": runs, "median_ms": statistics.median(total), "import_tlc_ms": min(imports)}
+    print(f"cached first call, host side (CuPy stood in for), {len(runs)} new processes: "
+          f"load + call median {statistics.median(total):.2f} ms, best {total[best]:.2f} "
+          f"(load {runs[best]['load_ms']:.2f}, call {runs[best]['call_ms']:.2f}); "
+          f"median load {statistics.median(r['load_ms'] for r in runs):.2f}, "
+          f"call {statistics.median(r['call_ms'] for r in runs):.2f}")
+    print(f"import tlc (-X importtime, best of 5): {min(imports):.1f} ms")
+    if runs[-1]["compiler_imported"]:
+        print(f"the call imported the compiler: {', '.join(runs[-1]['compiler_imported'])}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
