@@ -16,6 +16,7 @@ and the TMA, warpspec.py).  Owns no C text.
 from __future__ import annotations
 
 import importlib
+import types
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
@@ -46,9 +47,11 @@ def __getattr__(name: str):
 
 
 def _import_passes() -> None:
-    """Every name of `_LAZY` a global of this module (those already set are kept)."""
+    """Every name of `_LAZY` a global of this module (those already set are kept).  A pass named
+    as its module (batch_loads) is that module here once another module imported it first
+    (tileops/program.py): importing a submodule sets the package's attribute."""
     for name in _LAZY:
-        if name not in globals():
+        if name not in globals() or isinstance(globals()[name], types.ModuleType):
             __getattr__(name)
 
 PASSES = ("lower", "split_column_blocks", "infer_layouts", "narrow_fragments", "check_thread_storage",

@@ -77,7 +77,7 @@ def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: 
         else:
             kernel, flat = elementwise_kernel(b, sizes, rules)
             chosen = f"block tile {list(kernel.buffers[-1].shape)}, threads={kernel.threads}"
-        kernel = finish(kernel, target, smem_limit, program.sources)
+        kernel = finish(kernel, target, smem_limit, program.sources, batch=group.kind == "elementwise")
         if group.kind == "rows" and not tiles.min_blocks:  # blocks per SM from its registers
             # a column kernel loads narrow runs of many rows (column_split): their addresses count too
             from ..blocks_per_sm import load_addresses  # (it imports the rules of this package)
