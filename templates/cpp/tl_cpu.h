@@ -50,6 +50,9 @@ inline double pymod(double a, double b) {
 }
 // The GPU's approximations are exact here, as in the interpreter.
 inline float fast_exp2(float x) { return exp2f(x); }
+inline float fast_log2(float x) { return log2f(x); }
+inline float fast_log(float x) { return logf(x); }
+inline float fast_log1p(float x) { return log1pf(x); }
 inline float fast_exp(float x) { return expf(x); }
 inline float fast_div(float a, float b) { return a / b; }
 inline double fast_div(double a, double b) { return a / b; }

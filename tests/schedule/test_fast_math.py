@@ -1,4 +1,4 @@
-"""fast_math.py: exp as fast_exp2, a loop-invariant division as a product with its reciprocal
+"""fast_math.py: exp as fast_exp2, log as fast_log2, a loop-invariant division as a product with its reciprocal
 and any other division as fast_div where the values stored end at 16-bit precision (issue #17's
 plain softmax, issue #13's element-wise math), and the precise forms everywhere else."""
 from __future__ import annotations
@@ -114,6 +114,21 @@ def test_a_tanh_rounded_to_16_bits_at_once_is_the_hardware_one():
     text = print_kernel(ew.tanh_bwd.program({"T": "f16"}, "sm_90a").launches[0].kernel)
     assert "fast_tanh" not in text and "= tanh(f32(x_tile[i]))" in text
     assert "fast_tanh" not in print_kernel(ew.tanh.program({"T": "f32"}, "sm_90a").launches[0].kernel)
+
+
+def test_logarithms_of_16_bit_results_are_the_hardware_ones():
+    """std.elementwise's log2 and softplus of f16: fast_log2 and fast_log1p (lg2.approx away from
+    1, a polynomial near it: tl/types.cuh, tests/codegen/test_fast_log.py); of f32 the precise
+    ones."""
+    ew = tlc.load("std.elementwise", target="cpu")
+    k = ew.log2.program({"T": "f16"}, "sm_90a").launches[0].kernel
+    assert k.notes[-1] == "fast math: 1 log as fast_log2, where the values stored (out_tile) end at 16-bit precision"
+    assert "out_tile[i] = f16(fast_log2(f32(x_tile[i])))" in print_kernel(k)
+    text = print_kernel(ew.softplus.program({"T": "f16"}, "sm_90a").launches[0].kernel)
+    assert "1 exp as fast_exp2 and 1 log1p as fast_log1p, where" in text
+    assert "fast_log1p(fast_exp2(-abs(softplus_f32_0_x) * 1.4426950408889634))" in text
+    k = ew.log1p.program({"T": "f32"}, "sm_90a").launches[0].kernel
+    assert not any(n.startswith("fast math") for n in k.notes) and "out_tile[i] = log1p(x_tile[i])" in print_kernel(k)
 
 
 def test_the_interpreter_and_the_cpu_target_divide_and_take_roots_exactly():

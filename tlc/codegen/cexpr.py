@@ -16,17 +16,19 @@ class CodegenError(Exception):
         self.span = span
 
 
-_MATH_F32 = {"exp": "expf", "exp2": "exp2f", "fast_exp2": "tl::fast_exp2", "fast_div": "tl::fast_div", "fast_sqrt": "tl::fast_sqrt", "log": "logf", "log2": "log2f", "sqrt": "sqrtf", "rsqrt": "rsqrtf",
+_MATH_F32 = {"exp": "expf", "exp2": "exp2f", "fast_exp2": "tl::fast_exp2", "fast_log2": "tl::fast_log2", "fast_log1p": "tl::fast_log1p", "fast_div": "tl::fast_div", "fast_sqrt": "tl::fast_sqrt", "log": "logf", "log2": "log2f", "log1p": "log1pf", "sqrt": "sqrtf", "rsqrt": "rsqrtf",
              "tanh": "tanhf", "fast_tanh": "tl::fast_tanh", "sigmoid": "tl::sigmoid", "erf": "erff", "sin": "sinf", "cos": "cosf",
              "abs": "fabsf", "floor": "floorf", "ceil": "ceilf", "round": "rintf", "pow": "powf"}
-_MATH_F64 = {"exp": "exp", "exp2": "exp2", "fast_exp2": "exp2", "fast_div": "tl::fast_div", "fast_sqrt": "sqrt", "log": "log", "log2": "log2", "sqrt": "sqrt", "rsqrt": "rsqrt",
+_MATH_F64 = {"exp": "exp", "exp2": "exp2", "fast_exp2": "exp2", "fast_log2": "log2", "fast_log1p": "log1p", "fast_div": "tl::fast_div", "fast_sqrt": "sqrt", "log": "log", "log2": "log2", "log1p": "log1p", "sqrt": "sqrt", "rsqrt": "rsqrt",
              "tanh": "tanh", "fast_tanh": "tanh", "sigmoid": "tl::sigmoid", "erf": "erf", "sin": "sin", "cos": "cos",
              "abs": "fabs", "floor": "floor", "ceil": "ceil", "round": "rint", "pow": "pow"}
-# An exponential or tanh whose result is a 16-bit float is computed in f32 by the hardware
-# approximation (tl::fast_exp2: 2 instructions, not expf's ~9; tl::fast_tanh: 1, not tanhf's
-# ~20): its error, below 2^-21 (exp) or 2^-16 (tanh) relative, vanishes in the rounding to f16
-# or bf16 (half an ulp: 2^-12, 2^-9).  f32 and f64 results keep the precise functions.
-_FAST_16 = {"exp": "tl::fast_exp", "exp2": "tl::fast_exp2", "tanh": "tl::fast_tanh"}
+# An exponential, logarithm or tanh whose result is a 16-bit float is computed in f32 by the
+# hardware approximation (tl::fast_exp2: 2 instructions, not expf's ~9; tl::fast_log2: 12, not
+# log2f's ~25; tl::fast_tanh: 1, not tanhf's ~20): its error, below 2^-21 (exp), 2^-20 (log) or
+# 2^-16 (tanh) relative, vanishes in the rounding to f16 or bf16 (half an ulp: 2^-12, 2^-9).
+# f32 and f64 results keep the precise functions.
+_FAST_16 = {"exp": "tl::fast_exp", "exp2": "tl::fast_exp2", "log": "tl::fast_log", "log2": "tl::fast_log2",
+            "log1p": "tl::fast_log1p", "tanh": "tl::fast_tanh"}
 
 
 # Integer operators whose C differs from the language's (floor division, Python remainder,

@@ -52,11 +52,16 @@ LOGIC_OPS = ("and", "or")
 BINARY_OPS = ARITH_OPS + BIT_OPS + COMPARE_OPS + LOGIC_OPS
 UNARY_OPS = ("-", "~", "not")
 # math builtins and their arity; `where` is `Select`, `min`/`max` are binary ops
-MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "fast_tanh",
+MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "fast_tanh",
                                 "sigmoid", "erf", "sin", "cos", "abs", "floor", "ceil", "round")}, "pow": 2,
               # internal (no builtin of the language): 2^x where the result's precision allows the
               # hardware approximation (a 16-bit softmax); the interpreter computes it exactly
               "fast_exp2": 1,
+              # internal: log2(x) where the result's precision allows the hardware's (MUFU.LG2,
+              # a polynomial near 1: relative error below 2^-20); the interpreter's is exact
+              "fast_log2": 1,
+              # internal: log(1 + x) so, with a polynomial of x itself near 0
+              "fast_log1p": 1,
               # internal: a / b where the quotient's precision allows the hardware's full-range
               # approximate division (div.full.f32: 2 ulp, no branch); the interpreter divides
               "fast_div": 2,

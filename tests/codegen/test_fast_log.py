@@ -1,0 +1,85 @@
+"""Where generated code uses tl::fast_log2 / tl::fast_log / tl::fast_log1p (tl/types.cuh: the
+hardware's lg2.approx away from 1, a polynomial of x - 1 near it) instead of logf, log2f and
+log1pf: logarithms whose results are 16-bit floats; f32 results keep the precise functions.
+The polynomial is checked here in f32 arithmetic with FMAs (no GPU: it is what can go wrong
+near 1, where the hardware's absolute error would be a large relative one); the f16 tolerance
+tests of std.elementwise on the GPU hold the whole function to NumPy."""
+import re
+
+import numpy as np
+import pytest
+
+import tlc
+from tlc.codegen import generate_file
+from tlc.package_data import templates
+from nvcc import cubin_sass
+
+SRC = """
+@kernel
+def ew(x: f16[N], y: f16[N], z: f32[N], w: f32[N]):
+    with grid(cdiv(N, 256), threads=128) as bx:
+        for i in parallel(256):
+            y[bx * 256 + i] = log(x[bx * 256 + i]) + log2(y[bx * 256 + i]) + log1p(x[bx * 256 + i])
+            w[bx * 256 + i] = log(z[bx * 256 + i]) + log2(z[bx * 256 + i]) + log1p(z[bx * 256 + i])
+"""
+
+
+def cuda() -> str:
+    from tlc.schedule import schedule
+    mod = tlc.compile_source(SRC, target="cpu", path="ops.tl")
+    src = generate_file([schedule(mod.program, "ew", {}, target="sm_90a")], "sm_90a", sources=mod.program.sources,
+                        source_name="ops.tl")
+    return src
+
+
+def near1() -> tuple[list[float], float]:
+    """fast_log2_near1's coefficients (the constant term last, as Horner's rule takes them) and
+    the distance from 1 within which the polynomial is used."""
+    text = (templates() / "tl" / "types.cuh").read_text()
+    body = text[text.index("float fast_log2_near1("):]
+    body = body[:body.index("\n}\n")]
+    first = re.search(r"fmaf\(f, (-?[0-9.e-]+)f, (-?[0-9.e-]+)f\)", body)
+    rest = re.findall(r"fmaf\(p, f, (-?[0-9.e-]+)f\)", body)
+    bound = re.search(r"fabsf\(f\) < ([0-9.]+)f \? f \* p : y", body)
+    assert first and rest and bound, body
+    return [float(first[1]), float(first[2])] + [float(c) for c in rest], float(bound[1])
+
+
+def horner_f32(coeffs: list[float], f: np.ndarray) -> np.ndarray:
+    """f * p(f) in f32 with FMAs: each step's product and sum exact, then rounded once."""
+    f64 = f.astype(np.float32).astype(np.float64)
+    p = np.full_like(f64, np.float32(coeffs[0]))
+    for c in coeffs[1:]:
+        p = (p * f64 + np.float64(np.float32(c))).astype(np.float32).astype(np.float64)
+    return (f64 * p).astype(np.float32).astype(np.float64)
+
+
+def test_sixteen_bit_logarithms_use_the_fast_forms():
+    text = cuda()
+    text = text[text.index("__global__"):]
+    assert "tl::fast_log(" in text and "tl::fast_log2(" in text and "tl::fast_log1p(" in text
+    assert text.count("logf(") == 1 and text.count("log2f(") == 1 and text.count("log1pf(") == 1  # f32: precise
+
+
+def test_the_polynomial_near_1_keeps_f32_relative_precision():
+    """Within the bound of 0, log2(1 + f) to 2^-22 relative (the hardware's 2^-22 absolute
+    error would be 2^-12 relative at f = 2^-11, a whole f16 step); at the bound the hardware's
+    relative error is below 2^-20, so the bound must not shrink below 1/4."""
+    coeffs, bound = near1()
+    assert bound >= 0.25
+    f = np.concatenate([np.linspace(-bound, bound, 400001, dtype=np.float32),
+                        np.arange(0.75, 1.25, 2.0 ** -10, dtype=np.float16).astype(np.float32) - 1,  # f16 x near 1
+                        np.arange(-0.25, 0.25, 2.0 ** -14, dtype=np.float16).astype(np.float32),  # log1p's x
+                        np.float32(2.0) ** -np.arange(1, 126, dtype=np.float32)])  # down to f32's smallest normal
+    f = f[(f != 0) & (np.abs(f) < bound)]
+    got = horner_f32(coeffs, f)
+    want = np.log1p(f.astype(np.float64)) / np.log(2)
+    rel = np.abs(got - want) / np.abs(want)
+    assert rel.max() < 2.0 ** -22, f"worst at f = {f[np.argmax(rel)]!r}: 2^{np.log2(rel.max()):.2f}"
+
+
+@pytest.mark.nvcc
+def test_sixteen_bit_logarithms_are_the_hardware_ones(tmp_path):
+    """Each 16-bit logarithm is one MUFU.LG2 (logf, log2f and log1pf take none)."""
+    sass, _ = cubin_sass(cuda(), "sm_90a", tmp_path)
+    assert sass.count("MUFU.LG2") == 3 * 2  # 256 elements at 128 threads: two a thread
