@@ -33,7 +33,7 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
     positional call has), so no dict is built unless the call falls back."""
     import cupy
 
-    from ..schedule.sm_limits import MAX_GRID
+    from ..targets.base import MAX_GRID
 
     kernel, gen = compiled.kernel, compiled.generated
     params = {p.name: p for p in kernel.params}

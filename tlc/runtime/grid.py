@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 from ..diagnostics import TlcError
 from ..dtypes import power_or_shift_fits
 from ..ir.nodes import BinOp, Call, Cast, Const, Expr, Select, UnaryOp, Var
+from ..targets.base import MAX_GRID, MAX_TILES
 
 _PY_OPS = {"+", "-", "*", "/", "//", "%", "**", "<<", ">>", "&", "|", "^",
            "==", "!=", "<", "<=", ">", ">=", "and", "or"}
@@ -114,32 +115,18 @@ def persistent(tiles: tuple, blocks: int, cluster: int = 1, kernel: str = "") ->
     if min(tiles) <= 0:
         return tiles
     count = tiles[0] * tiles[1] * tiles[2]
-    if count > limits()[1]:
+    if count > MAX_TILES:
         raise GridError(f"the persistent kernel '{kernel}' has {count} tiles ({' x '.join(map(str, tiles))}); "
-                        f"it counts at most {limits()[1]}")
+                        f"it counts at most {MAX_TILES}")
     work = -(-count // cluster)
     return (cluster * min(work, blocks // cluster), 1, 1)
-
-
-_max_grid = None
-
-
-def limits() -> tuple:
-    """(MAX_GRID, MAX_TILES) of `schedule.sm_limits`, read at the first launch: importing the
-    scheduler's package costs `import tlc` a quarter of a second that a launch from the
-    cache never needs."""
-    global _max_grid
-    from ..schedule.sm_limits import MAX_GRID, MAX_TILES
-
-    _max_grid = MAX_GRID
-    return MAX_GRID, MAX_TILES
 
 
 def launches_blocks(kernel: str, grid: tuple) -> bool:
     """Whether `grid` launches any block: False for an empty one (an extent of 0, as from an
     empty tensor: nothing to do); a `GridError` naming the dimension when the GPU cannot
     launch it (an extent below 0 or above `MAX_GRID`), never a truncated grid."""
-    for axis, n, most in zip("xyz", grid, _max_grid or limits()[0]):
+    for axis, n, most in zip("xyz", grid, MAX_GRID):
         if not 0 <= n <= most:
             raise GridError(f"grid dimension {axis} of kernel '{kernel}' is {n}; the GPU allows 1 to {most}")
     return 0 not in grid

@@ -13,7 +13,6 @@ import functools
 from .. import device_assert
 from ..diagnostics import TlcError
 from ..ir.nodes import Kernel
-from . import fastpath
 from .args import Binder, Bound, LaunchFacts
 from .grid import compile_grid, launches_blocks
 from .driver_api import max_active_clusters
@@ -80,6 +79,8 @@ class CompiledKernel:
         return self._fast_path(positional=True)
 
     def _fast_path(self, positional: bool):
+        from . import fastpath  # here: a process that launches a kernel once never makes its fast path
+
         fast = fastpath.build(self, fallback=self.launch, positional=positional)
         if self._torch:
             fastpath.enable_torch(fast)
@@ -175,8 +176,11 @@ class CompiledKernel:
             stream = self.torch_stream(bound.torch_device)
             if not self._torch:  # the next calls like this one take the fast path
                 self._torch = True
-                for fast in self._fast_paths:
-                    fastpath.enable_torch(fast)
+                if self._fast_paths:
+                    from .fastpath import enable_torch
+
+                    for fast in self._fast_paths:
+                        enable_torch(fast)
                 self._fast_paths = []
         if bound.host:
             self._launch_with_copies(fn, grid, bound, stream)

@@ -8,9 +8,7 @@ from __future__ import annotations
 REGISTERS_PER_SM = 65536
 THREADS_PER_SM = 2048
 BLOCKS_PER_SM = 32  # ptxas rejects a larger minimum in __launch_bounds__
-MAX_GRID = (2**31 - 1, 65535, 65535)  # blocks a launch's grid holds in x, y and z (at least 1 each)
-MAX_THREADS_PER_BLOCK = 1024
-MAX_TILES = 2**31 - 1  # a persistent kernel counts its tiles in an int
+from ..targets.base import MAX_GRID, MAX_THREADS_PER_BLOCK, MAX_TILES  # noqa: F401  (a launch's, any target's)
 
 
 def blocks_fitting(threads: int, registers: int, target=None) -> int:

@@ -13,6 +13,14 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+# what CUDA lets any launch have, on every target: blocks in a grid's x, y and z (at least 1
+# each), threads in a block, and the tiles a persistent kernel counts (in an int).  Here, in a
+# module `import tlc` has loaded, so that a launch checks its grid without importing the
+# scheduler's package (schedule/sm_limits.py offers them beside the SM's limits)
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_THREADS_PER_BLOCK = 1024
+MAX_TILES = 2**31 - 1
+
 
 @dataclass(frozen=True)
 class Target:
