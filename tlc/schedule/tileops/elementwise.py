@@ -2,6 +2,10 @@
 loop, the tensors of the result's shape copied into fragments first (16-byte runs where the
 code generator can), the broadcast ones loaded element by element (they are small and cached).
 
+A tensor read transposed (x.T) is copied along its rows into a shared tile and read down its
+columns from there, in square block tiles (rules.TRANSPOSE_TILE), as a transpose kernel stages
+it: read element by element down x's columns, x.T moved 0.37 of the copy bandwidth on the H200.
+
 When every tensor the expression reads has the result's shape and nothing is transposed, the
 tensors are viewed as flat vectors (`NUMEL` elements): no 2-D tile edge to handle, the longest
 contiguous runs.  The launch passes 1-D views of the same memory.  `NUMEL` is an i64, and a
@@ -9,6 +13,8 @@ tile's first element is computed in 64 bits: a tensor of [M, N] can hold more th
 elements while M and N each fit an i32.
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 from ... import ir
 from ...dtypes import I64
@@ -38,7 +44,10 @@ def elementwise_kernel(b: KernelBuilder, sizes: dict, rules: Rules = DEFAULT_RUL
         sizes = {**sizes, symbol: _numel(shape, sizes)}
     else:
         dims = shape
-    tiles = elementwise_tiles(len(dims), dims, sizes, dtypes, rules)
+    # a tensor read transposed (x.T) goes through a shared tile of square block tiles: copied
+    # along its rows, read down its columns (the result's rows)
+    staged = len(dims) == 2 and _transposes(g, root)
+    tiles = elementwise_tiles(len(dims), dims, sizes, dtypes, rules, transposed=staged)
     rank = 1 if flat else len(dims)
     vars_, block_vars = tuple(b.fresh(v) for v in ("i", "j")[:rank]), tuple(b.fresh(v) for v in ("bx", "by")[:rank])
     if flat:
@@ -55,6 +64,7 @@ def elementwise_kernel(b: KernelBuilder, sizes: dict, rules: Rules = DEFAULT_RUL
     here = tuple(add(o, x) for o, x in zip(origin, local))
     canonical = here * len(shape) if flat else here
     frags: dict[str, str] = {}
+    shared: dict[str, str] = {}  # tensors read transposed: their shared tiles
 
     def leaf(name):
         dtype = b.tensors[name][0]
@@ -64,6 +74,10 @@ def elementwise_kernel(b: KernelBuilder, sizes: dict, rules: Rules = DEFAULT_RUL
                 if name not in frags:
                     frags[name] = b.buffer(f"{name}_tile", "fragment", dtype, tiles.shape)
                 return ir.Load(frags[name], local, dtype)
+            if staged and g_shape(name) == shape[::-1] and tuple(idx) == canonical[::-1]:
+                if name not in shared:
+                    shared[name] = b.buffer(f"{name}_t", "shared", dtype, tiles.shape[::-1])
+                return ir.Load(shared[name], local[::-1], dtype)
             return ir.Load(name, tuple(idx), dtype)
         return load
 
@@ -78,10 +92,15 @@ def elementwise_kernel(b: KernelBuilder, sizes: dict, rules: Rules = DEFAULT_RUL
     pre, value = b.lower.element(root, canonical, shape)
     out_dt = b.tensors[dest][0]
     out = b.buffer(f"{dest}_tile", "fragment", out_dt, tiles.shape)
-    body = [ir.Copy(ir.Region(name, origin, tiles.shape), ir.BufferRef(f)) for name, f in frags.items()]
+    body = [ir.Copy(ir.Region(name, origin[::-1], tiles.shape[::-1]), ir.BufferRef(t)) for name, t in shared.items()]
+    body += [ir.Copy(ir.Region(name, origin, tiles.shape), ir.BufferRef(f)) for name, f in frags.items()]
     body.append(ir.Parallel(vars_, tiles.shape, tuple(pre) + (ir.Store(out, local, cast(value, out_dt)),)))
     body.append(ir.Copy(ir.BufferRef(out), ir.Region(dest, origin, tiles.shape)))
-    return b.kernel(grid, block_vars, tiles.threads, tuple(body), tiles.min_blocks, (symbol,) if flat else ()), flat
+    kernel = b.kernel(grid, block_vars, tiles.threads, tuple(body), tiles.min_blocks, (symbol,) if flat else ())
+    if shared:
+        note = ", ".join(f"{name}.T through the shared tile {t}" for name, t in shared.items())
+        kernel = replace(kernel, notes=kernel.notes + (f"{note} (read along its rows, square block tiles)",))
+    return kernel, flat
 
 
 def _reads(b: KernelBuilder, name: str) -> bool:

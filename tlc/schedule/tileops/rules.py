@@ -22,6 +22,11 @@ COL_BLOCKS_MIN = 264  # fewer columns per block while that leaves fewer blocks t
 COL_ELEMS_PER_THREAD = 16  # a column kernel's thread: its tile elements, and as many in its partial sums
 COL_NARROW_SCALE = 4  # a column tile of operands narrower than 4 bytes holds this many times col_block_elems
 COL_TILES_PER_STEP = 2  # tiles a column kernel's loop copies an iteration (their loads in flight together)
+# an element-wise kernel reading a tensor transposed: its block tile's side and threads (the plain
+# transpose's 64 x 64 at 256 threads, bench/plain/transpose.tl: 0.94 of copy on the H200, where x.T
+# read element by element down x's columns in tiles of [4, 256] ran at 0.37)
+TRANSPOSE_TILE = 64
+TRANSPOSE_THREADS = 256
 
 
 @dataclass(frozen=True)
@@ -85,16 +90,21 @@ class ElementwiseTiles:
     min_blocks: int = 0  # blocks per SM asked of ptxas (0: the estimate)
 
 
-def elementwise_tiles(rank: int, dims, sizes: dict, dtypes, rules: Rules = DEFAULT_RULES) -> ElementwiseTiles:
+def elementwise_tiles(rank: int, dims, sizes: dict, dtypes, rules: Rules = DEFAULT_RULES,
+                      transposed: bool = False) -> ElementwiseTiles:
     """A flat (1-D) kernel: `ew_threads` threads, `ew_runs` runs of `vector` elements each
     (std.nn's silu_residual at its best: one 16-byte vector per thread and tensor, 256 threads).
     A 2-D one (broadcasting): as many columns as the tensor has, up to 256, and rows to make
-    the same number of elements."""
+    the same number of elements.  One that reads a tensor `transposed` (x.T), through a shared
+    tile: square tiles of `TRANSPOSE_TILE` at `TRANSPOSE_THREADS` threads, so that the tile of
+    the transposed tensor is read along its rows as the result is written along its own."""
     vec = vector(dtypes)
     threads = rules.ew_threads
     block = threads * vec * rules.ew_runs
     if rank == 1:
         return ElementwiseTiles((block,), threads, rules.min_blocks)
+    if transposed:
+        return ElementwiseTiles((TRANSPOSE_TILE, TRANSPOSE_TILE), TRANSPOSE_THREADS, rules.min_blocks)
     bn = min(max(size_of(dims[-1], sizes), vec), 256)
     bm = max(1, min(block // bn, size_of(dims[0], sizes)))
     return ElementwiseTiles((bm, bn), threads if bm * bn >= threads * vec else min(threads, 128), rules.min_blocks)
