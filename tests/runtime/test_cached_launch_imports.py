@@ -1,7 +1,8 @@
 """A launch from the program cache in a new process imports no code generator and no scheduling
-pass, and decodes no IR (issue #15, time to first result): the entry holds the kernel's
-`LaunchFacts` and `GeneratedKernel` as data and its IR as JSON text, decoded when something
-reads `CompiledKernel.kernel`.  On the H200 the imports were 230 of the 274 ms of a cached first
+pass, and decodes neither the IR nor the generated kernel (issue #15, time to first result):
+the entry's first line holds the kernel's `LaunchFacts` and what a launch reads of its
+`GeneratedKernel`, and the generated kernel and the IR are JSON texts after it, decoded when
+something reads `CompiledKernel.generated` or `.kernel`.  On the H200 the imports were 230 of the 274 ms of a cached first
 call.  The GPU is stood in for (NVRTC, the device's facts); nothing here launches."""
 import json
 import subprocess
@@ -11,19 +12,21 @@ import pytest
 
 import tlc
 import tlc.runtime
-from tlc.runtime import compile as rc, ir_codec, launch
+from tlc.runtime import compile as rc, launch
 from tlc.runtime.args import LaunchFacts
-from tlc.runtime.cache import default_cache, unpack
+from tlc.runtime.cache import default_cache, pack, unpack
 
-# what the compiler is made of, which a launch from the cache must not import
-COMPILER = ("tlc.codegen", "tlc.schedule", "jinja2")
+# what the compiler is made of, which a launch from the cache must not import, and the module of
+# the generated kernel's data classes, which it need not decode
+COMPILER = ("tlc.codegen", "tlc.schedule", "jinja2", "tlc.generated")
 
 CHILD = r"""
 import json, sys
-import tlc
-from tlc.runtime import cache, ir_codec, launch, tensormap
-facts, ir_text, generated, binary, arch = ir_codec.loads(cache.unpack(open(sys.argv[1], "rb").read()))
-assert type(facts).__name__ == "LaunchFacts" and generated.tensor_maps and isinstance(ir_text, str)
+import tlc, tlc.runtime
+from tlc.runtime import cache, launch
+launch.CompiledKernel._persistent_blocks = lambda self: 132
+compiled = tlc.runtime.read_program_entry(cache.unpack(open(sys.argv[1], "rb").read()))
+assert compiled.binder.facts.name == "matmul" and compiled.tensor_maps and compiled.binary == b"cubin of matmul"
 print(json.dumps(sorted(m for m in sys.modules if m.startswith(tuple(sys.argv[2:])))))
 """
 
@@ -55,12 +58,35 @@ def test_a_cached_sm90a_gemm_launches_without_the_compiler_or_its_ir(gpu):
     first = tlc.runtime.compile_program_kernel(mod.sources, "matmul", {}, 0, build)
     again = tlc.runtime.compile_program_kernel(mod.sources, "matmul", {}, 0, build)
     assert built == ["sm_90a"] and again.binary == first.binary == b"cubin of matmul"
-    assert not isinstance(again._kernel, tlc.ir.Kernel)  # the IR is not decoded for a launch ...
+    # the IR and the generated kernel are not decoded for a launch ...
+    assert not isinstance(again._kernel, tlc.ir.Kernel) and isinstance(again._generated, launch.GeneratedLaunch)
     assert again.binder.facts == LaunchFacts.of(first.kernel) and again.generated == first.generated
-    assert again.kernel == first.kernel  # ... and is the same when something reads it
+    assert again.kernel == first.kernel  # ... and are the same when something reads them
     entry, = default_cache().root.glob("p*.bin")
-    assert unpack(entry.read_bytes()).startswith(ir_codec.MAGIC)
+    assert unpack(entry.read_bytes()).startswith(tlc.runtime.PROGRAM_MAGIC)
     done = subprocess.run([sys.executable, "-c", CHILD, str(entry), *COMPILER], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []
+
+
+@pytest.mark.parametrize("entry", [
+    lambda blob: b"tlc-ir-json-1\n" + blob.partition(b"\n")[2],  # the format before: another tlc's
+    lambda blob: blob.replace(b"cubin of matmul", b"cubin of matmul!"),  # the parts' sizes no longer add up ...
+    lambda blob: blob[:-40],
+    lambda blob: blob.replace(b'"threads"', b'"thread"'),  # ... a launch field missing
+])
+def test_an_entry_of_another_format_or_tampered_with_is_built_again(gpu, entry):
+    mod = tlc.load("std.gemm", target="cpu")
+    built = []
+
+    def build(arch):
+        built.append(arch)
+        return mod.matmul.scheduled({}, arch), mod.matmul.generated({}, arch)
+
+    tlc.runtime.compile_program_kernel(mod.sources, "matmul", {}, 0, build)
+    path, = default_cache().root.glob("p*.bin")
+    path.write_bytes(pack(entry(unpack(path.read_bytes()))))  # a sound checksum: only the reader can refuse it
+    again = tlc.runtime.compile_program_kernel(mod.sources, "matmul", {}, 0, build)
+    assert built == ["sm_90a", "sm_90a"] and again.binary == b"cubin of matmul"
+    assert unpack(path.read_bytes()).startswith(tlc.runtime.PROGRAM_MAGIC)

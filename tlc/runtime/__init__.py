@@ -73,14 +73,9 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
     """The kernel `name` of a program (its files' texts in `sources`) with `constants`, compiled
     for GPU `device`: from the cache by a key of what it is compiled from (no scheduling, code
     generation or NVRTC on a hit), else `build(arch)` -> (ir.Kernel, GeneratedKernel), compiled
-    and stored.  The entry is JSON data (`ir_codec`): tlc's own IR and the binary, read back
-    as tlc's data classes and nothing else, so a planted entry cannot run code.  The IR is
-    held as JSON text within it, decoded when something reads `CompiledKernel.kernel`; a
-    launch reads only the kernel's `LaunchFacts`, stored beside it."""
-    from . import compile as c, ir_codec
-    from .args import LaunchFacts
+    and stored (`program_entry`)."""
+    from . import compile as c
     from .cache import default_cache, program_key
-    from .launch import CompiledKernel
 
     require_cuda()
     arch = target_arch(device)
@@ -90,22 +85,59 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
     blob = cache.load(key)
     if blob is not None:
         try:
-            facts, ir_text, generated, binary, built_arch = ir_codec.loads(blob)
-            if not (isinstance(facts, LaunchFacts) and isinstance(ir_text, str)):
-                raise ir_codec.BadEntry("not a program entry")
-            return CompiledKernel(lambda: ir_codec.loads_text(ir_text), generated, binary, built_arch, facts)
+            return read_program_entry(blob)
         except Exception:  # noqa: BLE001 - an entry from another tlc, or damaged: rebuild it
             pass
     c.warm_up_nvrtc(nvrtc)  # NVRTC starts on a thread while the kernel is scheduled and generated
     kernel, generated = build(arch)
     compiled = compile_kernel(kernel, generated, cache=cache)
+    from . import ir_codec
+
     try:
-        entry = ir_codec.dumps((LaunchFacts.of(kernel), ir_codec.dumps_text(kernel), generated, compiled.binary,
-                                compiled.arch))
+        entry = program_entry(kernel, generated, compiled.binary, compiled.arch)
     except ir_codec.NotData:  # a value the format cannot hold: run it, build it again next time
         return compiled
     cache.store(key, generated.source, entry)
     return compiled
+
+
+# The program cache's entry: this line, a JSON line of what a launch reads (the kernel's
+# `LaunchFacts`, its generated code's `GeneratedLaunch` fields, the binary's arch, the sizes of the
+# parts after it), then the binary as it is, the generated kernel's JSON and the IR's JSON.  A
+# launch decodes the line alone: tlc's data classes that `import tlc` has loaded, a few hundred
+# values; the C source, the IR (a few thousand objects) and `tlc.generated` are decoded when
+# something reads `CompiledKernel.generated` or `.kernel`.  JSON data only (`ir_codec`), so a
+# planted entry cannot run code.
+PROGRAM_MAGIC = b"tlc-program-2\n"
+
+
+def program_entry(kernel, generated, binary: bytes, arch: str) -> bytes:
+    from . import ir_codec
+    from .args import LaunchFacts
+    from .launch import GeneratedLaunch
+
+    parts = (bytes(binary), ir_codec.dumps_text(generated).encode(), ir_codec.dumps_text(kernel).encode())
+    head = (LaunchFacts.of(kernel), *GeneratedLaunch.fields_of(generated), arch, tuple(len(p) for p in parts))
+    return PROGRAM_MAGIC + ir_codec.dumps_text(head).encode() + b"\n" + b"".join(parts)
+
+
+def read_program_entry(blob: bytes):
+    """The `CompiledKernel` of a program cache entry; `ir_codec.BadEntry` (or another error of a
+    damaged entry) when it is not one."""
+    from . import ir_codec
+    from .args import LaunchFacts
+    from .launch import CompiledKernel, GeneratedLaunch
+
+    if not blob.startswith(PROGRAM_MAGIC):
+        raise ir_codec.BadEntry("not a program entry of this tlc")
+    head, _, rest = blob[len(PROGRAM_MAGIC):].partition(b"\n")
+    facts, fields, args, arch, sizes = ir_codec.loads_text(head.decode())
+    if not (isinstance(facts, LaunchFacts) and isinstance(fields, dict) and isinstance(arch, str)
+            and len(sizes) == 3 and all(type(n) is int and n >= 0 for n in sizes) and sum(sizes) == len(rest)):
+        raise ir_codec.BadEntry("damaged entry: not a program entry")
+    binary, gen_text, ir_text = rest[:sizes[0]], rest[sizes[0]:sizes[0] + sizes[1]], rest[sizes[0] + sizes[1]:]
+    generated = GeneratedLaunch(fields, args, lambda: ir_codec.loads_text(gen_text.decode()))
+    return CompiledKernel(lambda: ir_codec.loads_text(ir_text.decode()), generated, binary, arch, facts)
 
 
 def benchmark(compiled, args: dict, *, min_ms: float = 300.0) -> float:

@@ -32,8 +32,9 @@ class CompiledKernel:
 
     def __init__(self, kernel: Kernel, generated, binary: bytes, arch: str, facts: LaunchFacts | None = None):
         # `kernel`: the IR, or (with its `facts`) a function that decodes it, called when
-        # something first reads `kernel` (a launch from the program cache never does)
-        self._kernel, self.generated, self.binary, self.arch = kernel, generated, binary, arch
+        # something first reads `kernel` (a launch from the program cache never does);
+        # `generated`: a `GeneratedKernel`, or the `GeneratedLaunch` of one (the same)
+        self._kernel, self._generated, self.binary, self.arch = kernel, generated, binary, arch
         facts = facts or LaunchFacts.of(kernel)
         self.name = generated.name
         self.binder = Binder(facts, generated)
@@ -63,6 +64,13 @@ class CompiledKernel:
         if not isinstance(self._kernel, Kernel):
             self._kernel = self._kernel()
         return self._kernel
+
+    @property
+    def generated(self):
+        """The generated kernel (`tlc.generated.GeneratedKernel`): its C source, arguments and launch."""
+        if isinstance(self._generated, GeneratedLaunch):
+            self._generated = self._generated.whole()
+        return self._generated
 
     # The fast paths are made at their first use (writing and compiling one costs a few tenths
     # of a millisecond, which a process running a kernel from the cache once need not pay).
@@ -247,6 +255,39 @@ class CompiledKernel:
         from .pointer_launch import PointerLaunch
 
         return PointerLaunch(self, self.binder.bind(args, device, _pointer_device), device)
+
+
+class CArg:
+    """One C argument of a generated kernel, as a launch reads it (a `tlc.generated.KernelArg`'s
+    fields)."""
+
+    __slots__ = ("name", "kind", "dtype", "c_type")
+
+    def __init__(self, name: str, kind: str, dtype, c_type: str):
+        self.name, self.kind, self.dtype, self.c_type = name, kind, dtype, c_type
+
+
+class GeneratedLaunch:
+    """What a launch reads of a `GeneratedKernel` (its name, block, shared memory, grid, C
+    arguments, tensor maps, cluster), as the program cache's entry holds it: a launch from the
+    cache neither decodes the C source nor imports `tlc.generated`, whose data classes cost a
+    new process a millisecond to create.  `whole()` decodes the generated kernel itself."""
+
+    FIELDS = ("name", "threads", "smem_bytes", "grid", "tensor_maps", "persistent", "cluster", "arch")
+
+    def __init__(self, fields: dict, args: tuple, whole):
+        if set(fields) != set(self.FIELDS) or not all(isinstance(a, tuple) and len(a) == 4 for a in args):
+            raise ValueError("not the launch of a generated kernel")
+        for name in self.FIELDS:
+            setattr(self, name, fields[name])
+        self.args = tuple(CArg(*a) for a in args)
+        self.whole = whole
+
+    @classmethod
+    def fields_of(cls, generated) -> tuple:
+        """(fields, args) of a `GeneratedKernel`, as the constructor takes them."""
+        return ({name: getattr(generated, name) for name in cls.FIELDS},
+                tuple((a.name, a.kind, a.dtype, a.c_type) for a in generated.args))
 
 
 # the CUDA runtime's numbers of the device attributes a load asks for, where CuPy does not name them

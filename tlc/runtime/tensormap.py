@@ -11,6 +11,7 @@ benchmarks and training loops launch on the same arrays again and again.
 from __future__ import annotations
 
 import ctypes
+import functools
 
 import numpy as np
 
@@ -33,7 +34,9 @@ def map_geometry(spec, sizes: tuple) -> tuple[list, list, list]:
     return dims, strides, box
 
 
+@functools.lru_cache(maxsize=1)
 def _driver_encode():
+    """cuTensorMapEncodeTiled with its C signature, set once (a launch encodes several maps)."""
     fn = libcuda().cuTensorMapEncodeTiled
     fn.restype = ctypes.c_int
     u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
