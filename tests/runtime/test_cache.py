@@ -57,6 +57,14 @@ def test_key_changes_with_tlc_sources_and_version(monkeypatch):
     assert key() != k
 
 
+def test_program_key_changes_with_the_text_of_every_file():
+    sources = {"a.tl": "kernel a", "<std>/math.tl": "def f"}
+    k = cache_mod.program_key(sources, "a", {"BM": 64}, "sm_90a", "nvrtc 13.0")
+    assert k == cache_mod.program_key(dict(sources), "a", {"BM": 64}, "sm_90a", "nvrtc 13.0")
+    for changed in ({**sources, "<std>/math.tl": "def g"}, {**sources, "a.tl": "kernel b"}, {"a.tl": "kernel a"}):
+        assert cache_mod.program_key(changed, "a", {"BM": 64}, "sm_90a", "nvrtc 13.0") != k
+
+
 def test_package_hash_covers_tlc_sources():
     h = cache_mod.package_hash()
     assert len(h) == 64 and h == cache_mod.package_hash()

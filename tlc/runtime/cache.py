@@ -165,8 +165,8 @@ def program_key(sources: dict, kernel: str, constants, arch: str, toolchain: str
     every file of its program, its name, constants and target.  A hit skips scheduling and code
     generation as well as NVRTC."""
     items = constants.items() if hasattr(constants, "items") else constants
-    doc = {
-        "program": {str(k): v for k, v in sources.items()},
+    doc = {  # each text by its SHA-256: hashing it is a tenth of what escaping it into JSON costs
+        "program": {str(k): hashlib.sha256(v.encode()).hexdigest() for k, v in sources.items()},
         "kernel": kernel,
         "constants": {str(k): f"{type(v).__name__}:{v}" for k, v in items},
         "arch": arch,

@@ -4,14 +4,17 @@ so that a new process whose kernels are in the kernel cache neither parses nor c
 An entry holds the program's kernels and tile ops as their signatures (`CheckedFunction`s whose
 typed bodies are left out: their parameters, shape symbols, constants and the grids' count) and
 every file's text, keyed by the SHA-256 of the main file's text and path, tlc's version and
-tlc's own sources (`cache.package_hash`).  A module loaded from an entry checks its text again,
+tlc's own sources (`cache.package_hash`).  A first line gives the SHA-256 of the header after it
+(the exports, the texts, each signature's place and SHA-256) and each signature is checked
+when it is decoded: a module of 18 kernels that calls one hashes the header and that one, not
+the 250 KB of all of them.  A module loaded from an entry checks its text again,
 in full, the first time anything needs more than a signature (scheduling, the interpreter, a
 tile op): `api.Module.program`.  So a kernel whose compiled entry is in the kernel cache runs
 without a parse; anything else is compiled from a program checked as `tlc.load` always has.
 
-Safe as the kernel cache is: the entry is JSON data read by `ir_codec` (no code runs), under
-the kernel cache's header of length and checksum (`cache.pack`); a damaged, stale or foreign
-entry is a miss and is replaced; an imported file whose text changed since makes the entry a
+Safe as the kernel cache is: the entry is JSON data read by `ir_codec` (no code runs), every
+part under a checksum; a damaged, stale or foreign entry is a miss and is replaced (a damaged
+signature: the module's text is checked in full, `api.Module._kernel`); an imported file whose text changed since makes the entry a
 miss; a cache folder that cannot be written only costs the check next time.
 """
 from __future__ import annotations
@@ -24,9 +27,9 @@ import os
 from .. import __version__
 
 _SUFFIX = ".checked"
-_MAGIC = b"tlc-checked-1\n"
+_MAGIC = b"tlc-checked-2 "
 _LIMIT = 64 << 20  # bytes: a module's signatures and texts come nowhere near
-FORMAT = 1
+FORMAT = 2
 
 
 def key(text: str, path: str) -> str:
@@ -34,15 +37,19 @@ def key(text: str, path: str) -> str:
     absolute folder) whose text is `text`."""
     from .cache import package_hash
 
-    doc = {"format": FORMAT, "text": text, "path": path, "folder": os.path.dirname(os.path.abspath(path)),
-           "tlc_version": __version__, "tlc_sources": package_hash()}
-    return "m" + hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+    doc = {"format": FORMAT, "text": _digest(text.encode()), "path": path,
+           "folder": os.path.dirname(os.path.abspath(path)), "tlc_version": __version__, "tlc_sources": package_hash()}
+    return "m" + _digest(json.dumps(doc, sort_keys=True).encode())
 
 
-def entry_path(name: str):
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def entry_path(name: str) -> str:
     from ..cachedir import cache_dir
 
-    return cache_dir() / (name + _SUFFIX)
+    return os.path.join(cache_dir(), name + _SUFFIX)
 
 
 def load(text: str, path: str):
@@ -52,22 +59,21 @@ def load(text: str, path: str):
     decodes one); `exports` maps each kernel's and tile op's name to (qualname, kind)."""
     from ..files import NotRegularFile, read_regular
     from ..typecheck.program import CheckedProgram
-    from .cache import unpack
 
     try:
         data = read_regular(entry_path(key(text, path)), follow_symlinks=False, limit=_LIMIT)
     except (NotRegularFile, OSError):
         return None
-    body = unpack(data)
-    if body is None or not body.startswith(_MAGIC):
+    first, _, rest = data.partition(b"\n")
+    head, _, blobs = rest.partition(b"\n")
+    if first != _MAGIC + _digest(head).encode():
         return None
     try:
-        head, _, blobs = body[len(_MAGIC):].partition(b"\n")
         doc = json.loads(head)
         exports = {name: (q, kind) for name, (q, kind) in doc["exports"].items()
                    if isinstance(q, str) and kind in ("kernel", "tile_op")}
         sources, imported = doc["sources"], doc["imported"]
-        functions = {q: blobs[start:start + size] for q, (start, size) in doc["functions"].items()
+        functions = {q: (blobs, start, size, digest) for q, (start, size, digest) in doc["functions"].items()
                      if isinstance(start, int) and isinstance(size, int) and 0 <= start and start + size <= len(blobs)}
         if not (len(exports) == len(doc["exports"]) and len(functions) == len(doc["functions"])
                 and all(q in functions for q, _ in exports.values()) and isinstance(sources, dict)
@@ -78,7 +84,7 @@ def load(text: str, path: str):
     for file, digest in imported.items():  # the texts it was checked with, still the files' own
         try:
             with open(_real_path(file), encoding="utf-8") as f:  # as the checker reads an import
-                if hashlib.sha256(f.read().encode()).hexdigest() != digest:
+                if _digest(f.read().encode()) != digest:
                     return None
         except (OSError, UnicodeError, TypeError):
             return None
@@ -91,14 +97,19 @@ class Signatures:
     damaged one raises `ir_codec.BadEntry` there."""
 
     def __init__(self, texts: dict):
-        self._texts, self._decoded = texts, {}  # qualname -> its JSON bytes, its function
+        # qualname -> (the entry's signatures, its JSON's start, size and SHA-256); its function
+        self._texts, self._decoded = texts, {}
 
     def __getitem__(self, q: str):
         fn = self._decoded.get(q)
         if fn is None:
             from . import ir_codec
 
-            fn = ir_codec.loads_text(self._texts[q].decode("utf-8", errors="replace"))
+            blobs, start, size, digest = self._texts[q]
+            text = blobs[start:start + size]
+            if _digest(text) != digest:
+                raise ir_codec.BadEntry(f"damaged entry: the signature of {q} is not the one stored")
+            fn = ir_codec.loads_text(text.decode("utf-8", errors="replace"))
             if type(fn).__name__ != "CheckedFunction" or fn.qualname != q:
                 raise ir_codec.BadEntry(f"damaged entry: {q} is not a checked function")
             self._decoded[q] = fn
@@ -128,32 +139,34 @@ def _real_path(name: str) -> str:
     if name.startswith("<std>/"):
         from ..package_data import stdlib
 
-        return str(stdlib().joinpath(*name.removeprefix("<std>/").split("/")))
+        return os.path.join(stdlib(), *name.removeprefix("<std>/").split("/"))
     return name
 
 
 def store(program, text: str, path: str) -> bool:
     """Write the entry of a checked `program` (text `text` at `path`); False when the cache
     cannot hold it (a read-only folder, a value the format cannot hold)."""
+    from pathlib import Path
+
     from ..cachedir import replace_atomically
     from . import ir_codec
-    from .cache import pack
 
     try:
         slim = signatures(program)
         blobs, offsets = [], {}
         for q, fn in slim.functions.items():  # one after another; the header says where each is
             blob = ir_codec.dumps_text(fn).encode()
-            offsets[q] = [sum(len(b) for b in blobs), len(blob)]
+            offsets[q] = [sum(len(b) for b in blobs), len(blob), _digest(blob)]
             blobs.append(blob)
         doc = {"exports": {name: [q, slim.functions[q].kind] for name, q in slim.names.items()},
                "functions": offsets, "sources": dict(program.sources),
-               "imported": {f: hashlib.sha256(t.encode()).hexdigest() for f, t in program.sources.items() if f != path}}
-        body = _MAGIC + json.dumps(doc, separators=(",", ":")).encode() + b"\n" + b"".join(blobs)
+               "imported": {f: _digest(t.encode()) for f, t in program.sources.items() if f != path}}
+        head = json.dumps(doc, separators=(",", ":")).encode()
+        body = _MAGIC + _digest(head).encode() + b"\n" + head + b"\n" + b"".join(blobs)
     except (ir_codec.NotData, TypeError, ValueError, UnicodeError):
         return False
     try:
-        replace_atomically(entry_path(key(text, path)), pack(body))
+        replace_atomically(Path(entry_path(key(text, path))), body)
     except OSError:
         return False
     return True
