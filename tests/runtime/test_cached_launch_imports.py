@@ -24,7 +24,7 @@ CHILD = r"""
 import json, sys
 import tlc, tlc.runtime
 from tlc.runtime import cache, launch
-launch.CompiledKernel._persistent_blocks = lambda self: 132
+launch.CompiledKernel._persistent_blocks = lambda self, *kind: 132
 compiled = tlc.runtime.read_program_entry(cache.unpack(open(sys.argv[1], "rb").read()))
 assert compiled.binder.facts.name == "matmul" and compiled.tensor_maps and compiled.binary == b"cubin of matmul"
 print(json.dumps(sorted(m for m in sys.modules if m.startswith(tuple(sys.argv[2:])))))
@@ -42,7 +42,7 @@ def gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(rc, "nvrtc_supported_archs", lambda: (80, 90))
     monkeypatch.setattr(rc, "nvrtc_version", lambda: (13, 0))
     monkeypatch.setattr(rc, "nvrtc_compile", lambda source, arch, name: b"cubin of " + name.encode())
-    monkeypatch.setattr(launch.CompiledKernel, "_persistent_blocks", lambda self: 132)
+    monkeypatch.setattr(launch.CompiledKernel, "_persistent_blocks", lambda self, *kind: 132)
     return tmp_path
 
 
