@@ -28,5 +28,7 @@ class GeneratedKernel:
     grid: tuple
     arch: str
     tensor_maps: tuple = ()  # ir.TensorMapSpec per TMA tensor map, passed after `args`
-    persistent: bool = False  # `grid` counts tiles; launch min(tiles, SMs) blocks that loop over them
+    # `grid` counts tiles; True: launch min(tiles, SMs) blocks that loop over them; "fill": min(tiles,
+    # SMs x the blocks an SM holds) (schedule/pipeline_rows.py)
+    persistent: bool | str = False
     cluster: int = 1  # blocks per cluster (__cluster_dims__); a persistent grid is a multiple of it

@@ -48,7 +48,11 @@ def twice(x: f16[M, N], y: f16[M, N], BN: const = 4096):
 """
 
 
-def test_the_plain_layer_norm_batches_its_three_copies():
+def test_the_plain_layer_norm_batches_its_three_copies(monkeypatch):
+    """as scheduled before its rows are pipelined (the version pipeline_rows.py compares)"""
+    import tlc.schedule
+
+    monkeypatch.setattr(tlc.schedule, "pipelined_rows", lambda *args: None)
     k = scheduled((PLAIN / "layer_norm.tl").read_text(), "layer_norm", target="sm_90a")
     assert "load batches (every load issued before the first conversion): 1: row, weight, bias (lines 15, 16, 17)" \
         in k.notes
@@ -75,7 +79,10 @@ def test_copies_of_one_run_a_thread_are_not_batched():
     assert "(load batch" not in print_kernel(small)
 
 
-def test_a_batch_renders_its_loads_before_its_conversions():
+def test_a_batch_renders_its_loads_before_its_conversions(monkeypatch):
+    import tlc.schedule
+
+    monkeypatch.setattr(tlc.schedule, "pipelined_rows", lambda *args: None)  # as in the test above
     k = scheduled((PLAIN / "layer_norm.tl").read_text(), "layer_norm", target="sm_90a")
     src = generate(k, "sm_90a").source
     body = src[src.index("__global__"):]
@@ -115,11 +122,14 @@ def _vector_loads_between_branches(sass: str) -> list[int]:
 
 
 @pytest.mark.nvcc
-def test_the_batched_plain_layer_norm_issues_its_loads_together(tmp_path):
+def test_the_batched_plain_layer_norm_issues_its_loads_together(tmp_path, monkeypatch):
     """ptxas keeps the batch: the row's, weights' and biases' 12 vector loads (4 each at 256
     threads) in one stretch without a branch, where the copies one by one had 4 each; no spills"""
     import subprocess
 
+    import tlc.schedule
+
+    monkeypatch.setattr(tlc.schedule, "pipelined_rows", lambda *args: None)  # as in the tests above
     k = scheduled((PLAIN / "layer_norm.tl").read_text(), "layer_norm", target="sm_90a")
     log = compile_device(generate(k, "sm_90a").source, "sm_90a", tmp_path)
     assert re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log) == [("0", "0")], log

@@ -109,7 +109,9 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
     tensor_maps = out.get("tensor_maps", ())
     params += out.get("extra_params", [])
     threads = out.get("threads", kernel.threads)
-    persistent = out.get("persistent", False)
+    # True: one block per SM walks the tiles (warp specialization); "fill": as many blocks as the
+    # GPU holds at once walk the rows (schedule/pipeline_rows.py); False: a block per grid cell
+    persistent = out.get("persistent", False) or ("fill" if kernel.launch_fill else False)
     cluster = out.get("cluster", 1)
     constants = comment_text(", ".join(f"{k}={v}" for k, v in kernel.constants))
     fp8 = uses_fp8(kernel) if fp8_header is None else fp8_header

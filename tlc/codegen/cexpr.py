@@ -149,6 +149,8 @@ class CExprs:
             return bitcast(self.expr(e.args[0]), e.args[0].dtype, e.dtype)
         if e.fn == "thread_index":
             return "static_cast<int>(threadIdx.x)"
+        if e.fn == "grid_blocks":
+            return "static_cast<int>(gridDim.x)"
         work = compute_type(e.dtype)
         args = [self._in(a, work) for a in e.args]
         if work.is_float:

@@ -148,6 +148,7 @@ class Machine:
             run_warp_specialized(self, extents)
             return
         names = self.k.block_vars
+        self.grid_x = extents[0]
         for bz in range(extents[2]):
             for by in range(extents[1]):
                 for bx in range(extents[0]):
@@ -187,6 +188,8 @@ class Machine:
     def e_call(self, e: Call):
         if e.fn == "thread_index":  # one lane per thread of the block (see the module docstring)
             return np.arange(self.k.threads, dtype=np.int32)
+        if e.fn == "grid_blocks":  # every block of the grid runs here, a launch_fill kernel's too
+            return np.int32(self.grid_x)
         return nx.call(e.fn, [self.eval(a) for a in e.args], e.dtype)
 
     def e_cast(self, e: Cast):

@@ -71,7 +71,10 @@ MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "
               # TileLang's reinterpret: the argument's bits as the result's dtype, of the same width
               "bitcast": 1,
               # the thread's index in its block, 0 to threads - 1 (TileLang's get_thread_binding)
-              "thread_index": 0}
+              "thread_index": 0,
+              # internal: the blocks the launch runs along x (gridDim.x), which a kernel whose
+              # launch runs fewer blocks than its grid counts walks by (schedule/pipeline_rows.py)
+              "grid_blocks": 0}
 
 
 @dataclass(frozen=True)
@@ -429,6 +432,9 @@ class Kernel(Node):
     # the schedule's warp specialization (schedule/warpspec.py): an ir.WarpSpecialization, or None
     warp_spec: Any = None
     notes: tuple[str, ...] = ()  # what the scheduler chose in the author's stead (schedule/fit.py), for --emit ir
+    # the grid's x extent counts rows, and a launch runs at most as many blocks as the GPU holds
+    # at once, each walking rows by grid_blocks() (schedule/pipeline_rows.py)
+    launch_fill: bool = False
     span: Span | None = _span()
 
     def param(self, name: str) -> Param | None:

@@ -1,5 +1,5 @@
 """The few CUDA driver calls that CuPy does not wrap, through ctypes on libcuda: encoding TMA
-tensor maps (`tensormap.py`) and the occupancy of clusters (`launch.py`)."""
+tensor maps (`tensormap.py`) and the occupancy of blocks and clusters (`launch.py`)."""
 from __future__ import annotations
 
 import ctypes
@@ -30,5 +30,18 @@ def max_active_clusters(function: int, cluster: int, threads: int, smem: int) ->
     fn.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.POINTER(_LaunchConfig)]
     fn.restype = ctypes.c_int
     if fn(ctypes.byref(n), ctypes.c_void_p(function), ctypes.byref(config)) != 0 or n.value <= 0:
+        return None
+    return n.value
+
+
+def max_active_blocks(function: int, threads: int, smem: int) -> int | None:
+    """How many blocks of `threads` threads and `smem` bytes of dynamic shared memory of a
+    kernel one SM runs at once (its registers, shared memory and launch bounds decide).  None
+    when the driver cannot say."""
+    n = ctypes.c_int(0)
+    fn = libcuda().cuOccupancyMaxActiveBlocksPerMultiprocessor
+    fn.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+    fn.restype = ctypes.c_int
+    if fn(ctypes.byref(n), ctypes.c_void_p(function), threads, smem) != 0 or n.value <= 0:
         return None
     return n.value

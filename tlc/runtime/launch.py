@@ -15,7 +15,7 @@ from ..diagnostics import TlcError
 from ..ir.nodes import Kernel
 from .args import Binder, Bound, LaunchFacts
 from .grid import compile_grid, launches_blocks
-from .driver_api import max_active_clusters
+from .driver_api import max_active_blocks, max_active_clusters
 from .tensormap import LaunchTensorMaps
 
 DEFAULT_SMEM_LIMIT = 48 * 1024  # above this a kernel must opt in to more dynamic shared memory
@@ -46,7 +46,7 @@ class CompiledKernel:
         # anything loads the module: a persistent kernel's block count loads it, below)
         self.assert_sites = facts.asserts
         self._records: dict[int, int] = {}  # device id -> address of the module's record
-        self.persistent_blocks = self._persistent_blocks() if generated.persistent else None
+        self.persistent_blocks = self._persistent_blocks(generated.persistent) if generated.persistent else None
         self.grid = compile_grid(generated.grid, self.binder.slots, self.persistent_blocks, self.cluster, self.name)
         # a kernel that copies through the TMA takes its tensors' maps after its own arguments
         self.tensor_maps = LaunchTensorMaps(generated.tensor_maps) if generated.tensor_maps else None
@@ -96,14 +96,17 @@ class CompiledKernel:
             self._fast_paths.append(fast)
         return self._checking(fast) if self.assert_sites else fast
 
-    def _persistent_blocks(self) -> int:
+    def _persistent_blocks(self, kind) -> int:
         """The most blocks of a persistent kernel that run at once on the current GPU: one per
         SM, in whole clusters that the GPU can place together (a GPC whose free SMs do not
-        pair up leaves one out; a cluster that waits for a place would double the time)."""
+        pair up leaves one out; a cluster that waits for a place would double the time); for
+        `kind` "fill" (schedule/pipeline_rows.py), as many as the SMs hold."""
         from cupy.cuda import runtime
 
         device = runtime.getDevice()
         sms = device_attribute(device, "cudaDevAttrMultiProcessorCount")
+        if kind == "fill":
+            return sms * (max_active_blocks(self.function(device).ptr, self.block[0], self.smem) or 1)
         if self.cluster == 1:
             return sms
         fits = max_active_clusters(self.function(device).ptr, self.cluster, self.block[0], self.smem)

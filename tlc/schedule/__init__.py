@@ -11,7 +11,10 @@ loop reads, last_stage.py), `use_fast_math` (the fast exponential and a hoisted 
 where values end at 16-bit precision, fast_math.py), `batch_loads` (consecutive copies into
 fragments issue their loads together, batch_loads.py), `choose_blocks_per_sm` (the launch bounds' minimum blocks of a
 register-resident kernel, blocks_per_sm.py), `specialize_warps` (a producer/consumer ring on targets with wgmma
-and the TMA, warpspec.py).  Owns no C text.
+and the TMA, warpspec.py).  A row kernel whose SMs would hold too few rows in flight is then
+scheduled again from its lowered IR as `pipelined_rows` rewrites it (its rows walked by persistent
+blocks, the next row's copies one row ahead through a cp.async ring, pipeline_rows.py), and
+that version is kept.  Owns no C text.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ from ..typecheck import CheckedProgram
 # and importing one of them must not import every pass (and the tile-op scheduler) with it.
 # `_scheduled_grid` reads them as globals, so that a test may replace one (monkeypatch.setattr).
 _LAZY = {"insert_barriers": "barriers", "choose_blocks_per_sm": "blocks_per_sm",
-         "split_column_blocks": "column_blocks", "use_fast_math": "fast_math", "batch_loads": "batch_loads", "bind_constants": "bind",
+         "split_column_blocks": "column_blocks", "pipelined_rows": "pipeline_rows", "use_fast_math": "fast_math", "batch_loads": "batch_loads", "bind_constants": "bind",
          "parse_value": "bind", "parallel_layout": "layout", "keep_last_stages": "last_stage",
          "scheduled_as_tile_grid": "persistent_grid", "infer_layouts": "layout_infer", "Lowerer": "lower",
          "LoweringError": "lower", "narrow_fragments": "narrow_fragments",
@@ -161,8 +164,19 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
                                    tuple(zip(PASSES[1:], passes, strict=True)), after)  # persistent_grid.py
     if tiled is not None:
         return tiled
+    lowered, stages = kernel, []
     for name, run in zip(PASSES[1:], passes, strict=True):
         kernel = run(kernel)
-        after(name, kernel)
+        stages.append((name, kernel))
+    # too few rows in flight an SM: the rows pipelined across persistent blocks (pipeline_rows.py)
+    piped = pipelined_rows(lowered, kernel, targets.get(target), limit)
+    if piped is not None:
+        stages = [("pipelined_rows", piped)]
+        for name, run in zip(PASSES[1:], passes, strict=True):
+            piped = run(piped)
+            stages.append((name, piped))
+        kernel = piped
+    for name, result in stages:
+        after(name, result)
     ir.verify(kernel)
     return kernel

@@ -32,6 +32,13 @@ ADDRESS_REGISTERS = 2
 # per scalar a kernel declares (`x = ...`), its value and what computes and reads it: std.nn's
 # layer_norm of 1024 at 128 threads (5 scalars) takes 56 registers at 9 blocks and spills at 10
 SCALAR_REGISTERS = 4
+# shared memory the GPU keeps per resident block (sm_80 and later: 1 KB)
+RESERVED_SMEM = 1024
+
+
+def _smem_per_sm(target) -> int:
+    """The shared memory of an SM: what one block may opt into, plus the 1 KB kept for it."""
+    return (target.smem_per_block if target is not None else 227 * 1024) + RESERVED_SMEM
 
 
 def choose_blocks_per_sm(kernel: ir.Kernel, target=None) -> ir.Kernel:
@@ -46,6 +53,14 @@ def choose_blocks_per_sm(kernel: ir.Kernel, target=None) -> ir.Kernel:
     note = (f"blocks per SM: {blocks} (__launch_bounds__({kernel.threads}, {blocks})), as many as fit "
             f"{need} registers a thread: {live} of fragments live at once, {loading} for loads in flight, "
             f"{scalars} for scalars, {ROW_OVERHEAD} besides; give blocks_per_sm= to choose")
+    if kernel.launch_fill and kernel.smem_bytes:
+        # its rows' staging (pipeline_rows.py) in shared memory: the blocks that fit it too
+        fit = max(1, _smem_per_sm(target) // (kernel.smem_bytes + RESERVED_SMEM))
+        if fit < blocks:
+            blocks = fit
+            note = (f"blocks per SM: {blocks} (__launch_bounds__({kernel.threads}, {blocks})), as many as fit "
+                    f"{kernel.smem_bytes} bytes of shared memory each (the rows' staging); their registers "
+                    f"would allow more")
     return replace(kernel, min_blocks=blocks, notes=kernel.notes + (note,))
 
 
@@ -53,8 +68,8 @@ def register_resident(kernel: ir.Kernel) -> bool:
     """Whether the kernel's working set is its fragments: no shared buffer, no gemm (their
     kernels are limited by shared memory and sped by instruction-level parallelism: ptxas's
     own choice stays), and at least one fragment."""
-    if any(b.scope == "shared" for b in kernel.buffers):
-        return False
+    if any(b.scope == "shared" for b in kernel.buffers) and not kernel.launch_fill:
+        return False  # (a launch_fill kernel's shared buffers only stage its rows: pipeline_rows.py)
     if any(isinstance(s, ir.Gemm) for s in statements(kernel.body)):
         return False
     return any(b.scope == "fragment" and b.layout is not None for b in kernel.buffers)
@@ -155,7 +170,7 @@ def _streamed(stmts, regs) -> set:
     ptxas folds each element into the reduction as it is computed and never holds the tile
     (ptxas -v: bench/plain's layer_norm fits 2 blocks an SM in 122 registers; counting `sq`'s
     32 it would ask for 1)."""
-    top = [s for body in _bodies(stmts) for s in body]
+    top = [s for body in _bodies(stmts) for s in body if not isinstance(s, (ir.For, ir.If))]  # each statement once
     out = set()
     for body in _bodies(stmts):
         for p, r in zip(body, body[1:]):

@@ -151,6 +151,24 @@ def _terminal_stores(body, name: str, d, dtypes: dict) -> set:
     parallel loop of the kernel's top level that no later statement of the loop reads `name`
     after, followed by a copy of `name` into a `d` tensor or buffer, the last use of `name`."""
     out = set()
+    for body in own_bodies(body, name):
+        out |= _terminal_in(body, name, d, dtypes)
+    return out
+
+
+def own_bodies(body, name: str):
+    """`body`, and the body of each loop at its top that first copies fragment `name` whole, so
+    that no value of it crosses the loop's iterations (pipeline_rows.py's walk over rows)."""
+    yield body
+    for s in body:
+        if isinstance(s, ir.For):
+            first = next((t for t in s.body if name in touched(t)), None)
+            if isinstance(first, ir.Copy) and first.dst.name == name and first.src.name != name:
+                yield s.body
+
+
+def _terminal_in(body, name: str, d, dtypes: dict) -> set:
+    out = set()
     for k, s in enumerate(body):
         if not isinstance(s, ir.Parallel):
             continue

@@ -9,7 +9,8 @@ holding its f16 values, 16 registers: std.nn's layer_norm does the same by hand.
 recomputed value is the same expression of the same operands, so every result is unchanged.
 
 `recomputed` applies where all of this holds, else gives None:
-- the store is in a `parallel` loop at the kernel's top level, indexes the fragment by the
+- the store is in a `parallel` loop at the kernel's top level (or at the top of the body of a
+  loop at the top level that first copies the fragment whole), indexes the fragment by the
   loop's variables over its whole shape, and its value is built of `+ - *`, `min`, `max`,
   comparisons, `where` and casts of the fragment's element there, scalars declared outside
   the loop, constants and fragment elements at constant indices;
@@ -25,7 +26,7 @@ from dataclasses import replace
 from .. import ir
 from ..ir.walk import loads, statement_exprs, statements, subexprs
 from ..dtypes import I32
-from .narrow_fragments import mapped, touched
+from .narrow_fragments import mapped, own_bodies, touched
 
 _CHEAP_OPS = frozenset({"+", "-", "*", "min", "max", "==", "!=", "<", "<=", ">", ">=", "and", "or"})
 
@@ -33,8 +34,27 @@ _CHEAP_OPS = frozenset({"+", "-", "*", "min", "max", "==", "!=", "<", "<=", ">",
 def recomputed(kernel: ir.Kernel, name: str, store: ir.Store) -> ir.Kernel | None:
     """`kernel` without `store` (into fragment `name`), its value recomputed by the loops that
     read it; None where that is not the same computation."""
-    body = list(kernel.body)
     frag = next(b for b in kernel.buffers if b.name == name)
+    body = _recomputed_in(list(kernel.body), frag, store)
+    if body is not None:
+        return replace(kernel, body=tuple(body))
+    # The body of a loop at the top (pipeline_rows.py's walk over rows) is a body of its own
+    # when each iteration first copies the fragment whole: no value crosses iterations.
+    for k, loop in enumerate(kernel.body):
+        if isinstance(loop, ir.For) and any(t is store for t in statements(loop.body)):
+            if not any(b is loop.body for b in own_bodies(kernel.body, name)):
+                return None
+            inner = _recomputed_in(list(loop.body), frag, store)
+            if inner is None:
+                return None
+            return replace(kernel, body=kernel.body[:k] + (replace(loop, body=tuple(inner)),) + kernel.body[k + 1:])
+    return None
+
+
+def _recomputed_in(body: list, frag: ir.Buffer, store: ir.Store) -> list | None:
+    """`body` (a statement list holding the loop that holds `store`) with `store`'s value
+    recomputed by its readers, or None."""
+    name = frag.name
     p = next((k for k, s in enumerate(body) if isinstance(s, ir.Parallel) and any(t is store for t in s.body)), None)
     if p is None:
         return None
@@ -70,7 +90,7 @@ def recomputed(kernel: ir.Kernel, name: str, store: ir.Store) -> ir.Kernel | Non
                 parts.append(t)
             s = replace(s, body=tuple(parts))
         out.append(s)
-    return replace(kernel, body=tuple(out))
+    return out
 
 
 def _own_index(loop: ir.Parallel) -> tuple:

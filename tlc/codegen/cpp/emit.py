@@ -140,6 +140,8 @@ class BlockEmitter(CExprs):
     def expr_Call(self, e: ir.Call) -> str:
         if e.fn == "thread_index":
             raise Unsupported("thread_index() (a block runs as one CPU thread, its parallel loops as loops)", e.span)
+        if e.fn == "grid_blocks":  # schedule/pipeline_rows.py leaves host targets' kernels as written
+            raise Unsupported("grid_blocks() (a kernel scheduled for a GPU's persistent launch)", e.span)
         return super().expr_Call(e)
 
     def load(self, e: ir.Load) -> str:

@@ -1,0 +1,138 @@
+"""schedule/pipeline_rows.py: a row kernel with too few rows in flight an SM walks its rows with
+persistent blocks, the next row's copies one row ahead through a cp.async ring."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tlc import ir
+from tlc.codegen import generate
+from tlc.interp import run_kernel
+from tlc.ir import print_kernel
+from tlc.ir.walk import statements
+
+from kit import scheduled
+
+PLAIN = Path(__file__).resolve().parents[2] / "bench" / "plain"
+NOTE = ("rows pipelined (pipeline_rows.py): persistent blocks, as many as fit at once, walk the rows "
+        "r = tl_block + tl_row_step * grid_blocks(); the row copies from x run one row ahead through a "
+        "2-stage cp.async ring; the copies from w, b read no row and are staged once per block")
+
+
+def plain(name: str, target: str = "sm_90a", constants=None) -> ir.Kernel:
+    return scheduled((PLAIN / f"{name}.tl").read_text(), name, constants, target=target)
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_the_plain_layer_norm_walks_its_rows_through_a_ring(target):
+    """3 blocks an SM of 16 KB rows (48 KB in flight, under IN_FLIGHT_BYTES) as written"""
+    k = plain("layer_norm", target)
+    assert k.launch_fill and NOTE in k.notes
+    text = print_kernel(k)
+    assert "grid (tl_block) in (M) threads=256" in text
+    assert "shared row_ring: f16[1, 8192]" in text and "stages=2" in text
+    assert "  copy w[0]<8192> -> weight_staged\n  copy b[0]<8192> -> bias_staged\n" in text
+    assert "for tl_row_step in pipelined(0, (M - tl_block + grid_blocks() - 1) // grid_blocks(), 1, stages=2):\n" \
+           "    copy x[tl_block + tl_row_step * grid_blocks(), 0]<1, 8192> -> row_ring\n" \
+           "    let r: i32 = tl_block + tl_row_step * grid_blocks()\n" in text
+    # the staged weights are copied into registers where first read, not across the reductions
+    order = [s for s in statements(k.body) if isinstance(s, (ir.Copy, ir.Reduce))]
+    names = [(s.src.name if isinstance(s, ir.Copy) else s.src) for s in order]
+    assert names.index("weight_staged") > max(i for i, s in enumerate(order) if isinstance(s, ir.Reduce))
+    # the row is still held in 16 bits, its centring recomputed where read (recompute.py)
+    assert k.buffer("row").dtype.name == "f16"
+
+
+@pytest.mark.parametrize("name", ["softmax", "rms_norm"])
+def test_rows_already_in_flight_enough_are_left_as_written(name):
+    """4 blocks an SM of 16 KB rows: 64 KB in flight, as the copy bandwidth needs"""
+    k = plain(name)
+    assert not k.launch_fill and not any(n.startswith("rows pipelined") for n in k.notes)
+    assert "blocks per SM: 4" in " ".join(k.notes)
+
+
+def test_small_rows_are_left_as_written():
+    """rows of 1 KB: MIN_ROW_BYTES"""
+    k = plain("layer_norm", constants={"BN": 512})
+    assert not k.launch_fill
+
+
+@pytest.mark.parametrize("name", ["column_sums", "transpose", "saxpy", "bias_relu", "gemm"])
+def test_other_plain_kernels_are_left_as_written(name):
+    src = (PLAIN / f"{name}.tl").read_text()
+    kernel = "gemm_f32" if name == "gemm" else name
+    assert not scheduled(src, kernel, target="sm_90a").launch_fill
+
+
+def test_the_cpu_target_is_left_as_written():
+    assert not plain("layer_norm", "cpu").launch_fill
+
+
+def test_the_pipelined_layer_norm_runs_on_the_interpreter():
+    """every block of the grid runs there, so each walks one row: the same values as written"""
+    k = plain("layer_norm")
+    rng = np.random.default_rng(0)
+    M, N = 5, 300
+    x = (rng.standard_normal((M, N)) + 3).astype(np.float16)
+    w, b = rng.standard_normal(N).astype(np.float16), rng.standard_normal(N).astype(np.float16)
+    y = np.full((M, N), np.nan, np.float16)
+    run_kernel(k, {"x": x, "w": w, "b": b, "y": y})
+    xf = x.astype(np.float32)
+    mean = xf.mean(axis=1, keepdims=True)
+    want = (xf - mean) / np.sqrt(((xf - mean) ** 2).mean(axis=1, keepdims=True) + 1e-5) * w + b
+    assert np.abs(y.astype(np.float32) - want).max() < 4e-3
+
+
+def test_the_generated_kernel_walks_by_the_blocks_launched():
+    src = generate(plain("layer_norm"), "sm_90a").source
+    assert "static_cast<int>(gridDim.x)" in src
+    assert "cudaOccupancyMaxActiveBlocksPerMultiprocessor(&tl_per_sm, ::layer_norm, 256, " in src
+    assert "::layer_norm<<<tl_blocks, 256," in src
+
+
+KERNELS = """
+@kernel
+def two_dims(x: f32[M, N], y: f32[M, N], BN: const = 4096):
+    with grid(M, 1, threads=256) as (r, c):
+        row = fragment(f32[1, BN])
+        copy(x[r, 0], row)
+        copy(row, y[r, 0])
+
+@kernel
+def with_shared(x: f32[M, N], y: f32[M, N], BN: const = 4096):
+    with grid(M, threads=256) as r:
+        s = shared(f32[1, BN])
+        row = fragment(f32[1, BN])
+        copy(x[r, 0], s)
+        copy(s, row)
+        copy(row, y[r, 0])
+
+@kernel
+def origin_from_data(x: f32[M, N], y: f32[M, N], k: i32[M], BN: const = 4096):
+    with grid(M, threads=256) as r:
+        row = fragment(f32[1, BN])
+        copy(x[k[r], 0], row)
+        copy(row, y[r, 0])
+
+@kernel
+def plain_rows(x: f32[M, N], y: f32[M, N], BN: const = 4096):
+    with grid(M, threads=256) as r:
+        row = fragment(f32[1, BN])
+        copy(x[r, 0], row)
+        copy(row, y[r, 0])
+"""
+
+
+@pytest.mark.parametrize("name", ["two_dims", "with_shared", "origin_from_data"])
+def test_kernels_outside_the_pattern_are_left_as_written(name):
+    """two grid dimensions; a shared buffer of the author's; a row chosen by data read in the
+    block (its copy cannot be issued a row ahead from the block index alone)"""
+    assert not scheduled(KERNELS, name, target="sm_90a").launch_fill
+
+
+def test_rows_enough_in_flight_are_left_as_written():
+    """16 KB f32 rows at 16 registers of row a thread: 6 blocks an SM, 96 KB in flight"""
+    k = scheduled(KERNELS, "plain_rows", target="sm_90a")
+    assert "blocks per SM: 6" in " ".join(k.notes) and not k.launch_fill
