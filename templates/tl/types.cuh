@@ -140,25 +140,35 @@ __host__ __device__ __forceinline__ T ipow(T a, T b) {
 }
 __device__ __forceinline__ float floordiv(float a, float b) { return floorf(a / b); }
 __device__ __forceinline__ double floordiv(double a, double b) { return floor(a / b); }
-// fmodf's value, bit for bit, without its loop where |a / b| < 2^21: the truncated quotient q
-// (by div.full.f32, within 2 ulp) is then the true one or one off, which the remainder's sign or
-// size shows, and a - q b is exact in one FMA; fmodf itself, out of line, elsewhere.  fmodf's
-// subtraction loop and branches were most of std.elementwise's fmod and remainder (0.36 and
-// 0.70 of copy on the H200).  Checked against fmodf on the host, the quotient moved by up to 2
-// ulp either way: 1.2e8 pairs (random bits, near-integer quotients, signed zeros, infinities,
-// NaN, subnormals), none differ.
+// 1 / y by the hardware (rcp.approx.ftz.f32, MUFU.RCP: within 1 ulp; a subnormal y or result
+// is 0, so 1 / y is inf below 2^-126 and 0 above 2^126).
+__device__ __forceinline__ float rcp_approx(float y) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(y));
+  return r;
+}
+// fmodf's value, bit for bit, without its loop where |a / b| < 2^21, and without a branch but
+// the one to fmodf: on the magnitudes x = |a|, y = |b|, the truncated quotient q (x times the
+// hardware's 1 / y: within 2 ulp) is then the true one or one off, which the sign or size of
+// x - q y shows (rounded, it still has the true one's sign and side of y); q corrected by one,
+// x - q y is in [0, y) and exact in one FMA, and the result takes a's sign (-0 included).  y is
+// clamped to the largest float in the FMAs so that b = inf gives a (q = 0, and 0 * inf is NaN).
+// fmodf itself, out of line, for the rest and where 1 / y is not a normal float (y below 2^-126
+// makes q inf or NaN; y from 2^126 is checked).  fmodf's subtraction loop and branches were
+// most of std.elementwise's fmod and remainder (0.36 and 0.70 of copy on the H200);
+// div.full.f32's range scaling was 8 instructions of the 30 an element left.  Checked against
+// fmodf on the host, 1 / y moved by up to 2 ulp either way and flushed as the hardware does
+// (tests/codegen/test_fmod_fast.py: random bits, near-integer quotients, signed zeros,
+// infinities, NaN, subnormals).
 inline __device__ __noinline__ float fmod_slow(float a, float b) { return fmodf(a, b); }
 __device__ __forceinline__ float fmod_fast(float a, float b) {
-  float q;
-  asm("div.full.f32 %0, %1, %2;" : "=f"(q) : "f"(a), "f"(b));
-  q = truncf(q);
-  if (!(fabsf(q) < 2097152.0f)) return fmod_slow(a, b);  // a huge quotient, b = 0, an infinite a, NaN
-  if (q == 0.0f) return fabsf(a) < fabsf(b) ? a : fmod_slow(a, b);
-  const float s = (a < 0.0f) != (b < 0.0f) ? -1.0f : 1.0f;  // the quotient's sign
-  float r = fmaf(-q, b, a);
-  if (r != 0.0f && ((r < 0.0f) != (a < 0.0f))) r = fmaf(-(q - s), b, a);  // q one too far
-  else if (fabsf(r) >= fabsf(b)) r = fmaf(-(q + s), b, a);                // q one short
-  return r == 0.0f ? copysignf(0.0f, a) : r;
+  const float x = fabsf(a), y = fabsf(b);
+  float q = truncf(x * rcp_approx(y));
+  if (!(q < 2097152.0f) || y >= 8.50705917e37f) return fmod_slow(a, b);  // a huge quotient, b = 0 or from 2^126, an infinite a, NaN
+  const float m = fminf(y, 3.40282347e38f);
+  const float r = fmaf(-q, m, x);
+  q += r < 0.0f ? -1.0f : (r >= y ? 1.0f : 0.0f);  // q one too far, one short
+  return copysignf(fmaf(-q, m, x), a);
 }
 __device__ __forceinline__ float pymod(float a, float b) {
   float r = fmod_fast(a, b);

@@ -1,7 +1,8 @@
 """tl::fmod_fast (tl/types.cuh), the float remainder under std.elementwise's fmod and remainder
-(`%` of f32), gives fmodf's value bit for bit: its C compiled as host code by the system's C++
-compiler, the quotient's div.full.f32 replaced by a / b moved by up to 2 ulp either way (its
-error bound), against fmodf on random bit patterns, near-integer quotients, signed zeros,
+(`fmod` and `%` of f32), gives fmodf's value bit for bit: its C compiled as host code by the
+system's C++ compiler, the hardware reciprocal (rcp.approx.ftz.f32) replaced by 1 / y moved by
+up to 2 ulp either way (twice its error bound) and flushed as the hardware flushes subnormal
+inputs and results, against fmodf on random bit patterns, near-integer quotients, signed zeros,
 infinities, NaN and subnormals.  No GPU: the logic is what can go wrong."""
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ HARNESS = r"""
 #include <cstring>
 #include <random>
 static std::mt19937 moves(7);
-static float moved(float q) {  // the quotient within div.full.f32's 2 ulp
+static float moved(float q) {  // 1 / y within 2 ulp (rcp.approx.f32: 1)
   int k = static_cast<int>(moves() % 5) - 2;
   for (; k > 0; --k) q = nextafterf(q, INFINITY);
   for (; k < 0; ++k) q = nextafterf(q, -INFINITY);
@@ -69,12 +70,14 @@ int main() {
 
 def host_source() -> str:
     text = (templates() / "tl" / "types.cuh").read_text()
-    start = text.index("inline __device__ __noinline__ float fmod_slow")
+    start = text.index("__device__ __forceinline__ float rcp_approx")
     end = text.index("\n}\n", text.index("float fmod_fast(")) + 3
     body = text[start:end]
-    body, n = re.subn(r'  asm\("div\.full\.f32 %0, %1, %2;" : "=f"\(q\) : "f"\(a\), "f"\(b\)\);',
-                      "  q = moved(a / b);", body)
-    assert n == 1, "tl::fmod_fast's quotient is no longer the div.full.f32 this test replaces"
+    body, n = re.subn(r'  asm\("rcp\.approx\.ftz\.f32 %0, %1;" : "=f"\(r\) : "f"\(y\)\);',
+                      "  r = 1.0f / (std::fpclassify(y) == FP_SUBNORMAL ? 0.0f * y : y);\n"
+                      "  if (std::isfinite(r) && r != 0.0f) r = moved(r);\n"
+                      "  if (std::fpclassify(r) == FP_SUBNORMAL) r = 0.0f * r;", body)
+    assert n == 1, "tl::rcp_approx is no longer the rcp.approx.ftz.f32 this test replaces"
     body = body.replace("__device__", "").replace("__forceinline__", "inline").replace("__noinline__", "")
     return HARNESS.replace("FUNCTIONS", body)
 
@@ -87,3 +90,4 @@ def test_fmod_fast_is_fmodf_bit_for_bit(tmp_path):
     subprocess.run([CXX, "-O2", "-ffp-contract=off", "-o", str(exe), str(src)], check=True)
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
     assert out.strip().endswith("0 differ"), out
+
