@@ -20,8 +20,8 @@ import numpy as np
 from ... import ir
 from ...dtypes import BOOL, F32, F64, I32
 from ..layout import thread_registers
-from ...parser import nodes as n
 from ..lower import cast
+from . import one_pass
 from .build import KernelBuilder, add, cdiv, i32, mul, var
 from .graph import Heavy, TileOpError
 from .rules import RowTiles
@@ -169,14 +169,14 @@ class RowKernel:
 
     def member_stmts(self, h: Heavy) -> list:
         b, dim = self.b, 1 if self.last else 0
-        if h.node in self.centred_of:  # computed with its mean's pass (centred_stmts)
+        if h.node in self.paired_of:  # computed in its pair's first member's pass (one_pass.py)
             return []
         operand = h.node.args[0]
         acc = acc_dtype(h, self.g.dtype(operand))
         pre, v = b.lower.element(operand, self.here, self.space)
         tmp = self.tmp(acc)
-        if h.node in self.shifted:
-            return self.centred_stmts(h, pre, v, acc, tmp)
+        if h.node in self.pairs:
+            return one_pass.stmts(self, h, pre, v, acc, tmp)
         if h.kind == "reduce":
             st = self.stats[h.node][0]
             kind = "sum" if h.reduce == "mean" else h.reduce
@@ -201,79 +201,6 @@ class RowKernel:
         return [self.over_tile(pre + [fill]), ir.Reduce("max", tmp, tmax, dim), self.over_rows(rescale),
                 self.over_tile([expd]), ir.Reduce("sum", tmp, tsum, dim),
                 self.over_rows([ir.Store(s, k, ir.BinOp("+", load(s), load(tsum), acc))])]
-
-    # ---- a mean and the mean of the squares centred on it, in one pass (column kernels) ---------
-    def centred_pairs(self) -> dict:
-        """Column kernels: mean member node -> the member reducing the squares of the values
-        centred on it (var_axis0's `c = e - mean(e, axis=0, keepdims=True)`, then `mean(c * c,
-        axis=0)` or `sum(c * c, axis=0)`), which would otherwise read the tensors again in a
-        second pass.  Both are then computed in the mean's pass (`centred_stmts`)."""
-        if self.last:
-            return {}
-        g, members = self.g, self.b.group.members
-        means: dict = {}
-        for h in members:
-            if h.kind == "reduce" and h.reduce == "mean" and h.keepdims and g.dtype(h.node.args[0]).is_float:
-                means[h.node] = h
-        pairs: dict = {}
-        for h in members:
-            if h.kind != "reduce" or h.reduce not in ("sum", "mean") or h.axis != 0:
-                continue
-            sq = g.resolve(h.node.args[0])
-            if not (isinstance(sq, n.BinOp) and sq.op == "*" and g.resolve(sq.left) == g.resolve(sq.right)):
-                continue
-            c = g.resolve(sq.left)
-            if not (isinstance(c, n.BinOp) and c.op == "-"):
-                continue
-            m = g.resolve(c.right)
-            if m in means and means[m].axis == 0 and m not in pairs and g.resolve(m.args[0]) == g.resolve(c.left) \
-                    and g.dtype(c) == g.dtype(m) == g.dtype(sq):
-                pairs[m] = h
-        return pairs
-
-    def centred_stmts(self, h: Heavy, pre: list, v: ir.Expr, acc, tmp: str) -> list:
-        """The mean's pass of a centred pair, each thread shifting each of its elements by the
-        first value it read in that place (`shift`, from tile 0): d = e - shift (0 for rows past
-        the end) into the partials sum(d) and sum(d^2).  After the loop (`centred_finish`):
-        mean = sum over the partials of (n shift + sum(d)) / rows, and the squares centred on it,
-        sum(d^2) - 2 (mean - shift) sum(d) + n (mean - shift)^2, n the rows the place saw.  A
-        shift is one of the values it is subtracted from, so |mean - shift|^2 n is at most about
-        n times the place's own centred squares (n = rows / tile rows, 32 for (16384, .) in
-        [512, .] tiles): the subtraction loses at most log2(n) bits of f32, where E[x^2] - E[x]^2
-        over a column would lose them to the column's mean."""
-        shift, s1, s2 = self.shifted[h.node]
-        first = ir.BinOp("==", var(self.cur_t), i32(0), BOOL)
-        at = lambda f: ir.Load(f, self.local, acc)  # noqa: E731
-        d = ir.BinOp("-", cast(v, acc), at(shift), acc)
-        return [self.over_tile(pre + [
-            ir.Store(shift, self.local, ir.Select(first, self.mask(cast(v, acc), ir.Const(0, acc)), at(shift), acc)),
-            ir.Store(tmp, self.local, self.mask(d, ir.Const(0, acc))),
-            ir.Store(s1, self.local, ir.BinOp("+", at(s1), at(tmp), acc)),
-            ir.Store(s2, self.local, ir.BinOp("+", at(s2), ir.BinOp("*", at(tmp), at(tmp), acc), acc))])]
-
-    def centred_finish(self, h: Heavy) -> list:
-        """After the loop of a centred pair's pass: the mean's statistic (divided by the rows),
-        then the centred squares' sum into the other member's (see `centred_stmts`)."""
-        shift, s1, s2 = self.shifted[h.node]
-        st, acc = self.stats[h.node]
-        st2, _ = self.stats[self.centred[h.node].node]
-        tmp, R = self.tmp(acc), self.tiles.reduced
-        rows = self.b.dim(self.red_dim)
-        at = lambda f: ir.Load(f, self.local, acc)  # noqa: E731
-        # the rows place (i, j) of the tile saw: t R + i < rows for t = 0, 1, ...
-        seen = ir.BinOp("//", add(ir.BinOp("-", rows, var(self.rv), I32), i32(R - 1)), i32(R), I32)
-        count = cast(ir.BinOp("max", seen, i32(0), I32), acc)
-        k = (var(self.kv),)
-        m = ir.BinOp("-", ir.Load(st, k, acc), at(shift), acc)
-        two = ir.Const(2, acc)
-        centred = ir.BinOp("+", ir.BinOp("-", at(s2), ir.BinOp("*", ir.BinOp("*", two, m, acc), at(s1), acc), acc),
-                           ir.BinOp("*", count, ir.BinOp("*", m, m, acc), acc), acc)
-        return [self.over_tile([ir.Store(tmp, self.local, ir.BinOp("+", ir.BinOp("*", count, at(shift), acc), at(s1),
-                                                                     acc))]),
-                ir.Reduce("sum", tmp, st, 0, clear=False),
-                self.over_rows([ir.Store(st, k, ir.BinOp("/", ir.Load(st, k, acc), cast(rows, acc), acc))]),
-                self.over_tile([ir.Store(tmp, self.local, centred)]),
-                ir.Reduce("sum", tmp, st2, 0, clear=False)]
 
     def tile_loop(self, build) -> list:
         """`for t in range(tiles)`: the copies of the fragments `build()`'s statements read (only
@@ -326,8 +253,7 @@ class RowKernel:
         body: list = [ir.LetScalar(self.ntiles, I32, cdiv(b.dim(self.red_dim), self.tiles.reduced))]
         self.tile_stats: dict = {}
         self.same = self.repeated_reductions()
-        self.centred = self.centred_pairs()  # mean node -> the member of its centred squares
-        self.centred_of = {h.node: m for m, h in self.centred.items()}
+
         for h in group.members:
             acc = acc_dtype(h, g.dtype(h.node.args[0]))
             b.lower.leaves[h.node] = self.member_leaf(h)
@@ -344,12 +270,9 @@ class RowKernel:
                 st = b.buffer(f"row_{h.reduce}", "fragment", acc, (K,))
                 self.stats[h.node] = (st, acc)
                 body.append(ir.Fill(st, identity(h.reduce, acc)))
-        self.shifted: dict = {}  # a centred pair's mean node -> (shift, sum(d), sum(d^2)) tile fragments
-        for m in self.centred:
-            acc = self.stats[m][1]
-            self.shifted[m] = tuple(b.buffer(name, "fragment", acc, self.tile) for name in ("shift", "shifted_sum",
-                                                                                                "shifted_squares"))
-            body += [ir.Fill(f, ir.Const(0, acc)) for f in self.shifted[m]]
+        self.pairs = one_pass.pairs(self)  # a column kernel's first member node -> the pair computed in its pass
+        self.paired_of = {p.member.node: m for m, p in self.pairs.items()}
+        body += one_pass.setup(self)
         if self.tiles.whole and self.tiles.keep_exp:
             # a lone softmax keeps its exponentials in the scratch tile (no other pass needs it):
             # fewer registers a thread, more blocks per SM
@@ -368,9 +291,7 @@ class RowKernel:
             body += tiled
         grid = (cdiv(b.dim(self.kept_dim), K),)
         kernel = b.kernel(grid, (self.bx,), self.tiles.threads, tuple(body), self.tiles.min_blocks)
-        notes = tuple(f"'{g.text(m)}' and '{g.text(h.node)}' in one pass: each thread's elements less the first it "
-                      f"read in their place, added up with their squares (shifted sums), the mean and the centred "
-                      f"squares recovered from those after the loop" for m, h in self.centred.items())
+        notes = tuple(one_pass.note(self, m, p) for m, p in self.pairs.items())
         return replace(kernel, notes=kernel.notes + notes) if notes else kernel
 
     def registers(self, kernel: ir.Kernel) -> int:
@@ -425,8 +346,8 @@ class RowKernel:
         out = []
         k = (var(self.kv),)
         for h in members:
-            if h.node in self.shifted:
-                out += self.centred_finish(h)
+            if h.node in self.pairs:
+                out += one_pass.finish(self, h)
                 continue
             if h.kind == "reduce" and h.reduce == "mean":
                 st, acc = self.stats[h.node]
@@ -477,8 +398,8 @@ class RowKernel:
         nodes = {h.node for h in group.members}
         level: dict = {}
         for h in group.members:  # dependencies come first
-            if h.node in self.centred_of:  # with its mean (centred_stmts)
-                level[h.node] = level[self.centred_of[h.node]]
+            if h.node in self.paired_of:  # in its pair's first member's pass
+                level[h.node] = level[self.paired_of[h.node]]
                 continue
             deps = [d.node for d in g.frontier(h.node.args[0]) if d.node in nodes]
             level[h.node] = 1 + max((level[d] for d in deps), default=-1)
