@@ -137,8 +137,12 @@ template <> struct VectorOf<1> { using type = unsigned char; };
 
 // A run of 4-byte (or wider) elements to global memory is stored by st.global.v4/v2 in PTX:
 // written as a plain store of the union's vector, nvcc split it into scalar stores (48
-// st.global.f32 and no vector store for an [8, 256] f32 tile).  16-bit runs keep the plain
-// store: through this asm, std.nn's f16 softmax at 4 blocks an SM spilled 20 bytes.
+// st.global.f32 and no vector store for an [8, 256] f32 tile).  Narrower runs take it from a
+// fragment of at most 16 registers a thread that already holds the stored dtype (no
+// conversion): the plain store of a copied 16-bit tile was split into st.global.v2.u16
+// (std.data's tril, permute, index_select: 8 4-byte stores a thread where 2 of 16 bytes do).
+// Wider fragments keep the plain store: through this asm, the f16 softmax row (32 halves a
+// thread at 4 blocks an SM) spilled 20 bytes.
 __device__ __forceinline__ void store_global_vector(void* p, uint4 v) {
   asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
@@ -146,7 +150,10 @@ __device__ __forceinline__ void store_global_vector(void* p, uint2 v) {
   asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(v.x), "r"(v.y) : "memory");
 }
 
-template <int N, bool GLOBAL = false, typename T, typename U>
+template <typename A, typename B> struct same_dtype { static constexpr bool value = false; };
+template <typename A> struct same_dtype<A, A> { static constexpr bool value = true; };
+
+template <int N, bool GLOBAL = false, int REGS = 0, typename T, typename U>
 __device__ __forceinline__ void store_run(U* p, const T* regs) {
   using A = RunAccess<N, U>;
   using V = typename VectorOf<A::VBYTES>::type;
@@ -155,7 +162,7 @@ __device__ __forceinline__ void store_run(U* p, const T* regs) {
     union { V v; U e[A::ELEMS]; } u;
 #pragma unroll
     for (int e = 0; e < A::ELEMS; ++e) u.e[e] = cvt<U>(regs[i + e]);
-    if constexpr (GLOBAL && sizeof(U) >= 4 && sizeof(V) >= 8) {
+    if constexpr (GLOBAL && (sizeof(U) >= 4 || (same_dtype<T, U>::value && REGS <= 16)) && sizeof(V) >= 8) {
       store_global_vector(p + i, u.v);
     } else {
       *reinterpret_cast<V*>(p + i) = u.v;
@@ -305,7 +312,7 @@ __device__ __forceinline__ void copy_f2g(U* g, const T* regs, long long stride, 
     U* p = tile + static_cast<long long>(lr) * stride + lc;
     if (!L::valid(t, r0) || !writes<L>(t, r0) || !in.row_in(lr)) continue;
     if (aligned && in.col_in(lc) && in.col_in(lc + RUN - 1)) {
-      store_run<RUN, true>(p, regs + r0);
+      store_run<RUN, true, L::REGS>(p, regs + r0);
       continue;
     }
 #pragma unroll
