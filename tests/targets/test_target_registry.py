@@ -2,6 +2,7 @@
 plugin's would; the runtime's choice by compute capability; what a broken plugin does."""
 import importlib.metadata
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,28 @@ def test_the_entry_points_are_searched_once_then_read_from_the_memo(monkeypatch,
     doc["stamps"].append(planted.stat().st_mtime_ns)
     memo.write_text(json.dumps(doc))
     assert sorted((ep.name, ep.value) for ep in targets._plugin_entry_points()) == first and len(searched) == 2
+
+
+def test_a_folder_on_sys_path_whose_files_change_keeps_the_memo_until_a_distribution_comes(monkeypatch, tmp_path):
+    """A script's folder (sys.path[0]) where it writes its results: its change time moves in every
+    run, its distributions do not, and the memo still holds; a package installed there is seen."""
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
+    script = tmp_path / "script"
+    script.mkdir()
+    monkeypatch.syspath_prepend(str(script))
+    searched = []
+    real = importlib.metadata.entry_points
+    monkeypatch.setattr(targets, "entry_points", lambda group: searched.append(group) or real(group=group))
+    first = sorted((ep.name, ep.value) for ep in targets._plugin_entry_points())
+    for i in range(2):
+        (script / f"results-{i}.npy").write_bytes(b"")
+        os.utime(script, ns=(i + 1, i + 1))  # another time, whatever the clock's resolution
+        assert sorted((ep.name, ep.value) for ep in targets._plugin_entry_points()) == first
+    assert len(searched) == 1
+    plugin = script / "tlc_plugin-1.0.dist-info"
+    plugin.mkdir()
+    (plugin / "METADATA").write_text("Metadata-Version: 2.1\nName: tlc-plugin\nVersion: 1.0\n")
+    (plugin / "entry_points.txt").write_text("[tlc.targets]\nsm_test = tlc.targets.sm80:SM80\n")
+    os.utime(script, ns=(9, 9))
+    found = sorted((ep.name, ep.value) for ep in targets._plugin_entry_points())
+    assert len(searched) == 2 and ("sm_test", "tlc.targets.sm80:SM80") in found

@@ -49,9 +49,12 @@ def _plugin_entry_points() -> list:
     """The `tlc.targets` entry points of the installed packages.  Asking importlib.metadata reads
     every distribution's metadata (22 ms in the H200's environment of 199 packages, most of a
     launch from the caches in a new process), so the cache folder keeps which distributions
-    register targets, with the change time of each folder on sys.path (installing, upgrading
-    or removing a package adds or removes a `*.dist-info` there) and of those distributions'
-    entry_points.txt; where they all match, only those files are read.  The memo names only
+    register targets, with each folder on sys.path's change time and a digest of the metadata
+    folders in it (`_distributions`: installing, upgrading or removing a package adds, removes or
+    remakes a `*.dist-info` there), and the change time of those distributions' folders; where
+    they all match, only their entry_points.txt are read.  A folder whose change time moved but
+    whose distributions are the same (a script's folder where it writes files, the working
+    folder of `python -c`) still matches, and the memo takes its new time.  The memo names only
     metadata files of distributions in sys.path's folders, so a planted one can name no module
     that the full search would not load; one that does not match, cannot be read or written,
     costs the full search."""
@@ -66,20 +69,43 @@ def _plugin_entry_points() -> list:
     if memo is not None:
         try:
             doc = json.loads(read_regular(memo, follow_symlinks=False, limit=1 << 20))
-            if doc["stamps"] == _stamps(folders) + _stamps(doc["dists"]):
-                return [ep for dist in doc["dists"] for ep in _listed_entry_points(dist, folders)]
+            now = _stamps(folders)
+            if len(doc["folders"]) == len(folders) and doc["stamps"] == _stamps(doc["dists"]) and all(
+                    t == old or (listing is not None and _distributions(f) == listing)
+                    for f, t, (old, listing) in zip(folders, now, doc["folders"])):
+                found = [ep for dist in doc["dists"] for ep in _listed_entry_points(dist, folders)]
+                if now != [old for old, _ in doc["folders"]]:  # the same distributions: the new times kept
+                    doc["folders"] = [[t, listing] for t, (_, listing) in zip(now, doc["folders"])]
+                    _write_memo(memo, doc, replace_atomically)
+                return found
         except (OSError, ValueError, TypeError, KeyError):  # none, damaged, or not a regular file
             pass
-    stamps = _stamps(folders)  # before the search: a package installed during it shows next time
-    found = list(entry_points(group=GROUP))
+    stamps = [[t, _distributions(f)] for f, t in zip(folders, _stamps(folders))]  # before the search:
+    found = list(entry_points(group=GROUP))  # a package installed during it shows next time
     dists = sorted({os.path.abspath(ep.dist._path) for ep in found
                     if getattr(getattr(ep, "dist", None), "_path", None) is not None})
     if memo is not None and all(os.path.dirname(d) in folders for d in dists):
-        try:
-            replace_atomically(memo, json.dumps({"stamps": stamps + _stamps(dists), "dists": dists}).encode())
-        except OSError:  # a read-only cache folder
-            pass
+        _write_memo(memo, {"folders": stamps, "stamps": _stamps(dists), "dists": dists}, replace_atomically)
     return found
+
+
+def _write_memo(memo, doc: dict, replace_atomically) -> None:
+    try:
+        replace_atomically(memo, json.dumps(doc).encode())
+    except OSError:  # a read-only cache folder
+        pass
+
+
+def _distributions(folder: str) -> str | None:
+    """A digest of the distributions' metadata in `folder` (each `*.dist-info` or `*.egg-info`
+    with its change time), None where it cannot be listed."""
+    try:
+        with os.scandir(folder) as entries:
+            found = sorted((e.name, e.stat(follow_symlinks=False).st_mtime_ns) for e in entries
+                           if e.name.endswith((".dist-info", ".egg-info")))
+    except OSError:
+        return None
+    return hashlib.sha256(repr(found).encode()).hexdigest()[:32]
 
 
 def _listed_entry_points(dist: str, folders: list) -> list:
