@@ -58,6 +58,7 @@ inline float fast_div(float a, float b) { return a / b; }
 inline double fast_div(double a, double b) { return a / b; }
 inline float fast_sqrt(float x) { return std::sqrt(x); }
 inline float fast_tanh(float x) { return tanhf(x); }
+inline float fmod_fast(float a, float b) { return std::fmod(a, b); }
 inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 

@@ -91,3 +91,34 @@ def test_fmod_fast_is_fmodf_bit_for_bit(tmp_path):
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
     assert out.strip().endswith("0 differ"), out
 
+
+FMOD = """
+@kernel
+def rem(a: f16[N], b: f16[N], c: f16[N], d: f16[N]):
+    with grid(cdiv(N, 128), threads=128) as bx:
+        for i in parallel(128):
+            c[bx * 128 + i] = fmod(a[bx * 128 + i], b[bx * 128 + i])
+            d[bx * 128 + i] = a[bx * 128 + i] % b[bx * 128 + i]
+"""
+
+
+def test_the_fmod_builtin_is_cs_remainder_and_percent_pythons():
+    """fmod(a, b) has a's sign (C's fmod, tl::fmod_fast on the GPU), % has b's (Python's); both
+    exact, on the interpreter."""
+    import numpy as np
+
+    import tlc
+    from tlc.codegen import generate_file
+    from tlc.schedule import schedule
+
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal(256) * 100).astype(np.float16)
+    b = (rng.choice([-1, 1], 256) * (0.25 + 4 * rng.random(256))).astype(np.float16)
+    c, d = np.zeros_like(a), np.zeros_like(a)
+    tlc.compile_source(FMOD, target="interp").rem(a, b, c, d)
+    assert np.array_equal(c, np.fmod(a.astype(np.float32), b.astype(np.float32)).astype(np.float16))
+    assert np.array_equal(d, np.remainder(a.astype(np.float32), b.astype(np.float32)).astype(np.float16))
+    mod = tlc.compile_source(FMOD, target="cpu", path="rem.tl")
+    src = generate_file([schedule(mod.program, "rem", {}, target="sm_90a")], "sm_90a")
+    body = src[src.index("__global__"):]
+    assert "tl::fmod_fast(" in body and "tl::pymod(" in body

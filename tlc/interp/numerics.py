@@ -159,7 +159,7 @@ _MATH = {
     "rsqrt": lambda x: np.reciprocal(np.sqrt(x)), "tanh": np.tanh, "fast_tanh": np.tanh,
     "sigmoid": lambda x: np.reciprocal(1 + np.exp(-x)), "erf": _erf, "sin": np.sin,
     "cos": np.cos, "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": np.rint,
-    "pow": np.power,
+    "pow": np.power, "fmod": np.fmod,
 }
 
 

@@ -53,7 +53,7 @@ BINARY_OPS = ARITH_OPS + BIT_OPS + COMPARE_OPS + LOGIC_OPS
 UNARY_OPS = ("-", "~", "not")
 # math builtins and their arity; `where` is `Select`, `min`/`max` are binary ops
 MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "fast_tanh",
-                                "sigmoid", "erf", "sin", "cos", "abs", "floor", "ceil", "round")}, "pow": 2,
+                                "sigmoid", "erf", "sin", "cos", "abs", "floor", "ceil", "round")}, "pow": 2, "fmod": 2,
               # internal (no builtin of the language): 2^x where the result's precision allows the
               # hardware approximation (a 16-bit softmax); the interpreter computes it exactly
               "fast_exp2": 1,
