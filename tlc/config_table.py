@@ -66,14 +66,17 @@ class Rule:
 
 def rules_for(tl_path: str, kernel: str) -> tuple[Rule, ...]:
     """The rules recorded for `kernel` of the module at `tl_path` (empty when there are none)."""
-    module = Path(tl_path).name
-    mine = _table(str(user_path(tl_path))).get(module, {}).get(kernel, ())
-    return mine + _table(str(Path(tl_path).resolve().parent / FILE_NAME)).get(module, {}).get(kernel, ())
+    module, folder = os.path.basename(tl_path), os.path.dirname(os.path.realpath(tl_path))
+    return _table(str(_user_path(folder))).rules(module, kernel) + \
+        _table(os.path.join(folder, FILE_NAME)).rules(module, kernel)
 
 
 def user_path(tl_path: str) -> Path:
     """The per-user config.json for the folder of `tl_path` (used where that folder is read-only)."""
-    folder = str(Path(tl_path).resolve().parent)
+    return _user_path(str(Path(tl_path).resolve().parent))
+
+
+def _user_path(folder: str) -> Path:
     return cache_dir() / "config" / hashlib.sha256(folder.encode()).hexdigest()[:16] / FILE_NAME
 
 
@@ -198,14 +201,28 @@ def check_rules(rules, kernel: str, known: dict, path: str) -> None:
                                   f"not a dtype parameter of {kernel}")
 
 
-_cache: dict = {}  # path -> (mtime, parsed table)
+_cache: dict = {}  # path -> (mtime, its _Table)
 
 
-def _table(path: str) -> dict:
+class _Table:
+    """A config.json read: its shape checked, each kernel's rules parsed when first asked for (the
+    std library's file holds every std module's rules; a call reads one kernel's)."""
+
+    def __init__(self, data, path: str):
+        self.kernels, self.path, self._parsed = _kernels(data, path), path, {}
+
+    def rules(self, module: str, kernel: str) -> tuple:
+        found = self._parsed.get((module, kernel))
+        if found is None:
+            found = self._parsed[(module, kernel)] = _rules(self.kernels.get(module, {}).get(kernel, []), self.path, kernel)
+        return found
+
+
+def _table(path: str) -> _Table:
     try:
         mtime = os.stat(path).st_mtime_ns
     except OSError:
-        return {}
+        return _EMPTY
     hit = _cache.get(path)
     if hit is not None and hit[0] == mtime:
         return hit[1]
@@ -213,25 +230,35 @@ def _table(path: str) -> dict:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as e:
         raise ConfigError(f"{path}: not readable as JSON: {e}") from None
-    table = parse(data, path)
+    table = _Table(data, path)
     _cache[path] = (mtime, table)
     return table
 
 
 def parse(data, path: str) -> dict:
     """{module file: {kernel: (Rule, ...)}} from the file's JSON."""
+    return {module: {k: _rules(rules, path, k) for k, rules in by_kernel.items()}
+            for module, by_kernel in _kernels(data, path).items()}
+
+
+def _kernels(data, path: str) -> dict:
+    """The file's "kernels" ({module file: {kernel: its rules as JSON}}), its shape checked."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ConfigError(f"{path}: expected an object with \"format\": {FORMAT}")
     kernels = data.get("kernels", {})
     if not isinstance(kernels, dict):
         raise ConfigError(f"{path}: \"kernels\" must map module file names to kernels")
-    out = {}
     for module, by_kernel in kernels.items():
         if not isinstance(by_kernel, dict):
             raise ConfigError(f"{path}: \"{module}\" must map kernel names to lists of rules")
-        out[module] = {k: tuple(_rule(r, f"{path}: rule {i + 1} of '{k}'") for i, r in enumerate(_list(rules, path, k)))
-                       for k, rules in by_kernel.items()}
-    return out
+    return kernels
+
+
+def _rules(rules, path: str, kernel: str) -> tuple:
+    return tuple(_rule(r, f"{path}: rule {i + 1} of '{kernel}'") for i, r in enumerate(_list(rules, path, kernel)))
+
+
+_EMPTY = _Table({"format": FORMAT}, "")  # no file
 
 
 def _list(rules, path: str, kernel: str) -> list:
