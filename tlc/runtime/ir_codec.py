@@ -115,11 +115,14 @@ def _check_tlc(cls) -> None:
         raise NotData(f"the program cache stores tlc's data classes only, not {_class_name(cls)}")
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})  # what JSON gives that stands for itself
+
+
 def _decode(t):
-    if t is None or isinstance(t, (bool, str, int, float)):
+    if type(t) in _SCALARS:
         return t
     if isinstance(t, list):
-        return [_decode(x) for x in t]
+        return [x if type(x) in _SCALARS else _decode(x) for x in t]
     if not isinstance(t, dict) or len(t) not in (1, 2):
         raise BadEntry("damaged entry: an object that dumps does not write")
     try:
@@ -129,8 +132,8 @@ def _decode(t):
             if fields is None or not isinstance(values, dict) or values.keys() != fields:
                 raise BadEntry(f"damaged entry: the fields of {t['$data']} differ from this tlc's")
             obj = object.__new__(cls)  # fields filled in as pickle does: no constructor runs
-            for name, value in values.items():
-                object.__setattr__(obj, name, _decode(value))
+            for name, value in values.items():  # most are names and numbers: no call for those
+                object.__setattr__(obj, name, value if type(value) in _SCALARS else _decode(value))
             return obj
         if "$enum" in t:
             cls, _ = _data_class(t["$enum"])
@@ -138,7 +141,7 @@ def _decode(t):
         (tag, value), = t.items()
         if tag == "$bytes":
             return base64.b64decode(value, validate=True)
-        items = [_decode(x) for x in value]
+        items = [x if type(x) in _SCALARS else _decode(x) for x in value]
         if tag == "$tuple":
             return tuple(items)
         if tag == "$set":
