@@ -59,6 +59,7 @@ inline double fast_div(double a, double b) { return a / b; }
 inline float fast_sqrt(float x) { return std::sqrt(x); }
 inline float fast_tanh(float x) { return tanhf(x); }
 inline float fmod_fast(float a, float b) { return std::fmod(a, b); }
+inline float fast_pow(float a, float b) { return powf(a, b); }
 inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 

@@ -213,6 +213,25 @@ __device__ __forceinline__ float fast_log(float x) { return fast_log2(x) * 0.693
 // log(1 + x): the polynomial of x itself near 0, so that no rounding of 1 + x is seen there.
 __device__ __forceinline__ float fast_log1p(float x) { return fast_log2_near1(x, 1.0f + x) * 0.6931471805599453f; }
 
+// a^b for values kept at 16-bit precision (schedule/fast_math.py): 2^(b log2 |a|) by fast_log2
+// and the hardware's 2^x (MUFU.LG2, MUFU.EX2), where powf takes about 80 instructions (a log2 in
+// two floats' precision, an exact product, the exponential).  Relative error below
+// 2^-20 |b log2 a| + 2^-21: at most 2^-16 for a result in f16's range (|b log2 a| <= 25), under
+// its half ulp (2^-11); results below 2^-126 are flushed to 0.  powf's special values, each by a
+// select: a negative a takes the sign of an odd integer b and gives NaN for a fractional b (an
+// infinite a gives inf or 0), b = 0 or a = 1 gives 1 (NaN or not), a = -1 and b = +-inf 1; the
+// rest (0, inf and NaN arguments) come out of the logarithm and the exponential as powf's do.
+__device__ __forceinline__ float fast_pow(float a, float b) {
+  const float x = fabsf(a);
+  float r = fast_exp2(b * fast_log2(x));
+  const bool whole = truncf(b) == b;                           // +-inf counts, as an even integer
+  const bool odd = whole && truncf(b * 0.5f) != b * 0.5f;      // |b| >= 2^24: even
+  if (a < 0.0f && !whole && x != __int_as_float(0x7f800000)) r = __int_as_float(0x7fffffff);
+  if (odd && signbit(a)) r = -r;
+  if (b == 0.0f || a == 1.0f || (x == 1.0f && fabsf(b) == __int_as_float(0x7f800000))) r = 1.0f;
+  return r;
+}
+
 // a / b by the hardware's full-range approximate division (div.full.f32: within 2 ulp over the
 // whole range, subnormals kept; MUFU.RCP and a few multiplications, no branch), where the IEEE
 // division costs a check and a slow-path call per element: for quotients kept at 16-bit

@@ -5,6 +5,8 @@ The polynomial is checked here in f32 arithmetic with FMAs (no GPU: it is what c
 near 1, where the hardware's absolute error would be a large relative one); the f16 tolerance
 tests of std.elementwise on the GPU hold the whole function to NumPy."""
 import re
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -83,3 +85,56 @@ def test_sixteen_bit_logarithms_are_the_hardware_ones(tmp_path):
     """Each 16-bit logarithm is one MUFU.LG2 (logf, log2f and log1pf take none)."""
     sass, _ = cubin_sass(cuda(), "sm_90a", tmp_path)
     assert sass.count("MUFU.LG2") == 3 * 2  # 256 elements at 128 threads: two a thread
+
+
+POW_HARNESS = r"""
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+using std::signbit;
+static float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+FUNCTIONS
+int main() {
+  const float v[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.0f, -1.0f, 2.0f, -2.0f, 0.5f, -0.5f, 3.0f, -3.0f,
+                     2.5f, -2.5f, 1e-3f, 7.0f, -7.0f, 65504.0f, 16777216.0f, -16777216.0f, 33554432.0f, 1e-30f, 0.9f};
+  long bad = 0;
+  for (float a : v)
+    for (float b : v) {
+      const float want = powf(a, b), got = fast_pow(a, b);
+      const bool same = (std::isnan(want) && std::isnan(got)) ||
+                        (want == got && signbit(want) == signbit(got)) ||
+                        (std::isfinite(want) && want != 0.0f && std::isfinite(got) && signbit(want) == signbit(got) &&
+                         // within f16's range 2^-16 relative (|b log2 a| <= 25); beyond it only finite
+                         (std::fabs(want) < 5.9604645e-8f || std::fabs(want) > 65504.0f ||
+                          std::fabs(got - want) <= std::fabs(want) * 1.52587890625e-5f));
+      if (!same && bad++ < 8) printf("pow(%g, %g): %g, powf %g\n", a, b, got, want);
+    }
+  printf("%ld differ\n", bad);
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
+def test_fast_pow_keeps_powfs_special_values(tmp_path):
+    """tl::fast_pow on the host, the hardware's log2 and 2^x replaced by log2f and exp2f: powf's
+    value at every pair of special arguments (zeros of both signs, infinities, NaN, +-1, negative
+    bases with odd, even and fractional powers, powers of 2^24 and beyond), its sign included."""
+    text = (templates() / "tl" / "types.cuh").read_text()
+    parts = []
+    for name in ("fast_exp2", "fast_log2_near1", "fast_log2", "fast_pow"):
+        start = text.index(f"__device__ __forceinline__ float {name}(")
+        line_end = text.index("\n", start)
+        end = line_end + 1 if text[line_end - 1] == "}" else text.index("\n}\n", start) + 3
+        parts.append(text[start:end])
+    body = "\n".join(parts).replace("__device__ __forceinline__", "static inline")
+    body = body.replace('asm("lg2.approx.f32 %0, %1;" : "=f"(y) : "f"(u));', "y = log2f(u);")
+    body = body.replace('asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));', "y = exp2f(x);")
+    assert "asm(" not in body, body
+    src = tmp_path / "pow.cpp"
+    src.write_text(POW_HARNESS.replace("FUNCTIONS", body))
+    exe = tmp_path / "pow"
+    subprocess.run(["g++", "-O2", "-ffp-contract=off", "-o", str(exe), str(src)], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    assert out.strip().endswith("0 differ"), out

@@ -127,6 +127,8 @@ def test_logarithms_of_16_bit_results_are_the_hardware_ones():
     text = print_kernel(ew.softplus.program({"T": "f16"}, "sm_90a").launches[0].kernel)
     assert "1 exp as fast_exp2 and 1 log1p as fast_log1p, where" in text
     assert "fast_log1p(fast_exp2(-abs(softplus_f32_0_x) * 1.4426950408889634))" in text
+    text = print_kernel(ew.pow.program({"T": "bf16"}, "sm_90a").launches[0].kernel)
+    assert "1 pow as fast_pow, where" in text and "out_tile[i] = bf16(fast_pow(f32(a_tile[i]), f32(b_tile[i])))" in text
     k = ew.log1p.program({"T": "f32"}, "sm_90a").launches[0].kernel
     assert not any(n.startswith("fast math") for n in k.notes) and "out_tile[i] = log1p(x_tile[i])" in print_kernel(k)
 

@@ -16,10 +16,10 @@ class CodegenError(Exception):
         self.span = span
 
 
-_MATH_F32 = {"exp": "expf", "exp2": "exp2f", "fast_exp2": "tl::fast_exp2", "fast_log2": "tl::fast_log2", "fast_log1p": "tl::fast_log1p", "fast_div": "tl::fast_div", "fast_sqrt": "tl::fast_sqrt", "log": "logf", "log2": "log2f", "log1p": "log1pf", "sqrt": "sqrtf", "rsqrt": "rsqrtf",
+_MATH_F32 = {"exp": "expf", "exp2": "exp2f", "fast_exp2": "tl::fast_exp2", "fast_log2": "tl::fast_log2", "fast_log1p": "tl::fast_log1p", "fast_pow": "tl::fast_pow", "fast_div": "tl::fast_div", "fast_sqrt": "tl::fast_sqrt", "log": "logf", "log2": "log2f", "log1p": "log1pf", "sqrt": "sqrtf", "rsqrt": "rsqrtf",
              "tanh": "tanhf", "fast_tanh": "tl::fast_tanh", "sigmoid": "tl::sigmoid", "erf": "erff", "sin": "sinf", "cos": "cosf",
              "abs": "fabsf", "floor": "floorf", "ceil": "ceilf", "round": "rintf", "pow": "powf", "fmod": "tl::fmod_fast"}
-_MATH_F64 = {"exp": "exp", "exp2": "exp2", "fast_exp2": "exp2", "fast_log2": "log2", "fast_log1p": "log1p", "fast_div": "tl::fast_div", "fast_sqrt": "sqrt", "log": "log", "log2": "log2", "log1p": "log1p", "sqrt": "sqrt", "rsqrt": "rsqrt",
+_MATH_F64 = {"exp": "exp", "exp2": "exp2", "fast_exp2": "exp2", "fast_log2": "log2", "fast_log1p": "log1p", "fast_pow": "pow", "fast_div": "tl::fast_div", "fast_sqrt": "sqrt", "log": "log", "log2": "log2", "log1p": "log1p", "sqrt": "sqrt", "rsqrt": "rsqrt",
              "tanh": "tanh", "fast_tanh": "tanh", "sigmoid": "tl::sigmoid", "erf": "erf", "sin": "sin", "cos": "cos",
              "abs": "fabs", "floor": "floor", "ceil": "ceil", "round": "rint", "pow": "pow", "fmod": "fmod"}
 # An exponential, logarithm or tanh whose result is a 16-bit float is computed in f32 by the

@@ -62,6 +62,8 @@ MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "
               "fast_log2": 1,
               # internal: log(1 + x) so, with a polynomial of x itself near 0
               "fast_log1p": 1,
+              # internal: a ** b as 2^(b log2 |a|) by the hardware, powf's special values kept
+              "fast_pow": 2,
               # internal: a / b where the quotient's precision allows the hardware's full-range
               # approximate division (div.full.f32: 2 ulp, no branch); the interpreter divides
               "fast_div": 2,
