@@ -53,9 +53,10 @@ def test_rows_already_in_flight_enough_are_left_as_written(name):
     assert "blocks per SM: 4" in " ".join(k.notes)
 
 
-def test_small_rows_are_left_as_written():
-    """rows of 1 KB: MIN_ROW_BYTES"""
-    k = plain("layer_norm", constants={"BN": 512})
+@pytest.mark.parametrize("bn", [512, 4096])
+def test_small_rows_are_left_as_written(bn):
+    """rows of 1 and 8 KB: MIN_ROW_BYTES"""
+    k = plain("layer_norm", constants={"BN": bn})
     assert not k.launch_fill
 
 

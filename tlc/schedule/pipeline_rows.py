@@ -46,7 +46,10 @@ from ..dtypes import I32
 from ..ir.walk import statements, variables
 from .narrow_fragments import touched
 
-MIN_ROW_BYTES = 4096  # a smaller row's loads hide behind the other blocks' without a ring
+# Rows of a block's copies of at least this many bytes: measured at 16 KB (bench/plain's
+# rows of 8192 f16).  Smaller rows keep their schedule until measured: the walk's barrier and
+# shared-memory round trip per row weigh more against less data.
+MIN_ROW_BYTES = 16 * 1024
 # The rows' bytes an SM needs in flight to keep the memory busy (Little's law: an H200 SM's
 # share of the copy bandwidth, 4.26 TB/s / 132 = 32 KB a microsecond, times about 2 us of
 # loaded DRAM latency).  Measured: 4 blocks of 16 KB rows an SM (bench/plain's softmax and
