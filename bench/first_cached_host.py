@@ -1,5 +1,5 @@
 """The host side of a cached first call, on a machine with no GPU: `python3 bench/first_cached_host.py
-[--runs N] [--profile PATH]`.
+[--runs N] [--profile PATH] [--cai] [--installed DIR]`.
 
 What `bench/overheads.py --only first` times on the GPU after `import tlc` (the load of std.gemm
 from the checked-module cache and matmul's first call, the kernel in the program cache), with
@@ -158,21 +158,21 @@ print(json.dumps({"load_ms": (t1 - t0) * 1e3, "call_ms": (t2 - t1) * 1e3, "cpu_m
 """
 
 
-def run(code: str, env: dict, cai: bool = False) -> str:
+def run(code: str, env: dict, cai: bool = False, cwd: Path = ROOT) -> str:
     # in the repository's folder, as bench/overheads.py runs: `python -c` puts the working folder
     # on sys.path, and tlc.targets' memo of the installed plugins is kept by its change time (a
     # folder where files come and go, as /tmp, costs each process the search of every package)
     done = subprocess.run([sys.executable, "-c", code] + (["--cai"] if cai else []), env=env, capture_output=True,
-                          text=True, timeout=300, cwd=ROOT)
+                          text=True, timeout=300, cwd=cwd)
     if done.returncode != 0:
         sys.exit(f"bench/first_cached_host.py: a child failed:\n{done.stderr[-3000:]}")
     return done.stdout
 
 
-def import_time(env: dict) -> float:
+def import_time(env: dict, cwd: Path) -> float:
     """`import tlc`'s cumulative microseconds by -X importtime, in ms."""
     done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import tlc"], env=env, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, cwd=cwd)
     for line in done.stderr.splitlines():
         parts = [p.strip() for p in line.removeprefix("import time:").split("|")]
         if len(parts) == 3 and parts[2] == "tlc":
@@ -188,23 +188,26 @@ def main(argv=None) -> dict:
     ap.add_argument("--profile", help="write the last run's cProfile here")
     ap.add_argument("--cai", action="store_true", help="arrays read as CuPy's are (by their NumPy dtype), "
                     "not PyTorch tensors (as bench/overheads.py passes)")
+    ap.add_argument("--installed", metavar="DIR", help="the tlc installed in DIR from a wheel (`pip install "
+                    "--no-deps --target DIR tlc-*.whl`), not this checkout's: its identity is its RECORD")
     args = ap.parse_args(argv)
+    package = Path(args.installed).resolve() if args.installed else ROOT
     env = {**os.environ, "TLC_CACHE_DIR": tempfile.mkdtemp(prefix="tlc-bench-host-"),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([str(package), os.environ.get("PYTHONPATH", "")])}
     # tlc's modules compiled to bytecode first, as bench/overheads.py does (as an installed
     # package's are): with PYTHONDONTWRITEBYTECODE a module changed since its .pyc compiles in
     # every process
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "tlc")], env=env, capture_output=True,
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package / "tlc")], env=env, capture_output=True,
                    timeout=300)
-    run(FILL, env)
+    run(FILL, env, cwd=package)
     runs = []
     for i in range(args.runs):
         if args.profile and i == args.runs - 1:
             env["TLC_BENCH_HOST_PROFILE"] = args.profile
-        runs.append(json.loads(run(TIMED, env, args.cai).strip().splitlines()[-1]))
+        runs.append(json.loads(run(TIMED, env, args.cai, cwd=package).strip().splitlines()[-1]))
     total = [r["load_ms"] + r["call_ms"] for r in runs]
     best = min(range(len(runs)), key=lambda i: total[i])
-    imports = [import_time(env) for _ in range(5)]
+    imports = [import_time(env, package) for _ in range(5)]
     result = {"runs": runs, "median_ms": statistics.median(total), "import_tlc_ms": min(imports)}
     print(f"cached first call, host side (CuPy stood in for), {len(runs)} new processes: "
           f"load + call median {statistics.median(total):.2f} ms, best {total[best]:.2f} "

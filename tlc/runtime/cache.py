@@ -113,7 +113,8 @@ def installed_identity(package: Path, version: str = __version__) -> str | None:
         data = read_regular(record, follow_symlinks=False, limit=16 << 20)
     except (NotRegularFile, OSError):
         return None
-    if not any(line.startswith(f"{package.name}/__init__.py,sha256=") for line in data.decode("utf-8", "replace").splitlines()):
+    line = f"{package.name}/__init__.py,sha256=".encode()
+    if not (data.startswith(line) or b"\n" + line in data):
         return None
     return hashlib.sha256(b"tlc installed\0" + version.encode() + b"\0" + data).hexdigest()
 
