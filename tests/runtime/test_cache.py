@@ -99,6 +99,13 @@ def test_a_checkout_or_an_editable_install_has_no_installed_identity(tmp_path, r
     assert cache_mod.installed_identity(installed(tmp_path / "other"), "0.3.0") is None  # no RECORD of this version
 
 
+def test_a_checkout_with_a_record_beside_it_is_still_a_checkout(tmp_path):
+    package = installed(tmp_path)
+    assert cache_mod.installed_identity(package, "0.1.0") is not None
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'tlc'\n")  # its files are edited in place
+    assert cache_mod.installed_identity(package, "0.1.0") is None
+
+
 def test_package_hash_of_an_installed_tlc_reads_no_source_file(monkeypatch):
     monkeypatch.setattr(cache_mod, "installed_identity", lambda package: "1" * 64)
     monkeypatch.setattr(cache_mod, "_package_files", lambda: pytest.fail("a source file listed"))

@@ -105,9 +105,13 @@ def installed_identity(package: Path, version: str = __version__) -> str | None:
     SHA-256 of its `tlc-VERSION.dist-info/RECORD` beside it, where the installer wrote the SHA-256
     of every file it installed (the modules, the grammar, the templates, the std library), so
     any other build of tlc (another version, a reinstall from changed sources) has another; None
-    where there is none, or it does not record this package's files with their hashes (a
-    checkout, an editable install, whose RECORD lists only its hook).  A file of an installed
-    package edited in place is not seen: an installed package changes by being installed."""
+    where there is none, or it does not record this package's files with their hashes (an
+    editable install, whose RECORD lists only its hook), and for a checkout (pyproject.toml
+    beside the package, as `package_data` tells one) whatever lies beside it.  A file of an
+    installed package edited in place is not seen: an installed package changes by being
+    installed."""
+    if os.path.exists(package.parent / "pyproject.toml"):
+        return None
     record = package.parent / f"tlc-{version}.dist-info" / "RECORD"
     try:
         data = read_regular(record, follow_symlinks=False, limit=16 << 20)
