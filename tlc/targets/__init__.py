@@ -46,7 +46,8 @@ def registered() -> dict[str, Target]:
 
 
 def _plugin_entry_points() -> list:
-    """The `tlc.targets` entry points of the installed packages.  Asking importlib.metadata reads
+    """The `tlc.targets` entry points of the installed packages, but those that name tlc's own
+    targets (`OWN`: an installed tlc's, which `registered` has anyway).  Asking importlib.metadata reads
     every distribution's metadata (22 ms in the H200's environment of 199 packages, most of a
     launch from the caches in a new process), so the cache folder keeps which distributions
     register targets, with each folder on sys.path's change time and a digest of the metadata
@@ -70,10 +71,11 @@ def _plugin_entry_points() -> list:
         try:
             doc = json.loads(read_regular(memo, follow_symlinks=False, limit=1 << 20))
             now = _stamps(folders)
-            if len(doc["folders"]) == len(folders) and doc["stamps"] == _stamps(doc["dists"]) and all(
+            if doc["leaves_out"] == list(OWN) and len(doc["folders"]) == len(folders) and \
+                    doc["stamps"] == _stamps(doc["dists"]) and all(
                     t == old or (listing is not None and _distributions(f) == listing)
                     for f, t, (old, listing) in zip(folders, now, doc["folders"])):
-                found = [ep for dist in doc["dists"] for ep in _listed_entry_points(dist, folders)]
+                found = [ep for dist in doc["dists"] for ep in _listed_entry_points(dist, folders) if ep.value not in OWN]
                 if now != [old for old, _ in doc["folders"]]:  # the same distributions: the new times kept
                     doc["folders"] = [[t, listing] for t, (_, listing) in zip(now, doc["folders"])]
                     _write_memo(memo, doc, replace_atomically)
@@ -81,11 +83,12 @@ def _plugin_entry_points() -> list:
         except (OSError, ValueError, TypeError, KeyError):  # none, damaged, or not a regular file
             pass
     stamps = [[t, _distributions(f)] for f, t in zip(folders, _stamps(folders))]  # before the search:
-    found = list(entry_points(group=GROUP))  # a package installed during it shows next time
-    dists = sorted({os.path.abspath(ep.dist._path) for ep in found
+    found = [ep for ep in entry_points(group=GROUP) if ep.value not in OWN]  # a package installed
+    dists = sorted({os.path.abspath(ep.dist._path) for ep in found  # during the search shows next time
                     if getattr(getattr(ep, "dist", None), "_path", None) is not None})
     if memo is not None and all(os.path.dirname(d) in folders for d in dists):
-        _write_memo(memo, {"folders": stamps, "stamps": _stamps(dists), "dists": dists}, replace_atomically)
+        _write_memo(memo, {"folders": stamps, "stamps": _stamps(dists), "dists": dists, "leaves_out": list(OWN)},
+                    replace_atomically)
     return found
 
 
@@ -130,17 +133,19 @@ def _stamps(paths) -> list:
     return out
 
 
+# tlc's own targets as pyproject.toml's entry points name them ("module:attribute")
+OWN = ("tlc.targets.cpu:CPU", "tlc.targets.sm80:SM80", "tlc.targets.sm86:SM86", "tlc.targets.sm89:SM89",
+       "tlc.targets.sm90a:SM90A")
+
+
 def _own() -> dict[str, Target]:
     """tlc's own targets, also where no package metadata registers them: a source checkout run
     through PYTHONPATH has no entry points (every launch on the H200 ended in E071 that way);
-    installed, pyproject.toml's entry points name these same objects."""
-    from .cpu import CPU
-    from .sm80 import SM80
-    from .sm86 import SM86
-    from .sm89 import SM89
-    from .sm90a import SM90A
+    installed, pyproject.toml's entry points name these same objects (`OWN`)."""
+    import importlib
 
-    return {t.name: t for t in (CPU, SM80, SM86, SM89, SM90A)}
+    found = [getattr(importlib.import_module(module), attr) for module, _, attr in (v.partition(":") for v in OWN)]
+    return {t.name: t for t in found}
 
 
 def names() -> tuple[str, ...]:
