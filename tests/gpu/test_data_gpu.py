@@ -42,3 +42,20 @@ def test_large_ragged_shapes(gpu_mod, op, dtype):
 
 def test_scatter_add_deterministic_adds_in_order_of_k(gpu_mod):
     adds_in_order_of_k(gpu_mod)
+
+
+# Tiles whose origin lies between two vectors of rows that are aligned (tl::copy_g2f_shifted: each
+# run read as the aligned vectors it overlaps, its elements shifted out of their words): pad's
+# x[r0 - top, c0 - left] by 3 and 5 (cropping) columns, split's b read from x[r, Na + c] with Na
+# odd; rows of 1024 and 1048 elements, a whole number of vectors in every dtype.
+SHIFTED = {"pad": [(1000, 1024, 1003, 1040, 2, 3), (1000, 1024, 998, 1016, -1, -5)],
+           "split": [(1000, 37, 1011)]}
+
+
+@pytest.mark.parametrize("op,shape", [(op, s) for op in OPS for s in SHIFTED.get(op.kernel, ())],
+                         ids=lambda v: getattr(v, "kernel", None) or "-".join(map(str, v)))
+@pytest.mark.parametrize("dtype", ["f16", "f32", "i8", "i64"])
+def test_tiles_between_vectors(gpu_mod, op, dtype, shape):
+    if dtype not in op.dtypes:
+        pytest.skip(f"{op.kernel} does not take {dtype}")
+    run(gpu_mod, op, dtype, shape, seed=2)
