@@ -1,0 +1,106 @@
+"""A column kernel's pairs of reductions that would read the tensor twice, in one pass
+(tlc/schedule/tileops/one_pass.py): a mean and the squares centred on it, a maximum and the sum
+of exponentials about it.  The plan (one loop, the note), and the values on the interpreter
+against float64 NumPy where one pass could go wrong: columns far from 0 with an outlier where a
+thread takes its shift, -inf, inf and nan columns, values far apart (a reference raised), rows
+that end inside a tile."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tileops_kit import module
+from tlc import ir
+
+SRC = """
+@tile_op
+def var0(x: f32[M, N]) -> f32[N]:
+    c = x - mean(x, axis=0, keepdims=True)
+    return mean(c * c, axis=0)
+
+@tile_op
+def sq0(x: f32[M, N]) -> f32[N]:
+    c = x - mean(x, axis=0, keepdims=True)
+    return sum(c * c, axis=0)
+
+@tile_op
+def lse0(x: f32[M, N]) -> f32[N]:
+    m = max(x, axis=0, keepdims=True)
+    return log(sum(exp(x - m), axis=0)) + max(x, axis=0)
+
+@tile_op
+def var1(x: f32[M, N]) -> f32[M]:
+    c = x - mean(x, axis=1, keepdims=True)
+    return mean(c * c, axis=1)
+
+@tile_op
+def other0(x: f32[M, N]) -> f32[N]:
+    c = x - mean(x, axis=0, keepdims=True)
+    return mean(c * x, axis=0)
+"""
+
+SHAPES = [(1, 5), (3, 40), (129, 33), (700, 3), (2100, 2)]
+
+
+def plan(name: str):
+    (launch,) = getattr(module(SRC), name).program({}, "sm_90a", sizes={"M": 4096, "N": 4096}).launches
+    return launch.kernel
+
+
+@pytest.mark.parametrize("name", ["var0", "sq0", "lse0"])
+def test_column_pairs_take_one_loop_and_say_so(name):
+    k = plan(name)
+    assert sum(isinstance(s, ir.For) for s in k.body) == 1
+    assert [n for n in k.notes if " in one pass: " in n]
+
+
+@pytest.mark.parametrize("name", ["var1", "other0"])
+def test_rows_and_other_products_keep_their_passes(name):
+    """Rows (axis 1) are not paired (a row that fits a tile reads registers in its second pass);
+    nor is a product that is not the centred value squared."""
+    k = plan(name)
+    assert not [n for n in k.notes if " in one pass: " in n]
+
+
+def lse_ref(x):
+    x = x.astype(np.float64)
+    m = x.max(axis=0)
+    with np.errstate(all="ignore"):
+        return np.log(np.exp(x - m).sum(axis=0)) + m
+
+
+@pytest.mark.parametrize("M,N", SHAPES)
+def test_centred_squares_against_float64(M, N):
+    """Columns at 1e4 with unit spread and an outlier in the first row (where the threads take
+    their shifts): the one pass keeps f32's precision of the centred sum."""
+    rng = np.random.default_rng(M * 7 + N)
+    x = (1e4 + rng.standard_normal((M, N))).astype(np.float32)
+    x[0, 0] = 1e4 + 1e3
+    mod = module(SRC)
+    want = x.astype(np.float64).var(axis=0)
+    np.testing.assert_allclose(mod.var0(x), want, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(mod.sq0(x), want * M, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("M,N", SHAPES)
+def test_sum_of_exponentials_against_float64(M, N):
+    rng = np.random.default_rng(M * 11 + N)
+    x = (30 * rng.standard_normal((M, N))).astype(np.float32)
+    got = module(SRC).lse0(x)
+    np.testing.assert_allclose(got, lse_ref(x), rtol=1e-6, atol=1e-5)
+
+
+def test_sum_of_exponentials_edge_values():
+    """A column of -inf gives nan (as max + log(sum(exp(x - max))) does), +inf or nan in a column
+    gives nan, -inf among numbers adds nothing, values 80 apart raise a place's reference."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((300, 6)).astype(np.float32)
+    x[:, 0] = -np.inf
+    x[5, 1] = np.inf
+    x[7, 2] = np.nan
+    x[:150, 3] = -np.inf
+    x[299, 4] = 80.0
+    x[::2, 5] -= 200.0
+    got, want = module(SRC).lse0(x), lse_ref(x)
+    assert np.isnan(got[:3]).all() and np.isnan(want[:3]).all()
+    np.testing.assert_allclose(got[3:], want[3:], rtol=1e-6)
