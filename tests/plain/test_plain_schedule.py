@@ -172,14 +172,17 @@ def test_std_reduce_axis0_interpreter_against_numpy():
 
 # ---- blocks per SM ---------------------------------------------------------------------------------
 
-BLOCKS = {"softmax": 4, "rms_norm": 4, "layer_norm": 3, "column_sums": 2, "saxpy": 6, "bias_relu": 6}
+# the plain layer_norm's rows are pipelined (pipeline_rows.py): its ring and staged weights,
+# 65792 bytes, fit 3 blocks an SM on sm_90a and 2 on sm_80
+BLOCKS = {"softmax": 4, "rms_norm": 4, "layer_norm": {"sm_80": 2, "sm_90a": 3}, "column_sums": 2, "saxpy": 6,
+          "bias_relu": 6}
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("name", sorted(BLOCKS))
 def test_register_resident_kernels_ask_for_blocks_per_sm(name, arch):
     text = emit_ir(name, arch)
-    blocks = BLOCKS[name]
+    blocks = BLOCKS[name] if isinstance(BLOCKS[name], int) else BLOCKS[name][arch]
     threads = 256
     (note,) = [n for n in notes(text) if n.startswith("blocks per SM")]
     assert note.startswith(f"blocks per SM: {blocks} (__launch_bounds__({threads}, {blocks})), as many as fit ")
