@@ -68,8 +68,8 @@ def groups(torch, device: str, full: bool) -> list:
          [{}, dict(THREADS=128, BLOCKS=8), dict(THREADS=64, BLOCKS=8)]),
         ("gather", "std.data", "gather", (gx, gi, empty(gx.shape)), lambda: torch.gather(gx, 1, gi), 2,
          # a whole row of x (8192) a block: its gathers hit the block's L1 (random reads of a row
-         # spread over 8 blocks fetched the row's sectors into 8 SMs)
-         [{}, dict(BLOCK=8192, THREADS=1024), dict(BLOCK=8192, THREADS=512), dict(BLOCK=4096, THREADS=512)]),
+         # spread over 4 blocks fetched the row's sectors into 4 SMs)
+         [{}, dict(BLOCK=8192, THREADS=1024), dict(BLOCK=4096, THREADS=512), dict(BLOCK=4096)]),
         ("pad", "std.data", "pad", (px, empty(m + 2, n), 1, 3, -1.5), lambda: F.pad(px, (3, 5, 1, 1), value=-1.5), 1,
          [{}, dict(THREADS=256)]),
         ("permute", "std.data", "permute", (qx, empty(8, n // 64, m // 8, 64)),
