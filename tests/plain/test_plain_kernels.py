@@ -76,11 +76,19 @@ def test_rowwise_loops_keep_the_copy_vector_width(name):
 @pytest.mark.parametrize("arch", BUILD_ARCHS)
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_builds_with_nvcc(case, arch, tmp_path):
-    """And without spills (ptxas -v) at the blocks per SM the scheduler asked for."""
+    """And without spills (ptxas -v) at the blocks per SM the scheduler asked for, but for the
+    known ones of KNOWN_SPILLS, each at most its bytes."""
     kernel, sources = scheduled(case, arch)
     log = compile_device(generate(kernel, arch, sources=sources).source, arch, tmp_path)
-    assert "0 bytes spill stores, 0 bytes spill loads" in log and "bytes spill stores" not in log.replace(
-        "0 bytes spill stores", ""), log
+    stores = [int(n) for n in re.findall(r"(\d+) bytes spill stores", log)]
+    assert stores and max(stores) <= KNOWN_SPILLS.get((case.file, arch), 0), log
+
+
+# The plain layer_norm's rows pipelined (schedule/pipeline_rows.py) at the 3 blocks an SM its
+# shared memory fits on sm_90a: ptxas spills 32-52 bytes (the weights' and biases' shared loads
+# hoisted into the last loop).  Measured on the H200 (session 11, hand-timed generated code):
+# 3 blocks with the spill 0.80 of copy, 2 blocks without it 0.76.
+KNOWN_SPILLS = {("layer_norm", "sm_90a"): 64}
 
 
 def test_bench_dry_run_checks_every_contender():
