@@ -187,6 +187,9 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
 
     def stmt_If(self, s: n.If):
         cond = self.condition(s.test)
+        known = _known(cond)
+        if known is not None:  # a test of bound constants (std.data.permute's `if P3 == 3:`): the taken branch
+            return list(self.block(s.body if known else s.orelse))
         return ir.If(cond, self.block(s.body), self.block(s.orelse), span=s.span)
 
     def stmt_For(self, s: n.For):
@@ -540,6 +543,28 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
                 part.extend(lowered if isinstance(lowered, list) else [lowered])
             emit(part)
         return tuple(out)
+
+
+_COMPARE = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+            ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "and": lambda a, b: a and b, "or": lambda a, b: a or b}
+
+
+def _known(e: ir.Expr) -> bool | None:
+    """The value of a condition of constants only (a kernel's constants bound), else None: its
+    branch not taken is never lowered, so that the scheduler's estimates (blocks_per_sm's
+    scalars) and --emit ir see only the code that runs."""
+    if isinstance(e, ir.Const):
+        return bool(e.value)
+    if isinstance(e, ir.UnaryOp) and e.op == "not":
+        x = _known(e.x)
+        return None if x is None else not x
+    if isinstance(e, ir.BinOp) and e.op in _COMPARE:
+        if e.op in ("and", "or"):
+            a, b = _known(e.a), _known(e.b)
+            return None if a is None or b is None else _COMPARE[e.op](a, b)
+        if isinstance(e.a, ir.Const) and isinstance(e.b, ir.Const):
+            return bool(_COMPARE[e.op](e.a.value, e.b.value))
+    return None
 
 
 def _may_return(s) -> bool:
