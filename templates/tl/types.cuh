@@ -56,12 +56,7 @@ template <typename A> struct same_type<A, A> { static constexpr bool value = tru
 
 template <typename To, typename From>
 __host__ __device__ __forceinline__ To cvt(From x) {
-  if constexpr (same_type<To, From>::value) {
-    // not through float: ptxas keeps a 16-bit value's round trip (HADD2.F32, then F2FP), as in
-    // the plain layer_norm's copy of its staged f16 weights into f16 fragments (0.60 of copy
-    // with the round trip, 0.80 without: H200, session 11)
-    return x;
-  } else if constexpr (is_low_float<From>::value && is_low_float<To>::value) {
+  if constexpr (is_low_float<From>::value && is_low_float<To>::value) {
     return To(static_cast<float>(x));
   } else if constexpr (is_float<From>::value && is_narrow_int<To>::value) {
     return saturate_narrow<To>(cvt<int>(x));
