@@ -161,7 +161,10 @@ __device__ __forceinline__ void store_run(U* p, const T* regs) {
   for (int i = 0; i < N; i += A::ELEMS) {
     union { V v; U e[A::ELEMS]; } u;
 #pragma unroll
-    for (int e = 0; e < A::ELEMS; ++e) u.e[e] = cvt<U>(regs[i + e]);
+    for (int e = 0; e < A::ELEMS; ++e) {
+      if constexpr (same_type<T, U>::value) u.e[e] = regs[i + e];  // as copy_s2f: no round trip
+      else u.e[e] = cvt<U>(regs[i + e]);
+    }
     if constexpr (GLOBAL && (sizeof(U) >= 4 || (same_dtype<T, U>::value && REGS <= 16)) && sizeof(V) >= 8) {
       store_global_vector(p + i, u.v);
     } else {
