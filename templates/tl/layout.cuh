@@ -257,7 +257,65 @@ __device__ __forceinline__ void g2f_convert(U* regs, const G2FVectors<L, T>& in)
   }
 }
 
+// A tile whose origin may lie `s` elements past a vector boundary (0 < s < ELEMS), in a tensor
+// whose rows are aligned: std.data.pad's x[r0 - top, c0 - left], split's x[r, Na + c].  Each
+// whole run is read as the NV + 1 aligned vectors it overlaps (each holds one of the run's
+// elements, so none reaches past the row's last aligned vector) and its elements are shifted
+// out of their words (funnel shifts, the word offset picked by selects), where element by
+// element each thread issued RUN 2-byte loads; run by run (two runs' vectors in flight at once
+// spilled split and pad at 12 blocks an SM on sm_80).  Only the copies the code generator marks
+// SHIFTED (a column origin offset by a run-time size: codegen/copies.py) have the path: compiled
+// into every copy, it left NVVM making none of a kernel's loads ld.global.nc.  run_shift: the
+// tile's shift in elements, or -1 where the rows are not aligned (or runs narrower than 8 bytes).
+template <typename L, typename T>
+__device__ __forceinline__ int run_shift(const T* g, long long stride, long long col0) {
+  using A = RunAccess<L::RUN, T>;
+  constexpr int E = A::ELEMS;
+  if (A::VBYTES < 8 || reinterpret_cast<unsigned long long>(g) % A::VBYTES != 0 || stride % E != 0) return -1;
+  return static_cast<int>(((col0 % E) + E) % E);
+}
+
 template <typename L, typename T, typename U>
+__device__ __forceinline__ void copy_g2f_shifted(U* regs, const T* g, long long stride, long long rows, long long cols,
+                                                 long long row0, long long col0, int shift) {
+  constexpr int RUN = L::RUN, RUNS = L::REGS / RUN;
+  using A = RunAccess<RUN, T>;
+  using V = typename VectorOf<A::VBYTES>::type;
+  constexpr int NV = RUN / A::ELEMS, W = A::VBYTES / 4;  // vectors per run, words per vector
+  const int t = threadIdx.x;
+  const TileBounds in(rows, cols, row0, col0);
+  const T* tile = g + row0 * stride + col0;
+  const int bytes = shift * static_cast<int>(sizeof(T)), q = bytes / 4, r = 8 * (bytes % 4);
+#pragma unroll
+  for (int k = 0; k < RUNS; ++k) {
+    const int r0 = k * RUN, lr = L::row(t, r0), lc = L::col(t, r0);
+    const T* p = tile + static_cast<long long>(lr) * stride + lc;
+    const bool row_in = L::valid(t, r0) && in.row_in(lr);
+    if (row_in && in.col_in(lc) && in.col_in(lc + RUN - 1)) {
+      union { V v[NV + 1]; unsigned w[(NV + 1) * W]; } raw;
+      union { unsigned w[NV * W]; T e[RUN]; } out;
+#pragma unroll
+      for (int v = 0; v <= NV; ++v) raw.v[v] = reinterpret_cast<const V*>(p - shift)[v];
+#pragma unroll
+      for (int i = 0; i < NV * W; ++i) {
+        unsigned lo = raw.w[i], hi = raw.w[i + 1];
+#pragma unroll
+        for (int c = 1; c < W; ++c) {
+          lo = q == c ? raw.w[i + c] : lo;
+          hi = q == c ? raw.w[i + c + 1] : hi;
+        }
+        out.w[i] = __funnelshift_r(lo, hi, r);
+      }
+#pragma unroll
+      for (int e = 0; e < RUN; ++e) regs[r0 + e] = cvt<U>(out.e[e]);
+      continue;
+    }
+#pragma unroll
+    for (int e = 0; e < RUN; ++e) regs[r0 + e] = row_in && in.col_in(lc + e) ? cvt<U>(p[e]) : cvt<U>(0.0f);
+  }
+}
+
+template <typename L, bool SHIFTED = false, typename T, typename U>
 __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, long long rows, long long cols,
                                          long long row0, long long col0) {
   constexpr int RUN = L::RUN, RUNS = L::REGS / RUN;
@@ -265,6 +323,12 @@ __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, 
   using V = typename VectorOf<A::VBYTES>::type;
   constexpr int NV = RUN / A::ELEMS;  // vectors per run
   const int t = threadIdx.x;
+  if constexpr (SHIFTED) {
+    if (const int shift = run_shift<L>(g, stride, col0); shift > 0) {  // the same in every thread
+      copy_g2f_shifted<L>(regs, g, stride, rows, cols, row0, col0, shift);
+      return;
+    }
+  }
   const bool aligned = runs_aligned<L>(g, stride, col0);
   const TileBounds in(rows, cols, row0, col0);
   const T* tile = g + row0 * stride + col0;

@@ -44,9 +44,10 @@ def test_scatter_add_deterministic_adds_in_order_of_k(gpu_mod):
     adds_in_order_of_k(gpu_mod)
 
 
-# Tiles whose origin lies between two vectors of rows that are aligned (read element by element):
-# pad's x[r0 - top, c0 - left] by 3 and 5 (cropping) columns, split's b read from x[r, Na + c]
-# with Na odd; rows of 1024 and 1048 elements, a whole number of vectors in every dtype.
+# Tiles whose origin lies between two vectors of rows that are aligned (tl::copy_g2f's shifted
+# runs: each run read as the aligned vectors it overlaps, its elements shifted out of their
+# words): pad's x[r0 - top, c0 - left] by 3 and 5 (cropping) columns, split's b read from
+# x[r, Na + c] with Na odd; rows of 1024 and 1048 elements, a whole number of vectors in every dtype.
 SHIFTED = {"pad": [(1000, 1024, 1003, 1040, 2, 3), (1000, 1024, 998, 1016, -1, -5)],
            "split": [(1000, 37, 1011)]}
 

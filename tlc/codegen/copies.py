@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ir
+from ..ir.walk import statements
 from ..schedule.warpspec import ring_split, stage_elements
 from .cexpr import CodegenError
 from .cnames import c_name, c_type
@@ -33,6 +34,31 @@ class GlobalView:
     row0: str
     col0: str
     shape: tuple[int, int]
+
+
+def _offset_by_run_time(e: ir.Expr, k: ir.Kernel, seen: frozenset = frozenset()) -> bool:
+    """Whether a copy's column origin adds a run-time size (a scalar parameter or a shape symbol,
+    directly or through the kernel's scalars): std.data.pad's `c0 - left`, split's `Na + c0`.
+    Such a tile may start between two vectors of aligned rows, and its copy into a fragment
+    takes tl::copy_g2f's shifted runs (layout.cuh); a product with a constant keeps no offset
+    (`j * BN`), and origins of block and loop indices alone never have the path, which NVVM's
+    ld.global.nc loads would not survive."""
+    if isinstance(e, ir.Cast):
+        return _offset_by_run_time(e.x, k, seen)
+    if isinstance(e, ir.BinOp) and e.op in ("+", "-"):
+        return _offset_by_run_time(e.a, k, seen) or _offset_by_run_time(e.b, k, seen)
+    if isinstance(e, ir.BinOp) and e.op == "*":
+        return not isinstance(e.a, ir.Const) and not isinstance(e.b, ir.Const) and \
+            (_offset_by_run_time(e.a, k, seen) or _offset_by_run_time(e.b, k, seen))
+    if not isinstance(e, ir.Var):
+        return False
+    if any(p.name == e.name and p.kind == "scalar" for p in k.params) or \
+            any(e.name == d for p in k.params for d in p.shape or () if isinstance(d, str)):
+        return True
+    if e.name in seen:
+        return False
+    return any(_offset_by_run_time(s.value, k, seen | {e.name}) for s in statements(k.body)
+               if isinstance(s, ir.Assign) and s.name == e.name)
 
 
 def _view2d(extents) -> tuple[int, int] | None:
@@ -147,7 +173,8 @@ class CopyGen:
                           f"{lay.swizzle_bytes}>({dst}, {v.base}, {args});")
         elif b.scope == "fragment":
             info = self.fragment(b.name)
-            self.emit(f"tl::copy_g2f<{info.c_layout}>({c_name(b.name)}, {v.base}, {args});")
+            shifted = ", true" if _offset_by_run_time(region.offsets[-1], self.k) else ""
+            self.emit(f"tl::copy_g2f<{info.c_layout}{shifted}>({c_name(b.name)}, {v.base}, {args});")
         else:
             self.emit(f"tl::copy_g2l<{T}, {U}, {rows}, {cols}>({c_name(b.name)}, {v.base}, {args});")
 
