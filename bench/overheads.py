@@ -14,7 +14,8 @@
   after `import tlc, torch, cupy` and after the CUDA context and the arrays exist (both are
   reported beside it): every CUDA program pays those, with tlc or without it.  tlc's modules
   (and lark's and jinja2's) are compiled to bytecode first, as an installed package's are.
-  TLC_BENCH_FIRST_PROFILE=PATH writes each call's cProfile to PATH-cold and PATH-cached.
+  TLC_BENCH_FIRST_PROFILE=PATH writes the cProfile of a cold and a cached call, in two more
+  processes (the figures are those of processes without the profiler), to PATH-cold and PATH-cached.
 """
 from __future__ import annotations
 
@@ -264,9 +265,19 @@ def first_result(results: dict) -> None:
     env = {**os.environ, "TLC_CACHE_DIR": kept or tempfile.mkdtemp(prefix="tlc-bench-first-"),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     results["bytecode"] = compile_bytecode(env)
-    for label in ("first_cold", "first_cached"):
-        env["TLC_BENCH_FIRST_SUFFIX"] = "-cold" if label == "first_cold" else "-cached"
-        done = subprocess.run([sys.executable, "-c", FIRST_CALL], env=env, capture_output=True, text=True, timeout=120)
+    # the figures come from processes without the profiler (cProfile adds a few microseconds to
+    # every call: the cached call's 22 ms on the H200 was 2-3 times its own); with
+    # TLC_BENCH_FIRST_PROFILE, a cold call in another fresh folder and a cached one are profiled after
+    profile = env.pop("TLC_BENCH_FIRST_PROFILE", None)
+    runs = [("first_cold", env, None), ("first_cached", env, None)]
+    if profile:
+        again = {**env, "TLC_CACHE_DIR": tempfile.mkdtemp(prefix="tlc-bench-first-")}
+        runs += [("profile_cold", again, "-cold"), ("profile_cached", again, "-cached")]
+    for label, run_env, suffix in runs:
+        if suffix:
+            run_env = {**run_env, "TLC_BENCH_FIRST_PROFILE": profile, "TLC_BENCH_FIRST_SUFFIX": suffix}
+        done = subprocess.run([sys.executable, "-c", FIRST_CALL], env=run_env, capture_output=True, text=True,
+                              timeout=120)
         if done.returncode != 0:
             results[f"{label}_error"] = done.stderr[-2000:]
             return
@@ -321,6 +332,13 @@ def report_first(results: dict) -> None:
             print(f"{what}: load + call {r['load_ms'] + r['call_ms']:.1f} ms (goal < {goal}; load {r['load_ms']:.1f}, "
                   f"call {r['call_ms']:.1f}; before the clock: import tlc+torch+cupy {r['import_ms']:.0f}, "
                   f"CUDA context and arrays {r['context_ms']:.0f}){'' if r['ok'] else ' WRONG RESULT'}")
+    for label in ("profile_cold", "profile_cached"):
+        if f"{label}_error" in results:
+            print(f"{label}: failed:\n{results[f'{label}_error']}")
+    if "profile_cached" in results:
+        print("  profiled again (cProfile's listing only): " + ", ".join(
+            f"{label.removeprefix('profile_')} {results[label]['load_ms'] + results[label]['call_ms']:.1f} ms"
+            for label in ("profile_cold", "profile_cached")))
 
 
 def main(argv=None) -> dict:
