@@ -131,19 +131,20 @@ def test_column_sums_scheduled_for_each_target_runs_as_numpy_says(arch):
 REDUCE = "std.reduce"
 
 
-# (op, dtype) -> (rows a tile, threads): a column tile op over a 16-bit tensor walks 4 times as many
-# rows at 1024 threads (a thread's loads in flight are the tile's bytes), unless its fragments would
-# take more registers than the cap (var's and logsumexp's running values a place keep [128, 32] at 256)
-AXIS0_TILES = {("sum_axis0", "bf16"): (512, 1024), ("sum_axis0", "f32"): (128, 256),
-               ("var_axis0", "bf16"): (128, 256), ("var_axis0", "f32"): (128, 256),
-               ("logsumexp_axis0", "bf16"): (128, 256), ("logsumexp_axis0", "f32"): (128, 256)}
+# (op, dtype) -> (rows a tile, threads, tiles an iteration): [128, 32] tiles at 256 threads, whose
+# loop copies 4 tiles of a 16-bit tensor an iteration (2 of f32: 8 runs of 16 bytes a thread in
+# flight either way), fewer where the fragments would take more registers than the cap (var's
+# and logsumexp's running values a place)
+AXIS0_TILES = {("sum_axis0", "bf16"): (128, 256, 4), ("sum_axis0", "f32"): (128, 256, 2),
+               ("var_axis0", "bf16"): (128, 256, 2), ("var_axis0", "f32"): (128, 256, 1),
+               ("logsumexp_axis0", "bf16"): (128, 256, 2), ("logsumexp_axis0", "f32"): (128, 256, 1)}
 
 
 @pytest.mark.parametrize("op,dtype", sorted(AXIS0_TILES))
 def test_std_reduce_axis0_takes_enough_blocks_and_combines_once_per_loop(op, dtype):
     """4096 columns: 32 a block (128 blocks, not 16), tiles of AXIS0_TILES' rows in 16-byte runs;
     every reduction of a loop is added up in each thread's partials and combined after it."""
-    rows, threads = AXIS0_TILES[op, dtype]
+    rows, threads, step = AXIS0_TILES[op, dtype]
     fn = getattr(tlc.load(REDUCE, target="cpu"), op)
     (launch,) = fn.program({"T": dtype}, "sm_90a", sizes={"M": 4096, "N": 4096}).launches
     k = launch.kernel
@@ -152,6 +153,7 @@ def test_std_reduce_axis0_takes_enough_blocks_and_combines_once_per_loop(op, dty
     assert tile.shape == (rows, 32) and str(tile.layout) == f"blocked(vec={16 // ir_itemsize(dtype)}, threads={threads})"
     loops = [s for s in k.body if isinstance(s, ir.For)]
     assert loops and not any(isinstance(x, ir.Reduce) for loop in loops for x in statements(loop.body))
+    assert loops[0].step == ir.Const(step, loops[0].step.dtype)
     if op in ("var_axis0", "logsumexp_axis0"):  # its two reductions in one loop (tileops/one_pass.py)
         assert len(loops) == 1 and any("in one pass" in n for n in k.notes)
         return

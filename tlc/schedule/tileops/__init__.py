@@ -23,6 +23,7 @@ from .fusion import FuseError, check_fuse, partition
 from .graph import Graph, TileOpError
 from .matmul import matmul_kernel, tiles_for
 from .program import Launch, Tensor, TileOpProgram, finish
+from . import rules as rules_mod
 from .rows import RowKernel
 from .rules import DEFAULT_RULES, Rules, row_blocks_per_sm, row_tiles
 
@@ -77,7 +78,9 @@ def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: 
         else:
             kernel, flat = elementwise_kernel(b, sizes, rules)
             chosen = f"block tile {list(kernel.buffers[-1].shape)}, threads={kernel.threads}"
-        kernel = finish(kernel, target, smem_limit, program.sources, batch=group.kind == "elementwise")
+        column = group.kind == "rows" and group.axis != len(group.space) - 1
+        kernel = finish(kernel, target, smem_limit, program.sources,
+                        batch=group.kind == "elementwise" or column and rules_mod.COL_BATCH)
         if group.kind == "rows" and not tiles.min_blocks:  # blocks per SM from its registers
             # a column kernel loads narrow runs of many rows (column_split): their addresses count too
             from ..blocks_per_sm import load_addresses  # (it imports the rules of this package)
@@ -92,28 +95,24 @@ def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: 
 
 def _row_kernel(graph: Graph, program, part, group, kname: str, tensors: dict, target: str, smem_limit: int,
                 sizes: dict, rules: Rules):
-    """(tiles, RowKernel, kernel) of a row group.  A column kernel reading narrow tensors takes
-    the rules' larger tile (`rules.COL_NARROW_SCALE`) while its fragments' registers stay within
-    `NARROW_REGISTERS_MAX`, else the tile of `col_block_elems`."""
-    narrow = min((p.type.dtype.itemsize for p in graph.fn.tensor_params), default=4)
+    """(tiles, RowKernel, kernel) of a row group.  A column kernel's loop takes
+    `rules.COL_TILES_PER_STEP` tiles an iteration, halved while its fragments' registers
+    (`RowKernel.registers`, with the copies batched as they will be) exceed `COL_REGISTERS_MAX`:
+    var_axis0's and logsumexp_axis0's three running values an element keep two."""
+    step = None
     while True:
         b = KernelBuilder(graph, program, part, group, kname, dict(tensors), target)
-        tiles = row_tiles(group.axis, group.space, sizes, rules, narrow)
+        tiles = row_tiles(group.axis, group.space, sizes, rules)
+        if step is not None:
+            tiles = replace(tiles, step=step)
         rows = RowKernel(b, tiles)
         kernel = rows.kernel()
-        if narrow >= 4 or group.axis == len(group.space) - 1:
+        if group.axis == len(group.space) - 1 or tiles.step == 1:
             return tiles, rows, kernel
-        laid = finish(kernel, target, smem_limit, program.sources)
-        if rows.registers(laid) <= NARROW_REGISTERS_MAX:
+        laid = finish(kernel, target, smem_limit, program.sources, batch=rules_mod.COL_BATCH)
+        if rows.registers(laid) <= rules_mod.COL_REGISTERS_MAX:
             return tiles, rows, kernel
-        narrow = 4
-
-
-# A column kernel's fragments' registers (RowKernel.registers) at most, for its narrow tile:
-# ptxas -v sm_90a, f16 (16384, 8192) in two [512, 32] tiles an iteration at 1024 threads: the
-# sums' and maxima's estimate 56 (64 used, no spills); var_axis0's and logsumexp_axis0's 80 (64
-# used, 56 and 40 bytes spilled), which take the smaller tile
-NARROW_REGISTERS_MAX = 72
+        step = tiles.step // 2
 
 
 def _result_name(part) -> str:

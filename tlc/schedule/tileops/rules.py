@@ -20,8 +20,11 @@ COL_TILE_MAX = 256  # columns per block of a column reduction (axis 0)
 COL_TILE_MIN = 32  # and at least this many (a 128-byte line of f32; schedule/column_blocks.py's width)
 COL_BLOCKS_MIN = 264  # fewer columns per block while that leaves fewer blocks than two per SM of an H200
 COL_ELEMS_PER_THREAD = 16  # a column kernel's thread: its tile elements, and as many in its partial sums
-COL_NARROW_SCALE = 4  # a column tile of operands narrower than 4 bytes holds this many times col_block_elems
-COL_TILES_PER_STEP = 2  # tiles a column kernel's loop copies an iteration (their loads in flight together)
+# tiles a column kernel's loop copies an iteration, as one load batch (COL_BATCH: every load issued
+# before the first is waited for), halved while its fragments' registers exceed COL_REGISTERS_MAX
+COL_TILES_PER_STEP = 4
+COL_REGISTERS_MAX = 100
+COL_BATCH = True
 # an element-wise kernel reading a tensor transposed: its block tile's side and threads (the plain
 # transpose's 64 x 64 at 256 threads, bench/plain/transpose.tl: 0.94 of copy on the H200, where x.T
 # read element by element down x's columns in tiles of [4, 256] ran at 0.37)
@@ -121,7 +124,7 @@ class RowTiles:
     step: int = 1  # tiles a column kernel's loop takes an iteration
 
 
-def row_tiles(axis: int, space, sizes: dict, rules: Rules = DEFAULT_RULES, itemsize: int = 4) -> RowTiles:
+def row_tiles(axis: int, space, sizes: dict, rules: Rules = DEFAULT_RULES) -> RowTiles:
     """Rows of a row reduction (axis 1, or a 1-D tensor): the whole row in one tile when it has
     at most `ROW_TILE_MAX` elements (then the kernel reads each element once and every pass
     after the first reads registers), and enough rows per block for `row_block_elems` elements.
@@ -129,13 +132,15 @@ def row_tiles(axis: int, space, sizes: dict, rules: Rules = DEFAULT_RULES, items
     leaves fewer than `COL_BLOCKS_MIN` blocks (8192 columns: 32 a block, 256 blocks; 256 a block
     ran 32 blocks on the H200's 132 SMs, 0.07 of the copy bandwidth), walking the rows in tiles
     of `col_block_elems` elements (each thread adds its rows of every tile in registers and the
-    threads combine once, column_blocks.defer_column_combine), `COL_NARROW_SCALE` times as many
-    when the narrowest tensor read (`itemsize`) is under 4 bytes: a tile's bytes, not its
-    elements, are what each thread has in flight (the (16384, 8192) f16 column sum on the H200:
-    [512, 32] tiles at 1024 threads 0.68 of copy, the [128, 32] of col_block_elems alone 0.51;
-    var_axis0 0.34, was 0.25).  Threads: one per
-    `row_elems_per_thread` elements of the tile (`COL_ELEMS_PER_THREAD` of a column tile, whose
-    partials take as many registers again), 128 to 1024."""
+    threads combine once, column_blocks.defer_column_combine), `COL_TILES_PER_STEP` tiles an
+    iteration, their copies one load batch: what a thread has in flight is the iteration's
+    bytes (8 runs of 16 bytes for 2-byte tensors at 4 tiles, 8 for 4-byte ones at 2, as
+    bench/plain's column_sums, 1.00 of copy on the H200, holds in its one [256, 32] f32 tile),
+    at 2 blocks of 256 threads an SM, 256 blocks for 8192 columns in one wave on 132 SMs.  The
+    (16384, 8192) f16 column sum on the H200: [512, 32] tiles at 1024 threads, two an iteration
+    with their loads one after the other, 0.72 of copy; the [128, 32] of col_block_elems alone
+    0.51.  Threads: one per `row_elems_per_thread` elements of the tile (`COL_ELEMS_PER_THREAD`
+    of a column tile, whose partials take as many registers again), 128 to 1024."""
     if axis == len(space) - 1:
         n = size_of(space[-1], sizes)
         m = size_of(space[0], sizes) if len(space) == 2 else 1
@@ -147,8 +152,7 @@ def row_tiles(axis: int, space, sizes: dict, rules: Rules = DEFAULT_RULES, items
         while kept > COL_TILE_MIN and n // kept < COL_BLOCKS_MIN:
             kept //= 2
         kept = max(COL_TILE_MIN, min(n, kept))
-        elems = rules.col_block_elems * (COL_NARROW_SCALE if itemsize < 4 else 1)
-        red = max(1, min(elems // kept, size_of(space[0], sizes)))
+        red = max(1, min(rules.col_block_elems // kept, size_of(space[0], sizes)))
     per_thread = rules.row_elems_per_thread if axis == len(space) - 1 else COL_ELEMS_PER_THREAD
     threads = min(1024, max(128, kept * red // per_thread))
     return RowTiles(kept, red, threads, whole=axis == len(space) - 1 and n <= red, keep_exp=rules.row_keep_exp,
