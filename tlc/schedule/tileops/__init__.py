@@ -17,7 +17,10 @@ from ... import targets
 from ...diagnostics import Diagnostic, DiagnosticError
 from ...typecheck import CheckedProgram
 from ..bind import bind_constants
+from ..layout import thread_registers
+from ..sm_limits import blocks_fitting
 from .build import KernelBuilder
+from .element_cost import element_cost
 from .elementwise import elementwise_kernel
 from .fusion import FuseError, check_fuse, partition
 from .graph import Graph, TileOpError
@@ -25,7 +28,7 @@ from .matmul import matmul_kernel, tiles_for
 from .program import Launch, Tensor, TileOpProgram, finish
 from . import rules as rules_mod
 from .rows import RowKernel
-from .rules import DEFAULT_RULES, Rules, row_blocks_per_sm, row_tiles
+from .rules import DEFAULT_RULES, LONG_MATH_REGISTERS, Rules, row_blocks_per_sm, row_tiles
 
 __all__ = ["schedule_tile_op", "TileOpProgram", "Launch", "Tensor", "Rules"]
 
@@ -81,6 +84,9 @@ def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: 
         column = group.kind == "rows" and group.axis != len(group.space) - 1
         kernel = finish(kernel, target, smem_limit, program.sources,
                         batch=group.kind == "elementwise" or column and rules_mod.COL_BATCH)
+        if group.kind == "elementwise":
+            kernel, flat, chosen = _long_math(kernel, flat, chosen, (graph, program, part, group, kname, tensors, target),
+                                              smem_limit, sizes, rules)
         if group.kind == "rows" and not tiles.min_blocks:  # blocks per SM from its registers
             # a column kernel loads narrow runs of many rows (column_split): their addresses count too
             from ..blocks_per_sm import load_addresses  # (it imports the rules of this package)
@@ -91,6 +97,31 @@ def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: 
         launches.append(Launch(kernel, flat, group.kind, graph.text(group.root), fused, chosen))
     return TileOpProgram(fn.name, tuple(p.name for p in fn.runtime_params), result, temps, tuple(launches),
                          tuple(part.boundaries), fn.fuse)
+
+
+def _long_math(kernel, flat: bool, chosen: str, where: tuple, smem_limit: int, sizes: dict, rules: Rules):
+    """An element-wise kernel of 16-bit (or narrower) tensors whose math costs at least
+    `rules.ew_long_math` instructions an element (element_cost.py), built again with
+    `ew_long_runs` runs a thread and as many blocks per SM as its fragments and
+    `LONG_MATH_REGISTERS` leave room for, at most `ew_long_blocks` (a note says so); others, and
+    one whose blocks per SM the rules fix, as given."""
+    cost = element_cost(kernel)
+    if rules.min_blocks or not rules.ew_long_blocks or cost < rules.ew_long_math or \
+            any(b.scope == "shared" for b in kernel.buffers) or \
+            any(p.kind == "tensor" and p.dtype.itemsize > 2 for p in kernel.params):  # measured on 16-bit tensors
+        return kernel, flat, chosen
+    graph, program, part, group, kname, tensors, target = where
+    b = KernelBuilder(graph, program, part, group, kname, dict(tensors), target)
+    kernel, flat = elementwise_kernel(b, sizes, replace(rules, ew_runs=rules.ew_long_runs))
+    kernel = finish(kernel, target, smem_limit, program.sources, batch=True)
+    frags = sum(thread_registers(f) for f in kernel.buffers if f.scope == "fragment" and f.layout is not None)
+    blocks = min(rules.ew_long_blocks, blocks_fitting(kernel.threads, frags + LONG_MATH_REGISTERS, targets.get(target)))
+    note = (f"long math: about {cost} instructions an element (element_cost.py), so {rules.ew_long_runs} "
+            f"run{'s' if rules.ew_long_runs > 1 else ''} a thread and {blocks} blocks per SM ({frags} registers of "
+            f"fragments and {LONG_MATH_REGISTERS} besides, at most {rules.ew_long_blocks}): the other warps' "
+            "math hides each one's loads")
+    kernel = replace(kernel, min_blocks=blocks, notes=kernel.notes + (note,))
+    return kernel, flat, f"block tile {list(kernel.buffers[-1].shape)}, threads={kernel.threads}, {blocks} blocks per SM"
 
 
 def _row_kernel(graph: Graph, program, part, group, kname: str, tensors: dict, target: str, smem_limit: int,

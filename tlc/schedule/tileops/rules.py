@@ -48,19 +48,34 @@ class Rules:
     # runs in flight; 0: a row kernel's from `row_blocks_per_sm` (softmax 8192 f16: 4), an
     # element-wise kernel's from codegen/occupancy.py's estimate
     min_blocks: int = 0
+    # an element-wise kernel of 16-bit tensors whose math costs at least `ew_long_math`
+    # instructions an element (element_cost.py) moves `ew_long_runs` runs a thread at up to
+    # `ew_long_blocks` blocks per SM (0: no such rule): more warps, so that others' loads are in
+    # flight while one computes (docs/tile-ops.md)
+    ew_long_math: int = 12
+    ew_long_runs: int = 1
+    ew_long_blocks: int = 16
 
     def __post_init__(self):
-        for name in ("ew_threads", "ew_runs", "row_elems_per_thread", "row_block_elems", "col_block_elems"):
+        for name in ("ew_threads", "ew_runs", "ew_long_runs", "row_elems_per_thread", "row_block_elems",
+                     "col_block_elems"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1 or v & (v - 1):
                 raise ValueError(f"rule {name} must be a power of two, not {v!r}")
-        if not isinstance(self.min_blocks, int) or not 0 <= self.min_blocks <= 32:
-            raise ValueError(f"rule min_blocks must be 0 (the estimate) to 32, not {self.min_blocks!r}")
+        for name in ("min_blocks", "ew_long_blocks"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or not 0 <= v <= 32:
+                raise ValueError(f"rule {name} must be 0 (the estimate) to 32, not {v!r}")
         if not 32 <= self.ew_threads <= 1024:
             raise ValueError(f"rule ew_threads must be 32 to 1024, not {self.ew_threads}")
 
 
 DEFAULT_RULES = Rules()
+
+# registers a thread of a long-math element-wise kernel needs besides its fragments, at one run a
+# thread: std.elementwise's f16 addcdiv and mish_bwd spilled 4 bytes at 32 registers (16 blocks of
+# 128 threads, 16 of them fragments); ptxas -v, sm_90a
+LONG_MATH_REGISTERS = 24
 
 
 def pow2_at_least(n: int) -> int:

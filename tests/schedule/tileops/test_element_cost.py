@@ -1,0 +1,68 @@
+"""element_cost.py's estimate of an element's instructions and the long-math rule it feeds
+(tileops/__init__.py `_long_math`, rules.Rules.ew_long_*): an element-wise kernel of 16-bit
+tensors whose math is long takes one run a thread and the blocks per SM its registers allow;
+short math, wider tensors and rules that fix the blocks keep the plain element-wise schedule."""
+from __future__ import annotations
+
+import pytest
+
+import tlc
+from tlc.schedule.tileops.element_cost import element_cost
+from tlc.schedule.tileops.rules import DEFAULT_RULES
+
+SIZES = {"M": 16384, "N": 8192}
+
+
+@pytest.fixture(scope="module")
+def ew():
+    return tlc.load("std.elementwise", target="cpu")
+
+
+def launch(op, T="f16", **rules):
+    return (op.with_rules(**rules) if rules else op).program({"T": T}, "sm_90a", SIZES).launches[0]
+
+
+def test_long_math_takes_one_run_a_thread_and_more_blocks(ew):
+    la = launch(ew.atan)
+    k = la.kernel
+    assert element_cost(k) >= DEFAULT_RULES.ew_long_math
+    assert k.buffers[-1].shape == (1024,) and k.min_blocks == DEFAULT_RULES.ew_long_blocks
+    assert any(n.startswith("long math: about") and "1 run a thread and 16 blocks per SM" in n for n in k.notes)
+    assert la.tiles.endswith("16 blocks per SM")
+
+
+def test_more_operands_leave_room_for_fewer_blocks(ew):
+    """Two 16-bit inputs and the result at one run a thread: 12 registers of fragments plus 24
+    besides, 40 as ptxas gives them out, 12 blocks of 128 threads (hypot)."""
+    k = launch(ew.hypot).kernel
+    assert k.min_blocks == 12 and "12 registers of fragments and 24 besides" in k.notes[-1]
+
+
+@pytest.mark.parametrize("op,T", [("add", "f16"), ("tanh", "f16"), ("atan", "f32")])
+def test_short_math_and_wide_tensors_keep_the_plain_schedule(ew, op, T):
+    k = launch(getattr(ew, op), T).kernel
+    assert k.buffers[-1].shape == ((2048,) if T == "f16" else (1024,)) and k.min_blocks == 0
+    assert not any(n.startswith("long math") for n in k.notes)
+
+
+def test_rules_that_fix_the_blocks_win(ew):
+    k = launch(ew.atan, min_blocks=8).kernel
+    assert k.min_blocks == 8 and k.buffers[-1].shape == (2048,)
+    k = launch(ew.atan, ew_long_blocks=0).kernel
+    assert k.min_blocks == 0 and k.buffers[-1].shape == (2048,)
+
+
+def test_the_estimate_counts_the_fast_forms():
+    """A 16-bit exponential is the hardware's (3 instructions), an f32 one expf's (10)."""
+    src = """
+@tile_op
+def e16(x: f16[M, N]) -> f16[M, N]:
+    return exp(x)
+
+@tile_op
+def e32(x: f32[M, N]) -> f32[M, N]:
+    return exp(x)
+"""
+    mod = tlc.compile_source(src, target="cpu")
+    assert element_cost(mod.e16.program({}, "sm_90a", SIZES).launches[0].kernel) == 3
+    assert element_cost(mod.e32.program({}, "sm_90a", SIZES).launches[0].kernel) == 10

@@ -1,0 +1,54 @@
+"""The instructions an element-wise kernel's math costs an element, estimated from its tile IR
+after the fast forms (fast_math.py): what the long-math rule of rules.py (`Rules.ew_long_math`)
+reads.
+
+Each node of the values its `parallel` loops compute and store counts about the SASS
+instructions it becomes on sm_90a (ptxas 13, read with cuobjdump): an arithmetic operation,
+comparison, select or conversion one; a call its function's sequence (tl::fast_log2 12,
+tl::fast_exp2 2, fast_div's div.full.f32 9, erff about 20, ...).  A name's value counts where
+it is computed, once (`x = ...` is a scalar; its uses are registers).
+"""
+from __future__ import annotations
+
+from ... import ir
+from ...ir.walk import statements
+
+# SASS instructions of one call, f32 (the 16-bit forms are the fast_* ones)
+CALL_COST = {
+    "fast_exp2": 2, "exp": 10, "exp2": 8, "fast_log2": 12, "fast_log1p": 13, "log": 25, "log2": 25,
+    "log1p": 30, "fast_sqrt": 2, "sqrt": 8, "rsqrt": 2, "fast_tanh": 1, "tanh": 20, "sigmoid": 5, "erf": 20,
+    "sin": 20, "cos": 20, "fast_pow": 30, "pow": 80, "fmod": 20, "fast_div": 9, "floor": 1, "ceil": 1,
+    "round": 1, "abs": 0, "bitcast": 0, "thread_index": 0,
+}
+# a call whose result is a 16-bit float: the hardware's forms (codegen/cexpr.py's _FAST_16)
+CALL_COST_16 = {"exp": 3, "exp2": 2, "log": 13, "log2": 12, "log1p": 13, "tanh": 1}
+DIVISION_COST = 12  # an IEEE f32 division's check and fast path (its slow path is a call, out of line)
+REMAINDER_COST = 22  # `%` of floats: tl::pymod, tl::fmod_fast and a sign fix
+
+
+def element_cost(kernel: ir.Kernel) -> int:
+    """Instructions an element of `kernel`'s `parallel` loops costs (the most of any loop)."""
+    return max((_cost_of(s.body) for s in statements(kernel.body) if isinstance(s, ir.Parallel)), default=0)
+
+
+def _cost_of(body) -> int:
+    total = 0
+    for s in statements(body):
+        value = getattr(s, "value", None)
+        if isinstance(s, (ir.Store, ir.LetScalar, ir.Assign)) and isinstance(value, ir.Expr):
+            total += expr_cost(value)
+    return total
+
+
+def expr_cost(e: ir.Expr) -> int:
+    if isinstance(e, (ir.Load, ir.Var, ir.Const)):
+        return sum(expr_cost(i) for i in getattr(e, "indices", ()) if not isinstance(i, (ir.Var, ir.Const)))
+    own = 1
+    if isinstance(e, ir.Call):
+        own = CALL_COST_16[e.fn] if e.dtype.bits == 16 and e.fn in CALL_COST_16 else CALL_COST.get(e.fn, 20)
+    elif isinstance(e, ir.BinOp) and e.dtype.is_float and e.op == "/":
+        own = DIVISION_COST
+    elif isinstance(e, ir.BinOp) and e.dtype.is_float and e.op in ("%", "//"):
+        own = REMAINDER_COST
+    parts = [getattr(e, f, None) for f in ("a", "b", "x", "cond")] + list(getattr(e, "args", ()))
+    return own + sum(expr_cost(p) for p in parts if isinstance(p, ir.Expr))
