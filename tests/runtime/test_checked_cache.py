@@ -157,6 +157,8 @@ def test_package_hash_memo_follows_every_change(tmp_path, monkeypatch):
     f = tmp_path / "a.py"
     f.write_text("one")
     monkeypatch.setattr(cache_mod, "_package_files", lambda: [("a.py", str(f))])
+    # a checkout's identity (its files, memoized), also where CI runs an installed wheel
+    monkeypatch.setattr(cache_mod, "installed_identity", lambda *args, **kw: None)
     cache_mod.package_hash.cache_clear()
     first = cache_mod.package_hash()
     [memo] = (tmp_path / "cache").glob("tlc-sources-*")
