@@ -26,13 +26,14 @@ GEMM = str(Path(__file__).resolve().parents[2] / "examples" / "gemm.tl")
 VECTOR_ADD = str(Path(__file__).resolve().parents[2] / "examples" / "vector_add.tl")
 
 
-def cuobjdump_registers(binary: bytes, tmp_path) -> int:
-    """The registers a cubin's kernel uses: the count the cubin records (EIATTR_REGCOUNT in its
-    .nv.info section), and where cuobjdump reads the cubin, its --dump-resource-usage too, the
-    two equal.  (The toolkit's cuobjdump can be older than the NVRTC that CuPy loads: the H200's
-    CUDA 13.0 cuobjdump exits 255 on them.)"""
-    recorded = elf_register_counts(binary)
-    assert len(recorded) == 1, recorded
+def cuobjdump_registers(binary: bytes, tmp_path, kernel: str) -> int:
+    """The registers a cubin's kernel uses: the count the cubin records for the kernel's symbol
+    (EIATTR_REGCOUNT in its .nv.info section; other functions of the cubin have their own), and
+    where cuobjdump reads the cubin, its --dump-resource-usage too, the two equal.  (The
+    toolkit's cuobjdump can be older than the NVRTC that CuPy loads: the H200's CUDA 13.0
+    cuobjdump exits 255 on them.)"""
+    recorded = [regs for name, regs in elf_register_counts(binary) if name == kernel]
+    assert len(recorded) == 1, elf_register_counts(binary)
     path = tmp_path / "k.cubin"
     path.write_bytes(binary)
     res = subprocess.run([cuobjdump(), "--dump-resource-usage", str(path)], capture_output=True, text=True)
@@ -41,10 +42,11 @@ def cuobjdump_registers(binary: bytes, tmp_path) -> int:
     return recorded[0]
 
 
-def elf_register_counts(cubin: bytes) -> list[int]:
-    """Every EIATTR_REGCOUNT (0x2f) value of the cubin's .nv.info sections: attributes of one
-    format byte, one attribute byte and a payload (format 4: u16 size and that many bytes,
-    3: u16, 2: u8, 1: none); REGCOUNT's payload is (kernel symbol, registers), two u32."""
+def elf_register_counts(cubin: bytes) -> list[tuple[str, int]]:
+    """(function name, registers) of every EIATTR_REGCOUNT (0x2f) of the cubin's .nv.info
+    sections: attributes of one format byte, one attribute byte and a payload (format 4: u16
+    size and that many bytes, 3: u16, 2: u8, 1: none); REGCOUNT's payload is (symbol index,
+    registers), two u32, the symbol's name read from .symtab (a symbol past it: "?")."""
     import struct
 
     assert cubin[:4] == b"\x7fELF", "not a cubin"
@@ -52,17 +54,31 @@ def elf_register_counts(cubin: bytes) -> list[int]:
     entsize, count, names_index = struct.unpack_from("<HHH", cubin, 0x3A)
     sections = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * entsize) for i in range(count)]
     names = sections[names_index][4]
+
+    def section_name(s) -> bytes:
+        return cubin[names + s[0]:cubin.index(b"\0", names + s[0])]
+
+    symtab = next(s for s in sections if section_name(s) == b".symtab")
+    strtab = sections[symtab[6]][4]  # sh_link: the symbols' string table
+    symbols = [struct.unpack_from("<I", cubin, symtab[4] + i * 24)[0] for i in range(symtab[5] // 24)]
+
+    def symbol(index: int) -> str:
+        if index >= len(symbols):
+            return "?"
+        at = strtab + symbols[index]
+        return cubin[at:cubin.index(b"\0", at)].decode()
+
     counts = []
     for s in sections:
-        name = cubin[names + s[0]:cubin.index(b"\0", names + s[0])]
-        if not name.startswith(b".nv.info"):
+        if not section_name(s).startswith(b".nv.info"):
             continue
         at, end = s[4], s[4] + s[5]
         while at < end:
             form, attribute = cubin[at], cubin[at + 1]
             size = {4: 2 + struct.unpack_from("<H", cubin, at + 2)[0], 3: 2, 2: 1}.get(form, 0)
             if attribute == 0x2F:
-                counts.append(struct.unpack_from("<II", cubin, at + 4)[1])
+                index, regs = struct.unpack_from("<II", cubin, at + 4)
+                counts.append((symbol(index), regs))
             at += 2 + size
     return counts
 
@@ -77,7 +93,7 @@ def test_registers_equal_cuobjdumps(tmp_path):
     p = tlc.profile(mod.matmul, a, b, c, trace=str(tmp_path / "t.json"), launches=5)
     g = p.grids[0]
     compiled = mod.matmul.compiled(p.constants, cupy.cuda.runtime.getDevice())  # the cubin it profiled
-    assert g.resources.registers == cuobjdump_registers(compiled.binary, tmp_path)
+    assert g.resources.registers == cuobjdump_registers(compiled.binary, tmp_path, compiled.name)
     assert g.flops == 2.0 * 512 * 1024 * 256 and g.tflops > 0
     assert g.bytes_moved == a.nbytes + b.nbytes + c.nbytes and g.gbps > 0
     assert 1 <= g.blocks_per_sm <= 32 and 0 < g.occupancy <= 1
@@ -96,7 +112,7 @@ def test_the_command_reports_cuobjdumps_registers(tmp_path):
     import cupy
 
     compiled = tlc.load(VECTOR_ADD, target="cuda").vector_add.compiled(d["constants"], cupy.cuda.runtime.getDevice())
-    assert g["resources"]["registers"] == cuobjdump_registers(compiled.binary, tmp_path)
+    assert g["resources"]["registers"] == cuobjdump_registers(compiled.binary, tmp_path, compiled.name)
     assert g["flops"] is None and g["tflops"] is None  # no gemm, no hint
     assert g["bytes_moved"] == 3 * 1048576 * np.dtype(np.float32).itemsize
 
