@@ -202,6 +202,16 @@ def _names(e) -> set:
 
 # ---- one exchange per block: partials in each thread ---------------------------------------------
 
+def fresh_name(base: str, taken: set) -> str:
+    """`base`, or `base` with the first number that makes it a name not in `taken`; added to it."""
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}{k}"
+    taken.add(name)
+    return name
+
+
 def defer_column_combine(kernel: ir.Kernel) -> ir.Kernel:
     frags = {b.name: b for b in kernel.buffers if b.scope == "fragment"}
     added: list = []
@@ -210,12 +220,7 @@ def defer_column_combine(kernel: ir.Kernel) -> ir.Kernel:
         | {getattr(s, "var", None) for s in statements(kernel.body)} | set(kernel.shape_symbols())
 
     def fresh(base: str) -> str:
-        name, k = base, 0
-        while name in taken:
-            k += 1
-            name = f"{base}{k}"
-        taken.add(name)
-        return name
+        return fresh_name(base, taken)
 
     def body(stmts) -> tuple:
         out: list = []

@@ -39,12 +39,13 @@ rows depend on one another is already wrong; walking them in a block changes not
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 from .. import ir
 from ..dtypes import I32
 from ..ir.walk import statements, variables
-from .narrow_fragments import touched
+from .column_blocks import fresh_name
+from .narrow_fragments import mapped, touched
 
 # Rows of a block's copies of at least this many bytes: measured at 16 KB (bench/plain's
 # rows of 8192 f16).  Smaller rows keep their schedule until measured: the walk's barrier and
@@ -134,12 +135,13 @@ def _rewrite(kernel: ir.Kernel, rows, staged, dtype) -> ir.Kernel:
     shared, from_shared, ring_copies, staged_copies = [], {}, [], []
     for kind, copies in (("ring", rows), ("staged", staged)):
         for c in copies:
-            name = _fresh(f"{c.dst.name}_{kind}", taken)
+            name = fresh_name(f"{c.dst.name}_{kind}", taken)
             shared.append(ir.Buffer(name, "shared", dtype[c.src.name], c.src.extents, span=c.span))
             from_shared[id(c)] = replace(c, src=ir.BufferRef(name, span=c.src.span), batch=0)
             to_shared = ir.Copy(c.src, ir.BufferRef(name, span=c.dst.span), span=c.span)
             if kind == "ring":
-                offsets = tuple(_substituted(o, block, row) for o in c.src.offsets)
+                offsets = tuple(mapped(o, lambda x: row if isinstance(x, ir.Var) and x.name == block else x)
+                                for o in c.src.offsets)
                 ring_copies.append(replace(to_shared, src=replace(c.src, offsets=offsets)))
             else:
                 staged_copies.append(to_shared)
@@ -171,30 +173,3 @@ def _sunk(body: tuple, movable: set) -> tuple:
         j = next((i for i in range(k, len(out)) if s.dst.name in touched(out[i])), len(out))
         out.insert(j, s)
     return tuple(out)
-
-
-def _fresh(name: str, taken: set) -> str:
-    out, n = name, 1
-    while out in taken:
-        n += 1
-        out = f"{name}{n}"
-    taken.add(out)
-    return out
-
-
-def _substituted(e: ir.Expr, name: str, value: ir.Expr) -> ir.Expr:
-    """`e` with the scalar `name` replaced by `value`."""
-    if isinstance(e, ir.Var):
-        return value if e.name == name else e
-    changes = {}
-    for f in fields(e):
-        v = getattr(e, f.name)
-        if isinstance(v, ir.Expr):
-            new = _substituted(v, name, value)
-        elif isinstance(v, tuple) and v and all(isinstance(x, ir.Expr) for x in v):
-            new = tuple(_substituted(x, name, value) for x in v)
-        else:
-            continue
-        if new is not v:
-            changes[f.name] = new
-    return replace(e, **changes) if changes else e
