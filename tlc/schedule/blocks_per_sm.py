@@ -24,6 +24,7 @@ from dataclasses import replace
 from .. import ir
 from ..ir.walk import loads, statement_exprs, statements
 from .layout import Replicated, thread_registers, vector_run
+from .smem import SM90_LIMIT
 from .tileops.rules import ROW_MIN_REGISTERS, ROW_OVERHEAD, row_blocks_per_sm
 
 # a 64-bit global address per run a copy has in flight: column_sums' [32, 256] f32 tile in runs
@@ -38,7 +39,7 @@ RESERVED_SMEM = 1024
 
 def _smem_per_sm(target) -> int:
     """The shared memory of an SM: what one block may opt into, plus the 1 KB kept for it."""
-    return (target.smem_per_block if target is not None else 227 * 1024) + RESERVED_SMEM
+    return (target.smem_per_block if target is not None else SM90_LIMIT) + RESERVED_SMEM
 
 
 def choose_blocks_per_sm(kernel: ir.Kernel, target=None) -> ir.Kernel:
