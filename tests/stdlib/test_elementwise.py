@@ -279,6 +279,22 @@ def test_expm1_and_log1p_keep_their_accuracy_near_zero(ew):
     np.testing.assert_allclose(ew.log1p(x), np.log1p(x64), rtol=4e-7)
 
 
+def test_sinh_and_atan_at_the_ends_of_f32(ew):
+    """sinh is finite up to 89.4 (its two exponentials e^|x| / 2 and e^-|x| / 2 do not overflow
+    before it does; expm1's u / (u + 1) made NaN of inf there), infinite beyond and at inf; atan
+    of +-inf is +-pi/2 and NaN stays NaN."""
+    x = np.array([[89.0, 89.4, -89.4, 89.5, np.inf, -np.inf, np.nan, 1e30]], np.float32)
+    x64 = x.astype(np.float64)
+    with np.errstate(over="ignore"):
+        want = np.sinh(x64).astype(np.float32)
+    got = ew.sinh(x)
+    assert np.isnan(got[0, 6]) and got[0, 3:6].tolist() == [np.inf, np.inf, -np.inf]
+    np.testing.assert_allclose(got[0, :3], want[0, :3], rtol=4e-7)
+    got = ew.atan(x)
+    assert np.isnan(got[0, 6]) and got[0, 4:6].tolist() == [np.float32(np.pi / 2), -np.float32(np.pi / 2)]
+    np.testing.assert_allclose(got[0, [0, 1, 2, 3, 7]], np.arctan(x64[0, [0, 1, 2, 3, 7]]), rtol=4e-7)
+
+
 def test_the_dtype_parameters_come_from_the_arrays(ew):
     x = np.arange(12, dtype=np.float16).reshape(3, 4)
     assert ew.silu(x).dtype == np.float16 and ew.add(x.astype(np.int32), x.astype(np.int32)).dtype == np.int32
