@@ -44,3 +44,17 @@ def test_a_file_past_the_limit_is_refused(tmp_path):
     (tmp_path / "big").write_bytes(b"x" * 11)
     with pytest.raises(files.FileTooLarge, match="big is larger than 10 bytes"):
         files.read_regular(tmp_path / "big", limit=10)
+
+
+@pytest.mark.parametrize("limit, whole", [(100, True), (19, True), (18, False)])
+def test_a_file_that_grew_after_its_size_was_read_is_read_whole_or_refused(tmp_path, monkeypatch, limit, whole):
+    """read_regular reads the size fstat gave and one byte more (not `limit` bytes, which it
+    would allocate first); a file that grew after fstat is read on to its end, within `limit`."""
+    (tmp_path / "f").write_bytes(b"0123456789" + b"abcdefghi")  # 19 bytes, fstat says 5
+    real_fstat = os.fstat
+    monkeypatch.setattr(os, "fstat", lambda fd: os.stat_result(real_fstat(fd)[:6] + (5,) + real_fstat(fd)[7:]))
+    if whole:
+        assert files.read_regular(tmp_path / "f", limit=limit) == b"0123456789abcdefghi"
+    else:
+        with pytest.raises(files.FileTooLarge, match="is larger than 18 bytes"):
+            files.read_regular(tmp_path / "f", limit=limit)

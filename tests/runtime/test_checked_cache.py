@@ -6,6 +6,7 @@ but the check."""
 import hashlib
 import json
 import os
+import time
 
 import numpy as np
 import pytest
@@ -152,24 +153,113 @@ def test_package_hash_covers_the_data_folders():
     assert "api.py" in names and not any("__pycache__" in n for n in names)
 
 
-def test_package_hash_memo_follows_every_change(tmp_path, monkeypatch):
+def test_package_hash_of_a_checkout_is_its_files_through_the_memo(tmp_path, monkeypatch):
     monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
-    f = tmp_path / "a.py"
-    f.write_text("one")
-    monkeypatch.setattr(cache_mod, "_package_files", lambda: [("a.py", str(f))])
+    base = checkout(tmp_path)
+    monkeypatch.setattr(cache_mod, "_package_bases", lambda: [(str(base), "")])
     # a checkout's identity (its files, memoized), also where CI runs an installed wheel
     monkeypatch.setattr(cache_mod, "installed_identity", lambda *args, **kw: None)
     cache_mod.package_hash.cache_clear()
-    first = cache_mod.package_hash()
-    [memo] = (tmp_path / "cache").glob("tlc-sources-*")
-    memo.write_text("f" * 64)  # the memo is what a new process reads
-    cache_mod.package_hash.cache_clear()
-    assert cache_mod.package_hash() == "f" * 64
-    f.write_text("three")  # another size and time: hashed again
-    cache_mod.package_hash.cache_clear()
-    second = cache_mod.package_hash()
-    assert second not in (first, "f" * 64) and len(second) == 64
-    cache_mod.package_hash.cache_clear()
+    try:
+        assert cache_mod.package_hash() == cache_mod.checkout_hash([(str(base), "")]) == unmemoized(base)
+    finally:
+        cache_mod.package_hash.cache_clear()
+
+
+def checkout(tmp_path):
+    """A package of three source files and a note, every file and folder last changed a minute
+    ago (the memo vouches only for files that settled)."""
+    base = tmp_path / "pkg"
+    (base / "sub" / "__pycache__").mkdir(parents=True)
+    (base / "a.py").write_text("one")
+    (base / "sub" / "b.cuh").write_text("two")
+    (base / "sub" / "c.py").write_text("three")
+    (base / "sub" / "__pycache__" / "c.cpython-311.pyc").write_text("")
+    (base / "notes.txt").write_text("")
+    aged(*base.rglob("*"), base)
+    return base
+
+
+def aged(*paths, seconds=60):
+    t = time.time_ns() - seconds * 10**9
+    for p in paths:
+        os.utime(p, ns=(t, t))
+
+
+def unmemoized(base) -> str:
+    h = hashlib.sha256()
+    for name, path in cache_mod.listed_files([(str(base), "")])[1]:
+        h.update(name.encode() + b"\0" + open(path, "rb").read() + b"\0")
+    return h.hexdigest()
+
+
+def plant(cache, digest="f" * 64):
+    """Put another digest into the checkout memo, as if it were what the files hash to."""
+    [memo] = cache.glob("tlc-checkout-*.json")
+    doc = json.loads(memo.read_text())
+    doc["digest"] = digest
+    memo.write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("change", [
+    lambda base: ((base / "a.py").write_text("owe"), aged(base / "a.py", seconds=30)),  # the same size
+    lambda base: ((base / "sub" / "b.cuh").write_text("twice"), aged(base / "sub" / "b.cuh", seconds=30)),
+    lambda base: ((base / "sub" / "d.j2").write_text("four"), aged(base / "sub" / "d.j2", base / "sub", seconds=30)),
+    lambda base: ((base / "sub" / "c.py").unlink(), aged(base / "sub", seconds=30)),
+    lambda base: ((base / "sub" / "c.py").rename(base / "sub" / "e.py"), aged(base / "sub", seconds=30)),
+    lambda base: ((base / "a.py").unlink(), (base / "sub" / "a.py").write_text("one"),
+                  aged(base, base / "sub", base / "sub" / "a.py", seconds=30)),
+])
+def test_the_checkout_memo_follows_every_change(tmp_path, monkeypatch, change):
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
+    base = checkout(tmp_path)
+    bases = [(str(base), "")]
+    first = cache_mod.checkout_hash(bases)
+    assert first == unmemoized(base)
+    plant(tmp_path / "cache")
+    assert cache_mod.checkout_hash(bases) == "f" * 64  # the memo is what a new process reads
+    change(base)
+    second = cache_mod.checkout_hash(bases)
+    assert second == unmemoized(base) and second not in (first, "f" * 64)
+    assert cache_mod.checkout_hash(bases) == second  # the memo written again
+
+
+def test_a_note_beside_the_sources_changes_nothing_but_the_memo(tmp_path, monkeypatch):
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
+    base = checkout(tmp_path)
+    first = cache_mod.checkout_hash([(str(base), "")])
+    plant(tmp_path / "cache")
+    (base / "todo.txt").write_text("not a source")
+    aged(base, seconds=30)
+    assert cache_mod.checkout_hash([(str(base), "")]) == first  # listed and hashed again, the same
+
+
+def test_no_memo_vouches_for_a_file_changed_just_now(tmp_path, monkeypatch):
+    # a file written in the last two seconds may be written again within the same tick of the
+    # file system's clock, its size and time unchanged: hashed, but not memoized until it settles
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
+    base = checkout(tmp_path)
+    (base / "a.py").write_text("owe")
+    assert cache_mod.checkout_hash([(str(base), "")]) == unmemoized(base)
+    assert not list((tmp_path / "cache").glob("tlc-checkout-*.json"))
+    aged(base / "a.py")
+    assert cache_mod.checkout_hash([(str(base), "")]) == unmemoized(base)
+    assert len(list((tmp_path / "cache").glob("tlc-checkout-*.json"))) == 1
+
+
+@pytest.mark.parametrize("memo", [
+    "not json", "[]", '{"folders": [], "files": [], "digest": 7}',
+    '{"folders": [], "files": [["/nonexistent/x.py", 1, 2]], "digest": "' + "f" * 64 + '"}',
+    '{"folders": [], "files": [["a"]], "digest": "' + "f" * 64 + '"}',
+    '{"folders": [], "files": [], "digest": "' + "F" * 64 + '"}',
+])
+def test_a_damaged_checkout_memo_is_a_miss(tmp_path, monkeypatch, memo):
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
+    base = checkout(tmp_path)
+    cache_mod.checkout_hash([(str(base), "")])
+    [path] = (tmp_path / "cache").glob("tlc-checkout-*.json")
+    path.write_text(memo)
+    assert cache_mod.checkout_hash([(str(base), "")]) == unmemoized(base)
 
 
 def test_load_stores_and_then_finds_a_module_for_the_gpu(files, monkeypatch, capsys):
@@ -194,8 +284,9 @@ def test_the_list_of_tlc_files_follows_files_added_and_removed(tmp_path, monkeyp
     (base / "sub" / "__pycache__" / "b.cpython-311.pyc").write_text("")
     (base / "notes.txt").write_text("")
     bases = [(str(base), "x:")]
-    assert [n for n, _ in cache_mod.listed_files(bases)] == ["x:a.py", "x:sub/b.cuh"]
-    assert [n for n, _ in cache_mod.listed_files(bases)] == ["x:a.py", "x:sub/b.cuh"]  # from the memo
+    folders, found = cache_mod.listed_files(bases)
+    assert [n for n, _ in found] == ["x:a.py", "x:sub/b.cuh"]
+    assert sorted(f for f, _ in folders) == [str(base), str(base / "sub")]  # with their times, not __pycache__
     (base / "sub" / "c.py").write_text("")
     (base / "a.py").unlink()
-    assert [n for n, _ in cache_mod.listed_files(bases)] == ["x:sub/b.cuh", "x:sub/c.py"]
+    assert [n for n, _ in cache_mod.listed_files(bases)[1]] == ["x:sub/b.cuh", "x:sub/c.py"]

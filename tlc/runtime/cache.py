@@ -24,6 +24,7 @@ import functools
 import hashlib
 import json
 import os
+import time
 import warnings
 from pathlib import Path
 from typing import Callable
@@ -43,38 +44,35 @@ def default_dir() -> Path:
 _SOURCE_SUFFIXES = (".py", ".lark", ".tl", ".cuh", ".j2", ".jinja", ".cu", ".h")
 
 
-def _package_files() -> list:
-    """(name, path) of every file that makes tlc what it is: its Python sources and its data
-    folders (grammar, templates), which a checkout keeps beside the package, not in it.  The
-    list is kept in the cache folder with each folder's change time (a file added, removed or
-    renamed changes its folder's), so a new process lists no folder that has not changed."""
+def _package_bases() -> list:
+    """(folder, prefix) of what makes tlc what it is: the package (its Python sources) and its
+    data folders (grammar, templates), which a checkout keeps beside the package, not in it."""
     from ..package_data import folder
 
-    root = Path(__file__).resolve().parent.parent
-    bases = [(str(root), "")]
+    root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    bases = [(root, "")]
     for name in ("grammar", "templates"):
-        data = folder(name).resolve()
-        if root not in data.parents:  # a checkout's (an installed package holds its own)
-            bases.append((str(data), f"data:{name}/"))
-    return listed_files(bases)
+        data = os.path.realpath(folder(name))
+        if not data.startswith(root + os.sep):  # a checkout's (an installed package holds its own)
+            bases.append((data, f"data:{name}/"))
+    return bases
 
 
-def listed_files(bases: list) -> list:
-    """(prefix + name relative to its base, path) of the source files under each (base, prefix),
-    through the memo of `_package_files`."""
-    memo = default_dir() / f"tlc-files-{hashlib.sha256(repr(bases).encode()).hexdigest()[:24]}.json"
-    try:
-        doc = json.loads(read_regular(memo, follow_symlinks=False, limit=1 << 20))
-        if all(os.stat(d).st_mtime_ns == t for d, t in doc["folders"]):
-            return [(name, path) for name, path in doc["files"]]
-    except (OSError, ValueError, TypeError, KeyError):
-        pass
+def _package_files() -> list:
+    """(name, path) of every source file of tlc (`_package_bases`), listed now."""
+    return listed_files(_package_bases())[1]
+
+
+def listed_files(bases: list) -> tuple:
+    """(folders, files) under each (base, prefix) of `bases`: every folder with its change time,
+    taken before it is listed (a file added, removed or renamed later changes it), and the
+    source files as (prefix + name relative to its base, path), sorted."""
     found, folders = [], []
     for base, prefix in bases:
         pending = [base]
         while pending:
             path = pending.pop()
-            folders.append((path, os.stat(path).st_mtime_ns))  # before listing: a later change shows
+            folders.append([path, os.stat(path).st_mtime_ns])
             rel = os.path.relpath(path, base).replace(os.sep, "/")
             with os.scandir(path) as entries:
                 for e in entries:
@@ -84,11 +82,7 @@ def listed_files(bases: list) -> list:
                     elif e.name.endswith(_SOURCE_SUFFIXES):
                         found.append((prefix + (f"{rel}/{e.name}" if rel != "." else e.name), e.path))
     found.sort()
-    try:
-        replace_atomically(memo, json.dumps({"folders": folders, "files": found}).encode())
-    except OSError:  # a read-only cache: the next process lists them again
-        pass
-    return found
+    return folders, found
 
 
 @functools.lru_cache(maxsize=None)
@@ -97,7 +91,7 @@ def package_hash() -> str:
     compiler invalidates the cache, also between releases that share a version number.  tlc
     installed from a wheel is what its RECORD says (`installed_identity`: one small file read);
     a checkout (an editable install, or PYTHONPATH) is its files (`checkout_hash`)."""
-    return installed_identity(Path(__file__).resolve().parent.parent) or checkout_hash(_package_files())
+    return installed_identity(Path(os.path.realpath(__file__)).parent.parent) or checkout_hash(_package_bases())
 
 
 def installed_identity(package: Path, version: str = __version__) -> str | None:
@@ -123,30 +117,58 @@ def installed_identity(package: Path, version: str = __version__) -> str | None:
     return hashlib.sha256(b"tlc installed\0" + version.encode() + b"\0" + data).hexdigest()
 
 
-def checkout_hash(files: list) -> str:
-    """SHA-256 over the (name, path) `files` of a checkout, read in full.  Reading them all costs a
-    new process about 10 ms; a memo in the cache folder, keyed by every file's size and change
-    time, gives the hash of files that have not changed since for the cost of their stat() calls
-    (about 200 of them: 0.6 ms)."""
-    stats = [os.stat(path) for _, path in files]
-    stamp = repr([(name, st.st_size, st.st_mtime_ns) for (name, _), st in zip(files, stats)]).encode()
-    memo = default_dir() / f"tlc-sources-{hashlib.sha256(stamp).hexdigest()[:32]}"
+# a file changed less than this long before it was read may change again within the same tick
+# of its file system's clock without its change time moving: no memo vouches for it ("racy git")
+_SETTLED_NS = 2_000_000_000
+
+
+def checkout_hash(bases: list) -> str:
+    """SHA-256 over the source files under each (base, prefix) of `bases` (a checkout: their
+    names and texts).  Listing and reading them all costs a new process about 10 ms; one memo
+    in the cache folder holds the digest with every folder's change time (a file added, removed
+    or renamed changes its folder's) and every file's size and change time, so a new process
+    whose files have not changed since reads that memo and stat()s each folder and file (about
+    220 calls: 0.4 ms here).  The stamps are taken before the files are read: a file written
+    during the hash has another time next time.  A memo that is missing, damaged or stale is a
+    miss: the files are hashed again and the memo rewritten (unless a file or a folder changed
+    in the last two seconds, whose time might not move at its next change)."""
+    memo = default_dir() / f"tlc-checkout-{hashlib.sha256(repr(bases).encode()).hexdigest()[:24]}.json"
     try:
-        known = read_regular(memo, follow_symlinks=False, limit=128).decode("ascii")
-        if len(known) == 64 and all(c in "0123456789abcdef" for c in known):
-            return known
-    except (OSError, UnicodeDecodeError):
+        doc = json.loads(read_regular(memo, follow_symlinks=False, limit=4 << 20))
+        digest = doc["digest"]
+        if _unchanged(doc["folders"], doc["files"]) and isinstance(digest, str) and len(digest) == 64 and \
+                all(c in "0123456789abcdef" for c in digest):
+            return digest
+    except (OSError, ValueError, TypeError, KeyError):
         pass
-    h = hashlib.sha256()
+    folders, files = listed_files(bases)
+    stamps, h = [], hashlib.sha256()
     for name, path in files:
         with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            stamps.append([path, st.st_size, st.st_mtime_ns])
             h.update(name.encode() + b"\0" + f.read() + b"\0")
     digest = h.hexdigest()
-    try:
-        replace_atomically(memo, digest.encode())
-    except OSError:  # a read-only cache: the next process hashes again
-        pass
+    settled = time.time_ns() - _SETTLED_NS
+    if all(t < settled for _, _, t in stamps) and all(t < settled for _, t in folders):
+        try:
+            replace_atomically(memo, json.dumps({"folders": folders, "files": stamps, "digest": digest}).encode())
+        except OSError:  # a read-only cache: the next process hashes again
+            pass
     return digest
+
+
+def _unchanged(folders: list, files: list) -> bool:
+    """Whether every [folder, change time] and [file, size, change time] of a memo is as it says."""
+    stat = os.stat
+    for path, t in folders:
+        if stat(path).st_mtime_ns != t:
+            return False
+    for path, size, t in files:
+        st = stat(path)
+        if st.st_mtime_ns != t or st.st_size != size:
+            return False
+    return True
 
 
 def cache_key(source: str, constants, arch: str, toolchain: str = "") -> str:

@@ -64,9 +64,12 @@ def load(text: str, path: str):
         data = read_regular(entry_path(key(text, path)), follow_symlinks=False, limit=_LIMIT)
     except (NotRegularFile, OSError):
         return None
-    first, _, rest = data.partition(b"\n")
-    head, _, blobs = rest.partition(b"\n")
-    if first != _MAGIC + _digest(head).encode():
+    head_at = data.find(b"\n") + 1
+    head_end = data.find(b"\n", head_at)
+    if head_at == 0 or head_end < 0:
+        return None
+    head, blobs = data[head_at:head_end], memoryview(data)[head_end + 1:]  # the signatures not copied
+    if data[:head_at - 1] != _MAGIC + _digest(head).encode():
         return None
     try:
         doc = json.loads(head)
@@ -109,7 +112,7 @@ class Signatures:
             text = blobs[start:start + size]
             if _digest(text) != digest:
                 raise ir_codec.BadEntry(f"damaged entry: the signature of {q} is not the one stored")
-            fn = ir_codec.loads_text(text.decode("utf-8", errors="replace"))
+            fn = ir_codec.loads_text(str(text, "utf-8", errors="replace"))
             if type(fn).__name__ != "CheckedFunction" or fn.qualname != q:
                 raise ir_codec.BadEntry(f"damaged entry: {q} is not a checked function")
             self._decoded[q] = fn

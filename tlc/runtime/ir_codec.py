@@ -118,22 +118,27 @@ def _check_tlc(cls) -> None:
 _SCALARS = frozenset({str, int, float, bool, type(None)})  # what JSON gives that stands for itself
 
 
+_new, _set = object.__new__, object.__setattr__
+
+
 def _decode(t):
-    if type(t) in _SCALARS:
+    kind = type(t)
+    if kind in _SCALARS:
         return t
-    if isinstance(t, list):
+    if kind is list:
         return [x if type(x) in _SCALARS else _decode(x) for x in t]
-    if not isinstance(t, dict) or len(t) not in (1, 2):
+    if kind is not dict or len(t) not in (1, 2):
         raise BadEntry("damaged entry: an object that dumps does not write")
     try:
-        if "$data" in t:
-            cls, fields = _data_class(t["$data"])
+        name = t.get("$data")
+        if name is not None:
+            cls, fields = _CLASSES.get(name) or _data_class(name)
             values = t["fields"]
-            if fields is None or not isinstance(values, dict) or values.keys() != fields:
-                raise BadEntry(f"damaged entry: the fields of {t['$data']} differ from this tlc's")
-            obj = object.__new__(cls)  # fields filled in as pickle does: no constructor runs
-            for name, value in values.items():  # most are names and numbers: no call for those
-                object.__setattr__(obj, name, value if type(value) in _SCALARS else _decode(value))
+            if fields is None or type(values) is not dict or values.keys() != fields:
+                raise BadEntry(f"damaged entry: the fields of {name} differ from this tlc's")
+            obj = _new(cls)  # fields filled in as pickle does: no constructor runs
+            for field, value in values.items():  # most are names and numbers: no call for those
+                _set(obj, field, value if type(value) in _SCALARS else _decode(value))
             return obj
         if "$enum" in t:
             cls, _ = _data_class(t["$enum"])

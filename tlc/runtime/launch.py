@@ -16,7 +16,6 @@ from ..ir.nodes import Kernel
 from .args import Binder, Bound, LaunchFacts
 from .grid import compile_grid, launches_blocks
 from .driver_api import max_active_blocks, max_active_clusters
-from .tensormap import LaunchTensorMaps
 
 DEFAULT_SMEM_LIMIT = 48 * 1024  # above this a kernel must opt in to more dynamic shared memory
 
@@ -49,7 +48,11 @@ class CompiledKernel:
         self.persistent_blocks = self._persistent_blocks(generated.persistent) if generated.persistent else None
         self.grid = compile_grid(generated.grid, self.binder.slots, self.persistent_blocks, self.cluster, self.name)
         # a kernel that copies through the TMA takes its tensors' maps after its own arguments
-        self.tensor_maps = LaunchTensorMaps(generated.tensor_maps) if generated.tensor_maps else None
+        self.tensor_maps = None
+        if generated.tensor_maps:
+            from .tensormap import LaunchTensorMaps  # here: only a kernel that copies through the TMA needs it
+
+            self.tensor_maps = LaunchTensorMaps(generated.tensor_maps)
         # per map: the tensor's argument slot, and per dim its size or (symbol) the slot of its value
         self._map_slots = tuple((self.binder.slots[s.param],
                                  tuple((False, d) if isinstance(d, int) else (True, self.binder.slots[d]) for d in s.shape))
