@@ -147,6 +147,9 @@ def test_pack_unpack_round_trip_and_rejects():
     assert unpack(data[:-1] + b"X") is None  # same length, other bytes
     assert unpack(b"garbage") is None
     assert unpack(b"") is None
+    head, _, body = data.partition(b"\n")
+    assert unpack(head + b" " * 200 + b"\n" + body) is None  # no header line in the first 128 bytes
+    assert type(unpack(data)) is bytes  # not a view of the file's bytes
 
 
 @pytest.mark.parametrize("damage", [

@@ -130,14 +130,17 @@ def read_program_entry(blob: bytes):
 
     if not blob.startswith(PROGRAM_MAGIC):
         raise ir_codec.BadEntry("not a program entry of this tlc")
-    head, _, rest = blob[len(PROGRAM_MAGIC):].partition(b"\n")
-    facts, fields, args, arch, sizes = ir_codec.loads_text(head.decode())
+    head_end = blob.find(b"\n", len(PROGRAM_MAGIC))
+    if head_end < 0:
+        raise ir_codec.BadEntry("damaged entry: not a program entry")
+    facts, fields, args, arch, sizes = ir_codec.loads_text(blob[len(PROGRAM_MAGIC):head_end].decode())
+    rest = memoryview(blob)[head_end + 1:]  # the parts after the line are sliced, not copied
     if not (isinstance(facts, LaunchFacts) and isinstance(fields, dict) and isinstance(arch, str)
             and len(sizes) == 3 and all(type(n) is int and n >= 0 for n in sizes) and sum(sizes) == len(rest)):
         raise ir_codec.BadEntry("damaged entry: not a program entry")
-    binary, gen_text, ir_text = rest[:sizes[0]], rest[sizes[0]:sizes[0] + sizes[1]], rest[sizes[0] + sizes[1]:]
-    generated = GeneratedLaunch(fields, args, lambda: ir_codec.loads_text(gen_text.decode()))
-    return CompiledKernel(lambda: ir_codec.loads_text(ir_text.decode()), generated, binary, arch, facts)
+    binary, gen_text, ir_text = bytes(rest[:sizes[0]]), rest[sizes[0]:sizes[0] + sizes[1]], rest[sizes[0] + sizes[1]:]
+    generated = GeneratedLaunch(fields, args, lambda: ir_codec.loads_text(str(gen_text, "utf-8")))
+    return CompiledKernel(lambda: ir_codec.loads_text(str(ir_text, "utf-8")), generated, binary, arch, facts)
 
 
 def benchmark(compiled, args: dict, *, min_ms: float = 300.0) -> float:

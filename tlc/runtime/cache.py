@@ -210,13 +210,14 @@ def pack(binary: bytes) -> bytes:
 
 def unpack(data: bytes) -> bytes | None:
     """The binary of a packed entry, or None when the header, the length or the checksum is off."""
-    head, sep, body = data.partition(b"\n")
-    parts = head.split(b" ")
-    if not sep or len(parts) != 3 or parts[0] != _MAGIC or not parts[1].isdigit():
+    end = data.find(b"\n", 0, 128)  # the header is short: a file without one is not read through
+    parts = data[:end].split(b" ")
+    if end < 0 or len(parts) != 3 or parts[0] != _MAGIC or not parts[1].isdigit():
         return None
+    body = memoryview(data)[end + 1:]  # checked before it is copied
     if int(parts[1]) != len(body) or hashlib.sha256(body).hexdigest().encode() != parts[2]:
         return None
-    return body
+    return bytes(body)
 
 
 class KernelCache:
