@@ -77,3 +77,26 @@ def e32(x: f32[M, N]) -> f32[M, N]:
     mod = tlc.compile_source(src, target="cpu")
     assert element_cost(mod.e16.program({}, "sm_90a", SIZES).launches[0].kernel) == 3
     assert element_cost(mod.e32.program({}, "sm_90a", SIZES).launches[0].kernel) == 10
+
+
+def test_the_estimate_counts_what_nvcc_emits():
+    """A subexpression written twice is computed once, a * b + c is one FFMA and a negation is
+    the operand's sign flag: exp(x) * exp(x) is expf's 10 and a multiplication, x * 2 + 1 and
+    -(x * x) one instruction each."""
+    src = """
+@tile_op
+def twice(x: f32[M, N]) -> f32[M, N]:
+    return exp(x) * exp(x)
+
+@tile_op
+def fma(x: f32[M, N]) -> f32[M, N]:
+    return x * 2.0 + 1.0
+
+@tile_op
+def negated(x: f32[M, N]) -> f32[M, N]:
+    return -(x * x)
+"""
+    mod = tlc.compile_source(src, target="cpu")
+    cost = {n: element_cost(getattr(mod, n).program({}, "sm_90a", SIZES).launches[0].kernel)
+            for n in ("twice", "fma", "negated")}
+    assert cost == {"twice": 11, "fma": 1, "negated": 1}

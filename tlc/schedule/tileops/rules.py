@@ -52,12 +52,13 @@ class Rules:
     # instructions an element (element_cost.py) moves `ew_long_runs` runs a thread at up to
     # `ew_long_blocks` blocks per SM (0: no such rule): more warps, so that others' loads are in
     # flight while one computes (docs/tile-ops.md).  20: the H200 (ops --quick, f16, of copy,
-    # rule on vs off) measured atan (cost 36) 0.56 vs 0.54 and erf (22) 0.68 vs 0.64, but
-    # hardswish_bwd (14) 0.98 vs 1.03: at one run a thread the address and bounds arithmetic is
-    # shared by half the elements (the f16 identity kernel's hot path, sm_90a: 101 SASS
-    # instructions for 8 elements, 97 for 16 at two runs), which short math does not win back.
-    # std.elementwise's costs from 12 to 17 (div, log, log1p, addcdiv, sigmoid_bwd, ...) left
-    # the rule with this change, 20 and 21 (silu_bwd, softplus) keep it: neither was measured.
+    # rule on vs off) measured atan (estimated 36 then; 28 since its rewrite) 0.56 vs 0.54 and
+    # erf (22) 0.68 vs 0.64, but hardswish_bwd (14 then, 11 now: SASS 4.6 on the hot path)
+    # 0.98 vs 1.03: at one run a thread the address and bounds arithmetic is shared by half the
+    # elements (the f16 identity kernel's hot path, sm_90a: 101 SASS instructions for 8
+    # elements, 97 for 16 at two runs), which short math does not win back.  Unmeasured either
+    # way: std.elementwise's estimates from 12 to 19 (div, log, log1p, expm1, silu_bwd, mish, ...),
+    # which left the rule with this threshold, and 20 to 23 (elu, softplus, tanh_bwd, ...).
     ew_long_math: int = 20
     ew_long_runs: int = 1
     ew_long_blocks: int = 16
