@@ -173,6 +173,22 @@ __device__ __forceinline__ void store_run(U* p, const T* regs) {
   }
 }
 
+// A run of N consecutive elements of shared memory into N registers, as the widest vectors its
+// bytes allow (the caller keeps `p` aligned to them: codegen/shared_runs.py): a parallel loop's
+// read of a shared buffer at its column, one run at a time, where element reads stay scalar.
+template <int N, typename T>
+__device__ __forceinline__ void load_run(T (&regs)[N], const T* p) {
+  using A = RunAccess<N, T>;
+  using V = typename VectorOf<A::VBYTES>::type;
+#pragma unroll
+  for (int i = 0; i < N; i += A::ELEMS) {
+    union { V v; T e[A::ELEMS]; } u;
+    u.v = *reinterpret_cast<const V*>(p + i);
+#pragma unroll
+    for (int e = 0; e < A::ELEMS; ++e) regs[i + e] = u.e[e];
+  }
+}
+
 // A fragment <-> global tile of a row-major tensor (rows x cols, `stride` between rows), in
 // the fragment's layout L; elements outside the tensor read as 0 and are not written.  Each
 // run of L::RUN registers (consecutive columns) that lies inside the tensor moves as vectors
@@ -365,27 +381,48 @@ __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, 
   }
 }
 
+// A fragment's runs to a global tile, a run at a time: whether the runs are aligned and the
+// tile's bounds are decided once, when it is made; `run(regs, r0)` stores registers r0 ..
+// r0 + RUN.  copy_f2g stores every run; a parallel loop whose fragment is copied out right
+// after it stores each run as it finishes computing it (schedule/fold_stores.py), so that a
+// run's registers are free for the next (the plain layer_norm: 80 registers and 52 bytes of
+// spills at 3 blocks an SM with the copy after the loop, 72 and none folded).
+template <typename L, typename U>
+struct FragmentStore {
+  U* tile;
+  long long stride;
+  bool aligned;
+  TileBounds in;
+  __device__ __forceinline__ FragmentStore(U* g, long long stride_, long long rows, long long cols, long long row0,
+                                           long long col0)
+      : tile(g + row0 * stride_ + col0), stride(stride_), aligned(runs_aligned<L>(g, stride_, col0)),
+        in(rows, cols, row0, col0) {}
+  template <typename T>
+  __device__ __forceinline__ void run(const T* regs, int r0) const {
+    constexpr int RUN = L::RUN;
+    const int t = threadIdx.x;
+    const int lr = L::row(t, r0), lc = L::col(t, r0);
+    if (!L::valid(t, r0) || !writes<L>(t, r0) || !in.row_in(lr)) return;
+    U* p = tile + static_cast<long long>(lr) * stride + lc;
+    if (aligned && in.col_in(lc) && in.col_in(lc + RUN - 1)) {
+      store_run<RUN, true, L::REGS>(p, regs + r0);
+      return;
+    }
+#pragma unroll
+    for (int e = 0; e < RUN; ++e) {
+      if (!in.col_in(lc + e)) continue;
+      if constexpr (same_type<T, U>::value) p[e] = regs[r0 + e];  // as store_run: no round trip
+      else p[e] = cvt<U>(regs[r0 + e]);
+    }
+  }
+};
+
 template <typename L, typename T, typename U>
 __device__ __forceinline__ void copy_f2g(U* g, const T* regs, long long stride, long long rows, long long cols,
                                          long long row0, long long col0) {
-  constexpr int RUN = L::RUN;
-  const int t = threadIdx.x;
-  const bool aligned = runs_aligned<L>(g, stride, col0);
-  const TileBounds in(rows, cols, row0, col0);
-  U* tile = g + row0 * stride + col0;
+  const FragmentStore<L, U> out(g, stride, rows, cols, row0, col0);
 #pragma unroll
-  for (int r0 = 0; r0 < L::REGS; r0 += RUN) {
-    const int lr = L::row(t, r0), lc = L::col(t, r0);
-    U* p = tile + static_cast<long long>(lr) * stride + lc;
-    if (!L::valid(t, r0) || !writes<L>(t, r0) || !in.row_in(lr)) continue;
-    if (aligned && in.col_in(lc) && in.col_in(lc + RUN - 1)) {
-      store_run<RUN, true, L::REGS>(p, regs + r0);
-      continue;
-    }
-#pragma unroll
-    for (int e = 0; e < RUN; ++e)
-      if (in.col_in(lc + e)) p[e] = cvt<U>(regs[r0 + e]);
-  }
+  for (int r0 = 0; r0 < L::REGS; r0 += L::RUN) out.run(regs, r0);
 }
 
 // Shared tile (COLS columns, PAD/SWIZZLE as in copy.cuh) <-> fragment, element by element.

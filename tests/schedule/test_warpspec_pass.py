@@ -11,6 +11,7 @@ import pytest
 
 import tlc
 from tlc import ir, targets
+from tlc.ir.walk import statements
 from tlc.schedule import PASSES, schedule
 from tlc.schedule.warpspec import specialize_warps
 
@@ -24,8 +25,11 @@ def _kernel(path: Path, name: str, arch: str = "sm_90a", **constants) -> ir.Kern
     return tlc.load(str(path), target="cpu").kernels[name].scheduled(constants, arch)
 
 
-def test_it_is_the_last_pass():
-    assert PASSES[-1] == "specialize_warps"
+def test_it_is_the_last_pass_that_changes_a_specialized_kernel():
+    # fold_stores, after it, leaves a warp-specialized kernel as it is
+    assert PASSES[-2:] == ("specialize_warps", "fold_stores")
+    k = _kernel(GEMM, "matmul")
+    assert k.warp_spec is not None and not any(getattr(s, "stores", ()) for s in statements(k.body))
 
 
 def test_the_example_gemm_gets_roles_a_ring_and_a_tile_order():

@@ -3,7 +3,8 @@
 Dispatches on the IR statement class; each statement becomes a few lines that mostly call
 `tl::` primitives (templates/tl/*.cuh) with the decisions made here: which primitive, with
 which layout, vector width and swizzle.  Copies are in `copies.py`, reductions in
-`reductions.py`, loads read before parallel loops in `hoist.py`; this file holds the kernel
+`reductions.py`, loads read before parallel loops in `hoist.py`, shared reads a run at a time
+in `shared_runs.py`; this file holds the kernel
 frame, control flow, parallel loops, gemm and element access.
 """
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .occupancy import min_blocks
 from .ranges import provably_within
 from .reductions import ReduceGen
 from .scans import ScanGen
+from .shared_runs import SharedRunGen
 
 
 @dataclass
@@ -36,7 +38,7 @@ class FragmentInfo:
     regs: str      # C expression: its register count
 
 
-class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen):
+class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
     arch = "sm_80"
     primitive_files = ("types.cuh", "copy.cuh", "layout.cuh", "mma.cuh", "reduce.cuh", "scan.cuh", "host_grid.cuh", "assert.cuh")
 
@@ -530,6 +532,17 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen):
         for v, n in zip(p.vars, p.extents):
             self.ranges[v] = (0, n - 1)
         hoisted = self.hoist_loads(p, layout, alias)
+        runs = self.shared_run_reads(p, layout)
+        if runs or p.stores:
+            saved = (self.in_parallel, self.loop_layout, getattr(self, "loop_vars", ()), self.loop_extents)
+            self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = True, layout, p.vars, p.extents
+            self.run_loop(p, layout, alias, runs)
+            self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = saved
+            for v in p.vars:
+                self.ranges.pop(v, None)
+            for x in hoisted:
+                self.hoisted.pop(x, None)
+            return
         self.emit("#pragma unroll")
         self.emit(f"for (int tl_r = 0; tl_r < {alias}::REGS; ++tl_r) {{")
         self.indent += 1

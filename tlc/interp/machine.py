@@ -424,6 +424,7 @@ class Machine:
             self.block(s.body, True)
         finally:
             self.lanes, self.loop, self.lifted = None, outer, {}
+        self.block(s.stores, mask)  # folded copies: what they mean is a copy after the loop
 
     def locals_in(self, s: Parallel) -> tuple[str, ...]:
         """The local buffers that a parallel body touches (cached per node)."""

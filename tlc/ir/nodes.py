@@ -349,6 +349,10 @@ class Parallel(Stmt):
     # written?) because the loop reads them in another layout.
     layout: Any = None
     exchange: tuple[tuple[str, bool], ...] = ()
+    # Copies of fragments the loop writes, out to global memory: they mean what the same copies
+    # right after the loop mean, and run a run of the loop's layout at a time, as the loop
+    # finishes each (schedule/fold_stores.py).
+    stores: tuple = ()
 
 
 @dataclass(frozen=True)

@@ -169,6 +169,8 @@ def _stmts(body, depth: int, out: list[str], layouts: dict | None = None, roles:
         elif isinstance(s, Parallel):
             out.append(f"{pad}for {', '.join(s.vars)} in parallel({', '.join(map(str, s.extents))}):")
             _stmts(s.body, depth + 1, out, layouts, roles)
+            out.extend(f"{pad}{_simple(c)}  # folded into the loop above: a run at a time, as it finishes each"
+                       for c in s.stores)
         elif isinstance(s, If):
             out.append(f"{pad}if {expr(s.cond)}:")
             _stmts(s.then, depth + 1, out, layouts, roles)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .nodes import Expr, Load, Region, Var
 
-_BODIES = ("body", "then", "orelse")
+_BODIES = ("body", "then", "orelse", "stores")  # stores: a Parallel's folded copies, after its body
 _EXPR_FIELDS = ("value", "cond", "start", "stop", "step")
 _EXPR_LISTS = ("indices", "args")
 

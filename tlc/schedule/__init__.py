@@ -11,7 +11,8 @@ loop reads, last_stage.py), `use_fast_math` (the fast exponential and a hoisted 
 where values end at 16-bit precision, fast_math.py), `batch_loads` (consecutive copies into
 fragments issue their loads together, batch_loads.py), `choose_blocks_per_sm` (the launch bounds' minimum blocks of a
 register-resident kernel, blocks_per_sm.py), `specialize_warps` (a producer/consumer ring on targets with wgmma
-and the TMA, warpspec.py).  A row kernel whose SMs would hold too few rows in flight is then
+and the TMA, warpspec.py), `fold_stores` (a fragment copied out right after the loop that computes it,
+stored a run at a time inside the loop, fold_stores.py).  A row kernel whose SMs would hold too few rows in flight is then
 scheduled again from its lowered IR as `pipelined_rows` rewrites it (its rows walked by persistent
 blocks, the next row's copies one row ahead through a cp.async ring, pipeline_rows.py), and
 that version is kept.  Owns no C text.
@@ -38,7 +39,8 @@ _LAZY = {"insert_barriers": "barriers", "choose_blocks_per_sm": "blocks_per_sm",
          "parse_value": "bind", "parallel_layout": "layout", "keep_last_stages": "last_stage",
          "scheduled_as_tile_grid": "persistent_grid", "infer_layouts": "layout_infer", "Lowerer": "lower",
          "LoweringError": "lower", "narrow_fragments": "narrow_fragments",
-         "check_thread_storage": "registers", "plan_shared_memory": "smem", "specialize_warps": "warpspec"}
+         "check_thread_storage": "registers", "plan_shared_memory": "smem", "specialize_warps": "warpspec",
+         "fold_stores": "fold_stores"}
 
 
 def __getattr__(name: str):
@@ -59,7 +61,7 @@ def _import_passes() -> None:
 
 PASSES = ("lower", "split_column_blocks", "infer_layouts", "narrow_fragments", "check_thread_storage",
           "plan_shared_memory", "insert_barriers", "keep_last_stages", "use_fast_math", "batch_loads", "choose_blocks_per_sm",
-          "specialize_warps")
+          "specialize_warps", "fold_stores")
 
 __all__ = ["schedule", "schedule_grids", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "parallel_layout",
            "observing_passes"]
@@ -159,7 +161,8 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
     passes = (split_column_blocks, lambda k: infer_layouts(k, target, program.sources), narrow_fragments,
               lambda k: check_thread_storage(k, program.sources),
               lambda k: plan_shared_memory(k, limit, program.sources), insert_barriers, keep_last_stages, use_fast_math,
-              batch_loads, lambda k: choose_blocks_per_sm(k, targets.get(target)), lambda k: specialize_warps(k, targets.get(target)))
+              batch_loads, lambda k: choose_blocks_per_sm(k, targets.get(target)), lambda k: specialize_warps(k, targets.get(target)),
+              lambda k: fold_stores(k, targets.get(target)))
     tiled = scheduled_as_tile_grid(lowerer.__dict__.get("persistent_walks", ()), kernel, targets.get(target),
                                    tuple(zip(PASSES[1:], passes, strict=True)), after)  # persistent_grid.py
     if tiled is not None:

@@ -198,30 +198,37 @@ def touched(s, own: bool = True) -> set:
 # ---- the rewrite ---------------------------------------------------------------------------
 
 def _rewrite(stmts, held: dict) -> tuple:
+    def converted_store(s):
+        target = getattr(s, "name", None) if isinstance(s, ir.Store) else getattr(s, "buffer", None) if isinstance(s, ir.Fill) else None
+        return replace(s, value=_to(s.value, held[target][1])) if target in held else s
+    return stmts_mapped(stmts, lambda e: _expr(e, held), converted_store)
+
+
+def stmts_mapped(stmts, fn, after=lambda s: s) -> tuple:
+    """`stmts` (nested bodies included) with `fn` applied to every expression a statement holds
+    (values, conditions, loop bounds, indices, arguments, region offsets), then `after` to each
+    rebuilt statement."""
     out = []
     for s in stmts:
         for f in ("body", "then", "orelse"):
             if isinstance(getattr(s, f, None), tuple):
-                s = replace(s, **{f: _rewrite(getattr(s, f), held)})
+                s = replace(s, **{f: stmts_mapped(getattr(s, f), fn, after)})
         fields = {}
         for f in ("value", "cond", "start", "stop", "step"):
             v = getattr(s, f, None)
             if isinstance(v, ir.Expr):
-                fields[f] = _expr(v, held)
+                fields[f] = fn(v)
         if isinstance(getattr(s, "indices", None), tuple):
-            fields["indices"] = tuple(_expr(i, held) for i in s.indices)
+            fields["indices"] = tuple(fn(i) for i in s.indices)
         if isinstance(getattr(s, "args", None), tuple):
-            fields["args"] = tuple(_expr(a, held) for a in s.args)
+            fields["args"] = tuple(fn(a) for a in s.args)
         for f in ("src", "dst"):
             side = getattr(s, f, None)
             if isinstance(side, ir.Region):
-                fields[f] = replace(side, offsets=tuple(_expr(o, held) for o in side.offsets))
+                fields[f] = replace(side, offsets=tuple(fn(o) for o in side.offsets))
         if fields:
             s = replace(s, **fields)
-        target = getattr(s, "name", None) if isinstance(s, ir.Store) else getattr(s, "buffer", None) if isinstance(s, ir.Fill) else None
-        if target in held:
-            s = replace(s, value=_to(s.value, held[target][1]))
-        out.append(s)
+        out.append(after(s))
     return tuple(out)
 
 

@@ -45,7 +45,7 @@ from .. import ir
 from ..dtypes import I32
 from ..ir.walk import statements, variables
 from .column_blocks import fresh_name
-from .narrow_fragments import mapped, touched
+from .narrow_fragments import mapped, stmts_mapped, touched
 
 # Rows of a block's copies of at least this many bytes: measured at 16 KB (bench/plain's
 # rows of 8192 f16).  Smaller rows keep their schedule until measured: the walk's barrier and
@@ -145,7 +145,9 @@ def _rewrite(kernel: ir.Kernel, rows, staged, dtype) -> ir.Kernel:
                 ring_copies.append(replace(to_shared, src=replace(c.src, offsets=offsets)))
             else:
                 staged_copies.append(to_shared)
-    body = _sunk(tuple(from_shared.get(id(s), s) for s in kernel.body), {id(from_shared[id(c)]) for c in staged})
+    body = tuple(from_shared.get(id(s), s) for s in kernel.body)
+    body, in_place = _read_in_place(body, [from_shared[id(c)] for c in staged], kernel, shared)
+    body = _sunk(body, {id(from_shared[id(c)]) for c in staged})
     rows_left = ir.BinOp("-", kernel.grid[0], ir.Var(BLOCK_VAR, I32, span=span), I32, span=span)
     trips = ir.BinOp("//", ir.BinOp("-", ir.BinOp("+", rows_left, blocks, I32, span=span), ir.Const(1, I32), I32,
                                     span=span), blocks, I32, span=span)
@@ -157,7 +159,11 @@ def _rewrite(kernel: ir.Kernel, rows, staged, dtype) -> ir.Kernel:
             f"through a {STAGES}-stage cp.async ring")
     if staged:
         note += f"; the copies from {', '.join(c.src.name for c in staged)} read no row and are staged once per block"
-    return replace(kernel, block_vars=(BLOCK_VAR,), buffers=kernel.buffers + tuple(shared),
+    if in_place:
+        note += (f"; {', '.join(in_place)} {'is' if len(in_place) == 1 else 'are'} read from {'its' if len(in_place) == 1 else 'their'}"
+                 " staged copy where read, not copied into registers")
+    buffers = tuple(b for b in kernel.buffers if b.name not in in_place)
+    return replace(kernel, block_vars=(BLOCK_VAR,), buffers=buffers + tuple(shared),
                    body=tuple(staged_copies) + (loop,), launch_fill=True, notes=kernel.notes + (note,))
 
 
@@ -173,3 +179,36 @@ def _sunk(body: tuple, movable: set) -> tuple:
         j = next((i for i in range(k, len(out)) if s.dst.name in touched(out[i])), len(out))
         out.insert(j, s)
     return tuple(out)
+
+
+def _read_in_place(body: tuple, copies: list, kernel: ir.Kernel, shared: list) -> tuple[tuple, tuple]:
+    """`body` with each fragment that one of `copies` fills from its staged buffer whole, and
+    that only element loads read otherwise, read from the staged buffer where it is read (its
+    copy dropped), and the names of those fragments.  A weight a thread holds in registers
+    costs it as many registers as the row (the plain layer_norm's weights and biases: 32 of
+    its 80, with 52 bytes spilled at 3 blocks an SM); read from shared memory, a run of the
+    loop's layout is one vector load (codegen: shared runs) where the loop needs it."""
+    fragments = {b.name: b for b in kernel.buffers if b.scope == "fragment"}
+    staged = {b.name: b for b in shared}
+    out, names = body, []
+    for c in copies:
+        frag, buf = fragments[c.dst.name], staged[c.src.name]
+        if frag.shape != buf.shape or any(c.dst.name in _operands(t) for t in statements(out) if t is not c):
+            continue
+        def from_staged(x, frag=frag, buf=buf):
+            if not (isinstance(x, ir.Load) and x.name == frag.name):
+                return x
+            load = ir.Load(buf.name, x.indices, buf.dtype, span=x.span)
+            return load if buf.dtype == frag.dtype else ir.Cast(load, frag.dtype, span=x.span)
+        out = stmts_mapped(tuple(t for t in out if t is not c), lambda e, f=from_staged: mapped(e, f))
+        names.append(frag.name)
+    return out, tuple(names)
+
+
+def _operands(s) -> set:
+    """The buffers statement `s` itself takes whole or writes (not its element loads)."""
+    out = set()
+    for f in ("name", "buffer", "src", "dst", "a", "b", "c"):
+        v = getattr(s, f, None)
+        out.add(v if isinstance(v, str) else getattr(v, "name", None))
+    return out - {None}

@@ -129,18 +129,30 @@ extern "C" __global__ void __launch_bounds__(128, 6) softmax(const half* __restr
     // 40: for i, j in parallel(BM, BN):
 #line 40 "examples/softmax.tl"
     // parallel (i, j) over [4, 1024]: blocked(vec=8, threads=128)
+    // row -> y: stored a run at a time, as the loop finishes each
+    const tl::FragmentStore<tl_softmax_layout_0, half> tl_store0(y, N, M, N, (bx * 4), (t * 1024));
     #pragma unroll
-    for (int tl_r = 0; tl_r < tl_softmax_layout_0::REGS; ++tl_r) {
-      const int i = tl_softmax_layout_0::row(threadIdx.x, tl_r);
-      const int j = tl_softmax_layout_0::col(threadIdx.x, tl_r);
-      if (!tl_softmax_layout_0::valid(threadIdx.x, tl_r)) continue;
-      // 41: row[i, j] = row[i, j] / row_sum[i]
+    for (int tl_r0 = 0; tl_r0 < tl_softmax_layout_0::REGS; tl_r0 += tl_softmax_layout_0::RUN) {
+      if (!tl_softmax_layout_0::valid(threadIdx.x, tl_r0)) continue;  // a run is valid or not as a whole
+      {  // the run's shared reads, one vector each
+        const int i = tl_softmax_layout_0::row(threadIdx.x, tl_r0);
+        (void)i;
+        const int j = tl_softmax_layout_0::col(threadIdx.x, tl_r0);
+        (void)j;
+      }
+      #pragma unroll
+      for (int tl_e = 0; tl_e < tl_softmax_layout_0::RUN; ++tl_e) {
+        const int tl_r = tl_r0 + tl_e;
+        const int i = tl_softmax_layout_0::row(threadIdx.x, tl_r);
+        (void)i;
+        const int j = tl_softmax_layout_0::col(threadIdx.x, tl_r);
+        (void)j;
+        // 41: row[i, j] = row[i, j] / row_sum[i]
 #line 41 "examples/softmax.tl"
-      row[tl_r] = tl::fast_div(row[tl_r], row_sum[tl_softmax_layout_1::slot(tl_r)]);
+        row[tl_r] = tl::fast_div(row[tl_r], row_sum[tl_softmax_layout_1::slot(tl_r)]);
+      }
+      tl_store0.run(row, tl_r0);
     }
-    // 42: copy(row, y[bx * BM, t * BN])
-#line 42 "examples/softmax.tl"
-    tl::copy_f2g<tl_softmax_layout_0>(y, row, N, M, N, (bx * 4), (t * 1024));
   }
 }
 

@@ -23,17 +23,26 @@ extern "C" __global__ void __launch_bounds__(128, 12) vector_add(const float* __
   // 15: for i in parallel(BLOCK):
 #line 15 "examples/vector_add.tl"
   // parallel (i) over [1024]: blocked(vec=4, threads=128)
+  // ys -> out: stored a run at a time, as the loop finishes each
+  const tl::FragmentStore<tl_vector_add_layout_0, float> tl_store0(out, N, 1, N, 0, (bx * 1024));
   #pragma unroll
-  for (int tl_r = 0; tl_r < tl_vector_add_layout_0::REGS; ++tl_r) {
-    const int i = tl_vector_add_layout_0::col(threadIdx.x, tl_r);
-    if (!tl_vector_add_layout_0::valid(threadIdx.x, tl_r)) continue;
-    // 16: ys[i] = alpha * xs[i] + ys[i]
+  for (int tl_r0 = 0; tl_r0 < tl_vector_add_layout_0::REGS; tl_r0 += tl_vector_add_layout_0::RUN) {
+    if (!tl_vector_add_layout_0::valid(threadIdx.x, tl_r0)) continue;  // a run is valid or not as a whole
+    {  // the run's shared reads, one vector each
+      const int i = tl_vector_add_layout_0::col(threadIdx.x, tl_r0);
+      (void)i;
+    }
+    #pragma unroll
+    for (int tl_e = 0; tl_e < tl_vector_add_layout_0::RUN; ++tl_e) {
+      const int tl_r = tl_r0 + tl_e;
+      const int i = tl_vector_add_layout_0::col(threadIdx.x, tl_r);
+      (void)i;
+      // 16: ys[i] = alpha * xs[i] + ys[i]
 #line 16 "examples/vector_add.tl"
-    ys[tl_r] = ((alpha * xs[tl_r]) + ys[tl_r]);
+      ys[tl_r] = ((alpha * xs[tl_r]) + ys[tl_r]);
+    }
+    tl_store0.run(ys, tl_r0);
   }
-  // 17: copy(ys, out[bx * BLOCK])
-#line 17 "examples/vector_add.tl"
-  tl::copy_f2g<tl_vector_add_layout_0>(out, ys, N, 1, N, 0, (bx * 1024));
 }
 
 #ifndef __CUDACC_RTC__

@@ -235,6 +235,7 @@ class BlockEmitter(CExprs):
             self.known.pop(v, None)
         del self.lanes[len(self.lanes) - len(s.vars):]
         self.out("}" * len(s.vars) + " }")
+        self.nested(s.stores)  # copies folded into the loop (none on this target) mean copies after it
 
     def _locals_in(self, s: ir.Parallel) -> set:
         from ...ir.walk import loads, statement_exprs, statements

@@ -1,0 +1,122 @@
+"""Shared-memory reads of a parallel loop taken a run at a time, and its folded stores.
+
+A parallel loop over a blocked layout runs as an unrolled loop over a thread's registers, each
+run of `vec` of them `vec` consecutive columns.  An element read of a shared buffer at the
+loop's column (`w_staged[j]`, as schedule/pipeline_rows.py leaves a staged weight) is then
+`vec` scalar loads of neighbouring elements, which nvcc does not merge (the plain layer_norm's
+f16 weights and biases: 64 LDS.U16 a thread a row, with bank conflicts, where 8 LDS.128 read
+the same bytes).  Such reads are taken here as one vector load per run, at the run's start:
+the loop becomes a loop over runs holding a loop over a run's registers.
+
+A read qualifies when the loop's layout is blocked with runs of at least two elements, the
+buffer is shared, one stage, unswizzled, not written in the loop and not aliased to another
+buffer, its rows (padding included) and its offset keep a run's bytes aligned to the widest
+vector that divides them, its last index is the loop's column variable itself and its other
+indices read neither that variable nor a name set inside the loop (the row variable is
+constant along a run), and it is provably inside the buffer (no bounds check).
+
+A loop with copies folded into it (`Parallel.stores`, schedule/fold_stores.py) runs as the same
+loop over runs, each run's registers of the copied fragments stored once the run is computed.
+"""
+from __future__ import annotations
+
+from .. import ir
+from ..ir.walk import loads, statement_exprs, statements, variables, written_names
+from ..schedule.layout import Blocked
+from .cnames import c_name, c_type
+from .hoist import _names_set_inside
+
+VECTOR_BYTES = 16
+
+
+class SharedRunGen:
+    """Mixed into the generators: `shared_run_reads` says which loads of a loop qualify,
+    `run_loop` emits the loop that reads them a run at a time."""
+
+    def shared_run_reads(self, p: ir.Parallel, layout) -> list:
+        if not isinstance(layout, Blocked) or layout.vec < 2 or len(p.vars) not in (1, 2):
+            return []
+        column = p.vars[-1]
+        inner = _names_set_inside(p.body) | {column}
+        written = written_names(p.body)
+        out = []
+        for s in statements(p.body):
+            for e in statement_exprs(s):
+                for x in loads(e):
+                    if x in out or x in self.hoisted or not self._run_readable(x, layout, column, inner, written):
+                        continue
+                    out.append(x)
+        return out
+
+    def _run_readable(self, x: ir.Load, layout, column: str, inner: set, written: set) -> bool:
+        b = self.buffers.get(x.name)
+        if b is None or b.scope != "shared" or x.name in written or x.name in self.smem_base:
+            return False
+        lay = b.layout
+        if lay is None or getattr(lay, "stages", 1) != 1 or getattr(lay, "swizzle_bytes", 0):
+            return False
+        run_bytes = layout.vec * b.dtype.itemsize
+        vbytes = next(v for v in (16, 8, 4, 2, 1) if run_bytes % v == 0)
+        row_bytes = (b.shape[-1] + getattr(lay, "pad", 0)) * b.dtype.itemsize
+        if vbytes < 4 or (b.smem_offset or 0) % vbytes or (len(b.shape) > 1 and row_bytes % vbytes):
+            return False
+        last = x.indices[-1]
+        if not (isinstance(last, ir.Var) and last.name == column):
+            return False
+        if any(v.name in inner for i in x.indices[:-1] for v in variables(i)):
+            return False
+        return self.bounds(x.name, x.indices) is None
+
+    def run_loop(self, p: ir.Parallel, layout, alias: str, reads: list) -> None:
+        """The loop over the registers of `layout` as runs: each run's `reads` loaded first as
+        vectors (tl::load_run), then the body once per register of the run, then the run of
+        each fragment the loop's folded copies store (tl::FragmentStore, fold_stores.py)."""
+        stores = []
+        for c in p.stores:
+            b = self.buffers[c.src.name]
+            view = self.global_view(c.dst)
+            self._check_shapes(view.shape, self.buffer_shape2d(b, b), c)
+            name = f"tl_store{self.hoist_names}"
+            self.hoist_names += 1
+            self.emit(f"// {c.src.name} -> {c.dst.name}: stored a run at a time, as the loop finishes each")
+            self.emit(f"const tl::FragmentStore<{self.fragment(b.name).c_layout}, {c_type(self.params[c.dst.name].dtype)}> "
+                      f"{name}({view.base}, {view.stride}, {view.rows}, {view.cols}, {view.row0}, {view.col0});")
+            stores.append((name, c_name(b.name)))
+        self.emit("#pragma unroll")
+        self.emit(f"for (int tl_r0 = 0; tl_r0 < {alias}::REGS; tl_r0 += {alias}::RUN) {{")
+        self.indent += 1
+        self.emit(f"if (!{alias}::valid(threadIdx.x, tl_r0)) continue;  // a run is valid or not as a whole")
+        names = []
+        for x in reads:
+            name = f"tl_run{self.hoist_names}"
+            self.hoist_names += 1
+            names.append(name)
+            self.emit(f"{c_type(x.dtype)} {name}[{alias}::RUN];")
+        self.emit("{  // the run's shared reads, one vector each")
+        self.indent += 1
+        self.declare_loop_vars(p, alias, "tl_r0")
+        for x, name in zip(reads, names):
+            self.emit(f"tl::load_run<{alias}::RUN>({name}, &{self.element(x.name, x.indices, x.span)});")
+        self.indent -= 1
+        self.emit("}")
+        for x, name in zip(reads, names):
+            self.hoisted[x] = f"{name}[tl_e]"
+        self.emit("#pragma unroll")
+        self.emit(f"for (int tl_e = 0; tl_e < {alias}::RUN; ++tl_e) {{")
+        self.indent += 1
+        self.emit("const int tl_r = tl_r0 + tl_e;")
+        self.declare_loop_vars(p, alias, "tl_r")
+        self.block(p.body)
+        self.indent -= 1
+        self.emit("}")
+        for name, frag in stores:
+            self.emit(f"{name}.run({frag}, tl_r0);")
+        for x in reads:
+            self.hoisted.pop(x, None)
+        self.indent -= 1
+        self.emit("}")
+
+    def declare_loop_vars(self, p: ir.Parallel, alias: str, reg: str) -> None:
+        for v, axis in zip(p.vars, ("row", "col") if len(p.vars) == 2 else ("col",)):
+            self.emit(f"const int {c_name(v)} = {alias}::{axis}(threadIdx.x, {reg});")
+            self.emit(f"(void){c_name(v)};")
