@@ -1,5 +1,5 @@
 """The host side of a cached first call, on a machine with no GPU: `python3 bench/first_cached_host.py
-[--runs N] [--profile PATH] [--cai] [--installed DIR]`.
+[--runs N] [--profile PATH] [--cai] [--installed DIR] [--phases]`.
 
 What `bench/overheads.py --only first` times on the GPU after `import tlc` (the load of std.gemm
 from the checked-module cache and matmul's first call, the kernel in the program cache), with
@@ -8,7 +8,7 @@ tlc does up to the CuPy module load and the launch, and nothing of the GPU's own
 the cubin, the launch, the result).  One process fills a fresh cache folder (the stand-in NVRTC
 returns a few bytes); each timed run is a new process.  Prints the median and the best of the
 runs, and `python -X importtime -c "import tlc"`'s total.  With --profile, the last run's
-cProfile is written to PATH.
+cProfile is written to PATH; with --phases, each step's CPU time (`PHASES`) in other runs.
 """
 from __future__ import annotations
 
@@ -128,6 +128,12 @@ from tlc.runtime import compile as rc, driver_api
 driver_api.libcuda = lambda: _LibCuda()
 rc.warm_up_nvrtc = lambda arch: None
 rc.nvrtc_compile = lambda source, arch, name: b"cubin of " + name.encode()
+# the library the stand-in NVRTC is "loaded" from, which the memo of its facts names (compile.py)
+import os, pathlib
+library = pathlib.Path(os.environ["TLC_CACHE_DIR"]) / "nvrtc-stand-in" / "libnvrtc.so.13.0.88"
+library.parent.mkdir(parents=True, exist_ok=True)
+library.write_bytes(b"stand-in")
+rc._mapped_nvrtc = lambda: {str(library)}
 mod = tlc.load("std.gemm", target="cuda")
 mod.matmul(A, A, C)
 assert _Function.launches, "no launch"
@@ -138,6 +144,26 @@ import json, os, time
 import tlc
 from tlc.runtime import driver_api
 driver_api.libcuda = lambda: _LibCuda()
+phases = {}
+if os.environ.get("TLC_BENCH_HOST_PHASES"):  # each step's CPU time, the steps it calls included
+    import functools, importlib
+    def clocked(owner, attr, label):
+        fn = getattr(owner, attr)
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            start = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                phases[label] = phases.get(label, 0.0) + (time.thread_time() - start) * 1e3
+        setattr(owner, attr, wrapper)
+    for name in json.loads(os.environ["TLC_BENCH_HOST_PHASES"]):
+        module, _, path = name.partition(":")
+        owner = importlib.import_module(module)
+        *outer, attr = path.split(".")
+        for part in outer:
+            owner = getattr(owner, part)
+        clocked(owner, attr, name)
 profile = os.environ.get("TLC_BENCH_HOST_PROFILE")
 if profile:
     import cProfile
@@ -153,9 +179,22 @@ if profile:
     prof.dump_stats(profile)
 assert len(_Function.launches) == 1, _Function.launches
 compiled = [m for m in sys.modules if m.startswith(("tlc.codegen", "tlc.schedule", "tlc.parser.parser"))]
+from tlc.runtime import compile as rc
+if rc._facts is None or rc._facts[2]:  # NVRTC was asked (on the GPU: loaded) for the key
+    compiled.append("NVRTC (asked for its version)")
 print(json.dumps({"load_ms": (t1 - t0) * 1e3, "call_ms": (t2 - t1) * 1e3, "cpu_ms": (c2 - c0) * 1e3,
-                  "compiler_imported": compiled}))
+                  "compiler_imported": compiled, "phases": phases}))
 """
+
+
+# the steps --phases clocks (module:function or module:Class.method), in the order a call takes them;
+# the modules are imported before the clock (their import is then not in the figures)
+PHASES = ("tlc.api:_cached_module", "tlc.runtime.cache:package_hash", "tlc.runtime.cache:_package_bases",
+          "tlc.runtime.cache:checkout_hash", "tlc.runtime.cache:installed_identity", "tlc.runtime.checked_cache:load",
+          "tlc.runtime.checked_cache:Signatures.__getitem__", "tlc.runtime.ir_codec:loads_text",
+          "tlc.kernel:Kernel.recorded_rules", "tlc.runtime:compile_program_kernel", "tlc.runtime:target_arch",
+          "tlc.targets:registered", "tlc.runtime.cache:KernelCache.load", "tlc.runtime:read_program_entry",
+          "tlc.runtime.launch:CompiledKernel.__init__", "tlc.runtime.launch:CompiledKernel.launch")
 
 
 def run(code: str, env: dict, cai: bool = False, cwd: Path = ROOT) -> str:
@@ -190,6 +229,7 @@ def main(argv=None) -> dict:
                     "not PyTorch tensors (as bench/overheads.py passes)")
     ap.add_argument("--installed", metavar="DIR", help="the tlc installed in DIR from a wheel (`pip install "
                     "--no-deps --target DIR tlc-*.whl`), not this checkout's: its identity is its RECORD")
+    ap.add_argument("--phases", action="store_true", help="then each step's CPU time, in as many more processes")
     args = ap.parse_args(argv)
     package = Path(args.installed).resolve() if args.installed else ROOT
     env = {**os.environ, "TLC_CACHE_DIR": tempfile.mkdtemp(prefix="tlc-bench-host-"),
@@ -217,6 +257,16 @@ def main(argv=None) -> dict:
     print(f"  the same in this thread's CPU time (steadier where other processes share the cores): median "
           f"{statistics.median(r['cpu_ms'] for r in runs):.2f} ms, best {min(r['cpu_ms'] for r in runs):.2f}")
     print(f"import tlc (-X importtime, best of 5): {min(imports):.1f} ms")
+    if args.phases:  # in runs of their own: the clocks cost a little and import the steps' modules first
+        clocked = {**env, "TLC_BENCH_HOST_PHASES": json.dumps(PHASES)}
+        clocked.pop("TLC_BENCH_HOST_PROFILE", None)
+        phased = [json.loads(run(TIMED, clocked, args.cai, cwd=package).strip().splitlines()[-1])
+                  for _ in range(args.runs)]
+        print(f"each step's CPU time, median ms of {len(phased)} more processes (the steps it calls included; "
+              f"their modules imported before the clock):")
+        for name in PHASES:
+            times = [r["phases"].get(name, 0.0) for r in phased]
+            print(f"  {name:55} {statistics.median(times):7.3f}")
     if runs[-1]["compiler_imported"]:
         print(f"the call imported the compiler: {', '.join(runs[-1]['compiler_imported'])}")
     return result
