@@ -1,8 +1,9 @@
 """std.elementwise's f16 math against CUDA's own functions in SASS (scripts/ew-sass: the same
 element-wise kernel, sm_90a, instructions an element on the hot path, the identity kernel's
-taken off): sinh, ours, is shorter than sinhf, and erf, which is erff, as long.  The counts at this writing (tlc / CUDA): sinh 12.4 / 23.1, logsigmoid
-15.2 / 34.5, acosh 23.1 / 37.5, erf 21.8 / 21.8; atan is 24.2 / 18.1 (a division where atanf
-uses MUFU.RCP), tan 25.2 / 23.2 (its |x| >= 6400 branch)."""
+taken off): sinh, ours, is shorter than sinhf, and erf, which is erff, as long.  The counts at
+this writing (tlc / CUDA): sinh 12.4 / 23.1, logsigmoid 15.2 / 34.5, acosh 23.1 / 37.5, erf
+21.8 / 21.8; atan is 24.2 / 18.1 (a division where atanf uses MUFU.RCP), tan 25.2 / 23.2 (its
+|x| >= 6400 branch)."""
 from __future__ import annotations
 
 import importlib.util
