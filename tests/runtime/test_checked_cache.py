@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import time
+import zlib
 
 import numpy as np
 import pytest
@@ -97,11 +98,11 @@ def resealed(data: bytes, change) -> bytes:
     _, head, blobs = data.split(b"\n", 2)
     doc, parts = json.loads(head), []
     for q, (start, size, _) in doc["functions"].items():
-        blob = change(blobs[start:start + size])
+        blob = zlib.compress(change(zlib.decompress(blobs[start:start + size])), 1)
         doc["functions"][q] = [sum(map(len, parts)), len(blob), hashlib.sha256(blob).hexdigest()]
         parts.append(blob)
     head = json.dumps(doc).encode()
-    return b"tlc-checked-2 " + hashlib.sha256(head).hexdigest().encode() + b"\n" + head + b"\n" + b"".join(parts)
+    return checked_cache._MAGIC + hashlib.sha256(head).hexdigest().encode() + b"\n" + head + b"\n" + b"".join(parts)
 
 
 @pytest.mark.parametrize("damage", ["truncate", "header", "flip", "garbage", "fifo", "planted"])

@@ -8,6 +8,7 @@ import json
 import os
 import pathlib
 import pickle
+import zlib
 
 import pytest
 
@@ -125,3 +126,25 @@ def test_a_planted_program_cache_entry_is_rebuilt_not_run(tmp_path, monkeypatch)
     mod.vector_add(x, y, out, 2.0)
     assert not marker.exists()
     np.testing.assert_allclose(out, 2 * x + 1)
+
+
+def test_a_deflated_value_round_trips():
+    value = {"a": (1, 2.5, b"\x01"), "b": [None, "x" * 1000]}
+    data = ir_codec.dumps_deflated(value)
+    assert len(data) < len(ir_codec.dumps_text(value)) and ir_codec.loads_deflated(data) == value
+    assert ir_codec.loads_deflated(memoryview(data)) == value  # as a cache entry's view holds it
+
+
+@pytest.mark.parametrize("data", [
+    zlib.compress(b'"' + b"x" * 1000 + b'"'),  # past the limit (here 100 bytes)
+    zlib.compress(b'"ok"')[:-2],  # cut short
+    zlib.compress(b'"ok"') + b"more",  # runs on
+    b"not deflated",
+    zlib.compress(b"\xff\xfe"),  # not UTF-8
+    zlib.compress(b'{"$data": "os:system", "fields": {}}'),  # what no entry holds
+])
+def test_deflated_data_that_is_not_a_value_is_a_damaged_entry(monkeypatch, data):
+    monkeypatch.setattr(ir_codec, "DEFLATED_LIMIT", 100)
+    assert ir_codec.loads_deflated(zlib.compress(b'"ok"')) == "ok"
+    with pytest.raises(ir_codec.BadEntry):
+        ir_codec.loads_deflated(data)

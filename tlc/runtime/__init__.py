@@ -117,43 +117,23 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
 # The program cache's entry: this line, a JSON line of what a launch reads (the kernel's
 # `LaunchFacts`, its generated code's `GeneratedLaunch` fields, the binary's arch, the sizes of the
 # parts after it), then the binary as it is, the generated kernel's JSON and the IR's JSON, each
-# deflated (zlib; std.gemm's: 150 KB of JSON in 20 KB, which a launch reads and checksums with
+# deflated (zlib; std.gemm's: 165 KB of JSON in 52 KB, which a launch reads and checksums with
 # the rest: on this 2-core machine each 100 KB read, hashed and copied cost ~0.1 ms).  A launch
 # decodes the line alone: tlc's data classes that `import tlc` has loaded, a few hundred values;
 # the C source, the IR (a few thousand objects) and `tlc.generated` are inflated and decoded when
 # something reads `CompiledKernel.generated` or `.kernel`.  JSON data only (`ir_codec`), so a
-# planted entry cannot run code, and a part inflates to at most `_PART_LIMIT` bytes.
+# planted entry cannot run code, and a part inflates to at most `ir_codec.DEFLATED_LIMIT` bytes.
 PROGRAM_MAGIC = b"tlc-program-3\n"
-_PART_LIMIT = 1 << 28
 
 
 def program_entry(kernel, generated, binary: bytes, arch: str) -> bytes:
-    import zlib
-
     from . import ir_codec
     from .args import LaunchFacts
     from .launch import GeneratedLaunch
 
-    parts = (bytes(binary), zlib.compress(ir_codec.dumps_text(generated).encode(), 1),
-             zlib.compress(ir_codec.dumps_text(kernel).encode(), 1))
+    parts = (bytes(binary), ir_codec.dumps_deflated(generated), ir_codec.dumps_deflated(kernel))
     head = (LaunchFacts.of(kernel), *GeneratedLaunch.fields_of(generated), arch, tuple(len(p) for p in parts))
     return PROGRAM_MAGIC + ir_codec.dumps_text(head).encode() + b"\n" + b"".join(parts)
-
-
-def _inflated(part) -> str:
-    """A deflated JSON part of a program entry as text; `ir_codec.BadEntry` when it is not one."""
-    import zlib
-
-    from . import ir_codec
-
-    try:
-        inflate = zlib.decompressobj()
-        text = inflate.decompress(part, _PART_LIMIT)
-        if inflate.unconsumed_tail or inflate.unused_data or not inflate.eof:
-            raise ir_codec.BadEntry("damaged entry: a part is cut short, runs on or inflates past its limit")
-        return text.decode("utf-8")
-    except (zlib.error, UnicodeDecodeError) as e:
-        raise ir_codec.BadEntry(f"damaged entry: {e}") from None
 
 
 def read_program_entry(blob: bytes):
@@ -174,8 +154,8 @@ def read_program_entry(blob: bytes):
             and len(sizes) == 3 and all(type(n) is int and n >= 0 for n in sizes) and sum(sizes) == len(rest)):
         raise ir_codec.BadEntry("damaged entry: not a program entry")
     binary, gen_text, ir_text = bytes(rest[:sizes[0]]), rest[sizes[0]:sizes[0] + sizes[1]], rest[sizes[0] + sizes[1]:]
-    generated = GeneratedLaunch(fields, args, lambda: ir_codec.loads_text(_inflated(gen_text)))
-    return CompiledKernel(lambda: ir_codec.loads_text(_inflated(ir_text)), generated, binary, arch, facts)
+    generated = GeneratedLaunch(fields, args, lambda: ir_codec.loads_deflated(gen_text))
+    return CompiledKernel(lambda: ir_codec.loads_deflated(ir_text), generated, binary, arch, facts)
 
 
 def benchmark(compiled, args: dict, *, min_ms: float = 300.0) -> float:

@@ -7,7 +7,8 @@ every file's text, keyed by the SHA-256 of the main file's text and path, tlc's 
 tlc's own sources (`cache.package_hash`).  A first line gives the SHA-256 of the header after it
 (the exports, the texts, each signature's place and SHA-256) and each signature is checked
 when it is decoded: a module of 18 kernels that calls one hashes the header and that one, not
-the 250 KB of all of them.  A module loaded from an entry checks its text again,
+all of them.  Each signature is deflated (`ir_codec.dumps_deflated`: std.gemm's 18 take 60 KB
+rather than 250 KB, which every load reads).  A module loaded from an entry checks its text again,
 in full, the first time anything needs more than a signature (scheduling, the interpreter, a
 tile op): `api.Module.program`.  So a kernel whose compiled entry is in the kernel cache runs
 without a parse; anything else is compiled from a program checked as `tlc.load` always has.
@@ -27,9 +28,9 @@ import os
 from .. import __version__
 
 _SUFFIX = ".checked"
-_MAGIC = b"tlc-checked-2 "
+_MAGIC = b"tlc-checked-3 "
 _LIMIT = 64 << 20  # bytes: a module's signatures and texts come nowhere near
-FORMAT = 2
+FORMAT = 3
 
 
 def key(text: str, path: str) -> str:
@@ -112,7 +113,7 @@ class Signatures:
             text = blobs[start:start + size]
             if _digest(text) != digest:
                 raise ir_codec.BadEntry(f"damaged entry: the signature of {q} is not the one stored")
-            fn = ir_codec.loads_text(str(text, "utf-8", errors="replace"))
+            fn = ir_codec.loads_deflated(text)
             if type(fn).__name__ != "CheckedFunction" or fn.qualname != q:
                 raise ir_codec.BadEntry(f"damaged entry: {q} is not a checked function")
             self._decoded[q] = fn
@@ -158,7 +159,7 @@ def store(program, text: str, path: str) -> bool:
         slim = signatures(program)
         blobs, offsets = [], {}
         for q, fn in slim.functions.items():  # one after another; the header says where each is
-            blob = ir_codec.dumps_text(fn).encode()
+            blob = ir_codec.dumps_deflated(fn)
             offsets[q] = [sum(len(b) for b in blobs), len(blob), _digest(blob)]
             blobs.append(blob)
         doc = {"exports": {name: [q, slim.functions[q].kind] for name, q in slim.names.items()},

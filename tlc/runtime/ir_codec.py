@@ -44,6 +44,33 @@ def loads_text(text: str):
     return _decode(tree)
 
 
+DEFLATED_LIMIT = 1 << 28  # bytes: what a deflated value may inflate to (no entry of tlc's comes near)
+
+
+def dumps_deflated(value) -> bytes:
+    """`dumps_text(value)` deflated (zlib, its fastest level): a cache entry's parts that are
+    decoded only when something needs them (a launch reads and checksums them all the same)."""
+    import zlib
+
+    return zlib.compress(dumps_text(value).encode(), 1)
+
+
+def loads_deflated(data) -> object:
+    """The value of `dumps_deflated`'s bytes; BadEntry for anything else (data that is not
+    deflated, cut short, runs on past its end, or inflates past `DEFLATED_LIMIT`)."""
+    import zlib
+
+    try:
+        inflate = zlib.decompressobj()
+        text = inflate.decompress(data, DEFLATED_LIMIT)
+        if inflate.unconsumed_tail or inflate.unused_data or not inflate.eof:
+            raise BadEntry("damaged entry: deflated data cut short, running on or inflating past its limit")
+        text = text.decode("utf-8")
+    except (zlib.error, UnicodeDecodeError) as e:
+        raise BadEntry(f"damaged entry: {e}") from None
+    return loads_text(text)
+
+
 def loads(data: bytes):
     if not data.startswith(MAGIC):
         raise BadEntry("not a tlc IR entry (or one of another format version)")
