@@ -139,3 +139,12 @@ def test_rows_enough_in_flight_are_left_as_written():
     """16 KB f32 rows at 16 registers of row a thread: 6 blocks an SM, 96 KB in flight"""
     k = scheduled(KERNELS, "plain_rows", target="sm_90a")
     assert "blocks per SM: 6" in " ".join(k.notes) and not k.launch_fill
+
+
+def test_a_row_waits_at_one_barrier_before_its_first_reduction():
+    """the ring's wait and barrier order the stage's reads: the scalar lets before the copy out of
+    the ring need none of their own (warpspec.ring_split drops the sync the barrier pass put
+    after them; it cost a second barrier a row)"""
+    src = generate(plain("layer_norm"), "sm_90a").source
+    loop = src[src.index("for (int tl_k = 0; tl_k < tl_n; ++tl_k) {"):]
+    assert loop[:loop.index("tl::reduce_slots<")].count("__syncthreads();") == 1

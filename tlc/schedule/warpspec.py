@@ -74,11 +74,24 @@ def ring_split(loop: ir.For, params: dict, buffers: dict) -> tuple[list, list] |
     if {v.name for p in producers for o in p.src.offsets for v in variables(o)} & assigned:
         return None
     rest = list(loop.body[len(producers):])
-    while rest and isinstance(rest[0], ir.Sync):
-        rest.pop(0)
+    # the syncs before the first statement that touches shared memory: the wait for the
+    # iteration's stage orders those reads (scalar lets before them touch none: the pipelined
+    # rows' `r = ...`, which left a second barrier a row in the plain layer_norm)
+    k = 0
+    while k < len(rest) and (isinstance(rest[k], ir.Sync) or _scalar(rest[k], buffers)):
+        if isinstance(rest[k], ir.Sync):
+            rest.pop(k)
+        else:
+            k += 1
     if rest and isinstance(rest[-1], ir.Sync):
         rest.pop()  # the next iteration's wait orders these reads before the overwrite
     return producers, rest
+
+
+def _scalar(s, buffers: dict) -> bool:
+    """A `let` or assignment that reads no shared buffer."""
+    return isinstance(s, (ir.LetScalar, ir.Assign)) and not any(
+        x.name in buffers and buffers[x.name].scope == "shared" for e in statement_exprs(s) for x in loads(e))
 
 
 def stage_elements(b: ir.Buffer) -> int:
