@@ -82,7 +82,7 @@ class ndarray:
     pass
 
 _runtime = _module("cupy.cuda.runtime", getDevice=lambda: 0, getDeviceCount=lambda: 1,
-                   pointerGetAttributes=lambda ptr: _Pointer(), deviceGetAttribute=lambda attr, device: {16: 132, 97: 232448}[attr],
+                   pointerGetAttributes=lambda ptr: _Pointer(), deviceGetAttribute=lambda attr, device: {16: 132, 97: 232448, 75: 9, 76: 0}[attr],
                    cudaDevAttrMultiProcessorCount=16, cudaDevAttrMaxSharedMemoryPerBlockOptin=97)
 _nvrtc = _module("cupy.cuda.nvrtc", getVersion=lambda: (13, 0), getSupportedArchs=lambda: [75, 80, 86, 89, 90, 100])
 _driver = _module("cupy.cuda.driver", funcSetAttribute=lambda *a: None, funcGetAttribute=lambda attr, fn: 1024,

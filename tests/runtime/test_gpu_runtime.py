@@ -35,6 +35,15 @@ def test_target_arch_of_this_gpu():
     assert target_arch() == ("sm_90a" if cc == "90" else "sm_89" if int(cc) >= 89 else "sm_86" if int(cc) >= 86 else "sm_80")
 
 
+def test_device_capability_is_cupys_compute_capability():
+    import cupy
+
+    from tlc.runtime.compile import device_capability
+
+    cc = cupy.cuda.Device(0).compute_capability
+    assert device_capability(0) == (int(cc[:-1]), int(cc[-1]))
+
+
 def test_numpy_inputs_are_copied_and_outputs_written_back(axpy_kernel):
     x = np.arange(1000, dtype=np.float32)
     y = np.ones(1000, np.float32)
