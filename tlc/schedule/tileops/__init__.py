@@ -28,7 +28,7 @@ from .matmul import matmul_kernel, tiles_for
 from .program import Launch, Tensor, TileOpProgram, finish
 from . import rules as rules_mod
 from .rows import RowKernel
-from .rules import DEFAULT_RULES, LONG_MATH_REGISTERS, Rules, row_blocks_per_sm, row_tiles
+from .rules import DEFAULT_RULES, LONG_MATH_PER_FRAGMENT, LONG_MATH_REGISTERS, Rules, row_blocks_per_sm, row_tiles
 
 __all__ = ["schedule_tile_op", "TileOpProgram", "Launch", "Tensor", "Rules"]
 
@@ -102,8 +102,9 @@ def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: 
 def _long_math(kernel, flat: bool, chosen: str, where: tuple, smem_limit: int, sizes: dict, rules: Rules):
     """An element-wise kernel of 16-bit (or narrower) tensors whose math costs at least
     `rules.ew_long_math` instructions an element (element_cost.py), built again with
-    `ew_long_runs` runs a thread and as many blocks per SM as its fragments and
-    `LONG_MATH_REGISTERS` leave room for, at most `ew_long_blocks` (a note says so); others, and
+    `ew_long_runs` runs a thread and as many blocks per SM as its fragments,
+    `LONG_MATH_REGISTERS` and `LONG_MATH_PER_FRAGMENT` for each fragment past two leave room
+    for, at most `ew_long_blocks` (a note says so); others, and
     one whose blocks per SM the rules fix, as given."""
     cost = element_cost(kernel)
     if rules.min_blocks or not rules.ew_long_blocks or cost < rules.ew_long_math or \
@@ -114,11 +115,13 @@ def _long_math(kernel, flat: bool, chosen: str, where: tuple, smem_limit: int, s
     b = KernelBuilder(graph, program, part, group, kname, dict(tensors), target)
     kernel, flat = elementwise_kernel(b, sizes, replace(rules, ew_runs=rules.ew_long_runs))
     kernel = finish(kernel, target, smem_limit, program.sources, batch=True)
-    frags = sum(thread_registers(f) for f in kernel.buffers if f.scope == "fragment" and f.layout is not None)
-    blocks = min(rules.ew_long_blocks, blocks_fitting(kernel.threads, frags + LONG_MATH_REGISTERS, targets.get(target)))
+    fragments = [f for f in kernel.buffers if f.scope == "fragment" and f.layout is not None]
+    frags = sum(thread_registers(f) for f in fragments)
+    besides = LONG_MATH_REGISTERS + LONG_MATH_PER_FRAGMENT * max(0, len(fragments) - 2)
+    blocks = min(rules.ew_long_blocks, blocks_fitting(kernel.threads, frags + besides, targets.get(target)))
     note = (f"long math: about {cost} instructions an element (element_cost.py), so {rules.ew_long_runs} "
             f"run{'s' if rules.ew_long_runs > 1 else ''} a thread and {blocks} blocks per SM ({frags} registers of "
-            f"fragments and {LONG_MATH_REGISTERS} besides, at most {rules.ew_long_blocks}): the other warps' "
+            f"fragments and {besides} besides, at most {rules.ew_long_blocks}): the other warps' "
             "math hides each one's loads")
     kernel = replace(kernel, min_blocks=blocks, notes=kernel.notes + (note,))
     return kernel, flat, f"block tile {list(kernel.buffers[-1].shape)}, threads={kernel.threads}, {blocks} blocks per SM"

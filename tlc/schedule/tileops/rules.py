@@ -60,7 +60,11 @@ class Rules:
     # way: std.elementwise's estimates from 12 to 19 (div, log, log1p, expm1, silu_bwd, mish, ...),
     # which left the rule with this threshold, and 20 to 23 (elu, softplus, tanh_bwd, ...).
     ew_long_math: int = 20
-    ew_long_runs: int = 1
+    # two runs: the H200 (f16, of copy; one run at up to 16 blocks / two runs at the register
+    # count's 12 or 10 / the plain schedule at the occupancy estimate's 10 or 9) measured erf
+    # 0.68 / 0.69 / 0.65, atan 0.67 / 0.71 / 0.70, log1p 0.84 / 0.86 / 0.86, silu_bwd 0.91 / 1.04 /
+    # 1.04, hardswish_bwd 0.99 / 1.03 / 1.04: more warps help, halving each thread's work does not
+    ew_long_runs: int = 2
     ew_long_blocks: int = 16
 
     def __post_init__(self):
@@ -79,10 +83,13 @@ class Rules:
 
 DEFAULT_RULES = Rules()
 
-# registers a thread of a long-math element-wise kernel needs besides its fragments, at one run a
-# thread: std.elementwise's f16 addcdiv and mish_bwd spilled 4 bytes at 32 registers (16 blocks of
-# 128 threads, 16 of them fragments); ptxas -v, sm_90a
+# registers a thread of a long-math element-wise kernel needs besides its fragments, and more for
+# each fragment past two (a second input's conversions and math): at one run a thread,
+# std.elementwise's f16 addcdiv and mish_bwd spilled 4 bytes at 32 registers (16 blocks of 128
+# threads, 16 of them fragments); at two, bf16 remainder 4 bytes at 48 (10 blocks, 24 of them
+# fragments), none at 56.  ptxas -v, sm_90a
 LONG_MATH_REGISTERS = 24
+LONG_MATH_PER_FRAGMENT = 4
 
 
 def pow2_at_least(n: int) -> int:
