@@ -425,19 +425,40 @@ __device__ __forceinline__ void copy_f2g(U* g, const T* regs, long long stride, 
   for (int r0 = 0; r0 < L::REGS; r0 += L::RUN) out.run(regs, r0);
 }
 
-// Shared tile (COLS columns, PAD/SWIZZLE as in copy.cuh) <-> fragment, element by element.
-template <typename L, typename T, typename U, int ROWS, int COLS, int PAD, int SWIZZLE>
+// Shared tile (COLS columns, PAD/SWIZZLE as in copy.cuh) <-> fragment, element by element; with
+// RUNS (the caller knows the tile unswizzled and its rows and base aligned to a run's widest
+// vector: codegen/copies.py) a run at a time as vectors.  Element loads left nvcc and NVRTC to
+// merge them, which they did differently: the pipelined plain layer_norm's row out of its ring
+// was 4 LDS.128 a thread from nvcc and 8 LDS.64 from NVRTC 13.0 (156.8 us against 151.3 on the
+// H200, session 12).
+template <typename L, typename T, typename U, int ROWS, int COLS, int PAD, int SWIZZLE, bool RUNS = false>
 __device__ __forceinline__ void copy_s2f(U* regs, const T* smem) {
-#pragma unroll
-  for (int r = 0; r < L::REGS; ++r) {
+  if constexpr (RUNS) {
+    static_assert(SWIZZLE == 0, "runs of a swizzled tile are not contiguous");
     const int t = threadIdx.x;
-    // a value of the fragment's own type as it is: ptxas keeps cvt's 16-bit round trip through
-    // float (HADD2.F32, then F2FP) here, as in the pipelined plain layer_norm's copies of its
-    // staged f16 weights (0.60 of copy with it, 0.80 without: H200, session 11)
-    if (!L::valid(t, r)) continue;
-    const T v = smem[smem_index<T, ROWS, COLS, PAD, SWIZZLE>(L::row(t, r), L::col(t, r))];
-    if constexpr (same_type<T, U>::value) regs[r] = v;
-    else regs[r] = cvt<U>(v);
+#pragma unroll
+    for (int r0 = 0; r0 < L::REGS; r0 += L::RUN) {
+      if (!L::valid(t, r0)) continue;
+      T run[L::RUN];
+      load_run<L::RUN>(run, smem + smem_index<T, ROWS, COLS, PAD, SWIZZLE>(L::row(t, r0), L::col(t, r0)));
+#pragma unroll
+      for (int e = 0; e < L::RUN; ++e) {
+        if constexpr (same_type<T, U>::value) regs[r0 + e] = run[e];
+        else regs[r0 + e] = cvt<U>(run[e]);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < L::REGS; ++r) {
+      const int t = threadIdx.x;
+      // a value of the fragment's own type as it is: ptxas keeps cvt's 16-bit round trip through
+      // float (HADD2.F32, then F2FP) here, as in the pipelined plain layer_norm's copies of its
+      // staged f16 weights (0.60 of copy with it, 0.80 without: H200, session 11)
+      if (!L::valid(t, r)) continue;
+      const T v = smem[smem_index<T, ROWS, COLS, PAD, SWIZZLE>(L::row(t, r), L::col(t, r))];
+      if constexpr (same_type<T, U>::value) regs[r] = v;
+      else regs[r] = cvt<U>(v);
+    }
   }
 }
 

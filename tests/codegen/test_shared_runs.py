@@ -71,3 +71,22 @@ def test_it_computes_what_the_interpreter_does(n):
         outs.append(y)
     assert np.array_equal(outs[0], outs[1])
     assert np.array_equal(outs[0], (x.astype(np.float32) * w.astype(np.float32)).astype(np.float16))
+
+
+SWIZZLED = """
+@kernel
+def k(X: f16[M, N], Y: f32[M, N]):
+    with grid(cdiv(M, 64), threads=128) as bx:
+        s = shared(f16[64, {cols}])
+        t = fragment(f32[64, {cols}])
+        copy(X[bx * 64, 0], s)
+        copy(s, t)
+        copy(t, Y[bx * 64, 0])
+"""
+
+
+@pytest.mark.parametrize("cols, runs", [(64, True), (36, True), (33, False)])  # runs of 8, 4, 1
+def test_a_shared_tile_goes_into_a_fragment_a_run_at_a_time_where_its_runs_are_vectors(cols, runs):
+    text = kernel_part(generated_source(SWIZZLED.format(cols=cols), arch="sm_90a", line_directives=False).source)
+    call = re.search(r"tl::copy_s2f<[^>]*>", text).group(0)
+    assert call.endswith(", true>") is runs

@@ -148,3 +148,10 @@ def test_a_row_waits_at_one_barrier_before_its_first_reduction():
     src = generate(plain("layer_norm"), "sm_90a").source
     loop = src[src.index("for (int tl_k = 0; tl_k < tl_n; ++tl_k) {"):]
     assert loop[:loop.index("tl::reduce_slots<")].count("__syncthreads();") == 1
+
+
+def test_the_row_leaves_the_ring_a_run_at_a_time():
+    """copy_s2f's RUNS: 16-byte shared loads chosen by the generator, not left to the compiler to
+    merge (NVRTC 13.0 merged the element loads into LDS.64, nvcc into LDS.128)"""
+    src = generate(plain("layer_norm"), "sm_90a").source
+    assert "tl::copy_s2f<tl_layer_norm_layout_0, half, half, 1, 8192, 8, 0, true>(row, (row_ring + " in src

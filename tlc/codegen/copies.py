@@ -11,6 +11,7 @@ from ..ir.walk import statements
 from ..schedule.warpspec import ring_split, stage_elements
 from .cexpr import CodegenError
 from .cnames import c_name, c_type
+from .shared_runs import runs_aligned
 
 
 @dataclass
@@ -233,8 +234,10 @@ class CopyGen:
                       f"{d.layout.pad}, {d.layout.swizzle_bytes}>({self.smem_pointer(d.name)}, {self.smem_pointer(s.name)});")
         elif kinds == ("shared", "fragment"):
             info = self.fragment(d.name)
-            self.emit(f"tl::copy_s2f<{info.c_layout}, {T}, {U}, {rows}, {cols}, {s.layout.pad}, {s.layout.swizzle_bytes}>("
-                      f"{c_name(d.name)}, {self.smem_pointer(s.name)});")
+            runs = ", true" if runs_aligned(s, d.layout) and tuple(getattr(d.layout, "shape", ())) in (
+                (rows, cols), (cols,) if rows == 1 else ()) else ""  # a run at a time as vectors
+            self.emit(f"tl::copy_s2f<{info.c_layout}, {T}, {U}, {rows}, {cols}, {s.layout.pad}, {s.layout.swizzle_bytes}"
+                      f"{runs}>({c_name(d.name)}, {self.smem_pointer(s.name)});")
         elif kinds == ("fragment", "shared"):
             info = self.fragment(s.name)
             self.emit(f"tl::copy_f2s<{info.c_layout}, {T}, {U}, {rows}, {cols}, {d.layout.pad}, {d.layout.swizzle_bytes}>("

@@ -29,6 +29,22 @@ from .hoist import _names_set_inside
 VECTOR_BYTES = 16
 
 
+def runs_aligned(b: ir.Buffer, layout) -> bool:
+    """Whether every run of blocked `layout` over shared buffer `b` (as its rows and columns)
+    starts aligned to the widest vector (4 bytes or more) that divides a run's bytes, in each
+    stage of `b`: `b` unswizzled, its offset, its rows (padding included) and its stages
+    multiples of that vector."""
+    lay = b.layout
+    if not isinstance(layout, Blocked) or layout.vec < 2 or lay is None or getattr(lay, "swizzle_bytes", 0):
+        return False
+    run_bytes = layout.vec * b.dtype.itemsize
+    vbytes = next(v for v in (16, 8, 4, 2, 1) if run_bytes % v == 0)
+    row_bytes = (b.shape[-1] + getattr(lay, "pad", 0)) * b.dtype.itemsize
+    stage_bytes = lay.bytes // max(getattr(lay, "stages", 1), 1)
+    return vbytes >= 4 and b.smem_offset is not None and b.smem_offset % vbytes == 0 and \
+        (len(b.shape) == 1 or row_bytes % vbytes == 0) and stage_bytes % vbytes == 0
+
+
 class SharedRunGen:
     """Mixed into the generators: `shared_run_reads` says which loads of a loop qualify,
     `run_loop` emits the loop that reads them a run at a time."""
@@ -52,13 +68,7 @@ class SharedRunGen:
         b = self.buffers.get(x.name)
         if b is None or b.scope != "shared" or x.name in written or x.name in self.smem_base:
             return False
-        lay = b.layout
-        if lay is None or getattr(lay, "stages", 1) != 1 or getattr(lay, "swizzle_bytes", 0):
-            return False
-        run_bytes = layout.vec * b.dtype.itemsize
-        vbytes = next(v for v in (16, 8, 4, 2, 1) if run_bytes % v == 0)
-        row_bytes = (b.shape[-1] + getattr(lay, "pad", 0)) * b.dtype.itemsize
-        if vbytes < 4 or (b.smem_offset or 0) % vbytes or (len(b.shape) > 1 and row_bytes % vbytes):
+        if getattr(b.layout, "stages", 1) != 1 or not runs_aligned(b, layout):
             return False
         last = x.indices[-1]
         if not (isinstance(last, ir.Var) and last.name == column):
