@@ -41,7 +41,6 @@ def gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(rc, "current_device", lambda: 0)
     monkeypatch.setattr(rc, "nvrtc_supported_archs", lambda: (80, 90))
     monkeypatch.setattr(rc, "nvrtc_version", lambda: (13, 0))
-    monkeypatch.setattr(rc, "use_loaded_nvrtc", lambda: False)  # the facts above are NVRTC's own
     monkeypatch.setattr(rc, "nvrtc_compile", lambda source, arch, name: b"cubin of " + name.encode())
     monkeypatch.setattr(launch.CompiledKernel, "_persistent_blocks", lambda self, *kind: 132)
     return tmp_path

@@ -61,7 +61,6 @@ def compile_kernel(kernel, generated, *, cache=None):
     from .launch import CompiledKernel
 
     require_cuda()
-    c.use_loaded_nvrtc()  # the key names the NVRTC that would compile it, not the memo's (compile.nvrtc_facts)
     arch = c.nvrtc_arch(generated.arch, c.device_capability(c.current_device()), c.nvrtc_supported_archs())
     key = cache_key(generated.source, kernel.constants, arch, c.nvrtc_toolchain(arch))
     cache = cache or default_cache()
@@ -80,27 +79,15 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
 
     require_cuda()
     arch = target_arch(device)
+    nvrtc = c.nvrtc_arch(arch, c.device_capability(device), c.nvrtc_supported_archs())
     cache = default_cache()
-
-    def key_and_entry():
-        nvrtc = c.nvrtc_arch(arch, c.device_capability(device), c.nvrtc_supported_archs())
-        key = program_key(sources, name, sorted((k, str(v)) for k, v in constants.items()), arch,
-                          c.nvrtc_toolchain(nvrtc))
-        blob = cache.load(key)
-        if blob is not None:
-            try:
-                return nvrtc, key, read_program_entry(blob)
-            except Exception:  # noqa: BLE001 - an entry from another tlc, or damaged: rebuild it
-                pass
-        return nvrtc, key, None
-
-    # NVRTC's facts may come from the memo of another process (compile.nvrtc_facts); before a
-    # compile they are NVRTC's own, and where they differ the entry is looked up again by them
-    nvrtc, key, found = key_and_entry()
-    if found is None and c.use_loaded_nvrtc():
-        nvrtc, key, found = key_and_entry()
-    if found is not None:
-        return found
+    key = program_key(sources, name, sorted((k, str(v)) for k, v in constants.items()), arch, c.nvrtc_toolchain(nvrtc))
+    blob = cache.load(key)
+    if blob is not None:
+        try:
+            return read_program_entry(blob)
+        except Exception:  # noqa: BLE001 - an entry from another tlc, or damaged: rebuild it
+            pass
     c.warm_up_nvrtc(nvrtc)  # NVRTC starts on a thread while the kernel is scheduled and generated
     kernel, generated = build(arch)
     compiled = compile_kernel(kernel, generated, cache=cache)

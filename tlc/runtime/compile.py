@@ -14,13 +14,10 @@ imported lazily so that `import tlc` never needs it.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,141 +112,18 @@ def nvrtc_arch(kernel_arch: str, capability: tuple[int, int], supported: tuple[i
 
 # ---- NVRTC ------------------------------------------------------------------------------------
 
-# NVRTC's version and the architectures it compiles for are in every kernel's cache key, but a
-# call served from the caches compiles nothing, and asking NVRTC loads it: CuPy opens libnvrtc
-# (a library of ~100 MB) at its first use.  So the cache folder keeps what the last process that
-# loaded NVRTC learnt (`_remember_nvrtc`), with the library it had loaded, that file's size and
-# change time, and the change times of the places the dynamic loader and CuPy look for it (the
-# folder of the library, LD_LIBRARY_PATH's folders, /etc/ld.so.cache, sys.path's site folders);
-# the memo's name is a digest of the environment that steers that search (LD_LIBRARY_PATH,
-# CUDA_PATH, ..., sys.path, CuPy's version and place).  A process where all of that is as it was,
-# and where no NVRTC of that name is loaded already (then it is asked: that costs nothing), takes
-# the memo's facts (`_remembered_nvrtc`).  Anything that could change which NVRTC loads, or what
-# it is, is a miss: NVRTC is loaded and asked.  And before anything is compiled,
-# `use_loaded_nvrtc` asks the NVRTC that compiles, so no entry is ever stored under another
-# NVRTC's name.
-_NVRTC_ENV = ("LD_LIBRARY_PATH", "LD_PRELOAD", "CUDA_PATH", "CUDA_HOME", "CONDA_PREFIX", "CUPY_CUDA_PATH")
-_LD_CACHE = "/etc/ld.so.cache"
-_facts = None  # (version, supported archs, whether NVRTC itself said so)
-
-
+@functools.lru_cache(maxsize=None)
 def nvrtc_version() -> tuple[int, int]:
-    return nvrtc_facts()[0]
-
-
-def nvrtc_supported_archs() -> tuple[int, ...]:
-    return nvrtc_facts()[1]
-
-
-def nvrtc_facts() -> tuple[tuple[int, int], tuple[int, ...]]:
-    """(NVRTC's version, the architectures it compiles for): from the memo where it holds, else
-    from NVRTC."""
-    global _facts
-    if _facts is None:
-        _facts = _remembered_nvrtc() or _asked_nvrtc()
-    return _facts[:2]
-
-
-def use_loaded_nvrtc() -> bool:
-    """Before a compile: NVRTC's own facts from here on (it is loaded now, if it was not).  True
-    when the memo's differed (a key made from them must be made again)."""
-    global _facts
-    if _facts is not None and _facts[2]:
-        return False
-    before, _facts = _facts, _asked_nvrtc()
-    return before is not None and before[:2] != _facts[:2]
-
-
-def _asked_nvrtc() -> tuple:
     from cupy.cuda import nvrtc
 
-    facts = (tuple(int(v) for v in nvrtc.getVersion()), tuple(int(a) for a in nvrtc.getSupportedArchs()), True)
-    _remember_nvrtc(facts)
-    return facts
+    return tuple(nvrtc.getVersion())
 
 
-def _nvrtc_memo():
-    from ..cachedir import cache_dir
+@functools.lru_cache(maxsize=None)
+def nvrtc_supported_archs() -> tuple[int, ...]:
+    from cupy.cuda import nvrtc
 
-    import cupy  # loaded by then (`cuda_unavailable_reason`)
-
-    steering = ([os.environ.get(v) for v in _NVRTC_ENV], [os.path.abspath(p) for p in sys.path if isinstance(p, str)],
-                getattr(cupy, "__version__", None), getattr(cupy, "__file__", None))
-    return cache_dir() / f"tlc-nvrtc-{hashlib.sha256(repr(steering).encode()).hexdigest()[:24]}.json"
-
-
-def _nvrtc_places(library: str) -> list:
-    """Where a new NVRTC would show: the library's folder, LD_LIBRARY_PATH's folders, the loader's
-    cache, sys.path's site folders (a wheel installed there)."""
-    places = [os.path.dirname(library), _LD_CACHE]
-    places += [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p]
-    places += [p for p in sys.path if isinstance(p, str) and os.path.basename(p) in ("site-packages", "dist-packages")]
-    return places
-
-
-def _stamp(path: str):
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return None
-
-
-def _remembered_nvrtc() -> tuple | None:
-    from ..files import read_regular
-
-    try:
-        doc = json.loads(read_regular(_nvrtc_memo(), follow_symlinks=False, limit=1 << 16))
-        library, version, archs = doc["library"], tuple(doc["version"]), tuple(doc["archs"])
-        st = os.stat(library)
-        if [st.st_size, st.st_mtime_ns] != [doc["size"], doc["mtime"]] or \
-                any(_stamp(p) != t for p, t in doc["places"]) or [p for p, _ in doc["places"]] != _nvrtc_places(library):
-            return None
-        if not (len(version) == 2 and archs and all(type(v) is int for v in version + archs)):
-            return None
-    except Exception:  # noqa: BLE001 - none, damaged, another's, no CuPy: NVRTC is asked
-        return None
-    if _nvrtc_loaded(os.path.basename(library)):
-        return None  # an NVRTC is in this process already: asking it costs nothing
-    return version, archs, False
-
-
-def _nvrtc_loaded(library: str) -> bool:
-    """Whether a library of `library`'s name (libnvrtc.so.13 for libnvrtc.so.13.0.88) is loaded."""
-    import ctypes
-
-    name = re.match(r"lib[\w+-]+\.so\.\d+", library)
-    try:
-        ctypes.CDLL(name.group(0) if name else library, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
-    except OSError:
-        return False
-    except Exception:  # noqa: BLE001 - no RTLD_NOLOAD here: as if it were, NVRTC is asked
-        return True
-    return True
-
-
-def _mapped_nvrtc() -> set:
-    """The files of libnvrtc this process has mapped (/proc/self/maps; OSError without it)."""
-    with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
-        return {line.split(None, 5)[5].strip() for line in f if "/libnvrtc.so." in line}
-
-
-def _remember_nvrtc(facts: tuple) -> None:
-    """Keep `facts` for the next process, with the library they came from (the one libnvrtc
-    this process has mapped; none on a system without /proc, or with two: then no memo)."""
-    from ..cachedir import replace_atomically
-
-    try:
-        mapped = _mapped_nvrtc()
-        if len(mapped) != 1:
-            return
-        library = mapped.pop()
-        st = os.stat(library)
-        doc = {"library": library, "size": st.st_size, "mtime": st.st_mtime_ns,
-               "places": [[p, _stamp(p)] for p in _nvrtc_places(library)],
-               "version": list(facts[0]), "archs": list(facts[1])}
-        replace_atomically(_nvrtc_memo(), json.dumps(doc).encode())
-    except Exception:  # noqa: BLE001 - no /proc, no CuPy, a read-only cache: asked again next time
-        pass
+    return tuple(int(a) for a in nvrtc.getSupportedArchs())
 
 
 @functools.lru_cache(maxsize=None)
