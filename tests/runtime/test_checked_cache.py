@@ -291,3 +291,15 @@ def test_the_list_of_tlc_files_follows_files_added_and_removed(tmp_path, monkeyp
     (base / "sub" / "c.py").write_text("")
     (base / "a.py").unlink()
     assert [n for n, _ in cache_mod.listed_files(bases)[1]] == ["x:sub/b.cuh", "x:sub/c.py"]
+
+
+def test_the_data_folders_are_hashed_where_the_package_does_not_hold_them(tmp_path, monkeypatch):
+    import tlc.package_data
+
+    root = os.path.dirname(os.path.dirname(os.path.realpath(cache_mod.__file__)))
+    inside = {"grammar": os.path.join(root, "grammar"), "templates": os.path.join(root, "templates")}
+    monkeypatch.setattr(tlc.package_data, "folder", lambda name: inside[name])  # an installed tlc's
+    assert cache_mod._package_bases() == [(root, "")]
+    (tmp_path / "grammar").mkdir()
+    monkeypatch.setattr(tlc.package_data, "folder", lambda name: {**inside, "grammar": str(tmp_path / "grammar")}[name])
+    assert cache_mod._package_bases() == [(root, ""), (str(tmp_path / "grammar"), "data:grammar/")]  # a checkout's
