@@ -383,7 +383,7 @@ __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, 
 
 // A fragment's runs to a global tile, a run at a time: whether the runs are aligned and the
 // tile's bounds are decided once, when it is made; `run(regs, r0)` stores registers r0 ..
-// r0 + RUN.  copy_f2g stores every run; a parallel loop whose fragment is copied out right
+// r0 + RUN.  copy_f2g stores every run the same way; a parallel loop whose fragment is copied out right
 // after it stores each run as it finishes computing it (schedule/fold_stores.py), so that a
 // run's registers are free for the next (the plain layer_norm: 80 registers and 52 bytes of
 // spills at 3 blocks an SM with the copy after the loop, 72 and none folded).
@@ -417,12 +417,30 @@ struct FragmentStore {
   }
 };
 
+// The whole fragment, as FragmentStore::run does run by run (written out rather than calling
+// it: through the struct, ptxas scheduled std.gemm's epilogues differently, 8 to 96 SASS
+// instructions a kernel, sm_90a, with no run measured).
 template <typename L, typename T, typename U>
 __device__ __forceinline__ void copy_f2g(U* g, const T* regs, long long stride, long long rows, long long cols,
                                          long long row0, long long col0) {
-  const FragmentStore<L, U> out(g, stride, rows, cols, row0, col0);
+  constexpr int RUN = L::RUN;
+  const int t = threadIdx.x;
+  const bool aligned = runs_aligned<L>(g, stride, col0);
+  const TileBounds in(rows, cols, row0, col0);
+  U* tile = g + row0 * stride + col0;
 #pragma unroll
-  for (int r0 = 0; r0 < L::REGS; r0 += L::RUN) out.run(regs, r0);
+  for (int r0 = 0; r0 < L::REGS; r0 += RUN) {
+    const int lr = L::row(t, r0), lc = L::col(t, r0);
+    U* p = tile + static_cast<long long>(lr) * stride + lc;
+    if (!L::valid(t, r0) || !writes<L>(t, r0) || !in.row_in(lr)) continue;
+    if (aligned && in.col_in(lc) && in.col_in(lc + RUN - 1)) {
+      store_run<RUN, true, L::REGS>(p, regs + r0);
+      continue;
+    }
+#pragma unroll
+    for (int e = 0; e < RUN; ++e)
+      if (in.col_in(lc + e)) p[e] = cvt<U>(regs[r0 + e]);
+  }
 }
 
 // Shared tile (COLS columns, PAD/SWIZZLE as in copy.cuh) <-> fragment, element by element; with
