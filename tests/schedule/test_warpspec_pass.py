@@ -151,3 +151,15 @@ def test_a_loop_whose_staged_tile_is_read_after_it_is_not_specialized(tmp_path):
     assert _kernel(path, "matmul").warp_spec is None
     path.write_text(READS_A_STAGE_AFTER.replace("= As[i, j]", "= T(acc[i, j])"))
     assert _kernel(path, "matmul").warp_spec is not None
+
+
+def test_the_consumer_is_every_statement_of_the_loop_after_its_loads():
+    """DeepGEMM's 2xAcc port: the scale's `let` and its sync, the gemm, the promotion and the
+    clear of the partial accumulator.  The consumer is a range of the loop's body; a ring_split
+    that dropped the sync after the `let` (as the cp.async ring may: warpspec.after_scalar_lets)
+    shortened it by one and left clear(C_local) out (relative error 0.71 on the H200)."""
+    k = _kernel(ROOT / "tests" / "ports" / "deepgemm_fp8_2xacc.tl", "tl_gemm")
+    ws = k.warp_spec
+    body = k.body[ws.loop].body
+    assert [type(s).__name__ for s in body[ws.consumer[0]:ws.consumer[1]]] == ["Assign", "Sync", "Gemm", "Parallel", "Fill"]
+    assert all(isinstance(s, ir.Sync) for s in body[ws.consumer[1]:])

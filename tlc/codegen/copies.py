@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from .. import ir
 from ..ir.walk import statements
-from ..schedule.warpspec import ring_split, stage_elements
+from ..schedule.warpspec import after_scalar_lets, ring_split, stage_elements
 from .cexpr import CodegenError
 from .cnames import c_name, c_type
 from .shared_runs import runs_aligned
@@ -265,6 +265,7 @@ class CopyGen:
         if split is None:
             return None
         producers, rest = split
+        rest = after_scalar_lets(rest, self.buffers)
         stage_elems = {p.dst.name: stage_elements(self.buffers[p.dst.name]) for p in producers}
         return PipelinePlan(loop, loop.stages, producers, rest, stage_elems)
 

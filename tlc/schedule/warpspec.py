@@ -74,18 +74,27 @@ def ring_split(loop: ir.For, params: dict, buffers: dict) -> tuple[list, list] |
     if {v.name for p in producers for o in p.src.offsets for v in variables(o)} & assigned:
         return None
     rest = list(loop.body[len(producers):])
-    # the syncs before the first statement that touches shared memory: the wait for the
-    # iteration's stage orders those reads (scalar lets before them touch none: the pipelined
-    # rows' `r = ...`, which left a second barrier a row in the plain layer_norm)
-    k = 0
-    while k < len(rest) and (isinstance(rest[k], ir.Sync) or _scalar(rest[k], buffers)):
-        if isinstance(rest[k], ir.Sync):
-            rest.pop(k)
-        else:
-            k += 1
+    while rest and isinstance(rest[0], ir.Sync):
+        rest.pop(0)
     if rest and isinstance(rest[-1], ir.Sync):
         rest.pop()  # the next iteration's wait orders these reads before the overwrite
     return producers, rest
+
+
+def after_scalar_lets(rest: list, buffers: dict) -> list:
+    """`rest` of a ring without the syncs between its leading scalar lets (which read no shared
+    buffer) and its first other statement: the ring's wait and barrier at the top of each
+    iteration order the stage's reads (the pipelined rows' `r = ...`, before the row's copy out
+    of the ring, left a second barrier a row in the plain layer_norm).  For the cp.async ring's
+    emission only: a warp-specialized consumer is a contiguous range of the loop's body
+    (WarpSpecialization.consumer), which `ring_split`'s rest must stay."""
+    out, k = list(rest), 0
+    while k < len(out) and (isinstance(out[k], ir.Sync) or _scalar(out[k], buffers)):
+        if isinstance(out[k], ir.Sync):
+            out.pop(k)
+        else:
+            k += 1
+    return out
 
 
 def _scalar(s, buffers: dict) -> bool:
