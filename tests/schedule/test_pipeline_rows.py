@@ -155,3 +155,17 @@ def test_the_row_leaves_the_ring_a_run_at_a_time():
     merge (NVRTC 13.0 merged the element loads into LDS.64, nvcc into LDS.128)"""
     src = generate(plain("layer_norm"), "sm_90a").source
     assert "tl::copy_s2f<tl_layer_norm_layout_0, half, half, 1, 8192, 8, 0, true>(row, (row_ring + " in src
+
+
+def test_a_staged_fragment_that_a_copy_takes_whole_stays_in_registers():
+    """_read_in_place: only a fragment that element loads alone read is read from its staging;
+    one a copy takes whole keeps its copy (into registers, where first touched)"""
+    src = (PLAIN / "layer_norm.tl").read_text().replace(
+        "        reduce_sum(row, total, dim=1)\n",
+        "        reduce_sum(row, total, dim=1)\n        copy(bias, y[r, 0])\n")
+    k = scheduled(src, "layer_norm", target="sm_90a")
+    assert k.launch_fill
+    assert k.buffer("weight") is None and k.buffer("bias") is not None
+    copies = [s for s in statements(k.body) if isinstance(s, ir.Copy) and s.dst.name == "bias"]
+    assert [c.src.name for c in copies] == ["bias_staged"]
+    assert "; weight is read from its staged copy where read, not copied into registers" in k.notes[0]

@@ -33,7 +33,7 @@ class HoistPlan:
 def hoist_plan(p: ir.Parallel, layout, params) -> HoistPlan:
     """The loads of tensor parameters in `p`'s body that can be read before it: read-only in
     the loop, indexed by names fixed across the loop (and, per row, its first variable)."""
-    inner = _names_set_inside(p.body)
+    inner = names_set_inside(p.body)
     written = written_names(p.body)
     row_slots = len(p.vars) == 2 and isinstance(layout, MmaAccumulator)
     column_slots = row_slots and Replicated(layout, (0,)).registers <= MAX_COLUMN_SLOTS  # one per column held
@@ -57,7 +57,7 @@ def hoist_plan(p: ir.Parallel, layout, params) -> HoistPlan:
     return HoistPlan(tuple(invariant), tuple(per_row), tuple(per_column))
 
 
-def _names_set_inside(stmts) -> set[str]:
+def names_set_inside(stmts) -> set[str]:
     out: set[str] = set()
     for s in statements(stmts):
         if isinstance(s, (ir.LetScalar, ir.Assign)):

@@ -24,9 +24,7 @@ from .. import ir
 from ..ir.walk import loads, statement_exprs, statements, variables, written_names
 from ..schedule.layout import Blocked
 from .cnames import c_name, c_type
-from .hoist import _names_set_inside
-
-VECTOR_BYTES = 16
+from .hoist import names_set_inside
 
 
 def runs_aligned(b: ir.Buffer, layout) -> bool:
@@ -53,7 +51,7 @@ class SharedRunGen:
         if not isinstance(layout, Blocked) or layout.vec < 2 or len(p.vars) not in (1, 2):
             return []
         column = p.vars[-1]
-        inner = _names_set_inside(p.body) | {column}
+        inner = names_set_inside(p.body) | {column}
         written = written_names(p.body)
         out = []
         for s in statements(p.body):
