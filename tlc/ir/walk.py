@@ -3,11 +3,15 @@ subexpression of an expression.  The passes and the code generators read the IR 
 these, so that a new node kind is taught to every walker in one place."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .nodes import Expr, Load, Region, Var
 
 _BODIES = ("body", "then", "orelse", "stores")  # stores: a Parallel's folded copies, after its body
 _EXPR_FIELDS = ("value", "cond", "start", "stop", "step")
 _EXPR_LISTS = ("indices", "args")
+_OPERANDS = ("a", "b", "x", "cond")  # an expression's own operands
+_NAMED = ("name", "buffer", "src", "dst", "a", "b", "c")  # a statement's buffers, by name or as a copy side
 
 
 def statements(stmts):
@@ -38,7 +42,7 @@ def statement_exprs(s):
 def subexprs(e):
     """`e` and every expression inside it."""
     yield e
-    for f in ("a", "b", "x", "cond"):
+    for f in _OPERANDS:
         v = getattr(e, f, None)
         if isinstance(v, Expr):
             yield from subexprs(v)
@@ -69,3 +73,54 @@ def written_names(stmts) -> set[str]:
         elif isinstance(s, Copy):
             out.add(s.dst.name)
     return out
+
+
+def named_buffers(s) -> set[str]:
+    """The tensors and buffers statement `s` itself names whole: what it stores to, fills,
+    copies, reduces or multiplies (not those its expressions load elements of)."""
+    out = set()
+    for f in _NAMED:
+        v = getattr(s, f, None)
+        out.add(v if isinstance(v, str) else getattr(v, "name", None))
+    out.discard(None)
+    return out
+
+
+def mapped(e: Expr, fn) -> Expr:
+    """`e` rebuilt bottom-up with `fn` applied to every subexpression (its operands first)."""
+    fields = {}
+    for f in _OPERANDS:
+        v = getattr(e, f, None)
+        if isinstance(v, Expr):
+            fields[f] = mapped(v, fn)
+    for f in _EXPR_LISTS:
+        v = getattr(e, f, None)
+        if isinstance(v, tuple):
+            fields[f] = tuple(mapped(a, fn) for a in v)
+    return fn(replace(e, **fields) if fields else e)
+
+
+def stmts_mapped(stmts, fn, after=lambda s: s) -> tuple:
+    """`stmts` (nested bodies included) with `fn` applied to every expression a statement holds
+    (the ones `statement_exprs` yields), then `after` to each rebuilt statement."""
+    out = []
+    for s in stmts:
+        for f in _BODIES:
+            if isinstance(getattr(s, f, None), tuple):
+                s = replace(s, **{f: stmts_mapped(getattr(s, f), fn, after)})
+        fields = {}
+        for f in _EXPR_FIELDS:
+            v = getattr(s, f, None)
+            if isinstance(v, Expr):
+                fields[f] = fn(v)
+        for f in _EXPR_LISTS:
+            if isinstance(getattr(s, f, None), tuple):
+                fields[f] = tuple(fn(v) for v in getattr(s, f))
+        for f in ("src", "dst"):
+            side = getattr(s, f, None)
+            if isinstance(side, Region):
+                fields[f] = replace(side, offsets=tuple(fn(o) for o in side.offsets))
+        if fields:
+            s = replace(s, **fields)
+        out.append(after(s))
+    return tuple(out)

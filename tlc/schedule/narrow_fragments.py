@@ -32,7 +32,7 @@ from dataclasses import replace
 import numpy as np
 
 from .. import ir
-from ..ir.walk import loads, statement_exprs, statements
+from ..ir.walk import loads, mapped, named_buffers, statement_exprs, statements, stmts_mapped
 from ..dtypes import F16
 from .layout import vector_run
 
@@ -187,11 +187,7 @@ def touched(s, own: bool = True) -> set:
     """Names statement `s` (and what it nests, when `own`) reads or writes."""
     out = set()
     for t in (statements((s,)) if own else (s,)):
-        out |= {x.name for e in statement_exprs(t) for x in loads(e)}
-        for f in ("name", "buffer", "src", "dst", "a", "b", "c"):
-            v = getattr(t, f, None)
-            out.add(v if isinstance(v, str) else getattr(v, "name", None))
-    out.discard(None)
+        out |= {x.name for e in statement_exprs(t) for x in loads(e)} | named_buffers(t)
     return out
 
 
@@ -202,34 +198,6 @@ def _rewrite(stmts, held: dict) -> tuple:
         target = getattr(s, "name", None) if isinstance(s, ir.Store) else getattr(s, "buffer", None) if isinstance(s, ir.Fill) else None
         return replace(s, value=_to(s.value, held[target][1])) if target in held else s
     return stmts_mapped(stmts, lambda e: _expr(e, held), converted_store)
-
-
-def stmts_mapped(stmts, fn, after=lambda s: s) -> tuple:
-    """`stmts` (nested bodies included) with `fn` applied to every expression a statement holds
-    (values, conditions, loop bounds, indices, arguments, region offsets), then `after` to each
-    rebuilt statement."""
-    out = []
-    for s in stmts:
-        for f in ("body", "then", "orelse"):
-            if isinstance(getattr(s, f, None), tuple):
-                s = replace(s, **{f: stmts_mapped(getattr(s, f), fn, after)})
-        fields = {}
-        for f in ("value", "cond", "start", "stop", "step"):
-            v = getattr(s, f, None)
-            if isinstance(v, ir.Expr):
-                fields[f] = fn(v)
-        if isinstance(getattr(s, "indices", None), tuple):
-            fields["indices"] = tuple(fn(i) for i in s.indices)
-        if isinstance(getattr(s, "args", None), tuple):
-            fields["args"] = tuple(fn(a) for a in s.args)
-        for f in ("src", "dst"):
-            side = getattr(s, f, None)
-            if isinstance(side, ir.Region):
-                fields[f] = replace(side, offsets=tuple(fn(o) for o in side.offsets))
-        if fields:
-            s = replace(s, **fields)
-        out.append(after(s))
-    return tuple(out)
 
 
 def _to(e: ir.Expr, d) -> ir.Expr:
@@ -248,17 +216,3 @@ def _expr(e: ir.Expr, held: dict) -> ir.Expr:
             return ir.Cast(replace(x, dtype=d), wide, span=x.span)
         return x
     return mapped(e, held_load)
-
-
-def mapped(e: ir.Expr, fn) -> ir.Expr:
-    """`e` rebuilt bottom-up with `fn` applied to every subexpression (its operands first)."""
-    fields = {}
-    for f in ("a", "b", "x", "cond"):
-        v = getattr(e, f, None)
-        if isinstance(v, ir.Expr):
-            fields[f] = mapped(v, fn)
-    for f in ("args", "indices"):
-        v = getattr(e, f, None)
-        if isinstance(v, tuple):
-            fields[f] = tuple(mapped(a, fn) for a in v)
-    return fn(replace(e, **fields) if fields else e)

@@ -43,9 +43,9 @@ from dataclasses import dataclass, replace
 
 from .. import ir
 from ..dtypes import I32
-from ..ir.walk import statements, variables
+from ..ir.walk import mapped, named_buffers, statements, stmts_mapped, variables
 from .column_blocks import fresh_name
-from .narrow_fragments import mapped, stmts_mapped, touched
+from .narrow_fragments import touched
 
 # Rows of a block's copies of at least this many bytes: measured at 16 KB (bench/plain's
 # rows of 8192 f16).  Smaller rows keep their schedule until measured: the walk's barrier and
@@ -190,25 +190,15 @@ def _read_in_place(body: tuple, copies: list, kernel: ir.Kernel, shared: list) -
     loop's layout is one vector load (codegen: shared runs) where the loop needs it."""
     fragments = {b.name: b for b in kernel.buffers if b.scope == "fragment"}
     staged = {b.name: b for b in shared}
-    out, names = body, []
-    for c in copies:
-        frag, buf = fragments[c.dst.name], staged[c.src.name]
-        if frag.shape != buf.shape or any(c.dst.name in _operands(t) for t in statements(out) if t is not c):
-            continue
-        def from_staged(x, frag=frag, buf=buf):
-            if not (isinstance(x, ir.Load) and x.name == frag.name):
-                return x
-            load = ir.Load(buf.name, x.indices, buf.dtype, span=x.span)
-            return load if buf.dtype == frag.dtype else ir.Cast(load, frag.dtype, span=x.span)
-        out = stmts_mapped(tuple(t for t in out if t is not c), lambda e, f=from_staged: mapped(e, f))
-        names.append(frag.name)
-    return out, tuple(names)
+    chosen = [c for c in copies if fragments[c.dst.name].shape == staged[c.src.name].shape and
+              not any(c.dst.name in named_buffers(t) for t in statements(body) if t is not c)]
+    from_buffer = {c.dst.name: staged[c.src.name] for c in chosen}
 
-
-def _operands(s) -> set:
-    """The buffers statement `s` itself takes whole or writes (not its element loads)."""
-    out = set()
-    for f in ("name", "buffer", "src", "dst", "a", "b", "c"):
-        v = getattr(s, f, None)
-        out.add(v if isinstance(v, str) else getattr(v, "name", None))
-    return out - {None}
+    def from_staged(x: ir.Expr) -> ir.Expr:
+        buf = from_buffer.get(x.name) if isinstance(x, ir.Load) else None
+        if buf is None:
+            return x
+        load = ir.Load(buf.name, x.indices, buf.dtype, span=x.span)
+        return load if buf.dtype == x.dtype else ir.Cast(load, x.dtype, span=x.span)
+    kept = tuple(t for t in body if not any(t is c for c in chosen))
+    return stmts_mapped(kept, lambda e: mapped(e, from_staged)), tuple(from_buffer)

@@ -26,7 +26,8 @@ from dataclasses import replace
 from .. import ir
 from ..ir.walk import loads, statement_exprs, statements, subexprs
 from ..dtypes import I32
-from .narrow_fragments import mapped, own_bodies, touched
+from ..ir.walk import mapped
+from .narrow_fragments import own_bodies, touched
 
 _CHEAP_OPS = frozenset({"+", "-", "*", "min", "max", "==", "!=", "<", "<=", ">", ">=", "and", "or"})
 
