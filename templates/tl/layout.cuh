@@ -383,10 +383,10 @@ __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, 
 
 // A fragment's runs to a global tile, a run at a time: whether the runs are aligned and the
 // tile's bounds are decided once, when it is made; `run(regs, r0)` stores registers r0 ..
-// r0 + RUN.  copy_f2g stores every run the same way; a parallel loop whose fragment is copied out right
-// after it stores each run as it finishes computing it (schedule/fold_stores.py), so that a
-// run's registers are free for the next (the plain layer_norm: 80 registers and 52 bytes of
-// spills at 3 blocks an SM with the copy after the loop, 72 and none folded).
+// r0 + RUN.  copy_f2g stores every run the same way; a parallel loop whose fragment is copied
+// out right after it stores each run as it finishes computing it (schedule/fold_stores.py), so
+// that a run's registers are free for the next (the plain layer_norm: 80 registers and 52 bytes
+// of spills at 3 blocks an SM with the copy after the loop, 79 and none folded).
 template <typename L, typename U>
 struct FragmentStore {
   U* tile;
@@ -417,9 +417,10 @@ struct FragmentStore {
   }
 };
 
-// The whole fragment, as FragmentStore::run does run by run (written out rather than calling
-// it: through the struct, ptxas scheduled std.gemm's epilogues differently, 8 to 96 SASS
-// instructions a kernel, sm_90a, with no run measured).
+// The whole fragment, as FragmentStore::run does run by run.  Written out rather than sharing
+// a function with it: through the struct, or through a free function taking the run's bounds
+// (by value or by reference, the pointer computed before or after the checks), ptxas scheduled
+// std.gemm's epilogues differently, 8 to 96 SASS instructions a kernel (sm_90a), unmeasured.
 template <typename L, typename T, typename U>
 __device__ __forceinline__ void copy_f2g(U* g, const T* regs, long long stride, long long rows, long long cols,
                                          long long row0, long long col0) {

@@ -234,8 +234,7 @@ class CopyGen:
                       f"{d.layout.pad}, {d.layout.swizzle_bytes}>({self.smem_pointer(d.name)}, {self.smem_pointer(s.name)});")
         elif kinds == ("shared", "fragment"):
             info = self.fragment(d.name)
-            runs = ", true" if runs_aligned(s, d.layout) and tuple(getattr(d.layout, "shape", ())) in (
-                (rows, cols), (cols,) if rows == 1 else ()) else ""  # a run at a time as vectors
+            runs = ", true" if runs_aligned(s, d.layout) else ""  # a run at a time as vectors
             self.emit(f"tl::copy_s2f<{info.c_layout}, {T}, {U}, {rows}, {cols}, {s.layout.pad}, {s.layout.swizzle_bytes}"
                       f"{runs}>({c_name(d.name)}, {self.smem_pointer(s.name)});")
         elif kinds == ("fragment", "shared"):

@@ -32,15 +32,14 @@ def runs_aligned(b: ir.Buffer, layout) -> bool:
     starts aligned to the widest vector (4 bytes or more) that divides a run's bytes, in each
     stage of `b`: `b` unswizzled, its offset, its rows (padding included) and its stages
     multiples of that vector."""
-    lay = b.layout
-    if not isinstance(layout, Blocked) or layout.vec < 2 or lay is None or getattr(lay, "swizzle_bytes", 0):
+    lay = b.layout  # a SharedLayout
+    if not isinstance(layout, Blocked) or layout.vec < 2 or lay is None or lay.swizzle_bytes:
         return False
     run_bytes = layout.vec * b.dtype.itemsize
     vbytes = next(v for v in (16, 8, 4, 2, 1) if run_bytes % v == 0)
-    row_bytes = (b.shape[-1] + getattr(lay, "pad", 0)) * b.dtype.itemsize
-    stage_bytes = lay.bytes // max(getattr(lay, "stages", 1), 1)
+    row_bytes = (b.shape[-1] + lay.pad) * b.dtype.itemsize
     return vbytes >= 4 and b.smem_offset is not None and b.smem_offset % vbytes == 0 and \
-        (len(b.shape) == 1 or row_bytes % vbytes == 0) and stage_bytes % vbytes == 0
+        (len(b.shape) == 1 or row_bytes % vbytes == 0) and (lay.bytes // lay.stages) % vbytes == 0
 
 
 class SharedRunGen:
@@ -66,7 +65,7 @@ class SharedRunGen:
         b = self.buffers.get(x.name)
         if b is None or b.scope != "shared" or x.name in written or x.name in self.smem_base:
             return False
-        if getattr(b.layout, "stages", 1) != 1 or not runs_aligned(b, layout):
+        if not runs_aligned(b, layout) or b.layout.stages != 1:
             return False
         last = x.indices[-1]
         if not (isinstance(last, ir.Var) and last.name == column):
@@ -124,7 +123,10 @@ class SharedRunGen:
         self.indent -= 1
         self.emit("}")
 
-    def declare_loop_vars(self, p: ir.Parallel, alias: str, reg: str) -> None:
+    def declare_loop_vars(self, p: ir.Parallel, alias: str, reg: str, void: bool = True) -> None:
+        """The loop's variables at register `reg` of `alias` (one: its column; two: row, column),
+        each marked used with `void`."""
         for v, axis in zip(p.vars, ("row", "col") if len(p.vars) == 2 else ("col",)):
             self.emit(f"const int {c_name(v)} = {alias}::{axis}(threadIdx.x, {reg});")
-            self.emit(f"(void){c_name(v)};")
+            if void:
+                self.emit(f"(void){c_name(v)};")

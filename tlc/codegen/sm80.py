@@ -529,42 +529,31 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
     def parallel_loop(self, p: ir.Parallel, layout) -> None:
         alias = self.c_layout(layout)
         self.emit(f"// parallel ({', '.join(p.vars)}) over {list(p.extents)}: {layout}")
+        if len(p.vars) > 2:
+            raise CodegenError("parallel loops over more than 2 dimensions are not supported by the CUDA target yet",
+                               p.span)
         for v, n in zip(p.vars, p.extents):
             self.ranges[v] = (0, n - 1)
         hoisted = self.hoist_loads(p, layout, alias)
         runs = self.shared_run_reads(p, layout)
-        if runs or p.stores:
-            saved = (self.in_parallel, self.loop_layout, getattr(self, "loop_vars", ()), self.loop_extents)
-            self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = True, layout, p.vars, p.extents
-            self.run_loop(p, layout, alias, runs)
-            self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = saved
-            for v in p.vars:
-                self.ranges.pop(v, None)
-            for x in hoisted:
-                self.hoisted.pop(x, None)
-            return
-        self.emit("#pragma unroll")
-        self.emit(f"for (int tl_r = 0; tl_r < {alias}::REGS; ++tl_r) {{")
-        self.indent += 1
-        if len(p.vars) == 1:
-            self.emit(f"const int {c_name(p.vars[0])} = {alias}::col(threadIdx.x, tl_r);")
-        elif len(p.vars) == 2:
-            self.emit(f"const int {c_name(p.vars[0])} = {alias}::row(threadIdx.x, tl_r);")
-            self.emit(f"const int {c_name(p.vars[1])} = {alias}::col(threadIdx.x, tl_r);")
-        else:
-            raise CodegenError("parallel loops over more than 2 dimensions are not supported by the CUDA target yet",
-                               p.span)
-        self.emit(f"if (!{alias}::valid(threadIdx.x, tl_r)) continue;")
         saved = (self.in_parallel, self.loop_layout, getattr(self, "loop_vars", ()), self.loop_extents)
         self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = True, layout, p.vars, p.extents
-        self.block(p.body)
+        if runs or p.stores:
+            self.run_loop(p, layout, alias, runs)  # shared_runs.py
+        else:
+            self.emit("#pragma unroll")
+            self.emit(f"for (int tl_r = 0; tl_r < {alias}::REGS; ++tl_r) {{")
+            self.indent += 1
+            self.declare_loop_vars(p, alias, "tl_r", void=False)
+            self.emit(f"if (!{alias}::valid(threadIdx.x, tl_r)) continue;")
+            self.block(p.body)
+            self.indent -= 1
+            self.emit("}")
         for v in p.vars:
             self.ranges.pop(v, None)
         for x in hoisted:
             self.hoisted.pop(x, None)
         self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = saved
-        self.indent -= 1
-        self.emit("}")
 
     # ---- gemm --------------------------------------------------------------------------------
     def stmt_Gemm(self, g: ir.Gemm) -> None:
