@@ -1,0 +1,268 @@
+"""Low-bit kernels on the GPU against PyTorch, one process (issue 18's benchmark): std.quant's
+quantize / dequantize rows, each as a fraction of the device's copy bandwidth.
+
+Every row runs tlc's kernel and PyTorch eager computing the same thing (quant_kit's definition:
+scale = absmax / QMAX, q = rint(x * (QMAX / absmax)) saturated, f32 throughout), checks both
+outputs (q and the scales) against a PyTorch reference of that definition element for element,
+exactly, and only then times them (tlc.timing.compare: CUDA events, the L2 flushed by a read,
+the median, the contenders alternating).  Bytes = inputs read + outputs written once (a
+dynamic per-tensor or per-channel quantization reads x twice: its fraction of copy is at
+most 2/3 of a one-pass kernel's); GB/s and its fraction of a device-to-device copy of 1 GiB
+measured in the same run (tlc.benchmarks.ceilings).
+
+    python bench/lowbit.py [--quick] [--only quantize_per_token,quantize_int4] [--json out.json]
+
+tests/stdlib/test_quant.py checks the same kernels on the interpreter (no GPU here).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import tlc  # noqa: E402
+
+M, N = 16384, 8192  # the ops suite's LARGE shape: 256 MiB of f16
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str             # "quantize_per_token f16->i8"
+    kernel: str           # std.quant's kernel
+    make: Callable        # (torch, x) -> (tlc_args, out_names, torch_fn, reference dict, consts)
+
+
+def _qmax(torch, q):
+    return 127.0 if q == torch.int8 else float(torch.finfo(q).max)
+
+
+def _sat(torch, v, q):
+    if q == torch.int8:
+        return torch.nan_to_num(v.round(), nan=0.0).clamp(-128, 127).to(torch.int8)
+    m = _qmax(torch, q)
+    return v.clamp(-m, m).to(q)
+
+
+def _recip(torch, num, den):
+    return torch.where(den > 0, num / den, torch.zeros_like(den))
+
+
+def _tiles(x, bm, bn):
+    """x [M, N] seen as [M / bm, bm, N / bn, bn] (the shapes divide evenly here)."""
+    return x.reshape(x.shape[0] // bm, bm, x.shape[1] // bn, bn)
+
+
+def _per_tile(s):
+    """Scales [M / bm, N / bn] against _tiles' view."""
+    return s[:, None, :, None]
+
+
+def quantize_grouped(torch, x, q, bm, bn):
+    """PyTorch eager's dynamic quantization over bm x bn tiles: (q [M, N], scales [M / bm, N / bn])."""
+    qm = _qmax(torch, q)
+    a = torch.nan_to_num(_tiles(x, bm, bn).float().abs(), nan=0.0).amax(dim=(1, 3))
+    a = a.clamp(max=torch.finfo(torch.float32).max)
+    inv = _recip(torch, torch.tensor(qm, device=x.device), a)
+    v = (_tiles(x, bm, bn).float() * _per_tile(inv)).reshape(x.shape)
+    return _sat(torch, v, q), a / qm
+
+
+def dequantize_grouped(torch, qv, s, bm, bn, dtype):
+    return (_tiles(qv, bm, bn).float() * _per_tile(s)).reshape(qv.shape).to(dtype)
+
+
+def _qdtype(torch, qname):
+    return getattr(torch, {"i8": "int8", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}[qname])
+
+
+def _flat(kind, s):
+    """The kernels' scales as stored: [1] per tensor, [M] per token, [N] per channel."""
+    return s.reshape(-1) if kind in ("tensor", "token", "channel") else s
+
+
+def _quant_row(kind: str, qname: str, bm_bn):
+    def make(torch, x):
+        q = _qdtype(torch, qname)
+        bm, bn = bm_bn(x.shape)
+        want_q, want_s = quantize_grouped(torch, x, q, bm, bn)
+        qout, sout = torch.empty_like(want_q), torch.empty_like(_flat(kind, want_s))
+        ref = {"q": want_q, "scales": _flat(kind, want_s)}
+
+        def torch_fn():
+            qv, s = quantize_grouped(torch, x, q, bm, bn)
+            return qv, _flat(kind, s)
+        return [x, qout, sout], {"q": qout, "scales": sout}, torch_fn, ref, {"Q": qname}
+    return make
+
+
+def _dequant_row(kind: str, qname: str, bm_bn):
+    def make(torch, x):
+        bm, bn = bm_bn(x.shape)
+        qv, s = quantize_grouped(torch, x, _qdtype(torch, qname), bm, bn)
+        y = torch.empty_like(x)
+
+        def torch_fn():
+            return (dequantize_grouped(torch, qv, s, bm, bn, x.dtype),)
+        return [qv, _flat(kind, s), y], {"y": y}, torch_fn, {"y": torch_fn()[0]}, {"Q": qname}
+    return make
+
+
+def quantize_int4_torch(torch, x, G):
+    """(packed [M, N / 2] u8, scales [M, N / G]) of symmetric int4 in PyTorch eager."""
+    a = torch.nan_to_num(_tiles(x, 1, G).float().abs(), nan=0.0).amax(dim=(1, 3))
+    a = a.clamp(max=torch.finfo(torch.float32).max)
+    inv = _recip(torch, torch.tensor(7.0, device=x.device), a)
+    v = (_tiles(x, 1, G).float() * _per_tile(inv)).reshape(x.shape)
+    n = torch.nan_to_num(v.round(), nan=0.0).clamp(-8, 7).to(torch.int32) & 15
+    return (n[:, 0::2] | n[:, 1::2] << 4).to(torch.uint8), a / 7.0
+
+
+def _int4_rows():
+    G = 128
+
+    def quant(torch, x):
+        want_q, want_s = quantize_int4_torch(torch, x, G)
+        qout, sout = torch.empty_like(want_q), torch.empty_like(want_s)
+        return ([x, qout, sout], {"q": qout, "scales": sout}, lambda: quantize_int4_torch(torch, x, G),
+                {"q": want_q, "scales": want_s}, {"G": G})
+
+    def dequant(torch, x):
+        packed, s = quantize_int4_torch(torch, x, G)
+        y = torch.empty_like(x)
+
+        def torch_fn():
+            b = packed.to(torch.int32)
+            lo, hi = (b & 15) - ((b & 8) << 1), (b >> 4) - ((b & 128) >> 3)
+            v = torch.stack([lo, hi], 2).reshape(x.shape)
+            return ((_tiles(v, 1, G).float() * _per_tile(s)).reshape(x.shape).to(x.dtype),)
+        return [packed, s, y], {"y": y}, torch_fn, {"y": torch_fn()[0]}, {"G": G}
+    return [Row(f"quantize_int4 f16->i4 g{G}", "quantize_int4", quant),
+            Row(f"dequantize_int4 i4->f16 g{G}", "dequantize_int4", dequant)]
+
+
+def rows() -> list:
+    tensor = lambda s: s  # noqa: E731
+    token = lambda s: (1, s[1])  # noqa: E731
+    channel = lambda s: (s[0], 1)  # noqa: E731
+    group = lambda s: (1, 128)  # noqa: E731
+    block = lambda s: (128, 128)  # noqa: E731
+    out = []
+    for q in ("i8", "f8e4m3"):
+        out += [Row(f"quantize_per_token f16->{q}", "quantize_per_token", _quant_row("token", q, token)),
+                Row(f"dequantize_per_token {q}->f16", "dequantize_per_token", _dequant_row("token", q, token)),
+                Row(f"quantize_per_group f16->{q} g128", "quantize_per_group", _quant_row("group", q, group)),
+                Row(f"dequantize_per_group {q}->f16 g128", "dequantize_per_group", _dequant_row("group", q, group))]
+    out += [Row("quantize_per_block f16->f8e4m3 128x128", "quantize_per_block", _quant_row("block", "f8e4m3", block)),
+            Row("dequantize_per_block f8e4m3->f16 128x128", "dequantize_per_block",
+                _dequant_row("block", "f8e4m3", block)),
+            Row("quantize_per_tensor f16->f8e4m3 (2 reads)", "quantize_per_tensor",
+                _quant_row("tensor", "f8e4m3", tensor)),
+            Row("dequantize_per_tensor f8e4m3->f16", "dequantize_per_tensor", _dequant_row("tensor", "f8e4m3", tensor)),
+            Row("quantize_per_channel f16->i8 (2 reads)", "quantize_per_channel", _quant_row("channel", "i8", channel)),
+            Row("dequantize_per_channel i8->f16", "dequantize_per_channel", _dequant_row("channel", "i8", channel))]
+    return out + _int4_rows()
+
+
+def _bytes(args, reads_twice: bool) -> int:
+    n = sum(a.numel() * a.element_size() for a in args)
+    return n + (args[0].numel() * args[0].element_size() if reads_twice else 0)
+
+
+def _same(torch, got, want) -> str:
+    """'' where got equals want element for element (NaN where NaN), else what differs."""
+    if got.shape != want.shape:
+        return f"shape {tuple(got.shape)}, want {tuple(want.shape)}"
+    g, w = got.double(), want.double()
+    bad = ~((g == w) | (g.isnan() & w.isnan()))
+    return f"{int(bad.sum())} of {bad.numel()} elements differ" if bool(bad.any()) else ""
+
+
+def measure(row: Row, mod, torch, copy_gbs: float, min_ms: float, x) -> dict:
+    from tlc.timing import compare
+
+    args, outs, torch_fn, ref, consts = row.make(torch, x)
+    kernel = getattr(mod, row.kernel)
+    for o in outs.values():  # poison: an element never written shows (NaN; -128 or 0x80, never written here)
+        o.view(torch.uint8).fill_(0x80 if o.dtype in (torch.int8, torch.uint8) else 0xFF)
+    kernel(*args, **consts)
+    torch.cuda.synchronize()
+    record = {"row": row.name, "bytes": _bytes(args, "2 reads" in row.name)}
+    wrong = "; ".join(f"{k}: {w}" for k, w in ((k, _same(torch, outs[k], ref[k])) for k in outs) if w)
+    got_torch = torch_fn()
+    torch_wrong = "; ".join(w for w in (_same(torch, g, r) for g, r in zip(got_torch, ref.values())) if w)
+    contenders = {}
+    if wrong:
+        record["tlc_error"] = "WRONG: " + wrong
+    else:
+        contenders["tlc"] = lambda: kernel(*args, **consts)
+    if torch_wrong:
+        record["torch_error"] = "WRONG: " + torch_wrong
+    else:
+        contenders["torch"] = torch_fn
+    ms = compare(contenders, min_ms=min_ms) if contenders else {}
+    for who, t in ms.items():
+        gbs = record["bytes"] / t / 1e6
+        record[who] = {"ms": t, "gbs": gbs, "of_copy": gbs / copy_gbs}
+    return record
+
+
+def line(r: dict) -> str:
+    def cell(who):
+        if who in r:
+            return f"{r[who]['ms'] * 1e3:8.1f} {r[who]['gbs']:6.0f} {r[who]['of_copy']:5.2f}"
+        return f"{r.get(who + '_error', '-')[:30]:>20}"
+    ratio = f"{r['torch']['ms'] / r['tlc']['ms']:5.2f}x" if "tlc" in r and "torch" in r else "    -"
+    return f"{r['row']:<44} {r['bytes'] / 2 ** 20:6.0f}  {cell('tlc')}  {cell('torch')}  {ratio}"
+
+
+HEADER = f"{'row':<44} {'MiB':>6}  {'tlc us':>8} {'GB/s':>6} {'copy':>5}  {'torch us':>8} {'GB/s':>6} {'copy':>5}  vs torch"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", help="Comma-separated kernel names.")
+    ap.add_argument("--quick", action="store_true", help="50 ms a contender instead of 300.")
+    ap.add_argument("--json", help="Where to write the results.")
+    args = ap.parse_args(argv)
+    selected = [r for r in rows() if not args.only or r.kernel in args.only.split(",")]
+    import torch
+
+    from tlc.benchmarks import ceilings
+
+    min_ms = 50.0 if args.quick else 300.0
+    results = {"suite": "lowbit", **ceilings.device_facts(torch), "shape": [M, N], "rows": []}
+    print(f"GPU: {results['gpu']} ({results['arch']}), PyTorch {torch.__version__}, x: f16[{M}, {N}]")
+    copy_gbs = ceilings.copy_bandwidth(torch, min_ms)
+    results["copy_GBps"] = copy_gbs
+    print(f"device-to-device copy: {copy_gbs:.0f} GB/s (read + write)")
+    print(HEADER, flush=True)
+    mod = tlc.load("std.quant", target="cuda")
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = (torch.randn(M, N, device="cuda", generator=g)
+         * torch.exp(torch.randn(M, 1, device="cuda", generator=g) * 2)).half()
+    failures = 0
+    for row in selected:
+        try:
+            r = measure(row, mod, torch, copy_gbs, min_ms, x)
+        except Exception as e:  # noqa: BLE001 - a row that cannot run is reported, the rest go on
+            r = {"row": row.name, "bytes": 0, "tlc_error": f"ERROR: {type(e).__name__}: {str(e)[:200]}"}
+        failures += "tlc_error" in r
+        results["rows"].append(r)
+        print(line(r), flush=True)
+        for who in ("tlc", "torch"):
+            if who + "_error" in r:
+                print(f"   !! {who}: {r[who + '_error']}", flush=True)
+        torch.cuda.empty_cache()
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
