@@ -1,5 +1,9 @@
-"""Barriers: a `Sync` wherever one thread may read shared memory that another wrote (RAW) or
-overwrite what another may still read (WAR), since the last barrier.  Copies, gemms, fills,
+"""Barriers: a `Sync` wherever one thread may read shared memory that another wrote (RAW),
+overwrite what another may still read (WAR) or write what another wrote (WAW), since the last
+barrier.  Two `parallel` loops of one layout that write a buffer each at its own index (the
+loop's variables, in order) write every element from the same thread, so the second needs no
+barrier for the first's writes; a write at any other index (`tstart[d] = q` of a digit d
+read from memory) may land on an element another thread wrote.  Copies, gemms, fills,
 reductions and parallel loops all touch shared memory from many threads.  Buffers whose
 lifetimes do not overlap share bytes (the shared-memory plan reuses them), so a buffer is
 touched wherever any buffer holding some of its bytes is: the first write of the later one
@@ -16,7 +20,7 @@ def insert_barriers(kernel: ir.Kernel) -> ir.Kernel:
     buffers = [b for b in kernel.buffers if b.scope == "shared"]
     if not buffers:
         return kernel
-    body, _ = _block(kernel.body, _aliases(buffers), (set(), set()))
+    body, _ = _block(kernel.body, _aliases(buffers), (set(), set(), {}))
     return replace(kernel, body=body)
 
 
@@ -76,21 +80,44 @@ def _named_touches(s, shared) -> tuple[set, set]:
     return reads, writes
 
 
+def _own_writes(s, shared) -> dict:
+    """Each shared buffer a `parallel` loop writes -> its layout where every write of it is a
+    store at the loop's own index (its variables, in order), else None; {} for any other
+    statement (whose writes are never its own)."""
+    if not isinstance(s, ir.Parallel):
+        return {}
+    own = {}
+    for x in statements(s.body):
+        if isinstance(x, (ir.Store, ir.Atomic)) and x.name in shared:
+            mine = (isinstance(x, ir.Store) and len(x.indices) == len(s.vars)
+                    and all(isinstance(i, ir.Var) and i.name == v for i, v in zip(x.indices, s.vars)))
+            own[x.name] = s.layout if mine and own.get(x.name, s.layout) is not None else None
+    return own
+
+
 def _block(stmts, aliases, state):
-    """Insert syncs into one statement list; `state` is (read, written) since the last sync."""
+    """Insert syncs into one statement list; `state` is (read, written, owners) since the last
+    sync, owners: each written buffer -> the layout of the parallel loops that wrote it each at
+    its own index (None: written otherwise)."""
     read, written = set(state[0]), set(state[1])
+    owners = dict(state[2])
     out = []
     for s in stmts:
         if isinstance(s, ir.Sync):
-            read, written = set(), set()
+            read, written, owners = set(), set(), {}
             out.append(s)
             continue
         r, w = _touches(s, aliases)
-        if (r & written) or (w & read) or (w & written and not isinstance(s, ir.Parallel)):
+        own = _own_writes(s, aliases.keys())
+        clash = w & written
+        same_thread = all(own.get(b) is not None and owners.get(b) == own[b] for b in clash)
+        if (r & written) or (w & read) or (clash and not same_thread):
             out.append(ir.Sync())
-            read, written = set(), set()
+            read, written, owners = set(), set(), {}
+        for b in w:
+            owners[b] = own.get(b) if b not in written or owners.get(b) == own.get(b) else None
         if isinstance(s, ir.For):
-            body, (br, bw) = _block(s.body, aliases, (read, written))
+            body, (br, bw, _) = _block(s.body, aliases, (read, written, owners))
             # The next iteration's first statements meet this iteration's last ones.
             fr, fw = _first_touches(body, aliases)
             if (bw & fr) or (br & fw) or (bw & fw):
@@ -101,10 +128,10 @@ def _block(stmts, aliases, state):
             read |= r
             written |= w
             if body and isinstance(body[-1], ir.Sync):
-                read, written = set(), set()
+                read, written, owners = set(), set(), {}
         elif isinstance(s, ir.If):
-            then, _ = _block(s.then, aliases, (read, written))
-            orelse, _ = _block(s.orelse, aliases, (read, written))
+            then, _ = _block(s.then, aliases, (read, written, owners))
+            orelse, _ = _block(s.orelse, aliases, (read, written, owners))
             s = replace(s, then=then, orelse=orelse)
             read |= r
             written |= w
@@ -112,7 +139,7 @@ def _block(stmts, aliases, state):
             read |= r
             written |= w
         out.append(s)
-    return tuple(out), (read, written)
+    return tuple(out), (read, written, owners)
 
 
 def _first_touches(body, aliases) -> tuple[set, set]:
