@@ -1,7 +1,8 @@
 """std.reduce on the GPU against NumPy: tests/stdlib/test_reduce.py's table (every operator,
 axis and dtype) at larger ragged shapes than the interpreter's, with the kernels' default tiles:
 rows longer than a tile op's one-tile path (8192), many row and column tiles with ragged ends, a
-vector; sort up to rows of 8192 (96 KB of shared memory a block); topk of rows up to 32768."""
+vector; sort of rows of one tile, of several and of issue 13's 32768 (and longer); topk of rows
+up to 32768."""
 import pathlib
 import sys
 
@@ -11,7 +12,9 @@ import pytest
 import tlc
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "stdlib"))  # the table
-from test_reduce import OPS, REDUCE_PATH, WITH_INTS, cases, check_op, normal, sorted_rows, topk_rows  # noqa: E402
+from op_tolerances import NUMPY  # noqa: E402
+from test_reduce import (FLOATS, NAN_POOL, OPS, REDUCE_PATH, WITH_INTS, cases, check_op, normal,  # noqa: E402
+                         sorted_rows, sorted_specials, topk_rows)
 
 pytestmark = pytest.mark.gpu
 
@@ -37,11 +40,18 @@ def test_against_numpy(mod, op, dtype, axis):
 @pytest.mark.parametrize("dtype", WITH_INTS)
 def test_sort_and_topk_against_numpy(mod, dtype):
     rng = np.random.default_rng(11)
-    for M, N, consts in [(1000, 1000, {}), (7, 3, {}), (300, 8192, dict(BN=8192, THREADS=1024))]:
+    for M, N, consts in [(1000, 1000, {}), (7, 3, {}), (300, 32768, {}), (3, 70001, {}),
+                         (200, 5000, dict(THREADS=256, E=16))]:
         x = normal(rng, (M, N), dtype) if dtype != "i32" else rng.integers(-5, 5, (M, N)).astype(np.int32)
         for descending in (False, True):
             for K in sorted({N, min(N, 7)}):
                 sorted_rows(mod, x, K, descending, consts)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_sort_orders_nan_zeros_and_infinities(mod, dtype):
+    """As the CPU test: nan above +inf, -0 equal to 0, the values' bits kept."""
+    sorted_specials(mod, np.random.default_rng(13).choice(NAN_POOL, (20, 9000)).astype(NUMPY[dtype]), {})
 
 
 @pytest.mark.parametrize("dtype", WITH_INTS)

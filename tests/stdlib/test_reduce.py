@@ -229,8 +229,10 @@ def sorted_rows(mod, x, K: int, descending: bool, consts: dict, kernel: str = "s
     np.testing.assert_array_equal(values, np.take_along_axis(x, order, 1), err_msg=f"{kernel} values" + where)
 
 
-SORT_SHAPES = [(5, 45, dict(BM=2, BN=64, THREADS=32)), (3, 64, dict(BM=1, BN=64, THREADS=64)),
-               (1, 1, dict(BM=1, BN=2, THREADS=32))]
+# rows of several tiles of THREADS * E elements with ragged ends, a row of one element, a row of
+# exactly one tile (the CPU runs tiny tiles; the GPU test runs the defaults)
+SORT_SHAPES = [(5, 45, dict(THREADS=8, E=4)), (3, 64, dict(THREADS=4, E=2)), (2, 300, dict(THREADS=16, E=2)),
+               (1, 1, dict(THREADS=32, E=1)), (2, 32, dict(THREADS=32, E=1))]
 
 
 def sort_ks(N: int, consts: dict) -> list:
@@ -250,12 +252,57 @@ def test_sort_and_topk_against_numpy(mod, dtype):
     PASSED.setdefault("sort", set()).add(dtype)
 
 
-def test_sort_refuses_a_row_longer_than_its_tile(mod):
+def sort_reference(x: np.ndarray, descending: bool) -> np.ndarray:
+    """The stable order sort promises where nan may occur: nan above every number (last
+    ascending, first descending, as torch.sort), -0 equal to 0."""
+    nan = np.isnan(x)
+    key = np.where(nan, 0, x.astype(np.float64))
+    return np.lexsort((-key if descending else key, ~nan if descending else nan), axis=-1)
+
+
+NAN_POOL = np.array([np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, 1.5, -1.5, 2.0], np.float32)
+
+
+def sorted_specials(mod, x: np.ndarray, consts: dict):
+    """sort of x (drawn from NAN_POOL), both ways, against sort_reference: the indices, and the
+    values' bits (the sign of each 0, each nan's)."""
+    for descending in (False, True):
+        values = np.zeros_like(x)
+        indices = np.full(x.shape, -1, np.int32)
+        mod.sort(x, values, indices, DESCENDING=descending, **consts)
+        order = sort_reference(x, descending)
+        np.testing.assert_array_equal(indices, order, err_msg=f"descending={descending}")
+        got = values.view(np.uint16 if x.itemsize == 2 else np.uint32)
+        np.testing.assert_array_equal(got, np.take_along_axis(x, order, 1).view(got.dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_sort_orders_nan_zeros_and_infinities(mod, dtype):
+    """nan (of either sign) above +inf, -0 and 0 equal (index order), infinities and duplicates."""
+    x = np.random.default_rng(3).choice(NAN_POOL, (3, 50)).astype(NUMPY[dtype])
+    sorted_specials(mod, x, dict(THREADS=8, E=2))
+
+
+@pytest.mark.parametrize("dtype", ("f32", "bf16", "i32"))
+def test_sort_of_equal_elements_keeps_the_order(mod, dtype):
+    """Rows whose every byte is one value (each pass skipped but the last), and rows that differ
+    in one byte only (the low one of an f32 row: three passes skipped)."""
+    x = np.full((2, 40), 3, NUMPY.get(dtype, np.int32) if dtype != "i32" else np.int32)
+    sorted_rows(mod, x, 40, False, dict(THREADS=8, E=2))
+    sorted_rows(mod, x, 5, True, dict(THREADS=8, E=2))
+    if dtype == "f32":
+        y = (np.float32(1.0) + np.arange(40, dtype=np.float32)[::-1] % 7 * np.float32(2.0 ** -23)).reshape(1, 40)
+        assert len(np.unique(y.view(np.uint32) >> 8)) == 1
+        sorted_rows(mod, y, 40, False, dict(THREADS=8, E=2))
+        sorted_rows(mod, y, 40, True, dict(THREADS=8, E=2))
+
+
+def test_sort_refuses_k_past_n(mod):
     from tlc.device_assert import DeviceAssertError
 
     x = np.zeros((2, 65), np.float32)
-    with pytest.raises(DeviceAssertError, match=r"sort: rows of 65 elements \(BN = 64\), K = 65"):
-        mod.sort(x, np.zeros_like(x), np.zeros(x.shape, np.int32), BN=64, THREADS=32)
+    with pytest.raises(DeviceAssertError, match=r"sort: K = 66, N = 65"):
+        mod.sort(x, np.zeros((2, 66), np.float32), np.zeros((2, 66), np.int32), THREADS=32, E=2)
 
 
 def topk_rows(mod, x, K: int, largest: bool, consts: dict):

@@ -298,11 +298,10 @@ def _reduce_rows() -> list[Row]:
 
 
 def _sort_rows() -> list[Row]:
-    """std.reduce's topk (K = 8 and 64) on (4096, 32768) f32 rows against torch.topk, and its
-    sort of (16384, 8192) f32 rows (sort's rows are of up to BN elements in shared memory, a
-    value and an index each: 8192 of f32) against torch.sort.  The values are compared (equal
-    values' indices come in each one's order); the indices are an input the kernel writes,
-    their bytes counted."""
+    """std.reduce's topk (K = 8 and 64) and sort on (4096, 32768) f32 rows (issue 13's shape)
+    against torch.topk and torch.sort(stable=True).  The values are compared (equal values'
+    indices come in each one's order); the indices are an input the kernel writes, their
+    bytes counted."""
     def topk_inputs(k):
         def fn(shape, seed=0):
             m, n = max(1, shape[0] // 4), shape[1] * 4
@@ -310,7 +309,8 @@ def _sort_rows() -> list[Row]:
         return fn
 
     def sort_inputs(shape, seed=0):
-        return [np.random.default_rng(seed).standard_normal(shape, dtype=np.float32), np.zeros(shape, np.int32)]
+        m, n = max(1, shape[0] // 4), shape[1] * 4
+        return [np.random.default_rng(seed).standard_normal((m, n), dtype=np.float32), np.zeros((m, n), np.int32)]
 
     def top(k):
         def fn(x, _):
@@ -328,7 +328,7 @@ def _sort_rows() -> list[Row]:
                 kernel="topk", out_at=1, out_shape=lambda s, k=k: (s[0], k), inputs=topk_inputs(k))
             for k in (8, 64)]
     rows.append(Row("std.reduce", "sort", (), sorted_values, lambda x, _: np.sort(x, axis=1), "f32",
-                    constants={"T": "f32", "BN": 8192, "THREADS": 1024}, out_at=1, out_shape=lambda s: s,
+                    out_at=1, out_shape=lambda s: s,
                     inputs=sort_inputs))
     return rows
 
