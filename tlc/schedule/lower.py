@@ -187,10 +187,16 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
 
     def stmt_If(self, s: n.If):
         cond = self.condition(s.test)
+        # what the test's inlined calls need runs before the `if` (the caller's block places
+        # self.pending there), not at the top of the branch that lowering the body flushes it into
+        before, self.pending = self.pending, []
         known = _known(cond)
         if known is not None:  # a test of bound constants (std.data.permute's `if P3 == 3:`): the taken branch
-            return list(self.block(s.body if known else s.orelse))
-        return ir.If(cond, self.block(s.body), self.block(s.orelse), span=s.span)
+            out = list(self.block(s.body if known else s.orelse))
+        else:
+            out = ir.If(cond, self.block(s.body), self.block(s.orelse), span=s.span)
+        self.pending = before
+        return out
 
     def stmt_For(self, s: n.For):
         fresh = self.loop_variables(s)  # porting.py: an index an enclosing loop already uses is renamed
