@@ -1,5 +1,6 @@
 """The registry of targets: tlc's own come through the `tlc.targets` entry points as a
 plugin's would; the runtime's choice by compute capability; what a broken plugin does."""
+import importlib
 import importlib.metadata
 import json
 import os
@@ -17,6 +18,29 @@ from tlc.targets.sm90a import SM90A
 from tlc.schedule.sm_limits import blocks_fitting
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_the_own_targets_facts_are_their_modules_own():
+    """The runtime chooses a GPU's target from `OWN_TARGETS` without importing the others: its
+    capability, exactness and host flag must be the Target's, and its name the Target's name."""
+    for name, (value, capability, exact, host) in targets.OWN_TARGETS.items():
+        module, _, attr = value.partition(":")
+        target = getattr(importlib.import_module(module), attr)
+        assert (target.name, target.capability, target.exact, target.host) == (name, capability, exact, host)
+        for cc in [(7, 5), (8, 0), (8, 6), (8, 7), (8, 9), (9, 0), (10, 0), (12, 0)]:
+            assert target.serves(cc) == (name in [s[2] for s in targets.registered().serving(cc)])
+
+
+def test_a_gpu_target_is_chosen_importing_its_module_alone():
+    import subprocess
+    import sys
+
+    code = ("import sys; from tlc import targets; targets._plugin_entry_points = lambda: []; "
+            "t = targets.for_capability((9, 0)); "
+            "print(t.name, sorted(m for m in sys.modules if m.startswith('tlc.targets.')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=EXAMPLES.parent, check=True)
+    assert done.stdout.split(None, 1) == ["sm_90a", "['tlc.targets.base', 'tlc.targets.sm90a']\n"]
 
 
 def test_tlc_own_targets_are_entry_points():

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import json
 import os
 import sys
 import warnings
+from collections.abc import Mapping
 from importlib.metadata import entry_points
 
 from ..diagnostics import Diagnostic, DiagnosticError
@@ -22,15 +24,16 @@ from .base import Target
 
 GROUP = "tlc.targets"
 
-__all__ = ["Target", "GROUP", "get", "for_capability", "names", "registered"]
+__all__ = ["Target", "GROUP", "get", "for_capability", "names", "registered", "Registry"]
 
 
 @functools.lru_cache(maxsize=1)
-def registered() -> dict[str, Target]:
+def registered() -> "Registry":
     """Every target the installed packages register, by name; read once (`registered.cache_clear()`
     reads again).  An entry point that fails to load, or that is not a `Target`, is left out
-    with a warning: a broken plugin must not break the others."""
-    found: dict[str, Target] = dict(_own())
+    with a warning: a broken plugin must not break the others.  tlc's own targets are imported
+    when first read (`Registry`)."""
+    found: dict[str, Target] = {}
     for ep in sorted(_plugin_entry_points(), key=lambda e: e.name):
         try:
             target = ep.load()
@@ -41,8 +44,52 @@ def registered() -> dict[str, Target]:
             warnings.warn(f"tlc target '{ep.name}' ({ep.value}) is a {type(target).__name__}, not a "
                           f"tlc.targets.Target (stale package metadata? reinstall the package)", stacklevel=2)
             continue
-        found.setdefault(target.name, target)
-    return dict(sorted(found.items()))
+        if target.name not in OWN_TARGETS:  # tlc's own name wins, as ever
+            found.setdefault(target.name, target)
+    return Registry(found)
+
+
+class Registry(Mapping):
+    """The registered targets by name, in name order: tlc's own (`OWN_TARGETS`), each imported at its
+    first read, and the plugins' (loaded by `registered`).  A GPU's target is chosen from the
+    facts `OWN_TARGETS` gives of the own ones (`serving`), so that a launch from the caches
+    imports one target module rather than all five (each import costs a new process a tenth
+    of a millisecond or more)."""
+
+    def __init__(self, plugins: dict):
+        self._plugins, self._own = plugins, {}
+        self._names = sorted([*OWN_TARGETS, *plugins])
+
+    def __getitem__(self, name: str) -> Target:
+        target = self._plugins.get(name) or self._own.get(name)
+        if target is None:
+            value = OWN_TARGETS.get(name, (None,))[0]
+            if value is None:
+                raise KeyError(name)
+            module, _, attr = value.partition(":")
+            target = self._own[name] = getattr(importlib.import_module(module), attr)
+        return target
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def serving(self, capability: tuple[int, int]) -> list:
+        """(capability, exact, name) of each target that serves a GPU of `capability`: the own
+        ones' by `OWN_TARGETS`, without importing them."""
+        found = []
+        for name in self._names:
+            plugin = self._plugins.get(name)
+            if plugin is not None:
+                if plugin.serves(tuple(capability)):
+                    found.append((plugin.capability, plugin.exact, name))
+                continue
+            _, cc, exact, host = OWN_TARGETS[name]
+            if not host and (capability == cc if exact else capability >= cc):
+                found.append((cc, exact, name))
+        return found
 
 
 def _plugin_entry_points() -> list:
@@ -133,19 +180,17 @@ def _stamps(paths) -> list:
     return out
 
 
-# tlc's own targets as pyproject.toml's entry points name them ("module:attribute")
-OWN = ("tlc.targets.cpu:CPU", "tlc.targets.sm80:SM80", "tlc.targets.sm86:SM86", "tlc.targets.sm89:SM89",
-       "tlc.targets.sm90a:SM90A")
-
-
-def _own() -> dict[str, Target]:
-    """tlc's own targets, also where no package metadata registers them: a source checkout run
-    through PYTHONPATH has no entry points (every launch on the H200 ended in E071 that way);
-    installed, pyproject.toml's entry points name these same objects (`OWN`)."""
-    import importlib
-
-    found = [getattr(importlib.import_module(module), attr) for module, _, attr in (v.partition(":") for v in OWN)]
-    return {t.name: t for t in found}
+# tlc's own targets by name: (entry point, capability, exact, host), the last three as its Target
+# says them (tests/targets/test_target_registry.py compares), so that `Registry.serving` chooses
+# without importing them.  Known without package metadata too: a source checkout run through
+# PYTHONPATH has no entry points (every launch on the H200 ended in E071 that way); installed,
+# pyproject.toml's entry points name these same objects (`OWN`)
+OWN_TARGETS = {"cpu": ("tlc.targets.cpu:CPU", (0, 0), False, True),
+               "sm_80": ("tlc.targets.sm80:SM80", (8, 0), False, False),
+               "sm_86": ("tlc.targets.sm86:SM86", (8, 6), False, False),
+               "sm_89": ("tlc.targets.sm89:SM89", (8, 9), False, False),
+               "sm_90a": ("tlc.targets.sm90a:SM90A", (9, 0), True, False)}
+OWN = tuple(value for value, *_ in OWN_TARGETS.values())
 
 
 def names() -> tuple[str, ...]:
@@ -165,8 +210,9 @@ def for_capability(capability: tuple[int, int]) -> Target | None:
     """The target for a GPU of `capability`: of those that serve it, the one made for the
     newest capability (sm_86 on 8.6 and 8.7, sm_89 on 8.9 and later, sm_90a on 9.0 exactly); an
     arch-specific one before a portable one of the same capability, then by name.  None when
-    none serves it."""
-    serving = [t for t in registered().values() if t.serves(tuple(capability))]
+    none serves it.  Only the chosen target's module is imported."""
+    known = registered()
+    serving = known.serving(tuple(capability))
     if not serving:
         return None
-    return min(serving, key=lambda t: (tuple(-c for c in t.capability), not t.exact, t.name))
+    return known[min(serving, key=lambda s: (tuple(-c for c in s[0]), not s[1], s[2]))[2]]
