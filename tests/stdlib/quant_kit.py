@@ -373,6 +373,8 @@ def tiles(name: str):
     small = {"THREADS": 32}
     if "per_token" in name:
         return [((7, 301), {**small, "BM": 2, "BN": 128}), ((3, 90), {**small, "BN": 128})]
+    if name == "quantize_per_channel":  # row panels of 16: three, the last cut short
+        return [((37, 301), {**small, "BM": 8, "BN": 64, "RM": 16})]
     if "per_tensor" in name or "per_channel" in name:
         return [((37, 301), {**small, "BM": 8, "BN": 64})]
     if "per_block" in name:
