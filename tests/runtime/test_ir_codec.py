@@ -44,22 +44,48 @@ def test_every_kernel_round_trips(path, name, arch):
     assert back[1].source == entry[1].source
 
 
-def entry_of(tree) -> bytes:
-    return ir_codec.MAGIC + json.dumps(tree).encode()
+def entry_of(tree, classes=()) -> bytes:
+    return ir_codec.MAGIC + json.dumps({"$classes": list(classes), "$value": tree}).encode()
 
 
-@pytest.mark.parametrize("tree,message", [
-    ({"$data": "os:system", "fields": {}}, "os:system is not a data class of tlc's"),
-    ({"$data": "tlc.api:load", "fields": {}}, "tlc.api:load is not a data class of tlc's"),
-    ({"$data": "tlc.runtime.ir_codec:BadEntry", "fields": {}}, "is not a data class of tlc's"),
-    ({"$enum": "builtins:int", "name": "real"}, "builtins:int is not a data class of tlc's"),
-    ({"$data": "tlc.ir.nodes:Sync", "fields": {"x": 1}}, "the fields of tlc.ir.nodes:Sync differ"),
-    ({"$eval": "1"}, "an object that dumps does not write"),
-    ({"$bytes": "!!"}, "damaged entry"),
+@pytest.mark.parametrize("classes,tree,message", [
+    ([["os:system", []]], {"$d": [0]}, "os:system is not a data class of tlc's"),
+    ([["tlc.api:load", []]], {"$d": [0]}, "tlc.api:load is not a data class of tlc's"),
+    ([["tlc.runtime.ir_codec:BadEntry", []]], {"$d": [0]}, "is not a data class of tlc's"),
+    ([], {"$enum": "builtins:int", "name": "real"}, "builtins:int is not a data class of tlc's"),
+    ([["tlc.ir.nodes:Sync", ["x"]]], {"$d": [0, 1]}, "the fields of tlc.ir.nodes:Sync differ"),
+    ([["tlc.ir.nodes:Const", ["dtype", "value", "span"]]], {"$d": [0, None, 1, None]},
+     "the fields of tlc.ir.nodes:Const differ"),  # the names in another order
+    ([["tlc.ir.nodes:Const", ["value", "dtype", "span"]]], {"$d": [0, 1, None]},
+     "the fields of tlc.ir.nodes:Const differ"),  # a value missing
+    ([["tlc.ir.nodes:Const", ["value", "dtype", "span"]]], {"$d": [1, 1, None, None]}, "damaged entry"),  # no class 1
+    ([["tlc.ir.nodes:Const", ["value", "dtype", "span"]]], {"$d": [-1, 1, None, None]}, "an object that dumps"),
+    ([["tlc.ir.nodes:Const", ["value", "dtype", "span"]]], {"$d": 0}, "an object that dumps does not write"),
+    ([["tlc.ir.nodes:Const"]], 1, "not a value that dumps writes"),
+    ([], {"$eval": "1"}, "an object that dumps does not write"),
+    ([], {"$bytes": "!!"}, "damaged entry"),
+    ([], {"x": 1}, "an object that dumps does not write"),
 ])
-def test_an_entry_naming_anything_else_is_refused(tree, message):
+def test_an_entry_naming_anything_else_is_refused(classes, tree, message):
     with pytest.raises(ir_codec.BadEntry, match=message.replace("(", r"\(")):
-        ir_codec.loads(entry_of(tree))
+        ir_codec.loads(entry_of(tree, classes))
+
+
+@pytest.mark.parametrize("text", ['1', '[]', '{"$value": 1}', '{"$classes": {}, "$value": 1}',
+                                  '{"$classes": [], "$value": 1, "x": 2}'])
+def test_a_value_without_its_class_table_is_refused(text):
+    with pytest.raises(ir_codec.BadEntry, match="not a value that dumps writes"):
+        ir_codec.loads_text(text)
+
+
+def test_each_class_is_named_once_and_its_instances_by_place():
+    from tlc.diagnostics import Span
+
+    spans = tuple(Span("f.tl", i, 1, i, 2) for i in range(3))
+    doc = json.loads(ir_codec.dumps_text(spans))
+    assert doc["$classes"] == [["tlc.diagnostics:Span", ["file", "line", "col", "end_line", "end_col"]]]
+    assert doc["$value"] == {"$tuple": [{"$d": [0, "f.tl", i, 1, i, 2]} for i in range(3)]}
+    assert ir_codec.loads_text(json.dumps(doc)) == spans
 
 
 def test_a_pickle_or_truncated_entry_is_refused():
@@ -69,7 +95,7 @@ def test_a_pickle_or_truncated_entry_is_refused():
     with pytest.raises(ir_codec.BadEntry, match="damaged entry"):
         ir_codec.loads(data[:-3])
     assert ir_codec.loads(data) == {"a": (1, 2.5, b"\x01")}
-    assert base64.b64decode(json.loads(data[len(ir_codec.MAGIC):])["$dict"][0][1]["$tuple"][2]["$bytes"]) == b"\x01"
+    assert base64.b64decode(json.loads(data[len(ir_codec.MAGIC):])["$value"]["$dict"][0][1]["$tuple"][2]["$bytes"]) == b"\x01"
 
 
 def test_only_data_is_stored():
@@ -135,16 +161,20 @@ def test_a_deflated_value_round_trips():
     assert ir_codec.loads_deflated(memoryview(data)) == value  # as a cache entry's view holds it
 
 
+OK = ir_codec.dumps_text("ok").encode()
+
+
 @pytest.mark.parametrize("data", [
-    zlib.compress(b'"' + b"x" * 1000 + b'"'),  # past the limit (here 100 bytes)
-    zlib.compress(b'"ok"')[:-2],  # cut short
-    zlib.compress(b'"ok"') + b"more",  # runs on
+    zlib.compress(ir_codec.dumps_text("x" * 1000).encode()),  # past the limit (here 100 bytes)
+    zlib.compress(OK)[:-2],  # cut short
+    zlib.compress(OK) + b"more",  # runs on
     b"not deflated",
     zlib.compress(b"\xff\xfe"),  # not UTF-8
-    zlib.compress(b'{"$data": "os:system", "fields": {}}'),  # what no entry holds
+    zlib.compress(b'"ok"'),  # a value without its class table
+    zlib.compress(b'{"$classes": [["os:system", []]], "$value": {"$d": [0]}}'),  # what no entry holds
 ])
 def test_deflated_data_that_is_not_a_value_is_a_damaged_entry(monkeypatch, data):
     monkeypatch.setattr(ir_codec, "DEFLATED_LIMIT", 100)
-    assert ir_codec.loads_deflated(zlib.compress(b'"ok"')) == "ok"
+    assert ir_codec.loads_deflated(zlib.compress(OK)) == "ok"
     with pytest.raises(ir_codec.BadEntry):
         ir_codec.loads_deflated(data)

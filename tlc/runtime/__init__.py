@@ -104,13 +104,13 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
 # The program cache's entry: this line, a JSON line of what a launch reads (the kernel's
 # `LaunchFacts`, its generated code's `GeneratedLaunch` fields, the binary's arch, the sizes of the
 # parts after it), then the binary as it is, the generated kernel's JSON and the IR's JSON, each
-# deflated (zlib; std.gemm's: 165 KB of JSON in 52 KB, which a launch reads and checksums with
+# deflated (zlib; std.gemm's: 152 KB of JSON in 47 KB, which a launch reads and checksums with
 # the rest: on this 2-core machine each 100 KB read, hashed and copied cost ~0.1 ms).  A launch
 # decodes the line alone: tlc's data classes that `import tlc` has loaded, a few hundred values;
 # the C source, the IR (a few thousand objects) and `tlc.generated` are inflated and decoded when
 # something reads `CompiledKernel.generated` or `.kernel`.  JSON data only (`ir_codec`), so a
 # planted entry cannot run code, and a part inflates to at most `ir_codec.DEFLATED_LIMIT` bytes.
-PROGRAM_MAGIC = b"tlc-program-3\n"
+PROGRAM_MAGIC = b"tlc-program-4\n"
 
 
 def program_entry(kernel, generated, binary: bytes, arch: str) -> bytes:

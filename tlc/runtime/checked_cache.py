@@ -7,8 +7,8 @@ every file's text, keyed by the SHA-256 of the main file's text and path, tlc's 
 tlc's own sources (`cache.package_hash`).  A first line gives the SHA-256 of the header after it
 (the exports, the texts, each signature's place and SHA-256) and each signature is checked
 when it is decoded: a module of 18 kernels that calls one hashes the header and that one, not
-all of them.  Each signature is deflated (`ir_codec.dumps_deflated`: std.gemm's 18 take 60 KB
-rather than 250 KB, which every load reads).  A module loaded from an entry checks its text again,
+all of them.  Each signature is deflated (`ir_codec.dumps_deflated`: std.gemm's 18 take 25 KB
+rather than 111 KB, which every load reads).  A module loaded from an entry checks its text again,
 in full, the first time anything needs more than a signature (scheduling, the interpreter, a
 tile op): `api.Module.program`.  So a kernel whose compiled entry is in the kernel cache runs
 without a parse; anything else is compiled from a program checked as `tlc.load` always has.
@@ -28,9 +28,9 @@ import os
 from .. import __version__
 
 _SUFFIX = ".checked"
-_MAGIC = b"tlc-checked-3 "
+_MAGIC = b"tlc-checked-4 "
 _LIMIT = 64 << 20  # bytes: a module's signatures and texts come nowhere near
-FORMAT = 3
+FORMAT = 4
 
 
 def key(text: str, path: str) -> str:
