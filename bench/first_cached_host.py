@@ -7,7 +7,7 @@ CuPy and the driver stood in for by a few functions that return an H200's answer
 tlc does up to the CuPy module load and the launch, and nothing of the GPU's own work (loading
 the cubin, the launch, the result).  One process fills a fresh cache folder (the stand-in NVRTC
 returns a few bytes); each timed run is a new process.  Prints the median and the best of the
-runs, and `python -X importtime -c "import tlc"`'s total.  With --profile, the last run's
+runs, `python -X importtime -c "import tlc"`'s total, and the modules the call imported.  With --profile, the last run's
 cProfile is written to PATH; with --phases, each step's CPU time (`PHASES`) in other runs.
 """
 from __future__ import annotations
@@ -163,6 +163,7 @@ if profile:
     import cProfile
     prof = cProfile.Profile()
     prof.enable()
+before = set(sys.modules)
 c0, t0 = time.thread_time(), time.perf_counter()
 mod = tlc.load("std.gemm", target="cuda")
 t1 = time.perf_counter()
@@ -174,7 +175,7 @@ if profile:
 assert len(_Function.launches) == 1, _Function.launches
 compiled = [m for m in sys.modules if m.startswith(("tlc.codegen", "tlc.schedule", "tlc.parser.parser"))]
 print(json.dumps({"load_ms": (t1 - t0) * 1e3, "call_ms": (t2 - t1) * 1e3, "cpu_ms": (c2 - c0) * 1e3,
-                  "compiler_imported": compiled, "phases": phases}))
+                  "compiler_imported": compiled, "phases": phases, "imported": sorted(set(sys.modules) - before)}))
 """
 
 
@@ -185,7 +186,7 @@ PHASES = ("tlc.api:_cached_module", "tlc.runtime.cache:package_hash", "tlc.runti
           "tlc.runtime.checked_cache:Signatures.__getitem__", "tlc.runtime.ir_codec:loads_text",
           "tlc.kernel:Kernel.recorded_rules", "tlc.runtime:compile_program_kernel", "tlc.runtime:target_arch",
           "tlc.targets:registered", "tlc.runtime.compile:nvrtc_version", "tlc.runtime.cache:KernelCache.load",
-          "tlc.runtime:read_program_entry",
+          "tlc.runtime:read_program_entry", "tlc.targets:for_capability", "tlc.runtime.launch:compile_grid",
           "tlc.runtime.launch:CompiledKernel.__init__", "tlc.runtime.launch:CompiledKernel.launch")
 
 
@@ -259,6 +260,8 @@ def main(argv=None) -> dict:
         for name in PHASES:
             times = [r["phases"].get(name, 0.0) for r in phased]
             print(f"  {name:55} {statistics.median(times):7.3f}")
+    imported = runs[-1]["imported"]
+    print(f"modules the call imported ({len(imported)}; each costs a new process 0.05-0.3 ms): {', '.join(imported)}")
     if runs[-1]["compiler_imported"]:
         print(f"the call imported the compiler: {', '.join(runs[-1]['compiler_imported'])}")
     return result
