@@ -53,6 +53,12 @@ def _recip(torch, num, den):
     return torch.where(den > 0, num / den, torch.zeros_like(den))
 
 
+def _div(torch, a, b: float):
+    """a / b rounded once, as the kernels divide: PyTorch multiplies by the reciprocal when b is a
+    Python number (a CPU scalar), which can differ in the last bit; a GPU tensor b divides."""
+    return a / torch.tensor(b, device=a.device, dtype=torch.float32)
+
+
 def _tiles(x, bm, bn):
     """x [M, N] seen as [M / bm, bm, N / bn, bn] (the shapes divide evenly here)."""
     return x.reshape(x.shape[0] // bm, bm, x.shape[1] // bn, bn)
@@ -70,7 +76,7 @@ def quantize_grouped(torch, x, q, bm, bn):
     a = a.clamp(max=torch.finfo(torch.float32).max)
     inv = _recip(torch, torch.tensor(qm, device=x.device), a)
     v = (_tiles(x, bm, bn).float() * _per_tile(inv)).reshape(x.shape)
-    return _sat(torch, v, q), a / qm
+    return _sat(torch, v, q), _div(torch, a, qm)
 
 
 def dequantize_grouped(torch, qv, s, bm, bn, dtype):
@@ -120,7 +126,7 @@ def quantize_int4_torch(torch, x, G):
     inv = _recip(torch, torch.tensor(7.0, device=x.device), a)
     v = (_tiles(x, 1, G).float() * _per_tile(inv)).reshape(x.shape)
     n = torch.nan_to_num(v.round(), nan=0.0).clamp(-8, 7).to(torch.int32) & 15
-    return (n[:, 0::2] | n[:, 1::2] << 4).to(torch.uint8), a / 7.0
+    return (n[:, 0::2] | n[:, 1::2] << 4).to(torch.uint8), _div(torch, a, 7.0)
 
 
 def _int4_rows():
@@ -146,6 +152,37 @@ def _int4_rows():
             Row(f"dequantize_int4 i4->f16 g{G}", "dequantize_int4", dequant)]
 
 
+def quantize_mx_torch(torch, x, q):
+    """(q [M, N], e8m0 bytes [M, N / 32]) of OCP MX in PyTorch eager (std.quant's quantize_mx)."""
+    m = _qmax(torch, q)
+    emax = 8 if q == torch.float8_e4m3fn else 15
+    a = torch.nan_to_num(_tiles(x, 1, 32).float().abs(), nan=0.0).amax(dim=(1, 3))
+    a = a.clamp(max=torch.finfo(torch.float32).max)
+    e = ((a.view(torch.int32) >> 23) - emax).clamp(0, 254)
+    inv = torch.where(e < 254, ((254 - e) << 23).view(torch.float32), 2.0 ** -127)
+    v = (_tiles(x, 1, 32).float() * _per_tile(inv)).reshape(x.shape)
+    return v.clamp(-m, m).to(q), e.to(torch.uint8)
+
+
+def _mx_rows():
+    def quant(torch, x):
+        want_q, want_e = quantize_mx_torch(torch, x, torch.float8_e4m3fn)
+        qout, eout = torch.empty_like(want_q), torch.empty_like(want_e)
+        return ([x, qout, eout], {"q": qout, "scales": eout},
+                lambda: quantize_mx_torch(torch, x, torch.float8_e4m3fn), {"q": want_q, "scales": want_e}, {})
+
+    def dequant(torch, x):
+        qv, e = quantize_mx_torch(torch, x, torch.float8_e4m3fn)
+        y = torch.empty_like(x)
+
+        def torch_fn():
+            s = torch.where(e > 0, (e.to(torch.int32) << 23).view(torch.float32), 2.0 ** -127)
+            return ((_tiles(qv, 1, 32).float() * _per_tile(s)).reshape(x.shape).to(x.dtype),)
+        return [qv, e, y], {"y": y}, torch_fn, {"y": torch_fn()[0]}, {}
+    return [Row("quantize_mx f16->f8e4m3 (MXFP8, e8m0 / 32)", "quantize_mx", quant),
+            Row("dequantize_mx f8e4m3->f16 (MXFP8)", "dequantize_mx", dequant)]
+
+
 def rows() -> list:
     tensor = lambda s: s  # noqa: E731
     token = lambda s: (1, s[1])  # noqa: E731
@@ -166,7 +203,7 @@ def rows() -> list:
             Row("dequantize_per_tensor f8e4m3->f16", "dequantize_per_tensor", _dequant_row("tensor", "f8e4m3", tensor)),
             Row("quantize_per_channel f16->i8 (2 reads)", "quantize_per_channel", _quant_row("channel", "i8", channel)),
             Row("dequantize_per_channel i8->f16", "dequantize_per_channel", _dequant_row("channel", "i8", channel))]
-    return out + _int4_rows()
+    return out + _int4_rows() + _mx_rows()
 
 
 def _bytes(args, reads_twice: bool) -> int:

@@ -46,10 +46,11 @@ def test_per_token_against_pytorch(mod, qname):
     q = getattr(torch, qname)
     x = torch.randn(1024, 4096, device="cuda", dtype=torch.bfloat16) * torch.rand(1024, 1, device="cuda",
                                                                                      dtype=torch.bfloat16) * 100
-    qmax = 127.0 if q == torch.int8 else torch.finfo(q).max
+    # qmax a GPU tensor: PyTorch divides by a Python number as a product with its reciprocal
+    qmax = torch.tensor(127.0 if q == torch.int8 else torch.finfo(q).max, device="cuda")
     amax = x.float().abs().amax(dim=1, keepdim=True)
     v = x.float() * (qmax / amax)
-    want = v.round().clamp(-128, 127).to(q) if q == torch.int8 else v.clamp(-qmax, qmax).to(q)
+    want = v.round().clamp(-128, 127).to(q) if q == torch.int8 else torch.clamp(v, -qmax, qmax).to(q)
     got, s = torch.empty_like(want), torch.empty(1024, device="cuda")
     mod.quantize_per_token(x, got, s)
     assert torch.equal(s, (amax / qmax).reshape(-1))
