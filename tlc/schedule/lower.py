@@ -218,7 +218,17 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
         if kind == "persistent":
             return self.persistent_loop(s)  # persistent.py
         var = s.targets[0].id
+        had = self.scalars.get(var)
         self.scalars[var] = I32
+        try:
+            return self._serial_loop(s, kind, var, args)
+        finally:  # a loop variable exists only inside its loop: a later `var = ...` declares its own
+            if had is None:
+                del self.scalars[var]
+            else:
+                self.scalars[var] = had
+
+    def _serial_loop(self, s: n.For, kind: str, var: str, args):
         if kind == "range":
             lowered = [cast(self.expr(a), I32) for a in args]
             start, stop, step = (ir.Const(0, I32), lowered[0], ir.Const(1, I32)) if len(lowered) == 1 else \
