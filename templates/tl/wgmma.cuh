@@ -31,6 +31,17 @@ __device__ __forceinline__ void fence_registers(int* r) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
 }
+// 16-bit values in pairs (a wgmma's register A, read by the tensor cores until the wait).
+template <int N>
+__device__ __forceinline__ void fence_registers(half* r) {
+  static_assert(N % 2 == 0, "16-bit registers in pairs");
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) asm volatile("" : "+r"(reinterpret_cast<unsigned*>(r)[i])::"memory");
+}
+template <int N>
+__device__ __forceinline__ void fence_registers(__nv_bfloat16* r) {
+  fence_registers<N>(reinterpret_cast<half*>(r));
+}
 
 // A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading and
 // stride byte offsets (PTX ISA, "Matrix Descriptor Format"), all in units of 16 bytes.
@@ -60,18 +71,15 @@ __device__ __forceinline__ unsigned long long wgmma_b_desc(const TB* B, int k) {
 // groups may stay in flight on return (1 in a pipeline that overlaps them with the next
 // copies; the accumulator is then read only after tl::wgmma_wait<0>).  BANDS: the 64-row
 // bands each warpgroup owns (A_ROWS = 64 x warpgroups x BANDS), one instruction each, their
-// accumulators MMA::REGS registers apart.
-template <typename MMA, typename T, int K, int A_ROWS, int B_ROWS, bool TRANS_B, int PENDING, typename TB = T,
-          int BANDS = 1>
-__device__ __forceinline__ void gemm_wgmma(const T* A, const TB* B, typename MMA::Acc* acc) {
+// accumulators MMA::REGS registers apart.  gemm_wgmma_issue only issues and commits the group
+// (the pingpong's turn: codegen/warpspec waits for it after handing the tensor cores over).
+template <typename MMA, typename T, int K, int A_ROWS, int B_ROWS, bool TRANS_B, typename TB = T, int BANDS = 1>
+__device__ __forceinline__ void gemm_wgmma_issue(const T* A, const TB* B, typename MMA::Acc* acc) {
   constexpr int SEG = 128 / static_cast<int>(sizeof(T));
   static_assert(sizeof(T) == sizeof(TB), "wgmma operands of one width");
   static_assert(K % MMA::K == 0 && A_ROWS % 64 == 0, "whole m64 steps of the instruction's K");
   static_assert(TRANS_B || sizeof(T) == 2, "wgmma reads only 16-bit operands MN-major");
   const int wg = threadIdx.x / 128;
-  // With nothing left in flight, the accumulators' last writes (a clear) are tied to before the
-  // fence, else ptxas may sink them past it and serialize the wgmmas (its C7519 note).
-  if constexpr (PENDING == 0) fence_registers<MMA::REGS * BANDS>(acc);
   wgmma_fence();
 #pragma unroll
   for (int k = 0; k < K; k += MMA::K) {
@@ -82,6 +90,15 @@ __device__ __forceinline__ void gemm_wgmma(const T* A, const TB* B, typename MMA
     for (int band = 0; band < BANDS; ++band) MMA::run(acc + band * MMA::REGS, wgmma_desc(a + band * 64 * SEG, 16, 1024), db);
   }
   wgmma_commit();
+}
+
+template <typename MMA, typename T, int K, int A_ROWS, int B_ROWS, bool TRANS_B, int PENDING, typename TB = T,
+          int BANDS = 1>
+__device__ __forceinline__ void gemm_wgmma(const T* A, const TB* B, typename MMA::Acc* acc) {
+  // With nothing left in flight, the accumulators' last writes (a clear) are tied to before the
+  // fence, else ptxas may sink them past it and serialize the wgmmas (its C7519 note).
+  if constexpr (PENDING == 0) fence_registers<MMA::REGS * BANDS>(acc);
+  gemm_wgmma_issue<MMA, T, K, A_ROWS, B_ROWS, TRANS_B, TB, BANDS>(A, B, acc);
   wgmma_wait<PENDING>();
   if constexpr (PENDING == 0) fence_registers<MMA::REGS * BANDS>(acc);
 }
@@ -90,9 +107,9 @@ __device__ __forceinline__ void gemm_wgmma(const T* A, const TB* B, typename MMA
 // rendered with register_a), A laid out as the accumulator of an M x K wgmma (tlc's wgmma_a),
 // so a previous gemm's accumulator, cast, is read where it lies.  B as in gemm_wgmma.  The
 // wgmma reads the registers asynchronously: the call waits for it before returning, so that
-// nothing overwrites them early.
+// nothing overwrites them early (after gemm_wgmma_rs_issue, the caller waits).
 template <typename MMA, typename T, int K, int B_ROWS, bool TRANS_B, int BANDS = 1>
-__device__ __forceinline__ void gemm_wgmma_rs(const T* regs, const T* B, float* acc) {
+__device__ __forceinline__ void gemm_wgmma_rs_issue(const T* regs, const T* B, float* acc) {
   static_assert(sizeof(T) == 2 && K % 16 == 0 && MMA::K == 16, "whole k16 steps of 16-bit operands");
   static_assert(TRANS_B || sizeof(T) == 2, "wgmma reads only 16-bit operands MN-major");
   constexpr int KP = K / 8;  // 8-column pieces of A per 64-row band
@@ -112,6 +129,11 @@ __device__ __forceinline__ void gemm_wgmma_rs(const T* regs, const T* B, float* 
     for (int band = 0; band < BANDS; ++band) MMA::run(acc + band * MMA::REGS, a[k / 16][band], db);
   }
   wgmma_commit();
+}
+
+template <typename MMA, typename T, int K, int B_ROWS, bool TRANS_B, int BANDS = 1>
+__device__ __forceinline__ void gemm_wgmma_rs(const T* regs, const T* B, float* acc) {
+  gemm_wgmma_rs_issue<MMA, T, K, B_ROWS, TRANS_B, BANDS>(regs, B, acc);
   wgmma_wait<0>();
   fence_registers<MMA::REGS * BANDS>(acc);
 }

@@ -143,3 +143,12 @@ def test_the_f32_example_on_the_gpu():
     c = cp.zeros((300, 500), cp.float32)
     mod.matmul(a, b, c)
     cp.testing.assert_allclose(c, a @ b, rtol=2e-3, atol=2e-3)
+
+
+def test_stages_given_as_tilelang_num_stages_shrink_too():
+    """`pipelined(n, num_stages=S)` (TileLang's spelling, std.attention's) names its stages as
+    `stages=S` does: the defaults' 3 stages drop to 2 on sm_80 rather than failing with E070."""
+    src = GEMM.replace("stages=stages", "num_stages=stages").replace("stages: const = 3", "stages: const = 4")
+    assert "num_stages=stages" in src
+    k = fitted(src.replace("BK: const = 32", "BK: const = 64"), {"T": "f64", "BM": 256, "BN": 256})
+    assert constants(k) == {"BM": 256, "BN": 256, "BK": 32, "stages": 1}  # as with stages=

@@ -12,11 +12,9 @@ into the scratch row.  The C of every step is in reduce.cuh; this file only choo
 """
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass
-
 from .. import ir
 from ..schedule.layout import Replicated
+from ..schedule.reduce_slots import slot_plan
 from .cexpr import CodegenError
 from .cnames import c_bool, c_name, c_type
 
@@ -31,51 +29,6 @@ def _acc_type(dt) -> str:
     if dt.bits <= 32:
         return "int"
     raise CodegenError(f"reductions of {dt} are not supported by the CUDA target yet")
-
-
-def holders(kept: Replicated, threads: int) -> dict:
-    """(thread, slot) -> the kept index that slot holds in that thread, for every valid slot
-    (by enumerating the base layout's owners)."""
-    base = kept.base
-    inverse = {}
-    for idx in itertools.product(*(range(d) for d in base.shape)):
-        inverse[base.owner(idx)] = idx
-    out = {}
-    for t in range(threads):
-        for s in range(kept.registers):
-            idx = inverse.get((t, kept.rep(s)))
-            if idx is not None:
-                out[(t, s)] = kept.kept_index(idx)
-    return out
-
-
-@dataclass(frozen=True)
-class SlotPlan:
-    mask: int       # lane bits whose lanes hold the same kept index in every slot
-    complete: bool  # every holder of a kept index is in one group of lanes: no scratch needed
-    warp_rows: bool  # whole warps are groups, and lane 0 holds each kept index once
-    every_warp: bool  # every warp holds every kept index (its scratch row needs no init)
-
-
-def slot_plan(kept: Replicated, threads: int) -> SlotPlan:
-    held = holders(kept, threads)
-    nslots = kept.registers
-    mask = 0
-    for bit in range(5):
-        m = 1 << bit
-        if m >= threads:
-            break
-        if all(held.get((t, s)) == held.get((t ^ m, s)) for t in range(threads) for s in range(nslots)):
-            mask |= m
-    groups: dict = {}
-    for (t, _), k in held.items():
-        groups.setdefault(k, set()).add(t & ~mask)
-    complete = all(len(g) == 1 for g in groups.values())
-    lane0 = [[held[(t, s)] for s in range(nslots) if (t, s) in held] for t in range(0, threads, 32)]
-    warp_rows = mask == 31 and all(len(ks) == len(set(ks)) for ks in lane0)
-    every = set(groups)
-    every_warp = all(set(ks) == every for ks in lane0)
-    return SlotPlan(mask, complete, warp_rows, every_warp)
 
 
 class ReduceGen:

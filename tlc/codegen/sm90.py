@@ -10,9 +10,8 @@ from __future__ import annotations
 from .. import ir
 from ..ir.walk import statements
 from ..schedule.layout import wgmma_bands
-from ..schedule.operand_layout import register_a_layouts, wgmma_register_a
 from ..schedule.tensor_cores import tensor_core_op
-from ..schedule.warpspec import wgmma_ready
+from ..schedule.warpspec import wgmma_ready, wgmma_rs_ready
 from .cexpr import CodegenError
 from .cnames import c_bool, c_name, c_type
 from .sm80 import Sm80
@@ -48,13 +47,7 @@ class Sm90(WarpSpecialized, Sm80):
         return wgmma_ready(g, self.buffers, self.k.threads)
 
     def uses_wgmma_rs(self, g: ir.Gemm) -> bool:
-        """wgmma's register-A form: A a fragment in wgmma_a's layout, its accumulator in wgmma's,
-        B in 128-byte swizzled shared memory (schedule/operand_layout.py)."""
-        a, b, c = self.buffers[g.a], self.buffers[g.b], self.buffers[g.c]
-        if a.scope != "fragment" or b.scope != "shared" or not wgmma_register_a(g, self.buffers, self.k.threads):
-            return False
-        pair = register_a_layouts(g, self.buffers, self.k.threads, self.target.name)
-        return pair == (a.layout, c.layout) and b.layout.swizzle_bytes == 128
+        return wgmma_rs_ready(g, self.buffers, self.k.threads)
 
     def overlaps_loads(self, stmts) -> bool:
         return any(isinstance(s, ir.Gemm) and self.uses_wgmma(s) for s in stmts)
@@ -82,29 +75,48 @@ class Sm90(WarpSpecialized, Sm80):
         self.emit(f"tl::fence_registers<{c.layout.registers}>({c_name(c.name)});")
 
     def stmt_Gemm(self, g: ir.Gemm) -> None:
-        if self.uses_wgmma_rs(g):
-            self.gemm_wgmma_rs(g)
-            return
-        if not self.uses_wgmma(g):
+        rs = self.uses_wgmma_rs(g)
+        if not rs and not self.uses_wgmma(g):
             super().stmt_Gemm(g)
             return
-        a, b, c = self.buffers[g.a], self.buffers[g.b], self.buffers[g.c]
-        n = c.shape[1]
-        mma = self.wgmma_struct(n, a.dtype, not g.trans_b, b.dtype, c.dtype, g.precision)
+        if g is getattr(self, "issue_only", None):  # a deferred gemm's iteration: waited for later
+            self.fence_gemm_registers(g)
+            self.emit((self.wgmma_rs_call(g, "gemm_wgmma_rs_issue") if rs else
+                       self.wgmma_call(g, "gemm_wgmma_issue", None)) + ";")
+            return
+        if rs:
+            self.emit(self.wgmma_rs_call(g, "gemm_wgmma_rs") + ";")
+            return
         # In an overlapped pipeline one group stays in flight; elsewhere the gemm completes here.
         pending = 1 if g is self.in_flight_gemm else 0
+        self.emit(self.wgmma_call(g, "gemm_wgmma", pending) + ";")
+
+    def fence_gemm_registers(self, g: ir.Gemm) -> None:
+        """Ties the registers an asynchronous gemm reads and writes (its accumulator, a fragment
+        A) to this point, so that the compiler neither moves their writes across it nor reuses
+        them while the gemm is in flight."""
+        for name in (g.c, g.a):
+            b = self.buffers[name]
+            if b.scope == "fragment":
+                self.emit(f"tl::fence_registers<{b.layout.registers}>({c_name(name)});")
+
+    def wgmma_call(self, g: ir.Gemm, fn: str, pending: int | None) -> str:
+        """The call of `fn` (gemm_wgmma, or gemm_wgmma_issue with `pending` None) for gemm `g`."""
+        a, b, c = self.buffers[g.a], self.buffers[g.b], self.buffers[g.c]
+        mma = self.wgmma_struct(c.shape[1], a.dtype, not g.trans_b, b.dtype, c.dtype, g.precision)
         bands = wgmma_bands(c.shape, self.k.threads)  # m64 instructions per warpgroup and K step
         tb = f", {c_type(b.dtype)}" if b.dtype != a.dtype or bands > 1 else ""
         tb += f", {bands}" if bands > 1 else ""
-        self.emit(f"tl::gemm_wgmma<{mma}, {c_type(a.dtype)}, {a.shape[1]}, {a.shape[0]}, {b.shape[0]}, "
-                  f"{c_bool(g.trans_b)}, {pending}{tb}>({self.smem_pointer(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)});")
+        pend = "" if pending is None else f", {pending}"
+        return (f"tl::{fn}<{mma}, {c_type(a.dtype)}, {a.shape[1]}, {a.shape[0]}, {b.shape[0]}, "
+                f"{c_bool(g.trans_b)}{pend}{tb}>({self.smem_pointer(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)})")
 
-    def gemm_wgmma_rs(self, g: ir.Gemm) -> None:
+    def wgmma_rs_call(self, g: ir.Gemm, fn: str) -> str:
         a, b, c = self.buffers[g.a], self.buffers[g.b], self.buffers[g.c]
         mma = self.wgmma_struct(c.shape[1], a.dtype, not g.trans_b, b.dtype, c.dtype, g.precision, register_a=True)
         bands = wgmma_bands(c.shape, self.k.threads)
-        self.emit(f"tl::gemm_wgmma_rs<{mma}, {c_type(a.dtype)}, {a.shape[1]}, {b.shape[0]}, {c_bool(g.trans_b)}"
-                  f"{f', {bands}' if bands > 1 else ''}>({c_name(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)});")
+        return (f"tl::{fn}<{mma}, {c_type(a.dtype)}, {a.shape[1]}, {b.shape[0]}, {c_bool(g.trans_b)}"
+                f"{f', {bands}' if bands > 1 else ''}>({c_name(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)})")
 
     def wgmma_struct(self, n: int, dtype, n_major_b: bool, b_dtype, c_dtype, precision: str,
                      register_a: bool = False) -> str:

@@ -156,7 +156,8 @@ class _Block:
         """The producer's role, a generator: each step fills one iteration's stage."""
         m, ws, loop = self.m, self.ws, self.loop
         regs = {b.name: m.alloc(b.dtype, b.shape) for b in m.k.buffers}
-        scalars = [s for s in self.before if not isinstance(s, Fill)]  # the consumers clear their own
+        # the consumers clear their own registers and make the copies before the loop
+        scalars = [s for i, s in enumerate(self.before) if not isinstance(s, Fill) and i not in ws.consumer_only]
         it = 0
         for tile, _, peers, share in self.walk:
             envs = []

@@ -26,6 +26,11 @@ def header_lines(k: Kernel) -> list[str]:
            f"  barriers: full[{S}] @{ws.barriers} (TMA: 1 arrival and the stage's bytes, else {ws.full_arrivals} "
            f"arrivals), empty[{S}] @{ws.barriers + 8 * S} ({ws.empty_arrivals} arrivals: one per consumer warp"
            f"{' of the cluster' if cluster > 1 else ''})"]
+    if ws.deferred is not None:
+        d = ws.deferred
+        out.append(f"  deferred: the loop's last gemm (statement {d.gemm}) of iteration it - 1 is issued right after "
+                   f"statement {d.after}'s gemm of iteration it, on stage (it - 1) % {S}, and waited for before "
+                   f"statement {d.wait}; the last iteration's after the loop")
     if ws.tile_order is not None:
         shared = [x.buffer for x in ws.loads if x.multicast]
         out.append(f"  persistent: the grid counts tiles, each block walks them in groups of {ws.tile_order.group} "
@@ -56,6 +61,8 @@ def statement_notes(k: Kernel) -> dict:
         notes[id(loop.body[i])] = "dropped by the consumers: the full barrier orders the copies"
     if stop > start:
         notes[id(loop.body[start])] = f"consumers: on stage it % {ws.stages}"
+    for i in ws.consumer_only:
+        notes[id(k.body[i])] = f"consumers only (threads 0..{k.threads - 1}): the producer's threads skip it"
     if ws.store is not None:
         notes[id(k.body[ws.store.index])] = f"consumers: staged in shared memory, stored by the TMA (map #{ws.store.tensor_map})"
     return notes

@@ -82,6 +82,20 @@ class TileOrder(Node):
 
 
 @dataclass(frozen=True)
+class DeferredGemm(Node):
+    """The ring loop's last statement, a wgmma gemm (attention's P @ V), run one iteration late:
+    iteration it issues it for iteration it - 1 (on that stage) right after issuing its own gemm
+    at `after` (S = Q @ K.T), so that the tensor cores run it while the statements after `after`
+    (the softmax) run; it must be complete before statement `wait` (the first that writes its A
+    or touches its accumulator).  After the loop the last iteration's runs.  Indices are the
+    loop body's; the loop's order of effects is unchanged (the interpreter runs it in place)."""
+
+    gemm: int
+    after: int
+    wait: int
+
+
+@dataclass(frozen=True)
 class WarpSpecialization(Node):
     """The roles, the ring and its barriers of a warp-specialized kernel (module docstring)."""
 
@@ -99,6 +113,12 @@ class WarpSpecialization(Node):
     tensor_maps: tuple[TensorMapSpec, ...]
     tile_order: TileOrder | None = None  # persistent, else one tile per block
     store: StagedStore | None = None
+    # statements before the ring's loop (indices into the kernel's body) that only the consumer
+    # threads run: copies into shared memory (attention's Q tile), whose thread mapping is the
+    # kernel's THREADS; the producer's extra threads skip them and meet the barrier after them.
+    # A kernel with any is not persistent.
+    consumer_only: tuple[int, ...] = ()
+    deferred: DeferredGemm | None = None  # with release_lag 1: a stage is released once its deferred gemm is done
 
     @property
     def ring_end(self) -> int:
@@ -113,7 +133,7 @@ class WarpSpecialization(Node):
 def warp_spec_problem(kernel) -> str | None:
     """What is structurally wrong with `kernel.warp_spec` (the verifier's message), or None:
     the statements it names must be where it says and of the kind it needs."""
-    from .nodes import BufferRef, Copy, For
+    from .nodes import BufferRef, Copy, For, Gemm
 
     ws: WarpSpecialization = kernel.warp_spec
     if not 0 <= ws.loop < len(kernel.body) or not isinstance(kernel.body[ws.loop], For) \
@@ -136,6 +156,12 @@ def warp_spec_problem(kernel) -> str | None:
     if ws.store is not None and not (ws.loop < ws.store.index < len(kernel.body)
                                      and isinstance(kernel.body[ws.store.index], Copy)):
         return f"the staged store {ws.store.index} is not a copy after the ring's loop"
+    if any(not 0 <= i < ws.loop for i in ws.consumer_only) or (ws.consumer_only and ws.tile_order is not None):
+        return f"the consumers' statements before the loop {list(ws.consumer_only)} are not before it, or the kernel is persistent"
+    d = ws.deferred
+    if d is not None and not (start <= d.after < d.wait <= d.gemm == stop - 1 and isinstance(body[d.gemm], Gemm)
+                              and isinstance(body[d.after], Gemm) and ws.release_lag == 1 and ws.tile_order is None):
+        return f"the deferred gemm {d.gemm} (after {d.after}, waited for before {d.wait}) is not the consumers' last gemm"
     if ws.stages < 1 or (ws.tile_order is not None and min(ws.tile_order.group, ws.tile_order.cluster) < 1):
         return "the warp specialization has no stages, or a tile order of no rows or blocks"
     return None

@@ -231,7 +231,7 @@ def adjustable(node: n.FunctionDef, autotune: dict, free: dict) -> tuple[dict, d
     for x in _walk(node.body):
         if isinstance(x, n.Call) and isinstance(x.func, n.Name):
             if x.func.id == "pipelined":
-                stage_names.update(k.value.id for k in x.keywords if k.name == "stages" and isinstance(k.value, n.Name))
+                stage_names.update(k.value.id for k in x.keywords if k.name in ("stages", "num_stages") and isinstance(k.value, n.Name))
             elif x.func.id == "shared" and x.args and isinstance(x.args[0], n.Subscript):
                 tile_names.update(d.id for d in x.args[0].indices if isinstance(d, n.Name))
 

@@ -15,9 +15,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import ir
-from ..ir.walk import loads, statement_exprs, statements, variables
-from ..ir.warpspec import StagedStore, StageLoad, TensorMapSpec, TileOrder, WarpSpecialization
+from ..ir.walk import loads, statement_exprs, statements, variables, written_names
+from ..ir.warpspec import DeferredGemm, StagedStore, StageLoad, TensorMapSpec, TileOrder, WarpSpecialization
 from .layout import wgmma_accumulator, wgmma_gemm
+from .operand_layout import register_a_layouts, wgmma_register_a
+from .reduce_slots import reduces_in_registers
 
 PRODUCER_THREADS = 128
 PRODUCER_REGS = 40  # what the producer keeps: it only computes addresses
@@ -50,6 +52,17 @@ def wgmma_ready(g: ir.Gemm, buffers: dict, threads: int) -> bool:
     if not wgmma_gemm(g, buffers, threads) or c.layout != wgmma_accumulator(c.shape, threads):
         return False
     return all(buffers[x].layout.swizzle_bytes == 128 for x in (g.a, g.b))
+
+
+def wgmma_rs_ready(g: ir.Gemm, buffers: dict, threads: int) -> bool:
+    """Whether gemm `g` runs on wgmma with A in registers (attention's probabilities): A a
+    fragment in wgmma's register-A layout, its accumulator in wgmma's, B in 128-byte swizzled
+    shared memory (schedule/operand_layout.py)."""
+    a, b = buffers[g.a], buffers[g.b]
+    if a.scope != "fragment" or b.scope != "shared" or not wgmma_register_a(g, buffers, threads):
+        return False
+    pair = register_a_layouts(g, buffers, threads, "sm_90a")
+    return pair == (a.layout, buffers[g.c].layout) and b.layout.swizzle_bytes == 128
 
 
 def ring_split(loop: ir.For, params: dict, buffers: dict) -> tuple[list, list] | None:
@@ -123,11 +136,14 @@ class _Planner:
             return None
         for i, s in enumerate(k.body):
             if isinstance(s, ir.For) and s.kind == "pipelined" and s.stages > 1:
-                if all(_thread_local(x, self.buffers) for x in k.body[:i]):
+                if all(_thread_local(x, self.buffers) or _consumer_prologue(x, self.params, self.buffers)
+                       for x in k.body[:i]):
                     break
                 return None
         else:
             return None
+        consumer_only = tuple(j for j, x in enumerate(k.body[:i]) if not _thread_local(x, self.buffers)
+                              and not isinstance(x, ir.Sync))
         loop, after = k.body[i], k.body[i + 1:]
         split = ring_split(loop, self.params, self.buffers)
         if split is None or not self.barrier_free(split[1], in_loop=True):
@@ -139,27 +155,58 @@ class _Planner:
         if None in loads:
             return None
         overlap = len(rest) == 1 and isinstance(rest[0], ir.Gemm) and self.uses_wgmma(rest[0])
+        start = len(producers) + next(j for j, s in enumerate(loop.body[len(producers):]) if not isinstance(s, ir.Sync)) \
+            if rest else len(producers)
         # persistent when the epilogue never waits for the whole block (the producer is still
         # running then)
-        persistent = self.epilogue_free(after)
+        persistent = self.epilogue_free(after) and not consumer_only
         self.loop = loop
         cluster = self.cluster_size(persistent, loads)
         loads = [self.with_map(x, cluster) for x in loads]
         barriers = -(-k.smem_bytes // 8) * 8  # after the kernel's buffers, 8-aligned
-        start = len(producers) + next(j for j, s in enumerate(loop.body[len(producers):]) if not isinstance(s, ir.Sync)) \
-            if rest else len(producers)
+        # deferring holds a stage one iteration longer: with two, the producer could not fill the
+        # next while the consumers work (measured on the H200: attention 519 -> 371 TFLOP/s with
+        # two stages, 513 -> 553 with three)
+        deferred = None if persistent or overlap or loop.stages < 3 else \
+            self.deferred_gemm(loop.body, start, start + len(rest))
         ws = WarpSpecialization(
             loop=i, stages=loop.stages, loads=tuple(loads), consumer=(start, start + len(rest)),
             producer_threads=PRODUCER_THREADS, producer_registers=PRODUCER_REGS,
             consumer_registers=consumer_registers(k.threads, self.target.registers_per_sm),
             barriers=barriers, full_arrivals=PRODUCER_THREADS, empty_arrivals=cluster * k.threads // 32,
-            release_lag=1 if overlap else 0, tensor_maps=(),
-            tile_order=TileOrder(TILE_GROUP, cluster) if persistent else None)
+            release_lag=1 if overlap or deferred else 0, tensor_maps=(),
+            tile_order=TileOrder(TILE_GROUP, cluster) if persistent else None, consumer_only=consumer_only,
+            deferred=deferred)
         store = self.staged_store(after, i + 1, ws.ring_end) if persistent else None
         return replace(ws, store=store, tensor_maps=tuple(self.tensor_maps))
 
     def uses_wgmma(self, g: ir.Gemm) -> bool:
         return wgmma_ready(g, self.buffers, self.k.threads)
+
+    def deferred_gemm(self, body: list, start: int, stop: int) -> DeferredGemm | None:
+        """The consumers' last statement run one iteration late (ir.DeferredGemm), where it is a
+        wgmma gemm that an earlier wgmma gemm of the loop can run ahead of: the earlier one, and
+        everything before it, neither write what the last reads nor touch its accumulator.
+        Then the last gemm of iteration it - 1 runs on the tensor cores under iteration it's
+        work between the two (attention's softmax, FlashAttention 3's intra-warpgroup overlap)
+        where each warpgroup would otherwise leave them idle for it."""
+        last = body[stop - 1] if stop > start else None
+        if not isinstance(last, ir.Gemm) or not self.wgmma_any(last):
+            return None
+        first = next((i for i in range(start, stop - 1) if isinstance(body[i], ir.Gemm)), None)
+        if first is None or not self.wgmma_any(body[first]):
+            return None
+        operands = {last.c} | ({last.a} if self.buffers[last.a].scope == "fragment" else set())
+        if any(operands & _touched(s) for s in body[start:first + 1]) or last.c in {body[first].a, body[first].b}:
+            return None
+        if any(isinstance(x, ir.Gemm) for s in body[first + 1:stop - 1] for x in statements([s])):
+            return None  # one gemm ahead of the deferred one, the wait counts on it
+        wait = next((i for i in range(first + 1, stop - 1) if (last.c in _touched(body[i]) or
+                     last.c in _read(body[i]) or (operands - {last.c}) & _touched(body[i]))), stop - 1)
+        return DeferredGemm(stop - 1, first, wait)
+
+    def wgmma_any(self, g: ir.Gemm) -> bool:
+        return self.uses_wgmma(g) or wgmma_rs_ready(g, self.buffers, self.k.threads)
 
     def tma_load(self, index: int, c: ir.Copy) -> StageLoad | None:
         """A copy the TMA can make: a whole tile of 128-byte column segments (the swizzled
@@ -256,7 +303,15 @@ class _Planner:
         already does, so it is dropped — as long as the consumers write no shared memory."""
         for s in statements(stmts):
             if isinstance(s, ir.Gemm):
-                if not self.uses_wgmma(s):
+                if not (self.uses_wgmma(s) or wgmma_rs_ready(s, self.buffers, self.k.threads)):
+                    return False
+            elif isinstance(s, ir.Reduce):
+                if not reduces_in_registers(s, self.buffers, self.k.threads):
+                    return False
+            elif isinstance(s, ir.Copy):  # between fragments of one layout: each thread its own
+                src, dst = self.buffers.get(s.src.name), self.buffers.get(s.dst.name)
+                if src is None or dst is None or src.scope != "fragment" or dst.scope != "fragment" \
+                        or src.layout != dst.layout:
                     return False
             elif isinstance(s, ir.Parallel):
                 if s.layout is None or s.exchange:  # an exchange goes through shared memory
@@ -288,6 +343,46 @@ def reads_staged(stmts, staged: set) -> bool:
         if used & staged:
             return True
     return False
+
+
+def _touched(s) -> set:
+    """The buffers statement `s` (and what it holds) writes."""
+    out = set(written_names([s]))
+    for x in statements([s]):
+        if isinstance(x, ir.Fill):
+            out.add(x.buffer)
+        elif isinstance(x, ir.Gemm):
+            out.add(x.c)
+        elif isinstance(x, (ir.Reduce, ir.Scan)):
+            out.add(x.dst)
+    return out
+
+
+def _read(s) -> set:
+    """The buffers statement `s` (and what it holds) reads."""
+    out = set()
+    for x in statements([s]):
+        out |= {v.name for e in statement_exprs(x) for v in loads(e)}
+        if isinstance(x, ir.Copy):
+            out.add(x.src.name)
+        elif isinstance(x, ir.Gemm):
+            out |= {x.a, x.b, x.c}
+        elif isinstance(x, (ir.Reduce, ir.Scan)):
+            out.add(x.src)
+    return out
+
+
+def _consumer_prologue(s, params: dict, buffers: dict) -> bool:
+    """Work before the loop that the consumer threads do alone while the producer's skip it:
+    a copy from a tensor into a shared buffer the ring does not stage (a tile every iteration
+    reads, as attention's Q), and the barrier after it, which every thread meets; a print or
+    device_assert (once per block, by a consumer thread)."""
+    if isinstance(s, (ir.Sync, ir.Print)):
+        return True
+    if not (isinstance(s, ir.Copy) and s.src.name in params and isinstance(s.dst, ir.BufferRef)):
+        return False
+    dst = buffers[s.dst.name]
+    return dst.scope == "shared" and dst.layout.stages <= 1
 
 
 def _thread_local(s, buffers) -> bool:

@@ -22,6 +22,19 @@ class WarpSpecEmission:
             return
         super().block(stmts)
 
+    def stmt(self, s) -> None:
+        """A statement before the ring that only the consumers run (`consumer_only`: a copy
+        into shared memory mapped over the kernel's THREADS) is skipped by the producer's threads."""
+        spec = self.spec
+        if spec is None or not spec.consumer_only or not any(s is self.k.body[i] for i in spec.consumer_only):
+            super().stmt(s)
+            return
+        self.emit(f"if (threadIdx.x < {self.k.threads}) {{  // the consumers' work: the producer's threads skip it")
+        self.indent += 1
+        super().stmt(s)
+        self.indent -= 1
+        self.emit("}")
+
     def stmt_Sync(self, s) -> None:
         if getattr(self, "in_consumer_loop", False):
             self.emit("// sync: the stage's full barrier already orders the copies before this")
@@ -213,6 +226,46 @@ class WarpSpecEmission:
                       f"{self.smem_pointer(b.name)}, &tl_map{load.map_index}, tl_full + tl_stage, {offs[-1]}, "
                       f"{offs[-2]}, {{{lead}}});")
 
+    def deferred_body(self, plan) -> None:
+        """The consumers' statements with the last gemm deferred (ir.DeferredGemm): the first
+        gemm is issued, then the previous iteration's last gemm on its stage, then the first is
+        waited for; the statements up to `wait` run under the deferred one."""
+        d, loop = self.spec.deferred, plan.loop
+        first, last = loop.body[d.after], loop.body[d.gemm]
+        index = {id(s): i for i, s in enumerate(loop.body)}
+        rest = plan.rest[:-1]
+        cut = next(i for i, s in enumerate(rest) if index[id(s)] == d.after) + 1
+        wait = next((i for i, s in enumerate(rest) if index[id(s)] == d.wait), len(rest))
+        self.issue_only = first
+        self.block(rest[:cut])
+        self.issue_only = None
+        self.deferred_gemm(plan, "tl_k > 0", f"tl_it + {plan.stages - 1}", wait=False)
+        e = self.emit
+        e("if (tl_k > 0) tl::wgmma_wait<1>(); else tl::wgmma_wait<0>();  // this iteration's first gemm is done")
+        e(f"tl::fence_registers<{self.buffers[first.c].layout.registers}>({c_name(first.c)});")
+        self.block(rest[cut:wait])
+        e("tl::wgmma_wait<0>();  // the deferred gemm is done: its operands and accumulator are free")
+        self.fence_gemm_registers(last)
+        self.block(rest[wait:])
+
+    def deferred_gemm(self, plan, when: str, iteration: str, wait: bool) -> None:
+        """The deferred gemm of iteration `iteration` (a C expression of tl_it), on its stage, if
+        `when`; `wait`: and waited for (after the loop)."""
+        g = plan.loop.body[self.spec.deferred.gemm]
+        e = self.emit
+        e(f"if ({when}) {{  // the deferred gemm of iteration {iteration}, on its stage")
+        self.indent += 1
+        saved = self.staged(plan, iteration)
+        self.issue_only = None if wait else g
+        self.stmt(g)
+        self.issue_only = None
+        self.smem_base = saved
+        if wait:
+            e("tl::wgmma_wait<0>();")
+            self.fence_gemm_registers(g)
+        self.indent -= 1
+        e("}")
+
     def release(self, barrier: str) -> str:
         """A consumer warp's arrival on a stage's empty barrier: in a cluster, on every block's,
         since each block's producer writes into all of them."""
@@ -244,18 +297,23 @@ class WarpSpecEmission:
         e(f"(void){var};")
         saved = self.staged(plan, "tl_it")
         self.in_flight_gemm, self.in_consumer_loop = (plan.rest[0] if w.overlap else None), True
-        self.block(plan.rest)
+        if self.spec.deferred is not None:
+            self.deferred_body(plan)
+        else:
+            self.block(plan.rest)
         self.in_consumer_loop = False
         self.smem_base = saved
         self.indent -= 1
         e("}")
-        if w.overlap:
+        if self.spec.release_lag == 1:
             e("// the previous stage's wgmma has completed (one group stays in flight): release it")
             e(f"if (tl_k > 0 && threadIdx.x % 32 == 0) {self.release(f'tl_empty + (tl_it + {S - 1}) % {S}')}")
         else:
             e(f"if (threadIdx.x % 32 == 0) {self.release('tl_empty + tl_stage')}")
         self.indent -= 1
         e("}")
+        if self.spec.deferred is not None:
+            self.deferred_gemm(plan, "tl_n > 0", "tl_it - 1", wait=True)
         if w.overlap:
             self.drain()
             self.in_flight_gemm = None

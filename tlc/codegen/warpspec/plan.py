@@ -65,7 +65,7 @@ class WarpSpecPlanning:
         pipeline = PipelinePlan(loop, spec.stages, [loop.body[x.index] for x in spec.loads],
                                 list(loop.body[start:stop]), spec.stage_buffers())
         loads = [TmaLoad(loop.body[x.index], x.tensor_map, x.rows, x.cols, x.multicast) for x in spec.loads]
-        self.ws = WarpSpecPlan(pipeline, loads, spec.release_lag == 1)
+        self.ws = WarpSpecPlan(pipeline, loads, spec.release_lag == 1 and spec.deferred is None)
         self.persistent = spec.tile_order is not None
         self.cluster = spec.tile_order.cluster if self.persistent else 1
         st = spec.store

@@ -1,0 +1,55 @@
+"""The deferred gemm of a warp-specialized loop (ir.DeferredGemm) as C: std.attention's P @ V of
+iteration it - 1 issued after iteration it's Q @ K.T, on its own stage, the first waited for
+with the deferred one in flight (wgmma.wait_group 1), the deferred one before the probabilities
+are rewritten, the last after the loop; and in SASS: HGMMA for both products, the wait for one
+group, no local memory."""
+import re
+from pathlib import Path
+
+import pytest
+
+from kit_codegen import generated_source
+from nvcc import cubin_sass
+
+SRC = (Path(__file__).resolve().parents[2] / "stdlib" / "attention.tl").read_text()
+
+
+def cuda(**constants) -> str:
+    return generated_source(SRC, "flash_fwd", arch="sm_90a", constants={"D": 128, **constants}).source
+
+
+def test_the_loop_issues_both_products_and_waits_for_each_where_its_results_are_needed():
+    text = cuda(STAGES=3)
+    loop = text[text.index("tl::setmaxnreg_inc"):]
+    steps = [
+        "tl::gemm_wgmma_issue<tl_flash_fwd_wgmma_n128_f16, half, 128, 128, 128, true>(q_tile, (k_tile + ((tl_it) % 3)",
+        "if (tl_k > 0) {  // the deferred gemm of iteration tl_it + 2, on its stage",
+        "tl::gemm_wgmma_rs_issue<tl_flash_fwd_wgmma_n128_f16_nmajor_rs, half, 128, 128, false>(probs, "
+        "(v_tile + ((tl_it + 2) % 3)",
+        "if (tl_k > 0) tl::wgmma_wait<1>(); else tl::wgmma_wait<0>();  // this iteration's first gemm is done",
+        "reduce_max(scores -> row_max",
+        "tl::wgmma_wait<0>();  // the deferred gemm is done",
+        "probs[tl_r] = tl::cvt<half>(scores[tl_r]);",
+        "acc[tl_r] = (acc[tl_r] * rescale",
+        "if (tl_k > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_it + 2) % 3);",
+        "if (tl_n > 0) {  // the deferred gemm of iteration tl_it - 1, on its stage",
+        "tl::gemm_wgmma_rs<tl_flash_fwd_wgmma_n128_f16_nmajor_rs, half, 128, 128, false>(probs, (v_tile + ((tl_it - 1) % 3)",
+    ]
+    at = [loop.find(x) for x in steps]
+    assert -1 not in at, steps[at.index(-1)]
+    assert at == sorted(at) and loop.count("gemm_wgmma_rs") == 2
+
+
+def test_two_stages_keep_the_gemms_in_place():
+    # the deferred gemm holds its stage one iteration longer: with two the producer would stall
+    text = cuda(STAGES=2)
+    assert "deferred gemm" not in text and "gemm_wgmma_rs_issue<tl_flash" not in text[text.index("tl::setmaxnreg_inc"):]
+
+
+@pytest.mark.nvcc
+def test_sass_has_hgmma_for_both_products_one_group_in_flight_and_no_local_memory(tmp_path):
+    sass, log = cubin_sass(cuda(STAGES=3), "sm_90a", tmp_path, "flash")
+    assert re.search(r"HGMMA\.64x128x16\.F32 R\d+, gdesc", sass)  # Q @ K.T from shared memory
+    assert re.search(r"HGMMA\.64x128x16\.F32 R\d+, R\d+, gdesc", sass)  # P @ V, P from registers
+    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sass
+    assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log
