@@ -1,0 +1,136 @@
+"""std.attention against PyTorch's scaled_dot_product_attention on the GPU, one process.
+
+Each row times tlc's kernel and the vendors in the same run (tlc.timing.compare: median of
+alternating runs, L2 flushed before each), after checking every contender's output against
+an f32 reference (PyTorch's math backend in f32, one batch at a time): a wrong contender is
+reported and never timed.  Vendors: cuDNN (SDPBackend.CUDNN_ATTENTION) and FlashAttention 2
+(SDPBackend.FLASH_ATTENTION) as PyTorch ships them.  TFLOP/s count 4 * B * H * S * SK * D
+multiply-adds-as-two for the two products, halved for a causal mask (S == SK), as
+FlashAttention's benchmarks count them.
+
+    python bench/attention.py [--quick] [--only fwd_f16_d128] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import tlc  # noqa: E402
+from tlc.timing import Checked, compare_checked, tolerance  # noqa: E402
+
+# name: (dtype, B, H, HK, S, SK, D, causal, tlc constants)
+ROWS = {
+    "fwd_f16_d128": ("float16", 4, 32, 32, 4096, 4096, 128, False, {}),
+    "fwd_f16_d128_causal": ("float16", 4, 32, 32, 4096, 4096, 128, True, {}),
+    "fwd_bf16_d128": ("bfloat16", 4, 32, 32, 4096, 4096, 128, False, {}),
+    "fwd_bf16_d128_causal": ("bfloat16", 4, 32, 32, 4096, 4096, 128, True, {}),
+    "fwd_f16_d128_s8192": ("float16", 2, 32, 32, 8192, 8192, 128, False, {}),
+    "fwd_f16_d128_s8192_causal": ("float16", 2, 32, 32, 8192, 8192, 128, True, {}),
+    "fwd_f16_gqa": ("float16", 4, 32, 8, 4096, 4096, 128, False, {}),
+    "fwd_f16_gqa_causal": ("float16", 4, 32, 8, 4096, 4096, 128, True, {}),
+    "fwd_f16_d64": ("float16", 4, 32, 32, 4096, 4096, 64, False, {}),
+    "fwd_f16_d256": ("float16", 4, 16, 16, 4096, 4096, 256, False, {"BN": 64, "STAGES": 2}),
+}
+QUICK = ("fwd_f16_d128", "fwd_f16_d128_causal", "fwd_f16_gqa", "fwd_f16_d64")
+ULPS = 16  # f16 output against the f32 reference: rtol and atol (of the RMS) of 16 units
+
+
+def reference(torch, F, q, k, v, scale, causal):
+    """O in f32, PyTorch's math backend a batch at a time (the S x SK scores of one batch fit)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    group = q.shape[1] // k.shape[1]
+    out = torch.empty(q.shape, dtype=torch.float32, device=q.device)
+    with sdpa_kernel(SDPBackend.MATH):
+        for b in range(q.shape[0]):
+            kb = k[b:b + 1].float().repeat_interleave(group, dim=1)
+            vb = v[b:b + 1].float().repeat_interleave(group, dim=1)
+            out[b:b + 1] = F.scaled_dot_product_attention(q[b:b + 1].float(), kb, vb, scale=scale, is_causal=causal)
+    return out
+
+
+def vendor(torch, F, backend, q, k, v, scale, causal):
+    from torch.nn.attention import sdpa_kernel
+
+    gqa = q.shape[1] != k.shape[1]
+
+    def run():
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(q, k, v, scale=scale, is_causal=causal, enable_gqa=gqa)
+    return run
+
+
+def row(torch, F, mod, name, spec, min_ms):
+    from torch.nn.attention import SDPBackend
+
+    dtype, B, H, HK, S, SK, D, causal, consts = spec
+    dt = getattr(torch, dtype)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (torch.randn(B, h, s, D, device="cuda", dtype=dt, generator=gen) for h, s in ((H, S), (HK, SK), (HK, SK)))
+    scale = 1.0 / math.sqrt(D)
+    ref = reference(torch, F, q, k, v, scale, causal)
+    tol = tolerance(dtype, ref, ULPS)
+    o = torch.empty_like(q)
+    lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
+    kern = mod.flash_fwd
+
+    def tlc_run():
+        kern(q, k, v, o, lse, scale, CAUSAL=causal, **consts)
+    contenders = {"tlc": Checked(tlc_run, ref, out=o, **tol)}
+    for label, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash2", SDPBackend.FLASH_ATTENTION)):
+        contenders[label] = Checked(vendor(torch, F, backend, q, k, v, scale, causal), ref, **tol)
+    ms, verdicts = compare_checked(contenders, min_ms=min_ms)
+    flops = 4.0 * B * H * S * SK * D * (0.5 if causal else 1.0)
+    result = {"row": name, "shape": dict(B=B, H=H, HK=HK, S=S, SK=SK, D=D, causal=causal, dtype=dtype)}
+    for label, verdict in verdicts.items():
+        result[label] = ({"ms": ms[label], "tflops": flops / ms[label] / 1e9} if verdict.ok
+                         else {"error": verdict.why})
+    del ref, q, k, v, o, lse
+    torch.cuda.empty_cache()
+    return result
+
+
+def cell(r, label):
+    x = r[label]
+    return f"{x['tflops']:7.1f}" if "tflops" in x else "  wrong"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="four rows, 100 ms each")
+    ap.add_argument("--only", help="comma-separated row names")
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args(argv)
+    import torch
+    import torch.nn.functional as F
+
+    names = args.only.split(",") if args.only else list(QUICK if args.quick else ROWS)
+    mod = tlc.load("std.attention", target="cuda")
+    results = []
+    print(f"{torch.cuda.get_device_name()}; TFLOP/s; ratio = tlc / vendor, same run")
+    print(f"{'row':28} {'tlc':>7} {'cudnn':>7} {'flash2':>7} {'/cudnn':>7} {'/flash2':>7}")
+    for name in names:
+        t = time.time()
+        r = row(torch, F, mod, name, ROWS[name], 100.0 if args.quick else 300.0)
+        results.append(r)
+        ratios = [f"{r['tlc']['tflops'] / r[v]['tflops']:7.2f}" if "tflops" in r["tlc"] and "tflops" in r[v]
+                  else "      -" for v in ("cudnn", "flash2")]
+        print(f"{name:28} {cell(r, 'tlc')} {cell(r, 'cudnn')} {cell(r, 'flash2')} {' '.join(ratios)}"
+              f"   ({time.time() - t:.0f} s)", flush=True)
+        for label in ("tlc", "cudnn", "flash2"):
+            if "error" in r[label]:
+                print(f"    {label}: {r[label]['error']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return results
+
+
+if __name__ == "__main__":
+    main()

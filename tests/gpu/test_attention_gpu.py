@@ -1,0 +1,73 @@
+"""std.attention on the GPU: the interpreter's table (tests/stdlib/test_attention.py) with the
+GPU's default tiles and the small ones, ragged shapes at every head dim the benchmark runs, and
+against PyTorch's SDPA (math backend, f32) with torch tensors; compute-sanitizer memcheck and
+racecheck at one ragged shape run in tests/gpu/test_sanitizer_gpu.py's table when present."""
+import math
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+import tlc
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "stdlib"))  # the shared kit
+from attention_kit import attention_inputs, attention_reference  # noqa: E402
+from test_attention import CASES, TOL  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+# (B, H, HK, S, SK, D, CAUSAL, constants) at the default tiles: ragged S and SK, S > SK
+DEFAULT_TILES = [
+    (1, 2, 1, 70, 200, 64, False, {}), (1, 2, 2, 100, 70, 128, True, {}), (2, 4, 2, 300, 513, 128, True, {}),
+    (1, 2, 2, 256, 256, 256, False, {"BN": 64, "STAGES": 2}), (1, 2, 2, 129, 1000, 128, False, {"STAGES": 2}),
+    (2, 8, 1, 1000, 1000, 128, True, {}),
+]
+
+
+def run_cupy(dtype, B, H, HK, S, SK, D, causal, consts, seed):
+    import cupy as cp
+    from tlc.dtypes import lookup
+
+    mod = tlc.load("std.attention", target="cuda")
+    q, k, v, scale = attention_inputs(np.random.default_rng(seed), lookup(dtype).numpy(), B, H, HK, S, SK, D)
+    o = cp.full(q.shape, cp.nan, q.dtype)
+    lse = cp.full((B, H, S), cp.nan, cp.float32)
+    mod.flash_fwd(cp.asarray(q), cp.asarray(k), cp.asarray(v), o, lse, scale, T=dtype, CAUSAL=causal, **consts)
+    want_o, want_lse = attention_reference(q, k, v, scale, causal)
+    o, lse = o.get(), lse.get()
+    o_tol, lse_tol = TOL[dtype]
+    seen = np.isfinite(want_lse)
+    assert np.abs(o.astype(np.float64) - want_o).max() < o_tol
+    assert np.abs(lse[seen] - want_lse[seen]).max() < lse_tol
+    assert (lse[~seen] == -np.inf).all() and (o[~np.broadcast_to(seen[..., None], o.shape)] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("case", range(len(CASES) + len(DEFAULT_TILES)))
+def test_flash_fwd_against_numpy(dtype, case):
+    table = CASES + DEFAULT_TILES
+    run_cupy(dtype, *table[case], seed=case)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_fwd_with_torch_tensors_against_sdpa(causal):
+    import torch
+    import torch.nn.functional as F
+
+    mod = tlc.load("std.attention", target="cuda")
+    g = torch.Generator(device="cuda").manual_seed(3)
+    B, H, HK, S, D = 2, 8, 2, 777, 128
+    q = torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16, generator=g)
+    k, v = (torch.randn(B, HK, S, D, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(2))
+    o = torch.empty_like(q)
+    lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
+    scale = 1 / math.sqrt(D)
+    mod.flash_fwd(q, k, v, o, lse, scale, T="bf16", CAUSAL=causal)
+    kk, vv = (x.float().repeat_interleave(H // HK, dim=1) for x in (k, v))
+    want = F.scaled_dot_product_attention(q.float(), kk, vv, scale=scale, is_causal=causal)
+    s = (q.float() @ kk.transpose(-1, -2)) * scale
+    if causal:
+        s = s.masked_fill(torch.ones(S, S, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
+    assert (o.float() - want).abs().max().item() < 1.6e-2
+    assert (lse - torch.logsumexp(s, dim=-1)).abs().max().item() < 1e-4

@@ -1,0 +1,45 @@
+"""NumPy references and inputs for std.attention's tests (CPU and GPU alike)."""
+import math
+
+import numpy as np
+
+from tlc.package_data import stdlib
+
+ATTENTION_PATH = str(stdlib() / "attention.tl")
+
+
+def causal_mask(S: int, SK: int) -> np.ndarray:
+    """(S, SK) booleans, True where query i sees key j: j <= i + SK - S (bottom-right aligned)."""
+    return np.arange(SK)[None, :] <= np.arange(S)[:, None] + (SK - S)
+
+
+def attention_reference(q, k, v, scale, causal=False, mask=None):
+    """(O, LSE) in f64 from f32 copies: O = softmax(q @ k.T * scale) @ v per (batch, head), key
+    heads shared by H // HK query heads; a row that sees no key has O = 0 and LSE = -inf."""
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    B, H, S, D = q.shape
+    HK, SK = k.shape[1], k.shape[2]
+    group = H // HK
+    k = np.repeat(k, group, axis=1)
+    v = np.repeat(v, group, axis=1)
+    s = np.einsum("bhid,bhjd->bhij", q, k) * scale
+    seen = np.ones((S, SK), bool) if mask is None else mask
+    if causal:
+        seen = seen & causal_mask(S, SK)
+    s = np.where(seen, s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    m_safe = np.where(np.isfinite(m), m, 0.0)
+    p = np.exp(s - m_safe)
+    total = p.sum(axis=-1, keepdims=True)
+    o = np.einsum("bhij,bhjd->bhid", p, v) / np.where(total > 0, total, 1.0)
+    lse = np.where(total[..., 0] > 0, np.log(np.where(total[..., 0] > 0, total[..., 0], 1.0)) + m_safe[..., 0], -np.inf)
+    return o, lse
+
+
+def attention_inputs(rng, dtype, B, H, HK, S, SK, D):
+    """Q, K, V in `dtype` (values of about unit size, so the softmax is neither flat nor one-hot)
+    and the default scale 1 / sqrt(D)."""
+    q = rng.standard_normal((B, H, S, D)).astype(dtype)
+    k = rng.standard_normal((B, HK, SK, D)).astype(dtype)
+    v = rng.standard_normal((B, HK, SK, D)).astype(dtype)
+    return q, k, v, 1.0 / math.sqrt(D)

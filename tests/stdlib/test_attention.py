@@ -1,0 +1,107 @@
+"""std.attention against NumPy on the interpreter (attention_kit's f64 reference): ragged S and
+SK, S != SK, causal and not (a causal row that sees no key), MHA, GQA and MQA, f16 and bf16; the
+sm_90a schedule (a TMA ring with a producer warpgroup) run by the interpreter as its IR says;
+nvcc builds for sm_80 and sm_90a without spills; the registry and the reference page.
+tests/gpu/test_attention_gpu.py runs the same table on the GPU."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tlc
+from attention_kit import ATTENTION_PATH, attention_inputs, attention_reference
+from module_checks import assert_reference_page_is_current, defs_without_a_doc_comment
+from op_registry import check_or_record
+from tlc.interp import run_kernel
+
+SMALL = {"BM": 64, "BN": 32, "THREADS": 128}
+# (B, H, HK, S, SK, D, CAUSAL, constants): every ragged edge the kernel has
+CASES = [
+    (1, 2, 2, 70, 100, 64, False, SMALL),    # S, SK ragged, several key blocks
+    (1, 2, 2, 100, 70, 64, True, SMALL),     # S > SK: the first 30 rows see no key
+    (2, 4, 2, 33, 150, 32, True, SMALL),     # GQA, S < SK: the mask aligned to the bottom right
+    (1, 3, 1, 64, 64, 32, False, SMALL),     # MQA, whole tiles
+    (1, 2, 1, 17, 200, 64, True, {"BM": 64, "BN": 64, "THREADS": 128, "STAGES": 3}),
+]
+TOL = {"f16": (2e-3, 1e-5), "bf16": (1.6e-2, 1e-5)}  # (O: absolute, LSE: absolute), values of size ~1
+PASSED: dict = {}
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return tlc.load(ATTENTION_PATH, target="cpu")
+
+
+def test_every_kernel_has_a_doc_comment():
+    assert defs_without_a_doc_comment(ATTENTION_PATH) == []
+
+
+def check(run, dtype, B, H, HK, S, SK, D, causal, seed):
+    from tlc.dtypes import lookup
+
+    q, k, v, scale = attention_inputs(np.random.default_rng(seed), lookup(dtype).numpy(), B, H, HK, S, SK, D)
+    o = np.full(q.shape, np.nan, q.dtype)
+    lse = np.full((B, H, S), np.nan, np.float32)
+    run(q, k, v, o, lse, scale)
+    want_o, want_lse = attention_reference(q, k, v, scale, causal)
+    o_tol, lse_tol = TOL[dtype]
+    assert np.abs(o.astype(np.float64) - want_o).max() < o_tol
+    seen = np.isfinite(want_lse)
+    assert np.abs(lse[seen] - want_lse[seen]).max() < lse_tol
+    assert (lse[~seen] == -np.inf).all() and (o[~np.broadcast_to(seen[..., None], o.shape)] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_flash_fwd_against_numpy(mod, dtype, case):
+    B, H, HK, S, SK, D, causal, consts = CASES[case]
+    check(lambda *a: mod.flash_fwd(*a, T=dtype, CAUSAL=causal, **consts), dtype, B, H, HK, S, SK, D, causal, case)
+    PASSED.setdefault("flash_fwd", {}).setdefault(dtype, set()).add(case)
+
+
+@pytest.mark.parametrize("case", [0, 1, 4])  # D = 64: 128-byte rows, as the TMA copies them
+def test_the_sm90a_ring_against_numpy(mod, case):
+    """The sm_90a schedule: K and V through a TMA ring filled by a producer warpgroup, the Q
+    copy before it made by the consumers alone; the interpreter runs the ring as recorded."""
+    B, H, HK, S, SK, D, causal, consts = CASES[case]
+    kernel = mod.kernels["flash_fwd"].scheduled({**consts, "D": D, "CAUSAL": causal}, "sm_90a")
+    ws = kernel.warp_spec
+    assert ws is not None and len(ws.loads) == 2 and ws.tile_order is None
+    assert [type(kernel.body[i]).__name__ for i in ws.consumer_only] == ["Assert", "Copy"]
+
+    def run(q, k, v, o, lse, scale):
+        run_kernel(kernel, {"Q": q, "K": k, "V": v, "O": o, "LSE": lse, "scale": np.float32(scale)})
+    check(run, "f16", B, H, HK, S, SK, D, causal, case)
+
+
+def test_a_scale_that_is_not_positive_fails_the_device_assert(mod):
+    q, k, v, _ = attention_inputs(np.random.default_rng(0), np.float16, 1, 1, 1, 8, 8, 16)
+    with pytest.raises(tlc.TlcError, match=r"flash_fwd: scale = -0\.250000, not positive"):
+        mod.flash_fwd(q, k, v, np.zeros_like(q), np.zeros((1, 1, 8), np.float32), -0.25, **SMALL)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch", ["sm_90a", pytest.param("sm_80", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("D,consts", [(64, ""), (128, ""), (128, "CAUSAL=True"), (256, "BN=64 STAGES=2")])
+def test_builds_with_nvcc_without_spills(arch, D, consts, tmp_path):
+    import re
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
+    from nvcc import compile_object
+    from tlc.runner import build
+
+    source, _ = build(ATTENTION_PATH, defines=(f"D={D}", *consts.split()), arch=arch)
+    log = compile_object(source, arch, tmp_path)
+    assert set(re.findall(r"(\d+) bytes spill stores", log)) == {"0"}, log
+
+
+def test_registry():
+    table = {"flash_fwd": {"f16", "bf16"}}
+    passed = {k: {d for d, cases in PASSED.get(k, {}).items() if cases == set(range(len(CASES)))} for k in table}
+    check_or_record("std.attention", table, {k: v for k, v in passed.items() if v == table[k]}, __file__)
+
+
+def test_the_reference_page_is_generated_from_the_sources():
+    assert_reference_page_is_current(ATTENTION_PATH)
