@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 from .. import ir
 from ..ir.walk import statements
-from ..schedule.warpspec import after_scalar_lets, ring_split, stage_elements
+from ..schedule import gather_rows
+from ..schedule.warpspec import after_scalar_lets, stage_elements
 from .cexpr import CodegenError
-from .cnames import c_name, c_type
+from .cnames import c_name, c_type, literal
 from .shared_runs import runs_aligned
 
 
@@ -260,12 +261,13 @@ class CopyGen:
     def pipeline_plan(self, loop: ir.For) -> PipelinePlan | None:
         """How a pipelined loop becomes a cp.async ring of `stages` buffers, or None when its
         shape does not allow it (the caller then emits a plain loop with synchronous copies)."""
-        split = ring_split(loop, self.params, self.buffers)
+        split = gather_rows.split(loop, self.params, self.buffers)
         if split is None:
             return None
         producers, rest = split
         rest = after_scalar_lets(rest, self.buffers)
-        stage_elems = {p.dst.name: stage_elements(self.buffers[p.dst.name]) for p in producers}
+        stage_elems = {gather_rows.dst_name(p): stage_elements(self.buffers[gather_rows.dst_name(p)])
+                       for p in producers}
         return PipelinePlan(loop, loop.stages, producers, rest, stage_elems)
 
     def pipeline(self, loop: ir.For) -> bool:
@@ -288,8 +290,90 @@ class CopyGen:
         self.emit(f"(void){var};")
         saved = self.staged(plan, iteration)
         for p in plan.producers:
-            self.stmt_Copy(p, async_copy=True)
+            if isinstance(p, ir.Parallel):
+                self.gather_async(gather_rows.row_gather(p, self.params, self.buffers))
+            else:
+                self.stmt_Copy(p, async_copy=True)
         self.smem_base = saved
+
+    def gather_async(self, g) -> None:
+        """A row gather (schedule/gather_rows.py) as 16-byte vectors through cp.async: thread t
+        takes vectors t, t + THREADS, ... of the tile; a vector of elements that all lie inside
+        the tensor, consecutive from a 16-byte boundary, is one cp.async, one with none inside
+        (a padding pixel, a row past the last) a zero-filled one, and any other (a row ending
+        inside the vector, an unaligned tensor) is moved element by element.  Where only the
+        last index reads j, as `a + j` (`g.simple`), the vector's first element decides; else
+        each element's scalars, condition and position are computed and compared."""
+        b = self.buffers[g.dst]
+        rows, cols = b.shape
+        T, vec = c_type(b.dtype), 16 // b.dtype.itemsize
+        vecs, threads = rows * cols // vec, self.k.threads
+        i, j = g.loop.vars
+        src = c_name(g.src)
+        zero = literal(0, b.dtype)
+        self.emit(f"{{  // gather rows of {g.src} into {g.dst}: 16-byte vectors through cp.async")
+        self.indent += 1
+        self.emit(f"const bool tl_gv = (reinterpret_cast<unsigned long long>({src}) & 15) == 0;")
+        self.emit("#pragma unroll")
+        self.emit(f"for (int tl_v = threadIdx.x; tl_v < {vecs}; tl_v += {threads}) {{")
+        self.indent += 1
+        self.emit(f"const int {c_name(i)} = tl_v / {cols // vec};")
+        self.emit(f"const int tl_j0 = tl_v % {cols // vec} * {vec};")
+        self.ranges[i], self.ranges[j] = (0, rows - 1), (0, cols - 1)
+        dst = f"{self.smem_pointer(g.dst)} + {self.smem_index(b, [c_name(i), 'tl_j0'])}"
+        if g.simple:
+            dims = self.tensor_dims(g.src)
+            last = self.dim_text(dims[-1])
+            self.emit(f"const int {c_name(j)} = tl_j0;")
+            self.block(g.lets)
+            lead, col = g.indices[:-1], self.expr(g.indices[-1])
+            inside = [f"{self.expr(x)} >= 0 && {self.expr(x)} < {self.dim_text(d)}" for x, d in zip(lead, dims)]
+            if g.cond is not None:
+                inside.append(f"({self.expr(g.cond)})")
+            self.emit(f"const bool tl_in = {' && '.join(inside) if inside else 'true'};")
+            self.emit(f"const long long tl_c = {col};")
+            row = "0LL"
+            for x, d in zip(lead, dims):
+                row = f"({row} * {self.dim_text(d)} + {self.expr(x)})"
+            self.emit(f"const {T}* tl_row = {src} + {row} * {last};")
+            self.emit(f"{T}* tl_dst = {dst};")
+            self.emit(f"if (tl_gv && {last} % {vec} == 0 && tl_in && tl_c >= 0 && tl_c % {vec} == 0 && "
+                      f"tl_c + {vec} <= {last}) tl::cp_async_16_full(tl_dst, tl_row + tl_c);")
+            self.emit(f"else if (!tl_in || tl_c >= {last} || tl_c + {vec} <= 0) tl::cp_async_16(tl_dst, {src}, 0);")
+            self.emit(f"else for (int tl_e = 0; tl_e < {vec}; ++tl_e) tl_dst[tl_e] = "
+                      f"(tl_c + tl_e >= 0 && tl_c + tl_e < {last}) ? tl_row[tl_c + tl_e] : {zero};")
+        else:
+            per_column = g.by_column
+            self.block([s for s in g.lets if s.name not in per_column])
+            self.emit(f"bool tl_ok[{vec}];")
+            self.emit(f"long long tl_off[{vec}];")
+            self.emit("#pragma unroll")
+            self.emit(f"for (int tl_e = 0; tl_e < {vec}; ++tl_e) {{")
+            self.indent += 1
+            self.emit(f"const int {c_name(j)} = tl_j0 + tl_e;")
+            self.block([s for s in g.lets if s.name in per_column])
+            check = [f"({self.expr(g.cond)})"] if g.cond is not None else []
+            bounds = self.bounds(g.src, g.indices)
+            check += [f"({bounds})"] if bounds else []
+            self.emit(f"tl_ok[tl_e] = {' && '.join(check) if check else 'true'};")
+            self.emit(f"tl_off[tl_e] = {self.global_offset(g.src, g.indices)};")
+            self.indent -= 1
+            self.emit("}")
+            self.emit("bool tl_all = true, tl_any = false;")
+            self.emit("#pragma unroll")
+            self.emit(f"for (int tl_e = 0; tl_e < {vec}; ++tl_e) {{ tl_all = tl_all && tl_ok[tl_e] && "
+                      "tl_off[tl_e] == tl_off[0] + tl_e; tl_any = tl_any || tl_ok[tl_e]; }")
+            self.emit(f"{T}* tl_dst = {dst};")
+            self.emit(f"if (tl_gv && tl_all && tl_off[0] % {vec} == 0) tl::cp_async_16_full(tl_dst, {src} + tl_off[0]);")
+            self.emit(f"else if (!tl_any) tl::cp_async_16(tl_dst, {src}, 0);")
+            self.emit(f"else for (int tl_e = 0; tl_e < {vec}; ++tl_e) tl_dst[tl_e] = "
+                      f"tl_ok[tl_e] ? {src}[tl_off[tl_e]] : {zero};")
+        self.ranges.pop(i, None)
+        self.ranges.pop(j, None)
+        self.indent -= 1
+        self.emit("}")
+        self.indent -= 1
+        self.emit("}")
 
     def emit_pipeline(self, plan: PipelinePlan, overlap: bool) -> None:
         """The ring: a prologue issues `stages - 1` iterations' copies; each iteration waits for

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from .. import ir
 from ..ir.walk import loads, statement_exprs
-from .warpspec import ring_split
+from .gather_rows import dst_name, split
 
 
 def keep_last_stages(kernel: ir.Kernel) -> ir.Kernel:
@@ -35,8 +35,8 @@ class _Marker:
         """The buffers a pipelined loop's ring stages (none when it runs as a plain loop)."""
         if loop.kind != "pipelined" or loop.stages < 2:
             return set()
-        split = ring_split(loop, self.params, self.buffers)
-        return set() if split is None else {c.dst.name for c in split[0]}
+        ring = split(loop, self.params, self.buffers)
+        return set() if ring is None else {dst_name(c) for c in ring[0]}
 
     def body(self, stmts, later: tuple) -> tuple:
         """`stmts` marked; `later` the statement lists that may run after all of them (what

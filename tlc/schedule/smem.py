@@ -51,14 +51,17 @@ def plan_shared_memory(kernel: ir.Kernel, limit: int = SM90_LIMIT, sources: dict
     shared = [b for b in kernel.buffers if b.scope == "shared"]
     if not shared:
         return kernel
-    stages = _pipeline_stages(kernel.body)
     gemm_operands = {x for s in statements(kernel.body) if isinstance(s, ir.Gemm) for x in (s.a, s.b)}
     lifetimes = _lifetimes(kernel.body)
-    layouts = {}
-    for b in shared:
-        layouts[b.name] = _layout(b, stages.get(b.name, 1), b.name in gemm_operands)
-    offsets = _place(shared, layouts, lifetimes)
-    total = max((offsets[b.name] + layouts[b.name].bytes for b in shared), default=0)
+    for gathers in (True, False):  # a gather's stages only where they fit: else it runs in place, as before
+        stages = _pipeline_stages(kernel, gathers)
+        layouts = {}
+        for b in shared:
+            layouts[b.name] = _layout(b, stages.get(b.name, 1), b.name in gemm_operands)
+        offsets = _place(shared, layouts, lifetimes)
+        total = max((offsets[b.name] + layouts[b.name].bytes for b in shared), default=0)
+        if total <= limit:
+            break
     if total > limit:
         parts = ", ".join(f"{b.name} ({_describe(b, layouts[b.name])})" for b in
                           sorted(shared, key=lambda b: -layouts[b.name].bytes))
@@ -87,14 +90,21 @@ def _layout(b: ir.Buffer, stages: int, gemm_operand: bool) -> SharedLayout:
     return SharedLayout(stages, pad, swizzle, _align(one, SWIZZLE_ALIGN if swizzle else ALIGN) * stages)
 
 
-def _pipeline_stages(body) -> dict[str, int]:
-    """Shared buffers filled by copies inside a pipelined loop need one copy per stage."""
+def _pipeline_stages(kernel: ir.Kernel, gathers: bool = True) -> dict[str, int]:
+    """Shared buffers filled by copies inside a pipelined loop, or (with `gathers`) by the row
+    gathers that lead one (gather_rows.py), need one copy per stage."""
+    from .gather_rows import dst_name, leading
+
+    params, buffers = {p.name: p for p in kernel.params}, {b.name: b for b in kernel.buffers}
     out: dict[str, int] = {}
-    for s in statements(body):
+    for s in statements(kernel.body):
         if isinstance(s, ir.For) and s.kind == "pipelined" and s.stages > 1:
-            for c in statements(s.body):
-                if isinstance(c, ir.Copy) and isinstance(c.dst, (ir.BufferRef, ir.Region)):
-                    out[c.dst.name] = max(out.get(c.dst.name, 1), s.stages)
+            filled = [c.dst.name for c in statements(s.body) if isinstance(c, ir.Copy)
+                      and isinstance(c.dst, (ir.BufferRef, ir.Region))]
+            if gathers:
+                filled += [dst_name(g) for g in leading(s, params, buffers) if isinstance(g, ir.Parallel)]
+            for name in filled:
+                out[name] = max(out.get(name, 1), s.stages)
     return out
 
 

@@ -1,0 +1,163 @@
+"""Row gathers: a `parallel` loop that fills a shared tile row by row from rows of a tensor
+found by index arithmetic, as an implicit GEMM's operand is gathered (std.conv's im2col tile:
+row `i` is output pixel `m`, its columns `BK` consecutive channels of one input pixel):
+
+    for i, j in parallel(BM, BK):
+        m = by * BM + i            # scalars of i (and of anything outside the loop), never of j
+        ...
+        xs[i, j] = x[n, ih, iw, c0 + j]      # or where(cond, x[...], 0)
+
+Each row's `BK` elements are consecutive in memory, so the loop moves 16-byte vectors: where it
+leads a `pipelined` loop it is a producer of the cp.async ring like a `copy` into a staged
+buffer (its buffer staged, where the stages fit the shared memory; its vectors issued
+`stages - 1` iterations ahead, each through cp.async with the bytes outside the tensor
+zero-filled; codegen/copies.py `gather_async`).  Where only the last index reads j, as
+`a + j` (the simple form), a vector's first element decides; otherwise (im2col's lowering,
+whose column splits into a kernel position and a channel; a condition on j, as a group's
+last channel) each element's scalars, condition and position are computed, and a vector
+moves whole where its elements are all inside the tensor and consecutive.  A vector that
+starts off a 16-byte boundary or ends past the tensor's last column, or an unaligned
+tensor, moves element by element, with the same values.  Nothing changes for the
+interpreter or the cpu target, which run the loop as written.
+
+This module decides which loops are such gathers (`row_gather`) and which statements of a
+pipelined loop its ring issues ahead (`split`, ring_split's rule with gathers among the
+producers); warp specialization takes copies alone (the TMA moves tiles, not gathered rows), so
+a loop led by a gather keeps the cp.async ring on sm_90a too, feeding wgmma."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import ir
+from ..ir.walk import statement_exprs, statements, subexprs, variables
+from .warpspec import ring_split
+
+
+@dataclass(frozen=True)
+class RowGather:
+    loop: ir.Parallel
+    dst: str  # the shared buffer, [rows, cols]
+    src: str  # the tensor parameter
+    lets: tuple  # the loop's scalar statements before the store
+    indices: tuple  # the load's indices
+    cond: ir.Expr | None  # where(cond, load, 0)'s condition, or None
+    dtype: object
+    by_column: frozenset  # the scalars of `lets` whose value depends on j
+    simple: bool  # nothing but the last index reads j, and that as `a + j`
+
+
+def row_gather(p, params: dict, buffers: dict) -> RowGather | None:
+    """`p` as a row gather, or None when it is not one."""
+    if not isinstance(p, ir.Parallel) or len(p.vars) != 2 or p.stores or p.exchange:
+        return None
+    i, j = p.vars
+    *lets, store = p.body or (None,)
+    if not isinstance(store, ir.Store) or not all(isinstance(s, (ir.LetScalar, ir.Assign)) for s in lets):
+        return None
+    b = buffers.get(store.name)
+    if b is None or b.scope != "shared" or tuple(b.shape) != tuple(p.extents):
+        return None
+    if not all(isinstance(x, ir.Var) for x in store.indices) or tuple(x.name for x in store.indices) != (i, j):
+        return None
+    value, cond = store.value, None
+    if isinstance(value, ir.Select) and isinstance(value.b, ir.Const) and value.b.value == 0:
+        value, cond = value.a, value.cond
+    if not isinstance(value, ir.Load) or value.name not in params or params[value.name].kind != "tensor":
+        return None
+    if value.dtype != b.dtype or params[value.name].dtype != b.dtype or len(value.indices) != len(params[value.name].shape):
+        return None
+    if (p.extents[1] * b.dtype.itemsize) % 16:
+        return None  # whole 16-byte vectors a row
+    names = {s.name for s in lets}
+    if names != {s.name for s in lets if isinstance(s, ir.LetScalar)} or names & set(p.vars) or \
+            any(x.name in names for s in lets for e in statement_exprs(s) for x in subexprs(e) if isinstance(x, ir.Load)):
+        return None  # only scalars declared in the loop, none of them indexed as a buffer
+    tainted = {j}
+    changed = True
+    while changed:  # the scalars whose value depends on j, through any statement that sets them
+        changed = False
+        for s in lets:
+            if s.name not in tainted and any(v.name in tainted for v in variables(s.value)):
+                tainted.add(s.name)
+                changed = True
+    *lead, last = value.indices
+    if not any(v.name in tainted for v in variables(last)):
+        return None  # a row's elements are never consecutive (j reads down a column)
+    reads_j = any(v.name in tainted for e in (*lead, *((cond,) if cond is not None else ())) for v in variables(e))
+    simple = tainted == {j} and not reads_j and _plus_j(last, j)
+    return RowGather(p, store.name, value.name, tuple(lets), tuple(value.indices), cond, b.dtype,
+                     frozenset(tainted - {j}), simple)
+
+
+def _plus_j(e: ir.Expr, j: str) -> bool:
+    """Whether `e` is `j`, `a + j` or `j + a` with `a` free of j."""
+    if isinstance(e, ir.Var) and e.name == j:
+        return True
+    if isinstance(e, ir.BinOp) and e.op == "+":
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(y, ir.Var) and y.name == j and not any(v.name == j for v in variables(x)):
+                return True
+    return False
+
+
+def free_names(g: RowGather) -> set[str]:
+    """The scalars a gather reads from outside its loop."""
+    inner = {s.name for s in g.lets} | set(g.loop.vars)
+    read = {v.name for s in g.loop.body for e in statement_exprs(s) for x in subexprs(e) for v in variables(x)}
+    return read - inner
+
+
+def leading(loop: ir.For, params: dict, buffers: dict, staged=None) -> list:
+    """The leading statements of a pipelined loop a ring issues ahead: copies from a tensor
+    into a shared buffer of its dtype and row gathers (`staged(name)` says whether a buffer has
+    the loop's stages; by default any)."""
+    out = []
+    for s in loop.body:
+        if isinstance(s, ir.Copy) and s.src.name in params and isinstance(s.dst, ir.BufferRef):
+            dst = buffers[s.dst.name]
+            if dst.scope != "shared" or params[s.src.name].dtype != dst.dtype:
+                break
+            name = s.dst.name
+        else:
+            g = row_gather(s, params, buffers)
+            if g is None:
+                break
+            name = g.dst
+        if staged is not None and not staged(name):
+            break
+        out.append(s)
+    return out
+
+
+def dst_name(producer) -> str:
+    """The staged buffer a ring's producer (a copy or a row gather) fills."""
+    return producer.dst.name if isinstance(producer, ir.Copy) else next(
+        s for s in producer.body if isinstance(s, ir.Store)).name
+
+
+def split(loop: ir.For, params: dict, buffers: dict) -> tuple[list, list] | None:
+    """ring_split's ring (warpspec.py) where its leading statements may be row gathers too:
+    (producers, rest), or None."""
+    producers = leading(loop, params, buffers, lambda name: buffers[name].layout.stages >= loop.stages)
+    if not any(isinstance(p, ir.Parallel) for p in producers):
+        return ring_split(loop, params, buffers)
+    if not (isinstance(loop.start, ir.Const) and loop.start.value == 0 and isinstance(loop.step, ir.Const)
+            and loop.step.value == 1):
+        return None
+    inner = {x.name for p in producers if isinstance(p, ir.Parallel) for x in statements(p.body)
+             if isinstance(x, (ir.Assign, ir.LetScalar))}
+    assigned = {x.name for x in statements(loop.body) if isinstance(x, (ir.Assign, ir.LetScalar))} - inner
+    read = set()
+    for p in producers:
+        if isinstance(p, ir.Copy):
+            read |= {v.name for o in p.src.offsets for v in variables(o)}
+        else:
+            read |= free_names(row_gather(p, params, buffers))
+    if read & assigned:
+        return None
+    rest = list(loop.body[len(producers):])
+    while rest and isinstance(rest[0], ir.Sync):
+        rest.pop(0)
+    if rest and isinstance(rest[-1], ir.Sync):
+        rest.pop()
+    return producers, rest
