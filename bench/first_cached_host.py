@@ -1,5 +1,5 @@
 """The host side of a cached first call, on a machine with no GPU: `python3 bench/first_cached_host.py
-[--runs N] [--profile PATH] [--cai] [--installed DIR] [--phases]`.
+[--runs N] [--profile PATH] [--cai] [--installed DIR] [--phases] [--instructions]`.
 
 What `bench/overheads.py --only first` times on the GPU after `import tlc` (the load of std.gemm
 from the checked-module cache and matmul's first call, the kernel in the program cache), with
@@ -7,8 +7,13 @@ CuPy and the driver stood in for by a few functions that return an H200's answer
 tlc does up to the CuPy module load and the launch, and nothing of the GPU's own work (loading
 the cubin, the launch, the result).  One process fills a fresh cache folder (the stand-in NVRTC
 returns a few bytes); each timed run is a new process.  Prints the median and the best of the
-runs, `python -X importtime -c "import tlc"`'s total, and the modules the call imported.  With --profile, the last run's
-cProfile is written to PATH; with --phases, each step's CPU time (`PHASES`) in other runs.
+runs, `python -X importtime -c "import tlc"`'s total, and the modules the call imported.  With
+--profile, the last run's cProfile is written to PATH; with --phases, each step's CPU time
+(`PHASES`) in other runs; with --instructions, the call's instructions as valgrind's callgrind
+counts them (~1 minute): a figure that other processes on the machine do not move (std.gemm's
+call, 2 December 2026: 24.99 M before the targets' and the codec's changes, 23.03 M after; 14%
+of it SHA-256, which runs without the CPU's SHA instructions under valgrind, ~3.3 M instructions
+for the ~100 KB a call hashes, a few times what it costs outside).
 """
 from __future__ import annotations
 
@@ -134,7 +139,7 @@ assert _Function.launches, "no launch"
 """
 
 TIMED = STAND_IN + r"""
-import json, os, time
+import functools, json, os, time
 import tlc
 from tlc.runtime import driver_api
 driver_api.libcuda = lambda: _LibCuda()
@@ -164,11 +169,17 @@ if profile:
     prof = cProfile.Profile()
     prof.enable()
 before = set(sys.modules)
-c0, t0 = time.thread_time(), time.perf_counter()
-mod = tlc.load("std.gemm", target="cuda")
-t1 = time.perf_counter()
-mod.matmul(A, A, C)
-t2, c2 = time.perf_counter(), time.thread_time()
+def call():
+    global mod, c0, t0, t1, t2, c2
+    c0, t0 = time.thread_time(), time.perf_counter()
+    mod = tlc.load("std.gemm", target="cuda")
+    t1 = time.perf_counter()
+    mod.matmul(A, A, C)
+    t2, c2 = time.perf_counter(), time.thread_time()
+if os.environ.get("TLC_BENCH_HOST_INSTRUCTIONS"):  # called through a C function that callgrind counts within
+    functools.reduce(lambda acc, _: call(), [0], None)
+else:
+    call()
 if profile:
     prof.disable()
     prof.dump_stats(profile)
@@ -201,6 +212,24 @@ def run(code: str, env: dict, cai: bool = False, cwd: Path = ROOT) -> str:
     return done.stdout
 
 
+def instructions(env: dict, cai: bool, cwd: Path) -> int:
+    """The instructions the cached call runs in user space (valgrind's callgrind, counting only
+    within the C function `functools.reduce` that the child calls the load and the call through)."""
+    import re
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        sys.exit("bench/first_cached_host.py: --instructions needs valgrind")
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                           "--toggle-collect=functools_reduce", sys.executable, "-c", TIMED] + (["--cai"] if cai else []),
+                          env={**env, "TLC_BENCH_HOST_INSTRUCTIONS": "1"}, capture_output=True, text=True, timeout=900,
+                          cwd=cwd)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        sys.exit(f"bench/first_cached_host.py: callgrind failed:\n{done.stderr[-3000:]}")
+    return int(found.group(1))
+
+
 def import_time(env: dict, cwd: Path) -> float:
     """`import tlc`'s cumulative microseconds by -X importtime, in ms."""
     done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import tlc"], env=env, capture_output=True,
@@ -223,6 +252,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--installed", metavar="DIR", help="the tlc installed in DIR from a wheel (`pip install "
                     "--no-deps --target DIR tlc-*.whl`), not this checkout's: its identity is its RECORD")
     ap.add_argument("--phases", action="store_true", help="then each step's CPU time, in as many more processes")
+    ap.add_argument("--instructions", action="store_true", help="then the call's instructions, counted by valgrind's "
+                    "callgrind in one more process: the same on a busy machine as on a quiet one (not the time the "
+                    "system calls take: the stat()s of the checkout's identity, the files read)")
     args = ap.parse_args(argv)
     package = Path(args.installed).resolve() if args.installed else ROOT
     env = {**os.environ, "TLC_CACHE_DIR": tempfile.mkdtemp(prefix="tlc-bench-host-"),
@@ -260,6 +292,9 @@ def main(argv=None) -> dict:
         for name in PHASES:
             times = [r["phases"].get(name, 0.0) for r in phased]
             print(f"  {name:55} {statistics.median(times):7.3f}")
+    if args.instructions:
+        result["instructions"] = instructions(env, args.cai, package)
+        print(f"the call's instructions (callgrind, user space): {result['instructions'] / 1e6:.2f} M")
     imported = runs[-1]["imported"]
     print(f"modules the call imported ({len(imported)}; each costs a new process 0.05-0.3 ms): {', '.join(imported)}")
     if runs[-1]["compiler_imported"]:
