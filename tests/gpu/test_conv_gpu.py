@@ -1,0 +1,148 @@
+"""std.conv on the GPU against torch.nn.functional in f32 (of the same f16/bf16 inputs): conv2d
+with the default tiles (the cp.async ring of gathered rows, wgmma on sm_90a) and the small ones
+of the CPU test, at ragged shapes with padding, stride 2, dilation 2, channel counts that are
+not multiples of 8 (the gather's element path); groups, depthwise, the causal 1-D convolution
+and pooling; tests/stdlib/test_conv.py runs the same kernels on the interpreter."""
+import pathlib
+import sys
+
+import pytest
+
+import tlc
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "stdlib"))
+import conv_kit as ck  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+torch = pytest.importorskip("torch")
+Fn = torch.nn.functional
+DT = {"f16": torch.float16, "bf16": torch.bfloat16}
+TOL = {"f16": 2e-3, "bf16": 1.6e-2}
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return tlc.load(ck.CONV_PATH, target="cuda")
+
+
+def _nchw(x):
+    return x.permute(0, 3, 1, 2)
+
+
+def _err(got, want) -> float:
+    return float((got.double() - want.double()).abs().max() / want.double().abs().max())
+
+
+# (N, H, W, C, F, K, S, P, D)
+CONV = [(2, 9, 7, 24, 20, 3, 1, 1, 1), (1, 8, 9, 16, 12, 3, 2, 1, 1), (2, 7, 8, 8, 10, 3, 1, 2, 2),
+        (1, 6, 5, 3, 5, 1, 1, 0, 1), (3, 31, 29, 64, 200, 3, 1, 1, 1), (2, 56, 56, 64, 64, 3, 2, 1, 1),
+        (1, 17, 19, 36, 130, 5, 2, 2, 1), (2, 28, 28, 256, 128, 1, 1, 0, 1), (1, 15, 15, 12, 40, 7, 2, 3, 1)]
+
+
+@pytest.mark.parametrize("tiles", ["default", "small"])
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("case", CONV, ids=str)
+def test_conv2d_against_torch(mod, case, dtype, tiles):
+    N, H, W, C, F, K, S, P, D = case
+    g = torch.Generator(device="cuda").manual_seed(sum(case))
+    x = torch.randn(N, H, W, C, device="cuda", generator=g).to(DT[dtype])
+    w = torch.randn(F, K, K, C, device="cuda", generator=g).to(DT[dtype])
+    want = Fn.conv2d(_nchw(x).float(), _nchw(w).float(), stride=S, padding=P, dilation=D).permute(0, 2, 3, 1)
+    y = torch.full(want.shape, float("nan"), device="cuda", dtype=DT[dtype])
+    consts = {} if tiles == "default" else dict(BM=32, BN=16, BK=16, stages=2, THREADS=64)
+    mod.conv2d(x, w, y, S=S, P=P, D=D, **consts)
+    assert _err(y, want) < TOL[dtype]
+
+
+def test_conv2d_of_an_unaligned_image(mod):
+    """A tensor whose data starts 2 bytes past a 16-byte boundary: every vector moves element
+    by element, the same values."""
+    N, H, W, C, F, K = 2, 10, 11, 32, 64, 3
+    g = torch.Generator(device="cuda").manual_seed(7)
+    base = torch.randn(N * H * W * C + 1, device="cuda", generator=g).half()
+    x = base[1:].view(N, H, W, C)
+    w = torch.randn(F, K, K, C, device="cuda", generator=g).half()
+    want = Fn.conv2d(_nchw(x).float(), _nchw(w).float(), padding=1).permute(0, 2, 3, 1)
+    y = torch.empty(want.shape, device="cuda", dtype=torch.float16)
+    mod.conv2d(x, w, y, P=1)
+    assert _err(y, want) < 2e-3
+
+
+@pytest.mark.parametrize("case", [(2, 9, 7, 12, 10, 3, 2, 1, 1, 2), (2, 30, 30, 64, 128, 3, 1, 1, 1, 4),
+                                  (1, 6, 7, 8, 8, 3, 1, 2, 2, 4), (1, 14, 14, 96, 96, 3, 1, 1, 1, 32)], ids=str)
+def test_conv2d_grouped_against_torch(mod, case):
+    N, H, W, C, F, K, S, P, D, G = case
+    g = torch.Generator(device="cuda").manual_seed(sum(case))
+    x = torch.randn(N, H, W, C, device="cuda", generator=g).half()
+    w = torch.randn(F, K, K, C // G, device="cuda", generator=g).half()
+    want = Fn.conv2d(_nchw(x).float(), _nchw(w).float(), stride=S, padding=P, dilation=D, groups=G).permute(0, 2, 3, 1)
+    y = torch.full(want.shape, float("nan"), device="cuda", dtype=torch.float16)
+    mod.conv2d_grouped(x, w, y, G=G, S=S, P=P, D=D)
+    assert _err(y, want) < 2e-3
+
+
+@pytest.mark.parametrize("case", [(2, 9, 7, 20, 3, 1, 1, 1), (4, 56, 56, 256, 3, 1, 1, 1), (2, 112, 112, 96, 3, 2, 1, 1),
+                                  (1, 7, 8, 8, 3, 1, 2, 2), (1, 15, 15, 70, 5, 1, 2, 1)], ids=str)
+def test_depthwise_against_torch(mod, case):
+    N, H, W, C, K, S, P, D = case
+    g = torch.Generator(device="cuda").manual_seed(sum(case))
+    x = torch.randn(N, H, W, C, device="cuda", generator=g).half()
+    w = torch.randn(C, K, K, device="cuda", generator=g).half()
+    want = Fn.conv2d(_nchw(x).float(), w[:, None].float(), stride=S, padding=P, dilation=D, groups=C).permute(0, 2, 3, 1)
+    y = torch.full(want.shape, float("nan"), device="cuda", dtype=torch.float16)
+    mod.depthwise_conv2d(x, w, y, S=S, P=P, D=D)
+    assert _err(y, want) < 2e-3
+
+
+@pytest.mark.parametrize("silu", [False, True])
+@pytest.mark.parametrize("case", [(2, 5, 37, 4), (4, 1536, 2048, 4), (1, 9, 300, 3)], ids=str)
+def test_causal_conv1d_against_torch(mod, case, silu):
+    B, C, L, WIDTH = case
+    g = torch.Generator(device="cuda").manual_seed(sum(case))
+    x = torch.randn(B, C, L, device="cuda", generator=g).half()
+    w = torch.randn(C, WIDTH, device="cuda", generator=g).half()
+    b = torch.randn(C, device="cuda", generator=g).half()
+    want = Fn.conv1d(x.float(), w[:, None].float(), b.float(), padding=WIDTH - 1, groups=C)[..., :L]
+    if silu:
+        want = Fn.silu(want)
+    y = torch.full_like(x, float("nan"))
+    mod.causal_conv1d(x, w, b, y, SILU=silu)
+    assert _err(y, want) < 2e-3
+
+
+@pytest.mark.parametrize("case", [(2, 9, 7, 20, 3, 2, 1), (8, 112, 112, 64, 3, 2, 1), (1, 8, 9, 70, 2, 2, 0)], ids=str)
+def test_pooling_against_torch(mod, case):
+    N, H, W, C, K, S, P = case
+    g = torch.Generator(device="cuda").manual_seed(sum(case))
+    x = torch.randn(N, H, W, C, device="cuda", generator=g).half()
+    x[0, 0, 0, 0] = float("nan")
+    want = Fn.max_pool2d(_nchw(x).float(), K, S, P).permute(0, 2, 3, 1)
+    y = torch.zeros(want.shape, device="cuda", dtype=torch.float16)
+    mod.max_pool2d(x, y, K=K, S=S, P=P)
+    assert torch.equal(y.float().nan_to_num(7.0), want.nan_to_num(7.0))
+    for count_pad in (True, False):
+        want = Fn.avg_pool2d(_nchw(x).float(), K, S, P, count_include_pad=count_pad).permute(0, 2, 3, 1)
+        y = torch.zeros(want.shape, device="cuda", dtype=torch.float16)
+        mod.avg_pool2d(x, y, K=K, S=S, P=P, COUNT_PAD=count_pad)
+        torch.testing.assert_close(y.float(), want, rtol=2e-3, atol=2e-3, equal_nan=True)
+
+
+@pytest.mark.parametrize("case", [CONV[0], CONV[1], CONV[2], CONV[4], CONV[5], CONV[6]], ids=str)
+def test_backwards_against_torch(mod, case):
+    N, H, W, C, F, K, S, P, D = case
+    g = torch.Generator(device="cuda").manual_seed(sum(case))
+    x = torch.randn(N, H, W, C, device="cuda", generator=g).half()
+    w = torch.randn(F, K, K, C, device="cuda", generator=g).half()
+    OH, OW = ck.out_size(H, K, S, P, D), ck.out_size(W, K, S, P, D)
+    dy = torch.randn(N, OH, OW, F, device="cuda", generator=g).half()
+    want = torch.nn.grad.conv2d_input(_nchw(x).shape, _nchw(w).float(), _nchw(dy).float(), stride=S, padding=P,
+                                      dilation=D).permute(0, 2, 3, 1)
+    dx = torch.full(x.shape, float("nan"), device="cuda", dtype=torch.float16)
+    mod.conv2d_bwd_data(dy, w, dx, S=S, P=P, D=D)
+    assert _err(dx, want) < 2e-3
+    want = torch.nn.grad.conv2d_weight(_nchw(x).float(), _nchw(w).shape, _nchw(dy).float(), stride=S, padding=P,
+                                       dilation=D).permute(0, 2, 3, 1)
+    dw = torch.full(w.shape, float("nan"), device="cuda", dtype=torch.float16)
+    mod.conv2d_bwd_weight(dy, x, dw, S=S, P=P, D=D)
+    assert _err(dw, want) < 2e-3

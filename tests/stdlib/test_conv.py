@@ -1,0 +1,170 @@
+"""std.conv against NumPy (conv_kit's float64 references) on the interpreter, at small ragged
+shapes: padding at the borders, stride 2, dilation 2, groups 2, channel counts that are not a
+multiple of the K tile, output pixels that end inside a tile; the module compiled by nvcc for
+sm_80 and sm_90a without spills; its reference page.  tests/gpu/test_conv_gpu.py runs the same
+cases on the GPU against torch.nn.functional in f32, at larger shapes too."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import conv_kit as ck
+import tlc
+from module_checks import (assert_builds_without_spills, assert_reference_page_is_current,
+                           defs_without_a_doc_comment)
+
+SMALL = dict(BM=32, BN=16, BK=16, stages=2, THREADS=64)  # small tiles: many ragged tiles per case
+
+# (N, H, W, C, F, K, S, P, D): borders padded, strides, dilations, ragged C and F
+CONV_CASES = [(2, 9, 7, 24, 20, 3, 1, 1, 1), (1, 8, 9, 16, 12, 3, 2, 1, 1), (2, 7, 8, 8, 10, 3, 1, 2, 2),
+              (1, 6, 5, 3, 5, 1, 1, 0, 1), (1, 11, 10, 10, 7, 5, 2, 2, 1)]
+GROUPED_CASES = [(2, 9, 7, 12, 10, 3, 2, 1, 1, 2), (1, 6, 7, 8, 8, 3, 1, 2, 2, 4), (1, 5, 6, 6, 4, 3, 1, 1, 1, 2)]
+DW_CASES = [(2, 9, 7, 20, 3, 1, 1, 1), (1, 8, 9, 70, 3, 2, 1, 1), (1, 7, 8, 8, 3, 1, 2, 2), (1, 5, 6, 3, 5, 1, 2, 1)]
+C1D_CASES = [(2, 5, 37, 4), (1, 9, 300, 3), (3, 1, 5, 4)]
+POOL_CASES = [(2, 9, 7, 20, 3, 2, 1), (1, 8, 9, 70, 2, 2, 0), (1, 7, 8, 8, 3, 1, 1)]
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return tlc.load(ck.CONV_PATH, target="cpu")
+
+
+def _rng(*key):
+    return np.random.default_rng(abs(hash(key)) % 2 ** 32)
+
+
+def test_every_operator_has_a_doc_comment():
+    assert defs_without_a_doc_comment(ck.CONV_PATH) == []
+
+
+@pytest.mark.parametrize("dtype", ["f16", "f32"])
+@pytest.mark.parametrize("case", CONV_CASES, ids=str)
+def test_conv2d(mod, case, dtype):
+    N, H, W, C, F, K, S, P, D = case
+    rng = np.random.default_rng(sum(case))
+    x = rng.standard_normal((N, H, W, C)).astype(ck.NP[dtype])
+    w = rng.standard_normal((F, K, K, C)).astype(ck.NP[dtype])
+    want = ck.conv2d(x, w, S, P, D)
+    y = np.full(want.shape, np.nan, x.dtype)
+    mod.conv2d(x, w, y, S=S, P=P, D=D, **SMALL)
+    assert ck.rel_err(y, want) < (2e-3 if dtype == "f16" else 1e-5)
+
+
+@pytest.mark.parametrize("case", GROUPED_CASES, ids=str)
+def test_conv2d_grouped(mod, case):
+    N, H, W, C, F, K, S, P, D, G = case
+    rng = np.random.default_rng(sum(case))
+    x = rng.standard_normal((N, H, W, C)).astype(np.float16)
+    w = rng.standard_normal((F, K, K, C // G)).astype(np.float16)
+    want = ck.conv2d(x, w, S, P, D, groups=G)
+    y = np.full(want.shape, np.nan, np.float16)
+    mod.conv2d_grouped(x, w, y, G=G, S=S, P=P, D=D, BM=32, BN=16, BK=16, THREADS=64)
+    assert ck.rel_err(y, want) < 2e-3
+
+
+def test_conv2d_grouped_refuses_channels_that_do_not_divide(mod):
+    from tlc.device_assert import DeviceAssertError
+
+    x = np.zeros((1, 4, 4, 6), np.float16)
+    w = np.zeros((4, 3, 3, 2), np.float16)  # C // G = 2 with G = 2: C would be 4
+    with pytest.raises(DeviceAssertError, match=r"conv2d_grouped: C = 6, F = 4, weight's C // G = 2, G = 2"):
+        mod.conv2d_grouped(x, w, np.zeros((1, 2, 2, 4), np.float16), G=2, BM=32, BN=16, BK=16, THREADS=64)
+
+
+@pytest.mark.parametrize("case", DW_CASES, ids=str)
+def test_depthwise_conv2d(mod, case):
+    N, H, W, C, K, S, P, D = case
+    rng = np.random.default_rng(sum(case))
+    x = rng.standard_normal((N, H, W, C)).astype(np.float16)
+    w = rng.standard_normal((C, K, K)).astype(np.float16)
+    want = ck.depthwise_conv2d(x, w, S, P, D)
+    y = np.full(want.shape, np.nan, np.float16)
+    mod.depthwise_conv2d(x, w, y, S=S, P=P, D=D, BW=4, BC=16, THREADS=32)
+    assert ck.rel_err(y, want) < 2e-3
+
+
+@pytest.mark.parametrize("silu", [False, True])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("case", C1D_CASES, ids=str)
+def test_causal_conv1d(mod, case, bias, silu):
+    B, C, L, WIDTH = case
+    rng = np.random.default_rng(sum(case))
+    x = rng.standard_normal((B, C, L)).astype(np.float16)
+    w = rng.standard_normal((C, WIDTH)).astype(np.float16)
+    b = rng.standard_normal(C).astype(np.float16)
+    want = ck.causal_conv1d(x, w, b if bias else None, silu)
+    y = np.full(want.shape, np.nan, np.float16)
+    mod.causal_conv1d(x, w, b, y, HAS_BIAS=bias, SILU=silu, BC=4, BL=32, THREADS=32)
+    assert ck.rel_err(y, want) < 2e-3
+    assert y[:, :, 0] == pytest.approx(want[:, :, 0], rel=2e-3, abs=2e-3)  # only the last tap reads x
+
+
+@pytest.mark.parametrize("case", POOL_CASES, ids=str)
+def test_max_pool2d(mod, case):
+    N, H, W, C, K, S, P = case
+    x = np.random.default_rng(sum(case)).standard_normal((N, H, W, C)).astype(np.float16)
+    x[0, 0, 0, 0] = np.nan  # propagated, as PyTorch does
+    x[0, -1, -1, -1] = -np.inf
+    want = ck.max_pool2d(x, K, S, P)
+    y = np.zeros(want.shape, np.float16)
+    mod.max_pool2d(x, y, K=K, S=S, P=P, BW=4, BC=16, THREADS=32)
+    np.testing.assert_array_equal(y.astype(np.float64), want)  # a maximum is exact
+    assert np.isnan(y[0, 0, 0, 0])
+
+
+@pytest.mark.parametrize("count_pad", [True, False])
+@pytest.mark.parametrize("case", POOL_CASES, ids=str)
+def test_avg_pool2d(mod, case, count_pad):
+    N, H, W, C, K, S, P = case
+    x = np.random.default_rng(sum(case)).standard_normal((N, H, W, C)).astype(np.float16)
+    want = ck.avg_pool2d(x, K, S, P, count_pad)
+    y = np.full(want.shape, np.nan, np.float16)
+    mod.avg_pool2d(x, y, K=K, S=S, P=P, COUNT_PAD=count_pad, BW=4, BC=16, THREADS=32)
+    np.testing.assert_allclose(y, want, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=str)
+def test_conv2d_bwd_data(mod, case):
+    N, H, W, C, F, K, S, P, D = case
+    rng = np.random.default_rng(sum(case) + 1)
+    w = rng.standard_normal((F, K, K, C)).astype(np.float16)
+    dy = rng.standard_normal((N, ck.out_size(H, K, S, P, D), ck.out_size(W, K, S, P, D), F)).astype(np.float16)
+    want = ck.conv2d_bwd_data(dy, w, H, W, S, P, D)
+    dx = np.full(want.shape, np.nan, np.float16)
+    mod.conv2d_bwd_data(dy, w, dx, S=S, P=P, D=D, **SMALL)
+    assert ck.rel_err(dx, want) < 2e-3
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=str)
+def test_conv2d_bwd_weight(mod, case):
+    N, H, W, C, F, K, S, P, D = case
+    rng = np.random.default_rng(sum(case) + 2)
+    x = rng.standard_normal((N, H, W, C)).astype(np.float16)
+    dy = rng.standard_normal((N, ck.out_size(H, K, S, P, D), ck.out_size(W, K, S, P, D), F)).astype(np.float16)
+    want = ck.conv2d_bwd_weight(dy, x, K, S, P, D)
+    dw = np.full(want.shape, np.nan, np.float16)
+    mod.conv2d_bwd_weight(dy, x, dw, S=S, P=P, D=D, SPLIT=3, BM=16, BN=16, BK=16, stages=2, THREADS=64, BE=64)
+    assert ck.rel_err(dw, want) < 2e-3
+
+
+def test_the_backwards_refuse_a_dy_of_another_size(mod):
+    from tlc.device_assert import DeviceAssertError
+
+    dy = np.zeros((1, 4, 4, 8), np.float16)  # conv2d of 6 x 6 by 3 x 3, no padding, gives 4 x 4; of 7 x 6, 5 x 4
+    with pytest.raises(DeviceAssertError, match=r"conv2d_bwd_data: dy is 4 x 4, conv2d of 7 x 6 gives 5 x 4"):
+        mod.conv2d_bwd_data(dy, np.zeros((8, 3, 3, 8), np.float16), np.zeros((1, 7, 6, 8), np.float16), **SMALL)
+    with pytest.raises(DeviceAssertError, match=r"conv2d_bwd_weight: dy is 4 x 4, conv2d of 7 x 6 gives 5 x 4"):
+        mod.conv2d_bwd_weight(dy, np.zeros((1, 7, 6, 8), np.float16), np.zeros((8, 3, 3, 8), np.float16), SPLIT=2,
+                              BM=16, BN=16, BK=16, stages=2, THREADS=64, BE=64)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch,dtype", [("sm_80", "f16"), ("sm_90a", "bf16")])
+def test_builds_with_nvcc(arch, dtype, tmp_path):
+    """Every kernel of the module, for one dtype, compiles without warnings or spills."""
+    assert_builds_without_spills(ck.CONV_PATH, arch, dtype, tmp_path)
+
+
+def test_the_reference_page_is_generated_from_the_sources():
+    """docs/stdlib/conv.md is what scripts/stdlib-docs writes (rerun it after editing the .tl)."""
+    assert_reference_page_is_current(ck.CONV_PATH)
