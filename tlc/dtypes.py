@@ -36,6 +36,12 @@ class DType:
     def itemsize(self) -> int:
         return max(1, self.bits // 8)
 
+    @property
+    def packed(self) -> bool:
+        """Whether values of this dtype are stored several to a byte (i4, u4: two), in global
+        and shared memory; in registers each is a value of its own."""
+        return self.bits < 8
+
     def wrap(self, value: int) -> int:
         """An integer as this integer dtype holds it: reduced modulo 2^bits into its range, as a
         C conversion does (a literal `255` meeting an i8 is -1 on both targets)."""
@@ -50,7 +56,7 @@ class DType:
         """The largest finite value of this float dtype.  ml_dtypes' own finfo for bf16 and f8:
         NumPy's finfo knows them only where ml_dtypes registered them with it (the H200's
         versions did not: 'dtype(bfloat16) not compatible with finfo')."""
-        if self.name in ("bf16", "f8e4m3", "f8e5m2"):
+        if self.name in ("bf16", "f8e4m3", "f8e5m2", "e8m0"):
             import ml_dtypes
 
             return float(ml_dtypes.finfo(self.numpy()).max)
@@ -59,6 +65,8 @@ class DType:
 
 _TABLE = [
     DType("bool", "bool", 8, "bool"),
+    DType("i4", "int", 4, "int8_t"),  # packed two a byte in memory; an 8-bit value in registers
+    DType("u4", "uint", 4, "uint8_t"),
     DType("i8", "int", 8, "int8_t"),
     DType("i16", "int", 16, "int16_t"),
     DType("i32", "int", 32, "int32_t"),
@@ -69,6 +77,9 @@ _TABLE = [
     DType("u64", "uint", 64, "uint64_t"),
     DType("f8e4m3", "float", 8, "__nv_fp8_e4m3"),
     DType("f8e5m2", "float", 8, "__nv_fp8_e5m2"),
+    # the microscaling formats' scale: 2^(e - 127) for a byte e of 0 to 254, 255 NaN; no zero,
+    # no sign (OCP MX spec, CUDA's __nv_fp8_e8m0)
+    DType("e8m0", "float", 8, "__nv_fp8_e8m0"),
     DType("f16", "float", 16, "half"),
     DType("bf16", "float", 16, "__nv_bfloat16"),
     DType("f32", "float", 32, "float"),
@@ -87,14 +98,19 @@ def lookup(name: str) -> DType | None:
 
 
 def numpy_dtype(dt: DType) -> np.dtype:
-    if dt.name == "bf16" or dt.name.startswith("f8"):
+    """NumPy's dtype of the values (ml_dtypes' for bf16, f8, e8m0 and the 4-bit integers, whose
+    arrays hold one value a byte: a host array of i4 is not packed)."""
+    if dt.name in _ML_DTYPES:
         import ml_dtypes
 
-        return np.dtype({"bf16": ml_dtypes.bfloat16, "f8e4m3": ml_dtypes.float8_e4m3fn,
-                         "f8e5m2": ml_dtypes.float8_e5m2}[dt.name])
+        return np.dtype(getattr(ml_dtypes, _ML_DTYPES[dt.name]))
     return np.dtype({"bool": np.bool_, "f16": np.float16, "f32": np.float32, "f64": np.float64,
                      "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
                      "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64}[dt.name])
+
+
+_ML_DTYPES = {"bf16": "bfloat16", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2", "e8m0": "float8_e8m0fnu",
+              "i4": "int4", "u4": "uint4"}
 
 
 def from_numpy(dtype) -> DType | None:
@@ -110,6 +126,12 @@ def _float_rank(dt: DType) -> int:
     return {"f8e4m3": 0, "f8e5m2": 0, "f16": 1, "bf16": 1, "f32": 2, "f64": 3}[dt.name]
 
 
+def _with_e8m0(a: DType, b: DType) -> DType:
+    """Rule P6: e8m0 (f32's range, one bit of precision) meeting another float: the float that
+    holds both, f32 (f64 with f64), as nothing narrower holds e8m0's range nor it their values."""
+    return F64 if F64 in (a, b) else F32
+
+
 def promote(a: DType, b: DType) -> DType:
     """The dtype of `a OP b` for two non-literal operands (NumPy's rules, kept symmetric).
 
@@ -117,7 +139,7 @@ def promote(a: DType, b: DType) -> DType:
     float -> the float.  P4: two floats -> the wider; f16 with bf16 and two different f8 kinds
     meet at the next wider float that holds both (f32, f16).  P5: two integers of one
     signedness -> the wider; signed with unsigned -> a signed type wide enough for both
-    (capped at i64).
+    (capped at i64; i4 with u4 -> i8).  P6: e8m0 with another float -> f32 (f64 with f64).
     """
     if a == b:
         return a
@@ -130,6 +152,8 @@ def promote(a: DType, b: DType) -> DType:
     if b.is_float and not a.is_float:
         return b
     if a.is_float:
+        if "e8m0" in (a.name, b.name):
+            return _with_e8m0(a, b)
         ra, rb = _float_rank(a), _float_rank(b)
         if ra != rb:
             return a if ra > rb else b

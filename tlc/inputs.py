@@ -231,7 +231,11 @@ def random_array(rng, shape: tuple, dtype: DType) -> np.ndarray:
         return rng.random(shape, dtype=np.float32) < 0.5
     if dtype.is_int:
         lo = 0 if dtype.kind == "uint" else -8
-        return rng.integers(lo, lo + 17, size=shape, dtype=dtype.numpy())
+        hi = lo + (15 if dtype.packed else 16)  # i4: -8..7, u4: 0..15
+        drawn = rng.integers(lo, hi + 1, size=shape, dtype=np.int8 if dtype.packed else dtype.numpy())
+        return drawn.astype(dtype.numpy(), copy=False)
+    if dtype.name == "e8m0":  # scales: powers of two from 1/16 to 16
+        return np.exp2(rng.integers(-4, 5, size=shape).astype(np.float32)).astype(dtype.numpy())
     drawn = rng.standard_normal(shape, dtype=np.float64 if dtype.bits == 64 else np.float32)
     return drawn.astype(dtype.numpy(), copy=False)
 

@@ -78,12 +78,38 @@ def uses_fp8(kernel: ir.Kernel) -> bool:
                for e in statement_exprs(s) for x in subexprs(e))
 
 
+INTERPRETER_ONLY = ("i4", "u4", "e8m0")  # dtypes the interpreter runs and no generator emits yet
+
+
+def interpreter_only_dtype(kernel: ir.Kernel):
+    """(dtype, span) of the first tensor, buffer or value of the kernel whose dtype no code
+    generator emits yet (the 4-bit integers, packed two a byte in memory; e8m0), or None."""
+    from ..ir.walk import statement_exprs, statements, subexprs
+
+    for t in list(kernel.params) + list(kernel.buffers):
+        if t.dtype.name in INTERPRETER_ONLY:
+            return t.dtype, getattr(t, "span", None) or kernel.span
+    for s in statements(kernel.body):
+        for e in statement_exprs(s):
+            for x in subexprs(e):
+                if x.dtype.name in INTERPRETER_ONLY:
+                    return x.dtype, getattr(x, "span", None) or getattr(s, "span", None) or kernel.span
+    return None
+
+
 def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = True,
              sources: dict | None = None, source_name: str | None = None,
              fp8_header: bool | None = None) -> GeneratedKernel:
     target = targets.get(arch)
     if target.host:  # the cpu target: C++ with OpenMP (codegen/cpp)
         return _generate_host(kernel, arch, sources, source_name)
+    found = interpreter_only_dtype(kernel)
+    if found is not None:
+        dt, span = found
+        raise DiagnosticError([Diagnostic(
+            "E420", f"the {arch} target does not generate {dt} values yet",
+            span, f"{dt} runs on the interpreter (tlc.load(..., target=\"cpu\")); on the GPU, hold 4-bit values "
+                  "two a byte in a u8 tensor and e8m0 scales in a u8 tensor (as std.quant does)")], sources or {})
     gen = target.code_generator()(kernel, sources, line_directives, target=target)
     try:
         out = gen.generate()

@@ -120,7 +120,9 @@ def c_string(text: str) -> str:
 _C_TYPES = {"bool": "bool", "i8": "signed char", "i16": "short", "i32": "int", "i64": "long long",
             "u8": "unsigned char", "u16": "unsigned short", "u32": "unsigned int", "u64": "unsigned long long",
             "f16": "half", "bf16": "__nv_bfloat16", "f32": "float", "f64": "double",
-            "f8e4m3": "__nv_fp8_e4m3", "f8e5m2": "__nv_fp8_e5m2"}
+            "f8e4m3": "__nv_fp8_e4m3", "f8e5m2": "__nv_fp8_e5m2",
+            # a value in registers; no generator emits these yet (codegen.INTERPRETER_ONLY, E420)
+            "i4": "signed char", "u4": "unsigned char", "e8m0": "__nv_fp8_e8m0"}
 
 
 def c_type(dt: DType) -> str:

@@ -4,7 +4,8 @@ Owns how each IR operator, math builtin and cast computes, matching what the GPU
 - float -> float rounds to nearest even (NumPy / ml_dtypes casts); into f8 it saturates to the
   largest finite value, as CUDA's `__nv_fp8_*` constructors do (`__NV_SATFINITE`);
 - float -> int truncates toward zero and saturates, NaN gives 0 (PTX `cvt.rzi.sat`);
-  int -> int wraps; anything -> bool is `!= 0`;
+  int -> int wraps (into i4 and u4 too: 4 bits); anything -> bool is `!= 0`;
+- into e8m0, |x| rounds up to a power of two, clipped to 2^-127 .. 2^127, NaN kept (to_e8m0);
 - f16, bf16 and f8 arithmetic and math compute in f32 and round to the result dtype after each
   operation, as `half` operators do; f32 computes in f32, f64 in f64, integers wrap;
 - `/` on integers truncates (C), `//` floors and `%` takes the divisor's sign (Python); an
@@ -20,13 +21,16 @@ import numpy as np
 
 from ..dtypes import BOOL, DTYPES, F64, DType, promote
 
-_LOW_FLOATS = ("f16", "bf16", "f8e4m3", "f8e5m2")
+_LOW_FLOATS = ("f16", "bf16", "f8e4m3", "f8e5m2", "e8m0")
 _F8_MAX = {"f8e4m3": 448.0, "f8e5m2": 57344.0}
+# 4-bit integers compute in 8 bits and wrap back to 4 (ml_dtypes' int4 arrays have no bit operations)
+_NARROW_INT_WORK = {"i4": np.dtype(np.int8), "u4": np.dtype(np.uint8)}
 
 
 # plain dicts keyed by name: these run for every operation, and hashing a DType is slower
 _NP = {name: dt.numpy() for name, dt in DTYPES.items()}
-_WORK = {name: np.dtype(np.float32) if name in _LOW_FLOATS else d for name, d in _NP.items()}
+_WORK = {name: np.dtype(np.float32) if name in _LOW_FLOATS else _NARROW_INT_WORK.get(name, d)
+         for name, d in _NP.items()}
 _OF_NP = {d: DTYPES[name] for name, d in _NP.items()}
 
 
@@ -61,18 +65,44 @@ def cast(x, dt: DType):
     if dt.is_bool:
         return x != 0
     if dt.is_float:
+        if dt.name == "e8m0":
+            return to_e8m0(x)
         if dt.name in _F8_MAX:  # ml_dtypes turns overflow into NaN; CUDA saturates
             lim = _F8_MAX[dt.name]
             x = np.clip(x.astype(np.float32), -lim, lim)
         return x.astype(target)
     if src.is_float:
-        info = np.iinfo(target)
+        lo, hi = int_range(dt)
         v = np.trunc(x.astype(np.float64))
-        over, under = v >= float(info.max), v <= float(info.min)
+        over, under = v >= float(hi), v <= float(lo)
         bad = over | under | np.isnan(v)
         safe = np.where(bad, 0.0, v).astype(target)
-        return np.where(over, info.max, np.where(under, info.min, safe)).astype(target)
+        return np.where(over, hi, np.where(under, lo, safe)).astype(target)
+    if dt.packed and not src.is_bool:  # ml_dtypes wraps from its own 8-bit and wider integers
+        return x.astype(np.int64).astype(target)
     return x.astype(target)
+
+
+def int_range(dt: DType) -> tuple[int, int]:
+    if dt.kind == "int":
+        return -(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1
+    return 0, (1 << dt.bits) - 1
+
+
+def to_e8m0(x):
+    """Values converted to e8m0 as CUDA's `__nv_fp8_e8m0(float)` converts them: |x| rounded up
+    to a power of two (cudaRoundPosInf), clipped to 2^-127 .. 2^127 (__NV_SATFINITE: 0 gives
+    2^-127, inf 2^127), NaN stays NaN (0xFF)."""
+    import ml_dtypes
+
+    f = np.abs(np.asarray(x).astype(np.float32))
+    bits = f.view(np.uint32).astype(np.int64)
+    exp, man = bits >> 23, bits & 0x7FFFFF
+    # a normal 2^(e - 127) * 1.m rounds up to byte e + (m != 0); below 2^-126 (e = 0) the
+    # value m * 2^-149 rounds up to 2^-127 (byte 0) or 2^-126 (byte 1)
+    byte = np.where(exp == 0, (man > (1 << 22)).astype(np.int64), exp + (man != 0))
+    byte = np.where(np.isnan(f), 255, np.minimum(byte, 254))
+    return byte.astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
 
 
 def _int_divide(x, y, floor: bool):
@@ -144,7 +174,7 @@ def unop(op: str, x, dt: DType):
     if op == "not":
         return np.logical_not(cast(x, dt))
     if op == "~":
-        return np.invert(cast(x, dt))
+        return cast(np.invert(_to_work(x, dt)), dt)
     return cast(np.negative(_to_work(x, dt)), dt)
 
 

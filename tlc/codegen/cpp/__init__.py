@@ -46,9 +46,15 @@ def primitives() -> str:
 
 
 def _check(kernel: ir.Kernel) -> None:
-    """What the cpu target refuses before emitting: a warp-specialized schedule."""
+    """What the cpu target refuses before emitting: a warp-specialized schedule, a dtype only
+    the interpreter runs (i4, u4, e8m0)."""
+    from .. import interpreter_only_dtype
+
     if kernel.warp_spec is not None:
         raise Unsupported("a warp-specialized kernel (schedule it for the cpu target)", kernel.span)
+    found = interpreter_only_dtype(kernel)
+    if found is not None:
+        raise Unsupported(f"{found[0]} values", found[1])
 
 
 def generate(kernel: ir.Kernel, source_name: str | None = None) -> CppKernel:
