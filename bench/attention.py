@@ -37,8 +37,11 @@ ROWS = {
     "fwd_f16_gqa_causal": ("float16", 4, 32, 8, 4096, 4096, 128, True, {}),
     "fwd_f16_d64": ("float16", 4, 32, 32, 4096, 4096, 64, False, {}),
     "fwd_f16_d256": ("float16", 4, 16, 16, 4096, 4096, 256, False, {"BN": 64, "STAGES": 2}),
+    # decoding: one new token against an 8192-token cache; GB/s of K and V read
+    "decode_f16": ("float16", 64, 32, 32, 1, 8192, 128, False, {}),
+    "decode_f16_gqa": ("float16", 64, 32, 8, 1, 8192, 128, False, {}),
 }
-QUICK = ("fwd_f16_d128", "fwd_f16_d128_causal", "fwd_f16_gqa", "fwd_f16_d64")
+QUICK = ("fwd_f16_d128", "fwd_f16_d128_causal", "fwd_f16_gqa", "fwd_f16_d64", "decode_f16", "decode_f16_gqa")
 ULPS = 16  # f16 output against the f32 reference: rtol and atol (of the RMS) of 16 units
 
 
@@ -79,7 +82,8 @@ def row(torch, F, mod, name, spec, min_ms):
     tol = tolerance(dtype, ref, ULPS)
     o = torch.empty_like(q)
     lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
-    kern = mod.flash_fwd
+    decode = name.startswith("decode")
+    kern = mod.flash_decode if decode else mod.flash_fwd
 
     def tlc_run():
         kern(q, k, v, o, lse, scale, CAUSAL=causal, **consts)
@@ -88,10 +92,13 @@ def row(torch, F, mod, name, spec, min_ms):
         contenders[label] = Checked(vendor(torch, F, backend, q, k, v, scale, causal), ref, **tol)
     ms, verdicts = compare_checked(contenders, min_ms=min_ms)
     flops = 4.0 * B * H * S * SK * D * (0.5 if causal else 1.0)
-    result = {"row": name, "shape": dict(B=B, H=H, HK=HK, S=S, SK=SK, D=D, causal=causal, dtype=dtype)}
+    kv_bytes = 2.0 * B * HK * SK * D * q.element_size()
+    result = {"row": name, "unit": "GB/s" if decode else "TFLOP/s",
+              "shape": dict(B=B, H=H, HK=HK, S=S, SK=SK, D=D, causal=causal, dtype=dtype)}
     for label, verdict in verdicts.items():
-        result[label] = ({"ms": ms[label], "tflops": flops / ms[label] / 1e9} if verdict.ok
-                         else {"error": verdict.why})
+        # decoding reads K and V once: its rate is bytes a second, the rest flops
+        rate = kv_bytes / ms[label] / 1e6 if decode and verdict.ok else flops / ms[label] / 1e9 if verdict.ok else 0
+        result[label] = {"ms": ms[label], "rate": rate} if verdict.ok else {"error": verdict.why}
     del ref, q, k, v, o, lse
     torch.cuda.empty_cache()
     return result
@@ -99,7 +106,7 @@ def row(torch, F, mod, name, spec, min_ms):
 
 def cell(r, label):
     x = r[label]
-    return f"{x['tflops']:7.1f}" if "tflops" in x else "  wrong"
+    return f"{x['rate']:7.1f}" if "rate" in x else "  wrong"
 
 
 def main(argv=None):
@@ -114,16 +121,22 @@ def main(argv=None):
     names = args.only.split(",") if args.only else list(QUICK if args.quick else ROWS)
     mod = tlc.load("std.attention", target="cuda")
     results = []
-    print(f"{torch.cuda.get_device_name()}; TFLOP/s; ratio = tlc / vendor, same run")
+    from tlc.benchmarks.ceilings import copy_bandwidth
+
+    copy = copy_bandwidth(torch, 100.0)  # GB/s of a 1 GiB device copy, the decode rows' ceiling
+    print(f"device copy: {copy:.0f} GB/s")
+    print(f"{torch.cuda.get_device_name()}; TFLOP/s (decode rows: GB/s of K and V); ratio = tlc / vendor, same run")
     print(f"{'row':28} {'tlc':>7} {'cudnn':>7} {'flash2':>7} {'/cudnn':>7} {'/flash2':>7}")
     for name in names:
         t = time.time()
         r = row(torch, F, mod, name, ROWS[name], 100.0 if args.quick else 300.0)
         results.append(r)
-        ratios = [f"{r['tlc']['tflops'] / r[v]['tflops']:7.2f}" if "tflops" in r["tlc"] and "tflops" in r[v]
+        ratios = [f"{r['tlc']['rate'] / r[v]['rate']:7.2f}" if "rate" in r["tlc"] and "rate" in r[v]
                   else "      -" for v in ("cudnn", "flash2")]
-        print(f"{name:28} {cell(r, 'tlc')} {cell(r, 'cudnn')} {cell(r, 'flash2')} {' '.join(ratios)}"
+        of_copy = f"  {r['tlc']['rate'] / copy:.2f} of copy" if r["unit"] == "GB/s" and "rate" in r["tlc"] else ""
+        print(f"{name:28} {cell(r, 'tlc')} {cell(r, 'cudnn')} {cell(r, 'flash2')} {' '.join(ratios)}{of_copy}"
               f"   ({time.time() - t:.0f} s)", flush=True)
+        r["copy_gbs"] = copy
         for label in ("tlc", "cudnn", "flash2"):
             if "error" in r[label]:
                 print(f"    {label}: {r[label]['error']}")

@@ -13,7 +13,7 @@ import tlc
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "stdlib"))  # the shared kit
 from attention_kit import attention_inputs, attention_reference  # noqa: E402
-from test_attention import CASES, TOL  # noqa: E402
+from test_attention import CASES, DECODE_CASES, TOL  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -25,7 +25,7 @@ DEFAULT_TILES = [
 ]
 
 
-def run_cupy(dtype, B, H, HK, S, SK, D, causal, consts, seed):
+def run_cupy(dtype, B, H, HK, S, SK, D, causal, consts, seed, kernel="flash_fwd"):
     import cupy as cp
     from tlc.dtypes import lookup
 
@@ -33,7 +33,7 @@ def run_cupy(dtype, B, H, HK, S, SK, D, causal, consts, seed):
     q, k, v, scale = attention_inputs(np.random.default_rng(seed), lookup(dtype).numpy(), B, H, HK, S, SK, D)
     o = cp.full(q.shape, cp.nan, q.dtype)
     lse = cp.full((B, H, S), cp.nan, cp.float32)
-    mod.flash_fwd(cp.asarray(q), cp.asarray(k), cp.asarray(v), o, lse, scale, T=dtype, CAUSAL=causal, **consts)
+    getattr(mod, kernel)(cp.asarray(q), cp.asarray(k), cp.asarray(v), o, lse, scale, T=dtype, CAUSAL=causal, **consts)
     want_o, want_lse = attention_reference(q, k, v, scale, causal)
     o, lse = o.get(), lse.get()
     o_tol, lse_tol = TOL[dtype]
@@ -48,6 +48,17 @@ def run_cupy(dtype, B, H, HK, S, SK, D, causal, consts, seed):
 def test_flash_fwd_against_numpy(dtype, case):
     table = CASES + DEFAULT_TILES
     run_cupy(dtype, *table[case], seed=case)
+
+
+# flash_decode at the benchmark's tiles: GQA groups of 4 and 8, a long cache, splits that hold no key
+DECODE_DEFAULT_TILES = [(3, 32, 8, 1, 8192, 128, False, {}), (2, 16, 2, 1, 1000, 128, False, {"SPLITS": 16}),
+                        (1, 8, 1, 4, 3000, 64, True, {}), (2, 4, 4, 1, 64, 256, False, {"BN": 64})]
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("case", range(len(DECODE_CASES) + len(DECODE_DEFAULT_TILES)))
+def test_flash_decode_against_numpy(dtype, case):
+    run_cupy(dtype, *(DECODE_CASES + DECODE_DEFAULT_TILES)[case], seed=case, kernel="flash_decode")
 
 
 @pytest.mark.parametrize("causal", [False, True])

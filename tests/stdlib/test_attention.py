@@ -23,6 +23,14 @@ CASES = [
     (1, 3, 1, 64, 64, 32, False, SMALL),     # MQA, whole tiles
     (1, 2, 1, 17, 200, 64, True, {"BM": 64, "BN": 64, "THREADS": 128, "STAGES": 3}),
 ]
+# flash_decode: (B, H, HK, SQ, SK, D, CAUSAL, constants): one or a few new tokens, GQA groups
+# spread over row blocks, splits past the last key (empty), a causal row that sees part of the cache
+DECODE_CASES = [
+    (2, 4, 2, 1, 300, 64, False, {}),
+    (1, 8, 2, 3, 200, 64, True, {"SPLITS": 3}),
+    (1, 2, 2, 2, 100, 32, True, {"SPLITS": 8, "BN": 32}),        # splits 4..7 hold no key
+    (1, 12, 1, 2, 77, 32, False, {"SPLITS": 2, "BN": 32, "BM": 16}),  # 24 rows: two row blocks
+]
 TOL = {"f16": (2e-3, 1e-5), "bf16": (1.6e-2, 1e-5)}  # (O: absolute, LSE: absolute), values of size ~1
 PASSED: dict = {}
 
@@ -59,6 +67,15 @@ def test_flash_fwd_against_numpy(mod, dtype, case):
     PASSED.setdefault("flash_fwd", {}).setdefault(dtype, set()).add(case)
 
 
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("case", range(len(DECODE_CASES)))
+def test_flash_decode_against_numpy(mod, dtype, case):
+    B, H, HK, SQ, SK, D, causal, consts = DECODE_CASES[case]
+    check(lambda *a: mod.flash_decode(*a, T=dtype, CAUSAL=causal, **consts), dtype, B, H, HK, SQ, SK, D, causal,
+          100 + case)
+    PASSED.setdefault("flash_decode", {}).setdefault(dtype, set()).add(case)
+
+
 @pytest.mark.parametrize("case", [0, 1, 4])  # D = 64: 128-byte rows, as the TMA copies them
 def test_the_sm90a_ring_against_numpy(mod, case):
     """The sm_90a schedule: K and V through a TMA ring filled by a producer warpgroup, the Q
@@ -84,6 +101,7 @@ def test_a_scale_that_is_not_positive_fails_the_device_assert(mod):
 @pytest.mark.parametrize("arch", ["sm_90a", pytest.param("sm_80", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("D,consts", [(64, ""), (128, ""), (128, "CAUSAL=True"), (256, "BN=64 STAGES=2")])
 def test_builds_with_nvcc_without_spills(arch, D, consts, tmp_path):
+    """flash_fwd and flash_decode (its split and combine grids) at each head dim."""
     import re
     import sys
     from pathlib import Path
@@ -98,8 +116,9 @@ def test_builds_with_nvcc_without_spills(arch, D, consts, tmp_path):
 
 
 def test_registry():
-    table = {"flash_fwd": {"f16", "bf16"}}
-    passed = {k: {d for d, cases in PASSED.get(k, {}).items() if cases == set(range(len(CASES)))} for k in table}
+    table = {"flash_fwd": {"f16", "bf16"}, "flash_decode": {"f16", "bf16"}}
+    count = {"flash_fwd": len(CASES), "flash_decode": len(DECODE_CASES)}
+    passed = {k: {d for d, cases in PASSED.get(k, {}).items() if cases == set(range(count[k]))} for k in table}
     check_or_record("std.attention", table, {k: v for k, v in passed.items() if v == table[k]}, __file__)
 
 
