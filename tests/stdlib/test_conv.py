@@ -12,6 +12,7 @@ import conv_kit as ck
 import tlc
 from module_checks import (assert_builds_without_spills, assert_reference_page_is_current,
                            defs_without_a_doc_comment)
+from op_registry import check_or_record
 
 SMALL = dict(BM=32, BN=16, BK=16, stages=2, THREADS=64)  # small tiles: many ragged tiles per case
 
@@ -22,6 +23,20 @@ GROUPED_CASES = [(2, 9, 7, 12, 10, 3, 2, 1, 1, 2), (1, 6, 7, 8, 8, 3, 1, 2, 2, 4
 DW_CASES = [(2, 9, 7, 20, 3, 1, 1, 1), (1, 8, 9, 70, 3, 2, 1, 1), (1, 7, 8, 8, 3, 1, 2, 2), (1, 5, 6, 3, 5, 1, 2, 1)]
 C1D_CASES = [(2, 5, 37, 4), (1, 9, 300, 3), (3, 1, 5, 4)]
 POOL_CASES = [(2, 9, 7, 20, 3, 2, 1), (1, 8, 9, 70, 2, 2, 0), (1, 7, 8, 8, 3, 1, 1)]
+
+
+# operator -> the dtypes its test covers; PASSED the cases that passed in this run
+TABLE = {"conv2d": ("f16", "f32"), "conv2d_grouped": ("f16",), "depthwise_conv2d": ("f16",),
+         "causal_conv1d": ("f16",), "max_pool2d": ("f16",), "avg_pool2d": ("f16",), "conv2d_bwd_data": ("f16",),
+         "conv2d_bwd_weight": ("f16",)}
+CASES = {"conv2d": 2 * len(CONV_CASES), "conv2d_grouped": len(GROUPED_CASES), "depthwise_conv2d": len(DW_CASES),
+         "causal_conv1d": 4 * len(C1D_CASES), "max_pool2d": len(POOL_CASES), "avg_pool2d": 2 * len(POOL_CASES),
+         "conv2d_bwd_data": len(CONV_CASES), "conv2d_bwd_weight": len(CONV_CASES)}
+PASSED: dict[str, int] = {}
+
+
+def _passed(op: str) -> None:
+    PASSED[op] = PASSED.get(op, 0) + 1
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +63,7 @@ def test_conv2d(mod, case, dtype):
     y = np.full(want.shape, np.nan, x.dtype)
     mod.conv2d(x, w, y, S=S, P=P, D=D, **SMALL)
     assert ck.rel_err(y, want) < (2e-3 if dtype == "f16" else 1e-5)
+    _passed("conv2d")
 
 
 @pytest.mark.parametrize("case", GROUPED_CASES, ids=str)
@@ -60,6 +76,7 @@ def test_conv2d_grouped(mod, case):
     y = np.full(want.shape, np.nan, np.float16)
     mod.conv2d_grouped(x, w, y, G=G, S=S, P=P, D=D, BM=32, BN=16, BK=16, THREADS=64)
     assert ck.rel_err(y, want) < 2e-3
+    _passed("conv2d_grouped")
 
 
 def test_conv2d_grouped_refuses_channels_that_do_not_divide(mod):
@@ -81,6 +98,7 @@ def test_depthwise_conv2d(mod, case):
     y = np.full(want.shape, np.nan, np.float16)
     mod.depthwise_conv2d(x, w, y, S=S, P=P, D=D, BW=4, BC=16, THREADS=32)
     assert ck.rel_err(y, want) < 2e-3
+    _passed("depthwise_conv2d")
 
 
 @pytest.mark.parametrize("silu", [False, True])
@@ -97,6 +115,7 @@ def test_causal_conv1d(mod, case, bias, silu):
     mod.causal_conv1d(x, w, b, y, HAS_BIAS=bias, SILU=silu, BC=4, BL=32, THREADS=32)
     assert ck.rel_err(y, want) < 2e-3
     assert y[:, :, 0] == pytest.approx(want[:, :, 0], rel=2e-3, abs=2e-3)  # only the last tap reads x
+    _passed("causal_conv1d")
 
 
 @pytest.mark.parametrize("case", POOL_CASES, ids=str)
@@ -110,6 +129,7 @@ def test_max_pool2d(mod, case):
     mod.max_pool2d(x, y, K=K, S=S, P=P, BW=4, BC=16, THREADS=32)
     np.testing.assert_array_equal(y.astype(np.float64), want)  # a maximum is exact
     assert np.isnan(y[0, 0, 0, 0])
+    _passed("max_pool2d")
 
 
 @pytest.mark.parametrize("count_pad", [True, False])
@@ -121,6 +141,7 @@ def test_avg_pool2d(mod, case, count_pad):
     y = np.full(want.shape, np.nan, np.float16)
     mod.avg_pool2d(x, y, K=K, S=S, P=P, COUNT_PAD=count_pad, BW=4, BC=16, THREADS=32)
     np.testing.assert_allclose(y, want, rtol=1e-3, atol=1e-3)
+    _passed("avg_pool2d")
 
 
 @pytest.mark.parametrize("case", CONV_CASES, ids=str)
@@ -133,6 +154,7 @@ def test_conv2d_bwd_data(mod, case):
     dx = np.full(want.shape, np.nan, np.float16)
     mod.conv2d_bwd_data(dy, w, dx, S=S, P=P, D=D, **SMALL)
     assert ck.rel_err(dx, want) < 2e-3
+    _passed("conv2d_bwd_data")
 
 
 @pytest.mark.parametrize("case", CONV_CASES, ids=str)
@@ -145,6 +167,7 @@ def test_conv2d_bwd_weight(mod, case):
     dw = np.full(want.shape, np.nan, np.float16)
     mod.conv2d_bwd_weight(dy, x, dw, S=S, P=P, D=D, SPLIT=3, BM=16, BN=16, BK=16, stages=2, THREADS=64, BE=64)
     assert ck.rel_err(dw, want) < 2e-3
+    _passed("conv2d_bwd_weight")
 
 
 def test_the_backwards_refuse_a_dy_of_another_size(mod):
@@ -156,6 +179,13 @@ def test_the_backwards_refuse_a_dy_of_another_size(mod):
     with pytest.raises(DeviceAssertError, match=r"conv2d_bwd_weight: dy is 4 x 4, conv2d of 7 x 6 gives 5 x 4"):
         mod.conv2d_bwd_weight(dy, np.zeros((1, 7, 6, 8), np.float16), np.zeros((8, 3, 3, 8), np.float16), SPLIT=2,
                               BM=16, BN=16, BK=16, stages=2, THREADS=64, BE=64)
+
+
+def test_registry():
+    """stdlib/tested.json lists exactly the operators of this file's table, each of whose cases
+    passed in this run (TLC_RECORD_TESTED=1 rewrites it; tests/stdlib/op_registry.py)."""
+    table = {op: set(d) for op, d in TABLE.items()}
+    check_or_record("std.conv", table, {op: table[op] for op, n in PASSED.items() if n == CASES[op]}, __file__)
 
 
 @pytest.mark.nvcc
