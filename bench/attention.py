@@ -40,8 +40,12 @@ ROWS = {
     # decoding: one new token against an 8192-token cache; GB/s of K and V read
     "decode_f16": ("float16", 64, 32, 32, 1, 8192, 128, False, {}),
     "decode_f16_gqa": ("float16", 64, 32, 8, 1, 8192, 128, False, {}),
+    # the same cache in pages of 64 tokens at shuffled places (the vendors read it contiguous)
+    "decode_f16_paged": ("float16", 64, 32, 32, 1, 8192, 128, False, {"PAGE": 64}),
+    "decode_f16_gqa_paged": ("float16", 64, 32, 8, 1, 8192, 128, False, {"PAGE": 64}),
 }
-QUICK = ("fwd_f16_d128", "fwd_f16_d128_causal", "fwd_f16_gqa", "fwd_f16_d64", "decode_f16", "decode_f16_gqa")
+QUICK = ("fwd_f16_d128", "fwd_f16_d128_causal", "fwd_f16_gqa", "fwd_f16_d64", "decode_f16", "decode_f16_gqa",
+         "decode_f16_paged")
 ULPS = 16  # f16 output against the f32 reference: rtol and atol (of the RMS) of 16 units
 
 
@@ -57,6 +61,22 @@ def reference(torch, F, q, k, v, scale, causal):
             vb = v[b:b + 1].float().repeat_interleave(group, dim=1)
             out[b:b + 1] = F.scaled_dot_product_attention(q[b:b + 1].float(), kb, vb, scale=scale, is_causal=causal)
     return out
+
+
+def paged(torch, k, v, page):
+    """K and V (B, HK, SK, D) as a paged cache (NP, PAGE, HK, D), the pages in a random order,
+    with the page table (B, SK / PAGE) and the lengths (all SK)."""
+    B, HK, SK, D = k.shape
+    mp = SK // page
+    perm = torch.randperm(B * mp, device=k.device, generator=torch.Generator(device="cuda").manual_seed(1))
+    out = []
+    for x in (k, v):
+        pages = x.reshape(B, HK, mp, page, D).permute(0, 2, 3, 1, 4).reshape(B * mp, page, HK, D)
+        shuffled = torch.empty_like(pages)
+        shuffled[perm] = pages
+        out.append(shuffled)
+    table = perm.reshape(B, mp).to(torch.int32)
+    return out[0], out[1], table, torch.full((B,), SK, dtype=torch.int32, device=k.device)
 
 
 def vendor(torch, F, backend, q, k, v, scale, causal):
@@ -84,9 +104,16 @@ def row(torch, F, mod, name, spec, min_ms):
     lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
     decode = name.startswith("decode")
     kern = mod.flash_decode if decode else mod.flash_fwd
+    consts = dict(consts)
+    page = consts.pop("PAGE", None)
 
     def tlc_run():
         kern(q, k, v, o, lse, scale, CAUSAL=causal, **consts)
+    if page:
+        kp, vp, table, lengths = paged(torch, k, v, page)
+
+        def tlc_run():  # noqa: F811  (the paged kernel)
+            mod.flash_decode_paged(q, kp, vp, table, lengths, o, lse, scale, CAUSAL=causal, **consts)
     contenders = {"tlc": Checked(tlc_run, ref, out=o, **tol)}
     for label, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash2", SDPBackend.FLASH_ATTENTION)):
         contenders[label] = Checked(vendor(torch, F, backend, q, k, v, scale, causal), ref, **tol)

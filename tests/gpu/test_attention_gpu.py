@@ -13,7 +13,7 @@ import tlc
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "stdlib"))  # the shared kit
 from attention_kit import attention_inputs, attention_reference  # noqa: E402
-from test_attention import CASES, DECODE_CASES, TOL  # noqa: E402
+from test_attention import CASES, DECODE_CASES, PAGED_CASES, TOL, check_paged  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -59,6 +59,26 @@ DECODE_DEFAULT_TILES = [(3, 32, 8, 1, 8192, 128, False, {}), (2, 16, 2, 1, 1000,
 @pytest.mark.parametrize("case", range(len(DECODE_CASES) + len(DECODE_DEFAULT_TILES)))
 def test_flash_decode_against_numpy(dtype, case):
     run_cupy(dtype, *(DECODE_CASES + DECODE_DEFAULT_TILES)[case], seed=case, kernel="flash_decode")
+
+
+PAGED_DEFAULT_TILES = [(4, 32, 8, 1, [8192, 5000, 1, 4097], 128, False, 64, {}),
+                       (2, 16, 16, 2, [1000, 64], 128, True, 128, {"SPLITS": 8})]
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("case", range(len(PAGED_CASES) + len(PAGED_DEFAULT_TILES)))
+def test_flash_decode_paged_against_numpy(dtype, case):
+    import cupy as cp
+
+    mod = tlc.load("std.attention", target="cuda")
+
+    def run(*args, **consts):
+        dev = [cp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+        mod.flash_decode_paged(*dev, **consts)
+        for host, d in zip(args, dev):
+            if isinstance(host, np.ndarray):
+                host[...] = d.get()
+    check_paged(run, dtype, *(PAGED_CASES + PAGED_DEFAULT_TILES)[case], seed=case)
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -19,6 +19,8 @@ def attention_reference(q, k, v, scale, causal=False, mask=None):
     q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
     B, H, S, D = q.shape
     HK, SK = k.shape[1], k.shape[2]
+    if SK == 0:  # an empty cache
+        return np.zeros(q.shape), np.full((B, H, S), -np.inf)
     group = H // HK
     k = np.repeat(k, group, axis=1)
     v = np.repeat(v, group, axis=1)
@@ -43,3 +45,25 @@ def attention_inputs(rng, dtype, B, H, HK, S, SK, D):
     k = rng.standard_normal((B, HK, SK, D)).astype(dtype)
     v = rng.standard_normal((B, HK, SK, D)).astype(dtype)
     return q, k, v, 1.0 / math.sqrt(D)
+
+
+def paged_cache(rng, k, v, lengths, page: int, spare: int = 3):
+    """K and V of (B, HK, SK, D) laid out as a paged cache (NP, PAGE, HK, D) with a page table
+    (B, MP): each sequence's pages at shuffled places among `spare` unused ones (poisoned with
+    NaN: a read of one shows), and only its first lengths[b] keys meaningful."""
+    B, HK, SK, D = k.shape
+    MP = -(-SK // page)
+    NP = B * MP + spare
+    order = rng.permutation(NP)
+    table = order[:B * MP].reshape(B, MP).astype(np.int32)
+    kp = np.full((NP, page, HK, D), np.nan, k.dtype)
+    vp = np.full((NP, page, HK, D), np.nan, v.dtype)
+    for b in range(B):
+        for p in range(MP):
+            keys = slice(p * page, min((p + 1) * page, SK))
+            n = keys.stop - keys.start
+            kp[table[b, p], :n] = k[b, :, keys].transpose(1, 0, 2)
+            vp[table[b, p], :n] = v[b, :, keys].transpose(1, 0, 2)
+            kp[table[b, p], n:] = 0  # past the cache's end: zeros, masked out by length
+            vp[table[b, p], n:] = 0
+    return kp, vp, table

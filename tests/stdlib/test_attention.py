@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tlc
-from attention_kit import ATTENTION_PATH, attention_inputs, attention_reference
+from attention_kit import ATTENTION_PATH, attention_inputs, attention_reference, paged_cache
 from module_checks import assert_reference_page_is_current, defs_without_a_doc_comment
 from op_registry import check_or_record
 from tlc.interp import run_kernel
@@ -30,6 +30,13 @@ DECODE_CASES = [
     (1, 8, 2, 3, 200, 64, True, {"SPLITS": 3}),
     (1, 2, 2, 2, 100, 32, True, {"SPLITS": 8, "BN": 32}),        # splits 4..7 hold no key
     (1, 12, 1, 2, 77, 32, False, {"SPLITS": 2, "BN": 32, "BM": 16}),  # 24 rows: two row blocks
+]
+# flash_decode_paged: (B, H, HK, SQ, lengths, D, CAUSAL, PAGE, constants): sequences of their own
+# lengths (one empty, one ending inside a page), pages shuffled among unused NaN pages
+PAGED_CASES = [
+    (2, 4, 2, 1, [300, 130], 64, False, 64, {}),
+    (3, 8, 2, 2, [200, 0, 33], 32, True, 32, {"SPLITS": 3}),
+    (1, 6, 1, 3, [97], 64, True, 16, {"SPLITS": 2}),
 ]
 TOL = {"f16": (2e-3, 1e-5), "bf16": (1.6e-2, 1e-5)}  # (O: absolute, LSE: absolute), values of size ~1
 PASSED: dict = {}
@@ -76,6 +83,32 @@ def test_flash_decode_against_numpy(mod, dtype, case):
     PASSED.setdefault("flash_decode", {}).setdefault(dtype, set()).add(case)
 
 
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("case", range(len(PAGED_CASES)))
+def test_flash_decode_paged_against_numpy(mod, dtype, case):
+    check_paged(lambda *a, **c: mod.flash_decode_paged(*a, **c), dtype, *PAGED_CASES[case], seed=200 + case)
+    PASSED.setdefault("flash_decode_paged", {}).setdefault(dtype, set()).add(case)
+
+
+def check_paged(run, dtype, B, H, HK, SQ, lengths, D, causal, page, consts, seed):
+    """Each sequence of a paged cache against the reference over its own keys."""
+    from tlc.dtypes import lookup
+
+    rng = np.random.default_rng(seed)
+    q, k, v, scale = attention_inputs(rng, lookup(dtype).numpy(), B, H, HK, SQ, max(lengths), D)
+    kp, vp, table = paged_cache(rng, k, v, lengths, page)
+    o = np.full(q.shape, np.nan, q.dtype)
+    lse = np.full((B, H, SQ), np.nan, np.float32)
+    run(q, kp, vp, table, np.array(lengths, np.int32), o, lse, scale, T=dtype, CAUSAL=causal, **consts)
+    o_tol, lse_tol = TOL[dtype]
+    for b, n in enumerate(lengths):
+        want_o, want_lse = attention_reference(q[b:b + 1], k[b:b + 1, :, :n], v[b:b + 1, :, :n], scale, causal)
+        seen = np.isfinite(want_lse)
+        assert np.abs(o[b:b + 1].astype(np.float64) - want_o).max() < o_tol, b
+        assert np.abs(lse[b:b + 1][seen] - want_lse[seen]).max(initial=0) < lse_tol, b
+        assert (lse[b:b + 1][~seen] == -np.inf).all()
+
+
 @pytest.mark.parametrize("case", [0, 1, 4])  # D = 64: 128-byte rows, as the TMA copies them
 def test_the_sm90a_ring_against_numpy(mod, case):
     """The sm_90a schedule: K and V through a TMA ring filled by a producer warpgroup, the Q
@@ -116,8 +149,8 @@ def test_builds_with_nvcc_without_spills(arch, D, consts, tmp_path):
 
 
 def test_registry():
-    table = {"flash_fwd": {"f16", "bf16"}, "flash_decode": {"f16", "bf16"}}
-    count = {"flash_fwd": len(CASES), "flash_decode": len(DECODE_CASES)}
+    table = {k: {"f16", "bf16"} for k in ("flash_fwd", "flash_decode", "flash_decode_paged")}
+    count = {"flash_fwd": len(CASES), "flash_decode": len(DECODE_CASES), "flash_decode_paged": len(PAGED_CASES)}
     passed = {k: {d for d, cases in PASSED.get(k, {}).items() if cases == set(range(count[k]))} for k in table}
     check_or_record("std.attention", table, {k: v for k, v in passed.items() if v == table[k]}, __file__)
 
