@@ -21,11 +21,12 @@ def defs_without_a_doc_comment(path: str) -> list:
     return [d for d, _, first in defs if first != "#"]
 
 
-def assert_builds_without_spills(path: str, arch: str, dtype: str, tmp_path) -> None:
-    """Every kernel of the module, for one dtype T, compiles without warnings or spills."""
+def assert_builds_without_spills(path: str, arch: str, dtype: str, tmp_path, defines: tuple = ()) -> None:
+    """Every kernel of the module, for one dtype T (and `defines`: "Q=f8e4m3"), compiles without
+    warnings or spills."""
     from tlc.runner import build
 
-    source, _ = build(path, defines=(f"T={dtype}",), arch=arch)
+    source, _ = build(path, defines=(f"T={dtype}", *defines), arch=arch)
     log = compile_object(source, arch, tmp_path)
     spills = dict(re.findall(r"Function properties for (\w+)\n\s*\d+ bytes stack frame, (\d+) bytes spill", log))
     assert len([k for k in spills if not k.startswith("_Z")]) == source.count("__global__")  # device functions

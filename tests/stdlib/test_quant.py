@@ -105,11 +105,14 @@ def test_error_feedback_stays_bounded_over_100_steps(mod):
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch,dtype", [pytest.param(a, d, marks=m) for a, d, m in
-                                        (("sm_80", "f16", pytest.mark.slow), ("sm_90a", "bf16", ()))])
-def test_builds_with_nvcc(arch, dtype, tmp_path):
-    """Every operator of the module, for one dtype, compiles without warnings or spills."""
-    assert_builds_without_spills(QUANT_PATH, arch, dtype, tmp_path)
+@pytest.mark.parametrize("arch,dtype,q", [pytest.param(a, d, q, marks=m) for a, d, q, m in
+                                          (("sm_80", "f16", "f8e5m2", pytest.mark.slow),
+                                           ("sm_80", "f32", "i8", pytest.mark.slow), ("sm_90a", "bf16", "i8", ()),
+                                           ("sm_90a", "f16", "f8e4m3", ()))])
+def test_builds_with_nvcc(arch, dtype, q, tmp_path):
+    """Every operator of the module, for one input dtype and quantized dtype (sm_80's f8 in
+    software, the f32 column maxima's registers), compiles without warnings or spills."""
+    assert_builds_without_spills(QUANT_PATH, arch, dtype, tmp_path, defines=(f"Q={q}",))
 
 
 def test_the_reference_page_is_generated_from_the_sources():
