@@ -95,7 +95,7 @@ class HoistGen:
             out += self.hoist_loads(p, layout, self.c_layout(layout), lambda x: x.name not in written and not any(
                 v.name in defined for i in x.indices for v in variables(i)))
             for v in p.vars:
-                self.ranges.pop(v, None)
+                self.unbind_range(v)
         return out
 
     def overlaps_loads(self, stmts) -> bool:

@@ -12,7 +12,20 @@ def value_range(e: ir.Expr, known: dict) -> tuple[int, int] | None:
     if isinstance(e, ir.Var):
         return known.get(e.name)
     if isinstance(e, ir.Cast) and e.dtype.is_int and e.x.dtype.is_int:
-        return value_range(e.x, known)
+        r = value_range(e.x, known)
+        return r if r is not None and _fits(r, e.dtype) else None
+    if isinstance(e, ir.Select) and e.dtype.is_int:
+        a, b = value_range(e.a, known), value_range(e.b, known)
+        return None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1]))
+    if isinstance(e, ir.BinOp) and e.op == "&" and e.dtype.is_int:  # a digit: x & 255 is in [0, 255]
+        a, b = value_range(e.a, known), value_range(e.b, known)
+        highs = [r[1] for r in (a, b) if r is not None and r[0] >= 0]
+        return (0, min(highs)) if highs else None
+    if isinstance(e, ir.BinOp) and e.op == ">>" and e.dtype.is_int:  # by a constant count within the width
+        a, b = value_range(e.a, known), value_range(e.b, known)
+        if a is None or b is None or b[0] != b[1] or not 0 <= b[0] < e.dtype.bits:
+            return None
+        return a[0] >> b[0], a[1] >> b[0]
     if isinstance(e, ir.BinOp) and e.op in ("+", "-", "*", "//", "%", "min", "max"):
         a, b = value_range(e.a, known), value_range(e.b, known)
         if a is None or b is None:
@@ -33,6 +46,62 @@ def value_range(e: ir.Expr, known: dict) -> tuple[int, int] | None:
         if e.op == "max":
             return max(a[0], b[0]), max(a[1], b[1])
     return None
+
+
+def _fits(r: tuple[int, int], dtype) -> bool:
+    """Whether every value of the range r is a value of the integer dtype (a cast keeps it)."""
+    lo, hi = (0, 2 ** dtype.bits - 1) if dtype.kind == "uint" else (-(2 ** (dtype.bits - 1)), 2 ** (dtype.bits - 1) - 1)
+    return lo <= r[0] and r[1] <= hi
+
+
+def scalar_ranges(body, known: dict) -> dict:
+    """[lo, hi] of each scalar variable every value assigned to which has a range, to a fixed
+    point: a LetScalar's and each Assign's value, given `known` (the block indices), the other
+    scalars' ranges and the variables of the loops around that assignment (a loop's variable is
+    that loop's alone: it hides any scalar of its name inside it).  A scalar with one value of no
+    range has none."""
+    writes: list = []  # (name, value, the loops' variables around it)
+
+    def walk(stmts, loops):
+        for s in stmts:
+            if isinstance(s, ir.Parallel):
+                walk(s.body, {**loops, **{v: (0, n - 1) for v, n in zip(s.vars, s.extents)}})
+            elif isinstance(s, ir.For):
+                constant = isinstance(s.start, ir.Const) and isinstance(s.stop, ir.Const) and \
+                    isinstance(s.step, ir.Const) and s.step.value > 0 and s.start.value < s.stop.value
+                walk(s.body, {**loops, s.var: (int(s.start.value), int(s.stop.value) - 1) if constant else None})
+            elif isinstance(s, ir.If):
+                walk(s.then, loops)
+                walk(s.orelse, loops)
+            elif isinstance(s, (ir.LetScalar, ir.Assign)):
+                writes.append((s.name, s.value, loops))
+
+    walk(body, {})
+    names = {name for name, _, _ in writes} - set(known)
+    found: dict = {}
+    for _ in range(len(names) + 1):  # each round finds at least one more, or is the last
+        new: dict = {}
+        unknown = set()
+        for name, value, loops in writes:
+            if name not in names or name in unknown:
+                continue
+            env = {**known, **found}
+            for v, r in loops.items():  # a loop's variable hides the scalar of its name
+                if r is None:
+                    env.pop(v, None)
+                else:
+                    env[v] = r
+            r = value_range(value, env)
+            if r is None:
+                unknown.add(name)
+                new.pop(name, None)
+            else:
+                lo, hi = new.get(name, r)
+                new[name] = (min(lo, r[0]), max(hi, r[1]))
+        if new == found:
+            break
+        found = new
+    return found
 
 
 def provably_within(indices, dims, known: dict) -> bool:

@@ -17,6 +17,7 @@ from ..ir.walk import loads, statement_exprs, statements
 from ..ir.nodes import DimExpr
 from ..schedule.layout import (Blocked, MmaAccumulator, Replicated, held_whole, parallel_layout, register_in_loop,
                                uniform_register)
+from ..schedule import gather_rows
 from ..schedule.operand_layout import mma_register_a_layouts
 from ..schedule.smem import SharedLayout
 from ..schedule.tensor_cores import tensor_core_op
@@ -26,7 +27,7 @@ from .cnames import c_bool, c_name, c_string, c_type, comment_text, compute_type
 from .copies import CopyGen
 from .hoist import HoistGen
 from .occupancy import min_blocks
-from .ranges import provably_within
+from .ranges import provably_within, scalar_ranges
 from .reductions import ReduceGen
 from .scans import ScanGen
 from .shared_runs import SharedRunGen
@@ -56,6 +57,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
         self.lines: list[str] = []
         self.indent = 1
         self.ranges: dict[str, tuple[int, int]] = {}
+        self.scalar_ranges: dict[str, tuple[int, int]] = {}  # ranges.scalar_ranges of the kernel
         self.reg_index: dict[str, str] = {}  # inside a parallel loop: fragment -> its register expression
         self.loop_layout = None
         self.loop_extents: tuple = ()
@@ -93,6 +95,10 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
         k = self.k
         for i, v in enumerate(k.block_vars):
             self.ranges[v] = (0, 2**31 - 1)
+        # scalars whose every value has a range (a digit `d = i32(k >> 8 & 255)`): the elements
+        # they index need no bounds check
+        self.scalar_ranges = scalar_ranges(k.body, self.ranges)
+        self.ranges.update(self.scalar_ranges)
         for b in k.buffers:
             if b.scope == "fragment":
                 self.fragment(b.name)
@@ -246,7 +252,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
         self.emit(f"for (int {var} = {start}; {cond}; {var} += {step}) {{")
         self.nested(s.body)
         self.emit("}")
-        self.ranges.pop(s.var, None)
+        self.unbind_range(s.var)
 
     def stmt_Print(self, s: ir.Print) -> None:
         """Each value passed as the C type its conversion is written for (tlc.print_format)."""
@@ -282,6 +288,12 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
         if p is not None:
             return list(p.shape)
         return list(self.buffers[name].shape)
+
+    def unbind_range(self, var: str) -> None:
+        """A loop's variable goes out of scope: its name is the scalar's again, if one has it."""
+        self.ranges.pop(var, None)
+        if var in self.scalar_ranges:
+            self.ranges[var] = self.scalar_ranges[var]
 
     def dim_text(self, d) -> str:
         if isinstance(d, DimExpr):  # K // 2 of shape symbols: the launch checked the array against it
@@ -450,6 +462,10 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
 
     # ---- parallel loops ----------------------------------------------------------------------
     def stmt_Parallel(self, p: ir.Parallel) -> None:
+        scatter = gather_rows.row_scatter(p, self.params, self.buffers)
+        if scatter is not None:  # a shared tile's rows to rows of a tensor, in 16-byte vectors
+            self.scatter_rows(scatter)
+            return
         layout = parallel_layout(p, self.k)
         exchange = dict(p.exchange) if p.layout is not None else self.exchange_plan(p, layout)
         if exchange:
@@ -550,7 +566,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
             self.indent -= 1
             self.emit("}")
         for v in p.vars:
-            self.ranges.pop(v, None)
+            self.unbind_range(v)
         for x in hoisted:
             self.hoisted.pop(x, None)
         self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = saved
