@@ -10,7 +10,7 @@ process (CUDA events, the L2 flushed before each run, the median; tlc.timing), a
 gives each one's TFLOP/s (2 * N * OH * OW * F * K * K * C / G flops) and tlc's time over
 cuDNN's ratio as cuDNN / tlc (above 1.0: tlc faster).
 
-    python bench/conv.py [--quick] [--only NAME,NAME] [--json out.json]
+    python bench/conv.py [--quick] [--only NAME,NAME] [--json out.json] [--variant BM=64,BN=256 ...]
     python bench/conv.py --dry-run    # no GPU: every row's kernel at a small batch on the interpreter
 """
 from __future__ import annotations
@@ -57,7 +57,12 @@ def tiles(N, H, W, C, F, K, S, P, G) -> dict:
     return {"BN": 64} if F <= 64 else {}
 
 
-def run_rows(names, dry_run: bool) -> list:
+def _consts(variant: str) -> dict:
+    """"BM=64,BN=256" -> {"BM": 64, "BN": 256}."""
+    return {k: int(v) for k, v in (kv.split("=") for kv in variant.split(",") if kv)}
+
+
+def run_rows(names, dry_run: bool, variants=()) -> list:
     import numpy as np
 
     import tlc
@@ -107,17 +112,22 @@ def run_rows(names, dry_run: bool) -> list:
         assert x.is_contiguous() and w.is_contiguous()
         ref = Fn.conv2d(xt.float(), wt.float(), stride=S, padding=P, groups=G).permute(0, 2, 3, 1)
         y = torch.empty(N, OH, OW, F, device="cuda", dtype=torch.float16)
-        consts = tiles(N, H, W, C, F, K, S, P, G)
-        if G == 1:
-            run = conv.conv2d.launcher(x, w, y, S=S, P=P, **consts)
-        else:
-            wd = w.reshape(C, K, K)
-            run = conv.depthwise_conv2d.launcher(x, wd, y, S=S, P=P, **consts)
         tol = tolerance("float16", ref, 8)
-        contenders = {
-            "tlc": Checked(run, ref, out=y, **tol),
-            "cudnn": Checked(lambda: Fn.conv2d(xt, wt, stride=S, padding=P, groups=G), ref.permute(0, 3, 1, 2), **tol),
-        }
+        contenders = {}
+        for label, extra in [("tlc", {}), *((f"tlc[{v}]", _consts(v)) for v in variants)]:
+            consts = {**tiles(N, H, W, C, F, K, S, P, G), **extra}
+            out_y = y if label == "tlc" else torch.empty_like(y)
+            try:
+                if G == 1:
+                    run = conv.conv2d.launcher(x, w, out_y, S=S, P=P, **consts)
+                else:
+                    run = conv.depthwise_conv2d.launcher(x, w.reshape(C, K, K), out_y, S=S, P=P, **consts)
+            except Exception as e:  # a variant that does not fit (shared memory, registers): reported
+                print(f"    {label}: {type(e).__name__}: {str(e).strip().splitlines()[0][:200]}", flush=True)
+                continue
+            contenders[label] = Checked(run, ref, out=out_y, **tol)
+        contenders["cudnn"] = Checked(lambda: Fn.conv2d(xt, wt, stride=S, padding=P, groups=G), ref.permute(0, 3, 1, 2),
+                                      **tol)
         t0 = time.time()
         ms, verdicts = compare_checked(contenders, min_ms=60)
         row = {"name": name, "shape": ROWS[name], "flops": flops,
@@ -129,6 +139,9 @@ def run_rows(names, dry_run: bool) -> list:
             row["ratio"] = row["cudnn_ms"] / row["tlc_ms"]
         out.append(row)
         bad = "; ".join(f"{k} {v.why}" for k, v in verdicts.items() if not v.ok)
+        for k in ms:
+            if k.startswith("tlc[") and "cudnn_ms" in row:
+                print(f"    {k:32s} {row[f'{k}_tflops']:7.1f} TFLOP/s  ratio {row['cudnn_ms'] / row[f'{k}_ms']:5.2f}")
         print(f"{name:20s} tlc {row.get('tlc_tflops', float('nan')):7.1f} TFLOP/s  cudnn "
               f"{row.get('cudnn_tflops', float('nan')):7.1f} TFLOP/s  ratio {row.get('ratio', float('nan')):5.2f}"
               f"  ({time.time() - t0:.1f} s){'  ' + bad if bad else ''}", flush=True)
@@ -143,12 +156,14 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="", help="comma-separated row names")
     ap.add_argument("--json", default="", help="write the rows here")
     ap.add_argument("--dry-run", action="store_true", help="the rows' kernels on the interpreter, no GPU")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="also time tlc with these constants (BM=64,BN=256), each checked; repeatable")
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or list(QUICK if args.quick else ROWS)
     unknown = [n for n in names if n not in ROWS]
     if unknown:
         ap.error(f"no such rows: {', '.join(unknown)}")
-    rows = run_rows(names, args.dry_run)
+    rows = run_rows(names, args.dry_run, args.variant)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0 if all(r.get("ok", all(v[0] for v in r.get("verdicts", {}).values())) for r in rows) else 1

@@ -130,3 +130,37 @@ def test_the_interpreter_runs_the_gathers_as_written():
         y = np.full((M, N), np.nan, np.float32)
         getattr(mod, name)(x, idx, y, w)
         np.testing.assert_allclose(y, want, rtol=1e-2, atol=1e-2)
+
+
+SCATTER = """
+@kernel
+def scattered(x: f16[M, N], idx: i32[M], y: f16[R, N], BM: const = 32, BN: const = 64, THREADS: const = 128):
+    with grid(cdiv(N, BN), cdiv(M, BM), threads=THREADS) as (bx, by):
+        xs = shared(f16[BM, BN])
+        copy(x[by * BM, bx * BN], xs)
+        for i, j in parallel(BM, BN):
+            r = idx[by * BM + i]
+            y[r, bx * BN + j] = xs[i, j]
+"""
+
+
+def test_a_row_scatter_stores_16_byte_vectors(tmp_path):
+    """The other way (gather_rows.row_scatter): a shared tile's rows stored to rows of a tensor
+    found by index arithmetic (an implicit GEMM's output tile, whose rows are pixels) are 16-byte
+    stores where a row lies inside the tensor, element by element at its edge."""
+    for arch in ("sm_80", "sm_90a"):
+        cu = _cu("scattered", arch, source=SCATTER)
+        assert "scatter rows of xs into y: 16-byte vectors" in cu
+        assert "*reinterpret_cast<uint4*>(tl_row + tl_c) = *reinterpret_cast<const uint4*>(tl_src)" in cu
+        compile_device(cu, arch, tmp_path)
+    mod = compile_source(SCATTER, target="cpu")
+    rng = np.random.default_rng(2)
+    M, N, R = 45, 70, 60  # ragged tiles; N not a multiple of 8
+    x = rng.standard_normal((M, N)).astype(np.float16)
+    idx = rng.permutation(R + 10)[:M].astype(np.int32) - 5  # distinct rows, some outside y
+    y = np.zeros((R, N), np.float16)
+    mod.scattered(x, idx, y)
+    want = np.zeros((R, N), np.float16)
+    inside = (idx >= 0) & (idx < R)
+    want[idx[inside]] = x[inside]
+    np.testing.assert_array_equal(y, want)

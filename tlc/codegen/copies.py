@@ -375,6 +375,47 @@ class CopyGen:
         self.indent -= 1
         self.emit("}")
 
+    def scatter_rows(self, g) -> None:
+        """A row scatter (schedule/gather_rows.py `row_scatter`): thread t takes 16-byte vectors
+        t, t + THREADS, ... of the shared tile; a vector whose row lies inside the tensor and
+        starts on a 16-byte boundary is one 16-byte store, any other is stored element by
+        element where inside the tensor."""
+        b = self.buffers[g.src]
+        rows, cols = b.shape
+        T, vec = c_type(b.dtype), 16 // b.dtype.itemsize
+        i, j = g.loop.vars
+        dst, dims = c_name(g.dst), self.tensor_dims(g.dst)
+        last = self.dim_text(dims[-1])
+        self.emit(f"{{  // scatter rows of {g.src} into {g.dst}: 16-byte vectors")
+        self.indent += 1
+        self.emit(f"const bool tl_sv = (reinterpret_cast<unsigned long long>({dst}) & 15) == 0 && {last} % {vec} == 0;")
+        self.emit("#pragma unroll")
+        self.emit(f"for (int tl_v = threadIdx.x; tl_v < {rows * cols // vec}; tl_v += {self.k.threads}) {{")
+        self.indent += 1
+        self.emit(f"const int {c_name(i)} = tl_v / {cols // vec};")
+        self.emit(f"const int {c_name(j)} = tl_v % {cols // vec} * {vec};")
+        self.ranges[i], self.ranges[j] = (0, rows - 1), (0, cols - vec)
+        self.block(g.lets)
+        lead, col = g.indices[:-1], self.expr(g.indices[-1])
+        inside = [f"{self.expr(x)} >= 0 && {self.expr(x)} < {self.dim_text(d)}" for x, d in zip(lead, dims)]
+        self.emit(f"const bool tl_in = {' && '.join(inside) if inside else 'true'};")
+        self.emit(f"const long long tl_c = {col};")
+        row = "0LL"
+        for x, d in zip(lead, dims):
+            row = f"({row} * {self.dim_text(d)} + {self.expr(x)})"
+        self.emit(f"{T}* tl_row = {dst} + {row} * {last};")
+        self.emit(f"const {T}* tl_src = {self.smem_pointer(g.src)} + {self.smem_index(b, [c_name(i), c_name(j)])};")
+        self.emit(f"if (tl_in && tl_sv && tl_c >= 0 && tl_c % {vec} == 0 && tl_c + {vec} <= {last}) "
+                  "*reinterpret_cast<uint4*>(tl_row + tl_c) = *reinterpret_cast<const uint4*>(tl_src);")
+        self.emit(f"else if (tl_in) for (int tl_e = 0; tl_e < {vec}; ++tl_e) "
+                  f"if (tl_c + tl_e >= 0 && tl_c + tl_e < {last}) tl_row[tl_c + tl_e] = tl_src[tl_e];")
+        self.ranges.pop(i, None)
+        self.ranges.pop(j, None)
+        self.indent -= 1
+        self.emit("}")
+        self.indent -= 1
+        self.emit("}")
+
     def emit_pipeline(self, plan: PipelinePlan, overlap: bool) -> None:
         """The ring: a prologue issues `stages - 1` iterations' copies; each iteration waits for
         its own, then issues the copies `stages - 1` ahead into the stage consumed last and

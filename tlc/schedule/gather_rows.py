@@ -161,3 +161,48 @@ def split(loop: ir.For, params: dict, buffers: dict) -> tuple[list, list] | None
     if rest and isinstance(rest[-1], ir.Sync):
         rest.pop()
     return producers, rest
+
+
+# ---- the other way: a shared tile's rows scattered to rows of a tensor -----------------------
+
+@dataclass(frozen=True)
+class RowScatter:
+    loop: ir.Parallel
+    src: str  # the shared buffer, [rows, cols]
+    dst: str  # the tensor parameter
+    lets: tuple  # the loop's scalar statements before the store (none reads j)
+    indices: tuple  # the store's indices; the last is `a + j`
+
+
+def row_scatter(p, params: dict, buffers: dict) -> RowScatter | None:
+    """`p` as a row scatter, or None: `y[n, oh, ow, c0 + j] = ys[i, j]` after scalars that do not
+    read j, ys a shared tile of y's dtype with the loop's shape (an implicit GEMM's output tile,
+    whose rows are pixels).  Its code (codegen/copies.py `scatter_rows`) moves 16-byte vectors
+    where a row's elements are consecutive in memory and inside the tensor."""
+    if not isinstance(p, ir.Parallel) or len(p.vars) != 2 or p.stores or p.exchange:
+        return None
+    i, j = p.vars
+    *lets, store = p.body or (None,)
+    if not isinstance(store, ir.Store) or not all(isinstance(s, (ir.LetScalar, ir.Assign)) for s in lets):
+        return None
+    if store.name not in params or params[store.name].kind != "tensor" or len(store.indices) != len(params[store.name].shape):
+        return None
+    value = store.value
+    if not isinstance(value, ir.Load) or value.name not in buffers:
+        return None
+    b = buffers[value.name]
+    if b.scope != "shared" or tuple(b.shape) != tuple(p.extents) or b.dtype != params[store.name].dtype or \
+            value.dtype != b.dtype or (p.extents[1] * b.dtype.itemsize) % 16:
+        return None
+    if not all(isinstance(x, ir.Var) for x in value.indices) or tuple(x.name for x in value.indices) != (i, j):
+        return None
+    names = {s.name for s in lets}
+    if names != {s.name for s in lets if isinstance(s, ir.LetScalar)} or names & set(p.vars) or \
+            any(x.name in names for s in lets for e in statement_exprs(s) for x in subexprs(e) if isinstance(x, ir.Load)):
+        return None
+    if any(v.name == j for s in lets for v in variables(s.value)):
+        return None
+    *lead, last = store.indices
+    if any(v.name == j for e in lead for v in variables(e)) or not _plus_j(last, j):
+        return None
+    return RowScatter(p, value.name, store.name, tuple(lets), tuple(store.indices))
