@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import tlc  # noqa: E402
-from tlc.timing import Checked, compare_checked, tolerance  # noqa: E402
+from tlc.timing import Checked, compare, compare_checked, tolerance, verify  # noqa: E402
 
 # name: (dtype, B, H, HK, S, SK, D, causal, tlc constants)
 ROWS = {
@@ -37,6 +37,9 @@ ROWS = {
     "fwd_f16_gqa_causal": ("float16", 4, 32, 8, 4096, 4096, 128, True, {}),
     "fwd_f16_d64": ("float16", 4, 32, 32, 4096, 4096, 64, False, {}),
     "fwd_f16_d256": ("float16", 4, 16, 16, 4096, 4096, 256, False, {"BN": 64, "STAGES": 2}),
+    # backward (dQ, dK, dV from dO): the vendors through autograd, 2.5x the forward's flops
+    "bwd_f16_d128": ("float16", 4, 32, 32, 4096, 4096, 128, False, {}),
+    "bwd_f16_d128_causal": ("float16", 4, 32, 32, 4096, 4096, 128, True, {}),
     # decoding: one new token against an 8192-token cache; GB/s of K and V read
     "decode_f16": ("float16", 64, 32, 32, 1, 8192, 128, False, {}),
     "decode_f16_gqa": ("float16", 64, 32, 8, 1, 8192, 128, False, {}),
@@ -45,7 +48,7 @@ ROWS = {
     "decode_f16_gqa_paged": ("float16", 64, 32, 8, 1, 8192, 128, False, {"PAGE": 64}),
 }
 QUICK = ("fwd_f16_d128", "fwd_f16_d128_causal", "fwd_f16_gqa", "fwd_f16_d64", "decode_f16", "decode_f16_gqa",
-         "decode_f16_paged")
+         "decode_f16_paged", "bwd_f16_d128")
 ULPS = 16  # f16 output against the f32 reference: rtol and atol (of the RMS) of 16 units
 
 
@@ -88,6 +91,59 @@ def vendor(torch, F, backend, q, k, v, scale, causal):
         with sdpa_kernel(backend):
             return F.scaled_dot_product_attention(q, k, v, scale=scale, is_causal=causal, enable_gqa=gqa)
     return run
+
+
+def backward_row(torch, F, mod, name, spec, min_ms):
+    """dQ, dK, dV of the f16 inputs for a random dO: tlc's flash_bwd (after its flash_fwd gave O
+    and LSE, untimed) against each vendor's backward through autograd (its forward untimed);
+    every gradient checked against the f32 math backend's, a batch at a time."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    dtype, B, H, HK, S, SK, D, causal, consts = spec
+    dt = getattr(torch, dtype)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v, do = (torch.randn(B, h, s, D, device="cuda", dtype=dt, generator=gen)
+                   for h, s in ((H, S), (HK, SK), (HK, SK), (H, S)))
+    scale = 1.0 / math.sqrt(D)
+    refs = [torch.empty(x.shape, dtype=torch.float32, device="cuda") for x in (q, k, v)]
+    with sdpa_kernel(SDPBackend.MATH):
+        for b in range(B):
+            xs = [x[b:b + 1].float().requires_grad_() for x in (q, k, v)]
+            out = F.scaled_dot_product_attention(*xs, scale=scale, is_causal=causal)
+            grads = torch.autograd.grad(out, xs, do[b:b + 1].float())
+            for r, g in zip(refs, grads):
+                r[b:b + 1] = g
+    o, lse = torch.empty_like(q), torch.empty(B, H, S, device="cuda", dtype=torch.float32)
+    mod.flash_fwd(q, k, v, o, lse, scale, CAUSAL=causal)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    ref = torch.cat([r.flatten() for r in refs])
+    tol = tolerance(dtype, ref, ULPS)
+    flat = lambda grads: torch.cat([g.flatten() for g in grads])  # noqa: E731  (checked once, untimed)
+
+    def tlc_run():
+        mod.flash_bwd(q, k, v, o, do, lse, dq, dk, dv, scale, CAUSAL=causal, **consts)
+        return dq, dk, dv
+    timed = {"tlc": tlc_run}
+    for label, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash2", SDPBackend.FLASH_ATTENTION)):
+        xs = [x.detach().clone().requires_grad_() for x in (q, k, v)]
+        try:
+            with sdpa_kernel(backend):
+                out = F.scaled_dot_product_attention(*xs, scale=scale, is_causal=causal)
+        except RuntimeError as e:
+            timed[label] = lambda e=e: (_ for _ in ()).throw(e)
+            continue
+        timed[label] = lambda out=out, xs=xs: torch.autograd.grad(out, xs, do, retain_graph=True)
+    for x in (dq, dk, dv):  # an element flash_bwd never writes shows as NaN
+        x.fill_(float("nan"))
+    verdicts = {label: verify(Checked(lambda fn=fn: flat(fn()), ref, **tol)) for label, fn in timed.items()}
+    ms = compare({label: fn for label, fn in timed.items() if verdicts[label].ok}, min_ms=min_ms)
+    flops = 2.5 * 4.0 * B * H * S * SK * D * (0.5 if causal else 1.0)
+    result = {"row": name, "unit": "TFLOP/s", "shape": dict(B=B, H=H, HK=HK, S=S, SK=SK, D=D, causal=causal, dtype=dtype)}
+    for label, verdict in verdicts.items():
+        result[label] = {"ms": ms[label], "rate": flops / ms[label] / 1e9} if verdict.ok else {"error": verdict.why}
+    del refs, ref
+    torch.cuda.empty_cache()
+    return result
 
 
 def row(torch, F, mod, name, spec, min_ms):
@@ -156,7 +212,8 @@ def main(argv=None):
     print(f"{'row':28} {'tlc':>7} {'cudnn':>7} {'flash2':>7} {'/cudnn':>7} {'/flash2':>7}")
     for name in names:
         t = time.time()
-        r = row(torch, F, mod, name, ROWS[name], 100.0 if args.quick else 300.0)
+        measure = backward_row if name.startswith("bwd") else row
+        r = measure(torch, F, mod, name, ROWS[name], 100.0 if args.quick else 300.0)
         results.append(r)
         ratios = [f"{r['tlc']['rate'] / r[v]['rate']:7.2f}" if "rate" in r["tlc"] and "rate" in r[v]
                   else "      -" for v in ("cudnn", "flash2")]

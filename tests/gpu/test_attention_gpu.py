@@ -13,7 +13,7 @@ import tlc
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "stdlib"))  # the shared kit
 from attention_kit import attention_inputs, attention_reference  # noqa: E402
-from test_attention import CASES, DECODE_CASES, PAGED_CASES, TOL, check_paged  # noqa: E402
+from test_attention import BWD_CASES, CASES, DECODE_CASES, PAGED_CASES, TOL, check_bwd, check_paged  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -79,6 +79,30 @@ def test_flash_decode_paged_against_numpy(dtype, case):
             if isinstance(host, np.ndarray):
                 host[...] = d.get()
     check_paged(run, dtype, *(PAGED_CASES + PAGED_DEFAULT_TILES)[case], seed=case)
+
+
+BWD_DEFAULT_TILES = [(1, 4, 2, 300, 513, 128, True, {}), (2, 8, 8, 1000, 1000, 128, False, {}),
+                     (1, 2, 1, 129, 64, 64, True, {})]
+
+
+def on_device(kernel):
+    """`kernel` called with NumPy arrays through CuPy, its outputs copied back into them."""
+    import cupy as cp
+
+    def run(*args, **consts):
+        dev = [cp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+        kernel(*dev, **consts)
+        for host, d in zip(args, dev):
+            if isinstance(host, np.ndarray):
+                host[...] = d.get()
+    return run
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("case", range(len(BWD_CASES) + len(BWD_DEFAULT_TILES)))
+def test_flash_bwd_against_numpy(dtype, case):
+    mod = tlc.load("std.attention", target="cuda")
+    check_bwd(on_device(mod.flash_fwd), on_device(mod.flash_bwd), dtype, *(BWD_CASES + BWD_DEFAULT_TILES)[case], seed=case)
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -67,3 +67,29 @@ def paged_cache(rng, k, v, lengths, page: int, spare: int = 3):
             kp[table[b, p], n:] = 0  # past the cache's end: zeros, masked out by length
             vp[table[b, p], n:] = 0
     return kp, vp, table
+
+
+def attention_grads(q, k, v, do, scale, causal=False):
+    """(dQ, dK, dV) in f64 by the textbook formulas: P = softmax(Q K.T scale), dV = P.T dO,
+    dP = dO V.T, dS = P (dP - rowsum(dO O)), dQ = dS K scale, dK = dS.T Q scale; GQA's dK and dV
+    summed over each group's query heads."""
+    q, k, v, do = (np.asarray(x, np.float64) for x in (q, k, v, do))
+    B, H, S, D = q.shape
+    HK, SK = k.shape[1], k.shape[2]
+    G = H // HK
+    kk, vv = np.repeat(k, G, 1), np.repeat(v, G, 1)
+    s = np.einsum("bhid,bhjd->bhij", q, kk) * scale
+    seen = causal_mask(S, SK) if causal else np.ones((S, SK), bool)
+    s = np.where(seen, s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    p = np.exp(s - m)
+    total = p.sum(-1, keepdims=True)
+    p = p / np.where(total > 0, total, 1)
+    o = p @ vv
+    dv = np.einsum("bhij,bhid->bhjd", p, do)
+    dp = np.einsum("bhid,bhjd->bhij", do, vv)
+    ds = p * (dp - (do * o).sum(-1, keepdims=True))
+    dq = np.einsum("bhij,bhjd->bhid", ds, kk) * scale
+    dk = np.einsum("bhij,bhid->bhjd", ds, q) * scale
+    return dq, dk.reshape(B, HK, G, SK, D).sum(2), dv.reshape(B, HK, G, SK, D).sum(2)

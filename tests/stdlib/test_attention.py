@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tlc
-from attention_kit import ATTENTION_PATH, attention_inputs, attention_reference, paged_cache
+from attention_kit import ATTENTION_PATH, attention_grads, attention_inputs, attention_reference, paged_cache
 from module_checks import assert_reference_page_is_current, defs_without_a_doc_comment
 from op_registry import check_or_record
 from tlc.interp import run_kernel
@@ -38,6 +38,14 @@ PAGED_CASES = [
     (3, 8, 2, 2, [200, 0, 33], 32, True, 32, {"SPLITS": 3}),
     (1, 6, 1, 3, [97], 64, True, 16, {"SPLITS": 2}),
 ]
+# flash_bwd: (B, H, HK, S, SK, D, CAUSAL, constants)
+BWD_CASES = [
+    (1, 2, 1, 70, 100, 32, False, {"BN": 32, "BKV": 64, "BQ": 32}),
+    (1, 4, 2, 100, 70, 32, True, {"BN": 32}),                 # S > SK: rows that see no key
+    (2, 2, 2, 64, 64, 64, True, {}),
+    (1, 3, 3, 33, 150, 16, True, {"BKV": 32, "BQ": 16, "KV_THREADS": 128}),
+]
+BWD_TOL = {"f16": 4e-3, "bf16": 3e-2}  # the largest error over the largest gradient
 TOL = {"f16": (2e-3, 1e-5), "bf16": (1.6e-2, 1e-5)}  # (O: absolute, LSE: absolute), values of size ~1
 PASSED: dict = {}
 
@@ -109,6 +117,31 @@ def check_paged(run, dtype, B, H, HK, SQ, lengths, D, causal, page, consts, seed
         assert (lse[b:b + 1][~seen] == -np.inf).all()
 
 
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("case", range(len(BWD_CASES)))
+def test_flash_bwd_against_numpy(mod, dtype, case):
+    check_bwd(lambda *a, **c: mod.flash_fwd(*a, **c), lambda *a, **c: mod.flash_bwd(*a, **c), dtype,
+              *BWD_CASES[case], seed=300 + case)
+    PASSED.setdefault("flash_bwd", {}).setdefault(dtype, set()).add(case)
+
+
+def check_bwd(fwd, bwd, dtype, B, H, HK, S, SK, D, causal, consts, seed):
+    """flash_fwd's O and LSE, then flash_bwd's gradients against attention_grads."""
+    from tlc.dtypes import lookup
+
+    rng = np.random.default_rng(seed)
+    q, k, v, scale = attention_inputs(rng, lookup(dtype).numpy(), B, H, HK, S, SK, D)
+    do = rng.standard_normal(q.shape).astype(q.dtype)
+    o = np.zeros_like(q)
+    lse = np.zeros((B, H, S), np.float32)
+    fwd(q, k, v, o, lse, scale, T=dtype, CAUSAL=causal)
+    grads = [np.full(x.shape, np.nan, x.dtype) for x in (q, k, v)]
+    bwd(q, k, v, o, do, lse, *grads, scale, T=dtype, CAUSAL=causal, **consts)
+    for name, got, want in zip(("dQ", "dK", "dV"), grads, attention_grads(q, k, v, do, scale, causal)):
+        err = np.abs(got.astype(np.float64) - want).max() / np.abs(want).max()
+        assert err < BWD_TOL[dtype], (name, err)
+
+
 @pytest.mark.parametrize("case", [0, 1, 4])  # D = 64: 128-byte rows, as the TMA copies them
 def test_the_sm90a_ring_against_numpy(mod, case):
     """The sm_90a schedule: K and V through a TMA ring filled by a producer warpgroup, the Q
@@ -131,9 +164,10 @@ def test_a_scale_that_is_not_positive_fails_the_device_assert(mod):
 
 
 BUILDS = [  # head dim, each kernel's constants (PAGE, the paged cache's page, is compiled in)
-    (64, {"flash_fwd": "", "flash_decode": "", "flash_decode_paged": "PAGE=64"}),
-    (128, {"flash_fwd": "", "flash_decode": "", "flash_decode_paged": "PAGE=128"}),
-    (128, {"flash_fwd": "CAUSAL=True", "flash_decode": "CAUSAL=True", "flash_decode_paged": "CAUSAL=True PAGE=16"}),
+    (64, {"flash_fwd": "", "flash_bwd": "", "flash_decode": "", "flash_decode_paged": "PAGE=64"}),
+    (128, {"flash_fwd": "", "flash_bwd": "", "flash_decode": "", "flash_decode_paged": "PAGE=128"}),
+    (128, {"flash_fwd": "CAUSAL=True", "flash_bwd": "CAUSAL=True", "flash_decode": "CAUSAL=True",
+           "flash_decode_paged": "CAUSAL=True PAGE=16"}),
     (256, {"flash_fwd": "BN=64 STAGES=2", "flash_decode": "BN=64", "flash_decode_paged": "PAGE=64"}),
 ]
 
@@ -160,8 +194,9 @@ def test_builds_with_nvcc_without_spills(arch, D, consts, tmp_path):
 
 
 def test_registry():
-    table = {k: {"f16", "bf16"} for k in ("flash_fwd", "flash_decode", "flash_decode_paged")}
-    count = {"flash_fwd": len(CASES), "flash_decode": len(DECODE_CASES), "flash_decode_paged": len(PAGED_CASES)}
+    table = {k: {"f16", "bf16"} for k in ("flash_fwd", "flash_bwd", "flash_decode", "flash_decode_paged")}
+    count = {"flash_fwd": len(CASES), "flash_bwd": len(BWD_CASES), "flash_decode": len(DECODE_CASES),
+             "flash_decode_paged": len(PAGED_CASES)}
     passed = {k: {d for d, cases in PASSED.get(k, {}).items() if cases == set(range(count[k]))} for k in table}
     check_or_record("std.attention", table, {k: v for k, v in passed.items() if v == table[k]}, __file__)
 
