@@ -13,7 +13,8 @@ import tlc
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "stdlib"))  # the shared kit
 from attention_kit import attention_inputs, attention_reference  # noqa: E402
-from test_attention import BWD_CASES, CASES, DECODE_CASES, PAGED_CASES, TOL, check_bwd, check_paged  # noqa: E402
+from test_attention import (BWD_CASES, CASES, DECODE_CASES, PAGED_CASES, TOL, VARLEN_CASES, check_bwd,  # noqa: E402
+                            check_paged, check_varlen)
 
 pytestmark = pytest.mark.gpu
 
@@ -103,6 +104,17 @@ def on_device(kernel):
 def test_flash_bwd_against_numpy(dtype, case):
     mod = tlc.load("std.attention", target="cuda")
     check_bwd(on_device(mod.flash_fwd), on_device(mod.flash_bwd), dtype, *(BWD_CASES + BWD_DEFAULT_TILES)[case], seed=case)
+
+
+VARLEN_DEFAULT_TILES = [(8, 2, 128, [1000, 0, 3000, 1, 129], [1000, 7, 2000, 300, 129], True, {}),
+                        (4, 4, 64, [4096, 4096], [4096, 4096], False, {})]
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("case", range(len(VARLEN_CASES) + len(VARLEN_DEFAULT_TILES)))
+def test_flash_fwd_varlen_against_numpy(dtype, case):
+    mod = tlc.load("std.attention", target="cuda")
+    check_varlen(on_device(mod.flash_fwd_varlen), dtype, *(VARLEN_CASES + VARLEN_DEFAULT_TILES)[case], seed=case)
 
 
 @pytest.mark.parametrize("causal", [False, True])
