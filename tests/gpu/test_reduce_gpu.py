@@ -56,10 +56,12 @@ def test_sort_orders_nan_zeros_and_infinities(mod, dtype):
 
 @pytest.mark.parametrize("dtype", WITH_INTS)
 def test_topk_against_numpy(mod, dtype):
-    """Rows of 32768 (issue 13's benchmark rows), of 5000 and of one SEG, K up to BN - SEG."""
+    """Rows of 32768 (issue 13's benchmark rows), of 5000 and of one tile, K up to 512; the elements
+    left after the first byte in shared memory, and (CAP=64) streamed for every byte."""
     rng = np.random.default_rng(12)
-    for M, N, ks in [(37, 32768, (64, 8)), (5, 5000, (512, 1)), (300, 100, (100, 7))]:
+    for M, N, ks, consts in [(37, 32768, (64, 8), {}), (5, 5000, (512, 1), {}), (300, 100, (100, 7), {}),
+                             (20, 9000, (64, 8), dict(CAP=64))]:
         x = normal(rng, (M, N), dtype) if dtype != "i32" else rng.integers(-5, 5, (M, N)).astype(np.int32)
         for largest in (True, False):
             for K in ks:
-                topk_rows(mod, x, K, largest, {})
+                topk_rows(mod, x, K, largest, consts)

@@ -310,11 +310,12 @@ def topk_rows(mod, x, K: int, largest: bool, consts: dict):
     sorted_rows(mod, x, K, largest, consts, "topk")
 
 
-# rows of many tiles (ragged), one row, rows within one SEG; K up to BN - SEG (the tile fills and
-# is sorted again several times a row)
-TOPK_SHAPES = [(3, 300, dict(BM=2, BN=64, SEG=32, THREADS=32), (1, 7, 32)),
-               (1, 1000, dict(BN=32, SEG=16, THREADS=32), (16, 3)),
-               (5, 20, dict(BN=64, SEG=32, THREADS=32), (20, 1))]
+# rows of many tiles (ragged), one row, rows of one tile; the elements left after the first byte
+# copied into shared memory (CAP 128) or too many for it (CAP 16: every byte streams the row);
+# integers of few values: the K-th shared by many, the select over their indices
+TOPK_SHAPES = [(3, 300, dict(KMAX=64, CAP=128, THREADS=16, E=4), (1, 7, 32)),
+               (1, 1000, dict(KMAX=32, CAP=16, THREADS=32, E=2), (16, 3)),
+               (5, 20, dict(KMAX=32, CAP=64, THREADS=8, E=2), (20, 1))]
 
 
 @pytest.mark.parametrize("dtype", WITH_INTS)
@@ -329,12 +330,12 @@ def test_topk_against_numpy(mod, dtype):
     PASSED.setdefault("topk", set()).add(dtype)
 
 
-def test_topk_refuses_k_past_its_tile(mod):
+def test_topk_refuses_k_past_kmax(mod):
     from tlc.device_assert import DeviceAssertError
 
     x = np.zeros((2, 100), np.float32)
-    with pytest.raises(DeviceAssertError, match=r"topk: K = 40, BN = 64, SEG = 32"):
-        mod.topk(x, np.zeros((2, 40), np.float32), np.zeros((2, 40), np.int32), BN=64, SEG=32, THREADS=32)
+    with pytest.raises(DeviceAssertError, match=r"topk: K = 40, N = 100, KMAX = 32"):
+        mod.topk(x, np.zeros((2, 40), np.float32), np.zeros((2, 40), np.int32), KMAX=32, THREADS=32)
 
 
 def test_registry():
