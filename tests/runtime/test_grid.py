@@ -5,7 +5,8 @@ import pytest
 from runtime_kit import cdiv, i32
 from tlc.dtypes import BOOL, F32, I32, I64
 from tlc.ir import BinOp, Call, Cast, Const, Load, Select, UnaryOp, Var
-from tlc.runtime.grid import GridError, compile_function, compile_grid, launches_blocks, py_source
+from tlc.runtime.grid import (GridError, _guarded, compile_function, compile_grid, launches_blocks,
+                             py_function, py_source)
 
 SLOTS = {"N": 0, "M": 1, "alpha": 2}
 N, M = Var("N", I32), Var("M", I32)
@@ -17,7 +18,11 @@ def compile_expr(expr, slots):
 
 
 def ev(expr, N=0, M=0, alpha=0.0):
-    return compile_expr(expr, SLOTS)([N, M, alpha])
+    """`expr`'s value by `py_source`'s text (which the fast paths compile) and by `py_function`'s
+    closures (compile_grid's), which must agree; an error is the text's."""
+    text = compile_expr(expr, SLOTS)([N, M, alpha])
+    assert _guarded(py_function(expr, SLOTS), "", "a grid extent")([N, M, alpha]) == text
+    return text
 
 
 @pytest.mark.parametrize("n, expected", [(0, 0), (1, 1), (128, 1), (129, 2), (1000, 8)])
@@ -60,12 +65,17 @@ def test_grid_pads_to_three_dimensions():
 
 @pytest.mark.parametrize("expr, message", [
     (Var("K", I32), "a grid extent reads 'K', which is neither a scalar parameter nor a shape symbol"),
+    (BinOp("@", N, M, I32), "a grid extent uses the operator '@', which the host cannot evaluate"),
+    (UnaryOp("!", N, I32), "a grid extent uses the operator '!', which the host cannot evaluate"),
     (Load("A", (i32(0),), I32), "a grid extent is a Load, which the host cannot evaluate"),
     (Call("exp", (N,), I32), "a grid extent calls 'exp', which the host cannot evaluate"),
 ])
 def test_what_the_host_cannot_evaluate(expr, message):
     with pytest.raises(GridError) as e:
         compile_grid((expr,), SLOTS)
+    assert str(e.value) == message
+    with pytest.raises(GridError) as e:
+        py_function(expr, SLOTS)
     assert str(e.value) == message
 
 
