@@ -40,6 +40,8 @@ ROWS = {
     # backward (dQ, dK, dV from dO): the vendors through autograd, 2.5x the forward's flops
     "bwd_f16_d128": ("float16", 4, 32, 32, 4096, 4096, 128, False, {}),
     "bwd_f16_d128_causal": ("float16", 4, 32, 32, 4096, 4096, 128, True, {}),
+    # block-sparse: 10% of the (query block, key block) pairs, against the same kernel over all
+    "sparse_f16_10pct": ("float16", 1, 32, 32, 8192, 8192, 128, False, {"DENSITY": 0.1}),
     # decoding: one new token against an 8192-token cache; GB/s of K and V read
     "decode_f16": ("float16", 64, 32, 32, 1, 8192, 128, False, {}),
     "decode_f16_gqa": ("float16", 64, 32, 8, 1, 8192, 128, False, {}),
@@ -48,7 +50,7 @@ ROWS = {
     "decode_f16_gqa_paged": ("float16", 64, 32, 8, 1, 8192, 128, False, {"PAGE": 64}),
 }
 QUICK = ("fwd_f16_d128", "fwd_f16_d128_causal", "fwd_f16_gqa", "fwd_f16_d64", "decode_f16", "decode_f16_gqa",
-         "decode_f16_paged", "bwd_f16_d128")
+         "decode_f16_paged", "bwd_f16_d128", "sparse_f16_10pct")
 ULPS = 16  # f16 output against the f32 reference: rtol and atol (of the RMS) of 16 units
 
 
@@ -91,6 +93,53 @@ def vendor(torch, F, backend, q, k, v, scale, causal):
         with sdpa_kernel(backend):
             return F.scaled_dot_product_attention(q, k, v, scale=scale, is_causal=causal, enable_gqa=gqa)
     return run
+
+
+def sparse_row(torch, F, mod, name, spec, min_ms):
+    """flash_fwd_sparse over a random DENSITY of the block pairs against the same kernel over
+    all of them (the ratio is the speedup the sparsity gives; the goal at 10%: 6x), each output
+    checked against PyTorch's math backend in f32 under its mask."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    dtype, B, H, HK, S, SK, D, causal, consts = spec
+    BM = BN = 128
+    dt = getattr(torch, dtype)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (torch.randn(B, h, s, D, device="cuda", dtype=dt, generator=gen) for h, s in ((H, S), (HK, SK), (HK, SK)))
+    scale = 1.0 / math.sqrt(D)
+    nqb, nkb = -(-S // BM), -(-SK // BN)
+    masks = {"tlc": (torch.rand(B, H, nqb, nkb, device="cuda", generator=gen) < consts["DENSITY"]).to(torch.uint8),
+             "dense": torch.ones(B, H, nqb, nkb, device="cuda", dtype=torch.uint8)}
+    timed, checks = {}, {}
+    for label, mask in masks.items():
+        index = torch.zeros(B, H, nqb, nkb, device="cuda", dtype=torch.int32)
+        count = torch.zeros(B, H, nqb, device="cuda", dtype=torch.int32)
+        mod.block_mask_to_index(mask, index, count)
+        o = torch.empty_like(q)
+        lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
+        tokens = mask.bool().repeat_interleave(BM, 2).repeat_interleave(BN, 3)[:, :, :S, :SK]
+        ref = torch.empty(q.shape, dtype=torch.float32, device="cuda")
+        with sdpa_kernel(SDPBackend.MATH):
+            for b in range(B):
+                ref[b:b + 1] = F.scaled_dot_product_attention(q[b:b + 1].float(), k[b:b + 1].float(), v[b:b + 1].float(),
+                                                              attn_mask=tokens[b:b + 1], scale=scale)
+        ref = torch.nan_to_num(ref)  # rows that see no key: 0, as flash_fwd_sparse gives
+        timed[label] = (lambda o=o, lse=lse, index=index, count=count:
+                        mod.flash_fwd_sparse(q, k, v, o, lse, index, count, scale))
+        checks[label] = Checked(timed[label], ref, out=o, **tolerance(dtype, ref, ULPS))
+        del tokens
+    verdicts = {label: verify(c) for label, c in checks.items()}
+    ms = compare({label: fn for label, fn in timed.items() if verdicts[label].ok}, min_ms=min_ms)
+    flops = 4.0 * B * H * S * SK * D
+    result = {"row": name, "unit": "TFLOP/s", "shape": dict(B=B, H=H, HK=HK, S=S, SK=SK, D=D, causal=causal, dtype=dtype)}
+    for label, verdict in verdicts.items():
+        frac = float(masks[label].float().mean())
+        result[label] = {"ms": ms[label], "rate": flops * frac / ms[label] / 1e9, "density": frac} if verdict.ok \
+            else {"error": verdict.why}
+    if "ms" in result["tlc"] and "ms" in result["dense"]:
+        result["speedup"] = result["dense"]["ms"] / result["tlc"]["ms"]
+    torch.cuda.empty_cache()
+    return result
 
 
 def backward_row(torch, F, mod, name, spec, min_ms):
@@ -212,8 +261,14 @@ def main(argv=None):
     print(f"{'row':28} {'tlc':>7} {'cudnn':>7} {'flash2':>7} {'/cudnn':>7} {'/flash2':>7}")
     for name in names:
         t = time.time()
-        measure = backward_row if name.startswith("bwd") else row
+        measure = backward_row if name.startswith("bwd") else sparse_row if name.startswith("sparse") else row
         r = measure(torch, F, mod, name, ROWS[name], 100.0 if args.quick else 300.0)
+        if "speedup" in r or name.startswith("sparse"):
+            print(f"{name:28} density {r['tlc'].get('density', 0):.3f}: {r['tlc'].get('ms', 0) * 1e3:.0f} us, dense "
+                  f"{r['dense'].get('ms', 0) * 1e3:.0f} us: {r.get('speedup', 0):.2f}x faster (goal 6x at 10%)"
+                  + "".join(f"\n    {x}: {r[x]['error']}" for x in ("tlc", "dense") if "error" in r[x]), flush=True)
+            results.append(r)
+            continue
         results.append(r)
         ratios = [f"{r['tlc']['rate'] / r[v]['rate']:7.2f}" if "rate" in r["tlc"] and "rate" in r[v]
                   else "      -" for v in ("cudnn", "flash2")]

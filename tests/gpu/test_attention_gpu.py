@@ -13,8 +13,8 @@ import tlc
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "stdlib"))  # the shared kit
 from attention_kit import attention_inputs, attention_reference  # noqa: E402
-from test_attention import (BWD_CASES, CASES, DECODE_CASES, PAGED_CASES, TOL, VARLEN_CASES, check_bwd,  # noqa: E402
-                            check_paged, check_varlen)
+from test_attention import (BWD_CASES, CASES, DECODE_CASES, PAGED_CASES, SPARSE_CASES, TOL, VARLEN_CASES,  # noqa: E402
+                            check_bwd, check_paged, check_sparse, check_varlen)
 
 pytestmark = pytest.mark.gpu
 
@@ -115,6 +115,27 @@ VARLEN_DEFAULT_TILES = [(8, 2, 128, [1000, 0, 3000, 1, 129], [1000, 7, 2000, 300
 def test_flash_fwd_varlen_against_numpy(dtype, case):
     mod = tlc.load("std.attention", target="cuda")
     check_varlen(on_device(mod.flash_fwd_varlen), dtype, *(VARLEN_CASES + VARLEN_DEFAULT_TILES)[case], seed=case)
+
+
+class OnDevice:
+    """std.attention's kernels called with NumPy arrays through CuPy (for the CPU tests' checks)."""
+
+    def __init__(self):
+        self.mod = tlc.load("std.attention", target="cuda")
+
+    def __getattr__(self, name):
+        return on_device(getattr(self.mod, name))
+
+
+SPARSE_DEFAULT_TILES = [(1, 4, 2, 2000, 2000, 128, True, 256, None), (2, 2, 2, 1000, 1300, 64, False, 0, 0.3)]
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("case", range(len(SPARSE_CASES) + len(SPARSE_DEFAULT_TILES)))
+def test_flash_fwd_sparse_against_numpy(dtype, case):
+    tiles = {} if case >= len(SPARSE_CASES) else {"BM": 64, "BN": 32, "THREADS": 128}
+    check_sparse(OnDevice(), dtype, *(SPARSE_CASES + SPARSE_DEFAULT_TILES)[case], seed=case,
+                 **({"BM": 128, "BN": 128, "THREADS": 256} if not tiles else tiles))
 
 
 @pytest.mark.parametrize("causal", [False, True])

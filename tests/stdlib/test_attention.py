@@ -51,6 +51,14 @@ VARLEN_CASES = [
     (2, 1, 64, [70, 0, 130, 5], [100, 20, 60, 5], False, {"BM": 64, "BN": 32, "THREADS": 128}),
     (4, 2, 32, [33, 64, 1], [33, 80, 0], True, {"BM": 64, "BN": 64, "THREADS": 128}),
 ]
+# flash_fwd_sparse: (B, H, HK, S, SK, D, CAUSAL, WINDOW, density or None for the sliding window's
+# blocks); BM = 64, BN = 32: random block masks with an empty row, and a causal sliding window
+SPARSE_CASES = [
+    (1, 2, 1, 130, 200, 32, False, 0, 0.5),
+    (1, 2, 2, 100, 150, 32, True, 0, 0.6),
+    (2, 2, 1, 200, 200, 32, True, 40, None),
+    (1, 2, 2, 90, 90, 32, False, 50, None),
+]
 BWD_TOL = {"f16": 4e-3, "bf16": 3e-2}  # the largest error over the largest gradient
 TOL = {"f16": (2e-3, 1e-5), "bf16": (1.6e-2, 1e-5)}  # (O: absolute, LSE: absolute), values of size ~1
 PASSED: dict = {}
@@ -185,6 +193,58 @@ def check_varlen(run, dtype, H, HK, D, lengths_q, lengths_k, causal, consts, see
         assert (got_lse[~seen] == -np.inf).all(), b
 
 
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("case", range(len(SPARSE_CASES)))
+def test_flash_fwd_sparse_against_numpy(mod, dtype, case):
+    check_sparse(mod, dtype, *SPARSE_CASES[case], seed=500 + case)
+    for name in ("flash_fwd_sparse", "block_mask_to_index", "sliding_window_mask"):
+        if name != "sliding_window_mask" or SPARSE_CASES[case][8] is None:
+            PASSED.setdefault(name, {}).setdefault(dtype, set()).add(case)
+
+
+def check_sparse(mod, dtype, B, H, HK, S, SK, D, causal, window, density, seed, BM=64, BN=32, THREADS=128):
+    """The block lists (from a random mask, or the sliding window's), flash_fwd_sparse over them
+    against the reference under the same mask at the token level; and the lists themselves."""
+    from tlc.dtypes import lookup
+
+    rng = np.random.default_rng(seed)
+    q, k, v, scale = attention_inputs(rng, lookup(dtype).numpy(), B, H, HK, S, SK, D)
+    nqb, nkb = -(-S // BM), -(-SK // BN)
+    past = SK - S
+    if density is None:
+        mask = np.zeros((B, H, nqb, nkb), np.uint8)
+        mod.sliding_window_mask(mask, S, SK, window, CAUSAL=causal, BM=BM, BN=BN)
+    else:
+        mask = (rng.random((B, H, nqb, nkb)) < density).astype(np.uint8)
+        mask[0, 0, 0] = 0  # a query block that sees no key block
+    index = np.full((B, H, nqb, nkb), -1, np.int32)
+    count = np.full((B, H, nqb), -1, np.int32)
+    mod.block_mask_to_index(mask, index, count)
+    assert (count == mask.sum(-1)).all()
+    assert all((index[b, h, i, :count[b, h, i]] == np.flatnonzero(mask[b, h, i])).all()
+               for b in range(B) for h in range(H) for i in range(nqb))
+    o = np.full(q.shape, np.nan, q.dtype)
+    lse = np.full((B, H, S), np.nan, np.float32)
+    mod.flash_fwd_sparse(q, k, v, o, lse, index, count, scale, T=dtype, CAUSAL=causal, WINDOW=window, BM=BM, BN=BN,
+                         THREADS=THREADS)
+    tokens = np.repeat(np.repeat(mask.astype(bool), BM, axis=2), BN, axis=3)[:, :, :S, :SK]
+    i, j = np.arange(S)[:, None] + past, np.arange(SK)[None, :]
+    if window:
+        tokens &= (j > i - window) & ((j < i + window) | causal)
+        if density is None:  # the blocks the window touches are all it needs
+            assert not (((j > i - window) & ((j <= i) | (~causal & (j < i + window)))) & ~tokens[0, 0]).any()
+    o_tol, lse_tol = TOL[dtype]
+    G = H // HK
+    for b in range(B):
+        for h in range(H):
+            want_o, want_lse = attention_reference(q[b:b + 1, h:h + 1], k[b:b + 1, h // G:h // G + 1],
+                                                   v[b:b + 1, h // G:h // G + 1], scale, causal, mask=tokens[b, h])
+            seen = np.isfinite(want_lse)
+            assert np.abs(o[b:b + 1, h:h + 1].astype(np.float64) - want_o).max() < o_tol, (b, h)
+            assert np.abs(lse[b:b + 1, h:h + 1][seen] - want_lse[seen]).max(initial=0) < lse_tol, (b, h)
+            assert (lse[b:b + 1, h:h + 1][~seen] == -np.inf).all(), (b, h)
+
+
 @pytest.mark.parametrize("case", [0, 1, 4])  # D = 64: 128-byte rows, as the TMA copies them
 def test_the_sm90a_ring_against_numpy(mod, case):
     """The sm_90a schedule: K and V through a TMA ring filled by a producer warpgroup, the Q
@@ -207,23 +267,27 @@ def test_a_scale_that_is_not_positive_fails_the_device_assert(mod):
 
 
 BUILDS = [  # head dim, each kernel's constants (PAGE, the paged cache's page, is compiled in)
-    (64, {"flash_fwd": "", "flash_bwd": "", "flash_decode": "", "flash_decode_paged": "PAGE=64", "flash_fwd_varlen": ""}),
+    (64, {"flash_fwd": "", "flash_bwd": "", "flash_decode": "", "flash_decode_paged": "PAGE=64", "flash_fwd_varlen": "",
+          "flash_fwd_sparse": "", "block_mask_to_index": "", "sliding_window_mask": ""}),
     (128, {"flash_fwd": "", "flash_bwd": "", "flash_decode": "", "flash_decode_paged": "PAGE=128",
            "flash_fwd_varlen": ""}),
     (128, {"flash_fwd": "CAUSAL=True", "flash_bwd": "CAUSAL=True", "flash_decode": "CAUSAL=True",
-           "flash_decode_paged": "CAUSAL=True PAGE=16", "flash_fwd_varlen": "CAUSAL=True"}),
+           "flash_decode_paged": "CAUSAL=True PAGE=16", "flash_fwd_varlen": "CAUSAL=True",
+           "flash_fwd_sparse": "CAUSAL=True WINDOW=256"}),
     (256, {"flash_fwd": "BN=64 STAGES=2", "flash_decode": "BN=64", "flash_decode_paged": "PAGE=64"}),
 ]
 # sm_80's mma.sync holds more of a tile in registers than wgmma: the forward kernels at D = 128
 # take BN = 64 there (at 128 they spill 72 bytes), the backward BN = 32 (at 64 its dQ grid spills 4)
-SM80 = {"flash_fwd": "BN=64", "flash_fwd_varlen": "BN=64", "flash_bwd": "BN=32"}
+SM80 = {"flash_fwd": "BN=64", "flash_fwd_varlen": "BN=64", "flash_fwd_sparse": "BN=64", "flash_bwd": "BN=32"}
 
 
 @pytest.mark.nvcc
 @pytest.mark.parametrize("arch", ["sm_90a", pytest.param("sm_80", marks=pytest.mark.slow)])
-@pytest.mark.parametrize("D,consts", BUILDS, ids=["d64", "d128", "d128-causal", "d256"])
+@pytest.mark.parametrize("D,consts", [pytest.param(*b, marks=() if name == "d128-causal" else pytest.mark.slow, id=name)
+                                      for b, name in zip(BUILDS, ["d64", "d128", "d128-causal", "d256"])])
 def test_builds_with_nvcc_without_spills(arch, D, consts, tmp_path):
-    """Every kernel (flash_decode's split and combine grids) at each head dim, one kernel a file
+    """Every kernel (flash_decode's split and combine grids) at each head dim (the default run
+    builds one, head dim 128 causal, for sm_90a: the README's test command's time), one kernel a file
     as the runtime compiles them (in one file of all three, ptxas gave the paged split kernel at
     PAGE=16 72 registers and a 4-byte spill; alone, 80 and none)."""
     import re
@@ -235,18 +299,24 @@ def test_builds_with_nvcc_without_spills(arch, D, consts, tmp_path):
     from tlc.runner import build
 
     for name, given in consts.items():
+        given = given if name in ("block_mask_to_index", "sliding_window_mask") else f"D={D} {given}"
         if arch == "sm_80" and D >= 128 and name in SM80:
             given = f"{given} {SM80[name]}"
-        source, _ = build(ATTENTION_PATH, kernels=(name,), defines=(f"D={D}", *given.split()), arch=arch)
+        source, _ = build(ATTENTION_PATH, kernels=(name,), defines=tuple(given.split()), arch=arch)
         log = compile_object(source, arch, tmp_path, name)
         assert set(re.findall(r"(\d+) bytes spill stores", log)) == {"0"}, log
 
 
 def test_registry():
     count = {"flash_fwd": len(CASES), "flash_bwd": len(BWD_CASES), "flash_decode": len(DECODE_CASES),
-             "flash_decode_paged": len(PAGED_CASES), "flash_fwd_varlen": len(VARLEN_CASES)}
-    table = {k: {"f16", "bf16"} for k in count}
-    passed = {k: {d for d, cases in PASSED.get(k, {}).items() if cases == set(range(count[k]))} for k in table}
+             "flash_decode_paged": len(PAGED_CASES), "flash_fwd_varlen": len(VARLEN_CASES),
+             "flash_fwd_sparse": len(SPARSE_CASES), "block_mask_to_index": len(SPARSE_CASES)}
+    passed_count = {**count, "sliding_window_mask": sum(c[8] is None for c in SPARSE_CASES)}
+    # the block-list helpers have no dtype parameter: their rows count under the mask's u8
+    table = {k: {"u8"} if k in ("block_mask_to_index", "sliding_window_mask") else {"f16", "bf16"} for k in passed_count}
+    seen = {k: ({"u8": set().union(*PASSED[k].values())} if k in PASSED and table[k] == {"u8"} else PASSED.get(k, {}))
+            for k in table}
+    passed = {k: {d for d, cases in seen[k].items() if len(cases) == passed_count[k]} for k in table}
     check_or_record("std.attention", table, {k: v for k, v in passed.items() if v == table[k]}, __file__)
 
 
