@@ -101,3 +101,58 @@ def conv2d_bwd_weight(dy, x, k: int, s: int = 1, p: int = 0, d: int = 1):
 def rel_err(got, want) -> float:
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
+
+
+# ---- one check per operator (scripts/run-all-kernels: every std kernel at ragged shapes) -------
+# (N, H, W, C, F, K, S, P, D): padding at the borders, stride 2, dilation 2, C not a multiple of 8
+RAGGED = [(2, 9, 7, 24, 20, 3, 2, 1, 1), (1, 7, 8, 5, 10, 3, 1, 2, 2)]
+OPS = ("conv2d", "conv2d_grouped", "depthwise_conv2d", "causal_conv1d", "max_pool2d", "avg_pool2d",
+       "conv2d_bwd_data", "conv2d_bwd_weight")
+
+
+def check_op(mod, op: str, case: tuple, consts: dict | None = None) -> None:
+    """Runs std.conv's `op` once on inputs made from `case` (RAGGED's form) as a user would
+    (outputs filled with NaN first) and asserts it matches the NumPy reference."""
+    N, H, W, C, F, K, S, P, D = case
+    consts = consts or {}
+    rng = np.random.default_rng(sum(case))
+    g = lambda *shape: rng.standard_normal(shape).astype(np.float16)  # noqa: E731
+    x = g(N, H, W, C)
+    oh, ow = out_size(H, K, S, P, D), out_size(W, K, S, P, D)
+    if op == "conv2d":
+        w = g(F, K, K, C)
+        got, want = np.full((N, oh, ow, F), np.nan, np.float16), conv2d(x, w, S, P, D)
+        mod.conv2d(x, w, got, S=S, P=P, D=D, **consts)
+    elif op == "conv2d_grouped":
+        x = g(N, H, W, 2 * C)
+        w = g(2 * F, K, K, C)
+        got, want = np.full((N, oh, ow, 2 * F), np.nan, np.float16), conv2d(x, w, S, P, D, groups=2)
+        mod.conv2d_grouped(x, w, got, G=2, S=S, P=P, D=D, **consts)
+    elif op == "depthwise_conv2d":
+        w = g(C, K, K)
+        got, want = np.full((N, oh, ow, C), np.nan, np.float16), depthwise_conv2d(x, w, S, P, D)
+        mod.depthwise_conv2d(x, w, got, S=S, P=P, D=D, **consts)
+    elif op == "causal_conv1d":
+        x1, w1, b1 = g(N, C, H * W), g(C, K + 1), g(C)
+        got, want = np.full(x1.shape, np.nan, np.float16), causal_conv1d(x1, w1, b1, silu=True)
+        mod.causal_conv1d(x1, w1, b1, got, SILU=True, **consts)
+    elif op in ("max_pool2d", "avg_pool2d"):
+        oh, ow = out_size(H, K, S, min(P, K // 2)), out_size(W, K, S, min(P, K // 2))
+        p = min(P, K // 2)  # PyTorch's limit: padding at most half the window
+        got = np.full((N, oh, ow, C), np.nan, np.float16)
+        want = max_pool2d(x, K, S, p) if op == "max_pool2d" else avg_pool2d(x, K, S, p)
+        getattr(mod, op)(x, got, K=K, S=S, P=p, **consts)
+    elif op == "conv2d_bwd_data":
+        w, dy = g(F, K, K, C), g(N, oh, ow, F)
+        got, want = np.full(x.shape, np.nan, np.float16), conv2d_bwd_data(dy, w, H, W, S, P, D)
+        mod.conv2d_bwd_data(dy, w, got, S=S, P=P, D=D, **consts)
+    elif op == "conv2d_bwd_weight":
+        dy = g(N, oh, ow, F)
+        got, want = np.full((F, K, K, C), np.nan, np.float16), conv2d_bwd_weight(dy, x, K, S, P, D)
+        mod.conv2d_bwd_weight(dy, x, got, S=S, P=P, D=D, **consts)
+    else:
+        raise KeyError(op)
+    got = np.asarray(got, np.float64)
+    assert np.isfinite(got).all(), f"{op} {case}: {int((~np.isfinite(got)).sum())} elements not written"
+    err = rel_err(got, want)
+    assert err < 4e-3, f"{op} {case}: relative error {err:.3g}"

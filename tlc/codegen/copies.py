@@ -314,9 +314,15 @@ class CopyGen:
         self.emit(f"{{  // gather rows of {g.src} into {g.dst}: 16-byte vectors through cp.async")
         self.indent += 1
         self.emit(f"const bool tl_gv = (reinterpret_cast<unsigned long long>({src}) & 15) == 0;")
-        self.emit("#pragma unroll")
-        self.emit(f"for (int tl_v = threadIdx.x; tl_v < {vecs}; tl_v += {threads}) {{")
+        once = gather_rows.tile_invariant(g.lets, g.loop.vars)  # computed once, not once a vector
+        self.block([s for s in g.lets if s.name in once])
+        lets = tuple(s for s in g.lets if s.name not in once)
+        self.emit("#pragma unroll")  # a constant trip count, so that it unrolls and a row's scalars are hoisted
+        self.emit(f"for (int tl_round = 0; tl_round < {-(-vecs // threads)}; ++tl_round) {{")
         self.indent += 1
+        self.emit(f"const int tl_v = threadIdx.x + tl_round * {threads};")
+        if vecs % threads:
+            self.emit(f"if (tl_v >= {vecs}) break;")
         self.emit(f"const int {c_name(i)} = tl_v / {cols // vec};")
         self.emit(f"const int tl_j0 = tl_v % {cols // vec} * {vec};")
         self.ranges[i], self.ranges[j] = (0, rows - 1), (0, cols - 1)
@@ -325,7 +331,7 @@ class CopyGen:
             dims = self.tensor_dims(g.src)
             last = self.dim_text(dims[-1])
             self.emit(f"const int {c_name(j)} = tl_j0;")
-            self.block(g.lets)
+            self.block(lets)
             lead, col = g.indices[:-1], self.expr(g.indices[-1])
             inside = [f"{self.expr(x)} >= 0 && {self.expr(x)} < {self.dim_text(d)}" for x, d in zip(lead, dims)]
             if g.cond is not None:
@@ -340,18 +346,21 @@ class CopyGen:
             self.emit(f"if (tl_gv && {last} % {vec} == 0 && tl_in && tl_c >= 0 && tl_c % {vec} == 0 && "
                       f"tl_c + {vec} <= {last}) tl::cp_async_16_full(tl_dst, tl_row + tl_c);")
             self.emit(f"else if (!tl_in || tl_c >= {last} || tl_c + {vec} <= 0) tl::cp_async_16(tl_dst, {src}, 0);")
-            self.emit(f"else for (int tl_e = 0; tl_e < {vec}; ++tl_e) tl_dst[tl_e] = "
+            self.emit("else {  // a vector at the tensor's edge, or unaligned: element by element (rare, kept small)")
+            self.emit("#pragma unroll 1")
+            self.emit(f"  for (int tl_e = 0; tl_e < {vec}; ++tl_e) tl_dst[tl_e] = "
                       f"(tl_c + tl_e >= 0 && tl_c + tl_e < {last}) ? tl_row[tl_c + tl_e] : {zero};")
+            self.emit("}")
         else:
             per_column = g.by_column
-            self.block([s for s in g.lets if s.name not in per_column])
+            self.block([s for s in lets if s.name not in per_column])
             self.emit(f"bool tl_ok[{vec}];")
             self.emit(f"long long tl_off[{vec}];")
             self.emit("#pragma unroll")
             self.emit(f"for (int tl_e = 0; tl_e < {vec}; ++tl_e) {{")
             self.indent += 1
             self.emit(f"const int {c_name(j)} = tl_j0 + tl_e;")
-            self.block([s for s in g.lets if s.name in per_column])
+            self.block([s for s in lets if s.name in per_column])
             check = [f"({self.expr(g.cond)})"] if g.cond is not None else []
             bounds = self.bounds(g.src, g.indices)
             check += [f"({bounds})"] if bounds else []
@@ -366,8 +375,10 @@ class CopyGen:
             self.emit(f"{T}* tl_dst = {dst};")
             self.emit(f"if (tl_gv && tl_all && tl_off[0] % {vec} == 0) tl::cp_async_16_full(tl_dst, {src} + tl_off[0]);")
             self.emit(f"else if (!tl_any) tl::cp_async_16(tl_dst, {src}, 0);")
-            self.emit(f"else for (int tl_e = 0; tl_e < {vec}; ++tl_e) tl_dst[tl_e] = "
-                      f"tl_ok[tl_e] ? {src}[tl_off[tl_e]] : {zero};")
+            self.emit("else {  // some elements outside the tensor, or not consecutive: element by element")
+            self.emit("#pragma unroll 1")
+            self.emit(f"  for (int tl_e = 0; tl_e < {vec}; ++tl_e) tl_dst[tl_e] = tl_ok[tl_e] ? {src}[tl_off[tl_e]] : {zero};")
+            self.emit("}")
         self.ranges.pop(i, None)
         self.ranges.pop(j, None)
         self.indent -= 1
@@ -389,13 +400,20 @@ class CopyGen:
         self.emit(f"{{  // scatter rows of {g.src} into {g.dst}: 16-byte vectors")
         self.indent += 1
         self.emit(f"const bool tl_sv = (reinterpret_cast<unsigned long long>({dst}) & 15) == 0 && {last} % {vec} == 0;")
+        once = gather_rows.tile_invariant(g.lets, g.loop.vars)  # computed once, not once a vector
+        self.block([s for s in g.lets if s.name in once])
+        lets = tuple(s for s in g.lets if s.name not in once)
+        vecs, threads = rows * cols // vec, self.k.threads
         self.emit("#pragma unroll")
-        self.emit(f"for (int tl_v = threadIdx.x; tl_v < {rows * cols // vec}; tl_v += {self.k.threads}) {{")
+        self.emit(f"for (int tl_round = 0; tl_round < {-(-vecs // threads)}; ++tl_round) {{")
         self.indent += 1
+        self.emit(f"const int tl_v = threadIdx.x + tl_round * {threads};")
+        if vecs % threads:
+            self.emit(f"if (tl_v >= {vecs}) break;")
         self.emit(f"const int {c_name(i)} = tl_v / {cols // vec};")
         self.emit(f"const int {c_name(j)} = tl_v % {cols // vec} * {vec};")
         self.ranges[i], self.ranges[j] = (0, rows - 1), (0, cols - vec)
-        self.block(g.lets)
+        self.block(lets)
         lead, col = g.indices[:-1], self.expr(g.indices[-1])
         inside = [f"{self.expr(x)} >= 0 && {self.expr(x)} < {self.dim_text(d)}" for x, d in zip(lead, dims)]
         self.emit(f"const bool tl_in = {' && '.join(inside) if inside else 'true'};")
@@ -407,8 +425,11 @@ class CopyGen:
         self.emit(f"const {T}* tl_src = {self.smem_pointer(g.src)} + {self.smem_index(b, [c_name(i), c_name(j)])};")
         self.emit(f"if (tl_in && tl_sv && tl_c >= 0 && tl_c % {vec} == 0 && tl_c + {vec} <= {last}) "
                   "*reinterpret_cast<uint4*>(tl_row + tl_c) = *reinterpret_cast<const uint4*>(tl_src);")
-        self.emit(f"else if (tl_in) for (int tl_e = 0; tl_e < {vec}; ++tl_e) "
+        self.emit("else if (tl_in) {  // a vector at the tensor's edge, or unaligned: element by element")
+        self.emit("#pragma unroll 1")
+        self.emit(f"  for (int tl_e = 0; tl_e < {vec}; ++tl_e) "
                   f"if (tl_c + tl_e >= 0 && tl_c + tl_e < {last}) tl_row[tl_c + tl_e] = tl_src[tl_e];")
+        self.emit("}")
         self.ranges.pop(i, None)
         self.ranges.pop(j, None)
         self.indent -= 1

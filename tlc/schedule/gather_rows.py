@@ -100,6 +100,20 @@ def _plus_j(e: ir.Expr, j: str) -> bool:
     return False
 
 
+def tile_invariant(lets, loop_vars) -> set[str]:
+    """The scalars of `lets` whose value reads neither loop variable (a K step's kernel position
+    in an im2col gather): the same for every element, so computed once for the tile."""
+    varying = set(loop_vars)
+    changed = True
+    while changed:
+        changed = False
+        for s in lets:
+            if s.name not in varying and any(v.name in varying for v in variables(s.value)):
+                varying.add(s.name)
+                changed = True
+    return {s.name for s in lets} - varying
+
+
 def free_names(g: RowGather) -> set[str]:
     """The scalars a gather reads from outside its loop."""
     inner = {s.name for s in g.lets} | set(g.loop.vars)
