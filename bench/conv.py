@@ -97,6 +97,7 @@ def run_rows(names, dry_run: bool, variants=()) -> list:
 
     from tlc.timing import Checked, compare_checked, tolerance
 
+    torch.backends.cudnn.allow_tf32 = False  # the f32 references exact f32, not TF32 (PyTorch's default for convolutions)
     conv = tlc.load("std.conv", target="cuda")
     out = []
     for name in names:

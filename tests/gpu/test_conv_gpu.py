@@ -23,6 +23,7 @@ TOL = {"f16": 2e-3, "bf16": 1.6e-2}
 
 @pytest.fixture(scope="module")
 def mod():
+    torch.backends.cudnn.allow_tf32 = False  # the f32 references in f32, not TF32 (PyTorch's default for convolutions)
     return tlc.load(ck.CONV_PATH, target="cuda")
 
 
