@@ -322,3 +322,26 @@ def test_registry():
 
 def test_the_reference_page_is_generated_from_the_sources():
     assert_reference_page_is_current(ATTENTION_PATH)
+
+
+@pytest.mark.nvcc
+@pytest.mark.slow  # one more build of the whole backward (the README's test command's time): CI's slow run
+def test_the_backward_runs_every_product_on_hgmma_without_local_memory(tmp_path):
+    """sm_90a: the dQ grid's three products and the dK/dV grid's four all on wgmma (HGMMA; no
+    mma.sync HMMA), and neither touches local memory."""
+    import re
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
+    from nvcc import cubin_sass
+    from tlc.runner import build
+
+    source, _ = build(ATTENTION_PATH, kernels=("flash_bwd",), defines=("D=128", "CAUSAL=True"), arch="sm_90a")
+    sass, log = cubin_sass(source, "sm_90a", tmp_path, "bwd")
+    grids = {m.group(1): body for m, body in zip(re.finditer(r"Function : (\w+)", sass),
+                                                 re.split(r"Function : \w+", sass)[1:])}
+    assert sorted(grids) == ["flash_bwd_grid0", "flash_bwd_grid1", "flash_bwd_grid2"]
+    for name in ("flash_bwd_grid1", "flash_bwd_grid2"):
+        assert "HGMMA" in grids[name] and "HMMA" not in grids[name].replace("HGMMA", ""), name
+    assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log
