@@ -80,9 +80,9 @@ def resolve_path(path: str) -> str:
         from .package_data import stdlib
 
         parts = path.split(".")[1:]
-        candidate = stdlib().joinpath(*parts[:-1], parts[-1] + ".tl")
-        if parts and all(p.isidentifier() for p in parts) and candidate.is_file():
-            return str(candidate)
+        candidate = os.path.join(stdlib(), *parts[:-1], parts[-1] + ".tl")
+        if parts and all(p.isidentifier() for p in parts) and os.path.isfile(candidate):
+            return candidate
     return path
 
 
