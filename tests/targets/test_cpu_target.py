@@ -36,7 +36,7 @@ def cases(rak, group: str) -> list:
 
 # the script's tables, a test each under -m slow (building them all takes seconds: not at collection)
 GROUPS = ("examples", "std.gemm", "std.nn", "std.math", "std.elementwise", "std.reduce", "std.data", "std.nn_train",
-          "std.moe", "std.broadcast")
+          "std.moe", "std.broadcast", "std.attention", "std.quant", "std.conv")
 # one of each kind of statement the target generates: element-wise with bounds, gemm and
 # copies (f16, ragged), row reductions and their loops, a tile op of two kernels
 DEFAULT = ("examples/vector_add.tl: vector_add n=3001", "examples/gemm.tl: matmul 130x150x70 float16",
