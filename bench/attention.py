@@ -52,6 +52,10 @@ ROWS = {
 QUICK = ("fwd_f16_d128", "fwd_f16_d128_causal", "fwd_f16_gqa", "fwd_f16_d64", "decode_f16", "decode_f16_gqa",
          "decode_f16_paged", "bwd_f16_d128", "sparse_f16_10pct")
 ULPS = 16  # f16 output against the f32 reference: rtol and atol (of the RMS) of 16 units
+# The backward rounds P and dS to f16 before its products, twice the forward's roundings: at 16
+# units the causal row's check failed one element in 2e8 for FlashAttention 2 and tlc alike
+# (same element, same error, 0.00257 against an atol of 0.00099; H200 batch of session 14)
+BWD_ULPS = 32
 
 
 def reference(torch, F, q, k, v, scale, causal):
@@ -166,7 +170,7 @@ def backward_row(torch, F, mod, name, spec, min_ms):
     mod.flash_fwd(q, k, v, o, lse, scale, CAUSAL=causal)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     ref = torch.cat([r.flatten() for r in refs])
-    tol = tolerance(dtype, ref, ULPS)
+    tol = tolerance(dtype, ref, BWD_ULPS)
     flat = lambda grads: torch.cat([g.flatten() for g in grads])  # noqa: E731  (checked once, untimed)
 
     def tlc_run():
