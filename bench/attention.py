@@ -42,6 +42,8 @@ ROWS = {
     "bwd_f16_d128_causal": ("float16", 4, 32, 32, 4096, 4096, 128, True, {}),
     # block-sparse: 10% of the (query block, key block) pairs, against the same kernel over all
     "sparse_f16_10pct": ("float16", 1, 32, 32, 8192, 8192, 128, False, {"DENSITY": 0.1}),
+    # the whole-tensor @tile_op softmax(q @ k.T * scale) @ v of one head, against flash_fwd on it
+    "tileop_f16_d128": ("float16", 1, 1, 1, 16384, 16384, 128, False, {}),
     # decoding: one new token against an 8192-token cache; GB/s of K and V read
     "decode_f16": ("float16", 64, 32, 32, 1, 8192, 128, False, {}),
     "decode_f16_gqa": ("float16", 64, 32, 8, 1, 8192, 128, False, {}),
@@ -50,7 +52,7 @@ ROWS = {
     "decode_f16_gqa_paged": ("float16", 64, 32, 8, 1, 8192, 128, False, {"PAGE": 64}),
 }
 QUICK = ("fwd_f16_d128", "fwd_f16_d128_causal", "fwd_f16_gqa", "fwd_f16_d64", "decode_f16", "decode_f16_gqa",
-         "decode_f16_paged", "bwd_f16_d128", "sparse_f16_10pct")
+         "decode_f16_paged", "bwd_f16_d128", "sparse_f16_10pct", "tileop_f16_d128")
 ULPS = 16  # f16 output against the f32 reference: rtol and atol (of the RMS) of 16 units
 # The backward rounds P and dS to f16 before its products, twice the forward's roundings: at 16
 # units the causal row's check failed one element in 2e8 for FlashAttention 2 and tlc alike
@@ -142,6 +144,37 @@ def sparse_row(torch, F, mod, name, spec, min_ms):
             else {"error": verdict.why}
     if "ms" in result["tlc"] and "ms" in result["dense"]:
         result["speedup"] = result["dense"]["ms"] / result["tlc"]["ms"]
+    torch.cuda.empty_cache()
+    return result
+
+
+TILE_OP = """
+@tile_op
+def attention(q: T[S, D], k: T[SK, D], v: T[SK, D], scale: f32, T: dtype = f16) -> T[S, D]:
+    return T(T(softmax(q @ k.T * scale, axis=1)) @ v)
+"""
+
+
+def tile_op_row(torch, F, mod, name, spec, min_ms):
+    """The whole-tensor attention tile op (scheduled as one flash kernel, tileops/attention.py)
+    against std.attention's flash_fwd on the same head (goal: within 1.1x), both checked first."""
+    dtype, B, H, HK, S, SK, D, causal, consts = spec
+    dt = getattr(torch, dtype)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (torch.randn(B, h, s, D, device="cuda", dtype=dt, generator=gen) for h, s in ((H, S), (HK, SK), (HK, SK)))
+    scale = 1.0 / math.sqrt(D)
+    ref = reference(torch, F, q, k, v, scale, causal)
+    tol = tolerance(dtype, ref, ULPS)
+    op = tlc.compile_source(TILE_OP, target="cuda", path="attention_tile_op.tl").attention
+    launch, out = op.prepare(q[0, 0], k[0, 0], v[0, 0], scale, T=dtype.replace("float", "f").replace("bfloat", "bf"))
+    o, lse = torch.empty_like(q), torch.empty(B, H, S, device="cuda", dtype=torch.float32)
+    contenders = {"tlc": Checked(launch, ref[0, 0], out=out, **tol),
+                  "flash_fwd": Checked(lambda: mod.flash_fwd(q, k, v, o, lse, scale), ref, out=o, **tol)}
+    ms, verdicts = compare_checked(contenders, min_ms=min_ms)
+    flops = 4.0 * B * H * S * SK * D
+    result = {"row": name, "unit": "TFLOP/s", "shape": dict(B=B, H=H, HK=HK, S=S, SK=SK, D=D, causal=causal, dtype=dtype)}
+    for label, verdict in verdicts.items():
+        result[label] = {"ms": ms[label], "rate": flops / ms[label] / 1e9} if verdict.ok else {"error": verdict.why}
     torch.cuda.empty_cache()
     return result
 
@@ -265,12 +298,21 @@ def main(argv=None):
     print(f"{'row':28} {'tlc':>7} {'cudnn':>7} {'flash2':>7} {'/cudnn':>7} {'/flash2':>7}")
     for name in names:
         t = time.time()
-        measure = backward_row if name.startswith("bwd") else sparse_row if name.startswith("sparse") else row
+        measure = (backward_row if name.startswith("bwd") else sparse_row if name.startswith("sparse")
+                   else tile_op_row if name.startswith("tileop") else row)
         r = measure(torch, F, mod, name, ROWS[name], 100.0 if args.quick else 300.0)
         if "speedup" in r or name.startswith("sparse"):
             print(f"{name:28} density {r['tlc'].get('density', 0):.3f}: {r['tlc'].get('ms', 0) * 1e3:.0f} us, dense "
                   f"{r['dense'].get('ms', 0) * 1e3:.0f} us: {r.get('speedup', 0):.2f}x faster (goal 6x at 10%)"
                   + "".join(f"\n    {x}: {r[x]['error']}" for x in ("tlc", "dense") if "error" in r[x]), flush=True)
+            results.append(r)
+            continue
+        if name.startswith("tileop"):
+            t, f = r["tlc"], r["flash_fwd"]
+            print(f"{name:28} tile op {cell(r, 'tlc')} TFLOP/s, flash_fwd {cell(r, 'flash_fwd')}: "
+                  + (f"{t['rate'] / f['rate']:.2f} of flash_fwd (goal: within 1.1x, 0.91)" if "rate" in t and "rate" in f
+                     else "")
+                  + "".join(f"\n    {x}: {r[x]['error']}" for x in ("tlc", "flash_fwd") if "error" in r[x]), flush=True)
             results.append(r)
             continue
         results.append(r)

@@ -21,6 +21,7 @@ from ..layout import thread_registers
 from ..sm_limits import blocks_fitting
 from .build import KernelBuilder
 from .element_cost import element_cost
+from .attention import head_dim, kernel_text, match_attention
 from .elementwise import elementwise_kernel
 from .fusion import FuseError, check_fuse, partition
 from .graph import Graph, TileOpError
@@ -41,6 +42,9 @@ def schedule_tile_op(program: CheckedProgram, name: str, constants: dict | None 
     sizes = dict(sizes or {})
     try:
         graph = Graph(fn, program.sources)
+        form = match_attention(graph)
+        if form is not None:  # one flash kernel, where the fusion rules would make three
+            return _attention(graph, form, program, target, smem_limit, sizes)
         part = partition(graph, fuse_operands=fn.fuse)
         if fn.fuse:
             check_fuse(graph, part)
@@ -97,6 +101,36 @@ def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: 
         launches.append(Launch(kernel, flat, group.kind, graph.text(group.root), fused, chosen))
     return TileOpProgram(fn.name, tuple(p.name for p in fn.runtime_params), result, temps, tuple(launches),
                          tuple(part.boundaries), fn.fuse)
+
+
+def _attention(graph: Graph, form, program, target: str, smem_limit: int, sizes: dict) -> TileOpProgram:
+    """The program of one flash kernel (attention.py): its .tl text appended to the tile op's
+    module, checked and scheduled as a kernel of that module."""
+    from ...driver import check_source
+    from .. import schedule
+    from .fusion import RESULT, _fresh
+
+    fn = graph.fn
+    out = _fresh(RESULT, {p.name for p in fn.params})
+    dp = head_dim(graph, form, sizes)
+    kname = f"{fn.name}_flash"
+    path = fn.module_path or program.path
+    text = program.sources[path] + kernel_text(graph, form, kname, out, dp, target)
+    checked = check_source(text, path)
+    if not checked.ok:  # the template or the rendering is wrong: the compiler's fault, said as such
+        raise DiagnosticError([Diagnostic("E073", "the flash kernel generated for this attention does not check: "
+                                          + "; ".join(d.message for d in checked.diagnostics), fn.node.name_span,
+                                          "please report it; write the attention with std.attention's flash_fwd "
+                                          "meanwhile")], program.sources)
+    kernel = schedule(checked.program, kname, {}, target=target, smem_limit=smem_limit)
+    tiles = ", ".join(f"{c.name}={c.value}" for c in checked.program.function(kname).params
+                      if c.role == "const" and c.name.endswith("_") and c.name[:-1] in ("DP", "BM", "BN", "STAGES",
+                                                                                         "THREADS"))
+    launch = Launch(kernel, False, "attention", graph.text(graph.root),
+                    tuple(graph.text(x) for x in (form.product, form.softmax, form.output)),
+                    f"{tiles} (std.attention's flash_fwd, online softmax: no S x SK temporary)")
+    result = Tensor(out, graph.out_dtype, graph.out_shape)
+    return TileOpProgram(fn.name, tuple(p.name for p in fn.runtime_params), result, (), (launch,), (), fn.fuse)
 
 
 def _long_math(kernel, flat: bool, chosen: str, where: tuple, smem_limit: int, sizes: dict, rules: Rules):

@@ -1,0 +1,132 @@
+"""Attention written as whole tensors (tileops/attention.py): `softmax(g(q @ k.T), axis=1) @ v`
+becomes one flash kernel with no S x SK temporary, g any element-wise expression of the scores
+and scalars; on the interpreter against NumPy at ragged sizes (S, SK not multiples of the
+tiles, a head dim padded to a power of two); what is not the form keeps the fusion plan."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tileops_kit import BF16, assert_close, error_text, module, rand
+
+SRC = """
+CAP: const = 20.0
+
+def softcap(x: f32, c: f32) -> f32:
+    return c * tanh(x / c)
+
+@tile_op
+def attention(q: f16[S, D], k: f16[SK, D], v: f16[SK, D], scale: f32) -> f16[S, D]:
+    s = q @ k.T * scale
+    p = f16(softmax(s, axis=1))
+    return f16(p @ v)
+
+@fuse
+@tile_op
+def capped(q: T[S, D], k: T[SK, D], v: T[SK, D], scale: f32, T: dtype = bf16, SHIFT: const = 0.5) -> f32[S, D]:
+    return T(softmax(softcap((q @ k.T) * scale, CAP) - SHIFT, axis=-1)) @ v
+
+@tile_op
+def columns(q: f16[S, D], k: f16[SK, D], v: f16[S, D]) -> f32[SK, D]:
+    return f16(softmax(q @ k.T, axis=0)).T @ v
+
+@tile_op
+def biased(q: f16[S, D], k: f16[SK, D], v: f16[SK, D], bias: f32[SK]) -> f32[S, D]:
+    return f16(softmax(q @ k.T + bias, axis=1)) @ v
+"""
+
+
+def reference(q, k, v, g):
+    s = g(q.astype(np.float64) @ k.astype(np.float64).T)
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    return (p / p.sum(axis=1, keepdims=True)) @ v.astype(np.float64)
+
+
+def test_attention_is_one_flash_kernel():
+    prog = module(SRC).attention.program(sizes={"D": 128})
+    assert len(prog.launches) == 1 and not prog.temps and not prog.boundaries
+    assert prog.describe().splitlines()[:4] == [
+        "# tile op attention: 1 kernel",
+        "#   attention_flash (attention): f16(p @ v) -> out",
+        "#     fused: q @ k.T, softmax(s, axis=1), p @ v",
+        "#     tiles: DP_=128, BM_=128, BN_=64, STAGES_=3, THREADS_=256 (std.attention's flash_fwd, online "
+        "softmax: no S x SK temporary)"]
+    kernel = prog.launches[0].kernel
+    assert [p.name for p in kernel.params] == ["q", "k", "v", "out", "scale"]
+    assert max(b.shape for b in kernel.buffers) == (128, 128)  # tiles only: nothing S x SK
+
+
+@pytest.mark.parametrize("S, SK, D", [(70, 133, 40), (1, 5, 16), (129, 64, 64)])
+def test_attention_matches_numpy(S, SK, D):
+    rng = np.random.default_rng(S)
+    q, k, v = (rand(rng, (n, D), np.float16) for n in (S, SK, SK))
+    scale = np.float32(D ** -0.5)
+    got = module(SRC).attention(q, k, v, scale)
+    assert got.dtype == np.float16
+    assert_close(got, reference(q, k, v, lambda s: s * scale), np.float16)
+
+
+def test_scores_through_device_functions_constants_and_dtype_parameters():
+    """softcap from the module, CAP a module constant, SHIFT a const parameter, T the dtype
+    parameter: each resolves in the generated kernel as in the tile op; @fuse holds."""
+    mod = module(SRC)
+    rng = np.random.default_rng(1)
+    q, k, v = (rand(rng, (n, 24), BF16) for n in (37, 90, 90))
+    got = mod.capped(q, k, v, np.float32(0.3))
+    assert len(mod.capped.program(sizes={"D": 24}).launches) == 1
+    want = reference(q, k, v, lambda s: 20.0 * np.tanh(s * 0.3 / 20.0) - 0.5)
+    assert got.dtype == np.float32
+    assert_close(got, want, BF16)
+
+
+def test_what_is_not_the_form_keeps_the_fusion_plan():
+    mod = module(SRC)
+    # the softmax down the columns, and scores that read another tensor: three kernels, still right
+    assert "attention" not in [x.kind for x in mod.columns.program().launches]
+    assert [x.kind for x in mod.biased.program().launches] == ["matmul", "rows", "matmul"]
+    rng = np.random.default_rng(2)
+    q, k, v, bias = rand(rng, (20, 16), np.float16), rand(rng, (33, 16), np.float16), rand(rng, (33, 16), np.float16), \
+        rand(rng, 33)
+    assert_close(mod.biased(q, k, v, bias), reference(q, k, v, lambda s: s + bias), np.float16)
+
+
+def test_the_head_dim_must_be_known_to_build_it():
+    assert error_text(SRC, "attention") == (
+        "ops.tl:8:15: error[E073]: the head dim 'D' of 'q' must be known to schedule this attention (it is "
+        "compiled in)\n"
+        "  |\n"
+        "8 | def attention(q: f16[S, D], k: f16[SK, D], v: f16[SK, D], scale: f32) -> f16[S, D]:\n"
+        "  |               ^^^^^^^^^^^^\n"
+        "  = hint: give it: --shape D=SIZE (a call binds it from its arrays)")
+
+
+def test_sm90a_runs_the_warp_specialized_ring_with_the_deferred_product():
+    """The same schedule as std.attention's flash_fwd: a TMA producer, two consumer warpgroups,
+    P @ V issued one iteration late behind the next Q @ K.T."""
+    kernel = module(SRC).attention.program(arch="sm_90a", sizes={"D": 128}).launches[0].kernel
+    from tlc import ir
+
+    notes = ir.print_kernel(kernel)
+    assert kernel.warp_spec is not None
+    assert "consumers: threads 0..255 (2 warpgroups)" in notes
+    assert "deferred: the loop's last gemm" in notes
+
+
+@pytest.mark.nvcc
+def test_sass_has_hgmma_for_both_products_and_no_local_memory(tmp_path):
+    import pathlib
+    import re
+    import sys
+
+    from tlc.codegen import generate_file
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "codegen"))
+    from nvcc import cubin_sass
+
+    mod = module(SRC)
+    kernels = mod.attention.program(arch="sm_90a", sizes={"D": 128}).kernels
+    sass, log = cubin_sass(generate_file(list(kernels), "sm_90a", sources=mod.program.sources), "sm_90a", tmp_path,
+                           "attention")
+    assert re.search(r"HGMMA\.64x128x16\.F32 R\d+, gdesc", sass)  # q @ k.T from shared memory
+    assert re.search(r"HGMMA\.64x128x16\.F32 R\d+, R\d+, gdesc", sass)  # p @ v, p from registers
+    assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log

@@ -1,0 +1,188 @@
+"""Attention written as whole tensors, scheduled as one flash kernel.
+
+A tile op whose result is `softmax(g(q @ k.T), axis=1) @ v` (through casts: the probabilities
+cast to v's dtype, the result to the declared one), with g element-wise over the scores and
+scalars (a scale, a soft cap `c * tanh(s / c)`, a clamp), would be three kernels and two S x SK
+temporaries under the fusion rules: a product, a softmax over whole rows, a product.  The online
+softmax (FlashAttention) needs neither temporary: one block per BM query rows streams the keys
+and values a block at a time, keeping a running row max and sum that rescale what came before.
+`match_attention` recognises the form on the expression graph; `attention_program` writes
+std.attention's flash_fwd for it (the template flash_tile_op.tl.j2, g rendered in place of the
+scores), checks it inside the tile op's module, so that g's names resolve as they did, and
+schedules it as any kernel: on sm_90a the TMA ring and warp-specialized wgmma consumers.
+
+The head dim is compiled in rounded up to a power of two (at least 16): the tiles past it read
+zeros, which change neither product.  The probabilities are rounded to v's dtype before the
+second product, unnormalized, and the row sum divides the output at the end (as FlashAttention
+does), so the result differs from the three-kernel plan's by the rounding of the normalized
+probabilities; a row whose scores are all -inf gives 0 (NumPy's softmax gives nan).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ...parser import nodes as n
+from ...typecheck.types import DTypeValue, ScalarType, TensorType
+from .graph import Graph, TileOpError, builtin_call
+
+SCORE = "scores_[i_, j_]"  # the template's element of the product
+
+
+@dataclass(frozen=True)
+class AttentionForm:
+    """The tensors of `softmax(g(q @ k.T), axis=1) @ v` and g's expression (the softmax's
+    argument, reading `product`)."""
+
+    q: str
+    k: str
+    v: str
+    product: object
+    score: object
+    scalars: tuple  # the tile op's scalar parameters g reads, in declaration order
+    softmax: object = None  # the softmax node and the second product's, for the plan's text
+    output: object = None
+
+
+def _uncast(e):
+    """`e` without the dtype casts around it."""
+    while isinstance(e, n.Call) and isinstance(getattr(e.func, "ty", None), DTypeValue) and len(e.args) == 1:
+        e = e.args[0]
+    return e
+
+
+def match_attention(graph: Graph) -> AttentionForm | None:
+    """The attention form of the tile op's result, or None when it is something else."""
+    root = graph.heavy(_uncast(graph.resolve(graph.root)))
+    if root is None or root.kind != "matmul":
+        return None
+    v = graph.transposed_param(root.node.right)
+    left = graph.resolve(root.node.left)
+    soft = graph.heavy(_uncast(left))
+    if v is None or v[1] or soft is None or soft.kind != "softmax" or soft.axis != 1:
+        return None
+    score = soft.node.args[0]
+    heavy = graph.frontier(score)
+    if len(heavy) != 1 or heavy[0].kind != "matmul" or graph.leaves(score):
+        return None  # g reads another tensor, a reduction or a second product
+    product = heavy[0].node
+    q, k = graph.transposed_param(product.left), graph.transposed_param(product.right)
+    if q is None or q[1] or k is None or not k[1]:
+        return None
+    types = {name: graph.params[name].type for name in (q[0], k[0], v[0])}
+    dtypes = {t.dtype for t in types.values()} | {graph.dtype(left)}
+    if len(dtypes) != 1 or next(iter(dtypes)).name not in ("f16", "bf16"):
+        return None
+    dq, dk, dv = (graph.dims(types[name].shape) for name in (q[0], k[0], v[0]))
+    if len(dq) != 2 or dk != dv or dq[1] != dk[1]:
+        return None  # a value head dim other than the key's is not flash_fwd's
+    used = _names(graph, score)
+    scalars = tuple(p.name for p in graph.fn.params if p.role == "scalar" and p.name in used)
+    return AttentionForm(q[0], k[0], v[0], product, score, scalars, soft.node, root.node)
+
+
+def _names(graph: Graph, e) -> set:
+    found = set()
+
+    def walk(x):
+        x = graph.resolve(x)
+        if isinstance(x, n.Name):
+            found.add(x.id)
+        for f in getattr(x, "__dataclass_fields__", ()):
+            if f not in ("span", "ty"):
+                value = getattr(x, f)
+                for c in value if isinstance(value, tuple) else (value,):
+                    if hasattr(c, "__dataclass_fields__"):
+                        walk(c)
+    walk(e)
+    return found
+
+
+def render(graph: Graph, e, product) -> str:
+    """g as .tl text in the generated kernel: the product's element `SCORE`, intermediates
+    written out, the tile op's constants and dtype parameters as their bound values."""
+    e_res = graph.resolve(e)
+    if e_res == product:
+        return SCORE
+    e = e_res
+    if isinstance(e, n.Name):
+        if isinstance(e.ty, DTypeValue):
+            return e.ty.dtype.name
+        p = graph.params.get(e.id)
+        if p is not None and p.role == "const":
+            return repr(graph.fn.constants[e.id])
+        return e.id  # a scalar parameter (a parameter of the kernel), a module constant
+    if isinstance(e, n.Constant):
+        if isinstance(e.value, bool) or not isinstance(e.value, float):
+            return repr(e.value)
+        return repr(e.value) if e.value == e.value and abs(e.value) != float("inf") else _refuse(graph, e)
+    if isinstance(e, n.BinOp):
+        return f"({render(graph, e.left, product)} {e.op} {render(graph, e.right, product)})"
+    if isinstance(e, n.UnaryOp):
+        return f"({e.op}{' ' if e.op == 'not' else ''}{render(graph, e.operand, product)})"
+    if isinstance(e, n.BoolOp):
+        return "(" + f" {e.op} ".join(render(graph, x, product) for x in e.values) + ")"
+    if isinstance(e, n.Compare):
+        parts = [render(graph, e.operands[0], product)]
+        for op, x in zip(e.ops, e.operands[1:]):
+            parts += [op, render(graph, x, product)]
+        return "(" + " ".join(parts) + ")"
+    if isinstance(e, n.IfExp):
+        return (f"({render(graph, e.body, product)} if {render(graph, e.test, product)} "
+                f"else {render(graph, e.orelse, product)})")
+    if isinstance(e, n.Call) and isinstance(e.func, n.Name):
+        args = [render(graph, a, product) for a in e.args]
+        args += [f"{kw.name}={render(graph, kw.value, product)}" for kw in e.keywords]
+        return f"{render_callee(e.func)}({', '.join(args)})"
+    return _refuse(graph, e)
+
+
+def render_callee(f: n.Name) -> str:
+    return f.ty.dtype.name if isinstance(f.ty, DTypeValue) else f.id
+
+
+def _refuse(graph: Graph, e):
+    raise TileOpError(f"'{graph.text(e)}' cannot be written into the flash kernel of this attention", e.span,
+                      "compute it into a scalar parameter, or write the scores without it")
+
+
+def head_dim(graph: Graph, form: AttentionForm, sizes: dict) -> int:
+    """The head dim the kernel compiles in: the size, rounded up to a power of two, at least 16."""
+    d = graph.dims(graph.params[form.q].type.shape)[1]
+    size = d if isinstance(d, int) else sizes.get(d)
+    if size is None:
+        raise TileOpError(f"the head dim '{d}' of '{form.q}' must be known to schedule this attention "
+                          "(it is compiled in)", graph.params[form.q].span,
+                          f"give it: --shape {d}=SIZE (a call binds it from its arrays)")
+    return max(16, 1 << (int(size) - 1).bit_length())
+
+
+def flash_tiles(dp: int, target: str) -> dict:
+    """std.attention's flash_fwd tiles for head dim `dp`: on sm_90a 128 x 128 in three stages
+    (64 keys in two at 256), elsewhere (mma.sync holds more of a tile in registers) 64 keys."""
+    if target == "sm_90a":
+        return dict(bm=128, bn=64 if dp > 128 else 128, stages=2 if dp > 128 else 3, threads=256)
+    return dict(bm=128 if dp <= 128 else 64, bn=64 if dp <= 128 else 32, stages=3 if dp <= 128 else 2, threads=256)
+
+
+@lru_cache(maxsize=1)
+def _template():
+    import jinja2
+
+    from ...package_data import templates
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(templates()), keep_trailing_newline=True)
+    return env.get_template("flash_tile_op.tl.j2")
+
+
+def kernel_text(graph: Graph, form: AttentionForm, name: str, out: str, dp: int, target: str) -> str:
+    """The generated kernel's .tl text."""
+    scalars = [dict(name=s, dtype=_scalar_dtype(graph.params[s].type)) for s in form.scalars]
+    q_dtype = graph.params[form.q].type.dtype.name
+    return _template().render(name=name, q=form.q, k=form.k, v=form.v, out=out, scalars=scalars, dtype=q_dtype,
+                              out_dtype=graph.out_dtype.name, dp=dp, score=render(graph, form.score, form.product),
+                              **flash_tiles(dp, target))
+
+
+def _scalar_dtype(t) -> str:
+    return t.dtype.name if isinstance(t, (ScalarType, TensorType)) else str(t)
