@@ -155,16 +155,22 @@ def attention(q: T[S, D], k: T[SK, D], v: T[SK, D], scale: f32, T: dtype = f16) 
 """
 
 
-def tile_op_row(torch, F, mod, name, spec, min_ms):
-    """The whole-tensor attention tile op (scheduled as one flash kernel, tileops/attention.py)
-    against std.attention's flash_fwd on the same head (goal: within 1.1x), both checked first."""
+def forward_inputs(torch, F, spec):
+    """Q, K, V of a forward row's shape (seeded), its scale, the f32 reference and its tolerance."""
     dtype, B, H, HK, S, SK, D, causal, consts = spec
     dt = getattr(torch, dtype)
     gen = torch.Generator(device="cuda").manual_seed(0)
     q, k, v = (torch.randn(B, h, s, D, device="cuda", dtype=dt, generator=gen) for h, s in ((H, S), (HK, SK), (HK, SK)))
     scale = 1.0 / math.sqrt(D)
     ref = reference(torch, F, q, k, v, scale, causal)
-    tol = tolerance(dtype, ref, ULPS)
+    return q, k, v, scale, ref, tolerance(dtype, ref, ULPS)
+
+
+def tile_op_row(torch, F, mod, name, spec, min_ms):
+    """The whole-tensor attention tile op (scheduled as one flash kernel, tileops/attention.py)
+    against std.attention's flash_fwd on the same head (goal: within 1.1x), both checked first."""
+    dtype, B, H, HK, S, SK, D, causal, consts = spec
+    q, k, v, scale, ref, tol = forward_inputs(torch, F, spec)
     op = tlc.compile_source(TILE_OP, target="cuda", path="attention_tile_op.tl").attention
     launch, out = op.prepare(q[0, 0], k[0, 0], v[0, 0], scale, T=dtype.replace("float", "f").replace("bfloat", "bf"))
     o, lse = torch.empty_like(q), torch.empty(B, H, S, device="cuda", dtype=torch.float32)
@@ -236,12 +242,7 @@ def row(torch, F, mod, name, spec, min_ms):
     from torch.nn.attention import SDPBackend
 
     dtype, B, H, HK, S, SK, D, causal, consts = spec
-    dt = getattr(torch, dtype)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    q, k, v = (torch.randn(B, h, s, D, device="cuda", dtype=dt, generator=gen) for h, s in ((H, S), (HK, SK), (HK, SK)))
-    scale = 1.0 / math.sqrt(D)
-    ref = reference(torch, F, q, k, v, scale, causal)
-    tol = tolerance(dtype, ref, ULPS)
+    q, k, v, scale, ref, tol = forward_inputs(torch, F, spec)
     o = torch.empty_like(q)
     lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
     decode = name.startswith("decode")
