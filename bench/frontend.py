@@ -12,7 +12,7 @@ import time
 
 from tlc.diagnostics import render_all
 from tlc.driver import check_source
-from tlc.parser import lark_parser
+from tlc.parser.lark_parser import lark_parser
 
 GOAL_MS = 150.0
 

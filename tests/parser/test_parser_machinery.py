@@ -161,7 +161,7 @@ def test_replace_of_other_dataclasses():
 def test_no_attribute_of_the_ast_builder_is_mistaken_for_a_rule():
     """Lark calls the builder's attribute named like each rule: an inlined `_rule` must have
     none (it is spliced into its parent), a named rule a method taking the children."""
-    from tlc.parser import lark_parser
+    from tlc.parser.lark_parser import lark_parser
     from tlc.parser.transformer import ToAst
 
     for rule in lark_parser().rules:

@@ -90,3 +90,18 @@ def test_an_entry_of_another_format_or_tampered_with_is_built_again(gpu, entry):
     again = tlc.runtime.compile_program_kernel(mod.sources, "matmul", {}, 0, build)
     assert built == ["sm_90a", "sm_90a"] and again.binary == b"cubin of matmul"
     assert unpack(path.read_bytes()).startswith(tlc.runtime.PROGRAM_MAGIC)
+
+
+def test_import_tlc_imports_neither_lark_nor_importlib_metadata():
+    """`import tlc` brings neither Lark (imported by the first parse: a module from the
+    checked-module cache is never parsed) nor importlib.metadata (the targets' entry points come
+    from a memo; the full search imports it), ~30-45 and ~18 ms of a new process here; a parse
+    after it works as ever."""
+    code = ("import json, sys, tlc\n"
+            "before = sorted(m for m in ('lark', 'importlib.metadata', 'jinja2', 'tlc.parser.lark_parser') if m in sys.modules)\n"
+            "from tlc.parser import parse\n"
+            "parse('def f():\\n    pass\\n')\n"
+            "print(json.dumps([before, 'lark' in sys.modules]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [[], True]

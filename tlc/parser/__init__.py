@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import threading
 
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
-
 from ..diagnostics import Diagnostic, DiagnosticError, Span
 from . import nodes
 from .depth import MAX_DEPTH, too_deep_at
-from .lark_parser import IndentationProblem, describe_terminal, describe_token, lark_parser, open_brackets
 
-__all__ = ["parse", "nodes", "lark_parser"]
+# Lark and the parser built on it (`lark_parser`, its lexer and AST builder) are imported by the
+# first `parse`: `import tlc` reaches this package for the AST's classes (`nodes`), and a module
+# served from the checked-module cache is never parsed (Lark's import: ~30-45 ms of `import tlc`)
+__all__ = ["parse", "nodes"]
 
 
 def _expected(names) -> str:
+    from .lark_parser import describe_terminal
+
     shown = sorted({describe_terminal(t) for t in names if not t.startswith("__")})
     if not shown:
         return ""
@@ -25,7 +27,12 @@ def _expected(names) -> str:
     return "; expected " + (shown[0] if len(shown) == 1 else "one of " + ", ".join(shown))
 
 
-def _syntax_diagnostic(err: UnexpectedInput, path: str, text: str) -> Diagnostic:
+def _syntax_diagnostic(err, path: str, text: str) -> Diagnostic:
+    """The diagnostic of Lark's `UnexpectedInput` `err`."""
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+
+    from .lark_parser import describe_token, open_brackets
+
     if isinstance(err, UnexpectedCharacters):
         ch = text[err.pos_in_stream] if 0 <= err.pos_in_stream < len(text) else "?"
         shown = repr(ch)[1:-1] if ch.isprintable() else f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}"
@@ -87,6 +94,10 @@ def parse(text: str, path: str = "<string>") -> nodes.Module:
     source = text[1:] if text.startswith("\ufeff") else text  # a UTF-8 byte order mark, as Python allows
     source = source if source.endswith("\n") else source + "\n"
     sources = {path: text}
+    from lark.exceptions import UnexpectedInput
+
+    from .lark_parser import IndentationProblem, lark_parser
+
     parser = lark_parser()
     builder, indenter = parser.options.transformer, parser.options.postlex
     with _LOCK:
