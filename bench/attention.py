@@ -8,6 +8,9 @@ reported and never timed.  Vendors: cuDNN (SDPBackend.CUDNN_ATTENTION) and Flash
 multiply-adds-as-two for the two products, halved for a causal mask (S == SK), as
 FlashAttention's benchmarks count them.
 
+MLA decoding rows (mla_*) time tlc alone (no MLA kernel ships with PyTorch): GB/s of the
+latent cache and TFLOP/s, against the device copy and the dense bf16 peak.
+
     python bench/attention.py [--quick] [--only fwd_f16_d128] [--json out.json]
 """
 from __future__ import annotations
@@ -44,6 +47,7 @@ ROWS = {
     "sparse_f16_10pct": ("float16", 1, 32, 32, 8192, 8192, 128, False, {"DENSITY": 0.1}),
     # the whole-tensor @tile_op softmax(q @ k.T * scale) @ v of one head, against flash_fwd on it
     "tileop_f16_d128": ("float16", 1, 1, 1, 16384, 16384, 128, False, {}),
+    "tileop_f16_d128_causal": ("float16", 1, 1, 1, 16384, 16384, 128, True, {}),
     # decoding: one new token against an 8192-token cache; GB/s of K and V read
     "decode_f16": ("float16", 64, 32, 32, 1, 8192, 128, False, {}),
     "decode_f16_gqa": ("float16", 64, 32, 8, 1, 8192, 128, False, {}),
@@ -51,6 +55,12 @@ ROWS = {
     "decode_f16_paged": ("float16", 64, 32, 32, 1, 8192, 128, False, {"PAGE": 64}),
     "decode_f16_gqa_paged": ("float16", 64, 32, 8, 1, 8192, 128, False, {"PAGE": 64}),
 }
+# MLA decoding (mla_decode, FlashMLA's problem): (dtype, B, H, SQ, cache length, DK, DV, tlc
+# constants); 128 query heads on one latent head of 512 + 64, pages of 64 tokens at shuffled places.
+# SPLITS=1: B * SQ * 2 blocks of 64 heads already fill the H200's 132 SMs (one block each)
+MLA_ROWS = {f"mla_b{B}_kv{SK}_sq{SQ}": ("bfloat16", B, 128, SQ, SK, 576, 512, {})
+            for B in (64, 132) for SK in (4096, 16384) for SQ in (1, 2)}
+DENSE_BF16_PEAK = 989.0  # TFLOP/s, the H100/H200 SXM's dense bf16 tensor-core rate (spec sheet)
 QUICK = ("fwd_f16_d128", "fwd_f16_d128_causal", "fwd_f16_gqa", "fwd_f16_d64", "decode_f16", "decode_f16_gqa",
          "decode_f16_paged", "bwd_f16_d128", "sparse_f16_10pct", "tileop_f16_d128")
 ULPS = 16  # f16 output against the f32 reference: rtol and atol (of the RMS) of 16 units
@@ -152,6 +162,11 @@ TILE_OP = """
 @tile_op
 def attention(q: T[S, D], k: T[SK, D], v: T[SK, D], scale: f32, T: dtype = f16) -> T[S, D]:
     return T(T(softmax(q @ k.T * scale, axis=1)) @ v)
+
+@tile_op
+def causal(q: T[S, D], k: T[SK, D], v: T[SK, D], scale: f32, T: dtype = f16) -> T[S, D]:
+    s = where(tri(S, SK, SK - S), q @ k.T * scale, -inf(f32))
+    return T(T(softmax(s, axis=1)) @ v)
 """
 
 
@@ -171,13 +186,14 @@ def tile_op_row(torch, F, mod, name, spec, min_ms):
     against std.attention's flash_fwd on the same head (goal: within 1.1x), both checked first."""
     dtype, B, H, HK, S, SK, D, causal, consts = spec
     q, k, v, scale, ref, tol = forward_inputs(torch, F, spec)
-    op = tlc.compile_source(TILE_OP, target="cuda", path="attention_tile_op.tl").attention
+    ops = tlc.compile_source(TILE_OP, target="cuda", path="attention_tile_op.tl")
+    op = ops.causal if causal else ops.attention
     launch, out = op.prepare(q[0, 0], k[0, 0], v[0, 0], scale, T=dtype.replace("float", "f").replace("bfloat", "bf"))
     o, lse = torch.empty_like(q), torch.empty(B, H, S, device="cuda", dtype=torch.float32)
     contenders = {"tlc": Checked(launch, ref[0, 0], out=out, **tol),
-                  "flash_fwd": Checked(lambda: mod.flash_fwd(q, k, v, o, lse, scale), ref, out=o, **tol)}
+                  "flash_fwd": Checked(lambda: mod.flash_fwd(q, k, v, o, lse, scale, CAUSAL=causal), ref, out=o, **tol)}
     ms, verdicts = compare_checked(contenders, min_ms=min_ms)
-    flops = 4.0 * B * H * S * SK * D
+    flops = 4.0 * B * H * S * SK * D * (0.5 if causal else 1.0)
     result = {"row": name, "unit": "TFLOP/s", "shape": dict(B=B, H=H, HK=HK, S=S, SK=SK, D=D, causal=causal, dtype=dtype)}
     for label, verdict in verdicts.items():
         result[label] = {"ms": ms[label], "rate": flops / ms[label] / 1e9} if verdict.ok else {"error": verdict.why}
@@ -274,6 +290,55 @@ def row(torch, F, mod, name, spec, min_ms):
     return result
 
 
+def mla_row(torch, F, mod, name, spec, min_ms):
+    """mla_decode over a paged latent cache (FlashMLA's layout: Q (B, SQ, H, DK), the cache
+    (pages, 64, DK), a shuffled page table, every sequence SK tokens, the SQ new tokens causal
+    among themselves), checked against an f32 reference (a batch at a time: softmax(q @ K.T *
+    scale) @ K[:, :DV], K the sequence's rows) before timing, O to 16 bf16 units and the LSE
+    to 1e-3.  Rates: GB/s of the cache read once (B * SK * DK elements) and TFLOP/s of
+    2 * B * SQ * H * SK * (DK + DV), as FlashMLA counts them."""
+    dtype, B, H, SQ, SK, DK, DV, consts = spec
+    dt = getattr(torch, dtype)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    page, mp = 64, SK // 64
+    q = torch.randn(B, SQ, H, DK, device="cuda", dtype=dt, generator=gen)
+    keys = torch.randn(B * mp, page, DK, device="cuda", dtype=dt, generator=gen)  # sequence b's page p: b * mp + p
+    perm = torch.randperm(B * mp, device="cuda", generator=gen)
+    cache = torch.empty_like(keys)
+    cache[perm] = keys
+    table = perm.reshape(B, mp).to(torch.int32)
+    lengths = torch.full((B,), SK, dtype=torch.int32, device="cuda")
+    scale = 1.0 / math.sqrt(DK)
+    ref = torch.empty(B, SQ, H, DV, device="cuda", dtype=torch.float32)
+    ref_lse = torch.empty(B, H, SQ, device="cuda", dtype=torch.float32)
+    seen = torch.arange(SK, device="cuda")[None, :] <= torch.arange(SQ, device="cuda")[:, None] + SK - SQ
+    for b in range(B):
+        k = keys[b * mp:(b + 1) * mp].reshape(SK, DK).float()
+        s = torch.einsum("shd,kd->shk", q[b].float(), k) * scale
+        s = s.masked_fill(~seen[:, None, :], float("-inf"))
+        ref[b] = torch.softmax(s, dim=-1) @ k[:, :DV]
+        ref_lse[b] = torch.logsumexp(s, dim=-1).transpose(0, 1)
+        del s
+    o = torch.empty(B, SQ, H, DV, device="cuda", dtype=dt)
+    lse = torch.empty(B, H, SQ, device="cuda", dtype=torch.float32)
+
+    def tlc_run():
+        mod.mla_decode(q, cache, table, lengths, o, lse, scale, **consts)
+    ms, verdicts = compare_checked({"tlc": Checked(tlc_run, ref, out=o, **tolerance(dtype, ref, ULPS))}, min_ms=min_ms)
+    lse_err = (lse - ref_lse).abs().max().item()
+    result = {"row": name, "unit": "TFLOP/s", "shape": dict(B=B, H=H, SQ=SQ, SK=SK, DK=DK, DV=DV, dtype=dtype),
+              "constants": consts}
+    if not verdicts["tlc"].ok or lse_err > 1e-3:
+        result["tlc"] = {"error": verdicts["tlc"].why or f"WRONG: LSE off by {lse_err:.3g}"}
+    else:
+        t = ms["tlc"]
+        result["tlc"] = {"ms": t, "rate": 2.0 * B * SQ * H * SK * (DK + DV) / t / 1e9,
+                         "gbs": B * SK * DK * q.element_size() / t / 1e6, "lse_err": lse_err}
+    del q, keys, cache, ref, o
+    torch.cuda.empty_cache()
+    return result
+
+
 def cell(r, label):
     x = r[label]
     return f"{x['rate']:7.1f}" if "rate" in x else "  wrong"
@@ -288,7 +353,7 @@ def main(argv=None):
     import torch
     import torch.nn.functional as F
 
-    names = args.only.split(",") if args.only else list(QUICK if args.quick else ROWS)
+    names = args.only.split(",") if args.only else list(QUICK if args.quick else {**ROWS, **MLA_ROWS})
     mod = tlc.load("std.attention", target="cuda")
     results = []
     from tlc.benchmarks.ceilings import copy_bandwidth

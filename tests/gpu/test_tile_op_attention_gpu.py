@@ -15,6 +15,11 @@ def attention(q: T[S, D], k: T[SK, D], v: T[SK, D], scale: f32, T: dtype = f16) 
     return T(T(softmax(q @ k.T * scale, axis=1)) @ v)
 
 @tile_op
+def causal(q: T[S, D], k: T[SK, D], v: T[SK, D], scale: f32, T: dtype = f16) -> T[S, D]:
+    s = where(tri(S, SK, SK - S), q @ k.T * scale, -inf(f32))
+    return T(T(softmax(s, axis=1)) @ v)
+
+@tile_op
 def capped(q: T[S, D], k: T[SK, D], v: T[SK, D], scale: f32, cap: f32, T: dtype = f16) -> f32[S, D]:
     return T(softmax(cap * tanh(q @ k.T * scale / cap), axis=1)) @ v
 """
@@ -50,6 +55,22 @@ def test_attention_against_sdpa(mod, dtype, S, SK, D):
     got = mod.attention(q, k, v, scale, T=dtype)
     assert got.dtype == q.dtype and got.shape == (S, D) and got.is_cuda
     assert not torch.isnan(got).any() and rel_err(got, want) < TOL[dtype]
+
+
+@pytest.mark.parametrize("S, SK", [(1000, 1000), (300, 2049), (4096, 4096)])
+def test_causal_against_sdpa(mod, S, SK):
+    """tri(S, SK, SK - S): the mask aligned to the bottom right, SDPA's attn_mask the same."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q, k, v = inputs(torch, "f16", S, SK, 128, S)
+    mask = torch.ones(S, SK, dtype=torch.bool, device="cuda").tril(SK - S)
+    with sdpa_kernel(SDPBackend.MATH):
+        want = F.scaled_dot_product_attention(q.float()[None], k.float()[None], v.float()[None], attn_mask=mask,
+                                              scale=0.088)[0]
+    got = mod.causal(q, k, v, 0.088)
+    assert not torch.isnan(got).any() and rel_err(got, want) < TOL["f16"]
 
 
 def test_soft_capped_scores(mod):

@@ -10,6 +10,8 @@ TILE_STATEMENTS = frozenset({"copy", "gemm", "fill", "clear", "reduce_sum", "red
 ALLOCATORS = frozenset({"shared", "fragment", "local"})
 LOOPS = frozenset({"range", "unroll", "pipelined", "parallel", "persistent"})
 REDUCTIONS_TILE_OP = frozenset({"sum", "mean", "softmax"})
+# whole tensors a tile op builds from its sizes alone: NumPy's tri(N, M, k), j <= i + k
+TENSORS_TILE_OP = frozenset({"tri"})
 DECORATORS = frozenset({"kernel", "tile_op", "fuse", "autotune"})
 # TileLang's names for builtins tlc spells otherwise: the same function under both names
 ALIASES = {"if_then_else": "where", "infinity": "inf", "ceildiv": "cdiv"}
@@ -22,7 +24,7 @@ HINTS = frozenset({"use_swizzle", "annotate_layout"})
 VIEWS = frozenset({"view"})
 # every name above that code can mention, and min, max, ...
 BUILTIN_VALUES = (MATH_FLOAT | MATH_SAME | frozenset({"min", "max", "clamp", "pow", "fmod", "where", "cdiv", "cast", "inf"})
-                  | REDUCTIONS_TILE_OP | TILE_STATEMENTS | ALLOCATORS | LOOPS | PORTING_BUILTINS | HINTS | VIEWS | {"grid"})
+                  | REDUCTIONS_TILE_OP | TENSORS_TILE_OP | TILE_STATEMENTS | ALLOCATORS | LOOPS | PORTING_BUILTINS | HINTS | VIEWS | {"grid"})
 
 
 def is_language_name(name: str) -> bool:

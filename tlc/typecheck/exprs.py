@@ -327,6 +327,8 @@ class ExprChecker:
             return replace(e, args=(dt,), ty=ScalarType(dt.ty.dtype, const=True))
         if name in REDUCTIONS_TILE_OP or (name in ("max", "min") and self.kind == "tile_op" and len(e.args) == 1):
             return self._tile_reduction(e, name)
+        if name == "tri":
+            return self._tri(e)
         if name in MATH_FLOAT or name in MATH_SAME:
             if not self._arity(e, name, 1):
                 return e
@@ -375,6 +377,29 @@ class ExprChecker:
             return replace(e, ty=ScalarType(dt, weak=elem.weak, const=const))
         self.error("E034", f"'{name}' cannot be called here", e.span)
         return e
+
+    def _tri(self, e):
+        """`tri(N, M, k=0)`, NumPy's: the bool[N, M] tensor true where column j <= row i + k (a
+        causal mask: `where(tri(S, SK, SK - S), s, -inf(f32))`).  N and M are sizes: a shape
+        symbol or a constant; k any integer."""
+        if self.kind != "tile_op":
+            self.error("E034", "tri() builds a whole tensor inside a @tile_op", e.span,
+                       "in a kernel, compare the indices: j <= i + k")
+            return e
+        if not self._arity(e, "tri", 2, 3, ("k",)):
+            return e
+        if len(e.args) == 3 and e.keywords:
+            self.error("E034", "tri() takes k once", e.keywords[0].span)
+            return e
+        for d in e.args[:2]:
+            if not (isinstance(d, n.Name) and self._is_symbol(d.id)) and \
+                    not isinstance(self.const_value(d, "a size of tri()", required=False), int):
+                self.error("E035", "a size of tri() is a shape symbol or an integer constant", d.span,
+                           "tri(S, SK) of q: T[S, D] and k: T[SK, D]")
+                return e
+        k = e.args[2] if len(e.args) == 3 else e.keywords[0].value if e.keywords else n.Constant(0, e.span)
+        args = tuple(self.integer(d, "a size of tri()") for d in e.args[:2]) + (self.integer(k, "tri()'s k"),)
+        return replace(e, args=args, keywords=(), ty=TensorType(BOOL, e.args[:2], VALUE))
 
     def _tile_reduction(self, e, name):
         if self.kind != "tile_op":

@@ -27,6 +27,15 @@ def capped(q: T[S, D], k: T[SK, D], v: T[SK, D], scale: f32, T: dtype = bf16, SH
     return T(softmax(softcap((q @ k.T) * scale, CAP) - SHIFT, axis=-1)) @ v
 
 @tile_op
+def causal(q: f16[S, D], k: f16[SK, D], v: f16[SK, D], scale: f32) -> f16[S, D]:
+    s = where(tri(S, SK, SK - S), q @ k.T * scale, -inf(f32))
+    return f16(f16(softmax(s, axis=1)) @ v)
+
+@tile_op
+def lower(x: f32[M, N], k: i32) -> f32[M, N]:
+    return where(tri(M, N, k), x, 0.0)
+
+@tile_op
 def columns(q: f16[S, D], k: f16[SK, D], v: f16[S, D]) -> f32[SK, D]:
     return f16(softmax(q @ k.T, axis=0)).T @ v
 
@@ -37,9 +46,12 @@ def biased(q: f16[S, D], k: f16[SK, D], v: f16[SK, D], bias: f32[SK]) -> f32[S, 
 
 
 def reference(q, k, v, g):
+    """softmax(g(q @ k.T)) @ v in f64; a row whose scores are all -inf gives 0, as the kernel does."""
     s = g(q.astype(np.float64) @ k.astype(np.float64).T)
-    p = np.exp(s - s.max(axis=1, keepdims=True))
-    return (p / p.sum(axis=1, keepdims=True)) @ v.astype(np.float64)
+    top = s.max(axis=1, keepdims=True)
+    p = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = p.sum(axis=1, keepdims=True)
+    return np.where(total > 0, p @ v.astype(np.float64) / np.where(total > 0, total, 1.0), 0.0)
 
 
 def test_attention_is_one_flash_kernel():
@@ -77,6 +89,27 @@ def test_scores_through_device_functions_constants_and_dtype_parameters():
     want = reference(q, k, v, lambda s: 20.0 * np.tanh(s * 0.3 / 20.0) - 0.5)
     assert got.dtype == np.float32
     assert_close(got, want, BF16)
+
+
+@pytest.mark.parametrize("S, SK", [(70, 133), (133, 70), (128, 128), (1, 300)])
+def test_causal_mask_from_tri(S, SK):
+    """The mask aligned to the bottom right (tri's k = SK - S, FlashAttention 2's): query rows
+    that see no key (S > SK) give 0; the loop reads only the key blocks a query block sees."""
+    mod = module(SRC)
+    rng = np.random.default_rng(S * SK)
+    q, k, v = (rand(rng, (n, 64), np.float16) for n in (S, SK, SK))
+    want = reference(q, k, v, lambda s: np.where(np.tri(S, SK, SK - S, dtype=bool), s * 0.125, -np.inf))
+    assert_close(mod.causal(q, k, v, np.float32(0.125)), want, np.float16)
+    kernel = mod.causal.program(sizes={"D": 64}).launches[0].kernel
+    from tlc import ir
+
+    assert "n_blocks_ = min((SK_ - 1) // 64 + 1, ((bx_ + 1) * 128 + (SK_ - S_) - 1) // 64 + 1)" in ir.print_kernel(kernel)
+
+
+@pytest.mark.parametrize("k", [0, 2, -3, 40])
+def test_tri_is_numpys(k):
+    x = rand(np.random.default_rng(k + 5), (9, 30))
+    np.testing.assert_array_equal(module(SRC).lower(x, np.int32(k)), np.where(np.tri(9, 30, k, dtype=bool), x, 0.0))
 
 
 def test_what_is_not_the_form_keeps_the_fusion_plan():

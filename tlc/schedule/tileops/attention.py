@@ -78,6 +78,10 @@ def match_attention(graph: Graph) -> AttentionForm | None:
         return None  # a value head dim other than the key's is not flash_fwd's
     used = _names(graph, score)
     scalars = tuple(p.name for p in graph.fn.params if p.role == "scalar" and p.name in used)
+    try:
+        render(graph, score, product)
+    except TileOpError:
+        return None  # g holds something the kernel cannot compute per element: the fusion plan does
     return AttentionForm(q[0], k[0], v[0], product, score, scalars, soft.node, root.node)
 
 
@@ -98,13 +102,23 @@ def _names(graph: Graph, e) -> set:
     return found
 
 
-def render(graph: Graph, e, product) -> str:
+def render(graph: Graph, e, product, symbols: dict | None = None) -> str:
     """g as .tl text in the generated kernel: the product's element `SCORE`, intermediates
-    written out, the tile op's constants and dtype parameters as their bound values."""
+    written out, the tile op's constants and dtype parameters as their bound values, its shape
+    symbols as the kernel's (`symbols`), `tri(S, SK, k)` as the comparison of the element's
+    key and query positions."""
+    symbols = symbols if symbols is not None else kernel_symbols(graph, product)
     e_res = graph.resolve(e)
     if e_res == product:
         return SCORE
     e = e_res
+    r = lambda x: render(graph, x, product, symbols)  # noqa: E731
+    if builtin_call(e) == "tri":
+        if graph.shape(e) != graph.shape(product):
+            _refuse(graph, e)
+        return f"(kb_ * BN_ + j_ <= bx_ * BM_ + i_ + {r(e.args[2])})"
+    if isinstance(e, n.Name) and e.id in graph.symbols:
+        return symbols[e.id] if e.id in symbols else _refuse(graph, e)
     if isinstance(e, n.Name):
         if isinstance(e.ty, DTypeValue):
             return e.ty.dtype.name
@@ -117,24 +131,43 @@ def render(graph: Graph, e, product) -> str:
             return repr(e.value)
         return repr(e.value) if e.value == e.value and abs(e.value) != float("inf") else _refuse(graph, e)
     if isinstance(e, n.BinOp):
-        return f"({render(graph, e.left, product)} {e.op} {render(graph, e.right, product)})"
+        return f"({r(e.left)} {e.op} {r(e.right)})"
     if isinstance(e, n.UnaryOp):
-        return f"({e.op}{' ' if e.op == 'not' else ''}{render(graph, e.operand, product)})"
+        return f"({e.op}{' ' if e.op == 'not' else ''}{r(e.operand)})"
     if isinstance(e, n.BoolOp):
-        return "(" + f" {e.op} ".join(render(graph, x, product) for x in e.values) + ")"
+        return "(" + f" {e.op} ".join(r(x) for x in e.values) + ")"
     if isinstance(e, n.Compare):
-        parts = [render(graph, e.operands[0], product)]
+        parts = [r(e.operands[0])]
         for op, x in zip(e.ops, e.operands[1:]):
-            parts += [op, render(graph, x, product)]
+            parts += [op, r(x)]
         return "(" + " ".join(parts) + ")"
     if isinstance(e, n.IfExp):
-        return (f"({render(graph, e.body, product)} if {render(graph, e.test, product)} "
-                f"else {render(graph, e.orelse, product)})")
+        return f"({r(e.body)} if {r(e.test)} else {r(e.orelse)})"
     if isinstance(e, n.Call) and isinstance(e.func, n.Name):
-        args = [render(graph, a, product) for a in e.args]
-        args += [f"{kw.name}={render(graph, kw.value, product)}" for kw in e.keywords]
+        args = [r(a) for a in e.args]
+        args += [f"{kw.name}={r(kw.value)}" for kw in e.keywords]
         return f"{render_callee(e.func)}({', '.join(args)})"
     return _refuse(graph, e)
+
+
+def kernel_symbols(graph: Graph, product) -> dict:
+    """The tile op's shape symbols as the generated kernel names them: q's rows S_, its head
+    dim D_, k's rows SK_."""
+    (s, d), (sk, _) = graph.shape(product.left), graph.shape(product.right.value)
+    return {sym: name for sym, name in ((s, "S_"), (sk, "SK_"), (d, "D_")) if isinstance(sym, str)}
+
+
+def causal_offset(graph: Graph, form: AttentionForm):
+    """k of a score written `where(tri(S, SK, k), x, -inf(...))` (every key past query i + k
+    masked): the keys of blocks past a query block's last row + k need not be read at all."""
+    e = _uncast(graph.resolve(form.score))
+    if builtin_call(e) != "where":
+        return None
+    cond, _, other = (graph.resolve(a) for a in e.args)
+    if builtin_call(cond) != "tri" or not (isinstance(other, n.UnaryOp) and other.op == "-"
+                                           and builtin_call(graph.resolve(other.operand)) == "inf"):
+        return None
+    return cond.args[2]
 
 
 def render_callee(f: n.Name) -> str:
@@ -179,8 +212,10 @@ def kernel_text(graph: Graph, form: AttentionForm, name: str, out: str, dp: int,
     """The generated kernel's .tl text."""
     scalars = [dict(name=s, dtype=_scalar_dtype(graph.params[s].type)) for s in form.scalars]
     q_dtype = graph.params[form.q].type.dtype.name
+    offset = causal_offset(graph, form)
     return _template().render(name=name, q=form.q, k=form.k, v=form.v, out=out, scalars=scalars, dtype=q_dtype,
                               out_dtype=graph.out_dtype.name, dp=dp, score=render(graph, form.score, form.product),
+                              causal=None if offset is None else render(graph, offset, form.product),
                               **flash_tiles(dp, target))
 
 

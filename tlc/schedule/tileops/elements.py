@@ -19,7 +19,7 @@ from ...dtypes import I32
 from ...parser import nodes as n
 from ...typecheck.types import ScalarType, TensorType
 from ..lower import Lowerer
-from .graph import Graph, broadcast_index
+from .graph import Graph, broadcast_index, builtin_call
 
 Leaf = Callable[[tuple], ir.Expr]  # the load of a leaf at an index of its own shape
 
@@ -89,6 +89,10 @@ class ElementLowerer(Lowerer):
         h = self.graph.heavy(e)
         if h is not None:
             return self.leaves[h.node](idx)
+        if builtin_call(e) == "tri":  # NumPy's tri(N, M, k): column j <= row i + k
+            i32 = ScalarType(I32)
+            shifted = self.binop("+", idx[0], self.expr(e.args[2]), i32, i32, e.span)
+            return self.binop("<=", idx[1], shifted, i32, i32, e.span)
         if isinstance(e, n.Name):
             return self.leaves[e.id](idx)
         if isinstance(e, n.Attribute):  # .T
