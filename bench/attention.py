@@ -45,9 +45,9 @@ ROWS = {
     "bwd_f16_d128_causal": ("float16", 4, 32, 32, 4096, 4096, 128, True, {}),
     # block-sparse: 10% of the (query block, key block) pairs, against the same kernel over all
     "sparse_f16_10pct": ("float16", 1, 32, 32, 8192, 8192, 128, False, {"DENSITY": 0.1}),
-    # the whole-tensor @tile_op softmax(q @ k.T * scale) @ v of one head, against flash_fwd on it
-    "tileop_f16_d128": ("float16", 1, 1, 1, 16384, 16384, 128, False, {}),
-    "tileop_f16_d128_causal": ("float16", 1, 1, 1, 16384, 16384, 128, True, {}),
+    # the whole-tensor @tile_op softmax(q @ k.mT * scale) @ v, against flash_fwd on the same tensors
+    "tileop_f16_d128": ("float16", 4, 32, 32, 4096, 4096, 128, False, {}),
+    "tileop_f16_d128_causal": ("float16", 4, 32, 32, 4096, 4096, 128, True, {}),
     # decoding: one new token against an 8192-token cache; GB/s of K and V read
     "decode_f16": ("float16", 64, 32, 32, 1, 8192, 128, False, {}),
     "decode_f16_gqa": ("float16", 64, 32, 8, 1, 8192, 128, False, {}),
@@ -160,13 +160,13 @@ def sparse_row(torch, F, mod, name, spec, min_ms):
 
 TILE_OP = """
 @tile_op
-def attention(q: T[S, D], k: T[SK, D], v: T[SK, D], scale: f32, T: dtype = f16) -> T[S, D]:
-    return T(T(softmax(q @ k.T * scale, axis=1)) @ v)
+def attention(q: T[B, H, S, D], k: T[B, H, SK, D], v: T[B, H, SK, D], scale: f32, T: dtype = f16) -> T[B, H, S, D]:
+    return T(T(softmax(q @ k.mT * scale, axis=-1)) @ v)
 
 @tile_op
-def causal(q: T[S, D], k: T[SK, D], v: T[SK, D], scale: f32, T: dtype = f16) -> T[S, D]:
-    s = where(tri(S, SK, SK - S), q @ k.T * scale, -inf(f32))
-    return T(T(softmax(s, axis=1)) @ v)
+def causal(q: T[B, H, S, D], k: T[B, H, SK, D], v: T[B, H, SK, D], scale: f32, T: dtype = f16) -> T[B, H, S, D]:
+    s = where(tri(S, SK, SK - S), q @ k.mT * scale, -inf(f32))
+    return T(T(softmax(s, axis=-1)) @ v)
 """
 
 
@@ -188,9 +188,9 @@ def tile_op_row(torch, F, mod, name, spec, min_ms):
     q, k, v, scale, ref, tol = forward_inputs(torch, F, spec)
     ops = tlc.compile_source(TILE_OP, target="cuda", path="attention_tile_op.tl")
     op = ops.causal if causal else ops.attention
-    launch, out = op.prepare(q[0, 0], k[0, 0], v[0, 0], scale, T=dtype.replace("float", "f").replace("bfloat", "bf"))
+    launch, out = op.prepare(q, k, v, scale, T=dtype.replace("float", "f").replace("bfloat", "bf"))
     o, lse = torch.empty_like(q), torch.empty(B, H, S, device="cuda", dtype=torch.float32)
-    contenders = {"tlc": Checked(launch, ref[0, 0], out=out, **tol),
+    contenders = {"tlc": Checked(launch, ref, out=out, **tol),
                   "flash_fwd": Checked(lambda: mod.flash_fwd(q, k, v, o, lse, scale, CAUSAL=causal), ref, out=o, **tol)}
     ms, verdicts = compare_checked(contenders, min_ms=min_ms)
     flops = 4.0 * B * H * S * SK * D * (0.5 if causal else 1.0)

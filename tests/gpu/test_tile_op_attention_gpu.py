@@ -20,6 +20,11 @@ def causal(q: T[S, D], k: T[SK, D], v: T[SK, D], scale: f32, T: dtype = f16) -> 
     return T(T(softmax(s, axis=1)) @ v)
 
 @tile_op
+def heads(q: T[B, H, S, D], k: T[B, H, SK, D], v: T[B, H, SK, D], scale: f32, T: dtype = f16) -> T[B, H, S, D]:
+    s = where(tri(S, SK, SK - S), q @ k.mT * scale, -inf(f32))
+    return T(T(softmax(s, axis=-1)) @ v)
+
+@tile_op
 def capped(q: T[S, D], k: T[SK, D], v: T[SK, D], scale: f32, cap: f32, T: dtype = f16) -> f32[S, D]:
     return T(softmax(cap * tanh(q @ k.T * scale / cap), axis=1)) @ v
 """
@@ -71,6 +76,22 @@ def test_causal_against_sdpa(mod, S, SK):
                                               scale=0.088)[0]
     got = mod.causal(q, k, v, 0.088)
     assert not torch.isnan(got).any() and rel_err(got, want) < TOL["f16"]
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_batches_of_heads_against_sdpa(mod, dtype):
+    """(B, H, S, D) as SDPA lays it out, causal at S == SK (SDPA's is_causal, the same mask)."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    q, k, v = (torch.randn(2, 5, 777, 128, device="cuda", generator=gen).to(dt) for _ in range(3))
+    with sdpa_kernel(SDPBackend.MATH):
+        want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True, scale=0.09)
+    got = mod.heads(q, k, v, 0.09, T=dtype)
+    assert got.shape == q.shape and not torch.isnan(got).any() and rel_err(got, want) < TOL[dtype]
 
 
 def test_soft_capped_scores(mod):

@@ -128,14 +128,21 @@ class ExprChecker:
         if not (isinstance(a, TensorType) and isinstance(b, TensorType)):
             self.error("E032", "'@' multiplies two tensors", e.span)
             return e
-        if a.rank != 2 or b.rank != 2:
+        if a.rank < 2 or b.rank < 2:
             self.error("E058", f"'@' needs two matrices, found {a} and {b}", e.span)
             return e
-        if a.shape[1] != b.shape[0] and not self._dims_may_agree(a.shape[1], b.shape[0]):
+        if a.shape[-1] != b.shape[-2] and not self._dims_may_agree(a.shape[-1], b.shape[-2]):
             self.error("E058", f"inner dimensions of '@' differ: {a} @ {b}", e.span,
-                       "the columns of the left operand must match the rows of the right one; use '.T' to transpose")
+                       "the columns of the left operand must match the rows of the right one; use '.T' to transpose"
+                       + (" (.mT: the last two dimensions)" if max(a.rank, b.rank) > 2 else ""))
             return e
-        return replace(e, ty=TensorType(rules.matmul_dtype(a.dtype, b.dtype), (a.shape[0], b.shape[1]), VALUE))
+        # a stack of matrices, as NumPy's matmul: the leading dimensions broadcast
+        lead = rules.broadcast(a.shape[:-2], b.shape[:-2])
+        if lead is None:
+            self.error("E057", f"the stacked dimensions of '@' do not broadcast: {a} @ {b}", e.span,
+                       "the dimensions before the last two must be equal, or one of them 1")
+            return e
+        return replace(e, ty=TensorType(rules.matmul_dtype(a.dtype, b.dtype), (*lead, a.shape[-2], b.shape[-1]), VALUE))
 
     def check_UnaryOp(self, e: n.UnaryOp):
         operand = self.value(e.operand)
@@ -219,6 +226,11 @@ class ExprChecker:
                 self.error("E058", f"'.T' transposes a matrix, found {t}", e.span)
                 return e
             return replace(e, ty=TensorType(t.dtype, (t.shape[1], t.shape[0]), VALUE))
+        if e.attr == "mT" and isinstance(t, TensorType) and self.kind == "tile_op":  # PyTorch's, NumPy's matrix_transpose
+            if t.rank < 2:
+                self.error("E058", f"'.mT' transposes the last two dimensions, found {t}", e.span)
+                return e
+            return replace(e, ty=TensorType(t.dtype, (*t.shape[:-2], t.shape[-1], t.shape[-2]), VALUE))
         if e.attr == "T":
             self.error("E032", "'.T' is available on tensors inside a @tile_op; in a kernel use gemm(..., trans_a=True)"
                        if self.kind != "tile_op" else f"'.T' needs a tensor, found {describe(t)}", e.span)

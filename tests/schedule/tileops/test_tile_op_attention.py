@@ -32,6 +32,19 @@ def causal(q: f16[S, D], k: f16[SK, D], v: f16[SK, D], scale: f32) -> f16[S, D]:
     return f16(f16(softmax(s, axis=1)) @ v)
 
 @tile_op
+def heads(q: f16[B, H, S, D], k: f16[B, H, SK, D], v: f16[B, H, SK, D], scale: f32) -> f16[B, H, S, D]:
+    s = where(tri(S, SK, SK - S), q @ k.mT * scale, -inf(f32))
+    return f16(f16(softmax(s, axis=-1)) @ v)
+
+@tile_op
+def mqa(q: f16[H, S, D], k: f16[1, SK, D], v: f16[1, SK, D]) -> f32[H, S, D]:
+    return f16(softmax(q @ k.mT * 0.125, axis=-1)) @ v
+
+@tile_op
+def stacked_scores(q: f16[H, S, D], k: f16[H, SK, D]) -> f32[H, S, SK]:
+    return q @ k.mT
+
+@tile_op
 def lower(x: f32[M, N], k: i32) -> f32[M, N]:
     return where(tri(M, N, k), x, 0.0)
 
@@ -104,6 +117,40 @@ def test_causal_mask_from_tri(S, SK):
     from tlc import ir
 
     assert "n_blocks_ = min((SK_ - 1) // 64 + 1, ((bx_ + 1) * 128 + (SK_ - S_) - 1) // 64 + 1)" in ir.print_kernel(kernel)
+
+
+def stacked_reference(q, k, v, g):
+    lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    q, k, v = (np.broadcast_to(x, lead + x.shape[-2:]).reshape((-1,) + x.shape[-2:]) for x in (q, k, v))
+    return np.stack([reference(a, b, c, g) for a, b, c in zip(q, k, v)]).reshape(lead + (q.shape[-2], v.shape[-1]))
+
+
+def test_stacks_of_heads_are_the_grids_y_and_z():
+    """(B, H, S, D) as SDPA lays it out, causal: one launch, blocks over (query block, head,
+    batch), as flash_fwd's grid."""
+    mod = module(SRC)
+    rng = np.random.default_rng(4)
+    q, k, v = (rand(rng, (2, 3, n, 40), np.float16) for n in (70, 100, 100))
+    want = stacked_reference(q, k, v, lambda s: np.where(np.tri(70, 100, 30, dtype=bool), s * 0.15, -np.inf))
+    assert_close(mod.heads(q, k, v, np.float32(0.15)), want, np.float16)
+    from tlc import ir
+
+    kernel = mod.heads.program(sizes={"D": 64}).launches[0].kernel
+    assert "grid (bx_, h_, b_) in ((S_ - 1) // 128 + 1, H_, B_)" in ir.print_kernel(kernel)
+
+
+def test_one_key_head_shared_by_every_query_head():
+    mod = module(SRC)
+    rng = np.random.default_rng(5)
+    q, k, v = rand(rng, (4, 33, 64), np.float16), rand(rng, (1, 90, 64), np.float16), rand(rng, (1, 90, 64), np.float16)
+    got = mod.mqa(q, k, v)
+    assert got.dtype == np.float32 and got.shape == (4, 33, 64)
+    assert_close(got, stacked_reference(q, k, v, lambda s: s * 0.125), np.float16)
+
+
+def test_stacks_that_are_not_attention_are_refused():
+    assert error_text(SRC, "stacked_scores").splitlines()[0] == (
+        "ops.tl:33:20: error[E073]: tile op tensors have one or two dimensions; 'q' has 3")
 
 
 @pytest.mark.parametrize("k", [0, 2, -3, 40])

@@ -45,6 +45,7 @@ def schedule_tile_op(program: CheckedProgram, name: str, constants: dict | None 
         form = match_attention(graph)
         if form is not None:  # one flash kernel, where the fusion rules would make three
             return _attention(graph, form, program, target, smem_limit, sizes)
+        graph.check_ranks()
         part = partition(graph, fuse_operands=fn.fuse)
         if fn.fuse:
             check_fuse(graph, part)

@@ -59,7 +59,7 @@ def match_attention(graph: Graph) -> AttentionForm | None:
     v = graph.transposed_param(root.node.right)
     left = graph.resolve(root.node.left)
     soft = graph.heavy(_uncast(left))
-    if v is None or v[1] or soft is None or soft.kind != "softmax" or soft.axis != 1:
+    if v is None or v[1] or soft is None or soft.kind != "softmax" or soft.axis != len(graph.shape(soft.node)) - 1:
         return None
     score = soft.node.args[0]
     heavy = graph.frontier(score)
@@ -74,8 +74,9 @@ def match_attention(graph: Graph) -> AttentionForm | None:
     if len(dtypes) != 1 or next(iter(dtypes)).name not in ("f16", "bf16"):
         return None
     dq, dk, dv = (graph.dims(types[name].shape) for name in (q[0], k[0], v[0]))
-    if len(dq) != 2 or dk != dv or dq[1] != dk[1]:
-        return None  # a value head dim other than the key's is not flash_fwd's
+    if not 2 <= len(dq) <= 4 or dk != dv or len(dk) != len(dq) or dq[-1] != dk[-1] or \
+            any(b not in (a, 1) for a, b in zip(dq[:-2], dk[:-2])):
+        return None  # a value head dim other than the key's is not flash_fwd's, nor heads that differ
     used = _names(graph, score)
     scalars = tuple(p.name for p in graph.fn.params if p.role == "scalar" and p.name in used)
     try:
@@ -114,7 +115,7 @@ def render(graph: Graph, e, product, symbols: dict | None = None) -> str:
     e = e_res
     r = lambda x: render(graph, x, product, symbols)  # noqa: E731
     if builtin_call(e) == "tri":
-        if graph.shape(e) != graph.shape(product):
+        if graph.shape(e) != graph.shape(product)[-2:]:
             _refuse(graph, e)
         return f"(kb_ * BN_ + j_ <= bx_ * BM_ + i_ + {r(e.args[2])})"
     if isinstance(e, n.Name) and e.id in graph.symbols:
@@ -150,11 +151,15 @@ def render(graph: Graph, e, product, symbols: dict | None = None) -> str:
     return _refuse(graph, e)
 
 
+LEAD = ("B_", "H_")  # the generated kernel's names of the leading dimensions (batch, heads)
+
+
 def kernel_symbols(graph: Graph, product) -> dict:
-    """The tile op's shape symbols as the generated kernel names them: q's rows S_, its head
-    dim D_, k's rows SK_."""
-    (s, d), (sk, _) = graph.shape(product.left), graph.shape(product.right.value)
-    return {sym: name for sym, name in ((s, "S_"), (sk, "SK_"), (d, "D_")) if isinstance(sym, str)}
+    """The tile op's shape symbols as the generated kernel names them: q's leading dimensions
+    B_ and H_ (the last ones), its rows S_, its head dim D_, k's rows SK_."""
+    dq, dk = graph.shape(product.left), graph.shape(product.right.value)
+    named = list(zip(dq[:-2], LEAD[len(LEAD) - len(dq) + 2:])) + [(dq[-2], "S_"), (dk[-2], "SK_"), (dq[-1], "D_")]
+    return {sym: name for sym, name in named if isinstance(sym, str)}
 
 
 def causal_offset(graph: Graph, form: AttentionForm):
@@ -181,7 +186,7 @@ def _refuse(graph: Graph, e):
 
 def head_dim(graph: Graph, form: AttentionForm, sizes: dict) -> int:
     """The head dim the kernel compiles in: the size, rounded up to a power of two, at least 16."""
-    d = graph.dims(graph.params[form.q].type.shape)[1]
+    d = graph.dims(graph.params[form.q].type.shape)[-1]
     size = d if isinstance(d, int) else sizes.get(d)
     if size is None:
         raise TileOpError(f"the head dim '{d}' of '{form.q}' must be known to schedule this attention "
@@ -213,7 +218,17 @@ def kernel_text(graph: Graph, form: AttentionForm, name: str, out: str, dp: int,
     scalars = [dict(name=s, dtype=_scalar_dtype(graph.params[s].type)) for s in form.scalars]
     q_dtype = graph.params[form.q].type.dtype.name
     offset = causal_offset(graph, form)
+    dq, dk = (graph.dims(graph.params[x].type.shape) for x in (form.q, form.k))
+    lead = LEAD[len(LEAD) - len(dq) + 2:]
+    # a key head dimension of 1 under the queries' H: every query head reads the one (MQA)
+    k_lead = ["1" if b == 1 and a != 1 else name for a, b, name in zip(dq[:-2], dk[:-2], lead)]
+    index = [x.lower() for x in lead]  # the grid's y and z: h_, b_
     return _template().render(name=name, q=form.q, k=form.k, v=form.v, out=out, scalars=scalars, dtype=q_dtype,
+                              q_dims=", ".join([*lead, "S_", "D_"]), k_dims=", ".join([*k_lead, "SK_", "D_"]),
+                              grid_dims="".join(f"{x}, " for x in reversed(lead)),
+                              grid_vars="(" + ", ".join(["bx_", *reversed(index)]) + ")" if lead else "bx_",
+                              q_at="".join(f"{x}, " for x in index),
+                              k_at="".join(f"{'0' if d == '1' else x}, " for d, x in zip(k_lead, index)),
                               out_dtype=graph.out_dtype.name, dp=dp, score=render(graph, form.score, form.product),
                               causal=None if offset is None else render(graph, offset, form.product),
                               **flash_tiles(dp, target))

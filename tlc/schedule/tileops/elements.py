@@ -95,7 +95,7 @@ class ElementLowerer(Lowerer):
             return self.binop("<=", idx[1], shifted, i32, i32, e.span)
         if isinstance(e, n.Name):
             return self.leaves[e.id](idx)
-        if isinstance(e, n.Attribute):  # .T
+        if isinstance(e, n.Attribute):  # .T, or .mT of a matrix (tensors of more dimensions are attention's)
             own = self.graph.shape(e.value)
             self.at.append((idx[::-1], own))
             try:

@@ -56,7 +56,11 @@ class Graph:
         self.out_dtype = fn.returns.dtype
         self.out_shape = self.dims(fn.returns.shape)
         self.params = {p.name: p for p in fn.params}
-        for p in fn.tensor_params:
+
+    def check_ranks(self) -> None:
+        """Tensors of one or two dimensions: the fusion rules' kernels are 2-D (attention, which
+        attention.py recognises first, takes stacks of matrices)."""
+        for p in self.fn.tensor_params:
             if len(p.type.shape) > 2:
                 raise TileOpError(f"tile op tensors have one or two dimensions; '{p.name}' has {len(p.type.shape)}",
                                   p.span, "reshape it to a matrix before the call")
@@ -156,7 +160,7 @@ class Graph:
     def transposed_param(self, e) -> tuple[str, bool] | None:
         """(tensor parameter, transposed) when `e` is a parameter or its `.T`."""
         e = self.resolve(e)
-        if isinstance(e, n.Attribute) and e.attr == "T":
+        if isinstance(e, n.Attribute) and e.attr in ("T", "mT"):
             name = self.tensor_param(e.value)
             return (name, True) if name else None
         name = self.tensor_param(e)
