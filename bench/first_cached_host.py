@@ -176,6 +176,11 @@ def call():
     t1 = time.perf_counter()
     mod.matmul(A, A, C)
     t2, c2 = time.perf_counter(), time.thread_time()
+# a full collection before the clock: where the collector's older generations fall due depends on
+# every object the process made before (one that fell in the call cost it 1.3 M instructions when
+# `import tlc` made fewer objects), so each version's count would move with the other's imports
+import gc
+gc.collect()
 if os.environ.get("TLC_BENCH_HOST_INSTRUCTIONS"):  # called through a C function that callgrind counts within
     functools.reduce(lambda acc, _: call(), [0], None)
 else:

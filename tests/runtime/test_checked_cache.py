@@ -303,3 +303,21 @@ def test_the_data_folders_are_hashed_where_the_package_does_not_hold_them(tmp_pa
     (tmp_path / "grammar").mkdir()
     monkeypatch.setattr(tlc.package_data, "folder", lambda name: {**inside, "grammar": str(tmp_path / "grammar")}[name])
     assert cache_mod._package_bases() == [(root, ""), (str(tmp_path / "grammar"), "data:grammar/")]  # a checkout's
+
+
+def test_an_entry_holds_the_texts_digests_not_the_texts(files):
+    """Format 5: the header names the files and their SHA-256 (format 4 held every text too:
+    21 of std.gemm's 25 KB of JSON that every load decoded and hashed); a load has the main
+    text from its caller and reads each import's, and a header whose digest of the main text
+    is not the text's is a miss, its checksum notwithstanding."""
+    full = stored(files)
+    data = entry(files).read_bytes()
+    assert data.startswith(b"tlc-checked-5 ") and b"twice" not in data.split(b"\n", 2)[1]
+    mod = api._cached_module(str(files), "cpu")
+    assert mod.sources == full.sources and list(mod.sources) == list(full.sources)
+    _, head, blobs = data.split(b"\n", 2)
+    doc = json.loads(head)
+    doc["text"] = hashlib.sha256(b"another text").hexdigest()
+    head = json.dumps(doc).encode()
+    entry(files).write_bytes(checked_cache._MAGIC + hashlib.sha256(head).hexdigest().encode() + b"\n" + head + b"\n" + blobs)
+    assert api._cached_module(str(files), "cpu") is None

@@ -3,9 +3,12 @@ so that a new process whose kernels are in the kernel cache neither parses nor c
 
 An entry holds the program's kernels and tile ops as their signatures (`CheckedFunction`s whose
 typed bodies are left out: their parameters, shape symbols, constants and the grids' count) and
-every file's text, keyed by the SHA-256 of the main file's text and path, tlc's version and
-tlc's own sources (`cache.package_hash`).  A first line gives the SHA-256 of the header after it
-(the exports, the texts, each signature's place and SHA-256) and each signature is checked
+the SHA-256 of every file's text, keyed by the SHA-256 of the main file's text and path, tlc's
+version and tlc's own sources (`cache.package_hash`).  The texts are not stored: the main file's
+is the caller's, and a load reads each import's to compare it with its digest (format 4 held
+every text in the header as well: 21 of std.gemm's 25 KB of JSON, decoded and hashed by every
+load).  A first line gives the SHA-256 of the header after it (the exports, the files' names
+and digests, each signature's place and SHA-256) and each signature is checked
 when it is decoded: a module of 18 kernels that calls one hashes the header and that one, not
 all of them.  Each signature is deflated (`ir_codec.dumps_deflated`: std.gemm's 18 take 25 KB
 rather than 111 KB, which every load reads).  A module loaded from an entry checks its text again,
@@ -28,17 +31,17 @@ import os
 from .. import __version__
 
 _SUFFIX = ".checked"
-_MAGIC = b"tlc-checked-4 "
+_MAGIC = b"tlc-checked-5 "
 _LIMIT = 64 << 20  # bytes: a module's signatures and texts come nowhere near
-FORMAT = 4
+FORMAT = 5
 
 
-def key(text: str, path: str) -> str:
+def key(text: str, path: str, digest: str | None = None) -> str:
     """The entry name of the file `path` (as the caller names it; imports resolve from its
-    absolute folder) whose text is `text`."""
+    absolute folder) whose text is `text` (`digest`: its SHA-256, where the caller has it)."""
     from .cache import package_hash
 
-    doc = {"format": FORMAT, "text": _digest(text.encode()), "path": path,
+    doc = {"format": FORMAT, "text": digest or _digest(text.encode()), "path": path,
            "folder": os.path.dirname(os.path.abspath(path)), "tlc_version": __version__, "tlc_sources": package_hash()}
     return "m" + _digest(json.dumps(doc, sort_keys=True).encode())
 
@@ -61,8 +64,9 @@ def load(text: str, path: str):
     from ..files import NotRegularFile, read_regular
     from ..typecheck.program import CheckedProgram
 
+    text_digest = _digest(text.encode())
     try:
-        data = read_regular(entry_path(key(text, path)), follow_symlinks=False, limit=_LIMIT)
+        data = read_regular(entry_path(key(text, path, text_digest)), follow_symlinks=False, limit=_LIMIT)
     except (NotRegularFile, OSError):
         return None
     head_at = data.find(b"\n") + 1
@@ -76,22 +80,26 @@ def load(text: str, path: str):
         doc = json.loads(head)
         exports = {name: (q, kind) for name, (q, kind) in doc["exports"].items()
                    if isinstance(q, str) and kind in ("kernel", "tile_op")}
-        sources, imported = doc["sources"], doc["imported"]
+        files, imported = doc["files"], doc["imported"]
         functions = {q: (blobs, start, size, digest) for q, (start, size, digest) in doc["functions"].items()
                      if isinstance(start, int) and isinstance(size, int) and 0 <= start and start + size <= len(blobs)}
         if not (len(exports) == len(doc["exports"]) and len(functions) == len(doc["functions"])
-                and all(q in functions for q, _ in exports.values()) and isinstance(sources, dict)
-                and isinstance(imported, dict) and sources.get(path) == text):
+                and all(q in functions for q, _ in exports.values()) and isinstance(files, list)
+                and isinstance(imported, dict) and doc["text"] == text_digest
+                and len(files) == len(imported) + 1 and path in files and set(files) - {path} == imported.keys()):
             return None
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
+    texts = {path: text}
     for file, digest in imported.items():  # the texts it was checked with, still the files' own
         try:
             with open(_real_path(file), encoding="utf-8") as f:  # as the checker reads an import
-                if _digest(f.read().encode()) != digest:
-                    return None
+                texts[file] = f.read()
+            if _digest(texts[file].encode()) != digest:
+                return None
         except (OSError, UnicodeError, TypeError):
             return None
+    sources = {file: texts[file] for file in files}  # in the checker's order
     names = {name: q for name, (q, _) in exports.items()}
     return CheckedProgram(path, Signatures(functions), names, sources, {}, None), exports
 
@@ -163,7 +171,7 @@ def store(program, text: str, path: str) -> bool:
             offsets[q] = [sum(len(b) for b in blobs), len(blob), _digest(blob)]
             blobs.append(blob)
         doc = {"exports": {name: [q, slim.functions[q].kind] for name, q in slim.names.items()},
-               "functions": offsets, "sources": dict(program.sources),
+               "functions": offsets, "files": list(program.sources), "text": _digest(text.encode()),
                "imported": {f: _digest(t.encode()) for f, t in program.sources.items() if f != path}}
         head = json.dumps(doc, separators=(",", ":")).encode()
         body = _MAGIC + _digest(head).encode() + b"\n" + head + b"\n" + b"".join(blobs)

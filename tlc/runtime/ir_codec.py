@@ -9,7 +9,6 @@ what comes back (`loads(dumps(x)) == x`, tests/runtime/test_ir_codec.py).
 """
 from __future__ import annotations
 
-import base64
 import dataclasses
 import enum
 import importlib
@@ -156,6 +155,8 @@ def _encode(v, table: dict):
         place, names = found
         return {"$d": [place] + [_encode(getattr(v, name), table) for name in names]}
     if isinstance(v, (bytes, bytearray)):
+        import base64  # here: few values are bytes, and a launch from the caches decodes none
+
         return {"$bytes": base64.b64encode(bytes(v)).decode()}
     if type(v) is tuple:
         return {"$tuple": [_encode(x, table) for x in v]}
@@ -207,6 +208,8 @@ def _decode(t, table: list):
             return cls[t["name"]]
         (tag, value), = t.items()
         if tag == "$bytes":
+            import base64
+
             return base64.b64decode(value, validate=True)
         if tag not in _CONTAINERS:
             raise BadEntry("damaged entry: an object that dumps does not write")
