@@ -139,7 +139,7 @@ assert _Function.launches, "no launch"
 """
 
 TIMED = STAND_IN + r"""
-import functools, json, os, time
+import functools, gc, json, os, time
 import tlc
 from tlc.runtime import driver_api
 driver_api.libcuda = lambda: _LibCuda()
@@ -179,7 +179,6 @@ def call():
 # a full collection before the clock: where the collector's older generations fall due depends on
 # every object the process made before (one that fell in the call cost it 1.3 M instructions when
 # `import tlc` made fewer objects), so each version's count would move with the other's imports
-import gc
 gc.collect()
 if os.environ.get("TLC_BENCH_HOST_INSTRUCTIONS"):  # called through a C function that callgrind counts within
     functools.reduce(lambda acc, _: call(), [0], None)
