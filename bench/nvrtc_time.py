@@ -4,13 +4,29 @@ primitives), front end alone (PTX) against front end and ptxas (a cubin), and pr
 headers (NVRTC 12.8+: the primitives given as a header and precompiled with `--create-pch`,
 then used with `--use-pch`).
 
-    python3 bench/nvrtc_time.py [--out DIR]
+    python3 bench/nvrtc_time.py [--out DIR] [--variants ...] [--ctypes LIBNVRTC]
 
 Sources: std.gemm's matmul and bench/tiny.tl's tiny for sm_90a, generated here when tlc's code
 generator can be imported, else read from build/nvrtc/*.cu (written by `--write-sources` on a
 machine that can).  Each variant is compiled in a new process (NVRTC's first compile in a
 process also loads its builtins: what a first call pays) and then once more in that process;
-times in ms.
+times in ms.  With `--ctypes /path/libnvrtc.so.13` the children call that NVRTC through ctypes
+rather than CuPy's bindings: a machine without CuPy or a GPU times real compiles (NVRTC needs
+none; the CPU machine's is /tmp/nvrtc/nvidia/cu13/lib).
+
+`--variants pchprims`: the question of issue #15 whether precompiled headers bring a first
+call's compile under 0.5 s.  NVRTC takes a PCH file only in the instance that made it (another
+process's is refused, warning #20282-D), so the one place a first call could use one is the
+warm-up thread (`runtime.compile.warm_up_nvrtc`): it would precompile the primitives while Python
+checks, schedules and generates, and the kernel's compile would use them.  One process per
+case, --no-cache, --time's phases: the warm-up creating the primitives' PCH, then the kernel
+(primitives as a header) using it, against today's warm-up then the same kernel.
+On the 2-core CPU machine, std.gemm's matmul (sm_90a), 3 December 2026: front end 29-36 ms with
+the PCH against 46-89 ms without, NVVM 450-630 ms and ptxas ("PTX Translation") 390-870 ms in
+both (noise: other sessions compiling); a PCH of the CUDA headers alone changed nothing
+(53-71 against 58-70 ms).  H200, batch 2 of session 13: front end 50 ms, NVVM 447, ptxas
+399.  So a PCH can save ~30-50 ms of a compile of ~900 ms, and NVVM + ptxas alone (~850 ms)
+exceed the 0.5 s goal; ptxas -O1/-O0 changed neither phase's time here (-O0 spills, C7511).
 """
 from __future__ import annotations
 
@@ -52,6 +68,62 @@ def variants(source: str) -> dict:
         "no header, trivial kernel": (TRIVIAL, {}),
         "full, primitives as a header": (as_header, {"tl_primitives.cuh": head[primitives_start:] + END_OF_PRIMITIVES + "\n"}),
     }
+
+
+# --ctypes: a stand-in for CuPy's `cupy.cuda.nvrtc` over the library's C API, installed before
+# each child's own code (the NVRTC_LIBRARY placeholder is replaced by the library's path)
+CTYPES_PRELUDE = r"""
+import ctypes, glob, os, sys, types
+for _builtins in sorted(glob.glob(os.path.join(os.path.dirname(NVRTC_LIBRARY), "libnvrtc-builtins.so*"))):
+    ctypes.CDLL(_builtins, mode=ctypes.RTLD_GLOBAL)  # NVRTC opens them by name: found loaded, not searched
+_lib = ctypes.CDLL(NVRTC_LIBRARY)
+class NVRTCError(RuntimeError):
+    pass
+def _check(r):
+    if r != 0:
+        raise NVRTCError("NVRTC error %d" % r)
+def createProgram(src, name, headers, include_names):
+    prog = ctypes.c_void_p()
+    n = len(headers)
+    hs = (ctypes.c_char_p * max(1, n))(*[h if isinstance(h, bytes) else h.encode() for h in headers])
+    hn = (ctypes.c_char_p * max(1, n))(*[h if isinstance(h, bytes) else h.encode() for h in include_names])
+    _check(_lib.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), name.encode(), n, hs, hn))
+    return prog
+def compileProgram(prog, options):
+    opts = (ctypes.c_char_p * max(1, len(options)))(*[o.encode() for o in options])
+    _check(_lib.nvrtcCompileProgram(prog, len(options), opts))
+def _get(prog, size_fn, get_fn):
+    n = ctypes.c_size_t()
+    _check(getattr(_lib, size_fn)(prog, ctypes.byref(n)))
+    buf = ctypes.create_string_buffer(n.value)
+    _check(getattr(_lib, get_fn)(prog, buf))
+    return buf.raw
+def getProgramLog(prog):
+    return _get(prog, "nvrtcGetProgramLogSize", "nvrtcGetProgramLog").rstrip(b"\0").decode(errors="replace")
+def getCUBIN(prog):
+    return _get(prog, "nvrtcGetCUBINSize", "nvrtcGetCUBIN")
+def getPTX(prog):
+    return _get(prog, "nvrtcGetPTXSize", "nvrtcGetPTX")
+def destroyProgram(prog):
+    _lib.nvrtcDestroyProgram(ctypes.byref(prog))
+def getVersion():
+    a, b = ctypes.c_int(), ctypes.c_int()
+    _lib.nvrtcVersion(ctypes.byref(a), ctypes.byref(b))
+    return a.value, b.value
+_nvrtc = types.ModuleType("cupy.cuda.nvrtc")
+_nvrtc.__dict__.update(NVRTCError=NVRTCError, createProgram=createProgram, compileProgram=compileProgram,
+                       getProgramLog=getProgramLog, getCUBIN=getCUBIN, getPTX=getPTX, destroyProgram=destroyProgram,
+                       getVersion=getVersion)
+_cuda = types.ModuleType("cupy.cuda"); _cuda.nvrtc = _nvrtc; _cuda.__path__ = []
+_cupy = types.ModuleType("cupy"); _cupy.cuda = _cuda; _cupy.__path__ = []
+sys.modules.update({"cupy": _cupy, "cupy.cuda": _cuda, "cupy.cuda.nvrtc": _nvrtc})
+"""
+PRELUDE = ""  # CTYPES_PRELUDE with the library's path under --ctypes
+
+
+def child(code: str) -> list:
+    """The command line of a child running `code` (after the ctypes stand-in, under --ctypes)."""
+    return [sys.executable, "-c", PRELUDE + code]
 
 
 CHILD = r"""
@@ -131,23 +203,68 @@ print(json.dumps(out))
 """
 
 
+# The warm-up thread's possible use of a PCH (`--variants pchprims`): in one process, a warm-up
+# source and then the kernel, each --no-cache with --time: (1) a source of the primitives' header
+# alone made into a PCH (--create-pch), then the kernel with the primitives as that header using
+# it (--use-pch); (2) today's warm-up (templates/nvrtc_warm_up.cu) then the same kernel.
+PCH_PRIMS = r"""
+import json, sys, time
+from cupy.cuda import nvrtc
+cases = json.loads(sys.stdin.read())
+out = {}
+for label, text, headers, options in cases:
+    t0 = time.perf_counter()
+    prog = nvrtc.createProgram(text, label + ".cu", [h.encode() for h in headers.values()], [n.encode() for n in headers])
+    try:
+        nvrtc.compileProgram(prog, options)
+        out[label + "_ms"] = round((time.perf_counter() - t0) * 1e3, 1)
+    except nvrtc.NVRTCError as e:
+        out[label + "_error"] = str(e)
+    out[label + "_log"] = nvrtc.getProgramLog(prog).strip()[-300:]
+    nvrtc.destroyProgram(prog)
+print(json.dumps(out))
+"""
+
+
+def pch_prims(source: str, common: list, folder: Path, name: str) -> None:
+    """Print both cases of PCH_PRIMS for one kernel's source, with --time's phases."""
+    src, headers = variants(source)["full, primitives as a header"]
+    line = '#include "tl_primitives.cuh"\n'
+    prefix = src[:src.index(line) + len(line)]  # the CUDA headers and the primitives: what a PCH holds
+    warm = (ROOT / "templates" / "nvrtc_warm_up.cu").read_text()
+    pch, timing = folder / f"{name}-prims.pch", folder / f"{name}-prims-time.csv"
+    base = common + ["-arch=sm_90a", "--no-cache"]
+    for label, cases in (
+            ("warm-up makes the primitives' PCH, the kernel uses it",
+             [["warm_up", prefix, headers, base + [f"--create-pch={pch}"]],
+              ["kernel", src, headers, base + [f"--use-pch={pch}", f"--time={timing}"]]]),
+            ("today's warm-up, then the kernel (no PCH)",
+             [["warm_up", warm, {}, base], ["kernel", src, headers, base + [f"--time={timing}"]]])):
+        done = subprocess.run(child(PCH_PRIMS), input=json.dumps(cases), capture_output=True, text=True, timeout=300)
+        print(f"{name:7} {label}: {done.stdout.strip() if done.returncode == 0 else done.stderr[-1500:]}", flush=True)
+        if timing.exists():
+            print(timing.read_text()[-1500:], flush=True)
+            timing.unlink()
+        pch.unlink(missing_ok=True)
+
+
 def pch_warm(src: str, options: list, name: str) -> dict:
     sys.path.insert(0, str(ROOT))
     warm_src = (ROOT / "templates" / "nvrtc_warm_up.cu").read_text()
 
-    done = subprocess.run([sys.executable, "-c", PCH_WARM], input=json.dumps([src, warm_src, options, name]),
+    done = subprocess.run(child(PCH_WARM), input=json.dumps([src, warm_src, options, name]),
                           capture_output=True, text=True, timeout=300)
     return json.loads(done.stdout) if done.returncode == 0 else {"error": done.stderr[-1500:]}
 
 
 def overlap(src: str, options: list, name: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", OVERLAP], input=json.dumps([src, options, name]),
+    done = subprocess.run(child(OVERLAP), input=json.dumps([src, options, name]),
                           capture_output=True, text=True, timeout=300)
     return json.loads(done.stdout) if done.returncode == 0 else {"error": done.stderr[-1500:]}
 
 
 def compile_times(src: str, headers: dict, options: list, name: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps([src, headers, options, name]),
+    done = subprocess.run(child(CHILD), input=json.dumps([src, headers, options, name]),
                           capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         return {"ms": [], "ok": False, "log": done.stderr[-1500:]}
@@ -169,13 +286,19 @@ def main(argv=None) -> dict:
     ap.add_argument("--write-sources", action="store_true", help="only write build/nvrtc/*.cu")
     ap.add_argument("--out", help="write the results as JSON here")
     ap.add_argument("--only", default="", help="kernels (matmul,tiny)")
-    ap.add_argument("--variants", default="", help="only these groups: plain, pch, time, overlap, pchwarm, nocache")
+    ap.add_argument("--variants", default="", help="only these groups: plain, pch, time, overlap, pchwarm, nocache, "
+                    "pchprims (not among the default ones)")
+    ap.add_argument("--ctypes", metavar="LIBNVRTC", help="call this NVRTC library through ctypes, not CuPy")
     args = ap.parse_args(argv)
     if args.write_sources:
         write_sources()
         return {}
     if not list(SOURCES.glob("*.cu")):
         write_sources()
+    global PRELUDE
+    if args.ctypes:
+        PRELUDE = CTYPES_PRELUDE.replace("NVRTC_LIBRARY", repr(args.ctypes))
+        exec(PRELUDE, {})  # this process's version line too
     from cupy.cuda import nvrtc
 
     print(f"NVRTC {nvrtc.getVersion()}, Python {sys.version.split()[0]}", flush=True)
@@ -187,6 +310,8 @@ def main(argv=None) -> dict:
             continue
         source = path.read_text()
         groups = set(args.variants.split(",")) if args.variants else {"plain", "pch", "time", "overlap", "pchwarm", "nocache"}
+        if "pchprims" in groups:
+            pch_prims(source, common, pch_dir, path.stem)
         if "pchwarm" in groups:  # uncached (NVRTC's own cache keys on the options too), phases by --time
             timing = pch_dir / f"{path.stem}-pchwarm-time.csv"
             for extra in ([], ["-pch", "--pch-verbose=true"]):
