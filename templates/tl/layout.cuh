@@ -38,15 +38,25 @@ struct MmaAcc {
   static_assert(!WGMMA_BANDS || WARPS_N == 1, "wgmma's bands: one column of warps");
   static constexpr int REGS = WM * WN / 32;
   static constexpr int RUN = 2;
+  // Unsigned, as Blocked's: the thread is one of the block's, so that nvcc knows the indices
+  // are never negative and sees that both columns of a pair, (lane % 4) * 2 and that + 1,
+  // divide by 2 (a packed int4 byte) or 8 to the same value: their loads merge.
+  __host__ __device__ static __forceinline__ unsigned thread(int t) {
+#ifdef __CUDA_ARCH__
+    __builtin_assume(t >= 0 && t < WARPS_M * WARPS_N * 32);
+#endif
+    return static_cast<unsigned>(t);
+  }
   __host__ __device__ static __forceinline__ int row(int t, int r) {
-    const int warp = t / 32, lane = t % 32, band = (r / 4) / (WN / 8);
-    const int in_band = ((r % 4) / 2) * 8 + lane / 4;
-    if (WGMMA_BANDS) return (warp / 4) * 4 * WM + band * 64 + (warp % 4) * 16 + in_band;
-    return (warp / WARPS_N) * WM + band * 16 + in_band;
+    const unsigned warp = thread(t) / 32, lane = thread(t) % 32, band = (static_cast<unsigned>(r) / 4) / (WN / 8);
+    const unsigned in_band = ((static_cast<unsigned>(r) % 4) / 2) * 8 + lane / 4;
+    if (WGMMA_BANDS) return static_cast<int>((warp / 4) * 4 * WM + band * 64 + (warp % 4) * 16 + in_band);
+    return static_cast<int>((warp / WARPS_N) * WM + band * 16 + in_band);
   }
   __host__ __device__ static __forceinline__ int col(int t, int r) {
-    const int warp = t / 32, lane = t % 32, piece = r / 4;
-    return (warp % WARPS_N) * WN + (piece % (WN / 8)) * 8 + (lane % 4) * 2 + r % 2;
+    const unsigned warp = thread(t) / 32, lane = thread(t) % 32, piece = static_cast<unsigned>(r) / 4;
+    return static_cast<int>((warp % WARPS_N) * WN + (piece % (WN / 8)) * 8 + (lane % 4) * 2 +
+                            static_cast<unsigned>(r) % 2);
   }
   __host__ __device__ static __forceinline__ bool valid(int, int) { return true; }
 };

@@ -4,8 +4,9 @@ the target (`load`), which knows where each buffer lives."""
 from __future__ import annotations
 
 from .. import ir
-from ..dtypes import DType
+from ..dtypes import DType, lookup
 from .cnames import c_name, c_type, compute_type, literal
+from .ranges import in_dtype_range
 
 
 class CodegenError(Exception):
@@ -35,6 +36,15 @@ _FAST_16 = {"exp": "tl::fast_exp", "exp2": "tl::fast_exp2", "log": "tl::fast_log
 # division by zero, shift counts outside the width, powers): tl/types.cuh templates.
 _INT_TEMPLATES = {"/": "truncdiv", "//": "floordiv", "%": "pymod", "<<": "shl", ">>": "shr",
                   "**": "ipow", "min": "imin", "max": "imax"}
+
+
+# Integer operators whose C agrees with the language's where the operands' ranges are known:
+# `//`, `/` and `%` of a non-negative value by a positive one, `>>` by a count inside the width.
+# Written as C's own operators there (a division in unsigned, so that nvcc needs no sign
+# fixups), nvcc sees through them: `j % 8 // 2` of a fragment's column `(lane % 4) * 2 + r % 2`
+# is `lane % 4` for both registers of a pair, so their loads of one word merge (std.gemm's
+# w4a16 kernel: 8 shared loads a K step where the templates left 64).
+_PLAIN_WHEN_IN_RANGE = {"//": "/", "/": "/", "%": "%", ">>": ">>"}
 
 
 def wrap_narrow(text: str, dt: DType) -> str:
@@ -134,6 +144,13 @@ class CExprs:
         a, b = self._in(e.a, work), self._in(e.b, work)
         if work.is_float:
             text = _float_binop(op, a, b, work, e.span)
+        elif op in _PLAIN_WHEN_IN_RANGE and self._plain_c_agrees(e):
+            c_op = _PLAIN_WHEN_IN_RANGE[op]
+            if op != ">>" and work.kind == "int":  # unsigned, as nvcc divides a known non-negative value
+                u = c_type(lookup(f"u{work.bits}"))
+                text = f"static_cast<{c_type(work)}>(static_cast<{u}>({a}) {c_op} static_cast<{u}>({b}))"
+            else:
+                text = wrap_narrow(f"({a} {c_op} {b})", work)
         elif op in _INT_TEMPLATES:  # T named: C would deduce int for an 8- or 16-bit operand
             text = f"tl::{_INT_TEMPLATES[op]}<{c_type(work)}>({a}, {b})"
         elif op in ("+", "-", "*", "&", "|", "^"):
@@ -143,6 +160,22 @@ class CExprs:
         else:
             raise CodegenError(f"no C for the operator '{op}'", e.span)
         return cvt(text, work, e.dtype)
+
+    def _plain_c_agrees(self, e: ir.BinOp) -> bool:
+        """Whether C's own operator computes integer BinOp `e` (`_PLAIN_WHEN_IN_RANGE`): the
+        ranges of the generator's known variables (`self.ranges`: block indices, loop
+        variables, scalars) prove it, every subexpression's range inside its dtype (so that
+        nothing wrapped on the way)."""
+        known = getattr(self, "ranges", None)
+        if not known:
+            return False
+        b = in_dtype_range(e.b, known)
+        if b is None:
+            return False
+        if e.op == ">>":  # any value shifted: C's >> of a negative int is arithmetic in nvcc and g++
+            return 0 <= b[0] and b[1] < e.dtype.bits
+        a = in_dtype_range(e.a, known)
+        return a is not None and a[0] >= 0 and b[0] > 0
 
     def expr_Call(self, e: ir.Call) -> str:
         if e.fn == "bitcast":

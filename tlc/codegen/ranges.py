@@ -48,6 +48,19 @@ def value_range(e: ir.Expr, known: dict) -> tuple[int, int] | None:
     return None
 
 
+def in_dtype_range(e: ir.Expr, known: dict) -> tuple[int, int] | None:
+    """value_range of integer expression `e`, where it and every integer subexpression's range
+    lie inside their dtypes (no intermediate value wraps), else None."""
+    from ..ir.walk import subexprs
+
+    for x in subexprs(e):
+        if x.dtype.is_int:
+            r = value_range(x, known)
+            if r is None or not _fits(r, x.dtype):
+                return None
+    return value_range(e, known) if e.dtype.is_int else None
+
+
 def _fits(r: tuple[int, int], dtype) -> bool:
     """Whether every value of the range r is a value of the integer dtype (a cast keeps it)."""
     lo, hi = (0, 2 ** dtype.bits - 1) if dtype.kind == "uint" else (-(2 ** (dtype.bits - 1)), 2 ** (dtype.bits - 1) - 1)
