@@ -376,13 +376,31 @@ def _consumer_prologue(s, params: dict, buffers: dict) -> bool:
     """Work before the loop that the consumer threads do alone while the producer's skip it:
     a copy from a tensor into a shared buffer the ring does not stage (a tile every iteration
     reads, as attention's Q), and the barrier after it, which every thread meets; a print or
-    device_assert (once per block, by a consumer thread)."""
+    device_assert (once per block, by a consumer thread); a copy from a tensor into a fragment
+    and a parallel loop over fragments alone (attention's backward: each row's log-sum-exp and
+    dO . O, laid out over the consumers' threads, which the producer's do not have)."""
     if isinstance(s, (ir.Sync, ir.Print)):
         return True
+    if isinstance(s, ir.Parallel):
+        return _registers_only(s, buffers)
     if not (isinstance(s, ir.Copy) and s.src.name in params and isinstance(s.dst, ir.BufferRef)):
         return False
     dst = buffers[s.dst.name]
-    return dst.scope == "shared" and dst.layout.stages <= 1
+    return dst.scope == "shared" and dst.layout.stages <= 1 or dst.scope == "fragment"
+
+
+def _registers_only(loop: ir.Parallel, buffers: dict) -> bool:
+    """A parallel loop that reads and writes fragments and scalars only: no shared memory, no
+    tensor, nothing another thread sees, so no barrier."""
+    for s in statements(loop.body):
+        if not isinstance(s, (ir.Store, ir.LetScalar, ir.Assign, ir.If)):
+            return False
+        if isinstance(s, ir.Store) and (s.name not in buffers or buffers[s.name].scope != "fragment"):
+            return False
+        if any(x.name not in buffers or buffers[x.name].scope != "fragment" for e in statement_exprs(s)
+               for x in loads(e)):
+            return False
+    return True
 
 
 def _thread_local(s, buffers) -> bool:
