@@ -11,6 +11,16 @@ most 2/3 of a one-pass kernel's); GB/s and its fraction of a device-to-device co
 measured in the same run (tlc.benchmarks.ceilings).
 
     python bench/lowbit.py [--quick] [--only quantize_per_token,quantize_int4] [--json out.json]
+    python bench/lowbit.py --w4a16 [--quick] [--json out.json]
+
+--w4a16: std.gemm's weight-only int4 GEMM instead (issue 18's w4a16 rows): a weight N = K = 8192
+quantized by std.quant.quantize_uint4 (groups of 128, f32 scales, u8 zero points) and repacked by
+repack_int4; decode (M = 1, 16, 64: matmul_w4a16, and its split-K with splitk_reduce) against
+f16 F.linear on the weight dequantized in PyTorch, with each one's time as a fraction of the
+copy bandwidth over the int4 weight alone (N * K / 2 bytes: what a decode kernel must read);
+prefill (M = 4096: matmul_w4a16_prefill) against f16 F.linear (cuBLAS), in TFLOP/s.  Every
+variant's output is checked against F.linear in f32 of the dequantized weight before its time
+counts (tlc.timing.compare_checked).
 
 tests/stdlib/test_quant.py checks the same kernels on the interpreter (no GPU here).
 """
@@ -261,11 +271,116 @@ def line(r: dict) -> str:
 HEADER = f"{'row':<44} {'MiB':>6}  {'tlc us':>8} {'GB/s':>6} {'copy':>5}  {'torch us':>8} {'GB/s':>6} {'copy':>5}  vs torch"
 
 
+# ---- w4a16: std.gemm's weight-only int4 GEMM -----------------------------------------------------
+
+W4_N = W4_K = 8192
+W4_G = 128
+W4_DECODE_M = (1, 16, 64)
+W4_PREFILL_M = 4096
+# (label, kernel, constants, split-K parts or 0): the decode variants timed at each M
+W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0), ("w4a16 stages=8", "matmul_w4a16", {"stages": 8}, 0),
+                      ("w4a16 split-K 4", "matmul_w4a16_splitk", {}, 4),
+                      ("w4a16 split-K 4 stages=6", "matmul_w4a16_splitk", {"stages": 6}, 4)]
+# BM = 256: each dequantized weight used by twice the rows (the dequantization costs per weight,
+# the products per row); BN = 256: half the reads of A
+W4_PREFILL_VARIANTS = [("w4a16_prefill", "matmul_w4a16_prefill", {}),
+                       ("w4a16_prefill BM=256", "matmul_w4a16_prefill", {"BM": 256}),
+                       ("w4a16_prefill BN=256", "matmul_w4a16_prefill", {"BN": 256})]
+
+
+def w4a16_weight(torch, quant, gemm, N, K, G, dtype=None, seed=1):
+    """(W4, scales, zeros, q, the weight dequantized in PyTorch in f32): a random weight of
+    `dtype` (f16) quantized by std.quant.quantize_uint4 (q: the plain layout), repacked by
+    std.gemm.repack_int4."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    w = torch.randn(N, K, device="cuda", generator=g).to(dtype or torch.float16)
+    q = torch.empty(N, (K + 1) // 2, dtype=torch.uint8, device="cuda")
+    scales = torch.empty(N, -(-K // G), dtype=torch.float32, device="cuda")
+    zeros = torch.empty(N, -(-K // G), dtype=torch.uint8, device="cuda")
+    quant.quantize_uint4(w, q, scales, zeros, G=G)
+    W4 = torch.empty(N, 4 * -(-K // 32), dtype=torch.int32, device="cuda").view(torch.uint32)
+    gemm.repack_int4(q, W4)
+    deq = dequantize_uint4_torch(torch, q, scales, zeros, K, G)
+    torch.cuda.synchronize()
+    return W4, scales, zeros, q, deq
+
+
+def dequantize_uint4_torch(torch, q, scales, zeros, K: int, G: int):
+    """W[n, k] = (nibble - zeros[n, k // G]) * scales[n, k // G] in f32 from the plain layout
+    (std.quant.quantize_uint4's: element 2k in byte k's low nibble, 2k + 1 in its high one)."""
+    b = q.to(torch.int32)
+    nib = torch.stack([b & 15, b >> 4], 2).reshape(q.shape[0], -1)[:, :K].float()
+    idx = torch.arange(K, device=q.device) // G
+    return (nib - zeros.float()[:, idx]) * scales.float()[:, idx]
+
+
+def w4a16_rows(torch, copy_gbs: float, min_ms: float) -> list:
+    """The decode and prefill rows (see the module's docstring), each variant checked first."""
+    import torch.nn.functional as F
+
+    from tlc.timing import Checked, compare_checked, tolerance
+
+    quant = tlc.load("std.quant", target="cuda")
+    gemm = tlc.load("std.gemm", target="cuda")
+    N, K, G = W4_N, W4_K, W4_G
+    W4, scales, zeros, _, deq = w4a16_weight(torch, quant, gemm, N, K, G)
+    deq = deq.half()
+    weight_bytes = N * K // 2
+    g = torch.Generator(device="cuda").manual_seed(2)
+    out = []
+    for M in (*W4_DECODE_M, W4_PREFILL_M):
+        A = torch.randn(M, K, device="cuda", generator=g).half()
+        ref = F.linear(A.float(), deq.float())
+        tol = tolerance("float16", ref, 8)
+        contenders = {}
+        variants = W4_DECODE_VARIANTS if M < W4_PREFILL_M else [(*v, 0) for v in W4_PREFILL_VARIANTS]
+        for label, kernel, consts, parts in variants:
+            C = torch.empty(M, N, dtype=torch.float16, device="cuda")
+            if parts:
+                P = torch.empty(parts, M, N, dtype=torch.float32, device="cuda")
+
+                def run(kernel=getattr(gemm, kernel), C=C, P=P, consts=consts):
+                    kernel(A, W4, scales, zeros, P, **consts)
+                    gemm.splitk_reduce(P, C)
+            else:
+                def run(kernel=getattr(gemm, kernel), C=C, consts=consts):
+                    kernel(A, W4, scales, zeros, C, **consts)
+            contenders[label] = Checked(run, ref, out=C, **tol)
+        # F.linear(A, deq) as the product it is (torch.mm into a buffer the check can poison);
+        # cuBLAS may add f16 partial sums in f16 (PyTorch's default allows it): 32 units, not 8
+        Ct = torch.empty(M, N, dtype=torch.float16, device="cuda")
+        contenders["F.linear f16"] = Checked(lambda Ct=Ct, A=A: torch.mm(A, deq.t(), out=Ct), ref, out=Ct,
+                                             **tolerance("float16", ref, 32))
+        ms, verdicts = compare_checked(contenders, min_ms=min_ms)
+        torch_ms = ms.get("F.linear f16")
+        for label in contenders:
+            r = {"row": f"{'decode' if M < W4_PREFILL_M else 'prefill'} M={M} N={N} K={K} g{G}", "variant": label}
+            if not verdicts[label].ok:
+                r["error"] = verdicts[label].why
+            elif label in ms:
+                t = ms[label]
+                r.update(ms=t, tflops=2 * M * N * K / t / 1e9, weight_of_copy=weight_bytes / t / 1e6 / copy_gbs,
+                         vs_torch=(torch_ms / t) if torch_ms else None, rel_err=verdicts[label].rel_err)
+            out.append(r)
+            print(w4a16_line(r), flush=True)
+        torch.cuda.empty_cache()
+    return out
+
+
+def w4a16_line(r: dict) -> str:
+    head = f"{r['row']:<32} {r['variant']:<26}"
+    if "error" in r:
+        return f"{head} !! {r['error'][:150]}"
+    vs = f"{r['vs_torch']:5.2f}x" if r.get("vs_torch") else "    -"
+    return f"{head} {r['ms'] * 1e3:9.1f} us {r['tflops']:7.1f} TFLOP/s  weight/copy {r['weight_of_copy']:5.2f}  {vs}"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="Comma-separated kernel names.")
     ap.add_argument("--quick", action="store_true", help="50 ms a contender instead of 300.")
     ap.add_argument("--json", help="Where to write the results.")
+    ap.add_argument("--w4a16", action="store_true", help="std.gemm's w4a16 rows instead of std.quant's.")
     args = ap.parse_args(argv)
     selected = [r for r in rows() if not args.only or r.kernel in args.only.split(",")]
     import torch
@@ -278,6 +393,11 @@ def main(argv=None) -> int:
     copy_gbs = ceilings.copy_bandwidth(torch, min_ms)
     results["copy_GBps"] = copy_gbs
     print(f"device-to-device copy: {copy_gbs:.0f} GB/s (read + write)")
+    if args.w4a16:
+        results["rows"] = w4a16_rows(torch, copy_gbs, min_ms)
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=1))
+        return 1 if any("error" in r for r in results["rows"] if not r["variant"].startswith("F.")) else 0
     print(HEADER, flush=True)
     mod = tlc.load("std.quant", target="cuda")
     g = torch.Generator(device="cuda").manual_seed(0)

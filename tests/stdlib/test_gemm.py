@@ -20,6 +20,9 @@ from precision_kit import check
 from stdlib_kit import GEMM_PATH, rel_err
 from stdlib_kit import cases as plain_cases
 from tlc.dtypes import BF16
+from w4a16_kit import case as w4a16_case
+from w4a16_kit import splitk as w4a16_splitk
+from w4a16_kit import w8_case
 
 FLOAT16S = {"f16": np.dtype(np.float16), "bf16": np.dtype(BF16.numpy())}
 TOL = {"f16": 2e-3, "bf16": 1.5e-2}
@@ -76,6 +79,32 @@ def grouped(mod, name, dtype):
     assert rel_err(C, ref) < TOL[dtype]
 
 
+def w4a16(mod, name, dtype):
+    # a ragged shape of the kit's kind; the f16 row with f32 scales, the bf16 one with bf16
+    # scales (repack_int4's u8 row: of an f16 case)
+    dt = FLOAT16S.get(dtype, FLOAT16S["f16"])
+    A, W4, scales, zeros, C, ref, tol, q = w4a16_case(np.random.default_rng(8), 17, 100, 300, 128, dt,
+                                                      np.float32 if dtype == "f16" else dt)
+    if name == "repack_int4":
+        W = np.full(W4.shape, 0xDEADBEEF, np.uint32)
+        mod.repack_int4(q, W)
+        assert np.array_equal(W, W4)
+        return
+    if name == "matmul_w4a16_splitk":
+        C = w4a16_splitk(mod, A, W4, scales, zeros, 3)
+    else:
+        getattr(mod, name)(A, W4, scales, zeros, C)
+    assert rel_err(C, ref) < tol, name
+
+
+def w8a16(mod, name, dtype):
+    # one call runs both weight formats listed: i8 with f16 activations, f8e4m3 with bf16
+    for q, dt in (("i8", FLOAT16S["f16"]), ("f8e4m3", FLOAT16S["bf16"])):
+        A, W, scales, C, ref, tol = w8_case(np.random.default_rng(9), 17, 100, 300, q, dt)
+        getattr(mod, name)(A, W, scales, C, **({"BM": 32} if name == "matmul_w8a16" else {}))
+        assert rel_err(C, ref) < tol, (name, q)
+
+
 HALVES = ("f16", "bf16")
 # kernel -> (the dtypes its row runs: of the operands, f8 and i8 formats by their kits' cases, check)
 TABLE = {
@@ -89,6 +118,9 @@ TABLE = {
     "matmul_f8": (("f8e4m3", "f8e5m2"), precision),
     "matmul_f8_blockscaled": (("f8e4m3",), precision),
     "matmul_i8": (("i8",), precision),
+    "repack_int4": (("u8",), w4a16),
+    **{k: (HALVES, w4a16) for k in ("matmul_w4a16", "matmul_w4a16_prefill", "matmul_w4a16_splitk")},
+    **{k: (("f8e4m3", "i8"), w8a16) for k in ("matmul_w8a16", "matmul_w8a16_prefill")},
     **{SKINNY[k]: (dtypes, lambda m, n, d, k=k: precision(m, k, d, skinny=True))
        for k, dtypes in (("matmul_tf32", ("f32",)), ("matmul_f8", ("f8e4m3", "f8e5m2")),
                          ("matmul_f8_blockscaled", ("f8e4m3",)), ("matmul_i8", ("i8",)))},

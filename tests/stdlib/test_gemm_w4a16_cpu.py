@@ -1,0 +1,153 @@
+"""std.gemm's weight-only GEMMs: int4 (w4a16): repack_int4 against its NumPy layout, exactly, and
+matmul_w4a16 (decode), its split-K and matmul_w4a16_prefill on the interpreter against NumPy's
+dequantize-then-matmul on ragged shapes (w4a16_kit.SHAPES says which); int8 and f8 with
+per-channel scales (w8a16) likewise; compiled by nvcc for sm_90a and sm_80: the tensor-core
+instructions, the int4 weight's nibbles read a 32-bit word at a time, no local memory."""
+import re
+
+import numpy as np
+import pytest
+
+import tlc
+from precision_kit import count, sass
+from stdlib_kit import GEMM_PATH
+from w4a16_kit import (BF16, SHAPES, W4A16_KERNELS, W8A16_KERNELS, case, check, check_shape, plain_int4,
+                       repack, splitk, w8_case)
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return tlc.load(GEMM_PATH, target="cpu")
+
+
+def test_the_kernels_are_there(mod):
+    assert set(W4A16_KERNELS + W8A16_KERNELS) <= set(mod.kernels)
+
+
+@pytest.mark.parametrize("N,K", [(3, 1), (5, 33), (40, 129), (33, 300)])
+def test_repack_is_the_documented_layout(mod, N, K):
+    q = plain_int4(np.random.default_rng(K), N, K, 32)[0]
+    W4 = np.full((N, 4 * -(-K // 32)), 0xDEADBEEF, np.uint32)
+    mod.repack_int4(q, W4, RN=16, RW=8, THREADS=64)  # several blocks each way, ragged
+    assert np.array_equal(W4, repack(q, K))
+
+
+def test_repack_places_each_element_where_the_kernels_read_it():
+    # element j of a 32-block: word (j % 8) // 2, bits 8 * (j // 8) + 4 * (j % 2)
+    rng = np.random.default_rng(0)
+    q, _, _, nib = plain_int4(rng, 3, 96, 32)
+    W4 = repack(q, 96)
+    for j in range(96):
+        word = W4[:, j // 32 * 4 + j % 8 // 2]
+        assert np.array_equal((word >> (8 * (j % 32 // 8) + 4 * (j % 2))) & 15, nib[:, j]), j
+
+
+@pytest.mark.parametrize("M,N,K,G,decode,prefill", SHAPES)
+def test_against_numpy(mod, M, N, K, G, decode, prefill):
+    check_shape(mod, M, N, K, G, decode, prefill)
+
+
+@pytest.mark.parametrize("M,N,K,G,decode,S", [(1, 70, 384, 128, {}, 2), (17, 100, 1000, 128, {}, 3),
+                                               (5, 64, 129, 32, {"BK": 32}, 4)])
+def test_splitk_against_numpy(mod, M, N, K, G, decode, S):
+    # S parts of whole K steps: 3 steps in 2 parts, 8 in 3 (the last part short), 5 in 4
+    A, W4, scales, zeros, _, ref, tol, _ = case(np.random.default_rng(S), M, N, K, G)
+    check("matmul_w4a16_splitk", splitk(mod, A, W4, scales, zeros, S, G=G, **decode), ref, tol)
+
+
+@pytest.mark.parametrize("dtype,ts", [(BF16, np.float32), (np.float16, np.float16), (BF16, BF16)])
+def test_other_dtypes(mod, dtype, ts):
+    # bf16 activations; scales in the activations' dtype
+    rng = np.random.default_rng(7)
+    for name in ("matmul_w4a16", "matmul_w4a16_prefill"):
+        A, W4, scales, zeros, C, ref, tol, _ = case(rng, 9, 80, 272, 128, dtype, ts)
+        getattr(mod, name)(A, W4, scales, zeros, C)
+        check(f"{name} {dtype} {ts}", C, ref, tol)
+
+
+def test_zero_points_and_extreme_nibbles(mod):
+    # every nibble 15 against zero point 0 and every nibble 0 against 15: the largest weights
+    # of either sign, exactly representable
+    N, K, G = 64, 256, 128
+    q = np.full((N, K // 2), 0xFF, np.uint8)
+    q[N // 2:] = 0
+    zeros = np.zeros((N, K // G), np.uint8)
+    zeros[N // 2:] = 15
+    scales = np.full((N, K // G), 0.5, np.float32)
+    A = np.ones((1, K), np.float16)
+    for name in ("matmul_w4a16", "matmul_w4a16_prefill"):
+        C = np.full((1, N), np.nan, np.float16)
+        getattr(mod, name)(A, repack(q, K), scales, zeros, C)
+        assert (C[0, :N // 2] == 7.5 * K).all() and (C[0, N // 2:] == -7.5 * K).all(), name
+
+
+def test_a_k_step_across_groups_is_refused(mod):
+    from tlc.device_assert import DeviceAssertError
+
+    A, W4, scales, zeros, C, _, _, _ = case(np.random.default_rng(1), 3, 64, 256, 64)
+    with pytest.raises(DeviceAssertError, match="matmul_w4a16: G = 64, BK = 128: BK must divide G"):
+        mod.matmul_w4a16(A, W4, scales, zeros, C, G=64)
+
+
+@pytest.mark.parametrize("M,N,K,q,dtype", [(1, 70, 300, "i8", np.float16), (17, 100, 129, "f8e4m3", np.float16),
+                                             (64, 64, 256, "i8", BF16), (5, 130, 520, "f8e5m2", BF16)])
+def test_w8a16_against_numpy(mod, M, N, K, q, dtype):
+    rng = np.random.default_rng(M + K)
+    for name, consts in (("matmul_w8a16", {"BM": 64} if M > 16 else {}), ("matmul_w8a16_prefill", {})):
+        A, W, scales, C, ref, tol = w8_case(rng, M, N, K, q, dtype)
+        getattr(mod, name)(A, W, scales, C, **consts)
+        check(f"{name} {q}", C, ref, tol)
+
+
+# (kernel, constants, arch, the tensor-core instruction, how many a K step takes)
+SASS_CASES = [
+    ("matmul_w4a16", {}, "sm_90a", "HGMMA.64x16x16.F32", 8),  # W's 64 rows from registers, A's 16 from shared
+    ("matmul_w4a16", {"T": "bf16"}, "sm_90a", "HGMMA.64x16x16.F32.BF16", 8),
+    ("matmul_w4a16", {"BM": 64}, "sm_90a", "HGMMA.64x64x16.F32", 8),
+    ("matmul_w4a16_splitk", {}, "sm_90a", "HGMMA.64x16x16.F32", 8),
+    ("matmul_w4a16_prefill", {}, "sm_90a", "HGMMA.64x128x16.F32", 4),
+    ("matmul_w4a16", {}, "sm_80", "HMMA.16816.F32", 16),
+    ("matmul_w4a16_prefill", {}, "sm_80", "HMMA.16816.F32", 64),
+    ("matmul_w8a16", {}, "sm_90a", "HGMMA.64x16x16.F32", 8),
+    ("matmul_w8a16", {"TQ": "f8e4m3", "T": "bf16"}, "sm_90a", "HGMMA.64x16x16.F32.BF16", 8),
+    ("matmul_w8a16_prefill", {}, "sm_90a", "HGMMA.64x128x16.F32", 4),
+    ("matmul_w8a16", {"TQ": "f8e4m3"}, "sm_80", "HMMA.16816.F32", 16),
+]
+
+
+def _sass(name, consts, arch, tmp_path):
+    """(instruction counts, ptxas log, SASS text) of `name` generated for `arch`."""
+    from nvcc import cubin_sass
+    from tlc.codegen import generate
+    from tlc.driver import check_file
+    from tlc.dtypes import DTYPES
+    from tlc.schedule import schedule
+
+    consts = {k: DTYPES[v] if isinstance(v, str) else v for k, v in consts.items()}
+    r = check_file(GEMM_PATH)
+    source = generate(schedule(r.program, name, consts, target=arch), arch, sources=r.sources).source
+    counts, log = sass(source, arch, tmp_path)
+    return counts, log, cubin_sass(source, arch, tmp_path)[0]
+
+
+@pytest.mark.parametrize("name,consts,arch,instruction,n",
+                         [pytest.param(*c, marks=[pytest.mark.slow] if c[2] == "sm_80" or c[1] else [])
+                          for c in SASS_CASES])
+def test_tensor_cores_and_no_local_memory(name, consts, arch, instruction, n, tmp_path):
+    counts, log, _ = _sass(name, consts, arch, tmp_path)
+    got = counts.get(instruction, 0)
+    assert got and got % n == 0, {k: v for k, v in counts.items() if "MMA" in k}
+    assert count(counts, "LDL") == 0 and count(counts, "STL") == 0, log
+    assert "0 bytes spill stores" in log
+
+
+def test_the_decode_kernel_reads_a_word_per_eight_nibbles(tmp_path):
+    # BN x BK = 64 x 128 nibbles a K step over 128 threads: 64 a thread, in 8 words: one 32-bit
+    # shared load each (both elements of a pair and the four pairs of a word share it; before
+    # the codegen knew the columns never negative, 64 loads), and the scale and zero point read
+    # once per row a thread holds (2 rows), not once a nibble (64)
+    _, _, text = _sass("matmul_w4a16", {}, "sm_90a", tmp_path)
+    words = re.findall(r"\bLDS(?:\.32)? R\d+, \[", text)  # not the scheduler's `@!PT LDS RZ, [RZ]`
+    assert len(words) == 8, words
+    assert "LDS.U8" not in text
+    assert len(re.findall(r"LDG\.E\.CONSTANT ", text)) == 2 and len(re.findall(r"LDG\.E\.U8\.CONSTANT ", text)) == 2
