@@ -171,8 +171,9 @@ def test_what_is_not_the_form_keeps_the_fusion_plan():
 
 
 def test_the_head_dim_must_be_known_to_build_it():
+    """E240, as a kernel's compiled-in size: `tlc check` passes the program, `tlc build` asks."""
     assert error_text(SRC, "attention") == (
-        "ops.tl:8:15: error[E073]: the head dim 'D' of 'q' must be known to schedule this attention (it is "
+        "ops.tl:8:15: error[E240]: the head dim 'D' of 'q' must be known to schedule this attention (it is "
         "compiled in)\n"
         "  |\n"
         "8 | def attention(q: f16[S, D], k: f16[SK, D], v: f16[SK, D], scale: f32) -> f16[S, D]:\n"

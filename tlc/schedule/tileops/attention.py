@@ -188,10 +188,13 @@ def head_dim(graph: Graph, form: AttentionForm, sizes: dict) -> int:
     """The head dim the kernel compiles in: the size, rounded up to a power of two, at least 16."""
     d = graph.dims(graph.params[form.q].type.shape)[-1]
     size = d if isinstance(d, int) else sizes.get(d)
-    if size is None:
-        raise TileOpError(f"the head dim '{d}' of '{form.q}' must be known to schedule this attention "
-                          "(it is compiled in)", graph.params[form.q].span,
-                          f"give it: --shape {d}=SIZE (a call binds it from its arrays)")
+    if size is None:  # E240, as a kernel's compiled-in shape symbol: `tlc check` passes it by
+        from ...diagnostics import Diagnostic, DiagnosticError
+
+        raise DiagnosticError([Diagnostic("E240", f"the head dim '{d}' of '{form.q}' must be known to schedule this "
+                                          "attention (it is compiled in)", graph.params[form.q].span,
+                                          f"give it: --shape {d}=SIZE (a call binds it from its arrays)")],
+                              graph.sources)
     return max(16, 1 << (int(size) - 1).bit_length())
 
 
