@@ -43,6 +43,8 @@ ROWS = {
     # backward (dQ, dK, dV from dO): the vendors through autograd, 2.5x the forward's flops
     "bwd_f16_d128": ("float16", 4, 32, 32, 4096, 4096, 128, False, {}),
     "bwd_f16_d128_causal": ("float16", 4, 32, 32, 4096, 4096, 128, True, {}),
+    # the dQ grid at 64 query rows and one consumer warpgroup (the default before session 14)
+    "bwd_f16_d128_bm64": ("float16", 4, 32, 32, 4096, 4096, 128, False, {"BM": 64, "THREADS": 128}),
     # block-sparse: 10% of the (query block, key block) pairs, against the same kernel over all
     "sparse_f16_10pct": ("float16", 1, 32, 32, 8192, 8192, 128, False, {"DENSITY": 0.1}),
     # the whole-tensor @tile_op softmax(q @ k.mT * scale) @ v, against flash_fwd on the same tensors
