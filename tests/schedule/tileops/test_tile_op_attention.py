@@ -55,6 +55,12 @@ def columns(q: f16[S, D], k: f16[SK, D], v: f16[S, D]) -> f32[SK, D]:
 @tile_op
 def biased(q: f16[S, D], k: f16[SK, D], v: f16[SK, D], bias: f32[SK]) -> f32[S, D]:
     return f16(softmax(q @ k.T + bias, axis=1)) @ v
+
+@tile_op
+def named(q: f16[S, D], k: f16[SK, D], v: f16[SK, D]) -> f16[S, D]:
+    kt = k.T
+    s = where(tri(S, SK), q @ kt, -inf(f32))
+    return f16(f16(softmax(s, axis=1)) @ v)
 """
 
 
@@ -157,6 +163,16 @@ def test_stacks_that_are_not_attention_are_refused():
 def test_tri_is_numpys(k):
     x = rand(np.random.default_rng(k + 5), (9, 30))
     np.testing.assert_array_equal(module(SRC).lower(x, np.int32(k)), np.where(np.tri(9, 30, k, dtype=bool), x, 0.0))
+
+
+def test_intermediates_name_the_operands():
+    """k.T named before the product, the mask's k left at 0 (top-left aligned)."""
+    mod = module(SRC)
+    rng = np.random.default_rng(6)
+    q, k, v = (rand(rng, (n, 32), np.float16) for n in (50, 80, 80))
+    assert [x.kind for x in mod.named.program(sizes={"D": 32}).launches] == ["attention"]
+    want = reference(q, k, v, lambda s: np.where(np.tri(50, 80, dtype=bool), s, -np.inf))
+    assert_close(mod.named(q, k, v), want, np.float16)
 
 
 def test_what_is_not_the_form_keeps_the_fusion_plan():

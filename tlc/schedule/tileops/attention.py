@@ -6,10 +6,12 @@ scalars (a scale, a soft cap `c * tanh(s / c)`, a clamp), would be three kernels
 temporaries under the fusion rules: a product, a softmax over whole rows, a product.  The online
 softmax (FlashAttention) needs neither temporary: one block per BM query rows streams the keys
 and values a block at a time, keeping a running row max and sum that rescale what came before.
-`match_attention` recognises the form on the expression graph; `attention_program` writes
+`match_attention` recognises the form on the expression graph; `kernel_text` writes
 std.attention's flash_fwd for it (the template flash_tile_op.tl.j2, g rendered in place of the
-scores), checks it inside the tile op's module, so that g's names resolve as they did, and
-schedules it as any kernel: on sm_90a the TMA ring and warp-specialized wgmma consumers.
+scores), which the tile-op scheduler (`tileops._attention`) checks inside the tile op's module,
+so that g's names resolve as they did, and schedules as any kernel: on sm_90a the TMA ring and
+warp-specialized wgmma consumers.  Stacks of matrices (q: T[B, H, S, D] with q @ k.mT) are the
+grid's y and z.
 
 The head dim is compiled in rounded up to a power of two (at least 16): the tiles past it read
 zeros, which change neither product.  The probabilities are rounded to v's dtype before the
@@ -157,7 +159,7 @@ LEAD = ("B_", "H_")  # the generated kernel's names of the leading dimensions (b
 def kernel_symbols(graph: Graph, product) -> dict:
     """The tile op's shape symbols as the generated kernel names them: q's leading dimensions
     B_ and H_ (the last ones), its rows S_, its head dim D_, k's rows SK_."""
-    dq, dk = graph.shape(product.left), graph.shape(product.right.value)
+    dq, dk = graph.shape(product.left), graph.shape(graph.resolve(product.right).value)  # k of k.T, k.mT
     named = list(zip(dq[:-2], LEAD[len(LEAD) - len(dq) + 2:])) + [(dq[-2], "S_"), (dk[-2], "SK_"), (dq[-1], "D_")]
     return {sym: name for sym, name in named if isinstance(sym, str)}
 
