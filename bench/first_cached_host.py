@@ -102,6 +102,7 @@ _cuda.__path__ = []
 class _TorchDtype:
     def __str__(self):
         return "torch.float16"
+    __repr__ = __str__  # as PyTorch's dtypes write themselves (the launch memo keys calls by it)
 
 class Tensor:  # a PyTorch tensor on GPU 0, as far as a launch reads one
     dtype = _TorchDtype()

@@ -39,12 +39,16 @@ def load(path: str, target: str = "auto") -> "Module":
     result = driver.check_file(path)
     if not result.ok:
         raise DiagnosticError(result.diagnostics, result.sources)
+    memo = None
     if gpu:
         from .runtime import checked_cache
+        from .runtime.launch_memo import LaunchMemo
 
         program = result.program
-        checked_cache.store(program, program.sources[program.path], program.path)
-    return Module(result.program, target)
+        text = program.sources[program.path]
+        if checked_cache.store(program, text, program.path):  # the next process's first calls find theirs
+            memo = LaunchMemo(checked_cache.key(text, program.path))
+    return Module(result.program, target, memo=memo)
 
 
 def _gpu_available() -> bool:
@@ -69,14 +73,17 @@ def _cached_module(path: str, target: str) -> "Module | None":
     found = checked_cache.load(text, name)
     if found is None:
         return None
-    program, exports = found
+    program, exports, entry = found
+    from .runtime.launch_memo import LaunchMemo
+
+    memo = LaunchMemo(entry) if target in ("cuda", "auto") else None
 
     def check():
         result = driver.check_source(text, name)
         if not result.ok:  # cannot happen for a text that checked before, with the same tlc
             raise DiagnosticError(result.diagnostics, result.sources)
         return result.program
-    return Module(program, target, check=check, exports=exports)
+    return Module(program, target, check=check, exports=exports, memo=memo)
 
 
 def compile_source(text: str, target: str = "auto", path: str = "<string>") -> "Module":
@@ -131,11 +138,13 @@ def __getattr__(name: str):
 
 
 class Module:
-    def __init__(self, program: CheckedProgram, target: str = "auto", check=None, exports: dict | None = None):
+    def __init__(self, program: CheckedProgram, target: str = "auto", check=None, exports: dict | None = None,
+                 memo=None):
         # `check`: for a program of signatures only (runtime.checked_cache), the full check,
         # run the first time anything reads `program`; `exports`: its kernels' and tile ops'
-        # (qualname, kind) by name, which a checked program's functions say
-        self._program, self._check = program, check
+        # (qualname, kind) by name, which a checked program's functions say; `memo`: the
+        # launch memo of such a program's entry (runtime.launch_memo), for its kernels' first calls
+        self._program, self._check, self._memo = program, check, memo
         self.target = resolve_target(target)
         if exports is None:
             exports = {name: (q, program.functions[q].kind) for name, q in program.names.items()
@@ -156,15 +165,19 @@ class Module:
         found = self._kernels.get(name)
         if found is None:
             q, kind = self._exports[name]
-            try:
-                fn = self._program.functions[q]
-            except ValueError:  # a cached signature that cannot be read (ir_codec.BadEntry): check the text
-                fn = self.program.functions[q]
+
+            def fn():
+                try:
+                    return self._program.functions[q]
+                except ValueError:  # a cached signature that cannot be read (ir_codec.BadEntry): check the text
+                    return self.program.functions[q]
             if kind == "tile_op":
                 from .tileop import TileOp  # with the tile-op scheduler, when a module has one
-                found = TileOp(self, fn)
+                found = TileOp(self, fn())
+            elif self._memo is not None and self.target == "cuda":  # its signature decoded at its first use
+                found = Kernel(self, fn, name=name, memo=self._memo)
             else:
-                found = Kernel(self, fn)
+                found = Kernel(self, fn())
             self._kernels[name] = found
             self.__dict__[name] = found
         return found

@@ -66,9 +66,15 @@ class Rule:
 
 def rules_for(tl_path: str, kernel: str) -> tuple[Rule, ...]:
     """The rules recorded for `kernel` of the module at `tl_path` (empty when there are none)."""
-    module, folder = os.path.basename(tl_path), os.path.dirname(os.path.realpath(tl_path))
-    return _table(str(_user_path(folder))).rules(module, kernel) + \
-        _table(os.path.join(folder, FILE_NAME)).rules(module, kernel)
+    module = os.path.basename(tl_path)
+    return tuple(rule for path in rule_files(tl_path) for rule in _table(path).rules(module, kernel))
+
+
+def rule_files(tl_path: str) -> list:
+    """The config.json files whose rules `rules_for` reads for the module at `tl_path`, first first
+    (the per-user one, then the one beside the module), whether they exist or not."""
+    folder = os.path.dirname(os.path.realpath(tl_path))
+    return [str(_user_path(folder)), os.path.join(folder, FILE_NAME)]
 
 
 def user_path(tl_path: str) -> Path:

@@ -26,22 +26,44 @@ class CallError(TlcError):
 class Kernel:
     """One @kernel of a loaded module, callable with arrays (a @tile_op is a `tlc.tileop.TileOp`)."""
 
-    def __init__(self, module, fn: CheckedFunction):
-        self.module, self.fn, self.name = module, fn, fn.name
+    def __init__(self, module, fn: CheckedFunction, name: str | None = None, memo=None):
+        # with `name`, `fn` is a function that returns the CheckedFunction: a kernel of a module
+        # from the checked-module cache decodes its signature when something first reads what
+        # comes of it (`_FROM_FN`), which a call found in the launch memo (`memo`:
+        # runtime.launch_memo.LaunchMemo) never does
+        self.module = module
+        if name is None:
+            self._set_fn(fn)
+        else:
+            self.name, self._fn_source = name, fn
+        self._memo, self._memo_unread = memo, memo is not None
         self._scheduled: dict = {}
         self._generated: dict = {}  # (constants key, arch) -> GeneratedKernel
         self._compiled: dict = {}  # (constants key, device) -> runtime.CompiledKernel
         self._launchers: dict = {}  # (constants as given, device) -> the same, found without sorting
-        # what every call reads, worked out once (a launch's host time is budgeted in microseconds)
-        self._runtime = fn.runtime_params
-        self._runtime_names = tuple(p.name for p in fn.runtime_params)
         self._fast = None  # the launcher for positional calls with default constants
         # ... and for a kernel whose constants follow its arrays (dtype parameters, config.json
         # rules): positional calls' launchers by the arrays' kinds, dtypes and shapes
         self._by_signature: dict = {}
         self._rules = None  # the recorded configurations (config.json beside the module), read once
+
+    def _set_fn(self, fn: CheckedFunction) -> None:
+        self.fn, self.name = fn, fn.name
+        # what every call reads, worked out once (a launch's host time is budgeted in microseconds)
+        self._runtime = fn.runtime_params
+        self._runtime_names = tuple(p.name for p in fn.runtime_params)
+        self._n_runtime = len(self._runtime_names)
         self._dtype_sources = {p.name: tuple(t.name for t in fn.tensor_params if _annotation_name(fn, t.name) == p.name)
                                for p in fn.params if p.role == "dtype"}
+
+    def __getattr__(self, attr: str):
+        # only for what normal lookup does not find: a lazy kernel's checked function, decoded now
+        source = self.__dict__.get("_fn_source")
+        if source is None or attr not in _FROM_FN:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {attr!r}")
+        del self._fn_source
+        self._set_fn(source())
+        return getattr(self, attr)
 
     def __repr__(self) -> str:
         args = ", ".join(p.name for p in self.fn.runtime_params)
@@ -315,7 +337,7 @@ class Kernel:
 
     def __call__(self, *args, **kwargs):
         fast = self._fast
-        if fast is not None and not kwargs and len(args) == len(self._runtime):
+        if fast is not None and not kwargs and len(args) == self._n_runtime:
             # All arguments positional, default constants, one GPU: straight to the launcher,
             # which still checks every argument (and explains through the general path).
             fast(args)
@@ -324,6 +346,10 @@ class Kernel:
             launch = self._by_signature.get(signature(args, _current_device()))
             if launch is not None:
                 launch(args)
+                return
+        if self._memo_unread:  # a new process's first call: one like a call made before?
+            self._memo_unread = False
+            if not kwargs and self.module.target == "cuda" and self._launch_from_memo(args):
                 return
         if "autotune" in kwargs and self.fn.param("autotune") is None:
             kwargs = dict(kwargs)
@@ -351,11 +377,19 @@ class Kernel:
                 pass
             elif not kwargs and not constants and not self._dtype_sources and not self._rules and _single_gpu():
                 self._fast = self._deferred(self.compiled(constants, key[1]))
+                remembered, fast_branch = len(args) == len(self._runtime), True
             elif not kwargs and len(args) == len(self._runtime) and _single_gpu():
                 # the constants were chosen from what the signature holds: the next call like
                 # this one skips binding, dtype inference and the rules (tens of microseconds)
                 self._remember(args, device, self._deferred(self.compiled(constants, key[1]), signature(args, device)))
+                remembered, fast_branch = True, False
+            else:
+                remembered = fast_branch = False
             launch(values)
+            if remembered and self._memo is not None:  # for the next process's first call like this one
+                files = config_table.rule_files(self.fn.module_path) if self.fn.module_path else []
+                self._memo.record(self.name, self._runtime_names, args, device, _constants_key(constants),
+                                  _device_arch(device), files, fast=fast_branch)
             return
         cpp = self.module.target == "cpp"  # the cpu target's C++, else the interpreter
         kernels = self.scheduled_grids(constants, "cpu" if cpp else "sm_80")
@@ -407,6 +441,31 @@ class Kernel:
             return fast(args)
         return first_call
 
+    def _launch_from_memo(self, args: tuple) -> bool:
+        """Launch a call whose signature the launch memo holds (runtime.launch_memo), its kernel
+        from the program cache, and keep its launcher as the general path would; False (nothing
+        done) where the memo or the program cache has nothing for it."""
+        from . import runtime
+
+        if not _single_gpu():
+            return False
+        device = _current_device()
+        found = self._memo.lookup(self.name, args, device)
+        if found is None:
+            return False
+        names, constants_key, arch, fast = found
+        compiled = runtime.cached_program_kernel(self.module.sources, self.name, constants_key, device, arch)
+        if compiled is None:
+            return False
+        self._compiled.setdefault((constants_key, device), compiled)
+        compiled.launch(dict(zip(names, args)))  # each argument checked, as at any first call
+        if fast:
+            self._n_runtime = len(names)  # what the fast path's test reads, without the checked function
+            self._fast = self._deferred(compiled)
+        else:
+            self._remember(args, device, self._deferred(compiled, signature(args, device)))
+        return True
+
     def _remember(self, args: tuple, device: int, launch) -> None:
         """Keep `launch` for the later positional calls whose `signature` is that of `args`."""
         if len(self._by_signature) >= MAX_SIGNATURES:
@@ -428,6 +487,9 @@ def _current_device() -> int:
         _get_device = getDevice
     return _get_device()
 
+
+# what a lazy kernel (`Kernel.__init__` with a name) has once its checked function is decoded
+_FROM_FN = frozenset({"fn", "_runtime", "_runtime_names", "_n_runtime", "_dtype_sources"})
 
 _archs: dict = {}  # device -> the code generator's arch for it
 

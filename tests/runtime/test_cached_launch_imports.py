@@ -32,18 +32,9 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith(tuple(sys.argv[2:
 
 
 @pytest.fixture
-def gpu(monkeypatch, tmp_path):
+def gpu(h200):
     """An H200 as far as compile_program_kernel asks, and an NVRTC that returns a stand-in."""
-    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(tlc.runtime, "require_cuda", lambda: None)
-    monkeypatch.setattr(tlc.runtime, "target_arch", lambda device=None: "sm_90a")
-    monkeypatch.setattr(rc, "device_capability", lambda device: (9, 0))
-    monkeypatch.setattr(rc, "current_device", lambda: 0)
-    monkeypatch.setattr(rc, "nvrtc_supported_archs", lambda: (80, 90))
-    monkeypatch.setattr(rc, "nvrtc_version", lambda: (13, 0))
-    monkeypatch.setattr(rc, "nvrtc_compile", lambda source, arch, name: b"cubin of " + name.encode())
-    monkeypatch.setattr(launch.CompiledKernel, "_persistent_blocks", lambda self, *kind: 132)
-    return tmp_path
+    return h200
 
 
 def test_a_cached_sm90a_gemm_launches_without_the_compiler_or_its_ir(gpu):

@@ -75,13 +75,10 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
     generation or NVRTC on a hit), else `build(arch)` -> (ir.Kernel, GeneratedKernel), compiled
     and stored (`program_entry`)."""
     from . import compile as c
-    from .cache import default_cache, program_key
+    from .cache import default_cache
 
-    require_cuda()
-    arch = target_arch(device)
-    nvrtc = c.nvrtc_arch(arch, c.device_capability(device), c.nvrtc_supported_archs())
+    arch, nvrtc, key = _program_entry(sources, name, sorted((k, str(v)) for k, v in constants.items()), device)
     cache = default_cache()
-    key = program_key(sources, name, sorted((k, str(v)) for k, v in constants.items()), arch, c.nvrtc_toolchain(nvrtc))
     blob = cache.load(key)
     if blob is not None:
         try:
@@ -99,6 +96,34 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
         return compiled
     cache.store(key, generated.source, entry)
     return compiled
+
+
+def _program_entry(sources: dict, name: str, constants_key, device: int) -> tuple:
+    """(arch, NVRTC's -arch, program cache key) of the kernel `name` of a program with constants
+    `constants_key` (their names and `str` values, sorted) for GPU `device`."""
+    from . import compile as c
+    from .cache import program_key
+
+    require_cuda()
+    arch = target_arch(device)
+    nvrtc = c.nvrtc_arch(arch, c.device_capability(device), c.nvrtc_supported_archs())
+    return arch, nvrtc, program_key(sources, name, constants_key, arch, c.nvrtc_toolchain(nvrtc))
+
+
+def cached_program_kernel(sources: dict, name: str, constants_key, device: int, arch: str):
+    """The kernel `name` of a program with constants `constants_key` (as `_program_entry` takes
+    them) from the program cache, where GPU `device`'s arch is `arch` and the cache holds it;
+    else None (nothing is built: the launch memo's hit, `launch_memo`)."""
+    from .cache import default_cache
+
+    found, _, key = _program_entry(sources, name, constants_key, device)
+    blob = default_cache().load(key) if found == arch else None
+    if blob is None:
+        return None
+    try:
+        return read_program_entry(blob)
+    except Exception:  # noqa: BLE001 - damaged or another tlc's: the general path rebuilds it
+        return None
 
 
 # The program cache's entry: this line, a JSON line of what a launch reads (the kernel's

@@ -57,16 +57,18 @@ def entry_path(name: str) -> str:
 
 
 def load(text: str, path: str):
-    """(program, exports) of the entry for `text` at `path`, or None (no entry, one that cannot
-    be trusted, or an imported file that changed): `program` is a `CheckedProgram` of
+    """(program, exports, name) of the entry for `text` at `path`, or None (no entry, one that
+    cannot be trusted, or an imported file that changed): `program` is a `CheckedProgram` of
     signatures, each decoded when it is first read (a module of 20 kernels that calls one
-    decodes one); `exports` maps each kernel's and tile op's name to (qualname, kind)."""
+    decodes one); `exports` maps each kernel's and tile op's name to (qualname, kind); `name` is
+    the entry's (`key`), which names its launch memo too (`launch_memo`)."""
     from ..files import NotRegularFile, read_regular
     from ..typecheck.program import CheckedProgram
 
     text_digest = _digest(text.encode())
+    name = key(text, path, text_digest)
     try:
-        data = read_regular(entry_path(key(text, path, text_digest)), follow_symlinks=False, limit=_LIMIT)
+        data = read_regular(entry_path(name), follow_symlinks=False, limit=_LIMIT)
     except (NotRegularFile, OSError):
         return None
     head_at = data.find(b"\n") + 1
@@ -78,7 +80,7 @@ def load(text: str, path: str):
         return None
     try:
         doc = json.loads(head)
-        exports = {name: (q, kind) for name, (q, kind) in doc["exports"].items()
+        exports = {export: (q, kind) for export, (q, kind) in doc["exports"].items()
                    if isinstance(q, str) and kind in ("kernel", "tile_op")}
         files, imported = doc["files"], doc["imported"]
         functions = {q: (blobs, start, size, digest) for q, (start, size, digest) in doc["functions"].items()
@@ -100,8 +102,8 @@ def load(text: str, path: str):
         except (OSError, UnicodeError, TypeError):
             return None
     sources = {file: texts[file] for file in files}  # in the checker's order
-    names = {name: q for name, (q, _) in exports.items()}
-    return CheckedProgram(path, Signatures(functions), names, sources, {}, None), exports
+    names = {export: q for export, (q, _) in exports.items()}
+    return CheckedProgram(path, Signatures(functions), names, sources, {}, None), exports, name
 
 
 class Signatures:

@@ -1,0 +1,139 @@
+"""The launch memo (runtime/launch_memo.py): a new process's first call like one made before
+launches its kernel from the program cache without decoding the kernel's checked signature,
+binding or reading config.json's rules (issue #15); anything that differs is the general path,
+which records the call.  The GPU is stood in for: NVRTC, the device's facts and the launch."""
+import json
+
+import numpy as np
+import pytest
+
+import tlc
+import tlc.runtime
+from tlc import api, kernel as kernel_mod
+from tlc.runtime import checked_cache, launch
+from tlc.runtime import compile as rc
+
+from test_checked_cache import HELPERS, SOURCE as CHECKED
+
+# the checked-module cache's test module (a kernel without constants, importing a helper, and a
+# tile op) and a kernel whose dtype parameter its arrays bind
+SOURCE = CHECKED + """
+@kernel
+def copy(x: T[N], y: T[N], T: dtype = f32):
+    with grid(cdiv(N, 32), threads=32) as bx:
+        for i in parallel(32):
+            if bx * 32 + i < N:
+                y[bx * 32 + i] = x[bx * 32 + i]
+"""
+
+
+@pytest.fixture
+def gpu(h200, monkeypatch):
+    """An H200 as far as loading, compiling and calling ask; each launch recorded, not run."""
+    monkeypatch.setattr(rc, "require_cuda", lambda: None)
+    monkeypatch.setattr(rc, "warm_up_nvrtc", lambda arch: None)
+    monkeypatch.setattr(kernel_mod, "_current_device", lambda: 0)
+    monkeypatch.setattr(kernel_mod, "_single_gpu", lambda: True)
+    monkeypatch.setattr(kernel_mod, "_archs", {})
+    launches = []
+    monkeypatch.setattr(launch.CompiledKernel, "launch",
+                        lambda self, values: launches.append(("launch", self.name, self.binary, sorted(values))))
+    monkeypatch.setattr(launch.CompiledKernel, "call_positional",
+                        property(lambda self: lambda args: launches.append(("fast", self.name, self.binary, len(args)))))
+    src = h200.parent / "src"
+    src.mkdir()
+    (src / "helpers.tl").write_text(HELPERS)
+    (src / "m.tl").write_text(SOURCE)
+    return src / "m.tl", launches
+
+
+def decodes(monkeypatch) -> list:
+    """The qualnames whose checked signature a cached module decodes from now on."""
+    seen = []
+    real = checked_cache.Signatures.__getitem__
+    monkeypatch.setattr(checked_cache.Signatures, "__getitem__", lambda self, q: seen.append(q) or real(self, q))
+    return seen
+
+
+def memo_doc(path) -> dict:
+    found, = (path.parent.parent / "cache").glob("*.launch")
+    return json.loads(found.read_text())
+
+
+def arrays(n=100, dtype=np.float32):
+    return np.arange(n, dtype=dtype), np.zeros(n, dtype)
+
+
+@pytest.mark.parametrize("name, extra", [("copy", ()), ("scale", (2.0,))])
+def test_a_call_like_one_before_launches_without_the_signature(gpu, monkeypatch, name, extra):
+    path, launches = gpu
+    getattr(tlc.load(str(path), target="cuda"), name)(*arrays(), *extra)  # checked, built, recorded
+    first = launches[-1]
+    assert first[0] == "launch" and first[2] == b"cubin of " + name.encode()
+    seen = decodes(monkeypatch)
+    mod = tlc.load(str(path), target="cuda")  # a new process's: the module from the checked cache
+    assert mod._check is not None
+    k = getattr(mod, name)
+    k(*arrays(), *extra)
+    assert launches[-1] == first and seen == []  # the same kernel, its arguments checked at launch
+    k(*arrays(), *extra)  # later calls: the launcher kept, as after the general path
+    assert launches[-1][:3] == ("fast", name, first[2]) and seen == []
+    if name == "scale":  # no constants: the kernel's one launcher, with no test of the signature
+        assert k._fast is not None and k._by_signature == {}
+    else:
+        assert k._fast is None and len(k._by_signature) == 1
+    assert k.fn.name == name and len(seen) == 1 and seen[0].endswith(f"m.tl:{name}")  # decoded when read
+
+
+def test_another_shape_dtype_or_config_json_takes_the_general_path_and_is_recorded(gpu, monkeypatch):
+    path, launches = gpu
+    tlc.load(str(path), target="cuda").copy(*arrays())
+    seen = decodes(monkeypatch)
+    tlc.load(str(path), target="cuda").copy(*arrays(50))  # another shape: the memo keys calls by
+    assert len(seen) == 1  # their shapes (a shape may choose constants), so this is a miss
+    seen.clear()
+    tlc.load(str(path), target="cuda").copy(*arrays(dtype=np.float16))
+    assert len(seen) == 1 and launches[-1][2] == b"cubin of copy"
+    assert len(memo_doc(path)["kernels"]["copy"]["calls"]) == 3  # each recorded
+    seen.clear()
+    tlc.load(str(path), target="cuda").copy(*arrays(50))
+    assert seen == []
+    seen.clear()
+    (path.parent / "config.json").write_text(json.dumps({"format": 1, "kernels": {}}))
+    tlc.load(str(path), target="cuda").copy(*arrays())
+    assert len(seen) == 1  # a config.json where there was none: its rules might choose others
+
+
+@pytest.mark.parametrize("damage", [b"", b"\0" * 64, b'{"format": "tlc-launch-memo-1", "kernels": {"copy": 7}}'])
+def test_a_damaged_memo_is_a_miss(gpu, monkeypatch, damage):
+    path, launches = gpu
+    tlc.load(str(path), target="cuda").copy(*arrays())
+    found, = (path.parent.parent / "cache").glob("*.launch")
+    found.write_bytes(damage)
+    seen = decodes(monkeypatch)
+    tlc.load(str(path), target="cuda").copy(*arrays())
+    assert len(seen) == 1 and launches[-1][:2] == ("launch", "copy")
+    assert list(memo_doc(path)["kernels"]) == ["copy"]  # written again
+
+
+def test_a_program_entry_gone_is_built_again(gpu, monkeypatch):
+    path, launches = gpu
+    tlc.load(str(path), target="cuda").copy(*arrays())
+    for entry in (path.parent.parent / "cache").glob("p*.bin"):
+        entry.unlink()
+    tlc.load(str(path), target="cuda").copy(*arrays())
+    assert launches[-1][:3] == ("launch", "copy", b"cubin of copy") and len(launches) == 2
+    assert any((path.parent.parent / "cache").glob("p*.bin"))
+
+
+def test_a_signature_written_by_address_is_not_kept():
+    from tlc.runtime.launch_memo import signature_key
+
+    assert signature_key((0, ("numpy", np.dtype("float32"), (4,)), float)) is not None
+    assert signature_key((0, object())) is None
+
+
+def test_an_interpreter_module_keeps_no_memo(gpu):
+    path, _ = gpu
+    mod = api._cached_module(str(path), "cpu")
+    assert mod is None or mod._memo is None or mod.target == "cpu"
