@@ -308,8 +308,11 @@ class _Planner:
             elif isinstance(s, ir.Reduce):
                 if not reduces_in_registers(s, self.buffers, self.k.threads):
                     return False
-            elif isinstance(s, ir.Copy):  # between fragments of one layout: each thread its own
+            elif isinstance(s, ir.Copy):
                 src, dst = self.buffers.get(s.src.name), self.buffers.get(s.dst.name)
+                if s.src.name in self.params and dst is not None and dst.scope == "fragment":
+                    continue  # a tensor's elements into registers: each thread loads its own
+                # between fragments of one layout: each thread its own
                 if src is None or dst is None or src.scope != "fragment" or dst.scope != "fragment" \
                         or src.layout != dst.layout:
                     return False
