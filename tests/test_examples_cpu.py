@@ -64,7 +64,7 @@ def assert_unchanged(*pairs):
 # --- the module as a whole -------------------------------------------------------------------
 
 COVERED = {"vector_add": {"vector_add"}, "gemm": {"matmul"}, "softmax": {"softmax"},
-           "layernorm": {"layernorm"}, "linear_gelu": {"linear_gelu"}}
+           "layernorm": {"layernorm"}, "linear_gelu": {"linear_gelu"}, "attention": {"attention"}}
 
 
 def test_every_example_and_kernel_is_covered_here():
@@ -265,3 +265,34 @@ def test_local_buffer_program_on_the_interpreter():
     B = np.full_like(A, np.nan)
     tlc.load(str(path), target="cpu").k(A, B)
     np.testing.assert_array_equal(B, 2 * A)
+
+
+# --- attention: a @tile_op over stacks of heads, scheduled into one flash kernel ----------------
+
+def attention_ref(q, k, v, scale):
+    """softmax(q @ k.T * scale) @ v in f64 under the causal mask aligned to the bottom right; a
+    query row that sees no key gives 0, as the flash kernel does."""
+    S, SK = q.shape[-2], k.shape[-2]
+    s = np.einsum("bhsd,bhtd->bhst", q.astype(np.float64), k.astype(np.float64)) * scale
+    s = np.where(np.tri(S, SK, SK - S, dtype=bool), s, -np.inf)
+    top = s.max(-1, keepdims=True)
+    p = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = p.sum(-1, keepdims=True)
+    return np.where(total > 0, np.einsum("bhst,bhtd->bhsd", p, v.astype(np.float64)) / np.where(total > 0, total, 1), 0)
+
+
+@pytest.mark.parametrize("B, H, S, SK, D, dtype", [(2, 3, 70, 100, 40, np.float16), (1, 2, 100, 64, 64, BF16),
+                                                   (1, 1, 1, 1, 16, np.float16)])
+def test_attention(B, H, S, SK, D, dtype):
+    rng = np.random.default_rng(S * SK)
+    q, k, v = (rand(rng, (B, H, n, D), dtype) for n in (S, SK, SK))
+    before = [x.copy() for x in (q, k, v)]
+    out = load("attention").attention(q, k, v, np.float32(D ** -0.5), T="bf16" if dtype == BF16 else "f16")
+    assert out.shape == q.shape and out.dtype == dtype
+    assert_close(out, attention_ref(q, k, v, D ** -0.5))
+    assert_unchanged(*zip((q, k, v), before))
+
+
+def test_attention_is_one_flash_kernel():
+    prog = load("attention").attention.program(sizes={"D": 128})
+    assert [x.kind for x in prog.launches] == ["attention"] and not prog.temps

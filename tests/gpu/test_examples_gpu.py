@@ -1,5 +1,6 @@
 """Every example on the GPU against NumPy, on random inputs with ragged shapes, with NumPy,
 CuPy and PyTorch arrays, and against the interpreter.  Run with `pytest -m gpu` on a GPU."""
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -176,3 +177,19 @@ def test_local_buffer_copies():
     B = np.full_like(A, np.nan)
     tlc.load(str(path), target="cuda").k(A, B)
     np.testing.assert_array_equal(B, 2 * A)
+
+
+@pytest.mark.parametrize("B,H,S,SK,D", [(2, 4, 300, 513, 128), (1, 2, 1000, 1000, 64), (1, 3, 777, 100, 128)])
+def test_attention(B, H, S, SK, D):
+    """The attention tile op (one flash kernel) with NumPy and torch inputs, causal at S != SK."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from test_examples_cpu import attention_ref
+
+    r = rng(S + SK)
+    q, k, v = (r.standard_normal((B, H, n, D)).astype(np.float16) for n in (S, SK, SK))
+    want = attention_ref(q, k, v, D ** -0.5)
+    assert rel_err(load("attention").attention(q, k, v, np.float32(D ** -0.5)), want) < 2e-3
+    import torch
+
+    got = load("attention").attention(*(torch.from_numpy(x).cuda() for x in (q, k, v)), D ** -0.5)
+    assert got.is_cuda and rel_err(got.cpu().numpy(), want) < 2e-3

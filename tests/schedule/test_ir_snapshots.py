@@ -34,7 +34,7 @@ CASES = [
     ("layernorm", "layernorm", None, {}),
 ]
 # kernels of the examples that cannot be scheduled yet (so have no snapshot)
-TILE_OPS = {("linear_gelu", "linear_gelu")}
+TILE_OPS = {("linear_gelu", "linear_gelu"), ("attention", "attention")}
 
 _programs: dict = {}
 

@@ -24,6 +24,8 @@ GOLDEN = Path(__file__).resolve().parent / "golden" / "layouts"
 REGEN = os.environ.get("TLC_REGEN") == "1"
 SOURCES = {"examples": sorted((ROOT / "examples").glob("*.tl")), "plain": sorted((ROOT / "bench" / "plain").glob("*.tl"))}
 FILES = [(kind, p.stem, str(p)) for kind, paths in SOURCES.items() for p in paths] + [("std", "nn", "std.nn")]
+# sizes a tile op is compiled for where it needs one (attention's head dim)
+SIZES = {"attention": {"D": 128}}
 
 
 def layout_summary(kernel: ir.Kernel) -> str:
@@ -46,7 +48,8 @@ def summaries(path: str, arch: str) -> str:
     out = []
     for name in module.kernels:
         fn = getattr(module, name)
-        kernels = fn.program({}, arch).kernels if hasattr(fn, "program") else [fn.scheduled({}, arch)]
+        kernels = fn.program({}, arch, SIZES.get(Path(path).stem)).kernels if hasattr(fn, "program") \
+            else [fn.scheduled({}, arch)]
         out += [layout_summary(k) for k in kernels]
     return "\n\n".join(out) + "\n"
 
