@@ -200,7 +200,9 @@ print(json.dumps({"load_ms": (t1 - t0) * 1e3, "call_ms": (t2 - t1) * 1e3, "cpu_m
 PHASES = ("tlc.api:_cached_module", "tlc.runtime.cache:package_hash", "tlc.runtime.cache:_package_bases",
           "tlc.runtime.cache:checkout_hash", "tlc.runtime.cache:installed_identity", "tlc.runtime.checked_cache:load",
           "tlc.runtime.checked_cache:Signatures.__getitem__", "tlc.runtime.ir_codec:loads_text",
-          "tlc.kernel:Kernel.recorded_rules", "tlc.runtime:compile_program_kernel", "tlc.runtime:target_arch",
+          "tlc.kernel:Kernel.recorded_rules", "tlc.kernel:Kernel._launch_from_memo",
+          "tlc.runtime.launch_memo:LaunchMemo.lookup", "tlc.runtime:cached_program_kernel",
+          "tlc.runtime:compile_program_kernel", "tlc.runtime:target_arch",
           "tlc.targets:registered", "tlc.runtime.compile:nvrtc_version", "tlc.runtime.cache:KernelCache.load",
           "tlc.runtime:read_program_entry", "tlc.targets:for_capability", "tlc.runtime.launch:compile_grid",
           "tlc.runtime.launch:CompiledKernel.__init__", "tlc.runtime.launch:CompiledKernel.launch")
