@@ -386,10 +386,11 @@ class Kernel:
             else:
                 remembered = fast_branch = False
             launch(values)
-            if remembered and self._memo is not None:  # for the next process's first call like this one
+            if remembered and self._memo is not None:  # for the next process's first call like this one:
                 files = config_table.rule_files(self.fn.module_path) if self.fn.module_path else []
                 self._memo.record(self.name, self._runtime_names, args, device, _constants_key(constants),
                                   _device_arch(device), files, fast=fast_branch)
+                self._memo = None  # once a process (a file written at every new shape would cost each ~0.3 ms)
             return
         cpp = self.module.target == "cpp"  # the cpu target's C++, else the interpreter
         kernels = self.scheduled_grids(constants, "cpu" if cpp else "sm_80")
@@ -459,6 +460,7 @@ class Kernel:
             return False
         self._compiled.setdefault((constants_key, device), compiled)
         compiled.launch(dict(zip(names, args)))  # each argument checked, as at any first call
+        self._memo = None  # served: nothing to record
         if fast:
             self._n_runtime = len(names)  # what the fast path's test reads, without the checked function
             self._fast = self._deferred(compiled)

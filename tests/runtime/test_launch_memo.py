@@ -40,6 +40,8 @@ def gpu(h200, monkeypatch):
                         lambda self, values: launches.append(("launch", self.name, self.binary, sorted(values))))
     monkeypatch.setattr(launch.CompiledKernel, "call_positional",
                         property(lambda self: lambda args: launches.append(("fast", self.name, self.binary, len(args)))))
+    monkeypatch.setattr(launch.CompiledKernel, "call",
+                        property(lambda self: lambda values: launches.append(("call", self.name, self.binary, sorted(values)))))
     src = h200.parent / "src"
     src.mkdir()
     (src / "helpers.tl").write_text(HELPERS)
@@ -137,3 +139,13 @@ def test_an_interpreter_module_keeps_no_memo(gpu):
     path, _ = gpu
     mod = api._cached_module(str(path), "cpu")
     assert mod is None or mod._memo is None or mod.target == "cpu"
+
+
+def test_a_process_records_its_first_call_of_a_kernel_only(gpu):
+    """A process whose shapes change at every call writes no file per shape: its first call of
+    each kernel is what the next process's first call may be like."""
+    path, _ = gpu
+    mod = tlc.load(str(path), target="cuda")
+    for n in (10, 20, 30):
+        mod.copy(*arrays(n))
+    assert len(memo_doc(path)["kernels"]["copy"]["calls"]) == 1
