@@ -491,12 +491,34 @@ __device__ __forceinline__ void copy_s2f(U* regs, const T* smem) {
   }
 }
 
+// f32 into f16 or bf16 converts a run's pairs with one packed conversion (cvt.rn.f16x2.f32,
+// rounding as cvt<U>): a single cvt.rn.f16.f32 reading a wgmma accumulator after a pipelined
+// loop that kept one group in flight made ptxas serialize every wgmma of the loop (its C7514
+// note; std.conv's conv2d, a wait after each HGMMA), the packed one does not.  The SASS is the
+// same otherwise (ptxas paired the single conversions into F2FP.PACK_AB itself).
 template <typename L, typename T, typename U, int ROWS, int COLS, int PAD, int SWIZZLE>
 __device__ __forceinline__ void copy_f2s(U* smem, const T* regs) {
+  const int t = threadIdx.x;
+  if constexpr (same_type<T, float>::value && (same_type<U, half>::value || same_type<U, __nv_bfloat16>::value) &&
+                L::RUN % 2 == 0 && L::REGS % 2 == 0) {
 #pragma unroll
-  for (int r = 0; r < L::REGS; ++r) {
-    const int t = threadIdx.x;
-    if (L::valid(t, r)) smem[smem_index<U, ROWS, COLS, PAD, SWIZZLE>(L::row(t, r), L::col(t, r))] = cvt<U>(regs[r]);
+    for (int r = 0; r < L::REGS; r += 2) {
+      U lo, hi;
+      if constexpr (same_type<U, half>::value) {
+        const half2 p = __floats2half2_rn(regs[r], regs[r + 1]);
+        lo = p.x, hi = p.y;
+      } else {
+        const __nv_bfloat162 p = __floats2bfloat162_rn(regs[r], regs[r + 1]);
+        lo = p.x, hi = p.y;
+      }
+      if (L::valid(t, r)) smem[smem_index<U, ROWS, COLS, PAD, SWIZZLE>(L::row(t, r), L::col(t, r))] = lo;
+      if (L::valid(t, r + 1)) smem[smem_index<U, ROWS, COLS, PAD, SWIZZLE>(L::row(t, r + 1), L::col(t, r + 1))] = hi;
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < L::REGS; ++r) {
+      if (L::valid(t, r)) smem[smem_index<U, ROWS, COLS, PAD, SWIZZLE>(L::row(t, r), L::col(t, r))] = cvt<U>(regs[r]);
+    }
   }
 }
 

@@ -117,6 +117,27 @@ def test_im2col_and_the_view_copy_of_the_convolution_port_run_on_the_ring(arch, 
     compile_device(cu, arch, tmp_path)
 
 
+def test_im2col_splits_its_column_once_and_batches_its_element_loads():
+    """im2col's column (k: a kernel position and a channel, two divisions by C and K) is the
+    same in every row a thread gathers (THREADS a multiple of a row's vectors): it is computed
+    once for the thread's 8 columns before the rows, not once an element of each row; each
+    index splits into a row's part and a column's (`oy * stride` + `ky * dilation - pad`), so an
+    element's offset is one addition and its bounds compares of the split sums; a vector that
+    cannot move whole (C = 3: none can) loads its elements into registers, stored after every
+    row's loads are issued (before: 8 dependent loads a vector, one at a time)."""
+    cu = _cu("convolution", "sm_90a", path=PORT)
+    ring = cu[cu.index("pipelined over 3 stages"):]
+    data = ring[ring.index("gather rows of data"):ring.index("gather rows of kernel")]
+    hoist, rows = data.split("for (int tl_round = 0; tl_round < 1; ++tl_round) {")
+    assert hoist.count("tl::cvt<unsigned int>(C)") == 2 and "tl::cvt<unsigned int>(C)" not in rows
+    assert "tl_off[tl_e] = tl_ro + tl_hco[tl_e];" in rows and "tl_hseq" in rows
+    assert "tl_ev[tl_round][tl_e] = tl_ok[tl_e] ? data[tl_off[tl_e]]" in rows and "#pragma unroll 1" not in data
+    assert "tl_ed[tl_round][tl_e] = tl_ev[tl_round][tl_e];" in data
+    # and the flat weight's copy (a view: its column splits into (kh, kw, c) too)
+    kernel = ring[ring.index("gather rows of kernel"):]
+    assert "tl_hco[tl_e]" in kernel[:kernel.index("tl::cp_async_commit")]
+
+
 def test_the_interpreter_runs_the_gathers_as_written():
     mod = compile_source(GATHERS, target="cpu")
     rng = np.random.default_rng(1)

@@ -21,9 +21,9 @@ def defs_without_a_doc_comment(path: str) -> list:
     return [d for d, _, first in defs if first != "#"]
 
 
-def assert_builds_without_spills(path: str, arch: str, dtype: str, tmp_path, defines: tuple = ()) -> None:
+def assert_builds_without_spills(path: str, arch: str, dtype: str, tmp_path, defines: tuple = ()) -> str:
     """Every kernel of the module, for one dtype T (and `defines`: "Q=f8e4m3"), compiles without
-    warnings or spills."""
+    warnings or spills; returns ptxas's log (its -v notes)."""
     from tlc.runner import build
 
     source, _ = build(path, defines=(f"T={dtype}", *defines), arch=arch)
@@ -31,6 +31,7 @@ def assert_builds_without_spills(path: str, arch: str, dtype: str, tmp_path, def
     spills = dict(re.findall(r"Function properties for (\w+)\n\s*\d+ bytes stack frame, (\d+) bytes spill", log))
     assert len([k for k in spills if not k.startswith("_Z")]) == source.count("__global__")  # device functions
     assert {k for k, v in spills.items() if v != "0"} == set(), log
+    return log
 
 
 def assert_reference_page_is_current(path: str) -> None:

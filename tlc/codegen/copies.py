@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ir
-from ..ir.walk import statements
+from ..dtypes import I32
+from ..ir.walk import statement_exprs, statements, variables
 from ..schedule import gather_rows
 from ..schedule.warpspec import after_scalar_lets, stage_elements
 from .cexpr import CodegenError
@@ -317,14 +318,77 @@ class CopyGen:
         once = gather_rows.tile_invariant(g.lets, g.loop.vars)  # computed once, not once a vector
         self.block([s for s in g.lets if s.name in once])
         lets = tuple(s for s in g.lets if s.name not in once)
+        rounds, vpr = -(-vecs // threads), cols // vec
+        batched = not g.simple  # element moves' loads all issued before the first is stored
+        # A thread's columns are the same in every round where a round is whole rows: the
+        # scalars of j alone (im2col's kernel position and channel, divisions by C and K) are
+        # then computed once for the thread's `vec` columns, before the rounds, not once a round.
+        hoisted = {}
+        same_columns = threads % vpr == 0 and not g.simple  # (the simple form keeps its code: no column scalars)
+        if same_columns:
+            self.emit(f"const int tl_j0_t = threadIdx.x % {vpr} * {vec};")
+            hoisted = gather_rows.column_scalars(g, once)
+        read = set()  # what the rounds read: the hoisted scalars others are computed from stay in the loop above
+        parts = gather_rows.split_indices(g, hoisted, once) if hoisted else None
+        dims = self.tensor_dims(g.src)
+        if hoisted:
+            # the element's scalars left in the rounds: with split indices only those the
+            # condition reads (the indices' parts come from the row's and the column's tables)
+            rest = [s for s in lets if s.name in g.by_column and s.name not in hoisted]
+            exprs = (*(() if parts else g.indices), *((g.cond,) if g.cond is not None else ()))
+            read = {v.name for e in exprs for v in variables(e)}
+            if parts:
+                changed = True
+                while changed:  # the scalars those read, through the rest
+                    more = {v.name for s in rest if s.name in read for x in statement_exprs(s) for v in variables(x)}
+                    changed = not more <= read
+                    read |= more
+                rest = [s for s in rest if s.name in read]
+            else:
+                read |= {v.name for s in rest for x in statement_exprs(s) for v in variables(x)}
+            for name, (dtype, _) in hoisted.items():
+                if name in read:
+                    self.emit(f"{c_type(dtype)} tl_h_{c_name(name)}[{vec}];")
+            if parts:
+                for d, (_, col) in enumerate(parts):
+                    if col is not None:
+                        self.emit(f"int tl_hc{d}[{vec}];  // index {d}'s column part")
+                self.emit(f"long long tl_hco[{vec}];  // the column's part of the element's offset")
+                self.emit(f"bool tl_hin[{vec}];  // the indices of the column alone inside the tensor")
+            self.ranges[j] = (0, cols - 1)
+            self.emit("#pragma unroll")
+            self.emit(f"for (int tl_e = 0; tl_e < {vec}; ++tl_e) {{")
+            self.indent += 1
+            self.emit(f"const int {c_name(j)} = tl_j0_t + tl_e;")
+            for name, (dtype, value) in hoisted.items():
+                self.emit(f"const {c_type(dtype)} {c_name(name)} = {self._in(value, dtype)};")
+            for name in hoisted:
+                if name in read:
+                    self.emit(f"tl_h_{c_name(name)}[tl_e] = {c_name(name)};")
+            if parts:
+                offset, inside = self.index_parts(parts, dims, 1, "tl_hc{}[tl_e]", "")
+                self.emit(f"tl_hco[tl_e] = {offset};")
+                self.emit(f"tl_hin[tl_e] = {' && '.join(inside) if inside else 'true'};")
+            self.indent -= 1
+            self.emit("}")
+            if parts:
+                self.emit("bool tl_hseq = true;  // the column's elements consecutive in memory")
+                self.emit("#pragma unroll")
+                self.emit(f"for (int tl_e = 1; tl_e < {vec}; ++tl_e) tl_hseq = tl_hseq && tl_hco[tl_e] == tl_hco[0] + tl_e;")
+            self.ranges.pop(j, None)
+        if batched:
+            self.emit(f"{T} tl_ev[{rounds}][{vec}];  // the values of vectors moved element by element")
+            self.emit(f"{T}* tl_ed[{rounds}];  // and where they go (nullptr: none)")
+            self.emit("#pragma unroll")
+            self.emit(f"for (int tl_round = 0; tl_round < {rounds}; ++tl_round) tl_ed[tl_round] = nullptr;")
         self.emit("#pragma unroll")  # a constant trip count, so that it unrolls and a row's scalars are hoisted
-        self.emit(f"for (int tl_round = 0; tl_round < {-(-vecs // threads)}; ++tl_round) {{")
+        self.emit(f"for (int tl_round = 0; tl_round < {rounds}; ++tl_round) {{")
         self.indent += 1
         self.emit(f"const int tl_v = threadIdx.x + tl_round * {threads};")
         if vecs % threads:
             self.emit(f"if (tl_v >= {vecs}) break;")
-        self.emit(f"const int {c_name(i)} = tl_v / {cols // vec};")
-        self.emit(f"const int tl_j0 = tl_v % {cols // vec} * {vec};")
+        self.emit(f"const int {c_name(i)} = tl_v / {vpr};")
+        self.emit(f"const int tl_j0 = {'tl_j0_t' if same_columns else f'tl_v % {vpr} * {vec}'};")
         self.ranges[i], self.ranges[j] = (0, rows - 1), (0, cols - 1)
         dst = f"{self.smem_pointer(g.dst)} + {self.smem_index(b, [c_name(i), 'tl_j0'])}"
         if g.simple:
@@ -354,37 +418,82 @@ class CopyGen:
         else:
             per_column = g.by_column
             self.block([s for s in lets if s.name not in per_column])
+            if parts:  # the row's parts of the indices and of the offset, once
+                offset, inside = self.index_parts(parts, dims, 0, "tl_rr{}", "const int ")
+                self.emit(f"const long long tl_ro = {offset};")
+                self.emit(f"const bool tl_rin = {' && '.join(inside) if inside else 'true'};")
             self.emit(f"bool tl_ok[{vec}];")
             self.emit(f"long long tl_off[{vec}];")
             self.emit("#pragma unroll")
             self.emit(f"for (int tl_e = 0; tl_e < {vec}; ++tl_e) {{")
             self.indent += 1
-            self.emit(f"const int {c_name(j)} = tl_j0 + tl_e;")
-            self.block([s for s in lets if s.name in per_column])
+            if not hoisted or j in read:
+                self.emit(f"const int {c_name(j)} = tl_j0 + tl_e;")
+            for name, (dtype, _) in hoisted.items():
+                if name in read:  # the rest were only steps on the way
+                    self.emit(f"const {c_type(dtype)} {c_name(name)} = tl_h_{c_name(name)}[tl_e];")
+            self.block(rest if hoisted else [s for s in lets if s.name in per_column])
             check = [f"({self.expr(g.cond)})"] if g.cond is not None else []
-            bounds = self.bounds(g.src, g.indices)
-            check += [f"({bounds})"] if bounds else []
-            self.emit(f"tl_ok[tl_e] = {' && '.join(check) if check else 'true'};")
-            self.emit(f"tl_off[tl_e] = {self.global_offset(g.src, g.indices)};")
+            if parts:
+                check.append("tl_rin && tl_hin[tl_e]")
+                for d, ((row, col), dim) in enumerate(zip(parts, dims)):
+                    if row is not None and col is not None:
+                        x = f"(tl_rr{d} + tl_hc{d}[tl_e])"
+                        check.append(f"{x} >= 0 && {x} < {self.dim_text(dim)}")
+                self.emit(f"tl_ok[tl_e] = {' && '.join(check)};")
+                self.emit("tl_off[tl_e] = tl_ro + tl_hco[tl_e];")
+            else:
+                bounds = self.bounds(g.src, g.indices)
+                check += [f"({bounds})"] if bounds else []
+                self.emit(f"tl_ok[tl_e] = {' && '.join(check) if check else 'true'};")
+                self.emit(f"tl_off[tl_e] = {self.global_offset(g.src, g.indices)};")
             self.indent -= 1
             self.emit("}")
-            self.emit("bool tl_all = true, tl_any = false;")
+            self.emit(f"bool tl_all = {'tl_hseq' if parts else 'true'}, tl_any = false;")
             self.emit("#pragma unroll")
-            self.emit(f"for (int tl_e = 0; tl_e < {vec}; ++tl_e) {{ tl_all = tl_all && tl_ok[tl_e] && "
-                      "tl_off[tl_e] == tl_off[0] + tl_e; tl_any = tl_any || tl_ok[tl_e]; }")
+            seq = "" if parts else " && tl_off[tl_e] == tl_off[0] + tl_e"
+            self.emit(f"for (int tl_e = 0; tl_e < {vec}; ++tl_e) {{ tl_all = tl_all && tl_ok[tl_e]{seq}; "
+                      "tl_any = tl_any || tl_ok[tl_e]; }")
             self.emit(f"{T}* tl_dst = {dst};")
             self.emit(f"if (tl_gv && tl_all && tl_off[0] % {vec} == 0) tl::cp_async_16_full(tl_dst, {src} + tl_off[0]);")
             self.emit(f"else if (!tl_any) tl::cp_async_16(tl_dst, {src}, 0);")
-            self.emit("else {  // some elements outside the tensor, or not consecutive: element by element")
-            self.emit("#pragma unroll 1")
-            self.emit(f"  for (int tl_e = 0; tl_e < {vec}; ++tl_e) tl_dst[tl_e] = tl_ok[tl_e] ? {src}[tl_off[tl_e]] : {zero};")
+            # some elements outside the tensor, or not consecutive (im2col's columns over C = 3
+            # channels: every vector of a row): element by element, loaded here and stored after
+            # the last round, so that the loads of all rounds are in flight together
+            self.emit("else {  // element by element: loaded now, stored below")
+            self.emit("  tl_ed[tl_round] = tl_dst;")
+            self.emit("#pragma unroll")
+            self.emit(f"  for (int tl_e = 0; tl_e < {vec}; ++tl_e) tl_ev[tl_round][tl_e] = "
+                      f"tl_ok[tl_e] ? {src}[tl_off[tl_e]] : {zero};")
             self.emit("}")
         self.ranges.pop(i, None)
         self.ranges.pop(j, None)
         self.indent -= 1
         self.emit("}")
+        if batched:
+            self.emit("#pragma unroll")
+            self.emit(f"for (int tl_round = 0; tl_round < {rounds}; ++tl_round)")
+            self.emit("  if (tl_ed[tl_round] != nullptr) {")
+            self.emit("#pragma unroll")
+            self.emit(f"    for (int tl_e = 0; tl_e < {vec}; ++tl_e) tl_ed[tl_round][tl_e] = tl_ev[tl_round][tl_e];")
+            self.emit("  }")
         self.indent -= 1
         self.emit("}")
+
+    def index_parts(self, parts, dims, side: int, var: str, decl: str) -> tuple[str, list]:
+        """The row's (`side` 0) or the column's (1) parts of a split gather's indices
+        (gather_rows.split_indices), each set as `var` of its dimension (declared with `decl`):
+        the offset they make in the tensor (0 for a part that is absent) and the bounds of the
+        indices that this side alone holds."""
+        offset, inside = "0LL", []
+        for d, (pair, dim) in enumerate(zip(parts, dims)):
+            part, name = pair[side], var.format(d)
+            if part is not None:
+                self.emit(f"{decl}{name} = {self._in(part, I32)};")
+                if pair[1 - side] is None:
+                    inside.append(f"{name} >= 0 && {name} < {self.dim_text(dim)}")
+            offset = f"({offset} * {self.dim_text(dim)}{f' + {name}' if part is not None else ''})"
+        return offset, inside
 
     def scatter_rows(self, g) -> None:
         """A row scatter (schedule/gather_rows.py `row_scatter`): thread t takes 16-byte vectors

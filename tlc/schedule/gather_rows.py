@@ -20,6 +20,15 @@ starts off a 16-byte boundary or ends past the tensor's last column, or an unali
 tensor, moves element by element, with the same values.  Nothing changes for the
 interpreter or the cpu target, which run the loop as written.
 
+In the general form, where a thread's columns are the same in every row it gathers (the
+threads a multiple of a row's vectors), the scalars of j alone (`column_scalars`: im2col's
+kernel position and channel, two divisions by C and K) are computed once for the thread's
+columns, not once a row, and where every index is a row's part plus a column's
+(`split_indices`) an element's offset is the row's plus the column's and its bounds compare
+those sums.  Elements that move one at a time (a 3-channel image, whose pixels are 6 bytes:
+none of its vectors is aligned) are all loaded into registers before the first is stored, so
+that a K step waits for one load, not for one a vector element.
+
 This module decides which loops are such gathers (`row_gather`) and which statements of a
 pipelined loop its ring issues ahead (`split`, ring_split's rule with gathers among the
 producers); warp specialization takes copies alone (the TMA moves tiles, not gathered rows), so
@@ -112,6 +121,88 @@ def tile_invariant(lets, loop_vars) -> set[str]:
                 varying.add(s.name)
                 changed = True
     return {s.name for s in lets} - varying
+
+
+def column_scalars(g: RowGather, once: set[str]) -> dict:
+    """The scalars of `g.lets` whose value reads j but not i (im2col's kernel position and
+    channel), {name: (dtype, value)}: the same in every row, so a thread whose columns stay the
+    same from row to row computes them once.  A scalar is one declaration, or a declaration of
+    a constant and one assignment (what `q = k * BK + j` in a loop body lowers to); any other
+    is left out, and so is a scalar whose value reads a scalar of the loop that is neither such
+    a scalar nor among `once` (computed before)."""
+    i = g.loop.vars[0]
+    not_i = tile_invariant(g.lets, (i,))
+    inner = {s.name for s in g.lets}
+    defs = {n: d for n, d in _definitions(g).items() if n in g.by_column and n in not_i}
+    changed = True
+    while changed:
+        kept = {n: d for n, d in defs.items() if all(v.name in defs or v.name in once or v.name not in inner
+                                                     for v in variables(d[1]))}
+        changed = len(kept) != len(defs)
+        defs = kept
+    order = [s.name for s in g.lets if s.name in defs]  # as the loop computes them
+    return {n: defs[n] for n in dict.fromkeys(order)}
+
+
+def _definitions(g: RowGather) -> dict:
+    """{name: (dtype, value)} of the scalars of `g.lets` set once: one declaration, or a
+    declaration of a constant and one assignment (what `q = k * BK + j` lowers to)."""
+    defs = {}
+    for name in {s.name for s in g.lets}:
+        sets = [s for s in g.lets if s.name == name]
+        if len(sets) == 1 and isinstance(sets[0], ir.LetScalar):
+            defs[name] = (sets[0].dtype, sets[0].value)
+        elif len(sets) == 2 and isinstance(sets[0], ir.LetScalar) and isinstance(sets[0].value, ir.Const) and \
+                isinstance(sets[1], ir.Assign):
+            defs[name] = (sets[0].dtype, sets[1].value)
+    return defs
+
+
+def split_indices(g: RowGather, hoisted: dict, once: set[str]) -> list | None:
+    """Each index of the gather's load as (row part, column part), the index their sum and
+    either None for 0: the row part reads neither j nor a scalar of j, the column part neither
+    i nor a scalar of i, only j, `hoisted` (column_scalars) and names computed before the rows
+    (`once`, the loop's outside); a scalar of both is looked through to its value and split at
+    its `+` and `-` (im2col's `oy * stride + ky * dilation - pad`).  With every index split, an
+    element's offset is a row's offset plus a column's, each computed once.  None where an
+    index does not split so."""
+    i, j = g.loop.vars
+    inner = {s.name for s in g.lets}
+    row_vary = (inner - tile_invariant(g.lets, (i,))) | {i}
+    col_vary = set(g.by_column) | {j}
+    defs = _definitions(g)
+
+    def col_only(names) -> bool:
+        return all(n == j or n in hoisted or n in once or n not in inner for n in names) and i not in names
+
+    def split(e: ir.Expr, depth: int = 0):
+        names = {v.name for v in variables(e)}
+        if not names & col_vary:
+            return e, None
+        if not names & row_vary and col_only(names):
+            return None, e
+        if depth > 16 or not e.dtype.is_int or e.dtype.bits != 32:
+            return False
+        if isinstance(e, ir.Var) and e.name in defs and defs[e.name][0] == e.dtype:
+            return split(defs[e.name][1], depth + 1)
+        if isinstance(e, ir.BinOp) and e.op in ("+", "-"):
+            a, b = split(e.a, depth + 1), split(e.b, depth + 1)
+            if a is False or b is False:
+                return False
+            return tuple(_combine(e.op, x, y, e.dtype) for x, y in zip(a, b))
+        return False
+
+    out = [split(x) for x in g.indices]
+    return None if any(x is False for x in out) else out
+
+
+def _combine(op: str, a, b, dtype):
+    """a op b of two parts, None standing for 0."""
+    if b is None:
+        return a
+    if a is None:
+        return b if op == "+" else ir.BinOp("-", ir.Const(0, dtype), b, dtype)
+    return ir.BinOp(op, a, b, dtype)
 
 
 def free_names(g: RowGather) -> set[str]:
