@@ -10,7 +10,7 @@ process (CUDA events, the L2 flushed before each run, the median; tlc.timing), a
 gives each one's TFLOP/s (2 * N * OH * OW * F * K * K * C / G flops) and tlc's time over
 cuDNN's ratio as cuDNN / tlc (above 1.0: tlc faster).
 
-    python bench/conv.py [--quick] [--only NAME,NAME] [--json out.json] [--variant BM=64,BN=256 ...]
+    python bench/conv.py [--quick] [--only NAME,NAME] [--json out.json] [--variant BM=64,BN=256 ...] [--min-ms 60]
     python bench/conv.py --dry-run    # no GPU: every row's kernel at a small batch on the interpreter
 """
 from __future__ import annotations
@@ -62,7 +62,7 @@ def _consts(variant: str) -> dict:
     return {k: int(v) for k, v in (kv.split("=") for kv in variant.split(",") if kv)}
 
 
-def run_rows(names, dry_run: bool, variants=()) -> list:
+def run_rows(names, dry_run: bool, variants=(), min_ms: float = 60) -> list:
     import numpy as np
 
     import tlc
@@ -130,7 +130,7 @@ def run_rows(names, dry_run: bool, variants=()) -> list:
         contenders["cudnn"] = Checked(lambda: Fn.conv2d(xt, wt, stride=S, padding=P, groups=G), ref.permute(0, 3, 1, 2),
                                       **tol)
         t0 = time.time()
-        ms, verdicts = compare_checked(contenders, min_ms=60)
+        ms, verdicts = compare_checked(contenders, min_ms=min_ms)
         row = {"name": name, "shape": ROWS[name], "flops": flops,
                "verdicts": {k: (v.ok, v.why, v.rel_err) for k, v in verdicts.items()}}
         for k, v in ms.items():
@@ -159,12 +159,13 @@ def main(argv=None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="the rows' kernels on the interpreter, no GPU")
     ap.add_argument("--variant", action="append", default=[],
                     help="also time tlc with these constants (BM=64,BN=256), each checked; repeatable")
+    ap.add_argument("--min-ms", type=float, default=60, help="each contender timed for at least this long (tlc.timing)")
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or list(QUICK if args.quick else ROWS)
     unknown = [n for n in names if n not in ROWS]
     if unknown:
         ap.error(f"no such rows: {', '.join(unknown)}")
-    rows = run_rows(names, args.dry_run, args.variant)
+    rows = run_rows(names, args.dry_run, args.variant, args.min_ms)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0 if all(r.get("ok", all(v[0] for v in r.get("verdicts", {}).values())) for r in rows) else 1

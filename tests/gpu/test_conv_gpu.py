@@ -56,6 +56,25 @@ def test_conv2d_against_torch(mod, case, dtype, tiles):
     assert _err(y, want) < TOL[dtype]
 
 
+# FLAT (K steps over the flattened kernel position and channel; config.json's choice for C <= 16):
+# the ResNet stem's 3 channels, 7 x 7, stride 2, at a small batch; ragged shapes of the CPU test
+FLAT = [(2, 64, 60, 3, 64, 7, 2, 3, 1), (2, 9, 7, 5, 20, 3, 1, 1, 1), (1, 8, 9, 16, 12, 3, 2, 1, 1),
+        (2, 7, 8, 8, 10, 3, 1, 2, 2)]
+
+
+@pytest.mark.parametrize("flat", [True, False])
+@pytest.mark.parametrize("case", FLAT, ids=str)
+def test_conv2d_flat_against_torch(mod, case, flat):
+    N, H, W, C, F, K, S, P, D = case
+    g = torch.Generator(device="cuda").manual_seed(sum(case))
+    x = torch.randn(N, H, W, C, device="cuda", generator=g).half()
+    w = torch.randn(F, K, K, C, device="cuda", generator=g).half()
+    want = Fn.conv2d(_nchw(x).float(), _nchw(w).float(), stride=S, padding=P, dilation=D).permute(0, 2, 3, 1)
+    y = torch.full(want.shape, float("nan"), device="cuda", dtype=torch.float16)
+    mod.conv2d(x, w, y, S=S, P=P, D=D, FLAT=flat, BN=64)
+    assert _err(y, want) < TOL["f16"]
+
+
 def test_conv2d_of_an_unaligned_image(mod):
     """A tensor whose data starts 2 bytes past a 16-byte boundary: every vector moves element
     by element, the same values."""

@@ -5,6 +5,8 @@ sm_80 and sm_90a without spills; its reference page.  tests/gpu/test_conv_gpu.py
 cases on the GPU against torch.nn.functional in f32, at larger shapes too."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -64,6 +66,27 @@ def test_conv2d(mod, case, dtype):
     mod.conv2d(x, w, y, S=S, P=P, D=D, **SMALL)
     assert ck.rel_err(y, want) < (2e-3 if dtype == "f16" else 1e-5)
     _passed("conv2d")
+
+
+# FLAT's K steps over the flattened (kh, kw, c): few channels (the RGB stem's 3, 7 x 7, stride
+# 2), K tiles that straddle kernel positions and the last one past K * K * C, a 16-channel case
+# whose vectors move whole, dilation 2
+FLAT_CASES = [(1, 15, 14, 3, 10, 7, 2, 3, 1), (2, 9, 7, 5, 20, 3, 1, 1, 1), (1, 8, 9, 16, 12, 3, 2, 1, 1),
+              (2, 7, 8, 8, 10, 3, 1, 2, 2), (1, 6, 5, 3, 5, 1, 1, 0, 1)]
+
+
+@pytest.mark.parametrize("tiles", ["small", "wide"])
+@pytest.mark.parametrize("case", FLAT_CASES, ids=str)
+def test_conv2d_flat(mod, case, tiles):
+    N, H, W, C, F, K, S, P, D = case
+    rng = np.random.default_rng(sum(case) + 1)
+    x = rng.standard_normal((N, H, W, C)).astype(np.float16)
+    w = rng.standard_normal((F, K, K, C)).astype(np.float16)
+    want = ck.conv2d(x, w, S, P, D)
+    y = np.full(want.shape, np.nan, x.dtype)
+    consts = SMALL if tiles == "small" else dict(BM=64, BN=32, BK=64, stages=3, THREADS=128)
+    mod.conv2d(x, w, y, S=S, P=P, D=D, FLAT=True, **consts)
+    assert ck.rel_err(y, want) < 2e-3
 
 
 @pytest.mark.parametrize("case", GROUPED_CASES, ids=str)
@@ -189,10 +212,15 @@ def test_registry():
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch,dtype", [("sm_80", "f16"), ("sm_90a", "bf16")])
-def test_builds_with_nvcc(arch, dtype, tmp_path):
-    """Every kernel of the module, for one dtype, compiles without warnings or spills."""
-    assert_builds_without_spills(ck.CONV_PATH, arch, dtype, tmp_path)
+@pytest.mark.parametrize("arch,dtype,defines", [("sm_80", "f16", ()), ("sm_90a", "bf16", ()), ("sm_80", "bf16", ("FLAT=True",)),
+                                                ("sm_90a", "f16", ("FLAT=True",))])
+def test_builds_with_nvcc(arch, dtype, defines, tmp_path):
+    """Every kernel of the module, for one dtype, compiles without warnings or spills, and
+    without ptxas's performance notes (C7514: the pipelined wgmmas of conv2d and
+    conv2d_bwd_data serialized, a wait after each HGMMA, when the accumulator's copy out after
+    the loop converted its registers one at a time)."""
+    log = assert_builds_without_spills(ck.CONV_PATH, arch, dtype, tmp_path, defines)
+    assert not re.search(r"C75\d\d", log), log
 
 
 def test_the_reference_page_is_generated_from_the_sources():
