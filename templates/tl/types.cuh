@@ -14,6 +14,14 @@ template <> struct is_low_float<__nv_fp8_e4m3> { static constexpr bool value = t
 template <> struct is_low_float<__nv_fp8_e5m2> { static constexpr bool value = true; };
 #endif
 
+// An 8-bit float, which converts to half exactly by one instruction (cvt.rn.f16x2.e4m3x2 on
+// sm_89 and later) rather than through float (unpack, widen, round back: three).
+template <typename T> struct is_fp8 { static constexpr bool value = false; };
+#ifdef TL_HAS_FP8
+template <> struct is_fp8<__nv_fp8_e4m3> { static constexpr bool value = true; };
+template <> struct is_fp8<__nv_fp8_e5m2> { static constexpr bool value = true; };
+#endif
+
 #ifdef TL_HAS_FP8
 // The 8-bit float whose storage byte is `bits` (reinterpret(x, f8e4m3) of a u8 or i8 x).
 template <typename F8> __device__ __forceinline__ F8 fp8_from_bits(unsigned char bits) {
@@ -56,7 +64,9 @@ template <typename A> struct same_type<A, A> { static constexpr bool value = tru
 
 template <typename To, typename From>
 __host__ __device__ __forceinline__ To cvt(From x) {
-  if constexpr (is_low_float<From>::value && is_low_float<To>::value) {
+  if constexpr (is_fp8<From>::value && same_type<To, half>::value) {
+    return static_cast<half>(x);  // exact: every e4m3 and e5m2 value is a half
+  } else if constexpr (is_low_float<From>::value && is_low_float<To>::value) {
     return To(static_cast<float>(x));
   } else if constexpr (is_float<From>::value && is_narrow_int<To>::value) {
     return saturate_narrow<To>(cvt<int>(x));
