@@ -78,15 +78,38 @@ __device__ __forceinline__ void copy_g2s(T* smem, const T* g, long long stride, 
                          ((reinterpret_cast<unsigned long long>(g) & 15) == 0);
   if (vector_ok && row0 >= 0 && col0 >= 0 && row0 + ROWS <= rows && col0 + COLS <= cols) {
     const T* base = g + row0 * stride + col0;
+    if constexpr (THREADS % VPR == 0 && ROUNDS > 1) {
+      // Whole rows a round (RPR of them): the shared offsets repeat every PERIOD rounds, shifted
+      // by a constant (the swizzle's pattern is 1024 bytes, 8 rows of 128), so a thread keeps
+      // PERIOD offsets and the rest are immediates; computing each round's own kept one
+      // register per vector live (16 for a 64 x 512 tile), which MLA's 128-register
+      // accumulator could not spare.
+      constexpr int RPR = THREADS / VPR;
+      constexpr int ROW_BYTES = COLS * static_cast<int>(sizeof(T));
+      constexpr int PATTERN = SWIZZLE == 0 ? 1 : ROW_BYTES >= 128 ? 8 : 1024 / ROW_BYTES;  // rows
+      constexpr int PERIOD = PATTERN % RPR == 0 ? PATTERN / RPR : RPR % PATTERN == 0 ? 1 : PATTERN;
+      const int r0 = static_cast<int>(threadIdx.x) / VPR, c = (static_cast<int>(threadIdx.x) % VPR) * VEC;
 #pragma unroll
-    for (int i = 0; i < ROUNDS; ++i) {
-      const int v = static_cast<int>(threadIdx.x) + i * THREADS;
-      if (VECS % THREADS == 0 || v < VECS) {
-        const int r = v / VPR, c = (v % VPR) * VEC;
-        T* dst = smem + smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r, c);
-        const T* src = base + static_cast<long long>(r) * stride + c;
-        if constexpr (ASYNC) cp_async_16_full(dst, src);
-        else *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+      for (int i = 0; i < ROUNDS; ++i) {
+        if (ROWS % RPR == 0 || r0 + i * RPR < ROWS) {
+          T* dst = smem + smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r0 + (i % PERIOD) * RPR, c) +
+                   (i / PERIOD) * smem_index<T, ROWS, COLS, PAD, SWIZZLE>(PERIOD * RPR, 0);
+          const T* s = base + static_cast<long long>(r0 + i * RPR) * stride + c;
+          if constexpr (ASYNC) cp_async_16_full(dst, s);
+          else *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(s);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < ROUNDS; ++i) {
+        const int v = static_cast<int>(threadIdx.x) + i * THREADS;
+        if (VECS % THREADS == 0 || v < VECS) {
+          const int r = v / VPR, c = (v % VPR) * VEC;
+          T* dst = smem + smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r, c);
+          const T* src = base + static_cast<long long>(r) * stride + c;
+          if constexpr (ASYNC) cp_async_16_full(dst, src);
+          else *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+        }
       }
     }
   } else if (vector_ok) {

@@ -30,12 +30,15 @@ struct Blocked {
 // The accumulator of mma.sync.m16n8k16 over WARPS_M x WARPS_N warps: lane l of a warp holds,
 // in each 16x8 piece, rows l/4 and l/4+8 and columns 2*(l%4) and 2*(l%4)+1.  With
 // WGMMA_BANDS (one column of warps) a warp's 16-row bands lie 64 rows apart, as a warpgroup's
-// m64 wgmma instructions, one per 64 rows it owns, lay them (schedule/layout.py).
-template <int M, int N, int WARPS_M, int WARPS_N, bool WGMMA_BANDS = false>
+// m64 wgmma instructions, one per 64 rows it owns, lay them (schedule/layout.py).  With
+// WGMMA_COLUMNS (64 rows, four warps a column) warpgroup g = warp / 4 owns columns g * WN ..,
+// warp w rows 16 (w % 4) .., one m64 wgmma's accumulator a warpgroup.
+template <int M, int N, int WARPS_M, int WARPS_N, bool WGMMA_BANDS = false, bool WGMMA_COLUMNS = false>
 struct MmaAcc {
   static constexpr int WM = M / WARPS_M, WN = N / WARPS_N;
   static_assert(WM % 16 == 0 && WN % 8 == 0, "each warp's tile is whole 16x8 pieces");
   static_assert(!WGMMA_BANDS || WARPS_N == 1, "wgmma's bands: one column of warps");
+  static_assert(!WGMMA_COLUMNS || (M == 64 && WARPS_M == 4 && !WGMMA_BANDS), "wgmma's columns: 64 rows a warpgroup");
   static constexpr int REGS = WM * WN / 32;
   static constexpr int RUN = 2;
   // Unsigned, as Blocked's: the thread is one of the block's, so that nvcc knows the indices
@@ -51,12 +54,13 @@ struct MmaAcc {
     const unsigned warp = thread(t) / 32, lane = thread(t) % 32, band = (static_cast<unsigned>(r) / 4) / (WN / 8);
     const unsigned in_band = ((static_cast<unsigned>(r) % 4) / 2) * 8 + lane / 4;
     if (WGMMA_BANDS) return static_cast<int>((warp / 4) * 4 * WM + band * 64 + (warp % 4) * 16 + in_band);
+    if (WGMMA_COLUMNS) return static_cast<int>((warp % 4) * 16 + in_band);
     return static_cast<int>((warp / WARPS_N) * WM + band * 16 + in_band);
   }
   __host__ __device__ static __forceinline__ int col(int t, int r) {
     const unsigned warp = thread(t) / 32, lane = thread(t) % 32, piece = static_cast<unsigned>(r) / 4;
-    return static_cast<int>((warp % WARPS_N) * WN + (piece % (WN / 8)) * 8 + (lane % 4) * 2 +
-                            static_cast<unsigned>(r) % 2);
+    return static_cast<int>((WGMMA_COLUMNS ? warp / 4 : warp % WARPS_N) * WN + (piece % (WN / 8)) * 8 +
+                            (lane % 4) * 2 + static_cast<unsigned>(r) % 2);
   }
   __host__ __device__ static __forceinline__ bool valid(int, int) { return true; }
 };
@@ -88,8 +92,8 @@ struct Slots<Blocked<ROWS, COLS, THREADS, VEC>, KEEP> {
 };
 
 // The mma accumulator: rows by (row band, upper or lower 8), columns by (piece, pair element).
-template <int M, int N, int WARPS_M, int WARPS_N, bool WGMMA_BANDS, int KEEP>
-struct Slots<MmaAcc<M, N, WARPS_M, WARPS_N, WGMMA_BANDS>, KEEP> {
+template <int M, int N, int WARPS_M, int WARPS_N, bool WGMMA_BANDS, bool WGMMA_COLUMNS, int KEEP>
+struct Slots<MmaAcc<M, N, WARPS_M, WARPS_N, WGMMA_BANDS, WGMMA_COLUMNS>, KEEP> {
   static constexpr int WM = M / WARPS_M, WN = N / WARPS_N;
   static constexpr int COUNT = KEEP == 0 ? (WM / 16) * 2 : (WN / 8) * 2;
   __host__ __device__ static constexpr int slot(int r) {

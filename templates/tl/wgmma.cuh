@@ -4,8 +4,9 @@
 // aligned run of 8-row swizzle atoms); each warpgroup (128 threads) computes 64 rows of the
 // accumulator with wgmma.mma_async.m64nNkK, whose register layout is tl::MmaAcc<M, N, M/16, 1>
 // for every operand type (f32 or s32 accumulators); or 128 rows, two m64 instructions a K
-// step, tl::MmaAcc<M, N, M/32, 1, true>.  K is 32 bytes of K: 16 for f16/bf16, 32
-// for f8 and 8-bit integers, 8 for tf32.
+// step, tl::MmaAcc<M, N, M/32, 1, true>; or, 64 rows over G warpgroups, G column blocks of
+// N / G, one m64 instruction each, tl::MmaAcc<64, N, 4, G, false, true>.  K is 32 bytes of K:
+// 16 for f16/bf16, 32 for f8 and 8-bit integers, 8 for tf32.
 namespace tl {
 
 __device__ __forceinline__ void fence_proxy_async() {
@@ -71,20 +72,27 @@ __device__ __forceinline__ unsigned long long wgmma_b_desc(const TB* B, int k) {
 // groups may stay in flight on return (1 in a pipeline that overlaps them with the next
 // copies; the accumulator is then read only after tl::wgmma_wait<0>).  BANDS: the 64-row
 // bands each warpgroup owns (A_ROWS = 64 x warpgroups x BANDS), one instruction each, their
-// accumulators MMA::REGS registers apart.  gemm_wgmma_issue only issues and commits the group
-// (the pingpong's turn: codegen/warpspec waits for it after handing the tensor cores over).
-template <typename MMA, typename T, int K, int A_ROWS, int B_ROWS, bool TRANS_B, typename TB = T, int BANDS = 1>
+// accumulators MMA::REGS registers apart.  COLUMNS: the warpgroups that split N (A_ROWS = 64,
+// MMA the instruction of N / COLUMNS), warpgroup g reading all of A and B's columns g * MMA::N
+// .. (rows of a K-major B, 128-byte segments of an N-major one).  gemm_wgmma_issue only issues
+// and commits the group (the pingpong's turn: codegen/warpspec waits for it after handing the
+// tensor cores over).
+template <typename MMA, typename T, int K, int A_ROWS, int B_ROWS, bool TRANS_B, typename TB = T, int BANDS = 1,
+          int COLUMNS = 1>
 __device__ __forceinline__ void gemm_wgmma_issue(const T* A, const TB* B, typename MMA::Acc* acc) {
   constexpr int SEG = 128 / static_cast<int>(sizeof(T));
   static_assert(sizeof(T) == sizeof(TB), "wgmma operands of one width");
   static_assert(K % MMA::K == 0 && A_ROWS % 64 == 0, "whole m64 steps of the instruction's K");
   static_assert(TRANS_B || sizeof(T) == 2, "wgmma reads only 16-bit operands MN-major");
+  static_assert(COLUMNS == 1 || (A_ROWS == 64 && BANDS == 1 && MMA::N % (TRANS_B ? 8 : SEG) == 0),
+                "warpgroups side by side: 64 rows, B's parts whole swizzle atoms");
   const int wg = threadIdx.x / 128;
+  if constexpr (COLUMNS > 1) B += TRANS_B ? wg * MMA::N * SEG : wg * (MMA::N / SEG) * B_ROWS * SEG;
   wgmma_fence();
 #pragma unroll
   for (int k = 0; k < K; k += MMA::K) {
     // K-major: 8-row atoms 1024 bytes apart (SBO); a step inside a 128-byte row moves the start.
-    const T* a = A + (k / SEG) * A_ROWS * SEG + wg * BANDS * 64 * SEG + k % SEG;
+    const T* a = A + (k / SEG) * A_ROWS * SEG + (COLUMNS > 1 ? 0 : wg * BANDS * 64 * SEG) + k % SEG;
     const unsigned long long db = wgmma_b_desc<TB, B_ROWS, TRANS_B>(B, k);
 #pragma unroll
     for (int band = 0; band < BANDS; ++band) MMA::run(acc + band * MMA::REGS, wgmma_desc(a + band * 64 * SEG, 16, 1024), db);
@@ -93,12 +101,12 @@ __device__ __forceinline__ void gemm_wgmma_issue(const T* A, const TB* B, typena
 }
 
 template <typename MMA, typename T, int K, int A_ROWS, int B_ROWS, bool TRANS_B, int PENDING, typename TB = T,
-          int BANDS = 1>
+          int BANDS = 1, int COLUMNS = 1>
 __device__ __forceinline__ void gemm_wgmma(const T* A, const TB* B, typename MMA::Acc* acc) {
   // With nothing left in flight, the accumulators' last writes (a clear) are tied to before the
   // fence, else ptxas may sink them past it and serialize the wgmmas (its C7519 note).
   if constexpr (PENDING == 0) fence_registers<MMA::REGS * BANDS>(acc);
-  gemm_wgmma_issue<MMA, T, K, A_ROWS, B_ROWS, TRANS_B, TB, BANDS>(A, B, acc);
+  gemm_wgmma_issue<MMA, T, K, A_ROWS, B_ROWS, TRANS_B, TB, BANDS, COLUMNS>(A, B, acc);
   wgmma_wait<PENDING>();
   if constexpr (PENDING == 0) fence_registers<MMA::REGS * BANDS>(acc);
 }

@@ -23,6 +23,8 @@ CASES = [  # (C base type, Python base, dropped)
     ("tl::MmaAcc<64, 128, 2, 2>", MmaAccumulator((64, 128), 2, 2), (0,)),
     ("tl::MmaAcc<128, 64, 4, 1, true>", MmaAccumulator((128, 64), 4, 1, True), (1,)),  # wgmma's bands
     ("tl::MmaAcc<128, 64, 4, 1, true>", MmaAccumulator((128, 64), 4, 1, True), (0,)),
+    ("tl::MmaAcc<64, 64, 4, 2, false, true>", MmaAccumulator((64, 64), 4, 2, False, True), (1,)),  # side by side
+    ("tl::MmaAcc<64, 64, 4, 2, false, true>", MmaAccumulator((64, 64), 4, 2, False, True), (0,)),
 ]
 
 

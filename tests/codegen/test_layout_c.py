@@ -14,6 +14,9 @@ CASES = [
     # wgmma with 128 rows per warpgroup: a warp's two 16-row bands 64 rows apart
     ("tl::MmaAcc<128, 128, 4, 1, true>", MmaAccumulator((128, 128), 4, 1, True)),
     ("tl::MmaAcc<256, 64, 8, 1, true>", MmaAccumulator((256, 64), 8, 1, True)),
+    # wgmma with 64 rows over two warpgroups side by side (MLA's 64 x 512 output)
+    ("tl::MmaAcc<64, 512, 4, 2, false, true>", MmaAccumulator((64, 512), 4, 2, False, True)),
+    ("tl::MmaAcc<64, 96, 4, 3, false, true>", MmaAccumulator((64, 96), 4, 3, False, True)),
     ("tl::Blocked<4, 256, 128, 8>", blocked((4, 256), F16, 128)),
     ("tl::Blocked<3, 40, 64, 4>", blocked((3, 40), F32, 64)),
 ]

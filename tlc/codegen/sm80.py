@@ -146,7 +146,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
                 raise CodegenError(f"no C layout for {layout}", self.k.span)
             text = f"tl::Kept<{self.c_layout(base)}, {layout.keep}>"
         elif isinstance(layout, MmaAccumulator):
-            bands = ", true" if layout.wgmma_bands else ""
+            bands = ", true" if layout.wgmma_bands else ", false, true" if layout.wgmma_columns else ""
             text = f"tl::MmaAcc<{layout.shape[0]}, {layout.shape[1]}, {layout.warps_m}, {layout.warps_n}{bands}>"
         elif isinstance(layout, Blocked):
             shape = layout.shape
@@ -651,7 +651,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
             return False
         if op.k_major_only and (g.trans_a or not g.trans_b):
             return False
-        if not isinstance(c.layout, MmaAccumulator) or c.layout.wgmma_bands or k % op.k:
+        if not isinstance(c.layout, MmaAccumulator) or c.layout.wgmma_bands or c.layout.wgmma_columns or k % op.k:
             return False
         for buf in (a, b):
             row_bytes = (buf.shape[1] + buf.layout.pad) * buf.dtype.itemsize

@@ -48,12 +48,18 @@ class MmaAccumulator:
     rows apart, as wgmma's m64 instructions lay them when a warpgroup issues one per 64 rows
     it owns: warp w's band b holds rows (w // 4) * 64B + 64b + 16(w % 4) .. +15, B the bands
     per warp.  The registers are in the same order (band, piece, half, pair element), so
-    everything that groups them (Replicated's slots, tl::Slots) is unchanged."""
+    everything that groups them (Replicated's slots, tl::Slots) is unchanged.
+
+    With `wgmma_columns` (64 rows, `warps_m` 4), the warpgroups split the columns instead:
+    warpgroup g (warps 4g .. 4g + 3) owns columns g * N / warps_n .., warp w rows 16(w % 4)
+    .. +15, each warpgroup's part the accumulator of one m64 wgmma (TileLang's FullCol warp
+    policy: FlashMLA's 64 x 512 output over two warpgroups, 256 columns each)."""
 
     shape: tuple[int, int]
     warps_m: int
     warps_n: int
     wgmma_bands: bool = False
+    wgmma_columns: bool = False
 
     @property
     def threads(self) -> int:
@@ -68,10 +74,11 @@ class MmaAccumulator:
         wm, wn = self.warp_tile
         if self.wgmma_bands:  # row i: warpgroup i // wm // 4 ... see the class docstring
             group, band, quarter = i // (4 * wm), (i % (4 * wm)) // 64, (i % 64) // 16
-            warp, li = group * 4 + quarter, band * 16 + i % 16
+            warp, li = group * 4 + quarter + j // wn, band * 16 + i % 16
+        elif self.wgmma_columns:  # warpgroup j // wn, its warp i // 16
+            warp, li = (j // wn) * 4 + i // 16, i % 16
         else:
-            warp, li = (i // wm) * self.warps_n, i % wm
-        warp += j // wn
+            warp, li = (i // wm) * self.warps_n + j // wn, i % wm
         lj = j % wn
         piece = (li // 16) * (wn // 8) + lj // 8
         pi, pj = li % 16, lj % 8
@@ -84,7 +91,7 @@ class MmaAccumulator:
         return wm * wn // 32
 
     def __str__(self) -> str:
-        bands = f", bands 64 rows apart" if self.wgmma_bands else ""
+        bands = f", bands 64 rows apart" if self.wgmma_bands else ", warpgroups by columns" if self.wgmma_columns else ""
         return f"mma_acc(warps={self.warps_m}x{self.warps_n}, warp_tile={self.warp_tile[0]}x{self.warp_tile[1]}{bands})"
 
 
@@ -234,8 +241,9 @@ def wgmma_gemm(g: ir.Gemm, buffers: dict, threads: int) -> bool:
     (`tensor_cores.tensor_core_op`: f16/bf16, f8, 8-bit integers, f32 in tf32 precision) in
     shared memory, A stored K-major (B too unless 16-bit), each warpgroup (128 threads) owning
     64 rows of the accumulator (m64nN, N a multiple of 16 up to 256) or 128 (two m64nN a K
-    step, N up to 128: 128 registers a thread), and operand tiles whose contiguous dimension
-    is whole 128-byte segments (the 128-byte swizzle mode)."""
+    step, N up to 128: 128 registers a thread), or, for 64 rows over several warpgroups, each
+    warpgroup N / warpgroups of the columns (`wgmma_column_groups`), and operand tiles whose
+    contiguous dimension is whole 128-byte segments (the 128-byte swizzle mode)."""
     a, b, c = buffers[g.a], buffers[g.b], buffers[g.c]
     op = tensor_core_op(a.dtype, b.dtype, c.dtype, g.precision)
     if a.scope != "shared" or b.scope != "shared" or op is None or (op.k_major_only and not g.trans_b):
@@ -245,8 +253,13 @@ def wgmma_gemm(g: ir.Gemm, buffers: dict, threads: int) -> bool:
     m, n = c.shape
     k = a.shape[1]
     seg = 128 // a.dtype.itemsize
-    bands = m // (64 * (threads // 128))
-    return (bands * 64 * (threads // 128) == m and bands in (1, 2) and m * n <= 128 * threads
+    groups = wgmma_column_groups(c.shape, threads)
+    if groups > 1:  # warpgroups side by side: B's part of each at whole swizzle atoms (8 rows, 128 bytes)
+        n //= groups
+        if n * groups != c.shape[1] or n % (8 if g.trans_b else seg):
+            return False
+    bands = m // (64 * (threads // 128 // groups))
+    return (bands * 64 * (threads // 128 // groups) == m and bands in (1, 2) and m * n * groups <= 128 * threads
             and n % 16 == 0 and n <= 256 and k % seg == 0
             and b.shape[-1] % seg == 0 and a.shape[0] % 8 == 0 and b.shape[0] % 8 == 0)
 
@@ -256,10 +269,20 @@ def wgmma_bands(shape: tuple, threads: int) -> int:
     return max(1, shape[0] // (64 * (threads // 128)))
 
 
+def wgmma_column_groups(shape: tuple, threads: int) -> int:
+    """The warpgroups that split a wgmma accumulator's columns: all of them for a tile of 64
+    rows over several warpgroups (each an m64 instruction over its N / groups columns), else 1."""
+    return threads // 128 if shape[0] == 64 and threads > 128 else 1
+
+
 def wgmma_accumulator(shape: tuple, threads: int) -> MmaAccumulator:
     """wgmma's accumulator: with 64 rows per warpgroup, warp w of the block holds rows
     16w..16w+15, in each 8 columns the pattern of an mma.sync piece: the mma layout with one
-    warp per 16 rows.  With 128, each warp holds two such bands 64 rows apart."""
+    warp per 16 rows.  With 128, each warp holds two such bands 64 rows apart.  With 64 rows
+    over several warpgroups, they split the columns (`wgmma_column_groups`)."""
+    groups = wgmma_column_groups(shape, threads)
+    if groups > 1:
+        return MmaAccumulator((shape[0], shape[1]), 4, groups, False, True)
     return MmaAccumulator((shape[0], shape[1]), threads // 32, 1, wgmma_bands(shape, threads) > 1)
 
 
@@ -331,8 +354,9 @@ def rows_alike(layout: Replicated, loop_layout) -> bool:
     max of the scores, read in a loop over the output; the loop reads it at its own slot)."""
     base = layout.base
     return (layout.dropped == (1,) and isinstance(base, MmaAccumulator) and isinstance(loop_layout, MmaAccumulator)
-            and (base.shape[0], base.warps_m, base.warps_n, base.wgmma_bands)
-            == (loop_layout.shape[0], loop_layout.warps_m, loop_layout.warps_n, loop_layout.wgmma_bands))
+            and (base.shape[0], base.warps_m, base.warps_n, base.wgmma_bands, base.wgmma_columns)
+            == (loop_layout.shape[0], loop_layout.warps_m, loop_layout.warps_n, loop_layout.wgmma_bands,
+                loop_layout.wgmma_columns))
 
 
 def everywhere(threads: int, size: int = 1) -> Replicated:

@@ -91,8 +91,10 @@ def _layout(b: ir.Buffer, stages: int, gemm_operand: bool) -> SharedLayout:
 
 
 def _pipeline_stages(kernel: ir.Kernel, gathers: bool = True) -> dict[str, int]:
-    """Shared buffers filled by copies inside a pipelined loop, or (with `gathers`) by the row
-    gathers that lead one (gather_rows.py), need one copy per stage."""
+    """Shared buffers filled from global memory by copies inside a pipelined loop, or (with
+    `gathers`) by the row gathers that lead one (gather_rows.py), need one copy per stage; one
+    a fragment is copied into (flash attention's probabilities, MLA's) is written and read in
+    its iteration and needs one."""
     from .gather_rows import dst_name, leading
 
     params, buffers = {p.name: p for p in kernel.params}, {b.name: b for b in kernel.buffers}
@@ -100,7 +102,7 @@ def _pipeline_stages(kernel: ir.Kernel, gathers: bool = True) -> dict[str, int]:
     for s in statements(kernel.body):
         if isinstance(s, ir.For) and s.kind == "pipelined" and s.stages > 1:
             filled = [c.dst.name for c in statements(s.body) if isinstance(c, ir.Copy)
-                      and isinstance(c.dst, (ir.BufferRef, ir.Region))]
+                      and isinstance(c.dst, (ir.BufferRef, ir.Region)) and getattr(c.src, "name", None) not in buffers]
             if gathers:
                 filled += [dst_name(g) for g in leading(s, params, buffers) if isinstance(g, ir.Parallel)]
             for name in filled:

@@ -248,8 +248,8 @@ class _Planner:
                 or frag.scope != "fragment" or len(frag.shape) != 2 or not 2 <= len(p.shape) <= 5:
             return None
         extents = list(c.dst.extents)
-        if frag.layout != wgmma_accumulator(frag.shape, self.k.threads) or any(e != 1 for e in extents[:-2]) \
-                or tuple(extents[-2:]) != tuple(frag.shape):
+        if frag.layout != wgmma_accumulator(frag.shape, self.k.threads) or frag.layout.wgmma_columns \
+                or any(e != 1 for e in extents[:-2]) or tuple(extents[-2:]) != tuple(frag.shape):
             return None
         rows, cols = frag.shape
         size = p.dtype.itemsize

@@ -3,6 +3,7 @@
 using tl_matmul_layout_0 = tl::MmaAcc<128, 256, 8, 1>;
 // wgmma.mma_async.m64n256k16 for f16 x f16 operands, f32 accumulation, B N-major.
 struct tl_matmul_wgmma_n256_f16_nmajor {
+  static constexpr int N = 256;
   static constexpr int REGS = 128;
   static constexpr int K = 16;
   using Acc = float;
