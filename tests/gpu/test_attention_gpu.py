@@ -13,8 +13,8 @@ import tlc
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "stdlib"))  # the shared kit
 from attention_kit import attention_inputs, attention_reference  # noqa: E402
-from test_attention import (BWD_CASES, CASES, DECODE_CASES, PAGED_CASES, SPARSE_CASES, TOL, VARLEN_CASES,  # noqa: E402
-                            check_bwd, check_paged, check_sparse, check_varlen)
+from test_attention import (BWD_CASES, CASES, DECODE_CASES, MLA_CASES, PAGED_CASES, SPARSE_CASES, TOL,  # noqa: E402
+                            VARLEN_CASES, check_bwd, check_mla, check_paged, check_sparse, check_varlen)
 
 pytestmark = pytest.mark.gpu
 
@@ -136,6 +136,51 @@ def test_flash_fwd_sparse_against_numpy(dtype, case):
     tiles = {} if case >= len(SPARSE_CASES) else {"BM": 64, "BN": 32, "THREADS": 128}
     check_sparse(OnDevice(), dtype, *(SPARSE_CASES + SPARSE_DEFAULT_TILES)[case], seed=case,
                  **({"BM": 128, "BN": 128, "THREADS": 256} if not tiles else tiles))
+
+
+# mla_decode at DeepSeek's sizes and the GPU's default tiles: a long sequence beside a one-token
+# one, splits (some past a short sequence's keys), two new tokens
+MLA_DEFAULT_TILES = [(3, 1, 128, 576, 512, [4097, 1, 700], 64, True, {}),
+                     (2, 2, 128, 576, 512, [1000, 64], 64, True, {"SPLITS": 4}),
+                     (2, 2, 128, 576, 512, [130, 3000], 64, False, {"SPLITS": 3})]
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("case", range(len(MLA_CASES) + len(MLA_DEFAULT_TILES)))
+def test_mla_decode_against_numpy(dtype, case):
+    mod = tlc.load("std.attention", target="cuda")
+    *shape, consts = (MLA_CASES + MLA_DEFAULT_TILES)[case]
+    consts = {k: v for k, v in consts.items() if k != "STAGES"}  # (the interpreter's, for sm_80's shared memory)
+    check_mla(on_device(mod.mla_decode), dtype, *shape, consts, seed=case)
+
+
+@pytest.mark.parametrize("splits", [1, 2])
+def test_mla_decode_with_torch_tensors_against_f32_torch(splits):
+    """FlashMLA's problem with torch tensors: 128 heads, two new tokens (causal), a cache of
+    576-wide rows in shuffled pages of 64, against PyTorch in f32 (softmax(q K^T scale) V with
+    V the rows' first 512 columns) and torch.logsumexp."""
+    import torch
+
+    mod = tlc.load("std.attention", target="cuda")
+    g = torch.Generator(device="cuda").manual_seed(7)
+    B, SQ, H, DK, DV, page, lengths = 3, 2, 128, 576, 512, 64, [777, 2, 4096]
+    mp = -(-max(lengths) // page)
+    cache = torch.randn(B * mp + 2, page, DK, device="cuda", dtype=torch.bfloat16, generator=g)
+    table = torch.randperm(B * mp + 2, device="cuda", generator=g)[:B * mp].reshape(B, mp).to(torch.int32)
+    q = torch.randn(B, SQ, H, DK, device="cuda", dtype=torch.bfloat16, generator=g)
+    o = torch.empty(B, SQ, H, DV, device="cuda", dtype=torch.bfloat16)
+    lse = torch.empty(B, H, SQ, device="cuda", dtype=torch.float32)
+    scale = 1 / math.sqrt(DK)
+    mod.mla_decode(q, cache, table, torch.tensor(lengths, dtype=torch.int32, device="cuda"), o, lse, scale,
+                   SPLITS=splits)
+    for b, n in enumerate(lengths):
+        k = cache[table[b].long()].reshape(-1, DK)[:n].float()
+        s = torch.einsum("shd,kd->shk", q[b].float(), k) * scale
+        seen = torch.arange(n, device="cuda")[None, :] <= torch.arange(SQ, device="cuda")[:, None] + n - SQ
+        s = s.masked_fill(~seen[:, None, :], float("-inf"))
+        want = torch.softmax(s, dim=-1) @ k[:, :DV]
+        assert (o[b].float() - want).abs().max().item() < 1.6e-2, b
+        assert (lse[b] - torch.logsumexp(s, dim=-1).transpose(0, 1)).abs().max().item() < 1e-4, b
 
 
 @pytest.mark.parametrize("causal", [False, True])

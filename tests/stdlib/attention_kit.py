@@ -93,3 +93,43 @@ def attention_grads(q, k, v, do, scale, causal=False):
     dq = np.einsum("bhij,bhjd->bhid", ds, kk) * scale
     dk = np.einsum("bhij,bhid->bhjd", ds, q) * scale
     return dq, dk.reshape(B, HK, G, SK, D).sum(2), dv.reshape(B, HK, G, SK, D).sum(2)
+
+
+def mla_inputs(rng, dtype, B, SQ, H, DK, lengths, page: int, spare: int = 3):
+    """MLA decode's inputs as FlashMLA takes them: Q (B, SQ, H, DK) and a paged latent cache
+    (NP, PAGE, DK), its pages for each sequence at shuffled places among `spare` unused ones
+    poisoned with NaN (a read of one shows), the page table (B, MP) and the lengths; also each
+    sequence's keys in order (B, max length, DK), for the reference."""
+    MP = max(1, -(-max(lengths) // page))
+    NP = B * MP + spare
+    q = rng.standard_normal((B, SQ, H, DK)).astype(dtype)
+    keys = rng.standard_normal((B, MP * page, DK)).astype(dtype)
+    table = rng.permutation(NP)[:B * MP].reshape(B, MP).astype(np.int32)
+    cache = np.full((NP, page, DK), np.nan, dtype)
+    for b in range(B):
+        keys[b, lengths[b]:] = 0  # past the sequence's end: zeros, masked out by its length
+        cache[table[b]] = keys[b].reshape(MP, page, DK)
+    return q, cache, table, np.array(lengths, np.int32), keys
+
+
+def mla_reference(q, keys, lengths, DV: int, scale: float, causal: bool = True):
+    """(O (B, SQ, H, DV), LSE (B, H, SQ)) in f64: query token s of sequence b attends to its
+    first lengths[b] keys (K = the whole latent-and-rotary row, V = its first DV columns), with
+    CAUSAL the last SQ of them as the new tokens (token s sees lengths[b] - SQ + 1 + s keys, as
+    FlashMLA); a row that sees no key has O = 0 and LSE = -inf."""
+    q, keys = np.asarray(q, np.float64), np.asarray(keys, np.float64)
+    B, SQ, H, DK = q.shape
+    o = np.zeros((B, SQ, H, DV))
+    lse = np.full((B, H, SQ), -np.inf)
+    for b in range(B):
+        for s in range(SQ):
+            n = max(lengths[b] - SQ + 1 + s, 0) if causal else lengths[b]
+            if n == 0:
+                continue
+            k = keys[b, :n]
+            scores = q[b, s] @ k.T * scale  # (H, n)
+            m = scores.max(-1, keepdims=True)
+            p = np.exp(scores - m)
+            o[b, s] = p @ k[:, :DV] / p.sum(-1, keepdims=True)
+            lse[b, :, s] = np.log(p.sum(-1)) + m[:, 0]
+    return o, lse

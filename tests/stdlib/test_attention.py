@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import tlc
-from attention_kit import ATTENTION_PATH, attention_grads, attention_inputs, attention_reference, paged_cache
+from attention_kit import (ATTENTION_PATH, attention_grads, attention_inputs, attention_reference, mla_inputs, mla_reference,
+                           paged_cache)
 from module_checks import assert_reference_page_is_current, defs_without_a_doc_comment
 from op_registry import check_or_record
 from tlc.interp import run_kernel
@@ -58,6 +59,16 @@ SPARSE_CASES = [
     (1, 2, 2, 100, 150, 32, True, 0, 0.6),
     (2, 2, 1, 200, 200, 32, True, 40, None),
     (1, 2, 2, 90, 90, 32, False, 50, None),
+]
+# mla_decode: (B, SQ, H, DK, DV, lengths, PAGE, CAUSAL, constants): lengths not a multiple of the
+# page, a sequence of one token (SQ = 2: its first new token sees no key), an empty one, H not a
+# multiple of BM, splits past a short sequence's keys, and DeepSeek's sizes (576 = 512 + 64, 128
+# heads; sm_80's shared memory, which the interpreter's schedule takes, holds one stage there)
+MLA_CASES = [
+    (2, 1, 8, 96, 64, [100, 37], 16, True, {"SPLITS": 2}),
+    (3, 2, 8, 96, 64, [100, 1, 64], 16, True, {"SPLITS": 3}),
+    (2, 2, 20, 96, 64, [50, 0], 32, False, {}),
+    (1, 2, 128, 576, 512, [130], 64, True, {"SPLITS": 2, "STAGES": 1}),
 ]
 BWD_TOL = {"f16": 4e-3, "bf16": 3e-2}  # the largest error over the largest gradient
 TOL = {"f16": (2e-3, 1e-5), "bf16": (1.6e-2, 1e-5)}  # (O: absolute, LSE: absolute), values of size ~1
@@ -129,6 +140,32 @@ def check_paged(run, dtype, B, H, HK, SQ, lengths, D, causal, page, consts, seed
         assert np.abs(o[b:b + 1].astype(np.float64) - want_o).max() < o_tol, b
         assert np.abs(lse[b:b + 1][seen] - want_lse[seen]).max(initial=0) < lse_tol, b
         assert (lse[b:b + 1][~seen] == -np.inf).all()
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("case", range(len(MLA_CASES)))
+def test_mla_decode_against_numpy(mod, dtype, case):
+    check_mla(lambda *a, **c: mod.mla_decode(*a, **c), dtype, *MLA_CASES[case], seed=600 + case)
+    PASSED.setdefault("mla_decode", {}).setdefault(dtype, set()).add(case)
+
+
+def check_mla(run, dtype, B, SQ, H, DK, DV, lengths, page, causal, consts, seed):
+    """mla_decode over a shuffled paged cache (NaN in the pages no sequence owns) against the
+    f64 reference of each token over its sequence's keys; every output element written."""
+    from tlc.dtypes import lookup
+
+    rng = np.random.default_rng(seed)
+    q, cache, table, lens, keys = mla_inputs(rng, lookup(dtype).numpy(), B, SQ, H, DK, lengths, page)
+    scale = 1.0 / np.sqrt(DK)
+    o = np.full((B, SQ, H, DV), np.nan, q.dtype)
+    lse = np.full((B, H, SQ), np.nan, np.float32)
+    run(q, cache, table, lens, o, lse, scale, T=dtype, CAUSAL=causal, **consts)
+    want_o, want_lse = mla_reference(q, keys, lens, DV, scale, causal)
+    o_tol, lse_tol = TOL[dtype]
+    seen = np.isfinite(want_lse)
+    assert np.abs(o.astype(np.float64) - want_o).max() < o_tol
+    assert np.abs(lse[seen] - want_lse[seen]).max(initial=0) < lse_tol
+    assert (lse[~seen] == -np.inf).all() and (o.transpose(0, 2, 1, 3)[~seen] == 0).all()
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
@@ -273,12 +310,14 @@ BUILDS = [  # head dim, each kernel's constants (PAGE, the paged cache's page, i
            "flash_fwd_varlen": ""}),
     (128, {"flash_fwd": "CAUSAL=True", "flash_bwd": "CAUSAL=True", "flash_decode": "CAUSAL=True",
            "flash_decode_paged": "CAUSAL=True PAGE=16", "flash_fwd_varlen": "CAUSAL=True",
-           "flash_fwd_sparse": "CAUSAL=True WINDOW=256"}),
+           "flash_fwd_sparse": "CAUSAL=True WINDOW=256", "mla_decode": "SPLITS=4"}),
     (256, {"flash_fwd": "BN=64 STAGES=2", "flash_decode": "BN=64", "flash_decode_paged": "PAGE=64"}),
 ]
 # sm_80's mma.sync holds more of a tile in registers than wgmma: the forward kernels at D = 128
 # take BN = 64 there (at 128 they spill 72 bytes), the backward BN = 32 (at 64 its dQ grid spills 4)
-SM80 = {"flash_fwd": "BN=64", "flash_fwd_varlen": "BN=64", "flash_fwd_sparse": "BN=64", "flash_bwd": "BN=32"}
+SM80 = {"flash_fwd": "BN=64", "flash_fwd_varlen": "BN=64", "flash_fwd_sparse": "BN=64", "flash_bwd": "BN=32",
+        "mla_decode": "STAGES=1"}  # (mla_decode: 224 KB of shared memory in two stages, sm_80 has 163)
+MLA_SIZES = "DK=576 DV=512 PAGE=64"  # DeepSeek V3's latent cache, in FlashMLA's pages
 
 
 @pytest.mark.nvcc
@@ -299,7 +338,8 @@ def test_builds_with_nvcc_without_spills(arch, D, consts, tmp_path):
     from tlc.runner import build
 
     for name, given in consts.items():
-        given = given if name in ("block_mask_to_index", "sliding_window_mask") else f"D={D} {given}"
+        given = given if name in ("block_mask_to_index", "sliding_window_mask") else \
+            f"{MLA_SIZES} {given}" if name == "mla_decode" else f"D={D} {given}"
         if arch == "sm_80" and D >= 128 and name in SM80:
             given = f"{given} {SM80[name]}"
         source, _ = build(ATTENTION_PATH, kernels=(name,), defines=tuple(given.split()), arch=arch)
@@ -310,7 +350,8 @@ def test_builds_with_nvcc_without_spills(arch, D, consts, tmp_path):
 def test_registry():
     count = {"flash_fwd": len(CASES), "flash_bwd": len(BWD_CASES), "flash_decode": len(DECODE_CASES),
              "flash_decode_paged": len(PAGED_CASES), "flash_fwd_varlen": len(VARLEN_CASES),
-             "flash_fwd_sparse": len(SPARSE_CASES), "block_mask_to_index": len(SPARSE_CASES)}
+             "flash_fwd_sparse": len(SPARSE_CASES), "block_mask_to_index": len(SPARSE_CASES),
+             "mla_decode": len(MLA_CASES)}
     passed_count = {**count, "sliding_window_mask": sum(c[8] is None for c in SPARSE_CASES)}
     # the block-list helpers have no dtype parameter: their rows count under the mask's u8
     table = {k: {"u8"} if k in ("block_mask_to_index", "sliding_window_mask") else {"f16", "bf16"} for k in passed_count}
@@ -345,3 +386,29 @@ def test_the_backward_runs_every_product_on_hgmma_without_local_memory(tmp_path)
     for name in ("flash_bwd_grid1", "flash_bwd_grid2"):
         assert "HGMMA" in grids[name] and "HMMA" not in grids[name].replace("HGMMA", ""), name
     assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log
+
+
+@pytest.mark.nvcc
+def test_mla_decode_runs_on_hgmma_without_local_memory(tmp_path):
+    """sm_90a, DeepSeek's sizes: the scores (64 heads x 64 keys, each warpgroup 32 of the keys)
+    and the output (64 x 512, each warpgroup 256 columns) on wgmma, nothing on mma.sync, no
+    local memory, and registers to spare for the 128 a thread the output takes."""
+    import re
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
+    from nvcc import cubin_sass
+    from tlc.runner import build
+
+    source, _ = build(ATTENTION_PATH, kernels=("mla_decode",), defines=tuple(f"{MLA_SIZES} SPLITS=2".split()),
+                      arch="sm_90a")
+    sass, log = cubin_sass(source, "sm_90a", tmp_path, "mla")
+    split = re.split(r"Function : (\w+)", sass)
+    grids = dict(zip(split[1::2], split[2::2]))
+    body = grids["mla_decode_grid0"]
+    assert body.count("HGMMA.64x32x16.F32.BF16") == 36 and body.count("HGMMA.64x256x16.F32.BF16") == 4
+    assert "HMMA" not in body.replace("HGMMA", "")
+    assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log
+    registers = [int(r) for r in re.findall(r"Used (\d+) registers", log)]
+    assert max(registers) <= 232, log
