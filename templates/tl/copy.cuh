@@ -78,7 +78,10 @@ __device__ __forceinline__ void copy_g2s(T* smem, const T* g, long long stride, 
                          ((reinterpret_cast<unsigned long long>(g) & 15) == 0);
   if (vector_ok && row0 >= 0 && col0 >= 0 && row0 + ROWS <= rows && col0 + COLS <= cols) {
     const T* base = g + row0 * stride + col0;
-    if constexpr (THREADS % VPR == 0 && ROUNDS > 1) {
+    // (16-bit rows wider than the swizzle atom only: ptxas -v on sm_80 spilled std.gemm's
+    // matmul_i8 (128-byte i8 rows, 28 bytes) and a tf32 skinny tile (256-byte f32 rows, 8 bytes)
+    // with this form, where the plain one below does not)
+    if constexpr (THREADS % VPR == 0 && ROUNDS > 1 && sizeof(T) == 2 && COLS * sizeof(T) > 128) {
       // Whole rows a round (RPR of them): the shared offsets repeat every PERIOD rounds, shifted
       // by a constant (the swizzle's pattern is 1024 bytes, 8 rows of 128), so a thread keeps
       // PERIOD offsets and the rest are immediates; computing each round's own kept one
