@@ -231,8 +231,11 @@ def sorted_rows(mod, x, K: int, descending: bool, consts: dict, kernel: str = "s
 
 # rows of several tiles of THREADS * E elements with ragged ends, a row of one element, a row of
 # exactly one tile (the CPU runs tiny tiles; the GPU test runs the defaults)
-SORT_SHAPES = [(5, 45, dict(THREADS=8, E=4)), (3, 64, dict(THREADS=4, E=2)), (2, 300, dict(THREADS=16, E=2)),
-               (1, 1, dict(THREADS=32, E=1)), (2, 32, dict(THREADS=32, E=1))]
+SORT_SHAPES = [(5, 45, dict(THREADS=8, E=4)), (3, 64, dict(THREADS=4, E=2)), (1, 1, dict(THREADS=32, E=1)),
+               (2, 32, dict(THREADS=32, E=1))]
+# ten tiles a row: most of the interpreter's time in this test, so under -m slow (the README's
+# test command stays under its five minutes on two cores)
+SORT_SHAPES_LONG = [(2, 300, dict(THREADS=16, E=2))]
 
 
 def sort_ks(N: int, consts: dict) -> list:
@@ -240,16 +243,26 @@ def sort_ks(N: int, consts: dict) -> list:
     return sorted({N, min(N, 7), 1})
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", WITH_INTS)
+def test_sort_and_topk_of_long_rows(mod, dtype):
+    sort_and_topk(mod, dtype, SORT_SHAPES_LONG)
+
+
 @pytest.mark.parametrize("dtype", WITH_INTS)
 def test_sort_and_topk_against_numpy(mod, dtype):
+    sort_and_topk(mod, dtype, SORT_SHAPES)
+    PASSED.setdefault("sort", set()).add(dtype)
+
+
+def sort_and_topk(mod, dtype, shapes):
     """Whole rows and top-k, ascending and descending; integers drawn from few values (ties)."""
     rng = np.random.default_rng(7)
-    for M, N, consts in SORT_SHAPES:
+    for M, N, consts in shapes:
         x = normal(rng, (M, N), dtype) if dtype != "i32" else rng.integers(-5, 5, (M, N)).astype(np.int32)
         for descending in (False, True):
             for K in sort_ks(N, consts):
                 sorted_rows(mod, x, K, descending, consts)
-    PASSED.setdefault("sort", set()).add(dtype)
 
 
 def sort_reference(x: np.ndarray, descending: bool) -> np.ndarray:
