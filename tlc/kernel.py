@@ -374,7 +374,7 @@ class Kernel:
                 compiled = self.compiled(constants, key[1])  # call (a process that calls once never makes them)
                 launch, self._launchers[key] = compiled.launch, lambda values, c=compiled: c.call(values)
             if self._grouped:  # the fast paths below launch one kernel, with no workspace
-                pass
+                remembered = fast_branch = False
             elif not kwargs and not constants and not self._dtype_sources and not self._rules and _single_gpu():
                 self._fast = self._deferred(self.compiled(constants, key[1]))
                 remembered, fast_branch = len(args) == len(self._runtime), True

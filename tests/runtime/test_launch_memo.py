@@ -149,3 +149,30 @@ def test_a_process_records_its_first_call_of_a_kernel_only(gpu):
     for n in (10, 20, 30):
         mod.copy(*arrays(n))
     assert len(memo_doc(path)["kernels"]["copy"]["calls"]) == 1
+
+
+TWO_GRIDS = """
+@kernel
+def twice(x: f32[N], y: f32[N]):
+    with grid(cdiv(N, 32), threads=32) as bx:
+        for i in parallel(32):
+            if bx * 32 + i < N:
+                y[bx * 32 + i] = x[bx * 32 + i]
+    with grid(cdiv(N, 32), threads=32) as bx:
+        for i in parallel(32):
+            if bx * 32 + i < N:
+                y[bx * 32 + i] = y[bx * 32 + i] * 2.0
+"""
+
+
+def test_a_kernel_of_two_grids_launches_both_and_records_nothing(gpu):
+    """A kernel of several grids (flash_bwd, flash_decode's split and combine) launches them in
+    order on the general path; the memo's fast paths launch one kernel, so nothing is recorded
+    (session 15's H200 run: the first call raised UnboundLocalError here)."""
+    path, launches = gpu
+    path.write_text(TWO_GRIDS)
+    mod = tlc.load(str(path), target="cuda")
+    mod.twice(*arrays())
+    mod.twice(*arrays())
+    assert [(kind, name) for kind, name, *_ in launches] == [("call", "twice_grid0"), ("call", "twice_grid1")] * 2
+    assert not list((path.parent.parent / "cache").glob("*.launch"))
