@@ -352,10 +352,13 @@ def main(argv=None):
     ap.add_argument("--only", help="comma-separated row names")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
+    names = args.only.split(",") if args.only else list(QUICK if args.quick else {**ROWS, **MLA_ROWS})
+    unknown = [n for n in names if n not in ROWS and n not in MLA_ROWS]
+    if unknown:
+        raise SystemExit(f"bench/attention.py: no row {', '.join(unknown)} (rows: {', '.join([*ROWS, *MLA_ROWS])})")
     import torch
     import torch.nn.functional as F
 
-    names = args.only.split(",") if args.only else list(QUICK if args.quick else {**ROWS, **MLA_ROWS})
     mod = tlc.load("std.attention", target="cuda")
     results = []
     from tlc.benchmarks.ceilings import copy_bandwidth
@@ -367,8 +370,17 @@ def main(argv=None):
     for name in names:
         t = time.time()
         measure = (backward_row if name.startswith("bwd") else sparse_row if name.startswith("sparse")
-                   else tile_op_row if name.startswith("tileop") else row)
-        r = measure(torch, F, mod, name, ROWS[name], 100.0 if args.quick else 300.0)
+                   else tile_op_row if name.startswith("tileop") else mla_row if name.startswith("mla")
+                   else row)
+        r = measure(torch, F, mod, name, {**ROWS, **MLA_ROWS}[name], 100.0 if args.quick else 300.0)
+        if name.startswith("mla"):
+            x = r["tlc"]
+            print(f"{name:28} " + (f"{x['rate']:7.1f} TFLOP/s = {x['rate'] / DENSE_BF16_PEAK:.2f} of peak, {x['gbs']:6.0f} GB/s "
+                                  f"of cache = {x['gbs'] / copy:.2f} of copy (goal 0.85 of copy where memory-bound, "
+                                  f"0.6 of peak where compute-bound)   ({time.time() - t:.0f} s)" if "rate" in x else f"wrong: {x['error']}"),
+                  flush=True)
+            results.append(r)
+            continue
         if "speedup" in r or name.startswith("sparse"):
             print(f"{name:28} density {r['tlc'].get('density', 0):.3f}: {r['tlc'].get('ms', 0) * 1e3:.0f} us, dense "
                   f"{r['dense'].get('ms', 0) * 1e3:.0f} us: {r.get('speedup', 0):.2f}x faster (goal 6x at 10%)"

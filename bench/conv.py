@@ -58,8 +58,15 @@ def tiles(N, H, W, C, F, K, S, P, G) -> dict:
 
 
 def _consts(variant: str) -> dict:
-    """"BM=64,BN=256" -> {"BM": 64, "BN": 256}."""
-    return {k: int(v) for k, v in (kv.split("=") for kv in variant.split(",") if kv)}
+    """"BM=64,BN=256,FLAT=False" -> {"BM": 64, "BN": 256, "FLAT": False}."""
+    def value(k, v):
+        if v in ("True", "False"):
+            return v == "True"
+        try:
+            return int(v)
+        except ValueError:
+            raise SystemExit(f"bench/conv.py: --variant {variant}: {k}={v} is not an integer, True or False") from None
+    return {k: value(k, v) for k, v in (kv.split("=", 1) for kv in variant.split(",") if kv)}
 
 
 def run_rows(names, dry_run: bool, variants=(), min_ms: float = 60) -> list:
