@@ -674,7 +674,7 @@ def test_port_on_the_interpreter(port):
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("arch", [pytest.param("sm_80", marks=pytest.mark.slow), "sm_90a"])  # sm_80 in CI's slow run
 @pytest.mark.parametrize("port", params("build"))
 def test_port_builds(port, arch, tmp_path):
     kernel = getattr(load(port.file, "cpu"), port.kernel)

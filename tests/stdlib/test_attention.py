@@ -320,13 +320,21 @@ SM80 = {"flash_fwd": "BN=64", "flash_fwd_varlen": "BN=64", "flash_fwd_sparse": "
 MLA_SIZES = "DK=576 DV=512 PAGE=64"  # DeepSeek V3's latent cache, in FlashMLA's pages
 
 
+def _builds():
+    """One case a kernel, head dim and arch; the default run builds head dim 128 causal for
+    sm_90a (the README's test command's time), mla_decode left to its SASS test below."""
+    for (D, consts), label in zip(BUILDS, ["d64", "d128", "d128-causal", "d256"]):
+        for name, given in consts.items():
+            for arch in ("sm_90a", "sm_80"):
+                default = arch == "sm_90a" and label == "d128-causal" and name != "mla_decode"
+                yield pytest.param(arch, D, name, given, marks=() if default else pytest.mark.slow,
+                                   id=f"{label}-{name}-{arch}")
+
+
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch", ["sm_90a", pytest.param("sm_80", marks=pytest.mark.slow)])
-@pytest.mark.parametrize("D,consts", [pytest.param(*b, marks=() if name == "d128-causal" else pytest.mark.slow, id=name)
-                                      for b, name in zip(BUILDS, ["d64", "d128", "d128-causal", "d256"])])
-def test_builds_with_nvcc_without_spills(arch, D, consts, tmp_path):
-    """Every kernel (flash_decode's split and combine grids) at each head dim (the default run
-    builds one, head dim 128 causal, for sm_90a: the README's test command's time), one kernel a file
+@pytest.mark.parametrize("arch,D,name,given", _builds())
+def test_builds_with_nvcc_without_spills(arch, D, name, given, tmp_path):
+    """Each kernel (flash_decode's split and combine grids) at each head dim, one kernel a file
     as the runtime compiles them (in one file of all three, ptxas gave the paged split kernel at
     PAGE=16 72 registers and a 4-byte spill; alone, 80 and none)."""
     import re
@@ -337,14 +345,13 @@ def test_builds_with_nvcc_without_spills(arch, D, consts, tmp_path):
     from nvcc import compile_object
     from tlc.runner import build
 
-    for name, given in consts.items():
-        given = given if name in ("block_mask_to_index", "sliding_window_mask") else \
-            f"{MLA_SIZES} {given}" if name == "mla_decode" else f"D={D} {given}"
-        if arch == "sm_80" and D >= 128 and name in SM80:
-            given = f"{given} {SM80[name]}"
-        source, _ = build(ATTENTION_PATH, kernels=(name,), defines=tuple(given.split()), arch=arch)
-        log = compile_object(source, arch, tmp_path, name)
-        assert set(re.findall(r"(\d+) bytes spill stores", log)) == {"0"}, log
+    given = given if name in ("block_mask_to_index", "sliding_window_mask") else \
+        f"{MLA_SIZES} {given}" if name == "mla_decode" else f"D={D} {given}"
+    if arch == "sm_80" and D >= 128 and name in SM80:
+        given = f"{given} {SM80[name]}"
+    source, _ = build(ATTENTION_PATH, kernels=(name,), defines=tuple(given.split()), arch=arch)
+    log = compile_object(source, arch, tmp_path, name)
+    assert set(re.findall(r"(\d+) bytes spill stores", log)) == {"0"}, log
 
 
 def test_registry():

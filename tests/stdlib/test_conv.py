@@ -212,8 +212,9 @@ def test_registry():
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch,dtype,defines", [("sm_80", "f16", ()), ("sm_90a", "bf16", ()), ("sm_80", "bf16", ("FLAT=True",)),
-                                                ("sm_90a", "f16", ("FLAT=True",))])
+@pytest.mark.parametrize("arch,dtype,defines", [  # one in the default run (the README command's time), all under -m slow
+    pytest.param("sm_80", "f16", (), marks=pytest.mark.slow), pytest.param("sm_90a", "bf16", (), marks=pytest.mark.slow),
+    pytest.param("sm_80", "bf16", ("FLAT=True",), marks=pytest.mark.slow), ("sm_90a", "f16", ("FLAT=True",))])
 def test_builds_with_nvcc(arch, dtype, defines, tmp_path):
     """Every kernel of the module, for one dtype, compiles without warnings or spills, and
     without ptxas's performance notes (C7514: the pipelined wgmmas of conv2d and

@@ -107,7 +107,7 @@ def test_error_feedback_stays_bounded_over_100_steps(mod):
 @pytest.mark.nvcc
 @pytest.mark.parametrize("arch,dtype,q", [pytest.param(a, d, q, marks=m) for a, d, q, m in
                                           (("sm_80", "f16", "f8e5m2", pytest.mark.slow),
-                                           ("sm_80", "f32", "i8", pytest.mark.slow), ("sm_90a", "bf16", "i8", ()),
+                                           ("sm_80", "f32", "i8", pytest.mark.slow), ("sm_90a", "bf16", "i8", pytest.mark.slow),
                                            ("sm_90a", "f16", "f8e4m3", ()))])
 def test_builds_with_nvcc(arch, dtype, q, tmp_path):
     """Every operator of the module, for one input dtype and quantized dtype (sm_80's f8 in

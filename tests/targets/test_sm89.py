@@ -44,7 +44,8 @@ F8_CASES = [
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("name,consts,instruction,n", F8_CASES)
+@pytest.mark.parametrize("name,consts,instruction,n",  # the first in the default run, all under -m slow
+                         [pytest.param(*c, marks=() if i == 0 else pytest.mark.slow) for i, c in enumerate(F8_CASES)])
 def test_f8_gemm_takes_the_f8_mma(name, consts, instruction, n, tmp_path):
     check_tensor_cores(name, consts, "sm_89", instruction, n, tmp_path)
 
