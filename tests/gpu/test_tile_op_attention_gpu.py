@@ -62,6 +62,20 @@ def test_attention_against_sdpa(mod, dtype, S, SK, D):
     assert not torch.isnan(got).any() and rel_err(got, want) < TOL[dtype]
 
 
+@pytest.mark.parametrize("scale", [-0.09, 0.0])
+def test_a_negative_or_zero_scale_against_sdpa(mod, scale):
+    """The scale folded into the exponent (a negative one negates the raw scores first)."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q, k, v = inputs(torch, "f16", 300, 777, 128, 11)
+    with sdpa_kernel(SDPBackend.MATH):
+        want = F.scaled_dot_product_attention(q.float()[None], k.float()[None], v.float()[None], scale=scale)[0]
+    got = mod.attention(q, k, v, scale)
+    assert not torch.isnan(got).any() and rel_err(got, want) < TOL["f16"]
+
+
 @pytest.mark.parametrize("S, SK", [(1000, 1000), (300, 2049), (4096, 4096)])
 def test_causal_against_sdpa(mod, S, SK):
     """tri(S, SK, SK - S): the mask aligned to the bottom right, SDPA's attn_mask the same."""

@@ -57,6 +57,14 @@ def biased(q: f16[S, D], k: f16[SK, D], v: f16[SK, D], bias: f32[SK]) -> f32[S, 
     return f16(softmax(q @ k.T + bias, axis=1)) @ v
 
 @tile_op
+def scaled_left(q: f16[S, D], k: f16[SK, D], v: f16[SK, D], c: f32) -> f32[S, D]:
+    return f16(softmax(c * (q @ k.T), axis=1)) @ v
+
+@tile_op
+def divided(q: f16[S, D], k: f16[SK, D], v: f16[SK, D], c: f32) -> f32[S, D]:
+    return f16(softmax(q @ k.T / (c + 1.0), axis=1)) @ v
+
+@tile_op
 def named(q: f16[S, D], k: f16[SK, D], v: f16[SK, D]) -> f16[S, D]:
     kt = k.T
     s = where(tri(S, SK), q @ kt, -inf(f32))
@@ -123,6 +131,31 @@ def test_causal_mask_from_tri(S, SK):
     from tlc import ir
 
     assert "n_blocks_ = min((SK_ - 1) // 64 + 1, ((bx_ + 1) * 128 + (SK_ - S_) - 1) // 64 + 1)" in ir.print_kernel(kernel)
+
+
+@pytest.mark.parametrize("c", [0.125, -0.2, 0.0, -0.0])
+def test_a_scale_of_any_sign_is_folded_into_the_exponent(c):
+    """s * c exponentiated as exp2(s * |c| log2(e) - max), the max taken of the raw scores
+    (flash_fwd's one FFMA an element, no pass of its own); a negative c negates the raw
+    scores first, c = 0 weighs every key alike, as NumPy does."""
+    mod = module(SRC)
+    rng = np.random.default_rng(5)
+    q, k, v = (rand(rng, (n, 32), np.float16) for n in (70, 133, 133))
+    assert_close(mod.scaled_left(q, k, v, np.float32(c)), reference(q, k, v, lambda s: c * s), np.float16)
+    assert_close(mod.divided(q, k, v, np.float32(c)), reference(q, k, v, lambda s: s / (c + 1.0)), np.float16)
+    from tlc import ir
+
+    text = ir.print_kernel(mod.divided.program(sizes={"D": 32}).launches[0].kernel)
+    assert "c_ = 1.0 / (c + 1.0)" in text and "scale_log2_ = where(c_ != 0.0, abs(c_), 1e-30) * 1.4426950408889634" in text
+    assert "scores_[i_, j_] = fast_exp2(scores_[i_, j_] * scale_log2_ - max_log2_[i_])" in text
+
+
+def test_the_causal_mask_is_applied_to_the_blocks_across_the_diagonal_only():
+    from tlc import ir
+
+    text = ir.print_kernel(module(SRC).causal.program(sizes={"D": 64}).launches[0].kernel)
+    assert "if kb_ * 64 + 64 > SK_ or kb_ * 64 + 64 - 1 > bx_ * 128 + (SK_ - S_):" in text
+    assert text.count("-inf)") == 1  # the one where(), inside that branch
 
 
 def stacked_reference(q, k, v, g):
