@@ -515,7 +515,17 @@ __device__ __forceinline__ void copy_f2s(U* smem, const T* regs) {
         const __nv_bfloat162 p = __floats2bfloat162_rn(regs[r], regs[r + 1]);
         lo = p.x, hi = p.y;
       }
-      if (L::valid(t, r)) smem[smem_index<U, ROWS, COLS, PAD, SWIZZLE>(L::row(t, r), L::col(t, r))] = lo;
+      const int i = smem_index<U, ROWS, COLS, PAD, SWIZZLE>(L::row(t, r), L::col(t, r));
+      // r and r + 1 are neighbours of one run (RUN even): an even column's pair is 4 aligned,
+      // adjacent bytes in shared memory (a swizzle moves 16-byte pieces, an even row length
+      // keeps the parity), one 32-bit store for the two (the probabilities of MLA decode:
+      // STS.U16 twice before)
+      if ((SWIZZLE != 0 || (COLS + PAD) % 2 == 0) && L::col(t, r) % 2 == 0 && L::valid(t, r) && L::valid(t, r + 1)) {
+        U pair[2] = {lo, hi};
+        *reinterpret_cast<unsigned*>(smem + i) = *reinterpret_cast<const unsigned*>(pair);
+        continue;
+      }
+      if (L::valid(t, r)) smem[i] = lo;
       if (L::valid(t, r + 1)) smem[smem_index<U, ROWS, COLS, PAD, SWIZZLE>(L::row(t, r + 1), L::col(t, r + 1))] = hi;
     }
   } else {

@@ -170,6 +170,20 @@ __device__ __forceinline__ void reduce_warps_to_scratch(Acc* scratch, const Acc*
   __syncthreads();
 }
 
+// The threads in PARTS equal blocks, each holding every kept index in one group of lanes and
+// one slot (the warpgroups side by side of a column-split wgmma accumulator): the first lane of
+// each group writes its block's row of scratch (PARTS x NKEPT), no initialization, no atomics.
+template <typename K, int THREADS, int NKEPT, int PARTS, unsigned MASK, typename Acc>
+__device__ __forceinline__ void reduce_parts_to_scratch(Acc* scratch, const Acc* part) {
+  const int t = threadIdx.x;
+  if ((t & MASK) == 0) {
+#pragma unroll
+    for (int s = 0; s < K::REGS; ++s)
+      if (K::valid(t, s)) scratch[(t / (THREADS / PARTS)) * NKEPT + K::col(t, s)] = part[s];
+  }
+  __syncthreads();
+}
+
 // Any other grouping: one scratch row of NKEPT values, combined into by atomics from the first
 // lane of each group of lanes (or from every register, when MASK = 0 and slots repeat).
 template <Op OP, typename K, int THREADS, int NKEPT, unsigned MASK, typename Acc>

@@ -419,3 +419,8 @@ def test_mla_decode_runs_on_hgmma_without_local_memory(tmp_path):
     assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log
     registers = [int(r) for r in re.findall(r"Used (\d+) registers", log)]
     assert max(registers) <= 232, log
+    # a page's row max and sum meet in one scratch row a warpgroup (no atomics), the cleared
+    # scores take no barrier of their own: a barrier at the loop's top, one a reduction, one
+    # before P @ V (and one before and one after the loop); P's pairs stored 32 bits at a time
+    assert "ATOMS" not in body and len(re.findall(r"\bBAR\.SYNC", body)) == 6
+    assert "reduce_parts_to_scratch<" in source

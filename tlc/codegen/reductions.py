@@ -6,7 +6,9 @@ reduction's destination takes): each thread combines its registers per slot, the
 that hold the same kept index (shuffles over the lane bits found here).  When every holder of
 an index is in one such group and the destination is that replicated layout, that is all;
 otherwise the partials meet in a scratch array in shared memory: one row per warp when whole
-warps share the indices, else one row combined by atomics.  Two scratch arrays alternate, so a
+warps share the indices, one row per block of warps when the threads split into equal blocks
+that each hold every index once (the warpgroups of a column-split wgmma accumulator), else one
+row combined by atomics.  Two scratch arrays alternate, so a
 reduction into registers costs one `__syncthreads` (see `scratch`).  A shared source reduces straight
 into the scratch row.  The C of every step is in reduce.cuh; this file only chooses.
 """
@@ -76,6 +78,11 @@ class ReduceGen:
             red = self.scratch(parts * nkept, acc)
             self.emit(f"tl::reduce_warps_to_scratch<{op}, {kept_alias}, {self.k.threads}, {nkept}, "
                       f"{c_bool(not plan.every_warp)}>({red}, tl_part);")
+        elif plan.parts:
+            parts = plan.parts
+            red = self.scratch(parts * nkept, acc)
+            self.emit(f"tl::reduce_parts_to_scratch<{kept_alias}, {self.k.threads}, {nkept}, {parts}, {plan.mask}u>("
+                      f"{red}, tl_part);")
         else:
             parts = 1
             red = self.scratch(nkept, acc)

@@ -34,6 +34,8 @@ class SlotPlan:
     complete: bool  # every holder of a kept index is in one group of lanes: no scratch needed
     warp_rows: bool  # whole warps are groups, and lane 0 holds each kept index once
     every_warp: bool  # every warp holds every kept index (its scratch row needs no init)
+    parts: int = 0  # else: the threads in this many equal blocks, each holding every kept index
+    #                 in one group of lanes and one slot (a scratch row a block, no atomics), or 0
 
 
 @functools.lru_cache(maxsize=256)
@@ -55,7 +57,33 @@ def slot_plan(kept: Replicated, threads: int) -> SlotPlan:
     warp_rows = mask == 31 and all(len(ks) == len(set(ks)) for ks in lane0)
     every = set(groups)
     every_warp = all(set(ks) == every for ks in lane0)
-    return SlotPlan(mask, complete, warp_rows, every_warp)
+    parts = 0 if complete or warp_rows else _parts(held, mask, threads, every)
+    return SlotPlan(mask, complete, warp_rows, every_warp, parts)
+
+
+def _parts(held: dict, mask: int, threads: int, every: set) -> int:
+    """The fewest equal blocks of whole warps (2 or more) in each of which every kept index is
+    held by exactly one lane group, in one slot: the warpgroups side by side of a column-split
+    wgmma accumulator (MLA decode's scores, each row in one quad of each warpgroup).  Lane
+    (t & mask) == 0 of each group then writes its block's scratch row without atomics, the
+    block's rows meet after one barrier.  0 when no such split exists."""
+    for parts in range(2, threads // 32 + 1):
+        if threads % parts or (threads // parts) % 32:
+            continue
+        size = threads // parts
+        seen = [dict() for _ in range(parts)]
+        ok = True
+        for (t, s), k in held.items():
+            if t & mask:
+                continue
+            block = seen[t // size]
+            if k in block:
+                ok = False
+                break
+            block[k] = (t, s)
+        if ok and all(set(b) == every for b in seen):
+            return parts
+    return 0
 
 
 def reduces_in_registers(r: ir.Reduce, buffers: dict, threads: int) -> bool:

@@ -23,6 +23,9 @@ from .reduce_slots import reduces_in_registers
 
 PRODUCER_THREADS = 128
 PRODUCER_REGS = 40  # what the producer keeps: it only computes addresses
+# a producer that gathers rows (an implicit GEMM's im2col tile) keeps each of its rows' offsets
+# and bounds over the K loop (ptxas hoists them): 8 rows a tile, two tiles
+GATHER_PRODUCER_REGS = 112
 TILE_GROUP = 8  # a persistent kernel walks tiles in groups of 8 block rows (L2 reuse of B)
 CLUSTER = 2  # blocks per cluster in a persistent kernel that multicasts a shared operand
 
@@ -36,12 +39,13 @@ def specialize_warps(kernel: ir.Kernel, target) -> ir.Kernel:
     return kernel if ws is None else replace(kernel, warp_spec=ws)
 
 
-def consumer_registers(threads: int, registers_per_sm: int = 65536) -> int:
-    """Registers per consumer thread after the producer gave its own away: the block holds
-    (threads + 128) x R registers, R what `__launch_bounds__(threads + 128, 1)` allows."""
+def consumer_registers(threads: int, registers_per_sm: int = 65536, producer: int = PRODUCER_REGS) -> int:
+    """Registers per consumer thread after the producer gave its own away (down to `producer`):
+    the block holds (threads + 128) x R registers, R what `__launch_bounds__(threads + 128, 1)`
+    allows."""
     total = threads + PRODUCER_THREADS
     per_thread = min(255, registers_per_sm // total // 8 * 8)
-    share = (total * per_thread - PRODUCER_THREADS * PRODUCER_REGS) // threads // 8 * 8
+    share = (total * per_thread - PRODUCER_THREADS * producer) // threads // 8 * 8
     return min(240, share)
 
 
@@ -96,18 +100,25 @@ def ring_split(loop: ir.For, params: dict, buffers: dict) -> tuple[list, list] |
 
 def after_scalar_lets(rest: list, buffers: dict) -> list:
     """`rest` of a ring without the syncs between its leading scalar lets (which read no shared
-    buffer) and its first other statement: the ring's wait and barrier at the top of each
+    buffer) or fills of fragments and its first other statement: the ring's wait and barrier at the top of each
     iteration order the stage's reads (the pipelined rows' `r = ...`, before the row's copy out
     of the ring, left a second barrier a row in the plain layer_norm).  For the cp.async ring's
     emission only: a warp-specialized consumer is a contiguous range of the loop's body
     (WarpSpecialization.consumer), which `ring_split`'s rest must stay."""
     out, k = list(rest), 0
-    while k < len(out) and (isinstance(out[k], ir.Sync) or _scalar(out[k], buffers)):
+    while k < len(out) and (isinstance(out[k], ir.Sync) or _scalar(out[k], buffers) or _fill_registers(out[k], buffers)):
         if isinstance(out[k], ir.Sync):
             out.pop(k)
         else:
             k += 1
     return out
+
+
+def _fill_registers(s, buffers: dict) -> bool:
+    """A fill of a fragment: each thread writes its own registers (the cleared scores before a
+    gemm, MLA decode's: the sync after it was a second barrier a page)."""
+    return isinstance(s, ir.Fill) and s.buffer in buffers and buffers[s.buffer].scope == "fragment" and not any(
+        x.name in buffers and buffers[x.name].scope == "shared" for x in loads(s.value))
 
 
 def _scalar(s, buffers: dict) -> bool:
@@ -145,15 +156,18 @@ class _Planner:
         consumer_only = tuple(j for j, x in enumerate(k.body[:i]) if not _thread_local(x, self.buffers)
                               and not isinstance(x, ir.Sync))
         loop, after = k.body[i], k.body[i + 1:]
-        split = ring_split(loop, self.params, self.buffers)
+        from . import gather_rows  # (which imports ring_split from here)
+        split = gather_rows.split(loop, self.params, self.buffers)
         if split is None or not self.barrier_free(split[1], in_loop=True):
             return None
         producers, rest = split
-        if reads_staged(after, {c.dst.name for c in producers}):
+        if reads_staged(after, {gather_rows.dst_name(c) for c in producers}):
             return None
-        loads = [self.tma_load(loop.body.index(c), c) for c in producers]
+        loads = [self.gather_load(loop.body.index(c), c) if isinstance(c, ir.Parallel) else
+                 self.tma_load(loop.body.index(c), c) for c in producers]
         if None in loads:
             return None
+        gathers = any(x.gather for x in loads)
         overlap = len(rest) == 1 and isinstance(rest[0], ir.Gemm) and self.uses_wgmma(rest[0])
         start = len(producers) + next(j for j, s in enumerate(loop.body[len(producers):]) if not isinstance(s, ir.Sync)) \
             if rest else len(producers)
@@ -162,18 +176,24 @@ class _Planner:
         persistent = self.epilogue_free(after) and not consumer_only
         self.loop = loop
         cluster = self.cluster_size(persistent, loads)
-        loads = [self.with_map(x, cluster) for x in loads]
+        loads = [x if x.gather else self.with_map(x, cluster) for x in loads]
         barriers = -(-k.smem_bytes // 8) * 8  # after the kernel's buffers, 8-aligned
         # deferring holds a stage one iteration longer: with two, the producer could not fill the
         # next while the consumers work (measured on the H200: attention 519 -> 371 TFLOP/s with
         # two stages, 513 -> 553 with three)
         deferred = None if persistent or overlap or loop.stages < 3 else \
             self.deferred_gemm(loop.body, start, start + len(rest))
+        producer_regs = GATHER_PRODUCER_REGS if gathers else PRODUCER_REGS
+        # with gathers each producer thread arrives once its cp.async vectors landed and each
+        # producer warp once its plain stores are done (a vector at the tensor's edge, and the
+        # element-by-element copies where the host has no tensor map); the TMA's arrival with
+        # its bytes comes on top (the emission's count)
+        full = PRODUCER_THREADS + PRODUCER_THREADS // 32 if gathers else PRODUCER_THREADS
         ws = WarpSpecialization(
             loop=i, stages=loop.stages, loads=tuple(loads), consumer=(start, start + len(rest)),
-            producer_threads=PRODUCER_THREADS, producer_registers=PRODUCER_REGS,
-            consumer_registers=consumer_registers(k.threads, self.target.registers_per_sm),
-            barriers=barriers, full_arrivals=PRODUCER_THREADS, empty_arrivals=cluster * k.threads // 32,
+            producer_threads=PRODUCER_THREADS, producer_registers=producer_regs,
+            consumer_registers=consumer_registers(k.threads, self.target.registers_per_sm, producer_regs),
+            barriers=barriers, full_arrivals=full, empty_arrivals=cluster * k.threads // 32,
             release_lag=1 if overlap or deferred else 0, tensor_maps=(),
             tile_order=TileOrder(TILE_GROUP, cluster) if persistent else None, consumer_only=consumer_only,
             deferred=deferred)
@@ -221,6 +241,23 @@ class _Planner:
         if (cols * b.dtype.itemsize) % 128 or rows > 256:
             return None
         return StageLoad(index, b.name, rows, cols, stage_elements(b), -1)
+
+    def gather_load(self, index: int, p: ir.Parallel) -> StageLoad | None:
+        """A row gather the producer's threads can make (gather_rows.row_gather): into a 2-D
+        128-byte swizzled tile (wgmma's operand), reading the tensor and scalars only, not a
+        shared buffer (the consumers' before the loop are not the producer's)."""
+        from .gather_rows import row_gather
+        g = row_gather(p, self.params, self.buffers)
+        if g is None:
+            return None
+        b = self.buffers[g.dst]
+        if b.layout.swizzle_bytes != 128 or len(b.shape) != 2:
+            return None
+        if any(x.name in self.buffers for e in (*(v for s in g.lets for v in statement_exprs(s)), *g.indices,
+                                                 *((g.cond,) if g.cond is not None else ())) for x in loads(e)):
+            return None
+        rows, cols = b.shape
+        return StageLoad(index, b.name, rows, cols, stage_elements(b), -1, gather=True)
 
     def with_map(self, load: StageLoad, cluster: int) -> StageLoad:
         """`load` with its tensor map (one per tensor and box, registered on first use) and
@@ -271,6 +308,8 @@ class _Planner:
         of L2; where the two tiles' x differ each block loads its own."""
         if not persistent or len(self.k.grid) < 2:
             return 1
+        if any(x.gather for x in loads):
+            return 1  # a gather has no multicast
         shared = [x for x in loads if self.shared_by_cluster(self.loop.body[x.index])]
         # the blocks of a cluster wait on each other's stages: every tile must run as many
         # iterations, so the loop's length may read only sizes and scalar parameters
