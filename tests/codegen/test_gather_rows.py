@@ -2,13 +2,17 @@
 a shared tile from rows of a tensor found by index arithmetic (an implicit GEMM's im2col tile)
 is a producer of the cp.async ring like a copy: its buffer staged, its 16-byte vectors issued
 `stages - 1` iterations ahead (codegen/copies.py gather_async).  Before, such a loop made the
-whole pipelined loop a plain one, each element loaded synchronously.
+whole pipelined loop a plain one, each element loaded synchronously.  On sm_90a the
+gathers are the producer warpgroup's (schedule/warpspec.py): its threads move their vectors
+through cp.async and arrive on the stage's full barrier as they land, the copies beside them
+through the TMA, and a simple gather's rows keep their part of each index in registers over
+the K loop (codegen/copies.py gather_rows_kept).
 
 Which loops are gathers (the simple form, where only the last index reads j as `a + j`, and
 the general one, each element's position computed, as im2col's lowering and a masked group
-gather need), the staged buffers and the ring in the generated C for sm_80 and sm_90a (where
-the warp-specialization pass leaves such a loop to the ring, feeding wgmma), nvcc with warnings
-as errors, and the interpreter, which runs the loop as written.  tests/gpu/test_conv_gpu.py and
+gather need), the staged buffers, the cp.async ring in the generated C for sm_80 and the
+warp-specialized one for sm_90a, nvcc with warnings as errors, and the interpreter, which runs
+the loop as written (tests/stdlib/test_conv.py: conv2d's ring against NumPy).  tests/gpu/test_conv_gpu.py and
 tests/gpu/test_views_gpu.py run the kernels on the GPU."""
 from __future__ import annotations
 
@@ -95,13 +99,23 @@ def test_the_simple_form_and_the_general_one():
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("kernel", ["gathered", "masked"])
 def test_the_ring_issues_the_gather_ahead(kernel, arch, tmp_path):
+    """sm_80, and sm_90a for the general form: the cp.async ring, the gather in its prologue and
+    its loop.  sm_90a, the simple form: the producer warpgroup's, with w's tile through the TMA
+    (and element by element where the host has no tensor map: the gather in both of the
+    producer's loops), the rows' parts of the indices kept in registers over the K loop."""
     cu = _cu(kernel, arch)
-    ring = cu[cu.index("pipelined over 3 stages"):]
-    assert ring.count("gather rows of x into xs: 16-byte vectors through cp.async") == 2  # prologue and loop
+    if arch == "sm_80" or kernel == "masked":
+        ring = cu[cu.index("pipelined over 3 stages"):]
+        if arch == "sm_90a":
+            assert "tl::gemm_wgmma<" in ring
+    else:
+        ring = cu[cu.index("warp-specialized over 3 stages: threads 128..255 produce (cp.async row gathers and TMA)"):]
+        assert "tl::tma_load_tile<" in ring and "tl::gemm_wgmma<" in ring
+        assert ring.count("tl::cp_async_mbar_arrive_noinc(tl_full + tl_stage);") == 2
+        assert ring.count("tl_g0_o[tl_round] = ") == 2  # the rows' offsets, before each producer loop
+    assert ring.count("gather rows of x into xs: 16-byte vectors through cp.async") == 2
     assert "tl::cp_async_16_full(tl_dst" in ring and "tl::cp_async_16(tl_dst, x, 0)" in ring
     assert ("tl_off[tl_e]" in ring) == (kernel == "masked")  # the general form compares each element's position
-    if arch == "sm_90a":
-        assert "tl::gemm_wgmma<" in ring
     compile_device(cu, arch, tmp_path)
 
 

@@ -297,18 +297,71 @@ class CopyGen:
                 self.stmt_Copy(p, async_copy=True)
         self.smem_base = saved
 
-    def gather_async(self, g) -> None:
+    def gather_rows_kept(self, g, thread: str, threads: int, loop_var: str) -> dict | None:
+        """Before a warp-specialized producer's K loop: each of this thread's rows of gather `g`
+        (rows `thread`, `thread + threads`, ... of the tile) its part of each index, of the
+        offset and of the bounds, in registers, where the indices split into a row's part and a
+        K step's (gather_rows.row_steps: the output pixel's, with its divisions, and the kernel
+        position's), so that a K step adds its own part once a row rather than dividing again.
+        Returns what gather_async(..., kept=) reads, or None where the indices do not split."""
+        rs = gather_rows.row_steps(g, loop_var)
+        if rs is None:
+            return None
+        b = self.buffers[g.dst]
+        rows, cols = b.shape
+        vec = 16 // b.dtype.itemsize
+        vecs, vpr = rows * cols // vec, cols // vec
+        rounds = -(-vecs // threads)
+        tag = f"tl_g{len(getattr(self, '_kept_tags', ()))}"
+        self._kept_tags = (*getattr(self, "_kept_tags", ()), tag)
+        dims = self.tensor_dims(g.src)
+        i = g.loop.vars[0]
+        both = [d for d, (r, st) in enumerate(rs.parts) if r is not None and st is not None]
+        e = self.emit
+        e(f"// the rows of {g.dst} this thread gathers: their parts of the indices, kept over the K loop")
+        for d in both:
+            e(f"int {tag}_r{d}[{rounds}];  // index {d}'s row part")
+        e(f"long long {tag}_o[{rounds}];  // the row's part of the offset")
+        e(f"bool {tag}_in[{rounds}];  // the indices of the row alone inside the tensor")
+        e("#pragma unroll")
+        e(f"for (int tl_round = 0; tl_round < {rounds}; ++tl_round) {{")
+        self.indent += 1
+        e(f"const int tl_v = {thread} + tl_round * {threads};")
+        if vecs % threads:
+            e(f"if (tl_v >= {vecs}) {{ {tag}_in[tl_round] = false; {tag}_o[tl_round] = 0;"
+              + "".join(f" {tag}_r{d}[tl_round] = 0;" for d in both) + " continue; }")
+        e(f"const int {c_name(i)} = tl_v / {vpr};")
+        self.ranges[i] = (0, rows - 1)
+        self.block(list(rs.row_lets))
+        offset, inside = "0LL", []
+        for d, ((r, st), dim) in enumerate(zip(rs.parts, dims)):
+            text = self._in(r, I32) if r is not None else None
+            if d in both:
+                e(f"{tag}_r{d}[tl_round] = {text};")
+            elif text is not None:
+                inside.append(f"({text}) >= 0 && ({text}) < {self.dim_text(dim)}")
+            offset = f"({offset} * {self.dim_text(dim)}{f' + ({text})' if text is not None else ''})"
+        e(f"{tag}_o[tl_round] = {offset} * {self.dim_text(dims[-1])};")
+        e(f"{tag}_in[tl_round] = {' && '.join(inside) if inside else 'true'};")
+        self.ranges.pop(i, None)
+        self.indent -= 1
+        e("}")
+        return {"tag": tag, "parts": rs.parts, "both": both}
+
+    def gather_async(self, g, thread: str = "threadIdx.x", threads: int | None = None, kept: dict | None = None) -> None:
         """A row gather (schedule/gather_rows.py) as 16-byte vectors through cp.async: thread t
         takes vectors t, t + THREADS, ... of the tile; a vector of elements that all lie inside
         the tensor, consecutive from a 16-byte boundary, is one cp.async, one with none inside
         (a padding pixel, a row past the last) a zero-filled one, and any other (a row ending
         inside the vector, an unaligned tensor) is moved element by element.  Where only the
         last index reads j, as `a + j` (`g.simple`), the vector's first element decides; else
-        each element's scalars, condition and position are computed and compared."""
+        each element's scalars, condition and position are computed and compared.  `thread` and
+        `threads`: the gathering threads (a warp-specialized producer's: tl_worker of 128);
+        `kept`: its rows' parts kept in registers (gather_rows_kept), the K step's part added."""
         b = self.buffers[g.dst]
         rows, cols = b.shape
         T, vec = c_type(b.dtype), 16 // b.dtype.itemsize
-        vecs, threads = rows * cols // vec, self.k.threads
+        vecs, threads = rows * cols // vec, threads or self.k.threads
         i, j = g.loop.vars
         src = c_name(g.src)
         zero = literal(0, b.dtype)
@@ -326,7 +379,7 @@ class CopyGen:
         hoisted = {}
         same_columns = threads % vpr == 0 and not g.simple  # (the simple form keeps its code: no column scalars)
         if same_columns:
-            self.emit(f"const int tl_j0_t = threadIdx.x % {vpr} * {vec};")
+            self.emit(f"const int tl_j0_t = {thread} % {vpr} * {vec};")
             hoisted = gather_rows.column_scalars(g, once)
         read = set()  # what the rounds read: the hoisted scalars others are computed from stay in the loop above
         parts = gather_rows.split_indices(g, hoisted, once) if hoisted else None
@@ -381,10 +434,29 @@ class CopyGen:
             self.emit(f"{T}* tl_ed[{rounds}];  // and where they go (nullptr: none)")
             self.emit("#pragma unroll")
             self.emit(f"for (int tl_round = 0; tl_round < {rounds}; ++tl_round) tl_ed[tl_round] = nullptr;")
+        if kept is not None:  # the K step's part of each index, once for all rows
+            tag, dims = kept["tag"], self.tensor_dims(g.src)
+            step, inside = "0LL", []
+            for d, ((r, st), dim) in enumerate(zip(kept["parts"], dims)):
+                if st is not None:
+                    self.emit(f"const int {tag}_s{d} = {self._in(st, I32)};")
+                    if d not in kept["both"]:
+                        inside.append(f"{tag}_s{d} >= 0 && {tag}_s{d} < {self.dim_text(dim)}")
+                step = f"({step} * {self.dim_text(dim)}{f' + {tag}_s{d}' if st is not None else ''})"
+            self.emit(f"const long long {tag}_so = {step} * {self.dim_text(dims[-1])};")
+            self.emit(f"const bool {tag}_sin = {' && '.join(inside) if inside else 'true'};")
+            # the last index is `a + j` (a simple gather): a, once
+            self.emit(f"long long {tag}_c;  // the last index at j = 0")
+            self.emit(f"{{ const int {c_name(j)} = 0; (void){c_name(j)}; {tag}_c = {self.expr(g.indices[-1])}; }}")
+            if threads % vpr == 0:  # this thread's vector is at the same columns in every row
+                last = self.dim_text(dims[-1])
+                self.emit(f"const long long {tag}_cj = {tag}_c + {thread} % {vpr} * {vec};")
+                self.emit(f"const bool {tag}_cok = tl_gv && {last} % {vec} == 0 && {tag}_cj >= 0 && {tag}_cj % {vec} == 0 "
+                          f"&& {tag}_cj + {vec} <= {last};  // the whole vector inside its rows")
         self.emit("#pragma unroll")  # a constant trip count, so that it unrolls and a row's scalars are hoisted
         self.emit(f"for (int tl_round = 0; tl_round < {rounds}; ++tl_round) {{")
         self.indent += 1
-        self.emit(f"const int tl_v = threadIdx.x + tl_round * {threads};")
+        self.emit(f"const int tl_v = {thread} + tl_round * {threads};")
         if vecs % threads:
             self.emit(f"if (tl_v >= {vecs}) break;")
         self.emit(f"const int {c_name(i)} = tl_v / {vpr};")
@@ -394,21 +466,27 @@ class CopyGen:
         if g.simple:
             dims = self.tensor_dims(g.src)
             last = self.dim_text(dims[-1])
-            self.emit(f"const int {c_name(j)} = tl_j0;")
-            self.block(lets)
-            lead, col = g.indices[:-1], self.expr(g.indices[-1])
-            inside = [f"{self.expr(x)} >= 0 && {self.expr(x)} < {self.dim_text(d)}" for x, d in zip(lead, dims)]
-            if g.cond is not None:
-                inside.append(f"({self.expr(g.cond)})")
-            self.emit(f"const bool tl_in = {' && '.join(inside) if inside else 'true'};")
-            self.emit(f"const long long tl_c = {col};")
-            row = "0LL"
-            for x, d in zip(lead, dims):
-                row = f"({row} * {self.dim_text(d)} + {self.expr(x)})"
-            self.emit(f"const {T}* tl_row = {src} + {row} * {last};")
+            if kept is None:
+                self.emit(f"const int {c_name(j)} = tl_j0;")
+            if kept is not None:  # the row's parts from registers, the K step's added
+                tag = kept["tag"]
+                inside = [f"{tag}_in[tl_round]", f"{tag}_sin"]
+                for d in kept["both"]:
+                    x = f"({tag}_r{d}[tl_round] + {tag}_s{d})"
+                    inside.append(f"{x} >= 0 && {x} < {self.dim_text(dims[d])}")
+                self.emit(f"const bool tl_in = {' && '.join(inside)};")
+                self.emit(f"const long long tl_c = {tag}_c + tl_j0;")
+                self.emit(f"const {T}* tl_row = {src} + {tag}_o[tl_round] + {tag}_so;")
+            else:
+                self.block(lets)
+                row = self.row_of(g.indices, dims, g.cond)
+                self.emit(f"const {T}* tl_row = {src} + {row} * {last};")
             self.emit(f"{T}* tl_dst = {dst};")
-            self.emit(f"if (tl_gv && {last} % {vec} == 0 && tl_in && tl_c >= 0 && tl_c % {vec} == 0 && "
-                      f"tl_c + {vec} <= {last}) tl::cp_async_16_full(tl_dst, tl_row + tl_c);")
+            if kept is not None and threads % vpr == 0:
+                self.emit(f"if ({kept['tag']}_cok && tl_in) tl::cp_async_16_full(tl_dst, tl_row + tl_c);")
+            else:
+                self.emit(f"if (tl_gv && {last} % {vec} == 0 && tl_in && tl_c >= 0 && tl_c % {vec} == 0 && "
+                          f"tl_c + {vec} <= {last}) tl::cp_async_16_full(tl_dst, tl_row + tl_c);")
             self.emit(f"else if (!tl_in || tl_c >= {last} || tl_c + {vec} <= 0) tl::cp_async_16(tl_dst, {src}, 0);")
             self.emit("else {  // a vector at the tensor's edge, or unaligned: element by element (rare, kept small)")
             self.emit("#pragma unroll 1")
@@ -480,6 +558,21 @@ class CopyGen:
         self.indent -= 1
         self.emit("}")
 
+    def row_of(self, indices, dims, cond=None) -> str:
+        """A row gather's or scatter's vector: emits `tl_in` (its lead indices inside the tensor,
+        and `cond`) and `tl_c` (its last index); returns the row's index among the tensor's rows
+        (its offset over the last dimension's size)."""
+        lead, col = indices[:-1], self.expr(indices[-1])
+        inside = [f"{self.expr(x)} >= 0 && {self.expr(x)} < {self.dim_text(d)}" for x, d in zip(lead, dims)]
+        if cond is not None:
+            inside.append(f"({self.expr(cond)})")
+        self.emit(f"const bool tl_in = {' && '.join(inside) if inside else 'true'};")
+        self.emit(f"const long long tl_c = {col};")
+        row = "0LL"
+        for x, d in zip(lead, dims):
+            row = f"({row} * {self.dim_text(d)} + {self.expr(x)})"
+        return row
+
     def index_parts(self, parts, dims, side: int, var: str, decl: str) -> tuple[str, list]:
         """The row's (`side` 0) or the column's (1) parts of a split gather's indices
         (gather_rows.split_indices), each set as `var` of its dimension (declared with `decl`):
@@ -523,13 +616,7 @@ class CopyGen:
         self.emit(f"const int {c_name(j)} = tl_v % {cols // vec} * {vec};")
         self.ranges[i], self.ranges[j] = (0, rows - 1), (0, cols - vec)
         self.block(lets)
-        lead, col = g.indices[:-1], self.expr(g.indices[-1])
-        inside = [f"{self.expr(x)} >= 0 && {self.expr(x)} < {self.dim_text(d)}" for x, d in zip(lead, dims)]
-        self.emit(f"const bool tl_in = {' && '.join(inside) if inside else 'true'};")
-        self.emit(f"const long long tl_c = {col};")
-        row = "0LL"
-        for x, d in zip(lead, dims):
-            row = f"({row} * {self.dim_text(d)} + {self.expr(x)})"
+        row = self.row_of(g.indices, dims)
         self.emit(f"{T}* tl_row = {dst} + {row} * {last};")
         self.emit(f"const {T}* tl_src = {self.smem_pointer(g.src)} + {self.smem_index(b, [c_name(i), c_name(j)])};")
         self.emit(f"if (tl_in && tl_sv && tl_c >= 0 && tl_c % {vec} == 0 && tl_c + {vec} <= {last}) "

@@ -36,8 +36,9 @@ class Sm90(WarpSpecialized, Sm80):
         out = super().generate()
         out["threads"] = self.launch_threads
         if self.ws_loop is not None:
+            # (a ring of row gathers alone has no map, and then no flags: the launchers pass them with maps)
             out["extra_params"] = [f"const __grid_constant__ tl::TensorMap tl_map{i}"
-                                   for i in range(len(self.tensor_maps))] + ["int tl_tma"]
+                                   for i in range(len(self.tensor_maps))] + (["int tl_tma"] if self.tensor_maps else [])
             out["tensor_maps"] = tuple(self.tensor_maps)
             out["persistent"] = self.persistent
             out["cluster"] = self.cluster

@@ -11,11 +11,17 @@ def header_lines(k: Kernel) -> list[str]:
     ws: WarpSpecialization = k.warp_spec
     loop, S, T, P = k.body[ws.loop], ws.stages, k.threads, ws.producer_threads
     cluster = ws.tile_order.cluster if ws.tile_order is not None else 1
-    copies = ", ".join(f"{loop.body[x.index].src.name} -> {x.buffer}" for x in ws.loads)
+    copies = ", ".join(f"{'gathered rows' if x.gather else loop.body[x.index].src.name} -> {x.buffer}"
+                       for x in ws.loads)
     if ws.release_lag:
         release = f"empty[(it + {S - ws.release_lag}) % {S}] (a stage {ws.release_lag} iteration late: its wgmma stays in flight)"
     else:
         release = f"empty[it % {S}]"
+    if any(x.gather for x in ws.loads):
+        full = (f"{ws.full_arrivals} arrivals: each producer thread's once its cp.async vectors landed, one a producer "
+                f"warp{', and 1 with the bytes of the TMA' if ws.tensor_maps else ''}")
+    else:
+        full = f"TMA: 1 arrival and the stage's bytes, else {ws.full_arrivals} arrivals"
     out = [f"warp specialized: loop {loop.var} becomes a ring of {S} stages, it = its iterations counted "
            f"{'across tiles' if ws.tile_order is not None else 'from 0'}",
            f"  producer: threads {T}..{T + P - 1}, setmaxnreg {ws.producer_registers}; waits empty[it % {S}] "
@@ -23,8 +29,7 @@ def header_lines(k: Kernel) -> list[str]:
            f"  consumers: threads 0..{T - 1} ({T // 128} warpgroup{'s' * (T > 128)}), setmaxnreg {ws.consumer_registers}; "
            f"wait full[it % {S}] (phase it / {S} & 1), run the loop's other statements on stage it % {S}, "
            f"release {release}",
-           f"  barriers: full[{S}] @{ws.barriers} (TMA: 1 arrival and the stage's bytes, else {ws.full_arrivals} "
-           f"arrivals), empty[{S}] @{ws.barriers + 8 * S} ({ws.empty_arrivals} arrivals: one per consumer warp"
+           f"  barriers: full[{S}] @{ws.barriers} ({full}), empty[{S}] @{ws.barriers + 8 * S} ({ws.empty_arrivals} arrivals: one per consumer warp"
            f"{' of the cluster' if cluster > 1 else ''})"]
     if ws.deferred is not None:
         d = ws.deferred
@@ -53,8 +58,9 @@ def statement_notes(k: Kernel) -> dict:
     loop = k.body[ws.loop]
     notes = {id(loop): f"ring: {ws.stages} stages, producer and consumers below"}
     for x in ws.loads:
-        notes[id(loop.body[x.index])] = (f"producer: into stage it % {ws.stages} of {x.buffer} through map "
-                                         f"#{x.tensor_map}{' (multicast)' if x.multicast else ''}")
+        how = "by cp.async from every producer thread" if x.gather else \
+            f"through map #{x.tensor_map}{' (multicast)' if x.multicast else ''}"
+        notes[id(loop.body[x.index])] = f"producer: into stage it % {ws.stages} of {x.buffer} {how}"
     start, stop = ws.consumer
     skipped = [i for i in range(len(ws.loads), len(loop.body)) if not start <= i < stop]
     for i in skipped:

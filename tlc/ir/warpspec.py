@@ -47,7 +47,10 @@ class StageLoad(Node):
     """The producer's copy at `index` of the ring loop's body: a tile of `rows` x `cols` into
     stage `it % stages` of `buffer`, whose stages lie `stage_elems` elements apart, through
     tensor map `tensor_map`; `multicast`: each block of the cluster loads 1/cluster of its rows
-    into every block's stage (the tile is the same for all of them)."""
+    into every block's stage (the tile is the same for all of them).  `gather`: the statement is
+    a row gather (schedule/gather_rows.py: an implicit GEMM's im2col tile), which every producer
+    thread moves in 16-byte cp.async vectors, each thread arriving on the stage's full barrier
+    once its own have landed (no tensor map: `tensor_map` is -1)."""
 
     index: int
     buffer: str
@@ -56,6 +59,7 @@ class StageLoad(Node):
     stage_elems: int
     tensor_map: int
     multicast: bool = False
+    gather: bool = False
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,10 @@ class WarpSpecialization(Node):
     producer_registers: int  # setmaxnreg.dec: it only computes addresses
     consumer_registers: int  # setmaxnreg.inc: the registers the producer gave away
     barriers: int  # byte offset of the full mbarriers (8 bytes per stage), the empty ones after them
-    full_arrivals: int  # on a stage's full barrier when the producer copies element by element (TMA: 1)
+    # on a stage's full barrier when the producer copies element by element (TMA: 1); a ring with
+    # row gathers: each producer thread's cp.async arrival and one a producer warp, plus 1 for
+    # the TMA's bytes where it also copies tiles through the TMA
+    full_arrivals: int
     empty_arrivals: int  # on a stage's empty barrier: one per consumer warp (of the cluster)
     release_lag: int  # 1: a stage is released one iteration late (its wgmma stays in flight)
     tensor_maps: tuple[TensorMapSpec, ...]
@@ -133,7 +140,7 @@ class WarpSpecialization(Node):
 def warp_spec_problem(kernel) -> str | None:
     """What is structurally wrong with `kernel.warp_spec` (the verifier's message), or None:
     the statements it names must be where it says and of the kind it needs."""
-    from .nodes import BufferRef, Copy, For, Gemm
+    from .nodes import BufferRef, Copy, For, Gemm, Parallel, Store
 
     ws: WarpSpecialization = kernel.warp_spec
     if not 0 <= ws.loop < len(kernel.body) or not isinstance(kernel.body[ws.loop], For) \
@@ -143,12 +150,15 @@ def warp_spec_problem(kernel) -> str | None:
     buffers = {b.name: b for b in kernel.buffers}
     for x in ws.loads:
         c = body[x.index] if 0 <= x.index < len(body) else None
-        if not isinstance(c, Copy) or not isinstance(c.dst, BufferRef) or c.dst.name != x.buffer:
+        if x.gather:
+            if not isinstance(c, Parallel) or not any(isinstance(s, Store) and s.name == x.buffer for s in c.body):
+                return f"the producer's gather {x.index} is not a parallel loop filling '{x.buffer}'"
+        elif not isinstance(c, Copy) or not isinstance(c.dst, BufferRef) or c.dst.name != x.buffer:
             return f"the producer's copy {x.index} is not a copy into '{x.buffer}'"
         b = buffers[x.buffer]
         if b.scope != "shared" or tuple(b.shape) != (x.rows, x.cols):
             return f"the producer's stage buffer '{x.buffer}' is not a shared {x.rows} x {x.cols} tile"
-        if not 0 <= x.tensor_map < len(ws.tensor_maps):
+        if not x.gather and not 0 <= x.tensor_map < len(ws.tensor_maps):
             return f"the producer's copy {x.index} names tensor map {x.tensor_map} of {len(ws.tensor_maps)}"
     start, stop = ws.consumer
     if not max((x.index + 1 for x in ws.loads), default=0) <= start <= stop <= len(body):

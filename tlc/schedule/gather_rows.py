@@ -175,25 +175,30 @@ def split_indices(g: RowGather, hoisted: dict, once: set[str]) -> list | None:
     def col_only(names) -> bool:
         return all(n == j or n in hoisted or n in once or n not in inner for n in names) and i not in names
 
-    def split(e: ir.Expr, depth: int = 0):
-        names = {v.name for v in variables(e)}
-        if not names & col_vary:
-            return e, None
-        if not names & row_vary and col_only(names):
-            return None, e
-        if depth > 16 or not e.dtype.is_int or e.dtype.bits != 32:
-            return False
-        if isinstance(e, ir.Var) and e.name in defs and defs[e.name][0] == e.dtype:
-            return split(defs[e.name][1], depth + 1)
-        if isinstance(e, ir.BinOp) and e.op in ("+", "-"):
-            a, b = split(e.a, depth + 1), split(e.b, depth + 1)
-            if a is False or b is False:
-                return False
-            return tuple(_combine(e.op, x, y, e.dtype) for x, y in zip(a, b))
-        return False
-
-    out = [split(x) for x in g.indices]
+    out = [_split_sum(x, lambda names: not names & col_vary,
+                      lambda names: not names & row_vary and col_only(names), defs) for x in g.indices]
     return None if any(x is False for x in out) else out
+
+
+def _split_sum(e: ir.Expr, first, second, defs: dict, depth: int = 0):
+    """`e` as (a part whose names `first` accepts, one whose names `second` accepts), either
+    None for 0, split at its `+` and `-` (32-bit integers), looking through the scalars of
+    `defs` ({name: (dtype, value)}); False where it does not split so."""
+    names = {v.name for v in variables(e)}
+    if first(names):
+        return e, None
+    if second(names):
+        return None, e
+    if depth > 16 or not e.dtype.is_int or e.dtype.bits != 32:
+        return False
+    if isinstance(e, ir.Var) and e.name in defs and defs[e.name][0] == e.dtype:
+        return _split_sum(defs[e.name][1], first, second, defs, depth + 1)
+    if isinstance(e, ir.BinOp) and e.op in ("+", "-"):
+        a, b = _split_sum(e.a, first, second, defs, depth + 1), _split_sum(e.b, first, second, defs, depth + 1)
+        if a is False or b is False:
+            return False
+        return tuple(_combine(e.op, x, y, e.dtype) for x, y in zip(a, b))
+    return False
 
 
 def _combine(op: str, a, b, dtype):
@@ -203,6 +208,53 @@ def _combine(op: str, a, b, dtype):
     if a is None:
         return b if op == "+" else ir.BinOp("-", ir.Const(0, dtype), b, dtype)
     return ir.BinOp(op, a, b, dtype)
+
+
+@dataclass(frozen=True)
+class RowSteps:
+    """A simple row gather's lead indices each as a row's part plus a K step's part (either
+    None for 0), for a producer that keeps each of its rows' parts over the K loop: `row_lets`
+    the loop's scalars of the row alone (computed once a row, with the rows' parts)."""
+
+    parts: tuple  # (row part, step part) per lead index
+    row_lets: tuple
+
+
+def row_steps(g: RowGather, loop_var: str) -> RowSteps | None:
+    """`g`'s lead indices split into what reads the row (i and the scalars of i) and what
+    reads the pipelined loop's variable `loop_var` (and the tile's scalars of it, as a K
+    step's kernel position), at their `+` and `-`, where both exist: a simple gather (only the
+    last index reads j) without a condition, whose last index reads neither the row nor a
+    scalar of it.  None otherwise (each K step then computes each row's indices)."""
+    if not g.simple or g.cond is not None:
+        return None
+    i, j = g.loop.vars
+    once = tile_invariant(g.lets, g.loop.vars)
+    lets = {s.name for s in g.lets}
+    step = {loop_var}
+    rows = {i}
+    changed = True
+    while changed:  # the scalars of the step and those of the row, through every statement that sets them
+        changed = False
+        for s in g.lets:
+            names = {v.name for v in variables(s.value)}
+            if s.name not in step and names & step:
+                step.add(s.name)
+                changed = True
+            if s.name not in rows and names & rows:
+                rows.add(s.name)
+                changed = True
+    if (rows & step) or any(s.name in rows and s.name in once for s in g.lets):
+        return None
+    *lead, last = g.indices
+    if {v.name for v in variables(last)} & rows:
+        return None
+
+    parts = [_split_sum(x, lambda names: not names & step, lambda names: not names & rows, {}) for x in lead]
+    if any(x is False for x in parts):
+        return None
+    row_lets = tuple(s for s in g.lets if s.name in rows and s.name in lets)
+    return RowSteps(tuple(parts), row_lets)
 
 
 def free_names(g: RowGather) -> set[str]:

@@ -24,8 +24,10 @@ from .reduce_slots import reduces_in_registers
 PRODUCER_THREADS = 128
 PRODUCER_REGS = 40  # what the producer keeps: it only computes addresses
 # a producer that gathers rows (an implicit GEMM's im2col tile) keeps each of its rows' offsets
-# and bounds over the K loop (ptxas hoists them): 8 rows a tile, two tiles
-GATHER_PRODUCER_REGS = 112
+# and bounds over the K loop (codegen/copies.py gather_rows_kept): std.conv's conv2d at 128 x
+# 128 x 64 tiles, 8 rows of each operand a thread, fits 128 without spills (ptxas -v, sm_90a;
+# it honours setmaxnreg: 112 spilled 48 bytes, 96 164)
+GATHER_PRODUCER_REGS = 128
 TILE_GROUP = 8  # a persistent kernel walks tiles in groups of 8 block rows (L2 reuse of B)
 CLUSTER = 2  # blocks per cluster in a persistent kernel that multicasts a shared operand
 
@@ -245,10 +247,14 @@ class _Planner:
     def gather_load(self, index: int, p: ir.Parallel) -> StageLoad | None:
         """A row gather the producer's threads can make (gather_rows.row_gather): into a 2-D
         128-byte swizzled tile (wgmma's operand), reading the tensor and scalars only, not a
-        shared buffer (the consumers' before the loop are not the producer's)."""
+        shared buffer (the consumers' before the loop are not the producer's), in the simple
+        form (a vector's first element decides).  The general form (im2col's lowering, a column
+        mask) keeps the cp.async ring: its element-by-element vectors held in registers over
+        the producer's 8 rounds spilled (std.conv's conv2d FLAT, sm_90a: 534 bytes at 128
+        registers, 264 at 168)."""
         from .gather_rows import row_gather
         g = row_gather(p, self.params, self.buffers)
-        if g is None:
+        if g is None or not g.simple:
             return None
         b = self.buffers[g.dst]
         if b.layout.swizzle_bytes != 128 or len(b.shape) != 2:

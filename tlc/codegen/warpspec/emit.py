@@ -80,13 +80,16 @@ class WarpSpecEmission:
         plan, S, T, spec = w.pipeline, w.pipeline.stages, self.k.threads, self.spec
         P = spec.producer_threads
         persistent = self.persistent
-        stage_bytes = sum(load.rows * load.cols * self.buffers[load.copy.dst.name].dtype.itemsize for load in w.loads)
+        stage_bytes = sum(load.rows * load.cols * self.buffers[load.copy.dst.name].dtype.itemsize for load in w.loads
+                          if not load.gather)
+        gathers = any(load.gather for load in w.loads)
         st = self.staged_epilogue
         end = st.offset + st.nbytes if st is not None else self.ring_end  # the staging buffer follows the ring
         self.scratch_bytes = max(self.scratch_bytes, end - self.k.smem_bytes)
         e = self.emit
         e(f"{{  // {'persistent, ' if persistent else ''}warp-specialized over {S} stages: threads {T}..{T + P - 1} "
-          f"produce (TMA), {T // 128} consumer warpgroup{'s' if T > 128 else ''} compute")
+          f"produce ({'cp.async row gathers' if gathers else 'TMA'}{' and TMA' if gathers and stage_bytes else ''}), "
+          f"{T // 128} consumer warpgroup{'s' if T > 128 else ''} compute")
         self.indent += 1
         e(f"unsigned long long* tl_full = reinterpret_cast<unsigned long long*>(tl_smem + {self.ring_barriers});")
         e(f"unsigned long long* tl_empty = tl_full + {S};")
@@ -97,7 +100,10 @@ class WarpSpecEmission:
             e(f"const int tl_n = {self.expr(plan.loop.stop)};")
         e("if (threadIdx.x == 0) {")
         e(f"  for (int tl_s = 0; tl_s < {S}; ++tl_s) {{")
-        e(f"    tl::mbar_init(tl_full + tl_s, (tl_tma & 1) ? 1 : {spec.full_arrivals});")
+        if gathers:  # each producer thread's cp.async arrival and one a warp, and the TMA's with its bytes
+            e(f"    tl::mbar_init(tl_full + tl_s, {spec.full_arrivals}{' + (tl_tma & 1)' if stage_bytes else ''});")
+        else:
+            e(f"    tl::mbar_init(tl_full + tl_s, (tl_tma & 1) ? 1 : {spec.full_arrivals});")
         e(f"    tl::mbar_init(tl_empty + tl_s, {spec.empty_arrivals});  // one arrival per consumer warp"
           f"{' of the cluster' if self.cluster > 1 else ''}")
         e("  }")
@@ -116,24 +122,10 @@ class WarpSpecEmission:
         # the producer's tile loop runs the statements before the pipelined loop but the clears
         # of the consumers' registers
         scalars = [x for x in before if not isinstance(x, ir.Fill)]
-        e("if (tl_tma & 1) {")
-        self.indent += 1
-        e("if (tl_worker == 0) {")
-        self.indent += 1
-        for i in range(len(self.tensor_maps)):
-            e(f"tl::prefetch_tensor_map(&tl_map{i});")
-        self.over_tiles(scalars,
-                        lambda: self.producer_loop(w, lambda: self.emit_tma_loads(w, stage_bytes)))
-        self.indent -= 1
-        e("}")
-        self.indent -= 1
-        e("} else {  // the host could not encode a tensor map (unaligned rows): copy element by element")
-        self.indent += 1
-        self.over_tiles(scalars,
-                        lambda: self.producer_loop(w, lambda: self.emit_element_loads(w)))
-        self.indent -= 1
-        e("}")
-        e("return;")
+        if gathers:
+            self.gather_producer(w, scalars, stage_bytes)
+        else:
+            self.tma_producer(w, scalars, stage_bytes)
         self.indent -= 1
         e("}")
         e(f"tl::setmaxnreg_inc<{spec.consumer_registers}>();")
@@ -156,6 +148,89 @@ class WarpSpecEmission:
             e("__syncthreads();  // every consumer is past its last wait: the barriers' memory is free")
         self.indent -= 1
         e("}")
+
+    def gather_producer(self, w: WarpSpecPlan, scalars, stage_bytes: int) -> None:
+        """The producer of a ring with row gathers: every thread gathers its vectors of each
+        stage through cp.async and arrives once they have landed (noinc), and once a warp after
+        its plain stores (a vector at the tensor's edge; where the host has no tensor map, the
+        copies' elements); the TMA's copies, if any, from one thread with the stage's bytes."""
+        e = self.emit
+        if stage_bytes:
+            e("if (tl_tma & 1) {")
+            self.indent += 1
+            e("if (tl_worker == 0) {")
+            for i in range(len(self.tensor_maps)):
+                e(f"  tl::prefetch_tensor_map(&tl_map{i});")
+            e("}")
+            self.over_tiles(scalars, lambda: self.producer_loop(w, lambda: self.emit_gather_stage(w, stage_bytes),
+                                                                self.keep_gather_rows))
+            self.indent -= 1
+            e("} else {  // the host could not encode a tensor map (unaligned rows): copy element by element")
+            self.indent += 1
+            self.over_tiles(scalars, lambda: self.producer_loop(w, lambda: self.emit_gather_stage(w, 0),
+                                                                self.keep_gather_rows))
+            self.indent -= 1
+            e("}")
+        else:
+            self.over_tiles(scalars, lambda: self.producer_loop(w, lambda: self.emit_gather_stage(w, 0),
+                                                                self.keep_gather_rows))
+        e("return;")
+
+    def keep_gather_rows(self) -> None:
+        """Before the producer's K loop: each gather's rows of this thread, kept in registers
+        (gather_rows_kept), where its indices allow it."""
+        from ...schedule.gather_rows import row_gather
+        self.kept_rows, self._kept_tags = {}, ()  # (names counted from 0 in each producer loop's scope)
+        for load in self.ws.loads:
+            if load.gather:
+                g = row_gather(load.copy, self.params, self.buffers)
+                self.kept_rows[id(load.copy)] = self.gather_rows_kept(g, "tl_worker", self.spec.producer_threads,
+                                                                      self.ws.pipeline.loop.var)
+
+    def emit_gather_stage(self, w: WarpSpecPlan, stage_bytes: int) -> None:
+        """One stage of a gathering producer (gather_producer); `stage_bytes` 0: the copies that
+        are not gathers element by element, else through the TMA."""
+        from ...schedule.gather_rows import row_gather
+        e = self.emit
+        tma = [load for load in w.loads if not load.gather]
+        if tma and stage_bytes:
+            e("if (tl_worker == 0) {")
+            self.indent += 1
+            self.emit_tma_loads(w, stage_bytes, tma)
+            self.indent -= 1
+            e("}")
+        for load in w.loads:
+            if load.gather:
+                self.gather_async(row_gather(load.copy, self.params, self.buffers), "tl_worker",
+                                  self.spec.producer_threads, self.kept_rows.get(id(load.copy)))
+        if tma and not stage_bytes:
+            self.emit_element_loads(w, tma, arrive=False)
+        e("tl::cp_async_mbar_arrive_noinc(tl_full + tl_stage);  // once this thread's vectors have landed")
+        e("tl::fence_proxy_async();  // this thread's plain stores, read next by the tensor cores")
+        e("__syncwarp();")
+        e("if (tl_worker % 32 == 0) tl::mbar_arrive(tl_full + tl_stage);  // the warp's plain stores are done")
+
+    def tma_producer(self, w: WarpSpecPlan, scalars, stage_bytes: int) -> None:
+        """The producer of a ring of TMA copies: one thread issues them."""
+        e = self.emit
+        e("if (tl_tma & 1) {")
+        self.indent += 1
+        e("if (tl_worker == 0) {")
+        self.indent += 1
+        for i in range(len(self.tensor_maps)):
+            e(f"tl::prefetch_tensor_map(&tl_map{i});")
+        self.over_tiles(scalars,
+                        lambda: self.producer_loop(w, lambda: self.emit_tma_loads(w, stage_bytes)))
+        self.indent -= 1
+        e("}")
+        self.indent -= 1
+        e("} else {  // the host could not encode a tensor map (unaligned rows): copy element by element")
+        self.indent += 1
+        self.over_tiles(scalars,
+                        lambda: self.producer_loop(w, lambda: self.emit_element_loads(w)))
+        self.indent -= 1
+        e("}")
+        e("return;")
 
     def over_tiles(self, before, body) -> None:
         """`body` once per tile of this block: in a persistent kernel inside the tile loop, after
@@ -193,9 +268,13 @@ class WarpSpecEmission:
         self.indent -= 1
         e("}")
 
-    def producer_loop(self, w: WarpSpecPlan, loads) -> None:
+    def producer_loop(self, w: WarpSpecPlan, loads, setup=None) -> None:
+        """The producer's K loop; `setup` emits what comes before it (a gathering producer's
+        kept rows)."""
         S = w.pipeline.stages
         e = self.emit
+        if setup is not None:
+            setup()
         e("for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {")
         self.indent += 1
         e(f"const int tl_stage = tl_it % {S};")
@@ -209,9 +288,9 @@ class WarpSpecEmission:
         self.indent -= 1
         e("}")
 
-    def emit_tma_loads(self, w: WarpSpecPlan, stage_bytes: int) -> None:
+    def emit_tma_loads(self, w: WarpSpecPlan, stage_bytes: int, loads=None) -> None:
         self.emit(f"tl::mbar_arrive_expect_tx(tl_full + tl_stage, {stage_bytes});")
-        for load in w.loads:
+        for load in w.loads if loads is None else loads:
             region = load.copy.src
             b = self.buffers[load.copy.dst.name]
             offs = [self.expr(o) for o in region.offsets]
@@ -273,15 +352,16 @@ class WarpSpecEmission:
             return f"tl::mbar_arrive_cluster<{self.cluster}>({barrier});"
         return f"tl::mbar_arrive({barrier});"
 
-    def emit_element_loads(self, w: WarpSpecPlan) -> None:
-        for load in w.loads:
+    def emit_element_loads(self, w: WarpSpecPlan, loads=None, arrive: bool = True) -> None:
+        for load in w.loads if loads is None else loads:
             v = self.global_view(load.copy.src)
             b = self.buffers[load.copy.dst.name]
             self.emit(f"tl::copy_g2s_elements<{c_type(b.dtype)}, {load.rows}, {load.cols}, {self.spec.producer_threads}, "
                       f"{b.layout.pad}, {b.layout.swizzle_bytes}>({self.smem_pointer(b.name)}, {v.base}, {v.stride}, "
                       f"{v.rows}, {v.cols}, {v.row0}, {v.col0}, tl_worker);")
-        self.emit("tl::fence_proxy_async();  // plain stores, read next by the tensor cores")
-        self.emit("tl::mbar_arrive(tl_full + tl_stage);")
+        if arrive:
+            self.emit("tl::fence_proxy_async();  // plain stores, read next by the tensor cores")
+            self.emit("tl::mbar_arrive(tl_full + tl_stage);")
 
     def consumer_loop(self, w: WarpSpecPlan) -> None:
         plan, S = w.pipeline, w.pipeline.stages
@@ -291,6 +371,8 @@ class WarpSpecEmission:
         self.indent += 1
         e(f"const int tl_stage = tl_it % {S};")
         e(f"tl::mbar_wait(tl_full + tl_stage, (tl_it / {S}) & 1);")
+        if any(load.gather for load in w.loads):
+            e("tl::fence_proxy_async();  // the producer's cp.async writes (generic proxy), read by wgmma (async proxy)")
         e("{")
         self.indent += 1
         e(f"const int {var} = tl_k;")
