@@ -43,7 +43,11 @@ def test_the_loop_issues_both_products_and_waits_for_each_where_its_results_are_
 def test_two_stages_keep_the_gemms_in_place():
     # the deferred gemm holds its stage one iteration longer: with two the producer would stall
     text = cuda(STAGES=2)
-    assert "deferred gemm" not in text and "gemm_wgmma_rs_issue<tl_flash" not in text[text.index("tl::setmaxnreg_inc"):]
+    loop = text[text.index("tl::setmaxnreg_inc"):]
+    assert "deferred gemm" not in text
+    # P @ V issued and waited for in its own iteration, before the stage is released
+    pv = loop.index("tl::gemm_wgmma_rs_issue<tl_flash_fwd_wgmma_n128_f16_nmajor_rs")
+    assert pv < loop.index("tl::wgmma_wait<0>();", pv) < loop.index("tl::mbar_arrive(tl_empty + tl_stage)", pv)
 
 
 @pytest.mark.nvcc

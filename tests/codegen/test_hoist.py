@@ -67,7 +67,9 @@ def test_a_load_indexed_by_a_scalar_of_the_loop_body_is_not_hoisted():
 def test_loads_are_read_at_the_start_of_the_block_so_they_run_under_the_gemm():
     body = kernel_part(_generate(SCALED).source)
     wait = body.index("tl::mbar_wait(tl_full")
-    assert wait < body.index("tl_hoist1[tl_s] = ") < body.index("tl::gemm_wgmma<") < body.index("// parallel (i, j)")
+    # (the ring's consumers issue the gemm and wait for it where the loop reads its accumulator)
+    assert wait < body.index("tl_hoist1[tl_s] = ") < body.index("tl::gemm_wgmma_issue<") \
+        < body.index("tl::wgmma_wait<0>") < body.index("// parallel (i, j)")
 
 
 def test_a_load_after_a_statement_that_defines_its_index_stays_at_the_loop():
@@ -76,7 +78,7 @@ def test_a_load_after_a_statement_that_defines_its_index_stays_at_the_loop():
         "SA[by * 128 + i, k]", "SA[by * 128 + i, kk]")
     body = kernel_part(_generate(src).source)
     loop = body.index("// parallel (i, j)")
-    assert body.index("tl::gemm_wgmma<") < loop < body.index("tl_hoist1[tl_s] = ") < body.index("tl_r = 0", loop)
+    assert body.index("tl::gemm_wgmma_issue<") < loop < body.index("tl_hoist1[tl_s] = ") < body.index("tl_r = 0", loop)
 
 
 def test_a_decode_accumulator_reads_its_column_scales_per_column_slot():

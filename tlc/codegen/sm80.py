@@ -173,20 +173,27 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
     # ---- statements --------------------------------------------------------------------------
     def block(self, stmts) -> None:
         early = self.hoist_early(stmts)
-        i = 0
+        for run in self.runs(stmts):
+            if len(run) >= 2:
+                self.copy_batch(run)  # copies.py
+            else:
+                self.stmt(run[0])
+        for x in early:
+            self.hoisted.pop(x, None)
+
+    @staticmethod
+    def runs(stmts) -> list:
+        """`stmts` in order as runs: the copies of one batch together, every other statement alone."""
+        out, i = [], 0
         while i < len(stmts):
-            s = stmts[i]
-            batch = getattr(s, "batch", 0)
+            batch = getattr(stmts[i], "batch", 0)
             j = i + 1
             while batch and j < len(stmts) and getattr(stmts[j], "batch", 0) == batch:
                 j += 1
-            if j - i >= 2:
-                self.copy_batch(stmts[i:j])  # copies.py
-            else:
-                self.stmt(s)
+            out.append(stmts[i:j])
             i = j
-        for x in early:
-            self.hoisted.pop(x, None)
+        return out
+
 
     def stmt(self, s) -> None:
         method = getattr(self, "stmt_" + type(s).__name__, None)

@@ -52,17 +52,100 @@ class Sm90(WarpSpecialized, Sm80):
         return wgmma_rs_ready(g, self.buffers, self.k.threads)
 
     def chained_gemms(self, body) -> set[int]:
-        """The wgmma gemms followed by another into the same accumulator (MLA's scores: the
-        latent columns' product, then the rotary columns'): each is issued without waiting, the
-        next one's wait covering both, so the tensor cores run them back to back as one gemm's
-        K steps.  (Found once here: an override of `block` would add a frame to every nesting.)"""
+        """The wgmma gemms followed by another that does not need their result: into the same
+        accumulator (MLA's scores: the latent columns' product, then the rotary columns'), or
+        into another that neither reads this one's accumulator nor writes its operands
+        (attention's backward: the scores and dO . V^T, then dV's and dK's products).  Each is
+        issued without waiting, the next one's wait covering both, so the tensor cores run them
+        back to back rather than draining between them.  (Found once here: an override of
+        `block` would add a frame to every nesting.)"""
         out = set()
         for stmts in [body, *(getattr(s, f, ()) for s in statements(body) for f in ("body", "then", "orelse"))]:
-            for a, b in zip(stmts, stmts[1:]):
-                if isinstance(a, ir.Gemm) and isinstance(b, ir.Gemm) and a.c == b.c and self.uses_wgmma(a) \
-                        and (self.uses_wgmma(b) or self.uses_wgmma_rs(b)):
+            for i, a in enumerate(stmts):
+                if not isinstance(a, ir.Gemm):
+                    continue
+                # the next gemm, past the clears of accumulators that `a` does not use (a
+                # clear_accum gemm's Fill)
+                j = i + 1
+                while j < len(stmts) and isinstance(stmts[j], ir.Fill) and stmts[j].buffer not in (a.a, a.b, a.c):
+                    j += 1
+                if j < len(stmts) and isinstance(stmts[j], ir.Gemm) and self.chainable(a, stmts[j]):
                     out.add(id(a))
         return out
+
+    def chainable(self, a: ir.Gemm, b: ir.Gemm) -> bool:
+        """Whether wgmma gemm `b` may be issued while `a` (the statement before it) is in flight."""
+        if not (self.uses_wgmma(a) or self.uses_wgmma_rs(a)) or not (self.uses_wgmma(b) or self.uses_wgmma_rs(b)):
+            return False
+        if a.c == b.c:
+            return self.uses_wgmma(a)  # one accumulator: K steps of one product (MLA)
+        return a.c not in (b.a, b.b) and b.c not in (a.a, a.b)
+
+    def block(self, stmts) -> None:
+        """A warp-specialized loop's consumer body (with no gemm deferred or kept in flight)
+        issues each wgmma gemm without waiting and waits where a later statement needs it: for
+        the oldest gemms only, as many groups as came after them staying in flight
+        (FlashAttention 3's backward: the scores, then dO . V^T issued; the probabilities made
+        under dO . V^T; dV's product issued and running while dS is made).  Every other block
+        waits at each gemm."""
+        if not (getattr(self, "in_consumer_loop", False) and self.in_flight_gemm is None
+                and getattr(self, "lazy", None) is None and self.spec is not None and self.spec.deferred is None):
+            super().block(stmts)
+            return
+        self.lazy = pending = []  # wgmma gemms issued and not yet waited for, oldest first
+        try:
+            early = self.hoist_early(stmts)
+            for run in self.runs(stmts):
+                s = run[0]
+                lazy = len(run) == 1 and isinstance(s, ir.Gemm) and (self.uses_wgmma(s) or self.uses_wgmma_rs(s))
+                self.settle(pending, run, issuing=s if lazy else None)
+                if lazy:
+                    self.mark(s)
+                    self.current = s
+                    self.fence_gemm_registers(s)
+                    self.emit((self.wgmma_rs_call(s, "gemm_wgmma_rs_issue") if self.uses_wgmma_rs(s) else
+                               self.wgmma_call(s, "gemm_wgmma_issue", None)) + ";")
+                    pending.append(s)
+                elif len(run) >= 2:
+                    self.copy_batch(run)  # copies.py
+                else:
+                    self.stmt(s)
+            self.wait_for(pending, len(pending))
+            for x in early:
+                self.hoisted.pop(x, None)
+        finally:
+            self.lazy = None
+
+    def settle(self, pending: list, stmts, issuing: ir.Gemm | None) -> None:
+        """Waits for the pending gemms that `stmts` (or the gemm `issuing`, issued next) need:
+        whose accumulator they read or write, whose operands they write; a statement holding a
+        gemm or anything this cannot see into waits for all."""
+        from ..schedule.warpspec import _read, _touched
+
+        if not pending:
+            return
+        need = 0
+        for k, g in enumerate(pending):
+            for s in stmts:
+                if isinstance(s, ir.Sync):
+                    continue  # a comment here: the stage's full barrier ordered the copies
+                if s is issuing:
+                    hit = g.c in (s.a, s.b) or s.c in (g.a, g.b) or (s.c == g.c and not self.uses_wgmma(g))
+                else:
+                    inner = [x for x in statements([s]) if isinstance(x, (ir.Gemm, ir.Sync))]
+                    hit = bool(inner) or g.c in (_read(s) | _touched(s)) or bool({g.a, g.b} & _touched(s))
+                if hit:
+                    need = k + 1
+        self.wait_for(pending, need)
+
+    def wait_for(self, pending: list, count: int) -> None:
+        """Waits for the oldest `count` of the `pending` gemms, the rest staying in flight."""
+        if count == 0:
+            return
+        self.emit(f"tl::wgmma_wait<{len(pending) - count}>();")
+        for g in pending[:count]:
+            self.fence_gemm_registers(g)
+        del pending[:count]
 
     def overlaps_loads(self, stmts) -> bool:
         return any(isinstance(s, ir.Gemm) and self.uses_wgmma(s) for s in stmts)
