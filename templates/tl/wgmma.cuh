@@ -65,6 +65,26 @@ __device__ __forceinline__ unsigned long long wgmma_b_desc(const TB* B, int k) {
   }
 }
 
+// The elements from B's start to its K step k, as wgmma_b_desc places it.
+template <typename TB, int B_ROWS, bool TRANS_B>
+__host__ __device__ constexpr int wgmma_b_offset(int k) {
+  return TRANS_B ? (k / (128 / static_cast<int>(sizeof(TB)))) * B_ROWS * (128 / static_cast<int>(sizeof(TB))) +
+                       k % (128 / static_cast<int>(sizeof(TB)))
+                 : k * (128 / static_cast<int>(sizeof(TB)));
+}
+
+// A descriptor moved by `elements` of type T: its start address field is the byte address / 16
+// in 14 bits, and every step of a gemm is a multiple of 16 bytes inside shared memory (< 256 KB),
+// so the sum never carries out of the field.  A gemm computes its operands' descriptors once and
+// adds constants for each K step and band (CUTLASS's descriptor iterator): building each from
+// its pointer cost ~13 instructions an HGMMA (address conversion, masks, R2UR), the issue of MLA
+// decode's 36 HGMMA.64x32x16 a page.
+template <typename T>
+__device__ __forceinline__ unsigned long long wgmma_desc_add(unsigned long long desc, int elements) {
+  const unsigned lo = static_cast<unsigned>(desc) + static_cast<unsigned>(elements * static_cast<int>(sizeof(T)) / 16);
+  return (desc & 0xFFFFFFFF00000000ull) | lo;  // the low word only: no carry to propagate
+}
+
 // acc += A @ op(B): A is M x K stored K-major (A_ROWS = M), B is K x N stored N-major
 // (B_ROWS = K) or, with TRANS_B, N x K stored K-major (B_ROWS = N).  MMA is the
 // wgmma.m64nNkK wrapper for this N and these operand types (templates/wgmma_mma.cuh.j2);
@@ -86,16 +106,20 @@ __device__ __forceinline__ void gemm_wgmma_issue(const T* A, const TB* B, typena
   static_assert(TRANS_B || sizeof(T) == 2, "wgmma reads only 16-bit operands MN-major");
   static_assert(COLUMNS == 1 || (A_ROWS == 64 && BANDS == 1 && MMA::N % (TRANS_B ? 8 : SEG) == 0),
                 "warpgroups side by side: 64 rows, B's parts whole swizzle atoms");
-  const int wg = threadIdx.x / 128;
+  // the warpgroup, uniform in the warp as the compiler sees it (the descriptors then stay in
+  // uniform registers, no R2UR an instruction)
+  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
   if constexpr (COLUMNS > 1) B += TRANS_B ? wg * MMA::N * SEG : wg * (MMA::N / SEG) * B_ROWS * SEG;
+  // K-major A: 8-row atoms 1024 bytes apart (SBO); a step inside a 128-byte row moves the start.
+  const unsigned long long da = wgmma_desc(A + (COLUMNS > 1 ? 0 : wg * BANDS * 64 * SEG), 16, 1024);
+  const unsigned long long db = wgmma_b_desc<TB, B_ROWS, TRANS_B>(B, 0);
   wgmma_fence();
 #pragma unroll
   for (int k = 0; k < K; k += MMA::K) {
-    // K-major: 8-row atoms 1024 bytes apart (SBO); a step inside a 128-byte row moves the start.
-    const T* a = A + (k / SEG) * A_ROWS * SEG + (COLUMNS > 1 ? 0 : wg * BANDS * 64 * SEG) + k % SEG;
-    const unsigned long long db = wgmma_b_desc<TB, B_ROWS, TRANS_B>(B, k);
+    const unsigned long long dbk = wgmma_desc_add<TB>(db, wgmma_b_offset<TB, B_ROWS, TRANS_B>(k));
 #pragma unroll
-    for (int band = 0; band < BANDS; ++band) MMA::run(acc + band * MMA::REGS, wgmma_desc(a + band * 64 * SEG, 16, 1024), db);
+    for (int band = 0; band < BANDS; ++band)
+      MMA::run(acc + band * MMA::REGS, wgmma_desc_add<T>(da, (k / SEG) * A_ROWS * SEG + k % SEG + band * 64 * SEG), dbk);
   }
   wgmma_commit();
 }
@@ -128,13 +152,14 @@ __device__ __forceinline__ void gemm_wgmma_rs_issue(const T* regs, const T* B, f
   for (int k = 0; k < K; k += 16)
 #pragma unroll
     for (int band = 0; band < BANDS; ++band) a_from_registers(a[k / 16][band], regs + (band * KP + k / 8) * 4);
+  const unsigned long long db = wgmma_b_desc<T, B_ROWS, TRANS_B>(B, 0);
   fence_registers<MMA::REGS * BANDS>(acc);  // as in gemm_wgmma
   wgmma_fence();
 #pragma unroll
   for (int k = 0; k < K; k += 16) {
-    const unsigned long long db = wgmma_b_desc<T, B_ROWS, TRANS_B>(B, k);
+    const unsigned long long dbk = wgmma_desc_add<T>(db, wgmma_b_offset<T, B_ROWS, TRANS_B>(k));
 #pragma unroll
-    for (int band = 0; band < BANDS; ++band) MMA::run(acc + band * MMA::REGS, a[k / 16][band], db);
+    for (int band = 0; band < BANDS; ++band) MMA::run(acc + band * MMA::REGS, a[k / 16][band], dbk);
   }
   wgmma_commit();
 }

@@ -424,3 +424,7 @@ def test_mla_decode_runs_on_hgmma_without_local_memory(tmp_path):
     # before P @ V (and one before and one after the loop); P's pairs stored 32 bits at a time
     assert "ATOMS" not in body and len(re.findall(r"\bBAR\.SYNC", body)) == 6
     assert "reduce_parts_to_scratch<" in source
+    # the operands' descriptors made once a gemm, each step a constant added in uniform
+    # registers: Q.K^T's HGMMAs a few instructions apart (13 when each was built from a pointer)
+    addrs = [int(a, 16) for a, op in re.findall(r"/\*([0-9a-f]{4,})\*/\s+(\S+)", body) if op.startswith("HGMMA.64x32x16")]
+    assert len(addrs) == 36 and max(b - a for a, b in zip(addrs, addrs[1:])) // 16 <= 16, addrs
