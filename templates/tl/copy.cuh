@@ -42,6 +42,16 @@ __host__ __device__ __forceinline__ int smem_index(int r, int c) {
   }
 }
 
+// A 32-bit value the compiler cannot see through: a pipelined ring's table entry, read an
+// iteration before the copies that use it (codegen/copies.py table_loads), passes through this
+// where the copies read it.  Left visible, ptxas moved the loaded value into a uniform register
+// right after its load (the entry is the same in every lane), waiting there for the load.
+__device__ __forceinline__ int opaque(int v) {
+  int r;
+  asm volatile("mov.b32 %0, %1;" : "=r"(r) : "r"(v));
+  return r;
+}
+
 __device__ __forceinline__ void cp_async_16_full(void* dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
 }

@@ -93,6 +93,22 @@ __device__ __forceinline__ void tma_load_tile(T* smem, const TensorMap* map, uns
   }
 }
 
+// The same tile from a box whose rows run along another dimension of the tensor (the others 1:
+// a weight [F, K, K, C]'s rows of one kernel position), `c0` its origin innermost first.
+template <typename T, int ROWS, int COLS, int RANK>
+__device__ __forceinline__ void tma_load_box(T* smem, const TensorMap* map, unsigned long long* bar, const int (&c0)[RANK]) {
+  constexpr int SEG = 128 / static_cast<int>(sizeof(T));
+  static_assert(COLS % SEG == 0, "a TMA tile is whole 128-byte segments");
+#pragma unroll
+  for (int s = 0; s < COLS / SEG; ++s) {
+    int c[RANK];
+#pragma unroll
+    for (int i = 0; i < RANK; ++i) c[i] = c0[i];
+    c[0] += s * SEG;
+    tma_load<RANK>(smem + s * ROWS * SEG, map, bar, c);
+  }
+}
+
 // Tile t of a persistent kernel's grid (tiles_x x tiles_y x any): z slowest; inside a z,
 // groups of GROUP rows (y) with y fastest, so the blocks running at once cover a patch of
 // GROUP rows and few columns, and share their operands' tiles in L2.  A bijection.

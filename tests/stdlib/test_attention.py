@@ -428,3 +428,10 @@ def test_mla_decode_runs_on_hgmma_without_local_memory(tmp_path):
     # registers: Q.K^T's HGMMAs a few instructions apart (13 when each was built from a pointer)
     addrs = [int(a, 16) for a, op in re.findall(r"/\*([0-9a-f]{4,})\*/\s+(\S+)", body) if op.startswith("HGMMA.64x32x16")]
     assert len(addrs) == 36 and max(b - a for a, b in zip(addrs, addrs[1:])) // 16 <= 16, addrs
+    # the next page's table entry read an iteration before its copies (no wait for it before
+    # Q.K^T): in the loop, between the barrier at its top and the first HGMMA, an LDG of the
+    # table that nothing reads until the next iteration
+    assert "tl_ahead0 = " in source and "tl::opaque(tl_ahead0)" in source
+    loop = body[body.index("BAR.SYNC", body.index("DEPBAR.LE SB0")):body.index("HGMMA.64x32x16")]
+    entry = re.findall(r"LDG\.E\.CONSTANT (R\d+),", loop)
+    assert len(entry) == 1 and not re.search(rf"\b{entry[0]}\b", loop.split("LDG.E.CONSTANT", 1)[1].split("\n", 1)[1])

@@ -89,6 +89,84 @@ def test_conv2d_flat(mod, case, tiles):
     assert ck.rel_err(y, want) < 2e-3
 
 
+# conv2d as sm_90a schedules it: a warp-specialized ring whose producer warpgroup gathers both
+# operands (schedule/warpspec.py), run by the interpreter as recorded (tlc/interp/ring.py):
+# stride 2, dilation 2, C not a multiple of 8 (the gather's element path), ragged pixels and F
+RING_CASES = [((2, 9, 7, 64, 70, 3, 1, 1, 1), {}), ((1, 11, 10, 72, 64, 3, 2, 1, 1), {"BN": 64}),
+              ((1, 6, 5, 36, 20, 3, 1, 2, 2), {"BM": 64, "BN": 64, "THREADS": 128})]
+
+
+@pytest.mark.parametrize("case, consts", RING_CASES, ids=str)
+def test_conv2d_on_the_sm90a_ring(mod, case, consts):
+    from tlc.interp import run_kernel
+
+    N, H, W, C, F, K, S, P, D = case
+    kernel = mod.kernels["conv2d"].scheduled({"S": S, "P": P, "D": D, **consts}, "sm_90a")
+    ws = kernel.warp_spec
+    assert ws is not None and [(x.buffer, x.gather, x.row_axis) for x in ws.loads] == [("xs", True, None), ("ws", False, 0)]
+    assert ws.tile_order is not None and ws.producer_registers == 128  # persistent; the kept rows' registers
+    rng = np.random.default_rng(sum(case))
+    x = rng.standard_normal((N, H, W, C)).astype(np.float16)
+    w = rng.standard_normal((F, K, K, C)).astype(np.float16)
+    want = ck.conv2d(x, w, S, P, D)
+    y = np.full(want.shape, np.nan, np.float16)
+    run_kernel(kernel, {"x": x, "w": w, "y": y})
+    assert ck.rel_err(y, want) < 2e-3
+
+
+def test_conv2d_sm90a_code():
+    """The C of conv2d's sm_90a ring: the producer keeps each of its rows of x's tile, their
+    offset and bounds, before the K loop and adds the K step's part; w's tile of one kernel
+    position comes through the TMA (a box of 64 channels x 1 x 1 x BN output channels); the
+    consumers fence the cp.async writes before wgmma; the epilogue divides by OW and OH once per
+    row a thread holds (codegen/hoist.py row_lets), not once per register."""
+    from tlc.runner import build
+
+    cu, _ = build(ck.CONV_PATH, kernels=("conv2d",), defines=("T=f16", "S=1", "P=1"), arch="sm_90a")
+    assert "warp-specialized over 3 stages: threads 256..383 produce (cp.async row gathers and TMA), 2 consumer" in cu
+    assert "const cuuint32_t box[] = {64, 1, 1, 128};" in cu
+    producer = cu[cu.index("the producer warpgroup"):cu.index("tl::setmaxnreg_inc")]
+    assert "tl::setmaxnreg_dec<128>();" in producer
+    # before each of its K loops (with and without the TMA): the rows' parts, the only divisions by OW
+    assert producer.count("tl_g0_o[tl_round] = ") == 2 and producer.count("for (int tl_k = 0; tl_k < tl_n;") == 2
+    divisions = [line.strip() for line in producer.splitlines() if "floordiv<int>(m, OW)" in line]
+    assert divisions and all(line.startswith(("tl_g0_r1[tl_round] = ", "tl_g0_o[tl_round] = ")) for line in divisions)
+    assert producer.count("const half* tl_row = x + tl_g0_o[tl_round] + tl_g0_so;") == 2
+    assert producer.count("tl::tma_load_box<half, 128, 64, 4>(") == 1
+    assert producer.count("tl::cp_async_mbar_arrive_noinc(tl_full + tl_stage);") == 2
+    consumer = cu[cu.index("tl::setmaxnreg_inc"):]
+    assert "tl::fence_proxy_async();  // the producer's cp.async writes" in consumer
+    epilogue = consumer[consumer.index("copy(acc, y_flat"):]
+    per_register = epilogue[epilogue.index("for (int tl_r = 0;"):]
+    assert epilogue.count("once per row this thread holds") == 1
+    assert "tl::floordiv<unsigned int>" in epilogue and "tl::floordiv<unsigned int>" not in per_register
+
+
+@pytest.mark.nvcc
+@pytest.mark.slow
+def test_conv2d_sm90a_sass(tmp_path):
+    """sm_90a SASS of conv2d's ring (128 x 128 x 64 tiles): 4 HGMMA.64x128x16 a K step and no
+    block barrier in the consumers' loop (before: ~760 instructions a K step, two BAR.SYNC and
+    a DEPBAR, every thread gathering), the producer's cp.async vectors (LDGSTS) arriving on the
+    stage's barrier (ARRIVES.LDGSTSBAR), no local memory."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
+    from nvcc import cubin_sass
+    from tlc.runner import build
+
+    source, _ = build(ck.CONV_PATH, kernels=("conv2d",), defines=("T=f16", "S=1", "P=1"), arch="sm_90a")
+    sass, log = cubin_sass(source, "sm_90a", tmp_path, "conv")
+    assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log
+    assert "HGMMA.64x128x16.F32" in sass and "HMMA" not in sass.replace("HGMMA", "")
+    assert "LDGSTS.E.BYPASS.128" in sass and "ARRIVES.LDGSTSBAR.64.ARVCNT" in sass
+    consumer = sass[:sass.index("ARRIVES.LDGSTSBAR")]  # the consumers' code comes first
+    first = consumer.index("HGMMA")
+    step = consumer[consumer.rindex("TRYWAIT", 0, first):consumer.index("WARPGROUP.DEPBAR", first)]
+    assert step.count("HGMMA") == 4 and "BAR.SYNC" not in step
+
+
 @pytest.mark.parametrize("case", GROUPED_CASES, ids=str)
 def test_conv2d_grouped(mod, case):
     N, H, W, C, F, K, S, P, D, G = case

@@ -174,7 +174,7 @@ def launcher_tensor_map(index: int, spec) -> dict:
     for d in dims[:-1]:
         pitch = f"{pitch} * static_cast<cuuint64_t>({d})"
         strides.append(pitch)
-    box = [spec.box_cols, spec.box_rows] + [1] * (len(dims) - 2)
+    box = spec.box()
     return {"index": index, "param": c_name(spec.param), "dtype": tma_dtype(spec.dtype), "rank": len(dims),
             "store": spec.store, "dims": [f"static_cast<cuuint64_t>({d})" for d in dims], "strides": strides, "box": box}
 

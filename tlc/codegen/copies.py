@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from .. import ir
 from ..dtypes import I32
-from ..ir.walk import statement_exprs, statements, variables
+from ..ir.walk import loads, statement_exprs, statements, subexprs, variables, written_names
 from ..schedule import gather_rows
 from ..schedule.warpspec import after_scalar_lets, stage_elements
 from .cexpr import CodegenError
@@ -652,19 +652,41 @@ class CopyGen:
         self.emit("tl::cp_async_commit();")
         self.indent -= 1
         self.emit("}")
+        ahead = self.table_loads(plan)
+        for x, name in ahead.items():
+            self.emit(f"int {name} = 0;")
+        if ahead:
+            self.emit(f"if ({S - 1} < tl_n) {{  // the first copies' table entries the loop issues")
+            self.indent += 1
+            self.read_table_loads(plan, ahead, f"{S - 1}")
+            self.indent -= 1
+            self.emit("}")
         self.emit("for (int tl_k = 0; tl_k < tl_n; ++tl_k) {")
         self.indent += 1
         self.emit(f"tl::cp_async_wait<{S - 2}>();")
         self.after_async_copies()
         self.emit("__syncthreads();")
 
+        ahead = self.table_loads(plan)
+
         def prefetch():
             self.emit(f"if (tl_k + {S - 1} < tl_n) {{")
             self.indent += 1
+            for name in ahead.values():
+                self.emit(f"const int {name}_now = tl::opaque({name});")
+            self.hoisted.update({x: f"{name}_now" for x, name in ahead.items()})
             self.issue(plan, f"tl_k + {S - 1}")
+            for x in ahead:
+                self.hoisted.pop(x, None)
             self.indent -= 1
             self.emit("}")
             self.emit("tl::cp_async_commit();")
+            if ahead:
+                self.emit(f"if (tl_k + {S} < tl_n) {{  // the next copies' table entries, read a whole iteration ahead")
+                self.indent += 1
+                self.read_table_loads(plan, ahead, f"tl_k + {S}")
+                self.indent -= 1
+                self.emit("}")
 
         if not overlap:
             prefetch()
@@ -689,6 +711,38 @@ class CopyGen:
         self.keep_last_stage(plan)
         self.indent -= 1
         self.emit("}")
+
+    def table_loads(self, plan: PipelinePlan) -> dict:
+        """The loads of tensor parameters in the ring's copy offsets that read the loop's
+        variable (a page table's entry: MLA decode's `KV[pages[b, first // PAGE + kb], ...]`),
+        each to the name of a register that holds it for the next copies (the same names at each
+        call).  Read one iteration ahead of their copies, their latency runs under the
+        iteration's compute; read where the copies are issued, each iteration waited for it
+        (a global load's latency, L2 or DRAM) before its first cp.async and its compute.  Only
+        read-only parameters, 32-bit integer entries, indices that load nothing themselves."""
+        var = plan.loop.var
+        written = written_names(plan.loop.body)
+        out: dict = {}
+        for p in plan.producers:
+            if not isinstance(p, ir.Copy) or not isinstance(p.src, ir.Region):
+                continue
+            for o in p.src.offsets:
+                for x in loads(o):
+                    if x in out or x.name not in self.params or x.name in written or x.dtype.name not in ("i32", "u32"):
+                        continue
+                    if any(isinstance(y, ir.Load) for i in x.indices for y in subexprs(i)):
+                        continue
+                    if var in {v.name for i in x.indices for v in variables(i)}:
+                        out[x] = f"tl_ahead{len(out)}"
+        return out
+
+    def read_table_loads(self, plan: PipelinePlan, ahead: dict, iteration: str) -> None:
+        var = c_name(plan.loop.var)
+        # the iteration through tl::opaque: an entry at an index the compiler sees as the same in
+        # every lane went to a uniform register right after its load, which waited for it there
+        self.emit(f"const int {var} = tl::opaque({iteration});")
+        for x, name in ahead.items():
+            self.emit(f"{name} = {self.load(x)};")
 
     def keep_last_stage(self, plan: PipelinePlan) -> None:
         """After the drained ring, the last iteration's stage of each buffer that code after

@@ -57,6 +57,44 @@ def hoist_plan(p: ir.Parallel, layout, params) -> HoistPlan:
     return HoistPlan(tuple(invariant), tuple(per_row), tuple(per_column))
 
 
+def row_lets(p: ir.Parallel, layout) -> tuple[list, list]:
+    """The scalars of a parallel loop over an mma accumulator that read its row variable and
+    nothing else of the loop, and divide by a run-time value (an output pixel's (n, oh, ow) from
+    its row of an implicit GEMM's [N * OH * OW, F] view): (those, every row scalar they read,
+    in order).  Each is set once, by a `let` at the top of the body, without loads.  A thread's
+    64 registers of a wgmma accumulator row block hold 2 rows: computed once per row slot,
+    not once per register (std.conv's epilogue: two unsigned divisions by OW and OH an element,
+    ~4400 SASS instructions a tile, before)."""
+    if len(p.vars) != 2 or not isinstance(layout, MmaAccumulator):
+        return [], []
+    row, col = p.vars
+    inner = names_set_inside(p.body)
+    sets: dict = {}
+    for x in statements(p.body):
+        if isinstance(x, (ir.LetScalar, ir.Assign)):
+            sets[x.name] = sets.get(x.name, 0) + 1
+    rowwise: dict = {}
+    for x in p.body:
+        if not isinstance(x, ir.LetScalar) or sets[x.name] != 1 or any(True for _ in loads(x.value)):
+            continue
+        names = {v.name for v in variables(x.value)}
+        if col not in names and all(n == row or n not in inner or n in rowwise for n in names) and \
+                (row in names or names & set(rowwise)):
+            rowwise[x.name] = x
+    costly = [x for x in rowwise.values() if _divides_at_run_time(x.value)]
+    needed, todo = set(), [x.name for x in costly]
+    while todo:
+        n = todo.pop()
+        if n not in needed:
+            needed.add(n)
+            todo += [v.name for v in variables(rowwise[n].value) if v.name in rowwise]
+    return costly, [x for x in rowwise.values() if x.name in needed]
+
+
+def _divides_at_run_time(e: ir.Expr) -> bool:
+    return any(isinstance(x, ir.BinOp) and x.op in ("//", "%") and not isinstance(x.b, ir.Const) for x in subexprs(e))
+
+
 def names_set_inside(stmts) -> set[str]:
     out: set[str] = set()
     for s in statements(stmts):
@@ -133,3 +171,29 @@ class HoistGen:
             for x, name in zip(xs, names):
                 self.hoisted[x] = f"{name}[{slots}::slot(tl_r)]"
         return [*plan.invariant, *plan.per_row, *plan.per_column]
+
+    def hoist_row_lets(self, p: ir.Parallel, layout, alias: str) -> list:
+        """The loop's row scalars that divide at run time (row_lets), computed before it once
+        per row slot this thread holds: `self.row_hoisted` maps each to the C its `let` reads
+        instead.  Returns their names (for the caller to drop after the loop)."""
+        costly, needed = row_lets(p, layout)
+        if not costly:
+            return []
+        slots = f"tl::Slots<{alias}, 0>"
+        names = {x.name: f"tl_hoist{self.hoist_names + n}" for n, x in enumerate(costly)}
+        self.hoist_names += len(names)
+        for x in costly:
+            self.emit(f"{c_type(x.dtype)} {names[x.name]}[{slots}::COUNT];")
+        self.emit("#pragma unroll")
+        self.emit(f"for (int tl_s = 0; tl_s < {slots}::COUNT; ++tl_s) {{  // once per row this thread holds")
+        self.indent += 1
+        self.emit(f"const int {c_name(p.vars[0])} = {alias}::row(threadIdx.x, {slots}::rep(tl_s));")
+        for x in needed:
+            self.emit(f"const {c_type(x.dtype)} {c_name(x.name)} = {self._in(x.value, x.dtype)};")
+        for x in costly:
+            self.emit(f"{names[x.name]}[tl_s] = {c_name(x.name)};")
+        self.indent -= 1
+        self.emit("}")
+        for x in costly:
+            self.row_hoisted[x.name] = f"{names[x.name]}[{slots}::slot(tl_r)]"
+        return list(names)

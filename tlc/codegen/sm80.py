@@ -72,6 +72,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
         self.exchanged: dict[str, str] = {}  # fragment -> its shared scratch, inside a parallel loop
         self.hoisted: dict = {}  # inside a parallel loop: a load read before it -> the C that holds it
         self.hoist_names = 0  # hoisted values declared so far (names stay unique in the kernel)
+        self.row_hoisted: dict = {}  # inside a parallel loop: a row scalar computed before it -> its C
 
     # ---- output ------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -216,6 +217,9 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
         return ""
 
     def stmt_LetScalar(self, s: ir.LetScalar) -> None:
+        if s.name in self.row_hoisted:  # computed before the parallel loop, once per row (hoist.py)
+            self.emit(f"const {c_type(s.dtype)} {c_name(s.name)} = {self.row_hoisted[s.name]};")
+            return
         self.emit(f"{c_type(s.dtype)} {c_name(s.name)} = {self._in(s.value, s.dtype)};")
 
     def stmt_Assign(self, s: ir.Assign) -> None:
@@ -558,6 +562,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
         for v, n in zip(p.vars, p.extents):
             self.ranges[v] = (0, n - 1)
         hoisted = self.hoist_loads(p, layout, alias)
+        row_lets = self.hoist_row_lets(p, layout, alias)
         runs = self.shared_run_reads(p, layout)
         saved = (self.in_parallel, self.loop_layout, getattr(self, "loop_vars", ()), self.loop_extents)
         self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = True, layout, p.vars, p.extents
@@ -576,6 +581,8 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
             self.unbind_range(v)
         for x in hoisted:
             self.hoisted.pop(x, None)
+        for name in row_lets:
+            self.row_hoisted.pop(name, None)
         self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = saved
 
     # ---- gemm --------------------------------------------------------------------------------

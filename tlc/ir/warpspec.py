@@ -21,7 +21,9 @@ from .nodes import Node
 class TensorMapSpec(Node):
     """One tensor map the launch passes: a tensor parameter seen by the TMA as a row-major
     tensor of its own rank, copied in boxes of `box_rows` x `box_cols` elements (one 128-byte
-    column segment of a tile; leading dimensions 1)."""
+    column segment of a tile), the rows along dimension `row_axis` (outermost first; None: the
+    one before the last) and every other dimension 1 (a weight's [F, K, K, C] tile of one
+    kernel position: rows along F)."""
 
     param: str
     dtype: DType
@@ -29,6 +31,15 @@ class TensorMapSpec(Node):
     box_rows: int
     box_cols: int
     store: bool = False  # the epilogue stores through this map (tl_tma's bit 1), else copies load (bit 0)
+    row_axis: int | None = None
+
+    def box(self) -> list:
+        """The box, innermost dimension first (as cuTensorMapEncodeTiled takes it)."""
+        rank = len(self.shape)
+        out = [self.box_cols] + [1] * (rank - 1)
+        if rank > 1:
+            out[rank - 1 - (rank - 2 if self.row_axis is None else self.row_axis)] = self.box_rows
+        return out
 
 
 # CUtensorMapDataType (cuda.h) by element: the TMA moves bytes, so 8-bit types travel as UINT8.
@@ -46,7 +57,8 @@ def tma_dtype(dt: DType) -> int:
 class StageLoad(Node):
     """The producer's copy at `index` of the ring loop's body: a tile of `rows` x `cols` into
     stage `it % stages` of `buffer`, whose stages lie `stage_elems` elements apart, through
-    tensor map `tensor_map`; `multicast`: each block of the cluster loads 1/cluster of its rows
+    tensor map `tensor_map` (its rows along the tensor's dimension `row_axis`, None: the one
+    before the last); `multicast`: each block of the cluster loads 1/cluster of its rows
     into every block's stage (the tile is the same for all of them).  `gather`: the statement is
     a row gather (schedule/gather_rows.py: an implicit GEMM's im2col tile), which every producer
     thread moves in 16-byte cp.async vectors, each thread arriving on the stage's full barrier
@@ -60,6 +72,7 @@ class StageLoad(Node):
     tensor_map: int
     multicast: bool = False
     gather: bool = False
+    row_axis: int | None = None
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,7 @@ def map_geometry(spec, sizes: tuple) -> tuple[list, list, list]:
     for d in dims[:-1]:
         pitch *= d
         strides.append(pitch)
-    box = [spec.box_cols, spec.box_rows] + [1] * (len(dims) - 2)
-    return dims, strides, box
+    return dims, strides, spec.box()
 
 
 @functools.lru_cache(maxsize=1)

@@ -237,12 +237,17 @@ class _Planner:
         if not 2 <= len(p.shape) <= 5 or b.layout.swizzle_bytes != 128 or len(b.shape) != 2:
             return None
         extents = list(c.src.extents)
-        if any(e != 1 for e in extents[:-2]) or tuple(extents[-2:]) != tuple(b.shape):
-            return None
         rows, cols = b.shape
+        axis = None
+        if any(e != 1 for e in extents[:-2]) or tuple(extents[-2:]) != tuple(b.shape):
+            # the rows along another dimension, the rest 1 (w[f0:f0 + BN, kh, kw, c0:c0 + BK])
+            tall = [d for d, e in enumerate(extents[:-1]) if e != 1]
+            if extents[-1] != cols or len(tall) != 1 or extents[tall[0]] != rows:
+                return None
+            axis = tall[0]
         if (cols * b.dtype.itemsize) % 128 or rows > 256:
             return None
-        return StageLoad(index, b.name, rows, cols, stage_elements(b), -1)
+        return StageLoad(index, b.name, rows, cols, stage_elements(b), -1, row_axis=axis)
 
     def gather_load(self, index: int, p: ir.Parallel) -> StageLoad | None:
         """A row gather the producer's threads can make (gather_rows.row_gather): into a 2-D
@@ -269,10 +274,10 @@ class _Planner:
         """`load` with its tensor map (one per tensor and box, registered on first use) and
         whether the cluster multicasts it."""
         c = self.loop.body[load.index]
-        multicast = cluster > 1 and self.shared_by_cluster(c)
+        multicast = cluster > 1 and self.shared_by_cluster(c) and load.row_axis is None
         p, b = self.params[c.src.name], self.buffers[load.buffer]
         rows = load.rows // cluster if multicast else load.rows
-        spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows, 128 // b.dtype.itemsize)
+        spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows, 128 // b.dtype.itemsize, row_axis=load.row_axis)
         if spec not in self.tensor_maps:
             self.tensor_maps.append(spec)
         return replace(load, tensor_map=self.tensor_maps.index(spec), multicast=multicast)

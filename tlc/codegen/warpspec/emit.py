@@ -296,6 +296,11 @@ class WarpSpecEmission:
             offs = [self.expr(o) for o in region.offsets]
             rank = len(offs)
             lead = ", ".join(offs[:-2]) or "0"
+            if load.row_axis is not None:  # rows along another dimension: the box's origin, innermost first
+                self.emit(f"tl::tma_load_box<{c_type(b.dtype)}, {load.rows}, {load.cols}, {rank}>("
+                          f"{self.smem_pointer(b.name)}, &tl_map{load.map_index}, tl_full + tl_stage, "
+                          f"{{{', '.join(reversed(offs))}}});")
+                continue
             if load.multicast:
                 self.emit(f"tl::tma_load_tile_multicast<{c_type(b.dtype)}, {load.rows}, {load.cols}, {rank}, "
                           f"{self.cluster}>({self.smem_pointer(b.name)}, &tl_map{load.map_index}, tl_full + tl_stage, "

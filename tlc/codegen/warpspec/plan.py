@@ -22,6 +22,7 @@ class TmaLoad:
     cols: int
     multicast: bool = False  # the same tile for every block of the cluster: each loads a part for all
     gather: bool = False  # `copy` is a row gather (a parallel loop) the producer's threads make by cp.async
+    row_axis: int | None = None  # the tensor's dimension the tile's rows run along (None: the one before the last)
 
 
 @dataclass
@@ -65,7 +66,8 @@ class WarpSpecPlanning:
         start, stop = spec.consumer
         pipeline = PipelinePlan(loop, spec.stages, [loop.body[x.index] for x in spec.loads],
                                 list(loop.body[start:stop]), spec.stage_buffers())
-        loads = [TmaLoad(loop.body[x.index], x.tensor_map, x.rows, x.cols, x.multicast, x.gather) for x in spec.loads]
+        loads = [TmaLoad(loop.body[x.index], x.tensor_map, x.rows, x.cols, x.multicast, x.gather, x.row_axis)
+                 for x in spec.loads]
         self.ws = WarpSpecPlan(pipeline, loads, spec.release_lag == 1 and spec.deferred is None)
         self.persistent = spec.tile_order is not None
         self.cluster = spec.tile_order.cluster if self.persistent else 1
