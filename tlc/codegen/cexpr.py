@@ -97,7 +97,13 @@ def cvt(text: str, src: DType, dst: DType) -> str:
     return text if src == dst else f"tl::cvt<{c_type(dst)}>({text})"
 
 
+# f16 and bf16 operations done in their own type on the GPU (CExprs.native_16)
+_NATIVE_16 = {"+": "__hadd", "-": "__hsub", "*": "__hmul"}
+
+
 class CExprs:
+    native_16 = True  # 16-bit float +, -, * by cuda_fp16.h / cuda_bf16.h (the cpu target's C++: False)
+
     def expr(self, e: ir.Expr) -> str:
         method = getattr(self, "expr_" + type(e).__name__, None)
         if method is None:
@@ -140,6 +146,13 @@ class CExprs:
             return f"({self._in(e.a, work)} {op} {self._in(e.b, work)})"
         if op in ("and", "or"):
             return f"({self.expr(e.a)} {'&&' if op == 'and' else '||'} {self.expr(e.b)})"
+        if self.native_16 and op in _NATIVE_16 and e.dtype.name in ("f16", "bf16") \
+                and e.a.dtype == e.dtype and e.b.dtype == e.dtype:
+            # CUDA's own half and bfloat16 operations, each rounded once to nearest even: the
+            # same value as in f32 rounded once (f32's 24 bits hold twice a 16-bit float's
+            # significand plus two, so rounding twice never differs), and nvcc pairs them into
+            # HADD2 / HMUL2 where two registers of a fragment pair take the same operations
+            return f"{_NATIVE_16[op]}({self.expr(e.a)}, {self.expr(e.b)})"
         work = compute_type(e.dtype)
         a, b = self._in(e.a, work), self._in(e.b, work)
         if work.is_float:

@@ -49,6 +49,8 @@ def extremum_type(dt: DType) -> str:
 
 
 class BlockEmitter(CExprs):
+    native_16 = False  # C++ has no __hadd: 16-bit floats compute through float (cexpr.py)
+
     def __init__(self, kernel: ir.Kernel):
         self.k = kernel
         self.lines: list[str] = []
