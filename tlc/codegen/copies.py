@@ -655,19 +655,12 @@ class CopyGen:
         ahead = self.table_loads(plan)
         for x, name in ahead.items():
             self.emit(f"int {name} = 0;")
-        if ahead:
-            self.emit(f"if ({S - 1} < tl_n) {{  // the first copies' table entries the loop issues")
-            self.indent += 1
-            self.read_table_loads(plan, ahead, f"{S - 1}")
-            self.indent -= 1
-            self.emit("}")
+        self.read_table_loads(plan, ahead, f"{S - 1}", "the first copies' table entries the loop issues")
         self.emit("for (int tl_k = 0; tl_k < tl_n; ++tl_k) {")
         self.indent += 1
         self.emit(f"tl::cp_async_wait<{S - 2}>();")
         self.after_async_copies()
         self.emit("__syncthreads();")
-
-        ahead = self.table_loads(plan)
 
         def prefetch():
             self.emit(f"if (tl_k + {S - 1} < tl_n) {{")
@@ -681,12 +674,7 @@ class CopyGen:
             self.indent -= 1
             self.emit("}")
             self.emit("tl::cp_async_commit();")
-            if ahead:
-                self.emit(f"if (tl_k + {S} < tl_n) {{  // the next copies' table entries, read a whole iteration ahead")
-                self.indent += 1
-                self.read_table_loads(plan, ahead, f"tl_k + {S}")
-                self.indent -= 1
-                self.emit("}")
+            self.read_table_loads(plan, ahead, f"tl_k + {S}", "the next copies' table entries, read an iteration ahead")
 
         if not overlap:
             prefetch()
@@ -736,13 +724,19 @@ class CopyGen:
                         out[x] = f"tl_ahead{len(out)}"
         return out
 
-    def read_table_loads(self, plan: PipelinePlan, ahead: dict, iteration: str) -> None:
-        var = c_name(plan.loop.var)
+    def read_table_loads(self, plan: PipelinePlan, ahead: dict, iteration: str, why: str) -> None:
+        """The entries of `ahead` for the copies of `iteration`, if the loop has one."""
+        if not ahead:
+            return
+        self.emit(f"if ({iteration} < tl_n) {{  // {why}")
+        self.indent += 1
         # the iteration through tl::opaque: an entry at an index the compiler sees as the same in
         # every lane went to a uniform register right after its load, which waited for it there
-        self.emit(f"const int {var} = tl::opaque({iteration});")
+        self.emit(f"const int {c_name(plan.loop.var)} = tl::opaque({iteration});")
         for x, name in ahead.items():
             self.emit(f"{name} = {self.load(x)};")
+        self.indent -= 1
+        self.emit("}")
 
     def keep_last_stage(self, plan: PipelinePlan) -> None:
         """After the drained ring, the last iteration's stage of each buffer that code after
