@@ -323,8 +323,9 @@ def w4a16_rows(torch, copy_gbs: float, min_ms: float) -> list:
     quant = tlc.load("std.quant", target="cuda")
     gemm = tlc.load("std.gemm", target="cuda")
     N, K, G = W4_N, W4_K, W4_G
-    W4, scales, zeros, _, deq = w4a16_weight(torch, quant, gemm, N, K, G)
-    deq = deq.half()
+    W4, scales, zeros, q, _ = w4a16_weight(torch, quant, gemm, N, K, G)
+    # the weight the kernels compute with: each scale rounded to f16 first (std.gemm's w4a16)
+    deq = dequantize_uint4_torch(torch, q, scales.half().float(), zeros, K, G).half()
     weight_bytes = N * K // 2
     g = torch.Generator(device="cuda").manual_seed(2)
     out = []

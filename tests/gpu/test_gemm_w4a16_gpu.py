@@ -37,11 +37,14 @@ def test_quantized_by_std_quant_against_torch(mod, M, N, K, dtype):
 
     G = 128
     dt = getattr(torch, dtype)
-    W4, scales, zeros, q, deq = w4a16_weight(torch, tlc.load(QUANT_PATH, target="cuda"), mod, N, K, G, dt, M + K)
+    from lowbit import dequantize_uint4_torch
+
+    W4, scales, zeros, q, _ = w4a16_weight(torch, tlc.load(QUANT_PATH, target="cuda"), mod, N, K, G, dt, M + K)
+    deq = dequantize_uint4_torch(torch, q, scales.to(dt).float(), zeros, K, G)  # scales in A's dtype, as the kernels
     assert np.array_equal(W4.view(torch.int32).cpu().numpy().view(np.uint32), repack(q.cpu().numpy(), K))
     g = torch.Generator(device="cuda").manual_seed(M)
     A = torch.randn(M, K, device="cuda", generator=g).to(dt)
-    want = F.linear(A.float(), deq.to(dt).float())  # the weight rounded to A's dtype, as the kernels hold it
+    want = F.linear(A.float(), deq.to(dt).float())  # each weight rounded once to A's dtype, as the kernels
     for name in ("matmul_w4a16", "matmul_w4a16_prefill", "matmul_w4a16_splitk"):
         C = torch.full((M, N), float("nan"), dtype=dt, device="cuda")
         if name == "matmul_w4a16_splitk":

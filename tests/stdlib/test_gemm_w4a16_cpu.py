@@ -144,10 +144,14 @@ def test_tensor_cores_and_no_local_memory(name, consts, arch, instruction, n, tm
 def test_the_decode_kernel_reads_a_word_per_eight_nibbles(tmp_path):
     # BN x BK = 64 x 128 nibbles a K step over 128 threads: 64 a thread, in 8 words: one 32-bit
     # shared load each (both elements of a pair and the four pairs of a word share it; before
-    # the codegen knew the columns never negative, 64 loads), and the scale and zero point read
-    # once per row a thread holds (2 rows), not once a nibble (64)
+    # the codegen knew the columns never negative, 64 loads); the scale and zero point of the
+    # 2 rows a thread holds from shared memory, where the pipeline's copies put them (2 LDS,
+    # 2 LDS.U8: no global load waited for in the K loop), and the weights in f16 arithmetic,
+    # a register pair's subtraction and multiplication one HADD2 and one HMUL2 (64 weights: 32
+    # HMUL2; in f32 they had been 64 FADD, 64 FMUL and 32 F2FP roundings)
     _, _, text = _sass("matmul_w4a16", {}, "sm_90a", tmp_path)
     words = re.findall(r"\bLDS(?:\.32)? R\d+, \[", text)  # not the scheduler's `@!PT LDS RZ, [RZ]`
-    assert len(words) == 8, words
-    assert "LDS.U8" not in text
-    assert len(re.findall(r"LDG\.E\.CONSTANT ", text)) == 2 and len(re.findall(r"LDG\.E\.U8\.CONSTANT ", text)) == 2
+    assert len(words) == 8 + 2, words
+    assert len(re.findall(r"\bLDS\.U8 R\d+, \[", text)) == 2
+    assert len(re.findall(r"\bHMUL2 ", text)) == 32
+    assert "FMUL " not in text

@@ -39,10 +39,12 @@ def repack(q, K):
 
 
 def dequantized(nib, scales, zeros, G, dtype):
-    """W[n, k] = (nib - zeros[n, k // G]) * scales[n, k // G] in f32, rounded to the activations'
-    dtype once, as the kernels hold it (f32 where dtype is None)."""
+    """W[n, k] = (nib - zeros[n, k // G]) * scales[n, k // G] as the kernels hold it: the scale
+    rounded to the activations' dtype, the product in f32 rounded to it once (f32 where dtype is
+    None: the weight std.quant's dequantization defines)."""
     K = nib.shape[1]
-    s = np.repeat(scales.astype(np.float32), G, 1)[:, :K]
+    s = scales if dtype is None else scales.astype(dtype)
+    s = np.repeat(s.astype(np.float32), G, 1)[:, :K]
     z = np.repeat(zeros.astype(np.float32), G, 1)[:, :K]
     w = (nib.astype(np.float32) - z) * s
     return w if dtype is None else w.astype(dtype)
