@@ -33,6 +33,11 @@ __device__ __forceinline__ void copy_f2s_staged(U* stage, const T* regs) {
 __device__ __forceinline__ void bar_sync_named(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
+// This thread's arrival on barrier `id` of `count` threads, without waiting for the others
+// (the warpgroups' turns of ping-pong: one arrives on the other's barrier, which syncs on it).
+__device__ __forceinline__ void bar_arrive_named(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
 
 // Rows [row0, row0 + ROWS) of a staged tile (the buffer of copy_f2s_staged holding TILE_ROWS
 // rows, `first` its first row to store) -> the tensor at (col0, row0, lead...), one TMA box

@@ -19,25 +19,47 @@ def cuda(**constants) -> str:
 
 
 def test_the_loop_issues_both_products_and_waits_for_each_where_its_results_are_needed():
+    """The two consumer warpgroups take turns issuing (ping-pong: named barriers 3 and 4), the
+    first iteration peeled, so that the loop issues the deferred gemm every time."""
     text = cuda(STAGES=3)
     loop = text[text.index("tl::setmaxnreg_inc"):]
+    issue_s = "tl::gemm_wgmma_issue<tl_flash_fwd_wgmma_n128_f16, half, 128, 128, 128, true>(q_tile, (k_tile + ((tl_it) % 3)"
+    turn, other = "tl::bar_sync_named(3 + threadIdx.x / 128, 256);", "tl::bar_arrive_named(4 - threadIdx.x / 128, 256);"
     steps = [
-        "tl::gemm_wgmma_issue<tl_flash_fwd_wgmma_n128_f16, half, 128, 128, 128, true>(q_tile, (k_tile + ((tl_it) % 3)",
-        "if (tl_k > 0) {  // the deferred gemm of iteration tl_it + 2, on its stage",
+        "if (threadIdx.x < 128 && tl_n > 0) tl::bar_arrive_named(3, 256);",
+        "if (tl_n > 0) {  // the first iteration: no deferred gemm before it",
+        turn, issue_s, other,
+        "tl::wgmma_wait<0>();  // this iteration's first gemm is done",
+        "for (int tl_k = 1; tl_k < tl_n; ++tl_k, ++tl_it) {",
+        turn, issue_s,
+        "{  // the deferred gemm of iteration tl_it + 2, on its stage",
         "tl::gemm_wgmma_rs_issue<tl_flash_fwd_wgmma_n128_f16_nmajor_rs, half, 128, 128, false>(probs, "
         "(v_tile + ((tl_it + 2) % 3)",
-        "if (tl_k > 0) tl::wgmma_wait<1>(); else tl::wgmma_wait<0>();  // this iteration's first gemm is done",
+        other,
+        "tl::wgmma_wait<1>();  // this iteration's first gemm is done",
         "reduce_max(scores -> row_max",
         "tl::wgmma_wait<0>();  // the deferred gemm is done",
         "probs[tl_r] = tl::cvt<half>(scores[tl_r]);",
         "acc[tl_r] = (acc[tl_r] * rescale",
-        "if (tl_k > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_it + 2) % 3);",
+        "if (threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_it + 2) % 3);",
+        "if (threadIdx.x < 128 && tl_n > 0) tl::bar_sync_named(3, 256);",
         "if (tl_n > 0) {  // the deferred gemm of iteration tl_it - 1, on its stage",
         "tl::gemm_wgmma_rs<tl_flash_fwd_wgmma_n128_f16_nmajor_rs, half, 128, 128, false>(probs, (v_tile + ((tl_it - 1) % 3)",
     ]
-    at = [loop.find(x) for x in steps]
-    assert -1 not in at, steps[at.index(-1)]
-    assert at == sorted(at) and loop.count("gemm_wgmma_rs") == 2
+    at, pos = [], 0
+    for x in steps:
+        pos = loop.find(x, pos)
+        assert pos != -1, x
+        at.append(pos)
+    assert loop.count("gemm_wgmma_rs") == 2 and loop.count(turn) == 2 and loop.count(other) == 2
+
+
+def test_one_consumer_warpgroup_takes_no_turns():
+    """Ping-pong needs two warpgroups of their own rows: one (BM = 64) runs as before."""
+    loop = cuda(STAGES=3, BM=64, THREADS=128)
+    loop = loop[loop.index("tl::setmaxnreg_inc"):]
+    assert "bar_sync_named(3" not in loop and "bar_arrive_named" not in loop
+    assert "if (tl_k > 0) tl::wgmma_wait<1>(); else tl::wgmma_wait<0>();" in loop
 
 
 def test_two_stages_keep_the_gemms_in_place():
@@ -57,3 +79,6 @@ def test_sass_has_hgmma_for_both_products_one_group_in_flight_and_no_local_memor
     assert re.search(r"HGMMA\.64x128x16\.F32 R\d+, R\d+, gdesc", sass)  # P @ V, P from registers
     assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sass
     assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log
+    # the turns' named barriers, and no wgmma serialized around them (ptxas's C7514)
+    assert re.search(r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x100", sass) and re.search(r"BAR\.ARV R\d+, 0x100", sass)
+    assert "C7514" not in log

@@ -110,6 +110,13 @@ class DeferredGemm(Node):
     gemm: int
     after: int
     wait: int
+    # two consumer warpgroups of their own rows take turns issuing the two gemms (named barriers
+    # PINGPONG_BARRIER + 0/1), so that one's softmax runs while the other's products keep the
+    # tensor cores busy (FlashAttention 3's inter-warpgroup ping-pong)
+    pingpong: bool = False
+
+
+PINGPONG_BARRIER = 3  # the named barriers of the turns: 3 and 4 (1 and 2 are the staged store's)
 
 
 @dataclass(frozen=True)

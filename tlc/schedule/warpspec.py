@@ -225,7 +225,10 @@ class _Planner:
             return None  # one gemm ahead of the deferred one, the wait counts on it
         wait = next((i for i in range(first + 1, stop - 1) if (last.c in _touched(body[i]) or
                      last.c in _read(body[i]) or (operands - {last.c}) & _touched(body[i]))), stop - 1)
-        return DeferredGemm(stop - 1, first, wait)
+        # ping-pong: two warpgroups whose accumulators hold rows of their own (not the columns of
+        # one row block split between them) never wait for each other in the loop
+        own_rows = not any(getattr(self.buffers[g.c].layout, "wgmma_columns", False) for g in (last, body[first]))
+        return DeferredGemm(stop - 1, first, wait, pingpong=self.k.threads == 256 and own_rows)
 
     def wgmma_any(self, g: ir.Gemm) -> bool:
         return self.uses_wgmma(g) or wgmma_rs_ready(g, self.buffers, self.k.threads)

@@ -5,6 +5,7 @@ persistent kernel.  Every number comes from the kernel's `ir.WarpSpecialization`
 from __future__ import annotations
 
 from ... import ir
+from ...ir.warpspec import PINGPONG_BARRIER
 from ..cnames import c_name, c_type
 from .plan import WarpSpecPlan
 
@@ -310,7 +311,7 @@ class WarpSpecEmission:
                       f"{self.smem_pointer(b.name)}, &tl_map{load.map_index}, tl_full + tl_stage, {offs[-1]}, "
                       f"{offs[-2]}, {{{lead}}});")
 
-    def deferred_body(self, plan) -> None:
+    def deferred_body(self, plan, which: str = "any") -> None:
         """The consumers' statements with the last gemm deferred (ir.DeferredGemm): the first
         gemm is issued, then the previous iteration's last gemm on its stage, then the first is
         waited for; the statements up to `wait` run under the deferred one."""
@@ -320,24 +321,30 @@ class WarpSpecEmission:
         rest = plan.rest[:-1]
         cut = next(i for i, s in enumerate(rest) if index[id(s)] == d.after) + 1
         wait = next((i for i, s in enumerate(rest) if index[id(s)] == d.wait), len(rest))
+        e = self.emit
+        if d.pingpong:
+            e(f"tl::bar_sync_named({PINGPONG_BARRIER} + threadIdx.x / 128, 256);  // this warpgroup's turn to issue")
         self.issue_only = first
         self.block(rest[:cut])
         self.issue_only = None
-        self.deferred_gemm(plan, "tl_k > 0", f"tl_it + {plan.stages - 1}", wait=False)
-        e = self.emit
-        e("if (tl_k > 0) tl::wgmma_wait<1>(); else tl::wgmma_wait<0>();  // this iteration's first gemm is done")
+        if which != "first":
+            self.deferred_gemm(plan, "tl_k > 0" if which == "any" else None, f"tl_it + {plan.stages - 1}", wait=False)
+        if d.pingpong:  # the other's turn
+            e(f"tl::bar_arrive_named({PINGPONG_BARRIER + 1} - threadIdx.x / 128, 256);")
+        e({"any": "if (tl_k > 0) tl::wgmma_wait<1>(); else tl::wgmma_wait<0>();", "first": "tl::wgmma_wait<0>();",
+           "later": "tl::wgmma_wait<1>();"}[which] + "  // this iteration's first gemm is done")
         e(f"tl::fence_registers<{self.buffers[first.c].layout.registers}>({c_name(first.c)});")
         self.block(rest[cut:wait])
         e("tl::wgmma_wait<0>();  // the deferred gemm is done: its operands and accumulator are free")
         self.fence_gemm_registers(last)
         self.block(rest[wait:])
 
-    def deferred_gemm(self, plan, when: str, iteration: str, wait: bool) -> None:
+    def deferred_gemm(self, plan, when: str | None, iteration: str, wait: bool) -> None:
         """The deferred gemm of iteration `iteration` (a C expression of tl_it), on its stage, if
-        `when`; `wait`: and waited for (after the loop)."""
+        `when` (None: always); `wait`: and waited for (after the loop)."""
         g = plan.loop.body[self.spec.deferred.gemm]
         e = self.emit
-        e(f"if ({when}) {{  // the deferred gemm of iteration {iteration}, on its stage")
+        e(f"{'if (' + when + ') ' if when else ''}{{  // the deferred gemm of iteration {iteration}, on its stage")
         self.indent += 1
         saved = self.staged(plan, iteration)
         self.issue_only = None if wait else g
@@ -368,12 +375,12 @@ class WarpSpecEmission:
             self.emit("tl::fence_proxy_async();  // plain stores, read next by the tensor cores")
             self.emit("tl::mbar_arrive(tl_full + tl_stage);")
 
-    def consumer_loop(self, w: WarpSpecPlan) -> None:
+    def consumer_iteration(self, w: WarpSpecPlan, which: str) -> None:
+        """One iteration of the consumers' loop at tl_k: `which` is "first" (tl_k = 0, peeled),
+        "later" (tl_k > 0) or "any" (either: the conditions at run time)."""
         plan, S = w.pipeline, w.pipeline.stages
         e = self.emit
         var = c_name(plan.loop.var)
-        e("for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {")
-        self.indent += 1
         e(f"const int tl_stage = tl_it % {S};")
         e(f"tl::mbar_wait(tl_full + tl_stage, (tl_it / {S}) & 1);")
         if any(load.gather for load in w.loads):
@@ -385,7 +392,7 @@ class WarpSpecEmission:
         saved = self.staged(plan, "tl_it")
         self.in_flight_gemm, self.in_consumer_loop = (plan.rest[0] if w.overlap else None), True
         if self.spec.deferred is not None:
-            self.deferred_body(plan)
+            self.deferred_body(plan, which)
         else:
             self.block(plan.rest)
         self.in_consumer_loop = False
@@ -393,12 +400,37 @@ class WarpSpecEmission:
         self.indent -= 1
         e("}")
         if self.spec.release_lag == 1:
-            e("// the previous stage's wgmma has completed (one group stays in flight): release it")
-            e(f"if (tl_k > 0 && threadIdx.x % 32 == 0) {self.release(f'tl_empty + (tl_it + {S - 1}) % {S}')}")
+            if which != "first":
+                e("// the previous stage's wgmma has completed (one group stays in flight): release it")
+                e(f"if ({'tl_k > 0 && ' if which == 'any' else ''}threadIdx.x % 32 == 0) "
+                  f"{self.release(f'tl_empty + (tl_it + {S - 1}) % {S}')}")
         else:
             e(f"if (threadIdx.x % 32 == 0) {self.release('tl_empty + tl_stage')}")
+
+    def consumer_loop(self, w: WarpSpecPlan) -> None:
+        plan, S = w.pipeline, w.pipeline.stages
+        e = self.emit
+        pingpong = self.spec.deferred is not None and self.spec.deferred.pingpong
+        if pingpong:
+            # the first warpgroup's turn comes first (its arrival and its sync make the 256); the
+            # first iteration is peeled, so that the loop's has the deferred gemm to issue every
+            # time (with a conditional issue and the turns' bar.sync in one loop, ptxas
+            # serializes the wgmmas: its C7514)
+            e(f"if (threadIdx.x < 128 && tl_n > 0) tl::bar_arrive_named({PINGPONG_BARRIER}, 256);")
+            e("if (tl_n > 0) {  // the first iteration: no deferred gemm before it")
+            self.indent += 1
+            e("const int tl_k = 0;")
+            self.consumer_iteration(w, "first")
+            e("++tl_it;")
+            self.indent -= 1
+            e("}")
+        e(f"for (int tl_k = {1 if pingpong else 0}; tl_k < tl_n; ++tl_k, ++tl_it) {{")
+        self.indent += 1
+        self.consumer_iteration(w, "later" if pingpong else "any")
         self.indent -= 1
         e("}")
+        if pingpong:  # the second warpgroup's last arrival on the first's barrier, which no turn took
+            e(f"if (threadIdx.x < 128 && tl_n > 0) tl::bar_sync_named({PINGPONG_BARRIER}, 256);")
         if self.spec.deferred is not None:
             self.deferred_gemm(plan, "tl_n > 0", "tl_it - 1", wait=True)
         if w.overlap:
