@@ -18,7 +18,8 @@ quantized by std.quant.quantize_uint4 (groups of 128, f32 scales, u8 zero points
 repack_int4; decode (M = 1, 16, 64: matmul_w4a16, and its split-K with splitk_reduce) against
 f16 F.linear on the weight dequantized in PyTorch, with each one's time as a fraction of the
 copy bandwidth over the int4 weight alone (N * K / 2 bytes: what a decode kernel must read);
-prefill (M = 4096: matmul_w4a16_prefill) against f16 F.linear (cuBLAS), in TFLOP/s.  Every
+prefill (M = 4096: matmul_w4a16_prefill, and dequantize_w4a16 into an f16 buffer followed by
+matmul_nt) against f16 F.linear (cuBLAS), in TFLOP/s.  Every
 variant's output is checked against F.linear in f32 of the dequantized weight before its time
 counts (tlc.timing.compare_checked).
 
@@ -283,9 +284,10 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0), ("w4a16 stages=8", "matm
                       ("w4a16 split-K 4 stages=6", "matmul_w4a16_splitk", {"stages": 6}, 4)]
 # BM = 256: each dequantized weight used by twice the rows (the dequantization costs per weight,
 # the products per row); BN = 256: half the reads of A
+# "dequantize_w4a16": the whole weight dequantized once into an f16 buffer, then matmul_nt
 W4_PREFILL_VARIANTS = [("w4a16_prefill", "matmul_w4a16_prefill", {}),
                        ("w4a16_prefill BM=256", "matmul_w4a16_prefill", {"BM": 256}),
-                       ("w4a16_prefill BN=256", "matmul_w4a16_prefill", {"BN": 256})]
+                       ("dequantize + matmul_nt", "dequantize_w4a16", {})]
 
 
 def w4a16_weight(torch, quant, gemm, N, K, G, dtype=None, seed=1):
@@ -337,7 +339,13 @@ def w4a16_rows(torch, copy_gbs: float, min_ms: float) -> list:
         variants = W4_DECODE_VARIANTS if M < W4_PREFILL_M else [(*v, 0) for v in W4_PREFILL_VARIANTS]
         for label, kernel, consts, parts in variants:
             C = torch.empty(M, N, dtype=torch.float16, device="cuda")
-            if parts:
+            if kernel == "dequantize_w4a16":
+                Wd = torch.empty(N, K, dtype=torch.float16, device="cuda")
+
+                def run(C=C, Wd=Wd, A=A):
+                    gemm.dequantize_w4a16(W4, scales, zeros, Wd)
+                    gemm.matmul_nt(A, Wd, C)
+            elif parts:
                 P = torch.empty(parts, M, N, dtype=torch.float32, device="cuda")
 
                 def run(kernel=getattr(gemm, kernel), C=C, P=P, consts=consts):

@@ -1,7 +1,8 @@
 """std.gemm's weight-only int4 GEMM on the GPU against PyTorch: the weight quantized by
 std.quant.quantize_uint4 (the plain layout), repacked by repack_int4, then matmul_w4a16 (decode),
 its split-K and matmul_w4a16_prefill against the weight dequantized in PyTorch and F.linear in
-f32, at the bench's shapes (N = K = 8192, M = 1, 16, 64; prefill M = 512) and a ragged one;
+f32 (dequantize_w4a16 against that weight, exactly), at the bench's shapes (N = K = 8192, M = 1,
+16, 64; prefill M = 512) and a ragged one;
 then the kit's ragged shapes against NumPy, and the sm_80 path; the int8 / f8 weight-only kernels
 (w8a16) against F.linear of the weight times its per-channel scales."""
 import pathlib
@@ -45,6 +46,9 @@ def test_quantized_by_std_quant_against_torch(mod, M, N, K, dtype):
     g = torch.Generator(device="cuda").manual_seed(M)
     A = torch.randn(M, K, device="cuda", generator=g).to(dt)
     want = F.linear(A.float(), deq.to(dt).float())  # each weight rounded once to A's dtype, as the kernels
+    Wd = torch.full((N, K), float("nan"), dtype=dt, device="cuda")
+    mod.dequantize_w4a16(W4, scales, zeros, Wd)
+    assert torch.equal(Wd, deq.to(dt))  # exactly the weight the kernels compute with
     for name in ("matmul_w4a16", "matmul_w4a16_prefill", "matmul_w4a16_splitk"):
         C = torch.full((M, N), float("nan"), dtype=dt, device="cuda")
         if name == "matmul_w4a16_splitk":

@@ -21,6 +21,7 @@ from stdlib_kit import GEMM_PATH, rel_err
 from stdlib_kit import cases as plain_cases
 from tlc.dtypes import BF16
 from w4a16_kit import case as w4a16_case
+from w4a16_kit import dequantized
 from w4a16_kit import splitk as w4a16_splitk
 from w4a16_kit import w8_case
 
@@ -90,6 +91,12 @@ def w4a16(mod, name, dtype):
         mod.repack_int4(q, W)
         assert np.array_equal(W, W4)
         return
+    if name == "dequantize_w4a16":  # the weight itself, exactly as the kernels compute with it
+        W = np.full((W4.shape[0], A.shape[1]), np.nan, dt)
+        mod.dequantize_w4a16(W4, scales, zeros, W)
+        nib = np.stack([q & 15, q >> 4], 2).reshape(q.shape[0], -1)[:, :A.shape[1]]
+        assert np.array_equal(W.view(np.uint16), dequantized(nib, scales, zeros, 128, dt).view(np.uint16))
+        return
     if name == "matmul_w4a16_splitk":
         C = w4a16_splitk(mod, A, W4, scales, zeros, 3)
     else:
@@ -119,7 +126,7 @@ TABLE = {
     "matmul_f8_blockscaled": (("f8e4m3",), precision),
     "matmul_i8": (("i8",), precision),
     "repack_int4": (("u8",), w4a16),
-    **{k: (HALVES, w4a16) for k in ("matmul_w4a16", "matmul_w4a16_prefill", "matmul_w4a16_splitk")},
+    **{k: (HALVES, w4a16) for k in ("matmul_w4a16", "matmul_w4a16_prefill", "matmul_w4a16_splitk", "dequantize_w4a16")},
     **{k: (("f8e4m3", "i8"), w8a16) for k in ("matmul_w8a16", "matmul_w8a16_prefill")},
     **{SKINNY[k]: (dtypes, lambda m, n, d, k=k: precision(m, k, d, skinny=True))
        for k, dtypes in (("matmul_tf32", ("f32",)), ("matmul_f8", ("f8e4m3", "f8e5m2")),

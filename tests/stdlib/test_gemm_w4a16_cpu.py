@@ -11,7 +11,7 @@ import pytest
 import tlc
 from precision_kit import count, sass
 from stdlib_kit import GEMM_PATH
-from w4a16_kit import (BF16, SHAPES, W4A16_KERNELS, W8A16_KERNELS, case, check, check_shape, plain_int4,
+from w4a16_kit import (BF16, SHAPES, W4A16_KERNELS, W8A16_KERNELS, case, check, check_shape, dequantized, plain_int4,
                        repack, splitk, w8_case)
 
 
@@ -155,3 +155,15 @@ def test_the_decode_kernel_reads_a_word_per_eight_nibbles(tmp_path):
     assert len(re.findall(r"\bLDS\.U8 R\d+, \[", text)) == 2
     assert len(re.findall(r"\bHMUL2 ", text)) == 32
     assert "FMUL " not in text
+
+
+@pytest.mark.parametrize("N,K,G,dtype,ts", [(9, 300, 128, np.float16, np.float32), (17, 129, 32, BF16, np.float32),
+                                             (8, 520, 64, np.float16, np.float16), (3, 33, 32, BF16, BF16)])
+def test_dequantize_is_the_weight_the_kernels_compute_with(mod, N, K, G, dtype, ts):
+    # exactly: T((nibble - zero) * T(scale)), every element, ragged N and K (odd: a last half
+    # byte), several blocks each way
+    q, scales, zeros, nib = plain_int4(np.random.default_rng(N + K), N, K, G, ts)
+    W = np.full((N, K), np.nan, dtype)
+    mod.dequantize_w4a16(repack(q, K), scales, zeros, W, G=G, RN=4, RK=64, THREADS=64)
+    want = dequantized(nib, scales, zeros, G, dtype)
+    assert np.array_equal(W.view(np.uint16), want.view(np.uint16))

@@ -6,7 +6,7 @@ f8 with per-channel scales (matmul_w8a16, matmul_w8a16_prefill): w8_case.  Share
 import ml_dtypes
 import numpy as np
 
-W4A16_KERNELS = ["repack_int4", "matmul_w4a16", "matmul_w4a16_prefill", "matmul_w4a16_splitk"]
+W4A16_KERNELS = ["repack_int4", "matmul_w4a16", "matmul_w4a16_prefill", "matmul_w4a16_splitk", "dequantize_w4a16"]
 W8A16_KERNELS = ["matmul_w8a16", "matmul_w8a16_prefill"]
 BF16 = ml_dtypes.bfloat16
 TOL = {np.dtype(np.float16): 2e-3, np.dtype(BF16): 1.5e-2}
