@@ -175,6 +175,8 @@ class WarpSpecEmission:
         else:
             self.over_tiles(scalars, lambda: self.producer_loop(w, lambda: self.emit_gather_stage(w, 0),
                                                                 self.keep_gather_rows))
+        e("tl::cp_async_commit();  // no thread leaves with its vectors still in flight")
+        e("tl::cp_async_wait<0>();")
         e("return;")
 
     def keep_gather_rows(self) -> None:
