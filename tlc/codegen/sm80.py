@@ -173,6 +173,8 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
 
     # ---- statements --------------------------------------------------------------------------
     def block(self, stmts) -> None:
+        if getattr(self, "in_consumer_loop", False) and self.consumer_block(stmts):
+            return  # (a check, not an override: a frame more per nesting would lower the bound)
         early = self.hoist_early(stmts)
         for run in self.runs(stmts):
             if len(run) >= 2:
@@ -181,6 +183,11 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
                 self.stmt(run[0])
         for x in early:
             self.hoisted.pop(x, None)
+
+    def consumer_block(self, stmts) -> bool:
+        """Whether the target emitted `stmts`, a block inside a warp-specialized ring's consumer
+        loop, its own way (sm90.py: the body's gemms waited for where needed)."""
+        return False
 
     @staticmethod
     def runs(stmts) -> list:
@@ -194,7 +201,6 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
             out.append(stmts[i:j])
             i = j
         return out
-
 
     def stmt(self, s) -> None:
         method = getattr(self, "stmt_" + type(s).__name__, None)

@@ -81,17 +81,16 @@ class Sm90(WarpSpecialized, Sm80):
             return self.uses_wgmma(a)  # one accumulator: K steps of one product (MLA)
         return a.c not in (b.a, b.b) and b.c not in (a.a, a.b)
 
-    def block(self, stmts) -> None:
+    def consumer_block(self, stmts) -> bool:
         """A warp-specialized loop's consumer body (with no gemm deferred or kept in flight)
         issues each wgmma gemm without waiting and waits where a later statement needs it: for
         the oldest gemms only, as many groups as came after them staying in flight
         (FlashAttention 3's backward: the scores, then dO . V^T issued; the probabilities made
         under dO . V^T; dV's product issued and running while dS is made).  Every other block
         waits at each gemm."""
-        if not (getattr(self, "in_consumer_loop", False) and self.in_flight_gemm is None
-                and getattr(self, "lazy", None) is None and self.spec is not None and self.spec.deferred is None):
-            super().block(stmts)
-            return
+        if not (self.in_flight_gemm is None and getattr(self, "lazy", None) is None and self.spec is not None
+                and self.spec.deferred is None):
+            return False
         self.lazy = pending = []  # wgmma gemms issued and not yet waited for, oldest first
         try:
             early = self.hoist_early(stmts)
@@ -115,6 +114,7 @@ class Sm90(WarpSpecialized, Sm80):
                 self.hoisted.pop(x, None)
         finally:
             self.lazy = None
+        return True
 
     def settle(self, pending: list, stmts, issuing: ir.Gemm | None) -> None:
         """Waits for the pending gemms that `stmts` (or the gemm `issuing`, issued next) need:
