@@ -164,6 +164,6 @@ def test_dequantize_is_the_weight_the_kernels_compute_with(mod, N, K, G, dtype, 
     # byte), several blocks each way
     q, scales, zeros, nib = plain_int4(np.random.default_rng(N + K), N, K, G, ts)
     W = np.full((N, K), np.nan, dtype)
-    mod.dequantize_w4a16(repack(q, K), scales, zeros, W, G=G, RN=4, RK=64, THREADS=64)
+    mod.dequantize_w4a16(repack(q, K), scales, zeros, W, G=G, RN=4, RC=8, THREADS=32)
     want = dequantized(nib, scales, zeros, G, dtype)
     assert np.array_equal(W.view(np.uint16), want.view(np.uint16))
