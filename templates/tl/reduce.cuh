@@ -152,28 +152,37 @@ __device__ __forceinline__ void reduce_assign(U* dst, const Acc* part) {
   for (int s = 0; s < K::REGS; ++s) dst[s] = CLEAR ? cvt<U>(part[s]) : cvt<U>(combine<OP>(cvt<Acc>(dst[s]), part[s]));
 }
 
+// The barrier a reduction's partials meet at: the block's (BAR 0), or named barrier BAR over
+// the THREADS that compute (a warp-specialized kernel's consumers: its producer warpgroup,
+// still copying, never reaches theirs).
+template <int BAR, int THREADS>
+__device__ __forceinline__ void reduce_barrier() {
+  if constexpr (BAR == 0) __syncthreads();
+  else asm volatile("bar.sync %0, %1;\n" ::"n"(BAR), "n"(THREADS) : "memory");
+}
+
 // Whole warps hold each kept index (MASK = 31): lane 0 of each warp writes its partials to the
 // warp's row of scratch (WARPS x NKEPT).  INIT fills the rows first where some warp holds
 // only some kept indices.
-template <Op OP, typename K, int THREADS, int NKEPT, bool INIT, typename Acc>
+template <Op OP, typename K, int THREADS, int NKEPT, bool INIT, int BAR = 0, typename Acc>
 __device__ __forceinline__ void reduce_warps_to_scratch(Acc* scratch, const Acc* part) {
   const int t = threadIdx.x;
   if constexpr (INIT) {
     for (int i = t; i < (THREADS / 32) * NKEPT; i += THREADS) scratch[i] = identity<OP>(Acc());
-    __syncthreads();
+    reduce_barrier<BAR, THREADS>();
   }
   if ((t & 31) == 0) {
 #pragma unroll
     for (int s = 0; s < K::REGS; ++s)
       if (K::valid(t, s)) scratch[(t / 32) * NKEPT + K::col(t, s)] = part[s];
   }
-  __syncthreads();
+  reduce_barrier<BAR, THREADS>();
 }
 
 // The threads in PARTS equal blocks, each holding every kept index in one group of lanes and
 // one slot (the warpgroups side by side of a column-split wgmma accumulator): the first lane of
 // each group writes its block's row of scratch (PARTS x NKEPT), no initialization, no atomics.
-template <typename K, int THREADS, int NKEPT, int PARTS, unsigned MASK, typename Acc>
+template <typename K, int THREADS, int NKEPT, int PARTS, unsigned MASK, int BAR = 0, typename Acc>
 __device__ __forceinline__ void reduce_parts_to_scratch(Acc* scratch, const Acc* part) {
   const int t = threadIdx.x;
   if ((t & MASK) == 0) {
@@ -181,22 +190,22 @@ __device__ __forceinline__ void reduce_parts_to_scratch(Acc* scratch, const Acc*
     for (int s = 0; s < K::REGS; ++s)
       if (K::valid(t, s)) scratch[(t / (THREADS / PARTS)) * NKEPT + K::col(t, s)] = part[s];
   }
-  __syncthreads();
+  reduce_barrier<BAR, THREADS>();
 }
 
 // Any other grouping: one scratch row of NKEPT values, combined into by atomics from the first
 // lane of each group of lanes (or from every register, when MASK = 0 and slots repeat).
-template <Op OP, typename K, int THREADS, int NKEPT, unsigned MASK, typename Acc>
+template <Op OP, typename K, int THREADS, int NKEPT, unsigned MASK, int BAR = 0, typename Acc>
 __device__ __forceinline__ void reduce_atomic_to_scratch(Acc* scratch, const Acc* part) {
   const int t = threadIdx.x;
   for (int i = t; i < NKEPT; i += THREADS) scratch[i] = identity<OP>(Acc());
-  __syncthreads();
+  reduce_barrier<BAR, THREADS>();
   if ((t & MASK) == 0) {
 #pragma unroll
     for (int s = 0; s < K::REGS; ++s)
       if (K::valid(t, s)) atomic_combine<OP>(&scratch[K::col(t, s)], part[s]);
   }
-  __syncthreads();
+  reduce_barrier<BAR, THREADS>();
 }
 
 // A shared ROWS x COLS tile reduced along DIM: thread t reduces kept indices t, t + THREADS, ...

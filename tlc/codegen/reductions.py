@@ -57,7 +57,23 @@ class ReduceGen:
         size = -(-count * (8 if acc == "double" else 4) // 16) * 16
         self.red_stride = max(self.red_stride, size)
         self.emit("tl_red_phase ^= 1;")
-        return f"reinterpret_cast<{acc}*>(tl_smem + {self.k.smem_bytes} + tl_red_phase * TL_RED_STRIDE)"
+        return f"reinterpret_cast<{acc}*>(tl_smem + {self.red_base()} + tl_red_phase * TL_RED_STRIDE)"
+
+    def red_base(self) -> int:
+        """Where the two scratch arrays start: after the kernel's buffers, and in a warp-specialized
+        kernel whose consumers reduce through them, after its ring's barriers, 16-aligned."""
+        spec = getattr(self, "spec", None)
+        if spec is not None and spec.consumer_barrier:
+            return -(-spec.ring_end // 16) * 16
+        return self.k.smem_bytes
+
+    def red_barrier(self) -> str:
+        """The template argument that names the barrier a reduction's partials meet at: the
+        consumers' own inside a warp-specialized loop whose consumers meet (else the block's)."""
+        spec = getattr(self, "spec", None)
+        if getattr(self, "in_consumer_loop", False) and spec is not None and spec.consumer_barrier:
+            return f", {spec.consumer_barrier}"
+        return ""
 
     def reduce_fragment(self, r, src, dst, acc, op) -> None:
         if isinstance(src.layout, Replicated):
@@ -77,17 +93,17 @@ class ReduceGen:
             parts = self.k.threads // 32
             red = self.scratch(parts * nkept, acc)
             self.emit(f"tl::reduce_warps_to_scratch<{op}, {kept_alias}, {self.k.threads}, {nkept}, "
-                      f"{c_bool(not plan.every_warp)}>({red}, tl_part);")
+                      f"{c_bool(not plan.every_warp)}{self.red_barrier()}>({red}, tl_part);")
         elif plan.parts:
             parts = plan.parts
             red = self.scratch(parts * nkept, acc)
-            self.emit(f"tl::reduce_parts_to_scratch<{kept_alias}, {self.k.threads}, {nkept}, {parts}, {plan.mask}u>("
-                      f"{red}, tl_part);")
+            self.emit(f"tl::reduce_parts_to_scratch<{kept_alias}, {self.k.threads}, {nkept}, {parts}, {plan.mask}u"
+                      f"{self.red_barrier()}>({red}, tl_part);")
         else:
             parts = 1
             red = self.scratch(nkept, acc)
-            self.emit(f"tl::reduce_atomic_to_scratch<{op}, {kept_alias}, {self.k.threads}, {nkept}, {plan.mask}u>("
-                      f"{red}, tl_part);")
+            self.emit(f"tl::reduce_atomic_to_scratch<{op}, {kept_alias}, {self.k.threads}, {nkept}, {plan.mask}u"
+                      f"{self.red_barrier()}>({red}, tl_part);")
         self.finish_from_scratch(r, dst, red, op, parts, nkept)
 
     def finish_from_scratch(self, r, dst, red: str, op: str, parts: int, nkept: int) -> None:

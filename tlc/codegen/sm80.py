@@ -113,7 +113,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
         for b in k.buffers:
             self.declare_buffer(b)
         if self.red_stride:  # the two scratch arrays of reductions (reductions.py: ReduceGen.scratch)
-            self.scratch_bytes = max(self.scratch_bytes, 2 * self.red_stride)
+            self.scratch_bytes = max(self.scratch_bytes, self.red_base() - self.k.smem_bytes + 2 * self.red_stride)
             self.emit(f"constexpr int TL_RED_STRIDE = {self.red_stride};")
             self.emit("int tl_red_phase = 0;")
         return {"body": self.lines + body, "preamble": self.preamble, "smem_bytes": self.smem_total(),

@@ -31,6 +31,10 @@ def header_lines(k: Kernel) -> list[str]:
            f"release {release}",
            f"  barriers: full[{S}] @{ws.barriers} ({full}), empty[{S}] @{ws.barriers + 8 * S} ({ws.empty_arrivals} arrivals: one per consumer warp"
            f"{' of the cluster' if cluster > 1 else ''})"]
+    if ws.consumer_barrier:
+        out.append(f"  consumers meet at named barrier {ws.consumer_barrier} ({T} threads): their reductions through "
+                   f"shared scratch and their copies into shared memory, before what reads them; the loop's syncs "
+                   f"kept as it: statements {', '.join(map(str, ws.kept_syncs)) or 'none'}")
     if ws.deferred is not None:
         d = ws.deferred
         out.append(f"  deferred: the loop's last gemm (statement {d.gemm}) of iteration it - 1 is issued right after "

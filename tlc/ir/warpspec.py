@@ -117,6 +117,9 @@ class DeferredGemm(Node):
 
 
 PINGPONG_BARRIER = 3  # the named barriers of the turns: 3 and 4 (1 and 2 are the staged store's)
+# the consumers' own barrier (WarpSpecialization.consumer_barrier): bar.sync over the consumer
+# threads alone, which the producer warpgroup (still copying) never reaches
+CONSUMER_BARRIER = 5
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,15 @@ class WarpSpecialization(Node):
     # A kernel with any is not persistent.
     consumer_only: tuple[int, ...] = ()
     deferred: DeferredGemm | None = None  # with release_lag 1: a stage is released once its deferred gemm is done
+    # the named barrier (CONSUMER_BARRIER) over the consumer threads that the consumers' loop
+    # syncs on where its statements meet in shared memory (a reduction's partials, a fragment
+    # copied into a shared buffer that a gemm reads: MLA decode's warpgroups side by side), or
+    # 0: none (each consumer warpgroup's work is its own)
+    consumer_barrier: int = 0
+    # with consumer_barrier: the loop body's syncs (indices) the consumers keep, as that named
+    # barrier; the others only ordered the producer's copies (the stage's full barrier does) and
+    # stand before any shared write of the iteration with a barrier after them before one
+    kept_syncs: tuple[int, ...] = ()
 
     @property
     def ring_end(self) -> int:

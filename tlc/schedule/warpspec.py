@@ -16,8 +16,9 @@ from dataclasses import replace
 
 from .. import ir
 from ..ir.walk import loads, statement_exprs, statements, variables, written_names
-from ..ir.warpspec import DeferredGemm, StagedStore, StageLoad, TensorMapSpec, TileOrder, WarpSpecialization
-from .layout import wgmma_accumulator, wgmma_gemm
+from ..ir.warpspec import (CONSUMER_BARRIER, DeferredGemm, StagedStore, StageLoad, TensorMapSpec, TileOrder,
+                           WarpSpecialization)
+from .layout import MmaAccumulator, wgmma_accumulator, wgmma_gemm
 from .operand_layout import register_a_layouts, wgmma_register_a
 from .reduce_slots import reduces_in_registers
 
@@ -140,6 +141,7 @@ class _Planner:
         self.params = {p.name: p for p in kernel.params}
         self.buffers = {b.name: b for b in kernel.buffers}
         self.tensor_maps: list[TensorMapSpec] = []
+        self.consumer_sync = False  # (plan: the consumers' loop may meet at a barrier of their own)
 
     def plan(self) -> WarpSpecialization | None:
         """The one top-level pipelined loop to specialize, if the kernel allows it, and whether
@@ -160,9 +162,16 @@ class _Planner:
         loop, after = k.body[i], k.body[i + 1:]
         from . import gather_rows  # (which imports ring_split from here)
         split = gather_rows.split(loop, self.params, self.buffers)
+        # warpgroups side by side (a 64-row wgmma accumulator split by columns: MLA decode) share
+        # their rows' statistics and probabilities through shared memory: their loop may meet at
+        # a barrier of the consumers alone
+        self.consumer_sync = split is not None and any(
+            isinstance(b.layout, MmaAccumulator) and b.layout.wgmma_columns
+            for b in self.buffers.values() if b.scope == "fragment" and b.name in _touched_names(split[1]))
         if split is None or not self.barrier_free(split[1], in_loop=True):
             return None
         producers, rest = split
+        meets = self.consumer_sync and self.meets_in_shared(rest)
         if reads_staged(after, {gather_rows.dst_name(c) for c in producers}):
             return None
         loads = [self.gather_load(loop.body.index(c), c) if isinstance(c, ir.Parallel) else
@@ -198,7 +207,8 @@ class _Planner:
             barriers=barriers, full_arrivals=full, empty_arrivals=cluster * k.threads // 32,
             release_lag=1 if overlap or deferred else 0, tensor_maps=(),
             tile_order=TileOrder(TILE_GROUP, cluster) if persistent else None, consumer_only=consumer_only,
-            deferred=deferred)
+            deferred=deferred, consumer_barrier=CONSUMER_BARRIER if meets else 0,
+            kept_syncs=self.kept_syncs(loop.body, start, start + len(rest)) if meets else ())
         store = self.staged_store(after, i + 1, ws.ring_end) if persistent else None
         return replace(ws, store=store, tensor_maps=tuple(self.tensor_maps))
 
@@ -349,6 +359,58 @@ class _Planner:
                 return False
         return True
 
+    def kept_syncs(self, body: list, start: int, stop: int) -> tuple:
+        """The syncs among body[start:stop] (the consumers') that must stay barriers: all but
+        those before which the iteration wrote no shared memory and after which a barrier (a
+        sync, a reduction through scratch) comes before the next shared write (that barrier
+        then orders the previous iteration's reads before it: MLA decode's sync after its cleared
+        scores, whose row max meets at one before P is written)."""
+        kept = []
+        wrote = False
+        for i in range(start, stop):
+            s = body[i]
+            if isinstance(s, ir.Sync):
+                if wrote or not self._barrier_before_write(body[i + 1:stop]):
+                    kept.append(i)
+                continue
+            if self._writes_shared(s):
+                wrote = True
+        return tuple(kept)
+
+    def _barrier_before_write(self, stmts) -> bool:
+        for s in stmts:
+            if isinstance(s, ir.Sync) or (isinstance(s, ir.Reduce) and self._reduces_through_scratch(s)):
+                return True
+            if self._writes_shared(s):
+                return False
+        return False
+
+    def _reduces_through_scratch(self, r: ir.Reduce) -> bool:
+        return self.buffers[r.src].scope == "fragment" and not reduces_in_registers(r, self.buffers, self.k.threads)
+
+    def _writes_shared(self, s) -> bool:
+        if isinstance(s, ir.Reduce) and self._reduces_through_scratch(s):
+            return self.buffers[s.dst].scope == "shared"  # (its scratch is double-buffered)
+        return any(self.buffers[n].scope == "shared" for n in _touched(s) if n in self.buffers) or any(
+            isinstance(x, ir.Copy) and x.dst.name in self.buffers and self.buffers[x.dst.name].scope == "shared"
+            for x in statements([s]))
+
+    def meets_in_shared(self, stmts) -> bool:
+        """Whether the consumers' statements meet through shared memory (consumer_sync): a
+        reduction that does not complete in registers, a fragment copied into a shared buffer,
+        a sync that orders such writes before their reads."""
+        for s in statements(stmts):
+            if isinstance(s, ir.Reduce) and not reduces_in_registers(s, self.buffers, self.k.threads):
+                return True
+            if isinstance(s, ir.Copy) and self._fragment_into_shared(s):
+                return True
+        return False
+
+    def _fragment_into_shared(self, c: ir.Copy) -> bool:
+        src, dst = self.buffers.get(c.src.name), self.buffers.get(c.dst.name)
+        return (src is not None and dst is not None and src.scope == "fragment" and dst.scope == "shared"
+                and dst.layout.stages <= 1 and isinstance(c.src, ir.BufferRef) and isinstance(c.dst, ir.BufferRef))
+
     def barrier_free(self, stmts, in_loop: bool = False) -> bool:
         """Statements the consumers can run while the producer thread is busy elsewhere: none
         may wait for the whole block.  Inside the loop a `sync` only orders the producer's
@@ -359,12 +421,16 @@ class _Planner:
                 if not (self.uses_wgmma(s) or wgmma_rs_ready(s, self.buffers, self.k.threads)):
                     return False
             elif isinstance(s, ir.Reduce):
-                if not reduces_in_registers(s, self.buffers, self.k.threads):
+                if not reduces_in_registers(s, self.buffers, self.k.threads) and not (
+                        in_loop and self.consumer_sync and self.buffers[s.src].scope == "fragment"
+                        and self.buffers[s.dst].scope == "fragment"):
                     return False
             elif isinstance(s, ir.Copy):
                 src, dst = self.buffers.get(s.src.name), self.buffers.get(s.dst.name)
                 if s.src.name in self.params and dst is not None and dst.scope == "fragment":
                     continue  # a tensor's elements into registers: each thread loads its own
+                if in_loop and self.consumer_sync and self._fragment_into_shared(s):
+                    continue  # the consumers' barrier orders it before the gemm that reads it
                 # between fragments of one layout: each thread its own
                 if src is None or dst is None or src.scope != "fragment" or dst.scope != "fragment" \
                         or src.layout != dst.layout:
@@ -382,6 +448,14 @@ class _Planner:
             elif not isinstance(s, (ir.LetScalar, ir.Assign, ir.If, ir.For, ir.Break, ir.Continue)):
                 return False
         return True
+
+
+def _touched_names(stmts) -> set:
+    """The buffers the statements read or write."""
+    out: set = set()
+    for s in statements(stmts):
+        out |= _touched(s) | _read(s)
+    return out
 
 
 def reads_staged(stmts, staged: set) -> bool:

@@ -38,6 +38,11 @@ class WarpSpecEmission:
 
     def stmt_Sync(self, s) -> None:
         if getattr(self, "in_consumer_loop", False):
+            body = self.ws.pipeline.loop.body
+            if self.spec.consumer_barrier and any(body[i] is s for i in self.spec.kept_syncs):
+                # the consumers' shared writes before their reads
+                self.emit(f"tl::bar_sync_named({self.spec.consumer_barrier}, {self.k.threads});  // sync: the consumers alone")
+                return
             self.emit("// sync: the stage's full barrier already orders the copies before this")
             return
         super().stmt_Sync(s)

@@ -1,0 +1,58 @@
+"""std.attention's mla_decode on the sm_90a schedule: the page loop is a TMA ring filled by a
+producer warpgroup (schedule/warpspec.py), its two consumer warpgroups side by side meeting at
+a named barrier of their own (the row max and sum through shared scratch, P through shared
+memory before P @ V; WarpSpecialization.consumer_barrier); the sync after the cleared scores is
+left out (the row max's barrier orders the last page's reads of P before this page's writes).
+The interpreter runs the ring as recorded, and O and the LSE match NumPy's."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attention_kit import ATTENTION_PATH, mla_inputs, mla_reference
+from tlc import ir
+from tlc.driver import check_file
+from tlc.dtypes import lookup
+from tlc.interp import run_kernel
+from tlc.schedule import schedule_grids
+
+
+@pytest.fixture(scope="module")
+def program():
+    return check_file(ATTENTION_PATH).program
+
+
+# (B, SQ, H, DK, DV, lengths, PAGE, CAUSAL, SPLITS): 128-byte rows (the TMA's), pages of 64 (each
+# warpgroup's 32 scores a page on wgmma, as at DeepSeek's sizes), lengths not a
+# multiple of the page, a one-token sequence (SQ = 2: its first token sees nothing), an empty
+# one, H not a multiple of the block's 64 heads, splits past a short sequence
+CASES = [(2, 1, 64, 192, 128, [100, 37], 64, True, 1), (3, 2, 100, 192, 128, [150, 1, 0], 64, True, 2),
+         (1, 2, 70, 192, 128, [200], 64, False, 3)]
+
+
+@pytest.mark.parametrize("B, SQ, H, DK, DV, lengths, page, causal, splits", CASES)
+def test_the_page_loop_runs_on_the_ring(program, B, SQ, H, DK, DV, lengths, page, causal, splits):
+    consts = {"DK": DK, "DV": DV, "PAGE": page, "CAUSAL": causal, "SPLITS": splits, "T": "bf16"}
+    grids = schedule_grids(program, "mla_decode", consts, target="sm_90a")
+    ws = grids[0].warp_spec
+    assert ws is not None and [x.buffer for x in ws.loads] == ["kv_tile", "kr_tile"]
+    loop = grids[0].body[ws.loop]
+    syncs = [i for i in range(*ws.consumer) if isinstance(loop.body[i], ir.Sync)]
+    # the consumers meet at their own barrier; of the loop's syncs only the one before P @ V stays
+    assert ws.consumer_barrier and len(syncs) == 2 and ws.kept_syncs == (syncs[1],)
+    assert isinstance(loop.body[syncs[1] + 1], ir.Gemm) and loop.body[syncs[1] + 1].a == "probs"
+    rng = np.random.default_rng(B * 10 + SQ)
+    q, cache, table, lens, keys = mla_inputs(rng, lookup("bf16").numpy(), B, SQ, H, DK, lengths, page)
+    scale = 1.0 / np.sqrt(DK)
+    o = np.full((B, SQ, H, DV), np.nan, q.dtype)
+    lse = np.full((B, H, SQ), np.nan, np.float32)
+    args = {"Q": q, "KV": cache, "pages": table, "lengths": lens, "O": o, "LSE": lse, "scale": np.float32(scale),
+            "part_o": np.full((B, splits, SQ, H, DV), np.nan, np.float32),
+            "part_lse": np.full((B, splits, SQ, H), np.nan, np.float32)}
+    for kernel in grids:
+        run_kernel(kernel, args)
+    want_o, want_lse = mla_reference(q, keys, lens, DV, scale, causal)
+    seen = np.isfinite(want_lse)
+    assert np.abs(o.astype(np.float64) - want_o).max() < 1.6e-2
+    assert np.abs(lse[seen] - want_lse[seen]).max(initial=0) < 1e-5
+    assert (lse[~seen] == -np.inf).all() and (o.transpose(0, 2, 1, 3)[~seen] == 0).all()
