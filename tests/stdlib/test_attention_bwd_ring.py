@@ -27,7 +27,10 @@ def program():
     (1, 2, 1, 70, 100, False, {}), (2, 2, 2, 64, 64, True, {}), (1, 4, 2, 100, 70, True, {}),
     (1, 3, 3, 33, 150, True, {"BKV": 64, "BQ": 16, "KV_THREADS": 128}), (1, 2, 2, 200, 130, False, {"BM": 128, "THREADS": 256}),
     # config.json's sm_90a tiles: 128 keys a dQ step, 48 queries a dK/dV step (ragged at both ends)
-    (1, 4, 2, 150, 300, True, SM90_TILES), (2, 2, 1, 130, 100, False, SM90_TILES)])
+    (1, 4, 2, 150, 300, True, SM90_TILES), (2, 2, 1, 130, 100, False, SM90_TILES),
+    # the next step's statistics loaded a step ahead, across heads of a group and a 3-deep ring
+    (1, 6, 2, 130, 200, True, {**SM90_TILES, "PREFETCH": True, "KV_STAGES": 3}),
+    (2, 3, 1, 100, 64, False, {"BKV": 64, "BQ": 16, "KV_THREADS": 128, "PREFETCH": True})])
 def test_both_grids_run_on_the_ring(program, B, H, HK, S, SK, causal, consts):
     D = 64  # 128-byte rows, as the TMA copies them
     grids = schedule_grids(program, "flash_bwd", {"D": D, "CAUSAL": causal, "T": "f16", **consts}, target="sm_90a")
