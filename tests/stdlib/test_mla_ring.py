@@ -1,8 +1,9 @@
 """std.attention's mla_decode on the sm_90a schedule: the page loop is a TMA ring filled by a
 producer warpgroup (schedule/warpspec.py), its two consumer warpgroups side by side meeting at
 a named barrier of their own (the row max and sum through shared scratch, P through shared
-memory before P @ V; WarpSpecialization.consumer_barrier); the sync after the cleared scores is
-left out (the row max's barrier orders the last page's reads of P before this page's writes).
+memory before P @ V; WarpSpecialization.consumer_barrier), two barriers a page: the row max's
+and the row sum's.  The loop's syncs are left out: the row max's barrier orders the last page's
+reads of P before this page's stores, the row sum's (after P's stores) orders them before P @ V.
 The interpreter runs the ring as recorded, and O and the LSE match NumPy's."""
 from __future__ import annotations
 
@@ -38,9 +39,12 @@ def test_the_page_loop_runs_on_the_ring(program, B, SQ, H, DK, DV, lengths, page
     assert ws is not None and [x.buffer for x in ws.loads] == ["kv_tile", "kr_tile"]
     loop = grids[0].body[ws.loop]
     syncs = [i for i in range(*ws.consumer) if isinstance(loop.body[i], ir.Sync)]
-    # the consumers meet at their own barrier; of the loop's syncs only the one before P @ V stays
-    assert ws.consumer_barrier and len(syncs) == 2 and ws.kept_syncs == (syncs[1],)
+    # the consumers meet at their own barrier, at the row max's and the row sum's: the loop's
+    # syncs are left out (P is stored before the row sum, whose barrier orders it before P @ V)
+    assert ws.consumer_barrier and len(syncs) == 2 and ws.kept_syncs == ()
     assert isinstance(loop.body[syncs[1] + 1], ir.Gemm) and loop.body[syncs[1] + 1].a == "probs"
+    store = next(i for i, s in enumerate(loop.body) if isinstance(s, ir.Copy) and s.dst.name == "probs")
+    assert isinstance(loop.body[store + 1], ir.Reduce) and loop.body[store + 1].kind == "sum"
     rng = np.random.default_rng(B * 10 + SQ)
     q, cache, table, lens, keys = mla_inputs(rng, lookup("bf16").numpy(), B, SQ, H, DK, lengths, page)
     scale = 1.0 / np.sqrt(DK)

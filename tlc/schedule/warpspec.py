@@ -360,21 +360,26 @@ class _Planner:
         return True
 
     def kept_syncs(self, body: list, start: int, stop: int) -> tuple:
-        """The syncs among body[start:stop] (the consumers') that must stay barriers: all but
-        those before which the iteration wrote no shared memory and after which a barrier (a
-        sync, a reduction through scratch) comes before the next shared write (that barrier
-        then orders the previous iteration's reads before it: MLA decode's sync after its cleared
-        scores, whose row max meets at one before P is written)."""
+        """The syncs among body[start:stop] (the consumers') that must stay barriers.  A sync is
+        left out where (a) every shared write before it in the iteration is already followed by
+        a barrier (a kept sync, a reduction through scratch: its writers fence and meet there)
+        and (b) a barrier comes before the next shared write after it, the next iteration's
+        included (that barrier orders the reads after the sync before the write).  MLA decode:
+        the sync after its cleared scores, and the one before P @ V when P is stored before the
+        row sum, whose reduction's barrier then orders P's stores before the gemm reads them."""
         kept = []
-        wrote = False
+        pending = False  # a shared write no barrier has followed yet
         for i in range(start, stop):
             s = body[i]
             if isinstance(s, ir.Sync):
-                if wrote or not self._barrier_before_write(body[i + 1:stop]):
+                if pending or not self._barrier_before_write(body[i + 1:stop] + body[start:i]):
                     kept.append(i)
+                    pending = False
                 continue
+            if isinstance(s, ir.Reduce) and self._reduces_through_scratch(s):
+                pending = False
             if self._writes_shared(s):
-                wrote = True
+                pending = True
         return tuple(kept)
 
     def _barrier_before_write(self, stmts) -> bool:

@@ -43,7 +43,8 @@ class WarpSpecEmission:
                 # the consumers' shared writes before their reads
                 self.emit(f"tl::bar_sync_named({self.spec.consumer_barrier}, {self.k.threads});  // sync: the consumers alone")
                 return
-            self.emit("// sync: the stage's full barrier already orders the copies before this")
+            self.emit("// sync: the stage's full barrier already orders the copies before this"
+                      + (" (and the consumers' barriers their own writes)" if self.spec.consumer_barrier else ""))
             return
         super().stmt_Sync(s)
 
