@@ -1,5 +1,5 @@
-"""f16 and bf16 +, -, * on the GPU in their own type (CUDA's __hadd, __hsub, __hmul), not through
-float: the same values (each operation rounded once to nearest even; f32's 24-bit significand
+"""f16 and bf16 +, -, * on the GPU in their own type (CUDA's __hadd_rn, __hsub_rn, __hmul_rn), not
+through float: the same values (each operation rounded once to nearest even; f32's 24-bit significand
 holds a 16-bit float's product exactly and rounding a sum twice never differs from once), and
 nvcc pairs the operations of a fragment's two registers of a pair into HADD2 / HMUL2 where the
 float path took a widening, an f32 operation and a rounding per element.  std.gemm's w4a16
@@ -36,7 +36,8 @@ def path(tmp_path):
 @pytest.mark.parametrize("t", DTYPES)
 def test_the_c_is_the_types_own_operations(path, t):
     src, _ = build(str(path), arch="sm_80", kernels=("affine",), defines=(f"T={t}",))
-    assert re.search(r"__hadd\(__hmul\(__hsub\(", src), src[-2000:]
+    # the _rn forms: __hmul then __hadd would be contracted into one fma, rounded once
+    assert re.search(r"__hadd_rn\(__hmul_rn\(__hsub_rn\(", src), src[-2000:]
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
@@ -47,8 +48,9 @@ def test_paired_on_the_gpu(path, tmp_path, arch, t):
 
     src, _ = build(str(path), arch=arch, kernels=("affine",), defines=(f"T={t}",))
     text, _ = cubin_sass(src, arch, tmp_path)
-    if t == "f16" or arch == "sm_90a":  # sm_80's bf16 add and multiply are HFMA2.BF16
-        assert re.search(r"\bHMUL2\b|\bHFMA2\b", text) and re.search(r"\bHADD2(?!\.F32)\b", text), text
+    if t == "f16" or arch == "sm_90a":  # sm_80's bf16 add and multiply are each an HFMA2.BF16
+        assert re.search(r"\bHMUL2\b", text) and re.search(r"\bHADD2(?!\.F32)\b", text), text
+        assert "HFMA2" not in text, text  # the product and the sum rounded each, not fused
     assert "F2FP" not in text and "HADD2.F32" not in text, text  # no f32 round trip
 
 

@@ -98,7 +98,8 @@ def cvt(text: str, src: DType, dst: DType) -> str:
 
 
 # f16 and bf16 operations done in their own type on the GPU (CExprs.native_16)
-_NATIVE_16 = {"+": "__hadd", "-": "__hsub", "*": "__hmul"}
+# (the _rn forms: a product and a sum would otherwise be contracted into one fma, rounded once)
+_NATIVE_16 = {"+": "__hadd_rn", "-": "__hsub_rn", "*": "__hmul_rn"}
 
 
 class CExprs:
@@ -151,7 +152,9 @@ class CExprs:
             # CUDA's own half and bfloat16 operations, each rounded once to nearest even: the
             # same value as in f32 rounded once (f32's 24 bits hold twice a 16-bit float's
             # significand plus two, so rounding twice never differs), and nvcc pairs them into
-            # HADD2 / HMUL2 where two registers of a fragment pair take the same operations
+            # HADD2 / HMUL2 where two registers of a fragment pair take the same operations.
+            # The _rn forms, as the language rounds each operation: __hmul then __hadd would
+            # be contracted into one HFMA2, rounded once (the GPU test caught it)
             return f"{_NATIVE_16[op]}({self.expr(e.a)}, {self.expr(e.b)})"
         work = compute_type(e.dtype)
         a, b = self._in(e.a, work), self._in(e.b, work)
