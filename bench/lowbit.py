@@ -279,9 +279,12 @@ W4_G = 128
 W4_DECODE_M = (1, 16, 64)
 W4_PREFILL_M = 4096
 # (label, kernel, constants, split-K parts or 0): the decode variants timed at each M
-W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0), ("w4a16 stages=8", "matmul_w4a16", {"stages": 8}, 0),
+# BN=32 on 64 threads: mma.sync (wgmma needs 64 rows of W), twice the blocks; split-K 8 on 4
+# stages: smaller blocks, more of them on an SM
+W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
+                      ("w4a16 BN=32 64 threads", "matmul_w4a16", {"BN": 32, "THREADS": 64}, 0),
                       ("w4a16 split-K 4", "matmul_w4a16_splitk", {}, 4),
-                      ("w4a16 split-K 4 stages=6", "matmul_w4a16_splitk", {"stages": 6}, 4)]
+                      ("w4a16 split-K 8 stages=4", "matmul_w4a16_splitk", {"stages": 4}, 8)]
 # BM = 256: each dequantized weight used by twice the rows (the dequantization costs per weight,
 # the products per row); BN = 256: half the reads of A
 # "dequantize_w4a16": the whole weight dequantized once into an f16 buffer, then matmul_nt
