@@ -286,8 +286,8 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       ("w4a16 split-K 4", "matmul_w4a16_splitk", {}, 4),
                       ("w4a16 split-K 8 stages=4", "matmul_w4a16_splitk", {"stages": 4}, 8)]
 # BM = 256: each dequantized weight used by twice the rows (the dequantization costs per weight,
-# the products per row); BN = 256: half the reads of A
-# "dequantize_w4a16": the whole weight dequantized once into an f16 buffer, then matmul_nt
+# the products per row); "dequantize_w4a16": the whole weight dequantized once into an f16
+# buffer, then matmul_nt
 W4_PREFILL_VARIANTS = [("w4a16_prefill", "matmul_w4a16_prefill", {}),
                        ("w4a16_prefill BM=256", "matmul_w4a16_prefill", {"BM": 256}),
                        ("dequantize + matmul_nt", "dequantize_w4a16", {})]
