@@ -21,10 +21,10 @@ CONFIGS = [("softmax", dict(BN=8192, THREADS=512)), ("softmax", {}), ("softmax",
            ("rms_norm", dict(BN=8192, THREADS=1024)), ("rms_norm", {}),
            ("layer_norm", dict(BN=8192, THREADS=512)), ("layer_norm", dict(BN=8192, THREADS=1024)), ("layer_norm", {}),
            ("silu_residual", {}), ("silu_residual", dict(BLOCK=2048)), ("silu_residual", dict(BLOCK=8192, THREADS=512))]
-# each kernel's defaults for sm_90a in the default run; the swept configurations and sm_80 (the
-# same row code) under -m slow
-CASES = [pytest.param(k, c, arch, marks=[pytest.mark.slow] if c or arch == "sm_80" else [])
-         for k, c in CONFIGS for arch in ("sm_80", "sm_90a")]
+# softmax's and layer_norm's defaults for sm_90a in the default run; rms_norm (layer_norm's row
+# code) and silu_residual's, the swept configurations and sm_80 (the same row code) under -m slow
+CASES = [pytest.param(k, c, arch, marks=[pytest.mark.slow] if c or arch == "sm_80" or k in ("rms_norm", "silu_residual")
+                      else []) for k, c in CONFIGS for arch in ("sm_80", "sm_90a")]
 
 
 def source(kernel, consts, arch):

@@ -326,7 +326,9 @@ def _builds():
     for (D, consts), label in zip(BUILDS, ["d64", "d128", "d128-causal", "d256"]):
         for name, given in consts.items():
             for arch in ("sm_90a", "sm_80"):
-                default = arch == "sm_90a" and label == "d128-causal" and name != "mla_decode"
+                # flash_decode and varlen: flash_decode_paged's and flash_fwd's loops, built here
+                default = arch == "sm_90a" and label == "d128-causal" and name not in ("mla_decode", "flash_decode",
+                                                                                      "flash_fwd_varlen")
                 yield pytest.param(arch, D, name, given, marks=() if default else pytest.mark.slow,
                                    id=f"{label}-{name}-{arch}")
 

@@ -370,7 +370,10 @@ def test_long_rows_and_columns(mod, op, dtype, axis):
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch,dtype", [pytest.param("sm_80", "f16", marks=pytest.mark.slow), ("sm_90a", "bf16")])
+# both under -m slow, which CI runs: the whole module in one file took 25 s of one core, the
+# longest single test of the README's command
+@pytest.mark.slow
+@pytest.mark.parametrize("arch,dtype", [("sm_80", "f16"), ("sm_90a", "bf16")])
 def test_builds_with_nvcc(arch, dtype, tmp_path):
     """Every operator of the module, for one dtype, compiles without warnings or spills."""
     from tlc.runner import build
