@@ -266,11 +266,10 @@ def kernel_text(graph: Graph, form: AttentionForm, name: str, out: str, dp: int,
     # a key head dimension of 1 under the queries' H: every query head reads the one (MQA)
     k_lead = ["1" if b == 1 and a != 1 else name for a, b, name in zip(dq[:-2], dk[:-2], lead)]
     index = [x.lower() for x in lead]  # the grid's y and z: h_, b_
-    first = "bx_" if offset is None else "g_"  # causal: the template orders the query blocks from g_
     return _template().render(name=name, q=form.q, k=form.k, v=form.v, out=out, scalars=scalars, dtype=q_dtype,
                               q_dims=", ".join([*lead, "S_", "D_"]), k_dims=", ".join([*k_lead, "SK_", "D_"]),
                               grid_dims="".join(f"{x}, " for x in reversed(lead)),
-                              grid_vars=("(" + ", ".join([first, *reversed(index)]) + ")") if lead else first,
+                              grid_vars="(" + ", ".join(["bx_", *reversed(index)]) + ")" if lead else "bx_",
                               q_at="".join(f"{x}, " for x in index),
                               k_at="".join(f"{'0' if d == '1' else x}, " for d, x in zip(k_lead, index)),
                               out_dtype=graph.out_dtype.name, dp=dp, score=score, scale=scale,
