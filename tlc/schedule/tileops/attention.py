@@ -91,21 +91,20 @@ def match_attention(graph: Graph) -> AttentionForm | None:
     return AttentionForm(q[0], k[0], v[0], product, score, scalars, soft.node, root.node)
 
 
-def _names(graph: Graph, e) -> set:
-    found = set()
+def _walk(graph: Graph, e):
+    """e and its operands at every depth, each resolved (the graph's names followed)."""
+    e = graph.resolve(e)
+    yield e
+    for f in getattr(e, "__dataclass_fields__", ()):
+        if f not in ("span", "ty"):
+            value = getattr(e, f)
+            for c in value if isinstance(value, tuple) else (value,):
+                if hasattr(c, "__dataclass_fields__"):
+                    yield from _walk(graph, c)
 
-    def walk(x):
-        x = graph.resolve(x)
-        if isinstance(x, n.Name):
-            found.add(x.id)
-        for f in getattr(x, "__dataclass_fields__", ()):
-            if f not in ("span", "ty"):
-                value = getattr(x, f)
-                for c in value if isinstance(value, tuple) else (value,):
-                    if hasattr(c, "__dataclass_fields__"):
-                        walk(c)
-    walk(e)
-    return found
+
+def _names(graph: Graph, e) -> set:
+    return {x.id for x in _walk(graph, e) if isinstance(x, n.Name)}
 
 
 def render(graph: Graph, e, product, symbols: dict | None = None) -> str:
@@ -202,16 +201,7 @@ def split_score(graph: Graph, form: AttentionForm):
 
 def _reads(graph: Graph, e, node) -> bool:
     """Whether `node` is among e's operands, at any depth."""
-    e = graph.resolve(e)
-    if e == node:
-        return True
-    for f in getattr(e, "__dataclass_fields__", ()):
-        if f not in ("span", "ty"):
-            value = getattr(e, f)
-            if any(hasattr(c, "__dataclass_fields__") and _reads(graph, c, node)
-                   for c in (value if isinstance(value, tuple) else (value,))):
-                return True
-    return False
+    return any(x == node for x in _walk(graph, e))
 
 
 def render_callee(f: n.Name) -> str:
