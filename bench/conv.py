@@ -11,6 +11,7 @@ gives each one's TFLOP/s (2 * N * OH * OW * F * K * K * C / G flops) and tlc's t
 cuDNN's ratio as cuDNN / tlc (above 1.0: tlc faster).
 
     python bench/conv.py [--quick] [--only NAME,NAME] [--json out.json] [--variant BM=64,BN=256 ...] [--min-ms 60]
+                         [--source FILE.tl ...]   # also FILE's conv2d (same signature), checked and timed
     python bench/conv.py --dry-run    # no GPU: every row's kernel at a small batch on the interpreter
 """
 from __future__ import annotations
@@ -69,7 +70,7 @@ def _consts(variant: str) -> dict:
     return {k: value(k, v) for k, v in (kv.split("=", 1) for kv in variant.split(",") if kv)}
 
 
-def run_rows(names, dry_run: bool, variants=(), min_ms: float = 60) -> list:
+def run_rows(names, dry_run: bool, variants=(), min_ms: float = 60, sources=()) -> list:
     import numpy as np
 
     import tlc
@@ -106,6 +107,7 @@ def run_rows(names, dry_run: bool, variants=(), min_ms: float = 60) -> list:
 
     torch.backends.cudnn.allow_tf32 = False  # the f32 references exact f32, not TF32 (PyTorch's default for convolutions)
     conv = tlc.load("std.conv", target="cuda")
+    others = {f"tlc[{Path(s).name}]": tlc.load(s, target="cuda") for s in sources}
     out = []
     for name in names:
         N, H, W, C, F, K, S, P, G = ROWS[name]
@@ -134,6 +136,11 @@ def run_rows(names, dry_run: bool, variants=(), min_ms: float = 60) -> list:
                 print(f"    {label}: {type(e).__name__}: {str(e).strip().splitlines()[0][:200]}", flush=True)
                 continue
             contenders[label] = Checked(run, ref, out=out_y, **tol)
+        for label, module in others.items():
+            if G == 1:
+                out_y = torch.empty_like(y)
+                run = module.conv2d.launcher(x, w, out_y, S=S, P=P, **tiles(N, H, W, C, F, K, S, P, G))
+                contenders[label] = Checked(run, ref, out=out_y, **tol)
         contenders["cudnn"] = Checked(lambda: Fn.conv2d(xt, wt, stride=S, padding=P, groups=G), ref.permute(0, 3, 1, 2),
                                       **tol)
         t0 = time.time()
@@ -166,13 +173,15 @@ def main(argv=None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="the rows' kernels on the interpreter, no GPU")
     ap.add_argument("--variant", action="append", default=[],
                     help="also time tlc with these constants (BM=64,BN=256), each checked; repeatable")
+    ap.add_argument("--source", action="append", default=[],
+                    help="also time this .tl file's conv2d (std.conv's signature) with the same tiles; repeatable")
     ap.add_argument("--min-ms", type=float, default=60, help="each contender timed for at least this long (tlc.timing)")
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or list(QUICK if args.quick else ROWS)
     unknown = [n for n in names if n not in ROWS]
     if unknown:
         ap.error(f"no such rows: {', '.join(unknown)}")
-    rows = run_rows(names, args.dry_run, args.variant, args.min_ms)
+    rows = run_rows(names, args.dry_run, args.variant, args.min_ms, args.source)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0 if all(r.get("ok", all(v[0] for v in r.get("verdicts", {}).values())) for r in rows) else 1

@@ -6,6 +6,7 @@ cases on the GPU against torch.nn.functional in f32, at larger shapes too."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -89,19 +90,31 @@ def test_conv2d_flat(mod, case, tiles):
     assert ck.rel_err(y, want) < 2e-3
 
 
-# conv2d as sm_90a schedules it: a warp-specialized ring whose producer warpgroup gathers both
-# operands (schedule/warpspec.py), run by the interpreter as recorded (tlc/interp/ring.py):
-# stride 2, dilation 2, C not a multiple of 8 (the gather's element path), ragged pixels and F
+# conv2d written with the output pixel's divisions inside the gather (bench/conv_gather_ws.tl,
+# session 15's form, timed beside std.conv's by bench/conv.py --source): sm_90a schedules it as a
+# warp-specialized ring whose producer warpgroup gathers both operands (schedule/warpspec.py),
+# run by the interpreter as recorded (tlc/interp/ring.py): stride 2, dilation 2, C not a
+# multiple of 8 (the gather's element path), ragged pixels and F
+GATHER_WS_PATH = str(Path(__file__).resolve().parents[2] / "bench" / "conv_gather_ws.tl")
 RING_CASES = [((2, 9, 7, 64, 70, 3, 1, 1, 1), {}), ((1, 11, 10, 72, 64, 3, 2, 1, 1), {"BN": 64}),
               ((1, 6, 5, 36, 20, 3, 1, 2, 2), {"BM": 64, "BN": 64, "THREADS": 128})]
 
 
+def test_std_conv2d_on_sm90a_is_the_tables_cp_async_ring(mod):
+    """std.conv's conv2d reads its pixels' tables from shared memory, which a producer warpgroup
+    cannot gather from: every thread gathers into the cp.async ring and both warpgroups issue
+    wgmma (the warp-specialized form measured slower on every row, session 15)."""
+    for consts in ({"S": 1, "P": 1}, {"S": 2, "P": 1, "BN": 64}):
+        kernel = mod.kernels["conv2d"].scheduled(consts, "sm_90a")
+        assert kernel.warp_spec is None and kernel.threads == 256
+
+
 @pytest.mark.parametrize("case, consts", RING_CASES, ids=str)
-def test_conv2d_on_the_sm90a_ring(mod, case, consts):
+def test_conv2d_on_the_sm90a_ring(case, consts):
     from tlc.interp import run_kernel
 
     N, H, W, C, F, K, S, P, D = case
-    kernel = mod.kernels["conv2d"].scheduled({"S": S, "P": P, "D": D, **consts}, "sm_90a")
+    kernel = tlc.load(GATHER_WS_PATH, target="cpu").kernels["conv2d"].scheduled({"S": S, "P": P, "D": D, **consts}, "sm_90a")
     ws = kernel.warp_spec
     assert ws is not None and [(x.buffer, x.gather, x.row_axis) for x in ws.loads] == [("xs", True, None), ("ws", False, 0)]
     assert ws.tile_order is not None and ws.producer_registers == 128  # persistent; the kept rows' registers
@@ -115,14 +128,14 @@ def test_conv2d_on_the_sm90a_ring(mod, case, consts):
 
 
 def test_conv2d_sm90a_code():
-    """The C of conv2d's sm_90a ring: the producer keeps each of its rows of x's tile, their
+    """The C of bench/conv_gather_ws.tl's conv2d on sm_90a: the producer keeps each of its rows of x's tile, their
     offset and bounds, before the K loop and adds the K step's part; w's tile of one kernel
     position comes through the TMA (a box of 64 channels x 1 x 1 x BN output channels); the
     consumers fence the cp.async writes before wgmma; the epilogue divides by OW and OH once per
     row a thread holds (codegen/hoist.py row_lets), not once per register."""
     from tlc.runner import build
 
-    cu, _ = build(ck.CONV_PATH, kernels=("conv2d",), defines=("T=f16", "S=1", "P=1"), arch="sm_90a")
+    cu, _ = build(GATHER_WS_PATH, kernels=("conv2d",), defines=("T=f16", "S=1", "P=1"), arch="sm_90a")
     assert "warp-specialized over 3 stages: threads 256..383 produce (cp.async row gathers and TMA), 2 consumer" in cu
     assert "const cuuint32_t box[] = {64, 1, 1, 128};" in cu
     producer = cu[cu.index("the producer warpgroup"):cu.index("tl::setmaxnreg_inc")]
@@ -145,18 +158,17 @@ def test_conv2d_sm90a_code():
 @pytest.mark.nvcc
 @pytest.mark.slow
 def test_conv2d_sm90a_sass(tmp_path):
-    """sm_90a SASS of conv2d's ring (128 x 128 x 64 tiles): 4 HGMMA.64x128x16 a K step and no
+    """sm_90a SASS of bench/conv_gather_ws.tl's conv2d (128 x 128 x 64 tiles): 4 HGMMA.64x128x16 a K step and no
     block barrier in the consumers' loop (before: ~760 instructions a K step, two BAR.SYNC and
     a DEPBAR, every thread gathering), the producer's cp.async vectors (LDGSTS) arriving on the
     stage's barrier (ARRIVES.LDGSTSBAR), no local memory."""
     import sys
-    from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
     from nvcc import cubin_sass
     from tlc.runner import build
 
-    source, _ = build(ck.CONV_PATH, kernels=("conv2d",), defines=("T=f16", "S=1", "P=1"), arch="sm_90a")
+    source, _ = build(GATHER_WS_PATH, kernels=("conv2d",), defines=("T=f16", "S=1", "P=1"), arch="sm_90a")
     sass, log = cubin_sass(source, "sm_90a", tmp_path, "conv")
     assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log
     assert "HGMMA.64x128x16.F32" in sass and "HMMA" not in sass.replace("HGMMA", "")
