@@ -27,7 +27,10 @@ def test_the_gemm_loop_gets_a_producer_warpgroup_and_two_tensor_maps():
     # A and B are loaded through maps; C is stored through one (the epilogue, below)
     assert [(m.param, m.box_cols, m.store) for m in g.tensor_maps] == [("A", 64, False), ("B", 64, False), ("C", 64, True)]
     assert "tl::setmaxnreg_dec<40>();" in g.source and "tl::setmaxnreg_inc<232>();" in g.source
-    assert "const __grid_constant__ tl::TensorMap tl_map2, int tl_tma)" in g.source
+    assert "const __grid_constant__ tl::TensorMap tl_map2, int tl_tma_flags)" in g.source
+    # the flags: the launch's, or the constant of a build that defines them (the runtime's)
+    body = g.source[g.source.index("int tl_tma_flags) {"):]
+    assert body.index("#ifdef TL_TMA_FLAGS\n  constexpr int tl_tma = TL_TMA_FLAGS;") < body.index("tl_tma & 1")
     # one wgmma group in flight: a stage is released one iteration late
     assert "tl::gemm_wgmma<" in g.source and ", 1>(" in g.source
     # persistent: the epilogue is a store of registers, so the producer may run ahead
@@ -245,3 +248,22 @@ def test_cluster_tiles_cover_every_tile_once_and_share_only_equal_columns(tmp_pa
     # a 32 x 64 grid: nearly every pair shares its column of B
     shared = [v[0][3] for k, v in pairs.items() if k[:3] == (32, 64, 1)]
     assert sum(shared) == len(shared)
+
+
+@pytest.mark.nvcc
+@pytest.mark.slow
+def test_the_build_for_encoded_maps_leaves_out_the_copies_without_the_tma(tmp_path):
+    """std.gemm's matmul built as the runtime builds it for launches whose maps all encode
+    (TL_TMA_FLAGS = 3): the producer's element-by-element copies and the epilogue's stores from
+    registers are compiled out, about half the generic build's SASS (and of NVRTC's time)."""
+    from tlc.runtime.tensormap import with_flags
+
+    g = generated("gemm", "matmul", "sm_90a")
+    generic, _ = cubin_sass(g.source, "sm_90a", tmp_path, "generic")
+    built, log = cubin_sass(with_flags(g.source, 3), "sm_90a", tmp_path, "built")
+    count = lambda sass: len(re.findall(r"/\*[0-9a-f]{4,}\*/", sass))  # noqa: E731 - instructions
+    assert " 0 bytes spill stores" in log and "UTMALDG" in built and "UTMASTG" in built
+    assert count(built) < 0.6 * count(generic)
+    # the element copies into shared memory and the epilogue's stores of registers are gone
+    assert "STS.U16" in generic and "STS.U16" not in built
+    assert built.count("STG") * 10 < generic.count("STG")

@@ -242,3 +242,29 @@ def test_torch_on_several_gpus_checks_each_tensor(gpus, fake_torch):
     assert not fast((FakeTensor((8,), device=1), FakeTensor((8,), device=0), 1.0))
     assert fast((FakeTensor((8,), device=1), FakeTensor((8,), device=1), 1.0))
     assert [(d, s) for d, _, _, _, _, s in launches] == [(1, "stream 1001")]
+
+
+def test_a_kernel_built_for_its_maps_hands_other_flags_to_the_general_path(gpus):
+    """A kernel with tensor maps built for every map encoded (`tensormap.built_flags`): the
+    fast path launches it when the launch's maps all encode, and leaves a launch whose flags
+    differ (an unaligned array) to the general path, which launches the generic build."""
+    import dataclasses
+
+    from tlc.codegen.warpspec import TensorMapSpec
+    from tlc.runtime.tensormap import FLAGS
+
+    gpus(1)
+    ir, gen = axpy()
+    gen = dataclasses.replace(gen, tensor_maps=(TensorMapSpec("x", DTYPES["f32"], ("N",), 1, 32),))
+    launches = []
+
+    def maps(pointers, sizes):
+        return [np.void(bytes(128)), FLAGS[1 if pointers[0] % 16 == 0 else 0]]
+
+    compiled = SimpleNamespace(kernel=ir, generated=gen, block=(gen.threads, 1, 1), smem=gen.smem_bytes,
+                               tensor_maps=maps, built_flags=FLAGS[1], _functions={0: lambda *a: launches.append(a)})
+    fast = fastpath.build(compiled, fallback=lambda args: False)
+    y = FakeArray((1000,), ptr=0x7e0000002000)
+    assert fast({"x": FakeArray((1000,), ptr=0x7e0000001000), "y": y, "alpha": 2.0})
+    assert len(launches) == 1 and launches[0][2][-1] is FLAGS[1]
+    assert fast({"x": FakeArray((1000,), ptr=0x7e0000001004), "y": y, "alpha": 2.0}) is False and len(launches) == 1

@@ -116,7 +116,7 @@ def test_a_bound_launch_reads_only_the_current_stream(monkeypatch):
         made.append(current[0])
         return streams.setdefault(current[0], f"stream {current[0]}")
     compiled = SimpleNamespace(name="k", grid=lambda values: (values[3] // 2, 1, 1), block=(64, 1, 1), smem=0,
-                               function=lambda device: lambda *a: launches.append(a), assert_sites=(),
+                               function_for=lambda device, args: lambda *a: launches.append(a), assert_sites=(),
                                kernel_args=lambda bound: bound.args, _streams=streams, torch_stream=torch_stream)
     args = [np.uint64(0x7f00), np.uint64(0x7f80), np.float32(2.0), np.int32(8)]
     run = BoundLaunch(compiled, Bound(args, [None, None, 2.0, 8], [], 0), 0, {"x": "held", "y": "held"})

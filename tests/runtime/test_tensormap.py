@@ -53,3 +53,42 @@ def test_the_store_map_has_its_own_flag(monkeypatch):
     assert int(store_off[-1]) == 1 and store_off[2].tobytes() == bytes(128) and store_off[1].tobytes()[0] == ord("B")
     loads_off = maps((1, 2, 3), ((128, 60), (64, 256), (128, 256)))
     assert int(loads_off[-1]) == 2 and loads_off[0].tobytes() == bytes(128) and loads_off[2].tobytes()[0] == ord("C")
+
+
+def test_the_build_is_for_every_map_encoded_unless_the_kernel_asserts():
+    assert tensormap.built_flags((A, B), asserts=()) == 1 and tensormap.built_flags((A, B, C), asserts=()) == 3
+    assert tensormap.built_flags((), asserts=()) is None and tensormap.built_flags((A, C), asserts=("site",)) is None
+    assert tensormap.with_flags("int k;", 3) == "#define TL_TMA_FLAGS 3  // every tensor map encoded\nint k;"
+    assert tensormap.with_flags("int k;", None) == "int k;"
+    # the flags of a launch are the objects a launch compares by identity
+    flags = LaunchTensorMaps((A,))
+    assert flags.specs == (A,) and tensormap.tma_flags((A,), [None])[-1] is tensormap.FLAGS[0]
+
+
+def test_a_launch_whose_maps_do_not_encode_compiles_and_takes_the_generic_build(h200, monkeypatch):
+    """std.gemm's matmul on sm_90a: NVRTC compiles it with TL_TMA_FLAGS = 3 (the copies without
+    the TMA compiled out); a launch with other flags compiles the generic source once and
+    launches that; one with them launches the first build."""
+    from pathlib import Path
+
+    from tlc.codegen import generate
+    from tlc.driver import check_file
+    from tlc.runtime import compile as rc, compile_kernel, launch
+    from tlc.schedule import schedule
+
+    compiled_sources = []
+    monkeypatch.setattr(rc, "nvrtc_compile", lambda source, arch, name: compiled_sources.append(source)
+                        or f"cubin {len(compiled_sources)}".encode())
+    monkeypatch.setattr(launch.CompiledKernel, "_load", lambda self, device: ("loaded", self.binary, device))
+    checked = check_file(str(Path(__file__).resolve().parents[2] / "examples" / "gemm.tl"))
+    ir = schedule(checked.program, "matmul", {}, target="sm_90a")
+    gen = generate(ir, "sm_90a", sources=checked.sources)
+    k = compile_kernel(ir, gen)
+    assert compiled_sources == ["#define TL_TMA_FLAGS 3  // every tensor map encoded\n" + gen.source]
+    assert k.built_flags is tensormap.FLAGS[3]
+    assert k.function_for(0, [np.uint64(1), tensormap.FLAGS[3]]) == ("loaded", b"cubin 1", 0)
+    for flags in (1, 0, 2, 1):
+        assert k.function_for(0, [np.uint64(1), tensormap.FLAGS[flags]]) == ("loaded", b"cubin 2", 0)
+    assert compiled_sources[1:] == [gen.source]  # compiled once, without the define
+    assert k._generic.built_flags is None
+

@@ -52,21 +52,28 @@ def warm_up(device: int | None = None) -> None:
         pass
 
 
-def compile_kernel(kernel, generated, *, cache=None):
+def compile_kernel(kernel, generated, *, cache=None, generic: bool = False):
     """`generated` (a `tlc.codegen.GeneratedKernel` of `kernel`) compiled by NVRTC for the
     current GPU, from the cache when it holds it; raises `CudaCompileError` when NVRTC rejects
-    the code (a tlc bug, with the log and the kept `.cu`)."""
+    the code (a tlc bug, with the log and the kept `.cu`).  A kernel that takes tensor maps is
+    compiled for launches whose maps all encode (`tensormap.built_flags`) unless `generic`;
+    the `CompiledKernel` compiles the generic one if a launch needs it."""
     from . import compile as c
+    from .args import LaunchFacts
     from .cache import cache_key, default_cache
     from .launch import CompiledKernel
 
     require_cuda()
     arch = c.nvrtc_arch(generated.arch, c.device_capability(c.current_device()), c.nvrtc_supported_archs())
-    key = cache_key(generated.source, kernel.constants, arch, c.nvrtc_toolchain(arch))
+    source = generated.source
+    if generated.tensor_maps and not generic:
+        from .tensormap import built_flags, with_flags
+
+        source = with_flags(source, built_flags(generated.tensor_maps, LaunchFacts.of(kernel).asserts))
+    key = cache_key(source, kernel.constants, arch, c.nvrtc_toolchain(arch))
     cache = cache or default_cache()
-    binary = cache.get_or_compile(key, generated.source,
-                                  lambda: c.nvrtc_compile(generated.source, arch, generated.name))
-    return CompiledKernel(kernel, generated, binary, arch)
+    binary = cache.get_or_compile(key, source, lambda: c.nvrtc_compile(source, arch, generated.name))
+    return CompiledKernel(kernel, generated, binary, arch, generic=generic)
 
 
 def compile_program_kernel(sources: dict, name: str, constants: dict, device: int, build):

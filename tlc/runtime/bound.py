@@ -30,9 +30,10 @@ class BoundLaunch:
         self.name, self.arrays = compiled.name, values
         self.grid = compiled.grid(bound.values)
         self.empty = not launches_blocks(compiled.name, self.grid)  # an error here, not at the first call
-        self.fn = compiled.function(device)
+        args = compiled.kernel_args(bound)
+        self.fn = compiled.function_for(device, args)
         self.block, self.smem, self._device = compiled.block, compiled.smem, device
-        self.args = [c_argument(a) for a in compiled.kernel_args(bound)]
+        self.args = [c_argument(a) for a in args]
         self._check = compiled.check_asserts if compiled.assert_sites else None
         self._raw_stream = self._streams = self._torch_stream = None
         if bound.torch_device >= 0:

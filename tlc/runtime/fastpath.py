@@ -138,8 +138,11 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
     lines += ["try:", f"    g = {grid_source(gen.grid, values, blocks, getattr(compiled, 'cluster', 1))}", "except Exception:", "    return fallback(args)",
               _any_fails(checks),
               "fn = functions.get(device)", "if fn is None:", "    return fallback(args)",
-              f"fn(g, BLOCK, [{', '.join(cargs)}]{_tensor_map_args(compiled, env, symbols)}, SMEM, stream)",
-              "return True"]
+              f"a = [{', '.join(cargs)}]{_tensor_map_args(compiled, env, symbols)}"]
+    if getattr(compiled, "built_flags", None) is not None:  # other TMA flags launch the generic build
+        env["BUILT_FLAGS"] = compiled.built_flags
+        lines += ["if a[-1] is not BUILT_FLAGS:", "    return fallback(args)"]
+    lines += ["fn(g, BLOCK, a, SMEM, stream)", "return True"]
     source = "def fast(args):\n" + "".join(f"    {line}\n" for line in "\n".join(lines).split("\n"))
     return compile_function(source, "fast", env).unguarded
 

@@ -29,10 +29,12 @@ class CompiledKernel:
     """A generated kernel's binary with everything a launch needs; call it with the
     arguments by parameter name: `compiled({"A": a, "B": b, "n": 7})`."""
 
-    def __init__(self, kernel: Kernel, generated, binary: bytes, arch: str, facts: LaunchFacts | None = None):
+    def __init__(self, kernel: Kernel, generated, binary: bytes, arch: str, facts: LaunchFacts | None = None,
+                 generic: bool = False):
         # `kernel`: the IR, or (with its `facts`) a function that decodes it, called when
         # something first reads `kernel` (a launch from the program cache never does);
-        # `generated`: a `GeneratedKernel`, or the `GeneratedLaunch` of one (the same)
+        # `generated`: a `GeneratedKernel`, or the `GeneratedLaunch` of one (the same);
+        # `generic`: the binary takes any TMA flags (else those of `tensormap.built_flags`)
         self._kernel, self._generated, self.binary, self.arch = kernel, generated, binary, arch
         facts = facts or LaunchFacts.of(kernel)
         self.name = generated.name
@@ -49,10 +51,15 @@ class CompiledKernel:
         self.grid = compile_grid(generated.grid, self.binder.slots, self.persistent_blocks, self.cluster, self.name)
         # a kernel that copies through the TMA takes its tensors' maps after its own arguments
         self.tensor_maps = None
+        # the flags the binary was built for (`tensormap.FLAGS`' object), or None: it takes any
+        self.built_flags = None
+        self._generic = None  # the generic build's CompiledKernel, once a launch needed it
         if generated.tensor_maps:
-            from .tensormap import LaunchTensorMaps  # here: only a kernel that copies through the TMA needs it
+            from .tensormap import FLAGS, LaunchTensorMaps, built_flags  # only a kernel that copies through the TMA needs it
 
             self.tensor_maps = LaunchTensorMaps(generated.tensor_maps)
+            flags = None if generic else built_flags(generated.tensor_maps, facts.asserts)
+            self.built_flags = None if flags is None else FLAGS[flags]
         # per map: the tensor's argument slot, and per dim its size or (symbol) the slot of its value
         self._map_slots = tuple((self.binder.slots[s.param],
                                  tuple((False, d) if isinstance(d, int) else (True, self.binder.slots[d]) for d in s.shape))
@@ -122,6 +129,18 @@ class CompiledKernel:
         if fn is None:
             fn = self._functions[device] = self._load(device)
         return fn
+
+    def function_for(self, device: int, args: list):
+        """The function that launches `args` (`kernel_args`' list) on GPU `device`: this binary
+        where it was built for the launch's TMA flags (the last argument), else the generic
+        build, compiled (or read from the cache) the first time a launch needs it."""
+        if self.built_flags is None or args[-1] is self.built_flags:
+            return self.function(device)
+        if self._generic is None:
+            from . import compile_kernel  # here: a launch whose maps all encode never needs it
+
+            self._generic = compile_kernel(self.kernel, self.generated, generic=True)
+        return self._generic.function(device)
 
     def _load(self, device: int):
         import cupy
@@ -197,9 +216,11 @@ class CompiledKernel:
                         enable_torch(fast)
                 self._fast_paths = []
         if bound.host:
-            self._launch_with_copies(fn, grid, bound, stream)
+            self._launch_with_copies(device, grid, bound, stream)
         else:
-            fn(grid, self.block, self.kernel_args(bound), self.smem, stream)
+            args = self.kernel_args(bound)
+            fn = fn if self.built_flags is None else self.function_for(device, args)
+            fn(grid, self.block, args, self.smem, stream)
 
     def kernel_args(self, bound: Bound) -> list:
         """The launch's C arguments: the bound ones, then any tensor maps."""
@@ -212,7 +233,7 @@ class CompiledKernel:
             sizes.append(tuple(bound.values[x] if symbolic else x for symbolic, x in dims))
         return list(bound.args) + self.tensor_maps(tuple(pointers), tuple(sizes))
 
-    def _launch_with_copies(self, fn, grid, bound: Bound, stream) -> None:
+    def _launch_with_copies(self, device: int, grid, bound: Bound, stream) -> None:
         import cupy
         import numpy as np
 
@@ -225,7 +246,8 @@ class CompiledKernel:
                 mem.copy_from_host_async(dense.ctypes.data, dense.nbytes, stream)
             bound.args[slot] = np.uint64(mem.ptr)
             buffers.append((mem, array, dense, written))
-        fn(grid, self.block, self.kernel_args(bound), self.smem, stream)
+        args = self.kernel_args(bound)
+        self.function_for(device, args)(grid, self.block, args, self.smem, stream)
         for mem, array, dense, written in buffers:
             if written and dense.nbytes:
                 if dense is array:

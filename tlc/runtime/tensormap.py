@@ -65,6 +65,8 @@ def encode(spec, pointer: int, sizes: tuple):
 
 _NO_MAP = np.void(bytes(128))
 _LOADS, _STORES = 1, 2  # the bits of `tl_tma`
+# each value of the flags as one object, so that a launch tells its flags by identity (`is`)
+FLAGS = tuple(np.int32(f) for f in range(4))
 
 
 def tma_flags(specs, maps: list) -> list:
@@ -72,7 +74,22 @@ def tma_flags(specs, maps: list) -> list:
     on when the driver accepted each of its maps; the maps of a kind that is off are zeros."""
     ok = {kind: all(m is not None for s, m in zip(specs, maps) if s.store == kind) for kind in (False, True)}
     flags = (_LOADS if ok[False] else 0) | (_STORES if ok[True] and any(s.store for s in specs) else 0)
-    return [m if ok[s.store] else _NO_MAP for s, m in zip(specs, maps)] + [np.int32(flags)]
+    return [m if ok[s.store] else _NO_MAP for s, m in zip(specs, maps)] + [FLAGS[flags]]
+
+
+def built_flags(specs: tuple, asserts) -> int | None:
+    """The flags the runtime compiles a kernel with these maps for (`TL_TMA_FLAGS`, every map
+    encoded: the copies and stores without the TMA compiled out, half of std.gemm's NVRTC
+    time), or None for the generic build: a kernel without maps, or with device asserts, whose
+    failure record belongs to one module (launch.py checks it)."""
+    if not specs or asserts:
+        return None
+    return _LOADS | (_STORES if any(s.store for s in specs) else 0)
+
+
+def with_flags(source: str, flags: int | None) -> str:
+    """A generated kernel's source as the runtime compiles it for `flags` (`built_flags`)."""
+    return source if flags is None else f"#define TL_TMA_FLAGS {flags}  // every tensor map encoded\n{source}"
 
 
 class LaunchTensorMaps:

@@ -34,8 +34,13 @@ struct tl_matmul_wgmma_n256_f16_nmajor {
   }
 };
 
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) matmul(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int K, int N, const __grid_constant__ tl::TensorMap tl_map0, const __grid_constant__ tl::TensorMap tl_map1, const __grid_constant__ tl::TensorMap tl_map2, int tl_tma) {
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) matmul(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int K, int N, const __grid_constant__ tl::TensorMap tl_map0, const __grid_constant__ tl::TensorMap tl_map1, const __grid_constant__ tl::TensorMap tl_map2, int tl_tma_flags) {
   extern __shared__ __align__(1024) unsigned char tl_smem[];
+#ifdef TL_TMA_FLAGS
+  constexpr int tl_tma = TL_TMA_FLAGS;  // this build's flags: the paths they turn off are compiled out
+#else
+  const int tl_tma = tl_tma_flags;  // bit 0: the copies' maps encoded, bit 1: the store's
+#endif
   const int bx = blockIdx.x;
   (void)bx;
   const int by = blockIdx.y;

@@ -14,7 +14,11 @@ The TMA needs a tensor map per tensor, encoded on the host (`runtime/tensormap.p
 launcher); the driver refuses tensors whose base or row pitch is not 16-byte aligned.  The
 kernel then gets `tl_tma` without bit 0 and its producer warpgroup copies element by element
 instead (without bit 1, the epilogue stores from registers), so every shape stays correct and
-only unaligned ones are slow.
+only unaligned ones are slow.  The kernel takes the flags as `tl_tma_flags`; compiled with
+`TL_TMA_FLAGS` defined, `tl_tma` is that constant instead and the paths it turns off are
+compiled out: the runtime builds its kernels so, for launches whose maps all encode (half of
+std.gemm's NVRTC time and cubin were the element-by-element copies), and compiles the generic
+kernel only when a launch's maps do not (runtime/launch.py `function_for`).
 
 Which loop, the stages, the barriers, the registers, the tile order and the clusters are the
 scheduler's (`schedule/warpspec.py`), recorded on the kernel as an `ir.WarpSpecialization`;
