@@ -321,3 +321,30 @@ def test_an_entry_holds_the_texts_digests_not_the_texts(files):
     head = json.dumps(doc).encode()
     entry(files).write_bytes(checked_cache._MAGIC + hashlib.sha256(head).hexdigest().encode() + b"\n" + head + b"\n" + blobs)
     assert api._cached_module(str(files), "cpu") is None
+
+
+def test_a_loaded_modules_texts_are_hashed_once_for_its_program_keys(files, monkeypatch):
+    """The checked-module cache hashes each file's text when it loads an entry; the program keys
+    of the module's kernels take those digests (`cache.text_digest`, by the text object) rather
+    than hashing every text again (std.gemm's 32 KB: 0.9 M of a cached first call's 18.9 M
+    instructions).  A text equal to a remembered one but another object is hashed anew, and a
+    changed text still changes the key."""
+    stored(files)
+    mod = api._cached_module(str(files), "cpu")
+    hashed = []
+    real = hashlib.sha256
+
+    def counting(data=b""):
+        hashed.append(bytes(data))
+        return real(data)
+    monkeypatch.setattr(cache_mod.hashlib, "sha256", counting)
+    key = cache_mod.program_key(mod.sources, "scale", {}, "sm_90a", "nvrtc 13.0")
+    texts = {t.encode() for t in mod.sources.values()}
+    assert texts and not texts & set(hashed)  # no text hashed again
+    monkeypatch.setattr(cache_mod.hashlib, "sha256", real)
+    assert key == cache_mod.program_key({f: "".join(list(t)) for f, t in mod.sources.items()}, "scale", {},
+                                        "sm_90a", "nvrtc 13.0")
+    main = mod._program.path
+    changed = {**mod.sources, main: mod.sources[main] + "\n"}
+    assert cache_mod.program_key(changed, "scale", {}, "sm_90a", "nvrtc 13.0") != key
+    assert cache_mod.text_digest("abc") == real(b"abc").hexdigest()

@@ -196,13 +196,32 @@ def cache_key(source: str, constants, arch: str, toolchain: str = "") -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
+# text object's id -> (the text, its SHA-256): a program's files' digests, which the checked-module
+# cache computes when it loads an entry and every program key of the program's kernels needs again
+_TEXT_DIGESTS: dict = {}
+_MAX_TEXT_DIGESTS = 256
+
+
+def text_digest(text: str) -> str:
+    """SHA-256 of a source text's UTF-8, computed once per text object in a process (the object
+    is held with its digest, so its id names it while it is remembered)."""
+    found = _TEXT_DIGESTS.get(id(text))
+    if found is not None and found[0] is text:
+        return found[1]
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    if len(_TEXT_DIGESTS) >= _MAX_TEXT_DIGESTS:
+        _TEXT_DIGESTS.clear()
+    _TEXT_DIGESTS[id(text)] = (text, digest)
+    return digest
+
+
 def program_key(sources: dict, kernel: str, constants, arch: str, toolchain: str = "") -> str:
     """The entry name of a kernel by what it is compiled from, before any compiling: the text of
     every file of its program, its name, constants and target.  A hit skips scheduling and code
     generation as well as NVRTC."""
     items = constants.items() if hasattr(constants, "items") else constants
     doc = {  # each text by its SHA-256: hashing it is a tenth of what escaping it into JSON costs
-        "program": {str(k): hashlib.sha256(v.encode()).hexdigest() for k, v in sources.items()},
+        "program": {str(k): text_digest(v) for k, v in sources.items()},
         "kernel": kernel,
         "constants": {str(k): f"{type(v).__name__}:{v}" for k, v in items},
         "arch": arch,

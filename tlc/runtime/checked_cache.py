@@ -39,9 +39,9 @@ FORMAT = 5
 def key(text: str, path: str, digest: str | None = None) -> str:
     """The entry name of the file `path` (as the caller names it; imports resolve from its
     absolute folder) whose text is `text` (`digest`: its SHA-256, where the caller has it)."""
-    from .cache import package_hash
+    from .cache import package_hash, text_digest
 
-    doc = {"format": FORMAT, "text": digest or _digest(text.encode()), "path": path,
+    doc = {"format": FORMAT, "text": digest or text_digest(text), "path": path,
            "folder": os.path.dirname(os.path.abspath(path)), "tlc_version": __version__, "tlc_sources": package_hash()}
     return "m" + _digest(json.dumps(doc, sort_keys=True).encode())
 
@@ -64,8 +64,9 @@ def load(text: str, path: str):
     the entry's (`key`), which names its launch memo too (`launch_memo`)."""
     from ..files import NotRegularFile, read_regular
     from ..typecheck.program import CheckedProgram
+    from .cache import text_digest as digest_of  # remembered: the program keys hash the same texts
 
-    text_digest = _digest(text.encode())
+    text_digest = digest_of(text)
     name = key(text, path, text_digest)
     try:
         data = read_regular(entry_path(name), follow_symlinks=False, limit=_LIMIT)
@@ -97,7 +98,7 @@ def load(text: str, path: str):
         try:
             with open(_real_path(file), encoding="utf-8") as f:  # as the checker reads an import
                 texts[file] = f.read()
-            if _digest(texts[file].encode()) != digest:
+            if digest_of(texts[file]) != digest:
                 return None
         except (OSError, UnicodeError, TypeError):
             return None
@@ -164,6 +165,7 @@ def store(program, text: str, path: str) -> bool:
 
     from ..cachedir import replace_atomically
     from . import ir_codec
+    from .cache import text_digest
 
     try:
         slim = signatures(program)
@@ -173,8 +175,8 @@ def store(program, text: str, path: str) -> bool:
             offsets[q] = [sum(len(b) for b in blobs), len(blob), _digest(blob)]
             blobs.append(blob)
         doc = {"exports": {name: [q, slim.functions[q].kind] for name, q in slim.names.items()},
-               "functions": offsets, "files": list(program.sources), "text": _digest(text.encode()),
-               "imported": {f: _digest(t.encode()) for f, t in program.sources.items() if f != path}}
+               "functions": offsets, "files": list(program.sources), "text": text_digest(text),
+               "imported": {f: text_digest(t) for f, t in program.sources.items() if f != path}}
         head = json.dumps(doc, separators=(",", ":")).encode()
         body = _MAGIC + _digest(head).encode() + b"\n" + head + b"\n" + b"".join(blobs)
     except (ir_codec.NotData, TypeError, ValueError, UnicodeError):
