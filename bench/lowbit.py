@@ -12,6 +12,7 @@ measured in the same run (tlc.benchmarks.ceilings).
 
     python bench/lowbit.py [--quick] [--only quantize_per_token,quantize_int4] [--json out.json]
     python bench/lowbit.py --w4a16 [--quick] [--json out.json]
+    python bench/lowbit.py --scaled [--quick] [--json out.json]
 
 --w4a16: std.gemm's weight-only int4 GEMM instead (issue 18's w4a16 rows): a weight N = K = 8192
 quantized by std.quant.quantize_uint4 (groups of 128, f32 scales, u8 zero points) and repacked by
@@ -22,6 +23,12 @@ prefill (M = 4096: matmul_w4a16_prefill, and dequantize_w4a16 into an f16 buffer
 matmul_nt) against f16 F.linear (cuBLAS), in TFLOP/s.  Every
 variant's output is checked against F.linear in f32 of the dequantized weight before its time
 counts (tlc.timing.compare_checked).
+
+--scaled: std.gemm's scaled 8-bit GEMMs (issue 18's W8A8 and row-wise f8 rows), 8192^3:
+matmul_i8_scaled (i8 x i8, per-token x per-channel scales, bf16 out) against torch._int_mm (its
+i32 product alone: the issue's reference) and against _int_mm followed by the scaling in PyTorch;
+matmul_f8_rowwise (e4m3, bf16 out) against torch._scaled_mm's row-wise mode.  Each output is
+checked against the f32 product of the same operands times the scales first.
 
 tests/stdlib/test_quant.py checks the same kernels on the interpreter (no GPU here).
 """
@@ -387,12 +394,86 @@ def w4a16_line(r: dict) -> str:
     return f"{head} {r['ms'] * 1e3:9.1f} us {r['tflops']:7.1f} TFLOP/s  weight/copy {r['weight_of_copy']:5.2f}  {vs}"
 
 
+SCALED_SHAPES = [(8192, 8192, 8192)]
+
+
+def scaled_rows(torch, min_ms: float) -> list:
+    """The W8A8 and row-wise f8 rows (see the module's docstring), each contender checked first."""
+    from tlc.timing import Checked, compare_checked, tolerance
+
+    torch.backends.cuda.matmul.allow_tf32 = False  # the references in f32, not TF32
+    gemm = tlc.load("std.gemm", target="cuda")
+    g = torch.Generator(device="cuda").manual_seed(3)
+    out = []
+    for M, N, K in SCALED_SHAPES:
+        sa = torch.rand(M, device="cuda", generator=g) / 64 + 1 / 256
+        sb = torch.rand(N, device="cuda", generator=g) / 64 + 1 / 256
+        A = torch.randint(-128, 128, (M, K), device="cuda", dtype=torch.int8, generator=g)
+        B = torch.randint(-128, 128, (N, K), device="cuda", dtype=torch.int8, generator=g)
+        exact = (A.double() @ B.double().t())  # |values| < 2**53: exact
+        ref = (exact * sa.double()[:, None] * sb.double()[None, :]).float()
+        C = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
+        Ci = torch.empty(M, N, dtype=torch.int32, device="cuda")
+        Ct = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
+        int_ref = exact.to(torch.int64).to(torch.int32)  # the wrapped i32 product (no wrap at these values)
+        del exact
+
+        def scaled_in_torch(Ct=Ct):
+            torch.mul(torch._int_mm(A, B.t()).float().mul_(sa[:, None]).mul_(sb[None, :]), 1, out=Ct)
+
+        contenders = {
+            "matmul_i8_scaled": Checked(lambda: gemm.matmul_i8_scaled(A, B, C, sa, sb), ref, out=C,
+                                        **tolerance("bfloat16", ref, 2)),
+            "torch._int_mm": Checked(lambda: torch._int_mm(A, B.t(), out=Ci), int_ref, out=Ci, rtol=0.0, atol=0.0),
+            "_int_mm + scales": Checked(scaled_in_torch, ref, out=Ct, **tolerance("bfloat16", ref, 2)),
+        }
+        out += _scaled_report(f"W8A8 {M}x{N}x{K}", "matmul_i8_scaled", contenders, compare_checked(contenders, min_ms=min_ms), M, N, K)
+        del ref, int_ref
+        A8 = (torch.randn(M, K, device="cuda", generator=g)).to(torch.float8_e4m3fn)
+        B8 = (torch.randn(N, K, device="cuda", generator=g)).to(torch.float8_e4m3fn)
+        ref = ((A8.float() @ B8.float().t()) * sa[:, None] * sb[None, :])
+        C8 = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
+        contenders = {
+            "matmul_f8_rowwise": Checked(lambda: gemm.matmul_f8_rowwise(A8, B8, C8, sa, sb), ref, out=C8,
+                                         **tolerance("bfloat16", ref, 8)),
+            "torch._scaled_mm rowwise": Checked(
+                lambda: torch._scaled_mm(A8, B8.t(), scale_a=sa[:, None].contiguous(), scale_b=sb[None, :].contiguous(),
+                                         out_dtype=torch.bfloat16, out=Ct), ref, out=Ct, **tolerance("bfloat16", ref, 8)),
+        }
+        out += _scaled_report(f"f8 row-wise {M}x{N}x{K}", "matmul_f8_rowwise", contenders, compare_checked(contenders, min_ms=min_ms), M, N, K)
+        del ref
+        torch.cuda.empty_cache()
+    return out
+
+
+def _scaled_report(row: str, ours: str, contenders: dict, measured, M: int, N: int, K: int) -> list:
+    """One result per contender, each with its ratio to ours (above 1: tlc faster)."""
+    ms, verdicts = measured
+    out = []
+    for label in contenders:
+        r = {"row": row, "variant": label}
+        if not verdicts[label].ok:
+            r["error"] = verdicts[label].why
+        elif label in ms:
+            r.update(ms=ms[label], tflops=2 * M * N * K / ms[label] / 1e9, rel_err=verdicts[label].rel_err,
+                     tlc_speedup=(ms[label] / ms[ours]) if ours in ms and label != ours else None)
+        out.append(r)
+        head = f"{row:<28} {label:<26}"
+        if "error" in r:
+            print(f"{head} !! {r['error'][:150]}", flush=True)
+        else:
+            vs = f"  tlc {r['tlc_speedup']:5.2f}x this" if r.get("tlc_speedup") else ""
+            print(f"{head} {r['ms'] * 1e3:9.1f} us {r['tflops']:7.1f} TFLOP/s{vs}", flush=True)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="Comma-separated kernel names.")
     ap.add_argument("--quick", action="store_true", help="50 ms a contender instead of 300.")
     ap.add_argument("--json", help="Where to write the results.")
     ap.add_argument("--w4a16", action="store_true", help="std.gemm's w4a16 rows instead of std.quant's.")
+    ap.add_argument("--scaled", action="store_true", help="std.gemm's W8A8 and row-wise f8 rows instead.")
     args = ap.parse_args(argv)
     selected = [r for r in rows() if not args.only or r.kernel in args.only.split(",")]
     import torch
@@ -405,6 +486,11 @@ def main(argv=None) -> int:
     copy_gbs = ceilings.copy_bandwidth(torch, min_ms)
     results["copy_GBps"] = copy_gbs
     print(f"device-to-device copy: {copy_gbs:.0f} GB/s (read + write)")
+    if args.scaled:
+        results["rows"] = scaled_rows(torch, min_ms)
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=1))
+        return 1 if any("error" in r for r in results["rows"]) else 0
     if args.w4a16:
         results["rows"] = w4a16_rows(torch, copy_gbs, min_ms)
         if args.json:

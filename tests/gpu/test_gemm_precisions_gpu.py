@@ -52,6 +52,9 @@ CONFIGS = [
     ("matmul_f8_blockscaled", dict(BM=128, BN=256, stages=2, THREADS=256)),
     ("matmul_i8", dict(BM=128, BN=128, BK=128, stages=4, THREADS=256)),
     ("matmul_i8", dict(BM=64, BN=64, BK=32, stages=3, THREADS=128)),
+    ("matmul_i8_scaled", dict(BM=128, BN=128, BK=128, stages=4, THREADS=256)),
+    ("matmul_f8_rowwise", dict(BM=128, BN=192, BK=128, stages=4, THREADS=256)),
+    ("matmul_f8_rowwise", dict(BM=64, BN=128, BK=64, stages=2, THREADS=128)),
 ]
 
 

@@ -13,8 +13,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))  # the 
 from nvcc import cubin_sass  # noqa: E402
 
 E4M3, E5M2, BF16 = ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.bfloat16
-PRECISION_KERNELS = ["matmul_tf32", "matmul_f8", "matmul_f8_blockscaled", "matmul_i8"]
-# the decode (skinny, C.T = W @ A.T) kernel of each: the same arguments and reference
+PRECISION_KERNELS = ["matmul_tf32", "matmul_f8", "matmul_f8_blockscaled", "matmul_i8", "matmul_i8_scaled",
+                     "matmul_f8_rowwise"]
+# the decode (skinny, C.T = W @ A.T) kernel of each that has one: the same arguments and reference
 SKINNY = {"matmul_tf32": "matmul_skinny_tf32", "matmul_f8": "matmul_skinny_f8",
           "matmul_f8_blockscaled": "matmul_skinny_f8_blockscaled", "matmul_i8": "matmul_skinny_i8"}
 
@@ -66,7 +67,24 @@ def cases(rng, M=130, N=270, K=300):
     Ai, Bi = rng.integers(-128, 128, (M, K), dtype=np.int8), rng.integers(-128, 128, (N, K), dtype=np.int8)
     ref = Ai.astype(np.int64) @ Bi.astype(np.int64).T
     out.append(("matmul_i8", [Ai, Bi, np.full((M, N), -7, np.int32)], {}, ref, 0.0))
+    # W8A8 and f8 row-wise: a scale per row of A (token) and per row of B (output channel)
+    # (i8: scales near 1/127, as quantize_per_token's of values near 1, keep the result in f16's range)
+    sa, sb = (rng.uniform(0.5, 2, M) / 127).astype(np.float32), (rng.uniform(0.5, 2, N) / 127).astype(np.float32)
+    scaled = ref * sa[:, None].astype(np.float64) * sb[None, :].astype(np.float64)
+    for tc, tol in ((BF16, 1e-2), (np.float16, 2e-3)):
+        out.append(("matmul_i8_scaled", [Ai, Bi, np.full((M, N), np.nan, tc), sa, sb], {}, scaled, tol))
+    sa, sb = rng.uniform(0.25, 4, M).astype(np.float32), rng.uniform(0.25, 4, N).astype(np.float32)
+    for ta, tb, tc in ((E4M3, E4M3, BF16), (E5M2, E4M3, np.float32)):
+        A8, B8 = f8(rng, (M, K), ta), f8(rng, (N, K), tb)
+        ref8 = (A8.astype(np.float64) @ B8.astype(np.float64).T) * sa[:, None] * sb[None, :]
+        tol = {BF16: 1e-2, np.float32: 1e-3}[tc]
+        out.append(("matmul_f8_rowwise", [A8, B8, np.full((M, N), np.nan, tc), sa, sb], {}, ref8, tol))
     return out
+
+
+def skinny_cases(rng, M=130, N=270, K=300):
+    """`cases` of the kernels that have a decode kernel (`SKINNY`)."""
+    return [c for c in cases(rng, M, N, K) if c[0] in SKINNY]
 
 
 def check(name, out, ref, tol):

@@ -28,6 +28,8 @@ def test_every_kernel_against_numpy():
     ("matmul_f8_blockscaled", dict(BM=64, BN=64, stages=2, THREADS=128)),   # BN < 128: part of a scale block
     ("matmul_f8_blockscaled", dict(BM=64, BN=256, stages=2, THREADS=128)),  # BN > 128: two scale blocks
     ("matmul_i8", dict(BM=64, BN=64, BK=32, stages=4, THREADS=64)),
+    ("matmul_i8_scaled", dict(BM=64, BN=32, BK=32, stages=3, THREADS=64)),
+    ("matmul_f8_rowwise", dict(BM=64, BN=64, BK=64, stages=2, THREADS=128)),
 ])
 def test_other_tiles_and_tiny_shapes(name, consts):
     mod = tlc.load(GEMM_PATH, target="cpu")
@@ -66,6 +68,10 @@ SASS_CASES = [
     ("matmul_f8", {"TB": "f8e5m2"}, "sm_90a", "QGMMA.64x256x32.F32.E4M3.E5M2", 4),
     ("matmul_tf32", {}, "sm_90a", "HGMMA.64x256x8.F32.TF32", 4),
     ("matmul_f8_blockscaled", {}, "sm_90a", "QGMMA.64x128x32.F32.E4M3.E4M3", 4),
+    ("matmul_i8_scaled", {}, "sm_90a", "IGMMA.64x256x32.S8.S8", 4),
+    ("matmul_f8_rowwise", {}, "sm_90a", "QGMMA.64x256x32.F32.E4M3.E4M3", 4),
+    ("matmul_i8_scaled", {}, "sm_80", "IMMA.16832.S8.S8", 128),
+    ("matmul_f8_rowwise", {}, "sm_80", "HMMA.16816.F32", 256),
     ("matmul_i8", {}, "sm_80", "IMMA.16832.S8.S8", 128),
     ("matmul_i8", SM80, "sm_80", "IMMA.16832.S8.S8", 64),
     ("matmul_f8", {}, "sm_80", "HMMA.16816.F32", 256),  # f8 converted to f16: two per 32 of K
