@@ -15,9 +15,10 @@ from nvcc import cubin_sass  # noqa: E402
 E4M3, E5M2, BF16 = ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.bfloat16
 PRECISION_KERNELS = ["matmul_tf32", "matmul_f8", "matmul_f8_blockscaled", "matmul_i8", "matmul_i8_scaled",
                      "matmul_f8_rowwise"]
-# the decode (skinny, C.T = W @ A.T) kernel of each that has one: the same arguments and reference
+# the decode (skinny, C.T = W @ A.T) kernel of each: the same arguments and reference
 SKINNY = {"matmul_tf32": "matmul_skinny_tf32", "matmul_f8": "matmul_skinny_f8",
-          "matmul_f8_blockscaled": "matmul_skinny_f8_blockscaled", "matmul_i8": "matmul_skinny_i8"}
+          "matmul_f8_blockscaled": "matmul_skinny_f8_blockscaled", "matmul_i8": "matmul_skinny_i8",
+          "matmul_i8_scaled": "matmul_skinny_i8_scaled", "matmul_f8_rowwise": "matmul_skinny_f8_rowwise"}
 
 
 def tf32(x):
@@ -80,11 +81,6 @@ def cases(rng, M=130, N=270, K=300):
         tol = {BF16: 1e-2, np.float32: 1e-3}[tc]
         out.append(("matmul_f8_rowwise", [A8, B8, np.full((M, N), np.nan, tc), sa, sb], {}, ref8, tol))
     return out
-
-
-def skinny_cases(rng, M=130, N=270, K=300):
-    """`cases` of the kernels that have a decode kernel (`SKINNY`)."""
-    return [c for c in cases(rng, M, N, K) if c[0] in SKINNY]
 
 
 def check(name, out, ref, tol):

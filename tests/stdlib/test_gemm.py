@@ -132,7 +132,8 @@ TABLE = {
     **{k: (("f8e4m3", "i8"), w8a16) for k in ("matmul_w8a16", "matmul_w8a16_prefill")},
     **{SKINNY[k]: (dtypes, lambda m, n, d, k=k: precision(m, k, d, skinny=True))
        for k, dtypes in (("matmul_tf32", ("f32",)), ("matmul_f8", ("f8e4m3", "f8e5m2")),
-                         ("matmul_f8_blockscaled", ("f8e4m3",)), ("matmul_i8", ("i8",)))},
+                         ("matmul_f8_blockscaled", ("f8e4m3",)), ("matmul_i8", ("i8",)),
+                         ("matmul_i8_scaled", ("i8",)), ("matmul_f8_rowwise", ("f8e4m3", "f8e5m2")))},
 }
 
 PASSED: dict[str, set] = {}

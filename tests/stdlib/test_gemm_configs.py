@@ -18,7 +18,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "codegen"))
 from nvcc import compile_object  # noqa: E402
 
 GEMM_KERNELS = ["matmul", "matmul_nt", "matmul_f8", "matmul_skinny", "matmul_skinny_splitk", "matmul_splitk", "matmul_grouped",
-                "matmul_skinny_tf32", "matmul_skinny_f8", "matmul_skinny_f8_blockscaled", "matmul_skinny_i8"]
+                "matmul_skinny_tf32", "matmul_skinny_f8", "matmul_skinny_f8_blockscaled", "matmul_skinny_i8",
+                "matmul_f8_rowwise", "matmul_skinny_i8_scaled", "matmul_skinny_f8_rowwise"]
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tlc
-from precision_kit import SKINNY, check, skinny_cases, check_tensor_cores
+from precision_kit import SKINNY, cases, check, check_tensor_cores
 from stdlib_kit import GEMM_PATH
 
 
@@ -22,7 +22,7 @@ def test_the_kernels_are_there(mod):
 # M below, at and above BM = 16; N and K multiples of no tile; a tile of one row
 @pytest.mark.parametrize("M,N,K", [(5, 200, 300), (16, 256, 1024), (1, 1, 1), (17, 70, 520)])
 def test_every_kernel_against_numpy(mod, M, N, K):
-    for name, args, consts, ref, tol in skinny_cases(np.random.default_rng(M + N + K), M, N, K):
+    for name, args, consts, ref, tol in cases(np.random.default_rng(M + N + K), M, N, K):
         getattr(mod, SKINNY[name])(*args, **consts)
         check(SKINNY[name], args[2], ref, tol)
 
@@ -32,7 +32,7 @@ def test_every_kernel_against_numpy(mod, M, N, K):
                                     dict(BM=16, BN=128, stages=3, THREADS=256),  # two warpgroups; a scale block per tile
                                     dict(BM=16, BN=256, stages=2, THREADS=256)])  # two scale blocks of W per tile
 def test_other_tiles(mod, consts):
-    for name, args, _, ref, tol in skinny_cases(np.random.default_rng(3), 70, 400, 390):
+    for name, args, _, ref, tol in cases(np.random.default_rng(3), 70, 400, 390):
         getattr(mod, SKINNY[name])(*args, **consts)
         check(SKINNY[name], args[2], ref, tol)
 
@@ -45,7 +45,7 @@ def test_every_rule_computes_the_right_thing(mod):
         assert {r.ranges for r in rules} == {(("M", lo, hi),) for lo, hi in ((1, 16), (17, 32), (33, 64), (65, 128))}
         for rule in rules:
             consts = dict(rule.constants)
-            for name, args, _, ref, tol in skinny_cases(np.random.default_rng(4), consts["BM"] - 3, 130, 600):
+            for name, args, _, ref, tol in cases(np.random.default_rng(4), consts["BM"] - 3, 130, 600):
                 if name == precision:
                     getattr(mod, skinny)(*args, **consts)
                     check(skinny, args[2], ref, tol)
