@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import struct
 
 import numpy as np
 
@@ -35,12 +36,14 @@ def map_geometry(spec, sizes: tuple) -> tuple[list, list, list]:
 
 @functools.lru_cache(maxsize=1)
 def _driver_encode():
-    """cuTensorMapEncodeTiled with its C signature, set once (a launch encodes several maps)."""
+    """cuTensorMapEncodeTiled with its C signature, set once (a launch encodes several maps).
+    Its arrays are passed as addresses (`c_void_p`, of packed bytes): ctypes' POINTER and array
+    types cost a process ~50 us each to create, and a cached first call made six."""
     fn = libcuda().cuTensorMapEncodeTiled
     fn.restype = ctypes.c_int
-    u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p, u32p, u32p,
-                   ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    p = ctypes.c_void_p
+    fn.argtypes = [p, ctypes.c_int, ctypes.c_uint32, p, p, p, p, p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                   ctypes.c_int]
     return fn
 
 
@@ -51,16 +54,16 @@ def encode(spec, pointer: int, sizes: tuple):
     rank = len(dims)
     if pointer % 16 or any(s % 16 for s in strides) or min(dims) <= 0:
         return None  # what the driver would refuse; it need not be asked
-    storage = (ctypes.c_uint8 * 256)()
-    address = (ctypes.addressof(storage) + 127) // 128 * 128  # CUtensorMap is 128-byte aligned
+    storage = np.zeros(256, np.uint8)
+    base = storage.__array_interface__["data"][0]
+    start = -base % 128  # CUtensorMap is 128-byte aligned
     result = _driver_encode()(
-        ctypes.c_void_p(address), tma_dtype(spec.dtype), rank, ctypes.c_void_p(pointer),
-        (ctypes.c_uint64 * rank)(*dims), (ctypes.c_uint64 * max(1, rank - 1))(*strides),
-        (ctypes.c_uint32 * rank)(*box), (ctypes.c_uint32 * rank)(*([1] * rank)),
-        _INTERLEAVE_NONE, _SWIZZLE_128B, _L2_256B, _OOB_ZERO)
+        base + start, tma_dtype(spec.dtype), rank, pointer, struct.pack(f"{rank}Q", *dims),
+        struct.pack(f"{max(1, rank - 1)}Q", *(strides or [0])), struct.pack(f"{rank}I", *box),
+        struct.pack(f"{rank}I", *([1] * rank)), _INTERLEAVE_NONE, _SWIZZLE_128B, _L2_256B, _OOB_ZERO)
     if result != 0:
         return None
-    return np.void(ctypes.string_at(address, 128))
+    return np.void(storage[start:start + 128].tobytes())
 
 
 _NO_MAP = np.void(bytes(128))
