@@ -10,7 +10,7 @@ import tlc
 from tlc.dtypes import BF16, F16
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "stdlib"))  # the shared kits
-from gemm_shapes_kit import GROUP_SIZES, f32, grouped_case, rand, skinny_cases, splitk  # noqa: E402
+from gemm_shapes_kit import GROUP_SIZES, f32, grouped_case, grouped_f8_case, rand, skinny_cases, splitk  # noqa: E402
 from stdlib_kit import GEMM_PATH, rel_err  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -64,6 +64,15 @@ def test_grouped(mod, sizes):
     C = np.full(ref.shape, np.nan, np.float16)
     mod.matmul_grouped(A, W, offsets, C)
     assert rel_err(C, ref) < 2e-3
+
+
+@pytest.mark.parametrize("sizes", GROUP_SIZES + [[0, 300, 1, 0, 1100, 17, 600, 0]])
+def test_grouped_f8_blockscaled(mod, sizes):
+    A, W, offsets, SA, SB, ref = grouped_f8_case(np.random.default_rng(25), sizes, N=520, K=392)
+    C = np.full(ref.shape, np.nan, BF16.numpy())
+    mod.matmul_grouped_f8_blockscaled(A, W, offsets, C, SA, SB)
+    if ref.size:
+        assert rel_err(C, ref) < 1e-2
 
 
 def test_grouped_large_bf16(mod):

@@ -2,7 +2,8 @@
 ragged shapes, splits that do not divide K, empty groups.  Shared by the CPU and GPU tests."""
 import numpy as np
 
-SHAPE_KERNELS = ["matmul_skinny", "matmul_skinny_splitk", "matmul_splitk", "splitk_reduce", "matmul_grouped"]
+SHAPE_KERNELS = ["matmul_skinny", "matmul_skinny_splitk", "matmul_splitk", "splitk_reduce", "matmul_grouped",
+                 "matmul_grouped_f8_blockscaled"]
 
 
 def rand(rng, dtype, *shape):
@@ -32,6 +33,27 @@ def grouped_case(rng, dtype, sizes, N=200, K=96):
     for e in range(len(sizes)):
         ref[offsets[e]:offsets[e + 1]] = f32(A[offsets[e]:offsets[e + 1]]) @ f32(W[e]).T
     return A, W, offsets, ref
+
+
+def grouped_f8_case(rng, sizes, N=200, K=300):
+    """A, W (e4m3), offsets, SA, SB, the reference of matmul_grouped_f8_blockscaled: groups of
+    `sizes` rows sorted by expert; each 128-wide K block's product in f64, times its scales."""
+    import ml_dtypes
+
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
+    E, M, KB, NB = len(sizes), int(offsets[-1]), -(-K // 128), -(-N // 128)
+    A = rng.standard_normal((M, K)).astype(np.float32).astype(ml_dtypes.float8_e4m3fn)
+    W = rng.standard_normal((E, N, K)).astype(np.float32).astype(ml_dtypes.float8_e4m3fn)
+    SA = rng.uniform(0.25, 4, (M, KB)).astype(np.float32)
+    SB = rng.uniform(0.25, 4, (E, NB, KB)).astype(np.float32)
+    ref = np.zeros((M, N))
+    for e in range(E):
+        rows = slice(offsets[e], offsets[e + 1])
+        for kb in range(KB):
+            ks = slice(kb * 128, (kb + 1) * 128)
+            part = A[rows, ks].astype(np.float64) @ W[e, :, ks].astype(np.float64).T
+            ref[rows] += part * SA[rows, kb:kb + 1] * np.repeat(SB[e, :, kb], 128)[:N][None, :]
+    return A, W, offsets, SA, SB, ref
 
 
 # empty groups first, in the middle and last; a group of one row; groups across tile edges

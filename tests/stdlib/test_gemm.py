@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tlc
-from gemm_shapes_kit import f32, grouped_case, rand, splitk
+from gemm_shapes_kit import f32, grouped_case, grouped_f8_case, rand, splitk
 from module_checks import assert_reference_page_is_current
 from op_registry import check_or_record
 from precision_kit import SKINNY
@@ -80,6 +80,13 @@ def grouped(mod, name, dtype):
     assert rel_err(C, ref) < TOL[dtype]
 
 
+def grouped_f8(mod, name, dtype):
+    A, W, offsets, SA, SB, ref = grouped_f8_case(np.random.default_rng(6), [0, 30, 1, 0, 20], N=N, K=K)
+    C = np.full(ref.shape, np.nan, np.float32)
+    mod.matmul_grouped_f8_blockscaled(A, W, offsets, C, SA, SB, BM=64, BN=64, stages=2, THREADS=128)
+    assert rel_err(C, ref) < 1e-3
+
+
 def w4a16(mod, name, dtype):
     # a ragged shape of the kit's kind; the f16 row with f32 scales, the bf16 one with bf16
     # scales (repack_int4's u8 row: of an f16 case)
@@ -121,6 +128,7 @@ TABLE = {
     "matmul_splitk": (HALVES, split),
     "splitk_reduce": (HALVES, reduce_parts),
     "matmul_grouped": (HALVES, grouped),
+    "matmul_grouped_f8_blockscaled": (("f8e4m3",), grouped_f8),
     "matmul_tf32": (("f32",), precision),
     "matmul_f8": (("f8e4m3", "f8e5m2"), precision),
     "matmul_f8_blockscaled": (("f8e4m3",), precision),

@@ -5,7 +5,7 @@ import pytest
 
 import tlc
 from tlc.dtypes import BF16, F16
-from gemm_shapes_kit import GROUP_SIZES, SHAPE_KERNELS, f32, grouped_case, rand, skinny_cases, splitk
+from gemm_shapes_kit import GROUP_SIZES, SHAPE_KERNELS, f32, grouped_case, grouped_f8_case, rand, skinny_cases, splitk
 from stdlib_kit import GEMM_PATH, rel_err
 
 TOL = {F16: 2e-3, BF16: 1.5e-2}
@@ -58,6 +58,19 @@ def test_grouped_against_numpy(mod, sizes):
     C = np.full(ref.shape, np.nan, np.float16)
     mod.matmul_grouped(A, W, offsets, C, BM=64, BN=64, BK=32, THREADS=128)
     assert rel_err(C, ref) < 2e-3
+
+
+@pytest.mark.parametrize("sizes", GROUP_SIZES)
+def test_grouped_f8_blockscaled_against_numpy(mod, sizes):
+    """Small tiles (BN 64: half a scale block of W) and the default ones (a tile a scale block)."""
+    import ml_dtypes
+
+    A, W, offsets, SA, SB, ref = grouped_f8_case(np.random.default_rng(12), sizes)
+    for consts in (dict(BM=64, BN=64, stages=2, THREADS=128), {}):
+        C = np.full(ref.shape, np.nan, ml_dtypes.bfloat16)
+        mod.matmul_grouped_f8_blockscaled(A, W, offsets, C, SA, SB, **consts)
+        if ref.size:
+            assert rel_err(C, ref) < 1e-2
 
 
 def test_grouped_bf16_default_tiles(mod):
