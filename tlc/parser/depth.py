@@ -105,10 +105,60 @@ def too_deep_at(module: n.Module, path: str, parenthesized=frozenset(), elifs=fr
 MAX_AST_DEPTH = 100
 
 
+_LEAVES = (str, int, float, bool)
+# A node class's fields that can hold nodes (all but its span, type and name span), by class;
+# None for a class that is not a dataclass (not a node)
+_CHILD_FIELDS: dict = {}
+
+
+def _child_fields(cls):
+    fields = getattr(cls, "__dataclass_fields__", None)
+    found = _CHILD_FIELDS[cls] = None if fields is None else \
+        tuple(name for name in fields if name not in ("span", "ty", "name_span"))
+    return found
+
+
 def ast_depth(root) -> tuple[int, object]:
     """(the number of nested AST nodes on the longest path from `root` down, and where that
     path first passes `MAX_AST_DEPTH`, or None: the outermost expression on it when the
     expression nests more than the statements around it, else the innermost statement)."""
+    deepest = _depth(root)
+    if deepest <= MAX_AST_DEPTH:  # the common case: no culprit to find
+        return deepest, None
+    return _depth_and_culprit(root)
+
+
+def _depth(root) -> int:
+    """`ast_depth`'s depth alone, by the same walk (every type check of a function makes it)."""
+    deepest = 0
+    stack: list = [(root, 1)]
+    pop, push, fields_of = stack.pop, stack.append, _CHILD_FIELDS.get
+    while stack:
+        x, d = pop()
+        if isinstance(x, tuple):
+            for y in x:
+                push((y, d))
+            continue
+        cls = x.__class__
+        fields = fields_of(cls, False)
+        if fields is False:
+            fields = _child_fields(cls)
+        if fields is None:
+            continue
+        if d > deepest:
+            deepest = d
+        d += 1
+        for name in fields:
+            child = getattr(x, name)
+            if child.__class__ is tuple:
+                for y in child:
+                    push((y, d))
+            elif child is not None and not isinstance(child, _LEAVES):
+                push((child, d))
+    return deepest
+
+
+def _depth_and_culprit(root) -> tuple[int, object]:
     deepest, culprit = 0, None
     stack: list = [(root, 1, root, None, 0)]
     push = stack.append
