@@ -152,6 +152,23 @@ def test_pack_unpack_round_trip_and_rejects():
     assert type(unpack(data)) is bytes  # not a view of the file's bytes
 
 
+def test_an_entry_is_checked_by_crc32_and_format_1_entries_by_sha256_are_still_read():
+    """Format 2's checksum is CRC-32 (against damage: a SHA-256 beside the bytes proves no more
+    against someone who can write the folder, and cost a cached first call ~3 M instructions
+    for std.gemm's ~120 KB program entry); an entry written by format 1 reads as before."""
+    import hashlib
+    import zlib
+
+    body = bytes(range(256)) * 3
+    assert pack(body) == b"TLCBIN2 768 %08x\n" % zlib.crc32(body) + body
+    old = b"TLCBIN1 768 " + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+    assert unpack(old) == body
+    assert unpack(old[:-1] + b"X") is None
+    assert unpack(b"TLCBIN1 768 %08x\n" % zlib.crc32(body) + body) is None  # each format its own checksum
+    assert unpack(b"TLCBIN2 768 " + hashlib.sha256(body).hexdigest().encode() + b"\n" + body) is None
+    assert unpack(b"TLCBIN3 768 %08x\n" % zlib.crc32(body) + body) is None
+
+
 @pytest.mark.parametrize("damage", [
     lambda data: data[: len(data) // 2],  # a write cut short
     lambda data: data[:-3] + b"???",  # flipped bytes

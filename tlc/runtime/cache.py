@@ -11,9 +11,12 @@ compiler's version and a hash of tlc's own sources), not CuPy's key.  CuPy's cac
 touched: binaries are loaded from bytes.
 
 An entry is two files named by the key: `KEY.cu` (the source, for people and profilers) and
-`KEY.bin`: a header `TLCBIN1 <length> <sha256>\\n` and then the binary.  A reader trusts an entry
+`KEY.bin`: a header `TLCBIN2 <length> <crc32>\\n` and then the binary.  A reader trusts an entry
 only if the length and the checksum match, so a truncated or damaged file is recompiled and
-replaced; it reads only a regular file (a FIFO, a device or a link there is refused with a
+replaced (the checksum is against damage, not against someone who can write the folder, who
+could write a matching SHA-256 as well: CRC-32 finds a cut or a flipped byte and costs a cached
+first call a tenth of what SHA-256 of its ~120 KB entry did; entries of format 1, with a
+SHA-256, are still read); it reads only a regular file (a FIFO, a device or a link there is refused with a
 warning, never opened for reading in a way that could block, and replaced by the next store).  Writers write a temporary file in the same directory and `os.replace` it into place:
 readers see the old entry or the new one, never a partial one; when two processes compile the
 same kernel at once both write and the last rename wins, with identical content.
@@ -26,6 +29,7 @@ import json
 import os
 import time
 import warnings
+import zlib
 from pathlib import Path
 from typing import Callable
 
@@ -33,7 +37,8 @@ from .. import __version__
 from ..cachedir import CacheWarning, cache_dir, replace_atomically
 from ..files import NotRegularFile, read_regular
 
-_MAGIC = b"TLCBIN1"
+_MAGIC = b"TLCBIN2"  # the checksum: CRC-32, in 8 hex digits
+_MAGIC_SHA = b"TLCBIN1"  # the format before, whose checksum is SHA-256
 _BIN, _SRC = ".bin", ".cu"
 _LIMIT = 1 << 30  # bytes: no kernel binary comes near; past it an entry is not ours
 
@@ -233,17 +238,22 @@ def program_key(sources: dict, kernel: str, constants, arch: str, toolchain: str
 
 
 def pack(binary: bytes) -> bytes:
-    return b"%s %d %s\n" % (_MAGIC, len(binary), hashlib.sha256(binary).hexdigest().encode()) + binary
+    return b"%s %d %08x\n" % (_MAGIC, len(binary), zlib.crc32(binary)) + binary
 
 
 def unpack(data: bytes) -> bytes | None:
     """The binary of a packed entry, or None when the header, the length or the checksum is off."""
     end = data.find(b"\n", 0, 128)  # the header is short: a file without one is not read through
     parts = data[:end].split(b" ")
-    if end < 0 or len(parts) != 3 or parts[0] != _MAGIC or not parts[1].isdigit():
+    if end < 0 or len(parts) != 3 or parts[0] not in (_MAGIC, _MAGIC_SHA) or not parts[1].isdigit():
         return None
     body = memoryview(data)[end + 1:]  # checked before it is copied
-    if int(parts[1]) != len(body) or hashlib.sha256(body).hexdigest().encode() != parts[2]:
+    if int(parts[1]) != len(body):
+        return None
+    if parts[0] == _MAGIC:
+        if b"%08x" % zlib.crc32(body) != parts[2]:
+            return None
+    elif hashlib.sha256(body).hexdigest().encode() != parts[2]:
         return None
     return bytes(body)
 
