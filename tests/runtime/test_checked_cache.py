@@ -312,7 +312,7 @@ def test_an_entry_holds_the_texts_digests_not_the_texts(files):
     is not the text's is a miss, its checksum notwithstanding."""
     full = stored(files)
     data = entry(files).read_bytes()
-    assert data.startswith(b"tlc-checked-5 ") and b"twice" not in data.split(b"\n", 2)[1]
+    assert data.startswith(b"tlc-checked-6 ") and b"twice" not in data.split(b"\n", 2)[1]
     mod = api._cached_module(str(files), "cpu")
     assert mod.sources == full.sources and list(mod.sources) == list(full.sources)
     _, head, blobs = data.split(b"\n", 2)

@@ -88,6 +88,35 @@ def test_each_class_is_named_once_and_its_instances_by_place():
     assert ir_codec.loads_text(json.dumps(doc)) == spans
 
 
+def test_an_instance_met_again_is_a_reference_and_decodes_to_the_same_object():
+    """Format 3: a data class instance that appears again (the same object: the IR shares its
+    dtypes, spans and shapes) is written once and then as {"$r": N}, N counting the instances
+    as each is finished; it decodes to the one object, so the decoded value is shared as the
+    original was (and equal ones that were distinct objects stay distinct).  A reference to an
+    instance not yet finished (which would make a cycle) or never written is a damaged entry."""
+    from tlc.diagnostics import Span
+    from tlc.dtypes import I32
+    from tlc.ir.nodes import BinOp, Const, Var
+
+    span = Span("f.tl", 1, 2, 1, 3)
+    x = Var("x", I32, span=span)
+    tree = BinOp("+", x, BinOp("*", x, Const(2, I32, span=span), I32), I32, span=Span("f.tl", 1, 2, 1, 3))
+    doc = json.loads(ir_codec.dumps_text(tree))
+    text = json.dumps(doc["$value"])
+    assert text.count('"$d"') == 7 and text.count('"$r"') == 5  # x once more, I32 three times, the span once
+    back = ir_codec.loads_text(json.dumps(doc))
+    assert back == tree and back.a is back.b.a and back.dtype is back.a.dtype is back.b.b.dtype
+    assert back.a.span is back.b.b.span and back.span is not back.a.span  # equal, but another object
+    refs = {"$classes": doc["$classes"], "$value": {"$tuple": [{"$d": [0, "f.tl", 1, 2, 1, 3]}, {"$r": 0}]}}
+    first, again = ir_codec.loads_text(json.dumps(refs))
+    assert first is again
+    classes = [["tlc.ir.nodes:Var", ["name", "dtype", "span"]], ["tlc.dtypes:DType", ["name", "kind", "bits", "c_type"]]]
+    for bad in ({"$r": 0}, {"$tuple": [{"$d": [1, "i32", "int", 32, "int32_t"]}, {"$r": 1}]}, {"$r": -1}, {"$r": "0"},
+                {"$d": [0, "x", {"$d": [1, "i32", "int", 32, "int32_t"]}, {"$r": 1}]}):  # the last: its own Var
+        with pytest.raises(ir_codec.BadEntry, match="a reference to no object written before"):
+            ir_codec.loads_text(json.dumps({"$classes": classes, "$value": bad}))
+
+
 def test_a_pickle_or_truncated_entry_is_refused():
     with pytest.raises(ir_codec.BadEntry, match="not a tlc IR entry"):
         ir_codec.loads(pickle.dumps(("x", 1)))

@@ -142,7 +142,7 @@ def cached_program_kernel(sources: dict, name: str, constants_key, device: int, 
 # the C source, the IR (a few thousand objects) and `tlc.generated` are inflated and decoded when
 # something reads `CompiledKernel.generated` or `.kernel`.  JSON data only (`ir_codec`), so a
 # planted entry cannot run code, and a part inflates to at most `ir_codec.DEFLATED_LIMIT` bytes.
-PROGRAM_MAGIC = b"tlc-program-4\n"
+PROGRAM_MAGIC = b"tlc-program-5\n"  # 5: ir_codec's format 3
 
 
 def program_entry(kernel, generated, binary: bytes, arch: str) -> bytes:

@@ -31,9 +31,9 @@ import os
 from .. import __version__
 
 _SUFFIX = ".checked"
-_MAGIC = b"tlc-checked-5 "
+_MAGIC = b"tlc-checked-6 "
 _LIMIT = 64 << 20  # bytes: a module's signatures and texts come nowhere near
-FORMAT = 5
+FORMAT = 6  # 6: ir_codec's format 3 (instances met again written as references)
 
 
 def key(text: str, path: str, digest: str | None = None) -> str:

@@ -14,7 +14,7 @@ import enum
 import importlib
 import json
 
-MAGIC = b"tlc-ir-json-2\n"
+MAGIC = b"tlc-ir-json-3\n"
 
 
 class NotData(TypeError):
@@ -33,6 +33,10 @@ class BadEntry(ValueError):
 # Tuples, sets, frozensets, dicts and bytes are {"$tuple": [...]}, {"$set": [...]},
 # {"$frozenset": [...]}, {"$dict": [[key, value], ...]}, {"$bytes": base64}; an enum member
 # {"$enum": CLASS, "name": NAME}; lists, strings, numbers, booleans and null stand for themselves.
+# A data class instance met again (the same object: the IR's dtypes, spans and shapes are shared)
+# is {"$r": N}, the Nth instance written, counted as each is finished: it decodes to the same
+# object, as it was, and only one finished before it can be named, so no entry makes a cycle
+# (std.gemm's launch head: 32 instances and 24 references, where format 2 wrote 56 instances).
 
 
 def dumps(value) -> bytes:
@@ -43,7 +47,7 @@ def dumps_text(value) -> str:
     """`value` as the JSON text that `dumps` writes after its header (for an entry that holds
     several values, each decoded when it is needed: `loads_text`)."""
     table: dict = {}  # class -> (its place, its fields' names)
-    tree = _encode(value, table)
+    tree = _encode(value, table, {})
     classes = [[_class_name(cls), list(names)] for cls, (_, names) in table.items()]
     return json.dumps({"$classes": classes, "$value": tree}, separators=(",", ":"), allow_nan=True)
 
@@ -57,7 +61,7 @@ def loads_text(text: str | bytes):
         raise BadEntry("damaged entry: not a value that dumps writes")
     table = [_table_class(entry) for entry in doc["$classes"]]
     try:
-        return _decode(doc["$value"], table)
+        return _decode(doc["$value"], table, [])
     except RecursionError:
         raise BadEntry("damaged entry: nested too deeply") from None
 
@@ -140,32 +144,38 @@ def _look_up(name: str):
     return obj
 
 
-def _encode(v, table: dict):
+def _encode(v, table: dict, written: dict):
+    # written: id of each data class instance finished -> its number (the objects live in `v`)
     if v is None or isinstance(v, (bool, str)) or type(v) in (int, float):
         return v
     if isinstance(v, enum.Enum):
         _check_tlc(type(v))
         return {"$enum": _class_name(type(v)), "name": v.name}
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        seen = written.get(id(v))
+        if seen is not None:
+            return {"$r": seen}
         cls = type(v)
         found = table.get(cls)
         if found is None:
             _check_tlc(cls)
             found = table[cls] = (len(table), tuple(f.name for f in dataclasses.fields(v)))
         place, names = found
-        return {"$d": [place] + [_encode(getattr(v, name), table) for name in names]}
+        tree = {"$d": [place] + [_encode(getattr(v, name), table, written) for name in names]}
+        written[id(v)] = len(written)
+        return tree
     if isinstance(v, (bytes, bytearray)):
         import base64  # here: few values are bytes, and a launch from the caches decodes none
 
         return {"$bytes": base64.b64encode(bytes(v)).decode()}
     if type(v) is tuple:
-        return {"$tuple": [_encode(x, table) for x in v]}
+        return {"$tuple": [_encode(x, table, written) for x in v]}
     if type(v) is list:
-        return [_encode(x, table) for x in v]
+        return [_encode(x, table, written) for x in v]
     if type(v) in (set, frozenset):
-        return {"$" + type(v).__name__: [_encode(x, table) for x in v]}
+        return {"$" + type(v).__name__: [_encode(x, table, written) for x in v]}
     if type(v) is dict:
-        return {"$dict": [[_encode(k, table), _encode(x, table)] for k, x in v.items()]}
+        return {"$dict": [[_encode(k, table, written), _encode(x, table, written)] for k, x in v.items()]}
     raise NotData(f"the program cache stores data only, not {type(v).__module__}.{type(v).__qualname__}")
 
 
@@ -181,12 +191,13 @@ _new, _set = object.__new__, object.__setattr__
 _CONTAINERS = frozenset({"$tuple", "$set", "$frozenset", "$dict"})
 
 
-def _decode(t, table: list):
+def _decode(t, table: list, done: list):
+    # done: each data class instance finished, in the order `_encode` numbered them
     kind = type(t)
     if kind in _SCALARS:
         return t
     if kind is list:
-        return [x if type(x) in _SCALARS else _decode(x, table) for x in t]
+        return [x if type(x) in _SCALARS else _decode(x, table, done) for x in t]
     if kind is not dict or len(t) not in (1, 2):
         raise BadEntry("damaged entry: an object that dumps does not write")
     try:
@@ -201,8 +212,14 @@ def _decode(t, table: list):
             obj = _new(cls)  # fields filled in as pickle does: no constructor runs
             for i, name in enumerate(names, 1):  # most are names and numbers: no call for those
                 value = d[i]
-                _set(obj, name, value if type(value) in _SCALARS else _decode(value, table))
+                _set(obj, name, value if type(value) in _SCALARS else _decode(value, table, done))
+            done.append(obj)
             return obj
+        r = t.get("$r")
+        if r is not None:
+            if type(r) is not int or not 0 <= r < len(done) or len(t) != 1:
+                raise BadEntry("damaged entry: a reference to no object written before")
+            return done[r]
         if "$enum" in t:
             cls, _ = _data_class(t["$enum"])
             return cls[t["name"]]
@@ -213,7 +230,7 @@ def _decode(t, table: list):
             return base64.b64decode(value, validate=True)
         if tag not in _CONTAINERS:
             raise BadEntry("damaged entry: an object that dumps does not write")
-        items = [x if type(x) in _SCALARS else _decode(x, table) for x in value]
+        items = [x if type(x) in _SCALARS else _decode(x, table, done) for x in value]
         if tag == "$tuple":
             return tuple(items)
         if tag == "$set":
