@@ -204,7 +204,7 @@ PHASES = ("tlc.api:_cached_module", "tlc.runtime.cache:package_hash", "tlc.runti
           "tlc.runtime.cache:checkout_hash", "tlc.runtime.cache:installed_identity", "tlc.runtime.checked_cache:load",
           "tlc.runtime.checked_cache:Signatures.__getitem__", "tlc.runtime.ir_codec:loads_text",
           "tlc.kernel:Kernel.recorded_rules", "tlc.kernel:Kernel._launch_from_memo",
-          "tlc.runtime.launch_memo:LaunchMemo.lookup", "tlc.runtime:cached_program_kernel",
+          "tlc.runtime.checked_cache:LaunchMemo.lookup", "tlc.runtime:cached_program_kernel",
           "tlc.runtime:compile_program_kernel", "tlc.runtime:target_arch",
           "tlc.targets:registered", "tlc.runtime.compile:nvrtc_version", "tlc.runtime.cache:KernelCache.load",
           "tlc.runtime:read_program_entry", "tlc.targets:for_capability", "tlc.runtime.launch:compile_grid",

@@ -42,7 +42,7 @@ def load(path: str, target: str = "auto") -> "Module":
     memo = None
     if gpu:
         from .runtime import checked_cache
-        from .runtime.launch_memo import LaunchMemo
+        from .runtime.checked_cache import LaunchMemo
 
         program = result.program
         text = program.sources[program.path]
@@ -74,7 +74,7 @@ def _cached_module(path: str, target: str) -> "Module | None":
     if found is None:
         return None
     program, exports, entry = found
-    from .runtime.launch_memo import LaunchMemo
+    from .runtime.checked_cache import LaunchMemo
 
     memo = LaunchMemo(entry) if target in ("cuda", "auto") else None
 
@@ -143,7 +143,7 @@ class Module:
         # `check`: for a program of signatures only (runtime.checked_cache), the full check,
         # run the first time anything reads `program`; `exports`: its kernels' and tile ops'
         # (qualname, kind) by name, which a checked program's functions say; `memo`: the
-        # launch memo of such a program's entry (runtime.launch_memo), for its kernels' first calls
+        # launch memo of such a program's entry (runtime.checked_cache.LaunchMemo), for its kernels' first calls
         self._program, self._check, self._memo = program, check, memo
         self.target = resolve_target(target)
         if exports is None:

@@ -30,7 +30,7 @@ class Kernel:
         # with `name`, `fn` is a function that returns the CheckedFunction: a kernel of a module
         # from the checked-module cache decodes its signature when something first reads what
         # comes of it (`_FROM_FN`), which a call found in the launch memo (`memo`:
-        # runtime.launch_memo.LaunchMemo) never does
+        # runtime.checked_cache.LaunchMemo) never does
         self.module = module
         if name is None:
             self._set_fn(fn)
@@ -443,7 +443,7 @@ class Kernel:
         return first_call
 
     def _launch_from_memo(self, args: tuple) -> bool:
-        """Launch a call whose signature the launch memo holds (runtime.launch_memo), its kernel
+        """Launch a call whose signature the launch memo holds (runtime.checked_cache.LaunchMemo), its kernel
         from the program cache, and keep its launcher as the general path would; False (nothing
         done) where the memo or the program cache has nothing for it."""
         from . import runtime

@@ -1,4 +1,4 @@
-"""The launch memo (runtime/launch_memo.py): a new process's first call like one made before
+"""The launch memo (runtime/checked_cache.py's LaunchMemo): a new process's first call like one made before
 launches its kernel from the program cache without decoding the kernel's checked signature,
 binding or reading config.json's rules (issue #15); anything that differs is the general path,
 which records the call.  The GPU is stood in for: NVRTC, the device's facts and the launch."""
@@ -129,7 +129,7 @@ def test_a_program_entry_gone_is_built_again(gpu, monkeypatch):
 
 
 def test_a_signature_written_by_address_is_not_kept():
-    from tlc.runtime.launch_memo import signature_key
+    from tlc.runtime.checked_cache import signature_key
 
     assert signature_key((0, ("numpy", np.dtype("float32"), (4,)), float)) is not None
     assert signature_key((0, object())) is None

@@ -120,7 +120,7 @@ def _program_entry(sources: dict, name: str, constants_key, device: int) -> tupl
 def cached_program_kernel(sources: dict, name: str, constants_key, device: int, arch: str):
     """The kernel `name` of a program with constants `constants_key` (as `_program_entry` takes
     them) from the program cache, where GPU `device`'s arch is `arch` and the cache holds it;
-    else None (nothing is built: the launch memo's hit, `launch_memo`)."""
+    else None (nothing is built: the launch memo's hit, `checked_cache.LaunchMemo`)."""
     from .cache import default_cache
 
     found, _, key = _program_entry(sources, name, constants_key, device)
