@@ -4,6 +4,9 @@ using tl_matmul_layout_0 = tl::MmaAcc<128, 256, 2, 4>;
 
 extern "C" __global__ void __launch_bounds__(256) matmul(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int K, int N) {
   extern __shared__ __align__(1024) unsigned char tl_smem[];
+#ifdef __CUDACC_RTC__
+  __builtin_assume(M >= 0); __builtin_assume(K >= 0); __builtin_assume(N >= 0);  // sizes of arrays
+#endif
   const int bx = blockIdx.x;
   (void)bx;
   const int by = blockIdx.y;

@@ -41,6 +41,9 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
 #else
   const int tl_tma = tl_tma_flags;  // bit 0: the copies' maps encoded, bit 1: the store's
 #endif
+#ifdef __CUDACC_RTC__
+  __builtin_assume(M >= 0); __builtin_assume(K >= 0); __builtin_assume(N >= 0);  // sizes of arrays
+#endif
   const int bx = blockIdx.x;
   (void)bx;
   const int by = blockIdx.y;

@@ -6,6 +6,9 @@ using tl_layernorm_layout_2 = tl::Kept<tl_layernorm_layout_0, 0>;
 
 extern "C" __global__ void __launch_bounds__(128, 4) layernorm(const half* __restrict__ x, const float* __restrict__ gamma_, const float* __restrict__ beta, half* __restrict__ y, int M, int N) {
   extern __shared__ __align__(1024) unsigned char tl_smem[];
+#ifdef __CUDACC_RTC__
+  __builtin_assume(M >= 0); __builtin_assume(N >= 0);  // sizes of arrays
+#endif
   const int bx = blockIdx.x;
   (void)bx;
   float row[tl_layernorm_layout_0::REGS];  // fragment [4, 1024]: blocked(vec=8, threads=128)

@@ -5,6 +5,9 @@ using tl_softmax_layout_1 = tl::Kept<tl_softmax_layout_0, 0>;
 
 extern "C" __global__ void __launch_bounds__(128, 6) softmax(const half* __restrict__ x, half* __restrict__ y, int M, int N) {
   extern __shared__ __align__(1024) unsigned char tl_smem[];
+#ifdef __CUDACC_RTC__
+  __builtin_assume(M >= 0); __builtin_assume(N >= 0);  // sizes of arrays
+#endif
   const int bx = blockIdx.x;
   (void)bx;
   float row[tl_softmax_layout_0::REGS];  // fragment [4, 1024]: blocked(vec=8, threads=128)

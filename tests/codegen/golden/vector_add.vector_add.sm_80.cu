@@ -3,6 +3,9 @@
 using tl_vector_add_layout_0 = tl::Blocked<1, 1024, 128, 4>;
 
 extern "C" __global__ void __launch_bounds__(128, 12) vector_add(const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ out, float alpha, int N) {
+#ifdef __CUDACC_RTC__
+  __builtin_assume(N >= 0);  // sizes of arrays
+#endif
   const int bx = blockIdx.x;
   (void)bx;
   float xs[tl_vector_add_layout_0::REGS];  // fragment [1024]: blocked(vec=4, threads=128)
