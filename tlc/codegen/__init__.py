@@ -28,7 +28,9 @@ from .warpspec import tma_dtype
 
 @functools.lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    loader = jinja2.FileSystemLoader(str(package_data.templates()))
+    from .precompiled_loader import PrecompiledLoader  # each template's code compiled ahead of time
+
+    loader = PrecompiledLoader(str(package_data.templates()))
     return jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                               trim_blocks=False, lstrip_blocks=False)
 

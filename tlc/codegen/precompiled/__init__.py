@@ -1,0 +1,11 @@
+"""Templates compiled by Jinja, written by scripts/precompile-templates: do not edit (see
+tlc/codegen/precompiled_loader.py).  The modules are never imported: their code runs as
+Jinja runs the code it compiles, with `environment` given."""
+
+KEYS = {
+    'kernel.cu.j2': 'e2f8d473ffc4b77419e4342abd0740ea552b4720ff6bdf12c077ec2a55179ca8',
+    'wgmma_mma.cuh.j2': '341578c7edcedb9768a46b43f97d2de8f278f2c59c1502efb222e1a3c67670fe',
+    'grids.cu.j2': 'c6808aa83ac7c2912590cd7968e9267663bb1230a736dd184ac731cc16f2d564',
+    'header.h.j2': '582d2dcbda12a6c0b1d63e497426ec68b7239bb10c10b256aafe6cc92388835f',
+    'cpp/kernel.cpp.j2': 'e6ebc3949dc415cce286c516de760f7e526159fc49215d77269e036334c90c07',
+}
