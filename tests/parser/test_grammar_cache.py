@@ -42,7 +42,7 @@ def entry_of(cache_dir):
 def sound(entry, grammar=TINY, options=TINY_OPTIONS) -> bool:
     key = gc._key(grammar, options)
     head, _, body = entry.read_bytes().partition(b"\n")
-    return entry.name == f"grammar-{key[:24]}.json" and head == b"TLCGRAMMAR1 " + gc._digest(key, body)
+    return entry.name == f"grammar-{key[:24]}.json" and head == gc._MAGIC + b" " + gc._digest(key, body)
 
 
 class NoBuild:
@@ -67,7 +67,7 @@ def test_a_second_process_reads_what_the_first_wrote(tmp_path):
     stamp = entry.stat().st_mtime_ns
     _probe(tmp_path)
     assert entry.stat().st_mtime_ns == stamp  # read, not rebuilt
-    assert entry.read_bytes().startswith(b"TLCGRAMMAR1 ")
+    assert entry.read_bytes().startswith(gc._MAGIC + b" ")
 
 
 def _real_grammar():
@@ -124,7 +124,7 @@ def test_a_pickle_in_the_cache_is_never_run(tmp_path, monkeypatch):
             return (open, (str(marker), "w"))
 
     body = pickle.dumps(Payload())
-    entry.write_bytes(b"TLCGRAMMAR1 " + gc._digest(gc._key(TINY, TINY_OPTIONS), body) + b"\n" + body)
+    entry.write_bytes(gc._MAGIC + b" " + gc._digest(gc._key(TINY, TINY_OPTIONS), body) + b"\n" + body)
     tiny(tmp_path, monkeypatch)
     assert not marker.exists() and sound(entry)
 
@@ -135,8 +135,8 @@ def test_a_pickle_in_the_cache_is_never_run(tmp_path, monkeypatch):
     lambda data, key: data[:len(data) // 2],  # a write cut short
     lambda data, key: data[:-10] + b"0123456789",  # changed bytes: the hash no longer matches
     # a matching hash over a body this Lark cannot load (a foreign or hand-made entry)
-    lambda data, key: b"TLCGRAMMAR1 " + gc._digest(key, b'{"data":{}}') + b'\n{"data":{}}',
-    lambda data, key: b"TLCGRAMMAR1 " + gc._digest(key, b"[1,") + b"\n[1,",
+    lambda data, key: gc._MAGIC + b" " + gc._digest(key, b'{"data":{}}') + b'\n{"data":{}}',
+    lambda data, key: gc._MAGIC + b" " + gc._digest(key, b"[1,") + b"\n[1,",
 ])
 def test_damaged_entry_is_ignored_and_rewritten(tmp_path, monkeypatch, damage):
     tiny(tmp_path, monkeypatch)

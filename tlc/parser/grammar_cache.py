@@ -11,7 +11,7 @@ the grammar text, the options, Lark's version and Python's.
 Why not Lark's own `cache=`: it is a pickle, and it is unpickled before its hash is compared, so
 any file placed in the cache directory would run as the user.  Here the entry is Lark's
 `memo_serialize()` data written as JSON (with the few tuples, integer keys and the lexer class
-tagged, see `_encode`), under a header line holding the SHA-256 of the key and the body.  Nothing
+tagged, see `_encode`, and the LALR states as flat lists of numbers, `_flat_states`), under a header line holding the SHA-256 of the key and the body.  Nothing
 is decoded before that hash matches, and decoding builds only Lark's own grammar objects.  An
 entry that is damaged, stale, not a regular file (a FIFO, a link to /dev/zero) or not loadable
 by this Lark is ignored and replaced; an entry that cannot be written only costs the rebuild.
@@ -31,7 +31,7 @@ from lark.lexer import TerminalDef
 from ..cachedir import CacheWarning, cache_dir, replace_atomically
 from ..files import NotRegularFile, read_regular
 
-_MAGIC = b"TLCGRAMMAR1"
+_MAGIC = b"TLCGRAMMAR2"  # 2: the LALR states flat (_flat_states)
 _LIMIT = 16 << 20  # bytes; the entry is about 1 MB
 # The options Lark takes at load time rather than from the entry (Lark's `_LOAD_ALLOWED_OPTIONS`).
 _LOAD_TIME = frozenset(getattr(lark.lark, "_LOAD_ALLOWED_OPTIONS", ("postlex", "transformer")))
@@ -120,7 +120,11 @@ def _entry(key: str, parser: Lark, options: dict) -> bytes:
     """The header line (magic and digest) and the JSON body of `parser`'s tables."""
     data, memo = parser.memo_serialize([TerminalDef, Rule])
     data["options"] = {k: v for k, v in data["options"].items() if k not in _LOAD_TIME}
-    body = json.dumps(_encode({"data": data, "memo": memo}, options["lexer"]), separators=(",", ":")).encode()
+    encoded = _encode({"data": data, "memo": memo}, options["lexer"])
+    tables = encoded["data"].get("parser", {}).get("parser")
+    if isinstance(tables, dict) and "states" in tables:
+        tables["states"] = _flat_states(data["parser"]["parser"]["states"]) or tables["states"]
+    body = json.dumps(encoded, separators=(",", ":")).encode()
     return _MAGIC + b" " + _digest(key, body) + b"\n" + body
 
 
@@ -142,6 +146,31 @@ def _encode(x, lexer_class):
     raise TypeError(f"{type(x).__name__} is not JSON data")
 
 
+def _flat_states(states) -> dict | None:
+    """The LALR states `{state: {token: (action, arg)}}` (a shift's arg a state, a reduction's
+    `{"@": rule}`) as `{"~states": [[state, [token, action, arg, ...]], ...]}`, each reduction's
+    arg its rule's number: ~17,000 actions that JSON reads as numbers, where the generic form
+    made each a tagged object for the decoder to turn into a tuple (most of the load's time);
+    None for tables of another shape."""
+    out = []
+    for state, actions in states.items() if isinstance(states, dict) else ():
+        flat = []
+        for token, action in actions.items():
+            if not (type(token) is int and isinstance(action, tuple) and len(action) == 2):
+                return None
+            kind, arg = action
+            if kind == 0 and type(arg) is int:
+                flat += (token, 0, arg)
+            elif kind == 1 and isinstance(arg, dict) and arg.keys() == {"@"} and type(arg["@"]) is int:
+                flat += (token, 1, arg["@"])
+            else:
+                return None
+        if type(state) is not int:
+            return None
+        out.append([state, flat])
+    return {"~states": out}
+
+
 def _decoder(lexer_class):
     """The inverse of `_encode`, as json.loads's object_hook (which sees inner objects first)."""
     def hook(obj: dict):
@@ -153,5 +182,8 @@ def _decoder(lexer_class):
                 return tuple(value)
             if tag == "~pairs":
                 return {k: v for k, v in value}
+            if tag == "~states":  # _flat_states
+                return {state: {flat[i]: (0, flat[i + 2]) if flat[i + 1] == 0 else (1, {"@": flat[i + 2]})
+                                for i in range(0, len(flat), 3)} for state, flat in value}
         return obj
     return hook
