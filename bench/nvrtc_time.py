@@ -6,9 +6,10 @@ then used with `--use-pch`).
 
     python3 bench/nvrtc_time.py [--out DIR] [--variants ...] [--ctypes LIBNVRTC]
 
-Sources: std.gemm's matmul and bench/tiny.tl's tiny for sm_90a, generated here when tlc's code
-generator can be imported, else read from build/nvrtc/*.cu (written by `--write-sources` on a
-machine that can).  Each variant is compiled in a new process (NVRTC's first compile in a
+Sources: std.gemm's matmul and bench/tiny.tl's tiny for sm_90a as the runtime compiles them
+(`runtime_source`: TL_TMA_FLAGS defined for a kernel with tensor maps), generated here when tlc's
+code generator can be imported, else read from build/nvrtc/*.cu (written by `--write-sources` on
+a machine that can).  Each variant is compiled in a new process (NVRTC's first compile in a
 process also loads its builtins: what a first call pays) and then once more in that process;
 times in ms.  With `--ctypes /path/libnvrtc.so.13` the children call that NVRTC through ctypes
 rather than CuPy's bindings: a machine without CuPy or a GPU times real compiles (NVRTC needs
@@ -27,6 +28,17 @@ both (noise: other sessions compiling); a PCH of the CUDA headers alone changed 
 (53-71 against 58-70 ms).  H200, batch 2 of session 13: front end 50 ms, NVVM 447, ptxas
 399.  So a PCH can save ~30-50 ms of a compile of ~900 ms, and NVVM + ptxas alone (~850 ms)
 exceed the 0.5 s goal; ptxas -O1/-O0 changed neither phase's time here (-O0 spills, C7511).
+
+What the SASS costs (session 16, the runtime's sources, sm_90a, NVRTC 13.0 on the CPU machine):
+the time follows the instructions NVVM and ptxas handle, not the headers (all of tl/*.cuh cost
+the front end ~11 ms of CPU over CUDA's own headers; those a row-wise kernel does not use, ~5).
+--Ofast-compile=min or mid (1.6-2.5x faster) change matmul's SASS: 12 HGMMA -> 4 (min), 2 and
+262 local loads and stores (mid); -Xptxas -O2 or --allow-expensive-optimizations=false give
+the same SASS in the same time.  The element-by-element paths of ragged tiles (copy_g2f's and
+FragmentStore's) are about half of rms_norm's and softmax's SASS and NVRTC time: without them
+rms_norm (before 76cbe0f) 3,632 -> 1,992 instructions, CPU 830 -> 397 ms; softmax 2,952 ->
+1,392, 453 -> 231 ms.  A build for launches whose arrays are aligned and whose rows are whole
+vectors (as TL_TMA_FLAGS is for maps) would compile them out.
 """
 from __future__ import annotations
 
@@ -44,6 +56,20 @@ END_OF_PRIMITIVES = "#endif  // TL_PRIMITIVES"
 TRIVIAL = '\nextern "C" __global__ void tl_probe(float* x) { x[threadIdx.x] = 1.0f; }\n'
 
 
+def runtime_source(kernel, constants: dict, arch: str = "sm_90a") -> str:
+    """`kernel`'s source as the runtime hands it to NVRTC (`runtime.compile_kernel`): a kernel
+    with tensor maps is built for launches whose maps all encode (`#define TL_TMA_FLAGS`), which
+    compiles the element-by-element copies out (half of std.gemm's matmul)."""
+    from tlc.runtime.args import LaunchFacts
+    from tlc.runtime.tensormap import built_flags, with_flags
+
+    generated = kernel.generated(constants, arch)
+    if not generated.tensor_maps:
+        return generated.source
+    return with_flags(generated.source, built_flags(generated.tensor_maps,
+                                                    LaunchFacts.of(kernel.scheduled(constants, arch)).asserts))
+
+
 def write_sources() -> None:
     sys.path.insert(0, str(ROOT))
     import tlc
@@ -51,7 +77,7 @@ def write_sources() -> None:
     SOURCES.mkdir(parents=True, exist_ok=True)
     for path, kernel in (("std.gemm", "matmul"), (str(ROOT / "bench" / "tiny.tl"), "tiny")):
         k = getattr(tlc.load(path, target="cpu"), kernel)
-        (SOURCES / f"{kernel}.cu").write_text(k.generated({}, "sm_90a").source)
+        (SOURCES / f"{kernel}.cu").write_text(runtime_source(k, {}))
         print(f"wrote {SOURCES / kernel}.cu")
 
 
