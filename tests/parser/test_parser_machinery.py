@@ -170,3 +170,42 @@ def test_no_attribute_of_the_ast_builder_is_mistaken_for_a_rule():
             assert not hasattr(ToAst, name), name
         else:
             assert callable(getattr(ToAst, name, None)), name
+
+
+# ---- the LALR loop (lark_parser.run) -------------------------------------------------------
+
+def _both(text: str):
+    """(what Lark's own parse gives, what `run` gives): the AST's repr or the error's type,
+    position, expected and accepted terminals, under the same AST builder."""
+    from lark.exceptions import UnexpectedInput
+
+    from tlc.parser.lark_parser import lark_parser, run
+
+    parser = lark_parser()
+    builder = parser.options.transformer
+    out = []
+    for go in (parser.parse, lambda source: run(parser, source)):
+        builder.begin("m.tl")
+        try:
+            out.append(repr(go(text)))
+        except UnexpectedInput as e:
+            out.append((type(e).__name__, e.line, e.column, getattr(e, "expected", None),
+                        getattr(e, "accepts", None), e.interactive_parser is not None))
+        finally:
+            builder.end()
+    return out
+
+
+@pytest.mark.parametrize("name", ["gemm", "attention", "nn", "math"])
+def test_run_builds_the_ast_lark_builds(name):
+    from tlc.package_data import stdlib
+
+    lark, ours = _both((stdlib() / f"{name}.tl").read_text(encoding="utf-8"))
+    assert ours == lark and ours.startswith("Module(")
+
+
+@pytest.mark.parametrize("text", ["def f(x: f32) -> f32:\n    return x +\n", "x = (1, 2]\n", "def f(:\n",
+                                  "@kernel\ndef k(a: f32[N]):\n    with grid(1) as b\n", "x = 1 $ 2\n"])
+def test_run_raises_the_error_lark_raises(text):
+    lark, ours = _both(text)
+    assert ours == lark and isinstance(ours, tuple) and ours[-1]

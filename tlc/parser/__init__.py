@@ -96,14 +96,14 @@ def parse(text: str, path: str = "<string>") -> nodes.Module:
     sources = {path: text}
     from lark.exceptions import UnexpectedInput
 
-    from .lark_parser import IndentationProblem, lark_parser
+    from .lark_parser import IndentationProblem, lark_parser, run
 
     parser = lark_parser()
     builder, indenter = parser.options.transformer, parser.options.postlex
     with _LOCK:
         builder.begin(path)
         try:
-            module = parser.parse(source)
+            module = run(parser, source)
             diagnostic = builder.error
             if diagnostic is None and indenter.longest_line + 3 * indenter.deepest_block + 8 > MAX_DEPTH:
                 # Only a long line or deep blocks can nest this deeply: then measure.

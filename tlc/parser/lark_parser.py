@@ -114,6 +114,80 @@ def lark_parser() -> Lark:
     return cached_parser(grammar_text(), options, callbacks, shipped=folder("grammar") / TABLES)
 
 
+def run(parser: Lark, source: str):
+    """`parser.parse(source)`, through a loop of its own over Lark's LALR tables: the same
+    shifts, reductions and callbacks (so the same AST), without the per-token cost of Lark's
+    `feed_token` (a method call, its attribute reads, and each reduction's rule found in the
+    callbacks by a hash and an equality test written in Python: ~8% of a parse).  Where the
+    tables have no action for a token, Lark's own `feed_token` takes that token from the same
+    state and raises its error, which carries the interactive parser, as Lark's loop does.  A
+    parser this loop does not fit (terminal callbacks, another Lark's internals) is run by Lark."""
+    loop = _loop(parser)
+    return loop(source) if loop is not None else parser.parse(source)
+
+
+@functools.lru_cache(maxsize=4)
+def _loop(parser: Lark):
+    try:
+        from lark.exceptions import UnexpectedInput
+        from lark.parsers.lalr_analysis import Shift
+        from lark.parsers.lalr_interactive_parser import InteractiveParser
+        from lark.parsers.lalr_parser_state import ParseConf, ParserState
+
+        frontend = parser.parser
+        lalr = frontend.parser.parser  # lark.parsers.lalr_parser._Parser
+        callbacks = lalr.callbacks
+        table = lalr.parse_table
+        start, = frontend.parser_conf.start
+        make_thread = frontend._make_lexer_thread
+        states = table.states
+    except (AttributeError, ImportError, ValueError):
+        return None
+    if any(isinstance(k, str) for k in callbacks):  # a terminal's callback: Lark's loop
+        return None
+    rules: dict = {}  # id(rule) -> (its length, its callback, the name of its origin, the rule)
+
+    def reduction(rule):
+        found = rules[id(rule)] = (len(rule.expansion), callbacks[rule], rule.origin.name, rule)
+        return found
+
+    def loop(source: str):
+        thread = make_thread(source)
+        state = ParserState(ParseConf(table, callbacks, start), thread)
+        state_stack, value_stack = state.state_stack, state.value_stack
+        push_state, push_value, lookup = state_stack.append, value_stack.append, rules.get
+        token = None
+        try:
+            for token in thread.lex(state):
+                kind = token.type
+                while True:
+                    try:
+                        action, arg = states[state_stack[-1]][kind]
+                    except KeyError:
+                        state.feed_token(token)  # raises Lark's UnexpectedToken from this state
+                        raise
+                    if action is Shift:
+                        push_state(arg)
+                        push_value(token)
+                        break
+                    size, callback, origin, _ = lookup(id(arg)) or reduction(arg)
+                    if size:
+                        children = value_stack[-size:]
+                        del state_stack[-size:]
+                        del value_stack[-size:]
+                    else:
+                        children = []
+                    push_value(callback(children))
+                    push_state(states[state_stack[-1]][origin][1])
+            end = Token.new_borrow_pos("$END", "", token) if token else Token("$END", "", 0, 1, 1)
+            return state.feed_token(end, True)
+        except UnexpectedInput as e:
+            e.interactive_parser = InteractiveParser(lalr, state, state.lexer)
+            raise
+
+    return loop
+
+
 _SPECIAL = {
     "NAME": "a name",
     "DEC_NUMBER": "a number",
