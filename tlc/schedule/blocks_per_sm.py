@@ -25,7 +25,6 @@ from .. import ir
 from ..ir.walk import loads, statement_exprs, statements
 from .layout import Replicated, thread_registers, vector_run
 from .smem import SM90_LIMIT
-from .tileops.rules import ROW_MIN_REGISTERS, ROW_OVERHEAD, row_blocks_per_sm
 
 # a 64-bit global address per run a copy has in flight: column_sums' [32, 256] f32 tile in runs
 # of 1 (32 runs) takes 119 registers at 2 blocks an SM and spills 16 bytes at 3
@@ -47,6 +46,10 @@ def choose_blocks_per_sm(kernel: ir.Kernel, target=None) -> ir.Kernel:
     author left blocks per SM to the compiler; else unchanged."""
     if kernel.min_blocks or not register_resident(kernel):
         return kernel
+    # here, not at the top: importing the tile-op scheduler's package (~7 ms) is a cost only the
+    # kernels this pass changes need (issue #15, a GEMM's first call)
+    from .tileops.rules import ROW_MIN_REGISTERS, ROW_OVERHEAD, row_blocks_per_sm
+
     live, loading = live_fragment_registers(kernel), loads_in_flight(kernel)
     scalars = SCALAR_REGISTERS * sum(isinstance(s, ir.LetScalar) for s in statements(kernel.body))
     blocks = row_blocks_per_sm(kernel.threads, live + loading + scalars, target)
