@@ -113,6 +113,25 @@ def test_written_then_used(tmp_path, monkeypatch):
     tiny(tmp_path, monkeypatch)
 
 
+@pytest.mark.parametrize("lexer", ["basic", "contextual"])
+def test_the_loaded_states_are_the_built_ones(tmp_path, monkeypatch, lexer):
+    """The flat states (_flat_states) come back as Lark's own: the loaded table's actions name
+    the same states and the same rules (a contextual lexer reads them while Lark loads)."""
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path))
+    options = {**TINY_OPTIONS, "lexer": lexer}
+    built = gc.cached_parser(TINY, options, {})
+    monkeypatch.setattr(gc, "Lark", NoBuild)
+    loaded = gc.cached_parser(TINY, options, {})
+
+    def actions(parser):
+        table = parser.parser.parser.parser.parse_table
+        return {s: {t: (str(a), str(arg)) for t, (a, arg) in row.items()} for s, row in table.states.items()}
+
+    assert actions(loaded) == actions(built)
+    assert [str(t) for t in loaded.parse("a + bc + d").children] == ["a", "bc", "d"]
+    assert '"~states"' in entry_of(tmp_path).read_text()
+
+
 def test_a_pickle_in_the_cache_is_never_run(tmp_path, monkeypatch):
     """Even under a header whose hash matches, the body is parsed as JSON: a pickle that would
     create a file when unpickled creates nothing, and the entry is replaced."""

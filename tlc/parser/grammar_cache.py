@@ -104,7 +104,7 @@ def _load(path, key: str, options: dict, load_time: dict) -> Lark | None:
         return None
     try:
         doc = json.loads(body, object_hook=_decoder(options["lexer"]))
-        return Lark._load_from_dict(doc["data"], doc["memo"], **load_time)
+        return _from_dict(doc, options, load_time)
     except Exception:  # noqa: BLE001 - sound bytes this Lark cannot load: rebuild and replace
         return None
 
@@ -171,6 +171,36 @@ def _flat_states(states) -> dict | None:
     return {"~states": out}
 
 
+class _Flat(list):
+    """The `~states` of an entry as read: [[state, [token, action, arg, ...]], ...]."""
+
+
+def _from_dict(doc: dict, options: dict, load_time: dict) -> Lark:
+    """Lark's parser from an entry's data.  Flat states (`_flat_states`) are handed to Lark
+    empty and filled in after: Lark would make each of the ~7,000 reductions' rule again from
+    its `{"@": N}` (a generic deserialize call each, most of the load), where here each is the
+    rule object Lark has made already, found by its number.  Only where Lark builds nothing
+    from the states while it loads (a lexer of tlc's, or `basic`: not `contextual`)."""
+    tables = doc["data"].get("parser", {}).get("parser")
+    flat = tables.get("states") if isinstance(tables, dict) else None
+    if not isinstance(flat, _Flat):
+        return Lark._load_from_dict(doc["data"], doc["memo"], **load_time)
+    if options["lexer"] == "contextual":
+        tables["states"] = {state: {items[i]: (0, items[i + 2]) if items[i + 1] == 0 else (1, {"@": items[i + 2]})
+                                    for i in range(0, len(items), 3)} for state, items in flat}
+        return Lark._load_from_dict(doc["data"], doc["memo"], **load_time)
+    from lark.parsers.lalr_analysis import Reduce, Shift
+
+    tables["states"] = {}
+    parser = Lark._load_from_dict(doc["data"], doc["memo"], **load_time)
+    rules = {ref["@"]: rule for ref, rule in zip(doc["data"]["rules"], parser.rules)}
+    names = tables["tokens"]
+    parser.parser.parser.parser.parse_table.states = {
+        state: {names[items[i]]: (Shift, items[i + 2]) if items[i + 1] == 0 else (Reduce, rules[items[i + 2]])
+                for i in range(0, len(items), 3)} for state, items in flat}
+    return parser
+
+
 def _decoder(lexer_class):
     """The inverse of `_encode`, as json.loads's object_hook (which sees inner objects first)."""
     def hook(obj: dict):
@@ -182,8 +212,7 @@ def _decoder(lexer_class):
                 return tuple(value)
             if tag == "~pairs":
                 return {k: v for k, v in value}
-            if tag == "~states":  # _flat_states
-                return {state: {flat[i]: (0, flat[i + 2]) if flat[i + 1] == 0 else (1, {"@": flat[i + 2]})
-                                for i in range(0, len(flat), 3)} for state, flat in value}
+            if tag == "~states":  # _flat_states, made Lark's states by _from_dict
+                return _Flat(value)
         return obj
     return hook
