@@ -433,12 +433,13 @@ def scaled_rows(torch, min_ms: float) -> list:
         B8 = (torch.randn(N, K, device="cuda", generator=g)).to(torch.float8_e4m3fn)
         ref = ((A8.float() @ B8.float().t()) * sa[:, None] * sb[None, :])
         C8 = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
+        sa_col, sb_row = sa[:, None].contiguous(), sb[None, :].contiguous()  # _scaled_mm's row-wise shapes
         contenders = {
             "matmul_f8_rowwise": Checked(lambda: gemm.matmul_f8_rowwise(A8, B8, C8, sa, sb), ref, out=C8,
                                          **tolerance("bfloat16", ref, 8)),
             "torch._scaled_mm rowwise": Checked(
-                lambda: torch._scaled_mm(A8, B8.t(), scale_a=sa[:, None].contiguous(), scale_b=sb[None, :].contiguous(),
-                                         out_dtype=torch.bfloat16, out=Ct), ref, out=Ct, **tolerance("bfloat16", ref, 8)),
+                lambda: torch._scaled_mm(A8, B8.t(), scale_a=sa_col, scale_b=sb_row, out_dtype=torch.bfloat16, out=Ct),
+                ref, out=Ct, **tolerance("bfloat16", ref, 8)),
         }
         out += _scaled_report(f"f8 row-wise {M}x{N}x{K}", "matmul_f8_rowwise", contenders, compare_checked(contenders, min_ms=min_ms), M, N, K)
         del ref
