@@ -16,7 +16,7 @@ of it SHA-256, which runs without the CPU's SHA instructions under valgrind, ~3.
 for the ~100 KB a call hashes, a few times what it costs outside).  3 December 2026: 22.35 M ->
 17.73 M (the checked entry without texts, the launch memo); with --cai (CuPy arrays) 7,251.9 M
 -> 18.55 M: the dtype of a CuPy array was found by comparing it with every tlc dtype's, which
-imported ml_dtypes (94e5df6).  3 December 2026, session 17: 18.87 M -> 17.91 M (the program key
+imported ml_dtypes (94e5df6).  3 December 2026, session 16: 18.87 M -> 17.91 M (the program key
 takes the digests the checked-module cache computed); then, measured on installed snapshots of
 the same files (`--installed`: tlc/ with its data folders and a RECORD), 15.58 M -> 13.02 M
 (ctypes types the driver calls made, CRC-32 for the kernel cache's checksum, ir_codec's
