@@ -11,7 +11,7 @@ import pytest
 import tlc
 from tlc.codegen import generate_file
 from tlc.dtypes import F16
-from gemm_shapes_kit import SHAPE_KERNELS, f32, grouped_case, rand
+from gemm_shapes_kit import SHAPE_KERNELS, f32, grouped_case, grouped_f8_case, rand
 from stdlib_kit import GEMM_PATH, rel_err
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "codegen"))  # the nvcc helper
@@ -19,7 +19,7 @@ from nvcc import compile_object  # noqa: E402
 
 GEMM_KERNELS = ["matmul", "matmul_nt", "matmul_f8", "matmul_skinny", "matmul_skinny_splitk", "matmul_splitk", "matmul_grouped",
                 "matmul_skinny_tf32", "matmul_skinny_f8", "matmul_skinny_f8_blockscaled", "matmul_skinny_i8",
-                "matmul_f8_rowwise", "matmul_skinny_i8_scaled", "matmul_skinny_f8_rowwise"]
+                "matmul_f8_rowwise", "matmul_skinny_i8_scaled", "matmul_skinny_f8_rowwise", "matmul_grouped_f8_blockscaled"]
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +48,10 @@ def test_every_shape_rule_computes_the_right_thing(mod):
             A, W, offsets, ref = grouped_case(rng, np.float16, [0, 3, 150], N=260, K=130)
             C = np.full(ref.shape, np.nan, np.float16)
             mod.matmul_grouped(A, W, offsets, C, **consts)
+        elif name == "matmul_grouped_f8_blockscaled":
+            A, W, offsets, SA, SB, ref = grouped_f8_case(rng, [0, 3, 150], N=260, K=300)
+            C = np.full(ref.shape, np.nan, np.float32)
+            mod.matmul_grouped_f8_blockscaled(A, W, offsets, C, SA, SB, **consts)
         elif name == "splitk_reduce":
             P = rng.standard_normal((3, 20, 300)).astype(np.float32)
             C = np.full((20, 300), np.nan, np.float32)
