@@ -6,12 +6,14 @@ from pathlib import Path
 import jinja2
 import pytest
 
+import tlc.codegen.precompiled
 from tlc import package_data
 from tlc.codegen import environment
 from tlc.codegen.precompiled import KEYS
 from tlc.codegen.precompiled_loader import TEMPLATES, PrecompiledLoader, compiled_source, module_name
 
-FOLDER = Path(__file__).resolve().parents[2] / "tlc" / "codegen" / "precompiled"
+# the package's folder where tlc is imported from: the source tree, or the installed copy (CI)
+FOLDER = Path(tlc.codegen.precompiled.__file__).resolve().parent
 
 
 @pytest.mark.parametrize("name", TEMPLATES)
