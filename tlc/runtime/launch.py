@@ -203,7 +203,7 @@ class CompiledKernel:
         grid = self.grid(bound.values)
         if not launches_blocks(self.name, grid):
             return  # an empty grid: nothing to run, nothing to copy
-        fn = self.function(device)
+        self.function(device)  # loaded, and its limits checked, before anything is copied
         stream = None
         if bound.torch_device >= 0:
             stream = self.torch_stream(bound.torch_device)
@@ -219,8 +219,7 @@ class CompiledKernel:
             self._launch_with_copies(device, grid, bound, stream)
         else:
             args = self.kernel_args(bound)
-            fn = fn if self.built_flags is None else self.function_for(device, args)
-            fn(grid, self.block, args, self.smem, stream)
+            self.function_for(device, args)(grid, self.block, args, self.smem, stream)
 
     def kernel_args(self, bound: Bound) -> list:
         """The launch's C arguments: the bound ones, then any tensor maps."""
