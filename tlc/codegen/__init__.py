@@ -149,6 +149,7 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
         min_blocks=out.get("min_blocks"), persistent=persistent, cluster=cluster,
         tensor_maps=[launcher_tensor_map(i, m) for i, m in enumerate(tensor_maps)],
         primitives=primitives(gen.primitive_files), preamble=out["preamble"], params=params, prologue=prologue, body=out["body"],
+        assumed_sizes=out.get("assumed_sizes", ()),
         launcher=f"launch_{name}", launcher_params=launcher_params, call_args=call_args,
         specialized=[{"name": c_name(s), "value": v} for s, v in kernel.specialized], **grid)
     return GeneratedKernel(name, f"launch_{name}", source, args, threads, out["smem_bytes"],

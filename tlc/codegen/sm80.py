@@ -107,7 +107,6 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
         self.block(k.body)
         body = self.lines
         self.lines = []
-        self.assume_sizes()
         for i, v in enumerate(k.block_vars):
             self.emit(f"const int {c_name(v)} = blockIdx.{'xyz'[i]};")
             self.emit(f"(void){c_name(v)};")
@@ -117,20 +116,14 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
             self.scratch_bytes = max(self.scratch_bytes, self.red_base() - self.k.smem_bytes + 2 * self.red_stride)
             self.emit(f"constexpr int TL_RED_STRIDE = {self.red_stride};")
             self.emit("int tl_red_phase = 0;")
+        # assumed_sizes: the shape sizes NVRTC may take as not negative (kernel.cu.j2, under
+        # __CUDACC_RTC__): the runtime passes the sizes of real arrays (a C launcher's caller may
+        # pass anything, so nvcc's build is left as it was).  nvcc then drops the sign fixups of
+        # `//` and `%` by a size and the bounds checks a size's sign decides: flash_decode's
+        # combining grid indexes part_o[b, r // SQ, r % SQ] (1,416 -> 1,048 SASS instructions)
         return {"body": self.lines + body, "preamble": self.preamble, "smem_bytes": self.smem_total(),
-                "min_blocks": min_blocks(k, k.threads, self.target)}
-
-    def assume_sizes(self) -> None:
-        """Tell NVRTC that the shape sizes are not negative: the runtime passes the sizes of
-        real arrays (a C launcher's caller may pass anything, so nvcc's build is left as it
-        was).  nvcc then drops the sign fixups of `//` and `%` by a size and the bounds checks
-        that a size's sign decides: flash_decode's combining grid indexes part_o[b, r // SQ,
-        r % SQ] (1,416 -> 1,048 SASS instructions on sm_90a)."""
-        sizes = [c_name(s) for s in self.k.shape_symbols()]
-        if sizes:
-            self.lines.append("#ifdef __CUDACC_RTC__")
-            self.emit(" ".join(f"__builtin_assume({s} >= 0);" for s in sizes) + "  // sizes of arrays")
-            self.lines.append("#endif")
+                "min_blocks": min_blocks(k, k.threads, self.target),
+                "assumed_sizes": [c_name(s) for s in k.shape_symbols()]}
 
     def smem_total(self) -> int:
         return self.k.smem_bytes + self.scratch_bytes

@@ -18,15 +18,6 @@ from .sm80 import Sm80
 from .warpspec import WarpSpecialized
 
 
-# The kernel's TMA flags (runtime/tensormap.py): the launch's, or the constant a build defines
-# (the runtime's build for launches whose maps all encode), which compiles the other paths out
-TMA_FLAGS = ("#ifdef TL_TMA_FLAGS",
-             "  constexpr int tl_tma = TL_TMA_FLAGS;  // this build's flags: the paths they turn off are compiled out",
-             "#else",
-             "  const int tl_tma = tl_tma_flags;  // bit 0: the copies' maps encoded, bit 1: the store's",
-             "#endif")
-
-
 class Sm90(WarpSpecialized, Sm80):
     arch = "sm_90a"
     primitive_files = Sm80.primitive_files + ("wgmma.cuh", "tma.cuh", "tma_store.cuh")
@@ -45,11 +36,10 @@ class Sm90(WarpSpecialized, Sm80):
         out = super().generate()
         out["threads"] = self.launch_threads
         if self.ws_loop is not None:
-            # (a ring of row gathers alone has no map, and then no flags: the launchers pass them with maps)
+            # (a ring of row gathers alone has no map, and then no flags: the launchers pass them with
+            # maps; kernel.cu.j2 reads tl_tma from the flags, or from TL_TMA_FLAGS where a build defines it)
             out["extra_params"] = [f"const __grid_constant__ tl::TensorMap tl_map{i}"
                                    for i in range(len(self.tensor_maps))] + (["int tl_tma_flags"] if self.tensor_maps else [])
-            if self.tensor_maps:
-                out["body"] = [*TMA_FLAGS, *out["body"]]
             out["tensor_maps"] = tuple(self.tensor_maps)
             out["persistent"] = self.persistent
             out["cluster"] = self.cluster

@@ -3,7 +3,7 @@ tlc/codegen/precompiled_loader.py).  The modules are never imported: their code 
 Jinja runs the code it compiles, with `environment` given."""
 
 KEYS = {
-    'kernel.cu.j2': 'e2f8d473ffc4b77419e4342abd0740ea552b4720ff6bdf12c077ec2a55179ca8',
+    'kernel.cu.j2': '8949f61ae9d8aebc109ab5fe425d817ed9f03568801504ad225b134185d1367f',
     'wgmma_mma.cuh.j2': '341578c7edcedb9768a46b43f97d2de8f278f2c59c1502efb222e1a3c67670fe',
     'grids.cu.j2': 'c6808aa83ac7c2912590cd7968e9267663bb1230a736dd184ac731cc16f2d564',
     'header.h.j2': '582d2dcbda12a6c0b1d63e497426ec68b7239bb10c10b256aafe6cc92388835f',

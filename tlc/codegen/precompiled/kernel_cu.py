@@ -22,6 +22,8 @@ def root(context, missing=missing, environment=environment):
     l_0_min_blocks = resolve('min_blocks')
     l_0_params = resolve('params')
     l_0_prologue = resolve('prologue')
+    l_0_tensor_maps = resolve('tensor_maps')
+    l_0_assumed_sizes = resolve('assumed_sizes')
     l_0_body = resolve('body')
     l_0_launcher = resolve('launcher')
     l_0_launcher_params = resolve('launcher_params')
@@ -29,7 +31,6 @@ def root(context, missing=missing, environment=environment):
     l_0_max_grid = resolve('max_grid')
     l_0_persistent = resolve('persistent')
     l_0_max_tiles = resolve('max_tiles')
-    l_0_tensor_maps = resolve('tensor_maps')
     l_0_call_args = resolve('call_args')
     try:
         t_1 = environment.filters['join']
@@ -121,6 +122,22 @@ def root(context, missing=missing, environment=environment):
         yield str(l_1_line)
         yield '\n'
     l_1_line = missing
+    if (undefined(name='tensor_maps') if l_0_tensor_maps is missing else l_0_tensor_maps):
+        pass
+        yield "#ifdef TL_TMA_FLAGS\n  constexpr int tl_tma = TL_TMA_FLAGS;  // this build's flags: the paths they turn off are compiled out\n#else\n  const int tl_tma = tl_tma_flags;  // bit 0: the copies' maps encoded, bit 1: the store's\n#endif\n"
+    if (undefined(name='assumed_sizes') if l_0_assumed_sizes is missing else l_0_assumed_sizes):
+        pass
+        yield '#ifdef __CUDACC_RTC__\n  '
+        l_1_loop = missing
+        for l_1_s, l_1_loop in LoopContext((undefined(name='assumed_sizes') if l_0_assumed_sizes is missing else l_0_assumed_sizes), undefined):
+            _loop_vars = {}
+            pass
+            yield '__builtin_assume('
+            yield str(l_1_s)
+            yield ' >= 0);'
+            yield str((' ' if (not environment.getattr(l_1_loop, 'last')) else ''))
+        l_1_loop = l_1_s = missing
+        yield '  // sizes of arrays\n#endif\n'
     for l_1_line in (undefined(name='body') if l_0_body is missing else l_0_body):
         _loop_vars = {}
         pass
@@ -255,4 +272,4 @@ def root(context, missing=missing, environment=environment):
     yield ');\n  return cudaGetLastError();\n}\n#endif\n'
 
 blocks = {}
-debug_info = '1=54&2=65&3=71&6=85&16=89&19=91&21=98&22=114&23=117&24=124&31=131&32=135&34=149&35=151&37=153&40=155&42=162&46=167&47=174&50=178&51=180&52=182&54=184&55=186&56=188&57=192&58=194&60=197&67=206&69=209&70=211&72=217&73=219&74=221&75=223&77=237'
+debug_info = '1=55&2=66&3=72&6=86&16=90&19=92&21=99&22=115&23=118&24=125&29=128&30=132&32=141&39=148&40=152&42=166&43=168&45=170&48=172&50=179&54=184&55=191&58=195&59=197&60=199&62=201&63=203&64=205&65=209&66=211&68=214&75=223&77=226&78=228&80=234&81=236&82=238&83=240&85=254'
