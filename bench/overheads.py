@@ -14,6 +14,16 @@
   after `import tlc, torch, cupy` and after the CUDA context and the arrays exist (both are
   reported beside it): every CUDA program pays those, with tlc or without it.  tlc's modules
   (and lark's and jinja2's) are compiled to bytecode first, as an installed package's are.
+  NVRTC 13 keeps its own cache of compiled programs across processes, in the driver's compute
+  cache (libnvrtc dlopens libcuda and stores PTX and cubins there: `--enable-cache-trace` logs
+  it; CUDA_CACHE_DISABLE=1 or NVRTC's `--no-cache` turn it off): a kernel another process
+  compiled on the machine before comes back in ~50 ms.  The cold process therefore runs with
+  CUDA_CACHE_PATH a new empty folder, as on a machine that never compiled the kernel (what it
+  writes there is reported: that is where NVRTC's cache went); TLC_BENCH_NVRTC_CACHE=machine
+  keeps the machine's cache.  NVRTC's share of the call is reported (the wait for the warm-up
+  thread, `runtime.compile.warm_up_nvrtc`, and the kernel's compile).
+- `--kernels matmul,rms_norm,softmax,flash_fwd`: each of those std kernels' first call in a
+  new process with empty tlc and NVRTC caches, its result checked against PyTorch.
   TLC_BENCH_FIRST_PROFILE=PATH writes the cProfile of a cold and a cached call, in two more
   processes (the figures are those of processes without the profiler), to PATH-cold and PATH-cached.
 """
@@ -219,6 +229,28 @@ def launch_paths(results: dict) -> None:
         results[f"launcher_overhead_{kind}_us"] = best[f"{kind} launcher"] - best[f"{kind} RawKernel"]
 
 
+# NVRTC's share of a first call, written into the child processes: the compile
+# (`runtime.compile.nvrtc_compile`, which `runtime.compile_kernel` looks up at each call) after
+# the wait for the warm-up thread, each timed apart
+NVRTC_TIMER = r"""
+import tlc.runtime.compile as _rc
+NVRTC = {"wait_ms": 0.0, "compile_ms": 0.0, "compiles": 0}
+def _timed(real):
+    def nvrtc_compile(source, arch, name):
+        t = time.perf_counter()
+        if _rc._warm_up is not None:
+            _rc._warm_up.join()
+        u = time.perf_counter()
+        try:
+            return real(source, arch, name)
+        finally:
+            NVRTC["wait_ms"] += (u - t) * 1e3
+            NVRTC["compile_ms"] += (time.perf_counter() - u) * 1e3
+            NVRTC["compiles"] += 1
+    return nvrtc_compile
+_rc.nvrtc_compile = _timed(_rc.nvrtc_compile)
+"""
+
 FIRST_CALL = r"""
 import json, os, sys, time
 t0 = time.perf_counter()
@@ -226,6 +258,7 @@ import torch, cupy
 tt = time.perf_counter()
 import tlc  # after PyTorch and CuPy, which import NumPy too: tlc's own share of the imports
 t1 = time.perf_counter()
+""" + NVRTC_TIMER + r"""
 # the CUDA context (torch's and CuPy's, the same primary context) and the arrays exist before
 # the clock starts: creating them costs every CUDA program the same few hundred ms, tlc or not
 A = torch.ones(256, 256, dtype=torch.float16, device="cuda")
@@ -251,14 +284,87 @@ ok = bool((C == 256).all())
 # whether the call decoded the kernel's checked signature (the launch memo spares a call like one before)
 decoded = "fn" in vars(mod.matmul)
 print(json.dumps({"import_ms": (t1 - t0) * 1e3, "import_tlc_ms": (t1 - tt) * 1e3, "context_ms": (t2 - t1) * 1e3,
-                  "load_ms": (t4 - t3) * 1e3, "call_ms": (t5 - t4) * 1e3, "ok": ok, "decoded": decoded}))
+                  "load_ms": (t4 - t3) * 1e3, "call_ms": (t5 - t4) * 1e3, "ok": ok, "decoded": decoded,
+                  "nvrtc": NVRTC}))
 """
 
 
+# each kernel of `--kernels`: (module, kernel, the arrays and the call, PyTorch's result against
+# the kernel's, its tolerance); random inputs, sizes whose rows are whole 16-byte vectors
+KERNELS = {
+    "matmul": ("std.gemm", "matmul",
+               "A = torch.randn(512, 256, dtype=torch.float16, device='cuda'); B = torch.randn(256, 384, dtype=torch.float16, device='cuda')\n"
+               "C = torch.empty(512, 384, dtype=torch.float16, device='cuda')\n"
+               "call = lambda: mod.matmul(A, B, C)",
+               "(C.float(), A.float() @ B.float())", 0.1),
+    "rms_norm": ("std.nn", "rms_norm",
+                 "x = torch.randn(64, 4096, dtype=torch.float16, device='cuda'); w = torch.randn(4096, dtype=torch.float16, device='cuda')\n"
+                 "y = torch.empty_like(x)\n"
+                 "call = lambda: mod.rms_norm(x, w, y, 1e-6)",
+                 "(y.float(), x.float() * torch.rsqrt((x.float() ** 2).mean(-1, keepdim=True) + 1e-6) * w.float())", 0.02),
+    "softmax": ("std.nn", "softmax",
+                "x = torch.randn(64, 4096, dtype=torch.float16, device='cuda'); y = torch.empty_like(x)\n"
+                "call = lambda: mod.softmax(x, y)",
+                "(y.float(), torch.softmax(x.float(), -1))", 1e-3),
+    "flash_fwd": ("std.attention", "flash_fwd",
+                  "q, k, v = (torch.randn(1, 4, 256, 128, dtype=torch.float16, device='cuda') for _ in range(3))\n"
+                  "o = torch.empty_like(q); lse = torch.empty(1, 4, 256, dtype=torch.float32, device='cuda')\n"
+                  "call = lambda: mod.flash_fwd(q, k, v, o, lse, 128 ** -0.5)",
+                  "(o.float(), torch.softmax(q.float() @ k.float().transpose(-1, -2) * 128 ** -0.5, -1) @ v.float())", 0.02),
+}
+
+KERNEL_CALL = r"""
+import json, os, sys, time
+t0 = time.perf_counter()
+import torch, cupy
+import tlc
+t1 = time.perf_counter()
+""" + NVRTC_TIMER + r"""
+MODULE, SETUP, CHECK, TOL = json.loads(os.environ["TLC_BENCH_KERNEL"])
+torch.manual_seed(0)
+mod = None
+exec(SETUP)  # the arrays (and `call`, which reads `mod` when it runs)
+torch.cuda.synchronize()
+t2 = time.perf_counter()
+mod = tlc.load(MODULE, target="cuda")
+t3 = time.perf_counter()
+call()
+torch.cuda.synchronize()
+t4 = time.perf_counter()
+got, want = eval(CHECK)
+error = float((got - want).abs().max())
+print(json.dumps({"import_ms": (t1 - t0) * 1e3, "context_ms": (t2 - t1) * 1e3, "load_ms": (t3 - t2) * 1e3,
+                  "call_ms": (t4 - t3) * 1e3, "ok": error <= TOL, "error": error, "nvrtc": NVRTC}))
+"""
+
+
+def nvrtc_cache_env(env: dict) -> tuple[dict, str | None]:
+    """`env` for a cold process whose NVRTC finds its cache empty: CUDA_CACHE_PATH a new empty
+    folder (NVRTC 13 caches programs in the driver's compute cache, which that variable moves),
+    and the folder; with TLC_BENCH_NVRTC_CACHE=machine, `env` as it is and None."""
+    if env.get("TLC_BENCH_NVRTC_CACHE") == "machine":
+        return env, None
+    folder = tempfile.mkdtemp(prefix="tlc-bench-nvrtc-cache-")
+    run = {k: v for k, v in env.items() if k != "CUDA_CACHE_DISABLE"}  # the cache on, as a user has it
+    run["CUDA_CACHE_PATH"] = folder
+    return run, folder
+
+
+def nvrtc_cache_note(folder: str | None) -> str:
+    """How a cold process's NVRTC cache was handled, and what NVRTC wrote into a fresh one."""
+    if folder is None:
+        return "NVRTC's cache: the machine's (TLC_BENCH_NVRTC_CACHE=machine): a kernel compiled here before is a hit"
+    files = [os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs]
+    size = sum(os.path.getsize(f) for f in files)
+    return (f"NVRTC's cache: empty at the start (CUDA_CACHE_PATH={folder}); "
+            f"{len(files)} files, {size / 1024:.0f} KB in it after")
+
+
 def first_result(results: dict) -> None:
-    """std.gemm's matmul in a new process with an empty cache, then in another with it filled;
-    the times after `import tlc, torch, cupy` and the CUDA context's creation (load: parse + check
-    or the checked-module cache; call: the rest up to the result), and those two beside them."""
+    """std.gemm's matmul in a new process with empty caches (tlc's and NVRTC's), then in another
+    with tlc's filled; the times after `import tlc, torch, cupy` and the CUDA context's creation
+    (load: parse + check or the checked-module cache; call: the rest up to the result), and
+    those two beside them."""
     import json
     import subprocess
 
@@ -273,11 +379,12 @@ def first_result(results: dict) -> None:
     # every call: the cached call's 22 ms on the H200 was 2-3 times its own); with
     # TLC_BENCH_FIRST_PROFILE, a cold call in another fresh folder and a cached one are profiled after
     profile = env.pop("TLC_BENCH_FIRST_PROFILE", None)
-    runs = [("first_cold", env, None), ("first_cached", env, None)]
+    cold, folder = nvrtc_cache_env(env)
+    runs = [("first_cold", cold, None, folder), ("first_cached", env, None, None)]
     if profile:
-        again = {**env, "TLC_CACHE_DIR": tempfile.mkdtemp(prefix="tlc-bench-first-")}
-        runs += [("profile_cold", again, "-cold"), ("profile_cached", again, "-cached")]
-    for label, run_env, suffix in runs:
+        again, again_folder = nvrtc_cache_env({**env, "TLC_CACHE_DIR": tempfile.mkdtemp(prefix="tlc-bench-first-")})
+        runs += [("profile_cold", again, "-cold", again_folder), ("profile_cached", again, "-cached", None)]
+    for label, run_env, suffix, nvrtc_folder in runs:
         if suffix:
             run_env = {**run_env, "TLC_BENCH_FIRST_PROFILE": profile, "TLC_BENCH_FIRST_SUFFIX": suffix}
         done = subprocess.run([sys.executable, "-c", FIRST_CALL], env=run_env, capture_output=True, text=True,
@@ -286,6 +393,30 @@ def first_result(results: dict) -> None:
             results[f"{label}_error"] = done.stderr[-2000:]
             return
         results[label] = json.loads(done.stdout.strip().splitlines()[-1])
+        if label.endswith("cold"):
+            results[label]["nvrtc_cache"] = nvrtc_cache_note(nvrtc_folder)
+
+
+def kernel_first_calls(results: dict, names: list) -> None:
+    """Each kernel of `names` (KERNELS) called once in a new process with empty tlc and NVRTC
+    caches, its result checked against PyTorch's."""
+    import json
+    import subprocess
+
+    base = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    if "bytecode" not in results:
+        results["bytecode"] = compile_bytecode(base)
+    for name in names:
+        module, _, setup, check, tol = KERNELS[name]
+        env, folder = nvrtc_cache_env({**base, "TLC_CACHE_DIR": tempfile.mkdtemp(prefix="tlc-bench-first-"),
+                                       "TLC_BENCH_KERNEL": json.dumps([module, setup, check, tol])})
+        done = subprocess.run([sys.executable, "-c", KERNEL_CALL], env=env, capture_output=True, text=True,
+                              timeout=120)
+        if done.returncode != 0:
+            results[f"kernel_{name}_error"] = done.stderr[-2000:]
+            continue
+        results[f"kernel_{name}"] = {**json.loads(done.stdout.strip().splitlines()[-1]),
+                                     "nvrtc_cache": nvrtc_cache_note(folder)}
 
 
 def compile_bytecode(env: dict) -> str:
@@ -338,6 +469,10 @@ def report_first(results: dict) -> None:
                   f"(tlc after the others {r.get('import_tlc_ms', float('nan')):.0f}), "
                   f"CUDA context and arrays {r['context_ms']:.0f}){'' if r['ok'] else ' WRONG RESULT'}"
                   f"{'; the launch memo served it' if r.get('decoded') is False and label == 'first_cached' else ''}")
+            if "nvrtc" in r and label == "first_cold":
+                print(f"  {nvrtc_share(r)}")
+            if "nvrtc_cache" in r:
+                print(f"  {r['nvrtc_cache']}")
     for label in ("profile_cold", "profile_cached"):
         if f"{label}_error" in results:
             print(f"{label}: failed:\n{results[f'{label}_error']}")
@@ -347,6 +482,34 @@ def report_first(results: dict) -> None:
             for label in ("profile_cold", "profile_cached")))
 
 
+def nvrtc_share(r: dict) -> str:
+    """NVRTC's part of a first call `r` (the child's NVRTC record), in words."""
+    n = r["nvrtc"]
+    total = n["wait_ms"] + n["compile_ms"]
+    if not n["compiles"]:
+        return "NVRTC: not called (the kernel came from tlc's cache)"
+    return (f"NVRTC {total:.1f} ms of the call's {r['call_ms']:.1f} ({100 * total / r['call_ms']:.0f}%): "
+            f"{n['compiles']} compile{'s' if n['compiles'] > 1 else ''} {n['compile_ms']:.1f} ms after waiting "
+            f"{n['wait_ms']:.1f} ms for the warm-up thread; the rest (Python: schedule, generate, load, launch) "
+            f"{r['call_ms'] - total:.1f} ms")
+
+
+def report_kernels(results: dict, names: list) -> None:
+    for name in names:
+        if f"kernel_{name}_error" in results:
+            print(f"{name}: first call failed:\n{results[f'kernel_{name}_error']}")
+            continue
+        r = results.get(f"kernel_{name}")
+        if r is None:
+            continue
+        verdict = "matches PyTorch" if r["ok"] else "WRONG RESULT"
+        print(f"{name} ({KERNELS[name][0]}), first call, empty tlc and NVRTC caches, new process: load + call "
+              f"{r['load_ms'] + r['call_ms']:.1f} ms (load {r['load_ms']:.1f}, call {r['call_ms']:.1f}); "
+              f"{verdict} (max error {r['error']:.2g}, tolerance {KERNELS[name][4]:g})")
+        print(f"  {nvrtc_share(r)}")
+        print(f"  {r['nvrtc_cache']}")
+
+
 def main(argv=None) -> dict:
     import argparse
     import json
@@ -354,7 +517,13 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", choices=("launch", "compile", "first"), help="one group of measurements")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--kernels", help="with --only first: these std kernels' first calls too, each in a new process "
+                    f"with empty caches (comma-separated, of {', '.join(KERNELS)})")
     args = ap.parse_args(argv)
+    kernels = [k for k in (args.kernels or "").split(",") if k]
+    unknown = [k for k in kernels if k not in KERNELS]
+    if unknown:
+        ap.error(f"--kernels: no such kernel {', '.join(unknown)} (known: {', '.join(KERNELS)})")
     results: dict = {}
     if args.only in (None, "launch"):  # each group reported as soon as it is measured
         launch_paths(results)  # the goals' measurement first
@@ -364,6 +533,9 @@ def main(argv=None) -> dict:
     if args.only in (None, "first"):
         first_result(results)
         report_first(results)
+        for name in kernels:  # each said as soon as it is measured
+            kernel_first_calls(results, [name])
+            report_kernels(results, [name])
     if args.only in (None, "compile"):
         compile_costs(results)
         report_compile(results)
