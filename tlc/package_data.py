@@ -23,10 +23,14 @@ def folder(name: str) -> Path:
         raise ValueError(f"tlc has no data folder {name!r}; it has {', '.join(FOLDERS)}")
     # os.path rather than pathlib: a launch from the caches asks for three folders, and pathlib's
     # resolve() and tests cost it ~0.1 ms (issue #15)
-    root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    package = os.path.dirname(os.path.realpath(__file__))
+    root = os.path.dirname(package)
     checkout = Path(root)
     if os.path.isfile(os.path.join(root, "pyproject.toml")) and os.path.isdir(os.path.join(root, name)):
         return checkout / name
+    inside = os.path.join(package, name)
+    if os.path.isdir(inside):  # where a wheel installs it: found without importlib's search of
+        return Path(inside)  # sys.path's finders (~0.27 ms of a cached first call, issue #15)
     try:
         spec = importlib.util.find_spec(f"tlc.{name}")
     except ImportError:
