@@ -288,7 +288,12 @@ W4_PREFILL_M = 4096
 # (label, kernel, constants, split-K parts or 0): the decode variants timed at each M
 # BN=32 on 64 threads: mma.sync (wgmma needs 64 rows of W), twice the blocks; split-K 8 on 4
 # stages: smaller blocks, more of them on an SM
+# "w4a16 gemv": matmul_w4a16_gemv, CUDA cores (M = 1 only: each row of A reads W again)
 W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
+                      ("w4a16 gemv", "matmul_w4a16_gemv", {}, 0),
+                      ("w4a16 gemv BN=32 256 thr", "matmul_w4a16_gemv", {"BN": 32, "THREADS": 256}, 0),
+                      ("w4a16 gemv BN=8 BKW=256", "matmul_w4a16_gemv", {"BN": 8, "BKW": 256}, 0),
+                      ("w4a16 gemv stages=6", "matmul_w4a16_gemv", {"stages": 6}, 0),
                       ("w4a16 BN=32 64 threads", "matmul_w4a16", {"BN": 32, "THREADS": 64}, 0),
                       ("w4a16 split-K 4", "matmul_w4a16_splitk", {}, 4),
                       ("w4a16 split-K 8 stages=4", "matmul_w4a16_splitk", {"stages": 4}, 8)]
@@ -326,8 +331,9 @@ def dequantize_uint4_torch(torch, q, scales, zeros, K: int, G: int):
     return (nib - zeros.float()[:, idx]) * scales.float()[:, idx]
 
 
-def w4a16_rows(torch, copy_gbs: float, min_ms: float) -> list:
-    """The decode and prefill rows (see the module's docstring), each variant checked first."""
+def w4a16_rows(torch, copy_gbs: float, min_ms: float, only=None, sizes=None) -> list:
+    """The decode and prefill rows (see the module's docstring), each variant checked first;
+    `only`: the variants' labels to run (all where None; F.linear always), `sizes`: the Ms."""
     import torch.nn.functional as F
 
     from tlc.timing import Checked, compare_checked, tolerance
@@ -341,13 +347,15 @@ def w4a16_rows(torch, copy_gbs: float, min_ms: float) -> list:
     weight_bytes = N * K // 2
     g = torch.Generator(device="cuda").manual_seed(2)
     out = []
-    for M in (*W4_DECODE_M, W4_PREFILL_M):
+    for M in sizes or (*W4_DECODE_M, W4_PREFILL_M):
         A = torch.randn(M, K, device="cuda", generator=g).half()
         ref = F.linear(A.float(), deq.float())
         tol = tolerance("float16", ref, 8)
         contenders = {}
         variants = W4_DECODE_VARIANTS if M < W4_PREFILL_M else [(*v, 0) for v in W4_PREFILL_VARIANTS]
         for label, kernel, consts, parts in variants:
+            if only is not None and label not in only or kernel.endswith("_gemv") and M > 1:
+                continue
             C = torch.empty(M, N, dtype=torch.float16, device="cuda")
             if kernel == "dequantize_w4a16":
                 Wd = torch.empty(N, K, dtype=torch.float16, device="cuda")
@@ -470,7 +478,8 @@ def _scaled_report(row: str, ours: str, contenders: dict, measured, M: int, N: i
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", help="Comma-separated kernel names.")
+    ap.add_argument("--only", help="Comma-separated kernel names (with --w4a16: the variants' labels).")
+    ap.add_argument("--m", help="With --w4a16: comma-separated Ms (the decode ones and the prefill's by default).")
     ap.add_argument("--quick", action="store_true", help="50 ms a contender instead of 300.")
     ap.add_argument("--json", help="Where to write the results.")
     ap.add_argument("--w4a16", action="store_true", help="std.gemm's w4a16 rows instead of std.quant's.")
@@ -493,7 +502,8 @@ def main(argv=None) -> int:
             Path(args.json).write_text(json.dumps(results, indent=1))
         return 1 if any("error" in r for r in results["rows"]) else 0
     if args.w4a16:
-        results["rows"] = w4a16_rows(torch, copy_gbs, min_ms)
+        results["rows"] = w4a16_rows(torch, copy_gbs, min_ms, args.only and args.only.split(","),
+                                     args.m and [int(v) for v in args.m.split(",")])
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=1))
         return 1 if any("error" in r for r in results["rows"] if not r["variant"].startswith("F.")) else 0

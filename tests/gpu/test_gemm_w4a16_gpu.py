@@ -1,6 +1,6 @@
 """std.gemm's weight-only int4 GEMM on the GPU against PyTorch: the weight quantized by
 std.quant.quantize_uint4 (the plain layout), repacked by repack_int4, then matmul_w4a16 (decode),
-its split-K and matmul_w4a16_prefill against the weight dequantized in PyTorch and F.linear in
+its split-K, matmul_w4a16_gemv (M <= 17) and matmul_w4a16_prefill against the weight dequantized in PyTorch and F.linear in
 f32 (dequantize_w4a16 against that weight, exactly), at the bench's shapes (N = K = 8192, M = 1,
 16, 64; prefill M = 512) and a ragged one;
 then the kit's ragged shapes against NumPy, and the sm_80 path; the int8 / f8 weight-only kernels
@@ -17,7 +17,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "stdlib")) 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench"))  # the bench's dequantization
 from stdlib_kit import GEMM_PATH  # noqa: E402
 from test_gemm_precisions_gpu import on_arch  # noqa: E402
-from w4a16_kit import SHAPES, case, check, check_shape, repack  # noqa: E402
+from w4a16_kit import GEMV_SHAPES, SHAPES, case, check, check_shape, repack  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 QUANT_PATH = GEMM_PATH.replace("gemm.tl", "quant.tl")
@@ -49,7 +49,7 @@ def test_quantized_by_std_quant_against_torch(mod, M, N, K, dtype):
     Wd = torch.full((N, K), float("nan"), dtype=dt, device="cuda")
     mod.dequantize_w4a16(W4, scales, zeros, Wd)
     assert torch.equal(Wd, deq.to(dt))  # exactly the weight the kernels compute with
-    for name in ("matmul_w4a16", "matmul_w4a16_prefill", "matmul_w4a16_splitk"):
+    for name in ("matmul_w4a16", "matmul_w4a16_prefill", "matmul_w4a16_splitk") + (("matmul_w4a16_gemv",) if M <= 17 else ()):
         C = torch.full((M, N), float("nan"), dtype=dt, device="cuda")
         if name == "matmul_w4a16_splitk":
             P = torch.full((3, M, N), float("nan"), device="cuda")
@@ -65,6 +65,16 @@ def test_quantized_by_std_quant_against_torch(mod, M, N, K, dtype):
 @pytest.mark.parametrize("M,N,K,G,decode,prefill", SHAPES)
 def test_ragged_shapes_against_numpy(mod, M, N, K, G, decode, prefill):
     check_shape(mod, M, N, K, G, decode, prefill)
+
+
+@pytest.mark.parametrize("M,N,K,G,consts", GEMV_SHAPES)
+def test_gemv_ragged_shapes_against_numpy(mod, M, N, K, G, consts):
+    A, W4, scales, zeros, C, ref, tol, _ = case(np.random.default_rng(M * N + K), M, N, K, G)
+    mod.matmul_w4a16_gemv(A, W4, scales, zeros, C, G=G, **consts)
+    check("matmul_w4a16_gemv", C, ref, tol)
+    C[:] = np.nan
+    on_arch(mod, "matmul_w4a16_gemv", "sm_80", [A, W4, scales, zeros, C], {"G": G, **consts})
+    check("matmul_w4a16_gemv sm_80", C, ref, tol)
 
 
 @pytest.mark.parametrize("M,N,K,G,decode,prefill", SHAPES[:3])

@@ -136,7 +136,8 @@ TABLE = {
     "matmul_i8_scaled": (("i8",), precision),
     "matmul_f8_rowwise": (("f8e4m3", "f8e5m2"), precision),
     "repack_int4": (("u8",), w4a16),
-    **{k: (HALVES, w4a16) for k in ("matmul_w4a16", "matmul_w4a16_prefill", "matmul_w4a16_splitk", "dequantize_w4a16")},
+    **{k: (HALVES, w4a16) for k in ("matmul_w4a16", "matmul_w4a16_prefill", "matmul_w4a16_splitk", "dequantize_w4a16",
+                                          "matmul_w4a16_gemv")},
     **{k: (("f8e4m3", "i8"), w8a16) for k in ("matmul_w8a16", "matmul_w8a16_prefill")},
     **{SKINNY[k]: (dtypes, lambda m, n, d, k=k: precision(m, k, d, skinny=True))
        for k, dtypes in (("matmul_tf32", ("f32",)), ("matmul_f8", ("f8e4m3", "f8e5m2")),

@@ -11,8 +11,8 @@ import pytest
 import tlc
 from precision_kit import count, sass
 from stdlib_kit import GEMM_PATH
-from w4a16_kit import (BF16, SHAPES, W4A16_KERNELS, W8A16_KERNELS, case, check, check_shape, dequantized, plain_int4,
-                       repack, splitk, w8_case)
+from w4a16_kit import (BF16, GEMV_SHAPES, SHAPES, W4A16_KERNELS, W8A16_KERNELS, case, check, check_shape, dequantized,
+                       plain_int4, repack, splitk, w8_case)
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +55,29 @@ def test_splitk_against_numpy(mod, M, N, K, G, decode, S):
     check("matmul_w4a16_splitk", splitk(mod, A, W4, scales, zeros, S, G=G, **decode), ref, tol)
 
 
+@pytest.mark.parametrize("M,N,K,G,consts", GEMV_SHAPES)
+def test_gemv_against_numpy(mod, M, N, K, G, consts):
+    A, W4, scales, zeros, C, ref, tol, _ = case(np.random.default_rng(M * N + K), M, N, K, G)
+    mod.matmul_w4a16_gemv(A, W4, scales, zeros, C, G=G, **consts)
+    check("matmul_w4a16_gemv", C, ref, tol)
+
+
+@pytest.mark.parametrize("dtype,ts", [(BF16, np.float32), (np.float16, np.float16), (BF16, BF16)])
+def test_gemv_other_dtypes(mod, dtype, ts):
+    A, W4, scales, zeros, C, ref, tol, _ = case(np.random.default_rng(8), 1, 40, 272, 128, dtype, ts)
+    mod.matmul_w4a16_gemv(A, W4, scales, zeros, C, BN=8, BKW=32, THREADS=32)
+    check(f"matmul_w4a16_gemv {dtype} {ts}", C, ref, tol)
+
+
+def test_gemv_groups_that_do_not_fit_a_k_step_are_refused(mod):
+    from tlc.device_assert import DeviceAssertError
+
+    A, W4, scales, zeros, C, _, _, _ = case(np.random.default_rng(2), 1, 16, 256, 32)
+    with pytest.raises(DeviceAssertError, match="matmul_w4a16_gemv: G = 32, BKW = 128: G must be a multiple of 32, "
+                                                "the K step's groups fit an aligned 16"):
+        mod.matmul_w4a16_gemv(A, W4, scales, zeros, C, G=32)  # 32 groups a K step of 1024
+
+
 @pytest.mark.parametrize("dtype,ts", [(BF16, np.float32), (np.float16, np.float16), (BF16, BF16)])
 def test_other_dtypes(mod, dtype, ts):
     # bf16 activations; scales in the activations' dtype
@@ -75,7 +98,7 @@ def test_zero_points_and_extreme_nibbles(mod):
     zeros[N // 2:] = 15
     scales = np.full((N, K // G), 0.5, np.float32)
     A = np.ones((1, K), np.float16)
-    for name in ("matmul_w4a16", "matmul_w4a16_prefill"):
+    for name in ("matmul_w4a16", "matmul_w4a16_prefill", "matmul_w4a16_gemv"):
         C = np.full((1, N), np.nan, np.float16)
         getattr(mod, name)(A, repack(q, K), scales, zeros, C)
         assert (C[0, :N // 2] == 7.5 * K).all() and (C[0, N // 2:] == -7.5 * K).all(), name
@@ -167,6 +190,21 @@ def test_dequantize_is_the_weight_the_kernels_compute_with(mod, N, K, G, dtype, 
     # byte), several blocks each way
     q, scales, zeros, nib = plain_int4(np.random.default_rng(N + K), N, K, G, ts)
     W = np.full((N, K), np.nan, dtype)
-    mod.dequantize_w4a16(repack(q, K), scales, zeros, W, G=G, RN=4, RC=8, THREADS=32)
+    mod.dequantize_w4a16(repack(q, K), scales, zeros, W, G=G, RN=4, RB=2, THREADS=32)
     want = dequantized(nib, scales, zeros, G, dtype)
     assert np.array_equal(W.view(np.uint16), want.view(np.uint16))
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", pytest.param("sm_80", marks=pytest.mark.slow)])
+def test_the_gemv_makes_f32_weights_from_their_bits(arch, tmp_path):
+    # a K step of the defaults (BN x BKW = 16 x 128 words over 128 threads): a thread's 4 runs of
+    # a 32-element block, 128 weights: 128 FFMAs with the activations, 4 more for the runs' sums;
+    # each nibble to f32 by its bits (ORed into 2^23's, minus 2^23 + zero in one FADD), no I2F
+    # but a run's zero point's; the words 16 bytes a load (a thread's 4 runs, 16 words, in a
+    # row), the activations as f32 16 bytes a load; no local memory
+    counts, log, _ = _sass("matmul_w4a16_gemv", {}, arch, tmp_path)
+    assert count(counts, "FFMA") == 4 * 32 + 4, counts
+    assert count(counts, "I2F") == 4, counts
+    assert count(counts, "LDS.128") >= 4 + 4 * 8, counts
+    assert count(counts, "LDL") == 0 and count(counts, "STL") == 0, log
+    assert "0 bytes spill stores" in log

@@ -1,12 +1,13 @@
 """std.gemm's weight-only kernels: int4 (repack_int4, matmul_w4a16, its split-K,
-matmul_w4a16_prefill): the plain layout of a quantized weight as std.quant.quantize_uint4 writes
+matmul_w4a16_prefill, matmul_w4a16_gemv): the plain layout of a quantized weight as std.quant.quantize_uint4 writes
 it, its repacked layout, the dequantized weight and the cases of the tests, in NumPy; int8 and
 f8 with per-channel scales (matmul_w8a16, matmul_w8a16_prefill): w8_case.  Shared by the interpreter tests
 (tests/stdlib), the GPU tests (tests/gpu) and scripts/run-all-kernels."""
 import ml_dtypes
 import numpy as np
 
-W4A16_KERNELS = ["repack_int4", "matmul_w4a16", "matmul_w4a16_prefill", "matmul_w4a16_splitk", "dequantize_w4a16"]
+W4A16_KERNELS = ["repack_int4", "matmul_w4a16", "matmul_w4a16_prefill", "matmul_w4a16_splitk", "dequantize_w4a16",
+                 "matmul_w4a16_gemv"]
 W8A16_KERNELS = ["matmul_w8a16", "matmul_w8a16_prefill"]
 BF16 = ml_dtypes.bfloat16
 TOL = {np.dtype(np.float16): 2e-3, np.dtype(BF16): 1.5e-2}
@@ -81,6 +82,20 @@ def check_shape(mod, M, N, K, G, decode, prefill):
         A, W4, scales, zeros, C, ref, tol, _ = case(rng, M, N, K, G)
         getattr(mod, name)(A, W4, scales, zeros, C, G=G, **consts)
         check(name, C, ref, tol)
+
+
+# matmul_w4a16_gemv's (M, N, K, G, constants): M = 1 and rows of A each their own blocks; N a
+# multiple of no BN; K odd (a last half byte), the last K step partial, a K step of several
+# groups (16 at BKW = 64, G = 32), a group of several K steps (G = 256, BKW = 16); at the
+# defaults, smaller blocks (all threads busy: BN * BKW >= 16 * THREADS) and one thread's 4 sums
+# a run alone (BN * BKW < 16 * THREADS: threads without work)
+GEMV_SHAPES = [
+    (1, 70, 1000, 128, {}),
+    (2, 45, 1000, 128, {"BN": 8, "BKW": 64, "THREADS": 32}),
+    (1, 33, 129, 32, {"BN": 8, "BKW": 64, "THREADS": 32}),
+    (3, 20, 300, 64, {"BN": 4, "BKW": 16, "THREADS": 32}),
+    (1, 17, 600, 256, {"BN": 8, "BKW": 16, "THREADS": 32}),
+]
 
 
 def check(name, C, ref, tol):
