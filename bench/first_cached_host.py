@@ -1,5 +1,5 @@
 """The host side of a cached first call, on a machine with no GPU: `python3 bench/first_cached_host.py
-[--runs N] [--profile PATH] [--cai] [--installed DIR] [--phases] [--instructions]`.
+[--runs N] [--profile PATH] [--cai] [--installed DIR] [--phases] [--imports] [--instructions]`.
 
 What `bench/overheads.py --only first` times on the GPU after `import tlc` (the load of std.gemm
 from the checked-module cache and matmul's first call, the kernel in the program cache), with
@@ -9,7 +9,9 @@ the cubin, the launch, the result).  One process fills a fresh cache folder (the
 returns a few bytes); each timed run is a new process.  Prints the median and the best of the
 runs, `python -X importtime -c "import tlc"`'s total, and the modules the call imported.  With
 --profile, the last run's cProfile is written to PATH; with --phases, each step's CPU time
-(`PHASES`) in other runs; with --instructions, the call's instructions as valgrind's callgrind
+(`PHASES`) in other runs; with --imports, the CPU time again in processes that import the modules
+the call imports before the clock (the difference is what those imports cost it: 6 modules,
+~1.6 ms of ~5.4 on the loaded 2-core machine, 3 December 2026); with --instructions, the call's instructions as valgrind's callgrind
 counts them (~1 minute): a figure that other processes on the machine do not move (std.gemm's
 call, 2 December 2026: 24.99 M before the targets' and the codec's changes, 23.03 M after; 14%
 of it SHA-256, which runs without the CPU's SHA instructions under valgrind, ~3.3 M instructions
@@ -148,7 +150,7 @@ assert _Function.launches, "no launch"
 """
 
 TIMED = STAND_IN + r"""
-import functools, gc, json, os, time
+import functools, gc, importlib, json, os, time
 import tlc
 from tlc.runtime import driver_api
 driver_api.libcuda = lambda: _LibCuda()
@@ -172,6 +174,8 @@ if os.environ.get("TLC_BENCH_HOST_PHASES"):  # each step's CPU time, the steps i
         for part in outer:
             owner = getattr(owner, part)
         clocked(owner, attr, name)
+for name in json.loads(os.environ.get("TLC_BENCH_HOST_PREIMPORT", "[]")):  # --imports: theirs left out of the clock
+    importlib.import_module(name)
 profile = os.environ.get("TLC_BENCH_HOST_PROFILE")
 if profile:
     import cProfile
@@ -267,6 +271,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--installed", metavar="DIR", help="the tlc installed in DIR from a wheel (`pip install "
                     "--no-deps --target DIR tlc-*.whl`), not this checkout's: its identity is its RECORD")
     ap.add_argument("--phases", action="store_true", help="then each step's CPU time, in as many more processes")
+    ap.add_argument("--imports", action="store_true", help="then the call's CPU time in as many more processes "
+                    "that import the modules it imports before the clock: what those imports cost it")
     ap.add_argument("--instructions", action="store_true", help="then the call's instructions, counted by valgrind's "
                     "callgrind in one more process: the same on a busy machine as on a quiet one (not the time the "
                     "system calls take: the stat()s of the checkout's identity, the files read)")
@@ -307,6 +313,14 @@ def main(argv=None) -> dict:
         for name in PHASES:
             times = [r["phases"].get(name, 0.0) for r in phased]
             print(f"  {name:55} {statistics.median(times):7.3f}")
+    if args.imports:  # the modules the call imported, imported before the clock
+        early = {**env, "TLC_BENCH_HOST_PREIMPORT": json.dumps(runs[-1]["imported"])}
+        early.pop("TLC_BENCH_HOST_PROFILE", None)
+        without = [json.loads(run(TIMED, early, args.cai, cwd=package).strip().splitlines()[-1]) for _ in range(args.runs)]
+        cpu, rest = statistics.median(r["cpu_ms"] for r in runs), statistics.median(r["cpu_ms"] for r in without)
+        result["imports_cpu_ms"] = cpu - rest
+        print(f"the imports the call makes ({len(runs[-1]['imported'])} modules): {cpu - rest:.2f} ms of its median CPU time "
+              f"{cpu:.2f} (the call with them imported before the clock: median {rest:.2f}, {len(without)} more processes)")
     if args.instructions:
         result["instructions"] = instructions(env, args.cai, package)
         print(f"the call's instructions (callgrind, user space): {result['instructions'] / 1e6:.2f} M")
