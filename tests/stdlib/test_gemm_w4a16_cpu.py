@@ -198,13 +198,14 @@ def test_dequantize_is_the_weight_the_kernels_compute_with(mod, N, K, G, dtype, 
 @pytest.mark.parametrize("arch", ["sm_90a", pytest.param("sm_80", marks=pytest.mark.slow)])
 def test_the_gemv_makes_f32_weights_from_their_bits(arch, tmp_path):
     # a K step of the defaults (BN x BKW = 16 x 128 words over 128 threads): a thread's 4 runs of
-    # a 32-element block, 128 weights: 128 FFMAs with the activations, 4 more for the runs' sums;
-    # each nibble to f32 by its bits (ORed into 2^23's, minus 2^23 + zero in one FADD), no I2F
-    # but a run's zero point's; the words 16 bytes a load (a thread's 4 runs, 16 words, in a
-    # row), the activations as f32 16 bytes a load; no local memory
+    # a 32-element block, 128 weights: an FFMA and an FADD each (nibble - zero); no I2F but a
+    # run's zero point's; the nibbles masked where they lie (one shift a word for its top three,
+    # where a shift a nibble took 112 SHF.R.U32 a K step); the words 16 bytes a load (a thread's
+    # 4 runs, 16 words, in a row), the activations as f32 16 bytes a load; no local memory
     counts, log, _ = _sass("matmul_w4a16_gemv", {}, arch, tmp_path)
-    assert count(counts, "FFMA") == 4 * 32 + 4, counts
-    assert count(counts, "I2F") == 4, counts
+    assert count(counts, "FFMA") >= 4 * 32 and count(counts, "FADD") >= 4 * 32, counts
+    assert count(counts, "I2F") <= 4, counts
+    assert count(counts, "SHF.R.U32") <= 48, counts
     assert count(counts, "LDS.128") >= 4 + 4 * 8, counts
     assert count(counts, "LDL") == 0 and count(counts, "STL") == 0, log
     assert "0 bytes spill stores" in log
