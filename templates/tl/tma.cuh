@@ -252,9 +252,10 @@ namespace tl {
 // The host side, for the C launchers: encode a row-major tensor's map (dims innermost first,
 // strides in bytes for dims 1..RANK-1) with the driver's cuTensorMapEncodeTiled, found through
 // the runtime so that programs need not link libcuda.  False when the driver refuses it (an
-// unaligned base or row pitch): the kernel then copies without the TMA.
+// unaligned base or row pitch): the kernel then copies without the TMA.  `swizzle` false: the
+// box lands unswizzled (a 1-D buffer's run of elements).
 inline bool encode_tensor_map(TensorMap* map, int dtype, int rank, const void* base, const cuuint64_t* dims,
-                              const cuuint64_t* strides, const cuuint32_t* box) {
+                              const cuuint64_t* strides, const cuuint32_t* box, bool swizzle = true) {
   static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
   if (encode == nullptr) {
     cudaDriverEntryPointQueryResult found;
@@ -267,7 +268,8 @@ inline bool encode_tensor_map(TensorMap* map, int dtype, int rank, const void* b
   const cuuint32_t ones[5] = {1, 1, 1, 1, 1};
   CUtensorMap out;
   const CUresult r = encode(&out, static_cast<CUtensorMapDataType>(dtype), static_cast<cuuint32_t>(rank), const_cast<void*>(base),
-                            dims, strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            dims, strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            swizzle ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) return false;
   static_assert(sizeof(CUtensorMap) == sizeof(TensorMap), "a tensor map is 128 bytes");

@@ -10,9 +10,10 @@ from tlc.codegen import generate, launcher_tensor_map, primitives
 from tlc.codegen.warpspec import TensorMapSpec, consumer_registers
 from tlc.driver import check_file
 from tlc.dtypes import F16, F32
+from tlc.ir.printer import print_kernel
 from tlc.runtime.tensormap import map_geometry
 from tlc.schedule import schedule
-from kit_codegen import generated, generated_source, kernel_part
+from kit_codegen import generated, generated_source, kernel_part, scheduled_source
 from nvcc import cubin_sass, run_host
 
 
@@ -267,3 +268,72 @@ def test_the_build_for_encoded_maps_leaves_out_the_copies_without_the_tma(tmp_pa
     # the element copies into shared memory and the epilogue's stores of registers are gone
     assert "STS.U16" in generic and "STS.U16" not in built
     assert built.count("STG") * 10 < generic.count("STG")
+
+
+# a per-step vector beside the tiles: each K step's scales of the output columns (a block-scaled
+# product), copied into a 1-D shared buffer of 128 f32
+STEP_SCALES = """
+@kernel
+def k(A: f16[M, K], B: f16[N, K], s: f32[KB, N], C: f32[M, N]):
+    with grid(cdiv(N, 128), cdiv(M, 128), threads=256) as (bx, by):
+        As = shared(f16[128, 64])
+        Bs = shared(f16[128, 64])
+        ss = shared(f32[128])
+        part = fragment(f32[128, 128])
+        acc = fragment(f32[128, 128])
+        clear(acc)
+        for k in pipelined(cdiv(K, 64), stages=3):
+            copy(A[by * 128, k * 64], As)
+            copy(B[bx * 128, k * 64], Bs)
+            copy(s[k, bx * 128], ss)
+            gemm(As, Bs, part, trans_b=True, clear_accum=True)
+            for i, j in parallel(128, 128):
+                acc[i, j] += part[i, j] * ss[j]
+        copy(acc, C[by * 128, bx * 128])
+"""
+
+
+def test_a_vector_beside_the_tiles_is_one_unswizzled_tma_box_a_stage():
+    k, _ = scheduled_source(STEP_SCALES, "k", "sm_90a")
+    ws = k.warp_spec
+    assert [(x.buffer, x.flat, x.rows, x.cols) for x in ws.loads] == [("As", False, 128, 64), ("Bs", False, 128, 64),
+                                                                     ("ss", True, 1, 128)]
+    spec = ws.tensor_maps[ws.loads[2].tensor_map]
+    assert (spec.param, spec.box(), spec.swizzle) == ("s", [128, 1], False)
+    assert "#2 s box 1x128 (unswizzled)" in print_kernel(k)
+    g = _generate(STEP_SCALES, "k")
+    # one box, its origin innermost first; the stage's bytes counted with the tiles'; the
+    # element-by-element copy where the host has no map; the launcher's map unswizzled
+    assert "tl::mbar_arrive_expect_tx(tl_full + tl_stage, 33280);" in g.source  # 2 x 16 KB + 512
+    assert re.search(r"tl::tma_load<2>\(\(ss \+ \(\(tl_it\) % 3\) \* 128\), &tl_map2, tl_full \+ tl_stage, "
+                     r"\{\(bx \* 128\), k\}\);", g.source)
+    assert "tl::copy_g2s_elements<float, 1, 128, 128, 0, 0>((ss + ((tl_it) % 3) * 128)" in g.source
+    assert "tl::encode_tensor_map(&tl_map2, 7, 2, s, dims, strides, box, false);" in g.source
+    assert "tl::encode_tensor_map(&tl_map0, 6, 2, A, dims, strides, box);" in g.source
+    dims, strides, box = map_geometry(spec, (5, 300))
+    assert (dims, strides, box) == ([300, 5], [1200], [128, 1])
+
+
+def test_the_vector_beside_the_tiles_runs_on_the_interpreter_as_numpy_computes_it():
+    import numpy as np
+
+    from tlc.interp import run_kernel
+
+    k, _ = scheduled_source(STEP_SCALES, "k", "sm_90a")
+    rng = np.random.default_rng(0)
+    M, N, K = 130, 200, 150  # ragged: every copy reads past an edge
+    a, b = (rng.standard_normal(x).astype(np.float16) for x in ((M, K), (N, K)))
+    s = rng.standard_normal((3, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    run_kernel(k, {"A": a, "B": b, "s": s, "C": c})
+    want = sum((a[:, x * 64:x * 64 + 64].astype(np.float64) @ b[:, x * 64:x * 64 + 64].T.astype(np.float64)) * s[x]
+               for x in range(3))
+    assert np.abs(c - want).max() < 1e-3 * np.abs(want).max()
+
+
+@pytest.mark.nvcc
+def test_the_vector_beside_the_tiles_compiles_to_one_1d_tma_copy_without_local_memory(tmp_path):
+    g = _generate(STEP_SCALES, "k")
+    sass, log = cubin_sass(g.source, "sm_90a", tmp_path)
+    assert "UTMALDG.2D" in sass and re.search(r"0 bytes spill stores, 0 bytes spill loads", log), log
+    assert not re.search(r"\b(LDL|STL)\b", sass)

@@ -44,7 +44,7 @@ def header_lines(k: Kernel) -> list[str]:
         shared = [x.buffer for x in ws.loads if x.multicast]
         out.append(f"  persistent: the grid counts tiles, each block walks them in groups of {ws.tile_order.group} "
                    f"rows of tiles" + (f", clusters of {cluster} (multicast {', '.join(shared)})" if cluster > 1 else ""))
-    maps = ", ".join(f"#{i} {m.param} box {m.box_rows}x{m.box_cols}{' (store)' if m.store else ''}"
+    maps = ", ".join(f"#{i} {m.param} box {m.box_rows}x{m.box_cols}{' (store)' if m.store else ''}{' (unswizzled)' if not m.swizzle else ''}"
                      f"{f' (rows along dimension {m.row_axis})' if m.row_axis is not None else ''}"
                      for i, m in enumerate(ws.tensor_maps))
     out.append(f"  tensor maps: {maps}")

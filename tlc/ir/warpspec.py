@@ -23,7 +23,9 @@ class TensorMapSpec(Node):
     tensor of its own rank, copied in boxes of `box_rows` x `box_cols` elements (one 128-byte
     column segment of a tile), the rows along dimension `row_axis` (outermost first; None: the
     one before the last) and every other dimension 1 (a weight's [F, K, K, C] tile of one
-    kernel position: rows along F)."""
+    kernel position: rows along F).  `swizzle` False: the box lands as written, unswizzled (a
+    one-row box of `box_cols` elements into a 1-D shared buffer: attention's per-query
+    statistics, StageLoad's `flat`)."""
 
     param: str
     dtype: DType
@@ -32,6 +34,7 @@ class TensorMapSpec(Node):
     box_cols: int
     store: bool = False  # the epilogue stores through this map (tl_tma's bit 1), else copies load (bit 0)
     row_axis: int | None = None
+    swizzle: bool = True  # CU_TENSOR_MAP_SWIZZLE_128B, else SWIZZLE_NONE
 
     def box(self) -> list:
         """The box, innermost dimension first (as cuTensorMapEncodeTiled takes it)."""
@@ -62,7 +65,8 @@ class StageLoad(Node):
     into every block's stage (the tile is the same for all of them).  `gather`: the statement is
     a row gather (schedule/gather_rows.py: an implicit GEMM's im2col tile), which every producer
     thread moves in 16-byte cp.async vectors, each thread arriving on the stage's full barrier
-    once its own have landed (no tensor map: `tensor_map` is -1)."""
+    once its own have landed (no tensor map: `tensor_map` is -1).  `flat`: a 1-D buffer of
+    `cols` elements (rows 1) that one unswizzled box of the tensor's last dimension fills."""
 
     index: int
     buffer: str
@@ -73,6 +77,7 @@ class StageLoad(Node):
     multicast: bool = False
     gather: bool = False
     row_axis: int | None = None
+    flat: bool = False
 
 
 @dataclass(frozen=True)
@@ -188,8 +193,9 @@ def warp_spec_problem(kernel) -> str | None:
         elif not isinstance(c, Copy) or not isinstance(c.dst, BufferRef) or c.dst.name != x.buffer:
             return f"the producer's copy {x.index} is not a copy into '{x.buffer}'"
         b = buffers[x.buffer]
-        if b.scope != "shared" or tuple(b.shape) != (x.rows, x.cols):
-            return f"the producer's stage buffer '{x.buffer}' is not a shared {x.rows} x {x.cols} tile"
+        if b.scope != "shared" or tuple(b.shape) != ((x.cols,) if x.flat else (x.rows, x.cols)):
+            return f"the producer's stage buffer '{x.buffer}' is not a shared " + \
+                (f"vector of {x.cols}" if x.flat else f"{x.rows} x {x.cols} tile")
         if not x.gather and not 0 <= x.tensor_map < len(ws.tensor_maps):
             return f"the producer's copy {x.index} names tensor map {x.tensor_map} of {len(ws.tensor_maps)}"
     start, stop = ws.consumer

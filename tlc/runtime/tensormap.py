@@ -19,7 +19,7 @@ import numpy as np
 from ..ir.warpspec import tma_dtype
 from .driver_api import libcuda
 
-_SWIZZLE_128B, _L2_256B, _INTERLEAVE_NONE, _OOB_ZERO = 3, 3, 0, 0
+_SWIZZLE_128B, _SWIZZLE_NONE, _L2_256B, _INTERLEAVE_NONE, _OOB_ZERO = 3, 0, 3, 0, 0
 _MAX_CACHED = 256
 
 
@@ -60,7 +60,8 @@ def encode(spec, pointer: int, sizes: tuple):
     result = _driver_encode()(
         base + start, tma_dtype(spec.dtype), rank, pointer, struct.pack(f"{rank}Q", *dims),
         struct.pack(f"{max(1, rank - 1)}Q", *(strides or [0])), struct.pack(f"{rank}I", *box),
-        struct.pack(f"{rank}I", *([1] * rank)), _INTERLEAVE_NONE, _SWIZZLE_128B, _L2_256B, _OOB_ZERO)
+        struct.pack(f"{rank}I", *([1] * rank)), _INTERLEAVE_NONE, _SWIZZLE_128B if spec.swizzle else _SWIZZLE_NONE,
+        _L2_256B, _OOB_ZERO)
     if result != 0:
         return None
     return np.void(storage[start:start + 128].tobytes())

@@ -245,8 +245,11 @@ class _Planner:
 
     def tma_load(self, index: int, c: ir.Copy) -> StageLoad | None:
         """A copy the TMA can make: a whole tile of 128-byte column segments (the swizzled
-        layout) from a tensor of rank 2 to 5, its leading extents 1."""
+        layout) from a tensor of rank 2 to 5, its leading extents 1; or a 1-D buffer's run of the
+        tensor's last dimension (flat_load)."""
         p, b = self.params[c.src.name], self.buffers[c.dst.name]
+        if len(b.shape) == 1:
+            return self.flat_load(index, c)
         if not 2 <= len(p.shape) <= 5 or b.layout.swizzle_bytes != 128 or len(b.shape) != 2:
             return None
         extents = list(c.src.extents)
@@ -261,6 +264,21 @@ class _Planner:
         if (cols * b.dtype.itemsize) % 128 or rows > 256:
             return None
         return StageLoad(index, b.name, rows, cols, stage_elements(b), -1, row_axis=axis)
+
+    def flat_load(self, index: int, c: ir.Copy) -> StageLoad | None:
+        """A copy of a run of `n` elements along a tensor's last dimension (every other extent
+        1) into a 1-D shared buffer of `n`: one unswizzled TMA box (attention's log-sum-exp and
+        dO . O columns of a step, which each consumer thread would otherwise load itself, its
+        bounds checked element by element, before every step's first product).  The TMA wants
+        16-byte rows of at most 256 elements; the stage starts 128-byte aligned (smem.ALIGN)."""
+        p, b = self.params[c.src.name], self.buffers[c.dst.name]
+        n = b.shape[0]
+        extents = list(c.src.extents)
+        if not 2 <= len(p.shape) <= 5 or any(e != 1 for e in extents[:-1]) or extents[-1] != n:
+            return None
+        if (n * b.dtype.itemsize) % 16 or n > 256 or b.layout.pad or b.layout.swizzle_bytes:
+            return None
+        return StageLoad(index, b.name, 1, n, stage_elements(b), -1, flat=True)
 
     def gather_load(self, index: int, p: ir.Parallel) -> StageLoad | None:
         """A row gather the producer's threads can make (gather_rows.row_gather): into a 2-D
@@ -287,10 +305,13 @@ class _Planner:
         """`load` with its tensor map (one per tensor and box, registered on first use) and
         whether the cluster multicasts it."""
         c = self.loop.body[load.index]
-        multicast = cluster > 1 and self.shared_by_cluster(c) and load.row_axis is None
+        multicast = cluster > 1 and self.shared_by_cluster(c) and load.row_axis is None and not load.flat
         p, b = self.params[c.src.name], self.buffers[load.buffer]
         rows = load.rows // cluster if multicast else load.rows
-        spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows, 128 // b.dtype.itemsize, row_axis=load.row_axis)
+        if load.flat:
+            spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), 1, load.cols, swizzle=False)
+        else:
+            spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows, 128 // b.dtype.itemsize, row_axis=load.row_axis)
         if spec not in self.tensor_maps:
             self.tensor_maps.append(spec)
         return replace(load, tensor_map=self.tensor_maps.index(spec), multicast=multicast)

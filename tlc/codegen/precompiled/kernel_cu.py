@@ -248,7 +248,9 @@ def root(context, missing=missing, environment=environment):
             yield str(environment.getattr(l_1_m, 'rank'))
             yield ', '
             yield str(environment.getattr(l_1_m, 'param'))
-            yield ', dims, strides, box);\n  }\n'
+            yield ', dims, strides, box'
+            yield str(('' if environment.getattr(l_1_m, 'swizzle') else ', false'))
+            yield ');\n  }\n'
         l_1_m = missing
     yield '  ::'
     yield str((undefined(name='name') if l_0_name is missing else l_0_name))
@@ -272,4 +274,4 @@ def root(context, missing=missing, environment=environment):
     yield ');\n  return cudaGetLastError();\n}\n#endif\n'
 
 blocks = {}
-debug_info = '1=55&2=66&3=72&6=86&16=90&19=92&21=99&22=115&23=118&24=125&29=128&30=132&32=141&39=148&40=152&42=166&43=168&45=170&48=172&50=179&54=184&55=191&58=195&59=197&60=199&62=201&63=203&64=205&65=209&66=211&68=214&75=223&77=226&78=228&80=234&81=236&82=238&83=240&85=254'
+debug_info = '1=55&2=66&3=72&6=86&16=90&19=92&21=99&22=115&23=118&24=125&29=128&30=132&32=141&39=148&40=152&42=166&43=168&45=170&48=172&50=179&54=184&55=191&58=195&59=197&60=199&62=201&63=203&64=205&65=209&66=211&68=214&75=223&77=226&78=228&80=234&81=236&82=238&83=240&85=256'

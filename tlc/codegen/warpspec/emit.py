@@ -307,6 +307,10 @@ class WarpSpecEmission:
             offs = [self.expr(o) for o in region.offsets]
             rank = len(offs)
             lead = ", ".join(offs[:-2]) or "0"
+            if load.flat:  # one unswizzled box along the last dimension, its origin innermost first
+                self.emit(f"tl::tma_load<{rank}>({self.smem_pointer(b.name)}, &tl_map{load.map_index}, "
+                          f"tl_full + tl_stage, {{{', '.join(reversed(offs))}}});")
+                continue
             if load.row_axis is not None:  # rows along another dimension: the box's origin, innermost first
                 self.emit(f"tl::tma_load_box<{c_type(b.dtype)}, {load.rows}, {load.cols}, {rank}>("
                           f"{self.smem_pointer(b.name)}, &tl_map{load.map_index}, tl_full + tl_stage, "

@@ -23,6 +23,7 @@ class TmaLoad:
     multicast: bool = False  # the same tile for every block of the cluster: each loads a part for all
     gather: bool = False  # `copy` is a row gather (a parallel loop) the producer's threads make by cp.async
     row_axis: int | None = None  # the tensor's dimension the tile's rows run along (None: the one before the last)
+    flat: bool = False  # a 1-D buffer of `cols` elements: one unswizzled box along the last dimension
 
 
 @dataclass
@@ -66,7 +67,7 @@ class WarpSpecPlanning:
         start, stop = spec.consumer
         pipeline = PipelinePlan(loop, spec.stages, [loop.body[x.index] for x in spec.loads],
                                 list(loop.body[start:stop]), spec.stage_buffers())
-        loads = [TmaLoad(loop.body[x.index], x.tensor_map, x.rows, x.cols, x.multicast, x.gather, x.row_axis)
+        loads = [TmaLoad(loop.body[x.index], x.tensor_map, x.rows, x.cols, x.multicast, x.gather, x.row_axis, x.flat)
                  for x in spec.loads]
         self.ws = WarpSpecPlan(pipeline, loads, spec.release_lag == 1 and spec.deferred is None)
         self.persistent = spec.tile_order is not None
