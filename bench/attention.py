@@ -51,6 +51,9 @@ ROWS = {
     "bwd_f16_d128_bm64": ("float16", 4, 32, 32, 4096, 4096, 128, False, {"BM": 64, "THREADS": 128}),
     # session 14's tiles on sm_90a (config.json gives 128 keys a dQ step and 48 queries a dK/dV step)
     "bwd_f16_d128_s14": ("float16", 4, 32, 32, 4096, 4096, 128, False, {"BN": 64, "BQ": 32}),
+    # 64 queries a dK/dV step (its LSE and delta columns through the TMA left the registers for it)
+    "bwd_f16_d128_bq64": ("float16", 4, 32, 32, 4096, 4096, 128, False, {"BQ": 64}),
+    "bwd_f16_d128_causal_bq64": ("float16", 4, 32, 32, 4096, 4096, 128, True, {"BQ": 64}),
     # block-sparse: 10% of the (query block, key block) pairs, against the same kernel over all
     "sparse_f16_10pct": ("float16", 1, 32, 32, 8192, 8192, 128, False, {"DENSITY": 0.1}),
     # the whole-tensor @tile_op softmax(q @ k.mT * scale) @ v, against flash_fwd on the same tensors

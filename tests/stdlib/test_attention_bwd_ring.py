@@ -1,8 +1,9 @@
 """std.attention's flash_bwd on the sm_90a schedule: its dQ grid's loop over the key blocks and
 its dK/dV grid's loop over the query blocks of every head of a group are TMA rings filled by a
-producer warpgroup (schedule/warpspec.py), the log-sum-exp and dO . O rows copied into
-registers by the consumers alone (before the dQ loop; in the dK/dV loop, a stage's columns);
-the interpreter runs the rings as recorded, and the gradients match NumPy's."""
+producer warpgroup (schedule/warpspec.py); the log-sum-exp and dO . O rows are copied into
+registers by the consumers alone before the dQ loop, and each dK/dV step's columns come with its
+Q and dO tiles (unswizzled TMA boxes into a 1-D stage); the interpreter runs the rings as
+recorded, and the gradients match NumPy's."""
 from __future__ import annotations
 
 import numpy as np
@@ -28,16 +29,22 @@ def program():
     (1, 3, 3, 33, 150, True, {"BKV": 64, "BQ": 16, "KV_THREADS": 128}), (1, 2, 2, 200, 130, False, {"BM": 128, "THREADS": 256}),
     # config.json's sm_90a tiles: 128 keys a dQ step, 48 queries a dK/dV step (ragged at both ends)
     (1, 4, 2, 150, 300, True, SM90_TILES), (2, 2, 1, 130, 100, False, SM90_TILES),
-    # the next step's statistics loaded a step ahead, across heads of a group and a 3-deep ring
-    (1, 6, 2, 130, 200, True, {**SM90_TILES, "PREFETCH": True, "KV_STAGES": 3}),
-    (2, 3, 1, 100, 64, False, {"BKV": 64, "BQ": 16, "KV_THREADS": 128, "PREFETCH": True})])
+    # across the heads of a group in a 3-deep ring; 64 queries a step
+    (1, 6, 2, 130, 200, True, {**SM90_TILES, "KV_STAGES": 3}),
+    (2, 3, 1, 100, 64, False, {**SM90_TILES, "BQ": 64})])
 def test_both_grids_run_on_the_ring(program, B, H, HK, S, SK, causal, consts):
     D = 64  # 128-byte rows, as the TMA copies them
     grids = schedule_grids(program, "flash_bwd", {"D": D, "CAUSAL": causal, "T": "f16", **consts}, target="sm_90a")
     ws = grids[1].warp_spec
     assert ws is not None and [type(grids[1].body[i]).__name__ for i in ws.consumer_only] == \
         ["Copy", "Copy", "Copy", "Copy", "Parallel"]  # Q, dO into shared; LSE, delta into registers
-    assert grids[2].warp_spec is not None and [x.buffer for x in grids[2].warp_spec.loads] == ["q_tile", "do_tile"]
+    # the dK/dV grid's producer copies each step's Q and dO tiles and its LSE and delta columns
+    # (one unswizzled TMA box each, read from shared memory by the consumers)
+    ws2 = grids[2].warp_spec
+    assert ws2 is not None and [(x.buffer, x.flat) for x in ws2.loads] == \
+        [("q_tile", False), ("do_tile", False), ("lse_cols", True), ("delta_cols", True)]
+    assert [(m.param, m.box(), m.swizzle) for m in ws2.tensor_maps[2:]] == \
+        [("LSE", [consts.get("BQ", 32), 1, 1], False), ("delta", [consts.get("BQ", 32), 1, 1], False)]
     rng = np.random.default_rng(S + SK)
     q, k, v, scale = attention_inputs(rng, np.float16, B, H, HK, S, SK, D)
     do = rng.standard_normal(q.shape).astype(np.float16)
