@@ -7,7 +7,8 @@ then used with `--use-pch`).
     python3 bench/nvrtc_time.py [--out DIR] [--variants ...] [--ctypes LIBNVRTC]
 
 Sources: std.gemm's matmul and bench/tiny.tl's tiny for sm_90a as the runtime compiles them
-(`runtime_source`: TL_TMA_FLAGS defined for a kernel with tensor maps), generated here when tlc's
+(`runtime_source`: TL_TMA_FLAGS defined for a kernel with tensor maps, TL_WHOLE_RUNS for one
+whose copies move whole runs), generated here when tlc's
 code generator can be imported, else read from build/nvrtc/*.cu (written by `--write-sources` on
 a machine that can).  Each variant is compiled in a new process (NVRTC's first compile in a
 process also loads its builtins: what a first call pays) and then once more in that process;
@@ -39,6 +40,14 @@ FragmentStore's) are about half of rms_norm's and softmax's SASS and NVRTC time:
 rms_norm (before 76cbe0f) 3,632 -> 1,992 instructions, CPU 830 -> 397 ms; softmax 2,952 ->
 1,392, 453 -> 231 ms.  A build for launches whose arrays are aligned and whose rows are whole
 vectors (as TL_TMA_FLAGS is for maps) would compile them out.
+
+That build is the runtime's first since session 17 (`TL_WHOLE_RUNS`, runtime/whole_runs.py;
+the general one compiled only for a launch that needs it).  The runtime's sources, sm_90a,
+NVRTC 13.0 on the CPU machine (/tmp/nvcpu.py, best of 3 CPU ms; cuobjdump -sass instructions),
+general -> whole-runs build: rms_norm 833 -> 342 ms, 3,632 -> 1,696 SASS, cubin 68.8 -> 38.1 KB;
+softmax 472 -> 190 ms, 2,952 -> 1,072; layer_norm 1,064 -> 474 ms, 4,096 -> 2,264; std.attention's
+flash_fwd (D=128) 1,142 -> 1,033 ms, 3,544 -> 3,368; std.gemm's matmul (TL_TMA_FLAGS already
+compiled its copies out) 550 ms, 1,600 SASS in both.  No local loads or stores in any.
 """
 from __future__ import annotations
 
@@ -57,17 +66,21 @@ TRIVIAL = '\nextern "C" __global__ void tl_probe(float* x) { x[threadIdx.x] = 1.
 
 
 def runtime_source(kernel, constants: dict, arch: str = "sm_90a") -> str:
-    """`kernel`'s source as the runtime hands it to NVRTC (`runtime.compile_kernel`): a kernel
-    with tensor maps is built for launches whose maps all encode (`#define TL_TMA_FLAGS`), which
-    compiles the element-by-element copies out (half of std.gemm's matmul)."""
+    """`kernel`'s source as the runtime hands it to NVRTC (`runtime.compile_kernel`) for a first
+    call on aligned arrays whose rows are whole vectors: a kernel with tensor maps is built for
+    launches whose maps all encode (`#define TL_TMA_FLAGS`), which compiles the element-by-element
+    copies out (half of std.gemm's matmul), and one whose copies move whole runs for launches
+    that keep them whole (`#define TL_WHOLE_RUNS`: half of std.nn's rms_norm and softmax)."""
     from tlc.runtime.args import LaunchFacts
     from tlc.runtime.tensormap import built_flags, with_flags
+    from tlc.runtime.whole_runs import with_whole_runs
 
     generated = kernel.generated(constants, arch)
-    if not generated.tensor_maps:
-        return generated.source
-    return with_flags(generated.source, built_flags(generated.tensor_maps,
-                                                    LaunchFacts.of(kernel.scheduled(constants, arch)).asserts))
+    asserts = LaunchFacts.of(kernel.scheduled(constants, arch)).asserts
+    source = generated.source
+    if generated.tensor_maps:
+        source = with_flags(source, built_flags(generated.tensor_maps, asserts))
+    return source if asserts else with_whole_runs(source, generated.whole_runs)
 
 
 def write_sources() -> None:

@@ -221,6 +221,20 @@ struct TileBounds {
   __device__ __forceinline__ bool col_in(int c) const { return c >= col_lo && c < col_hi; }
 };
 
+// TL_WHOLE_RUNS: the runtime's build for launches under which every run a copy between a
+// fragment and a tensor moves lies wholly inside the tensor or wholly outside it, aligned (the
+// tensors' bases 16-byte aligned, their last sizes multiples of the runs, the tiles' column
+// origins multiples of them: runtime/whole_runs.py checks, codegen/whole_runs.py says which):
+// the copies' alignment tests and element-by-element paths are compiled out (a run outside
+// reads as 0, as before), about half of a row-wise kernel's code.  A SHIFTED copy keeps both.
+struct RunsBuild {  // (a class member: a namespace's constant that no kernel reads is a warning)
+#ifdef TL_WHOLE_RUNS
+  static constexpr bool RAGGED_RUNS = false;
+#else
+  static constexpr bool RAGGED_RUNS = true;
+#endif
+};
+
 template <typename L, typename T>
 __device__ __forceinline__ bool runs_aligned(const T* g, long long stride, long long col0) {
   constexpr int E = RunAccess<L::RUN, T>::ELEMS;
@@ -242,7 +256,7 @@ __device__ __forceinline__ bool g2f_whole(const T* g, long long stride, long lon
   constexpr int RUN = L::RUN;
   const int t = threadIdx.x;
   const TileBounds in(rows, cols, row0, col0);
-  bool all = runs_aligned<L>(g, stride, col0);
+  bool all = !RunsBuild::RAGGED_RUNS || runs_aligned<L>(g, stride, col0);
 #pragma unroll
   for (int k = 0; k < L::REGS / RUN; ++k) {
     const int lr = L::row(t, k * RUN), lc = L::col(t, k * RUN);
@@ -359,7 +373,8 @@ __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, 
       return;
     }
   }
-  const bool aligned = runs_aligned<L>(g, stride, col0);
+  constexpr bool RAGGED = RunsBuild::RAGGED_RUNS || SHIFTED;
+  const bool aligned = !RAGGED || runs_aligned<L>(g, stride, col0);
   const TileBounds in(rows, cols, row0, col0);
   const T* tile = g + row0 * stride + col0;
   V raw[RUNS][NV];
@@ -387,11 +402,16 @@ __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, 
       }
       continue;
     }
-    const int lr = L::row(t, r0), lc = L::col(t, r0);
-    const T* p = tile + static_cast<long long>(lr) * stride + lc;
-    const bool row_in = L::valid(t, r0) && in.row_in(lr);
+    if constexpr (RAGGED) {
+      const int lr = L::row(t, r0), lc = L::col(t, r0);
+      const T* p = tile + static_cast<long long>(lr) * stride + lc;
+      const bool row_in = L::valid(t, r0) && in.row_in(lr);
 #pragma unroll
-    for (int e = 0; e < RUN; ++e) regs[r0 + e] = row_in && in.col_in(lc + e) ? cvt<U>(p[e]) : cvt<U>(0.0f);
+      for (int e = 0; e < RUN; ++e) regs[r0 + e] = row_in && in.col_in(lc + e) ? cvt<U>(p[e]) : cvt<U>(0.0f);
+    } else {  // a run not whole lies outside the tensor
+#pragma unroll
+      for (int e = 0; e < RUN; ++e) regs[r0 + e] = cvt<U>(0.0f);
+    }
   }
 }
 
@@ -409,7 +429,7 @@ struct FragmentStore {
   TileBounds in;
   __device__ __forceinline__ FragmentStore(U* g, long long stride_, long long rows, long long cols, long long row0,
                                            long long col0)
-      : tile(g + row0 * stride_ + col0), stride(stride_), aligned(runs_aligned<L>(g, stride_, col0)),
+      : tile(g + row0 * stride_ + col0), stride(stride_), aligned(!RunsBuild::RAGGED_RUNS || runs_aligned<L>(g, stride_, col0)),
         in(rows, cols, row0, col0) {}
   template <typename T>
   __device__ __forceinline__ void run(const T* regs, int r0) const {
@@ -422,11 +442,13 @@ struct FragmentStore {
       store_run<RUN, true, L::REGS>(p, regs + r0);
       return;
     }
+    if constexpr (RunsBuild::RAGGED_RUNS) {  // (else a run not whole lies outside the tensor)
 #pragma unroll
-    for (int e = 0; e < RUN; ++e) {
-      if (!in.col_in(lc + e)) continue;
-      if constexpr (same_type<T, U>::value) p[e] = regs[r0 + e];  // as store_run: no round trip
-      else p[e] = cvt<U>(regs[r0 + e]);
+      for (int e = 0; e < RUN; ++e) {
+        if (!in.col_in(lc + e)) continue;
+        if constexpr (same_type<T, U>::value) p[e] = regs[r0 + e];  // as store_run: no round trip
+        else p[e] = cvt<U>(regs[r0 + e]);
+      }
     }
   }
 };
@@ -440,7 +462,7 @@ __device__ __forceinline__ void copy_f2g(U* g, const T* regs, long long stride, 
                                          long long row0, long long col0) {
   constexpr int RUN = L::RUN;
   const int t = threadIdx.x;
-  const bool aligned = runs_aligned<L>(g, stride, col0);
+  const bool aligned = !RunsBuild::RAGGED_RUNS || runs_aligned<L>(g, stride, col0);
   const TileBounds in(rows, cols, row0, col0);
   U* tile = g + row0 * stride + col0;
 #pragma unroll
@@ -452,9 +474,11 @@ __device__ __forceinline__ void copy_f2g(U* g, const T* regs, long long stride, 
       store_run<RUN, true, L::REGS>(p, regs + r0);
       continue;
     }
+    if constexpr (RunsBuild::RAGGED_RUNS) {  // (else a run not whole lies outside the tensor)
 #pragma unroll
-    for (int e = 0; e < RUN; ++e)
-      if (in.col_in(lc + e)) p[e] = cvt<U>(regs[r0 + e]);
+      for (int e = 0; e < RUN; ++e)
+        if (in.col_in(lc + e)) p[e] = cvt<U>(regs[r0 + e]);
+    }
   }
 }
 

@@ -6,6 +6,7 @@ from tlc.codegen.warpspec import TensorMapSpec
 from tlc.dtypes import F16
 from tlc.runtime import tensormap
 from tlc.runtime.tensormap import LaunchTensorMaps, encode
+from tlc.runtime.whole_runs import DEFINE as WHOLE
 
 A = TensorMapSpec("A", F16, ("M", "K"), 128, 64)
 B = TensorMapSpec("B", F16, ("K", "N"), 64, 64)
@@ -67,7 +68,8 @@ def test_the_build_is_for_every_map_encoded_unless_the_kernel_asserts():
 
 def test_a_launch_whose_maps_do_not_encode_compiles_and_takes_the_generic_build(h200, monkeypatch):
     """std.gemm's matmul on sm_90a: NVRTC compiles it with TL_TMA_FLAGS = 3 (the copies without
-    the TMA compiled out); a launch with other flags compiles the generic source once and
+    the TMA compiled out) and TL_WHOLE_RUNS (its epilogue's runs whole: tests/runtime/
+    test_whole_runs.py); a launch with other flags compiles the generic source once and
     launches that; one with them launches the first build."""
     from pathlib import Path
 
@@ -84,11 +86,15 @@ def test_a_launch_whose_maps_do_not_encode_compiles_and_takes_the_generic_build(
     ir = schedule(checked.program, "matmul", {}, target="sm_90a")
     gen = generate(ir, "sm_90a", sources=checked.sources)
     k = compile_kernel(ir, gen)
-    assert compiled_sources == ["#define TL_TMA_FLAGS 3  // every tensor map encoded\n" + gen.source]
+    assert compiled_sources == [WHOLE + "#define TL_TMA_FLAGS 3  // every tensor map encoded\n" + gen.source]
     assert k.built_flags is tensormap.FLAGS[3]
-    assert k.function_for(0, [np.uint64(1), tensormap.FLAGS[3]]) == ("loaded", b"cubin 1", 0)
+
+    def args(flags):  # A, B, C, M, K, N, then the maps' flags
+        return [np.uint64(4096)] * 3 + [np.int32(256)] * 3 + [tensormap.FLAGS[flags]]
+
+    assert k.function_for(0, args(3)) == ("loaded", b"cubin 1", 0)
     for flags in (1, 0, 2, 1):
-        assert k.function_for(0, [np.uint64(1), tensormap.FLAGS[flags]]) == ("loaded", b"cubin 2", 0)
+        assert k.function_for(0, args(flags)) == ("loaded", b"cubin 2", 0)
     assert compiled_sources[1:] == [gen.source]  # compiled once, without the define
     assert k._generic.built_flags is None
 

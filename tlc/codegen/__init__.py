@@ -24,6 +24,7 @@ from . import host_grid
 from .host_grid import launcher_grid
 from .sm80 import Sm80
 from .warpspec import tma_dtype
+from .whole_runs import kernel_facts
 
 
 @functools.lru_cache(maxsize=1)
@@ -153,7 +154,8 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
         launcher=f"launch_{name}", launcher_params=launcher_params, call_args=call_args,
         specialized=[{"name": c_name(s), "value": v} for s, v in kernel.specialized], **grid)
     return GeneratedKernel(name, f"launch_{name}", source, args, threads, out["smem_bytes"],
-                           tuple(kernel.grid), arch, tuple(tensor_maps), persistent, cluster)
+                           tuple(kernel.grid), arch, tuple(tensor_maps), persistent, cluster,
+                           whole_runs=kernel_facts(gen))
 
 
 def _generate_host(kernel: ir.Kernel, arch: str, sources: dict | None, source_name: str | None) -> GeneratedKernel:

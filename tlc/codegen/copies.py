@@ -14,6 +14,7 @@ from ..schedule.warpspec import after_scalar_lets, stage_elements
 from .cexpr import CodegenError
 from .cnames import c_name, c_type, literal
 from .shared_runs import runs_aligned
+from .whole_runs import note as note_whole_run
 
 
 @dataclass
@@ -177,6 +178,8 @@ class CopyGen:
         elif b.scope == "fragment":
             info = self.fragment(b.name)
             shifted = ", true" if _offset_by_run_time(region.offsets[-1], self.k) else ""
+            if not shifted:  # a shifted copy keeps its paths in the TL_WHOLE_RUNS build
+                note_whole_run(self, region, b.layout)
             self.emit(f"tl::copy_g2f<{info.c_layout}{shifted}>({c_name(b.name)}, {v.base}, {args});")
         else:
             self.emit(f"tl::copy_g2l<{T}, {U}, {rows}, {cols}>({c_name(b.name)}, {v.base}, {args});")
@@ -191,6 +194,8 @@ class CopyGen:
             view = self.global_view(c.src)
             self._check_shapes(view.shape, self.buffer_shape2d(b, b), c)
             parts.append((c, b, view, self.fragment(b.name).c_layout))
+            # g2f_whole's alignment test is compiled out under TL_WHOLE_RUNS, shifted or not
+            note_whole_run(self, c.src, b.layout, shifted=_offset_by_run_time(c.src.offsets[-1], self.k))
         self.mark(copies[0])
         tests = " && ".join(f"tl::g2f_whole<{lay}>({v.base}, {v.stride}, {v.rows}, {v.cols}, {v.row0}, {v.col0})"
                             for _, _, v, lay in parts)
@@ -221,6 +226,7 @@ class CopyGen:
                       f"{v.base}, {self.smem_pointer(b.name)}, {args});")
         elif b.scope == "fragment":
             info = self.fragment(b.name)
+            note_whole_run(self, region, b.layout)
             self.emit(f"tl::copy_f2g<{info.c_layout}>({v.base}, {c_name(b.name)}, {args});")
         else:
             self.emit(f"tl::copy_l2g<{T}, {U}, {rows}, {cols}>({v.base}, {c_name(b.name)}, {args});")

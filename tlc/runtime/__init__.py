@@ -56,8 +56,9 @@ def compile_kernel(kernel, generated, *, cache=None, generic: bool = False):
     """`generated` (a `tlc.codegen.GeneratedKernel` of `kernel`) compiled by NVRTC for the
     current GPU, from the cache when it holds it; raises `CudaCompileError` when NVRTC rejects
     the code (a tlc bug, with the log and the kept `.cu`).  A kernel that takes tensor maps is
-    compiled for launches whose maps all encode (`tensormap.built_flags`) unless `generic`;
-    the `CompiledKernel` compiles the generic one if a launch needs it."""
+    compiled for launches whose maps all encode (`tensormap.built_flags`), and one whose copies
+    move whole runs for launches that keep them whole (`whole_runs`), unless `generic`; the
+    `CompiledKernel` compiles the generic one if a launch needs it."""
     from . import compile as c
     from .args import LaunchFacts
     from .cache import cache_key, default_cache
@@ -70,6 +71,10 @@ def compile_kernel(kernel, generated, *, cache=None, generic: bool = False):
         from .tensormap import built_flags, with_flags
 
         source = with_flags(source, built_flags(generated.tensor_maps, LaunchFacts.of(kernel).asserts))
+    if generated.whole_runs and not generic and not LaunchFacts.of(kernel).asserts:
+        from .whole_runs import with_whole_runs
+
+        source = with_whole_runs(source, generated.whole_runs)
     key = cache_key(source, kernel.constants, arch, c.nvrtc_toolchain(arch))
     cache = cache or default_cache()
     binary = cache.get_or_compile(key, source, lambda: c.nvrtc_compile(source, arch, generated.name))

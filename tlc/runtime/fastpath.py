@@ -142,6 +142,13 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
     if getattr(compiled, "built_flags", None) is not None:  # other TMA flags launch the generic build
         env["BUILT_FLAGS"] = compiled.built_flags
         lines += ["if a[-1] is not BUILT_FLAGS:", "    return fallback(args)"]
+    whole = getattr(compiled, "whole_runs", None)
+    if whole:  # a launch that may leave a copy's run ragged launches the generic build (launch.py's keeps_runs_whole)
+        index = {p.name: i for i, p in enumerate(kernel.params)}
+        ragged = [f"m{index[t]} & 15" for t, _, _ in whole] + [f"{symbols[s]} % {run}" for _, s, run in whole if s and run > 1]
+        env["GENERIC"] = compiled._generic_functions
+        lines += [f"if {' or '.join(ragged)}:", "    fn = GENERIC.get(device)", "    if fn is None:",
+                  "        return fallback(args)"]
     lines += ["fn(g, BLOCK, a, SMEM, stream)", "return True"]
     source = "def fast(args):\n" + "".join(f"    {line}\n" for line in "\n".join(lines).split("\n"))
     return compile_function(source, "fast", env).unguarded

@@ -54,6 +54,16 @@ class CompiledKernel:
         # the flags the binary was built for (`tensormap.FLAGS`' object), or None: it takes any
         self.built_flags = None
         self._generic = None  # the generic build's CompiledKernel, once a launch needed it
+        self._generic_functions: dict = {}  # its loaded functions (the fast path launches them too)
+        # a kernel whose copies move whole runs is built for launches that keep them whole
+        # (codegen/whole_runs.py, runtime/whole_runs.py), unless generic or it asserts (whose
+        # record belongs to one module): the C argument slots of the tensors whose addresses
+        # must be 16-byte aligned, and of the sizes that must be multiples of a run
+        self.whole_runs = None if generic or facts.asserts else getattr(generated, "whole_runs", None)
+        if self.whole_runs:
+            slots = self.binder.slots
+            self._whole_pointers = tuple(slots[t] for t, _, _ in self.whole_runs)
+            self._whole_sizes = tuple((slots[size], run) for _, size, run in self.whole_runs if size and run > 1)
         if generated.tensor_maps:
             from .tensormap import FLAGS, LaunchTensorMaps, built_flags  # only a kernel that copies through the TMA needs it
 
@@ -134,13 +144,24 @@ class CompiledKernel:
         """The function that launches `args` (`kernel_args`' list) on GPU `device`: this binary
         where it was built for the launch's TMA flags (the last argument), else the generic
         build, compiled (or read from the cache) the first time a launch needs it."""
-        if self.built_flags is None or args[-1] is self.built_flags:
+        if (self.built_flags is None or args[-1] is self.built_flags) and \
+                (not self.whole_runs or self.keeps_runs_whole(args)):
             return self.function(device)
         if self._generic is None:
             from . import compile_kernel  # here: a launch whose maps all encode never needs it
 
             self._generic = compile_kernel(self.kernel, self.generated, generic=True)
+            self._generic._functions = self._generic_functions
         return self._generic.function(device)
+
+    def keeps_runs_whole(self, args: list) -> bool:
+        """Whether a launch with these C arguments (a tensor as a CuPy array or its address)
+        keeps the runs of the kernel's copies whole: its `whole_runs` build can launch it."""
+        for i in self._whole_pointers:
+            a = args[i]
+            if (a.data.ptr if hasattr(a, "data") and hasattr(a.data, "ptr") else int(a)) % 16:
+                return False
+        return all(int(args[i]) % run == 0 for i, run in self._whole_sizes)
 
     def _load(self, device: int):
         import cupy
@@ -300,7 +321,7 @@ class GeneratedLaunch:
     cache neither decodes the C source nor imports `tlc.generated`, whose data classes cost a
     new process a millisecond to create.  `whole()` decodes the generated kernel itself."""
 
-    FIELDS = ("name", "threads", "smem_bytes", "grid", "tensor_maps", "persistent", "cluster", "arch")
+    FIELDS = ("name", "threads", "smem_bytes", "grid", "tensor_maps", "persistent", "cluster", "arch", "whole_runs")
 
     def __init__(self, fields: dict, args: tuple, whole):
         if set(fields) != set(self.FIELDS) or not all(isinstance(a, tuple) and len(a) == 4 for a in args):

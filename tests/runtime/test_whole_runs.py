@@ -1,0 +1,251 @@
+"""The TL_WHOLE_RUNS build (#15, time to first result): which kernels qualify and what they ask of
+a launch (codegen/whole_runs.py), the two builds the runtime compiles and which one a launch
+takes (general path, launcher, fast path) without a GPU, nvcc building both forms, and the
+layouts' runs starting at multiples of RUN (what the build's claim rests on).  The results of
+both builds on the GPU: tests/gpu/test_whole_runs_gpu.py."""
+import re
+import sys
+import types
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import tlc
+from tlc import ir
+from tlc.codegen.whole_runs import static_factor
+from tlc.dtypes import I32
+from tlc.runtime import whole_runs
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "codegen"))
+
+RUNS_TL = """
+@kernel
+def scale_rows(x: f16[M, N], y: f16[M, N], BN: const = 256):
+    with grid(M, threads=32) as bx:
+        xt = fragment(f16[1, BN])
+        for t in range(cdiv(N, BN)):
+            copy(x[bx, t * BN], xt)
+            for i, j in parallel(1, BN):
+                xt[i, j] = xt[i, j] * 2.0
+            copy(xt, y[bx, t * BN])
+
+
+@kernel
+def shifted(x: f16[M, N], y: f16[M, N], off: i32, BN: const = 256):
+    with grid(M, threads=32) as bx:
+        xt = fragment(f16[1, BN])
+        for t in range(cdiv(N, BN)):
+            copy(x[bx, off + t * BN], xt)
+            copy(xt, y[bx, t * BN])
+
+
+@kernel
+def odd_origin(x: f16[M, N], y: f16[M, N], BN: const = 256):
+    with grid(M, threads=32) as bx:
+        xt = fragment(f16[1, BN])
+        for t in range(cdiv(N, BN)):
+            copy(x[bx, t * BN + 4], xt)
+            copy(xt, y[bx, t * BN])
+
+
+@kernel
+def fixed_rows(x: f16[M, 96], y: f16[M, 96]):
+    with grid(M, threads=32) as bx:
+        xt = fragment(f16[1, 96])
+        copy(x[bx, 0], xt)
+        copy(xt, y[bx, 0])
+
+
+@kernel
+def asserting(x: f16[M, N], y: f16[M, N], BN: const = 256):
+    with grid(M, threads=32) as bx:
+        device_assert(N > 0, "rows are not empty")
+        xt = fragment(f16[1, BN])
+        for t in range(cdiv(N, BN)):
+            copy(x[bx, t * BN], xt)
+            copy(xt, y[bx, t * BN])
+"""
+
+
+@pytest.fixture(scope="module")
+def runs_module(tmp_path_factory):
+    path = tmp_path_factory.mktemp("runs") / "runs.tl"
+    path.write_text(RUNS_TL)
+    return tlc.load(str(path), target="cpu")
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_the_row_wise_std_kernels_qualify(arch):
+    """Each tensor's last size must be a multiple of its copies' runs (8 halves: 16 bytes) and
+    its base 16-byte aligned; std.gemm's matmul asks it of C (its epilogue's pairs)."""
+    nn = tlc.load("std.nn", target="cpu")
+    assert nn.rms_norm.generated({}, arch).whole_runs == (("x", "N", 8), ("weight", "N", 8), ("y", "N", 8))
+    assert nn.softmax.generated({}, arch).whole_runs == (("x", "N", 8), ("y", "N", 8))
+    assert nn.layer_norm.generated({}, arch).whole_runs == (("x", "N", 8), ("weight", "N", 8), ("bias", "N", 8),
+                                                            ("y", "N", 8))
+    assert tlc.load("std.gemm", target="cpu").matmul.generated({}, arch).whole_runs == (("C", "N", 2),)
+
+
+def test_what_a_kernel_asks_from_its_copies_origins_and_sizes(runs_module):
+    facts = {name: getattr(runs_module, name).generated({}, "sm_90a").whole_runs
+             for name in ("scale_rows", "shifted", "odd_origin", "fixed_rows")}
+    assert facts == {
+        "scale_rows": (("x", "N", 8), ("y", "N", 8)),
+        "shifted": (("y", "N", 8),),  # x's copy is shifted (a run-time offset): its paths stay in both builds
+        "odd_origin": None,  # t * BN + 4 may start a run 4 halves into a vector: no such build
+        "fixed_rows": (("x", "", 1), ("y", "", 1)),  # 96 columns, a multiple of 8: the bases' alignment alone
+    }
+
+
+def test_static_factors():
+    t, n, k = ir.Var("t", I32), ir.Var("N", I32), ir.Var("k", I32)
+
+    def c(v):
+        return ir.Const(v, I32)
+
+    def op(o, a, b):
+        return ir.BinOp(o, a, b, I32)
+
+    body = (ir.Assign("k", op("*", t, c(48))), ir.Assign("k", op("+", k, c(96))))
+    kernel = ir.Kernel(name="f", params=(), grid=(c(1),), block_vars=("bx",), threads=32, buffers=(),
+                       body=(ir.For("t", c(0), c(10), c(1), "serial", 0, body),))
+    assert static_factor(op("*", t, c(256)), kernel) == 256
+    assert static_factor(op("+", op("*", t, c(256)), c(4)), kernel) == 4
+    assert static_factor(op("-", op("*", c(64), t), op("*", c(48), t)), kernel) == 16
+    assert static_factor(op("*", n, c(8)), kernel) == 8  # a size times 8: a multiple of 8 whatever N is
+    assert static_factor(op("+", n, c(8)), kernel) == 1
+    assert static_factor(k, kernel) == 48  # t * 48, then k + 96: every value a multiple of 48
+    assert static_factor(c(0), kernel) == 0 and static_factor(ir.Var("bx", I32), kernel) == 1
+
+
+def test_the_build_and_the_launches_that_take_it(h200, monkeypatch, runs_module):
+    """NVRTC compiles the TL_WHOLE_RUNS source first; a launch with a ragged row (N not a
+    multiple of 8) or a base off 16 bytes compiles the general source once and launches it;
+    launches that keep the runs whole take the first build."""
+    from tlc.runtime import compile as rc, compile_kernel, launch
+
+    sources = []
+    monkeypatch.setattr(rc, "nvrtc_compile", lambda source, arch, name: sources.append(source)
+                        or f"cubin {len(sources)}".encode())
+    monkeypatch.setattr(launch.CompiledKernel, "_load", lambda self, device: ("loaded", self.binary, device))
+    k = runs_module.scale_rows
+    gen = k.generated({}, "sm_90a")
+    compiled = compile_kernel(k.scheduled({}, "sm_90a"), gen)
+    assert sources == [whole_runs.DEFINE + gen.source] and compiled.whole_runs == gen.whole_runs
+
+    def args(x, y, n):  # x, y, M, N as a launch's C arguments
+        return [np.uint64(x), np.uint64(y), np.int32(7), np.int32(n)]
+
+    assert compiled.function_for(0, args(0x7000, 0x8000, 1024)) == ("loaded", b"cubin 1", 0)
+    for ragged in (args(0x7000, 0x8000, 1020), args(0x7002, 0x8000, 1024), args(0x7000, 0x8008, 1024)):
+        assert compiled.function_for(0, ragged) == ("loaded", b"cubin 2", 0)
+    assert compiled.function_for(0, args(0x7000, 0x8000, 8)) == ("loaded", b"cubin 1", 0)
+    assert sources[1:] == [gen.source]  # the general build, compiled once
+    assert compiled._generic.whole_runs is None and compiled._generic._functions is compiled._generic_functions
+    # a CuPy array's address is its data pointer
+    array = SimpleNamespace(data=SimpleNamespace(ptr=0x7004))
+    assert not compiled.keeps_runs_whole([array, np.uint64(0x8000), np.int32(7), np.int32(1024)])
+
+
+def test_a_kernel_that_asserts_has_one_build(h200, monkeypatch, runs_module):
+    """Its failure record belongs to one module, which every launch must use."""
+    from tlc.runtime import compile as rc, compile_kernel
+
+    sources = []
+    monkeypatch.setattr(rc, "nvrtc_compile", lambda source, arch, name: sources.append(source) or b"cubin")
+    k = runs_module.asserting
+    gen = k.generated({}, "sm_90a")
+    assert gen.whole_runs == (("x", "N", 8), ("y", "N", 8))
+    compiled = compile_kernel(k.scheduled({}, "sm_90a"), gen)
+    assert sources == [gen.source] and compiled.whole_runs is None
+
+
+class FakeArray:
+    __slots__ = ("shape", "dtype", "_c_contiguous", "data")
+
+    def __init__(self, shape, ptr):
+        self.shape, self.dtype, self._c_contiguous = tuple(shape), np.dtype(np.float16), True
+        self.data = SimpleNamespace(device_id=0, ptr=ptr)
+
+
+def test_the_fast_path_launches_the_general_build_for_ragged_rows(monkeypatch, runs_module):
+    """The fast path tests the addresses and sizes itself: a launch that keeps the runs whole
+    launches the first build, one that may not the general build where it is loaded, else it
+    hands the call to the general path (which compiles and loads it)."""
+    from tlc.runtime import fastpath
+
+    cupy = types.ModuleType("cupy")
+    cupy.ndarray = FakeArray
+    cupy.cuda = SimpleNamespace(runtime=SimpleNamespace(getDeviceCount=lambda: 1, getDevice=lambda: 0))
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    k = runs_module.scale_rows
+    gen = k.generated({}, "sm_90a")
+    launches, generic = [], {}
+    compiled = SimpleNamespace(kernel=k.scheduled({}, "sm_90a"), generated=gen, block=(gen.threads, 1, 1),
+                               smem=gen.smem_bytes, whole_runs=gen.whole_runs, _generic_functions=generic,
+                               _functions={0: lambda *a: launches.append(("whole", a[2][3]))})
+    fast = fastpath.build(compiled, fallback=lambda args: "general path")
+
+    def call(n, x=0x7000):
+        return fast({"x": FakeArray((4, n), x), "y": FakeArray((4, n), 0x9000)})
+
+    assert call(1024) is True and launches == [("whole", 1024)]
+    assert call(1020) == "general path" and call(1024, x=0x7008) == "general path"
+    generic[0] = lambda *a: launches.append(("general", a[2][3]))
+    assert call(1020) is True and call(1024, x=0x7008) is True and call(64) is True
+    assert launches[1:] == [("general", 1020), ("general", 1024), ("whole", 64)]
+
+
+def sass_count(sass: str) -> int:
+    return len(re.findall(r"^\s+/\*[0-9a-f]{4}\*/", sass, re.M))
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch", ["sm_90a", pytest.param("sm_80", marks=pytest.mark.slow)])
+def test_nvcc_builds_both_forms_and_the_whole_one_is_smaller(arch, tmp_path):
+    """std.nn's rms_norm as the runtime compiles it, with and without TL_WHOLE_RUNS: both
+    build without warnings or spills; the whole-runs build has no element-by-element path
+    (NVRTC 13.0, sm_90a: 3,632 -> 1,696 SASS instructions)."""
+    from nvcc import cubin_sass
+
+    gen = tlc.load("std.nn", target="cpu").rms_norm.generated({}, arch)
+    counts = {}
+    for form, source in (("general", gen.source), ("whole", whole_runs.with_whole_runs(gen.source, gen.whole_runs))):
+        (tmp_path / form).mkdir()  # one folder a build: nvcc's cache keys the folder's files
+        sass, log = cubin_sass(source, arch, tmp_path / form)
+        assert "spill stores" not in log or "0 bytes spill stores" in log, log
+        counts[form] = sass_count(sass)
+    assert counts["whole"] < 0.6 * counts["general"], counts
+
+
+def test_every_layouts_runs_start_at_multiples_of_its_run():
+    """The build's claim: a tile whose column origin and width are multiples of RUN has each
+    run wholly inside or outside it only if every run's first column is a multiple of RUN, in
+    every layout: blocked, the mma accumulator's (wgmma's bands and columns too), a replica's
+    kept columns.  Here on the Python layouts, which tests/codegen/test_layout_c.py checks the
+    C ones against element for element."""
+    import itertools
+
+    from tlc.codegen.whole_runs import layout_run
+    from tlc.dtypes import F16, F32
+    from tlc.schedule.layout import MmaAccumulator, Replicated, blocked, mma_accumulator
+
+    def columns(lay):  # (thread, register) -> column
+        return {lay.owner(idx): idx[-1] for idx in itertools.product(*(range(d) for d in lay.shape))}
+
+    bases = [blocked((1, 8192), F16, 256), blocked((4, 256), F16, 128), blocked((3, 40), F32, 64),
+             blocked((2, 24), F16, 32), mma_accumulator((64, 128), 128), MmaAccumulator((128, 128), 2, 2),
+             MmaAccumulator((128, 128), 4, 1, True), MmaAccumulator((64, 512), 4, 2, False, True)]
+    for lay in bases:
+        run = layout_run(lay)
+        assert run == getattr(lay, "vec", 2) and run > 1
+        bad = [(t, r, c) for (t, r), c in columns(lay).items() if r % run == 0 and c % run]
+        assert not bad, (lay, bad[:4])
+        kept = Replicated(lay, (0,))  # the columns, as a row's weights
+        assert layout_run(kept) == run and layout_run(Replicated(lay, (1,))) == 1
+        cols = columns(lay)
+        for s in range(0, kept.registers, run):
+            assert kept.rep(s) % run == 0 and all(cols.get((t, kept.rep(s)), 0) % run == 0 for t in range(lay.threads))

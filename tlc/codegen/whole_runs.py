@@ -1,0 +1,161 @@
+"""Whole runs (#15, time to first result): the facts under which a kernel's copies between
+fragments and tensors never take their element-by-element paths, so that the runtime can build
+it with `TL_WHOLE_RUNS` (templates/tl/layout.cuh) for the launches that satisfy them and compile
+the general build only for a launch that does not (runtime/whole_runs.py).
+
+tl::copy_g2f, g2f_whole, tl::FragmentStore and tl::copy_f2g move each run of a fragment's
+registers (RUN consecutive columns) as vectors where the run lies inside the tensor and the
+tensor's base, row pitch and the tile's column origin are aligned; any other run element by
+element, in code unrolled for every run of every copy: about half of std.nn's rms_norm's and
+softmax's SASS and NVRTC time (bench/nvrtc_time.py).  A run (its first column a multiple of RUN
+in every layout) is whole or wholly outside its tensor, and aligned, when:
+  - the tile's column origin is a multiple of RUN, known here from the IR (`static_factor`:
+    `t * BN` is a multiple of BN whatever t is);
+  - the tensor's last size (its row pitch, which a lead dimension's offset multiplies too) is a
+    multiple of RUN, and its base is 16-byte aligned: what the launch checks.
+A kernel qualifies when every such copy's origin does; its facts are, per tensor, the run its
+last size must divide (`WholeRuns.facts`).  Copies with a shifted origin (tl::copy_g2f's
+SHIFTED, a run-time offset) keep their paths in either build and ask nothing."""
+from __future__ import annotations
+
+from math import gcd
+
+from .. import ir
+from ..ir.walk import statements
+from ..schedule.layout import Blocked, MmaAccumulator, Replicated
+
+_ANY = 0  # the factor of 0: a multiple of everything
+
+
+def layout_run(layout) -> int:
+    """RUN of the C layout of `layout` (layout.cuh): a blocked layout's vector, the mma
+    accumulator's pairs, a replica's kept columns its base's run (a kept row is runs of 1)."""
+    if isinstance(layout, Replicated):
+        return layout_run(layout.base) if layout.keep == 1 else 1
+    if isinstance(layout, Blocked):
+        return layout.vec
+    if isinstance(layout, MmaAccumulator):
+        return 2
+    return 1
+
+
+class _Factors:
+    """The largest number every value of an integer expression of kernel `k` is known to be a
+    multiple of (0: the expression is 0), from its constants: a product multiplies its factors,
+    a sum or difference takes their gcd, a variable the gcd over every value it is given (a
+    loop's: its start and step).  A variable met again inside its own definitions (`c = c + BN`)
+    counts as 0 there: by induction over the assignments, every value is a multiple of the gcd
+    of its first value and of what each assignment adds.  Parameters, sizes and block indices
+    can be anything."""
+
+    def __init__(self, k: ir.Kernel):
+        self.free = {p.name for p in k.params} | set(k.shape_symbols()) | set(k.block_vars)
+        self.defs: dict[str, list] = {}
+        for s in statements(k.body):
+            if isinstance(s, (ir.Assign, ir.LetScalar)):
+                self.defs.setdefault(s.name, []).append(s.value)
+            elif isinstance(s, ir.For):
+                self.defs.setdefault(s.var, []).extend([s.start, s.step])
+        self.memo: dict[str, int] = {}
+
+    def of(self, e: ir.Expr, seen: frozenset = frozenset()) -> int:
+        if isinstance(e, ir.Const):
+            return abs(e.value) if isinstance(e.value, int) and not isinstance(e.value, bool) else 1
+        if isinstance(e, ir.Cast):
+            return self.of(e.x, seen) if e.dtype.is_int and e.x.dtype.is_int else 1
+        if isinstance(e, ir.UnaryOp) and e.op == "-":
+            return self.of(e.x, seen)
+        if isinstance(e, ir.BinOp) and e.op == "*":
+            return self.of(e.a, seen) * self.of(e.b, seen)
+        if isinstance(e, ir.BinOp) and e.op in ("+", "-"):
+            return gcd(self.of(e.a, seen), self.of(e.b, seen))
+        if isinstance(e, ir.Var):
+            return self.var(e.name, seen)
+        return 1
+
+    def var(self, name: str, seen: frozenset) -> int:
+        if name in self.memo:
+            return self.memo[name]
+        values = self.defs.get(name)
+        if not values or name in self.free:  # a block index, a parameter, a size, or unknown
+            return 1
+        if name in seen:  # within its own definitions
+            return _ANY
+        found = _ANY
+        for v in values:
+            found = gcd(found, self.of(v, seen | {name}))
+            if found == 1:
+                break
+        if not seen:
+            self.memo[name] = found
+        return found
+
+
+def static_factor(e: ir.Expr, k: ir.Kernel) -> int:
+    """What every value of `e` in kernel `k` is a multiple of (0 when it is always 0)."""
+    return _Factors(k).of(e)
+
+
+class WholeRuns:
+    """The copies of one kernel between fragments and tensors, noted as the code generator
+    emits them (`note`), and what they ask of a launch (`facts`)."""
+
+    def __init__(self, k: ir.Kernel):
+        self.k = k
+        self.factors = _Factors(k)
+        self.runs: dict[str, int] = {}  # tensor -> the run its last size must be a multiple of
+        self.qualifies = True
+
+    def note(self, region: ir.Region, layout) -> None:
+        """A copy of `region` of a tensor to or from a fragment in `layout` (not a shifted one)."""
+        run = layout_run(layout)
+        if run == 1:
+            return  # one element a run: whole or outside, and aligned, always
+        factor = self.factors.of(region.offsets[-1])
+        p = self.k.param(region.name)
+        last = p.shape[-1] if p is not None and p.shape else None
+        if factor % run or not (isinstance(last, str) or (isinstance(last, int) and last % run == 0)):
+            self.qualifies = False  # an origin or a size (an expression, a constant) that may leave a partial run
+            return
+        if isinstance(last, str):
+            self.runs[region.name] = run * self.runs.get(region.name, run) // gcd(run, self.runs.get(region.name, run))
+        else:
+            self.runs.setdefault(region.name, 1)  # a constant size: only the base's alignment is left
+
+    def facts(self) -> tuple | None:
+        """((tensor, its last size's symbol or "" for a constant, the run it must divide), ...)
+        in parameter order, or None when the kernel does not qualify or copies nothing so."""
+        if not self.qualifies or not self.runs:
+            return None
+        out = []
+        for p in self.k.params:
+            if p.name in self.runs:
+                last = p.shape[-1]
+                out.append((p.name, last if isinstance(last, str) else "", self.runs[p.name]))
+        return tuple(out)
+
+
+def note(gen, region: ir.Region, layout, shifted: bool = False) -> None:
+    """Note a fragment copy of `region` for code generator `gen` (its `whole_runs`); a shifted
+    one (a batch's: g2f_whole's alignment test is the build's) disqualifies the kernel."""
+    runs = getattr(gen, "whole_runs", None)
+    if runs is None:
+        runs = gen.whole_runs = WholeRuns(gen.k)
+    if shifted:
+        runs.qualifies = False
+    else:
+        runs.note(region, layout)
+
+
+def kernel_facts(gen) -> tuple | None:
+    """`WholeRuns.facts` of the kernel code generator `gen` emitted: the copies it noted, and
+    every parallel loop's folded stores (tl::FragmentStore, codegen/shared_runs.py)."""
+    runs = getattr(gen, "whole_runs", None) or WholeRuns(gen.k)
+    for s in statements(gen.k.body):
+        if isinstance(s, ir.Parallel):
+            for c in s.stores:
+                b = gen.k.buffer(c.src.name)
+                if b is None or b.layout is None:
+                    return None
+                runs.note(c.dst, b.layout)
+    return runs.facts()
