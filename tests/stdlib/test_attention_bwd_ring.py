@@ -16,7 +16,7 @@ from tlc.interp import run_kernel
 from tlc.schedule import schedule_grids
 
 BWD_TOL = 4e-3
-SM90_TILES = {"BM": 128, "THREADS": 256, "BN": 128, "BQ": 48}
+SM90_TILES = {"BM": 128, "THREADS": 256, "BN": 128, "BQ": 64, "KV_STAGES": 3}
 
 
 @pytest.fixture(scope="module")
@@ -27,11 +27,12 @@ def program():
 @pytest.mark.parametrize("B, H, HK, S, SK, causal, consts", [
     (1, 2, 1, 70, 100, False, {}), (2, 2, 2, 64, 64, True, {}), (1, 4, 2, 100, 70, True, {}),
     (1, 3, 3, 33, 150, True, {"BKV": 64, "BQ": 16, "KV_THREADS": 128}), (1, 2, 2, 200, 130, False, {"BM": 128, "THREADS": 256}),
-    # config.json's sm_90a tiles: 128 keys a dQ step, 48 queries a dK/dV step (ragged at both ends)
+    # config.json's sm_90a tiles: 128 keys a dQ step, 64 queries a dK/dV step in a 3-deep ring (ragged
+    # at both ends)
     (1, 4, 2, 150, 300, True, SM90_TILES), (2, 2, 1, 130, 100, False, SM90_TILES),
-    # across the heads of a group in a 3-deep ring; 64 queries a step
-    (1, 6, 2, 130, 200, True, {**SM90_TILES, "KV_STAGES": 3}),
-    (2, 3, 1, 100, 64, False, {**SM90_TILES, "BQ": 64})])
+    # across the heads of a group; 48 and 32 queries a step in a 2-deep and a 3-deep ring
+    (1, 6, 2, 130, 200, True, {**SM90_TILES, "BQ": 48, "KV_STAGES": 2}),
+    (2, 3, 1, 100, 64, False, {**SM90_TILES, "BQ": 32})])
 def test_both_grids_run_on_the_ring(program, B, H, HK, S, SK, causal, consts):
     D = 64  # 128-byte rows, as the TMA copies them
     grids = schedule_grids(program, "flash_bwd", {"D": D, "CAUSAL": causal, "T": "f16", **consts}, target="sm_90a")
@@ -72,7 +73,7 @@ def test_config_gives_sm90a_the_tiles_tested_here():
 def test_sm90a_waits_for_each_product_where_its_result_is_needed(tmp_path):
     """sm_90a, head dim 128, config.json's tiles: the scores and dO . V^T issued back to back, P
     made while the second runs (wait for one group), then dS; in the dK/dV grid dV's product runs
-    while dS is made; every product on HGMMA (m64n128 in the dQ grid, m64n48 and m64n128 in the
+    while dS is made; every product on HGMMA (m64n128 in the dQ grid, m64n64 and m64n128 in the
     dK/dV grid), no local memory, no serialized wgmma."""
     import re
     import sys
@@ -88,8 +89,8 @@ def test_sm90a_waits_for_each_product_where_its_result_is_needed(tmp_path):
     split = re.split(r"Function : (\w+)", sass)
     grids = dict(zip(split[1::2], split[2::2]))
     dq, dkv = grids["flash_bwd_grid1"], grids["flash_bwd_grid2"]
-    assert dq.count("HGMMA.64x128x16.F32") == 24 and dkv.count("HGMMA.64x48x16.F32") == 16 \
-        and dkv.count("HGMMA.64x128x16.F32") == 6
+    assert dq.count("HGMMA.64x128x16.F32") == 24 and dkv.count("HGMMA.64x64x16.F32") == 16 \
+        and dkv.count("HGMMA.64x128x16.F32") == 8
     waits = lambda body: re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x\d)", body)  # noqa: E731
     assert waits(dq) == ["0x1", "0x0", "0x0"] and waits(dkv) == ["0x1", "0x1", "0x0"]
     # P's exponentials between the first wait and the next product
