@@ -112,3 +112,26 @@ def test_a_numpy_dtype_is_found_without_ml_dtypes():
     from tlc import dtypes
     for dt in dtypes.DTYPES.values():
         assert dtypes.from_numpy(dtypes.numpy_dtype(dt)) is dt
+
+
+def test_the_device_is_asked_of_the_runtime_module_import_cupy_has_set(monkeypatch):
+    """`import cupy` sets cupy.cuda.runtime (cupy_backends' module): the kernel reads the device
+    and the GPU count from it, where `from cupy.cuda.runtime import ...` would import
+    cupy/cuda/runtime.py, a module that star-imports it again (0.35 ms of a cached first call on
+    the H200).  A CuPy without that submodule stands in: importing it would fail."""
+    import types
+
+    from tlc import kernel
+
+    runtime = types.SimpleNamespace(getDevice=lambda: 3, getDeviceCount=lambda: 1)
+    cuda = types.ModuleType("cupy.cuda")
+    cuda.__path__, cuda.runtime = [], runtime
+    cupy = types.ModuleType("cupy")
+    cupy.__path__, cupy.cuda = [], cuda
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
+    monkeypatch.delitem(sys.modules, "cupy.cuda.runtime", raising=False)
+    monkeypatch.setattr(kernel, "_get_device", None)
+    monkeypatch.setattr(kernel, "_gpu_count", None)
+    assert kernel._current_device() == 3 and kernel._single_gpu()
+    assert "cupy.cuda.runtime" not in sys.modules
