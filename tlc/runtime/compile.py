@@ -112,8 +112,63 @@ def nvrtc_arch(kernel_arch: str, capability: tuple[int, int], supported: tuple[i
 
 # ---- NVRTC ------------------------------------------------------------------------------------
 
+# A program cache key needs NVRTC's version and the archs it knows (`nvrtc_toolchain`,
+# `nvrtc_arch`), and CuPy 14 binds NVRTC at its first call in a process (cupy_backends'
+# _cnvrtc.pxi: ctypes.CDLL of the soname for its CUDA major version, then each of 17 functions'
+# address, each logged): 0.47 ms of a cached first call on the H200, which compiles nothing.  Where
+# the process has loaded that library already (PyTorch's CUDA build links it), the two questions
+# are asked of it directly: a library opened with RTLD_NOLOAD is the one loaded under that name,
+# and any later dlopen of the name, CuPy's included, returns that same library, so the answers
+# are those CuPy's NVRTC would give.  Elsewhere (not loaded yet, another CuPy, HIP) CuPy answers.
+_NVRTC_SONAMES = {11: "libnvrtc.so.11.2", 12: "libnvrtc.so.12", 13: "libnvrtc.so.13"}  # as _cnvrtc.pxi names them
+
+
+@functools.lru_cache(maxsize=1)
+def _loaded_nvrtc():
+    """The NVRTC library CuPy 14 calls, where this process has loaded it; else None."""
+    try:
+        import ctypes
+
+        import cupy
+        from cupy.cuda import runtime
+
+        if runtime.is_hip or not cupy.__version__.startswith("14."):
+            return None
+        name = _NVRTC_SONAMES.get(runtime._getCUDAMajorVersion())
+        return None if name is None else ctypes.CDLL(name, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except Exception:  # noqa: BLE001 - not loaded, or a CuPy without these: CuPy's own call answers
+        return None
+
+
+def _ask_loaded_nvrtc(function: str, count: int):
+    """`count` ints that NVRTC's `function` writes through one pointer per int (nvrtcVersion) or
+    one pointer to all of them; None where the loaded library cannot be asked."""
+    lib = _loaded_nvrtc()
+    if lib is None:
+        return None
+    import ctypes
+
+    import numpy as np
+
+    try:
+        fn = getattr(lib, function)
+        out = np.zeros(max(count, 1), np.int32)
+        if function == "nvrtcVersion":
+            fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_void_p], ctypes.c_int
+            status = fn(out.ctypes.data, out.ctypes.data + 4)
+        else:
+            fn.argtypes, fn.restype = [ctypes.c_void_p], ctypes.c_int
+            status = fn(out.ctypes.data)
+    except (AttributeError, OSError):
+        return None
+    return [int(v) for v in out[:count]] if status == 0 else None
+
+
 @functools.lru_cache(maxsize=None)
 def nvrtc_version() -> tuple[int, int]:
+    found = _ask_loaded_nvrtc("nvrtcVersion", 2)
+    if found is not None:
+        return tuple(found)
     from cupy.cuda import nvrtc
 
     return tuple(nvrtc.getVersion())
@@ -121,6 +176,10 @@ def nvrtc_version() -> tuple[int, int]:
 
 @functools.lru_cache(maxsize=None)
 def nvrtc_supported_archs() -> tuple[int, ...]:
+    count = _ask_loaded_nvrtc("nvrtcGetNumSupportedArchs", 1)
+    found = _ask_loaded_nvrtc("nvrtcGetSupportedArchs", count[0]) if count and count[0] > 0 else None
+    if found is not None:
+        return tuple(found)
     from cupy.cuda import nvrtc
 
     return tuple(int(a) for a in nvrtc.getSupportedArchs())
