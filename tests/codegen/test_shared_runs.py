@@ -90,3 +90,71 @@ def test_a_shared_tile_goes_into_a_fragment_a_run_at_a_time_where_its_runs_are_v
     text = kernel_part(generated_source(SWIZZLED.format(cols=cols), arch="sm_90a", line_directives=False).source)
     call = re.search(r"tl::copy_s2f<[^>]*>", text).group(0)
     assert call.endswith(", true>") is runs
+
+
+# A tensor's element read at the loop's column plus an offset constant along the run (a depthwise
+# convolution's tap: x[n, ih, iw, c0 + j]): one tl::load_run_global a run, vectors where the run
+# lies inside the tensor and is aligned, element by element otherwise (rows outside, the columns'
+# last ragged run, bases off 16 bytes)
+GLOBAL = """
+@kernel
+def k(X: f16[M, N], Y: f16[M, N]):
+    with grid(cdiv(N, 256), M, threads=64) as (bx, r):
+        t = fragment(f32[2, 256])
+        clear(t)
+        for d in range(3):
+            for i, j in parallel(2, 256):
+                t[i, j] += f32(X[r + i + d - 1, {col}])
+        for i, j in parallel(2, 256):
+            if i == 0:
+                Y[r, bx * 256 + j] = f16(t[i, j])
+"""
+
+
+def global_body(col: str, arch: str = "sm_90a") -> str:
+    return kernel_part(generated_source(GLOBAL.format(col=col), arch=arch, line_directives=False).source)
+
+
+def test_a_tensor_read_at_the_column_plus_an_offset_is_one_load_a_run():
+    text = global_body("bx * 256 + j")
+    run = re.search(r"half (tl_run\d+)\[tl_k_layout_0::RUN\];", text).group(1)
+    row = "(((r + i) + d) - 1)"
+    assert (f"tl::load_run_global<tl_k_layout_0::RUN>({run}, X + (static_cast<long long>({row}) * N + ((bx * 256) + j)), "
+            f"{row} >= 0 && {row} < M, ((bx * 256) + j), N);") in text
+    assert f"tl::cvt<float>({run}[tl_e])" in text
+
+
+@pytest.mark.parametrize("col", ["255 - j", "j * 2", "bx * 256 + i"])
+def test_a_tensor_read_elsewhere_stays_an_element_read(col):
+    assert "tl::load_run_global<" not in global_body(col)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_the_tensor_runs_are_vector_global_loads(arch, tmp_path):
+    """The loop's f32 layout has runs of 4: a run of f16 is one 8-byte load (the element path's
+    2-byte loads beside it)."""
+    source = generated_source(GLOBAL.format(col="bx * 256 + j"), arch=arch, line_directives=False).source
+    sass, log = cubin_sass(source, arch, tmp_path)
+    assert re.search(r"LDG\.E\.64\b", sass)
+    assert "0 bytes spill stores" in log
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n, off", [(5, 512, 0), (4, 300, 0), (3, 256, 1), (6, 37, 0)])
+def test_tensor_runs_compute_what_the_interpreter_does(m, n, off):
+    """Whole aligned runs, a ragged last run (300), every base off 16 bytes (a view one element
+    in), runs of 37 columns; rows -1 and M read 0."""
+    rng = np.random.default_rng(4)
+    flat = rng.standard_normal(m * n + off).astype(np.float16)
+    outs = []
+    for target in ("cpu", "cuda"):
+        x = flat[off:].reshape(m, n)
+        y = np.full((m, n), np.nan, np.float16)
+        tlc.compile_source(GLOBAL.format(col="bx * 256 + j"), target=target).kernels["k"](x, y)
+        outs.append(y)
+    x = flat[off:].reshape(m, n).astype(np.float32)
+    pad = np.concatenate([np.zeros((1, n), np.float32), x, np.zeros((1, n), np.float32)])
+    want = (pad[0:m] + pad[1:m + 1] + pad[2:m + 2]).astype(np.float16)
+    assert np.array_equal(outs[0], outs[1])
+    assert np.allclose(outs[0].astype(np.float32), want, rtol=2e-3, atol=2e-3)

@@ -15,6 +15,13 @@ vector that divides them, its last index is the loop's column variable itself an
 indices read neither that variable nor a name set inside the loop (the row variable is
 constant along a run), and it is provably inside the buffer (no bounds check).
 
+A tensor parameter's read qualifies too when its last index is the loop's column plus an offset
+that reads no name set inside the loop (`x[n, ih, iw, c0 + j]`: a depthwise convolution's tap,
+whose scalar 2-byte loads were most of its time), in runs of 4 bytes or more, the tensor not
+written in the loop and its other indices as above: tl::load_run_global takes each run as vectors
+where the run lies inside the tensor and its address is aligned, decided per run at run time
+(the other indices' bounds, the column's, the pointer's alignment), element by element otherwise.
+
 A loop with copies folded into it (`Parallel.stores`, schedule/fold_stores.py) runs as the same
 loop over runs, each run's registers of the copied fragments stored once the run is computed.
 """
@@ -25,6 +32,7 @@ from ..ir.walk import loads, statement_exprs, statements, variables, written_nam
 from ..schedule.layout import Blocked
 from .cnames import c_name, c_type
 from .hoist import names_set_inside
+from .ranges import provably_within
 
 
 def runs_aligned(b: ir.Buffer, layout) -> bool:
@@ -40,6 +48,18 @@ def runs_aligned(b: ir.Buffer, layout) -> bool:
     row_bytes = (b.shape[-1] + lay.pad) * b.dtype.itemsize
     return vbytes >= 4 and b.smem_offset is not None and b.smem_offset % vbytes == 0 and \
         (len(b.shape) == 1 or row_bytes % vbytes == 0) and (lay.bytes // lay.stages) % vbytes == 0
+
+
+def _column_offset(e, column: str, inner: set):
+    """`e` as the column variable plus an offset that reads no name set inside the loop (the
+    offset, or Const 0 for the column itself); None when it is not that."""
+    if isinstance(e, ir.Var) and e.name == column:
+        return ir.Const(0, e.dtype)
+    if isinstance(e, ir.BinOp) and e.op == "+":
+        for a, b in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(b, ir.Var) and b.name == column and not any(v.name in inner for v in variables(a)):
+                return a
+    return None
 
 
 class SharedRunGen:
@@ -62,6 +82,8 @@ class SharedRunGen:
         return out
 
     def _run_readable(self, x: ir.Load, layout, column: str, inner: set, written: set) -> bool:
+        if x.name in self.params:
+            return self._global_run_readable(x, layout, column, inner, written)
         b = self.buffers.get(x.name)
         if b is None or b.scope != "shared" or x.name in written or x.name in self.smem_base:
             return False
@@ -73,6 +95,28 @@ class SharedRunGen:
         if any(v.name in inner for i in x.indices[:-1] for v in variables(i)):
             return False
         return self.bounds(x.name, x.indices) is None
+
+    def _global_run_readable(self, x: ir.Load, layout, column: str, inner: set, written: set) -> bool:
+        """A tensor parameter's element read at the loop's column plus an offset constant along
+        the run (`x[n, ih, iw, c0 + j]`, a depthwise convolution's tap), in runs of 4 bytes or
+        more: taken a run at a time as vectors where the run lies inside the tensor and is
+        aligned (tl::load_run_global decides per run), element by element otherwise."""
+        if x.name in written or x.dtype.packed or layout.vec * x.dtype.itemsize < 4 or len(x.indices) < 2:
+            return False
+        if _column_offset(x.indices[-1], column, inner) is None:
+            return False
+        return not any(v.name in inner for i in x.indices[:-1] for v in variables(i))
+
+    def _emit_global_run(self, x: ir.Load, alias: str, name: str) -> None:
+        """`name` = the run of `x` that starts at this thread's run (the loop's variables are the
+        run's first register's): its other indices' bounds once, the column's per run."""
+        dims = self.tensor_dims(x.name)
+        rest = [f"{self.expr(i)} >= 0 && {self.expr(i)} < {self.dim_text(d)}"
+                for i, d in zip(x.indices[:-1], dims[:-1]) if not provably_within([i], [d], self.ranges)]
+        col = self.expr(x.indices[-1])
+        offset = self.global_offset(x.name, x.indices)
+        self.emit(f"tl::load_run_global<{alias}::RUN>({name}, {c_name(x.name)} + {offset}, "
+                  f"{' && '.join(rest) if rest else 'true'}, {col}, {self.dim_text(dims[-1])});")
 
     def run_loop(self, p: ir.Parallel, layout, alias: str, reads: list) -> None:
         """The loop over the registers of `layout` as runs: each run's `reads` loaded first as
@@ -99,11 +143,15 @@ class SharedRunGen:
             self.hoist_names += 1
             names.append(name)
             self.emit(f"{c_type(x.dtype)} {name}[{alias}::RUN];")
-        self.emit("{  // the run's shared reads, one vector each")
+        kind = "" if any(x.name in self.params for x in reads) else "shared "
+        self.emit(f"{{  // the run's {kind}reads, one vector each")
         self.indent += 1
         self.declare_loop_vars(p, alias, "tl_r0")
         for x, name in zip(reads, names):
-            self.emit(f"tl::load_run<{alias}::RUN>({name}, &{self.element(x.name, x.indices, x.span)});")
+            if x.name in self.params:
+                self._emit_global_run(x, alias, name)
+            else:
+                self.emit(f"tl::load_run<{alias}::RUN>({name}, &{self.element(x.name, x.indices, x.span)});")
         self.indent -= 1
         self.emit("}")
         for x, name in zip(reads, names):
