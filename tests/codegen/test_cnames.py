@@ -118,8 +118,9 @@ def _kernels() -> list:
     return out
 
 
-# kernels whose compiled-in sizes must differ (std.attention's mla_decode: a rotary part, DK - DV, of 64)
-SIZES = {"mla_decode": {"DK": 128}}
+# kernels whose compiled-in sizes must differ (std.attention's mla_decode: a rotary part, DK - DV, of 64;
+# std.conv's depthwise_conv2d stages its K * K taps' weights in shared memory: 64 x 64 taps do not fit)
+SIZES = {"mla_decode": {"DK": 128}, "depthwise_conv2d": {"K": 3}}
 
 
 @pytest.mark.parametrize("path,kernel", _kernels(), ids=lambda x: getattr(x, "name", x))
