@@ -36,7 +36,7 @@ def gpus(monkeypatch):
 
 def build(ir, gen, loaded=(0,)):
     launches = []
-    compiled = SimpleNamespace(kernel=ir, generated=gen, block=(gen.threads, 1, 1), smem=gen.smem_bytes,
+    compiled = SimpleNamespace(params=ir.params, launch_fields=gen, block=(gen.threads, 1, 1), smem=gen.smem_bytes,
                                _functions={d: lambda *a, d=d: launches.append((d, *a)) for d in loaded})
     return fastpath.build(compiled, fallback=lambda args: False), launches
 
@@ -183,7 +183,7 @@ def fake_torch(monkeypatch):
 
 def build_torch(ir, gen, loaded=(0,), streams=None):
     launches = []
-    compiled = SimpleNamespace(kernel=ir, generated=gen, block=(gen.threads, 1, 1), smem=gen.smem_bytes,
+    compiled = SimpleNamespace(params=ir.params, launch_fields=gen, block=(gen.threads, 1, 1), smem=gen.smem_bytes,
                                _functions={d: lambda *a, d=d: launches.append((d, *a)) for d in loaded},
                                _streams={1000: "stream 1000", 1001: "stream 1001"} if streams is None else streams)
     return fastpath.build(compiled, fallback=lambda args: False, positional=True), launches
@@ -261,7 +261,7 @@ def test_a_kernel_built_for_its_maps_hands_other_flags_to_the_general_path(gpus)
     def maps(pointers, sizes):
         return [np.void(bytes(128)), FLAGS[1 if pointers[0] % 16 == 0 else 0]]
 
-    compiled = SimpleNamespace(kernel=ir, generated=gen, block=(gen.threads, 1, 1), smem=gen.smem_bytes,
+    compiled = SimpleNamespace(params=ir.params, launch_fields=gen, block=(gen.threads, 1, 1), smem=gen.smem_bytes,
                                tensor_maps=maps, built_flags=FLAGS[1], _functions={0: lambda *a: launches.append(a)})
     fast = fastpath.build(compiled, fallback=lambda args: False)
     y = FakeArray((1000,), ptr=0x7e0000002000)

@@ -184,7 +184,7 @@ def test_the_fast_path_launches_the_general_build_for_ragged_rows(monkeypatch, r
     k = runs_module.scale_rows
     gen = k.generated({}, "sm_90a")
     launches, generic = [], {}
-    compiled = SimpleNamespace(kernel=k.scheduled({}, "sm_90a"), generated=gen, block=(gen.threads, 1, 1),
+    compiled = SimpleNamespace(params=k.scheduled({}, "sm_90a").params, launch_fields=gen, block=(gen.threads, 1, 1),
                                smem=gen.smem_bytes, whole_runs=gen.whole_runs, _generic_functions=generic,
                                _functions={0: lambda *a: launches.append(("whole", a[2][3]))})
     fast = fastpath.build(compiled, fallback=lambda args: "general path")

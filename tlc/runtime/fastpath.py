@@ -35,24 +35,24 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
 
     from ..targets.base import MAX_GRID
 
-    kernel, gen = compiled.kernel, compiled.generated
-    params = {p.name: p for p in kernel.params}
+    kernel_params, gen = compiled.params, compiled.launch_fields  # neither the IR nor the C decoded
+    params = {p.name: p for p in kernel_params}
     contiguous = "_c_contiguous" if hasattr(cupy.ndarray, "_c_contiguous") else "flags.c_contiguous"
-    names = tuple(p.name for p in kernel.params)
+    names = tuple(p.name for p in kernel_params)
     if positional:
         def to_dict(t, _fallback=fallback, _names=names):
             return _fallback(dict(zip(_names, t)))
         fallback = to_dict
     env = {"fallback": fallback, "CUPY": cupy.ndarray, "get_device": cupy.cuda.runtime.getDevice, "functions": compiled._functions,
            "BLOCK": compiled.block, "SMEM": compiled.smem}
-    lines = [f"if len(args) != {len(kernel.params)}:", "    return fallback(args)"]
+    lines = [f"if len(args) != {len(kernel_params)}:", "    return fallback(args)"]
     if positional:
         lines.append(", ".join(f"a{i}" for i in range(len(names))) + (", = args" if len(names) == 1 else " = args"))
     else:
         lines.append("try:")
-        lines += [f"    a{i} = args[{p.name!r}]" for i, p in enumerate(kernel.params)]
+        lines += [f"    a{i} = args[{p.name!r}]" for i, p in enumerate(kernel_params)]
         lines += ["except KeyError:", "    return fallback(args)"]
-    tensors = [(i, p) for i, p in enumerate(kernel.params) if p.kind == "tensor"]
+    tensors = [(i, p) for i, p in enumerate(kernel_params) if p.kind == "tensor"]
     single = cupy.cuda.runtime.getDeviceCount() == 1
     if tensors:
         env.update(TORCH=_Absent, PARAMETER=_Absent, streams=getattr(compiled, "_streams", {}),
@@ -144,7 +144,7 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
         lines += ["if a[-1] is not BUILT_FLAGS:", "    return fallback(args)"]
     whole = getattr(compiled, "whole_runs", None)
     if whole:  # a launch that may leave a copy's run ragged launches the generic build (launch.py's keeps_runs_whole)
-        index = {p.name: i for i, p in enumerate(kernel.params)}
+        index = {p.name: i for i, p in enumerate(kernel_params)}
         ragged = [f"m{index[t]} & 15" for t, _, _ in whole] + [f"{symbols[s]} % {run}" for _, s, run in whole if s and run > 1]
         env["GENERIC"] = compiled._generic_functions
         lines += [f"if {' or '.join(ragged)}:", "    fn = GENERIC.get(device)", "    if fn is None:",
@@ -157,11 +157,11 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
 def _tensor_map_args(compiled, env: dict, symbols: dict) -> str:
     """` + TMAPS(pointers, sizes)` for a kernel that takes tensor maps (launch.py's
     `kernel_args`, written out), else nothing."""
-    specs = compiled.generated.tensor_maps
+    specs = compiled.launch_fields.tensor_maps
     if not specs:
         return ""
     env["TMAPS"] = compiled.tensor_maps
-    index = {p.name: i for i, p in enumerate(compiled.kernel.params)}
+    index = {p.name: i for i, p in enumerate(compiled.params)}
     pointers = ", ".join(f"m{index[s.param]}" for s in specs)
     sizes = ", ".join("(" + "".join(f"{d if isinstance(d, int) else symbols[d]}, " for d in s.shape) + ")" for s in specs)
     return f" + TMAPS(({pointers},), ({sizes},))"
