@@ -32,7 +32,7 @@ POOL_CASES = [(2, 9, 7, 20, 3, 2, 1), (1, 8, 9, 70, 2, 2, 0), (1, 7, 8, 8, 3, 1,
 TABLE = {"conv2d": ("f16", "f32"), "conv2d_grouped": ("f16",), "depthwise_conv2d": ("f16",),
          "causal_conv1d": ("f16",), "max_pool2d": ("f16",), "avg_pool2d": ("f16",), "conv2d_bwd_data": ("f16",),
          "conv2d_bwd_weight": ("f16",)}
-CASES = {"conv2d": 2 * len(CONV_CASES), "conv2d_grouped": len(GROUPED_CASES), "depthwise_conv2d": 2 * len(DW_CASES),
+CASES = {"conv2d": 2 * len(CONV_CASES), "conv2d_grouped": len(GROUPED_CASES), "depthwise_conv2d": 3 * len(DW_CASES),
          "causal_conv1d": 4 * len(C1D_CASES), "max_pool2d": len(POOL_CASES), "avg_pool2d": 2 * len(POOL_CASES),
          "conv2d_bwd_data": len(CONV_CASES), "conv2d_bwd_weight": len(CONV_CASES)}
 PASSED: dict[str, int] = {}
@@ -201,7 +201,7 @@ def test_conv2d_grouped_refuses_channels_that_do_not_divide(mod):
         mod.conv2d_grouped(x, w, np.zeros((1, 2, 2, 4), np.float16), G=2, BM=32, BN=16, BK=16, THREADS=64)
 
 
-@pytest.mark.parametrize("tiles", ["small", "default"])
+@pytest.mark.parametrize("tiles", ["small", "rows", "default"])  # rows: 3 output rows a block, the last block's ragged
 @pytest.mark.parametrize("case", DW_CASES, ids=str)
 def test_depthwise_conv2d(mod, case, tiles):
     N, H, W, C, K, S, P, D = case
@@ -210,7 +210,8 @@ def test_depthwise_conv2d(mod, case, tiles):
     w = rng.standard_normal((C, K, K)).astype(np.float16)
     want = ck.depthwise_conv2d(x, w, S, P, D)
     y = np.full(want.shape, np.nan, np.float16)
-    mod.depthwise_conv2d(x, w, y, S=S, P=P, D=D, **(dict(BW=4, BC=16, THREADS=32) if tiles == "small" else {}))
+    consts = {"small": dict(BW=4, BC=16, THREADS=32), "rows": dict(BH=3, BW=4, BC=16, THREADS=32), "default": {}}[tiles]
+    mod.depthwise_conv2d(x, w, y, S=S, P=P, D=D, **consts)
     assert ck.rel_err(y, want) < 2e-3
     _passed("depthwise_conv2d")
 
