@@ -150,10 +150,31 @@ __device__ __forceinline__ void copy_g2s(T* smem, const T* g, long long stride, 
   }
 }
 
-// A shared ROWS x COLS tile -> global, converting to U; elements outside are skipped.
+// A shared ROWS x COLS tile -> global, converting to U; elements outside are skipped.  A tile
+// of one dtype wholly inside the tensor with 16-byte aligned rows moves in 16-byte vectors (a
+// shared vector is 16 bytes at one smem_index, as copy_g2s writes them); any other element by
+// element.
 template <typename T, typename U, int ROWS, int COLS, int THREADS, int PAD, int SWIZZLE>
 __device__ __forceinline__ void copy_s2g(U* g, const T* smem, long long stride, long long rows, long long cols,
                                          long long row0, long long col0) {
+  if constexpr (sizeof(T) == sizeof(U) && COLS % (16 / sizeof(T)) == 0) {
+    constexpr int VEC = 16 / sizeof(T);
+    constexpr int VPR = COLS / VEC;
+    if (stride % VEC == 0 && col0 % VEC == 0 && (reinterpret_cast<unsigned long long>(g) & 15) == 0 &&
+        row0 >= 0 && col0 >= 0 && row0 + ROWS <= rows && col0 + COLS <= cols) {
+      U* base = g + row0 * stride + col0;
+#pragma unroll
+      for (int i = 0; i < (ROWS * VPR + THREADS - 1) / THREADS; ++i) {
+        const int v = static_cast<int>(threadIdx.x) + i * THREADS;
+        if ((ROWS * VPR) % THREADS == 0 || v < ROWS * VPR) {
+          const int r = v / VPR, c = (v % VPR) * VEC;
+          *reinterpret_cast<uint4*>(base + static_cast<long long>(r) * stride + c) =
+              *reinterpret_cast<const uint4*>(smem + smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r, c));
+        }
+      }
+      return;
+    }
+  }
   for (int i = threadIdx.x; i < ROWS * COLS; i += THREADS) {
     const int r = i / COLS, c = i % COLS;
     const long long gr = row0 + r, gc = col0 + c;

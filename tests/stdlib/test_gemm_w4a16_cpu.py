@@ -209,3 +209,12 @@ def test_the_gemv_makes_f32_weights_from_their_bits(arch, tmp_path):
     assert count(counts, "LDS.128") >= 4 + 4 * 8, counts
     assert count(counts, "LDL") == 0 and count(counts, "STL") == 0, log
     assert "0 bytes spill stores" in log
+
+
+def test_dequantize_refuses_groups_within_a_word(mod):
+    from tlc.device_assert import DeviceAssertError
+
+    q, scales, zeros, _ = plain_int4(np.random.default_rng(3), 4, 64, 16)
+    W = np.zeros((4, 64), np.float16)
+    with pytest.raises(DeviceAssertError, match=r"dequantize_w4a16: G = 16: G must be a multiple of 32 \(a word's group\)"):
+        mod.dequantize_w4a16(repack(q, 64), scales, zeros, W, G=16)
