@@ -11,12 +11,13 @@ most 2/3 of a one-pass kernel's); GB/s and its fraction of a device-to-device co
 measured in the same run (tlc.benchmarks.ceilings).
 
     python bench/lowbit.py [--quick] [--only quantize_per_token,quantize_int4] [--json out.json]
-    python bench/lowbit.py --w4a16 [--quick] [--json out.json]
+    python bench/lowbit.py --w4a16 [--quick] [--m 1,4096] [--only "w4a16,w4a16 gemv"] [--json out.json]
     python bench/lowbit.py --scaled [--quick] [--json out.json]
 
 --w4a16: std.gemm's weight-only int4 GEMM instead (issue 18's w4a16 rows): a weight N = K = 8192
 quantized by std.quant.quantize_uint4 (groups of 128, f32 scales, u8 zero points) and repacked by
-repack_int4; decode (M = 1, 16, 64: matmul_w4a16, and its split-K with splitk_reduce) against
+repack_int4; decode (M = 1, 16, 64: matmul_w4a16, its split-K with splitk_reduce, and at M = 1
+the CUDA-core GEMV matmul_w4a16_gemv) against
 f16 F.linear on the weight dequantized in PyTorch, with each one's time as a fraction of the
 copy bandwidth over the int4 weight alone (N * K / 2 bytes: what a decode kernel must read);
 prefill (M = 4096: matmul_w4a16_prefill, and dequantize_w4a16 into an f16 buffer followed by
