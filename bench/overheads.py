@@ -21,7 +21,9 @@
   CUDA_CACHE_PATH a new empty folder, as on a machine that never compiled the kernel (what it
   writes there is reported: that is where NVRTC's cache went); TLC_BENCH_NVRTC_CACHE=machine
   keeps the machine's cache.  NVRTC's share of the call is reported (the wait for the warm-up
-  thread, `runtime.compile.warm_up_nvrtc`, and the kernel's compile).
+  thread, `runtime.compile.warm_up_nvrtc`, and the kernel's compile).  H200, session 17 batch
+  q2, two runs: 1002 and 1457 ms (load 289 / 397, NVRTC 650 / 962, the rest 63 / 98), where
+  session 17's first batch, an NVRTC cache hit, had measured 387.
 - `--kernels matmul,rms_norm,softmax,flash_fwd`: each of those std kernels' first call in a
   new process with empty tlc and NVRTC caches, its result checked against PyTorch.
   TLC_BENCH_FIRST_PROFILE=PATH writes the cProfile of a cold and a cached call, in two more
