@@ -203,30 +203,6 @@ __device__ __forceinline__ void load_run(T (&regs)[N], const T* p) {
   }
 }
 
-// A run of N elements of a tensor in global memory, at `p` (column `col` of `cols`), into N
-// registers: a parallel loop's read of a tensor at its column plus an offset constant along
-// the run (codegen/shared_runs.py).  `inside` says whether the run's other indices are inside
-// the tensor.  A run inside it and aligned moves as the widest vectors its bytes allow; any
-// other run element by element, those outside reading 0 (the address of an element outside is
-// formed, never read).
-template <int N, typename T>
-__device__ __forceinline__ void load_run_global(T (&regs)[N], const T* p, bool inside, int col, int cols) {
-  using A = RunAccess<N, T>;
-  using V = typename VectorOf<A::VBYTES>::type;
-  // both paths fill the same vectors, so that the registers meet packed (the element path
-  // packs; the vector path's halves are read in place, no unpacking a run)
-  union { V v[N / A::ELEMS]; T e[N]; } u;
-  if (inside && col >= 0 && col <= cols - N && reinterpret_cast<unsigned long long>(p) % A::VBYTES == 0) {
-#pragma unroll
-    for (int i = 0; i < N / A::ELEMS; ++i) u.v[i] = reinterpret_cast<const V*>(p)[i];
-  } else {
-#pragma unroll
-    for (int e = 0; e < N; ++e) u.e[e] = inside && col + e >= 0 && col + e < cols ? p[e] : cvt<T>(0.0f);
-  }
-#pragma unroll
-  for (int e = 0; e < N; ++e) regs[e] = u.e[e];
-}
-
 // A fragment <-> global tile of a row-major tensor (rows x cols, `stride` between rows), in
 // the fragment's layout L; elements outside the tensor read as 0 and are not written.  Each
 // run of L::RUN registers (consecutive columns) that lies inside the tensor moves as vectors
@@ -258,6 +234,36 @@ struct RunsBuild {  // (a class member: a namespace's constant that no kernel re
   static constexpr bool RAGGED_RUNS = true;
 #endif
 };
+
+// A run of N elements of a tensor in global memory, at `p` (column `col` of `cols`), into N
+// registers: a parallel loop's read of a tensor at its column plus an offset constant along
+// the run (codegen/shared_runs.py).  `inside` says whether the run's other indices are inside
+// the tensor.  A run inside it and aligned moves as the widest vectors its bytes allow; any
+// other run element by element, those outside reading 0 (the address of an element outside is
+// formed, never read).  Under TL_WHOLE_RUNS (the column's origin a multiple of N, `cols` too,
+// the base aligned: codegen/whole_runs.py) a run is whole or wholly outside: one predicated
+// vector load, no branch, so that the loads of a loop's unrolled taps issue together.
+template <int N, typename T>
+__device__ __forceinline__ void load_run_global(T (&regs)[N], const T* p, bool inside, int col, int cols) {
+  using A = RunAccess<N, T>;
+  using V = typename VectorOf<A::VBYTES>::type;
+  // both paths fill the same vectors, so that the registers meet packed (the element path
+  // packs; the vector path's halves are read in place, no unpacking a run)
+  union { V v[N / A::ELEMS]; T e[N]; } u;
+  if constexpr (!RunsBuild::RAGGED_RUNS) {
+    const bool whole = inside && col >= 0 && col < cols;
+#pragma unroll
+    for (int i = 0; i < N / A::ELEMS; ++i) u.v[i] = whole ? reinterpret_cast<const V*>(p)[i] : V{};
+  } else if (inside && col >= 0 && col <= cols - N && reinterpret_cast<unsigned long long>(p) % A::VBYTES == 0) {
+#pragma unroll
+    for (int i = 0; i < N / A::ELEMS; ++i) u.v[i] = reinterpret_cast<const V*>(p)[i];
+  } else {
+#pragma unroll
+    for (int e = 0; e < N; ++e) u.e[e] = inside && col + e >= 0 && col + e < cols ? p[e] : cvt<T>(0.0f);
+  }
+#pragma unroll
+  for (int e = 0; e < N; ++e) regs[e] = u.e[e];
+}
 
 template <typename L, typename T>
 __device__ __forceinline__ bool runs_aligned(const T* g, long long stride, long long col0) {

@@ -158,3 +158,21 @@ def test_tensor_runs_compute_what_the_interpreter_does(m, n, off):
     want = (pad[0:m] + pad[1:m + 1] + pad[2:m + 2]).astype(np.float16)
     assert np.array_equal(outs[0], outs[1])
     assert np.allclose(outs[0].astype(np.float32), want, rtol=2e-3, atol=2e-3)
+
+
+def test_tensor_runs_from_an_origin_of_whole_runs_ask_the_whole_runs_build():
+    """A read whose offset is a multiple of the run (bx * 256) asks the launch for X's last size
+    a multiple of the run (codegen/whole_runs.py): under TL_WHOLE_RUNS a run is whole or wholly
+    outside, one predicated vector load; an offset of 3 leaves partial runs, no such build."""
+    from kit_codegen import generated_source as gen
+
+    assert gen(GLOBAL.format(col="bx * 256 + j"), arch="sm_90a").whole_runs == (("X", "N", 4),)
+    assert gen(GLOBAL.format(col="bx * 256 + 3 + j"), arch="sm_90a").whole_runs is None
+
+
+@pytest.mark.nvcc
+def test_the_whole_runs_build_has_no_element_path(tmp_path):
+    source = generated_source(GLOBAL.format(col="bx * 256 + j"), arch="sm_90a", line_directives=False).source
+    sass, log = cubin_sass("#define TL_WHOLE_RUNS 1\n" + source, "sm_90a", tmp_path)
+    assert re.search(r"LDG\.E\.64", sass) and "LDG.E.U16" not in sass
+    assert "0 bytes spill stores" in log

@@ -33,6 +33,7 @@ from ..schedule.layout import Blocked
 from .cnames import c_name, c_type
 from .hoist import names_set_inside
 from .ranges import provably_within
+from .whole_runs import note_origin
 
 
 def runs_aligned(b: ir.Buffer, layout) -> bool:
@@ -107,9 +108,12 @@ class SharedRunGen:
             return False
         return not any(v.name in inner for i in x.indices[:-1] for v in variables(i))
 
-    def _emit_global_run(self, x: ir.Load, alias: str, name: str) -> None:
+    def _emit_global_run(self, x: ir.Load, alias: str, name: str, p: ir.Parallel, layout) -> None:
         """`name` = the run of `x` that starts at this thread's run (the loop's variables are the
-        run's first register's): its other indices' bounds once, the column's per run."""
+        run's first register's): its other indices' bounds once, the column's per run.  The
+        run's first column is a multiple of RUN plus the read's offset: whole or outside the
+        tensor under TL_WHOLE_RUNS where the offset is a multiple of RUN too (whole_runs.py)."""
+        note_origin(self, x.name, _column_offset(x.indices[-1], p.vars[-1], set()), layout)
         dims = self.tensor_dims(x.name)
         rest = [f"{self.expr(i)} >= 0 && {self.expr(i)} < {self.dim_text(d)}"
                 for i, d in zip(x.indices[:-1], dims[:-1]) if not provably_within([i], [d], self.ranges)]
@@ -149,7 +153,7 @@ class SharedRunGen:
         self.declare_loop_vars(p, alias, "tl_r0")
         for x, name in zip(reads, names):
             if x.name in self.params:
-                self._emit_global_run(x, alias, name)
+                self._emit_global_run(x, alias, name, p, layout)
             else:
                 self.emit(f"tl::load_run<{alias}::RUN>({name}, &{self.element(x.name, x.indices, x.span)});")
         self.indent -= 1

@@ -108,19 +108,24 @@ class WholeRuns:
 
     def note(self, region: ir.Region, layout) -> None:
         """A copy of `region` of a tensor to or from a fragment in `layout` (not a shifted one)."""
+        self.note_origin(region.name, region.offsets[-1], layout)
+
+    def note_origin(self, name: str, origin: ir.Expr, layout) -> None:
+        """Runs of `layout` over tensor `name` from column `origin` on (a copy's column offset,
+        or a parallel loop's read at its column plus `origin`: tl::load_run_global)."""
         run = layout_run(layout)
         if run == 1:
             return  # one element a run: whole or outside, and aligned, always
-        factor = self.factors.of(region.offsets[-1])
-        p = self.k.param(region.name)
+        factor = self.factors.of(origin)
+        p = self.k.param(name)
         last = p.shape[-1] if p is not None and p.shape else None
         if factor % run or not (isinstance(last, str) or (isinstance(last, int) and last % run == 0)):
             self.qualifies = False  # an origin or a size (an expression, a constant) that may leave a partial run
             return
         if isinstance(last, str):
-            self.runs[region.name] = run * self.runs.get(region.name, run) // gcd(run, self.runs.get(region.name, run))
+            self.runs[name] = run * self.runs.get(name, run) // gcd(run, self.runs.get(name, run))
         else:
-            self.runs.setdefault(region.name, 1)  # a constant size: only the base's alignment is left
+            self.runs.setdefault(name, 1)  # a constant size: only the base's alignment is left
 
     def facts(self) -> tuple | None:
         """((tensor, its last size's symbol or "" for a constant, the run it must divide), ...)
@@ -145,6 +150,15 @@ def note(gen, region: ir.Region, layout, shifted: bool = False) -> None:
         runs.qualifies = False
     else:
         runs.note(region, layout)
+
+
+def note_origin(gen, name: str, origin: ir.Expr, layout) -> None:
+    """Note a parallel loop's runs over tensor `name` from column `origin` on, read a run at a
+    time (tl::load_run_global, codegen/shared_runs.py), for code generator `gen`."""
+    runs = getattr(gen, "whole_runs", None)
+    if runs is None:
+        runs = gen.whole_runs = WholeRuns(gen.k)
+    runs.note_origin(name, origin, layout)
 
 
 def kernel_facts(gen) -> tuple | None:
