@@ -289,7 +289,8 @@ W4_PREFILL_M = 4096
 # (label, kernel, constants, split-K parts or 0): the decode variants timed at each M
 # BN=32 on 64 threads: mma.sync (wgmma needs 64 rows of W), twice the blocks; split-K 8 on 4
 # stages: smaller blocks, more of them on an SM; BN=128 on two warpgroups, split-K 2: 8 warps a
-# block, as many blocks; split-K 4 on 3 stages: 33 KB a block at M = 16, 6 blocks an SM
+# block, as many blocks; split-K 4 on 3 stages: 33 KB a block at M = 16, 6 blocks an SM; BM=8:
+# mma.sync (wgmma's n8 not taken), half the activations' tile of BM=16, where M = 1 uses one row
 # "w4a16 gemv": matmul_w4a16_gemv, CUDA cores (M = 1 only: each row of A reads W again)
 W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       ("w4a16 gemv", "matmul_w4a16_gemv", {}, 0),
@@ -297,6 +298,7 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       ("w4a16 gemv BN=8 BKW=256", "matmul_w4a16_gemv", {"BN": 8, "BKW": 256}, 0),
                       ("w4a16 gemv stages=6", "matmul_w4a16_gemv", {"stages": 6}, 0),
                       ("w4a16 BN=32 64 threads", "matmul_w4a16", {"BN": 32, "THREADS": 64}, 0),
+                      ("w4a16 BM=8", "matmul_w4a16", {"BM": 8}, 0),
                       ("w4a16 split-K 4", "matmul_w4a16_splitk", {}, 4),
                       ("w4a16 split-K 8 stages=4", "matmul_w4a16_splitk", {"stages": 4}, 8),
                       ("w4a16 BN=128 256 thr split-K 2", "matmul_w4a16_splitk", {"BN": 128, "THREADS": 256}, 2),
