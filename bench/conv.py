@@ -11,7 +11,8 @@ gives each one's TFLOP/s (2 * N * OH * OW * F * K * K * C / G flops) and tlc's t
 cuDNN's ratio as cuDNN / tlc (above 1.0: tlc faster).
 
     python bench/conv.py [--quick] [--only NAME,NAME] [--json out.json] [--variant BM=64,BN=256 ...] [--min-ms 60]
-                         [--source FILE.tl ...]   # also FILE's conv2d (same signature), checked and timed
+                         [--source FILE.tl ...]   # also FILE's conv2d (same signature), checked and timed:
+                                                  # bench/conv_gather_ws.tl, bench/conv_rows_tma.tl (stride 1)
     python bench/conv.py --dry-run    # no GPU: every row's kernel at a small batch on the interpreter
 """
 from __future__ import annotations

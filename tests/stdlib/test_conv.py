@@ -345,3 +345,51 @@ def test_builds_with_nvcc(arch, dtype, defines, tmp_path):
 def test_the_reference_page_is_generated_from_the_sources():
     """docs/stdlib/conv.md is what scripts/stdlib-docs writes (rerun it after editing the .tl)."""
     assert_reference_page_is_current(ck.CONV_PATH)
+
+
+def _depthwise_rules():
+    import json
+
+    config = json.loads((Path(ck.CONV_PATH).parent / "config.json").read_text())
+    return config["kernels"]["conv.tl"]["depthwise_conv2d"]
+
+
+@pytest.mark.parametrize("rule", _depthwise_rules(), ids=lambda r: str(r["constants"]))
+def test_depthwise_conv2d_config_rules_compute_the_convolution(mod, rule):
+    """Each of stdlib/config.json's depthwise rules, at a C of its bucket (ragged pixels, stride 2)."""
+    C = rule["when"]["C"][1]
+    x = np.random.default_rng(C).standard_normal((1, 9, 11, C)).astype(np.float16)
+    w = np.random.default_rng(C + 1).standard_normal((C, 3, 3)).astype(np.float16)
+    want = ck.depthwise_conv2d(x, w, 2, 1, 1)
+    y = np.full(want.shape, np.nan, np.float16)
+    mod.depthwise_conv2d(x, w, y, S=2, P=1, **rule["constants"])
+    assert ck.rel_err(y, want) < 2e-3
+
+
+# bench/conv_rows_tma.tl (timed beside std.conv's conv2d by bench/conv.py --source): a block's
+# pixels along one output row, so that each K step's im2col tile is one box of x, loaded by the
+# TMA on sm_90a's warp-specialized ring (the box's rows before the image, past it, and the
+# padding's rows read 0: the TMA's out-of-bounds fill); stride 1 only
+ROWS_TMA_PATH = str(Path(__file__).resolve().parents[2] / "bench" / "conv_rows_tma.tl")
+
+
+@pytest.mark.parametrize("case", [c for c in CONV_CASES if c[6] == 1], ids=str)
+def test_conv2d_rows_tma(case):
+    """Borders padded, dilation 2, ragged C, F and rows of pixels, against conv_kit's check."""
+    ck.check_op(tlc.load(ROWS_TMA_PATH, target="cpu"), "conv2d", case, dict(BM=16, BN=16, BK=16, stages=2))
+
+
+def test_conv2d_rows_tma_loads_both_tiles_through_the_tma():
+    kernel = tlc.load(ROWS_TMA_PATH, target="cpu").kernels["conv2d"].scheduled({"S": 1, "P": 1}, "sm_90a")
+    ws = kernel.warp_spec
+    assert ws is not None and [(x.buffer, x.gather, x.row_axis) for x in ws.loads] == [("xs", False, None), ("ws", False, 0)]
+    assert [m.box() for m in ws.tensor_maps[:2]] == [[64, 64, 1, 1], [64, 1, 1, 256]]
+
+
+def test_conv2d_rows_tma_refuses_a_stride():
+    from tlc.device_assert import DeviceAssertError
+
+    x, w = np.zeros((1, 6, 6, 8), np.float16), np.zeros((4, 3, 3, 8), np.float16)
+    with pytest.raises(DeviceAssertError, match=r"conv_rows_tma.tl: stride 2, only 1"):
+        tlc.load(ROWS_TMA_PATH, target="cpu").conv2d(x, w, np.zeros((1, 3, 3, 4), np.float16), S=2, P=1, BM=16, BN=16,
+                                                     BK=16, stages=2)
