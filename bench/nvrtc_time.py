@@ -48,6 +48,10 @@ general -> whole-runs build: rms_norm 833 -> 342 ms, 3,632 -> 1,696 SASS, cubin 
 softmax 472 -> 190 ms, 2,952 -> 1,072; layer_norm 1,064 -> 474 ms, 4,096 -> 2,264; std.attention's
 flash_fwd (D=128) 1,142 -> 1,033 ms, 3,544 -> 3,368; std.gemm's matmul (TL_TMA_FLAGS already
 compiled its copies out) 550 ms, 1,600 SASS in both.  No local loads or stores in any.
+H200 host, session 17 batch q3 (wall ms, --no-cache after the warm-up; front end / NVVM /
+ptxas): matmul 1,049 (85 / 496 / 466); rms_norm 1,454 (84 / 868 / 500) -> 674 (84 / 365 / 223);
+softmax 860 (76 / 448 / 334) -> 390 (77 / 187 / 124); flash_fwd 1,763 (90 / 906 / 764) -> 1,570
+(93 / 763 / 711).  NVVM and ptxas on the kernel itself are what is left: the front end is 85 ms.
 """
 from __future__ import annotations
 
