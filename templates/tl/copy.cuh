@@ -84,69 +84,74 @@ __device__ __forceinline__ void copy_g2s(T* smem, const T* g, long long stride, 
   constexpr int VPR = COLS / VEC;  // vectors per row
   constexpr int VECS = ROWS * VPR;
   constexpr int ROUNDS = (VECS + THREADS - 1) / THREADS;
-  const bool vector_ok = (COLS % VEC == 0) && (stride % VEC == 0) && (col0 % VEC == 0) &&
-                         ((reinterpret_cast<unsigned long long>(g) & 15) == 0);
-  if (vector_ok && row0 >= 0 && col0 >= 0 && row0 + ROWS <= rows && col0 + COLS <= cols) {
-    const T* base = g + row0 * stride + col0;
-    // (16-bit rows wider than the swizzle atom only: ptxas -v on sm_80 spilled std.gemm's
-    // matmul_i8 (128-byte i8 rows, 28 bytes) and a tf32 skinny tile (256-byte f32 rows, 8 bytes)
-    // with this form, where the plain one below does not)
-    if constexpr (THREADS % VPR == 0 && ROUNDS > 1 && sizeof(T) == 2 && COLS * sizeof(T) > 128) {
-      // Whole rows a round (RPR of them): the shared offsets repeat every PERIOD rounds, shifted
-      // by a constant (the swizzle's pattern is 1024 bytes, 8 rows of 128), so a thread keeps
-      // PERIOD offsets and the rest are immediates; computing each round's own kept one
-      // register per vector live (16 for a 64 x 512 tile), which MLA's 128-register
-      // accumulator could not spare.
-      constexpr int RPR = THREADS / VPR;
-      constexpr int ROW_BYTES = COLS * static_cast<int>(sizeof(T));
-      constexpr int PATTERN = SWIZZLE == 0 ? 1 : ROW_BYTES >= 128 ? 8 : 1024 / ROW_BYTES;  // rows
-      constexpr int PERIOD = PATTERN % RPR == 0 ? PATTERN / RPR : RPR % PATTERN == 0 ? 1 : PATTERN;
-      const int r0 = static_cast<int>(threadIdx.x) / VPR, c = (static_cast<int>(threadIdx.x) % VPR) * VEC;
-#pragma unroll
+  if constexpr (COLS % VEC != 0) {  // rows that hold no whole number of vectors: never vectors
+    // (instantiated, the vector paths would divide by VPR = 0)
+    copy_g2s_elements<T, ROWS, COLS, THREADS, PAD, SWIZZLE>(smem, g, stride, rows, cols, row0, col0, threadIdx.x);
+  } else {
+    const bool vector_ok = (COLS % VEC == 0) && (stride % VEC == 0) && (col0 % VEC == 0) &&
+                           ((reinterpret_cast<unsigned long long>(g) & 15) == 0);
+    if (vector_ok && row0 >= 0 && col0 >= 0 && row0 + ROWS <= rows && col0 + COLS <= cols) {
+      const T* base = g + row0 * stride + col0;
+      // (16-bit rows wider than the swizzle atom only: ptxas -v on sm_80 spilled std.gemm's
+      // matmul_i8 (128-byte i8 rows, 28 bytes) and a tf32 skinny tile (256-byte f32 rows, 8 bytes)
+      // with this form, where the plain one below does not)
+      if constexpr (THREADS % VPR == 0 && ROUNDS > 1 && sizeof(T) == 2 && COLS * sizeof(T) > 128) {
+        // Whole rows a round (RPR of them): the shared offsets repeat every PERIOD rounds, shifted
+        // by a constant (the swizzle's pattern is 1024 bytes, 8 rows of 128), so a thread keeps
+        // PERIOD offsets and the rest are immediates; computing each round's own kept one
+        // register per vector live (16 for a 64 x 512 tile), which MLA's 128-register
+        // accumulator could not spare.
+        constexpr int RPR = THREADS / VPR;
+        constexpr int ROW_BYTES = COLS * static_cast<int>(sizeof(T));
+        constexpr int PATTERN = SWIZZLE == 0 ? 1 : ROW_BYTES >= 128 ? 8 : 1024 / ROW_BYTES;  // rows
+        constexpr int PERIOD = PATTERN % RPR == 0 ? PATTERN / RPR : RPR % PATTERN == 0 ? 1 : PATTERN;
+        const int r0 = static_cast<int>(threadIdx.x) / VPR, c = (static_cast<int>(threadIdx.x) % VPR) * VEC;
+  #pragma unroll
+        for (int i = 0; i < ROUNDS; ++i) {
+          if (ROWS % RPR == 0 || r0 + i * RPR < ROWS) {
+            T* dst = smem + smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r0 + (i % PERIOD) * RPR, c) +
+                     (i / PERIOD) * smem_index<T, ROWS, COLS, PAD, SWIZZLE>(PERIOD * RPR, 0);
+            const T* s = base + static_cast<long long>(r0 + i * RPR) * stride + c;
+            if constexpr (ASYNC) cp_async_16_full(dst, s);
+            else *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(s);
+          }
+        }
+      } else {
+  #pragma unroll
+        for (int i = 0; i < ROUNDS; ++i) {
+          const int v = static_cast<int>(threadIdx.x) + i * THREADS;
+          if (VECS % THREADS == 0 || v < VECS) {
+            const int r = v / VPR, c = (v % VPR) * VEC;
+            T* dst = smem + smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r, c);
+            const T* src = base + static_cast<long long>(r) * stride + c;
+            if constexpr (ASYNC) cp_async_16_full(dst, src);
+            else *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+          }
+        }
+      }
+    } else if (vector_ok) {
+  #pragma unroll 1  // edge tiles only: keep the code small (compile time, instruction cache)
       for (int i = 0; i < ROUNDS; ++i) {
-        if (ROWS % RPR == 0 || r0 + i * RPR < ROWS) {
-          T* dst = smem + smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r0 + (i % PERIOD) * RPR, c) +
-                   (i / PERIOD) * smem_index<T, ROWS, COLS, PAD, SWIZZLE>(PERIOD * RPR, 0);
-          const T* s = base + static_cast<long long>(r0 + i * RPR) * stride + c;
-          if constexpr (ASYNC) cp_async_16_full(dst, s);
-          else *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(s);
+        const int v = static_cast<int>(threadIdx.x) + i * THREADS;
+        if (VECS % THREADS != 0 && v >= VECS) continue;
+        const int r = v / VPR, c = (v % VPR) * VEC;
+        const long long gr = row0 + r, gc = col0 + c;
+        const long long avail = (gr < rows && gr >= 0) ? (cols - gc) : 0;
+        const int bytes = avail <= 0 ? 0 : (avail >= VEC ? 16 : static_cast<int>(avail) * static_cast<int>(sizeof(T)));
+        const T* src = bytes ? g + gr * stride + gc : g;
+        T* dst = smem + smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r, c);
+        if constexpr (ASYNC) {
+          cp_async_16(dst, src, bytes);
+        } else if (bytes == 16) {
+          *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+        } else {
+  #pragma unroll 1
+          for (int e = 0; e < VEC; ++e) dst[e] = (e * static_cast<int>(sizeof(T)) < bytes) ? src[e] : cvt<T>(0.0f);
         }
       }
     } else {
-#pragma unroll
-      for (int i = 0; i < ROUNDS; ++i) {
-        const int v = static_cast<int>(threadIdx.x) + i * THREADS;
-        if (VECS % THREADS == 0 || v < VECS) {
-          const int r = v / VPR, c = (v % VPR) * VEC;
-          T* dst = smem + smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r, c);
-          const T* src = base + static_cast<long long>(r) * stride + c;
-          if constexpr (ASYNC) cp_async_16_full(dst, src);
-          else *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
-        }
-      }
+      copy_g2s_elements<T, ROWS, COLS, THREADS, PAD, SWIZZLE>(smem, g, stride, rows, cols, row0, col0, threadIdx.x);
     }
-  } else if (vector_ok) {
-#pragma unroll 1  // edge tiles only: keep the code small (compile time, instruction cache)
-    for (int i = 0; i < ROUNDS; ++i) {
-      const int v = static_cast<int>(threadIdx.x) + i * THREADS;
-      if (VECS % THREADS != 0 && v >= VECS) continue;
-      const int r = v / VPR, c = (v % VPR) * VEC;
-      const long long gr = row0 + r, gc = col0 + c;
-      const long long avail = (gr < rows && gr >= 0) ? (cols - gc) : 0;
-      const int bytes = avail <= 0 ? 0 : (avail >= VEC ? 16 : static_cast<int>(avail) * static_cast<int>(sizeof(T)));
-      const T* src = bytes ? g + gr * stride + gc : g;
-      T* dst = smem + smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r, c);
-      if constexpr (ASYNC) {
-        cp_async_16(dst, src, bytes);
-      } else if (bytes == 16) {
-        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
-      } else {
-#pragma unroll 1
-        for (int e = 0; e < VEC; ++e) dst[e] = (e * static_cast<int>(sizeof(T)) < bytes) ? src[e] : cvt<T>(0.0f);
-      }
-    }
-  } else {
-    copy_g2s_elements<T, ROWS, COLS, THREADS, PAD, SWIZZLE>(smem, g, stride, rows, cols, row0, col0, threadIdx.x);
   }
 }
 

@@ -249,3 +249,21 @@ def test_every_layouts_runs_start_at_multiples_of_its_run():
         cols = columns(lay)
         for s in range(0, kept.registers, run):
             assert kept.rep(s) % run == 0 and all(cols.get((t, kept.rep(s)), 0) % run == 0 for t in range(lay.threads))
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("dtype", ["f16", "f32"])
+def test_a_tile_narrower_than_a_vector_builds_in_both_forms(dtype, tmp_path):
+    """std.nn_layers' rope at D = 6 (its shared tile's rows 12 or 24 bytes: no 16-byte vector of
+    f16 fits one, VPR = 0 in tl::copy_g2s): the whole-runs build, which the runtime compiles
+    first, failed to compile ("expression must have a constant value": THREADS % VPR in an
+    `if constexpr`), so every f16 rope call raised on the H200 (batch q4 of session 17)."""
+    from nvcc import cubin_sass
+
+    gen = tlc.load("std.nn_layers", target="cpu").rope.generated({"T": dtype, "H": 2, "D": 6, "THREADS": 64},
+                                                                 "sm_90a")
+    assert gen.whole_runs
+    for form, source in (("general", gen.source), ("whole", whole_runs.with_whole_runs(gen.source, gen.whole_runs))):
+        (tmp_path / form).mkdir()
+        sass, log = cubin_sass(source, "sm_90a", tmp_path / form)
+        assert sass_count(sass) > 0, log
