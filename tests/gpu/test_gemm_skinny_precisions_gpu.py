@@ -44,7 +44,9 @@ def test_ragged_shapes(mod, M, N, K):
 def test_the_bench_sweep(mod):
     import gemm_cases
 
-    precision = {v: k for k, v in gemm_cases.STD_KERNEL.items()}
+    # the scaled kernels (W8A8, row-wise f8) take the tiles of their operands' precision
+    precision = {**{v: k for k, v in gemm_cases.STD_KERNEL.items()}, "matmul_i8_scaled": "i8",
+                 "matmul_f8_rowwise": "f8"}
     for cfg in gemm_cases.SKINNY_PRECISION_SWEEP:
         for name, args, _, ref, tol in cases(np.random.default_rng(2), 16, 1000, 1100):
             consts = gemm_cases._skinny_constants(precision[name], cfg)
