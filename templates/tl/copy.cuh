@@ -88,7 +88,7 @@ __device__ __forceinline__ void copy_g2s(T* smem, const T* g, long long stride, 
     // (instantiated, the vector paths would divide by VPR = 0)
     copy_g2s_elements<T, ROWS, COLS, THREADS, PAD, SWIZZLE>(smem, g, stride, rows, cols, row0, col0, threadIdx.x);
   } else {
-    const bool vector_ok = (COLS % VEC == 0) && (stride % VEC == 0) && (col0 % VEC == 0) &&
+    const bool vector_ok = (stride % VEC == 0) && (col0 % VEC == 0) &&  // whole vectors a row: above
                            ((reinterpret_cast<unsigned long long>(g) & 15) == 0);
     if (vector_ok && row0 >= 0 && col0 >= 0 && row0 + ROWS <= rows && col0 + COLS <= cols) {
       const T* base = g + row0 * stride + col0;
