@@ -157,5 +157,5 @@ def test_source_view_or_a_clear_message(tmp_path):
     view = json.loads(r.output)["source"]
     lines = {ls["line"]: ls["own"] + ls["inlined"] for ls in view["lines"]}
     assert view["total"] > 0 and set(lines) <= {19, 20, 23, 24}, (view, tmp_path)
-    assert lines.get(20, 0) + lines.get(23, 0) > 0.5 * view["total"]
+    assert lines.get(20, 0) + lines.get(23, 0) > 0.5 * view["total"], (view, tmp_path)
     assert source.parse_ncu_source((tmp_path / "ncu-source.csv").read_text())
