@@ -29,13 +29,16 @@ def plain_int4(rng, N, K, G, ts=np.float32):
 
 def repack(q, K):
     """repack_int4's layout in NumPy: u32[N, 4 * cdiv(K, 32)], word t of each 16-byte block
-    holding its bytes t, t + 4, t + 8, t + 12 (byte c in bits 8c ..)."""
+    holding the nibbles of its bytes t + 4p (p = 0 .. 3): the low one (element 2t + 8p) at bit
+    4p, the high one (element 2t + 8p + 1) at bit 16 + 4p."""
     N = q.shape[0]
     blocks = -(-K // 32)
     padded = np.zeros((N, blocks * 16), np.uint32)
     padded[:, :q.shape[1]] = q
-    b = padded.reshape(N, blocks, 4, 4)  # [n, block, c, t]: byte 4c + t
-    words = b[:, :, 0] | b[:, :, 1] << 8 | b[:, :, 2] << 16 | b[:, :, 3] << 24  # [n, block, t]
+    b = padded.reshape(N, blocks, 4, 4)  # [n, block, p, t]: byte 4p + t
+    words = np.zeros((N, blocks, 4), np.uint32)
+    for p in range(4):
+        words |= (b[:, :, p] & 15) << (4 * p) | (b[:, :, p] >> 4) << (16 + 4 * p)
     return words.reshape(N, blocks * 4).astype(np.uint32)
 
 
