@@ -293,7 +293,8 @@ W4_PREFILL_M = 4096
 # mma.sync (wgmma's n8 not taken), half the activations' tile of BM=16, where M = 1 uses one row
 # "w4a16 gemv": matmul_w4a16_gemv, CUDA cores (M = 1 only: each row of A reads W again).
 # stages=3, BN=128 on 256 threads, split-K 2 / 8 at 2-3 stages: how the time moves with the warps
-# an SM holds (1 warpgroup a block, 128 blocks at N = 8192: one a SM) against the copies in flight
+# an SM holds (1 warpgroup a block, 128 blocks at N = 8192: one a SM) against the copies in flight;
+# BK=256: K steps of two groups, 128 bytes of each weight row a step where BK=128 reads 64
 W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       ("w4a16 gemv", "matmul_w4a16_gemv", {}, 0),
                       ("w4a16 gemv BN=32 256 thr", "matmul_w4a16_gemv", {"BN": 32, "THREADS": 256}, 0),
@@ -308,7 +309,9 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       ("w4a16 stages=3", "matmul_w4a16", {"stages": 3}, 0),
                       ("w4a16 BN=128 256 thr", "matmul_w4a16", {"BN": 128, "THREADS": 256}, 0),
                       ("w4a16 split-K 2 stages=3", "matmul_w4a16_splitk", {"stages": 3}, 2),
-                      ("w4a16 split-K 8 stages=2", "matmul_w4a16_splitk", {"stages": 2}, 8)]
+                      ("w4a16 split-K 8 stages=2", "matmul_w4a16_splitk", {"stages": 2}, 8),
+                      ("w4a16 BK=256 stages=3", "matmul_w4a16", {"BK": 256, "stages": 3}, 0),
+                      ("w4a16 BK=256 split-K 4 stages=3", "matmul_w4a16_splitk", {"BK": 256, "stages": 3}, 4)]
 # BM = 256: each dequantized weight used by twice the rows (the dequantization costs per weight,
 # the products per row); "dequantize_w4a16": the whole weight dequantized once into an f16
 # buffer, then matmul_nt

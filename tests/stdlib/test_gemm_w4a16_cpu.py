@@ -51,7 +51,7 @@ def test_against_numpy(mod, M, N, K, G, decode, prefill):
 
 
 @pytest.mark.parametrize("M,N,K,G,decode,S", [(1, 70, 384, 128, {}, 2), (17, 100, 1000, 128, {}, 3),
-                                               (5, 64, 129, 32, {"BK": 32}, 4)])
+                                               (5, 64, 129, 32, {"BK": 32}, 4), (3, 50, 700, 64, {"BK": 256}, 2)])
 def test_splitk_against_numpy(mod, M, N, K, G, decode, S):
     # S parts of whole K steps: 3 steps in 2 parts, 8 in 3 (the last part short), 5 in 4
     A, W4, scales, zeros, _, ref, tol, _ = case(np.random.default_rng(S), M, N, K, G)
@@ -108,11 +108,16 @@ def test_zero_points_and_extreme_nibbles(mod):
 
 
 def test_a_k_step_across_groups_is_refused(mod):
+    # a step must hold whole groups, among an aligned 8 (the shared scales' row), or lie in one
     from tlc.device_assert import DeviceAssertError
 
-    A, W4, scales, zeros, C, _, _, _ = case(np.random.default_rng(1), 3, 64, 256, 64)
-    with pytest.raises(DeviceAssertError, match="matmul_w4a16: G = 64, BK = 128: BK must divide G"):
-        mod.matmul_w4a16(A, W4, scales, zeros, C, G=64)
+    A, W4, scales, zeros, C, _, _, _ = case(np.random.default_rng(1), 3, 64, 288, 96)
+    with pytest.raises(DeviceAssertError, match="matmul_w4a16: G = 96, BK = 128: BK must divide G, "
+                                                "or be G times a divisor of 8"):
+        mod.matmul_w4a16(A, W4, scales, zeros, C, G=96)
+    A, W4, scales, zeros, C, _, _, _ = case(np.random.default_rng(1), 3, 64, 512, 32)
+    with pytest.raises(DeviceAssertError, match="matmul_w4a16: G = 32, BK = 512: BK must divide G"):
+        mod.matmul_w4a16(A, W4, scales, zeros, C, G=32, BK=512)
 
 
 @pytest.mark.parametrize("M,N,K,q,dtype", [(1, 70, 300, "i8", np.float16), (17, 100, 129, "f8e4m3", np.float16),

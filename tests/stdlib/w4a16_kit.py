@@ -66,7 +66,8 @@ def case(rng, M, N, K, G=128, dtype=np.float16, ts=np.float32):
 # (M, N, K, G, constants of the decode kernel, of the prefill kernel): M = 1, 17 and a whole
 # tile; N a multiple of no tile; K odd (a last half byte), K // G odd, the last group short, the
 # last K step partial; groups of 32 and 64 (BK = G); a prefill K step of 64 in groups of 128
-# and 256 (two and four steps a group: the groups straddle the tile edges).
+# and 256 (two and four steps a group: the groups straddle the tile edges); decode K steps of
+# 2 and 4 groups.
 SHAPES = [
     (1, 70, 384, 128, {}, {}),
     (17, 100, 300, 128, {}, {}),
@@ -75,6 +76,10 @@ SHAPES = [
     (64, 96, 1024, 256, {"BM": 64}, {"BM": 64, "BN": 64, "THREADS": 128}),
     (37, 45, 70, 128, {"BN": 128, "THREADS": 256}, {}),
     (3, 100, 256, 128, {"BN": 32, "THREADS": 64}, {}),  # mma.sync on sm_90a too (W's 32 rows)
+    # a decode K step of several groups: 4 of 32 (K ragged: the last step's groups partly past
+    # K), 2 of 128 (a step of 256)
+    (9, 70, 300, 32, {"BK": 128}, {"BK": 32}),
+    (16, 64, 640, 128, {"BK": 256}, {}),
 ]
 
 
