@@ -11,7 +11,8 @@ gives each one's TFLOP/s (2 * N * OH * OW * F * K * K * C / G flops) and tlc's t
 cuDNN's ratio as cuDNN / tlc (above 1.0: tlc faster).
 
     python bench/conv.py [--quick] [--only NAME,NAME] [--json out.json] [--variant BM=64,BN=256 ...] [--min-ms 60]
-                         [--source FILE.tl ...]   # also FILE's conv2d (same signature), checked and timed:
+                         [--source FILE.tl[@BN=256,...] ...]   # also FILE's conv2d (same signature, these
+                                                  # constants over the row's), checked and timed:
                                                   # bench/conv_gather_ws.tl, bench/conv_rows_tma.tl (stride 1)
     python bench/conv.py --dry-run    # no GPU: every row's kernel at a small batch on the interpreter
 """
@@ -108,7 +109,12 @@ def run_rows(names, dry_run: bool, variants=(), min_ms: float = 60, sources=()) 
 
     torch.backends.cudnn.allow_tf32 = False  # the f32 references exact f32, not TF32 (PyTorch's default for convolutions)
     conv = tlc.load("std.conv", target="cuda")
-    others = {f"tlc[{Path(s).name}]": tlc.load(s, target="cuda") for s in sources}
+    # FILE.tl or FILE.tl@BN=256,stages=4: that file's conv2d, with these constants over the row's
+    others = {}
+    for s in sources:
+        path, _, extra = s.partition("@")
+        others[f"tlc[{Path(path).name}{'@' + extra if extra else ''}]"] = (tlc.load(path, target="cuda"),
+                                                                           _consts(extra) if extra else {})
     out = []
     for name in names:
         N, H, W, C, F, K, S, P, G = ROWS[name]
@@ -137,10 +143,14 @@ def run_rows(names, dry_run: bool, variants=(), min_ms: float = 60, sources=()) 
                 print(f"    {label}: {type(e).__name__}: {str(e).strip().splitlines()[0][:200]}", flush=True)
                 continue
             contenders[label] = Checked(run, ref, out=out_y, **tol)
-        for label, module in others.items():
+        for label, (module, extra) in others.items():
             if G == 1:
                 out_y = torch.empty_like(y)
-                run = module.conv2d.launcher(x, w, out_y, S=S, P=P, **tiles(N, H, W, C, F, K, S, P, G))
+                try:
+                    run = module.conv2d.launcher(x, w, out_y, S=S, P=P, **{**tiles(N, H, W, C, F, K, S, P, G), **extra})
+                except Exception as e:  # reported, as a variant's
+                    print(f"    {label}: {type(e).__name__}: {str(e).strip().splitlines()[0][:200]}", flush=True)
+                    continue
                 contenders[label] = Checked(run, ref, out=out_y, **tol)
         contenders["cudnn"] = Checked(lambda: Fn.conv2d(xt, wt, stride=S, padding=P, groups=G), ref.permute(0, 3, 1, 2),
                                       **tol)

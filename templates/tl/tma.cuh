@@ -109,6 +109,30 @@ __device__ __forceinline__ void tma_load_box(T* smem, const TensorMap* map, unsi
   }
 }
 
+// A ROWS x COLS im2col tile of an NHWC image (an implicit GEMM's A operand: a row a pixel, COLS
+// channels of one kernel position) through a map of the TMA's im2col mode (cuTensorMapEncodeIm2col,
+// its box ROWS pixels x one 128-byte column segment): the first pixel's window at (c, w, h, n),
+// innermost first, the kernel position's offsets (ow, oh) added to every pixel's; the TMA walks
+// the pixels across rows and images itself, and reads the padding and pixels past the last as
+// zeros.  Each segment lands 128-byte swizzled, as tma_load_tile's.
+template <typename T, int ROWS, int COLS>
+__device__ __forceinline__ void tma_load_im2col(T* smem, const TensorMap* map, unsigned long long* bar, int c, int w,
+                                                int h, int n, int ow, int oh) {
+  constexpr int SEG = 128 / static_cast<int>(sizeof(T));
+  static_assert(COLS % SEG == 0, "an im2col tile is whole 128-byte segments");
+  const unsigned long long m = reinterpret_cast<unsigned long long>(map);
+  const unsigned b = smem_addr(bar);
+  const unsigned short dw = static_cast<unsigned short>(ow), dh = static_cast<unsigned short>(oh);
+#pragma unroll
+  for (int s = 0; s < COLS / SEG; ++s) {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
+        "[%2], {%7, %8};\n" ::"r"(smem_addr(smem + s * ROWS * SEG)),
+        "l"(m), "r"(b), "r"(c + s * SEG), "r"(w), "r"(h), "r"(n), "h"(dw), "h"(dh)
+        : "memory");
+  }
+}
+
 // Tile t of a persistent kernel's grid (tiles_x x tiles_y x any): z slowest; inside a z,
 // groups of GROUP rows (y) with y fastest, so the blocks running at once cover a patch of
 // GROUP rows and few columns, and share their operands' tiles in L2.  A bijection.  Every value

@@ -166,3 +166,49 @@ def test_backwards_against_torch(mod, case):
     dw = torch.full(w.shape, float("nan"), device="cuda", dtype=torch.float16)
     mod.conv2d_bwd_weight(dy, x, dw, S=S, P=P, D=D)
     assert _err(dw, want) < 2e-3
+
+
+# conv2d through the TMA's im2col mode (sm_90a): bench/conv_im2col_gather.tl (the gather written
+# out, each K step one kernel position: any C) and bench/conv_im2col_tma.tl (`im2col`, whose
+# flattened columns need C a multiple of BK: a device assertion), at the ragged shapes above
+# (C = 3: rows of 6 bytes, which the TMA refuses: the producer gathers instead) and ResNet's
+IM2COL_SOURCES = {"gather": "conv_im2col_gather.tl", "im2col": "conv_im2col_tma.tl"}
+IM2COL_CASES = [(2, 9, 7, 24, 20, 3, 1, 1, 1), (1, 8, 9, 16, 12, 3, 2, 1, 1), (2, 7, 8, 8, 10, 3, 1, 2, 2),
+                (1, 6, 5, 3, 5, 1, 1, 0, 1), (3, 31, 29, 64, 200, 3, 1, 1, 1), (2, 56, 56, 64, 64, 3, 2, 1, 1),
+                (1, 17, 19, 128, 130, 5, 2, 2, 1), (2, 14, 14, 256, 256, 3, 1, 1, 1)]
+
+
+@pytest.fixture(scope="module")
+def im2col_mods():
+    torch.backends.cudnn.allow_tf32 = False
+    root = pathlib.Path(__file__).resolve().parents[2] / "bench"
+    return {k: tlc.load(str(root / v), target="cuda") for k, v in IM2COL_SOURCES.items()}
+
+
+@pytest.mark.parametrize("form", list(IM2COL_SOURCES))
+@pytest.mark.parametrize("case", IM2COL_CASES, ids=str)
+def test_conv2d_through_the_tma_im2col_mode(im2col_mods, case, form):
+    N, H, W, C, F, K, S, P, D = case
+    if form == "im2col" and C % 64:
+        pytest.skip("im2col's flattened K steps: C a multiple of BK")
+    g = torch.Generator(device="cuda").manual_seed(sum(case))
+    x = torch.randn(N, H, W, C, device="cuda", generator=g).half()
+    w = torch.randn(F, K, K, C, device="cuda", generator=g).half()
+    want = Fn.conv2d(_nchw(x).float(), _nchw(w).float(), stride=S, padding=P, dilation=D).permute(0, 2, 3, 1)
+    y = torch.full(want.shape, float("nan"), device="cuda", dtype=torch.float16)
+    im2col_mods[form].conv2d(x, w, y, S=S, P=P, D=D, **({"BN": 64} if F <= 64 else {}))
+    assert _err(y, want) < TOL["f16"]
+
+
+def test_the_driver_encodes_the_im2col_map(im2col_mods):
+    """The map of a 3 x 3 convolution over 56 x 56 x 256 (padding 1) and of a stride-2 one:
+    the driver accepts both (else the kernel would run its producer's gather, right but slow)."""
+    from tlc.runtime.tensormap import encode
+
+    x = torch.zeros(64, 56, 56, 256, device="cuda", dtype=torch.float16)
+    for S in (1, 2):
+        kernel = im2col_mods["gather"].kernels["conv2d"].scheduled({"S": S, "P": 1}, "sm_90a")
+        spec = kernel.warp_spec.tensor_maps[0]
+        assert spec.im2col is not None and spec.param == "x"
+        values = {"N": 64, "H": 56, "W": 56, "C": 256, "K": 3}
+        assert encode(spec, x.data_ptr(), (64, 56, 56, 256) + tuple(values[s] for s in spec.im2col.symbols)) is not None

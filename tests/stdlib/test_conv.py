@@ -92,9 +92,9 @@ def test_conv2d_flat(mod, case, tiles):
 
 # conv2d written with the output pixel's divisions inside the gather (bench/conv_gather_ws.tl,
 # session 15's form, timed beside std.conv's by bench/conv.py --source): sm_90a schedules it as a
-# warp-specialized ring whose producer warpgroup gathers both operands (schedule/warpspec.py),
-# run by the interpreter as recorded (tlc/interp/ring.py): stride 2, dilation 2, C not a
-# multiple of 8 (the gather's element path), ragged pixels and F
+# warp-specialized ring whose producer loads x's tile by one box of the TMA's im2col mode
+# (schedule/im2col_tma.py: the gather is one) and w's by an ordinary box, run by the interpreter
+# as recorded (tlc/interp/ring.py): stride 2, dilation 2, C not a multiple of 8, ragged pixels and F
 GATHER_WS_PATH = str(Path(__file__).resolve().parents[2] / "bench" / "conv_gather_ws.tl")
 RING_CASES = [((2, 9, 7, 64, 70, 3, 1, 1, 1), {}), ((1, 11, 10, 72, 64, 3, 2, 1, 1), {"BN": 64}),
               ((1, 6, 5, 36, 20, 3, 1, 2, 2), {"BM": 64, "BN": 64, "THREADS": 128})]
@@ -116,8 +116,9 @@ def test_conv2d_on_the_sm90a_ring(case, consts):
     N, H, W, C, F, K, S, P, D = case
     kernel = tlc.load(GATHER_WS_PATH, target="cpu").kernels["conv2d"].scheduled({"S": S, "P": P, "D": D, **consts}, "sm_90a")
     ws = kernel.warp_spec
-    assert ws is not None and [(x.buffer, x.gather, x.row_axis) for x in ws.loads] == [("xs", True, None), ("ws", False, 0)]
-    assert ws.tile_order is not None and ws.producer_registers == 128  # persistent; the kept rows' registers
+    assert ws is not None and [(x.buffer, x.gather, bool(x.im2col), x.row_axis) for x in ws.loads] == \
+        [("xs", False, True, None), ("ws", False, False, 0)]
+    assert ws.tile_order is not None and ws.producer_registers == 40  # persistent; a TMA producer
     rng = np.random.default_rng(sum(case))
     x = rng.standard_normal((N, H, W, C)).astype(np.float16)
     w = rng.standard_normal((F, K, K, C)).astype(np.float16)
@@ -128,27 +129,28 @@ def test_conv2d_on_the_sm90a_ring(case, consts):
 
 
 def test_conv2d_sm90a_code():
-    """The C of bench/conv_gather_ws.tl's conv2d on sm_90a: the producer keeps each of its rows of x's tile, their
-    offset and bounds, before the K loop and adds the K step's part; w's tile of one kernel
-    position comes through the TMA (a box of 64 channels x 1 x 1 x BN output channels); the
-    consumers fence the cp.async writes before wgmma; the epilogue divides by OW and OH once per
-    row a thread holds (codegen/hoist.py row_lets), not once per register."""
+    """The C of bench/conv_gather_ws.tl's conv2d on sm_90a: one thread of the producer loads x's
+    tile by one TMA im2col box a K step (the first pixel's window corner at the padding, the
+    kernel position's offsets), w's through an ordinary box (64 channels x 1 x 1 x BN output
+    channels); where the host has no maps its threads gather x's rows instead (the C launcher
+    encodes no im2col map); the epilogue divides by OW and OH once per row a thread holds
+    (codegen/hoist.py row_lets), not once per register."""
     from tlc.runner import build
 
     cu, _ = build(GATHER_WS_PATH, kernels=("conv2d",), defines=("T=f16", "S=1", "P=1"), arch="sm_90a")
-    assert "warp-specialized over 3 stages: threads 256..383 produce (cp.async row gathers and TMA), 2 consumer" in cu
+    assert "warp-specialized over 3 stages: threads 256..383 produce (TMA), 2 consumer" in cu
     assert "const cuuint32_t box[] = {64, 1, 1, 128};" in cu
+    assert "tl_tma_loads = false;  // an im2col map: this launcher encodes tiled maps only" in cu
     producer = cu[cu.index("the producer warpgroup"):cu.index("tl::setmaxnreg_inc")]
-    assert "tl::setmaxnreg_dec<128>();" in producer
-    # before each of its K loops (with and without the TMA): the rows' parts, the only divisions by OW
-    assert producer.count("tl_g0_o[tl_round] = ") == 2 and producer.count("for (int tl_k = 0; tl_k < tl_n;") == 2
-    divisions = [line.strip() for line in producer.splitlines() if "floordiv<int>(m, OW)" in line]
-    assert divisions and all(line.startswith(("tl_g0_r1[tl_round] = ", "tl_g0_o[tl_round] = ")) for line in divisions)
-    assert producer.count("const half* tl_row = x + tl_g0_o[tl_round] + tl_g0_so;") == 2
-    assert producer.count("tl::tma_load_box<half, 128, 64, 4>(") == 1
-    assert producer.count("tl::cp_async_mbar_arrive_noinc(tl_full + tl_stage);") == 2
+    assert "tl::setmaxnreg_dec<40>();" in producer
+    tma = producer[:producer.index("the host could not encode a tensor map")]
+    assert tma.count("tl::tma_load_im2col<half, 128, 64>((xs + ") == 1 and "gather rows" not in tma
+    assert "(tl::pymod<int>(((by * 128) + 0), OW) + (-1))" in tma  # the first pixel's window's corner, w
+    assert tma.count("tl::tma_load_box<half, 128, 64, 4>(") == 1
+    fallback = producer[producer.index("the host could not encode a tensor map"):]
+    assert fallback.count("gather rows of x into xs: 16-byte vectors through cp.async") == 1
     consumer = cu[cu.index("tl::setmaxnreg_inc"):]
-    assert "tl::fence_proxy_async();  // the producer's cp.async writes" in consumer
+    assert "tl::fence_proxy_async();  // the producer's cp.async writes" not in consumer
     epilogue = consumer[consumer.index("copy(acc, y_flat"):]
     per_register = epilogue[epilogue.index("for (int tl_r = 0;"):]
     assert epilogue.count("once per row this thread holds") == 1
@@ -158,10 +160,10 @@ def test_conv2d_sm90a_code():
 @pytest.mark.nvcc
 @pytest.mark.slow
 def test_conv2d_sm90a_sass(tmp_path):
-    """sm_90a SASS of bench/conv_gather_ws.tl's conv2d (128 x 128 x 64 tiles): 4 HGMMA.64x128x16 a K step and no
-    block barrier in the consumers' loop (before: ~760 instructions a K step, two BAR.SYNC and
-    a DEPBAR, every thread gathering), the producer's cp.async vectors (LDGSTS) arriving on the
-    stage's barrier (ARRIVES.LDGSTSBAR), no local memory."""
+    """sm_90a SASS of bench/conv_gather_ws.tl's conv2d (128 x 128 x 64 tiles) as the runtime
+    builds it for launches whose maps encode (TL_TMA_FLAGS): x's tile one UTMALDG.4D.IM2COL a K
+    step and w's one UTMALDG.4D, 4 HGMMA.64x128x16 a K step and no block barrier in the
+    consumers' loop, no local memory."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
@@ -169,13 +171,12 @@ def test_conv2d_sm90a_sass(tmp_path):
     from tlc.runner import build
 
     source, _ = build(GATHER_WS_PATH, kernels=("conv2d",), defines=("T=f16", "S=1", "P=1"), arch="sm_90a")
-    sass, log = cubin_sass(source, "sm_90a", tmp_path, "conv")
+    sass, log = cubin_sass("#define TL_TMA_FLAGS 1\n" + source, "sm_90a", tmp_path, "conv")
     assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log
     assert "HGMMA.64x128x16.F32" in sass and "HMMA" not in sass.replace("HGMMA", "")
-    assert "LDGSTS.E.BYPASS.128" in sass and "ARRIVES.LDGSTSBAR.64.ARVCNT" in sass
-    consumer = sass[:sass.index("ARRIVES.LDGSTSBAR")]  # the consumers' code comes first
-    first = consumer.index("HGMMA")
-    step = consumer[consumer.rindex("TRYWAIT", 0, first):consumer.index("WARPGROUP.DEPBAR", first)]
+    assert sass.count("UTMALDG.4D.IM2COL") == 1 and sass.count("UTMALDG.4D ") == 1 and "LDGSTS" not in sass
+    first = sass.index("HGMMA")
+    step = sass[sass.rindex("TRYWAIT", 0, first):sass.index("WARPGROUP.DEPBAR", first)]
     assert step.count("HGMMA") == 4 and "BAR.SYNC" not in step
 
 
@@ -393,3 +394,104 @@ def test_conv2d_rows_tma_refuses_a_stride():
     with pytest.raises(DeviceAssertError, match=r"conv_rows_tma.tl: stride 2, only 1"):
         tlc.load(ROWS_TMA_PATH, target="cpu").conv2d(x, w, np.zeros((1, 3, 3, 4), np.float16), S=2, P=1, BM=16, BN=16,
                                                      BK=16, stages=2)
+
+
+# ---- the TMA's im2col mode (schedule/im2col_tma.py, runtime/tensormap.py im2col_geometry) --------
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+IM2COL_GATHER_PATH, IM2COL_TMA_PATH = str(BENCH / "conv_im2col_gather.tl"), str(BENCH / "conv_im2col_tma.tl")
+TMA_CASES = [(2, 9, 7, 24, 20, 3, 1, 1, 1), (1, 8, 9, 16, 12, 3, 2, 1, 1), (2, 7, 8, 8, 10, 3, 1, 2, 2),
+             (1, 6, 5, 64, 5, 1, 1, 0, 1), (1, 11, 10, 72, 7, 5, 2, 2, 1), (3, 7, 7, 64, 9, 3, 1, 1, 1)]
+
+
+def _tma_im2col_box(x, geometry, coords, offsets, rows: int, channels: int):
+    """The box the TMA's im2col mode loads, as PTX describes it: from the first pixel's corner
+    (w, h, n) the corners step by the traversal strides along W within [lower, W + upper), then
+    along H within [lower, H + upper), then to the next image; each pixel reads `channels`
+    channels from c at its corner shifted by the offsets, 0 outside the tensor."""
+    dims, _, lower, upper, strides = geometry
+    C, W, H, N = dims
+    c, w, h, n = coords
+    out = np.zeros((rows, channels), x.dtype)
+    for r in range(rows):
+        iw, ih = w + offsets[0], h + offsets[1]
+        for j in range(channels):
+            if 0 <= n < N and 0 <= ih < H and 0 <= iw < W and 0 <= c + j < C:
+                out[r, j] = x[n, ih, iw, c + j]
+        w += strides[1]
+        if w >= W + upper[0]:
+            w = lower[0]
+            h += strides[2]
+            if h >= H + upper[1]:
+                h = lower[1]
+                n += 1
+    return out
+
+
+def _im2col_ring(path: str, case, consts: dict):
+    N, H, W, C, F, K, S, P, D = case
+    return tlc.load(path, target="cpu").kernels["conv2d"].scheduled({"S": S, "P": P, "D": D, **consts}, "sm_90a")
+
+
+@pytest.mark.parametrize("path", [IM2COL_GATHER_PATH, IM2COL_TMA_PATH], ids=["gather", "im2col"])
+@pytest.mark.parametrize("case", TMA_CASES, ids=str)
+def test_the_tma_im2col_box_is_the_loops_tile(path, case):
+    """Each K step's box of the TMA's im2col mode (the producer's coordinates and offsets, the
+    host's corners and strides), walked as PTX describes it, is the tile the loop gathers:
+    padding, stride 2, dilation 2, 5 x 5, ragged C (the gather form's channels past C) and
+    pixels past the last image.  The im2col form needs C a multiple of its columns: the host
+    refuses its map otherwise (None), and its producer gathers."""
+    from tlc.interp import run_kernel  # noqa: F401  (the loop's semantics: conv_kit's windows below)
+    from tlc.runtime.grid import py_function
+    from tlc.runtime.tensormap import im2col_geometry
+    from tlc.schedule.im2col_tma import kernel_scalars, _subst
+
+    N, H, W, C, F, K, S, P, D = case
+    BM, BK = 64, 64
+    kernel = _im2col_ring(path, case, {"BM": BM, "BN": 64, "BK": BK, "THREADS": 128})
+    ws = kernel.warp_spec
+    load = ws.loads[0]
+    assert load.im2col is not None and load.buffer == "xs" and not load.gather
+    spec = ws.tensor_maps[load.tensor_map]
+    values = {"N": N, "H": H, "W": W, "C": C, "F": F, "K": K}
+    geometry = im2col_geometry(spec, (N, H, W, C) + tuple(values[s] for s in spec.im2col.symbols))
+    flat = path == IM2COL_TMA_PATH
+    if flat and C % BK:
+        assert geometry is None
+        return
+    assert geometry is not None
+    defs = kernel_scalars(kernel.body[:ws.loop])
+    rng = np.random.default_rng(sum(case))
+    x = rng.standard_normal((N, H, W, C)).astype(np.float16)
+    OH, OW = (H + 2 * P - D * (K - 1) - 1) // S + 1, (W + 2 * P - D * (K - 1) - 1) // S + 1
+    CB = -(-C // BK)
+    steps = K * K * C // BK if flat else K * K * CB
+    names = ["by", "k", *values]
+    for by in range(-(-N * OH * OW // BM)):
+        for k in range(steps):
+            env = dict(values, by=by, k=k)
+            coords, offsets = ([int(py_function(_subst(e, defs), {n: i for i, n in enumerate(names)})(
+                [env[n] for n in names])) for e in exprs] for exprs in (load.im2col.coords, load.im2col.offsets))
+            box = _tma_im2col_box(x, geometry, coords, offsets, BM, BK)
+            # the loop's tile: pixel m's input at kernel position (kh, kw), channels c0 + j
+            kh, kw, c0 = (k * BK // C // K, k * BK // C % K, k * BK % C) if flat else (k // (K * CB), k // CB % K, k % CB * BK)
+            want = np.zeros((BM, BK), np.float16)
+            for i in range(BM):
+                m = by * BM + i
+                n, oh, ow = m // (OW * OH), m // OW % OH, m % OW
+                ih, iw = oh * S + kh * D - P, ow * S + kw * D - P
+                if n < N and 0 <= ih < H and 0 <= iw < W:
+                    cs = np.arange(c0, c0 + BK)
+                    ok = cs < C
+                    want[i, ok] = x[n, ih, iw, cs[ok]]
+            np.testing.assert_array_equal(box, want, err_msg=f"by={by} k={k}")
+
+
+def test_the_gather_ring_loads_x_through_the_im2col_map():
+    kernel = _im2col_ring(IM2COL_GATHER_PATH, (1, 8, 8, 64, 64, 3, 2, 1, 1), {})
+    ws = kernel.warp_spec
+    assert [(x.buffer, bool(x.im2col), x.gather, x.row_axis) for x in ws.loads] == [("xs", True, False, None),
+                                                                                 ("ws", False, False, 0)]
+    assert ws.tile_order is not None and ws.producer_registers == 40  # persistent; the TMA's producer
+    spec = ws.tensor_maps[0]
+    assert spec.im2col.lower == (-1, -1) and spec.im2col.stride == (2, 2) and spec.im2col.columns == 0
+    assert spec.box() == [64, 128] and set(spec.im2col.symbols) == {"W", "H", "K"}

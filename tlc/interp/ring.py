@@ -187,7 +187,7 @@ class _Block:
         env[self.loop.var] = np.int32(kk)
         m.env, m.buffers = env, regs
         regs[x.buffer] = into
-        if x.gather:  # a row gather: the parallel loop as written
+        if x.gather or x.im2col:  # a row gather, an im2col loop: the parallel loop as written
             m.block([self.loop.body[x.index]], True)
         else:
             m.s_copy(self.loop.body[x.index], True)

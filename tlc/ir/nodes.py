@@ -353,6 +353,32 @@ class Parallel(Stmt):
     # right after the loop mean, and run a run of the loop's layout at a time, as the loop
     # finishes each (schedule/fold_stores.py).
     stores: tuple = ()
+    # The loop is `im2col`'s lowering (schedule/im2col.py): what it gathers as one box of the
+    # TMA's im2col mode (`Im2colTile`), which sm_90a's warp specialization may load it by; the
+    # loop itself says what it computes.
+    im2col: Any = None
+
+
+@dataclass(frozen=True)
+class Im2colTile(Node):
+    """A shared tile a loop fills as one box of the TMA's im2col mode loads it: row i is output
+    pixel m0 + i of the flattened (batch, out_h, out_w) of a convolution over image `img`
+    ([N, H, W, C]), its columns consecutive channels of one input pixel.  The pixels' windows'
+    top-left corners are `lower + stride * (oh, ow)` (w then h), `out` (w, h: Exprs of shape
+    symbols and constants) pixels a row and rows an image; the tile reads the input at the
+    first pixel's corner and channel `coords` (c, w, h, n, innermost first) shifted by
+    `offsets` (w, h: the kernel position times the dilation, never negative), the pixels
+    outside the image reading 0.  `columns`: 0 when a channel past C reads 0 (a tile of one
+    kernel position: the TMA's bounds do it), else the tile's columns, which lie in one kernel
+    position only where C is a multiple of them (im2col's flattened columns: the host checks)."""
+
+    img: str
+    lower: tuple  # int: w, h
+    stride: tuple  # int: w, h
+    out: tuple  # Expr: w, h
+    coords: tuple  # Expr: c, w, h, n
+    offsets: tuple  # Expr: w, h
+    columns: int = 0
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ def header_lines(k: Kernel) -> list[str]:
     ws: WarpSpecialization = k.warp_spec
     loop, S, T, P = k.body[ws.loop], ws.stages, k.threads, ws.producer_threads
     cluster = ws.tile_order.cluster if ws.tile_order is not None else 1
-    copies = ", ".join(f"{'gathered rows' if x.gather else loop.body[x.index].src.name} -> {x.buffer}"
+    copies = ", ".join(f"{'gathered rows' if x.gather else 'im2col of ' + x.im2col.img if x.im2col else loop.body[x.index].src.name} -> {x.buffer}"
                        for x in ws.loads)
     if ws.release_lag:
         release = f"empty[(it + {S - ws.release_lag}) % {S}] (a stage {ws.release_lag} iteration late: its wgmma stays in flight)"
@@ -46,6 +46,7 @@ def header_lines(k: Kernel) -> list[str]:
                    f"rows of tiles" + (f", clusters of {cluster} (multicast {', '.join(shared)})" if cluster > 1 else ""))
     maps = ", ".join(f"#{i} {m.param} box {m.box_rows}x{m.box_cols}{' (store)' if m.store else ''}{' (unswizzled)' if not m.swizzle else ''}"
                      f"{f' (rows along dimension {m.row_axis})' if m.row_axis is not None else ''}"
+                     f"{_window(m.im2col) if m.im2col else ''}"
                      for i, m in enumerate(ws.tensor_maps))
     out.append(f"  tensor maps: {maps}")
     if ws.store is not None:
@@ -77,3 +78,9 @@ def statement_notes(k: Kernel) -> dict:
     if ws.store is not None:
         notes[id(k.body[ws.store.index])] = f"consumers: staged in shared memory, stored by the TMA (map #{ws.store.tensor_map})"
     return notes
+
+
+def _window(w) -> str:
+    from .printer import expr
+    return (f" (im2col: corners from ({w.lower[0]}, {w.lower[1]}) by ({w.stride[0]}, {w.stride[1]}), "
+            f"{expr(w.out[0])} x {expr(w.out[1])} pixels{f', C a multiple of {w.columns}' if w.columns else ''})")

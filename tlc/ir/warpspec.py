@@ -12,9 +12,24 @@ it writes the stage again.  `it` counts iterations across the tiles of a persist
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..dtypes import DType
 from .nodes import Node
+
+
+@dataclass(frozen=True)
+class Im2colWindow(Node):
+    """What an im2col map's encoding needs beyond the image's sizes (ir.Im2colTile's): the
+    output pixels' windows' top-left corners are `lower + stride * (oh, ow)` (w then h), `out`
+    (Exprs of the shape symbols `symbols`, w then h) pixels a row and rows an image; `columns`
+    nonzero: C must be a multiple of it (a tile of im2col's flattened columns)."""
+
+    lower: tuple
+    stride: tuple
+    out: tuple
+    symbols: tuple
+    columns: int = 0
 
 
 @dataclass(frozen=True)
@@ -35,9 +50,21 @@ class TensorMapSpec(Node):
     store: bool = False  # the epilogue stores through this map (tl_tma's bit 1), else copies load (bit 0)
     row_axis: int | None = None
     swizzle: bool = True  # CU_TENSOR_MAP_SWIZZLE_128B, else SWIZZLE_NONE
+    # an im2col map (cuTensorMapEncodeIm2col) of an NHWC image: its box is `box_rows` pixels of
+    # `box_cols` channels (StageLoad.im2col)
+    im2col: Im2colWindow | None = None
+
+    @property
+    def launch_sizes(self) -> tuple:
+        """What the launch gives the map's encoding (runtime/tensormap.py): the tensor's sizes,
+        and an im2col map's window's shape symbols after them."""
+        return self.shape + self.im2col.symbols if self.im2col is not None else self.shape
 
     def box(self) -> list:
-        """The box, innermost dimension first (as cuTensorMapEncodeTiled takes it)."""
+        """The box, innermost dimension first (as cuTensorMapEncodeTiled takes it); an im2col
+        map's: channels a pixel, pixels."""
+        if self.im2col is not None:
+            return [self.box_cols, self.box_rows]
         rank = len(self.shape)
         out = [self.box_cols] + [1] * (rank - 1)
         if rank > 1:
@@ -66,7 +93,10 @@ class StageLoad(Node):
     a row gather (schedule/gather_rows.py: an implicit GEMM's im2col tile), which every producer
     thread moves in 16-byte cp.async vectors, each thread arriving on the stage's full barrier
     once its own have landed (no tensor map: `tensor_map` is -1).  `flat`: a 1-D buffer of
-    `cols` elements (rows 1) that one unswizzled box of the tensor's last dimension fills."""
+    `cols` elements (rows 1) that one unswizzled box of the tensor's last dimension fills.
+    `im2col`: the statement is an `im2col` loop (ir.Im2colTile) the TMA loads in its im2col
+    mode, one box a 128-byte column segment; where the host could not encode the map (the
+    tile's columns not within one kernel position), the producer's threads gather it."""
 
     index: int
     buffer: str
@@ -78,6 +108,7 @@ class StageLoad(Node):
     gather: bool = False
     row_axis: int | None = None
     flat: bool = False
+    im2col: Any = None  # ir.Im2colTile
 
 
 @dataclass(frozen=True)
@@ -187,7 +218,7 @@ def warp_spec_problem(kernel) -> str | None:
     buffers = {b.name: b for b in kernel.buffers}
     for x in ws.loads:
         c = body[x.index] if 0 <= x.index < len(body) else None
-        if x.gather:
+        if x.gather or x.im2col:
             if not isinstance(c, Parallel) or not any(isinstance(s, Store) and s.name == x.buffer for s in c.body):
                 return f"the producer's gather {x.index} is not a parallel loop filling '{x.buffer}'"
         elif not isinstance(c, Copy) or not isinstance(c.dst, BufferRef) or c.dst.name != x.buffer:

@@ -163,7 +163,7 @@ def _tensor_map_args(compiled, env: dict, symbols: dict) -> str:
     env["TMAPS"] = compiled.tensor_maps
     index = {p.name: i for i, p in enumerate(compiled.params)}
     pointers = ", ".join(f"m{index[s.param]}" for s in specs)
-    sizes = ", ".join("(" + "".join(f"{d if isinstance(d, int) else symbols[d]}, " for d in s.shape) + ")" for s in specs)
+    sizes = ", ".join("(" + "".join(f"{d if isinstance(d, int) else symbols[d]}, " for d in s.launch_sizes) + ")" for s in specs)
     return f" + TMAPS(({pointers},), ({sizes},))"
 
 

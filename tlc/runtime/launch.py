@@ -72,7 +72,7 @@ class CompiledKernel:
             self.built_flags = None if flags is None else FLAGS[flags]
         # per map: the tensor's argument slot, and per dim its size or (symbol) the slot of its value
         self._map_slots = tuple((self.binder.slots[s.param],
-                                 tuple((False, d) if isinstance(d, int) else (True, self.binder.slots[d]) for d in s.shape))
+                                 tuple((False, d) if isinstance(d, int) else (True, self.binder.slots[d]) for d in s.launch_sizes))
                                 for s in generated.tensor_maps)
         self._streams: dict[int, object] = {}  # foreign stream pointer -> cupy Stream
         self._fast_paths: list = []  # the fast paths made, until PyTorch is in use: see `launch`

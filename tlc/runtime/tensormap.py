@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import struct
+from dataclasses import replace
 
 import numpy as np
 
@@ -47,9 +48,69 @@ def _driver_encode():
     return fn
 
 
+@functools.lru_cache(maxsize=1)
+def _driver_encode_im2col():
+    """cuTensorMapEncodeIm2col with its C signature."""
+    fn = libcuda().cuTensorMapEncodeIm2col
+    fn.restype = ctypes.c_int
+    p, i = ctypes.c_void_p, ctypes.c_int
+    fn.argtypes = [p, i, ctypes.c_uint32, p, p, p, p, p, ctypes.c_uint32, ctypes.c_uint32, p, i, i, i, i]
+    return fn
+
+
+def im2col_geometry(spec, sizes: tuple) -> tuple | None:
+    """(dims, byte strides, lower corner, upper corner, element strides) of an im2col map
+    (`spec.im2col`, an ir.Im2colWindow) over an NHWC image of these sizes, its window's
+    symbols' values after them, or None where the TMA cannot load the tile: im2col's flattened
+    columns across kernel positions (C not a multiple of them), the corners out of the TMA's
+    range (-128 .. 127 for rank 4).  Corners W then H (innermost first): the output pixels'
+    windows' top-left corners span [lower, lower + (O - 1) * stride] on each axis, O pixels,
+    the TMA stepping `stride` from one to the next."""
+    win = spec.im2col
+    shape, values = sizes[:4], sizes[4:]
+    n, h, w, c = (int(x) for x in shape)
+    slots = {name: i for i, name in enumerate(win.symbols)}
+    out_w, out_h = (int(_evaluate(e, tuple(slots.items()))(values)) for e in win.out)
+    if (win.columns and c % win.columns) or min(out_h, out_w, n, c) <= 0:
+        return None
+    lower = list(win.lower)
+    upper = [lower[0] + (out_w - 1) * win.stride[0] + 1 - w, lower[1] + (out_h - 1) * win.stride[1] + 1 - h]
+    if any(not -128 <= x <= 127 for x in lower + upper):
+        return None
+    dims, strides, _ = map_geometry(replace(spec, im2col=None), tuple(shape))
+    return dims, strides, lower, upper, [1, win.stride[0], win.stride[1], 1]
+
+
+@functools.lru_cache(maxsize=64)
+def _evaluate(e, slots_items):
+    from .grid import py_function
+    return py_function(e, dict(slots_items))
+
+
+def _encode_im2col(spec, pointer: int, sizes: tuple):
+    geometry = im2col_geometry(spec, sizes)
+    if geometry is None:
+        return None
+    dims, strides, lower, upper, element_strides = geometry
+    if pointer % 16 or any(s % 16 for s in strides):
+        return None
+    storage = np.zeros(256, np.uint8)
+    base = storage.__array_interface__["data"][0]
+    start = -base % 128
+    result = _driver_encode_im2col()(
+        base + start, tma_dtype(spec.dtype), 4, pointer, struct.pack("4Q", *dims), struct.pack("3Q", *strides),
+        struct.pack("2i", *lower), struct.pack("2i", *upper), spec.box_cols, spec.box_rows,
+        struct.pack("4I", *element_strides), _INTERLEAVE_NONE, _SWIZZLE_128B, _L2_256B, _OOB_ZERO)
+    if result != 0:
+        return None
+    return np.void(storage[start:start + 128].tobytes())
+
+
 def encode(spec, pointer: int, sizes: tuple):
     """The tensor map as a 128-byte NumPy scalar (a kernel argument by value), or None when the
     driver refuses it (a base or row pitch not 16-byte aligned, an empty tensor)."""
+    if spec.im2col is not None:
+        return _encode_im2col(spec, pointer, sizes)
     dims, strides, box = map_geometry(spec, sizes)
     rank = len(dims)
     if pointer % 16 or any(s % 16 for s in strides) or min(dims) <= 0:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..dtypes import BOOL, I32
+from ..ir.nodes import Im2colTile
 from . import views
 
 
@@ -52,7 +53,24 @@ def lower(lw, call, span) -> ir.Stmt:
                       ir.BinOp("<", kv, _mul(_mul(kernel, kernel), c), BOOL), BOOL)  # split() divides unsigned
     body = (*lets, ir.Store(col, (ir.Var(i, I32), ir.Var(j, I32)), ir.Select(inside, load, ir.Const(0, dtype), dtype),
                             span=span))
-    return ir.Parallel((i, j), (rows, cols), body, span=span)
+    return ir.Parallel((i, j), (rows, cols), body, span=span,
+                       im2col=_tile(img, nhw, cstep, kernel, stride, dilation, pad, rows, cols, h, w, c, out_size))
+
+
+def _tile(img, nhw, cstep, kernel, stride, dilation, pad, rows, cols, h, w, c, out_size) -> Im2colTile | None:
+    """The tile as one box of the TMA's im2col mode (ir.Im2colTile): the first pixel's
+    (n, oh, ow) and the first column's kernel position (kh, kw) and channel, where the
+    convolution's constants are known (else None: the loop alone)."""
+    S, D, P = (_value(e) for e in (stride, dilation, pad))
+    if None in (S, D, P):
+        return None
+    keep = lambda e, stem=None: e  # noqa: E731  (one expression tree: the producer computes it once a K step)
+    out_h, out_w = out_size(h), out_size(w)
+    n, oy, ox = views.split(_mul(nhw, _c(rows)), (None, out_h, out_w), keep)
+    tap, ch = views.split(_mul(cstep, _c(cols)), (None, c), keep)
+    ky, kx = views.split(tap, (None, kernel), keep)
+    coords = (ch, _add(_mul(ox, stride), _neg(pad)), _add(_mul(oy, stride), _neg(pad)), n)
+    return Im2colTile(img, (-P, -P), (S, S), (out_w, out_h), coords, (_mul(kx, dilation), _mul(ky, dilation)), cols)
 
 
 def _i32(e: ir.Expr) -> ir.Expr:

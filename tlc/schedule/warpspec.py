@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from .. import ir
 from ..ir.walk import loads, statement_exprs, statements, variables, written_names
-from ..ir.warpspec import (CONSUMER_BARRIER, DeferredGemm, StagedStore, StageLoad, TensorMapSpec, TileOrder,
+from ..ir.warpspec import (CONSUMER_BARRIER, DeferredGemm, Im2colWindow, StagedStore, StageLoad, TensorMapSpec, TileOrder,
                            WarpSpecialization)
 from .layout import MmaAccumulator, wgmma_accumulator, wgmma_gemm
 from .operand_layout import register_a_layouts, wgmma_register_a
@@ -174,8 +174,9 @@ class _Planner:
         meets = self.consumer_sync and self.meets_in_shared(rest)
         if reads_staged(after, {gather_rows.dst_name(c) for c in producers}):
             return None
-        loads = [self.gather_load(loop.body.index(c), c) if isinstance(c, ir.Parallel) else
-                 self.tma_load(loop.body.index(c), c) for c in producers]
+        self.loop_stmt = loop
+        loads = [(self.im2col_load(loop.body.index(c), c) or self.gather_load(loop.body.index(c), c))
+                 if isinstance(c, ir.Parallel) else self.tma_load(loop.body.index(c), c) for c in producers]
         if None in loads:
             return None
         gathers = any(x.gather for x in loads)
@@ -280,6 +281,45 @@ class _Planner:
             return None
         return StageLoad(index, b.name, 1, n, stage_elements(b), -1, flat=True)
 
+    def im2col_load(self, index: int, p: ir.Parallel) -> StageLoad | None:
+        """A loop that fills a tile the TMA's im2col mode can load (schedule/im2col_tma.py:
+        `im2col`'s, or a row gather of that form): into a 2-D 128-byte swizzled tile of the
+        image's dtype, of whole 128-byte column segments (a box each) and at most 256 pixels,
+        the image a 4-D tensor parameter; its coordinates read no shared buffer, its window's
+        sizes only shape symbols.  Whether im2col's flattened columns lie in one kernel
+        position is the host's to check (C a multiple of them)."""
+        from . import im2col_tma
+        from .gather_rows import row_gather
+        if p.stores or p.exchange:
+            return None
+        t = p.im2col
+        if t is None:
+            g = row_gather(p, self.params, self.buffers)
+            if g is None:
+                return None
+            i = self.k.body.index(self.loop_stmt)
+            defs = im2col_tma.kernel_scalars(self.k.body[:i])
+            defs = {n: v for n, v in defs.items() if n not in im2col_tma.written_in(self.loop_stmt.body)}
+            t = im2col_tma.gathered_tile(g, self.params, self.loop_stmt.var, set(self.k.shape_symbols()),
+                                         set(self.k.block_vars), defs)
+            if t is not None:
+                t = replace(t, out=tuple(im2col_tma._subst(e, defs) for e in t.out))
+        if t is None or t.img not in self.params:
+            return None
+        img, b = self.params[t.img], self.buffers.get(_stored(p))
+        if img.kind != "tensor" or len(img.shape) != 4 or b is None or b.scope != "shared" or len(b.shape) != 2 \
+                or b.dtype != img.dtype or b.layout.swizzle_bytes != 128 or tuple(b.shape) != tuple(p.extents):
+            return None
+        rows, cols = b.shape
+        if (cols * b.dtype.itemsize) % 128 or rows > 256 or rows % 8:
+            return None
+        symbols = set(self.k.shape_symbols())
+        if any(v.name not in symbols for e in t.out for v in variables(e)):
+            return None
+        if any(x.name in self.buffers for e in (*t.coords, *t.offsets) for x in loads(e)):
+            return None
+        return StageLoad(index, b.name, rows, cols, stage_elements(b), -1, im2col=t)
+
     def gather_load(self, index: int, p: ir.Parallel) -> StageLoad | None:
         """A row gather the producer's threads can make (gather_rows.row_gather): into a 2-D
         128-byte swizzled tile (wgmma's operand), reading the tensor and scalars only, not a
@@ -305,6 +345,15 @@ class _Planner:
         """`load` with its tensor map (one per tensor and box, registered on first use) and
         whether the cluster multicasts it."""
         c = self.loop.body[load.index]
+        if load.im2col:  # one map per image and window: its pixels and one 128-byte column segment
+            t, b = load.im2col, self.buffers[load.buffer]
+            p = self.params[t.img]
+            names = tuple(dict.fromkeys(v.name for e in t.out for v in variables(e)))
+            spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), load.rows, 128 // b.dtype.itemsize,
+                                 im2col=Im2colWindow(t.lower, t.stride, t.out, names, t.columns))
+            if spec not in self.tensor_maps:
+                self.tensor_maps.append(spec)
+            return replace(load, tensor_map=self.tensor_maps.index(spec))
         multicast = cluster > 1 and self.shared_by_cluster(c) and load.row_axis is None and not load.flat
         p, b = self.params[c.src.name], self.buffers[load.buffer]
         rows = load.rows // cluster if multicast else load.rows
@@ -355,7 +404,7 @@ class _Planner:
             return 1
         if any(x.gather for x in loads):
             return 1  # a gather has no multicast
-        shared = [x for x in loads if self.shared_by_cluster(self.loop.body[x.index])]
+        shared = [x for x in loads if not x.im2col and self.shared_by_cluster(self.loop.body[x.index])]
         # the blocks of a cluster wait on each other's stages: every tile must run as many
         # iterations, so the loop's length may read only sizes and scalar parameters
         fixed = {*self.k.shape_symbols(), *(p.name for p in self.k.params if p.kind == "scalar")}
@@ -474,6 +523,12 @@ class _Planner:
             elif not isinstance(s, (ir.LetScalar, ir.Assign, ir.If, ir.For, ir.Break, ir.Continue)):
                 return False
         return True
+
+
+def _stored(p: ir.Parallel) -> str | None:
+    """The buffer a parallel loop's last statement stores to."""
+    last = p.body[-1] if p.body else None
+    return last.name if isinstance(last, ir.Store) else None
 
 
 def _touched_names(stmts) -> set:

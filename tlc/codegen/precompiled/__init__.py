@@ -3,7 +3,7 @@ tlc/codegen/precompiled_loader.py).  The modules are never imported: their code 
 Jinja runs the code it compiles, with `environment` given."""
 
 KEYS = {
-    'kernel.cu.j2': 'c5a72ffaeb8f3c6b27613a9249e786120856194dacae84e94e3873910a22e977',
+    'kernel.cu.j2': '022fce7fdea204abf580829bf4d6625f601de34f6ad04511a5d4c348d7e316ba',
     'wgmma_mma.cuh.j2': '341578c7edcedb9768a46b43f97d2de8f278f2c59c1502efb222e1a3c67670fe',
     'grids.cu.j2': 'c6808aa83ac7c2912590cd7968e9267663bb1230a736dd184ac731cc16f2d564',
     'header.h.j2': '582d2dcbda12a6c0b1d63e497426ec68b7239bb10c10b256aafe6cc92388835f',

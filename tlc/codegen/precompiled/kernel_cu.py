@@ -230,27 +230,33 @@ def root(context, missing=missing, environment=environment):
             pass
             yield '  tl::TensorMap tl_map'
             yield str(environment.getattr(l_1_m, 'index'))
-            yield ' = {};\n  {\n    const cuuint64_t dims[] = {'
-            yield str(t_1(context.eval_ctx, environment.getattr(l_1_m, 'dims'), ', '))
-            yield '};\n    const cuuint64_t strides[] = {'
-            yield str(t_1(context.eval_ctx, environment.getattr(l_1_m, 'strides'), ', '))
-            yield '};\n    const cuuint32_t box[] = {'
-            yield str(t_1(context.eval_ctx, environment.getattr(l_1_m, 'box'), ', '))
-            yield '};\n    '
-            yield str(('tl_tma_store' if environment.getattr(l_1_m, 'store') else 'tl_tma_loads'))
-            yield ' = '
-            yield str(('tl_tma_store' if environment.getattr(l_1_m, 'store') else 'tl_tma_loads'))
-            yield ' && tl::encode_tensor_map(&tl_map'
-            yield str(environment.getattr(l_1_m, 'index'))
-            yield ', '
-            yield str(environment.getattr(l_1_m, 'dtype'))
-            yield ', '
-            yield str(environment.getattr(l_1_m, 'rank'))
-            yield ', '
-            yield str(environment.getattr(l_1_m, 'param'))
-            yield ', dims, strides, box'
-            yield str(('' if environment.getattr(l_1_m, 'swizzle') else ', false'))
-            yield ');\n  }\n'
+            yield ' = {};\n'
+            if environment.getattr(l_1_m, 'im2col'):
+                pass
+                yield '  tl_tma_loads = false;  // an im2col map: this launcher encodes tiled maps only, the producer gathers the image\n'
+            else:
+                pass
+                yield '  {\n    const cuuint64_t dims[] = {'
+                yield str(t_1(context.eval_ctx, environment.getattr(l_1_m, 'dims'), ', '))
+                yield '};\n    const cuuint64_t strides[] = {'
+                yield str(t_1(context.eval_ctx, environment.getattr(l_1_m, 'strides'), ', '))
+                yield '};\n    const cuuint32_t box[] = {'
+                yield str(t_1(context.eval_ctx, environment.getattr(l_1_m, 'box'), ', '))
+                yield '};\n    '
+                yield str(('tl_tma_store' if environment.getattr(l_1_m, 'store') else 'tl_tma_loads'))
+                yield ' = '
+                yield str(('tl_tma_store' if environment.getattr(l_1_m, 'store') else 'tl_tma_loads'))
+                yield ' && tl::encode_tensor_map(&tl_map'
+                yield str(environment.getattr(l_1_m, 'index'))
+                yield ', '
+                yield str(environment.getattr(l_1_m, 'dtype'))
+                yield ', '
+                yield str(environment.getattr(l_1_m, 'rank'))
+                yield ', '
+                yield str(environment.getattr(l_1_m, 'param'))
+                yield ', dims, strides, box'
+                yield str(('' if environment.getattr(l_1_m, 'swizzle') else ', false'))
+                yield ');\n  }\n'
         l_1_m = missing
     yield '  ::'
     yield str((undefined(name='name') if l_0_name is missing else l_0_name))
@@ -274,4 +280,4 @@ def root(context, missing=missing, environment=environment):
     yield ');\n  return cudaGetLastError();\n}\n#endif\n'
 
 blocks = {}
-debug_info = '1=55&2=66&3=72&6=86&16=90&19=92&21=99&22=115&23=118&24=125&29=128&30=132&32=141&39=148&40=152&42=166&43=168&45=170&48=172&50=179&54=184&55=191&58=195&59=197&60=199&62=201&63=203&64=205&65=209&66=211&68=214&75=223&77=226&78=228&80=234&81=236&82=238&83=240&85=256'
+debug_info = '1=55&2=66&3=72&6=86&16=90&19=92&21=99&22=115&23=118&24=125&29=128&30=132&32=141&39=148&40=152&42=166&43=168&45=170&48=172&50=179&54=184&55=191&58=195&59=197&60=199&62=201&63=203&64=205&65=209&66=211&68=214&75=223&77=226&78=228&79=234&81=240&82=242&83=244&84=246&86=262'

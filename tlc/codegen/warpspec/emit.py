@@ -87,7 +87,7 @@ class WarpSpecEmission:
         plan, S, T, spec = w.pipeline, w.pipeline.stages, self.k.threads, self.spec
         P = spec.producer_threads
         persistent = self.persistent
-        stage_bytes = sum(load.rows * load.cols * self.buffers[load.copy.dst.name].dtype.itemsize for load in w.loads
+        stage_bytes = sum(load.rows * load.cols * self.buffers[self.ws_dst(load)].dtype.itemsize for load in w.loads
                           if not load.gather)
         gathers = any(load.gather for load in w.loads)
         st = self.staged_epilogue
@@ -302,6 +302,14 @@ class WarpSpecEmission:
     def emit_tma_loads(self, w: WarpSpecPlan, stage_bytes: int, loads=None) -> None:
         self.emit(f"tl::mbar_arrive_expect_tx(tl_full + tl_stage, {stage_bytes});")
         for load in w.loads if loads is None else loads:
+            if load.im2col:  # the pixels' input positions at the kernel position: a box a column segment
+                t = load.im2col
+                b = self.buffers[self.ws_dst(load)]
+                c, x, y, n = (self.expr(e) for e in t.coords)
+                ox, oy = (self.expr(e) for e in t.offsets)
+                self.emit(f"tl::tma_load_im2col<{c_type(b.dtype)}, {load.rows}, {load.cols}>({self.smem_pointer(b.name)}, "
+                          f"&tl_map{load.map_index}, tl_full + tl_stage, {c}, {x}, {y}, {n}, {ox}, {oy});")
+                continue
             region = load.copy.src
             b = self.buffers[load.copy.dst.name]
             offs = [self.expr(o) for o in region.offsets]
@@ -378,8 +386,20 @@ class WarpSpecEmission:
             return f"tl::mbar_arrive_cluster<{self.cluster}>({barrier});"
         return f"tl::mbar_arrive({barrier});"
 
+    def ws_dst(self, load) -> str:
+        """The staged buffer a producer's load fills."""
+        from ...schedule.gather_rows import dst_name
+        return dst_name(load.copy)
+
     def emit_element_loads(self, w: WarpSpecPlan, loads=None, arrive: bool = True) -> None:
         for load in w.loads if loads is None else loads:
+            if load.im2col:  # no map (the tile's columns span kernel positions): the threads gather it
+                from ...schedule.gather_rows import row_gather
+                self.gather_async(row_gather(load.copy, self.params, self.buffers), "tl_worker",
+                                  self.spec.producer_threads)
+                self.emit("tl::cp_async_commit();")
+                self.emit("tl::cp_async_wait<0>();  // landed before this thread's arrival")
+                continue
             v = self.global_view(load.copy.src)
             b = self.buffers[load.copy.dst.name]
             self.emit(f"tl::copy_g2s_elements<{c_type(b.dtype)}, {load.rows}, {load.cols}, {self.spec.producer_threads}, "

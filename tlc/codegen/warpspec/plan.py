@@ -24,6 +24,7 @@ class TmaLoad:
     gather: bool = False  # `copy` is a row gather (a parallel loop) the producer's threads make by cp.async
     row_axis: int | None = None  # the tensor's dimension the tile's rows run along (None: the one before the last)
     flat: bool = False  # a 1-D buffer of `cols` elements: one unswizzled box along the last dimension
+    im2col: bool = False  # `copy` is an im2col loop (ir.Im2colTile) the TMA loads in its im2col mode
 
 
 @dataclass
@@ -67,9 +68,12 @@ class WarpSpecPlanning:
         start, stop = spec.consumer
         pipeline = PipelinePlan(loop, spec.stages, [loop.body[x.index] for x in spec.loads],
                                 list(loop.body[start:stop]), spec.stage_buffers())
-        loads = [TmaLoad(loop.body[x.index], x.tensor_map, x.rows, x.cols, x.multicast, x.gather, x.row_axis, x.flat)
+        loads = [TmaLoad(loop.body[x.index], x.tensor_map, x.rows, x.cols, x.multicast, x.gather, x.row_axis, x.flat,
+                         x.im2col)
                  for x in spec.loads]
-        self.ws = WarpSpecPlan(pipeline, loads, spec.release_lag == 1 and spec.deferred is None)
+        # overlap: the body is one wgmma gemm, kept in flight (a stage released late with more
+        # statements and no deferred gemm carries the body's last gemms: codegen/sm90.py)
+        self.ws = WarpSpecPlan(pipeline, loads, spec.release_lag == 1 and spec.deferred is None and stop - start == 1)
         self.persistent = spec.tile_order is not None
         self.cluster = spec.tile_order.cluster if self.persistent else 1
         st = spec.store
