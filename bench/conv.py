@@ -13,7 +13,8 @@ cuDNN's ratio as cuDNN / tlc (above 1.0: tlc faster).
     python bench/conv.py [--quick] [--only NAME,NAME] [--json out.json] [--variant BM=64,BN=256 ...] [--min-ms 60]
                          [--source FILE.tl[@BN=256,...] ...]   # also FILE's conv2d (same signature, these
                                                   # constants over the row's), checked and timed:
-                                                  # bench/conv_gather_ws.tl, bench/conv_rows_tma.tl (stride 1)
+                                                  # bench/conv_im2col_gather.tl, bench/conv_im2col_tma.tl (the
+                                                  # TMA im2col ring), bench/conv_rows_tma.tl (stride 1)
     python bench/conv.py --dry-run    # no GPU: every row's kernel at a small batch on the interpreter
 """
 from __future__ import annotations
