@@ -176,3 +176,73 @@ def test_the_whole_runs_build_has_no_element_path(tmp_path):
     sass, log = cubin_sass("#define TL_WHOLE_RUNS 1\n" + source, "sm_90a", tmp_path)
     assert re.search(r"LDG\.E\.64", sass) and "LDG.E.U16" not in sass
     assert "0 bytes spill stores" in log
+
+
+# A loop's store to a shared buffer at its column (std.reduce's scans filling their shared tile):
+# each register's value into the run's registers, the run stored as vectors once computed
+STORE = """
+@kernel
+def k(X: f16[M, N], Y: f16[M, N]):
+    with grid(cdiv(M, 4), threads=128) as bx:
+        t = fragment(f16[4, 1024])
+        run = shared(f32[4, 1024])
+        out = fragment(f16[4, 1024])
+        copy(X[bx * 4, 0], t)
+        for i, j in parallel(4, 1024):
+            {store}
+        cumsum(run, dim=1)
+        for i, j in parallel(4, 1024):
+            out[i, j] = f16(run[i, j])
+        copy(out, Y[bx * 4, 0])
+"""
+
+
+def store_body(store: str, arch: str = "sm_90a") -> str:
+    return kernel_part(generated_source(STORE.format(store=store), arch=arch, line_directives=False).source)
+
+
+def test_a_store_at_the_column_is_one_vector_store_a_run():
+    text = store_body("run[i, j] = f32(t[i, j]) + where(j == 0, 1.0, 0.0)")
+    run = re.search(r"float (tl_wrun\d+)\[tl_k_layout_0::RUN\];", text).group(1)
+    assert f"{run}[tl_e] = (tl::cvt<float>(t[tl_r]) + " in text
+    store = f"tl::store_run<tl_k_layout_0::RUN>(&run[tl::smem_index<float, 4, 1024, 4, 0>(i, j)], {run});"
+    assert store in text
+    loop = text[text.index(f"float {run}["):]
+    assert loop.index("for (int tl_e = 0;") < loop.index(store) < loop.index("tl::cumsum_shared<")
+
+
+@pytest.mark.parametrize("store", [
+    "run[i, 1023 - j] = f32(t[i, j])",                                   # not at the column
+    "if j > 0:\n                run[i, j] = f32(t[i, j])",              # not every register
+    "run[i, j] = f32(t[i, j])\n            run[i, j] += 1.0",            # read back in the loop
+])
+def test_other_stores_stay_element_stores(store):
+    text = store_body(store)
+    assert "tl_wrun" not in text and "tl::store_run<tl_k_layout_0::RUN>(&run" not in text
+    assert re.search(r"run\[tl::smem_index<float, 4, 1024, 4, 0>\([^;]*\] = ", text)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_the_store_runs_are_16_byte_shared_stores(arch, tmp_path):
+    source = generated_source(STORE.format(store="run[i, j] = f32(t[i, j])"), arch=arch, line_directives=False).source
+    sass, log = cubin_sass(source, arch, tmp_path)
+    assert "STS.128" in sass and not re.search(r"\bSTS\s", sass)
+    assert "0 bytes spill stores" in log
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n", [(8, 1024), (5, 1000), (3, 37)])
+def test_store_runs_compute_what_the_interpreter_does(m, n):
+    """Whole tiles, a ragged last row block, ragged columns (the copy's zeros scanned past N)."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((m, n)).astype(np.float16)
+    src = STORE.format(store="run[i, j] = f32(t[i, j]) + where(j == 0, 1.0, 0.0)")
+    outs = []
+    for target in ("cpu", "cuda"):
+        y = np.full((m, n), np.nan, np.float16)
+        tlc.compile_source(src, target=target).kernels["k"](x, y)
+        outs.append(y)
+    want = np.cumsum(x.astype(np.float32) + (np.arange(n) == 0), axis=1)
+    np.testing.assert_allclose(outs[1].astype(np.float32), want, rtol=2e-3, atol=2e-2)
+    np.testing.assert_allclose(outs[0].astype(np.float32), outs[1].astype(np.float32), rtol=1e-3, atol=1e-2)

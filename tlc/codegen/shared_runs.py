@@ -24,6 +24,16 @@ where the run lies inside the tensor and its address is aligned, decided per run
 
 A loop with copies folded into it (`Parallel.stores`, schedule/fold_stores.py) runs as the same
 loop over runs, each run's registers of the copied fragments stored once the run is computed.
+
+Element stores to a shared buffer at the loop's column (`run[i, j] = A(t[i, j]) + ...`, std.reduce's
+scans filling their shared tile) are taken the same way: each register's value goes to a run
+held in registers, and the run to shared memory as vectors once it is computed, where nvcc left
+one scalar store a register, each with its own padded address (about 10 SASS instructions an
+element of cumsum's loop).  A store qualifies as a read does (the buffer shared, one stage,
+unswizzled, runs aligned, its last index the column itself, its other indices constant along a
+run, provably inside the buffer), and besides: it is a statement of the loop's body itself (not
+under an `if`: every register of a run is stored), the only write of that buffer in the loop,
+and the loop reads no element of that buffer (a read would see the run before its store).
 """
 from __future__ import annotations
 
@@ -64,8 +74,42 @@ def _column_offset(e, column: str, inner: set):
 
 
 class SharedRunGen:
-    """Mixed into the generators: `shared_run_reads` says which loads of a loop qualify,
-    `run_loop` emits the loop that reads them a run at a time."""
+    """Mixed into the generators: `shared_run_reads` and `shared_run_writes` say which loads and
+    stores of a loop qualify, `run_loop` emits the loop that moves them a run at a time."""
+
+    run_writes: dict | None = None  # a qualifying ir.Store -> the registers of its run, in run_loop
+
+    def shared_run_writes(self, p: ir.Parallel, layout) -> list:
+        if not isinstance(layout, Blocked) or layout.vec < 2 or len(p.vars) not in (1, 2):
+            return []
+        column = p.vars[-1]
+        inner = names_set_inside(p.body) | {column}
+        nested = list(statements(p.body))
+        read = {x.name for st in nested for e in statement_exprs(st) for x in loads(e)}
+        writes = [st.name for st in nested if isinstance(st, (ir.Store, ir.Atomic))] + \
+            [st.dst.name for st in nested if isinstance(st, ir.Copy)]
+        return [st for st in p.body if isinstance(st, ir.Store) and st.name not in read and writes.count(st.name) == 1
+                and self._run_writable(st, layout, column, inner)]
+
+    def _run_writable(self, st: ir.Store, layout, column: str, inner: set) -> bool:
+        b = self.buffers.get(st.name)
+        return b is not None and not b.dtype.packed and self._shared_run_access(st, layout, column, inner)
+
+    def _shared_run_access(self, x, layout, column: str, inner: set) -> bool:
+        """Whether element access `x` (a Load or a Store) of a shared buffer is a run of `layout`:
+        the buffer one stage, unswizzled, its runs aligned; the last index the column itself,
+        the others constant along a run; provably inside the buffer."""
+        b = self.buffers.get(x.name)
+        if b is None or b.scope != "shared" or x.name in self.smem_base:
+            return False
+        if not runs_aligned(b, layout) or b.layout.stages != 1:
+            return False
+        last = x.indices[-1]
+        if not (isinstance(last, ir.Var) and last.name == column):
+            return False
+        if any(v.name in inner for i in x.indices[:-1] for v in variables(i)):
+            return False
+        return self.bounds(x.name, x.indices) is None
 
     def shared_run_reads(self, p: ir.Parallel, layout) -> list:
         if not isinstance(layout, Blocked) or layout.vec < 2 or len(p.vars) not in (1, 2):
@@ -85,17 +129,7 @@ class SharedRunGen:
     def _run_readable(self, x: ir.Load, layout, column: str, inner: set, written: set) -> bool:
         if x.name in self.params:
             return self._global_run_readable(x, layout, column, inner, written)
-        b = self.buffers.get(x.name)
-        if b is None or b.scope != "shared" or x.name in written or x.name in self.smem_base:
-            return False
-        if not runs_aligned(b, layout) or b.layout.stages != 1:
-            return False
-        last = x.indices[-1]
-        if not (isinstance(last, ir.Var) and last.name == column):
-            return False
-        if any(v.name in inner for i in x.indices[:-1] for v in variables(i)):
-            return False
-        return self.bounds(x.name, x.indices) is None
+        return x.name not in written and self._shared_run_access(x, layout, column, inner)
 
     def _global_run_readable(self, x: ir.Load, layout, column: str, inner: set, written: set) -> bool:
         """A tensor parameter's element read at the loop's column plus an offset constant along
@@ -122,10 +156,11 @@ class SharedRunGen:
         self.emit(f"tl::load_run_global<{alias}::RUN>({name}, {c_name(x.name)} + {offset}, "
                   f"{' && '.join(rest) if rest else 'true'}, {col}, {self.dim_text(dims[-1])});")
 
-    def run_loop(self, p: ir.Parallel, layout, alias: str, reads: list) -> None:
+    def run_loop(self, p: ir.Parallel, layout, alias: str, reads: list, writes: tuple = ()) -> None:
         """The loop over the registers of `layout` as runs: each run's `reads` loaded first as
-        vectors (tl::load_run), then the body once per register of the run, then the run of
-        each fragment the loop's folded copies store (tl::FragmentStore, fold_stores.py)."""
+        vectors (tl::load_run), then the body once per register of the run (a store of `writes`
+        into the run's registers), then each of `writes` stored as vectors (tl::store_run) and
+        the run of each fragment the loop's folded copies store (tl::FragmentStore, fold_stores.py)."""
         stores = []
         for c in p.stores:
             b = self.buffers[c.src.name]
@@ -147,19 +182,25 @@ class SharedRunGen:
             self.hoist_names += 1
             names.append(name)
             self.emit(f"{c_type(x.dtype)} {name}[{alias}::RUN];")
-        kind = "" if any(x.name in self.params for x in reads) else "shared "
-        self.emit(f"{{  // the run's {kind}reads, one vector each")
-        self.indent += 1
-        self.declare_loop_vars(p, alias, "tl_r0")
-        for x, name in zip(reads, names):
-            if x.name in self.params:
-                self._emit_global_run(x, alias, name, p, layout)
-            else:
-                self.emit(f"tl::load_run<{alias}::RUN>({name}, &{self.element(x.name, x.indices, x.span)});")
-        self.indent -= 1
-        self.emit("}")
+        if reads or not writes:
+            kind = "" if any(x.name in self.params for x in reads) else "shared "
+            self.emit(f"{{  // the run's {kind}reads, one vector each")
+            self.indent += 1
+            self.declare_loop_vars(p, alias, "tl_r0")
+            for x, name in zip(reads, names):
+                if x.name in self.params:
+                    self._emit_global_run(x, alias, name, p, layout)
+                else:
+                    self.emit(f"tl::load_run<{alias}::RUN>({name}, &{self.element(x.name, x.indices, x.span)});")
+            self.indent -= 1
+            self.emit("}")
         for x, name in zip(reads, names):
             self.hoisted[x] = f"{name}[tl_e]"
+        saved_writes, self.run_writes = self.run_writes, {}
+        for st in writes:
+            self.run_writes[st] = f"tl_wrun{self.hoist_names}"
+            self.hoist_names += 1
+            self.emit(f"{c_type(self.buffers[st.name].dtype)} {self.run_writes[st]}[{alias}::RUN];")
         self.emit("#pragma unroll")
         self.emit(f"for (int tl_e = 0; tl_e < {alias}::RUN; ++tl_e) {{")
         self.indent += 1
@@ -168,6 +209,16 @@ class SharedRunGen:
         self.block(p.body)
         self.indent -= 1
         self.emit("}")
+        if writes:
+            self.emit("{  // the run's shared stores, one vector each")
+            self.indent += 1
+            self.declare_loop_vars(p, alias, "tl_r0")
+            for st in writes:
+                self.emit(f"tl::store_run<{alias}::RUN>(&{self.element(st.name, st.indices, st.span)}, "
+                          f"{self.run_writes[st]});")
+            self.indent -= 1
+            self.emit("}")
+        self.run_writes = saved_writes
         for name, frag in stores:
             self.emit(f"{name}.run({frag}, tl_r0);")
         for x in reads:

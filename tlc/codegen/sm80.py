@@ -25,7 +25,6 @@ from ..targets import Target
 from .cexpr import CExprs, CodegenError, cvt
 from .cnames import c_bool, c_name, c_string, c_type, comment_text, compute_type, literal
 from .copies import CopyGen
-from .half_pairs import HalfPairGen
 from .hoist import HoistGen
 from .occupancy import min_blocks
 from .ranges import provably_within, scalar_ranges
@@ -40,7 +39,7 @@ class FragmentInfo:
     regs: str      # C expression: its register count
 
 
-class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPairGen):
+class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
     arch = "sm_80"
     primitive_files = ("types.cuh", "copy.cuh", "layout.cuh", "mma.cuh", "reduce.cuh", "scan.cuh", "host_grid.cuh", "assert.cuh")
 
@@ -432,6 +431,9 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         return lvalue if check is None else f"(({check}) ? {lvalue} : {zero})"
 
     def stmt_Store(self, s: ir.Store) -> None:
+        if self.run_writes and s in self.run_writes:  # into a run's registers (shared_runs.py)
+            self.emit(f"{self.run_writes[s]}[tl_e] = {self.expr(s.value)};")
+            return
         b = self.buffers.get(s.name)
         lvalue = self.element(s.name, s.indices, s.span)
         value = self.expr(s.value)
@@ -577,12 +579,11 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         hoisted = self.hoist_loads(p, layout, alias)
         row_lets = self.hoist_row_lets(p, layout, alias)
         runs = self.shared_run_reads(p, layout)
+        writes = self.shared_run_writes(p, layout)
         saved = (self.in_parallel, self.loop_layout, getattr(self, "loop_vars", ()), self.loop_extents)
         self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = True, layout, p.vars, p.extents
-        if runs or p.stores:
-            self.run_loop(p, layout, alias, runs)  # shared_runs.py
-        elif self.pair_loop(p, layout, alias):  # half_pairs.py
-            pass
+        if runs or writes or p.stores:
+            self.run_loop(p, layout, alias, runs, writes)  # shared_runs.py
         else:
             self.emit("#pragma unroll")
             self.emit(f"for (int tl_r = 0; tl_r < {alias}::REGS; ++tl_r) {{")
