@@ -471,6 +471,8 @@ def report_first(results: dict) -> None:
                   f"(tlc after the others {r.get('import_tlc_ms', float('nan')):.0f}), "
                   f"CUDA context and arrays {r['context_ms']:.0f}){'' if r['ok'] else ' WRONG RESULT'}"
                   f"{'; the launch memo served it' if r.get('decoded') is False and label == 'first_cached' else ''}")
+            if label == "first_cached" and "import_tlc_ms" in r:  # the clock starts after `import tlc`, whose own share is this
+                print(f"  with `import tlc` (after PyTorch and CuPy): {r['import_tlc_ms'] + r['load_ms'] + r['call_ms']:.1f} ms")
             if "nvrtc" in r and label == "first_cold":
                 print(f"  {nvrtc_share(r)}")
             if "nvrtc_cache" in r:

@@ -9,11 +9,23 @@ compiled kernels and the recorded configurations are the kernel's (tlc/kernel.py
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-from . import driver
 from .diagnostics import DiagnosticError, TlcError
 from .kernel import CallError, Kernel
-from .typecheck import CheckedProgram
+
+# `import tlc` is the runtime: what a new process's call of a kernel from the caches runs
+# (finding the file, the checked-module cache and its launch memo, the program cache, the
+# launch).  The compiler is imported where a text is checked or a kernel is built (the parser
+# and the type checker by `driver.check_source`, the scheduler and the code generator by
+# `Kernel.scheduled` / `generated`): ~100 ms of data classes and tables that such a call never
+# needs (issue #15; tests/runtime/test_cached_call_imports.py).
+from . import driver  # noqa: E402
+from .runtime import cache as _cache, checked_cache as _checked_cache, ir_codec as _ir_codec  # noqa: E402,F401
+from .runtime import launch as _launch  # noqa: E402,F401
+
+if TYPE_CHECKING:
+    from .typecheck import CheckedProgram
 
 __all__ = ["load", "compile_source", "resolve_target", "Module", "Kernel", "TileOp", "CallError"]
 

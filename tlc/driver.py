@@ -10,7 +10,9 @@ import stat
 from dataclasses import dataclass, field
 
 from .diagnostics import Diagnostic, DiagnosticError, Span, TlcError
-from . import parser
+
+# the parser (and Lark's tables) and the type checker are imported by `check_source`: reading a
+# file and resolving `std.NAME` (a module from the checked-module cache) need neither
 
 
 class SourceError(TlcError):
@@ -60,7 +62,7 @@ class CheckResult:
 
 def check_source(text: str, path: str = "<string>") -> CheckResult:
     """Parse and type-check one file's text and whatever it imports."""
-    from . import typecheck
+    from . import parser, typecheck
 
     try:
         module = parser.parse(text, path)

@@ -9,14 +9,18 @@ the interpreter keeps the kernel's own defaults, which give the same results).
 """
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from . import config_table, ir
 from .diagnostics import TlcError
-from .dtypes import DType
 from .runtime.args import array_dtype, signature
-from .parser import nodes as n
-from .typecheck import CheckedFunction
+
+if TYPE_CHECKING:
+    from . import ir
+    from .dtypes import DType
+    from .typecheck import CheckedFunction
+
+# config_table, the IR, the AST and NumPy are imported where they are used: `import tlc`
+# imports this module, and a call served from the caches needs none of them (issue #15)
 
 
 class CallError(TlcError):
@@ -151,6 +155,8 @@ class Kernel:
         """The rules of the config.json beside this kernel's module (config_table), checked
         against the kernel's parameters once; () when it has none."""
         if self._rules is None:
+            from . import config_table
+
             rules = config_table.rules_for(self.fn.module_path, self.name) if self.fn.module_path else ()
             known = {**{s: "shape" for s in self.fn.shape_symbols}, **{p.name: p.role for p in self.fn.params}}
             config_table.check_rules(rules, self.name, known, self.fn.module_path)
@@ -169,7 +175,7 @@ class Kernel:
         the @autotune space, shapes and dtypes of this call's arrays) and records the winner
         in the config.json beside the module, or the per-user one where that folder is
         read-only; a bucket with a rule recorded by tlc tune is not tuned again."""
-        from . import tune
+        from . import config_table, tune
         from .tune.space import bucket_when
 
         sizes = {}
@@ -195,6 +201,8 @@ class Kernel:
         rules = self.recorded_rules()
         if not rules:
             return constants
+        from . import config_table
+
         shapes = {}
         for sym, uses in self.fn.shape_symbols.items():
             use = next((u for u in uses if u.param in values), None)
@@ -259,11 +267,15 @@ class Kernel:
 
     def ir(self, **constants) -> str:
         """The scheduled tile IR as text (`tlc build --emit ir`), every grid's."""
+        from . import ir
+
         return "\n".join(ir.print_kernel(k) for k in self.scheduled_grids(constants))
 
     @property
     def grid_count(self) -> int:
         """How many grids the kernel has: each is a launch, in order (LANGUAGE.md section 2)."""
+        from .parser import nodes as n
+
         return sum(isinstance(s, n.With) for s in self.fn.node.body) if self.fn.kind == "kernel" else 1
 
     @property
@@ -278,6 +290,8 @@ class Kernel:
         on its current stream, as theirs do, so that a CUDA graph captures the call (tlc.torch)."""
         if not kernel.workspaces:
             return values
+        import numpy as np
+
         from .interp.numerics import np_dtype
         from .runtime.args import TORCH, array_kind, torch_dtype
         from .runtime.device_array import DeviceArray
@@ -387,6 +401,8 @@ class Kernel:
                 remembered = fast_branch = False
             launch(values)
             if remembered and self._memo is not None:  # for the next process's first call like this one:
+                from . import config_table
+
                 files = config_table.rule_files(self.fn.module_path) if self.fn.module_path else []
                 self._memo.record(self.name, self._runtime_names, args, device, _constants_key(constants),
                                   _device_arch(device), files, fast=fast_branch)
@@ -394,6 +410,8 @@ class Kernel:
             return
         cpp = self.module.target == "cpp"  # the cpu target's C++, else the interpreter
         kernels = self.scheduled_grids(constants, "cpu" if cpp else "sm_80")
+        import numpy as np
+
         from .interp import run_kernel
 
         for p in self.fn.runtime_params:

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from ..diagnostics import Span, TlcError
 from ..dtypes import BOOL, I32, DType, can_widen, gemm_operands_agree
-from .printer import expr as expr_text
 from .nodes import (ATOMIC_KINDS, BINARY_OPS, BIT_OPS, BUFFER_SCOPES, COMPARE_OPS,
                     LOGIC_OPS, LOOP_KINDS, MATH_FUNCS, REDUCE_KINDS, UNARY_OPS, Assign, Atomic,
                     BinOp, Break, BufferRef, Call, Cast, Const, Continue, Copy, Expr, Fill, For,
@@ -18,7 +17,6 @@ from .nodes import (ATOMIC_KINDS, BINARY_OPS, BIT_OPS, BUFFER_SCOPES, COMPARE_OP
                     Stmt, Store, Sync, UnaryOp, Var)
 from .nodes import SCAN_KINDS, DimExpr, Scan
 from .walk import variables
-from .warpspec import warp_spec_problem
 
 
 class IRVerifyError(TlcError):
@@ -146,6 +144,8 @@ class _Verifier:
         for g in k.grid:
             self.expr(g)
             if not g.dtype.is_int:
+                from .printer import expr as expr_text  # a message's text: the printer when one is said
+
                 self.fail(f"grid extent {expr_text(g)} has dtype {g.dtype}, not an integer", g)
         for v in k.block_vars:
             self.declare(v, _Sym("block", I32))
@@ -474,7 +474,11 @@ class _Verifier:
 def verify(kernel: Kernel) -> Kernel:
     """Raise `IRVerifyError` on the first broken rule; return the kernel unchanged otherwise."""
     _Verifier(kernel).run()
-    problem = warp_spec_problem(kernel) if kernel.warp_spec is not None else None
+    problem = None
+    if kernel.warp_spec is not None:
+        from .warpspec import warp_spec_problem  # the plan's module, imported by a kernel that has one
+
+        problem = warp_spec_problem(kernel)
     if problem is not None:
         raise IRVerifyError(kernel.name, problem)
     return kernel

@@ -58,12 +58,11 @@ def entry_path(name: str) -> str:
 
 def load(text: str, path: str):
     """(program, exports, name) of the entry for `text` at `path`, or None (no entry, one that
-    cannot be trusted, or an imported file that changed): `program` is a `CheckedProgram` of
+    cannot be trusted, or an imported file that changed): `program` is a `CachedProgram` of
     signatures, each decoded when it is first read (a module of 20 kernels that calls one
     decodes one); `exports` maps each kernel's and tile op's name to (qualname, kind); `name` is
     the entry's (`key`), which names its launch memo too (`LaunchMemo`, below)."""
     from ..files import NotRegularFile, read_regular
-    from ..typecheck.program import CheckedProgram
     from .cache import text_digest as digest_of  # remembered: the program keys hash the same texts
 
     text_digest = digest_of(text)
@@ -104,7 +103,27 @@ def load(text: str, path: str):
             return None
     sources = {file: texts[file] for file in files}  # in the checker's order
     names = {export: q for export, (q, _) in exports.items()}
-    return CheckedProgram(path, Signatures(functions), names, sources, {}, None), exports, name
+    return CachedProgram(path, Signatures(functions), names, sources), exports, name
+
+
+class CachedProgram:
+    """A `typecheck.CheckedProgram` of signatures, as `load` gives it: the same fields and
+    lookups, without importing the type checker (and the AST's classes it brings: ~30 ms of a
+    new process), which a module whose kernels launch from the caches never needs.
+    `api.Module.program` checks the text in full where more than a signature is needed."""
+
+    __slots__ = ("path", "functions", "names", "sources", "constants", "modules")
+
+    def __init__(self, path: str, functions, names: dict, sources: dict):
+        self.path, self.functions, self.names, self.sources = path, functions, names, sources
+        self.constants, self.modules = {}, None
+
+    def function(self, name: str):
+        q = self.names.get(name)
+        return self.functions.get(q) if q else None
+
+    def kernels(self) -> list:
+        return [self.functions[q] for q in self.names.values() if self.functions[q].kind == "kernel"]
 
 
 class Signatures:
