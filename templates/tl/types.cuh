@@ -245,6 +245,75 @@ __device__ __forceinline__ float fast_pow(float a, float b) {
   return r;
 }
 
+// atan(x) for values kept at 16-bit precision (schedule/fast_math.py): t = |x|, or the
+// hardware's 1 / |x| (MUFU.RCP: 1 ulp) above 1, atan t = t P(t^2) with P of degree 5 fitted for
+// relative error (2^-17.8 on [0, 1]), pi/2 minus that above 1, x's sign.  Relative error below
+// 2^-17, under a 16-bit half ulp (2^-11 f16, 2^-8 bf16); no division or branch: 12 instructions
+// where atanf takes 18 and an IEEE division's reduction 24.  NaN stays NaN, +-inf is +-pi/2.
+__device__ __forceinline__ float fast_atan(float x) {
+  const float a = fabsf(x);
+  const bool big = a > 1.0f;
+  const float t = big ? rcp_approx(a) : a;  // from 2^126 on 0: pi/2, as atan is in f32
+  const float z = t * t;
+  float p = fmaf(z, -0.013480531051754951f, 0.05747745558619499f);
+  p = fmaf(p, z, -0.12123918533325195f);
+  p = fmaf(p, z, 0.19563595950603485f);
+  p = fmaf(p, z, -0.33299461007118225f);
+  p = fmaf(p, z, 0.9999956488609314f);
+  float r = t * p;
+  r = big ? 1.5707963267948966f - r : r;
+  return copysignf(r, x);
+}
+
+// tan(x) for values kept at 16-bit precision (schedule/fast_math.py): x = k pi/2 + r, |r| <= pi/4,
+// k by the round-to-nearest of adding 1.5 * 2^23 (its parity is the sum's last bit), r by three
+// FMAs with pi/2 in three floats (each product exact in the FMA: r within an ulp of r's for
+// |x| < 2^17), tan r = r + r^3 P(r^2) with P of degree 3 fitted for relative error (2^-18.1), and
+// for odd k -1 / tan r by the hardware's reciprocal (MUFU.RCP, 1 ulp).  Relative error below 2^-17
+// but next to the poles and zeros of tan, where r itself is that precise; no division: 15
+// instructions (SASS, sm_90a, f16 in the kernel), tanf 23 with a reduction that branches.  |x| >= 2^17 (bf16 only: f16 ends at
+// 65504), infinities and NaN: tanf, out of line.
+// fast_tan_near: the same for |x| < 2^17 (an f16 argument: schedule/fast_math.py knows it), without
+// the check and its branch (5 instructions an element).
+inline __device__ __noinline__ float tan_slow(float x) { return tanf(x); }
+__device__ __forceinline__ float fast_tan_near(float x) {
+  const float kk = fmaf(x, 0.6366197723675814f, 12582912.0f);
+  const float k = kk - 12582912.0f;
+  float r = fmaf(-k, 1.57079637e+00f, x);
+  r = fmaf(-k, -4.371138829e-08f, r);
+  r = fmaf(-k, -1.715124510e-15f, r);
+  const float z = r * r;
+  float p = fmaf(z, 0.04308871924877167f, 0.04139864817261696f);
+  p = fmaf(p, z, 0.1360650211572647f);
+  p = fmaf(p, z, 0.3331543505191803f);
+  const float t = fmaf(r * z, p, r);
+  const float cot = -rcp_approx(t);
+  return (__float_as_int(kk) & 1) ? cot : t;  // both computed (as `?:`'s operands, a branch an element)
+}
+__device__ __forceinline__ float fast_tan(float x) { return fabsf(x) < 131072.0f ? fast_tan_near(x) : tan_slow(x); }
+
+// erf(x) for values kept at 16-bit precision (schedule/fast_math.py): below |x| = 0.75, x P(x^2)
+// with P of degree 3 (relative error 2^-18.3); above, 1 - 2^Q(t), t = min(|x|, 4) (erf is 1 in f32
+// from 3.92 on), with Q of degree 5 fitted for the error of erf (2^-17.5) and of erfc = 2^Q
+// (2^-13.5, so that 1 + erf(x) of a negative x, as a GELU computes it, keeps 13 bits until f32's
+// rounding of 1 - 2^Q takes over, as it does for erff), by the hardware's 2^x (MUFU.EX2, 2^-21),
+// x's sign.  Relative error below 2^-17; 15 instructions and no branch, erff 22.  NaN stays NaN.
+__device__ __forceinline__ float fast_erf(float x) {
+  const float a = fabsf(x);
+  const float s = x * x;
+  float p = fmaf(s, -0.021644089370965958f, 0.11106058955192566f);
+  p = fmaf(p, s, -0.3759274184703827f);
+  p = fmaf(p, s, 1.1283756494522095f);
+  const float t = fminf(a, 4.0f);
+  float q = fmaf(t, -0.0008930595358833671f, 0.014698860235512257f);
+  q = fmaf(q, t, -0.10614126175642014f);
+  q = fmaf(q, t, -0.9777499437332153f);
+  q = fmaf(q, t, -1.588014841079712f);
+  q = fmaf(q, t, -0.010320092551410198f);
+  const float big = copysignf(1.0f - fast_exp2(q), x), small = x * p;
+  return a >= 0.75f ? big : small;  // both computed: as `?:`'s operands they became a branch an element
+}
+
 // a / b by the hardware's full-range approximate division (div.full.f32: within 2 ulp over the
 // whole range, subnormals kept; MUFU.RCP and a few multiplications, no branch), where the IEEE
 // division costs a check and a slow-path call per element: for quotients kept at 16-bit

@@ -7,14 +7,10 @@ infinities, NaN and subnormals.  No GPU: the logic is what can go wrong."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 
 import pytest
 
-from tlc.package_data import templates
-
-CXX = shutil.which("g++") or shutil.which("c++")
+from host_cxx import CXX, header_functions, run
 
 HARNESS = r"""
 #include <cmath>
@@ -69,26 +65,17 @@ int main() {
 
 
 def host_source() -> str:
-    text = (templates() / "tl" / "types.cuh").read_text()
-    start = text.index("__device__ __forceinline__ float rcp_approx")
-    end = text.index("\n}\n", text.index("float fmod_fast(")) + 3
-    body = text[start:end]
     body, n = re.subn(r'  asm\("rcp\.approx\.ftz\.f32 %0, %1;" : "=f"\(r\) : "f"\(y\)\);',
                       "  r = 1.0f / (std::fpclassify(y) == FP_SUBNORMAL ? 0.0f * y : y);\n"
                       "  if (std::isfinite(r) && r != 0.0f) r = moved(r);\n"
-                      "  if (std::fpclassify(r) == FP_SUBNORMAL) r = 0.0f * r;", body)
+                      "  if (std::fpclassify(r) == FP_SUBNORMAL) r = 0.0f * r;", header_functions("rcp_approx", "fmod_fast"))
     assert n == 1, "tl::rcp_approx is no longer the rcp.approx.ftz.f32 this test replaces"
-    body = body.replace("__device__", "").replace("__forceinline__", "inline").replace("__noinline__", "")
     return HARNESS.replace("FUNCTIONS", body)
 
 
 @pytest.mark.skipif(CXX is None, reason="no C++ compiler")
 def test_fmod_fast_is_fmodf_bit_for_bit(tmp_path):
-    src = tmp_path / "fmod.cpp"
-    src.write_text(host_source())
-    exe = tmp_path / "fmod"
-    subprocess.run([CXX, "-O2", "-ffp-contract=off", "-o", str(exe), str(src)], check=True)
-    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    out = run(host_source(), tmp_path, "fmod")
     assert out.strip().endswith("0 differ"), out
 
 

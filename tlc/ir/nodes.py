@@ -53,7 +53,8 @@ BINARY_OPS = ARITH_OPS + BIT_OPS + COMPARE_OPS + LOGIC_OPS
 UNARY_OPS = ("-", "~", "not")
 # math builtins and their arity; `where` is `Select`, `min`/`max` are binary ops
 MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "fast_tanh",
-                                "sigmoid", "erf", "sin", "cos", "abs", "floor", "ceil", "round")}, "pow": 2, "fmod": 2,
+                                "sigmoid", "erf", "sin", "cos", "tan", "atan", "abs", "floor", "ceil", "round")}, "pow": 2,
+              "fmod": 2,
               # internal (no builtin of the language): 2^x where the result's precision allows the
               # hardware approximation (a 16-bit softmax); the interpreter computes it exactly
               "fast_exp2": 1,
@@ -62,6 +63,13 @@ MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "
               "fast_log2": 1,
               # internal: log(1 + x) so, with a polynomial of x itself near 0
               "fast_log1p": 1,
+              # internal: atan, tan and erf where the result's precision allows a short polynomial
+              # and the hardware's reciprocal and 2^x (tl::fast_atan, ...: relative error below
+              # 2^-17); the interpreter's are exact
+              "fast_atan": 1, "fast_tan": 1, "fast_erf": 1,
+              # internal: fast_tan of an argument below 2^17 in magnitude (an f16 value), which
+              # needs no check for tanf's range
+              "fast_tan_near": 1,
               # internal: a ** b as 2^(b log2 |a|) by the hardware, powf's special values kept
               "fast_pow": 2,
               # internal: a / b where the quotient's precision allows the hardware's full-range

@@ -10,8 +10,9 @@ it is computed, once (`x = ...` is a scalar; its uses are registers), and so doe
 subexpression written out more than once (an inlined device function's argument at each of its
 uses: nvcc computes it once); `a * b + c` counts one (an FFMA), a float negation none (a sign
 flag of the instruction that reads it).  Against the SASS of std.elementwise's f16 kernels
-(sm_90a, one run a thread, the identity kernel's instructions taken off, per element): erf 22
-for 21.8, log1p 15 for 15.2, atan 28 for 24.2, asinh 32 for 33.2, elu 20 for 16.9, gelu_bwd 24
+(sm_90a, one run a thread, the identity kernel's instructions taken off, per element): erf 18
+for 15.1 (tl::fast_erf; erff's 22 for 21.8), log1p 15 for 15.2, atan 15 for 12.2 (tl::fast_atan),
+tan 19 for 15.1, asinh 32 for 33.2, elu 20 for 16.9, gelu_bwd 24
 for 18.1, hardswish_bwd 11 for 4.6 on the hot path (9.6 in all); before the last three rules
 the estimate was up to twice the SASS (sinh 40 for 20.4, celu 43 for 26.9 in all).
 """
@@ -23,12 +24,13 @@ from ...ir.walk import statements
 # SASS instructions of one call, f32 (the 16-bit forms are the fast_* ones)
 CALL_COST = {
     "fast_exp2": 2, "exp": 10, "exp2": 8, "fast_log2": 12, "fast_log1p": 13, "log": 25, "log2": 25,
-    "log1p": 30, "fast_sqrt": 2, "sqrt": 8, "rsqrt": 2, "fast_tanh": 1, "tanh": 20, "sigmoid": 5, "erf": 20,
+    "log1p": 30, "fast_sqrt": 2, "sqrt": 8, "rsqrt": 2, "fast_tanh": 1, "tanh": 20, "sigmoid": 5, "erf": 20, "fast_erf": 16,
+    "atan": 18, "fast_atan": 13, "tan": 23, "fast_tan": 22, "fast_tan_near": 17,
     "sin": 20, "cos": 20, "fast_pow": 30, "pow": 80, "fmod": 20, "fast_div": 9, "floor": 1, "ceil": 1,
     "round": 1, "abs": 0, "bitcast": 0, "thread_index": 0,
 }
 # a call whose result is a 16-bit float: the hardware's forms (codegen/cexpr.py's _FAST_16)
-CALL_COST_16 = {"exp": 3, "exp2": 2, "log": 13, "log2": 12, "log1p": 13, "tanh": 1}
+CALL_COST_16 = {"exp": 3, "exp2": 2, "log": 13, "log2": 12, "log1p": 13, "tanh": 1, "atan": 13, "tan": 20, "erf": 16}
 DIVISION_COST = 12  # an IEEE f32 division's check and fast path (its slow path is a call, out of line)
 REMAINDER_COST = 22  # `%` of floats: tl::pymod, tl::fmod_fast and a sign fix
 

@@ -52,8 +52,8 @@ class Rules:
     # instructions an element (element_cost.py) moves `ew_long_runs` runs a thread at up to
     # `ew_long_blocks` blocks per SM (0: no such rule): more warps, so that others' loads are in
     # flight while one computes (docs/tile-ops.md).  20: the H200 (ops --quick, f16, of copy,
-    # rule on vs off) measured atan (estimated 36 then; 28 since its rewrite) 0.56 vs 0.54 and
-    # erf (22) 0.68 vs 0.64, but hardswish_bwd (14 then, 11 now: SASS 4.6 on the hot path)
+    # rule on vs off) measured atan (estimated 36 then; 28 since its rewrite, 15 with
+    # tl::fast_atan) 0.56 vs 0.54 and erf (22; 18 with tl::fast_erf) 0.68 vs 0.64, but hardswish_bwd (14 then, 11 now: SASS 4.6 on the hot path)
     # 0.98 vs 1.03: at one run a thread the address and bounds arithmetic is shared by half the
     # elements (the f16 identity kernel's hot path, sm_90a: 101 SASS instructions for 8
     # elements, 97 for 16 at two runs), which short math does not win back.  Unmeasured either

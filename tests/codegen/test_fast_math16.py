@@ -1,0 +1,114 @@
+"""tl::fast_atan, tl::fast_tan and tl::fast_erf (tl/types.cuh), the forms std.elementwise's atan,
+tan, erf and gelu_erf take where their result is a 16-bit float (schedule/fast_math.py), on
+every f16 and every bf16 value: their C compiled as host code by the system's C++ compiler, the
+hardware's reciprocal (rcp.approx.ftz.f32) and 2^x (ex2.approx.ftz.f32) replaced by the exact
+ones moved by up to 2 ulp either way (twice their error bounds) and flushed as the hardware
+flushes, against the double-precision functions.  Checked: the relative error their comments
+state (2^-17 where the result is a normal f32; tan's where its reduced argument is not within
+2^-6 of a pole or zero, where the error is r's own), and that the result rounded to the dtype is the correctly rounded value or,
+where that lies within 2^-16 of a tie, its neighbour.  No GPU: the logic is what can go wrong."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from host_cxx import CXX, header_functions, run
+
+HARNESS = r"""
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+static std::mt19937 moves(7);
+static float moved(float q) {  // within 2 ulp either way
+  int k = static_cast<int>(moves() % 5) - 2;
+  for (; k > 0; --k) q = nextafterf(q, INFINITY);
+  for (; k < 0; ++k) q = nextafterf(q, -INFINITY);
+  return q;
+}
+static float ftz(float v) { return std::fpclassify(v) == FP_SUBNORMAL ? 0.0f * v : v; }
+static float rcp_approx(float y) {
+  float r = 1.0f / ftz(y);
+  if (std::isfinite(r) && r != 0.0f) r = moved(r);
+  return ftz(r);
+}
+static float fast_exp2(float x) {
+  float r = exp2f(ftz(x));
+  if (std::isfinite(r) && r != 0.0f) r = moved(r);
+  return ftz(r);
+}
+static int __float_as_int(float v) { int i; memcpy(&i, &v, 4); return i; }
+FUNCTIONS
+static float from16(uint16_t h, bool bf) {
+  if (bf) { uint32_t u = uint32_t(h) << 16; float f; memcpy(&f, &u, 4); return f; }
+  _Float16 v; memcpy(&v, &h, 2); return float(v);
+}
+// the two 16-bit values around `v` (a double), as floats, and whether v is within 2^-16 of their midpoint
+static double round16(double v, bool bf) {
+  if (bf) {  // round to nearest even on the float, then to 8 bits: v is exact enough as a float here
+    float f = float(v); uint32_t u; memcpy(&u, &f, 4);
+    if (std::isnan(f)) return f;
+    u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u; memcpy(&f, &u, 4); return f;
+  }
+  return double(_Float16(v));
+}
+static int ulps16(double a, double b, bool bf) {  // how many 16-bit steps apart a and b are (both 16-bit values)
+  if (a == b) return 0;
+  float fa = float(a), fb = float(b);
+  if (bf) {
+    uint32_t ua, ub; memcpy(&ua, &fa, 4); memcpy(&ub, &fb, 4);
+    int32_t ia = (ua >> 31) ? -int32_t((ua & 0x7fffffff) >> 16) : int32_t(ua >> 16);
+    int32_t ib = (ub >> 31) ? -int32_t((ub & 0x7fffffff) >> 16) : int32_t(ub >> 16);
+    return std::abs(ia - ib);
+  }
+  _Float16 ha = _Float16(fa), hb = _Float16(fb); uint16_t ua, ub; memcpy(&ua, &ha, 2); memcpy(&ub, &hb, 2);
+  int ia = (ua >> 15) ? -int(ua & 0x7fff) : int(ua), ib = (ub >> 15) ? -int(ub & 0x7fff) : int(ub);
+  return std::abs(ia - ib);
+}
+int main() {
+  const char *names[3] = {"atan", "tan", "erf"};
+  for (int f = 0; f < 3; ++f)
+    for (int bf = 0; bf < 2; ++bf) {
+      double worst = 0.0; float worst_x = 0.0f; long off = 0, far = 0, nan = 0;
+      for (uint32_t h = 0; h < 65536; ++h) {
+        const float x = from16(uint16_t(h), bf);
+        const double want = f == 0 ? atan(double(x)) : f == 1 ? tan(double(x)) : erf(double(x));
+        const float got = f == 0 ? fast_atan(x) : f == 1 ? fast_tan(x) : fast_erf(x);
+        if (std::isnan(want) || std::isnan(got)) { nan += std::isnan(want) != std::isnan(got); continue; }
+        if (std::isinf(want)) continue;
+        bool measured = true;
+        if (f == 1 && std::fabs(x) < 131072.0) {  // tan: r's own precision next to a pole or zero
+          const double k = std::nearbyint(double(x) / (M_PI / 2)), r = double(x) - k * (M_PI / 2);
+          measured = std::fabs(r) > 0x1p-6 || k == 0;
+        }
+        const double rel = want == 0.0 ? std::fabs(double(got)) : std::fabs((double(got) - want) / want);
+        if (measured && std::fabs(want) >= 0x1p-126 && rel > worst) { worst = rel; worst_x = x; }
+        // rounded to the dtype: the correctly rounded value, or its neighbour next to a tie
+        const double g16 = round16(got, bf), w16 = round16(want, bf);
+        const int n = ulps16(g16, w16, bf);
+        if (n > 0) {
+          const double lo = std::fmin(g16, w16), hi = std::fmax(g16, w16), mid = 0.5 * (lo + hi);
+          const bool tie = n == 1 && std::fabs(want - mid) <= 0x1p-16 * std::fabs(want);
+          if (!tie) ++far;
+          ++off;
+        }
+      }
+      printf("%s %s worst %.3g (2^%.2f) at %.9g; %ld rounded off, %ld not next to a tie; %ld NaN differ\n",
+             names[f], bf ? "bf16" : "f16", worst, worst > 0 ? std::log2(worst) : -999.0, worst_x, off, far, nan);
+    }
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(CXX is None, reason="no C++ compiler")
+def test_fast_atan_tan_erf_on_every_16_bit_value(tmp_path):
+    out = run(HARNESS.replace("FUNCTIONS", header_functions("fast_atan", "fast_erf")), tmp_path, "fast16")
+    rows = re.findall(r"^(\w+) (\w+) worst \S+ \(2\^(\S+)\) at \S+; (\d+) rounded off, (\d+) not next to a tie; "
+                      r"(\d+) NaN differ$", out, re.M)
+    assert len(rows) == 6, out
+    for name, dtype, log2_worst, _, far, nan in rows:
+        assert float(log2_worst) < -17, f"{name} {dtype}: relative error 2^{log2_worst}\n{out}"
+        assert far == "0" and nan == "0", f"{name} {dtype}\n{out}"
