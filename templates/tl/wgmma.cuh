@@ -18,6 +18,20 @@ __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.a
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+// wgmma_wait where the code puts it.  ptxas moves a wait up over the instructions before it
+// (waiting earlier is always safe) when that lets it write the registers the waited-for wgmma
+// reads sooner: attention's deferred P @ V, waited for after the softmax, was waited for before
+// it (FlashAttention 3's intra-warpgroup overlap lost), since the softmax's conversions into the
+// next P's registers then interleave with its exponentials.  ptxas schedules within a basic
+// block: a branch it cannot resolve ends one here (on the dynamic shared memory's size, never 0
+// in a kernel whose wgmma reads shared memory), two instructions that keep the wait in place.
+template <int N>
+__device__ __forceinline__ void wgmma_wait_in_place() {
+  asm volatile(
+      "{\n.reg .pred p;\n.reg .b32 s;\nmov.u32 s, %%dynamic_smem_size;\nsetp.eq.u32 p, s, %0;\n@p brkpt;\n}\n" ::"n"(0)
+      : "memory");
+  wgmma_wait<N>();
+}
 
 // The accumulators are written by the tensor cores after the instruction that names them has
 // "returned": after waiting, tie each register to this point so that the compiler neither

@@ -38,7 +38,7 @@ def test_the_loop_issues_both_products_and_waits_for_each_where_its_results_are_
         other,
         "tl::wgmma_wait<1>();  // this iteration's first gemm is done",
         "reduce_max(scores -> row_max",
-        "tl::wgmma_wait<0>();  // the deferred gemm is done",
+        "tl::wgmma_wait_in_place<0>();  // the deferred gemm is done",
         "probs[tl_r] = tl::cvt<half>(scores[tl_r]);",
         "acc[tl_r] = (acc[tl_r] * rescale",
         "if (threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_it + 2) % 3);",

@@ -96,7 +96,9 @@ def test_the_verifier_checks_the_consumer_prologue_and_the_deferral(change, mess
 
 def test_emit_ir_says_who_runs_the_prologue_and_where_the_deferred_gemm_runs():
     text = print_kernel(_kernel(STAGES=3))
-    assert "  # consumers only (threads 0..255): the producer's threads skip it\n  copy Q[" in text
+    assert "  # consumers only (threads 0..255): the producer's threads skip it\n  device_assert " in text
+    assert ("  # consumers only (threads 0..255), after the ring's setup while the producer's first copies load; "
+            "they meet at bar.sync 5 after it\n  copy Q[") in text
     assert ("deferred: the loop's last gemm (statement 14) of iteration it - 1 is issued right after statement 4's "
             "gemm of iteration it, on stage (it - 1) % 3, and waited for before statement 12; the last iteration's "
             "after the loop") in text

@@ -3,8 +3,8 @@ roles, the ring's stages and barriers, the tile order and the tensor maps under 
 line, and a comment before each statement of the ring saying which role runs it."""
 from __future__ import annotations
 
-from .nodes import Kernel
-from .warpspec import WarpSpecialization
+from .nodes import Kernel, Sync
+from .warpspec import CONSUMER_BARRIER, WarpSpecialization
 
 
 def header_lines(k: Kernel) -> list[str]:
@@ -75,6 +75,13 @@ def statement_notes(k: Kernel) -> dict:
         notes[id(loop.body[start])] = f"consumers: on stage it % {ws.stages}"
     for i in ws.consumer_only:
         notes[id(k.body[i])] = f"consumers only (threads 0..{k.threads - 1}): the producer's threads skip it"
+    for i in ws.late_copies:
+        notes[id(k.body[i])] = (f"consumers only (threads 0..{k.threads - 1}), after the ring's setup while the producer's "
+                                f"first copies load; they meet at bar.sync {CONSUMER_BARRIER} after it")
+    if ws.late_copies:
+        for s in k.body[:ws.loop]:
+            if isinstance(s, Sync):
+                notes[id(s)] = "left out: the consumers' late copies meet at their own barrier"
     if ws.store is not None:
         notes[id(k.body[ws.store.index])] = f"consumers: staged in shared memory, stored by the TMA (map #{ws.store.tensor_map})"
     return notes

@@ -184,6 +184,11 @@ class WarpSpecialization(Node):
     # kernel's THREADS; the producer's extra threads skip them and meet the barrier after them.
     # A kernel with any is not persistent.
     consumer_only: tuple[int, ...] = ()
+    # of consumer_only, the copies into shared memory that the consumers make after the ring's
+    # setup, meeting at CONSUMER_BARRIER after them, so that the producer's first copies are on
+    # their way meanwhile (attention's Q tile and its first K and V tiles load together); the
+    # kernel's syncs before the loop are left out (these copies are its only shared writes there)
+    late_copies: tuple[int, ...] = ()
     deferred: DeferredGemm | None = None  # with release_lag 1: a stage is released once its deferred gemm is done
     # the named barrier (CONSUMER_BARRIER) over the consumer threads that the consumers' loop
     # syncs on where its statements meet in shared memory (a reduction's partials, a fragment
@@ -237,6 +242,8 @@ def warp_spec_problem(kernel) -> str | None:
         return f"the staged store {ws.store.index} is not a copy after the ring's loop"
     if any(not 0 <= i < ws.loop for i in ws.consumer_only) or (ws.consumer_only and ws.tile_order is not None):
         return f"the consumers' statements before the loop {list(ws.consumer_only)} are not before it, or the kernel is persistent"
+    if not set(ws.late_copies) <= set(ws.consumer_only) or not all(isinstance(kernel.body[i], Copy) for i in ws.late_copies):
+        return f"the consumers' late copies {list(ws.late_copies)} are not copies among their statements before the loop"
     d = ws.deferred
     if d is not None and not (start <= d.after < d.wait <= d.gemm == stop - 1 and isinstance(body[d.gemm], Gemm)
                               and isinstance(body[d.after], Gemm) and ws.release_lag == 1 and ws.tile_order is None):

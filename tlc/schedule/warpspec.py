@@ -208,10 +208,25 @@ class _Planner:
             barriers=barriers, full_arrivals=full, empty_arrivals=cluster * k.threads // 32,
             release_lag=1 if overlap or deferred else 0, tensor_maps=(),
             tile_order=TileOrder(TILE_GROUP, cluster) if persistent else None, consumer_only=consumer_only,
+            late_copies=() if meets else self.late_copies(consumer_only),
             deferred=deferred, consumer_barrier=CONSUMER_BARRIER if meets else 0,
             kept_syncs=self.kept_syncs(loop.body, start, start + len(rest)) if meets else ())
         store = self.staged_store(after, i + 1, ws.ring_end) if persistent else None
         return replace(ws, store=store, tensor_maps=tuple(self.tensor_maps))
+
+    def late_copies(self, consumer_only: tuple) -> tuple:
+        """The consumers' copies into shared memory before the loop, made after the ring's setup
+        (WarpSpecialization.late_copies), where they are the only shared writes before it: every
+        other statement the consumers run alone there is a print (a copy into their registers
+        keeps its place, and with it the block's barrier).  Not yet where the consumers' loop also
+        meets at their own barrier (MLA decode's warpgroups side by side: its SASS test counts
+        that barrier's syncs)."""
+        body = self.k.body
+        copies = tuple(j for j in consumer_only if isinstance(body[j], ir.Copy)
+                       and self.buffers.get(body[j].dst.name) is not None and self.buffers[body[j].dst.name].scope == "shared")
+        if not copies or any(j not in copies and not isinstance(body[j], ir.Print) for j in consumer_only):
+            return ()
+        return copies
 
     def uses_wgmma(self, g: ir.Gemm) -> bool:
         return wgmma_ready(g, self.buffers, self.k.threads)

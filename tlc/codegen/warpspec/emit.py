@@ -5,7 +5,7 @@ persistent kernel.  Every number comes from the kernel's `ir.WarpSpecialization`
 from __future__ import annotations
 
 from ... import ir
-from ...ir.warpspec import PINGPONG_BARRIER
+from ...ir.warpspec import CONSUMER_BARRIER, PINGPONG_BARRIER
 from ..cnames import c_name, c_type
 from .plan import WarpSpecPlan
 
@@ -30,6 +30,9 @@ class WarpSpecEmission:
         if spec is None or not spec.consumer_only or not any(s is self.k.body[i] for i in spec.consumer_only):
             super().stmt(s)
             return
+        if any(s is self.k.body[i] for i in spec.late_copies):
+            self.emit("// (the consumers make this copy after the ring's setup)")
+            return
         self.emit(f"if (threadIdx.x < {self.k.threads}) {{  // the consumers' work: the producer's threads skip it")
         self.indent += 1
         super().stmt(s)
@@ -45,6 +48,9 @@ class WarpSpecEmission:
                 return
             self.emit("// sync: the stage's full barrier already orders the copies before this"
                       + (" (and the consumers' barriers their own writes)" if self.spec.consumer_barrier else ""))
+            return
+        if self.spec is not None and self.spec.late_copies and any(s is x for x in self.k.body[:self.spec.loop]):
+            self.emit("// sync: the consumers' late copies meet at their own barrier")
             return
         super().stmt_Sync(s)
 
@@ -137,6 +143,10 @@ class WarpSpecEmission:
         e("}")
         e(f"tl::setmaxnreg_inc<{spec.consumer_registers}>();")
         e("int tl_it = 0;")
+        if spec.late_copies:  # while the producer's first copies load
+            for i in spec.late_copies:
+                super(WarpSpecEmission, self).stmt(self.k.body[i])
+            e(f"tl::bar_sync_named({CONSUMER_BARRIER}, {T});  // the consumers' copies before they read them")
 
         def consume():
             self.consumer_loop(w)
@@ -357,7 +367,8 @@ class WarpSpecEmission:
            "later": "tl::wgmma_wait<1>();"}[which] + "  // this iteration's first gemm is done")
         e(f"tl::fence_registers<{self.buffers[first.c].layout.registers}>({c_name(first.c)});")
         self.block(rest[cut:wait])
-        e("tl::wgmma_wait<0>();  // the deferred gemm is done: its operands and accumulator are free")
+        # in place: a plain wait there ptxas moves up to the scores' (tl/wgmma.cuh)
+        e("tl::wgmma_wait_in_place<0>();  // the deferred gemm is done: its operands and accumulator are free")
         self.fence_gemm_registers(last)
         self.block(rest[wait:])
 

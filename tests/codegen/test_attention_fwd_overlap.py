@@ -1,0 +1,96 @@
+"""std.attention's flash_fwd on sm_90a, where the tensor cores' work overlaps the rest:
+- the deferred P @ V (issued with the next Q @ K.T) is waited for where the code generator puts
+  the wait, after the softmax (`tl::wgmma_wait_in_place`): ptxas had moved the plain wait up to
+  the scores' wait, so each warpgroup waited for both products before its softmax (FlashAttention
+  3's intra-warpgroup overlap lost); in SASS every exponential of the loop now stands between
+  the two waits;
+- the consumers copy Q after the ring's setup (`WarpSpecialization.late_copies`), meeting at
+  their own barrier, so that the producer's first K and V tiles load while Q does."""
+import re
+from pathlib import Path
+
+import pytest
+
+from kit_codegen import generated_source, scheduled_source
+from nvcc import cubin_sass
+
+from tlc.ir import print_kernel
+from tlc.ir.warpspec import warp_spec_problem
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = (ROOT / "stdlib" / "attention.tl").read_text()
+
+
+def cuda(**constants) -> str:
+    return generated_source(SRC, "flash_fwd", arch="sm_90a", constants={"D": 128, **constants}).source
+
+
+def scheduled(**constants):
+    return scheduled_source(SRC, "flash_fwd", "sm_90a", {"D": 128, **constants})[0]
+
+
+def test_the_deferred_gemm_is_waited_for_in_place_after_the_softmax():
+    text = cuda()
+    loop = text[text.index("for (int tl_k = 1; tl_k < tl_n; ++tl_k, ++tl_it) {"):]
+    softmax = loop.index("reduce_sum(scores -> tile_sum")
+    wait = loop.index("tl::wgmma_wait_in_place<0>();  // the deferred gemm is done")
+    assert softmax < wait < loop.index("probs[tl_r] = tl::cvt<half>(scores[tl_r]);")
+    assert "wgmma_wait_in_place" in text[:text.index("for (int tl_k = 1;")]  # the peeled first iteration too
+
+
+@pytest.mark.nvcc
+def test_sass_the_exponentials_run_between_the_scores_wait_and_the_deferred_gemms(tmp_path):
+    """In the loop (from the wait that leaves P @ V in flight to the next full wait) stand all of
+    a thread's 64 exponentials of a 128 x 128 block (and the two of its rows' rescales)."""
+    sass, log = cubin_sass(cuda(), "sm_90a", tmp_path, "flash_overlap")
+    body = sass[sass.index("WARPGROUP.DEPBAR.LE gsb0, 0x1"):]
+    between = body[:body.index("WARPGROUP.DEPBAR.LE gsb0, 0x0")]
+    assert len(re.findall(r"MUFU\.EX2", between)) >= 64
+    assert "BPT.TRAP" in between  # the branch that ends ptxas's block, never taken
+    assert not re.search(r"\b(LDL|STL)\b", sass) and "C7514" not in log
+
+
+def test_the_consumers_copy_q_after_the_rings_setup():
+    text = cuda()
+    ring = text.index("tl::setmaxnreg_inc")
+    before = text[text.index("extern \"C\" __global__"):ring]
+    assert "copy_g2s<half, 128, 128, 256" not in before and "// (the consumers make this copy after the ring's setup)" in before
+    assert "// sync: the consumers' late copies meet at their own barrier" in before
+    after = text[ring:]
+    steps = ["tl::copy_g2s<half, 128, 128, 256, 0, 128, false>(q_tile, ", "tl::fence_proxy_async();",
+             "tl::bar_sync_named(5, 256);  // the consumers' copies before they read them",
+             "if (threadIdx.x < 128 && tl_n > 0) tl::bar_arrive_named(3, 256);"]
+    pos = 0
+    for x in steps:
+        pos = after.find(x, pos)
+        assert pos != -1, x
+
+
+def test_emit_ir_says_where_the_consumers_copy_q():
+    k = scheduled()
+    assert k.warp_spec.late_copies and warp_spec_problem(k) is None
+    text = print_kernel(k)
+    assert ("# consumers only (threads 0..255), after the ring's setup while the producer's first copies load; "
+            "they meet at bar.sync 5 after it\n  copy Q[") in text
+    assert "# left out: the consumers' late copies meet at their own barrier\n  sync\n" in text
+
+
+def test_the_verifier_names_late_copies_that_are_not_the_consumers():
+    from dataclasses import replace
+    k = scheduled()
+    bad = replace(k, warp_spec=replace(k.warp_spec, late_copies=(k.warp_spec.loop - 1,)))
+    assert warp_spec_problem(bad) == (f"the consumers' late copies [{k.warp_spec.loop - 1}] are not copies among "
+                                      "their statements before the loop")
+
+
+def test_a_copy_into_registers_before_the_loop_keeps_the_copies_in_place():
+    """flash_bwd's dQ grid also loads each row's log-sum-exp and dO . O into registers before its
+    loop: its copies keep their place (and the block's barrier after them); the dK/dV grid, whose
+    consumers only copy K and V into shared memory there, copies them late."""
+    from tlc.driver import check_source
+    from tlc.schedule import schedule_grids
+    r = check_source(SRC, "t.tl")
+    grids = {g.name: g for g in schedule_grids(r.program, "flash_bwd", {"D": 128}, target="sm_90a")}
+    dq, dkv = grids["flash_bwd_grid1"].warp_spec, grids["flash_bwd_grid2"].warp_spec
+    assert dq.consumer_only and dq.late_copies == ()
+    assert dkv.late_copies == dkv.consumer_only and len(dkv.late_copies) == 2
