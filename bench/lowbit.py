@@ -294,7 +294,8 @@ W4_PREFILL_M = 4096
 # "w4a16 gemv": matmul_w4a16_gemv, CUDA cores (M = 1 only: each row of A reads W again).
 # stages=3, BN=128 on 256 threads, split-K 2 / 8 at 2-3 stages: how the time moves with the warps
 # an SM holds (1 warpgroup a block, 128 blocks at N = 8192: one a SM) against the copies in flight;
-# BK=256: K steps of two groups, 128 bytes of each weight row a step where BK=128 reads 64;
+# BK=256 / 512: K steps of two / four groups, 128 / 256 bytes of each weight row a step where
+# BK=128 reads 64 (H200 s18 q1, BK=256 on 3 stages: 45.5 -> 32.5 us at M = 16, 53.3 -> 40.3 at 64);
 # BN=128 / 256 on 2 / 4 warpgroups with split-K 4: A's tile read by N / BN blocks (at M = 64 and
 # BN = 64, 128 MB of L2 reads against 32 MB of weight)
 W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
@@ -314,6 +315,8 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       ("w4a16 split-K 8 stages=2", "matmul_w4a16_splitk", {"stages": 2}, 8),
                       ("w4a16 BK=256 stages=3", "matmul_w4a16", {"BK": 256, "stages": 3}, 0),
                       ("w4a16 BK=256 split-K 4 stages=3", "matmul_w4a16_splitk", {"BK": 256, "stages": 3}, 4),
+                      ("w4a16 BK=256 stages=4", "matmul_w4a16", {"BK": 256, "stages": 4}, 0),
+                      ("w4a16 BK=512 stages=2", "matmul_w4a16", {"BK": 512, "stages": 2}, 0),
                       ("w4a16 BN=256 512 thr split-K 4 stages=3", "matmul_w4a16_splitk",
                        {"BN": 256, "THREADS": 512, "stages": 3}, 4),
                       ("w4a16 BN=128 256 thr split-K 4 stages=3", "matmul_w4a16_splitk",
