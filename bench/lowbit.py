@@ -297,7 +297,8 @@ W4_PREFILL_M = 4096
 # BK=256 / 512: K steps of two / four groups, 128 / 256 bytes of each weight row a step where
 # BK=128 reads 64 (H200 s18 q1, BK=256 on 3 stages: 45.5 -> 32.5 us at M = 16, 53.3 -> 40.3 at 64);
 # BN=128 / 256 on 2 / 4 warpgroups with split-K 4: A's tile read by N / BN blocks (at M = 64 and
-# BN = 64, 128 MB of L2 reads against 32 MB of weight)
+# BN = 64, 128 MB of L2 reads against 32 MB of weight); BM=32 at M = 64: two blocks an SM, each
+# weight tile read twice (the second time from L2, which holds the 32 MB of int4 weight)
 W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       ("w4a16 gemv", "matmul_w4a16_gemv", {}, 0),
                       ("w4a16 gemv BN=32 256 thr", "matmul_w4a16_gemv", {"BN": 32, "THREADS": 256}, 0),
@@ -317,6 +318,7 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       ("w4a16 BK=256 split-K 4 stages=3", "matmul_w4a16_splitk", {"BK": 256, "stages": 3}, 4),
                       ("w4a16 BK=256 stages=4", "matmul_w4a16", {"BK": 256, "stages": 4}, 0),
                       ("w4a16 BK=512 stages=2", "matmul_w4a16", {"BK": 512, "stages": 2}, 0),
+                      ("w4a16 BM=32", "matmul_w4a16", {"BM": 32}, 0),
                       ("w4a16 BN=256 512 thr split-K 4 stages=3", "matmul_w4a16_splitk",
                        {"BN": 256, "THREADS": 512, "stages": 3}, 4),
                       ("w4a16 BN=128 256 thr split-K 4 stages=3", "matmul_w4a16_splitk",
