@@ -110,10 +110,11 @@ __device__ __forceinline__ unsigned long long wgmma_desc_add(unsigned long long 
 // MMA the instruction of N / COLUMNS), warpgroup g reading all of A and B's columns g * MMA::N
 // .. (rows of a K-major B, 128-byte segments of an N-major one).  gemm_wgmma_issue only issues
 // and commits the group (the pingpong's turn: codegen/warpspec waits for it after handing the
-// tensor cores over).
+// tensor cores over).  CLEAR: acc = A @ op(B) unless `keep`, the first K step's scale-d 0 (MMA
+// rendered with scale_d), where a wgmma in flight forbids clearing the registers by instructions.
 template <typename MMA, typename T, int K, int A_ROWS, int B_ROWS, bool TRANS_B, typename TB = T, int BANDS = 1,
-          int COLUMNS = 1>
-__device__ __forceinline__ void gemm_wgmma_issue(const T* A, const TB* B, typename MMA::Acc* acc) {
+          int COLUMNS = 1, bool CLEAR = false>
+__device__ __forceinline__ void gemm_wgmma_issue(const T* A, const TB* B, typename MMA::Acc* acc, bool keep = false) {
   constexpr int SEG = 128 / static_cast<int>(sizeof(T));
   static_assert(sizeof(T) == sizeof(TB), "wgmma operands of one width");
   static_assert(K % MMA::K == 0 && A_ROWS % 64 == 0, "whole m64 steps of the instruction's K");
@@ -132,8 +133,11 @@ __device__ __forceinline__ void gemm_wgmma_issue(const T* A, const TB* B, typena
   for (int k = 0; k < K; k += MMA::K) {
     const unsigned long long dbk = wgmma_desc_add<TB>(db, wgmma_b_offset<TB, B_ROWS, TRANS_B>(k));
 #pragma unroll
-    for (int band = 0; band < BANDS; ++band)
-      MMA::run(acc + band * MMA::REGS, wgmma_desc_add<T>(da, (k / SEG) * A_ROWS * SEG + k % SEG + band * 64 * SEG), dbk);
+    for (int band = 0; band < BANDS; ++band) {
+      const unsigned long long dak = wgmma_desc_add<T>(da, (k / SEG) * A_ROWS * SEG + k % SEG + band * 64 * SEG);
+      if constexpr (CLEAR) MMA::run(acc + band * MMA::REGS, dak, dbk, k > 0 || keep);
+      else MMA::run(acc + band * MMA::REGS, dak, dbk);
+    }
   }
   wgmma_commit();
 }
@@ -154,8 +158,8 @@ __device__ __forceinline__ void gemm_wgmma(const T* A, const TB* B, typename MMA
 // so a previous gemm's accumulator, cast, is read where it lies.  B as in gemm_wgmma.  The
 // wgmma reads the registers asynchronously: the call waits for it before returning, so that
 // nothing overwrites them early (after gemm_wgmma_rs_issue, the caller waits).
-template <typename MMA, typename T, int K, int B_ROWS, bool TRANS_B, int BANDS = 1>
-__device__ __forceinline__ void gemm_wgmma_rs_issue(const T* regs, const T* B, float* acc) {
+template <typename MMA, typename T, int K, int B_ROWS, bool TRANS_B, int BANDS = 1, bool CLEAR = false>
+__device__ __forceinline__ void gemm_wgmma_rs_issue(const T* regs, const T* B, float* acc, bool keep = false) {
   static_assert(sizeof(T) == 2 && K % 16 == 0 && MMA::K == 16, "whole k16 steps of 16-bit operands");
   static_assert(TRANS_B || sizeof(T) == 2, "wgmma reads only 16-bit operands MN-major");
   constexpr int KP = K / 8;  // 8-column pieces of A per 64-row band
@@ -173,7 +177,10 @@ __device__ __forceinline__ void gemm_wgmma_rs_issue(const T* regs, const T* B, f
   for (int k = 0; k < K; k += 16) {
     const unsigned long long dbk = wgmma_desc_add<T>(db, wgmma_b_offset<T, B_ROWS, TRANS_B>(k));
 #pragma unroll
-    for (int band = 0; band < BANDS; ++band) MMA::run(acc + band * MMA::REGS, a[k / 16][band], dbk);
+    for (int band = 0; band < BANDS; ++band) {
+      if constexpr (CLEAR) MMA::run(acc + band * MMA::REGS, a[k / 16][band], dbk, k > 0 || keep);
+      else MMA::run(acc + band * MMA::REGS, a[k / 16][band], dbk);
+    }
   }
   wgmma_commit();
 }

@@ -11,7 +11,7 @@ from .. import ir
 from ..ir.walk import statements
 from ..schedule.layout import wgmma_bands, wgmma_column_groups
 from ..schedule.tensor_cores import tensor_core_op
-from ..schedule.warpspec import wgmma_ready, wgmma_rs_ready
+from ..schedule.warpspec import carried_gemms, gemm_waits, wgmma_ready, wgmma_rs_ready
 from .cexpr import CodegenError
 from .cnames import c_bool, c_name, c_type
 from .sm80 import Sm80
@@ -31,6 +31,16 @@ class Sm90(WarpSpecialized, Sm80):
         self.in_flight_gemm: ir.Gemm | None = None  # the gemm a pipelined loop keeps in flight
         self.chained = self.chained_gemms(kernel.body)  # ids of gemms issued without a wait
         self.find_warp_specialized_loop()
+        # the ring's last gemms that stay in flight into the next iteration (schedule/warpspec.py
+        # decided it: a stage released one iteration late, no deferred gemm, not one gemm alone)
+        spec = self.spec
+        self.carried = () if spec is None or spec.release_lag != 1 or spec.deferred is not None or self.ws.overlap \
+            else carried_gemms(self.ws.pipeline.rest, self.buffers, kernel.threads)
+        # the clear before the ring of a carried gemm's accumulator: its first iteration's
+        # scale-d 0 instead (an instruction writing those registers, reaching the loop where the
+        # gemm is in flight, would serialize the wgmmas: ptxas's C7515); zeros after a ring
+        # that ran no iteration
+        self.folded_clears = self.clears_before_ring(self.carried[0]) if self.carried else ()
 
     def generate(self) -> dict:
         out = super().generate()
@@ -87,57 +97,97 @@ class Sm90(WarpSpecialized, Sm80):
         issues each wgmma gemm without waiting and waits where a later statement needs it: for
         the oldest gemms only, as many groups as came after them staying in flight
         (FlashAttention 3's backward: the scores, then dO . V^T issued; the probabilities made
-        under dO . V^T; dV's product issued and running while dS is made).  Every other block
-        waits at each gemm."""
+        under dO . V^T; dV's product issued and running while dS is made).  Where the schedule
+        carries the body's last gemms into the next iteration (`carried`: dK's and dV's), the
+        body starts with them in flight, releases the last iteration's stage after the wait
+        that completes them, and ends without waiting.  Every other block waits at each gemm."""
         if not (self.in_flight_gemm is None and getattr(self, "lazy", None) is None and self.spec is not None
                 and self.spec.deferred is None):
             return False
-        self.lazy = pending = []  # wgmma gemms issued and not yet waited for, oldest first
+        # wgmma gemms issued and not yet waited for, oldest first: at the start, the last
+        # iteration's carried ones (`carried`), whose stage is released once they are done
+        self.lazy = pending = list(self.carried)
+        carried = len(self.carried)  # of those, still in flight
+        runs = self.runs(stmts)
+        # with gemms in flight at the start, a clear_accum gemm's clear is its first K step's
+        # scale-d 0 (an instruction writing its accumulator there would serialize the wgmmas)
+        heads = [r[0] for r in runs if not isinstance(r[0], ir.Sync)]  # (a sync here is a comment)
+        cleared = {id(f) for f, g in zip(heads, heads[1:]) if self.carried and isinstance(f, ir.Fill)
+                   and isinstance(g, ir.Gemm) and g.c == f.buffer and self.zero_clear(f, g)}
         try:
             early = self.hoist_early(stmts)
-            for run in self.runs(stmts):
+            clear = False
+            for run in runs:
                 s = run[0]
+                if id(s) in cleared:
+                    clear = True
+                    continue
                 lazy = len(run) == 1 and isinstance(s, ir.Gemm) and (self.uses_wgmma(s) or self.uses_wgmma_rs(s))
+                before = len(pending)
                 self.settle(pending, run, issuing=s if lazy else None)
+                done = min(carried, before - len(pending))
+                carried -= done
+                if done and not carried:
+                    S = self.ws.pipeline.stages
+                    self.emit("// the last iteration's carried gemms are done: release their stage")
+                    self.emit(f"if (tl_k > 0 && threadIdx.x % 32 == 0) {self.release(f'tl_empty + (tl_it + {S - 1}) % {S}')}")
                 if lazy:
                     self.mark(s)
                     self.current = s
                     self.fence_gemm_registers(s)
-                    self.emit((self.wgmma_rs_call(s, "gemm_wgmma_rs_issue") if self.uses_wgmma_rs(s) else
-                               self.wgmma_call(s, "gemm_wgmma_issue", None)) + ";")
+                    keep = None
+                    if self.folded_clears and s is self.carried[0]:
+                        clear, keep = True, "tl_k > 0"  # the ring's first iteration clears it
+                    self.emit((self.wgmma_rs_call(s, "gemm_wgmma_rs_issue", clear, keep) if self.uses_wgmma_rs(s) else
+                               self.wgmma_call(s, "gemm_wgmma_issue", None, clear, keep)) + ";")
                     pending.append(s)
+                    clear = False
                 elif len(run) >= 2:
                     self.copy_batch(run)  # copies.py
                 else:
                     self.stmt(s)
-            self.wait_for(pending, len(pending))
+            self.wait_for(pending, len(pending) - len(self.carried))
             for x in early:
                 self.hoisted.pop(x, None)
         finally:
             self.lazy = None
         return True
 
+    def clears_before_ring(self, g: ir.Gemm) -> tuple:
+        """The clears of `g`'s accumulator among the statements before the ring's loop that the
+        gemm's first iteration can stand for: nothing after them before the gemm reads or
+        writes the accumulator, and the gemm accumulates (no clear of its own)."""
+        from ..schedule.warpspec import _read, _touched
+
+        before = list(self.k.body[:self.spec.loop])
+        body = list(self.ws.pipeline.rest)
+        upto = body[:next(i for i, s in enumerate(body) if s is g)]
+        fills = [s for s in before if isinstance(s, ir.Fill) and s.buffer == g.c and self.zero_clear(s, g)]
+        if len(fills) != 1:
+            return ()
+        after = before[before.index(fills[0]) + 1:] + upto
+        if any(g.c in (_read(s) | _touched(s)) for s in after):
+            return ()
+        return tuple(fills)
+
+    def stmt_Fill(self, s: ir.Fill) -> None:
+        if any(s is x for x in getattr(self, "folded_clears", ())):
+            self.emit(f"// {c_name(s.buffer)} cleared by its gemm's first iteration in the ring (scale-d 0)")
+            return
+        super().stmt_Fill(s)
+
+    def zero_clear(self, fill: ir.Fill, g: ir.Gemm) -> bool:
+        """Whether `fill` clears the f32 accumulator of `g`, the next statement, a wgmma gemm
+        (to zero, so that the gemm's scale-d 0 can stand for it)."""
+        return (isinstance(fill.value, ir.Const) and fill.value.value == 0 and self.buffers[g.c].dtype.name == "f32"
+                and (self.uses_wgmma(g) or self.uses_wgmma_rs(g)))
+
     def settle(self, pending: list, stmts, issuing: ir.Gemm | None) -> None:
         """Waits for the pending gemms that `stmts` (or the gemm `issuing`, issued next) need:
         whose accumulator they read or write, whose operands they write; a statement holding a
         gemm or anything this cannot see into waits for all."""
-        from ..schedule.warpspec import _read, _touched
-
-        if not pending:
-            return
-        need = 0
-        for k, g in enumerate(pending):
-            for s in stmts:
-                if isinstance(s, ir.Sync):
-                    continue  # a comment here: the stage's full barrier ordered the copies
-                if s is issuing:
-                    hit = g.c in (s.a, s.b) or s.c in (g.a, g.b) or (s.c == g.c and not self.uses_wgmma(g))
-                else:
-                    inner = [x for x in statements([s]) if isinstance(x, (ir.Gemm, ir.Sync))]
-                    hit = bool(inner) or g.c in (_read(s) | _touched(s)) or bool({g.a, g.b} & _touched(s))
-                if hit:
-                    need = k + 1
-        self.wait_for(pending, need)
+        if pending:
+            self.wait_for(pending, gemm_waits(pending, stmts, issuing, self.buffers, self.k.threads))
 
     def wait_for(self, pending: list, count: int) -> None:
         """Waits for the oldest `count` of the `pending` gemms, the rest staying in flight."""
@@ -200,31 +250,39 @@ class Sm90(WarpSpecialized, Sm80):
             if b.scope == "fragment":
                 self.emit(f"tl::fence_registers<{b.layout.registers}>({c_name(name)});")
 
-    def wgmma_call(self, g: ir.Gemm, fn: str, pending: int | None) -> str:
-        """The call of `fn` (gemm_wgmma, or gemm_wgmma_issue with `pending` None) for gemm `g`."""
+    def wgmma_call(self, g: ir.Gemm, fn: str, pending: int | None, clear: bool = False, keep: str | None = None) -> str:
+        """The call of `fn` (gemm_wgmma, or gemm_wgmma_issue with `pending` None) for gemm `g`;
+        `clear`: its accumulator's old values ignored (gemm_wgmma_issue's CLEAR), unless the C
+        condition `keep` holds."""
         a, b, c = self.buffers[g.a], self.buffers[g.b], self.buffers[g.c]
         columns = wgmma_column_groups(c.shape, self.k.threads)  # warpgroups side by side, N / columns each
-        mma = self.wgmma_struct(c.shape[1] // columns, a.dtype, not g.trans_b, b.dtype, c.dtype, g.precision)
+        mma = self.wgmma_struct(c.shape[1] // columns, a.dtype, not g.trans_b, b.dtype, c.dtype, g.precision,
+                                scale_d=clear)
         bands = wgmma_bands(c.shape, self.k.threads)  # m64 instructions per warpgroup and K step
-        tb = f", {c_type(b.dtype)}" if b.dtype != a.dtype or bands > 1 or columns > 1 else ""
-        tb += f", {bands}" if bands > 1 or columns > 1 else ""
-        tb += f", {columns}" if columns > 1 else ""
+        tb = f", {c_type(b.dtype)}" if b.dtype != a.dtype or bands > 1 or columns > 1 or clear else ""
+        tb += f", {bands}" if bands > 1 or columns > 1 or clear else ""
+        tb += f", {columns}" if columns > 1 or clear else ""
+        tb += ", true" if clear else ""
         pend = "" if pending is None else f", {pending}"
         return (f"tl::{fn}<{mma}, {c_type(a.dtype)}, {a.shape[1]}, {a.shape[0]}, {b.shape[0]}, "
-                f"{c_bool(g.trans_b)}{pend}{tb}>({self.smem_pointer(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)})")
+                f"{c_bool(g.trans_b)}{pend}{tb}>({self.smem_pointer(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)}"
+                f"{', ' + keep if keep else ''})")
 
-    def wgmma_rs_call(self, g: ir.Gemm, fn: str) -> str:
+    def wgmma_rs_call(self, g: ir.Gemm, fn: str, clear: bool = False, keep: str | None = None) -> str:
         a, b, c = self.buffers[g.a], self.buffers[g.b], self.buffers[g.c]
-        mma = self.wgmma_struct(c.shape[1], a.dtype, not g.trans_b, b.dtype, c.dtype, g.precision, register_a=True)
+        mma = self.wgmma_struct(c.shape[1], a.dtype, not g.trans_b, b.dtype, c.dtype, g.precision, register_a=True,
+                                scale_d=clear)
         bands = wgmma_bands(c.shape, self.k.threads)
+        tail = f", {bands}, true" if clear else f", {bands}" if bands > 1 else ""
         return (f"tl::{fn}<{mma}, {c_type(a.dtype)}, {a.shape[1]}, {b.shape[0]}, {c_bool(g.trans_b)}"
-                f"{f', {bands}' if bands > 1 else ''}>({c_name(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)})")
+                f"{tail}>({c_name(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)}{', ' + keep if keep else ''})")
 
     def wgmma_struct(self, n: int, dtype, n_major_b: bool, b_dtype, c_dtype, precision: str,
-                     register_a: bool = False) -> str:
+                     register_a: bool = False, scale_d: bool = False) -> str:
         """The wrapper of `wgmma.mma_async.m64nNkK` for these operands (A of `dtype`, in shared
-        memory or, with `register_a`, in registers), rendered once per kernel into its preamble."""
-        key = (n, dtype.name, b_dtype.name, n_major_b, precision, register_a)
+        memory or, with `register_a`, in registers), rendered once per kernel into its preamble;
+        `scale_d`: with a run that takes the scale-d predicate too (a clear)."""
+        key = (n, dtype.name, b_dtype.name, n_major_b, precision, register_a, scale_d)
         if key not in self.wgmma_types:
             from . import environment
 
@@ -235,7 +293,8 @@ class Sm90(WarpSpecialized, Sm80):
             types = dtype.name if b_dtype == dtype else f"{dtype.name}_{b_dtype.name}"
             if precision != "ieee":
                 types = precision
-            name = f"tl_{c_name(self.k.name)}_wgmma_n{n}_{types}{'_nmajor' if n_major_b else ''}{'_rs' if register_a else ''}"
+            name = (f"tl_{c_name(self.k.name)}_wgmma_n{n}_{types}{'_nmajor' if n_major_b else ''}"
+                    f"{'_rs' if register_a else ''}{'_clear' if scale_d else ''}")
             # Immediates after scale-d: scale-a, scale-b (floats), then the transpose bits (16-bit
             # only; A's only when A is in shared memory).
             immediates = [] if op.acc_ptx == "s32" else [1, 1] if op.k_major_only else \
@@ -243,7 +302,7 @@ class Sm90(WarpSpecialized, Sm80):
             text = environment().get_template("wgmma_mma.cuh.j2").render(
                 name=name, n=n, k=op.k, a_ptx=op.a_ptx, b_ptx=op.b_ptx, acc_ptx=op.acc_ptx,
                 acc=c_type(c_dtype), constraint="r" if op.acc_ptx == "s32" else "f", immediates=immediates,
-                n_major_b=n_major_b, register_a=register_a)
+                n_major_b=n_major_b, register_a=register_a, scale_d=scale_d)
             self.preamble.extend(text.rstrip("\n").split("\n"))
             self.wgmma_types[key] = name
         return self.wgmma_types[key]

@@ -165,9 +165,10 @@ class _Planner:
         # warpgroups side by side (a 64-row wgmma accumulator split by columns: MLA decode) share
         # their rows' statistics and probabilities through shared memory: their loop may meet at
         # a barrier of the consumers alone
-        self.consumer_sync = split is not None and any(
+        self.consumer_sync = split is not None and (any(
             isinstance(b.layout, MmaAccumulator) and b.layout.wgmma_columns
             for b in self.buffers.values() if b.scope == "fragment" and b.name in _touched_names(split[1]))
+            or any(isinstance(x, ir.Copy) and self._fragment_into_shared(x) for x in statements(split[1])))
         if split is None or not self.barrier_free(split[1], in_loop=True):
             return None
         producers, rest = split
@@ -195,6 +196,11 @@ class _Planner:
         # two stages, 513 -> 553 with three)
         deferred = None if persistent or overlap or loop.stages < 3 else \
             self.deferred_gemm(loop.body, start, start + len(rest))
+        # or the body's last products stay in flight into the next iteration (attention's
+        # backward: dK's and dV's), each waited for where that iteration first needs it, and
+        # the stage they read released there: one iteration late, hence three stages at least
+        carried = () if persistent or overlap or deferred or loop.stages < 3 else \
+            carried_gemms(loop.body[start:start + len(rest)], self.buffers, k.threads)
         producer_regs = GATHER_PRODUCER_REGS if gathers else PRODUCER_REGS
         # with gathers each producer thread arrives once its cp.async vectors landed and each
         # producer warp once its plain stores are done (a vector at the tensor's edge, and the
@@ -206,7 +212,7 @@ class _Planner:
             producer_threads=PRODUCER_THREADS, producer_registers=producer_regs,
             consumer_registers=consumer_registers(k.threads, self.target.registers_per_sm, producer_regs),
             barriers=barriers, full_arrivals=full, empty_arrivals=cluster * k.threads // 32,
-            release_lag=1 if overlap or deferred else 0, tensor_maps=(),
+            release_lag=1 if overlap or deferred or carried else 0, tensor_maps=(),
             tile_order=TileOrder(TILE_GROUP, cluster) if persistent else None, consumer_only=consumer_only,
             late_copies=() if meets else self.late_copies(consumer_only),
             deferred=deferred, consumer_barrier=CONSUMER_BARRIER if meets else 0,
@@ -544,6 +550,59 @@ def _stored(p: ir.Parallel) -> str | None:
     """The buffer a parallel loop's last statement stores to."""
     last = p.body[-1] if p.body else None
     return last.name if isinstance(last, ir.Store) else None
+
+
+def gemm_waits(pending: list, stmts, issuing, buffers: dict, threads: int) -> int:
+    """How many of the `pending` wgmma gemms (issued, not yet waited for, oldest first) must be
+    complete before `stmts` run (or before the gemm `issuing`, issued next): those whose
+    accumulator they read or write, whose operands they write; a statement holding a gemm or
+    a sync inside it waits for all.  (A wait completes the oldest groups first.)"""
+    need = 0
+    for k, g in enumerate(pending):
+        for s in stmts:
+            if isinstance(s, ir.Sync):
+                continue  # a comment in a ring's body: the stage's full barrier ordered the copies
+            if s is issuing:
+                hit = g.c in (s.a, s.b) or s.c in (g.a, g.b) or (s.c == g.c and not wgmma_ready(g, buffers, threads))
+            else:
+                inner = [x for x in statements([s]) if isinstance(x, (ir.Gemm, ir.Sync))]
+                hit = bool(inner) or g.c in (_read(s) | _touched(s)) or bool({g.a, g.b} & _touched(s))
+            if hit:
+                need = k + 1
+    return need
+
+
+def _issued_at_end(body, buffers: dict, threads: int, pending: list) -> list:
+    """The wgmma gemms still in flight after `body` (a ring's consumer statements) when each is
+    issued without waiting and waited for only where `gemm_waits` says, `pending` in flight
+    before it (as codegen/sm90.py's consumer_block emits them)."""
+    pending = [(False, g) for g in pending]  # (issued by this body, the gemm)
+    for s in body:
+        lazy = isinstance(s, ir.Gemm) and (wgmma_ready(s, buffers, threads) or wgmma_rs_ready(s, buffers, threads))
+        del pending[:gemm_waits([g for _, g in pending], [s], s if lazy else None, buffers, threads)]
+        if lazy:
+            pending.append((True, s))
+    return pending
+
+
+def carried_gemms(body: list, buffers: dict, threads: int) -> tuple:
+    """The gemms of a ring's consumer statements `body` that may stay in flight past the end of
+    an iteration, or (): those issued after its last wait, where the next iteration waits for
+    each of them before it ends (so that their stage can be released there) and ends with the
+    same ones in flight.  Attention's backward: dV += P.T @ dO and dK += dS.T @ Q, which the
+    next iteration's wait for its scores covers; the tensor cores run them under its first
+    products' issue rather than draining at every step's end."""
+    end = [g for _, g in _issued_at_end(body, buffers, threads, [])]
+    # the last ones with A in shared memory: in flight across the next iteration's scores, a
+    # register A (P's or dS's) is more registers than a warpgroup has (ptxas's C7512)
+    n = 0
+    while n < len(end) and wgmma_ready(end[len(end) - 1 - n], buffers, threads):
+        n += 1
+    carried = end[len(end) - n:]
+    again = _issued_at_end(body, buffers, threads, carried)
+    if not carried or not all(new for new, _ in again) or [id(g) for _, g in again] != [id(g) for g in end]:
+        return ()
+    return tuple(carried)
 
 
 def _touched_names(stmts) -> set:

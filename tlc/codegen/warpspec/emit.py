@@ -444,7 +444,9 @@ class WarpSpecEmission:
         self.smem_base = saved
         self.indent -= 1
         e("}")
-        if self.spec.release_lag == 1:
+        if getattr(self, "carried", ()):
+            pass  # the body released the last iteration's stage where its carried gemms were done
+        elif self.spec.release_lag == 1:
             if which != "first":
                 e("// the previous stage's wgmma has completed (one group stays in flight): release it")
                 e(f"if ({'tl_k > 0 && ' if which == 'any' else ''}threadIdx.x % 32 == 0) "
@@ -478,6 +480,16 @@ class WarpSpecEmission:
             e(f"if (threadIdx.x < 128 && tl_n > 0) tl::bar_sync_named({PINGPONG_BARRIER}, 256);")
         if self.spec.deferred is not None:
             self.deferred_gemm(plan, "tl_n > 0", "tl_it - 1", wait=True)
+        if getattr(self, "carried", ()):
+            e("tl::wgmma_wait<0>();  // the last iteration's carried gemms")
+            for g in self.carried:
+                self.fence_gemm_registers(g)
+            for f in self.folded_clears:  # no iteration cleared the accumulator
+                e("if (tl_n == 0) {")
+                self.indent += 1
+                super(type(self), self).stmt_Fill(f)
+                self.indent -= 1
+                e("}")
         if w.overlap:
             self.drain()
             self.in_flight_gemm = None
