@@ -65,11 +65,11 @@ ROWS = {
     # the same cache in pages of 64 tokens at shuffled places (the vendors read it contiguous)
     "decode_f16_paged": ("float16", 64, 32, 32, 1, 8192, 128, False, {"PAGE": 64}),
     "decode_f16_gqa_paged": ("float16", 64, 32, 8, 1, 8192, 128, False, {"PAGE": 64}),
-    # the walk over two blocks an SM in a 3-deep ring, against the default three in a 2-deep one
-    "decode_f16_blocks264": ("float16", 64, 32, 32, 1, 8192, 128, False, {"BLOCKS": 264, "STAGES": 3}),
-    "decode_f16_gqa_blocks264": ("float16", 64, 32, 8, 1, 8192, 128, False, {"BLOCKS": 264, "STAGES": 3}),
-    "decode_f16_paged_blocks264": ("float16", 64, 32, 32, 1, 8192, 128, False, {"PAGE": 64, "BLOCKS": 264,
-                                                                                 "STAGES": 3}),
+    # the split count against the default 4: GQA's 2048 blocks are 5.2 waves of three an SM
+    "decode_f16_splits8": ("float16", 64, 32, 32, 1, 8192, 128, False, {"SPLITS": 8}),
+    "decode_f16_gqa_splits8": ("float16", 64, 32, 8, 1, 8192, 128, False, {"SPLITS": 8}),
+    "decode_f16_gqa_splits16": ("float16", 64, 32, 8, 1, 8192, 128, False, {"SPLITS": 16}),
+    "decode_f16_paged_splits8": ("float16", 64, 32, 32, 1, 8192, 128, False, {"PAGE": 64, "SPLITS": 8}),
 }
 # MLA decoding (mla_decode, FlashMLA's problem): (dtype, B, H, SQ, cache length, DK, DV, tlc
 # constants); 128 query heads on one latent head of 512 + 64, pages of 64 tokens at shuffled places.

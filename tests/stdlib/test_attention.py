@@ -25,25 +25,19 @@ CASES = [
     (1, 2, 1, 17, 200, 64, True, {"BM": 64, "BN": 64, "THREADS": 128, "STAGES": 3}),
 ]
 # flash_decode: (B, H, HK, SQ, SK, D, CAUSAL, constants): one or a few new tokens, GQA groups
-# spread over row blocks, a causal row that sees part of the cache; the walk's blocks (BLOCKS)
-# fewer than the items, an item's steps over several blocks and over up to SPLITS of them
+# spread over row blocks, splits past the last key (empty), a causal row that sees part of the cache
 DECODE_CASES = [
     (2, 4, 2, 1, 300, 64, False, {}),
     (1, 8, 2, 3, 200, 64, True, {"SPLITS": 3}),
-    (1, 2, 2, 2, 100, 32, True, {"SPLITS": 8, "BN": 32}),
+    (1, 2, 2, 2, 100, 32, True, {"SPLITS": 8, "BN": 32}),        # splits 4..7 hold no key
     (1, 12, 1, 2, 77, 32, False, {"SPLITS": 2, "BN": 32, "BM": 16}),  # 24 rows: two row blocks
-    (2, 8, 2, 1, 300, 32, False, {"BLOCKS": 7, "SPLITS": 4, "BN": 32}),  # items split across blocks
-    (1, 4, 1, 1, 500, 32, False, {"BLOCKS": 64, "BN": 32}),  # one item in 16 parts (SPLITS)
 ]
 # flash_decode_paged: (B, H, HK, SQ, lengths, D, CAUSAL, PAGE, constants): sequences of their own
-# lengths (one empty, one ending inside a page), pages shuffled among unused NaN pages; the walk's
-# blocks fewer than the items, an empty sequence between two that one block runs
+# lengths (one empty, one ending inside a page), pages shuffled among unused NaN pages
 PAGED_CASES = [
     (2, 4, 2, 1, [300, 130], 64, False, 64, {}),
     (3, 8, 2, 2, [200, 0, 33], 32, True, 32, {"SPLITS": 3}),
     (1, 6, 1, 3, [97], 64, True, 16, {"SPLITS": 2}),
-    (3, 8, 2, 1, [300, 0, 130], 32, False, 32, {"BLOCKS": 7, "SPLITS": 4}),
-    (4, 12, 1, 2, [77, 1, 0, 200], 32, True, 32, {"SPLITS": 2, "BLOCKS": 3}),
 ]
 # flash_bwd: (B, H, HK, S, SK, D, CAUSAL, constants)
 BWD_CASES = [
@@ -127,21 +121,6 @@ def test_flash_decode_against_numpy(mod, dtype, case):
 def test_flash_decode_paged_against_numpy(mod, dtype, case):
     check_paged(lambda *a, **c: mod.flash_decode_paged(*a, **c), dtype, *PAGED_CASES[case], seed=200 + case)
     PASSED.setdefault("flash_decode_paged", {}).setdefault(dtype, set()).add(case)
-
-
-@pytest.mark.parametrize("kernel", ["flash_decode", "flash_decode_paged"])
-def test_a_single_part_an_item_fails_the_device_assert(mod, kernel):
-    """SPLITS bounds an item's parts, and the walk's blocks need two (an item's first and last
-    steps can fall in two blocks)."""
-    from tlc.device_assert import DeviceAssertError
-
-    with pytest.raises(DeviceAssertError, match=f"{kernel}: SPLITS = 1, not above 1 \\(an item's parts, at most "
-                                                f"SPLITS\\)"):
-        if kernel == "flash_decode":
-            check(lambda *a: mod.flash_decode(*a, SPLITS=1), "f16", 1, 2, 2, 1, 100, 32, False, 7)
-        else:
-            check_paged(lambda *a, **c: mod.flash_decode_paged(*a, **c), "f16", 1, 2, 2, 1, [100], 32, False, 32,
-                        {"SPLITS": 1}, seed=7)
 
 
 def check_paged(run, dtype, B, H, HK, SQ, lengths, D, causal, page, consts, seed):
