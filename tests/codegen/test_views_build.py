@@ -1,7 +1,8 @@
 """tests/programs/views.tl (views of tensor parameters, TileLang's T.Tensor(shape, dtype, x.data),
 and im2col, TileLang's T.im2col) generated for sm_80 and sm_90a and compiled by nvcc with
 warnings as errors, one module each; and what the generated code does with them: a view has no
-pointer of its own (its accesses index the parameter), im2col is a gather by the block's threads
+pointer of its own (its accesses index the parameter; a fragment's copy moves the parameter's
+memory in the view's shape), im2col is a gather by the block's threads
 whose padding reads 0."""
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ def test_a_view_indexes_its_parameter():
     code = [line for line in text[text.index("merged_rows("):].splitlines() if not line.lstrip().startswith("//")]
     body = "\n".join(code)
     assert "xf" not in body and "yf" not in body  # no pointer, no name of its own (but in the source's comments)
-    assert "x[" in body and "y[" in body
+    assert "x[" in body  # into shared memory: element by element
+    # from a fragment: the fragment's copy over y's memory in the view's shape, [B * M, N]
+    assert "tl::copy_f2g<tl_merged_rows_layout_0>(y, acc, (N), ((B * M)), (N), (by * 16), (bx * 32));" in body
 
 
 def test_im2col_is_a_gather_whose_padding_reads_zero():

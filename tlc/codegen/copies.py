@@ -86,7 +86,10 @@ def _row_axis(extents) -> int | None:
 class CopyGen:
     def global_view(self, region: ir.Region) -> GlobalView:
         p = self.params[region.name]
-        dims = [self.dim_text(d) for d in p.shape]
+        if region.dims is None:
+            dims = [self.dim_text(d) for d in p.shape]
+        else:  # a view of the tensor (schedule/views.py): its memory in the view's shape
+            dims = [f"({self.expr(d)})" for d in region.dims]
         offs = [self.expr(o) for o in region.offsets]
         row = _row_axis(region.extents)
         if row is not None:

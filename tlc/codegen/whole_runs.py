@@ -108,6 +108,9 @@ class WholeRuns:
 
     def note(self, region: ir.Region, layout) -> None:
         """A copy of `region` of a tensor to or from a fragment in `layout` (not a shifted one)."""
+        if region.dims is not None:  # a view's rows: their length is no size of the tensor's
+            self.qualifies = False
+            return
         self.note_origin(region.name, region.offsets[-1], layout)
 
     def note_origin(self, name: str, origin: ir.Expr, layout) -> None:

@@ -247,6 +247,9 @@ class Machine:
         dt = self.dtypes[o.name]
         if isinstance(o, BufferRef):
             return arr, dt, (0,) * arr.ndim, arr.shape
+        if o.dims is not None:  # a view of the tensor (schedule/views.py): its memory in the view's shape
+            arr = arr.view()
+            arr.shape = tuple(int(self.eval(d)) for d in o.dims)  # no copy: writes reach the tensor
         return arr, dt, tuple(int(self.eval(x)) for x in o.offsets), tuple(o.extents)
 
     def s_copy(self, s: Copy, mask) -> None:

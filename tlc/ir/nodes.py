@@ -171,12 +171,15 @@ class BufferRef(Node):
 
 @dataclass(frozen=True)
 class Region(Node):
-    """The box `offsets .. offsets + extents` of a tensor param or buffer (same rank)."""
+    """The box `offsets .. offsets + extents` of a tensor param or buffer (same rank), or of a
+    view of a tensor param: `dims` then gives the view's dimensions (i32 expressions), the
+    tensor's memory read row-major in that shape (schedule/views.py); None: the tensor's own."""
 
     name: str
     offsets: tuple[Expr, ...]
     extents: tuple[int, ...]
     span: Span | None = _span()
+    dims: tuple | None = None
 
 
 CopyOperand = Union[BufferRef, Region]

@@ -75,7 +75,8 @@ def _operand(o) -> str:
         return o.name
     if isinstance(o, Region):
         offs = ", ".join(expr(i) for i in o.offsets)
-        return f"{o.name}[{offs}]<{', '.join(map(str, o.extents))}>"
+        seen = "" if o.dims is None else f" as [{', '.join(expr(d) for d in o.dims)}]"  # a view's shape
+        return f"{o.name}{seen}[{offs}]<{', '.join(map(str, o.extents))}>"
     raise TypeError(f"printer: unknown copy operand {type(o).__name__}")
 
 

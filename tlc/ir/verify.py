@@ -275,7 +275,13 @@ class _Verifier:
         if not isinstance(o, Region):
             self.fail(f"copy operand must be a Region or a BufferRef, got {type(o).__name__}", node)
         sym = self.indexable(o.name, node, write)
-        if len(o.offsets) != len(sym.shape):
+        if o.dims is not None:  # a view of the tensor: its rank
+            if sym.kind != "tensor" or len(o.offsets) != len(o.dims):
+                self.fail(f"view region of '{o.name}' has {_plural(len(o.offsets), 'offset')} for "
+                          f"{_plural(len(o.dims), 'dimension')}", node)
+            for d in o.dims:
+                self.expr(d)
+        elif len(o.offsets) != len(sym.shape):
             self.fail(f"region of '{o.name}' has {_plural(len(o.offsets), 'offset')} but "
                       f"'{o.name}' has rank {len(sym.shape)}", node)
         if len(o.extents) != len(o.offsets):

@@ -256,8 +256,8 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
         src, dst = call.args
         src_shape, dst_shape = self._operand_shape(src), self._operand_shape(dst)
         copy = ir.Copy(self.operand(src, dst_shape), self.operand(dst, src_shape), span=span)
-        if views.touches(self, copy):  # a view's side element by element (views.py)
-            return views.copy_as_loop(self, copy)
+        if views.touches(self, copy):  # a view's side as a region in its shape, or element by element (views.py)
+            return views.copy_as_region(self, copy) or views.copy_as_loop(self, copy)
         dtypes = {p.name: p.type.dtype for p in (*self.fn.tensor_params, *self.fn.workspaces)}  # alloc_global too
         if copy_global.is_global_to_global(copy, self.buffers):  # dQ[rows, :] into dQ_out[rows, :]
             return copy_global.as_copies(copy, self.buffers, dtypes, self.threads, self._fresh_name, self._fresh_indices)

@@ -76,6 +76,26 @@ def touches(lw, copy: ir.Copy) -> bool:
     return any(isinstance(x, ir.Region) and x.name in views for x in (copy.src, copy.dst))
 
 
+def copy_as_region(lw, copy: ir.Copy) -> ir.Copy | None:
+    """`copy` between a view and a whole fragment as a copy of the parameter itself, its region
+    carrying the view's dimensions (`Region.dims`): the code generator reads and writes the
+    parameter's memory in the view's shape as it does any tensor's (16-byte vectors where the
+    view's rows are aligned, one bounds test a run), and the interpreter reshapes the array.
+    std.data's gather reads its indices and writes its output as rows of `[A, K * C]` views so:
+    element by element, each thread's eight 8-byte indices were eight loads 64 bytes apart.
+    None for any other copy (a shared buffer's side, a part of a buffer, a column)."""
+    views = registry(lw)
+    view_sides = [s for s in (copy.src, copy.dst) if isinstance(s, ir.Region) and s.name in views]
+    other = copy.dst if copy.src in view_sides else copy.src
+    if len(view_sides) != 1 or other.name not in lw.buffers or lw.buffers[other.name].scope != "fragment" \
+            or copy_parts.is_part(copy, lw.buffers):
+        return None
+    side = view_sides[0]
+    view = views[side.name]
+    region = ir.Region(view.root, side.offsets, side.extents, span=side.span, dims=view.dims)
+    return replace(copy, src=region) if side is copy.src else replace(copy, dst=region)
+
+
 def copy_as_loop(lw, copy: ir.Copy) -> ir.Stmt:
     dtypes = {p.name: p.type.dtype for p in (*lw.fn.tensor_params, *getattr(lw.fn, "workspaces", ()))}
     dtypes.update({v.name: v.dtype for v in registry(lw).values()})

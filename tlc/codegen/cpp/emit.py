@@ -337,6 +337,8 @@ class BlockEmitter(CExprs):
 
     def _side(self, o) -> dict:
         dims = self.dims(o.name)
+        if isinstance(o, ir.Region) and o.dims is not None:  # a view of the tensor (schedule/views.py)
+            dims = [f"({self.expr(d)})" for d in o.dims]
         if isinstance(o, ir.BufferRef):
             return {"dims": dims, "offsets": ["0"] * len(dims), "extents": list(self.buffers[o.name].shape)}
         return {"dims": dims, "offsets": [f"static_cast<long long>({self.expr(x)})" for x in o.offsets],
