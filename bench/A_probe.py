@@ -8,6 +8,8 @@ of the compiler variant this process runs under printed with each row.
     python3 bench/A_probe.py LABEL fwd_f16_d128+keys:1024,8192  # keys: tlc alone, B=4 H=32 S=4096 D=128
                                                                # f16 against SK keys: a block's fixed
                                                                # cost is what the time does not scale
+    python3 bench/A_probe.py LABEL solo:16384,32768            # the same with 16 blocks alone (B=1
+                                                               # H=1 S=2048): the L2 uncontended
 """
 from __future__ import annotations
 
@@ -39,6 +41,8 @@ def main() -> None:
     for part in args.rows.split("+"):  # rows, then keys:... (or either alone)
         if part.startswith("keys:"):
             keys(torch, F, A, mod, args, [int(x) for x in part[5:].split(",")])
+        elif part.startswith("solo:"):  # 16 blocks alone on the GPU: B=1 H=1 S=2048
+            keys(torch, F, A, mod, args, [int(x) for x in part[5:].split(",")], B=1, H=1, S=2048)
         elif part.startswith("recip:"):  # bench/A_fwd_recip.tl beside the std kernel
             rows(torch, F, A, mod, args, part[6:].split(","), tlc.load(str(ROOT / "bench" / "A_fwd_recip.tl")))
         else:
@@ -79,16 +83,18 @@ def rows(torch, F, A, mod, args, names, scratch=None) -> None:
         torch.cuda.empty_cache()
 
 
-def keys(torch, F, A, mod, args, lengths) -> None:
+def keys(torch, F, A, mod, args, lengths, B=4, H=32, S=4096) -> None:
     """flash_fwd at B=4 H=32 S=4096 D=128 f16 against each number of keys: time = blocks x (fixed +
     per-key-block), so the fixed part of a block (its launch, Q's load, the ring's fill, the
-    epilogue) is what a straight line through the times leaves at zero keys."""
+    epilogue) is what a straight line through the times leaves at zero keys.  With B=1 H=1
+    S=2048 (solo:) 16 blocks run alone, each SM's loads uncontended: a key block's time there
+    against the full grid's says whether the loop waits on the L2's bandwidth."""
     times = []
     for SK in lengths:
-        spec = ("float16", 4, 32, 32, 4096, SK, 128, False, {})
+        spec = ("float16", B, H, H, S, SK, 128, False, {})
         q, k, v, scale, ref, tol = A.forward_inputs(torch, F, spec)
         o = torch.empty_like(q)
-        lse = torch.empty(4, 32, 4096, device="cuda", dtype=torch.float32)
+        lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
 
         def tlc_run():
             mod.flash_fwd(q, k, v, o, lse, scale)
@@ -96,9 +102,10 @@ def keys(torch, F, A, mod, args, lengths) -> None:
         if not verdicts["tlc"].ok:
             print(f"[{args.label}] SK={SK}: WRONG ({verdicts['tlc'].why})", flush=True)
             return
-        flops = 4.0 * 4 * 32 * 4096 * SK * 128
+        flops = 4.0 * B * H * S * SK * 128
         times.append((SK, ms["tlc"]))
-        print(f"[{args.label}] SK={SK:6}: {ms['tlc'] * 1e3:8.1f} us  {flops / ms['tlc'] / 1e9:6.1f} TFLOP/s", flush=True)
+        print(f"[{args.label}] B={B} H={H} S={S} SK={SK:6}: {ms['tlc'] * 1e3:8.1f} us  {flops / ms['tlc'] / 1e9:6.1f} TFLOP/s",
+              flush=True)
         del q, k, v, o, lse, ref
         torch.cuda.empty_cache()
     if len(times) > 1:
