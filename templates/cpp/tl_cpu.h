@@ -60,6 +60,12 @@ inline float fast_sqrt(float x) { return std::sqrt(x); }
 inline float fast_tanh(float x) { return tanhf(x); }
 inline float fmod_fast(float a, float b) { return std::fmod(a, b); }
 inline float fast_pow(float a, float b) { return powf(a, b); }
+inline float fast_atan(float x) { return atanf(x); }
+inline float fast_tan(float x) { return tanf(x); }
+inline float fast_tan_near(float x) { return tanf(x); }
+inline float fast_erf(float x) { return erff(x); }
+inline float fast_asinh(float x) { return asinhf(x); }
+inline float fast_atanh(float x) { return atanhf(x); }
 inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 

@@ -334,6 +334,48 @@ __device__ __forceinline__ float fast_sqrt(float x) {
   return y;
 }
 
+// log2(x) and sqrt(x) by the hardware (lg2.approx.ftz.f32, MUFU.LG2: absolute error below 2^-22;
+// sqrt.approx.ftz.f32, MUFU.SQRT), a subnormal x taken as 0: for fast_atanh's and fast_asinh's
+// arguments, 0 or from 1/2^11 on, where the forms without .ftz scale subnormals (3 instructions).
+__device__ __forceinline__ float lg2_approx(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float sqrt_approx(float x) {
+  float y;
+  asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// atanh(x) for values kept at 16-bit precision (schedule/fast_math.py): below |x| = 1/4,
+// |x| + |x|^3 P(x^2) with P of degree 1 (relative error 2^-19.4); above, (log2(1 + a) - log2(1 - a))
+// ln(2) / 2 by the hardware's log2 (1 - a exact, the difference at least 0.74: 2^-21 relative; a
+// reciprocal of 1 - a would flush to 0 beyond 2^126, where the logarithm of a negative must be NaN),
+// x's sign.  Relative error below 2^-18; 13 instructions, no branch, where 0.5 log1p(2a / (1 - a))
+// took 28.5 and atanhf takes 32.  1 gives inf, beyond 1 NaN, as atanh.
+__device__ __forceinline__ float fast_atanh(float x) {
+  const float a = fabsf(x), z = a * a;
+  const float small = fmaf(a * z, fmaf(z, 0.2131504863500595f, 0.3330741822719574f), a);
+  const float big = 0.34657359027997264f * (lg2_approx(1.0f + a) - lg2_approx(1.0f - a));
+  return copysignf(a < 0.25f ? small : big, x);  // NaN: big, NaN
+}
+
+// asinh(x) for values kept at 16-bit precision (schedule/fast_math.py): below |x| = 1/4,
+// |x| + |x|^3 P(x^2) with P of degree 1 (2^-21.3); above, ln(a + sqrt(a^2 + 1)) by the hardware's
+// square root and log2 (the logarithm at least 0.36: 2^-20 relative), ln(2a) from a = 2^12 on
+// (where sqrt(a^2 + 1) is a in f32; 2a itself would overflow for bf16's largest), x's sign.
+// Relative error below 2^-18; 16 instructions, no branch, where log1p(a + a^2 / (1 + sqrt(1 +
+// a^2))) took 33.2 and asinhf takes 36.  +-inf stays, NaN stays NaN.
+__device__ __forceinline__ float fast_asinh(float x) {
+  const float a = fabsf(x), z = a * a;
+  const float small = fmaf(a * z, fmaf(z, 0.07129475474357605f, -0.1665962189435959f), a);
+  const bool huge = a > 4096.0f;
+  const float lg = lg2_approx(huge ? a : a + sqrt_approx(fmaf(a, a, 1.0f))) + (huge ? 1.0f : 0.0f);
+  const float big = 0.6931471805599453f * lg;
+  return copysignf(a < 0.25f ? small : big, x);  // NaN: big, NaN
+}
+
 // The exponential and the reciprocal of the hardware (MUFU.EX2, MUFU.RCP: a few ulp, as CUDA's
 // __expf and __fdividef): an IEEE division costs a branch and a slow path per element, which
 // an activation in a GEMM epilogue pays 128 times a thread per tile.  1 / inf is 0.  The

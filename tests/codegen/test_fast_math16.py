@@ -1,9 +1,10 @@
-"""tl::fast_atan, tl::fast_tan and tl::fast_erf (tl/types.cuh), the forms std.elementwise's atan,
-tan, erf and gelu_erf take where their result is a 16-bit float (schedule/fast_math.py), on
+"""tl::fast_atan, fast_tan, fast_erf, fast_asinh and fast_atanh (tl/types.cuh), the forms
+std.elementwise's atan, tan, erf, gelu_erf, asinh and atanh take where their result is a 16-bit float (schedule/fast_math.py), on
 every f16 and every bf16 value: their C compiled as host code by the system's C++ compiler, the
-hardware's reciprocal (rcp.approx.ftz.f32) and 2^x (ex2.approx.ftz.f32) replaced by the exact
-ones moved by up to 2 ulp either way (twice their error bounds) and flushed as the hardware
-flushes, against the double-precision functions.  Checked: the relative error their comments
+hardware's reciprocal, 2^x and square root (rcp.approx.ftz.f32, ex2.approx.ftz.f32,
+sqrt.approx.f32) replaced by the exact ones moved by up to 2 ulp either way (twice their error
+bounds) and flushed as the hardware flushes, its log2 (lg2.approx.f32) by the exact one moved by
+up to 2^-22, against the double-precision functions.  Checked: the relative error their comments
 state (2^-17 where the result is a normal f32; tan's where its reduced argument is not within
 2^-6 of a pole or zero, where the error is r's own), and that the result rounded to the dtype is the correctly rounded value or,
 where that lies within 2^-16 of a tie, its neighbour.  No GPU: the logic is what can go wrong."""
@@ -40,6 +41,15 @@ static float fast_exp2(float x) {
   return ftz(r);
 }
 static int __float_as_int(float v) { int i; memcpy(&i, &v, 4); return i; }
+static float sqrt_approx(float x) {
+  float r = sqrtf(ftz(x));
+  return std::isfinite(r) && r != 0.0f ? moved(r) : r;
+}
+static std::mt19937 offs(11);
+static float lg2_approx(float x) {  // absolute error below 2^-22: moved by up to 2^-22 either way
+  float r = log2f(ftz(x));
+  return std::isfinite(r) ? r + (int(offs() % 3) - 1) * 0x1p-22f : r;
+}
 FUNCTIONS
 static float from16(uint16_t h, bool bf) {
   if (bf) { uint32_t u = uint32_t(h) << 16; float f; memcpy(&f, &u, 4); return f; }
@@ -68,14 +78,16 @@ static int ulps16(double a, double b, bool bf) {  // how many 16-bit steps apart
   return std::abs(ia - ib);
 }
 int main() {
-  const char *names[3] = {"atan", "tan", "erf"};
-  for (int f = 0; f < 3; ++f)
+  const char *names[5] = {"atan", "tan", "erf", "asinh", "atanh"};
+  for (int f = 0; f < 5; ++f)
     for (int bf = 0; bf < 2; ++bf) {
       double worst = 0.0; float worst_x = 0.0f; long off = 0, far = 0, nan = 0;
       for (uint32_t h = 0; h < 65536; ++h) {
         const float x = from16(uint16_t(h), bf);
-        const double want = f == 0 ? atan(double(x)) : f == 1 ? tan(double(x)) : erf(double(x));
-        const float got = f == 0 ? fast_atan(x) : f == 1 ? fast_tan(x) : fast_erf(x);
+        const double want = f == 0 ? atan(double(x)) : f == 1 ? tan(double(x)) : f == 2 ? erf(double(x))
+                          : f == 3 ? asinh(double(x)) : atanh(double(x));
+        const float got = f == 0 ? fast_atan(x) : f == 1 ? fast_tan(x) : f == 2 ? fast_erf(x)
+                        : f == 3 ? fast_asinh(x) : fast_atanh(x);
         if (std::isnan(want) || std::isnan(got)) { nan += std::isnan(want) != std::isnan(got); continue; }
         if (std::isinf(want)) continue;
         bool measured = true;
@@ -105,10 +117,11 @@ int main() {
 
 @pytest.mark.skipif(CXX is None, reason="no C++ compiler")
 def test_fast_atan_tan_erf_on_every_16_bit_value(tmp_path):
-    out = run(HARNESS.replace("FUNCTIONS", header_functions("fast_atan", "fast_erf")), tmp_path, "fast16")
+    functions = header_functions("fast_atan", "fast_erf") + header_functions("fast_atanh", "fast_asinh")
+    out = run(HARNESS.replace("FUNCTIONS", functions), tmp_path, "fast16")
     rows = re.findall(r"^(\w+) (\w+) worst \S+ \(2\^(\S+)\) at \S+; (\d+) rounded off, (\d+) not next to a tie; "
                       r"(\d+) NaN differ$", out, re.M)
-    assert len(rows) == 6, out
+    assert len(rows) == 10, out
     for name, dtype, log2_worst, _, far, nan in rows:
         assert float(log2_worst) < -17, f"{name} {dtype}: relative error 2^{log2_worst}\n{out}"
         assert far == "0" and nan == "0", f"{name} {dtype}\n{out}"
