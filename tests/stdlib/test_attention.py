@@ -31,6 +31,8 @@ DECODE_CASES = [
     (1, 8, 2, 3, 200, 64, True, {"SPLITS": 3}),
     (1, 2, 2, 2, 100, 32, True, {"SPLITS": 8, "BN": 32}),        # splits 4..7 hold no key
     (1, 12, 1, 2, 77, 32, False, {"SPLITS": 2, "BN": 32, "BM": 16}),  # 24 rows: two row blocks
+    (2, 8, 2, 1, 300, 32, False, {"BLOCKS": 7, "BN": 32}),  # 4 items: 3 splits fill whole waves of 7
+    (4, 4, 1, 1, 500, 32, False, {"BLOCKS": 10, "BN": 32}),  # under one wave: 3 splits
 ]
 # flash_decode_paged: (B, H, HK, SQ, lengths, D, CAUSAL, PAGE, constants): sequences of their own
 # lengths (one empty, one ending inside a page), pages shuffled among unused NaN pages
@@ -38,6 +40,8 @@ PAGED_CASES = [
     (2, 4, 2, 1, [300, 130], 64, False, 64, {}),
     (3, 8, 2, 2, [200, 0, 33], 32, True, 32, {"SPLITS": 3}),
     (1, 6, 1, 3, [97], 64, True, 16, {"SPLITS": 2}),
+    (3, 8, 2, 1, [300, 0, 130], 32, False, 32, {"BLOCKS": 7}),  # 6 items: 3 splits
+    (4, 12, 1, 2, [77, 1, 0, 200], 32, True, 32, {"SPLITS": 3, "BLOCKS": 5}),  # 8 items: 2 splits
 ]
 # flash_bwd: (B, H, HK, S, SK, D, CAUSAL, constants)
 BWD_CASES = [
