@@ -147,8 +147,8 @@ else:
 
 FILL = STAND_IN + r"""
 import tlc
-from tlc.runtime import compile as rc, driver_api
-driver_api.libcuda = lambda: _LibCuda()
+from tlc.runtime import compile as rc, driver_api, tensormap
+driver_api.libcuda = tensormap.libcuda = lambda: _LibCuda()  # tensormap holds its own name
 rc.warm_up_nvrtc = lambda arch: None
 rc.nvrtc_compile = lambda source, arch, name: b"cubin of " + name.encode()
 mod = tlc.load("std.gemm", target="cuda")
@@ -159,8 +159,8 @@ assert _Function.launches, "no launch"
 TIMED = STAND_IN + r"""
 import functools, gc, importlib, json, os, time
 import tlc
-from tlc.runtime import driver_api
-driver_api.libcuda = lambda: _LibCuda()
+from tlc.runtime import driver_api, tensormap
+driver_api.libcuda = tensormap.libcuda = lambda: _LibCuda()  # tensormap holds its own name
 phases = {}
 if os.environ.get("TLC_BENCH_HOST_PHASES"):  # each step's CPU time, the steps it calls included
     import functools, importlib

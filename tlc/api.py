@@ -22,7 +22,7 @@ from .kernel import CallError, Kernel
 # needs (issue #15; tests/runtime/test_cached_call_imports.py).
 from . import driver  # noqa: E402
 from .runtime import cache as _cache, checked_cache as _checked_cache, ir_codec as _ir_codec  # noqa: E402,F401
-from .runtime import launch as _launch  # noqa: E402,F401
+from .runtime import launch as _launch, tensormap as _tensormap  # noqa: E402,F401
 from .ir import warpspec as _warpspec  # noqa: E402,F401 - a TMA kernel's program entry holds its TensorMapSpecs
 
 if TYPE_CHECKING:

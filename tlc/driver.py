@@ -10,6 +10,7 @@ import stat
 from dataclasses import dataclass, field
 
 from .diagnostics import Diagnostic, DiagnosticError, Span, TlcError
+from .package_data import stdlib
 
 # the parser (and Lark's tables) and the type checker are imported by `check_source`: reading a
 # file and resolving `std.NAME` (a module from the checked-module cache) need neither
@@ -79,8 +80,6 @@ def resolve_path(path: str) -> str:
     """A file name, or `std.NAME` for a module of the standard library (when no file has that
     name): `tlc run std.gemm -k matmul`, `tlc.load("std.gemm")`."""
     if path.startswith("std.") and not os.path.exists(path):
-        from .package_data import stdlib
-
         parts = path.split(".")[1:]
         candidate = os.path.join(stdlib(), *parts[:-1], parts[-1] + ".tl")
         if parts and all(p.isidentifier() for p in parts) and os.path.isfile(candidate):
