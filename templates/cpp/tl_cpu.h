@@ -35,6 +35,7 @@ template <typename To> inline To cvt(__nv_fp8_e4m3 x) { return from_wide_float<T
 template <typename To> inline To cvt(__nv_fp8_e5m2 x) { return from_wide_float<To>(static_cast<float>(x)); }
 
 // (types.cuh defines these after its first device-only function, where this file's copy ends)
+template <typename T> inline T select(bool c, T a, T b) { return c ? a : b; }  // codegen/cexpr.py's `where` of calls
 template <typename T> inline T imin(T a, T b) { return a < b ? a : b; }
 template <typename T> inline T imax(T a, T b) { return a > b ? a : b; }
 

@@ -393,6 +393,10 @@ __device__ __forceinline__ float fast_tanh(float x) {
   asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
+// `where` of float values one of which calls a math function (codegen/cexpr.py): both arguments
+// computed before the select, so that no branch an element divides a warp (a `?:` of the calls
+// themselves became one).
+template <typename T> __host__ __device__ __forceinline__ T select(bool c, T a, T b) { return c ? a : b; }
 template <typename T> __host__ __device__ __forceinline__ T imin(T a, T b) { return a < b ? a : b; }
 template <typename T> __host__ __device__ __forceinline__ T imax(T a, T b) { return a > b ? a : b; }
 

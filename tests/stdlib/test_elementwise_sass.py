@@ -30,6 +30,7 @@ def test_our_math_is_no_longer_than_cudas():
     for name, ((ours, ours_all), (cuda, _)) in rows.items():
         assert ours <= cuda, f"{name}: {ours} SASS instructions an element, CUDA's function {cuda}"
     assert rows["sinh"][0][0] < 0.7 * rows["sinh"][1][0]  # two fast exponentials, no division
-    for name in ("erf", "atan", "tan"):  # no branch left (tan of f16 needs no check for tanf's range)
+    for name in ("erf", "atan", "tan", "sinh"):  # no branch left (tan of f16 needs no check for tanf's range;
+        # sinh's where of a polynomial and two exponentials is tl::select: 20.4 in all before)
         (ours, ours_all), (cuda, _) = rows[name]
         assert ours == ours_all and ours < 0.8 * cuda, f"{name}: {ours} ({ours_all} in all), CUDA's {cuda}"

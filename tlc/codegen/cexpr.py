@@ -55,6 +55,17 @@ _INT_TEMPLATES = {"/": "truncdiv", "//": "floordiv", "%": "pymod", "<<": "shl", 
 _PLAIN_WHEN_IN_RANGE = {"//": "/", "/": "/", "%": "%", ">>": ">>"}
 
 
+_CHEAP_CALLS = frozenset({"abs", "floor", "ceil", "round", "bitcast", "thread_index", "grid_blocks"})
+
+
+def _calls_math(e: ir.Expr) -> bool:
+    """Whether `e` calls a math function of more than an instruction or two (exp, a fast form, ...)."""
+    if isinstance(e, ir.Call) and e.fn not in _CHEAP_CALLS:
+        return True
+    return any(_calls_math(x) for x in (getattr(e, "a", None), getattr(e, "b", None), getattr(e, "x", None),
+                                         getattr(e, "cond", None), *getattr(e, "args", ())) if isinstance(x, ir.Expr))
+
+
 def wrap_narrow(text: str, dt: DType) -> str:
     """`text`, an integer C expression of dtype `dt`, wrapped to `dt` where C computed it in
     int: C promotes 8- and 16-bit operands to int, the language computes in their dtype
@@ -136,7 +147,14 @@ class CExprs:
         return cvt(self.expr(e.x), e.x.dtype, e.dtype)
 
     def expr_Select(self, e: ir.Select) -> str:
-        return f"({self.expr(e.cond)} ? {self._in(e.a, e.dtype)} : {self._in(e.b, e.dtype)})"
+        a, b = self._in(e.a, e.dtype), self._in(e.b, e.dtype)
+        if e.dtype.is_float and (_calls_math(e.a) or _calls_math(e.b)):
+            # both arms computed, then selected: as `?:` operands NVVM made a branch an element of
+            # an arm that calls a function (std.elementwise's sinh: 20.4 SASS instructions an
+            # element for both arms and the branch, 12.4 on either path), which divergent
+            # elements take both sides of
+            return f"tl::select({self.expr(e.cond)}, {a}, {b})"
+        return f"({self.expr(e.cond)} ? {a} : {b})"
 
     def expr_UnaryOp(self, e: ir.UnaryOp) -> str:
         if e.op == "not":
