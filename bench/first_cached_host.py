@@ -31,6 +31,12 @@ step timer did (batch q2, wall ms of an installed snapshot's cached call, 6.74 i
 `from cupy.cuda.runtime import ...` importing CuPy's star-importing shim 0.35, CuPy binding
 NVRTC for the key's version and archs 0.47, the module load 0.81, the three tensor maps 0.2;
 and the second call's fast path decoding the IR and the C 16 ms (a1c27e2, ccb8d71, 5963d87).
+Session 18: `import tlc` is the runtime, not the compiler (the parser, Lark, the type checker,
+config.json's reader, the profiler and the IR's printer imported where used; the runtime modules a
+cached call needs imported with tlc): installed snapshots of 879f35d and be19577, the call 12.68 M
+-> 8.96 M instructions, import tlc after NumPy 493.7 M -> 288.7 M; the call imports one tlc module
+(the GPU's target).  H200 batch q1 (a tree between the two): import tlc after torch and cupy 73-87
+-> 35-39 ms in one run, the step timer's cached call (checkout) 4.42 ms (7.35 in session 17).
 """
 from __future__ import annotations
 
