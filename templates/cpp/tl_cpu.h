@@ -67,6 +67,8 @@ inline float fast_tan_near(float x) { return tanf(x); }
 inline float fast_erf(float x) { return erff(x); }
 inline float fast_asinh(float x) { return asinhf(x); }
 inline float fast_atanh(float x) { return atanhf(x); }
+inline float fast_asin(float x) { return asinf(x); }
+inline float fast_acos(float x) { return acosf(x); }
 inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 

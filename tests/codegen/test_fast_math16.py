@@ -1,5 +1,5 @@
-"""tl::fast_atan, fast_tan, fast_erf, fast_asinh and fast_atanh (tl/types.cuh), the forms
-std.elementwise's atan, tan, erf, gelu_erf, asinh and atanh take where their result is a 16-bit float (schedule/fast_math.py), on
+"""tl::fast_atan, fast_tan, fast_erf, fast_asinh, fast_atanh, fast_asin and fast_acos
+(tl/types.cuh), the forms std.elementwise's atan, tan, erf, gelu_erf, asinh, atanh, asin and acos take where their result is a 16-bit float (schedule/fast_math.py), on
 every f16 and every bf16 value: their C compiled as host code by the system's C++ compiler, the
 hardware's reciprocal, 2^x and square root (rcp.approx.ftz.f32, ex2.approx.ftz.f32,
 sqrt.approx.f32) replaced by the exact ones moved by up to 2 ulp either way (twice their error
@@ -78,16 +78,17 @@ static int ulps16(double a, double b, bool bf) {  // how many 16-bit steps apart
   return std::abs(ia - ib);
 }
 int main() {
-  const char *names[5] = {"atan", "tan", "erf", "asinh", "atanh"};
-  for (int f = 0; f < 5; ++f)
+  const char *names[7] = {"atan", "tan", "erf", "asinh", "atanh", "asin", "acos"};
+  for (int f = 0; f < 7; ++f)
     for (int bf = 0; bf < 2; ++bf) {
       double worst = 0.0; float worst_x = 0.0f; long off = 0, far = 0, nan = 0;
       for (uint32_t h = 0; h < 65536; ++h) {
         const float x = from16(uint16_t(h), bf);
         const double want = f == 0 ? atan(double(x)) : f == 1 ? tan(double(x)) : f == 2 ? erf(double(x))
-                          : f == 3 ? asinh(double(x)) : atanh(double(x));
+                          : f == 3 ? asinh(double(x)) : f == 4 ? atanh(double(x)) : f == 5 ? asin(double(x))
+                          : acos(double(x));
         const float got = f == 0 ? fast_atan(x) : f == 1 ? fast_tan(x) : f == 2 ? fast_erf(x)
-                        : f == 3 ? fast_asinh(x) : fast_atanh(x);
+                        : f == 3 ? fast_asinh(x) : f == 4 ? fast_atanh(x) : f == 5 ? fast_asin(x) : fast_acos(x);
         if (std::isnan(want) || std::isnan(got)) { nan += std::isnan(want) != std::isnan(got); continue; }
         if (std::isinf(want)) continue;
         bool measured = true;
@@ -117,11 +118,11 @@ int main() {
 
 @pytest.mark.skipif(CXX is None, reason="no C++ compiler")
 def test_fast_atan_tan_erf_on_every_16_bit_value(tmp_path):
-    functions = header_functions("fast_atan", "fast_erf") + header_functions("fast_atanh", "fast_asinh")
+    functions = header_functions("fast_atan", "fast_erf") + header_functions("fast_atanh", "fast_asin")
     out = run(HARNESS.replace("FUNCTIONS", functions), tmp_path, "fast16")
     rows = re.findall(r"^(\w+) (\w+) worst \S+ \(2\^(\S+)\) at \S+; (\d+) rounded off, (\d+) not next to a tie; "
                       r"(\d+) NaN differ$", out, re.M)
-    assert len(rows) == 10, out
+    assert len(rows) == 14, out
     for name, dtype, log2_worst, _, far, nan in rows:
         assert float(log2_worst) < -17, f"{name} {dtype}: relative error 2^{log2_worst}\n{out}"
         assert far == "0" and nan == "0", f"{name} {dtype}\n{out}"

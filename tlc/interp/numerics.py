@@ -189,7 +189,8 @@ _MATH = {
     "rsqrt": lambda x: np.reciprocal(np.sqrt(x)), "tanh": np.tanh, "fast_tanh": np.tanh,
     "sigmoid": lambda x: np.reciprocal(1 + np.exp(-x)), "erf": _erf, "fast_erf": _erf, "sin": np.sin, "tan": np.tan, "fast_tan": np.tan, "fast_tan_near": np.tan,
     "atan": np.arctan, "fast_atan": np.arctan, "asinh": np.arcsinh, "fast_asinh": np.arcsinh,
-    "atanh": np.arctanh, "fast_atanh": np.arctanh,
+    "atanh": np.arctanh, "fast_atanh": np.arctanh, "asin": np.arcsin, "fast_asin": np.arcsin,
+    "acos": np.arccos, "fast_acos": np.arccos,
     "cos": np.cos, "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": np.rint,
     "pow": np.power, "fmod": np.fmod,
 }

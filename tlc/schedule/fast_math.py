@@ -19,13 +19,14 @@ forms 0.92).  So the pass
   `fast_log1p(x)` (the hardware's lg2.approx, 2^-22 absolute, where x is farther than 1/4 from 1
   (x from 0 for log1p); a degree-7 polynomial of x - 1 (of x) within: relative error below 2^-20,
   12 instructions where logf takes about 25);
-- and there `atan`, `tan`, `erf`, `asinh` and `atanh` as `fast_atan`, `fast_tan` (`fast_tan_near`
-  of an f16 argument: no check for tanf's range), `fast_erf`, `fast_asinh` and `fast_atanh`:
-  polynomials of the least degree that keeps the relative error below 2^-17 (tl/types.cuh says
-  how each reduces its argument), with the hardware's reciprocal, 2^x, log2 and square root:
-  12, 15, 15, 15.5 and 12 SASS instructions where atanf, tanf, erff, asinhf and atanhf take 18,
-  23, 22, 36 and 32 (std.elementwise's f16 operators were issue-bound at their .tl forms: atan
-  0.64 of copy, tan 0.62, erf 0.75, asinh 0.60, atanh 0.64 on the H200);
+- and there `atan`, `tan`, `erf`, `asinh`, `atanh`, `asin` and `acos` as `fast_atan`, `fast_tan`
+  (`fast_tan_near` of an f16 argument: no check for tanf's range), `fast_erf`, `fast_asinh`,
+  `fast_atanh`, `fast_asin` and `fast_acos`: polynomials of the least degree that keeps the
+  relative error below 2^-17 (tl/types.cuh says how each reduces its argument), with the
+  hardware's reciprocal, 2^x, log2 and square root: 12, 15, 15, 15.5, 12, 15 and 10 SASS
+  instructions where atanf, tanf, erff, asinhf, atanhf, asinf and acosf take 18, 23, 22, 36,
+  32, 22 and 23 (std.elementwise's f16 operators were issue-bound at their .tl forms: atan 0.64
+  of copy, tan 0.62, erf 0.75, asinh 0.60, atanh 0.64, asin 0.73, acos 0.71 on the H200);
 - and there `pow(a, b)` as `fast_pow(a, b)`: 2^(b log2 |a|) by those two, powf's special
   values by selects (relative error below 2^-16 for a result in f16's range; powf is about 80
   instructions);
@@ -64,8 +65,8 @@ LN2 = 0.6931471805599453
 _CONTROL = ""  # the flow graph's node for indices, conditions and other uses that need every bit
 _ARITH = frozenset({"+", "-", "*", "/", "min", "max"})
 _DISCRETE_CALLS = frozenset({"floor", "ceil", "round", "bitcast", "thread_index"})
-# functions with a short form for 16-bit results (tl::fast_atan, fast_tan, fast_erf, fast_asinh, fast_atanh)
-_SHORT = frozenset({"atan", "tan", "erf", "asinh", "atanh"})
+# functions with a short form for 16-bit results (tl::fast_atan, fast_tan, fast_erf, fast_asinh, ...)
+_SHORT = frozenset({"atan", "tan", "erf", "asinh", "atanh", "asin", "acos"})
 
 
 def use_fast_math(kernel: ir.Kernel) -> ir.Kernel:
