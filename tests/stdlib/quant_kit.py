@@ -379,10 +379,6 @@ def tiles(name: str):
         return [((37, 301), {**small, "BM": 8, "BN": 64})]
     if "per_block" in name:
         return [((37, 301), {**small, "B": 16}), ((9, 40), {**small, "B": 32})]
-    if name in ("quantize_int4", "dequantize_int4"):  # tiles of 4 groups of 32 (three a row, the last
-        # cut short), of one group of 128 (two a row), of 2 groups of 64 (one, cut short)
-        return [((19, 301), {**small, "G": 32, "BM": 4, "BN": 128}), ((9, 200), {**small, "G": 128, "BM": 8, "BN": 128}),
-                ((5, 77), {**small, "G": 64, "BM": 2, "BN": 128})]
     if "mx" in name:  # tiles of 4 blocks of 32: three a row, the last cut short (301 = 2 * 128 + 45)
         return [((19, 301), {**small, "BM": 4, "BN": 128}), ((9, 70), {**small, "BM": 2, "BN": 32})]
     return [((19, 301), {**small, "G": 32, "BM": 4}), ((9, 200), {**small, "G": 128, "BM": 8})]

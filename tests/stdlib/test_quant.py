@@ -118,15 +118,3 @@ def test_builds_with_nvcc(arch, dtype, q, tmp_path):
 def test_the_reference_page_is_generated_from_the_sources():
     """docs/stdlib/quant.md is what scripts/stdlib-docs writes (rerun it after editing the .tl)."""
     assert_reference_page_is_current(QUANT_PATH)
-
-
-@pytest.mark.parametrize("name", ["quantize_int4", "dequantize_int4"])
-def test_int4_tiles_hold_whole_groups(mod, name):
-    """A tile of BN columns holds whole groups (its scales are its own): BN % G != 0 is refused."""
-    from tlc.device_assert import DeviceAssertError
-
-    x = np.zeros((4, 192), np.float16)
-    q, s = np.zeros((4, 96), np.uint8), np.zeros((4, 2), np.float32)
-    args = (x, q, s) if name == "quantize_int4" else (q, s, x)
-    with pytest.raises(DeviceAssertError, match=f"{name}: G = 96, BN = 128: BN must be a multiple of an even G"):
-        getattr(mod, name)(*args, G=96, BN=128, BM=4, THREADS=32)
