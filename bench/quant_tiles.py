@@ -19,12 +19,13 @@ sys.path.insert(0, str(ROOT))
 import tlc  # noqa: E402
 
 M, N, G = 16384, 8192, 128
-# kernel -> the configurations timed after its default ({}): rows of BN columns in runs, BM rows
+# kernel -> the configurations timed after its default ({}): BM rows of BN columns (int4: BM rows of
+# one group)
 CONFIGS = {
     "quantize_mx": [{"BM": 8}, {"BM": 32, "BN": 512}, {"BM": 8, "BN": 2048}],
     "dequantize_mx": [{"BM": 8}, {"BM": 32, "BN": 512}, {"BM": 8, "BN": 2048}],
-    "quantize_int4": [{"BM": 8}, {"BM": 32, "BN": 512}, {"BM": 8, "BN": 2048}],
-    "dequantize_int4": [{"BM": 8}, {"BM": 32, "BN": 512}, {"BM": 8, "BN": 2048}],
+    "quantize_int4": [{"BM": 32, "THREADS": 128}, {"BM": 128, "THREADS": 512}],
+    "dequantize_int4": [{"BM": 32, "THREADS": 128}, {"BM": 128, "THREADS": 512}],
     "dequantize_per_channel": [{"BN": 1024, "BM": 4}, {"BN": 512, "BM": 8}, {"BN": 1024, "BM": 8}],
 }
 
