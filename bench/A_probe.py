@@ -4,7 +4,6 @@ checked against the f32 math backend before it is timed (tlc.timing.compare_chec
 of the compiler variant this process runs under printed with each row.
 
     python3 bench/A_probe.py LABEL fwd_f16_d128,fwd_f16_d128_causal [--min-ms 100]
-    python3 bench/A_probe.py LABEL recip:fwd_f16_d128             # and bench/A_fwd_recip.tl's kernel
     python3 bench/A_probe.py LABEL fwd_f16_d128+keys:1024,8192  # keys: tlc alone, B=4 H=32 S=4096 D=128
                                                                # f16 against SK keys: a block's fixed
                                                                # cost is what the time does not scale
@@ -43,13 +42,11 @@ def main() -> None:
             keys(torch, F, A, mod, args, [int(x) for x in part[5:].split(",")])
         elif part.startswith("solo:"):  # 16 blocks alone on the GPU: B=1 H=1 S=2048
             keys(torch, F, A, mod, args, [int(x) for x in part[5:].split(",")], B=1, H=1, S=2048)
-        elif part.startswith("recip:"):  # bench/A_fwd_recip.tl beside the std kernel
-            rows(torch, F, A, mod, args, part[6:].split(","), tlc.load(str(ROOT / "bench" / "A_fwd_recip.tl")))
         else:
             rows(torch, F, A, mod, args, part.split(","))
 
 
-def rows(torch, F, A, mod, args, names, scratch=None) -> None:
+def rows(torch, F, A, mod, args, names) -> None:
     from torch.nn.attention import SDPBackend
 
     for name in names:
@@ -64,13 +61,6 @@ def rows(torch, F, A, mod, args, names, scratch=None) -> None:
             mod.flash_fwd(q, k, v, o, lse, scale, CAUSAL=causal, **consts)
         contenders = {"tlc": Checked(tlc_run, ref, out=o, **tol),
                       "cudnn": Checked(A.vendor(torch, F, SDPBackend.CUDNN_ATTENTION, q, k, v, scale, causal), ref, **tol)}
-        if scratch is not None:
-            o2 = torch.empty_like(q)
-            lse2 = torch.empty_like(lse)
-
-            def scratch_run():
-                scratch.flash_fwd(q, k, v, o2, lse2, scale, CAUSAL=causal, **consts)
-            contenders["recip"] = Checked(scratch_run, ref, out=o2, **tol)
         ms, verdicts = compare_checked(contenders, min_ms=args.min_ms)
         flops = 4.0 * B * H * S * SK * D * (0.5 if causal else 1.0)
         cells = []
