@@ -582,6 +582,25 @@ __device__ __forceinline__ void copy_f2s(U* smem, const T* regs) {
       if (L::valid(t, r)) smem[i] = lo;
       if (L::valid(t, r + 1)) smem[smem_index<U, ROWS, COLS, PAD, SWIZZLE>(L::row(t, r + 1), L::col(t, r + 1))] = hi;
     }
+  } else if constexpr (same_type<T, U>::value && sizeof(U) == 2 && L::RUN % 2 == 0 && L::REGS % 2 == 0) {
+    // a 16-bit fragment as it is (attention backward's dS, schedule/stage_operand.py): each even
+    // column's pair one 32-bit store, as above (32 STS.U16 a thread and a conversion through
+    // float each, ptxas's cvt round trip, before).  The thread index read anew here: the
+    // addresses are then computed where stored, not held in registers across a loop (16 a
+    // thread for a 128 x 64 tile over 256 threads put attention backward's dK/dV ring over the
+    // registers a warpgroup has: ptxas's C7512)
+    int u;
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(u));
+#pragma unroll
+    for (int r = 0; r < L::REGS; r += 2) {
+      const int i = smem_index<U, ROWS, COLS, PAD, SWIZZLE>(L::row(u, r), L::col(u, r));
+      if ((SWIZZLE != 0 || (COLS + PAD) % 2 == 0) && L::col(u, r) % 2 == 0 && L::valid(u, r) && L::valid(u, r + 1)) {
+        *reinterpret_cast<unsigned*>(smem + i) = *reinterpret_cast<const unsigned*>(regs + r);
+        continue;
+      }
+      if (L::valid(u, r)) smem[i] = regs[r];
+      if (L::valid(u, r + 1)) smem[smem_index<U, ROWS, COLS, PAD, SWIZZLE>(L::row(u, r + 1), L::col(u, r + 1))] = regs[r + 1];
+    }
   } else {
 #pragma unroll
     for (int r = 0; r < L::REGS; ++r) {

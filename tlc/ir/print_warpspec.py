@@ -31,7 +31,11 @@ def header_lines(k: Kernel) -> list[str]:
            f"release {release}",
            f"  barriers: full[{S}] @{ws.barriers} ({full}), empty[{S}] @{ws.barriers + 8 * S} ({ws.empty_arrivals} arrivals: one per consumer warp"
            f"{' of the cluster' if cluster > 1 else ''})"]
-    if ws.consumer_barrier:
+    if ws.warpgroup_syncs:
+        out.append(f"  each consumer warpgroup meets at named barrier 6 + its index (128 threads) alone: its copies into "
+                   f"shared memory are the rows its own wgmma reads; the loop's syncs kept as it: statements "
+                   f"{', '.join(map(str, ws.warpgroup_syncs))}, the others left out")
+    elif ws.consumer_barrier:
         out.append(f"  consumers meet at named barrier {ws.consumer_barrier} ({T} threads): their reductions through "
                    f"shared scratch and their copies into shared memory, before what reads them; the loop's syncs "
                    f"kept as it: statements {', '.join(map(str, ws.kept_syncs)) or 'none'}")

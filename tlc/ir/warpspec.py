@@ -156,6 +156,9 @@ PINGPONG_BARRIER = 3  # the named barriers of the turns: 3 and 4 (1 and 2 are th
 # the consumers' own barrier (WarpSpecialization.consumer_barrier): bar.sync over the consumer
 # threads alone, which the producer warpgroup (still copying) never reaches
 CONSUMER_BARRIER = 5
+# a consumer warpgroup's own barrier (WarpSpecialization.warpgroup_syncs): 6 + its index
+WARPGROUP_BARRIER = 6
+
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,13 @@ class WarpSpecialization(Node):
     # barrier; the others only ordered the producer's copies (the stage's full barrier does) and
     # stand before any shared write of the iteration with a barrier after them before one
     kept_syncs: tuple[int, ...] = ()
+    # the loop body's syncs (indices) each consumer warpgroup meets at alone, at named barrier
+    # WARPGROUP_BARRIER + its index (128 threads): after a fragment copied into a shared buffer
+    # whose rows each warpgroup writes are the rows its own wgmma reads as A (stage_operand.py's
+    # dS), before that gemm; the body's other syncs are left out (its wgmma waits order the
+    # previous iteration's reads before the next writes)
+    warpgroup_syncs: tuple[int, ...] = ()
+
 
     @property
     def ring_end(self) -> int:
@@ -213,7 +223,7 @@ class WarpSpecialization(Node):
 def warp_spec_problem(kernel) -> str | None:
     """What is structurally wrong with `kernel.warp_spec` (the verifier's message), or None:
     the statements it names must be where it says and of the kind it needs."""
-    from .nodes import BufferRef, Copy, For, Gemm, Parallel, Store
+    from .nodes import BufferRef, Copy, For, Gemm, Parallel, Store, Sync
 
     ws: WarpSpecialization = kernel.warp_spec
     if not 0 <= ws.loop < len(kernel.body) or not isinstance(kernel.body[ws.loop], For) \
@@ -242,6 +252,8 @@ def warp_spec_problem(kernel) -> str | None:
         return f"the staged store {ws.store.index} is not a copy after the ring's loop"
     if any(not 0 <= i < ws.loop for i in ws.consumer_only) or (ws.consumer_only and ws.tile_order is not None):
         return f"the consumers' statements before the loop {list(ws.consumer_only)} are not before it, or the kernel is persistent"
+    if any(not (ws.consumer[0] <= i < ws.consumer[1]) or not isinstance(body[i], Sync) for i in ws.warpgroup_syncs):
+        return f"the warpgroups' own syncs {list(ws.warpgroup_syncs)} are not syncs among the consumers' statements"
     if not set(ws.late_copies) <= set(ws.consumer_only) or not all(isinstance(kernel.body[i], Copy) for i in ws.late_copies):
         return f"the consumers' late copies {list(ws.late_copies)} are not copies among their statements before the loop"
     d = ws.deferred

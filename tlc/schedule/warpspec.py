@@ -201,6 +201,9 @@ class _Planner:
         # the stage they read released there: one iteration late, hence three stages at least
         carried = () if persistent or overlap or deferred or loop.stages < 3 else \
             carried_gemms(loop.body[start:start + len(rest)], self.buffers, k.threads)
+        # each warpgroup's shared writes its own rows, read by its own wgmma alone: it meets at
+        # a barrier of its own, not the consumers'
+        wg_syncs = self.warpgroup_syncs(loop.body, start, start + len(rest)) if meets else None
         producer_regs = GATHER_PRODUCER_REGS if gathers else PRODUCER_REGS
         # with gathers each producer thread arrives once its cp.async vectors landed and each
         # producer warp once its plain stores are done (a vector at the tensor's edge, and the
@@ -216,7 +219,8 @@ class _Planner:
             tile_order=TileOrder(TILE_GROUP, cluster) if persistent else None, consumer_only=consumer_only,
             late_copies=() if meets else self.late_copies(consumer_only),
             deferred=deferred, consumer_barrier=CONSUMER_BARRIER if meets else 0,
-            kept_syncs=self.kept_syncs(loop.body, start, start + len(rest)) if meets else ())
+            kept_syncs=self.kept_syncs(loop.body, start, start + len(rest)) if meets and wg_syncs is None else (),
+            warpgroup_syncs=wg_syncs or ())
         store = self.staged_store(after, i + 1, ws.ring_end) if persistent else None
         return replace(ws, store=store, tensor_maps=tuple(self.tensor_maps))
 
@@ -472,6 +476,44 @@ class _Planner:
             if self._writes_shared(s):
                 pending = True
         return tuple(kept)
+
+    def warpgroup_syncs(self, body: list, start: int, stop: int) -> tuple | None:
+        """The syncs among body[start:stop] before a gemm that reads a fragment each consumer
+        warpgroup copied into shared memory, rows it alone writes and its own wgmma alone
+        reads (WarpSpecialization.warpgroup_syncs), where every shared write of the body is
+        such a copy; else None."""
+        stmts = body[start:stop]
+        syncs = []
+        for i, s in enumerate(stmts):
+            if isinstance(s, ir.Reduce) and self._reduces_through_scratch(s):
+                return None
+            if not self._writes_shared(s):
+                continue
+            if not (isinstance(s, ir.Copy) and self._fragment_into_shared(s) and self._private_rows(s, stmts)):
+                return None
+            j = next((j for j in range(i + 1, len(stmts)) if isinstance(stmts[j], (ir.Sync, ir.Gemm))), None)
+            if j is None or not isinstance(stmts[j], ir.Sync):
+                return None
+            syncs.append(start + j)
+        return tuple(syncs) or None
+
+    def _private_rows(self, c: ir.Copy, stmts) -> bool:
+        """Whether each consumer warpgroup writes, by fragment copy `c`, the rows of the shared
+        buffer its own wgmma reads as A: the fragment's rows split over the warps alone (a
+        warpgroup's 64-row bands, as wgmma's accumulator), the buffer read only as the A of
+        wgmma gemms from shared memory of as many rows."""
+        src, dst = self.buffers[c.src.name], self.buffers[c.dst.name]
+        lay, threads = src.layout, self.k.threads
+        if not (isinstance(lay, MmaAccumulator) and lay.warps_n == 1 and not lay.wgmma_columns
+                and lay.warps_m * 32 == threads and src.shape[0] % (64 * (threads // 128)) == 0):
+            return False
+        for x in statements(stmts):
+            if x is c or dst.name not in _read(x):
+                continue
+            if not (isinstance(x, ir.Gemm) and x.a == dst.name and x.b != dst.name and not x.trans_a
+                    and self.uses_wgmma(x) and self.buffers[x.c].shape[0] == src.shape[0]):
+                return False
+        return True
 
     def _barrier_before_write(self, stmts) -> bool:
         for s in stmts:

@@ -5,7 +5,7 @@ persistent kernel.  Every number comes from the kernel's `ir.WarpSpecialization`
 from __future__ import annotations
 
 from ... import ir
-from ...ir.warpspec import CONSUMER_BARRIER, PINGPONG_BARRIER
+from ...ir.warpspec import CONSUMER_BARRIER, PINGPONG_BARRIER, WARPGROUP_BARRIER
 from ..cnames import c_name, c_type
 from .plan import WarpSpecPlan
 
@@ -42,6 +42,10 @@ class WarpSpecEmission:
     def stmt_Sync(self, s) -> None:
         if getattr(self, "in_consumer_loop", False):
             body = self.ws.pipeline.loop.body
+            if any(body[i] is s for i in self.spec.warpgroup_syncs):
+                # this warpgroup's shared writes before its own wgmma reads them
+                self.emit(f"tl::bar_sync_named({WARPGROUP_BARRIER} + threadIdx.x / 128, 128);  // sync: this warpgroup alone")
+                return
             if self.spec.consumer_barrier and any(body[i] is s for i in self.spec.kept_syncs):
                 # the consumers' shared writes before their reads
                 self.emit(f"tl::bar_sync_named({self.spec.consumer_barrier}, {self.k.threads});  // sync: the consumers alone")
