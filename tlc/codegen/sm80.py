@@ -25,6 +25,7 @@ from ..targets import Target
 from .cexpr import CExprs, CodegenError, cvt
 from .cnames import c_bool, c_name, c_string, c_type, comment_text, compute_type, literal
 from .copies import CopyGen
+from .half_pairs import HalfPairGen
 from .hoist import HoistGen
 from .occupancy import min_blocks
 from .ranges import provably_within, scalar_ranges
@@ -39,7 +40,7 @@ class FragmentInfo:
     regs: str      # C expression: its register count
 
 
-class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
+class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPairGen):
     arch = "sm_80"
     primitive_files = ("types.cuh", "copy.cuh", "layout.cuh", "mma.cuh", "reduce.cuh", "scan.cuh", "host_grid.cuh", "assert.cuh")
 
@@ -584,6 +585,8 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen):
         self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = True, layout, p.vars, p.extents
         if runs or writes or p.stores:
             self.run_loop(p, layout, alias, runs, writes)  # shared_runs.py
+        elif self.pair_loop(p, layout, alias):  # half_pairs.py
+            pass
         else:
             self.emit("#pragma unroll")
             self.emit(f"for (int tl_r = 0; tl_r < {alias}::REGS; ++tl_r) {{")
