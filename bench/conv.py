@@ -145,7 +145,15 @@ def run_rows(names, dry_run: bool, variants=(), min_ms: float = 60, sources=()) 
                 continue
             contenders[label] = Checked(run, ref, out=out_y, **tol)
         for label, (module, extra) in others.items():
-            if G == 1:
+            if G == C and G == F and hasattr(module, "depthwise_conv2d"):  # a depthwise row: the file's depthwise kernel
+                out_y = torch.empty_like(y)
+                try:
+                    run = module.depthwise_conv2d.launcher(x, w.reshape(C, K, K), out_y, S=S, P=P, **extra)
+                except Exception as e:
+                    print(f"    {label}: {type(e).__name__}: {str(e).strip().splitlines()[0][:200]}", flush=True)
+                    continue
+                contenders[label] = Checked(run, ref, out=out_y, **tol)
+            elif G == 1 and hasattr(module, "conv2d"):
                 out_y = torch.empty_like(y)
                 try:
                     run = module.conv2d.launcher(x, w, out_y, S=S, P=P, **{**tiles(N, H, W, C, F, K, S, P, G), **extra})

@@ -235,6 +235,35 @@ __device__ __forceinline__ void tma_load_tile_multicast(T* smem, const TensorMap
   }
 }
 
+// tma_load_box's tile multicast: its rows run along the tensor's dimension whose coordinate is
+// c0[ROWC] (innermost first); as tma_load_tile_multicast, each block loads ROWS / CLUSTER of
+// them into every block of the cluster where `share`, else all of them into its own.
+template <typename T, int ROWS, int COLS, int RANK, int CLUSTER, int ROWC>
+__device__ __forceinline__ void tma_load_box_multicast(T* smem, const TensorMap* map, unsigned long long* bar,
+                                                       const int (&c0)[RANK], unsigned rank, bool share) {
+  constexpr int SEG = 128 / static_cast<int>(sizeof(T));
+  constexpr int PART = ROWS / CLUSTER;
+  static_assert(COLS % SEG == 0 && ROWS % (8 * CLUSTER) == 0, "a multicast tile splits into swizzle atoms");
+#pragma unroll
+  for (int s = 0; s < COLS / SEG; ++s) {
+    int c[RANK];
+#pragma unroll
+    for (int i = 0; i < RANK; ++i) c[i] = c0[i];
+    c[0] += s * SEG;
+    if (share) {
+      c[ROWC] = c0[ROWC] + static_cast<int>(rank) * PART;
+      tma_load_multicast<RANK>(smem + s * ROWS * SEG + rank * PART * SEG, map, bar, c,
+                               static_cast<unsigned short>((1u << CLUSTER) - 1));
+    } else {
+#pragma unroll
+      for (int p = 0; p < CLUSTER; ++p) {
+        c[ROWC] = c0[ROWC] + p * PART;
+        tma_load<RANK>(smem + s * ROWS * SEG + p * PART * SEG, map, bar, c);
+      }
+    }
+  }
+}
+
 // The tile of block `rank` of a cluster in a persistent kernel: the cluster takes tiles
 // pair * CLUSTER .. pair * CLUSTER + CLUSTER - 1 of persistent_tile's order; a block past the
 // last tile gets y = tiles_y (its copies read zeros; the kernel skips its epilogue).  True

@@ -100,13 +100,18 @@ RING_CASES = [((2, 9, 7, 64, 70, 3, 1, 1, 1), {}), ((1, 11, 10, 72, 64, 3, 2, 1,
               ((1, 6, 5, 36, 20, 3, 1, 2, 2), {"BM": 64, "BN": 64, "THREADS": 128})]
 
 
-def test_std_conv2d_on_sm90a_is_the_tables_cp_async_ring(mod):
-    """std.conv's conv2d reads its pixels' tables from shared memory, which a producer warpgroup
-    cannot gather from: every thread gathers into the cp.async ring and both warpgroups issue
-    wgmma (the warp-specialized form measured slower on every row, session 15)."""
-    for consts in ({"S": 1, "P": 1}, {"S": 2, "P": 1, "BN": 64}):
+def test_std_conv2d_on_sm90a_is_the_tma_im2col_ring(mod):
+    """std.conv's conv2d on sm_90a: x's tile through the TMA's im2col mode, w's through an
+    ordinary box, on the persistent warp-specialized ring (a TMA producer warpgroup, two wgmma
+    consumer warpgroups); FLAT (im2col's flattened columns and a view's copy of w) keeps the
+    cp.async ring (the view's copy is a gather of the general form)."""
+    for consts in ({"S": 1, "P": 1}, {"S": 2, "P": 1, "BN": 64}, {"S": 1, "P": 1, "BN": 256, "stages": 4}):
         kernel = mod.kernels["conv2d"].scheduled(consts, "sm_90a")
-        assert kernel.warp_spec is None and kernel.threads == 256
+        ws = kernel.warp_spec
+        assert ws is not None and kernel.threads == 256 and ws.tile_order is not None
+        assert [(x.buffer, bool(x.im2col), x.row_axis) for x in ws.loads] == [("xs", True, None), ("ws", False, 0)]
+    flat = mod.kernels["conv2d"].scheduled({"S": 2, "P": 3, "FLAT": True}, "sm_90a")
+    assert flat.warp_spec is None
 
 
 @pytest.mark.parametrize("case, consts", RING_CASES, ids=str)
@@ -133,28 +138,24 @@ def test_conv2d_sm90a_code():
     tile by one TMA im2col box a K step (the first pixel's window corner at the padding, the
     kernel position's offsets), w's through an ordinary box (64 channels x 1 x 1 x BN output
     channels); where the host has no maps its threads gather x's rows instead (the C launcher
-    encodes no im2col map); the epilogue divides by OW and OH once per row a thread holds
-    (codegen/hoist.py row_lets), not once per register."""
+    encodes no im2col map); the consumers only wait and compute."""
     from tlc.runner import build
 
     cu, _ = build(GATHER_WS_PATH, kernels=("conv2d",), defines=("T=f16", "S=1", "P=1"), arch="sm_90a")
     assert "warp-specialized over 3 stages: threads 256..383 produce (TMA), 2 consumer" in cu
-    assert "const cuuint32_t box[] = {64, 1, 1, 128};" in cu
+    assert "const cuuint32_t box[] = {64, 1, 1, 64};" in cu  # half of w's tile: each block of the cluster's for both
     assert "tl_tma_loads = false;  // an im2col map: this launcher encodes tiled maps only" in cu
     producer = cu[cu.index("the producer warpgroup"):cu.index("tl::setmaxnreg_inc")]
     assert "tl::setmaxnreg_dec<40>();" in producer
     tma = producer[:producer.index("the host could not encode a tensor map")]
     assert tma.count("tl::tma_load_im2col<half, 128, 64>((xs + ") == 1 and "gather rows" not in tma
     assert "(tl::pymod<int>(((by * 128) + 0), OW) + (-1))" in tma  # the first pixel's window's corner, w
-    assert tma.count("tl::tma_load_box<half, 128, 64, 4>(") == 1
+    assert tma.count("tl::tma_load_box_multicast<half, 128, 64, 4, 2, 3>(") == 1
     fallback = producer[producer.index("the host could not encode a tensor map"):]
     assert fallback.count("gather rows of x into xs: 16-byte vectors through cp.async") == 1
     consumer = cu[cu.index("tl::setmaxnreg_inc"):]
     assert "tl::fence_proxy_async();  // the producer's cp.async writes" not in consumer
-    epilogue = consumer[consumer.index("copy(acc, y_flat"):]
-    per_register = epilogue[epilogue.index("for (int tl_r = 0;"):]
-    assert epilogue.count("once per row this thread holds") == 1
-    assert "tl::floordiv<unsigned int>" in epilogue and "tl::floordiv<unsigned int>" not in per_register
+    assert "copy(acc, y_flat[by * BM, bx * BN])" in consumer
 
 
 @pytest.mark.nvcc
@@ -162,7 +163,7 @@ def test_conv2d_sm90a_code():
 def test_conv2d_sm90a_sass(tmp_path):
     """sm_90a SASS of bench/conv_gather_ws.tl's conv2d (128 x 128 x 64 tiles) as the runtime
     builds it for launches whose maps encode (TL_TMA_FLAGS): x's tile one UTMALDG.4D.IM2COL a K
-    step and w's one UTMALDG.4D, 4 HGMMA.64x128x16 a K step and no block barrier in the
+    step and w's half multicast to the cluster, 4 HGMMA.64x128x16 a K step and no block barrier in the
     consumers' loop, no local memory."""
     import sys
 
@@ -174,7 +175,7 @@ def test_conv2d_sm90a_sass(tmp_path):
     sass, log = cubin_sass("#define TL_TMA_FLAGS 1\n" + source, "sm_90a", tmp_path, "conv")
     assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log
     assert "HGMMA.64x128x16.F32" in sass and "HMMA" not in sass.replace("HGMMA", "")
-    assert sass.count("UTMALDG.4D.IM2COL") == 1 and sass.count("UTMALDG.4D ") == 1 and "LDGSTS" not in sass
+    assert sass.count("UTMALDG.4D.IM2COL") == 1 and "UTMALDG.4D.MULTICAST" in sass and "LDGSTS" not in sass
     first = sass.index("HGMMA")
     step = sass[sass.rindex("TRYWAIT", 0, first):sass.index("WARPGROUP.DEPBAR", first)]
     assert step.count("HGMMA") == 4 and "BAR.SYNC" not in step
@@ -384,7 +385,10 @@ def test_conv2d_rows_tma_loads_both_tiles_through_the_tma():
     kernel = tlc.load(ROWS_TMA_PATH, target="cpu").kernels["conv2d"].scheduled({"S": 1, "P": 1}, "sm_90a")
     ws = kernel.warp_spec
     assert ws is not None and [(x.buffer, x.gather, x.row_axis) for x in ws.loads] == [("xs", False, None), ("ws", False, 0)]
-    assert [m.box() for m in ws.tensor_maps[:2]] == [[64, 64, 1, 1], [64, 1, 1, 256]]
+    # persistent in clusters of 2 whose blocks take consecutive tiles of x's rows: w's tile of a
+    # kernel position is the same for both, each loading half of its output channels for both
+    assert ws.tile_order.cluster == 2 and [x.multicast for x in ws.loads] == [False, True]
+    assert [m.box() for m in ws.tensor_maps[:2]] == [[64, 64, 1, 1], [64, 1, 1, 128]]
 
 
 def test_conv2d_rows_tma_refuses_a_stride():
@@ -495,3 +499,20 @@ def test_the_gather_ring_loads_x_through_the_im2col_map():
     spec = ws.tensor_maps[0]
     assert spec.im2col.lower == (-1, -1) and spec.im2col.stride == (2, 2) and spec.im2col.columns == 0
     assert spec.box() == [64, 128] and set(spec.im2col.symbols) == {"W", "H", "K"}
+
+
+def test_the_epilogue_stores_y_as_its_flat_view_through_the_tma():
+    """std.conv's epilogue copies the accumulator to y seen as [N * OH * OW, F] (a view): staged
+    in shared memory and stored by the TMA through a 2-D map of that shape, which the launch
+    computes from the shape symbols (runtime/tensormap.py view_sizes)."""
+    from tlc.runtime.tensormap import view_sizes
+
+    kernel = tlc.load(ck.CONV_PATH, target="cpu").kernels["conv2d"].scheduled({"S": 2, "P": 1, "BN": 64}, "sm_90a")
+    ws = kernel.warp_spec
+    if ws.store is None:
+        pytest.skip("the view's copy is not a Copy of the tensor here (Region.dims)")
+    spec = ws.tensor_maps[ws.store.tensor_map]
+    assert spec.store and spec.view is not None and spec.box() == [64, 64]
+    values = {"N": 3, "H": 11, "W": 10, "C": 64, "F": 96, "K": 3}
+    OH, OW = (11 + 2 - 2 - 1) // 2 + 1, (10 + 2 - 2 - 1) // 2 + 1
+    assert view_sizes(spec, tuple(values[s] for s in spec.launch_sizes)) == (3 * OH * OW, 96)

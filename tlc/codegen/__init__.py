@@ -181,7 +181,7 @@ def launcher_tensor_map(index: int, spec) -> dict:
         strides.append(pitch)
     box = spec.box()
     return {"index": index, "param": c_name(spec.param), "dtype": tma_dtype(spec.dtype), "rank": len(dims),
-            "store": spec.store, "swizzle": spec.swizzle, "im2col": spec.im2col is not None, "dims": [f"static_cast<cuuint64_t>({d})" for d in dims], "strides": strides, "box": box}
+            "store": spec.store, "swizzle": spec.swizzle, "im2col": spec.im2col is not None or spec.view is not None, "dims": [f"static_cast<cuuint64_t>({d})" for d in dims], "strides": strides, "box": box}
 
 
 def generate_file(kernels: list, arch: str = "sm_80", *, line_directives: bool = True,

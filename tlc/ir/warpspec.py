@@ -33,6 +33,15 @@ class Im2colWindow(Node):
 
 
 @dataclass(frozen=True)
+class ViewDims(Node):
+    """A tensor seen in another shape (a view's region, Region.dims): its `dims` (Exprs of the
+    shape symbols `symbols`, outermost first), which the launch computes from their values."""
+
+    dims: tuple
+    symbols: tuple
+
+
+@dataclass(frozen=True)
 class TensorMapSpec(Node):
     """One tensor map the launch passes: a tensor parameter seen by the TMA as a row-major
     tensor of its own rank, copied in boxes of `box_rows` x `box_cols` elements (one 128-byte
@@ -53,11 +62,16 @@ class TensorMapSpec(Node):
     # an im2col map (cuTensorMapEncodeIm2col) of an NHWC image: its box is `box_rows` pixels of
     # `box_cols` channels (StageLoad.im2col)
     im2col: Im2colWindow | None = None
+    # the map sees the tensor in a view's shape (the epilogue's copy to a view: std.conv's y as
+    # [N * OH * OW, F])
+    view: ViewDims | None = None
 
     @property
     def launch_sizes(self) -> tuple:
         """What the launch gives the map's encoding (runtime/tensormap.py): the tensor's sizes,
-        and an im2col map's window's shape symbols after them."""
+        and an im2col map's window's shape symbols after them; a view's map, its symbols."""
+        if self.view is not None:
+            return self.view.symbols
         return self.shape + self.im2col.symbols if self.im2col is not None else self.shape
 
     def box(self) -> list:
@@ -65,7 +79,7 @@ class TensorMapSpec(Node):
         map's: channels a pixel, pixels."""
         if self.im2col is not None:
             return [self.box_cols, self.box_rows]
-        rank = len(self.shape)
+        rank = len(self.view.dims) if self.view is not None else len(self.shape)
         out = [self.box_cols] + [1] * (rank - 1)
         if rank > 1:
             out[rank - 1 - (rank - 2 if self.row_axis is None else self.row_axis)] = self.box_rows

@@ -106,11 +106,20 @@ def _encode_im2col(spec, pointer: int, sizes: tuple):
     return np.void(storage[start:start + 128].tobytes())
 
 
+def view_sizes(spec, values: tuple) -> tuple:
+    """The sizes of a view's map (`spec.view`), outermost first, from its symbols' values."""
+    slots = tuple((name, i) for i, name in enumerate(spec.view.symbols))
+    return tuple(int(_evaluate(e, slots)(values)) for e in spec.view.dims)
+
+
 def encode(spec, pointer: int, sizes: tuple):
     """The tensor map as a 128-byte NumPy scalar (a kernel argument by value), or None when the
     driver refuses it (a base or row pitch not 16-byte aligned, an empty tensor)."""
     if spec.im2col is not None:
         return _encode_im2col(spec, pointer, sizes)
+    if spec.view is not None:  # the tensor in the view's shape
+        sizes = view_sizes(spec, sizes)
+        spec = replace(spec, view=None, shape=sizes)
     dims, strides, box = map_geometry(spec, sizes)
     rank = len(dims)
     if pointer % 16 or any(s % 16 for s in strides) or min(dims) <= 0:

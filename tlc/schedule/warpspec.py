@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from .. import ir
 from ..ir.walk import loads, statement_exprs, statements, variables, written_names
-from ..ir.warpspec import (CONSUMER_BARRIER, DeferredGemm, Im2colWindow, StagedStore, StageLoad, TensorMapSpec, TileOrder,
+from ..ir.warpspec import (CONSUMER_BARRIER, DeferredGemm, Im2colWindow, StagedStore, ViewDims, StageLoad, TensorMapSpec, TileOrder,
                            WarpSpecialization)
 from .layout import MmaAccumulator, wgmma_accumulator, wgmma_gemm
 from .operand_layout import register_a_layouts, wgmma_register_a
@@ -379,7 +379,7 @@ class _Planner:
             if spec not in self.tensor_maps:
                 self.tensor_maps.append(spec)
             return replace(load, tensor_map=self.tensor_maps.index(spec))
-        multicast = cluster > 1 and self.shared_by_cluster(c) and load.row_axis is None and not load.flat
+        multicast = cluster > 1 and self.shared_by_cluster(c) and not load.flat
         p, b = self.params[c.src.name], self.buffers[load.buffer]
         rows = load.rows // cluster if multicast else load.rows
         if load.flat:
@@ -403,6 +403,13 @@ class _Planner:
         if not isinstance(c.src, ir.BufferRef) or not isinstance(c.dst, ir.Region) or frag is None or p is None \
                 or frag.scope != "fragment" or len(frag.shape) != 2 or not 2 <= len(p.shape) <= 5:
             return None
+        view = None
+        if getattr(c.dst, "dims", None) is not None:  # a view's region (Region.dims): the map sees the view's shape
+            symbols = set(self.k.shape_symbols())
+            names = tuple(dict.fromkeys(v.name for e in c.dst.dims for v in variables(e)))
+            if not set(names) <= symbols:
+                return None
+            view = ViewDims(tuple(c.dst.dims), names)
         extents = list(c.dst.extents)
         if frag.layout != wgmma_accumulator(frag.shape, self.k.threads) or frag.layout.wgmma_columns \
                 or any(e != 1 for e in extents[:-2]) or tuple(extents[-2:]) != tuple(frag.shape):
@@ -416,7 +423,8 @@ class _Planner:
         nbytes = rows * cols * size
         if offset + nbytes > self.target.smem_per_block:
             return None
-        self.tensor_maps.append(TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows // groups, 128 // size, store=True))
+        self.tensor_maps.append(TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows // groups, 128 // size, store=True,
+                                              view=view))
         return StagedStore(first + after.index(c), len(self.tensor_maps) - 1, rows // groups, offset, nbytes)
 
     def cluster_size(self, persistent: bool, loads) -> int:
@@ -431,17 +439,26 @@ class _Planner:
             return 1  # a gather has no multicast
         shared = [x for x in loads if not x.im2col and self.shared_by_cluster(self.loop.body[x.index])]
         # the blocks of a cluster wait on each other's stages: every tile must run as many
-        # iterations, so the loop's length may read only sizes and scalar parameters
-        fixed = {*self.k.shape_symbols(), *(p.name for p in self.k.params if p.kind == "scalar")}
+        # iterations, so the loop's length may read only sizes and scalar parameters, and the
+        # kernel's scalars set once before the loop from them alone (std.conv's CB = cdiv(C, BK))
+        fixed = self.fixed_names()
         same_length = all(v.name in fixed for v in variables(self.loop.stop))
         return CLUSTER if shared and same_length and all(x.rows % 16 == 0 for x in shared) else 1
+
+    def fixed_names(self) -> set:
+        """The names every tile reads alike: shape symbols, scalar parameters, and the kernel's
+        scalars set once before the loop from them alone (std.conv's CB = cdiv(C, BK))."""
+        from .im2col_tma import kernel_scalars, written_in
+        fixed = {*self.k.shape_symbols(), *(p.name for p in self.k.params if p.kind == "scalar")}
+        inner = written_in(self.loop.body)
+        return fixed | {n for n, v in kernel_scalars(self.k.body[:self.k.body.index(self.loop)]).items()
+                        if n not in inner and all(x.name in fixed for x in variables(v))}
 
     def shared_by_cluster(self, c: ir.Copy) -> bool:
         """Whether both blocks of a cluster copy the same tile: its origin reads only the loop
         variable, the other block indices, scalar parameters and shape sizes (a scalar the
         kernel computes may depend on y, as a grouped GEMM's expert does)."""
-        same = {self.loop.var, *self.k.block_vars[:1], *self.k.block_vars[2:], *self.k.shape_symbols(),
-                *(p.name for p in self.k.params if p.kind == "scalar")}
+        same = {self.loop.var, *self.k.block_vars[:1], *self.k.block_vars[2:], *self.fixed_names()}
         return all(v.name in same for o in c.src.offsets for v in variables(o))
 
     def epilogue_free(self, stmts) -> bool:

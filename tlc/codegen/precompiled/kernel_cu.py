@@ -233,7 +233,11 @@ def root(context, missing=missing, environment=environment):
             yield ' = {};\n'
             if environment.getattr(l_1_m, 'im2col'):
                 pass
-                yield '  tl_tma_loads = false;  // an im2col map: this launcher encodes tiled maps only, the producer gathers the image\n'
+                yield '  '
+                yield str(('tl_tma_store' if environment.getattr(l_1_m, 'store') else 'tl_tma_loads'))
+                yield ' = false;  // '
+                yield str(("a view's map: this launcher encodes the tensor's own shape only" if environment.getattr(l_1_m, 'store') else 'an im2col map: this launcher encodes tiled maps only, the producer gathers the image'))
+                yield '\n'
             else:
                 pass
                 yield '  {\n    const cuuint64_t dims[] = {'
@@ -280,4 +284,4 @@ def root(context, missing=missing, environment=environment):
     yield ');\n  return cudaGetLastError();\n}\n#endif\n'
 
 blocks = {}
-debug_info = '1=55&2=66&3=72&6=86&16=90&19=92&21=99&22=115&23=118&24=125&29=128&30=132&32=141&39=148&40=152&42=166&43=168&45=170&48=172&50=179&54=184&55=191&58=195&59=197&60=199&62=201&63=203&64=205&65=209&66=211&68=214&75=223&77=226&78=228&79=234&81=240&82=242&83=244&84=246&86=262'
+debug_info = '1=55&2=66&3=72&6=86&16=90&19=92&21=99&22=115&23=118&24=125&29=128&30=132&32=141&39=148&40=152&42=166&43=168&45=170&48=172&50=179&54=184&55=191&58=195&59=197&60=199&62=201&63=203&64=205&65=209&66=211&68=214&75=223&77=226&78=228&79=234&81=244&82=246&83=248&84=250&86=266'

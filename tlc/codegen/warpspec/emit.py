@@ -333,6 +333,11 @@ class WarpSpecEmission:
                 self.emit(f"tl::tma_load<{rank}>({self.smem_pointer(b.name)}, &tl_map{load.map_index}, "
                           f"tl_full + tl_stage, {{{', '.join(reversed(offs))}}});")
                 continue
+            if load.row_axis is not None and load.multicast:  # each block of the cluster loads its part for all
+                self.emit(f"tl::tma_load_box_multicast<{c_type(b.dtype)}, {load.rows}, {load.cols}, {rank}, {self.cluster}, "
+                          f"{rank - 1 - load.row_axis}>({self.smem_pointer(b.name)}, &tl_map{load.map_index}, "
+                          f"tl_full + tl_stage, {{{', '.join(reversed(offs))}}}, tl_rank, tl_share);")
+                continue
             if load.row_axis is not None:  # rows along another dimension: the box's origin, innermost first
                 self.emit(f"tl::tma_load_box<{c_type(b.dtype)}, {load.rows}, {load.cols}, {rank}>("
                           f"{self.smem_pointer(b.name)}, &tl_map{load.map_index}, tl_full + tl_stage, "
