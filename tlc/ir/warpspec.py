@@ -174,7 +174,6 @@ CONSUMER_BARRIER = 5
 WARPGROUP_BARRIER = 6
 
 
-
 @dataclass(frozen=True)
 class WarpSpecialization(Node):
     """The roles, the ring and its barriers of a warp-specialized kernel (module docstring)."""
@@ -222,7 +221,6 @@ class WarpSpecialization(Node):
     # dS), before that gemm; the body's other syncs are left out (its wgmma waits order the
     # previous iteration's reads before the next writes)
     warpgroup_syncs: tuple[int, ...] = ()
-
 
     @property
     def ring_end(self) -> int:
