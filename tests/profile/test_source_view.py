@@ -145,3 +145,32 @@ def test_source_without_nsight_compute_says_so(monkeypatch):
     assert (r.exit_code, r.output) == (1, "error: --ncu: Nsight Compute (ncu) is not installed (not on PATH, nor in "
                                           "$CUDA_HOME/bin or /usr/local/cuda/bin); install it with the CUDA toolkit, "
                                           "or profile without --ncu\n")
+
+
+def test_the_ptx_is_compiled_from_the_source_the_launch_ran(monkeypatch):
+    """The runtime builds a TMA kernel for launches whose maps all encode (and one whose copies
+    keep whole runs) with a `#define` line before the source, which moves every `.cu` line that
+    Nsight Compute names by one: the profiler's PTX must compile that same text, or no
+    template line meets its `.loc` and the samples land on no .tl line (the H200, session 18:
+    2772 of 3840 samples of examples/gemm.tl's sm_90a matmul)."""
+    import sys
+    from types import SimpleNamespace
+
+    sys.path.insert(0, str(ROOT / "tests" / "codegen"))
+    from kit_codegen import generated_source
+    from tlc.profiling import gpu
+    from tlc.runtime import built_source
+    from tlc.runtime import compile as c
+
+    generated = generated_source(GEMM.read_text(), name="matmul", arch="sm_90a")
+    assert generated.tensor_maps
+    seen = []
+    monkeypatch.setattr(c, "nvrtc_compile", lambda source, arch, name: seen.append(source) or b"// ptx")
+    for generic in (False, True):
+        compiled = SimpleNamespace(arch="sm_90a", name="matmul", generated=generated, assert_sites=(),
+                                   launched_generic=generic)
+        assert gpu.lineinfo_ptx(compiled) == "// ptx"
+        assert seen[-1] == built_source(generated, (), generic=generic)
+    head = seen[0][:len(seen[0]) - len(generated.source)]
+    assert seen[0].endswith(generated.source) and "#define TL_TMA_FLAGS " in head and head.count("\n") >= 1
+    assert seen[1] == generated.source

@@ -167,14 +167,19 @@ def ncu_source(kernel_name: str, command: list[str]) -> str:
 
 def lineinfo_ptx(compiled) -> str:
     """The PTX of `compiled`'s source as the --source run compiles it (NVRTC, -lineinfo, the
-    `#line` directives pinned): its `.loc ... inlined_at` records place the templates' lines."""
+    `#line` directives pinned): its `.loc ... inlined_at` records place the templates' lines.
+    The source is the build the profiled launches ran (`runtime.built_source`: the TMA-flags and
+    whole-runs builds begin with a `#define` line, which moves every line of the `.cu` that
+    Nsight Compute names; without it the templates' samples found no `.tl` line)."""
+    from ..runtime import built_source
     from ..runtime import compile as c
 
     arch = compiled.arch if compiled.arch.startswith("compute_") else "compute_" + compiled.arch.removeprefix("sm_")
     saved = os.environ.get(c.LINEINFO_ENV)
     os.environ[c.LINEINFO_ENV] = "1"
     try:
-        ptx = c.nvrtc_compile(compiled.generated.source, arch, compiled.name)
+        source = built_source(compiled.generated, compiled.assert_sites, generic=compiled.launched_generic)
+        ptx = c.nvrtc_compile(source, arch, compiled.name)
     finally:
         if saved is None:
             del os.environ[c.LINEINFO_ENV]

@@ -52,6 +52,24 @@ def warm_up(device: int | None = None) -> None:
         pass
 
 
+def built_source(generated, asserts, generic: bool = False) -> str:
+    """`generated.source` as the runtime compiles it: for launches whose tensor maps all encode
+    (`tensormap.built_flags`) and whose copies keep whole runs (`whole_runs`), each a `#define`
+    line before the source, unless `generic` (or the kernel `asserts`, whose record belongs to
+    one module).  The profiler's PTX compiles the same text, so that its line numbers are the
+    binary's (tlc/profiling/gpu.py)."""
+    source = generated.source
+    if generated.tensor_maps and not generic:
+        from .tensormap import built_flags, with_flags
+
+        source = with_flags(source, built_flags(generated.tensor_maps, asserts))
+    if generated.whole_runs and not generic and not asserts:
+        from .whole_runs import with_whole_runs
+
+        source = with_whole_runs(source, generated.whole_runs)
+    return source
+
+
 def compile_kernel(kernel, generated, *, cache=None, generic: bool = False):
     """`generated` (a `tlc.codegen.GeneratedKernel` of `kernel`) compiled by NVRTC for the
     current GPU, from the cache when it holds it; raises `CudaCompileError` when NVRTC rejects
@@ -66,15 +84,7 @@ def compile_kernel(kernel, generated, *, cache=None, generic: bool = False):
 
     require_cuda()
     arch = c.nvrtc_arch(generated.arch, c.device_capability(c.current_device()), c.nvrtc_supported_archs())
-    source = generated.source
-    if generated.tensor_maps and not generic:
-        from .tensormap import built_flags, with_flags
-
-        source = with_flags(source, built_flags(generated.tensor_maps, LaunchFacts.of(kernel).asserts))
-    if generated.whole_runs and not generic and not LaunchFacts.of(kernel).asserts:
-        from .whole_runs import with_whole_runs
-
-        source = with_whole_runs(source, generated.whole_runs)
+    source = built_source(generated, LaunchFacts.of(kernel).asserts, generic)
     key = cache_key(source, kernel.constants, arch, c.nvrtc_toolchain(arch))
     cache = cache or default_cache()
     binary = cache.get_or_compile(key, source, lambda: c.nvrtc_compile(source, arch, generated.name))

@@ -167,6 +167,11 @@ class CompiledKernel:
             self._generic._functions = self._generic_functions
         return self._generic.function(device)
 
+    @property
+    def launched_generic(self) -> bool:
+        """Whether a launch has needed the generic build (`function_for`)."""
+        return self._generic is not None
+
     def keeps_runs_whole(self, args: list) -> bool:
         """Whether a launch with these C arguments (a tensor as a CuPy array or its address)
         keeps the runs of the kernel's copies whole: its `whole_runs` build can launch it."""
