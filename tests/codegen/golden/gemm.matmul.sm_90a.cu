@@ -137,6 +137,8 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
       #pragma unroll
       for (int tl_r = 0; tl_r < tl_matmul_layout_0::REGS; ++tl_r) acc[tl_r] = 0.0f;
       const int tl_n = (tl::floordiv<int>((K - 1), 64) + 1);
+      // 20: for k in pipelined(cdiv(K, BK), stages=stages):
+#line 20 "examples/gemm.tl"
       for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {
         const int tl_stage = tl_it % 3;
         tl::mbar_wait(tl_full + tl_stage, (tl_it / 3) & 1);
@@ -147,6 +149,8 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
 #line 23 "examples/gemm.tl"
           tl::gemm_wgmma<tl_matmul_wgmma_n256_f16_nmajor, half, 64, 128, 64, false, 1>((As + ((tl_it) % 3) * 8192), (Bs + ((tl_it) % 3) * 16384), acc);
         }
+        // 20: for k in pipelined(cdiv(K, BK), stages=stages):
+#line 20 "examples/gemm.tl"
         // the previous stage's wgmma has completed (one group stays in flight): release it
         if (tl_k > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive_cluster<2>(tl_empty + (tl_it + 2) % 3);
       }

@@ -453,6 +453,7 @@ class WarpSpecEmission:
         self.smem_base = saved
         self.indent -= 1
         e("}")
+        self.mark(plan.loop)  # the release below is the loop's, not its last statement's
         if getattr(self, "carried", ()):
             pass  # the body released the last iteration's stage where its carried gemms were done
         elif self.spec.release_lag == 1:
@@ -466,6 +467,10 @@ class WarpSpecEmission:
     def consumer_loop(self, w: WarpSpecPlan) -> None:
         plan, S = w.pipeline, w.pipeline.stages
         e = self.emit
+        # the loop's own code (the waits for full stages, the releases) under the loop's .tl
+        # line: it followed the statement before the loop's (examples/gemm.tl's clear(acc), which
+        # Nsight Compute's samples then charged with the consumers' waits)
+        self.mark(plan.loop)
         pingpong = self.spec.deferred is not None and self.spec.deferred.pingpong
         if pingpong:
             # the first warpgroup's turn comes first (its arrival and its sync make the 256); the
