@@ -69,6 +69,10 @@ def _calls_math(e: ir.Expr) -> bool:
                                          getattr(e, "cond", None), *getattr(e, "args", ())) if isinstance(x, ir.Expr))
 
 
+def _is_constant(e: ir.Expr) -> bool:
+    return isinstance(e, ir.Const) or (isinstance(e, ir.Cast) and _is_constant(e.x))
+
+
 def wrap_narrow(text: str, dt: DType) -> str:
     """`text`, an integer C expression of dtype `dt`, wrapped to `dt` where C computed it in
     int: C promotes 8- and 16-bit operands to int, the language computes in their dtype
@@ -151,11 +155,14 @@ class CExprs:
 
     def expr_Select(self, e: ir.Select) -> str:
         a, b = self._in(e.a, e.dtype), self._in(e.b, e.dtype)
-        if e.dtype.is_float and (_calls_math(e.a) or _calls_math(e.b)):
+        if (e.dtype.is_float and (_calls_math(e.a) or _calls_math(e.b))
+                and not (_is_constant(e.a) or _is_constant(e.b))):
             # both arms computed, then selected: as `?:` operands NVVM made a branch an element of
             # an arm that calls a function (std.elementwise's sinh: 20.4 SASS instructions an
             # element for both arms and the branch, 12.4 on either path), which divergent
-            # elements take both sides of
+            # elements take both sides of.  A mask (one arm a constant) stays a `?:`: its
+            # condition is uniform across most warps, and the select's live arm cost std.reduce's
+            # lse row kernel a spilled register (ptxas, sm_90a, 3 blocks an SM)
             return f"tl::select({self.expr(e.cond)}, {a}, {b})"
         return f"({self.expr(e.cond)} ? {a} : {b})"
 
