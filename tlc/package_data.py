@@ -16,6 +16,14 @@ from pathlib import Path
 FOLDERS = ("grammar", "templates", "stdlib")
 
 
+@functools.lru_cache(maxsize=1)
+def package_folder() -> str:
+    """The real path of the folder of `tlc/__init__.py`, resolved once: a launch from the caches
+    asks for it five times (three data folders, the cache key's identity of tlc), and each
+    `os.path.realpath` is an lstat() per part of the path and ~25 us of Python (issue #15)."""
+    return os.path.dirname(os.path.realpath(__file__))
+
+
 @functools.lru_cache(maxsize=None)
 def folder(name: str) -> Path:
     """The folder of `name` (one of FOLDERS): the installed package's, else the checkout's."""
@@ -23,7 +31,7 @@ def folder(name: str) -> Path:
         raise ValueError(f"tlc has no data folder {name!r}; it has {', '.join(FOLDERS)}")
     # os.path rather than pathlib: a launch from the caches asks for three folders, and pathlib's
     # resolve() and tests cost it ~0.1 ms (issue #15)
-    package = os.path.dirname(os.path.realpath(__file__))
+    package = package_folder()
     root = os.path.dirname(package)
     checkout = Path(root)
     if os.path.isfile(os.path.join(root, "pyproject.toml")) and os.path.isdir(os.path.join(root, name)):

@@ -335,6 +335,22 @@ def test_the_data_folders_are_hashed_where_the_package_does_not_hold_them(tmp_pa
     assert cache_mod._package_bases() == [(root, ""), (str(tmp_path / "grammar"), "data:grammar/")]  # a checkout's
 
 
+def test_a_data_folder_beside_the_package_is_taken_as_it_is_unless_it_is_a_link(tmp_path, monkeypatch):
+    """`_package_bases` resolves a data folder only where it is not plainly beside the real
+    package (each realpath cost a cached first call an lstat() per part of its path)."""
+    import tlc.package_data
+
+    package, real = tmp_path / "tlc", tmp_path / "elsewhere" / "templates"
+    package.mkdir()
+    real.mkdir(parents=True)
+    (tmp_path / "grammar").mkdir()
+    (tmp_path / "templates").symlink_to(real)
+    monkeypatch.setattr(tlc.package_data, "package_folder", lambda: str(package))
+    monkeypatch.setattr(tlc.package_data, "folder", lambda name: tmp_path / name)
+    assert cache_mod._package_bases() == [(str(package), ""), (str(tmp_path / "grammar"), "data:grammar/"),
+                                          (str(real), "data:templates/")]
+
+
 def test_an_entry_holds_the_texts_digests_not_the_texts(files):
     """Format 5: the header names the files and their SHA-256 (format 4 held every text too:
     21 of std.gemm's 25 KB of JSON that every load decoded and hashed); a load has the main

@@ -52,12 +52,14 @@ _SOURCE_SUFFIXES = (".py", ".lark", ".tl", ".cuh", ".j2", ".jinja", ".cu", ".h")
 def _package_bases() -> list:
     """(folder, prefix) of what makes tlc what it is: the package (its Python sources) and its
     data folders (grammar, templates), which a checkout keeps beside the package, not in it."""
-    from ..package_data import folder
+    from ..package_data import folder, package_folder
 
-    root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    root = package_folder()
     bases = [(root, "")]
     for name in ("grammar", "templates"):
-        data = os.path.realpath(folder(name))
+        data = os.fspath(folder(name))
+        if os.path.dirname(data) != os.path.dirname(root) or os.path.islink(data):
+            data = os.path.realpath(data)  # beside the real package and not a link: real already
         if not data.startswith(root + os.sep):  # a checkout's (an installed package holds its own)
             bases.append((data, f"data:{name}/"))
     return bases
@@ -96,7 +98,9 @@ def package_hash() -> str:
     compiler invalidates the cache, also between releases that share a version number.  tlc
     installed from a wheel is what its RECORD says (`installed_identity`: one small file read);
     a checkout (an editable install, or PYTHONPATH) is its files (`checkout_hash`)."""
-    return installed_identity(Path(os.path.realpath(__file__)).parent.parent) or checkout_hash(_package_bases())
+    from ..package_data import package_folder
+
+    return installed_identity(Path(package_folder())) or checkout_hash(_package_bases())
 
 
 def installed_identity(package: Path, version: str = __version__) -> str | None:
