@@ -35,6 +35,22 @@ def test_the_c_follows_the_record():
     assert "tl::mbar_arrive_cluster<2>(tl_empty + (tl_it + 1) % 2)" in body
 
 
+def test_the_generic_builds_registers_are_the_preprocessors_choice():
+    """A record with generic_registers (an im2col load's fallback gathers rows): the build whose
+    maps all encode (TL_TMA_FLAGS with bit 0) gives the producer's registers away as before, the
+    generic build keeps the gatherer's; without them, one setmaxnreg each."""
+    kernel, sources = _matmul()
+    body = kernel_part(generate(_with(kernel, generic_registers=(128, 184)), "sm_90a", sources=sources).source)
+    dec = ("#if defined(TL_TMA_FLAGS) && (TL_TMA_FLAGS & 1)  // every map encoded: the TMA copies\n"
+           "      tl::setmaxnreg_dec<40>();\n"
+           "#else  // the producer may gather the image's rows (no map): it keeps a gatherer's registers\n"
+           "      tl::setmaxnreg_dec<128>();\n#endif\n")
+    assert body.count(dec) == 1
+    assert body.count("    tl::setmaxnreg_inc<232>();\n#else") == 1 and body.count("    tl::setmaxnreg_inc<184>();\n#endif") == 1
+    plain = kernel_part(generate(kernel, "sm_90a", sources=sources).source)
+    assert "(TL_TMA_FLAGS & 1)" not in plain and plain.count("tl::setmaxnreg_dec<40>();") == 1
+
+
 def test_without_a_record_the_loop_is_the_cp_async_ring():
     kernel, sources = _matmul()
     g = generate(dataclasses.replace(kernel, warp_spec=None), "sm_90a", sources=sources)

@@ -73,6 +73,21 @@ def test_a_grouped_gemm_is_persistent_without_a_cluster():
     assert ws.empty_arrivals == 256 // 32
 
 
+def test_an_im2col_ring_keeps_a_gatherers_registers_in_the_generic_build():
+    """std.conv's conv2d: x's tile through the TMA's im2col box, whose fallback (the generic build:
+    a launch without maps, the C launcher) gathers x's rows through cp.async; at the TMA's 40
+    registers that producer spilled 136 bytes (bf16, ptxas -v), so the generic build's split is a
+    gathering producer's.  The build whose maps all encode keeps 40 / 232, and a ring without an
+    im2col load has one split."""
+    from tlc.schedule.warpspec import GATHER_PRODUCER_REGS, consumer_registers
+
+    ws = _kernel(ROOT / "stdlib" / "conv.tl", "conv2d").warp_spec
+    assert [bool(x.im2col) for x in ws.loads] == [True, False] and not any(x.gather for x in ws.loads)
+    assert (ws.producer_registers, ws.consumer_registers) == (40, 232)
+    assert ws.generic_registers == (GATHER_PRODUCER_REGS, consumer_registers(256, 65536, GATHER_PRODUCER_REGS)) == (128, 184)
+    assert _kernel(GEMM, "matmul").warp_spec.generic_registers is None
+
+
 CASES = [("gemm", GEMM, "matmul"), ("std_gemm", STD, "matmul_grouped"), ("std_gemm", STD, "matmul_skinny")]
 
 

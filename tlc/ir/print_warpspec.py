@@ -22,11 +22,14 @@ def header_lines(k: Kernel) -> list[str]:
                 f"warp{', and 1 with the bytes of the TMA' if ws.tensor_maps else ''}")
     else:
         full = f"TMA: 1 arrival and the stage's bytes, else {ws.full_arrivals} arrivals"
+    # the generic build's split where it differs (an im2col load's fallback gathers rows)
+    generic = ["", ""] if ws.generic_registers is None else [f" ({n} in the generic build: the producer may gather)"
+                                                              for n in ws.generic_registers]
     out = [f"warp specialized: loop {loop.var} becomes a ring of {S} stages, it = its iterations counted "
            f"{'across tiles' if ws.tile_order is not None else 'from 0'}",
-           f"  producer: threads {T}..{T + P - 1}, setmaxnreg {ws.producer_registers}; waits empty[it % {S}] "
+           f"  producer: threads {T}..{T + P - 1}, setmaxnreg {ws.producer_registers}{generic[0]}; waits empty[it % {S}] "
            f"(phase (it / {S} & 1) ^ 1), copies {copies} into stage it % {S}, completes full[it % {S}]",
-           f"  consumers: threads 0..{T - 1} ({T // 128} warpgroup{'s' * (T > 128)}), setmaxnreg {ws.consumer_registers}; "
+           f"  consumers: threads 0..{T - 1} ({T // 128} warpgroup{'s' * (T > 128)}), setmaxnreg {ws.consumer_registers}{generic[1]}; "
            f"wait full[it % {S}] (phase it / {S} & 1), run the loop's other statements on stage it % {S}, "
            f"release {release}",
            f"  barriers: full[{S}] @{ws.barriers} ({full}), empty[{S}] @{ws.barriers + 8 * S} ({ws.empty_arrivals} arrivals: one per consumer warp"

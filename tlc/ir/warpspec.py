@@ -221,6 +221,13 @@ class WarpSpecialization(Node):
     # dS), before that gemm; the body's other syncs are left out (its wgmma waits order the
     # previous iteration's reads before the next writes)
     warpgroup_syncs: tuple[int, ...] = ()
+    # (producer, consumer) setmaxnreg of the generic build (compiled without TL_TMA_FLAGS's bit 0:
+    # a launch whose maps the host could not encode, the C launcher's), where it differs from
+    # producer_registers and consumer_registers, the build whose maps all encode: an im2col load's
+    # fallback gathers the tile's rows through cp.async, its rows' pixel positions held over the
+    # loop, which 40 registers spill, so that build's producer keeps a gatherer's; None: one
+    # split for both builds
+    generic_registers: tuple[int, int] | None = None
 
     @property
     def ring_end(self) -> int:

@@ -29,6 +29,10 @@ PRODUCER_REGS = 40  # what the producer keeps: it only computes addresses
 # 128 x 64 tiles, 8 rows of each operand a thread, fits 128 without spills (ptxas -v, sm_90a;
 # it honours setmaxnreg: 112 spilled 48 bytes, 96 164)
 GATHER_PRODUCER_REGS = 128
+# ... as does the fallback of an im2col load (the TMA's im2col box) in the generic build, where
+# the host has no map: std.conv's conv2d (bf16, 128 x 128 x 64, x's 8 rows a thread) spilled 136
+# bytes at 40 registers, 16 at 72, none from 80 (ptxas -v, sm_90a); the build whose maps all
+# encode keeps PRODUCER_REGS (its gathers compiled out)
 TILE_GROUP = 8  # a persistent kernel walks tiles in groups of 8 block rows (L2 reuse of B)
 CLUSTER = 2  # blocks per cluster in a persistent kernel that multicasts a shared operand
 
@@ -205,6 +209,8 @@ class _Planner:
         # a barrier of its own, not the consumers'
         wg_syncs = self.warpgroup_syncs(loop.body, start, start + len(rest)) if meets else None
         producer_regs = GATHER_PRODUCER_REGS if gathers else PRODUCER_REGS
+        generic = None if gathers or not any(x.im2col for x in loads) else \
+            (GATHER_PRODUCER_REGS, consumer_registers(k.threads, self.target.registers_per_sm, GATHER_PRODUCER_REGS))
         # with gathers each producer thread arrives once its cp.async vectors landed and each
         # producer warp once its plain stores are done (a vector at the tensor's edge, and the
         # element-by-element copies where the host has no tensor map); the TMA's arrival with
@@ -220,7 +226,7 @@ class _Planner:
             late_copies=() if meets else self.late_copies(consumer_only),
             deferred=deferred, consumer_barrier=CONSUMER_BARRIER if meets else 0,
             kept_syncs=self.kept_syncs(loop.body, start, start + len(rest)) if meets and wg_syncs is None else (),
-            warpgroup_syncs=wg_syncs or ())
+            warpgroup_syncs=wg_syncs or (), generic_registers=generic)
         store = self.staged_store(after, i + 1, ws.ring_end) if persistent else None
         return replace(ws, store=store, tensor_maps=tuple(self.tensor_maps))
 

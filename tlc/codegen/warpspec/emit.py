@@ -87,6 +87,22 @@ class WarpSpecEmission:
         self.indent -= 1
         e("}")
 
+    def set_registers(self, how: str, role: int) -> None:
+        """The producer's (`role` 0, setmaxnreg.dec) or the consumers' (1, .inc) registers; where
+        the generic build's split differs (WarpSpecialization.generic_registers: an im2col load's
+        fallback gathers rows), chosen by the preprocessor: the build whose maps all encode
+        (TL_TMA_FLAGS with bit 0) keeps the TMA's."""
+        spec = self.spec
+        mine = (spec.producer_registers, spec.consumer_registers)[role]
+        if spec.generic_registers is None:
+            self.emit(f"tl::setmaxnreg_{how}<{mine}>();")
+            return
+        self.lines.append("#if defined(TL_TMA_FLAGS) && (TL_TMA_FLAGS & 1)  // every map encoded: the TMA copies")
+        self.emit(f"tl::setmaxnreg_{how}<{mine}>();")
+        self.lines.append("#else  // the producer may gather the image's rows (no map): it keeps a gatherer's registers")
+        self.emit(f"tl::setmaxnreg_{how}<{spec.generic_registers[role]}>();")
+        self.lines.append("#endif")
+
     # ---- emission ------------------------------------------------------------------------------
     def emit_warp_specialized(self, loop: ir.For, before=(), after=()) -> None:
         """The ring for `loop`.  Persistent (`before`/`after` given: the kernel's statements
@@ -133,7 +149,7 @@ class WarpSpecEmission:
             e("__syncthreads();")
         e(f"if (threadIdx.x >= {T}) {{  // the producer warpgroup")
         self.indent += 1
-        e(f"tl::setmaxnreg_dec<{spec.producer_registers}>();")
+        self.set_registers("dec", 0)
         e(f"const int tl_worker = threadIdx.x - {T};")
         e("int tl_it = 0;  // position in the ring, counted across tiles")
         # the producer's tile loop runs the statements before the pipelined loop but the clears
@@ -145,7 +161,7 @@ class WarpSpecEmission:
             self.tma_producer(w, scalars, stage_bytes)
         self.indent -= 1
         e("}")
-        e(f"tl::setmaxnreg_inc<{spec.consumer_registers}>();")
+        self.set_registers("inc", 1)
         e("int tl_it = 0;")
         if spec.late_copies:  # while the producer's first copies load
             for i in spec.late_copies:
