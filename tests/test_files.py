@@ -58,3 +58,16 @@ def test_a_file_that_grew_after_its_size_was_read_is_read_whole_or_refused(tmp_p
     else:
         with pytest.raises(files.FileTooLarge, match="is larger than 18 bytes"):
             files.read_regular(tmp_path / "f", limit=limit)
+
+
+@pytest.mark.parametrize("limit", [None, 3 << 20])
+def test_a_file_of_several_reads_comes_back_whole(tmp_path, monkeypatch, limit):
+    """read_regular reads by os.read in parts of at most 1 MiB (os.read allocates what it is
+    asked for first): a file of several parts, and one that grew after fstat with no limit, come
+    back whole."""
+    data = bytes(range(256)) * 10_000 + b"end"  # 2.4 MiB: three parts
+    (tmp_path / "f").write_bytes(data)
+    assert files.read_regular(tmp_path / "f", limit=limit) == data
+    real_fstat = os.fstat
+    monkeypatch.setattr(os, "fstat", lambda fd: os.stat_result(real_fstat(fd)[:6] + (5,) + real_fstat(fd)[7:]))
+    assert files.read_regular(tmp_path / "f", limit=limit) == data
