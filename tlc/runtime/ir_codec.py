@@ -13,6 +13,7 @@ import dataclasses
 import enum
 import importlib
 import json
+import sys
 
 MAGIC = b"tlc-ir-json-3\n"
 
@@ -132,8 +133,8 @@ def _look_up(name: str):
     module, _, qualname = name.partition(":")
     if not (module == "tlc" or module.startswith("tlc.")) or not all(p.isidentifier() for p in qualname.split(".")):
         raise BadEntry(f"{name} is not a data class of tlc's")
-    try:
-        obj = importlib.import_module(module)
+    try:  # a module imported already (every class of a launch's entry) without importlib's call
+        obj = sys.modules.get(module) or importlib.import_module(module)
         for part in qualname.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError):
