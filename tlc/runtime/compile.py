@@ -147,21 +147,25 @@ def _ask_loaded_nvrtc(function: str, count: int):
     if lib is None:
         return None
     import ctypes
-
-    import numpy as np
+    import struct
 
     try:
         fn = getattr(lib, function)
-        out = np.zeros(max(count, 1), np.int32)
+        # the answers' memory: a bytearray's, addressed through ctypes' c_char (NumPy's `.ctypes`
+        # and a new ctypes array type each cost a process's first use tens of microseconds)
+        out = bytearray(4 * max(count, 1))
+        view = ctypes.c_char.from_buffer(out)
+        address = ctypes.addressof(view)
         if function == "nvrtcVersion":
             fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_void_p], ctypes.c_int
-            status = fn(out.ctypes.data, out.ctypes.data + 4)
+            status = fn(address, address + 4)
         else:
             fn.argtypes, fn.restype = [ctypes.c_void_p], ctypes.c_int
-            status = fn(out.ctypes.data)
+            status = fn(address)
+        del view
     except (AttributeError, OSError):
         return None
-    return [int(v) for v in out[:count]] if status == 0 else None
+    return list(struct.unpack_from(f"{count}i", out)) if status == 0 else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -260,31 +264,36 @@ def nvrtc_toolchain(arch: str) -> str:
 # alone), and the real compile waits for it: std.gemm's then took 51 ms.  The warm-up reads the
 # headers generated code includes and has code for ptxas, so that a machine's first compile
 # finds them in memory too (the first on a fresh H200 took 1035 ms after a kernel-less warm-up).
-# The program it compiles is templates/nvrtc_warm_up.cu.
+# The program it compiles is templates/nvrtc_warm_up.cu; given the primitive files the kernels
+# will inline, it compiles it after them and keeps them precompiled for the kernels (pch.py).
 _warm_up = None
 
 
-def warm_up_nvrtc(arch: str) -> None:
-    """Start NVRTC for `arch` (an `-arch` value) on a thread, once per process."""
+def warm_up_nvrtc(arch: str, primitive_files: tuple | None = None) -> None:
+    """Start NVRTC for `arch` (an `-arch` value) on a thread, once per process; with
+    `primitive_files` (`tlc.primitives`), precompile them for the compiles that follow."""
     global _warm_up
     if _warm_up is not None:
         return
     import threading
 
     from ..package_data import templates
+    from . import pch
 
     options = nvrtc_options(arch)
     source = (templates() / "nvrtc_warm_up.cu").read_text()
+    lineinfo = "-lineinfo" in options  # (the profiler's line tables name the .cu's lines: none through a PCH)
 
     def run():
         try:
             from cupy.cuda import nvrtc
 
-            prog = nvrtc.createProgram(source, "tl_warm_up.cu", (), ())
-            try:
-                nvrtc.compileProgram(prog, options)
-            finally:
-                nvrtc.destroyProgram(prog)
+            if primitive_files and not lineinfo and pch.available(nvrtc_version()):
+                pch.made = pch.make(lambda text, opts, headers: _nvrtc_run(nvrtc, text, "tl_warm_up.cu", opts, headers),
+                                    pch.guess(primitive_files), options, source)
+                if pch.made is not None:
+                    return
+            _nvrtc_run(nvrtc, source, "tl_warm_up.cu", options)
         except Exception:  # noqa: BLE001 - whatever fails here, the real compile reports
             pass
     # not a daemon: a process that ends before the warm-up does waits for it, rather than have
@@ -293,25 +302,52 @@ def warm_up_nvrtc(arch: str) -> None:
     _warm_up.start()
 
 
+class _Rejected(Exception):
+    def __init__(self, log: str):
+        super().__init__(log)
+        self.log = log
+
+
+def _nvrtc_run(nvrtc, text: str, file_name: str, options: tuple, headers: dict | None = None, output=None):
+    """Compile `text` (with the in-memory `headers`, name -> text); `output(prog)` of it, or
+    `_Rejected` with NVRTC's log."""
+    headers = headers or {}
+    prog = nvrtc.createProgram(text, file_name, tuple(h.encode() for h in headers.values()),
+                               tuple(n.encode() for n in headers))
+    try:
+        try:
+            nvrtc.compileProgram(prog, options)
+        except nvrtc.NVRTCError:
+            raise _Rejected(nvrtc.getProgramLog(prog)) from None
+        return output(prog) if output else None
+    finally:
+        nvrtc.destroyProgram(prog)
+
+
 def nvrtc_compile(source: str, arch: str, name: str) -> bytes:
     """A cubin (or PTX for a `compute_XY` arch) of `source`; `CudaCompileError` on failure."""
     from cupy.cuda import nvrtc
+
+    from . import pch
 
     options = nvrtc_options(arch)
     if _warm_up is not None:
         _warm_up.join()  # one compile at a time
     if "-lineinfo" in options:
         source = pin_line_directives(source, f"{name}.cu")
-    prog = nvrtc.createProgram(source, f"{name}.cu", (), ())
-    try:
+    output = nvrtc.getPTX if arch.startswith("compute_") else nvrtc.getCUBIN
+    split = pch.usable_for(source, options)
+    if split is not None:
         try:
-            nvrtc.compileProgram(prog, options)
-        except nvrtc.NVRTCError:
-            log = nvrtc.getProgramLog(prog)
-            raise compile_error("NVRTC", name, arch, source, log) from None
-        return nvrtc.getPTX(prog) if arch.startswith("compute_") else nvrtc.getCUBIN(prog)
-    finally:
-        nvrtc.destroyProgram(prog)
+            with pch.lock:
+                return _nvrtc_run(nvrtc, split.program(source, name), f"{name}.cu",
+                                  options + (f"--use-pch={pch.made.path}",), split.headers(), output)
+        except _Rejected:
+            pass  # the compile without the PCH below says why
+    try:
+        return _nvrtc_run(nvrtc, source, f"{name}.cu", options, output=output)
+    except _Rejected as e:
+        raise compile_error("NVRTC", name, arch, source, e.log) from None
 
 
 def compile_error(compiler: str, name: str, arch: str, source: str, log: str) -> CudaCompileError:
