@@ -23,6 +23,26 @@ def test_unaligned_rows_bases_and_empty_tensors_are_refused_without_the_driver(m
     assert encode(A, 0x10000, (0, 104)) is None
 
 
+def test_the_map_is_what_the_driver_wrote_at_a_128_byte_boundary(monkeypatch):
+    """The driver writes the 128-byte CUtensorMap at an aligned address of the map's storage;
+    `encode` gives those bytes as the kernel argument, with the sizes, strides and box asked."""
+    import ctypes
+    import struct
+
+    asked = []
+
+    def driver(address, dtype, rank, pointer, dims, strides, box, element_strides, *modes):
+        asked.append((address % 128, rank, pointer, struct.unpack("2Q", dims), struct.unpack("1Q", strides),
+                      struct.unpack("2I", box)))
+        ctypes.memmove(address, bytes(range(128)), 128)
+        return 0
+
+    monkeypatch.setattr(tensormap, "_driver_encode", lambda: driver)
+    found = encode(A, 0x10000, (130, 104))
+    assert asked == [(0, 2, 0x10000, (104, 130), (208,), tuple(A.box()))]
+    assert isinstance(found, np.void) and found.tobytes() == bytes(range(128))
+
+
 def test_launch_maps_are_cached_and_all_or_nothing(monkeypatch):
     calls = []
 
