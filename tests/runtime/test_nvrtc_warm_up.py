@@ -3,7 +3,6 @@ process costs ~200 ms more than the next on the H200, which the scheduling and t
 generation of a kernel not in the cache hide.  A stand-in NVRTC records the compiles: the
 warm-up compiles a kernel-less program with the kernel's options, once per process, and the
 kernel's compile starts only after it has ended (one compile at a time)."""
-import sys
 import threading
 import time
 import types
@@ -11,6 +10,8 @@ import types
 import pytest
 
 from tlc.runtime import compile as rc
+
+from nvrtc_library import stand_in
 
 
 @pytest.fixture
@@ -31,13 +32,7 @@ def nvrtc(monkeypatch):
     fake = types.SimpleNamespace(createProgram=lambda src, name, h, n: name, compileProgram=compile_program,
                                  destroyProgram=lambda prog: None, getCUBIN=lambda prog: b"cubin",
                                  getPTX=lambda prog: b"ptx", getProgramLog=lambda prog: "", NVRTCError=NVRTCError)
-    cuda = types.ModuleType("cupy.cuda")
-    cuda.nvrtc = fake
-    cupy = types.ModuleType("cupy")
-    cupy.cuda = cuda
-    monkeypatch.setitem(sys.modules, "cupy", cupy)
-    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
-    monkeypatch.setattr(rc, "_warm_up", None)
+    stand_in(monkeypatch, fake)
     monkeypatch.setattr(rc, "cuda_include_dir", lambda: None)
     return calls
 

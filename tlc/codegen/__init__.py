@@ -15,6 +15,7 @@ import re
 import jinja2
 
 from .. import __version__, ir, package_data, targets
+from ..primitives import text as primitive_text
 from ..diagnostics import Diagnostic, DiagnosticError
 from ..dtypes import DType
 from ..generated import GeneratedKernel, KernelArg  # noqa: F401  (the runtime's contract: a leaf module)
@@ -36,10 +37,8 @@ def environment() -> jinja2.Environment:
                               trim_blocks=False, lstrip_blocks=False)
 
 
-@functools.lru_cache(maxsize=None)
 def primitives(files: tuple = Sm80.primitive_files) -> str:
-    root = package_data.templates() / "tl"
-    return "\n".join((root / f).read_text(encoding="utf-8") for f in files)
+    return primitive_text(files)
 
 
 def _written(kernel: ir.Kernel) -> set[str]:

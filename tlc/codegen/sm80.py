@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .. import device_assert, ir, print_format, targets
+from .. import device_assert, ir, primitives, print_format, targets
 from ..ir.per_thread import per_thread_statements
 from ..ir.walk import loads, statement_exprs, statements
 from ..ir.nodes import DimExpr
@@ -42,7 +42,7 @@ class FragmentInfo:
 
 class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPairGen):
     arch = "sm_80"
-    primitive_files = ("types.cuh", "copy.cuh", "layout.cuh", "mma.cuh", "reduce.cuh", "scan.cuh", "host_grid.cuh", "assert.cuh")
+    primitive_files = primitives.SM80  # templates/tl/*.cuh its kernels inline
 
     def after_async_copies(self) -> None:
         """A hook after a pipelined loop's copies have landed (sm_90a fences them)."""

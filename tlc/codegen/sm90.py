@@ -7,7 +7,7 @@ plain stores fill and wgmma reads next is fenced to the async proxy by its write
 """
 from __future__ import annotations
 
-from .. import ir
+from .. import ir, primitives
 from ..ir.walk import statements
 from ..schedule.layout import wgmma_bands, wgmma_column_groups
 from ..schedule.tensor_cores import tensor_core_op
@@ -20,7 +20,7 @@ from .warpspec import WarpSpecialized
 
 class Sm90(WarpSpecialized, Sm80):
     arch = "sm_90a"
-    primitive_files = Sm80.primitive_files + ("wgmma.cuh", "tma.cuh", "tma_store.cuh")
+    primitive_files = primitives.SM90
 
     def __init__(self, kernel: ir.Kernel, sources=None, line_directives: bool = True, target=None):
         super().__init__(kernel, sources, line_directives, target)

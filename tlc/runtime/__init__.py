@@ -42,12 +42,16 @@ def target_arch(device: int | None = None) -> str:
 def warm_up(device: int | None = None) -> None:
     """Start NVRTC on a thread for the GPU `device` (the current one by default), where a
     compile is likely to follow (`compile.warm_up_nvrtc`): a module loaded for the GPU that had
-    to be parsed and checked.  Nothing is said of a GPU NVRTC cannot serve: the compile will."""
+    to be parsed and checked.  Nothing is said of a GPU NVRTC cannot serve: the compile will.
+    The parsing and checking leave it time to precompile the target's primitives too (pch.py)."""
+    from .. import primitives, targets
     from . import compile as c
 
     try:
         device = c.current_device() if device is None else device
-        c.warm_up_nvrtc(c.nvrtc_arch(target_arch(device), c.device_capability(device), c.nvrtc_supported_archs()))
+        arch = target_arch(device)
+        c.warm_up_nvrtc(c.nvrtc_arch(arch, c.device_capability(device), c.nvrtc_supported_archs()),
+                        primitives.BY_GENERATOR.get(targets.get(arch).generator))
     except Exception:  # noqa: BLE001 - no GPU NVRTC serves, no CuPy: the compile reports it
         pass
 
@@ -107,7 +111,9 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
             return read_program_entry(blob)
         except Exception:  # noqa: BLE001 - an entry from another tlc, or damaged: rebuild it
             pass
-    c.warm_up_nvrtc(nvrtc)  # NVRTC starts on a thread while the kernel is scheduled and generated
+    # NVRTC starts on a thread while the kernel is scheduled and generated: not time enough to
+    # precompile the primitives too (pch.py), whose compile would wait for them
+    c.warm_up_nvrtc(nvrtc)
     kernel, generated = build(arch)
     compiled = compile_kernel(kernel, generated, cache=cache)
     from . import ir_codec
