@@ -37,6 +37,19 @@ cached call needs imported with tlc): installed snapshots of 879f35d and be19577
 -> 8.96 M instructions, import tlc after NumPy 493.7 M -> 288.7 M; the call imports one tlc module
 (the GPU's target).  H200 batch q1 (a tree between the two): import tlc after torch and cupy 73-87
 -> 35-39 ms in one run, the step timer's cached call (checkout) 4.42 ms (7.35 in session 17).
+Session 19 (0d16279, 901b610, 3911130, 79c2df9, c305997: tlc's real folder resolved once, files
+read by os.read, ir_codec's classes from sys.modules, NVRTC's facts and the tensor maps through a
+bytearray rather than NumPy), the same tree with and without those files: installed snapshots
+9.30 M -> 9.02 M instructions, CPU median 1.93 -> 1.77 ms (15 processes); checkout snapshots
+11.74 M -> 11.06 M, CPU best 2.39 -> 2.20 ms; NVRTC's version and archs asked of a loaded
+libnvrtc.so.13 (not stood in here) 144 -> 80 us.  What remains of the installed call's ~1.8 ms
+CPU (--phases, 15 processes): the checked entry 0.43 (its 6 KB JSON head, the import's text and
+digest), resolving std.gemm 0.13 (os.path.realpath's first use, ~50 us), the target's choice 0.25
+(the entry-points memo 0.10, importing tlc.targets.sm90a 0.11), the program entry 0.14 and its
+launch head's decode 0.21 (89 objects), the CompiledKernel 0.14, the launch 0.14, the launch
+memo 0.10; a checkout adds 0.5-0.6 ms of stat()s of its 220 files and 22 folders (the floor of a
+file-by-file identity: the Python around them is ~15% of it).  A new process's first SHA-256
+costs ~55 us (OpenSSL's fetch of the algorithm) and its first json.loads ~19 us, both in the call.
 """
 from __future__ import annotations
 
