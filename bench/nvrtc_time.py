@@ -16,19 +16,24 @@ times in ms.  With `--ctypes /path/libnvrtc.so.13` the children call that NVRTC 
 rather than CuPy's bindings: a machine without CuPy or a GPU times real compiles (NVRTC needs
 none; the CPU machine's is /tmp/nvrtc/nvidia/cu13/lib).
 
-`--variants pchprims`: the question of issue #15 whether precompiled headers bring a first
-call's compile under 0.5 s.  NVRTC takes a PCH file only in the instance that made it (another
-process's is refused, warning #20282-D), so the one place a first call could use one is the
-warm-up thread (`runtime.compile.warm_up_nvrtc`): it would precompile the primitives while Python
-checks, schedules and generates, and the kernel's compile would use them.  One process per
-case, --no-cache, --time's phases: the warm-up creating the primitives' PCH, then the kernel
-(primitives as a header) using it, against today's warm-up then the same kernel.
-On the 2-core CPU machine, std.gemm's matmul (sm_90a), 3 December 2026: front end 29-36 ms with
-the PCH against 46-89 ms without, NVVM 450-630 ms and ptxas ("PTX Translation") 390-870 ms in
-both (noise: other sessions compiling); a PCH of the CUDA headers alone changed nothing
-(53-71 against 58-70 ms).  H200, batch 2 of session 13: front end 50 ms, NVVM 447, ptxas
-399.  So a PCH can save ~30-50 ms of a compile of ~900 ms, and NVVM + ptxas alone (~850 ms)
-exceed the 0.5 s goal; ptxas -O1/-O0 changed neither phase's time here (-O0 spills, C7511).
+`--variants pchprims`: the runtime's precompiled primitives (runtime/pch.py: the warm-up thread
+makes a PCH of CUDA's headers and tl/*.cuh, the kernel's compile goes through it), alternating new
+processes with and without.  NVRTC takes a PCH only in the instance that made it (another
+process's is refused, warning #20282-D), so none outlives its process.  Session 19, 2-core CPU
+machine, NVRTC 13.0 through ctypes, std.gemm's matmul (sm_90a): the kernel's compile 534 -> 522
+ms of CPU (median of 7), its front end alone (-fdevice-syntax-only) 53-57 -> 37 ms; rms_norm 316
+-> 303, softmax 190 -> 175; the cubins bit for bit the same; the warm-up 46 -> 75 ms of CPU.
+Session 13 had measured the front end at 29-36 ms against 46-89 (--time, wall, under load) and
+on the H200 front end 50 ms, NVVM 447, ptxas 399 of ~900: NVVM + ptxas alone exceed the 0.5 s
+goal.  --fdevice-time-trace (session 19, CPU machine, matmul, wall under load): front end 65
+(CUDA's builtin header 12, cuda_fp16.h 10, cuda_bf16.h 4), NVVM optimizer 257 (of which one
+function pass over the kernel 181), NVVM codegen 90, ptxas 404 (its optimizer 377).  ptxas's
+time follows the 12 HGMMA of the 3-times-unrolled K loop: with the accumulators unused after the
+loop (3 HGMMA left, 1168 SASS) ptxas took ~80 ms, with 2 of the 128 stored (12 HGMMA) ~250, as with
+all of them; the epilogue's address arithmetic (replaced by a flat one) and the dead generic
+branches changed nothing.  Options that keep the SASS (--minimal, --split-compile, -Xptxas
+--split-compile, --extra-device-vectorization, --dopt, -Xptxas -O2,
+--allow-expensive-optimizations=false) and NVRTC 13.5 against 13.0 did not change the time.
 
 What the SASS costs (session 16, the runtime's sources, sm_90a, NVRTC 13.0 on the CPU machine):
 the time follows the instructions NVVM and ptxas handle, not the headers (all of tl/*.cuh cost
@@ -246,49 +251,45 @@ print(json.dumps(out))
 """
 
 
-# The warm-up thread's possible use of a PCH (`--variants pchprims`): in one process, a warm-up
-# source and then the kernel, each --no-cache with --time: (1) a source of the primitives' header
-# alone made into a PCH (--create-pch), then the kernel with the primitives as that header using
-# it (--use-pch); (2) today's warm-up (templates/nvrtc_warm_up.cu) then the same kernel.
+# The runtime's own precompiled primitives (`--variants pchprims`, runtime/pch.py): in a new
+# process per case and run, `compile.warm_up_nvrtc` (with the primitive files: it makes the PCH;
+# without: today's program alone), waited for, then `compile.nvrtc_compile` of the kernel, which
+# goes through the PCH where it serves the source; times in ms, the compile's CPU that of its
+# thread (the warm-up's thread has ended), and whether a PCH was made.
 PCH_PRIMS = r"""
 import json, sys, time
-from cupy.cuda import nvrtc
-cases = json.loads(sys.stdin.read())
-out = {}
-for label, text, headers, options in cases:
-    t0 = time.perf_counter()
-    prog = nvrtc.createProgram(text, label + ".cu", [h.encode() for h in headers.values()], [n.encode() for n in headers])
-    try:
-        nvrtc.compileProgram(prog, options)
-        out[label + "_ms"] = round((time.perf_counter() - t0) * 1e3, 1)
-    except nvrtc.NVRTCError as e:
-        out[label + "_error"] = str(e)
-    out[label + "_log"] = nvrtc.getProgramLog(prog).strip()[-300:]
-    nvrtc.destroyProgram(prog)
-print(json.dumps(out))
+sys.path.insert(0, ROOT_FOLDER)
+from tlc import primitives
+from tlc.runtime import compile as rc, pch
+source, name, with_pch = json.loads(sys.stdin.read())
+t0 = time.perf_counter()
+rc.warm_up_nvrtc("sm_90a", primitives.SM90 if with_pch else None)
+rc._warm_up.join()
+t1, c1 = time.perf_counter(), time.thread_time()
+cubin = rc.nvrtc_compile(source, "sm_90a", name)
+t2, c2 = time.perf_counter(), time.thread_time()
+print(json.dumps({"warm_up_ms": round((t1 - t0) * 1e3, 1), "compile_ms": round((t2 - t1) * 1e3, 1),
+                  "compile_cpu_ms": round((c2 - c1) * 1e3, 1), "pch": pch.made is not None,
+                  "served": pch.usable_for(source, rc.nvrtc_options("sm_90a")) is not None, "cubin_bytes": len(cubin)}))
 """
 
 
-def pch_prims(source: str, common: list, folder: Path, name: str) -> None:
-    """Print both cases of PCH_PRIMS for one kernel's source, with --time's phases."""
-    src, headers = variants(source)["full, primitives as a header"]
-    line = '#include "tl_primitives.cuh"\n'
-    prefix = src[:src.index(line) + len(line)]  # the CUDA headers and the primitives: what a PCH holds
-    warm = (ROOT / "templates" / "nvrtc_warm_up.cu").read_text()
-    pch, timing = folder / f"{name}-prims.pch", folder / f"{name}-prims-time.csv"
-    base = common + ["-arch=sm_90a", "--no-cache"]
-    for label, cases in (
-            ("warm-up makes the primitives' PCH, the kernel uses it",
-             [["warm_up", prefix, headers, base + [f"--create-pch={pch}"]],
-              ["kernel", src, headers, base + [f"--use-pch={pch}", f"--time={timing}"]]]),
-            ("today's warm-up, then the kernel (no PCH)",
-             [["warm_up", warm, {}, base], ["kernel", src, headers, base + [f"--time={timing}"]]])):
-        done = subprocess.run(child(PCH_PRIMS), input=json.dumps(cases), capture_output=True, text=True, timeout=300)
-        print(f"{name:7} {label}: {done.stdout.strip() if done.returncode == 0 else done.stderr[-1500:]}", flush=True)
-        if timing.exists():
-            print(timing.read_text()[-1500:], flush=True)
-            timing.unlink()
-        pch.unlink(missing_ok=True)
+def pch_prims(source: str, name: str, runs: int = 5) -> None:
+    """`runs` alternating processes of each case of PCH_PRIMS for one kernel's source, then the medians."""
+    code = child(PCH_PRIMS.replace("ROOT_FOLDER", repr(str(ROOT))))
+    times = {True: [], False: []}
+    for _ in range(runs):
+        for with_pch in (True, False):
+            done = subprocess.run(code, input=json.dumps([source, name, with_pch]), capture_output=True, text=True, timeout=300)
+            if done.returncode != 0:
+                print(f"{name:7} pch={with_pch}: {done.stderr[-1500:]}", flush=True)
+                return
+            r = json.loads(done.stdout)
+            times[with_pch].append(r["compile_cpu_ms"])
+            print(f"{name:7} {'warm-up makes the PCH' if with_pch else 'warm-up alone':22} {r}", flush=True)
+    for with_pch, cpu in times.items():
+        print(f"{name:7} {'through the PCH' if with_pch else 'without'}: compile CPU median {sorted(cpu)[len(cpu) // 2]} ms "
+              f"of {len(cpu)}", flush=True)
 
 
 def pch_warm(src: str, options: list, name: str) -> dict:
@@ -354,7 +355,7 @@ def main(argv=None) -> dict:
         source = path.read_text()
         groups = set(args.variants.split(",")) if args.variants else {"plain", "pch", "time", "overlap", "pchwarm", "nocache"}
         if "pchprims" in groups:
-            pch_prims(source, common, pch_dir, path.stem)
+            pch_prims(source, path.stem)
         if "pchwarm" in groups:  # uncached (NVRTC's own cache keys on the options too), phases by --time
             timing = pch_dir / f"{path.stem}-pchwarm-time.csv"
             for extra in ([], ["-pch", "--pch-verbose=true"]):
