@@ -19,7 +19,8 @@ none; the CPU machine's is /tmp/nvrtc/nvidia/cu13/lib).
 `--variants pchprims`: the runtime's precompiled primitives (runtime/pch.py: the warm-up thread
 makes a PCH of CUDA's headers and tl/*.cuh, the kernel's compile goes through it), alternating new
 processes with and without.  NVRTC takes a PCH only in the instance that made it (another
-process's is refused, warning #20282-D), so none outlives its process.  Session 19, 2-core CPU
+process's is refused, warning #20282-D: the PCH heap's address, random under ASLR; with ASLR off,
+`setarch x86_64 -R`, a second process did use the first's), so none outlives its process.  Session 19, 2-core CPU
 machine, NVRTC 13.0 through ctypes, std.gemm's matmul (sm_90a): the kernel's compile 534 -> 522
 ms of CPU (median of 7), its front end alone (-fdevice-syntax-only) 53-57 -> 37 ms; rms_norm 316
 -> 303, softmax 190 -> 175; the cubins bit for bit the same; the warm-up 46 -> 75 ms of CPU.
