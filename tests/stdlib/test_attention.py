@@ -338,7 +338,7 @@ def _builds():
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch,D,name,given", _builds())
+@pytest.mark.parametrize("arch,D,name,given", list(_builds()))
 def test_builds_with_nvcc_without_spills(arch, D, name, given, tmp_path):
     """Each kernel (flash_decode's split and combine grids) at each head dim, one kernel a file
     as the runtime compiles them (in one file of all three, ptxas gave the paged split kernel at
