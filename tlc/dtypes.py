@@ -148,7 +148,7 @@ def promote(a: DType, b: DType) -> DType:
     signedness -> the wider; signed with unsigned -> a signed type wide enough for both
     (capped at i64; i4 with u4 -> i8).  P6: e8m0 with another float -> f32 (f64 with f64).
     """
-    if a == b:
+    if a is b or a == b:
         return a
     if a.is_bool:
         return b

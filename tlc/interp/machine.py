@@ -82,7 +82,10 @@ def _any(m) -> bool:
 
 
 def _uniform(v) -> bool:
-    return np.ndim(v) == 0
+    try:  # np.ndim(v), without its dispatch: this runs for most statements and loads
+        return v.ndim == 0
+    except AttributeError:  # a Python bool (a mask) or number
+        return np.ndim(v) == 0
 
 
 # C printf conversions; Python's % formatting takes them without C's length modifiers

@@ -154,8 +154,30 @@ def _to_work(x, dt: DType):
     return x if x.dtype == w else x.astype(w)
 
 
+# The operators and dtypes `binop` can run directly on operands already of the result's NumPy
+# dtype: arithmetic of a dtype that computes in its own NumPy dtype (f32, f64, the 8- to 64-bit
+# integers), where `_to_work` and `cast` would give the operands back unchanged.  Most of an
+# interpreted kernel's operations (index arithmetic on i32) are these; `binop`'s general path gives
+# the same values through four casts and two table lookups.
+_DIRECT = {(op, name): fn
+           for name, dt in DTYPES.items() if not dt.is_bool and _WORK[name] == _NP[name]
+           for op, fn in (_FLOAT_ARITH if dt.is_float else _INT_ARITH).items()}
+# the NumPy dtypes whose IR dtype computes in them: a comparison of two such operands of one
+# dtype compares them as they are (`promote` of a dtype with itself is that dtype)
+_DIRECT_COMPARE = frozenset(d for d, dt in _OF_NP.items() if _WORK[dt.name] == d)
+
+
 def binop(op: str, a, b, dt: DType):
     """`a OP b` with result dtype `dt` (bool for comparisons and `and`/`or`)."""
+    fn = _DIRECT.get((op, dt.name))
+    if fn is not None:
+        target = _NP[dt.name]
+        if a.dtype == target and b.dtype == target:
+            r = fn(a, b)
+            return r if r.dtype == target else cast(r, dt)
+    compare = _COMPARE.get(op)
+    if compare is not None and a.dtype == b.dtype and a.dtype in _DIRECT_COMPARE:
+        return compare(a, b)
     if op in _COMPARE:
         ct = promote(dtype_of(a), dtype_of(b))
         return _COMPARE[op](_to_work(a, ct), _to_work(b, ct))
