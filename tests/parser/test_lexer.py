@@ -2,6 +2,7 @@
 for the same grammar: types, text, positions, and the same error where no terminal matches."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -17,12 +18,12 @@ GRAMMAR = (ROOT / "grammar" / "tile.lark").read_text(encoding="utf-8")
 EXAMPLES = sorted((ROOT / "examples").glob("*.tl")) + sorted((ROOT / "stdlib").glob("*.tl"))
 
 
+@functools.cache
 def _lexer(kind):
-    # Without the indenter: it comes after the lexer, whichever lexer it is.
+    # Without the indenter: it comes after the lexer, whichever lexer it is.  Built by the first
+    # test that lexes, not at import: building both took 1.3 s of every pytest-xdist worker's
+    # collection, also where the worker runs none of these tests.
     return Lark(GRAMMAR, parser="lalr", lexer=kind, keep_all_tokens=True, maybe_placeholders=True)
-
-
-OURS, LARKS = _lexer(TileLexer), _lexer("basic")
 
 
 def tokens(parser, text):
@@ -34,7 +35,7 @@ def tokens(parser, text):
 
 
 def same(text):
-    assert tokens(OURS, text) == tokens(LARKS, text)
+    assert tokens(_lexer(TileLexer), text) == tokens(_lexer("basic"), text)
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
