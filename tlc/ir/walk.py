@@ -3,6 +3,7 @@ subexpression of an expression.  The passes and the code generators read the IR 
 these, so that a new node kind is taught to every walker in one place."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 
 from .nodes import Expr, Load, Region, Var
@@ -14,11 +15,34 @@ _OPERANDS = ("a", "b", "x", "cond")  # an expression's own operands
 _NAMED = ("name", "buffer", "src", "dst", "a", "b", "c")  # a statement's buffers, by name or as a copy side
 
 
+def _present(names: tuple[str, ...], memo: dict):
+    """`present(cls)`: those of `names` that a `cls` may hold (a dataclass's fields and class
+    attributes; all of them for any other class), remembered per class.  The walkers below run
+    for every node of every pass, and a getattr with a default for a name the node does not
+    have (a Var's operands) costs an AttributeError raised and caught."""
+    def present(cls) -> tuple[str, ...]:
+        got = memo.get(cls)
+        if got is None:
+            if dataclasses.is_dataclass(cls):
+                have = {f.name for f in dataclasses.fields(cls)}
+                got = tuple(n for n in names if n in have or hasattr(cls, n))
+            else:
+                got = names
+            memo[cls] = got
+        return got
+    return present
+
+
+_bodies_of = _present(_BODIES, {})
+_operands_of = _present(_OPERANDS, {})
+_lists_of = _present(_EXPR_LISTS, {})
+
+
 def statements(stmts):
     """Every statement in `stmts`, nested ones after the statement that holds them."""
     for s in stmts:
         yield s
-        for f in _BODIES:
+        for f in _bodies_of(s.__class__):
             yield from statements(getattr(s, f, ()))
 
 
@@ -42,11 +66,12 @@ def statement_exprs(s):
 def subexprs(e):
     """`e` and every expression inside it."""
     yield e
-    for f in _OPERANDS:
+    cls = e.__class__
+    for f in _operands_of(cls):
         v = getattr(e, f, None)
         if isinstance(v, Expr):
             yield from subexprs(v)
-    for f in _EXPR_LISTS:
+    for f in _lists_of(cls):
         for v in getattr(e, f, ()) or ():
             if isinstance(v, Expr):
                 yield from subexprs(v)
