@@ -9,6 +9,7 @@ limit, so that a regression fails here instead of hanging or taking the machine'
 """
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import resource
 import sys
@@ -266,6 +267,7 @@ SHAPES = {  # name -> the program with k levels of one kind of nesting
 }
 
 
+@functools.cache  # (each shape's bound is asked by a test at it and a test past it: ~100 parses each)
 def _deepest_accepted(shape) -> int:
     """The largest k whose program nests at most MAX_AST_DEPTH levels."""
     from tlc.parser import parse
