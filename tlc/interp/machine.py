@@ -228,7 +228,11 @@ class Machine:
         valid = True
         for i, n in zip(idx, shape):
             ok = (i >= 0) & (i < n)
-            if not np.all(ok):
+            try:  # np.all(ok) without its dispatch (a NumPy bool or array of them, most often)
+                every = ok.all()
+            except AttributeError:  # a Python bool
+                every = np.all(ok)
+            if not every:
                 valid = _and(valid, np.asarray(ok))
         return valid
 
