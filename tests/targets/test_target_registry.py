@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from tlc import targets
 from tlc.cli import main
+from tlc.diagnostics import DiagnosticError
 from tlc.targets.sm80 import SM80
 from tlc.targets.sm86 import SM86
 from tlc.targets.sm89 import SM89
@@ -31,6 +32,27 @@ def test_the_own_targets_facts_are_their_modules_own():
             assert target.serves(cc) == (name in [s[2] for s in targets.registered().serving(cc)])
 
 
+def test_the_own_targets_arch_answers_as_their_target():
+    """`targets.arch` knows tlc's own targets from `OWN_TARGETS` (a launch from the caches then
+    imports no target module): what it serves and NVRTC's `-arch` are the Target's own answers."""
+    supported = [(), (80,), (80, 86), (80, 86, 89, 90), (75, 80, 86, 89, 90, 100, 120)]
+    for name, (value, *_) in targets.OWN_TARGETS.items():
+        module, _, attr = value.partition(":")
+        target = getattr(importlib.import_module(module), attr)
+        found = targets.Registry({}).arch(name)
+        assert type(found) is targets.OwnArch and found.name == name and found.served() == target.served()
+        for cc in [(7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (12, 0)]:
+            assert found.serves(cc) == target.serves(cc)
+            assert [found.compile_arch(cc, s) for s in supported] == [target.compile_arch(cc, s) for s in supported]
+    assert targets.registered().arch("sm_90a").compile_arch((9, 0), (90,)) == "sm_90a"
+
+
+def test_arch_of_an_unknown_name_is_e071():
+    with pytest.raises(DiagnosticError) as e:
+        targets.arch("sm_75")
+    assert str(e.value).splitlines()[0] == "error[E071]: unknown target architecture 'sm_75'"
+
+
 def test_a_gpu_target_is_chosen_importing_its_module_alone():
     import subprocess
     import sys
@@ -41,6 +63,21 @@ def test_a_gpu_target_is_chosen_importing_its_module_alone():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           cwd=EXAMPLES.parent, check=True)
     assert done.stdout.split(None, 1) == ["sm_90a", "['tlc.targets.base', 'tlc.targets.sm90a']\n"]
+
+
+def test_a_gpu_targets_arch_and_nvrtc_arch_import_no_target_module():
+    """What a launch from the caches asks (`compile.codegen_arch`, `compile.nvrtc_arch`) is
+    answered from `OWN_TARGETS`: no target module is imported."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from tlc import targets; targets._plugin_entry_points = lambda: []; "
+            "from tlc.runtime.compile import codegen_arch, nvrtc_arch; a = codegen_arch((9, 0)); "
+            "print(a, nvrtc_arch(a, (9, 0), (80, 90)), nvrtc_arch('sm_89', (9, 0), (80, 89)), "
+            "sorted(m for m in sys.modules if m.startswith('tlc.targets.')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=EXAMPLES.parent, check=True)
+    assert done.stdout.split(None, 3) == ["sm_90a", "sm_90a", "compute_89", "['tlc.targets.base']\n"]
 
 
 def test_tlc_own_targets_are_entry_points():

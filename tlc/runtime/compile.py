@@ -86,20 +86,20 @@ def codegen_arch(capability: tuple[int, int]) -> str:
     """The code generator's target for a GPU: the one the registered targets choose for its
     compute capability (`targets.for_capability`: sm_90a on 9.0, sm_89 on 8.9 and later
     others, sm_86 on 8.6 and 8.7, sm_80 on 8.0, or a plugin's)."""
-    target = targets.for_capability(capability)
-    if target is None:
+    name = targets.chosen(capability)  # its module not imported: a launch from the caches needs no more
+    if name is None:
         oldest = min((t for t in targets.registered().values() if not t.host), key=lambda t: t.capability, default=None)
         need = f"compute capability {oldest.served()}" if oldest else "a registered tlc target"
         raise CudaUnavailable(f"tlc kernels need a GPU of {need}; this one is {capability[0]}.{capability[1]}; "
                               f"use target='cpu'")
-    return target.name
+    return name
 
 
 def nvrtc_arch(kernel_arch: str, capability: tuple[int, int], supported: tuple[int, ...]) -> str:
     """The `-arch` value that runs `kernel_arch` code on a GPU of `capability`, as its target
-    says (`Target.compile_arch`): a cubin for the device itself where this NVRTC knows it, else
+    says (`Arch.compile_arch`): a cubin for the device itself where this NVRTC knows it, else
     PTX (the driver compiles it for the device at load); arch-specific code for its own arch."""
-    target = targets.get(kernel_arch)
+    target = targets.arch(kernel_arch)  # tlc's own from its facts, its module not imported
     if not target.serves(capability):
         raise TlcError(f"a kernel generated for {kernel_arch} runs only on compute capability {target.served()}, "
                        f"not {capability[0]}.{capability[1]}")

@@ -1,7 +1,9 @@
 """Targets are plugins: one `Target` object per architecture, found through the
 `tlc.targets` entry point group; tlc's own (cpu, sm_80, sm_86, sm_89, sm_90a) are registered there by
 pyproject.toml like any other package's, and are known without it too (a source checkout).  Entry points: `get(name)` (the scheduler, the code
-generator, the runtime), `for_capability(cc)` (the runtime: which target a GPU runs), `names()`.
+generator, the runtime), `for_capability(cc)` (the runtime: which target a GPU runs), `names()`,
+and `arch(name)` / `chosen(cc)` (what a launch from the caches needs: a target's name,
+capabilities and NVRTC's `-arch`, without importing one of tlc's own target modules).
 
 Owns finding and choosing targets; each target module owns its facts (base.py says which).
 Nothing else tests an architecture's name: a decision that differs between targets reads a
@@ -19,11 +21,11 @@ import warnings
 from collections.abc import Mapping
 
 from ..diagnostics import Diagnostic, DiagnosticError
-from .base import Target
+from .base import Arch, Target
 
 GROUP = "tlc.targets"
 
-__all__ = ["Target", "GROUP", "get", "for_capability", "names", "registered", "Registry"]
+__all__ = ["Target", "GROUP", "get", "for_capability", "chosen", "arch", "names", "registered", "Registry"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -68,6 +70,19 @@ class Registry(Mapping):
             module, _, attr = value.partition(":")
             target = self._own[name] = getattr(importlib.import_module(module), attr)
         return target
+
+    def arch(self, name: str) -> Arch:
+        """The target `name` as far as its capabilities go (`base.Arch`): the Target where it is
+        a plugin's or imported already, else, for one of tlc's own, its `OWN_TARGETS` facts
+        (`OwnArch`) without importing its module; KeyError for a name not registered."""
+        found = self._plugins.get(name) or self._own.get(name)
+        if found is not None:
+            return found
+        _, capability, exact, host = OWN_TARGETS[name]
+        return OwnArch(name, capability, exact, host)
+
+    def __contains__(self, name) -> bool:  # Mapping's would import an own target's module
+        return name in self._plugins or name in OWN_TARGETS
 
     def __iter__(self):
         return iter(self._names)
@@ -220,8 +235,33 @@ def for_capability(capability: tuple[int, int]) -> Target | None:
     newest capability (sm_86 on 8.6 and 8.7, sm_89 on 8.9 and later, sm_90a on 9.0 exactly); an
     arch-specific one before a portable one of the same capability, then by name.  None when
     none serves it.  Only the chosen target's module is imported."""
-    known = registered()
-    serving = known.serving(tuple(capability))
+    name = chosen(capability)
+    return None if name is None else registered()[name]
+
+
+def chosen(capability: tuple[int, int]) -> str | None:
+    """The name of `for_capability`'s target, without importing any target module."""
+    serving = registered().serving(tuple(capability))
     if not serving:
         return None
-    return known[min(serving, key=lambda s: (tuple(-c for c in s[0]), not s[1], s[2]))[2]]
+    return min(serving, key=lambda s: (tuple(-c for c in s[0]), not s[1], s[2]))[2]
+
+
+def arch(name: str) -> Arch:
+    """`get(name)` as far as a launch needs it (`Registry.arch`: its capabilities, NVRTC's
+    `-arch`), without importing one of tlc's own target modules; E071 as `get` says it."""
+    known = registered()
+    if name not in known:
+        get(name)
+    return known.arch(name)
+
+
+class OwnArch(Arch):
+    """One of tlc's own targets as `OWN_TARGETS` gives it: its name, capability, exactness and
+    host flag (tests/targets/test_target_registry.py compares them with its Target's), which are
+    all that `Arch`'s questions read."""
+
+    __slots__ = ("name", "capability", "exact", "host")
+
+    def __init__(self, name: str, capability: tuple[int, int], exact: bool, host: bool):
+        self.name, self.capability, self.exact, self.host = name, capability, exact, host
