@@ -44,8 +44,11 @@ def test_every_kernel_round_trips(path, name, arch):
     assert back[1].source == entry[1].source
 
 
-def entry_of(tree, classes=()) -> bytes:
-    return ir_codec.MAGIC + json.dumps({"$classes": list(classes), "$value": tree}).encode()
+def entry_of(tree, classes=(), compact=False) -> bytes:
+    """An entry of `tree`: laid out as dumps writes it (`compact`, which loads_text decodes as it
+    parses) or with JSON's default spaces (decoded, then walked)."""
+    separators = (",", ":") if compact else None
+    return ir_codec.MAGIC + json.dumps({"$classes": list(classes), "$value": tree}, separators=separators).encode()
 
 
 @pytest.mark.parametrize("classes,tree,message", [
@@ -66,9 +69,34 @@ def entry_of(tree, classes=()) -> bytes:
     ([], {"$bytes": "!!"}, "damaged entry"),
     ([], {"x": 1}, "an object that dumps does not write"),
 ])
-def test_an_entry_naming_anything_else_is_refused(classes, tree, message):
+@pytest.mark.parametrize("compact", [False, True])
+def test_an_entry_naming_anything_else_is_refused(classes, tree, message, compact):
     with pytest.raises(ir_codec.BadEntry, match=message.replace("(", r"\(")):
-        ir_codec.loads(entry_of(tree, classes))
+        ir_codec.loads(entry_of(tree, classes, compact))
+
+
+def test_both_layouts_decode_to_the_same_value():
+    """dumps_text's layout is decoded as it is parsed; JSON's other layouts of the same document
+    (spaces, the keys in another order) by the walk after the parse: the same value, references
+    shared alike.  A damaged compact text (cut, run on, a key added) is refused."""
+    from tlc.diagnostics import Span
+    from tlc.dtypes import I32
+    from tlc.ir.nodes import BinOp, Const, Var
+
+    span = Span("f.tl", 1, 2, 1, 3)
+    x = Var("x", I32, span=span)
+    value = {"t": (BinOp("+", x, Const(2, I32, span=span), I32), [x, None, 1.5], frozenset({"a"}), {2}, b"\x00")}
+    text = ir_codec.dumps_text(value)
+    assert text.startswith('{"$classes":[') and ',"$value":{' in text
+    assert ir_codec._loads_compact(text) == value  # decoded as parsed, not handed to the walk
+    doc = json.loads(text)
+    for layout in (text, json.dumps(doc), json.dumps({"$value": doc["$value"], "$classes": doc["$classes"]}),
+                   text[:-1] + " }", text.encode()):
+        back = ir_codec.loads_text(layout)
+        assert back == value and back["t"][0].a is back["t"][1][0] and back["t"][0].dtype is back["t"][0].b.dtype
+    for bad in (text[:-1], text + "1", text[:-1] + ',"x":1}', text.replace('"$r"', '"$q"', 1)):
+        with pytest.raises(ir_codec.BadEntry):
+            ir_codec.loads_text(bad)
 
 
 @pytest.mark.parametrize("text", ['1', '[]', '{"$value": 1}', '{"$classes": {}, "$value": 1}',

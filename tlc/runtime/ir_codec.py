@@ -54,6 +54,85 @@ def dumps_text(value) -> str:
 
 
 def loads_text(text: str | bytes):
+    if type(text) is not str:
+        try:
+            text = text.decode("utf-8")  # what dumps_text's text becomes (json.loads would guess)
+        except (UnicodeDecodeError, AttributeError):
+            return _loads_document(text)
+    if text.startswith(_HEAD):
+        value = _loads_compact(text)
+        if value is not _MISSING:
+            return value
+    return _loads_document(text)
+
+
+# dumps_text's layout: the class table, then the value, without spaces
+_HEAD, _VALUE = '{"$classes":', ',"$value":'
+_MISSING = object()  # no value: another layout (_loads_compact), neither enum nor bytes (_enum_or_bytes)
+_SCAN = json.JSONDecoder()
+
+
+def _loads_compact(text: str):
+    """The value of a text laid out as `dumps_text` writes it, decoded as JSON's parser meets each
+    object (`_Builder`): no second walk of the decoded tree, which cost a launch head of 89
+    objects most of its decode.  _MISSING for another layout (spaces, keys in another order:
+    `_loads_document` reads it); BadEntry for a damaged one."""
+    try:
+        classes, end = _SCAN.raw_decode(text, len(_HEAD))
+    except (ValueError, RecursionError):
+        return _MISSING
+    if type(classes) is not list or not text.startswith(_VALUE, end):
+        return _MISSING
+    table = [_table_class(entry) for entry in classes]
+    try:
+        value, stop = json.JSONDecoder(object_hook=_Builder(table).build).raw_decode(text, end + len(_VALUE))
+    except BadEntry:
+        raise
+    except RecursionError:
+        raise BadEntry("damaged entry: nested too deeply") from None
+    except ValueError as e:
+        raise BadEntry(f"damaged entry: {e}") from None
+    return value if stop == len(text) - 1 and text[stop] == "}" else _MISSING
+
+
+class _Builder:
+    """`_decode`'s objects made as the parser finishes each JSON object (innermost first, in the
+    order `_encode` finished them: a reference names one built before), with `_decode`'s checks."""
+
+    __slots__ = ("table", "done")
+
+    def __init__(self, table: list):
+        self.table, self.done = table, []  # done: each data class instance built, in order
+
+    def build(self, t: dict):
+        try:
+            d = t.get("$d")
+            if d is not None:
+                cls, names = _instance_class(t, d, self.table)
+                obj = _new(cls)  # fields filled in as pickle does: no constructor runs
+                for i, name in enumerate(names, 1):  # the values are built already
+                    _set(obj, name, d[i])
+                self.done.append(obj)
+                return obj
+            r = t.get("$r")
+            if r is not None:
+                return _referenced(t, r, self.done)
+            if len(t) not in (1, 2):
+                raise BadEntry("damaged entry: an object that dumps does not write")
+            found = _enum_or_bytes(t)
+            if found is not _MISSING:
+                return found
+            (tag, value), = t.items()
+            if type(value) is not list:
+                raise BadEntry("damaged entry: an object that dumps does not write")
+            return _container(tag, value)
+        except BadEntry:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise BadEntry(f"damaged entry: {type(e).__name__}: {e}") from None
+
+
+def _loads_document(text: str | bytes):
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError, TypeError) as e:
@@ -204,12 +283,7 @@ def _decode(t, table: list, done: list):
     try:
         d = t.get("$d")
         if d is not None:
-            place = d[0] if type(d) is list and len(t) == 1 else None
-            if type(place) is not int or place < 0:
-                raise BadEntry("damaged entry: an object that dumps does not write")
-            cls, names = table[place]
-            if len(d) != len(names) + 1:
-                raise BadEntry(f"damaged entry: the fields of {_class_name(cls)} differ from this tlc's")
+            cls, names = _instance_class(t, d, table)
             obj = _new(cls)  # fields filled in as pickle does: no constructor runs
             for i, name in enumerate(names, 1):  # most are names and numbers: no call for those
                 value = d[i]
@@ -218,30 +292,57 @@ def _decode(t, table: list, done: list):
             return obj
         r = t.get("$r")
         if r is not None:
-            if type(r) is not int or not 0 <= r < len(done) or len(t) != 1:
-                raise BadEntry("damaged entry: a reference to no object written before")
-            return done[r]
-        if "$enum" in t:
-            cls, _ = _data_class(t["$enum"])
-            return cls[t["name"]]
+            return _referenced(t, r, done)
+        found = _enum_or_bytes(t)
+        if found is not _MISSING:
+            return found
         (tag, value), = t.items()
-        if tag == "$bytes":
-            import base64
-
-            return base64.b64decode(value, validate=True)
         if tag not in _CONTAINERS:
             raise BadEntry("damaged entry: an object that dumps does not write")
-        items = [x if type(x) in _SCALARS else _decode(x, table, done) for x in value]
-        if tag == "$tuple":
-            return tuple(items)
-        if tag == "$set":
-            return set(items)
-        if tag == "$frozenset":
-            return frozenset(items)
-        if tag == "$dict":
-            return {k: x for k, x in items}
+        return _container(tag, [x if type(x) in _SCALARS else _decode(x, table, done) for x in value])
     except BadEntry:
         raise
     except (KeyError, TypeError, ValueError, IndexError) as e:
         raise BadEntry(f"damaged entry: {type(e).__name__}: {e}") from None
+
+
+def _instance_class(t: dict, d, table: list) -> tuple:
+    """(class, fields' names) of the instance {"$d": d} (`t`), checked against the table."""
+    place = d[0] if type(d) is list and len(t) == 1 else None
+    if type(place) is not int or place < 0:
+        raise BadEntry("damaged entry: an object that dumps does not write")
+    cls, names = table[place]
+    if len(d) != len(names) + 1:
+        raise BadEntry(f"damaged entry: the fields of {_class_name(cls)} differ from this tlc's")
+    return cls, names
+
+
+def _referenced(t: dict, r, done: list):
+    if type(r) is not int or not 0 <= r < len(done) or len(t) != 1:
+        raise BadEntry("damaged entry: a reference to no object written before")
+    return done[r]
+
+
+def _enum_or_bytes(t: dict):
+    """The enum member or the bytes that `t` stands for; _MISSING where it is neither."""
+    if "$enum" in t:
+        cls, _ = _data_class(t["$enum"])
+        return cls[t["name"]]
+    if "$bytes" in t and len(t) == 1:
+        import base64
+
+        return base64.b64decode(t["$bytes"], validate=True)
+    return _MISSING
+
+
+def _container(tag: str, items: list):
+    """The tuple, set, frozenset or dict {tag: items} stands for, its items decoded."""
+    if tag == "$tuple":
+        return tuple(items)
+    if tag == "$set":
+        return set(items)
+    if tag == "$frozenset":
+        return frozenset(items)
+    if tag == "$dict":
+        return {k: x for k, x in items}
     raise BadEntry("damaged entry: an object that dumps does not write")
