@@ -50,6 +50,25 @@ launch head's decode 0.21 (89 objects), the CompiledKernel 0.14, the launch 0.14
 memo 0.10; a checkout adds 0.5-0.6 ms of stat()s of its 220 files and 22 folders (the floor of a
 file-by-file identity: the Python around them is ~15% of it).  A new process's first SHA-256
 costs ~55 us (OpenSSL's fetch of the algorithm) and its first json.loads ~19 us, both in the call.
+Session 19, later (7f0c4ce: the GPU's target and NVRTC's -arch from OWN_TARGETS' facts, no target
+module imported; 54af741: ir_codec decodes dumps_text's layout as the JSON parser meets each
+object): installed snapshots 9.03 M -> 8.70 M -> 8.50 M instructions, CPU median 1.77 -> 1.68 ->
+1.53 ms (15 processes each, the machine shared); checkout snapshots 11.10 M -> 10.60 M, best 2.26
+-> 2.20 ms; the call imports no module now.  The steps' instructions (callgrind, each step called
+through functools.reduce in a process of its own, installed, before 54af741): the checked entry
+3.50 M of the call's 8.70 (its load 3.98), the RECORD's identity 1.06, the launch memo's lookup
+0.84, the program entry 2.14 (its launch head 1.48 -> 1.19 with 54af741), the target's choice
+0.48, the kernel cache's read 0.38, the CompiledKernel 0.54, the launch 0.45.  Under valgrind
+SHA-256 runs without the CPU's SHA instructions (~33 instructions a byte), and a call hashes
+~100 KB: gemm.tl's text (45 KB, the checked entry's key: ~1.5 M), the RECORD (30 KB, ~1 M),
+stdlib/config.json (20 KB, the launch memo's check that its rules are as recorded: ~0.65 M), the
+checked entry's head (6 KB), math.tl (1.7 KB): about a third of the count, ~50 us of the CPU
+time.  Reading and hashing math.tl, which the brief had in mind for a cheaper stamp, is 0.12 M
+(measured by leaving it out) and ~0.05 ms: its text is also what Module.sources hands out.
+What remains (--phases, ms, 15 processes): the checked entry 0.39 (gemm.tl read 0.08 and hashed,
+the key, the 6 KB head's JSON), the RECORD's identity 0.09, the launch head 0.19 (of which the
+first lookups of its 8 classes ~0.05, its JSON ~0.06), the entry-points memo 0.11, the kernel
+cache's read 0.12, the CompiledKernel 0.13, the launch 0.13, the launch memo 0.09.
 """
 from __future__ import annotations
 
