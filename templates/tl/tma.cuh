@@ -93,22 +93,6 @@ __device__ __forceinline__ void tma_load_tile(T* smem, const TensorMap* map, uns
   }
 }
 
-// The same tile from a box whose rows run along another dimension of the tensor (the others 1:
-// a weight [F, K, K, C]'s rows of one kernel position), `c0` its origin innermost first.
-template <typename T, int ROWS, int COLS, int RANK>
-__device__ __forceinline__ void tma_load_box(T* smem, const TensorMap* map, unsigned long long* bar, const int (&c0)[RANK]) {
-  constexpr int SEG = 128 / static_cast<int>(sizeof(T));
-  static_assert(COLS % SEG == 0, "a TMA tile is whole 128-byte segments");
-#pragma unroll
-  for (int s = 0; s < COLS / SEG; ++s) {
-    int c[RANK];
-#pragma unroll
-    for (int i = 0; i < RANK; ++i) c[i] = c0[i];
-    c[0] += s * SEG;
-    tma_load<RANK>(smem + s * ROWS * SEG, map, bar, c);
-  }
-}
-
 // A ROWS x COLS im2col tile of an NHWC image (an implicit GEMM's A operand: a row a pixel, COLS
 // channels of one kernel position) through a map of the TMA's im2col mode (cuTensorMapEncodeIm2col,
 // its box ROWS pixels x one 128-byte column segment): the first pixel's window at (c, w, h, n),
@@ -235,25 +219,30 @@ __device__ __forceinline__ void tma_load_tile_multicast(T* smem, const TensorMap
   }
 }
 
-// tma_load_box's tile multicast: its rows run along the tensor's dimension whose coordinate is
-// c0[ROWC] (innermost first); as tma_load_tile_multicast, each block loads ROWS / CLUSTER of
-// them into every block of the cluster where `share`, else all of them into its own.
+// A tile from a box whose rows run along another dimension of the tensor (the others 1: a
+// weight [F, K, K, C]'s rows of one kernel position), `c0` its origin innermost first, the rows'
+// coordinate c0[ROWC].  In a cluster of CLUSTER > 1, as tma_load_tile_multicast: each block
+// loads ROWS / CLUSTER of the rows into every block of the cluster where `share`, else all of
+// them into its own; a block alone (CLUSTER = 1) loads the whole box (tma_load_box).
 template <typename T, int ROWS, int COLS, int RANK, int CLUSTER, int ROWC>
 __device__ __forceinline__ void tma_load_box_multicast(T* smem, const TensorMap* map, unsigned long long* bar,
                                                        const int (&c0)[RANK], unsigned rank, bool share) {
   constexpr int SEG = 128 / static_cast<int>(sizeof(T));
   constexpr int PART = ROWS / CLUSTER;
-  static_assert(COLS % SEG == 0 && ROWS % (8 * CLUSTER) == 0, "a multicast tile splits into swizzle atoms");
+  static_assert(COLS % SEG == 0, "a TMA tile is whole 128-byte segments");
+  static_assert(CLUSTER == 1 || ROWS % (8 * CLUSTER) == 0, "a multicast tile splits into swizzle atoms");
 #pragma unroll
   for (int s = 0; s < COLS / SEG; ++s) {
     int c[RANK];
 #pragma unroll
     for (int i = 0; i < RANK; ++i) c[i] = c0[i];
     c[0] += s * SEG;
-    if (share) {
+    if (CLUSTER > 1 && share) {
       c[ROWC] = c0[ROWC] + static_cast<int>(rank) * PART;
       tma_load_multicast<RANK>(smem + s * ROWS * SEG + rank * PART * SEG, map, bar, c,
                                static_cast<unsigned short>((1u << CLUSTER) - 1));
+    } else if constexpr (CLUSTER == 1) {
+      tma_load<RANK>(smem + s * ROWS * SEG, map, bar, c);
     } else {
 #pragma unroll
       for (int p = 0; p < CLUSTER; ++p) {
@@ -262,6 +251,11 @@ __device__ __forceinline__ void tma_load_box_multicast(T* smem, const TensorMap*
       }
     }
   }
+}
+
+template <typename T, int ROWS, int COLS, int RANK>
+__device__ __forceinline__ void tma_load_box(T* smem, const TensorMap* map, unsigned long long* bar, const int (&c0)[RANK]) {
+  tma_load_box_multicast<T, ROWS, COLS, RANK, 1, 1>(smem, map, bar, c0, 0u, false);
 }
 
 // The tile of block `rank` of a cluster in a persistent kernel: the cluster takes tiles
