@@ -96,8 +96,9 @@ def _loads_compact(text: str):
 
 
 class _Builder:
-    """`_decode`'s objects made as the parser finishes each JSON object (innermost first, in the
-    order `_encode` finished them: a reference names one built before), with `_decode`'s checks."""
+    """Each JSON object of an entry made into what it stands for once its values are (innermost
+    first, in the order `_encode` finished them: a reference names one built before), checked:
+    the object_hook of `_loads_compact`'s parser and the step of `_decode`'s walk."""
 
     __slots__ = ("table", "done")
 
@@ -105,6 +106,8 @@ class _Builder:
         self.table, self.done = table, []  # done: each data class instance built, in order
 
     def build(self, t: dict):
+        if len(t) not in (1, 2):
+            raise BadEntry("damaged entry: an object that dumps does not write")
         try:
             d = t.get("$d")
             if d is not None:
@@ -117,8 +120,6 @@ class _Builder:
             r = t.get("$r")
             if r is not None:
                 return _referenced(t, r, self.done)
-            if len(t) not in (1, 2):
-                raise BadEntry("damaged entry: an object that dumps does not write")
             found = _enum_or_bytes(t)
             if found is not _MISSING:
                 return found
@@ -141,7 +142,7 @@ def _loads_document(text: str | bytes):
         raise BadEntry("damaged entry: not a value that dumps writes")
     table = [_table_class(entry) for entry in doc["$classes"]]
     try:
-        return _decode(doc["$value"], table, [])
+        return _decode(doc["$value"], _Builder(table))
     except RecursionError:
         raise BadEntry("damaged entry: nested too deeply") from None
 
@@ -268,42 +269,19 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})  # what JSON gives tha
 
 
 _new, _set = object.__new__, object.__setattr__
-_CONTAINERS = frozenset({"$tuple", "$set", "$frozenset", "$dict"})
 
 
-def _decode(t, table: list, done: list):
-    # done: each data class instance finished, in the order `_encode` numbered them
+def _decode(t, builder: "_Builder"):
+    """`t`, a value of json.loads, decoded as `_loads_compact`'s parser decodes it: each object
+    built by `builder` once its own values are (post-order, the order `_encode` numbered them)."""
     kind = type(t)
     if kind in _SCALARS:
         return t
     if kind is list:
-        return [x if type(x) in _SCALARS else _decode(x, table, done) for x in t]
-    if kind is not dict or len(t) not in (1, 2):
+        return [x if type(x) in _SCALARS else _decode(x, builder) for x in t]
+    if kind is not dict:
         raise BadEntry("damaged entry: an object that dumps does not write")
-    try:
-        d = t.get("$d")
-        if d is not None:
-            cls, names = _instance_class(t, d, table)
-            obj = _new(cls)  # fields filled in as pickle does: no constructor runs
-            for i, name in enumerate(names, 1):  # most are names and numbers: no call for those
-                value = d[i]
-                _set(obj, name, value if type(value) in _SCALARS else _decode(value, table, done))
-            done.append(obj)
-            return obj
-        r = t.get("$r")
-        if r is not None:
-            return _referenced(t, r, done)
-        found = _enum_or_bytes(t)
-        if found is not _MISSING:
-            return found
-        (tag, value), = t.items()
-        if tag not in _CONTAINERS:
-            raise BadEntry("damaged entry: an object that dumps does not write")
-        return _container(tag, [x if type(x) in _SCALARS else _decode(x, table, done) for x in value])
-    except BadEntry:
-        raise
-    except (KeyError, TypeError, ValueError, IndexError) as e:
-        raise BadEntry(f"damaged entry: {type(e).__name__}: {e}") from None
+    return builder.build({k: v if type(v) in _SCALARS else _decode(v, builder) for k, v in t.items()})
 
 
 def _instance_class(t: dict, d, table: list) -> tuple:
