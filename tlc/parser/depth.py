@@ -12,6 +12,7 @@ one level takes at least one character of a logical line or one level of indenta
 from __future__ import annotations
 
 from ..diagnostics import Diagnostic, Span
+from ..identity_memo import remembered_by_identity
 from . import nodes as n
 
 MAX_DEPTH = 493
@@ -118,28 +119,16 @@ def _child_fields(cls):
     return found
 
 
-# ast_depth's answers for the roots measured last, by identity (the root kept with its answer, so
-# that the id is not another's): the AST is immutable and parse() hands a text's AST out again,
-# so a module checked again in one process (a std module each program imports) is not walked
-# again; the walk was ~14% of checking std.gemm again
-_DEPTHS: dict[int, tuple] = {}
-_DEPTHS_KEEP = 4096
-
-
+# the AST is immutable and parse() hands a text's AST out again: a std module each program
+# imports is walked once a process (the walk was ~14% of checking std.gemm again)
+@remembered_by_identity(keep=4096)
 def ast_depth(root) -> tuple[int, object]:
     """(the number of nested AST nodes on the longest path from `root` down, and where that
     path first passes `MAX_AST_DEPTH`, or None: the outermost expression on it when the
     expression nests more than the statements around it, else the innermost statement)."""
-    hit = _DEPTHS.get(id(root))
-    if hit is not None and hit[0] is root:
-        return hit[1]
     deepest = _depth(root)
     # the common case: no culprit to find
-    found = (deepest, None) if deepest <= MAX_AST_DEPTH else _depth_and_culprit(root)
-    if len(_DEPTHS) >= _DEPTHS_KEEP:
-        _DEPTHS.clear()
-    _DEPTHS[id(root)] = (root, found)
-    return found
+    return (deepest, None) if deepest <= MAX_AST_DEPTH else _depth_and_culprit(root)
 
 
 def _depth(root) -> int:

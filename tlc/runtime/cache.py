@@ -36,6 +36,7 @@ from typing import Callable
 from .. import __version__
 from ..cachedir import CacheWarning, cache_dir, replace_atomically
 from ..files import NotRegularFile, read_regular
+from ..identity_memo import remembered_by_identity
 
 _MAGIC = b"TLCBIN2"  # the checksum: CRC-32, in 8 hex digits
 _MAGIC_SHA = b"TLCBIN1"  # the format before, whose checksum is SHA-256
@@ -216,23 +217,12 @@ def cache_key(source: str, constants, arch: str, toolchain: str = "") -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
-# text object's id -> (the text, its SHA-256): a program's files' digests, which the checked-module
-# cache computes when it loads an entry and every program key of the program's kernels needs again
-_TEXT_DIGESTS: dict = {}
-_MAX_TEXT_DIGESTS = 256
-
-
+# a program's files' digests, which the checked-module cache computes when it loads an entry and
+# every program key of the program's kernels needs again
+@remembered_by_identity(keep=256)
 def text_digest(text: str) -> str:
-    """SHA-256 of a source text's UTF-8, computed once per text object in a process (the object
-    is held with its digest, so its id names it while it is remembered)."""
-    found = _TEXT_DIGESTS.get(id(text))
-    if found is not None and found[0] is text:
-        return found[1]
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    if len(_TEXT_DIGESTS) >= _MAX_TEXT_DIGESTS:
-        _TEXT_DIGESTS.clear()
-    _TEXT_DIGESTS[id(text)] = (text, digest)
-    return digest
+    """SHA-256 of a source text's UTF-8, computed once per text object in a process."""
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def program_key(sources: dict, kernel: str, constants, arch: str, toolchain: str = "") -> str:

@@ -11,6 +11,7 @@ import functools
 from dataclasses import replace
 
 from .. import ir, targets
+from ..identity_memo import remembered_by_identity
 from ..ir.walk import loads, statement_exprs, statements
 from .layout import Blocked, MmaAccumulator, Replicated, blocked, mma_accumulator, register_in_loop
 
@@ -255,27 +256,18 @@ def _propagate_parallel(p: ir.Parallel, frags, layouts, threads, default) -> boo
     return changed
 
 
-# accesses() of the bodies walked last, by the body's identity (the body kept with its result, so
-# that the id is not another's): a loop's candidates, its anchor's cost under each laid-out
-# candidate and its propagation walk the same body again in every round of assign_layouts'
-# fixed point, and the IR is immutable (frozen nodes, tuples).  It was a tenth of tests/schedule.
-_ACCESSES: dict[int, tuple] = {}
-_ACCESSES_KEEP = 4096
-
-
 def accesses(stmts) -> tuple:
     """(name, indices) of every store and element load in `stmts`, nested statements' included,
     in the order the statements and their expressions come."""
-    if type(stmts) is not tuple:
-        return tuple(_accesses(stmts))
-    hit = _ACCESSES.get(id(stmts))
-    if hit is not None and hit[0] is stmts:
-        return hit[1]
-    out = tuple(_accesses(stmts))
-    if len(_ACCESSES) >= _ACCESSES_KEEP:
-        _ACCESSES.clear()
-    _ACCESSES[id(stmts)] = (stmts, out)
-    return out
+    return _remembered_accesses(stmts) if type(stmts) is tuple else tuple(_accesses(stmts))
+
+
+# a loop's candidates, its anchor's cost under each laid-out candidate and its propagation walk
+# the same body again in every round of assign_layouts' fixed point, and the IR is immutable
+# (frozen nodes, tuples): a tenth of tests/schedule
+@remembered_by_identity(keep=4096)
+def _remembered_accesses(stmts: tuple) -> tuple:
+    return tuple(_accesses(stmts))
 
 
 def _accesses(stmts):
