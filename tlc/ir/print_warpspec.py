@@ -47,6 +47,8 @@ def header_lines(k: Kernel) -> list[str]:
         out.append(f"  deferred: the loop's last gemm (statement {d.gemm}) of iteration it - 1 is issued right after "
                    f"statement {d.after}'s gemm of iteration it, on stage (it - 1) % {S}, and waited for before "
                    f"statement {d.wait}; the last iteration's after the loop")
+    if ws.rolled:
+        out.append("  rolled: both roles' loops kept rolled (their body is one wgmma gemm)")
     if ws.tile_order is not None:
         shared = [x.buffer for x in ws.loads if x.multicast]
         out.append(f"  persistent: the grid counts tiles, each block walks them in groups of {ws.tile_order.group} "

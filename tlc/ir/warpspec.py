@@ -228,6 +228,12 @@ class WarpSpecialization(Node):
     # loop, which 40 registers spill, so that build's producer keeps a gatherer's; None: one
     # split for both builds
     generic_registers: tuple[int, int] | None = None
+    # the producer's and the consumers' K loops kept rolled (`#pragma unroll 1`) where the
+    # consumers' body is one wgmma gemm: NVVM otherwise unrolls them by the ring's stages and
+    # ptxas's time follows the HGMMA count.  Measured on the H200 (bench/results/
+    # gemm_rolled_k-h200-twentieth.txt, std.gemm matmul f16): NVRTC 498 -> 297 ms at 8192^3,
+    # 635 -> 391 at 4096^3, the kernel as fast (1.034x -> 1.041x and 0.982x -> 0.984x torch.mm)
+    rolled: bool = False
 
     @property
     def ring_end(self) -> int:

@@ -226,7 +226,7 @@ class _Planner:
             late_copies=() if meets else self.late_copies(consumer_only),
             deferred=deferred, consumer_barrier=CONSUMER_BARRIER if meets else 0,
             kept_syncs=self.kept_syncs(loop.body, start, start + len(rest)) if meets and wg_syncs is None else (),
-            warpgroup_syncs=wg_syncs or (), generic_registers=generic)
+            warpgroup_syncs=wg_syncs or (), generic_registers=generic, rolled=overlap)
         store = self.staged_store(after, i + 1, ws.ring_end) if persistent else None
         return replace(ws, store=store, tensor_maps=tuple(self.tensor_maps))
 

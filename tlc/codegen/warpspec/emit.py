@@ -316,6 +316,8 @@ class WarpSpecEmission:
         e = self.emit
         if setup is not None:
             setup()
+        if self.spec.rolled:
+            e("#pragma unroll 1  // WarpSpecialization.rolled: NVRTC's time follows the unrolled copies")
         e("for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {")
         self.indent += 1
         e(f"const int tl_stage = tl_it % {S};")
@@ -501,6 +503,8 @@ class WarpSpecEmission:
             e("++tl_it;")
             self.indent -= 1
             e("}")
+        if self.spec.rolled:
+            e("#pragma unroll 1  // WarpSpecialization.rolled: ptxas's time follows the HGMMA count")
         e(f"for (int tl_k = {1 if pingpong else 0}; tl_k < tl_n; ++tl_k, ++tl_it) {{")
         self.indent += 1
         self.consumer_iteration(w, "later" if pingpong else "any")
