@@ -167,6 +167,39 @@ __device__ __forceinline__ void store_global_vector(void* p, uint2 v) {
 template <typename A, typename B> struct same_dtype { static constexpr bool value = false; };
 template <typename A> struct same_dtype<A, A> { static constexpr bool value = true; };
 
+// A copy of 1-byte elements (bool, u8, i8) into registers of their own type moves the bytes as
+// they are, a vector's words into the registers' words (memcpy), never element by element: a
+// bool read as a bool is tested (!= 0) and stored back as 0 or 1, and a byte read alone is
+// extracted from its word, each packed again where the registers are read as words (a parallel
+// loop of bytewise logic: codegen/byte_words.py).  Every path of a copy fills the same words, so
+// that where a whole run's path and a partial one's meet no word is split into bytes.
+template <typename T, typename U> struct raw_bytes {
+  static constexpr bool value = same_dtype<T, U>::value && sizeof(T) == 1;
+};
+
+// Registers 4w .. 4w + 3 of a fragment of 1-byte elements as one 32-bit word (byte e of the
+// word register 4w + e), and back: a parallel loop's bytewise logic, four elements an
+// instruction (codegen/byte_words.py).  memcpy (a builtin of nvcc's and NVRTC's device code;
+// NVRTC has no __builtin_memcpy), so that the fragment's words stay whole registers where every
+// access to it is a word.
+template <typename T>
+__device__ __forceinline__ unsigned bytes_word(const T* regs, int w) {
+  static_assert(sizeof(T) == 1, "a word of 1-byte registers");
+  unsigned x;
+  memcpy(&x, regs + 4 * w, 4);
+  return x;
+}
+template <typename T>
+__device__ __forceinline__ void set_bytes_word(T* regs, int w, unsigned x) {
+  static_assert(sizeof(T) == 1, "a word of 1-byte registers");
+  memcpy(regs + 4 * w, &x, 4);
+}
+// where(c, a, b) byte by byte, c's bytes 0 or 1 (bools): c * 0xff is each byte's mask.
+__device__ __forceinline__ unsigned select_bytes(unsigned c, unsigned a, unsigned b) {
+  const unsigned m = c * 0xffu;
+  return (a & m) | (b & ~m);
+}
+
 template <int N, bool GLOBAL = false, int REGS = 0, typename T, typename U>
 __device__ __forceinline__ void store_run(U* p, const T* regs) {
   using A = RunAccess<N, U>;
@@ -174,10 +207,14 @@ __device__ __forceinline__ void store_run(U* p, const T* regs) {
 #pragma unroll
   for (int i = 0; i < N; i += A::ELEMS) {
     union { V v; U e[A::ELEMS]; } u;
+    if constexpr (raw_bytes<T, U>::value) {
+      memcpy(&u.v, regs + i, sizeof(V));
+    } else {
 #pragma unroll
-    for (int e = 0; e < A::ELEMS; ++e) {
-      if constexpr (same_type<T, U>::value) u.e[e] = regs[i + e];  // as copy_s2f: no round trip
-      else u.e[e] = cvt<U>(regs[i + e]);
+      for (int e = 0; e < A::ELEMS; ++e) {
+        if constexpr (same_type<T, U>::value) u.e[e] = regs[i + e];  // as copy_s2f: no round trip
+        else u.e[e] = cvt<U>(regs[i + e]);
+      }
     }
     if constexpr (GLOBAL && (sizeof(U) >= 4 || (same_dtype<T, U>::value && REGS <= 16)) && sizeof(V) >= 8) {
       store_global_vector(p + i, u.v);
@@ -324,10 +361,14 @@ __device__ __forceinline__ void g2f_convert(U* regs, const G2FVectors<L, T>& in)
   using R = G2FVectors<L, T>;
 #pragma unroll
   for (int v = 0; v < R::NV; ++v) {
-    union { typename R::V v; T e[R::A::ELEMS]; } u;
-    u.v = in.v[v];
+    if constexpr (raw_bytes<T, U>::value) {
+      memcpy(regs + v * R::A::ELEMS, &in.v[v], sizeof(typename R::V));
+    } else {
+      union { typename R::V v; T e[R::A::ELEMS]; } u;
+      u.v = in.v[v];
 #pragma unroll
-    for (int e = 0; e < R::A::ELEMS; ++e) regs[v * R::A::ELEMS + e] = cvt<U>(u.e[e]);
+      for (int e = 0; e < R::A::ELEMS; ++e) regs[v * R::A::ELEMS + e] = cvt<U>(u.e[e]);
+    }
   }
 }
 
@@ -380,8 +421,12 @@ __device__ __forceinline__ void copy_g2f_shifted(U* regs, const T* g, long long 
         }
         out.w[i] = __funnelshift_r(lo, hi, r);
       }
+      if constexpr (raw_bytes<T, U>::value) {
+        memcpy(regs + r0, out.w, RUN);
+      } else {
 #pragma unroll
-      for (int e = 0; e < RUN; ++e) regs[r0 + e] = cvt<U>(out.e[e]);
+        for (int e = 0; e < RUN; ++e) regs[r0 + e] = cvt<U>(out.e[e]);
+      }
       continue;
     }
 #pragma unroll
@@ -423,12 +468,16 @@ __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, 
   for (int k = 0; k < RUNS; ++k) {
     const int r0 = k * RUN;
     if (whole[k]) {
+      if constexpr (raw_bytes<T, U>::value) {
+        memcpy(regs + r0, raw[k], sizeof(raw[k]));
+      } else {
 #pragma unroll
-      for (int v = 0; v < NV; ++v) {
-        union { V v; T e[A::ELEMS]; } u;
-        u.v = raw[k][v];
+        for (int v = 0; v < NV; ++v) {
+          union { V v; T e[A::ELEMS]; } u;
+          u.v = raw[k][v];
 #pragma unroll
-        for (int e = 0; e < A::ELEMS; ++e) regs[r0 + v * A::ELEMS + e] = cvt<U>(u.e[e]);
+          for (int e = 0; e < A::ELEMS; ++e) regs[r0 + v * A::ELEMS + e] = cvt<U>(u.e[e]);
+        }
       }
       continue;
     }
@@ -436,9 +485,18 @@ __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, 
       const int lr = L::row(t, r0), lc = L::col(t, r0);
       const T* p = tile + static_cast<long long>(lr) * stride + lc;
       const bool row_in = L::valid(t, r0) && in.row_in(lr);
+      if constexpr (raw_bytes<T, U>::value) {  // the bytes as they are, into the run's words
+        unsigned char b[RUN];
 #pragma unroll
-      for (int e = 0; e < RUN; ++e) regs[r0 + e] = row_in && in.col_in(lc + e) ? cvt<U>(p[e]) : cvt<U>(0.0f);
-    } else {  // a run not whole lies outside the tensor
+        for (int e = 0; e < RUN; ++e) b[e] = row_in && in.col_in(lc + e) ? reinterpret_cast<const unsigned char*>(p)[e] : 0;
+        memcpy(regs + r0, b, RUN);
+      } else {
+#pragma unroll
+        for (int e = 0; e < RUN; ++e) regs[r0 + e] = row_in && in.col_in(lc + e) ? cvt<U>(p[e]) : cvt<U>(0.0f);
+      }
+    } else if constexpr (raw_bytes<T, U>::value) {  // a run not whole lies outside the tensor
+      memset(regs + r0, 0, RUN);
+    } else {
 #pragma unroll
       for (int e = 0; e < RUN; ++e) regs[r0 + e] = cvt<U>(0.0f);
     }

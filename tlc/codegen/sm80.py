@@ -22,6 +22,7 @@ from ..schedule.operand_layout import mma_register_a_layouts
 from ..schedule.smem import SharedLayout
 from ..schedule.tensor_cores import tensor_core_op
 from ..targets import Target
+from .byte_words import ByteWordGen
 from .cexpr import CExprs, CodegenError, cvt
 from .cnames import c_bool, c_name, c_string, c_type, comment_text, compute_type, literal
 from .copies import CopyGen
@@ -40,7 +41,7 @@ class FragmentInfo:
     regs: str      # C expression: its register count
 
 
-class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPairGen):
+class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPairGen, ByteWordGen):
     arch = "sm_80"
     primitive_files = primitives.SM80  # templates/tl/*.cuh its kernels inline
 
@@ -586,6 +587,8 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         if runs or writes or p.stores:
             self.run_loop(p, layout, alias, runs, writes)  # shared_runs.py
         elif self.pair_loop(p, layout, alias):  # half_pairs.py
+            pass
+        elif not hoisted and not row_lets and self.word_loop(p, layout, alias):  # byte_words.py
             pass
         else:
             self.emit("#pragma unroll")
