@@ -85,6 +85,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
             (void)by;
             (void)tl_bz;
             const int tl_n = (tl::floordiv<int>((K - 1), 64) + 1);
+            #pragma unroll 1  // WarpSpecialization.rolled: NVRTC's time follows the unrolled copies
             for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {
               const int tl_stage = tl_it % 3;
               tl::mbar_wait(tl_empty + tl_stage, ((tl_it / 3) & 1) ^ 1);  // the consumers released it
@@ -107,6 +108,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
           (void)by;
           (void)tl_bz;
           const int tl_n = (tl::floordiv<int>((K - 1), 64) + 1);
+          #pragma unroll 1  // WarpSpecialization.rolled: NVRTC's time follows the unrolled copies
           for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {
             const int tl_stage = tl_it % 3;
             tl::mbar_wait(tl_empty + tl_stage, ((tl_it / 3) & 1) ^ 1);  // the consumers released it
@@ -139,6 +141,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
       const int tl_n = (tl::floordiv<int>((K - 1), 64) + 1);
       // 20: for k in pipelined(cdiv(K, BK), stages=stages):
 #line 20 "examples/gemm.tl"
+      #pragma unroll 1  // WarpSpecialization.rolled: ptxas's time follows the HGMMA count
       for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {
         const int tl_stage = tl_it % 3;
         tl::mbar_wait(tl_full + tl_stage, (tl_it / 3) & 1);
