@@ -64,6 +64,10 @@ inline float fast_pow(float a, float b) { return powf(a, b); }
 inline float fast_atan(float x) { return atanf(x); }
 inline float fast_tan(float x) { return tanf(x); }
 inline float fast_tan_near(float x) { return tanf(x); }
+inline float fast_sin(float x) { return sinf(x); }
+inline float fast_sin_near(float x) { return sinf(x); }
+inline float fast_cos(float x) { return cosf(x); }
+inline float fast_cos_near(float x) { return cosf(x); }
 inline float fast_erf(float x) { return erff(x); }
 inline float fast_asinh(float x) { return asinhf(x); }
 inline float fast_atanh(float x) { return atanhf(x); }

@@ -292,6 +292,50 @@ __device__ __forceinline__ float fast_tan_near(float x) {
 }
 __device__ __forceinline__ float fast_tan(float x) { return fabsf(x) < 131072.0f ? fast_tan_near(x) : tan_slow(x); }
 
+// sin(x) and cos(x) for values kept at 16-bit precision (schedule/fast_math.py), reduced by pi
+// rather than pi/2, so that one odd polynomial serves both and no select of coefficients is
+// needed: sin |x| with |x| = k pi + r, |r| <= pi/2, k by the round-to-nearest of adding 1.5 * 2^23
+// to |x| / pi (its parity is the sum's last bit), r by three FMAs with pi in three floats (tan's
+// pi/2 doubled: each product exact in the FMA, r within an ulp of r's for |x| < 2^17), sin r =
+// r + r^3 P(r^2) with P of degree 3 fitted for relative error on |r| <= pi/2 + 1/80 (k may be one
+// off where x / pi is that near a half), and x's sign times (-1)^k sin r (so sin(-0) = -0);
+// cos x = (-1)^(k+1) sin r with r = x - (k + 1/2) pi, k the integer nearest x / pi - 1/2 (r is
+// never 0).  Relative error below 2^-22 (2^-23.0 on every f16 and bf16 value, next to the zeros
+// too: r is that precise); no branch: 14.1 and 15.1 SASS instructions an element (scripts/ew-sass:
+// sm_90a, f16) where sinf and cosf take 24.6 and 25.6, with a reduction that branches around a
+// Payne-Hanek slow path that an f16 argument never takes.  Infinities and NaN give NaN.
+// |x| >= 2^17 (bf16 or f32 only): sinf, cosf, out of line.  fast_sin_near, fast_cos_near: the
+// same for |x| < 2^17 (an f16 argument: schedule/fast_math.py knows it), without the check.
+__device__ __forceinline__ float sin_reduced(float r) {  // sin r for |r| <= pi/2 + 1/80
+  const float z = r * r;
+  float p = fmaf(z, 2.6033912945422344e-06f, -0.00019808573415502906f);
+  p = fmaf(p, z, 0.008333053439855576f);
+  p = fmaf(p, z, -0.16666659712791443f);
+  return fmaf(r * z, p, r);
+}
+__device__ __forceinline__ float fast_sin_near(float x) {
+  const float a = fabsf(x);
+  const float kk = fmaf(a, 0.3183098861837907f, 12582912.0f);
+  const float k = kk - 12582912.0f;
+  float r = fmaf(-k, 3.14159274e+00f, a);
+  r = fmaf(-k, -8.742277658e-08f, r);
+  r = fmaf(-k, -3.430249020e-15f, r);
+  const unsigned sign = (__float_as_uint(kk) << 31) ^ (__float_as_uint(x) & 0x80000000u);
+  return __uint_as_float(__float_as_uint(sin_reduced(r)) ^ sign);
+}
+__device__ __forceinline__ float fast_cos_near(float x) {
+  const float kk = fmaf(x, 0.3183098861837907f, -0.5f) + 12582912.0f;
+  const float h = (kk - 12582912.0f) + 0.5f;  // k + 1/2, exact
+  float r = fmaf(-h, 3.14159274e+00f, x);
+  r = fmaf(-h, -8.742277658e-08f, r);
+  r = fmaf(-h, -3.430249020e-15f, r);
+  return __uint_as_float(__float_as_uint(sin_reduced(r)) ^ ((__float_as_uint(kk) << 31) ^ 0x80000000u));
+}
+inline __device__ __noinline__ float sin_slow(float x) { return sinf(x); }
+inline __device__ __noinline__ float cos_slow(float x) { return cosf(x); }
+__device__ __forceinline__ float fast_sin(float x) { return fabsf(x) < 131072.0f ? fast_sin_near(x) : sin_slow(x); }
+__device__ __forceinline__ float fast_cos(float x) { return fabsf(x) < 131072.0f ? fast_cos_near(x) : cos_slow(x); }
+
 // erf(x) for values kept at 16-bit precision (schedule/fast_math.py): below |x| = 0.75, x P(x^2)
 // with P of degree 3 (relative error 2^-18.3); above, 1 - 2^Q(t), t = min(|x|, 4) (erf is 1 in f32
 // from 3.92 on), with Q of degree 5 fitted for the error of erf (2^-17.5) and of erfc = 2^Q

@@ -1,11 +1,12 @@
-"""tl::fast_atan, fast_tan, fast_erf, fast_asinh, fast_atanh, fast_asin and fast_acos
-(tl/types.cuh), the forms std.elementwise's atan, tan, erf, gelu_erf, asinh, atanh, asin and acos take where their result is a 16-bit float (schedule/fast_math.py), on
+"""tl::fast_atan, fast_tan, fast_erf, fast_asinh, fast_atanh, fast_asin, fast_acos, fast_sin and
+fast_cos (tl/types.cuh), the forms std.elementwise's atan, tan, erf, gelu_erf, asinh, atanh, asin,
+acos, sin and cos take where their result is a 16-bit float (schedule/fast_math.py), on
 every f16 and every bf16 value: their C compiled as host code by the system's C++ compiler, the
 hardware's reciprocal, 2^x and square root (rcp.approx.ftz.f32, ex2.approx.ftz.f32,
 sqrt.approx.f32) replaced by the exact ones moved by up to 2 ulp either way (twice their error
 bounds) and flushed as the hardware flushes, its log2 (lg2.approx.f32) by the exact one moved by
 up to 2^-22, against the double-precision functions.  Checked: the relative error their comments
-state (2^-17 where the result is a normal f32; tan's where its reduced argument is not within
+state (2^-17 where the result is a normal f32, 2^-22 for sin and cos, also next to their zeros; tan's where its reduced argument is not within
 2^-6 of a pole or zero, where the error is r's own), and that the result rounded to the dtype is the correctly rounded value or,
 where that lies within 2^-16 of a tie, its neighbour.  No GPU: the logic is what can go wrong."""
 from __future__ import annotations
@@ -41,6 +42,8 @@ static float fast_exp2(float x) {
   return ftz(r);
 }
 static int __float_as_int(float v) { int i; memcpy(&i, &v, 4); return i; }
+static unsigned __float_as_uint(float v) { unsigned i; memcpy(&i, &v, 4); return i; }
+static float __uint_as_float(unsigned i) { float v; memcpy(&v, &i, 4); return v; }
 static float sqrt_approx(float x) {
   float r = sqrtf(ftz(x));
   return std::isfinite(r) && r != 0.0f ? moved(r) : r;
@@ -78,17 +81,18 @@ static int ulps16(double a, double b, bool bf) {  // how many 16-bit steps apart
   return std::abs(ia - ib);
 }
 int main() {
-  const char *names[7] = {"atan", "tan", "erf", "asinh", "atanh", "asin", "acos"};
-  for (int f = 0; f < 7; ++f)
+  const char *names[9] = {"atan", "tan", "erf", "asinh", "atanh", "asin", "acos", "sin", "cos"};
+  for (int f = 0; f < 9; ++f)
     for (int bf = 0; bf < 2; ++bf) {
       double worst = 0.0; float worst_x = 0.0f; long off = 0, far = 0, nan = 0;
       for (uint32_t h = 0; h < 65536; ++h) {
         const float x = from16(uint16_t(h), bf);
         const double want = f == 0 ? atan(double(x)) : f == 1 ? tan(double(x)) : f == 2 ? erf(double(x))
                           : f == 3 ? asinh(double(x)) : f == 4 ? atanh(double(x)) : f == 5 ? asin(double(x))
-                          : acos(double(x));
+                          : f == 6 ? acos(double(x)) : f == 7 ? sin(double(x)) : cos(double(x));
         const float got = f == 0 ? fast_atan(x) : f == 1 ? fast_tan(x) : f == 2 ? fast_erf(x)
-                        : f == 3 ? fast_asinh(x) : f == 4 ? fast_atanh(x) : f == 5 ? fast_asin(x) : fast_acos(x);
+                        : f == 3 ? fast_asinh(x) : f == 4 ? fast_atanh(x) : f == 5 ? fast_asin(x)
+                        : f == 6 ? fast_acos(x) : f == 7 ? fast_sin(x) : fast_cos(x);
         if (std::isnan(want) || std::isnan(got)) { nan += std::isnan(want) != std::isnan(got); continue; }
         if (std::isinf(want)) continue;
         bool measured = true;
@@ -111,6 +115,7 @@ int main() {
       printf("%s %s worst %.3g (2^%.2f) at %.9g; %ld rounded off, %ld not next to a tie; %ld NaN differ\n",
              names[f], bf ? "bf16" : "f16", worst, worst > 0 ? std::log2(worst) : -999.0, worst_x, off, far, nan);
     }
+  printf("sin(-0) sign %d, sin(0) sign %d\n", int(std::signbit(fast_sin(-0.0f))), int(std::signbit(fast_sin(0.0f))));
   return 0;
 }
 """
@@ -122,7 +127,9 @@ def test_fast_atan_tan_erf_on_every_16_bit_value(tmp_path):
     out = run(HARNESS.replace("FUNCTIONS", functions), tmp_path, "fast16")
     rows = re.findall(r"^(\w+) (\w+) worst \S+ \(2\^(\S+)\) at \S+; (\d+) rounded off, (\d+) not next to a tie; "
                       r"(\d+) NaN differ$", out, re.M)
-    assert len(rows) == 14, out
+    assert len(rows) == 18, out
     for name, dtype, log2_worst, _, far, nan in rows:
-        assert float(log2_worst) < -17, f"{name} {dtype}: relative error 2^{log2_worst}\n{out}"
+        bound = -22 if name in ("sin", "cos") else -17
+        assert float(log2_worst) < bound, f"{name} {dtype}: relative error 2^{log2_worst}\n{out}"
         assert far == "0" and nan == "0", f"{name} {dtype}\n{out}"
+    assert "sin(-0) sign 1, sin(0) sign 0" in out, out

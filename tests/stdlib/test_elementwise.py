@@ -11,12 +11,13 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 import tlc
 from op_registry import check_or_record
-from op_tolerances import assert_close, numpy_dtype
+from op_tolerances import EPS, assert_close, numpy_dtype
 
 MODULE = "std.elementwise"
 SHAPE = (37, 45)  # ragged: a multiple of no tile
@@ -293,6 +294,29 @@ def test_sinh_and_atan_at_the_ends_of_f32(ew):
     got = ew.atan(x)
     assert np.isnan(got[0, 6]) and got[0, 4:6].tolist() == [np.float32(np.pi / 2), -np.float32(np.pi / 2)]
     np.testing.assert_allclose(got[0, [0, 1, 2, 3, 7]], np.arctan(x64[0, [0, 1, 2, 3, 7]]), rtol=4e-7)
+
+
+def test_hypot_at_the_ends_of_each_float(ew):
+    """hypot scales both operands by a power of two (hypot_f32): no overflow where the squares
+    would overflow (1e30, 1.7e38) and no underflow where they would (1e-20, subnormals), inf where
+    the result leaves the dtype or an operand is infinite (NaN or not), NaN from NaN otherwise,
+    within 2 f32 ulp (the ops table's rows stay between -8 and 8); bf16 reaches the same ends."""
+    a = np.array([[3e38, 1e30, 2e19, 1e-20, 1e-30, 1e-40, 1.4e-45, 0.0, -0.0, np.inf, np.nan, -np.inf, np.nan, 3.0,
+                   1.7e38, 5e-39]], np.float32)
+    b = np.array([[3e38, -1e30, 1.0, 3e-20, 1e-45, 3e-40, 0.0, 0.0, 0.0, np.nan, -np.inf, 2.0, 1.0, 4.0, 1.7e38,
+                   1e-38]], np.float32)
+    for T in ("f32", "bf16", "f16"):
+        x, y = a.astype(numpy_dtype(T)), b.astype(numpy_dtype(T))
+        with np.errstate(over="ignore"):
+            want = np.hypot(x.astype(np.float64), y.astype(np.float64))
+        got = ew.hypot(x, y).astype(np.float64)
+        assert np.array_equal(np.isnan(got), np.isnan(want)), (T, got)
+        assert np.isnan(got[0, 12]) and np.isinf(got[0, [9, 10, 11]]).all() and got[0, 13] == 5.0, (T, got)
+        finite = np.isfinite(want) & (want < 3.4e38)
+        assert np.isinf(got[~finite & ~np.isnan(want)]).all(), (T, got)
+        # 2 ulp of T where the result is normal, its spacing (the smallest subnormal) below
+        tiny = float(ml_dtypes.finfo(numpy_dtype(T)).smallest_subnormal)
+        np.testing.assert_allclose(got[finite], want[finite], rtol=2 * EPS[T], atol=2 * tiny)
 
 
 def test_the_dtype_parameters_come_from_the_arrays(ew):

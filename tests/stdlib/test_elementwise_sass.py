@@ -1,9 +1,12 @@
 """std.elementwise's f16 math against CUDA's own functions in SASS (scripts/ew-sass: the same
 element-wise kernel, sm_90a, instructions an element on the hot path, the identity kernel's
-taken off): sinh, ours, is shorter than sinhf, and atan, tan and erf, whose 16-bit results take
-tl::fast_atan, fast_tan_near and fast_erf, than atanf, tanf and erff.  The counts at this writing
-(tlc / CUDA): sinh 12.4 / 23.1, logsigmoid 15.2 / 34.5, acosh 23.1 / 37.5, atan 12.2 / 18.1,
-tan 15.1 / 23.2, erf 15.1 / 21.8 (24.2, 25.2 and 21.8 before the fast forms)."""
+taken off): sinh and hypot, ours, are shorter than sinhf and hypotf, and atan, tan, erf, sin and
+cos, whose 16-bit results take tl::fast_atan, fast_tan_near, fast_erf, fast_sin_near and
+fast_cos_near, than atanf, tanf, erff, sinf and cosf.  The counts at this writing (tlc / CUDA):
+sinh 15.0 / 23.1, logsigmoid 15.2 / 34.5, acosh 23.1 / 37.6, atan 12.2 / 18.1, tan 15.1 / 23.2,
+erf 15.1 / 21.8 (24.2, 25.2 and 21.8 before the fast forms), sin 14.1 / 24.6, cos 15.1 / 25.6
+(sinf's and cosf's own before), hypot 13.6 / 23.5 (36.8 before: both arms of a where, a
+division and two roots)."""
 from __future__ import annotations
 
 import importlib.util
@@ -25,12 +28,13 @@ def test_our_math_is_no_longer_than_cudas():
     loader = SourceFileLoader("ew_sass", str(ROOT / "scripts" / "ew-sass"))
     ew_sass = importlib.util.module_from_spec(importlib.util.spec_from_loader("ew_sass", loader))
     loader.exec_module(ew_sass)
-    with tempfile.TemporaryDirectory() as d:  # nine nvcc builds, about 20 s
-        rows = ew_sass.table(["sinh", "erf", "atan", "tan"], Path(d))
+    with tempfile.TemporaryDirectory() as d:  # fifteen nvcc builds, about 30 s
+        rows = ew_sass.table(["sinh", "erf", "atan", "tan", "sin", "cos", "hypot"], Path(d))
     for name, ((ours, ours_all), (cuda, _)) in rows.items():
         assert ours <= cuda, f"{name}: {ours} SASS instructions an element, CUDA's function {cuda}"
     assert rows["sinh"][0][0] < 0.7 * rows["sinh"][1][0]  # two fast exponentials, no division
-    for name in ("erf", "atan", "tan", "sinh"):  # no branch left (tan of f16 needs no check for tanf's range;
+    for name in ("erf", "atan", "tan", "sinh", "sin", "cos", "hypot"):  # no branch left (tan, sin and cos of
+        # f16 need no check for the range of tanf's, sinf's and cosf's fast reduction;
         # sinh's where of a polynomial and two exponentials is tl::select: 20.4 in all before)
         (ours, ours_all), (cuda, _) = rows[name]
         assert ours == ours_all and ours < 0.8 * cuda, f"{name}: {ours} ({ours_all} in all), CUDA's {cuda}"

@@ -72,6 +72,10 @@ MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "
               # internal: fast_tan of an argument below 2^17 in magnitude (an f16 value), which
               # needs no check for tanf's range
               "fast_tan_near": 1,
+              # internal: sin and cos where the result's precision allows (tl::fast_sin, fast_cos:
+              # a reduction by pi and one polynomial, no branch; relative error below 2^-22), and
+              # their forms for an argument below 2^17 in magnitude (an f16 value)
+              "fast_sin": 1, "fast_cos": 1, "fast_sin_near": 1, "fast_cos_near": 1,
               # internal: a ** b as 2^(b log2 |a|) by the hardware, powf's special values kept
               "fast_pow": 2,
               # internal: a / b where the quotient's precision allows the hardware's full-range

@@ -26,6 +26,7 @@ CALL_COST = {
     "fast_exp2": 2, "exp": 10, "exp2": 8, "fast_log2": 12, "fast_log1p": 13, "log": 25, "log2": 25,
     "log1p": 30, "fast_sqrt": 2, "sqrt": 8, "rsqrt": 2, "fast_tanh": 1, "tanh": 20, "sigmoid": 5, "erf": 20, "fast_erf": 16,
     "atan": 18, "fast_atan": 13, "tan": 23, "fast_tan": 22, "fast_tan_near": 17,
+    "fast_sin": 19, "fast_sin_near": 14, "fast_cos": 20, "fast_cos_near": 15,
     "asinh": 36, "fast_asinh": 16, "atanh": 32, "fast_atanh": 13, "asin": 22, "fast_asin": 16, "acos": 23,
     "fast_acos": 11,
     "sin": 20, "cos": 20, "fast_pow": 30, "pow": 80, "fmod": 20, "fast_div": 9, "floor": 1, "ceil": 1,
@@ -33,7 +34,7 @@ CALL_COST = {
 }
 # a call whose result is a 16-bit float: the hardware's forms (codegen/cexpr.py's _FAST_16)
 CALL_COST_16 = {"exp": 3, "exp2": 2, "log": 13, "log2": 12, "log1p": 13, "tanh": 1, "atan": 13, "tan": 20, "erf": 16,
-                "asinh": 16, "atanh": 13, "asin": 16, "acos": 11}
+                "asinh": 16, "atanh": 13, "asin": 16, "acos": 11, "sin": 19, "cos": 20}
 DIVISION_COST = 12  # an IEEE f32 division's check and fast path (its slow path is a call, out of line)
 REMAINDER_COST = 22  # `%` of floats: tl::pymod, tl::fmod_fast and a sign fix
 
