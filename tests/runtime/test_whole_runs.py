@@ -257,10 +257,13 @@ def test_a_tile_narrower_than_a_vector_builds_in_both_forms(dtype, tmp_path):
     """std.nn_layers' rope at D = 6 (its shared tile's rows 12 or 24 bytes: no 16-byte vector of
     f16 fits one, VPR = 0 in tl::copy_g2s): the whole-runs build, which the runtime compiles
     first, failed to compile ("expression must have a constant value": THREADS % VPR in an
-    `if constexpr`), so every f16 rope call raised on the H200 (batch q4 of session 17)."""
+    `if constexpr`), so every f16 rope call raised on the H200 (batch q4 of session 17).  The
+    interleaved rope: the half-split one loads its pairs into registers, with no tile of x in
+    shared memory."""
     from nvcc import cubin_sass
 
-    gen = tlc.load("std.nn_layers", target="cpu").rope.generated({"T": dtype, "H": 2, "D": 6, "THREADS": 64},
+    gen = tlc.load("std.nn_layers", target="cpu").rope.generated({"T": dtype, "H": 2, "D": 6, "THREADS": 64,
+                                                                  "INTERLEAVED": True},
                                                                  "sm_90a")
     assert gen.whole_runs
     for form, source in (("general", gen.source), ("whole", whole_runs.with_whole_runs(gen.source, gen.whole_runs))):
