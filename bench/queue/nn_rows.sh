@@ -18,7 +18,8 @@
 #     16 = 41.5, 40 -> 47 registers, (256, 5) both.
 # Questions: (1) the three rows now (bench/ops.py checks each contender's output, torch's too,
 # before timing it); (2) is each new default the fastest of its neighbours (each variant's output
-# checked against float64 torch before it is timed; "default" is the committed one).
+# checked against float64 torch before it is timed; "default" is the committed one); (3) last,
+# the rows' GPU table tests at their ragged shapes (the half-split rope's new path included).
 python3 bench/ops.py --min-ms 10 --no-chart --only batch_norm,rope,geglu --json $OUT/nn_rows.json 2>&1 | tail -8
 python3 - <<'PY'
 import torch
@@ -76,3 +77,5 @@ y = torch.empty_like(x)
 run("batch_norm", "batch_norm", (x, mu, var, w, bias, y, 1e-5), y, ref, 4,
     [{}, {"BM": 8}, {"BM": 8, "THREADS": 128}], 2 * R * L * 2)
 PY
+timeout 30 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_nn_train_gpu.py \
+  -k "test_table_on_the_gpu and (rope- or geglu- or batch_norm-)" 2>&1 | tail -3
