@@ -75,7 +75,15 @@ def count(x: f32[M, N], out: f32[N], BM: const = 8, BN: const = 128):
         copy(acc, out[bx * BN])
 """
 
-SOURCES = {"colsum": SUM, "colmax": MAX, "short": SHORT, "scaled": OTHER, "count": COUNT}
+# the whole tiles, then the rest, into one accumulator (a tile op's column loop, split by
+# tileops/rows.py): one partial for both loops, combined once after the second
+LOOP = ("        for {v} in range({r}):\n            copy(x[{v} * BM, bx * BN], tile)\n"
+        "            reduce_sum(tile, acc, dim=0, clear=False)\n")
+TWO = SUM.replace("def colsum(", "def two(").replace("BN: const = 128", "BN: const = 32").replace(
+    LOOP.format(v="t", r="cdiv(M, BM)"), LOOP.format(v="t", r="M // BM") + LOOP.format(v="u", r="M // BM, cdiv(M, BM)"))
+assert TWO.count("for ") == 2
+
+SOURCES = {"colsum": SUM, "colmax": MAX, "short": SHORT, "scaled": OTHER, "count": COUNT, "two": TWO}
 
 
 def scheduled(name, arch="sm_80", **constants):
@@ -142,6 +150,17 @@ def test_a_filled_tile_keeps_its_rows(monkeypatch):
     x = np.random.default_rng(9).standard_normal((45, 130)).astype(np.float32)
     np.testing.assert_allclose(run(k, x, 130), x.sum(axis=0) + 48, rtol=1e-5, atol=1e-5)  # 6 tiles of 8 ones
     np.testing.assert_allclose(run(k, x, 130), run(unsplit("count", monkeypatch), x, 130), rtol=1e-5, atol=1e-5)
+
+
+def test_two_loops_in_a_row_into_one_accumulator_share_one_partial():
+    k = scheduled("two")
+    assert [b.name for b in k.buffers if b.name.endswith("_part")] == ["acc_part"]
+    kinds = [type(s).__name__ for s in k.body]
+    assert kinds[-5:] == ["Fill", "For", "For", "Reduce", "Copy"], kinds
+    assert sum(n.startswith("reduce_sum tile -> acc") for n in k.notes) == 1
+    for m in (3, 40, 45):  # the second loop only, the first only, both
+        x = np.random.default_rng(m).standard_normal((m, 70)).astype(np.float32)
+        np.testing.assert_allclose(run(k, x, 70), x.sum(axis=0), rtol=1e-5, atol=1e-5)
 
 
 def test_a_block_index_read_elsewhere_leaves_the_kernel_as_written():

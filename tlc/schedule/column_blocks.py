@@ -224,34 +224,50 @@ def defer_column_combine(kernel: ir.Kernel) -> ir.Kernel:
 
     def body(stmts) -> tuple:
         out: list = []
+        # destination -> (its partial, the reduction after the loop, the tile's shape, the kind) of
+        # the loop just before: a loop right after it reducing the same tiles into the same
+        # destination (a tile op's column loop split into its whole steps and the rest) adds into
+        # the same partial, reduced once after the second
+        pending: dict = {}
         for s in stmts:
             if isinstance(s, ir.For):
                 s = replace(s, body=body(s.body))
                 deferred = [r for r in s.body if _deferrable(r, s, frags, kernel.threads)] \
                     if s.kind in ("serial", "unroll") else []
-                before, after, inner = [], [], list(s.body)
+                before, inner = [], list(s.body)
                 parts: dict = {}  # destination -> its partial (reductions of several tiles into one share it)
+                after: dict = {}
                 for r in deferred:
                     src, dst = frags[r.src], frags[r.dst]
                     if r.dst not in parts:
-                        parts[r.dst] = part = fresh(f"{r.dst}_part")
-                        added.append(ir.Buffer(part, "fragment", dst.dtype, src.shape, span=dst.span))
-                        before.append(ir.Fill(part, ir.Const(IDENTITY[r.kind], dst.dtype), span=r.span))
-                        after.append(ir.Reduce(r.kind, part, r.dst, 0, False, span=r.span))
-                        where = f" (line {r.span.line})" if r.span is not None else ""
-                        notes.append(f"reduce_{r.kind} {r.src} -> {r.dst}{where}: its {src.shape[1]} columns cannot "
-                                     f"each be one thread's at {kernel.threads} threads, so each thread combines its "
-                                     f"elements of every tile in {part} and the threads combine once, after the loop")
+                        carried = pending.get(r.dst)
+                        if carried is not None and carried[2:] == (src.shape, r.kind):
+                            parts[r.dst], after[r.dst] = carried[0], pending.pop(r.dst)
+                        else:
+                            parts[r.dst] = part = fresh(f"{r.dst}_part")
+                            added.append(ir.Buffer(part, "fragment", dst.dtype, src.shape, span=dst.span))
+                            before.append(ir.Fill(part, ir.Const(IDENTITY[r.kind], dst.dtype), span=r.span))
+                            after[r.dst] = (part, ir.Reduce(r.kind, part, r.dst, 0, False, span=r.span), src.shape,
+                                            r.kind)
+                            where = f" (line {r.span.line})" if r.span is not None else ""
+                            notes.append(f"reduce_{r.kind} {r.src} -> {r.dst}{where}: its {src.shape[1]} columns "
+                                         f"cannot each be one thread's at {kernel.threads} threads, so each thread "
+                                         f"combines its elements of every tile in {part} and the threads combine "
+                                         "once, after the loop")
                     part = parts[r.dst]
                     i, j = fresh(f"{part}_i"), fresh(f"{part}_j")
                     at = (ir.Var(i, I32), ir.Var(j, I32))
                     value = _combined(r.kind, ir.Load(part, at, dst.dtype), ir.Load(r.src, at, src.dtype), dst.dtype)
                     inner[inner.index(r)] = ir.Parallel((i, j), src.shape, (ir.Store(part, at, value, span=r.span),),
                                                         span=r.span)
-                out += [*before, replace(s, body=tuple(inner)), *after]
+                out += [x[1] for x in pending.values()]
+                out += [*before, replace(s, body=tuple(inner))]
+                pending = after
             else:
+                out += [x[1] for x in pending.values()]
+                pending = {}
                 out.append(s)
-        return tuple(out)
+        return (*out, *(x[1] for x in pending.values()))
 
     new_body = body(kernel.body)
     if not added:
