@@ -40,6 +40,29 @@ class GlobalView:
     shape: tuple[int, int]
 
 
+def batch_test(parts) -> str:
+    """C: whether a load batch's copies ((view, layout) each) take its one basic block: each
+    tile seen alone (row 0 of its rows), g2f_whole's test of its runs' columns, then its rows
+    [row0, row0 + its rows) inside the view's.  The tile's base is aligned where the tensor's
+    is (g2f_whole also asks the stride to be whole vectors), so the tensor's is passed: copies
+    of one tensor's columns share one test, computed alike in every iteration of a loop and
+    taken out of it; tiles of the same rows one test of them.  The two halves are joined by `&`:
+    with `&&` the columns' test after the rows' stayed in the loop (sum_axis0), and before them
+    ptxas spilled 8 bytes of flash_bwd's first grid (tests/schedule/test_carried_gemm.py)."""
+    cols: list = []
+    rows: list = []
+    for v, lay in parts:
+        test = f"tl::g2f_whole<{lay}>({v.base}, {v.stride}, {v.shape[0]}, {v.cols}, 0, {v.col0})"
+        cols += [test] if test not in cols else []
+        if v.row0 == "0" and v.rows == str(v.shape[0]):  # the tensor's rows are the tile's (a vector)
+            continue
+        r0 = f"static_cast<long long>({v.row0})"
+        test = f"{r0} >= 0 && {r0} + {v.shape[0]} <= static_cast<long long>({v.rows})"
+        rows += [test] if test not in rows else []
+    # both halves evaluated (`&`), neither short-circuiting the other
+    return " && ".join(cols) if not rows else f"({' && '.join(cols)}) & ({' && '.join(rows)})"
+
+
 def _offset_by_run_time(e: ir.Expr, k: ir.Kernel, seen: frozenset = frozenset()) -> bool:
     """Whether a copy's column origin adds a run-time size (a scalar parameter or a shape symbol,
     directly or through the kernel's scalars): std.data.pad's `c0 - left`, split's `Na + c0`.
@@ -189,8 +212,14 @@ class CopyGen:
 
     def copy_batch(self, copies) -> None:
         """Copies from tensors into fragments whose loads are issued together
-        (schedule/batch_loads.py): where every run of every copy lies inside its tensor, the
-        loads of all, then the conversions of all (one basic block); elsewhere one by one."""
+        (schedule/batch_loads.py): where every copy's tile lies inside its tensor's rows and
+        every run of it inside the columns, the loads of all, then the conversions of all (one
+        basic block); elsewhere one by one (`batch_test`: the rows one test of the tile's
+        origin a copy, the runs' columns g2f_whole's of the tile seen alone, whose row bounds
+        then fold away).  g2f_whole's row bounds of the tensor (64-bit clamps of each tile's
+        origin) were 25 SASS instructions a tile of the column tile ops' loop, 100 on
+        sum_axis0's hot path (f16, (16384, 8192), nvcc sm_90a); the columns' test is now the
+        same in every iteration, hoisted out of the loop."""
         parts = []
         for c in copies:
             b = self.buffers.get(c.dst.name)
@@ -200,8 +229,7 @@ class CopyGen:
             # g2f_whole's alignment test is compiled out under TL_WHOLE_RUNS, shifted or not
             note_whole_run(self, c.src, b.layout, shifted=_offset_by_run_time(c.src.offsets[-1], self.k))
         self.mark(copies[0])
-        tests = " && ".join(f"tl::g2f_whole<{lay}>({v.base}, {v.stride}, {v.rows}, {v.cols}, {v.row0}, {v.col0})"
-                            for _, _, v, lay in parts)
+        tests = batch_test([(v, lay) for _, _, v, lay in parts])
         self.emit(f"if ({tests}) {{  // load batch {copies[0].batch}: every load, then the conversions")
         self.indent += 1
         for k, (_, _, v, lay) in enumerate(parts):

@@ -1,0 +1,60 @@
+"""codegen/copies.py batch_test: a load batch takes its one basic block where its tiles' rows lie
+inside their tensors (one test of each tile's origin) and its runs inside the columns
+(g2f_whole of the tile seen alone: one test for copies of one tensor's columns, the same in
+every iteration of a loop), the two halves joined by `&`; std.reduce's column loop in f16 at
+(16384, 8192) on sm_90a keeps none of g2f_whole's 64-bit clamps of a tile's row origin."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import tlc
+from tlc.codegen import generate_file
+from tlc.codegen.copies import GlobalView, batch_test
+from tlc.runtime.whole_runs import DEFINE
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # nvcc.py, the shared compile helper
+from nvcc import cubin_sass  # noqa: E402
+
+
+def view(base, rows, row0, shape=(128, 32)):
+    return GlobalView(base, "N", rows, "N", row0, "(bx * 32)", shape)
+
+
+def test_tiles_of_one_tensor_share_the_columns_test_and_each_origin_is_tested():
+    parts = [(view("x", "M", f"(t{k} * 128)"), "L") for k in range(2)]
+    assert batch_test(parts) == (
+        "(tl::g2f_whole<L>(x, N, 128, N, 0, (bx * 32))) & "
+        "(static_cast<long long>((t0 * 128)) >= 0 && static_cast<long long>((t0 * 128)) + 128 <= static_cast<long long>(M)"
+        " && static_cast<long long>((t1 * 128)) >= 0 && static_cast<long long>((t1 * 128)) + 128 <= "
+        "static_cast<long long>(M))")
+
+
+def test_tensors_of_their_own_and_a_vector_without_rows():
+    parts = [(view("x", "M", "r"), "L"), (view("w", "1", "0", (1, 32)), "W"), (view("b", "1", "0", (1, 32)), "W")]
+    assert batch_test(parts) == (
+        "(tl::g2f_whole<L>(x, N, 128, N, 0, (bx * 32)) && tl::g2f_whole<W>(w, N, 1, N, 0, (bx * 32)) && "
+        "tl::g2f_whole<W>(b, N, 1, N, 0, (bx * 32))) & "
+        "(static_cast<long long>(r) >= 0 && static_cast<long long>(r) + 128 <= static_cast<long long>(M))")
+    assert batch_test(parts[1:]) == "tl::g2f_whole<W>(w, N, 1, N, 0, (bx * 32)) && tl::g2f_whole<W>(b, N, 1, N, 0, (bx * 32))"
+
+
+@pytest.mark.nvcc
+def test_the_column_loop_keeps_no_clamp_of_a_tile_origin(tmp_path):
+    m = tlc.load("std.reduce", target="cpu")
+    p = m.sum_axis0.program(dict(T="f16"), "sm_90a", sizes=dict(M=16384, N=8192))
+    source = DEFINE + generate_file(list(p.kernels), "sm_90a", sources=m.program.sources, source_name=m.program.path)
+    sass, log = cubin_sass(source, "sm_90a", tmp_path)
+    assert " 0 bytes spill stores" in log
+    lines = [(int(a, 16), t) for a, t in re.findall(r"/\*([0-9a-f]{4})\*/\s+([^;]*);", sass)]
+    back = [(int(b, 16), a) for a, t in lines for b in re.findall(r"BRA (?:!?U?P\d, )?0x([0-9a-f]+)", t) if int(b, 16) < a]
+    head, end = back[0]  # the first loop: the steps whose tiles lie inside the tensor
+    body = [t for a, t in lines if head <= a <= end]
+    assert sum(t.startswith("LDG.E.128") for t in body) >= 8
+    # up to the batch's branch (its slow path's copies clamp as before): none of TileBounds::clamp's
+    # +-2^30 of a 64-bit origin, 4 tiles x 25 instructions before batch_test
+    test = body[:next(i for i, t in enumerate(body) if "BRA" in t)]
+    assert len(test) < 40 and not [t for t in test if "0x40000000" in t or "0xc0000000" in t], test
