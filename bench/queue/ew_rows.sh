@@ -11,6 +11,11 @@
 #   path in line for every element (an f16 argument never needs it) became tl::fast_sin_near /
 #   fast_cos_near for 16-bit results: a reduction by pi, one odd polynomial, no branch
 #   (scripts/ew-sass: 24.6 -> 14.1 and 25.6 -> 15.1 an element, CUDA's own functions 24.6, 25.6).
+# - index_select: a block of grid(A * K * cdiv(C, BC)) divided its index four times by
+#   tl::floordiv / tl::pymod (checks of a zero or negative divisor) before it could load idx[k]:
+#   the load was the 159th instruction, the first 16-byte load of x the 238th (NVRTC's assumption
+#   that sizes are not negative on); with A, K and C known from 1 (the kernel returns where one is
+#   below 1) they are unsigned divisions: 54th and 134th, 356 -> 250 instructions a thread.
 # Question: do the rows reach PyTorch (>= 1.0x) and 0.9 of copy?  `bench/ops.py` times each row
 # with PyTorch in the same run, every output checked against float64 before its time counts.
 set -e

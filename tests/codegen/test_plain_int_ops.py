@@ -74,3 +74,27 @@ def test_a_range_that_wraps_on_the_way_proves_nothing():
     e = ir.BinOp("//", ir.BinOp("*", _v("b"), _c(2 ** 30), I32), _c(2), I32)
     assert in_dtype_range(e, {"b": (0, 2 ** 31 - 1)}) is None
     assert in_dtype_range(e, {"b": (0, 1)}) == (0, 2 ** 29)
+
+
+def test_sizes_that_factor_the_grid_are_at_least_one_inside_a_block():
+    """std.data's index_select, grid(A * K * cdiv(C, BC)): with real arrays a block runs only where
+    A, K and C are at least 1, and the kernel returns at once where one is below 1 (what a C
+    launcher's caller might pass), so the generator knows them from 1 (codegen/ranges.py
+    grid_sizes, size_ranges): the block's row, column block and (a, k) are C's unsigned divisions
+    and remainders, where tl::floordiv's and tl::pymod's checks put about 150 instructions before
+    the index's load (50 now; sm_90a, nvcc 13.0, NVRTC's assumption that sizes are not negative).
+    N, a size but no factor of the grid, is not guarded."""
+    from tlc.codegen.ranges import I32_MAX, grid_sizes, size_ranges, value_range
+
+    k = tlc.load("std.data", target="cpu").index_select.scheduled({"T": "f16", "I": "i64"}, "sm_90a")
+    assert grid_sizes(k) == ["A", "K", "C"] and size_ranges(k) == {s: (1, I32_MAX) for s in "AKC"}
+    x = ir.BinOp("%", ir.Var("x", I32), ir.Var("K", I32), I32)  # Python's remainder by a positive K
+    assert value_range(x, {"x": (-5, 100), "K": (1, 10)}) == (0, 9)
+    src, _ = build("std.data", arch="sm_90a", kernels=("index_select",), defines=("T=f16", "I=i64"))
+    body = src[src.index("void __launch_bounds__"):]
+    assert "(void)bx;\n  if (A < 1 || K < 1 || C < 1) return;" in body
+    for text in ("static_cast<unsigned int>(bx) / ", "static_cast<unsigned int>(bx) % ",
+                 "static_cast<unsigned int>(row) % static_cast<unsigned int>(K)",
+                 "static_cast<unsigned int>(row) / static_cast<unsigned int>(K)"):
+        assert text in body, text
+    assert "tl::floordiv" not in body and "tl::pymod" not in body

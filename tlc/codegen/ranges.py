@@ -39,8 +39,8 @@ def value_range(e: ir.Expr, known: dict) -> tuple[int, int] | None:
             return min(products), max(products)
         if e.op == "//" and b[0] > 0:
             return a[0] // b[1] if a[0] >= 0 else a[0] // b[0], a[1] // b[0] if a[1] >= 0 else a[1] // b[1]
-        if e.op == "%" and b[0] > 0 and b[0] == b[1]:
-            return (0, b[0] - 1) if not (a[0] >= 0 and a[1] < b[0]) else a
+        if e.op == "%" and b[0] > 0:  # Python's remainder: in [0, b - 1] for any a
+            return (0, b[1] - 1) if not (a[0] >= 0 and a[1] < b[0]) else a
         if e.op == "min":
             return min(a[0], b[0]), min(a[1], b[1])
         if e.op == "max":
@@ -115,6 +115,45 @@ def scalar_ranges(body, known: dict) -> dict:
             break
         found = new
     return found
+
+
+I32_MAX = 2 ** 31 - 1
+
+
+def _cdiv_of(e: ir.Expr) -> str | None:
+    """S where `e` is a size symbol S or cdiv(S, c) as the IR spells it, (S - 1) // c + 1, c > 0."""
+    if isinstance(e, ir.Var):
+        return e.name
+    if isinstance(e, ir.BinOp) and e.op == "+" and isinstance(e.b, ir.Const) and e.b.value == 1 and \
+            isinstance(e.a, ir.BinOp) and e.a.op == "//" and isinstance(e.a.b, ir.Const) and e.a.b.value > 0:
+        d = e.a.a
+        if isinstance(d, ir.BinOp) and d.op == "-" and isinstance(d.a, ir.Var) and isinstance(d.b, ir.Const) \
+                and d.b.value == 1:
+            return d.a.name
+    return None
+
+
+def grid_sizes(kernel: ir.Kernel) -> list[str]:
+    """The sizes (symbols of the tensors' shapes) that are a factor of a grid extent, S or cdiv(S, c).
+    With real arrays (sizes never negative) a block runs only where each of them is at least 1: one
+    of them 0 makes its extent 0.  The kernel returns at once where one is below 1 (sm80.py; never
+    taken there, a negative size from a C launcher's caller does nothing), so that the generator
+    knows each from 1 (`size_ranges`) in every build, nvcc's of the .cu too."""
+    sizes = {d for p in kernel.params if p.kind == "tensor" for d in p.shape if isinstance(d, str)}
+
+    def factors(e):
+        return factors(e.a) + factors(e.b) if isinstance(e, ir.BinOp) and e.op == "*" else [e]
+
+    found = [s for extent in kernel.grid for s in map(_cdiv_of, factors(extent)) if s in sizes]
+    return sorted(set(found), key=found.index)
+
+
+def size_ranges(kernel: ir.Kernel) -> dict:
+    """[1, 2^31 - 1] for each of `grid_sizes`, i32 scalars, past the kernel's return where one is
+    below 1.  std.data's index_select, grid(A * K * cdiv(C, BC)): its block's `bx // cdiv(C, BC)`,
+    `row % K` and `row // K` divide as C does, unsigned (cexpr.py _PLAIN_WHEN_IN_RANGE), not by
+    tl::floordiv's and tl::pymod's checks of a zero or negative divisor."""
+    return {s: (1, I32_MAX) for s in grid_sizes(kernel)}
 
 
 def provably_within(indices, dims, known: dict) -> bool:

@@ -29,7 +29,7 @@ from .copies import CopyGen
 from .half_pairs import HalfPairGen
 from .hoist import HoistGen
 from .occupancy import min_blocks
-from .ranges import provably_within, scalar_ranges
+from .ranges import grid_sizes, provably_within, scalar_ranges, size_ranges
 from .reductions import ReduceGen
 from .scans import ScanGen
 from .shared_runs import SharedRunGen
@@ -98,6 +98,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         k = self.k
         for i, v in enumerate(k.block_vars):
             self.ranges[v] = (0, 2**31 - 1)
+        self.ranges.update(size_ranges(k))  # the sizes a grid extent is a multiple of: from 1 (below)
         # scalars whose every value has a range (a digit `d = i32(k >> 8 & 255)`): the elements
         # they index need no bounds check
         self.scalar_ranges = scalar_ranges(k.body, self.ranges)
@@ -112,6 +113,8 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         for i, v in enumerate(k.block_vars):
             self.emit(f"const int {c_name(v)} = blockIdx.{'xyz'[i]};")
             self.emit(f"(void){c_name(v)};")
+        if guarded := grid_sizes(k):  # what size_ranges knows; never taken where the arrays are real
+            self.emit(f"if ({' || '.join(f'{c_name(s)} < 1' for s in guarded)}) return;  // no block runs with one 0")
         for b in k.buffers:
             self.declare_buffer(b)
         if self.red_stride:  # the two scratch arrays of reductions (reductions.py: ReduceGen.scratch)

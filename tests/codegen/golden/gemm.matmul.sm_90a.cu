@@ -48,6 +48,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
   (void)bx;
   const int by = blockIdx.y;
   (void)by;
+  if (N < 1 || M < 1) return;  // no block runs with one 0
   half* As = reinterpret_cast<half*>(tl_smem + 98304);
   half* Bs = reinterpret_cast<half*>(tl_smem + 0);
   float acc[tl_matmul_layout_0::REGS];  // fragment [128, 256]: mma_acc(warps=8x1, warp_tile=16x256)
@@ -56,7 +57,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
   {  // persistent, warp-specialized over 3 stages: threads 256..383 produce (TMA), 2 consumer warpgroups compute
     unsigned long long* tl_full = reinterpret_cast<unsigned long long*>(tl_smem + 147456);
     unsigned long long* tl_empty = tl_full + 3;
-    const int tl_tiles_x = (tl::floordiv<int>((N - 1), 256) + 1), tl_tiles_y = (tl::floordiv<int>((M - 1), 128) + 1), tl_tiles_z = 1;
+    const int tl_tiles_x = (static_cast<int>(static_cast<unsigned int>((N - 1)) / static_cast<unsigned int>(256)) + 1), tl_tiles_y = (static_cast<int>(static_cast<unsigned int>((M - 1)) / static_cast<unsigned int>(128)) + 1), tl_tiles_z = 1;
     if (threadIdx.x == 0) {
       for (int tl_s = 0; tl_s < 3; ++tl_s) {
         tl::mbar_init(tl_full + tl_s, (tl_tma & 1) ? 1 : 128);

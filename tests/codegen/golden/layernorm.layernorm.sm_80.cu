@@ -11,6 +11,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) layernorm(const half* __res
 #endif
   const int bx = blockIdx.x;
   (void)bx;
+  if (M < 1) return;  // no block runs with one 0
   float row[tl_layernorm_layout_0::REGS];  // fragment [4, 1024]: blocked(vec=8, threads=128)
   float sq[tl_layernorm_layout_0::REGS];  // fragment [4, 1024]: blocked(vec=8, threads=128)
   float g[tl_layernorm_layout_1::REGS];  // fragment [1024]: replicated(blocked(vec=8, threads=128), dropped=[0])

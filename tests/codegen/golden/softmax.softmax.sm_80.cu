@@ -10,6 +10,7 @@ extern "C" __global__ void __launch_bounds__(128, 6) softmax(const half* __restr
 #endif
   const int bx = blockIdx.x;
   (void)bx;
+  if (M < 1) return;  // no block runs with one 0
   float row[tl_softmax_layout_0::REGS];  // fragment [4, 1024]: blocked(vec=8, threads=128)
   float row_max[tl_softmax_layout_1::REGS];  // fragment [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
   float row_sum[tl_softmax_layout_1::REGS];  // fragment [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
