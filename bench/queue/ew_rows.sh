@@ -23,7 +23,11 @@
 # block's index arithmetic and idx load over more bytes in flight.  CPU (ptxas -v, sm_90a): 4096 /
 # 128 44 registers, 4096 / 256 32, 8192 / 256 44, no spills; all exact on the interpreter.  Each
 # variant's output checked equal to torch.index_select before it is timed.
+# First, the fast sin and cos on the GPU's own FMAs: every finite f16 and bf16 value correctly
+# rounded, or its neighbour next to a tie (tests/gpu/test_fast_math16_gpu.py).
 set -e
+python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_fast_math16_gpu.py -k "(sin or cos) and not asin and not acos" \
+  || echo "ew_rows: the fast sin / cos check FAILED (the rows' own checks below still gate their times)"
 python3 bench/ops.py --min-ms 10 --no-chart --only hypot,sin,cos,index_select --json "$OUT/ew_rows.json"
 python3 - <<'PY'
 import torch

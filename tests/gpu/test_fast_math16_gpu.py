@@ -1,5 +1,6 @@
-"""std.elementwise's atan, tan, erf, asinh, atanh, asin and acos of f16 and bf16 on the GPU take
-tl::fast_atan, fast_tan, fast_erf, fast_asinh, fast_atanh, fast_asin and fast_acos (the hardware's reciprocal and 2^x, not the host stand-ins of
+"""std.elementwise's atan, tan, erf, asinh, atanh, asin, acos, sin and cos of f16 and bf16 on the
+GPU take tl::fast_atan, fast_tan, fast_erf, fast_asinh, fast_atanh, fast_asin, fast_acos,
+fast_sin and fast_cos (the hardware's reciprocal and 2^x, not the host stand-ins of
 tests/codegen/test_fast_math16.py): on every finite 16-bit value, each result is the correctly
 rounded one or, where that lies within 2^-15 of a tie, its neighbour."""
 import math
@@ -14,7 +15,7 @@ pytestmark = pytest.mark.gpu
 
 TARGET = "cuda"
 REF = {"atan": np.arctan, "tan": np.tan, "erf": np.vectorize(math.erf, otypes=[np.float64]), "asinh": np.arcsinh,
-       "atanh": np.arctanh, "asin": np.arcsin, "acos": np.arccos}
+       "atanh": np.arctanh, "asin": np.arcsin, "acos": np.arccos, "sin": np.sin, "cos": np.cos}
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
