@@ -17,7 +17,7 @@
 for mode in before split after; do
   echo "== $mode"
   TLC_CACHE_DIR=$(mktemp -d) python3 - "$mode" <<'PY'
-import os, runpy, sys
+import runpy, sys
 from tlc.codegen import copies
 from tlc.schedule.tileops import rows
 
@@ -32,10 +32,40 @@ if mode == "before":  # tile_loop splits only where its statements built masks: 
 if mode in ("before", "split"):  # the batch's test as at 92bc76c: each copy's runs in the tensor
     copies.batch_test = lambda parts: " && ".join(
         f"tl::g2f_whole<{lay}>({v.base}, {v.stride}, {v.rows}, {v.cols}, {v.row0}, {v.col0})" for v, lay in parts)
-out = os.environ.get("OUT", "/tmp")
 sys.argv = ["bench/ops.py", "--min-ms", "10", "--no-chart", "--only",
             "sum_axis0,mean_axis0,norm_l1_axis0,norm_l2_axis0,norm_inf_axis0,any_axis0,all_axis0",
-            "--json", f"{out}/reduce_axis0-{mode}.json"]
+            "--json", f"/tmp/reduce_axis0-{mode}.json"]  # the table goes to stdout: $OUT/reduce_axis0.txt
 runpy.run_path("bench/ops.py", run_name="__main__")
 PY
 done
+# Second question, with the change: do blocks of whole 128-byte lines help?  32 f16 columns a
+# block read 64 bytes of each row (the neighbour block the other half, at another time); 64
+# columns a block is 128 blocks for 8192 columns, under two an SM, so [128, 64] tiles at 512
+# threads, one block an SM (128 of 132 SMs; the same 64 KB an SM in flight).  CPU: that schedule
+# (rules.COL_BLOCKS_MIN 128, col_block_elems 8192) right on the interpreter.  Each checked
+# against float64 (4 f16 units) before it is timed.
+echo "== lines"
+TLC_CACHE_DIR=$(mktemp -d) python3 - <<'PY'
+import torch
+import tlc
+from tlc.schedule.tileops import rules
+from tlc.timing import Checked, compare_checked, tolerance
+
+M, N = 16384, 8192
+g = torch.Generator(device="cuda").manual_seed(0)
+x = torch.randn(M, N, device="cuda", generator=g).half()
+xd = x.double()
+red = tlc.load("std.reduce")
+for name, ref in {"sum_axis0": xd.sum(0), "norm_inf_axis0": xd.abs().amax(0)}.items():
+    contenders = {}
+    launch, out = getattr(red, name).prepare(x)
+    contenders["32 columns x 256 threads, 256 blocks"] = Checked(launch, ref, out=out, **tolerance("float16", ref, 4))
+    rules.COL_BLOCKS_MIN = 128  # 64 columns a block: the schedule is made at prepare
+    launch, out = getattr(red, name).with_rules(col_block_elems=8192).prepare(x)
+    rules.COL_BLOCKS_MIN = 264
+    contenders["64 columns x 512 threads, 128 blocks"] = Checked(launch, ref, out=out, **tolerance("float16", ref, 4))
+    ms, verdicts = compare_checked(contenders, min_ms=10)  # the wrong ones (never timed), then the times
+    print("\n".join([f"{name} {v}: {d.why}" for v, d in verdicts.items() if not d.ok] +
+                    [f"{name:16s} {v:40s} {t * 1e3:8.1f} us  {M * N * 2 / t / 1e6:7.0f} GB/s read"
+                     for v, t in sorted(ms.items(), key=lambda kv: kv[1])]) + "\n", flush=True)
+PY

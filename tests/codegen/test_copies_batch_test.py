@@ -27,18 +27,17 @@ def view(base, rows, row0, shape=(128, 32)):
 def test_tiles_of_one_tensor_share_the_columns_test_and_each_origin_is_tested():
     parts = [(view("x", "M", f"(t{k} * 128)"), "L") for k in range(2)]
     assert batch_test(parts) == (
-        "(tl::g2f_whole<L>(x, N, 128, N, 0, (bx * 32))) & "
         "(static_cast<long long>((t0 * 128)) >= 0 && static_cast<long long>((t0 * 128)) + 128 <= static_cast<long long>(M)"
         " && static_cast<long long>((t1 * 128)) >= 0 && static_cast<long long>((t1 * 128)) + 128 <= "
-        "static_cast<long long>(M))")
+        "static_cast<long long>(M)) & (tl::g2f_whole<L>(x, N, 128, N, 0, (bx * 32)))")
 
 
 def test_tensors_of_their_own_and_a_vector_without_rows():
     parts = [(view("x", "M", "r"), "L"), (view("w", "1", "0", (1, 32)), "W"), (view("b", "1", "0", (1, 32)), "W")]
     assert batch_test(parts) == (
+        "(static_cast<long long>(r) >= 0 && static_cast<long long>(r) + 128 <= static_cast<long long>(M)) & "
         "(tl::g2f_whole<L>(x, N, 128, N, 0, (bx * 32)) && tl::g2f_whole<W>(w, N, 1, N, 0, (bx * 32)) && "
-        "tl::g2f_whole<W>(b, N, 1, N, 0, (bx * 32))) & "
-        "(static_cast<long long>(r) >= 0 && static_cast<long long>(r) + 128 <= static_cast<long long>(M))")
+        "tl::g2f_whole<W>(b, N, 1, N, 0, (bx * 32)))")
     assert batch_test(parts[1:]) == "tl::g2f_whole<W>(w, N, 1, N, 0, (bx * 32)) && tl::g2f_whole<W>(b, N, 1, N, 0, (bx * 32))"
 
 

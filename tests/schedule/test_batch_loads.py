@@ -86,7 +86,7 @@ def test_a_batch_renders_its_loads_before_its_conversions(monkeypatch):
     k = scheduled((PLAIN / "layer_norm.tl").read_text(), "layer_norm", target="sm_90a")
     src = generate(k, "sm_90a").source
     body = src[src.index("__global__"):]
-    fast = body[body.index("if ((tl::g2f_whole<"):body.index("} else {")]  # (columns) & (rows): copies.batch_test
+    fast = body[body.index("if ((static_cast<long long>(r) >= 0"):body.index("} else {")]  # (rows) & (columns): batch_test
     loads = [m.start() for m in re.finditer(r"tl::g2f_load<", fast)]
     converts = [m.start() for m in re.finditer(r"tl::g2f_convert\(", fast)]
     assert len(loads) == len(converts) == 3 and max(loads) < min(converts)

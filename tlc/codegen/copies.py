@@ -46,9 +46,11 @@ def batch_test(parts) -> str:
     [row0, row0 + its rows) inside the view's.  The tile's base is aligned where the tensor's
     is (g2f_whole also asks the stride to be whole vectors), so the tensor's is passed: copies
     of one tensor's columns share one test, computed alike in every iteration of a loop and
-    taken out of it; tiles of the same rows one test of them.  The two halves are joined by `&`:
-    with `&&` the columns' test after the rows' stayed in the loop (sum_axis0), and before them
-    ptxas spilled 8 bytes of flash_bwd's first grid (tests/schedule/test_carried_gemm.py)."""
+    taken out of it; tiles of the same rows one test of them.  The rows' half and the columns'
+    are joined by `&`: with `&&` the columns' test after the rows' stayed in the loop
+    (sum_axis0), and before them ptxas spilled 8 bytes of flash_bwd's first grid
+    (tests/schedule/test_carried_gemm.py); the columns' half first spilled 8 bytes of the plain
+    layer_norm (tests/schedule/test_batch_loads.py)."""
     cols: list = []
     rows: list = []
     for v, lay in parts:
@@ -60,7 +62,7 @@ def batch_test(parts) -> str:
         test = f"{r0} >= 0 && {r0} + {v.shape[0]} <= static_cast<long long>({v.rows})"
         rows += [test] if test not in rows else []
     # both halves evaluated (`&`), neither short-circuiting the other
-    return " && ".join(cols) if not rows else f"({' && '.join(cols)}) & ({' && '.join(rows)})"
+    return " && ".join(cols) if not rows else f"({' && '.join(rows)}) & ({' && '.join(cols)})"
 
 
 def _offset_by_run_time(e: ir.Expr, k: ir.Kernel, seen: frozenset = frozenset()) -> bool:
