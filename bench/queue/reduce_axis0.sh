@@ -8,14 +8,30 @@
 # select; it also kept the load's f16 -> f32 -> f16 round trip), the batch's g2f_whole 25
 # instructions a tile (64-bit clamps of the tile's row origin).  "split": the column loop as two,
 # the steps whose tiles lie inside the tensor unmasked, then the rest (one step) masked
-# (tileops/rows.py): 349.  "after": also the batch's test as each tile's rows plus one test of the
+# (tileops/rows.py): 349 (not timed here, to stay in the limit).  "batch": also the batch's test as each tile's rows plus one test of the
 # columns, hoisted out of the loop (codegen/copies.py batch_test): 267 (4.2 an element), 117-121
 # registers, no spill (norm_inf 631 -> 395, any/all 567 -> 331, norm_l2 562 -> 267).  Question:
 # does the time follow the instructions?
 # `bench/ops.py` over the seven rows (each output checked against float64 before it is timed,
-# torch in the same run), once a mode, each in its own process and kernel cache.
-for mode in before split after; do
+# torch in the same run), once a mode, each in its own process and kernel cache (3 x ~20 s).
+# "convert": also tl::g2f_convert of a 16-bit float into its own type as itself, not through
+# float and back (templates/tl/layout.cuh): 171 (2.7 an element; norm_l1/inf 329, any/all 235).
+# The modes before it run with that line of layout.cuh as it was (restored on exit).
+cp templates/tl/layout.cuh /tmp/layout.cuh.new
+trap 'cp /tmp/layout.cuh.new templates/tl/layout.cuh' EXIT
+python3 - <<'PY'
+import re
+p = "templates/tl/layout.cuh"
+s = open(p).read()
+old = "      for (int e = 0; e < R::A::ELEMS; ++e) regs[v * R::A::ELEMS + e] = cvt<U>(u.e[e]);\n"
+s, n = re.subn(r"      for \(int e = 0; e < R::A::ELEMS; \+\+e\) \{\n(        //[^\n]*\n)*"
+               r"        if constexpr \(same_type<T, U>::value\)[^\n]*\n        else [^\n]*\n      \}\n", old, s)
+assert n == 1, "g2f_convert's same-type line not found"
+open(p, "w").write(s)
+PY
+for mode in before batch convert; do
   echo "== $mode"
+  [ "$mode" = convert ] && cp /tmp/layout.cuh.new templates/tl/layout.cuh
   TLC_CACHE_DIR=$(mktemp -d) python3 - "$mode" <<'PY'
 import runpy, sys
 from tlc.codegen import copies
@@ -29,7 +45,7 @@ if mode == "before":  # tile_loop splits only where its statements built masks: 
         self.masks -= 1
         return out
     rows.RowKernel.mask = mask
-if mode in ("before", "split"):  # the batch's test as at 92bc76c: each copy's runs in the tensor
+    # and the batch's test as at 92bc76c: each copy's runs in the tensor
     copies.batch_test = lambda parts: " && ".join(
         f"tl::g2f_whole<{lay}>({v.base}, {v.stride}, {v.rows}, {v.cols}, {v.row0}, {v.col0})" for v, lay in parts)
 sys.argv = ["bench/ops.py", "--min-ms", "10", "--no-chart", "--only",

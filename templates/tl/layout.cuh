@@ -367,7 +367,14 @@ __device__ __forceinline__ void g2f_convert(U* regs, const G2FVectors<L, T>& in)
       union { typename R::V v; T e[R::A::ELEMS]; } u;
       u.v = in.v[v];
 #pragma unroll
-      for (int e = 0; e < R::A::ELEMS; ++e) regs[v * R::A::ELEMS + e] = cvt<U>(u.e[e]);
+      for (int e = 0; e < R::A::ELEMS; ++e) {
+        // a 16-bit float into its own type is itself: through float and back it was HADD2.F32 and
+        // F2FP a pair, which ptxas keeps (a NaN's payload), on every f16 tile a batch loads
+        // (std.reduce's sum_axis0 at (16384, 8192), f16, sm_90a: 267 -> 171 SASS instructions a
+        // step of its column loop's hot path, 64 elements a thread)
+        if constexpr (same_type<T, U>::value) regs[v * R::A::ELEMS + e] = u.e[e];
+        else regs[v * R::A::ELEMS + e] = cvt<U>(u.e[e]);
+      }
     }
   }
 }

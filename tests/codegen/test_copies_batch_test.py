@@ -2,7 +2,9 @@
 inside their tensors (one test of each tile's origin) and its runs inside the columns
 (g2f_whole of the tile seen alone: one test for copies of one tensor's columns, the same in
 every iteration of a loop), the two halves joined by `&`; std.reduce's column loop in f16 at
-(16384, 8192) on sm_90a keeps none of g2f_whole's 64-bit clamps of a tile's row origin."""
+(16384, 8192) on sm_90a keeps none of g2f_whole's 64-bit clamps of a tile's row origin.  And
+tl::g2f_convert, the batch's conversions: a 16-bit float into a fragment of its own type is
+itself, not through float and back (HADD2.F32, F2FP: ptxas keeps a NaN's payload)."""
 from __future__ import annotations
 
 import re
@@ -18,6 +20,20 @@ from tlc.runtime.whole_runs import DEFINE
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # nvcc.py, the shared compile helper
 from nvcc import cubin_sass  # noqa: E402
+
+
+# two batched f16 copies into f16 fragments, copied out again: no arithmetic at all
+PAIR = """
+@kernel
+def pair(a: f16[M, N], b: f16[M, N], c: f16[M, N], d: f16[M, N], BM: const = 16, BN: const = 128):
+    with grid(cdiv(N, BN), cdiv(M, BM), threads=128) as (bx, by):
+        fa = fragment(f16[BM, BN])
+        fb = fragment(f16[BM, BN])
+        copy(a[by * BM, bx * BN], fa)
+        copy(b[by * BM, bx * BN], fb)
+        copy(fa, c[by * BM, bx * BN])
+        copy(fb, d[by * BM, bx * BN])
+"""
 
 
 def view(base, rows, row0, shape=(128, 32)):
@@ -57,3 +73,17 @@ def test_the_column_loop_keeps_no_clamp_of_a_tile_origin(tmp_path):
     # +-2^30 of a 64-bit origin, 4 tiles x 25 instructions before batch_test
     test = body[:next(i for i, t in enumerate(body) if "BRA" in t)]
     assert len(test) < 40 and not [t for t in test if "0x40000000" in t or "0xc0000000" in t], test
+
+
+@pytest.mark.nvcc
+def test_a_batch_of_16_bit_copies_into_their_own_type_converts_nothing(tmp_path):
+    k = tlc.compile_source(PAIR, target="cpu").pair.scheduled({}, "sm_90a")
+    source = generate_file([k], "sm_90a")
+    assert "tl::g2f_convert(fa, tl_batch0);" in source
+    sass, log = cubin_sass(DEFINE + source, "sm_90a", tmp_path)
+    assert " 0 bytes spill stores" in log
+    ops = re.findall(r"/\*[0-9a-f]{4}\*/\s+([^;]*);", sass)
+    first = next(i for i, t in enumerate(ops) if t.startswith("LDG.E.128"))  # the batch's block: no predicate
+    block = ops[first:next(i for i in range(first, len(ops)) if re.match(r"(BSYNC|BRA|EXIT|@)", ops[i]))]
+    assert sum(t.startswith("LDG.E.128") for t in block) == 4, block  # 2 runs a thread, each copy
+    assert not [t for t in block if re.match(r"(HADD2\.F32|F2FP)", t)], block  # 8 and 4 a vector before
