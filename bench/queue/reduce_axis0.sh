@@ -16,7 +16,10 @@
 # torch in the same run), once a mode, each in its own process and kernel cache (3 x ~20 s).
 # "convert": also tl::g2f_convert of a 16-bit float into its own type as itself, not through
 # float and back (templates/tl/layout.cuh): 171 (2.7 an element; norm_l1/inf 329, any/all 235).
-# The modes before it run with that line of layout.cuh as it was (restored on exit).
+# The modes before it run with that line of layout.cuh as it was (restored on exit).  Every mode
+# has schedule/lower.py's f32(abs(x)) of f16 x as abs(f32(x)) (fabsf, no F2F to half and back an
+# element: norm_l1/inf_axis0 329 -> 171 with the rest), so their "before" is not 92bc76c's: the
+# brief's table (3113 and 3087 GB/s) is.
 cp templates/tl/layout.cuh /tmp/layout.cuh.new
 trap 'cp /tmp/layout.cuh.new templates/tl/layout.cuh' EXIT
 python3 - <<'PY'

@@ -61,6 +61,11 @@ def cast(e: ir.Expr, dt: DType) -> ir.Expr:
         return e
     if isinstance(e, ir.Const):
         return ir.Const(e.value, dt, span=e.span)
+    if isinstance(e, ir.Call) and e.fn == "abs" and e.dtype.is_float and dt.is_float and dt.bits > e.dtype.bits:
+        # |x| widened is |x widened|, exactly: the abs in the wider type, not in the narrow one and
+        # rounded to it first (f32(abs(x)) of f16 x was fabsf, F2F to half and back an element:
+        # std.reduce's norm_l1_axis0 and norm_inf_axis0)
+        return ir.Call("abs", (cast(e.args[0], dt),), dt, span=getattr(e, "span", None))
     return ir.Cast(e, dt, span=getattr(e, "span", None))
 
 
