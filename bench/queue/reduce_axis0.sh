@@ -21,7 +21,8 @@
 # element: norm_l1/inf_axis0 329 -> 171 with the rest), so their "before" is not 92bc76c's: the
 # brief's table (3113 and 3087 GB/s) is.
 cp templates/tl/layout.cuh /tmp/layout.cuh.new
-trap 'cp /tmp/layout.cuh.new templates/tl/layout.cuh' EXIT TERM INT
+trap 'cp /tmp/layout.cuh.new templates/tl/layout.cuh' EXIT
+trap 'exit 143' TERM INT  # through the EXIT trap
 python3 - <<'PY'
 import re
 p = "templates/tl/layout.cuh"
