@@ -93,10 +93,10 @@ def colsum(x: f32[M, N]) -> f32[N]:
 
 
 @pytest.mark.parametrize("sizes, tiles", [
-    ({"M": 16384, "N": 8192}, "32 columns per block, 128 per tile, threads=256"),     # 256 blocks, not 32
-    ({"M": 1024, "N": 131072}, "256 columns per block, 16 per tile, threads=256"),    # 512 blocks already
-    ({"M": 8, "N": 8192}, "32 columns per block, 8 per tile, threads=128"),           # a short tensor
-    ({"M": 4096, "N": 100}, "32 columns per block, 128 per tile, threads=256"),       # fewer than 32 columns
+    ({"M": 16384, "N": 8192}, "64 columns per block, 128 per tile, threads=512"),     # 128 blocks, not 32
+    ({"M": 1024, "N": 131072}, "256 columns per block, 32 per tile, threads=512"),    # 512 blocks already
+    ({"M": 8, "N": 8192}, "64 columns per block, 8 per tile, threads=128"),           # a short tensor
+    ({"M": 4096, "N": 100}, "32 columns per block, 256 per tile, threads=512"),       # fewer than 32 columns
     ({"M": 64, "N": 64}, "32 columns per block, 64 per tile, threads=128"),
 ])
 def test_column_kernels_take_enough_blocks(sizes, tiles):

@@ -18,7 +18,12 @@ DEFAULT_SIZE = 1024  # the size assumed for a shape symbol whose value is not kn
 ROW_TILE_MAX = 8192  # a row kernel's tile holds at most this many elements along the reduced axis
 COL_TILE_MAX = 256  # columns per block of a column reduction (axis 0)
 COL_TILE_MIN = 32  # and at least this many (a 128-byte line of f32; schedule/column_blocks.py's width)
-COL_BLOCKS_MIN = 264  # fewer columns per block while that leaves fewer blocks than two per SM of an H200
+# fewer columns per block while that leaves fewer blocks than about one per SM of an H200: 8192
+# f16 columns take 64 a block, a block's rows whole 128-byte lines, 128 blocks of 512 threads
+# (the H200, sum_axis0 / norm_inf_axis0 of (16384, 8192) f16: 66.7 / 67.0 us = 0.94 of copy,
+# against 72.9 / 73.7 us at 264, which made it 32 columns, 64 bytes of each row, 256 blocks of
+# 256 threads; bench/results/reduce_axis0-h200-twentieth.txt, each output checked first)
+COL_BLOCKS_MIN = 128
 COL_ELEMS_PER_THREAD = 16  # a column kernel's thread: its tile elements, and as many in its partial sums
 # tiles a column kernel's loop copies an iteration, as one load batch (COL_BATCH: every load issued
 # before the first is waited for), halved while its fragments' registers exceed COL_REGISTERS_MAX
@@ -43,7 +48,7 @@ class Rules:
     row_elems_per_thread: int = 32  # elements of a row tile a thread holds (registers); 32: an 8192-column softmax 1.57x faster than 16 on the H200
     row_block_elems: int = 2048  # a row kernel's block holds at least this many elements (more rows)
     row_keep_exp: bool = True  # a one-tile softmax keeps exp(x - max) in registers for the result
-    col_block_elems: int = 4096  # a column kernel's tile (16 elements a thread at 256 threads)
+    col_block_elems: int = 8192  # a column kernel's tile (16 elements a thread at 512 threads)
     # blocks per SM a row or element-wise kernel asks ptxas to fit (__launch_bounds__), i.e. rows or
     # runs in flight; 0: a row kernel's from `row_blocks_per_sm` (softmax 8192 f16: 4), an
     # element-wise kernel's from codegen/occupancy.py's estimate
@@ -158,14 +163,14 @@ def row_tiles(axis: int, space, sizes: dict, rules: Rules = DEFAULT_RULES) -> Ro
     at most `ROW_TILE_MAX` elements (then the kernel reads each element once and every pass
     after the first reads registers), and enough rows per block for `row_block_elems` elements.
     Columns (axis 0): `COL_TILE_MAX` columns per block, halved (to `COL_TILE_MIN`) while that
-    leaves fewer than `COL_BLOCKS_MIN` blocks (8192 columns: 32 a block, 256 blocks; 256 a block
+    leaves fewer than `COL_BLOCKS_MIN` blocks (8192 columns: 64 a block, 128 blocks; 256 a block
     ran 32 blocks on the H200's 132 SMs, 0.07 of the copy bandwidth), walking the rows in tiles
     of `col_block_elems` elements (each thread adds its rows of every tile in registers and the
     threads combine once, column_blocks.defer_column_combine), `COL_TILES_PER_STEP` tiles an
     iteration, their copies one load batch: what a thread has in flight is the iteration's
     bytes (8 runs of 16 bytes for 2-byte tensors at 4 tiles, 8 for 4-byte ones at 2, as
     bench/plain's column_sums, 1.00 of copy on the H200, holds in its one [256, 32] f32 tile),
-    at 2 blocks of 256 threads an SM, 256 blocks for 8192 columns in one wave on 132 SMs.  The
+    at one block of 512 threads an SM, 128 blocks of 64 columns for 8192 f16 columns (`COL_BLOCKS_MIN`).  The
     (16384, 8192) f16 column sum on the H200: [512, 32] tiles at 1024 threads, two an iteration
     with their loads one after the other, 0.72 of copy; the [128, 32] of col_block_elems alone
     0.51.  Threads: one per `row_elems_per_thread` elements of the tile (`COL_ELEMS_PER_THREAD`
