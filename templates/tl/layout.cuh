@@ -173,8 +173,16 @@ template <typename A> struct same_dtype<A, A> { static constexpr bool value = tr
 // extracted from its word, each packed again where the registers are read as words (a parallel
 // loop of bytewise logic: codegen/byte_words.py).  Every path of a copy fills the same words, so
 // that where a whole run's path and a partial one's meet no word is split into bytes.
+// Integers and bools only: an f8 fragment (std.quant's dequantizers) is converted where it is
+// read, and its bytes moved by memcpy put sm_80's dequantize_per_block (f16, f8e5m2) in local
+// memory (24 bytes spilled, ptxas -v).
+template <typename T> struct byte_int { static constexpr bool value = false; };
+template <> struct byte_int<bool> { static constexpr bool value = true; };
+template <> struct byte_int<char> { static constexpr bool value = true; };
+template <> struct byte_int<signed char> { static constexpr bool value = true; };
+template <> struct byte_int<unsigned char> { static constexpr bool value = true; };
 template <typename T, typename U> struct raw_bytes {
-  static constexpr bool value = same_dtype<T, U>::value && sizeof(T) == 1;
+  static constexpr bool value = same_dtype<T, U>::value && byte_int<T>::value;
 };
 
 // Registers 4w .. 4w + 3 of a fragment of 1-byte elements as one 32-bit word (byte e of the
