@@ -86,6 +86,16 @@ def _written(kernel: ir.Kernel) -> set:
     return written_names(kernel.body)
 
 
+def without_unread(kernel: ir.Kernel) -> ir.Kernel:
+    """`kernel` without the buffers and scalars nothing reads (lower.py's `_without_unread`, which
+    the kernels of `@kernel` functions go through): a tile op's inlined device function keeps its
+    parameters and locals as scalars even where its body never reads them."""
+    from ..lower import _without_unread
+
+    body, buffers = _without_unread(tuple(kernel.body), tuple(kernel.buffers))
+    return replace(kernel, body=body, buffers=buffers) if body != tuple(kernel.body) else kernel
+
+
 def finish(kernel: ir.Kernel, target: str, smem_limit: int, sources: dict, batch: bool = False) -> ir.Kernel:
     """The scheduling passes of every kernel, with one addition between layouts and shared
     memory: the tile-shaped fragments of an element-wise or row kernel share one layout.  The
@@ -93,6 +103,7 @@ def finish(kernel: ir.Kernel, target: str, smem_limit: int, sources: dict, batch
     `batch` (element-wise kernels), the load batches of the operands' copies (batch_loads.py):
     a column kernel's two tiles an iteration, batched, spilled 12 bytes in bf16 (sm_90a)."""
     ir.verify(kernel)
+    kernel = without_unread(kernel)  # an inlined function's unused parameter or local: nvcc's 177 / 550
     kernel = defer_column_combine(kernel)  # a column kernel's threads combine once, after its loop
     kernel = check_thread_storage(infer_layouts(kernel, target, sources, adjust=_one_tile_layout), sources)
     kernel = plan_shared_memory(kernel, smem_limit, sources)
