@@ -243,6 +243,20 @@ def op(x0: f32[M, N]) -> f32[M, N]:
     t = ceil(x0 * x0)
     return x0 + fn1(t, t)
 """, "", ("op", [np.full((2, 3), 2.0, np.float32)], np.full((2, 3), 2.0 - 6.0, np.float32)), "sm_80"),
+    # A buffer allocated in a branch that a test of constants leaves out, used after the `if`:
+    # the checker lets it (an allocation is static) and lowering, taking the other branch only,
+    # never declared it: KeyError 'mean' at build (mutate seed 5215 of session 20, of
+    # examples/layernorm.tl).  The left-out branch's allocations are declared.
+    ("buffer_allocated_in_a_branch_left_out", """\
+@kernel
+def k(x: f32[N], y: f32[N], BLOCK: const = 64):
+    with grid(cdiv(N, BLOCK), threads=64) as bx:
+        if False:
+            acc = fragment(f32[BLOCK])
+        clear(acc)
+        copy(x[bx * BLOCK], acc)
+        copy(acc, y[bx * BLOCK])
+""", "", ("k", [np.arange(5, dtype=np.float32), np.zeros(5, np.float32)], np.arange(5)), "sm_80"),
 ]
 
 

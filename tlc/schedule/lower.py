@@ -197,11 +197,25 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
         before, self.pending = self.pending, []
         known = _known(cond)
         if known is not None:  # a test of bound constants (std.data.permute's `if P3 == 3:`): the taken branch
+            self.declare_buffers(s.orelse if known else s.body)
             out = list(self.block(s.body if known else s.orelse))
         else:
             out = ir.If(cond, self.block(s.body), self.block(s.orelse), span=s.span)
         self.pending = before
         return out
+
+    def declare_buffers(self, body) -> None:
+        """The buffers allocated in a branch that a test of constants leaves out: the checker
+        lets code after the `if` use them (an allocation is static), so they exist, unused by the
+        branch (mutate seed 5215: `if False: mean = fragment(...)`, then `clear(mean)`, was a
+        KeyError)."""
+        for s in body:
+            if isinstance(s, n.Assign) and not views.is_declaration(s) and isinstance(s.target.ty, TensorType) \
+                    and s.target.ty.scope in ("shared", "fragment", "local"):
+                self.stmt_Assign(s)
+            elif isinstance(s, n.If):
+                self.declare_buffers(s.body)
+                self.declare_buffers(s.orelse)
 
     def stmt_For(self, s: n.For):
         fresh = self.loop_variables(s)  # porting.py: an index an enclosing loop already uses is renamed
