@@ -164,9 +164,6 @@ __device__ __forceinline__ void store_global_vector(void* p, uint2 v) {
   asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(v.x), "r"(v.y) : "memory");
 }
 
-template <typename A, typename B> struct same_dtype { static constexpr bool value = false; };
-template <typename A> struct same_dtype<A, A> { static constexpr bool value = true; };
-
 // A copy of 1-byte elements (bool, u8, i8) into registers of their own type moves the bytes as
 // they are, a vector's words into the registers' words (memcpy), never element by element: a
 // bool read as a bool is tested (!= 0) and stored back as 0 or 1, and a byte read alone is
@@ -182,7 +179,7 @@ template <> struct byte_int<char> { static constexpr bool value = true; };
 template <> struct byte_int<signed char> { static constexpr bool value = true; };
 template <> struct byte_int<unsigned char> { static constexpr bool value = true; };
 template <typename T, typename U> struct raw_bytes {
-  static constexpr bool value = same_dtype<T, U>::value && byte_int<T>::value;
+  static constexpr bool value = same_type<T, U>::value && byte_int<T>::value;
 };
 
 // Registers 4w .. 4w + 3 of a fragment of 1-byte elements as one 32-bit word (byte e of the
@@ -224,7 +221,7 @@ __device__ __forceinline__ void store_run(U* p, const T* regs) {
         else u.e[e] = cvt<U>(regs[i + e]);
       }
     }
-    if constexpr (GLOBAL && (sizeof(U) >= 4 || (same_dtype<T, U>::value && REGS <= 16)) && sizeof(V) >= 8) {
+    if constexpr (GLOBAL && (sizeof(U) >= 4 || (same_type<T, U>::value && REGS <= 16)) && sizeof(V) >= 8) {
       store_global_vector(p + i, u.v);
     } else {
       *reinterpret_cast<V*>(p + i) = u.v;

@@ -116,7 +116,7 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
         constants = tuple(sorted((k, v) for k, v in self.consts.items()
                                  if self.fn.param(k) is not None and self.fn.param(k).role in ("const", "dtype")))
         body = views.resolve(self, body)
-        body, buffers = _without_unread(body, tuple(self.buffers.values()))
+        body, buffers = without_unread(body, tuple(self.buffers.values()))
         return ir.Kernel(self.fn.name, params, grid[::1], block_vars, int(threads), buffers, body, constants,
                          min_blocks=int(blocks), notes=tuple(self.__dict__.get("notes", ())), span=self.fn.node.name_span)
 
@@ -168,7 +168,7 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
     def stmt_Assign(self, s: n.Assign):
         if views.is_declaration(s):  # x_flat = view(x, ...): its accesses are x's (views.py)
             return views.declare(self, s)
-        if isinstance(s.target.ty, TensorType) and s.target.ty.scope in ("shared", "fragment", "local"):
+        if _allocates(s):
             t = s.target.ty
             self.buffers[s.target.id] = ir.Buffer(s.target.id, t.scope, t.dtype,
                                                   tuple(int(self.const(d)) for d in t.shape), span=s.span)
@@ -210,8 +210,7 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
         branch (mutate seed 5215: `if False: mean = fragment(...)`, then `clear(mean)`, was a
         KeyError)."""
         for s in body:
-            if isinstance(s, n.Assign) and not views.is_declaration(s) and isinstance(s.target.ty, TensorType) \
-                    and s.target.ty.scope in ("shared", "fragment", "local"):
+            if isinstance(s, n.Assign) and not views.is_declaration(s) and _allocates(s):
                 self.stmt_Assign(s)
             elif isinstance(s, n.If):
                 self.declare_buffers(s.body)
@@ -613,7 +612,12 @@ def _may_return(s) -> bool:
     return False
 
 
-def _without_unread(body: tuple, buffers: tuple) -> tuple[tuple, tuple]:
+def _allocates(s: n.Assign) -> bool:
+    """Whether `s` allocates a buffer (`x = fragment(...)`, shared, local)."""
+    return isinstance(s.target.ty, TensorType) and s.target.ty.scope in ("shared", "fragment", "local")
+
+
+def without_unread(body: tuple, buffers: tuple) -> tuple[tuple, tuple]:
     """(body, buffers) without the buffers and per-thread scalars that nothing reads, and the
     statements that only write them.  Their C would be a variable declared or set but never
     used, nvcc's warnings 177 and 550 (errors under -Werror); expressions have no side

@@ -21,6 +21,7 @@ from ..layout_flow import column_reduced, column_split
 from ..barriers import insert_barriers
 from ..batch_loads import batch_loads
 from ..last_stage import keep_last_stages
+from ..lower import without_unread as lower_without_unread
 from ..registers import check_thread_storage
 from ..smem import plan_shared_memory
 from ..warpspec import specialize_warps
@@ -87,12 +88,10 @@ def _written(kernel: ir.Kernel) -> set:
 
 
 def without_unread(kernel: ir.Kernel) -> ir.Kernel:
-    """`kernel` without the buffers and scalars nothing reads (lower.py's `_without_unread`, which
+    """`kernel` without the buffers and scalars nothing reads (lower.py's `without_unread`, which
     the kernels of `@kernel` functions go through): a tile op's inlined device function keeps its
     parameters and locals as scalars even where its body never reads them."""
-    from ..lower import _without_unread
-
-    body, buffers = _without_unread(tuple(kernel.body), tuple(kernel.buffers))
+    body, buffers = lower_without_unread(tuple(kernel.body), tuple(kernel.buffers))
     return replace(kernel, body=body, buffers=buffers) if body != tuple(kernel.body) else kernel
 
 

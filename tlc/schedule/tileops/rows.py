@@ -223,14 +223,14 @@ class RowKernel:
         if self.last or not self.t_next:
             copies, stmts = self.tile_stmts(build)
             return [ir.For(self.t, i32(0), var(self.ntiles), i32(1), "serial", 1, tuple(copies + stmts))]
+        step = len(self.t_next) + 1
         loaded, masks = set(self.loaded), self.masks
         tail = self.column_step(build)
         if self.masks == masks:
-            return [ir.For(self.t, i32(0), var(self.ntiles), i32(len(self.t_next) + 1), "serial", 1, tuple(tail))]
+            return [ir.For(self.t, i32(0), var(self.ntiles), i32(step), "serial", 1, tuple(tail))]
         self.loaded, self.inside = loaded, True
         main = self.column_step(build)
         self.inside = False
-        step = len(self.t_next) + 1
         # steps of whole tiles: (M // (R * step)) * step tiles, each inside the tensor
         rows, span = self.b.dim(self.red_dim), self.tiles.reduced * step
         whole = i32(rows.value // span * step) if isinstance(rows, ir.Const) else \
