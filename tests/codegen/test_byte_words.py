@@ -129,6 +129,7 @@ def test_no_byte_is_split_out_of_its_word(ew, op, tmp_path):
     assert "0 bytes spill" in log
 
 
+@pytest.mark.nvcc  # the real NVRTC includes the CUDA toolkit's headers, which its wheel lacks
 def test_nvrtc_builds_the_same_words(ew, tmp_path, monkeypatch):
     """The runtime compiles with NVRTC, which has no __builtin_memcpy (the templates' memcpy
     is a builtin of both): the same word-wise machine code as nvcc's (133 instructions)."""

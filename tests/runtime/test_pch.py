@@ -185,6 +185,9 @@ def real_nvrtc():
     return module
 
 
+# the real NVRTC includes the CUDA toolkit's headers (cuda_fp16.h), which the NVRTC wheel lacks:
+# marked nvcc, skipped (saying why) where no toolkit is installed
+@pytest.mark.nvcc
 def test_std_gemms_matmul_compiles_to_the_same_cubin_through_the_pch(real_nvrtc, matmul_source, monkeypatch):
     logs = []
 
