@@ -243,6 +243,7 @@ def tiles(name: str) -> list:
     if name == "expert_histogram":
         return [((37, 20, 4, 0), dict(BE=32, BLOCK=64, THREADS=32)), ((5, 3, 2, 0), dict(BE=4, BLOCK=16, THREADS=32))]
     if name == "moe_align_block_size":
-        return [((37, 20, 4, 0), dict(BE=32, BLOCK=8, CHUNK=64, GROUP=8, THREADS=32)),
-                ((5, 3, 2, 0), dict(BE=4, BLOCK=4, CHUNK=16, GROUP=4, THREADS=32))]
+        # three slices of 50 ids, each four chunks (the last ragged); 10 ids in 8 slices (the last three empty)
+        return [((37, 20, 4, 0), dict(BE=32, BLOCK=8, SLICES=3, CHUNK=16, GROUP=8, THREADS=32)),
+                ((5, 3, 2, 0), dict(BE=4, BLOCK=4, SLICES=8, CHUNK=16, GROUP=4, THREADS=32))]
     return [((13, 6, 3, 40), dict(BD=16, THREADS=32)), ((2, 4, 1, 8), dict(BD=16, THREADS=32))]
