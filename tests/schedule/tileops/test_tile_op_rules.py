@@ -47,7 +47,7 @@ RNG = np.random.default_rng(21)
 
 # the default rules in the default run, the variants under -m slow
 @pytest.mark.parametrize("rules", [pytest.param(r, marks=[pytest.mark.slow] if r else []) for r in VARIANTS], ids=lambda r: ",".join(f"{k}={v}" for k, v in r.items()) or "default")
-@pytest.mark.parametrize("cols", [300, 9000])
+@pytest.mark.parametrize("cols", [300, 512, 9000])  # 512: one whole tile, unmasked
 def test_variants_agree_with_numpy(rules, cols):
     mod = module(SRC)
     x = rand(RNG, (5, cols), np.float16)
@@ -63,17 +63,24 @@ def test_variants_agree_with_numpy(rules, cols):
 
 def test_one_tile_softmax_reads_once_and_multiplies():
     """Rows that fit one tile: x copied once, exp computed once, each element multiplied by the
-    reciprocal of its row's sum (no division per element)."""
+    reciprocal of its row's sum (no division per element); rows exactly one tile long (N == 8192)
+    take the same path without the masks of the columns past N."""
     from tlc import ir
     from tlc.ir.walk import statements
 
     kernel = module(SRC).smax.program({}, "sm_90a", {"M": 16384, "N": 8192}).launches[0].kernel
     (branch,) = [s for s in kernel.body if isinstance(s, ir.If)]
-    copies = [s for s in statements(branch.then) if isinstance(s, ir.Copy)]
-    assert [(c.src.name, c.dst.name) for c in copies] == [("x", "x_tile"), ("out_tile", "out")]
+    (exact,) = branch.then
+    assert isinstance(exact, ir.If) and ir.printer.expr(exact.cond) == "N == 8192"
+    for path in (exact.then, exact.orelse):
+        copies = [s for s in statements(path) if isinstance(s, ir.Copy)]
+        assert [(c.src.name, c.dst.name) for c in copies] == [("x", "x_tile"), ("out_tile", "out")]
     one_tile = ir.print_kernel(kernel).split("if tiles == 1:")[1].split("\n  else:")[0]
-    assert one_tile.count("fast_exp2(") == 1  # 16-bit: the hardware exponential (tests/codegen/test_fast_exp.py)
-    assert one_tile.count(" / ") == 1 and "row_sum[i] = 1.0 / row_sum[i]" in one_tile
+    unmasked, masked = one_tile.split("\n    else:")
+    for text in (unmasked, masked):
+        assert text.count("fast_exp2(") == 1  # 16-bit: the hardware exponential (tests/codegen/test_fast_exp.py)
+        assert text.count(" / ") == 1 and "row_sum[i] = 1.0 / row_sum[i]" in text
+    assert "< N" not in unmasked and masked.count("t * 8192 + j < N") == 1
 
 
 def test_rules_must_be_powers_of_two():
@@ -174,15 +181,16 @@ def lse_rows(x: f16[M, N]) -> f16[M]:
 """
 
 
-@pytest.mark.parametrize("cols", [300, 9000])  # one tile, and the tiled loops
+@pytest.mark.parametrize("cols", [300, 512, 9000])  # 512: one whole tile, unmasked  # one tile, and the tiled loops
 def test_a_reduction_written_twice_is_computed_once(cols):
     """std.reduce's logsumexp writes max(xf) with and without keepdims: one statistic, read twice
     (one reduction each of max and sum on each path, not two of max), and the same result."""
     op = module(REPEATED).lse_rows
     (launch,) = op.program({}, "sm_90a", {"M": 5, "N": cols}).launches
     kinds = sorted(s.kind for s in statements(launch.kernel.body) if isinstance(s, ir.Reduce))
-    # rows of one tile: its own path and the tiled loops', each one max and one sum (was two max)
-    assert kinds == (["max", "max", "sum", "sum"] if cols <= 8192 else ["max", "sum"]), kinds
+    # rows of one tile: its own two paths (N the tile's length, unmasked, and shorter) and the
+    # tiled loops', each one max and one sum (was two max)
+    assert kinds == (["max"] * 3 + ["sum"] * 3 if cols <= 8192 else ["max", "sum"]), kinds
     x = rand(RNG, (5, cols), np.float16)
     xf = x.astype(np.float64)
     want = np.log(np.exp(xf - xf.max(axis=1, keepdims=True)).sum(axis=1)) + xf.max(axis=1)
