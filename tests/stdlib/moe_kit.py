@@ -241,7 +241,8 @@ def tiles(name: str) -> list:
         return [((9, 60, 6, 0), dict(BM=4, BE=64, KB=8, THREADS=32)),
                 ((3, 8, 2, 0), dict(BM=2, BE=8, KB=2, THREADS=32))]
     if name == "expert_histogram":
-        return [((37, 20, 4, 0), dict(BE=32, BLOCK=64, THREADS=32)), ((5, 3, 2, 0), dict(BE=4, BLOCK=16, THREADS=32))]
+        # blocks of 64 ids in parts of 24 (the last part running past its block), and of 16 in one part
+        return [((37, 20, 4, 0), dict(BE=32, BLOCK=64, PART=24, THREADS=32)), ((5, 3, 2, 0), dict(BE=4, BLOCK=16, THREADS=32))]
     if name == "moe_align_block_size":
         # three slices of 50 ids, each four chunks (the last ragged); 10 ids in 8 slices (the last three empty)
         return [((37, 20, 4, 0), dict(BE=32, BLOCK=8, SLICES=3, CHUNK=16, GROUP=8, THREADS=32)),

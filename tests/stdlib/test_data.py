@@ -139,6 +139,13 @@ def _gather_i32(rng, dt, s):
     return args, consts
 
 
+def _gather_small_rows(rng, dt, s):
+    """Rows of x up to 64 elements through shared memory, 16 outputs a block in steps of 8 (the
+    first shape); longer rows read in global memory, 8 outputs a block (the others)."""
+    args, _ = _gather(rng, dt, s)
+    return args, dict(ROW=64, SPAN=16, BLOCK=8)
+
+
 def _index_select(rng, dt, s):
     a, n, c, k = s
     return [values(rng, dt, (a, n, c)), indices(rng, n, k), empty(dt, (a, k, c))], {}
@@ -148,6 +155,13 @@ def _scatter(rng, dt, s):
     a, n, c, k = s
     k = min(k, n)  # distinct indices
     return [values(rng, dt, (a, k, c)), unique_indices(rng, n, (a, k, c)), values(rng, dt, (a, n, c))], {}
+
+
+def _scatter_small_rows(rng, dt, s):
+    """Rows of y up to 64 elements with up to 32 sources through shared memory, 8 sources a step
+    (the first shape: 20 of them, the last step ragged); the others element by element."""
+    args, _ = _scatter(rng, dt, s)
+    return args, dict(ROW=64, SPAN=32, BLOCK=8)
 
 
 def _scatter_add(rng, dt, s):
@@ -199,10 +213,12 @@ OPS = [
        ((5, 7, 3), (1, 1000, 3), (33, 1, 70)), out=(1, 2)),
     Op("gather", _gather, lambda a, c: gathered(a[0], a[1]), GATHER_SHAPES),
     Op("gather", _gather_i32, lambda a, c: gathered(a[0], a[1]), GATHER_SHAPES[:1], FLOATS),
+    Op("gather", _gather_small_rows, lambda a, c: gathered(a[0], a[1]), GATHER_SHAPES, ("f16", "f32", "i64")),
     Op("index_select", _index_select,
        lambda a, c: np.where(((a[1] >= 0) & (a[1] < a[0].shape[1]))[None, :, None],
                              a[0][:, np.clip(a[1], 0, a[0].shape[1] - 1), :], 0).astype(a[0].dtype), GATHER_SHAPES),
     Op("scatter", _scatter, lambda a, c: scattered(a[2], a[1], a[0]), GATHER_SHAPES),
+    Op("scatter", _scatter_small_rows, lambda a, c: scattered(a[2], a[1], a[0]), GATHER_SHAPES, ("f16", "f32", "i64")),
     Op("scatter_add", _scatter_add, lambda a, c: scattered_add(a[2], a[1], a[0]), GATHER_SHAPES, ATOMIC, exact=False),
     Op("scatter_add_deterministic", _scatter_add, lambda a, c: scattered_add(a[2], a[1], a[0]), GATHER_SHAPES),
     Op("pad", _pad, lambda a, c: padded(a[0], *a[1].shape, a[2], a[3], a[4]),
