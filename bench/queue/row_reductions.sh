@@ -1,0 +1,89 @@
+# limit: 120
+# Issue #13, session 21 (helper 94): the ops table's weak reduction rows (session 20, of copy):
+# var/std_axis1 0.69, var/std_axis0 0.83, logsumexp_axis1 0.68, logsumexp_axis0 0.67,
+# argmax/argmin_axis1 0.66, argmax_axis0 0.66, log_softmax 0.82, group_norm 0.51, batch_norm 0.86.
+# CPU (nvcc 13.0 sm_90a, the TL_WHOLE_RUNS build, ptxas -v, SASS on the executed path for
+# N = 8192, 32 elements a thread): the row tile ops spent 17 instructions an element
+# (var_axis1 536, logsumexp_axis1 528, sum_axis1 286 a thread), more than the 15.6 an SM can
+# issue at copy speed (128 thread-instructions a clock over 8.2 f16 elements a clock).
+# 971b92a: a row exactly one tile long takes the one-tile path unmasked (273, 317, 168);
+# layout.cuh's copy_g2f (uncommitted if another helper's hunk still shares the file): the
+# TL_WHOLE_RUNS build moves a 16-bit fragment's vectors as they are, not each half through float
+# and back with 16-bit merges (239, 291, 134; registers var_axis1 62 -> 42, logsumexp_axis1
+# 64 -> 47, log_softmax f16 95 -> 80, group_norm 56 -> 44; no kernel checked spills more).
+# Questions: (1) the rows now (bench/ops.py checks each output, torch's too, before timing);
+# (2) which neighbouring schedules are faster (each output checked against float64 torch first):
+# var_axis1 at 5 or 6 blocks an SM (47 and 40 registers, no spill); log_softmax's BLOCKS (2 now;
+# 3: 71 registers, 4: 64, no spill in f16); argmax_axis1's tile (one 16-byte load a thread an
+# iteration at [4, 256] x 128 threads: 24 KB in flight an SM); group_norm's BLOCK x THREADS
+# (512 blocks in all, 2 runs a thread an iteration); batch_norm's tile.
+python3 bench/ops.py --min-ms 10 --no-chart --json $OUT/row_reductions.json --only \
+  sum_axis1,var_axis1,std_axis1,logsumexp_axis1,argmax_axis1,argmin_axis1,argmax_axis0,var_axis0,logsumexp_axis0,log_softmax,group_norm,batch_norm \
+  2>&1 | tail -13
+python3 - <<'PY'
+import torch
+import tlc
+from tlc.timing import Checked, compare_checked, tolerance
+
+g = torch.Generator(device="cuda").manual_seed(0)
+F = torch.nn.functional
+M, N = 16384, 8192
+
+
+def show(name, contenders, nbytes):
+    ms, verdicts = compare_checked(contenders, min_ms=10)
+    for v, verdict in verdicts.items():
+        if not verdict.ok:
+            print(f"{name} {v}: {verdict.why}")
+    for v, t in sorted(ms.items(), key=lambda kv: kv[1]):
+        print(f"{name:16s} {v:44s} {t * 1e3:8.1f} us  {nbytes / t / 1e6:7.0f} GB/s", flush=True)
+
+
+def kernel_variants(name, kernel, args, out, ref, ulps, variants, nbytes, dtype="float16"):
+    contenders = {}
+    for v in variants:
+        contenders[str(v or "default")] = Checked(kernel.launcher(*args, **v), ref, out=out,
+                                                  **tolerance(dtype, ref, ulps))
+    show(name, contenders, nbytes)
+
+
+x = torch.randn(M, N, device="cuda", generator=g).half()
+xd = x.double()
+red = tlc.load("std.reduce")
+for name, ref in (("var_axis1", xd.var(1, unbiased=False)), ("logsumexp_axis1", torch.logsumexp(xd, 1))):
+    contenders = {}
+    for r in ({}, {"min_blocks": 5}, {"min_blocks": 6}):
+        launch, out = getattr(red, name).with_rules(**r).prepare(x)
+        contenders[str(r or "default")] = Checked(launch, ref, out=out, **tolerance("float16", ref, 4))
+    show(name, contenders, M * N * 2)
+
+idx = torch.empty(M, device="cuda", dtype=torch.int32)
+kernel_variants("argmax_axis1", red.argmax_axis1, (x, idx), idx, x.float().argmax(1).int(), 0,
+                [{}, {"BN": 512}, {"BN": 1024}, {"BM": 2, "BN": 1024}, {"BM": 8, "BN": 512, "THREADS": 256},
+                 {"BM": 1, "BN": 2048, "THREADS": 256}], M * N * 2, "int32")
+idx0 = torch.empty(N, device="cuda", dtype=torch.int32)
+kernel_variants("argmax_axis0", red.argmax_axis0, (x, idx0), idx0, x.float().argmax(0).int(), 0,
+                [{}, {"BM": 512}, {"BN": 64}, {"BM": 128, "BN": 64}], M * N * 2, "int32")
+
+y = torch.empty_like(x)
+kernel_variants("log_softmax", tlc.load("std.nn_train").log_softmax, (x, y), y, torch.log_softmax(xd, -1), 4,
+                [{}, {"BLOCKS": 3}, {"BLOCKS": 4}, {"BLOCKS": 0}], 2 * M * N * 2)
+
+nl = tlc.load("std.nn_layers")
+C = 64
+mu, w, b = (torch.randn(C, device="cuda", generator=g) for _ in range(3))
+var = torch.rand(C, device="cuda", generator=g) * 1.5 + 0.5
+c = torch.arange(M, device="cuda") % C
+ref = (xd - mu.double()[c, None]) / (var.double()[c, None] + 1e-5).sqrt() * w.double()[c, None] + b.double()[c, None]
+kernel_variants("batch_norm", nl.batch_norm, (x, mu, var, w, b, y, 1e-5), y, ref, 4,
+                [{}, {"BL": 512}, {"BM": 32}, {"BM": 32, "THREADS": 512}, {"BM": 8, "THREADS": 128}], 2 * M * N * 2)
+del ref, xd
+
+xg = x.view(16, C, M * N // (16 * C))
+wg, bg = torch.randn(C, device="cuda", generator=g).half(), torch.randn(C, device="cuda", generator=g).half()
+yg = torch.empty_like(xg)
+ref = F.group_norm(xg.double(), 32, wg.double(), bg.double(), 1e-5)
+kernel_variants("group_norm", nl.group_norm, (xg, wg, bg, yg, 1e-5), yg, ref, 8,
+                [{}, {"BLOCK": 8192, "THREADS": 512}, {"BLOCK": 16384, "THREADS": 1024}, {"BLOCK": 8192}],
+                2 * M * N * 2)
+PY
