@@ -196,4 +196,40 @@ __device__ __forceinline__ void cumsum_shared(U* dst, const T* src) {
   }
 }
 
+// A fragment of ROWS x COLS (layout L) scanned in place along its rows, in registers: each
+// thread scans its runs (L::RUN consecutive columns of one row, in U: exact there, as
+// schedule/scan_registers.py requires), the runs' totals meet in TOTALS (ROWS x COLS / L::RUN
+// in shared memory, unpadded), which cumsum_shared scans a row at a time, and each run combines
+// the total of the runs before it (after it, reversed).  Two barriers: every thread calls it.
+template <ScanOp OP, typename ACC, typename L, int ROWS, int COLS, bool REVERSE, int THREADS, typename U>
+__device__ __forceinline__ void cumsum_fragment(U* regs, ACC* totals) {
+  constexpr int RUN = L::RUN, RUNS = COLS / RUN;
+  static_assert(COLS % RUN == 0, "a run never crosses a row");
+  const int t = threadIdx.x;
+#pragma unroll
+  for (int r0 = 0; r0 < L::REGS; r0 += RUN) {
+    if (!L::valid(t, r0)) continue;
+    ACC acc = scan_identity<OP, ACC>();
+#pragma unroll
+    for (int e = 0; e < RUN; ++e) {
+      const int r = REVERSE ? r0 + RUN - 1 - e : r0 + e;
+      acc = scan_combine<OP>(acc, cvt<ACC>(regs[r]));
+      regs[r] = cvt<U>(acc);
+    }
+    totals[L::row(t, r0) * RUNS + L::col(t, r0) / RUN] = acc;
+  }
+  __syncthreads();
+  cumsum_shared<OP, ACC, ACC, ACC, ROWS, RUNS, 1, REVERSE, THREADS, ROWS, RUNS, 0, 0, 0, 0>(totals, totals);
+  __syncthreads();
+#pragma unroll
+  for (int r0 = 0; r0 < L::REGS; r0 += RUN) {
+    if (!L::valid(t, r0)) continue;
+    const int c = L::col(t, r0) / RUN;
+    if (REVERSE ? c + 1 >= RUNS : c == 0) continue;  // the first run has none before it
+    const ACC before = totals[L::row(t, r0) * RUNS + (REVERSE ? c + 1 : c - 1)];
+#pragma unroll
+    for (int e = 0; e < RUN; ++e) regs[r0 + e] = cvt<U>(scan_combine<OP>(before, cvt<ACC>(regs[r0 + e])));
+  }
+}
+
 }  // namespace tl

@@ -66,3 +66,26 @@ def test_products_maxima_and_minima_take_their_op_and_accumulator():
     assert "tl::cumsum_shared<tl::ScanOp::prod, float, float, float, 4, 256, 1, false, 64, 4, 256, 4, 0, 4, 0>" in text
     assert "tl::cumsum_shared<tl::ScanOp::max, float, float, float, 4, 256, 1, false, 64, 4, 256, 4, 0, 4, 0>" in text
     assert "tl::cumsum_shared<tl::ScanOp::min, int, int, int, 1, 4, 256, false, 64, 4, 256, 4, 0, 4, 0>(ints, ints);" in text
+
+
+def test_a_fragment_scanned_along_its_rows_stays_in_registers():
+    """schedule/scan_registers.py: a f32 fragment's rows, i32 sums, f16 maxima and a gemm
+    accumulator scan in place with no shared copy; a f16 sum (rounded once, from f32) takes one."""
+    assert [b.scope for b in scheduled("fragment_rows").buffers] == ["fragment"]
+    assert "  cumsum tile -> tile dim=1 reverse\n" in ir.print_kernel(scheduled("fragment_rows", reverse=True))
+    kinds = ir.print_kernel(scheduled("fragment_row_kinds"))
+    assert "shared" not in kinds and "  cummax hi -> hi dim=1\n" in kinds and "  cumsum n -> n dim=1\n" in kinds
+    assert not [b for b in scheduled("accumulator_rows").buffers if b.name.startswith("acc_")]
+    text = ir.print_kernel(scheduled("fragment_rows_f16_sums"))
+    assert "shared tile_scan: f16[4, 128]" in text
+    assert "  copy tile -> tile_scan\n  sync\n  cumsum tile_scan -> tile_scan dim=1\n  sync\n  copy tile_scan -> tile\n" in text
+
+
+def test_the_fragment_scan_call_and_a_one_column_exchange():
+    """The scan's call names the layout and the runs' totals (8 rows of 256 / 4 runs); the
+    carry's loop reads one column of the tile, so only that column goes to shared memory."""
+    text = runner.build(str(PROGRAM), kernels=["fragment_rows", "fragment_rows_carried"])[0]
+    assert ("tl::cumsum_fragment<tl::ScanOp::sum, float, tl_fragment_rows_layout_0, 8, 256, false, 64>(tile, "
+            "reinterpret_cast<float*>(tl_smem + 0 + tl_red_phase * TL_RED_STRIDE));  // its runs' totals: 8 x 64") in text
+    assert "tl::exchange_f2s_column<tl_fragment_rows_carried_layout_0, float, 64>(reinterpret_cast<float*>(tl_smem + 0), tile, 63);" in text
+    assert "tl::exchange_f2s<tl_fragment_rows_carried_layout_0" not in text

@@ -24,6 +24,13 @@ def sums(x, axis: int, reverse: bool):
     return np.flip(out, axis) if reverse else out
 
 
+def scanned(kernel, a, **constants):
+    """What `kernel(a, c)` writes into c, which starts as nans."""
+    c = np.full_like(a, np.nan)
+    kernel(a, c, **constants)
+    return c
+
+
 def by_blocks(x, rows: int, axis: int, reverse: bool):
     """`sums` within each block of `rows` rows, as each grid block scans its own tile."""
     return np.concatenate([sums(x[s:s + rows], axis, reverse) for s in range(0, x.shape[0], rows)])
@@ -172,9 +179,7 @@ def test_chunks_of_a_tile_each_scanned_in_place(mod, reverse):
 
 def test_rows_of_a_fragment_into_rows_of_a_shared_tile(mod):
     a = np.random.default_rng(10).standard_normal((10, 64)).astype(np.float32)
-    c = np.full_like(a, np.nan)
-    mod.rows_of_a_fragment(a, c)
-    np.testing.assert_allclose(c, sums(a, 1, False), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(scanned(mod.rows_of_a_fragment, a), sums(a, 1, False), rtol=1e-5, atol=1e-5)
 
 
 def test_bytes_wrap_modulo_256(mod):
@@ -183,3 +188,59 @@ def test_bytes_wrap_modulo_256(mod):
     mod.bytes_wrap(a, c)
     want = np.concatenate([np.cumsum(a[s:s + 96], dtype=np.uint8) for s in range(0, 150, 96)])
     np.testing.assert_array_equal(c, want)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_fragment_rows_in_registers(mod, reverse):
+    """A f32 fragment's rows (runs of 4 in 64 threads, the runs' totals through shared memory)."""
+    a = np.random.default_rng(11).standard_normal((21, 256)).astype(np.float32)
+    np.testing.assert_allclose(scanned(mod.fragment_rows, a, reverse=reverse), sums(a, 1, reverse), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_fragment_row_kinds(mod, reverse):
+    """f16 maxima and minima (a nan passed over, as np.fmax), i32 sums wrapping, f32 products,
+    each scanned in registers into a fragment of another name; 7 rows: a ragged block."""
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((7, 96)).astype(np.float16)
+    a[2, 5] = a[5, 90] = np.nan
+    n = rng.integers(-2**31, 2**31, (7, 96), dtype=np.int64).astype(np.int32)
+    p = rng.uniform(0.9, 1.1, (7, 96)).astype(np.float32)
+    outs = [np.zeros_like(a), np.zeros_like(a), np.zeros_like(n), np.zeros_like(p)]
+    mod.fragment_row_kinds(a, n, p, *outs, reverse=reverse)
+
+    def along(fn, x):
+        x = np.flip(x, 1) if reverse else x
+        out = fn(x)
+        return np.flip(out, 1) if reverse else out
+
+    np.testing.assert_array_equal(outs[0], along(lambda x: np.fmax.accumulate(x, 1), a))
+    np.testing.assert_array_equal(outs[1], along(lambda x: np.fmin.accumulate(x, 1), a))
+    np.testing.assert_array_equal(outs[2], along(lambda x: np.cumsum(x.astype(np.int64), 1), n).astype(np.uint64).astype(np.int32))
+    np.testing.assert_allclose(outs[3], along(lambda x: np.cumprod(x.astype(np.float64), 1), p), rtol=1e-5)
+
+
+def test_fragment_rows_of_f16_sums(mod):
+    """f16 sums go through a shared copy in f32 and are rounded once (exact here: small integers)."""
+    a = np.random.default_rng(13).integers(-2, 3, (9, 128)).astype(np.float16)
+    c = np.zeros_like(a)
+    mod.fragment_rows_f16_sums(a, c)
+    np.testing.assert_array_equal(c, np.cumsum(a.astype(np.float64), 1).astype(np.float16))
+
+
+def test_fragment_rows_carried_from_tile_to_tile(mod):
+    """Rows of 200 in tiles of 64: each tile's last column (exchanged alone) carries into the next."""
+    a = np.random.default_rng(14).standard_normal((5, 200)).astype(np.float32)
+    np.testing.assert_allclose(scanned(mod.fragment_rows_carried, a), sums(a, 1, False), rtol=1e-5, atol=1e-4)
+
+
+def test_accumulator_rows(mod):
+    """A gemm's accumulator scanned along its rows, within each block's 64 columns (70 x 100: ragged)."""
+    rng = np.random.default_rng(15)
+    a = rng.standard_normal((70, 40)).astype(np.float16)
+    b = rng.standard_normal((40, 100)).astype(np.float16)
+    c = np.full((70, 100), np.nan, np.float32)
+    mod.accumulator_rows(a, b, c)
+    prod = a.astype(np.float64) @ b.astype(np.float64)
+    want = np.concatenate([np.cumsum(prod[:, s:s + 64], 1) for s in range(0, 100, 64)], 1)
+    np.testing.assert_allclose(c, want, rtol=1e-3, atol=1e-3)

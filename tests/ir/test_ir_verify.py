@@ -7,7 +7,7 @@ from tlc.diagnostics import Span, TlcError
 from tlc.dtypes import BOOL, F16, F32, I32, DTYPES
 from tlc.ir import (Assign, Atomic, BinOp, Break, Buffer, BufferRef, Call, Const, Continue, Copy,
                     Fill, For, Gemm, If, IRVerifyError, Kernel, LetScalar, Load, Param, Parallel,
-                    Print, Reduce, Region, Select, Store, Sync, UnaryOp, Var, samples, verify)
+                    Print, Reduce, Region, Scan, Select, Store, Sync, UnaryOp, Var, samples, verify)
 
 I64 = DTYPES["i64"]
 i, k, n, x = Var("i", I32), Var("k", I32), Var("n", I32), Var("x", F32)
@@ -134,6 +134,12 @@ CASES = {
                      "reduce_max of 'acc' [128, 128] along dim 1 gives [128], but 't' is [4]"),
     "reduce scope": (make(Reduce("sum", "A", "row")),
                      "reduce source 'A' must be a shared, fragment or local buffer, not global"),
+    "scan of a fragment into another": (make(Scan("sum", "acc", "row", 1)),
+                                         "cumsum of a fragment runs in place along its last dimension, not 'acc' "
+                                         "into 'row' along dim 1"),
+    "scan of a fragment's columns": (make(Scan("max", "acc", "acc", 0)),
+                                     "cummax of a fragment runs in place along its last dimension, not 'acc' "
+                                     "into 'acc' along dim 0"),
     "atomic kind": (make(Atomic("mul", "C", (ZERO, ZERO), Const(1.0, F16))), "unknown atomic 'mul'"),
     "atomic scope": (make(Atomic("add", "acc", (ZERO, ZERO), F1)),
                      "atomic_add target 'acc' must be a global tensor or a shared buffer"),
@@ -185,6 +191,7 @@ def test_well_formed_kernels_pass():
     verify(make(If(lt(n, ONE), (LetScalar("y", I32, ONE),), (LetScalar("y", I32, ZERO),))))
     # break inside a serial loop inside a parallel body
     verify(make(par(loop(If(lt(Var("k", I32), i), (Break(),))))))
+    verify(make(Scan("sum", "acc", "acc", 1), Scan("min", "row", "row", 0, reverse=True)))  # in registers
 
 
 def test_error_carries_the_node_span():

@@ -500,7 +500,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         layout = parallel_layout(p, self.k)
         exchange = dict(p.exchange) if p.layout is not None else self.exchange_plan(p, layout)
         if exchange:
-            self.exchange_in(exchange)
+            self.exchange_in(exchange, p)
         self.parallel_loop(p, layout)
         if exchange:
             self.exchange_out(exchange)
@@ -526,10 +526,10 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = saved
         return plan
 
-    def exchange_in(self, plan: dict) -> None:
+    def exchange_in(self, plan: dict, p: ir.Parallel) -> None:
         offset = self.k.smem_bytes
         self.emit(f"// exchange {', '.join(plan)} through shared memory: the loop reads them in another layout")
-        if any(isinstance(s, ir.Reduce) for s in statements(self.k.body)):
+        if any(isinstance(s, (ir.Reduce, ir.Scan)) for s in statements(self.k.body)):
             self.emit("__syncthreads();  // reductions' scratch arrays may still be read")
         for name in plan:
             b = self.buffers[name]
@@ -537,7 +537,11 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
             t = c_type(b.dtype)
             ptr = f"reinterpret_cast<{t}*>(tl_smem + {offset})"
             cols = b.shape[-1]
-            self.emit(f"tl::exchange_f2s<{info.c_layout}, {t}, {t}, {cols}>({ptr}, {c_name(name)});")
+            columns = None if plan[name] else _columns_read(p, name)
+            if columns is None:
+                self.emit(f"tl::exchange_f2s<{info.c_layout}, {t}, {t}, {cols}>({ptr}, {c_name(name)});")
+            for c in columns or ():  # only the columns the loop reads (a scan's last column: its carry)
+                self.emit(f"tl::exchange_f2s_column<{info.c_layout}, {t}, {cols}>({ptr}, {c_name(name)}, {c});")
             self.exchanged[name] = ptr
             offset += -(-(_prod(b.shape) * b.dtype.itemsize) // 128) * 128
         self.scratch_bytes = max(self.scratch_bytes, offset - self.k.smem_bytes)
@@ -704,3 +708,27 @@ def _prod(shape) -> int:
     for d in shape:
         out *= d
     return out
+
+
+def _columns_read(p: ir.Parallel, name: str) -> tuple | None:
+    """The columns of fragment `name` that loop `p` reads, when every read names its column by a
+    constant (`run[i, BN - 1]`); None when any read's column varies."""
+    columns = set()
+    for s in statements(p.body):
+        for x in (x for e in statement_exprs(s) for x in loads(e) if x.name == name):
+            c = _constant(x.indices[-1]) if x.indices else None
+            if c is None:
+                return None
+            columns.add(c)
+    return tuple(sorted(columns))
+
+
+def _constant(e: ir.Expr) -> int | None:
+    """An integer expression of constants (`1024 - 1`), evaluated; None for any other."""
+    if isinstance(e, ir.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return e.value
+    ops = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+    if isinstance(e, ir.BinOp) and e.op in ops:
+        a, b = _constant(e.a), _constant(e.b)
+        return None if a is None or b is None else ops[e.op](a, b)
+    return None

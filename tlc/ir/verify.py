@@ -346,8 +346,11 @@ class _Verifier:
         if s.kind not in SCAN_KINDS:
             self.fail(f"unknown scan '{s.kind}'", s)
         name = f"cum{s.kind}"
-        src = self.buffer(s.src, f"{name} source", ("shared",), s)
-        dst = self.buffer(s.dst, f"{name} destination", ("shared",), s, write=True)
+        src = self.buffer(s.src, f"{name} source", ("shared", "fragment"), s)
+        dst = self.buffer(s.dst, f"{name} destination", ("shared", "fragment"), s, write=True)
+        if "fragment" in (src.scope, dst.scope) and (s.src != s.dst or s.dim != len(dst.shape) - 1):
+            self.fail(f"{name} of a fragment runs in place along its last dimension, not '{s.src}' into "
+                      f"'{s.dst}' along dim {s.dim}", s)
         if not 0 <= s.dim < len(src.shape):
             self.fail(f"{name} dim {s.dim} is out of range for '{s.src}' of rank {len(src.shape)}", s)
         if tuple(src.shape) != tuple(dst.shape):

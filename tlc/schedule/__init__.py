@@ -3,7 +3,8 @@ and the code generator.  Entry point: `schedule(program, name, constants)`.
 
 The passes, in order, each a function IR -> IR checked by the verifier: `lower` (typed AST ->
 IR), `split_column_blocks` (a column reduction over more blocks, its threads combining once,
-column_blocks.py), `infer_layouts` (fragment layouts, layout_infer.py), `narrow_fragments` (an
+column_blocks.py), `infer_layouts` (fragment layouts, layout_infer.py), `place_fragment_scans` (a fragment's scan in
+its registers, or through a shared copy where its layout or dtype does not allow, scan_registers.py), `narrow_fragments` (an
 f32 fragment of 16-bit values held in 16 bits, narrow_fragments.py and recompute.py), `check_thread_storage` (what each thread holds, the
 limit), `plan_shared_memory` (sizes, stages, padding or swizzle, offsets with reuse, the
 limit), `insert_barriers`, `keep_last_stages` (which staged buffers code after a pipelined
@@ -40,7 +41,7 @@ _LAZY = {"insert_barriers": "barriers", "choose_blocks_per_sm": "blocks_per_sm",
          "scheduled_as_tile_grid": "persistent_grid", "infer_layouts": "layout_infer", "Lowerer": "lower",
          "LoweringError": "lower", "narrow_fragments": "narrow_fragments",
          "check_thread_storage": "registers", "plan_shared_memory": "smem", "specialize_warps": "warpspec",
-         "fold_stores": "fold_stores"}
+         "fold_stores": "fold_stores", "place_fragment_scans": "scan_registers"}
 
 
 def __getattr__(name: str):
@@ -59,7 +60,7 @@ def _import_passes() -> None:
         if name not in globals() or isinstance(globals()[name], types.ModuleType):
             __getattr__(name)
 
-PASSES = ("lower", "split_column_blocks", "infer_layouts", "narrow_fragments", "check_thread_storage",
+PASSES = ("lower", "split_column_blocks", "infer_layouts", "place_fragment_scans", "narrow_fragments", "check_thread_storage",
           "plan_shared_memory", "insert_barriers", "keep_last_stages", "use_fast_math", "batch_loads", "choose_blocks_per_sm",
           "specialize_warps", "fold_stores")
 
@@ -158,7 +159,8 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
     ir.verify(kernel)
     after = _AFTER_PASS.get() or (lambda name, result: None)
     after("lower", kernel)
-    passes = (split_column_blocks, lambda k: infer_layouts(k, target, program.sources), narrow_fragments,
+    passes = (split_column_blocks, lambda k: infer_layouts(k, target, program.sources), place_fragment_scans,
+              narrow_fragments,
               lambda k: check_thread_storage(k, program.sources),
               lambda k: plan_shared_memory(k, limit, program.sources), insert_barriers, keep_last_stages, use_fast_math,
               batch_loads, lambda k: choose_blocks_per_sm(k, targets.get(target)), lambda k: specialize_warps(k, targets.get(target)),

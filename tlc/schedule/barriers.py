@@ -69,8 +69,8 @@ def _named_touches(s, shared) -> tuple[set, set]:
                 if not x.clear:
                     reads.add(x.dst)
         elif isinstance(x, ir.Scan):  # a warp per line: lines other threads wrote, sums they read
-            reads.add(x.src)
-            writes.add(x.dst)
+            reads |= {x.src} & shared  # (a fragment's scan meets in a scratch array of its own barriers)
+            writes |= {x.dst} & shared
         elif isinstance(x, (ir.Store, ir.Atomic)) and x.name in shared:
             writes.add(x.name)
         for e in statement_exprs(x):

@@ -1,7 +1,12 @@
 """Lowering `cumsum(src, dst, dim=D, reverse=R)` (checked in typecheck/scan.py; cumprod, cummax
-and cummin the same, of their kind) to `ir.Scan`,
-which scans whole shared buffers only: as TileLang's `T.cumsum` does, a fragment side goes
-through shared memory, and so does a region of a buffer (`g[i * C:(i + 1) * C]`).
+and cummin the same, of their kind) to `ir.Scan`.
+
+A whole fragment of rank 1 or 2 scanned along its last dimension into a whole fragment stays
+in registers: `ir.Scan` of the destination in place (the source converted into it first by a
+parallel loop when it is another fragment).  Whether its layout lets it run there is known only
+after layout inference; schedule/scan_registers.py decides, and sends the others through shared
+memory as below.  Everything else scans whole shared buffers: as TileLang's `T.cumsum` does, a
+fragment side goes through shared memory, and so does a region of a buffer (`g[i * C:(i + 1) * C]`).
 
 The scan runs in the destination when it is a whole shared buffer, else in a scratch buffer of
 the tile's shape and the destination's dtype (`SRC_scan`).  The source reaches it by a copy,
@@ -27,6 +32,10 @@ class ScanLowerer:
         dim, reverse = int(kw["dim"]), bool(kw["reverse"])
         src, dst = (self._scan_operand(a) for a in call.args)
         dst_buffer = self.buffers[dst.name]
+        if self._along_fragment_rows(src, dst, dim):
+            out = [] if src.name == dst.name else \
+                [copy_parts.as_loop(ir.Copy(src, dst, span=span), self.buffers, {}, self._fresh_indices)]
+            return out + [ir.Scan(kind, dst.name, dst.name, dim, reverse, span=span)]
         if self._whole(dst) and dst_buffer.scope == "shared":
             scanned = dst.name
         else:
@@ -42,6 +51,13 @@ class ScanLowerer:
         return out
 
     tile_cumprod = tile_cummax = tile_cummin = tile_cumsum
+
+    def _along_fragment_rows(self, src, dst, dim: int) -> bool:
+        """Whether the scan is of a whole fragment (rank 1 or 2) along its last dimension into a
+        whole fragment: a scan that may run in registers."""
+        shape = self.buffers[dst.name].shape
+        return (all(self._whole(x) and self.buffers[x.name].scope == "fragment" for x in (src, dst))
+                and len(shape) <= 2 and dim == len(shape) - 1)
 
     def _scan_operand(self, e):
         """A whole buffer (a BufferRef) or a region of one (a Region of the buffer's rank)."""

@@ -17,6 +17,7 @@ from ..layout import Blocked, Replicated, blocked
 from ..column_blocks import defer_column_combine
 from ..fast_math import use_fast_math
 from ..layout_infer import infer_layouts
+from ..scan_registers import place_fragment_scans
 from ..layout_flow import column_reduced, column_split
 from ..barriers import insert_barriers
 from ..batch_loads import batch_loads
@@ -104,7 +105,8 @@ def finish(kernel: ir.Kernel, target: str, smem_limit: int, sources: dict, batch
     ir.verify(kernel)
     kernel = without_unread(kernel)  # an inlined function's unused parameter or local: nvcc's 177 / 550
     kernel = defer_column_combine(kernel)  # a column kernel's threads combine once, after its loop
-    kernel = check_thread_storage(infer_layouts(kernel, target, sources, adjust=_one_tile_layout), sources)
+    kernel = place_fragment_scans(infer_layouts(kernel, target, sources, adjust=_one_tile_layout))
+    kernel = check_thread_storage(kernel, sources)
     kernel = plan_shared_memory(kernel, smem_limit, sources)
     kernel = use_fast_math(keep_last_stages(insert_barriers(kernel)))
     kernel = batch_loads(kernel) if batch else kernel
