@@ -98,3 +98,29 @@ def test_sizes_that_factor_the_grid_are_at_least_one_inside_a_block():
                  "static_cast<unsigned int>(row) / static_cast<unsigned int>(K)"):
         assert text in body, text
     assert "tl::floordiv" not in body and "tl::pymod" not in body
+
+
+def test_sizes_that_factor_both_arms_of_a_where_grid_are_at_least_one():
+    """std.broadcast's grid(where(D3 * 8 >= BN, D0 * D1 * D2 * cdiv(D3, BN), cdiv(D0 * D1 * D2, BM)
+    * cdiv(D3, BN // 8))): whichever arm a launch takes, a block runs only where D0 to D3 are at
+    least 1 (cdiv of a product of sizes is 0 where one of them is), so the block's row, column
+    block and (i0, i1, i2) are C's unsigned divisions and remainders, where tl::floordiv and
+    tl::pymod were five divisions with checks of a zero or negative divisor before the first load.
+    A size in one arm only proves nothing: the other arm may be the one launched."""
+    from tlc.codegen.ranges import grid_sizes
+
+    k = tlc.load("std.broadcast", target="cpu").add.scheduled({"T": "f16"}, "sm_90a")
+    assert grid_sizes(k) == ["D0", "D1", "D2", "D3"]
+    src = tlc.load("std.broadcast", target="cpu").add.cuda_source("sm_90a", T="f16")
+    start = src.index("void __launch_bounds__")
+    body = src[start:src.index("  } else {", start)]
+    assert "if (D0 < 1 || D1 < 1 || D2 < 1 || D3 < 1) return;" in body
+    assert "tl::floordiv" not in body and "tl::pymod" not in body
+    one_arm = tlc.compile_source("""
+@kernel
+def f(x: f32[M, N], y: f32[M, N]):
+    with grid(where(N > 4, M * N, M), threads=32) as b:
+        for i in parallel(32):
+            y[b % M, i] = x[b % M, i]
+""", target="cpu", path="one_arm.tl")
+    assert grid_sizes(one_arm.f.scheduled({}, "sm_90a")) == ["M"]

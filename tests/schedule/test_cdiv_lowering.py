@@ -4,6 +4,9 @@ number of times or launch no tile, with no error."""
 import numpy as np
 
 import tlc
+from tlc import ir
+from tlc.dtypes import lookup
+from tlc.schedule.lower import _folded_int
 
 SRC = """
 @kernel
@@ -74,3 +77,29 @@ def test_cdiv_by_a_divisor_of_either_sign_is_the_ceiling():
             out = np.zeros(2, np.int32)
             mod.ceil_div(out, a, b)
             assert out.tolist() == [-(-a // b), -(-a // -3)], (a, b)
+
+
+FOLDS = """
+@kernel
+def folds(out: i32[N], BN: const = 4096):
+    with grid(cdiv(N, BN // 8), threads=32) as bx:
+        for i in parallel(1):
+            out[bx] = BN // 8 + BN % 3 * 2 + bx // (BN - 4096) + BN // (BN - 4096)
+"""
+
+
+def test_integer_constants_fold_where_the_result_is_a_value_of_their_type():
+    """`BN // 8` of a const BN is the constant 512 in the IR, so that cdiv(N, BN // 8) lowers as
+    cdiv by a positive constant and codegen/whole_runs.py sees `* (BN // 8)` as a multiple of 512
+    (std.broadcast's row tiles did not qualify for TL_WHOLE_RUNS before).  A result that would
+    wrap its type (the typechecker refuses such literals: an i8 here) and a division by 0 stay
+    operations, as the language computes them."""
+    k = tlc.compile_source(FOLDS, target="cpu", path="f.tl").folds.scheduled({}, "sm_90a")
+    text = ir.print_kernel(k)
+    assert "grid (bx) in ((N - 1) // 512 + 1)" in text
+    assert "out[bx] = 514 + bx // 0 + 4096 // 0" in text
+    i8 = lookup("i8")
+    assert _folded_int("+", ir.Const(127, i8), ir.Const(1, i8), i8) is None  # would wrap
+    assert _folded_int("-", ir.Const(-127, i8), ir.Const(1, i8), i8) == -128
+    bc = tlc.load("std.broadcast", target="cpu").add.generated({"T": "f16"}, "sm_90a")
+    assert bc.whole_runs == (("a", "A3", 8), ("b", "B3", 8), ("y", "D3", 8))

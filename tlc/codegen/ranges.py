@@ -120,31 +120,44 @@ def scalar_ranges(body, known: dict) -> dict:
 I32_MAX = 2 ** 31 - 1
 
 
-def _cdiv_of(e: ir.Expr) -> str | None:
-    """S where `e` is a size symbol S or cdiv(S, c) as the IR spells it, (S - 1) // c + 1, c > 0."""
-    if isinstance(e, ir.Var):
-        return e.name
+def _cdiv_of(e: ir.Expr) -> ir.Expr | None:
+    """P where `e` is cdiv(P, c) as the IR spells it, (P - 1) // c + 1, c > 0; `e` itself where it
+    is a size symbol or a product (P: its factors are the candidates); else None."""
+    if isinstance(e, ir.Var) or (isinstance(e, ir.BinOp) and e.op == "*"):
+        return e
     if isinstance(e, ir.BinOp) and e.op == "+" and isinstance(e.b, ir.Const) and e.b.value == 1 and \
             isinstance(e.a, ir.BinOp) and e.a.op == "//" and isinstance(e.a.b, ir.Const) and e.a.b.value > 0:
         d = e.a.a
-        if isinstance(d, ir.BinOp) and d.op == "-" and isinstance(d.a, ir.Var) and isinstance(d.b, ir.Const) \
-                and d.b.value == 1:
-            return d.a.name
+        if isinstance(d, ir.BinOp) and d.op == "-" and isinstance(d.b, ir.Const) and d.b.value == 1:
+            return d.a
     return None
 
 
 def grid_sizes(kernel: ir.Kernel) -> list[str]:
-    """The sizes (symbols of the tensors' shapes) that are a factor of a grid extent, S or cdiv(S, c).
+    """The sizes (symbols of the tensors' shapes) that are a factor of a grid extent, a product of
+    sizes and of cdiv(P, c) of such products, or of both arms of a `where` that picks the extent.
     With real arrays (sizes never negative) a block runs only where each of them is at least 1: one
-    of them 0 makes its extent 0.  The kernel returns at once where one is below 1 (sm80.py; never
-    taken there, a negative size from a C launcher's caller does nothing), so that the generator
-    knows each from 1 (`size_ranges`) in every build, nvcc's of the .cu too."""
+    of them 0 makes its extent 0 (cdiv(0, c) is 0).  The kernel returns at once where one is below
+    1 (sm80.py; never taken there, a negative size from a C launcher's caller does nothing), so that
+    the generator knows each from 1 (`size_ranges`) in every build, nvcc's of the .cu too.
+    std.broadcast's grid(where(D3 * 8 >= BN, D0 * D1 * D2 * cdiv(D3, BN), cdiv(D0 * D1 * D2, BM) *
+    cdiv(D3, BN // 8))): D0 to D3, in both arms."""
     sizes = {d for p in kernel.params if p.kind == "tensor" for d in p.shape if isinstance(d, str)}
 
     def factors(e):
         return factors(e.a) + factors(e.b) if isinstance(e, ir.BinOp) and e.op == "*" else [e]
 
-    found = [s for extent in kernel.grid for s in map(_cdiv_of, factors(extent)) if s in sizes]
+    def of(extent) -> list[str]:
+        if isinstance(extent, ir.Select):
+            other = set(of(extent.b))
+            return [s for s in of(extent.a) if s in other]
+        found = []
+        for f in factors(extent):
+            p = _cdiv_of(f)
+            found += [] if p is None else [v.name for v in factors(p) if isinstance(v, ir.Var) and v.name in sizes]
+        return found
+
+    found = [s for extent in kernel.grid for s in of(extent)]
     return sorted(set(found), key=found.index)
 
 

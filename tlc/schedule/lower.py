@@ -415,7 +415,10 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
             dt = rules.combine(ta, tb)
             return ir.BinOp(op, cast(a, dt), cast(b, dt), BOOL, span=span)
         dt = rules.arithmetic(op, ta, tb)  # `/` of integers is already f32 here (rule T3)
-        return ir.BinOp(op, cast(a, dt), cast(b, dt), dt, span=span)
+        a, b = cast(a, dt), cast(b, dt)
+        if (folded := _folded_int(op, a, b, dt)) is not None:
+            return ir.Const(folded, dt, span=span)
+        return ir.BinOp(op, a, b, dt, span=span)
 
     def expr_BinOp(self, e: n.BinOp):
         return self.binop(e.op, self.expr(e.left), self.expr(e.right), e.left.ty, e.right.ty, e.span)
@@ -601,6 +604,27 @@ def _known(e: ir.Expr) -> bool | None:
         if isinstance(e.a, ir.Const) and isinstance(e.b, ir.Const):
             return bool(_COMPARE[e.op](e.a.value, e.b.value))
     return None
+
+
+_INT_FOLDS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+              "//": lambda a, b: a // b, "%": lambda a, b: a % b}
+
+
+def _folded_int(op: str, a: ir.Expr, b: ir.Expr, dt: DType) -> int | None:
+    """The value of `a op b` for integer constants a and b where it is a value of `dt` (Python's
+    floor division and remainder, the IR's; a division by 0 or a result that would wrap stays an
+    operation), else None.  std.broadcast's `BN // 8` is then the constant 512: as a BinOp,
+    cdiv(D3, BN // 8) lowered to the division of a negated size, and codegen/whole_runs.py took
+    `bx % ... * (BN // 8)` for any multiple, so that the kernel did not qualify for TL_WHOLE_RUNS."""
+    if op not in _INT_FOLDS or dt.kind not in ("int", "uint"):
+        return None
+    if not (isinstance(a, ir.Const) and isinstance(b, ir.Const)):
+        return None
+    if op in ("//", "%") and b.value == 0:
+        return None
+    value = _INT_FOLDS[op](int(a.value), int(b.value))
+    lo, hi = (0, 2 ** dt.bits - 1) if dt.kind == "uint" else (-(2 ** (dt.bits - 1)), 2 ** (dt.bits - 1) - 1)
+    return value if lo <= value <= hi else None
 
 
 def _may_return(s) -> bool:
