@@ -111,12 +111,21 @@ def test_column_kernels_take_enough_blocks(sizes, tiles):
     assert launch.tiles == tiles
 
 
-@pytest.mark.parametrize("rules", [{}, {"col_block_elems": 2048}, {"col_block_elems": 16384}], ids=str)
+@pytest.mark.parametrize("rules", [{}, {"col_block_elems": 2048}, {"col_block_elems": 16384},
+                                   {"col_elems_per_thread": 8}], ids=str)
 def test_column_rules_agree_with_numpy(rules):
     x = rand(RNG, (300, 200))
     assert_close(module(COLUMNS).colsum.with_rules(**rules)(x), x.sum(axis=0))
     with pytest.raises(ValueError, match=r"^rule col_block_elems must be a power of two, not 3000$"):
         Rules(col_block_elems=3000)
+    with pytest.raises(ValueError, match=r"^rule col_elems_per_thread must be a power of two, not 12$"):
+        Rules(col_elems_per_thread=12)
+
+
+def test_col_elems_per_thread_gives_the_threads_of_a_column_tile():
+    (launch,) = module(COLUMNS).colsum.with_rules(col_elems_per_thread=8).program(
+        {}, "sm_90a", {"M": 16384, "N": 8192}).launches
+    assert launch.tiles == "64 columns per block, 128 per tile, threads=1024"
 
 
 def test_min_blocks_asks_ptxas_for_more_blocks_per_sm():

@@ -49,6 +49,7 @@ class Rules:
     row_block_elems: int = 2048  # a row kernel's block holds at least this many elements (more rows)
     row_keep_exp: bool = True  # a one-tile softmax keeps exp(x - max) in registers for the result
     col_block_elems: int = 8192  # a column kernel's tile (16 elements a thread at 512 threads)
+    col_elems_per_thread: int = COL_ELEMS_PER_THREAD  # of that tile (its partials take as many registers again)
     # blocks per SM a row or element-wise kernel asks ptxas to fit (__launch_bounds__), i.e. rows or
     # runs in flight; 0: a row kernel's from `row_blocks_per_sm` (softmax 8192 f16: 4), an
     # element-wise kernel's from codegen/occupancy.py's estimate
@@ -74,7 +75,7 @@ class Rules:
 
     def __post_init__(self):
         for name in ("ew_threads", "ew_runs", "ew_long_runs", "row_elems_per_thread", "row_block_elems",
-                     "col_block_elems"):
+                     "col_block_elems", "col_elems_per_thread"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1 or v & (v - 1):
                 raise ValueError(f"rule {name} must be a power of two, not {v!r}")
@@ -174,7 +175,7 @@ def row_tiles(axis: int, space, sizes: dict, rules: Rules = DEFAULT_RULES) -> Ro
     (16384, 8192) f16 column sum on the H200: [512, 32] tiles at 1024 threads, two an iteration
     with their loads one after the other, 0.72 of copy; the [128, 32] of col_block_elems alone
     0.51.  Threads: one per `row_elems_per_thread` elements of the tile (`COL_ELEMS_PER_THREAD`
-    of a column tile, whose partials take as many registers again), 128 to 1024."""
+    of a column tile, `col_elems_per_thread`, whose partials take as many registers again), 128 to 1024."""
     if axis == len(space) - 1:
         n = size_of(space[-1], sizes)
         m = size_of(space[0], sizes) if len(space) == 2 else 1
@@ -187,7 +188,7 @@ def row_tiles(axis: int, space, sizes: dict, rules: Rules = DEFAULT_RULES) -> Ro
             kept //= 2
         kept = max(COL_TILE_MIN, min(n, kept))
         red = max(1, min(rules.col_block_elems // kept, size_of(space[0], sizes)))
-    per_thread = rules.row_elems_per_thread if axis == len(space) - 1 else COL_ELEMS_PER_THREAD
+    per_thread = rules.row_elems_per_thread if axis == len(space) - 1 else rules.col_elems_per_thread
     threads = min(1024, max(128, kept * red // per_thread))
     return RowTiles(kept, red, threads, whole=axis == len(space) - 1 and n <= red, keep_exp=rules.row_keep_exp,
                     min_blocks=rules.min_blocks, step=1 if axis == len(space) - 1 else COL_TILES_PER_STEP)
