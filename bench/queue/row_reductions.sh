@@ -13,7 +13,9 @@
 # 64 -> 47, log_softmax f16 95 -> 80, group_norm 56 -> 44; no kernel checked spills more).
 # Questions: (1) the rows now (bench/ops.py checks each output, torch's too, before timing);
 # (2) which neighbouring schedules are faster (each output checked against float64 torch first):
-# var_axis1 at 5 or 6 blocks an SM (47 and 40 registers, no spill); log_softmax's BLOCKS (2 now;
+# var_axis1 at 5 or 6 blocks an SM (47 and 40 registers, no spill); var_axis0 and logsumexp_axis0
+# at 8 elements a thread (0847817: 1024 threads, 32 warps an SM where 512 threads at 114-127
+# registers held 16; 64 registers, logsumexp_axis0 spills 20 bytes); log_softmax's BLOCKS (2 now;
 # 3: 71 registers, 4: 64, no spill in f16); argmax_axis1's tile (one 16-byte load a thread an
 # iteration at [4, 256] x 128 threads: 24 KB in flight an SM); group_norm's BLOCK x THREADS
 # (512 blocks in all, 2 runs a thread an iteration); batch_norm's tile.
@@ -50,9 +52,12 @@ def kernel_variants(name, kernel, args, out, ref, ulps, variants, nbytes, dtype=
 x = torch.randn(M, N, device="cuda", generator=g).half()
 xd = x.double()
 red = tlc.load("std.reduce")
-for name, ref in (("var_axis1", xd.var(1, unbiased=False)), ("logsumexp_axis1", torch.logsumexp(xd, 1))):
+for name, ref, variants in (("var_axis1", xd.var(1, unbiased=False), ({}, {"min_blocks": 5}, {"min_blocks": 6})),
+                            ("logsumexp_axis1", torch.logsumexp(xd, 1), ({}, {"min_blocks": 5})),
+                            ("var_axis0", xd.var(0, unbiased=False), ({}, {"col_elems_per_thread": 8})),
+                            ("logsumexp_axis0", torch.logsumexp(xd, 0), ({}, {"col_elems_per_thread": 8}))):
     contenders = {}
-    for r in ({}, {"min_blocks": 5}, {"min_blocks": 6}):
+    for r in variants:
         launch, out = getattr(red, name).with_rules(**r).prepare(x)
         contenders[str(r or "default")] = Checked(launch, ref, out=out, **tolerance("float16", ref, 4))
     show(name, contenders, M * N * 2)
@@ -63,7 +68,7 @@ kernel_variants("argmax_axis1", red.argmax_axis1, (x, idx), idx, x.float().argma
                  {"BM": 1, "BN": 2048, "THREADS": 256}], M * N * 2, "int32")
 idx0 = torch.empty(N, device="cuda", dtype=torch.int32)
 kernel_variants("argmax_axis0", red.argmax_axis0, (x, idx0), idx0, x.float().argmax(0).int(), 0,
-                [{}, {"BM": 512}, {"BN": 64}, {"BM": 128, "BN": 64}], M * N * 2, "int32")
+                [{}, {"BM": 512}, {"BM": 128, "BN": 64}], M * N * 2, "int32")
 
 y = torch.empty_like(x)
 kernel_variants("log_softmax", tlc.load("std.nn_train").log_softmax, (x, y), y, torch.log_softmax(xd, -1), 4,
@@ -76,7 +81,7 @@ var = torch.rand(C, device="cuda", generator=g) * 1.5 + 0.5
 c = torch.arange(M, device="cuda") % C
 ref = (xd - mu.double()[c, None]) / (var.double()[c, None] + 1e-5).sqrt() * w.double()[c, None] + b.double()[c, None]
 kernel_variants("batch_norm", nl.batch_norm, (x, mu, var, w, b, y, 1e-5), y, ref, 4,
-                [{}, {"BL": 512}, {"BM": 32}, {"BM": 32, "THREADS": 512}, {"BM": 8, "THREADS": 128}], 2 * M * N * 2)
+                [{}, {"BL": 512}, {"BM": 32}, {"BM": 32, "THREADS": 512}], 2 * M * N * 2)
 del ref, xd
 
 xg = x.view(16, C, M * N // (16 * C))
