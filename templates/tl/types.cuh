@@ -266,94 +266,104 @@ __device__ __forceinline__ float fast_atan(float x) {
 }
 
 // tan(x) for values kept at 16-bit precision (schedule/fast_math.py): x = k pi/2 + r, |r| <= pi/4,
-// k by the round-to-nearest of adding 1.5 * 2^23 (its parity is the sum's last bit), r by three
-// FMAs with pi/2 in three floats (each product exact in the FMA: r within an ulp of r's for
-// |x| < 2^17), tan r = r + r^3 P(r^2) with P of degree 3 fitted for relative error (2^-18.1), and
-// for odd k -1 / tan r by the hardware's reciprocal (MUFU.RCP, 1 ulp).  Relative error below 2^-17
-// but next to the poles and zeros of tan, where r itself is that precise; no division: 15
-// instructions (SASS, sm_90a, f16 in the kernel), tanf 23 with a reduction that branches.  |x| >= 2^17 (bf16 only: f16 ends at
-// 65504), infinities and NaN: tanf, out of line.
-// fast_tan_near: the same for |x| < 2^17 (an f16 argument: schedule/fast_math.py knows it), without
-// the check and its branch (5 instructions an element).
+// k by the round-to-nearest of adding 1.5 * 2^23 (its parity is the sum's last bit), r by FMAs
+// with pi/2 in three positive floats (each product exact in the FMA: r within an ulp of r's for
+// |x| < 2^17; of an f16 argument the third, 5.4e-15 k, is left out: on every f16 value the error
+// is then the polynomial's; all positive, so that tan(-0) = -0), tan r = r (1 + r^2 P(r^2)) with P
+// of degree 3 fitted for relative error (2^-18.1), and for odd k -1 / tan r by the hardware's
+// reciprocal (MUFU.RCP, 1 ulp).  Relative error below 2^-17 but next to the poles and zeros of
+// tan, where r itself is that precise; no division: 14.5 SASS instructions an element (sm_90a, f16
+// argument), tanf 23 with a reduction that branches.  |x| >= 2^17 (bf16 only: f16 ends at 65504),
+// infinities and NaN: tanf, out of line.  fast_tan_near: the same for an f16 argument
+// (schedule/fast_math.py knows it), without the check and its branch (5 instructions an element).
 inline __device__ __noinline__ float tan_slow(float x) { return tanf(x); }
-__device__ __forceinline__ float fast_tan_near(float x) {
+template <bool F16>
+__device__ __forceinline__ float tan_by_half_pi(float x) {
   const float kk = fmaf(x, 0.6366197723675814f, 12582912.0f);
   const float k = kk - 12582912.0f;
-  float r = fmaf(-k, 1.57079637e+00f, x);
-  r = fmaf(-k, -4.371138829e-08f, r);
-  r = fmaf(-k, -1.715124510e-15f, r);
+  const float r1 = fmaf(-k, 1.570796251296997f, x);  // pi/2's parts: minus_pi_times's halved
+  const float r = F16 ? fmaf(-k, 7.549790126404332e-08f, r1)
+                      : fmaf(-k, 5.390302953474238e-15f, fmaf(-k, 7.549789415861596e-08f, r1));
   const float z = r * r;
   float p = fmaf(z, 0.04308871924877167f, 0.04139864817261696f);
   p = fmaf(p, z, 0.1360650211572647f);
   p = fmaf(p, z, 0.3331543505191803f);
-  const float t = fmaf(r * z, p, r);
+  const float t = r * fmaf(z, p, 1.0f);
   const float cot = -rcp_approx(t);
   return (__float_as_int(kk) & 1) ? cot : t;  // both computed (as `?:`'s operands, a branch an element)
 }
-__device__ __forceinline__ float fast_tan(float x) { return fabsf(x) < 131072.0f ? fast_tan_near(x) : tan_slow(x); }
+__device__ __forceinline__ float fast_tan_near(float x) { return tan_by_half_pi<true>(x); }
+__device__ __forceinline__ float fast_tan(float x) { return fabsf(x) < 131072.0f ? tan_by_half_pi<false>(x) : tan_slow(x); }
 
 // sin(x) and cos(x) for values kept at 16-bit precision (schedule/fast_math.py), reduced by pi
 // rather than pi/2, so that one odd polynomial serves both and no select of coefficients is
-// needed: sin |x| with |x| = k pi + r, |r| <= pi/2, k by the round-to-nearest of adding 1.5 * 2^23
-// to |x| / pi (its parity is the sum's last bit), r by three FMAs with pi in three floats (tan's
-// pi/2 doubled: each product exact in the FMA, r within an ulp of r's for |x| < 2^17), sin r =
-// r + r^3 P(r^2) with P of degree 3 fitted for relative error on |r| <= pi/2 + 1/80 (k may be one
-// off where x / pi is that near a half), and x's sign times (-1)^k sin r (so sin(-0) = -0);
-// cos x = (-1)^(k+1) sin r with r = x - (k + 1/2) pi, k the integer nearest x / pi - 1/2 (r is
-// never 0).  Relative error below 2^-22 (2^-23.0 on every f16 and bf16 value, next to the zeros
-// too: r is that precise); no branch: 14.1 and 15.1 SASS instructions an element (scripts/ew-sass:
-// sm_90a, f16) where sinf and cosf take 24.6 and 25.6, with a reduction that branches around a
-// Payne-Hanek slow path that an f16 argument never takes.  Infinities and NaN give NaN.
-// |x| >= 2^17 (bf16 or f32 only): sinf, cosf, out of line.  fast_sin_near, fast_cos_near: the
-// same for |x| < 2^17 (an f16 argument: schedule/fast_math.py knows it), without the check.
+// needed: x = k pi + r, |r| <= pi/2, k by the round-to-nearest of adding 1.5 * 2^23 to x / pi (its
+// parity is the sum's last bit, for a negative k too), r by FMAs with pi in three floats (tan's
+// pi/2 doubled: each product exact in the FMA, r within an ulp of r's for |x| < 2^17; of an f16
+// argument the third, 3.4e-15 k, is left out: on every f16 value the error is the polynomial's),
+// sin r = r (1 + r^2 P(r^2)) with P of degree 2 fitted for relative error on |r| <= pi/2 + 1/80
+// (2^-19.7; k may be one off where x / pi is that near a half; r times, so that sin(-0) = -0),
+// and sin x = (-1)^k sin r; cos x = (-1)^(k+1) sin r with r = x - (k + 1/2) pi, k the integer
+// nearest x / pi - 1/2 (r is never 0).  Relative error below 2^-19 (2^-19.6 on every f16 and bf16
+// value, next to the zeros too: r is that precise), under a 16-bit half ulp (2^-12 f16); no
+// branch: 11.1 and 13.2 SASS instructions an element (scripts/ew-sass: sm_90a, f16) where sinf
+// and cosf take 24.6 and 25.6, with a reduction that branches around a Payne-Hanek slow path
+// that an f16 argument never takes (a degree-3 P and |x|'s sign by bit operations took 14.1 and
+// 15.1).  Infinities and NaN give NaN.  |x| >= 2^17 (bf16 or f32 only): sinf, cosf, out of line.
+// fast_sin_near, fast_cos_near: the same for an f16 argument (schedule/fast_math.py knows it),
+// without the check.
 __device__ __forceinline__ float sin_reduced(float r) {  // sin r for |r| <= pi/2 + 1/80
   const float z = r * r;
-  float p = fmaf(z, 2.6033912945422344e-06f, -0.00019808573415502906f);
-  p = fmaf(p, z, 0.008333053439855576f);
-  p = fmaf(p, z, -0.16666659712791443f);
-  return fmaf(r * z, p, r);
+  const float p = fmaf(fmaf(z, -0.000185216122190468f, 0.00831365492194891f), z, -0.16665813326835632f);
+  return r * fmaf(z, p, 1.0f);
 }
-__device__ __forceinline__ float fast_sin_near(float x) {
-  const float a = fabsf(x);
-  const float kk = fmaf(a, 0.3183098861837907f, 12582912.0f);
-  const float k = kk - 12582912.0f;
-  float r = fmaf(-k, 3.14159274e+00f, a);
-  r = fmaf(-k, -8.742277658e-08f, r);
-  r = fmaf(-k, -3.430249020e-15f, r);
-  const unsigned sign = (__float_as_uint(kk) << 31) ^ (__float_as_uint(x) & 0x80000000u);
-  return __uint_as_float(__float_as_uint(sin_reduced(r)) ^ sign);
+// x - k pi for an integer k (a float) with |x| < 2^17; F16: x is an f16 value.  pi's parts are
+// positive (its f32 rounded down, then the rest), so that every product is -0 for k = 0 and
+// x - 0 pi is x, -0 too.
+template <bool F16>
+__device__ __forceinline__ float minus_pi_times(float x, float k) {
+  const float r = fmaf(-k, 3.141592502593994f, x);
+  if constexpr (F16) return fmaf(-k, 1.5099580252808664e-07f, r);
+  else return fmaf(-k, 1.0780605906948477e-14f, fmaf(-k, 1.5099578831723193e-07f, r));
 }
-__device__ __forceinline__ float fast_cos_near(float x) {
+template <bool F16>
+__device__ __forceinline__ float sin_by_pi(float x) {
+  const float kk = fmaf(x, 0.3183098861837907f, 12582912.0f);
+  const float r = minus_pi_times<F16>(x, kk - 12582912.0f);
+  return __uint_as_float(__float_as_uint(sin_reduced(r)) ^ (__float_as_uint(kk) << 31));
+}
+template <bool F16>
+__device__ __forceinline__ float cos_by_pi(float x) {
   const float kk = fmaf(x, 0.3183098861837907f, -0.5f) + 12582912.0f;
-  const float h = (kk - 12582912.0f) + 0.5f;  // k + 1/2, exact
-  float r = fmaf(-h, 3.14159274e+00f, x);
-  r = fmaf(-h, -8.742277658e-08f, r);
-  r = fmaf(-h, -3.430249020e-15f, r);
+  const float r = minus_pi_times<F16>(x, (kk - 12582912.0f) + 0.5f);  // k + 1/2, exact
   return __uint_as_float(__float_as_uint(sin_reduced(r)) ^ ((__float_as_uint(kk) << 31) ^ 0x80000000u));
 }
+__device__ __forceinline__ float fast_sin_near(float x) { return sin_by_pi<true>(x); }
+__device__ __forceinline__ float fast_cos_near(float x) { return cos_by_pi<true>(x); }
 inline __device__ __noinline__ float sin_slow(float x) { return sinf(x); }
 inline __device__ __noinline__ float cos_slow(float x) { return cosf(x); }
-__device__ __forceinline__ float fast_sin(float x) { return fabsf(x) < 131072.0f ? fast_sin_near(x) : sin_slow(x); }
-__device__ __forceinline__ float fast_cos(float x) { return fabsf(x) < 131072.0f ? fast_cos_near(x) : cos_slow(x); }
+__device__ __forceinline__ float fast_sin(float x) { return fabsf(x) < 131072.0f ? sin_by_pi<false>(x) : sin_slow(x); }
+__device__ __forceinline__ float fast_cos(float x) { return fabsf(x) < 131072.0f ? cos_by_pi<false>(x) : cos_slow(x); }
 
 // erf(x) for values kept at 16-bit precision (schedule/fast_math.py): below |x| = 0.75, x P(x^2)
-// with P of degree 3 (relative error 2^-18.3); above, 1 - 2^Q(t), t = min(|x|, 4) (erf is 1 in f32
-// from 3.92 on), with Q of degree 5 fitted for the error of erf (2^-17.5) and of erfc = 2^Q
-// (2^-13.5, so that 1 + erf(x) of a negative x, as a GELU computes it, keeps 13 bits until f32's
-// rounding of 1 - 2^Q takes over, as it does for erff), by the hardware's 2^x (MUFU.EX2, 2^-21),
-// x's sign.  Relative error below 2^-17; 15 instructions and no branch, erff 22.  NaN stays NaN.
+// with P of degree 3 (relative error 2^-18.3); above, 1 - 2^Q(|x|), with Q of degree 5 fitted on
+// [0.75, 4] for the error of erf (2^-17.5) and of erfc = 2^Q (2^-13.5, so that 1 + erf(x) of a
+// negative x, as a GELU computes it, keeps 13 bits until f32's rounding of 1 - 2^Q takes over, as
+// it does for erff), by the hardware's 2^x (MUFU.EX2, 2^-21), x's sign.  Beyond 4, where erf is 1
+// in f32 (from 3.92 on), Q falls monotonically from -25.9 (to -inf: 2^Q is 0), so |x| is not
+// clamped there.  Relative error below 2^-17; 14 instructions and no branch, erff 22.  NaN stays
+// NaN.
 __device__ __forceinline__ float fast_erf(float x) {
   const float a = fabsf(x);
   const float s = x * x;
   float p = fmaf(s, -0.021644089370965958f, 0.11106058955192566f);
   p = fmaf(p, s, -0.3759274184703827f);
   p = fmaf(p, s, 1.1283756494522095f);
-  const float t = fminf(a, 4.0f);
-  float q = fmaf(t, -0.0008930595358833671f, 0.014698860235512257f);
-  q = fmaf(q, t, -0.10614126175642014f);
-  q = fmaf(q, t, -0.9777499437332153f);
-  q = fmaf(q, t, -1.588014841079712f);
-  q = fmaf(q, t, -0.010320092551410198f);
+  float q = fmaf(a, -0.0008930595358833671f, 0.014698860235512257f);
+  q = fmaf(q, a, -0.10614126175642014f);
+  q = fmaf(q, a, -0.9777499437332153f);
+  q = fmaf(q, a, -1.588014841079712f);
+  q = fmaf(q, a, -0.010320092551410198f);
   const float big = copysignf(1.0f - fast_exp2(q), x), small = x * p;
   return a >= 0.75f ? big : small;  // both computed: as `?:`'s operands they became a branch an element
 }
@@ -418,6 +428,46 @@ __device__ __forceinline__ float fast_asinh(float x) {
   const float lg = lg2_approx(huge ? a : a + sqrt_approx(fmaf(a, a, 1.0f))) + (huge ? 1.0f : 0.0f);
   const float big = 0.6931471805599453f * lg;
   return copysignf(a < 0.25f ? small : big, x);  // NaN: big, NaN
+}
+
+// acosh(x) for values kept at 16-bit precision (schedule/fast_math.py): with t = x - 1 (exact
+// near 1) and s = sqrt(t (|x| + 1)) by the hardware's square root (an FMA; the root of a negative
+// below 1), below t = 1/16 s R(t) with R of degree 2 fitted for relative error (acosh(1 + t) /
+// sqrt(t (2 + t)), 2^-21.2); above, ln(x + s) by the hardware's log2 (the logarithm at least 0.5:
+// 2^-21 relative).  Relative error below 2^-20; one root and one logarithm, no branch: 10.1 SASS
+// instructions an element of an f16 argument (scripts/ew-sass: sm_90a), where log1p(t + sqrt(t (x + 1))) took 23.1
+// (fast_log1p's polynomial beside its logarithm) and acoshf takes about 25.  1 gives 0, below 1
+// NaN, +inf inf, NaN NaN.  fast_acosh_near: of an f16 argument (schedule/fast_math.py knows it);
+// fast_acosh, of a larger one: ln(2x) from x = 2^12 on (where s is x in f32, and t (|x| + 1)
+// overflows from 2^64).
+template <bool F16>
+__device__ __forceinline__ float acosh_of(float x) {
+  const float t = x - 1.0f;
+  const float s = sqrt_approx(fmaf(t, fabsf(x), t));
+  const float small = s * fmaf(fmaf(t, 0.12817129492759705f, -0.3332151174545288f), t, 0.9999996423721313f);
+  float lg;
+  if constexpr (F16) {
+    lg = lg2_approx(x + s);
+  } else {
+    const bool huge = x > 4096.0f;
+    lg = lg2_approx(huge ? x : x + s) + (huge ? 1.0f : 0.0f);
+  }
+  return t < 0.0625f ? small : 0.6931471805599453f * lg;  // NaN: the logarithm's, NaN
+}
+__device__ __forceinline__ float fast_acosh_near(float x) { return acosh_of<true>(x); }
+__device__ __forceinline__ float fast_acosh(float x) { return acosh_of<false>(x); }
+
+// e^x - 1 for values kept at 16-bit precision (schedule/fast_math.py): below |x| = 1/8,
+// x (1 + x P(x)) with P of degree 2 fitted for relative error (2^-21.4; x's sign kept, -0 too);
+// above, the hardware's e^x (MUFU.EX2, 2^-21) minus 1, which cancels by at most a factor 8.5
+// there (2^-18).  Relative error below 2^-17.5; 8.4 SASS instructions an element, no branch,
+// where expf minus 1 beside a degree-7 polynomial took 13.1 (scripts/ew-sass: sm_90a, f16) and
+// expm1f takes 28.  inf gives inf, -inf -1, NaN NaN.
+__device__ __forceinline__ float fast_expm1(float x) {
+  const float p = fmaf(fmaf(x, 0.041659217327833176f, 0.16677451133728027f), x, 0.5000002980232239f);
+  const float small = x * fmaf(x, p, 1.0f);
+  const float big = fast_exp(x) - 1.0f;
+  return fabsf(x) < 0.125f ? small : big;  // NaN: big, NaN
 }
 
 // acos(x) for values kept at 16-bit precision (schedule/fast_math.py): acos |x| = sqrt(1 - |x|)

@@ -213,7 +213,9 @@ _MATH = {
     "fast_sin": np.sin, "fast_sin_near": np.sin, "fast_cos": np.cos, "fast_cos_near": np.cos,
     "atan": np.arctan, "fast_atan": np.arctan, "asinh": np.arcsinh, "fast_asinh": np.arcsinh,
     "atanh": np.arctanh, "fast_atanh": np.arctanh, "asin": np.arcsin, "fast_asin": np.arcsin,
-    "acos": np.arccos, "fast_acos": np.arccos,
+    "acos": np.arccos, "fast_acos": np.arccos, "acosh": np.arccosh, "fast_acosh": np.arccosh,
+    "fast_acosh_near": np.arccosh,
+    "expm1": np.expm1, "fast_expm1": np.expm1,
     "cos": np.cos, "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": np.rint,
     "pow": np.power, "fmod": np.fmod,
 }

@@ -53,7 +53,8 @@ BINARY_OPS = ARITH_OPS + BIT_OPS + COMPARE_OPS + LOGIC_OPS
 UNARY_OPS = ("-", "~", "not")
 # math builtins and their arity; `where` is `Select`, `min`/`max` are binary ops
 MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "fast_tanh",
-                                "sigmoid", "erf", "sin", "cos", "tan", "atan", "asinh", "atanh", "asin", "acos", "abs", "floor", "ceil",
+                                "sigmoid", "erf", "sin", "cos", "tan", "atan", "asinh", "atanh", "asin", "acos", "acosh", "expm1", "abs",
+                                "floor", "ceil",
                                 "round")}, "pow": 2,
               "fmod": 2,
               # internal (no builtin of the language): 2^x where the result's precision allows the
@@ -68,12 +69,13 @@ MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "
               # and the hardware's reciprocal and 2^x (tl::fast_atan, ...: relative error below
               # 2^-17); the interpreter's are exact
               "fast_atan": 1, "fast_tan": 1, "fast_erf": 1, "fast_asinh": 1, "fast_atanh": 1,
-              "fast_asin": 1, "fast_acos": 1,
+              "fast_asin": 1, "fast_acos": 1, "fast_acosh": 1, "fast_acosh_near": 1,  # (an f16 argument: no check for x^2's overflow)
+              "fast_expm1": 1,
               # internal: fast_tan of an argument below 2^17 in magnitude (an f16 value), which
               # needs no check for tanf's range
               "fast_tan_near": 1,
               # internal: sin and cos where the result's precision allows (tl::fast_sin, fast_cos:
-              # a reduction by pi and one polynomial, no branch; relative error below 2^-22), and
+              # a reduction by pi and one polynomial, no branch; relative error below 2^-19), and
               # their forms for an argument below 2^17 in magnitude (an f16 value)
               "fast_sin": 1, "fast_cos": 1, "fast_sin_near": 1, "fast_cos_near": 1,
               # internal: a ** b as 2^(b log2 |a|) by the hardware, powf's special values kept

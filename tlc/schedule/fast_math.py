@@ -28,10 +28,15 @@ forms 0.92).  So the pass
   32, 22 and 23 (std.elementwise's f16 operators were issue-bound at their .tl forms: atan 0.64
   of copy, tan 0.62, erf 0.75, asinh 0.60, atanh 0.64, asin 0.73, acos 0.71 on the H200);
 - and there `sin` and `cos` as `fast_sin` and `fast_cos` (`fast_sin_near`, `fast_cos_near` of an
-  f16 argument): a reduction by pi and one odd polynomial of degree 9, relative error below
-  2^-22, no branch: 14.1 and 15.1 SASS instructions where sinf and cosf take 24.6 and 25.6 and
+  f16 argument): a reduction by pi and one odd polynomial of degree 7, relative error below
+  2^-19, no branch: 11.1 and 13.2 SASS instructions where sinf and cosf take 24.6 and 25.6 and
   branch around a Payne-Hanek reduction that no f16 argument needs (sin and cos of f16 were
   issue-bound at 0.78 and 0.76 of copy on the H200, PyTorch's at 0.82 and 0.79);
+- and there `acosh` and `expm1` as `fast_acosh` (`fast_acosh_near` of an f16 argument) and
+  `fast_expm1`: sqrt(t (x + 1)) R(t) near 1 and ln(x + sqrt(t (x + 1))) by the hardware's log2
+  and root beyond (relative error below 2^-20); a polynomial below |x| = 1/8 and the hardware's
+  e^x minus 1 beyond (2^-17.5): 10 and 8 SASS instructions an element where the .tl forms took
+  23 (log1p of t + sqrt(t (x + 1))) and 13 (expf minus 1 beside a degree-7 polynomial);
 - and there `pow(a, b)` as `fast_pow(a, b)`: 2^(b log2 |a|) by those two, powf's special
   values by selects (relative error below 2^-16 for a result in f16's range; powf is about 80
   instructions);
@@ -71,8 +76,8 @@ _CONTROL = ""  # the flow graph's node for indices, conditions and other uses th
 _ARITH = frozenset({"+", "-", "*", "/", "min", "max"})
 _DISCRETE_CALLS = frozenset({"floor", "ceil", "round", "bitcast", "thread_index"})
 # functions with a short form for 16-bit results (tl::fast_atan, fast_tan, fast_erf, fast_asinh, ...)
-_SHORT = frozenset({"atan", "tan", "erf", "asinh", "atanh", "asin", "acos", "sin", "cos"})
-_NEAR = frozenset({"tan", "sin", "cos"})  # with a form for an f16 argument: fast_NAME_near, no range check
+_SHORT = frozenset({"atan", "tan", "erf", "asinh", "atanh", "asin", "acos", "sin", "cos", "acosh", "expm1"})
+_NEAR = frozenset({"tan", "sin", "cos", "acosh"})  # with a form for an f16 argument: fast_NAME_near, no range check
 
 
 def use_fast_math(kernel: ir.Kernel) -> ir.Kernel:

@@ -3,7 +3,7 @@ from ..dtypes import lookup
 
 MATH_FLOAT = frozenset({"exp", "exp2", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "fast_tanh", "fast_exp2", "sigmoid",
                         "erf", "sin", "cos", "tan", "atan", "asinh",
-                        "atanh", "asin", "acos"})
+                        "atanh", "asin", "acos", "acosh", "expm1"})
 MATH_SAME = frozenset({"abs", "floor", "ceil", "round"})
 TILE_STATEMENTS = frozenset({"copy", "gemm", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min",
                              "reduce_absmax", "atomic_add", "atomic_max", "atomic_min", "sync", "print",

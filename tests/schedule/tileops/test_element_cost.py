@@ -24,15 +24,16 @@ def launch(op, T="f16", **rules):
 
 def test_long_math_takes_more_blocks(ew):
     """Two 16-bit fragments at two runs a thread: 16 registers plus 24 besides, 40 as ptxas gives
-    them out, 12 blocks of 128 threads (celu), where the plain schedule asks for none."""
-    la = launch(ew.celu)
+    them out, 12 blocks of 128 threads (tanhshrink; celu was the example until its expm1 became
+    tl::fast_expm1, short math), where the plain schedule asks for none."""
+    la = launch(ew.tanhshrink)
     k = la.kernel
     assert element_cost(k) >= DEFAULT_RULES.ew_long_math
     assert k.buffers[-1].shape == (2048,) and k.min_blocks == 12
     assert any(n.startswith("long math: about") and "2 runs a thread and 12 blocks per SM (16 registers of fragments "
                "and 24 besides, at most 16)" in n for n in k.notes)
     assert la.tiles.endswith("12 blocks per SM")
-    k = launch(ew.celu, ew_long_runs=1).kernel
+    k = launch(ew.tanhshrink, ew_long_runs=1).kernel
     assert k.buffers[-1].shape == (1024,) and k.min_blocks == 16
 
 
@@ -58,13 +59,13 @@ def test_the_threshold_lies_between_the_measured_losses_and_gains(ew):
     """The H200 measured the rule on vs off (rules.py): hardswish_bwd lost with it (0.98 vs 1.03
     of copy), atan and erf won (0.56 vs 0.54, 0.68 vs 0.64) when their estimates were 28 and 22;
     since their fast forms (tl::fast_atan, fast_erf) they are 15 and 18, short math.  The
-    threshold drops hardswish_bwd and keeps what is still as long as those two were (celu,
+    threshold drops hardswish_bwd and keeps what is still as long as those two were (tanhshrink,
     gelu_erf_bwd)."""
     cost = {op: element_cost(launch(getattr(ew, op), ew_long_math=10 ** 6).kernel)
-            for op in ("hardswish_bwd", "erf", "atan", "celu", "gelu_erf_bwd")}
-    assert cost["hardswish_bwd"] < DEFAULT_RULES.ew_long_math <= min(cost["celu"], cost["gelu_erf_bwd"])
+            for op in ("hardswish_bwd", "erf", "atan", "tanhshrink", "gelu_erf_bwd")}
+    assert cost["hardswish_bwd"] < DEFAULT_RULES.ew_long_math <= min(cost["tanhshrink"], cost["gelu_erf_bwd"])
     assert max(cost["erf"], cost["atan"]) < DEFAULT_RULES.ew_long_math
-    assert launch(ew.celu).kernel.min_blocks == 12 and launch(ew.hardswish_bwd).kernel.min_blocks == 0
+    assert launch(ew.tanhshrink).kernel.min_blocks == 12 and launch(ew.hardswish_bwd).kernel.min_blocks == 0
 
 
 def test_rules_that_fix_the_blocks_win(ew):
