@@ -442,9 +442,10 @@ def make_group_norm(rng, dtype, shape):
 
 
 NCL = (((3, 5, 37), dict(BM=4, BL=16, THREADS=32)), ((2, 3, 300), dict(BM=2, BL=128, THREADS=64)))
-# (B, C, L, G): a group of one tile and of several, a ragged last tile, one group of all channels
+# (B, C, L, G): a group of one tile and of several, a ragged last tile, one group of all channels,
+# steps of four whole tiles then the rest (300 = 4 * 64 + 44: 2 whole tiles and a ragged one)
 GROUPS = (((2, 6, 10, 3), dict(G=3, BLOCK=16, THREADS=32)), ((3, 4, 50, 2), dict(G=2, BLOCK=64, THREADS=32)),
-          ((1, 4, 7, 1), dict(G=1, BLOCK=64, THREADS=64)))
+          ((1, 4, 7, 1), dict(G=1, BLOCK=64, THREADS=64)), ((2, 4, 300, 2), dict(G=2, BLOCK=16, THREADS=32)))
 OPS += [Op("batch_norm", make_batch_norm, NCL), Op("group_norm", lambda r, d, s: make_group_norm(r, d, s), GROUPS)]
 
 
