@@ -10,18 +10,72 @@
 # layout.cuh's copy_g2f (uncommitted if another helper's hunk still shares the file): the
 # TL_WHOLE_RUNS build moves a 16-bit fragment's vectors as they are, not each half through float
 # and back with 16-bit merges (239, 291, 134; registers var_axis1 62 -> 42, logsumexp_axis1
-# 64 -> 47, log_softmax f16 95 -> 80, group_norm 56 -> 44; no kernel checked spills more).
+# 64 -> 47, log_softmax f16 95 -> 80; no kernel checked spills more).
 # Questions: (1) the rows now (bench/ops.py checks each output, torch's too, before timing);
 # (2) which neighbouring schedules are faster (each output checked against float64 torch first):
 # var_axis1 at 5 or 6 blocks an SM (47 and 40 registers, no spill); var_axis0 and logsumexp_axis0
 # at 8 elements a thread (0847817: 1024 threads, 32 warps an SM where 512 threads at 114-127
 # registers held 16; 64 registers, logsumexp_axis0 spills 20 bytes); log_softmax's BLOCKS (2 now;
 # 3: 71 registers, 4: 64, no spill in f16); argmax_axis1's tile (one 16-byte load a thread an
-# iteration at [4, 256] x 128 threads: 24 KB in flight an SM); group_norm's BLOCK x THREADS
-# (512 blocks in all, 2 runs a thread an iteration); batch_norm's tile.
+# iteration at [4, 256] x 128 threads: 24 KB in flight an SM); batch_norm's tile; group_norm
+# rewritten (stdlib/nn_layers.tl, this commit's parent's: no block reduction in its statistics'
+# loop, which took two a tile, four tiles a step; 64 registers, no spill in f16/bf16) against
+# the kernel before it (one tile of 4096 a step, and 8192 at 512 threads).
 python3 bench/ops.py --min-ms 10 --no-chart --json $OUT/row_reductions.json --only \
   sum_axis1,var_axis1,std_axis1,logsumexp_axis1,argmax_axis1,argmin_axis1,argmax_axis0,var_axis0,logsumexp_axis0,log_softmax,group_norm,batch_norm \
   2>&1 | tail -13
+# group_norm before this session's rewrite (stdlib/nn_layers.tl at 370fa48), timed beside it
+cat > /tmp/group_norm_before.tl <<'TL'
+@kernel
+def group_norm(x: T[B, C, L], weight: T[C], bias: T[C], y: T[B, C, L], eps: f32, G: const = 32, T: dtype = f16,
+               BLOCK: const = 4096, THREADS: const = 256):
+    # y = (x - mean) / sqrt(var + eps) * weight[c] + bias[c], the statistics of each group of
+    # C / G channels of one sample (F.group_norm; G divides C; L the flattened spatial size).  A
+    # block per group walks its channels in tiles of BLOCK positions (16-byte loads, each
+    # channel's end masked): one pass merges each tile's mean and centred squares into the
+    # group's (as std.nn's layer_norm), a second writes y channel by channel.
+    with grid(B * G, threads=THREADS) as bx:
+        xt = fragment(T[1, BLOCK])
+        xf = fragment(f32[1, BLOCK])
+        c = fragment(f32[1, BLOCK])
+        yt = fragment(T[1, BLOCK])
+        mean = fragment(f32[1])
+        m2 = fragment(f32[1])
+        tile_mean = fragment(f32[1])
+        tile_m2 = fragment(f32[1])
+        b = bx // G
+        first = bx % G * (C // G)
+        clear(mean)
+        clear(m2)
+        for ci in range(C // G):
+            for t in range(cdiv(L, BLOCK)):
+                copy(x[b, first + ci:first + ci + 1, t * BLOCK:t * BLOCK + BLOCK], xt)
+                for i, j in parallel(1, BLOCK):
+                    xf[i, j] = f32(xt[i, j])
+                reduce_sum(xf, tile_mean, dim=1)
+                seen = f32(ci * L + t * BLOCK)
+                count = f32(min(L - t * BLOCK, BLOCK))
+                for i in parallel(1):
+                    tile_mean[i] = tile_mean[i] / count
+                for i, j in parallel(1, BLOCK):
+                    c[i, j] = (xf[i, j] - tile_mean[i]) * (xf[i, j] - tile_mean[i]) if t * BLOCK + j < L else 0.0
+                reduce_sum(c, tile_m2, dim=1)
+                for i in parallel(1):
+                    delta = tile_mean[i] - mean[i]
+                    share = count / (seen + count)
+                    mean[i] = mean[i] + delta * share
+                    m2[i] = m2[i] + tile_m2[i] + delta * delta * seen * share
+        for i in parallel(1):
+            m2[i] = rsqrt(m2[i] / f32(C // G * L) + eps)
+        for ci in range(C // G):
+            w = f32(weight[first + ci])
+            o = f32(bias[first + ci])
+            for t in range(cdiv(L, BLOCK)):
+                copy(x[b, first + ci:first + ci + 1, t * BLOCK:t * BLOCK + BLOCK], xt)
+                for i, j in parallel(1, BLOCK):
+                    yt[i, j] = T((f32(xt[i, j]) - mean[i]) * m2[i] * w + o)
+                copy(yt, y[b, first + ci:first + ci + 1, t * BLOCK:t * BLOCK + BLOCK])
+TL
 python3 - <<'PY'
 import torch
 import tlc
@@ -88,7 +142,13 @@ xg = x.view(16, C, M * N // (16 * C))
 wg, bg = torch.randn(C, device="cuda", generator=g).half(), torch.randn(C, device="cuda", generator=g).half()
 yg = torch.empty_like(xg)
 ref = F.group_norm(xg.double(), 32, wg.double(), bg.double(), 1e-5)
-kernel_variants("group_norm", nl.group_norm, (xg, wg, bg, yg, 1e-5), yg, ref, 8,
-                [{}, {"BLOCK": 8192, "THREADS": 512}, {"BLOCK": 16384, "THREADS": 1024}, {"BLOCK": 8192}],
-                2 * M * N * 2)
+contenders = {}
+for v in ({}, {"BLOCKS": 3}, {"BLOCK": 1024}):
+    contenders["now " + str(v)] = Checked(nl.group_norm.launcher(xg, wg, bg, yg, 1e-5, **v), ref, out=yg,
+                                          **tolerance("float16", ref, 8))
+before = tlc.load("/tmp/group_norm_before.tl")
+for v in ({}, {"BLOCK": 8192, "THREADS": 512}):
+    contenders["before " + str(v)] = Checked(before.group_norm.launcher(xg, wg, bg, yg, 1e-5, **v), ref, out=yg,
+                                             **tolerance("float16", ref, 8))
+show("group_norm", contenders, 2 * M * N * 2)
 PY
