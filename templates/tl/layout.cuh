@@ -471,7 +471,10 @@ __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, 
     const int lr = L::row(t, k * RUN), lc = L::col(t, k * RUN);
     const T* p = tile + static_cast<long long>(lr) * stride + lc;
     whole[k] = aligned && L::valid(t, k * RUN) && in.row_in(lr) && in.col_in(lc) && in.col_in(lc + RUN - 1);
-    if (whole[k]) {
+    if constexpr (!RAGGED) {  // a run not whole lies outside the tensor: zeros, as whole vectors
+#pragma unroll
+      for (int v = 0; v < NV; ++v) raw[k][v] = whole[k] ? *reinterpret_cast<const V*>(p + v * A::ELEMS) : V{};
+    } else if (whole[k]) {
 #pragma unroll
       for (int v = 0; v < NV; ++v) raw[k][v] = *reinterpret_cast<const V*>(p + v * A::ELEMS);
     }
@@ -479,8 +482,14 @@ __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, 
 #pragma unroll
   for (int k = 0; k < RUNS; ++k) {
     const int r0 = k * RUN;
-    if (whole[k]) {
-      if constexpr (raw_bytes<T, U>::value) {
+    if (!RAGGED || whole[k]) {
+      // bytes as they are, and in the TL_WHOLE_RUNS build a type into itself (as g2f_convert):
+      // element by element through float, a half was HADD2.F32 and F2FP (which ptxas keeps: a
+      // NaN's payload) and a run's zeros or loaded halves were merged 16 bits at a time (PRMT)
+      // (var_axis1 of (16384, 8192) f16, sm_90a: 64 -> 42 registers).  The ragged build keeps
+      // the conversions: without them ptxas took more registers there (var_axis1 spilled 8
+      // bytes, std.elementwise's mish_bwd 24, rms_norm 70 -> 102 registers).
+      if constexpr (raw_bytes<T, U>::value || (!RAGGED && same_type<T, U>::value)) {
         memcpy(regs + r0, raw[k], sizeof(raw[k]));
       } else {
 #pragma unroll
@@ -506,11 +515,6 @@ __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, 
 #pragma unroll
         for (int e = 0; e < RUN; ++e) regs[r0 + e] = row_in && in.col_in(lc + e) ? cvt<U>(p[e]) : cvt<U>(0.0f);
       }
-    } else if constexpr (raw_bytes<T, U>::value) {  // a run not whole lies outside the tensor
-      memset(regs + r0, 0, RUN);
-    } else {
-#pragma unroll
-      for (int e = 0; e < RUN; ++e) regs[r0 + e] = cvt<U>(0.0f);
     }
   }
 }
