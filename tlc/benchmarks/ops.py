@@ -3,7 +3,7 @@ benchmark; bench/ops.py runs it too).
 
 Each row (ops_rows.py) is one operator of std.elementwise, std.broadcast, std.reduce, std.data,
 std.nn_train, std.nn_layers or std.moe at a large size (>= 256 MiB of traffic: its inputs read
-once and its output written once; std.moe's align step, one block, at a batch's 2^17 ids) in
+once and its output written once; std.moe's align step at a batch's 2^17 ids) in
 one dtype, timed by the same method as PyTorch eager's equivalent in the same run (tlc.timing:
 CUDA events, warm-up, L2 flushed, median, contenders alternating).  Before timing, every
 contender's output (PyTorch's too) is checked against a float64 reference (PyTorch's own

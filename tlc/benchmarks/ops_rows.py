@@ -502,8 +502,8 @@ def _moe_rows() -> list[Row]:
     row gather and the weighted sum of a model without fused kernels): the gate weights, counts,
     offsets and rows are compared (ids and the sorted order: tests/gpu/test_moe_gpu.py).  The routing rows take 2^21
     tokens' logits (256 MiB of f16; sigmoid's in f32, as a router's GEMM gives them, 2^20
-    tokens), the histogram 2^26 i64 ids, the align step 2^17 ids (it is one
-    block: decode and prefill batches), the row movers rows of 4096 f16.  Buffers the operator
+    tokens), the histogram 2^26 i64 ids, the align step 2^17 ids (a prefill
+    batch's), the row movers rows of 4096 f16.  Buffers the operator
     writes besides the compared one are inputs (their bytes counted)."""
     import moe_kit as kit
 
