@@ -7,7 +7,7 @@
 # (var_axis1 536, logsumexp_axis1 528, sum_axis1 286 a thread), more than the 15.6 an SM can
 # issue at copy speed (128 thread-instructions a clock over 8.2 f16 elements a clock).
 # 971b92a: a row exactly one tile long takes the one-tile path unmasked (273, 317, 168);
-# layout.cuh's copy_g2f (uncommitted if another helper's hunk still shares the file): the
+# 3c68895, layout.cuh's copy_g2f: the
 # TL_WHOLE_RUNS build moves a 16-bit fragment's vectors as they are, not each half through float
 # and back with 16-bit merges (239, 291, 134; registers var_axis1 62 -> 42, logsumexp_axis1
 # 64 -> 47, log_softmax f16 95 -> 80; no kernel checked spills more).
