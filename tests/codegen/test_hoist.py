@@ -1,6 +1,9 @@
 """Loads in a parallel loop that need no column are read before it (codegen/hoist.py): once
-for the loop, or once per row slot of a wgmma accumulator; everything else stays per register."""
+for the loop, or once per row slot of a wgmma accumulator or a blocked layout; everything else stays
+per register."""
 import re
+
+import pytest
 
 from kit_codegen import generated_source, kernel_part
 from nvcc import cubin_sass
@@ -107,3 +110,49 @@ def k(W: f16[N, K], A: f16[M, K], SA: f32[M], C: f32[M, N]):
 def test_a_wide_tiles_column_loads_stay_per_register():
     # 128 columns a warp: 32 column slots would cost more registers than the loads they save
     assert "Slots<tl_k_layout_0, 1>" not in kernel_part(_generate(SCALED).source)
+
+
+COLUMN_VECTOR = """
+@kernel
+def k(X: f16[M, N], b: f16[M, 1], Y: f16[M, N]):
+    with grid(cdiv(N, 256), cdiv(M, 8), threads=128) as (bx, by):
+        t = fragment(f16[8, 256])
+        copy(X[by * 8, bx * 256], t)
+        for i, j in parallel(8, 256):
+            t[i, j] = t[i, j] / b[by * 8 + i, 0]
+        copy(t, Y[by * 8, bx * 256])
+"""
+
+
+def test_a_blocked_loop_reads_a_row_load_once_per_row_a_thread_holds():
+    """std.elementwise's add_col / div_col: b[M, 1] read at the loop's row is the same for the 8
+    registers of a run; each was its own 2-byte load behind a bounds check, which nvcc did not
+    merge (add_col f16 at (16384, 8192), sm_90a, the whole-runs build: 16 LDG.E.U16 and 234
+    instructions a thread; now 2 loads and 143; div_col 16 MUFU.RCP -> 2, 395 -> 215).  A thread
+    of this [8, 256] tile over 128 threads holds 2 rows (tl::Slots<L, 0>::COUNT)."""
+    from tlc.schedule.layout import Blocked, Replicated
+
+    body = kernel_part(_generate(COLUMN_VECTOR).source)
+    slots = "tl::Slots<tl_k_layout_0, 0>"
+    assert f"half tl_hoist0[{slots}::COUNT];" in body
+    assert (f"tl_hoist0[tl_s] = ((((by * 8) + i) >= 0 && ((by * 8) + i) < M && 0 >= 0 && 0 < 1) ? "
+            "b[(static_cast<long long>(((by * 8) + i)) * 1 + 0)] : tl::cvt<half>(0.0f));") in body
+    assert f"tl_hoist0[{slots}::slot(tl_r)]" in body
+    assert Replicated(Blocked((8, 256), 128, 8), (1,)).registers == 2
+
+
+def test_a_blocked_loop_whose_rows_are_not_whole_runs_keeps_its_row_loads_per_register():
+    """[3, 100] over 32 threads: a round of runs (256 columns) is neither whole rows nor a
+    divisor of a row, so no slot holds one row in every thread; each register reads its own."""
+    src = COLUMN_VECTOR.replace("f16[8, 256]", "f16[3, 100]").replace("threads=128", "threads=32").replace(
+        "parallel(8, 256)", "parallel(3, 100)")
+    body = kernel_part(_generate(src).source)
+    assert "tl::Blocked<3, 100, 32, 4>" in _generate(src).source and "tl_hoist" not in body
+
+
+@pytest.mark.nvcc
+def test_the_row_loads_are_two_a_thread(tmp_path):
+    """In the whole-runs build (the copies' element paths compiled out): b's two loads, where
+    there were 16."""
+    sass, log = cubin_sass("#define TL_WHOLE_RUNS 1\n" + _generate(COLUMN_VECTOR).source, "sm_90a", tmp_path)
+    assert len(re.findall(r"LDG\.E\.U16", sass)) == 2 and "0 bytes spill stores" in log, log

@@ -246,3 +246,34 @@ def test_store_runs_compute_what_the_interpreter_does(m, n):
     want = np.cumsum(x.astype(np.float32) + (np.arange(n) == 0), axis=1)
     np.testing.assert_allclose(outs[1].astype(np.float32), want, rtol=2e-3, atol=2e-2)
     np.testing.assert_allclose(outs[0].astype(np.float32), outs[1].astype(np.float32), rtol=1e-3, atol=1e-2)
+
+
+ROW_VECTOR = """
+@kernel
+def k(X: f16[M, N], b: f16[N], Y: f16[M, N]):
+    with grid(cdiv(N, 256), cdiv(M, 8), threads=128) as (bx, by):
+        t = fragment(f16[8, 256])
+        copy(X[by * 8, bx * 256], t)
+        for i, j in parallel(8, 256):
+            t[i, j] = t[i, j] + b[bx * 256 + j]
+        copy(t, Y[by * 8, bx * 256])
+"""
+
+
+def test_a_one_dimensional_tensor_read_at_the_column_is_one_load_a_run():
+    """std.elementwise's add_row: b[N] read at the loop's column is a 16-byte vector a run (the
+    run's other indices: none), where each register was a 2-byte load behind its bounds check
+    (add_row f16 at (16384, 8192), sm_90a, the whole-runs build: 16 LDG.E.U16 and 239
+    instructions a thread, now one LDG.E.128 for both of a thread's runs, which share their
+    columns, and 131); the launch asks b's size a multiple of the run."""
+    gen = generated_source(ROW_VECTOR, arch="sm_90a", line_directives=False)
+    run = re.search(r"half (tl_run\d+)\[tl_k_layout_0::RUN\];", gen.source).group(1)
+    assert (f"tl::load_run_global<tl_k_layout_0::RUN>({run}, b + static_cast<long long>(((bx * 256) + j)), true, "
+            "((bx * 256) + j), N);") in gen.source
+    assert gen.whole_runs == (("X", "N", 8), ("b", "N", 8), ("Y", "N", 8))
+
+
+@pytest.mark.nvcc
+def test_the_row_vector_is_read_as_16_byte_loads(tmp_path):
+    sass, log = cubin_sass(generated_source(ROW_VECTOR, arch="sm_90a", line_directives=False).source, "sm_90a", tmp_path)
+    assert re.search(r"LDG\.E\.128", sass) and "0 bytes spill stores" in log

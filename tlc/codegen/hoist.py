@@ -9,6 +9,9 @@ merging the copies; std.gemm's block-scaled fp8 kernel issued 64 loads a thread 
 for 2 values and ran at a fifth of the speed it has without them.  These loads are read
 before the loop instead: once, or once per row slot of the layout (`tl::Slots<L, 0>`), or,
 where a thread holds few columns (a decode kernel's 16-column accumulator), per column slot.
+Per row slot over a blocked layout too, where its rows are whole rounds of runs (or a round is
+whole rows): std.elementwise's add_col read b[M, 1] as 16 bounds-checked 2-byte loads a thread
+for the 2 rows it holds.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 
 from .. import ir
 from ..ir.walk import loads, statement_exprs, statements, subexprs, variables, written_names
-from ..schedule.layout import MmaAccumulator, Replicated, parallel_layout
+from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layout
 from .cnames import c_name, c_type
 
 
@@ -35,8 +38,10 @@ def hoist_plan(p: ir.Parallel, layout, params) -> HoistPlan:
     the loop, indexed by names fixed across the loop (and, per row, its first variable)."""
     inner = names_set_inside(p.body)
     written = written_names(p.body)
-    row_slots = len(p.vars) == 2 and isinstance(layout, MmaAccumulator)
-    column_slots = row_slots and Replicated(layout, (0,)).registers <= MAX_COLUMN_SLOTS  # one per column held
+    row_slots = len(p.vars) == 2 and (isinstance(layout, MmaAccumulator) or (
+        isinstance(layout, Blocked) and Replicated(layout, (1,)).registers < layout.registers))
+    column_slots = row_slots and isinstance(layout, MmaAccumulator) and \
+        Replicated(layout, (0,)).registers <= MAX_COLUMN_SLOTS  # one per column held
     invariant, per_row, per_column = [], [], []
     for s in statements(p.body):
         for e in statement_exprs(s):

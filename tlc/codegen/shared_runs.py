@@ -17,8 +17,9 @@ constant along a run), and it is provably inside the buffer (no bounds check).
 
 A tensor parameter's read qualifies too when its last index is the loop's column plus an offset
 that reads no name set inside the loop (`x[n, ih, iw, c0 + j]`: a depthwise convolution's tap,
-whose scalar 2-byte loads were most of its time), in runs of 4 bytes or more, the tensor not
-written in the loop and its other indices as above: tl::load_run_global takes each run as vectors
+whose scalar 2-byte loads were most of its time; a row vector `b[bx * 256 + j]`, std.elementwise's
+add_row), in runs of 4 bytes or more, the tensor not written in the loop and its other indices
+(if any) as above: tl::load_run_global takes each run as vectors
 where the run lies inside the tensor and its address is aligned, decided per run at run time
 (the other indices' bounds, the column's, the pointer's alignment), element by element otherwise.
 
@@ -136,7 +137,7 @@ class SharedRunGen:
         the run (`x[n, ih, iw, c0 + j]`, a depthwise convolution's tap), in runs of 4 bytes or
         more: taken a run at a time as vectors where the run lies inside the tensor and is
         aligned (tl::load_run_global decides per run), element by element otherwise."""
-        if x.name in written or x.dtype.packed or layout.vec * x.dtype.itemsize < 4 or len(x.indices) < 2:
+        if x.name in written or x.dtype.packed or layout.vec * x.dtype.itemsize < 4:
             return False
         if _column_offset(x.indices[-1], column, inner) is None:
             return False
