@@ -404,6 +404,29 @@ def test_the_reference_page_is_generated_from_the_sources():
     assert page.read_text() == text, "docs/stdlib/reduce.md is stale: run scripts/stdlib-docs reduce"
 
 
+@pytest.mark.parametrize("name, ref", [("argmax", np.nanargmax), ("argmin", np.nanargmin)])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_arg_extrema_pass_over_nan(mod, name, ref, axis):
+    """argmax/argmin along either axis pass a nan over wherever it stands (np.nanargmax's index),
+    a nan first in a thread's place too (it took the place, and hid the larger values after it:
+    argmax of [nan, 1, 0, 2, 5, ...] in tiles of 4 was 3); a line of nans only gives its length."""
+    x = np.random.default_rng(7).standard_normal((19, 70)).astype(np.float32)
+    x[:3, 6], x[:3, 38] = np.nan, 9.0        # a nan first in its place (tiles of 32 and of 8), the
+    x[12:15, 7], x[12:15, 39] = np.nan, -9.0  # line's extreme later in the same place
+    x[:6, 20] = np.nan                        # past the first tile
+    x[:3, 5] = np.nan
+    x[10, :4] = np.nan          # a line's first elements
+    x[6, 0], x[6, 37] = np.nan, 9.0
+    x[3, :] = np.nan            # a line of nans only
+    want = np.array([ref(r) if not np.isnan(r).all() else 70 for r in x], np.int32)
+    y = np.full(19, -7, np.int32)
+    if axis == 1:
+        getattr(mod, f"{name}_axis1")(x, y, BM=2, BN=32, THREADS=32)
+    else:
+        getattr(mod, f"{name}_axis0")(np.ascontiguousarray(x.T), y, BM=8, BN=32, THREADS=32)
+    np.testing.assert_array_equal(y, want)
+
+
 @pytest.mark.parametrize("name, ref", [("cummax", np.fmax), ("cummin", np.fmin)])
 @pytest.mark.parametrize("axis", [0, 1])
 def test_running_extrema_pass_over_nan(mod, name, ref, axis):
