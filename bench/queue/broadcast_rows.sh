@@ -15,7 +15,8 @@
 # path: add 36/36/55 registers, where 56/56/110, lerp 48/48/72; default 55, 110, 72), each
 # output checked first.  Question 3: memcheck clean on the row-tile path (D3 >= 512) at ragged
 # shapes, both builds (D3 = 4100: the general one; 8200: whole runs, a partial last tile), every
-# output checked against NumPy (tests/stdlib/broadcast_kit.check).
+# output checked against NumPy (tests/stdlib/broadcast_kit.check); and ddc4984's tile ops (b read
+# once per run or row slot) at ragged shapes against NumPy, under the same memcheck.
 set -e
 python3 bench/ops.py --only add,sub,mul,div,maximum,minimum,pow,where,clamp,lerp,add_row,add_col,sub_col,mul_col,div_row,div_col,maximum_row,maximum_col,minimum_col --min-ms 10 --no-chart --json "$OUT/broadcast_rows.json"
 python3 bench/config_sweep.py --only add,where,lerp --min-ms 10
@@ -34,5 +35,19 @@ for op in kit.OPS:
         for s in SETS[len(op.domains)]:
             kit.check(mod, op, "f16", np.random.default_rng(0), s, {})
             print("ok", op.name, s, flush=True)
+ew = tlc.load("std.elementwise")
+rng = np.random.default_rng(0)
+for (m, n) in ((37, 45), (9, 300), (16, 8200), (5, 4100)):
+    a = rng.standard_normal((m, n)).astype(np.float16)
+    for name, b, ref in (("add_row", rng.standard_normal(n).astype(np.float16), lambda a, b: a + b),
+                         ("add_col", rng.standard_normal((m, 1)).astype(np.float16), lambda a, b: a + b),
+                         ("div_row", (rng.random(n) + 0.5).astype(np.float16), lambda a, b: a / b),
+                         ("div_col", (rng.random((m, 1)) + 0.5).astype(np.float16), lambda a, b: a / b),
+                         ("maximum_col", rng.standard_normal((m, 1)).astype(np.float16), np.maximum)):
+        y = getattr(ew, name)(a, b)
+        y = y.get() if hasattr(y, "get") else y.cpu().numpy() if hasattr(y, "cpu") else np.asarray(y)
+        want = ref(a.astype(np.float32), b.astype(np.float32)).astype(np.float16)
+        assert np.allclose(y.astype(np.float32), want.astype(np.float32), rtol=1e-3, atol=1e-3), (name, m, n)
+        print("ok", name, (m, n), flush=True)
 PY
-compute-sanitizer --tool memcheck --error-exitcode 9 python3 "$OUT/check_tiles.py" 2>&1 | grep -E "^ok|ERROR SUMMARY|Error|error" | tail -20
+compute-sanitizer --tool memcheck --error-exitcode 9 python3 "$OUT/check_tiles.py" 2>&1 | grep -E "^ok|ERROR SUMMARY|Error|error" | tail -45
