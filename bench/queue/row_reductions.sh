@@ -24,6 +24,56 @@
 python3 bench/ops.py --min-ms 10 --no-chart --json $OUT/row_reductions.json --only \
   sum_axis1,var_axis1,std_axis1,logsumexp_axis1,argmax_axis1,argmin_axis1,argmax_axis0,var_axis0,logsumexp_axis0,log_softmax,group_norm,batch_norm \
   2>&1 | tail -13
+# a candidate argmax_axis1: four tiles a step (loads of all four in flight: 9 blocks of 128
+# threads an SM at 50 registers, no spill in the TL_WHOLE_RUNS build, f16/bf16/f32)
+cat > /tmp/argmax_steps.tl <<'TL'
+@kernel
+def argmax_axis1(x: T[M, N], y: i32[M], T: dtype = f32, BM: const = 4, BN: const = 256, THREADS: const = 128):
+    # As std.reduce's argmax_axis1, four tiles a step (a thread's loads of all four in flight).
+    with grid(cdiv(M, BM), threads=THREADS) as bx:
+        ta = fragment(T[BM, BN])
+        tb = fragment(T[BM, BN])
+        tc = fragment(T[BM, BN])
+        td = fragment(T[BM, BN])
+        best = fragment(T[BM, BN])
+        at = fragment(i32[BM, BN])
+        top = fragment(T[BM])
+        first = fragment(i32[BM])
+        fill(at, -1)
+        steps = N // (4 * BN)
+        for s in range(steps):
+            q = s * 4
+            copy(x[bx * BM, q * BN], ta)
+            copy(x[bx * BM, (q + 1) * BN], tb)
+            copy(x[bx * BM, (q + 2) * BN], tc)
+            copy(x[bx * BM, (q + 3) * BN], td)
+            for i, j in parallel(BM, BN):
+                if ta[i, j] > best[i, j] or at[i, j] < 0 and ta[i, j] == ta[i, j]:
+                    best[i, j] = ta[i, j]
+                    at[i, j] = q * BN + j
+                if tb[i, j] > best[i, j] or at[i, j] < 0 and tb[i, j] == tb[i, j]:
+                    best[i, j] = tb[i, j]
+                    at[i, j] = (q + 1) * BN + j
+                if tc[i, j] > best[i, j] or at[i, j] < 0 and tc[i, j] == tc[i, j]:
+                    best[i, j] = tc[i, j]
+                    at[i, j] = (q + 2) * BN + j
+                if td[i, j] > best[i, j] or at[i, j] < 0 and td[i, j] == td[i, j]:
+                    best[i, j] = td[i, j]
+                    at[i, j] = (q + 3) * BN + j
+        for k in range(steps * 4, cdiv(N, BN)):
+            copy(x[bx * BM, k * BN], ta)
+            for i, j in parallel(BM, BN):
+                if k * BN + j < N and (ta[i, j] > best[i, j] or at[i, j] < 0 and ta[i, j] == ta[i, j]):
+                    best[i, j] = ta[i, j]
+                    at[i, j] = k * BN + j
+        for i, j in parallel(BM, BN):
+            best[i, j] = where(at[i, j] < 0, min_value(T), best[i, j])
+        reduce_max(best, top, dim=1)
+        for i, j in parallel(BM, BN):
+            at[i, j] = where(at[i, j] >= 0 and best[i, j] == top[i], at[i, j], i32(N))
+        reduce_min(at, first, dim=1)
+        copy(first, y[bx * BM])
+TL
 # group_norm before this session's rewrite (stdlib/nn_layers.tl at 370fa48), timed beside it
 cat > /tmp/group_norm_before.tl <<'TL'
 @kernel
@@ -120,6 +170,8 @@ idx = torch.empty(M, device="cuda", dtype=torch.int32)
 kernel_variants("argmax_axis1", red.argmax_axis1, (x, idx), idx, x.float().argmax(1).int(), 0,
                 [{}, {"BN": 512}, {"BN": 1024}, {"BM": 2, "BN": 1024}, {"BM": 8, "BN": 512, "THREADS": 256},
                  {"BM": 1, "BN": 2048, "THREADS": 256}], M * N * 2, "int32")
+kernel_variants("argmax_axis1 steps", tlc.load("/tmp/argmax_steps.tl").argmax_axis1, (x, idx), idx,
+                x.float().argmax(1).int(), 0, [{}, {"BM": 8, "THREADS": 256}], M * N * 2, "int32")
 idx0 = torch.empty(N, device="cuda", dtype=torch.int32)
 kernel_variants("argmax_axis0", red.argmax_axis0, (x, idx0), idx0, x.float().argmax(0).int(), 0,
                 [{}, {"BM": 512}, {"BM": 128, "BN": 64}], M * N * 2, "int32")
