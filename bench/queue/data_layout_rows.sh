@@ -12,8 +12,8 @@
 #     2 vectors, run by run (2 runs a thread at BM = 8): variant BM = 4 (one run a thread, both
 #     its loads at once).  Not changed yet.
 #   repeat 0.57: 4 STG.128 for each LDG.128, 4 blocks of 256 an SM (64 registers): variant
-#     BLOCKS = 5 (48 registers, no spill).  Probe: the write-only ceiling, torch's zero_() of
-#     256 MiB (checked all zero), to tell whether 256 MiB written of repeat's 320 bounds it.
+#     BLOCKS = 5 (48 registers, no spill).  (The write-only ceiling, whether 256 MiB written of
+#     repeat's 320 bounds it: data_moe_round2.sh.)
 mkdir -p /tmp/before
 cat > /tmp/before/layout_before.tl <<'TL'
 @kernel
@@ -90,19 +90,4 @@ for op, label, mod, consts in runs:
         continue
     line = ops.table([rec]).splitlines()[1]
     print(f"{label:<8} {line}  tlc {rec.get('tlc', {}).get('ms', float('nan')) * 1e3:.1f} us", flush=True)
-y = torch.empty(1 << 27, dtype=torch.float16, device="cuda")
-y.fill_(1.0)
-start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-for _ in range(3):
-    y.zero_()
-torch.cuda.synchronize()
-start.record()
-for _ in range(50):
-    y.zero_()
-end.record()
-torch.cuda.synchronize()
-assert bool((y == 0).all()), "zero_ left a nonzero"
-ms = start.elapsed_time(end) / 50
-print(f"write-only probe: torch zero_ of 256 MiB f16: {ms * 1e3:.1f} us, {(1 << 28) / ms / 1e6:.0f} GB/s "
-      f"({(1 << 28) / ms / 1e6 / copy_gbs:.2f} of copy)")
 PY
