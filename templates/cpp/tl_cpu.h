@@ -70,12 +70,15 @@ inline float fast_cos(float x) { return cosf(x); }
 inline float fast_cos_near(float x) { return cosf(x); }
 inline float fast_erf(float x) { return erff(x); }
 inline float fast_asinh(float x) { return asinhf(x); }
+inline float fast_asinh_near(float x) { return asinhf(x); }
 inline float fast_atanh(float x) { return atanhf(x); }
 inline float fast_asin(float x) { return asinf(x); }
 inline float fast_acos(float x) { return acosf(x); }
 inline float fast_acosh(float x) { return acoshf(x); }
 inline float fast_acosh_near(float x) { return acoshf(x); }
 inline float fast_expm1(float x) { return expm1f(x); }
+inline float fast_atan2(float y, float x) { return atan2f(y, x); }
+inline float fast_atan2_near(float y, float x) { return atan2f(y, x); }
 inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 

@@ -250,19 +250,20 @@ __device__ __forceinline__ float fast_pow(float a, float b) {
 // relative error (2^-17.8 on [0, 1]), pi/2 minus that above 1, x's sign.  Relative error below
 // 2^-17, under a 16-bit half ulp (2^-11 f16, 2^-8 bf16); no division or branch: 12 instructions
 // where atanf takes 18 and an IEEE division's reduction 24.  NaN stays NaN, +-inf is +-pi/2.
-__device__ __forceinline__ float fast_atan(float x) {
-  const float a = fabsf(x);
-  const bool big = a > 1.0f;
-  const float t = big ? rcp_approx(a) : a;  // from 2^126 on 0: pi/2, as atan is in f32
+__device__ __forceinline__ float atan_unit(float t) {  // atan t for t in [0, 1] (and NaN)
   const float z = t * t;
   float p = fmaf(z, -0.013480531051754951f, 0.05747745558619499f);
   p = fmaf(p, z, -0.12123918533325195f);
   p = fmaf(p, z, 0.19563595950603485f);
   p = fmaf(p, z, -0.33299461007118225f);
   p = fmaf(p, z, 0.9999956488609314f);
-  float r = t * p;
-  r = big ? 1.5707963267948966f - r : r;
-  return copysignf(r, x);
+  return t * p;
+}
+__device__ __forceinline__ float fast_atan(float x) {
+  const float a = fabsf(x);
+  const bool big = a > 1.0f;
+  const float r = atan_unit(big ? rcp_approx(a) : a);  // from 2^126 on 0: pi/2, as atan is in f32
+  return copysignf(big ? 1.5707963267948966f - r : r, x);
 }
 
 // tan(x) for values kept at 16-bit precision (schedule/fast_math.py): x = k pi/2 + r, |r| <= pi/4,
@@ -379,6 +380,26 @@ __device__ __forceinline__ float fast_div(float a, float b) {
 }
 __device__ __forceinline__ double fast_div(double a, double b) { return a / b; }
 
+// atan2(y, x) for values kept at 16-bit precision (schedule/fast_math.py): atan of t = lo / hi (the
+// smaller and larger of |x|, |y|: t in [0, 1], 0 at the origin) by fast_atan's polynomial
+// (2^-17.8), pi/2 minus that where |y| > |x| (at least pi/4: the error does not grow), pi minus
+// that where x's sign bit is set (atan2(+-0, -0) = +-pi, as C's), NaN where x or y is, y's sign.
+// Relative error below 2^-17; the quotient by fast_div, or, of two f16 arguments
+// (fast_atan2_near: no subnormal hi), as lo times the hardware's reciprocal of hi (MUFU.RCP: an
+// infinite hi gives 0); no branch.  Infinite x and y both: NaN (C's is an odd multiple of pi/4).
+template <bool F16>
+__device__ __forceinline__ float atan2_of(float y, float x) {
+  const float lo = fminf(fabsf(x), fabsf(y)), hi = fmaxf(fabsf(x), fabsf(y));
+  const float t = F16 ? lo * rcp_approx(hi) : fast_div(lo, hi);
+  float r = atan_unit(hi == 0.0f ? 0.0f : t);
+  r = fabsf(y) > fabsf(x) ? 1.5707963267948966f - r : r;
+  r = signbit(x) ? 3.141592653589793f - r : r;
+  r = (x != x) | (y != y) ? x + y : r;  // fminf and fmaxf drop a NaN
+  return copysignf(r, y);
+}
+__device__ __forceinline__ float fast_atan2_near(float y, float x) { return atan2_of<true>(y, x); }
+__device__ __forceinline__ float fast_atan2(float y, float x) { return atan2_of<false>(y, x); }
+
 // The square root by the hardware (sqrt.approx.f32: MUFU.SQRT, a few ulp, subnormals scaled, no
 // branch), where sqrtf's correctly rounded one is a check, a branch and a slow-path call per
 // element: for values kept at 16-bit precision (schedule/fast_math.py).
@@ -418,17 +439,26 @@ __device__ __forceinline__ float fast_atanh(float x) {
 // asinh(x) for values kept at 16-bit precision (schedule/fast_math.py): below |x| = 1/4,
 // |x| + |x|^3 P(x^2) with P of degree 1 (2^-21.3); above, ln(a + sqrt(a^2 + 1)) by the hardware's
 // square root and log2 (the logarithm at least 0.36: 2^-20 relative), ln(2a) from a = 2^12 on
-// (where sqrt(a^2 + 1) is a in f32; 2a itself would overflow for bf16's largest), x's sign.
-// Relative error below 2^-18; 16 instructions, no branch, where log1p(a + a^2 / (1 + sqrt(1 +
-// a^2))) took 33.2 and asinhf takes 36.  +-inf stays, NaN stays NaN.
-__device__ __forceinline__ float fast_asinh(float x) {
+// (where sqrt(a^2 + 1) is a in f32; 2a itself would overflow for bf16's largest; of an f16
+// argument, fast_asinh_near, a^2 + 1 does not overflow and sqrt(a^2 + 1) is a, so that a + a is
+// 2a there by itself), x's sign.  Relative error below 2^-18; 15.5 instructions an element
+// (12.5 of an f16 argument), no branch, where log1p(a + a^2 / (1 + sqrt(1 + a^2))) took 33.2 and
+// asinhf takes 36.  +-inf stays, NaN stays NaN.
+template <bool F16>
+__device__ __forceinline__ float asinh_of(float x) {
   const float a = fabsf(x), z = a * a;
   const float small = fmaf(a * z, fmaf(z, 0.07129475474357605f, -0.1665962189435959f), a);
-  const bool huge = a > 4096.0f;
-  const float lg = lg2_approx(huge ? a : a + sqrt_approx(fmaf(a, a, 1.0f))) + (huge ? 1.0f : 0.0f);
-  const float big = 0.6931471805599453f * lg;
-  return copysignf(a < 0.25f ? small : big, x);  // NaN: big, NaN
+  float lg;
+  if constexpr (F16) {
+    lg = lg2_approx(a + sqrt_approx(fmaf(a, a, 1.0f)));
+  } else {
+    const bool huge = a > 4096.0f;
+    lg = lg2_approx(huge ? a : a + sqrt_approx(fmaf(a, a, 1.0f))) + (huge ? 1.0f : 0.0f);
+  }
+  return copysignf(a < 0.25f ? small : 0.6931471805599453f * lg, x);  // NaN: big, NaN
 }
+__device__ __forceinline__ float fast_asinh_near(float x) { return asinh_of<true>(x); }
+__device__ __forceinline__ float fast_asinh(float x) { return asinh_of<false>(x); }
 
 // acosh(x) for values kept at 16-bit precision (schedule/fast_math.py): with t = x - 1 (exact
 // near 1) and s = sqrt(t (|x| + 1)) by the hardware's square root (an FMA; the root of a negative
@@ -488,15 +518,20 @@ __device__ __forceinline__ float fast_acos(float x) {
   return x < 0.0f ? 3.141592653589793f - r : r;
 }
 
-// asin(x) for values kept at 16-bit precision (schedule/fast_math.py): below |x| = 1/2,
-// |x| + |x|^3 P(x^2) with P of degree 2 (2^-19.1); above, pi/2 - acos |x| as fast_acos computes it
-// (at least 0.52, its error 2^-20 of at most 1.05), x's sign.  Relative error below 2^-18; 16
-// instructions, no branch, where Cephes' form took 22 and asinf takes 22.
+// asin(x) for values kept at 16-bit precision (schedule/fast_math.py): asin w = w + w^3 P(w^2)
+// with P of degree 2 fitted on [0, 1/2], of w = |x| below 1/2 and, above, of w = sqrt((1 - |x|) / 2)
+// (one FMA, exact; the hardware's square root), for asin |x| = pi/2 - 2 asin w (at least 0.52,
+// twice p's error near w = 1/2: P is fitted for the larger of the two relative errors, 2^-18.8
+// either way); x's sign.  One polynomial for both sides: relative error below 2^-18; 13 SASS
+// instructions an element, no branch, where the polynomial beside fast_acos's form took 15.1 and
+// asinf takes 22.  Beyond 1 the square root of a negative gives NaN, as asin.
 __device__ __forceinline__ float fast_asin(float x) {
-  const float a = fabsf(x), z = a * a;
-  const float small = fmaf(a * z, fmaf(fmaf(z, 0.06410712748765945f, 0.07189986109733582f), z, 0.16680125892162323f), a);
-  const float big = 1.5707963267948966f - acos_of_abs(a);
-  return copysignf(a < 0.5f ? small : big, x);  // NaN: big, NaN
+  const float a = fabsf(x);
+  const bool small = a < 0.5f;
+  const float w = small ? a : sqrt_approx(fmaf(-0.5f, a, 0.5f));
+  const float z = w * w;
+  const float p = fmaf(w * z, fmaf(fmaf(z, 0.06514810770750046f, 0.07155761122703552f), z, 0.16682453453540802f), w);
+  return copysignf(small ? p : fmaf(-2.0f, p, 1.5707963267948966f), x);  // NaN: NaN
 }
 
 // The exponential and the reciprocal of the hardware (MUFU.EX2, MUFU.RCP: a few ulp, as CUDA's

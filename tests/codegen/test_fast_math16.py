@@ -1,6 +1,7 @@
-"""tl::fast_atan, fast_tan, fast_erf, fast_asinh, fast_atanh, fast_asin, fast_acos, fast_sin and
-fast_cos (tl/types.cuh), the forms std.elementwise's atan, tan, erf, gelu_erf, asinh, atanh, asin,
-acos, sin and cos take where their result is a 16-bit float (schedule/fast_math.py), on
+"""tl::fast_atan, fast_tan, fast_erf, fast_asinh, fast_atanh, fast_asin, fast_acos, fast_sin,
+fast_cos, fast_acosh and fast_expm1 (tl/types.cuh; the _near forms of an f16 argument), the forms
+std.elementwise's atan, tan, erf, gelu_erf, asinh, atanh, asin, acos, sin, cos, acosh, expm1, elu,
+selu and celu take where their result is a 16-bit float (schedule/fast_math.py), on
 every f16 and every bf16 value: their C compiled as host code by the system's C++ compiler, the
 hardware's reciprocal, 2^x and square root (rcp.approx.ftz.f32, ex2.approx.ftz.f32,
 sqrt.approx.f32) replaced by the exact ones moved by up to 2 ulp either way (twice their error
@@ -8,7 +9,8 @@ bounds) and flushed as the hardware flushes, its log2 (lg2.approx.f32) by the ex
 up to 2^-22, against the double-precision functions.  Checked: the relative error their comments
 state (2^-17 where the result is a normal f32, 2^-22 for sin and cos, also next to their zeros; tan's where its reduced argument is not within
 2^-6 of a pole or zero, where the error is r's own), and that the result rounded to the dtype is the correctly rounded value or,
-where that lies within 2^-16 of a tie, its neighbour.  No GPU: the logic is what can go wrong."""
+where that lies within 2^-16 of a tie, its neighbour; and fast_atan2 of every 16-bit y against a
+spread of x.  No GPU: the logic is what can go wrong."""
 from __future__ import annotations
 
 import re
@@ -17,7 +19,9 @@ import pytest
 
 from host_cxx import CXX, header_functions, run
 
-HARNESS = r"""
+# the hardware's approximations stood in: the exact results moved by up to 2 ulp, flushed as the
+# hardware flushes
+STAND_INS = r"""
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -36,6 +40,9 @@ static float rcp_approx(float y) {
   if (std::isfinite(r) && r != 0.0f) r = moved(r);
   return ftz(r);
 }
+"""
+
+HARNESS = STAND_INS + r"""
 static float fast_exp2(float x) {
   float r = exp2f(ftz(x));
   if (std::isfinite(r) && r != 0.0f) r = moved(r);
@@ -93,7 +100,7 @@ int main() {
                           : f == 6 ? acos(double(x)) : f == 7 ? sin(double(x)) : f == 8 ? cos(double(x))
                           : f == 9 ? acosh(double(x)) : expm1(double(x));
         const float got = f == 0 ? fast_atan(x) : f == 1 ? (bf ? fast_tan(x) : fast_tan_near(x)) : f == 2 ? fast_erf(x)
-                        : f == 3 ? fast_asinh(x) : f == 4 ? fast_atanh(x) : f == 5 ? fast_asin(x)
+                        : f == 3 ? (bf ? fast_asinh(x) : fast_asinh_near(x)) : f == 4 ? fast_atanh(x) : f == 5 ? fast_asin(x)
                         : f == 6 ? fast_acos(x) : f == 7 ? (bf ? fast_sin(x) : fast_sin_near(x))
                         : f == 8 ? (bf ? fast_cos(x) : fast_cos_near(x))
                         : f == 9 ? (bf ? fast_acosh(x) : fast_acosh_near(x)) : fast_expm1(x);
@@ -131,7 +138,7 @@ int main() {
 
 @pytest.mark.skipif(CXX is None, reason="no C++ compiler")
 def test_fast_atan_tan_erf_on_every_16_bit_value(tmp_path):
-    functions = header_functions("fast_atan", "fast_erf") + header_functions("fast_atanh", "fast_asin")
+    functions = header_functions("atan_unit", "fast_erf") + header_functions("fast_atanh", "fast_asin")
     out = run(HARNESS.replace("FUNCTIONS", functions), tmp_path, "fast16")
     rows = re.findall(r"^(\w+) (\w+) worst \S+ \(2\^(\S+)\) at \S+; (\d+) rounded off, (\d+) not next to a tie; "
                       r"(\d+) NaN differ$", out, re.M)
@@ -144,3 +151,54 @@ def test_fast_atan_tan_erf_on_every_16_bit_value(tmp_path):
     assert "sin_near(-0) sign 1, sin_near(0) sign 0" in out, out
     assert "expm1(-0) sign 1, expm1(0) sign 0" in out, out
     assert "tan_near(-0) sign 1, tan(-0) sign 1" in out, out
+
+
+ATAN2_HARNESS = STAND_INS + r"""
+using std::signbit;
+static float fast_div(float a, float b) {  // div.full.f32: 2 ulp
+  float q = a / b;
+  return std::isfinite(q) && q != 0.0f ? moved(q) : q;
+}
+FUNCTIONS
+static float from16(uint16_t h, bool bf) {
+  if (bf) { uint32_t u = uint32_t(h) << 16; float f; memcpy(&f, &u, 4); return f; }
+  _Float16 v; memcpy(&v, &h, 2); return float(v);
+}
+int main() {
+  for (int bf = 0; bf < 2; ++bf) {
+    double worst = 0.0; float wy = 0.0f, wx = 0.0f; long far = 0, nan = 0, n = 0;
+    for (uint32_t hy = 0; hy < 65536; ++hy)
+      for (uint32_t hx = 0; hx < 65536; hx += 61) {  // every f16 y, a spread of x (61 is prime)
+        const uint32_t xs[3] = {hx, hx == 0 ? 0x8000u : hx, hy ^ 0x8000u};  // and -0, and -y
+        for (int i = 0; i < (hx == 0 ? 3 : 1); ++i) {
+          const float y = from16(uint16_t(hy), bf), x = from16(uint16_t(i == 2 ? xs[2] : xs[i]), bf);
+          if (std::isinf(x) && std::isinf(y)) continue;  // NaN here; C's is an odd multiple of pi/4
+          const double want = atan2(double(y), double(x));
+          const float got = bf ? fast_atan2(y, x) : fast_atan2_near(y, x);
+          ++n;
+          if (std::isnan(want) || std::isnan(got)) { nan += std::isnan(want) != std::isnan(got); continue; }
+          if (want == 0.0) { far += got != 0.0f || std::signbit(got) != std::signbit(want); continue; }
+          const double rel = std::fabs((double(got) - want) / want);
+          if (std::fabs(want) >= 0x1p-126 && rel > worst) { worst = rel; wy = y; wx = x; }
+          if (std::fabs(want) >= 0x1p-126 && rel > 0x1p-17) ++far;
+        }
+      }
+    printf("atan2 %s worst %.3g (2^%.2f) at (%.9g, %.9g); %ld of %ld beyond 2^-17 or signed zeros differing; %ld NaN differ\n",
+           bf ? "bf16" : "f16", worst, worst > 0 ? std::log2(worst) : -999.0, wy, wx, far, n, nan);
+  }
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(CXX is None, reason="no C++ compiler")
+def test_fast_atan2_on_every_16_bit_y(tmp_path):
+    """tl::fast_atan2_near (two f16 arguments) and fast_atan2 (bf16, with fast_div) on every y of
+    the dtype against a spread of 1075 x (and -0, and -y at x = 0): relative error below 2^-17,
+    C's signed zeros and its +-pi at -0, NaN where either is NaN."""
+    functions = header_functions("atan_unit", "atan_unit") + "template <bool F16>\n" + header_functions("atan2_of", "fast_atan2")
+    out = run(ATAN2_HARNESS.replace("FUNCTIONS", functions), tmp_path, "atan2_16")
+    rows = re.findall(r"^atan2 (\w+) worst \S+ \(2\^(\S+)\) at \(.*?\); (\d+) of \d+ beyond .*; (\d+) NaN differ$", out, re.M)
+    assert len(rows) == 2, out
+    for dtype, log2_worst, far, nan in rows:
+        assert float(log2_worst) < -17 and far == "0" and nan == "0", f"{dtype}\n{out}"

@@ -38,6 +38,25 @@ def test_every_16_bit_value(name, dtype):
                              f"want {want[wrong][:4].tolist()}")
 
 
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_atan2_of_every_16_bit_y(dtype):
+    """atan2 (tl::fast_atan2_near of f16, fast_atan2 of bf16) of every finite y against four x
+    each (the values rolled by 1, 61, 4099 and 32768 places: all signs and sizes), as above."""
+    np_dt = np.dtype(np.float16) if dtype == "f16" else np.dtype(ml_dtypes.bfloat16)
+    v = np.arange(65536, dtype=np.uint16).view(np_dt)
+    v = np.where(np.isfinite(v.astype(np.float32)), v, np.zeros((), np_dt)).astype(np_dt)
+    y = np.concatenate([v] * 4).reshape(1024, 256)
+    x = np.concatenate([np.roll(v, k) for k in (1, 61, 4099, 32768)]).reshape(1024, 256)
+    got = np.asarray(tlc.load("std.elementwise", target=TARGET).atan2(y, x))
+    want = np.arctan2(y.astype(np.float64), x.astype(np.float64))
+    n = np.abs(_order(got) - _order(want.astype(np_dt)))
+    tie_gap = np.abs(want - 0.5 * (got.astype(np.float64) + want.astype(np_dt).astype(np.float64)))
+    wrong = (n > 1) | ((n == 1) & (tie_gap > 2.0 ** -15 * np.abs(want)))
+    assert not wrong.any(), (f"atan2 {dtype}: {int(wrong.sum())} values off, e.g. (y, x) = "
+                             f"{list(zip(y[wrong][:4].astype(np.float32).tolist(), x[wrong][:4].astype(np.float32).tolist()))}: "
+                             f"{got[wrong][:4].astype(np.float32).tolist()}, want {want[wrong][:4].tolist()}")
+
+
 def _order(v):
     """16-bit floats as integers in their order (-0 and 0 one)."""
     u = v.view(np.uint16).astype(np.int32)

@@ -23,31 +23,34 @@ _MATH_F32 = {"exp": "expf", "exp2": "exp2f", "fast_exp2": "tl::fast_exp2", "fast
              "fast_sin": "tl::fast_sin", "fast_sin_near": "tl::fast_sin_near", "fast_cos": "tl::fast_cos",
              "fast_cos_near": "tl::fast_cos_near",
              "fast_erf": "tl::fast_erf", "asinh": "asinhf", "atanh": "atanhf", "fast_asinh": "tl::fast_asinh",
+             "fast_asinh_near": "tl::fast_asinh_near",
              "fast_atanh": "tl::fast_atanh", "asin": "asinf", "acos": "acosf", "fast_asin": "tl::fast_asin",
              "fast_acos": "tl::fast_acos", "acosh": "acoshf", "fast_acosh": "tl::fast_acosh",
              "fast_acosh_near": "tl::fast_acosh_near", "expm1": "expm1f",
              "fast_expm1": "tl::fast_expm1",
-             "abs": "fabsf", "floor": "floorf", "ceil": "ceilf", "round": "rintf", "pow": "powf", "fmod": "tl::fmod_fast"}
+             "abs": "fabsf", "floor": "floorf", "ceil": "ceilf", "round": "rintf", "pow": "powf", "fmod": "tl::fmod_fast",
+             "atan2": "atan2f", "fast_atan2": "tl::fast_atan2", "fast_atan2_near": "tl::fast_atan2_near"}
 _MATH_F64 = {"exp": "exp", "exp2": "exp2", "fast_exp2": "exp2", "fast_log2": "log2", "fast_log1p": "log1p", "fast_pow": "pow", "fast_div": "tl::fast_div", "fast_sqrt": "sqrt", "log": "log", "log2": "log2", "log1p": "log1p", "sqrt": "sqrt", "rsqrt": "rsqrt",
              "tanh": "tanh", "fast_tanh": "tanh", "sigmoid": "tl::sigmoid", "erf": "erf", "sin": "sin", "cos": "cos",
              "tan": "tan", "atan": "atan", "fast_atan": "atan", "fast_tan": "tan", "fast_tan_near": "tan", "fast_erf": "erf",
              "fast_sin": "sin", "fast_sin_near": "sin", "fast_cos": "cos", "fast_cos_near": "cos",
-             "asinh": "asinh", "atanh": "atanh", "fast_asinh": "asinh", "fast_atanh": "atanh",
+             "asinh": "asinh", "atanh": "atanh", "fast_asinh": "asinh", "fast_asinh_near": "asinh", "fast_atanh": "atanh",
              "asin": "asin", "acos": "acos", "fast_asin": "asin", "fast_acos": "acos", "acosh": "acosh",
              "fast_acosh": "acosh", "fast_acosh_near": "acosh", "expm1": "expm1", "fast_expm1": "expm1",
-             "abs": "fabs", "floor": "floor", "ceil": "ceil", "round": "rint", "pow": "pow", "fmod": "fmod"}
+             "abs": "fabs", "floor": "floor", "ceil": "ceil", "round": "rint", "pow": "pow", "fmod": "fmod",
+             "atan2": "atan2", "fast_atan2": "atan2", "fast_atan2_near": "atan2"}
 # An exponential, logarithm or tanh whose result is a 16-bit float is computed in f32 by the
 # hardware approximation (tl::fast_exp2: 2 instructions, not expf's ~9; tl::fast_log2: 12, not
-# log2f's ~25; tl::fast_tanh: 1, not tanhf's ~20), and atan, tan, erf, asinh, atanh, sin, cos, acosh and expm1 by
+# log2f's ~25; tl::fast_tanh: 1, not tanhf's ~20), and atan, atan2, tan, erf, asinh, atanh, sin, cos, acosh and expm1 by
 # short polynomials (tl::fast_atan 12, not atanf's 18, ...): its error, below 2^-21 (exp), 2^-20
-# (log), 2^-19 (sin, cos), 2^-20 (acosh), 2^-17 (atan, tan, erf, asinh, atanh, expm1) or 2^-16 (tanh) relative, vanishes in the rounding to f16
+# (log), 2^-19 (sin, cos), 2^-20 (acosh), 2^-17 (atan, atan2, tan, erf, asinh, atanh, expm1) or 2^-16 (tanh) relative, vanishes in the rounding to f16
 # or bf16 (half an ulp: 2^-12, 2^-9).
 # f32 and f64 results keep the precise functions.
 _FAST_16 = {"exp": "tl::fast_exp", "exp2": "tl::fast_exp2", "log": "tl::fast_log", "log2": "tl::fast_log2",
             "log1p": "tl::fast_log1p", "tanh": "tl::fast_tanh", "atan": "tl::fast_atan", "tan": "tl::fast_tan",
             "erf": "tl::fast_erf", "asinh": "tl::fast_asinh", "atanh": "tl::fast_atanh",
             "asin": "tl::fast_asin", "acos": "tl::fast_acos", "sin": "tl::fast_sin", "cos": "tl::fast_cos",
-            "acosh": "tl::fast_acosh", "expm1": "tl::fast_expm1"}
+            "acosh": "tl::fast_acosh", "expm1": "tl::fast_expm1", "atan2": "tl::fast_atan2"}
 
 
 # Integer operators whose C differs from the language's (floor division, Python remainder,

@@ -211,13 +211,13 @@ _MATH = {
     "rsqrt": lambda x: np.reciprocal(np.sqrt(x)), "tanh": np.tanh, "fast_tanh": np.tanh,
     "sigmoid": lambda x: np.reciprocal(1 + np.exp(-x)), "erf": _erf, "fast_erf": _erf, "sin": np.sin, "tan": np.tan, "fast_tan": np.tan, "fast_tan_near": np.tan,
     "fast_sin": np.sin, "fast_sin_near": np.sin, "fast_cos": np.cos, "fast_cos_near": np.cos,
-    "atan": np.arctan, "fast_atan": np.arctan, "asinh": np.arcsinh, "fast_asinh": np.arcsinh,
+    "atan": np.arctan, "fast_atan": np.arctan, "asinh": np.arcsinh, "fast_asinh": np.arcsinh, "fast_asinh_near": np.arcsinh,
     "atanh": np.arctanh, "fast_atanh": np.arctanh, "asin": np.arcsin, "fast_asin": np.arcsin,
     "acos": np.arccos, "fast_acos": np.arccos, "acosh": np.arccosh, "fast_acosh": np.arccosh,
     "fast_acosh_near": np.arccosh,
     "expm1": np.expm1, "fast_expm1": np.expm1,
     "cos": np.cos, "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": np.rint,
-    "pow": np.power, "fmod": np.fmod,
+    "pow": np.power, "fmod": np.fmod, "atan2": np.arctan2, "fast_atan2": np.arctan2, "fast_atan2_near": np.arctan2,
 }
 
 

@@ -57,6 +57,8 @@ MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "
                                 "floor", "ceil",
                                 "round")}, "pow": 2,
               "fmod": 2,
+              # atan2(y, x): the angle of the point (x, y), C's atan2
+              "atan2": 2,
               # internal (no builtin of the language): 2^x where the result's precision allows the
               # hardware approximation (a 16-bit softmax); the interpreter computes it exactly
               "fast_exp2": 1,
@@ -70,6 +72,10 @@ MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "
               # 2^-17); the interpreter's are exact
               "fast_atan": 1, "fast_tan": 1, "fast_erf": 1, "fast_asinh": 1, "fast_atanh": 1,
               "fast_asin": 1, "fast_acos": 1, "fast_acosh": 1, "fast_acosh_near": 1,  # (an f16 argument: no check for x^2's overflow)
+              "fast_asinh_near": 1,
+              # internal: atan2 where the result's precision allows (tl::fast_atan2: atan's
+              # polynomial of min / max, no division; fast_atan2_near of two f16 arguments)
+              "fast_atan2": 2, "fast_atan2_near": 2,
               "fast_expm1": 1,
               # internal: fast_tan of an argument below 2^17 in magnitude (an f16 value), which
               # needs no check for tanf's range

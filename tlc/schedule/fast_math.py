@@ -23,7 +23,8 @@ forms 0.92).  So the pass
   (`fast_tan_near` of an f16 argument: no check for tanf's range), `fast_erf`, `fast_asinh`,
   `fast_atanh`, `fast_asin` and `fast_acos`: polynomials of the least degree that keeps the
   relative error below 2^-17 (tl/types.cuh says how each reduces its argument), with the
-  hardware's reciprocal, 2^x, log2 and square root: 12, 15, 15, 15.5, 12, 15 and 10 SASS
+  hardware's reciprocal, 2^x, log2 and square root: 12, 14.5, 14, 15.5 (11 of an f16 argument,
+  `fast_asinh_near`: no check for a^2's overflow), 12, 13 and 10 SASS
   instructions where atanf, tanf, erff, asinhf, atanhf, asinf and acosf take 18, 23, 22, 36,
   32, 22 and 23 (std.elementwise's f16 operators were issue-bound at their .tl forms: atan 0.64
   of copy, tan 0.62, erf 0.75, asinh 0.60, atanh 0.64, asin 0.73, acos 0.71 on the H200);
@@ -37,6 +38,9 @@ forms 0.92).  So the pass
   and root beyond (relative error below 2^-20); a polynomial below |x| = 1/8 and the hardware's
   e^x minus 1 beyond (2^-17.5): 10 and 8 SASS instructions an element where the .tl forms took
   23 (log1p of t + sqrt(t (x + 1))) and 13 (expf minus 1 beside a degree-7 polynomial);
+- and there `atan2(y, x)` as `fast_atan2` (`fast_atan2_near` of two f16 arguments): atan's
+  polynomial of min / max of |x|, |y| (the quotient by fast_div, or of f16 arguments by the
+  hardware's reciprocal), the quadrant by selects, relative error below 2^-17;
 - and there `pow(a, b)` as `fast_pow(a, b)`: 2^(b log2 |a|) by those two, powf's special
   values by selects (relative error below 2^-16 for a result in f16's range; powf is about 80
   instructions);
@@ -76,8 +80,9 @@ _CONTROL = ""  # the flow graph's node for indices, conditions and other uses th
 _ARITH = frozenset({"+", "-", "*", "/", "min", "max"})
 _DISCRETE_CALLS = frozenset({"floor", "ceil", "round", "bitcast", "thread_index"})
 # functions with a short form for 16-bit results (tl::fast_atan, fast_tan, fast_erf, fast_asinh, ...)
-_SHORT = frozenset({"atan", "tan", "erf", "asinh", "atanh", "asin", "acos", "sin", "cos", "acosh", "expm1"})
-_NEAR = frozenset({"tan", "sin", "cos", "acosh"})  # with a form for an f16 argument: fast_NAME_near, no range check
+_SHORT = frozenset({"atan", "tan", "erf", "asinh", "atanh", "asin", "acos", "sin", "cos", "acosh", "expm1", "atan2"})
+# with a form for f16 arguments: fast_NAME_near, no range check
+_NEAR = frozenset({"tan", "sin", "cos", "acosh", "asinh", "atan2"})
 
 
 def use_fast_math(kernel: ir.Kernel) -> ir.Kernel:
@@ -290,8 +295,7 @@ class _Rewriter:
             return ir.Call("fast_pow", e.args, F32, span=e.span)
         if isinstance(e, ir.Call) and e.fn in _SHORT and e.dtype == F32:
             self.shorts[e.fn] = self.shorts.get(e.fn, 0) + 1
-            x = e.args[0]
-            near = e.fn in _NEAR and isinstance(x, ir.Cast) and x.x.dtype == F16  # |x| <= 65504: no range check
+            near = e.fn in _NEAR and all(isinstance(x, ir.Cast) and x.x.dtype == F16 for x in e.args)  # |x| <= 65504
             return ir.Call(f"fast_{e.fn}_near" if near else f"fast_{e.fn}", e.args, F32, span=e.span)
         if isinstance(e, ir.Call) and e.fn in ("log", "log2", "log1p") and e.dtype == F32:
             if e.fn == "log1p":

@@ -25,7 +25,7 @@ from ..typecheck.types import ScalarType, TensorType
 from .persistent import PersistentLowerer
 from .porting import PortingLowerer
 
-_MATH = frozenset(ir.MATH_FUNCS) - {"pow", "fmod"}
+_MATH = frozenset(ir.MATH_FUNCS) - {"pow", "fmod", "atan2"}
 
 
 class LoweringError(Exception):
@@ -485,7 +485,7 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
             return ir.UnaryOp("-", ir.BinOp("//", ir.UnaryOp("-", a, dt), b, dt), dt, span=e.span)
         if name == "where":
             return ir.Select(self.condition(e.args[0]), cast(args[1], dt), cast(args[2], dt), dt, span=e.span)
-        if name in ("pow", "fmod"):
+        if name in ("pow", "fmod", "atan2"):
             return ir.Call(name, (cast(args[0], dt), cast(args[1], dt)), dt, span=e.span)
         if name in _MATH:
             return ir.Call(name, (cast(args[0], dt),), dt, span=e.span)

@@ -24,7 +24,7 @@ HINTS = frozenset({"use_swizzle", "annotate_layout"})
 # a tensor parameter seen with another shape (views.py); assigned to a name, never a value
 VIEWS = frozenset({"view"})
 # every name above that code can mention, and min, max, ...
-BUILTIN_VALUES = (MATH_FLOAT | MATH_SAME | frozenset({"min", "max", "clamp", "pow", "fmod", "where", "cdiv", "cast", "inf"})
+BUILTIN_VALUES = (MATH_FLOAT | MATH_SAME | frozenset({"min", "max", "clamp", "pow", "fmod", "atan2", "where", "cdiv", "cast", "inf"})
                   | REDUCTIONS_TILE_OP | TENSORS_TILE_OP | TILE_STATEMENTS | ALLOCATORS | LOOPS | PORTING_BUILTINS | HINTS | VIEWS | {"grid"})
 
 

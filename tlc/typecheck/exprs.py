@@ -351,9 +351,9 @@ class ExprChecker:
             dt = rules.math_result(elem) if name in MATH_FLOAT else (elem.dtype if name == "abs" or elem.dtype.is_float else elem.dtype)
             ty = TensorType(dt, x.ty.shape, VALUE) if isinstance(x.ty, TensorType) else ScalarType(dt, weak=elem.weak, const=elem.const)
             return replace(e, args=(x,), ty=ty)
-        if name in ("min", "max", "clamp", "pow", "fmod", "cdiv", "where"):
-            lo, hi = {"min": (2, 99), "max": (2, 99), "clamp": (3, 3), "pow": (2, 2), "fmod": (2, 2), "cdiv": (2, 2),
-                      "where": (3, 3)}[name]
+        if name in ("min", "max", "clamp", "pow", "fmod", "atan2", "cdiv", "where"):
+            lo, hi = {"min": (2, 99), "max": (2, 99), "clamp": (3, 3), "pow": (2, 2), "fmod": (2, 2), "atan2": (2, 2),
+                      "cdiv": (2, 2), "where": (3, 3)}[name]
             if not self._arity(e, e.func.id, lo, hi):  # the name as written: ceildiv, if_then_else
                 return e
             args = tuple(self.value(a) for a in e.args)
@@ -376,13 +376,13 @@ class ExprChecker:
                         self._broadcast(e, TensorType(F32, shape, VALUE), a.ty)
                         return e
                     shape = s
-            if name not in ("pow", "fmod"):  # pow and fmod compute in f32 (T7)
+            if name not in ("pow", "fmod", "atan2"):  # pow, fmod and atan2 compute in f32 (T7)
                 literals.check_arguments(self, f"the other arguments of {e.func.id}()", operands)
             elem = _elem(operands[0].ty)
             for o in operands[1:]:
                 elem = ScalarType(rules.combine(elem, _elem(o.ty)), weak=elem.weak and _elem(o.ty).weak,
                                   const=elem.const and _elem(o.ty).const)
-            dt = rules.math_result(elem) if name in ("pow", "fmod") else elem.dtype
+            dt = rules.math_result(elem) if name in ("pow", "fmod", "atan2") else elem.dtype
             if any(isinstance(a.ty, TensorType) for a in args):
                 return replace(e, ty=TensorType(dt, shape, VALUE))
             const = all(_elem(a.ty).const for a in args)

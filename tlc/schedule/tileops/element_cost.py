@@ -27,14 +27,15 @@ CALL_COST = {
     "log1p": 30, "fast_sqrt": 2, "sqrt": 8, "rsqrt": 2, "fast_tanh": 1, "tanh": 20, "sigmoid": 5, "erf": 20, "fast_erf": 15,
     "atan": 18, "fast_atan": 13, "tan": 23, "fast_tan": 21, "fast_tan_near": 16,
     "fast_sin": 16, "fast_sin_near": 11, "fast_cos": 18, "fast_cos_near": 13,
-    "asinh": 36, "fast_asinh": 16, "atanh": 32, "fast_atanh": 13, "asin": 22, "fast_asin": 16, "acos": 23,
+    "asinh": 36, "fast_asinh": 16, "fast_asinh_near": 11, "atanh": 32, "fast_atanh": 13, "asin": 22, "fast_asin": 13, "acos": 23,
     "fast_acos": 11, "acosh": 25, "fast_acosh": 14, "fast_acosh_near": 10, "expm1": 15, "fast_expm1": 9,
+    "atan2": 38, "fast_atan2": 24, "fast_atan2_near": 19,
     "sin": 20, "cos": 20, "fast_pow": 30, "pow": 80, "fmod": 20, "fast_div": 9, "floor": 1, "ceil": 1,
     "round": 1, "abs": 0, "bitcast": 0, "thread_index": 0,
 }
 # a call whose result is a 16-bit float: the hardware's forms (codegen/cexpr.py's _FAST_16)
 CALL_COST_16 = {"exp": 3, "exp2": 2, "log": 13, "log2": 12, "log1p": 13, "tanh": 1, "atan": 13, "tan": 20, "erf": 15,
-                "asinh": 16, "atanh": 13, "asin": 16, "acos": 11, "sin": 16, "cos": 18, "acosh": 14, "expm1": 9}
+                "asinh": 16, "atanh": 13, "asin": 13, "acos": 11, "sin": 16, "cos": 18, "acosh": 14, "expm1": 9, "atan2": 24}
 DIVISION_COST = 12  # an IEEE f32 division's check and fast path (its slow path is a call, out of line)
 REMAINDER_COST = 22  # `%` of floats: tl::pymod, tl::fmod_fast and a sign fix
 
