@@ -60,34 +60,15 @@ def permute(x: T[S0, S1, S2, S3], y: T[D0, D1, D2, D3], T: dtype = f32,
                     y[o0, o1, o2, o3] = x[i0, i1, i2, i3]
 TL
 python3 - <<'PY'
-import dataclasses
-import torch
-import tlc
-from tlc.benchmarks import ceilings, ops
-from tlc.benchmarks.ops_rows import all_rows
+import sys
+sys.path.insert(0, "bench")
+from row_variants import run
 
-MIN_MS = 10.0
-rows = {r.op: r for r in all_rows() if r.module == "std.data"}
-before = tlc.load("/tmp/before/layout_before.tl", target="cuda")
-after = tlc.load("std.data", target="cuda")
-copy_gbs = ceilings.copy_bandwidth(torch, MIN_MS)
-print(f"copy {copy_gbs:.0f} GB/s")
-perm = rows["permute"].constants
-runs = [("permute", "before", before, {}), ("permute", "after", after, {}),
-        ("transpose", "before", after, {"T": "f16", "G": 1}), ("transpose", "after", after, {}),
-        ("transpose_batched", "before", after, {"T": "f16", "G": 1}), ("transpose_batched", "after", after, {}),
-        ("transpose", "G16", after, {"T": "f16", "G": 16}),
-        ("pad", "now", after, {}), ("pad", "BM4", after, {"T": "f16", "BM": 4}),
-        ("repeat", "now", after, {}), ("repeat", "BLOCKS5", after, {"T": "f16", "BLOCKS": 5})]
-for op, label, mod, consts in runs:
-    row = rows[op]
-    if consts:
-        row = dataclasses.replace(row, constants=consts)
-    try:
-        rec = ops.measure(row, mod, copy_gbs, MIN_MS)
-    except Exception as e:  # noqa: BLE001 - the rest still run
-        print(f"!! {op} {label}: {type(e).__name__}: {str(e)[:300]}", flush=True)
-        continue
-    line = ops.table([rec]).splitlines()[1]
-    print(f"{label:<8} {line}  tlc {rec.get('tlc', {}).get('ms', float('nan')) * 1e3:.1f} us", flush=True)
+before, f16 = "/tmp/before/layout_before.tl", {"T": "f16"}
+run([("permute", "before", before, {}), ("permute", "after", None, {}),
+     ("transpose", "before", None, {**f16, "G": 1}), ("transpose", "after", None, {}),
+     ("transpose_batched", "before", None, {**f16, "G": 1}), ("transpose_batched", "after", None, {}),
+     ("transpose", "G16", None, {**f16, "G": 16}),
+     ("pad", "now", None, {}), ("pad", "BM4", None, {**f16, "BM": 4}),
+     ("repeat", "now", None, {}), ("repeat", "BLOCKS5", None, {**f16, "BLOCKS": 5})])
 PY

@@ -16,17 +16,11 @@
 #  3. gather and scatter after 8dc5acc (their shared row copied in and out as 16-byte vectors;
 #     the first round timed 02c25d3).
 python3 - <<'PY'
-import dataclasses
+import sys
 import torch
-import tlc
-from tlc.benchmarks import ceilings, ops
-from tlc.benchmarks.ops_rows import all_rows
+sys.path.insert(0, "bench")
+from row_variants import run
 
-MIN_MS = 10.0
-rows = {r.op: r for r in all_rows() if r.module in ("std.data", "std.moe")}
-mods = {m: tlc.load(m, target="cuda") for m in ("std.data", "std.moe")}
-copy_gbs = ceilings.copy_bandwidth(torch, MIN_MS)
-print(f"copy {copy_gbs:.0f} GB/s")
 y = torch.ones(1 << 27, dtype=torch.float16, device="cuda")
 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 for _ in range(3):
@@ -39,25 +33,13 @@ end.record()
 torch.cuda.synchronize()
 assert bool((y == 0).all()), "zero_ left a nonzero"
 ms = start.elapsed_time(end) / 50
-print(f"write-only: torch zero_ of 256 MiB f16: {ms * 1e3:.1f} us, {(1 << 28) / ms / 1e6:.0f} GB/s "
-      f"({(1 << 28) / ms / 1e6 / copy_gbs:.2f} of copy)", flush=True)
+print(f"write-only: torch zero_ of 256 MiB f16: {ms * 1e3:.1f} us, {(1 << 28) / ms / 1e6:.0f} GB/s", flush=True)
 del y
-hist = {"I": "i64"}
-runs = [("expert_histogram", "now", {}), ("expert_histogram", "B32K", {**hist, "BLOCK": 32768}),
-        ("expert_histogram", "B128K", {**hist, "BLOCK": 131072}),
-        ("expert_histogram", "B32K/512", {**hist, "BLOCK": 32768, "THREADS": 512}),
-        ("moe_permute", "now", {}), ("moe_permute", "4096/256", {"T": "f16", "BD": 4096, "THREADS": 256, "BLOCKS": 0}),
-        ("moe_permute", "2048x16", {"T": "f16", "BD": 2048, "THREADS": 128, "BLOCKS": 16}),
-        ("gather", "now", {}), ("scatter", "now", {}), ("moe_align_block_size", "now", {})]
-for op, label, consts in runs:
-    row = rows[op]
-    if consts:
-        row = dataclasses.replace(row, constants=consts)
-    try:
-        rec = ops.measure(row, mods[row.module], copy_gbs, MIN_MS)
-    except Exception as e:  # noqa: BLE001 - the rest still run
-        print(f"!! {op} {label}: {type(e).__name__}: {str(e)[:300]}", flush=True)
-        continue
-    line = ops.table([rec]).splitlines()[1]
-    print(f"{label:<9} {line}  tlc {rec.get('tlc', {}).get('ms', float('nan')) * 1e3:.1f} us", flush=True)
+hist, f16 = {"I": "i64"}, {"T": "f16"}
+run([("expert_histogram", "now", None, {}), ("expert_histogram", "B32K", None, {**hist, "BLOCK": 32768}),
+     ("expert_histogram", "B128K", None, {**hist, "BLOCK": 131072}),
+     ("expert_histogram", "B32K/512", None, {**hist, "BLOCK": 32768, "THREADS": 512}),
+     ("moe_permute", "now", None, {}), ("moe_permute", "4096/256", None, {**f16, "BD": 4096, "THREADS": 256, "BLOCKS": 0}),
+     ("moe_permute", "2048x16", None, {**f16, "BD": 2048, "THREADS": 128, "BLOCKS": 16}),
+     ("gather", "now", None, {}), ("scatter", "now", None, {}), ("moe_align_block_size", "now", None, {})])
 PY
