@@ -1,7 +1,8 @@
 """Tiles and block counts of std row kernels on (16384, 8192) against torch and a device copy, one
 process; each configuration's output is checked against torch's before its time counts (the
 scans' inputs keep every partial result exact in f16; log_softmax within 2 f16/bf16 units).
-std.broadcast's add: a (4, 4, M/16, N) plus a bias (1, 4, 1, N), as bench/ops.py's row.
+std.broadcast's add: a (4, 4, M/16, N) plus a bias (1, 4, 1, N), as bench/ops.py's row (div by
+|bias| + 0.5; lerp, where and clamp with a value per position (4, 1, M/16, 1) too).
 The lead's tool for choosing defaults: python3 bench/config_sweep.py [--min-ms 10] [--only NAMES]."""
 import argparse
 import sys
@@ -50,6 +51,12 @@ def cases(g, M, N):
     cond = torch.rand(4, 4, M // 16, N, device="cuda", generator=g) < 0.5
     yield ("where", "std.broadcast", "f16", (cond, a4, b4), exact(torch.where(cond, a4, b4)), BROADCAST,
            lambda x, out: torch.where(*x, out=out))
+    lo, hi = b4 - 1, (c4 + 1).to(torch.float16)
+    yield ("clamp", "std.broadcast", "f16", (a4, lo, hi), exact(torch.minimum(torch.maximum(a4, lo), hi)), BROADCAST,
+           lambda x, out: torch.clamp(*x, out=out))
+    den = b4.abs() + 0.5
+    yield ("div", "std.broadcast", "f16", (a4, den), close(a4.float() / den.float(), rtol=2.0 ** -10, atol=2.0 ** -14),
+           BROADCAST, lambda x, out: torch.div(*x, out=out))
     a32, b32 = a4.float(), b4.float()
     yield ("add", "std.broadcast", "f32", (a32, b32), exact(a32 + b32), BROADCAST, lambda x, out: torch.add(*x, out=out))
     for dt, name in ((torch.float16, "f16"), (torch.bfloat16, "bf16")):

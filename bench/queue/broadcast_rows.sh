@@ -1,25 +1,22 @@
 # limit: 120
-# Issue #13, helper 93 (session 21): the broadcast rows and the broadcasting tile ops, after
-# 3e674ed (std.broadcast) and ddc4984 (the tile ops' b once per run or row a thread: add_row
-# 239 -> 131 SASS instructions a thread of 16 elements, add_col 234 -> 143, div_row 385 -> 303,
-# div_col 395 -> 215, maximum_col 268 -> 173; flat add 108).  Session 20's H200 table (bench/results/ops-h200-twentieth.txt, of copy): std.broadcast
-# add 0.87, sub/mul 0.86, div 0.69, maximum/minimum 0.79, pow 0.36, where 0.46, clamp 0.65,
-# lerp 0.67; std.elementwise add_row 0.94, sub_col 0.89, div_row 0.79, div_col 0.83,
-# maximum_col/minimum_col 0.87 (flat add 1.02).  Measured on the CPU (sm_90a, the source as the
-# runtime builds it, cuobjdump): no broadcast kernel qualified for TL_WHOLE_RUNS (BN // 8 was not
-# folded) and each block did five signed Python divisions before its first load; now the whole-runs
-# build and three unsigned divisions, add's kernel 9311 -> 6036 SASS instructions, where's
-# 11082 -> 7507.  Question 1: the rows now (the elementwise rows of the same names come along as
-# the flat references).  Question 2: std.broadcast's tiles against the default (BN = 4096, 128
-# threads), with its divisions now cheap: BN 2048, 4096 at 256 threads, 8192 at 256 (ptxas, tile
-# path: add 36/36/55 registers, where 56/56/110, lerp 48/48/72; default 55, 110, 72), each
-# output checked first.  Question 3: memcheck clean on the row-tile path (D3 >= 512) at ragged
-# shapes, both builds (D3 = 4100: the general one; 8200: whole runs, a partial last tile), every
-# output checked against NumPy (tests/stdlib/broadcast_kit.check); and ddc4984's tile ops (b read
-# once per run or row slot) at ragged shapes against NumPy, under the same memcheck.
+# Issue #13, helper 93 (session 21), round 2.  Round 1 (bench/results/broadcast_rows-h200-twentyfirst.txt,
+# after 3e674ed and ddc4984; session 20 before): std.broadcast add/sub/mul 0.87 -> 0.96 of copy,
+# maximum/minimum 0.79 -> 0.96, div 0.69 -> 0.87, pow 0.36 -> 0.45, where 0.46 -> 0.57, clamp 0.65
+# -> 0.74, lerp 0.67 -> 0.77; the tile ops add_row 0.94 -> 0.99, add_col/sub_col/mul_col 0.90 ->
+# 0.94, div_row 0.79 -> 0.90, div_col 0.83 -> 0.92, maximum_col/minimum_col 0.87 -> 0.96; memcheck of
+# the row-tile path clean.  What is left is the ternaries and div.  CPU (ptxas, sm_90a): their
+# registers limit the blocks an SM, so the elements in flight (f16 at the ops shape): add 56
+# registers, 9 blocks of 128 x 32 = 36.9K elements an SM (0.96); lerp 72, 7 blocks, 28.7K (0.77);
+# clamp 76, 6, 24.6K (0.74); where 111, 4, 16.4K (0.57): each 16-bit operand's fragment is the join
+# of its copy and its broadcast-scalar branch, and at the join every half (and where's every bool)
+# sits in a register of its own (PTX selp.b16 / %rs per element).  Question 1: does another tile
+# (bench/config_sweep.py: BN 2048 at 128 threads, 4096 and 8192 at 256; registers where 56/56/111,
+# lerp 47/47/72, clamp 45/45/76, div 38/38/60) move them; each output checked first.  Question 2:
+# the rows again, in the same process as torch.  Question 3: ddc4984's tile ops at ragged shapes
+# against NumPy under memcheck (with the row-tile path's check of round 1 again).
 set -e
-python3 bench/ops.py --only add,sub,mul,div,maximum,minimum,pow,where,clamp,lerp,add_row,add_col,sub_col,mul_col,div_row,div_col,maximum_row,maximum_col,minimum_col --min-ms 10 --no-chart --json "$OUT/broadcast_rows.json"
-python3 bench/config_sweep.py --only add,where,lerp --min-ms 10
+python3 bench/config_sweep.py --only add,div,where,clamp,lerp --min-ms 10
+python3 bench/ops.py --only div,pow,where,clamp,lerp --min-ms 10 --no-chart --json "$OUT/broadcast_rows.json"
 cat > "$OUT/check_tiles.py" <<'PY'
 import sys
 import numpy as np
