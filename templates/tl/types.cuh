@@ -208,9 +208,11 @@ __device__ __forceinline__ float fast_exp(float x) { return fast_exp2(x * 1.4426
 // to 0 and an absolute error would not do, a degree-7 polynomial of f fitted for relative error
 // (2^-22.9 in f32 with FMAs).  12 instructions, where log2f takes about 25 and log1pf more; no
 // branch.  u = 0 gives -inf, a negative u or NaN NaN, inf inf, subnormals kept.
+template <bool FTZ = false>  // FTZ: u is 0 or normal (an f16 value): lg2.approx.ftz, no subnormal scaling
 __device__ __forceinline__ float fast_log2_near1(float f, float u) {
   float y;
-  asm("lg2.approx.f32 %0, %1;" : "=f"(y) : "f"(u));
+  if constexpr (FTZ) asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(u));
+  else asm("lg2.approx.f32 %0, %1;" : "=f"(y) : "f"(u));
   float p = fmaf(f, -0.19865205883979797f, 0.2263186275959015f);
   p = fmaf(p, f, -0.2397650182247162f);
   p = fmaf(p, f, 0.28778716921806335f);
@@ -234,16 +236,24 @@ __device__ __forceinline__ float fast_log1p(float x) { return fast_log2_near1(x,
 // select: a negative a takes the sign of an odd integer b and gives NaN for a fractional b (an
 // infinite a gives inf or 0), b = 0 or a = 1 gives 1 (NaN or not), a = -1 and b = +-inf 1; the
 // rest (0, inf and NaN arguments) come out of the logarithm and the exponential as powf's do.
-__device__ __forceinline__ float fast_pow(float a, float b) {
+// Selects, not branches: `||` of the tests for 1 was a branch an element.  fast_pow_near: of an
+// f16 a (never a subnormal f32), whose logarithm needs no scaling of subnormals (4 instructions).
+template <bool F16>
+__device__ __forceinline__ float pow_of(float a, float b) {
   const float x = fabsf(a);
-  float r = fast_exp2(b * fast_log2(x));
-  const bool whole = truncf(b) == b;                           // +-inf counts, as an even integer
-  const bool odd = whole && truncf(b * 0.5f) != b * 0.5f;      // |b| >= 2^24: even
-  if (a < 0.0f && !whole && x != __int_as_float(0x7f800000)) r = __int_as_float(0x7fffffff);
-  if (odd && signbit(a)) r = -r;
-  if (b == 0.0f || a == 1.0f || (x == 1.0f && fabsf(b) == __int_as_float(0x7f800000))) r = 1.0f;
+  float r = fast_exp2(b * fast_log2_near1<F16>(x - 1.0f, x));
+  // b = 2 trunc(b / 2) + d (exact, |d| < 2): an integer b has d = 0 or +-1 (odd), a fraction any
+  // other d; +-inf and NaN a NaN d (+-inf counts as an even integer)
+  const float d = fabsf(fmaf(-2.0f, truncf(0.5f * b), b));
+  r = a < 0.0f && d != 1.0f && d > 0.0f && x != __int_as_float(0x7f800000) ? __int_as_float(0x7fffffff) : r;
+  r = d == 1.0f && signbit(a) ? -r : r;
+  r = b == 0.0f ? 1.0f : r;
+  r = a == 1.0f ? 1.0f : r;
+  r = x == 1.0f && fabsf(b) == __int_as_float(0x7f800000) ? 1.0f : r;
   return r;
 }
+__device__ __forceinline__ float fast_pow_near(float a, float b) { return pow_of<true>(a, b); }
+__device__ __forceinline__ float fast_pow(float a, float b) { return pow_of<false>(a, b); }
 
 // atan(x) for values kept at 16-bit precision (schedule/fast_math.py): t = |x|, or the
 // hardware's 1 / |x| (MUFU.RCP: 1 ulp) above 1, atan t = t P(t^2) with P of degree 5 fitted for

@@ -101,14 +101,16 @@ int main() {
   long bad = 0;
   for (float a : v)
     for (float b : v) {
-      const float want = powf(a, b), got = fast_pow(a, b);
+      for (int near = 0; near < 2; ++near) {  // fast_pow_near: every a here is 0 or a normal f32
+      const float want = powf(a, b), got = near ? fast_pow_near(a, b) : fast_pow(a, b);
       const bool same = (std::isnan(want) && std::isnan(got)) ||
                         (want == got && signbit(want) == signbit(got)) ||
                         (std::isfinite(want) && want != 0.0f && std::isfinite(got) && signbit(want) == signbit(got) &&
                          // within f16's range 2^-16 relative (|b log2 a| <= 25); beyond it only finite
                          (std::fabs(want) < 5.9604645e-8f || std::fabs(want) > 65504.0f ||
                           std::fabs(got - want) <= std::fabs(want) * 1.52587890625e-5f));
-      if (!same && bad++ < 8) printf("pow(%g, %g): %g, powf %g\n", a, b, got, want);
+      if (!same && bad++ < 8) printf("pow%s(%g, %g): %g, powf %g\n", near ? "_near" : "", a, b, got, want);
+      }
     }
   printf("%ld differ\n", bad);
   return 0;
@@ -118,18 +120,21 @@ int main() {
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
 def test_fast_pow_keeps_powfs_special_values(tmp_path):
-    """tl::fast_pow on the host, the hardware's log2 and 2^x replaced by log2f and exp2f: powf's
-    value at every pair of special arguments (zeros of both signs, infinities, NaN, +-1, negative
-    bases with odd, even and fractional powers, powers of 2^24 and beyond), its sign included."""
+    """tl::fast_pow and fast_pow_near on the host, the hardware's log2 and 2^x replaced by log2f and
+    exp2f: powf's value at every pair of special arguments (zeros of both signs, infinities, NaN,
+    +-1, negative bases with odd, even and fractional powers, powers of 2^24 and beyond), its sign
+    included."""
     text = (templates() / "tl" / "types.cuh").read_text()
     parts = []
-    for name in ("fast_exp2", "fast_log2_near1", "fast_log2", "fast_pow"):
+    for name in ("fast_exp2", "fast_log2_near1", "fast_log2", "pow_of", "fast_pow_near", "fast_pow"):
         start = text.index(f"__device__ __forceinline__ float {name}(")
         line_end = text.index("\n", start)
         end = line_end + 1 if text[line_end - 1] == "}" else text.index("\n}\n", start) + 3
-        parts.append(text[start:end])
+        before = text.rindex("\n", 0, start - 1) + 1  # a template's line above it
+        parts.append(text[before if text.startswith("template", before) else start:end])
     body = "\n".join(parts).replace("__device__ __forceinline__", "static inline")
     body = body.replace('asm("lg2.approx.f32 %0, %1;" : "=f"(y) : "f"(u));', "y = log2f(u);")
+    body = body.replace('asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(u));', "y = log2f(u);")
     body = body.replace('asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));', "y = exp2f(x);")
     assert "asm(" not in body, body
     src = tmp_path / "pow.cpp"

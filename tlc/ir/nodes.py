@@ -85,7 +85,7 @@ MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "
               # their forms for an argument below 2^17 in magnitude (an f16 value)
               "fast_sin": 1, "fast_cos": 1, "fast_sin_near": 1, "fast_cos_near": 1,
               # internal: a ** b as 2^(b log2 |a|) by the hardware, powf's special values kept
-              "fast_pow": 2,
+              "fast_pow": 2, "fast_pow_near": 2,  # (an f16 base: no subnormal, lg2.approx.ftz)
               # internal: a / b where the quotient's precision allows the hardware's full-range
               # approximate division (div.full.f32: 2 ulp, no branch); the interpreter divides
               "fast_div": 2,
