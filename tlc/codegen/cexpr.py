@@ -4,7 +4,7 @@ the target (`load`), which knows where each buffer lives."""
 from __future__ import annotations
 
 from .. import ir
-from ..dtypes import DType, lookup
+from ..dtypes import F32, DType, lookup
 from .cnames import c_name, c_type, compute_type, literal
 from .ranges import in_dtype_range
 
@@ -90,6 +90,13 @@ def wrap_narrow(text: str, dt: DType) -> str:
     return f"static_cast<{c_type(dt)}>{text}" if dt.is_int and dt.bits < 32 else text
 
 
+def _exact_widened(e: ir.Expr) -> bool:
+    """Whether `e` is a min, max or select of 16- or 8-bit floats: its value in a wider float is
+    one of its operands' there (CExprs._in)."""
+    return e.dtype.is_float and e.dtype.bits <= 16 and (
+        isinstance(e, ir.Select) or (isinstance(e, ir.BinOp) and e.op in ("min", "max")))
+
+
 def _float_binop(op: str, a: str, b: str, work: DType, span) -> str:
     f32 = work.name == "f32"
     if op in ("+", "-", "*", "/"):
@@ -148,7 +155,14 @@ class CExprs:
         return method(e)
 
     def _in(self, e: ir.Expr, dt: DType) -> str:
-        """`e` as a value of dtype `dt`."""
+        """`e` as a value of dtype `dt`.  A min, max or select of 16- or 8-bit floats wanted as a
+        wider float is computed in that float: its value is one of its operands', exactly, so
+        rounding it to the narrow type first and widening it again (F2FP and HADD2.F32 an element
+        on sm_90a; std.elementwise's convert_sat clamps an f16 x so) changes nothing."""
+        if dt.is_float and dt.bits > e.dtype.bits and _exact_widened(e):
+            if isinstance(e, ir.Select):
+                return self._select(e, dt)
+            return _float_binop(e.op, self._in(e.a, dt), self._in(e.b, dt), dt, e.span)
         return cvt(self.expr(e), e.dtype, dt)
 
     def expr_Const(self, e: ir.Const) -> str:
@@ -161,10 +175,16 @@ class CExprs:
         return c_name(name)
 
     def expr_Cast(self, e: ir.Cast) -> str:
+        if _exact_widened(e.x):  # a narrow float converts through f32 anyway
+            return cvt(self._in(e.x, F32), F32, e.dtype)
         return cvt(self.expr(e.x), e.x.dtype, e.dtype)
 
     def expr_Select(self, e: ir.Select) -> str:
-        a, b = self._in(e.a, e.dtype), self._in(e.b, e.dtype)
+        return self._select(e, e.dtype)
+
+    def _select(self, e: ir.Select, dt: DType) -> str:
+        """`e`, its arms as values of `dt`."""
+        a, b = self._in(e.a, dt), self._in(e.b, dt)
         if (e.dtype.is_float and (_calls_math(e.a) or _calls_math(e.b))
                 and not (_is_constant(e.a) or _is_constant(e.b))):
             # both arms computed, then selected: as `?:` operands NVVM made a branch an element of
