@@ -122,6 +122,19 @@ def test_column_rules_agree_with_numpy(rules):
         Rules(col_elems_per_thread=12)
 
 
+def test_col_registers_max_keeps_more_tiles_a_step():
+    """var_axis0's three running values an element halve its four tiles a step to two under the
+    default cap of 100 registers; a cap of 200 keeps four (eight copies in its two loops)."""
+    import tlc
+
+    mod = tlc.load("std.reduce", target="cpu")
+    for rules, copies in (({}, 4), ({"col_registers_max": 200}, 8)):
+        (launch,) = mod.var_axis0.with_rules(**rules).program({"T": "f16"}, "sm_90a", {"M": 16384, "N": 8192}).launches
+        assert len([s for s in statements(launch.kernel.body) if isinstance(s, ir.Copy)]) == copies, rules
+    with pytest.raises(ValueError, match=r"^rule col_registers_max must be a positive number of registers, not 0$"):
+        Rules(col_registers_max=0)
+
+
 def test_col_elems_per_thread_gives_the_threads_of_a_column_tile():
     (launch,) = module(COLUMNS).colsum.with_rules(col_elems_per_thread=8).program(
         {}, "sm_90a", {"M": 16384, "N": 8192}).launches

@@ -166,8 +166,9 @@ def _row_kernel(graph: Graph, program, part, group, kname: str, tensors: dict, t
                 sizes: dict, rules: Rules):
     """(tiles, RowKernel, kernel) of a row group.  A column kernel's loop takes
     `rules.COL_TILES_PER_STEP` tiles an iteration, halved while its fragments' registers
-    (`RowKernel.registers`, with the copies batched as they will be) exceed `COL_REGISTERS_MAX`:
-    var_axis0's and logsumexp_axis0's three running values an element keep two."""
+    (`RowKernel.registers`, with the copies batched as they will be) exceed
+    `rules.col_registers_max` (`COL_REGISTERS_MAX`): var_axis0's and logsumexp_axis0's three
+    running values an element keep two."""
     step = None
     while True:
         b = KernelBuilder(graph, program, part, group, kname, dict(tensors), target)
@@ -179,7 +180,7 @@ def _row_kernel(graph: Graph, program, part, group, kname: str, tensors: dict, t
         if group.axis == len(group.space) - 1 or tiles.step == 1:
             return tiles, rows, kernel
         laid = finish(kernel, target, smem_limit, program.sources, batch=rules_mod.COL_BATCH)
-        if rows.registers(laid) <= rules_mod.COL_REGISTERS_MAX:
+        if rows.registers(laid) <= rules.col_registers_max:
             return tiles, rows, kernel
         step = tiles.step // 2
 

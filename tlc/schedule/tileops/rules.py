@@ -50,6 +50,7 @@ class Rules:
     row_keep_exp: bool = True  # a one-tile softmax keeps exp(x - max) in registers for the result
     col_block_elems: int = 8192  # a column kernel's tile (16 elements a thread at 512 threads)
     col_elems_per_thread: int = COL_ELEMS_PER_THREAD  # of that tile (its partials take as many registers again)
+    col_registers_max: int = COL_REGISTERS_MAX  # a column kernel's tiles a step halve while its fragments take more
     # blocks per SM a row or element-wise kernel asks ptxas to fit (__launch_bounds__), i.e. rows or
     # runs in flight; 0: a row kernel's from `row_blocks_per_sm` (softmax 8192 f16: 4), an
     # element-wise kernel's from codegen/occupancy.py's estimate
@@ -79,6 +80,8 @@ class Rules:
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1 or v & (v - 1):
                 raise ValueError(f"rule {name} must be a power of two, not {v!r}")
+        if not isinstance(self.col_registers_max, int) or self.col_registers_max < 1:
+            raise ValueError(f"rule col_registers_max must be a positive number of registers, not {self.col_registers_max!r}")
         for name in ("min_blocks", "ew_long_blocks"):
             v = getattr(self, name)
             if not isinstance(v, int) or not 0 <= v <= 32:
