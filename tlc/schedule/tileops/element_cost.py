@@ -10,11 +10,12 @@ it is computed, once (`x = ...` is a scalar; its uses are registers), and so doe
 subexpression written out more than once (an inlined device function's argument at each of its
 uses: nvcc computes it once); `a * b + c` counts one (an FFMA), a float negation none (a sign
 flag of the instruction that reads it).  Against the SASS of std.elementwise's f16 kernels
-(sm_90a, one run a thread, the identity kernel's instructions taken off, per element): erf 18
-for 15.1 (tl::fast_erf; erff's 22 for 21.8), log1p 15 for 15.2, atan 15 for 12.2 (tl::fast_atan),
-tan 19 for 15.1, asinh 32 for 33.2, elu 20 for 16.9, gelu_bwd 24
-for 18.1, hardswish_bwd 11 for 4.6 on the hot path (9.6 in all); before the last three rules
-the estimate was up to twice the SASS (sinh 40 for 20.4, celu 43 for 26.9 in all).
+(sm_90a, one run a thread, the identity kernel's instructions taken off, per element): erf 17
+for 14.1 (tl::fast_erf; erff's 22 for 21.8), log1p 15 for 15.2, atan 15 for 12.2 (tl::fast_atan),
+tan 18 for 14.5, asinh 13 for 11.0 (tl::fast_asinh_near; asinhf's 36 for 36.4), elu 14 for 10.0
+(tl::fast_expm1), gelu_bwd 24 for 18.1, hardswish_bwd 10 for 4.6 on the hot path (9.6 in all);
+before the last three rules the estimate was up to twice the SASS (sinh 40 for 20.4, celu 43 for
+26.9 in all).
 """
 from __future__ import annotations
 
