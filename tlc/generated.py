@@ -33,5 +33,6 @@ class GeneratedKernel:
     persistent: bool | str = False
     cluster: int = 1  # blocks per cluster (__cluster_dims__); a persistent grid is a multiple of it
     # what a launch must satisfy for the build with TL_WHOLE_RUNS (codegen/whole_runs.py):
-    # ((tensor, its last size's symbol or "", the run that size must be a multiple of), ...); None: no such build
+    # ((tensor, its last size's symbol or "", the run that size must be a multiple of; a negative run: a
+    # multiple of -run or 1, its copies running only where it is not 1), ...); None: no such build
     whole_runs: tuple | None = None

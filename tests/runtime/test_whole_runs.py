@@ -67,6 +67,23 @@ def asserting(x: f16[M, N], y: f16[M, N], BN: const = 256):
         for t in range(cdiv(N, BN)):
             copy(x[bx, t * BN], xt)
             copy(xt, y[bx, t * BN])
+
+
+@kernel
+def bias_or_scalar(x: f16[M, N], b: f16[B], y: f16[M, N], BN: const = 256):
+    with grid(M, threads=32) as bx:
+        xt = fragment(f16[BN])
+        bt = fragment(f16[BN])
+        for t in range(cdiv(N, BN)):
+            copy(x[bx, t * BN], xt)
+            if B == 1:
+                for j in parallel(BN):
+                    bt[j] = b[0]
+            else:
+                copy(b[t * BN], bt)
+            for j in parallel(BN):
+                xt[j] = xt[j] + bt[j]
+            copy(xt, y[bx, t * BN])
 """
 
 
@@ -98,6 +115,21 @@ def test_what_a_kernel_asks_from_its_copies_origins_and_sizes(runs_module):
         "odd_origin": None,  # t * BN + 4 may start a run 4 halves into a vector: no such build
         "fixed_rows": (("x", "", 1), ("y", "", 1)),  # 96 columns, a multiple of 8: the bases' alignment alone
     }
+
+
+def test_a_tensor_copied_only_where_its_size_is_not_1_asks_a_multiple_or_1(runs_module):
+    """std.broadcast's operands: one broadcast along its last dimension (size 1) is read as one
+    element, the row copied otherwise (`if B == 1: ... else: copy(...)`), so a size of 1 moves no
+    run and keeps the whole-runs build: the fact's run is negative (B a multiple of 8, or 1).  The
+    ternary rows of the ops table (a value per position, size 1) took the general build."""
+    from tlc.runtime.whole_runs import size_keeps_runs_whole
+
+    assert runs_module.bias_or_scalar.generated({}, "sm_90a").whole_runs == (("x", "N", 8), ("b", "B", -8),
+                                                                           ("y", "N", 8))
+    assert [size_keeps_runs_whole(n, -8) for n in (1, 8, 1024, 4, 1020)] == [True, True, True, False, False]
+    assert [size_keeps_runs_whole(n, 8) for n in (1, 8, 1020)] == [False, True, False]
+    bc = tlc.load("std.broadcast", target="cpu").where.generated({"T": "f16"}, "sm_90a")
+    assert bc.whole_runs == (("cond", "C3", -16), ("a", "A3", -16), ("b", "B3", -16), ("y", "D3", 16))
 
 
 def test_static_factors():
@@ -171,23 +203,28 @@ class FakeArray:
         self.data = SimpleNamespace(device_id=0, ptr=ptr)
 
 
-def test_the_fast_path_launches_the_general_build_for_ragged_rows(monkeypatch, runs_module):
-    """The fast path tests the addresses and sizes itself: a launch that keeps the runs whole
-    launches the first build, one that may not the general build where it is loaded, else it
-    hands the call to the general path (which compiles and loads it)."""
+def fast_path(monkeypatch, k, generic: dict, whole):
+    """fastpath.build's launcher of kernel `k` (a fake CuPy), the whole-runs build launching
+    `whole`, the general one `generic`'s functions; the general path answers "general path"."""
     from tlc.runtime import fastpath
 
     cupy = types.ModuleType("cupy")
     cupy.ndarray = FakeArray
     cupy.cuda = SimpleNamespace(runtime=SimpleNamespace(getDeviceCount=lambda: 1, getDevice=lambda: 0))
     monkeypatch.setitem(sys.modules, "cupy", cupy)
-    k = runs_module.scale_rows
     gen = k.generated({}, "sm_90a")
-    launches, generic = [], {}
     compiled = SimpleNamespace(params=k.scheduled({}, "sm_90a").params, launch_fields=gen, block=(gen.threads, 1, 1),
                                smem=gen.smem_bytes, whole_runs=gen.whole_runs, _generic_functions=generic,
-                               _functions={0: lambda *a: launches.append(("whole", a[2][3]))})
-    fast = fastpath.build(compiled, fallback=lambda args: "general path")
+                               _functions={0: whole})
+    return fastpath.build(compiled, fallback=lambda args: "general path")
+
+
+def test_the_fast_path_launches_the_general_build_for_ragged_rows(monkeypatch, runs_module):
+    """The fast path tests the addresses and sizes itself: a launch that keeps the runs whole
+    launches the first build, one that may not the general build where it is loaded, else it
+    hands the call to the general path (which compiles and loads it)."""
+    launches, generic = [], {}
+    fast = fast_path(monkeypatch, runs_module.scale_rows, generic, lambda *a: launches.append(("whole", a[2][3])))
 
     def call(n, x=0x7000):
         return fast({"x": FakeArray((4, n), x), "y": FakeArray((4, n), 0x9000)})
@@ -197,6 +234,18 @@ def test_the_fast_path_launches_the_general_build_for_ragged_rows(monkeypatch, r
     generic[0] = lambda *a: launches.append(("general", a[2][3]))
     assert call(1020) is True and call(1024, x=0x7008) is True and call(64) is True
     assert launches[1:] == [("general", 1020), ("general", 1024), ("whole", 64)]
+
+
+def test_the_fast_path_takes_a_size_of_1_as_whole_where_the_copies_skip_it(monkeypatch, runs_module):
+    """bias_or_scalar's b: a size that is a multiple of 8, or 1, launches the whole-runs build;
+    another the general one (as launch.py's keeps_runs_whole)."""
+    launches = []
+    fast = fast_path(monkeypatch, runs_module.bias_or_scalar, {0: lambda *a: launches.append("general")},
+                     lambda *a: launches.append("whole"))
+    for nb in (1, 1024, 12):
+        assert fast({"x": FakeArray((4, 1024), 0x7000), "b": FakeArray((nb,), 0x8000),
+                     "y": FakeArray((4, 1024), 0x9000)}) is True
+    assert launches == ["whole", "whole", "general"]
 
 
 def sass_count(sass: str) -> int:

@@ -15,7 +15,15 @@ in every layout) is whole or wholly outside its tensor, and aligned, when:
     multiple of RUN, and its base is 16-byte aligned: what the launch checks.
 A kernel qualifies when every such copy's origin does; its facts are, per tensor, the run its
 last size must divide (`WholeRuns.facts`).  Copies with a shifted origin (tl::copy_g2f's
-SHIFTED, a run-time offset) keep their paths in either build and ask nothing."""
+SHIFTED, a run-time offset) keep their paths in either build and ask nothing.
+
+A copy that runs only where its tensor's last size is not 1 (in the `else` of `if S == 1`, or
+the body of `if S != 1`) moves nothing where S is 1: std.broadcast reads an operand broadcast
+along its last dimension as one element and copies its row otherwise.  Where every copy of a
+tensor is so, its fact says so by a negative run (S a multiple of the run, or 1), so that the
+ternary rows, whose value per position has S = 1, launch the whole-runs build too (where, clamp
+and lerp at the ops rows' shapes: 124 -> 111, 80 -> 76 and 80 -> 72 registers, 16.7 -> 14.2,
+27.4 -> 23.5 and 25.4 -> 21.4 SASS instructions an element of f16, sm_90a)."""
 from __future__ import annotations
 
 from math import gcd
@@ -96,6 +104,26 @@ def static_factor(e: ir.Expr, k: ir.Kernel) -> int:
     return _Factors(k).of(e)
 
 
+def _not_one(stmts, known: frozenset = frozenset(), out: dict | None = None) -> dict:
+    """{id of a copy's region: the size symbols that are not 1 wherever that copy runs}: the
+    `else` of `if S == 1` and the body of `if S != 1` (S a size symbol)."""
+    out = {} if out is None else out
+    for s in stmts:
+        if isinstance(s, ir.Copy):
+            out[id(s.src)] = out[id(s.dst)] = known
+        elif isinstance(s, ir.If):
+            c = s.cond
+            sym = c.a.name if isinstance(c, ir.BinOp) and c.op in ("==", "!=") and isinstance(c.a, ir.Var) and \
+                isinstance(c.b, ir.Const) and c.b.value == 1 else None
+            _not_one(s.then, known | {sym} if sym and c.op == "!=" else known, out)
+            _not_one(s.orelse, known | {sym} if sym and c.op == "==" else known, out)
+        elif isinstance(s, (ir.For, ir.Parallel)):
+            for c in getattr(s, "stores", ()):  # a parallel loop's folded copies (fold_stores.py)
+                out[id(c.src)] = out[id(c.dst)] = known
+            _not_one(s.body, known, out)
+    return out
+
+
 class WholeRuns:
     """The copies of one kernel between fragments and tensors, noted as the code generator
     emits them (`note`), and what they ask of a launch (`facts`)."""
@@ -104,6 +132,8 @@ class WholeRuns:
         self.k = k
         self.factors = _Factors(k)
         self.runs: dict[str, int] = {}  # tensor -> the run its last size must be a multiple of
+        self.anywhere: set[str] = set()  # tensors with a copy that may run where their last size is 1
+        self.not_one = _not_one(k.body)
         self.qualifies = True
 
     def note(self, region: ir.Region, layout) -> None:
@@ -111,11 +141,14 @@ class WholeRuns:
         if region.dims is not None:  # a view's rows: their length is no size of the tensor's
             self.qualifies = False
             return
-        self.note_origin(region.name, region.offsets[-1], layout)
+        p = self.k.param(region.name)
+        last = p.shape[-1] if p is not None and p.shape else None
+        self.note_origin(region.name, region.offsets[-1], layout, last in self.not_one.get(id(region), ()))
 
-    def note_origin(self, name: str, origin: ir.Expr, layout) -> None:
+    def note_origin(self, name: str, origin: ir.Expr, layout, not_one: bool = False) -> None:
         """Runs of `layout` over tensor `name` from column `origin` on (a copy's column offset,
-        or a parallel loop's read at its column plus `origin`: tl::load_run_global)."""
+        or a parallel loop's read at its column plus `origin`: tl::load_run_global); `not_one`:
+        they move only where the tensor's last size is not 1."""
         run = layout_run(layout)
         if run == 1:
             return  # one element a run: whole or outside, and aligned, always
@@ -127,20 +160,28 @@ class WholeRuns:
             return
         if isinstance(last, str):
             self.runs[name] = run * self.runs.get(name, run) // gcd(run, self.runs.get(name, run))
+            if not not_one:
+                self.anywhere.add(name)
         else:
             self.runs.setdefault(name, 1)  # a constant size: only the base's alignment is left
 
     def facts(self) -> tuple | None:
         """((tensor, its last size's symbol or "" for a constant, the run it must divide), ...)
-        in parameter order, or None when the kernel does not qualify or copies nothing so."""
+        in parameter order, or None when the kernel does not qualify or copies nothing so.  A
+        negative run: the size is a multiple of its magnitude or 1 (every copy of the tensor runs
+        only where it is not 1)."""
         if not self.qualifies or not self.runs:
             return None
         out = []
         for p in self.k.params:
             if p.name in self.runs:
                 last = p.shape[-1]
-                out.append((p.name, last if isinstance(last, str) else "", self.runs[p.name]))
+                run = self.runs[p.name]
+                if isinstance(last, str) and p.name not in self.anywhere:
+                    run = -run
+                out.append((p.name, last if isinstance(last, str) else "", run))
         return tuple(out)
+
 
 
 def note(gen, region: ir.Region, layout, shifted: bool = False) -> None:

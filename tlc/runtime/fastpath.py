@@ -145,7 +145,9 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
     whole = getattr(compiled, "whole_runs", None)
     if whole:  # a launch that may leave a copy's run ragged launches the generic build (launch.py's keeps_runs_whole)
         index = {p.name: i for i, p in enumerate(kernel_params)}
-        ragged = [f"m{index[t]} & 15" for t, _, _ in whole] + [f"{symbols[s]} % {run}" for _, s, run in whole if s and run > 1]
+        ragged = [f"m{index[t]} & 15" for t, _, _ in whole] + \
+            [f"{symbols[s]} % {run}" if run > 0 else f"({symbols[s]} % {-run} and {symbols[s]} != 1)"
+             for _, s, run in whole if s and abs(run) > 1]  # a negative run: a multiple of it, or 1
         env["GENERIC"] = compiled._generic_functions
         lines += [f"if {' or '.join(ragged)}:", "    fn = GENERIC.get(device)", "    if fn is None:",
                   "        return fallback(args)"]

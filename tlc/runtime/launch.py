@@ -15,6 +15,7 @@ from ..diagnostics import TlcError
 from ..ir.nodes import Kernel
 from .args import Binder, Bound, LaunchFacts
 from .grid import compile_grid, launches_blocks
+from .whole_runs import size_keeps_runs_whole
 from .driver_api import max_active_blocks, max_active_clusters
 
 DEFAULT_SMEM_LIMIT = 48 * 1024  # above this a kernel must opt in to more dynamic shared memory
@@ -63,7 +64,7 @@ class CompiledKernel:
         if self.whole_runs:
             slots = self.binder.slots
             self._whole_pointers = tuple(slots[t] for t, _, _ in self.whole_runs)
-            self._whole_sizes = tuple((slots[size], run) for _, size, run in self.whole_runs if size and run > 1)
+            self._whole_sizes = tuple((slots[size], run) for _, size, run in self.whole_runs if size and abs(run) > 1)
         if generated.tensor_maps:
             from .tensormap import FLAGS, LaunchTensorMaps, built_flags  # only a kernel that copies through the TMA needs it
 
@@ -179,7 +180,7 @@ class CompiledKernel:
             a = args[i]
             if (a.data.ptr if hasattr(a, "data") and hasattr(a.data, "ptr") else int(a)) % 16:
                 return False
-        return all(int(args[i]) % run == 0 for i, run in self._whole_sizes)
+        return all(size_keeps_runs_whole(int(args[i]), run) for i, run in self._whole_sizes)
 
     def _load(self, device: int):
         import cupy

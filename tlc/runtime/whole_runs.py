@@ -16,3 +16,8 @@ def with_whole_runs(source: str, facts) -> str:
     (`GeneratedKernel.whole_runs`; None: the source as it is)."""
     return source if not facts else DEFINE + source
 
+
+def size_keeps_runs_whole(size: int, run: int) -> bool:
+    """Whether a launch's last size `size` keeps a tensor's runs whole, for the run of its fact
+    (codegen/whole_runs.py; a negative one: a multiple of -run, or 1)."""
+    return size % abs(run) == 0 or (run < 0 and size == 1)
