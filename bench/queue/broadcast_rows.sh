@@ -9,7 +9,10 @@
 # registers, 9 blocks of 128 x 32 = 36.9K elements an SM (0.96); lerp 72, 7 blocks, 28.7K (0.77);
 # clamp 76, 6, 24.6K (0.74); where 111, 4, 16.4K (0.57): each 16-bit operand's fragment is the join
 # of its copy and its broadcast-scalar branch, and at the join every half (and where's every bool)
-# sits in a register of its own (PTX selp.b16 / %rs per element).  Question 1: does another tile
+# sits in a register of its own (PTX selp.b16 / %rs per element).  And bec1b82: the ternary rows
+# (a value per position, last size 1) launched the general build; now the whole-runs one (where
+# 124 -> 111 registers, clamp 80 -> 76, lerp 80 -> 72; 16.7 -> 14.2, 27.4 -> 23.5, 25.4 -> 21.4
+# SASS instructions an element), its memcheck below at (2, 3, 5, 8200) with (2, 1, 5, 1).  Question 1: does another tile
 # (bench/config_sweep.py: BN 2048 at 128 threads, 4096 and 8192 at 256; registers where 56/56/111,
 # lerp 47/47/72, clamp 45/45/76, div 38/38/60) move them; each output checked first.  Question 2:
 # the rows again, in the same process as torch.  Question 3: ddc4984's tile ops at ragged shapes
