@@ -231,6 +231,7 @@ for name, ref in (("var_axis0", xd.var(0, unbiased=False)), ("logsumexp_axis0", 
 idx = torch.empty(M, device="cuda", dtype=torch.int32)
 steps1 = tlc.load("/tmp/argmax_steps.tl").argmax_axis1
 kernels("argmax_axis1", [("default", red.argmax_axis1, {}), ("BM 2 BN 1024", red.argmax_axis1, {"BM": 2, "BN": 1024}),
+                         ("BN 512", red.argmax_axis1, {"BN": 512}),
                          ("steps", steps1, {}), ("steps BM 8 x 256", steps1, {"BM": 8, "THREADS": 256})],
         (x, idx), idx, x.float().argmax(1).int(), 0, M * N * 2, "int32")
 idx0 = torch.empty(N, device="cuda", dtype=torch.int32)
