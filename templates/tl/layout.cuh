@@ -366,7 +366,10 @@ __device__ __forceinline__ void g2f_convert(U* regs, const G2FVectors<L, T>& in)
   using R = G2FVectors<L, T>;
 #pragma unroll
   for (int v = 0; v < R::NV; ++v) {
-    if constexpr (raw_bytes<T, U>::value) {
+    // bytes, and in the TL_WHOLE_RUNS build a type into itself, as the vectors are (as copy_g2f's
+    // whole runs: the batch's registers and its fallback's then meet packed alike, not merged 16
+    // bits at a time)
+    if constexpr (raw_bytes<T, U>::value || (!RunsBuild::RAGGED_RUNS && same_type<T, U>::value)) {
       memcpy(regs + v * R::A::ELEMS, &in.v[v], sizeof(typename R::V));
     } else {
       union { typename R::V v; T e[R::A::ELEMS]; } u;
