@@ -8,7 +8,8 @@
 # float64 torch before it is timed:
 # (1) the rows now (bench/ops.py): group_norm's first pass has two tiles a step since ebb0de7
 #     (four spilled in the ragged build), batch_norm 32 rows, argmax/argmin without a branch an
-#     element (0a0f6af: 130 -> 71 SASS instructions for 8 elements of a whole tile);
+#     element (0a0f6af: 130 -> 71 SASS instructions for 8 elements of a whole tile), the column
+#     rows' load batches without 16-bit merges (cdc308f: var_axis0's loop 339 -> 325);
 # (2) var_axis0 / logsumexp_axis0 at four tiles a step (a7922d9 col_registers_max=200: 126 / 125
 #     registers, no spill in f16's TL_WHOLE_RUNS build; 4 loads a thread in flight now, 8 then);
 # (3) argmax_axis1 / argmax_axis0 as four tiles a step (candidates below: 9 blocks of 128
