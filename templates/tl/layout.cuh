@@ -392,8 +392,8 @@ __device__ __forceinline__ void g2f_convert(U* regs, const G2FVectors<L, T>& in)
 // whole run is read as the NV + 1 aligned vectors it overlaps (each holds one of the run's
 // elements, so none reaches past the row's last aligned vector) and its elements are shifted
 // out of their words (funnel shifts, the word offset picked by selects), where element by
-// element each thread issued RUN 2-byte loads; run by run (two runs' vectors in flight at once
-// spilled split and pad at 12 blocks an SM on sm_80).  Only the copies the code generator marks
+// element each thread issued RUN 2-byte loads (BATCH below: which tiles load every run first).
+// Only the copies the code generator marks
 // SHIFTED (a column origin offset by a run-time size: codegen/copies.py) have the path: compiled
 // into every copy, it left NVVM making none of a kernel's loads ld.global.nc.  run_shift: the
 // tile's shift in elements, or -1 where the rows are not aligned (or runs narrower than 8 bytes).
@@ -416,23 +416,42 @@ __device__ __forceinline__ void copy_g2f_shifted(U* regs, const T* g, long long 
   const TileBounds in(rows, cols, row0, col0);
   const T* tile = g + row0 * stride + col0;
   const int bytes = shift * static_cast<int>(sizeof(T)), q = bytes / 4, r = 8 * (bytes % 4);
+  // Where a thread's runs' vectors take at most 16 words (f16 and bf16 tiles of two runs, 1-byte
+  // tiles), every whole run's vectors are loaded before the first is shifted: pad's two runs a
+  // thread waited for each other (0.68 of copy on the H200 at (16384, 8192) f16; std.data.tril,
+  // the same tile unshifted, 0.99).  More (f32's four runs, i64's eight) run by run: batched, split
+  // f32 spilled 8 bytes on sm_80 at the 10 blocks an SM its estimate asks.
+  constexpr bool BATCH = RUNS * (NV + 1) * W <= 16;
+  union Raw { V v[NV + 1]; unsigned w[(NV + 1) * W]; };
+  Raw raw[RUNS];
+  bool whole[RUNS];
+#pragma unroll
+  for (int k = 0; k < RUNS; ++k) {
+    const int lr = L::row(t, k * RUN), lc = L::col(t, k * RUN);
+    const T* p = tile + static_cast<long long>(lr) * stride + lc;
+    whole[k] = L::valid(t, k * RUN) && in.row_in(lr) && in.col_in(lc) && in.col_in(lc + RUN - 1);
+    if (BATCH && whole[k]) {
+#pragma unroll
+      for (int v = 0; v <= NV; ++v) raw[k].v[v] = reinterpret_cast<const V*>(p - shift)[v];
+    }
+  }
 #pragma unroll
   for (int k = 0; k < RUNS; ++k) {
     const int r0 = k * RUN, lr = L::row(t, r0), lc = L::col(t, r0);
     const T* p = tile + static_cast<long long>(lr) * stride + lc;
-    const bool row_in = L::valid(t, r0) && in.row_in(lr);
-    if (row_in && in.col_in(lc) && in.col_in(lc + RUN - 1)) {
-      union { V v[NV + 1]; unsigned w[(NV + 1) * W]; } raw;
+    if (whole[k]) {
+      if constexpr (!BATCH) {
+#pragma unroll
+        for (int v = 0; v <= NV; ++v) raw[k].v[v] = reinterpret_cast<const V*>(p - shift)[v];
+      }
       union { unsigned w[NV * W]; T e[RUN]; } out;
 #pragma unroll
-      for (int v = 0; v <= NV; ++v) raw.v[v] = reinterpret_cast<const V*>(p - shift)[v];
-#pragma unroll
       for (int i = 0; i < NV * W; ++i) {
-        unsigned lo = raw.w[i], hi = raw.w[i + 1];
+        unsigned lo = raw[k].w[i], hi = raw[k].w[i + 1];
 #pragma unroll
         for (int c = 1; c < W; ++c) {
-          lo = q == c ? raw.w[i + c] : lo;
-          hi = q == c ? raw.w[i + c + 1] : hi;
+          lo = q == c ? raw[k].w[i + c] : lo;
+          hi = q == c ? raw[k].w[i + c + 1] : hi;
         }
         out.w[i] = __funnelshift_r(lo, hi, r);
       }
@@ -444,6 +463,7 @@ __device__ __forceinline__ void copy_g2f_shifted(U* regs, const T* g, long long 
       }
       continue;
     }
+    const bool row_in = L::valid(t, r0) && in.row_in(lr);
 #pragma unroll
     for (int e = 0; e < RUN; ++e) regs[r0 + e] = row_in && in.col_in(lc + e) ? cvt<U>(p[e]) : cvt<U>(0.0f);
   }
