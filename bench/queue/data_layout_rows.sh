@@ -8,9 +8,9 @@
 #     permute (its text below, from /tmp).
 #   transpose 0.85, transpose_batched 0.87: each block wrote 128 bytes of each of its 64 y rows.
 #     After: groups of G = 8 rows of tiles (1 KB runs of y rows); "before" is G = 1 (the old order).
-#   pad 0.68: its x tile's origin 3 elements past a vector: tl::copy_g2f_shifted loads each run's
-#     2 vectors, run by run (2 runs a thread at BM = 8): variant BM = 4 (one run a thread, both
-#     its loads at once).  Not changed yet.
+#   pad 0.68: its x tile's origin 3 elements past a vector: tl::copy_g2f_shifted loaded each run's
+#     2 vectors run by run (2 runs a thread at BM = 8).  "now" is after f01e88f (both runs' 4
+#     LDG.128 at once; before: session 20's 0.68); variant BM = 4 (one run a thread).
 #   repeat 0.57: 4 STG.128 for each LDG.128, 4 blocks of 256 an SM (64 registers): variant
 #     BLOCKS = 5 (48 registers, no spill).  (The write-only ceiling, whether 256 MiB written of
 #     repeat's 320 bounds it: data_moe_round2.sh.)
