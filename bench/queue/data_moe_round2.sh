@@ -14,7 +14,8 @@
 #     the write-only ceiling, torch's zero_() of 256 MiB (checked zero after), and variants:
 #     BD 4096 at 256 threads (estimate: 6 blocks), BD 2048 at 128 x 16 blocks (25 registers).
 #  3. gather and scatter after 8dc5acc (their shared row copied in and out as 16-byte vectors;
-#     the first round timed 02c25d3).
+#     the first round timed 02c25d3), scatter also after 65c1840 (y read only where no source
+#     wrote: none here, so at most 1.0 of copy, where reading the row first bounded it at 0.86).
 python3 - <<'PY'
 import sys
 import torch
