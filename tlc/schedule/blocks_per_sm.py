@@ -19,6 +19,8 @@ bench/plain's builds).
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import replace
 
 from .. import ir
@@ -123,6 +125,7 @@ def live_fragment_registers(kernel: ir.Kernel) -> int:
       before it is written (carried to the next iteration), to the whole loop;
     - a reduction holds its partials (a register per slot of its result) beside its source
       and result (examples/softmax at 7 blocks an SM spills 32 bytes: 4 rows of partials);
+    - a 16-bit fragment's scan in registers holds its values widened to f32 beside it;
     - a tile a parallel loop writes for the reduction right after it alone is never held
       (`_streamed`)."""
     frags = {b.name: b for b in kernel.buffers if b.scope == "fragment" and b.layout is not None}
@@ -149,6 +152,10 @@ def live_fragment_registers(kernel: ir.Kernel) -> int:
                 spans[s.dst.name][0] = min(spans[s.dst.name][0], top)
             if isinstance(s, ir.Reduce) and s.src in frags and not isinstance(frags[s.src].layout, Replicated):
                 partials[pos] = Replicated(frags[s.src].layout, (s.dim,)).registers
+            if isinstance(s, ir.Scan) and s.dst in frags and frags[s.dst].dtype.bits < 32:
+                # a 16-bit fragment scanned in its registers (scan_registers.py) combines in f32:
+                # its values widened beside it (cummax of bf16 at 9 blocks an SM spilled 84 bytes)
+                partials[pos] = math.prod(frags[s.dst].shape) // frags[s.dst].layout.threads
             pos += 1
         return pos
 
