@@ -7,7 +7,7 @@ import pytest
 
 import tlc
 from tlc.dtypes import BF16, F16, F32
-from tlc.schedule.blocks_per_sm import live_fragment_registers, loads_in_flight
+from tlc.schedule.blocks_per_sm import column_vector_registers, live_fragment_registers, loads_in_flight
 from tlc.schedule.layout_flow import column_holders, column_split
 
 
@@ -79,6 +79,41 @@ def test_a_carried_accumulator_and_a_looped_four_byte_tile():
     assert k.buffer("tile").shape == (128, 32) and k.buffer("acc_part").shape == (128, 32)
     assert live_fragment_registers(k) == 16 + 16 + 4
     assert loads_in_flight(k) == 16
+
+
+ROW_VECTORS = """
+@kernel
+def k(x: f16[M, 1024], g: f32[1024], b: f16[1024], out: f16[M, 1024]):
+    with grid(cdiv(M, 2), threads=128) as bx:
+        row = fragment(f16[2, 1024])
+        copy(x[bx * 2, 0], row)
+        for i, j in parallel(2, 1024):
+            row[i, j] = f16(f32(row[i, j]) * g[j] + f32(b[j]) + f32(x[bx * 2 + i, j]))
+        copy(row, out[bx * 2, 0])
+"""
+
+
+def test_row_vectors_read_at_the_column_are_held_a_column_slot_each():
+    """g and b are read at the column only: a thread's two rows share its 8 columns, so g (f32)
+    holds 8 registers and b (f16) 4, taken a run at a time and loaded by ptxas at the top (the
+    tile op layernorm's g and b spilled 112 bytes on sm_80 uncounted); x read at its row too is
+    an element a register of the loop, not held."""
+    k = tlc.compile_source(ROW_VECTORS, target="cpu").k.scheduled({}, "sm_80")
+    assert str(k.buffer("row").layout) == "blocked(vec=8, threads=128)"
+    assert column_vector_registers(k) == 8 + 4
+
+
+def test_the_tile_op_layernorm_counts_its_weights():
+    """The tile op layernorm of rows of 1024 (a [2, 1024] tile at 128 threads): 36 registers of
+    fragments, 16 of g and b, 12 besides: 64 a thread, 8 blocks an SM (10 spilled 112 bytes)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "tileops"))
+    from tileops_kit import LAYERNORM
+
+    op = tlc.compile_source("@tile_op" + LAYERNORM, target="cpu").layernorm
+    assert [k.min_blocks for k in op.program({}, "sm_80", {}).kernels] == [8]
 
 
 NN_CONFIGS = [{}, {"THREADS": 512}, {"BN": 1024, "THREADS": 128}, {"T": "f32"}]

@@ -24,8 +24,9 @@ import math
 from dataclasses import replace
 
 from .. import ir
-from ..ir.walk import loads, statement_exprs, statements
-from .layout import Replicated, thread_registers, vector_run
+from ..ir.walk import loads, statement_exprs, statements, variables
+from .layout import Blocked, Replicated, thread_registers, vector_run
+from .scan_registers import in_registers
 from .smem import SM90_LIMIT
 
 # a 64-bit global address per run a copy has in flight: column_sums' [32, 256] f32 tile in runs
@@ -52,7 +53,7 @@ def choose_blocks_per_sm(kernel: ir.Kernel, target=None) -> ir.Kernel:
     # kernels this pass changes need (issue #15, a GEMM's first call)
     from .tileops.rules import ROW_MIN_REGISTERS, ROW_OVERHEAD, row_blocks_per_sm
 
-    live, loading = live_fragment_registers(kernel), loads_in_flight(kernel)
+    live, loading = live_fragment_registers(kernel), loads_in_flight(kernel) + column_vector_registers(kernel)
     scalars = SCALAR_REGISTERS * sum(isinstance(s, ir.LetScalar) for s in statements(kernel.body))
     blocks = row_blocks_per_sm(kernel.threads, live + loading + scalars, target)
     need = max(live + loading + scalars + ROW_OVERHEAD, ROW_MIN_REGISTERS)
@@ -115,6 +116,35 @@ def _global_loads(kernel: ir.Kernel):
     return walk(kernel.body, False)
 
 
+def column_vector_registers(kernel: ir.Kernel) -> int:
+    """Registers of the tensor values a parallel loop reads at its column only (a row vector
+    `g[t * 1024 + j]`, the same for each of a thread's rows), the most of any loop: the code
+    generator takes them a run at a time as vectors (codegen/shared_runs.py), and ptxas issues
+    those loads at the kernel's top, so they are held through everything before the loop (the
+    tile op layernorm's g and b, 16 registers: at 10 blocks an SM on sm_80, 48 registers, it
+    spilled 112 bytes).  A value a thread holds per column slot, 4 bytes or fewer to a register."""
+    tensors = {p.name: p for p in kernel.params if p.kind == "tensor"}
+    most = 0
+    for s in statements(kernel.body):
+        if not isinstance(s, ir.Parallel) or not isinstance(s.layout, Blocked) or len(s.vars) != 2:
+            continue
+        row, column = s.vars
+        held = {}
+        for st in statements(s.body):
+            for e in statement_exprs(st):
+                for x in loads(e):
+                    if x.name not in tensors or not x.indices:
+                        continue
+                    if any(v.name in (row, column) for i in x.indices[:-1] for v in variables(i)):
+                        continue
+                    if {v.name for v in variables(x.indices[-1])} & {row, column} != {column}:
+                        continue
+                    held[x.name] = tensors[x.name].dtype.itemsize
+        slots = Replicated(s.layout, (0,)).registers
+        most = max(most, sum(-(-slots * size // 4) for size in held.values()))
+    return most
+
+
 def live_fragment_registers(kernel: ir.Kernel) -> int:
     """The most 32-bit registers a thread's fragments take at any one statement.  A fragment is
     live over [first touch, last touch] of the statements in program order, except that:
@@ -152,7 +182,8 @@ def live_fragment_registers(kernel: ir.Kernel) -> int:
                 spans[s.dst.name][0] = min(spans[s.dst.name][0], top)
             if isinstance(s, ir.Reduce) and s.src in frags and not isinstance(frags[s.src].layout, Replicated):
                 partials[pos] = Replicated(frags[s.src].layout, (s.dim,)).registers
-            if isinstance(s, ir.Scan) and s.dst in frags and frags[s.dst].dtype.bits < 32:
+            if isinstance(s, ir.Scan) and s.dst in frags and frags[s.dst].dtype.bits < 32 \
+                    and in_registers(s, frags[s.dst]):
                 # a 16-bit fragment scanned in its registers (scan_registers.py) combines in f32:
                 # its values widened beside it (cummax of bf16 at 9 blocks an SM spilled 84 bytes)
                 partials[pos] = math.prod(frags[s.dst].shape) // frags[s.dst].layout.threads

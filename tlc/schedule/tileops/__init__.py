@@ -94,11 +94,11 @@ def _assemble(graph: Graph, program, part, target: str, smem_limit: int, sizes: 
                                               smem_limit, sizes, rules)
         if group.kind == "rows" and not tiles.min_blocks:  # blocks per SM from its registers
             # a column kernel loads narrow runs of many rows (column_split): their addresses count too
-            from ..blocks_per_sm import load_addresses  # (it imports the rules of this package)
+            from ..blocks_per_sm import column_vector_registers, load_addresses  # (it imports the rules of this package)
 
             loading = load_addresses(kernel) if group.axis != len(group.space) - 1 else 0
-            kernel = replace(kernel, min_blocks=row_blocks_per_sm(kernel.threads, rows.registers(kernel) + loading,
-                                                                  targets.get(target)))
+            held = rows.registers(kernel) + loading + column_vector_registers(kernel)
+            kernel = replace(kernel, min_blocks=row_blocks_per_sm(kernel.threads, held, targets.get(target)))
         launches.append(Launch(kernel, flat, group.kind, graph.text(group.root), fused, chosen))
     return TileOpProgram(fn.name, tuple(p.name for p in fn.runtime_params), result, temps, tuple(launches),
                          tuple(part.boundaries), fn.fuse)
