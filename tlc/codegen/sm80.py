@@ -712,23 +712,12 @@ def _prod(shape) -> int:
 
 def _columns_read(p: ir.Parallel, name: str) -> tuple | None:
     """The columns of fragment `name` that loop `p` reads, when every read names its column by a
-    constant (`run[i, BN - 1]`); None when any read's column varies."""
+    constant (`run[i, BN - 1]`, folded to one at lowering); None when any read's column varies."""
     columns = set()
     for s in statements(p.body):
         for x in (x for e in statement_exprs(s) for x in loads(e) if x.name == name):
-            c = _constant(x.indices[-1]) if x.indices else None
-            if c is None:
+            c = x.indices[-1] if x.indices else None
+            if not (isinstance(c, ir.Const) and isinstance(c.value, int) and not isinstance(c.value, bool)):
                 return None
-            columns.add(c)
+            columns.add(c.value)
     return tuple(sorted(columns))
-
-
-def _constant(e: ir.Expr) -> int | None:
-    """An integer expression of constants (`1024 - 1`), evaluated; None for any other."""
-    if isinstance(e, ir.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
-        return e.value
-    ops = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
-    if isinstance(e, ir.BinOp) and e.op in ops:
-        a, b = _constant(e.a), _constant(e.b)
-        return None if a is None or b is None else ops[e.op](a, b)
-    return None

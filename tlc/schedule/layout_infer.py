@@ -55,7 +55,7 @@ def lift_unit_loops(kernel: ir.Kernel) -> ir.Kernel:
     (`mx[0]` -> `mx[u]`).  Nothing reads differently: the new variables are 0.  The loop then
     runs in the fragment's layout, and reductions over it are read in their own slots."""
     frags = {b.name: b for b in kernel.buffers if b.scope == "fragment"}
-    taken = _names(kernel)
+    taken = taken_names(kernel)
     body = _map_stmts(kernel.body, lambda p: _lift(p, frags, taken))
     return replace(kernel, body=body)
 
@@ -200,7 +200,9 @@ def _map_expr(e, on_expr):
     return on_expr(_rebuild(e, on_expr, lambda b: b))
 
 
-def _names(kernel: ir.Kernel) -> set:
+def taken_names(kernel: ir.Kernel) -> set:
+    """Every name the kernel uses (params, buffers, block and loop variables, constants, names
+    read): a pass that adds a buffer or variable picks a name outside it."""
     names = {p.name for p in kernel.params} | {b.name for b in kernel.buffers} | set(kernel.block_vars)
     names |= {n for n, _ in kernel.constants}
     for s in statements(kernel.body):

@@ -21,14 +21,14 @@ from dataclasses import replace
 from .. import ir
 from .layout import Blocked, MmaAccumulator
 from ..ir.walk import statements
-from .layout_infer import _names
+from .layout_infer import taken_names
 
 
 def place_fragment_scans(kernel: ir.Kernel) -> ir.Kernel:
     frags = {b.name: b for b in kernel.buffers if b.scope == "fragment"}
     if not any(isinstance(s, ir.Scan) and s.dst in frags for s in statements(kernel.body)):
         return kernel
-    taken, added = _names(kernel), []
+    taken, added = taken_names(kernel), []
 
     def through_shared(s: ir.Scan) -> tuple:
         frag = frags[s.dst]
