@@ -11,6 +11,7 @@ std.nn's row rule (`tileops.rules.row_blocks_per_sm`: the registers counted, plu
 `ROW_OVERHEAD`, at least `ROW_MIN_REGISTERS`), with the registers counted here as
 - the fragments live at once (`live_fragment_registers`),
 - the loads in flight of the widest copy from global memory (`loads_in_flight`),
+- the row vectors a parallel loop reads at its column (`column_vector_registers`),
 - `SCALAR_REGISTERS` for each scalar the kernel declares.
 Each term is calibrated on ptxas -v (nvcc 13, sm_80 and sm_90a): at the blocks chosen, none of
 bench/plain's kernels, the examples, std.nn's at 14 configurations or std.data's spills, and
