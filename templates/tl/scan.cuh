@@ -85,42 +85,100 @@ __device__ __forceinline__ void cumsum_shared(U* dst, const T* src) {
     // thread per line and chunk of the rows, consecutive threads on consecutive lines (no bank
     // conflicts, no shuffles).  Each thread scans its chunk into DST (of the accumulator's own
     // width, or maxima and minima, which any DST holds exactly), the block waits, each thread combines the totals of the chunks before
-    // its own, the block waits, and each thread combines that into its chunk.
+    // its own, the block waits, and each thread combines that into its chunk.  A chunk of at most
+    // 32 (std.reduce's column scans: 256 rows, 8 chunks of 32) stays in registers: 32 loads in
+    // flight and a chain of 32 combines instead of 32 dependent load-combine-store steps, then
+    // 32 read-combine-writes; only its total goes to DST before the first wait.
     constexpr int COLS = INNER < THREADS ? INNER : THREADS;
     constexpr int GROUPS = THREADS / COLS;
     constexpr int CHUNK = (N + GROUPS - 1) / GROUPS;
     const int c = threadIdx.x % COLS;
     const int g = threadIdx.x / COLS;
-    auto at = [&](int o, int i, int k) {  // the flat index of line (o, i)'s k-th element in scan order
-      return (o * N + (REVERSE ? N - 1 - k : k)) * INNER + i;
+    // the shared (row, column) of line (o, i)'s k-th element in scan order, and its index in SRC
+    // and in DST; lines as wide as the tile's rows (a column scan of a 2-D tile) index the rows
+    // directly, so that a chunk's elements lie at constant offsets from its first
+    auto row_of = [&](int o, int i, int k) {
+      const int kk = REVERSE ? N - 1 - k : k;
+      return INNER == S_COLS ? o * N + kk : ((o * N + kk) * INNER + i) / S_COLS;
     };
-    for (int o = 0; o < OUTER; ++o) {
-      for (int i0 = 0; i0 < INNER; i0 += COLS) {
-        const int i = i0 + c;
-        ACC run = scan_identity<OP, ACC>();
-        for (int r = 0; r < CHUNK; ++r) {
-          const int k = g * CHUNK + r;
-          if (k < N) {
-            const int flat = at(o, i, k);
-            run = scan_combine<OP>(run, cvt<ACC>(src[smem_index<T, S_ROWS, S_COLS, S_PAD, S_SWIZZLE>(flat / S_COLS, flat % S_COLS)]));
-            dst[smem_index<U, S_ROWS, S_COLS, D_PAD, D_SWIZZLE>(flat / S_COLS, flat % S_COLS)] = cvt<U>(run);
+    auto col_of = [&](int o, int i, int k) {
+      const int kk = REVERSE ? N - 1 - k : k;
+      return INNER == S_COLS ? i : ((o * N + kk) * INNER + i) % S_COLS;
+    };
+    auto in = [&](int o, int i, int k) {
+      return smem_index<T, S_ROWS, S_COLS, S_PAD, S_SWIZZLE>(row_of(o, i, k), col_of(o, i, k));
+    };
+    auto out = [&](int o, int i, int k) {
+      return smem_index<U, S_ROWS, S_COLS, D_PAD, D_SWIZZLE>(row_of(o, i, k), col_of(o, i, k));
+    };
+    if constexpr (CHUNK <= 32) {
+      // A chunk of at most 32 held in registers: its loads issued together (the combines are the
+      // only chain), only its total written before the block waits, each element written once.
+      // Every chunk whole where the groups divide N (each thread's g below GROUPS).
+      constexpr bool WHOLE = N % GROUPS == 0;
+      for (int o = 0; o < OUTER; ++o) {
+        for (int i0 = 0; i0 < INNER; i0 += COLS) {
+          const int i = i0 + c;
+          ACC v[CHUNK];
+          ACC run = scan_identity<OP, ACC>();
+#pragma unroll
+          for (int r = 0; r < CHUNK; ++r) {
+            const int k = g * CHUNK + r;
+            if (WHOLE || k < N) {
+              run = scan_combine<OP>(run, cvt<ACC>(src[in(o, i, k)]));
+            }
+            v[r] = run;
+          }
+          const int mine = (g + 1) * CHUNK - 1 < N ? (g + 1) * CHUNK - 1 : N - 1;
+          if (WHOLE || g * CHUNK < N) {  // the chunk's total, where the chunks after it read it
+            dst[out(o, i, mine)] = cvt<U>(run);
+          }
+          __syncthreads();
+          ACC before = scan_identity<OP, ACC>();
+#pragma unroll
+          for (int h = 0; h < GROUPS - 1; ++h) {
+            if (h < g) {
+              const int last = (h + 1) * CHUNK - 1 < N ? (h + 1) * CHUNK - 1 : N - 1;
+              before = scan_combine<OP>(before, cvt<ACC>(dst[out(o, i, last)]));
+            }
+          }
+          __syncthreads();
+#pragma unroll
+          for (int r = 0; r < CHUNK; ++r) {
+            const int k = g * CHUNK + r;
+            if (WHOLE || k < N) {
+              dst[out(o, i, k)] =
+                  cvt<U>(g > 0 ? scan_combine<OP>(before, v[r]) : v[r]);
+            }
           }
         }
-        __syncthreads();
-        ACC before = scan_identity<OP, ACC>();
-        for (int h = 0; h < g; ++h) {
-          const int last = (h + 1) * CHUNK - 1 < N ? (h + 1) * CHUNK - 1 : N - 1;
-          const int flat = at(o, i, last);
-          before = scan_combine<OP>(before, cvt<ACC>(dst[smem_index<U, S_ROWS, S_COLS, D_PAD, D_SWIZZLE>(flat / S_COLS, flat % S_COLS)]));
-        }
-        __syncthreads();
-        if (g > 0) {
+      }
+    } else {
+      for (int o = 0; o < OUTER; ++o) {
+        for (int i0 = 0; i0 < INNER; i0 += COLS) {
+          const int i = i0 + c;
+          ACC run = scan_identity<OP, ACC>();
           for (int r = 0; r < CHUNK; ++r) {
             const int k = g * CHUNK + r;
             if (k < N) {
-              const int flat = at(o, i, k);
-              U& d = dst[smem_index<U, S_ROWS, S_COLS, D_PAD, D_SWIZZLE>(flat / S_COLS, flat % S_COLS)];
-              d = cvt<U>(scan_combine<OP>(before, cvt<ACC>(d)));
+              run = scan_combine<OP>(run, cvt<ACC>(src[in(o, i, k)]));
+              dst[out(o, i, k)] = cvt<U>(run);
+            }
+          }
+          __syncthreads();
+          ACC before = scan_identity<OP, ACC>();
+          for (int h = 0; h < g; ++h) {
+            const int last = (h + 1) * CHUNK - 1 < N ? (h + 1) * CHUNK - 1 : N - 1;
+            before = scan_combine<OP>(before, cvt<ACC>(dst[out(o, i, last)]));
+          }
+          __syncthreads();
+          if (g > 0) {
+            for (int r = 0; r < CHUNK; ++r) {
+              const int k = g * CHUNK + r;
+              if (k < N) {
+                U& d = dst[out(o, i, k)];
+                d = cvt<U>(scan_combine<OP>(before, cvt<ACC>(d)));
+              }
             }
           }
         }
