@@ -15,7 +15,7 @@ from tlc.timing import compare
 SCANS = [dict(), dict(BM=8, THREADS=256), dict(BM=4, BN=2048, THREADS=256), dict(BM=2, BN=1024, THREADS=64),
          dict(BM=8, BN=512, THREADS=128), dict(BM=4, BN=512, THREADS=64)]
 BROADCAST = [dict(), dict(BN=2048), dict(BN=4096, THREADS=256), dict(BN=8192, THREADS=256)]
-COLUMNS = [dict(), dict(BM=128, STAGES=4), dict(BM=512, STAGES=2), dict(BM=256, THREADS=512), dict(BM=256, BN=16)]
+COLUMNS = [dict(), dict(THREADS=512), dict(BM=128, STAGES=4), dict(BM=512, THREADS=512, STAGES=2)]
 ROWS = [dict(), dict(BLOCKS=3), dict(THREADS=512, BLOCKS=2), dict(THREADS=512, BLOCKS=3), dict(THREADS=1024, BLOCKS=1)]
 
 
