@@ -277,3 +277,93 @@ def test_a_one_dimensional_tensor_read_at_the_column_is_one_load_a_run():
 def test_the_row_vector_is_read_as_16_byte_loads(tmp_path):
     sass, log = cubin_sass(generated_source(ROW_VECTOR, arch="sm_90a", line_directives=False).source, "sm_90a", tmp_path)
     assert re.search(r"LDG\.E\.128", sass) and "0 bytes spill stores" in log
+
+
+BLOCK_SCALES = """
+@kernel
+def k(X: f16[M, N], E: {edt}[M, K], Y: f16[M, N]):
+    with grid(cdiv(M, 16), threads=128) as bx:
+        es = shared({edt}[16, 32])
+        t = fragment(f16[16, 1024])
+        copy(E[bx * 16, 0], es)
+        copy(X[bx * 16, 0], t)
+        for i, j in parallel(16, 1024):
+            t[i, j] = f16(f32(t[i, j]) * f32({read}))
+        copy(t, Y[bx * 16, 0])
+"""
+
+
+def block_scales(read: str, edt: str = "f32") -> str:
+    return kernel_part(generated_source(BLOCK_SCALES.format(read=read, edt=edt), arch="sm_90a",
+                                        line_directives=False).source)
+
+
+@pytest.mark.parametrize("read", ["es[i, j // 32]", "E[bx * 16 + i, j // 16]"])
+def test_a_read_at_the_columns_block_of_a_multiple_of_the_run_is_read_once_a_run(read):
+    """std.quant's dequantize_mx: a scale a block of 32 columns (es[i, j // 32]) is the same
+    element for every register of a run of 8 or 16 (its first column a multiple of the run),
+    read once a run before the run's loop, where it was read once a register."""
+    text = block_scales(read)
+    once = re.search(r"float (tl_once\d+);", text).group(1)
+    loop = text[text.index("for (int tl_r0 = 0;"):]
+    assert loop.index(f"{once} = ") < loop.index("for (int tl_e = 0;")
+    assert f"(tl::cvt<float>(t[tl_r]) * {once})" in loop
+
+
+@pytest.mark.parametrize("read", ["es[i, j // 4]", "es[i, (j + 8) // 32]", "es[i, j // 32 + j % 2]"])
+def test_a_block_smaller_than_the_run_or_another_column_stays_an_element_read(read):
+    assert "tl_once" not in block_scales(read)
+
+
+@pytest.mark.nvcc
+def test_the_block_scales_are_one_shared_load_a_run(tmp_path):
+    """16 x 1024 f16 on 128 threads: 128 registers a thread, 16 runs of 8, so 16 4-byte LDS
+    (byte scales, u8: 16 LDS.U8), where each register read its own (128)."""
+    for edt, op in (("f32", "LDS"), ("u8", "LDS.U8")):
+        source = generated_source(BLOCK_SCALES.format(read="es[i, j // 32]", edt=edt), arch="sm_90a",
+                                  line_directives=False).source
+        sass, log = cubin_sass(source, "sm_90a", tmp_path, name=f"k_{edt}")
+        assert len(re.findall(rf"\b{re.escape(op)} R", sass)) == 16, edt
+        assert "0 bytes spill stores" in log
+
+
+BLOCK_ROWS = """
+@kernel
+def k(X: f16[M, N], Y: f16[M, N]):
+    with grid(cdiv(N, 256), cdiv(M, 4), threads=128) as (bx, by):
+        xs = shared(f16[4, 256])
+        ys = shared(f16[4, 256])
+        t = fragment(f32[32, 32])  # a tile row's 8 blocks of 32 as 8 rows
+        copy(X[by * 4, bx * 256], xs)
+        for r, c in parallel(32, 32):
+            t[r, c] = f32(xs[r // 8, {col}]) * 2.0
+            ys[r // 8, {col}] = f16(t[r, c])
+        copy(ys, Y[by * 4, bx * 256])
+"""
+
+
+def test_a_shared_access_at_the_column_plus_whole_runs_is_one_vector_a_run():
+    """std.quant's quantize_mx: a tile row's blocks of 32 as the rows of a [BM * 8, 32] fragment
+    (xs[r // 8, r % 8 * 32 + c]) read and write shared memory a run at a time, the offset a
+    multiple of the run, where each register was its own 2-byte LDS and STS."""
+    text = kernel_part(generated_source(BLOCK_ROWS.format(col="r % 8 * 32 + c"), arch="sm_90a",
+                                        line_directives=False).source)
+    assert "tl::load_run<tl_k_layout_0::RUN>(" in text and "tl::store_run<tl_k_layout_0::RUN>(" in text
+
+
+@pytest.mark.parametrize("col", ["r % 8 * 32 + c + 1", "r % 8 * 31 + c"])
+def test_an_offset_that_may_split_a_run_stays_element_access(col):
+    text = kernel_part(generated_source(BLOCK_ROWS.format(col=col), arch="sm_90a", line_directives=False).source)
+    assert "tl::load_run<" not in text and "tl::store_run<" not in text
+
+
+@pytest.mark.nvcc
+def test_the_block_rows_are_8_byte_shared_accesses(tmp_path):
+    """32 x 32 f32 on 128 threads: 8 registers a thread, two runs of 4: two LDS.64 and two STS.64
+    of f16 where the loops took 8 LDS.U16 and 8 STS.U16 (the 4 LDS.U16 and 2 STS.U16 left are
+    the copies' element paths, there either way)."""
+    source = generated_source(BLOCK_ROWS.format(col="r % 8 * 32 + c"), arch="sm_90a", line_directives=False).source
+    sass, log = cubin_sass(source, "sm_90a", tmp_path)
+    counts = {op: len(re.findall(rf"\b{re.escape(op)} ", sass)) for op in ("LDS.64", "STS.64", "LDS.U16", "STS.U16")}
+    assert counts == {"LDS.64": 2, "STS.64": 2, "LDS.U16": 4, "STS.U16": 2}
+    assert "0 bytes spill stores" in log
