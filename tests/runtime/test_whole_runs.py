@@ -132,6 +132,34 @@ def test_a_tensor_copied_only_where_its_size_is_not_1_asks_a_multiple_or_1(runs_
     assert bc.whole_runs == (("cond", "C3", -16), ("a", "A3", -16), ("b", "B3", -16), ("y", "D3", 16))
 
 
+PACKED_TL = """
+@kernel
+def pack(x: u8[M, N], q: u8[M, {last}], BN: const = 256):
+    with grid(M, threads=16) as bx:
+        t = fragment(u8[1, BN])
+        for c in range(cdiv({last}, BN)):
+            copy(x[bx, c * BN], t)
+            copy(t, q[bx, c * BN])
+"""
+
+
+@pytest.mark.parametrize("last, fact", [("cdiv(N, 2)", ("q", "N", 32)), ("N // 4", ("q", "N", 64)),
+                                        ("N + 2", None), ("cdiv(N, 2) + 1", None)])
+def test_a_size_that_is_a_symbols_quotient_asks_the_symbol_a_multiple_of_the_run_times_the_divisor(last, fact, tmp_path):
+    """std.quant's int4 kernels: q: u8[M, cdiv(N, 2)], copied in runs of 16 bytes, whose runs are
+    whole where N is a multiple of 32 (cdiv(N, 2) is then N / 2, a multiple of 16); they took the
+    general build, each run's vector store behind a test of its alignment and 16 byte stores
+    beside it (quantize_int4 f16 sm_90a: 1248 -> 1160 SASS instructions, dequantize_int4's
+    16-byte load of q likewise).  Any other expression still disqualifies the kernel."""
+    path = tmp_path / "pack.tl"
+    path.write_text(PACKED_TL.format(last=last))
+    got = tlc.load(str(path), target="cpu").pack.generated({}, "sm_90a").whole_runs
+    assert got == (None if fact is None else (("x", "N", 16), fact))
+    quant = tlc.load("std.quant", target="cpu")
+    assert quant.quantize_int4.generated({"T": "f16"}, "sm_90a").whole_runs == (("q", "N", 32),)
+    assert quant.dequantize_int4.generated({"T": "f16"}, "sm_90a").whole_runs == (("q", "N", 32),)
+
+
 def test_static_factors():
     t, n, k = ir.Var("t", I32), ir.Var("N", I32), ir.Var("k", I32)
 

@@ -99,6 +99,21 @@ class _Factors:
         return found
 
 
+def _symbol_part(last) -> tuple:
+    """(S, k) for a tensor's last size S (k = 1), cdiv(S, k) or S // k (a constant k >= 2): a
+    multiple of a run wherever S is a multiple of k times it; ("", 0) for any other size."""
+    if isinstance(last, str):
+        return last, 1
+    e = getattr(last, "expr", None)
+    if isinstance(e, ir.UnaryOp) and e.op == "-" and isinstance(e.x, ir.BinOp) and e.x.op == "//" and \
+            isinstance(e.x.a, ir.UnaryOp) and e.x.a.op == "-":
+        e = ir.BinOp("//", e.x.a.x, e.x.b, e.dtype)  # cdiv(S, k) = -(-S // k): as S // k where k divides S
+    if isinstance(e, ir.BinOp) and e.op == "//" and isinstance(e.a, ir.Var) and isinstance(e.b, ir.Const) and \
+            type(e.b.value) is int and e.b.value >= 2:
+        return e.a.name, e.b.value
+    return "", 0
+
+
 def static_factor(e: ir.Expr, k: ir.Kernel) -> int:
     """What every value of `e` in kernel `k` is a multiple of (0 when it is always 0)."""
     return _Factors(k).of(e)
@@ -133,6 +148,7 @@ class WholeRuns:
         self.factors = _Factors(k)
         self.runs: dict[str, int] = {}  # tensor -> the run its last size must be a multiple of
         self.anywhere: set[str] = set()  # tensors with a copy that may run where their last size is 1
+        self.symbols: dict[str, str] = {}  # tensor -> the size symbol its last size is, or is cdiv of
         self.not_one = _not_one(k.body)
         self.qualifies = True
 
@@ -155,12 +171,17 @@ class WholeRuns:
         factor = self.factors.of(origin)
         p = self.k.param(name)
         last = p.shape[-1] if p is not None and p.shape else None
-        if factor % run or not (isinstance(last, str) or (isinstance(last, int) and last % run == 0)):
+        symbol, per = _symbol_part(last)
+        if factor % run or not (symbol or (isinstance(last, int) and last % run == 0)):
             self.qualifies = False  # an origin or a size (an expression, a constant) that may leave a partial run
             return
-        if isinstance(last, str):
+        if symbol:
+            run *= per  # cdiv(S, 2) is a multiple of the run where S is one of twice it
+            if self.symbols.setdefault(name, symbol) != symbol:
+                self.qualifies = False
+                return
             self.runs[name] = run * self.runs.get(name, run) // gcd(run, self.runs.get(name, run))
-            if not not_one:
+            if not not_one or per != 1:
                 self.anywhere.add(name)
         else:
             self.runs.setdefault(name, 1)  # a constant size: only the base's alignment is left
@@ -175,11 +196,11 @@ class WholeRuns:
         out = []
         for p in self.k.params:
             if p.name in self.runs:
-                last = p.shape[-1]
+                symbol = self.symbols.get(p.name, "")
                 run = self.runs[p.name]
-                if isinstance(last, str) and p.name not in self.anywhere:
+                if symbol and p.name not in self.anywhere:
                     run = -run
-                out.append((p.name, last if isinstance(last, str) else "", run))
+                out.append((p.name, symbol, run))
         return tuple(out)
 
 
