@@ -117,6 +117,25 @@ __host__ __device__ __forceinline__ T pymod(T a, T b) {
   return (r != 0 && is_negative(r) != is_negative(b)) ? static_cast<T>(r + b) : r;
 }
 
+// x, which the generator proved never negative where C's int arithmetic does not wrap (signed
+// overflow is undefined: nvcc assumes it away too), from values whose signs nvcc does not see
+// (codegen/cexpr.py _never_negative): a floordiv or pymod of it by a positive divisor then
+// divides as C does, and one of x + j by a constant is x's quotient plus j's.  sized_nonneg: a
+// proof that takes the arrays' sizes as not negative, which NVRTC's builds assume
+// (kernel.cu.j2's __builtin_assume of each; TL_ASSUME_SIZES asks nvcc's build for the same).
+template <typename T>
+__device__ __forceinline__ T nonneg(T x) {
+  __builtin_assume(x >= 0);
+  return x;
+}
+template <typename T>
+__device__ __forceinline__ T sized_nonneg(T x) {
+#if defined(__CUDACC_RTC__) || defined(TL_ASSUME_SIZES)
+  __builtin_assume(x >= 0);
+#endif
+  return x;
+}
+
 // `a << b` and `a >> b` as NumPy computes them, without C's undefined behaviour: a count
 // outside [0, bits of T) shifts every bit out (0; -1 for `>>` of a negative a), a left shift
 // of a negative a shifts its bits, and the result wraps to T.

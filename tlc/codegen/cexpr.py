@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from .. import ir
 from ..dtypes import F32, DType, lookup
+from ..ir.walk import subexprs
 from .cnames import c_name, c_type, compute_type, literal
-from .ranges import in_dtype_range
+from .ranges import in_dtype_range, open_range
 
 
 class CodegenError(Exception):
@@ -234,6 +235,8 @@ class CExprs:
             else:
                 text = wrap_narrow(f"({a} {c_op} {b})", work)
         elif op in _INT_TEMPLATES:  # T named: C would deduce int for an 8- or 16-bit operand
+            if op in ("//", "%") and work.kind == "int":
+                a = self._never_negative(e.a, a)
             text = f"tl::{_INT_TEMPLATES[op]}<{c_type(work)}>({a}, {b})"
         elif op in ("+", "-", "*", "&", "|", "^"):
             if op == "*" and work.name == "u16":  # promoted to int, 65535 * 65535 overflows
@@ -242,6 +245,26 @@ class CExprs:
         else:
             raise CodegenError(f"no C for the operator '{op}'", e.span)
         return cvt(text, work, e.dtype)
+
+    def _never_negative(self, e: ir.Expr, text: str) -> str:
+        """`text`, the C of the dividend `e` of a `//` or `%` that stays tl::floordiv's or
+        tl::pymod's, said to nvcc to be never negative (tl::nonneg) where the open ranges prove it
+        (ranges.open_range: C's int arithmetic, which does not wrap) from a scalar or a size that
+        it reads: nvcc sees that block indices and loop counters are not negative, but not that
+        a product of two such values is (std.gemm's matmul_w4a16_splitk: its K step
+        `(bz * steps + k) * BK + j`, `steps = cdiv(cdiv(K, BK), S)`, kept every weight's
+        floordiv and pymod of the group, 5152 SASS and 254 registers at BM = 8, BK = 512 against
+        matmul_w4a16's 2480 and 64).  A proof that takes the arrays' sizes as not negative says
+        so only to NVRTC's builds (tl::sized_nonneg), which assume them (kernel.cu.j2)."""
+        hints = getattr(self, "sign_hints", None)
+        if hints is None or not any(isinstance(v, ir.Var) and v.name in hints.names for v in subexprs(e)):
+            return text
+        env = {**hints.scalars, **self.ranges, **hints.loops}
+        lo = open_range(e, env)[0]
+        if lo is not None and lo >= 0:
+            return f"tl::nonneg({text})"
+        lo = open_range(e, {**hints.sizes, **hints.sized_scalars, **self.ranges, **hints.loops})[0]
+        return f"tl::sized_nonneg({text})" if lo is not None and lo >= 0 else text
 
     def _plain_c_agrees(self, e: ir.BinOp) -> bool:
         """Whether C's own operator computes integer BinOp `e` (`_PLAIN_WHEN_IN_RANGE`): the

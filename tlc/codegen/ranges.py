@@ -2,6 +2,8 @@
 shapes do not prove them unnecessary."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from .. import ir
 
 
@@ -48,6 +50,61 @@ def value_range(e: ir.Expr, known: dict) -> tuple[int, int] | None:
     return None
 
 
+def open_range(e: ir.Expr, known: dict) -> tuple[int | None, int | None]:
+    """[lo, hi] of an integer expression as C's int arithmetic computes it where nothing wraps
+    (signed overflow is undefined in C: nvcc assumes it never happens), None an unbounded end,
+    given ranges of some variables (which may be open too).  For facts nvcc is told rather than
+    for the generator's own choices, which value_range's bounded ranges make."""
+    none = (None, None)
+    if isinstance(e, ir.Const) and e.dtype.is_int:
+        return int(e.value), int(e.value)
+    if not e.dtype.is_int:
+        return none
+    if isinstance(e, ir.Var):
+        return known.get(e.name, none)
+    if isinstance(e, ir.Cast) and e.x.dtype.is_int and e.dtype.bits >= e.x.dtype.bits and \
+            (e.dtype.kind == e.x.dtype.kind or e.dtype.kind == "int"):  # widened: the same value
+        return open_range(e.x, known)
+    if isinstance(e, ir.UnaryOp) and e.op == "-":
+        lo, hi = open_range(e.x, known)
+        return None if hi is None else -hi, None if lo is None else -lo
+    if isinstance(e, ir.Select):
+        (alo, ahi), (blo, bhi) = open_range(e.a, known), open_range(e.b, known)
+        return None if alo is None or blo is None else min(alo, blo), None if ahi is None or bhi is None else max(ahi, bhi)
+    if not isinstance(e, ir.BinOp):
+        return none
+    (alo, ahi), (blo, bhi) = open_range(e.a, known), open_range(e.b, known)
+
+    def add(x, y):
+        return None if x is None or y is None else x + y
+    if e.op == "+":
+        return add(alo, blo), add(ahi, bhi)
+    if e.op == "-":
+        return add(alo, None if bhi is None else -bhi), add(ahi, None if blo is None else -blo)
+    if e.op == "*" and alo is not None and blo is not None and alo >= 0 and blo >= 0:
+        return alo * blo, None if ahi is None or bhi is None else ahi * bhi
+    if e.op == "*" and None not in (alo, ahi, blo, bhi):
+        products = [x * y for x in (alo, ahi) for y in (blo, bhi)]
+        return min(products), max(products)
+    if e.op == "//" and blo is not None and blo > 0:  # floor division by a positive divisor: monotone in a
+        lo = None if alo is None else (alo // bhi if bhi is not None else 0) if alo >= 0 else alo // blo
+        hi = None if ahi is None else ahi // blo if ahi >= 0 else (ahi // bhi if bhi is not None else -1)
+        return lo, hi
+    if e.op == "%" and blo is not None and blo > 0:  # Python's remainder: in [0, b - 1] for any a
+        return 0, None if bhi is None else bhi - 1
+    if e.op in ("min", "max"):
+        pick = min if e.op == "min" else max
+        lo = pick(alo, blo) if alo is not None and blo is not None else \
+            (None if e.op == "min" else alo if blo is None else blo)
+        hi = pick(ahi, bhi) if ahi is not None and bhi is not None else \
+            (None if e.op == "max" else ahi if bhi is None else bhi)
+        return lo, hi
+    if e.op == "&" and ((alo is not None and alo >= 0) or (blo is not None and blo >= 0)):
+        highs = [h for lo, h in ((alo, ahi), (blo, bhi)) if lo is not None and lo >= 0]
+        return 0, None if None in highs else min(highs)
+    return none
+
+
 def in_dtype_range(e: ir.Expr, known: dict) -> tuple[int, int] | None:
     """value_range of integer expression `e`, where it and every integer subexpression's range
     lie inside their dtypes (no intermediate value wraps), else None."""
@@ -67,12 +124,15 @@ def _fits(r: tuple[int, int], dtype) -> bool:
     return lo <= r[0] and r[1] <= hi
 
 
-def scalar_ranges(body, known: dict) -> dict:
+def scalar_ranges(body, known: dict, of=None) -> dict:
     """[lo, hi] of each scalar variable every value assigned to which has a range, to a fixed
     point: a LetScalar's and each Assign's value, given `known` (the block indices), the other
     scalars' ranges and the variables of the loops around that assignment (a loop's variable is
     that loop's alone: it hides any scalar of its name inside it).  A scalar with one value of no
-    range has none."""
+    range has none.  `of=open_range`: the open ranges instead (a loop from a constant start
+    upwards bounds its variable below; a scalar of no range at all has none)."""
+    opened = of is not None
+    of = of or value_range
     writes: list = []  # (name, value, the loops' variables around it)
 
     def walk(stmts, loops):
@@ -82,7 +142,9 @@ def scalar_ranges(body, known: dict) -> dict:
             elif isinstance(s, ir.For):
                 constant = isinstance(s.start, ir.Const) and isinstance(s.stop, ir.Const) and \
                     isinstance(s.step, ir.Const) and s.step.value > 0 and s.start.value < s.stop.value
-                walk(s.body, {**loops, s.var: (int(s.start.value), int(s.stop.value) - 1) if constant else None})
+                upward = opened and isinstance(s.start, ir.Const) and isinstance(s.step, ir.Const) and s.step.value > 0
+                walk(s.body, {**loops, s.var: (int(s.start.value), int(s.stop.value) - 1) if constant else
+                              (int(s.start.value), None) if upward else None})
             elif isinstance(s, ir.If):
                 walk(s.then, loops)
                 walk(s.orelse, loops)
@@ -104,16 +166,19 @@ def scalar_ranges(body, known: dict) -> dict:
                     env.pop(v, None)
                 else:
                     env[v] = r
-            r = value_range(value, env)
-            if r is None:
+            r = of(value, env)
+            if r is None or r == (None, None):
                 unknown.add(name)
                 new.pop(name, None)
             else:
                 lo, hi = new.get(name, r)
-                new[name] = (min(lo, r[0]), max(hi, r[1]))
+                new[name] = (None if lo is None or r[0] is None else min(lo, r[0]),
+                             None if hi is None or r[1] is None else max(hi, r[1]))
         if new == found:
             break
         found = new
+    if opened:  # the generator declares each scalar 0 before its first value
+        found = {n: (None if lo is None else min(lo, 0), None if hi is None else max(hi, 0)) for n, (lo, hi) in found.items()}
     return found
 
 
@@ -178,3 +243,26 @@ def provably_within(indices, dims, known: dict) -> bool:
         if r is None or r[0] < 0 or r[1] >= d:
             return False
     return True
+
+
+@dataclass
+class SignHints:
+    """What the CUDA generator tells nvcc of the signs of `//` and `%` dividends (cexpr.py's
+    _never_negative): the open ranges (open_range) of the kernel's scalars, with the arrays'
+    sizes unknown and with each from 0 (as NVRTC's builds assume them), and of the loops'
+    variables while their bodies are written."""
+    names: frozenset                # scalars and sizes: the values whose signs nvcc does not see
+    scalars: dict                   # scalar -> open range, the sizes unknown
+    sizes: dict                     # size -> (0, None)
+    sized_scalars: dict             # scalar -> open range, the sizes from 0
+    loops: dict = field(default_factory=dict)  # loop variable -> open range, while emitted
+
+    @classmethod
+    def of(cls, kernel: ir.Kernel, known: dict) -> SignHints:
+        """`known`: the generator's bounded ranges (block indices, the grid's sizes, scalars)."""
+        from ..ir.walk import statements
+
+        sizes = {s: (0, None) for s in kernel.shape_symbols() if s not in known}
+        scalars = {s.name for s in statements(kernel.body) if isinstance(s, (ir.LetScalar, ir.Assign))}
+        return cls(frozenset(sizes) | frozenset(scalars), scalar_ranges(kernel.body, known, of=open_range), sizes,
+                   scalar_ranges(kernel.body, {**sizes, **known}, of=open_range))

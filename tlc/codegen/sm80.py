@@ -29,7 +29,7 @@ from .copies import CopyGen
 from .half_pairs import HalfPairGen
 from .hoist import HoistGen
 from .occupancy import min_blocks
-from .ranges import grid_sizes, provably_within, scalar_ranges, size_ranges
+from .ranges import SignHints, grid_sizes, provably_within, scalar_ranges, size_ranges
 from .reductions import ReduceGen
 from .scans import ScanGen
 from .shared_runs import SharedRunGen
@@ -103,6 +103,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         # they index need no bounds check
         self.scalar_ranges = scalar_ranges(k.body, self.ranges)
         self.ranges.update(self.scalar_ranges)
+        self.sign_hints = SignHints.of(k, self.ranges)
         for b in k.buffers:
             if b.scope == "fragment":
                 self.fragment(b.name)
@@ -265,6 +266,22 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         self.indent -= 1
 
     def stmt_For(self, s: ir.For) -> None:
+        upward = isinstance(s.start, ir.Const) and isinstance(s.step, ir.Const) and s.step.value > 0
+        hints = getattr(self, "sign_hints", None)
+        if hints is None:
+            self.for_loop(s)
+            return
+        outer = hints.loops.get(s.var)  # the loop's variable from its start up (tl::nonneg's proofs)
+        hints.loops[s.var] = (int(s.start.value), None) if upward else (None, None)
+        try:
+            self.for_loop(s)
+        finally:
+            if outer is None:
+                hints.loops.pop(s.var, None)
+            else:
+                hints.loops[s.var] = outer
+
+    def for_loop(self, s: ir.For) -> None:
         if s.kind == "pipelined" and s.stages > 1 and self.pipeline(s):
             return
         var = c_name(s.var)
