@@ -298,7 +298,15 @@ W4_PREFILL_M = 4096
 # BK=128 reads 64 (H200 s18 q1, BK=256 on 3 stages: 45.5 -> 32.5 us at M = 16, 53.3 -> 40.3 at 64);
 # BN=128 / 256 on 2 / 4 warpgroups with split-K 4: A's tile read by N / BN blocks (at M = 64 and
 # BN = 64, 128 MB of L2 reads against 32 MB of weight); BM=32 at M = 64: two blocks an SM, each
-# weight tile read twice (the second time from L2, which holds the 32 MB of int4 weight)
+# weight tile read twice (the second time from L2, which holds the 32 MB of int4 weight);
+# gemv BKW=256 on 256 threads, 2 stages, 4 blocks an SM (64 registers): twice the warps an SM
+# (32, where the default's 512 blocks of 4 warps hold 16: N * BKW / 16 threads in all), 16 KB a
+# block in flight (64 KB an SM; the default 3 x 8 KB a block); split-K 2 at K steps of 512
+# (M = 16) / 256 (M = 64) on 2 stages: 256 blocks, two an SM (222 / 195 registers, 72 / 88 KB),
+# where the default's 128 blocks put one block of 4 warps on an SM; BK=512 on 3 stages (M <= 16
+# only: 105 KB): 32 KB of weight in flight an SM where 2 stages hold 16; BM=8 split-K 4 (M = 1):
+# mma.sync, 512 blocks of 48 registers and 57 KB, 4 an SM, ~2.5 SASS a weight where the gemv
+# takes ~5 (split-K kept the group divisions per weight until 40cc427: 5,152 SASS, now 2,544)
 W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       ("w4a16 gemv", "matmul_w4a16_gemv", {}, 0),
                       ("w4a16 gemv BN=32 256 thr", "matmul_w4a16_gemv", {"BN": 32, "THREADS": 256}, 0),
@@ -322,7 +330,13 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       ("w4a16 BN=256 512 thr split-K 4 stages=3", "matmul_w4a16_splitk",
                        {"BN": 256, "THREADS": 512, "stages": 3}, 4),
                       ("w4a16 BN=128 256 thr split-K 4 stages=3", "matmul_w4a16_splitk",
-                       {"BN": 128, "THREADS": 256, "stages": 3}, 4)]
+                       {"BN": 128, "THREADS": 256, "stages": 3}, 4),
+                      ("w4a16 gemv BKW=256 256 thr 4 blocks", "matmul_w4a16_gemv",
+                       {"BKW": 256, "THREADS": 256, "stages": 2, "BLOCKS": 4}, 0),
+                      ("w4a16 BK=512 stages=3", "matmul_w4a16", {"BK": 512, "stages": 3}, 0),
+                      ("w4a16 BM=8 BK=512 split-K 4 stages=2", "matmul_w4a16_splitk", {"BM": 8, "BK": 512, "stages": 2}, 4),
+                      ("w4a16 BK=512 split-K 2 stages=2", "matmul_w4a16_splitk", {"BK": 512, "stages": 2}, 2),
+                      ("w4a16 BK=256 split-K 2 stages=2", "matmul_w4a16_splitk", {"BK": 256, "stages": 2}, 2)]
 # BM = 256: each dequantized weight used by twice the rows (the dequantization costs per weight,
 # the products per row); "dequantize_w4a16": the whole weight dequantized once into an f16
 # buffer, then matmul_nt

@@ -51,9 +51,11 @@ def test_against_numpy(mod, M, N, K, G, decode, prefill):
 
 
 @pytest.mark.parametrize("M,N,K,G,decode,S", [(1, 70, 384, 128, {}, 2), (17, 100, 1000, 128, {}, 3),
-                                               (5, 64, 129, 32, {"BK": 32}, 4), (3, 50, 700, 64, {"BK": 256}, 2)])
+                                               (5, 64, 129, 32, {"BK": 32}, 4), (3, 50, 700, 64, {"BK": 256}, 2),
+                                               (1, 70, 2100, 128, {"BM": 8, "BK": 512, "stages": 2}, 4)])
 def test_splitk_against_numpy(mod, M, N, K, G, decode, S):
-    # S parts of whole K steps: 3 steps in 2 parts, 8 in 3 (the last part short), 5 in 4
+    # S parts of whole K steps: 3 steps in 2 parts, 8 in 3 (the last part short), 5 in 4, 5 in 4
+    # of 2 (the last part empty: bench/lowbit.py's M = 1 tensor-core variant)
     A, W4, scales, zeros, _, ref, tol, _ = case(np.random.default_rng(S), M, N, K, G)
     check("matmul_w4a16_splitk", splitk(mod, A, W4, scales, zeros, S, G=G, **decode), ref, tol)
 
@@ -221,6 +223,14 @@ def test_the_gemv_makes_f32_weights_from_their_bits(arch, tmp_path):
     assert count(counts, "LDS.128") >= 4 + 4 * 8, counts
     assert count(counts, "LDL") == 0 and count(counts, "STL") == 0, log
     assert "0 bytes spill stores" in log
+
+
+def test_the_gemv_asks_for_its_blocks_an_sm(mod):
+    # BLOCKS: __launch_bounds__'s minimum blocks an SM (64 registers at 4 blocks of 256 threads,
+    # where ptxas alone took 151, one block an SM); 0, the default, leaves ptxas its choice
+    src = mod.matmul_w4a16_gemv.cuda_source("sm_90a", BKW=256, THREADS=256, stages=2, BLOCKS=4)
+    assert "__launch_bounds__(256, 4)" in src
+    assert "__launch_bounds__(128) " in mod.matmul_w4a16_gemv.cuda_source("sm_90a")
 
 
 def test_dequantize_refuses_groups_within_a_word(mod):

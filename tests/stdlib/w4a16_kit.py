@@ -103,6 +103,7 @@ GEMV_SHAPES = [
     (1, 33, 129, 32, {"BN": 8, "BKW": 64, "THREADS": 32}),
     (3, 20, 300, 64, {"BN": 4, "BKW": 16, "THREADS": 32}),
     (1, 17, 600, 256, {"BN": 8, "BKW": 16, "THREADS": 32}),
+    (1, 40, 2100, 128, {"BKW": 256, "THREADS": 256, "stages": 2, "BLOCKS": 4}),  # bench/lowbit.py's variant
 ]
 
 
