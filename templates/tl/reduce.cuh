@@ -55,9 +55,14 @@ __device__ __forceinline__ unsigned combine(unsigned a, unsigned b) {
   else return a < b ? a : b;
 }
 
+// absmax's |x|: a float's as fabsf, which the max folds into its operand (FMNMX R, |x|), where
+// `x < 0 ? -x : x` took a compare and a select an element (and kept -0.0 negative); NaN stays
+// NaN, which fmaxf then leaves out, as before.
 template <Op OP, typename T>
 __device__ __forceinline__ T prepare(T x) {
-  if constexpr (OP == Op::absmax) return x < T(0) ? -x : x;
+  if constexpr (OP == Op::absmax && same_type<T, float>::value) return fabsf(x);
+  else if constexpr (OP == Op::absmax && same_type<T, double>::value) return fabs(x);
+  else if constexpr (OP == Op::absmax) return x < T(0) ? -x : x;
   else return x;
 }
 
