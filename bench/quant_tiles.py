@@ -6,6 +6,10 @@ PyTorch, tests/gpu/test_quant_gpu.py against NumPy).  x: f16 [16384, 8192] (the 
 LARGE shape), groups of 128 for int4, blocks of 32 for MX; bytes = inputs read + outputs written.
 
     python bench/quant_tiles.py [--only quantize_mx,dequantize_int4] [--min-ms 15]
+        [--variants bench/quant_variants.tl]
+
+--variants FILE: also time FILE's kernels named KERNEL__LABEL (KERNEL's form before a change,
+say) beside KERNEL, on KERNEL's arguments, each output checked against the default's first.
 """
 from __future__ import annotations
 
@@ -21,12 +25,17 @@ import tlc  # noqa: E402
 M, N, G = 16384, 8192, 128
 # kernel -> the configurations timed after its default ({}): BM rows of BN columns (int4: BM rows of
 # one group)
+# quantize_per_token: one tile of 8192 a row (x read once, no cp.async ring at 4 blocks an SM:
+# 64 KB of rows in flight, as std.nn's softmax at 0.95 of copy) against the default's two
+# tiles of 4096, the first read twice; dequantize_per_channel: 32 rows a tile, the scales'
+# registers used twice
 CONFIGS = {
-    "quantize_mx": [{"BM": 8}, {"BM": 32, "BN": 512}, {"BM": 8, "BN": 2048}],
-    "dequantize_mx": [{"BM": 8}, {"BM": 32, "BN": 512}, {"BM": 8, "BN": 2048}],
+    "quantize_per_token": [{"BN": 8192, "THREADS": 256, "BLOCKS": 4}, {"BN": 8192, "THREADS": 512, "BLOCKS": 4}],
+    "quantize_mx": [{"BM": 8}, {"BM": 32, "BN": 512}],
+    "dequantize_mx": [{"BM": 8}, {"BM": 32, "BN": 512}],
     "quantize_int4": [{"BM": 32, "THREADS": 128}, {"BM": 128, "THREADS": 512}],
     "dequantize_int4": [{"BM": 32, "THREADS": 128}, {"BM": 128, "THREADS": 512}],
-    "dequantize_per_channel": [{"BN": 1024, "BM": 4}, {"BN": 512, "BM": 8}, {"BN": 1024, "BM": 8}],
+    "dequantize_per_channel": [{"BM": 32}, {"BM": 64, "THREADS": 512}],
 }
 
 
@@ -44,7 +53,9 @@ def cases(torch, quant):
     y = torch.empty(M, N, device="cuda", dtype=torch.float16)
     q8o, e8o = torch.empty_like(q8), torch.empty_like(e8)
     q4o, s4o = torch.empty_like(q4), torch.empty_like(s4)
-    return {"quantize_mx": ((x, q8o, e8o), [q8o, e8o], {}),
+    qt, st = torch.empty(M, N, device="cuda", dtype=torch.int8), torch.empty(M, device="cuda")
+    return {"quantize_per_token": ((x, qt, st), [qt, st], {}),
+            "quantize_mx": ((x, q8o, e8o), [q8o, e8o], {}),
             "dequantize_mx": ((q8, e8, y), [y], {}),
             "quantize_int4": ((x, q4o, s4o), [q4o, s4o], {"G": G}),
             "dequantize_int4": ((q4, s4, y), [y], {"G": G}),
@@ -55,6 +66,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="Comma-separated kernel names.")
     ap.add_argument("--min-ms", type=float, default=15.0)
+    ap.add_argument("--variants", help="A .tl file of KERNEL__LABEL kernels timed beside KERNEL.")
     args = ap.parse_args(argv)
     import torch
 
@@ -62,6 +74,7 @@ def main(argv=None) -> int:
     from tlc.timing import compare
 
     quant = tlc.load("std.quant", target="cuda")
+    variants = tlc.load(args.variants, target="cuda") if args.variants else None
     copy = copy_bandwidth(torch, args.min_ms)
     print(f"copy {copy:.0f} GB/s", flush=True)
     bad = 0
@@ -74,20 +87,24 @@ def main(argv=None) -> int:
         torch.cuda.synchronize()
         want = [o.clone() for o in outs]
         fns = {"{}": (lambda k=k: k(*kargs, **fixed))}
-        for c in CONFIGS[name]:
+        others = [(str(c), k, c) for c in CONFIGS[name]]
+        if variants is not None:
+            others += [(v.split("__", 1)[1], getattr(variants, v), {}) for v in variants.kernels
+                       if v.split("__", 1)[0] == name]
+        for label, kv, c in others:
             for o in outs:
                 o.view(torch.uint8).fill_(0x7F)
             try:
-                k(*kargs, **fixed, **c)
+                kv(*kargs, **fixed, **c)
                 torch.cuda.synchronize()
             except Exception as e:  # noqa: BLE001 - a configuration that cannot run is reported
-                print(f"{name} {c}: ERROR {type(e).__name__}: {str(e)[:150]}", flush=True)
+                print(f"{name} {label}: ERROR {type(e).__name__}: {str(e)[:150]}", flush=True)
                 bad += 1
                 continue
             if all(torch.equal(o.view(torch.uint8), w.view(torch.uint8)) for o, w in zip(outs, want)):
-                fns[str(c)] = (lambda k=k, c=c: k(*kargs, **fixed, **c))
+                fns[label] = (lambda kv=kv, c=c: kv(*kargs, **fixed, **c))
             else:
-                print(f"{name} {c}: WRONG (outputs differ from the default's)", flush=True)
+                print(f"{name} {label}: WRONG (outputs differ from the default's)", flush=True)
                 bad += 1
         for c, t in compare(fns, min_ms=args.min_ms).items():
             print(f"{name:24s} {c:28s} {t * 1e3:8.1f} us  {nbytes / t / 1e6 / copy:5.2f} of copy", flush=True)
