@@ -46,6 +46,14 @@ def test_open_ranges():
     assert open_range(op("//", v("j"), c(128)), known) == (0, 3)
     assert open_range(op("*", v("x"), v("k")), known) == (None, None)  # x of no range
     assert open_range(op("max", v("x"), c(0)), known) == (0, None)
+    # what wraps: unsigned arithmetic (defined in C) and 8- and 16-bit integers (wrapped to
+    # their width), and an unsigned value read as a signed one of its width
+    u32, i16 = lookup("u32"), lookup("i16")
+    big = ir.BinOp("*", ir.Cast(v("k"), u32), ir.Const(1 << 20, u32), u32)
+    assert open_range(big, known) == (0, None)
+    assert open_range(ir.Cast(big, I32), known) == (None, None)
+    assert open_range(ir.Cast(big, lookup("i64")), known) == (0, None)
+    assert open_range(ir.BinOp("+", ir.Cast(v("j"), i16), ir.Const(30000, i16), i16), known) == (None, None)
 
 
 SOURCE = """\

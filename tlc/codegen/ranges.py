@@ -62,9 +62,17 @@ def open_range(e: ir.Expr, known: dict) -> tuple[int | None, int | None]:
         return none
     if isinstance(e, ir.Var):
         return known.get(e.name, none)
-    if isinstance(e, ir.Cast) and e.x.dtype.is_int and e.dtype.bits >= e.x.dtype.bits and \
-            (e.dtype.kind == e.x.dtype.kind or e.dtype.kind == "int"):  # widened: the same value
-        return open_range(e.x, known)
+    if isinstance(e, ir.Cast) and e.x.dtype.is_int and (
+            (e.dtype.kind == e.x.dtype.kind and e.dtype.bits >= e.x.dtype.bits) or
+            (e.dtype.kind == "int" and e.x.dtype.kind == "uint" and e.dtype.bits > e.x.dtype.bits)):
+        return open_range(e.x, known)  # widened: the same value
+    if (isinstance(e, ir.UnaryOp) and e.op == "-") or (isinstance(e, ir.BinOp) and e.op in ("+", "-", "*")):
+        # unsigned arithmetic wraps (defined in C), and so do 8- and 16-bit integers (the
+        # generator wraps them to their width): only int and long long never do
+        if e.dtype.kind == "uint":
+            return 0, None
+        if e.dtype.bits < 32:
+            return none
     if isinstance(e, ir.UnaryOp) and e.op == "-":
         lo, hi = open_range(e.x, known)
         return None if hi is None else -hi, None if lo is None else -lo
@@ -174,11 +182,11 @@ def scalar_ranges(body, known: dict, of=None) -> dict:
                 lo, hi = new.get(name, r)
                 new[name] = (None if lo is None or r[0] is None else min(lo, r[0]),
                              None if hi is None or r[1] is None else max(hi, r[1]))
+        if opened:  # the generator declares each scalar 0 before its first value
+            new = {n: (None if lo is None else min(lo, 0), None if hi is None else max(hi, 0)) for n, (lo, hi) in new.items()}
         if new == found:
             break
         found = new
-    if opened:  # the generator declares each scalar 0 before its first value
-        found = {n: (None if lo is None else min(lo, 0), None if hi is None else max(hi, 0)) for n, (lo, hi) in found.items()}
     return found
 
 
