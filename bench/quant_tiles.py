@@ -36,6 +36,7 @@ CONFIGS = {
     "quantize_int4": [{"BM": 32, "THREADS": 128}, {"BM": 128, "THREADS": 512}],
     "dequantize_int4": [{"BM": 32, "THREADS": 128}, {"BM": 128, "THREADS": 512}],
     "dequantize_per_channel": [{"BM": 32}, {"BM": 64, "THREADS": 512}],
+    "dequantize_per_group": [{"BM": 32, "THREADS": 256}],
 }
 
 
@@ -59,7 +60,8 @@ def cases(torch, quant):
             "dequantize_mx": ((q8, e8, y), [y], {}),
             "quantize_int4": ((x, q4o, s4o), [q4o, s4o], {"G": G}),
             "dequantize_int4": ((q4, s4, y), [y], {"G": G}),
-            "dequantize_per_channel": ((qi, sc, y), [y], {})}
+            "dequantize_per_channel": ((qi, sc, y), [y], {}),
+            "dequantize_per_group": ((qi, torch.rand(M, N // G, device="cuda") * 0.01, y), [y], {})}
 
 
 def main(argv=None) -> int:
