@@ -306,7 +306,9 @@ W4_PREFILL_M = 4096
 # where the default's 128 blocks put one block of 4 warps on an SM; BK=512 on 3 stages (M <= 16
 # only: 105 KB): 32 KB of weight in flight an SM where 2 stages hold 16; BM=8 split-K 4 (M = 1):
 # mma.sync, 512 blocks of 48 registers and 57 KB, 4 an SM, ~2.5 SASS a weight where the gemv
-# takes ~5 (split-K kept the group divisions per weight until 40cc427: 5,152 SASS, now 2,544)
+# takes ~5 (split-K kept the group divisions per weight until 40cc427: 5,152 SASS, now 2,544);
+# "reduce": splitk_reduce's constants (RN=64: 128 blocks at N = 8192 where config.json's RN=256
+# for M <= 16 gives 32, each adding its S rows of P one after another)
 W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       ("w4a16 gemv", "matmul_w4a16_gemv", {}, 0),
                       ("w4a16 gemv BN=32 256 thr", "matmul_w4a16_gemv", {"BN": 32, "THREADS": 256}, 0),
@@ -336,13 +338,34 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       ("w4a16 BK=512 stages=3", "matmul_w4a16", {"BK": 512, "stages": 3}, 0),
                       ("w4a16 BM=8 BK=512 split-K 4 stages=2", "matmul_w4a16_splitk", {"BM": 8, "BK": 512, "stages": 2}, 4),
                       ("w4a16 BK=512 split-K 2 stages=2", "matmul_w4a16_splitk", {"BK": 512, "stages": 2}, 2),
-                      ("w4a16 BK=256 split-K 2 stages=2", "matmul_w4a16_splitk", {"BK": 256, "stages": 2}, 2)]
+                      ("w4a16 BK=256 split-K 2 stages=2", "matmul_w4a16_splitk", {"BK": 256, "stages": 2}, 2),
+                      ("w4a16 BK=512 split-K 2 stages=2 reduce RN=64", "matmul_w4a16_splitk",
+                       {"BK": 512, "stages": 2, "reduce": {"RN": 64, "THREADS": 128}}, 2)]
 # BM = 256: each dequantized weight used by twice the rows (the dequantization costs per weight,
 # the products per row); "dequantize_w4a16": the whole weight dequantized once into an f16
 # buffer, then matmul_nt
 W4_PREFILL_VARIANTS = [("w4a16_prefill", "matmul_w4a16_prefill", {}),
                        ("w4a16_prefill BM=256", "matmul_w4a16_prefill", {"BM": 256}),
                        ("dequantize + matmul_nt", "dequantize_w4a16", {})]
+
+
+def _bound(make):
+    """make(), a run; where it raises (a constant the kernel refuses), a run that raises it, which
+    the check reports as that contender's error while the others are timed."""
+    try:
+        return make()
+    except Exception as e:  # noqa: BLE001 - reported by the check
+        def run(e=e):
+            raise e
+        return run
+
+
+def _in_order(*launches):
+    """One run of `launches` (bound launchers), one after another."""
+    def run():
+        for launch in launches:
+            launch()
+    return run
 
 
 def w4a16_weight(torch, quant, gemm, N, K, G, dtype=None, seed=1):
@@ -403,15 +426,14 @@ def w4a16_rows(torch, copy_gbs: float, min_ms: float, only=None, sizes=None) -> 
                 def run(C=C, Wd=Wd, A=A):
                     gemm.dequantize_w4a16(W4, scales, zeros, Wd)
                     gemm.matmul_nt(A, Wd, C)
-            elif parts:
+            elif parts:  # launchers: a call with constants binds its arguments each time (tens of us
+                # of host work, which two calls a run need not hide under the timing's delay)
                 P = torch.empty(parts, M, N, dtype=torch.float32, device="cuda")
-
-                def run(kernel=getattr(gemm, kernel), C=C, P=P, consts=consts):
-                    kernel(A, W4, scales, zeros, P, **consts)
-                    gemm.splitk_reduce(P, C)
+                split = {k: v for k, v in consts.items() if k != "reduce"}
+                run = _bound(lambda k=getattr(gemm, kernel), P=P, C=C, split=split, consts=consts: _in_order(
+                    k.launcher(A, W4, scales, zeros, P, **split), gemm.splitk_reduce.launcher(P, C, **consts.get("reduce", {}))))
             else:
-                def run(kernel=getattr(gemm, kernel), C=C, consts=consts):
-                    kernel(A, W4, scales, zeros, C, **consts)
+                run = _bound(lambda k=getattr(gemm, kernel), C=C, consts=consts: k.launcher(A, W4, scales, zeros, C, **consts))
             contenders[label] = Checked(run, ref, out=C, **tol)
         # F.linear(A, deq) as the product it is (torch.mm into a buffer the check can poison);
         # cuBLAS may add f16 partial sums in f16 (PyTorch's default allows it): 32 units, not 8
