@@ -11,7 +11,9 @@
 #                   counting warp-instructions of the hot path a block
 #   dequantize_int4  928 -> 600 (29 -> 18.8): 87524fa (y pairs as STS.128), 9ab5776
 #   quantize_mx     1096 -> 728 (34 -> 22.8), 60 -> 53 registers: 87524fa (blocks of 32 as
-#                   LDS.128 / STS.64, not LDS.U16 / STS.U8 an element), c10d923
+#                   LDS.128 / STS.64, not LDS.U16 / STS.U8 an element), c10d923 (ptxas then
+#                   takes 53 registers, not 40: 2 blocks of 512 an SM, not 3; BLOCKS=3 timed:
+#                   40 registers, no spill in f16)
 #   dequantize_mx    720 -> 480 (22.5 -> 15): 87524fa (the e8m0 scale read once a run)
 #   dequantize_per_channel: scales in registers, no barrier a block (9e037d1): 328 for 16 -> 176
 #   dequantize_per_group (0.75-0.84): scales read in the loop, no exchange through shared
