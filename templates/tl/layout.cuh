@@ -283,8 +283,27 @@ struct RunsBuild {  // (a class member: a namespace's constant that no kernel re
 // the tensor.  A run inside it and aligned moves as the widest vectors its bytes allow; any
 // other run element by element, those outside reading 0 (the address of an element outside is
 // formed, never read).  Under TL_WHOLE_RUNS (the column's origin a multiple of N, `cols` too,
-// the base aligned: codegen/whole_runs.py) a run is whole or wholly outside: one predicated
-// vector load, no branch, so that the loads of a loop's unrolled taps issue together.
+// the base aligned: codegen/whole_runs.py) a run is whole or wholly outside: its vectors are
+// loaded with no branch and no predicate, from `p` or, for a run outside, from ZeroRun's
+// zeros, so that nvcc issues the loads of a loop's unrolled taps together and loads a run that
+// two unrolled taps read (a depthwise convolution's input row, read by the taps of the output
+// rows below it) once: a predicated or branched load it neither hoists nor merges (std.conv's
+// depthwise_conv2d at BH=4 rows unrolled, sm_90a: 36 LDG.128 a thread as predicated loads
+// behind a branch a row, 18 so, issued before the weights' barrier).
+// The caller's `inside` is a `&` of its tests, not `&&`: nvcc made branches of the `&&`, one
+// copy of each tap's code for a row inside and one for a row outside.
+
+// BYTES bytes of zeros in global memory, read by a run outside its tensor (a static local: one
+// per translation unit that loads one, nothing in those that do not; a class member, as
+// RunsBuild's, so that a kernel that reads none draws no warning)
+struct ZeroRun {
+  static constexpr int BYTES = 256;
+  __device__ static __forceinline__ const void* get() {
+    static uint4 zeros[BYTES / 16];
+    return zeros;
+  }
+};
+
 template <int N, typename T>
 __device__ __forceinline__ void load_run_global(T (&regs)[N], const T* p, bool inside, int col, int cols) {
   using A = RunAccess<N, T>;
@@ -293,9 +312,11 @@ __device__ __forceinline__ void load_run_global(T (&regs)[N], const T* p, bool i
   // packs; the vector path's halves are read in place, no unpacking a run)
   union { V v[N / A::ELEMS]; T e[N]; } u;
   if constexpr (!RunsBuild::RAGGED_RUNS) {
-    const bool whole = inside && col >= 0 && col < cols;
+    static_assert(A::BYTES <= ZeroRun::BYTES, "load_run_global: a run longer than ZeroRun's zeros");
+    const bool whole = inside & (col >= 0) & (col < cols);
+    const V* q = reinterpret_cast<const V*>(whole ? static_cast<const void*>(p) : ZeroRun::get());
 #pragma unroll
-    for (int i = 0; i < N / A::ELEMS; ++i) u.v[i] = whole ? reinterpret_cast<const V*>(p)[i] : V{};
+    for (int i = 0; i < N / A::ELEMS; ++i) u.v[i] = q[i];
   } else if (inside && col >= 0 && col <= cols - N && reinterpret_cast<unsigned long long>(p) % A::VBYTES == 0) {
 #pragma unroll
     for (int i = 0; i < N / A::ELEMS; ++i) u.v[i] = reinterpret_cast<const V*>(p)[i];

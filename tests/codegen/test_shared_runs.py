@@ -120,7 +120,7 @@ def test_a_tensor_read_at_the_column_plus_an_offset_is_one_load_a_run():
     run = re.search(r"half (tl_run\d+)\[tl_k_layout_0::RUN\];", text).group(1)
     row = "(((r + i) + d) - 1)"
     assert (f"tl::load_run_global<tl_k_layout_0::RUN>({run}, X + (static_cast<long long>({row}) * N + ((bx * 256) + j)), "
-            f"{row} >= 0 && {row} < M, ((bx * 256) + j), N);") in text
+            f"({row} >= 0) & ({row} < M), ((bx * 256) + j), N);") in text
     assert f"tl::cvt<float>({run}[tl_e])" in text
 
 

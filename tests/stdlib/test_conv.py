@@ -233,16 +233,28 @@ def test_depthwise_conv2d_reads_x_a_run_at_a_time(mod):
 @pytest.mark.nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_depthwise_conv2d_sass(mod, arch, tmp_path):
-    """3 x 3 taps unrolled: 9 16-byte loads of x and 9 of the shared weights a thread, no local memory."""
+    """3 x 3 taps of BH = 4 output rows, unrolled.  The build for whole runs (C a multiple of 8,
+    the runtime's first) loads each of the 6 input rows' 3 taps once, 18 16-byte loads of x a
+    thread (36 before: a predicated load per tap and row, which nvcc neither hoisted nor merged),
+    and 8 FFMA a tap of a row.  The general build keeps its element paths; neither touches local
+    memory."""
     import sys
+
+    from tlc.runtime.whole_runs import DEFINE
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
     from nvcc import cubin_sass
 
     source = mod.kernels["depthwise_conv2d"].cuda_source(arch, S=1, P=1, D=1, K=3)
-    sass, log = cubin_sass(source, arch, tmp_path, "dw")
-    assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log
-    assert len(re.findall(r"LDG\.E\.128\b", sass)) == 9 and len(re.findall(r"LDS\.128\b", sass)) >= 9
+    for build, text in [("whole", DEFINE + source), ("general", source)]:
+        sass, log = cubin_sass(text, arch, tmp_path, f"dw_{build}")
+        assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log
+        loads = len(re.findall(r"LDG\.E\.128\b", sass))
+        if build == "whole":
+            assert loads == 3 * (4 + 2)
+            assert len(re.findall(r"\bFFMA\b", sass)) == 4 * 9 * 8
+        else:
+            assert loads >= 3 * (4 + 2)
 
 
 @pytest.mark.parametrize("silu", [False, True])

@@ -236,12 +236,13 @@ class SharedRunGen:
         tensor under TL_WHOLE_RUNS where the offset is a multiple of RUN too (whole_runs.py)."""
         note_origin(self, x.name, _column_offset(x.indices[-1], p.vars[-1], set()), layout)
         dims = self.tensor_dims(x.name)
-        rest = [f"{self.expr(i)} >= 0 && {self.expr(i)} < {self.dim_text(d)}"
+        # `&` of the tests, not `&&`: no branch for nvcc to copy each tap's loads into (layout.cuh)
+        rest = [f"({self.expr(i)} >= 0) & ({self.expr(i)} < {self.dim_text(d)})"
                 for i, d in zip(x.indices[:-1], dims[:-1]) if not provably_within([i], [d], self.ranges)]
         col = self.expr(x.indices[-1])
         offset = self.global_offset(x.name, x.indices)
         self.emit(f"tl::load_run_global<{alias}::RUN>({name}, {c_name(x.name)} + {offset}, "
-                  f"{' && '.join(rest) if rest else 'true'}, {col}, {self.dim_text(dims[-1])});")
+                  f"{' & '.join(rest) if rest else 'true'}, {col}, {self.dim_text(dims[-1])});")
 
     def run_invariant_reads(self, p: ir.Parallel, layout, reads: list) -> list:
         """The loop's reads of a tensor parameter or a shared buffer (not written in the loop, not
