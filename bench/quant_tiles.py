@@ -30,7 +30,8 @@ M, N, G = 16384, 8192, 128
 # tiles of 4096, the first read twice; dequantize_per_channel: 32 rows a tile, the scales'
 # registers used twice; quantize_mx at 3 blocks an SM (40 registers, as before c10d923, whose
 # fabsf let ptxas take 53 at 512 threads: 2 blocks an SM; bf16 and f32 spill at 3, so not the
-# default)
+# default); dequantize_per_token: 8 KB of q a block of 512 threads, 4 blocks an SM (32 KB in
+# flight an SM) against 256 threads (40 registers, 6 blocks: 48 KB) or 2 rows a block (3: 48 KB)
 CONFIGS = {
     "quantize_per_token": [{"BN": 8192, "THREADS": 256, "BLOCKS": 4}, {"BN": 8192, "THREADS": 512, "BLOCKS": 4}],
     "quantize_mx": [{"BLOCKS": 3}, {"BM": 8}, {"BM": 32, "BN": 512}],
@@ -39,6 +40,7 @@ CONFIGS = {
     "dequantize_int4": [{"BM": 32, "THREADS": 128}, {"BM": 128, "THREADS": 512}],
     "dequantize_per_channel": [{"BM": 32}, {"BM": 64, "THREADS": 512}],
     "dequantize_per_group": [{"BM": 32, "THREADS": 256}],
+    "dequantize_per_token": [{"THREADS": 256}, {"BM": 2}],
 }
 
 
@@ -63,7 +65,8 @@ def cases(torch, quant):
             "quantize_int4": ((x, q4o, s4o), [q4o, s4o], {"G": G}),
             "dequantize_int4": ((q4, s4, y), [y], {"G": G}),
             "dequantize_per_channel": ((qi, sc, y), [y], {}),
-            "dequantize_per_group": ((qi, torch.rand(M, N // G, device="cuda") * 0.01, y), [y], {})}
+            "dequantize_per_group": ((qi, torch.rand(M, N // G, device="cuda") * 0.01, y), [y], {}),
+            "dequantize_per_token": ((qi, torch.rand(M, device="cuda") * 0.01, y), [y], {})}
 
 
 def main(argv=None) -> int:
