@@ -34,11 +34,11 @@ M, N, G = 16384, 8192, 128
 # flight an SM) against 256 threads (40 registers, 6 blocks: 48 KB) or 2 rows a block (3: 48 KB)
 CONFIGS = {
     "quantize_per_token": [{"BN": 8192, "THREADS": 256, "BLOCKS": 4}, {"BN": 8192, "THREADS": 512, "BLOCKS": 4}],
-    "quantize_mx": [{"BLOCKS": 3}, {"BM": 8}, {"BM": 32, "BN": 512}],
-    "dequantize_mx": [{"BM": 8}, {"BM": 32, "BN": 512}],
-    "quantize_int4": [{"BM": 32, "THREADS": 128}, {"BM": 128, "THREADS": 512}],
-    "dequantize_int4": [{"BM": 32, "THREADS": 128}, {"BM": 128, "THREADS": 512}],
-    "dequantize_per_channel": [{"BM": 32}, {"BM": 64, "THREADS": 512}],
+    "quantize_mx": [{"BLOCKS": 3}, {"BM": 8}],
+    "dequantize_mx": [{"BM": 8}],
+    "quantize_int4": [{"BM": 32, "THREADS": 128}],
+    "dequantize_int4": [{"BM": 32, "THREADS": 128}],
+    "dequantize_per_channel": [{"BM": 32}],
     "dequantize_per_group": [{"BM": 32, "THREADS": 256}],
     "dequantize_per_token": [{"THREADS": 256}, {"BM": 2}],
 }
