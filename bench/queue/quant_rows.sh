@@ -29,9 +29,9 @@
 # BM=32 and 'fragment_scales' = before 634522a; dequantize_per_token (0.85-0.89: 32 KB of q in
 # flight an SM) at 256 threads or 2 rows a block (48 KB); int4 and mx tiles);
 # (3) the GPU tests of the kernels changed (ragged shapes, NaN, -0.0; 15 s at most).
-python3 bench/lowbit.py --quick --only quantize_per_token,dequantize_per_channel,dequantize_per_group,quantize_int4,dequantize_int4,quantize_mx,dequantize_mx \
+timeout 40 python3 bench/lowbit.py --quick --only quantize_per_token,dequantize_per_channel,dequantize_per_group,quantize_int4,dequantize_int4,quantize_mx,dequantize_mx \
   --json $OUT/quant_rows.json 2>&1 | tail -14
-python3 bench/quant_tiles.py --min-ms 10 --variants bench/quant_variants.tl \
+timeout 32 python3 bench/quant_tiles.py --min-ms 10 --variants bench/quant_variants.tl \
   --only quantize_per_token,dequantize_per_token,dequantize_per_channel,dequantize_per_group,quantize_int4,dequantize_int4,quantize_mx,dequantize_mx 2>&1 | tail -24
 timeout 15 python3 -m pytest -q -x -n 8 -p no:cacheprovider tests/gpu/test_quant_gpu.py tests/codegen/test_absmax_reduction.py \
   -k "int4 or mx or per_channel or per_token or dequantize_per_group or negative_zero" 2>&1 | tail -4
