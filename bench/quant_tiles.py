@@ -28,13 +28,11 @@ M, N, G = 16384, 8192, 128
 # quantize_per_token: one tile of 8192 a row (x read once, no cp.async ring at 4 blocks an SM:
 # 64 KB of rows in flight, as std.nn's softmax at 0.95 of copy) against the default's two
 # tiles of 4096, the first read twice; dequantize_per_channel: 32 rows a tile, the scales'
-# registers used twice; quantize_mx at 3 blocks an SM (40 registers, as before c10d923, whose
-# fabsf let ptxas take 53 at 512 threads: 2 blocks an SM; bf16 and f32 spill at 3, so not the
-# default); dequantize_per_token: 8 KB of q a block of 512 threads, 4 blocks an SM (32 KB in
+# registers used twice; dequantize_per_token: 8 KB of q a block of 512 threads, 4 blocks an SM (32 KB in
 # flight an SM) against 256 threads (40 registers, 6 blocks: 48 KB) or 2 rows a block (3: 48 KB)
 CONFIGS = {
     "quantize_per_token": [{"BN": 8192, "THREADS": 256, "BLOCKS": 4}, {"BN": 8192, "THREADS": 512, "BLOCKS": 4}],
-    "quantize_mx": [{"BLOCKS": 3}, {"BM": 8}],
+    "quantize_mx": [{"BM": 8}],
     "dequantize_mx": [{"BM": 8}],
     "quantize_int4": [{"BM": 32, "THREADS": 128}],
     "dequantize_int4": [{"BM": 32, "THREADS": 128}],

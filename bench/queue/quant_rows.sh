@@ -10,11 +10,10 @@
 #                   thread, the scale section run by 1 warp of 8): ~25 -> ~16.7 an element
 #                   counting warp-instructions of the hot path a block
 #   dequantize_int4  928 -> 600 (29 -> 18.8): 87524fa (y pairs as STS.128), 9ab5776
-#   quantize_mx     1096 -> 728 (34 -> 22.8), 60 -> 53 registers: 87524fa (blocks of 32 as
-#                   LDS.128 / STS.64, not LDS.U16 / STS.U8 an element), c10d923 (ptxas then
-#                   takes 53 registers, not 40: 2 blocks of 512 an SM, not 3; BLOCKS=3 timed:
-#                   40 registers, no spill in f16)
-#   dequantize_mx    720 -> 480 (22.5 -> 15): 87524fa (the e8m0 scale read once a run)
+#   quantize_mx     1096 -> 784 (34 -> 24.5), 60 -> 40 registers (3 blocks of 512 an SM, not
+#                   2): 87524fa (blocks of 32 as LDS.128 / STS.64, not LDS.U16 / STS.U8 an
+#                   element), c10d923
+#   dequantize_mx    720 -> 488 (22.5 -> 15.3): 87524fa (the e8m0 scale read once a run)
 #   dequantize_per_channel: scales in registers, no barrier a block (9e037d1): 328 for 16 -> 176
 #   dequantize_per_group (0.75-0.84): scales read in the loop, no exchange through shared
 #                   memory and its 2 barriers a block (634522a): i8 272 -> 184, f8 296 -> 208
