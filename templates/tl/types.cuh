@@ -123,15 +123,22 @@ __host__ __device__ __forceinline__ T pymod(T a, T b) {
 // divides as C does, and one of x + j by a constant is x's quotient plus j's.  sized_nonneg: a
 // proof that takes the arrays' sizes as not negative, which NVRTC's builds assume
 // (kernel.cu.j2's __builtin_assume of each; TL_ASSUME_SIZES asks nvcc's build for the same).
+// Host-portable, as the cpu target's C++ reads this header up to its first device-only
+// function: g++ has no __builtin_assume, and an unreachable branch says the same to it.
+#if defined(__CUDACC__) || defined(__clang__)
+#define TL_ASSUME(cond) __builtin_assume(cond)
+#else
+#define TL_ASSUME(cond) ((cond) ? (void)0 : __builtin_unreachable())
+#endif
 template <typename T>
-__device__ __forceinline__ T nonneg(T x) {
-  __builtin_assume(x >= 0);
+__host__ __device__ __forceinline__ T nonneg(T x) {
+  TL_ASSUME(x >= 0);
   return x;
 }
 template <typename T>
-__device__ __forceinline__ T sized_nonneg(T x) {
+__host__ __device__ __forceinline__ T sized_nonneg(T x) {
 #if defined(__CUDACC_RTC__) || defined(TL_ASSUME_SIZES)
-  __builtin_assume(x >= 0);
+  TL_ASSUME(x >= 0);
 #endif
   return x;
 }

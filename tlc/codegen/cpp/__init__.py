@@ -40,6 +40,9 @@ def primitives() -> str:
     cut = types.find("\n__device__ ")
     if cut < 0:
         raise RuntimeError("templates/tl/types.cuh: no device-only function marks the end of its host-portable part")
+    head = types.rfind("\n", 0, cut)  # a template line above it belongs to the device part too
+    if types[head + 1:cut].startswith("template"):
+        cut = head
     portable = types[:cut] + "\n}  // namespace tl\n"
     return "\n".join([(root / "cpp" / "prelude.h").read_text(encoding="utf-8"), portable,
                       (root / "cpp" / "tl_cpu.h").read_text(encoding="utf-8")])
