@@ -13,31 +13,33 @@ from .plan import WarpSpecPlan
 class WarpSpecEmission:
     """The C of a warp-specialized kernel (mixed into `Sm90` through `WarpSpecialized`)."""
 
-    def block(self, stmts) -> None:
+    def kernel_body(self, stmts) -> None:
         """A persistent kernel's body is the specialized loop with the statements around it
         inside its tile loop."""
-        if self.persistent and stmts is self.k.body:
-            i = self.k.body.index(self.ws_loop)
+        if self.persistent:
+            i = stmts.index(self.ws_loop)
             self.mark(self.ws_loop)
             self.emit_warp_specialized(self.ws_loop, before=stmts[:i], after=stmts[i + 1:])
             return
-        super().block(stmts)
+        self.block(stmts)
 
-    def stmt(self, s) -> None:
+    def stmt_wrapped(self, s, method) -> bool:
         """A statement before the ring that only the consumers run (`consumer_only`: a copy
         into shared memory mapped over the kernel's THREADS) is skipped by the producer's threads."""
         spec = self.spec
         if spec is None or not spec.consumer_only or not any(s is self.k.body[i] for i in spec.consumer_only):
-            super().stmt(s)
-            return
+            return False
         if any(s is self.k.body[i] for i in spec.late_copies):
-            self.emit("// (the consumers make this copy after the ring's setup)")
-            return
+            if not getattr(self, "emitting_late_copies", False):
+                self.emit("// (the consumers make this copy after the ring's setup)")
+                return True
+            return False
         self.emit(f"if (threadIdx.x < {self.k.threads}) {{  // the consumers' work: the producer's threads skip it")
         self.indent += 1
-        super().stmt(s)
+        method(s)
         self.indent -= 1
         self.emit("}")
+        return True
 
     def stmt_Sync(self, s) -> None:
         if getattr(self, "in_consumer_loop", False):
@@ -164,8 +166,10 @@ class WarpSpecEmission:
         self.set_registers("inc", 1)
         e("int tl_it = 0;")
         if spec.late_copies:  # while the producer's first copies load
+            self.emitting_late_copies = True
             for i in spec.late_copies:
-                super(WarpSpecEmission, self).stmt(self.k.body[i])
+                self.stmt(self.k.body[i])
+            self.emitting_late_copies = False
             e(f"tl::bar_sync_named({CONSUMER_BARRIER}, {T});  // the consumers' copies before they read them")
 
         def consume():
