@@ -237,9 +237,9 @@ def tiles(name: str) -> list:
     if name == "topk_grouped":  # 8 groups of 8 (3 kept), and 2 groups of 3 (1 kept)
         return [((9, 64, 6, 0), dict(BM=4, BE=64, KB=8, GB=8, THREADS=32)),
                 ((3, 6, 2, 0), dict(BM=2, BE=8, KB=2, GB=2, THREADS=32))]
-    if name.startswith("topk"):
+    if name.startswith("topk"):  # and the sm_90a table's tile for E <= 64 (32 tokens, 2 blocks, the last ragged)
         return [((9, 60, 6, 0), dict(BM=4, BE=64, KB=8, THREADS=32)),
-                ((3, 8, 2, 0), dict(BM=2, BE=8, KB=2, THREADS=32))]
+                ((3, 8, 2, 0), dict(BM=2, BE=8, KB=2, THREADS=32)), ((40, 60, 6, 0), dict(BM=32, BE=64, KB=8))]
     if name == "expert_histogram":
         # blocks of 64 ids in parts of 24 (the last part running past its block), and of 16 in one part
         return [((37, 20, 4, 0), dict(BE=32, BLOCK=64, PART=24, THREADS=32)), ((5, 3, 2, 0), dict(BE=4, BLOCK=16, THREADS=32))]

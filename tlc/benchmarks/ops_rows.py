@@ -601,7 +601,7 @@ def _moe_rows() -> list[Row]:
             return kit.topk_ref(x, K, score, False)[0]
         return fn
 
-    gates = dict(T="f16", BM=8, BE=E)
+    gates = dict(T="f16")  # BE = 64 and BM = 32 tokens a block from stdlib/config.json (E <= 64)
     return [
         Row("std.moe", "topk_softmax", (),
             torch_f(lambda t, x, ids: t.topk(t.softmax(x, -1, dtype=t.float32), K).values),
