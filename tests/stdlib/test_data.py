@@ -112,15 +112,6 @@ def _batched(rng, dt, s):
     return [values(rng, dt, s), empty(dt, (s[0], s[2], s[1]))], {}
 
 
-def _transpose_groups(rng, dt, s):
-    """Tiles of 8 in groups of 3 rows of tiles: several groups, the last with fewer rows."""
-    return [values(rng, dt, s), empty(dt, s[::-1])], dict(B=8, G=3)
-
-
-def _batched_groups(rng, dt, s):
-    return [values(rng, dt, s), empty(dt, (s[0], s[2], s[1]))], dict(B=8, G=3)
-
-
 def _permute(rng, dt, s):
     shape, perm = s
     return ([values(rng, dt, shape), empty(dt, tuple(shape[p] for p in perm))],
@@ -214,8 +205,6 @@ TRI_SHAPES = ((5, 7, 1), (70, 33, -3), (1, 1, 0), (9, 40, 20))
 OPS = [
     Op("transpose", _transpose, lambda a, c: a[0].T, ((37, 75), (1, 130), (130, 1), (64, 64))),
     Op("transpose_batched", _batched, lambda a, c: a[0].transpose(0, 2, 1), ((3, 37, 75), (2, 65, 1))),
-    Op("transpose", _transpose_groups, lambda a, c: a[0].T, ((37, 75), (100, 17)), ("f16", "f32")),
-    Op("transpose_batched", _batched_groups, lambda a, c: a[0].transpose(0, 2, 1), ((3, 37, 75),), ("f16", "f32")),
     Op("permute", _permute, lambda a, c: a[0].transpose(c["P0"], c["P1"], c["P2"], c["P3"]),
        (((2, 3, 5, 7), (2, 0, 3, 1)), ((4, 1, 6, 3), (3, 2, 1, 0)), ((3, 5, 2, 9), (0, 2, 1, 3)),
         ((2, 3, 11, 300), (1, 0, 2, 3)), ((10, 2, 3, 5), (1, 2, 0, 3)), ((3, 13, 2, 260), (2, 1, 0, 3)))),
