@@ -1,5 +1,6 @@
 """The host side of a cached first call, on a machine with no GPU: `python3 bench/first_cached_host.py
-[--runs N] [--profile PATH] [--cai] [--installed DIR] [--phases] [--imports] [--instructions]`.
+[--runs N] [--profile PATH] [--cai] [--installed DIR] [--phases] [--exclusive] [--imports] [--instructions]
+[--gpu]`.
 
 What `bench/overheads.py --only first` times on the GPU after `import tlc` (the load of std.gemm
 from the checked-module cache and matmul's first call, the kernel in the program cache), with
@@ -69,6 +70,18 @@ What remains (--phases, ms, 15 processes): the checked entry 0.39 (gemm.tl read 
 the key, the 6 KB head's JSON), the RECORD's identity 0.09, the launch head 0.19 (of which the
 first lookups of its 8 classes ~0.05, its JSON ~0.06), the entry-points memo 0.11, the kernel
 cache's read 0.12, the CompiledKernel 0.13, the launch 0.13, the launch memo 0.09.
+Session 23: --exclusive gives each step's own wall time (`EXCLUSIVE`: the clocked steps it calls
+taken out, so the steps and the rest add up to the call) and --gpu runs the same processes on
+CuPy, PyTorch and the driver themselves, each result checked (bench/queue/cached_call.sh).  A
+checkout on the 2-core machine, 4 December 2026: 1.82-1.87 ms median (load 1.07, call 0.75-0.80),
+of which the checkout's identity 0.58 (the memo's stat() of 220 files and 22 folders: 0.27 ms
+warm in one process, ~0.48 a new process's first time), the checked entry 0.19 (its head's
+JSON, math.tl read), the launch head's decode 0.17, resolving std.gemm 0.11, the targets' memo
+0.09 (twice), the launch memo 0.09, the texts' SHA-256 0.08 (four digests, the process's first
+SHA-256 ~45 us of it), the program entry's CRC-32 and read 0.12, nothing else above 0.06; 0.02
+outside every step.  A heap of 700k more objects before the clock (as PyTorch's import leaves)
+took the call 1.9 -> 2.3 ms without one collection more (one gen-0 pass at most): the cache's
+misses, not the collector.
 """
 from __future__ import annotations
 
@@ -175,12 +188,34 @@ class Array:  # a device array known by __cuda_array_interface__ (as a CuPy arra
         self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr, False),
                                          "strides": None, "version": 3}
 
+STOOD_IN = True
+def synchronize():  # nothing runs: the launch is recorded
+    pass
+def launched_right():
+    return len(_Function.launches) == 1
+
 if "--cai" in sys.argv:
     A, C = Array((256, 256), "<f2", 1 << 20), Array((256, 256), "<f2", 2 << 20)
 else:
     _module("torch", Tensor=Tensor, float16=Tensor.dtype,
             _C=types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 7))
     A, C = Tensor((256, 256), 1 << 20), Tensor((256, 256), 2 << 20)
+"""
+
+GPU = r"""
+import sys
+import torch, cupy
+STOOD_IN = False
+if "--cai" in sys.argv:
+    A, C = cupy.ones((256, 256), cupy.float16), cupy.empty((256, 256), cupy.float16)
+    synchronize = cupy.cuda.Device().synchronize
+else:
+    A = torch.ones(256, 256, dtype=torch.float16, device="cuda")
+    C = torch.empty(256, 256, dtype=torch.float16, device="cuda")
+    synchronize = torch.cuda.synchronize
+synchronize()  # the CUDA context and the arrays exist before the clock, as in bench/overheads.py
+def launched_right():  # 256 = the sum of 256 products 1 * 1, exact in f16
+    return bool((C == 256).all())
 """
 
 FILL = STAND_IN + r"""
@@ -194,23 +229,43 @@ mod.matmul(A, A, C)
 assert _Function.launches, "no launch"
 """
 
-TIMED = STAND_IN + r"""
+FILL_GPU = GPU + r"""
+import tlc
+mod = tlc.load("std.gemm", target="cuda")
+mod.matmul(A, A, C)
+synchronize()
+assert launched_right(), "the first call's result is wrong"
+"""
+
+# the timed process after STAND_IN or GPU
+TIMED_BODY = r"""
 import functools, gc, importlib, json, os, time
 import tlc
 from tlc.runtime import driver_api, tensormap
-driver_api.libcuda = tensormap.libcuda = lambda: _LibCuda()  # tensormap holds its own name
-phases = {}
+if STOOD_IN:
+    driver_api.libcuda = tensormap.libcuda = lambda: _LibCuda()  # tensormap holds its own name
+phases, counts = {}, {}
 if os.environ.get("TLC_BENCH_HOST_PHASES"):  # each step's CPU time, the steps it calls included
     import functools, importlib
+    # TLC_BENCH_HOST_EXCLUSIVE: each step's own wall time, that of the clocked steps it calls
+    # taken out (so that the steps and the rest add up to the call), and how often it ran
+    exclusive, inner = bool(os.environ.get("TLC_BENCH_HOST_EXCLUSIVE")), []
+    clock = time.perf_counter if exclusive else time.thread_time
     def clocked(owner, attr, label):
         fn = getattr(owner, attr)
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            start = time.thread_time()
+            inner.append(0.0)
+            start = clock()
             try:
                 return fn(*args, **kwargs)
             finally:
-                phases[label] = phases.get(label, 0.0) + (time.thread_time() - start) * 1e3
+                spent = clock() - start
+                nested = inner.pop()
+                if inner:
+                    inner[-1] += spent
+                phases[label] = phases.get(label, 0.0) + (spent - (nested if exclusive else 0.0)) * 1e3
+                counts[label] = counts.get(label, 0) + 1
         setattr(owner, attr, wrapper)
     for name in json.loads(os.environ["TLC_BENCH_HOST_PHASES"]):
         module, _, path = name.partition(":")
@@ -233,6 +288,7 @@ def call():
     mod = tlc.load("std.gemm", target="cuda")
     t1 = time.perf_counter()
     mod.matmul(A, A, C)
+    synchronize()  # the result is there (with --gpu; as bench/overheads.py's clock)
     t2, c2 = time.perf_counter(), time.thread_time()
 # a full collection before the clock: where the collector's older generations fall due depends on
 # every object the process made before (one that fell in the call cost it 1.3 M instructions when
@@ -245,11 +301,13 @@ else:
 if profile:
     prof.disable()
     prof.dump_stats(profile)
-assert len(_Function.launches) == 1, _Function.launches
+assert launched_right(), "the cached call launched wrongly"
 compiled = [m for m in sys.modules if m.startswith(("tlc.codegen", "tlc.schedule", "tlc.parser.parser"))]
 print(json.dumps({"load_ms": (t1 - t0) * 1e3, "call_ms": (t2 - t1) * 1e3, "cpu_ms": (c2 - c0) * 1e3,
-                  "compiler_imported": compiled, "phases": phases, "imported": sorted(set(sys.modules) - before)}))
+                  "compiler_imported": compiled, "phases": phases, "counts": counts,
+                  "imported": sorted(set(sys.modules) - before)}))
 """
+TIMED = STAND_IN + TIMED_BODY
 
 
 # the steps --phases clocks (module:function or module:Class.method), in the order a call takes them;
@@ -263,6 +321,18 @@ PHASES = ("tlc.api:_cached_module", "tlc.runtime.cache:package_hash", "tlc.runti
           "tlc.targets:registered", "tlc.runtime.compile:nvrtc_version", "tlc.runtime.cache:KernelCache.load",
           "tlc.runtime:read_program_entry", "tlc.targets:for_capability", "tlc.runtime.launch:compile_grid",
           "tlc.runtime.launch:CompiledKernel.__init__", "tlc.runtime.launch:CompiledKernel.launch")
+
+# the steps --exclusive clocks: PHASES and the smaller steps within them, each timed without the
+# others it calls, so that they and "the rest" add up to the call (with --gpu: the driver's
+# module load is CompiledKernel._load's, the tensor maps' encoding tensormap.encode's, the launch
+# and the wait for its result the rest's)
+EXCLUSIVE = PHASES + (
+    "tlc.driver:resolve_path", "tlc.driver:read_source", "tlc.runtime.cache:text_digest", "tlc.runtime.checked_cache:key",
+    "tlc.api:Module.__init__", "tlc.runtime.compile:cuda_unavailable_reason", "tlc.runtime.checked_cache:LaunchMemo.__init__",
+    "tlc.runtime:_program_entry", "tlc.runtime.compile:device_capability", "tlc.runtime.compile:nvrtc_supported_archs",
+    "tlc.runtime.compile:nvrtc_arch", "tlc.runtime.compile:nvrtc_toolchain", "tlc.runtime.cache:program_key",
+    "tlc.runtime.cache:unpack", "tlc.runtime.launch:CompiledKernel._load", "tlc.runtime.launch:CompiledKernel._persistent_blocks",
+    "tlc.runtime.launch:CompiledKernel.kernel_args", "tlc.runtime.tensormap:encode")
 
 
 def run(code: str, env: dict, cai: bool = False, cwd: Path = ROOT) -> str:
@@ -305,6 +375,26 @@ def import_time(env: dict, cwd: Path) -> float:
     return float("nan")
 
 
+def exclusive_steps(timed: str, env: dict, args, package: Path) -> dict:
+    """Each step of EXCLUSIVE: its own wall time (median ms over `args.runs` more processes) and
+    how often the call ran it; "the rest" is the call's time outside every clocked step."""
+    clocked = {**env, "TLC_BENCH_HOST_PHASES": json.dumps(EXCLUSIVE), "TLC_BENCH_HOST_EXCLUSIVE": "1"}
+    clocked.pop("TLC_BENCH_HOST_PROFILE", None)
+    runs = [json.loads(run(timed, clocked, args.cai, cwd=package).strip().splitlines()[-1]) for _ in range(args.runs)]
+    steps = {name: (statistics.median(r["phases"].get(name, 0.0) for r in runs), max(r["counts"].get(name, 0) for r in runs))
+             for name in EXCLUSIVE}
+    rest = statistics.median(r["load_ms"] + r["call_ms"] - sum(r["phases"].values()) for r in runs)
+    total = statistics.median(r["load_ms"] + r["call_ms"] for r in runs)
+    print(f"each step's own wall time, median ms of {len(runs)} more processes (the clocked steps it calls taken out; "
+          f"load + call {total:.2f} there, the clocks included), largest first:")
+    for name, (ms, count) in sorted(steps.items(), key=lambda kv: -kv[1][0]):
+        if count:
+            print(f"  {name:60} {ms:7.3f}  x{count}")
+    print(f"  {'the rest (outside the clocked steps; --gpu: launch, wait)':60} {rest:7.3f}")
+    print(f"  not run by this call: {', '.join(n for n, (_, c) in steps.items() if not c) or 'none'}")
+    return {"steps": steps, "rest_ms": rest, "total_ms": total}
+
+
 def main(argv=None) -> dict:
     import argparse
 
@@ -318,10 +408,18 @@ def main(argv=None) -> dict:
     ap.add_argument("--phases", action="store_true", help="then each step's CPU time, in as many more processes")
     ap.add_argument("--imports", action="store_true", help="then the call's CPU time in as many more processes "
                     "that import the modules it imports before the clock: what those imports cost it")
+    ap.add_argument("--exclusive", action="store_true", help="then each step's own wall time (EXCLUSIVE: the "
+                    "steps it calls taken out, so that the steps and the rest add up to the call), in as many more processes")
+    ap.add_argument("--gpu", action="store_true", help="on the GPU: CuPy, PyTorch and the driver themselves, the "
+                    "first process compiling with NVRTC, each call's result checked and waited for in the clock "
+                    "(bench/queue/cached_call.sh)")
     ap.add_argument("--instructions", action="store_true", help="then the call's instructions, counted by valgrind's "
                     "callgrind in one more process: the same on a busy machine as on a quiet one (not the time the "
                     "system calls take: the stat()s of the checkout's identity, the files read)")
     args = ap.parse_args(argv)
+    if args.gpu and args.instructions:
+        ap.error("--instructions counts the stood-in call; the GPU's driver under valgrind is not that call")
+    timed, fill = (GPU + TIMED_BODY, FILL_GPU) if args.gpu else (TIMED, FILL)
     package = Path(args.installed).resolve() if args.installed else ROOT
     env = {**os.environ, "TLC_CACHE_DIR": tempfile.mkdtemp(prefix="tlc-bench-host-"),
            "PYTHONPATH": os.pathsep.join([str(package), os.environ.get("PYTHONPATH", "")])}
@@ -330,17 +428,18 @@ def main(argv=None) -> dict:
     # every process
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(package / "tlc")], env=env, capture_output=True,
                    timeout=300)
-    run(FILL, env, cwd=package)
+    run(fill, env, args.cai, cwd=package)
     runs = []
     for i in range(args.runs):
         if args.profile and i == args.runs - 1:
             env["TLC_BENCH_HOST_PROFILE"] = args.profile
-        runs.append(json.loads(run(TIMED, env, args.cai, cwd=package).strip().splitlines()[-1]))
+        runs.append(json.loads(run(timed, env, args.cai, cwd=package).strip().splitlines()[-1]))
     total = [r["load_ms"] + r["call_ms"] for r in runs]
     best = min(range(len(runs)), key=lambda i: total[i])
     imports = [import_time(env, package) for _ in range(5)]
     result = {"runs": runs, "median_ms": statistics.median(total), "import_tlc_ms": min(imports)}
-    print(f"cached first call, host side (CuPy stood in for), {len(runs)} new processes: "
+    what = "on the GPU, the result waited for" if args.gpu else "host side (CuPy stood in for)"
+    print(f"cached first call, {what}, {len(runs)} new processes: "
           f"load + call median {statistics.median(total):.2f} ms, best {total[best]:.2f} "
           f"(load {runs[best]['load_ms']:.2f}, call {runs[best]['call_ms']:.2f}); "
           f"median load {statistics.median(r['load_ms'] for r in runs):.2f}, "
@@ -351,17 +450,19 @@ def main(argv=None) -> dict:
     if args.phases:  # in runs of their own: the clocks cost a little and import the steps' modules first
         clocked = {**env, "TLC_BENCH_HOST_PHASES": json.dumps(PHASES)}
         clocked.pop("TLC_BENCH_HOST_PROFILE", None)
-        phased = [json.loads(run(TIMED, clocked, args.cai, cwd=package).strip().splitlines()[-1])
+        phased = [json.loads(run(timed, clocked, args.cai, cwd=package).strip().splitlines()[-1])
                   for _ in range(args.runs)]
         print(f"each step's CPU time, median ms of {len(phased)} more processes (the steps it calls included; "
               f"their modules imported before the clock):")
         for name in PHASES:
             times = [r["phases"].get(name, 0.0) for r in phased]
             print(f"  {name:55} {statistics.median(times):7.3f}")
+    if args.exclusive:
+        result["exclusive"] = exclusive_steps(timed, env, args, package)
     if args.imports:  # the modules the call imported, imported before the clock
         early = {**env, "TLC_BENCH_HOST_PREIMPORT": json.dumps(runs[-1]["imported"])}
         early.pop("TLC_BENCH_HOST_PROFILE", None)
-        without = [json.loads(run(TIMED, early, args.cai, cwd=package).strip().splitlines()[-1]) for _ in range(args.runs)]
+        without = [json.loads(run(timed, early, args.cai, cwd=package).strip().splitlines()[-1]) for _ in range(args.runs)]
         cpu, rest = statistics.median(r["cpu_ms"] for r in runs), statistics.median(r["cpu_ms"] for r in without)
         result["imports_cpu_ms"] = cpu - rest
         print(f"the imports the call makes ({len(runs[-1]['imported'])} modules): {cpu - rest:.2f} ms of its median CPU time "
