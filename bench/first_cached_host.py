@@ -428,7 +428,7 @@ def main(argv=None) -> dict:
     # every process
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(package / "tlc")], env=env, capture_output=True,
                    timeout=300)
-    run(fill, env, args.cai, cwd=package)
+    run(fill, env, cwd=package)  # its call passes PyTorch tensors, whatever --cai says
     runs = []
     for i in range(args.runs):
         if args.profile and i == args.runs - 1:
