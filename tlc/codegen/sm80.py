@@ -296,6 +296,16 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
             return
         var = c_name(s.var)
         start, stop, step = self.expr(s.start), self.expr(s.stop), self.expr(s.step)
+        # range()'s stop is evaluated once, before the first iteration, as the interpreter and the
+        # cpu target do: a body that assigns a variable of the stop does not move it, and a stop
+        # computed by a division (cdiv of two sizes) is not computed again each iteration, which
+        # nvcc did not hoist (std.data.repeat's two loops: an integer division per 16-byte store)
+        hoisted = not isinstance(s.stop, ir.Const) and (
+            not isinstance(s.stop, ir.Var) or any(isinstance(t, (ir.Assign, ir.LetScalar)) and t.name == s.stop.name
+                                                  for t in statements(s.body)))
+        if hoisted:
+            self.emit(f"{{ const auto tl_stop_{var} = {stop};")
+            stop = f"tl_stop_{var}"
         positive = isinstance(s.step, ir.Const) and s.step.value > 0
         negative = isinstance(s.step, ir.Const) and s.step.value < 0
         cond = f"{var} < {stop}" if positive else f"{var} > {stop}" if negative else \
@@ -306,7 +316,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
             self.emit("#pragma unroll")
         self.emit(f"for (int {var} = {start}; {cond}; {var} += {step}) {{")
         self.nested(s.body)
-        self.emit("}")
+        self.emit("} }" if hoisted else "}")
         self.unbind_range(s.var)
 
     def stmt_Print(self, s: ir.Print) -> None:
