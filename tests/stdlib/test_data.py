@@ -355,6 +355,54 @@ def test_module_builds_with_nvcc(arch, dtype, tmp_path):
     assert len(frames) == len(KERNELS) + 2 and all(f == ("0", "0", "0") for f in frames), log
 
 
+def _innermost_loop_of(sass: str, op: str) -> list:
+    """The instructions of the innermost loop (a backward branch's span) that holds `op`."""
+    code = [(int(a, 16), text.strip()) for a, text in re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)]
+    loops = [(int(t, 16), a) for a, text in code for t in re.findall(r"BRA (?:\S+, )?0x([0-9a-f]+)$", text)
+             if int(t, 16) < a]
+    spans = [(lo, hi) for lo, hi in loops if any(lo <= a <= hi and op in text for a, text in code)]
+    assert spans, f"no loop holds {op}"
+    lo, hi = min(spans, key=lambda s: s[1] - s[0])
+    return [text for a, text in code if lo <= a <= hi]
+
+
+@pytest.mark.nvcc
+def test_repeat_stores_its_whole_tiles_without_a_division_in_the_loop(tmp_path):
+    """repeat's whole-tile test outside its copies' loops and the loops' cdiv bounds computed
+    once (the sm80 code generator holds a range's stop): its innermost loop of 16-byte stores
+    holds no integer division (MUFU.RCP, an integer division by a run-time size) and stays
+    short (f16, sm_90a: 2 STG.128 in about 60 instructions; the inner loop's bound recomputed
+    there and the element path beside each copy took ~115 a store)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
+    from nvcc import cubin_sass  # noqa: E402
+    from tlc import runner
+
+    source, _ = runner.build(DATA_PATH, kernels=("repeat",), defines=("T=f16",), arch="sm_90a")
+    loop = _innermost_loop_of(cubin_sass(source, "sm_90a", tmp_path)[0], "STG.E.128")
+    assert not any("MUFU.RCP" in text for text in loop)
+    assert sum("STG.E.128" in text for text in loop) == 2 and len(loop) < 120, loop
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch,dtype", [("sm_90a", "i64"), ("sm_90a", "i8"), ("sm_80", "i64"), ("sm_80", "bool")])
+def test_repeat_keeps_16_elements_a_thread_in_registers(arch, dtype, tmp_path):
+    """At 128 threads and 4 blocks an SM, the 1- and 8-byte types too (tested at each copy, the
+    element path's registers spilled i64's 48 bytes on sm_90a)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
+    from nvcc import compile_device  # noqa: E402
+    from tlc import runner
+
+    source, _ = runner.build(DATA_PATH, kernels=("repeat",), defines=(f"T={dtype}",), arch=arch)
+    log = compile_device(source, arch, tmp_path)
+    assert re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores", log) == [("0", "0")], log
+
+
 def test_registry():
     """stdlib/tested.json lists exactly the operators of this table, each of whose rows (every
     dtype) passed in this run (TLC_RECORD_TESTED=1 rewrites it; tests/stdlib/op_registry.py)."""
