@@ -149,7 +149,7 @@ def checkout_hash(bases: list) -> str:
     time next time.  A memo that is missing, damaged or stale is a miss: the files are hashed
     again and the memo rewritten (unless a file or a folder changed in the last two seconds,
     whose time might not move at its next change)."""
-    memo = os.path.join(default_dir(), f"tlc-checkout-{hashlib.sha256(repr(bases).encode()).hexdigest()[:24]}.json")
+    memo = checkout_memo(bases)
     try:
         doc = json.loads(read_regular(memo, follow_symlinks=False, limit=4 << 20))
         digest = doc["digest"]
@@ -183,6 +183,11 @@ def checkout_hash(bases: list) -> str:
         except OSError:  # a read-only cache: the next process hashes again
             pass
     return digest
+
+
+def checkout_memo(bases: list) -> str:
+    """The path of the memo of `checkout_hash(bases)` in the cache folder."""
+    return os.path.join(default_dir(), f"tlc-checkout-{hashlib.sha256(repr(bases).encode()).hexdigest()[:24]}.json")
 
 
 def _unchanged(folders: list) -> bool:
