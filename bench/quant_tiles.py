@@ -24,19 +24,21 @@ import tlc  # noqa: E402
 
 M, N, G = 16384, 8192, 128
 # kernel -> the configurations timed after its default ({}): BM rows of BN columns (int4: BM rows of
-# one group)
-# quantize_per_token: one tile of 8192 a row (x read once, no cp.async ring at 4 blocks an SM:
-# 64 KB of rows in flight, as std.nn's softmax at 0.95 of copy) against the default's two
-# tiles of 4096, the first read twice; dequantize_per_channel: 32 rows a tile, the scales'
-# registers used twice; dequantize_per_token: 8 KB of q a block of 512 threads, 4 blocks an SM (32 KB in
-# flight an SM) against 256 threads (40 registers, 6 blocks: 48 KB) or 2 rows a block (3: 48 KB)
+# one group).  Since session 23 (H200, bench/results/quant_rows-h200-twentythird.txt) the
+# defaults of quantize_per_token (one tile of 8192 a row on 256 threads at 4 blocks an SM: x read
+# once, 64 KB of rows in flight an SM; config.json on sm_90a for f16 and bf16 rows of 4097..8192),
+# dequantize_per_channel (32 rows a tile, the scales' registers used twice; config.json likewise)
+# and dequantize_int4 (32 rows on 128 threads: the .tl) are the tiles that won; their rows here
+# time the tiles they replaced, given whole (the table fills what a call leaves out).
+# dequantize_per_token: 8 KB of q a block of 512 threads, 4 blocks an SM (32 KB in flight an SM)
+# against 256 threads (40 registers, 6 blocks: 48 KB) or 2 rows a block (3: 48 KB)
 CONFIGS = {
-    "quantize_per_token": [{"BN": 8192, "THREADS": 256, "BLOCKS": 4}, {"BN": 8192, "THREADS": 512, "BLOCKS": 4}],
+    "quantize_per_token": [{"BN": 4096, "THREADS": 256, "BLOCKS": 0}, {"BN": 8192, "THREADS": 512, "BLOCKS": 4}],
     "quantize_mx": [{"BM": 8}],
     "dequantize_mx": [{"BM": 8}],
     "quantize_int4": [{"BM": 32, "THREADS": 128}],
-    "dequantize_int4": [{"BM": 32, "THREADS": 128}],
-    "dequantize_per_channel": [{"BM": 32}],
+    "dequantize_int4": [{"BM": 64, "THREADS": 256}],
+    "dequantize_per_channel": [{"BM": 16}],
     "dequantize_per_group": [{"BM": 32, "THREADS": 256}],
     "dequantize_per_token": [{"THREADS": 256}, {"BM": 2}],
 }

@@ -118,3 +118,52 @@ def test_builds_with_nvcc(arch, dtype, q, tmp_path):
 def test_the_reference_page_is_generated_from_the_sources():
     """docs/stdlib/quant.md is what scripts/stdlib-docs writes (rerun it after editing the .tl)."""
     assert_reference_page_is_current(QUANT_PATH)
+
+
+# config.json's sm_90a rules (H200, bench/results/quant_rows-h200-twentythird.txt): one tile of
+# 8192 on 256 threads at 4 blocks an SM for quantize_per_token (0.91 of copy where the .tl's
+# two tiles of 4096 give 0.75), 32 rows a block for dequantize_per_channel (0.93, 0.83), f16 and
+# bf16; f32, other widths and sm_80 (none timed) keep the .tl's tiles
+TOKEN_8192 = {"BN": 8192, "THREADS": 256, "BLOCKS": 4}
+
+
+@pytest.mark.parametrize("name,arch,T,N,want", [
+    ("quantize_per_token", "sm_90a", "f16", 8192, TOKEN_8192), ("quantize_per_token", "sm_90a", "bf16", 4097, TOKEN_8192),
+    ("quantize_per_token", "sm_90a", "f16", 4096, {}), ("quantize_per_token", "sm_90a", "f16", 8193, {}),
+    ("quantize_per_token", "sm_90a", "f32", 8192, {}), ("quantize_per_token", "sm_80", "f16", 8192, {}),
+    ("dequantize_per_channel", "sm_90a", "f16", 8192, {"BM": 32}), ("dequantize_per_channel", "sm_90a", "bf16", 300, {"BM": 32}),
+    ("dequantize_per_channel", "sm_90a", "f32", 8192, {}), ("dequantize_per_channel", "sm_80", "f16", 8192, {})])
+def test_the_table_picks_the_measured_tiles(mod, name, arch, T, N, want):
+    x = np.zeros((4, N), np.float16)  # the shapes bind M and N; the dtype comes from T
+    values = {"x": x, "q": x} if name == "quantize_per_token" else {"q": x, "y": x}
+    assert mod.kernels[name].with_recorded(values, {"T": T}, arch) == {**want, "T": T}
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_the_table_tiles_compute_what_numpy_does(mod, dtype):
+    """The rules' tiles on the interpreter: a row of 4097..8192 one tile (5001: ragged, odd), and
+    32 rows a block over 37 rows (the second block cut short)."""
+    op = {o.name: o for o in OPS}
+    rng = np.random.default_rng(18)
+    op["quantize_per_token"].check(mod, rng, dtype, (3, 5001), TOKEN_8192)
+    op["dequantize_per_channel"].check(mod, rng, dtype, (37, 301), {"BM": 32})
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("dtype,q", [("f16", "i8"), pytest.param("bf16", "f8e4m3", marks=pytest.mark.slow)])
+def test_the_table_tiles_build_without_spills_for_whole_runs(mod, dtype, q, tmp_path):
+    """The rules' tiles on sm_90a in the build for whole runs (the runtime's first; a ragged row
+    takes the general build, which spills at these tiles: why they are rules, not the .tl's)."""
+    import re
+    import sys
+    from pathlib import Path
+
+    from tlc.runtime.whole_runs import DEFINE
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
+    from nvcc import compile_device
+
+    for name, consts in (("quantize_per_token", TOKEN_8192), ("dequantize_per_channel", {"BM": 32})):
+        source = mod.kernels[name].cuda_source("sm_90a", T=dtype, Q=q, **consts)
+        log = compile_device(DEFINE + source, "sm_90a", tmp_path, name)
+        assert re.findall(r"(\d+) bytes spill stores", log) == ["0"], log
