@@ -308,8 +308,11 @@ W4_PREFILL_M = 4096
 # mma.sync, 512 blocks of 48 registers and 57 KB, 4 an SM, ~2.5 SASS a weight where the gemv
 # takes ~5 (split-K kept the group divisions per weight until 40cc427: 5,152 SASS, now 2,544);
 # "reduce": splitk_reduce's constants (RN=64: 128 blocks at N = 8192 where config.json's RN=256
-# for M <= 16 gives 32, each adding its S rows of P one after another)
+# for M <= 16 gives 32, each adding its S rows of P one after another); "w4a16 split-K 2":
+# config.json's split-K tiles for the call's M in 2 parts (on sm_90a since session 23: K steps
+# of 512 at M <= 16, 256 at 33 .. 64, 2 stages: the fastest decode form at M = 16 and 64)
 W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
+                      ("w4a16 split-K 2", "matmul_w4a16_splitk", {}, 2),
                       ("w4a16 gemv", "matmul_w4a16_gemv", {}, 0),
                       ("w4a16 gemv BN=32 256 thr", "matmul_w4a16_gemv", {"BN": 32, "THREADS": 256}, 0),
                       ("w4a16 gemv BN=8 BKW=256", "matmul_w4a16_gemv", {"BN": 8, "BKW": 256}, 0),

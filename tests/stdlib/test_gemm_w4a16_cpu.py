@@ -52,12 +52,29 @@ def test_against_numpy(mod, M, N, K, G, decode, prefill):
 
 @pytest.mark.parametrize("M,N,K,G,decode,S", [(1, 70, 384, 128, {}, 2), (17, 100, 1000, 128, {}, 3),
                                                (5, 64, 129, 32, {"BK": 32}, 4), (3, 50, 700, 64, {"BK": 256}, 2),
-                                               (1, 70, 2100, 128, {"BM": 8, "BK": 512, "stages": 2}, 4)])
+                                               (1, 70, 2100, 128, {"BM": 8, "BK": 512, "stages": 2}, 4),
+                                               (13, 70, 1100, 128, {"BM": 16, "BK": 512, "stages": 2}, 2),
+                                               (40, 70, 700, 128, {"BM": 64, "BK": 256, "stages": 2}, 2)])
 def test_splitk_against_numpy(mod, M, N, K, G, decode, S):
     # S parts of whole K steps: 3 steps in 2 parts, 8 in 3 (the last part short), 5 in 4, 5 in 4
-    # of 2 (the last part empty: bench/lowbit.py's M = 1 tensor-core variant)
+    # of 2 (the last part empty: bench/lowbit.py's M = 1 tensor-core variant); config.json's
+    # sm_90a tiles at M = 9 .. 16 (3 steps of 512 in 2 parts) and 33 .. 64 (3 of 256)
     A, W4, scales, zeros, _, ref, tol, _ = case(np.random.default_rng(S), M, N, K, G)
     check("matmul_w4a16_splitk", splitk(mod, A, W4, scales, zeros, S, G=G, **decode), ref, tol)
+
+
+# config.json's sm_90a split-K tiles by M (H200, N = K = 8192 g128, bench/results/
+# w4a16_decode-h200-twentythird.txt: split-K 2 on 2 stages 26.7 us at M = 16, 35.4 at M = 64,
+# where matmul_w4a16 takes 30.1 and 40.2); sm_80 (not timed) keeps its rules
+@pytest.mark.parametrize("arch,M,want", [("sm_90a", 1, {"BM": 8, "BK": 512, "stages": 2}),
+                                         ("sm_90a", 16, {"BM": 16, "BK": 512, "stages": 2}),
+                                         ("sm_90a", 20, {"BM": 32, "stages": 6}),
+                                         ("sm_90a", 64, {"BM": 64, "BK": 256, "stages": 2}),
+                                         ("sm_80", 16, {"BM": 16, "stages": 6}), ("sm_80", 64, {"BM": 64, "stages": 5})])
+def test_the_table_picks_the_splitk_tiles_by_m(mod, arch, M, want):
+    values = {"A": np.zeros((M, 256), np.float16), "W4": np.zeros((64, 32), np.uint32),
+              "P": np.zeros((2, M, 64), np.float32)}
+    assert mod.kernels["matmul_w4a16_splitk"].with_recorded(values, {}, arch) == want
 
 
 @pytest.mark.parametrize("M,N,K,G,consts", GEMV_SHAPES)
