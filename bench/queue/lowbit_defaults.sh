@@ -21,10 +21,10 @@
 # N = K = 8192 through split-K on the table's tiles); (2) one timing line each against PyTorch /
 # cuDNN / F.linear at the new defaults, to be the same as the answers above.
 set -o pipefail
-timeout 17 python3 -m pytest -q -x -n 8 -m gpu -p no:cacheprovider tests/gpu/test_quant_gpu.py tests/gpu/test_conv_gpu.py \
+timeout 16 python3 -m pytest -q -x -n 8 -m gpu -p no:cacheprovider tests/gpu/test_quant_gpu.py tests/gpu/test_conv_gpu.py \
   tests/gpu/test_gemm_w4a16_gpu.py -k "(quantize_per_token or dequantize_per_channel or dequantize_int4 or per_token_against) \
   and not f32 and not dequantize_per_token or depthwise or quantized_by_std_quant and (16-8192 or 64-8192)" 2>&1 | tail -3
-timeout 9 python3 bench/lowbit.py --quick --only quantize_per_token,dequantize_per_channel,dequantize_int4 \
+timeout 10 python3 bench/lowbit.py --quick --only quantize_per_token,dequantize_per_channel,dequantize_int4 \
   --json "$OUT/lowbit_defaults_quant.json" 2>&1 | tail -6
 timeout 8 python3 bench/conv.py --only dw3x3_56_256,dw3x3_s2_112_96 --min-ms 3 --json "$OUT/lowbit_defaults_dw.json" 2>&1 | tail -2
 timeout 10 python3 bench/lowbit.py --w4a16 --quick --m 16,64 --only "w4a16,w4a16 split-K 2" \
