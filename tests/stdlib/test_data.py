@@ -368,11 +368,12 @@ def _innermost_loop_of(sass: str, op: str) -> list:
 
 @pytest.mark.nvcc
 def test_repeat_stores_its_whole_tiles_without_a_division_in_the_loop(tmp_path):
-    """repeat's whole-tile test outside its copies' loops and the loops' cdiv bounds computed
-    once (the sm80 code generator holds a range's stop): its innermost loop of 16-byte stores
-    holds no integer division (MUFU.RCP, an integer division by a run-time size) and stays
-    short (f16, sm_90a: 2 STG.128 in about 60 instructions; the inner loop's bound recomputed
-    there and the element path beside each copy took ~115 a store)."""
+    """repeat's whole-tile test made once, outside its copies' loops (the code generator
+    unswitches a loop whose body is one test it cannot change), and the loops' cdiv bounds
+    computed once (it holds a range's stop): its innermost loop of 16-byte stores holds no
+    integer division (MUFU.RCP, a division by a run-time size) and stays short (f16, sm_90a:
+    2 STG.128 in about 60 instructions; the inner loop's bound recomputed there and the element
+    path beside each copy took ~115 a store)."""
     import sys
     from pathlib import Path
 
@@ -389,8 +390,9 @@ def test_repeat_stores_its_whole_tiles_without_a_division_in_the_loop(tmp_path):
 @pytest.mark.nvcc
 @pytest.mark.parametrize("arch,dtype", [("sm_90a", "i64"), ("sm_90a", "i8"), ("sm_80", "i64"), ("sm_80", "bool")])
 def test_repeat_keeps_16_elements_a_thread_in_registers(arch, dtype, tmp_path):
-    """At 128 threads and 4 blocks an SM, the 1- and 8-byte types too (tested at each copy, the
-    element path's registers spilled i64's 48 bytes on sm_90a)."""
+    """At 128 threads and 4 blocks an SM, the 1- and 8-byte types too (the whole-tile test
+    unswitched: tested at each copy, the element path's registers spilled i64's 48 bytes on
+    sm_90a)."""
     import sys
     from pathlib import Path
 
