@@ -236,3 +236,23 @@ def test_wrong_shapes_are_refused_naming_the_argument(mod):
         with pytest.raises(ArgumentError) as e:
             call()
         assert str(e.value) == message
+
+
+# config.json's sm_90a rules from the H200 (bench/results/row_reductions2-h200-twentythird.txt):
+# log_softmax in f16 at four blocks an SM (140.0 us against 160.3 at three; bf16 spills at four
+# and keeps two, sm_80 keeps three), batch_norm in f32 at 16 rows a block (250.3 us against 259.2
+# at 32; 16-bit keeps 32)
+@pytest.mark.parametrize("name,arch,T,want", [
+    ("log_softmax", "sm_90a", "f16", {"BLOCKS": 4}), ("log_softmax", "sm_90a", "bf16", {}),
+    ("log_softmax", "sm_80", "f16", {"BLOCKS": 3}), ("batch_norm", "sm_90a", "f32", {"BM": 16}),
+    ("batch_norm", "sm_90a", "f16", {}), ("batch_norm", "sm_80", "f32", {})])
+def test_the_table_picks_the_measured_tiles(mod, name, arch, T, want):
+    x = np.zeros((4, 8192), np.float16)  # the shapes bind M and N (R and L); the dtype comes from T
+    assert getattr(mod, name).with_recorded({"x": x, "y": x}, {"T": T}, arch) == {**want, "T": T}
+
+
+def test_batch_norm_at_16_rows_a_block_computes_what_numpy_does(mod):
+    """The f32 rule's 16 rows a block over 3 x 11 = 33 rows (the third block cut short), 300
+    columns (a ragged last tile)."""
+    (op,) = [o for o in OPS if o.name == "batch_norm"]
+    check_row(mod, op, "f32", (3, 11, 300), {"BM": 16, "BL": 256, "THREADS": 256})

@@ -443,3 +443,28 @@ def test_running_extrema_pass_over_nan(mod, name, ref, axis):
     tiles = dict(BM=8, BN=32, THREADS=32) if axis == 0 else dict(BM=2, BN=32, THREADS=32)
     getattr(mod, name if axis == 1 else f"{name}_axis0")(x, y, **tiles)
     np.testing.assert_array_equal(y, ref.accumulate(x, axis=axis))
+
+
+# config.json's sm_90a rules from the H200 (bench/results/row_reductions2- and scans_axis0-h200-
+# twentythird.txt): argmax_axis1 in f16 at two rows of 1024 a block (81.4 us against 85.1; the
+# general build spills there, so a rule, not the .tl's tiles), cummax/cummin_axis0 in f16 at 512
+# threads (172.9 us against 181.2; cumsum_axis0 is slower at 512 and keeps 256)
+@pytest.mark.parametrize("name,arch,T,want", [
+    ("argmax_axis1", "sm_90a", "f16", {"BM": 2, "BN": 1024}), ("argmax_axis1", "sm_90a", "f32", {}),
+    ("argmax_axis1", "sm_80", "f16", {}), ("argmin_axis1", "sm_90a", "f16", {}),
+    ("cummax_axis0", "sm_90a", "f16", {"THREADS": 512}), ("cummin_axis0", "sm_90a", "f16", {"THREADS": 512}),
+    ("cummax_axis0", "sm_90a", "bf16", {}), ("cumsum_axis0", "sm_90a", "f16", {}), ("cummax_axis0", "sm_80", "f16", {})])
+def test_the_table_picks_the_measured_tiles(mod, name, arch, T, want):
+    x = np.zeros((4, 8192), np.float16)  # the shapes bind M and N; the dtype comes from T
+    values = {"x": x} if name.startswith("arg") else {"x": x, "y": x}
+    assert mod.kernels[name].with_recorded(values, {"T": T}, arch) == {**want, "T": T}
+
+
+@pytest.mark.parametrize("op,axis,M,N,consts", [
+    ("argmax", 1, 5, 3001, {"BM": 2, "BN": 1024}), ("cummax", 0, 1000, 301, {"THREADS": 512}),
+    ("cummin", 0, 513, 33, {"THREADS": 512})])
+def test_the_table_tiles_compute_what_numpy_does(mod, op, axis, M, N, consts):
+    """The rules' tiles on the interpreter at ragged shapes (a row of 3001: two whole tiles of
+    1024 and a cut one; columns past the last whole tile of rows)."""
+    (o,) = [x for x in OPS if x.name == op]
+    check_op(mod, o, "f16", axis, M, N, consts)
