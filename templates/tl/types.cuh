@@ -218,6 +218,15 @@ __device__ __forceinline__ double pymod(double a, double b) {
   return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r;
 }
 
+// A 32-bit word's low or high 16 bits as a 16-bit float, reinterpret(u16(w), f16) and
+// reinterpret(u16(w >> 16), f16) of a u32 w (codegen/cexpr.py): one mov.b32 {lo, hi} in PTX, so
+// that ptxas, pairing f16 operations on the two halves into HADD2 / HMUL2, reads the word
+// itself; as a shift and a conversion it repacked the halves first (SHF + PRMT a word).
+__device__ __forceinline__ half u32_half_lo(unsigned int w) { return __low2half(*reinterpret_cast<const __half2*>(&w)); }
+__device__ __forceinline__ half u32_half_hi(unsigned int w) { return __high2half(*reinterpret_cast<const __half2*>(&w)); }
+__device__ __forceinline__ __nv_bfloat16 u32_bf16_lo(unsigned int w) { return __low2bfloat16(*reinterpret_cast<const __nv_bfloat162*>(&w)); }
+__device__ __forceinline__ __nv_bfloat16 u32_bf16_hi(unsigned int w) { return __high2bfloat16(*reinterpret_cast<const __nv_bfloat162*>(&w)); }
+
 // 2^x and e^x by the hardware approximation (MUFU.EX2: relative error below 2^-21, results
 // below 2^-126 flushed to zero): for values kept at 16-bit precision, whose half ulp is 2^-12
 // (f16) or 2^-9 (bf16).  codegen/cexpr.py says where they are used instead of expf / exp2f.

@@ -80,6 +80,13 @@ def _calls_math(e: ir.Expr) -> bool:
                                          getattr(e, "cond", None), *getattr(e, "args", ())) if isinstance(x, ir.Expr))
 
 
+def _const_value(e: ir.Expr):
+    """The value of a constant, through integer casts of it; None for anything else."""
+    while isinstance(e, ir.Cast) and e.dtype.is_int:
+        e = e.x
+    return e.value if isinstance(e, ir.Const) else None
+
+
 def _is_constant(e: ir.Expr) -> bool:
     return isinstance(e, ir.Const) or (isinstance(e, ir.Cast) and _is_constant(e.x))
 
@@ -282,8 +289,25 @@ class CExprs:
         a = in_dtype_range(e.a, known)
         return a is not None and a[0] >= 0 and b[0] > 0
 
+    def _word_half(self, e: ir.Call) -> str | None:
+        """reinterpret(u16(w), T) / reinterpret(u16(w >> 16), T) of a u32 `w`, T f16 or bf16:
+        the word's low / high half through tl::u32_half_lo / _hi (templates/tl/types.cuh), which
+        PTX splits with one mov.b32, so that ptxas pairs the two halves' f16 operations on the
+        word itself (a shift and a conversion: SHF + PRMT a word to pack them again)."""
+        x = e.args[0]
+        if e.dtype.name not in ("f16", "bf16") or not isinstance(x, ir.Cast) or x.dtype.name != "u16" \
+                or x.x.dtype.name != "u32":
+            return None
+        w, side = x.x, "lo"
+        if isinstance(w, ir.BinOp) and w.op == ">>" and _const_value(w.b) == 16:
+            w, side = w.a, "hi"
+        return f"tl::u32_{'half' if e.dtype.name == 'f16' else 'bf16'}_{side}({self.expr(w)})"
+
     def expr_Call(self, e: ir.Call) -> str:
         if e.fn == "bitcast":
+            half = self._word_half(e) if self.native_16 else None
+            if half is not None:
+                return half
             return bitcast(self.expr(e.args[0]), e.args[0].dtype, e.dtype)
         if e.fn == "thread_index":
             return "static_cast<int>(threadIdx.x)"
