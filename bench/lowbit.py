@@ -343,7 +343,9 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       ("w4a16 BK=512 split-K 2 stages=2", "matmul_w4a16_splitk", {"BK": 512, "stages": 2}, 2),
                       ("w4a16 BK=256 split-K 2 stages=2", "matmul_w4a16_splitk", {"BK": 256, "stages": 2}, 2),
                       ("w4a16 BK=512 split-K 2 stages=2 reduce RN=64", "matmul_w4a16_splitk",
-                       {"BK": 512, "stages": 2, "reduce": {"RN": 64, "THREADS": 128}}, 2)]
+                       {"BK": 512, "stages": 2, "reduce": {"RN": 64, "THREADS": 128}}, 2),
+                      # "path:kernel": a variant in a bench .tl file (its header says what it tries)
+                      ("w4a16 gemv half2", "bench/w4a16_gemv_half2.tl:w4a16_gemv_half2", {}, 0)]
 # BM = 256: each dequantized weight used by twice the rows (the dequantization costs per weight,
 # the products per row); "dequantize_w4a16": the whole weight dequantized once into an f16
 # buffer, then matmul_nt
@@ -420,10 +422,14 @@ def w4a16_rows(torch, copy_gbs: float, min_ms: float, only=None, sizes=None) -> 
         contenders = {}
         variants = W4_DECODE_VARIANTS if M < W4_PREFILL_M else [(*v, 0) for v in W4_PREFILL_VARIANTS]
         for label, kernel, consts, parts in variants:
-            if only is not None and label not in only or kernel.endswith("_gemv") and M > 1:
+            if only is not None and label not in only or "_gemv" in kernel and M > 1:
                 continue
             C = torch.empty(M, N, dtype=torch.float16, device="cuda")
-            if kernel == "dequantize_w4a16":
+            if ":" in kernel:
+                path, name = kernel.split(":")
+                run = _bound(lambda path=path, name=name, C=C, consts=consts: getattr(
+                    tlc.load(str(ROOT / path), target="cuda"), name).launcher(A, W4, scales, zeros, C, **consts))
+            elif kernel == "dequantize_w4a16":
                 Wd = torch.empty(N, K, dtype=torch.float16, device="cuda")
 
                 def run(C=C, Wd=Wd, A=A):
