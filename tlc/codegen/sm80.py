@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from .. import device_assert, ir, primitives, print_format, targets
 from ..ir.per_thread import per_thread_statements
-from ..ir.walk import loads, statement_exprs, statements, subexprs, variables
+from ..ir.walk import assigned_scalars, loads, statement_exprs, statements, subexprs, variables
 from ..ir.nodes import DimExpr
 from ..schedule.layout import (Blocked, MmaAccumulator, Replicated, held_whole, parallel_layout, register_in_loop,
                                uniform_register)
@@ -304,8 +304,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         # computed by a division (cdiv of two sizes) is not computed again each iteration, which
         # nvcc did not hoist (std.data.repeat's two loops: an integer division per 16-byte store)
         hoisted = not isinstance(s.stop, ir.Const) and (
-            not isinstance(s.stop, ir.Var) or any(isinstance(t, (ir.Assign, ir.LetScalar)) and t.name == s.stop.name
-                                                  for t in statements(s.body)))
+            not isinstance(s.stop, ir.Var) or s.stop.name in assigned_scalars(s.body))
         if hoisted:
             self.emit(f"{{ const auto tl_stop_{var} = {stop};")
             stop = f"tl_stop_{var}"
@@ -776,7 +775,7 @@ def unswitched(s):
     inner = unswitched(s.body[0])
     if not isinstance(inner, ir.If) or any(isinstance(e, ir.Load) for e in subexprs(inner.cond)):
         return s
-    assigned = {t.name for t in statements(s.body) if isinstance(t, (ir.Assign, ir.LetScalar))} | {s.var}
+    assigned = assigned_scalars(s.body) | {s.var}
     if any(v.name in assigned for v in variables(inner.cond)):
         return s
     return ir.If(inner.cond, (replace(s, body=inner.then),), (replace(s, body=inner.orelse),) if inner.orelse else (),

@@ -87,6 +87,13 @@ def variables(e):
     return (x for x in subexprs(e) if isinstance(x, Var))
 
 
+def assigned_scalars(stmts) -> set[str]:
+    """The scalars that `stmts` (nested bodies included) assign or bind."""
+    from .nodes import Assign, LetScalar
+
+    return {s.name for s in statements(stmts) if isinstance(s, (Assign, LetScalar))}
+
+
 def written_names(stmts) -> set[str]:
     """The tensors and buffers that `stmts` store to, copy into or update atomically."""
     from .nodes import Atomic, Copy, Store

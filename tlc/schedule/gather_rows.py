@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ir
-from ..ir.walk import statement_exprs, statements, subexprs, variables
+from ..ir.walk import assigned_scalars, statement_exprs, subexprs, variables
 from .warpspec import ring_split
 
 
@@ -301,9 +301,8 @@ def split(loop: ir.For, params: dict, buffers: dict) -> tuple[list, list] | None
     if not (isinstance(loop.start, ir.Const) and loop.start.value == 0 and isinstance(loop.step, ir.Const)
             and loop.step.value == 1):
         return None
-    inner = {x.name for p in producers if isinstance(p, ir.Parallel) for x in statements(p.body)
-             if isinstance(x, (ir.Assign, ir.LetScalar))}
-    assigned = {x.name for x in statements(loop.body) if isinstance(x, (ir.Assign, ir.LetScalar))} - inner
+    inner = set().union(*(assigned_scalars(p.body) for p in producers if isinstance(p, ir.Parallel)))
+    assigned = assigned_scalars(loop.body) - inner
     read = set()
     for p in producers:
         if isinstance(p, ir.Copy):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import ir
-from ..ir.walk import loads, statement_exprs, statements, variables, written_names
+from ..ir.walk import assigned_scalars, loads, statement_exprs, statements, variables, written_names
 from ..ir.warpspec import (CONSUMER_BARRIER, DeferredGemm, Im2colWindow, StagedStore, ViewDims, StageLoad, TensorMapSpec, TileOrder,
                            WarpSpecialization)
 from .layout import MmaAccumulator, wgmma_accumulator, wgmma_gemm
@@ -94,7 +94,7 @@ def ring_split(loop: ir.For, params: dict, buffers: dict) -> tuple[list, list] |
         producers.append(s)
     if not producers:
         return None
-    assigned = {x.name for x in statements(loop.body) if isinstance(x, (ir.Assign, ir.LetScalar))}
+    assigned = assigned_scalars(loop.body)
     if {v.name for p in producers for o in p.src.offsets for v in variables(o)} & assigned:
         return None
     rest = list(loop.body[len(producers):])

@@ -13,6 +13,8 @@ from .plan import WarpSpecPlan
 class WarpSpecEmission:
     """The C of a warp-specialized kernel (mixed into `Sm90` through `WarpSpecialized`)."""
 
+    emitting_late_copies = False  # the consumers' late copies, emitted after the ring's setup
+
     def kernel_body(self, stmts) -> None:
         """A persistent kernel's body is the specialized loop with the statements around it
         inside its tile loop."""
@@ -30,10 +32,10 @@ class WarpSpecEmission:
         if spec is None or not spec.consumer_only or not any(s is self.k.body[i] for i in spec.consumer_only):
             return False
         if any(s is self.k.body[i] for i in spec.late_copies):
-            if not getattr(self, "emitting_late_copies", False):
-                self.emit("// (the consumers make this copy after the ring's setup)")
-                return True
-            return False
+            if self.emitting_late_copies:
+                return False
+            self.emit("// (the consumers make this copy after the ring's setup)")
+            return True
         self.emit(f"if (threadIdx.x < {self.k.threads}) {{  // the consumers' work: the producer's threads skip it")
         self.indent += 1
         method(s)
