@@ -1,6 +1,6 @@
 """A serial loop whose body is one `if` on a test the loop cannot change is generated as that
-`if` around two loops, one a branch (codegen/sm80.py `unswitched`), nested loops from the inside
-out: std.data.repeat, written with its whole-tile test at each copy, no longer keeps the element
+`if` around two loops, one a branch (the schedule pass schedule/unswitch.py), nested loops from
+the inside out: std.data.repeat, written with its whole-tile test at each copy, no longer keeps the element
 path's registers live across its loops (tests/stdlib/test_data.py pins its SASS).  A test that
 reads the loop's variable, a scalar its body assigns or an element stays inside the loop."""
 from __future__ import annotations

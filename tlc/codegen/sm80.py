@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from .. import device_assert, ir, primitives, print_format, targets
 from ..ir.per_thread import per_thread_statements
-from ..ir.walk import assigned_scalars, loads, statement_exprs, statements, subexprs, variables
+from ..ir.walk import assigned_scalars, loads, statement_exprs, statements
 from ..ir.nodes import DimExpr
 from ..schedule.layout import (Blocked, MmaAccumulator, Replicated, held_whole, parallel_layout, register_in_loop,
                                uniform_register)
@@ -276,9 +276,6 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         self.indent -= 1
 
     def stmt_For(self, s: ir.For) -> None:
-        if (switch := unswitched(s)) is not s:
-            self.stmt_If(switch)
-            return
         upward = isinstance(s.start, ir.Const) and isinstance(s.step, ir.Const) and s.step.value > 0
         hints = getattr(self, "sign_hints", None)
         if hints is None:
@@ -761,22 +758,3 @@ def _columns_read(p: ir.Parallel, name: str) -> tuple | None:
             columns.add(c.value)
     return tuple(sorted(columns))
 
-
-def unswitched(s):
-    """`for v in range(...): if c: A else: B`, where nothing the loop does can change c (it
-    reads no element, neither v nor a scalar the body assigns), as `if c: (for ...: A) else:
-    (for ...: B)`: the test made once, and each loop holding one branch, so that the registers
-    of the other are not live across it (std.data.repeat's whole-tile test at each copy, beside
-    its element-by-element path: i64 spilled at 16 elements a thread, and ~115 SASS
-    instructions a 16-byte store where ~28 do); loops nested so are unswitched from the inside
-    out.  `s` itself where that does not apply."""
-    if not isinstance(s, ir.For) or s.kind != "serial" or len(s.body) != 1:
-        return s
-    inner = unswitched(s.body[0])
-    if not isinstance(inner, ir.If) or any(isinstance(e, ir.Load) for e in subexprs(inner.cond)):
-        return s
-    assigned = assigned_scalars(s.body) | {s.var}
-    if any(v.name in assigned for v in variables(inner.cond)):
-        return s
-    return ir.If(inner.cond, (replace(s, body=inner.then),), (replace(s, body=inner.orelse),) if inner.orelse else (),
-                 span=inner.span)

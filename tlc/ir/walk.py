@@ -132,6 +132,25 @@ def mapped(e: Expr, fn) -> Expr:
     return fn(replace(e, **fields) if fields else e)
 
 
+def rewritten(stmts, fn) -> tuple | None:
+    """`stmts` with `fn` applied bottom-up to each statement (its nested bodies rewritten first):
+    `fn(s)` returns the statement to put in its place or None to keep it.  Only the statements on
+    the way to a rewritten one are rebuilt (the rest keep their identity, which the passes'
+    plans may hold); None where nothing was rewritten."""
+    out, changed = [], False
+    for s in stmts:
+        fields = {}
+        for f in _bodies_of(s.__class__):
+            body = getattr(s, f, None)
+            if isinstance(body, tuple) and (new := rewritten(body, fn)) is not None:
+                fields[f] = new
+        t = replace(s, **fields) if fields else s
+        u = fn(t)
+        out.append(t if u is None else u)
+        changed = changed or bool(fields) or u is not None
+    return tuple(out) if changed else None
+
+
 def stmts_mapped(stmts, fn, after=lambda s: s) -> tuple:
     """`stmts` (nested bodies included) with `fn` applied to every expression a statement holds
     (the ones `statement_exprs` yields), then `after` to each rebuilt statement."""

@@ -11,7 +11,8 @@ limit), `insert_barriers`, `keep_last_stages` (which staged buffers code after a
 loop reads, last_stage.py), `use_fast_math` (the fast exponential and a hoisted reciprocal
 where values end at 16-bit precision, fast_math.py), `batch_loads` (consecutive copies into
 fragments issue their loads together, batch_loads.py), `choose_blocks_per_sm` (the launch bounds' minimum blocks of a
-register-resident kernel, blocks_per_sm.py), `specialize_warps` (a producer/consumer ring on targets with wgmma
+register-resident kernel, blocks_per_sm.py), `unswitch_loops` (a serial loop whose body is one test it
+cannot change as the test around two loops, unswitch.py), `specialize_warps` (a producer/consumer ring on targets with wgmma
 and the TMA, warpspec.py), `fold_stores` (a fragment copied out right after the loop that computes it,
 stored a run at a time inside the loop, fold_stores.py).  A row kernel whose SMs would hold too few rows in flight is then
 scheduled again from its lowered IR as `pipelined_rows` rewrites it (its rows walked by persistent
@@ -41,7 +42,7 @@ _LAZY = {"insert_barriers": "barriers", "choose_blocks_per_sm": "blocks_per_sm",
          "scheduled_as_tile_grid": "persistent_grid", "infer_layouts": "layout_infer", "Lowerer": "lower",
          "LoweringError": "lower", "narrow_fragments": "narrow_fragments",
          "check_thread_storage": "registers", "plan_shared_memory": "smem", "specialize_warps": "warpspec",
-         "fold_stores": "fold_stores", "place_fragment_scans": "scan_registers"}
+         "fold_stores": "fold_stores", "place_fragment_scans": "scan_registers", "unswitch_loops": "unswitch"}
 
 
 def __getattr__(name: str):
@@ -62,7 +63,7 @@ def _import_passes() -> None:
 
 PASSES = ("lower", "split_column_blocks", "infer_layouts", "place_fragment_scans", "narrow_fragments", "check_thread_storage",
           "plan_shared_memory", "insert_barriers", "keep_last_stages", "use_fast_math", "batch_loads", "choose_blocks_per_sm",
-          "specialize_warps", "fold_stores")
+          "unswitch_loops", "specialize_warps", "fold_stores")
 
 __all__ = ["schedule", "schedule_grids", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "parallel_layout",
            "observing_passes"]
@@ -163,7 +164,8 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
               narrow_fragments,
               lambda k: check_thread_storage(k, program.sources),
               lambda k: plan_shared_memory(k, limit, program.sources), insert_barriers, keep_last_stages, use_fast_math,
-              batch_loads, lambda k: choose_blocks_per_sm(k, targets.get(target)), lambda k: specialize_warps(k, targets.get(target)),
+              batch_loads, lambda k: choose_blocks_per_sm(k, targets.get(target)), unswitch_loops,
+              lambda k: specialize_warps(k, targets.get(target)),
               lambda k: fold_stores(k, targets.get(target)))
     tiled = scheduled_as_tile_grid(lowerer.__dict__.get("persistent_walks", ()), kernel, targets.get(target),
                                    tuple(zip(PASSES[1:], passes, strict=True)), after)  # persistent_grid.py
