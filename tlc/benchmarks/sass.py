@@ -14,6 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..runtime.compile import cuda_toolkit_nvcc
+
 # HGMMA: wgmma on f16/bf16/tf32, QGMMA: on fp8, IGMMA: on int8; HMMA/IMMA: mma.sync;
 # LDL/STL: loads and stores of local memory (spills, or arrays the compiler could not keep in registers)
 COUNTED = ("HGMMA", "QGMMA", "IGMMA", "HMMA", "IMMA")
@@ -51,7 +53,7 @@ def evidence(binary: bytes, tool: str | None = None) -> dict:
 def evidence_of_source(source: str, arch: str, tool: str | None = None) -> dict:
     """The same for the kernel's CUDA source compiled by nvcc (what a user embedding the .cu
     gets): the fallback when cuobjdump cannot read the runtime's NVRTC binary."""
-    nvcc = shutil.which("nvcc")
+    nvcc = cuda_toolkit_nvcc()
     tool = tool or find_cuobjdump()
     if nvcc is None or tool is None:
         return {"unknown": "no nvcc or cuobjdump to compile and read the source"}
