@@ -30,6 +30,7 @@ import os
 import time
 import warnings
 import zlib
+from array import array
 from pathlib import Path
 from typing import Callable
 
@@ -132,7 +133,7 @@ def installed_identity(package: Path, version: str = __version__) -> str | None:
 _SETTLED_NS = 2_000_000_000
 
 
-_CHECKOUT_MEMO = 2  # the memo's format: each folder's names and stamps as one string each
+_CHECKOUT_MEMO = 3  # the memo's format: every path as one string, their stamps as packed integers
 
 
 def checkout_hash(bases: list) -> str:
@@ -141,43 +142,43 @@ def checkout_hash(bases: list) -> str:
     in the cache folder holds the digest with every folder's change time (a file added, removed
     or renamed changes its folder's) and every file's size and change time, so a new process
     whose files have not changed since reads that memo and stat()s each folder and file (about
-    220 calls: 0.3-0.5 ms on the 2-core machine).  Per folder, the memo holds its files' names
-    as one string and their stamps ("size:time ...") as another, which a check builds again from
-    the stat()s and compares: format 1's four JSON values a file (two of them 19-digit numbers,
-    costly to parse) cost a cached first call 1.3 M instructions more.  A file's stamp is taken on
-    the descriptor it is read from, before the read: a file written during the hash has another
-    time next time.  A memo that is missing, damaged or stale is a miss: the files are hashed
-    again and the memo rewritten (unless a file or a folder changed in the last two seconds,
-    whose time might not move at its next change)."""
+    250 calls, the floor of a file-by-file identity: ~0.3 ms of a new process on the 2-core
+    machine).  The memo holds the paths as one string, folders first, and their stamps as one
+    hex string of 64-bit integers (each folder's change time, each file's size and change
+    time), which a check packs again from one `map(os.stat, paths)` and compares as bytes:
+    format 2 (per folder its names and "size:time" strings, rebuilt and compared folder by
+    folder) cost a cached first call 0.5 ms where this costs 0.35 (issue #15).  A file's stamp
+    is taken on the descriptor it is read from, before the read: a file written during the hash
+    has another time next time.  A memo that is missing, damaged or stale is a miss: the files
+    are hashed again and the memo rewritten (unless a file or a folder changed in the last two
+    seconds, whose time might not move at its next change)."""
     memo = checkout_memo(bases)
     try:
         doc = json.loads(read_regular(memo, follow_symlinks=False, limit=4 << 20))
-        digest = doc["digest"]
-        if doc["format"] == _CHECKOUT_MEMO and isinstance(digest, str) and len(digest) == 64 and \
-                all(c in "0123456789abcdef" for c in digest) and _unchanged(doc["folders"]):
+        digest, paths, count, stamps = doc["digest"], doc["paths"], doc["folders"], doc["stamps"]
+        if doc["format"] == _CHECKOUT_MEMO and type(digest) is str and len(digest) == 64 and \
+                not digest.strip("0123456789abcdef") and type(paths) is str and paths and type(count) is int and \
+                type(stamps) is str and _packed(list(map(os.stat, paths.split("\n"))), count) == bytes.fromhex(stamps):
             return digest
     except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
         pass
     folders, files = listed_files(bases)
     h = hashlib.sha256()
-    stamps = {path: ([], []) for path, _ in folders}  # folder -> (its files' names, their stamps)
-    settled, times = True, []
+    listed = {path for path, _ in folders}
+    settled, times, stamps = True, [], []
     for name, path in files:
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())
-            folder, _, leaf = path.rpartition(os.sep)
-            if folder not in stamps:
-                settled = False  # not listed as a folder: no memo vouches for it
-            else:
-                stamps[folder][0].append(leaf)
-                stamps[folder][1].append(f"{st.st_size}:{st.st_mtime_ns}")
+            settled = settled and path.rpartition(os.sep)[0] in listed  # else no folder vouches for it
+            stamps += (st.st_size, st.st_mtime_ns)
             times.append(st.st_mtime_ns)
             h.update(name.encode() + b"\0" + f.read() + b"\0")
     digest = h.hexdigest()
     recent = time.time_ns() - _SETTLED_NS
     if settled and all(t < recent for t in times) and all(t < recent for _, t in folders):
-        doc = {"format": _CHECKOUT_MEMO, "digest": digest,
-               "folders": [[path, t, "/".join(stamps[path][0]), " ".join(stamps[path][1])] for path, t in folders]}
+        packed = array("q", [t for _, t in folders] + stamps).tobytes()
+        doc = {"format": _CHECKOUT_MEMO, "digest": digest, "folders": len(folders),
+               "paths": "\n".join([path for path, _ in folders] + [path for _, path in files]), "stamps": packed.hex()}
         try:
             replace_atomically(Path(memo), json.dumps(doc, separators=(",", ":")).encode())
         except OSError:  # a read-only cache: the next process hashes again
@@ -190,20 +191,12 @@ def checkout_memo(bases: list) -> str:
     return os.path.join(default_dir(), f"tlc-checkout-{hashlib.sha256(repr(bases).encode()).hexdigest()[:24]}.json")
 
 
-def _unchanged(folders: list) -> bool:
-    """Whether every folder of a memo, [path, change time, its files' names ("a.py/b.py"), their
-    stamps ("size:time size:time")], is as it says."""
-    stat, sep = os.stat, os.sep
-    if not folders:
-        return False
-    for path, t, names, stamps in folders:
-        if stat(path).st_mtime_ns != t or type(names) is not str or type(stamps) is not str:
-            return False
-        prefix = path + sep
-        found = [stat(prefix + name) for name in names.split("/")] if names else []
-        if " ".join([f"{st.st_size}:{st.st_mtime_ns}" for st in found]) != stamps:
-            return False
-    return True
+def _packed(stats: list, folders: int) -> bytes:
+    """The stamps of a checkout memo's paths from their stat()s: each of the first `folders`
+    (the folders) its change time, each file after them its size and change time, as native
+    64-bit integers."""
+    return array("q", [st.st_mtime_ns for st in stats[:folders]] +
+                 [x for st in stats[folders:] for x in (st.st_size, st.st_mtime_ns)]).tobytes()
 
 
 def cache_key(source: str, constants, arch: str, toolchain: str = "") -> str:
