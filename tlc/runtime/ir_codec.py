@@ -113,8 +113,12 @@ class _Builder:
             if d is not None:
                 cls, names = _instance_class(t, d, self.table)
                 obj = _new(cls)  # fields filled in as pickle does: no constructor runs
-                for i, name in enumerate(names, 1):  # the values are built already
-                    _set(obj, name, d[i])
+                state = getattr(obj, "__dict__", None)
+                if state is not None:  # the values are built already: one update, not a call a field
+                    state.update(zip(names, d[1:]))
+                else:
+                    for i, name in enumerate(names, 1):
+                        _set(obj, name, d[i])
                 self.done.append(obj)
                 return obj
             r = t.get("$r")
