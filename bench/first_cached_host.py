@@ -398,6 +398,35 @@ def exclusive_steps(timed: str, env: dict, args, package: Path) -> dict:
     return {"steps": steps, "rest_ms": rest, "total_ms": total}
 
 
+def installed_snapshot(folder: Path) -> Path:
+    """`folder` made into what `pip install --no-deps --target folder tlc-*.whl` makes of this
+    checkout, as far as a cached call reads it: tlc/ with grammar/, templates/ and stdlib/
+    inside (pyproject.toml's package-dir), no pyproject.toml beside it, and a
+    tlc-VERSION.dist-info/RECORD with each file's SHA-256 (the identity `cache.installed_identity`
+    reads).  For machines where no wheel can be built (the device: no setuptools 77)."""
+    import base64
+    import hashlib
+    import shutil
+
+    sys.path.insert(0, str(ROOT))
+    from tlc import __version__
+
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "tlc", folder / "tlc", ignore=ignore)
+    for name in ("grammar", "templates", "stdlib"):
+        shutil.copytree(ROOT / name, folder / "tlc" / name, ignore=ignore)
+    lines = []
+    for path in sorted(p for p in (folder / "tlc").rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        lines.append(f"{path.relative_to(folder).as_posix()},sha256={digest},{len(data)}")
+    info = folder / f"tlc-{__version__}.dist-info"
+    info.mkdir()
+    lines.sort(key=lambda line: not line.startswith("tlc/__init__.py,"))  # as a wheel's RECORD begins
+    (info / "RECORD").write_text("\n".join(lines + [f"{info.name}/RECORD,,"]) + "\n")
+    return folder
+
+
 def main(argv=None) -> dict:
     import argparse
 
@@ -408,6 +437,9 @@ def main(argv=None) -> dict:
                     "not PyTorch tensors (as bench/overheads.py passes)")
     ap.add_argument("--installed", metavar="DIR", help="the tlc installed in DIR from a wheel (`pip install "
                     "--no-deps --target DIR tlc-*.whl`), not this checkout's: its identity is its RECORD")
+    ap.add_argument("--snapshot", action="store_true", help="an installed snapshot of this checkout made first "
+                    "(`installed_snapshot`: tlc/ with its data folders inside and a RECORD, as a wheel installs it; "
+                    "where no wheel can be built, as on the device) and timed rather than the checkout")
     ap.add_argument("--phases", action="store_true", help="then each step's CPU time, in as many more processes")
     ap.add_argument("--imports", action="store_true", help="then the call's CPU time in as many more processes "
                     "that import the modules it imports before the clock: what those imports cost it")
@@ -423,6 +455,8 @@ def main(argv=None) -> dict:
     if args.gpu and args.instructions:
         ap.error("--instructions counts the stood-in call; the GPU's driver under valgrind is not that call")
     timed, fill = (GPU + TIMED_BODY, FILL_GPU) if args.gpu else (TIMED, FILL)
+    if args.snapshot:
+        args.installed = installed_snapshot(Path(tempfile.mkdtemp(prefix="tlc-bench-installed-")))
     package = Path(args.installed).resolve() if args.installed else ROOT
     env = {**os.environ, "TLC_CACHE_DIR": tempfile.mkdtemp(prefix="tlc-bench-host-"),
            "PYTHONPATH": os.pathsep.join([str(package), os.environ.get("PYTHONPATH", "")])}
