@@ -41,6 +41,11 @@ elif writes == "read-only":
     def refused(dir, prefix, suffix):
         raise OSError(errno.EROFS, os.strerror(errno.EROFS), dir)
     tempfile.mkstemp = refused
+if os.environ.get("TLC_TEST_NVRTC"):  # another NVRTC than the one that compiled the cache's kernels
+    _nvrtc.getVersion = lambda: tuple(int(x) for x in os.environ["TLC_TEST_NVRTC"].split("."))
+if os.environ.get("TLC_TEST_CC"):  # another GPU
+    _answers = {16: 132, 97: 232448, 75: int(os.environ["TLC_TEST_CC"][0]), 76: int(os.environ["TLC_TEST_CC"][-1])}
+    _runtime.deviceGetAttribute = lambda attr, device: _answers[attr]
 from tlc import driver
 checks = []
 real_check = driver.check_source
@@ -58,7 +63,7 @@ NOT_WRITTEN = ("CacheWarning: tlc: cannot write the kernel cache in {folder} ({w
                "again in every process. Set TLC_CACHE_DIR to a writable directory to cache them.")
 
 
-def call(folder: Path, module: Path, writes: str | None = None) -> tuple[dict, str]:
+def call(folder: Path, module: Path, writes: str | None = None, **changes: str) -> tuple[dict, str]:
     """The call in a new process with the cache `folder`, of the module `module` (a copy of
     std.gemm, made once: the checkout's text may change during a run, and the generated code
     names the file's path, so that each copy's would be a new kernel)."""
@@ -67,6 +72,7 @@ def call(folder: Path, module: Path, writes: str | None = None) -> tuple[dict, s
     env.pop("TLC_TEST_WRITES", None)
     if writes:
         env["TLC_TEST_WRITES"] = writes
+    env.update({f"TLC_TEST_{k.upper()}": v for k, v in changes.items()})  # nvrtc="13.1", cc="8.9"
     done = subprocess.run([sys.executable, "-c", CALL], env=env, cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
@@ -172,3 +178,25 @@ def test_a_cache_that_takes_no_write_from_the_start_compiles_and_launches(tmp_pa
     found, err = call(tmp_path / "cache", module, "full")
     assert found["compiles"] == ["matmul"] and len(found["launches"]) == 1
     assert err.count("CacheWarning") == 1 and NOT_WRITTEN.format(folder=tmp_path / "cache", why="No space left on device") in err
+
+
+@pytest.mark.parametrize("change", ["nvrtc", "gpu", "text"])
+def test_a_changed_input_is_never_served_from_the_caches(filled, module, copy, change):
+    """What a cached call must still see, however few of its steps it takes: another NVRTC (its
+    version is in the program key), another GPU (the memo's arch is not the target chosen now)
+    or another text of the module (the checked entry's and the program key's digest) is
+    rebuilt from the checked text; only the text's change may find its binary in the kernel
+    cache (the generated code is the same)."""
+    text = module.read_text()
+    if change == "text":
+        module.write_text(text + "\n# changed after the caches were filled\n")
+    try:
+        found, err = call(copy, module, **({"nvrtc": "13.1"} if change == "nvrtc" else {"cc": "8.9"} if change == "gpu"
+                                           else {}))
+    finally:
+        module.write_text(text)
+    assert err == "" and len(found["launches"]) == 1
+    assert found["checked"] and found["generated"]
+    assert found["compiles"] == ([] if change == "text" else ["matmul"])
+    if change != "gpu":
+        assert found["launches"] == filled[1]

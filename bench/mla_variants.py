@@ -1,0 +1,129 @@
+"""std.attention's mla_decode beside variants of its own .tl text, one process, on the GPU.
+
+Each variant is the module's text with one edit (the table VARIANTS); every contender's O is
+checked against an f32 reference before it is timed (tlc.timing.compare_checked: the median of
+alternating runs, L2 flushed before each).  The rows are bench/attention.py's MLA rows (B
+sequences of SK cached tokens in shuffled pages of 64, 128 heads, SQ = 1), TFLOP/s counted as
+FlashMLA counts them, 2 * B * H * SK * (DK + DV).
+
+    python bench/mla_variants.py [--rows mla_b64_kv4096_sq1,...] [--variants std,novote,nosoftmax]
+
+- std: the module as it is.
+- novote: the rescale written `acc[i, j] * max(rescale[i], 0.0)`, the same values (a factor is
+  never negative) in a form codegen/unit_scale.py does not recognise: every warp multiplies.
+- nosoftmax: a diagnostic, not attention: P = the scores themselves (rounded to bf16), no row
+  statistics, no rescale, no division: O = bf16(Q K^T) V, checked against that.  Its time is
+  the two products, the loads and the ring without the softmax between them.
+- qkonly: a diagnostic: the scores' product alone (each warpgroup's m64n32 over K = 576, both
+  reading Q from shared memory), stored to shared memory, no P @ V: O = 0 (checked so).  Its
+  time against the products' 1152 cycles a page at the peak says whether shared memory bounds it.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import tlc  # noqa: E402
+from tlc.timing import Checked, compare_checked, tolerance  # noqa: E402
+
+ROWS = {"mla_b64_kv4096_sq1": (64, 4096), "mla_b132_kv16384_sq1": (132, 16384), "mla_b132_kv4096_sq1": (132, 4096),
+        "mla_b64_kv16384_sq1": (64, 16384)}
+H, DK, DV, PAGE = 128, 576, 512, 64
+PEAK = 989.0
+
+RESCALE = "            for i, j in parallel(BM, DV):\n                acc[i, j] *= rescale[i]\n"
+SOFTMAX_FROM = "            if first + kb * PAGE + PAGE > seen:\n"
+SOFTMAX_TO = "            gemm(probs, kv_tile, acc)\n"
+
+
+def mla_text() -> str:
+    src = (ROOT / "stdlib" / "attention.tl").read_text()
+    start = src.index("@kernel\ndef mla_decode")
+    return "LOG2E: const = 1.4426950408889634\n\n\n" + src[start:]
+
+
+def variant(name: str) -> str:
+    text = mla_text()
+    if name == "std":
+        return text
+    if name == "novote":
+        assert RESCALE in text
+        return text.replace(RESCALE, RESCALE.replace("acc[i, j] *= rescale[i]",
+                                                     "acc[i, j] = acc[i, j] * max(rescale[i], 0.0)"))
+    if name == "nosoftmax":
+        a, b = text.index(SOFTMAX_FROM), text.index(SOFTMAX_TO)
+        text = text[:a] + "            copy(scores, probs)\n" + text[b:]
+        return text.replace("acc[i, j] = acc[i, j] / row_sum[i] if row_sum[i] > 0.0 else 0.0", "acc[i, j] = acc[i, j]")
+    if name == "qkonly":
+        a, b = text.index(SOFTMAX_FROM), text.index(SOFTMAX_TO) + len(SOFTMAX_TO)
+        return text[:a] + "            copy(scores, probs)\n" + text[b:]
+    raise SystemExit(f"no variant {name}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", default="mla_b64_kv4096_sq1,mla_b132_kv16384_sq1")
+    ap.add_argument("--variants", default="std,novote,nosoftmax,qkonly")
+    ap.add_argument("--min-ms", type=float, default=200.0)
+    args = ap.parse_args(argv)
+    import torch
+
+    tmp = Path(tempfile.mkdtemp())
+    mods = {}
+    for v in args.variants.split(","):
+        path = tmp / f"mla_{v}.tl"
+        path.write_text(variant(v))
+        mods[v] = tlc.load(str(path), target="cuda")
+    print(torch.cuda.get_device_name(), flush=True)
+    for row in args.rows.split(","):
+        B, SK = ROWS[row]
+        gen = torch.Generator(device="cuda").manual_seed(0)
+        mp = SK // PAGE
+        dt = torch.bfloat16
+        q = torch.randn(B, 1, H, DK, device="cuda", dtype=dt, generator=gen)
+        keys = torch.randn(B * mp, PAGE, DK, device="cuda", dtype=dt, generator=gen)
+        perm = torch.randperm(B * mp, device="cuda", generator=gen)
+        cache = torch.empty_like(keys)
+        cache[perm] = keys
+        table = perm.reshape(B, mp).to(torch.int32)
+        lengths = torch.full((B,), SK, dtype=torch.int32, device="cuda")
+        scale = 1.0 / math.sqrt(DK)
+        ref = torch.empty(B, 1, H, DV, device="cuda", dtype=torch.float32)
+        raw = torch.empty(B, 1, H, DV, device="cuda", dtype=torch.float32)
+        for b in range(B):
+            k = keys[b * mp:(b + 1) * mp].reshape(SK, DK).float()
+            s = q[b, 0].float() @ k.T
+            ref[b, 0] = torch.softmax(s * scale, dim=-1) @ k[:, :DV]
+            raw[b, 0] = s.bfloat16().float() @ k[:, :DV]
+            del s, k
+        outs = {v: torch.empty(B, 1, H, DV, device="cuda", dtype=dt) for v in mods}
+        lse = torch.empty(B, H, 1, device="cuda", dtype=torch.float32)
+        checked = {}
+        for v, mod in mods.items():
+            want = raw if v == "nosoftmax" else torch.zeros_like(ref) if v == "qkonly" else ref
+
+            def run(mod=mod, o=outs[v]):
+                mod.mla_decode(q, cache, table, lengths, o, lse, scale)
+            checked[v] = Checked(run, want, out=outs[v], **tolerance("bfloat16", want, 16))
+        ms, verdicts = compare_checked(checked, min_ms=args.min_ms)
+        flops = 2.0 * B * H * SK * (DK + DV)
+        for v in mods:
+            if not verdicts[v].ok:
+                print(f"{row:24} {v:10} {verdicts[v].why}", flush=True)
+                continue
+            t = ms[v]
+            ratio = f"  ({ms['std'] / t:.3f}x std)" if "std" in ms else ""
+            print(f"{row:24} {v:10} {t * 1e3:9.1f} us  {flops / t / 1e9:6.1f} TFLOP/s = "
+                  f"{flops / t / 1e9 / PEAK:.3f} of peak{ratio}", flush=True)
+        del q, keys, cache, ref, raw, outs
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
