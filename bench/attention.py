@@ -306,6 +306,21 @@ def row(torch, F, mod, name, spec, min_ms):
     return result
 
 
+def mla_inputs(torch, dt, B, SQ, H, SK, DK, page=64):
+    """(q, keys, cache, table, lengths): B sequences of SK tokens in pages of `page` (sequence
+    b's page p is keys[b * SK // page + p]) at shuffled places of the cache, its page table."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    mp = SK // page
+    q = torch.randn(B, SQ, H, DK, device="cuda", dtype=dt, generator=gen)
+    keys = torch.randn(B * mp, page, DK, device="cuda", dtype=dt, generator=gen)
+    perm = torch.randperm(B * mp, device="cuda", generator=gen)
+    cache = torch.empty_like(keys)
+    cache[perm] = keys
+    table = perm.reshape(B, mp).to(torch.int32)
+    lengths = torch.full((B,), SK, dtype=torch.int32, device="cuda")
+    return q, keys, cache, table, lengths
+
+
 def mla_row(torch, F, mod, name, spec, min_ms):
     """mla_decode over a paged latent cache (FlashMLA's layout: Q (B, SQ, H, DK), the cache
     (pages, 64, DK), a shuffled page table, every sequence SK tokens, the SQ new tokens causal
@@ -315,15 +330,8 @@ def mla_row(torch, F, mod, name, spec, min_ms):
     2 * B * SQ * H * SK * (DK + DV), as FlashMLA counts them."""
     dtype, B, H, SQ, SK, DK, DV, consts = spec
     dt = getattr(torch, dtype)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    page, mp = 64, SK // 64
-    q = torch.randn(B, SQ, H, DK, device="cuda", dtype=dt, generator=gen)
-    keys = torch.randn(B * mp, page, DK, device="cuda", dtype=dt, generator=gen)  # sequence b's page p: b * mp + p
-    perm = torch.randperm(B * mp, device="cuda", generator=gen)
-    cache = torch.empty_like(keys)
-    cache[perm] = keys
-    table = perm.reshape(B, mp).to(torch.int32)
-    lengths = torch.full((B,), SK, dtype=torch.int32, device="cuda")
+    mp = SK // 64
+    q, keys, cache, table, lengths = mla_inputs(torch, dt, B, SQ, H, SK, DK)
     scale = 1.0 / math.sqrt(DK)
     ref = torch.empty(B, SQ, H, DV, device="cuda", dtype=torch.float32)
     ref_lse = torch.empty(B, H, SQ, device="cuda", dtype=torch.float32)

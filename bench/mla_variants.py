@@ -32,6 +32,9 @@ sys.path.insert(0, str(ROOT))
 import tlc  # noqa: E402
 from tlc.timing import Checked, compare_checked, tolerance  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from attention import mla_inputs  # noqa: E402
+
 ROWS = {"mla_b64_kv4096_sq1": (64, 4096), "mla_b132_kv16384_sq1": (132, 16384), "mla_b132_kv4096_sq1": (132, 4096),
         "mla_b64_kv16384_sq1": (64, 16384)}
 H, DK, DV, PAGE = 128, 576, 512, 64
@@ -83,16 +86,9 @@ def main(argv=None):
     print(torch.cuda.get_device_name(), flush=True)
     for row in args.rows.split(","):
         B, SK = ROWS[row]
-        gen = torch.Generator(device="cuda").manual_seed(0)
         mp = SK // PAGE
         dt = torch.bfloat16
-        q = torch.randn(B, 1, H, DK, device="cuda", dtype=dt, generator=gen)
-        keys = torch.randn(B * mp, PAGE, DK, device="cuda", dtype=dt, generator=gen)
-        perm = torch.randperm(B * mp, device="cuda", generator=gen)
-        cache = torch.empty_like(keys)
-        cache[perm] = keys
-        table = perm.reshape(B, mp).to(torch.int32)
-        lengths = torch.full((B,), SK, dtype=torch.int32, device="cuda")
+        q, keys, cache, table, lengths = mla_inputs(torch, dt, B, 1, H, SK, DK, PAGE)
         scale = 1.0 / math.sqrt(DK)
         ref = torch.empty(B, 1, H, DV, device="cuda", dtype=torch.float32)
         raw = torch.empty(B, 1, H, DV, device="cuda", dtype=torch.float32)
