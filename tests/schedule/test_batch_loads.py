@@ -45,6 +45,30 @@ def twice(x: f16[M, N], y: f16[M, N], BN: const = 4096):
         for j in parallel(BN):
             a[0, j] = a[0, j] + b[0, j]
         copy(a, y[r, 0])
+
+@kernel
+def rows8(x: f16[M, N], y: f16[M, N], BN: const = 1024, K: const = 8):
+    with grid(cdiv(M, 8), threads=128) as r:
+        a = fragment(f32[1, BN])
+        b = fragment(f32[1, BN])
+        c = fragment(f32[1, BN])
+        d = fragment(f32[1, BN])
+        e = fragment(f32[1, BN])
+        f = fragment(f32[1, BN])
+        g = fragment(f32[1, BN])
+        h = fragment(f32[1, BN])
+        copy(x[r * 8, 0], a)
+        copy(x[r * 8 + 1, 0], b)
+        copy(x[r * 8 + 2, 0], c)
+        copy(x[r * 8 + 3, 0], d)
+        if K == 8:
+            copy(x[r * 8 + 4, 0], e)
+            copy(x[r * 8 + 5, 0], f)
+            copy(x[r * 8 + 6, 0], g)
+            copy(x[r * 8 + 7, 0], h)
+        for j in parallel(BN):
+            a[0, j] = a[0, j] + b[0, j] + c[0, j] + d[0, j] + e[0, j] + f[0, j] + g[0, j] + h[0, j]
+        copy(a, y[r, 0])
 """
 
 
@@ -77,6 +101,27 @@ def test_copies_of_one_run_a_thread_are_not_batched():
     small = scheduled(KERNELS, "twice", {"BN": 1024})
     assert str(small.buffer("b").layout) == "blocked(vec=8, threads=128)"
     assert "(load batch" not in print_kernel(small)
+
+
+def test_copies_of_one_run_a_thread_are_batched_eight_together():
+    """eight copies of one run of 8 a thread hold a batch's runs (BATCH_RUNS): the bytes in flight
+    of four copies of two runs; four of one run are not batched"""
+    eight = scheduled(KERNELS, "rows8")
+    assert str(eight.buffer("h").layout) == "blocked(vec=8, threads=128)"
+    assert "load batches (every load issued before the first conversion): 1: a, b, c, d, e, f, g, h " \
+        "(lines 38, 39, 40, 41, 43, 44, 45, 46)" in eight.notes
+    four = scheduled(KERNELS, "rows8", {"K": 4})
+    assert "(load batch" not in print_kernel(four)
+
+
+def test_two_run_copies_beside_a_one_run_copy_are_batched_as_before():
+    """a run of copies short of BATCH_RUNS batches its copies of MIN_RUNS runs or more, two or
+    more together: at BN = 2048 a and b hold two runs each, c (f32[1, 1024]) one"""
+    src = KERNELS.replace("c = fragment(f32[1, BN])", "c = fragment(f32[1, 1024])").replace(
+        "c[0, j]", "c[0, j % 1024]")
+    k = print_kernel(scheduled(src, "rows8", {"BN": 2048, "K": 4}))
+    assert "-> a (load batch 1)\n" in k and "-> b (load batch 1)\n" in k
+    assert "-> c\n" in k and "-> d\n" in k
 
 
 def test_a_batch_renders_its_loads_before_its_conversions(monkeypatch):

@@ -28,11 +28,11 @@ def test_the_whole_steps_are_unmasked_and_the_rest_masked(mod, name):
     (k,) = p.kernels
     loops = [s for s in k.body if isinstance(s, ir.For)]
     assert len(loops) == 2 and loops[0].stop == loops[1].start and loops[1].stop == ir.Var("tiles", loops[1].stop.dtype)
-    # 4 tiles of 128 rows a step; var_axis0 2 (three running values an element, one_pass.py)
-    assert expr(loops[0].stop) == ("M // 256 * 2" if name == "var_axis0" else "M // 512 * 4")
+    # 4 tiles of 128 rows a step; var_axis0 8 of 64 (three running values an element, one_pass.py)
+    assert expr(loops[0].stop) == ("M // 512 * 8" if name == "var_axis0" else "M // 512 * 4")
     assert selects(loops[1]) > 0
     first = selects(loops[0])
-    assert first == (2 if name == "var_axis0" else 0)  # var's shift from the first tile (t == 0), a tile each
+    assert first == (8 if name == "var_axis0" else 0)  # var's shift from the first tile (t == 0), a tile each
     assert len([b for b in k.buffers if b.name.endswith("_part")]) == (0 if name == "var_axis0" else 1)
 
 

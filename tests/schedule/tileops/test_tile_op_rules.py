@@ -123,16 +123,34 @@ def test_column_rules_agree_with_numpy(rules):
 
 
 def test_col_registers_max_keeps_more_tiles_a_step():
-    """var_axis0's three running values an element halve its four tiles a step to two under the
-    default cap of 100 registers; a cap of 200 keeps four (eight copies in its two loops)."""
+    """var_axis0's three running values an element do not fit four [128, 64] f16 tiles a step
+    under the default cap of 100 registers: eight [64, 64] tiles, the same bytes in flight (16
+    copies in its two loops); a cap of 200 keeps four [128, 64] (eight copies); two tiles a step
+    at most take two [128, 64] (half the bytes in flight)."""
     import tlc
 
     mod = tlc.load("std.reduce", target="cpu")
-    for rules, copies in (({}, 4), ({"col_registers_max": 200}, 8)):
+    for rules, copies, rows in (({}, 16, 64), ({"col_registers_max": 200}, 8, 128), ({"col_tiles_per_step": 2}, 4, 128)):
         (launch,) = mod.var_axis0.with_rules(**rules).program({"T": "f16"}, "sm_90a", {"M": 16384, "N": 8192}).launches
-        assert len([s for s in statements(launch.kernel.body) if isinstance(s, ir.Copy)]) == copies, rules
+        copied = [s for s in statements(launch.kernel.body) if isinstance(s, ir.Copy)]
+        assert len(copied) == copies and {c.src.extents for c in copied} == {(rows, 64)}, rules
     with pytest.raises(ValueError, match=r"^rule col_registers_max must be a positive number of registers, not 0$"):
         Rules(col_registers_max=0)
+    with pytest.raises(ValueError, match=r"^rule col_tiles_per_step must be a power of two, not 3$"):
+        Rules(col_tiles_per_step=3)
+
+
+def test_column_tiles_halve_their_rows_before_their_bytes_in_flight():
+    """f32 (4-element runs): sum_axis0 fits two [128, 64] tiles a step (8 runs in flight);
+    var_axis0's running values do not, so four [64, 64] (8 runs) rather than one [128, 64]
+    (4); eight [64, 64] would be 16 runs in flight (COL_RUNS_IN_FLIGHT 8), never tried."""
+    import tlc
+
+    mod = tlc.load("std.reduce", target="cpu")
+    for name, copies, rows in (("sum_axis0", 4, 128), ("var_axis0", 8, 64)):
+        (launch,) = getattr(mod, name).program({"T": "f32"}, "sm_90a", {"M": 16384, "N": 8192}).launches
+        copied = [s for s in statements(launch.kernel.body) if isinstance(s, ir.Copy)]
+        assert len(copied) == copies and {c.src.extents for c in copied} == {(rows, 64)}, name
 
 
 def test_col_elems_per_thread_gives_the_threads_of_a_column_tile():

@@ -165,24 +165,44 @@ def _long_math(kernel, flat: bool, chosen: str, where: tuple, smem_limit: int, s
 def _row_kernel(graph: Graph, program, part, group, kname: str, tensors: dict, target: str, smem_limit: int,
                 sizes: dict, rules: Rules):
     """(tiles, RowKernel, kernel) of a row group.  A column kernel's loop takes
-    `rules.COL_TILES_PER_STEP` tiles an iteration, halved while its fragments' registers
-    (`RowKernel.registers`, with the copies batched as they will be) exceed
-    `rules.col_registers_max` (`COL_REGISTERS_MAX`): var_axis0's and logsumexp_axis0's three
-    running values an element keep two."""
-    step = None
-    while True:
+    `rules.col_tiles_per_step` (`COL_TILES_PER_STEP`) tiles an iteration while its fragments'
+    registers (`RowKernel.registers`, with the copies batched as they will be) are at most
+    `rules.col_registers_max` (`COL_REGISTERS_MAX`); where they are more, the tiles' elements a
+    thread halve (to one vector run) and their number a step doubles, the runs a thread has in
+    flight the same (at most `COL_RUNS_IN_FLIGHT`) and its running values half the registers,
+    and then the tiles a step halve: var_axis0's and logsumexp_axis0's three running values an
+    element take eight [64, 64] tiles of 16 bits a step where four [128, 64] tiles did not fit
+    (two did: half the bytes in flight; H200 (16384, 8192) f16 logsumexp_axis0 99.4 us at two
+    [128, 64], 83.4 at four, which spilled)."""
+    full = row_tiles(group.axis, group.space, sizes, rules)
+    column = group.axis != len(group.space) - 1 and full.step > 1
+    for tiles in _column_candidates(full, tensors) if column else (full,):
         b = KernelBuilder(graph, program, part, group, kname, dict(tensors), target)
-        tiles = row_tiles(group.axis, group.space, sizes, rules)
-        if step is not None:
-            tiles = replace(tiles, step=step)
         rows = RowKernel(b, tiles)
         kernel = rows.kernel()
-        if group.axis == len(group.space) - 1 or tiles.step == 1:
+        if not column or tiles.step == 1:
             return tiles, rows, kernel
         laid = finish(kernel, target, smem_limit, program.sources, batch=rules_mod.COL_BATCH)
         if rows.registers(laid) <= rules.col_registers_max:
             return tiles, rows, kernel
-        step = tiles.step // 2
+    raise AssertionError("the last column candidate takes one tile a step")  # pragma: no cover
+
+
+def _column_candidates(full, tensors: dict):
+    """A column kernel's tiles, in the order `_row_kernel` tries them: at each number of tiles a
+    step from `full.step` down to one, those tiles, then tiles of half the rows (half the elements
+    a thread, at least one vector run) twice as many a step, where that is at most
+    `COL_RUNS_IN_FLIGHT` runs a thread in flight."""
+    per_thread = full.kept * full.reduced // full.threads
+    run = rules_mod.vector([dtype for dtype, _ in tensors.values()])  # elements of a thread's vector run
+    step = full.step
+    while step >= 1:
+        yield replace(full, step=step)
+        half = per_thread // 2
+        if step > 1 and half >= run and full.reduced % 2 == 0 and \
+                2 * step * half // run <= rules_mod.COL_RUNS_IN_FLIGHT:
+            yield replace(full, reduced=full.reduced // 2, step=2 * step)
+        step //= 2
 
 
 def _result_name(part) -> str:

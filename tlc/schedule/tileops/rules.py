@@ -29,6 +29,9 @@ COL_ELEMS_PER_THREAD = 16  # a column kernel's thread: its tile elements, and as
 # before the first is waited for), halved while its fragments' registers exceed COL_REGISTERS_MAX
 COL_TILES_PER_STEP = 4
 COL_REGISTERS_MAX = 100
+# where they exceed it, tiles of half the rows twice as many a step first, while a thread's runs in
+# flight stay at most this many (8 runs of 16 bytes: four [128, 64] f16 tiles at 512 threads)
+COL_RUNS_IN_FLIGHT = 8
 COL_BATCH = True
 # an element-wise kernel reading a tensor transposed: its block tile's side and threads (the plain
 # transpose's 64 x 64 at 256 threads, bench/plain/transpose.tl: 0.94 of copy on the H200, where x.T
@@ -51,6 +54,7 @@ class Rules:
     col_block_elems: int = 8192  # a column kernel's tile (16 elements a thread at 512 threads)
     col_elems_per_thread: int = COL_ELEMS_PER_THREAD  # of that tile (its partials take as many registers again)
     col_registers_max: int = COL_REGISTERS_MAX  # a column kernel's tiles a step halve while its fragments take more
+    col_tiles_per_step: int = COL_TILES_PER_STEP  # a column kernel's tiles an iteration, one load batch
     # blocks per SM a row or element-wise kernel asks ptxas to fit (__launch_bounds__), i.e. rows or
     # runs in flight; 0: a row kernel's from `row_blocks_per_sm` (softmax 8192 f16: 4), an
     # element-wise kernel's from codegen/occupancy.py's estimate
@@ -76,7 +80,7 @@ class Rules:
 
     def __post_init__(self):
         for name in ("ew_threads", "ew_runs", "ew_long_runs", "row_elems_per_thread", "row_block_elems",
-                     "col_block_elems", "col_elems_per_thread"):
+                     "col_block_elems", "col_elems_per_thread", "col_tiles_per_step"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1 or v & (v - 1):
                 raise ValueError(f"rule {name} must be a power of two, not {v!r}")
@@ -194,7 +198,7 @@ def row_tiles(axis: int, space, sizes: dict, rules: Rules = DEFAULT_RULES) -> Ro
     per_thread = rules.row_elems_per_thread if axis == len(space) - 1 else rules.col_elems_per_thread
     threads = min(1024, max(128, kept * red // per_thread))
     return RowTiles(kept, red, threads, whole=axis == len(space) - 1 and n <= red, keep_exp=rules.row_keep_exp,
-                    min_blocks=rules.min_blocks, step=1 if axis == len(space) - 1 else COL_TILES_PER_STEP)
+                    min_blocks=rules.min_blocks, step=1 if axis == len(space) - 1 else rules.col_tiles_per_step)
 
 
 ROW_OVERHEAD = 12  # registers a row kernel's thread needs besides its fragments (ptxas -v, sm_90a)
