@@ -15,7 +15,8 @@
 # no spills anywhere; sum_axis0 unchanged (four [128, 64]).
 # Asks, each output checked against float64 first (4 units of the dtype, f32 64): the new default against
 # the old tiles (col_tiles_per_step 2; f32 1) and four [128, 64] (col_registers_max 200), one
-# compare per row; std_axis0 (var's tiles) new alone; sum_axis0 f16 (unchanged) as the run's control.
+# compare per row; std_axis0 (var's tiles) new alone; sum_axis0 f16 (unchanged, four [128, 64]) as the
+# run's control, and at eight [64, 64] (the same bytes in flight: does the shape matter?).
 set -o pipefail
 timeout 33 python3 - <<'PY' 2>&1 | tee "$OUT/E_col_reductions.txt" | tail -40
 import time
@@ -37,7 +38,8 @@ REFS = {"logsumexp_axis0": lambda w: torch.logsumexp(w, 0), "var_axis0": lambda 
 OLD16, OLD32, FOUR = {"col_tiles_per_step": 2}, {"col_tiles_per_step": 1}, {"col_registers_max": 200}
 PLAN = [("logsumexp_axis0", "f16", {"new": {}, "old 2x[128,64]": OLD16, "4x[128,64]": FOUR}),
         ("var_axis0", "f16", {"new": {}, "old 2x[128,64]": OLD16, "4x[128,64]": FOUR}),
-        ("sum_axis0", "f16", {"default": {}}),
+        ("sum_axis0", "f16", {"default": {}, "8x[64,64]": {"col_elems_per_thread": 8, "col_block_elems": 4096,
+                                                             "col_tiles_per_step": 8}}),
         ("std_axis0", "f16", {"new": {}}),
         ("logsumexp_axis0", "bf16", {"new": {}, "old 2x[128,64]": OLD16}),
         ("var_axis0", "f32", {"new": {}, "old 1x[128,64]": OLD32})]
