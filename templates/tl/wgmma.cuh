@@ -99,7 +99,8 @@ __device__ __forceinline__ unsigned long long wgmma_desc_add(unsigned long long 
   return (desc & 0xFFFFFFFF00000000ull) | lo;  // the low word only: no carry to propagate
 }
 
-// acc += A @ op(B): A is M x K stored K-major (A_ROWS = M), B is K x N stored N-major
+// acc += op(A) @ op(B): A is M x K stored K-major (A_ROWS = M) or, with TRANS_A (16-bit), K x M
+// stored M-major (A_ROWS = K), B is K x N stored N-major
 // (B_ROWS = K) or, with TRANS_B, N x K stored K-major (B_ROWS = N).  MMA is the
 // wgmma.m64nNkK wrapper for this N and these operand types (templates/wgmma_mma.cuh.j2);
 // B's element type TB differs from A's only for mixed f8 or 8-bit integer formats.  PENDING
@@ -113,20 +114,25 @@ __device__ __forceinline__ unsigned long long wgmma_desc_add(unsigned long long 
 // tensor cores over).  CLEAR: acc = A @ op(B) unless `keep`, the first K step's scale-d 0 (MMA
 // rendered with scale_d), where a wgmma in flight forbids clearing the registers by instructions.
 template <typename MMA, typename T, int K, int A_ROWS, int B_ROWS, bool TRANS_B, typename TB = T, int BANDS = 1,
-          int COLUMNS = 1, bool CLEAR = false>
+          int COLUMNS = 1, bool CLEAR = false, bool TRANS_A = false>
 __device__ __forceinline__ void gemm_wgmma_issue(const T* A, const TB* B, typename MMA::Acc* acc, bool keep = false) {
   constexpr int SEG = 128 / static_cast<int>(sizeof(T));
   static_assert(sizeof(T) == sizeof(TB), "wgmma operands of one width");
-  static_assert(K % MMA::K == 0 && A_ROWS % 64 == 0, "whole m64 steps of the instruction's K");
-  static_assert(TRANS_B || sizeof(T) == 2, "wgmma reads only 16-bit operands MN-major");
-  static_assert(COLUMNS == 1 || (A_ROWS == 64 && BANDS == 1 && MMA::N % (TRANS_B ? 8 : SEG) == 0),
+  static_assert(K % MMA::K == 0 && (TRANS_A ? A_ROWS == K : A_ROWS % 64 == 0),
+                "whole m64 steps of the instruction's K");
+  static_assert((TRANS_B && !TRANS_A) || sizeof(T) == 2, "wgmma reads only 16-bit operands MN-major");
+  static_assert(COLUMNS == 1 || ((TRANS_A || A_ROWS == 64) && BANDS == 1 && MMA::N % (TRANS_B ? 8 : SEG) == 0),
                 "warpgroups side by side: 64 rows, B's parts whole swizzle atoms");
   // the warpgroup, uniform in the warp as the compiler sees it (the descriptors then stay in
   // uniform registers, no R2UR an instruction)
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
   if constexpr (COLUMNS > 1) B += TRANS_B ? wg * MMA::N * SEG : wg * (MMA::N / SEG) * B_ROWS * SEG;
   // K-major A: 8-row atoms 1024 bytes apart (SBO); a step inside a 128-byte row moves the start.
-  const unsigned long long da = wgmma_desc(A + (COLUMNS > 1 ? 0 : wg * BANDS * 64 * SEG), 16, 1024);
+  // M-major A (TRANS_A: K x M, A_ROWS = K): as an N-major B, each 64 rows of M a segment of
+  // A_ROWS 128-byte rows (LBO), 8-row groups of K 1024 bytes apart, a K step 16 rows on.
+  const unsigned long long da =
+      TRANS_A ? wgmma_desc(A + (COLUMNS > 1 ? 0 : wg * BANDS * A_ROWS * SEG), A_ROWS * 128, 1024)
+              : wgmma_desc(A + (COLUMNS > 1 ? 0 : wg * BANDS * 64 * SEG), 16, 1024);
   const unsigned long long db = wgmma_b_desc<TB, B_ROWS, TRANS_B>(B, 0);
   wgmma_fence();
 #pragma unroll
@@ -134,7 +140,8 @@ __device__ __forceinline__ void gemm_wgmma_issue(const T* A, const TB* B, typena
     const unsigned long long dbk = wgmma_desc_add<TB>(db, wgmma_b_offset<TB, B_ROWS, TRANS_B>(k));
 #pragma unroll
     for (int band = 0; band < BANDS; ++band) {
-      const unsigned long long dak = wgmma_desc_add<T>(da, (k / SEG) * A_ROWS * SEG + k % SEG + band * 64 * SEG);
+      const unsigned long long dak = wgmma_desc_add<T>(
+          da, TRANS_A ? k * SEG + band * A_ROWS * SEG : (k / SEG) * A_ROWS * SEG + k % SEG + band * 64 * SEG);
       if constexpr (CLEAR) MMA::run(acc + band * MMA::REGS, dak, dbk, k > 0 || keep);
       else MMA::run(acc + band * MMA::REGS, dak, dbk);
     }
@@ -143,12 +150,12 @@ __device__ __forceinline__ void gemm_wgmma_issue(const T* A, const TB* B, typena
 }
 
 template <typename MMA, typename T, int K, int A_ROWS, int B_ROWS, bool TRANS_B, int PENDING, typename TB = T,
-          int BANDS = 1, int COLUMNS = 1>
+          int BANDS = 1, int COLUMNS = 1, bool TRANS_A = false>
 __device__ __forceinline__ void gemm_wgmma(const T* A, const TB* B, typename MMA::Acc* acc) {
   // With nothing left in flight, the accumulators' last writes (a clear) are tied to before the
   // fence, else ptxas may sink them past it and serialize the wgmmas (its C7519 note).
   if constexpr (PENDING == 0) fence_registers<MMA::REGS * BANDS>(acc);
-  gemm_wgmma_issue<MMA, T, K, A_ROWS, B_ROWS, TRANS_B, TB, BANDS, COLUMNS>(A, B, acc);
+  gemm_wgmma_issue<MMA, T, K, A_ROWS, B_ROWS, TRANS_B, TB, BANDS, COLUMNS, false, TRANS_A>(A, B, acc);
   wgmma_wait<PENDING>();
   if constexpr (PENDING == 0) fence_registers<MMA::REGS * BANDS>(acc);
 }

@@ -257,14 +257,21 @@ class Sm90(WarpSpecialized, Sm80):
         a, b, c = self.buffers[g.a], self.buffers[g.b], self.buffers[g.c]
         columns = wgmma_column_groups(c.shape, self.k.threads)  # warpgroups side by side, N / columns each
         mma = self.wgmma_struct(c.shape[1] // columns, a.dtype, not g.trans_b, b.dtype, c.dtype, g.precision,
-                                scale_d=clear)
+                                scale_d=clear, m_major_a=g.trans_a)
         bands = wgmma_bands(c.shape, self.k.threads)  # m64 instructions per warpgroup and K step
-        tb = f", {c_type(b.dtype)}" if b.dtype != a.dtype or bands > 1 or columns > 1 or clear else ""
-        tb += f", {bands}" if bands > 1 or columns > 1 or clear else ""
-        tb += f", {columns}" if columns > 1 or clear else ""
-        tb += ", true" if clear else ""
+        # (the template's trailing arguments, each given where one after it is)
+        trans_a = g.trans_a
+        tb = f", {c_type(b.dtype)}" if b.dtype != a.dtype or bands > 1 or columns > 1 or clear or trans_a else ""
+        tb += f", {bands}" if bands > 1 or columns > 1 or clear or trans_a else ""
+        tb += f", {columns}" if columns > 1 or clear or trans_a else ""
+        if fn == "gemm_wgmma_issue":
+            tb += (", true" if clear else ", false" if trans_a else "") + (", true" if trans_a else "")
+        else:
+            tb += ", true" if clear else ""
+            tb += ", true" if trans_a else ""
         pend = "" if pending is None else f", {pending}"
-        return (f"tl::{fn}<{mma}, {c_type(a.dtype)}, {a.shape[1]}, {a.shape[0]}, {b.shape[0]}, "
+        k = a.shape[0] if trans_a else a.shape[1]  # an M-major A is K x M
+        return (f"tl::{fn}<{mma}, {c_type(a.dtype)}, {k}, {a.shape[0]}, {b.shape[0]}, "
                 f"{c_bool(g.trans_b)}{pend}{tb}>({self.smem_pointer(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)}"
                 f"{', ' + keep if keep else ''})")
 
@@ -278,27 +285,28 @@ class Sm90(WarpSpecialized, Sm80):
                 f"{tail}>({c_name(g.a)}, {self.smem_pointer(g.b)}, {c_name(g.c)}{', ' + keep if keep else ''})")
 
     def wgmma_struct(self, n: int, dtype, n_major_b: bool, b_dtype, c_dtype, precision: str,
-                     register_a: bool = False, scale_d: bool = False) -> str:
+                     register_a: bool = False, scale_d: bool = False, m_major_a: bool = False) -> str:
         """The wrapper of `wgmma.mma_async.m64nNkK` for these operands (A of `dtype`, in shared
-        memory or, with `register_a`, in registers), rendered once per kernel into its preamble;
-        `scale_d`: with a run that takes the scale-d predicate too (a clear)."""
-        key = (n, dtype.name, b_dtype.name, n_major_b, precision, register_a, scale_d)
+        memory, M-major with `m_major_a`, or, with `register_a`, in registers), rendered once per
+        kernel into its preamble; `scale_d`: with a run that takes the scale-d predicate too (a
+        clear)."""
+        key = (n, dtype.name, b_dtype.name, n_major_b, precision, register_a, scale_d, m_major_a)
         if key not in self.wgmma_types:
             from . import environment
 
             op = tensor_core_op(dtype, b_dtype, c_dtype, precision)
-            if op is None or (op.k_major_only and n_major_b):
+            if op is None or (op.k_major_only and (n_major_b or m_major_a)):
                 raise CodegenError(f"wgmma does not take {dtype} x {b_dtype} operands into {c_dtype}"
                                    f"{' with B N-major' if n_major_b else ''}", self.k.span)
             types = dtype.name if b_dtype == dtype else f"{dtype.name}_{b_dtype.name}"
             if precision != "ieee":
                 types = precision
-            name = (f"tl_{c_name(self.k.name)}_wgmma_n{n}_{types}{'_nmajor' if n_major_b else ''}"
-                    f"{'_rs' if register_a else ''}{'_clear' if scale_d else ''}")
+            name = (f"tl_{c_name(self.k.name)}_wgmma_n{n}_{types}{'_mmajor' if m_major_a else ''}"
+                    f"{'_nmajor' if n_major_b else ''}{'_rs' if register_a else ''}{'_clear' if scale_d else ''}")
             # Immediates after scale-d: scale-a, scale-b (floats), then the transpose bits (16-bit
             # only; A's only when A is in shared memory).
             immediates = [] if op.acc_ptx == "s32" else [1, 1] if op.k_major_only else \
-                [1, 1, int(n_major_b)] if register_a else [1, 1, 0, int(n_major_b)]
+                [1, 1, int(n_major_b)] if register_a else [1, 1, int(m_major_a), int(n_major_b)]
             text = environment().get_template("wgmma_mma.cuh.j2").render(
                 name=name, n=n, k=op.k, a_ptx=op.a_ptx, b_ptx=op.b_ptx, acc_ptx=op.acc_ptx,
                 acc=c_type(c_dtype), constraint="r" if op.acc_ptx == "s32" else "f", immediates=immediates,

@@ -243,16 +243,22 @@ def wgmma_gemm(g: ir.Gemm, buffers: dict, threads: int) -> bool:
     64 rows of the accumulator (m64nN, N a multiple of 16 up to 256) or 128 (two m64nN a K
     step, N up to 128: 128 registers a thread), or, for 64 rows over several warpgroups, each
     warpgroup N / warpgroups of the columns (`wgmma_column_groups`), and operand tiles whose
-    contiguous dimension is whole 128-byte segments (the 128-byte swizzle mode)."""
+    contiguous dimension is whole 128-byte segments (the 128-byte swizzle mode).  A 16-bit A may
+    be stored M-major (`trans_a`: a K x M tile, each warpgroup's 64 rows of M one 128-byte
+    segment, as attention's dS.T read for dQ = dS @ K)."""
     a, b, c = buffers[g.a], buffers[g.b], buffers[g.c]
     op = tensor_core_op(a.dtype, b.dtype, c.dtype, g.precision)
-    if a.scope != "shared" or b.scope != "shared" or op is None or (op.k_major_only and not g.trans_b):
+    if a.scope != "shared" or b.scope != "shared" or op is None or (op.k_major_only and (g.trans_a or not g.trans_b)):
         return False
-    if g.trans_a or len(c.shape) != 2 or threads % 128:
+    if len(c.shape) != 2 or threads % 128:
         return False
     m, n = c.shape
-    k = a.shape[1]
     seg = 128 // a.dtype.itemsize
+    if g.trans_a and a.shape[1] % seg:  # M-major A: whole 64-row segments of M
+        return False
+    k = a.shape[0] if g.trans_a else a.shape[1]
+    if g.trans_a and k % 16:
+        return False
     groups = wgmma_column_groups(c.shape, threads)
     if groups > 1:  # warpgroups side by side: B's part of each at whole swizzle atoms (8 rows, 128 bytes)
         n //= groups
@@ -260,7 +266,7 @@ def wgmma_gemm(g: ir.Gemm, buffers: dict, threads: int) -> bool:
             return False
     bands = m // (64 * (threads // 128 // groups))
     return (bands * 64 * (threads // 128 // groups) == m and bands in (1, 2) and m * n * groups <= 128 * threads
-            and n % 16 == 0 and n <= 256 and k % seg == 0
+            and n % 16 == 0 and n <= 256 and (g.trans_a or k % seg == 0)
             and b.shape[-1] % seg == 0 and a.shape[0] % 8 == 0 and b.shape[0] % 8 == 0)
 
 
