@@ -606,6 +606,9 @@ class _Planner:
             elif isinstance(s, ir.Sync):
                 if not in_loop:
                     return False
+            elif isinstance(s, ir.Atomic):
+                if s.name not in self.params:  # into a tensor: each thread its own (a shared buffer's waits)
+                    return False
             elif not isinstance(s, (ir.LetScalar, ir.Assign, ir.If, ir.For, ir.Break, ir.Continue)):
                 return False
         return True
