@@ -135,8 +135,8 @@ def test_conv2d_on_the_sm90a_ring(case, consts):
 
 def test_conv2d_sm90a_code():
     """The C of bench/conv_gather_ws.tl's conv2d on sm_90a: one thread of the producer loads x's
-    tile by one TMA im2col box a K step (the first pixel's window corner at the padding, the
-    kernel position's offsets), w's through an ordinary box (64 channels x 1 x 1 x BN output
+    tile by one TMA im2col box a K step (the first pixel's window corner at the padding, once a
+    tile, the kernel position's offsets counted along), w's through an ordinary box (64 channels x 1 x 1 x BN output
     channels); where the host has no maps its threads gather x's rows instead (the C launcher
     encodes no im2col map); the consumers only wait and compute."""
     from tlc.runner import build
@@ -150,9 +150,20 @@ def test_conv2d_sm90a_code():
     assert "(TL_TMA_FLAGS & 1)  // every map encoded: the TMA copies\n      tl::setmaxnreg_dec<40>();\n#else" in producer
     assert "      tl::setmaxnreg_dec<128>();\n#endif" in producer
     tma = producer[:producer.index("the host could not encode a tensor map")]
-    assert tma.count("tl::tma_load_im2col<half, 128, 64>((xs + ") == 1 and "gather rows" not in tma
-    assert "(tl::pymod<int>(((by * 128) + 0), OW) + (-1))" in tma  # the first pixel's window's corner, w
-    assert tma.count("tl::tma_load_box_multicast<half, 128, 64, 4, 2, 3>(") == 1
+    assert "gather rows" not in tma
+    # the first pixel's window's corner (w, h, image) once a tile, before the K loop
+    corner = tma[tma.index("const int k_200002eh"):tma.index("for (int tl_k = 0;")]
+    assert "(tl::pymod<int>(((by * 128) + 0), OW) + (-1))" in corner
+    assert "tl::floordiv<int>(((by * 128) + 0), (OW * OH))" in corner
+    # the K step's channel block and kernel position counted along (codegen/warpspec/stepped.py),
+    # where every divisor is above 0; the divisions otherwise
+    stepped, divided = tma.split("} else {", 1)
+    stepped = stepped[stepped.index("if (tl_stepped) {"):]
+    assert stepped.count("tl::tma_load_im2col<half, 128, 64>((xs + ") == 1
+    assert stepped.count("tl::tma_load_box_multicast<half, 128, 64, 4, 2, 3>(") == 1
+    assert "floordiv" not in stepped and "pymod" not in stepped
+    assert divided.count("tl::tma_load_im2col<half, 128, 64>((xs + ") == 1 and "tl::pymod<int>(k, CB)" in divided
+    assert "if (++k_200002er0_ == k_200002eh0_) {" in divided  # after both: the counters step
     fallback = producer[producer.index("the host could not encode a tensor map"):]
     assert fallback.count("gather rows of x into xs: 16-byte vectors through cp.async") == 1
     consumer = cu[cu.index("tl::setmaxnreg_inc"):]
@@ -177,7 +188,8 @@ def test_conv2d_sm90a_sass(tmp_path):
     sass, log = cubin_sass("#define TL_TMA_FLAGS 1\n" + source, "sm_90a", tmp_path, "conv")
     assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log
     assert "HGMMA.64x128x16.F32" in sass and "HMMA" not in sass.replace("HGMMA", "")
-    assert sass.count("UTMALDG.4D.IM2COL") == 1 and "UTMALDG.4D.MULTICAST" in sass and "LDGSTS" not in sass
+    # one box a K step, counted or (a divisor not above 0) divided: two UTMALDG in the code
+    assert sass.count("UTMALDG.4D.IM2COL") == 2 and "UTMALDG.4D.MULTICAST" in sass and "LDGSTS" not in sass
     first = sass.index("HGMMA")
     step = sass[sass.rindex("TRYWAIT", 0, first):sass.index("WARPGROUP.DEPBAR", first)]
     assert step.count("HGMMA") == 4 and "BAR.SYNC" not in step

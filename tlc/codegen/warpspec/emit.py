@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from ... import ir
 from ...ir.warpspec import CONSUMER_BARRIER, PINGPONG_BARRIER, WARPGROUP_BARRIER
+from ...ir.walk import assigned_scalars
 from ..cnames import c_name, c_type
+from . import stepped
 from .plan import WarpSpecPlan
 
 
@@ -266,8 +268,14 @@ class WarpSpecEmission:
         self.indent += 1
         for i in range(len(self.tensor_maps)):
             e(f"tl::prefetch_tensor_map(&tl_map{i});")
-        self.over_tiles(scalars,
-                        lambda: self.producer_loop(w, lambda: self.emit_tma_loads(w, stage_bytes)))
+        steps = stepped.plan(w.loads, w.pipeline.loop.var, assigned_scalars(w.pipeline.loop.body))
+        if steps is None:
+            self.over_tiles(scalars,
+                            lambda: self.producer_loop(w, lambda: self.emit_tma_loads(w, stage_bytes)))
+        else:  # the copies' coordinates without divisions in the loop (codegen/warpspec/stepped.py)
+            self.over_tiles(scalars,
+                            lambda: self.producer_loop(w, lambda: self.emit_stepped_loads(w, stage_bytes, *steps),
+                                                       setup=lambda: self.emit_stepped_setup(steps[0])))
         self.indent -= 1
         e("}")
         self.indent -= 1
@@ -336,6 +344,25 @@ class WarpSpecEmission:
         self.smem_base = saved
         self.indent -= 1
         e("}")
+
+    def emit_stepped_setup(self, steps) -> None:
+        for line in stepped.setup_lines(steps, self.expr, c_name, c_type):
+            self.emit(line)
+        self.emit(f"const bool tl_stepped = {stepped.guard(steps, self.expr)};  // the counters are the divisions")
+
+    def emit_stepped_loads(self, w: WarpSpecPlan, stage_bytes: int, steps, loads) -> None:
+        e = self.emit
+        e("if (tl_stepped) {")
+        self.indent += 1
+        self.emit_tma_loads(w, stage_bytes, loads)
+        self.indent -= 1
+        e("} else {")
+        self.indent += 1
+        self.emit_tma_loads(w, stage_bytes)
+        self.indent -= 1
+        e("}")
+        for line in stepped.step_lines(steps, self.expr, c_name):
+            e(line)
 
     def emit_tma_loads(self, w: WarpSpecPlan, stage_bytes: int, loads=None) -> None:
         self.emit(f"tl::mbar_arrive_expect_tx(tl_full + tl_stage, {stage_bytes});")
