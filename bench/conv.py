@@ -10,7 +10,8 @@ process (CUDA events, the L2 flushed before each run, the median; tlc.timing), a
 gives each one's TFLOP/s (2 * N * OH * OW * F * K * K * C / G flops) and tlc's time over
 cuDNN's ratio as cuDNN / tlc (above 1.0: tlc faster).
 
-    python bench/conv.py [--quick] [--only NAME,NAME] [--json out.json] [--variant BM=64,BN=256 ...] [--min-ms 60]
+    python bench/conv.py [--quick] [--only NAME,NAME] [--json out.json] [--variant [ROW:]BM=64,BN=256 ...] [--min-ms 60]
+                         [--gemm]  # also std.gemm's matmul_nt and cuBLAS on each row's GEMM
                          [--source FILE.tl[@BN=256,...] ...]   # also FILE's conv2d (same signature, these
                                                   # constants over the row's), checked and timed:
                                                   # bench/conv_im2col_gather.tl, bench/conv_im2col_tma.tl (the
@@ -73,7 +74,12 @@ def _consts(variant: str) -> dict:
     return {k: value(k, v) for k, v in (kv.split("=", 1) for kv in variant.split(",") if kv)}
 
 
-def run_rows(names, dry_run: bool, variants=(), min_ms: float = 60, sources=()) -> list:
+def row_variants(name: str, variants) -> list:
+    """The --variant constants that row `name` runs: each without a row, and ROW:CONSTS of its own."""
+    return [v.partition(":")[2] if ":" in v else v for v in variants if ":" not in v or v.partition(":")[0] == name]
+
+
+def run_rows(names, dry_run: bool, variants=(), min_ms: float = 60, sources=(), same_gemm: bool = False) -> list:
     import numpy as np
 
     import tlc
@@ -110,6 +116,7 @@ def run_rows(names, dry_run: bool, variants=(), min_ms: float = 60, sources=()) 
 
     torch.backends.cudnn.allow_tf32 = False  # the f32 references exact f32, not TF32 (PyTorch's default for convolutions)
     conv = tlc.load("std.conv", target="cuda")
+    gemm = tlc.load("std.gemm", target="cuda") if same_gemm else None
     # FILE.tl or FILE.tl@BN=256,stages=4: that file's conv2d, with these constants over the row's
     others = {}
     for s in sources:
@@ -132,7 +139,7 @@ def run_rows(names, dry_run: bool, variants=(), min_ms: float = 60, sources=()) 
         y = torch.empty(N, OH, OW, F, device="cuda", dtype=torch.float16)
         tol = tolerance("float16", ref, 8)
         contenders = {}
-        for label, extra in [("tlc", {}), *((f"tlc[{v}]", _consts(v)) for v in variants)]:
+        for label, extra in [("tlc", {}), *((f"tlc[{v}]", _consts(v)) for v in row_variants(name, variants))]:
             consts = {**tiles(N, H, W, C, F, K, S, P, G), **extra}
             out_y = y if label == "tlc" else torch.empty_like(y)
             try:
@@ -182,6 +189,34 @@ def run_rows(names, dry_run: bool, variants=(), min_ms: float = 60, sources=()) 
               f"  ({time.time() - t0:.1f} s){'  ' + bad if bad else ''}", flush=True)
         del xt, wt, x, w, y, ref
         torch.cuda.empty_cache()
+        if gemm and G == 1:
+            row.update(_same_gemm(name, gemm, torch, (N * OH * OW, F, K * K * C), tiles(N, H, W, C, F, K, S, P, G),
+                                  min_ms))
+    return out
+
+
+def _same_gemm(name: str, mod, torch, shape: tuple, consts: dict, min_ms: float) -> dict:
+    """std.gemm's matmul_nt and cuBLAS (torch.mm) on the GEMM a convolution row is, [M, K] @ [N, K].T
+    with M its output pixels, N its output channels and K its kernel positions times channels
+    (random operands, each output checked first): what the GEMM schedule reaches at this size."""
+    from tlc.timing import Checked, compare_checked, tolerance
+
+    M, N, K = shape
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    a = torch.randn(M, K, device="cuda", generator=gen).half()
+    b = (torch.randn(N, K, device="cuda", generator=gen) / K ** 0.5).half()
+    ref = a.float() @ b.float().T
+    c = torch.empty(M, N, device="cuda", dtype=torch.float16)
+    tol = tolerance("float16", ref, 8)
+    ms, verdicts = compare_checked({"gemm_tlc": Checked(mod.matmul_nt.launcher(a, b, c, **consts), ref, out=c, **tol),
+                                    "gemm_cublas": Checked(lambda: a @ b.T, ref, **tol)}, min_ms=min_ms)
+    flops = 2.0 * M * N * K
+    out = {f"{k}_tflops": flops / v / 1e9 for k, v in ms.items()}
+    bad = "; ".join(f"{k} {v.why}" for k, v in verdicts.items() if not v.ok)
+    print(f"    the same GEMM {M}x{N}x{K}: std.gemm matmul_nt {out.get('gemm_tlc_tflops', float('nan')):7.1f} "
+          f"TFLOP/s  cuBLAS {out.get('gemm_cublas_tflops', float('nan')):7.1f}{'  ' + bad if bad else ''}", flush=True)
+    del a, b, ref, c
+    torch.cuda.empty_cache()
     return out
 
 
@@ -192,16 +227,22 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default="", help="write the rows here")
     ap.add_argument("--dry-run", action="store_true", help="the rows' kernels on the interpreter, no GPU")
     ap.add_argument("--variant", action="append", default=[],
-                    help="also time tlc with these constants (BM=64,BN=256), each checked; repeatable")
+                    help="also time tlc with these constants (BM=64,BN=256; ROW:BM=64 on that row only), each "
+                         "checked; repeatable")
     ap.add_argument("--source", action="append", default=[],
                     help="also time this .tl file's conv2d (std.conv's signature) with the same tiles; repeatable")
+    ap.add_argument("--gemm", action="store_true",
+                    help="also time std.gemm's matmul_nt and cuBLAS on each row's GEMM ([pixels, K*K*C] @ [F, K*K*C].T)")
     ap.add_argument("--min-ms", type=float, default=60, help="each contender timed for at least this long (tlc.timing)")
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or list(QUICK if args.quick else ROWS)
     unknown = [n for n in names if n not in ROWS]
     if unknown:
         ap.error(f"no such rows: {', '.join(unknown)}")
-    rows = run_rows(names, args.dry_run, args.variant, args.min_ms, args.source)
+    strays = [v for v in args.variant if ":" in v and v.partition(":")[0] not in names]
+    if strays:
+        ap.error(f"--variant {strays[0]}: no such row among those run")
+    rows = run_rows(names, args.dry_run, args.variant, args.min_ms, args.source, args.gemm)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0 if all(r.get("ok", all(v[0] for v in r.get("verdicts", {}).values())) for r in rows) else 1

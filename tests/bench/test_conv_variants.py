@@ -1,0 +1,22 @@
+"""bench/conv.py's --variant ROW:CONSTS: that row's own variant, checked against the rows run
+(the timing needs a GPU; the choice of constants does not)."""
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import conv  # noqa: E402
+
+
+def test_a_row_variant_names_a_row_that_runs(capsys):
+    with pytest.raises(SystemExit):
+        conv.main(["--only", "r50_s1_3x3_64", "--variant", "r50_s3_3x3_256:BM=64", "--dry-run"])
+    assert "--variant r50_s3_3x3_256:BM=64: no such row among those run" in capsys.readouterr().err
+
+
+def test_row_variants_reach_their_row_only():
+    variants = ["r50_s1_3x3_64:BM=256,stages=4", "stages=4", "r50_s3_3x3_256:BM=64,THREADS=128"]
+    assert conv.row_variants("r50_s1_3x3_64", variants) == ["BM=256,stages=4", "stages=4"]
+    assert conv.row_variants("r50_s3_3x3_256", variants) == ["stages=4", "BM=64,THREADS=128"]
+    assert conv.row_variants("conv3x3_56_256", variants) == ["stages=4"]
