@@ -75,6 +75,33 @@ __device__ __forceinline__ T warp_allreduce(T v) {
   return v;
 }
 
+// atomic_add(..., order=): one thread of the block waits until the counter reads at least n
+// (an acquire load, spinning), the block's threads meeting after it; after the block's updates
+// and their meeting, one thread counts the block's turn done (a release: the updates its
+// block's threads made before the barrier are seen by whoever acquires the count).  CUTLASS's
+// GenericBarrier wait_eq / arrive_inc, with >= so that the block counts in any order of parts.
+__device__ __forceinline__ void turn_wait(const int* p, int n) {
+  int v;
+  do {
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  } while (v < n);
+}
+// Two f32 adds at p and p + 1 (a pair of an mma accumulator's registers, codegen/atomic_pairs.py):
+// one 8-byte vector red on sm_90 where both lie inside and p is 8-byte aligned, else one by one.
+__device__ __forceinline__ void red_add_pair(float* p, float a, float b, bool in0, bool in1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (in0 && in1 && (reinterpret_cast<unsigned long long>(p) & 7) == 0) {
+    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory");
+    return;
+  }
+#endif
+  if (in0) atomicAdd(p, a);
+  if (in1) atomicAdd(p + 1, b);
+}
+__device__ __forceinline__ void turn_done(int* p) {
+  asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.s32 [%0], 1;" ::"l"(p) : "memory");
+}
+
 __device__ __forceinline__ float atomic_max_f32(float* p, float v) {
   int* ip = reinterpret_cast<int*>(p);
   int old = *ip;

@@ -113,6 +113,26 @@ CASES = {
         ['a, b = 1, 2', 'a, b = b, a'],
         "t.tl:8:19: error[E231]: 'a' is assigned by this statement before this value reads it; Python reads every value first\n  |\n8 |         a, b = b, a\n  |                   ^\n  = hint: assign through a temporary in statements of their own, e.g. t = a; a = b; b = t",
     ),
+    'E383shared': (
+        ['atomic_add(s[0, 0], acc, order=(U[0, 0], 0))'],
+        't.tl:7:34: error[E383]: atomic_add(..., order=) orders updates of a global tensor, not of a shared buffer\n  |\n7 |         atomic_add(s[0, 0], acc, order=(U[0, 0], 0))\n  |                                  ^^^^^^^^^^^^^^^^^^',
+    ),
+    'E383pair': (
+        ['atomic_add(A[0, 0], acc, order=U[0, 0])'],
+        "t.tl:7:34: error[E383]: atomic_add's order= is a pair: (counter element, turn)\n  |\n7 |         atomic_add(A[0, 0], acc, order=U[0, 0])\n  |                                  ^^^^^^^^^^^^^\n  = hint: order=(counts[b, h, row_block], turn), counts an i32 tensor that starts at 0",
+    ),
+    'E383element': (
+        ['atomic_add(A[0, 0], acc, order=(U[0:1, 0], 0))'],
+        "t.tl:7:41: error[E383]: atomic_add's order= counts in one element of a tensor: (counts[i, j], turn)\n  |\n7 |         atomic_add(A[0, 0], acc, order=(U[0:1, 0], 0))\n  |                                         ^^^^^^^^^",
+    ),
+    'E383i32': (
+        ['atomic_add(A[0, 0], acc, order=(U[0, 0], 0))'],
+        "t.tl:7:41: error[E383]: atomic_add's order= counts in an i32 element of a global tensor, not in an element of global tensor u32[M, N]\n  |\n7 |         atomic_add(A[0, 0], acc, order=(U[0, 0], 0))\n  |                                         ^^^^^^^",
+    ),
+    'E034order': (
+        ['atomic_max(A[0, 0], acc, order=(U[0, 0], 0))'],
+        "t.tl:7:34: error[E034]: atomic_max() has no argument 'order'\n  |\n7 |         atomic_max(A[0, 0], acc, order=(U[0, 0], 0))\n  |                                  ^^^^^^^^^^^^^^^^^^",
+    ),
     'E229slices': (
         ['atomic_add(A[bx * BM:bx * BM + BM, 0], acc)'],
         "t.tl:7:9: error[E229]: atomic_add of a 2-D tile into a region of 2 dimensions, 1 of them sliced\n  |\n7 |         atomic_add(A[bx * BM:bx * BM + BM, 0], acc)\n  |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n  = hint: slice one dimension for each of the tile's, or give the region's origin: C[r, c]",
@@ -188,3 +208,19 @@ def test_a_tile_op_has_no_while():
     src = "@tile_op\ndef f(x: f32[M]) -> f32[M]:\n    while True:\n        pass\n    return x\n"
     r = check_source(src, "t.tl")
     assert "error[E043]: a tile op body holds named intermediate results and one return" in render_all(r.diagnostics, r.sources)
+
+
+ORDERED = ("@kernel\ndef k(A: f32[M, N], counts: i32[M], BM: const = 16):\n"
+           "    with grid(cdiv(M, BM), threads=64) as bx:\n"
+           "        acc = fragment(f32[BM, BM])\n"
+           "        clear(acc)\n"
+           "        atomic_add(A[0, 0], acc, order=(counts[0], {turn}))\n")
+
+
+def test_an_ordered_atomic_add_checks_clean_and_its_turn_is_an_integer():
+    r = check_source(ORDERED.format(turn="bx"), "t.tl")
+    assert not r.diagnostics
+    r = check_source(ORDERED.format(turn="0.5"), "t.tl")
+    assert render_all(r.diagnostics, r.sources) == (
+        "t.tl:6:52: error[E035]: atomic_add's turn must be an integer, found f32\n  |\n"
+        "6 |         atomic_add(A[0, 0], acc, order=(counts[0], 0.5))\n  |                                                    ^^^")

@@ -22,6 +22,7 @@ from ..schedule.operand_layout import mma_register_a_layouts
 from ..schedule.smem import SharedLayout
 from ..schedule.tensor_cores import tensor_core_op
 from ..targets import Target
+from .atomic_pairs import AtomicPairGen
 from .byte_words import ByteWordGen
 from .cexpr import CExprs, CodegenError, cvt
 from .cnames import c_bool, c_name, c_string, c_type, comment_text, compute_type, literal
@@ -42,7 +43,7 @@ class FragmentInfo:
     regs: str      # C expression: its register count
 
 
-class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPairGen, ByteWordGen):
+class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPairGen, ByteWordGen, AtomicPairGen):
     arch = "sm_80"
     primitive_files = primitives.SM80  # templates/tl/*.cuh its kernels inline
 
@@ -488,10 +489,24 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         cond = f"if ({check}) " if check else ""
         self.emit(f"{guard}{cond}{lvalue} = {value};")
 
+    def block_barrier(self) -> str:
+        """The barrier of every thread that runs the statement being emitted (a warp-specialized
+        kernel's consumers meet at one of their own)."""
+        return "__syncthreads();"
+
     def stmt_Atomic(self, s: ir.Atomic) -> None:
         dt = s.value.dtype
         target = f"&{self.element(s.name, s.indices, s.span)}"
         value = self.expr(s.value)
+        if s.kind in ("turn_wait", "turn_done"):  # atomic_add(..., order=): once per block, around its updates
+            check = self.bounds(s.name, s.indices)
+            cond = f"if ({check}) " if check else ""
+            if s.kind == "turn_done":
+                self.emit(f"{self.block_barrier()}  // the block's updates before its turn is counted")
+            self.emit(f"{self.once_per_block()}{cond}tl::{s.kind}({target}{', ' + value if s.kind == 'turn_wait' else ''});")
+            if s.kind == "turn_wait":
+                self.emit(f"{self.block_barrier()}  // the block's updates after its turn came")
+            return
         if s.kind == "add" and dt.name == "i64":
             # CUDA has no atomicAdd of long long; two's complement adds alike unsigned
             call = (f"atomicAdd(reinterpret_cast<unsigned long long*>({target}), "
@@ -631,6 +646,8 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         if runs or writes or p.stores:
             self.run_loop(p, layout, alias, runs, writes)  # shared_runs.py
         elif self.pair_loop(p, layout, alias):  # half_pairs.py
+            pass
+        elif not hoisted and not row_lets and self.atomic_pair_loop(p, layout, alias):  # atomic_pairs.py
             pass
         elif not hoisted and not row_lets and self.word_loop(p, layout, alias):  # byte_words.py
             pass

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import sys
+from dataclasses import replace
 
 import numpy as np
 
@@ -318,6 +319,10 @@ class Machine:
     _ATOMIC = {"add": "+", "max": "max", "min": "min"}
 
     def s_atomic(self, s: Atomic, mask) -> None:
+        if s.kind == "turn_wait":
+            return  # blocks run one after another here: their updates land in block order
+        if s.kind == "turn_done":
+            s = replace(s, kind="add")
         got = self.scatter_args(s.name, s.indices, s.value, mask)
         if got is None:
             return

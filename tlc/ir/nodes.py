@@ -275,13 +275,17 @@ class Scan(Stmt):
     span: Span | None = _span()
 
 
-ATOMIC_KINDS = ("add", "max", "min")
+ATOMIC_KINDS = ("add", "max", "min", "turn_wait", "turn_done")
 
 
 @dataclass(frozen=True)
 class Atomic(Stmt):
     """Atomic update of one element of a global tensor or shared buffer; outside a `Parallel`
-    it happens once per block, inside it once per index."""
+    it happens once per block, inside it once per index.  The turn kinds (outside a `Parallel`,
+    on an i32 element of a global tensor: `atomic_add(..., order=)`'s) order the block's updates
+    that lie between them: "turn_wait" waits until the element reads at least `value` (acquire)
+    with the block's threads after it, "turn_done" adds 1 (release) once every thread of the
+    block is past its updates."""
 
     kind: str
     name: str

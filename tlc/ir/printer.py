@@ -99,6 +99,10 @@ def _simple(s: Stmt) -> str:
         return f"reduce_{s.kind} {s.src} -> {s.dst} dim={s.dim}{mode}"
     if isinstance(s, Scan):
         return f"cum{s.kind} {s.src} -> {s.dst} dim={s.dim}" + (" reverse" if s.reverse else "")
+    if isinstance(s, Atomic) and s.kind.startswith("turn_"):
+        idx = ", ".join(expr(i) for i in s.indices)
+        return (f"wait until {s.name}[{idx}] >= {expr(s.value)} (acquire)" if s.kind == "turn_wait"
+                else f"after the block's updates, {s.name}[{idx}] += 1 (release)")
     if isinstance(s, Atomic):
         idx = ", ".join(expr(i) for i in s.indices)
         return f"atomic_{s.kind} {s.name}[{idx}], {expr(s.value)}"

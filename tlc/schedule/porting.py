@@ -140,7 +140,16 @@ class PortingLowerer:
         value = cast(ir.Load(src.id, tuple(ir.Var(v, I32) for v in names), tile.dtype, span=span), dtype)
         kind = call.func.id.split("_", 1)[1]
         target = dst.value.id if isinstance(dst, n.Subscript) else dst.id
-        return ir.Parallel(names, tile.shape, (ir.Atomic(kind, target, tuple(idx), value, span=span),), span=span)
+        loop = ir.Parallel(names, tile.shape, (ir.Atomic(kind, target, tuple(idx), value, span=span),), span=span)
+        order = next((k.value for k in call.keywords if k.name == "order"), None)
+        if order is None:
+            return loop
+        # order=(counts[i], turn): once per block, wait for `turn` updates counted there, update,
+        # count this one (ir.Atomic's "turn_wait" and "turn_done")
+        counter, turn = order.elts
+        where = (counter.value.id, tuple(cast(self.expr(x), I32) for x in counter.indices))
+        return [ir.Atomic("turn_wait", *where, cast(self.expr(turn), I32), span=span), loop,
+                ir.Atomic("turn_done", *where, ir.Const(1, I32), span=span)]
 
     def tile_gemm_extras(self, call, c: str) -> list:
         """The statements TileLang's gemm keywords add before it (clear_accum=True: clear c), and

@@ -266,7 +266,7 @@ class PortingChecker:
                        if self.in_parallel else f"{name}(...) is only allowed inside a kernel's grid block", call.span,
                        f"inside a parallel loop, update single elements: {name}(C[i, j], v)" if self.in_parallel else None)
             return s
-        if not self._arity(call, name, 2):
+        if not self._arity(call, name, 2, keywords=("order",) if name == "atomic_add" else ()):
             return s
         dst = self._operand(call.args[0], f"destination of {name}")
         src = self.expr(call.args[1])
@@ -298,7 +298,42 @@ class PortingChecker:
                        f"TileLang converts silently; tlc never narrows: copy the tile into a {dst.ty.dtype} fragment "
                        f"first, copy({call.args[1].id}, t), and update with t" if isinstance(call.args[1], n.Name) else None)
             return s
-        return replace(s, expr=self.statement_call(replace(call, args=(dst, src))))
+        keywords = ()
+        for k in call.keywords:  # order=(counter element, turn): atomic_add's alone (_arity)
+            order = self._order(k, dst)
+            if order is None:
+                return s
+            keywords = (replace(k, value=order),)
+        return replace(s, expr=self.statement_call(replace(call, args=(dst, src), keywords=keywords)))
+
+    def _order(self, k, dst):
+        """`order=(counts[i], turn)` of a tile's atomic_add into a global tensor: the update waits
+        for `turn` earlier updates counted in the i32 element `counts[i]` of a global tensor,
+        then counts itself; the checked pair, or None after an E383."""
+        o = k.value
+        if dst.ty.scope != GLOBAL:
+            self.error("E383", "atomic_add(..., order=) orders updates of a global tensor, not of a shared buffer",
+                       k.span)
+            return None
+        if not isinstance(o, n.TupleExpr) or len(o.elts) != 2:
+            self.error("E383", "atomic_add's order= is a pair: (counter element, turn)", k.span,
+                       "order=(counts[b, h, row_block], turn), counts an i32 tensor that starts at 0")
+            return None
+        counter, turn = o.elts
+        if not isinstance(counter, n.Subscript) or any(isinstance(i, n.Slice) for i in counter.indices):
+            self.error("E383", "atomic_add's order= counts in one element of a tensor: (counts[i, j], turn)",
+                       counter.span)
+            return None
+        c = self.expr(counter)
+        if c.ty is None:
+            return None
+        base = c.value.ty
+        if base.scope != GLOBAL or c.ty.dtype.name != "i32":
+            self.error("E383", f"atomic_add's order= counts in an i32 element of a global tensor, not in an element "
+                       f"of {describe(base)}", counter.span)
+            return None
+        t = self.integer(turn, "atomic_add's turn")
+        return replace(o, elts=(c, t), ty=VoidType())  # (typed: statement_call leaves it)
 
 
 def tile_dims(dst, rank: int) -> list[int] | None:

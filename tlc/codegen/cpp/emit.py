@@ -13,6 +13,7 @@ target does not generate raises `Unsupported`, which the caller turns into E345.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ... import ir
 from ...dtypes import DType
@@ -252,6 +253,10 @@ class BlockEmitter(CExprs):
         return {n for n in touched if n in self.buffers and self.buffers[n].scope == "local"}
 
     def s_Atomic(self, s: ir.Atomic) -> None:
+        if s.kind == "turn_wait":
+            return  # blocks run one after another on the host: their updates land in block order
+        if s.kind == "turn_done":
+            s = replace(s, kind="add")
         dt = self.dtype(s.name)
         at, test = self.element(s.name, s.indices)
         call = f"tl::atomic_update<{_ATOMIC_OP[s.kind]}, {c_type(dt)}>(&{at}, {self._in(s.value, dt)});"
