@@ -11,12 +11,13 @@
 # not above 0 (tests/codegen/test_warpspec_stepped.py checks the counters against them).
 # Asks, every output checked against F.conv2d in f32 before it is timed, cuDNN in the same process:
 # tlc (the new default) on the three 3x3 rows of bench/conv.py's quick list; r50_s1_3x3_64 also at
-# BM=256 (twice the work a K step, 4 stages, 193 KB); r50_s3_3x3_256 (98 tiles of 128x256 for
+# BM=256 (twice the work a K step, 4 stages, 193 KB) and on 6 stages (144 KB); r50_s3_3x3_256 (98 tiles of 128x256 for
 # 132 SMs) also at BM=64 on one consumer warpgroup (392 tiles: 2.97 waves); and (--gemm) std.gemm's
 # matmul_nt and cuBLAS on each row's own GEMM, what the GEMM schedule reaches at that size.
 # Session 18, same rows before: conv3x3_56_256 440.6 TFLOP/s = 0.58x, r50_s3_3x3_256 0.58x,
 # r50_s1_3x3_64 0.28x.
 set -o pipefail
 timeout 43 python3 bench/conv.py --only conv3x3_56_256,r50_s1_3x3_64,r50_s3_3x3_256 --min-ms 3 --gemm \
-  --variant r50_s1_3x3_64:BM=256,stages=4 --variant r50_s3_3x3_256:BM=64,THREADS=128 \
+  --variant r50_s1_3x3_64:BM=256,stages=4 --variant r50_s1_3x3_64:stages=6 \
+  --variant r50_s3_3x3_256:BM=64,THREADS=128 \
   --json "$OUT/G_conv_stepped.json" 2>&1 | tee "$OUT/G_conv_stepped.txt" | tail -14
