@@ -71,3 +71,37 @@ def test_a_file_of_several_reads_comes_back_whole(tmp_path, monkeypatch, limit):
     real_fstat = os.fstat
     monkeypatch.setattr(os, "fstat", lambda fd: os.stat_result(real_fstat(fd)[:6] + (5,) + real_fstat(fd)[7:]))
     assert files.read_regular(tmp_path / "f", limit=limit) == data
+
+
+def test_a_file_of_the_size_fstat_gave_is_one_read(tmp_path, monkeypatch):
+    """A cached first call reads five files: each is one os.read of its size and a byte more,
+    which comes back with the size (its end), and no second read to find the end (issue #15);
+    a read that comes back short of that size reads on to the end."""
+    (tmp_path / "f").write_bytes(b"0123456789")
+    real_read, asked = os.read, []
+    monkeypatch.setattr(os, "read", lambda fd, n: asked.append(n) or real_read(fd, n))
+    assert files.read_regular(tmp_path / "f", limit=100) == b"0123456789" and asked == [11]
+    asked.clear()
+    monkeypatch.setattr(os, "read", lambda fd, n: asked.append(n) or real_read(fd, min(n, 4)))  # short reads
+    assert files.read_regular(tmp_path / "f", limit=100) == b"0123456789" and asked[0] == 11 and len(asked) == 4
+
+
+def test_read_whole_reads_a_file_in_one_read_a_pipe_to_its_limit_and_refuses_a_directory(tmp_path, monkeypatch):
+    """`read_whole` (driver.read_source's read): a regular file by open, fstat, one read and
+    close, as open() would give its bytes; a FIFO up to the limit and one byte more; a directory
+    is IsADirectoryError, as open() raises."""
+    import threading
+
+    (tmp_path / "f").write_bytes(b"x = 1\r\n")
+    real_read, asked = os.read, []
+    monkeypatch.setattr(os, "read", lambda fd, n: asked.append(n) or real_read(fd, n))
+    assert files.read_whole(tmp_path / "f", 10) == (b"x = 1\r\n", True) and asked == [8]
+    monkeypatch.setattr(os, "read", real_read)
+    with pytest.raises(IsADirectoryError):
+        files.read_whole(tmp_path, 10)
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=lambda: pipe.write_bytes(b"0123456789" * 3))
+    writer.start()
+    assert files.read_whole(pipe, 10) == (b"0123456789" + b"0", False)
+    writer.join()

@@ -6,10 +6,10 @@ running the stages in order.  Each stage is one package with one entry function.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass, field
 
 from .diagnostics import Diagnostic, DiagnosticError, Span, TlcError
+from .files import read_whole
 from .package_data import stdlib
 
 # the parser (and Lark's tables) and the type checker are imported by `check_source`: reading a
@@ -27,9 +27,7 @@ STREAM_LIMIT = 64 << 20
 def read_source(path: str) -> str:
     """The text of a `.tl` file; raises `SourceError` or `DiagnosticError` (bad encoding)."""
     try:
-        with open(path, "rb") as f:
-            regular = stat.S_ISREG(os.fstat(f.fileno()).st_mode)
-            data = f.read() if regular else f.read(STREAM_LIMIT + 1)
+        data, regular = read_whole(path, STREAM_LIMIT)
         if len(data) > STREAM_LIMIT and not regular:
             raise SourceError(f"{path} is not a regular file and holds more than {STREAM_LIMIT >> 20} MB: "
                               "not a .tl file")

@@ -68,17 +68,39 @@ def read_regular(path, *, follow_symlinks: bool = True, limit: int | None = None
             raise NotRegularFile(str(path), file_kind(info.st_mode))
         if limit is not None and info.st_size > limit:
             raise FileTooLarge(f"{path} is larger than {limit} bytes")
-        os.set_blocking(fd, True)
-        # its size and one byte more (a read of limit + 1 allocates that much first: a cache
-        # entry's 1 GiB limit cost 0.1-0.2 ms), then the rest, up to limit + 1, if it grew; by
-        # os.read, not a file object (whose isatty() and seek()s cost each of the five reads of a
-        # cached first call a few microseconds more)
-        data = _read(fd, info.st_size + 1)
-        if len(data) > info.st_size:
+        # (O_NONBLOCK left on: a regular file's reads never block, and setting it off was one
+        # system call more of each of a cached first call's five reads, issue #15)
+        # Its size and one byte more (a read of limit + 1 allocates that much first: a cache
+        # entry's 1 GiB limit cost 0.1-0.2 ms), by os.read, not a file object (whose isatty() and
+        # seek()s cost each read a few microseconds more): one read where it comes back with
+        # the size fstat gave, which is the file's end; else (it grew, or a read came back
+        # short) the rest, up to limit + 1, to the read that finds the end
+        data = os.read(fd, info.st_size + 1)
+        if len(data) != info.st_size:
             data += _read(fd, None if limit is None else limit + 1 - len(data))
         if limit is not None and len(data) > limit:  # it grew after fstat
             raise FileTooLarge(f"{path} is larger than {limit} bytes")
         return data
+    finally:
+        os.close(fd)
+
+
+def read_whole(path, stream_limit: int) -> tuple[bytes, bool]:
+    """(the bytes of `path`, whether it is a regular file), as open() and read() would give them:
+    a regular file's by one os.read of its size and a byte more where that comes back with its
+    size (open, fstat, read, close: a file object's open and read made nine system calls, and a
+    cached first call reads its module so, issue #15), else to its end; a pipe's or a device's
+    up to `stream_limit` + 1 bytes.  Raises OSError as open() does (IsADirectoryError for a
+    directory, which os.open would open)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        if not stat.S_ISREG(info.st_mode):
+            return _read(fd, stream_limit + 1), False
+        data = os.read(fd, info.st_size + 1)
+        return (data if len(data) == info.st_size else data + _read(fd, None)), True
     finally:
         os.close(fd)
 

@@ -24,6 +24,13 @@ def package_folder() -> str:
     return os.path.dirname(os.path.realpath(__file__))
 
 
+@functools.lru_cache(maxsize=1)
+def is_checkout() -> bool:
+    """Whether tlc runs from a checkout (pyproject.toml beside the package), asked once: each
+    data folder and the cache key's identity ask (issue #15: four stat()s of a cached first call)."""
+    return os.path.isfile(os.path.join(os.path.dirname(package_folder()), "pyproject.toml"))
+
+
 @functools.lru_cache(maxsize=None)
 def folder(name: str) -> Path:
     """The folder of `name` (one of FOLDERS): the installed package's, else the checkout's."""
@@ -34,7 +41,7 @@ def folder(name: str) -> Path:
     package = package_folder()
     root = os.path.dirname(package)
     checkout = Path(root)
-    if os.path.isfile(os.path.join(root, "pyproject.toml")) and os.path.isdir(os.path.join(root, name)):
+    if is_checkout() and os.path.isdir(os.path.join(root, name)):
         return checkout / name
     inside = os.path.join(package, name)
     if os.path.isdir(inside):  # where a wheel installs it: found without importlib's search of
