@@ -115,8 +115,60 @@ ORDERS = {
                "cupy Device(0) enter/exit", "tensormap._driver_encode (ctypes binding)",
                "runtime.read_program_entry (CompiledKernel)", "CompiledKernel.launch + synchronize"],
 }
+# the checkout's identity: its memo's ~250 stat()s (paths absolute, as cache.checkout_hash makes
+# them), relative to each folder's descriptor, and on a thread while the main thread loads a
+# module (cuModuleLoadData without the GIL): whether they can hide behind the driver's load
+import threading
+from array import array
+from tlc.runtime.cache import _package_bases, listed_files
+folders, files = listed_files(_package_bases())
+paths = [p for p, _ in folders] + [p for _, p in files]
+
+def stats_absolute():
+    return list(map(os.stat, paths))
+
+def stats_relative():
+    out = []
+    for folder, _ in folders:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            out.append(os.stat(fd))
+            out += [os.stat(name, dir_fd=fd) for name in names[folder]]
+        finally:
+            os.close(fd)
+    return out
+
+names = {f: [] for f, _ in folders}
+for _, p in files:
+    names[os.path.dirname(p)].append(os.path.basename(p))
+
+def load_alone():
+    m = function.Module()
+    m.load(binary)
+
+def load_beside_stats():
+    t = threading.Thread(target=stats_absolute)
+    t.start()
+    load_alone()
+    t.join()
+
+def thread_alone():
+    t = threading.Thread(target=lambda: None)
+    t.start()
+    t.join()
+
+STEP.update({
+    f"{len(paths)} stat()s, absolute paths": stats_absolute,
+    f"{len(paths)} stat()s, relative to {len(folders)} folders' fds": stats_relative,
+    "a thread started and joined": thread_alone,
+    "a module load (again)": load_alone,
+    f"a module load with the {len(paths)} stat()s on a thread": load_beside_stats,
+})
+EXTRA = [f"{len(paths)} stat()s, absolute paths", f"{len(paths)} stat()s, relative to {len(folders)} folders' fds",
+         "a thread started and joined", "a module load (again)", f"a module load with the {len(paths)} stat()s on a thread",
+         f"{len(paths)} stat()s, absolute paths"]
 out = []
-for label in ORDERS[sys.argv[1]]:
+for label in ORDERS[sys.argv[1]] + EXTRA:
     times = []
     for _ in range(2):
         t = time.perf_counter()

@@ -10,5 +10,9 @@
 # (cuDeviceGetCount / cuCtxGetDevice, cuModuleLoadData) and CuPy's runtime after: each step's
 # first and second call in us.  Whether asking the driver rather than CuPy's runtime would save
 # the first call's cost, or only move it.  One fill process (NVRTC) first; the last step
-# launches the kernel read from the program entry and checks its product (C == 256).
+# launches the kernel read from the program entry and checks its product (C == 256).  Then the
+# checkout identity's ~250 stat()s (0.933 ms of this morning's call): by absolute path, relative
+# to each folder's descriptor (a shorter path walk, if the host's file system charges by the
+# part), and on a thread beside a second cuModuleLoadData (which CuPy calls without the GIL):
+# whether the stat()s can hide behind the driver's module load.
 timeout 28 python3 bench/cached_call_steps.py 2>&1 | tail -45
