@@ -17,6 +17,9 @@ FlashMLA counts them, 2 * B * H * SK * (DK + DV).
 - qkonly: a diagnostic: the scores' product alone (each warpgroup's m64n32 over K = 576, both
   reading Q from shared memory), stored to shared memory, no P @ V: O = 0 (checked so).  Its
   time against the products' 1152 cycles a page at the peak says whether shared memory bounds it.
+- onewg: a hand-written prototype (bench/mla_onewg.py): the scores of a page on one warpgroup,
+  m64n64, the softmax without exchanges between the warpgroups, P and the factors published
+  through shared memory; the rest is tlc's kernel.  What a schedule pass doing so would gain.
 """
 from __future__ import annotations
 
@@ -63,6 +66,8 @@ def variant(name: str) -> str:
         a, b = text.index(SOFTMAX_FROM), text.index(SOFTMAX_TO)
         text = text[:a] + "            copy(scores, probs)\n" + text[b:]
         return text.replace("acc[i, j] = acc[i, j] / row_sum[i] if row_sum[i] > 0.0 else 0.0", "acc[i, j] = acc[i, j]")
+    if name == "onewg":  # the prototype's kernel under its own name (bench/mla_onewg.py)
+        return text.replace("def mla_decode(", "def mla_decode_onewg(")
     if name == "qkonly":
         a, b = text.index(SOFTMAX_FROM), text.index(SOFTMAX_TO) + len(SOFTMAX_TO)
         return text[:a] + "            copy(scores, probs)\n" + text[b:]
@@ -72,54 +77,68 @@ def variant(name: str) -> str:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default="mla_b64_kv4096_sq1,mla_b132_kv16384_sq1")
-    ap.add_argument("--variants", default="std,novote,nosoftmax,qkonly")
+    ap.add_argument("--variants", default="std,novote,nosoftmax,qkonly,onewg")
     ap.add_argument("--min-ms", type=float, default=200.0)
     args = ap.parse_args(argv)
     import torch
 
     tmp = Path(tempfile.mkdtemp())
     mods = {}
+    if "onewg" in args.variants.split(","):
+        from mla_onewg import patch_runtime
+        patch_runtime("mla_decode_onewg")
     for v in args.variants.split(","):
         path = tmp / f"mla_{v}.tl"
         path.write_text(variant(v))
         mods[v] = tlc.load(str(path), target="cuda")
     print(torch.cuda.get_device_name(), flush=True)
-    for row in args.rows.split(","):
-        B, SK = ROWS[row]
-        mp = SK // PAGE
-        dt = torch.bfloat16
-        q, keys, cache, table, lengths = mla_inputs(torch, dt, B, 1, H, SK, DK, PAGE)
-        scale = 1.0 / math.sqrt(DK)
-        ref = torch.empty(B, 1, H, DV, device="cuda", dtype=torch.float32)
-        raw = torch.empty(B, 1, H, DV, device="cuda", dtype=torch.float32)
-        for b in range(B):
-            k = keys[b * mp:(b + 1) * mp].reshape(SK, DK).float()
-            s = q[b, 0].float() @ k.T
-            ref[b, 0] = torch.softmax(s * scale, dim=-1) @ k[:, :DV]
-            raw[b, 0] = s.bfloat16().float() @ k[:, :DV]
-            del s, k
-        outs = {v: torch.empty(B, 1, H, DV, device="cuda", dtype=dt) for v in mods}
-        lse = torch.empty(B, H, 1, device="cuda", dtype=torch.float32)
-        checked = {}
-        for v, mod in mods.items():
-            want = raw if v == "nosoftmax" else torch.zeros_like(ref) if v == "qkonly" else ref
+    rows = args.rows.split(",")
+    # the prototype last and in its own comparison with std: a hang there loses only its rows
+    groups = [[v for v in mods if v != "onewg"]] + ([["std", "onewg"]] if "onewg" in mods and "std" in mods else [])
+    for group in groups:
+        for row in rows:
+            measure(torch, row, {v: mods[v] for v in group}, args.min_ms)
 
-            def run(mod=mod, o=outs[v]):
-                mod.mla_decode(q, cache, table, lengths, o, lse, scale)
-            checked[v] = Checked(run, want, out=outs[v], **tolerance("bfloat16", want, 16))
-        ms, verdicts = compare_checked(checked, min_ms=args.min_ms)
-        flops = 2.0 * B * H * SK * (DK + DV)
-        for v in mods:
-            if not verdicts[v].ok:
-                print(f"{row:24} {v:10} {verdicts[v].why}", flush=True)
-                continue
-            t = ms[v]
-            ratio = f"  ({ms['std'] / t:.3f}x std)" if "std" in ms else ""
-            print(f"{row:24} {v:10} {t * 1e3:9.1f} us  {flops / t / 1e9:6.1f} TFLOP/s = "
-                  f"{flops / t / 1e9 / PEAK:.3f} of peak{ratio}", flush=True)
-        del q, keys, cache, ref, raw, outs
-        torch.cuda.empty_cache()
 
+def measure(torch, row, mods, min_ms):
+    """One row: every variant in `mods` checked against its reference, then timed alternating."""
+    B, SK = ROWS[row]
+    mp = SK // PAGE
+    dt = torch.bfloat16
+    q, keys, cache, table, lengths = mla_inputs(torch, dt, B, 1, H, SK, DK, PAGE)
+    scale = 1.0 / math.sqrt(DK)
+    ref = torch.empty(B, 1, H, DV, device="cuda", dtype=torch.float32)
+    raw = torch.empty(B, 1, H, DV, device="cuda", dtype=torch.float32)
+    ref_lse = torch.empty(B, H, 1, device="cuda", dtype=torch.float32)
+    for b in range(B):
+        k = keys[b * mp:(b + 1) * mp].reshape(SK, DK).float()
+        s = q[b, 0].float() @ k.T
+        ref[b, 0] = torch.softmax(s * scale, dim=-1) @ k[:, :DV]
+        ref_lse[b, :, 0] = torch.logsumexp(s * scale, dim=-1)
+        raw[b, 0] = s.bfloat16().float() @ k[:, :DV]
+        del s, k
+    outs = {v: torch.empty(B, 1, H, DV, device="cuda", dtype=dt) for v in mods}
+    lses = {v: torch.full((B, H, 1), float("nan"), device="cuda", dtype=torch.float32) for v in mods}
+    checked = {}
+    for v, mod in mods.items():
+        want = raw if v == "nosoftmax" else torch.zeros_like(ref) if v == "qkonly" else ref
+
+        def run(fn=getattr(mod, "mla_decode_onewg" if v == "onewg" else "mla_decode"), o=outs[v], lse=lses[v]):
+            fn(q, cache, table, lengths, o, lse, scale)
+        checked[v] = Checked(run, want, out=outs[v], **tolerance("bfloat16", want, 16))
+    ms, verdicts = compare_checked(checked, min_ms=min_ms)
+    flops = 2.0 * B * H * SK * (DK + DV)
+    for v in mods:
+        lse_err = (lses[v] - ref_lse).abs().max().item() if v in ("std", "novote", "onewg") else 0.0
+        if not verdicts[v].ok or not lse_err <= 1e-3:
+            print(f"{row:24} {v:10} {verdicts[v].why or f'WRONG: LSE off by {lse_err:.3g}'}", flush=True)
+            continue
+        t = ms[v]
+        ratio = f"  ({ms['std'] / t:.3f}x std)" if "std" in ms else ""
+        print(f"{row:24} {v:10} {t * 1e3:9.1f} us  {flops / t / 1e9:6.1f} TFLOP/s = "
+              f"{flops / t / 1e9 / PEAK:.3f} of peak{ratio}", flush=True)
+    del q, keys, cache, ref, raw, outs
+    torch.cuda.empty_cache()
 
 if __name__ == "__main__":
     main()
