@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from .diagnostics import Diagnostic, DiagnosticError, Span, TlcError
 from .files import read_whole
-from .package_data import stdlib
+from .package_data import folder_path
 
 # the parser (and Lark's tables) and the type checker are imported by `check_source`: reading a
 # file and resolving `std.NAME` (a module from the checked-module cache) need neither
@@ -79,7 +79,7 @@ def resolve_path(path: str) -> str:
     name): `tlc run std.gemm -k matmul`, `tlc.load("std.gemm")`."""
     if path.startswith("std.") and not os.path.exists(path):
         parts = path.split(".")[1:]
-        candidate = os.path.join(stdlib(), *parts[:-1], parts[-1] + ".tl")
+        candidate = os.path.join(folder_path("stdlib"), *parts[:-1], parts[-1] + ".tl")
         if parts and all(p.isidentifier() for p in parts) and os.path.isfile(candidate):
             return candidate
     return path

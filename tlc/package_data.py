@@ -34,25 +34,30 @@ def is_checkout() -> bool:
 @functools.lru_cache(maxsize=None)
 def folder(name: str) -> Path:
     """The folder of `name` (one of FOLDERS): the installed package's, else the checkout's."""
+    return Path(folder_path(name))
+
+
+@functools.lru_cache(maxsize=None)
+def folder_path(name: str) -> str:
+    """`folder(name)` as a string, found by os.path alone: a launch from the caches asks for
+    three folders, and pathlib's resolve() and tests cost it ~0.1 ms, each Path made ~10 us
+    more (issue #15)."""
     if name not in FOLDERS:
         raise ValueError(f"tlc has no data folder {name!r}; it has {', '.join(FOLDERS)}")
-    # os.path rather than pathlib: a launch from the caches asks for three folders, and pathlib's
-    # resolve() and tests cost it ~0.1 ms (issue #15)
     package = package_folder()
     root = os.path.dirname(package)
-    checkout = Path(root)
     if is_checkout() and os.path.isdir(os.path.join(root, name)):
-        return checkout / name
+        return os.path.join(root, name)
     inside = os.path.join(package, name)
     if os.path.isdir(inside):  # where a wheel installs it: found without importlib's search of
-        return Path(inside)  # sys.path's finders (~0.27 ms of a cached first call, issue #15)
+        return inside  # sys.path's finders (~0.27 ms of a cached first call, issue #15)
     try:
         spec = importlib.util.find_spec(f"tlc.{name}")
     except ImportError:
         spec = None
     if spec is not None and spec.submodule_search_locations:
-        return Path(list(spec.submodule_search_locations)[0])
-    return checkout / name
+        return os.fspath(list(spec.submodule_search_locations)[0])
+    return os.path.join(root, name)
 
 
 def stdlib() -> Path:

@@ -339,10 +339,10 @@ def test_the_data_folders_are_hashed_where_the_package_does_not_hold_them(tmp_pa
 
     root = os.path.dirname(os.path.dirname(os.path.realpath(cache_mod.__file__)))
     inside = {"grammar": os.path.join(root, "grammar"), "templates": os.path.join(root, "templates")}
-    monkeypatch.setattr(tlc.package_data, "folder", lambda name: inside[name])  # an installed tlc's
+    monkeypatch.setattr(tlc.package_data, "folder_path", lambda name: inside[name])  # an installed tlc's
     assert cache_mod._package_bases() == [(root, "")]
     (tmp_path / "grammar").mkdir()
-    monkeypatch.setattr(tlc.package_data, "folder", lambda name: {**inside, "grammar": str(tmp_path / "grammar")}[name])
+    monkeypatch.setattr(tlc.package_data, "folder_path", lambda name: {**inside, "grammar": str(tmp_path / "grammar")}[name])
     assert cache_mod._package_bases() == [(root, ""), (str(tmp_path / "grammar"), "data:grammar/")]  # a checkout's
 
 
@@ -357,7 +357,7 @@ def test_a_data_folder_beside_the_package_is_taken_as_it_is_unless_it_is_a_link(
     (tmp_path / "grammar").mkdir()
     (tmp_path / "templates").symlink_to(real)
     monkeypatch.setattr(tlc.package_data, "package_folder", lambda: str(package))
-    monkeypatch.setattr(tlc.package_data, "folder", lambda name: tmp_path / name)
+    monkeypatch.setattr(tlc.package_data, "folder_path", lambda name: str(tmp_path / name))
     assert cache_mod._package_bases() == [(str(package), ""), (str(tmp_path / "grammar"), "data:grammar/"),
                                           (str(real), "data:templates/")]
 

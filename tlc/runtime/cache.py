@@ -54,12 +54,12 @@ _SOURCE_SUFFIXES = (".py", ".lark", ".tl", ".cuh", ".j2", ".jinja", ".cu", ".h")
 def _package_bases() -> list:
     """(folder, prefix) of what makes tlc what it is: the package (its Python sources) and its
     data folders (grammar, templates), which a checkout keeps beside the package, not in it."""
-    from ..package_data import folder, package_folder
+    from ..package_data import folder_path, package_folder
 
     root = package_folder()
     bases = [(root, "")]
     for name in ("grammar", "templates"):
-        data = os.fspath(folder(name))
+        data = folder_path(name)
         if os.path.dirname(data) != os.path.dirname(root) or os.path.islink(data):
             data = os.path.realpath(data)  # beside the real package and not a link: real already
         if not data.startswith(root + os.sep):  # a checkout's (an installed package holds its own)

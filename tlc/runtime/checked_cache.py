@@ -170,9 +170,9 @@ class Signatures:
 def _real_path(name: str) -> str:
     """The file an imported module's name stands for: `<std>/math.tl` is the standard library's."""
     if name.startswith("<std>/"):
-        from ..package_data import stdlib
+        from ..package_data import folder_path
 
-        return os.path.join(stdlib(), *name.removeprefix("<std>/").split("/"))
+        return os.path.join(folder_path("stdlib"), *name.removeprefix("<std>/").split("/"))
     return name
 
 
