@@ -141,6 +141,19 @@ __host__ __device__ __forceinline__ void persistent_tile(int t, int tiles_x, int
   x = static_cast<int>(q);
 }
 
+// Tile t of a persistent kernel whose tiles' work grows with x (a causal attention's query
+// blocks): x taken from both ends, tiles_x - 1 - i / 2 at even i and i / 2 at odd (i = t % tiles_x),
+// then y, then z from t / tiles_x; a block takes tiles 2u and 2u + 1, whose work sums to about
+// the same for every u, so that a fixed walk leaves no block the longest tiles.  A bijection.
+__host__ __device__ __forceinline__ void paired_tile(int t, int tiles_x, int tiles_y, int& x, int& y, int& z) {
+  const unsigned q = static_cast<unsigned>(t) / static_cast<unsigned>(tiles_x);
+  const unsigned i = static_cast<unsigned>(t) - q * static_cast<unsigned>(tiles_x);
+  const unsigned zu = q / static_cast<unsigned>(tiles_y);
+  x = static_cast<int>((i & 1u) ? i / 2u : static_cast<unsigned>(tiles_x) - 1u - i / 2u);
+  y = static_cast<int>(q - zu * static_cast<unsigned>(tiles_y));
+  z = static_cast<int>(zu);
+}
+
 // Clusters (thread block clusters of sm_90): this block's rank, a barrier over every thread
 // of the cluster (threads that have exited do not hold it up), an arrival on the barrier at
 // the same shared offset in every block of the cluster, and the multicast variant of

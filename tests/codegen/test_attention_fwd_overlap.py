@@ -5,7 +5,10 @@
   3's intra-warpgroup overlap lost); in SASS every exponential of the loop now stands between
   the two waits;
 - the consumers copy Q after the ring's setup (`WarpSpecialization.late_copies`), meeting at
-  their own barrier, so that the producer's first K and V tiles load while Q does."""
+  their own barrier, so that the producer's first K and V tiles load while Q does (flash_fwd_sparse,
+  whose tiles' lengths are the block mask's);
+- flash_fwd's persistent walk, whose producer copies each tile's Q through the TMA (`tile_loads`),
+  the tiles in pairs from both ends of x where causal."""
 import re
 from pathlib import Path
 
@@ -21,12 +24,12 @@ ROOT = Path(__file__).resolve().parents[2]
 SRC = (ROOT / "stdlib" / "attention.tl").read_text()
 
 
-def cuda(**constants) -> str:
-    return generated_source(SRC, "flash_fwd", arch="sm_90a", constants={"D": 128, **constants}).source
+def cuda(kernel="flash_fwd", **constants) -> str:
+    return generated_source(SRC, kernel, arch="sm_90a", constants={"D": 128, **constants}).source
 
 
-def scheduled(**constants):
-    return scheduled_source(SRC, "flash_fwd", "sm_90a", {"D": 128, **constants})[0]
+def scheduled(kernel="flash_fwd", **constants):
+    return scheduled_source(SRC, kernel, "sm_90a", {"D": 128, **constants})[0]
 
 
 def test_the_deferred_gemm_is_waited_for_in_place_after_the_softmax():
@@ -51,7 +54,8 @@ def test_sass_the_exponentials_run_between_the_scores_wait_and_the_deferred_gemm
 
 
 def test_the_consumers_copy_q_after_the_rings_setup():
-    text = cuda()
+    # flash_fwd_sparse: its tiles' lengths are the block mask's (flash_fwd's Q: the tile loads, below)
+    text = cuda("flash_fwd_sparse")
     ring = text.index("tl::setmaxnreg_inc")
     before = text[text.index("extern \"C\" __global__"):ring]
     assert "copy_g2s<half, 128, 128, 256" not in before and "// (the consumers make this copy after the ring's setup)" in before
@@ -67,7 +71,7 @@ def test_the_consumers_copy_q_after_the_rings_setup():
 
 
 def test_emit_ir_says_where_the_consumers_copy_q():
-    k = scheduled()
+    k = scheduled("flash_fwd_sparse")
     assert k.warp_spec.late_copies and warp_spec_problem(k) is None
     text = print_kernel(k)
     assert ("# consumers only (threads 0..255), after the ring's setup while the producer's first copies load; "
@@ -77,7 +81,7 @@ def test_emit_ir_says_where_the_consumers_copy_q():
 
 def test_the_verifier_names_late_copies_that_are_not_the_consumers():
     from dataclasses import replace
-    k = scheduled()
+    k = scheduled("flash_fwd_sparse")
     bad = replace(k, warp_spec=replace(k.warp_spec, late_copies=(k.warp_spec.loop - 1,)))
     assert warp_spec_problem(bad) == (f"the consumers' late copies [{k.warp_spec.loop - 1}] are not copies among "
                                       "their statements before the loop")
@@ -94,3 +98,48 @@ def test_a_copy_into_registers_before_the_loop_keeps_the_copies_in_place():
     dq, dkv = grids["flash_bwd_grid1"].warp_spec, grids["flash_bwd_grid2"].warp_spec
     assert dq.consumer_only and dq.late_copies == ()
     assert dkv.late_copies == dkv.consumer_only and len(dkv.late_copies) == 2
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_tile_loads_the_producer_copies_q_once_a_tile_of_the_persistent_walk(causal):
+    """Not causal, every tile runs cdiv(SK, BN) iterations: the kernel walks the tiles, its producer
+    copies each tile's Q through the TMA after the tile's first K and V, once the consumers'
+    loop of the last tile is done (tl_tile_full + 1), and the consumers wait for it (tl_tile_full)
+    before their loop; the deferred gemm's last stage is released for the next tile's copies.
+    Causal: the lengths grow with bx, each block takes two tiles at a time from both ends of bx."""
+    text = cuda(CAUSAL=causal)
+    if causal:
+        assert ("for (int tl_tile = 2 * blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; "
+                "tl_tile += (tl_tile & 1) ? 2 * gridDim.x - 1 : 1) {") in text
+        assert "tl::paired_tile(tl_tile, tl_tiles_x, tl_tiles_y, bx, h, b);" in text
+    else:
+        assert "for (int tl_tile = blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; tl_tile += gridDim.x) {" in text
+        assert "tl::persistent_tile<8>(tl_tile, tl_tiles_x, tl_tiles_y, bx, h, b);" in text
+    assert "copy_g2s<half, 128, 128, 256" not in text  # no consumer copies Q
+    init = ["tl::mbar_init(tl_tile_full, (tl_tma & 1) ? 1 : 128);",
+            "tl::mbar_init(tl_tile_full + 1, 8);  // one arrival per consumer warp", "tl::fence_barrier_init();"]
+    producer = ["tl::tma_load_tile<half, 128, 128, 4>((v_tile + ((tl_it) % 3) * 16384), &tl_map2, tl_full + tl_stage, ",
+                "if (tl_k == 0) {  // this tile's loads, once the consumers are done with the last tile's",
+                "tl::mbar_wait(tl_tile_full + 1, (tl_tq & 1) ^ 1);", "tl::mbar_arrive_expect_tx(tl_tile_full, 32768);",
+                "tl::tma_load_tile<half, 128, 128, 4>(q_tile, &tl_map0, tl_tile_full, 0, (bx * 128), {b, h});",
+                "tl_tq += tl_n > 0;",
+                # the generic build's: every producer thread copies Q's elements and arrives
+                "tl::copy_g2s_elements<half, 128, 128, 128, 0, 128>(q_tile, ", "tl::mbar_arrive(tl_tile_full);"]
+    consumers = ["tl::setmaxnreg_inc", "if (tl_n > 0) tl::mbar_wait(tl_tile_full, tl_tq & 1);",
+                 "if (threadIdx.x < 128 && tl_n > 0) tl::bar_arrive_named(3, 256);",
+                 "if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_tile_full + 1);",
+                 "if (threadIdx.x < 128 && tl_n > 0) tl::bar_sync_named(3, 256);",
+                 "// the deferred gemm of iteration tl_it - 1, on its stage",
+                 "if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_it + 2) % 3);",
+                 "tl_tq += tl_n > 0;", "tl::copy_f2g<"]
+    pos = 0
+    for x in init + producer + consumers:
+        pos = text.find(x, pos)
+        assert pos != -1, x
+
+
+@pytest.mark.nvcc
+def test_sass_the_persistent_kernel_loads_q_by_the_tma_without_local_memory(tmp_path):
+    sass, log = cubin_sass(cuda(), "sm_90a", tmp_path, "flash_tile_loads")
+    assert len(re.findall(r"UTMALDG", sass)) >= 3  # K, V and Q
+    assert not re.search(r"\b(LDL|STL)\b", sass) and "C7514" not in log

@@ -27,12 +27,44 @@ def _names(kernel, indices, body=None):
     return [type(body[i]).__name__ for i in indices]
 
 
-def test_the_q_copy_before_the_ring_is_the_consumers_and_the_kernel_is_not_persistent():
+def test_the_q_copy_before_the_ring_is_the_producers_once_a_tile_and_the_kernel_persistent():
     k = _kernel()
     ws = k.warp_spec
     assert ws is not None and [x.buffer for x in ws.loads] == ["k_tile", "v_tile"]
     assert _names(k, ws.consumer_only) == ["Assert", "Copy"]  # the device_assert and copy(Q, q_tile)
-    assert ws.tile_order is None  # a tile loop would have the producer's threads skip the copy each tile
+    # every tile runs cdiv(SK, BN) iterations: one block an SM walks them, Q through the TMA
+    assert ws.tile_order is not None and ws.tile_order.cluster == 1 and ws.late_copies == ()
+    assert [(x.index, x.buffer, x.rows, x.cols) for x in ws.tile_loads] == [(ws.consumer_only[1], "q_tile", 128, 128)]
+    assert ws.tensor_maps[ws.tile_loads[0].tensor_map].param == "Q"
+    assert ws.ring_end == ws.barriers + 16 * ws.stages + 16  # the tile loads' barrier pair
+    assert ws.deferred is not None and ws.deferred.pingpong
+
+
+def test_a_causal_kernel_walks_its_tiles_in_pairs_from_both_ends():
+    # its tiles' lengths grow with bx: a walk in order would leave some blocks the longest ones
+    k = _kernel(CAUSAL=True)
+    ws = k.warp_spec
+    assert ws.tile_order.pairs and [x.buffer for x in ws.tile_loads] == ["q_tile"] and ws.late_copies == ()
+    assert not _kernel().warp_spec.tile_order.pairs
+
+
+def test_a_block_masks_lengths_keep_one_tile_a_block_and_the_consumers_copy_q():
+    # flash_fwd_sparse's loop runs block_count[b, h, bx] times: a fixed walk could not balance it
+    k = _kernel(name="flash_fwd_sparse")
+    ws = k.warp_spec
+    assert ws.tile_order is None and ws.tile_loads == () and _names(k, ws.late_copies) == ["Copy"]
+    assert ws.ring_end == ws.barriers + 16 * ws.stages
+
+
+def test_the_pairs_walk_visits_every_tile_once_and_balances_a_causal_grid():
+    from tlc.interp.ring import block_walk
+    ws = _kernel(CAUSAL=True).warp_spec
+    extents, blocks = (32, 3, 2), 5
+    walks = [[t for t, *_ in block_walk(b, blocks, ws, extents)] for b in range(blocks)]
+    tiles = [t for w in walks for t in w]
+    assert sorted(tiles) == sorted((x, y, z) for x in range(32) for y in range(3) for z in range(2))
+    pairs = [walks[0][i:i + 2] for i in range(0, len(walks[0]), 2)]
+    assert all(a[1:] == b[1:] and a[0] + b[0] == 31 for a, b in pairs)  # each pair's work: 33 key blocks
 
 
 def test_the_last_gemm_is_deferred_past_the_first_and_waited_for_before_its_operand_is_written():
@@ -83,6 +115,17 @@ def test_a_reduction_through_shared_memory_keeps_the_cp_async_ring(tmp_path):
      "the deferred gemm {after} (after {after}, waited for before {wait}) is not the consumers' last gemm"),
     (lambda ws: {"deferred": ws.deferred, "release_lag": 0},
      "the deferred gemm {gemm} (after {after}, waited for before {wait}) is not the consumers' last gemm"),
+    # persistent without tile loads: the deferred gemm's last stage would never be released
+    (lambda ws: {"tile_loads": (), "consumer_only": ws.consumer_only[:1]},
+     "the deferred gemm {gemm} (after {after}, waited for before {wait}) is not the consumers' last gemm"),
+    # the consumers' copy of Q in a persistent kernel, not the producer's
+    (lambda ws: {"tile_loads": ()},
+     "the consumers' statements before the loop [{assert_}, {copy}] are not before it, or the kernel is persistent"),
+    (lambda ws: {"tile_loads": (dataclasses.replace(ws.tile_loads[0], index=ws.consumer_only[0]),),
+                 "consumer_only": ws.consumer_only[:1]},
+     "the tile loads [{assert_}] are not copies among the consumers' statements of a persistent kernel"),
+    (lambda ws: {"tile_order": None, "deferred": None},
+     "the tile loads [{copy}] are not copies among the consumers' statements of a persistent kernel"),
 ])
 def test_the_verifier_checks_the_consumer_prologue_and_the_deferral(change, message):
     k = _kernel()
@@ -91,14 +134,25 @@ def test_the_verifier_checks_the_consumer_prologue_and_the_deferral(change, mess
     with pytest.raises(ir.IRVerifyError) as info:
         ir.verify(bad)
     d = ws.deferred
-    assert str(info.value) == "kernel 'flash_fwd': " + message.format(loop=ws.loop, gemm=d.gemm, after=d.after, wait=d.wait)
+    assert str(info.value) == "kernel 'flash_fwd': " + message.format(
+        loop=ws.loop, gemm=d.gemm, after=d.after, wait=d.wait, assert_=ws.consumer_only[0], copy=ws.consumer_only[1])
 
 
 def test_emit_ir_says_who_runs_the_prologue_and_where_the_deferred_gemm_runs():
-    text = print_kernel(_kernel(STAGES=3))
-    assert "  # consumers only (threads 0..255): the producer's threads skip it\n  device_assert " in text
+    assert "  # consumers only (threads 0..255): the producer's threads skip it\n  device_assert " in print_kernel(_kernel())
+    text = print_kernel(_kernel(name="flash_fwd_sparse", STAGES=3))
     assert ("  # consumers only (threads 0..255), after the ring's setup while the producer's first copies load; "
             "they meet at bar.sync 5 after it\n  copy Q[") in text
     assert ("deferred: the loop's last gemm (statement 14) of iteration it - 1 is issued right after statement 4's "
             "gemm of iteration it, on stage (it - 1) % 3, and waited for before statement 12; the last iteration's "
             "after the loop") in text
+
+
+def test_emit_ir_says_the_producer_copies_q_once_a_tile():
+    text = print_kernel(_kernel())
+    assert "  # producer: once a tile, through map #0 (tile loads)\n  copy Q[" in text
+    assert "  # left out: the tile loads' barriers order the producer's copy\n  sync\n" in text
+    assert ("    tile loads: the producer copies Q -> q_tile once a tile through map #0 after the tile's first stage, "
+            "completing tile_full @229424; the consumers wait on it before the loop and arrive on tile_empty @229432 "
+            "(one per consumer warp) after it, which the producer waits on before the next tile's\n") in text
+    assert "    tensor maps: #0 Q box 128x64, #1 K box 128x64, #2 V box 128x64\n" in text

@@ -36,6 +36,12 @@ def persistent_tile(t: int, group: int, tiles_x: int, tiles_y: int) -> tuple[int
     return i // rows, first_y + i % rows, z
 
 
+def paired_tile(t: int, tiles_x: int, tiles_y: int) -> tuple[int, int, int]:
+    """Tile `t` of a walk in pairs (TileOrder.pairs): x from both ends of its row, then y, z."""
+    q, i = divmod(t, tiles_x)
+    return (i // 2 if i % 2 else tiles_x - 1 - i // 2), q % tiles_y, q // tiles_y
+
+
 def cluster_tiles(pair: int, group: int, cluster: int, extents) -> tuple[list, bool]:
     """The tiles of the cluster's blocks (rank order; past the last tile y = tiles_y) and
     whether they all have the same x and z (the cluster then multicasts)."""
@@ -55,6 +61,9 @@ def block_walk(block: int, blocks: int, ws: WarpSpecialization, extents) -> list
     tx, ty, tz = extents
     tiles = tx * ty * tz
     order = ws.tile_order
+    if order.pairs:  # tiles 2u and 2u + 1 together, u = block + k * blocks
+        return [(tile, True, [tile], False) for u in range(block, -(-tiles // 2), blocks)
+                for t in (2 * u, 2 * u + 1) if t < tiles for tile in [paired_tile(t, tx, ty)]]
     if order.cluster == 1:
         walk = []
         for t in range(block, tiles, blocks):

@@ -51,8 +51,19 @@ def header_lines(k: Kernel) -> list[str]:
         out.append("  rolled: both roles' loops kept rolled (their body is one wgmma gemm)")
     if ws.tile_order is not None:
         shared = [x.buffer for x in ws.loads if x.multicast]
-        out.append(f"  persistent: the grid counts tiles, each block walks them in groups of {ws.tile_order.group} "
-                   f"rows of tiles" + (f", clusters of {cluster} (multicast {', '.join(shared)})" if cluster > 1 else ""))
+        if ws.tile_order.pairs:
+            out.append("  persistent: the grid counts tiles, each block walks them two at a time, x from both ends of "
+                       "its row (their loop lengths grow with x: each pair's work about the same)")
+        else:
+            out.append(f"  persistent: the grid counts tiles, each block walks them in groups of {ws.tile_order.group} "
+                       f"rows of tiles" + (f", clusters of {cluster} (multicast {', '.join(shared)})" if cluster > 1 else ""))
+    if ws.tile_loads:
+        b = ws.barriers + 16 * S
+        out.append(f"  tile loads: the producer copies {', '.join(k.body[x.index].src.name + ' -> ' + x.buffer for x in ws.tile_loads)} "
+                   f"once a tile through map{'s' * (len(ws.tile_loads) > 1)} "
+                   f"{', '.join('#' + str(x.tensor_map) for x in ws.tile_loads)} after the tile's first stage, completing "
+                   f"tile_full @{b}; the consumers wait on it before the loop and arrive on tile_empty @{b + 8} "
+                   f"(one per consumer warp) after it, which the producer waits on before the next tile's")
     maps = ", ".join(f"#{i} {m.param} box {m.box_rows}x{m.box_cols}{' (store)' if m.store else ''}{' (unswizzled)' if not m.swizzle else ''}"
                      f"{f' (rows along dimension {m.row_axis})' if m.row_axis is not None else ''}"
                      f"{_window(m.im2col) if m.im2col else ''}"
@@ -84,6 +95,12 @@ def statement_notes(k: Kernel) -> dict:
         notes[id(loop.body[start])] = f"consumers: on stage it % {ws.stages}"
     for i in ws.consumer_only:
         notes[id(k.body[i])] = f"consumers only (threads 0..{k.threads - 1}): the producer's threads skip it"
+    for x in ws.tile_loads:
+        notes[id(k.body[x.index])] = f"producer: once a tile, through map #{x.tensor_map} (tile loads)"
+    if ws.tile_loads:
+        for s in k.body[:ws.loop]:
+            if isinstance(s, Sync):
+                notes[id(s)] = "left out: the tile loads' barriers order the producer's copy"
     for i in ws.late_copies:
         notes[id(k.body[i])] = (f"consumers only (threads 0..{k.threads - 1}), after the ring's setup while the producer's "
                                 f"first copies load; they meet at bar.sync {CONSUMER_BARRIER} after it")

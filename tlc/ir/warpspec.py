@@ -146,6 +146,11 @@ class TileOrder(Node):
 
     group: int
     cluster: int = 1
+    # the tiles' loop lengths grow with x (a causal attention's query blocks): tile t is
+    # tl::paired_tile's (x from both ends of its row, then y, then z; group unused) and a block
+    # takes tiles 2u and 2u + 1 together, u = its index + k * blocks, so every block's work is
+    # about the same
+    pairs: bool = False
 
 
 @dataclass(frozen=True)
@@ -234,11 +239,18 @@ class WarpSpecialization(Node):
     # gemm_rolled_k-h200-twentieth.txt, std.gemm matmul f16): NVRTC 498 -> 297 ms at 8192^3,
     # 635 -> 391 at 4096^3, the kernel as fast (1.034x -> 1.041x and 0.982x -> 0.984x torch.mm)
     rolled: bool = False
+    # a persistent kernel's copies before the ring's loop (StageLoads whose index is the
+    # kernel body's; each also in consumer_only) that the producer makes through the TMA once
+    # a tile, after the first iteration's, into their own buffer (attention's Q tile): they
+    # complete the barrier tile_full after the ring's, which the consumers wait on before the
+    # loop, and the consumer warps arrive on tile_empty after it once their loop is done, which
+    # the producer waits on before the next tile's copies
+    tile_loads: tuple[StageLoad, ...] = ()
 
     @property
     def ring_end(self) -> int:
-        """Byte offset past the ring's barriers."""
-        return self.barriers + 16 * self.stages
+        """Byte offset past the ring's barriers (and the tile loads' pair)."""
+        return self.barriers + 16 * self.stages + (16 if self.tile_loads else 0)
 
     def stage_buffers(self) -> dict:
         """Staged buffer -> elements between its stages."""
@@ -248,7 +260,7 @@ class WarpSpecialization(Node):
 def warp_spec_problem(kernel) -> str | None:
     """What is structurally wrong with `kernel.warp_spec` (the verifier's message), or None:
     the statements it names must be where it says and of the kind it needs."""
-    from .nodes import BufferRef, Copy, For, Gemm, Parallel, Store, Sync
+    from .nodes import BufferRef, Copy, For, Gemm, Parallel, Print, Store, Sync
 
     ws: WarpSpecialization = kernel.warp_spec
     if not 0 <= ws.loop < len(kernel.body) or not isinstance(kernel.body[ws.loop], For) \
@@ -275,16 +287,25 @@ def warp_spec_problem(kernel) -> str | None:
     if ws.store is not None and not (ws.loop < ws.store.index < len(kernel.body)
                                      and isinstance(kernel.body[ws.store.index], Copy)):
         return f"the staged store {ws.store.index} is not a copy after the ring's loop"
-    if any(not 0 <= i < ws.loop for i in ws.consumer_only) or (ws.consumer_only and ws.tile_order is not None):
+    tiled = {x.index for x in ws.tile_loads}
+    if any(not 0 <= i < ws.loop for i in ws.consumer_only) or (ws.tile_order is not None and any(
+            i not in tiled and not isinstance(kernel.body[i], Print) for i in ws.consumer_only)):
         return f"the consumers' statements before the loop {list(ws.consumer_only)} are not before it, or the kernel is persistent"
+    if not tiled <= set(ws.consumer_only) or (tiled and ws.tile_order is None) or any(
+            not isinstance(kernel.body[x.index], Copy) or kernel.body[x.index].dst.name != x.buffer
+            or not 0 <= x.tensor_map < len(ws.tensor_maps) for x in ws.tile_loads):
+        return f"the tile loads {sorted(tiled)} are not copies among the consumers' statements of a persistent kernel"
     if any(not (ws.consumer[0] <= i < ws.consumer[1]) or not isinstance(body[i], Sync) for i in ws.warpgroup_syncs):
         return f"the warpgroups' own syncs {list(ws.warpgroup_syncs)} are not syncs among the consumers' statements"
     if not set(ws.late_copies) <= set(ws.consumer_only) or not all(isinstance(kernel.body[i], Copy) for i in ws.late_copies):
         return f"the consumers' late copies {list(ws.late_copies)} are not copies among their statements before the loop"
     d = ws.deferred
     if d is not None and not (start <= d.after < d.wait <= d.gemm == stop - 1 and isinstance(body[d.gemm], Gemm)
-                              and isinstance(body[d.after], Gemm) and ws.release_lag == 1 and ws.tile_order is None):
+                              and isinstance(body[d.after], Gemm) and ws.release_lag == 1
+                              and (ws.tile_order is None or ws.tile_loads)):
         return f"the deferred gemm {d.gemm} (after {d.after}, waited for before {d.wait}) is not the consumers' last gemm"
     if ws.stages < 1 or (ws.tile_order is not None and min(ws.tile_order.group, ws.tile_order.cluster) < 1):
         return "the warp specialization has no stages, or a tile order of no rows or blocks"
+    if ws.tile_order is not None and ws.tile_order.pairs and ws.tile_order.cluster > 1:
+        return "the tile order takes tiles in pairs and in clusters"
     return None

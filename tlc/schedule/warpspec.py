@@ -146,6 +146,7 @@ class _Planner:
         self.buffers = {b.name: b for b in kernel.buffers}
         self.tensor_maps: list[TensorMapSpec] = []
         self.consumer_sync = False  # (plan: the consumers' loop may meet at a barrier of their own)
+        self.paired = False  # (tile_loads: the persistent walk takes tiles in pairs, TileOrder.pairs)
 
     def plan(self) -> WarpSpecialization | None:
         """The one top-level pipelined loop to specialize, if the kernel allows it, and whether
@@ -188,17 +189,23 @@ class _Planner:
         overlap = len(rest) == 1 and isinstance(rest[0], ir.Gemm) and self.uses_wgmma(rest[0])
         start = len(producers) + next(j for j, s in enumerate(loop.body[len(producers):]) if not isinstance(s, ir.Sync)) \
             if rest else len(producers)
-        # persistent when the epilogue never waits for the whole block (the producer is still
-        # running then)
-        persistent = self.epilogue_free(after) and not consumer_only
         self.loop = loop
-        cluster = self.cluster_size(persistent, loads)
+        # persistent when the epilogue never waits for the whole block (the producer is still
+        # running then); the consumers' tiles before the loop (attention's Q) then come from the
+        # producer, once a tile
+        # (so far where the loop's products are the forward attention's two, S = Q @ K.T and
+        # O += P @ V: flash_bwd's dK/dV grid, whose consumers copy K and V before its ring, four
+        # products a step, has not been timed persistent)
+        two = sum(isinstance(x, ir.Gemm) for x in statements(rest)) == 2
+        tile_loads = self.tile_loads(consumer_only, i) if consumer_only and two and self.epilogue_free(after) else ()
+        persistent = self.epilogue_free(after) and (not consumer_only or bool(tile_loads))
+        cluster = 1 if tile_loads else self.cluster_size(persistent, loads)
         loads = [x if x.gather else self.with_map(x, cluster) for x in loads]
         barriers = -(-k.smem_bytes // 8) * 8  # after the kernel's buffers, 8-aligned
         # deferring holds a stage one iteration longer: with two, the producer could not fill the
         # next while the consumers work (measured on the H200: attention 519 -> 371 TFLOP/s with
         # two stages, 513 -> 553 with three)
-        deferred = None if persistent or overlap or loop.stages < 3 else \
+        deferred = None if (persistent and not tile_loads) or overlap or loop.stages < 3 else \
             self.deferred_gemm(loop.body, start, start + len(rest))
         # or the body's last products stay in flight into the next iteration (attention's
         # backward: dK's and dV's), each waited for where that iteration first needs it, and
@@ -222,13 +229,57 @@ class _Planner:
             consumer_registers=consumer_registers(k.threads, self.target.registers_per_sm, producer_regs),
             barriers=barriers, full_arrivals=full, empty_arrivals=cluster * k.threads // 32,
             release_lag=1 if overlap or deferred or carried else 0, tensor_maps=(),
-            tile_order=TileOrder(TILE_GROUP, cluster) if persistent else None, consumer_only=consumer_only,
-            late_copies=() if meets else self.late_copies(consumer_only),
+            tile_order=TileOrder(TILE_GROUP, cluster, pairs=self.paired) if persistent else None, consumer_only=consumer_only,
+            late_copies=() if meets or tile_loads else self.late_copies(consumer_only), tile_loads=tile_loads,
             deferred=deferred, consumer_barrier=CONSUMER_BARRIER if meets else 0,
             kept_syncs=self.kept_syncs(loop.body, start, start + len(rest)) if meets and wg_syncs is None else (),
             warpgroup_syncs=wg_syncs or (), generic_registers=generic, rolled=overlap)
         store = self.staged_store(after, i + 1, ws.ring_end) if persistent else None
         return replace(ws, store=store, tensor_maps=tuple(self.tensor_maps))
+
+    def tile_loads(self, consumer_only: tuple, i: int) -> tuple:
+        """The consumers' copies before the ring (attention's Q tile) as loads the producer makes
+        through the TMA once a tile of a persistent kernel (WarpSpecialization.tile_loads), where
+        every statement the consumers run alone there is such a copy or a print (or assert), and every tile
+        runs the loop as many times: its length reads only sizes, scalar parameters and the
+        kernel's scalars set from them (a constant's `x if CAUSAL else y` read as its branch),
+        since the blocks walk the tiles in a fixed order (a block mask's lengths would leave some
+        blocks the longest tiles); or lengths that read the block's x besides (a causal mask's,
+        which grow with it), walked in pairs of tiles from both ends of x (TileOrder.pairs, the
+        planner's `paired`).  () otherwise."""
+        from .im2col_tma import kernel_scalars, written_in
+        body = self.k.body
+        copies = [j for j in consumer_only if not isinstance(body[j], ir.Print)]
+        if not copies or self.consumer_sync:
+            return ()
+        defs, inner = kernel_scalars(body[:i]), written_in(body[i].body)
+        fixed = {*self.k.shape_symbols(), *(p.name for p in self.k.params if p.kind == "scalar")}
+
+        def free(e, depth=0) -> set:  # the names it reads that are not the same in every tile
+            out = set()
+            for n in _live_names(e) - fixed:
+                out |= free(defs[n], depth + 1) if n in defs and n not in inner and depth < 16 else {n}
+            return out
+        varying = free(body[i].stop) | free(body[i].start)
+        if varying and varying != {self.k.block_vars[0]}:
+            return ()
+        # lengths that grow with x (a causal mask's): the blocks take tiles in pairs from both ends
+        self.paired = bool(varying)
+        found = []
+        for j in copies:
+            c = body[j]
+            x = self.tma_load(j, c) if isinstance(c, ir.Copy) and c.src.name in self.params \
+                and self.buffers[c.dst.name].scope == "shared" else None
+            if x is None or x.flat or x.row_axis is not None:
+                return ()
+            p, b = self.params[c.src.name], self.buffers[x.buffer]
+            found.append((x, TensorMapSpec(p.name, p.dtype, tuple(p.shape), x.rows, 128 // b.dtype.itemsize)))
+        out = []
+        for x, spec in found:
+            if spec not in self.tensor_maps:
+                self.tensor_maps.append(spec)
+            out.append(replace(x, tensor_map=self.tensor_maps.index(spec)))
+        return tuple(out)
 
     def late_copies(self, consumer_only: tuple) -> tuple:
         """The consumers' copies into shared memory before the loop, made after the ring's setup
@@ -722,6 +773,28 @@ def _read(s) -> set:
             out |= {x.a, x.b, x.c}
         elif isinstance(x, (ir.Reduce, ir.Scan)):
             out.add(x.src)
+    return out
+
+
+def _live_names(e) -> set:
+    """The scalars expression `e` reads, a select on a constant (`x if CAUSAL else y` with CAUSAL
+    bound) read as the branch it takes."""
+    from ..ir.walk import _lists_of, _operands_of
+    if isinstance(e, ir.Select) and isinstance(e.cond, ir.Const):
+        return _live_names(e.a if e.cond.value else e.b)
+    if isinstance(e, ir.Var):
+        return {e.name}
+    if isinstance(e, ir.Load):
+        return {" load"}  # an element of a tensor or buffer: no name is fixed
+    out = set()
+    for f in _operands_of(e.__class__):
+        v = getattr(e, f, None)
+        if isinstance(v, ir.Expr):
+            out |= _live_names(v)
+    for f in _lists_of(e.__class__):
+        for v in getattr(e, f, ()) or ():
+            if isinstance(v, ir.Expr):
+                out |= _live_names(v)
     return out
 
 
