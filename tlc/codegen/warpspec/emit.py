@@ -33,6 +33,9 @@ class WarpSpecEmission:
         spec = self.spec
         if spec is None or not spec.consumer_only or not any(s is self.k.body[i] for i in spec.consumer_only):
             return False
+        if any(s is self.k.body[x.index] for x in spec.tile_loads):
+            self.emit("// (the producer makes this copy once a tile: the tile loads)")
+            return True
         if any(s is self.k.body[i] for i in spec.late_copies):
             if self.emitting_late_copies:
                 return False
@@ -58,6 +61,9 @@ class WarpSpecEmission:
                 return
             self.emit("// sync: the stage's full barrier already orders the copies before this"
                       + (" (and the consumers' barriers their own writes)" if self.spec.consumer_barrier else ""))
+            return
+        if self.spec is not None and self.spec.tile_loads and any(s is x for x in self.k.body[:self.spec.loop]):
+            self.emit("// sync: the tile loads' barriers order the producer's copy before the consumers' reads")
             return
         if self.spec is not None and self.spec.late_copies and any(s is x for x in self.k.body[:self.spec.loop]):
             self.emit("// sync: the consumers' late copies meet at their own barrier")
@@ -132,6 +138,9 @@ class WarpSpecEmission:
         self.indent += 1
         e(f"unsigned long long* tl_full = reinterpret_cast<unsigned long long*>(tl_smem + {self.ring_barriers});")
         e(f"unsigned long long* tl_empty = tl_full + {S};")
+        if spec.tile_loads:
+            e(f"unsigned long long* tl_tile_full = tl_full + {2 * S};  // the tile loads': tl_tile_full + 1 the empty one")
+            e("int tl_tq = 0;  // the tiles that ran the loop, counted: their phase")
         if persistent:
             extents = [self.expr(g) for g in self.k.grid] + ["1"] * (3 - len(self.k.grid))
             e(f"const int tl_tiles_x = {extents[0]}, tl_tiles_y = {extents[1]}, tl_tiles_z = {extents[2]};")
@@ -146,6 +155,9 @@ class WarpSpecEmission:
         e(f"    tl::mbar_init(tl_empty + tl_s, {spec.empty_arrivals});  // one arrival per consumer warp"
           f"{' of the cluster' if self.cluster > 1 else ''}")
         e("  }")
+        if spec.tile_loads:
+            e(f"  tl::mbar_init(tl_tile_full, (tl_tma & 1) ? 1 : {P});")
+            e(f"  tl::mbar_init(tl_tile_full + 1, {T // 32});  // one arrival per consumer warp")
         e("  tl::fence_barrier_init();")
         e("}")
         if self.cluster > 1:
@@ -177,7 +189,11 @@ class WarpSpecEmission:
             e(f"tl::bar_sync_named({CONSUMER_BARRIER}, {T});  // the consumers' copies before they read them")
 
         def consume():
+            if spec.tile_loads:
+                e("if (tl_n > 0) tl::mbar_wait(tl_tile_full, tl_tq & 1);  // this tile's loads (Q) have landed")
             self.consumer_loop(w)
+            if spec.tile_loads:
+                e("tl_tq += tl_n > 0;")
             if persistent and self.cluster > 1:
                 e("if (tl_valid) {  // a block past the last tile stores nothing")
                 self.nested(after)
@@ -271,18 +287,21 @@ class WarpSpecEmission:
         steps = stepped.plan(w.loads, w.pipeline.loop.var, assigned_scalars(w.pipeline.loop.body))
         if steps is None:
             self.over_tiles(scalars,
-                            lambda: self.producer_loop(w, lambda: self.emit_tma_loads(w, stage_bytes)))
+                            lambda: self.producer_loop(w, lambda: self.emit_tma_loads(w, stage_bytes),
+                                                       tile=lambda: self.emit_tile_loads(True)))
         else:  # the copies' coordinates without divisions in the loop (codegen/warpspec/stepped.py)
             self.over_tiles(scalars,
                             lambda: self.producer_loop(w, lambda: self.emit_stepped_loads(w, stage_bytes, *steps),
-                                                       setup=lambda: self.emit_stepped_setup(steps[0])))
+                                                       setup=lambda: self.emit_stepped_setup(steps[0]),
+                                                       tile=lambda: self.emit_tile_loads(True)))
         self.indent -= 1
         e("}")
         self.indent -= 1
         e("} else {  // the host could not encode a tensor map (unaligned rows): copy element by element")
         self.indent += 1
         self.over_tiles(scalars,
-                        lambda: self.producer_loop(w, lambda: self.emit_element_loads(w)))
+                        lambda: self.producer_loop(w, lambda: self.emit_element_loads(w),
+                                                   tile=lambda: self.emit_tile_loads(False)))
         self.indent -= 1
         e("}")
         e("return;")
@@ -307,6 +326,12 @@ class WarpSpecEmission:
               f"tl_rank, {', '.join(names)});")
             e(f"const bool tl_valid = tl_pair * {C} + static_cast<int>(tl_rank) < tl_tiles;")
             e("tl::unused(tl_share, tl_valid);")
+        elif self.spec.tile_order.pairs:  # tiles 2u and 2u + 1, u = blockIdx.x + k * gridDim.x
+            e("for (int tl_tile = 2 * blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; "
+              "tl_tile += (tl_tile & 1) ? 2 * gridDim.x - 1 : 1) {")
+            self.indent += 1
+            e(f"int {', '.join(names)};  // this block's tile: in a persistent kernel the grid counts tiles")
+            e(f"tl::paired_tile(tl_tile, tl_tiles_x, tl_tiles_y, {', '.join(names)});  // x from both ends: work in pairs")
         else:
             e("for (int tl_tile = blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; tl_tile += gridDim.x) {")
             self.indent += 1
@@ -323,9 +348,9 @@ class WarpSpecEmission:
         self.indent -= 1
         e("}")
 
-    def producer_loop(self, w: WarpSpecPlan, loads, setup=None) -> None:
+    def producer_loop(self, w: WarpSpecPlan, loads, setup=None, tile=None) -> None:
         """The producer's K loop; `setup` emits what comes before it (a gathering producer's
-        kept rows)."""
+        kept rows), `tile` the tile loads, after the first iteration's copies."""
         S = w.pipeline.stages
         e = self.emit
         if setup is not None:
@@ -342,8 +367,17 @@ class WarpSpecEmission:
         saved = self.staged(w.pipeline, "tl_it")
         loads()
         self.smem_base = saved
+        if tile is not None and self.spec.tile_loads:
+            e("if (tl_k == 0) {  // this tile's loads, once the consumers are done with the last tile's")
+            self.indent += 1
+            e("tl::mbar_wait(tl_tile_full + 1, (tl_tq & 1) ^ 1);")
+            tile()
+            self.indent -= 1
+            e("}")
         self.indent -= 1
         e("}")
+        if tile is not None and self.spec.tile_loads:
+            e("tl_tq += tl_n > 0;")
 
     def emit_stepped_setup(self, steps) -> None:
         for line in stepped.setup_lines(steps, self.expr, c_name, c_type):
@@ -402,6 +436,30 @@ class WarpSpecEmission:
             self.emit(f"tl::tma_load_tile<{c_type(b.dtype)}, {load.rows}, {load.cols}, {rank}>("
                       f"{self.smem_pointer(b.name)}, &tl_map{load.map_index}, tl_full + tl_stage, {offs[-1]}, "
                       f"{offs[-2]}, {{{lead}}});")
+
+    def emit_tile_loads(self, tma: bool) -> None:
+        """The producer's tile loads (WarpSpecialization.tile_loads) into their buffers: through
+        the TMA from one thread with their bytes, else element by element from every producer
+        thread, each arriving."""
+        e = self.emit
+        loads = [(self.k.body[x.index], x) for x in self.spec.tile_loads]
+        if tma:
+            nbytes = sum(x.rows * x.cols * self.buffers[x.buffer].dtype.itemsize for _, x in loads)
+            e(f"tl::mbar_arrive_expect_tx(tl_tile_full, {nbytes});")
+        for c, x in loads:
+            b = self.buffers[x.buffer]
+            if tma:
+                offs = [self.expr(o) for o in c.src.offsets]
+                e(f"tl::tma_load_tile<{c_type(b.dtype)}, {x.rows}, {x.cols}, {len(offs)}>({self.smem_pointer(b.name)}, "
+                  f"&tl_map{x.tensor_map}, tl_tile_full, {offs[-1]}, {offs[-2]}, {{{', '.join(offs[:-2]) or '0'}}});")
+            else:
+                v = self.global_view(c.src)
+                e(f"tl::copy_g2s_elements<{c_type(b.dtype)}, {x.rows}, {x.cols}, {self.spec.producer_threads}, "
+                  f"{b.layout.pad}, {b.layout.swizzle_bytes}>({self.smem_pointer(b.name)}, {v.base}, {v.stride}, "
+                  f"{v.rows}, {v.cols}, {v.row0}, {v.col0}, tl_worker);")
+        if not tma:
+            e("tl::fence_proxy_async();  // plain stores, read next by the tensor cores")
+            e("tl::mbar_arrive(tl_tile_full);")
 
     def deferred_body(self, plan, which: str = "any") -> None:
         """The consumers' statements with the last gemm deferred (ir.DeferredGemm): the first
@@ -543,10 +601,14 @@ class WarpSpecEmission:
         self.consumer_iteration(w, "later" if pingpong else "any")
         self.indent -= 1
         e("}")
+        if self.spec.tile_loads:  # every gemm that reads them is done: the next tile's may come
+            e("if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_tile_full + 1);")
         if pingpong:  # the second warpgroup's last arrival on the first's barrier, which no turn took
             e(f"if (threadIdx.x < 128 && tl_n > 0) tl::bar_sync_named({PINGPONG_BARRIER}, 256);")
         if self.spec.deferred is not None:
             self.deferred_gemm(plan, "tl_n > 0", "tl_it - 1", wait=True)
+            if self.persistent:  # its stage, which the next tile's copies will overwrite
+                e(f"if (tl_n > 0 && threadIdx.x % 32 == 0) {self.release(f'tl_empty + (tl_it + {S - 1}) % {S}')}")
         if getattr(self, "carried", ()):
             e("tl::wgmma_wait<0>();  // the last iteration's carried gemms")
             for g in self.carried:
