@@ -11,6 +11,8 @@ of the compiler variant this process runs under printed with each row.
                                                                # H=1 S=2048): the L2 uncontended
     python3 bench/A_probe.py LABEL fwd_f16_d128 --old bench/A_fwd_grid.tl  # rows: that file's
                                                                # flash_fwd timed beside std's too
+    python3 bench/A_probe.py LABEL "fwd_f16_d256{BM=64;THREADS=128;STAGES=3}"  # a row with other
+                                                               # constants for both kernels
 """
 from __future__ import annotations
 
@@ -55,7 +57,10 @@ def rows(torch, F, A, mod, args, names) -> None:
 
     for name in names:
         t = time.time()
-        spec = A.ROWS[name]
+        base, _, extra = name.partition("{")
+        spec = A.ROWS[base]
+        if extra:  # "row{K=V;K=V}": the row's constants, these on top
+            spec = (*spec[:-1], {**spec[-1], **{k: int(v) for k, v in (x.split("=") for x in extra.rstrip("}").split(";"))}})
         dtype, B, H, HK, S, SK, D, causal, consts = spec
         q, k, v, scale, ref, tol = A.forward_inputs(torch, F, spec)
         o = torch.empty_like(q)
