@@ -1,4 +1,4 @@
-# limit: 40
+# limit: 35
 # Issue #13, session 24 (helper E): does a pipelined tile loop (a cp.async ring in shared memory,
 # STAGES - 1 tiles ahead) lift argmax_axis0 (0.67 of copy this morning, bench/results/
 # ops-h200-twentyfourth.txt, (16384, 8192) f16) and argmax_axis1 (0.78)?
@@ -21,7 +21,7 @@
 # timed): the std kernel against the pipelined one (3 and 4 stages, [128, 64] tiles), one compare per
 # kernel; the scans, std's against E_scans.tl's (exact: cumsum of integers in [-2, 2] in f16).
 set -o pipefail
-timeout 38 python3 - <<'PY' 2>&1 | tee "$OUT/E_argmax.txt" | tail -40
+timeout 33 python3 - <<'PY' 2>&1 | tee "$OUT/E_argmax.txt" | tail -40
 import time
 import torch, tlc
 from tlc.timing import compare
@@ -62,8 +62,7 @@ for name, axis, variants in PLAN:
 small = torch.randint(-2, 3, (M, N), device="cuda", generator=g).half()
 scans = tlc.load("bench/E_scans.tl", target="cuda")
 SCANS = [("cumsum_axis0", torch.cumsum(small.float(), 0).half(), {"std": (std, {}), "from xs": (scans, {})}),
-         ("cummax_axis0", torch.cummax(small, 0).values, {"std": (std, {}), "from xs 512t": (scans, {"THREADS": 512}),
-                                                          "from xs": (scans, {})})]
+         ("cummax_axis0", torch.cummax(small, 0).values, {"std": (std, {}), "from xs 512t": (scans, {"THREADS": 512})})]
 for name, want, variants in SCANS:
     runs = {}
     for label, (mod, c) in variants.items():

@@ -56,6 +56,29 @@ def test_column_pairs_take_one_loop_and_say_so(name):
     assert [n for n in k.notes if " in one pass: " in n]
 
 
+def test_exponentials_rescale_once_a_step_without_selects():
+    """Rescaled once a step: the loop over whole steps has no select (the lazy form selects the
+    exponent, the sum and the reference of every element) and one exponential a tile and one a
+    step; the note says which form."""
+    from tlc.ir.walk import statement_exprs, statements, subexprs
+
+    def plan_with(**rules):
+        (launch,) = module(SRC).lse0.with_rules(**rules).program({}, "sm_90a", sizes={"M": 4096, "N": 4096}).launches
+        k = launch.kernel
+        loop = next(s for s in k.body if isinstance(s, ir.For))
+        exprs = [e for s in statements(loop.body) for x in statement_exprs(s) for e in subexprs(x)]
+        copies = sum(isinstance(s, ir.Copy) for s in statements(loop.body))
+        return k, copies, sum(isinstance(e, ir.Select) for e in exprs), \
+            sum(isinstance(e, ir.Call) and e.fn in ("exp", "fast_exp2") for e in exprs)
+
+    k, tiles, selects, exps = plan_with()
+    assert (selects, exps) == (0, tiles + 1)
+    assert [n for n in k.notes if "rescaled once a step (one exponential an element)" in n]
+    k, tiles, selects, exps = plan_with(col_step_max=False)
+    assert selects == 3 * tiles and exps == tiles
+    assert [n for n in k.notes if "raised when an element exceeds it by more than 32" in n]
+
+
 @pytest.mark.parametrize("name", ["var1", "other0"])
 def test_rows_and_other_products_keep_their_passes(name):
     """Rows (axis 1) are not paired (a row that fits a tile reads registers in its second pass);
@@ -92,9 +115,11 @@ def test_sum_of_exponentials_against_float64(M, N):
     np.testing.assert_allclose(got, lse_ref(x), rtol=1e-6, atol=1e-5)
 
 
-def test_sum_of_exponentials_edge_values():
+@pytest.mark.parametrize("step_max", [True, False])
+def test_sum_of_exponentials_edge_values(step_max):
     """A column of -inf gives nan (as max + log(sum(exp(x - max))) does), +inf or nan in a column
-    gives nan, -inf among numbers adds nothing, values 80 apart raise a place's reference."""
+    gives nan, -inf among numbers adds nothing, values 80 apart raise a place's reference; rescaled
+    once a step (the default) or lazily."""
     rng = np.random.default_rng(5)
     x = rng.standard_normal((300, 6)).astype(np.float32)
     x[:, 0] = -np.inf
@@ -103,6 +128,6 @@ def test_sum_of_exponentials_edge_values():
     x[:150, 3] = -np.inf
     x[299, 4] = 80.0
     x[::2, 5] -= 200.0
-    got, want = module(SRC).lse0(x), lse_ref(x)
+    got, want = module(SRC).lse0.with_rules(col_step_max=step_max)(x), lse_ref(x)
     assert np.isnan(got[:3]).all() and np.isnan(want[:3]).all()
     np.testing.assert_allclose(got[3:], want[3:], rtol=1e-6)

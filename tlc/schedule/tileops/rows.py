@@ -82,6 +82,10 @@ class RowKernel:
         self.result_reads_tiles = True  # the one-tile path's result reads the tensors' tiles
         self.inside = False  # building statements for tiles known to lie inside the tensor: no masks
         self.masks = 0  # masks built so far (mask())
+        # statements a pair computed in one pass puts after all the tiles of a column loop's step
+        # (one_pass.py's step maximum), and the pairs that put theirs this step
+        self.after_tiles: list = []
+        self.step_pairs: set = set()
 
     def bind_tile(self, t: str) -> None:
         """The tile being built is tile `t` (a loop variable): its origin, the global indices
@@ -222,6 +226,7 @@ class RowKernel:
         -> 349, nvcc 13.0 sm_90a, the TL_WHOLE_RUNS build)."""
         if self.last or not self.t_next:
             copies, stmts = self.tile_stmts(build)
+            stmts += self.end_of_step()
             return [ir.For(self.t, i32(0), var(self.ntiles), i32(1), "serial", 1, tuple(copies + stmts))]
         step = len(self.t_next) + 1
         loaded, masks = set(self.loaded), self.masks
@@ -253,7 +258,13 @@ class RowKernel:
             lets.append(ir.LetScalar(t, I32, add(var(self.t), i32(k + 1))))
         self.frags = first
         self.bind_tile(self.t)
-        return [*lets, *copies, *stmts]
+        return [*lets, *copies, *stmts, *self.end_of_step()]
+
+    def end_of_step(self) -> list:
+        """The statements the step's tiles left for after them (`after_tiles`)."""
+        out = self.after_tiles
+        self.after_tiles, self.step_pairs = [], set()
+        return out
 
     def tile_stmts(self, build) -> tuple[list, list]:
         """(the copies, the statements) of one tile of the loop over `build()`'s statements."""

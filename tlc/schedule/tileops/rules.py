@@ -55,6 +55,9 @@ class Rules:
     col_elems_per_thread: int = COL_ELEMS_PER_THREAD  # of that tile (its partials take as many registers again)
     col_registers_max: int = COL_REGISTERS_MAX  # a column kernel's tiles a step halve while its fragments take more
     col_tiles_per_step: int = COL_TILES_PER_STEP  # a column kernel's tiles an iteration, one load batch
+    # a column log-sum-exp's running sums rescaled once a step to the step's maximum (one exponential
+    # an element and one a place a step, tileops/one_pass.py) rather than lazily, an element at a time
+    col_step_max: bool = True
     # blocks per SM a row or element-wise kernel asks ptxas to fit (__launch_bounds__), i.e. rows or
     # runs in flight; 0: a row kernel's from `row_blocks_per_sm` (softmax 8192 f16: 4), an
     # element-wise kernel's from codegen/occupancy.py's estimate
@@ -162,6 +165,7 @@ class RowTiles:
     threads: int
     whole: bool = False  # the rows the plan is for fit one tile: the kernel has a one-tile path
     keep_exp: bool = True  # that path keeps a softmax's exponentials in registers
+    step_max: bool = True  # a column log-sum-exp rescales once a step (Rules.col_step_max)
     min_blocks: int = 0  # blocks per SM asked of ptxas (0: the estimate)
     step: int = 1  # tiles a column kernel's loop takes an iteration
 
@@ -198,7 +202,8 @@ def row_tiles(axis: int, space, sizes: dict, rules: Rules = DEFAULT_RULES) -> Ro
     per_thread = rules.row_elems_per_thread if axis == len(space) - 1 else rules.col_elems_per_thread
     threads = min(1024, max(128, kept * red // per_thread))
     return RowTiles(kept, red, threads, whole=axis == len(space) - 1 and n <= red, keep_exp=rules.row_keep_exp,
-                    min_blocks=rules.min_blocks, step=1 if axis == len(space) - 1 else rules.col_tiles_per_step)
+                    step_max=rules.col_step_max, min_blocks=rules.min_blocks,
+                    step=1 if axis == len(space) - 1 else rules.col_tiles_per_step)
 
 
 ROW_OVERHEAD = 12  # registers a row kernel's thread needs besides its fragments (ptxas -v, sm_90a)
