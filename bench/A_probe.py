@@ -10,7 +10,8 @@ of the compiler variant this process runs under printed with each row.
     python3 bench/A_probe.py LABEL solo:16384,32768            # the same with 16 blocks alone (B=1
                                                                # H=1 S=2048): the L2 uncontended
     python3 bench/A_probe.py LABEL fwd_f16_d128 --old bench/A_fwd_grid.tl  # rows: that file's
-                                                               # flash_fwd timed beside std's too
+                                                               # flash_fwd timed beside std's too,
+                                                               # named A_fwd_grid (--old repeats)
     python3 bench/A_probe.py LABEL "fwd_f16_d256{BM=64;THREADS=128;STAGES=3}"  # a row with other
                                                                # constants for both kernels
 """
@@ -34,7 +35,8 @@ def main() -> None:
     ap.add_argument("label")
     ap.add_argument("rows")
     ap.add_argument("--min-ms", type=float, default=100.0)
-    ap.add_argument("--old", help="a .tl whose flash_fwd (std's signature) rows time beside std's, as 'old'")
+    ap.add_argument("--old", action="append", default=[],
+                    help="a .tl whose flash_fwd (std's signature) rows time beside std's, named by the file (repeatable)")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F
@@ -42,7 +44,7 @@ def main() -> None:
     import attention as A
 
     mod = tlc.load("std.attention", target="cuda")
-    args.old_mod = tlc.load(args.old, target="cuda") if args.old else None
+    args.olds = {Path(p).stem: tlc.load(p, target="cuda") for p in args.old}
     for part in args.rows.split("+"):  # rows, then keys:... (or either alone)
         if part.startswith("keys:"):
             keys(torch, F, A, mod, args, [int(x) for x in part[5:].split(",")])
@@ -70,20 +72,23 @@ def rows(torch, F, A, mod, args, names) -> None:
             mod.flash_fwd(q, k, v, o, lse, scale, CAUSAL=causal, **consts)
         contenders = {"tlc": Checked(tlc_run, ref, out=o, **tol),
                       "cudnn": Checked(A.vendor(torch, F, SDPBackend.CUDNN_ATTENTION, q, k, v, scale, causal), ref, **tol)}
-        if args.old_mod is not None:
+        for label, old in args.olds.items():
             o_old = torch.empty_like(q)
 
-            def old_run():
-                args.old_mod.flash_fwd(q, k, v, o_old, lse, scale, CAUSAL=causal, **consts)
-            contenders["old"] = Checked(old_run, ref, out=o_old, **tol)
+            def old_run(old=old, o_old=o_old):
+                old.flash_fwd(q, k, v, o_old, lse, scale, CAUSAL=causal, **consts)
+            contenders[label] = Checked(old_run, ref, out=o_old, **tol)
         ms, verdicts = compare_checked(contenders, min_ms=args.min_ms)
         flops = 4.0 * B * H * S * SK * D * (0.5 if causal else 1.0)
         cells = []
         for label, verdict in verdicts.items():
             cells.append(f"{label} {flops / ms[label] / 1e9:6.1f}" if verdict.ok else f"{label} WRONG ({verdict.why})")
         ratio = f"{ms['cudnn'] / ms['tlc']:.3f}" if all(v.ok for v in verdicts.values()) else "-"
-        if "old" in ms and all(v.ok for v in verdicts.values()):
-            ratio += f"  old/cudnn {ms['cudnn'] / ms['old']:.3f}  tlc/old {ms['old'] / ms['tlc']:.3f}"
+        for label in args.olds:
+            if label in ms and "cudnn" in ms:
+                ratio += f"  {label}/cudnn {ms['cudnn'] / ms[label]:.3f}"
+            if label in ms and "tlc" in ms:
+                ratio += f"  tlc/{label} {ms[label] / ms['tlc']:.3f}"
         print(f"[{args.label}] {name:26} {'  '.join(cells)} TFLOP/s  tlc/cudnn {ratio}  ({time.time() - t:.1f} s)",
               flush=True)
         del q, k, v, o, lse, ref

@@ -125,9 +125,15 @@ def test_tile_loads_the_producer_copies_q_once_a_tile_of_the_persistent_walk(cau
                 "tl_tq += tl_n > 0;",
                 # the generic build's: every producer thread copies Q's elements and arrives
                 "tl::copy_g2s_elements<half, 128, 128, 128, 0, 128>(q_tile, ", "tl::mbar_arrive(tl_tile_full);"]
+    # the last iteration frees Q once its S = Q @ K.T is done (WarpSpecialization.tile_done): the
+    # next tile's loads under its softmax, its P @ V and the epilogue
+    free = ("tl::wgmma_wait<1>();  // this iteration's first gemm is done", "tl::fence_registers<64>(scores);",
+            "if (tl_k == tl_n - 1 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_tile_full + 1);  // the tile loads are free")
+    assert "\n".join(free) in "\n".join(line.strip() for line in text.splitlines())
+    assert "if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_tile_full + 1);" not in text
     consumers = ["tl::setmaxnreg_inc", "if (tl_n > 0) tl::mbar_wait(tl_tile_full, tl_tq & 1);",
                  "if (threadIdx.x < 128 && tl_n > 0) tl::bar_arrive_named(3, 256);",
-                 "if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_tile_full + 1);",
+                 "if (tl_k == tl_n - 1 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_tile_full + 1);",
                  "if (threadIdx.x < 128 && tl_n > 0) tl::bar_sync_named(3, 256);",
                  "// the deferred gemm of iteration tl_it - 1, on its stage",
                  "if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_it + 2) % 3);",
@@ -143,3 +149,14 @@ def test_sass_the_persistent_kernel_loads_q_by_the_tma_without_local_memory(tmp_
     sass, log = cubin_sass(cuda(), "sm_90a", tmp_path, "flash_tile_loads")
     assert len(re.findall(r"UTMALDG", sass)) >= 3  # K, V and Q
     assert not re.search(r"\b(LDL|STL)\b", sass) and "C7514" not in log
+
+
+def test_without_a_deferred_gemm_the_tile_loads_are_freed_after_the_loop():
+    """D = 256 on two stages of 64 keys: no deferred P @ V (it would hold a stage one iteration
+    longer), so no statement is recorded as Q's last reader and the consumers free Q after their
+    loop, each warp once."""
+    k = scheduled(D=256, BN=64, STAGES=2)
+    assert k.warp_spec.tile_loads and k.warp_spec.deferred is None and k.warp_spec.tile_done is None
+    text = cuda(D=256, BN=64, STAGES=2)
+    assert "tl_k == tl_n - 1" not in text
+    assert text.count("if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_tile_full + 1);") == 1

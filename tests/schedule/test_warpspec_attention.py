@@ -38,6 +38,8 @@ def test_the_q_copy_before_the_ring_is_the_producers_once_a_tile_and_the_kernel_
     assert ws.tensor_maps[ws.tile_loads[0].tensor_map].param == "Q"
     assert ws.ring_end == ws.barriers + 16 * ws.stages + 16  # the tile loads' barrier pair
     assert ws.deferred is not None and ws.deferred.pingpong
+    # S = Q @ K.T alone reads Q: its wait in the last iteration frees it for the next tile's
+    assert ws.tile_done == ws.deferred.after and k.body[ws.loop].body[ws.tile_done].a == "q_tile"
 
 
 def test_a_causal_kernel_walks_its_tiles_in_pairs_from_both_ends():
@@ -124,8 +126,10 @@ def test_a_reduction_through_shared_memory_keeps_the_cp_async_ring(tmp_path):
     (lambda ws: {"tile_loads": (dataclasses.replace(ws.tile_loads[0], index=ws.consumer_only[0]),),
                  "consumer_only": ws.consumer_only[:1]},
      "the tile loads [{assert_}] are not copies among the consumers' statements of a persistent kernel"),
-    (lambda ws: {"tile_order": None, "deferred": None},
+    (lambda ws: {"tile_order": None, "deferred": None, "tile_done": None},
      "the tile loads [{copy}] are not copies among the consumers' statements of a persistent kernel"),
+    # Q is read by S = Q @ K.T alone: not by the deferred P @ V
+    (lambda ws: {"tile_done": ws.deferred.gemm}, "the tile loads' last reader {gemm} is not the deferred gemm's first gemm"),
 ])
 def test_the_verifier_checks_the_consumer_prologue_and_the_deferral(change, message):
     k = _kernel()
@@ -154,5 +158,6 @@ def test_emit_ir_says_the_producer_copies_q_once_a_tile():
     assert "  # left out: the tile loads' barriers order the producer's copy\n  sync\n" in text
     assert ("    tile loads: the producer copies Q -> q_tile once a tile through map #0 after the tile's first stage, "
             "completing tile_full @229424; the consumers wait on it before the loop and arrive on tile_empty @229432 "
-            "(one per consumer warp) after it, which the producer waits on before the next tile's\n") in text
+            "(one per consumer warp) in its last iteration once statement 4's gemm (their only reader) is done, which "
+            "the producer waits on before the next tile's\n") in text
     assert "    tensor maps: #0 Q box 128x64, #1 K box 128x64, #2 V box 128x64\n" in text

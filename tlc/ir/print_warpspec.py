@@ -63,7 +63,8 @@ def header_lines(k: Kernel) -> list[str]:
                    f"once a tile through map{'s' * (len(ws.tile_loads) > 1)} "
                    f"{', '.join('#' + str(x.tensor_map) for x in ws.tile_loads)} after the tile's first stage, completing "
                    f"tile_full @{b}; the consumers wait on it before the loop and arrive on tile_empty @{b + 8} "
-                   f"(one per consumer warp) after it, which the producer waits on before the next tile's")
+                   f"(one per consumer warp) {'in its last iteration once statement ' + str(ws.tile_done) + chr(39) + 's gemm (their only reader) is done' if ws.tile_done is not None else 'after it'}, "
+                   f"which the producer waits on before the next tile's")
     maps = ", ".join(f"#{i} {m.param} box {m.box_rows}x{m.box_cols}{' (store)' if m.store else ''}{' (unswizzled)' if not m.swizzle else ''}"
                      f"{f' (rows along dimension {m.row_axis})' if m.row_axis is not None else ''}"
                      f"{_window(m.im2col) if m.im2col else ''}"

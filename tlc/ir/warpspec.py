@@ -246,6 +246,11 @@ class WarpSpecialization(Node):
     # loop, and the consumer warps arrive on tile_empty after it once their loop is done, which
     # the producer waits on before the next tile's copies
     tile_loads: tuple[StageLoad, ...] = ()
+    # with tile_loads and a deferred gemm: the loop body's statement (the deferred's first gemm,
+    # attention's S = Q @ K.T) that alone reads their buffers; the consumer warps arrive on
+    # tile_empty in the loop's last iteration as soon as it is done, so that the next tile's Q
+    # loads under that iteration's softmax, its P @ V and the epilogue.  None: after the loop
+    tile_done: int | None = None
 
     @property
     def ring_end(self) -> int:
@@ -306,6 +311,8 @@ def warp_spec_problem(kernel) -> str | None:
         return f"the deferred gemm {d.gemm} (after {d.after}, waited for before {d.wait}) is not the consumers' last gemm"
     if ws.stages < 1 or (ws.tile_order is not None and min(ws.tile_order.group, ws.tile_order.cluster) < 1):
         return "the warp specialization has no stages, or a tile order of no rows or blocks"
+    if ws.tile_done is not None and not (ws.tile_loads and d is not None and ws.tile_done == d.after):
+        return f"the tile loads' last reader {ws.tile_done} is not the deferred gemm's first gemm"
     if ws.tile_order is not None and ws.tile_order.pairs and ws.tile_order.cluster > 1:
         return "the tile order takes tiles in pairs and in clusters"
     return None

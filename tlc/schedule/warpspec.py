@@ -234,6 +234,8 @@ class _Planner:
             deferred=deferred, consumer_barrier=CONSUMER_BARRIER if meets else 0,
             kept_syncs=self.kept_syncs(loop.body, start, start + len(rest)) if meets and wg_syncs is None else (),
             warpgroup_syncs=wg_syncs or (), generic_registers=generic, rolled=overlap)
+        if tile_loads and deferred is not None:
+            ws = replace(ws, tile_done=self.tile_done(tile_loads, loop.body, start, start + len(rest), deferred, after))
         store = self.staged_store(after, i + 1, ws.ring_end) if persistent else None
         return replace(ws, store=store, tensor_maps=tuple(self.tensor_maps))
 
@@ -280,6 +282,17 @@ class _Planner:
                 self.tensor_maps.append(spec)
             out.append(replace(x, tensor_map=self.tensor_maps.index(spec)))
         return tuple(out)
+
+    @staticmethod
+    def tile_done(tile_loads, body: list, start: int, stop: int, deferred, after) -> int | None:
+        """The deferred gemm's first gemm (attention's S = Q @ K.T), where it alone of the loop
+        and nothing after the loop reads the tile loads' buffers: in the last iteration they are
+        free once it is done (WarpSpecialization.tile_done).  None otherwise."""
+        names = {x.buffer for x in tile_loads}
+        readers = [j for j in range(start, stop) if names & _read(body[j])]
+        if readers != [deferred.after] or any(names & _read(s) for s in after):
+            return None
+        return deferred.after
 
     def late_copies(self, consumer_only: tuple) -> tuple:
         """The consumers' copies into shared memory before the loop, made after the ring's setup

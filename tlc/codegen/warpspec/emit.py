@@ -484,6 +484,8 @@ class WarpSpecEmission:
         e({"any": "if (tl_k > 0) tl::wgmma_wait<1>(); else tl::wgmma_wait<0>();", "first": "tl::wgmma_wait<0>();",
            "later": "tl::wgmma_wait<1>();"}[which] + "  // this iteration's first gemm is done")
         e(f"tl::fence_registers<{self.buffers[first.c].layout.registers}>({c_name(first.c)});")
+        if self.spec.tile_done is not None:  # it alone reads the tile loads: the next tile's may come
+            e("if (tl_k == tl_n - 1 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_tile_full + 1);  // the tile loads are free")
         self.block(rest[cut:wait])
         # in place: a plain wait there ptxas moves up to the scores' (tl/wgmma.cuh)
         e("tl::wgmma_wait_in_place<0>();  // the deferred gemm is done: its operands and accumulator are free")
@@ -601,7 +603,7 @@ class WarpSpecEmission:
         self.consumer_iteration(w, "later" if pingpong else "any")
         self.indent -= 1
         e("}")
-        if self.spec.tile_loads:  # every gemm that reads them is done: the next tile's may come
+        if self.spec.tile_loads and self.spec.tile_done is None:  # every gemm that reads them is done
             e("if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_tile_full + 1);")
         if pingpong:  # the second warpgroup's last arrival on the first's barrier, which no turn took
             e(f"if (threadIdx.x < 128 && tl_n > 0) tl::bar_sync_named({PINGPONG_BARRIER}, 256);")
