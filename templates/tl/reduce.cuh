@@ -98,6 +98,22 @@ __device__ __forceinline__ void red_add_pair(float* p, float a, float b, bool in
   if (in0) atomicAdd(p, a);
   if (in1) atomicAdd(p + 1, b);
 }
+// Under a warpgroup's wgmmas (codegen/turns.py) without a branch, which would make ptxas wait for
+// them (its C7517): the count loaded early where `on` (0 elsewhere), spun on later only if short;
+// the last iteration's count released where `on`, by predicated instructions.
+__device__ __forceinline__ int turn_load(const int* p, bool on) {
+  int v;
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\tmov.b32 %0, 0;\n\t@p ld.acquire.gpu.global.b32 %0, [%1];\n\t}"
+               : "=r"(v) : "l"(p), "r"(static_cast<int>(on)) : "memory");
+  return v;
+}
+__device__ __forceinline__ void turn_wait_from(const int* p, int n, int seen) {
+  while (seen < n) seen = turn_load(p, true);
+}
+__device__ __forceinline__ void turn_done_if(int* p, bool on) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %1, 0;\n\t@p fence.acq_rel.gpu;\n\t@p red.relaxed.gpu.global.add.s32 [%0], 1;\n\t}"
+               ::"l"(p), "r"(static_cast<int>(on)) : "memory");
+}
 __device__ __forceinline__ void turn_done(int* p) {
   asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.s32 [%0], 1;" ::"l"(p) : "memory");
 }

@@ -34,6 +34,7 @@ from .ranges import SignHints, grid_sizes, provably_within, scalar_ranges, size_
 from .reductions import ReduceGen
 from .scans import ScanGen
 from .shared_runs import SharedRunGen
+from .turns import TurnGen
 from .unit_scale import unit_row_scale, vote_close, vote_open
 
 
@@ -43,7 +44,8 @@ class FragmentInfo:
     regs: str      # C expression: its register count
 
 
-class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPairGen, ByteWordGen, AtomicPairGen):
+class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPairGen, ByteWordGen, AtomicPairGen,
+           TurnGen):
     arch = "sm_80"
     primitive_files = primitives.SM80  # templates/tl/*.cuh its kernels inline
 
@@ -495,18 +497,12 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         return "__syncthreads();"
 
     def stmt_Atomic(self, s: ir.Atomic) -> None:
+        if s.kind in ("turn_wait", "turn_done"):  # atomic_add(..., order=): once per block, around its updates
+            self.turn_stmt(s)  # turns.py
+            return
         dt = s.value.dtype
         target = f"&{self.element(s.name, s.indices, s.span)}"
         value = self.expr(s.value)
-        if s.kind in ("turn_wait", "turn_done"):  # atomic_add(..., order=): once per block, around its updates
-            check = self.bounds(s.name, s.indices)
-            cond = f"if ({check}) " if check else ""
-            if s.kind == "turn_done":
-                self.emit(f"{self.block_barrier()}  // the block's updates before its turn is counted")
-            self.emit(f"{self.once_per_block()}{cond}tl::{s.kind}({target}{', ' + value if s.kind == 'turn_wait' else ''});")
-            if s.kind == "turn_wait":
-                self.emit(f"{self.block_barrier()}  // the block's updates after its turn came")
-            return
         if s.kind == "add" and dt.name == "i64":
             # CUDA has no atomicAdd of long long; two's complement adds alike unsigned
             call = (f"atomicAdd(reinterpret_cast<unsigned long long*>({target}), "

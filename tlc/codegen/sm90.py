@@ -140,6 +140,7 @@ class Sm90(WarpSpecialized, Sm80):
                         clear, keep = True, "tl_k > 0"  # the ring's first iteration clears it
                     self.emit((self.wgmma_rs_call(s, "gemm_wgmma_rs_issue", clear, keep) if self.uses_wgmma_rs(s) else
                                self.wgmma_call(s, "gemm_wgmma_issue", None, clear, keep)) + ";")
+                    self.turns_after_issue(s)  # turns.py
                     pending.append(s)
                     clear = False
                 elif len(run) >= 2:

@@ -48,6 +48,11 @@ class WarpSpecEmission:
         self.emit("}")
         return True
 
+    def block_barrier(self) -> str:
+        if getattr(self, "in_consumer_loop", False):  # the consumers alone
+            return f"tl::bar_sync_named({CONSUMER_BARRIER}, {self.k.threads});"
+        return super().block_barrier()
+
     def stmt_Sync(self, s) -> None:
         if getattr(self, "in_consumer_loop", False):
             body = self.ws.pipeline.loop.body
@@ -598,11 +603,13 @@ class WarpSpecEmission:
             e("}")
         if self.spec.rolled:
             e("#pragma unroll 1  // WarpSpecialization.rolled: ptxas's time follows the HGMMA count")
+        self.turns_begin(list(plan.rest))  # atomic_add(..., order=)'s, under the products (turns.py)
         e(f"for (int tl_k = {1 if pingpong else 0}; tl_k < tl_n; ++tl_k, ++tl_it) {{")
         self.indent += 1
         self.consumer_iteration(w, "later" if pingpong else "any")
         self.indent -= 1
         e("}")
+        self.turns_end()
         if self.spec.tile_loads and self.spec.tile_done is None:  # every gemm that reads them is done
             e("if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_tile_full + 1);")
         if pingpong:  # the second warpgroup's last arrival on the first's barrier, which no turn took
