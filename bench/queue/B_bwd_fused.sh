@@ -8,7 +8,8 @@
 # TFLOP/s of its own flops the five products take ~4.8 ms, ~1.0x cuDNN)?  And what does
 # determinism cost: DETERMINISTIC orders each query block's adds with the compiler's new
 # atomic_add(..., order=(counts[b, h, qb], turn)) (one thread waits for the count by an acquire
-# load, the consumers meet, add, meet, one thread counts by a release), the turns chosen so that
+# load, the consumers meet, add, meet, one thread counts by a release; the load and the last
+# step's release made under the step's first products: codegen/turns.py), the turns chosen so that
 # no block waits in lockstep (ROTATE: key block kx starts R * kx query blocks on, a Python
 # simulation of all shapes in the CPU tests: each query block's turns 0..n-1, no deadlock, no
 # wait).  Variants: 2 or 3 stages, rotated or not.  The script says which are bit-identical
