@@ -25,8 +25,8 @@ set -o pipefail
 V=bench/attention_bwd_fused.tl:flash_bwd_fused
 # the three grids of std's flash_bwd before this session, at config.json's sm_90a tiles
 OLD=bench/attention_bwd_split.tl:flash_bwd:BM=128,THREADS=256,BN=128,BQ=64,KV_STAGES=3
-timeout 36 python3 bench/attention_bwd.py --min-ms 150 --json "$OUT/B_bwd_fused.json" --probe fused_s2_det,fused_s3_det \
+timeout 36 python3 bench/attention_bwd.py --min-ms 100 --json "$OUT/B_bwd_fused.json" --probe fused_s2_det,fused_s3_det \
   base=$OLD fused_s2=$V:KV_STAGES=2 fused_s2_det=$V:KV_STAGES=2,DETERMINISTIC=True \
   fused_s3_det=$V:KV_STAGES=3,DETERMINISTIC=True fused_s2_norot=$V:KV_STAGES=2,ROTATE=False 2>&1 || \
-  timeout 25 python3 bench/attention_bwd.py --min-ms 150 base=$OLD fused_s2=$V:KV_STAGES=2 \
+  timeout 25 python3 bench/attention_bwd.py --min-ms 100 base=$OLD fused_s2=$V:KV_STAGES=2 \
     fused_s3=$V:KV_STAGES=3 fused_s2_norot=$V:KV_STAGES=2,ROTATE=False 2>&1

@@ -11,5 +11,5 @@ timeout 12 python3 -m pytest -q -x -m gpu -p no:cacheprovider tests/gpu/test_wgm
 V=bench/attention_bwd_fused.tl:flash_bwd_fused
 # the three grids of std's flash_bwd before this session, at config.json's sm_90a tiles
 OLD=bench/attention_bwd_split.tl:flash_bwd:BM=128,THREADS=256,BN=128,BQ=64,KV_STAGES=3
-timeout 22 python3 bench/attention_bwd.py --causal --min-ms 150 --json "$OUT/B_bwd_fused_causal.json" \
+timeout 22 python3 bench/attention_bwd.py --causal --min-ms 100 --json "$OUT/B_bwd_fused_causal.json" \
   --probe fused_s2_det base=$OLD fused_s2=$V:KV_STAGES=2 fused_s2_det=$V:KV_STAGES=2,DETERMINISTIC=True 2>&1
