@@ -134,6 +134,10 @@ def damage(folder: Path, module: Path, what: str) -> str:
     if what == "launch memo garbled":
         only(folder, "*.launch").write_bytes(b'{"format": 1, "kernels": [')
         return "decoded"
+    if what == "checkout memo stale":  # its digest still the files', one stamp not (a file touched):
+        # the stamps fail, the files hash to the digest the lookups were keyed by all the same
+        stale(Path(call(folder, module)[0]["memo"]))
+        return "served"
     if what == "checkout memo garbled":  # where the call's process looks for it (none is written
         # where a folder of tlc changed in the last two seconds, as a first import's __pycache__)
         Path(call(folder, module)[0]["memo"]).write_bytes(b"\0" * 64)
@@ -142,7 +146,7 @@ def damage(folder: Path, module: Path, what: str) -> str:
 
 
 @pytest.mark.parametrize("what", ["program entry cut", "program entry garbled", "checked entry cut",
-                                  "launch memo garbled", "checkout memo garbled"])
+                                  "launch memo garbled", "checkout memo garbled", "checkout memo stale"])
 def test_a_damaged_entry_costs_the_work_it_held_and_is_replaced(filled, module, copy, what):
     redo = damage(copy, module, what)
     found, err = call(copy, module)
@@ -155,6 +159,38 @@ def test_a_damaged_entry_costs_the_work_it_held_and_is_replaced(filled, module, 
     else:  # the launch memo or the checkout's identity again: neither checks nor generates
         assert not found["checked"] and not found["generated"]
     found, err = call(copy, module)  # rewritten: the next process is served from the caches
+    assert {k: found[k] for k in SERVED} == SERVED and err == "" and found["launches"] == filled[1]
+
+
+def stale(memo: Path, digest: str | None = None) -> None:
+    """The checkout memo with one stamp off (and the digest `digest` claimed, if given)."""
+    doc = json.loads(memo.read_bytes())
+    doc["stamps"] = doc["stamps"][:-2] + ("00" if doc["stamps"][-2:] != "00" else "01")
+    doc["digest"] = digest or doc["digest"]
+    memo.write_text(json.dumps(doc))
+
+
+def test_entries_found_under_the_identity_a_stale_memo_claims_are_never_launched(filled, module, copy):
+    """A checkout's identity is taken from its memo before the stat()s that vouch for it, which
+    run beside the driver's module load; here tlc "changed" after a process filled the caches
+    under the memo's digest (a digest planted, its stamps sound, then one stamp put off): the
+    next call finds those entries, loads the module, learns from the stat()s and the files'
+    hash that they were another tlc's, and checks, generates and compiles as a new tlc must,
+    then launches the same kernel; the process after it is served under the files' identity."""
+    memo = Path(call(copy, module)[0]["memo"])
+    for entry in copy.iterdir():  # the caches empty but for the memo
+        if entry != memo and entry.is_file():
+            entry.unlink()
+    doc = json.loads(memo.read_bytes())
+    doc["digest"] = "f" * 64
+    memo.write_text(json.dumps(doc))
+    found, _ = call(copy, module)  # a "tlc" whose identity is f...f fills its entries
+    assert found["checked"] and found["compiles"] == ["matmul"]
+    stale(memo)  # its files changed since: the memo still claims f...f
+    found, err = call(copy, module)
+    assert err == "" and found["launches"] == filled[1]
+    assert found["checked"] and found["generated"] and found["compiles"] == ["matmul"]
+    found, err = call(copy, module)
     assert {k: found[k] for k in SERVED} == SERVED and err == "" and found["launches"] == filled[1]
 
 
