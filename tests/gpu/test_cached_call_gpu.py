@@ -1,0 +1,77 @@
+"""A new process's cached first call on the GPU itself (issue #15): CuPy, the driver's module load
+and the checkout identity's stat()s on the thread beside it (runtime/cache.py's
+`start_vouching`), not the CPU's stand-ins (tests/runtime/test_cached_call_fallbacks.py).  Each
+call is a process of its own on a copy of std.gemm, its product checked."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+ROOT = Path(__file__).resolve().parents[2]
+
+CALL = r"""
+import json, os, sys
+import cupy
+import tlc
+from tlc import driver
+checks = []
+real = driver.check_source
+driver.check_source = lambda *a, **k: checks.append(a[1]) or real(*a, **k)
+A = cupy.ones((256, 256), cupy.float16)
+C = cupy.zeros((256, 256), cupy.float16)
+tlc.load(os.environ["TLC_TEST_MODULE"], target="cuda").matmul(A, A, C)
+from tlc.runtime import cache
+print(json.dumps({"right": bool((C == 256).all()), "checked": bool(checks),
+                  "memo": cache.checkout_memo(cache._package_bases())}))
+"""
+
+
+def call(folder: Path, module: Path) -> dict:
+    env = {**os.environ, "TLC_CACHE_DIR": str(folder), "TLC_TEST_MODULE": str(module),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", CALL], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["right"], "the product is wrong"
+    return found
+
+
+def stale(memo: Path, planted: bool) -> None:
+    """The checkout memo claiming the digest f...f (`planted`), or with one stamp put off."""
+    doc = json.loads(memo.read_bytes())
+    if planted:
+        doc["digest"] = "f" * 64
+    else:
+        doc["stamps"] = doc["stamps"][:-2] + ("00" if doc["stamps"][-2:] != "00" else "01")
+    memo.write_text(json.dumps(doc))
+
+
+def test_entries_under_a_stale_identity_are_not_launched_on_the_gpu(tmp_path):
+    """As tests/runtime/test_cached_call_fallbacks.py's test of the name, through CuPy and the
+    driver: a "tlc" whose identity is f...f fills the caches, its files change (a stamp put
+    off), and the next call, which finds those entries and loads their module while its thread
+    stat()s, checks and compiles again rather than launch them; the one after is served."""
+    module = tmp_path / "gemm.tl"
+    module.write_text((ROOT / "stdlib" / "gemm.tl").read_text())
+    folder = tmp_path / "cache"
+    assert call(folder, module)["checked"]  # compiled by NVRTC
+    for _ in range(3):  # no memo is written where a folder of tlc changed in the last two seconds
+        found = call(folder, module)  # (a first import's __pycache__)
+        assert not found["checked"]  # from the caches, the stat()s beside the module load
+        memo = Path(found["memo"])
+        if memo.exists():
+            break
+        time.sleep(2)
+    for entry in folder.iterdir():
+        if entry != memo and entry.is_file():
+            entry.unlink()
+    stale(memo, planted=True)
+    assert call(folder, module)["checked"]  # f...f's entries
+    stale(memo, planted=False)
+    assert call(folder, module)["checked"]  # found, loaded, not launched: checked and compiled again
+    assert not call(folder, module)["checked"]  # the memo rewritten: served again
