@@ -179,14 +179,41 @@ __device__ __forceinline__ void atomic_combine(unsigned* p, unsigned v) {
 // the bits of MASK (which hold the same kept index in each slot).  When every holder of a kept
 // index is in one such group, `part` is the result in every replica; otherwise the partials
 // meet in a scratch array in shared memory, PARTS rows of NKEPT values, read by scratch_value.
+// A max or min (exact in any order) over 16 or more registers a slot combines them in 4 chains,
+// each a quarter of the registers, then the chains: a 64-register attention score tile's row
+// max (2 slots) is 8 + 2 dependent FMNMX deep, not 32, before its exponentials can start.  A sum
+// keeps its order (the registers' order, as the interpreter and the other targets add).
 template <Op OP, typename L, typename K, unsigned MASK, typename Acc, typename T>
 __device__ __forceinline__ void reduce_slots(Acc* part, const T* regs) {
   const int t = threadIdx.x;
+  constexpr int CHAINS = OP != Op::sum && L::REGS >= 16 * K::REGS ? 4 : 1;
+  if constexpr (CHAINS == 1) {
 #pragma unroll
-  for (int s = 0; s < K::REGS; ++s) part[s] = identity<OP>(Acc());
+    for (int s = 0; s < K::REGS; ++s) part[s] = identity<OP>(Acc());
 #pragma unroll
-  for (int r = 0; r < L::REGS; ++r)
-    if (L::valid(t, r)) part[K::slot(r)] = combine<OP>(part[K::slot(r)], prepare<OP>(cvt<Acc>(regs[r])));
+    for (int r = 0; r < L::REGS; ++r)
+      if (L::valid(t, r)) part[K::slot(r)] = combine<OP>(part[K::slot(r)], prepare<OP>(cvt<Acc>(regs[r])));
+  } else {
+    // each chain starts from its first register (where every register is valid the flags fold
+    // away after unrolling: no combine with the identity, as the single chain's first one)
+    Acc chain[CHAINS][K::REGS];
+    bool seen[CHAINS][K::REGS];
+#pragma unroll
+    for (int c = 0; c < CHAINS; ++c)
+#pragma unroll
+      for (int s = 0; s < K::REGS; ++s) chain[c][s] = identity<OP>(Acc()), seen[c][s] = false;
+#pragma unroll
+    for (int r = 0; r < L::REGS; ++r)
+      if (L::valid(t, r)) {
+        const int c = r * CHAINS / L::REGS, s = K::slot(r);
+        const Acc x = prepare<OP>(cvt<Acc>(regs[r]));
+        chain[c][s] = seen[c][s] ? combine<OP>(chain[c][s], x) : x;
+        seen[c][s] = true;
+      }
+#pragma unroll
+    for (int s = 0; s < K::REGS; ++s)
+      part[s] = combine<OP>(combine<OP>(chain[0][s], chain[1][s]), combine<OP>(chain[2][s], chain[3][s]));
+  }
   if constexpr (MASK != 0) {
 #pragma unroll
     for (int s = 0; s < K::REGS; ++s) part[s] = warp_allreduce<OP, MASK>(part[s]);
