@@ -3,6 +3,8 @@ launches its kernel from the program cache without decoding the kernel's checked
 binding or reading config.json's rules (issue #15); anything that differs is the general path,
 which records the call.  The GPU is stood in for: NVRTC, the device's facts and the launch."""
 import json
+import os
+import time
 
 import numpy as np
 import pytest
@@ -105,6 +107,34 @@ def test_another_shape_dtype_or_config_json_takes_the_general_path_and_is_record
     (path.parent / "config.json").write_text(json.dumps({"format": 1, "kernels": {}}))
     tlc.load(str(path), target="cuda").copy(*arrays())
     assert len(seen) == 1  # a config.json where there was none: its rules might choose others
+
+
+def test_a_settled_config_json_is_vouched_for_by_its_stamp_a_rewritten_one_by_its_bytes(gpu, monkeypatch):
+    """The memo keeps each config.json's stamp (size, times, inode) beside its SHA-256 where it
+    last changed more than two seconds before (here: before now): a call like one before reads
+    and hashes it only where the stamp differs; a rewrite of the same size with its modification
+    time put back still changes its change time, and its bytes decide."""
+    from tlc.runtime import cache as cache_mod
+
+    monkeypatch.setattr(cache_mod, "_SETTLED_NS", 0)
+    path, launches = gpu
+    config = path.parent / "config.json"
+    config.write_text(json.dumps({"format": 1, "kernels": {}}))
+    time.sleep(0.01)
+    tlc.load(str(path), target="cuda").copy(*arrays())
+    [record] = memo_doc(path)["kernels"]["copy"]["calls"].values()
+    [stamped] = [c for c in record["configs"] if c[0] == str(config)]
+    st = os.stat(config)
+    assert stamped[2] == f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+    hashed, real = [], checked_cache._file_digest
+    monkeypatch.setattr(checked_cache, "_file_digest", lambda p: hashed.append(p) or real(p))
+    seen = decodes(monkeypatch)
+    tlc.load(str(path), target="cuda").copy(*arrays())
+    assert seen == [] and hashed == []  # a hit, config.json by its stamp
+    config.write_text(json.dumps({"format": 1, "kernels": {"x": []}})[:st.st_size].ljust(st.st_size))
+    os.utime(config, ns=(st.st_atime_ns, st.st_mtime_ns))
+    tlc.load(str(path), target="cuda").copy(*arrays())
+    assert hashed[0] == str(config) and len(seen) == 1  # its bytes differ: the general path (which records it)
 
 
 @pytest.mark.parametrize("damage", [b"", b"\0" * 64, b'{"format": "tlc-launch-memo-1", "kernels": {"copy": 7}}'])

@@ -27,6 +27,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import time
 
 from .. import __version__
 
@@ -255,7 +256,7 @@ def signatures(program):
 # (Here, not a module of its own: a cached first call imports this module anyway, and each module
 # costs its import ~0.3 M instructions before its own code.)
 
-MEMO_FORMAT = "tlc-launch-memo-1"
+MEMO_FORMAT = "tlc-launch-memo-2"  # 2: each config.json's stamp beside its digest
 _MEMO_SUFFIX = ".launch"
 _MEMO_LIMIT = 1 << 20  # bytes: a memo of a few kernels and signatures is a few KB
 MAX_RECORDS = 16  # signatures kept per kernel (the newest)
@@ -286,8 +287,42 @@ def _file_digest(path: str) -> str | None:
 
 
 def config_digests(files: list) -> list:
-    """[[path, SHA-256 of its bytes or None where there is no file], ...] of config.json files."""
-    return [[path, _file_digest(path)] for path in files]
+    """[[path, SHA-256 of its bytes or None where there is no file, its stamp], ...] of config.json
+    files: the stamp (`_stamp`) where the file last changed more than two seconds ago, else ""."""
+    from .cache import _SETTLED_NS
+
+    out = []
+    for path in files:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            out.append([path, None, ""])
+            continue
+        settled = max(st.st_mtime_ns, st.st_ctime_ns) < time.time_ns() - _SETTLED_NS
+        out.append([path, _file_digest(path), _stamp(st) if settled else ""])
+    return out
+
+
+def _stamp(st) -> str:
+    """A file's size, times and inode as one string: a rewrite changes its change time (ctime),
+    whatever its modification time is set back to; a file put in its place, its inode."""
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+
+
+def configs_unchanged(configs: list) -> bool:
+    """Whether each [path, digest, stamp] of a memo's record is as the file is now: by its stamp
+    alone where one was recorded and still holds (a cached first call's config.json, 27 KB, not
+    read and hashed: issue #15), else by the digest of its bytes."""
+    for path, digest, stamp in configs:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            if digest is not None:
+                return False
+            continue
+        if not (stamp and stamp == _stamp(st)) and _file_digest(path) != digest:
+            return False
+    return True
 
 
 class LaunchMemo:
@@ -329,12 +364,12 @@ class LaunchMemo:
             configs, constants, arch, fast = record["configs"], record["constants"], record["arch"], record["fast"]
             if not (all(type(n) is str for n in names) and type(arch) is str and type(fast) is bool and
                     all(type(p) is list and len(p) == 2 and all(type(s) is str for s in p) for p in constants) and
-                    all(type(c) is list and len(c) == 2 and type(c[0]) is str for c in configs)):
+                    all(type(c) is list and len(c) == 3 and type(c[0]) is str and type(c[2]) is str for c in configs)):
                 return None
-            if config_digests([path for path, _ in configs]) != configs:
+            if not configs_unchanged(configs):
                 return None
             return tuple(names), tuple((k, v) for k, v in constants), arch, fast
-        except (TypeError, KeyError, AttributeError):
+        except (TypeError, KeyError, AttributeError, OSError):  # OSError: a config.json that cannot be read
             return None
 
     def record(self, kernel: str, names: tuple, args: tuple, device: int, constants_key: tuple, arch: str,
@@ -355,9 +390,12 @@ class LaunchMemo:
             entry = doc["kernels"][kernel] = {"runtime": list(names), "calls": {}}
         calls = entry["calls"]
         calls.pop(name, None)  # the newest last: the oldest are dropped first
+        try:
+            configs = config_digests(config_files)
+        except OSError:  # a config.json that cannot be read: nothing to vouch for it by
+            return
         calls[name] = {
-            "constants": [list(p) for p in constants_key], "arch": arch, "fast": bool(fast),
-            "configs": config_digests(config_files)}
+            "constants": [list(p) for p in constants_key], "arch": arch, "fast": bool(fast), "configs": configs}
         while len(calls) > MAX_RECORDS:
             del calls[next(iter(calls))]
         try:
