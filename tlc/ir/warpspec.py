@@ -203,7 +203,7 @@ class WarpSpecialization(Node):
     # statements before the ring's loop (indices into the kernel's body) that only the consumer
     # threads run: copies into shared memory (attention's Q tile), whose thread mapping is the
     # kernel's THREADS; the producer's extra threads skip them and meet the barrier after them.
-    # A kernel with any is not persistent.
+    # A kernel with any is persistent only where those that copy are its tile_loads.
     consumer_only: tuple[int, ...] = ()
     # of consumer_only, the copies into shared memory that the consumers make after the ring's
     # setup, meeting at CONSUMER_BARRIER after them, so that the producer's first copies are on
