@@ -254,6 +254,10 @@ def test_a_checkouts_identity_is_claimed_from_its_memo_and_vouched_for_beside_th
     try:
         fresh()
         assert cache_mod.provisional_package_hash() == digest and stats == []
+        monkeypatch.setattr(cache_mod, "_spare_cores", lambda: False)  # 2 cores: compared where asked
+        cache_mod.start_vouching()
+        assert not cache_mod._vouching._started
+        monkeypatch.setattr(cache_mod, "_spare_cores", lambda: True)
         cache_mod.start_vouching()
         assert cache_mod._vouching._started
         assert cache_mod.vouched() and cache_mod.package_hash() == digest and len(stats) == 5  # 2 folders, 3 files

@@ -134,7 +134,7 @@ class _Vouching:
         self._started, self._holds, self._answer = False, None, None
 
     def start(self) -> None:
-        if not self._started:
+        if not self._started and _spare_cores():
             import _thread
 
             self._started = True
@@ -165,6 +165,16 @@ class _Vouching:
 # seconds a launch waits for the thread's comparison before it makes its own: the ~250 stat()s
 # take 0.3-0.8 ms, most of which the driver's module load has covered by then
 _WAIT = 0.001
+
+
+def _spare_cores() -> bool:
+    """Whether this process may run on 4 cores or more, so that the comparison's thread finds
+    one while the main thread waits for the driver: on fewer (the 2-core CPU machine, loaded
+    by other processes) it waited for one for milliseconds, and the main thread compares."""
+    try:
+        return len(os.sched_getaffinity(0)) >= 4
+    except (AttributeError, OSError):  # no affinity on this system: its count of processors
+        return (os.cpu_count() or 1) >= 4
 
 
 def provisional_package_hash() -> str:
