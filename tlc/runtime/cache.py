@@ -51,9 +51,11 @@ def default_dir() -> Path:
 _SOURCE_SUFFIXES = (".py", ".lark", ".tl", ".cuh", ".j2", ".jinja", ".cu", ".h")
 
 
+@functools.lru_cache(maxsize=1)
 def _package_bases() -> list:
     """(folder, prefix) of what makes tlc what it is: the package (its Python sources) and its
-    data folders (grammar, templates), which a checkout keeps beside the package, not in it."""
+    data folders (grammar, templates), which a checkout keeps beside the package, not in it.
+    Found once a process (an lstat() a data folder; the cached path asks three times)."""
     from ..package_data import folder_path, package_folder
 
     root = package_folder()
