@@ -12,7 +12,8 @@ checked on the CPU before it is committed.
          ("gather", "BLOCK1024", None, {"T": "f16", "BLOCK": 1024})])   # constants replace the row's
 
 A variant is (operator, label, module, constants): module None is the row's own std module;
-constants, where given, replace the row's (T included)."""
+constants, where given, replace the row's (T included).  An operator two modules hold is named by
+its module where it is not the first's: "broadcast.where" (std.elementwise's is "where")."""
 from __future__ import annotations
 
 import dataclasses
@@ -26,6 +27,7 @@ def _rows() -> dict:
     rows: dict = {}
     for r in all_rows():
         rows.setdefault(r.op, r)  # an operator two modules hold: its first row (std.elementwise's add)
+        rows.setdefault(f"{r.module.split('.')[-1]}.{r.op}", r)  # or named by its module: broadcast.where
     return rows
 
 
