@@ -70,10 +70,11 @@ def test_exchange_copy_between_accumulators_of_different_layouts(tmp_path):
     from test_layout_infer import TWO_ACCUMULATORS
 
     r = np.random.default_rng(4)
-    a, at, b = (r.standard_normal((64, 64)).astype(np.float16) for _ in range(3))
+    a, b = (r.standard_normal((64, 64)).astype(np.float16) for _ in range(2))
+    at, bt = r.standard_normal((64, 32)).astype(np.float16), r.standard_normal((32, 64)).astype(np.float16)
     c, d = np.full((64, 64), np.nan, np.float32), np.full((64, 64), np.nan, np.float32)
-    _load(tmp_path, TWO_ACCUMULATORS).k(a, at, b, c, d)
-    ref = 2 * at.astype(np.float64).T @ b.astype(np.float64)
+    _load(tmp_path, TWO_ACCUMULATORS).k(a, at, b, bt, c, d)
+    ref = 2 * at.astype(np.float64) @ bt.astype(np.float64)
     np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-3)
     np.testing.assert_array_equal(d, c)
 

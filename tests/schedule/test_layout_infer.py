@@ -179,26 +179,29 @@ def test_an_exchange_is_shown_with_the_access_that_forced_it():
 
 
 # Two gemm accumulators of one shape that sm_90a lays out differently: wgmma's (a warp per 16
-# rows) and, for a gemm wgmma does not take (A transposed), mma.sync's (2 x 2 warps).
+# rows) and, for a gemm wgmma does not take (K of 32: its rows half a 128-byte segment),
+# mma.sync's (2 x 2 warps).
 TWO_ACCUMULATORS = """
 @kernel
-def k(A: f16[64, 64], At: f16[64, 64], B: f16[64, 64], C: f32[64, 64], D: f32[64, 64]):
+def k(A: f16[64, 64], At: f16[64, 32], B: f16[64, 64], Bt: f16[32, 64], C: f32[64, 64], D: f32[64, 64]):
     with grid(1, threads=128) as bx:
         As = shared(f16[64, 64])
-        Ats = shared(f16[64, 64])
+        Ats = shared(f16[64, 32])
         Bs = shared(f16[64, 64])
+        Bts = shared(f16[32, 64])
         acc = fragment(f32[64, 64])
         other = fragment(f32[64, 64])
         third = fragment(f32[64, 64])
         copy(A[0, 0], As)
         copy(At[0, 0], Ats)
         copy(B[0, 0], Bs)
+        copy(Bt[0, 0], Bts)
         clear(acc)
         clear(other)
         clear(third)
         gemm(As, Bs, acc)
-        gemm(Ats, Bs, other, trans_a=True)
-        gemm(Ats, Bs, third, trans_a=True)
+        gemm(Ats, Bts, other)
+        gemm(Ats, Bts, third)
         for i, j in parallel(64, 64):
             acc[i, j] = other[i, j] + third[i, j]
         copy(acc, C[0, 0])
@@ -232,10 +235,11 @@ def test_copy_between_fragments_exchanges_only_where_layouts_differ(arch, tmp_pa
 
 def test_two_accumulators_on_the_interpreter(tmp_path):
     r = np.random.default_rng(2)
-    a, at, b = (r.standard_normal((64, 64)).astype(np.float16) for _ in range(3))
+    a, b = (r.standard_normal((64, 64)).astype(np.float16) for _ in range(2))
+    at, bt = r.standard_normal((64, 32)).astype(np.float16), r.standard_normal((32, 64)).astype(np.float16)
     c, d = np.full((64, 64), np.nan, np.float32), np.full((64, 64), np.nan, np.float32)
-    load(TWO_ACCUMULATORS, tmp_path).k(a, at, b, c, d)
-    ref = 2 * at.astype(np.float64).T @ b.astype(np.float64)
+    load(TWO_ACCUMULATORS, tmp_path).k(a, at, b, bt, c, d)
+    ref = 2 * at.astype(np.float64) @ bt.astype(np.float64)
     np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-3)
     np.testing.assert_array_equal(d, c)
 
