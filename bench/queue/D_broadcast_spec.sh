@@ -11,7 +11,12 @@
 # branch as packed 16-byte runs (a codegen trial) left where at 109: the joins, not the fill's
 # form, hold the registers.  Without specializing, blocks_per_sm 8 fits clamp and lerp in 64
 # registers with no spill (bench/broadcast_blocks.tl, BLOCKS); where spills 210 bytes at 8, 114
-# at 6.  Asks: the specialized build against the kernels as they are and at BLOCKS 6 / 8.
+# at 6.  Since then (this tree, codegen/byte_words.py): where(c, a, b) of a bool fragment and
+# 16-bit ones is computed four registers at a time as 32-bit words (tl::select_halves4: a PRMT,
+# an IMAD and a LOP3 a word), no longer a register a bool and a half: where 111 -> 77 registers
+# (the general build 124 -> 93); at BLOCKS 6, 65 without spills, at 8, 64 and a 24-byte spill.
+# Every where contender below (now, spec, B6, B8) is built so.  The ops table's where was 0.61.
+# Asks: the specialized build against the kernels as they are and at BLOCKS 6 / 8.
 # The CPU checked every variant on the interpreter at BN = 256 (the dry run's rows of 45 take
 # the hot path there; a wrongly specialized where fails that check: 1408 of 1440 off).  Each
 # contender's output is checked against the float64 reference before it is timed (bench/ops.py's

@@ -12,7 +12,9 @@
 # The CPU checked every variant on the interpreter (bench/row_variants.py's check; the broadcast
 # ones at BN = 256, where rows of 45 take the hot path).  Each contender's output is checked
 # against the float64 reference before it is timed (bench/ops.py's measure, 10 ms); "now" is
-# this tree's row.  In order of interest: what the time limit cuts is the last.
+# this tree's row.  First std.elementwise's where row (f16), whose select is now computed as
+# 32-bit words (codegen/byte_words.py, tl::select_halves4): its output checked, its time against
+# 1.03 of copy.  In order of interest: what the time limit cuts is the last.
 timeout 29 python3 - <<'PY'
 import json, os, sys
 sys.path.insert(0, "bench")
@@ -21,6 +23,7 @@ from row_variants import run
 S = "bench/broadcast_spec.tl"
 f16 = {"T": "f16"}
 recs = run([
+    ("where", "now", None, {}),  # std.elementwise.where f16: its where now as words (tl::select_halves4)
     ("broadcast.pow", "now", None, {}),
     ("broadcast.pow", "spec", S, f16),
     ("broadcast.div", "now", None, {}),

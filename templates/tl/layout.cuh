@@ -204,6 +204,23 @@ __device__ __forceinline__ unsigned select_bytes(unsigned c, unsigned a, unsigne
   const unsigned m = c * 0xffu;
   return (a & m) | (b & ~m);
 }
+// where(c[r + e], a[r + e], b[r + e]) into out[r + e], e = 0..3, of 16-bit fragments a, b and out
+// as two 32-bit words each and a bool fragment c as one (bytes 0 or 1): each word's mask is its
+// two bools spread to its halves (PRMT) times 0xff (codegen/byte_words.py).  Element by element,
+// ptxas held each bool and each half in a register of its own (std.broadcast.where, 32 elements
+// a thread: 111 registers on sm_90a, 77 as words).
+template <typename T>
+__device__ __forceinline__ void select_halves4(T* out, const bool* c, const T* a, const T* b, int r) {
+  static_assert(sizeof(T) == 2, "four 16-bit registers");
+  unsigned cw, x[2], y[2];
+  memcpy(&cw, c + r, 4);
+  memcpy(x, a + r, 8);
+  memcpy(y, b + r, 8);
+  const unsigned m0 = __byte_perm(cw, 0, 0x1100) * 0xffu, m1 = __byte_perm(cw, 0, 0x3322) * 0xffu;
+  x[0] = (x[0] & m0) | (y[0] & ~m0);
+  x[1] = (x[1] & m1) | (y[1] & ~m1);
+  memcpy(out + r, x, 8);
+}
 
 template <int N, bool GLOBAL = false, int REGS = 0, typename T, typename U>
 __device__ __forceinline__ void store_run(U* p, const T* regs) {

@@ -15,6 +15,7 @@ import pytest
 
 import tlc
 from tlc.codegen import generate_file
+from tlc.codegen.byte_words import HALF_SELECT
 from tlc.runner import build
 from tlc.runtime.whole_runs import DEFINE
 
@@ -54,11 +55,24 @@ def test_bytewise_logic_is_computed_in_words(ew, op, consts, word, arch):
     ("add", {"T": "u8"}),        # a carry crosses bytes
     ("lt", {"T": "u8"}),         # a comparison of bytes is not one word operation
     ("eq", {"T": "i8"}),
-    ("where", {"T": "f16"}),     # 2-byte values
+    ("where", {"T": "f32"}),     # 4-byte values
 ])
 def test_other_loops_stay_scalar(ew, op, consts):
     src = source(ew, op, consts)
     assert "// four registers at a time" not in src and "tl::set_bytes_word(" not in src.split("TL_PRIMITIVES")[-1]
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_a_where_of_halves_by_bools_is_computed_in_words(ew, dtype):
+    # four registers a step, two words of each 16-bit fragment and one of the bools
+    # (tl::select_halves4), in the tile op's loop and in std.broadcast.where's run loop
+    src = source(ew, "where", {"T": dtype}).split("TL_PRIMITIVES")[-1]
+    assert HALF_SELECT in src and "tl::select_halves4(out_tile, cond_tile, a_tile, b_tile, 4 * tl_w);" in src
+    assert " ? a_tile[" not in src
+    bc = tlc.load("std.broadcast", target="cpu")
+    src = bc.where.cuda_source("sm_90a", T=dtype).split("TL_PRIMITIVES")[-1]
+    assert "tl::select_halves4(out, cond_1_, a_1_, b_1_, tl_r0 + 4 * tl_w);" in src
+    assert "out[tl_r] = (cond_1_[tl_r] ?" not in src
 
 
 def _words(b: np.ndarray) -> np.ndarray:

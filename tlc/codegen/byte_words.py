@@ -22,6 +22,14 @@ never spans two runs, so the run's validity is the word's), and its body is only
 Each store reads the fragments' words as they are at that point (the body's order is kept).
 Anything else, and the loop stays the scalar one (nothing else changes what the generator
 writes).  The values are the scalar loop's, bit for bit.
+
+A body that is the one store `out[j] = where(c[j], a[j], b[j])` of 16-bit fragments out, a, b
+and a bool fragment c (std.elementwise's and std.broadcast's where of f16 and bf16) is computed
+four registers at a time too (`tl::select_halves4`, also in a run loop's runs: shared_runs.py):
+c's word and two words of each of a and b, each word's mask its two bools spread to its halves
+and times 0xff.  Element by element, ptxas held each bool and each half in a register of its
+own: std.broadcast.where at 32 elements a thread took 111 registers on sm_90a in the
+TL_WHOLE_RUNS build (4 blocks an SM; 0.61 of copy on the H200), 77 as words.
 """
 from __future__ import annotations
 
@@ -31,6 +39,7 @@ from .cexpr import CodegenError
 from .cnames import c_name
 
 _BYTE_TYPES = ("bool", "u8", "i8")
+HALF_SELECT = "four registers at a time: where of 16-bit values by bools, as 32-bit words (codegen/byte_words.py)"
 _ONES = 0x01010101
 _BOOL_OPS = {"and": "&", "&": "&", "or": "|", "|": "|", "!=": "^", "^": "^"}
 _INT_OPS = {"&": "&", "|": "|", "^": "^"}
@@ -50,6 +59,14 @@ class ByteWordGen:
 
     def word_loop(self, p: ir.Parallel, layout, alias: str) -> bool:
         """Emit `p` four registers at a time (the module's docstring), or nothing and False."""
+        select = self.half_select(p, layout)
+        if select is not None:
+            self.emit(f"// {HALF_SELECT}")
+            self.emit("#pragma unroll")
+            self.emit(f"for (int tl_w = 0; tl_w < {alias}::REGS / 4; ++tl_w) {{")
+            self.emit(f"  if ({alias}::valid(threadIdx.x, 4 * tl_w)) {self.half_select_call(select, '4 * tl_w')}")
+            self.emit("}")
+            return True
         plan = self.word_plan(p, layout)
         if plan is None:
             return False
@@ -63,6 +80,31 @@ class ByteWordGen:
         self.indent -= 1
         self.emit("}")
         return True
+
+    def half_select(self, p: ir.Parallel, layout) -> tuple | None:
+        """(out, c, a, b) where `p`'s body is the one store `out[j] = where(c[j], a[j], b[j])`: out,
+        a and b fragments of one 16-bit type and c of bools, each at the loop's own register, in a
+        blocked layout of runs of a multiple of 4 registers; else None."""
+        if not isinstance(layout, Blocked) or layout.vec % 4 != 0 or len(p.body) != 1:
+            return None
+        s = p.body[0]
+        if not isinstance(s, ir.Store) or not isinstance(s.value, ir.Select):
+            return None
+        out = self.buffers.get(s.name)
+        e = s.value
+        if out is None or out.dtype.itemsize != 2 or e.dtype != out.dtype or e.cond.dtype.name != "bool":
+            return None
+        args = (e.cond, e.a, e.b)
+        if not all(isinstance(x, ir.Load) and self.word_fragment_of(x.name, x.indices, layout, x.dtype.itemsize)
+                   for x in args) or not self.word_fragment_of(s.name, s.indices, layout, 2):
+            return None
+        if e.a.dtype != out.dtype or e.b.dtype != out.dtype:
+            return None
+        return (s.name, *(x.name for x in args))
+
+    def half_select_call(self, select: tuple, r: str) -> str:
+        """The C statement of `half_select`'s store for registers r .. r + 3."""
+        return f"tl::select_halves4({', '.join(c_name(n) for n in select)}, {r});"
 
     def word_plan(self, p: ir.Parallel, layout) -> list | None:
         """[(fragment, C word of its value)] for each store of `p`'s body, or None."""
@@ -80,8 +122,13 @@ class ByteWordGen:
 
     def word_fragment(self, name: str, indices, layout) -> bool:
         """Whether `name[indices]` is a 1-byte fragment's element in the loop's own register."""
+        return self.word_fragment_of(name, indices, layout, 1) and _is_byte(self.buffers[name].dtype)
+
+    def word_fragment_of(self, name: str, indices, layout, size: int) -> bool:
+        """Whether `name[indices]` is an element of a fragment of `size`-byte elements in the
+        loop's own register."""
         b = self.buffers.get(name)
-        if b is None or b.scope != "fragment" or not _is_byte(b.dtype) or b.layout != layout \
+        if b is None or b.scope != "fragment" or b.dtype.itemsize != size or b.layout != layout \
                 or name in self.exchanged:
             return False
         try:

@@ -51,6 +51,7 @@ from __future__ import annotations
 from .. import ir
 from ..ir.walk import loads, statement_exprs, statements, subexprs, variables, written_names
 from ..schedule.layout import Blocked
+from .byte_words import HALF_SELECT
 from .cnames import c_name, c_type
 from .hoist import names_set_inside
 from .ranges import provably_within
@@ -343,14 +344,20 @@ class SharedRunGen:
             self.run_writes[st] = f"tl_wrun{self.hoist_names}"
             self.hoist_names += 1
             self.emit(f"{c_type(self.buffers[st.name].dtype)} {self.run_writes[st]}[{alias}::RUN];")
+        select = None if reads or invariant or writes else self.half_select(p, layout)  # byte_words.py
         self.emit("#pragma unroll")
-        self.emit(f"for (int tl_e = 0; tl_e < {alias}::RUN; ++tl_e) {{")
-        self.indent += 1
-        self.emit("const int tl_r = tl_r0 + tl_e;")
-        self.declare_loop_vars(p, alias, "tl_r")
-        self.block(p.body)
-        self.indent -= 1
-        self.emit("}")
+        if select is not None:
+            self.emit(f"for (int tl_w = 0; tl_w < {alias}::RUN / 4; ++tl_w) {{  // {HALF_SELECT}")
+            self.emit(f"  {self.half_select_call(select, 'tl_r0 + 4 * tl_w')}")
+            self.emit("}")
+        else:
+            self.emit(f"for (int tl_e = 0; tl_e < {alias}::RUN; ++tl_e) {{")
+            self.indent += 1
+            self.emit("const int tl_r = tl_r0 + tl_e;")
+            self.declare_loop_vars(p, alias, "tl_r")
+            self.block(p.body)
+            self.indent -= 1
+            self.emit("}")
         if writes:
             self.emit("{  // the run's shared stores, one vector each")
             self.indent += 1
