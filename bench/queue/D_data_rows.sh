@@ -1,7 +1,10 @@
 # limit: 30
 # Issue #13, session 24, helper D: std.broadcast's div (0.88 of copy) and pow (0.53) specialized
 # on which last sizes are 1 (bench/broadcast_spec.tl: S_X constants; ptxas -v sm_90a f16 in the
-# TL_WHOLE_RUNS build: div 60 -> 69 registers, pow 63 -> 80, both still 8 / 6 blocks an SM; pow
+# TL_WHOLE_RUNS build: div 56 -> 64 registers, pow 63 -> 80, both still 8 / 6 blocks an SM.  div
+# in this tree divides by an f16 divisor as a times MUFU.RCP's reciprocal (fast_div_near, where
+# div.full.f32 took two FSETPs and four more FMULs an element: its hot path 760 -> 560 SASS
+# instructions for 32 elements, 60 -> 56 registers); std.elementwise's div row checks it too; pow
 # is issue-bound: tl::fast_pow_near is 29 SASS instructions an element, elementwise.pow 0.87 of
 # copy at 768 MiB takes 217 us where broadcast.pow at 512 MiB takes 235), and std.data's scatter
 # (0.76) and pad (0.87) at other tiles (bench/results/ops-h200-twentyfourth.txt).
@@ -24,6 +27,7 @@ S = "bench/broadcast_spec.tl"
 f16 = {"T": "f16"}
 recs = run([
     ("where", "now", None, {}),  # std.elementwise.where f16: its where now as words (tl::select_halves4)
+    ("div", "now", None, {}),  # std.elementwise.div f16: fast_div_near
     ("broadcast.pow", "now", None, {}),
     ("broadcast.pow", "spec", S, f16),
     ("broadcast.div", "now", None, {}),

@@ -57,6 +57,7 @@ inline float fast_log1p(float x) { return log1pf(x); }
 inline float fast_exp(float x) { return expf(x); }
 inline float fast_div(float a, float b) { return a / b; }
 inline double fast_div(double a, double b) { return a / b; }
+inline float fast_div_near(float a, float b) { return a / b; }
 inline float fast_sqrt(float x) { return std::sqrt(x); }
 inline float fast_tanh(float x) { return tanhf(x); }
 inline float fmod_fast(float a, float b) { return std::fmod(a, b); }

@@ -424,6 +424,12 @@ __device__ __forceinline__ float fast_div(float a, float b) {
   return q;
 }
 __device__ __forceinline__ double fast_div(double a, double b) { return a / b; }
+// a / b of an f16 divisor (schedule/fast_math.py: b a cast of an f16 value, so never subnormal
+// in f32 and at most 65504): a times the hardware's reciprocal of b (MUFU.RCP, 1 ulp; 0 gives
+// inf, inf 0, so 0 / 0 and inf / inf are NaN as the division's), within 2 ulp of f32, where
+// div.full.f32 scales a divisor beyond 2^126 (two FSETPs and four more FMULs an element:
+// std.broadcast.div f16, 10.5 SASS instructions an element of its hot path).
+__device__ __forceinline__ float fast_div_near(float a, float b) { return a * rcp_approx(b); }
 
 // atan2(y, x) for values kept at 16-bit precision (schedule/fast_math.py): atan of t = lo / hi (the
 // smaller and larger of |x|, |y|: t in [0, 1], 0 at the origin) by fast_atan's polynomial

@@ -83,6 +83,18 @@ def test_a_varying_divisor_and_a_root_take_the_hardware_forms():
     assert "row[u0, j] = sqrt(row[u0, j] * row[u0, j] + 1.0) / (row[u0, j] * row[u0, j] + 4.0)" in print_kernel(k)
 
 
+def test_a_divisor_of_f16_takes_the_reciprocal_form():
+    """std.broadcast's div of f16: f32(a) / f32(b) of two f16 values divides by an f16 divisor
+    (never subnormal, at most 65504): fast_div_near, a times MUFU.RCP's reciprocal, where
+    div.full.f32 scales a divisor past 2^126 (two FSETPs and four FMULs an element); a quotient
+    of f32 values keeps fast_div (the test above), one of bf16 too (its divisor may pass 2^126)."""
+    bc = tlc.load("std.broadcast", target="cpu")
+    text = print_kernel(bc.div.scheduled({"T": "f16"}, "sm_90a"))
+    assert text.count("fast_div_near(") == 2 and "fast_div(" not in text
+    text = print_kernel(bc.div.scheduled({"T": "bf16"}, "sm_90a"))
+    assert text.count("fast_div(") == 2 and "fast_div_near(" not in text
+
+
 def test_a_quotient_that_reaches_an_8_bit_float_keeps_the_ieee_division():
     """Into f8 the root is still fast_sqrt, but the division stays IEEE: a quotient of
     low-precision values often lies exactly halfway between two f8 values, which only the IEEE

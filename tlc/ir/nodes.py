@@ -89,6 +89,9 @@ MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "
               # internal: a / b where the quotient's precision allows the hardware's full-range
               # approximate division (div.full.f32: 2 ulp, no branch); the interpreter divides
               "fast_div": 2,
+              # internal: the same of an f16 divisor (never subnormal in f32, at most 65504): a
+              # times the hardware's reciprocal of b (rcp.approx.ftz.f32, 1 ulp), no range check
+              "fast_div_near": 2,
               # internal: the square root by the hardware's approximation (sqrt.approx.f32: a few
               # ulp, no branch) where the result's precision allows it; the interpreter's is exact
               "fast_sqrt": 1,

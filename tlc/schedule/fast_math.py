@@ -49,7 +49,8 @@ forms 0.92).  So the pass
   does not vary (`row_sum[0]`, a scalar) as a product with its reciprocal, computed once
   before the loop by an IEEE division (1.5 ulp of f32 at most);
 - and, in such a loop, any other f32 division as `fast_div(a, b)`, the hardware's full-range
-  approximate division (div.full.f32: 2 ulp, MUFU.RCP and a few multiplications, no branch),
+  approximate division (div.full.f32: 2 ulp, MUFU.RCP and a few multiplications, no branch;
+  `fast_div_near` of an f16 divisor: a times its reciprocal by MUFU.RCP, no range scaling),
   where the IEEE division is a check, a branch and a slow-path call per element, and `sqrt(x)`
   as `fast_sqrt(x)` (sqrt.approx.f32, MUFU.SQRT: a few ulp, no branch; sqrtf's correctly
   rounded one has a slow path per element too);
@@ -319,7 +320,8 @@ class _Rewriter:
                 return ir.BinOp("*", e.a, inv, F32, span=e.span)
             if self.many:
                 self.divisions += 1
-                return ir.Call("fast_div", (e.a, e.b), F32, span=e.span)
+                near = isinstance(e.b, ir.Cast) and e.b.x.dtype == F16  # |b| in [2^-24, 65504] or 0, inf, NaN
+                return ir.Call("fast_div_near" if near else "fast_div", (e.a, e.b), F32, span=e.span)
         return e
 
     def stored_tanh(self, e: ir.Expr) -> ir.Expr:
