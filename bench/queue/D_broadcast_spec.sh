@@ -16,6 +16,10 @@
 # an IMAD and a LOP3 a word), no longer a register a bool and a half: where 111 -> 77 registers
 # (the general build 124 -> 93); at BLOCKS 6, 65 without spills, at 8, 64 and a 24-byte spill.
 # Every where contender below (now, spec, B6, B8) is built so.  The ops table's where was 0.61.
+# And (codegen/cexpr.py) min / max of f16 values are __hmin / __hmax in half (exact), which nvcc
+# pairs into HMNMX2: clamp's 32 elements a thread take 32 HMNMX2 where they took 64 FMNMX, 96
+# HADD2.F32 and 16 F2FP (hot path 1000 -> 872 SASS instructions, 72 -> 68 registers); every clamp
+# contender is built so.
 # Asks: the specialized build against the kernels as they are and at BLOCKS 6 / 8.
 # The CPU checked every variant on the interpreter at BN = 256 (the dry run's rows of 45 take
 # the hot path there; a wrongly specialized where fails that check: 1408 of 1440 off).  Each

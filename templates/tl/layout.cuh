@@ -212,14 +212,14 @@ __device__ __forceinline__ unsigned select_bytes(unsigned c, unsigned a, unsigne
 template <typename T>
 __device__ __forceinline__ void select_halves4(T* out, const bool* c, const T* a, const T* b, int r) {
   static_assert(sizeof(T) == 2, "four 16-bit registers");
-  unsigned cw, x[2], y[2];
+  unsigned cw, aw[2], bw[2];
   memcpy(&cw, c + r, 4);
-  memcpy(x, a + r, 8);
-  memcpy(y, b + r, 8);
+  memcpy(aw, a + r, 8);
+  memcpy(bw, b + r, 8);
   const unsigned m0 = __byte_perm(cw, 0, 0x1100) * 0xffu, m1 = __byte_perm(cw, 0, 0x3322) * 0xffu;
-  x[0] = (x[0] & m0) | (y[0] & ~m0);
-  x[1] = (x[1] & m1) | (y[1] & ~m1);
-  memcpy(out + r, x, 8);
+  aw[0] = (aw[0] & m0) | (bw[0] & ~m0);
+  aw[1] = (aw[1] & m1) | (bw[1] & ~m1);
+  memcpy(out + r, aw, 8);
 }
 
 template <int N, bool GLOBAL = false, int REGS = 0, typename T, typename U>
