@@ -172,8 +172,11 @@ def _row_kernel(graph: Graph, program, part, group, kname: str, tensors: dict, t
     flight the same (at most `COL_RUNS_IN_FLIGHT`) and its running values half the registers,
     and then the tiles a step halve: var_axis0's and logsumexp_axis0's three running values an
     element take eight [64, 64] tiles of 16 bits a step where four [128, 64] tiles did not fit
-    (two did: half the bytes in flight; H200 (16384, 8192) f16 logsumexp_axis0 99.4 us at two
-    [128, 64], 83.4 at four, which spilled)."""
+    (two did: half the bytes in flight).  H200, (16384, 8192), each output checked against
+    float64 first (bench/results/col_reductions-h200-twentyfourth.txt): var_axis0 f16 76.1 ->
+    70.0 us (0.83 -> 0.90 of copy), logsumexp_axis0 f16 lazily 99.4 -> 81.8 (four [128, 64],
+    which spill: 82.5), var_axis0 f32 137.9 -> 123.3 (four [64, 64] where one [128, 64] was);
+    sum_axis0 f16 66.0 either way."""
     full = row_tiles(group.axis, group.space, sizes, rules)
     column = group.axis != len(group.space) - 1 and full.step > 1
     for tiles in _column_candidates(full, tensors) if column else (full,):
