@@ -328,15 +328,13 @@ PHASES = ("tlc.api:_cached_module", "tlc.runtime.cache:package_hash", "tlc.runti
 # the steps --exclusive clocks: PHASES and the smaller steps within them, each timed without the
 # others it calls, so that they and "the rest" add up to the call (with --gpu: the driver's
 # module load is CompiledKernel._load's, the tensor maps' encoding tensormap.encode's, the launch
-# and the wait for its result the rest's; a checkout's memo read is _memo_claim's, and its
-# stat()s, made on a thread beside the module load, what vouched() waits for of them)
+# and the wait for its result the rest's)
 EXCLUSIVE = PHASES + (
     "tlc.driver:resolve_path", "tlc.driver:read_source", "tlc.runtime.cache:text_digest", "tlc.runtime.checked_cache:key",
     "tlc.api:Module.__init__", "tlc.runtime.compile:cuda_unavailable_reason", "tlc.runtime.checked_cache:LaunchMemo.__init__",
     "tlc.runtime:_program_entry", "tlc.runtime.compile:device_capability", "tlc.runtime.compile:nvrtc_supported_archs",
     "tlc.runtime.compile:nvrtc_arch", "tlc.runtime.compile:nvrtc_toolchain", "tlc.runtime.cache:program_key",
     "tlc.runtime.cache:unpack", "tlc.runtime.launch:CompiledKernel._load", "tlc.runtime.launch:CompiledKernel._persistent_blocks",
-    "tlc.runtime.cache:_memo_claim", "tlc.runtime.cache:vouched",
     "tlc.runtime.launch:CompiledKernel.kernel_args", "tlc.runtime.tensormap:encode")
 
 

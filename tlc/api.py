@@ -180,7 +180,6 @@ class Module:
             q, kind = self._exports[name]
 
             def fn():
-                self.trusted()
                 try:
                     return self._program.functions[q]
                 except ValueError:  # a cached signature that cannot be read (ir_codec.BadEntry): check the text
@@ -195,35 +194,6 @@ class Module:
             self._kernels[name] = found
             self.__dict__[name] = found
         return found
-
-    def trusted(self) -> bool:
-        """Whether this module's cached parts (signatures, exports, launch memo) are this tlc's:
-        a module from the checked-module cache was found under tlc's identity as a checkout's memo
-        claimed it (`runtime.cache.provisional_package_hash`), the stat()s that vouch for it made
-        only now (or beside the driver's module load).  Where the claim did not hold (a file of
-        tlc changed since the memo), the text is checked now, as a module loaded the first time
-        is, its entry stored under tlc's identity, and every kernel made so far takes its
-        signature from that check; False then."""
-        if self._check is None:
-            return True
-        from .runtime.cache import vouched
-
-        if vouched():
-            return True
-        from .runtime import checked_cache
-
-        program = self.program  # checked in full, by this tlc
-        text = program.sources[program.path]
-        stored = checked_cache.store(program, text, program.path)
-        self._memo = checked_cache.LaunchMemo(checked_cache.key(text, program.path)) if stored else None
-        self._exports = {name: (q, program.functions[q].kind) for name, q in program.names.items()
-                         if program.functions[q].kind in ("kernel", "tile_op")
-                         and program.functions[q].module_path == program.path}
-        for name, kernel in self._kernels.items():  # made, their signatures not decoded (those decoded
-            q = self._exports.get(name, (None,))[0]  # were decoded after this method said True)
-            if "_fn_source" in kernel.__dict__ and q is not None:
-                kernel.forget_signature(lambda q=q: self._program.functions[q])
-        return False
 
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(self._exports))

@@ -476,9 +476,6 @@ class Kernel:
         compiled = runtime.cached_program_kernel(self.module.sources, self.name, constants_key, device, arch)
         if compiled is None:
             return False
-        compiled.function(device)  # loaded (a checkout's identity compared beside the driver's load)
-        if not self.module.trusted():  # the entries were another tlc's: this one checks and builds
-            return False
         self._compiled.setdefault((constants_key, device), compiled)
         compiled.launch(dict(zip(names, args)))  # each argument checked, as at any first call
         self._memo = None  # served: nothing to record
@@ -488,19 +485,6 @@ class Kernel:
         else:
             self._remember(args, device, self._deferred(compiled, signature(args, device)))
         return True
-
-    def forget_signature(self, fn) -> None:
-        """Take the checked function from `fn` (a function that returns it) at its next use, and
-        forget everything made of the one before, launch memo included: its module was checked
-        again (`api.Module.trusted`)."""
-        for attr in _FROM_FN:
-            self.__dict__.pop(attr, None)
-        self._fn_source = fn
-        self._memo, self._memo_unread = self.module._memo, False
-        self._scheduled.clear()
-        self._generated.clear()
-        self._compiled.clear()
-        self.forget_rules()
 
     def _remember(self, args: tuple, device: int, launch) -> None:
         """Keep `launch` for the later positional calls whose `signature` is that of `args`."""

@@ -1,7 +1,6 @@
-"""A new process's cached first call on the GPU itself (issue #15): CuPy, the driver's module load
-and the checkout identity's stat()s on the thread beside it (runtime/cache.py's
-`start_vouching`), not the CPU's stand-ins (tests/runtime/test_cached_call_fallbacks.py).  Each
-call is a process of its own on a copy of std.gemm, its product checked."""
+"""A new process's cached first call on the GPU itself (issue #15): CuPy and the driver's module
+load, not the CPU's stand-ins (tests/runtime/test_cached_call_fallbacks.py).  Each call is a
+process of its own on a copy of std.gemm, its product checked."""
 import json
 import os
 import subprocess
@@ -54,15 +53,15 @@ def stale(memo: Path, planted: bool) -> None:
 def test_entries_under_a_stale_identity_are_not_launched_on_the_gpu(tmp_path):
     """As tests/runtime/test_cached_call_fallbacks.py's test of the name, through CuPy and the
     driver: a "tlc" whose identity is f...f fills the caches, its files change (a stamp put
-    off), and the next call, which finds those entries and loads their module while its thread
-    stat()s, checks and compiles again rather than launch them; the one after is served."""
+    off), and the next call checks and compiles again rather than launch its entries; the one
+    after is served."""
     module = tmp_path / "gemm.tl"
     module.write_text((ROOT / "stdlib" / "gemm.tl").read_text())
     folder = tmp_path / "cache"
     assert call(folder, module)["checked"]  # compiled by NVRTC
     for _ in range(3):  # no memo is written where a folder of tlc changed in the last two seconds
         found = call(folder, module)  # (a first import's __pycache__)
-        assert not found["checked"]  # from the caches, the stat()s beside the module load
+        assert not found["checked"]  # from the caches
         memo = Path(found["memo"])
         if memo.exists():
             break
@@ -73,5 +72,5 @@ def test_entries_under_a_stale_identity_are_not_launched_on_the_gpu(tmp_path):
     stale(memo, planted=True)
     assert call(folder, module)["checked"]  # f...f's entries
     stale(memo, planted=False)
-    assert call(folder, module)["checked"]  # found, loaded, not launched: checked and compiled again
+    assert call(folder, module)["checked"]  # not launched: checked and compiled again
     assert not call(folder, module)["checked"]  # the memo rewritten: served again

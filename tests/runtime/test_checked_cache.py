@@ -85,8 +85,7 @@ def test_a_changed_text_import_version_or_compiler_is_a_miss(files, monkeypatch)
     monkeypatch.setattr(checked_cache, "__version__", "99.0")
     assert api._cached_module(str(files), "cpu") is None
     monkeypatch.undo()
-    monkeypatch.setattr(cache_mod, "package_hash", lambda: "0" * 64)  # another tlc: what entries are stored under
-    monkeypatch.setattr(cache_mod, "provisional_package_hash", lambda: "0" * 64)  # and looked up by
+    monkeypatch.setattr(cache_mod, "package_hash", lambda: "0" * 64)
     assert api._cached_module(str(files), "cpu") is None
     monkeypatch.undo()
     files.write_text(SOURCE + "\n")
@@ -224,55 +223,6 @@ def test_the_checkout_memo_follows_every_change(tmp_path, monkeypatch, change):
     second = cache_mod.checkout_hash(bases)
     assert second == unmemoized(base) and second not in (first, "f" * 64)
     assert cache_mod.checkout_hash(bases) == second  # the memo written again
-
-
-def test_a_checkouts_identity_is_claimed_from_its_memo_and_vouched_for_beside_the_module_load(tmp_path, monkeypatch):
-    """`provisional_package_hash`: the digest a checkout's memo claims, read without a stat() of
-    its files (the cached path's lookups key by it); `start_vouching` compares the stamps on a
-    thread (the launch starts it before the driver's module load), `vouched` waits for it.  A
-    claim whose stamps fail is still tlc's identity where the files hash to it (a file touched);
-    one they do not hash to is not, and `package_hash` is then the files' digest."""
-    import tlc.package_data
-
-    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
-    base = checkout(tmp_path)
-    bases = [(str(base), "")]
-    digest = cache_mod.checkout_hash(bases)
-    monkeypatch.setattr(cache_mod, "_package_bases", lambda: bases)
-    monkeypatch.setattr(tlc.package_data, "is_checkout", lambda: True)
-    monkeypatch.setattr(cache_mod, "installed_identity", lambda *args, **kw: None)
-    stats, real_stat = [], os.stat
-    monkeypatch.setattr(os, "stat", lambda path, *a, **k: (str(path).startswith(str(base)) and stats.append(path))
-                        or real_stat(path, *a, **k))  # the checkout's files' (not the memo's)
-
-    def fresh():  # a new process's state
-        monkeypatch.setattr(cache_mod, "_vouching", None)
-        monkeypatch.setattr(cache_mod, "_settled", False)
-        cache_mod.package_hash.cache_clear()
-        stats.clear()
-
-    try:
-        fresh()
-        assert cache_mod.provisional_package_hash() == digest and stats == []
-        monkeypatch.setattr(cache_mod, "_spare_cores", lambda: False)  # 2 cores: compared where asked
-        cache_mod.start_vouching()
-        assert not cache_mod._vouching._started
-        monkeypatch.setattr(cache_mod, "_spare_cores", lambda: True)
-        cache_mod.start_vouching()
-        assert cache_mod._vouching._started
-        assert cache_mod.vouched() and cache_mod.package_hash() == digest and len(stats) == 5  # 2 folders, 3 files
-        fresh()
-        (base / "a.py").write_text("one")  # touched: a new time, the same text
-        aged(base / "a.py", seconds=30)
-        assert cache_mod.provisional_package_hash() == digest and cache_mod.vouched()  # hashed: the same
-        plant(tmp_path / "cache")  # a claim the files do not hash to ...
-        (base / "a.py").write_text("owe")  # ... and a change since
-        aged(base / "a.py", seconds=30)
-        fresh()
-        assert cache_mod.provisional_package_hash() == "f" * 64 and not cache_mod.vouched()
-        assert cache_mod.package_hash() == unmemoized(base) != digest
-    finally:
-        cache_mod.package_hash.cache_clear()
 
 
 def test_a_note_beside_the_sources_changes_nothing_but_the_memo(tmp_path, monkeypatch):

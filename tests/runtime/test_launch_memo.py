@@ -38,7 +38,6 @@ def gpu(h200, monkeypatch):
     monkeypatch.setattr(kernel_mod, "_single_gpu", lambda: True)
     monkeypatch.setattr(kernel_mod, "_archs", {})
     launches = []
-    monkeypatch.setattr(launch.CompiledKernel, "function", lambda self, device: None)  # no module loaded
     monkeypatch.setattr(launch.CompiledKernel, "launch",
                         lambda self, values: launches.append(("launch", self.name, self.binary, sorted(values))))
     monkeypatch.setattr(launch.CompiledKernel, "call_positional",

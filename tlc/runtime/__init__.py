@@ -126,28 +126,25 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
     return compiled
 
 
-def _program_entry(sources: dict, name: str, constants_key, device: int, identity: str | None = None) -> tuple:
+def _program_entry(sources: dict, name: str, constants_key, device: int) -> tuple:
     """(arch, NVRTC's -arch, program cache key) of the kernel `name` of a program with constants
-    `constants_key` (their names and `str` values, sorted) for GPU `device` (`identity`: tlc's,
-    where the caller has it: `cache.program_key`)."""
+    `constants_key` (their names and `str` values, sorted) for GPU `device`."""
     from . import compile as c
     from .cache import program_key
 
     require_cuda()
     arch = target_arch(device)
     nvrtc = c.nvrtc_arch(arch, c.device_capability(device), c.nvrtc_supported_archs())
-    return arch, nvrtc, program_key(sources, name, constants_key, arch, c.nvrtc_toolchain(nvrtc), identity)
+    return arch, nvrtc, program_key(sources, name, constants_key, arch, c.nvrtc_toolchain(nvrtc))
 
 
 def cached_program_kernel(sources: dict, name: str, constants_key, device: int, arch: str):
     """The kernel `name` of a program with constants `constants_key` (as `_program_entry` takes
     them) from the program cache, where GPU `device`'s arch is `arch` and the cache holds it;
-    else None (nothing is built: the launch memo's hit, `checked_cache.LaunchMemo`).  Keyed by
-    tlc's identity as a checkout's memo claims it (`cache.provisional_package_hash`): the caller
-    launches only once `cache.vouched()`."""
-    from .cache import default_cache, provisional_package_hash
+    else None (nothing is built: the launch memo's hit, `checked_cache.LaunchMemo`)."""
+    from .cache import default_cache
 
-    found, _, key = _program_entry(sources, name, constants_key, device, provisional_package_hash())
+    found, _, key = _program_entry(sources, name, constants_key, device)
     blob = default_cache().load(key) if found == arch else None
     if blob is None:
         return None

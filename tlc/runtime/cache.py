@@ -104,113 +104,7 @@ def package_hash() -> str:
     a checkout (an editable install, or PYTHONPATH) is its files (`checkout_hash`)."""
     from ..package_data import package_folder
 
-    global _settled
-    _settled = True
-    bases = _package_bases()
-    if _vouching is not None and _vouching.bases == bases and _vouching.holds():
-        return _vouching.digest
-    return installed_identity(Path(package_folder())) or checkout_hash(bases)
-
-
-# A checkout's identity as its memo claims it, before the ~250 stat()s that vouch for it: the
-# cached path's lookups key by it (`provisional_package_hash`), and a launch waits for the
-# stat()s (`vouched`), which run on a thread while the driver loads the kernel's module (CuPy
-# loads without the GIL: `start_vouching`), so that the two overlap (issue #15: the stat()s were
-# 0.93 ms and the module load 0.73 of the H200's 3.99 ms cached call).
-_vouching = None
-_settled = False  # package_hash() asked: the identity is known, no claim is taken
-
-
-class _Vouching:
-    """The claim of a checkout memo (`_memo_claim`) and, once compared with the files, whether it
-    holds: on a thread (`start`), or where the answer is asked (`holds`) if no thread took the
-    comparison up by then, or its answer does not come within `_WAIT` seconds (a thread that a
-    busy machine does not run costs the answer at most that)."""
-
-    def __init__(self, bases: list, claim: tuple):
-        import _thread  # (threading's Thread.start waits until the thread runs: milliseconds on a busy machine)
-
-        self.bases, self.digest, self._claim = bases, claim[0], claim
-        self._taken, self._done = _thread.allocate_lock(), _thread.allocate_lock()
-        self._done.acquire()  # released by the thread once its answer is there
-        self._started, self._holds, self._answer = False, None, None
-
-    def start(self) -> None:
-        if not self._started and _spare_cores():
-            import _thread
-
-            self._started = True
-            _thread.start_new_thread(self._work, ())
-
-    def _work(self) -> None:
-        if self._taken.acquire(False):  # not taken up by `holds` meanwhile
-            self._answer = self._compare()
-            self._done.release()
-
-    def _compare(self) -> bool:
-        try:
-            return _claim_holds(self._claim)
-        except Exception:  # noqa: BLE001 - a file gone, a memo that is not one: it does not hold
-            return False
-
-    def holds(self) -> bool:
-        if self._holds is None:
-            if self._taken.acquire(False):  # no thread took it up: compared here
-                self._holds = self._compare()
-            elif self._done.acquire(timeout=_WAIT):
-                self._holds = self._answer
-            else:  # the thread is slow to come: compared here all the same
-                self._holds = self._compare()
-        return self._holds
-
-
-# seconds a launch waits for the thread's comparison before it makes its own: the ~250 stat()s
-# take 0.3-0.8 ms, most of which the driver's module load has covered by then
-_WAIT = 0.001
-
-
-def _spare_cores() -> bool:
-    """Whether this process may run on 4 cores or more, so that the comparison's thread finds
-    one while the main thread waits for the driver: on fewer (the 2-core CPU machine, loaded
-    by other processes) it waited for one for milliseconds, and the main thread compares."""
-    try:
-        return len(os.sched_getaffinity(0)) >= 4
-    except (AttributeError, OSError):  # no affinity on this system: its count of processors
-        return (os.cpu_count() or 1) >= 4
-
-
-def provisional_package_hash() -> str:
-    """`package_hash()` where it is known or cheap (an installed tlc's RECORD), else, for a
-    checkout, the digest its memo claims, the stat()s that vouch for it not made yet: what the
-    cached path keys its lookups by (the checked entry, the program entry), which read and decode
-    but neither write nor launch; `vouched()` says whether the claim held, before a launch."""
-    global _vouching
-    bases = _package_bases()
-    if _vouching is not None and _vouching.bases == bases:
-        return _vouching.digest
-    if not _settled:
-        from ..package_data import is_checkout
-
-        if is_checkout():
-            claim = _memo_claim(bases)
-            if claim is not None:
-                _vouching = _Vouching(bases, claim)
-                return _vouching.digest
-    return package_hash()
-
-
-def start_vouching() -> None:
-    """Compare a provisional identity's stamps on a thread (a call that lets go of the GIL is
-    about to be made: the driver's module load); nothing where there is none."""
-    if _vouching is not None:
-        _vouching.start()
-
-
-def vouched() -> bool:
-    """Whether `provisional_package_hash()` is tlc's identity: its memo's stamps hold (compared
-    now, or on the thread `start_vouching` started), or where they do not (a file touched), the
-    files hash to the digest it claimed all the same; True where it was never provisional."""
-    return _vouching is None or _vouching.holds() or package_hash() == _vouching.digest
+    return installed_identity(Path(package_folder())) or checkout_hash(_package_bases())
 
 
 def installed_identity(package: Path, version: str = __version__) -> str | None:
@@ -260,13 +154,16 @@ def checkout_hash(bases: list) -> str:
     has another time next time.  A memo that is missing, damaged or stale is a miss: the files
     are hashed again and the memo rewritten (unless a file or a folder changed in the last two
     seconds, whose time might not move at its next change)."""
-    claim = _memo_claim(bases)
-    try:
-        if claim is not None and _claim_holds(claim):
-            return claim[0]
-    except OSError:  # a path gone
-        pass
     memo = checkout_memo(bases)
+    try:
+        doc = json.loads(read_regular(memo, follow_symlinks=False, limit=4 << 20))
+        digest, paths, count, stamps = doc["digest"], doc["paths"], doc["folders"], doc["stamps"]
+        if doc["format"] == _CHECKOUT_MEMO and type(digest) is str and len(digest) == 64 and \
+                not digest.strip("0123456789abcdef") and type(paths) is str and paths and type(count) is int and \
+                type(stamps) is str and _packed(list(map(os.stat, paths.split("\n"))), count) == bytes.fromhex(stamps):
+            return digest
+    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+        pass
     folders, files = listed_files(bases)
     h = hashlib.sha256()
     listed = {path for path, _ in folders}
@@ -289,27 +186,6 @@ def checkout_hash(bases: list) -> str:
         except OSError:  # a read-only cache: the next process hashes again
             pass
     return digest
-
-
-def _memo_claim(bases: list) -> tuple | None:
-    """(digest, paths, folders' count, packed stamps) of the checkout memo of `bases`, read and
-    checked for its form but not against the files (`_claim_holds`); None where there is none."""
-    try:
-        doc = json.loads(read_regular(checkout_memo(bases), follow_symlinks=False, limit=4 << 20))
-        digest, paths, count, stamps = doc["digest"], doc["paths"], doc["folders"], doc["stamps"]
-        if doc["format"] == _CHECKOUT_MEMO and type(digest) is str and len(digest) == 64 and \
-                not digest.strip("0123456789abcdef") and type(paths) is str and paths and type(count) is int and \
-                type(stamps) is str:
-            return digest, paths.split("\n"), count, bytes.fromhex(stamps)
-    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
-        pass
-    return None
-
-
-def _claim_holds(claim: tuple) -> bool:
-    """Whether each path of a memo's claim has the stamp it records (OSError for one gone)."""
-    _, paths, count, stamps = claim
-    return _packed(list(map(os.stat, paths)), count) == stamps
 
 
 def checkout_memo(bases: list) -> str:
@@ -349,11 +225,10 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def program_key(sources: dict, kernel: str, constants, arch: str, toolchain: str = "", identity: str | None = None) -> str:
+def program_key(sources: dict, kernel: str, constants, arch: str, toolchain: str = "") -> str:
     """The entry name of a kernel by what it is compiled from, before any compiling: the text of
     every file of its program, its name, constants and target.  A hit skips scheduling and code
-    generation as well as NVRTC.  `identity`: tlc's, where the caller has it (the cached path's
-    provisional one), else `package_hash()`."""
+    generation as well as NVRTC."""
     items = constants.items() if hasattr(constants, "items") else constants
     doc = {  # each text by its SHA-256: hashing it is a tenth of what escaping it into JSON costs
         "program": {str(k): text_digest(v) for k, v in sources.items()},
@@ -362,7 +237,7 @@ def program_key(sources: dict, kernel: str, constants, arch: str, toolchain: str
         "arch": arch,
         "toolchain": toolchain,
         "tlc_version": __version__,
-        "tlc_sources": identity or package_hash(),
+        "tlc_sources": package_hash(),
     }
     return "p" + hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 

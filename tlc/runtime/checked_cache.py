@@ -37,15 +37,13 @@ _LIMIT = 64 << 20  # bytes: a module's signatures and texts come nowhere near
 FORMAT = 6  # 6: ir_codec's format 3 (instances met again written as references)
 
 
-def key(text: str, path: str, digest: str | None = None, identity: str | None = None) -> str:
+def key(text: str, path: str, digest: str | None = None) -> str:
     """The entry name of the file `path` (as the caller names it; imports resolve from its
-    absolute folder) whose text is `text` (`digest`: its SHA-256, where the caller has it;
-    `identity`: tlc's, where the caller has it, else `cache.package_hash()`)."""
+    absolute folder) whose text is `text` (`digest`: its SHA-256, where the caller has it)."""
     from .cache import package_hash, text_digest
 
     doc = {"format": FORMAT, "text": digest or text_digest(text), "path": path,
-           "folder": os.path.dirname(os.path.abspath(path)), "tlc_version": __version__,
-           "tlc_sources": identity or package_hash()}
+           "folder": os.path.dirname(os.path.abspath(path)), "tlc_version": __version__, "tlc_sources": package_hash()}
     return "m" + _digest(json.dumps(doc, sort_keys=True).encode())
 
 
@@ -66,13 +64,10 @@ def load(text: str, path: str):
     decodes one); `exports` maps each kernel's and tile op's name to (qualname, kind); `name` is
     the entry's (`key`), which names its launch memo too (`LaunchMemo`, below)."""
     from ..files import NotRegularFile, read_regular
-    from .cache import provisional_package_hash
     from .cache import text_digest as digest_of  # remembered: the program keys hash the same texts
 
     text_digest = digest_of(text)
-    # keyed by tlc's identity as a checkout's memo claims it: the module's first use of its
-    # signatures, or its launch, waits for the stamps that vouch for it (api.Module.trusted)
-    name = key(text, path, text_digest, provisional_package_hash())
+    name = key(text, path, text_digest)
     try:
         data = read_regular(entry_path(name), follow_symlinks=False, limit=_LIMIT)
     except (NotRegularFile, OSError):

@@ -14,7 +14,6 @@ from .. import device_assert
 from ..diagnostics import TlcError
 from ..ir.nodes import Kernel
 from .args import Binder, Bound, LaunchFacts
-from .cache import start_vouching
 from .grid import compile_grid, launches_blocks
 from .whole_runs import size_keeps_runs_whole
 from .driver_api import max_active_blocks, max_active_clusters
@@ -189,7 +188,6 @@ class CompiledKernel:
 
         with cupy.cuda.Device(device):
             module = function.Module()
-            start_vouching()  # a checkout's identity compared on a thread while the driver loads
             module.load(self.binary)
             fn = module.get_function(self.name)  # keeps `module` alive
             if self.assert_sites:
