@@ -44,6 +44,7 @@ from tlc import targets
 from tlc.runtime import cache, compile as rc, driver_api, ir_codec, tensormap
 import tlc.runtime as rt
 from tlc.runtime.args import LaunchFacts
+from tlc.runtime import launch as launch_mod
 from tlc.runtime.launch import GeneratedLaunch
 
 # the program entry of matmul, read before the clock (the cached call reads it too: timed on the CPU)
@@ -96,7 +97,7 @@ STEP = {
     "compile.nvrtc_version": rc.nvrtc_version,
     "targets.registered": targets.registered,
     "torch._C._cuda_getCurrentRawStream": lambda: torch._C._cuda_getCurrentRawStream(0),
-    "cupy Stream.from_external": lambda: cupy.cuda.Stream.from_external(torch._C._cuda_getCurrentRawStream(0)),
+    "cupy stream of torch's (launch._foreign_stream)": lambda: launch_mod._foreign_stream(cupy, torch._C._cuda_getCurrentRawStream(0), 0),
     "cupy Device(0) enter/exit": device_enter,
     "cupy Module.load (cuModuleLoadData)": module_load,
     "cupy Module.get_function": get_function,
@@ -111,7 +112,7 @@ ORDERS = {
                "cupy Module.load (cuModuleLoadData)", "cupy Module.get_function", "cupy driver.funcGetAttribute",
                "cupy runtime.getDeviceCount", "cupy runtime.getDevice", "cupy runtime.deviceGetAttribute(75)",
                "compile._loaded_nvrtc (RTLD_NOLOAD)", "compile.nvrtc_supported_archs", "compile.nvrtc_version",
-               "targets.registered", "torch._C._cuda_getCurrentRawStream", "cupy Stream.from_external",
+               "targets.registered", "torch._C._cuda_getCurrentRawStream", "cupy stream of torch's (launch._foreign_stream)",
                "cupy Device(0) enter/exit", "tensormap._driver_encode (ctypes binding)",
                "runtime.read_program_entry (CompiledKernel)", "CompiledKernel.launch + synchronize"],
 }
