@@ -10,6 +10,6 @@
 # once, where round 2 showed resolve_path 0.247 -> 0.156, read_source 0.176 -> 0.122,
 # LaunchMemo.lookup 0.181 -> 0.142 ms.  An installed tlc's identity is its RECORD (one read) where
 # a checkout's is ~250 stat()s (0.93 ms on the H200): the snapshot is what a user's pip install
-# runs.  2 timed processes each (no step clocks), after one that fills a fresh cache.
-timeout 21 python3 bench/first_cached_host.py --gpu --runs 2 2>&1 | tail -4
-timeout 22 python3 bench/first_cached_host.py --gpu --runs 2 --snapshot 2>&1 | tail -4
+# runs.  1 timed process each (no step clocks; ~5 s a process with torch), after one that fills a fresh cache.
+timeout 20 python3 bench/first_cached_host.py --gpu --runs 1 2>&1 | tail -4
+timeout 23 python3 bench/first_cached_host.py --gpu --runs 1 --snapshot 2>&1 | tail -4
