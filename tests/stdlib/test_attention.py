@@ -289,14 +289,32 @@ def check_sparse(mod, dtype, B, H, HK, S, SK, D, causal, window, density, seed, 
 @pytest.mark.parametrize("case", [0, 1, 4])  # D = 64: 128-byte rows, as the TMA copies them
 def test_the_sm90a_ring_against_numpy(mod, case):
     """The sm_90a schedule: K and V through a TMA ring filled by a producer warpgroup, the Q
-    copy before it made by the producer once a tile of a persistent walk (causal: the tiles in
-    pairs from both ends of bx); the interpreter runs the ring as recorded."""
+    copy before it made by the consumers alone; the interpreter runs the ring as recorded."""
     B, H, HK, S, SK, D, causal, consts = CASES[case]
     kernel = mod.kernels["flash_fwd"].scheduled({**consts, "D": D, "CAUSAL": causal}, "sm_90a")
     ws = kernel.warp_spec
-    assert ws is not None and len(ws.loads) == 2 and ws.tile_order.pairs == causal
+    assert ws is not None and len(ws.loads) == 2 and ws.tile_order is None
     assert [type(kernel.body[i]).__name__ for i in ws.consumer_only] == ["Assert", "Copy"]
-    assert [x.buffer for x in ws.tile_loads] == ["q_tile"]
+
+    def run(q, k, v, o, lse, scale):
+        run_kernel(kernel, {"Q": q, "K": k, "V": v, "O": o, "LSE": lse, "scale": np.float32(scale)})
+    check(run, "f16", B, H, HK, S, SK, D, causal, case)
+
+
+@pytest.mark.parametrize("case", [0, 1, 4])
+def test_the_sm90a_ring_of_a_persistent_walk_against_numpy(mod, case):
+    """flash_fwd as the grid of an author's persistent walk reaches warp specialization
+    (Kernel.persistent_walk): persistent, the producer copying each tile's Q once a tile (causal:
+    the tiles in pairs from both ends of bx); the interpreter walks the tiles as recorded."""
+    import dataclasses
+
+    from tlc import targets
+    from tlc.schedule.warpspec import specialize_warps
+    B, H, HK, S, SK, D, causal, consts = CASES[case]
+    kernel = mod.kernels["flash_fwd"].scheduled({**consts, "D": D, "CAUSAL": causal}, "sm_90a")
+    kernel = specialize_warps(dataclasses.replace(kernel, warp_spec=None, persistent_walk=True), targets.get("sm_90a"))
+    ws = kernel.warp_spec
+    assert ws.tile_order.pairs == causal and [x.buffer for x in ws.tile_loads] == ["q_tile"]
 
     def run(q, k, v, o, lse, scale):
         run_kernel(kernel, {"Q": q, "K": k, "V": v, "O": o, "LSE": lse, "scale": np.float32(scale)})

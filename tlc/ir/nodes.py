@@ -497,6 +497,9 @@ class Kernel(Node):
     # the schedule's warp specialization (schedule/warpspec.py): an ir.WarpSpecialization, or None
     warp_spec: Any = None
     notes: tuple[str, ...] = ()  # what the scheduler chose in the author's stead (schedule/fit.py), for --emit ir
+    # the grid of the author's persistent walk (schedule/persistent_grid.py): warp specialization
+    # may make it persistent with the consumers' copies before the ring as tile loads
+    persistent_walk: bool = False
     # the grid's x extent counts rows, and a launch runs at most as many blocks as the GPU holds
     # at once, each walking rows by grid_blocks() (schedule/pipeline_rows.py)
     launch_fill: bool = False

@@ -76,7 +76,8 @@ def walk_as_tile_grid(walks, kernel: ir.Kernel) -> ir.Kernel | None:
     notes = tuple(f"line {w.line}: persistent loop over ({', '.join(w.names)}): run as the grid of its tiles, "
                   "which the warp-specialized kernel walks persistently in its own order (each tile once, as the "
                   "walk visits them)" if x == w.note else x for x in kernel.notes)
-    return replace(kernel, grid=tuple(w.dims), block_vars=w.coords, body=(*prelude, *w.body), notes=notes)
+    return replace(kernel, grid=tuple(w.dims), block_vars=w.coords, body=(*prelude, *w.body), notes=notes,
+                   persistent_walk=True)
 
 
 def _reads(stmts, names: set) -> bool:

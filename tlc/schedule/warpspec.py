@@ -196,8 +196,12 @@ class _Planner:
         # (so far where the loop's products are the forward attention's two, S = Q @ K.T and
         # O += P @ V: flash_bwd's dK/dV grid, whose consumers copy K and V before its ring, four
         # products a step, has not been timed persistent)
+        # Only in the grid of the author's persistent walk (Kernel.persistent_walk): std's flash_fwd, a
+        # grid, ran slower so on the H200 (session 24 round 2, bench/results/A_fwd_persistent-h200-
+        # twentyfourth.txt: D=128 525 against 554 TFLOP/s one tile a block, causal 471 against 468)
         two = sum(isinstance(x, ir.Gemm) for x in statements(rest)) == 2
-        tile_loads = self.tile_loads(consumer_only, i) if consumer_only and two and self.epilogue_free(after) else ()
+        tile_loads = self.tile_loads(consumer_only, i) if consumer_only and two and self.k.persistent_walk \
+            and self.epilogue_free(after) else ()
         persistent = self.epilogue_free(after) and (not consumer_only or bool(tile_loads))
         cluster = 1 if tile_loads else self.cluster_size(persistent, loads)
         loads = [x if x.gather else self.with_map(x, cluster) for x in loads]
