@@ -647,6 +647,79 @@ __device__ __forceinline__ void copy_f2g(U* g, const T* regs, long long stride, 
   }
 }
 
+// A tile of a vector (a 1-D tensor of `cols` elements, or a tensor read as one: an element-wise
+// tile op's flat view), the tile at column `col0`, which the code generator proved never negative
+// (a block index times the tile: codegen/copies.py `flat_origin`).  In the TL_WHOLE_RUNS build a
+// run is whole or wholly outside the vector, so that a run is inside iff its first column is
+// below `cols`: one 64-bit compare a run, where TileBounds' 32-bit clamps of the origin and its
+// tests of both ends took 30 SASS instructions before the first load (std.elementwise's f16 abs at
+// one run a thread, sm_90a: 77 instructions -> 47, its load issued 8 instructions after the block
+// index is read, as PyTorch's vectorized_elementwise_kernel's is).  The general build takes
+// copy_g2f / copy_f2g / g2f_whole as they are.
+template <typename L, typename T, typename U>
+__device__ __forceinline__ void copy_g2f_flat(U* regs, const T* g, long long cols, long long col0) {
+  if constexpr (RunsBuild::RAGGED_RUNS) {
+    copy_g2f<L>(regs, g, cols, 1, cols, 0, col0);
+  } else {
+    constexpr int RUN = L::RUN, RUNS = L::REGS / RUN;
+    using A = RunAccess<RUN, T>;
+    using V = typename VectorOf<A::VBYTES>::type;
+    constexpr int NV = RUN / A::ELEMS;  // vectors per run
+    const int t = threadIdx.x;
+    V raw[RUNS][NV];
+#pragma unroll
+    for (int k = 0; k < RUNS; ++k) {  // every load before the first conversion, as copy_g2f
+      const long long c = col0 + L::col(t, k * RUN);
+      const bool whole = L::valid(t, k * RUN) && c < cols;
+#pragma unroll
+      for (int v = 0; v < NV; ++v) raw[k][v] = whole ? *reinterpret_cast<const V*>(g + c + v * A::ELEMS) : V{};
+    }
+#pragma unroll
+    for (int k = 0; k < RUNS; ++k) {
+      if constexpr (raw_bytes<T, U>::value || same_type<T, U>::value) {  // as copy_g2f's whole runs
+        memcpy(regs + k * RUN, raw[k], sizeof(raw[k]));
+      } else {
+#pragma unroll
+        for (int v = 0; v < NV; ++v) {
+          union { V v; T e[A::ELEMS]; } u;
+          u.v = raw[k][v];
+#pragma unroll
+          for (int e = 0; e < A::ELEMS; ++e) regs[k * RUN + v * A::ELEMS + e] = cvt<U>(u.e[e]);
+        }
+      }
+    }
+  }
+}
+
+template <typename L, typename T, typename U>
+__device__ __forceinline__ void copy_f2g_flat(U* g, const T* regs, long long cols, long long col0) {
+  if constexpr (RunsBuild::RAGGED_RUNS) {
+    copy_f2g<L>(g, regs, cols, 1, cols, 0, col0);
+  } else {
+    constexpr int RUN = L::RUN;
+    const int t = threadIdx.x;
+#pragma unroll
+    for (int r0 = 0; r0 < L::REGS; r0 += RUN) {
+      const long long c = col0 + L::col(t, r0);
+      if (L::valid(t, r0) && writes<L>(t, r0) && c < cols) store_run<RUN, true, L::REGS>(g + c, regs + r0);
+    }
+  }
+}
+
+// g2f_whole of a vector's tile at `col0` (never negative), as copy_g2f_flat tests its runs.
+template <typename L, typename T>
+__device__ __forceinline__ bool g2f_whole_flat(const T* g, long long cols, long long col0) {
+  if constexpr (RunsBuild::RAGGED_RUNS) {
+    return g2f_whole<L>(g, cols, 1, cols, 0, col0);
+  } else {
+    const int t = threadIdx.x;
+    bool all = true;
+#pragma unroll
+    for (int k = 0; k < L::REGS / L::RUN; ++k) all = all && L::valid(t, k * L::RUN) && col0 + L::col(t, k * L::RUN) < cols;
+    return all;
+  }
+}
+
 // Shared tile (COLS columns, PAD/SWIZZLE as in copy.cuh) <-> fragment, element by element; with
 // RUNS (the caller knows the tile unswizzled and its rows and base aligned to a run's widest
 // vector: codegen/copies.py) a run at a time as vectors.  Element loads left nvcc and NVRTC to

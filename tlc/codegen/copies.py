@@ -13,6 +13,7 @@ from ..schedule import gather_rows
 from ..schedule.warpspec import after_scalar_lets, stage_elements
 from .cexpr import CodegenError
 from .cnames import c_name, c_type, literal
+from .ranges import open_range
 from .shared_runs import runs_aligned
 from .whole_runs import note as note_whole_run
 
@@ -50,11 +51,13 @@ def batch_test(parts) -> str:
     are joined by `&`: with `&&` the columns' test after the rows' stayed in the loop
     (sum_axis0), and before them ptxas spilled 8 bytes of flash_bwd's first grid
     (tests/schedule/test_carried_gemm.py); the columns' half first spilled 8 bytes of the plain
-    layer_norm (tests/schedule/test_batch_loads.py)."""
+    layer_norm (tests/schedule/test_batch_loads.py).  A part (view, layout, True) is a vector's tile
+    from a column never negative (`CopyGen.flat_origin`): g2f_whole_flat's test of its runs."""
     cols: list = []
     rows: list = []
-    for v, lay in parts:
-        test = f"tl::g2f_whole<{lay}>({v.base}, {v.stride}, {v.shape[0]}, {v.cols}, 0, {v.col0})"
+    for v, lay, *flat in parts:
+        test = (f"tl::g2f_whole_flat<{lay}>({v.base}, {v.cols}, {v.col0})" if flat and flat[0] else
+                f"tl::g2f_whole<{lay}>({v.base}, {v.stride}, {v.shape[0]}, {v.cols}, 0, {v.col0})")
         cols += [test] if test not in cols else []
         if v.row0 == "0" and v.rows == str(v.shape[0]):  # the tensor's rows are the tile's (a vector)
             continue
@@ -187,6 +190,17 @@ class CopyGen:
             raise CodegenError(f"a copy between a {view_shape[0]}x{view_shape[1]} region and a "
                                f"{buf_shape[0]}x{buf_shape[1]} tile is not supported by the CUDA target yet", c.span)
 
+    def flat_origin(self, v: GlobalView, region) -> bool:
+        """Whether a fragment's copy of `region` (viewed as `v`) is a tile of a vector (a 1-D
+        tensor, or one viewed flat: an element-wise tile op's) from a column that the known
+        ranges prove never negative (a block index times the tile): tl::copy_g2f_flat and
+        copy_f2g_flat (layout.cuh) then test each run's first column against the vector's size
+        alone, one 64-bit compare, in the TL_WHOLE_RUNS build."""
+        if v.rows != "1" or v.row0 != "0" or v.shape[0] != 1:
+            return False
+        lo = open_range(region.offsets[-1], getattr(self, "ranges", None) or {})[0]
+        return lo is not None and lo >= 0
+
     def copy_from_global(self, v: GlobalView, region, b: ir.Buffer, c, async_copy: bool) -> None:
         p = self.params[region.name]
         shape = self.buffer_shape2d(b, b)
@@ -208,7 +222,10 @@ class CopyGen:
             shifted = ", true" if _offset_by_run_time(region.offsets[-1], self.k) else ""
             if not shifted:  # a shifted copy keeps its paths in the TL_WHOLE_RUNS build
                 note_whole_run(self, region, b.layout)
-            self.emit(f"tl::copy_g2f<{info.c_layout}{shifted}>({c_name(b.name)}, {v.base}, {args});")
+            if not shifted and self.flat_origin(v, region):
+                self.emit(f"tl::copy_g2f_flat<{info.c_layout}>({c_name(b.name)}, {v.base}, {v.cols}, {v.col0});")
+            else:
+                self.emit(f"tl::copy_g2f<{info.c_layout}{shifted}>({c_name(b.name)}, {v.base}, {args});")
         else:
             self.emit(f"tl::copy_g2l<{T}, {U}, {rows}, {cols}>({c_name(b.name)}, {v.base}, {args});")
 
@@ -227,16 +244,17 @@ class CopyGen:
             b = self.buffers.get(c.dst.name)
             view = self.global_view(c.src)
             self._check_shapes(view.shape, self.buffer_shape2d(b, b), c)
-            parts.append((c, b, view, self.fragment(b.name).c_layout))
+            parts.append((c, b, view, self.fragment(b.name).c_layout,
+                          not _offset_by_run_time(c.src.offsets[-1], self.k) and self.flat_origin(view, c.src)))
             # g2f_whole's alignment test is compiled out under TL_WHOLE_RUNS, shifted or not
             note_whole_run(self, c.src, b.layout, shifted=_offset_by_run_time(c.src.offsets[-1], self.k))
         self.mark(copies[0])
-        tests = batch_test([(v, lay) for _, _, v, lay in parts])
+        tests = batch_test([(v, lay, flat) for _, _, v, lay, flat in parts])
         self.emit(f"if ({tests}) {{  // load batch {copies[0].batch}: every load, then the conversions")
         self.indent += 1
-        for k, (_, _, v, lay) in enumerate(parts):
+        for k, (_, _, v, lay, _) in enumerate(parts):
             self.emit(f"const auto tl_batch{k} = tl::g2f_load<{lay}>({v.base}, {v.stride}, {v.row0}, {v.col0});")
-        for k, (_, b, _, _) in enumerate(parts):
+        for k, (_, b, _, _, _) in enumerate(parts):
             self.emit(f"tl::g2f_convert({c_name(b.name)}, tl_batch{k});")
         self.indent -= 1
         self.emit("} else {")
@@ -260,7 +278,10 @@ class CopyGen:
         elif b.scope == "fragment":
             info = self.fragment(b.name)
             note_whole_run(self, region, b.layout)
-            self.emit(f"tl::copy_f2g<{info.c_layout}>({v.base}, {c_name(b.name)}, {args});")
+            if self.flat_origin(v, region):
+                self.emit(f"tl::copy_f2g_flat<{info.c_layout}>({v.base}, {c_name(b.name)}, {v.cols}, {v.col0});")
+            else:
+                self.emit(f"tl::copy_f2g<{info.c_layout}>({v.base}, {c_name(b.name)}, {args});")
         else:
             self.emit(f"tl::copy_l2g<{T}, {U}, {rows}, {cols}>({v.base}, {c_name(b.name)}, {args});")
 

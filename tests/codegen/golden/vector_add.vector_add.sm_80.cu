@@ -13,16 +13,16 @@ extern "C" __global__ void __launch_bounds__(128, 12) vector_add(const float* __
   float ys[tl_vector_add_layout_0::REGS];  // fragment [1024]: blocked(vec=4, threads=128)
   // 13: copy(x[bx * BLOCK], xs)
 #line 13 "examples/vector_add.tl"
-  if (tl::g2f_whole<tl_vector_add_layout_0>(x, N, 1, N, 0, (bx * 1024)) && tl::g2f_whole<tl_vector_add_layout_0>(y, N, 1, N, 0, (bx * 1024))) {  // load batch 1: every load, then the conversions
+  if (tl::g2f_whole_flat<tl_vector_add_layout_0>(x, N, (bx * 1024)) && tl::g2f_whole_flat<tl_vector_add_layout_0>(y, N, (bx * 1024))) {  // load batch 1: every load, then the conversions
     const auto tl_batch0 = tl::g2f_load<tl_vector_add_layout_0>(x, N, 0, (bx * 1024));
     const auto tl_batch1 = tl::g2f_load<tl_vector_add_layout_0>(y, N, 0, (bx * 1024));
     tl::g2f_convert(xs, tl_batch0);
     tl::g2f_convert(ys, tl_batch1);
   } else {
-    tl::copy_g2f<tl_vector_add_layout_0>(xs, x, N, 1, N, 0, (bx * 1024));
+    tl::copy_g2f_flat<tl_vector_add_layout_0>(xs, x, N, (bx * 1024));
     // 14: copy(y[bx * BLOCK], ys)
 #line 14 "examples/vector_add.tl"
-    tl::copy_g2f<tl_vector_add_layout_0>(ys, y, N, 1, N, 0, (bx * 1024));
+    tl::copy_g2f_flat<tl_vector_add_layout_0>(ys, y, N, (bx * 1024));
   }
   // 15: for i in parallel(BLOCK):
 #line 15 "examples/vector_add.tl"
