@@ -9,7 +9,7 @@ of the compiler variant this process runs under printed with each row.
                                                                # cost is what the time does not scale
     python3 bench/A_probe.py LABEL solo:16384,32768            # the same with 16 blocks alone (B=1
                                                                # H=1 S=2048): the L2 uncontended
-    python3 bench/A_probe.py LABEL fwd_f16_d128 --old bench/A_fwd_grid.tl  # rows: that file's
+    python3 bench/A_probe.py LABEL fwd_f16_d128 --old bench/variant.tl     # rows: that file's
                                                                # flash_fwd timed beside std's too,
                                                                # named A_fwd_grid (--old repeats)
     python3 bench/A_probe.py LABEL "fwd_f16_d256{BM=64;THREADS=128;STAGES=3}"  # a row with other
