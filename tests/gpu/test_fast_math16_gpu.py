@@ -2,7 +2,8 @@
 bf16 on the GPU take tl::fast_atan, fast_tan, fast_erf, fast_asinh, fast_atanh, fast_asin,
 fast_acos, fast_sin, fast_cos, fast_acosh and fast_expm1 (the hardware's reciprocal, 2^x, log2
 and square root, not the host stand-ins of
-tests/codegen/test_fast_math16.py): on every finite 16-bit value, each result is the correctly
+tests/codegen/test_fast_math16.py), and reciprocal of f16 fast_div_near (1 times MUFU.RCP's
+reciprocal; of bf16 fast_div): on every finite 16-bit value, each result is the correctly
 rounded one or, where that lies within 2^-15 of a tie, its neighbour."""
 import math
 
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.gpu
 TARGET = "cuda"
 REF = {"atan": np.arctan, "tan": np.tan, "erf": np.vectorize(math.erf, otypes=[np.float64]), "asinh": np.arcsinh,
        "atanh": np.arctanh, "asin": np.arcsin, "acos": np.arccos, "sin": np.sin, "cos": np.cos, "acosh": np.arccosh,
-       "expm1": np.expm1}
+       "expm1": np.expm1, "reciprocal": lambda x: 1.0 / x}
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
