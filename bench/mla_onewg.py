@@ -105,17 +105,11 @@ CONSUMERS = """
       }
       tl::bar_sync_named(5, 256);  // P and the factors stored
       {
-        bool tl_any = false;
         float f[LK::REGS];
         #pragma unroll
-        for (int q = 0; q < LK::REGS; ++q) {
-          f[q] = tl_fac[LK::col(threadIdx.x, q)];  // slot q's row
-          tl_any |= f[q] != 1.0f;
-        }
-        if (__any_sync(0xffffffffu, tl_any)) {
-          #pragma unroll
-          for (int r = 0; r < LACC::REGS; ++r) acc[r] *= f[LK::slot(r)];
-        }
+        for (int q = 0; q < LK::REGS; ++q) f[q] = tl_fac[LK::col(threadIdx.x, q)];  // slot q's row
+        #pragma unroll
+        for (int r = 0; r < LACC::REGS; ++r) acc[r] *= f[LK::slot(r)];
       }
       tl::fence_registers<128>(acc);
       tl::gemm_wgmma_issue<WG256, __nv_bfloat16, 64, 64, 64, false, __nv_bfloat16, 1, 2>(probs, (kv_tile + (tl_stage) * 32768), acc);

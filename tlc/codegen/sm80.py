@@ -35,7 +35,6 @@ from .reductions import ReduceGen
 from .scans import ScanGen
 from .shared_runs import SharedRunGen
 from .turns import TurnGen
-from .unit_scale import unit_row_scale, vote_close, vote_open
 
 
 @dataclass
@@ -648,9 +647,6 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         elif not hoisted and not row_lets and self.word_loop(p, layout, alias):  # byte_words.py
             pass
         else:
-            vote = None if hoisted or row_lets else unit_row_scale(p, self.buffers, self.k.threads)
-            if vote is not None:
-                vote_open(self, vote)  # unit_scale.py: a warp whose factors are all 1 skips it
             self.emit("#pragma unroll")
             self.emit(f"for (int tl_r = 0; tl_r < {alias}::REGS; ++tl_r) {{")
             self.indent += 1
@@ -659,8 +655,6 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
             self.block(p.body)
             self.indent -= 1
             self.emit("}")
-            if vote is not None:
-                vote_close(self)
         for v in p.vars:
             self.unbind_range(v)
         for x in hoisted:
