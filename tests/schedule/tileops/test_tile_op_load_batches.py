@@ -1,7 +1,9 @@
 """A tile op's kernels take the load batches (schedule/batch_loads.py) as a kernel's do: the copies
 of its operands into fragments issue every load before the first conversion (std.elementwise's
 where and the other ternaries: three copies, each one waiting for its loads before the next
-issued, ran at 0.78-0.87x PyTorch on the H200 where the binaries ran at 0.99x)."""
+issued, ran at 0.78-0.87x PyTorch on the H200 where the binaries ran at 0.99x).  At two runs a
+thread (`ew_runs=2`): at the default one a thread a copy is no batch (batch_loads.MIN_RUNS), and
+its whole-runs build issues the three loads together anyway (tests/codegen/test_copies_flat.py)."""
 from __future__ import annotations
 
 import re
@@ -30,7 +32,7 @@ def scale(x: f16[M, N]) -> f16[M, N]:
 
 
 def _kernel(name: str):
-    prog = getattr(module(SRC), name).program({}, "sm_90a", {"M": 4096, "N": 4096})
+    prog = getattr(module(SRC), name).with_rules(ew_runs=2).program({}, "sm_90a", {"M": 4096, "N": 4096})
     (launch,) = prog.launches
     return launch.kernel
 

@@ -47,7 +47,15 @@ class Rules:
     which is fastest."""
 
     ew_threads: int = 128  # threads of an element-wise kernel (128 and 256 time alike on the H200)
-    ew_runs: int = 2  # 16-byte runs each of its threads moves per tensor: 2 measured 0.82x copy on the H200, 1 0.77x
+    # 16-byte runs each of its threads moves per tensor: one, 8 halves, as PyTorch's
+    # vectorized_elementwise_kernel.  A block of twice the bytes lives twice as long, and the
+    # grid's last blocks leave the SMs draining longer: the H200 (f16 abs at (16384, 8192), one
+    # process, bench/queue/H_ew_raw.sh) took 125.8 us at one run, 126.6 at two, 130.3 at four
+    # (a hand-written copy 125.7 / 126.4-126.8 / 130.3; torch 125.9); and two runs of a short-math
+    # f16 kernel took 25-36 registers (reciprocal, threshold 12 blocks an SM), one 12-23 (16).
+    # An earlier H200 run, when the copies took their bounds per element, measured a 6-op chain
+    # at 0.82x copy with two runs and 0.77x with one
+    ew_runs: int = 1
     row_elems_per_thread: int = 32  # elements of a row tile a thread holds (registers); 32: an 8192-column softmax 1.57x faster than 16 on the H200
     row_block_elems: int = 2048  # a row kernel's block holds at least this many elements (more rows)
     row_keep_exp: bool = True  # a one-tile softmax keeps exp(x - max) in registers for the result
