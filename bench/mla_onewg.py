@@ -141,27 +141,139 @@ CONSUMERS = """
 """
 
 
-def consumers(source: str, prefix: str) -> str:
+CONSUMERS_EARLY = """
+    tl::setmaxnreg_inc<232>();
+    const int tl_wg = threadIdx.x / 128, tl_lane = threadIdx.x % 32;
+    float* tl_fac = reinterpret_cast<float*>(tl_smem + RED);  // 64 factors, then 64 row sums
+    float sc[tl_proto_s::REGS];
+    float m_run[2] = {-__int_as_float(0x7f800000), -__int_as_float(0x7f800000)}, l_run[2] = {0.0f, 0.0f};
+    int tl_it = 0;
+    for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {
+      const int tl_stage = tl_it % 2;
+      const int kb = tl_k;
+      if (tl_wg == 1) tl::bar_arrive_named(6, 256);  // its P @ V of the last page is done
+      tl::mbar_wait(tl_full + tl_stage, (tl_it / 2) & 1);
+      if (tl_wg == 0) {
+        #pragma unroll
+        for (int r = 0; r < tl_proto_s::REGS; ++r) sc[r] = 0.0f;
+        tl::fence_registers<32>(sc);
+        tl::gemm_wgmma_issue<tl_proto_wgmma_n64_bf16, __nv_bfloat16, 512, 64, 64, true, __nv_bfloat16, 1, 1>(q_tile, (kv_tile + (tl_stage) * 32768), sc);
+        tl::fence_registers<32>(sc);
+        tl::gemm_wgmma_issue<tl_proto_wgmma_n64_bf16, __nv_bfloat16, 64, 64, 64, true, __nv_bfloat16, 1, 1>(qr_tile, (kr_tile + (tl_stage) * 4096), sc);
+        tl::wgmma_wait<0>();
+        tl::fence_registers<32>(sc);
+        if (first + kb * 64 + 64 > seen) {
+          #pragma unroll
+          for (int r = 0; r < tl_proto_s::REGS; ++r)
+            sc[r] = (first + kb * 64 + tl_proto_s::col(threadIdx.x, r) < seen) ? sc[r] : -__int_as_float(0x7f800000);
+        }
+        float fac[2], mlog[2];
+        #pragma unroll
+        for (int h = 0; h < 2; ++h) {  // the thread's two rows: registers r with (r % 4) / 2 == h
+          float mx = -__int_as_float(0x7f800000);
+          #pragma unroll
+          for (int r = 2 * h; r < tl_proto_s::REGS; r += 4) mx = fmaxf(mx, fmaxf(sc[r], sc[r + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          const float m_new = fmaxf(m_run[h], mx);
+          mlog[h] = m_new != -__int_as_float(0x7f800000) ? m_new * scale_log2 : 0.0f;
+          fac[h] = tl::fast_exp2(m_run[h] * scale_log2 - mlog[h]);
+          m_run[h] = m_new;
+        }
+        tl::bar_sync_named(6, 256);  // warpgroup 1 no longer reads the last page's P and factors
+        if (tl_lane % 4 == 0) {
+          tl_fac[tl_proto_s::row(threadIdx.x, 0)] = fac[0];
+          tl_fac[tl_proto_s::row(threadIdx.x, 2)] = fac[1];
+        }
+        __syncwarp();
+        tl::bar_arrive_named(7, 256);  // the factors: warpgroup 1 rescales while this one exponentiates
+        float sum[2] = {0.0f, 0.0f};
+        #pragma unroll
+        for (int r = 0; r < tl_proto_s::REGS; ++r) {
+          sc[r] = tl::fast_exp2(sc[r] * scale_log2 - mlog[(r % 4) / 2]);
+          sum[(r % 4) / 2] += sc[r];
+        }
+        #pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 1);
+          sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 2);
+          l_run[h] = l_run[h] * fac[h] + sum[h];
+        }
+        tl::copy_f2s<tl_proto_s, float, __nv_bfloat16, 64, 64, 0, 128>(probs, sc);
+        tl::fence_proxy_async();
+      } else {
+        tl::bar_sync_named(7, 256);  // the factors stored
+        {
+          float f[LK::REGS];
+          #pragma unroll
+          for (int q = 0; q < LK::REGS; ++q) f[q] = tl_fac[LK::col(threadIdx.x, q)];  // slot q's row
+          #pragma unroll
+          for (int r = 0; r < LACC::REGS; ++r) acc[r] *= f[LK::slot(r)];
+        }
+      }
+      tl::bar_sync_named(5, 256);  // P stored: warpgroup 1 issues P @ V at once, warpgroup 0 rescales first
+      if (tl_wg == 0) {
+        float f[LK::REGS];
+        #pragma unroll
+        for (int q = 0; q < LK::REGS; ++q) f[q] = tl_fac[LK::col(threadIdx.x, q)];  // slot q's row
+        #pragma unroll
+        for (int r = 0; r < LACC::REGS; ++r) acc[r] *= f[LK::slot(r)];
+      }
+      tl::fence_registers<128>(acc);
+      tl::gemm_wgmma_issue<WG256, __nv_bfloat16, 64, 64, 64, false, __nv_bfloat16, 1, 2>(probs, (kv_tile + (tl_stage) * 32768), acc);
+      tl::wgmma_wait<0>();
+      tl::fence_registers<128>(acc);
+      if (threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + tl_stage);
+    }
+    __syncthreads();  // every consumer is past its last wait
+    if (tl_wg == 0 && tl_lane % 4 == 0) {
+      tl_fac[64 + tl_proto_s::row(threadIdx.x, 0)] = l_run[0];
+      tl_fac[64 + tl_proto_s::row(threadIdx.x, 2)] = l_run[1];
+      #pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int i = tl_proto_s::row(threadIdx.x, 2 * h);
+        if (h0 + i < H && b < B && s < SQ)
+          LSE[((static_cast<long long>(b) * H + (h0 + i)) * SQ + s)] =
+              l_run[h] > 0.0f ? m_run[h] * scale + logf(l_run[h]) : -__int_as_float(0x7f800000);
+      }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int r = 0; r < LACC::REGS; ++r) {
+      const float l = tl_fac[64 + LACC::row(threadIdx.x, r)];
+      acc[r] = l > 0.0f ? tl::fast_div(acc[r], l) : 0.0f;
+    }
+  }
+  tl::copy_f2g<LACC>((O + (static_cast<long long>(b) * SQ + s) * static_cast<long long>(H) * static_cast<long long>(512)), acc, 512, ((b >= 0 && b < B && s >= 0 && s < SQ) ? H : 0), 512, h0, 0);
+}
+"""
+
+
+def consumers(source: str, prefix: str, early: bool = False) -> str:
     """`source` (tlc's mla_decode grid 0 at DK = 576, DV = 512, PAGE = 64, bf16, SPLITS = 1) with
-    its consumers' part from `tl::setmaxnreg_inc` to the kernel's end replaced by CONSUMERS."""
+    its consumers' part from `tl::setmaxnreg_inc` to the kernel's end replaced by CONSUMERS (or
+    CONSUMERS_EARLY: the factors published at barrier 7 before the exponentials, so that
+    warpgroup 1 rescales its accumulator while warpgroup 0 computes P and issues P @ V as soon as
+    P is stored, warpgroup 0 rescaling its own under that product)."""
     red = re.search(r"tl_smem \+ (\d+) \+ tl_red_phase \* TL_RED_STRIDE", source)
     assert red, "no reduction scratch in the source"
     start = source.index("    tl::setmaxnreg_inc<232>();")
-    body = (CONSUMERS.replace("RED", red.group(1)).replace("LACC", f"{prefix}_layout_1")
+    body = ((CONSUMERS_EARLY if early else CONSUMERS).replace("RED", red.group(1)).replace("LACC", f"{prefix}_layout_1")
             .replace("LK", f"{prefix}_layout_3").replace("WG256", f"{prefix}_wgmma_n256_bf16_nmajor"))
     kernel = source.index('extern "C" __global__')
     return source[:kernel] + N64 + source[kernel:start] + body
 
 
-def patch_runtime(kernel_name: str):
-    """Make the runtime compile `kernel_name`'s grid 0 as the prototype (this process only)."""
+def patch_runtime(kernel_name: str, early_name: str | None = None):
+    """Make the runtime compile `kernel_name`'s grid 0 as the prototype, and `early_name`'s as the
+    early one (this process only)."""
     import tlc.runtime as rt
 
     original = rt.built_source
 
     def built(generated, asserts, generic=False):
         text = original(generated, asserts, generic)
-        if generated.name == f"{kernel_name}_grid0":
-            return consumers(text, f"tl_{generated.name}")
+        if generated.name in (f"{kernel_name}_grid0", f"{early_name}_grid0"):
+            return consumers(text, f"tl_{generated.name}", early=generated.name == f"{early_name}_grid0")
         return text
     rt.built_source = built

@@ -25,6 +25,9 @@ FlashAttention 4 on top of it gained nothing: neither is kept.
 - onewg: a hand-written prototype (bench/mla_onewg.py): the scores of a page on one warpgroup,
   m64n64, the softmax without exchanges between the warpgroups, P and the factors published
   through shared memory; the rest is tlc's kernel.  What a schedule pass doing so would gain.
+- onewg2: the same with the factors published before the exponentials (barrier 7): warpgroup 1
+  rescales its half of O while warpgroup 0 computes P, and issues its P @ V as soon as P is
+  stored, warpgroup 0 rescaling its half under that product.
 """
 from __future__ import annotations
 
@@ -65,8 +68,8 @@ def variant(name: str) -> str:
         a, b = text.index(SOFTMAX_FROM), text.index(SOFTMAX_TO)
         text = text[:a] + "            copy(scores, probs)\n" + text[b:]
         return text.replace("acc[i, j] = acc[i, j] / row_sum[i] if row_sum[i] > 0.0 else 0.0", "acc[i, j] = acc[i, j]")
-    if name == "onewg":  # the prototype's kernel under its own name (bench/mla_onewg.py)
-        return text.replace("def mla_decode(", "def mla_decode_onewg(")
+    if name in ("onewg", "onewg2"):  # the prototypes' kernels under their own names (bench/mla_onewg.py)
+        return text.replace("def mla_decode(", f"def mla_decode_{name}(")
     if name == "qkonly":
         a, b = text.index(SOFTMAX_FROM), text.index(SOFTMAX_TO) + len(SOFTMAX_TO)
         return text[:a] + "            copy(scores, probs)\n" + text[b:]
@@ -83,9 +86,9 @@ def main(argv=None):
 
     tmp = Path(tempfile.mkdtemp())
     mods = {}
-    if "onewg" in args.variants.split(","):
+    if {"onewg", "onewg2"} & set(args.variants.split(",")):
         from mla_onewg import patch_runtime
-        patch_runtime("mla_decode_onewg")
+        patch_runtime("mla_decode_onewg", "mla_decode_onewg2")
     for v in args.variants.split(","):
         path = tmp / f"mla_{v}.tl"
         path.write_text(variant(v))
@@ -93,8 +96,11 @@ def main(argv=None):
     print(torch.cuda.get_device_name(), flush=True)
     rows = args.rows.split(",")
     # the prototype last and in its own comparison with std: a hang there loses only its rows
-    first = [v for v in mods if v != "onewg"]
-    proto = [["std", "onewg"]] if "onewg" in mods and "std" in mods else [["onewg"]] if "onewg" in mods else []
+    first = [v for v in mods if not v.startswith("onewg")]
+    std = ["std"] if "std" in mods else []
+    # the prototypes one more at a time, each comparison printed before the next starts
+    proto = [std + ["onewg"]] if "onewg" in mods else []
+    proto += [std + [v for v in ("onewg", "onewg2") if v in mods]] if "onewg2" in mods else []
     groups = ([first] if first and first != ["std"] or not proto else []) + proto
     for group in groups:
         for row in rows:
@@ -126,13 +132,13 @@ def measure(torch, row, mods, min_ms):
     for v, mod in mods.items():
         want = raw if v == "nosoftmax" else torch.zeros_like(ref) if v == "qkonly" else ref
 
-        def run(fn=getattr(mod, "mla_decode_onewg" if v == "onewg" else "mla_decode"), o=outs[v], lse=lses[v]):
+        def run(fn=getattr(mod, f"mla_decode_{v}" if v.startswith("onewg") else "mla_decode"), o=outs[v], lse=lses[v]):
             fn(q, cache, table, lengths, o, lse, scale)
         checked[v] = Checked(run, want, out=outs[v], **tolerance("bfloat16", want, 16))
     ms, verdicts = compare_checked(checked, min_ms=min_ms)
     flops = 2.0 * B * SQ * H * SK * (DK + DV)
     for v in mods:
-        lse_err = (lses[v] - ref_lse).abs().max().item() if v in ("std", "onewg") else 0.0
+        lse_err = (lses[v] - ref_lse).abs().max().item() if v in ("std", "onewg", "onewg2") else 0.0
         if not verdicts[v].ok or not lse_err <= 1e-3:
             print(f"{row:24} {v:10} {verdicts[v].why or f'WRONG: LSE off by {lse_err:.3g}'}", flush=True)
             continue
