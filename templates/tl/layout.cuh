@@ -661,33 +661,19 @@ __device__ __forceinline__ void copy_g2f_flat(U* regs, const T* g, long long col
   if constexpr (RunsBuild::RAGGED_RUNS) {
     copy_g2f<L>(regs, g, cols, 1, cols, 0, col0);
   } else {
-    constexpr int RUN = L::RUN, RUNS = L::REGS / RUN;
-    using A = RunAccess<RUN, T>;
-    using V = typename VectorOf<A::VBYTES>::type;
-    constexpr int NV = RUN / A::ELEMS;  // vectors per run
+    using R = G2FVectors<L, T>;
+    constexpr int RUN = L::RUN, NV = RUN / R::A::ELEMS;  // vectors per run
     const int t = threadIdx.x;
-    V raw[RUNS][NV];
+    R in;
 #pragma unroll
-    for (int k = 0; k < RUNS; ++k) {  // every load before the first conversion, as copy_g2f
+    for (int k = 0; k < L::REGS / RUN; ++k) {  // every load before the first conversion, as copy_g2f
       const long long c = col0 + L::col(t, k * RUN);
       const bool whole = L::valid(t, k * RUN) && c < cols;
 #pragma unroll
-      for (int v = 0; v < NV; ++v) raw[k][v] = whole ? *reinterpret_cast<const V*>(g + c + v * A::ELEMS) : V{};
+      for (int v = 0; v < NV; ++v)
+        in.v[k * NV + v] = whole ? *reinterpret_cast<const typename R::V*>(g + c + v * R::A::ELEMS) : typename R::V{};
     }
-#pragma unroll
-    for (int k = 0; k < RUNS; ++k) {
-      if constexpr (raw_bytes<T, U>::value || same_type<T, U>::value) {  // as copy_g2f's whole runs
-        memcpy(regs + k * RUN, raw[k], sizeof(raw[k]));
-      } else {
-#pragma unroll
-        for (int v = 0; v < NV; ++v) {
-          union { V v; T e[A::ELEMS]; } u;
-          u.v = raw[k][v];
-#pragma unroll
-          for (int e = 0; e < A::ELEMS; ++e) regs[k * RUN + v * A::ELEMS + e] = cvt<U>(u.e[e]);
-        }
-      }
-    }
+    g2f_convert(regs, in);  // a type into itself as its bytes, as copy_g2f's whole runs
   }
 }
 
