@@ -1,36 +1,6 @@
 # limit: 30
-# Issue #13, session 24 (helper H), round 3: std.elementwise's f16 rows that this morning's table had
-# under 1.0x torch (bench/results/ops-h200-twentyfourth.txt: 41 rows at 0.97-1.00x), with this
-# session's two changes: copies of a flat tile test each run's first column in one 64-bit compare
-# (e03d36f, tl::copy_g2f_flat) and one 16-byte run a thread (62db304, ew_runs 1: 8 f16 elements, as
-# torch's vectorized kernel).  Round 2 (bench/results/ew_raw-h200-twentyfourth.txt, one process):
-# abs 125.5 us with both against 126.6 before, torch 125.9.  Each row exactly as bench/ops.py
-# measures it (tlc.benchmarks.ops.measure: both contenders checked against the float64 reference
-# first, then timed alternately, L2 flushed), without the ceilings' cuBLAS run; the binary half
-# here (and the f32 convert rows, 4 elements a thread now, 8 before), the unary half in
-# H_r3_ew_a.sh.  Each row printed as it ends.
-set -o pipefail
-timeout 29 python3 - <<'PY' 2>&1 | tee "$OUT/H_r3_ew_b.txt" | tail -40
-import json, os, sys
-os.environ.setdefault("TLC_OPS_TABLES", os.path.join(os.getcwd(), "tests", "stdlib"))
-import torch, tlc
-from tlc.benchmarks.ops import measure, table
-from tlc.benchmarks.ops_rows import all_rows
-from tlc.timing import compare
-NAMES = ("add,mul,convert,div,sub,copysign,leaky_relu_bwd,add_scalar,mul_scalar,maximum,minimum,fmod,relu_bwd,"
-         "sigmoid_bwd,lerp,clamp_tensor,addcmul,addcdiv").split(",")
-src = torch.empty(1 << 27, dtype=torch.float16, device="cuda").normal_()
-dst = torch.empty_like(src)
-copy = 2 * src.numel() * 2 / compare({"copy": lambda: dst.copy_(src)}, min_ms=10)["copy"] / 1e6
-print(f"copy {copy:.0f} GB/s", flush=True)
-del src, dst
-mod = tlc.load("std.elementwise", target="cuda")
-rows = sorted((r for r in all_rows() if r.module == "std.elementwise" and r.op in NAMES), key=lambda r: NAMES.index(r.op))
-records = []
-for row in rows:
-    rec = measure(row, mod, copy, 10.0)
-    records.append(rec)
-    print(table([rec]).splitlines()[1], flush=True)
-json.dump(records, open(os.path.join(os.environ["OUT"], "H_r3_ew_b.json"), "w"), indent=1, default=str)
-print(sum(r.get("vs_torch", 0) >= 1.0 for r in records), "of", len(records), "rows >= 1.0x torch")
-PY
+# Issue #13, session 24 (helper H), round 3: H_r3_ew_a.sh's timing of the rows this morning's table
+# had under 1.0x torch, for the binary half (and the f32 convert rows: 4 elements a thread now, 8
+# before; ew_runs 1 of 62db304, with e03d36f's flat copies).
+H_PART=b H_NAMES=add,mul,convert,div,sub,copysign,leaky_relu_bwd,add_scalar,mul_scalar,maximum,minimum,fmod,relu_bwd,sigmoid_bwd,lerp,clamp_tensor,addcmul,addcdiv \
+  bash bench/queue/H_r3_ew_a.sh
