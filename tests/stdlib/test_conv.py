@@ -280,15 +280,18 @@ def test_depthwise_conv2d_rows_a_block_by_the_table(mod, arch, K, C, want):
     assert mod.kernels["depthwise_conv2d"].with_recorded(values, {}, arch) == want
 
 
-@pytest.mark.parametrize("arch,C,F,want", [("sm_90a", 64, 64, {"BN": 64, "BM": 256, "stages": 4}),
-                                           ("sm_90a", 256, 256, {"BN": 256, "stages": 3}), ("sm_90a", 128, 128, {}),
-                                           ("sm_90a", 3, 64, {"FLAT": True, "BN": 64, "BK": 32}),
-                                           ("sm_80", 64, 64, {"BN": 64})])
-def test_conv2d_tiles_by_the_table(mod, arch, C, F, want):
+@pytest.mark.parametrize("arch,H,C,F,K,want", [
+    ("sm_90a", 8, 64, 64, 3, {"BN": 64, "BM": 256, "stages": 4}), ("sm_90a", 8, 256, 256, 3, {"BN": 256, "stages": 3}),
+    ("sm_90a", 8, 128, 128, 3, {"stages": 5}), ("sm_90a", 8, 3, 64, 7, {"FLAT": True, "BN": 64, "BK": 32}),
+    ("sm_90a", 7, 512, 512, 3, {"BM": 64, "BN": 256, "stages": 4}), ("sm_90a", 7, 512, 2048, 1, {"BN": 256, "stages": 3}),
+    ("sm_90a", 7, 2048, 512, 1, {"BN": 256, "stages": 3}), ("sm_80", 8, 64, 64, 3, {"BN": 64})])
+def test_conv2d_tiles_by_the_table(mod, arch, H, C, F, K, want):
     """config.json: 256 x 64 tiles on 4 stages for up to 64 output channels on sm_90a (H200,
-    r50_s1_3x3_64 0.91x cuDNN where 128 x 64 gave 0.65x), 128 x 256 on 3 stages past 128, the
-    stem's flattened K steps; sm_80 keeps 128 x 64."""
-    values = {"x": np.zeros((1, 8, 8, C), np.float16), "w": np.zeros((F, 3, 3, C), np.float16)}
+    r50_s1_3x3_64 0.90x cuDNN where 128 x 64 gave 0.65x), 5 stages for 65-128, 128 x 256 on 3
+    stages past 128 but 64 x 256 for a 3 x 3 conv over a 7 x 7 image of up to 512 output
+    channels (50 tiles of 128 x 256 at batch 64), the stem's flattened K steps; sm_80 keeps
+    128 x 64."""
+    values = {"x": np.zeros((1, H, H, C), np.float16), "w": np.zeros((F, K, K, C), np.float16)}
     assert mod.kernels["conv2d"].with_recorded(values, {}, arch) == want
 
 
