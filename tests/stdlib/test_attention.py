@@ -456,3 +456,20 @@ def test_mla_decode_runs_on_hgmma_without_local_memory(tmp_path):
     # registers: Q.K^T's HGMMAs a few instructions apart (13 when each was built from a pointer)
     addrs = [int(a, 16) for a, op in re.findall(r"/\*([0-9a-f]{4,})\*/\s+(\S+)", body) if op.startswith("HGMMA.64x32x16")]
     assert len(addrs) == 36 and max(b - a for a, b in zip(addrs, addrs[1:])) // 16 <= 16, addrs
+
+
+def test_config_gives_head_dim_256_a_ring_on_sm90a():
+    """config.json: at D = 256 the .tl's 128 keys on three stages overran sm_90a's shared memory
+    and fit.py shrank them to one stage (no ring); 64 keys on two stages fit."""
+    from attention_kit import ATTENTION_PATH
+    from tlc.config_table import choose, rules_for
+
+    rules = rules_for(ATTENTION_PATH, "flash_fwd")
+    assert choose(rules, "sm_90a", {"D": 256}, {"T": "f16"}) == {"BN": 64, "STAGES": 2}
+    assert not choose(rules, "sm_90a", {"D": 128}, {"T": "f16"}) and not choose(rules, "sm_80", {"D": 256}, {"T": "f16"})
+    fwd = tlc.load(str(ATTENTION_PATH), target="cpu").kernels["flash_fwd"]
+    q = np.zeros((1, 2, 8, 256), np.float16)
+    chosen = fwd.with_recorded({"Q": q, "K": q, "V": q}, {}, "sm_90a")  # a call's, from its arrays
+    assert chosen == {"BN": 64, "STAGES": 2}
+    assert fwd.scheduled({**chosen, "D": 256}, "sm_90a").warp_spec.stages == 2
+    assert fwd.scheduled({"D": 256}, "sm_90a").warp_spec is None  # the shrunk default: one stage
