@@ -14,6 +14,10 @@ from ...dtypes import DType
 from ..sm_limits import blocks_fitting
 
 VECTOR_BYTES = 16  # one 16-byte access per thread and run
+# an element-wise kernel's thread moves at least this many elements of each tensor: at one run of
+# 4 f32 a thread the H200 took 0.986x torch for convert f32 -> f16 and f32 -> bf16 at (16384, 8192)
+# (bench/queue/H_r3_ew_b.sh's round, 4338 against 4399 GB/s), at two 0.999x (this morning's table)
+EW_MIN_ELEMS = 8
 DEFAULT_SIZE = 1024  # the size assumed for a shape symbol whose value is not known
 ROW_TILE_MAX = 8192  # a row kernel's tile holds at most this many elements along the reduced axis
 COL_TILE_MAX = 256  # columns per block of a column reduction (axis 0)
@@ -148,15 +152,17 @@ class ElementwiseTiles:
 
 def elementwise_tiles(rank: int, dims, sizes: dict, dtypes, rules: Rules = DEFAULT_RULES,
                       transposed: bool = False) -> ElementwiseTiles:
-    """A flat (1-D) kernel: `ew_threads` threads, `ew_runs` runs of `vector` elements each
-    (std.nn's silu_residual at its best: one 16-byte vector per thread and tensor, 256 threads).
+    """A flat (1-D) kernel: `ew_threads` threads, `ew_runs` runs of `vector` elements each, and
+    at least `EW_MIN_ELEMS` elements a thread (two runs where the widest dtype has 4 bytes), as
+    PyTorch's vectorized kernel moves 8 (std.nn's silu_residual at its best: one 16-byte vector
+    per thread and tensor, 256 threads).
     A 2-D one (broadcasting): as many columns as the tensor has, up to 256, and rows to make
     the same number of elements.  One that reads a tensor `transposed` (x.T), through a shared
     tile: square tiles of `TRANSPOSE_TILE` at `TRANSPOSE_THREADS` threads, so that the tile of
     the transposed tensor is read along its rows as the result is written along its own."""
     vec = vector(dtypes)
     threads = rules.ew_threads
-    block = threads * vec * rules.ew_runs
+    block = threads * vec * max(rules.ew_runs, EW_MIN_ELEMS // vec)
     if rank == 1:
         return ElementwiseTiles((block,), threads, rules.min_blocks)
     if transposed:
