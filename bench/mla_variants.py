@@ -13,7 +13,9 @@ std 1238.6 us (0.49 of the dense peak), nosoftmax 1000.8, qkonly 612.3 (the scor
 alone at 0.53 of peak: bound by shared memory), onewg 1067.0 against std's 1251.6 in its own
 comparison (1.17x; 1.125x at B=64 KV=4096).  The accumulator's rescale under a warp vote
 (skipped by a warp whose factors were all 1) made std 2% slower and the lazy rescale of
-FlashAttention 4 on top of it gained nothing: neither is kept.
+FlashAttention 4 on top of it gained nothing: neither is kept.  Round 3, SQ = 2: onewg 1.095x
+and 1.106-1.108x std at B=64 KV=4096 and B=132 KV=16384 (0.50 and 0.55 of peak), onewg2 below
+onewg (1.067x and 1.089x: its second barrier costs more than the overlapped rescale saves).
 
 - std: the module as it is.
 - nosoftmax: a diagnostic, not attention: P = the scores themselves (rounded to bf16), no row
