@@ -44,7 +44,9 @@ struct tl_proto_wgmma_n64_bf16 {
 using tl_proto_s = tl::MmaAcc<64, 64, 4, 1, false, false>;
 """
 
-CONSUMERS = """
+# Both prototypes open alike: warpgroup 0 computes the page's m64n64 scores, masks them and
+# takes its two rows' maxima; they differ in when the factors and P are published.
+SCORES = """
     tl::setmaxnreg_inc<232>();
     const int tl_wg = threadIdx.x / 128, tl_lane = threadIdx.x % 32;
     float* tl_fac = reinterpret_cast<float*>(tl_smem + RED);  // 64 factors, then 64 row sums
@@ -83,6 +85,9 @@ CONSUMERS = """
           fac[h] = tl::fast_exp2(m_run[h] * scale_log2 - mlog[h]);
           m_run[h] = m_new;
         }
+"""
+
+CONSUMERS = SCORES + """\
         float sum[2] = {0.0f, 0.0f};
         #pragma unroll
         for (int r = 0; r < tl_proto_s::REGS; ++r) {
@@ -141,45 +146,7 @@ CONSUMERS = """
 """
 
 
-CONSUMERS_EARLY = """
-    tl::setmaxnreg_inc<232>();
-    const int tl_wg = threadIdx.x / 128, tl_lane = threadIdx.x % 32;
-    float* tl_fac = reinterpret_cast<float*>(tl_smem + RED);  // 64 factors, then 64 row sums
-    float sc[tl_proto_s::REGS];
-    float m_run[2] = {-__int_as_float(0x7f800000), -__int_as_float(0x7f800000)}, l_run[2] = {0.0f, 0.0f};
-    int tl_it = 0;
-    for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {
-      const int tl_stage = tl_it % 2;
-      const int kb = tl_k;
-      if (tl_wg == 1) tl::bar_arrive_named(6, 256);  // its P @ V of the last page is done
-      tl::mbar_wait(tl_full + tl_stage, (tl_it / 2) & 1);
-      if (tl_wg == 0) {
-        #pragma unroll
-        for (int r = 0; r < tl_proto_s::REGS; ++r) sc[r] = 0.0f;
-        tl::fence_registers<32>(sc);
-        tl::gemm_wgmma_issue<tl_proto_wgmma_n64_bf16, __nv_bfloat16, 512, 64, 64, true, __nv_bfloat16, 1, 1>(q_tile, (kv_tile + (tl_stage) * 32768), sc);
-        tl::fence_registers<32>(sc);
-        tl::gemm_wgmma_issue<tl_proto_wgmma_n64_bf16, __nv_bfloat16, 64, 64, 64, true, __nv_bfloat16, 1, 1>(qr_tile, (kr_tile + (tl_stage) * 4096), sc);
-        tl::wgmma_wait<0>();
-        tl::fence_registers<32>(sc);
-        if (first + kb * 64 + 64 > seen) {
-          #pragma unroll
-          for (int r = 0; r < tl_proto_s::REGS; ++r)
-            sc[r] = (first + kb * 64 + tl_proto_s::col(threadIdx.x, r) < seen) ? sc[r] : -__int_as_float(0x7f800000);
-        }
-        float fac[2], mlog[2];
-        #pragma unroll
-        for (int h = 0; h < 2; ++h) {  // the thread's two rows: registers r with (r % 4) / 2 == h
-          float mx = -__int_as_float(0x7f800000);
-          #pragma unroll
-          for (int r = 2 * h; r < tl_proto_s::REGS; r += 4) mx = fmaxf(mx, fmaxf(sc[r], sc[r + 1]));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-          const float m_new = fmaxf(m_run[h], mx);
-          mlog[h] = m_new != -__int_as_float(0x7f800000) ? m_new * scale_log2 : 0.0f;
-          fac[h] = tl::fast_exp2(m_run[h] * scale_log2 - mlog[h]);
-          m_run[h] = m_new;
-        }
+CONSUMERS_EARLY = SCORES + """\
         tl::bar_sync_named(6, 256);  // warpgroup 1 no longer reads the last page's P and factors
         if (tl_lane % 4 == 0) {
           tl_fac[tl_proto_s::row(threadIdx.x, 0)] = fac[0];
