@@ -39,10 +39,47 @@ __device__ __forceinline__ void bar_arrive_named(int id, int count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
+// One box of a staged tile out to the tensor at coordinates c (innermost first): stored, or
+// with ADD added into the tensor's elements (cp.reduce.async.bulk.tensor .add, the element type
+// the map's: f32 adds are the L2's, atomic element by element), in the open bulk group.
+template <int RANK, bool ADD>
+__device__ __forceinline__ void bulk_tensor_out(unsigned long long m, unsigned src, const int (&c)[5]) {
+  if constexpr (ADD) {
+    if constexpr (RANK == 2) {
+      asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3}], [%1];\n"
+                   ::"l"(m), "r"(src), "r"(c[0]), "r"(c[1]) : "memory");
+    } else if constexpr (RANK == 3) {
+      asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n"
+                   ::"l"(m), "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]) : "memory");
+    } else if constexpr (RANK == 4) {
+      asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n"
+                   ::"l"(m), "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]) : "memory");
+    } else {
+      static_assert(RANK == 5, "the TMA takes tensors of rank 1 to 5");
+      asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];\n"
+                   ::"l"(m), "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]) : "memory");
+    }
+  } else if constexpr (RANK == 2) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n"
+                 ::"l"(m), "r"(src), "r"(c[0]), "r"(c[1]) : "memory");
+  } else if constexpr (RANK == 3) {
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n"
+                 ::"l"(m), "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]) : "memory");
+  } else if constexpr (RANK == 4) {
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n"
+                 ::"l"(m), "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]) : "memory");
+  } else {
+    static_assert(RANK == 5, "the TMA takes tensors of rank 1 to 5");
+    asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];\n"
+                 ::"l"(m), "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]) : "memory");
+  }
+}
+
 // Rows [row0, row0 + ROWS) of a staged tile (the buffer of copy_f2s_staged holding TILE_ROWS
 // rows, `first` its first row to store) -> the tensor at (col0, row0, lead...), one TMA box
-// of ROWS x SEG per segment; parts outside the tensor are not written.  One bulk group.
-template <typename U, int ROWS, int COLS, int TILE_ROWS, int RANK>
+// of ROWS x SEG per segment; parts outside the tensor are not written.  With ADD the tile is
+// added into the tensor instead (a tile's atomic_add, ir.BulkReduce).  One bulk group.
+template <typename U, int ROWS, int COLS, int TILE_ROWS, int RANK, bool ADD = false>
 __device__ __forceinline__ void tma_store_tile(const TensorMap* map, const U* stage, int first, int col0, int row0,
                                                const int (&lead)[RANK > 2 ? RANK - 2 : 1]) {
   constexpr int SEG = 128 / static_cast<int>(sizeof(U));
@@ -52,21 +89,7 @@ __device__ __forceinline__ void tma_store_tile(const TensorMap* map, const U* st
     int c[5] = {col0 + s * SEG, row0, 0, 0, 0};
 #pragma unroll
     for (int i = 2; i < RANK; ++i) c[i] = lead[RANK - 1 - i];
-    const unsigned src = smem_addr(stage + s * TILE_ROWS * SEG + first * SEG);
-    if constexpr (RANK == 2) {
-      asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n"
-                   ::"l"(m), "r"(src), "r"(c[0]), "r"(c[1]) : "memory");
-    } else if constexpr (RANK == 3) {
-      asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n"
-                   ::"l"(m), "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]) : "memory");
-    } else if constexpr (RANK == 4) {
-      asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n"
-                   ::"l"(m), "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]) : "memory");
-    } else {
-      static_assert(RANK == 5, "the TMA takes tensors of rank 1 to 5");
-      asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];\n"
-                   ::"l"(m), "r"(src), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]) : "memory");
-    }
+    bulk_tensor_out<RANK, ADD>(m, smem_addr(stage + s * TILE_ROWS * SEG + first * SEG), c);
   }
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 }
@@ -75,5 +98,11 @@ __device__ __forceinline__ void tma_store_tile(const TensorMap* map, const U* st
 __device__ __forceinline__ void tma_store_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
 // ... and have completed (before the block exits).
 __device__ __forceinline__ void tma_store_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+// Where `on`: this thread's bulk adds (ir.BulkReduce) have completed, then its turn is counted
+// (turn_done_if's release); predicated, not branched, as turn_done_if (under the wgmmas).
+__device__ __forceinline__ void bulk_turn_done_if(int* p, bool on) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %1, 0;\n\t@p cp.async.bulk.wait_group 0;\n\t@p fence.acq_rel.gpu;\n"
+               "\t@p red.relaxed.gpu.global.add.s32 [%0], 1;\n\t}" ::"l"(p), "r"(static_cast<int>(on)) : "memory");
+}
 
 }  // namespace tl

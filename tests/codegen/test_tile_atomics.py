@@ -88,13 +88,14 @@ def test_a_warp_specialized_turn_works_under_the_products():
     with an ordered add) the count is loaded and the last step's turn released right after the
     step's first two products issue, predicated (no branch under the wgmmas), the wait spins on
     the loaded count, the block's meeting after its adds stays, and the last turn is released
-    after the loop."""
+    after the loop, each release once the block's bulk adds are complete (codegen/bulk_reduce.py)."""
     source, _ = build(FUSED_BWD, kernels=("flash_bwd_fused",), defines=("D=128", "DETERMINISTIC=True"), arch="sm_90a")
     grid = source[source.index("flash_bwd_fused_grid1("):]
     loop = grid[grid.index("int* tl_turn_at = nullptr;"):]
-    order = [loop.index(x) for x in ("(v_tile, (do_tile", "tl::turn_done_if(tl_turn_at, threadIdx.x == 0 && tl_turn_at",
+    order = [loop.index(x) for x in ("(v_tile, (do_tile", "tl::bulk_turn_done_if(tl_turn_at, threadIdx.x == 0 && tl_turn_at",
                                      "tl_turn_seen = tl::turn_load(", "tl::turn_wait_from(", "tl_turn_at = (",
-                                     "if (threadIdx.x == 0 && tl_turn_at != nullptr) tl::turn_done(tl_turn_at);  // the last turn")]
+                                     "if (threadIdx.x == 0 && tl_turn_at != nullptr) { tl::tma_store_wait(); "
+                                     "tl::turn_done(tl_turn_at); }  // the last turn")]
     assert order == sorted(order) and loop.count("tl::turn_done(") == 1 and "tl::turn_wait(" not in loop
     adds = loop[loop.rindex("tl::red_add_pair(", 0, order[4]):order[4]]
     assert "tl::bar_sync_named(5, 256);  // the block's updates before its turn is counted" in adds

@@ -143,6 +143,8 @@ def _bad(kernel, **changes):
     (lambda ws: {"consumer": (1, 4)}, "the consumers' statements 1..4 are not after the producer's copies in the loop"),
     (lambda ws: {"store": dataclasses.replace(ws.store, index=0)}, "the staged store 0 is not a copy after the ring's loop"),
     (lambda ws: {"tile_order": ir.TileOrder(group=0)}, "the warp specialization has no stages, or a tile order of no rows or blocks"),
+    (lambda ws: {"reduces": (ir.BulkReduce(index=3, tensor_map=0, offset=149504, nbytes=32768),)},
+     "the bulk reduction 3 is not a parallel loop of one atomic add among the consumers' statements"),
 ])
 def test_the_verifier_checks_what_the_record_names(change, message):
     kernel = _kernel(GEMM, "matmul")
@@ -178,3 +180,38 @@ def test_the_consumer_is_every_statement_of_the_loop_after_its_loads():
     body = k.body[ws.loop].body
     assert [type(s).__name__ for s in body[ws.consumer[0]:ws.consumer[1]]] == ["Assign", "Sync", "Gemm", "Parallel", "Fill"]
     assert all(isinstance(s, ir.Sync) for s in body[ws.consumer[1]:])
+
+
+FUSED_BWD = ROOT / "bench" / "attention_bwd_fused.tl"
+
+
+def _grid1(arch: str = "sm_90a", **constants) -> ir.Kernel:
+    """The one-grid backward's grid over key blocks (its second launch), at head dim 128."""
+    return tlc.load(str(FUSED_BWD), target="cpu").kernels["flash_bwd_fused"].scheduled_grids({"D": 128, **constants}, arch)[1]
+
+
+@pytest.mark.parametrize("det", [False, True])
+def test_a_tile_add_in_the_consumers_loop_goes_by_the_tmas_bulk_reduction(det):
+    """attention's one-grid backward: the step's dQ partial (a 64 x 128 f32 wgmma accumulator
+    of two warpgroups side by side) added into the f32 workspace: staged in 32 KB after the
+    ring's barriers (1024-aligned), through a map of dq_acc whose box is 64 rows by one
+    128-byte segment, a map of the stores' kind (tl_tma's bit 1)."""
+    k = _grid1(DETERMINISTIC=det)
+    ws = k.warp_spec
+    index = 21 if det else 18
+    assert ws.reduces == (ir.BulkReduce(index=index, tensor_map=4, offset=149504, nbytes=32768),)
+    assert ws.ring_end <= 149504 and ws.staging_end == 149504 + 32768
+    m = ws.tensor_maps[4]
+    assert (m.param, m.box_rows, m.box_cols, m.store, m.swizzle) == ("dq_acc", 64, 32, True, True)
+    text = ir.print_kernel(k)
+    assert (f"    bulk reduce: statement {index}'s atomic_add of dq staged @149504 (32768 bytes), added into dq_acc by "
+            "one thread through #4 (cp.reduce.async.bulk.tensor .add), the buffer rewritten once the add has read it"
+            + ("; its turn counted once the add is complete" if det else "") + "\n") in text
+    assert "    # consumers: staged in shared memory, added by the TMA's bulk reduction (map #4)\n    for atomic_add_i" in text
+
+
+def test_a_tile_add_of_a_fragment_other_than_a_wgmma_accumulator_stays_reds():
+    # the same loop on sm_80 has no ring; split-K's add after its loop is not the consumers'
+    assert _grid1("sm_80").warp_spec is None
+    splitk = _kernel(ROOT / "tests" / "programs" / "tile_atomics.tl", "splitk")
+    assert splitk.warp_spec is None or splitk.warp_spec.reduces == ()

@@ -74,8 +74,17 @@ class TurnGen:
         if t is not None:
             self.emit(f"if (threadIdx.x == 0) tl_turn_at = {f'({check}) ? {target} : nullptr' if check else target};"
                       "  // counted after the next iteration's first product issues")
+        elif self.bulk_adds():
+            self.emit(f"{self.once_per_block()}{cond}{{ tl::tma_store_wait(); tl::turn_done({target}); }}"
+                      "  // once its bulk adds are done (bulk_reduce.py)")
         else:
             self.emit(f"{self.once_per_block()}{cond}tl::turn_done({target});")
+
+    def bulk_adds(self) -> bool:
+        """Whether the loop's tile adds are bulk reductions (ir.BulkReduce): a turn then waits for
+        them to complete before it is counted."""
+        spec = getattr(self, "spec", None)
+        return spec is not None and bool(spec.reduces)
 
     def turns_begin(self, body: list) -> None:
         """Before a warp-specialized consumer loop: its turn plan, and the release it carries."""
@@ -91,7 +100,8 @@ class TurnGen:
         if t is None or g is not t.first:
             return
         # (predicated, not branched: a branch under the wgmmas makes ptxas wait for them, C7517)
-        self.emit("tl::turn_done_if(tl_turn_at, threadIdx.x == 0 && tl_turn_at != nullptr);  // the last iteration's turn")
+        done = "bulk_turn_done_if" if self.bulk_adds() else "turn_done_if"  # after its bulk adds (bulk_reduce.py)
+        self.emit(f"tl::{done}(tl_turn_at, threadIdx.x == 0 && tl_turn_at != nullptr);  // the last iteration's turn")
         self.emit("tl_turn_at = nullptr;")
         if t.prefetch:
             check = self.bounds(t.wait.name, t.wait.indices)
@@ -102,5 +112,6 @@ class TurnGen:
     def turns_end(self) -> None:
         """After the consumer loop: the last iteration's release."""
         if self.turns is not None:
-            self.emit("if (threadIdx.x == 0 && tl_turn_at != nullptr) tl::turn_done(tl_turn_at);  // the last turn")
+            wait = "tl::tma_store_wait(); " if self.bulk_adds() else ""
+            self.emit(f"if (threadIdx.x == 0 && tl_turn_at != nullptr) {{ {wait}tl::turn_done(tl_turn_at); }}  // the last turn")
         self.turns = None

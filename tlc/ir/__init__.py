@@ -15,12 +15,12 @@ __all__ = ["ARITH_OPS", "ATOMIC_KINDS", "BINARY_OPS", "BIT_OPS", "BUFFER_SCOPES"
            "Copy", "Dim", "Expr", "Fill", "For", "Gemm", "If", "Kernel", "LetScalar", "Load",
            "Node", "Param", "Parallel", "Print", "Reduce", "Region", "SCAN_KINDS", "Scan", "Select", "Stmt", "Store",
            "Sync", "UnaryOp", "Var", "print_expr", "print_kernel", "IRVerifyError", "verify",
-           "StagedStore", "StageLoad", "TensorMapSpec", "TileOrder", "WarpSpecialization"]
+           "BulkReduce", "StagedStore", "StageLoad", "TensorMapSpec", "TileOrder", "WarpSpecialization"]
 
 # the printer and the warp-specialization plan, imported at their first use: a launch from the
 # program cache reads a few of the nodes' classes and neither (issue #15: ~6 ms of `import tlc`)
 _LAZY = {"print_expr": ("printer", "expr"), "print_kernel": ("printer", "print_kernel"),
-         **{name: ("warpspec", name) for name in ("StagedStore", "StageLoad", "TensorMapSpec", "TileOrder",
+         **{name: ("warpspec", name) for name in ("BulkReduce", "StagedStore", "StageLoad", "TensorMapSpec", "TileOrder",
                                                   "WarpSpecialization")}}
 
 

@@ -3,7 +3,7 @@ roles, the ring's stages and barriers, the tile order and the tensor maps under 
 line, and a comment before each statement of the ring saying which role runs it."""
 from __future__ import annotations
 
-from .nodes import Kernel, Sync
+from .nodes import Atomic, Kernel, Sync
 from .warpspec import CONSUMER_BARRIER, WarpSpecialization
 
 
@@ -74,7 +74,18 @@ def header_lines(k: Kernel) -> list[str]:
         st = ws.store
         out.append(f"  epilogue: {k.body[st.index].src.name} staged @{st.offset} ({st.nbytes} bytes), "
                    f"{st.rows} rows per warpgroup stored through #{st.tensor_map}")
+    body = k.body[ws.loop].body
+    for x in ws.reduces:
+        a = body[x.index].body[0]
+        out.append(f"  bulk reduce: statement {x.index}'s atomic_add of {a.value.name} staged @{x.offset} ({x.nbytes} bytes), "
+                   f"added into {a.name} by one thread through #{x.tensor_map} (cp.reduce.async.bulk.tensor .add), "
+                   f"the buffer rewritten once the add has read it{'; its turn counted once the add is complete' if _has_turns(body) else ''}")
     return out
+
+
+def _has_turns(body) -> bool:
+    from .walk import statements
+    return any(isinstance(s, Atomic) and s.kind == "turn_done" for s in statements(body))
 
 
 def statement_notes(k: Kernel) -> dict:
@@ -111,6 +122,8 @@ def statement_notes(k: Kernel) -> dict:
                 notes[id(s)] = "left out: the consumers' late copies meet at their own barrier"
     if ws.store is not None:
         notes[id(k.body[ws.store.index])] = f"consumers: staged in shared memory, stored by the TMA (map #{ws.store.tensor_map})"
+    for x in ws.reduces:
+        notes[id(loop.body[x.index])] = f"consumers: staged in shared memory, added by the TMA's bulk reduction (map #{x.tensor_map})"
     return notes
 
 

@@ -139,6 +139,24 @@ class StagedStore(Node):
 
 
 @dataclass(frozen=True)
+class BulkReduce(Node):
+    """An `atomic_add(C[...], acc)` of the consumers' loop (the parallel loop at `index` of the
+    loop's body, porting.py's lowering of the tile add) made by the TMA's bulk reduction: the
+    consumers write the f32 wgmma accumulator into a staging buffer at byte `offset` (`nbytes`,
+    the 128-byte swizzled layout of a TMA store's), and one consumer thread adds it into the
+    tensor through map `tensor_map` (cp.reduce.async.bulk.tensor .add), one box of the tile's
+    rows by one 128-byte column segment at a time, in one bulk group.  The buffer is written
+    again once that group has read it; where the add takes a turn (`order=`), the turn is
+    counted once the group is complete.  FlashAttention 3's dQ: the same bytes as per-thread
+    reds, a few instructions of one thread."""
+
+    index: int
+    tensor_map: int
+    offset: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
 class TileOrder(Node):
     """A persistent kernel: the grid counts tiles and each block walks them, `group` rows of
     tiles at a time (so that a wave of blocks shares rows of A and columns of B in L2), in
@@ -251,11 +269,21 @@ class WarpSpecialization(Node):
     # tile_empty in the loop's last iteration as soon as it is done, so that the next tile's Q
     # loads under that iteration's softmax, its P @ V and the epilogue.  None: after the loop
     tile_done: int | None = None
+    # the consumers' tile adds made by the TMA's bulk reduction, staged after the ring's
+    # barriers (and the staged store's buffer)
+    reduces: tuple[BulkReduce, ...] = ()
 
     @property
     def ring_end(self) -> int:
         """Byte offset past the ring's barriers (and the tile loads' pair)."""
         return self.barriers + 16 * self.stages + (16 if self.tile_loads else 0)
+
+    @property
+    def staging_end(self) -> int:
+        """Byte offset past the ring's barriers and the staging buffers after them."""
+        ends = [self.ring_end] + [x.offset + x.nbytes for x in self.reduces] + \
+            ([self.store.offset + self.store.nbytes] if self.store is not None else [])
+        return max(ends)
 
     def stage_buffers(self) -> dict:
         """Staged buffer -> elements between its stages."""
@@ -265,7 +293,7 @@ class WarpSpecialization(Node):
 def warp_spec_problem(kernel) -> str | None:
     """What is structurally wrong with `kernel.warp_spec` (the verifier's message), or None:
     the statements it names must be where it says and of the kind it needs."""
-    from .nodes import BufferRef, Copy, For, Gemm, Parallel, Print, Store, Sync
+    from .nodes import Atomic, BufferRef, Copy, For, Gemm, Parallel, Print, Store, Sync
 
     ws: WarpSpecialization = kernel.warp_spec
     if not 0 <= ws.loop < len(kernel.body) or not isinstance(kernel.body[ws.loop], For) \
@@ -292,6 +320,11 @@ def warp_spec_problem(kernel) -> str | None:
     if ws.store is not None and not (ws.loop < ws.store.index < len(kernel.body)
                                      and isinstance(kernel.body[ws.store.index], Copy)):
         return f"the staged store {ws.store.index} is not a copy after the ring's loop"
+    for x in ws.reduces:
+        p = body[x.index] if start <= x.index < stop else None
+        if not isinstance(p, Parallel) or len(p.body) != 1 or not isinstance(p.body[0], Atomic) \
+                or p.body[0].kind != "add" or not 0 <= x.tensor_map < len(ws.tensor_maps):
+            return f"the bulk reduction {x.index} is not a parallel loop of one atomic add among the consumers' statements"
     tiled = {x.index for x in ws.tile_loads}
     if any(not 0 <= i < ws.loop for i in ws.consumer_only) or (ws.tile_order is not None and any(
             i not in tiled and not isinstance(kernel.body[i], Print) for i in ws.consumer_only)):

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from .. import ir
 from ..ir.walk import assigned_scalars, loads, statement_exprs, statements, variables, written_names
-from ..ir.warpspec import (CONSUMER_BARRIER, DeferredGemm, Im2colWindow, StagedStore, ViewDims, StageLoad, TensorMapSpec, TileOrder,
+from ..ir.warpspec import (CONSUMER_BARRIER, BulkReduce, DeferredGemm, Im2colWindow, StagedStore, ViewDims, StageLoad, TensorMapSpec, TileOrder,
                            WarpSpecialization)
 from .layout import MmaAccumulator, wgmma_accumulator, wgmma_gemm
 from .operand_layout import register_a_layouts, wgmma_register_a
@@ -241,7 +241,9 @@ class _Planner:
         if tile_loads and deferred is not None:
             ws = replace(ws, tile_done=self.tile_done(tile_loads, loop.body, start, start + len(rest), deferred, after))
         store = self.staged_store(after, i + 1, ws.ring_end) if persistent else None
-        return replace(ws, store=store, tensor_maps=tuple(self.tensor_maps))
+        ws = replace(ws, store=store)
+        reduces = self.bulk_reduces(loop.body, start, start + len(rest), ws.staging_end)
+        return replace(ws, reduces=reduces, tensor_maps=tuple(self.tensor_maps))
 
     def tile_loads(self, consumer_only: tuple, i: int) -> tuple:
         """The consumers' copies before the ring (attention's Q tile) as loads the producer makes
@@ -501,6 +503,45 @@ class _Planner:
                                               view=view))
         return StagedStore(first + after.index(c), len(self.tensor_maps) - 1, rows // groups, offset, nbytes)
 
+    def bulk_reduces(self, body: list, start: int, stop: int, end: int) -> tuple:
+        """The consumers' tile adds the TMA's bulk reduction can make (ir.BulkReduce), each
+        staged after `end`: a top-level parallel loop of one `atomic_add` of a whole f32 wgmma
+        accumulator, read at the loop's variables, into the tile of an f32 tensor parameter
+        (rank 2 to 5) at those variables plus offsets that read neither, in whole 128-byte
+        segments of at most 256 rows, where the staging buffer fits the shared memory."""
+        out = []
+        for j in range(start, stop):
+            p = body[j]
+            if not isinstance(p, ir.Parallel) or len(p.vars) != 2 or len(p.body) != 1:
+                continue
+            a = p.body[0]
+            if not isinstance(a, ir.Atomic) or a.kind != "add" or not isinstance(a.value, ir.Load):
+                continue
+            frag, t = self.buffers.get(a.value.name), self.params.get(a.name)
+            if frag is None or t is None or frag.scope != "fragment" or frag.dtype.name != "f32" \
+                    or t.dtype.name != "f32" or not 2 <= len(t.shape) <= 5 or tuple(p.extents) != tuple(frag.shape):
+                continue
+            if frag.layout != wgmma_accumulator(frag.shape, self.k.threads):
+                continue
+            row, col = p.vars
+            if [x.name if isinstance(x, ir.Var) else None for x in a.value.indices] != [row, col]:
+                continue
+            *lead, r, c = a.indices
+            if any(v.name in (row, col) for e in lead for v in variables(e)) \
+                    or _offset_of(r, row, col) is None or _offset_of(c, col, row) is None:
+                continue
+            rows, cols = frag.shape
+            if (cols * 4) % 128 or rows > 256:
+                continue
+            offset = -(-end // 1024) * 1024
+            nbytes = rows * cols * 4
+            if offset + nbytes > self.target.smem_per_block:
+                continue
+            self.tensor_maps.append(TensorMapSpec(t.name, t.dtype, tuple(t.shape), rows, 32, store=True))
+            out.append(BulkReduce(j, len(self.tensor_maps) - 1, offset, nbytes))
+            end = offset + nbytes
+        return tuple(out)
+
     def cluster_size(self, persistent: bool, loads) -> int:
         """Two blocks of a cluster take two consecutive tiles of a persistent kernel's order,
         which (8 rows of tiles to a group) mostly share x: a tile they both copy then (one that
@@ -747,6 +788,16 @@ def _touched_names(stmts) -> set:
     for s in statements(stmts):
         out |= _touched(s) | _read(s)
     return out
+
+
+def _offset_of(e, var: str, other: str):
+    """`e` as `var` plus a term that reads neither `var` nor `other` (that term, or 0), else None."""
+    if isinstance(e, ir.Var) and e.name == var:
+        return 0
+    if isinstance(e, ir.BinOp) and e.op == "+" and isinstance(e.b, ir.Var) and e.b.name == var \
+            and not any(v.name in (var, other) for v in variables(e.a)):
+        return e.a
+    return None
 
 
 def reads_staged(stmts, staged: set) -> bool:

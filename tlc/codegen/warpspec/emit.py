@@ -7,12 +7,13 @@ from __future__ import annotations
 from ... import ir
 from ...ir.warpspec import CONSUMER_BARRIER, PINGPONG_BARRIER, WARPGROUP_BARRIER
 from ...ir.walk import assigned_scalars
+from ..bulk_reduce import BulkReduceGen
 from ..cnames import c_name, c_type
 from . import stepped
 from .plan import WarpSpecPlan
 
 
-class WarpSpecEmission:
+class WarpSpecEmission(BulkReduceGen):
     """The C of a warp-specialized kernel (mixed into `Sm90` through `WarpSpecialized`)."""
 
     emitting_late_copies = False  # the consumers' late copies, emitted after the ring's setup
@@ -75,6 +76,13 @@ class WarpSpecEmission:
             return
         super().stmt_Sync(s)
 
+    def stmt_Parallel(self, p: ir.Parallel) -> None:
+        x = self.bulk_reduce_of(p)
+        if x is None:
+            super().stmt_Parallel(p)
+        else:
+            self.bulk_reduce(x, p, lambda: super(WarpSpecEmission, self).stmt_Parallel(p))
+
     def stmt_Copy(self, c: ir.Copy, async_copy: bool = False) -> None:
         if self.staged_epilogue is None or c is not self.staged_epilogue.copy:
             super().stmt_Copy(c, async_copy)
@@ -133,8 +141,7 @@ class WarpSpecEmission:
         stage_bytes = sum(load.rows * load.cols * self.buffers[self.ws_dst(load)].dtype.itemsize for load in w.loads
                           if not load.gather)
         gathers = any(load.gather for load in w.loads)
-        st = self.staged_epilogue
-        end = st.offset + st.nbytes if st is not None else self.ring_end  # the staging buffer follows the ring
+        end = spec.staging_end  # the staging buffers follow the ring
         self.scratch_bytes = max(self.scratch_bytes, end - self.k.smem_bytes)
         e = self.emit
         e(f"{{  // {'persistent, ' if persistent else ''}warp-specialized over {S} stages: threads {T}..{T + P - 1} "
@@ -610,6 +617,7 @@ class WarpSpecEmission:
         self.indent -= 1
         e("}")
         self.turns_end()
+        self.bulk_reduces_end()
         if self.spec.tile_loads and self.spec.tile_done is None:  # every gemm that reads them is done
             e("if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_tile_full + 1);")
         if pingpong:  # the second warpgroup's last arrival on the first's barrier, which no turn took
