@@ -325,7 +325,7 @@ TIMED = STAND_IN + TIMED_BODY
 
 # the steps --phases clocks (module:function or module:Class.method), in the order a call takes them;
 # the modules are imported before the clock (their import is then not in the figures)
-PHASES = ("tlc.api:_cached_module", "tlc.runtime.cache:package_hash", "tlc.runtime.cache:_package_bases",
+PHASES = ("tlc.api:_cached_module", "tlc.runtime.checked_cache:load_record", "tlc.runtime.cache:package_hash", "tlc.runtime.cache:_package_bases",
           "tlc.runtime.cache:checkout_hash", "tlc.runtime.cache:installed_identity", "tlc.runtime.checked_cache:load",
           "tlc.runtime.checked_cache:Signatures.__getitem__", "tlc.runtime.ir_codec:loads_text",
           "tlc.kernel:Kernel.recorded_rules", "tlc.kernel:Kernel._launch_from_memo",

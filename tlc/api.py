@@ -49,6 +49,7 @@ def load(path: str, target: str = "auto") -> "Module":
         from .runtime import warm_up
 
         warm_up()  # a module not checked before: its kernels are likely compiled; NVRTC starts now
+    stamp = _stamp(path) if gpu else None  # taken before the text is read: the module record's
     result = driver.check_file(path)
     if not result.ok:
         raise DiagnosticError(result.diagnostics, result.sources)
@@ -60,8 +61,23 @@ def load(path: str, target: str = "auto") -> "Module":
         program = result.program
         text = program.sources[program.path]
         if checked_cache.store(program, text, program.path):  # the next process's first calls find theirs
-            memo = LaunchMemo(checked_cache.key(text, program.path))
+            entry = checked_cache.key(text, program.path)
+            memo = LaunchMemo(entry)
+            module = Module(program, target, memo=memo)
+            if stamp is not None:
+                checked_cache.store_record(program.path, driver.resolve_path(path), stamp, program, module._exports, entry)
+            return module
     return Module(result.program, target, memo=memo)
+
+
+def _stamp(path: str):
+    """The stat() of the file `tlc.load(path)` reads, or None."""
+    import os
+
+    try:
+        return os.stat(driver.resolve_path(path))
+    except OSError:
+        return None
 
 
 def _gpu_available() -> bool:
@@ -78,25 +94,73 @@ def _cached_module(path: str, target: str) -> "Module | None":
     from .runtime import checked_cache
 
     file = driver.resolve_path(path)
-    try:
-        text = driver.read_source(file)
-    except (DiagnosticError, driver.SourceError):
-        return None
     name = os.path.relpath(file) if not os.path.isabs(file) else file  # as check_file names it
+    record = checked_cache.load_record(name)
+    if record is not None:
+        return _recorded_module(file, name, record, target)
+    try:
+        stamp = os.stat(file)  # before the text is read: the module record's
+        text = driver.read_source(file)
+    except (DiagnosticError, driver.SourceError, OSError):
+        return None
     found = checked_cache.load(text, name)
     if found is None:
         return None
     program, exports, entry = found
+    checked_cache.store_record(name, file, stamp, program, exports, entry)  # the next process's load
     from .runtime.checked_cache import LaunchMemo
 
     memo = LaunchMemo(entry) if target in ("cuda", "auto") else None
 
+    return Module(program, target, check=lambda: _checked(text, name), exports=exports, memo=memo)
+
+
+def _recorded_module(file: str, name: str, record, target: str) -> "Module":
+    """The module of the file `file` (`name` as `check_file` names it) that its module record
+    (`checked_cache.load_record`) vouches for: its exports and texts' digests now, its texts and
+    checked signatures read when something first needs them (a launch from the launch memo
+    needs neither).  A text that changed since this load is refused then, not taken: the
+    module's kernels come from one text."""
+    from .runtime.checked_cache import LaunchMemo
+
+    def signatures():
+        from .runtime import checked_cache
+        from .runtime.cache import text_digest
+
+        text = driver.read_source(file)
+        if text_digest(text) != record.digests[name]:
+            raise TlcError(f"{name} has changed since tlc.load read it; load it again")
+        found = checked_cache.load(text, name)
+        if found is not None:
+            return found[0]
+        return _checked(text, name)  # the entry is gone or damaged, the texts as recorded
+    program = _Deferred(signatures)
+
     def check():
-        result = driver.check_source(text, name)
-        if not result.ok:  # cannot happen for a text that checked before, with the same tlc
-            raise DiagnosticError(result.diagnostics, result.sources)
-        return result.program
-    return Module(program, target, check=check, exports=exports, memo=memo)
+        return _checked(program.sources[name], name)
+    memo = LaunchMemo(record.checked) if target in ("cuda", "auto") else None
+    return Module(program, target, check=check, exports=record.exports, memo=memo, digests=record.digests)
+
+
+def _checked(text: str, name: str):
+    result = driver.check_source(text, name)
+    if not result.ok:  # cannot happen for a text that checked before, with the same tlc
+        raise DiagnosticError(result.diagnostics, result.sources)
+    return result.program
+
+
+class _Deferred:
+    """A program made by `make()` at the first read of one of its fields."""
+
+    def __init__(self, make):
+        self._make, self._made = make, None
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        if self._made is None:
+            self._made = self._make()
+        return getattr(self._made, attr)
 
 
 def compile_source(text: str, target: str = "auto", path: str = "<string>") -> "Module":
@@ -152,12 +216,13 @@ def __getattr__(name: str):
 
 class Module:
     def __init__(self, program: CheckedProgram, target: str = "auto", check=None, exports: dict | None = None,
-                 memo=None):
+                 memo=None, digests: dict | None = None):
         # `check`: for a program of signatures only (runtime.checked_cache), the full check,
         # run the first time anything reads `program`; `exports`: its kernels' and tile ops'
         # (qualname, kind) by name, which a checked program's functions say; `memo`: the
-        # launch memo of such a program's entry (runtime.checked_cache.LaunchMemo), for its kernels' first calls
-        self._program, self._check, self._memo = program, check, memo
+        # launch memo of such a program's entry (runtime.checked_cache.LaunchMemo), for its
+        # kernels' first calls; `digests`: its files' texts' SHA-256 where a module record gave them
+        self._program, self._check, self._memo, self._digests = program, check, memo, digests
         self.target = resolve_target(target)
         if exports is None:
             exports = {name: (q, program.functions[q].kind) for name, q in program.names.items()
@@ -209,6 +274,15 @@ class Module:
     def sources(self) -> dict:
         """The text of every file of the program, by name (what the kernel cache is keyed by)."""
         return self._program.sources
+
+    @property
+    def source_digests(self) -> dict:
+        """The SHA-256 of every file's text, by name (`cache.program_key_of`'s)."""
+        if self._digests is None:
+            from .runtime.cache import text_digest
+
+            self._digests = {name: text_digest(text) for name, text in self.sources.items()}
+        return self._digests
 
     @property
     def kernels(self) -> dict:

@@ -473,7 +473,7 @@ class Kernel:
         if found is None:
             return False
         names, constants_key, arch, fast = found
-        compiled = runtime.cached_program_kernel(self.module.sources, self.name, constants_key, device, arch)
+        compiled = runtime.cached_program_kernel(self.module.source_digests, self.name, constants_key, device, arch)
         if compiled is None:
             return False
         self._compiled.setdefault((constants_key, device), compiled)

@@ -29,15 +29,17 @@ def test_every_clocked_step_names_a_function_of_tlc():
 def test_the_exclusive_steps_fit_in_the_call_and_the_call_is_served_from_the_caches(capsys):
     found = first_cached_host.main(["--runs", "1", "--exclusive"])["exclusive"]
     steps, rest, total = found["steps"], found["rest_ms"], found["total_ms"]
-    # the nested steps (checked_cache.load within _cached_module, KernelCache.load within
+    # the nested steps (checked_cache.load_record within _cached_module, KernelCache.load within
     # cached_program_kernel, ...) each counted once: their sum and the rest are the call
     assert 0 <= sum(ms for ms, _ in steps.values()) <= total and 0 <= rest <= total
     ran = {name for name, (_, count) in steps.items() if count}
-    assert {"tlc.runtime.checked_cache:load", "tlc.runtime.checked_cache:LaunchMemo.lookup",
+    assert {"tlc.runtime.checked_cache:load_record", "tlc.runtime.checked_cache:LaunchMemo.lookup",
             "tlc.runtime.cache:KernelCache.load", "tlc.runtime:read_program_entry",
             "tlc.runtime.launch:CompiledKernel.launch"} <= ran
-    # a cached call neither builds the kernel nor decodes its signature
-    assert not ran & {"tlc.runtime:compile_program_kernel", "tlc.runtime.checked_cache:Signatures.__getitem__"}
+    # a cached call neither builds the kernel, decodes its signature nor reads the checked entry
+    # (the module record vouches for the texts it was checked from)
+    assert not ran & {"tlc.runtime:compile_program_kernel", "tlc.runtime.checked_cache:Signatures.__getitem__",
+                      "tlc.runtime.checked_cache:load"}
     out = capsys.readouterr().out
     assert "each step's own wall time, median ms of 1 more processes" in out
     assert "not run by this call: " in out and "tlc.runtime:compile_program_kernel" in out.split("not run by this call: ")[1]

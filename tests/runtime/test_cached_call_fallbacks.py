@@ -1,5 +1,5 @@
-"""A new process's first call of a cached kernel (issue #15: the checked-module cache, its launch
-memo, the program cache and the checkout memo, read in that order) when one of those entries is
+"""A new process's first call of a cached kernel (issue #15: the module record or else the
+checked-module cache, its launch memo, the program cache and the checkout memo, read in that order) when one of those entries is
 damaged, or the cache folder cannot take a write: the call falls back to the full path as far as
 it must (the check, the scheduling and code generation, NVRTC), launches the same kernel, says at
 most the one warning of an unwritable cache and never raises; the next process is served from
@@ -127,10 +127,14 @@ def damage(folder: Path, module: Path, what: str) -> str:
         body = cache.unpack(path.read_bytes())
         path.write_bytes(cache.pack(body[:40] + b"\xff" * 64 + body[104:]))
         return "rebuilt"
-    if what == "checked entry cut":
+    if what == "checked entry cut":  # read where no module record vouches for the text: none here
         path = only(folder, "*.checked")
         path.write_bytes(path.read_bytes()[:300])
+        only(folder, "r*.module").unlink()
         return "checked"
+    if what == "module record garbled":  # the checked entry serves the load, and the record is written again
+        only(folder, "r*.module").write_bytes(b"tlc-module-1 " + b"0" * 64 + b"\n{}")
+        return "served"
     if what == "launch memo garbled":
         only(folder, "*.launch").write_bytes(b'{"format": 1, "kernels": [')
         return "decoded"
@@ -146,7 +150,8 @@ def damage(folder: Path, module: Path, what: str) -> str:
 
 
 @pytest.mark.parametrize("what", ["program entry cut", "program entry garbled", "checked entry cut",
-                                  "launch memo garbled", "checkout memo garbled", "checkout memo stale"])
+                                  "module record garbled", "launch memo garbled", "checkout memo garbled",
+                                  "checkout memo stale"])
 def test_a_damaged_entry_costs_the_work_it_held_and_is_replaced(filled, module, copy, what):
     redo = damage(copy, module, what)
     found, err = call(copy, module)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from tlc import api, driver
+from tlc.diagnostics import TlcError
 from tlc.runtime import cache as cache_mod
 from tlc.runtime import checked_cache
 
@@ -406,3 +407,111 @@ def test_a_loaded_modules_texts_are_hashed_once_for_its_program_keys(files, monk
     changed = {**mod.sources, main: mod.sources[main] + "\n"}
     assert cache_mod.program_key(changed, "scale", {}, "sm_90a", "nvrtc 13.0") != key
     assert cache_mod.text_digest("abc") == real(b"abc").hexdigest()
+
+
+# ---- the module record: tlc.load's module vouched for by its files' stamps ----------------------
+
+def recorded(files, monkeypatch):
+    """A stored entry and the module record a load writes beside it, its files taken as settled."""
+    monkeypatch.setattr(cache_mod, "_SETTLED_NS", 0)
+    stored(files)
+    assert api._cached_module(str(files), "cpu") is not None  # a hit of the entry: the record written
+    [record] = (files.parent.parent / "cache").glob("r*.module")
+    return record
+
+
+def reads(monkeypatch) -> list:
+    """The texts and entries read from now on."""
+    seen = []
+    real_text, real_load = driver.read_source, checked_cache.load
+    monkeypatch.setattr(driver, "read_source", lambda p: seen.append(("text", p)) or real_text(p))
+    monkeypatch.setattr(checked_cache, "load", lambda t, p: seen.append(("entry", p)) or real_load(t, p))
+    return seen
+
+
+def test_a_module_record_gives_the_module_without_reading_its_texts_or_entry(files, monkeypatch):
+    recorded(files, monkeypatch)
+    full = driver.check_file(str(files)).program
+    seen = reads(monkeypatch)
+    mod = api._cached_module(str(files), "cpu")
+    assert sorted(mod._exports) == ["neg", "scale"] and seen == []
+    digests = {name: hashlib.sha256(text.encode()).hexdigest() for name, text in full.sources.items()}
+    assert mod.source_digests == digests and seen == []  # the program cache's key needs no text
+    assert cache_mod.program_key_of(digests, "scale", {}, "sm_90a", "nvrtc 13.0") == \
+        cache_mod.program_key(full.sources, "scale", {}, "sm_90a", "nvrtc 13.0")
+    x, y = np.arange(100, dtype=np.float32), np.zeros(100, np.float32)
+    mod.scale(x, y, 0.5)  # more than a signature: the text and the entry read now, then checked in full
+    np.testing.assert_array_equal(y, x)
+    assert seen == [("text", str(files)), ("entry", str(files))] and mod.sources == full.sources
+
+
+@pytest.mark.parametrize("change", ["text", "import", "touched", "replaced", "version", "compiler", "garbled",
+                                    "planted"])
+def test_a_module_record_serves_only_the_files_it_stamped(files, monkeypatch, change):
+    """Any file of the program written since (a text of the same size, an import, a file only
+    touched, one put in its place), another tlc (its version or sources name another record) or
+    a record that is not sound: the entry (or the check) decides, as without a record."""
+    record = recorded(files, monkeypatch)
+    helpers = files.parent / "helpers.tl"
+    if change == "text":
+        files.write_text(SOURCE.replace("* a", "+ a"))
+    elif change == "import":
+        helpers.write_text(HELPERS.replace("2.0", "3.0"))
+    elif change == "touched":
+        os.utime(files)
+    elif change == "replaced":
+        (files.parent / "new.tl").write_text(SOURCE)
+        os.replace(files.parent / "new.tl", files)
+    elif change == "version":
+        monkeypatch.setattr(checked_cache, "__version__", "99.0")
+    elif change == "compiler":
+        monkeypatch.setattr(cache_mod, "package_hash", lambda: "0" * 64)
+    elif change == "garbled":
+        record.write_bytes(record.read_bytes()[:-3])
+    else:  # sound but naming another text's digest: its own checksum made as tlc makes it
+        doc = json.loads(record.read_bytes().split(b"\n", 1)[1])
+        doc["files"][0][3] = "0" * 64
+        head = json.dumps(doc).encode()
+        record.write_bytes(checked_cache._RECORD_MAGIC + hashlib.sha256(head).hexdigest().encode() + b"\n" + head)
+    seen = reads(monkeypatch)
+    mod = api._cached_module(str(files), "cpu")
+    if change in ("text", "import", "version", "compiler"):
+        assert mod is None  # the entry's key or its imports' digests: checked again
+    elif change == "planted":  # the stamps hold: the module comes, its text refused at first use
+        with pytest.raises(TlcError) as raised:
+            mod.scale.fn
+        assert str(raised.value) == f"{files} has changed since tlc.load read it; load it again"
+    else:  # the entry served it, and wrote the record again: the next load reads nothing
+        assert seen[:2] == [("text", str(files)), ("entry", str(files))] and sorted(mod.kernels) == ["neg", "scale"]
+        seen.clear()
+        assert api._cached_module(str(files), "cpu") is not None and seen == []
+
+
+def test_a_text_changed_after_the_load_is_refused_not_mixed_in(files, monkeypatch):
+    recorded(files, monkeypatch)
+    mod = api._cached_module(str(files), "cpu")
+    files.write_text(SOURCE.replace("* a", "+ a"))
+    with pytest.raises(TlcError) as raised:
+        mod.scale(np.ones(8, np.float32), np.zeros(8, np.float32), 1.0)
+    assert str(raised.value) == f"{files} has changed since tlc.load read it; load it again"
+    assert api._cached_module(str(files), "cpu") is None  # a new load checks the new text
+
+
+def test_no_module_record_vouches_for_a_file_changed_just_now(files, monkeypatch):
+    stored(files)  # written by the fixture a moment ago: its stamp may not move at its next write
+    assert api._cached_module(str(files), "cpu") is not None
+    assert not list((files.parent.parent / "cache").glob("r*.module"))
+    monkeypatch.setattr(cache_mod, "_SETTLED_NS", 0)
+    assert api._cached_module(str(files), "cpu") is not None
+    assert len(list((files.parent.parent / "cache").glob("r*.module"))) == 1
+
+
+def test_load_writes_the_module_record_with_the_entry(files, monkeypatch):
+    """The process that checks a file stores its entry and its record: the next load of it reads
+    neither text nor entry (bench/first_cached_host.py's first timed process)."""
+    monkeypatch.setattr(cache_mod, "_SETTLED_NS", 0)
+    monkeypatch.setattr(api, "_gpu_available", lambda: True)  # as on a GPU machine; runs on the interpreter here
+    first = api.load(str(files))
+    seen = reads(monkeypatch)
+    second = api.load(str(files))
+    assert seen == [] and sorted(second.kernels) == sorted(first.kernels)

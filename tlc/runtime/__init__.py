@@ -101,9 +101,10 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
     generation or NVRTC on a hit), else `build(arch)` -> (ir.Kernel, GeneratedKernel), compiled
     and stored (`program_entry`)."""
     from . import compile as c
-    from .cache import default_cache
+    from .cache import default_cache, text_digest
 
-    arch, nvrtc, key = _program_entry(sources, name, sorted((k, str(v)) for k, v in constants.items()), device)
+    digests = {k: text_digest(v) for k, v in sources.items()}
+    arch, nvrtc, key = _program_entry(digests, name, sorted((k, str(v)) for k, v in constants.items()), device)
     cache = default_cache()
     blob = cache.load(key)
     if blob is not None:
@@ -126,25 +127,27 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
     return compiled
 
 
-def _program_entry(sources: dict, name: str, constants_key, device: int) -> tuple:
-    """(arch, NVRTC's -arch, program cache key) of the kernel `name` of a program with constants
-    `constants_key` (their names and `str` values, sorted) for GPU `device`."""
+def _program_entry(digests: dict, name: str, constants_key, device: int) -> tuple:
+    """(arch, NVRTC's -arch, program cache key) of the kernel `name` of a program whose files'
+    texts have the SHA-256 `digests`, with constants `constants_key` (their names and `str`
+    values, sorted), for GPU `device`."""
     from . import compile as c
-    from .cache import program_key
+    from .cache import program_key_of
 
     require_cuda()
     arch = target_arch(device)
     nvrtc = c.nvrtc_arch(arch, c.device_capability(device), c.nvrtc_supported_archs())
-    return arch, nvrtc, program_key(sources, name, constants_key, arch, c.nvrtc_toolchain(nvrtc))
+    return arch, nvrtc, program_key_of(digests, name, constants_key, arch, c.nvrtc_toolchain(nvrtc))
 
 
-def cached_program_kernel(sources: dict, name: str, constants_key, device: int, arch: str):
-    """The kernel `name` of a program with constants `constants_key` (as `_program_entry` takes
-    them) from the program cache, where GPU `device`'s arch is `arch` and the cache holds it;
-    else None (nothing is built: the launch memo's hit, `checked_cache.LaunchMemo`)."""
+def cached_program_kernel(digests: dict, name: str, constants_key, device: int, arch: str):
+    """The kernel `name` of a program (its files' texts' SHA-256 `digests`, by name) with
+    constants `constants_key` (as `_program_entry` takes them) from the program cache, where GPU
+    `device`'s arch is `arch` and the cache holds it; else None (nothing is built: the launch
+    memo's hit, `checked_cache.LaunchMemo`)."""
     from .cache import default_cache
 
-    found, _, key = _program_entry(sources, name, constants_key, device)
+    found, _, key = _program_entry(digests, name, constants_key, device)
     blob = default_cache().load(key) if found == arch else None
     if blob is None:
         return None

@@ -229,9 +229,16 @@ def program_key(sources: dict, kernel: str, constants, arch: str, toolchain: str
     """The entry name of a kernel by what it is compiled from, before any compiling: the text of
     every file of its program, its name, constants and target.  A hit skips scheduling and code
     generation as well as NVRTC."""
+    # each text by its SHA-256: hashing it is a tenth of what escaping it into JSON costs
+    return program_key_of({k: text_digest(v) for k, v in sources.items()}, kernel, constants, arch, toolchain)
+
+
+def program_key_of(digests: dict, kernel: str, constants, arch: str, toolchain: str = "") -> str:
+    """`program_key` of a program whose files' texts have the SHA-256 `digests` (by name): what a
+    module record gives without the texts (checked_cache.load_record)."""
     items = constants.items() if hasattr(constants, "items") else constants
-    doc = {  # each text by its SHA-256: hashing it is a tenth of what escaping it into JSON costs
-        "program": {str(k): text_digest(v) for k, v in sources.items()},
+    doc = {
+        "program": {str(k): v for k, v in digests.items()},
         "kernel": kernel,
         "constants": {str(k): f"{type(v).__name__}:{v}" for k, v in items},
         "arch": arch,

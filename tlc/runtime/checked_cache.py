@@ -226,6 +226,109 @@ def signatures(program):
     return dataclasses.replace(program, functions=functions, names=names, modules=None)
 
 
+# ---- the module record ------------------------------------------------------------------------
+#
+# What `tlc.load` of a file needs to give the module of its checked entry without reading and
+# hashing its texts or reading the entry (issue #15: std.gemm's 45 KB text and 51 KB entry, ~0.6 ms
+# of a cached first call on the H200): the entry's name, the module's exports and, per file of the
+# program, its real path, its stamp (`_stamp`: size, modification and change times, inode) and its
+# text's SHA-256.  `<name>.module` in the cache folder, named by the file's path and folder and by
+# tlc's version and sources, as the entry is (`key`, without the text).  A hit is a file whose every
+# stamp is as recorded: a write changes its change time, whatever its modification time is set
+# back to, and a file put in its place its inode; a stamp is recorded only where the file last
+# changed more than two seconds before it was taken (`cache._SETTLED_NS`), and taken before the
+# text is read, so a record never vouches for a text that a later write could have changed
+# unseen.  The module's texts, its checked signatures and the launch memo's entry are then read
+# when something first needs them (`api.Module`); the program cache is keyed by the recorded
+# digests (`cache.program_key_of`), so a launch from the memo reads neither.
+
+RECORD_FORMAT = 1
+_RECORD_MAGIC = b"tlc-module-1 "
+_RECORD_SUFFIX = ".module"
+_RECORD_LIMIT = 1 << 20  # bytes: a module's names, stamps and digests
+
+
+class ModuleRecord:
+    """A module record that holds: the checked entry's name, the exports, and each file's digest
+    by its name in the program (the main file's is its own)."""
+
+    __slots__ = ("checked", "exports", "digests")
+
+    def __init__(self, checked: str, exports: dict, digests: dict):
+        self.checked, self.exports, self.digests = checked, exports, digests
+
+
+def record_path(path: str) -> str:
+    """Where the module record of the file `path` (as the caller names it) lives."""
+    from ..cachedir import cache_dir
+    from .cache import package_hash
+
+    doc = {"format": RECORD_FORMAT, "path": path, "folder": os.path.dirname(os.path.abspath(path)),
+           "tlc_version": __version__, "tlc_sources": package_hash()}
+    return os.path.join(cache_dir(), "r" + _digest(json.dumps(doc, sort_keys=True).encode()) + _RECORD_SUFFIX)
+
+
+def load_record(path: str) -> ModuleRecord | None:
+    """The module record of `path`, where every file it names is as it was; else None."""
+    from ..files import NotRegularFile, read_regular
+
+    try:
+        data = read_regular(record_path(path), follow_symlinks=False, limit=_RECORD_LIMIT)
+    except (NotRegularFile, OSError):
+        return None
+    head_at = data.find(b"\n") + 1
+    if head_at == 0 or data[:head_at - 1] != _RECORD_MAGIC + _digest(data[head_at:]).encode():
+        return None
+    try:
+        doc = json.loads(data[head_at:])
+        checked, exports, files = doc["checked"], doc["exports"], doc["files"]
+        if not (type(checked) is str and type(exports) is dict and type(files) is list and files
+                and all(type(q) is str and kind in ("kernel", "tile_op") for q, kind in exports.values())
+                and all(type(f) is list and len(f) == 4 and all(type(x) is str for x in f) for f in files)
+                and files[0][0] == path):
+            return None
+        for _, real, stamp, _ in files:
+            if not stamp or _stamp(os.stat(real)) != stamp:
+                return None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    return ModuleRecord(checked, {e: (q, kind) for e, (q, kind) in exports.items()},
+                        {name: digest for name, _, _, digest in files})
+
+
+def store_record(path: str, file: str, stamp, program, exports: dict, checked: str) -> None:
+    """Write the module record of `path` (the file `file`, whose stat() `stamp` was taken
+    before its text was read) for `program`, checked as the entry `checked`; nothing where a
+    file changed in the last two seconds, or the cache cannot be written."""
+    from pathlib import Path
+
+    from ..cachedir import replace_atomically
+    from ..files import read_regular
+    from .cache import _SETTLED_NS, text_digest
+
+    recent = time.time_ns() - _SETTLED_NS
+    files = []
+    try:
+        for name, text in program.sources.items():  # in the checker's order: the main file first
+            if name == path:
+                real, st = os.path.abspath(file), stamp
+            else:  # stat()ed before it is read again: a write after the stamp changes it
+                real = os.path.abspath(_real_path(name))
+                st = os.stat(real)
+                if read_regular(real).decode("utf-8") != text:
+                    return
+            if max(st.st_mtime_ns, st.st_ctime_ns) >= recent:
+                return
+            files.append([name, real, _stamp(st), text_digest(text)])
+        if not files or files[0][0] != path:
+            return
+        head = json.dumps({"checked": checked, "exports": {e: list(v) for e, v in exports.items()}, "files": files},
+                          separators=(",", ":")).encode()
+        replace_atomically(Path(record_path(path)), _RECORD_MAGIC + _digest(head).encode() + b"\n" + head)
+    except (OSError, UnicodeError, TypeError, ValueError):
+        pass
+
+
 # ---- the launch memo ---------------------------------------------------------------------------
 #
 # What a kernel's first call in a new process needs of the signature it was
