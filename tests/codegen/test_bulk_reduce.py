@@ -1,10 +1,11 @@
 """A tile's atomic add by the TMA's bulk reduction (tlc/codegen/bulk_reduce.py), in attention's
 one-grid backward (bench/attention_bwd_fused.tl: the step's dQ partial into an f32 workspace):
 where the launch encoded the map, the issuing thread waits until the last add has read the
-staging buffer, the consumers meet, stage the accumulator, fence it for the TMA, meet, and one
-thread adds it (4 boxes of 64 x 32 f32, one bulk group); else the per-thread reds.  The turn
-of an ordered add is counted once the bulk group is complete.  tests/gpu/test_bulk_reduce_gpu.py
-runs it on the GPU."""
+staging buffer before the consumers' last kept meeting before the add, they stage the
+accumulator, fence it for the TMA, (in turns: that thread waits for the turn,) meet, and one
+thread adds it (4 boxes of 64 x 32 f32, one bulk group); else the per-thread reds and the
+block's meetings around their turn.  The turn of an ordered add is counted once the bulk group
+is complete.  tests/gpu/test_bulk_reduce_gpu.py runs it on the GPU."""
 import re
 from pathlib import Path
 
@@ -31,18 +32,27 @@ def test_the_consumers_stage_the_tile_and_one_thread_adds_it(det):
     grid = _grid1(det)
     start = grid.index("if (tl_tma & 2) {  // the tile's add through shared memory: the TMA's bulk reduction")
     text = grid[start:grid.index("} else {", start)]
+    turn = ["if (threadIdx.x == 0) if (b >= 0 && b < B && ((hk * G) + tl::floordiv<int>(it, nq)) >= 0 && ((hk * G) + "
+            "tl::floordiv<int>(it, nq)) < H && qb >= 0 && qb < S) tl::turn_wait_from(&turns[((static_cast<long long>(b) * H + "
+            "((hk * G) + tl::floordiv<int>(it, nq))) * S + qb)], turn, tl_turn_seen);  // the turn, before the meeting that "
+            "ends the staging"] if det else []
     steps = ["float* tl_stage_r = reinterpret_cast<float*>(tl_smem + 149504);",
-             "if (threadIdx.x == 0) tl::tma_store_wait_read();  // the last add has read the buffer",
-             "tl::bar_sync_named(5, 256);",
              "tl::copy_f2s_staged<tl_flash_bwd_fused_grid1_layout_1, float, float, 64, 128>(tl_stage_r, dq);",
-             "tl::fence_proxy_async();  // written by plain stores, read next by the TMA",
+             "tl::fence_proxy_async();  // written by plain stores, read next by the TMA", *turn,
              "tl::bar_sync_named(5, 256);",
              "if (threadIdx.x == 0) tl::tma_store_tile<float, 64, 128, 64, 4, true>(&tl_map4, tl_stage_r, 0, 0, "
              "(qb * 64), {b, ((hk * G) + tl::floordiv<int>(it, nq))});"]
     assert [line.strip() for line in text.splitlines()[1:] if line.strip()] == steps
-    # without the map: the reds as before
+    # the last add has read the buffer before the consumers' last kept meeting before it (dS's,
+    # before dQ's product), so no meeting of its own
+    read = grid.index("if (threadIdx.x == 0) tl::tma_store_wait_read();  // the last bulk add has read its buffer\n"
+                      "        tl::bar_sync_named(5, 256);  // sync: the consumers alone\n")
+    assert read < grid.index("(ds_s, k_tile, dq);") < start and grid.count("tma_store_wait_read") == 1
+    # without the map: the reds as before, the block meeting around their turn
     assert "tl::red_add_pair(&dq_acc[" in grid[start:]
     assert grid.count("turn_done") == (2 if det else 0)
+    assert grid.count("if (!(tl_tma & 2)) {  // (else the bulk add's thread waits for the turn: bulk_reduce.py)") == \
+        (2 if det else 0)
     end = "if (threadIdx.x == 0) tl::tma_store_wait();  // the last bulk adds are done"
     assert grid.count(end) == 1 and grid.index(end) > grid.index("tl_map4, tl_stage_r")
 
@@ -55,5 +65,7 @@ def test_a_turn_is_counted_once_its_bulk_adds_are_complete():
 
 @pytest.mark.nvcc
 def test_the_add_is_the_tmas_and_nothing_spills(tmp_path):
-    sass, log = cubin_sass(_source(True), "sm_90a", tmp_path, "bwd_bulk")  # (only grid 1 adds so)
+    # the build of launches whose maps all encode (the runtime's: TL_TMA_FLAGS); the generic
+    # one, with the reds' path and its turn's meetings beside, spills 8 bytes
+    sass, log = cubin_sass("#define TL_TMA_FLAGS 3\n" + _source(True), "sm_90a", tmp_path, "bwd_bulk")
     assert sass.count("UTMAREDG.4D.ADD") == 4 and "C7517" not in log and log.count(" 0 bytes spill stores") == 3

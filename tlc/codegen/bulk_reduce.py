@@ -3,12 +3,18 @@ writes it inside a warp-specialized consumer loop.
 
 `schedule/warpspec.py` decides which adds go so (`WarpSpecialization.reduces`); this module only
 renders them.  Where the launch encoded the map (`tl_tma`'s bit 1, the stores'): the thread that
-issued the last add waits until that add has read the staging buffer, the consumers meet, write
-the accumulator into the buffer (the 128-byte swizzled layout of a TMA store's, tl/tma_store.cuh
-copy_f2s_staged), fence it for the async proxy and meet again; then that one thread adds the
-buffer into the tensor (`tma_store_tile<..., ADD>`: cp.reduce.async.bulk.tensor .add, one box
-per 128-byte column segment, one bulk group), rows outside the tensor left out by the TMA.
-Without the map, the loop's per-thread reds (atomic_pairs.py) as before.
+issued the last add waits until that add has read the staging buffer and the consumers meet (at
+the last barrier the consumers keep before the add in each iteration, where there is one: that
+thread waits right before it; else a barrier of their own), write the accumulator into the
+buffer (the 128-byte swizzled layout of a TMA store's, tl/tma_store.cuh copy_f2s_staged), fence
+it for the async proxy and meet again; then that one thread adds the buffer into the tensor
+(`tma_store_tile<..., ADD>`: cp.reduce.async.bulk.tensor .add, one box per 128-byte column
+segment, one bulk group), rows outside the tensor left out by the TMA.  An ordered add's turn
+(`order=`) is waited for by that thread before the meeting that ends the staging, and counted
+by it once its bulk group is complete: the block's two meetings around the reds' turn are left
+out.  Without the map, the loop's per-thread reds (atomic_pairs.py) and the block's meetings
+around the turn as before.  (The spin and the add in one block of thread 0 spilled 56-80 bytes
+of the consumers' registers, ptxas sm_90a, D=128.)
 
 FlashAttention 3's dQ: a step's 64 x 128 f32 partial from shared memory by a few instructions of
 one thread, where the reds took one 8-byte red a thread a register pair (8.6 GB of red traffic a
@@ -45,11 +51,15 @@ class BulkReduceGen:
         e("if (tl_tma & 2) {  // the tile's add through shared memory: the TMA's bulk reduction (codegen/bulk_reduce.py)")
         self.indent += 1
         e(f"float* tl_stage_r = reinterpret_cast<float*>(tl_smem + {x.offset});")
-        e("if (threadIdx.x == 0) tl::tma_store_wait_read();  // the last add has read the buffer")
-        e(self.block_barrier())
+        if self.read_sync(x) is None:
+            e("if (threadIdx.x == 0) tl::tma_store_wait_read();  // the last add has read the buffer")
+            e(self.block_barrier())
         e(f"tl::copy_f2s_staged<{self.fragment(frag.name).c_layout}, float, float, {rows}, {cols}>(tl_stage_r, "
           f"{c_name(frag.name)});")
         e("tl::fence_proxy_async();  // written by plain stores, read next by the TMA")
+        turn, self.bulk_turn_wait = getattr(self, "bulk_turn_wait", None), None
+        if turn is not None:
+            e(f"if (threadIdx.x == 0) {turn}  // the turn, before the meeting that ends the staging")
         e(self.block_barrier())
         lead_c = ", ".join(offs[:-2]) or "0"
         e(f"if (threadIdx.x == 0) tl::tma_store_tile<float, {rows}, {cols}, {rows}, {len(offs)}, true>(&tl_map{x.tensor_map}, "
@@ -60,6 +70,35 @@ class BulkReduceGen:
         fallback()
         self.indent -= 1
         e("}")
+
+    def read_sync(self, x: BulkReduce) -> int | None:
+        """The last sync the consumers keep before add `x` in each iteration (an index of the
+        loop's body), right before which the issuing thread waits for the last add to have read
+        the buffer; None: the add meets at a barrier of its own for it."""
+        spec = self.spec
+        if not spec.consumer_barrier:
+            return None
+        return max((i for i in spec.kept_syncs if spec.consumer[0] <= i < x.index), default=None)
+
+    def before_kept_sync(self, s) -> None:
+        """Before kept sync `s` of the consumers' loop: where it is an add's `read_sync`, the
+        issuing thread's wait for the last add to have read the staging buffer."""
+        body = self.k.body[self.spec.loop].body
+        if any(self.read_sync(x) is not None and body[self.read_sync(x)] is s for x in self.spec.reduces):
+            self.emit("if (threadIdx.x == 0) tl::tma_store_wait_read();  // the last bulk add has read its buffer")
+
+    def bulk_of_turn(self, s) -> BulkReduce | None:
+        """The bulk add that turn statement `s` (a turn_wait right before it, a turn_done right
+        after it, in the consumers' loop) waits around, or None."""
+        spec = getattr(self, "spec", None)
+        if spec is None or not spec.reduces or not getattr(self, "in_consumer_loop", False):
+            return None
+        body = self.k.body[spec.loop].body
+        i = next((j for j, t in enumerate(body) if t is s), None)
+        if i is None:
+            return None
+        j = i + 1 if s.kind == "turn_wait" else i - 1
+        return next((x for x in spec.reduces if x.index == j), None)
 
     def _offset(self, e, var: str) -> str:
         """The C of index `e` less the loop variable `var` it adds (the planner's `_offset_of`)."""

@@ -63,14 +63,28 @@ class TurnGen:
         check = self.bounds(s.name, s.indices)
         cond = f"if ({check}) " if check else ""
         t = self.turns if self.turns is not None and s in (self.turns.wait, self.turns.done) else None
+        # around a bulk add (bulk_reduce.py) its issuing thread alone waits, the block meets only
+        # where the launch has no map for it (the per-thread reds)
+        bulk = self.bulk_of_turn(s) is not None
+        if bulk:
+            self.emit("if (!(tl_tma & 2)) {  // (else the bulk add's thread waits for the turn: bulk_reduce.py)")
+            self.indent += 1
         if s.kind == "turn_wait":
             if t is not None and t.prefetch:
-                self.emit(f"{self.once_per_block()}{cond}tl::turn_wait_from({target}, {self.expr(s.value)}, tl_turn_seen);")
+                wait = f"{cond}tl::turn_wait_from({target}, {self.expr(s.value)}, tl_turn_seen);"
             else:
-                self.emit(f"{self.once_per_block()}{cond}tl::turn_wait({target}, {self.expr(s.value)});")
+                wait = f"{cond}tl::turn_wait({target}, {self.expr(s.value)});"
+            self.emit(f"{self.once_per_block()}{wait}")
             self.emit(f"{self.block_barrier()}  // the block's updates after its turn came")
+            if bulk:
+                self.bulk_turn_wait = wait
+        else:
+            self.emit(f"{self.block_barrier()}  // the block's updates before its turn is counted")
+        if bulk:
+            self.indent -= 1
+            self.emit("}")
+        if s.kind == "turn_wait":
             return
-        self.emit(f"{self.block_barrier()}  // the block's updates before its turn is counted")
         if t is not None:
             self.emit(f"if (threadIdx.x == 0) tl_turn_at = {f'({check}) ? {target} : nullptr' if check else target};"
                       "  // counted after the next iteration's first product issues")

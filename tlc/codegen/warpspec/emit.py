@@ -63,6 +63,7 @@ class WarpSpecEmission(BulkReduceGen):
                 return
             if self.spec.consumer_barrier and any(body[i] is s for i in self.spec.kept_syncs):
                 # the consumers' shared writes before their reads
+                self.before_kept_sync(s)  # (a bulk add's buffer read: bulk_reduce.py)
                 self.emit(f"tl::bar_sync_named({self.spec.consumer_barrier}, {self.k.threads});  // sync: the consumers alone")
                 return
             self.emit("// sync: the stage's full barrier already orders the copies before this"
