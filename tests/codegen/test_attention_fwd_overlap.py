@@ -7,6 +7,9 @@
 - the consumers copy Q after the ring's setup (`WarpSpecialization.late_copies`), meeting at
   their own barrier, so that the producer's first K and V tiles load while Q does (flash_fwd_sparse,
   whose tiles' lengths are the block mask's);
+- on two stages V has barriers of its own (`WarpSpecialization.late_loads`): the producer waits
+  for V's stage apart from K's, the consumers free K's once S = Q @ K.T is done and V's once the
+  deferred P @ V is, so the deferral needs no third stage (FlashAttention 3's K and V pipelines);
 - flash_fwd as the grid of an author's persistent walk, whose producer copies each tile's Q
   through the TMA (`tile_loads`), the tiles in pairs from both ends of x where causal (std's grid
   keeps one tile a block: it ran faster on the H200)."""
@@ -55,11 +58,39 @@ def test_the_deferred_gemm_is_waited_for_in_place_after_the_softmax():
     assert "wgmma_wait_in_place" in text[:text.index("for (int tl_k = 1;")]  # the peeled first iteration too
 
 
+def _in_order(text: str, steps) -> None:
+    pos = 0
+    for x in steps:
+        pos = text.find(x, pos)
+        assert pos != -1, x
+
+
+def test_two_stages_free_k_after_the_scores_and_v_after_the_deferred_gemm():
+    text = cuda(STAGES=2)
+    assert "tl::mbar_init(tl_full_late + tl_s, (tl_tma & 1) ? 1 : 128);" in text
+    producer = text[text.index("// the producer warpgroup"):text.index("tl::setmaxnreg_inc")]
+    for path in producer.split("} else {  // the host could not encode a tensor map"):  # the TMA's and the element copies
+        _in_order(path, ["tl::mbar_wait(tl_empty + tl_stage, ((tl_it / 2) & 1) ^ 1);", "(k_tile + ", "tl_full + tl_stage",
+                         "tl::mbar_wait(tl_empty_late + tl_stage, ((tl_it / 2) & 1) ^ 1);", "(v_tile + ",
+                         "tl_full_late + tl_stage"])
+    loop = text[text.index("for (int tl_k = 1; tl_k < tl_n; ++tl_k, ++tl_it) {"):]
+    _in_order(loop, ["tl::mbar_wait(tl_full + tl_stage, (tl_it / 2) & 1);",
+                     "tl::mbar_wait(tl_full_late + (tl_it + 1) % 2, ((tl_it - 1) / 2) & 1);",
+                     "tl::bar_sync_named(3 + threadIdx.x / 128, 256);", "gemm_wgmma_issue<", "gemm_wgmma_rs_issue<",
+                     "tl::wgmma_wait<1>();", "if (threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + tl_stage);",
+                     "tl::wgmma_wait_in_place<0>();",
+                     "if (threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty_late + (tl_it + 1) % 2);"])
+    after = loop[loop.index("if (threadIdx.x < 128 && tl_n > 0) tl::bar_sync_named(3, 256);"):]
+    _in_order(after, ["tl::mbar_wait(tl_full_late + (tl_it - 1) % 2, ((tl_it - 1) / 2) & 1);", "tl::gemm_wgmma_rs<"])
+    assert "tl_full_late" not in cuda()  # three stages: one barrier pair a stage
+
+
 @pytest.mark.nvcc
-def test_sass_the_exponentials_run_between_the_scores_wait_and_the_deferred_gemms(tmp_path):
+@pytest.mark.parametrize("constants", [{}, {"STAGES": 2}], ids=["3-stages", "2-stages"])
+def test_sass_the_exponentials_run_between_the_scores_wait_and_the_deferred_gemms(tmp_path, constants):
     """In the loop (from the wait that leaves P @ V in flight to the next full wait) stand all of
     a thread's 64 exponentials of a 128 x 128 block (and the two of its rows' rescales)."""
-    sass, log = cubin_sass(cuda(), "sm_90a", tmp_path, "flash_overlap")
+    sass, log = cubin_sass(cuda(**constants), "sm_90a", tmp_path, "flash_overlap")
     body = sass[sass.index("WARPGROUP.DEPBAR.LE gsb0, 0x1"):]
     between = body[:body.index("WARPGROUP.DEPBAR.LE gsb0, 0x0")]
     assert len(re.findall(r"MUFU\.EX2", between)) >= 64
@@ -75,13 +106,9 @@ def test_the_consumers_copy_q_after_the_rings_setup():
     assert "copy_g2s<half, 128, 128, 256" not in before and "// (the consumers make this copy after the ring's setup)" in before
     assert "// sync: the consumers' late copies meet at their own barrier" in before
     after = text[ring:]
-    steps = ["tl::copy_g2s<half, 128, 128, 256, 0, 128, false>(q_tile, ", "tl::fence_proxy_async();",
-             "tl::bar_sync_named(5, 256);  // the consumers' copies before they read them",
-             "if (threadIdx.x < 128 && tl_n > 0) tl::bar_arrive_named(3, 256);"]
-    pos = 0
-    for x in steps:
-        pos = after.find(x, pos)
-        assert pos != -1, x
+    _in_order(after, ["tl::copy_g2s<half, 128, 128, 256, 0, 128, false>(q_tile, ", "tl::fence_proxy_async();",
+                      "tl::bar_sync_named(5, 256);  // the consumers' copies before they read them",
+                      "if (threadIdx.x < 128 && tl_n > 0) tl::bar_arrive_named(3, 256);"])
 
 
 def test_emit_ir_says_where_the_consumers_copy_q():

@@ -94,6 +94,27 @@ def test_the_last_gemm_is_deferred_past_the_first_and_waited_for_before_its_oper
     assert d.gemm == ws.consumer[1] - 1 and ws.release_lag == 1
 
 
+def test_two_stages_keep_the_deferred_gemm_with_v_on_barriers_of_its_own():
+    # FlashAttention 3's K and V pipelines: V, which the deferred P @ V alone reads, has its own
+    # full and empty barriers, so K's stage is free once S = Q @ K.T is done and two stages keep
+    # the deferral (one barrier pair a stage held both for it: the ring needed three)
+    k = _kernel(STAGES=2)
+    ws = k.warp_spec
+    assert ws.stages == 2 and ws.deferred is not None and ws.deferred.pingpong and ws.release_lag == 1
+    assert [ws.loads[j].buffer for j in ws.late_loads] == ["v_tile"]
+    assert ws.late_barriers == ws.barriers + 16 * ws.stages and ws.ring_end == ws.late_barriers + 16 * ws.stages
+    assert _kernel().warp_spec.late_loads == ()  # three stages: as before
+
+
+def test_two_stages_without_loads_the_deferred_gemm_alone_reads_keep_the_gemms_in_place(tmp_path):
+    # P @ V reading K too: no load is the deferred gemm's alone, so two stages cannot defer it
+    path = tmp_path / "pv_reads_k.tl"
+    path.write_text(SOURCE.replace("            gemm(probs, v_tile, acc)\n", "            gemm(probs, k_tile, acc)\n"))
+    ws = _kernel(path, STAGES=2).warp_spec
+    assert ws is not None and ws.deferred is None and ws.late_loads == () and ws.release_lag == 0
+    assert _kernel(path).warp_spec.deferred is not None  # on three stages it still defers
+
+
 # the module up to flash_fwd's end: the edits below must meet flash_fwd's lines only
 SOURCE = ATTENTION.read_text().split("\n\n@kernel\ndef flash_decode(")[0]
 
@@ -147,6 +168,8 @@ def test_a_reduction_through_shared_memory_keeps_the_cp_async_ring(tmp_path):
      "the tile loads [{copy}] are not copies among the consumers' statements of a persistent kernel"),
     # Q is read by S = Q @ K.T alone: not by the deferred P @ V
     (lambda ws: {"tile_done": ws.deferred.gemm}, "the tile loads' last reader {gemm} is not the deferred gemm's first gemm"),
+    # V on barriers of its own: one tile a block only
+    (lambda ws: {"late_loads": (1,)}, "the late loads [1] are not some of the TMA loads of a deferred gemm's ring, one tile a block"),
 ])
 def test_the_verifier_checks_the_consumer_prologue_and_the_deferral(change, message):
     k = _walk()
@@ -167,6 +190,15 @@ def test_emit_ir_says_who_runs_the_prologue_and_where_the_deferred_gemm_runs():
     assert ("deferred: the loop's last gemm (statement 14) of iteration it - 1 is issued right after statement 4's "
             "gemm of iteration it, on stage (it - 1) % 3, and waited for before statement 12; the last iteration's "
             "after the loop") in text
+
+
+def test_emit_ir_says_which_loads_have_barriers_of_their_own():
+    text = print_kernel(_kernel(STAGES=2))
+    assert "run the loop's other statements on stage it % 2, release empty[it % 2] once statement 4's gemm is done\n" in text
+    assert ("    late loads: V -> v_tile on barriers of their own, full_late[2] @163872 and empty_late[2] @163888: the "
+            "producer waits empty_late[it % 2] before them, the consumers wait full_late[(it - 1) % 2] before the "
+            "deferred gemm and release empty_late[(it - 1) % 2] once it is done\n") in text
+    assert "late loads" not in print_kernel(_kernel())
 
 
 def test_emit_ir_says_the_producer_copies_q_once_a_tile():

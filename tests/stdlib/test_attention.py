@@ -302,6 +302,20 @@ def test_the_sm90a_ring_against_numpy(mod, case):
 
 
 @pytest.mark.parametrize("case", [0, 1, 4])
+def test_the_sm90a_two_stage_ring_against_numpy(mod, case):
+    """Two stages: P @ V deferred, V on barriers of its own (WarpSpecialization.late_loads); the
+    interpreter runs the ring as recorded."""
+    B, H, HK, S, SK, D, causal, consts = CASES[case]
+    kernel = mod.kernels["flash_fwd"].scheduled({**consts, "D": D, "CAUSAL": causal, "STAGES": 2}, "sm_90a")
+    ws = kernel.warp_spec
+    assert ws.stages == 2 and ws.deferred is not None and [ws.loads[j].buffer for j in ws.late_loads] == ["v_tile"]
+
+    def run(q, k, v, o, lse, scale):
+        run_kernel(kernel, {"Q": q, "K": k, "V": v, "O": o, "LSE": lse, "scale": np.float32(scale)})
+    check(run, "f16", B, H, HK, S, SK, D, causal, case)
+
+
+@pytest.mark.parametrize("case", [0, 1, 4])
 def test_the_sm90a_ring_of_a_persistent_walk_against_numpy(mod, case):
     """flash_fwd as the grid of an author's persistent walk reaches warp specialization
     (Kernel.persistent_walk): persistent, the producer copying each tile's Q once a tile (causal:

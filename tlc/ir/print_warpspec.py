@@ -13,7 +13,9 @@ def header_lines(k: Kernel) -> list[str]:
     cluster = ws.tile_order.cluster if ws.tile_order is not None else 1
     copies = ", ".join(f"{'gathered rows' if x.gather else 'im2col of ' + x.im2col.img if x.im2col else loop.body[x.index].src.name} -> {x.buffer}"
                        for x in ws.loads)
-    if ws.release_lag:
+    if ws.late_loads:
+        release = f"empty[it % {S}] once statement {ws.deferred.after}'s gemm is done"
+    elif ws.release_lag:
         release = f"empty[(it + {S - ws.release_lag}) % {S}] (a stage {ws.release_lag} iteration late: its wgmma stays in flight)"
     else:
         release = f"empty[it % {S}]"
@@ -34,6 +36,11 @@ def header_lines(k: Kernel) -> list[str]:
            f"release {release}",
            f"  barriers: full[{S}] @{ws.barriers} ({full}), empty[{S}] @{ws.barriers + 8 * S} ({ws.empty_arrivals} arrivals: one per consumer warp"
            f"{' of the cluster' if cluster > 1 else ''})"]
+    if ws.late_loads:
+        late = ", ".join(f"{loop.body[ws.loads[j].index].src.name} -> {ws.loads[j].buffer}" for j in ws.late_loads)
+        out.append(f"  late loads: {late} on barriers of their own, full_late[{S}] @{ws.late_barriers} and empty_late[{S}] "
+                   f"@{ws.late_barriers + 8 * S}: the producer waits empty_late[it % {S}] before them, the consumers wait "
+                   f"full_late[(it - 1) % {S}] before the deferred gemm and release empty_late[(it - 1) % {S}] once it is done")
     if ws.warpgroup_syncs:
         out.append(f"  each consumer warpgroup meets at named barrier 6 + its index (128 threads) alone: its copies into "
                    f"shared memory are the rows its own wgmma reads; the loop's syncs kept as it: statements "

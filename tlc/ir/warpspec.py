@@ -269,14 +269,25 @@ class WarpSpecialization(Node):
     # tile_empty in the loop's last iteration as soon as it is done, so that the next tile's Q
     # loads under that iteration's softmax, its P @ V and the epilogue.  None: after the loop
     tile_done: int | None = None
+    # with a deferred gemm: the loads (positions in `loads`) that it alone reads (attention's V,
+    # read by P @ V one iteration late), each stage with a full and an empty barrier of their own
+    # (full_late, empty_late at `late_barriers`), so that the other loads' stage (K) is released
+    # as soon as the first gemm is done and only theirs one iteration late: the deferred gemm
+    # then needs no third stage (FlashAttention 3's separate K and V pipelines, two stages)
+    late_loads: tuple[int, ...] = ()
     # the consumers' tile adds made by the TMA's bulk reduction, staged after the ring's
     # barriers (and the staged store's buffer)
     reduces: tuple[BulkReduce, ...] = ()
 
     @property
-    def ring_end(self) -> int:
-        """Byte offset past the ring's barriers (and the tile loads' pair)."""
+    def late_barriers(self) -> int:
+        """Byte offset of the late loads' full barriers (their empty ones after them)."""
         return self.barriers + 16 * self.stages + (16 if self.tile_loads else 0)
+
+    @property
+    def ring_end(self) -> int:
+        """Byte offset past the ring's barriers (and the tile loads' pair, the late loads' own)."""
+        return self.late_barriers + (16 * self.stages if self.late_loads else 0)
 
     @property
     def staging_end(self) -> int:
@@ -348,4 +359,8 @@ def warp_spec_problem(kernel) -> str | None:
         return f"the tile loads' last reader {ws.tile_done} is not the deferred gemm's first gemm"
     if ws.tile_order is not None and ws.tile_order.pairs and ws.tile_order.cluster > 1:
         return "the tile order takes tiles in pairs and in clusters"
+    if ws.late_loads and (d is None or ws.tile_order is not None or len(set(ws.late_loads)) != len(ws.late_loads)
+                          or not all(0 <= j < len(ws.loads) for j in ws.late_loads) or len(ws.late_loads) == len(ws.loads)
+                          or any(ws.loads[j].gather or ws.loads[j].im2col for j in ws.late_loads)):
+        return f"the late loads {list(ws.late_loads)} are not some of the TMA loads of a deferred gemm's ring, one tile a block"
     return None

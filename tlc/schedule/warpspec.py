@@ -211,6 +211,14 @@ class _Planner:
         # two stages, 513 -> 553 with three)
         deferred = None if (persistent and not tile_loads) or overlap or loop.stages < 3 else \
             self.deferred_gemm(loop.body, start, start + len(rest))
+        # or, on two stages, the loads that the deferred gemm alone reads (attention's V) get
+        # barriers of their own: only their stage waits for it, the others' (K) is free once the
+        # first gemm is done, and the producer refills each a whole iteration ahead of its use
+        late = ()
+        if deferred is None and loop.stages == 2 and not persistent and not overlap:
+            two_stage = self.deferred_gemm(loop.body, start, start + len(rest))
+            late = self.late_loads(loads, loop.body, start, start + len(rest), two_stage) if two_stage else ()
+            deferred = two_stage if late else None
         # or the body's last products stay in flight into the next iteration (attention's
         # backward: dK's and dV's), each waited for where that iteration first needs it, and
         # the stage they read released there: one iteration late, hence three stages at least
@@ -237,7 +245,7 @@ class _Planner:
             late_copies=() if meets or tile_loads else self.late_copies(consumer_only), tile_loads=tile_loads,
             deferred=deferred, consumer_barrier=CONSUMER_BARRIER if meets else 0,
             kept_syncs=self.kept_syncs(loop.body, start, start + len(rest)) if meets and wg_syncs is None else (),
-            warpgroup_syncs=wg_syncs or (), generic_registers=generic, rolled=overlap)
+            warpgroup_syncs=wg_syncs or (), generic_registers=generic, rolled=overlap, late_loads=late)
         if tile_loads and deferred is not None:
             ws = replace(ws, tile_done=self.tile_done(tile_loads, loop.body, start, start + len(rest), deferred, after))
         store = self.staged_store(after, i + 1, ws.ring_end) if persistent else None
@@ -341,6 +349,25 @@ class _Planner:
         # one row block split between them) never wait for each other in the loop
         own_rows = not any(getattr(self.buffers[g.c].layout, "wgmma_columns", False) for g in (last, body[first]))
         return DeferredGemm(stop - 1, first, wait, pingpong=self.k.threads == 256 and own_rows)
+
+    def late_loads(self, loads, body: list, start: int, stop: int, d: DeferredGemm) -> tuple:
+        """The loads (positions in `loads`) that deferred gemm `d` alone of the consumers'
+        statements body[start:stop] reads, where every other load is read only up to its first
+        gemm (`d.after`): attention's V, read by P @ V, and K, read by S = Q @ K.T alone.  Their
+        stages can be released apart (WarpSpecialization.late_loads), the others' as soon as that
+        first gemm is done.  TMA tiles only (a gather's arrivals are its threads'); () if none."""
+        late, early = [], []
+        for j, x in enumerate(loads):
+            if x.gather or x.im2col or x.flat or x.multicast:
+                return ()
+            readers = [i for i in range(start, stop) if x.buffer in _read(body[i])]
+            if readers == [d.gemm]:
+                late.append(j)
+            elif readers and max(readers) <= d.after and d.gemm not in readers:
+                early.append(j)
+            else:
+                return ()
+        return tuple(late) if late and early else ()
 
     def wgmma_any(self, g: ir.Gemm) -> bool:
         return self.uses_wgmma(g) or wgmma_rs_ready(g, self.buffers, self.k.threads)

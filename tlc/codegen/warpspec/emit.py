@@ -151,6 +151,10 @@ class WarpSpecEmission(BulkReduceGen):
         self.indent += 1
         e(f"unsigned long long* tl_full = reinterpret_cast<unsigned long long*>(tl_smem + {self.ring_barriers});")
         e(f"unsigned long long* tl_empty = tl_full + {S};")
+        if spec.late_loads:
+            e(f"unsigned long long* tl_full_late = reinterpret_cast<unsigned long long*>(tl_smem + {spec.late_barriers});"
+              "  // the late loads' (read by the deferred gemm alone) own")
+            e(f"unsigned long long* tl_empty_late = tl_full_late + {S};")
         if spec.tile_loads:
             e(f"unsigned long long* tl_tile_full = tl_full + {2 * S};  // the tile loads': tl_tile_full + 1 the empty one")
             e("int tl_tq = 0;  // the tiles that ran the loop, counted: their phase")
@@ -167,6 +171,9 @@ class WarpSpecEmission(BulkReduceGen):
             e(f"    tl::mbar_init(tl_full + tl_s, (tl_tma & 1) ? 1 : {spec.full_arrivals});")
         e(f"    tl::mbar_init(tl_empty + tl_s, {spec.empty_arrivals});  // one arrival per consumer warp"
           f"{' of the cluster' if self.cluster > 1 else ''}")
+        if spec.late_loads:
+            e(f"    tl::mbar_init(tl_full_late + tl_s, (tl_tma & 1) ? 1 : {spec.full_arrivals});")
+            e(f"    tl::mbar_init(tl_empty_late + tl_s, {spec.empty_arrivals});")
         e("  }")
         if spec.tile_loads:
             e(f"  tl::mbar_init(tl_tile_full, (tl_tma & 1) ? 1 : {P});")
@@ -297,7 +304,8 @@ class WarpSpecEmission(BulkReduceGen):
         self.indent += 1
         for i in range(len(self.tensor_maps)):
             e(f"tl::prefetch_tensor_map(&tl_map{i});")
-        steps = stepped.plan(w.loads, w.pipeline.loop.var, assigned_scalars(w.pipeline.loop.body))
+        steps = None if self.spec.late_loads else \
+            stepped.plan(w.loads, w.pipeline.loop.var, assigned_scalars(w.pipeline.loop.body))
         if steps is None:
             self.over_tiles(scalars,
                             lambda: self.producer_loop(w, lambda: self.emit_tma_loads(w, stage_bytes),
@@ -411,16 +419,33 @@ class WarpSpecEmission(BulkReduceGen):
         for line in stepped.step_lines(steps, self.expr, c_name):
             e(line)
 
-    def emit_tma_loads(self, w: WarpSpecPlan, stage_bytes: int, loads=None) -> None:
-        self.emit(f"tl::mbar_arrive_expect_tx(tl_full + tl_stage, {stage_bytes});")
-        for load in w.loads if loads is None else loads:
+    def late_split(self, w: WarpSpecPlan, loads) -> tuple[list, list]:
+        """`loads` (w.loads' TmaLoads) as (the early ones, the late ones: WarpSpecialization.late_loads)."""
+        late = [w.loads[j] for j in self.spec.late_loads]
+        return [x for x in loads if all(x is not y for y in late)], [x for x in loads if any(x is y for y in late)]
+
+    def emit_tma_loads(self, w: WarpSpecPlan, stage_bytes: int, loads=None, bar: str = "tl_full + tl_stage") -> None:
+        loads = w.loads if loads is None else loads
+        early, late = self.late_split(w, loads) if self.spec.late_loads and bar == "tl_full + tl_stage" else (loads, [])
+        if late:  # the early loads (K) on the stage's barriers, the late ones (V) on their own
+            S = w.pipeline.stages
+
+            def size(xs):
+                return sum(x.rows * x.cols * self.buffers[self.ws_dst(x)].dtype.itemsize for x in xs)
+            self.emit_tma_loads(w, size(early), early)
+            self.emit(f"tl::mbar_wait(tl_empty_late + tl_stage, ((tl_it / {S}) & 1) ^ 1);  "
+                      "// the consumers' deferred gemm released its late loads")
+            self.emit_tma_loads(w, size(late), late, "tl_full_late + tl_stage")
+            return
+        self.emit(f"tl::mbar_arrive_expect_tx({bar}, {stage_bytes});")
+        for load in loads:
             if load.im2col:  # the pixels' input positions at the kernel position: a box a column segment
                 t = load.im2col
                 b = self.buffers[self.ws_dst(load)]
                 c, x, y, n = (self.expr(e) for e in t.coords)
                 ox, oy = (self.expr(e) for e in t.offsets)
                 self.emit(f"tl::tma_load_im2col<{c_type(b.dtype)}, {load.rows}, {load.cols}>({self.smem_pointer(b.name)}, "
-                          f"&tl_map{load.map_index}, tl_full + tl_stage, {c}, {x}, {y}, {n}, {ox}, {oy});")
+                          f"&tl_map{load.map_index}, {bar}, {c}, {x}, {y}, {n}, {ox}, {oy});")
                 continue
             region = load.copy.src
             b = self.buffers[load.copy.dst.name]
@@ -429,25 +454,25 @@ class WarpSpecEmission(BulkReduceGen):
             lead = ", ".join(offs[:-2]) or "0"
             if load.flat:  # one unswizzled box along the last dimension, its origin innermost first
                 self.emit(f"tl::tma_load<{rank}>({self.smem_pointer(b.name)}, &tl_map{load.map_index}, "
-                          f"tl_full + tl_stage, {{{', '.join(reversed(offs))}}});")
+                          f"{bar}, {{{', '.join(reversed(offs))}}});")
                 continue
             if load.row_axis is not None and load.multicast:  # each block of the cluster loads its part for all
                 self.emit(f"tl::tma_load_box_multicast<{c_type(b.dtype)}, {load.rows}, {load.cols}, {rank}, {self.cluster}, "
                           f"{rank - 1 - load.row_axis}>({self.smem_pointer(b.name)}, &tl_map{load.map_index}, "
-                          f"tl_full + tl_stage, {{{', '.join(reversed(offs))}}}, tl_rank, tl_share);")
+                          f"{bar}, {{{', '.join(reversed(offs))}}}, tl_rank, tl_share);")
                 continue
             if load.row_axis is not None:  # rows along another dimension: the box's origin, innermost first
                 self.emit(f"tl::tma_load_box<{c_type(b.dtype)}, {load.rows}, {load.cols}, {rank}>("
-                          f"{self.smem_pointer(b.name)}, &tl_map{load.map_index}, tl_full + tl_stage, "
+                          f"{self.smem_pointer(b.name)}, &tl_map{load.map_index}, {bar}, "
                           f"{{{', '.join(reversed(offs))}}});")
                 continue
             if load.multicast:
                 self.emit(f"tl::tma_load_tile_multicast<{c_type(b.dtype)}, {load.rows}, {load.cols}, {rank}, "
-                          f"{self.cluster}>({self.smem_pointer(b.name)}, &tl_map{load.map_index}, tl_full + tl_stage, "
+                          f"{self.cluster}>({self.smem_pointer(b.name)}, &tl_map{load.map_index}, {bar}, "
                           f"{offs[-1]}, {offs[-2]}, {{{lead}}}, tl_rank, tl_share);")
                 continue
             self.emit(f"tl::tma_load_tile<{c_type(b.dtype)}, {load.rows}, {load.cols}, {rank}>("
-                      f"{self.smem_pointer(b.name)}, &tl_map{load.map_index}, tl_full + tl_stage, {offs[-1]}, "
+                      f"{self.smem_pointer(b.name)}, &tl_map{load.map_index}, {bar}, {offs[-1]}, "
                       f"{offs[-2]}, {{{lead}}});")
 
     def emit_tile_loads(self, tma: bool) -> None:
@@ -485,6 +510,8 @@ class WarpSpecEmission(BulkReduceGen):
         cut = next(i for i, s in enumerate(rest) if index[id(s)] == d.after) + 1
         wait = next((i for i, s in enumerate(rest) if index[id(s)] == d.wait), len(rest))
         e = self.emit
+        if self.spec.late_loads and which != "first":  # before the turn: the deferred gemm's late loads
+            self.wait_late_loads(plan.stages, f"tl_it + {plan.stages - 1}", "tl_k > 0" if which == "any" else None)
         if d.pingpong:
             e(f"tl::bar_sync_named({PINGPONG_BARRIER} + threadIdx.x / 128, 256);  // this warpgroup's turn to issue")
         self.issue_only = first
@@ -497,6 +524,8 @@ class WarpSpecEmission(BulkReduceGen):
         e({"any": "if (tl_k > 0) tl::wgmma_wait<1>(); else tl::wgmma_wait<0>();", "first": "tl::wgmma_wait<0>();",
            "later": "tl::wgmma_wait<1>();"}[which] + "  // this iteration's first gemm is done")
         e(f"tl::fence_registers<{self.buffers[first.c].layout.registers}>({c_name(first.c)});")
+        if self.spec.late_loads:  # the first gemm alone read the early loads (K): their stage is free
+            e(f"if (threadIdx.x % 32 == 0) {self.release('tl_empty + tl_stage')}  // the early loads' stage is free")
         if self.spec.tile_done is not None:  # it alone reads the tile loads: the next tile's may come
             e("if (tl_k == tl_n - 1 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_tile_full + 1);  // the tile loads are free")
         self.block(rest[cut:wait])
@@ -505,6 +534,12 @@ class WarpSpecEmission(BulkReduceGen):
         self.fence_gemm_registers(last)
         self.block(rest[wait:])
 
+    def wait_late_loads(self, S: int, iteration: str, when: str | None = None) -> None:
+        """The consumers' wait for iteration tl_it - 1's late loads (WarpSpecialization.late_loads,
+        attention's V), which came on their own barrier; `iteration` its stage's C expression."""
+        self.emit(f"{'if (' + when + ') ' if when else ''}tl::mbar_wait(tl_full_late + ({iteration}) % {S}, "
+                  f"((tl_it - 1) / {S}) & 1);  // the deferred gemm's late loads have landed")
+
     def deferred_gemm(self, plan, when: str | None, iteration: str, wait: bool) -> None:
         """The deferred gemm of iteration `iteration` (a C expression of tl_it), on its stage, if
         `when` (None: always); `wait`: and waited for (after the loop)."""
@@ -512,6 +547,8 @@ class WarpSpecEmission(BulkReduceGen):
         e = self.emit
         e(f"{'if (' + when + ') ' if when else ''}{{  // the deferred gemm of iteration {iteration}, on its stage")
         self.indent += 1
+        if self.spec.late_loads and wait:  # its late loads (V) came on their own barrier (iteration tl_it - 1's)
+            self.wait_late_loads(plan.stages, iteration)
         saved = self.staged(plan, iteration)
         self.issue_only = None if wait else g
         self.stmt(g)
@@ -536,6 +573,15 @@ class WarpSpecEmission(BulkReduceGen):
         return dst_name(load.copy)
 
     def emit_element_loads(self, w: WarpSpecPlan, loads=None, arrive: bool = True) -> None:
+        if loads is None and arrive and self.spec.late_loads:  # the early loads, then the late ones on their own barriers
+            early, late = self.late_split(w, w.loads)
+            self.emit_element_loads(w, early)
+            self.emit(f"tl::mbar_wait(tl_empty_late + tl_stage, ((tl_it / {w.pipeline.stages}) & 1) ^ 1);  "
+                      "// the consumers' deferred gemm released its late loads")
+            self.emit_element_loads(w, late, arrive=False)
+            self.emit("tl::fence_proxy_async();  // plain stores, read next by the tensor cores")
+            self.emit("tl::mbar_arrive(tl_full_late + tl_stage);")
+            return
         for load in w.loads if loads is None else loads:
             if load.im2col:  # no map (the tile's columns span kernel positions): the threads gather it
                 from ...schedule.gather_rows import row_gather
@@ -582,9 +628,10 @@ class WarpSpecEmission(BulkReduceGen):
             pass  # the body released the last iteration's stage where its carried gemms were done
         elif self.spec.release_lag == 1:
             if which != "first":
+                empty = "tl_empty_late" if self.spec.late_loads else "tl_empty"  # (the early loads' went after the first gemm)
                 e("// the previous stage's wgmma has completed (one group stays in flight): release it")
                 e(f"if ({'tl_k > 0 && ' if which == 'any' else ''}threadIdx.x % 32 == 0) "
-                  f"{self.release(f'tl_empty + (tl_it + {S - 1}) % {S}')}")
+                  f"{self.release(f'{empty} + (tl_it + {S - 1}) % {S}')}")
         else:
             e(f"if (threadIdx.x % 32 == 0) {self.release('tl_empty + tl_stage')}")
 
