@@ -38,8 +38,9 @@ def test_the_gemm_loop_gets_a_producer_warpgroup_and_two_tensor_maps():
     assert g.persistent and "tl_blocks(" in g.source  # the C launcher: at most one block per SM
     # clusters of 2 take two consecutive tiles; B does not depend on y: multicast when they share x
     assert g.cluster == 2 and "__cluster_dims__(2, 1, 1)" in g.source
+    # (z: split-K's part of K, schedule/split_k.py)
     assert ("const bool tl_share = tl::cluster_tile<8, 2>(tl_pair, tl_tiles_x, tl_tiles_y, tl_tiles, tl_rank, "
-            "bx, by, tl_bz);") in g.source
+            "bx, by, kpart);") in g.source
     assert "if (tl_valid) {  // a block past the last tile stores nothing" in g.source
     assert "tl::tma_load_tile_multicast<half, 64, 256, 2, 2>(" in g.source and "tl_rank, tl_share);" in g.source
     assert [(m.param, m.box_rows) for m in g.tensor_maps] == [("A", 128), ("B", 32), ("C", 64)]
@@ -57,7 +58,8 @@ def test_the_epilogue_stages_each_warpgroups_rows_for_a_tma_store():
     # the buffer is rewritten only after the last store read it; the block exits after its stores
     assert body.index("tl::tma_store_wait_read();") < body.index("tl::copy_f2s_staged<")
     assert "if (threadIdx.x % 128 == 0) tl::tma_store_wait();" in body
-    assert "} else {\n          tl::copy_f2g<tl_matmul_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));" in body
+    # (inside split-K's `if (tl_sk_epilogue)`: a tile's last part of K)
+    assert "} else {\n            tl::copy_f2g<tl_matmul_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));" in body
     assert g.smem_bytes == 148480 + 128 * 256 * 2
     # the launcher sets bit 1 of tl_tma only when the driver takes C's map
     assert "tl_tma_store = tl_tma_store && tl::encode_tensor_map(&tl_map2, 6, 2, C," in g.source

@@ -7,10 +7,7 @@ one array each of the stages the shared-memory plan gave them, a stage `stage_el
 after the last; the producer copies iteration `it`'s tiles into stage `it % stages` and the
 consumers read that stage.  The producer runs as far ahead as the empty barriers let it (up
 to `stages` iterations not yet released, a stage released `release_lag` iterations late), so
-a stage that two iterations in flight share is overwritten before it is read, as on the GPU.  (A
-ring whose late loads have barriers of their own, `late_loads`, frees its other loads' stage an
-iteration earlier on the GPU; the consumers run the deferred gemm in place here, so holding the
-whole stage until the late release reads the same tiles.)
+a stage that two iterations in flight share is overwritten before it is read, as on the GPU.
 
 A persistent kernel runs `PERSISTENT_BLOCKS` blocks per cluster rank, each walking the tiles
 in the recorded order (`persistent_tile`/`cluster_tile`, the Python of tl/tma.cuh's), the
@@ -84,6 +81,7 @@ def block_walk(block: int, blocks: int, ws: WarpSpecialization, extents) -> list
 def run_warp_specialized(m, extents) -> None:
     """The machine `m`'s kernel over its grid (`extents`, x first) as its warp spec says."""
     ws = m.k.warp_spec
+    m.split_k = None
     if ws.tile_order is None:
         for bz in range(extents[2]):
             for by in range(extents[1]):
@@ -91,8 +89,28 @@ def run_warp_specialized(m, extents) -> None:
                     _Block(m, ws, [((bx, by, bz), True, [(bx, by, bz)], False)]).run()
         return
     blocks = PERSISTENT_BLOCKS * ws.tile_order.cluster
+    m.split_k = _SplitK(extents[2]) if ws.split_k is not None else None
     for b in range(blocks):
         _Block(m, ws, block_walk(b, blocks, ws, extents)).run()
+    if m.split_k is not None:  # the last parts' fixups, once every part has stored its slot
+        for env, regs in m.split_k.last:
+            m.env, m.buffers = env, regs
+            acc = regs[ws.split_k.acc]
+            x, y = (int(env[v]) for v in m.k.block_vars[:2])
+            for s in range(m.split_k.parts - 1):
+                acc[...] = acc + m.split_k.slots.pop((x, y, s))
+            m.block(m.k.body[ws.loop + 1:], True)
+
+
+class _SplitK:
+    """Split-K on the CPU (ir.SplitK): the blocks run one after another, so the parts before
+    the last store their slots as they come and each tile's last part waits here, its state
+    kept, until every block has run; then its fixup adds the slots in the parts' order."""
+
+    def __init__(self, parts: int):
+        self.parts = parts
+        self.slots: dict = {}  # (x, y, part) -> that part's accumulator
+        self.last: list = []  # (env, registers) of each tile's last part
 
 
 class _Block:
@@ -156,8 +174,21 @@ class _Block:
             m.env, m.buffers = env, consumer_regs
             for x in ws.loads:
                 consumer_regs[x.buffer] = self.stage(x.buffer, 0, x.stage_elems)
-            if valid:
+            if valid and getattr(m, "split_k", None) is not None and m.split_k.parts > 1:
+                self.split_part(env, consumer_regs)
+            elif valid:
                 m.block(self.after, True)
+
+    def split_part(self, env, regs) -> None:
+        """A split-K unit after its loop (_SplitK): a part before the last stores its slot; the
+        last keeps its state for the fixup after every block."""
+        sk, state = self.ws.split_k, self.m.split_k
+        part = int(env[sk.var])
+        if part < state.parts - 1:
+            x, y = (int(env[v]) for v in self.m.k.block_vars[:2])
+            state.slots[(x, y, part)] = regs[sk.acc].copy()
+        else:
+            state.last.append((dict(env), {k: v.copy() for k, v in regs.items()}))
 
     def run_producer(self, producer) -> None:
         """As far as the empty barriers let it: `stages` iterations past the last released."""

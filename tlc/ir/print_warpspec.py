@@ -64,6 +64,12 @@ def header_lines(k: Kernel) -> list[str]:
         else:
             out.append(f"  persistent: the grid counts tiles, each block walks them in groups of {ws.tile_order.group} "
                        f"rows of tiles" + (f", clusters of {cluster} (multicast {', '.join(shared)})" if cluster > 1 else ""))
+    if ws.split_k is not None:
+        sk = ws.split_k
+        out.append(f"  split-K: the walk's z is the part of K ({sk.var}); a part before the last stores {sk.acc} into "
+                   f"its slot of {sk.slots} partial tiles and counts itself on its tile's counter (release), the last "
+                   f"waits for the count (acquire), adds the slots of parts 0, 1, ... in order, sets the count back "
+                   f"to 0 and runs the epilogue")
     if ws.tile_loads:
         b = ws.barriers + 16 * S
         out.append(f"  tile loads: the producer copies {', '.join(k.body[x.index].src.name + ' -> ' + x.buffer for x in ws.tile_loads)} "

@@ -157,6 +157,24 @@ class BulkReduce(Node):
 
 
 @dataclass(frozen=True)
+class SplitK(Node):
+    """Split-K in a persistent kernel (schedule/split_k.py): the grid's third dimension, block
+    variable `var`, counts `parts` parts of the K loop (an expression of the sizes, the grid's
+    third extent).  After its loop a part other than the last writes the f32 fragment `acc`
+    into slot (tile, part) of the module's `slots` partial tiles, each thread its registers as
+    float4s at (r * threads + thread), and counts itself on the tile's counter (a release);
+    the last part waits until the count reads parts - 1 (an acquire), adds the slots of parts
+    0, 1, ... in that order into its registers, sets the counter back to 0 for the next launch
+    and runs the kernel's epilogue.  The tile of (x, y) is y * tiles_x + x, its slots
+    tile * (parts - 1) + part; the rule keeps tiles * parts within `slots`."""
+
+    var: str
+    parts: Any  # ir.Expr
+    acc: str
+    slots: int
+
+
+@dataclass(frozen=True)
 class TileOrder(Node):
     """A persistent kernel: the grid counts tiles and each block walks them, `group` rows of
     tiles at a time (so that a wave of blocks shares rows of A and columns of B in L2), in
@@ -278,6 +296,8 @@ class WarpSpecialization(Node):
     # the consumers' tile adds made by the TMA's bulk reduction, staged after the ring's
     # barriers (and the staged store's buffer)
     reduces: tuple[BulkReduce, ...] = ()
+    # split-K (SplitK): the parts of K a tile's units take, the last one's fixup before the epilogue
+    split_k: SplitK | None = None
 
     @property
     def late_barriers(self) -> int:

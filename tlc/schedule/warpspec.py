@@ -43,7 +43,30 @@ def specialize_warps(kernel: ir.Kernel, target) -> ir.Kernel:
     if not (target.wgmma and target.tma):
         return kernel
     ws = _Planner(kernel, target).plan()
-    return kernel if ws is None else replace(kernel, warp_spec=ws)
+    if ws is None:
+        return kernel
+    return split_k(kernel, ws, target) or replace(kernel, warp_spec=ws)
+
+
+def split_k(kernel: ir.Kernel, ws: WarpSpecialization, target) -> ir.Kernel | None:
+    """`kernel` split along K (schedule/split_k.py, #18) where its persistent ring allows it
+    and the ring planned again for the split kernel is still persistent; else None."""
+    from ..ir.warpspec import SplitK
+    from . import split_k as sk
+    acc = sk.candidate(kernel, ws)
+    if acc is None:
+        return None
+    split, part, parts = sk.rewrite(kernel, ws)
+    planner = _Planner(split, target)
+    ws2 = planner.plan()
+    if ws2 is None or getattr(planner, "moved", None) is not None or ws2.tile_order is None or ws2.tile_loads:
+        return None
+    kinds = [[(bool(x.im2col), x.gather, x.multicast, x.flat) for x in w.loads] for w in (ws, ws2)]
+    if kinds[0] != kinds[1] or ws2.tile_order.cluster != ws.tile_order.cluster:
+        return None  # the split lost a load's TMA mode or the cluster (std.conv's conv2d: kh of k's base)
+    return replace(split, warp_spec=replace(ws2, split_k=SplitK(part, parts, acc, sk.WAVE)))
+
+
 
 
 def consumer_registers(threads: int, registers_per_sm: int = 65536, producer: int = PRODUCER_REGS) -> int:

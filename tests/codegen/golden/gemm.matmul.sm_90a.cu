@@ -33,6 +33,9 @@ struct tl_matmul_wgmma_n256_f16_nmajor {
         : "memory");
   }
 };
+// split-K's partial tiles (132 of 128 x 256 f32) and each tile's count of parts done
+__device__ float4 tl_sk_slots_matmul[1081344];
+__device__ int tl_sk_counts_matmul[132];
 
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) matmul(const half* __restrict__ A, const half* __restrict__ B, half* __restrict__ C, int M, int K, int N, const __grid_constant__ tl::TensorMap tl_map0, const __grid_constant__ tl::TensorMap tl_map1, const __grid_constant__ tl::TensorMap tl_map2, int tl_tma_flags) {
   extern __shared__ __align__(1024) unsigned char tl_smem[];
@@ -48,6 +51,8 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
   (void)bx;
   const int by = blockIdx.y;
   (void)by;
+  const int kpart = blockIdx.z;
+  (void)kpart;
   if (N < 1 || M < 1) return;  // no block runs with one 0
   half* As = reinterpret_cast<half*>(tl_smem + 98304);
   half* Bs = reinterpret_cast<half*>(tl_smem + 0);
@@ -57,7 +62,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
   {  // persistent, warp-specialized over 3 stages: threads 256..383 produce (TMA), 2 consumer warpgroups compute
     unsigned long long* tl_full = reinterpret_cast<unsigned long long*>(tl_smem + 147456);
     unsigned long long* tl_empty = tl_full + 3;
-    const int tl_tiles_x = (static_cast<int>(static_cast<unsigned int>((N - 1)) / static_cast<unsigned int>(256)) + 1), tl_tiles_y = (static_cast<int>(static_cast<unsigned int>((M - 1)) / static_cast<unsigned int>(128)) + 1), tl_tiles_z = 1;
+    const int tl_tiles_x = (static_cast<int>(static_cast<unsigned int>((N - 1)) / static_cast<unsigned int>(256)) + 1), tl_tiles_y = (static_cast<int>(static_cast<unsigned int>((M - 1)) / static_cast<unsigned int>(128)) + 1), tl_tiles_z = tl::imax<int>(1, (tl::floordiv<int>(((tl::floordiv<int>((K - 1), 64) + 1) - 1), tl::imax<int>(1, (tl::floordiv<int>(((tl::floordiv<int>((K - 1), 64) + 1) - 1), tl::imax<int>(1, tl::imin<int>(9, tl::imin<int>(tl::floordiv<int>(132, tl::imax<int>(((static_cast<int>(static_cast<unsigned int>((N - 1)) / static_cast<unsigned int>(256)) + 1) * (static_cast<int>(static_cast<unsigned int>((M - 1)) / static_cast<unsigned int>(128)) + 1)), 1)), tl::floordiv<int>(tl::sized_nonneg((tl::floordiv<int>((K - 1), 64) + 1)), 4))))) + 1))) + 1));
     if (threadIdx.x == 0) {
       for (int tl_s = 0; tl_s < 3; ++tl_s) {
         tl::mbar_init(tl_full + tl_s, (tl_tma & 1) ? 1 : 128);
@@ -78,14 +83,17 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
           tl::prefetch_tensor_map(&tl_map2);
           const int tl_tiles = tl_tiles_x * tl_tiles_y * tl_tiles_z;
           for (int tl_pair = blockIdx.x / 2; tl_pair < (tl_tiles + 1) / 2; tl_pair += gridDim.x / 2) {
-            int bx, by, tl_bz;  // this block's tile: in a persistent kernel the grid counts tiles
-            const bool tl_share = tl::cluster_tile<8, 2>(tl_pair, tl_tiles_x, tl_tiles_y, tl_tiles, tl_rank, bx, by, tl_bz);
+            int bx, by, kpart;  // this block's tile: in a persistent kernel the grid counts tiles
+            const bool tl_share = tl::cluster_tile<8, 2>(tl_pair, tl_tiles_x, tl_tiles_y, tl_tiles, tl_rank, bx, by, kpart);
             const bool tl_valid = tl_pair * 2 + static_cast<int>(tl_rank) < tl_tiles;
             tl::unused(tl_share, tl_valid);
             (void)bx;
             (void)by;
-            (void)tl_bz;
-            const int tl_n = (tl::floordiv<int>((K - 1), 64) + 1);
+            (void)kpart;
+            int kparts = tl::imax<int>(1, (tl::floordiv<int>(((tl::floordiv<int>((K - 1), 64) + 1) - 1), tl::imax<int>(1, (tl::floordiv<int>(((tl::floordiv<int>((K - 1), 64) + 1) - 1), tl::imax<int>(1, tl::imin<int>(9, tl::imin<int>(tl::floordiv<int>(132, tl::imax<int>(((static_cast<int>(static_cast<unsigned int>((N - 1)) / static_cast<unsigned int>(256)) + 1) * (static_cast<int>(static_cast<unsigned int>((M - 1)) / static_cast<unsigned int>(128)) + 1)), 1)), tl::floordiv<int>(tl::sized_nonneg((tl::floordiv<int>((K - 1), 64) + 1)), 4))))) + 1))) + 1));
+            int kchunk = tl::imax<int>(1, (tl::floordiv<int>(((tl::floordiv<int>((K - 1), 64) + 1) - 1), kparts) + 1));
+            tl::unused(kparts, kchunk);
+            const int tl_n = kchunk;
             #pragma unroll 1  // WarpSpecialization.rolled: NVRTC's time follows the unrolled copies
             for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {
               const int tl_stage = tl_it % 3;
@@ -93,30 +101,33 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
               const int k = tl_k;
               (void)k;
               tl::mbar_arrive_expect_tx(tl_full + tl_stage, 49152);
-              tl::tma_load_tile<half, 128, 64, 2>((As + ((tl_it) % 3) * 8192), &tl_map0, tl_full + tl_stage, (k * 64), (by * 128), {0});
-              tl::tma_load_tile_multicast<half, 64, 256, 2, 2>((Bs + ((tl_it) % 3) * 16384), &tl_map1, tl_full + tl_stage, (bx * 256), (k * 64), {0}, tl_rank, tl_share);
+              tl::tma_load_tile<half, 128, 64, 2>((As + ((tl_it) % 3) * 8192), &tl_map0, tl_full + tl_stage, (((kpart * kchunk) + k) * 64), (by * 128), {0});
+              tl::tma_load_tile_multicast<half, 64, 256, 2, 2>((Bs + ((tl_it) % 3) * 16384), &tl_map1, tl_full + tl_stage, (bx * 256), (((kpart * kchunk) + k) * 64), {0}, tl_rank, tl_share);
             }
           }
         }
       } else {  // the host could not encode a tensor map (unaligned rows): copy element by element
         const int tl_tiles = tl_tiles_x * tl_tiles_y * tl_tiles_z;
         for (int tl_pair = blockIdx.x / 2; tl_pair < (tl_tiles + 1) / 2; tl_pair += gridDim.x / 2) {
-          int bx, by, tl_bz;  // this block's tile: in a persistent kernel the grid counts tiles
-          const bool tl_share = tl::cluster_tile<8, 2>(tl_pair, tl_tiles_x, tl_tiles_y, tl_tiles, tl_rank, bx, by, tl_bz);
+          int bx, by, kpart;  // this block's tile: in a persistent kernel the grid counts tiles
+          const bool tl_share = tl::cluster_tile<8, 2>(tl_pair, tl_tiles_x, tl_tiles_y, tl_tiles, tl_rank, bx, by, kpart);
           const bool tl_valid = tl_pair * 2 + static_cast<int>(tl_rank) < tl_tiles;
           tl::unused(tl_share, tl_valid);
           (void)bx;
           (void)by;
-          (void)tl_bz;
-          const int tl_n = (tl::floordiv<int>((K - 1), 64) + 1);
+          (void)kpart;
+          int kparts = tl::imax<int>(1, (tl::floordiv<int>(((tl::floordiv<int>((K - 1), 64) + 1) - 1), tl::imax<int>(1, (tl::floordiv<int>(((tl::floordiv<int>((K - 1), 64) + 1) - 1), tl::imax<int>(1, tl::imin<int>(9, tl::imin<int>(tl::floordiv<int>(132, tl::imax<int>(((static_cast<int>(static_cast<unsigned int>((N - 1)) / static_cast<unsigned int>(256)) + 1) * (static_cast<int>(static_cast<unsigned int>((M - 1)) / static_cast<unsigned int>(128)) + 1)), 1)), tl::floordiv<int>(tl::sized_nonneg((tl::floordiv<int>((K - 1), 64) + 1)), 4))))) + 1))) + 1));
+          int kchunk = tl::imax<int>(1, (tl::floordiv<int>(((tl::floordiv<int>((K - 1), 64) + 1) - 1), kparts) + 1));
+          tl::unused(kparts, kchunk);
+          const int tl_n = kchunk;
           #pragma unroll 1  // WarpSpecialization.rolled: NVRTC's time follows the unrolled copies
           for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {
             const int tl_stage = tl_it % 3;
             tl::mbar_wait(tl_empty + tl_stage, ((tl_it / 3) & 1) ^ 1);  // the consumers released it
             const int k = tl_k;
             (void)k;
-            tl::copy_g2s_elements<half, 128, 64, 128, 0, 128>((As + ((tl_it) % 3) * 8192), A, K, M, K, (by * 128), (k * 64), tl_worker);
-            tl::copy_g2s_elements<half, 64, 256, 128, 0, 128>((Bs + ((tl_it) % 3) * 16384), B, N, K, N, (k * 64), (bx * 256), tl_worker);
+            tl::copy_g2s_elements<half, 128, 64, 128, 0, 128>((As + ((tl_it) % 3) * 8192), A, K, M, K, (by * 128), (((kpart * kchunk) + k) * 64), tl_worker);
+            tl::copy_g2s_elements<half, 64, 256, 128, 0, 128>((Bs + ((tl_it) % 3) * 16384), B, N, K, N, (((kpart * kchunk) + k) * 64), (bx * 256), tl_worker);
             tl::fence_proxy_async();  // plain stores, read next by the tensor cores
             tl::mbar_arrive(tl_full + tl_stage);
           }
@@ -128,20 +139,23 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
     int tl_it = 0;
     const int tl_tiles = tl_tiles_x * tl_tiles_y * tl_tiles_z;
     for (int tl_pair = blockIdx.x / 2; tl_pair < (tl_tiles + 1) / 2; tl_pair += gridDim.x / 2) {
-      int bx, by, tl_bz;  // this block's tile: in a persistent kernel the grid counts tiles
-      const bool tl_share = tl::cluster_tile<8, 2>(tl_pair, tl_tiles_x, tl_tiles_y, tl_tiles, tl_rank, bx, by, tl_bz);
+      int bx, by, kpart;  // this block's tile: in a persistent kernel the grid counts tiles
+      const bool tl_share = tl::cluster_tile<8, 2>(tl_pair, tl_tiles_x, tl_tiles_y, tl_tiles, tl_rank, bx, by, kpart);
       const bool tl_valid = tl_pair * 2 + static_cast<int>(tl_rank) < tl_tiles;
       tl::unused(tl_share, tl_valid);
       (void)bx;
       (void)by;
-      (void)tl_bz;
+      (void)kpart;
       // 19: clear(acc)
 #line 19 "examples/gemm.tl"
       #pragma unroll
       for (int tl_r = 0; tl_r < tl_matmul_layout_0::REGS; ++tl_r) acc[tl_r] = 0.0f;
-      const int tl_n = (tl::floordiv<int>((K - 1), 64) + 1);
       // 20: for k in pipelined(cdiv(K, BK), stages=stages):
 #line 20 "examples/gemm.tl"
+      int kparts = tl::imax<int>(1, (tl::floordiv<int>(((tl::floordiv<int>((K - 1), 64) + 1) - 1), tl::imax<int>(1, (tl::floordiv<int>(((tl::floordiv<int>((K - 1), 64) + 1) - 1), tl::imax<int>(1, tl::imin<int>(9, tl::imin<int>(tl::floordiv<int>(132, tl::imax<int>(((static_cast<int>(static_cast<unsigned int>((N - 1)) / static_cast<unsigned int>(256)) + 1) * (static_cast<int>(static_cast<unsigned int>((M - 1)) / static_cast<unsigned int>(128)) + 1)), 1)), tl::floordiv<int>(tl::sized_nonneg((tl::floordiv<int>((K - 1), 64) + 1)), 4))))) + 1))) + 1));
+      int kchunk = tl::imax<int>(1, (tl::floordiv<int>(((tl::floordiv<int>((K - 1), 64) + 1) - 1), kparts) + 1));
+      tl::unused(kparts, kchunk);
+      const int tl_n = kchunk;
       #pragma unroll 1  // WarpSpecialization.rolled: ptxas's time follows the HGMMA count
       for (int tl_k = 0; tl_k < tl_n; ++tl_k, ++tl_it) {
         const int tl_stage = tl_it % 3;
@@ -163,19 +177,49 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
       // and the last stage, which the next tile's copies will overwrite
       if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive_cluster<2>(tl_empty + (tl_it + 2) % 3);
       if (tl_valid) {  // a block past the last tile stores nothing
-        // 24: copy(acc, C[by * BM, bx * BN])
+        // split-K (schedule/split_k.py): the parts of K meet; the last adds the others' partial tiles in order
+        bool tl_sk_epilogue = true;
+        if (tl_tiles_z > 1) {
+          const int tl_sk_tile = by * tl_tiles_x + bx;
+          int* tl_sk_count = tl_sk_counts_matmul + tl_sk_tile;
+          float4* tl_sk_slot = tl_sk_slots_matmul + static_cast<long long>(tl_sk_tile) * (tl_tiles_z - 1) * 8192;
+          if (kpart < tl_tiles_z - 1) {  // a part before the last: its accumulator into its slot, counted
+            float4* tl_sk_mine = tl_sk_slot + static_cast<long long>(kpart) * 8192;
+            #pragma unroll
+            for (int tl_r = 0; tl_r < tl_matmul_layout_0::REGS / 4; ++tl_r)
+              tl_sk_mine[tl_r * 256 + threadIdx.x] = make_float4(acc[4 * tl_r], acc[4 * tl_r + 1], acc[4 * tl_r + 2], acc[4 * tl_r + 3]);
+            tl::bar_sync_named(5, 256);  // every consumer's stores before the count
+            if (threadIdx.x == 0) tl::turn_done(tl_sk_count);  // a release
+            tl_sk_epilogue = false;
+          } else {  // the last part: the others' slots added in their order, then the epilogue
+            if (threadIdx.x == 0) tl::turn_wait(tl_sk_count, tl_tiles_z - 1);  // an acquire
+            tl::bar_sync_named(5, 256);
+            for (int tl_s = 0; tl_s < tl_tiles_z - 1; ++tl_s) {
+              const float4* tl_sk_part = tl_sk_slot + static_cast<long long>(tl_s) * 8192;
+              #pragma unroll
+              for (int tl_r = 0; tl_r < tl_matmul_layout_0::REGS / 4; ++tl_r) {
+                const float4 tl_v = __ldcg(tl_sk_part + tl_r * 256 + threadIdx.x);
+                acc[4 * tl_r] += tl_v.x; acc[4 * tl_r + 1] += tl_v.y; acc[4 * tl_r + 2] += tl_v.z; acc[4 * tl_r + 3] += tl_v.w;
+              }
+            }
+            if (threadIdx.x == 0) *tl_sk_count = 0;  // every part has counted: back to 0 for the next launch
+          }
+        }
+        if (tl_sk_epilogue) {
+          // 24: copy(acc, C[by * BM, bx * BN])
 #line 24 "examples/gemm.tl"
-        if (tl_tma & 2) {  // through shared memory: the TMA stores this warpgroup's rows while it goes on
-          half* tl_stage_c = reinterpret_cast<half*>(tl_smem + 148480);
-          const int tl_group = threadIdx.x / 128;
-          if (threadIdx.x % 128 == 0) tl::tma_store_wait_read();  // the last tile's store has read the buffer
-          tl::bar_sync_named(1 + tl_group, 128);
-          tl::copy_f2s_staged<tl_matmul_layout_0, float, half, 128, 256>(tl_stage_c, acc);
-          tl::fence_proxy_async();  // written by plain stores, read next by the TMA
-          tl::bar_sync_named(1 + tl_group, 128);
-          if (threadIdx.x % 128 == 0) tl::tma_store_tile<half, 64, 256, 128, 2>(&tl_map2, tl_stage_c, tl_group * 64, (bx * 256), (by * 128) + tl_group * 64, {0});
-        } else {
-          tl::copy_f2g<tl_matmul_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));
+          if (tl_tma & 2) {  // through shared memory: the TMA stores this warpgroup's rows while it goes on
+            half* tl_stage_c = reinterpret_cast<half*>(tl_smem + 148480);
+            const int tl_group = threadIdx.x / 128;
+            if (threadIdx.x % 128 == 0) tl::tma_store_wait_read();  // the last tile's store has read the buffer
+            tl::bar_sync_named(1 + tl_group, 128);
+            tl::copy_f2s_staged<tl_matmul_layout_0, float, half, 128, 256>(tl_stage_c, acc);
+            tl::fence_proxy_async();  // written by plain stores, read next by the TMA
+            tl::bar_sync_named(1 + tl_group, 128);
+            if (threadIdx.x % 128 == 0) tl::tma_store_tile<half, 64, 256, 128, 2>(&tl_map2, tl_stage_c, tl_group * 64, (bx * 256), (by * 128) + tl_group * 64, {0});
+          } else {
+            tl::copy_f2g<tl_matmul_layout_0>(C, acc, N, M, N, (by * 128), (bx * 256));
+          }
         }
       }
     }
@@ -190,7 +234,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
 // cudaErrorInvalidConfiguration when the GPU cannot launch it (tl/host_grid.cuh).
 extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int M, int K, int N, cudaStream_t stream) {
   tl::HostGrid tl_g;
-  const long long tl_extents[3] = {tl_g.add(tl_g.floordiv(tl_g.sub(static_cast<long long>(N), 1LL), 256LL), 1LL), tl_g.add(tl_g.floordiv(tl_g.sub(static_cast<long long>(M), 1LL), 128LL), 1LL), 1LL};
+  const long long tl_extents[3] = {tl_g.add(tl_g.floordiv(tl_g.sub(static_cast<long long>(N), 1LL), 256LL), 1LL), tl_g.add(tl_g.floordiv(tl_g.sub(static_cast<long long>(M), 1LL), 128LL), 1LL), tl_g.max(1LL, tl_g.add(tl_g.floordiv(tl_g.sub(tl_g.add(tl_g.floordiv(tl_g.sub(static_cast<long long>(K), 1LL), 64LL), 1LL), 1LL), tl_g.max(1LL, tl_g.add(tl_g.floordiv(tl_g.sub(tl_g.add(tl_g.floordiv(tl_g.sub(static_cast<long long>(K), 1LL), 64LL), 1LL), 1LL), tl_g.max(1LL, tl_g.min(9LL, tl_g.min(tl_g.floordiv(132LL, tl_g.max(tl_g.mul(tl_g.add(tl_g.floordiv(tl_g.sub(static_cast<long long>(N), 1LL), 256LL), 1LL), tl_g.add(tl_g.floordiv(tl_g.sub(static_cast<long long>(M), 1LL), 128LL), 1LL)), 1LL)), tl_g.floordiv(tl_g.add(tl_g.floordiv(tl_g.sub(static_cast<long long>(K), 1LL), 64LL), 1LL), 4LL))))), 1LL))), 1LL))};
   const long long tl_most[3] = {2147483647LL, 65535LL, 65535LL};
   if (!tl_g.ok) return cudaErrorInvalidValue;
   if (!tl::HostGrid::fits(tl_extents, tl_most, 2147483647LL)) return cudaErrorInvalidConfiguration;

@@ -11,6 +11,7 @@ from ..bulk_reduce import BulkReduceGen
 from ..cnames import c_name, c_type
 from . import stepped
 from .plan import WarpSpecPlan
+from .split_k import emit_fixup
 
 
 class WarpSpecEmission(BulkReduceGen):
@@ -216,10 +217,12 @@ class WarpSpecEmission(BulkReduceGen):
                 e("tl_tq += tl_n > 0;")
             if persistent and self.cluster > 1:
                 e("if (tl_valid) {  // a block past the last tile stores nothing")
-                self.nested(after)
+                self.indent += 1
+                self.epilogue(after)
+                self.indent -= 1
                 e("}")
             elif persistent:
-                self.block(after)
+                self.epilogue(after)
         self.over_tiles(before, consume)
         if self.staged_epilogue is not None:
             e("if (threadIdx.x % 128 == 0) tl::tma_store_wait();  // this warpgroup's last store is done")
@@ -229,6 +232,14 @@ class WarpSpecEmission(BulkReduceGen):
             e("__syncthreads();  // every consumer is past its last wait: the barriers' memory is free")
         self.indent -= 1
         e("}")
+
+    def epilogue(self, after) -> None:
+        """A persistent kernel's statements after its loop, a tile's epilogue; with split-K, after
+        the parts' fixup (split_k.py) and only in the tile's last part."""
+        if self.spec.split_k is None:
+            self.block(after)
+        else:
+            emit_fixup(self, lambda: self.block(after))
 
     def gather_producer(self, w: WarpSpecPlan, scalars, stage_bytes: int) -> None:
         """The producer of a ring with row gathers: every thread gathers its vectors of each
