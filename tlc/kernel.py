@@ -113,6 +113,9 @@ class Kernel:
         for name, uses in self.fn.from_arrays.items():
             if name in given:
                 continue
+            if name in self.fn.ones:
+                bound.update(self._one_or_not(name, uses, values))
+                continue
             for use in uses:
                 shape = getattr(values.get(use.param), "shape", None)
                 if shape is None:
@@ -126,6 +129,17 @@ class Kernel:
                     raise CallError(_empty_size(self.fn, name, use))
                 break
         return bound
+
+    def _one_or_not(self, name: str, uses, values: dict) -> dict:
+        """A symbol specialized on being 1 (`fn.ones`) bound from the first array that has it:
+        1, or NOT_ONE (an empty array's 0 too: it stays a run-time size)."""
+        from .typecheck.program import NOT_ONE
+
+        for use in uses:
+            shape = getattr(values.get(use.param), "shape", None)
+            if shape is not None and len(shape) == len(self.fn.param(use.param).type.shape):
+                return {name: 1 if int(shape[use.axis]) == 1 else NOT_ONE}
+        return {}
 
     def dtypes_from_arrays(self, values: dict, given=()) -> dict:
         """The dtype parameters not in `given` that the arrays in `values` bind (`T` from an

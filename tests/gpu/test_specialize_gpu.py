@@ -72,3 +72,29 @@ def test_a_region_over_a_shape_symbol(module):
         module.rms_norm_regions(cupy.asarray(a), b)
         want = a / np.sqrt((a * a).mean(axis=1, keepdims=True) + 1e-12)
         np.testing.assert_allclose(b.get(), want, rtol=1e-5, atol=1e-6)
+
+
+ADD_BIAS = """
+@kernel
+def add_bias(x: f32[M, N], b: f32[K], y: f32[M, N]):
+    with grid(M, threads=32) as i:
+        for j in range(N):
+            if K == 1:
+                y[i, j] = x[i, j] + b[0]
+            else:
+                y[i, j] = x[i, j] + b[j]
+"""
+
+
+def test_a_size_compared_with_1_compiles_one_kernel_for_1_and_one_for_the_rest(tmp_path, monkeypatch):
+    """`if K == 1:` specializes K on being 1 alone: three calls, two entries, each launch right."""
+    import cupy
+
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
+    m = tlc.compile_source(ADD_BIAS, target="cuda", path="bias.tl")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for b in (np.float32([5]), np.float32([1, 2, 3, 4]), np.float32([7])):
+        y = cupy.zeros((3, 4), cupy.float32)
+        m.add_bias(cupy.asarray(x), cupy.asarray(b), y)
+        np.testing.assert_array_equal(y.get(), x + b)
+    assert entries(tmp_path / "cache") == 2

@@ -249,3 +249,78 @@ def test_a_region_over_a_shape_symbol_specializes_it():
     with pytest.raises(DiagnosticError) as e:  # the region is N wide, the tile 64: checked once N is known
         m.copy_cols(np.zeros((2, 50), np.float32), np.zeros((2, 50), np.float32))
     assert "error[E036]: with N=50: copy between tiles of different shapes" in str(e.value)
+
+
+# ---- a size compared with 1 ---------------------------------------------------------------------
+
+ADD_BIAS = """
+def pick(j: i32, n: i32) -> i32:
+    return where(n == 1, 0, j)
+
+@kernel
+def add_bias(x: f32[M, N], b: f32[K], y: f32[M, N]):
+    # y = x + b, where b has N elements or one (broadcast along the row)
+    with grid(M, threads=32) as i:
+        for j in range(N):
+            if K == 1:
+                y[i, j] = x[i, j] + b[0]
+            else:
+                y[i, j] = x[i, j] + b[pick(j, K)]
+        if N == 2:
+            y[i, 0] += 0.0
+"""
+
+
+@pytest.fixture
+def bias():
+    return tlc.compile_source(ADD_BIAS, target="cpu", path="bias.tl")
+
+
+def test_a_size_a_kernel_compares_with_1_is_specialized_on_that_alone(bias):
+    fn = bias.add_bias.fn
+    assert fn.ones == ("K",) and set(fn.from_arrays) == {"K"} and fn.to_specialize == {}
+    # the device function's `n == 1` reads a parameter, and N is compared with 2: both stay dynamic
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for b in (np.float32([5]), np.float32([1, 2, 3, 4]), np.float32([7])):
+        y = np.zeros_like(x)
+        bias.add_bias(x, b, y)
+        np.testing.assert_array_equal(y, x + b)
+    y = np.zeros((2, 9), np.float32)
+    bias.add_bias(np.ones((2, 9), np.float32), np.arange(9, dtype=np.float32), y)  # another size: K != 1 again
+    np.testing.assert_array_equal(y, 1 + np.arange(9, dtype=np.float32)[None].repeat(2, 0))
+    kernels = sorted(bias.add_bias._scheduled.values(), key=lambda k: k.specialized)
+    assert [(k.specialized, k.not_one) for k in kernels] == [((), ("K",)), ((("K", 1),), ())]
+
+
+def test_the_test_is_compiled_in_and_the_ir_launcher_and_key_say_so(bias):
+    from tlc.typecheck.program import NOT_ONE
+
+    _, one = bias.add_bias.bind((np.zeros((2, 4), np.float32), np.zeros(1, np.float32), np.zeros((2, 4), np.float32)), {})
+    _, other = bias.add_bias.bind((np.zeros((2, 4), np.float32), np.zeros(4, np.float32), np.zeros((2, 4), np.float32)), {})
+    assert one == {"K": 1} and other == {"K": NOT_ONE}
+    keys = {program_key(bias.program.sources, "add_bias", sorted((k, str(v)) for k, v in c.items()), "sm_80")
+            for c in (one, other, {})}
+    assert len(keys) == 3
+    text = bias.add_bias.ir(K=NOT_ONE)
+    assert "kernel add_bias(x: f32[M, N], b: f32[K], y: f32[M, N]):\n  specialized K!=1\n" in text
+    assert "K == 1" not in text and "if N == 2" in text  # the test of K is gone, N's stays
+    assert "b[0]" not in text  # the branch of K == 1 with it
+    assert "specialized" not in bias.add_bias.ir()  # unbound, K stays a run-time size with its test
+    src = bias.add_bias.cuda_source(K=NOT_ONE)
+    assert ("// Specialized for sizes other than 1 of K: each test of one being 1 compiled in as false; "
+            "the launcher refuses a size of 1.\n") in src
+    assert "  if (K == 1) return cudaErrorInvalidValue;  // specialized: compiled for K != 1 only\n" in src
+
+
+def test_a_size_given_by_name_specializes_it_as_any_size(bias, tmp_path):
+    x = np.ones((2, 4), np.float32)
+    y = np.zeros_like(x)
+    bias.add_bias(x, np.float32([1, 2, 3, 4]), y, K=4)
+    np.testing.assert_array_equal(y, x + np.float32([1, 2, 3, 4]))
+    assert any(k.specialized == (("K", 4),) for k in bias.add_bias._scheduled.values())
+    (tmp_path / "bias.tl").write_text(ADD_BIAS)
+    r = cli("build", str(tmp_path / "bias.tl"), "-D", "K=1", "--emit", "ir")
+    assert r.exit_code == 0, r.stderr
+    assert "kernel add_bias(x: f32[M, N], b: f32[1], y: f32[M, N]):\n  specialized K=1\n" in r.stdout
+    r = cli("build", str(tmp_path / "bias.tl"), "-D", "M=1", "--emit", "ir")  # M is never compared with 1
+    assert r.stderr == "error: -D M: no kernel built from " + str(tmp_path / "bias.tl") + " has such a constant\n"

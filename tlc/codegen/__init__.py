@@ -151,7 +151,8 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
         primitives=primitives(gen.primitive_files), preamble=out["preamble"], params=params, prologue=prologue, body=out["body"],
         assumed_sizes=out.get("assumed_sizes", ()),
         launcher=f"launch_{name}", launcher_params=launcher_params, call_args=call_args,
-        specialized=[{"name": c_name(s), "value": v} for s, v in kernel.specialized], **grid)
+        specialized=[{"name": c_name(s), "value": v} for s, v in kernel.specialized],
+        not_one=[c_name(s) for s in kernel.not_one], **grid)
     return GeneratedKernel(name, f"launch_{name}", source, args, threads, out["smem_bytes"],
                            tuple(kernel.grid), arch, tuple(tensor_maps), persistent, cluster,
                            whole_runs=kernel_facts(gen))
@@ -262,7 +263,8 @@ def header(kernels: list, arch: str, cu_name: str, source_name: str) -> str:
     for k in kernels:
         items.append({"launcher": f"launch_{c_name(k.name)}", "launcher_params": _launcher_params(k),
                       "doc": f"{c_name(k.name)}: {k.threads} threads per block, grid from the shape sizes"
-                      + "".join(f"; compiled for {c_name(s)}={v}" for s, v in k.specialized)})
+                      + "".join(f"; compiled for {c_name(s)}={v}" for s, v in k.specialized)
+                      + "".join(f"; compiled for {c_name(s)} != 1" for s in k.not_one)})
     for group in grid_groups(kernels):
         name = c_name(group[0].grid_of[0])
         written = set().union(*(_written(k) for k in group))

@@ -490,6 +490,9 @@ class Kernel(Node):
     # shape symbols compiled in as constants, (name, size) in order of first appearance: the
     # params' dims hold the size; a launch checks it (LANGUAGE.md section 1)
     specialized: tuple[tuple[str, int], ...] = ()
+    # shape symbols compiled as sizes other than 1 (`SYMBOL == 1` false: CheckedFunction.ones),
+    # still passed at run time; a launch checks it
+    not_one: tuple[str, ...] = ()
     # of a kernel with several grids, each scheduled into its own Kernel and launched in order:
     # (the @kernel's name, this grid's index, how many grids); () for a kernel of one grid
     grid_of: tuple = ()

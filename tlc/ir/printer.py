@@ -208,8 +208,8 @@ def print_kernel(k: Kernel) -> str:
     out = [f"kernel {k.name}({', '.join(_param(p) for p in k.params)}):"]
     if k.constants:
         out.append("  const " + ", ".join(_constant(n, v) for n, v in k.constants))
-    if k.specialized:
-        out.append("  specialized " + ", ".join(f"{n}={v}" for n, v in k.specialized))
+    if k.specialized or k.not_one:
+        out.append("  specialized " + ", ".join([f"{n}={v}" for n, v in k.specialized] + [f"{n}!=1" for n in k.not_one]))
     if k.grid_of:
         out.append(f"  launch {k.grid_of[1] + 1} of {k.grid_of[2]} of {k.grid_of[0]}")
     if k.workspaces:

@@ -154,6 +154,8 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
         raise DiagnosticError([Diagnostic("E068", str(e), e.span)], program.sources) from None
     if fn.specialized:
         kernel = replace(kernel, specialized=tuple(fn.specialized.items()))
+    if fn.not_one:
+        kernel = replace(kernel, not_one=tuple(fn.not_one))
     if count > 1 or fn.workspaces:  # launch_NAME runs the grids and places the workspaces
         kernel = replace(kernel, name=f"{fn.name}_grid{index}", grid_of=(fn.name, index, count),
                          workspaces=tuple(w.name for w in fn.workspaces))

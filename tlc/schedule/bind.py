@@ -7,6 +7,7 @@ from ..diagnostics import Diagnostic, DiagnosticError
 from ..dtypes import DType, lookup
 from ..scalars import number_kind
 from ..typecheck import CheckedFunction, CheckedProgram, specialize
+from ..typecheck.program import NOT_ONE
 from ..typecheck.consteval import LARGEST, RANGE_HINT, SMALLEST
 from ..typecheck.env import did_you_mean
 
@@ -39,6 +40,9 @@ def bind_constants(program: CheckedProgram, fn: CheckedFunction, values: dict) -
     for name, raw in values.items():
         value = parse_value(raw) if isinstance(raw, str) else raw
         p = known.get(name)
+        if p is None and name in fn.ones and value is NOT_ONE:  # a size known not to be 1
+            bindings[name] = value
+            continue
         if p is None and name in fn.from_arrays:  # a specialized shape symbol's size
             size = _size(value)
             if size is None:

@@ -69,6 +69,14 @@ def cast(e: ir.Expr, dt: DType) -> ir.Expr:
     return ir.Cast(e, dt, span=getattr(e, "span", None))
 
 
+def _one_test(a: ir.Expr, b: ir.Expr, names) -> bool:
+    """Whether `a` and `b` are a shape symbol of `names` and the literal 1, in either order."""
+    if isinstance(a, ir.Const):
+        a, b = b, a
+    return isinstance(a, ir.Var) and a.name in names and isinstance(b, ir.Const) and b.value == 1 \
+        and not isinstance(b.value, bool)
+
+
 class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
     def __init__(self, fn: CheckedFunction, program):
         self.fn, self.program = fn, program
@@ -411,6 +419,8 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
         return ir.Load(e.value.id, self.indices(e.indices), e.ty.dtype, span=e.span)
 
     def binop(self, op, a: ir.Expr, b: ir.Expr, ta, tb, span) -> ir.Expr:
+        if op in ("==", "!=") and self.fn.not_one and _one_test(a, b, self.fn.not_one):
+            return ir.Const(op == "!=", BOOL, span=span)  # a size bound as not 1 (CheckedFunction.ones)
         if op in ("==", "!=", "<", "<=", ">", ">="):
             dt = rules.combine(ta, tb)
             return ir.BinOp(op, cast(a, dt), cast(b, dt), BOOL, span=span)

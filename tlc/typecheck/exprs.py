@@ -185,7 +185,20 @@ class ExprChecker:
                     return e
                 shape = s
             return replace(e, ty=TensorType(BOOL, shape, VALUE))
+        self._compared_with_one(e)
         return replace(e, ty=ScalarType(BOOL, const=all(o.ty.const for o in operands)))
+
+    def _compared_with_one(self, e: n.Compare) -> None:
+        """A kernel's `SYMBOL == 1` or `!= 1` of a run-time shape symbol (std.broadcast's
+        `if A3 == 1:`): the symbol is specialized on that test (CheckedFunction.ones)."""
+        if self.kind != "kernel" or len(e.ops) != 1 or e.ops[0] not in ("==", "!="):
+            return
+        a, b = e.operands
+        if isinstance(a, n.Constant):
+            a, b = b, a
+        if isinstance(a, n.Name) and isinstance(b, n.Constant) and type(b.value) is int and b.value == 1 \
+                and self._is_symbol(a.id):
+            self.ones.setdefault(a.id, a.span)
 
     def check_IfExp(self, e: n.IfExp):
         test = self.scalar(e.test, "a condition")

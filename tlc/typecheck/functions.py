@@ -9,7 +9,7 @@ from . import consteval, dims, rules
 from .builtins import DECORATORS
 from .env import BLOCK, CONST, DTYPE, LOCAL, LOOP, SCALAR, SHAPE, TENSOR, ModuleEnv, Scope, Symbol, did_you_mean
 from .exprs import ExprChecker
-from .program import CheckedFunction, CheckedParam, SymbolUse
+from .program import NOT_ONE, CheckedFunction, CheckedParam, SymbolUse
 from .stmts import StmtChecker
 from .placement import PlacementChecker
 from .scan import ScanChecker
@@ -67,6 +67,10 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker, PlacementChecker, S
         # each is specialized, bound from the arrays at a call; and those bound here (name -> size)
         self.to_specialize: dict = {}
         self.specialized: dict = {}
+        # shape symbols the kernel compares with 1 (name -> span of the first comparison): each is
+        # specialized on that test (CheckedFunction.ones); and those bound to NOT_ONE here
+        self.ones: dict = {}
+        self.not_one: list = []
         # a kernel's names assigned once, at the top of its body or of a grid: an integer value
         # built from constants is a constant (LANGUAGE.md section 2); one built from constants
         # and shape symbols is kept here (name -> its value) in case a constant is needed of it
@@ -345,15 +349,17 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker, PlacementChecker, S
             shape_symbols={k: tuple(v) for k, v in shape_symbols.items()}, autotune=autotune,
             fuse=self.fn.has_decorator("fuse"), module_path=self.module.path,
             from_arrays=self._from_arrays(params), to_specialize=dict(self.to_specialize),
-            specialized=dict(self.specialized), workspaces=tuple(self.workspaces),
+            specialized=dict(self.specialized), ones=tuple(x for x in self.ones if x in self._ones()),
+            not_one=tuple(self.not_one),
+            workspaces=tuple(self.workspaces),
             grid_constants=tuple(self.grid_constants))
 
     def _from_arrays(self, params) -> dict:
         """The constants a call binds from its arrays (name -> uses): the shape symbols that are
-        specialized, and the `const` parameters that stand as a whole dimension of a tensor
+        specialized (on their size, or on being 1), and the `const` parameters that stand as a whole dimension of a tensor
         parameter (`x: f32[N]` with `N: const`), which are the same thing spelt out."""
         consts = {p.name for p in params if p.role == "const"}
-        wanted = set(self.to_specialize) | set(self.specialized) | consts
+        wanted = set(self.to_specialize) | set(self.specialized) | consts | self._ones()
         out: dict = {}
         for p in params:
             if p.role == "tensor" and p.type is not None:
@@ -361,6 +367,11 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker, PlacementChecker, S
                     if isinstance(d, n.Name) and d.id in wanted:
                         out.setdefault(d.id, []).append(SymbolUse(p.name, axis))
         return {k: tuple(v) for k, v in out.items()}
+
+    def _ones(self) -> set:
+        """The shape symbols specialized on being 1: those compared with 1 that nothing needs
+        as a constant and no binding has decided."""
+        return set(self.ones) - set(self.to_specialize) - set(self.specialized) - set(self.not_one)
 
     def _params(self) -> list[CheckedParam]:
         seen: dict = {}
@@ -478,6 +489,8 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker, PlacementChecker, S
                     self.error("E044", f"'{d.id}' is a dtype, not a dimension", d.span)
                 if self.kind == "kernel" and isinstance(self.overrides.get(d.id), int):
                     return self._bind_symbol(d)
+                if self.kind == "kernel" and self.overrides.get(d.id) is NOT_ONE:
+                    self.not_one.append(d.id)  # a run-time size, known not to be 1
                 self.scope.define(Symbol(d.id, SHAPE, ScalarType(rules.I32), d.span))
             elif sym.kind != SHAPE:
                 self.error("E044", f"the dimension '{d.id}' is the {sym.kind} '{d.id}'", d.span,

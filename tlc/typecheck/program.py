@@ -9,6 +9,22 @@ from ..parser import nodes as n
 from .types import TensorType, Type
 
 
+class NotOne:
+    """The binding of a shape symbol specialized on being 1 (`CheckedFunction.ones`) whose size is
+    not 1: the symbol stays a run-time size, and `SYMBOL == 1` is compiled as False."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NOT_ONE"
+
+    def __str__(self) -> str:  # how a cache key writes the binding (kernel._constants_key)
+        return "not 1"
+
+
+NOT_ONE = NotOne()
+
+
 @dataclass(frozen=True)
 class CheckedParam:
     """`role` is tensor, scalar, const or dtype; `value` the bound value of a const or dtype."""
@@ -52,6 +68,11 @@ class CheckedFunction:
     from_arrays: dict = field(default_factory=dict, compare=False)
     to_specialize: dict = field(default_factory=dict, compare=False)
     specialized: dict = field(default_factory=dict, compare=False)
+    # The shape symbols of from_arrays that the kernel only compares with 1 (`if A3 == 1:`),
+    # specialized on that test alone: a call binds each to 1 where its size is 1, else to NOT_ONE
+    # (a size given by name specializes it as any size does); and those bound to NOT_ONE here.
+    ones: tuple = field(default=(), compare=False)
+    not_one: tuple = field(default=(), compare=False)
     # alloc_global(...) workspaces: tensors the runtime allocates for each call, passed to every
     # grid after the parameters (LANGUAGE.md section 2)
     workspaces: tuple = field(default=(), compare=False)

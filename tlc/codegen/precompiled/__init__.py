@@ -3,7 +3,7 @@ tlc/codegen/precompiled_loader.py).  The modules are never imported: their code 
 Jinja runs the code it compiles, with `environment` given."""
 
 KEYS = {
-    'kernel.cu.j2': '567a682d9d196e59f7479ad0f13a8f46ded2daa3841635b54111197c1a9d3f51',
+    'kernel.cu.j2': 'cae1fa0f9954fbee94e83c25da8d46fa36ac61e1d3d145e37847c66b6e4eea62',
     'wgmma_mma.cuh.j2': 'a47342ac3f82b50c43b145d62be67191dfd6537ffa4324d954d1e981203e5942',
     'grids.cu.j2': 'c6808aa83ac7c2912590cd7968e9267663bb1230a736dd184ac731cc16f2d564',
     'header.h.j2': '582d2dcbda12a6c0b1d63e497426ec68b7239bb10c10b256aafe6cc92388835f',

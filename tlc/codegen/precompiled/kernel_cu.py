@@ -15,6 +15,7 @@ def root(context, missing=missing, environment=environment):
     l_0_threads = resolve('threads')
     l_0_smem_bytes = resolve('smem_bytes')
     l_0_specialized = resolve('specialized')
+    l_0_not_one = resolve('not_one')
     l_0_fp8 = resolve('fp8')
     l_0_primitives = resolve('primitives')
     l_0_preamble = resolve('preamble')
@@ -82,6 +83,11 @@ def root(context, missing=missing, environment=environment):
             yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else ''))
         l_1_loop = l_1_s = missing
         yield ': compiled in as constants; the launcher takes them and refuses other sizes.\n'
+    if (undefined(name='not_one') if l_0_not_one is missing else l_0_not_one):
+        pass
+        yield '// Specialized for sizes other than 1 of '
+        yield str(t_1(context.eval_ctx, (undefined(name='not_one') if l_0_not_one is missing else l_0_not_one), ', '))
+        yield ': each test of one being 1 compiled in as false; the launcher refuses a size of 1.\n'
     yield '#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n'
     if (undefined(name='fp8') if l_0_fp8 is missing else l_0_fp8):
         pass
@@ -161,6 +167,15 @@ def root(context, missing=missing, environment=environment):
         yield '='
         yield str(environment.getattr(l_1_s, 'value'))
         yield ' only\n'
+    l_1_s = missing
+    for l_1_s in (undefined(name='not_one') if l_0_not_one is missing else l_0_not_one):
+        _loop_vars = {}
+        pass
+        yield '  if ('
+        yield str(l_1_s)
+        yield ' == 1) return cudaErrorInvalidValue;  // specialized: compiled for '
+        yield str(l_1_s)
+        yield ' != 1 only\n'
     l_1_s = missing
     yield '  tl::HostGrid tl_g;\n  const long long tl_extents[3] = {'
     yield str(t_1(context.eval_ctx, (undefined(name='grid') if l_0_grid is missing else l_0_grid), ', '))
@@ -284,4 +299,4 @@ def root(context, missing=missing, environment=environment):
     yield ');\n  return cudaGetLastError();\n}\n#endif\n'
 
 blocks = {}
-debug_info = '1=55&2=66&3=72&6=86&16=90&19=92&21=99&22=115&23=118&24=125&29=128&30=132&32=141&39=148&40=152&42=166&43=168&45=170&48=172&50=179&54=184&55=191&58=195&59=197&60=199&62=201&63=203&64=205&65=209&66=211&68=214&75=223&77=226&78=228&79=234&81=244&82=246&83=248&84=250&86=266'
+debug_info = '1=56&2=67&3=73&4=86&7=92&17=96&20=98&22=105&23=121&24=124&25=131&30=134&31=138&33=147&40=154&41=158&42=171&44=181&45=183&47=185&50=187&52=194&56=199&57=206&60=210&61=212&62=214&64=216&65=218&66=220&67=224&68=226&70=229&77=238&79=241&80=243&81=249&83=259&84=261&85=263&86=265&88=281'
