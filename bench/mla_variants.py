@@ -18,6 +18,12 @@ and 1.106-1.108x std at B=64 KV=4096 and B=132 KV=16384 (0.50 and 0.55 of peak),
 onewg (1.067x and 1.089x: its second barrier costs more than the overlapped rescale saves).
 
 - std: the module as it is.
+- split: std's .tl with P copied into shared memory from a second fragment, which the
+  one-warpgroup rule (schedule/one_warpgroup.py) does not see: the scores split by columns,
+  each warpgroup's m64n32, as std was before session 25.
+- hot: a diagnostic, std's kernel on a page table whose every page of sequence b is its first
+  (read from L2 after the first time), checked against that attention: how much the pages'
+  loads from memory cost.
 - nosoftmax: a diagnostic, not attention: P = the scores themselves (rounded to bf16), no row
   statistics, no rescale, no division: O = bf16(Q K^T) V, checked against that.  Its time is
   the two products, the loads and the ring without the softmax between them.
@@ -54,6 +60,10 @@ PEAK = 989.0
 
 SOFTMAX_FROM = "            if first + kb * PAGE + PAGE > seen:\n"
 SOFTMAX_TO = "            gemm(probs, kv_tile, acc)\n"
+SPLIT_FROM = "            copy(scores, probs)\n"
+SPLIT_TO = "            copy(scores, held)\n            copy(held, probs)\n"
+SCORES_DECL = "        scores = fragment(f32[BM, PAGE])\n"
+HELD_DECL = "        held = fragment(f32[BM, PAGE])\n"
 
 
 def mla_text() -> str:
@@ -64,14 +74,20 @@ def mla_text() -> str:
 
 def variant(name: str) -> str:
     text = mla_text()
-    if name == "std":
+    if name in ("std", "hot"):  # (hot: std's kernel on another page table, measure's)
         return text
     if name == "nosoftmax":
         a, b = text.index(SOFTMAX_FROM), text.index(SOFTMAX_TO)
         text = text[:a] + "            copy(scores, probs)\n" + text[b:]
         return text.replace("acc[i, j] = acc[i, j] / row_sum[i] if row_sum[i] > 0.0 else 0.0", "acc[i, j] = acc[i, j]")
+    if name in ("split", "onewg", "onewg2"):
+        # P copied into shared memory from a second fragment: the one-warpgroup rule (schedule/
+        # one_warpgroup.py) sees no product handed over, and the scores stay split by columns
+        text = text.replace(SPLIT_FROM, SPLIT_TO).replace(SCORES_DECL, SCORES_DECL + HELD_DECL)
     if name in ("onewg", "onewg2"):  # the prototypes' kernels under their own names (bench/mla_onewg.py)
         return text.replace("def mla_decode(", f"def mla_decode_{name}(")
+    if name == "split":
+        return text
     if name == "qkonly":
         a, b = text.index(SOFTMAX_FROM), text.index(SOFTMAX_TO) + len(SOFTMAX_TO)
         return text[:a] + "            copy(scores, probs)\n" + text[b:]
@@ -120,6 +136,10 @@ def measure(torch, row, mods, min_ms):
     raw = torch.empty(B, SQ, H, DV, device="cuda", dtype=torch.float32)
     ref_lse = torch.empty(B, H, SQ, device="cuda", dtype=torch.float32)
     seen = torch.arange(SK, device="cuda")[None, :] <= torch.arange(SQ, device="cuda")[:, None] + SK - SQ
+    # hot: every page of sequence b its first (table[b, 0]), read from L2 after the first time
+    hot = "hot" in mods
+    hot_table = table[:, :1].expand(B, mp).contiguous() if hot else None
+    ref_hot, lse_hot = (torch.empty_like(ref), torch.empty_like(ref_lse)) if hot else (None, None)
     for b in range(B):
         k = keys[b * mp:(b + 1) * mp].reshape(SK, DK).float()
         s = torch.einsum("shd,kd->shk", q[b].float(), k)
@@ -127,20 +147,27 @@ def measure(torch, row, mods, min_ms):
         s = (s * scale).masked_fill(~seen[:, None, :], float("-inf"))
         ref[b] = torch.softmax(s, dim=-1) @ k[:, :DV]
         ref_lse[b] = torch.logsumexp(s, dim=-1).transpose(0, 1)
+        if hot:
+            k = keys[b * mp].float().repeat(mp, 1)
+            s = (torch.einsum("shd,kd->shk", q[b].float(), k) * scale).masked_fill(~seen[:, None, :], float("-inf"))
+            ref_hot[b] = torch.softmax(s, dim=-1) @ k[:, :DV]
+            lse_hot[b] = torch.logsumexp(s, dim=-1).transpose(0, 1)
         del s, k
     outs = {v: torch.empty(B, SQ, H, DV, device="cuda", dtype=dt) for v in mods}
     lses = {v: torch.full((B, H, SQ), float("nan"), device="cuda", dtype=torch.float32) for v in mods}
     checked = {}
     for v, mod in mods.items():
-        want = raw if v == "nosoftmax" else torch.zeros_like(ref) if v == "qkonly" else ref
+        want = raw if v == "nosoftmax" else torch.zeros_like(ref) if v == "qkonly" else ref_hot if v == "hot" else ref
 
-        def run(fn=getattr(mod, f"mla_decode_{v}" if v.startswith("onewg") else "mla_decode"), o=outs[v], lse=lses[v]):
-            fn(q, cache, table, lengths, o, lse, scale)
+        def run(fn=getattr(mod, f"mla_decode_{v}" if v.startswith("onewg") else "mla_decode"), o=outs[v], lse=lses[v],
+                t=hot_table if v == "hot" else table):
+            fn(q, cache, t, lengths, o, lse, scale)
         checked[v] = Checked(run, want, out=outs[v], **tolerance("bfloat16", want, 16))
     ms, verdicts = compare_checked(checked, min_ms=min_ms)
     flops = 2.0 * B * SQ * H * SK * (DK + DV)
     for v in mods:
-        lse_err = (lses[v] - ref_lse).abs().max().item() if v in ("std", "onewg", "onewg2") else 0.0
+        lse_err = (lses[v] - (lse_hot if v == "hot" else ref_lse)).abs().max().item() \
+            if v in ("std", "split", "hot", "onewg", "onewg2") else 0.0
         if not verdicts[v].ok or not lse_err <= 1e-3:
             print(f"{row:24} {v:10} {verdicts[v].why or f'WRONG: LSE off by {lse_err:.3g}'}", flush=True)
             continue

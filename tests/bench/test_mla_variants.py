@@ -1,6 +1,6 @@
 """bench/mla_variants.py without a GPU: each variant of std.attention's mla_decode text is a
 kernel that compiles for sm_90a with its page loop on the TMA ring, and computes on the
-interpreter what the script checks it against: std attention, nosoftmax
+interpreter what the script checks it against: std and split attention, nosoftmax
 bf16(Q K^T) V, qkonly zeros."""
 import sys
 from pathlib import Path
@@ -25,7 +25,7 @@ def bf16(x):
     return np.asarray(x, np.float32).astype(lookup("bf16").numpy()).astype(np.float64)
 
 
-@pytest.mark.parametrize("name", ["std", "nosoftmax", "qkonly"])
+@pytest.mark.parametrize("name", ["std", "split", "nosoftmax", "qkonly"])
 def test_each_variant_computes_what_it_is_checked_against(name, tmp_path):
     path = tmp_path / f"mla_{name}.tl"
     path.write_text(mla_variants.variant(name))
@@ -35,7 +35,7 @@ def test_each_variant_computes_what_it_is_checked_against(name, tmp_path):
     o = np.full((B, 1, H, DV), np.nan, q.dtype)
     lse = np.full((B, H, 1), np.nan, np.float32)
     tlc.load(str(path), target="cpu").mla_decode(q, cache, table, lens, o, lse, np.float32(scale))
-    if name == "std":
+    if name in ("std", "split"):
         want, want_lse = mla_reference(q, keys, lens, DV, scale)
         tol = 1.6e-2
         assert np.abs(lse.astype(np.float64) - want_lse).max() < 1e-5
@@ -53,7 +53,7 @@ def test_each_variant_computes_what_it_is_checked_against(name, tmp_path):
 def test_the_variants_keep_the_ring(tmp_path):
     from tlc.driver import check_file
     from tlc.schedule import schedule_grids
-    for name in ("std", "nosoftmax", "qkonly"):
+    for name in ("std", "split", "nosoftmax", "qkonly"):
         path = tmp_path / f"mla_{name}.tl"
         path.write_text(mla_variants.variant(name))
         grid0 = schedule_grids(check_file(str(path)).program, "mla_decode",

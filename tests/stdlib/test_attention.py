@@ -437,8 +437,8 @@ def test_the_backward_runs_every_product_on_hgmma_without_local_memory(tmp_path)
 
 @pytest.mark.nvcc
 def test_mla_decode_runs_on_hgmma_without_local_memory(tmp_path):
-    """sm_90a, DeepSeek's sizes: the scores (64 heads x 64 keys, each warpgroup 32 of the keys)
-    and the output (64 x 512, each warpgroup 256 columns) on wgmma, nothing on mma.sync, no
+    """sm_90a, DeepSeek's sizes: the scores (64 heads x 64 keys, one warpgroup's m64n64:
+    schedule/one_warpgroup.py) and the output (64 x 512, each warpgroup 256 columns) on wgmma, nothing on mma.sync, no
     local memory, and registers to spare for the 128 a thread the output takes (the consumers'
     232 after setmaxnreg; ptxas reports the 168 of __launch_bounds__(384))."""
     import re
@@ -455,20 +455,22 @@ def test_mla_decode_runs_on_hgmma_without_local_memory(tmp_path):
     split = re.split(r"Function : (\w+)", sass)
     grids = dict(zip(split[1::2], split[2::2]))
     body = grids["mla_decode_grid0"]
-    assert body.count("HGMMA.64x32x16.F32.BF16") == 36 and body.count("HGMMA.64x256x16.F32.BF16") == 4
+    assert body.count("HGMMA.64x64x16.F32.BF16") == 36 and body.count("HGMMA.64x256x16.F32.BF16") == 4
+    assert "HGMMA.64x32x16" not in body
     assert "HMMA" not in body.replace("HGMMA", "")
     assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log
     registers = [int(r) for r in re.findall(r"Used (\d+) registers", log)]
     assert max(registers) <= 232, log
     # the page loop is a TMA ring (a producer warpgroup: UTMALDG, no cp.async) whose consumers
-    # meet at their own named barrier, twice a page: the row max and the row sum, each in one
-    # scratch row a warpgroup (no atomics), P stored before the row sum's (32 bits at a time)
+    # meet at their own named barrier, twice a page: before warpgroup 0 stores P (the last
+    # page's reads of it and of the factors are done), and after it stored P and the rescale
+    # factors (the exchange's); the row max and sum by shuffles in warpgroup 0, no scratch
     assert "ATOMS" not in body and "LDGSTS" not in body and "UTMALDG" in body
     assert len(re.findall(r"\bBAR\.SYNC\.DEFER_BLOCKING 0x5, 0x100", body)) == 2
-    assert source.count("tl::reduce_parts_to_scratch<") == 2 and source.count(", 2, 3u, 5>(") == 2
+    assert "tl::reduce_parts_to_scratch<" not in source and source.count("tl::exchange_f2s<tl_mla_decode_grid0_") == 2
     # the operands' descriptors made once a gemm, each step a constant added in uniform
     # registers: Q.K^T's HGMMAs a few instructions apart (13 when each was built from a pointer)
-    addrs = [int(a, 16) for a, op in re.findall(r"/\*([0-9a-f]{4,})\*/\s+(\S+)", body) if op.startswith("HGMMA.64x32x16")]
+    addrs = [int(a, 16) for a, op in re.findall(r"/\*([0-9a-f]{4,})\*/\s+(\S+)", body) if op.startswith("HGMMA.64x64x16")]
     assert len(addrs) == 36 and max(b - a for a, b in zip(addrs, addrs[1:])) // 16 <= 16, addrs
 
 

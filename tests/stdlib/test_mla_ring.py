@@ -1,10 +1,12 @@
 """std.attention's mla_decode on the sm_90a schedule: the page loop is a TMA ring filled by a
 producer warpgroup (schedule/warpspec.py), its two consumer warpgroups side by side meeting at
-a named barrier of their own (the row max and sum through shared scratch, P through shared
-memory before P @ V; WarpSpecialization.consumer_barrier), two barriers a page: the row max's
-and the row sum's.  The loop's syncs are left out: the row max's barrier orders the last page's
-reads of P before this page's stores, the row sum's (after P's stores) orders them before P @ V.
-The interpreter runs the ring as recorded, and O and the LSE match NumPy's."""
+a named barrier of their own (WarpSpecialization.consumer_barrier).  A page's scores are one
+warpgroup's (schedule/one_warpgroup.py): an m64n64 product on warpgroup 0, its row max and sum
+in registers, P stored into shared memory and the rescale factors exchanged for P @ V, which
+both warpgroups make on their halves of O.  Two barriers a page: the kept sync, moved down to
+just before P's store (it orders the last page's reads of P and of the factors before this
+page's writes), and the exchange's (after P and the factors are stored, before both read
+them).  The interpreter runs the ring as recorded, and O and the LSE match NumPy's."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,6 +18,8 @@ from tlc.driver import check_file
 from tlc.dtypes import lookup
 from tlc.interp import run_kernel
 from tlc.schedule import schedule_grids
+from tlc.schedule.one_warpgroup import owner_threads, single_accumulator
+from tlc.schedule.reduce_slots import reduces_in_registers
 
 
 @pytest.fixture(scope="module")
@@ -38,13 +42,18 @@ def test_the_page_loop_runs_on_the_ring(program, B, SQ, H, DK, DV, lengths, page
     ws = grids[0].warp_spec
     assert ws is not None and [x.buffer for x in ws.loads] == ["kv_tile", "kr_tile"]
     loop = grids[0].body[ws.loop]
+    buffers = {b.name: b for b in grids[0].buffers}
+    assert buffers["scores"].layout == single_accumulator((64, page))
+    assert owner_threads(buffers["row_max"].layout, 256) == 128 and owner_threads(buffers["acc"].layout, 256) == 256
     syncs = [i for i in range(*ws.consumer) if isinstance(loop.body[i], ir.Sync)]
-    # the consumers meet at their own barrier, at the row max's and the row sum's: the loop's
-    # syncs are left out (P is stored before the row sum, whose barrier orders it before P @ V)
-    assert ws.consumer_barrier and len(syncs) == 2 and ws.kept_syncs == ()
-    assert isinstance(loop.body[syncs[1] + 1], ir.Gemm) and loop.body[syncs[1] + 1].a == "probs"
     store = next(i for i, s in enumerate(loop.body) if isinstance(s, ir.Copy) and s.dst.name == "probs")
-    assert isinstance(loop.body[store + 1], ir.Reduce) and loop.body[store + 1].kind == "sum"
+    # the consumers meet at their own barrier: the sync kept just before P's store, the one
+    # before P @ V left out (the exchange's barrier orders P's stores before it)
+    assert ws.consumer_barrier and len(syncs) == 2 and ws.kept_syncs == (store - 1,) == (syncs[0],)
+    assert isinstance(loop.body[syncs[1] + 1], ir.Gemm) and loop.body[syncs[1] + 1].a == "probs"
+    rescale = next(i for i, s in enumerate(loop.body) if isinstance(s, ir.Parallel) and s.exchange)
+    assert ws.exchanges == ((rescale, False),) and loop.body[rescale].exchange == (("rescale", False),)
+    assert not any(isinstance(s, ir.Reduce) and not reduces_in_registers(s, buffers, 256) for s in loop.body)
     rng = np.random.default_rng(B * 10 + SQ)
     q, cache, table, lens, keys = mla_inputs(rng, lookup("bf16").numpy(), B, SQ, H, DK, lengths, page)
     scale = 1.0 / np.sqrt(DK)

@@ -18,6 +18,7 @@ from ..ir.nodes import DimExpr
 from ..schedule.layout import (Blocked, MmaAccumulator, Replicated, held_whole, parallel_layout, register_in_loop,
                                uniform_register)
 from ..schedule import gather_rows
+from ..schedule.one_warpgroup import owner_threads
 from ..schedule.operand_layout import mma_register_a_layouts
 from ..schedule.smem import SharedLayout
 from ..schedule.tensor_cores import tensor_core_op
@@ -228,8 +229,28 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
             raise CodegenError(f"no C for the IR statement {type(s).__name__}", getattr(s, "span", None))
         self.mark(s)
         self.current = s
+        owners = self.owner_threads(s)
+        if owners < self.k.threads:  # fragments one warpgroup holds (schedule/one_warpgroup.py): its work alone
+            self.emit(f"if (threadIdx.x < {owners}) {{  // fragments of threads 0..{owners - 1} alone")
+            self.indent += 1
         if not self.stmt_wrapped(s, method):  # (a check, not an override, as in block)
             method(s)
+        if owners < self.k.threads:
+            self.indent -= 1
+            self.emit("}")
+
+    def owner_threads(self, s) -> int:
+        """The threads that run statement `s`: where it computes on fragments of one warpgroup
+        alone (one_warpgroup.py), their holders; else the block's.  A loop that exchanges such
+        fragments runs in its own layout's threads, the exchange's writes guarded apart."""
+        if isinstance(s, ir.Parallel):
+            return owner_threads(parallel_layout(s, self.k), self.k.threads)
+        if not isinstance(s, (ir.Fill, ir.Gemm, ir.Reduce, ir.Copy)):
+            return self.k.threads
+        names = {s.buffer} if isinstance(s, ir.Fill) else {s.a, s.b, s.c} if isinstance(s, ir.Gemm) else \
+            {s.src, s.dst} if isinstance(s, ir.Reduce) else {s.src.name, s.dst.name}
+        frags = [self.buffers[n] for n in names if n in self.buffers and self.buffers[n].scope == "fragment"]
+        return min((owner_threads(b.layout, self.k.threads) for b in frags), default=self.k.threads)
 
     def stmt_wrapped(self, s, method) -> bool:
         """Whether the target emitted `s` (by calling `method` inside C of its own)."""
@@ -550,7 +571,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
             self.exchange_in(exchange, p)
         self.parallel_loop(p, layout)
         if exchange:
-            self.exchange_out(exchange)
+            self.exchange_out(exchange, p)
 
     def exchange_plan(self, p: ir.Parallel, layout) -> dict:
         """Fragments the loop indexes other than by its own layout: name -> written?  They go
@@ -574,10 +595,10 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         return plan
 
     def exchange_in(self, plan: dict, p: ir.Parallel) -> None:
-        offset = self.k.smem_bytes
+        offset = self.exchange_base()
         self.emit(f"// exchange {', '.join(plan)} through shared memory: the loop reads them in another layout")
-        if any(isinstance(s, (ir.Reduce, ir.Scan)) for s in statements(self.k.body)):
-            self.emit("__syncthreads();  // reductions' scratch arrays may still be read")
+        if self.exchange_barrier_before():
+            self.emit(f"{self.block_barrier()}  // reductions' scratch arrays may still be read")
         for name in plan:
             b = self.buffers[name]
             info = self.fragment(name)
@@ -585,6 +606,9 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
             ptr = f"reinterpret_cast<{t}*>(tl_smem + {offset})"
             cols = b.shape[-1]
             columns = None if plan[name] else _columns_read(p, name)
+            owners = owner_threads(b.layout, self.k.threads)
+            if owners < self.k.threads:  # (held by one warpgroup: its threads write it)
+                self.emit(f"if (threadIdx.x < {owners})")
             if columns is None:
                 self.emit(f"tl::exchange_f2s<{info.c_layout}, {t}, {t}, {cols}>({ptr}, {c_name(name)});")
             for c in columns or ():  # only the columns the loop reads (a scan's last column: its carry)
@@ -592,10 +616,27 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
             self.exchanged[name] = ptr
             offset += -(-(_prod(b.shape) * b.dtype.itemsize) // 128) * 128
         self.scratch_bytes = max(self.scratch_bytes, offset - self.k.smem_bytes)
-        self.emit("__syncthreads();")
+        self.emit(self.block_barrier())
 
-    def exchange_out(self, plan: dict) -> None:
-        self.emit("__syncthreads();")
+    def exchange_base(self) -> int:
+        """Where an exchange's scratch starts: after the planned shared memory."""
+        return self.k.smem_bytes
+
+    def exchange_barrier_before(self) -> bool:
+        """Whether an exchange waits before it writes its scratch: where reductions may still read
+        theirs."""
+        return any(isinstance(s, (ir.Reduce, ir.Scan)) for s in statements(self.k.body))
+
+    def exchange_barrier_after(self, p: ir.Parallel | None) -> bool:
+        """Whether an exchange waits after its loop `p` (the next user may write the scratch at once)."""
+        return True
+
+    def exchange_out(self, plan: dict, p: ir.Parallel | None = None) -> None:
+        if not self.exchange_barrier_after(p) and not any(plan.values()):
+            for name in plan:
+                self.exchanged.pop(name)
+            return
+        self.emit(self.block_barrier())
         for name, written in plan.items():
             ptr = self.exchanged.pop(name)
             if written:
@@ -604,7 +645,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
                 t = c_type(b.dtype)
                 self.emit(f"tl::exchange_s2f<{info.c_layout}, {t}, {t}, {b.shape[-1]}>({c_name(name)}, {ptr});")
         if any(plan.values()):
-            self.emit("__syncthreads();")
+            self.emit(self.block_barrier())
 
     def exchange_copy(self, s: ir.Buffer, d: ir.Buffer, rows: int, cols: int) -> None:
         """copy(s, d) between fragments of different layouts (the scheduler could not give them

@@ -10,6 +10,7 @@ from __future__ import annotations
 from .. import ir, primitives
 from ..ir.walk import statements
 from ..schedule.layout import wgmma_bands, wgmma_column_groups
+from ..schedule.one_warpgroup import owner_threads
 from ..schedule.tensor_cores import tensor_core_op
 from ..schedule.warpspec import carried_gemms, gemm_waits, wgmma_ready, wgmma_rs_ready
 from .cexpr import CodegenError
@@ -138,7 +139,9 @@ class Sm90(WarpSpecialized, Sm80):
                     keep = None
                     if self.folded_clears and s is self.carried[0]:
                         clear, keep = True, "tl_k > 0"  # the ring's first iteration clears it
-                    self.emit((self.wgmma_rs_call(s, "gemm_wgmma_rs_issue", clear, keep) if self.uses_wgmma_rs(s) else
+                    owners = owner_threads(self.buffers[s.c].layout, self.k.threads)  # (one warpgroup's product)
+                    self.emit(("" if owners == self.k.threads else f"if (threadIdx.x < {owners}) ") +
+                              (self.wgmma_rs_call(s, "gemm_wgmma_rs_issue", clear, keep) if self.uses_wgmma_rs(s) else
                                self.wgmma_call(s, "gemm_wgmma_issue", None, clear, keep)) + ";")
                     self.turns_after_issue(s)  # turns.py
                     pending.append(s)
@@ -256,10 +259,11 @@ class Sm90(WarpSpecialized, Sm80):
         `clear`: its accumulator's old values ignored (gemm_wgmma_issue's CLEAR), unless the C
         condition `keep` holds."""
         a, b, c = self.buffers[g.a], self.buffers[g.b], self.buffers[g.c]
-        columns = wgmma_column_groups(c.shape, self.k.threads)  # warpgroups side by side, N / columns each
+        threads = owner_threads(c.layout, self.k.threads)  # (a product on one warpgroup: its threads)
+        columns = wgmma_column_groups(c.shape, threads)  # warpgroups side by side, N / columns each
         mma = self.wgmma_struct(c.shape[1] // columns, a.dtype, not g.trans_b, b.dtype, c.dtype, g.precision,
                                 scale_d=clear, m_major_a=g.trans_a)
-        bands = wgmma_bands(c.shape, self.k.threads)  # m64 instructions per warpgroup and K step
+        bands = wgmma_bands(c.shape, threads)  # m64 instructions per warpgroup and K step
         # (the template's trailing arguments, each given where one after it is)
         trans_a = g.trans_a
         tb = f", {c_type(b.dtype)}" if b.dtype != a.dtype or bands > 1 or columns > 1 or clear or trans_a else ""

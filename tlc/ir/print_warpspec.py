@@ -49,6 +49,11 @@ def header_lines(k: Kernel) -> list[str]:
         out.append(f"  consumers meet at named barrier {ws.consumer_barrier} ({T} threads): their reductions through "
                    f"shared scratch and their copies into shared memory, before what reads them; the loop's syncs "
                    f"kept as it: statements {', '.join(map(str, ws.kept_syncs)) or 'none'}")
+        for i, after in ws.exchanges:
+            names = ", ".join(n for n, _ in k.body[ws.loop].body[i].exchange)
+            out.append(f"  exchange: statement {i} reads {names} through scratch after the ring's barriers, its holders' "
+                       f"writes met at named barrier {ws.consumer_barrier}" +
+                       (", and a barrier after it" if after else ", read before a kept sync precedes the next write"))
     if ws.deferred is not None:
         d = ws.deferred
         out.append(f"  deferred: the loop's last gemm (statement {d.gemm}) of iteration it - 1 is issued right after "

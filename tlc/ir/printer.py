@@ -190,12 +190,16 @@ def _param(p: Param) -> str:
     return f"{p.name}: {_shape(p.dtype, p.shape)}" if p.kind == "tensor" else f"{p.name}: {p.dtype.name}"
 
 
-def _buffer(b: Buffer) -> str:
+def _buffer(b: Buffer, threads: int) -> str:
     text = f"{b.scope} {b.name}: {_shape(b.dtype, b.shape)}"
     if b.smem_offset is not None:
         text += f" @{b.smem_offset}"
     if b.layout is not None:
         text += f" layout={b.layout}"
+        held = getattr(b.layout, "base", b.layout)  # (a replica's holders: its base's)
+        if b.scope == "fragment" and isinstance(getattr(held, "threads", None), int) and 0 < held.threads < threads \
+                and type(held).__name__ == "MmaAccumulator":
+            text += f" on threads 0..{held.threads - 1} alone"  # (one warpgroup's: schedule/one_warpgroup.py)
     return text
 
 
@@ -220,7 +224,7 @@ def print_kernel(k: Kernel) -> str:
     out.append(launch + (f" smem={k.smem_bytes}" if k.smem_bytes else ""))
     if k.warp_spec is not None:
         out.extend("  " + line for line in header_lines(k))
-    out.extend("  " + _buffer(b) for b in k.buffers)
+    out.extend("  " + _buffer(b, k.threads) for b in k.buffers)
     _stmts(k.body, 1, out, {b.name: b.layout for b in k.buffers if b.scope == "fragment" and b.layout is not None},
            statement_notes(k))
     return "\n".join(out) + "\n"

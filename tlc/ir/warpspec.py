@@ -262,6 +262,13 @@ class WarpSpecialization(Node):
     # dS), before that gemm; the body's other syncs are left out (its wgmma waits order the
     # previous iteration's reads before the next writes)
     warpgroup_syncs: tuple[int, ...] = ()
+    # with consumer_barrier: the loop body's parallel loops (indices) that read a fragment
+    # another consumer warpgroup holds (Parallel.exchange: one_warpgroup.py's row factors), its
+    # holders writing it into scratch after the ring's barriers and the consumers meeting at
+    # that named barrier before the loop; each with whether a barrier must follow the loop
+    # (False: one the consumers keep comes before the next shared write, the next iteration's
+    # included, so the scratch is read before it is written again)
+    exchanges: tuple[tuple[int, bool], ...] = ()
     # (producer, consumer) setmaxnreg of the generic build (compiled without TL_TMA_FLAGS's bit 0:
     # a launch whose maps the host could not encode, the C launcher's), where it differs from
     # producer_registers and consumer_registers, the build whose maps all encode: an im2col load's
@@ -366,6 +373,8 @@ def warp_spec_problem(kernel) -> str | None:
         return f"the tile loads {sorted(tiled)} are not copies among the consumers' statements of a persistent kernel"
     if any(not (ws.consumer[0] <= i < ws.consumer[1]) or not isinstance(body[i], Sync) for i in ws.warpgroup_syncs):
         return f"the warpgroups' own syncs {list(ws.warpgroup_syncs)} are not syncs among the consumers' statements"
+    if any(not (start <= i < stop) or not isinstance(body[i], Parallel) or not body[i].exchange for i, _ in ws.exchanges):
+        return f"the consumers' exchanges {[i for i, _ in ws.exchanges]} are not exchanging parallel loops among their statements"
     if not set(ws.late_copies) <= set(ws.consumer_only) or not all(isinstance(kernel.body[i], Copy) for i in ws.late_copies):
         return f"the consumers' late copies {list(ws.late_copies)} are not copies among their statements before the loop"
     d = ws.deferred

@@ -25,9 +25,12 @@ def assign_layouts(kernel: ir.Kernel, target: str = "sm_80", preset: dict | None
     stmts = list(statements(kernel.body))
     itemsize = _copy_itemsizes(stmts, frags, kernel)
     default = functools.partial(_default, itemsize=itemsize, columns=column_reduced(stmts, frags))
-    from . import operand_layout  # (it imports this module's layouts)
+    from . import one_warpgroup, operand_layout  # (they import this module's layouts)
 
     feeds_a = operand_layout.register_a_group(stmts, frags)
+    # a narrow product whose result reaches warpgroups side by side through shared memory: on one
+    # of them (MLA decode's scores, one_warpgroup.py)
+    single = one_warpgroup.single_products(stmts, buffers, kernel.threads) if targets.get(target).wgmma else set()
     for s in stmts:  # 1. gemm accumulators, and fragment A operands in the layout they are read in
         if isinstance(s, ir.Gemm) and s.c not in layouts:
             pair = operand_layout.register_a_layouts(s, buffers, kernel.threads, target)
@@ -36,7 +39,7 @@ def assign_layouts(kernel: ir.Kernel, target: str = "sm_80", preset: dict | None
                 continue
             own = targets.get(target).gemm_accumulator(s, buffers, kernel.threads)  # wgmma's, on sm_90a
             if own is not None:
-                layouts[s.c] = own
+                layouts[s.c] = one_warpgroup.single_accumulator(frags[s.c].shape) if s.c in single else own
                 continue
             acc = (operand_layout.row_warp_accumulator(frags[s.c].shape, kernel.threads) if s.c in feeds_a else None) \
                 or mma_accumulator(frags[s.c].shape, kernel.threads)

@@ -19,6 +19,7 @@ from ..ir.walk import assigned_scalars, loads, statement_exprs, statements, vari
 from ..ir.warpspec import (CONSUMER_BARRIER, BulkReduce, DeferredGemm, Im2colWindow, StagedStore, ViewDims, StageLoad, TensorMapSpec, TileOrder,
                            WarpSpecialization)
 from .layout import MmaAccumulator, wgmma_accumulator, wgmma_gemm
+from .one_warpgroup import owner_threads
 from .operand_layout import register_a_layouts, wgmma_register_a
 from .reduce_slots import reduces_in_registers
 
@@ -42,7 +43,10 @@ def specialize_warps(kernel: ir.Kernel, target) -> ir.Kernel:
     has what it needs and one of the kernel's loops allows it."""
     if not (target.wgmma and target.tma):
         return kernel
-    ws = _Planner(kernel, target).plan()
+    planner = _Planner(kernel, target)
+    ws = planner.plan()
+    if ws is not None and planner.moved is not None:  # its syncs moved (later_syncs)
+        kernel = replace(kernel, body=tuple(planner.moved if j == ws.loop else s for j, s in enumerate(kernel.body)))
     if ws is None:
         return kernel
     return split_k(kernel, ws, target) or replace(kernel, warp_spec=ws)
@@ -83,6 +87,7 @@ def wgmma_ready(g: ir.Gemm, buffers: dict, threads: int) -> bool:
     """Whether gemm `g` runs on wgmma with both operands in shared memory: its accumulator laid
     out for it, A and B 128-byte swizzled."""
     c = buffers[g.c]
+    threads = owner_threads(c.layout, threads)  # (a product on one warpgroup: one_warpgroup.py)
     if not wgmma_gemm(g, buffers, threads) or c.layout != wgmma_accumulator(c.shape, threads):
         return False
     return all(buffers[x].layout.swizzle_bytes == 128 for x in (g.a, g.b))
@@ -170,6 +175,7 @@ class _Planner:
         self.tensor_maps: list[TensorMapSpec] = []
         self.consumer_sync = False  # (plan: the consumers' loop may meet at a barrier of their own)
         self.paired = False  # (tile_loads: the persistent walk takes tiles in pairs, TileOrder.pairs)
+        self.moved = None  # (plan: the ring's loop with the consumers' syncs moved, later_syncs)
 
     def plan(self) -> WarpSpecialization | None:
         """The one top-level pipelined loop to specialize, if the kernel allows it, and whether
@@ -212,6 +218,9 @@ class _Planner:
         overlap = len(rest) == 1 and isinstance(rest[0], ir.Gemm) and self.uses_wgmma(rest[0])
         start = len(producers) + next(j for j, s in enumerate(loop.body[len(producers):]) if not isinstance(s, ir.Sync)) \
             if rest else len(producers)
+        if meets and any(self._exchanges(x) for x in rest):
+            loop = self.moved = self.later_syncs(loop, start, start + len(rest))
+            rest = list(loop.body[start:start + len(rest)])
         self.loop = loop
         # persistent when the epilogue never waits for the whole block (the producer is still
         # running then); the consumers' tiles before the loop (attention's Q) then come from the
@@ -268,7 +277,8 @@ class _Planner:
             late_copies=() if meets or tile_loads else self.late_copies(consumer_only), tile_loads=tile_loads,
             deferred=deferred, consumer_barrier=CONSUMER_BARRIER if meets else 0,
             kept_syncs=self.kept_syncs(loop.body, start, start + len(rest)) if meets and wg_syncs is None else (),
-            warpgroup_syncs=wg_syncs or (), generic_registers=generic, rolled=overlap, late_loads=late)
+            warpgroup_syncs=wg_syncs or (), generic_registers=generic, rolled=overlap,
+            exchanges=self.exchanges(loop.body, start, start + len(rest)) if meets else (), late_loads=late)
         if tile_loads and deferred is not None:
             ws = replace(ws, tile_done=self.tile_done(tile_loads, loop.body, start, start + len(rest), deferred, after))
         store = self.staged_store(after, i + 1, ws.ring_end) if persistent else None
@@ -653,11 +663,62 @@ class _Planner:
                     kept.append(i)
                     pending = False
                 continue
-            if isinstance(s, ir.Reduce) and self._reduces_through_scratch(s):
-                pending = False
+            if self._meets(s):
+                pending = False  # (an exchange's own scratch write comes before its barrier)
             if self._writes_shared(s):
                 pending = True
         return tuple(kept)
+
+    def later_syncs(self, loop: ir.For, start: int, stop: int) -> ir.For:
+        """`loop` with each of the consumers' syncs that orders no shared write (none since the
+        last barrier, the last iteration's included) moved down to just before the next
+        statement that writes shared memory (where one comes before the next barrier): it still orders the reads
+        above it (the other warpgroups' of the last iteration) before that write, and what it
+        passes runs without waiting (one_warpgroup.py: warpgroup 0's scores and softmax of a
+        page while warpgroup 1 finishes its P @ V of the last)."""
+        body = list(loop.body)
+        pending = False  # a shared write no barrier has followed yet: at the start, the iteration's tail's
+        for s in body[start:stop]:
+            if isinstance(s, ir.Sync) or self._meets(s):
+                pending = False
+            elif self._writes_shared(s):
+                pending = True
+        i = start
+        while i < stop:
+            s = body[i]
+            if isinstance(s, ir.Sync):
+                j = i + 1
+                while not pending and j < stop and not (isinstance(body[j], ir.Sync) or self._meets(body[j])
+                                                        or self._writes_shared(body[j])):
+                    j += 1
+                if j < stop and self._writes_shared(body[j]) and not self._meets(body[j]):
+                    body.insert(j - 1, body.pop(i))
+                    i = j - 1
+                pending = False
+                i += 1
+                continue
+            if self._meets(s):
+                pending = False
+            elif self._writes_shared(s):
+                pending = True
+            i += 1
+        return replace(loop, body=tuple(body))
+
+    def exchanges(self, body: list, start: int, stop: int) -> tuple:
+        """The consumers' exchanging loops (WarpSpecialization.exchanges), each with whether a
+        barrier must follow it: none where one comes before the next shared write."""
+        return tuple((j, not self._barrier_before_write(body[j + 1:stop] + body[start:j + 1]))
+                     for j in range(start, stop) if self._exchanges(body[j]))
+
+    @staticmethod
+    def _exchanges(s) -> bool:
+        """A parallel loop that reads fragments other threads hold through shared memory."""
+        return isinstance(s, ir.Parallel) and bool(s.exchange)
+
+    def _meets(self, s) -> bool:
+        """A statement whose threads meet at a barrier after their shared writes: a reduction
+        through scratch, an exchange."""
+        return (isinstance(s, ir.Reduce) and self._reduces_through_scratch(s)) or self._exchanges(s)
 
     def warpgroup_syncs(self, body: list, start: int, stop: int) -> tuple | None:
         """The syncs among body[start:stop] before a gemm that reads a fragment each consumer
@@ -699,6 +760,8 @@ class _Planner:
 
     def _barrier_before_write(self, stmts) -> bool:
         for s in stmts:
+            if self._exchanges(s):
+                return False  # its scratch is written before its barrier
             if isinstance(s, ir.Sync) or (isinstance(s, ir.Reduce) and self._reduces_through_scratch(s)):
                 return True
             if self._writes_shared(s):
@@ -723,6 +786,8 @@ class _Planner:
             if isinstance(s, ir.Reduce) and not reduces_in_registers(s, self.buffers, self.k.threads):
                 return True
             if isinstance(s, ir.Copy) and self._fragment_into_shared(s):
+                return True
+            if self._exchanges(s):
                 return True
         return False
 
@@ -756,7 +821,11 @@ class _Planner:
                         or src.layout != dst.layout:
                     return False
             elif isinstance(s, ir.Parallel):
-                if s.layout is None or s.exchange:  # an exchange goes through shared memory
+                if s.layout is None:
+                    return False
+                # an exchange goes through shared memory: in the loop, a read-only one at the
+                # consumers' barrier (WarpSpecialization.exchanges)
+                if s.exchange and not (in_loop and self.consumer_sync and not any(w for _, w in s.exchange)):
                     return False
             elif isinstance(s, (ir.Fill, ir.Store)):
                 name = s.buffer if isinstance(s, ir.Fill) else s.name

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ... import ir
 from ...ir.warpspec import CONSUMER_BARRIER, PINGPONG_BARRIER, WARPGROUP_BARRIER
-from ...ir.walk import assigned_scalars
+from ...ir.walk import assigned_scalars, statements
+from ...schedule.reduce_slots import reduces_in_registers
 from ..bulk_reduce import BulkReduceGen
 from ..cnames import c_name, c_type
 from . import stepped
@@ -54,6 +55,24 @@ class WarpSpecEmission(BulkReduceGen):
         if getattr(self, "in_consumer_loop", False):  # the consumers alone
             return f"tl::bar_sync_named({CONSUMER_BARRIER}, {self.k.threads});"
         return super().block_barrier()
+
+    # an exchange among the consumers (WarpSpecialization.exchanges): its scratch after the
+    # ring's barriers, with the reductions'; a barrier before it only where the consumers also
+    # reduce through scratch, after it where the schedule found none before the next write
+    def exchange_base(self) -> int:
+        return self.red_base() if getattr(self, "in_consumer_loop", False) else super().exchange_base()
+
+    def exchange_barrier_before(self) -> bool:
+        if getattr(self, "in_consumer_loop", False):
+            return any(isinstance(x, ir.Reduce) and not reduces_in_registers(x, self.buffers, self.k.threads)
+                       for x in statements(self.ws.pipeline.rest))
+        return super().exchange_barrier_before()
+
+    def exchange_barrier_after(self, p) -> bool:
+        if getattr(self, "in_consumer_loop", False):
+            body = self.ws.pipeline.loop.body
+            return next((after for i, after in self.spec.exchanges if body[i] is p), True)
+        return super().exchange_barrier_after(p)
 
     def stmt_Sync(self, s) -> None:
         if getattr(self, "in_consumer_loop", False):
