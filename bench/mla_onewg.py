@@ -216,7 +216,16 @@ CONSUMERS_EARLY = SCORES + """\
 """
 
 
-def consumers(source: str, prefix: str, early: bool = False) -> str:
+# CONSUMERS with warpgroup 1 syncing at barrier 6 (where warpgroup 0 does, before P's store)
+# rather than arriving at each iteration's top: the kind of barrier the schedule emitted before
+# WarpSpecialization.arrivals (session 25, round 2's onewgsync)
+_ARRIVE = "      if (tl_wg == 1) tl::bar_arrive_named(6, 256);  // its P @ V of the last page is done\n"
+_P_STORED = "      }\n      tl::bar_sync_named(5, 256);  // P and the factors stored\n"
+CONSUMERS_SYNC = CONSUMERS.replace(_ARRIVE, "").replace(
+    _P_STORED, "      } else {\n        tl::bar_sync_named(6, 256);  // both sync at 6\n      }\n" + _P_STORED[8:])
+
+
+def consumers(source: str, prefix: str, early: bool = False, sync: bool = False) -> str:
     """`source` (tlc's mla_decode grid 0 at DK = 576, DV = 512, PAGE = 64, bf16, SPLITS = 1) with
     its consumers' part from `tl::setmaxnreg_inc` to the kernel's end replaced by CONSUMERS (or
     CONSUMERS_EARLY: the factors published at barrier 7 before the exponentials, so that
@@ -225,22 +234,23 @@ def consumers(source: str, prefix: str, early: bool = False) -> str:
     red = re.search(r"tl_smem \+ (\d+) \+ tl_red_phase \* TL_RED_STRIDE", source)
     assert red, "no reduction scratch in the source"
     start = source.index("    tl::setmaxnreg_inc<232>();")
-    body = ((CONSUMERS_EARLY if early else CONSUMERS).replace("RED", red.group(1)).replace("LACC", f"{prefix}_layout_1")
+    body = ((CONSUMERS_EARLY if early else CONSUMERS_SYNC if sync else CONSUMERS).replace("RED", red.group(1)).replace("LACC", f"{prefix}_layout_1")
             .replace("LK", f"{prefix}_layout_3").replace("WG256", f"{prefix}_wgmma_n256_bf16_nmajor"))
     kernel = source.index('extern "C" __global__')
     return source[:kernel] + N64 + source[kernel:start] + body
 
 
-def patch_runtime(kernel_name: str, early_name: str | None = None):
-    """Make the runtime compile `kernel_name`'s grid 0 as the prototype, and `early_name`'s as the
-    early one (this process only)."""
+def patch_runtime(kernel_name: str, early_name: str | None = None, sync_name: str | None = None):
+    """Make the runtime compile `kernel_name`'s grid 0 as the prototype, `early_name`'s as the
+    early one and `sync_name`'s as CONSUMERS_SYNC (this process only)."""
     import tlc.runtime as rt
 
     original = rt.built_source
 
     def built(generated, asserts, generic=False):
         text = original(generated, asserts, generic)
-        if generated.name in (f"{kernel_name}_grid0", f"{early_name}_grid0"):
-            return consumers(text, f"tl_{generated.name}", early=generated.name == f"{early_name}_grid0")
+        if generated.name in (f"{kernel_name}_grid0", f"{early_name}_grid0", f"{sync_name}_grid0"):
+            return consumers(text, f"tl_{generated.name}", early=generated.name == f"{early_name}_grid0",
+                             sync=generated.name == f"{sync_name}_grid0")
         return text
     rt.built_source = built

@@ -33,6 +33,9 @@ onewg (1.067x and 1.089x: its second barrier costs more than the overlapped resc
 - onewg: a hand-written prototype (bench/mla_onewg.py): the scores of a page on one warpgroup,
   m64n64, the softmax without exchanges between the warpgroups, P and the factors published
   through shared memory; the rest is tlc's kernel.  What a schedule pass doing so would gain.
+- onewgsync: onewg with warpgroup 1 syncing at barrier 6 where warpgroup 0 does (before P's
+  store), as the schedule's consumers did before WarpSpecialization.arrivals, rather than
+  arriving there at each iteration's top.
 - onewg2: the same with the factors published before the exponentials (barrier 7): warpgroup 1
   rescales its half of O while warpgroup 0 computes P, and issues its P @ V as soon as P is
   stored, warpgroup 0 rescaling its half under that product.
@@ -80,11 +83,11 @@ def variant(name: str) -> str:
         a, b = text.index(SOFTMAX_FROM), text.index(SOFTMAX_TO)
         text = text[:a] + "            copy(scores, probs)\n" + text[b:]
         return text.replace("acc[i, j] = acc[i, j] / row_sum[i] if row_sum[i] > 0.0 else 0.0", "acc[i, j] = acc[i, j]")
-    if name in ("split", "onewg", "onewg2"):
+    if name in ("split", "onewg", "onewg2", "onewgsync"):
         # P copied into shared memory from a second fragment: the one-warpgroup rule (schedule/
         # one_warpgroup.py) sees no product handed over, and the scores stay split by columns
         text = text.replace(SPLIT_FROM, SPLIT_TO).replace(SCORES_DECL, SCORES_DECL + HELD_DECL)
-    if name in ("onewg", "onewg2"):  # the prototypes' kernels under their own names (bench/mla_onewg.py)
+    if name in ("onewg", "onewg2", "onewgsync"):  # the prototypes' kernels under their own names (bench/mla_onewg.py)
         return text.replace("def mla_decode(", f"def mla_decode_{name}(")
     if name == "split":
         return text
@@ -99,14 +102,15 @@ def main(argv=None):
     ap.add_argument("--rows", default="mla_b64_kv4096_sq1,mla_b132_kv16384_sq1")
     ap.add_argument("--variants", default="std,nosoftmax,qkonly,onewg")
     ap.add_argument("--min-ms", type=float, default=200.0)
+    ap.add_argument("--together", action="store_true", help="every variant in one comparison, the prototypes too")
     args = ap.parse_args(argv)
     import torch
 
     tmp = Path(tempfile.mkdtemp())
     mods = {}
-    if {"onewg", "onewg2"} & set(args.variants.split(",")):
+    if {"onewg", "onewg2", "onewgsync"} & set(args.variants.split(",")):
         from mla_onewg import patch_runtime
-        patch_runtime("mla_decode_onewg", "mla_decode_onewg2")
+        patch_runtime("mla_decode_onewg", "mla_decode_onewg2", "mla_decode_onewgsync")
     for v in args.variants.split(","):
         path = tmp / f"mla_{v}.tl"
         path.write_text(variant(v))
@@ -120,6 +124,8 @@ def main(argv=None):
     proto = [std + ["onewg"]] if "onewg" in mods else []
     proto += [std + [v for v in ("onewg", "onewg2") if v in mods]] if "onewg2" in mods else []
     groups = ([first] if first and first != ["std"] or not proto else []) + proto
+    if args.together:
+        groups = [list(mods)]
     for group in groups:
         for row in rows:
             measure(torch, row, {v: mods[v] for v in group}, args.min_ms)
@@ -167,7 +173,7 @@ def measure(torch, row, mods, min_ms):
     flops = 2.0 * B * SQ * H * SK * (DK + DV)
     for v in mods:
         lse_err = (lses[v] - (lse_hot if v == "hot" else ref_lse)).abs().max().item() \
-            if v in ("std", "split", "hot", "onewg", "onewg2") else 0.0
+            if v in ("std", "split", "hot", "onewg", "onewg2", "onewgsync") else 0.0
         if not verdicts[v].ok or not lse_err <= 1e-3:
             print(f"{row:24} {v:10} {verdicts[v].why or f'WRONG: LSE off by {lse_err:.3g}'}", flush=True)
             continue

@@ -61,8 +61,8 @@ def test_the_variants_keep_the_ring(tmp_path):
         assert grid0.warp_spec is not None, name
 
 
-@pytest.mark.parametrize("early", [False, True])
-def test_the_onewg_prototype_builds_with_one_warpgroups_scores(tmp_path, early):
+@pytest.mark.parametrize("early, sync", [(False, False), (True, False), (False, True)])
+def test_the_onewg_prototype_builds_with_one_warpgroups_scores(tmp_path, early, sync):
     """bench/mla_onewg.py's consumers in tlc's grid 0: nvcc builds them without spills, the
     scores as 36 m64n64 instructions (one warpgroup's), P @ V as tlc's 4 m64n256 a page."""
     import re
@@ -80,7 +80,7 @@ def test_the_onewg_prototype_builds_with_one_warpgroups_scores(tmp_path, early):
     grid0 = schedule_grids(r.program, "mla_decode_onewg", {"DK": 576, "DV": 512, "PAGE": 64, "T": "bf16"},
                            target="sm_90a")[0]
     gen = generate(grid0, "sm_90a", sources=r.sources)
-    sass, log = cubin_sass(mla_onewg.consumers(gen.source, f"tl_{gen.name}", early), "sm_90a", tmp_path, "onewg")
+    sass, log = cubin_sass(mla_onewg.consumers(gen.source, f"tl_{gen.name}", early, sync), "sm_90a", tmp_path, "onewg")
     assert "0 bytes spill stores" in log
     assert len(re.findall(r"HGMMA\.64x64x16\.F32\.BF16", sass)) == 36
     assert len(re.findall(r"HGMMA\.64x256x16\.F32\.BF16", sass)) == 4

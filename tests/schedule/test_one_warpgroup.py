@@ -57,6 +57,9 @@ def test_the_scores_take_one_warpgroup_and_their_statistics_follow():
     ex = [i for i, x in enumerate(loop.body) if isinstance(x, ir.Parallel) and x.exchange]
     assert len(ex) == 1 and loop.body[ex[0]].exchange == (("mx", False),)
     assert k.warp_spec.consumer_barrier and [i for i, _ in k.warp_spec.exchanges] == ex
+    # the kept sync before P's store: warpgroup 1 writes nothing before the exchange, it arrives
+    store = next(i for i, x in enumerate(loop.body) if isinstance(x, ir.Copy) and x.dst.name == "probs")
+    assert k.warp_spec.kept_syncs == (store - 1,) and k.warp_spec.arrivals == ((store - 1, 128),)
 
 
 def test_the_generated_consumers_guard_warpgroup_zeros_statements():
@@ -69,6 +72,7 @@ def test_the_generated_consumers_guard_warpgroup_zeros_statements():
     # mx written by its holders into scratch after the ring's barriers, both warpgroups then read it
     assert "if (threadIdx.x < 128)\n" in body and "tl::exchange_f2s<" in body
     assert "tl::bar_sync_named(5, 256);" in body and "__syncthreads();  // reductions'" not in body
+    assert "if (threadIdx.x < 128) tl::bar_sync_named(8, 256);" in body and "else tl::bar_arrive_named(8, 256);" in body
 
 
 def test_the_layouts_stay_where_the_rule_does_not_hold():

@@ -462,11 +462,14 @@ def test_mla_decode_runs_on_hgmma_without_local_memory(tmp_path):
     registers = [int(r) for r in re.findall(r"Used (\d+) registers", log)]
     assert max(registers) <= 232, log
     # the page loop is a TMA ring (a producer warpgroup: UTMALDG, no cp.async) whose consumers
-    # meet at their own named barrier, twice a page: before warpgroup 0 stores P (the last
-    # page's reads of it and of the factors are done), and after it stored P and the rescale
-    # factors (the exchange's); the row max and sum by shuffles in warpgroup 0, no scratch
+    # meet at their own named barriers, twice a page: before warpgroup 0 stores P (the last
+    # page's reads of it and of the factors are done: warpgroup 1, which writes neither, only
+    # arrives), and after it stored P and the rescale factors (the exchange's); the row max and
+    # sum by shuffles in warpgroup 0, no scratch
     assert "ATOMS" not in body and "LDGSTS" not in body and "UTMALDG" in body
-    assert len(re.findall(r"\bBAR\.SYNC\.DEFER_BLOCKING 0x5, 0x100", body)) == 2
+    assert len(re.findall(r"\bBAR\.SYNC\.DEFER_BLOCKING 0x5, 0x100", body)) == 1
+    assert len(re.findall(r"\bBAR\.SYNC\.DEFER_BLOCKING 0x8, 0x100", body)) == 1
+    assert len(re.findall(r"\bBAR\.ARV 0x8, 0x100", body)) == 1
     assert "tl::reduce_parts_to_scratch<" not in source and source.count("tl::exchange_f2s<tl_mla_decode_grid0_") == 2
     # the operands' descriptors made once a gemm, each step a constant added in uniform
     # registers: Q.K^T's HGMMAs a few instructions apart (13 when each was built from a pointer)

@@ -5,7 +5,7 @@ warpgroup's (schedule/one_warpgroup.py): an m64n64 product on warpgroup 0, its r
 in registers, P stored into shared memory and the rescale factors exchanged for P @ V, which
 both warpgroups make on their halves of O.  Two barriers a page: the kept sync, moved down to
 just before P's store (it orders the last page's reads of P and of the factors before this
-page's writes), and the exchange's (after P and the factors are stored, before both read
+page's writes; warpgroup 1, which writes neither, only arrives there), and the exchange's (after P and the factors are stored, before both read
 them).  The interpreter runs the ring as recorded, and O and the LSE match NumPy's."""
 from __future__ import annotations
 
@@ -50,6 +50,8 @@ def test_the_page_loop_runs_on_the_ring(program, B, SQ, H, DK, DV, lengths, page
     # the consumers meet at their own barrier: the sync kept just before P's store, the one
     # before P @ V left out (the exchange's barrier orders P's stores before it)
     assert ws.consumer_barrier and len(syncs) == 2 and ws.kept_syncs == (store - 1,) == (syncs[0],)
+    # warpgroup 1 writes nothing before the exchange's barrier: it only arrives at the kept sync
+    assert ws.arrivals == ((store - 1, 128),)
     assert isinstance(loop.body[syncs[1] + 1], ir.Gemm) and loop.body[syncs[1] + 1].a == "probs"
     rescale = next(i for i, s in enumerate(loop.body) if isinstance(s, ir.Parallel) and s.exchange)
     assert ws.exchanges == ((rescale, False),) and loop.body[rescale].exchange == (("rescale", False),)

@@ -18,7 +18,7 @@ from ..ir.nodes import DimExpr
 from ..schedule.layout import (Blocked, MmaAccumulator, Replicated, held_whole, parallel_layout, register_in_loop,
                                uniform_register)
 from ..schedule import gather_rows
-from ..schedule.one_warpgroup import owner_threads
+from ..schedule.one_warpgroup import owner_threads, statement_threads
 from ..schedule.operand_layout import mma_register_a_layouts
 from ..schedule.smem import SharedLayout
 from ..schedule.tensor_cores import tensor_core_op
@@ -243,14 +243,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         """The threads that run statement `s`: where it computes on fragments of one warpgroup
         alone (one_warpgroup.py), their holders; else the block's.  A loop that exchanges such
         fragments runs in its own layout's threads, the exchange's writes guarded apart."""
-        if isinstance(s, ir.Parallel):
-            return owner_threads(parallel_layout(s, self.k), self.k.threads)
-        if not isinstance(s, (ir.Fill, ir.Gemm, ir.Reduce, ir.Copy)):
-            return self.k.threads
-        names = {s.buffer} if isinstance(s, ir.Fill) else {s.a, s.b, s.c} if isinstance(s, ir.Gemm) else \
-            {s.src, s.dst} if isinstance(s, ir.Reduce) else {s.src.name, s.dst.name}
-        frags = [self.buffers[n] for n in names if n in self.buffers and self.buffers[n].scope == "fragment"]
-        return min((owner_threads(b.layout, self.k.threads) for b in frags), default=self.k.threads)
+        return statement_threads(s, self.k, self.buffers)
 
     def stmt_wrapped(self, s, method) -> bool:
         """Whether the target emitted `s` (by calling `method` inside C of its own)."""

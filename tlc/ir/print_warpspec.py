@@ -49,6 +49,9 @@ def header_lines(k: Kernel) -> list[str]:
         out.append(f"  consumers meet at named barrier {ws.consumer_barrier} ({T} threads): their reductions through "
                    f"shared scratch and their copies into shared memory, before what reads them; the loop's syncs "
                    f"kept as it: statements {', '.join(map(str, ws.kept_syncs)) or 'none'}")
+        for i, w in ws.arrivals:
+            out.append(f"  arrivals: at statement {i} threads {w}..{T - 1} only arrive (named barrier 8: they write no "
+                       f"shared memory before the next barrier), threads 0..{w - 1} wait")
         for i, after in ws.exchanges:
             names = ", ".join(n for n, _ in k.body[ws.loop].body[i].exchange)
             out.append(f"  exchange: statement {i} reads {names} through scratch after the ring's barriers, its holders' "

@@ -213,6 +213,10 @@ PINGPONG_BARRIER = 3  # the named barriers of the turns: 3 and 4 (1 and 2 are th
 CONSUMER_BARRIER = 5
 # a consumer warpgroup's own barrier (WarpSpecialization.warpgroup_syncs): 6 + its index
 WARPGROUP_BARRIER = 6
+# the consumers' barrier at which some of them only arrive (WarpSpecialization.arrivals): not
+# CONSUMER_BARRIER, since a thread arriving there and then syncing at that barrier's next use
+# would count twice towards one phase
+HANDOVER_BARRIER = 8
 
 
 @dataclass(frozen=True)
@@ -269,6 +273,12 @@ class WarpSpecialization(Node):
     # (False: one the consumers keep comes before the next shared write, the next iteration's
     # included, so the scratch is read before it is written again)
     exchanges: tuple[tuple[int, bool], ...] = ()
+    # with consumer_barrier: kept syncs (indices) that order only reads before them (no shared
+    # write since the last barrier, the last iteration's included), each with the consumer
+    # threads below which some write shared memory after it before the next barrier: those
+    # wait at named barrier HANDOVER_BARRIER, the threads from there up only arrive and go on
+    # (one_warpgroup.py's warpgroup 1, which reads P and the factors and writes neither)
+    arrivals: tuple[tuple[int, int], ...] = ()
     # (producer, consumer) setmaxnreg of the generic build (compiled without TL_TMA_FLAGS's bit 0:
     # a launch whose maps the host could not encode, the C launcher's), where it differs from
     # producer_registers and consumer_registers, the build whose maps all encode: an im2col load's
@@ -373,6 +383,8 @@ def warp_spec_problem(kernel) -> str | None:
         return f"the tile loads {sorted(tiled)} are not copies among the consumers' statements of a persistent kernel"
     if any(not (ws.consumer[0] <= i < ws.consumer[1]) or not isinstance(body[i], Sync) for i in ws.warpgroup_syncs):
         return f"the warpgroups' own syncs {list(ws.warpgroup_syncs)} are not syncs among the consumers' statements"
+    if any(i not in ws.kept_syncs or not 0 < w < kernel.threads for i, w in ws.arrivals):
+        return f"the consumers' arrivals {list(ws.arrivals)} are not kept syncs with a part of the consumers waiting"
     if any(not (start <= i < stop) or not isinstance(body[i], Parallel) or not body[i].exchange for i, _ in ws.exchanges):
         return f"the consumers' exchanges {[i for i, _ in ws.exchanges]} are not exchanging parallel loops among their statements"
     if not set(ws.late_copies) <= set(ws.consumer_only) or not all(isinstance(kernel.body[i], Copy) for i in ws.late_copies):

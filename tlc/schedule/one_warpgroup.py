@@ -68,3 +68,25 @@ def single_products(stmts, buffers: dict, threads: int) -> set:
                          and buffers[h.c].shape[1] // groups >= SPLIT_MIN_COLUMNS for h in users):
             out.add(g.c)
     return out
+
+
+def statement_threads(s, kernel, buffers: dict) -> int:
+    """The leading block threads that run statement `s` (the code generator guards it to them):
+    where it computes on fragments of one warpgroup alone, their holders; else the block's.  A
+    parallel loop runs in its layout's threads (one that exchanges such fragments in its own,
+    their holders writing the exchange apart: `exchange_writers`)."""
+    from .layout import parallel_layout
+    threads = kernel.threads
+    if isinstance(s, ir.Parallel):
+        return owner_threads(parallel_layout(s, kernel), threads)
+    if not isinstance(s, (ir.Fill, ir.Gemm, ir.Reduce, ir.Copy)):
+        return threads
+    names = {s.buffer} if isinstance(s, ir.Fill) else {s.a, s.b, s.c} if isinstance(s, ir.Gemm) else \
+        {s.src, s.dst} if isinstance(s, ir.Reduce) else {s.src.name, s.dst.name}
+    frags = [buffers[n] for n in names if n in buffers and buffers[n].scope == "fragment"]
+    return min((owner_threads(b.layout, threads) for b in frags), default=threads)
+
+
+def exchange_writers(p: ir.Parallel, buffers: dict, threads: int) -> int:
+    """The leading block threads that write a parallel loop's exchanged fragments into scratch."""
+    return max((owner_threads(buffers[n].layout, threads) for n, _ in p.exchange), default=threads)

@@ -19,7 +19,7 @@ from ..ir.walk import assigned_scalars, loads, statement_exprs, statements, vari
 from ..ir.warpspec import (CONSUMER_BARRIER, BulkReduce, DeferredGemm, Im2colWindow, StagedStore, ViewDims, StageLoad, TensorMapSpec, TileOrder,
                            WarpSpecialization)
 from .layout import MmaAccumulator, wgmma_accumulator, wgmma_gemm
-from .one_warpgroup import owner_threads
+from .one_warpgroup import exchange_writers, owner_threads, statement_threads
 from .operand_layout import register_a_layouts, wgmma_register_a
 from .reduce_slots import reduces_in_registers
 
@@ -279,6 +279,8 @@ class _Planner:
             kept_syncs=self.kept_syncs(loop.body, start, start + len(rest)) if meets and wg_syncs is None else (),
             warpgroup_syncs=wg_syncs or (), generic_registers=generic, rolled=overlap,
             exchanges=self.exchanges(loop.body, start, start + len(rest)) if meets else (), late_loads=late)
+        if ws.kept_syncs:
+            ws = replace(ws, arrivals=self.arrivals(loop.body, start, start + len(rest), ws.kept_syncs))
         if tile_loads and deferred is not None:
             ws = replace(ws, tile_done=self.tile_done(tile_loads, loop.body, start, start + len(rest), deferred, after))
         store = self.staged_store(after, i + 1, ws.ring_end) if persistent else None
@@ -703,6 +705,41 @@ class _Planner:
                 pending = True
             i += 1
         return replace(loop, body=tuple(body))
+
+    def arrivals(self, body: list, start: int, stop: int, kept: tuple) -> tuple:
+        """The kept syncs that order only reads before them (WarpSpecialization.arrivals), each
+        with the threads below which the shared writes after it, up to the next barrier, are
+        made (one_warpgroup.statement_threads; an exchange's writes its holders'), where that
+        is less than the consumers'."""
+        buffers = self.buffers
+        pending = False  # a shared write no barrier has followed yet (the iteration's tail's at the start)
+        for j in range(start, stop):
+            if isinstance(body[j], ir.Sync) and j in kept or self._meets(body[j]):
+                pending = False
+            elif self._writes_shared(body[j]):
+                pending = True
+        out = []
+        for i in range(start, stop):
+            s = body[i]
+            if isinstance(s, ir.Sync) and i in kept and not pending:
+                writers = 0
+                for x in body[i + 1:stop]:
+                    if isinstance(x, ir.Sync):
+                        break
+                    if self._exchanges(x):
+                        writers = max(writers, exchange_writers(x, buffers, self.k.threads))
+                        break
+                    if self._writes_shared(x) or self._meets(x):
+                        writers = max(writers, statement_threads(x, self.k, buffers))
+                    if self._meets(x):
+                        break
+                if 0 < writers < self.k.threads:
+                    out.append((i, writers))
+            if isinstance(s, ir.Sync) and i in kept or self._meets(s):
+                pending = False
+            elif self._writes_shared(s):
+                pending = True
+        return tuple(out)
 
     def exchanges(self, body: list, start: int, stop: int) -> tuple:
         """The consumers' exchanging loops (WarpSpecialization.exchanges), each with whether a

@@ -5,7 +5,7 @@ persistent kernel.  Every number comes from the kernel's `ir.WarpSpecialization`
 from __future__ import annotations
 
 from ... import ir
-from ...ir.warpspec import CONSUMER_BARRIER, PINGPONG_BARRIER, WARPGROUP_BARRIER
+from ...ir.warpspec import CONSUMER_BARRIER, HANDOVER_BARRIER, PINGPONG_BARRIER, WARPGROUP_BARRIER
 from ...ir.walk import assigned_scalars, statements
 from ...schedule.reduce_slots import reduces_in_registers
 from ..bulk_reduce import BulkReduceGen
@@ -80,6 +80,12 @@ class WarpSpecEmission(BulkReduceGen):
             if any(body[i] is s for i in self.spec.warpgroup_syncs):
                 # this warpgroup's shared writes before its own wgmma reads them
                 self.emit(f"tl::bar_sync_named({WARPGROUP_BARRIER} + threadIdx.x / 128, 128);  // sync: this warpgroup alone")
+                return
+            w = next((w for i, w in self.spec.arrivals if body[i] is s), None)
+            if w is not None:  # the threads from w up write nothing before the next barrier: they arrive
+                self.emit(f"if (threadIdx.x < {w}) tl::bar_sync_named({HANDOVER_BARRIER}, {self.k.threads});  // sync: "
+                          f"the consumers alone, threads {w}.. only arrive")
+                self.emit(f"else tl::bar_arrive_named({HANDOVER_BARRIER}, {self.k.threads});")
                 return
             if self.spec.consumer_barrier and any(body[i] is s for i in self.spec.kept_syncs):
                 # the consumers' shared writes before their reads
