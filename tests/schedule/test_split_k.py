@@ -22,6 +22,7 @@ from tlc.schedule.split_k import FIXUP_BYTES, MIN_STEPS, SPLIT_MAX, WAVE, max_pa
 ROOT = Path(__file__).resolve().parents[2]
 GEMM = str(ROOT / "examples" / "gemm.tl")
 STD = str(ROOT / "stdlib" / "gemm.tl")
+CONV = str(ROOT / "stdlib" / "conv.tl")
 SMALL = {"BM": 64, "BN": 64, "BK": 64, "THREADS": 128}
 
 
@@ -93,11 +94,40 @@ def test_the_ir_takes_k_in_parts_along_the_grids_z():
     assert "# note: split-K" not in text  # (the warp specialization's lines say it)
 
 
-@pytest.mark.parametrize("path, name", [(STD, "matmul_batched"), (STD, "matmul_splitk"),
-                                        (str(ROOT / "stdlib" / "conv.tl"), "conv2d")])
-def test_grids_of_three_dimensions_and_gathered_loads_are_not_split(path, name):
-    ws = _kernel(path, name, {"C": 64, "K": 3} if name == "conv2d" else None).warp_spec  # conv2d compiles C, K in
+@pytest.mark.parametrize("path, name", [(STD, "matmul_batched"), (STD, "matmul_splitk"), (CONV, "conv2d")])
+def test_grids_of_three_dimensions_and_a_split_that_loses_the_im2col_ring_are_not_split(path, name):
+    ws = _kernel(path, name).warp_spec
     assert ws is not None and ws.split_k is None
+    if name == "conv2d":  # kh = (kpart * kchunk + k) // (K * CB) is no im2col box: the ring keeps its own
+        assert ws.loads[0].im2col is not None and ws.tile_order.cluster == 2
+
+
+def _bwd_weight(N, H, W, C, F, K, S, P, seed=0):
+    """std.conv's conv2d_bwd_weight at config.json's sm_90a constants (SPLIT 1, 64 x 64), each
+    grid scheduled for sm_90a and run on the interpreter: (dw, the NumPy reference, the grids)."""
+    sys.path.insert(0, str(ROOT / "tests" / "stdlib"))
+    import conv_kit as ck
+    kern = tlc.load(CONV, target="cpu").kernels["conv2d_bwd_weight"]
+    consts = {"SPLIT": 1, "BM": 64, "BN": 64, "THREADS": 128, "stages": 4, "S": S, "P": P}
+    grids = kern.scheduled_grids(consts, "sm_90a")
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((N, H, W, C)).astype(np.float16)
+    dy = rng.standard_normal((N, ck.out_size(H, K, S, P), ck.out_size(W, K, S, P), F)).astype(np.float16)
+    dw = np.full((F, K, K, C), np.nan, np.float16)
+    values = kern.with_workspaces({"dy": dy, "x": x, "dw": dw}, grids[0], on_gpu=False)
+    for g in grids:
+        run_kernel(g, values)
+    return dw, ck.conv2d_bwd_weight(dy, x, K, S, P, 1), grids
+
+
+def test_conv2d_bwd_weight_at_split_1_is_split_by_the_compiler_and_matches_numpy():
+    dw, want, grids = _bwd_weight(16, 9, 9, 64, 64, 3, 1, 1)
+    ws = grids[0].warp_spec
+    assert ws.split_k is not None and [x.im2col is not None for x in ws.loads] == [True, True]
+    assert "grid (bx) in (min(0, 1) * " in print_kernel(grids[1])  # the second grid: no blocks
+    # 9 tiles, cdiv(16 * 81, 64) = 21 steps: 5 parts, the last part's loop stops at K
+    assert parts_value(9, 21, max_parts(64, 64)) == 5 and "min(kchunk, " in print_kernel(grids[0])
+    assert np.abs(dw.astype(np.float32) - want).max() < 2e-3 * np.abs(want).max()
 
 
 def test_the_sm80_path_is_not_split():

@@ -24,7 +24,8 @@ and runs the kernel's epilogue on the sum.  The walk takes the parts of K as its
 dimension, so that the parts a tile's last part waits for come before it in every block's
 order: with every block resident (a persistent launch) no wait can hang.
 
-Applies to a kernel of one grid of two dimensions whose top-level pipelined loop the warp
+Applies to a grid of two dimensions (one of a kernel's several grids too: std.conv's
+conv2d_bwd_weight with SPLIT = 1, whose second grid is then empty) whose top-level pipelined loop the warp
 specialization makes a persistent ring, whose loop length every tile shares (sizes and
 scalars set from them), whose consumers only accumulate into one f32 fragment cleared before
 the loop, and whose loads the TMA makes: tiles, and row gathers its im2col mode loads (an
@@ -114,7 +115,7 @@ def candidate(kernel: ir.Kernel, ws) -> str | None:
     fixed, _ = fixed_names(kernel, ws.loop)
     if ws is None or ws.tile_order is None or ws.tile_order.pairs or ws.tile_loads or ws.consumer_only:
         return None
-    if len(kernel.grid) != 2 or kernel.grid_of or kernel.workspaces or kernel.persistent_walk:
+    if len(kernel.grid) != 2 or kernel.persistent_walk:
         return None
     if any(x.gather or x.flat for x in ws.loads) or ws.deferred is not None or ws.reduces:
         return None
