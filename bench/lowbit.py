@@ -344,8 +344,19 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       ("w4a16 BK=256 split-K 2 stages=2", "matmul_w4a16_splitk", {"BK": 256, "stages": 2}, 2),
                       ("w4a16 BK=512 split-K 2 stages=2 reduce RN=64", "matmul_w4a16_splitk",
                        {"BK": 512, "stages": 2, "reduce": {"RN": 64, "THREADS": 128}}, 2),
+                      # session 25: a deeper ring at M = 1 that keeps 512 blocks in one wave (4-6
+                      # blocks an SM: 46 / 36 KB), and 2 parts on 3 stages (256 blocks, 86 KB)
+                      ("w4a16 BM=8 BK=256 split-K 4 stages=3", "matmul_w4a16_splitk",
+                       {"m": (1,), "BM": 8, "BK": 256, "stages": 3}, 4),
+                      ("w4a16 BM=8 BK=128 split-K 4 stages=4", "matmul_w4a16_splitk",
+                       {"m": (1,), "BM": 8, "BK": 128, "stages": 4}, 4),
+                      ("w4a16 BM=8 BK=512 split-K 2 stages=3", "matmul_w4a16_splitk",
+                       {"m": (1,), "BM": 8, "BK": 512, "stages": 3}, 2),
                       # "path:kernel": a variant in a bench .tl file (its header says what it tries)
-                      ("w4a16 gemv half2", "bench/w4a16_gemv_half2.tl:w4a16_gemv_half2", {}, 0)]
+                      ("w4a16 gemv half2", "bench/w4a16_gemv_half2.tl:w4a16_gemv_half2", {}, 0),
+                      # session 25: K steps of 64 words on 6 stages (29.0 us at M = 1 against the default's
+                      # 24.9, bench/results/w4a16_chunked-h200-twentyfifth.txt)
+                      ("w4a16 gemv BKW=64 stages=6", "matmul_w4a16_gemv", {"BKW": 64, "stages": 6}, 0)]
 # BM = 256: each dequantized weight used by twice the rows (the dequantization costs per weight,
 # the products per row); "dequantize_w4a16": the whole weight dequantized once into an f16
 # buffer, then matmul_nt
@@ -422,9 +433,10 @@ def w4a16_rows(torch, copy_gbs: float, min_ms: float, only=None, sizes=None) -> 
         contenders = {}
         variants = W4_DECODE_VARIANTS if M < W4_PREFILL_M else [(*v, 0) for v in W4_PREFILL_VARIANTS]
         for label, kernel, consts, parts in variants:
-            if only is not None and label not in only or "_gemv" in kernel and M > 1:
+            if only is not None and label not in only or "_gemv" in kernel and M > 1 or M not in consts.get("m", (M,)):
                 continue
             C = torch.empty(M, N, dtype=torch.float16, device="cuda")
+            consts = {k: v for k, v in consts.items() if k != "m"}  # "m": the Ms it runs at (all by default)
             if ":" in kernel:
                 path, name = kernel.split(":")
                 run = _bound(lambda path=path, name=name, C=C, consts=consts: getattr(
