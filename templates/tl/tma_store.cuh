@@ -96,6 +96,9 @@ __device__ __forceinline__ void tma_store_tile(const TensorMap* map, const U* st
 
 // The issuing thread's stores have read their shared memory (the buffer may be written again).
 __device__ __forceinline__ void tma_store_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+// ... but the last N bulk groups (a staging buffer of two: the other one's add may still read).
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory"); }
 // ... and have completed (before the block exits).
 __device__ __forceinline__ void tma_store_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 // Where `on`: this thread's bulk adds (ir.BulkReduce) have completed, then its turn is counted

@@ -1,7 +1,8 @@
 """A tile's atomic add by the TMA's bulk reduction (tlc/codegen/bulk_reduce.py), in attention's
 one-grid backward (bench/attention_bwd_fused.tl: the step's dQ partial into an f32 workspace):
-where the launch encoded the map, the issuing thread waits until the last add has read the
-staging buffer before the consumers' last kept meeting before the add, they stage the
+where the launch encoded the map, the issuing thread waits until the last add of this step's
+staging buffer (of two the steps take in turn) has read it before the consumers' last kept
+meeting before the add, they stage the
 accumulator, fence it for the TMA, (in turns: that thread waits for the turn,) meet, and one
 thread adds it (4 boxes of 64 x 32 f32, one bulk group); else the per-thread reds and the
 block's meetings around their turn.  The turn of an ordered add is counted once the bulk group
@@ -36,18 +37,20 @@ def test_the_consumers_stage_the_tile_and_one_thread_adds_it(det):
             "tl::floordiv<int>(it, nq)) < H && qb >= 0 && qb < S) tl::turn_wait_from(&turns[((static_cast<long long>(b) * H + "
             "((hk * G) + tl::floordiv<int>(it, nq))) * S + qb)], turn, tl_turn_seen);  // the turn, before the meeting that "
             "ends the staging"] if det else []
-    steps = ["float* tl_stage_r = reinterpret_cast<float*>(tl_smem + 149504);",
+    steps = ["float* tl_stage_r = reinterpret_cast<float*>(tl_smem + 149504 + (tl_it & 1) * 32768);  // this step's of "
+             "two buffers",
              "tl::copy_f2s_staged<tl_flash_bwd_fused_grid1_layout_1, float, float, 64, 128>(tl_stage_r, dq);",
              "tl::fence_proxy_async();  // written by plain stores, read next by the TMA", *turn,
              "tl::bar_sync_named(5, 256);",
              "if (threadIdx.x == 0) tl::tma_store_tile<float, 64, 128, 64, 4, true>(&tl_map4, tl_stage_r, 0, 0, "
              "(qb * 64), {b, ((hk * G) + tl::floordiv<int>(it, nq))});"]
     assert [line.strip() for line in text.splitlines()[1:] if line.strip()] == steps
-    # the last add has read the buffer before the consumers' last kept meeting before it (dS's,
-    # before dQ's product), so no meeting of its own
-    read = grid.index("if (threadIdx.x == 0) tl::tma_store_wait_read();  // the last bulk add has read its buffer\n"
-                      "        tl::bar_sync_named(5, 256);  // sync: the consumers alone\n")
-    assert read < grid.index("(ds_s, k_tile, dq);") < start and grid.count("tma_store_wait_read") == 1
+    # the last add of this step's buffer (of two: all but the last step's) has read it before
+    # the consumers' last kept meeting before the add (dS's, before dQ's product): no meeting of
+    # its own
+    read = grid.index("if (threadIdx.x == 0) tl::bulk_wait_read<1>();  // the last bulk add of this step's buffer has "
+                      "read it\n        tl::bar_sync_named(5, 256);  // sync: the consumers alone\n")
+    assert read < grid.index("(ds_s, k_tile, dq);") < start and grid.count("bulk_wait_read<") == 1
     # without the map: the reds as before, the block meeting around their turn
     assert "tl::red_add_pair(&dq_acc[" in grid[start:]
     assert grid.count("turn_done") == (2 if det else 0)

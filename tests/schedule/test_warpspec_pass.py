@@ -191,23 +191,25 @@ def _grid1(arch: str = "sm_90a", **constants) -> ir.Kernel:
     return tlc.load(str(FUSED_BWD), target="cpu").kernels["flash_bwd_fused"].scheduled_grids({"D": 128, **constants}, arch)[1]
 
 
-@pytest.mark.parametrize("det", [False, True])
-def test_a_tile_add_in_the_consumers_loop_goes_by_the_tmas_bulk_reduction(det):
+@pytest.mark.parametrize("det,stages", [(False, 2), (True, 2), (False, 3)])
+def test_a_tile_add_in_the_consumers_loop_goes_by_the_tmas_bulk_reduction(det, stages):
     """attention's one-grid backward: the step's dQ partial (a 64 x 128 f32 wgmma accumulator
     of two warpgroups side by side) added into the f32 workspace: staged in 32 KB after the
-    ring's barriers (1024-aligned), through a map of dq_acc whose box is 64 rows by one
-    128-byte segment, a map of the stores' kind (tl_tma's bit 1)."""
-    k = _grid1(DETERMINISTIC=det)
+    ring's barriers (1024-aligned), two such buffers the steps take in turn where they fit (a
+    2-deep ring, 215 KB; not beside a 3-deep one, 247 KB), through a map of dq_acc whose box is
+    64 rows by one 128-byte segment, a map of the stores' kind (tl_tma's bit 1)."""
+    k = _grid1(DETERMINISTIC=det, KV_STAGES=stages)
     ws = k.warp_spec
-    index = 21 if det else 18
-    assert ws.reduces == (ir.BulkReduce(index=index, tensor_map=4, offset=149504, nbytes=32768),)
-    assert ws.ring_end <= 149504 and ws.staging_end == 149504 + 32768
+    index, offset, buffers = 21 if det else 18, 149504 if stages == 2 else 182272, 2 if stages == 2 else 1
+    assert ws.reduces == (ir.BulkReduce(index=index, tensor_map=4, offset=offset, nbytes=32768 * buffers, buffers=buffers),)
+    assert ws.ring_end <= offset and ws.staging_end == offset + 32768 * buffers
     m = ws.tensor_maps[4]
     assert (m.param, m.box_rows, m.box_cols, m.store, m.swizzle) == ("dq_acc", 64, 32, True, True)
     text = ir.print_kernel(k)
-    assert (f"    bulk reduce: statement {index}'s atomic_add of dq staged @149504 (32768 bytes), added into dq_acc by "
-            "one thread through #4 (cp.reduce.async.bulk.tensor .add), the buffer rewritten once the add has read it"
-            + ("; its turn counted once the add is complete" if det else "") + "\n") in text
+    two = ", two buffers the steps take in turn" if buffers == 2 else ""
+    assert (f"    bulk reduce: statement {index}'s atomic_add of dq staged @{offset} ({32768 * buffers} bytes{two}), added "
+            "into dq_acc by one thread through #4 (cp.reduce.async.bulk.tensor .add), the buffer rewritten once the add has "
+            "read it" + ("; its turn counted once the add is complete" if det else "") + "\n") in text
     assert "    # consumers: staged in shared memory, added by the TMA's bulk reduction (map #4)\n    for atomic_add_i" in text
 
 

@@ -12,9 +12,11 @@ it for the async proxy and meet again; then that one thread adds the buffer into
 segment, one bulk group), rows outside the tensor left out by the TMA.  An ordered add's turn
 (`order=`) is waited for by that thread before the meeting that ends the staging, and counted
 by it once its bulk group is complete: the block's two meetings around the reds' turn are left
-out.  Without the map, the loop's per-thread reds (atomic_pairs.py) and the block's meetings
-around the turn as before.  (The spin and the add in one block of thread 0 spilled 56-80 bytes
-of the consumers' registers, ptxas sm_90a, D=128.)
+out (the spin and the add in one block of thread 0 spilled 56-80 bytes of the consumers'
+registers, ptxas sm_90a, D=128).  Without the map, the loop's per-thread reds (atomic_pairs.py)
+and the block's meetings around the turn as before.  Where the schedule gave the add two
+buffers (`BulkReduce.buffers`), step `tl_it` stages into buffer `tl_it & 1` and its wait lets
+the last step's add still read the other (`bulk_wait_read<1>`: one bulk group a step).
 
 FlashAttention 3's dQ: a step's 64 x 128 f32 partial from shared memory by a few instructions of
 one thread, where the reds took one 8-byte red a thread a register pair (8.6 GB of red traffic a
@@ -50,9 +52,13 @@ class BulkReduceGen:
         e = self.emit
         e("if (tl_tma & 2) {  // the tile's add through shared memory: the TMA's bulk reduction (codegen/bulk_reduce.py)")
         self.indent += 1
-        e(f"float* tl_stage_r = reinterpret_cast<float*>(tl_smem + {x.offset});")
+        if x.buffers == 2:
+            e(f"float* tl_stage_r = reinterpret_cast<float*>(tl_smem + {x.offset} + (tl_it & 1) * {x.nbytes // 2});"
+              "  // this step's of two buffers")
+        else:
+            e(f"float* tl_stage_r = reinterpret_cast<float*>(tl_smem + {x.offset});")
         if self.read_sync(x) is None:
-            e("if (threadIdx.x == 0) tl::tma_store_wait_read();  // the last add has read the buffer")
+            e(f"if (threadIdx.x == 0) {self._wait_read(x)}  // the last add of this buffer has read it")
             e(self.block_barrier())
         e(f"tl::copy_f2s_staged<{self.fragment(frag.name).c_layout}, float, float, {rows}, {cols}>(tl_stage_r, "
           f"{c_name(frag.name)});")
@@ -84,8 +90,15 @@ class BulkReduceGen:
         """Before kept sync `s` of the consumers' loop: where it is an add's `read_sync`, the
         issuing thread's wait for the last add to have read the staging buffer."""
         body = self.k.body[self.spec.loop].body
-        if any(self.read_sync(x) is not None and body[self.read_sync(x)] is s for x in self.spec.reduces):
-            self.emit("if (threadIdx.x == 0) tl::tma_store_wait_read();  // the last bulk add has read its buffer")
+        for x in self.spec.reduces:
+            if self.read_sync(x) is not None and body[self.read_sync(x)] is s:
+                self.emit(f"if (threadIdx.x == 0) {self._wait_read(x)}  // the last bulk add of this step's buffer has read it")
+
+    @staticmethod
+    def _wait_read(x: BulkReduce) -> str:
+        """The issuing thread's wait until the buffer this step stages into is read: every add
+        of one buffer, all but the last step's of two (one bulk group a step)."""
+        return "tl::bulk_wait_read<1>();" if x.buffers == 2 else "tl::tma_store_wait_read();"
 
     def bulk_of_turn(self, s) -> BulkReduce | None:
         """The bulk add that turn statement `s` (a turn_wait right before it, a turn_done right

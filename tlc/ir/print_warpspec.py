@@ -98,7 +98,8 @@ def header_lines(k: Kernel) -> list[str]:
     body = k.body[ws.loop].body
     for x in ws.reduces:
         a = body[x.index].body[0]
-        out.append(f"  bulk reduce: statement {x.index}'s atomic_add of {a.value.name} staged @{x.offset} ({x.nbytes} bytes), "
+        two = ", two buffers the steps take in turn" if x.buffers == 2 else ""
+        out.append(f"  bulk reduce: statement {x.index}'s atomic_add of {a.value.name} staged @{x.offset} ({x.nbytes} bytes{two}), "
                    f"added into {a.name} by one thread through #{x.tensor_map} (cp.reduce.async.bulk.tensor .add), "
                    f"the buffer rewritten once the add has read it{'; its turn counted once the add is complete' if _has_turns(body) else ''}")
     return out

@@ -148,12 +148,14 @@ class BulkReduce(Node):
     rows by one 128-byte column segment at a time, in one bulk group.  The buffer is written
     again once that group has read it; where the add takes a turn (`order=`), the turn is
     counted once the group is complete.  FlashAttention 3's dQ: the same bytes as per-thread
-    reds, a few instructions of one thread."""
+    reds, a few instructions of one thread.  With `buffers` 2 (`nbytes` holding both) iteration
+    `it` stages into buffer `it % 2`, so that one add may still be reading the other."""
 
     index: int
     tensor_map: int
     offset: int
     nbytes: int
+    buffers: int = 1
 
 
 @dataclass(frozen=True)

@@ -602,6 +602,10 @@ class _Planner:
             self.tensor_maps.append(TensorMapSpec(t.name, t.dtype, tuple(t.shape), rows, 32, store=True))
             out.append(BulkReduce(j, len(self.tensor_maps) - 1, offset, nbytes))
             end = offset + nbytes
+        # one add a step: where a second buffer fits, the steps take the two in turn, so that a
+        # step's staging need not wait for the last step's add to have read its buffer
+        if len(out) == 1 and out[0].offset + 2 * out[0].nbytes <= self.target.smem_per_block:
+            out = [replace(out[0], nbytes=2 * out[0].nbytes, buffers=2)]
         return tuple(out)
 
     def cluster_size(self, persistent: bool, loads) -> int:
