@@ -90,6 +90,22 @@ def test_conv2d_flat(mod, case, tiles):
     assert ck.rel_err(y, want) < 2e-3
 
 
+
+# FLAT's staged path (the K input rows of a tile in shared memory, the whole im2col tile built
+# from them): output rows longer than a tile (35 pixels of 32-pixel tiles), 3 blocks walking
+# every tile, and a channel count whose staged buffers do not fit (the im2col fallback)
+@pytest.mark.parametrize("case", [(2, 9, 70, 16, 16, 3, 2, 1, 1), (1, 15, 14, 3, 10, 7, 2, 3, 1), (1, 13, 40, 5, 20, 3, 1, 2, 2),
+                                  (1, 9, 9, 40, 8, 7, 1, 3, 1)], ids=str)
+def test_conv2d_flat_staged_walk(mod, case):
+    N, H, W, C, F, K, S, P, D = case
+    rng = np.random.default_rng(sum(case) + 2)
+    x = rng.standard_normal((N, H, W, C)).astype(np.float16)
+    w = rng.standard_normal((F, K, K, C)).astype(np.float16)
+    want = ck.conv2d(x, w, S, P, D)
+    y = np.full(want.shape, np.nan, x.dtype)
+    mod.conv2d(x, w, y, S=S, P=P, D=D, FLAT=True, BLOCKS=3, **SMALL)
+    assert ck.rel_err(y, want) < 2e-3
+
 # conv2d written with the output pixel's divisions inside the gather (bench/conv_gather_ws.tl,
 # session 15's form, timed beside std.conv's by bench/conv.py --source): sm_90a schedules it as a
 # warp-specialized ring whose producer loads x's tile by one box of the TMA's im2col mode
@@ -103,15 +119,19 @@ RING_CASES = [((2, 9, 7, 64, 70, 3, 1, 1, 1), {}), ((1, 11, 10, 72, 64, 3, 2, 1,
 def test_std_conv2d_on_sm90a_is_the_tma_im2col_ring(mod):
     """std.conv's conv2d on sm_90a: x's tile through the TMA's im2col mode, w's through an
     ordinary box, on the persistent warp-specialized ring (a TMA producer warpgroup, two wgmma
-    consumer warpgroups); FLAT (im2col's flattened columns and a view's copy of w) keeps the
-    cp.async ring (the view's copy is a gather of the general form)."""
+    consumer warpgroups).  FLAT stages the block's K input rows in shared memory (no ring); where
+    they would not fit in 64 KB, im2col's flattened columns and a view's copy of w keep the
+    cp.async ring (the view's copy is a gather of the general form).  C and K are compiled in."""
     for consts in ({"S": 1, "P": 1}, {"S": 2, "P": 1, "BN": 64}, {"S": 1, "P": 1, "BN": 256, "stages": 4}):
-        kernel = mod.kernels["conv2d"].scheduled(consts, "sm_90a")
+        kernel = mod.kernels["conv2d"].scheduled({"C": 64, "K": 3, **consts}, "sm_90a")
         ws = kernel.warp_spec
         assert ws is not None and kernel.threads == 256 and ws.tile_order is not None
         assert [(x.buffer, bool(x.im2col), x.row_axis) for x in ws.loads] == [("xs", True, None), ("ws", False, 0)]
-    flat = mod.kernels["conv2d"].scheduled({"S": 2, "P": 3, "FLAT": True}, "sm_90a")
-    assert flat.warp_spec is None
+    staged = mod.kernels["conv2d"].scheduled({"S": 2, "P": 3, "FLAT": True, "C": 3, "K": 7}, "sm_90a")
+    rows = {b.name: b for b in staged.buffers}.get("rows")
+    assert staged.warp_spec is None and rows is not None and tuple(rows.shape) == (7, 783)
+    flat = mod.kernels["conv2d"].scheduled({"S": 2, "P": 3, "FLAT": True, "C": 64, "K": 7}, "sm_90a")
+    assert flat.warp_spec is None and "rows" not in {b.name for b in flat.buffers}
 
 
 @pytest.mark.parametrize("case, consts", RING_CASES, ids=str)
@@ -395,8 +415,10 @@ def test_builds_with_nvcc(arch, dtype, defines, tmp_path):
     without ptxas's performance notes (C7514: the pipelined wgmmas of conv2d and
     conv2d_bwd_data serialized, a wait after each HGMMA, when the accumulator's copy out after
     the loop converted its registers one at a time)."""
-    # K=3: depthwise_conv2d compiles its kernel size in (its taps' weights in shared memory)
-    log = assert_builds_without_spills(ck.CONV_PATH, arch, dtype, tmp_path, ("K=3", *defines))
+    # K=3: depthwise_conv2d compiles its kernel size in (its taps' weights in shared memory), and
+    # conv2d its channel count and kernel size (FLAT's staged rows): 3 channels, FLAT's staged path
+    C = 3 if "FLAT=True" in defines else 64
+    log = assert_builds_without_spills(ck.CONV_PATH, arch, dtype, tmp_path, ("K=3", f"C={C}", *defines))
     assert not re.search(r"C75\d\d", log), log
 
 
@@ -563,7 +585,7 @@ def test_the_epilogue_stores_y_as_its_flat_view_through_the_tma():
     computes from the shape symbols (runtime/tensormap.py view_sizes)."""
     from tlc.runtime.tensormap import view_sizes
 
-    kernel = tlc.load(ck.CONV_PATH, target="cpu").kernels["conv2d"].scheduled({"S": 2, "P": 1, "BN": 64}, "sm_90a")
+    kernel = tlc.load(ck.CONV_PATH, target="cpu").kernels["conv2d"].scheduled({"S": 2, "P": 1, "BN": 64, "C": 64, "K": 3}, "sm_90a")
     ws = kernel.warp_spec
     if ws.store is None:
         pytest.skip("the view's copy is not a Copy of the tensor here (Region.dims)")
