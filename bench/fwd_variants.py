@@ -10,16 +10,21 @@ its label, TFLOP/s (4 B H S SK D, halved when causal), and the ratio to cuDNN.
     run(("float16", 4, 32, 32, 4096, 4096, 128, False),          # dtype, B, H, HK, S, SK, D, causal
         [("std", None, {}), ("bn176", None, {"BN": 176, "STAGES": 2}),
          ("mine", "/tmp/attention.tl", {})])                       # (label, .tl file or std, constants)
+
+    TLC_TREE=bench/.old_F python3 -c '...'   # the same with the tlc of bench/.old_F (its own process)
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+# TLC_TREE: another checkout's tlc, templates and stdlib (an A/B's tree before a change), run in a
+# process of its own beside this tree's; its kernels compile from its own sources
+sys.path.insert(0, os.environ.get("TLC_TREE") or str(ROOT))
+sys.path.insert(1, str(ROOT / "bench"))
 
 
 def run(shape, variants, *, cudnn: bool = True, min_ms: float = 100.0) -> list[dict]:

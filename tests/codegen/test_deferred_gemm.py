@@ -20,7 +20,9 @@ def cuda(**constants) -> str:
 
 def test_the_loop_issues_both_products_and_waits_for_each_where_its_results_are_needed():
     """The two consumer warpgroups take turns issuing (ping-pong: named barriers 3 and 4), the
-    first iteration peeled, so that the loop issues the deferred gemm every time."""
+    first iteration peeled, so that the loop issues the deferred gemm every time; the output's
+    rescale (DeferredGemm.before_issue) runs between the two issues, under S = Q @ K.T, and after
+    the loop before the last P @ V (FlashAttention 3's rescale_o)."""
     text = cuda(STAGES=3)
     loop = text[text.index("tl::setmaxnreg_inc"):]
     issue_s = "tl::gemm_wgmma_issue<tl_flash_fwd_wgmma_n128_f16, half, 128, 128, 128, true>(q_tile, (k_tile + ((tl_it) % 3)"
@@ -33,6 +35,7 @@ def test_the_loop_issues_both_products_and_waits_for_each_where_its_results_are_
         "for (int tl_k = 1; tl_k < tl_n; ++tl_k, ++tl_it) {",
         turn, issue_s,
         "{  // the deferred gemm of iteration tl_it + 2, on its stage",
+        "acc[tl_r] = (acc[tl_r] * rescale",
         "tl::gemm_wgmma_rs_issue<tl_flash_fwd_wgmma_n128_f16_nmajor_rs, half, 128, 128, false>(probs, "
         "(v_tile + ((tl_it + 2) % 3)",
         other,
@@ -40,10 +43,10 @@ def test_the_loop_issues_both_products_and_waits_for_each_where_its_results_are_
         "reduce_max(scores -> row_max",
         "tl::wgmma_wait_in_place<0>();  // the deferred gemm is done",
         "probs[tl_r] = tl::cvt<half>(scores[tl_r]);",
-        "acc[tl_r] = (acc[tl_r] * rescale",
         "if (threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_it + 2) % 3);",
         "if (threadIdx.x < 128 && tl_n > 0) tl::bar_sync_named(3, 256);",
         "if (tl_n > 0) {  // the deferred gemm of iteration tl_it - 1, on its stage",
+        "acc[tl_r] = (acc[tl_r] * rescale",
         "tl::gemm_wgmma_rs<tl_flash_fwd_wgmma_n128_f16_nmajor_rs, half, 128, 128, false>(probs, (v_tile + ((tl_it - 1) % 3)",
     ]
     at, pos = [], 0
@@ -52,6 +55,7 @@ def test_the_loop_issues_both_products_and_waits_for_each_where_its_results_are_
         assert pos != -1, x
         at.append(pos)
     assert loop.count("gemm_wgmma_rs") == 2 and loop.count(turn) == 2 and loop.count(other) == 2
+    assert loop.count("acc[tl_r] = (acc[tl_r] * rescale") == 2  # not at the peeled iteration's end
 
 
 def test_one_consumer_warpgroup_takes_no_turns():

@@ -179,6 +179,21 @@ def test_divisions_in_a_loop_run_once_a_thread_are_not_made_reciprocals():
     assert "rcp" not in print_kernel(k) and k.min_blocks == 2
 
 
+def test_a_division_by_a_row_vectors_element_takes_one_reciprocal_a_row():
+    """flash attention's epilogue, acc[i, j] / row_sum[i]: a fragment of the rows' reciprocals
+    in row_sum's layout, filled by a loop over the rows before, where each of a thread's 64
+    divisions was div.full.f32 around a branch (5% of flash_fwd's time on the H200)."""
+    from tlc.ir.printer import print_kernel as text_of
+    k = tlc.load("std.attention", target="cpu").kernels["flash_fwd"].scheduled({"D": 128}, "sm_90a")
+    assert k.notes[-1] == ("fast math: 1 division by a loop-invariant as a product with its reciprocal, where the "
+                           "values stored (acc) end at 16-bit precision")
+    rcp = k.buffer("rcp_row_sum0")
+    assert rcp.scope == "fragment" and rcp.layout == k.buffer("row_sum").layout and rcp.shape == (128,)
+    text = text_of(k)
+    assert ("  for i in parallel(128):\n    rcp_row_sum0[i] = 1.0 / row_sum[i]\n  for i, j in parallel(128, 128):\n"
+            "    acc[i, j] = where(row_sum[i] > 0.0, acc[i, j] * rcp_row_sum0[i], 0.0)\n") in text
+
+
 def test_the_interpreter_matches_numpy():
     rng = np.random.default_rng(2)
     x = (rng.standard_normal((3, 512)) * 4).astype(np.float16)  # (no mask: N = BN)

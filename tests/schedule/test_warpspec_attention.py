@@ -92,6 +92,18 @@ def test_the_last_gemm_is_deferred_past_the_first_and_waited_for_before_its_oper
     d = ws.deferred
     assert (body[d.after].c, body[d.gemm].c, body[d.wait].dst.name) == ("scores", "acc", "probs")
     assert d.gemm == ws.consumer[1] - 1 and ws.release_lag == 1
+    # acc *= rescale, after the wait, runs right before P @ V's issue (the next iteration's)
+    assert d.before_issue == (d.gemm - 1,) and isinstance(body[d.gemm - 1], ir.Parallel)
+
+
+def test_a_scaling_that_reads_the_loops_scalars_stays_in_place(tmp_path):
+    # in the next iteration kb would be the next block's: the statement runs where it stands
+    path = tmp_path / "reads_kb.tl"
+    old = "                acc[i, j] *= rescale[i]\n"
+    assert old in SOURCE
+    path.write_text(SOURCE.replace(old, "                acc[i, j] *= rescale[i] if kb >= 0 else 1.0\n"))
+    d = _kernel(path).warp_spec.deferred
+    assert d is not None and d.before_issue == ()
 
 
 def test_two_stages_keep_the_deferred_gemm_with_v_on_barriers_of_its_own():
@@ -168,6 +180,8 @@ def test_a_reduction_through_shared_memory_keeps_the_cp_async_ring(tmp_path):
      "the tile loads [{copy}] are not copies among the consumers' statements of a persistent kernel"),
     # Q is read by S = Q @ K.T alone: not by the deferred P @ V
     (lambda ws: {"tile_done": ws.deferred.gemm}, "the tile loads' last reader {gemm} is not the deferred gemm's first gemm"),
+    (lambda ws: {"deferred": dataclasses.replace(ws.deferred, before_issue=(ws.deferred.after,))},
+     "the statements [{after}] run before the deferred gemm's issue are not parallel loops after its wait"),
     # V on barriers of its own: one tile a block only
     (lambda ws: {"late_loads": (1,)}, "the late loads [1] are not some of the TMA loads of a deferred gemm's ring, one tile a block"),
 ])
@@ -189,7 +203,7 @@ def test_emit_ir_says_who_runs_the_prologue_and_where_the_deferred_gemm_runs():
             "they meet at bar.sync 5 after it\n  copy Q[") in text
     assert ("deferred: the loop's last gemm (statement 14) of iteration it - 1 is issued right after statement 4's "
             "gemm of iteration it, on stage (it - 1) % 3, and waited for before statement 12; the last iteration's "
-            "after the loop") in text
+            "after the loop; statement 13 (its accumulator's scaling) runs right before it is issued\n") in text
 
 
 def test_emit_ir_says_which_loads_have_barriers_of_their_own():

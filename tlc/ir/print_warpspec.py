@@ -61,7 +61,10 @@ def header_lines(k: Kernel) -> list[str]:
         d = ws.deferred
         out.append(f"  deferred: the loop's last gemm (statement {d.gemm}) of iteration it - 1 is issued right after "
                    f"statement {d.after}'s gemm of iteration it, on stage (it - 1) % {S}, and waited for before "
-                   f"statement {d.wait}; the last iteration's after the loop")
+                   f"statement {d.wait}; the last iteration's after the loop"
+                   + (f"; statement{'s' * (len(d.before_issue) > 1)} {', '.join(map(str, d.before_issue))} (its "
+                      f"accumulator's scaling) run{'s' * (len(d.before_issue) == 1)} right before it is issued"
+                      if d.before_issue else ""))
     if ws.rolled:
         out.append("  rolled: both roles' loops kept rolled (their body is one wgmma gemm)")
     if ws.tile_order is not None:

@@ -207,6 +207,11 @@ class DeferredGemm(Node):
     # PINGPONG_BARRIER + 0/1), so that one's softmax runs while the other's products keep the
     # tensor cores busy (FlashAttention 3's inter-warpgroup ping-pong)
     pingpong: bool = False
+    # statements after `wait` that only scale the deferred gemm's accumulator (attention's
+    # acc *= rescale) run right before it is issued, in the next iteration (or after the loop)
+    # under the first gemm's work on the tensor cores, rather than before that gemm's issue
+    # (FlashAttention 3's rescale_o between its two products); the effects' order is the same
+    before_issue: tuple[int, ...] = ()
 
 
 PINGPONG_BARRIER = 3  # the named barriers of the turns: 3 and 4 (1 and 2 are the staged store's)
@@ -396,6 +401,8 @@ def warp_spec_problem(kernel) -> str | None:
                               and isinstance(body[d.after], Gemm) and ws.release_lag == 1
                               and (ws.tile_order is None or ws.tile_loads)):
         return f"the deferred gemm {d.gemm} (after {d.after}, waited for before {d.wait}) is not the consumers' last gemm"
+    if d is not None and any(not (d.wait <= i < d.gemm) or not isinstance(body[i], Parallel) for i in d.before_issue):
+        return f"the statements {list(d.before_issue)} run before the deferred gemm's issue are not parallel loops after its wait"
     if ws.stages < 1 or (ws.tile_order is not None and min(ws.tile_order.group, ws.tile_order.cluster) < 1):
         return "the warp specialization has no stages, or a tile order of no rows or blocks"
     if ws.tile_done is not None and not (ws.tile_loads and d is not None and ws.tile_done == d.after):

@@ -34,6 +34,11 @@ GATHER_PRODUCER_REGS = 128
 # the host has no map: std.conv's conv2d (bf16, 128 x 128 x 64, x's 8 rows a thread) spilled 136
 # bytes at 40 registers, 16 at 72, none from 80 (ptxas -v, sm_90a); the build whose maps all
 # encode keeps PRODUCER_REGS (its gathers compiled out)
+# a ring with a deferred gemm, one tile a block (attention's forward: one producer thread issues
+# K's and V's TMA copies) keeps FlashAttention 3's producer registers, so that two consumer
+# warpgroups get 240 (its 128 x 176 tiles spilled 4 bytes a step at 232; ptxas -v sm_90a, both
+# builds: none at 240); a persistent one's producer also walks the tiles (it spilled at 24)
+DEFERRED_PRODUCER_REGS = 24
 TILE_GROUP = 8  # a persistent kernel walks tiles in groups of 8 block rows (L2 reuse of B)
 CLUSTER = 2  # blocks per cluster in a persistent kernel that multicasts a shared operand
 
@@ -259,7 +264,8 @@ class _Planner:
         # each warpgroup's shared writes its own rows, read by its own wgmma alone: it meets at
         # a barrier of its own, not the consumers'
         wg_syncs = self.warpgroup_syncs(loop.body, start, start + len(rest)) if meets else None
-        producer_regs = GATHER_PRODUCER_REGS if gathers else PRODUCER_REGS
+        producer_regs = GATHER_PRODUCER_REGS if gathers else \
+            DEFERRED_PRODUCER_REGS if deferred is not None and not persistent else PRODUCER_REGS
         generic = None if gathers or not any(x.im2col for x in loads) else \
             (GATHER_PRODUCER_REGS, consumer_registers(k.threads, self.target.registers_per_sm, GATHER_PRODUCER_REGS))
         # with gathers each producer thread arrives once its cp.async vectors landed and each
@@ -383,7 +389,33 @@ class _Planner:
         # ping-pong: two warpgroups whose accumulators hold rows of their own (not the columns of
         # one row block split between them) never wait for each other in the loop
         own_rows = not any(getattr(self.buffers[g.c].layout, "wgmma_columns", False) for g in (last, body[first]))
-        return DeferredGemm(stop - 1, first, wait, pingpong=self.k.threads == 256 and own_rows)
+        return DeferredGemm(stop - 1, first, wait, pingpong=self.k.threads == 256 and own_rows,
+                            before_issue=self.before_issue(body, start, stop, first, wait))
+
+    def before_issue(self, body: list, start: int, stop: int, first: int, wait: int) -> tuple:
+        """The statements after `wait` that may run right before the deferred gemm's issue in the
+        next iteration (DeferredGemm.before_issue): a parallel loop over fragments that writes only
+        the deferred gemm's accumulator (attention's acc *= rescale), reading no scalar the loop
+        sets, where nothing after it in the iteration, nor before the deferred gemm's issue in the
+        next one (the statements up to the first gemm), touches that accumulator or writes what
+        it reads."""
+        c = body[stop - 1].c
+        loop_set = assigned_scalars(body) | {self.loop_stmt.var}
+        out = []
+        for i in range(wait, stop - 1):
+            s = body[i]
+            if not isinstance(s, ir.Parallel) or _touched(s) != {c} or s.stores:
+                continue
+            reads = _read(s) - {c}
+            if any(self.buffers[n].scope != "fragment" for n in reads if n in self.buffers) or reads - set(self.buffers):
+                continue
+            if {v.name for x in statements([s]) for e in statement_exprs(x) for v in variables(e)} & loop_set:
+                continue
+            later = list(body[i + 1:stop - 1]) + list(body[start:first + 1])
+            if any(c in _touched(x) | _read(x) or reads & _touched(x) for x in later):
+                continue
+            out.append(i)
+        return tuple(out)
 
     def late_loads(self, loads, body: list, start: int, stop: int, d: DeferredGemm) -> tuple:
         """The loads (positions in `loads`) that deferred gemm `d` alone of the consumers'

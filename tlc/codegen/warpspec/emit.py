@@ -568,7 +568,7 @@ class WarpSpecEmission(BulkReduceGen):
         # in place: a plain wait there ptxas moves up to the scores' (tl/wgmma.cuh)
         e("tl::wgmma_wait_in_place<0>();  // the deferred gemm is done: its operands and accumulator are free")
         self.fence_gemm_registers(last)
-        self.block(rest[wait:])
+        self.block([s for s in rest[wait:] if index[id(s)] not in d.before_issue])  # (those run before its next issue)
 
     def wait_late_loads(self, S: int, iteration: str, when: str | None = None) -> None:
         """The consumers' wait for iteration tl_it - 1's late loads (WarpSpecialization.late_loads,
@@ -586,6 +586,8 @@ class WarpSpecEmission(BulkReduceGen):
         if self.spec.late_loads and wait:  # its late loads (V) came on their own barrier (iteration tl_it - 1's)
             self.wait_late_loads(plan.stages, iteration)
         saved = self.staged(plan, iteration)
+        for i in self.spec.deferred.before_issue:  # its accumulator's scaling, under the first gemm's work
+            self.stmt(plan.loop.body[i])
         self.issue_only = None if wait else g
         self.stmt(g)
         self.issue_only = None
