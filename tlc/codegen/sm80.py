@@ -116,7 +116,10 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         body = self.lines
         self.lines = []
         for i, v in enumerate(k.block_vars):
-            self.emit(f"const int {c_name(v)} = blockIdx.{'xyz'[i]};")
+            if i == 0 and k.heavy_first:  # the longest blocks first (schedule/grid_order.py)
+                self.emit(f"const int {c_name(v)} = gridDim.x - 1 - blockIdx.x;  // launched heaviest first")
+            else:
+                self.emit(f"const int {c_name(v)} = blockIdx.{'xyz'[i]};")
             self.emit(f"(void){c_name(v)};")
         if guarded := grid_sizes(k):  # what size_ranges knows; never taken where the arrays are real
             self.emit(f"if ({' || '.join(f'{c_name(s)} < 1' for s in guarded)}) return;  // no block runs with one 0")

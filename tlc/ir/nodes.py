@@ -506,6 +506,9 @@ class Kernel(Node):
     # the grid's x extent counts rows, and a launch runs at most as many blocks as the GPU holds
     # at once, each walking rows by grid_blocks() (schedule/pipeline_rows.py)
     launch_fill: bool = False
+    # the grid's x launched in reverse (x = gridDim.x - 1 - blockIdx.x): its blocks' loops grow
+    # with x, so the longest start first (schedule/grid_order.py)
+    heavy_first: bool = False
     span: Span | None = _span()
 
     def param(self, name: str) -> Param | None:

@@ -221,7 +221,9 @@ def print_kernel(k: Kernel) -> str:
     out.extend(f"  # note: {note}" for note in k.notes)
     grid = ", ".join(expr(g) for g in k.grid)
     launch = f"  grid ({', '.join(k.block_vars)}) in ({grid}) threads={k.threads}"
-    out.append(launch + (f" smem={k.smem_bytes}" if k.smem_bytes else ""))
+    out.append(launch + (f" smem={k.smem_bytes}" if k.smem_bytes else "")
+               + (f", {k.block_vars[0]} launched in reverse (its loop grows with it: the longest blocks first)"
+                  if k.heavy_first else ""))
     if k.warp_spec is not None:
         out.extend("  " + line for line in header_lines(k))
     out.extend("  " + _buffer(b, k.threads) for b in k.buffers)

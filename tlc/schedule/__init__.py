@@ -42,7 +42,8 @@ _LAZY = {"insert_barriers": "barriers", "choose_blocks_per_sm": "blocks_per_sm",
          "scheduled_as_tile_grid": "persistent_grid", "infer_layouts": "layout_infer", "Lowerer": "lower",
          "LoweringError": "lower", "narrow_fragments": "narrow_fragments",
          "check_thread_storage": "registers", "plan_shared_memory": "smem", "specialize_warps": "warpspec",
-         "fold_stores": "fold_stores", "place_fragment_scans": "scan_registers", "unswitch_loops": "unswitch"}
+         "fold_stores": "fold_stores", "place_fragment_scans": "scan_registers", "unswitch_loops": "unswitch",
+         "order_heavy_first": "grid_order"}
 
 
 def __getattr__(name: str):
@@ -63,7 +64,7 @@ def _import_passes() -> None:
 
 PASSES = ("lower", "split_column_blocks", "infer_layouts", "place_fragment_scans", "narrow_fragments", "check_thread_storage",
           "plan_shared_memory", "insert_barriers", "keep_last_stages", "use_fast_math", "batch_loads", "choose_blocks_per_sm",
-          "unswitch_loops", "specialize_warps", "fold_stores")
+          "unswitch_loops", "specialize_warps", "fold_stores", "order_heavy_first")
 
 __all__ = ["schedule", "schedule_grids", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "parallel_layout",
            "observing_passes"]
@@ -168,7 +169,7 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
               lambda k: plan_shared_memory(k, limit, program.sources), insert_barriers, keep_last_stages, use_fast_math,
               batch_loads, lambda k: choose_blocks_per_sm(k, targets.get(target)), unswitch_loops,
               lambda k: specialize_warps(k, targets.get(target)),
-              lambda k: fold_stores(k, targets.get(target)))
+              lambda k: fold_stores(k, targets.get(target)), order_heavy_first)
     tiled = scheduled_as_tile_grid(lowerer.__dict__.get("persistent_walks", ()), kernel, targets.get(target),
                                    tuple(zip(PASSES[1:], passes, strict=True)), after)  # persistent_grid.py
     if tiled is not None:
