@@ -39,7 +39,7 @@ ROWS = {
     "fwd_f16_gqa": ("float16", 4, 32, 8, 4096, 4096, 128, False, {}),
     "fwd_f16_gqa_causal": ("float16", 4, 32, 8, 4096, 4096, 128, True, {}),
     "fwd_f16_d64": ("float16", 4, 32, 32, 4096, 4096, 64, False, {}),
-    "fwd_f16_d256": ("float16", 4, 16, 16, 4096, 4096, 256, False, {"BN": 64, "STAGES": 2}),
+    "fwd_f16_d256": ("float16", 4, 16, 16, 4096, 4096, 256, False, {"BN": 80, "STAGES": 2}),
     # variants: three stages of 48 keys at D = 256 (the deferred P @ V and ping-pong need three),
     # 192 keys a step at D = 64 (FlashAttention 3 takes wider key blocks at small head dims)
     "fwd_f16_d256_bn48": ("float16", 4, 16, 16, 4096, 4096, 256, False, {"BN": 48, "STAGES": 3}),
