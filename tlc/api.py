@@ -53,7 +53,6 @@ def load(path: str, target: str = "auto") -> "Module":
     result = driver.check_file(path)
     if not result.ok:
         raise DiagnosticError(result.diagnostics, result.sources)
-    memo = None
     if gpu:
         from .runtime import checked_cache
         from .runtime.checked_cache import LaunchMemo
@@ -61,13 +60,15 @@ def load(path: str, target: str = "auto") -> "Module":
         program = result.program
         text = program.sources[program.path]
         if checked_cache.store(program, text, program.path):  # the next process's first calls find theirs
-            entry = checked_cache.key(text, program.path)
-            memo = LaunchMemo(entry)
-            module = Module(program, target, memo=memo)
+            entry, file = checked_cache.key(text, program.path), driver.resolve_path(path)
+
+            def keep(memo=None):  # the module record, with the launch memo where one is recorded
+                checked_cache.store_record(program.path, file, stamp, program, module._exports, entry, memo)
+            module = Module(program, target, memo=LaunchMemo(entry, keep=keep if stamp is not None else None))
             if stamp is not None:
-                checked_cache.store_record(program.path, driver.resolve_path(path), stamp, program, module._exports, entry)
+                keep()
             return module
-    return Module(result.program, target, memo=memo)
+    return Module(result.program, target)
 
 
 def _stamp(path: str):
@@ -110,7 +111,8 @@ def _cached_module(path: str, target: str) -> "Module | None":
     checked_cache.store_record(name, file, stamp, program, exports, entry)  # the next process's load
     from .runtime.checked_cache import LaunchMemo
 
-    memo = LaunchMemo(entry) if target in ("cuda", "auto") else None
+    memo = LaunchMemo(entry, keep=lambda memo: checked_cache.store_record(name, file, stamp, program, exports, entry, memo)) \
+        if target in ("cuda", "auto") else None
 
     return Module(program, target, check=lambda: _checked(text, name), exports=exports, memo=memo)
 
@@ -138,7 +140,7 @@ def _recorded_module(file: str, name: str, record, target: str) -> "Module":
 
     def check():
         return _checked(program.sources[name], name)
-    memo = LaunchMemo(record.checked) if target in ("cuda", "auto") else None
+    memo = LaunchMemo(record.checked, record.memo, record.keep_memo) if target in ("cuda", "auto") else None
     return Module(program, target, check=check, exports=record.exports, memo=memo, digests=record.digests)
 
 

@@ -18,14 +18,17 @@ import json, os, sys
 import cupy
 import tlc
 from tlc import driver
-checks = []
+from tlc.runtime import checked_cache
+checks, entries = [], []
 real = driver.check_source
 driver.check_source = lambda *a, **k: checks.append(a[1]) or real(*a, **k)
+real_entry = checked_cache.load
+checked_cache.load = lambda *a: entries.append(a[1]) or real_entry(*a)
 A = cupy.ones((256, 256), cupy.float16)
 C = cupy.zeros((256, 256), cupy.float16)
 tlc.load(os.environ["TLC_TEST_MODULE"], target="cuda").matmul(A, A, C)
 from tlc.runtime import cache
-print(json.dumps({"right": bool((C == 256).all()), "checked": bool(checks),
+print(json.dumps({"right": bool((C == 256).all()), "checked": bool(checks), "entry": bool(entries),
                   "memo": cache.checkout_memo(cache._package_bases())}))
 """
 
@@ -74,3 +77,21 @@ def test_entries_under_a_stale_identity_are_not_launched_on_the_gpu(tmp_path):
     stale(memo, planted=False)
     assert call(folder, module)["checked"]  # not launched: checked and compiled again
     assert not call(folder, module)["checked"]  # the memo rewritten: served again
+
+
+def test_a_module_record_serves_the_call_and_a_changed_text_is_checked_again(tmp_path):
+    """The module record (runtime/checked_cache.py, 7b32dc6) on the GPU: once the module's text
+    has settled, a call reads neither the text's checked entry nor checks it; a text of the same
+    size written since is checked again, and its product is right."""
+    module = tmp_path / "gemm.tl"
+    text = (ROOT / "stdlib" / "gemm.tl").read_text()
+    module.write_text(text)
+    folder = tmp_path / "cache"
+    assert call(folder, module)["checked"]  # compiled by NVRTC; the text too new for a record
+    time.sleep(2.1)
+    found = call(folder, module)
+    assert not found["checked"] and found["entry"]  # from the entry, which writes the record
+    found = call(folder, module)
+    assert not found["checked"] and not found["entry"]  # from the record
+    module.write_text(text.replace("# std.gemm", "# std.GEMM", 1))
+    assert call(folder, module)["checked"]  # another text: checked, its kernel from the kernel cache

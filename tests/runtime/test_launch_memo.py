@@ -206,3 +206,30 @@ def test_a_kernel_of_two_grids_launches_both_and_records_nothing(gpu):
     mod.twice(*arrays())
     assert [(kind, name) for kind, name, *_ in launches] == [("call", "twice_grid0"), ("call", "twice_grid1")] * 2
     assert not list((path.parent.parent / "cache").glob("*.launch"))
+
+
+def test_a_module_records_copy_of_the_memo_serves_a_call_without_the_memo_file(gpu, monkeypatch):
+    """The module record (runtime/checked_cache.py) holds a copy of the launch memo, kept as the
+    memo records calls: a new process's load and first call like one before read neither the
+    memo's file nor the checked entry; another signature takes the general path, and is
+    recorded in both, so that the process after reads neither again."""
+    from tlc import files
+    from tlc.runtime import cache as cache_mod
+
+    monkeypatch.setattr(cache_mod, "_SETTLED_NS", 0)  # the module's files taken as settled
+    path, launches = gpu
+    tlc.load(str(path), target="cuda").copy(*arrays())  # checked, built, recorded
+    first = launches[-1]
+    read, real = [], files.read_regular
+    monkeypatch.setattr(files, "read_regular", lambda p, **k: read.append(str(p)) or real(p, **k))
+    seen = decodes(monkeypatch)
+    tlc.load(str(path), target="cuda").copy(*arrays())
+    assert launches[-1] == first and seen == []
+    assert not [p for p in read if p.endswith((".launch", ".checked", ".tl"))]
+    tlc.load(str(path), target="cuda").copy(*arrays(50))  # another shape: the general path, recorded
+    assert len(seen) == 1 and any(p.endswith(".launch") for p in read) is False
+    read.clear()
+    seen.clear()
+    tlc.load(str(path), target="cuda").copy(*arrays(50))
+    assert seen == [] and not [p for p in read if p.endswith((".launch", ".checked", ".tl"))]
+    assert len(memo_doc(path)["kernels"]["copy"]["calls"]) == 2  # the memo's file kept as ever

@@ -249,13 +249,19 @@ _RECORD_LIMIT = 1 << 20  # bytes: a module's names, stamps and digests
 
 
 class ModuleRecord:
-    """A module record that holds: the checked entry's name, the exports, and each file's digest
-    by its name in the program (the main file's is its own)."""
+    """A module record that holds: the checked entry's name, the exports, each file's digest
+    by its name in the program (the main file's is its own), and a copy of the entry's launch
+    memo as it was when the record was written (`memo`, None where there was none)."""
 
-    __slots__ = ("checked", "exports", "digests")
+    __slots__ = ("checked", "exports", "digests", "memo", "_file", "_head")
 
-    def __init__(self, checked: str, exports: dict, digests: dict):
-        self.checked, self.exports, self.digests = checked, exports, digests
+    def __init__(self, checked: str, exports: dict, digests: dict, memo: dict | None, file: str, head: dict):
+        self.checked, self.exports, self.digests, self.memo = checked, exports, digests, memo
+        self._file, self._head = file, head  # where it was read, and what
+
+    def keep_memo(self, memo: dict) -> None:
+        """Write the record again with the launch memo `memo` (`LaunchMemo`'s `keep`)."""
+        _write_record(self._file, {**self._head, "memo": memo})
 
 
 def record_path(path: str) -> str:
@@ -272,8 +278,9 @@ def load_record(path: str) -> ModuleRecord | None:
     """The module record of `path`, where every file it names is as it was; else None."""
     from ..files import NotRegularFile, read_regular
 
+    file = record_path(path)
     try:
-        data = read_regular(record_path(path), follow_symlinks=False, limit=_RECORD_LIMIT)
+        data = read_regular(file, follow_symlinks=False, limit=_RECORD_LIMIT)
     except (NotRegularFile, OSError):
         return None
     head_at = data.find(b"\n") + 1
@@ -290,19 +297,18 @@ def load_record(path: str) -> ModuleRecord | None:
         for _, real, stamp, _ in files:
             if not stamp or _stamp(os.stat(real)) != stamp:
                 return None
+        memo = _memo_doc(doc.get("memo"))
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
     return ModuleRecord(checked, {e: (q, kind) for e, (q, kind) in exports.items()},
-                        {name: digest for name, _, _, digest in files})
+                        {name: digest for name, _, _, digest in files}, memo, file, doc)
 
 
-def store_record(path: str, file: str, stamp, program, exports: dict, checked: str) -> None:
+def store_record(path: str, file: str, stamp, program, exports: dict, checked: str, memo: dict | None = None) -> None:
     """Write the module record of `path` (the file `file`, whose stat() `stamp` was taken
-    before its text was read) for `program`, checked as the entry `checked`; nothing where a
-    file changed in the last two seconds, or the cache cannot be written."""
-    from pathlib import Path
-
-    from ..cachedir import replace_atomically
+    before its text was read) for `program`, checked as the entry `checked`, with the launch
+    memo `memo` (the entry's memo file as it is, where not given); nothing where a file changed
+    in the last two seconds, or the cache cannot be written."""
     from ..files import read_regular
     from .cache import _SETTLED_NS, text_digest
 
@@ -322,10 +328,24 @@ def store_record(path: str, file: str, stamp, program, exports: dict, checked: s
             files.append([name, real, _stamp(st), text_digest(text)])
         if not files or files[0][0] != path:
             return
-        head = json.dumps({"checked": checked, "exports": {e: list(v) for e, v in exports.items()}, "files": files},
-                          separators=(",", ":")).encode()
-        replace_atomically(Path(record_path(path)), _RECORD_MAGIC + _digest(head).encode() + b"\n" + head)
+        if memo is None:
+            memo = LaunchMemo(checked)._read()
+        _write_record(record_path(path), {"checked": checked, "exports": {e: list(v) for e, v in exports.items()},
+                                          "files": files, "memo": memo})
     except (OSError, UnicodeError, TypeError, ValueError):
+        pass
+
+
+def _write_record(file: str, head: dict) -> None:
+    """Put a module record of `head` at `file`; nothing where the cache cannot be written."""
+    from pathlib import Path
+
+    from ..cachedir import replace_atomically
+
+    try:
+        data = json.dumps(head, separators=(",", ":")).encode()
+        replace_atomically(Path(file), _RECORD_MAGIC + _digest(data).encode() + b"\n" + data)
+    except (OSError, TypeError, ValueError):
         pass
 
 
@@ -423,22 +443,30 @@ def configs_unchanged(configs: list) -> bool:
     return True
 
 
-class LaunchMemo:
-    """The memo of one checked module's entry, read at its first use."""
+def _memo_doc(found) -> dict | None:
+    """`found` where it is a launch memo of this format, else None."""
+    if type(found) is dict and found.get("format") == MEMO_FORMAT and type(found.get("kernels")) is dict:
+        return found
+    return None
 
-    def __init__(self, checked_key: str):
+
+class LaunchMemo:
+    """The memo of one checked module's entry, read at its first use: from its file, or from
+    the module record's copy (`doc`), which a module record served by `api` hands over, so that
+    a call like one before reads no memo file; `keep(doc)` (where given) is called with the memo
+    each time one is recorded, so that the module record's copy follows the file."""
+
+    def __init__(self, checked_key: str, doc: dict | None = None, keep=None):
         self.path = memo_path(checked_key)
-        self._doc = None
+        self._doc, self._keep = doc, keep
 
     def _read(self) -> dict:
         if self._doc is None:
             from ..files import NotRegularFile, read_regular
 
-            doc = {}
+            doc = None
             try:
-                found = json.loads(read_regular(self.path, follow_symlinks=False, limit=_MEMO_LIMIT))
-                if type(found) is dict and found.get("format") == MEMO_FORMAT and type(found.get("kernels")) is dict:
-                    doc = found
+                doc = _memo_doc(json.loads(read_regular(self.path, follow_symlinks=False, limit=_MEMO_LIMIT)))
             except (NotRegularFile, OSError, ValueError):
                 pass
             self._doc = doc or {"format": MEMO_FORMAT, "kernels": {}}
@@ -499,4 +527,6 @@ class LaunchMemo:
         try:
             replace_atomically(Path(self.path), json.dumps(doc, separators=(",", ":")).encode())
         except (OSError, TypeError, ValueError):
-            pass
+            return
+        if self._keep is not None:
+            self._keep(doc)
