@@ -98,6 +98,19 @@ def test_sass_the_exponentials_run_between_the_scores_wait_and_the_deferred_gemm
     assert not re.search(r"\b(LDL|STL)\b", sass) and "C7514" not in log
 
 
+def test_the_output_goes_through_qs_tile_and_the_tma():
+    text = cuda()
+    start = text.index("// 83: copy(acc, O[b, h, bx * BM, 0])")
+    epilogue = text[start:text.index("#ifndef __CUDACC_RTC__", start)]
+    _in_order(epilogue, ["if (tl_tma & 2) {", "half* tl_stage_c = reinterpret_cast<half*>(tl_smem + 196608);",
+                         "tl::copy_f2s_staged<tl_flash_fwd_layout_0, float, half, 128, 128>(tl_stage_c, acc);",
+                         "tl::fence_proxy_async();",
+                         "if (threadIdx.x % 128 == 0) tl::tma_store_tile<half, 64, 128, 128, 4>(&tl_map2, tl_stage_c, ",
+                         "} else {", "tl::copy_f2g<tl_flash_fwd_layout_0>((O + ", "copy(row_sum, LSE",
+                         "if ((tl_tma & 2) && threadIdx.x % 128 == 0) tl::tma_store_wait_read();"])
+    assert "tl::tma_store_wait();  // this warpgroup's last store is done" not in text  # (a persistent kernel's)
+
+
 def test_the_consumers_copy_q_after_the_rings_setup():
     # flash_fwd_sparse: its tiles' lengths are the block mask's (flash_fwd's Q: the tile loads, below)
     text = cuda("flash_fwd_sparse")

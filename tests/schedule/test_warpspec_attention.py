@@ -106,6 +106,27 @@ def test_a_scaling_that_reads_the_loops_scalars_stays_in_place(tmp_path):
     assert d is not None and d.before_issue == ()
 
 
+def test_one_tile_a_block_stages_the_output_where_q_lies():
+    # the ring leaves no room for a staging buffer; Q's tile, read by S = Q @ K.T alone, is dead
+    # after the loop: O goes there and out through the TMA (the LSE's copy stays as it is)
+    k = _kernel()
+    st = k.warp_spec.store
+    assert st is not None and (st.offset, st.nbytes, st.rows) == (k.buffer("q_tile").smem_offset, 128 * 128 * 2, 64)
+    assert k.body[st.index].src.name == "acc" and k.warp_spec.tensor_maps[st.tensor_map].param == "O"
+    assert ("    epilogue: acc staged @196608 (32768 bytes), 64 rows per warpgroup stored through #2\n"
+            in print_kernel(k))
+    assert _walk().warp_spec.store is None  # a persistent walk: its tile loads' Q is the next tile's
+
+
+def test_an_epilogue_that_reads_shared_memory_keeps_its_stores(tmp_path):
+    path = tmp_path / "reads_q.tl"
+    old = "        copy(acc, O[b, h, bx * BM, 0])\n"
+    assert old in SOURCE
+    path.write_text(SOURCE.replace(old, "        for i, j in parallel(BM, D):\n            acc[i, j] += cast(q_tile[i, j], f32)\n" + old))
+    ws = _kernel(path).warp_spec
+    assert ws is not None and ws.deferred is not None and ws.store is None
+
+
 def test_two_stages_keep_the_deferred_gemm_with_v_on_barriers_of_its_own():
     # FlashAttention 3's K and V pipelines: V, which the deferred P @ V alone reads, has its own
     # full and empty barriers, so K's stage is free once S = Q @ K.T is done and two stages keep

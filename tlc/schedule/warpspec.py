@@ -289,7 +289,10 @@ class _Planner:
             ws = replace(ws, arrivals=self.arrivals(loop.body, start, start + len(rest), ws.kept_syncs))
         if tile_loads and deferred is not None:
             ws = replace(ws, tile_done=self.tile_done(tile_loads, loop.body, start, start + len(rest), deferred, after))
-        store = self.staged_store(after, i + 1, ws.ring_end) if persistent else None
+        # one tile a block, the deferred gemm's ring (attention's forward): the output staged where
+        # a buffer dead after the ring lies (Q's tile), the ring leaving no room beside it
+        store = self.staged_store(after, i + 1, ws.ring_end) if persistent else \
+            self.staged_store(after, i + 1, ws.ring_end, self.dead_after(loop, after)) if deferred is not None else None
         ws = replace(ws, store=store)
         reduces = self.bulk_reduces(loop.body, start, start + len(rest), ws.staging_end)
         return replace(ws, reduces=reduces, tensor_maps=tuple(self.tensor_maps))
@@ -560,12 +563,16 @@ class _Planner:
             self.tensor_maps.append(spec)
         return replace(load, tensor_map=self.tensor_maps.index(spec), multicast=multicast)
 
-    def staged_store(self, after, first: int, ring_end: int) -> StagedStore | None:
+    def staged_store(self, after, first: int, ring_end: int, dead: tuple | None = None) -> StagedStore | None:
         """The epilogue's store of the accumulator tile to a tensor, if the TMA can make it
         from a staging buffer that fits beside the ring: a top-level `copy` of a whole wgmma
         accumulator to a tile of a tensor parameter (rank 2 to 5, leading extents 1) of 2- or
-        4-byte elements, in whole 128-byte segments."""
+        4-byte elements, in whole 128-byte segments.  `dead` (offset, bytes): where one tile a
+        block may stage it instead, a shared buffer no statement after the ring touches (the
+        accumulator's copy then may stand beside others of row vectors: attention's LSE)."""
         copies = [s for s in after if isinstance(s, ir.Copy)]
+        if dead is not None:
+            copies = [s for s in copies if s.src.name in self.buffers and len(self.buffers[s.src.name].shape) == 2]
         if len(copies) != 1:
             return None
         c = copies[0]
@@ -592,10 +599,24 @@ class _Planner:
         offset = -(-ring_end // 1024) * 1024
         nbytes = rows * cols * size
         if offset + nbytes > self.target.smem_per_block:
-            return None
+            if dead is None or nbytes > dead[1]:
+                return None
+            offset = dead[0]
         self.tensor_maps.append(TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows // groups, 128 // size, store=True,
                                               view=view))
         return StagedStore(first + after.index(c), len(self.tensor_maps) - 1, rows // groups, offset, nbytes)
+
+    def dead_after(self, loop: ir.For, after) -> tuple | None:
+        """(offset, bytes) of the largest shared buffer outside the ring, 1024-aligned, where no
+        statement after the ring's loop touches shared memory (so no buffer sharing its bytes is
+        live there either): attention's Q tile, read by the loop's S = Q @ K.T alone."""
+        if any(isinstance(x, ir.Reduce) and self._reduces_through_scratch(x) for x in statements(after)) or any(
+                n in self.buffers and self.buffers[n].scope == "shared" for s in after for n in _touched(s) | _read(s)):
+            return None
+        found = [(b.layout.bytes, b.smem_offset) for b in self.buffers.values()  # (the ring's are staged)
+                 if b.scope == "shared" and b.smem_offset is not None and b.smem_offset % 1024 == 0
+                 and b.layout.stages <= 1]
+        return (max(found)[1], max(found)[0]) if found else None
 
     def bulk_reduces(self, body: list, start: int, stop: int, end: int) -> tuple:
         """The consumers' tile adds the TMA's bulk reduction can make (ir.BulkReduce), each

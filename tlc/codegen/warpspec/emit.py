@@ -29,6 +29,8 @@ class WarpSpecEmission(BulkReduceGen):
             self.emit_warp_specialized(self.ws_loop, before=stmts[:i], after=stmts[i + 1:])
             return
         self.block(stmts)
+        if self.staged_epilogue is not None:  # the epilogue's store has read its staging buffer before the block ends
+            self.emit("if ((tl_tma & 2) && threadIdx.x % 128 == 0) tl::tma_store_wait_read();  // its store has read the buffer")
 
     def stmt_wrapped(self, s, method) -> bool:
         """A statement before the ring that only the consumers run (`consumer_only`: a copy
@@ -249,7 +251,7 @@ class WarpSpecEmission(BulkReduceGen):
             elif persistent:
                 self.epilogue(after)
         self.over_tiles(before, consume)
-        if self.staged_epilogue is not None:
+        if self.staged_epilogue is not None and persistent:  # (one tile a block: after the epilogue, kernel_body)
             e("if (threadIdx.x % 128 == 0) tl::tma_store_wait();  // this warpgroup's last store is done")
         if self.cluster > 1:
             e("tl::cluster_sync();  // the peer may still arrive on this block's barriers until here")
