@@ -16,6 +16,7 @@ extern "C" __global__ void __launch_bounds__(128, 6) softmax(const half* __restr
   float row_sum[tl_softmax_layout_1::REGS];  // fragment [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
   float tile_max[tl_softmax_layout_1::REGS];  // fragment [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
   float tile_sum[tl_softmax_layout_1::REGS];  // fragment [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
+  float rcp_row_sum0[tl_softmax_layout_1::REGS];  // fragment [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
   constexpr int TL_RED_STRIDE = 64;
   int tl_red_phase = 0;
   // 18: tiles = cdiv(N, BN)
@@ -130,6 +131,15 @@ extern "C" __global__ void __launch_bounds__(128, 6) softmax(const half* __restr
         row[tl_r] = tl::fast_exp2(((row[tl_r] - row_max[tl_softmax_layout_1::slot(tl_r)]) * 1.4426950408889634f));
       }
     }
+    // 41: row[i, j] = row[i, j] / row_sum[i]
+#line 41 "examples/softmax.tl"
+    // parallel (i) over [4]: replicated(blocked(vec=8, threads=128), dropped=[1])
+    #pragma unroll
+    for (int tl_r = 0; tl_r < tl_softmax_layout_1::REGS; ++tl_r) {
+      const int i = tl_softmax_layout_1::col(threadIdx.x, tl_r);
+      if (!tl_softmax_layout_1::valid(threadIdx.x, tl_r)) continue;
+      rcp_row_sum0[tl_r] = (1.0f / row_sum[tl_r]);
+    }
     // 40: for i, j in parallel(BM, BN):
 #line 40 "examples/softmax.tl"
     // parallel (i, j) over [4, 1024]: blocked(vec=8, threads=128)
@@ -153,7 +163,7 @@ extern "C" __global__ void __launch_bounds__(128, 6) softmax(const half* __restr
         (void)j;
         // 41: row[i, j] = row[i, j] / row_sum[i]
 #line 41 "examples/softmax.tl"
-        row[tl_r] = tl::fast_div(row[tl_r], row_sum[tl_softmax_layout_1::slot(tl_r)]);
+        row[tl_r] = (row[tl_r] * rcp_row_sum0[tl_softmax_layout_1::slot(tl_r)]);
       }
       tl_store0.run(row, tl_r0);
     }
