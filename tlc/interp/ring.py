@@ -7,7 +7,10 @@ one array each of the stages the shared-memory plan gave them, a stage `stage_el
 after the last; the producer copies iteration `it`'s tiles into stage `it % stages` and the
 consumers read that stage.  The producer runs as far ahead as the empty barriers let it (up
 to `stages` iterations not yet released, a stage released `release_lag` iterations late), so
-a stage that two iterations in flight share is overwritten before it is read, as on the GPU.
+a stage that two iterations in flight share is overwritten before it is read, as on the GPU.  (A
+ring whose late loads have barriers of their own, `late_loads`, frees its other loads' stage an
+iteration earlier on the GPU; the consumers run the deferred gemm in place here, so holding the
+whole stage until the late release reads the same tiles.)
 
 A persistent kernel runs `PERSISTENT_BLOCKS` blocks per cluster rank, each walking the tiles
 in the recorded order (`persistent_tile`/`cluster_tile`, the Python of tl/tma.cuh's), the
