@@ -17,6 +17,19 @@ FlashAttention 4 on top of it gained nothing: neither is kept.  Round 3, SQ = 2:
 and 1.106-1.108x std at B=64 KV=4096 and B=132 KV=16384 (0.50 and 0.55 of peak), onewg2 below
 onewg (1.067x and 1.089x: its second barrier costs more than the overlapped rescale saves).
 
+Session 25 (bench/results/E_r*_mla_*-h200-twentyfifth.txt), std with the scores on one
+warpgroup (schedule/one_warpgroup.py).  Round 1, warpgroup 1 syncing before P's store: std 1.01x
+split at B=64 KV=4096 SQ=1 (167.3 against 169.0 us) and B=132 KV=16384 SQ=1 (1213.9 against
+1229.3); nosoftmax 1.26x / 1.30x std (0.56 / 0.65 of peak), hot 1.03x / 1.00x (the loads do not
+bound it), onewg 1.08x / 1.09x std.  Round 2, warpgroup 1 arriving (WarpSpecialization.arrivals):
+std 1.015x / 1.048x split (163.3 against 165.9, 1220.0 against 1278.5 us; 0.45 / 0.50 of peak),
+SQ=2 1.02x / 1.049x (308.9 against 314.8, 2383.2 against 2500.4 us); onewg 1.049x / 1.060x std,
+onewgsync 1.070x / 1.092x: the prototype is faster still, and faster syncing than arriving, so
+the barrier's kind is not what separates them.  Their SASS per page has the same instructions
+(128 FMUL of the rescale, 36 + 4 HGMMA, 32 MUFU, 2 barriers; 168 registers) but for std's
+scores cleared by 32 FSEL where the prototype's first HGMMA takes scale-d 0, and the place of
+the barriers among warpgroup 0's max and exponentials.
+
 - std: the module as it is.
 - split: std's .tl with P copied into shared memory from a second fragment, which the
   one-warpgroup rule (schedule/one_warpgroup.py) does not see: the scores split by columns,
