@@ -88,13 +88,12 @@ def test_a_warp_specialized_turn_works_under_the_products():
     with an ordered add) the count is loaded and the last step's turn released right after the
     step's first two products issue, predicated (no branch under the wgmmas), the wait spins on
     the loaded count, the block's meeting after its adds stays, and the last turn is released
-    after the loop: on the reds' path (a launch without the bulk add's map); the bulk add's
-    thread counts the last step's turn later, before its next wait (tests/codegen/test_bulk_reduce.py)."""
+    after the loop, each release once the block's bulk adds are complete (codegen/bulk_reduce.py)."""
     source, _ = build(FUSED_BWD, kernels=("flash_bwd_fused",), defines=("D=128", "DETERMINISTIC=True"), arch="sm_90a")
     grid = source[source.index("flash_bwd_fused_grid1("):]
     loop = grid[grid.index("int* tl_turn_at = nullptr;"):]
-    order = [loop.index(x) for x in ("(v_tile, (do_tile", "tl::turn_done_if(tl_turn_at, threadIdx.x == 0 && tl_turn_at",
-                                     "tl_turn_seen = tl::turn_load(", "tl::turn_wait_from(", "if (threadIdx.x == 0) tl_turn_at = (",
+    order = [loop.index(x) for x in ("(v_tile, (do_tile", "tl::bulk_turn_done_if(tl_turn_at, threadIdx.x == 0 && tl_turn_at",
+                                     "tl_turn_seen = tl::turn_load(", "tl::turn_wait_from(", "tl_turn_at = (",
                                      "if (threadIdx.x == 0 && tl_turn_at != nullptr) { tl::tma_store_wait(); "
                                      "tl::turn_done(tl_turn_at); }  // the last turn")]
     assert order == sorted(order) and loop.count("tl::turn_done(") == 1 and "tl::turn_wait(" not in loop
@@ -107,7 +106,6 @@ def test_the_turn_under_the_products_keeps_ptxas_from_waiting(tmp_path):
     source, _ = build(FUSED_BWD, kernels=("flash_bwd_fused",), defines=("D=128", "DETERMINISTIC=True"), arch="sm_90a")
     sass, log = cubin_sass(source, "sm_90a", tmp_path, "bwd")
     grid = dict(zip(*[iter(re.split(r"Function : (\w+)", sass)[1:])] * 2))["flash_bwd_fused_grid1"]
-    # the loop's two (the reds' path's, the bulk add's) and the last turn's
-    assert "C7517" not in log and grid.count("MEMBAR.ALL.GPU") == 3
+    assert "C7517" not in log and grid.count("MEMBAR.ALL.GPU") == 2  # the loop's and the last turn's
     first = grid.index("HGMMA.64x64x16.F32")
     assert "WARPGROUP.DEPBAR" not in grid[first:grid.index("MEMBAR.ALL.GPU", first)]  # 16 products issued, no wait

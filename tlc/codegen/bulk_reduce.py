@@ -11,11 +11,9 @@ it for the async proxy and meet again; then that one thread adds the buffer into
 (`tma_store_tile<..., ADD>`: cp.reduce.async.bulk.tensor .add, one box per 128-byte column
 segment, one bulk group), rows outside the tensor left out by the TMA.  An ordered add's turn
 (`order=`) is waited for by that thread before the meeting that ends the staging, and counted
-by it once its bulk group is complete, in the next step right before it spins for that step's
-turn (the add is long done by then; under the step's first products it waited for it): the
-block's two meetings around the reds' turn are left out (the spin and the add in one block of
-thread 0 spilled 56-80 bytes of the consumers' registers, ptxas sm_90a, D=128; the count's
-pointer held over the step spills 8).  Without the map, the loop's per-thread reds (atomic_pairs.py)
+by it once its bulk group is complete: the block's two meetings around the reds' turn are left
+out (the spin and the add in one block of thread 0 spilled 56-80 bytes of the consumers'
+registers, ptxas sm_90a, D=128).  Without the map, the loop's per-thread reds (atomic_pairs.py)
 and the block's meetings around the turn as before.  Where the schedule gave the add two
 buffers (`BulkReduce.buffers`), step `tl_it` stages into buffer `tl_it & 1` and its wait lets
 the last step's add still read the other (`bulk_wait_read<1>`: one bulk group a step).
@@ -66,12 +64,7 @@ class BulkReduceGen:
           f"{c_name(frag.name)});")
         e("tl::fence_proxy_async();  // written by plain stores, read next by the TMA")
         turn, self.bulk_turn_wait = getattr(self, "bulk_turn_wait", None), None
-        if turn is not None and getattr(self, "bulk_turn_release", False):
-            e("tl::bulk_turn_done_if(tl_turn_at, threadIdx.x == 0 && tl_turn_at != nullptr);  // the last step's turn, its "
-              "add complete by now")
-            e("tl_turn_at = nullptr;")
-            e(f"if (threadIdx.x == 0) {turn}  // this step's, before the meeting that ends the staging")
-        elif turn is not None:
+        if turn is not None:
             e(f"if (threadIdx.x == 0) {turn}  // the turn, before the meeting that ends the staging")
         e(self.block_barrier())
         lead_c = ", ".join(offs[:-2]) or "0"

@@ -12,9 +12,6 @@ spun on only if it is short; and the release of iteration t is made in iteration
 after its first issue (`tl_turn_at`, then after the loop for the last), the block's meeting
 after its adds staying in place.  A block's count then comes up to one step later, before its
 own next wait: every block still reaches it without waiting for anyone, so no wait can hang.
-Around a bulk add (bulk_reduce.py) its issuing thread makes that release later still, right
-before it spins for the next step's turn, once its add (issued a step earlier) is complete:
-still before its own next wait.
 """
 from __future__ import annotations
 
@@ -81,7 +78,6 @@ class TurnGen:
             self.emit(f"{self.block_barrier()}  // the block's updates after its turn came")
             if bulk:
                 self.bulk_turn_wait = wait
-                self.bulk_turn_release = t is not None  # the last step's release, carried (below)
         else:
             self.emit(f"{self.block_barrier()}  // the block's updates before its turn is counted")
         if bulk:
@@ -118,16 +114,9 @@ class TurnGen:
         if t is None or g is not t.first:
             return
         # (predicated, not branched: a branch under the wgmmas makes ptxas wait for them, C7517)
-        if self.bulk_of_turn(t.wait) is not None:
-            # the bulk add's thread counts the last step's turn right before it waits for this
-            # step's, its add long complete by then (bulk_reduce.py); here only on the reds' path
-            self.emit("tl::turn_done_if(tl_turn_at, threadIdx.x == 0 && tl_turn_at != nullptr && !(tl_tma & 2));"
-                      "  // the last iteration's turn (the reds')")
-            self.emit("tl_turn_at = (tl_tma & 2) ? tl_turn_at : nullptr;")
-        else:
-            done = "bulk_turn_done_if" if self.bulk_adds() else "turn_done_if"  # after its bulk adds (bulk_reduce.py)
-            self.emit(f"tl::{done}(tl_turn_at, threadIdx.x == 0 && tl_turn_at != nullptr);  // the last iteration's turn")
-            self.emit("tl_turn_at = nullptr;")
+        done = "bulk_turn_done_if" if self.bulk_adds() else "turn_done_if"  # after its bulk adds (bulk_reduce.py)
+        self.emit(f"tl::{done}(tl_turn_at, threadIdx.x == 0 && tl_turn_at != nullptr);  // the last iteration's turn")
+        self.emit("tl_turn_at = nullptr;")
         if t.prefetch:
             check = self.bounds(t.wait.name, t.wait.indices)
             target = f"&{self.element(t.wait.name, t.wait.indices, t.wait.span)}"
