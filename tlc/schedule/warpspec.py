@@ -46,7 +46,7 @@ CLUSTER = 2  # blocks per cluster in a persistent kernel that multicasts a share
 # batch 64, bench/conv.py, the same rows in clusters of 2 and without (session 25 round 2,
 # bench/results/A_r2_*-h200-twentyfifth.txt): r50_s1_3x3_64 0.92x -> 1.01x cuDNN, r50_s1_1x1_64
 # 0.89x -> 0.94x, r50_s1_1x1_256 0.94x -> 0.97x, r50_s1_1x1_in256 0.95x -> 0.97x,
-# r50_s2_1x1_512 0.88x -> 0.96x, r50_s3_1x1_1024 0.89x -> 0.97x
+# r50_s2_1x1_512 0.88x -> 0.96x, r50_s3_1x1_1024 0.89x -> 0.97x (2: such rings as any other)
 IM2COL_CLUSTER = 1
 
 
@@ -678,8 +678,8 @@ class _Planner:
             return 1
         if any(x.gather for x in loads):
             return 1  # a gather has no multicast
-        if any(x.im2col for x in loads):
-            return IM2COL_CLUSTER
+        if IM2COL_CLUSTER == 1 and any(x.im2col for x in loads):
+            return 1
         shared = [x for x in loads if not x.im2col and self.shared_by_cluster(self.loop.body[x.index])]
         # the blocks of a cluster wait on each other's stages: every tile must run as many
         # iterations, so the loop's length may read only sizes and scalar parameters, and the
