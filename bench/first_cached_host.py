@@ -95,6 +95,23 @@ system call dearer) the step table moved by tenths (resolve_path 0.247 -> 0.156,
 0.176 -> 0.122, LaunchMemo.lookup 0.181 -> 0.142) but the call did not (checkout 3.99 -> 4.17
 ms, one process; installed 4.39).  Tried and backed out: the checkout's stat()s on a thread
 beside cuModuleLoadData (no overlap on the H200, the call 5.71 ms).
+Session 25 (7b32dc6, c8d50e4: the module record, a load vouched for by its files' stamps with
+the launch memo's copy; installed snapshots of the same tree before and after, interleaved on the
+2-core machine): 7.50 M -> 5.56 M instructions, CPU median 1.80 / 1.63 -> 1.40 / 1.56 ms (9
+processes each), the load 0.9 -> 0.45-0.5 ms; 57 -> 45 system calls, 7 -> 4 files opened.
+On the H200 (round 1, 2 processes each, installed): 3.79 -> 4.31 ms median, best 3.72 -> 3.71
+(load 1.07 -> 0.86 best): the spread of two processes is larger than the change.  Round 2
+(bench/results/H_cached_table-h200-twentyfifth-r2.txt, installed, both commits): 2 processes
+6.03-6.37 ms, 2 more with the step clocks 3.46; the steps that read and checked the texts, the
+entry and the memo (read_source, text_digest, key, checked_cache.load, LaunchMemo.lookup,
+program_key, resolve_path: 1.12 ms in session 24's table) now load_record 0.18, resolve_path
+0.10, LaunchMemo.lookup 0.07; what is left is the driver (the module load 0.83, CuPy's first
+runtime call 0.26, the launch 0.22) and the launch head (its decode 0.30, compile_grid 0.20).
+bench/cached_call_steps.py's first GPU run (bench/results/H_cached_steps-h200-twentyfifth-r1.txt):
+CuPy's first runtime call (~0.26 ms) moves to the module load where the driver is asked first,
+so it does not go; cuModuleLoadData 0.57-0.72 ms a load; the first launch and its wait 0.58 ms
+(0.14 the second); a thread started and joined 0.46 ms; the checkout's 256 stat()s 0.54-0.81 ms
+by absolute path, 0.57-0.64 relative to their folders' descriptors (no gain).
 """
 from __future__ import annotations
 

@@ -87,10 +87,9 @@ def test_a_module_record_serves_the_call_and_a_changed_text_is_checked_again(tmp
     text = (ROOT / "stdlib" / "gemm.tl").read_text()
     module.write_text(text)
     folder = tmp_path / "cache"
-    assert call(folder, module)["checked"]  # compiled by NVRTC; the text too new for a record
+    assert call(folder, module)["checked"]  # compiled by NVRTC; the text may be too new for a record
     time.sleep(2.1)
-    found = call(folder, module)
-    assert not found["checked"] and found["entry"]  # from the entry, which writes the record
+    assert not call(folder, module)["checked"]  # from the caches, the record written by now
     found = call(folder, module)
     assert not found["checked"] and not found["entry"]  # from the record
     module.write_text(text.replace("# std.gemm", "# std.GEMM", 1))
