@@ -345,7 +345,10 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       ("w4a16 BK=512 split-K 2 stages=2 reduce RN=64", "matmul_w4a16_splitk",
                        {"BK": 512, "stages": 2, "reduce": {"RN": 64, "THREADS": 128}}, 2),
                       # session 25: a deeper ring at M = 1 that keeps 512 blocks in one wave (4-6
-                      # blocks an SM: 46 / 36 KB), and 2 parts on 3 stages (256 blocks, 86 KB)
+                      # blocks an SM: 46 / 36 KB), and 2 parts on 3 stages (256 blocks, 86 KB); H200
+                      # (bench/results/w4a16_depth-h200-twentyfifth.txt): 27.2, 28.3 and 26.8 us against
+                      # the default tiles' 26.3: no faster (each K step's copies cost as much as its
+                      # dequantization: bench/results/w4a16_ncu-h200-twentyfifth.txt)
                       ("w4a16 BM=8 BK=256 split-K 4 stages=3", "matmul_w4a16_splitk",
                        {"m": (1,), "BM": 8, "BK": 256, "stages": 3}, 4),
                       ("w4a16 BM=8 BK=128 split-K 4 stages=4", "matmul_w4a16_splitk",
