@@ -46,7 +46,9 @@ CLUSTER = 2  # blocks per cluster in a persistent kernel that multicasts a share
 # batch 64, bench/conv.py, the same rows in clusters of 2 and without (session 25 round 2,
 # bench/results/A_r2_*-h200-twentyfifth.txt): r50_s1_3x3_64 0.92x -> 1.01x cuDNN, r50_s1_1x1_64
 # 0.89x -> 0.94x, r50_s1_1x1_256 0.94x -> 0.97x, r50_s1_1x1_in256 0.95x -> 0.97x,
-# r50_s2_1x1_512 0.88x -> 0.96x, r50_s3_1x1_1024 0.89x -> 0.97x (2: such rings as any other)
+# r50_s2_1x1_512 0.88x -> 0.96x, r50_s3_1x1_1024 0.89x -> 0.97x; round 3: r50_s4_3x3_512 0.89x ->
+# 0.99x, r50_s2_3x3_128 0.99x -> 1.04x, r50_s4_1x1_2048 0.78x -> 0.81x, but conv3x3_56_256 1.00x ->
+# 0.95x: a long ring of wide w tiles keeps it (_Planner.long_wide_ring).  2: such rings as any other
 IM2COL_CLUSTER = 1
 
 
@@ -678,15 +680,35 @@ class _Planner:
             return 1
         if any(x.gather for x in loads):
             return 1  # a gather has no multicast
-        if IM2COL_CLUSTER == 1 and any(x.im2col for x in loads):
-            return 1
         shared = [x for x in loads if not x.im2col and self.shared_by_cluster(self.loop.body[x.index])]
+        if IM2COL_CLUSTER == 1 and any(x.im2col for x in loads) and not self.long_wide_ring(loads, shared):
+            return 1
         # the blocks of a cluster wait on each other's stages: every tile must run as many
         # iterations, so the loop's length may read only sizes and scalar parameters, and the
         # kernel's scalars set once before the loop from them alone (std.conv's CB = cdiv(C, BK))
         fixed = self.fixed_names()
         same_length = all(v.name in fixed for v in variables(self.loop.stop))
         return CLUSTER if shared and same_length and all(x.rows % 16 == 0 for x in shared) else 1
+
+    def long_wide_ring(self, loads, shared) -> bool:
+        """An im2col ring that keeps its cluster: w's tile (the one multicast) of 256 rows or more,
+        x's of 128 or more, and a K loop of a known 16 steps or more (std.conv's conv2d at 128 x 256
+        over 3 x 3 x 256 channels: conv3x3_56_256 1.00x cuDNN clustered, 0.95x not)."""
+        from .const_cond import _value
+        from .im2col_tma import kernel_scalars
+        defs = kernel_scalars(self.k.body[:self.k.body.index(self.loop)])
+
+        def folded(e, depth=0):
+            if isinstance(e, ir.Var) and e.name in defs and depth < 8:
+                return folded(defs[e.name], depth + 1)
+            if isinstance(e, ir.BinOp):
+                return replace(e, a=folded(e.a, depth), b=folded(e.b, depth))
+            if isinstance(e, (ir.Cast, ir.UnaryOp)):
+                return replace(e, x=folded(e.x, depth))
+            return e
+        steps = _value(folded(self.loop.stop))
+        return steps is not None and steps >= 16 and any(x.rows >= 256 for x in shared) and \
+            all(x.rows >= 128 for x in loads if x.im2col)
 
     def fixed_names(self) -> set:
         """The names every tile reads alike: shape symbols, scalar parameters, and the kernel's
