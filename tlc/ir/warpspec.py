@@ -311,17 +311,17 @@ class WarpSpecialization(Node):
     # tile_empty in the loop's last iteration as soon as it is done, so that the next tile's Q
     # loads under that iteration's softmax, its P @ V and the epilogue.  None: after the loop
     tile_done: int | None = None
+    # the consumers' tile adds made by the TMA's bulk reduction, staged after the ring's
+    # barriers (and the staged store's buffer)
+    reduces: tuple[BulkReduce, ...] = ()
+    # split-K (SplitK): the parts of K a tile's units take, the last one's fixup before the epilogue
+    split_k: SplitK | None = None
     # with a deferred gemm: the loads (positions in `loads`) that it alone reads (attention's V,
     # read by P @ V one iteration late), each stage with a full and an empty barrier of their own
     # (full_late, empty_late at `late_barriers`), so that the other loads' stage (K) is released
     # as soon as the first gemm is done and only theirs one iteration late: the deferred gemm
     # then needs no third stage (FlashAttention 3's separate K and V pipelines, two stages)
     late_loads: tuple[int, ...] = ()
-    # the consumers' tile adds made by the TMA's bulk reduction, staged after the ring's
-    # barriers (and the staged store's buffer)
-    reduces: tuple[BulkReduce, ...] = ()
-    # split-K (SplitK): the parts of K a tile's units take, the last one's fixup before the epilogue
-    split_k: SplitK | None = None
 
     @property
     def late_barriers(self) -> int:

@@ -77,14 +77,12 @@ def split_k(kernel: ir.Kernel, ws: WarpSpecialization, target) -> ir.Kernel | No
     split, part, parts = sk.rewrite(kernel, ws)
     planner = _Planner(split, target)
     ws2 = planner.plan()
-    if ws2 is None or getattr(planner, "moved", None) is not None or ws2.tile_order is None or ws2.tile_loads:
+    if ws2 is None or planner.moved is not None or ws2.tile_order is None or ws2.tile_loads:
         return None
     kinds = [[(bool(x.im2col), x.gather, x.multicast, x.flat) for x in w.loads] for w in (ws, ws2)]
     if kinds[0] != kinds[1] or ws2.tile_order.cluster != ws.tile_order.cluster:
         return None  # the split lost a load's TMA mode or the cluster (std.conv's conv2d: kh of k's base)
     return replace(split, warp_spec=replace(ws2, split_k=SplitK(part, parts, acc, sk.WAVE)))
-
-
 
 
 def consumer_registers(threads: int, registers_per_sm: int = 65536, producer: int = PRODUCER_REGS) -> int:
@@ -292,8 +290,8 @@ class _Planner:
             late_copies=() if meets or tile_loads else self.late_copies(consumer_only), tile_loads=tile_loads,
             deferred=deferred, consumer_barrier=CONSUMER_BARRIER if meets else 0,
             kept_syncs=self.kept_syncs(loop.body, start, start + len(rest)) if meets and wg_syncs is None else (),
-            warpgroup_syncs=wg_syncs or (), generic_registers=generic, rolled=overlap,
-            exchanges=self.exchanges(loop.body, start, start + len(rest)) if meets else (), late_loads=late)
+            warpgroup_syncs=wg_syncs or (), generic_registers=generic, rolled=overlap, late_loads=late,
+            exchanges=self.exchanges(loop.body, start, start + len(rest)) if meets else ())
         if ws.kept_syncs:
             ws = replace(ws, arrivals=self.arrivals(loop.body, start, start + len(rest), ws.kept_syncs))
         if tile_loads and deferred is not None:
