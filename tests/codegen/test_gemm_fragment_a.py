@@ -182,7 +182,12 @@ def test_flash_attention_on_the_interpreter(dtype, bm, d):
 @pytest.mark.nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("dtype,bm,d", [pytest.param(F16, 64, 64, marks=pytest.mark.slow), (BF16, 128, 128)])
-def test_flash_attention_compiles_without_spills(arch, dtype, bm, d, tmp_path):
+def test_flash_attention_compiles_without_spills(arch, dtype, bm, d, tmp_path, request):
+    if arch == "sm_90a" and bm == 64:
+        # a known defect found by session 25's slow run (#19): at BM = D = 64 ptxas injects a
+        # warpgroup.wait (C7517) in examples' flash_attention, a register of a wgmma in flight read
+        # early; strict, so that the fix is noticed
+        request.applymarker(pytest.mark.xfail(strict=True, reason="C7517 at BM = D = 64 on sm_90a (#19)"))
     r = check_file(str(FLASH))
     k = schedule(r.program, "flash_attention", {"T": dtype, "BM": bm, "D": d, "THREADS": 2 * bm}, target=arch)
     g = generate(k, arch, sources=r.sources)

@@ -269,7 +269,9 @@ def test_the_build_for_encoded_maps_leaves_out_the_copies_without_the_tma(tmp_pa
     assert count(built) < 0.6 * count(generic)
     # the element copies into shared memory and the epilogue's stores of registers are gone
     assert "STS.U16" in generic and "STS.U16" not in built
-    assert built.count("STG") * 10 < generic.count("STG")
+    # (split-K's f32 partial slots and counter, bf13d8c, are stored from registers in both
+    # builds: 37 STG of them on sm_90a, against the generic epilogue's ~320)
+    assert built.count("STG") * 5 < generic.count("STG")
 
 
 # a per-step vector beside the tiles: each K step's scales of the output columns (a block-scaled

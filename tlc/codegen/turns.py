@@ -57,6 +57,11 @@ def plan_turns(body: list, lazy) -> TurnPlan | None:
 class TurnGen:
     turns: TurnPlan | None = None
 
+    def bulk_of_turn(self, s) -> None:
+        """No bulk adds on a target without the TMA (sm_80): sm_90a's BulkReduceGen, earlier in
+        its method order, answers for the turns it issues."""
+        return None
+
     def turn_stmt(self, s: ir.Atomic) -> None:
         """`s`, a turn_wait or turn_done (stmt_Atomic's), as the module's docstring says."""
         target = f"&{self.element(s.name, s.indices, s.span)}"
