@@ -6,18 +6,8 @@ config.json's tiles) against cuBLAS, and std.conv's conv2d_bwd_weight at ResNet'
     python bench/splitk_r3.py
 """
 import tlc
-from tlc.timing import Checked, compare_checked, tolerance
-
-
-def table(title, contenders, flops, min_ms):
-    ms, ok = compare_checked(contenders, min_ms=min_ms)
-    ref = next(iter(contenders))
-    for name in contenders:
-        if not ok[name].ok:
-            print(f"  {title} {name:10}: wrong: {ok[name].why}", flush=True)
-            continue
-        r = f"{ms[ref] / ms[name]:.3f}x {ref}" if ok[ref].ok else ""
-        print(f"  {title} {name:10}: {ms[name] * 1e3:9.1f} us {flops / ms[name] / 1e9:6.1f} TFLOP/s {r}", flush=True)
+from splitk_r2 import table  # bench/ is the script's folder, first on sys.path
+from tlc.timing import Checked, tolerance
 
 
 def main():
