@@ -185,7 +185,7 @@ def test_flash_attention_on_the_interpreter(dtype, bm, d):
 def test_flash_attention_compiles_without_spills(arch, dtype, bm, d, tmp_path, request):
     if arch == "sm_90a" and bm == 64:
         # a known defect found by session 25's slow run (#19): at BM = D = 64 ptxas injects a
-        # warpgroup.wait (C7517) in examples' flash_attention, a register of a wgmma in flight read
+        # warpgroup.wait (C7517) in tests/programs/flash_attention.tl, a register of a wgmma in flight read
         # early; strict, so that the fix is noticed
         request.applymarker(pytest.mark.xfail(strict=True, reason="C7517 at BM = D = 64 on sm_90a (#19)"))
     r = check_file(str(FLASH))
