@@ -62,18 +62,22 @@ FLAT = [(2, 64, 60, 3, 64, 7, 2, 3, 1), (2, 9, 7, 5, 20, 3, 1, 1, 1), (1, 8, 9, 
         (2, 7, 8, 8, 10, 3, 1, 2, 2)]
 
 
-@pytest.mark.parametrize("flat", [True, False])
-@pytest.mark.parametrize("case", FLAT, ids=str)
-def test_conv2d_flat_against_torch(mod, case, flat):
+def _flat_conv_error(mod, case, **consts):
+    """conv2d of f16 NHWC data (N, H, W, C, F, K, S, P, D = case) against torch's f32 conv."""
     N, H, W, C, F, K, S, P, D = case
     g = torch.Generator(device="cuda").manual_seed(sum(case))
     x = torch.randn(N, H, W, C, device="cuda", generator=g).half()
     w = torch.randn(F, K, K, C, device="cuda", generator=g).half()
     want = Fn.conv2d(_nchw(x).float(), _nchw(w).float(), stride=S, padding=P, dilation=D).permute(0, 2, 3, 1)
     y = torch.full(want.shape, float("nan"), device="cuda", dtype=torch.float16)
-    mod.conv2d(x, w, y, S=S, P=P, D=D, FLAT=flat, BN=64)
-    assert _err(y, want) < TOL["f16"]
+    mod.conv2d(x, w, y, S=S, P=P, D=D, BN=64, **consts)
+    return _err(y, want)
 
+
+@pytest.mark.parametrize("flat", [True, False])
+@pytest.mark.parametrize("case", FLAT, ids=str)
+def test_conv2d_flat_against_torch(mod, case, flat):
+    assert _flat_conv_error(mod, case, FLAT=flat) < TOL["f16"]
 
 
 @pytest.mark.parametrize("case", [(3, 64, 60, 3, 64, 7, 2, 3, 1), (2, 40, 150, 3, 24, 3, 1, 2, 2), (2, 33, 70, 16, 40, 3, 2, 1, 1)],
@@ -82,14 +86,8 @@ def test_conv2d_flat_staged_walk_against_torch(mod, case):
     """FLAT's staged path with a few persistent blocks, each walking a run of many tiles (the
     input rows a tile shares with the one above it kept), rows longer than a tile (150 pixels
     of 128-pixel tiles), dilation 2."""
-    N, H, W, C, F, K, S, P, D = case
-    g = torch.Generator(device="cuda").manual_seed(sum(case))
-    x = torch.randn(N, H, W, C, device="cuda", generator=g).half()
-    w = torch.randn(F, K, K, C, device="cuda", generator=g).half()
-    want = Fn.conv2d(_nchw(x).float(), _nchw(w).float(), stride=S, padding=P, dilation=D).permute(0, 2, 3, 1)
-    y = torch.full(want.shape, float("nan"), device="cuda", dtype=torch.float16)
-    mod.conv2d(x, w, y, S=S, P=P, D=D, FLAT=True, BN=64, BLOCKS=5)
-    assert _err(y, want) < TOL["f16"]
+    assert _flat_conv_error(mod, case, FLAT=True, BLOCKS=5) < TOL["f16"]
+
 
 def test_conv2d_of_an_unaligned_image(mod):
     """A tensor whose data starts 2 bytes past a 16-byte boundary: every vector moves element
