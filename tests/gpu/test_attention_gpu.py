@@ -26,11 +26,11 @@ DEFAULT_TILES = [
 ]
 
 
-def run_cupy(dtype, B, H, HK, S, SK, D, causal, consts, seed, kernel="flash_fwd"):
+def run_cupy(dtype, B, H, HK, S, SK, D, causal, consts, seed, kernel="flash_fwd", module="std.attention"):
     import cupy as cp
     from tlc.dtypes import lookup
 
-    mod = tlc.load("std.attention", target="cuda")
+    mod = tlc.load(module, target="cuda")
     q, k, v, scale = attention_inputs(np.random.default_rng(seed), lookup(dtype).numpy(), B, H, HK, S, SK, D)
     o = cp.full(q.shape, cp.nan, q.dtype)
     lse = cp.full((B, H, S), cp.nan, cp.float32)
@@ -49,6 +49,18 @@ def run_cupy(dtype, B, H, HK, S, SK, D, causal, consts, seed, kernel="flash_fwd"
 def test_flash_fwd_against_numpy(dtype, case):
     table = CASES + DEFAULT_TILES
     run_cupy(dtype, *table[case], seed=case)
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_flash_fwd_with_p_staged_in_shared_memory_against_numpy(tmp_path, stages):
+    # the deferred P @ V reads a shared P the next iteration rewrites (warpspec's wait before it)
+    from tlc.package_data import folder
+    source = (folder("stdlib") / "attention.tl").read_text()
+    old = "        probs = fragment(T[BM, BN])\n"
+    assert old in source
+    path = tmp_path / "shared_probs.tl"
+    path.write_text(source.replace(old, "        probs = shared(T[BM, BN])\n"))
+    run_cupy("f16", 2, 4, 2, 300, 1513, 128, False, {"STAGES": stages}, seed=stages, module=str(path))
 
 
 # flash_decode at the benchmark's tiles: GQA groups of 4 and 8, a long cache, splits that hold no key

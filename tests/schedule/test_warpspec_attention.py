@@ -96,6 +96,19 @@ def test_the_last_gemm_is_deferred_past_the_first_and_waited_for_before_its_oper
     assert d.before_issue == (d.gemm - 1,) and isinstance(body[d.gemm - 1], ir.Parallel)
 
 
+def test_a_shared_a_operand_the_consumers_write_is_waited_for_before_it_is_written(tmp_path):
+    # P staged in shared memory by the consumers: the next iteration's copy(scores, probs) must
+    # not overwrite it while the deferred P @ V of the iteration before still reads it
+    path = tmp_path / "shared_probs.tl"
+    old = "        probs = fragment(T[BM, BN])\n"
+    assert old in SOURCE
+    path.write_text(SOURCE.replace(old, "        probs = shared(T[BM, BN])\n"))
+    k = _kernel(path)
+    d, body = k.warp_spec.deferred, k.body[k.warp_spec.loop].body
+    assert d is not None and body[d.gemm].a == "probs"
+    assert isinstance(body[d.wait], ir.Copy) and body[d.wait].dst.name == "probs"
+
+
 def test_a_scaling_that_reads_the_loops_scalars_stays_in_place(tmp_path):
     # in the next iteration kb would be the next block's: the statement runs where it stands
     path = tmp_path / "reads_kb.tl"

@@ -389,7 +389,11 @@ class _Planner:
         first = next((i for i in range(start, stop - 1) if isinstance(body[i], ir.Gemm)), None)
         if first is None or not self.wgmma_any(body[first]):
             return None
-        operands = {last.c} | ({last.a} if self.buffers[last.a].scope == "fragment" else set())
+        # its operands that the iteration writes: a fragment A, or a shared one the consumers
+        # fill (not through the ring), which the next iteration must not overwrite before the
+        # deferred gemm has read it
+        written = set().union(*(_touched(s) for s in body[start:stop - 1]))
+        operands = {last.c} | {x for x in (last.a, last.b) if self.buffers[x].scope == "fragment" or x in written}
         if any(operands & _touched(s) for s in body[start:first + 1]) or last.c in {body[first].a, body[first].b}:
             return None
         if any(isinstance(x, ir.Gemm) for s in body[first + 1:stop - 1] for x in statements([s])):
