@@ -21,6 +21,11 @@ __device__ __forceinline__ void fence_barrier_init() { asm volatile("fence.mbarr
 __device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
   asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
 }
+// `count` arrivals at once, made by one thread for several (a warpgroup's warps, once the
+// store its issuing thread made has read a ring stage: StagedStore.in_stage).
+__device__ __forceinline__ void mbar_arrive_count(unsigned long long* bar, unsigned count) {
+  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
 // One arrival of this thread, made when its cp.async copies issued so far have landed (the
 // barrier's count includes it: noinc); a producer that gathers rows through cp.async.
 __device__ __forceinline__ void cp_async_mbar_arrive_noinc(unsigned long long* bar) {

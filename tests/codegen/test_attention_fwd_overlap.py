@@ -190,8 +190,21 @@ def test_tile_loads_the_producer_copies_q_once_a_tile_of_the_persistent_walk(cau
                  "if (tl_k == tl_n - 1 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_tile_full + 1);",
                  "if (threadIdx.x < 128 && tl_n > 0) tl::bar_sync_named(3, 256);",
                  "// the deferred gemm of iteration tl_it - 1, on its stage",
-                 "if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_it + 2) % 3);",
-                 "tl_tq += tl_n > 0;", "tl::copy_f2g<"]
+                 # its stage holds the output (StagedStore.in_stage): released after the loop only
+                 # where the store's map did not encode, else once the store has read it
+                 "if (!(tl_tma & 2) && tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_it + 2) % 3);",
+                 "tl_tq += tl_n > 0;",
+                 "if ((tl_tma & 2) && tl_n > 0) {  // through the ring's last stage: the TMA stores this warpgroup's rows",
+                 "const int tl_last = (tl_it + 2) % 3;  // the stage of the tile's last iteration",
+                 "half* tl_stage_c = reinterpret_cast<half*>(tl_smem + 0 + tl_last * 32768);",
+                 # every consumer warp's last S = Q @ K.T is done: K's stage is free to write
+                 "tl::mbar_wait(tl_tile_full + 1, (tl_tq - 1) & 1);",
+                 "tl::copy_f2s_staged<tl_flash_fwd_layout_0, float, half, 128, 128>(tl_stage_c, acc);",
+                 "tl::fence_proxy_async();", "tl::bar_sync_named(1 + tl_group, 128);",
+                 "tl::tma_store_tile<half, 64, 128, 128, 4>(&tl_map3, tl_stage_c, tl_group * 64, 0, (bx * 128) + tl_group * 64, {b, h});",
+                 "tl::tma_store_wait_read();  // it has read the stage: the producer may fill it",
+                 "tl::mbar_arrive_count(tl_empty + tl_last, 4);  // for this warpgroup's four warps",
+                 "} else {", "tl::copy_f2g<"]
     pos = 0
     for x in init + producer + consumers:
         pos = text.find(x, pos)
@@ -202,6 +215,7 @@ def test_tile_loads_the_producer_copies_q_once_a_tile_of_the_persistent_walk(cau
 def test_sass_the_persistent_kernel_loads_q_by_the_tma_without_local_memory(tmp_path):
     sass, log = cubin_sass(walk_cuda(), "sm_90a", tmp_path, "flash_tile_loads")
     assert len(re.findall(r"UTMALDG", sass)) >= 3  # K, V and Q
+    assert "UTMASTG" in sass  # O, staged in K's last stage
     assert not re.search(r"\b(LDL|STL)\b", sass) and "C7514" not in log
 
 

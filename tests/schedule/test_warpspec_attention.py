@@ -128,7 +128,15 @@ def test_one_tile_a_block_stages_the_output_where_q_lies():
     assert k.body[st.index].src.name == "acc" and k.warp_spec.tensor_maps[st.tensor_map].param == "O"
     assert ("    epilogue: acc staged @196608 (32768 bytes), 64 rows per warpgroup stored through #2\n"
             in print_kernel(k))
-    assert _walk().warp_spec.store is None  # a persistent walk: its tile loads' Q is the next tile's
+    # a persistent walk: its tile loads' Q is the next tile's, the ring leaves no room beside it;
+    # the output goes into K's stage of the tile's last iteration (FlashAttention 3 puts O over V)
+    walk = _walk()
+    st, ws = walk.warp_spec.store, walk.warp_spec
+    assert st is not None and st.in_stage == 0 and ws.loads[0].buffer == "k_tile" and ws.tile_done is not None
+    assert (st.offset, st.nbytes, st.rows) == (walk.buffer("k_tile").smem_offset, 128 * 128 * 2, 64)
+    assert ("    epilogue: acc staged in k_tile's stage of the tile's last iteration (32768 bytes) once every consumer "
+            "warp's last statement 4 is done, 64 rows per warpgroup stored through #3; the stage released once the "
+            "store has read it (a tile of no iteration: register stores)\n") in print_kernel(walk)
 
 
 def test_an_epilogue_that_reads_shared_memory_keeps_its_stores(tmp_path):
@@ -218,6 +226,10 @@ def test_a_reduction_through_shared_memory_keeps_the_cp_async_ring(tmp_path):
      "the statements [{after}] run before the deferred gemm's issue are not parallel loops after its wait"),
     # V on barriers of its own: one tile a block only
     (lambda ws: {"late_loads": (1,)}, "the late loads [1] are not some of the TMA loads of a deferred gemm's ring, one tile a block"),
+    # the output staged in V's stage: P @ V may still read it when the warpgroups write there
+    (lambda ws: {"store": dataclasses.replace(ws.store, in_stage=1)},
+     "the staged store's stage buffer (load 1) is not a TMA load of a persistent ring read by the tile loads' last "
+     "reader alone, at its offset and as large as the tile"),
 ])
 def test_the_verifier_checks_the_consumer_prologue_and_the_deferral(change, message):
     k = _walk()
@@ -257,4 +269,4 @@ def test_emit_ir_says_the_producer_copies_q_once_a_tile():
             "completing tile_full @229424; the consumers wait on it before the loop and arrive on tile_empty @229432 "
             "(one per consumer warp) in its last iteration once statement 4's gemm (their only reader) is done, which "
             "the producer waits on before the next tile's\n") in text
-    assert "    tensor maps: #0 Q box 128x64, #1 K box 128x64, #2 V box 128x64\n" in text
+    assert "    tensor maps: #0 Q box 128x64, #1 K box 128x64, #2 V box 128x64, #3 O box 64x64 (store)\n" in text

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..ir.nodes import Fill
 from ..ir.warpspec import WarpSpecialization
+from . import numerics as nx
 from .args import InterpError
 
 PERSISTENT_BLOCKS = 3  # blocks (per rank of a cluster) of a persistent launch on the CPU
@@ -170,7 +171,10 @@ class _Block:
                 if kk >= ws.release_lag:
                     self.released = it + 1 - ws.release_lag
                 it += 1
-            self.released = it  # the last stages, once the tile's work is done
+            # the last stages, once the tile's work is done; where the epilogue stages its output
+            # in the last one (StagedStore.in_stage), that one once the store has read it
+            in_stage = ws.store is not None and ws.store.in_stage is not None and n > 0
+            self.released = it - 1 if in_stage else it
             # the producer may run into the next tile's stages while the consumers finish this
             # one; after the loop a staged buffer's name is its first stage again, as in the C
             self.run_producer(producer)
@@ -179,8 +183,33 @@ class _Block:
                 consumer_regs[x.buffer] = self.stage(x.buffer, 0, x.stage_elems)
             if valid and getattr(m, "split_k", None) is not None and m.split_k.parts > 1:
                 self.split_part(env, consumer_regs)
+            elif valid and in_stage:
+                store = ws.store.index - ws.loop - 1  # its position after the loop
+                m.block(self.after[:store], True)
+                self.store_in_stage(producer, env, consumer_regs, it - 1)
+                m.block(self.after[store + 1:], True)
             elif valid:
                 m.block(self.after, True)
+            self.released = it
+            self.run_producer(producer)
+
+    def store_in_stage(self, producer, env, regs, last: int) -> None:
+        """The epilogue's staged store (StagedStore.in_stage): the accumulator rounded into the
+        ring buffer's stage of iteration `last`, the producer let run as far as its barriers
+        allow (that stage still held), then the tensor's tile stored from the stage."""
+        m, st = self.m, self.ws.store
+        c = m.k.body[st.index]
+        x = self.ws.loads[st.in_stage]
+        acc = regs[c.src.name]
+        rows, cols = acc.shape
+        s = last % self.ws.stages
+        staged = self.ring[x.buffer][s * x.stage_elems:s * x.stage_elems + rows * cols].reshape(rows, cols)
+        staged[...] = nx.cast(acc, m.dtypes[x.buffer])  # rounded as a copy into the buffer rounds
+        self.run_producer(producer)
+        m.env, m.buffers = env, regs
+        saved, regs[c.src.name] = acc, staged.astype(acc.dtype)
+        m.s_copy(c, True)
+        regs[c.src.name] = saved
 
     def split_part(self, env, regs) -> None:
         """A split-K unit after its loop (_SplitK): a part before the last stores its slot; the

@@ -96,8 +96,14 @@ def header_lines(k: Kernel) -> list[str]:
     out.append(f"  tensor maps: {maps}")
     if ws.store is not None:
         st = ws.store
-        out.append(f"  epilogue: {k.body[st.index].src.name} staged @{st.offset} ({st.nbytes} bytes), "
-                   f"{st.rows} rows per warpgroup stored through #{st.tensor_map}")
+        if st.in_stage is None:
+            out.append(f"  epilogue: {k.body[st.index].src.name} staged @{st.offset} ({st.nbytes} bytes), "
+                       f"{st.rows} rows per warpgroup stored through #{st.tensor_map}")
+        else:
+            out.append(f"  epilogue: {k.body[st.index].src.name} staged in {ws.loads[st.in_stage].buffer}'s stage of the "
+                       f"tile's last iteration ({st.nbytes} bytes) once every consumer warp's last statement "
+                       f"{ws.tile_done} is done, {st.rows} rows per warpgroup stored through #{st.tensor_map}; the stage "
+                       "released once the store has read it (a tile of no iteration: register stores)")
     body = k.body[ws.loop].body
     for x in ws.reduces:
         a = body[x.index].body[0]

@@ -129,13 +129,23 @@ class StageLoad(Node):
 class StagedStore(Node):
     """The epilogue's `copy(acc, C[...])` at `index` of the kernel's body, made through shared
     memory: each consumer warpgroup stages its `rows` rows at byte `offset` (`nbytes` in all)
-    and the TMA stores them through map `tensor_map`."""
+    and the TMA stores them through map `tensor_map`.
+
+    `in_stage`: a persistent ring whose shared memory leaves no room beside it (attention's
+    forward, FlashAttention 3's O over V) stages the tile in the ring's own buffer instead,
+    that of load `in_stage` (a position in `loads`: attention's K, read by the deferred gemm's
+    first gemm alone) at the stage of the tile's last iteration, `offset` the buffer's: each
+    warpgroup writes there once every consumer warp's last first gemm is done (the tile loads'
+    empty barrier, `tile_done`), and that stage is released to the producer only once the
+    warpgroup's store has read it (its issuing thread arrives for the warpgroup's warps), not
+    right after the loop.  A tile that ran no iteration stores from registers."""
 
     index: int
     tensor_map: int
     rows: int
     offset: int
     nbytes: int
+    in_stage: int | None = None
 
 
 @dataclass(frozen=True)
@@ -337,7 +347,7 @@ class WarpSpecialization(Node):
     def staging_end(self) -> int:
         """Byte offset past the ring's barriers and the staging buffers after them."""
         ends = [self.ring_end] + [x.offset + x.nbytes for x in self.reduces] + \
-            ([self.store.offset + self.store.nbytes] if self.store is not None else [])
+            ([self.store.offset + self.store.nbytes] if self.store is not None and self.store.in_stage is None else [])
         return max(ends)
 
     def stage_buffers(self) -> dict:
@@ -413,4 +423,11 @@ def warp_spec_problem(kernel) -> str | None:
                           or not all(0 <= j < len(ws.loads) for j in ws.late_loads) or len(ws.late_loads) == len(ws.loads)
                           or any(ws.loads[j].gather or ws.loads[j].im2col for j in ws.late_loads)):
         return f"the late loads {list(ws.late_loads)} are not some of the TMA loads of a deferred gemm's ring, one tile a block"
+    if ws.store is not None and ws.store.in_stage is not None:
+        x = ws.loads[ws.store.in_stage] if 0 <= ws.store.in_stage < len(ws.loads) else None
+        if x is None or x.gather or x.im2col or ws.tile_order is None or ws.tile_done is None \
+                or ws.store.nbytes > x.stage_elems * buffers[x.buffer].dtype.itemsize \
+                or ws.store.offset != buffers[x.buffer].smem_offset or body[ws.tile_done].b != x.buffer:
+            return (f"the staged store's stage buffer (load {ws.store.in_stage}) is not a TMA load of a persistent ring "
+                    "read by the tile loads' last reader alone, at its offset and as large as the tile")
     return None

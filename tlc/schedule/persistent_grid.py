@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import ir
+from ..dtypes import I32
 from ..diagnostics import DiagnosticError
 from ..ir.walk import loads, statement_exprs, statements, subexprs, variables, written_names
 
@@ -90,14 +91,42 @@ def _tile_independent(body, kernel: ir.Kernel, block: str) -> bool:
     declared = {s.name for s in statements(body) if isinstance(s, ir.LetScalar)} \
         | {s.var for s in statements(body) if isinstance(s, ir.For)} \
         | {v for s in statements(body) if isinstance(s, ir.Parallel) for v in s.vars}
-    if any(isinstance(s, ir.Assign) and s.name not in declared for s in statements(body)):
+    outer = {s.name for s in statements(body) if isinstance(s, ir.Assign) and s.name not in declared}
+    if not outer <= _set_first(body):
         return False
     params = {p.name for p in kernel.params}
     read = {x.name for s in statements(body) for e in statement_exprs(s) for x in loads(e)} \
         | {s.src.name for s in statements(body) if isinstance(s, ir.Copy)}
     if written_names(body) & read & params:
         return False
-    return _written_before_read(body, set(), {b.name for b in kernel.buffers}) is not None
+    return _written_before_read(body, set(), {b.name: b.shape for b in kernel.buffers}) is not None
+
+
+def _set_first(body) -> set:
+    """The scalars the walk's body assigns at its top level before any statement reads them
+    (the lowering declares a grid's scalars at the kernel's top and assigns them where they
+    stand: attention's `hk = h // (H // HK)`): each tile sets them anew, none reads what an
+    earlier tile left."""
+    out, read = set(), set()
+    for s in body:
+        names = {v.name for e in statement_exprs(s) for v in variables(e)} if not isinstance(s, ir.Assign) \
+            else {v.name for v in variables(s.value)}
+        if isinstance(s, (ir.For, ir.If, ir.Parallel)):
+            names |= {v.name for x in statements(s.body if not isinstance(s, ir.If) else (*s.then, *s.orelse))
+                      for e in statement_exprs(x) for v in variables(e)}
+        read |= names
+        if isinstance(s, ir.Assign) and s.name not in read:
+            out.add(s.name)
+    return out
+
+
+def _elementwise(p: ir.Parallel, buffers: dict) -> set:
+    """The buffers a top-level store of `p`'s body writes at `p`'s indices, in order, over the
+    buffer's whole shape."""
+    at = tuple(ir.Var(v, I32) for v in p.vars)
+    return {s.name for s in p.body if isinstance(s, ir.Store) and s.name in buffers
+            and tuple(buffers[s.name]) == tuple(p.extents)
+            and tuple(ir.Var(i.name, I32) if isinstance(i, ir.Var) else i for i in s.indices) == at}
 
 
 def _leaves_the_walk(stmts) -> bool:
@@ -110,10 +139,13 @@ def _leaves_the_walk(stmts) -> bool:
     return False
 
 
-def _written_before_read(stmts, whole: set, buffers: set) -> set | None:
+def _written_before_read(stmts, whole: set, buffers: dict) -> set | None:
     """The buffers written whole after `stmts`, given those written whole before, or None when
     a statement reads a buffer not written whole before it in this tile (what an earlier tile
-    left there), or is one this check does not know."""
+    left there), or is one this check does not know.  `buffers`: each buffer's shape.  In a
+    `parallel` loop over a buffer's whole shape, a store of the element at the loop's indices
+    (attention's `max_log2[i] = ...`) writes it whole for what follows (each iteration reads
+    the element it stored)."""
     whole = set(whole)
 
     def ready(names) -> bool:
@@ -122,8 +154,14 @@ def _written_before_read(stmts, whole: set, buffers: set) -> set | None:
     for s in stmts:
         loaded = {x.name for e in statement_exprs(s) for x in loads(e)}
         if isinstance(s, ir.Parallel):
-            if _written_before_read(s.body, whole, buffers) is None:
-                return None
+            inner, elementwise = set(whole), _elementwise(s, buffers)
+            for x in s.body:
+                inner = _written_before_read([x], inner, buffers)
+                if inner is None:
+                    return None
+                if isinstance(x, ir.Store) and x.name in elementwise:
+                    inner.add(x.name)
+            whole |= inner & elementwise
             continue
         if not ready(loaded):
             return None

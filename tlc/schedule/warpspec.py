@@ -50,6 +50,10 @@ CLUSTER = 2  # blocks per cluster in a persistent kernel that multicasts a share
 # 0.99x, r50_s2_3x3_128 0.99x -> 1.04x, r50_s4_1x1_2048 0.78x -> 0.81x, but conv3x3_56_256 1.00x ->
 # 0.95x: a long ring of wide w tiles keeps it (_Planner.long_wide_ring).  2: such rings as any other
 IM2COL_CLUSTER = 1
+# the fewest stages on which a ring's last products stay in flight into the next iteration
+# (WarpSpecialization release_lag 1: a stage released one iteration late); bench/mla_variants.py's
+# carry row compiles mla_decode (two stages of 72 KB pages) with 2
+CARRIED_MIN_STAGES = 3
 
 
 def specialize_warps(kernel: ir.Kernel, target) -> ir.Kernel:
@@ -266,7 +270,7 @@ class _Planner:
         # or the body's last products stay in flight into the next iteration (attention's
         # backward: dK's and dV's), each waited for where that iteration first needs it, and
         # the stage they read released there: one iteration late, hence three stages at least
-        carried = () if persistent or overlap or deferred or loop.stages < 3 else \
+        carried = () if persistent or overlap or deferred or loop.stages < CARRIED_MIN_STAGES else \
             carried_gemms(loop.body[start:start + len(rest)], self.buffers, k.threads)
         # each warpgroup's shared writes its own rows, read by its own wgmma alone: it meets at
         # a barrier of its own, not the consumers'
@@ -300,6 +304,8 @@ class _Planner:
         # a buffer dead after the ring lies (Q's tile), the ring leaving no room beside it
         store = self.staged_store(after, i + 1, ws.ring_end) if persistent else \
             self.staged_store(after, i + 1, ws.ring_end, self.dead_after(loop, after)) if deferred is not None else None
+        if store is None and persistent and ws.tile_done is not None:  # no room beside the ring: in its last stage
+            store = self.staged_store(after, i + 1, ws.ring_end, ring_stage=self.store_stage(ws, loop.body, after))
         ws = replace(ws, store=store)
         reduces = self.bulk_reduces(loop.body, start, start + len(rest), ws.staging_end)
         return replace(ws, reduces=reduces, tensor_maps=tuple(self.tensor_maps))
@@ -574,15 +580,19 @@ class _Planner:
             self.tensor_maps.append(spec)
         return replace(load, tensor_map=self.tensor_maps.index(spec), multicast=multicast)
 
-    def staged_store(self, after, first: int, ring_end: int, dead: tuple | None = None) -> StagedStore | None:
+    def staged_store(self, after, first: int, ring_end: int, dead: tuple | None = None,
+                     ring_stage: tuple | None = None) -> StagedStore | None:
         """The epilogue's store of the accumulator tile to a tensor, if the TMA can make it
         from a staging buffer that fits beside the ring: a top-level `copy` of a whole wgmma
         accumulator to a tile of a tensor parameter (rank 2 to 5, leading extents 1) of 2- or
         4-byte elements, in whole 128-byte segments.  `dead` (offset, bytes): where one tile a
         block may stage it instead, a shared buffer no statement after the ring touches (the
-        accumulator's copy then may stand beside others of row vectors: attention's LSE)."""
+        accumulator's copy then may stand beside others of row vectors: attention's LSE).
+        `ring_stage` (load, offset, bytes, dtype): where a persistent ring may stage it instead,
+        in a load's buffer (of the tensor's dtype) at the stage of the tile's last iteration
+        (store_stage)."""
         copies = [s for s in after if isinstance(s, ir.Copy)]
-        if dead is not None:
+        if dead is not None or ring_stage is not None:
             copies = [s for s in copies if s.src.name in self.buffers and len(self.buffers[s.src.name].shape) == 2]
         if len(copies) != 1:
             return None
@@ -609,13 +619,40 @@ class _Planner:
             return None
         offset = -(-ring_end // 1024) * 1024
         nbytes = rows * cols * size
+        in_stage = None
         if offset + nbytes > self.target.smem_per_block:
-            if dead is None or nbytes > dead[1]:
+            if dead is not None and nbytes <= dead[1]:
+                offset = dead[0]
+            elif ring_stage is not None and nbytes <= ring_stage[2] and p.dtype == ring_stage[3]:
+                in_stage, offset = ring_stage[0], ring_stage[1]
+            else:
                 return None
-            offset = dead[0]
         self.tensor_maps.append(TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows // groups, 128 // size, store=True,
                                               view=view))
-        return StagedStore(first + after.index(c), len(self.tensor_maps) - 1, rows // groups, offset, nbytes)
+        return StagedStore(first + after.index(c), len(self.tensor_maps) - 1, rows // groups, offset, nbytes, in_stage)
+
+    def store_stage(self, ws, body: list, after) -> tuple | None:
+        """(load, offset, bytes, dtype) of the ring's buffer a persistent ring may stage its epilogue's
+        tile in (StagedStore.in_stage): a TMA load's, 1024-aligned stage by stage, that the
+        tile loads' last reader (`tile_done`, attention's S = Q @ K.T: K's) alone reads, in the
+        loop and after it, and that no statement after the ring touches shared memory beside the
+        store.  Its stage of the tile's last iteration is free once every consumer's last such
+        gemm is done, though the deferred gemm may still read the stage's other loads (V)."""
+        start, stop = ws.consumer
+        reader = body[ws.tile_done]
+        if any(isinstance(x, ir.Reduce) and self._reduces_through_scratch(x) for x in statements(after)) or any(
+                n in self.buffers and self.buffers[n].scope == "shared" for s in after for n in _touched(s) | _read(s)):
+            return None
+        for j, x in enumerate(ws.loads):
+            b = self.buffers[x.buffer]
+            stage = x.stage_elems * b.dtype.itemsize
+            if x.gather or x.im2col or x.buffer != reader.b or b.smem_offset is None or b.smem_offset % 1024 \
+                    or stage % 1024:
+                continue
+            if [i for i in range(start, stop) if x.buffer in _read(body[i]) | _touched(body[i])] != [ws.tile_done]:
+                continue
+            return j, b.smem_offset, stage, b.dtype
+        return None
 
     def dead_after(self, loop: ir.For, after) -> tuple | None:
         """(offset, bytes) of the largest shared buffer outside the ring, 1024-aligned, where no

@@ -122,24 +122,55 @@ class WarpSpecEmission(BulkReduceGen):
         offs = [self.expr(o) for o in c.dst.offsets]
         lead = ", ".join(offs[:-2]) or "0"
         e = self.emit
-        e("if (tl_tma & 2) {  // through shared memory: the TMA stores this warpgroup's rows while it goes on")
-        self.indent += 1
-        e(f"{u}* tl_stage_c = reinterpret_cast<{u}*>(tl_smem + {st.offset});")
-        e("const int tl_group = threadIdx.x / 128;")
-        e("if (threadIdx.x % 128 == 0) tl::tma_store_wait_read();  // the last tile's store has read the buffer")
-        e("tl::bar_sync_named(1 + tl_group, 128);")
-        e(f"tl::copy_f2s_staged<{self.fragment(frag.name).c_layout}, {t}, {u}, {rows}, {cols}>(tl_stage_c, "
-          f"{c_name(frag.name)});")
-        e("tl::fence_proxy_async();  // written by plain stores, read next by the TMA")
-        e("tl::bar_sync_named(1 + tl_group, 128);")
-        e(f"if (threadIdx.x % 128 == 0) tl::tma_store_tile<{u}, {st.rows}, {cols}, {rows}, {len(offs)}>(&tl_map{st.map_index}, "
-          f"tl_stage_c, tl_group * {st.rows}, {offs[-1]}, {offs[-2]} + tl_group * {st.rows}, {{{lead}}});")
-        self.indent -= 1
+        store = (f"tl::tma_store_tile<{u}, {st.rows}, {cols}, {rows}, {len(offs)}>(&tl_map{st.map_index}, "
+                 f"tl_stage_c, tl_group * {st.rows}, {offs[-1]}, {offs[-2]} + tl_group * {st.rows}, {{{lead}}});")
+        if st.in_stage is not None:
+            self.staged_in_stage(st, frag, t, u, store)
+        else:
+            e("if (tl_tma & 2) {  // through shared memory: the TMA stores this warpgroup's rows while it goes on")
+            self.indent += 1
+            e(f"{u}* tl_stage_c = reinterpret_cast<{u}*>(tl_smem + {st.offset});")
+            e("const int tl_group = threadIdx.x / 128;")
+            e("if (threadIdx.x % 128 == 0) tl::tma_store_wait_read();  // the last tile's store has read the buffer")
+            e("tl::bar_sync_named(1 + tl_group, 128);")
+            e(f"tl::copy_f2s_staged<{self.fragment(frag.name).c_layout}, {t}, {u}, {rows}, {cols}>(tl_stage_c, "
+              f"{c_name(frag.name)});")
+            e("tl::fence_proxy_async();  // written by plain stores, read next by the TMA")
+            e("tl::bar_sync_named(1 + tl_group, 128);")
+            e(f"if (threadIdx.x % 128 == 0) {store}")
+            self.indent -= 1
         e("} else {")
         self.indent += 1
         super().stmt_Copy(c, async_copy)
         self.indent -= 1
         e("}")
+
+    def staged_in_stage(self, st, frag, t: str, u: str, store: str) -> None:
+        """The staged store in a ring buffer's stage of the tile's last iteration
+        (StagedStore.in_stage): written once every consumer warp's last tile_done gemm is done
+        (the tile loads' empty barrier, this tile's phase), the stage released by each
+        warpgroup's issuing thread, for its warps, once its store has read it."""
+        S = self.ws.pipeline.stages
+        load = self.spec.loads[st.in_stage]
+        stage_bytes = load.stage_elems * self.buffers[load.buffer].dtype.itemsize
+        rows, cols = frag.shape
+        e = self.emit
+        e("if ((tl_tma & 2) && tl_n > 0) {  // through the ring's last stage: the TMA stores this warpgroup's rows")
+        self.indent += 1
+        e(f"const int tl_last = (tl_it + {S - 1}) % {S};  // the stage of the tile's last iteration")
+        e(f"{u}* tl_stage_c = reinterpret_cast<{u}*>(tl_smem + {st.offset} + tl_last * {stage_bytes});")
+        e("const int tl_group = threadIdx.x / 128;")
+        e(f"tl::mbar_wait(tl_tile_full + 1, (tl_tq - 1) & 1);  // no consumer's gemm reads {load.buffer}'s stage any more")
+        e(f"tl::copy_f2s_staged<{self.fragment(frag.name).c_layout}, {t}, {u}, {rows}, {cols}>(tl_stage_c, "
+          f"{c_name(frag.name)});")
+        e("tl::fence_proxy_async();  // written by plain stores, read next by the TMA")
+        e("tl::bar_sync_named(1 + tl_group, 128);")
+        e("if (threadIdx.x % 128 == 0) {")
+        e(f"  {store}")
+        e("  tl::tma_store_wait_read();  // it has read the stage: the producer may fill it")
+        e("  tl::mbar_arrive_count(tl_empty + tl_last, 4);  // for this warpgroup's four warps")
+        e("}")
+        self.indent -= 1
 
     def set_registers(self, how: str, role: int) -> None:
         """The producer's (`role` 0, setmaxnreg.dec) or the consumers' (1, .inc) registers; where
@@ -712,7 +743,13 @@ class WarpSpecEmission(BulkReduceGen):
             e(f"if (threadIdx.x < 128 && tl_n > 0) tl::bar_sync_named({PINGPONG_BARRIER}, 256);")
         if self.spec.deferred is not None:
             self.deferred_gemm(plan, "tl_n > 0", "tl_it - 1", wait=True)
-            if self.persistent:  # its stage, which the next tile's copies will overwrite
+            st = self.staged_epilogue
+            if self.persistent and st is not None and st.in_stage is not None:  # (the epilogue stages there)
+                e("// its stage, which the next tile's copies will overwrite: where the epilogue stages the output "
+                  "there, released once the store has read it")
+                e(f"if (!(tl_tma & 2) && tl_n > 0 && threadIdx.x % 32 == 0) "
+                  f"{self.release(f'tl_empty + (tl_it + {S - 1}) % {S}')}")
+            elif self.persistent:  # its stage, which the next tile's copies will overwrite
                 e(f"if (tl_n > 0 && threadIdx.x % 32 == 0) {self.release(f'tl_empty + (tl_it + {S - 1}) % {S}')}")
         if getattr(self, "carried", ()):
             e("tl::wgmma_wait<0>();  // the last iteration's carried gemms")

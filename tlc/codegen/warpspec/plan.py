@@ -36,6 +36,7 @@ class StagedStore:
     rows: int  # rows of the tile per consumer warpgroup (one TMA box high)
     offset: int  # byte offset of the staging buffer (1024-aligned), after the ring's barriers
     nbytes: int
+    in_stage: int | None = None  # in load in_stage's buffer, at its last iteration's stage (ir.StagedStore)
 
 
 @dataclass
@@ -78,7 +79,8 @@ class WarpSpecPlanning:
         self.cluster = spec.tile_order.cluster if self.persistent else 1
         st = spec.store
         if st is not None:
-            self.staged_epilogue = StagedStore(self.k.body[st.index], st.tensor_map, st.rows, st.offset, st.nbytes)
+            self.staged_epilogue = StagedStore(self.k.body[st.index], st.tensor_map, st.rows, st.offset, st.nbytes,
+                                               st.in_stage)
 
     @property
     def ring_barriers(self) -> int:
