@@ -1,0 +1,242 @@
+"""Where a first call with empty caches goes (#15, time to first result): `python3
+bench/first_cold_steps.py [--runs N] [--gpu] [--profile]`.
+
+std.gemm's matmul loaded and called once in a new process whose tlc cache is empty (and, with
+--gpu, NVRTC's too: CUDA_CACHE_PATH a new empty folder), as bench/overheads.py --only first's
+cold process: the clock starts after `import tlc` and the arrays.  Each step's own wall time is
+reported (the clocked steps it calls taken out, so that the steps and "the rest" add up to load
++ call): the parse, the grammar's tables, the type check, the stores of the caches, the targets'
+search, the scheduler, the code generator, NVRTC (the kernel's compile apart from the wait for
+the warm-up thread and the rest of `nvrtc_compile`), the module load, the launch; every module's
+import as one step ("import": each module's own execution, the imports it makes taken out) and
+the garbage collector's passes as another.  The clocks are put on a step's module when it is
+imported (a hook in importlib's loader), so that no module is imported before the clock only to
+be clocked.  Without --gpu, CuPy and the driver are stood in for (bench/first_cached_host.py's
+STAND_IN) and so is NVRTC (no warm-up, the compile returns a few bytes): the host's Python
+alone.  --profile: one more process under cProfile, its listings printed (the device's
+outputs come back as text only).
+
+What it found (session 26, 2-core CPU machine, stood in, before this session's changes): load +
+call ~220 ms CPU, of which the compiler's imports ~65, the parse ~49 and Lark's tables ~13, the
+type check of the 40 functions ~32, the checked-module cache's store ~17, the targets' search
+~11, the scheduler ~12, the code generator ~7.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from first_cached_host import GPU, STAND_IN  # noqa: E402
+
+# module -> the functions (or Class.method) clocked in it, in the order a cold call meets them
+STEPS = {
+    "tlc.driver": ["read_source"],
+    "tlc.runtime": ["warm_up", "program_entry"],
+    "tlc.targets": ["registered"],
+    "tlc.parser": ["parse"],
+    "tlc.parser.grammar_cache": ["cached_parser"],
+    "tlc.typecheck": ["check_program"],
+    "tlc.runtime.checked_cache": ["store", "store_record"],
+    "tlc.runtime.cache": ["package_hash", "KernelCache.store"],
+    "tlc.config_table": ["choose"],
+    "tlc.schedule": ["schedule"],
+    "tlc.codegen": ["generate"],
+    "tlc.runtime.compile": ["nvrtc_compile", "_nvrtc_compile", "_nvrtc_run"],
+    "tlc.runtime.launch": ["CompiledKernel.__init__", "CompiledKernel._load", "CompiledKernel.launch"],
+    "tlc.runtime.tensormap": ["encode"],
+}
+
+COLD_BODY = r"""
+import functools, gc, json, os, threading, time
+STEPS = json.loads(os.environ["TLC_BENCH_COLD_STEPS"])
+MAIN = threading.get_ident()
+phases, counts, stacks = {}, {}, threading.local()
+
+def record(label, own, spent):  # `own` seconds of `label`'s own; `spent` in all, taken out of the step around it
+    phases[label] = phases.get(label, 0.0) + own * 1e3
+    counts[label] = counts.get(label, 0) + 1
+    inner = stacks.__dict__.setdefault("inner", [])
+    if inner:
+        inner[-1] += spent
+
+def clocked(fn, label):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        # the call's steps: those of its own thread, and of the thread its NVRTC compile runs on
+        # beside the stores (tlc.runtime.beside), which overlap the first's; not the warm-up's
+        thread = threading.current_thread()
+        if thread.ident != MAIN and thread.name != "tlc-nvrtc-compile":
+            return fn(*args, **kwargs)
+        inner = stacks.__dict__.setdefault("inner", [])
+        inner.append(0.0)
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            spent = time.perf_counter() - start
+            record(label if thread.ident == MAIN else f"{label} [compile thread]", spent - inner.pop(), spent)
+    return wrapper
+
+def install(module):
+    for path in STEPS.get(module.__name__, ()):
+        owner = module
+        *outer, attr = path.split(".")
+        for part in outer:
+            owner = getattr(owner, part)
+        if hasattr(owner, attr):  # (a tree without it: --tree)
+            setattr(owner, attr, clocked(getattr(owner, attr), f"{module.__name__}:{path}"))
+
+_bootstrap = sys.modules["_frozen_importlib"]
+_load = clocked(_bootstrap._load_unlocked, "import")
+def _load_unlocked(spec):
+    module = _load(spec)
+    if spec.name in STEPS:
+        install(module)
+    return module
+
+_gc_start = []
+def _gc_clock(phase, info):
+    if threading.get_ident() != MAIN:
+        return
+    if phase == "start":
+        _gc_start.append(time.perf_counter())
+    elif _gc_start:
+        spent = time.perf_counter() - _gc_start.pop()
+        record(f"gc{info['generation']}", spent, spent)
+
+import tlc
+from tlc.runtime import driver_api, tensormap
+if STOOD_IN:
+    from tlc.runtime import compile as rc
+    driver_api.libcuda = tensormap.libcuda = lambda: _LibCuda()
+    rc.warm_up_nvrtc = lambda arch, primitive_files=None: None
+    # NVRTC stood in for by a wait without the GIL, as long as --nvrtc-ms says (the compile
+    # itself where the tree runs other work beside it, tlc.runtime.beside)
+    NVRTC_S = float(os.environ.get("TLC_BENCH_COLD_NVRTC_MS", "0")) / 1e3
+    def _stood_in(source, arch, name):
+        time.sleep(NVRTC_S)
+        return b"cubin of " + name.encode()
+    setattr(rc, "_nvrtc_compile" if hasattr(rc, "_nvrtc_compile") else "nvrtc_compile", _stood_in)
+for name in STEPS:
+    if name in sys.modules:
+        install(sys.modules[name])
+profile = os.environ.get("TLC_BENCH_COLD_PROFILE")
+if profile:
+    import cProfile
+    prof = cProfile.Profile()
+else:
+    _bootstrap._load_unlocked = _load_unlocked
+gc.collect()
+if not profile:
+    gc.callbacks.append(_gc_clock)
+phases.clear(), counts.clear()  # what the installs and the collection before the clock took
+c0, t0 = time.thread_time(), time.perf_counter()
+if profile:
+    prof.enable()
+mod = tlc.load("std.gemm", target="cuda")
+t1 = time.perf_counter()
+mod.matmul(A, A, C)
+synchronize()
+t2, c2 = time.perf_counter(), time.thread_time()
+if profile:
+    prof.disable()
+    import io, pstats
+    for order in ("cumulative", "tottime"):
+        out = io.StringIO()
+        pstats.Stats(prof, stream=out).sort_stats(order).print_stats(45)
+        print(out.getvalue().split("\n", 5)[-1][:9000])
+ok = launched_right()
+print(json.dumps({"load_ms": (t1 - t0) * 1e3, "call_ms": (t2 - t1) * 1e3, "cpu_ms": (c2 - c0) * 1e3, "ok": ok,
+                  "phases": phases, "counts": counts}))
+"""
+
+
+def cold_env(base: dict, gpu: bool) -> dict:
+    """`base` with a new empty tlc cache, and on the GPU a new empty NVRTC cache."""
+    env = {**base, "TLC_CACHE_DIR": tempfile.mkdtemp(prefix="tlc-bench-cold-")}
+    if gpu:
+        env.pop("CUDA_CACHE_DISABLE", None)  # the cache on, as a user has it, but empty
+        env["CUDA_CACHE_PATH"] = tempfile.mkdtemp(prefix="tlc-bench-cold-nvrtc-")
+    return env
+
+
+def run(code: str, env: dict, tree: Path) -> dict:
+    # in the tree's folder: `python -c` puts the working folder first on sys.path
+    done = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": os.pathsep.join(
+        [str(tree), env.get("PYTHONPATH", "")])}, capture_output=True, text=True, timeout=300, cwd=tree)
+    if done.returncode != 0:
+        sys.exit(f"bench/first_cold_steps.py: a child failed ({tree}):\n{done.stderr[-3000:]}")
+    lines = done.stdout.strip().splitlines()
+    result = json.loads(lines[-1])
+    result["listing"] = "\n".join(lines[:-1])
+    return result
+
+
+def report(runs: list, what: str) -> None:
+    if not all(r["ok"] for r in runs):
+        print(f"{what}: WRONG RESULT: a first call's output did not match (its times are not counted)")
+        return
+    total = [r["load_ms"] + r["call_ms"] for r in runs]
+    print(f"{what}, {len(runs)} new processes: load + call median {statistics.median(total):.1f} ms, "
+          f"best {min(total):.1f} (median load {statistics.median(r['load_ms'] for r in runs):.1f}, call "
+          f"{statistics.median(r['call_ms'] for r in runs):.1f}; this thread's CPU median "
+          f"{statistics.median(r['cpu_ms'] for r in runs):.1f}); the clocks included")
+    labels = sorted({k for r in runs for k in r["phases"]}, key=lambda k: -statistics.median(r["phases"].get(k, 0.0) for r in runs))
+    print("  each step's own wall time, median ms (the clocked steps it calls taken out; [compile thread]: "
+          "beside the call's thread, not in its sum), largest first:")
+    for label in labels:
+        times = [r["phases"].get(label, 0.0) for r in runs]
+        print(f"    {label:60} {statistics.median(times):8.2f}  (min {min(times):7.2f})  x{max(r['counts'].get(label, 0) for r in runs)}")
+    rest = [t - sum(v for k, v in r["phases"].items() if not k.endswith("[compile thread]")) for t, r in zip(total, runs)]
+    print(f"    {'the rest (outside every clocked step)':60} {statistics.median(rest):8.2f}")
+
+
+def main(argv=None) -> dict:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--gpu", action="store_true", help="on the GPU: CuPy, PyTorch, NVRTC and the driver themselves, "
+                    "NVRTC's cache empty too, each result checked")
+    ap.add_argument("--nvrtc-ms", type=float, default=0.0, help="without --gpu: the stood-in compile takes this "
+                    "long (a wait without the GIL, as NVRTC's)")
+    ap.add_argument("--tree", action="append", help="a folder holding tlc/ (and grammar/, templates/, stdlib/) "
+                    "to time instead of this checkout; given more than once, their processes alternate")
+    ap.add_argument("--profile", action="store_true", help="then one more process under cProfile (the first "
+                    "tree's), its listings printed")
+    args = ap.parse_args(argv)
+    trees = [Path(t).resolve() for t in args.tree or [ROOT]]
+    base = {**os.environ, "TLC_BENCH_COLD_STEPS": json.dumps(STEPS), "TLC_BENCH_COLD_NVRTC_MS": str(args.nvrtc_ms)}
+    for tree in trees:
+        done = subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "tlc")], capture_output=True,
+                              text=True, timeout=300)
+        print(f"{tree}: tlc's bytecode {'compiled first' if done.returncode == 0 else 'not all compiled'}")
+    code = (GPU if args.gpu else STAND_IN) + COLD_BODY
+    runs = {tree: [] for tree in trees}
+    for i in range(args.runs):
+        for tree in trees:
+            r = run(code, cold_env(base, args.gpu), tree)
+            runs[tree].append(r)
+            print(f"  run {i + 1}, {tree.name}: load + call {r['load_ms'] + r['call_ms']:.1f} ms (load {r['load_ms']:.1f}, "
+                  f"call {r['call_ms']:.1f}){'' if r['ok'] else ' WRONG RESULT'}", flush=True)
+    what = "on the GPU, NVRTC's cache empty too" if args.gpu else \
+        f"host side (CuPy and the driver stood in for, NVRTC by a {args.nvrtc_ms:.0f} ms wait)"
+    for tree in trees:
+        report(runs[tree], f"first call, empty cache, {what}, {tree}")
+    if args.profile:
+        profiled = run(code, {**cold_env(base, args.gpu), "TLC_BENCH_COLD_PROFILE": "1"}, trees[0])
+        print(f"under cProfile ({trees[0]}, one more process; load + call {profiled['load_ms'] + profiled['call_ms']:.1f} ms):")
+        print(profiled["listing"])
+    return {str(t): r for t, r in runs.items()}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""bench/first_cold_steps.py's breakdown of a first call with empty caches (issue #15): each step
+clocked without the clocked steps it calls (imports and the collector's passes among them),
+the clocks put on a module as it is imported; CuPy, the driver and NVRTC stood in for."""
+import importlib
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import first_cold_steps  # noqa: E402
+
+
+def test_every_clocked_step_names_a_function_of_tlc():
+    for module, paths in first_cold_steps.STEPS.items():
+        for path in paths:
+            owner = importlib.import_module(module)
+            for part in path.split("."):
+                owner = getattr(owner, part)
+            assert callable(owner), f"{module}:{path}"
+
+
+def test_the_steps_fit_in_the_call_and_the_compile_runs_beside_the_stores(capsys):
+    runs = first_cold_steps.main(["--runs", "1", "--nvrtc-ms", "100"])[str(ROOT)]
+    run, = runs
+    assert run["ok"]
+    own = {k: v for k, v in run["phases"].items() if not k.endswith("[compile thread]")}
+    assert 0 < sum(own.values()) <= run["load_ms"] + run["call_ms"]
+    # the compiler's modules imported inside the clock, the pipeline's stages each run once
+    assert run["counts"]["import"] > 50
+    for step in ("tlc.parser:parse", "tlc.typecheck:check_program", "tlc.schedule:schedule", "tlc.codegen:generate",
+                 "tlc.runtime.checked_cache:store"):
+        assert run["counts"][step] >= 1, step
+    # the stood-in compile (100 ms without the GIL) on its own thread, the checked module's store beside it
+    assert run["phases"]["tlc.runtime.compile:_nvrtc_compile [compile thread]"] >= 100
+    assert "tlc.runtime.compile:_nvrtc_compile" not in run["phases"]
+    out = capsys.readouterr().out
+    assert "host side (CuPy and the driver stood in for, NVRTC by a 100 ms wait)" in out
+    assert "the rest (outside every clocked step)" in out
