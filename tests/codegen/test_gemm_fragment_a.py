@@ -182,12 +182,10 @@ def test_flash_attention_on_the_interpreter(dtype, bm, d):
 @pytest.mark.nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("dtype,bm,d", [pytest.param(F16, 64, 64, marks=pytest.mark.slow), (BF16, 128, 128)])
-def test_flash_attention_compiles_without_spills(arch, dtype, bm, d, tmp_path, request):
-    if arch == "sm_90a" and bm == 64:
-        # a known defect found by session 25's slow run (#19): at BM = D = 64 ptxas injects a
-        # warpgroup.wait (C7517) in tests/programs/flash_attention.tl, a register of a wgmma in flight read
-        # early; strict, so that the fix is noticed
-        request.applymarker(pytest.mark.xfail(strict=True, reason="C7517 at BM = D = 64 on sm_90a (#19)"))
+def test_flash_attention_compiles_without_spills(arch, dtype, bm, d, tmp_path):
+    # at BM = D = 64 (one consumer warpgroup) ptxas injected a warpgroup.wait (C7517) on sm_90a
+    # while the deferred gemm's first iteration was a branch of the loop (session 25's slow run):
+    # the code generator peels that iteration for every deferred gemm now, not only ping-pong's
     r = check_file(str(FLASH))
     k = schedule(r.program, "flash_attention", {"T": dtype, "BM": bm, "D": d, "THREADS": 2 * bm}, target=arch)
     g = generate(k, arch, sources=r.sources)
@@ -291,11 +289,12 @@ def test_row_statistics_of_accumulators_of_other_widths_sit_alike(rows, warps_m,
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_flash_attention_with_a_wider_head_needs_no_exchange(arch):
     """Head dim 128 over key tiles of 64: the row max, sum and rescale factors of the scores are
-    read in the loops over O at O's slots: the max by the exponentials, the rescale factors (on
-    sm_90a twice: in the loop right before P @ V's issue and after it before the last one,
+    read in the loops over O at O's slots: the max by the exponentials (on sm_90a twice: the
+    deferred gemm's ring peels its first iteration), the rescale factors (on sm_90a twice: in
+    the loop right before P @ V's issue and after it before the last one,
     DeferredGemm.before_issue), the reciprocals of the row sums (schedule/fast_math.py)."""
     r = check_file(str(FLASH))
     k = schedule(r.program, "flash_attention", {"D": 128}, target=arch)
     body = kernel_part(generate(k, arch, sources=r.sources).source)
-    assert "exchange" not in body and body.count("::slot(tl_r)]") == (4 if arch == "sm_90a" else 3)
+    assert "exchange" not in body and body.count("::slot(tl_r)]") == (5 if arch == "sm_90a" else 3)
     assert body.count("rcp_l0[") >= 2  # declared, filled, read at O's slots

@@ -714,12 +714,15 @@ class WarpSpecEmission(BulkReduceGen):
         # Nsight Compute's samples then charged with the consumers' waits)
         self.mark(plan.loop)
         pingpong = self.spec.deferred is not None and self.spec.deferred.pingpong
-        if pingpong:
-            # the first warpgroup's turn comes first (its arrival and its sync make the 256); the
-            # first iteration is peeled, so that the loop's has the deferred gemm to issue every
-            # time (with a conditional issue and the turns' bar.sync in one loop, ptxas
-            # serializes the wgmmas: its C7514)
+        # a deferred gemm's first iteration is peeled, so that the loop's has the deferred gemm
+        # to issue every time: with a conditional issue and the turns' bar.sync in one loop,
+        # ptxas serializes the wgmmas (its C7514); with one warpgroup, the accumulator's scaling
+        # under a branch beside the first gemm in flight made it wait for that gemm (C7517,
+        # tests/programs/flash_attention.tl at BM = D = 64)
+        peeled = self.spec.deferred is not None
+        if pingpong:  # the first warpgroup's turn comes first (its arrival and its sync make the 256)
             e(f"if (threadIdx.x < 128 && tl_n > 0) tl::bar_arrive_named({PINGPONG_BARRIER}, 256);")
+        if peeled:
             e("if (tl_n > 0) {  // the first iteration: no deferred gemm before it")
             self.indent += 1
             e("const int tl_k = 0;")
@@ -730,9 +733,9 @@ class WarpSpecEmission(BulkReduceGen):
         if self.spec.rolled:
             e("#pragma unroll 1  // WarpSpecialization.rolled: ptxas's time follows the HGMMA count")
         self.turns_begin(list(plan.rest))  # atomic_add(..., order=)'s, under the products (turns.py)
-        e(f"for (int tl_k = {1 if pingpong else 0}; tl_k < tl_n; ++tl_k, ++tl_it) {{")
+        e(f"for (int tl_k = {1 if peeled else 0}; tl_k < tl_n; ++tl_k, ++tl_it) {{")
         self.indent += 1
-        self.consumer_iteration(w, "later" if pingpong else "any")
+        self.consumer_iteration(w, "later" if peeled else "any")
         self.indent -= 1
         e("}")
         self.turns_end()
