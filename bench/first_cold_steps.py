@@ -128,6 +128,12 @@ if STOOD_IN:
 for name in STEPS:
     if name in sys.modules:
         install(sys.modules[name])
+if os.environ.get("TLC_BENCH_COLD_NO_WARM_UP"):  # a tree given as DIR#nowarm: no NVRTC warm-up thread
+    from tlc.runtime import compile as rc
+    rc.warm_up_nvrtc = lambda arch, primitive_files=None: None
+# --heap: objects alive before the clock, as PyTorch's and CuPy's imports leave them (the
+# collector's oldest generation walks them all)
+HEAP = [{"x": [i]} for i in range(int(os.environ.get("TLC_BENCH_COLD_HEAP", "0")) // 3)]
 profile = os.environ.get("TLC_BENCH_COLD_PROFILE")
 if profile:
     import cProfile
@@ -208,34 +214,42 @@ def main(argv=None) -> dict:
                     "NVRTC's cache empty too, each result checked")
     ap.add_argument("--nvrtc-ms", type=float, default=0.0, help="without --gpu: the stood-in compile takes this "
                     "long (a wait without the GIL, as NVRTC's)")
+    ap.add_argument("--heap", type=int, default=0, help="without --gpu: this many objects alive before the clock "
+                    "(PyTorch's import leaves ~1-2 M), which the collector's full passes walk")
     ap.add_argument("--tree", action="append", help="a folder holding tlc/ (and grammar/, templates/, stdlib/) "
+                    "(DIR#nowarm: with no NVRTC warm-up thread) "
                     "to time instead of this checkout; given more than once, their processes alternate")
     ap.add_argument("--profile", action="store_true", help="then one more process under cProfile (the first "
                     "tree's), its listings printed")
     args = ap.parse_args(argv)
-    trees = [Path(t).resolve() for t in args.tree or [ROOT]]
-    base = {**os.environ, "TLC_BENCH_COLD_STEPS": json.dumps(STEPS), "TLC_BENCH_COLD_NVRTC_MS": str(args.nvrtc_ms)}
-    for tree in trees:
+    # each variant: (label, tree, without the warm-up thread)
+    variants = [(t, Path(t.removesuffix("#nowarm")).resolve(), t.endswith("#nowarm")) for t in args.tree or [str(ROOT)]]
+    base = {**os.environ, "TLC_BENCH_COLD_STEPS": json.dumps(STEPS), "TLC_BENCH_COLD_NVRTC_MS": str(args.nvrtc_ms),
+            "TLC_BENCH_COLD_HEAP": str(args.heap)}
+    for tree in dict.fromkeys(tree for _, tree, _ in variants):
         done = subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "tlc")], capture_output=True,
                               text=True, timeout=300)
         print(f"{tree}: tlc's bytecode {'compiled first' if done.returncode == 0 else 'not all compiled'}")
     code = (GPU if args.gpu else STAND_IN) + COLD_BODY
-    runs = {tree: [] for tree in trees}
+    runs = {label: [] for label, _, _ in variants}
     for i in range(args.runs):
-        for tree in trees:
-            r = run(code, cold_env(base, args.gpu), tree)
-            runs[tree].append(r)
-            print(f"  run {i + 1}, {tree.name}: load + call {r['load_ms'] + r['call_ms']:.1f} ms (load {r['load_ms']:.1f}, "
+        for label, tree, cold in variants:
+            env = {**cold_env(base, args.gpu), **({"TLC_BENCH_COLD_NO_WARM_UP": "1"} if cold else {})}
+            r = run(code, env, tree)
+            runs[label].append(r)
+            print(f"  run {i + 1}, {label}: load + call {r['load_ms'] + r['call_ms']:.1f} ms (load {r['load_ms']:.1f}, "
                   f"call {r['call_ms']:.1f}){'' if r['ok'] else ' WRONG RESULT'}", flush=True)
     what = "on the GPU, NVRTC's cache empty too" if args.gpu else \
         f"host side (CuPy and the driver stood in for, NVRTC by a {args.nvrtc_ms:.0f} ms wait)"
-    for tree in trees:
-        report(runs[tree], f"first call, empty cache, {what}, {tree}")
+    for label, _, _ in variants:
+        report(runs[label], f"first call, empty cache, {what}, {label}")
+    trees = [tree for _, tree, _ in variants]
     if args.profile:
         profiled = run(code, {**cold_env(base, args.gpu), "TLC_BENCH_COLD_PROFILE": "1"}, trees[0])
         print(f"under cProfile ({trees[0]}, one more process; load + call {profiled['load_ms'] + profiled['call_ms']:.1f} ms):")
         print(profiled["listing"])
-    return {str(t): r for t, r in runs.items()}
+    return {str(Path(label.removesuffix("#nowarm")).resolve()) + ("#nowarm" if label.endswith("#nowarm") else ""): r
+            for label, r in runs.items()}
 
 
 if __name__ == "__main__":
