@@ -59,11 +59,36 @@ def test_the_loop_issues_both_products_and_waits_for_each_where_its_results_are_
 
 
 def test_one_consumer_warpgroup_takes_no_turns():
-    """Ping-pong needs two warpgroups of their own rows: one (BM = 64) runs as before."""
+    """Ping-pong needs two warpgroups of their own rows: one (BM = 64) takes no turns; its first
+    iteration is peeled as ping-pong's is (a conditional issue of the deferred gemm in the loop
+    made ptxas wait for the first gemm there: C7517), so the loop waits for one group always."""
     loop = cuda(STAGES=3, BM=64, THREADS=128)
     loop = loop[loop.index("tl::setmaxnreg_inc"):]
     assert "bar_sync_named(3" not in loop and "bar_arrive_named" not in loop
-    assert "if (tl_k > 0) tl::wgmma_wait<1>(); else tl::wgmma_wait<0>();" in loop
+    assert "if (tl_k > 0) tl::wgmma_wait" not in loop
+    first = loop.index("if (tl_n > 0) {  // the first iteration: no deferred gemm before it")
+    assert first < loop.index("tl::wgmma_wait<0>();  // this iteration's first gemm is done") \
+        < loop.index("for (int tl_k = 1; tl_k < tl_n; ++tl_k, ++tl_it) {") < loop.index("tl::wgmma_wait<1>();")
+
+
+def test_three_consumer_warpgroups_take_turns_in_order():
+    """FlashAttention 3's 192-row tiles at head dim 64: three warpgroups of their own rows issue
+    in warpgroup order, each syncing on its own turn barrier (9 + its index) and arriving on the
+    next one's; the first's turn comes first, and it takes the last one's final arrival after
+    the loop."""
+    loop = cuda(D=64, BM=192, THREADS=384, BN=96)
+    loop = loop[loop.index("tl::setmaxnreg_inc<160>"):]
+    order = ["if (threadIdx.x < 128 && tl_n > 0) tl::bar_arrive_named(9, 256);",
+             "tl::bar_sync_named(9 + threadIdx.x / 128, 256);  // this warpgroup's turn to issue",
+             "tl::bar_arrive_named(9 + (threadIdx.x / 128 + 1) % 3, 256);",
+             "for (int tl_k = 1; tl_k < tl_n; ++tl_k, ++tl_it) {",
+             "tl::bar_sync_named(9 + threadIdx.x / 128, 256);  // this warpgroup's turn to issue",
+             "tl::bar_arrive_named(9 + (threadIdx.x / 128 + 1) % 3, 256);",
+             "if (threadIdx.x < 128 && tl_n > 0) tl::bar_sync_named(9, 256);"]
+    pos = 0
+    for x in order:
+        pos = loop.index(x, pos) + 1
+    assert "bar_sync_named(3 + threadIdx.x" not in loop  # (two warpgroups' turns: 3 and 4)
 
 
 def test_two_stages_defer_it_on_barriers_of_vs_own():
@@ -87,3 +112,12 @@ def test_sass_has_hgmma_for_both_products_one_group_in_flight_and_no_local_memor
     # the turns' named barriers, and no wgmma serialized around them (ptxas's C7514)
     assert re.search(r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x100", sass) and re.search(r"BAR\.ARV R\d+, 0x100", sass)
     assert "C7514" not in log
+
+
+@pytest.mark.nvcc
+def test_sass_of_three_consumer_warpgroups_has_no_local_memory_and_no_injected_wait(tmp_path):
+    # 192 x 96 tiles at head dim 64 in 160 registers a consumer thread (setmaxnreg at 512 threads)
+    sass, log = cubin_sass(cuda(D=64, BM=192, THREADS=384, BN=96), "sm_90a", tmp_path, "flash3")
+    assert re.search(r"HGMMA\.64x96x16\.F32 R\d+, gdesc", sass) and re.search(r"HGMMA\.64x64x16\.F32 R\d+, R\d+, gdesc", sass)
+    assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log
+    assert not re.search(r"C75\d\d", log), log

@@ -218,3 +218,22 @@ def test_flash_fwd_with_torch_tensors_against_sdpa(causal):
         s = s.masked_fill(torch.ones(S, S, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
     assert (o.float() - want).abs().max().item() < 1.6e-2
     assert (lse - torch.logsumexp(s, dim=-1)).abs().max().item() < 1e-4
+
+
+# flash_fwd as an author's persistent walk (tests/schedule/test_persistent_grid.py's attention_walk):
+# its tile grid made persistent, Q by the producer's TMA once a tile, O staged in K's last stage
+# (D = 128) or beside the ring (D = 64); ragged S and SK, S > SK, GQA, more tiles than blocks
+WALK_CASES = [(2, 4, 2, 300, 513, 128, False, {}), (2, 8, 2, 1000, 777, 128, True, {}),
+              (1, 4, 4, 129, 70, 128, True, {}), (3, 16, 4, 700, 1000, 64, False, {}),
+              (2, 8, 8, 2000, 300, 128, False, {"T": "bf16"})]
+
+
+@pytest.mark.parametrize("case", range(len(WALK_CASES)))
+def test_flash_fwd_as_a_persistent_walk_against_numpy(tmp_path, case):
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "schedule"))
+    from test_persistent_grid import attention_walk
+
+    B, H, HK, S, SK, D, causal, consts = WALK_CASES[case]
+    consts = dict(consts)
+    dtype = consts.pop("T", "f16")
+    run_cupy(dtype, B, H, HK, S, SK, D, causal, consts, seed=40 + case, module=str(attention_walk(tmp_path)))

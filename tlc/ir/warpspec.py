@@ -213,9 +213,10 @@ class DeferredGemm(Node):
     gemm: int
     after: int
     wait: int
-    # two consumer warpgroups of their own rows take turns issuing the two gemms (named barriers
-    # PINGPONG_BARRIER + 0/1), so that one's softmax runs while the other's products keep the
-    # tensor cores busy (FlashAttention 3's inter-warpgroup ping-pong)
+    # two or three consumer warpgroups of their own rows take turns issuing the two gemms, in
+    # warpgroup order (named barriers turn_barrier(n) + its index), so that one's softmax runs
+    # while the others' products keep the tensor cores busy (FlashAttention 3's inter-warpgroup
+    # ping-pong; its three warpgroups' round robin at head dim 64)
     pingpong: bool = False
     # statements after `wait` that only scale the deferred gemm's accumulator (attention's
     # acc *= rescale) run right before it is issued, in the next iteration (or after the loop)
@@ -224,7 +225,14 @@ class DeferredGemm(Node):
     before_issue: tuple[int, ...] = ()
 
 
-PINGPONG_BARRIER = 3  # the named barriers of the turns: 3 and 4 (1 and 2 are the staged store's)
+PINGPONG_BARRIER = 3  # the named barriers of two warpgroups' turns: 3 and 4 (1 and 2 are the staged store's)
+# three warpgroups' turns: 9, 10, 11 (the staged store takes 1 to 3, a warpgroup's own barrier 6 to 8)
+TURN3_BARRIER = 9
+
+
+def turn_barrier(warpgroups: int) -> int:
+    """The first named barrier of the consumer warpgroups' turns (DeferredGemm.pingpong)."""
+    return PINGPONG_BARRIER if warpgroups == 2 else TURN3_BARRIER
 # the consumers' own barrier (WarpSpecialization.consumer_barrier): bar.sync over the consumer
 # threads alone, which the producer warpgroup (still copying) never reaches
 CONSUMER_BARRIER = 5

@@ -406,10 +406,11 @@ class _Planner:
             return None  # one gemm ahead of the deferred one, the wait counts on it
         wait = next((i for i in range(first + 1, stop - 1) if (last.c in _touched(body[i]) or
                      last.c in _read(body[i]) or (operands - {last.c}) & _touched(body[i]))), stop - 1)
-        # ping-pong: two warpgroups whose accumulators hold rows of their own (not the columns of
-        # one row block split between them) never wait for each other in the loop
+        # ping-pong: two (or three: FlashAttention 3's 192-row tiles at head dim 64) warpgroups
+        # whose accumulators hold rows of their own (not the columns of one row block split
+        # between them) never wait for each other in the loop, but take turns to issue
         own_rows = not any(getattr(self.buffers[g.c].layout, "wgmma_columns", False) for g in (last, body[first]))
-        return DeferredGemm(stop - 1, first, wait, pingpong=self.k.threads == 256 and own_rows,
+        return DeferredGemm(stop - 1, first, wait, pingpong=self.k.threads in (256, 384) and own_rows,
                             before_issue=self.before_issue(body, start, stop, first, wait))
 
     def before_issue(self, body: list, start: int, stop: int, first: int, wait: int) -> tuple:

@@ -5,7 +5,7 @@ persistent kernel.  Every number comes from the kernel's `ir.WarpSpecialization`
 from __future__ import annotations
 
 from ... import ir
-from ...ir.warpspec import CONSUMER_BARRIER, HANDOVER_BARRIER, PINGPONG_BARRIER, WARPGROUP_BARRIER
+from ...ir.warpspec import CONSUMER_BARRIER, HANDOVER_BARRIER, WARPGROUP_BARRIER, turn_barrier
 from ...ir.walk import assigned_scalars, statements
 from ...schedule.reduce_slots import reduces_in_registers
 from ..bulk_reduce import BulkReduceGen
@@ -581,15 +581,19 @@ class WarpSpecEmission(BulkReduceGen):
         e = self.emit
         if self.spec.late_loads and which != "first":  # before the turn: the deferred gemm's late loads
             self.wait_late_loads(plan.stages, f"tl_it + {plan.stages - 1}", "tl_k > 0" if which == "any" else None)
+        groups = self.k.threads // 128
+        turn = turn_barrier(groups)
         if d.pingpong:
-            e(f"tl::bar_sync_named({PINGPONG_BARRIER} + threadIdx.x / 128, 256);  // this warpgroup's turn to issue")
+            e(f"tl::bar_sync_named({turn} + threadIdx.x / 128, 256);  // this warpgroup's turn to issue")
         self.issue_only = first
         self.block(rest[:cut])
         self.issue_only = None
         if which != "first":
             self.deferred_gemm(plan, "tl_k > 0" if which == "any" else None, f"tl_it + {plan.stages - 1}", wait=False)
-        if d.pingpong:  # the other's turn
-            e(f"tl::bar_arrive_named({PINGPONG_BARRIER + 1} - threadIdx.x / 128, 256);")
+        if d.pingpong and groups == 2:  # the other's turn
+            e(f"tl::bar_arrive_named({turn + 1} - threadIdx.x / 128, 256);")
+        elif d.pingpong:  # the next one's, in warpgroup order
+            e(f"tl::bar_arrive_named({turn} + (threadIdx.x / 128 + 1) % {groups}, 256);")
         e({"any": "if (tl_k > 0) tl::wgmma_wait<1>(); else tl::wgmma_wait<0>();", "first": "tl::wgmma_wait<0>();",
            "later": "tl::wgmma_wait<1>();"}[which] + "  // this iteration's first gemm is done")
         e(f"tl::fence_registers<{self.buffers[first.c].layout.registers}>({c_name(first.c)});")
@@ -721,7 +725,7 @@ class WarpSpecEmission(BulkReduceGen):
         # tests/programs/flash_attention.tl at BM = D = 64)
         peeled = self.spec.deferred is not None
         if pingpong:  # the first warpgroup's turn comes first (its arrival and its sync make the 256)
-            e(f"if (threadIdx.x < 128 && tl_n > 0) tl::bar_arrive_named({PINGPONG_BARRIER}, 256);")
+            e(f"if (threadIdx.x < 128 && tl_n > 0) tl::bar_arrive_named({turn_barrier(self.k.threads // 128)}, 256);")
         if peeled:
             e("if (tl_n > 0) {  // the first iteration: no deferred gemm before it")
             self.indent += 1
@@ -742,8 +746,8 @@ class WarpSpecEmission(BulkReduceGen):
         self.bulk_reduces_end()
         if self.spec.tile_loads and self.spec.tile_done is None:  # every gemm that reads them is done
             e("if (tl_n > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_tile_full + 1);")
-        if pingpong:  # the second warpgroup's last arrival on the first's barrier, which no turn took
-            e(f"if (threadIdx.x < 128 && tl_n > 0) tl::bar_sync_named({PINGPONG_BARRIER}, 256);")
+        if pingpong:  # the last warpgroup's last arrival on the first's barrier, which no turn took
+            e(f"if (threadIdx.x < 128 && tl_n > 0) tl::bar_sync_named({turn_barrier(self.k.threads // 128)}, 256);")
         if self.spec.deferred is not None:
             self.deferred_gemm(plan, "tl_n > 0", "tl_it - 1", wait=True)
             st = self.staged_epilogue
