@@ -52,11 +52,23 @@ the barriers among warpgroup 0's max and exponentials.
 - onewg2: the same with the factors published before the exponentials (barrier 7): warpgroup 1
   rescales its half of O while warpgroup 0 computes P, and issues its P @ V as soon as P is
   stored, warpgroup 0 rescaling its half under that product.
+- sumfirst: std's .tl with the page's row sums taken (and the running sum updated) before P is
+  copied into shared memory, as the prototype orders them: warpgroup 0 then stores P and the
+  factors right before the barrier that publishes them.
+- carry: std compiled with schedule/warpspec.py CARRIED_MIN_STAGES 2: P @ V stays in flight into
+  the next iteration (the tensor cores run it and the next page's scores back to back), its
+  stage released there once the scores' wait completes it, one iteration later than std's.
+- uniform: std compiled with codegen/sm80.py UNIFORM_GUARDS: warpgroup 0's guards test a warp
+  index broadcast from lane 0 (`tl_warp < 4`), which ptxas sees uniform in the warp, where
+  `threadIdx.x < 128` made it test the row maxima's shuffles for divergence (a BRA.DIV and
+  WARPSYNCs that it schedules nothing across); its SASS then interleaves as the prototype's.
+- unicarry: uniform and carry together.
 """
 from __future__ import annotations
 
 import argparse
 import math
+from contextlib import contextmanager
 import sys
 import tempfile
 from pathlib import Path
@@ -73,6 +85,28 @@ from attention import mla_inputs  # noqa: E402
 ROWS = {f"mla_b{B}_kv{SK}_sq{SQ}": (B, SK, SQ) for B in (64, 132) for SK in (4096, 16384) for SQ in (1, 2)}
 H, DK, DV, PAGE = 128, 576, 512, 64
 PEAK = 989.0
+# variants that are std compiled with modules' constants set otherwise: ((module, name, value), ...)
+_CARRY = ("tlc.schedule.warpspec", "CARRIED_MIN_STAGES", 2)
+_UNIFORM = ("tlc.codegen.sm80", "UNIFORM_GUARDS", True)
+FLAGS = {"carry": (_CARRY,), "uniform": (_UNIFORM,), "unicarry": (_UNIFORM, _CARRY)}
+COMPILED = set()  # those compiled in this process
+
+
+@contextmanager
+def flag(*settings):
+    """Each (module, name, value) of `settings`: the module's constant set to the value while the
+    block runs."""
+    import importlib
+    old = []
+    try:
+        for module, name, value in settings:
+            m = importlib.import_module(module)
+            old.append((m, name, getattr(m, name)))
+            setattr(m, name, value)
+        yield
+    finally:
+        for m, name, value in reversed(old):
+            setattr(m, name, value)
 
 SOFTMAX_FROM = "            if first + kb * PAGE + PAGE > seen:\n"
 SOFTMAX_TO = "            gemm(probs, kv_tile, acc)\n"
@@ -92,6 +126,12 @@ def variant(name: str) -> str:
     text = mla_text()
     if name in ("std", "hot"):  # (hot: std's kernel on another page table, measure's)
         return text
+    if name in FLAGS:  # std's text under its own name (its own cache entry), compiled with its flag
+        return text.replace("def mla_decode(", f"def mla_decode_{name}(")
+    if name == "sumfirst":
+        a = text.index(SPLIT_FROM)
+        b = text.index("            for i, j in parallel(BM, DV):\n                acc[i, j] *= rescale[i]\n")
+        return text[:a] + text[a + len(SPLIT_FROM):b] + SPLIT_FROM + text[b:]
     if name == "nosoftmax":
         a, b = text.index(SOFTMAX_FROM), text.index(SOFTMAX_TO)
         text = text[:a] + "            copy(scores, probs)\n" + text[b:]
@@ -178,15 +218,19 @@ def measure(torch, row, mods, min_ms):
     for v, mod in mods.items():
         want = raw if v == "nosoftmax" else torch.zeros_like(ref) if v == "qkonly" else ref_hot if v == "hot" else ref
 
-        def run(fn=getattr(mod, f"mla_decode_{v}" if v.startswith("onewg") else "mla_decode"), o=outs[v], lse=lses[v],
-                t=hot_table if v == "hot" else table):
+        def run(fn=getattr(mod, f"mla_decode_{v}" if v.startswith("onewg") or v in FLAGS else "mla_decode"),
+                o=outs[v], lse=lses[v], t=hot_table if v == "hot" else table, v=v):
+            if v in FLAGS and v not in COMPILED:  # its first call compiles it, under its flag
+                with flag(*FLAGS[v]):
+                    fn(q, cache, t, lengths, o, lse, scale)
+                COMPILED.add(v)
             fn(q, cache, t, lengths, o, lse, scale)
         checked[v] = Checked(run, want, out=outs[v], **tolerance("bfloat16", want, 16))
     ms, verdicts = compare_checked(checked, min_ms=min_ms)
     flops = 2.0 * B * SQ * H * SK * (DK + DV)
     for v in mods:
         lse_err = (lses[v] - (lse_hot if v == "hot" else ref_lse)).abs().max().item() \
-            if v in ("std", "split", "hot", "onewg", "onewg2", "onewgsync") else 0.0
+            if v in ("std", "split", "hot", "onewg", "onewg2", "onewgsync", "sumfirst", *FLAGS) else 0.0
         if not verdicts[v].ok or not lse_err <= 1e-3:
             print(f"{row:24} {v:10} {verdicts[v].why or f'WRONG: LSE off by {lse_err:.3g}'}", flush=True)
             continue

@@ -1,7 +1,8 @@
 """bench/mla_variants.py without a GPU: each variant of std.attention's mla_decode text is a
 kernel that compiles for sm_90a with its page loop on the TMA ring, and computes on the
-interpreter what the script checks it against: std and split attention, nosoftmax
-bf16(Q K^T) V, qkonly zeros."""
+interpreter what the script checks it against: std, split, sumfirst, carry, uniform and unicarry attention,
+nosoftmax bf16(Q K^T) V, qkonly zeros."""
+import contextlib
 import sys
 from pathlib import Path
 
@@ -25,7 +26,7 @@ def bf16(x):
     return np.asarray(x, np.float32).astype(lookup("bf16").numpy()).astype(np.float64)
 
 
-@pytest.mark.parametrize("name", ["std", "split", "nosoftmax", "qkonly"])
+@pytest.mark.parametrize("name", ["std", "split", "nosoftmax", "qkonly", "sumfirst", "carry", "uniform", "unicarry"])
 def test_each_variant_computes_what_it_is_checked_against(name, tmp_path):
     path = tmp_path / f"mla_{name}.tl"
     path.write_text(mla_variants.variant(name))
@@ -34,8 +35,9 @@ def test_each_variant_computes_what_it_is_checked_against(name, tmp_path):
     scale = 1.0 / np.sqrt(DK)
     o = np.full((B, 1, H, DV), np.nan, q.dtype)
     lse = np.full((B, H, 1), np.nan, np.float32)
-    tlc.load(str(path), target="cpu").mla_decode(q, cache, table, lens, o, lse, np.float32(scale))
-    if name in ("std", "split"):
+    kernel = getattr(tlc.load(str(path), target="cpu"), f"mla_decode_{name}" if name in mla_variants.FLAGS else "mla_decode")
+    kernel(q, cache, table, lens, o, lse, np.float32(scale))
+    if name in ("std", "split", "sumfirst", *mla_variants.FLAGS):
         want, want_lse = mla_reference(q, keys, lens, DV, scale)
         tol = 1.6e-2
         assert np.abs(lse.astype(np.float64) - want_lse).max() < 1e-5
@@ -53,12 +55,16 @@ def test_each_variant_computes_what_it_is_checked_against(name, tmp_path):
 def test_the_variants_keep_the_ring(tmp_path):
     from tlc.driver import check_file
     from tlc.schedule import schedule_grids
-    for name in ("std", "split", "nosoftmax", "qkonly"):
+    for name in ("std", "split", "nosoftmax", "qkonly", "sumfirst", *mla_variants.FLAGS):
         path = tmp_path / f"mla_{name}.tl"
         path.write_text(mla_variants.variant(name))
-        grid0 = schedule_grids(check_file(str(path)).program, "mla_decode",
-                               {"DK": 576, "DV": 512, "PAGE": 64, "T": "bf16"}, target="sm_90a")[0]
+        flag = mla_variants.flag(*mla_variants.FLAGS[name]) if name in mla_variants.FLAGS else contextlib.nullcontext()
+        with flag:
+            grid0 = schedule_grids(check_file(str(path)).program, f"mla_decode_{name}" if name in mla_variants.FLAGS
+                                   else "mla_decode", {"DK": 576, "DV": 512, "PAGE": 64, "T": "bf16"}, target="sm_90a")[0]
         assert grid0.warp_spec is not None, name
+        # carry: P @ V in flight into the next iteration, its stage released one iteration late
+        assert grid0.warp_spec.release_lag == (1 if name in ("carry", "unicarry") else 0), name
 
 
 @pytest.mark.parametrize("early, sync", [(False, False), (True, False), (False, True)])

@@ -75,6 +75,21 @@ def test_the_generated_consumers_guard_warpgroup_zeros_statements():
     assert "if (threadIdx.x < 128) tl::bar_sync_named(8, 256);" in body and "else tl::bar_arrive_named(8, 256);" in body
 
 
+def test_uniform_guards_test_a_warp_index_broadcast_from_lane_0(monkeypatch):
+    # codegen/sm80.py UNIFORM_GUARDS: warpgroup 0's statements, its product's issue and the
+    # handover's sync test `tl_warp`, the warp's index as its lane 0 holds it (uniform in the warp
+    # as ptxas sees it), declared once at the kernel's top
+    import tlc.codegen.sm80 as sm80
+    monkeypatch.setattr(sm80, "UNIFORM_GUARDS", True)
+    src = generate(scheduled(SRC, "scores_then_pv", {}, target="sm_90a"), "sm_90a").source
+    assert src.count("const int tl_warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 32, 0);") == 1
+    body = src[src.index("tl::setmaxnreg_inc"):]
+    assert "if (tl_warp < 4) {  // fragments of threads 0..127 alone" in body
+    assert "if (tl_warp < 4) tl::gemm_wgmma_issue<tl_scores_then_pv_wgmma_n64_bf16" in body
+    assert "if (tl_warp < 4) tl::bar_sync_named(8, 256);" in body and "if (tl_warp < 4)\n" in body
+    assert "threadIdx.x < 128" not in body
+
+
 def test_the_layouts_stay_where_the_rule_does_not_hold():
     # sm_80 (no wgmma), one warpgroup (nothing to split), and a product as wide as the split's
     # parts (128 columns: 64 each, the rate of shared memory already)

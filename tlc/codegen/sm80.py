@@ -37,6 +37,9 @@ from .scans import ScanGen
 from .shared_runs import SharedRunGen
 from .turns import TurnGen
 
+# one warpgroup's guards test a warp index ptxas sees uniform in the warp (Sm80.threads_below)
+UNIFORM_GUARDS = False
+
 
 @dataclass
 class FragmentInfo:
@@ -121,6 +124,9 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
             else:
                 self.emit(f"const int {c_name(v)} = blockIdx.{'xyz'[i]};")
             self.emit(f"(void){c_name(v)};")
+        if getattr(self, "uniform_warp", False):  # (threads_below)
+            self.emit("const int tl_warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 32, 0);"
+                      "  // the thread's warp, uniform in it as ptxas sees it")
         if guarded := grid_sizes(k):  # what size_ranges knows; never taken where the arrays are real
             self.emit(f"if ({' || '.join(f'{c_name(s)} < 1' for s in guarded)}) return;  // no block runs with one 0")
         for b in k.buffers:
@@ -234,13 +240,25 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         self.current = s
         owners = self.owner_threads(s)
         if owners < self.k.threads:  # fragments one warpgroup holds (schedule/one_warpgroup.py): its work alone
-            self.emit(f"if (threadIdx.x < {owners}) {{  // fragments of threads 0..{owners - 1} alone")
+            self.emit(f"if ({self.threads_below(owners)}) {{  // fragments of threads 0..{owners - 1} alone")
             self.indent += 1
         if not self.stmt_wrapped(s, method):  # (a check, not an override, as in block)
             method(s)
         if owners < self.k.threads:
             self.indent -= 1
             self.emit("}")
+
+    def threads_below(self, n: int) -> str:
+        """The C condition of a thread among the block's first `n` (one warpgroup's statements:
+        schedule/one_warpgroup.py).  With UNIFORM_GUARDS and whole warps, the thread's warp as
+        its lane 0 broadcasts it (`tl_warp`), a value ptxas knows is the same across the warp: the
+        guard then never splits a warp, and the shuffles of the statements inside need no
+        divergence test (a BRA.DIV ahead of mla_decode's row maxima, with WARPSYNCs that ptxas
+        schedules nothing across), where `threadIdx.x < n`, as it sees it, may."""
+        if UNIFORM_GUARDS and n % 32 == 0:
+            self.uniform_warp = True
+            return f"tl_warp < {n // 32}"
+        return f"threadIdx.x < {n}"
 
     def owner_threads(self, s) -> int:
         """The threads that run statement `s`: where it computes on fragments of one warpgroup
@@ -604,7 +622,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
             columns = None if plan[name] else _columns_read(p, name)
             owners = owner_threads(b.layout, self.k.threads)
             if owners < self.k.threads:  # (held by one warpgroup: its threads write it)
-                self.emit(f"if (threadIdx.x < {owners})")
+                self.emit(f"if ({self.threads_below(owners)})")
             if columns is None:
                 self.emit(f"tl::exchange_f2s<{info.c_layout}, {t}, {t}, {cols}>({ptr}, {c_name(name)});")
             for c in columns or ():  # only the columns the loop reads (a scan's last column: its carry)

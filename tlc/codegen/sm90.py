@@ -140,7 +140,7 @@ class Sm90(WarpSpecialized, Sm80):
                     if self.folded_clears and s is self.carried[0]:
                         clear, keep = True, "tl_k > 0"  # the ring's first iteration clears it
                     owners = owner_threads(self.buffers[s.c].layout, self.k.threads)  # (one warpgroup's product)
-                    self.emit(("" if owners == self.k.threads else f"if (threadIdx.x < {owners}) ") +
+                    self.emit(("" if owners == self.k.threads else f"if ({self.threads_below(owners)}) ") +
                               (self.wgmma_rs_call(s, "gemm_wgmma_rs_issue", clear, keep) if self.uses_wgmma_rs(s) else
                                self.wgmma_call(s, "gemm_wgmma_issue", None, clear, keep)) + ";")
                     self.turns_after_issue(s)  # turns.py

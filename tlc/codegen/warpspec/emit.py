@@ -85,7 +85,7 @@ class WarpSpecEmission(BulkReduceGen):
                 return
             w = next((w for i, w in self.spec.arrivals if body[i] is s), None)
             if w is not None:  # the threads from w up write nothing before the next barrier: they arrive
-                self.emit(f"if (threadIdx.x < {w}) tl::bar_sync_named({HANDOVER_BARRIER}, {self.k.threads});  // sync: "
+                self.emit(f"if ({self.threads_below(w)}) tl::bar_sync_named({HANDOVER_BARRIER}, {self.k.threads});  // sync: "
                           f"the consumers alone, threads {w}.. only arrive")
                 self.emit(f"else tl::bar_arrive_named({HANDOVER_BARRIER}, {self.k.threads});")
                 return
