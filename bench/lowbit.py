@@ -11,7 +11,7 @@ most 2/3 of a one-pass kernel's); GB/s and its fraction of a device-to-device co
 measured in the same run (tlc.benchmarks.ceilings).
 
     python bench/lowbit.py [--quick] [--only quantize_per_token,quantize_int4] [--json out.json]
-    python bench/lowbit.py --w4a16 [--quick] [--m 1,4096] [--only "w4a16,w4a16 gemv"] [--json out.json]
+    python bench/lowbit.py --w4a16 [--quick] [--m 1,4096] [--only "w4a16,w4a16 gemv"] [--json out.json] [--copy-forms]
     python bench/lowbit.py --scaled [--quick] [--json out.json]
 
 --w4a16: std.gemm's weight-only int4 GEMM instead (issue 18's w4a16 rows): a weight N = K = 8192
@@ -23,7 +23,10 @@ copy bandwidth over the int4 weight alone (N * K / 2 bytes: what a decode kernel
 prefill (M = 4096: matmul_w4a16_prefill, and dequantize_w4a16 into an f16 buffer followed by
 matmul_nt) against f16 F.linear (cuBLAS), in TFLOP/s.  Every
 variant's output is checked against F.linear in f32 of the dequantized weight before its time
-counts (tlc.timing.compare_checked).
+counts (tlc.timing.compare_checked).  --copy-forms generates every kernel with tl::copy_g2s's
+issue forms that the GPU has not timed (tlc/codegen/copies.py ROUND_STEPS and CLIP_ROWS_MAX, off
+by default); the program cache's keys do not hold them, so such a process needs a TLC_CACHE_DIR
+of its own.
 
 --scaled: std.gemm's scaled 8-bit GEMMs (issue 18's W8A8 and row-wise f8 rows), 8192^3:
 matmul_i8_scaled (i8 x i8, per-token x per-channel scales, bf16 out) against torch._int_mm (its
@@ -359,7 +362,17 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       ("w4a16 gemv half2", "bench/w4a16_gemv_half2.tl:w4a16_gemv_half2", {}, 0),
                       # session 25: K steps of 64 words on 6 stages (29.0 us at M = 1 against the default's
                       # 24.9, bench/results/w4a16_chunked-h200-twentyfifth.txt)
-                      ("w4a16 gemv BKW=64 stages=6", "matmul_w4a16_gemv", {"BKW": 64, "stages": 6}, 0)]
+                      ("w4a16 gemv BKW=64 stages=6", "matmul_w4a16_gemv", {"BKW": 64, "stages": 6}, 0),
+                      # session 26: splitk_reduce with its parts unrolled, so that several parts' loads
+                      # are in flight at once (bench/splitk_reduce_unrolled.tl)
+                      ("w4a16 split-K 4 unrolled reduce", "matmul_w4a16_splitk",
+                       {"reduce_kernel": "bench/splitk_reduce_unrolled.tl:splitk_reduce_unrolled"}, 4),
+                      ("w4a16 split-K 2 unrolled reduce", "matmul_w4a16_splitk",
+                       {"reduce_kernel": "bench/splitk_reduce_unrolled.tl:splitk_reduce_unrolled"}, 2),
+                      # session 26, for --copy-forms (nvcc sm_90a with them): K steps of 256 in 4 parts,
+                      # 512 blocks; M = 16's 120 registers and 38 KB hold 4 blocks of 4 warps an SM, where
+                      # its default K steps of 512 take 200 registers, 2 blocks an SM
+                      ("w4a16 BK=256 split-K 4 stages=2", "matmul_w4a16_splitk", {"BK": 256, "stages": 2}, 4)]
 # BM = 256: each dequantized weight used by twice the rows (the dequantization costs per weight,
 # the products per row); "dequantize_w4a16": the whole weight dequantized once into an f16
 # buffer, then matmul_nt
@@ -377,6 +390,14 @@ def _bound(make):
         def run(e=e):
             raise e
         return run
+
+
+def _reduce_kernel(gemm, where):
+    """The split-K rows' reduce: std.gemm's splitk_reduce, or "path:kernel" of a bench .tl."""
+    if not where:
+        return gemm.splitk_reduce
+    path, name = where.split(":")
+    return getattr(tlc.load(str(ROOT / path), target="cuda"), name)
 
 
 def _in_order(*launches):
@@ -453,9 +474,10 @@ def w4a16_rows(torch, copy_gbs: float, min_ms: float, only=None, sizes=None) -> 
             elif parts:  # launchers: a call with constants binds its arguments each time (tens of us
                 # of host work, which two calls a run need not hide under the timing's delay)
                 P = torch.empty(parts, M, N, dtype=torch.float32, device="cuda")
-                split = {k: v for k, v in consts.items() if k != "reduce"}
-                run = _bound(lambda k=getattr(gemm, kernel), P=P, C=C, split=split, consts=consts: _in_order(
-                    k.launcher(A, W4, scales, zeros, P, **split), gemm.splitk_reduce.launcher(P, C, **consts.get("reduce", {}))))
+                split = {k: v for k, v in consts.items() if k not in ("reduce", "reduce_kernel")}
+                reduce = _reduce_kernel(gemm, consts.get("reduce_kernel"))
+                run = _bound(lambda k=getattr(gemm, kernel), P=P, C=C, split=split, consts=consts, reduce=reduce: _in_order(
+                    k.launcher(A, W4, scales, zeros, P, **split), reduce.launcher(P, C, **consts.get("reduce", {}))))
             else:
                 run = _bound(lambda k=getattr(gemm, kernel), C=C, consts=consts: k.launcher(A, W4, scales, zeros, C, **consts))
             contenders[label] = Checked(run, ref, out=C, **tol)
@@ -570,7 +592,14 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="Where to write the results.")
     ap.add_argument("--w4a16", action="store_true", help="std.gemm's w4a16 rows instead of std.quant's.")
     ap.add_argument("--scaled", action="store_true", help="std.gemm's W8A8 and row-wise f8 rows instead.")
+    ap.add_argument("--copy-forms", action="store_true",
+                    help="Generate tl::copy_g2s's untimed issue forms (codegen/copies.py ROUND_STEPS, "
+                         "CLIP_ROWS_MAX = 8); give the process caches of its own (TLC_CACHE_DIR).")
     args = ap.parse_args(argv)
+    if args.copy_forms:
+        from tlc.codegen import copies
+        copies.ROUND_STEPS, copies.CLIP_ROWS_MAX = True, 8
+        print("copy_g2s forms: ROUND_STEPS = True, CLIP_ROWS_MAX = 8")
     selected = [r for r in rows() if not args.only or r.kernel in args.only.split(",")]
     import torch
 

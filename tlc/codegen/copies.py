@@ -93,6 +93,43 @@ def _offset_by_run_time(e: ir.Expr, k: ir.Kernel, seen: frozenset = frozenset())
                if isinstance(s, ir.Assign) and s.name == e.name)
 
 
+# tl::copy_g2s's issue forms (templates/tl/copy.cuh, #18) that the GPU has not timed yet, both
+# off by default, so that every kernel keeps its code until a device run says which to take
+# (bench/queue/D_w4a16_copies.sh asks, flipping them in its process).
+# ROUND_STEPS: a tile inside its tensor whose rounds of 16-byte vectors are whole rows (or a row
+# whole rounds), not swizzled, takes copy_g2s_rounds: each thread's source one pointer stepped by
+# a 64-bit add a round, its destination a constant offset from one register.  std.gemm's
+# matmul_w4a16_splitk at M = 1's tiles (sm_90a, nvcc 13.0): the weight tile's 8 vectors a thread
+# 198 / 167 -> 47 / 61 SASS instructions (prologue / K loop), a 64-bit multiply and signed
+# divisions a vector before.
+# CLIP_ROWS_MAX: a shared tile of 2 to CLIP_ROWS_MAX rows whose columns are inside its tensor and
+# rows are not (a decode step's activations: M = 1 of the split-K's 8-row tile, every K step)
+# takes copy_g2s_clipped, the rows outside zero-filled by cp.async's source size, where the edge
+# loop took ~67 SASS instructions a vector (~268 -> ~80 a K step).  The experiment's value is 8:
+# a taller tile meets the tensor's last rows in one block row of many, where that path's
+# registers cost every block (sm_80 matmul_f8: 254 registers -> 255 and 208 bytes of spills;
+# std's gemv, whose 16-row weight tile never leaves the tensor at N = 8192: 96 -> 154 registers).
+# The program cache's keys do not hold these: a process that flips them needs caches of its own
+# (TLC_CACHE_DIR), as the queued script's does.
+ROUND_STEPS = False
+CLIP_ROWS_MAX = 0
+
+
+def clip_rows(rows: int) -> bool:
+    """Whether tl::copy_g2s of a shared tile of `rows` rows takes its clipped path (CLIP_ROWS):
+    a tile of 2 to CLIP_ROWS_MAX rows (one row is either inside or outside whole)."""
+    return 1 < rows <= CLIP_ROWS_MAX
+
+
+def copy_g2s_flags(rows: int) -> str:
+    """tl::copy_g2s's template arguments after ASYNC for a shared tile of `rows` rows: ROUND_STEPS
+    and CLIP_ROWS, written only where one is on (the default's text is the template's defaults)."""
+    clip = clip_rows(rows)
+    if not ROUND_STEPS and not clip:
+        return ""
+    return f", {'true' if ROUND_STEPS else 'false'}" + (", true" if clip else "")
+
+
 def _view2d(extents) -> tuple[int, int] | None:
     """The 2-D shape of a tile whose non-1 extents are its last one or two."""
     ext = list(extents)
@@ -213,7 +250,7 @@ class CopyGen:
             dst = self.smem_pointer(b.name)
             if p.dtype == b.dtype:
                 self.emit(f"tl::copy_g2s<{T}, {rows}, {cols}, {self.k.threads}, {lay.pad}, {lay.swizzle_bytes}, "
-                          f"{'true' if async_copy else 'false'}>({dst}, {v.base}, {args});")
+                          f"{'true' if async_copy else 'false'}{copy_g2s_flags(rows)}>({dst}, {v.base}, {args});")
             else:
                 self.emit(f"tl::copy_g2s_convert<{T}, {U}, {rows}, {cols}, {self.k.threads}, {lay.pad}, "
                           f"{lay.swizzle_bytes}>({dst}, {v.base}, {args});")

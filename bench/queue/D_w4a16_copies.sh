@@ -1,0 +1,51 @@
+#!/bin/bash
+# limit: 44
+# Helper D, session 26 (#18, w4a16 decode; prepared on the CPU, no device that session).
+# Asks: (1) does tl::copy_g2s's cheaper issue code, codegen/copies.py ROUND_STEPS (a thread's
+# source one pointer stepped a round, its shared destination a constant offset) with
+# CLIP_ROWS_MAX = 8 (a decode step's 8-row activation tile at M = 1 zero-filled by cp.async's
+# source size instead of copy_g2s's edge loop), speed up std.gemm's w4a16 decode kernels?  Both
+# are off by default; bench/lowbit.py --copy-forms turns them on, in a process of its own with
+# caches of its own (the program cache's keys do not hold them).  (2) does splitk_reduce with its
+# parts unrolled (bench/splitk_reduce_unrolled.tl) beat std's loop, same process?
+# CPU evidence (nvcc 13.0 sm_90a, tests/codegen/test_copies_rounds.py): matmul_w4a16_splitk at
+# M = 1's tiles (BM=8, K steps of 512, 2 stages, 4 parts), the weight tile's 8 cp.async a thread
+# 198 / 167 -> 47 / 61 SASS (prologue / K loop); a K step's issue code a thread ~580 -> ~260
+# SASS of ~1,200 (the dequantization and mma ~620, unchanged); session 25's Nsight Compute run
+# put the kernel at 0.62 issued warps a cycle a scheduler, 16 warps an SM: issue-bound.  The
+# gemv's registers 128 -> 96 with the forms (the same 4 blocks an SM: shared memory).  The
+# unrolled reduce: parts 0-1's loads then 2-3's, two load latencies where the loop waits four
+# (splitk_reduce 3.0 us of the M = 1 split-K's ~24 in session 25).
+# Each timed variant's output is checked against F.linear in f32 first (bench/lowbit.py), and
+# F.linear f16 is timed in each process.
+# Answer (one line each, ANSWER:): forms on/off time ratio at each M for "w4a16 split-K 4"
+# (M = 1) and "w4a16 split-K 2" (M = 16, 64) and the gemv (M = 1): flip copies.ROUND_STEPS = True
+# and CLIP_ROWS_MAX = 8 if every ratio <= 0.98 and none > 1.01; "unrolled reduce" / std at each M:
+# give std's splitk_reduce `for s in unroll(S)` if every ratio <= 0.98 (the unrolled contender
+# runs its own defaults, RM = 16, RN = 256: config.json's for std at M <= 16; at M = 64 std takes
+# RM = 32).
+set -u
+ROWS="w4a16 split-K 2,w4a16 split-K 4,w4a16 gemv,w4a16 split-K 4 unrolled reduce,w4a16 split-K 2 unrolled reduce"
+echo "== tl::copy_g2s as today (defaults)"
+timeout 20 python3 bench/lowbit.py --w4a16 --quick --m 1,16,64 --only "$ROWS" --json /tmp/D_copies_off.json
+echo "== tl::copy_g2s with --copy-forms (ROUND_STEPS, CLIP_ROWS_MAX = 8)"
+mkdir -p /tmp/tlc-cache-D-forms
+TLC_CACHE_DIR=/tmp/tlc-cache-D-forms timeout 20 python3 bench/lowbit.py --w4a16 --quick --m 1,16,64 --copy-forms \
+  --only "w4a16 split-K 2,w4a16 split-K 4,w4a16 gemv,w4a16 BK=256 split-K 4 stages=2" --json /tmp/D_copies_on.json
+python3 - <<'PY'
+import json
+def rows(p):
+    try:
+        return {(r["row"], r["variant"]): r.get("ms") for r in json.load(open(p))["rows"]}
+    except (OSError, ValueError, KeyError):
+        return {}
+off, on = rows("/tmp/D_copies_off.json"), rows("/tmp/D_copies_on.json")
+for (row, v), t in sorted(on.items()):
+    if v in ("w4a16 split-K 2", "w4a16 split-K 4", "w4a16 gemv") and t and off.get((row, v)):
+        print(f"ANSWER: copy forms {row} {v}: on/off {t / off[(row, v)]:.3f} ({t * 1e3:.1f} vs {off[(row, v)] * 1e3:.1f} us)")
+for (row, v), t in sorted(off.items()):
+    if "unrolled reduce" in v and t:
+        std = off.get((row, v.replace(" unrolled reduce", "")))
+        if std:
+            print(f"ANSWER: unrolled reduce {row} {v}: unrolled/std {t / std:.3f} ({t * 1e3:.1f} vs {std * 1e3:.1f} us)")
+PY
