@@ -112,9 +112,10 @@ __device__ __forceinline__ unsigned long long wgmma_desc_add(unsigned long long 
 // .. (rows of a K-major B, 128-byte segments of an N-major one).  gemm_wgmma_issue only issues
 // and commits the group (the pingpong's turn: codegen/warpspec waits for it after handing the
 // tensor cores over).  CLEAR: acc = A @ op(B) unless `keep`, the first K step's scale-d 0 (MMA
-// rendered with scale_d), where a wgmma in flight forbids clearing the registers by instructions.
+// rendered with scale_d), where a wgmma in flight forbids clearing the registers by instructions;
+// CLEAR 2: always, the first K step's instruction (MMA::zero) only writing the accumulator.
 template <typename MMA, typename T, int K, int A_ROWS, int B_ROWS, bool TRANS_B, typename TB = T, int BANDS = 1,
-          int COLUMNS = 1, bool CLEAR = false, bool TRANS_A = false>
+          int COLUMNS = 1, int CLEAR = 0, bool TRANS_A = false>
 __device__ __forceinline__ void gemm_wgmma_issue(const T* A, const TB* B, typename MMA::Acc* acc, bool keep = false) {
   constexpr int SEG = 128 / static_cast<int>(sizeof(T));
   static_assert(sizeof(T) == sizeof(TB), "wgmma operands of one width");
@@ -142,8 +143,14 @@ __device__ __forceinline__ void gemm_wgmma_issue(const T* A, const TB* B, typena
     for (int band = 0; band < BANDS; ++band) {
       const unsigned long long dak = wgmma_desc_add<T>(
           da, TRANS_A ? k * SEG + band * A_ROWS * SEG : (k / SEG) * A_ROWS * SEG + k % SEG + band * 64 * SEG);
-      if constexpr (CLEAR) MMA::run(acc + band * MMA::REGS, dak, dbk, k > 0 || keep);
-      else MMA::run(acc + band * MMA::REGS, dak, dbk);
+      if constexpr (CLEAR == 2) {
+        if (k == 0) MMA::zero(acc + band * MMA::REGS, dak, dbk);
+        else MMA::run(acc + band * MMA::REGS, dak, dbk);
+      } else if constexpr (CLEAR) {
+        MMA::run(acc + band * MMA::REGS, dak, dbk, k > 0 || keep);
+      } else {
+        MMA::run(acc + band * MMA::REGS, dak, dbk);
+      }
     }
   }
   wgmma_commit();

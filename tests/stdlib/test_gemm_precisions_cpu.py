@@ -89,3 +89,14 @@ SASS_CASES = [
                           for case in SASS_CASES])
 def test_tensor_cores_and_no_local_memory(name, consts, arch, instruction, n, tmp_path):
     check_tensor_cores(name, consts, arch, instruction, n, tmp_path)
+
+
+def test_blockscaled_tiles_of_256_columns_against_numpy():
+    """BN = 256: two 128-column halves, each its own scale block of B, summed one after the other
+    into one partial-sum fragment; N ragged (the second half of the last tile partly outside)."""
+    mod = tlc.load(GEMM_PATH, target="cpu")
+    for M, N, K in ((67, 300, 129), (130, 200, 384)):
+        for kname, args, _, ref, tol in cases(np.random.default_rng(M + N + K), M, N, K):
+            if kname == "matmul_f8_blockscaled":
+                mod.matmul_f8_blockscaled(*args, BM=128, BN=256, stages=2, THREADS=256)
+                check(kname, args[2], ref, tol)

@@ -7,6 +7,8 @@ plain stores fill and wgmma reads next is fenced to the async proxy by its write
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from .. import ir, primitives
 from ..ir.walk import statements
 from ..schedule.layout import wgmma_bands, wgmma_column_groups
@@ -17,6 +19,17 @@ from .cexpr import CodegenError
 from .cnames import c_bool, c_name, c_type
 from .sm80 import Sm80
 from .warpspec import WarpSpecialized
+
+# Which other clear_accum wgmma gemms (shared operands) of a consumer body clear their accumulator
+# by the first K step's scale-d 0, that instruction only writing the registers (MMA::zero,
+# tl::gemm_wgmma_issue's CLEAR 2), rather than by an instruction a register ahead of the wgmma:
+# "reused": those whose fragment the body clears more than once (one partial-sum fragment for two
+# gemms: std.gemm's block-scaled f8 at BN = 256, two 128-column halves, where ptxas kept the zeros
+# in registers of their own and spilled 328 bytes a thread; with the rule none, and one FFMA a
+# register scales and adds the partial sums); "all": every one (std's block-scaled kernels at
+# BN <= 128 too: their SASS is the same but where ptxas folded no clear, 64 IMAD.MOV a K step
+# before the wgmma go; not yet timed on the GPU, so not the default); "none"
+RING_SCALE_D_CLEARS = "reused"
 
 
 class Sm90(WarpSpecialized, Sm80):
@@ -115,6 +128,12 @@ class Sm90(WarpSpecialized, Sm80):
         heads = [r[0] for r in runs if not isinstance(r[0], ir.Sync)]  # (a sync here is a comment)
         cleared = {id(f) for f, g in zip(heads, heads[1:]) if self.carried and isinstance(f, ir.Fill)
                    and isinstance(g, ir.Gemm) and g.c == f.buffer and self.zero_clear(f, g)}
+        # (and others on shared operands as RING_SCALE_D_CLEARS says, the first K step's instruction
+        # only writing the registers: tl::gemm_wgmma_issue's CLEAR 2)
+        fills = Counter(f.buffer for f in heads if isinstance(f, ir.Fill))
+        zeroed = {id(f) for f, g in zip(heads, heads[1:]) if isinstance(f, ir.Fill) and isinstance(g, ir.Gemm)
+                  and g.c == f.buffer and self.zero_clear(f, g) and self.uses_wgmma(g) and id(f) not in cleared
+                  and (RING_SCALE_D_CLEARS == "all" or RING_SCALE_D_CLEARS == "reused" and fills[f.buffer] > 1)}
         try:
             early = self.hoist_early(stmts)
             clear = False
@@ -122,6 +141,9 @@ class Sm90(WarpSpecialized, Sm80):
                 s = run[0]
                 if id(s) in cleared:
                     clear = True
+                    continue
+                if id(s) in zeroed:
+                    clear = 2
                     continue
                 lazy = len(run) == 1 and isinstance(s, ir.Gemm) and (self.uses_wgmma(s) or self.uses_wgmma_rs(s))
                 before = len(pending)
@@ -254,15 +276,16 @@ class Sm90(WarpSpecialized, Sm80):
             if b.scope == "fragment":
                 self.emit(f"tl::fence_registers<{b.layout.registers}>({c_name(name)});")
 
-    def wgmma_call(self, g: ir.Gemm, fn: str, pending: int | None, clear: bool = False, keep: str | None = None) -> str:
+    def wgmma_call(self, g: ir.Gemm, fn: str, pending: int | None, clear: bool | int = False,
+                   keep: str | None = None) -> str:
         """The call of `fn` (gemm_wgmma, or gemm_wgmma_issue with `pending` None) for gemm `g`;
         `clear`: its accumulator's old values ignored (gemm_wgmma_issue's CLEAR), unless the C
-        condition `keep` holds."""
+        condition `keep` holds; 2: always (CLEAR 2, gemm_wgmma_issue only)."""
         a, b, c = self.buffers[g.a], self.buffers[g.b], self.buffers[g.c]
         threads = owner_threads(c.layout, self.k.threads)  # (a product on one warpgroup: its threads)
         columns = wgmma_column_groups(c.shape, threads)  # warpgroups side by side, N / columns each
         mma = self.wgmma_struct(c.shape[1] // columns, a.dtype, not g.trans_b, b.dtype, c.dtype, g.precision,
-                                scale_d=clear, m_major_a=g.trans_a)
+                                scale_d=bool(clear), m_major_a=g.trans_a)
         bands = wgmma_bands(c.shape, threads)  # m64 instructions per warpgroup and K step
         # (the template's trailing arguments, each given where one after it is)
         trans_a = g.trans_a
@@ -270,7 +293,8 @@ class Sm90(WarpSpecialized, Sm80):
         tb += f", {bands}" if bands > 1 or columns > 1 or clear or trans_a else ""
         tb += f", {columns}" if columns > 1 or clear or trans_a else ""
         if fn == "gemm_wgmma_issue":
-            tb += (", true" if clear else ", false" if trans_a else "") + (", true" if trans_a else "")
+            tb += (", 2" if clear == 2 else ", true" if clear else ", false" if trans_a else "") + \
+                (", true" if trans_a else "")
         else:
             tb += ", true" if clear else ""
             tb += ", true" if trans_a else ""
