@@ -1,0 +1,122 @@
+"""Helper E, session 26 (#18): where std.gemm's block-scaled f8 GEMM (matmul_f8_blockscaled,
+0.79x torch._scaled_mm in session 20) loses its time, and whether its 128 x 256 tiles (BN=256:
+two 128-column halves into one partial-sum fragment) win it back.  One process on the GPU,
+every contender's output checked against a float32 reference before it is timed (tlc.timing; 4
+units of bf16 against the reference's RMS, as bench/gemm.py's f8 rows), the vendor timed in the
+same run:
+
+- torch._scaled_mm per tensor (the issue's reference) and with block-wise scales where this
+  PyTorch has them;
+- std.matmul_f8_blockscaled at its default and at BN=256 (`--configs` replaces them);
+- unless --no-probes: std.matmul_f8 (per-tensor scales, no promotion) at 128 x 128 and at its
+  rule's 128 x 192 (what the tile alone reaches), and bench/f8bs_probe.tl's bs_const (no scale
+  loads), bs_tma (the scales through the TMA into the ring) and bs_wide (128 x 192, B's scale
+  chosen per column).
+
+    python3 bench/f8bs_probe.py [--sizes 8192x8192x8192,4096x7168x2048] [--ms 40] [--no-probes]
+    python3 bench/f8bs_probe.py --clears all   # codegen/sm90.py RING_SCALE_D_CLEARS for this process
+                                               # (its own TLC_CACHE_DIR: the cache keys ignore it)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import tlc  # noqa: E402
+from tlc.benchmarks.gemm_cases import _blockscaled_vendor  # noqa: E402
+from tlc.timing import Checked, compare_checked, tolerance  # noqa: E402
+
+STD_CONFIGS = {"std (default)": {}, "std BN=256 s3": dict(BN=256, stages=3), "std BN=256 s4": dict(BN=256, stages=4)}
+PROBE_F8 = {"f8 128x128 s4": dict(BM=128, BN=128, BK=128, stages=4, THREADS=256),
+            "f8 128x192 s4": dict(BM=128, BN=192, BK=128, stages=4, THREADS=256)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="8192x8192x8192", help="MxNxK,...")
+    ap.add_argument("--ms", type=float, default=40.0, help="milliseconds a contender is timed")
+    ap.add_argument("--configs", help="JSON: label -> constants of matmul_f8_blockscaled (replaces the std rows)")
+    ap.add_argument("--no-probes", action="store_true", help="only the vendor's and std's rows")
+    ap.add_argument("--clears", choices=["none", "reused", "all"], help="codegen/sm90.py RING_SCALE_D_CLEARS")
+    args = ap.parse_args()
+    import torch
+
+    if args.clears:
+        from tlc.codegen import sm90
+        sm90.RING_SCALE_D_CLEARS = args.clears
+    gemm = tlc.load("std.gemm", target="cuda")
+    probe = tlc.load(str(ROOT / "bench/f8bs_probe.tl"), target="cuda")
+    std_configs = json.loads(args.configs) if args.configs else STD_CONFIGS
+    g = torch.Generator(device="cuda").manual_seed(0)
+    for size in args.sizes.split(","):
+        M, N, K = (int(x) for x in size.split("x"))
+        kb, nb = -(-K // 128), -(-N // 128)
+        A = torch.randn(M, K, device="cuda", generator=g).to(torch.float8_e4m3fn)
+        B = torch.randn(N, K, device="cuda", generator=g).to(torch.float8_e4m3fn)
+        SA = torch.rand(M, kb, device="cuda", generator=g) + 0.5
+        SB = torch.rand(nb, kb, device="cuda", generator=g) + 0.5
+        # bs_tma's transposed scales: SBT's rows padded to 4 (16-byte rows for the TMA)
+        SAT = SA.t().contiguous()
+        SBT = torch.zeros(kb, -(-nb // 4) * 4, device="cuda")
+        SBT[:, :nb] = SB.t()
+        plain = A.float() @ B.float().T
+        deq_a = A.float() * SA.repeat_interleave(128, 1)[:, :K]
+        deq_b = B.float() * SB.repeat_interleave(128, 0)[:N].repeat_interleave(128, 1)[:, :K]
+        ref = deq_a @ deq_b.T
+        del deq_a, deq_b
+        tol, tol_plain = tolerance("bfloat16", ref, 4), tolerance("bfloat16", plain, 4)
+        one = torch.tensor(1.0, device="cuda")
+
+        def out():
+            return torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+
+        c = {}
+        cv = out()
+        c["scaled_mm per-tensor"] = Checked(lambda cv=cv: torch._scaled_mm(A, B.t(), scale_a=one, scale_b=one,
+                                                                            out_dtype=torch.bfloat16, out=cv),
+                                            plain, out=cv, **tol_plain)
+        vendor = _blockscaled_vendor(torch, A, B, SA, SB, ref)
+        if isinstance(vendor, str):
+            print(f"{size}: torch._scaled_mm block-wise unavailable: {vendor}")
+        else:
+            c["scaled_mm blockwise"] = Checked(vendor, ref, **tol)
+        for label, cfg in std_configs.items():
+            co = out()
+            c[label] = Checked(lambda co=co, cfg=cfg: gemm.matmul_f8_blockscaled(A, B, co, SA, SB, **cfg), ref, out=co,
+                               **tol)
+        if not args.no_probes:
+            for label, cfg in PROBE_F8.items():
+                co = out()
+                c[label] = Checked(lambda co=co, cfg=cfg: gemm.matmul_f8(A, B, co, 1.0, 1.0, **cfg), plain, out=co,
+                                   **tol_plain)
+            co = out()
+            c["bs_const s4"] = Checked(lambda co=co: probe.bs_const(A, B, co, 1.0, 1.0), plain, out=co, **tol_plain)
+            co = out()
+            c["bs_tma s4"] = Checked(lambda co=co: probe.bs_tma(A, B, co, SAT, SBT), ref, out=co, **tol)
+            co = out()
+            c["bs_wide 128x192 s4"] = Checked(lambda co=co: probe.bs_wide(A, B, co, SA, SB), ref, out=co, **tol)
+        ms, verdicts = compare_checked(c, min_ms=args.ms)
+        flops = 2.0 * M * N * K
+        base = "scaled_mm per-tensor"
+        print(f"{size} (M x N x K), {args.ms:g} ms a contender, L2 flushed, medians"
+              f"{', RING_SCALE_D_CLEARS ' + args.clears if args.clears else ''}:")
+        for label, v in verdicts.items():
+            if not v.ok:
+                print(f"  {label:<22} NOT TIMED: {v.why[:200]}")
+                continue
+            r = ms[base] / ms[label] if base in ms else float("nan")
+            print(f"  {label:<22} {ms[label] * 1e3:8.1f} us {flops / ms[label] / 1e9:7.0f} TFLOP/s  {r:5.3f}x {base}"
+                  f"  rel err {v.rel_err:.1e}", flush=True)
+        del A, B, plain, ref, c
+        torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""bench/f8bs_probe.tl (issue #18's probes of std.gemm's block-scaled f8 GEMM) on the cpu target
+against NumPy, on a ragged shape (N = 260: the last tile partly outside; K = 384: three scale
+blocks): the GPU times them (bench/f8bs_probe.py), their sums are checked here."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tlc
+
+PROBE = str(Path(__file__).resolve().parents[2] / "bench" / "f8bs_probe.tl")
+
+
+@pytest.fixture(scope="module")
+def case():
+    import ml_dtypes
+
+    rng = np.random.default_rng(5)
+    M, N, K = 130, 260, 384
+    f8 = ml_dtypes.float8_e4m3fn
+    A = rng.standard_normal((M, K)).astype(f8)
+    B = rng.standard_normal((N, K)).astype(f8)
+    SA = (rng.random((M, 3)) + 0.5).astype(np.float32)
+    SB = (rng.random((3, 3)) + 0.5).astype(np.float32)
+    deq_a = A.astype(np.float64) * np.repeat(SA, 128, 1)
+    deq_b = B.astype(np.float64) * np.repeat(np.repeat(SB, 128, 0)[:N], 128, 1)
+    return A, B, SA, SB, deq_a @ deq_b.T, A.astype(np.float64) @ B.astype(np.float64).T
+
+
+def _check(C, ref):
+    assert np.isfinite(C.astype(np.float32)).all()
+    assert np.abs(C.astype(np.float64) - ref).max() <= 1e-2 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("kernel", ["bs_wide", "bs_tma", "bs_const"])
+def test_each_probe_computes_the_block_scaled_product(case, kernel):
+    import ml_dtypes
+
+    A, B, SA, SB, ref, plain = case
+    mod = tlc.load(PROBE, target="cpu")
+    C = np.full(ref.shape, np.nan, ml_dtypes.bfloat16)
+    if kernel == "bs_wide":  # 128 x 192 tiles: tile 1 starts 64 columns into scale block 1
+        mod.bs_wide(A, B, C, SA, SB, stages=2)
+    elif kernel == "bs_tma":  # the scales transposed, SBT's rows padded to 16 bytes
+        SBT = np.zeros((3, 4), np.float32)
+        SBT[:, :3] = SB.T
+        mod.bs_tma(A, B, C, np.ascontiguousarray(SA.T), SBT, stages=2)
+    else:
+        mod.bs_const(A, B, C, 0.5, 2.0, stages=2)
+        ref = plain
+    _check(C, ref)
