@@ -159,6 +159,63 @@ __host__ __device__ __forceinline__ void paired_tile(int t, int tiles_x, int til
   z = static_cast<int>(zu);
 }
 
+// Stream-K (schedule/stream_k.py, whose `tail` and `walk` are this in Python): a block's
+// segments (tile, k0, k1) of a persistent launch of `blocks` blocks over `tiles` tiles of
+// `steps` K steps.  The tiles before the tail's R go whole, tiles block, block + blocks, ...;
+// the tail's R * steps steps, counted on from the whole tiles', are split into `blocks` even
+// runs, each cut at the tiles' edges.  Not `on` (a split-K launch of several parts): the tiles
+// whole.  A run's first segment may end a tile it does not start (a contributor), its last
+// may start one it does not end (the finisher, whose contributors are the next blocks).
+__host__ __device__ __forceinline__ int stream_tail(int tiles, int steps, int blocks, bool alone, int slots, int min_steps) {
+  if (tiles <= 0 || steps < min_steps || blocks > slots || tiles % blocks == 0 || (!alone && 2 * tiles <= blocks)) return 0;
+  int r = tiles % blocks;
+  if (tiles > blocks && 2 * r < blocks) r += blocks;
+  const long long n = static_cast<long long>(r) * steps;
+  if (n < 2LL * blocks) return 0;
+  const long long whole = static_cast<long long>((tiles + blocks - 1) / blocks) * steps;  // the busiest block's, tiles whole
+  const long long streamed = static_cast<long long>((tiles - r) / blocks) * steps + (n + blocks - 1) / blocks;
+  const long long least = (steps + 3) / 4 > 2 ? (steps + 3) / 4 : 2;
+  return whole - streamed >= least ? r : 0;
+}
+struct StreamWalk {
+  int steps, blocks, block, whole, next_whole;
+  long long pos, hi, tail;  // the run [pos, hi) of the tail's steps (counted from tile 0's), its length
+  bool on;
+  __host__ __device__ __forceinline__ StreamWalk(int tiles, int steps_, int blocks_, int block_, bool on_, bool alone, int slots,
+                                        int min_steps)
+      : steps(steps_), blocks(blocks_), block(block_) {
+    const int r = on_ ? stream_tail(tiles, steps_, blocks_, alone, slots, min_steps) : 0;
+    on = r > 0;
+    whole = tiles - r;
+    next_whole = block_;
+    tail = static_cast<long long>(r) * steps_;
+    const long long first = static_cast<long long>(whole) * steps_;
+    pos = first + block_ * tail / blocks_;
+    hi = first + (block_ + 1) * tail / blocks_;
+  }
+  __host__ __device__ __forceinline__ bool next(int& t, int& k0, int& k1) {
+    if (next_whole < whole) {
+      t = next_whole;
+      k0 = 0;
+      k1 = steps;
+      next_whole += blocks;
+      return true;
+    }
+    if (pos >= hi) return false;
+    t = static_cast<int>(pos / steps);
+    const long long start = static_cast<long long>(t) * steps, end = hi < start + steps ? hi : start + steps;
+    k0 = static_cast<int>(pos - start);
+    k1 = static_cast<int>(end - start);
+    pos = end;
+    return true;
+  }
+  // the blocks after this one (a finisher of tile t) that run a segment of t
+  __host__ __device__ __forceinline__ int contributors(int t) const {
+    const long long last = static_cast<long long>(t + 1) * steps - 1 - static_cast<long long>(whole) * steps;
+    return static_cast<int>(((last + 1) * blocks - 1) / tail) - block;
+  }
+};
+
 // Clusters (thread block clusters of sm_90): this block's rank, a barrier over every thread
 // of the cluster (threads that have exited do not hold it up), an arrival on the barrier at
 // the same shared offset in every block of the cluster, and the multicast variant of

@@ -103,6 +103,22 @@ def rel_err(got, want) -> float:
     return float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
 
 
+def scheduled_conv2d_error(kernel, case: tuple, seed: int | None = None) -> float:
+    """conv2d's scheduled IR `kernel` (a warp-specialized ring) run by the interpreter on f16
+    inputs made from `case` (N, H, W, C, F, K, S, P, D), its output filled with NaN first: its
+    relative error against the NumPy reference."""
+    from tlc.interp import run_kernel
+
+    N, H, W, C, F, K, S, P, D = case
+    rng = np.random.default_rng(sum(case) if seed is None else seed)
+    x = rng.standard_normal((N, H, W, C)).astype(np.float16)
+    w = rng.standard_normal((F, K, K, C)).astype(np.float16)
+    want = conv2d(x, w, S, P, D)
+    y = np.full(want.shape, np.nan, np.float16)
+    run_kernel(kernel, {"x": x, "w": w, "y": y})
+    return rel_err(y, want)
+
+
 # ---- one check per operator (scripts/run-all-kernels: every std kernel at ragged shapes) -------
 # (N, H, W, C, F, K, S, P, D): padding at the borders, stride 2, dilation 2, C not a multiple of 8
 RAGGED = [(2, 9, 7, 24, 20, 3, 2, 1, 1), (1, 7, 8, 5, 10, 3, 1, 2, 2)]

@@ -15,7 +15,9 @@ whole stage until the late release reads the same tiles.)
 A persistent kernel runs `PERSISTENT_BLOCKS` blocks per cluster rank, each walking the tiles
 in the recorded order (`persistent_tile`/`cluster_tile`, the Python of tl/tma.cuh's), the
 producer running ahead into the next tile's stages; a multicast copy puts into each stage the
-rows that each block of the cluster loads for all of them, from that block's own tile.
+rows that each block of the cluster loads for all of them, from that block's own tile.  A
+streamed launch (ir.StreamK) walks schedule/stream_k.py's segments on its blocks, the loop's
+steps k0 .. k1 - 1 of each; the finishers add their contributors' slots once every block has run.
 """
 from __future__ import annotations
 
@@ -82,10 +84,29 @@ def block_walk(block: int, blocks: int, ws: WarpSpecialization, extents) -> list
     return walk
 
 
+def stream_walk(m, block: int, blocks: int, ws: WarpSpecialization, extents) -> list | None:
+    """Block `block`'s walk of a streamed launch (ir.StreamK, schedule/stream_k.py): (tile,
+    True, [tile], False, (k0, k1)) for each segment, or None where the launch does not stream
+    (a split-K launch of more than one part)."""
+    from ..schedule import stream_k
+    sk = ws.stream_k
+    tx, ty, tz = extents
+    if sk is None or (not sk.sized and tz != 1):
+        return None
+    m.env = dict(m.base_env)
+    steps = int(m.eval(sk.steps))
+    walk = []
+    for t, k0, k1 in stream_k.walk(block, blocks, tx * ty, steps, alone=sk.sized):
+        x, y, _ = persistent_tile(t, ws.tile_order.group, tx, ty)
+        tile = (x, y, 0)
+        walk.append((tile, True, [tile], False, (t, k0, k1, steps)))
+    return walk
+
+
 def run_warp_specialized(m, extents) -> None:
     """The machine `m`'s kernel over its grid (`extents`, x first) as its warp spec says."""
     ws = m.k.warp_spec
-    m.split_k = None
+    m.split_k = m.stream_k = None
     if ws.tile_order is None:
         for bz in range(extents[2]):
             for by in range(extents[1]):
@@ -93,6 +114,20 @@ def run_warp_specialized(m, extents) -> None:
                     _Block(m, ws, [((bx, by, bz), True, [(bx, by, bz)], False)]).run()
         return
     blocks = PERSISTENT_BLOCKS * ws.tile_order.cluster
+    if ws.stream_k is not None and stream_walk(m, 0, blocks, ws, extents) is not None:
+        m.stream_k = _StreamK(blocks, extents[0] * extents[1])
+        for b in range(blocks):
+            _Block(m, ws, stream_walk(m, b, blocks, ws, extents), block=b).run()
+        for env, regs, b, t in m.stream_k.finishers:  # each once every block has run: its contributors' slots
+            m.env, m.buffers = env, regs
+            acc = regs[ws.stream_k.acc]
+            from ..schedule import stream_k
+            steps = int(m.eval(ws.stream_k.steps))
+            for c in range(b + 1, b + 1 + stream_k.contributors(b, blocks, m.stream_k.tiles, steps, t,
+                                                                  ws.stream_k.sized)):
+                acc[...] = acc + m.stream_k.slots.pop(c)
+            m.block(m.k.body[ws.loop + 1:], True)
+        return
     m.split_k = _SplitK(extents[2]) if ws.split_k is not None else None
     for b in range(blocks):
         _Block(m, ws, block_walk(b, blocks, ws, extents)).run()
@@ -117,9 +152,20 @@ class _SplitK:
         self.last: list = []  # (env, registers) of each tile's last part
 
 
+class _StreamK:
+    """Stream-K on the CPU (ir.StreamK): the blocks run one after another, so a contributor
+    stores its block's slot as it comes and each finisher waits here, its state kept, until
+    every block has run; then it adds its contributors' slots in block order."""
+
+    def __init__(self, blocks: int, tiles: int):
+        self.blocks, self.tiles = blocks, tiles
+        self.slots: dict = {}  # block -> its contributor segment's accumulator
+        self.finishers: list = []  # (env, registers, block, tile) of each finisher
+
+
 class _Block:
-    def __init__(self, m, ws: WarpSpecialization, walk):
-        self.m, self.ws, self.walk = m, ws, walk
+    def __init__(self, m, ws: WarpSpecialization, walk, block: int = 0):
+        self.m, self.ws, self.walk, self.block_index = m, ws, walk, block
         k = m.k
         self.loop, self.before, self.after = k.body[ws.loop], k.body[:ws.loop], k.body[ws.loop + 1:]
         self.shapes = {b.name: b for b in k.buffers}
@@ -154,11 +200,12 @@ class _Block:
         producer = self.producer()
         start, stop = ws.consumer
         it = 0
-        for tile, valid, _, _ in self.walk:
+        for tile, valid, _, _, *seg in self.walk:
             env = self.enter(tile, consumer_regs)
             m.block(self.before, True)
-            n = int(m.eval(loop.stop))
-            for kk in range(n):
+            k0, k1 = (seg[0][1], seg[0][2]) if seg else (0, int(m.eval(loop.stop)))
+            n = k1 - k0
+            for kk in range(k0, k1):
                 self.run_producer(producer)
                 if self.produced <= it:
                     raise InterpError(f"kernel '{m.k.name}': the consumers wait on iteration {it} of the ring, "
@@ -168,7 +215,7 @@ class _Block:
                     consumer_regs[x.buffer] = self.stage(x.buffer, it, x.stage_elems)
                 env[loop.var] = np.int32(kk)
                 m.block(loop.body[start:stop], True)
-                if kk >= ws.release_lag:
+                if kk - k0 >= ws.release_lag:
                     self.released = it + 1 - ws.release_lag
                 it += 1
             # the last stages, once the tile's work is done; where the epilogue stages its output
@@ -181,7 +228,9 @@ class _Block:
             m.env, m.buffers = env, consumer_regs
             for x in ws.loads:
                 consumer_regs[x.buffer] = self.stage(x.buffer, 0, x.stage_elems)
-            if valid and getattr(m, "split_k", None) is not None and m.split_k.parts > 1:
+            if seg and not (k0 == 0 and k1 == seg[0][3]):  # a streamed segment of part of a tile
+                self.stream_part(env, consumer_regs, seg[0])
+            elif valid and getattr(m, "split_k", None) is not None and m.split_k.parts > 1:
                 self.split_part(env, consumer_regs)
             elif valid and in_stage:
                 store = ws.store.index - ws.loop - 1  # its position after the loop
@@ -222,6 +271,16 @@ class _Block:
         else:
             state.last.append((dict(env), {k: v.copy() for k, v in regs.items()}))
 
+    def stream_part(self, env, regs, seg) -> None:
+        """A streamed segment after its loop (_StreamK): a contributor (k0 > 0) stores its block's
+        slot; a finisher keeps its state for the fixup after every block."""
+        t, k0, _, _ = seg
+        state = self.m.stream_k
+        if k0 > 0:
+            state.slots[self.block_index] = regs[self.ws.stream_k.acc].copy()
+        else:
+            state.finishers.append((dict(env), {k: v.copy() for k, v in regs.items()}, self.block_index, t))
+
     def run_producer(self, producer) -> None:
         """As far as the empty barriers let it: `stages` iterations past the last released."""
         while self.produced < self.released + self.ws.stages and next(producer, None) is not None:
@@ -234,15 +293,15 @@ class _Block:
         # the consumers clear their own registers and make the copies before the loop
         scalars = [s for i, s in enumerate(self.before) if not isinstance(s, Fill) and i not in ws.consumer_only]
         it = 0
-        for tile, _, peers, share in self.walk:
+        for tile, _, peers, share, *seg in self.walk:
             envs = []
             for peer in peers:  # each block of the cluster's scalars at its own tile (a multicast's parts)
                 envs.append(self.enter(peer, regs))
                 m.block(scalars, True)
             env = envs[peers.index(tile)] if tile in peers else self.enter(tile, regs)
             m.env = env
-            n = int(m.eval(loop.stop))
-            for kk in range(n):
+            k0, k1 = (seg[0][1], seg[0][2]) if seg else (0, int(m.eval(loop.stop)))
+            for kk in range(k0, k1):
                 for x in ws.loads:
                     stage = self.stage(x.buffer, it, x.stage_elems)
                     if not (x.multicast and share):

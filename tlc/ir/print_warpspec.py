@@ -81,6 +81,15 @@ def header_lines(k: Kernel) -> list[str]:
                    f"its slot of {sk.slots} partial tiles and counts itself on its tile's counter (release), the last "
                    f"waits for the count (acquire), adds the slots of parts 0, 1, ... in order, sets the count back "
                    f"to 0 and runs the epilogue")
+    if ws.stream_k is not None:
+        from .printer import expr as ir_text
+        sk = ws.stream_k
+        out.append(f"  stream-K: {'where the launch has one part of K, ' if not sk.sized else ''}the blocks take "
+                   f"tiles whole, then the tail's K steps ({ir_text(sk.steps)} a tile) in even runs (schedule/"
+                   f"stream_k.py); a run's first segment that ends a tile stores {sk.acc} into the block's slot of "
+                   f"{sk.slots} and counts itself on the tile's counter (release), the segment that starts the tile "
+                   f"waits for the count (acquire), adds the slots in block order and runs the epilogue"
+                   + (f"; the grid's z ({sk.var}) only sizes the launch to a wave" if sk.sized else ""))
     if ws.tile_loads:
         b = ws.barriers + 16 * S
         out.append(f"  tile loads: the producer copies {', '.join(k.body[x.index].src.name + ' -> ' + x.buffer for x in ws.tile_loads)} "

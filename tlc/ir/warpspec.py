@@ -187,6 +187,26 @@ class SplitK(Node):
 
 
 @dataclass(frozen=True)
+class StreamK(Node):
+    """Stream-K in a persistent kernel (schedule/stream_k.py): the blocks walk the tiles whole and
+    then the tail's K steps in even runs, `tl::StreamWalk`'s segments (tile, k0, k1), each running
+    the loop's steps k0 .. k1 - 1.  A segment that ends a tile without starting it stores the f32
+    fragment `acc` into its block's slot (of `slots`, the split-K slots: each thread its registers
+    as float4s at r * threads + thread) and counts itself on the tile's counter (a release); the
+    one that starts it waits for its contributors' count (an acquire), adds their slots in block
+    order, sets the counter back to 0 and runs the epilogue.  `steps` is the tile's K steps in
+    sizes alone (the walk computes it once).  With `sized`, the grid's third dimension (block
+    variable `var`) only sizes the launch to a wave where the tiles are fewer (the walk takes
+    x * y tiles); else the kernel is split-K's too and streams where the launch has one part."""
+
+    acc: str
+    steps: Any  # ir.Expr
+    slots: int
+    sized: bool = False
+    var: str = ""
+
+
+@dataclass(frozen=True)
 class TileOrder(Node):
     """A persistent kernel: the grid counts tiles and each block walks them, `group` rows of
     tiles at a time (so that a wave of blocks shares rows of A and columns of B in L2), in
@@ -334,6 +354,8 @@ class WarpSpecialization(Node):
     reduces: tuple[BulkReduce, ...] = ()
     # split-K (SplitK): the parts of K a tile's units take, the last one's fixup before the epilogue
     split_k: SplitK | None = None
+    # stream-K (StreamK): the tail's K steps handed out evenly, the finishers' fixup before the epilogue
+    stream_k: StreamK | None = None
     # with a deferred gemm: the loads (positions in `loads`) that it alone reads (attention's V,
     # read by P @ V one iteration late), each stage with a full and an empty barrier of their own
     # (full_late, empty_late at `late_barriers`), so that the other loads' stage (K) is released

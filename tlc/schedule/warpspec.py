@@ -72,21 +72,57 @@ def specialize_warps(kernel: ir.Kernel, target) -> ir.Kernel:
 
 def split_k(kernel: ir.Kernel, ws: WarpSpecialization, target) -> ir.Kernel | None:
     """`kernel` split along K (schedule/split_k.py, #18) where its persistent ring allows it
-    and the ring planned again for the split kernel is still persistent; else None."""
-    from ..ir.warpspec import SplitK
+    and the ring planned again for the split kernel is still persistent, its K steps streamed
+    where the launch has one part (schedule/stream_k.py) and the ring is not clustered; an
+    unsplit kernel (the split would lose its ring's loads: std.conv's conv2d) streamed alone;
+    else None."""
+    from ..ir.warpspec import SplitK, StreamK
     from . import split_k as sk
+    from . import stream_k
     acc = sk.candidate(kernel, ws)
     if acc is None:
         return None
+    _, defs = sk.fixed_names(kernel, ws.loop)
+    from .im2col_tma import _subst
+    steps = _subst(kernel.body[ws.loop].stop, defs)  # a tile's K steps, in sizes alone
     split, part, parts = sk.rewrite(kernel, ws)
-    planner = _Planner(split, target)
+    ws2 = _replan(split, target, ws)
+    if ws2 is not None:
+        ws2 = replace(ws2, split_k=SplitK(part, parts, acc, sk.WAVE))
+        if ws2.tile_order.cluster == 1 and stream_k.ENABLED and _epilogue_own(ws2):
+            ws2 = replace(ws2, stream_k=StreamK(acc, steps, stream_k.SLOTS))
+        return replace(split, warp_spec=ws2)
+    if ws.tile_order.cluster != 1 or not stream_k.ENABLED:
+        return None
+    # streamed alone: a third grid dimension makes a launch of fewer tiles than a wave a wave
+    unit = sk._fresh(kernel, "kunit")
+    tiles = sk._op("*", kernel.grid[0], kernel.grid[1])
+    units = sk._op("max", sk._i(1), sk._cdiv(sk._i(stream_k.SLOTS), sk._op("max", tiles, sk._i(1))))
+    sized = replace(kernel, grid=kernel.grid + (units,), block_vars=kernel.block_vars + (unit,))
+    ws3 = _replan(sized, target, ws)
+    if ws3 is None or ws3.tile_order.cluster != 1 or not _epilogue_own(ws3):
+        return None
+    return replace(sized, warp_spec=replace(ws3, stream_k=StreamK(acc, steps, stream_k.SLOTS, sized=True, var=unit)))
+
+
+def _epilogue_own(ws: WarpSpecialization) -> bool:
+    """Whether a segment may skip the epilogue (a stream-K contributor): its store is not staged
+    in the ring's last stage, which the epilogue releases."""
+    return ws.store is None or ws.store.in_stage is None
+
+
+def _replan(kernel: ir.Kernel, target, ws: WarpSpecialization) -> WarpSpecialization | None:
+    """The ring of `kernel` (`ws`'s kernel rewritten for split-K or stream-K) planned again, where
+    it is still persistent and its loads as they were (each through the TMA's im2col mode or not,
+    multicast or not) in the same clusters; else None."""
+    planner = _Planner(kernel, target)
     ws2 = planner.plan()
     if ws2 is None or planner.moved is not None or ws2.tile_order is None or ws2.tile_loads:
         return None
     kinds = [[(bool(x.im2col), x.gather, x.multicast, x.flat) for x in w.loads] for w in (ws, ws2)]
     if kinds[0] != kinds[1] or ws2.tile_order.cluster != ws.tile_order.cluster:
         return None  # the split lost a load's TMA mode or the cluster (std.conv's conv2d: kh of k's base)
-    return replace(split, warp_spec=replace(ws2, split_k=SplitK(part, parts, acc, sk.WAVE)))
+    return ws2
 
 
 def consumer_registers(threads: int, registers_per_sm: int = 65536, producer: int = PRODUCER_REGS) -> int:

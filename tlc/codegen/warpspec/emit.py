@@ -12,7 +12,7 @@ from ..bulk_reduce import BulkReduceGen
 from ..cnames import c_name, c_type
 from . import stepped
 from .plan import WarpSpecPlan
-from .split_k import emit_fixup
+from .split_k import emit_fixup, emit_stream_fixup
 
 
 class WarpSpecEmission(BulkReduceGen):
@@ -294,10 +294,12 @@ class WarpSpecEmission(BulkReduceGen):
     def epilogue(self, after) -> None:
         """A persistent kernel's statements after its loop, a tile's epilogue; with split-K, after
         the parts' fixup (split_k.py) and only in the tile's last part."""
-        if self.spec.split_k is None:
-            self.block(after)
+        split = (lambda: self.block(after)) if self.spec.split_k is None else \
+            (lambda: emit_fixup(self, lambda: self.block(after)))
+        if self.spec.stream_k is None:
+            split()
         else:
-            emit_fixup(self, lambda: self.block(after))
+            emit_stream_fixup(self, split)
 
     def gather_producer(self, w: WarpSpecPlan, scalars, stage_bytes: int) -> None:
         """The producer of a ring with row gathers: every thread gathers its vectors of each
@@ -422,6 +424,17 @@ class WarpSpecEmission(BulkReduceGen):
             self.indent += 1
             e(f"int {', '.join(names)};  // this block's tile: in a persistent kernel the grid counts tiles")
             e(f"tl::paired_tile(tl_tile, tl_tiles_x, tl_tiles_y, {', '.join(names)});  // x from both ends: work in pairs")
+        elif self.spec.stream_k is not None:  # whole tiles, then the tail's K steps in even runs (stream_k.py)
+            sk = self.spec.stream_k
+            from ...schedule.split_k import MIN_STEPS
+            e(f"tl::StreamWalk tl_walk(tl_tiles_x * tl_tiles_y{'' if sk.sized else ' * tl_tiles_z'}, {self.expr(sk.steps)}, "
+              f"gridDim.x, blockIdx.x, {'true' if sk.sized else 'tl_tiles_z == 1'}, {'true' if sk.sized else 'false'}, "
+              f"{sk.slots}, {MIN_STEPS});")
+            e("int tl_tile = 0, tl_k0 = 0, tl_k1 = 0;  // this block's segment: tile tl_tile's K steps tl_k0 .. tl_k1 - 1")
+            e("while (tl_walk.next(tl_tile, tl_k0, tl_k1)) {")
+            self.indent += 1
+            e(f"int {', '.join(names)};  // the segment's tile: in a persistent kernel the grid counts tiles")
+            e(f"tl::persistent_tile<{self.spec.tile_order.group}>(tl_tile, tl_tiles_x, tl_tiles_y, {', '.join(names)});")
         else:
             e("for (int tl_tile = blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; tl_tile += gridDim.x) {")
             self.indent += 1
@@ -433,10 +446,18 @@ class WarpSpecEmission(BulkReduceGen):
         scalars = [c_name(x.name) for x in before if isinstance(x, ir.LetScalar)]
         if scalars:  # each role reads only some of them (a cast to void does not count for nvcc)
             e(f"tl::unused({', '.join(scalars)});")
-        e(f"const int tl_n = {self.expr(self.ws_loop.stop)};")
+        if self.spec.stream_k is not None:  # a streamed segment's steps
+            e(f"const int tl_n = tl_walk.on ? tl_k1 - tl_k0 : {self.expr(self.ws_loop.stop)};")
+        else:
+            e(f"const int tl_n = {self.expr(self.ws_loop.stop)};")
         body()
         self.indent -= 1
         e("}")
+
+    def k_step(self) -> str:
+        """The loop variable's value at the ring's iteration tl_k of this tile (its segment's
+        first step on, under stream-K)."""
+        return "tl_k0 + tl_k" if self.spec.stream_k is not None else "tl_k"
 
     def producer_loop(self, w: WarpSpecPlan, loads, setup=None, tile=None) -> None:
         """The producer's K loop; `setup` emits what comes before it (a gathering producer's
@@ -452,7 +473,7 @@ class WarpSpecEmission(BulkReduceGen):
         e(f"const int tl_stage = tl_it % {S};")
         e(f"tl::mbar_wait(tl_empty + tl_stage, ((tl_it / {S}) & 1) ^ 1);  // the consumers released it")
         var = c_name(w.pipeline.loop.var)
-        e(f"const int {var} = tl_k;")
+        e(f"const int {var} = {self.k_step()};")
         e(f"(void){var};")
         saved = self.staged(w.pipeline, "tl_it")
         loads()
@@ -470,7 +491,8 @@ class WarpSpecEmission(BulkReduceGen):
             e("tl_tq += tl_n > 0;")
 
     def emit_stepped_setup(self, steps) -> None:
-        for line in stepped.setup_lines(steps, self.expr, c_name, c_type):
+        start = "tl_k0" if self.spec.stream_k is not None else None  # a streamed segment counts on from its first step
+        for line in stepped.setup_lines(steps, self.expr, c_name, c_type, start):
             self.emit(line)
         self.emit(f"const bool tl_stepped = {stepped.guard(steps, self.expr)};  // the counters are the divisions")
 
@@ -686,7 +708,7 @@ class WarpSpecEmission(BulkReduceGen):
             e("tl::fence_proxy_async();  // the producer's cp.async writes (generic proxy), read by wgmma (async proxy)")
         e("{")
         self.indent += 1
-        e(f"const int {var} = tl_k;")
+        e(f"const int {var} = {self.k_step()};")
         e(f"(void){var};")
         saved = self.staged(plan, "tl_it")
         self.in_flight_gemm, self.in_consumer_loop = (plan.rest[0] if w.overlap else None), True

@@ -153,12 +153,20 @@ def plan(loads, var: str, variant: set) -> tuple | None:
     return (s, out) if s.changed else None
 
 
-def setup_lines(s: Stepping, expr, name, ctype) -> list:
+def setup_lines(s: Stepping, expr, name, ctype, start: str | None = None) -> list:
     """The C before the loop (once a tile): the hoisted values, the counters at 0 and the test
-    that they may be used.  `expr` renders an Expr, `name` a scalar's name, `ctype` a dtype."""
+    that they may be used.  `expr` renders an Expr, `name` a scalar's name, `ctype` a dtype.
+    With `start` (C: the loop variable's first value, never negative, where a streamed segment
+    starts inside its tile) each counter starts at its divisions of it instead (0 where its
+    divisor is not above 0: the divisions are used then)."""
     lines = [f"const {ctype(e.dtype)} {name(n)} = {expr(e)};" for n, e in s.hoisted]
-    for c in s._all():
-        lines.append(f"{ctype(c.dtype)} {name(c.quotient)} = 0, {name(c.remainder)} = 0;")
+    for c in s._all():  # (a counter before those that divide its quotient)
+        if start is None:
+            lines.append(f"{ctype(c.dtype)} {name(c.quotient)} = 0, {name(c.remainder)} = 0;")
+            continue
+        src, d = (start if c.source is None else name(c.source.quotient)), expr(c.divisor)
+        lines.append(f"{ctype(c.dtype)} {name(c.quotient)} = {d} > 0 ? {src} / {d} : 0, "
+                     f"{name(c.remainder)} = {d} > 0 ? {src} % {d} : 0;")
     return lines
 
 

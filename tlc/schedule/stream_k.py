@@ -1,0 +1,77 @@
+"""Stream-K, the decision (#18): a persistent warp-specialized GEMM whose output tiles leave the
+last wave of blocks part empty (T tiles on G blocks, T % G != 0) hands the tail's K steps out
+evenly, so that every block runs about as many (CUTLASS's data-parallel + stream-K hybrid).
+
+The walk, for G blocks (one an SM), T tiles of n K steps each (the kernel and
+`tl::StreamWalk` in templates/tl/tma.cuh alike; `walk` below is its Python):
+
+    R = tail(T, n, G)              # the tiles streamed: T % G, plus a wave where that is under G / 2
+    D = T - R                      # tiles taken whole, D / G by each block (tiles b, b + G, ...)
+    the streamed tiles' R * n steps, counted on from D * n, split into G runs: block b's
+    [D * n + b * R * n // G, D * n + (b + 1) * R * n // G), each run cut at the tiles' edges
+    into segments (tile, k0, k1)
+
+A segment that is a whole tile (k0 = 0, k1 = n) runs the kernel's epilogue; one that ends a
+tile's steps without starting them (k0 > 0, a contributor: the first segment of its block's
+run, so each block has at most one) stores its f32 accumulator into its block's slot and
+counts itself on the tile's counter (a release); the one that starts the tile (k0 = 0, k1 < n,
+the finisher: the last segment of its run) waits until the count reads its contributors
+(blocks b + 1 ... that tile's last block), adds their slots in that order (the same bits every
+run) and runs the epilogue.  A contributor runs its segment first and a finisher its last, so
+the finisher waits little; every block is resident (a persistent launch), so none can hang.
+
+`tail` streams nothing where T <= G / 2 in a kernel split-K takes too (its domain,
+schedule/split_k.py), where G divides T, where a tile's K loop is short (fewer than MIN_STEPS
+steps) or a block's share of the tail under two steps, where the G blocks outnumber the slots
+(one f32 tile each), or where streaming saves the busiest block fewer than a quarter of a tile's
+steps (or 2): many waves whose last is nearly full.  The
+kernels it applies to are split-K's candidates (one f32 accumulator cleared before the loop,
+every tile's loop as long, TMA loads) that are not clustered; the loop's steps are k0 .. k1 - 1
+of the tile's, its loads' coordinates as written (an im2col box's included)."""
+from __future__ import annotations
+
+from .split_k import MIN_STEPS, WAVE
+
+SLOTS = WAVE  # blocks a launch may have (each its f32 partial tile, the split-K slots')
+# The decision's switch, off: no kernel is streamed until the H200 has timed it (session 26 had no
+# device; bench/queue/F_stream_k.sh asks, bench/conv.py --stream-k turns it on in a process)
+ENABLED = False
+
+
+def tail(tiles: int, steps: int, blocks: int, alone: bool = False, slots: int = SLOTS) -> int:
+    """The tiles streamed (module docstring): 0 for none.  `alone`: the kernel is not split-K's
+    too (which takes T <= G / 2)."""
+    if tiles <= 0 or steps < MIN_STEPS or blocks > slots or tiles % blocks == 0 or (not alone and 2 * tiles <= blocks):
+        return 0
+    r = tiles % blocks
+    if tiles > blocks and 2 * r < blocks:
+        r += blocks
+    if r * steps < 2 * blocks:
+        return 0
+    whole = -(-tiles // blocks) * steps  # the most steps a block runs, tiles whole
+    streamed = (tiles - r) // blocks * steps + -(-r * steps // blocks)
+    return r if whole - streamed >= max(2, -(-steps // 4)) else 0
+
+
+def walk(block: int, blocks: int, tiles: int, steps: int, stream: bool = True, alone: bool = False) -> list:
+    """Block `block`'s segments (tile, k0, k1) in order (module docstring); without `stream`, its
+    tiles block, block + blocks, ... whole."""
+    r = tail(tiles, steps, blocks, alone) if stream else 0
+    d = tiles - r
+    out = [(t, 0, steps) for t in range(block, d, blocks)]
+    n, first = r * steps, d * steps
+    pos, hi = first + block * n // blocks, first + (block + 1) * n // blocks
+    while pos < hi:
+        t = pos // steps
+        end = min(hi, (t + 1) * steps)
+        out.append((t, pos - t * steps, end - t * steps))
+        pos = end
+    return out
+
+
+def contributors(block: int, blocks: int, tiles: int, steps: int, tile: int, alone: bool = False) -> int:
+    """How many blocks after `block` (the finisher of streamed tile `tile`) run a segment of it."""
+    r = tail(tiles, steps, blocks, alone)
+    d, n = tiles - r, r * steps
+    last = (tile + 1) * steps - 1 - d * steps  # the tile's last step, counted from the tail's first
+    return ((last + 1) * blocks - 1) // n - block
