@@ -16,7 +16,14 @@ cuDNN's ratio as cuDNN / tlc (above 1.0: tlc faster).
                                                   # constants over the row's), checked and timed:
                                                   # bench/conv_im2col_gather.tl, bench/conv_im2col_tma.tl (the
                                                   # TMA im2col ring), bench/conv_rows_tma.tl (stride 1)
+    python bench/conv.py --bwd [--only ...] [--variant ...] [--source FILE.tl ...]
+                                      # the backwards instead: std.conv's conv2d_bwd_data (dx) and
+                                      # conv2d_bwd_weight (dw) against cuDNN's (aten.convolution_backward
+                                      # on the channels_last tensors, as autograd calls it) on each row of
+                                      # one group; --variant DATA:BM=64 / WEIGHT:SPLIT=1 for one of them,
+                                      # FILE's conv2d_bwd_data / conv2d_bwd_weight too (the stem: dw only)
     python bench/conv.py --dry-run    # no GPU: every row's kernel at a small batch on the interpreter
+    TLC_CACHE_DIR=... python bench/conv.py --stream-k ...   # stream-K on (schedule/stream_k.py; off by default)
 """
 from __future__ import annotations
 
@@ -79,6 +86,29 @@ def row_variants(name: str, variants) -> list:
     return [v.partition(":")[2] if ":" in v else v for v in variants if ":" not in v or v.partition(":")[0] == name]
 
 
+def _load_sources(tlc, sources) -> dict:
+    """FILE.tl or FILE.tl@BN=256,stages=4 (--source): label -> (that file's module, its constants)."""
+    out = {}
+    for src in sources:
+        path, _, extra = src.partition("@")
+        out[f"tlc[{Path(path).name}{'@' + extra if extra else ''}]"] = (tlc.load(path, target="cuda"),
+                                                                        _consts(extra) if extra else {})
+    return out
+
+
+def _contender(label: str, launcher, ref, out, tol: dict):
+    """`launcher()`'s launch checked against `ref` (tlc.timing.Checked), or None where it cannot
+    launch (a variant that does not fit: shared memory, registers), which is reported."""
+    from tlc.timing import Checked
+
+    try:
+        run = launcher()
+    except Exception as e:
+        print(f"    {label}: {type(e).__name__}: {str(e).strip().splitlines()[0][:200]}", flush=True)
+        return None
+    return Checked(run, ref, out=out, **tol)
+
+
 def run_rows(names, dry_run: bool, variants=(), min_ms: float = 60, sources=(), same_gemm: bool = False) -> list:
     import numpy as np
 
@@ -117,12 +147,7 @@ def run_rows(names, dry_run: bool, variants=(), min_ms: float = 60, sources=(), 
     torch.backends.cudnn.allow_tf32 = False  # the f32 references exact f32, not TF32 (PyTorch's default for convolutions)
     conv = tlc.load("std.conv", target="cuda")
     gemm = tlc.load("std.gemm", target="cuda") if same_gemm else None
-    # FILE.tl or FILE.tl@BN=256,stages=4: that file's conv2d, with these constants over the row's
-    others = {}
-    for s in sources:
-        path, _, extra = s.partition("@")
-        others[f"tlc[{Path(path).name}{'@' + extra if extra else ''}]"] = (tlc.load(path, target="cuda"),
-                                                                           _consts(extra) if extra else {})
+    others = _load_sources(tlc, sources)  # each file's conv2d, with its constants over the row's
     out = []
     for name in names:
         N, H, W, C, F, K, S, P, G = ROWS[name]
@@ -139,35 +164,20 @@ def run_rows(names, dry_run: bool, variants=(), min_ms: float = 60, sources=(), 
         y = torch.empty(N, OH, OW, F, device="cuda", dtype=torch.float16)
         tol = tolerance("float16", ref, 8)
         contenders = {}
-        for label, extra in [("tlc", {}), *((f"tlc[{v}]", _consts(v)) for v in row_variants(name, variants))]:
-            consts = {**tiles(N, H, W, C, F, K, S, P, G), **extra}
+        own = [("tlc", conv, {}), *((f"tlc[{v}]", conv, _consts(v)) for v in row_variants(name, variants))]
+        for label, module, extra in own + [(label, m, e) for label, (m, e) in others.items()]:
             out_y = y if label == "tlc" else torch.empty_like(y)
-            try:
-                if G == 1:
-                    run = conv.conv2d.launcher(x, w, out_y, S=S, P=P, **consts)
-                else:
-                    run = conv.depthwise_conv2d.launcher(x, w.reshape(C, K, K), out_y, S=S, P=P, **consts)
-            except Exception as e:  # a variant that does not fit (shared memory, registers): reported
-                print(f"    {label}: {type(e).__name__}: {str(e).strip().splitlines()[0][:200]}", flush=True)
-                continue
-            contenders[label] = Checked(run, ref, out=out_y, **tol)
-        for label, (module, extra) in others.items():
-            if G == C and G == F and hasattr(module, "depthwise_conv2d"):  # a depthwise row: the file's depthwise kernel
-                out_y = torch.empty_like(y)
-                try:
-                    run = module.depthwise_conv2d.launcher(x, w.reshape(C, K, K), out_y, S=S, P=P, **extra)
-                except Exception as e:
-                    print(f"    {label}: {type(e).__name__}: {str(e).strip().splitlines()[0][:200]}", flush=True)
-                    continue
-                contenders[label] = Checked(run, ref, out=out_y, **tol)
+            if G == C and G == F and hasattr(module, "depthwise_conv2d"):  # a depthwise row
+                make = (lambda m=module, o=out_y, e=extra: m.depthwise_conv2d.launcher(
+                    x, w.reshape(C, K, K), o, S=S, P=P, **{**tiles(N, H, W, C, F, K, S, P, G), **e}))
             elif G == 1 and hasattr(module, "conv2d"):
-                out_y = torch.empty_like(y)
-                try:
-                    run = module.conv2d.launcher(x, w, out_y, S=S, P=P, **{**tiles(N, H, W, C, F, K, S, P, G), **extra})
-                except Exception as e:  # reported, as a variant's
-                    print(f"    {label}: {type(e).__name__}: {str(e).strip().splitlines()[0][:200]}", flush=True)
-                    continue
-                contenders[label] = Checked(run, ref, out=out_y, **tol)
+                make = (lambda m=module, o=out_y, e=extra: m.conv2d.launcher(
+                    x, w, o, S=S, P=P, **{**tiles(N, H, W, C, F, K, S, P, G), **e}))
+            else:
+                continue
+            c = _contender(label, make, ref, out_y, tol)
+            if c is not None:
+                contenders[label] = c
         contenders["cudnn"] = Checked(lambda: Fn.conv2d(xt, wt, stride=S, padding=P, groups=G), ref.permute(0, 3, 1, 2),
                                       **tol)
         t0 = time.time()
@@ -220,6 +230,92 @@ def _same_gemm(name: str, mod, torch, shape: tuple, consts: dict, min_ms: float)
     return out
 
 
+def bwd_variants(name: str, kind: str, variants) -> list:
+    """The --variant constants that row `name`'s backward `kind` ("data", "weight") runs: each
+    variant's filters before its constants (DATA, WEIGHT, a row's name; none: every one) must
+    all match: "DATA:r50_s1_3x3_64:BN=64" is dx's on that row."""
+    out = []
+    for v in variants:
+        *filters, consts = v.split(":")
+        if all(f == kind.upper() or f == name for f in filters):
+            out.append(consts)
+    return out
+
+
+def run_bwd(names, variants=(), min_ms: float = 60, sources=()) -> list:
+    """The backwards of each row of one group: dx (not for the stem, whose input is the image)
+    and dw, tlc and cuDNN timed alternately, every output checked first against PyTorch's f32
+    gradient (torch.nn.grad).  The --variants as bwd_variants picks them."""
+    import torch
+
+    import tlc
+    from tlc.timing import Checked, compare_checked, tolerance
+
+    torch.backends.cudnn.allow_tf32 = False
+    conv = tlc.load("std.conv", target="cuda")
+    others = _load_sources(tlc, sources)
+    out = []
+    for name in names:
+        N, H, W, C, F, K, S, P, G = ROWS[name]
+        if G != 1:
+            continue
+        OH, OW = out_size(H, K, S, P), out_size(W, K, S, P)
+        flops = 2.0 * N * OH * OW * F * K * K * C
+        gen = torch.Generator(device="cuda").manual_seed(0)
+        xt = torch.randn(N, C, H, W, device="cuda", generator=gen).half().to(memory_format=torch.channels_last)
+        wt = (torch.randn(F, C, K, K, device="cuda", generator=gen) / (K * K * C) ** 0.5).half() \
+            .to(memory_format=torch.channels_last)
+        dyt = torch.randn(N, F, OH, OW, device="cuda", generator=gen).half().to(memory_format=torch.channels_last)
+        x, w, dy = (t.permute(0, 2, 3, 1) for t in (xt, wt, dyt))  # NHWC views, no copy
+        nhwc = lambda t: t.permute(0, 2, 3, 1)  # noqa: E731
+
+        def cudnn(mask):
+            return lambda: torch.ops.aten.convolution_backward(dyt, xt, wt, None, [S, S], [P, P], [1, 1], False,
+                                                               [0, 0], 1, mask)
+        for kind in ("data", "weight"):
+            if kind == "data" and C < 8:
+                continue  # the stem: its input is the image, no gradient wanted
+            if kind == "data":
+                ref = nhwc(torch.nn.grad.conv2d_input(xt.shape, wt.float(), dyt.float(), stride=S, padding=P))
+                fn, args, res = "conv2d_bwd_data", lambda o: (dy, w, o), torch.empty_like(x)
+                vendor = cudnn([True, False, False])
+                pick = 0
+            else:
+                ref = nhwc(torch.nn.grad.conv2d_weight(xt.float(), wt.shape, dyt.float(), stride=S, padding=P))
+                fn, args, res = "conv2d_bwd_weight", lambda o: (dy, x, o), torch.empty_like(w)
+                vendor = cudnn([False, True, False])
+                pick = 1
+            tol = tolerance("float16", ref, 16)
+            contenders = {}
+            own = [("tlc", conv, {}), *((f"tlc[{v}]", conv, _consts(v)) for v in bwd_variants(name, kind, variants))]
+            for label, module, extra in own + [(label, m, e) for label, (m, e) in others.items()]:
+                if not hasattr(module, fn):
+                    continue
+                o = res if label == "tlc" else torch.empty_like(res)
+                c = _contender(label, lambda m=module, o=o, e=extra: getattr(m, fn).launcher(*args(o), S=S, P=P, **e),
+                               ref, o, tol)
+                if c is not None:
+                    contenders[label] = c
+            contenders["cudnn"] = Checked(lambda v=vendor, i=pick: nhwc(v()[i]), ref, **tol)
+            t0 = time.time()
+            ms, verdicts = compare_checked(contenders, min_ms=min_ms)
+            row = {"name": f"{name}:{kind}", "shape": ROWS[name], "flops": flops,
+                   "verdicts": {k: (v.ok, v.why, v.rel_err) for k, v in verdicts.items()}}
+            row.update({f"{k}_ms": v for k, v in ms.items()})
+            out.append(row)
+            bad = "; ".join(f"{k} {v.why}" for k, v in verdicts.items() if not v.ok)
+            base = ms.get("cudnn")
+            for k, v in ms.items():
+                if k != "cudnn":
+                    print(f"{name + ' d' + kind[0]:24s} {k:40s} {v * 1e3:8.1f} us {flops / v / 1e9:6.1f} TFLOP/s"
+                          f"  ratio {base / v if base else float('nan'):5.2f}", flush=True)
+            print(f"{name + ' d' + kind[0]:24s} {'cudnn':40s} {base * 1e3 if base else float('nan'):8.1f} us"
+                  f"  ({time.time() - t0:.1f} s){'  ' + bad if bad else ''}", flush=True)
+        del xt, wt, dyt, x, w, dy
+        torch.cuda.empty_cache()
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="only " + ", ".join(QUICK))
@@ -233,16 +329,28 @@ def main(argv=None) -> int:
                     help="also time this .tl file's conv2d (std.conv's signature) with the same tiles; repeatable")
     ap.add_argument("--gemm", action="store_true",
                     help="also time std.gemm's matmul_nt and cuBLAS on each row's GEMM ([pixels, K*K*C] @ [F, K*K*C].T)")
+    ap.add_argument("--stream-k", action="store_true",
+                    help="stream-K on (tlc.schedule.stream_k.ENABLED = True; off by default until timed): give the "
+                         "process a TLC_CACHE_DIR of its own (the kernel cache's keys do not hold the switch)")
+    ap.add_argument("--bwd", action="store_true", help="the backwards (conv2d_bwd_data, conv2d_bwd_weight) against cuDNN's")
     ap.add_argument("--min-ms", type=float, default=60, help="each contender timed for at least this long (tlc.timing)")
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or list(QUICK if args.quick else ROWS)
     unknown = [n for n in names if n not in ROWS]
     if unknown:
         ap.error(f"no such rows: {', '.join(unknown)}")
-    strays = [v for v in args.variant if ":" in v and v.partition(":")[0] not in names]
+    strays = [v for v in args.variant if ":" in v and any(f not in names and not (args.bwd and f in ("DATA", "WEIGHT"))
+                                                          for f in v.split(":")[:-1])]
     if strays:
         ap.error(f"--variant {strays[0]}: no such row among those run")
-    rows = run_rows(names, args.dry_run, args.variant, args.min_ms, args.source, args.gemm)
+    if args.stream_k:
+        from tlc.schedule import stream_k
+        stream_k.ENABLED = True
+        print("stream-K on (tlc.schedule.stream_k.ENABLED = True)", flush=True)
+    if args.bwd:
+        rows = run_bwd(names, args.variant, args.min_ms, args.source)
+    else:
+        rows = run_rows(names, args.dry_run, args.variant, args.min_ms, args.source, args.gemm)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0 if all(r.get("ok", all(v[0] for v in r.get("verdicts", {}).values())) for r in rows) else 1

@@ -20,3 +20,17 @@ def test_row_variants_reach_their_row_only():
     assert conv.row_variants("r50_s1_3x3_64", variants) == ["BM=256,stages=4", "stages=4"]
     assert conv.row_variants("r50_s3_3x3_256", variants) == ["stages=4", "BM=64,THREADS=128"]
     assert conv.row_variants("conv3x3_56_256", variants) == ["stages=4"]
+
+
+def test_bwd_variants_reach_the_kernel_and_row_they_name():
+    variants = ["DATA:RING=True", "DATA:r50_s1_3x3_64:RING=True,BN=64", "WEIGHT:SPLIT=1", "BK=32",
+                "r50_s3_3x3_256:BM=64"]
+    assert conv.bwd_variants("r50_s1_3x3_64", "data", variants) == ["RING=True", "RING=True,BN=64", "BK=32"]
+    assert conv.bwd_variants("r50_s1_3x3_64", "weight", variants) == ["SPLIT=1", "BK=32"]
+    assert conv.bwd_variants("r50_s3_3x3_256", "data", variants) == ["RING=True", "BK=32", "BM=64"]
+
+
+def test_a_bwd_variant_names_a_row_that_runs(capsys):
+    with pytest.raises(SystemExit):
+        conv.main(["--bwd", "--only", "r50_s1_3x3_64", "--variant", "DATA:r50_s3_3x3_256:RING=True", "--dry-run"])
+    assert "--variant DATA:r50_s3_3x3_256:RING=True: no such row among those run" in capsys.readouterr().err

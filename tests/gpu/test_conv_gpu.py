@@ -56,6 +56,60 @@ def test_conv2d_against_torch(mod, case, dtype, tiles):
     assert _err(y, want) < TOL[dtype]
 
 
+# stream-K (tlc/schedule/stream_k.py, off by default until timed): ResNet-50's last stage at batch
+# 64 leaves the last wave part empty (1 x 1 to 2048: 200 tiles of 8 K steps; 3 x 3 at 512: 98 of
+# 72, fewer than a wave), and so does conv2d_bwd_weight at 7 x 7 x 512 (144 tiles), dx's RING too
+# (100 tiles).  In a process of its own with the switch on and a kernel cache of its own (the
+# cache's keys do not hold the switch): against torch in f32, and the same bits in a second run
+# (the finishers add their contributors in order).
+STREAMED = [(64, 7, 7, 512, 2048, 1, 1, 0, 1), (64, 7, 7, 512, 512, 3, 1, 1, 1)]
+
+
+def streamed_check(case):
+    from tlc.schedule import stream_k
+    stream_k.ENABLED = True
+    torch.backends.cudnn.allow_tf32 = False
+    mod = tlc.load(ck.CONV_PATH, target="cuda")
+    N, H, W, C, F, K, S, P, D = case
+    consts = {"C": C, "K": K, "S": S, "P": P, "BN": 256, **({"BM": 64, "stages": 4} if K == 3 else {})}
+    assert "tl::StreamWalk" in mod.kernels["conv2d"].cuda_source("sm_90a", **consts)  # config.json's tiles
+    g = torch.Generator(device="cuda").manual_seed(sum(case))
+    x = torch.randn(N, H, W, C, device="cuda", generator=g).half()
+    w = (torch.randn(F, K, K, C, device="cuda", generator=g) / (K * K * C) ** 0.5).half()
+    want = Fn.conv2d(_nchw(x).float(), _nchw(w).float(), stride=S, padding=P, dilation=D).permute(0, 2, 3, 1)
+    y = torch.full(want.shape, float("nan"), device="cuda", dtype=torch.float16)
+    mod.conv2d(x, w, y, S=S, P=P, D=D)
+    assert _err(y, want) < 2e-3
+    again = torch.full_like(y, float("nan"))
+    mod.conv2d(x, w, again, S=S, P=P, D=D)
+    assert torch.equal(y, again)
+    if K == 3:  # the backwards at the same layer
+        dy = torch.randn(N, H, W, F, device="cuda", generator=g).half()
+        want = torch.nn.grad.conv2d_weight(_nchw(x).float(), _nchw(w).shape, _nchw(dy).float(), padding=P) \
+            .permute(0, 2, 3, 1)
+        dw = torch.full(w.shape, float("nan"), device="cuda", dtype=torch.float16)
+        mod.conv2d_bwd_weight(dy, x, dw, S=S, P=P)
+        assert _err(dw, want) < 2e-3
+        want = torch.nn.grad.conv2d_input(_nchw(x).shape, _nchw(w).float(), _nchw(dy).float(), padding=P) \
+            .permute(0, 2, 3, 1)
+        dx = torch.full(x.shape, float("nan"), device="cuda", dtype=torch.float16)
+        mod.conv2d_bwd_data(dy, w, dx, S=S, P=P, RING=True)
+        assert _err(dx, want) < 2e-3
+    print("streamed ok")
+
+
+@pytest.mark.parametrize("case", STREAMED, ids=str)
+def test_streamed_convolutions_against_torch(case, tmp_path):
+    import os
+    import subprocess
+
+    here = pathlib.Path(__file__).resolve().parent
+    code = f"import sys; sys.path.insert(0, {str(here)!r}); import test_conv_gpu as t; t.streamed_check({case!r})"
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TLC_CACHE_DIR": str(tmp_path)},
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and "streamed ok" in out.stdout, out.stdout[-3000:] + out.stderr[-3000:]
+
+
 # FLAT (K steps over the flattened kernel position and channel; config.json's choice for C <= 16):
 # the ResNet stem's 3 channels, 7 x 7, stride 2, at a small batch; ragged shapes of the CPU test
 FLAT = [(2, 64, 60, 3, 64, 7, 2, 3, 1), (2, 9, 7, 5, 20, 3, 1, 1, 1), (1, 8, 9, 16, 12, 3, 2, 1, 1),
@@ -162,7 +216,10 @@ def test_pooling_against_torch(mod, case):
         torch.testing.assert_close(y.float(), want, rtol=2e-3, atol=2e-3, equal_nan=True)
 
 
-@pytest.mark.parametrize("case", [CONV[0], CONV[1], CONV[2], CONV[4], CONV[5], CONV[6]], ids=str)
+# conv2d_bwd_data's RING at S = 1 is the TMA im2col ring over dy: a 1 x 1 kernel too, and one whose
+# padding passes the kernel (K = 1, P = 1: the window's corner at +1)
+@pytest.mark.parametrize("case", [CONV[0], CONV[1], CONV[2], CONV[4], CONV[5], CONV[6], CONV[7],
+                                  (2, 9, 9, 16, 24, 1, 1, 1, 1)], ids=str)
 def test_backwards_against_torch(mod, case):
     N, H, W, C, F, K, S, P, D = case
     g = torch.Generator(device="cuda").manual_seed(sum(case))
@@ -172,9 +229,10 @@ def test_backwards_against_torch(mod, case):
     dy = torch.randn(N, OH, OW, F, device="cuda", generator=g).half()
     want = torch.nn.grad.conv2d_input(_nchw(x).shape, _nchw(w).float(), _nchw(dy).float(), stride=S, padding=P,
                                       dilation=D).permute(0, 2, 3, 1)
-    dx = torch.full(x.shape, float("nan"), device="cuda", dtype=torch.float16)
-    mod.conv2d_bwd_data(dy, w, dx, S=S, P=P, D=D)
-    assert _err(dx, want) < 2e-3
+    for ring in (False, True):  # RING: at S = 1 the TMA im2col ring over dy
+        dx = torch.full(x.shape, float("nan"), device="cuda", dtype=torch.float16)
+        mod.conv2d_bwd_data(dy, w, dx, S=S, P=P, D=D, RING=ring)
+        assert _err(dx, want) < 2e-3
     want = torch.nn.grad.conv2d_weight(_nchw(x).float(), _nchw(w).shape, _nchw(dy).float(), stride=S, padding=P,
                                        dilation=D).permute(0, 2, 3, 1)
     dw = torch.full(w.shape, float("nan"), device="cuda", dtype=torch.float16)

@@ -34,7 +34,7 @@ TABLE = {"conv2d": ("f16", "f32"), "conv2d_grouped": ("f16",), "depthwise_conv2d
          "conv2d_bwd_weight": ("f16",)}
 CASES = {"conv2d": 2 * len(CONV_CASES), "conv2d_grouped": len(GROUPED_CASES), "depthwise_conv2d": 3 * len(DW_CASES),
          "causal_conv1d": 4 * len(C1D_CASES), "max_pool2d": len(POOL_CASES), "avg_pool2d": 2 * len(POOL_CASES),
-         "conv2d_bwd_data": len(CONV_CASES), "conv2d_bwd_weight": len(CONV_CASES)}
+         "conv2d_bwd_data": 2 * len(CONV_CASES), "conv2d_bwd_weight": len(CONV_CASES)}
 PASSED: dict[str, int] = {}
 
 
@@ -148,21 +148,13 @@ def test_conv2d_sm90a_clusters_only_long_rings_of_wide_w_tiles(mod, consts, clus
 
 @pytest.mark.parametrize("case, consts", RING_CASES, ids=str)
 def test_conv2d_on_the_sm90a_ring(case, consts):
-    from tlc.interp import run_kernel
-
     N, H, W, C, F, K, S, P, D = case
     kernel = tlc.load(GATHER_WS_PATH, target="cpu").kernels["conv2d"].scheduled({"S": S, "P": P, "D": D, **consts}, "sm_90a")
     ws = kernel.warp_spec
     assert ws is not None and [(x.buffer, x.gather, bool(x.im2col), x.row_axis) for x in ws.loads] == \
         [("xs", False, True, None), ("ws", False, False, 0)]
     assert ws.tile_order is not None and ws.producer_registers == 40  # persistent; a TMA producer
-    rng = np.random.default_rng(sum(case))
-    x = rng.standard_normal((N, H, W, C)).astype(np.float16)
-    w = rng.standard_normal((F, K, K, C)).astype(np.float16)
-    want = ck.conv2d(x, w, S, P, D)
-    y = np.full(want.shape, np.nan, np.float16)
-    run_kernel(kernel, {"x": x, "w": w, "y": y})
-    assert ck.rel_err(y, want) < 2e-3
+    assert ck.scheduled_conv2d_error(kernel, case) < 2e-3
 
 
 def test_conv2d_sm90a_code():
@@ -370,15 +362,16 @@ def test_avg_pool2d(mod, case, count_pad):
     _passed("avg_pool2d")
 
 
+@pytest.mark.parametrize("ring", [False, True])
 @pytest.mark.parametrize("case", CONV_CASES, ids=str)
-def test_conv2d_bwd_data(mod, case):
+def test_conv2d_bwd_data(mod, case, ring):
     N, H, W, C, F, K, S, P, D = case
     rng = np.random.default_rng(sum(case) + 1)
     w = rng.standard_normal((F, K, K, C)).astype(np.float16)
     dy = rng.standard_normal((N, ck.out_size(H, K, S, P, D), ck.out_size(W, K, S, P, D), F)).astype(np.float16)
     want = ck.conv2d_bwd_data(dy, w, H, W, S, P, D)
     dx = np.full(want.shape, np.nan, np.float16)
-    mod.conv2d_bwd_data(dy, w, dx, S=S, P=P, D=D, **SMALL)
+    mod.conv2d_bwd_data(dy, w, dx, S=S, P=P, D=D, RING=ring, **SMALL)
     assert ck.rel_err(dx, want) < 2e-3
     _passed("conv2d_bwd_data")
 
@@ -396,15 +389,46 @@ def test_conv2d_bwd_weight(mod, case):
     _passed("conv2d_bwd_weight")
 
 
+@pytest.mark.parametrize("case", [(2, 9, 7, 24, 64, 3, 1, 1, 1), (1, 6, 5, 16, 72, 1, 1, 0, 1), (1, 7, 8, 8, 80, 3, 1, 2, 2),
+                                  (1, 5, 6, 16, 64, 1, 1, 1, 1)], ids=str)
+def test_conv2d_bwd_data_ring_at_stride_1_is_the_tma_im2col_ring(mod, case):
+    """RING=True at S = 1: conv2d_bwd_data is conv2d's implicit GEMM over dy (its window's corner
+    -Q, Q = (K - 1) * D - P, at a kernel position w's (K - 1 - kq, K - 1 - kr)): on sm_90a the
+    persistent ring loads dy's tile by one box of the TMA's im2col mode, w's by an ordinary box
+    (rows along F), and stores dx through the TMA; run by the interpreter as scheduled
+    (tlc/interp/ring.py): ragged pixels and C, F not a multiple of BK, dilation 2, a positive
+    corner (K = 1, P = 1).  At S = 2, and by default (RING=False, until timed), dy's rows are
+    gathered (a row off the stride reads 0): no im2col box."""
+    from tlc.interp import run_kernel
+
+    N, H, W, C, F, K, S, P, D = case
+    kernel = mod.kernels["conv2d_bwd_data"].scheduled({"S": S, "P": P, "D": D, "K": K, "BM": 64, "BN": 64,
+                                                       "THREADS": 128, "RING": True}, "sm_90a")
+    ws = kernel.warp_spec
+    assert ws is not None and ws.tile_order is not None and ws.store is not None
+    assert [(x.buffer, bool(x.im2col), x.gather) for x in ws.loads] == [("dys", True, False), ("ws", False, False)]
+    assert ws.loads[0].im2col.lower == ((P - (K - 1) * D),) * 2
+    rng = np.random.default_rng(sum(case) + 3)
+    w = rng.standard_normal((F, K, K, C)).astype(np.float16)
+    dy = rng.standard_normal((N, ck.out_size(H, K, S, P, D), ck.out_size(W, K, S, P, D), F)).astype(np.float16)
+    want = ck.conv2d_bwd_data(dy, w, H, W, S, P, D)
+    dx = np.full(want.shape, np.nan, np.float16)
+    run_kernel(kernel, {"dy": dy, "w": w, "dx": dx})
+    assert ck.rel_err(dx, want) < 2e-3
+    for consts in ({"S": 2, "P": 1, "K": 3, "RING": True}, {"S": 1, "P": 1, "K": 3}):
+        gathered = mod.kernels["conv2d_bwd_data"].scheduled(consts, "sm_90a").warp_spec
+        assert gathered is None or not any(x.im2col for x in gathered.loads)
+
+
 def test_the_backwards_refuse_a_dy_of_another_size(mod):
-    from tlc.device_assert import DeviceAssertError
     from tlc.interp.args import ArgumentError
 
+    # both backwards' dy has conv2d's output size in its type: the call checks it (no device
+    # assert before the loop, which would keep the ring from being persistent and split)
     dy = np.zeros((1, 4, 4, 8), np.float16)  # conv2d of 6 x 6 by 3 x 3, no padding, gives 4 x 4; of 7 x 6, 5 x 4
-    with pytest.raises(DeviceAssertError, match=r"conv2d_bwd_data: dy is 4 x 4, conv2d of 7 x 6 gives 5 x 4"):
+    with pytest.raises(ArgumentError, match=r"'dy' axis 1 has size 4 but the kernel expects "
+                                            r"\(H \+ 2 \* P - D \* \(K - 1\) - 1\) // S \+ 1 = 5 \(H = 7 from 'dx'"):
         mod.conv2d_bwd_data(dy, np.zeros((8, 3, 3, 8), np.float16), np.zeros((1, 7, 6, 8), np.float16), **SMALL)
-    # conv2d_bwd_weight's dy has conv2d's output size in its type: the call checks it (no device
-    # assert before the loop, which would keep its ring from being persistent and split)
     with pytest.raises(ArgumentError, match=r"'dy' axis 1 has size 4 but the kernel expects "
                                             r"\(H \+ 2 \* P - D \* \(K - 1\) - 1\) // S \+ 1 = 5 \(H = 7 from 'x'"):
         mod.conv2d_bwd_weight(dy, np.zeros((1, 7, 6, 8), np.float16), np.zeros((8, 3, 3, 8), np.float16), SPLIT=2,

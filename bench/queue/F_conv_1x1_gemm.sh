@@ -1,0 +1,11 @@
+#!/bin/bash
+# limit: 10
+# Helper F, session 26 (#18): why are the 1x1 rows (plain GEMMs over NHWC: M = pixels, N = F,
+# K = C) at 0.93-0.97x cuDNN?  Each row beside std.gemm's matmul_nt and cuBLAS on the same GEMM
+# (bench/conv.py --gemm; random operands, outputs checked first).  r50_s1_1x1_64 (K = 64: one K
+# step a 256 x 64 tile, 51 MB moved: memory-bound, tlc 2.99 TB/s vs cuDNN 3.20 in session 25)
+# and r50_s3_1x1_1024 (392 tiles of 4 steps).  The conv's x tile comes through the TMA's im2col
+# mode, the GEMM's through a tiled box: if matmul_nt beats the conv at the same shape, a 1x1,
+# S = 1, P = 0 im2col tile should be loaded as the plain [N * H * W, C] box it is.
+# Answer: per row the conv's, matmul_nt's and cuBLAS's TFLOP/s.
+python3 bench/conv.py --gemm --min-ms 3 --only r50_s1_1x1_64,r50_s3_1x1_1024 2>&1 | grep -v Warning
