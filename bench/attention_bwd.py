@@ -9,14 +9,27 @@ its gradients are the same bit for bit.  cuDNN's backward (through autograd, its
 is timed in the same alternating rounds (tlc.timing.compare).  TFLOP/s count 2.5x the forward's
 4 * B * H * S * SK * D, halved for a causal mask.
 
-    python bench/attention_bwd.py [--causal] [--shape B,H,HK,S,D] [--min-ms 200] VARIANT...
+With --grids each tlc variant's kernels (flash_bwd's three grids) are also timed one by one
+(PyTorch's profiler, the mean of 10 calls after the timing), to say which grid the time goes to.
+--causal both runs the full and the causal mask in one process (one compile of each variant).
+--flags LABEL=MODULE.NAME=VALUE[+MODULE.NAME=VALUE...] compiles LABEL's kernel with those
+switches of tlc's code generator set (tlc.codegen.MODULE.NAME: an int, a bool as 0 or 1, or a
+word), from a copy of its file
+whose kernel is renamed KERNEL_LABEL: a cache entry of its own (the program cache keys a kernel
+by its text, not by the switches).  A copy has no config.json: give its tiles as constants.
+
+    python bench/attention_bwd.py [--causal [both]] [--grids] [--flags ...] [--shape B,H,HK,S,D]
+                                  [--min-ms 200] VARIANT...
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import json
 import math
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +42,9 @@ from tlc.timing import Checked, compare, tolerance, verify  # noqa: E402
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("variants", nargs="+")
-    ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--causal", nargs="?", const="causal", default="full", choices=("causal", "both"))
+    ap.add_argument("--grids", action="store_true")
+    ap.add_argument("--flags", action="append", default=[], metavar="LABEL=MODULE.NAME=VALUE[+...]")
     ap.add_argument("--shape", default="4,32,32,4096,128")
     ap.add_argument("--min-ms", type=float, default=200.0)
     ap.add_argument("--no-cudnn", action="store_true")
@@ -37,21 +52,80 @@ def main(argv=None):
     ap.add_argument("--probe", help="labels to run once first, exiting with 3 if one hangs")
     ap.add_argument("--probe-s", type=float, default=5.0)
     args = ap.parse_args(argv)
+    B, H, HK, S, D = (int(x) for x in args.shape.split(","))
+    std = tlc.load("std.attention", target="cuda")
+    flags = dict(parse_flags(f) for f in args.flags)
+    kernels, copies = {}, tempfile.mkdtemp(prefix="attention_bwd_")
+    for v in args.variants:
+        label, _, rest = v.partition("=")
+        path, kernel, *consts = rest.split(":")
+        if label in flags:  # a renamed copy, compiled with the switches at its first call
+            file = ROOT / ("stdlib/attention.tl" if path == "std" else path)
+            text = file.read_text().replace(f"def {kernel}(", f"def {kernel}_{label}(")
+            copy = Path(copies) / f"{label}_{file.name}"
+            copy.write_text(text)
+            mod, kernel = tlc.load(str(copy), target="cuda"), f"{kernel}_{label}"
+        else:
+            mod = std if path == "std" else tlc.load(str(ROOT / path), target="cuda")
+        c = dict(kv.split("=") for kv in consts[0].split(",")) if consts and consts[0] else {}
+        kernels[label] = (getattr(mod, kernel), {k: {"True": True, "False": False}.get(x) if x in ("True", "False")
+                                                  else int(x) for k, x in c.items()}, flags.get(label, ()))
+    results = {}
+    for causal in {"full": [False], "causal": [True], "both": [False, True]}[args.causal]:
+        results["causal" if causal else "full"] = one_mask(args, kernels, std, causal, B, H, HK, S, D)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+def parse_flags(text: str) -> tuple:
+    """`LABEL=MODULE.NAME=VALUE[+...]` -> (LABEL, ((module, NAME, VALUE), ...)); a switch that
+    tlc.codegen does not have is an error here, before anything compiles."""
+    label, _, rest = text.partition("=")
+    out = []
+    for item in rest.split("+"):
+        where, _, value = item.partition("=")
+        module, _, name = where.rpartition(".")
+        mod = importlib.import_module(f"tlc.codegen.{module}")
+        if not hasattr(mod, name):
+            raise SystemExit(f"--flags {text}: tlc.codegen.{module} has no switch {name}")
+        out.append((mod, name, int(value) if value.lstrip("-").isdigit() else value))
+    return label, tuple(out)
+
+
+@contextlib.contextmanager
+def switches(flags):
+    """tlc.codegen's switches set to `flags`' values inside the block, restored after it."""
+    saved = [(mod, name, getattr(mod, name)) for mod, name, _ in flags]
+    for mod, name, value in flags:
+        setattr(mod, name, type(getattr(mod, name))(value))
+    try:
+        yield
+    finally:
+        for mod, name, value in saved:
+            setattr(mod, name, value)
+
+
+def kernel_times(run, calls: int = 10) -> dict:
+    """Mean microseconds of each GPU kernel that `run` launches, over `calls` calls (PyTorch's
+    profiler: CUPTI sees every launch, tlc's included)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    run()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            run()
+        torch.cuda.synchronize()
+    device = lambda e: getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)  # noqa: E731
+    return {e.key: device(e) / calls for e in prof.key_averages() if device(e) > 0}
+
+
+def one_mask(args, kernels, std, causal, B, H, HK, S, D):
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    B, H, HK, S, D = (int(x) for x in args.shape.split(","))
-    causal = args.causal
-    std = tlc.load("std.attention", target="cuda")
-    kernels = {}
-    for v in args.variants:
-        label, _, rest = v.partition("=")
-        path, kernel, *consts = rest.split(":")
-        mod = std if path == "std" else tlc.load(str(ROOT / path), target="cuda")
-        c = dict(kv.split("=") for kv in consts[0].split(",")) if consts and consts[0] else {}
-        kernels[label] = (getattr(mod, kernel), {k: {"True": True, "False": False}.get(x) if x in ("True", "False")
-                                                  else int(x) for k, x in c.items()})
     gen = torch.Generator(device="cuda").manual_seed(0)
     dt = torch.float16
     q, k, v, do = (torch.randn(B, h, S, D, device="cuda", dtype=dt, generator=gen) for h in (H, HK, HK, H))
@@ -77,10 +151,11 @@ def main(argv=None):
         import os
         import time
 
-        fn, consts = kernels[label]
+        fn, consts, flags = kernels[label]
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         torch.cuda.synchronize()
-        fn(q, k, v, o, do, lse, dq, dk, dv, scale, CAUSAL=causal, **consts)
+        with switches(flags):
+            fn(q, k, v, o, do, lse, dq, dk, dv, scale, CAUSAL=causal, **consts)
         done = torch.cuda.Event()
         done.record()
         deadline = time.time() + args.probe_s
@@ -91,7 +166,7 @@ def main(argv=None):
             time.sleep(0.01)
         print(f"{label}: ran to its end", flush=True)
     timed, verdicts, same = {}, {}, {}
-    for label, (fn, consts) in kernels.items():
+    for label, (fn, consts, flags) in kernels.items():
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         for x in (dq, dk, dv):
             x.fill_(float("nan"))
@@ -99,7 +174,8 @@ def main(argv=None):
         def run(fn=fn, consts=consts, dq=dq, dk=dk, dv=dv):
             fn(q, k, v, o, do, lse, dq, dk, dv, scale, CAUSAL=causal, **consts)
             return dq, dk, dv
-        verdicts[label] = verify(Checked(lambda run=run: flat(run()), ref, **tol))
+        with switches(flags):  # the first call compiles
+            verdicts[label] = verify(Checked(lambda run=run: flat(run()), ref, **tol))
         first = flat(run()).clone()
         same[label] = all(torch.equal(first, flat(run())) for _ in range(2))
         timed[label] = run
@@ -123,8 +199,21 @@ def main(argv=None):
             results[x] = {"ms": ms[x], "rate": rate, "deterministic": same.get(x)}
         else:
             print(f"  {x:24} wrong: {verdicts[x].why}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+    if args.grids:
+        # each grid's TFLOP/s counts its own products: the dQ grid's 3 (S, dP, dQ), the dK/dV
+        # grid's 4 (S, dP, dV, dK), each 2 * B * H * S * SK * D (halved for a causal mask)
+        products = {"grid1": 3, "grid2": 4}
+        for x in timed:
+            if x in ms and x != "cudnn":
+                us = kernel_times(timed[x])
+                parts = []
+                for name, t in sorted(us.items()):
+                    n = next((v for k, v in products.items() if name.endswith(k)), 0)
+                    rate = f" {n * flops / 5 / (t * 1e-3) / 1e9:.0f}" if n else ""
+                    parts.append(f"{name} {t / 1e3:.3f} ms{rate}")
+                print(f"  {x:24} " + "; ".join(parts))
+                results[x]["kernels_us"] = us
+    return results
 
 
 if __name__ == "__main__":

@@ -95,6 +95,28 @@ def attention_grads(q, k, v, do, scale, causal=False):
     return dq, dk.reshape(B, HK, G, SK, D).sum(2), dv.reshape(B, HK, G, SK, D).sum(2)
 
 
+def bwd_grid_errors(grids, B, H, HK, S, SK, D, causal, seed, workspaces=("delta",)) -> dict:
+    """flash_bwd's scheduled grids (`grids`, one kernel each) run on the interpreter in order, O
+    and LSE from std.attention's flash_fwd there, f16 inputs from `seed`: each of dQ, dK and dV's
+    largest error against attention_grads, relative to its largest value.  `workspaces`: the
+    program's global allocations (f32 [B, H, S] each)."""
+    import tlc
+    from tlc.interp import run_kernel
+
+    rng = np.random.default_rng(seed)
+    q, k, v, scale = attention_inputs(rng, np.float16, B, H, HK, S, SK, D)
+    do = rng.standard_normal(q.shape).astype(np.float16)
+    o, lse = np.zeros_like(q), np.zeros((B, H, S), np.float32)
+    tlc.load(ATTENTION_PATH, target="cpu").flash_fwd(q, k, v, o, lse, scale, CAUSAL=causal)
+    grads = [np.full(x.shape, np.nan, x.dtype) for x in (q, k, v)]
+    args = {"Q": q, "K": k, "V": v, "O": o, "dO": do, "LSE": lse, "dQ": grads[0], "dK": grads[1], "dV": grads[2],
+            "scale": np.float32(scale), **{w: np.zeros((B, H, S), np.float32) for w in workspaces}}
+    for kernel in grids:
+        run_kernel(kernel, args)
+    return {name: np.abs(got.astype(np.float64) - want).max() / np.abs(want).max()
+            for name, got, want in zip(("dQ", "dK", "dV"), grads, attention_grads(q, k, v, do, scale, causal))}
+
+
 def mla_inputs(rng, dtype, B, SQ, H, DK, lengths, page: int, spare: int = 3):
     """MLA decode's inputs as FlashMLA takes them: Q (B, SQ, H, DK) and a paged latent cache
     (NP, PAGE, DK), its pages for each sequence at shuffled places among `spare` unused ones

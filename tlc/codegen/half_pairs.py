@@ -15,6 +15,16 @@ which, element by element, nvcc computes as two 16-bit extractions and a PRMT to
 and one HMUL2 a pair.  The values are the language's: each 16-bit operation rounded once (the
 _rn forms, as cexpr.py's scalar ones), the same bits as the scalar loop's.
 
+It also recognizes a loop whose last statement casts an f32 value into a 16-bit fragment at the
+loop's own element (`ds[i, j] = cast(p[i, j] * (dp[i, j] - d[i]), T)`, the probabilities and dS
+of flash attention's products on register A): the body runs for both registers of a pair, then
+one conversion rounds the two values into a pair (`__floats2half2_rn`: one F2FP).  Converted
+one at a time, ptxas packed the two halves in the wrong order and swapped them back, a PRMT a
+pair, or converted each value alone (std.attention's flash_bwd on sm_90a, D = 128, nvcc 13: the
+dQ step 601 -> 570 SASS, the dK/dV step 566 -> 518).
+Rounded to nearest even either way: the same bits.  Off by default (CAST_PAIRS) until the H200
+times it (bench/queue/B_bwd_block_mask.sh).
+
 A value is *same* where it is equal for both columns: it does not read the column variable j,
 or reads it only through `x // d` with d even of an `x` that maps columns 2q, 2q + 1 to 2p,
 2p + 1 (j itself, `j % m` with m even, plus an even offset).  A *halves* value is `u16(x >> (16 *
@@ -134,8 +144,66 @@ class PairAnalysis:
         return False
 
 
+# Whether a cast into a 16-bit fragment rounds its pairs together (cast_pair_loop): off until timed
+CAST_PAIRS = False
+
+_PAIR_FROM_FLOATS = {"f16": "__floats2half2_rn", "bf16": "__floats2bfloat162_rn"}
+_LOW, _HIGH = {"f16": "__low2half", "bf16": "__low2bfloat16"}, {"f16": "__high2half", "bf16": "__high2bfloat16"}
+
+
 class HalfPairGen:
-    """Mixed into the sm_80 generator (sm80.py's parallel_loop asks `pair_loop` first)."""
+    """Mixed into the sm_80 generator (sm80.py's parallel_loop asks `pair_loop`, then
+    `cast_pair_loop`, first)."""
+
+    def cast_pair_loop(self, p: ir.Parallel, layout, alias: str) -> bool:
+        """Emit `p`, whose last statement casts an f32 value into its own element of a 16-bit
+        fragment, for both registers of each pair and the cast as one pair conversion (the
+        module's docstring); or nothing and False."""
+        store = self.cast_pair_store(p, layout)
+        if store is None:
+            return False
+        dt, name = self.buffers[store.name].dtype.name, c_name(store.name)
+        self.emit(f"// two registers at a time: the cast rounds a pair, {_PAIR_FROM_FLOATS[dt]} "
+                  "(codegen/half_pairs.py)")
+        self.emit("#pragma unroll")
+        self.emit(f"for (int tl_p = 0; tl_p < {alias}::REGS; tl_p += 2) {{")
+        self.indent += 1
+        self.emit("float tl_f[2];")
+        self.emit("#pragma unroll")
+        self.emit("for (int tl_h = 0; tl_h < 2; ++tl_h) {")
+        self.indent += 1
+        self.emit("const int tl_r = tl_p + tl_h;")
+        self.declare_loop_vars(p, alias, "tl_r", void=False)
+        self.block(p.body[:-1])
+        self.emit(f"tl_f[tl_h] = {self.expr(store.value.x)};")
+        self.indent -= 1
+        self.emit("}")
+        self.emit(f"const {_PAIR_TYPE[dt]} tl_v2 = {_PAIR_FROM_FLOATS[dt]}(tl_f[0], tl_f[1]);")
+        self.emit(f"{name}[tl_p] = {_LOW[dt]}(tl_v2);")
+        self.emit(f"{name}[tl_p + 1] = {_HIGH[dt]}(tl_v2);")
+        self.indent -= 1
+        self.emit("}")
+        return True
+
+    def cast_pair_store(self, p: ir.Parallel, layout) -> ir.Store | None:
+        """The store of `p` that casts an f32 value into its own element of a 16-bit fragment
+        in the loop's mma layout, when it is the body's last statement and the only store."""
+        if not CAST_PAIRS or not getattr(self, "native_16", False) or not isinstance(layout, MmaAccumulator) \
+                or len(p.vars) != 2 or p.extents[1] % 2 or not p.body:
+            return None
+        store = p.body[-1]
+        if not isinstance(store, ir.Store) or any(isinstance(s, ir.Store) for s in p.body[:-1]):
+            return None
+        b = self.buffers.get(store.name)
+        if b is None or b.scope != "fragment" or b.dtype.name not in _PAIR_FROM_FLOATS or b.layout != layout:
+            return None
+        value = store.value
+        if not (isinstance(value, ir.Cast) and value.dtype == b.dtype and value.x.dtype.name == "f32"):
+            return None
+        if store.indices != tuple(ir.Var(v, i.dtype) for v, i in zip(p.vars, store.indices)) or \
+                register_in_loop(b.layout, store.indices, layout, list(p.vars), p.extents) != "own":
+            return None
+        return store
 
     def pair_loop(self, p: ir.Parallel, layout, alias: str) -> bool:
         """Emit `p` two registers at a time (the module's docstring), or nothing and False."""
