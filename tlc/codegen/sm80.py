@@ -695,7 +695,7 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = True, layout, p.vars, p.extents
         if runs or writes or p.stores:
             self.run_loop(p, layout, alias, runs, writes)  # shared_runs.py
-        elif self.pair_loop(p, layout, alias):  # half_pairs.py
+        elif self.pair_loop(p, layout, alias) or self.cast_pair_loop(p, layout, alias):  # half_pairs.py
             pass
         elif not hoisted and not row_lets and self.atomic_pair_loop(p, layout, alias):  # atomic_pairs.py
             pass
