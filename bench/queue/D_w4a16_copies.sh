@@ -18,34 +18,41 @@
 # (splitk_reduce 3.0 us of the M = 1 split-K's ~24 in session 25).
 # Each timed variant's output is checked against F.linear in f32 first (bench/lowbit.py), and
 # F.linear f16 is timed in each process.
-# Answer (one line each, ANSWER:): forms on/off time ratio at each M for "w4a16 split-K 4"
-# (M = 1) and "w4a16 split-K 2" (M = 16, 64) and the gemv (M = 1): flip copies.ROUND_STEPS = True
-# and CLIP_ROWS_MAX = 8 if every ratio <= 0.98 and none > 1.01; "unrolled reduce" / std at each M:
+# (3) At M = 16, does "w4a16 BK=256 split-K 4 stages=2" (K steps of 256 in 4 parts: 104 / 120
+# registers without / with the forms, 4 blocks an SM) beat config.json's split-K 2 at K steps of
+# 512 (222 / 200 registers: wgmma's register A holds the whole step's weights, 2 blocks an SM)?
+# Answer (one line each, ANSWER:): forms on/off time ratio of each variant at each M: flip
+# copies.ROUND_STEPS = True and CLIP_ROWS_MAX = 8 if the ratios of "w4a16 split-K 4" (M = 1),
+# "w4a16 split-K 2" (M = 16, 64) and "w4a16 gemv" are all <= 0.98 and none > 1.01; (3) from the
+# printed rows: config.json's M = 9..16 split-K rule takes BK = 256 in 4 parts if that row's time
+# is below split-K 2's in the same process; "unrolled reduce" / std at each M:
 # give std's splitk_reduce `for s in unroll(S)` if every ratio <= 0.98 (the unrolled contender
 # runs its own defaults, RM = 16, RN = 256: config.json's for std at M <= 16; at M = 64 std takes
 # RM = 32).
 set -u
 ROWS="w4a16 split-K 2,w4a16 split-K 4,w4a16 gemv,w4a16 split-K 4 unrolled reduce,w4a16 split-K 2 unrolled reduce"
 echo "== tl::copy_g2s as today (defaults)"
-timeout 20 python3 bench/lowbit.py --w4a16 --quick --m 1,16,64 --only "$ROWS" --json /tmp/D_copies_off.json
+timeout 20 python3 bench/lowbit.py --w4a16 --quick --m 1,16,64 --only "$ROWS,w4a16 BK=256 split-K 4 stages=2" \
+  | tee /tmp/D_copies_off.txt
 echo "== tl::copy_g2s with --copy-forms (ROUND_STEPS, CLIP_ROWS_MAX = 8)"
 mkdir -p /tmp/tlc-cache-D-forms
 TLC_CACHE_DIR=/tmp/tlc-cache-D-forms timeout 20 python3 bench/lowbit.py --w4a16 --quick --m 1,16,64 --copy-forms \
-  --only "w4a16 split-K 2,w4a16 split-K 4,w4a16 gemv,w4a16 BK=256 split-K 4 stages=2" --json /tmp/D_copies_on.json
+  --only "w4a16 split-K 2,w4a16 split-K 4,w4a16 gemv,w4a16 BK=256 split-K 4 stages=2" | tee /tmp/D_copies_on.txt
 python3 - <<'PY'
-import json
-def rows(p):
+import re
+LINE = re.compile(r"^(decode M=\d+ N=\d+ K=\d+ g\d+)\s+(.+?)\s+([0-9.]+) us ")
+def rows(path):  # the printed rows (a run cut by its timeout keeps the rows it printed)
     try:
-        return {(r["row"], r["variant"]): r.get("ms") for r in json.load(open(p))["rows"]}
-    except (OSError, ValueError, KeyError):
+        text = open(path).read()
+    except OSError:
         return {}
-off, on = rows("/tmp/D_copies_off.json"), rows("/tmp/D_copies_on.json")
+    return {(m.group(1), m.group(2).strip()): float(m.group(3)) for m in map(LINE.match, text.splitlines()) if m}
+off, on = rows("/tmp/D_copies_off.txt"), rows("/tmp/D_copies_on.txt")
 for (row, v), t in sorted(on.items()):
-    if v in ("w4a16 split-K 2", "w4a16 split-K 4", "w4a16 gemv") and t and off.get((row, v)):
-        print(f"ANSWER: copy forms {row} {v}: on/off {t / off[(row, v)]:.3f} ({t * 1e3:.1f} vs {off[(row, v)] * 1e3:.1f} us)")
+    if v != "F.linear f16" and off.get((row, v)):
+        print(f"ANSWER: copy forms {row} {v}: on/off {t / off[(row, v)]:.3f} ({t:.1f} vs {off[(row, v)]:.1f} us)")
 for (row, v), t in sorted(off.items()):
-    if "unrolled reduce" in v and t:
-        std = off.get((row, v.replace(" unrolled reduce", "")))
-        if std:
-            print(f"ANSWER: unrolled reduce {row} {v}: unrolled/std {t / std:.3f} ({t * 1e3:.1f} vs {std * 1e3:.1f} us)")
+    std = off.get((row, v.replace(" unrolled reduce", "")))
+    if "unrolled reduce" in v and std:
+        print(f"ANSWER: unrolled reduce {row} {v}: unrolled/std {t / std:.3f} ({t:.1f} vs {std:.1f} us)")
 PY
