@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# limit: 55
+# Asks (#19: std.attention's flash_bwd at 0.81x cuDNN, causal 0.82x, session 25; the goal is 0.9x):
+# do the dK/dV grid's block mask and the paired casts close the gap? One process, cuDNN timed in
+# the same alternating rounds, B=4 H=32 S=4096 D=128 f16, full and causal, then each grid's own
+# time (--grids: PyTorch's profiler) to say which grid moved:
+#   std:   std.attention's flash_bwd as it is (config.json's sm_90a tiles).
+#   pairs: the same .tl compiled with codegen/half_pairs.py CAST_PAIRS (P and dS rounded to f16 a
+#          pair at a time: no F2FP halves swapped back by a PRMT). CPU (nvcc 13.0 sm_90a,
+#          cuobjdump): the dQ consumer step 601 -> 570 SASS, the dK/dV step 566 -> 518.
+#   block: bench/B_bwd_block_mask.tl (the dK/dV step masks only blocks that cross S, SK or the
+#          diagonal, as the dQ step; the LSE in log2 units from grid0; the step's division after
+#          the products' issue) with CAST_PAIRS and codegen/sm90.py RING_SCALE_D_CLEARS "all" (dO . V^T
+#          cleared by its wgmma's scale-d: by instructions, ptxas waits for the scores, C7517).
+#          CPU: the dK/dV step 477 SASS, ~160 of them the mask's, skipped by a branch in full
+#          blocks (std 566, no branch), its first HGMMA 34 instructions after the loop's top
+#          (std 91); 0 spills, no C75xx (tests/bench/test_bwd_block_mask.py).
+# Every variant's dQ, dK, dV checked against PyTorch's math backend (32 f16 units) and run twice
+# more for bit-identical gradients before its time counts.
+# Answer: "<variant> <ms> <x>x cudnn" per mask, and each grid's ms. Take CAST_PAIRS (default True)
+# if pairs >= 1.01x std's ms on both masks; move bench/B_bwd_block_mask.tl's flash_bwd into
+# std.attention (with CAST_PAIRS, RING_SCALE_D_CLEARS "all") if block beats pairs on both masks.
+# Then run tests/gpu/test_cast_pairs_gpu.py and tests/gpu/test_attention_gpu.py -k flash_bwd.
+export PYTHONUNBUFFERED=1
+C=BM=128,THREADS=256,BN=128,BQ=64,KV_STAGES=3
+python3 bench/attention_bwd.py --causal both --grids --min-ms 100 \
+    --flags pairs=half_pairs.CAST_PAIRS=1 \
+    --flags block=half_pairs.CAST_PAIRS=1+sm90.RING_SCALE_D_CLEARS=all \
+    std=std:flash_bwd pairs=std:flash_bwd:$C block=bench/B_bwd_block_mask.tl:flash_bwd:$C 2>&1
