@@ -10,8 +10,8 @@ same run:
 - std.matmul_f8_blockscaled at its default and at BN=256 (`--configs` replaces them);
 - unless --no-probes: std.matmul_f8 (per-tensor scales, no promotion) at 128 x 128 and at its
   rule's 128 x 192 (what the tile alone reaches), and bench/f8bs_probe.tl's bs_const (no scale
-  loads), bs_tma (the scales through the TMA into the ring) and bs_wide (128 x 192, B's scale
-  chosen per column).
+  loads), bs_tma (the scales through the TMA into the ring), bs_wide (128 x 192, B's scale
+  chosen per column) and bs_pf (the scales read a K step ahead).
 
     python3 bench/f8bs_probe.py [--sizes 8192x8192x8192,4096x7168x2048] [--ms 40] [--no-probes]
     python3 bench/f8bs_probe.py --clears all   # codegen/sm90.py RING_SCALE_D_CLEARS for this process
@@ -101,6 +101,8 @@ def main() -> int:
             c["bs_tma s4"] = Checked(lambda co=co: probe.bs_tma(A, B, co, SAT, SBT), ref, out=co, **tol)
             co = out()
             c["bs_wide 128x192 s4"] = Checked(lambda co=co: probe.bs_wide(A, B, co, SA, SB), ref, out=co, **tol)
+            co = out()
+            c["bs_pf s4"] = Checked(lambda co=co: probe.bs_pf(A, B, co, SA, SB), ref, out=co, **tol)
         ms, verdicts = compare_checked(c, min_ms=args.ms)
         flops = 2.0 * M * N * K
         base = "scaled_mm per-tensor"

@@ -12,12 +12,16 @@
 # BN=256: 8 QGMMA.64x128x32 + 128 FFMA a K step, 192 accumulator registers, no spills (with the
 # clears as instructions ptxas spilled 328 bytes a thread: codegen/sm90.py RING_SCALE_D_CLEARS).
 # Probes: matmul_f8 at 128x128 (the tile with no promotion), bs_const (no scale loads), bs_tma
-# (scales through the TMA into the ring: DeepGEMM's path, no clusters), bs_wide (128 x 192).
+# (scales through the TMA into the ring: DeepGEMM's path, no clusters), bs_wide (128 x 192),
+# bs_pf (the scales read a K step ahead: in its SASS the FMULs of SA * SB read registers loaded
+# the step before, the next step's LDGs issue under this step's QGMMAs; persistent, clustered,
+# no spills, 64 FFMA a K step as std's).
 # Answer: each row's TFLOP/s and x per-tensor.  std BN=256 s3/s4 > std (default) at 8192^3 and
 # most DeepSeek shapes: a config.json rule for matmul_f8_blockscaled on sm_90a, BN 256 with the
 # faster stages where M, N >= those shapes' (rows where it loses keep BN 128).  f8 128x128 ~ std:
 # the tile (L2 bytes a flop) bounds it, not the promotion; bs_const >> std: the scale loads'
-# latency (next: prefetch them an iteration ahead); bs_tma >> std: the scales through the ring.
+# latency: bs_pf ~ bs_const says a K step ahead is enough (the compiler then reads the ring's
+# loads so, a schedule decision); bs_tma >> std: the scales through the ring.
 export PYTHONUNBUFFERED=1
 python3 bench/f8bs_probe.py --sizes 8192x8192x8192 --ms 30 2>&1 | grep -v Warning
 python3 bench/f8bs_probe.py --no-probes --ms 15 \

@@ -32,7 +32,7 @@ def _check(C, ref):
     assert np.abs(C.astype(np.float64) - ref).max() <= 1e-2 * np.abs(ref).max()
 
 
-@pytest.mark.parametrize("kernel", ["bs_wide", "bs_tma", "bs_const"])
+@pytest.mark.parametrize("kernel", ["bs_wide", "bs_tma", "bs_const", "bs_pf"])
 def test_each_probe_computes_the_block_scaled_product(case, kernel):
     import ml_dtypes
 
@@ -45,6 +45,8 @@ def test_each_probe_computes_the_block_scaled_product(case, kernel):
         SBT = np.zeros((3, 4), np.float32)
         SBT[:, :3] = SB.T
         mod.bs_tma(A, B, C, np.ascontiguousarray(SA.T), SBT, stages=2)
+    elif kernel == "bs_pf":  # the scales a K step ahead, the last K step's next past KB
+        mod.bs_pf(A, B, C, SA, SB, stages=2)
     else:
         mod.bs_const(A, B, C, 0.5, 2.0, stages=2)
         ref = plain
