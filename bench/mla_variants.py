@@ -63,6 +63,10 @@ the barriers among warpgroup 0's max and exponentials.
   `threadIdx.x < 128` made it test the row maxima's shuffles for divergence (a BRA.DIV and
   WARPSYNCs that it schedules nothing across); its SASS then interleaves as the prototype's.
 - unicarry: uniform and carry together.
+- early: unicarry with codegen/sm90.py EARLY_CARRIED_RELEASE: the last page's P @ V waited for
+  right after this page's scores are issued (warpgroup 0 waiting with 2 groups left in flight,
+  warpgroup 1 with none) and its stage released there, where carry releases it once the scores
+  are done: the producer's next page gets about a product's time more to arrive.
 """
 from __future__ import annotations
 
@@ -88,7 +92,8 @@ PEAK = 989.0
 # variants that are std compiled with modules' constants set otherwise: ((module, name, value), ...)
 _CARRY = ("tlc.schedule.warpspec", "CARRIED_MIN_STAGES", 2)
 _UNIFORM = ("tlc.codegen.sm80", "UNIFORM_GUARDS", True)
-FLAGS = {"carry": (_CARRY,), "uniform": (_UNIFORM,), "unicarry": (_UNIFORM, _CARRY)}
+_EARLY = ("tlc.codegen.sm90", "EARLY_CARRIED_RELEASE", True)
+FLAGS = {"carry": (_CARRY,), "uniform": (_UNIFORM,), "unicarry": (_UNIFORM, _CARRY), "early": (_UNIFORM, _CARRY, _EARLY)}
 COMPILED = set()  # those compiled in this process
 
 

@@ -1,6 +1,6 @@
 """bench/mla_variants.py without a GPU: each variant of std.attention's mla_decode text is a
 kernel that compiles for sm_90a with its page loop on the TMA ring, and computes on the
-interpreter what the script checks it against: std, split, sumfirst, carry, uniform and unicarry attention,
+interpreter what the script checks it against: std, split, sumfirst, carry, uniform, unicarry and early attention,
 nosoftmax bf16(Q K^T) V, qkonly zeros."""
 import contextlib
 import sys
@@ -26,7 +26,7 @@ def bf16(x):
     return np.asarray(x, np.float32).astype(lookup("bf16").numpy()).astype(np.float64)
 
 
-@pytest.mark.parametrize("name", ["std", "split", "nosoftmax", "qkonly", "sumfirst", "carry", "uniform", "unicarry"])
+@pytest.mark.parametrize("name", ["std", "split", "nosoftmax", "qkonly", "sumfirst", "carry", "uniform", "unicarry", "early"])
 def test_each_variant_computes_what_it_is_checked_against(name, tmp_path):
     path = tmp_path / f"mla_{name}.tl"
     path.write_text(mla_variants.variant(name))
@@ -64,7 +64,7 @@ def test_the_variants_keep_the_ring(tmp_path):
                                    else "mla_decode", {"DK": 576, "DV": 512, "PAGE": 64, "T": "bf16"}, target="sm_90a")[0]
         assert grid0.warp_spec is not None, name
         # carry: P @ V in flight into the next iteration, its stage released one iteration late
-        assert grid0.warp_spec.release_lag == (1 if name in ("carry", "unicarry") else 0), name
+        assert grid0.warp_spec.release_lag == (1 if name in ("carry", "unicarry", "early") else 0), name
 
 
 @pytest.mark.parametrize("early, sync", [(False, False), (True, False), (False, True)])

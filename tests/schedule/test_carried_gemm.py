@@ -5,7 +5,8 @@ FlashAttention 3's backward does, at config.json's sm_90a tiles.  Each consumer 
 the rows of dS its own wgmma reads, so it meets at a barrier of its own there
 (WarpSpecialization.warpgroup_syncs) and no barrier of all the consumers stays in the loop.
 std.attention's flash_bwd itself (dS in registers, dK's product waited for at each step's end)
-carries nothing."""
+carries nothing.  mla_decode carries P @ V on its two stages where CARRIED_MIN_STAGES allows it
+(2; the default 3 does not), its stage released early with codegen/sm90.py EARLY_CARRIED_RELEASE."""
 from __future__ import annotations
 
 import re
@@ -117,3 +118,59 @@ def test_the_ring_on_the_interpreter_against_numpy():
     assert grids[2].warp_spec.release_lag == 1 and grids[2].warp_spec.warpgroup_syncs
     errors = bwd_grid_errors(grids, B, H, HK, S, SK, D, True, seed=5)
     assert max(errors.values()) < 4e-3, errors
+
+
+MLA = ("DK=576", "DV=512", "PAGE=64", "T=bf16")
+
+
+def _mla_source(monkeypatch, early: bool) -> str:
+    """std.attention's mla_decode grid 0 for sm_90a with P @ V carried on its two stages
+    (CARRIED_MIN_STAGES 2), with or without codegen/sm90.py's EARLY_CARRIED_RELEASE."""
+    import tlc.codegen.sm90 as sm90
+    import tlc.schedule.warpspec as warpspec
+    from tlc.runner import build
+
+    monkeypatch.setattr(warpspec, "CARRIED_MIN_STAGES", 2)
+    monkeypatch.setattr(sm90, "EARLY_CARRIED_RELEASE", early)
+    cu, _ = build(ATTENTION_PATH, kernels=("mla_decode",), defines=MLA, arch="sm_90a")
+    return cu
+
+
+@pytest.mark.parametrize("early", [False, True])
+def test_mla_decode_carries_p_at_v_and_releases_its_stage(monkeypatch, early):
+    """P @ V of the last page stays in flight under this page's scores; its stage is released
+    once it is done: with EARLY_CARRIED_RELEASE right after the scores' two groups are issued
+    (warpgroup 0, which issued them, waits with 2 left in flight, warpgroup 1 with none), else
+    where the scores are first needed (their wait completes it too)."""
+    cu = _mla_source(monkeypatch, early)
+    loop = cu[cu.index("tl::setmaxnreg_inc<232>();"):]
+    loop, after = loop.split("tl::wgmma_wait<0>();  // the last iteration's carried gemms")
+    issue = loop.index("(qr_tile, (kr_tile + ((tl_it) % 2) * 4096), scores);")
+    release = loop.index("if (tl_k > 0 && threadIdx.x % 32 == 0) tl::mbar_arrive(tl_empty + (tl_it + 1) % 2);")
+    mask = loop.index("if ((((first + (kb * 64)) + 64) > seen)) {")
+    if early:
+        two = loop.index("if (threadIdx.x < 128) tl::wgmma_wait<2>();")
+        none = loop.index("else tl::wgmma_wait<0>();")
+        assert issue < two < none < release < loop.index("\n        tl::wgmma_wait<0>();", release) < mask
+    else:
+        scores_wait = loop.index("\n        tl::wgmma_wait<0>();", issue)
+        assert "tl::wgmma_wait<2>" not in loop and issue < scores_wait < release < mask
+    assert loop.count("tl::mbar_arrive(tl_empty") == 1 and "tl::mbar_arrive(tl_empty + tl_stage)" not in loop
+
+
+@pytest.mark.nvcc
+def test_mla_decode_early_release_sass(monkeypatch, tmp_path):
+    """sm_90a: warpgroup 0 waits with 2 groups in flight, then releases the stage, then waits for
+    the scores; no spills, no serialized wgmma (C75xx), 168 registers as std's."""
+    sys.path.insert(0, str(ROOT / "tests" / "codegen"))
+    from nvcc import cubin_sass
+
+    sass, log = cubin_sass(_mla_source(monkeypatch, True), "sm_90a", tmp_path, "mla_early")
+    split = re.split(r"Function : (\w+)", sass)
+    body = dict(zip(split[1::2], split[2::2]))["mla_decode_grid0"]
+    loop = body[body.index("HGMMA.64x64x16"):body.rindex("HGMMA.64x256x16")]
+    two = loop.index("WARPGROUP.DEPBAR.LE gsb0, 0x2")
+    release = loop.index("SYNCS.ARRIVE.TRANS64.A1T0", two)
+    assert two < release < loop.index("WARPGROUP.DEPBAR.LE gsb0, 0x0", release)
+    assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log and "C75" not in log
+    assert max(int(r) for r in re.findall(r"Used (\d+) registers", log)) <= 232

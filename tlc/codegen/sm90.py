@@ -31,6 +31,14 @@ from .warpspec import WarpSpecialized
 # before the wgmma go; not yet timed on the GPU, so not the default); "none"
 RING_SCALE_D_CLEARS = "reused"
 
+# A consumer body that starts with the last iteration's products in flight (the ring's carried
+# gemms: schedule/warpspec.py carried_gemms) waits for them right after issuing its first
+# products, and releases their stage there, rather than where a statement first needs a product
+# (whose wait, the groups completing in order, completes them too): the producer refills that
+# stage about one product sooner (mla_decode on two 72 KB stages, where a page has less than a
+# page's work to arrive in once P @ V is carried).  Off: not yet timed on the GPU.
+EARLY_CARRIED_RELEASE = False
+
 
 class Sm90(WarpSpecialized, Sm80):
     arch = "sm_90a"
@@ -146,14 +154,17 @@ class Sm90(WarpSpecialized, Sm80):
                     clear = 2
                     continue
                 lazy = len(run) == 1 and isinstance(s, ir.Gemm) and (self.uses_wgmma(s) or self.uses_wgmma_rs(s))
+                if EARLY_CARRIED_RELEASE and carried and not lazy and len(pending) > carried:
+                    # (the iteration's first products issued)
+                    self.wait_for(pending, carried, "  // (carried: their stage is released next)")
+                    carried = 0
+                    self.release_carried()
                 before = len(pending)
                 self.settle(pending, run, issuing=s if lazy else None)
                 done = min(carried, before - len(pending))
                 carried -= done
                 if done and not carried:
-                    S = self.ws.pipeline.stages
-                    self.emit("// the last iteration's carried gemms are done: release their stage")
-                    self.emit(f"if (tl_k > 0 && threadIdx.x % 32 == 0) {self.release(f'tl_empty + (tl_it + {S - 1}) % {S}')}")
+                    self.release_carried()
                 if lazy:
                     self.mark(s)
                     self.current = s
@@ -178,6 +189,12 @@ class Sm90(WarpSpecialized, Sm80):
         finally:
             self.lazy = None
         return True
+
+    def release_carried(self) -> None:
+        """Release the stage the last iteration's carried gemms read (they are done)."""
+        S = self.ws.pipeline.stages
+        self.emit("// the last iteration's carried gemms are done: release their stage")
+        self.emit(f"if (tl_k > 0 && threadIdx.x % 32 == 0) {self.release(f'tl_empty + (tl_it + {S - 1}) % {S}')}")
 
     def clears_before_ring(self, g: ir.Gemm) -> tuple:
         """The clears of `g`'s accumulator among the statements before the ring's loop that the
@@ -215,11 +232,25 @@ class Sm90(WarpSpecialized, Sm80):
         if pending:
             self.wait_for(pending, gemm_waits(pending, stmts, issuing, self.buffers, self.k.threads))
 
-    def wait_for(self, pending: list, count: int) -> None:
-        """Waits for the oldest `count` of the `pending` gemms, the rest staying in flight."""
+    def wait_for(self, pending: list, count: int, note: str = "") -> None:
+        """Waits for the oldest `count` of the `pending` gemms, the rest staying in flight.  A
+        thread counts only the groups it issued: a product on one warpgroup's threads
+        (schedule/one_warpgroup.py) is none of the others', so where the gemms left in flight
+        include one, each class of threads waits with its own count (mla_decode's warpgroup 0
+        with its two score groups left, warpgroup 1 with none)."""
         if count == 0:
             return
-        self.emit(f"tl::wgmma_wait<{len(pending) - count}>();")
+        newer = pending[count:]
+        owners = [owner_threads(self.buffers[g.c].layout, self.k.threads) for g in newer]
+        bounds = sorted(set(owners) | {self.k.threads})
+        # the threads below bounds[0] issued every gemm left; from bounds[i - 1] on, those of more owners
+        waits = [(b, sum(o > (bounds[i - 1] if i else -1) for o in owners)) for i, b in enumerate(bounds)]
+        if len({w for _, w in waits}) == 1:
+            self.emit(f"tl::wgmma_wait<{waits[0][1]}>();{note}")
+        else:
+            for i, (b, w) in enumerate(waits):
+                cond = f"if ({self.threads_below(b)}) " if b < self.k.threads else ""
+                self.emit(f"{'else ' if i else ''}{cond}tl::wgmma_wait<{w}>();{note}")
         for g in pending[:count]:
             self.fence_gemm_registers(g)
         del pending[:count]
