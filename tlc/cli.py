@@ -148,8 +148,10 @@ def run(file, kernel, ins, shapes, defines, seed, outs, target, check, bench, du
 @click.option("--launches", type=int, default=10, show_default=True, help="Launches in the trace.")
 @click.option("--ncu", is_flag=True, help="Also Nsight Compute's key counters for one launch (needs ncu).")
 @click.option("--source", is_flag=True, help="With --ncu: Nsight Compute's warp stall samples per .tl line.")
+@click.option("--grid", type=int, default=0, show_default=True,
+              help="With --ncu: the grid (of a kernel of several) whose counters and samples to take.")
 @click.option("--json", "as_json", is_flag=True, help="The profile as JSON on stdout.")
-def profile(file, kernel, ins, shapes, defines, seed, flops, trace, launches, ncu, source, as_json) -> None:
+def profile(file, kernel, ins, shapes, defines, seed, flops, trace, launches, ncu, source, grid, as_json) -> None:
     """Profile KERNEL of FILE on the GPU: time a launch, bandwidth and FLOP rate against the
     measured ceilings, registers, spills, shared memory and occupancy of its cubin."""
     import sys
@@ -158,6 +160,8 @@ def profile(file, kernel, ins, shapes, defines, seed, flops, trace, launches, nc
 
     if source and not ncu:
         raise click.UsageError("--source shows Nsight Compute's samples per .tl line: add --ncu")
+    if grid and not ncu:
+        raise click.UsageError("--grid picks the grid whose Nsight Compute counters --ncu takes: add --ncu")
     with _reported_errors():
         from .runtime.compile import cuda_unavailable_reason
 
@@ -174,7 +178,7 @@ def profile(file, kernel, ins, shapes, defines, seed, flops, trace, launches, nc
                       for x in (opt, v)), *(("--flops", flops) if flops else ())]
             ncu_command = [sys.executable, "-c", "from tlc.cli import main; main()", "profile", *argv]
         result = profile_file(file, kernel, ins=ins, shapes=shapes, defines=defines, seed=seed, flops=flops,
-                              trace=trace, launches=launches, ncu_command=ncu_command, source=source)
+                              trace=trace, launches=launches, ncu_command=ncu_command, source=source, grid=grid)
     click.echo(to_json(result) if as_json else format_report(result))
 
 

@@ -16,6 +16,7 @@ from tlc.profiling import (GridProfile, Profile, Resources, SmLimits, blocks_per
 from tlc.profiling.gpu import NCU_METRICS, parse_ncu_csv
 
 GEMM = str(Path(__file__).resolve().parents[2] / "examples" / "gemm.tl")
+ATTENTION = Path(__file__).resolve().parents[2] / "stdlib" / "attention.tl"
 H100 = SmLimits(registers=65536, threads=2048, blocks=32, smem=233472)
 
 
@@ -116,3 +117,30 @@ def test_ncu_without_nsight_compute_says_so(monkeypatch):
     assert r.exit_code == 1
     assert r.output == ("error: --ncu: Nsight Compute (ncu) is not installed (not on PATH, nor in $CUDA_HOME/bin or "
                         "/usr/local/cuda/bin); install it with the CUDA toolkit, or profile without --ncu\n")
+
+
+def test_grid_without_ncu_is_a_usage_error():
+    r = CliRunner().invoke(cli.main, ["profile", GEMM, "-k", "matmul", "--grid", "1"])
+    assert r.exit_code == 2
+    assert r.output.endswith("Error: --grid picks the grid whose Nsight Compute counters --ncu takes: add --ncu\n")
+
+
+@pytest.mark.parametrize("file, kernel, grid, says", [
+    (GEMM, "matmul", 1, "'matmul' has 1 grid, numbered from 0"),
+    (str(ATTENTION), "flash_bwd", 3, "'flash_bwd' has 3 grids, numbered from 0 to 2"),
+    (str(ATTENTION), "flash_bwd", -1, "'flash_bwd' has 3 grids, numbered from 0 to 2")])
+def test_a_grid_the_kernel_has_not(monkeypatch, file, kernel, grid, says):
+    # checked before anything is profiled: no GPU is reached
+    monkeypatch.setattr("tlc.runtime.compile.cuda_unavailable_reason", lambda: None)
+    monkeypatch.setattr("tlc.profiling.gpu.find_ncu", lambda: "/usr/bin/ncu")
+    r = CliRunner().invoke(cli.main, ["profile", file, "-k", kernel, "--ncu", "--grid", str(grid)])
+    assert (r.exit_code, r.output) == (1, f"error: --grid {grid}: {says}\n")
+
+
+def test_the_report_names_the_grid_of_the_counters():
+    p = fake_profile()
+    p.grids = [p.grids[0], GridProfile("flash_bwd_grid1", res(), 1, "registers", 64, 1.0, 1, None)]
+    p.ncu, p.ncu_grid = {"gpu__time_duration.sum": ("12,345", "nsecond")}, "flash_bwd_grid1"
+    assert "  Nsight Compute, flash_bwd_grid1:\n    gpu__time_duration.sum: 12,345 nsecond" in format_report(p)
+    p.grids = p.grids[:1]  # one grid: no name needed
+    assert "  Nsight Compute:\n" in format_report(p)

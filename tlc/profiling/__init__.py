@@ -77,11 +77,12 @@ def profile(kernel, *args, flops: float | None = None, trace: str | None = None,
 
 def profile_file(file: str, kernel: str, *, ins=(), shapes=(), defines=(), seed: int = 0, flops: str | None = None,
                  trace: str | None = None, launches: int = 10, ncu_command: list | None = None,
-                 source: bool = False) -> Profile:
+                 source: bool = False, grid: int = 0) -> Profile:
     """`tlc profile`: KERNEL of FILE on random inputs shaped by `shapes` (or `ins`), `flops` an
     expression over its shape symbols ("2*M*N*K"); with `ncu_command`, that command (this
-    profile of one launch) run again under Nsight Compute for its counters, and with `source`
-    once more for its samples per `.tl` line (of the first grid)."""
+    profile of one launch) run again under Nsight Compute for the counters of grid `grid` (of a
+    kernel of several: flash_bwd's dK/dV grid is 2), and with `source` once more for its
+    samples per `.tl` line."""
     from .. import inputs
     from ..api import load
     from ..schedule import bind_constants
@@ -90,6 +91,10 @@ def profile_file(file: str, kernel: str, *, ins=(), shapes=(), defines=(), seed:
     if kernel not in mod.kernels:
         raise TlcError(f"{file} has no kernel '{kernel}'; its kernels are: {', '.join(mod.kernels) or 'none'}")
     k = mod.kernels[kernel]
+    if not 0 <= grid < k.grid_count:
+        n = k.grid_count
+        raise TlcError(f"--grid {grid}: '{kernel}' has {n} grid{'s' * (n != 1)}, numbered from 0"
+                       + (f" to {n - 1}" if n > 1 else ""))
     given = inputs.parse_assignments(ins, "--in")
     arrays = inputs.load_arrays(k.fn, given)
     constants = inputs.parse_assignments(defines, "-D")
@@ -101,20 +106,21 @@ def profile_file(file: str, kernel: str, *, ins=(), shapes=(), defines=(), seed:
     if ncu_command:
         from .gpu import ncu_counters
 
-        result.ncu = ncu_counters(result.grids[0].name, ncu_command)
+        result.ncu = ncu_counters(result.grids[grid].name, ncu_command)
+        result.ncu_grid = result.grids[grid].name
         if source:
-            result.source = _source_view(k, result, ncu_command)
+            result.source = _source_view(k, result, ncu_command, grid)
     return result
 
 
-def _source_view(k, result: Profile, ncu_command: list):
-    """The first grid's samples per `.tl` line (source.py): ncu's source page of the run, the
+def _source_view(k, result: Profile, ncu_command: list, grid: int = 0):
+    """Grid `grid`'s samples per `.tl` line (source.py): ncu's source page of the run, the
     templates' lines placed by the PTX of the same source."""
     from ..runtime.compile import current_device
     from .gpu import lineinfo_ptx, ncu_source
     from .source import inline_sites, parse_ncu_source, source_view
 
-    compiled = k.compiled_grids(result.constants, current_device())[0]
+    compiled = k.compiled_grids(result.constants, current_device())[grid]
     instructions = parse_ncu_source(ncu_source(compiled.name, ncu_command))
     if not instructions:
         raise TlcError(f"--source: Nsight Compute's source page held no instructions of '{compiled.name}' (its "

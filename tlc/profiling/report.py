@@ -93,6 +93,7 @@ class Profile:
     trace: str | None = None          # the Chrome-trace file written
     ncu: dict = field(default_factory=dict)  # Nsight Compute's counters, name -> (value, unit)
     source: SourceView | None = None  # Nsight Compute's samples per .tl line (--source)
+    ncu_grid: str | None = None  # the grid whose counters (and samples) those are (--grid)
     constants: dict = field(default_factory=dict)  # what the kernel was compiled with (config.json's included)
 
 
@@ -113,7 +114,8 @@ def format_report(p: Profile) -> str:
                   f"    occupancy {g.blocks_per_sm} block{'s' * (g.blocks_per_sm != 1)} an SM, "
                   f"{g.occupancy:.0%} of the warp slots (limited by {g.occupancy_limit})"]
     if p.ncu:
-        lines.append("  Nsight Compute:")
+        lines.append("  Nsight Compute:" if p.ncu_grid is None or len(p.grids) == 1
+                     else f"  Nsight Compute, {p.ncu_grid}:")
         lines += [f"    {name}: {value} {unit}".rstrip() for name, (value, unit) in p.ncu.items()]
     if p.source is not None:
         lines += format_source_view(p.source)
