@@ -270,3 +270,21 @@ def test_emit_ir_says_the_producer_copies_q_once_a_tile():
             "(one per consumer warp) in its last iteration once statement 4's gemm (their only reader) is done, which "
             "the producer waits on before the next tile's\n") in text
     assert "    tensor maps: #0 Q box 128x64, #1 K box 128x64, #2 V box 128x64, #3 O box 64x64 (store)\n" in text
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_grid_tile_loads_makes_the_grid_persistent_as_a_walks(monkeypatch, causal):
+    # schedule/warpspec.py GRID_TILE_LOADS (off until timed: bench/queue/A_fwd_persistent.sh):
+    # std's grid then runs as the grid of an author's persistent walk does
+    from tlc.schedule import warpspec
+    grid = _kernel(CAUSAL=causal)
+    monkeypatch.setattr(warpspec, "GRID_TILE_LOADS", True)
+    k = _kernel(CAUSAL=causal)
+    ws, walk = k.warp_spec, _walk(CAUSAL=causal).warp_spec
+    assert grid.warp_spec.tile_order is None and not k.persistent_walk
+    assert ws == walk and ws.tile_order.pairs == causal and [x.buffer for x in ws.tile_loads] == ["q_tile"]
+    assert ws.store.in_stage == 0 and not k.heavy_first
+    # two stages (config.json's D = 256 rule: V on barriers of its own, which a persistent ring
+    # lacks) and a block mask's lengths keep one tile a block
+    assert _kernel(STAGES=2).warp_spec.tile_order is None
+    assert _kernel(name="flash_fwd_sparse").warp_spec.tile_order is None

@@ -50,6 +50,14 @@ CLUSTER = 2  # blocks per cluster in a persistent kernel that multicasts a share
 # 0.99x, r50_s2_3x3_128 0.99x -> 1.04x, r50_s4_1x1_2048 0.78x -> 0.81x, but conv3x3_56_256 1.00x ->
 # 0.95x: a long ring of wide w tiles keeps it (_Planner.long_wide_ring).  2: such rings as any other
 IM2COL_CLUSTER = 1
+# A grid (not an author's persistent walk) whose consumers copy a tile before the ring (std's
+# flash_fwd: Q) made persistent with those copies as the producer's tile loads, where its ring
+# keeps its deferred gemm (three stages or more; a persistent ring has no late loads), as the
+# grid of an author's persistent walk is.  Off: session 24 timed that form slower than one tile a
+# block (D=128 525 against 554 TFLOP/s) while its epilogue stored O from registers; the output is
+# now staged in K's last stage (StagedStore.in_stage) and bench/queue/A_fwd_persistent.sh asks
+# again (as bench/A_fwd_walk.tl, the same kernel); no device in session 26.
+GRID_TILE_LOADS = False
 # the fewest stages on which a ring's last products stay in flight into the next iteration
 # (WarpSpecialization release_lag 1: a stage released one iteration late); bench/mla_variants.py's
 # carry row compiles mla_decode (two stages of 72 KB pages) with 2
@@ -280,11 +288,14 @@ class _Planner:
         # (so far where the loop's products are the forward attention's two, S = Q @ K.T and
         # O += P @ V: flash_bwd's dK/dV grid, whose consumers copy K and V before its ring, four
         # products a step, has not been timed persistent)
-        # Only in the grid of the author's persistent walk (Kernel.persistent_walk): std's flash_fwd, a
-        # grid, ran slower so on the H200 (session 24 round 2, bench/results/A_fwd_persistent-h200-
+        # Only in the grid of the author's persistent walk (Kernel.persistent_walk), or with
+        # GRID_TILE_LOADS where the ring keeps its deferred gemm: std's flash_fwd, a grid, ran
+        # slower so on the H200 (session 24 round 2, bench/results/A_fwd_persistent-h200-
         # twentyfourth.txt: D=128 525 against 554 TFLOP/s one tile a block, causal 471 against 468)
         two = sum(isinstance(x, ir.Gemm) for x in statements(rest)) == 2
-        tile_loads = self.tile_loads(consumer_only, i) if consumer_only and two and self.k.persistent_walk \
+        asked = self.k.persistent_walk or (GRID_TILE_LOADS and loop.stages >= 3
+                                           and self.deferred_gemm(loop.body, start, start + len(rest)) is not None)
+        tile_loads = self.tile_loads(consumer_only, i) if consumer_only and two and asked \
             and self.epilogue_free(after) else ()
         persistent = self.epilogue_free(after) and (not consumer_only or bool(tile_loads))
         cluster = 1 if tile_loads else self.cluster_size(persistent, loads)
