@@ -15,10 +15,11 @@
 #   early: unicarry + codegen/sm90.py EARLY_CARRIED_RELEASE: the last P @ V waited for right after
 #     the scores' issue (warpgroup 0 DEPBAR.LE 2, warpgroup 1 0) and its stage released there.
 # Every O and LSE checked against an f32 reference before its time counts (16 bf16 units, LSE 1e-3).
-# Answer, per row: "<variant> <x>x std". Flip UNIFORM_GUARDS to True if uniform >= 1.02x std on
-# both rows; take carry (CARRIED_MIN_STAGES 2: of std.attention's kernels only mla_decode's ring changes;
-# check std.gemm's) with EARLY_CARRIED_RELEASE if early >= 1.03x uniform on both, without it if unicarry
-# is; otherwise record the numbers and leave the defaults.
+# Answer, per row: "<variant> <x>x std". Flip UNIFORM_GUARDS to True if uniform >= 1.02x std
+# on both rows; take carry (CARRIED_MIN_STAGES 2: of std.attention's, std.gemm's and std.conv's
+# kernels at their defaults and at 2 stages only mla_decode's ring changes) with
+# EARLY_CARRIED_RELEASE if early >= 1.03x uniform on both, without it if unicarry is; otherwise
+# record the numbers and leave the defaults.
 export PYTHONUNBUFFERED=1
 python3 bench/mla_variants.py --rows mla_b132_kv16384_sq1,mla_b64_kv4096_sq1 \
     --variants std,uniform,unicarry,early,onewg --together --min-ms 100 2>&1
