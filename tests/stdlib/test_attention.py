@@ -477,6 +477,38 @@ def test_mla_decode_runs_on_hgmma_without_local_memory(tmp_path):
     assert len(addrs) == 36 and max(b - a for a, b in zip(addrs, addrs[1:])) // 16 <= 16, addrs
 
 
+@pytest.mark.nvcc
+@pytest.mark.slow  # one more build of mla_decode (the README's test command's time): CI's slow run
+def test_mla_decode_with_uniform_guards_tests_no_warp_for_divergence(tmp_path, monkeypatch):
+    """codegen/sm80.py UNIFORM_GUARDS: warpgroup 0's guards on a warp index ptxas sees uniform
+    leave the page loop without a divergence test (BRA.DIV) or a WARPSYNC ahead of the row
+    maxima's shuffles, which `threadIdx.x < 128` costs (with the products, registers and
+    barriers as the test above has them)."""
+    import re
+    import sys
+    from pathlib import Path
+
+    import tlc.codegen.sm80 as sm80
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
+    from nvcc import cubin_sass
+    from tlc.runner import build
+
+    bodies = {}
+    for uniform in (False, True):
+        monkeypatch.setattr(sm80, "UNIFORM_GUARDS", uniform)
+        source, _ = build(ATTENTION_PATH, kernels=("mla_decode",), defines=tuple(MLA_SIZES.split()), arch="sm_90a")
+        assert ("tl_warp < 4" in source) == uniform
+        sass, log = cubin_sass(source, "sm_90a", tmp_path, f"mla_{uniform}")
+        split = re.split(r"Function : (\w+)", sass)
+        bodies[uniform] = dict(zip(split[1::2], split[2::2]))["mla_decode_grid0"]
+        assert " 0 bytes spill stores" in log and max(int(r) for r in re.findall(r"Used (\d+) registers", log)) <= 232
+    # the page loop: from the scores' first HGMMA to P @ V's last
+    loops = {u: b[b.index("HGMMA.64x64x16"):b.rindex("HGMMA.64x256x16")] for u, b in bodies.items()}
+    assert "BRA.DIV" in loops[False]  # (what the guards cost: ptxas's test before the shuffles)
+    assert "BRA.DIV" not in loops[True] and "WARPSYNC" not in loops[True]
+    assert loops[True].count("HGMMA.64x64x16") == 36 and loops[True].count("SHFL.BFLY") >= 8
+
+
 def test_config_gives_head_dim_256_a_ring_on_sm90a():
     """config.json: at D = 256 the .tl's 128 keys on three stages overran sm_90a's shared memory
     and fit.py shrank them to one stage (no ring); 80 keys on two stages fit, P @ V deferred
