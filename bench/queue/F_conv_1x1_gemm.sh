@@ -1,5 +1,5 @@
 #!/bin/bash
-# limit: 10
+# limit: 8
 # Helper F, session 26 (#18): why are the 1x1 rows (plain GEMMs over NHWC: M = pixels, N = F,
 # K = C) at 0.93-0.97x cuDNN?  Each row beside std.gemm's matmul_nt and cuBLAS on the same GEMM
 # (bench/conv.py --gemm; random operands, outputs checked first).  r50_s1_1x1_64 (K = 64: one K

@@ -4,9 +4,9 @@
 # stream_k.ENABLED = False, no device this session) speed up the rows whose tiles leave the last
 # wave part empty?  r50_s4_1x1_2048 (200 tiles of 8 K steps: the busiest block 16 -> 13 steps),
 # r50_s4_3x3_512 (98 tiles of 72 at config.json's 64 x 256: 72 -> 27; also 128 x 256, 50 tiles:
-# 72 -> 28 on bigger tiles), its backwards (dw: 144 tiles of 49 pixel steps at batch 64, 98 -> 54;
-# dx with RING=True, 100 tiles of 72, is not streamed: 72 -> 55 saves under a quarter of a tile,
-# the rule's floor: its time should not move).  The CPU showed: the walk covers every step once
+# 72 -> 28 on bigger tiles), dw at r50_s4_3x3_512 (144 tiles of 49 pixel steps at batch 64:
+# 98 -> 54) and at r50_s3_3x3_256 (36 tiles of 196, streamed instead of split-K's 3 parts: 66
+# -> 54; stream_k.prefer).  The CPU showed: the walk covers every step once
 # (tests/schedule/test_stream_k.py, the C walk = the Python walk through g++), the interpreter
 # matches NumPy, nvcc builds it without spills (168 registers, as unstreamed), the producer's
 # stepped loop unchanged in SASS (no division a step).  Each process times cuDNN too; every
@@ -16,7 +16,7 @@
 R=r50_s4_1x1_2048,r50_s4_3x3_512
 V=r50_s4_3x3_512:BM=128,BN=256,stages=3
 python3 bench/conv.py --min-ms 3 --only $R --variant $V 2>&1 | grep -v Warning
-python3 bench/conv.py --bwd --min-ms 3 --only r50_s4_3x3_512 --variant DATA:RING=True 2>&1 | grep -v Warning
+python3 bench/conv.py --bwd --min-ms 3 --only r50_s3_3x3_256,r50_s4_3x3_512 2>&1 | grep -v Warning
 export TLC_CACHE_DIR=$TLC_CACHE_DIR/stream_k  # the cache's keys do not hold the switch
 python3 bench/conv.py --stream-k --min-ms 3 --only $R --variant $V 2>&1 | grep -v Warning
-python3 bench/conv.py --stream-k --bwd --min-ms 3 --only r50_s4_3x3_512 --variant DATA:RING=True 2>&1 | grep -v Warning
+python3 bench/conv.py --stream-k --bwd --min-ms 3 --only r50_s3_3x3_256,r50_s4_3x3_512 2>&1 | grep -v Warning

@@ -107,17 +107,7 @@ def _bwd_weight(N, H, W, C, F, K, S, P, seed=0):
     grid scheduled for sm_90a and run on the interpreter: (dw, the NumPy reference, the grids)."""
     sys.path.insert(0, str(ROOT / "tests" / "stdlib"))
     import conv_kit as ck
-    kern = tlc.load(CONV, target="cpu").kernels["conv2d_bwd_weight"]
-    consts = {"SPLIT": 1, "BM": 64, "BN": 64, "THREADS": 128, "stages": 4, "S": S, "P": P}
-    grids = kern.scheduled_grids(consts, "sm_90a")
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((N, H, W, C)).astype(np.float16)
-    dy = rng.standard_normal((N, ck.out_size(H, K, S, P), ck.out_size(W, K, S, P), F)).astype(np.float16)
-    dw = np.full((F, K, K, C), np.nan, np.float16)
-    values = kern.with_workspaces({"dy": dy, "x": x, "dw": dw}, grids[0], on_gpu=False)
-    for g in grids:
-        run_kernel(g, values)
-    return dw, ck.conv2d_bwd_weight(dy, x, K, S, P, 1), grids
+    return ck.scheduled_bwd_weight(N, H, W, C, F, K, S, P, seed)
 
 
 def test_conv2d_bwd_weight_at_split_1_is_split_by_the_compiler_and_matches_numpy():

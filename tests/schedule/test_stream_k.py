@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 import tlc
-from tlc.interp import run_kernel
 from tlc.ir.printer import print_kernel
 from tlc.schedule import stream_k
 from tlc.schedule.split_k import MIN_STEPS
@@ -161,7 +160,10 @@ def test_conv2d_bwd_weight_streams_where_split_k_takes_one_part():
                                                                                         "sm_90a")
     ws = grids[0].warp_spec
     assert ws.split_k is not None and ws.stream_k is not None and not ws.stream_k.sized
-    assert "stream-K: where the launch has one part of K, the blocks take tiles whole" in print_kernel(grids[0])
+    assert ws.stream_k.prefer is not None
+    text = print_kernel(grids[0])
+    assert "stream-K: where the launch has one part of K or instead of its parts where min(1, max(0, " in text
+    assert "is 1 (the grid's z then a wave's worth), the blocks take tiles whole" in text
 
 
 @pytest.mark.parametrize("case, consts", [((2, 9, 7, 64, 70, 3, 1, 1, 1), {}), ((1, 11, 10, 72, 64, 3, 2, 1, 1), {}),
@@ -194,22 +196,70 @@ def test_without_the_fixup_a_finisher_stores_only_its_share(monkeypatch):
     assert not ck.scheduled_conv2d_error(kernel, case, seed=0) < 0.1
 
 
-def test_the_interpreter_streams_conv2d_bwd_weight_where_split_k_takes_one_part():
-    """70 tiles (more than half a wave: one part) of 4 pixel steps on 3 blocks: streamed."""
-    kern = tlc.load(CONV, target="cpu").kernels["conv2d_bwd_weight"]
-    N, H, W, C, F, K, S, P = 1, 16, 16, 320, 896, 1, 1, 0
-    consts = {"SPLIT": 1, "BM": 64, "BN": 64, "THREADS": 128, "stages": 4, "S": S, "P": P}
-    grids = kern.scheduled_grids(consts, "sm_90a")
-    assert stream_k.tail(70, 4, 3, alone=False) > 0
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((N, H, W, C)).astype(np.float16)
-    dy = rng.standard_normal((N, H, W, F)).astype(np.float16)
-    dw = np.full((F, K, K, C), np.nan, np.float16)
-    values = kern.with_workspaces({"dy": dy, "x": x, "dw": dw}, grids[0], on_gpu=False)
-    for g in grids:
-        run_kernel(g, values)
-    want = ck.conv2d_bwd_weight(dy, x, K, S, P, 1)
+@pytest.mark.parametrize("tiles, steps, parts, streams", [
+    (36, 196, 3, True),     # dw at 14 x 14 x 256, batch 64: 3 parts of 66 steps, runs of 54
+    (36, 98, 3, True),      # batch 32: 33 against 27
+    (9, 3136, 14, False),   # dw at 56 x 56 x 64: 224 against 214, under an eighth saved
+    (9, 784, 14, False),    # 28 x 28 x 128: 56 against 54
+    (8, 40, 10, True), (4, 40, 10, False),  # (under two steps a block)
+    (36, 196, 1, False), (0, 8, 2, False)])
+def test_a_split_launch_streams_instead_where_its_busiest_block_saves_an_eighth(tiles, steps, parts, streams):
+    from tlc import ir
+    from tlc.dtypes import I32
+    from tlc.runtime.grid import compile_grid
+
+    assert stream_k.prefer(tiles, steps, parts) is streams
+    expr = compile_grid((stream_k.prefer_expr(ir.Var("T", I32), ir.Var("S", I32), ir.Var("P", I32)),),
+                        {"T": 0, "S": 1, "P": 2})((tiles, steps, parts))[0]
+    assert expr == int(streams)
+    units = compile_grid((stream_k.units_expr(ir.Var("T", I32), ir.Var("S", I32), ir.Var("P", I32))[0],),
+                         {"T": 0, "S": 1, "P": 2})((tiles, steps, parts))[0]
+    assert units == (-(-stream_k.WAVE // tiles) if streams else parts)
+
+
+def test_the_rule_as_ir_is_the_rule_in_python():
+    from tlc import ir
+    from tlc.dtypes import I32
+    from tlc.runtime.grid import compile_grid
+
+    grid = compile_grid((stream_k.prefer_expr(ir.Var("T", I32), ir.Var("S", I32), ir.Var("P", I32)),),
+                        {"T": 0, "S": 1, "P": 2})
+    for t in (0, 1, 2, 4, 8, 9, 16, 36, 66, 100, 131, 132):
+        for s in (0, 1, 3, 4, 8, 21, 40, 98, 196, 784, 3136):
+            for p in (1, 2, 3, 5, 10, 14, 16):
+                assert grid((t, s, p))[0] == int(stream_k.prefer(t, s, p)), (t, s, p)
+
+
+def test_the_interpreter_streams_a_split_launch_instead_and_matches_numpy(monkeypatch):
+    """conv2d_bwd_weight at 8 tiles of 40 pixel steps: split-K would take 10 parts of 4 steps;
+    streamed instead (runs of 3 on a wave; on the interpreter's 3 blocks, 2 tiles streamed)."""
+    from tlc.interp import ring
+
+    parts = []
+    monkeypatch.setattr(ring._Block, "split_part", lambda self, env, regs: parts.append(1))
+    segments = []
+    real = ring._Block.stream_part
+    monkeypatch.setattr(ring._Block, "stream_part",
+                        lambda self, env, regs, seg: (segments.append(seg), real(self, env, regs, seg)))
+    assert stream_k.prefer(8, 40, 10) and stream_k.tail(8, 40, 3, alone=True) == 2
+    dw, want, grids = ck.scheduled_bwd_weight(10, 16, 16, 128, 256, 1, 1, 0, seed=2)
+    assert grids[0].warp_spec.stream_k.prefer is not None
     assert np.abs(dw.astype(np.float32) - want).max() < 2e-3 * np.abs(want).max()
+    assert not parts and {k0 == 0 for _, k0, _, _ in segments} == {True, False}  # no part split; streamed
+
+
+def test_the_interpreter_streams_conv2d_bwd_weight_where_split_k_takes_one_part(monkeypatch):
+    """70 tiles (more than half a wave: one part) of 4 pixel steps on 3 blocks: streamed."""
+    from tlc.interp import ring
+
+    segments = []
+    real = ring._Block.stream_part
+    monkeypatch.setattr(ring._Block, "stream_part",
+                        lambda self, env, regs, seg: (segments.append(seg), real(self, env, regs, seg)))
+    assert stream_k.tail(70, 4, 3, alone=False) > 0
+    dw, want, _ = ck.scheduled_bwd_weight(1, 16, 16, 320, 896, 1, 1, 0, seed=1)
+    assert np.abs(dw.astype(np.float32) - want).max() < 2e-3 * np.abs(want).max()
+    assert {k0 == 0 for _, k0, _, _ in segments} == {True, False}  # finishers and contributors ran
 
 
 def test_the_cuda_walks_segments_and_fixes_up_in_block_order():
@@ -233,6 +283,21 @@ def test_the_cuda_walks_segments_and_fixes_up_in_block_order():
     for x in order:
         at = body.find(x, at)
         assert at >= 0, f"{x!r} is not after the statements before it:\n{body[:3000]}"
+
+
+def test_the_cuda_of_a_split_kernel_streams_on_one_part_or_instead_of_its_parts():
+    from tlc.codegen import generate
+
+    grids = tlc.load(CONV, target="cpu").kernels["conv2d_bwd_weight"].scheduled_grids({"SPLIT": 1, "S": 1, "P": 1},
+                                                                                        "sm_90a")
+    src = generate(grids[0], "sm_90a").source
+    assert src.count("const bool tl_sk_prefer = (") == 3  # the TMA producer, its fallback, the consumers
+    assert src.count("tl::StreamWalk tl_walk(tl_tiles_x * tl_tiles_y * (tl_sk_prefer ? 1 : tl_tiles_z), ") == 3
+    assert "gridDim.x, blockIdx.x, tl_sk_prefer || tl_tiles_z == 1, tl_sk_prefer, 132, 4);" in src
+    body = src[src.index("// stream-K (schedule/stream_k.py)"):]
+    at = body.index("if (tl_walk.on && tl_k0 > 0) {")
+    at = body.index("// split-K (schedule/split_k.py)", at)  # split-K's fixup only where the walk does not stream
+    assert body.index("if (!tl_walk.on && tl_tiles_z > 1) {", at) > at
 
 
 @pytest.mark.nvcc

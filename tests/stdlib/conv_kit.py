@@ -119,6 +119,26 @@ def scheduled_conv2d_error(kernel, case: tuple, seed: int | None = None) -> floa
     return rel_err(y, want)
 
 
+def scheduled_bwd_weight(N, H, W, C, F, K, S, P, seed=0):
+    """std.conv's conv2d_bwd_weight at SPLIT 1 in 64 x 64 tiles (config.json's sm_90a constants
+    for 64 channels), each grid scheduled for sm_90a and run by the interpreter on f16 inputs:
+    (dw, the NumPy reference, the grids)."""
+    import tlc
+    from tlc.interp import run_kernel
+
+    kern = tlc.load(CONV_PATH, target="cpu").kernels["conv2d_bwd_weight"]
+    consts = {"SPLIT": 1, "BM": 64, "BN": 64, "THREADS": 128, "stages": 4, "S": S, "P": P}
+    grids = kern.scheduled_grids(consts, "sm_90a")
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((N, H, W, C)).astype(np.float16)
+    dy = rng.standard_normal((N, out_size(H, K, S, P), out_size(W, K, S, P), F)).astype(np.float16)
+    dw = np.full((F, K, K, C), np.nan, np.float16)
+    values = kern.with_workspaces({"dy": dy, "x": x, "dw": dw}, grids[0], on_gpu=False)
+    for g in grids:
+        run_kernel(g, values)
+    return dw, conv2d_bwd_weight(dy, x, K, S, P, 1), grids
+
+
 # ---- one check per operator (scripts/run-all-kernels: every std kernel at ragged shapes) -------
 # (N, H, W, C, F, K, S, P, D): padding at the borders, stride 2, dilation 2, C not a multiple of 8
 RAGGED = [(2, 9, 7, 24, 20, 3, 2, 1, 1), (1, 7, 8, 5, 10, 3, 1, 2, 2)]

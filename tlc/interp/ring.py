@@ -91,12 +91,15 @@ def stream_walk(m, block: int, blocks: int, ws: WarpSpecialization, extents) -> 
     from ..schedule import stream_k
     sk = ws.stream_k
     tx, ty, tz = extents
-    if sk is None or (not sk.sized and tz != 1):
+    if sk is None:
         return None
     m.env = dict(m.base_env)
+    prefer = sk.prefer is not None and int(m.eval(sk.prefer)) != 0  # streamed rather than split
+    if not (sk.sized or prefer or tz == 1):
+        return None
     steps = int(m.eval(sk.steps))
     walk = []
-    for t, k0, k1 in stream_k.walk(block, blocks, tx * ty, steps, alone=sk.sized):
+    for t, k0, k1 in stream_k.walk(block, blocks, tx * ty, steps, alone=sk.sized or prefer):
         x, y, _ = persistent_tile(t, ws.tile_order.group, tx, ty)
         tile = (x, y, 0)
         walk.append((tile, True, [tile], False, (t, k0, k1, steps)))
@@ -115,7 +118,9 @@ def run_warp_specialized(m, extents) -> None:
         return
     blocks = PERSISTENT_BLOCKS * ws.tile_order.cluster
     if ws.stream_k is not None and stream_walk(m, 0, blocks, ws, extents) is not None:
-        m.stream_k = _StreamK(blocks, extents[0] * extents[1])
+        m.env = dict(m.base_env)
+        alone = ws.stream_k.sized or (ws.stream_k.prefer is not None and int(m.eval(ws.stream_k.prefer)) != 0)
+        m.stream_k = _StreamK(blocks, extents[0] * extents[1], alone)
         for b in range(blocks):
             _Block(m, ws, stream_walk(m, b, blocks, ws, extents), block=b).run()
         for env, regs, b, t in m.stream_k.finishers:  # each once every block has run: its contributors' slots
@@ -124,7 +129,7 @@ def run_warp_specialized(m, extents) -> None:
             from ..schedule import stream_k
             steps = int(m.eval(ws.stream_k.steps))
             for c in range(b + 1, b + 1 + stream_k.contributors(b, blocks, m.stream_k.tiles, steps, t,
-                                                                  ws.stream_k.sized)):
+                                                                  m.stream_k.alone)):
                 acc[...] = acc + m.stream_k.slots.pop(c)
             m.block(m.k.body[ws.loop + 1:], True)
         return
@@ -157,8 +162,8 @@ class _StreamK:
     stores its block's slot as it comes and each finisher waits here, its state kept, until
     every block has run; then it adds its contributors' slots in block order."""
 
-    def __init__(self, blocks: int, tiles: int):
-        self.blocks, self.tiles = blocks, tiles
+    def __init__(self, blocks: int, tiles: int, alone: bool):
+        self.blocks, self.tiles, self.alone = blocks, tiles, alone
         self.slots: dict = {}  # block -> its contributor segment's accumulator
         self.finishers: list = []  # (env, registers, block, tile) of each finisher
 

@@ -84,7 +84,10 @@ def header_lines(k: Kernel) -> list[str]:
     if ws.stream_k is not None:
         from .printer import expr as ir_text
         sk = ws.stream_k
-        out.append(f"  stream-K: {'where the launch has one part of K, ' if not sk.sized else ''}the blocks take "
+        where = "" if sk.sized else "where the launch has one part of K, " if sk.prefer is None else \
+            f"where the launch has one part of K or instead of its parts where {ir_text(sk.prefer)} is 1 (the grid's z " \
+            f"then a wave's worth), "
+        out.append(f"  stream-K: {where}the blocks take "
                    f"tiles whole, then the tail's K steps ({ir_text(sk.steps)} a tile) in even runs (schedule/"
                    f"stream_k.py); a run's first segment that ends a tile stores {sk.acc} into the block's slot of "
                    f"{sk.slots} and counts itself on the tile's counter (release), the segment that starts the tile "

@@ -197,13 +197,16 @@ class StreamK(Node):
     order, sets the counter back to 0 and runs the epilogue.  `steps` is the tile's K steps in
     sizes alone (the walk computes it once).  With `sized`, the grid's third dimension (block
     variable `var`) only sizes the launch to a wave where the tiles are fewer (the walk takes
-    x * y tiles); else the kernel is split-K's too and streams where the launch has one part."""
+    x * y tiles); else the kernel is split-K's too and streams where the launch has one part,
+    or, where `prefer` (an i32 expression of the sizes, 1 or 0: stream_k.prefer_expr) is 1,
+    instead of split-K's parts, the grid's z then a wave's worth of units (stream_k.units_expr)."""
 
     acc: str
     steps: Any  # ir.Expr
     slots: int
     sized: bool = False
     var: str = ""
+    prefer: Any = None  # ir.Expr
 
 
 @dataclass(frozen=True)

@@ -154,10 +154,12 @@ def _written(s) -> set:
     return written_names([s])
 
 
-def rewrite(kernel: ir.Kernel, ws) -> tuple[ir.Kernel, str, ir.Expr]:
+def rewrite(kernel: ir.Kernel, ws, stream: bool = False) -> tuple[ir.Kernel, str, ir.Expr]:
     """`kernel` split (module docstring): the grid's third dimension counts the parts, the
     loop walks this part's chunk of K.  Returns the kernel, the part's block variable and
-    the parts' expression (the grid's third extent)."""
+    the parts' expression (the grid's third extent).  With `stream` (stream-K, schedule/
+    stream_k.py) the grid's z is stream_k.units_expr's instead: a wave's worth where the launch
+    streams rather than split (its `prefer_expr`, returned fourth)."""
     from .im2col_tma import _subst
     i = ws.loop
     _, defs = fixed_names(kernel, i)
@@ -171,6 +173,10 @@ def rewrite(kernel: ir.Kernel, ws) -> tuple[ir.Kernel, str, ir.Expr]:
     acc = kernel.buffer(_acc_of(kernel, ws))
     most = max_parts(*acc.shape)
     parts = parts_expr(tiles, steps, most)
+    prefer = None
+    if stream:
+        from .stream_k import units_expr
+        parts, prefer = units_expr(tiles, steps, parts)
     chunk = ir.Var(nchunk, I32)
     lets = (ir.LetScalar(nparts, I32, parts, span=loop.span),
             ir.LetScalar(nchunk, I32, _op("max", _i(1), _cdiv(loop.stop, ir.Var(nparts, I32))), span=loop.span))
@@ -189,4 +195,4 @@ def rewrite(kernel: ir.Kernel, ws) -> tuple[ir.Kernel, str, ir.Expr]:
     new_loop = replace(loop, stop=stop, body=body)
     out = replace(kernel, grid=kernel.grid + (parts,), block_vars=kernel.block_vars + (part,),
                   body=kernel.body[:i] + lets + (new_loop,) + kernel.body[i + 1:])
-    return out, part, parts
+    return (out, part, parts) if not stream else (out, part, parts, prefer)

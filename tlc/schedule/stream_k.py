@@ -27,10 +27,16 @@ steps) or a block's share of the tail under two steps, where the G blocks outnum
 steps (or 2): many waves whose last is nearly full.  The
 kernels it applies to are split-K's candidates (one f32 accumulator cleared before the loop,
 every tile's loop as long, TMA loads) that are not clustered; the loop's steps are k0 .. k1 - 1
-of the tile's, its loads' coordinates as written (an im2col box's included)."""
+of the tile's, its loads' coordinates as written (an im2col box's included).
+
+In a kernel split-K takes too, a launch that split-K would cut into parts streams instead where
+that leaves its busiest block at most 7/8 of a part's steps (`prefer`: fewer tiles than a wave,
+so a part a block, against the tiles' R * n steps over the wave): the grid's z then sizes the
+launch to a wave rather than counting parts (std.conv's conv2d_bwd_weight at 14 x 14 x 256,
+batch 64: 36 tiles of 196 steps, 3 parts of 66 against runs of 54)."""
 from __future__ import annotations
 
-from .split_k import MIN_STEPS, WAVE
+from .split_k import MIN_STEPS, WAVE, _cdiv, _i, _op
 
 SLOTS = WAVE  # blocks a launch may have (each its f32 partial tile, the split-K slots')
 # The decision's switch, off: no kernel is streamed until the H200 has timed it (session 26 had no
@@ -51,6 +57,41 @@ def tail(tiles: int, steps: int, blocks: int, alone: bool = False, slots: int = 
     whole = -(-tiles // blocks) * steps  # the most steps a block runs, tiles whole
     streamed = (tiles - r) // blocks * steps + -(-r * steps // blocks)
     return r if whole - streamed >= max(2, -(-steps // 4)) else 0
+
+
+def prefer(tiles: int, steps: int, parts: int, blocks: int = WAVE) -> bool:
+    """Whether a launch split-K cuts into `parts` parts streams instead (module docstring):
+    the rule `prefer_expr` writes in the IR."""
+    if parts < 2 or tiles < 1 or tail(tiles, steps, blocks, alone=True) == 0:
+        return False
+    return 8 * -(-tiles * steps // blocks) <= 7 * -(-steps // parts)
+
+
+def prefer_expr(tiles, steps, parts):
+    """`prefer` as an i32 IR expression of the sizes, 1 or 0 (in +, -, *, //, min and max, which
+    the launch's grid and the kernel compute alike), for a launch of fewer tiles than a wave
+    (split-K's: parts * tiles <= WAVE), where tail(alone) is the tiles' R * n >= 2 * WAVE and the
+    busiest block saving max(2, cdiv(n, 4)) steps of n."""
+    def at_least(a, b):  # 1 where a >= b, else 0
+        return _op("min", _i(1), _op("max", _i(0), _op("+", _op("-", a, b), _i(1))))
+    work = _op("*", tiles, steps)
+    run = _cdiv(work, _i(WAVE))  # the busiest block's steps, streamed
+    terms = [at_least(parts, _i(2)), at_least(tiles, _i(1)), at_least(steps, _i(MIN_STEPS)),
+             at_least(work, _i(2 * WAVE)),
+             at_least(_op("-", steps, run), _op("max", _i(2), _cdiv(steps, _i(4)))),
+             at_least(_op("*", _i(7), _cdiv(steps, _op("max", parts, _i(1)))), _op("*", _i(8), run))]
+    out = terms[0]
+    for t in terms[1:]:
+        out = _op("*", out, t)
+    return out
+
+
+def units_expr(tiles, steps, parts):
+    """The split kernel's grid z: a wave's worth of units where the launch streams instead
+    (prefer_expr), else split-K's parts."""
+    p = prefer_expr(tiles, steps, parts)
+    wave = _op("max", _i(1), _cdiv(_i(WAVE), _op("max", tiles, _i(1))))
+    return _op("+", _op("*", p, wave), _op("*", _op("-", _i(1), p), parts)), p
 
 
 def walk(block: int, blocks: int, tiles: int, steps: int, stream: bool = True, alone: bool = False) -> list:

@@ -98,7 +98,13 @@ def split_k(kernel: ir.Kernel, ws: WarpSpecialization, target) -> ir.Kernel | No
     if ws2 is not None:
         ws2 = replace(ws2, split_k=SplitK(part, parts, acc, sk.WAVE))
         if ws2.tile_order.cluster == 1 and stream_k.ENABLED and _epilogue_own(ws2):
-            ws2 = replace(ws2, stream_k=StreamK(acc, steps, stream_k.SLOTS))
+            # streamed where the launch has one part, or instead of its parts (stream_k.prefer)
+            split, part, parts, prefer = sk.rewrite(kernel, ws, stream=True)
+            ws3 = _replan(split, target, ws)
+            if ws3 is not None and ws3.tile_order.cluster == 1 and _epilogue_own(ws3):
+                return replace(split, warp_spec=replace(ws3, split_k=SplitK(part, parts, acc, sk.WAVE),
+                                                        stream_k=StreamK(acc, steps, stream_k.SLOTS, prefer=prefer)))
+            split, part, parts = sk.rewrite(kernel, ws)
         return replace(split, warp_spec=ws2)
     if ws.tile_order.cluster != 1 or not stream_k.ENABLED:
         return None

@@ -427,8 +427,15 @@ class WarpSpecEmission(BulkReduceGen):
         elif self.spec.stream_k is not None:  # whole tiles, then the tail's K steps in even runs (stream_k.py)
             sk = self.spec.stream_k
             from ...schedule.split_k import MIN_STEPS
-            e(f"tl::StreamWalk tl_walk(tl_tiles_x * tl_tiles_y{'' if sk.sized else ' * tl_tiles_z'}, {self.expr(sk.steps)}, "
-              f"gridDim.x, blockIdx.x, {'true' if sk.sized else 'tl_tiles_z == 1'}, {'true' if sk.sized else 'false'}, "
+            if sk.sized:  # the grid's z sizes the launch
+                tiles, on, alone = "tl_tiles_x * tl_tiles_y", "true", "true"
+            elif sk.prefer is not None:  # split-K's z: its parts, or a wave's worth where streamed instead
+                e(f"const bool tl_sk_prefer = ({self.expr(sk.prefer)}) != 0;  // streamed rather than split (stream_k.prefer)")
+                tiles, on, alone = "tl_tiles_x * tl_tiles_y * (tl_sk_prefer ? 1 : tl_tiles_z)", \
+                    "tl_sk_prefer || tl_tiles_z == 1", "tl_sk_prefer"
+            else:
+                tiles, on, alone = "tl_tiles_x * tl_tiles_y * tl_tiles_z", "tl_tiles_z == 1", "false"
+            e(f"tl::StreamWalk tl_walk({tiles}, {self.expr(sk.steps)}, gridDim.x, blockIdx.x, {on}, {alone}, "
               f"{sk.slots}, {MIN_STEPS});")
             e("int tl_tile = 0, tl_k0 = 0, tl_k1 = 0;  // this block's segment: tile tl_tile's K steps tl_k0 .. tl_k1 - 1")
             e("while (tl_walk.next(tl_tile, tl_k0, tl_k1)) {")

@@ -113,7 +113,7 @@ def emit_fixup(gen, epilogue) -> None:
     quads = rows * cols // 4  # float4s a slot
     e(f"// split-K (schedule/split_k.py): the parts of K meet; the last adds the others' partial tiles in order")
     e("bool tl_sk_epilogue = true;")
-    e("if (tl_tiles_z > 1) {")
+    e(f"if ({'!tl_walk.on && ' if gen.spec.stream_k is not None else ''}tl_tiles_z > 1) {{")
     gen.indent += 1
     e(f"const int tl_sk_tile = {by} * tl_tiles_x + {bx};")
     e(f"int* tl_sk_count = {counts} + tl_sk_tile;")
