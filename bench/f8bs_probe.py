@@ -15,7 +15,8 @@ same run:
 
     python3 bench/f8bs_probe.py [--sizes 8192x8192x8192,4096x7168x2048] [--ms 40] [--no-probes]
     python3 bench/f8bs_probe.py --clears all   # codegen/sm90.py RING_SCALE_D_CLEARS for this process
-                                               # (its own TLC_CACHE_DIR: the cache keys ignore it)
+    python3 bench/f8bs_probe.py --prefetch     # schedule/prefetch_loads.py on for this process
+                                               # (each with its own TLC_CACHE_DIR: the cache keys ignore them)
 """
 from __future__ import annotations
 
@@ -44,12 +45,16 @@ def main() -> int:
     ap.add_argument("--configs", help="JSON: label -> constants of matmul_f8_blockscaled (replaces the std rows)")
     ap.add_argument("--no-probes", action="store_true", help="only the vendor's and std's rows")
     ap.add_argument("--clears", choices=["none", "reused", "all"], help="codegen/sm90.py RING_SCALE_D_CLEARS")
+    ap.add_argument("--prefetch", action="store_true", help="schedule/prefetch_loads.py PREFETCH_RING_LOADS on")
     args = ap.parse_args()
     import torch
 
     if args.clears:
         from tlc.codegen import sm90
         sm90.RING_SCALE_D_CLEARS = args.clears
+    if args.prefetch:
+        import importlib
+        importlib.import_module("tlc.schedule.prefetch_loads").PREFETCH_RING_LOADS = True
     gemm = tlc.load("std.gemm", target="cuda")
     probe = tlc.load(str(ROOT / "bench/f8bs_probe.tl"), target="cuda")
     std_configs = json.loads(args.configs) if args.configs else STD_CONFIGS
@@ -107,7 +112,8 @@ def main() -> int:
         flops = 2.0 * M * N * K
         base = "scaled_mm per-tensor"
         print(f"{size} (M x N x K), {args.ms:g} ms a contender, L2 flushed, medians"
-              f"{', RING_SCALE_D_CLEARS ' + args.clears if args.clears else ''}:")
+              f"{', RING_SCALE_D_CLEARS ' + args.clears if args.clears else ''}"
+              f"{', PREFETCH_RING_LOADS on' if args.prefetch else ''}:")
         for label, v in verdicts.items():
             if not v.ok:
                 print(f"  {label:<22} NOT TIMED: {v.why[:200]}")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# limit: 40
+# limit: 45
 # Asks (#18: std.gemm's matmul_f8_blockscaled 0.79x torch._scaled_mm per tensor at 8192^3 in
 # session 20, goal 0.95x; not timed since): where its time goes, and whether BN=256 (two
 # 128-column halves, one partial-sum fragment) wins it back, at 8192^3 and DeepSeek-V3's prefill
@@ -21,8 +21,11 @@
 # faster stages where M, N >= those shapes' (rows where it loses keep BN 128).  f8 128x128 ~ std:
 # the tile (L2 bytes a flop) bounds it, not the promotion; bs_const >> std: the scale loads'
 # latency: bs_pf ~ bs_const says a K step ahead is enough (the compiler then reads the ring's
-# loads so, a schedule decision); bs_tma >> std: the scales through the ring.
+# loads so: the third command times std with schedule/prefetch_loads.py on, PREFETCH_RING_LOADS
+# True, in its own process and cache); bs_tma >> std: the scales through the ring.
 export PYTHONUNBUFFERED=1
 python3 bench/f8bs_probe.py --sizes 8192x8192x8192 --ms 30 2>&1 | grep -v Warning
 python3 bench/f8bs_probe.py --no-probes --ms 15 \
   --sizes 4096x7168x2048,4096x2112x7168,4096x24576x1536,4096x7168x16384,4096x4096x7168 2>&1 | grep -v Warning
+TLC_CACHE_DIR=$(mktemp -d) python3 bench/f8bs_probe.py --prefetch --no-probes --ms 30 --sizes 8192x8192x8192 \
+  --configs '{"std (default) pf": {}, "std BN=256 s4 pf": {"BN": 256, "stages": 4}}' 2>&1 | grep -v Warning
