@@ -146,6 +146,45 @@ def check_paged(run, dtype, B, H, HK, SQ, lengths, D, causal, page, consts, seed
         assert (lse[b:b + 1][~seen] == -np.inf).all()
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_decode_paged_reads_pages_the_sequences_share(mod, causal):
+    """The table may point sequences at the same pages (a shared prefix, as vLLM's prefix cache
+    does): sequences 1 and 2 read sequence 0's first two pages in place of their own (poisoned
+    with NaN, so a read of one shows), sequence 2's whole cache that prefix."""
+    rng = np.random.default_rng(41)
+    lengths, page, shared = [150, 200, 64], 32, 2
+    q, k, v, scale = attention_inputs(rng, np.float16, 3, 4, 2, 2, max(lengths), 32)
+    k[1:, :, :shared * page], v[1:, :, :shared * page] = k[0, :, :shared * page], v[0, :, :shared * page]
+    kp, vp, table = paged_cache(rng, k, v, lengths, page)
+    for b in (1, 2):
+        kp[table[b, :shared]], vp[table[b, :shared]] = np.nan, np.nan
+        table[b, :shared] = table[0, :shared]
+    o = np.full(q.shape, np.nan, q.dtype)
+    lse = np.full((3, 4, 2), np.nan, np.float32)
+    mod.flash_decode_paged(q, kp, vp, table, np.array(lengths, np.int32), o, lse, scale, CAUSAL=causal, SPLITS=2)
+    for b, n in enumerate(lengths):
+        want_o, want_lse = attention_reference(q[b:b + 1], k[b:b + 1, :, :n], v[b:b + 1, :, :n], scale, causal)
+        assert np.abs(o[b:b + 1].astype(np.float64) - want_o).max() < TOL["f16"][0], b
+        assert np.abs(lse[b:b + 1] - want_lse).max() < TOL["f16"][1], b
+
+
+def test_mla_decode_reads_pages_the_sequences_share(mod):
+    """mla_decode's table likewise: sequence 1's first page is sequence 0's (its own poisoned)."""
+    rng = np.random.default_rng(43)
+    lengths, page = [100, 70], 32
+    q, cache, table, lens, keys = mla_inputs(rng, np.float16, 2, 2, 8, 96, lengths, page)
+    keys[1, :page] = keys[0, :page]
+    cache[table[1, 0]] = np.nan
+    table[1, 0] = table[0, 0]
+    o = np.full((2, 2, 8, 64), np.nan, q.dtype)
+    lse = np.full((2, 8, 2), np.nan, np.float32)
+    scale = 1.0 / np.sqrt(96)
+    mod.mla_decode(q, cache, table, lens, o, lse, scale, T="f16", SPLITS=2)
+    want_o, want_lse = mla_reference(q, keys, lens, 64, scale, True)
+    assert np.abs(o.astype(np.float64) - want_o).max() < TOL["f16"][0]
+    assert np.abs(lse - want_lse).max() < TOL["f16"][1]
+
+
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize("case", range(len(MLA_CASES)))
 def test_mla_decode_against_numpy(mod, dtype, case):
@@ -287,9 +326,12 @@ def check_sparse(mod, dtype, B, H, HK, S, SK, D, causal, window, density, seed, 
 
 
 @pytest.mark.parametrize("case", [0, 1, 4])  # D = 64: 128-byte rows, as the TMA copies them
-def test_the_sm90a_ring_against_numpy(mod, case):
+def test_the_sm90a_ring_against_numpy(mod, case, monkeypatch):
     """The sm_90a schedule: K and V through a TMA ring filled by a producer warpgroup, the Q
-    copy before it made by the consumers alone; the interpreter runs the ring as recorded."""
+    copy before it made by the consumers alone; the interpreter runs the ring as recorded.
+    (One tile a block: schedule/warpspec.py GRID_TILE_LOADS off; the persistent form below.)"""
+    from tlc.schedule import warpspec
+    monkeypatch.setattr(warpspec, "GRID_TILE_LOADS", False)
     B, H, HK, S, SK, D, causal, consts = CASES[case]
     kernel = mod.kernels["flash_fwd"].scheduled({**consts, "D": D, "CAUSAL": causal}, "sm_90a")
     ws = kernel.warp_spec
