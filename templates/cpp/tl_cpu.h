@@ -63,6 +63,8 @@ inline float fast_tanh(float x) { return tanhf(x); }
 inline float fmod_fast(float a, float b) { return std::fmod(a, b); }
 inline float fast_pow(float a, float b) { return powf(a, b); }
 inline float fast_pow_near(float a, float b) { return powf(a, b); }
+inline float fast_pow_rare(float a, float b) { return powf(a, b); }
+inline float fast_pow_near_rare(float a, float b) { return powf(a, b); }
 inline float fast_atan(float x) { return atanf(x); }
 inline float fast_tan(float x) { return tanf(x); }
 inline float fast_tan_near(float x) { return tanf(x); }

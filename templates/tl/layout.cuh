@@ -149,6 +149,37 @@ template <> struct VectorOf<8> { using type = uint2; };
 template <> struct VectorOf<4> { using type = unsigned; };
 template <> struct VectorOf<1> { using type = unsigned char; };
 
+// A vector load that asks the L2 to keep its lines (schedule/l2_policy.py: a gather's rows,
+// which other blocks may read again): ld.global.nc with an evict_last cache policy, made once
+// per call (createpolicy; ptxas keeps one where the calls are inlined together; not volatile, so
+// that ptxas may schedule the loads as it does plain ones: 53 -> 42 registers in moe_permute's
+// ragged build, the plain copy's count).  Without KEEP, the plain load.
+template <bool KEEP, typename V>
+__device__ __forceinline__ V load_vector(const V* p) {
+  if constexpr (!KEEP) {
+    return *p;
+  } else {
+    unsigned long long policy;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    V v;
+    if constexpr (sizeof(V) == 16) {
+      asm("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+          : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(policy));
+    } else if constexpr (sizeof(V) == 8) {
+      asm("ld.global.nc.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(v.x), "=r"(v.y) : "l"(p), "l"(policy));
+    } else if constexpr (sizeof(V) == 4) {
+      asm("ld.global.nc.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(policy));
+    } else if constexpr (sizeof(V) == 2) {
+      asm("ld.global.nc.L2::cache_hint.u16 %0, [%1], %2;" : "=h"(v) : "l"(p), "l"(policy));
+    } else {
+      unsigned short w;
+      asm("ld.global.nc.L2::cache_hint.u8 %0, [%1], %2;" : "=h"(w) : "l"(p), "l"(policy));
+      v = static_cast<V>(w);
+    }
+    return v;
+  }
+}
+
 // A run of 4-byte (or wider) elements to global memory is stored by st.global.v4/v2 in PTX:
 // written as a plain store of the union's vector, nvcc split it into scalar stores (48
 // st.global.f32 and no vector store for an [8, 256] f32 tile).  Narrower runs take it from a
@@ -443,7 +474,7 @@ __device__ __forceinline__ int run_shift(const T* g, long long stride, long long
   return static_cast<int>(((col0 % E) + E) % E);
 }
 
-template <typename L, typename T, typename U>
+template <typename L, bool KEEP = false, typename T, typename U>
 __device__ __forceinline__ void copy_g2f_shifted(U* regs, const T* g, long long stride, long long rows, long long cols,
                                                  long long row0, long long col0, int shift) {
   constexpr int RUN = L::RUN, RUNS = L::REGS / RUN;
@@ -470,7 +501,7 @@ __device__ __forceinline__ void copy_g2f_shifted(U* regs, const T* g, long long 
     whole[k] = L::valid(t, k * RUN) && in.row_in(lr) && in.col_in(lc) && in.col_in(lc + RUN - 1);
     if (BATCH && whole[k]) {
 #pragma unroll
-      for (int v = 0; v <= NV; ++v) raw[k].v[v] = reinterpret_cast<const V*>(p - shift)[v];
+      for (int v = 0; v <= NV; ++v) raw[k].v[v] = load_vector<KEEP>(reinterpret_cast<const V*>(p - shift) + v);
     }
   }
 #pragma unroll
@@ -480,7 +511,7 @@ __device__ __forceinline__ void copy_g2f_shifted(U* regs, const T* g, long long 
     if (whole[k]) {
       if constexpr (!BATCH) {
 #pragma unroll
-        for (int v = 0; v <= NV; ++v) raw[k].v[v] = reinterpret_cast<const V*>(p - shift)[v];
+        for (int v = 0; v <= NV; ++v) raw[k].v[v] = load_vector<KEEP>(reinterpret_cast<const V*>(p - shift) + v);
       }
       union { unsigned w[NV * W]; T e[RUN]; } out;
 #pragma unroll
@@ -507,7 +538,7 @@ __device__ __forceinline__ void copy_g2f_shifted(U* regs, const T* g, long long 
   }
 }
 
-template <typename L, bool SHIFTED = false, typename T, typename U>
+template <typename L, bool SHIFTED = false, bool KEEP = false, typename T, typename U>
 __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, long long rows, long long cols,
                                          long long row0, long long col0) {
   constexpr int RUN = L::RUN, RUNS = L::REGS / RUN;
@@ -517,7 +548,7 @@ __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, 
   const int t = threadIdx.x;
   if constexpr (SHIFTED) {
     if (const int shift = run_shift<L>(g, stride, col0); shift > 0) {  // the same in every thread
-      copy_g2f_shifted<L>(regs, g, stride, rows, cols, row0, col0, shift);
+      copy_g2f_shifted<L, KEEP>(regs, g, stride, rows, cols, row0, col0, shift);
       return;
     }
   }
@@ -534,10 +565,10 @@ __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, 
     whole[k] = aligned && L::valid(t, k * RUN) && in.row_in(lr) && in.col_in(lc) && in.col_in(lc + RUN - 1);
     if constexpr (!RAGGED) {  // a run not whole lies outside the tensor: zeros, as whole vectors
 #pragma unroll
-      for (int v = 0; v < NV; ++v) raw[k][v] = whole[k] ? *reinterpret_cast<const V*>(p + v * A::ELEMS) : V{};
+      for (int v = 0; v < NV; ++v) raw[k][v] = whole[k] ? load_vector<KEEP>(reinterpret_cast<const V*>(p + v * A::ELEMS)) : V{};
     } else if (whole[k]) {
 #pragma unroll
-      for (int v = 0; v < NV; ++v) raw[k][v] = *reinterpret_cast<const V*>(p + v * A::ELEMS);
+      for (int v = 0; v < NV; ++v) raw[k][v] = load_vector<KEEP>(reinterpret_cast<const V*>(p + v * A::ELEMS));
     }
   }
 #pragma unroll

@@ -118,6 +118,20 @@ __device__ __forceinline__ void turn_done(int* p) {
   asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.s32 [%0], 1;" ::"l"(p) : "memory");
 }
 
+// atomicAdd(p, v) of every active lane, the lanes of the warp that update one address added
+// once: they elect their lowest lane (__match_any_sync of the address), which adds v times their
+// count (schedule/atomic_groups.py: a shared histogram's bins chosen by data, std.moe's
+// expert_histogram, whose skewed ids put up to a fifth of a warp's lanes on one address, and
+// the hardware serializes the lanes of one instruction at one address).  v must be the same in
+// every lane (the pass takes constants), and p in shared memory (matched by its 32-bit shared
+// address: MATCH.ANY.U32, where the generic pointer's is U64).
+template <typename T>
+__device__ __forceinline__ void atomic_add_grouped(T* p, T v) {
+  const unsigned active = __activemask();
+  const unsigned same = __match_any_sync(active, static_cast<unsigned>(__cvta_generic_to_shared(p)));
+  if ((threadIdx.x & 31) == __ffs(same) - 1) atomicAdd(p, v * static_cast<T>(__popc(same)));
+}
+
 __device__ __forceinline__ float atomic_max_f32(float* p, float v) {
   int* ip = reinterpret_cast<int*>(p);
   int old = *ip;

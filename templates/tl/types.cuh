@@ -273,22 +273,35 @@ __device__ __forceinline__ float fast_log1p(float x) { return fast_log2_near1(x,
 // rest (0, inf and NaN arguments) come out of the logarithm and the exponential as powf's do.
 // Selects, not branches: `||` of the tests for 1 was a branch an element.  fast_pow_near: of an
 // f16 a (never a subnormal f32), whose logarithm needs no scaling of subnormals (4 instructions).
-template <bool F16>
+// RARE (fast_pow_rare, fast_pow_near_rare; fast_math.RARE_POW_SPECIALS): the special cases
+// behind one branch an element, taken only by a negative base (its sign bit) or a NaN product
+// t (0 * inf, inf * 0, a NaN argument): for a positive base whose t is a number, 2^t is powf's
+// value and the selects change nothing (b = 0 or a = 1 with a finite other gives t = 0).  The
+// same values bit for bit; sm_90a, std.elementwise's pow of f16: 21 SASS instructions an
+// element on the taken path where the selects take 34 (FSETP 10 -> 2, FSEL 4 -> 0; std.broadcast's
+// pow, 0.55 of copy on the H200, is issue-bound), but ptxas hoists every element's logarithm
+// above the branches: std.broadcast's pow kernel 64 -> 95 registers.  Not yet timed.
+template <bool F16, bool RARE = false>
 __device__ __forceinline__ float pow_of(float a, float b) {
   const float x = fabsf(a);
-  float r = fast_exp2(b * fast_log2_near1<F16>(x - 1.0f, x));
-  // b = 2 trunc(b / 2) + d (exact, |d| < 2): an integer b has d = 0 or +-1 (odd), a fraction any
-  // other d; +-inf and NaN a NaN d (+-inf counts as an even integer)
-  const float d = fabsf(fmaf(-2.0f, truncf(0.5f * b), b));
-  r = a < 0.0f && d != 1.0f && d > 0.0f && x != __int_as_float(0x7f800000) ? __int_as_float(0x7fffffff) : r;
-  r = d == 1.0f && signbit(a) ? -r : r;
-  r = b == 0.0f ? 1.0f : r;
-  r = a == 1.0f ? 1.0f : r;
-  r = x == 1.0f && fabsf(b) == __int_as_float(0x7f800000) ? 1.0f : r;
+  const float t = b * fast_log2_near1<F16>(x - 1.0f, x);
+  float r = fast_exp2(t);
+  if (!RARE || __builtin_expect(signbit(a) || t != t, 0)) {
+    // b = 2 trunc(b / 2) + d (exact, |d| < 2): an integer b has d = 0 or +-1 (odd), a fraction any
+    // other d; +-inf and NaN a NaN d (+-inf counts as an even integer)
+    const float d = fabsf(fmaf(-2.0f, truncf(0.5f * b), b));
+    r = a < 0.0f && d != 1.0f && d > 0.0f && x != __int_as_float(0x7f800000) ? __int_as_float(0x7fffffff) : r;
+    r = d == 1.0f && signbit(a) ? -r : r;
+    r = b == 0.0f ? 1.0f : r;
+    r = a == 1.0f ? 1.0f : r;
+    r = x == 1.0f && fabsf(b) == __int_as_float(0x7f800000) ? 1.0f : r;
+  }
   return r;
 }
 __device__ __forceinline__ float fast_pow_near(float a, float b) { return pow_of<true>(a, b); }
 __device__ __forceinline__ float fast_pow(float a, float b) { return pow_of<false>(a, b); }
+__device__ __forceinline__ float fast_pow_near_rare(float a, float b) { return pow_of<true, true>(a, b); }
+__device__ __forceinline__ float fast_pow_rare(float a, float b) { return pow_of<false, true>(a, b); }
 
 // atan(x) for values kept at 16-bit precision (schedule/fast_math.py): t = |x|, or the
 // hardware's 1 / |x| (MUFU.RCP: 1 ulp) above 1, atan t = t P(t^2) with P of degree 5 fitted for

@@ -87,6 +87,40 @@ def test_sixteen_bit_logarithms_are_the_hardware_ones(tmp_path):
     assert sass.count("MUFU.LG2") == 3 * 2  # 256 elements at 128 threads: two a thread
 
 
+@pytest.mark.nvcc
+def test_pows_special_cases_on_a_rare_branch_leave_the_common_path_shorter(monkeypatch, tmp_path):
+    """fast_math.RARE_POW_SPECIALS: std.elementwise's pow of f16 (16 elements a thread, sm_90a)
+    with each element's special cases behind a branch of its own, their selects off the common
+    path: the SASS outside the branches' bodies holds at most 3 FSETP an element (the
+    polynomial's bound, the sign and the NaN product) and no FSEL, where the selects' form holds
+    10 and 4."""
+    import tlc.schedule.fast_math as fm
+    from tlc.package_data import stdlib
+    from tlc.runner import build
+
+    def common_path(rare: bool) -> list[str]:
+        monkeypatch.setattr(fm, "RARE_POW_SPECIALS", rare)
+        src, _ = build(str(stdlib() / "elementwise.tl"), kernels=("pow",), defines=("T=f16",), arch="sm_90a")
+        assert ("tl::fast_pow_near_rare(" in src) == rare
+        sass, _ = cubin_sass(src, "sm_90a", tmp_path, name=f"pw{int(rare)}")
+        lines = [ln for ln in sass.splitlines() if re.match(r"\s+/\*[0-9a-f]{4}\*/", ln)]
+        at = [int(re.match(r"\s+/\*([0-9a-f]{4})\*/", ln).group(1), 16) for ln in lines]
+        skipped = set()  # the bodies a predicated forward branch jumps over
+        for k, ln in enumerate(lines):
+            m = re.search(r"@!?P\d .*BRA (?:!?P\d, )?0x([0-9a-f]+)", ln)
+            if m and int(m.group(1), 16) > at[k]:
+                skipped.update(j for j in range(k + 1, len(lines)) if at[j] < int(m.group(1), 16))
+        lo = next(k for k, ln in enumerate(lines) if "MUFU.LG2" in ln)  # the math, past the loads
+        hi = max(k for k, ln in enumerate(lines) if "MUFU.EX2" in ln)
+        return [ln for k, ln in enumerate(lines) if lo <= k <= hi and k not in skipped]
+
+    rare, selects = common_path(True), common_path(False)
+    count = lambda path, op: sum(f" {op}" in ln for ln in path)  # noqa: E731
+    assert count(rare, "FSEL") == 0 and count(selects, "FSEL") >= 3 * 16
+    assert count(rare, "FSETP") <= 3 * 16 < 8 * 16 <= count(selects, "FSETP")
+    assert count(rare, "MUFU.EX2") == count(selects, "MUFU.EX2") == 16
+
+
 POW_HARNESS = r"""
 #include <cmath>
 #include <cstdint>
@@ -101,15 +135,17 @@ int main() {
   long bad = 0;
   for (float a : v)
     for (float b : v) {
-      for (int near = 0; near < 2; ++near) {  // fast_pow_near: every a here is 0 or a normal f32
-      const float want = powf(a, b), got = near ? fast_pow_near(a, b) : fast_pow(a, b);
+      for (int form = 0; form < 4; ++form) {  // fast_pow_near (1, 3): every a here is 0 or a normal f32
+      const bool near = form % 2, rare = form >= 2;  // rare: the special cases behind a branch
+      const float want = powf(a, b),
+                  got = rare ? (near ? fast_pow_near_rare(a, b) : fast_pow_rare(a, b)) : near ? fast_pow_near(a, b) : fast_pow(a, b);
       const bool same = (std::isnan(want) && std::isnan(got)) ||
                         (want == got && signbit(want) == signbit(got)) ||
                         (std::isfinite(want) && want != 0.0f && std::isfinite(got) && signbit(want) == signbit(got) &&
                          // within f16's range 2^-16 relative (|b log2 a| <= 25); beyond it only finite
                          (std::fabs(want) < 5.9604645e-8f || std::fabs(want) > 65504.0f ||
                           std::fabs(got - want) <= std::fabs(want) * 1.52587890625e-5f));
-      if (!same && bad++ < 8) printf("pow%s(%g, %g): %g, powf %g\n", near ? "_near" : "", a, b, got, want);
+      if (!same && bad++ < 8) printf("pow%s%s(%g, %g): %g, powf %g\n", near ? "_near" : "", rare ? "_rare" : "", a, b, got, want);
       }
     }
   printf("%ld differ\n", bad);
@@ -120,13 +156,15 @@ int main() {
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
 def test_fast_pow_keeps_powfs_special_values(tmp_path):
-    """tl::fast_pow and fast_pow_near on the host, the hardware's log2 and 2^x replaced by log2f and
-    exp2f: powf's value at every pair of special arguments (zeros of both signs, infinities, NaN,
+    """tl::fast_pow and fast_pow_near on the host (and their _rare forms, the special cases behind a
+    branch), the hardware's log2 and 2^x replaced by log2f and exp2f: powf's value at every pair
+    of special arguments (zeros of both signs, infinities, NaN,
     +-1, negative bases with odd, even and fractional powers, powers of 2^24 and beyond), its sign
     included."""
     text = (templates() / "tl" / "types.cuh").read_text()
     parts = []
-    for name in ("fast_exp2", "fast_log2_near1", "fast_log2", "pow_of", "fast_pow_near", "fast_pow"):
+    for name in ("fast_exp2", "fast_log2_near1", "fast_log2", "pow_of", "fast_pow_near", "fast_pow", "fast_pow_near_rare",
+                 "fast_pow_rare"):
         start = text.index(f"__device__ __forceinline__ float {name}(")
         line_end = text.index("\n", start)
         end = line_end + 1 if text[line_end - 1] == "}" else text.index("\n}\n", start) + 3

@@ -58,6 +58,41 @@ def test_atan2_of_every_16_bit_y(dtype):
                              f"{got[wrong][:4].astype(np.float32).tolist()}, want {want[wrong][:4].tolist()}")
 
 
+POW_VALUES = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, -3.0, 2.5, -2.5, 1e-3, 7.0,
+              -7.0, 65504.0, 0.9, 1.5, -1.5, 30.0, -31.0]
+
+
+@pytest.mark.parametrize("rare", [False, True])
+@pytest.mark.parametrize("dtype", ["f16", "f32"])
+def test_pow_special_values(dtype, rare, monkeypatch, tmp_path):
+    """pow (tl::fast_pow_near of f16; with fast_math.RARE_POW_SPECIALS, fast_pow_near_rare: its
+    special cases behind one branch an element, taken by a negative base or a NaN product) at
+    every pair of special arguments (zeros of both signs, infinities, NaN, +-1, negative bases
+    with odd, even and fractional powers), the pairs mixed within each warp, against np.power
+    rounded to the dtype: NaN where it is NaN, its sign and infinities, and within 2 units of
+    the dtype elsewhere (f32: std.elementwise's powf).  The switch's kernels compile into a cache
+    of their own (the cache key does not hold it)."""
+    import tlc.schedule.fast_math as fm
+
+    monkeypatch.setattr(fm, "RARE_POW_SPECIALS", rare)
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path))
+    np_dt = np.dtype(np.float16) if dtype == "f16" else np.dtype(np.float32)
+    v = np.array(POW_VALUES, np.float64)
+    a, b = np.meshgrid(v, v, indexing="ij")
+    a, b = np.tile(a.ravel(), 8).astype(np_dt), np.tile(b.ravel(), 8).astype(np_dt)
+    order = np.random.default_rng(0).permutation(a.size)  # special and plain pairs side by side in a warp
+    a, b = a[order].reshape(64, -1), b[order].reshape(64, -1)
+    got = np.asarray(tlc.load("std.elementwise", target=TARGET).pow(a, b)).astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        want = np.power(a.astype(np.float64), b.astype(np.float64)).astype(np_dt).astype(np.float64)
+        ulp = np.abs(np.spacing(want.astype(np_dt))).astype(np.float64)
+        same = (np.isnan(got) & np.isnan(want)) | ((got == want) & (np.signbit(got) == np.signbit(want))) | \
+            (np.isfinite(want) & np.isfinite(got) & (np.signbit(got) == np.signbit(want)) & (np.abs(got - want) <= 2 * ulp))
+    assert same.all(), (f"pow {dtype}: {int((~same).sum())} pairs off, e.g. (a, b) = "
+                        f"{list(zip(a[~same][:4].tolist(), b[~same][:4].tolist()))}: {got[~same][:4].tolist()}, "
+                        f"want {want[~same][:4].tolist()}")
+
+
 def _order(v):
     """16-bit floats as integers in their order (-0 and 0 one)."""
     u = v.view(np.uint16).astype(np.int32)

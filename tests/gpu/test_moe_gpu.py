@@ -34,6 +34,27 @@ def test_against_numpy(mod, op, dtype):
         op.check(mod, np.random.default_rng(zlib.crc32(op.name.encode()) + shape[0]), dtype, shape, {})
 
 
+@pytest.mark.parametrize("name", ["expert_histogram", "moe_permute", "moe_unpermute"])
+def test_with_the_untimed_decisions_on(name, monkeypatch, tmp_path):
+    """schedule/atomic_groups.py (expert_histogram's bins grouped by address in a warp) and
+    l2_policy.py (moe_permute's and moe_unpermute's gathered rows loaded with an L2 evict_last
+    policy), off by default until timed: the table's checks with each on, compiled into a cache
+    of their own (the cache key does not hold the passes' switches)."""
+    from tlc.schedule import atomic_groups, l2_policy
+
+    monkeypatch.setattr(atomic_groups, "GROUP_ATOMICS", True)
+    monkeypatch.setattr(l2_policy, "KEEP_GATHERED_ROWS", True)
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path))
+    on = tlc.load(MOE_PATH, target="cuda")
+    k = on.kernels[name].scheduled({}, "sm_90a")
+    assert "grouped by address" in str(k.notes) or "L2 evict_last" in str(k.notes)
+    op = next(o for o in OPS if o.name == name)
+    kind = "rows" if "permute" in name else "ids"
+    for dtype in op.dtypes:
+        for shape in SHAPES[kind]:
+            op.check(on, np.random.default_rng(zlib.crc32(name.encode()) + shape[0]), dtype, shape, {})
+
+
 def test_routing_against_pytorch(mod):
     """topk_softmax and moe_align_block_size against torch.softmax, torch.topk and a stable
     torch.sort of the expert ids, on the GPU's tensors."""

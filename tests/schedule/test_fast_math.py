@@ -161,6 +161,35 @@ def test_logarithms_of_16_bit_results_are_the_hardware_ones():
     assert not any(n.startswith("fast math") for n in k.notes) and "out_tile[i] = log1p(x_tile[i])" in print_kernel(k)
 
 
+RARE_POW = """
+@tile_op
+def pow_rare_branch(a: T[M, N], b: T[M, N], T: dtype = f32) -> T[M, N]:
+    return T(pow(f32(a), f32(b)))
+"""
+
+
+def test_pow_takes_its_special_cases_on_a_rare_branch_where_asked(monkeypatch, tmp_path):
+    """fast_math.RARE_POW_SPECIALS (off: not yet timed): pow of 16-bit values as fast_pow_rare /
+    fast_pow_near_rare, the same values (tests/codegen/test_fast_log.py's special pairs), the
+    special cases behind one branch an element that a positive base with a numeric product never
+    takes; the interpreter agrees with NumPy."""
+    import tlc.schedule.fast_math as fm
+
+    monkeypatch.setattr(fm, "RARE_POW_SPECIALS", True)
+    mod = tlc.compile_source(RARE_POW, target="cpu", path=str(tmp_path / "rare.tl"))
+    text = print_kernel(mod.pow_rare_branch.program({"T": "f16"}, "sm_90a").launches[0].kernel)
+    assert "1 pow as fast_pow (its special cases on a rare branch), where" in text
+    assert "out_tile[i] = f16(fast_pow_near_rare(f32(a_tile[i]), f32(b_tile[i])))" in text
+    text = print_kernel(mod.pow_rare_branch.program({"T": "bf16"}, "sm_90a").launches[0].kernel)
+    assert "bf16(fast_pow_rare(f32(a_tile[i]), f32(b_tile[i])))" in text
+    a = np.array([[2.0, -2.0, 0.0, 1.5, -0.5, 3.0]], np.float16)
+    b = np.array([[3.0, 3.0, 0.0, -2.0, 0.5, 0.5]], np.float16)
+    with np.errstate(invalid="ignore"):
+        want = np.power(a.astype(np.float64), b.astype(np.float64)).astype(np.float16)
+    got = np.asarray(tlc.compile_source(RARE_POW, target="interp", path=str(tmp_path / "rare_i.tl")).pow_rare_branch(a, b))
+    assert np.array_equal(got, want, equal_nan=True)
+
+
 def test_the_interpreter_and_the_cpu_target_divide_and_take_roots_exactly():
     rng = np.random.default_rng(3)
     x = (rng.standard_normal((2, 512)) * 4).astype(np.float16)

@@ -18,7 +18,7 @@ class CodegenError(Exception):
         self.span = span
 
 
-_MATH_F32 = {"exp": "expf", "exp2": "exp2f", "fast_exp2": "tl::fast_exp2", "fast_log2": "tl::fast_log2", "fast_log1p": "tl::fast_log1p", "fast_pow": "tl::fast_pow", "fast_pow_near": "tl::fast_pow_near", "fast_div": "tl::fast_div", "fast_div_near": "tl::fast_div_near", "fast_sqrt": "tl::fast_sqrt", "log": "logf", "log2": "log2f", "log1p": "log1pf", "sqrt": "sqrtf", "rsqrt": "rsqrtf",
+_MATH_F32 = {"exp": "expf", "exp2": "exp2f", "fast_exp2": "tl::fast_exp2", "fast_log2": "tl::fast_log2", "fast_log1p": "tl::fast_log1p", "fast_pow": "tl::fast_pow", "fast_pow_near": "tl::fast_pow_near", "fast_pow_rare": "tl::fast_pow_rare", "fast_pow_near_rare": "tl::fast_pow_near_rare", "fast_div": "tl::fast_div", "fast_div_near": "tl::fast_div_near", "fast_sqrt": "tl::fast_sqrt", "log": "logf", "log2": "log2f", "log1p": "log1pf", "sqrt": "sqrtf", "rsqrt": "rsqrtf",
              "tanh": "tanhf", "fast_tanh": "tl::fast_tanh", "sigmoid": "tl::sigmoid", "erf": "erff", "sin": "sinf", "cos": "cosf",
              "tan": "tanf", "atan": "atanf", "fast_atan": "tl::fast_atan", "fast_tan": "tl::fast_tan", "fast_tan_near": "tl::fast_tan_near",
              "fast_sin": "tl::fast_sin", "fast_sin_near": "tl::fast_sin_near", "fast_cos": "tl::fast_cos",
@@ -31,7 +31,7 @@ _MATH_F32 = {"exp": "expf", "exp2": "exp2f", "fast_exp2": "tl::fast_exp2", "fast
              "fast_expm1": "tl::fast_expm1",
              "abs": "fabsf", "floor": "floorf", "ceil": "ceilf", "round": "rintf", "pow": "powf", "fmod": "tl::fmod_fast",
              "atan2": "atan2f", "fast_atan2": "tl::fast_atan2", "fast_atan2_near": "tl::fast_atan2_near"}
-_MATH_F64 = {"exp": "exp", "exp2": "exp2", "fast_exp2": "exp2", "fast_log2": "log2", "fast_log1p": "log1p", "fast_pow": "pow", "fast_pow_near": "pow", "fast_div": "tl::fast_div", "fast_div_near": "tl::fast_div", "fast_sqrt": "sqrt", "log": "log", "log2": "log2", "log1p": "log1p", "sqrt": "sqrt", "rsqrt": "rsqrt",
+_MATH_F64 = {"exp": "exp", "exp2": "exp2", "fast_exp2": "exp2", "fast_log2": "log2", "fast_log1p": "log1p", "fast_pow": "pow", "fast_pow_near": "pow", "fast_pow_rare": "pow", "fast_pow_near_rare": "pow", "fast_div": "tl::fast_div", "fast_div_near": "tl::fast_div", "fast_sqrt": "sqrt", "log": "log", "log2": "log2", "log1p": "log1p", "sqrt": "sqrt", "rsqrt": "rsqrt",
              "tanh": "tanh", "fast_tanh": "tanh", "sigmoid": "tl::sigmoid", "erf": "erf", "sin": "sin", "cos": "cos",
              "tan": "tan", "atan": "atan", "fast_atan": "atan", "fast_tan": "tan", "fast_tan_near": "tan", "fast_erf": "erf",
              "fast_sin": "sin", "fast_sin_near": "sin", "fast_cos": "cos", "fast_cos_near": "cos",

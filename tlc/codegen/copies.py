@@ -259,7 +259,10 @@ class CopyGen:
             shifted = ", true" if _offset_by_run_time(region.offsets[-1], self.k) else ""
             if not shifted:  # a shifted copy keeps its paths in the TL_WHOLE_RUNS build
                 note_whole_run(self, region, b.layout)
-            if not shifted and self.flat_origin(v, region):
+            if c.keep_l2:  # a gather's tile (schedule/l2_policy.py): loads with an L2 evict_last policy
+                self.emit(f"tl::copy_g2f<{info.c_layout}, {'true' if shifted else 'false'}, true>("
+                          f"{c_name(b.name)}, {v.base}, {args});")
+            elif not shifted and self.flat_origin(v, region):
                 self.emit(f"tl::copy_g2f_flat<{info.c_layout}>({c_name(b.name)}, {v.base}, {v.cols}, {v.col0});")
             else:
                 self.emit(f"tl::copy_g2f<{info.c_layout}{shifted}>({c_name(b.name)}, {v.base}, {args});")

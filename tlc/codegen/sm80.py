@@ -537,7 +537,9 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         dt = s.value.dtype
         target = f"&{self.element(s.name, s.indices, s.span)}"
         value = self.expr(s.value)
-        if s.kind == "add" and dt.name == "i64":
+        if s.grouped:  # schedule/atomic_groups.py: a warp's lanes at one address add once
+            call = f"tl::atomic_add_grouped({target}, {value})"
+        elif s.kind == "add" and dt.name == "i64":
             # CUDA has no atomicAdd of long long; two's complement adds alike unsigned
             call = (f"atomicAdd(reinterpret_cast<unsigned long long*>({target}), "
                     f"static_cast<unsigned long long>({value}))")

@@ -207,7 +207,7 @@ def _erf(x):
 
 
 _MATH = {
-    "exp": np.exp, "exp2": np.exp2, "fast_exp2": np.exp2, "fast_log2": np.log2, "fast_log1p": np.log1p, "fast_pow": np.power, "fast_pow_near": np.power, "fast_div": np.divide, "fast_div_near": np.divide, "fast_sqrt": np.sqrt, "log": np.log, "log2": np.log2, "log1p": np.log1p, "sqrt": np.sqrt,
+    "exp": np.exp, "exp2": np.exp2, "fast_exp2": np.exp2, "fast_log2": np.log2, "fast_log1p": np.log1p, "fast_pow": np.power, "fast_pow_near": np.power, "fast_pow_rare": np.power, "fast_pow_near_rare": np.power, "fast_div": np.divide, "fast_div_near": np.divide, "fast_sqrt": np.sqrt, "log": np.log, "log2": np.log2, "log1p": np.log1p, "sqrt": np.sqrt,
     "rsqrt": lambda x: np.reciprocal(np.sqrt(x)), "tanh": np.tanh, "fast_tanh": np.tanh,
     "sigmoid": lambda x: np.reciprocal(1 + np.exp(-x)), "erf": _erf, "fast_erf": _erf, "sin": np.sin, "tan": np.tan, "fast_tan": np.tan, "fast_tan_near": np.tan,
     "fast_sin": np.sin, "fast_sin_near": np.sin, "fast_cos": np.cos, "fast_cos_near": np.cos,

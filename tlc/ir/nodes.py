@@ -86,6 +86,9 @@ MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "
               "fast_sin": 1, "fast_cos": 1, "fast_sin_near": 1, "fast_cos_near": 1,
               # internal: a ** b as 2^(b log2 |a|) by the hardware, powf's special values kept
               "fast_pow": 2, "fast_pow_near": 2,  # (an f16 base: no subnormal, lg2.approx.ftz)
+              # the same values, powf's special cases behind one rarely taken branch (fast_math.py's
+              # RARE_POW_SPECIALS)
+              "fast_pow_rare": 2, "fast_pow_near_rare": 2,
               # internal: a / b where the quotient's precision allows the hardware's full-range
               # approximate division (div.full.f32: 2 ulp, no branch); the interpreter divides
               "fast_div": 2,
@@ -219,6 +222,9 @@ class Copy(Stmt):
     # with the same number, whose loads are all issued before the first is converted
     # (schedule/batch_loads.py); 0: on its own
     batch: int = 0
+    # a gather's copy from a tensor whose tile an index chose: its loads ask the L2 to keep the
+    # lines (an evict_last policy), since other blocks may choose the same rows (l2_policy.py)
+    keep_l2: bool = False
 
 
 @dataclass(frozen=True)
@@ -295,6 +301,9 @@ class Atomic(Stmt):
     indices: tuple[Expr, ...]
     value: Expr
     span: Span | None = _span()
+    # an add whose lanes of one warp at one address add once, the value times their count
+    # (schedule/atomic_groups.py: a shared histogram's counts of data-chosen bins)
+    grouped: bool = False
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,8 @@ def _shape(dtype, shape) -> str:
 def _simple(s: Stmt) -> str:
     """The one-line text of a statement without a body."""
     if isinstance(s, Copy):
-        return f"copy {_operand(s.src)} -> {_operand(s.dst)}" + (f" (load batch {s.batch})" if s.batch else "")
+        return (f"copy {_operand(s.src)} -> {_operand(s.dst)}" + (f" (load batch {s.batch})" if s.batch else "")
+                + (" (L2 evict_last)" if s.keep_l2 else ""))
     if isinstance(s, Gemm):
         a = f"{s.a}.T" if s.trans_a else s.a
         b = f"{s.b}.T" if s.trans_b else s.b
@@ -105,7 +106,7 @@ def _simple(s: Stmt) -> str:
                 else f"after the block's updates, {s.name}[{idx}] += 1 (release)")
     if isinstance(s, Atomic):
         idx = ", ".join(expr(i) for i in s.indices)
-        return f"atomic_{s.kind} {s.name}[{idx}], {expr(s.value)}"
+        return f"atomic_{s.kind} {s.name}[{idx}], {expr(s.value)}" + (" (grouped by address in a warp)" if s.grouped else "")
     if isinstance(s, Sync):
         return "sync"
     if isinstance(s, Print) and getattr(s, "cond", None) is not None:  # an ir.Assert

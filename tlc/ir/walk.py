@@ -175,3 +175,12 @@ def stmts_mapped(stmts, fn, after=lambda s: s) -> tuple:
             s = replace(s, **fields)
         out.append(after(s))
     return tuple(out)
+
+
+def kernel_rewritten(kernel, fn, note):
+    """`kernel` with its body `rewritten` by `fn` and, where a statement changed, the text
+    `note()` (called then, after the walk) among its notes; `kernel` itself where none did."""
+    body = rewritten(kernel.body, fn)
+    if body is None:
+        return kernel
+    return replace(kernel, body=body, notes=kernel.notes + (note(),))

@@ -44,7 +44,11 @@ forms 0.92).  So the pass
 - and there `pow(a, b)` as `fast_pow(a, b)` (`fast_pow_near` of an f16 base, whose logarithm
   needs no scaling of subnormals): 2^(b log2 |a|) by those two, powf's special values by
   selects, no branch (relative error below 2^-16 for a result in f16's range; 29 SASS
-  instructions an element, powf 64);
+  instructions an element, powf 64); with RARE_POW_SPECIALS, as `fast_pow_rare` /
+  `fast_pow_near_rare`: the same values, the special cases behind one branch an element that
+  only a negative base or a NaN product takes (std.elementwise's pow of f16 on sm_90a: 21 SASS
+  instructions an element on the common path against 34; std.broadcast's pow, issue-bound at
+  0.55 of copy on the H200, 64 -> 95 registers: not yet timed, so off);
 - and, in a loop that runs its body more than once a thread, a division by a value the loop
   does not vary (`row_sum[0]`, a scalar) as a product with its reciprocal, computed once
   before the loop by an IEEE division (1.5 ulp of f32 at most); and so a division by a row
@@ -83,6 +87,9 @@ from .layout import uniform_register
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
+# pow's special cases behind a rarely taken branch (tl::pow_of's RARE) instead of selects on
+# every element: off until the H200 has timed it (bench/queue/G_ops_weak_rows.sh)
+RARE_POW_SPECIALS = False
 _CONTROL = ""  # the flow graph's node for indices, conditions and other uses that need every bit
 _ARITH = frozenset({"+", "-", "*", "/", "min", "max"})
 _DISCRETE_CALLS = frozenset({"floor", "ceil", "round", "bitcast", "thread_index"})
@@ -107,7 +114,7 @@ def use_fast_math(kernel: ir.Kernel) -> ir.Kernel:
     if rewriter.log1ps:
         done.append(f"{rewriter.log1ps} log1p as fast_log1p")
     if rewriter.pows:
-        done.append(f"{rewriter.pows} pow as fast_pow")
+        done.append(f"{rewriter.pows} pow as fast_pow" + (" (its special cases on a rare branch)" if RARE_POW_SPECIALS else ""))
     for fn, n in sorted(rewriter.shorts.items()):
         done.append(f"{n} {fn} as fast_{fn}")
     if rewriter.reciprocals:
@@ -304,7 +311,8 @@ class _Rewriter:
         if isinstance(e, ir.Call) and e.fn == "pow" and e.dtype == F32:
             self.pows += 1
             near = isinstance(e.args[0], ir.Cast) and e.args[0].x.dtype == F16  # no subnormal base
-            return ir.Call("fast_pow_near" if near else "fast_pow", e.args, F32, span=e.span)
+            name = ("fast_pow_near" if near else "fast_pow") + ("_rare" if RARE_POW_SPECIALS else "")
+            return ir.Call(name, e.args, F32, span=e.span)
         if isinstance(e, ir.Call) and e.fn in _SHORT and e.dtype == F32:
             self.shorts[e.fn] = self.shorts.get(e.fn, 0) + 1
             near = e.fn in _NEAR and all(isinstance(x, ir.Cast) and x.x.dtype == F16 for x in e.args)  # |x| <= 65504

@@ -31,7 +31,7 @@ CALL_COST = {
     "asinh": 36, "fast_asinh": 16, "fast_asinh_near": 11, "atanh": 32, "fast_atanh": 13, "asin": 22, "fast_asin": 13, "acos": 23,
     "fast_acos": 11, "acosh": 25, "fast_acosh": 14, "fast_acosh_near": 10, "expm1": 15, "fast_expm1": 9,
     "atan2": 38, "fast_atan2": 24, "fast_atan2_near": 19,
-    "sin": 20, "cos": 20, "fast_pow": 33, "fast_pow_near": 29, "pow": 80, "fmod": 20, "fast_div": 9, "fast_div_near": 2, "floor": 1, "ceil": 1,
+    "sin": 20, "cos": 20, "fast_pow": 33, "fast_pow_near": 29, "fast_pow_rare": 25, "fast_pow_near_rare": 21, "pow": 80, "fmod": 20, "fast_div": 9, "fast_div_near": 2, "floor": 1, "ceil": 1,
     "round": 1, "abs": 0, "bitcast": 0, "thread_index": 0,
 }
 # a call whose result is a 16-bit float: the hardware's forms (codegen/cexpr.py's _FAST_16)
