@@ -98,7 +98,9 @@ def test_sass_the_exponentials_run_between_the_scores_wait_and_the_deferred_gemm
     assert not re.search(r"\b(LDL|STL)\b", sass) and "C7514" not in log
 
 
-def test_the_output_goes_through_qs_tile_and_the_tma():
+def test_the_output_goes_through_qs_tile_and_the_tma(monkeypatch):
+    from tlc.schedule import warpspec
+    monkeypatch.setattr(warpspec, "GRID_TILE_LOADS", False)  # one tile a block (bench/queue/A_fwd_persistent.sh)
     text = cuda()
     start = text.index("// 83: copy(acc, O[b, h, bx * BM, 0])")
     epilogue = text[start:text.index("#ifndef __CUDACC_RTC__", start)]

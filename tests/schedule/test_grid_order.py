@@ -34,6 +34,14 @@ def _op(op, a, b):
     return ir.BinOp(op, a, b, I32)
 
 
+@pytest.fixture(autouse=True)
+def one_tile_a_block(monkeypatch):
+    """flash_fwd as a grid of one tile a block (schedule/warpspec.py GRID_TILE_LOADS off): made
+    persistent, it walks its tiles in an order of its own (TileOrder), not the grid's."""
+    from tlc.schedule import warpspec
+    monkeypatch.setattr(warpspec, "GRID_TILE_LOADS", False)
+
+
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
 def test_a_causal_grid_launches_its_longest_blocks_first(arch):
     # block x runs min(cdiv(SK, BN), cdiv((x + 1) * BM + SK - S, BN)) key blocks

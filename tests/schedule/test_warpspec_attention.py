@@ -13,6 +13,7 @@ import pytest
 import tlc
 from tlc import ir
 from tlc.ir.printer import print_kernel
+from tlc.schedule import warpspec as warpspec_pass
 
 ROOT = Path(__file__).resolve().parents[2]
 ATTENTION = ROOT / "stdlib" / "attention.tl"
@@ -36,8 +37,9 @@ def _names(kernel, indices, body=None):
     return [type(body[i]).__name__ for i in indices]
 
 
-def test_std_flash_fwd_keeps_one_tile_a_block_and_the_consumers_copy_q():
+def test_std_flash_fwd_keeps_one_tile_a_block_and_the_consumers_copy_q(monkeypatch):
     # a grid: the persistent walk with the producer's Q ran slower on the H200 (session 24 round 2)
+    monkeypatch.setattr(warpspec_pass, "GRID_TILE_LOADS", False)  # one tile a block (bench/queue/A_fwd_persistent.sh)
     k = _kernel()
     ws = k.warp_spec
     assert ws.tile_order is None and ws.tile_loads == () and _names(k, ws.late_copies) == ["Copy"]
@@ -119,9 +121,10 @@ def test_a_scaling_that_reads_the_loops_scalars_stays_in_place(tmp_path):
     assert d is not None and d.before_issue == ()
 
 
-def test_one_tile_a_block_stages_the_output_where_q_lies():
+def test_one_tile_a_block_stages_the_output_where_q_lies(monkeypatch):
     # the ring leaves no room for a staging buffer; Q's tile, read by S = Q @ K.T alone, is dead
     # after the loop: O goes there and out through the TMA (the LSE's copy stays as it is)
+    monkeypatch.setattr(warpspec_pass, "GRID_TILE_LOADS", False)  # one tile a block (bench/queue/A_fwd_persistent.sh)
     k = _kernel()
     st = k.warp_spec.store
     assert st is not None and (st.offset, st.nbytes, st.rows) == (k.buffer("q_tile").smem_offset, 128 * 128 * 2, 64)
@@ -277,6 +280,7 @@ def test_grid_tile_loads_makes_the_grid_persistent_as_a_walks(monkeypatch, causa
     # schedule/warpspec.py GRID_TILE_LOADS (off until timed: bench/queue/A_fwd_persistent.sh):
     # std's grid then runs as the grid of an author's persistent walk does
     from tlc.schedule import warpspec
+    monkeypatch.setattr(warpspec, "GRID_TILE_LOADS", False)
     grid = _kernel(CAUSAL=causal)
     monkeypatch.setattr(warpspec, "GRID_TILE_LOADS", True)
     k = _kernel(CAUSAL=causal)
