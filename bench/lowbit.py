@@ -11,7 +11,7 @@ most 2/3 of a one-pass kernel's); GB/s and its fraction of a device-to-device co
 measured in the same run (tlc.benchmarks.ceilings).
 
     python bench/lowbit.py [--quick] [--only quantize_per_token,quantize_int4] [--json out.json]
-    python bench/lowbit.py --w4a16 [--quick] [--m 1,4096] [--only "w4a16,w4a16 gemv"] [--json out.json] [--copy-forms]
+    python bench/lowbit.py --w4a16 [--quick] [--m 1,4096] [--only "w4a16,w4a16 gemv"] [--json out.json] [--copy-forms] [--ring-split]
     python bench/lowbit.py --scaled [--quick] [--json out.json]
 
 --w4a16: std.gemm's weight-only int4 GEMM instead (issue 18's w4a16 rows): a weight N = K = 8192
@@ -26,7 +26,8 @@ variant's output is checked against F.linear in f32 of the dequantized weight be
 counts (tlc.timing.compare_checked).  --copy-forms generates every kernel with tl::copy_g2s's
 issue forms that the GPU has not timed (tlc/codegen/copies.py ROUND_STEPS and CLIP_ROWS_MAX, off
 by default); the program cache's keys do not hold them, so such a process needs a TLC_CACHE_DIR
-of its own.
+of its own.  --ring-split likewise schedules with schedule/ring_split_k.py's RING_SPLIT: the
+"w4a16" rows' matmul_w4a16 then takes K in parts that meet inside the kernel (no splitk_reduce).
 
 --scaled: std.gemm's scaled 8-bit GEMMs (issue 18's W8A8 and row-wise f8 rows), 8192^3:
 matmul_i8_scaled (i8 x i8, per-token x per-channel scales, bf16 out) against torch._int_mm (its
@@ -595,7 +596,14 @@ def main(argv=None) -> int:
     ap.add_argument("--copy-forms", action="store_true",
                     help="Generate tl::copy_g2s's untimed issue forms (codegen/copies.py ROUND_STEPS, "
                          "CLIP_ROWS_MAX = 8); give the process caches of its own (TLC_CACHE_DIR).")
+    ap.add_argument("--ring-split", action="store_true",
+                    help="Schedule with schedule/ring_split_k.py's RING_SPLIT (split-K of cp.async rings, the "
+                         "parts meeting in the kernel; off by default); caches of its own (TLC_CACHE_DIR).")
     args = ap.parse_args(argv)
+    if args.ring_split:
+        from tlc.schedule import ring_split_k
+        ring_split_k.RING_SPLIT = True
+        print("split-K of cp.async rings: RING_SPLIT = True (matmul_w4a16 splits; the split-K rows' kernels do not)")
     if args.copy_forms:
         from tlc.codegen import copies
         copies.ROUND_STEPS, copies.CLIP_ROWS_MAX = True, 8

@@ -48,7 +48,8 @@ _LAZY = {"insert_barriers": "barriers", "choose_blocks_per_sm": "blocks_per_sm",
          "LoweringError": "lower", "narrow_fragments": "narrow_fragments",
          "check_thread_storage": "registers", "plan_shared_memory": "smem", "specialize_warps": "warpspec",
          "fold_stores": "fold_stores", "place_fragment_scans": "scan_registers", "unswitch_loops": "unswitch",
-         "order_heavy_first": "grid_order", "prefetch_loads": "prefetch_loads", "keep_gathered_rows": "l2_policy", "group_atomics": "atomic_groups"}
+         "order_heavy_first": "grid_order", "prefetch_loads": "prefetch_loads", "keep_gathered_rows": "l2_policy", "group_atomics": "atomic_groups",
+         "split_ring": "ring_split_k"}
 
 
 def __getattr__(name: str):
@@ -176,7 +177,7 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
               lambda k: check_thread_storage(k, program.sources),
               lambda k: plan_shared_memory(k, limit, program.sources), insert_barriers, keep_last_stages, use_fast_math,
               batch_loads, lambda k: choose_blocks_per_sm(k, targets.get(target)), unswitch_loops,
-              lambda k: specialize_warps(k, targets.get(target)),
+              lambda k: split_ring(specialize_warps(k, targets.get(target)), targets.get(target)),  # (ring_split_k.py)
               lambda k: fold_stores(k, targets.get(target)), order_heavy_first, keep_gathered_rows,
               group_atomics)
     tiled = scheduled_as_tile_grid(lowerer.__dict__.get("persistent_walks", ()), kernel, targets.get(target),

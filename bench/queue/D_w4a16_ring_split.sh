@@ -1,0 +1,35 @@
+#!/bin/bash
+# limit: 18
+# Helper D, session 26 (#18, w4a16 decode; prepared on the CPU, no device that session).
+# Asks: does split-K inside the kernel (schedule/ring_split_k.py's RING_SPLIT, off by default:
+# std.gemm's matmul_w4a16 takes K in parts along the grid's z, and the parts meet after the loop,
+# tl::split_k_meet: each stores its f32 tile into a slot and counts itself arrived, the last to
+# arrive adds the slots in part order and runs the epilogue) beat the split-K kernel plus its
+# second launch, splitk_reduce (3.0 us of the M = 1 split-K's ~24 in session 25's Nsight Compute
+# run)?  bench/lowbit.py --ring-split, a process with caches of its own: its "w4a16" rows are the
+# split matmul_w4a16 (M = 1: config.json's BM = 8, K steps of 256 on 3 stages, 48 KB, 4 blocks an
+# SM: 4 parts at N = K = 8192; M = 16: K steps of 512 on 2 stages, 72 KB, 3 blocks an SM: 3
+# parts; M = 64's 132 KB hold one block an SM: not split, so not asked), its "split-K"
+# rows the author's matmul_w4a16_splitk + splitk_reduce (three grid dimensions: not split again),
+# F.linear f16 in the same process; every output checked against F.linear in f32 first (the
+# meeting's correctness on the GPU: the interpreter and nvcc only so far,
+# tests/schedule/test_ring_split_k.py).
+# Answer (ANSWER:): "w4a16" / best split-K row at M = 1 and 16: flip RING_SPLIT = True if both
+# are <= 0.98 and no row failed its check; a failed check of a "w4a16" row keeps it off.
+set -u
+mkdir -p /tmp/tlc-cache-D-ring
+TLC_CACHE_DIR=/tmp/tlc-cache-D-ring timeout 17 python3 bench/lowbit.py --w4a16 --quick --m 1,16 --ring-split \
+  --only "w4a16,w4a16 split-K 2,w4a16 split-K 4" | tee /tmp/D_ring.txt
+python3 - <<'PY'
+import re
+LINE = re.compile(r"^(decode M=\d+ N=\d+ K=\d+ g\d+)\s+(.+?)\s+([0-9.]+) us ")
+rows = {}
+for m in map(LINE.match, open("/tmp/D_ring.txt").read().splitlines()):
+    if m:
+        rows.setdefault(m.group(1), {})[m.group(2).strip()] = float(m.group(3))
+for row, r in sorted(rows.items()):
+    split = [t for v, t in r.items() if v.startswith("w4a16 split-K")]
+    if "w4a16" in r and split:
+        print(f"ANSWER: ring split {row}: w4a16 / best split-K {r['w4a16'] / min(split):.3f} "
+              f"({r['w4a16']:.1f} vs {min(split):.1f} us; F.linear {r.get('F.linear f16', 0):.1f})")
+PY

@@ -1,0 +1,137 @@
+"""Split-K of a cp.async ring (schedule/ring_split_k.py, #18), an option off by default: with it,
+std.gemm's matmul_w4a16 (a ring warp specialization leaves alone: its weight is dequantized in
+registers) takes K in parts along the grid's z, the rule counting the blocks an SM holds, and the
+parts meet after the loop (codegen/ring_split_k.py, tl::split_k_meet): the interpreter runs the
+parts and the meeting as recorded and matches NumPy; the same IR without the meeting does not;
+the CUDA stores, counts and adds in part order, and builds without spills; the cpu target
+refuses it."""
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tlc import package_data
+from tlc.interp import run_kernel
+from tlc.ir.printer import print_kernel
+from tlc.runtime.grid import evaluate_int
+from tlc.schedule import ring_split_k
+from tlc.schedule.split_k import WAVE, parts_value
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "stdlib"))
+from w4a16_kit import case, check  # noqa: E402
+
+GEMM = str(package_data.stdlib().joinpath("gemm.tl"))
+M1 = {"BM": 8, "BK": 256, "stages": 3}  # config.json's matmul_w4a16 tiles at M = 1 on sm_90a
+
+
+def _kernel(name, consts, arch="sm_90a"):
+    from tlc.driver import check_file
+    from tlc.schedule import schedule
+
+    return schedule(check_file(GEMM).program, name, consts, target=arch)
+
+
+@pytest.fixture
+def on(monkeypatch):
+    monkeypatch.setattr(ring_split_k, "RING_SPLIT", True)
+
+
+def _parts(k, M, N, K):
+    return evaluate_int(k.split_k.parts, {"M": M, "N": N, "K": K, "KW": 4 * -(-K // 32), "KG": -(-K // 128)})
+
+
+def test_off_by_default():
+    assert ring_split_k.RING_SPLIT is False
+    k = _kernel("matmul_w4a16", M1)
+    assert k.split_k is None and len(k.grid) == 2 and "kpart" not in print_kernel(k)
+
+
+def test_the_decode_kernel_takes_k_in_parts_counting_the_blocks_an_sm_holds(on):
+    k = _kernel("matmul_w4a16", M1)
+    assert k.smem_bytes == 49152 and ring_split_k.blocks_per_sm(k, _target()) == 4
+    assert k.split_k is not None and k.split_k.slots == 4 * WAVE and k.split_k.acc == "acc"
+    assert k.block_vars[2] == "kpart" and len(k.grid) == 3
+    # N = K = 8192: 128 tiles of 64 rows, 32 K steps: 4 parts (528 // 128); a short K or many
+    # tiles keep one
+    assert _parts(k, 1, 8192, 8192) == 4 == parts_value(128, 32, 16, 528)
+    assert _parts(k, 1, 8192, 512) == 1 and _parts(k, 64, 65536, 8192) == 1
+    text = print_kernel(k)
+    assert ("# note: split-K of the cp.async ring (ring_split_k.py): the grid's z counts the parts of K (kpart), "
+            "at most 528 blocks' worth of tiles and parts (WAVE x 4 blocks an SM); the last part to arrive adds "
+            "acc's slots in part order and runs the epilogue") in text
+    assert "copy W4[bx * 64, (kpart * kchunk + k) * 32]<64, 32> -> Wq" in text
+
+
+def test_kernels_it_cannot_take_are_left_alone(on):
+    # three grid dimensions already (the author's own split), and a warp-specialized ring
+    assert _kernel("matmul_w4a16_splitk", {"BM": 8, "BK": 512, "stages": 2}).split_k is None
+    k = _kernel("matmul", {})
+    assert k.warp_spec is not None and k.split_k is None
+
+
+@pytest.mark.parametrize("M,N,K,consts", [(1, 100, 4100, M1), (3, 70, 2000, {"BM": 8, "BK": 128, "stages": 3}),
+                                          (16, 130, 3000, {"BM": 16, "BK": 256, "stages": 2})])
+def test_the_interpreter_runs_the_parts_and_matches_numpy(on, M, N, K, consts):
+    k = _kernel("matmul_w4a16", consts)
+    assert _parts(k, M, N, K) > 1
+    A, W4, scales, zeros, C, ref, tol, _ = case(np.random.default_rng(M + K), M, N, K)
+    run_kernel(k, {"A": A, "W4": W4, "scales": scales, "zeros": zeros, "C": C})
+    check(f"split matmul_w4a16 {M}x{N}x{K}", C, ref, tol)
+
+
+def test_without_the_meeting_each_part_stores_only_its_share(on):
+    k = _kernel("matmul_w4a16", M1)
+    k = dataclasses.replace(k, split_k=None)  # the split grid and loop, no meeting
+    A, W4, scales, zeros, C, ref, tol, _ = case(np.random.default_rng(7), 1, 100, 4100)
+    run_kernel(k, {"A": A, "W4": W4, "scales": scales, "zeros": zeros, "C": C})
+    assert np.abs(C.astype(np.float64) - ref).max() > 0.1 * np.abs(ref).max()
+
+
+def test_the_cuda_stores_counts_and_adds_in_part_order_before_the_epilogue(on):
+    from tlc.codegen import generate
+
+    src = generate(_kernel("matmul_w4a16", M1), "sm_90a").source
+    assert "__device__ float4 tl_rsk_slots_matmul_w4a16[67584];" in src  # 528 tiles' worth of 64 x 8 f32
+    assert "__device__ int tl_rsk_counts_matmul_w4a16[528];" in src
+    body = src[src.index("extern \"C\" __global__"):]
+    order = ["tl::gemm_mma_sm80_rs<", "tl::cp_async_wait<0>();",
+             "// split-K (schedule/ring_split_k.py)", "const int tl_sk_tile = blockIdx.y * gridDim.x + blockIdx.x;",
+             "if (gridDim.z == 1 || tl::split_k_meet<tl_matmul_w4a16_layout_1::REGS, 128>(acc, "
+             "tl_rsk_slots_matmul_w4a16 + static_cast<long long>(tl_sk_tile) * gridDim.z * 128, "
+             "tl_rsk_counts_matmul_w4a16 + tl_sk_tile, blockIdx.z, gridDim.z)) {",
+             "C[("]
+    at = 0
+    for x in order:  # each after the one before
+        at = body.find(x, at)
+        assert at >= 0, f"{x!r} is not after the statements before it"
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+def test_the_split_kernel_builds_without_spills(on, arch, tmp_path):
+    sys.path.insert(0, str(ROOT / "tests" / "codegen"))
+    from nvcc import cubin_sass
+    from tlc.codegen import generate
+
+    sass, log = cubin_sass(generate(_kernel("matmul_w4a16", M1, arch), arch).source, arch, tmp_path)
+    assert "0 bytes spill stores" in log
+    # the count's acquire-release add, the barrier's OR that tells the last part, the slots
+    # read through L2
+    assert "ATOMG.E.ADD.S32.STRONG.GPU" in sass and "BAR.RED.OR" in sass and "LDG.E.128.STRONG.GPU" in sass
+
+
+def test_the_cpu_target_refuses_it(on):
+    from tlc.codegen.cpp import Unsupported, generate
+
+    with pytest.raises(Unsupported, match="a kernel split along K for a GPU"):
+        generate(_kernel("matmul_w4a16", M1))
+
+
+def _target():
+    from tlc import targets
+    return targets.get("sm_90a")

@@ -1,0 +1,139 @@
+"""Split-K of a cp.async ring, the decision (#18), behind an option off by default (RING_SPLIT)
+until the GPU times it (bench/queue/D_w4a16_ring_split.sh asks).
+
+split_k.py splits a warp-specialized persistent ring.  A kernel that warp specialization leaves
+alone (its pipelined loop a cp.async ring: std.gemm's w4a16 decode kernels, whose weight tile is
+dequantized in registers; every kernel on sm_80) with few output tiles and a long K loop is
+rewritten the same way (split_k.rewrite: the grid's z counts the parts, each part's loop walks its
+chunk of K steps, the last part's steps past K reading zeros), and its parts meet after the loop
+(`ir.SplitK` on the Kernel; the code generator's `tl::split_k_meet`, the interpreter's
+Machine.run_split): every part stores its f32 accumulator into its slot of the tile and counts
+itself arrived; the part that arrives last sets the count back to 0, adds the tile's slots in the
+order of the parts (its own registers in their place, so that the sum's bits do not depend on
+which part arrives last) and runs the epilogue; the others skip it.  No part waits for another,
+so no order of the blocks' launch can hang; two launches of one split kernel must not overlap
+(the slots and counts are the module's own device memory, as split_k.py's).
+
+What it replaces: std.gemm's matmul_w4a16_splitk writes its parts to a workspace that a second
+launch, splitk_reduce, adds (3.0 us of the ~24 at M = 1 on the H200, session 25's Nsight Compute
+run); matmul_w4a16 split so needs neither.
+
+The rule is split_k.parts_expr's with the wave counted in blocks, not SMs: WAVE SMs times the
+blocks an SM holds by shared memory and threads (`blocks_per_sm`; registers are ptxas's, unknown
+here), so that every part of every tile is resident at once: parts = min(max_parts, WAVE * B //
+tiles, steps // MIN_STEPS), chunks as even as split_k's.  std.gemm's matmul_w4a16 at M = 1 (BM =
+8, K steps of 256 on 3 stages, 46 KB: 4 blocks an SM), N = K = 8192: 128 tiles, 32 steps, 4 parts.
+
+Applies to a kernel with a grid of two dimensions, no warp specialization and no persistent walk,
+one top-level pipelined loop whose length every tile shares (sizes and scalars set from them),
+one f32 fragment that the loop's gemms alone accumulate into (cleared once before it, its
+registers whole float4s a thread), and no write of a tensor before the epilogue (each part runs
+the statements before it)."""
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+from .. import ir
+from ..ir.walk import statements, written_names
+from . import split_k as sk
+
+RING_SPLIT = False  # the option: off until the GPU times it
+
+
+def blocks_per_sm(kernel: ir.Kernel, target) -> int:
+    """The blocks of `kernel` an SM of `target` holds by its shared memory (1 KB more a block, as
+    the GPU reserves) and threads; at least 1."""
+    by_smem = (target.smem_per_block + 1024) // (kernel.smem_bytes + 1024)
+    return max(1, min(by_smem, target.threads_per_sm // kernel.threads, target.blocks_per_sm))
+
+
+def candidate(kernel: ir.Kernel) -> tuple[int, str] | None:
+    """(the index of the pipelined loop in the body, its accumulator) of a kernel the split takes
+    (module docstring), or None."""
+    if kernel.warp_spec is not None or kernel.persistent_walk or kernel.split_k is not None or len(kernel.grid) != 2:
+        return None
+    loops = [i for i, s in enumerate(kernel.body) if isinstance(s, ir.For) and s.kind == "pipelined"]
+    if len(loops) != 1:
+        return None
+    i = loops[0]
+    loop = kernel.body[i]
+    fixed, _ = sk.fixed_names(kernel, i)
+    if not all(v.name in fixed for v in _variables(loop.stop)):
+        return None
+    inner = list(statements(loop.body))
+    gemms = [s for s in inner if isinstance(s, ir.Gemm)]
+    if not gemms or len({g.c for g in gemms}) != 1:
+        return None
+    acc = gemms[0].c
+    b = kernel.buffer(acc)
+    if b is None or b.scope != "fragment" or b.dtype.name != "f32" or len(b.shape) != 2:
+        return None
+    if (b.shape[0] * b.shape[1]) % (4 * kernel.threads):
+        return None  # each thread's registers go as whole float4s
+    if any(_writes(s, acc) for s in inner if not isinstance(s, ir.Gemm)):
+        return None  # only the gemms accumulate
+    fills = [s for s in kernel.body[:i] if isinstance(s, ir.Fill) and s.buffer == acc]
+    if len(fills) != 1 or not (isinstance(fills[0].value, ir.Const) and fills[0].value.value == 0):
+        return None
+    if any(_writes(s, acc) for s in statements(kernel.body[:i]) if s is not fills[0]):
+        return None
+    tensors = {p.name for p in kernel.params if p.kind != "scalar"}
+    if any(written_names([s]) & tensors for s in kernel.body[:i + 1]):
+        return None  # a tensor written before the epilogue: each part would write it
+    return i, acc
+
+
+def _writes(s, name: str) -> bool:
+    """Whether statement `s` itself (not a nested one) writes buffer `name`."""
+    if isinstance(s, (ir.Store, ir.Atomic)):
+        return s.name == name
+    if isinstance(s, ir.Copy):
+        return s.dst.name == name
+    if isinstance(s, ir.Fill):
+        return s.buffer == name
+    if isinstance(s, (ir.Reduce, ir.Scan)):
+        return s.dst == name
+    return isinstance(s, ir.Gemm) and s.c == name
+
+
+def _op_mul(a, b):
+    from ..dtypes import I32
+    return ir.BinOp("*", a, b, I32)
+
+
+def _variables(e):
+    from ..ir.walk import variables
+    return variables(e)
+
+
+def split_ring(kernel: ir.Kernel, target) -> ir.Kernel:
+    """`kernel` split along K where RING_SPLIT is on, `target` a GPU's and the kernel a candidate
+    (module docstring); else `kernel`."""
+    if not RING_SPLIT or target is None or target.host:
+        return kernel
+    found = candidate(kernel)
+    if found is None:
+        return kernel
+    i, acc = found
+    wave = sk.WAVE * blocks_per_sm(kernel, target)
+    loop = kernel.body[i]
+    # split_k.rewrite reads a ring's loop, its consumers' statements and its loads (none gathered)
+    ring = SimpleNamespace(loop=i, consumer=(0, len(loop.body)), loads=())
+    split, part, parts = sk.rewrite(kernel, ring)
+    # its parts are a wave of WAVE blocks'; here WAVE x blocks an SM
+    _, defs = sk.fixed_names(kernel, i)
+    b = kernel.buffer(acc)
+    from .im2col_tma import _subst
+    wider = sk.parts_expr(_op_mul(kernel.grid[0], kernel.grid[1]), _subst(loop.stop, defs), sk.max_parts(*b.shape),
+                          wave)
+    split = replace(split, grid=split.grid[:2] + (wider,),
+                    body=tuple(replace(s, value=wider) if isinstance(s, ir.LetScalar) and s.value == parts else s
+                               for s in split.body))
+    parts = wider
+    from ..ir.warpspec import SplitK
+    return replace(split, split_k=SplitK(part, parts, acc, wave),
+                   notes=split.notes + (f"split-K of the cp.async ring (ring_split_k.py): the grid's z counts the parts "
+                                        f"of K ({part}), at most {wave} blocks' worth of tiles and parts (WAVE x "
+                                        f"{wave // sk.WAVE} blocks an SM); the last part to arrive adds {acc}'s "
+                                        f"slots in part order and runs the epilogue",))
