@@ -33,7 +33,8 @@ from dataclasses import replace
 
 from .. import ir
 from ..dtypes import BOOL, I32
-from ..ir.walk import assigned_scalars, mapped, statements, subexprs, variables, written_names
+from ..ir.walk import (assigned_scalars, mapped, statement_exprs, statements, stmts_mapped, subexprs, variables,
+                       written_names)
 from .column_blocks import fresh_name
 
 PREFETCH_RING_LOADS = False
@@ -110,11 +111,11 @@ class _Prefetch:
                 first.append(ir.Assign(name, self.at(s.value, zero)))
                 keep = ir.Assign(s.name, ir.Var(name, s.value.dtype)) if isinstance(s, ir.Assign) else \
                     replace(s, value=ir.Var(name, s.value.dtype))
-                body[n] = (keep, ir.Assign(name, self.at(s.value, next_k)))
+                body[n] = (keep, ir.Assign(name, self.at(s.value, next_k)))  # (two statements in its place)
             elif isinstance(s, ir.Parallel) and len(s.vars) == 2:
                 row = s.vars[0]
                 found: dict = {}
-                for x in (x for t in statements(s.body) for e in _exprs(t) for x in subexprs(e)):
+                for x in (x for t in statements(s.body) for e in statement_exprs(t) for x in subexprs(e)):
                     if isinstance(x, ir.Load) and x not in found and self.fixed(x, {row}) and \
                             row in {v.name for i in x.indices for v in variables(i)} and \
                             s.vars[1] not in {v.name for i in x.indices for v in variables(i)}:
@@ -130,7 +131,7 @@ class _Prefetch:
                     first.append(ir.Parallel((row,), (s.extents[0],), (ir.Store(name, (i,), self.at(x, zero)),)))
                     after.append(ir.Parallel((row,), (s.extents[0],), (ir.Store(name, (i,), self.at(x, next_k)),)))
                 swap = {x: ir.Load(name, (i,), x.dtype) for x, name in found.items()}
-                body[n] = _loads_replaced(s, swap)
+                body[n] = replace(s, body=stmts_mapped(s.body, lambda e: mapped(e, lambda y: swap.get(y, y))))
         if not first:
             return None
         flat = []
@@ -140,12 +141,3 @@ class _Prefetch:
         new = (*flat[:lead], start, *flat[lead:], *after)
         return replace(self.loop, body=new), lets, buffers
 
-
-def _exprs(s):
-    from ..ir.walk import statement_exprs
-    return statement_exprs(s)
-
-
-def _loads_replaced(s: ir.Parallel, swap: dict) -> ir.Parallel:
-    from ..ir.walk import stmts_mapped
-    return replace(s, body=stmts_mapped(s.body, lambda e: mapped(e, lambda x: swap.get(x, x))))
