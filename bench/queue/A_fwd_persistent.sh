@@ -1,5 +1,5 @@
 #!/bin/bash
-# limit: 56
+# limit: 58
 # Helper A, session 26 (#19; no device this session): does std.attention's flash_fwd gain from a
 # persistent schedule now that its epilogue is cheap, and does head dim 64 gain from
 # FlashAttention 3's three consumer warpgroups?  Session 25 put the gap to cuDNN (0.92x at D=128)
@@ -17,15 +17,21 @@
 #         released before the store has read it.
 #   bm192_*: D=64 at 192 query rows on three consumer warpgroups taking turns (0736909, c503634),
 #         96 or 128 keys; CPU: 160 registers a consumer thread, BN=96 no spills, BN=128 4-8 bytes.
-# First a guard (16 s, a process of its own): each new schedule at a small ragged shape against
+#   sp192: FlashAttention 3's D=64 non-causal tile, 192 x 192 on three warpgroups with P through
+#         shared memory (std's flash_fwd with `probs = shared(...)`, written to /tmp here as
+#         tests/gpu/test_attention_gpu.py writes it; a5e6202 waits for the deferred P @ V before P is
+#         rewritten): two stages, V on its own barriers; CPU: no spills, the interpreter vs NumPy.
+# Rows: f16 B=4 H=32 S=4096 D=128 full, SK=256 (a block's fixed cost), causal, GQA 32/8; D=64 full.
+# First a guard (15 s, a process of its own): each new schedule at a small ragged shape against
 # torch in f32, printed as it runs, so that a hang costs only the guard and the cases that ran
 # are the ones timed.
 # Answer: per row "<label> <us> <TFLOP/s> <x>x cuDNN".  If walk beats std by >= 2% at D=128 both
 # masks (and loses nowhere), flip schedule/warpspec.py GRID_TILE_LOADS to True (std's grid then
 # runs as the walk does; its tests are written for both values).  If bm192_bn96 (or its walk)
-# beats std at D=64, give config.json's flash_fwd a D <= 64 rule BM=192 THREADS=384 BN=96.
+# beats std at D=64, give config.json's flash_fwd a D <= 64 rule BM=192 THREADS=384 BN=96; if
+# sp192 beats them, P through shared memory at D=64 is the next step (a schedule decision).
 export PYTHONUNBUFFERED=1
-timeout 16 python3 - <<'PY' 2>&1 | tee /tmp/A_guard.txt
+timeout 15 python3 - <<'PY' 2>&1 | tee /tmp/A_guard.txt
 import math, torch
 import tlc
 mods = {p: tlc.load(p, target="cuda") for p in ("bench/A_fwd_walk.tl", "std.attention")}
@@ -57,13 +63,17 @@ walk = [("walk", "bench/A_fwd_walk.tl", {})] if os.environ["WALK"] == "1" else [
 for shape in [("float16", 4, 32, 32, 4096, 4096, 128, False),
               ("float16", 4, 32, 32, 4096, 256, 128, False),  # a block's fixed cost
               ("float16", 4, 32, 32, 4096, 4096, 128, True),
-              ("float16", 4, 32, 8, 4096, 4096, 128, False),
-              ("float16", 2, 32, 32, 8192, 8192, 128, False)]:
+              ("float16", 4, 32, 8, 4096, 4096, 128, False)]:
     run(shape, [("std", None, {})] + walk, min_ms=80)
 W3 = [("bm192_bn96", None, {"BM": 192, "THREADS": 384, "BN": 96}),
       ("bm192_bn128", None, {"BM": 192, "THREADS": 384, "BN": 128})]
 W3 += [("walk_" + label, "bench/A_fwd_walk.tl", c) for label, _, c in W3] if walk else []
 W3 = W3 if os.environ["W3"] == "1" else []
-run(("float16", 4, 32, 32, 4096, 4096, 64, False), [("std", None, {})] + walk + W3, min_ms=60)
+src = open("stdlib/attention.tl").read()
+old = "        probs = fragment(T[BM, BN])\n"
+assert old in src
+open("/tmp/A_sp.tl", "w").write(src.replace(old, "        probs = shared(T[BM, BN])\n"))
+W3 += [("sp192", "/tmp/A_sp.tl", {"BM": 192, "THREADS": 384, "BN": 192})] if W3 else []
+run(("float16", 4, 32, 32, 4096, 4096, 64, False), [("std", None, {})] + walk + W3, min_ms=50)
 print(f"total {time.time() - t0:.1f} s")
 PY

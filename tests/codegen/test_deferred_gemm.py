@@ -121,3 +121,16 @@ def test_sass_of_three_consumer_warpgroups_has_no_local_memory_and_no_injected_w
     assert re.search(r"HGMMA\.64x96x16\.F32 R\d+, gdesc", sass) and re.search(r"HGMMA\.64x64x16\.F32 R\d+, R\d+, gdesc", sass)
     assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log
     assert not re.search(r"C75\d\d", log), log
+
+
+@pytest.mark.nvcc
+def test_sass_of_three_warpgroups_with_p_in_shared_memory_has_no_local_memory(tmp_path):
+    # FlashAttention 3's 192 x 192 tile at head dim 64, P through shared memory: 96 score
+    # registers a thread, no P held in registers, within 160 (bench/queue/A_fwd_persistent.sh)
+    src = SRC.replace("        probs = fragment(T[BM, BN])\n", "        probs = shared(T[BM, BN])\n")
+    source = generated_source(src, "flash_fwd", arch="sm_90a",
+                              constants={"D": 64, "BM": 192, "THREADS": 384, "BN": 192, "STAGES": 2}).source
+    sass, log = cubin_sass(source, "sm_90a", tmp_path, "flash3p")
+    assert re.search(r"HGMMA\.64x192x16\.F32 R\d+, gdesc", sass) and re.search(r"HGMMA\.64x64x16\.F32 R\d+, gdesc", sass)
+    assert not re.search(r"\b(LDL|STL)\b", sass) and " 0 bytes spill stores" in log
+    assert not re.search(r"C75\d\d", log), log

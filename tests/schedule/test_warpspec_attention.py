@@ -6,6 +6,7 @@ overlap of P @ V with the next softmax).  What it decides, what it refuses, how 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,28 @@ def test_a_shared_a_operand_the_consumers_write_is_waited_for_before_it_is_writt
     d, body = k.warp_spec.deferred, k.body[k.warp_spec.loop].body
     assert d is not None and body[d.gemm].a == "probs"
     assert isinstance(body[d.wait], ir.Copy) and body[d.wait].dst.name == "probs"
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_three_warpgroups_with_p_in_shared_memory_against_numpy(tmp_path, causal):
+    # FlashAttention 3's tile at head dim 64 (192 x 192, P through shared memory, three consumer
+    # warpgroups taking turns; bench/queue/A_fwd_persistent.sh times it): two stages with V on
+    # its own barriers, each warpgroup's P rows meeting at its own barrier before its P @ V
+    import numpy as np
+
+    from tlc.interp import run_kernel
+    sys.path.insert(0, str(ROOT / "tests" / "stdlib"))
+    from test_attention import check
+    path = tmp_path / "shared_probs.tl"
+    path.write_text(SOURCE.replace("        probs = fragment(T[BM, BN])\n", "        probs = shared(T[BM, BN])\n"))
+    k = _kernel(path, D=64, BM=192, THREADS=384, BN=192, CAUSAL=causal)
+    ws = k.warp_spec
+    assert ws.stages == 2 and [ws.loads[j].buffer for j in ws.late_loads] == ["v_tile"] and ws.deferred.pingpong
+    assert [k.body[ws.loop].body[i].__class__.__name__ for i in ws.warpgroup_syncs] == ["Sync"]
+
+    def run(q, kk, v, o, lse, scale):
+        run_kernel(k, {"Q": q, "K": kk, "V": v, "O": o, "LSE": lse, "scale": np.float32(scale)})
+    check(run, "f16", 1, 2, 1, 500, 450, 64, causal, 3)
 
 
 def test_a_scaling_that_reads_the_loops_scalars_stays_in_place(tmp_path):
