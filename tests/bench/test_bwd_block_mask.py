@@ -79,6 +79,7 @@ def test_the_dkv_step_masks_blocks_and_rounds_pairs(tmp_path, monkeypatch):
 
 
 @pytest.mark.nvcc
+@pytest.mark.slow  # a second build of the whole backward (the README's test command's time)
 def test_without_cast_pairs_the_halves_are_swapped_back(tmp_path, monkeypatch):
     # what CAST_PAIRS saves: rounded one at a time, ptxas swaps each pair's halves back (a PRMT)
     dq, dkv, _ = _sass(VARIANT, tmp_path, monkeypatch, cast_pairs=False)
