@@ -102,7 +102,7 @@ def test_the_output_goes_through_qs_tile_and_the_tma(monkeypatch):
     from tlc.schedule import warpspec
     monkeypatch.setattr(warpspec, "GRID_TILE_LOADS", False)  # one tile a block (bench/queue/A_fwd_persistent.sh)
     text = cuda()
-    start = text.index("// 83: copy(acc, O[b, h, bx * BM, 0])")
+    start = text.index(": copy(acc, O[b, h, bx * BM, 0])")  # (the line's number follows the module's comments)
     epilogue = text[start:text.index("#ifndef __CUDACC_RTC__", start)]
     _in_order(epilogue, ["if (tl_tma & 2) {", "half* tl_stage_c = reinterpret_cast<half*>(tl_smem + 196608);",
                          "tl::copy_f2s_staged<tl_flash_fwd_layout_0, float, half, 128, 128>(tl_stage_c, acc);",

@@ -275,7 +275,12 @@ def test_emit_ir_says_who_runs_the_prologue_and_where_the_deferred_gemm_runs():
             "they meet at bar.sync 5 after it\n  copy Q[") in text
     assert ("deferred: the loop's last gemm (statement 14) of iteration it - 1 is issued right after statement 4's "
             "gemm of iteration it, on stage (it - 1) % 3, and waited for before statement 12; the last iteration's "
-            "after the loop; statement 13 (its accumulator's scaling) runs right before it is issued\n") in text
+            "after the loop; statement 13 (its accumulator's scaling) runs right before it is issued; the 2 consumer "
+            "warpgroups take turns to issue both gemms, in warpgroup order (named barriers 3..4)\n") in text
+    # FlashAttention 3's three at head dim 64, and one warpgroup, which takes no turns
+    assert ("; the 3 consumer warpgroups take turns to issue both gemms, in warpgroup order (named barriers 9..11)\n"
+            in print_kernel(_kernel(D=64, BM=192, THREADS=384, BN=96)))
+    assert "take turns" not in print_kernel(_kernel(BM=64, THREADS=128))
 
 
 def test_emit_ir_says_which_loads_have_barriers_of_their_own():

@@ -4,7 +4,7 @@ line, and a comment before each statement of the ring saying which role runs it.
 from __future__ import annotations
 
 from .nodes import Atomic, Kernel, Sync
-from .warpspec import CONSUMER_BARRIER, WarpSpecialization
+from .warpspec import CONSUMER_BARRIER, WarpSpecialization, turn_barrier
 
 
 def header_lines(k: Kernel) -> list[str]:
@@ -64,7 +64,10 @@ def header_lines(k: Kernel) -> list[str]:
                    f"statement {d.wait}; the last iteration's after the loop"
                    + (f"; statement{'s' * (len(d.before_issue) > 1)} {', '.join(map(str, d.before_issue))} (its "
                       f"accumulator's scaling) run{'s' * (len(d.before_issue) == 1)} right before it is issued"
-                      if d.before_issue else ""))
+                      if d.before_issue else "")
+                   + (f"; the {T // 128} consumer warpgroups take turns to issue both gemms, in warpgroup order "
+                      f"(named barriers {turn_barrier(T // 128)}..{turn_barrier(T // 128) + T // 128 - 1})"
+                      if d.pingpong else ""))
     if ws.rolled:
         out.append("  rolled: both roles' loops kept rolled (their body is one wgmma gemm)")
     if ws.tile_order is not None:
@@ -109,7 +112,8 @@ def header_lines(k: Kernel) -> list[str]:
     if ws.store is not None:
         st = ws.store
         if st.in_stage is None:
-            out.append(f"  epilogue: {k.body[st.index].src.name} staged @{st.offset} ({st.nbytes} bytes), "
+            also = "".join(f", {k.body[i].src.name} @{st.offset + (n + 1) * st.nbytes}" for n, i in enumerate(st.more))
+            out.append(f"  epilogue: {k.body[st.index].src.name} staged @{st.offset} ({st.nbytes} bytes){also}, "
                        f"{st.rows} rows per warpgroup stored through #{st.tensor_map}")
         else:
             out.append(f"  epilogue: {k.body[st.index].src.name} staged in {ws.loads[st.in_stage].buffer}'s stage of the "
@@ -164,7 +168,8 @@ def statement_notes(k: Kernel) -> dict:
             if isinstance(s, Sync):
                 notes[id(s)] = "left out: the consumers' late copies meet at their own barrier"
     if ws.store is not None:
-        notes[id(k.body[ws.store.index])] = f"consumers: staged in shared memory, stored by the TMA (map #{ws.store.tensor_map})"
+        for i in (ws.store.index, *ws.store.more):
+            notes[id(k.body[i])] = f"consumers: staged in shared memory, stored by the TMA (map #{ws.store.tensor_map})"
     for x in ws.reduces:
         notes[id(loop.body[x.index])] = f"consumers: staged in shared memory, added by the TMA's bulk reduction (map #{x.tensor_map})"
     return notes
