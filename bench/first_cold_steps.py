@@ -128,9 +128,13 @@ if STOOD_IN:
 for name in STEPS:
     if name in sys.modules:
         install(sys.modules[name])
-if os.environ.get("TLC_BENCH_COLD_NO_WARM_UP"):  # a tree given as DIR#nowarm: no NVRTC warm-up thread
+VARIANT = os.environ.get("TLC_BENCH_COLD_VARIANT", "")
+if "nowarm" in VARIANT:  # no NVRTC warm-up thread
     from tlc.runtime import compile as rc
     rc.warm_up_nvrtc = lambda arch, primitive_files=None: None
+if "inline" in VARIANT:  # the caches' stores where they are asked for, not beside the compile (as before d2c014e)
+    from tlc.runtime import beside
+    beside.later = lambda work: work()
 # --heap: objects alive before the clock, as PyTorch's and CuPy's imports leave them (the
 # collector's oldest generation walks them all)
 HEAP = [{"x": [i]} for i in range(int(os.environ.get("TLC_BENCH_COLD_HEAP", "0")) // 3)]
@@ -217,13 +221,14 @@ def main(argv=None) -> dict:
     ap.add_argument("--heap", type=int, default=0, help="without --gpu: this many objects alive before the clock "
                     "(PyTorch's import leaves ~1-2 M), which the collector's full passes walk")
     ap.add_argument("--tree", action="append", help="a folder holding tlc/ (and grammar/, templates/, stdlib/) "
-                    "(DIR#nowarm: with no NVRTC warm-up thread) "
+                    "(DIR#nowarm: with no NVRTC warm-up thread; DIR#inline: the caches' stores where they are asked "
+                    "for, not beside the compile; DIR#nowarm,inline: both) "
                     "to time instead of this checkout; given more than once, their processes alternate")
     ap.add_argument("--profile", action="store_true", help="then one more process under cProfile (the first "
                     "tree's), its listings printed")
     args = ap.parse_args(argv)
-    # each variant: (label, tree, without the warm-up thread)
-    variants = [(t, Path(t.removesuffix("#nowarm")).resolve(), t.endswith("#nowarm")) for t in args.tree or [str(ROOT)]]
+    # each variant: (label, tree, what differs: "nowarm", "inline", both or none)
+    variants = [(t, Path(t.partition("#")[0]).resolve(), t.partition("#")[2]) for t in args.tree or [str(ROOT)]]
     base = {**os.environ, "TLC_BENCH_COLD_STEPS": json.dumps(STEPS), "TLC_BENCH_COLD_NVRTC_MS": str(args.nvrtc_ms),
             "TLC_BENCH_COLD_HEAP": str(args.heap)}
     for tree in dict.fromkeys(tree for _, tree, _ in variants):
@@ -233,8 +238,8 @@ def main(argv=None) -> dict:
     code = (GPU if args.gpu else STAND_IN) + COLD_BODY
     runs = {label: [] for label, _, _ in variants}
     for i in range(args.runs):
-        for label, tree, cold in variants:
-            env = {**cold_env(base, args.gpu), **({"TLC_BENCH_COLD_NO_WARM_UP": "1"} if cold else {})}
+        for label, tree, variant in variants:
+            env = {**cold_env(base, args.gpu), "TLC_BENCH_COLD_VARIANT": variant}
             r = run(code, env, tree)
             runs[label].append(r)
             print(f"  run {i + 1}, {label}: load + call {r['load_ms'] + r['call_ms']:.1f} ms (load {r['load_ms']:.1f}, "
@@ -248,7 +253,7 @@ def main(argv=None) -> dict:
         profiled = run(code, {**cold_env(base, args.gpu), "TLC_BENCH_COLD_PROFILE": "1"}, trees[0])
         print(f"under cProfile ({trees[0]}, one more process; load + call {profiled['load_ms'] + profiled['call_ms']:.1f} ms):")
         print(profiled["listing"])
-    return {str(Path(label.removesuffix("#nowarm")).resolve()) + ("#nowarm" if label.endswith("#nowarm") else ""): r
+    return {str(Path(label.partition("#")[0]).resolve()) + "".join(label.partition("#")[1:]): r
             for label, r in runs.items()}
 
 
