@@ -112,7 +112,8 @@ def header_lines(k: Kernel) -> list[str]:
     if ws.store is not None:
         st = ws.store
         if st.in_stage is None:
-            out.append(f"  epilogue: {k.body[st.index].src.name} staged @{st.offset} ({st.nbytes} bytes), "
+            also = "".join(f", {k.body[i].src.name} @{st.offset + (n + 1) * st.nbytes}" for n, i in enumerate(st.more))
+            out.append(f"  epilogue: {k.body[st.index].src.name} staged @{st.offset} ({st.nbytes} bytes){also}, "
                        f"{st.rows} rows per warpgroup stored through #{st.tensor_map}")
         else:
             out.append(f"  epilogue: {k.body[st.index].src.name} staged in {ws.loads[st.in_stage].buffer}'s stage of the "
@@ -167,7 +168,8 @@ def statement_notes(k: Kernel) -> dict:
             if isinstance(s, Sync):
                 notes[id(s)] = "left out: the consumers' late copies meet at their own barrier"
     if ws.store is not None:
-        notes[id(k.body[ws.store.index])] = f"consumers: staged in shared memory, stored by the TMA (map #{ws.store.tensor_map})"
+        for i in (ws.store.index, *ws.store.more):
+            notes[id(k.body[i])] = f"consumers: staged in shared memory, stored by the TMA (map #{ws.store.tensor_map})"
     for x in ws.reduces:
         notes[id(loop.body[x.index])] = f"consumers: staged in shared memory, added by the TMA's bulk reduction (map #{x.tensor_map})"
     return notes

@@ -138,7 +138,11 @@ class StagedStore(Node):
     warpgroup writes there once every consumer warp's last first gemm is done (the tile loads'
     empty barrier, `tile_done`), and that stage is released to the producer only once the
     warpgroup's store has read it (its issuing thread arrives for the warpgroup's warps), not
-    right after the loop.  A tile that ran no iteration stores from registers."""
+    right after the loop.  A tile that ran no iteration stores from registers.
+
+    `more`: the indices of further such copies after the ring (the same fragment shape, layout and
+    tensor: std.gemm's block-scaled f8 at BN = 256, a tile's two 128-column halves), each staged
+    `nbytes` after the one before and stored through the same map."""
 
     index: int
     tensor_map: int
@@ -146,6 +150,7 @@ class StagedStore(Node):
     offset: int
     nbytes: int
     in_stage: int | None = None
+    more: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -380,7 +385,8 @@ class WarpSpecialization(Node):
     def staging_end(self) -> int:
         """Byte offset past the ring's barriers and the staging buffers after them."""
         ends = [self.ring_end] + [x.offset + x.nbytes for x in self.reduces] + \
-            ([self.store.offset + self.store.nbytes] if self.store is not None and self.store.in_stage is None else [])
+            ([self.store.offset + self.store.nbytes * (1 + len(self.store.more))]
+             if self.store is not None and self.store.in_stage is None else [])
         return max(ends)
 
     def stage_buffers(self) -> dict:
@@ -418,6 +424,9 @@ def warp_spec_problem(kernel) -> str | None:
     if ws.store is not None and not (ws.loop < ws.store.index < len(kernel.body)
                                      and isinstance(kernel.body[ws.store.index], Copy)):
         return f"the staged store {ws.store.index} is not a copy after the ring's loop"
+    if ws.store is not None and not all(ws.loop < i < len(kernel.body) and isinstance(kernel.body[i], Copy)
+                                        for i in ws.store.more):
+        return f"the staged store's further copies {ws.store.more} are not copies after the ring's loop"
     for x in ws.reduces:
         p = body[x.index] if start <= x.index < stop else None
         if not isinstance(p, Parallel) or len(p.body) != 1 or not isinstance(p.body[0], Atomic) \

@@ -648,6 +648,11 @@ class _Planner:
         copies = [s for s in after if isinstance(s, ir.Copy)]
         if dead is not None or ring_stage is not None:
             copies = [s for s in copies if s.src.name in self.buffers and len(self.buffers[s.src.name].shape) == 2]
+        # several whole accumulators alike into one tensor (BN = 256's two halves): staged one
+        # after another beside the ring, each stored through the same map
+        more = copies[1:] if len(copies) > 1 and dead is None and ring_stage is None and self.alike(copies) else []
+        if more:
+            copies = copies[:1]
         if len(copies) != 1:
             return None
         c = copies[0]
@@ -674,7 +679,7 @@ class _Planner:
         offset = -(-ring_end // 1024) * 1024
         nbytes = rows * cols * size
         in_stage = None
-        if offset + nbytes > self.target.smem_per_block:
+        if offset + nbytes * (1 + len(more)) > self.target.smem_per_block:
             if dead is not None and nbytes <= dead[1]:
                 offset = dead[0]
             elif ring_stage is not None and nbytes <= ring_stage[2] and p.dtype == ring_stage[3]:
@@ -683,7 +688,20 @@ class _Planner:
                 return None
         self.tensor_maps.append(TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows // groups, 128 // size, store=True,
                                               view=view))
-        return StagedStore(first + after.index(c), len(self.tensor_maps) - 1, rows // groups, offset, nbytes, in_stage)
+        return StagedStore(first + after.index(c), len(self.tensor_maps) - 1, rows // groups, offset, nbytes, in_stage,
+                           tuple(first + after.index(x) for x in more))
+
+    def alike(self, copies: list) -> bool:
+        """Whether `copies` are all whole fragments of one shape, dtype and layout into one tensor
+        parameter, with no view (what the first one's staged store checks, the rest then alike)."""
+        def key(c):
+            frag = self.buffers.get(getattr(c.src, "name", None))
+            if not isinstance(c.src, ir.BufferRef) or not isinstance(c.dst, ir.Region) or frag is None \
+                    or getattr(c.dst, "dims", None) is not None:
+                return None
+            return (frag.scope, tuple(frag.shape), frag.dtype, frag.layout, c.dst.name, tuple(c.dst.extents))
+        keys = [key(c) for c in copies]
+        return keys[0] is not None and all(x == keys[0] for x in keys)
 
     def store_stage(self, ws, body: list, after) -> tuple | None:
         """(load, offset, bytes, dtype) of the ring's buffer a persistent ring may stage its epilogue's

@@ -113,10 +113,12 @@ class WarpSpecEmission(BulkReduceGen):
             self.bulk_reduce(x, p, lambda: super(WarpSpecEmission, self).stmt_Parallel(p))
 
     def stmt_Copy(self, c: ir.Copy, async_copy: bool = False) -> None:
-        if self.staged_epilogue is None or c is not self.staged_epilogue.copy:
+        st = self.staged_epilogue
+        part = None if st is None else next((n for n, x in enumerate((st.copy, *st.more)) if x is c), None)
+        if part is None:
             super().stmt_Copy(c, async_copy)
             return
-        st, frag = self.staged_epilogue, self.buffers[c.src.name]
+        frag = self.buffers[c.src.name]
         t, u = c_type(frag.dtype), c_type(self.params[c.dst.name].dtype)
         rows, cols = frag.shape
         offs = [self.expr(o) for o in c.dst.offsets]
@@ -129,10 +131,11 @@ class WarpSpecEmission(BulkReduceGen):
         else:
             e("if (tl_tma & 2) {  // through shared memory: the TMA stores this warpgroup's rows while it goes on")
             self.indent += 1
-            e(f"{u}* tl_stage_c = reinterpret_cast<{u}*>(tl_smem + {st.offset});")
+            e(f"{u}* tl_stage_c = reinterpret_cast<{u}*>(tl_smem + {st.offset + part * st.nbytes});")
             e("const int tl_group = threadIdx.x / 128;")
-            e("if (threadIdx.x % 128 == 0) tl::tma_store_wait_read();  // the last tile's store has read the buffer")
-            e("tl::bar_sync_named(1 + tl_group, 128);")
+            if part == 0:  # (the later parts' buffers: that wait covered the last tile's stores of them too)
+                e("if (threadIdx.x % 128 == 0) tl::tma_store_wait_read();  // the last tile's store has read the buffer")
+                e("tl::bar_sync_named(1 + tl_group, 128);")
             e(f"tl::copy_f2s_staged<{self.fragment(frag.name).c_layout}, {t}, {u}, {rows}, {cols}>(tl_stage_c, "
               f"{c_name(frag.name)});")
             e("tl::fence_proxy_async();  // written by plain stores, read next by the TMA")

@@ -37,6 +37,7 @@ class StagedStore:
     offset: int  # byte offset of the staging buffer (1024-aligned), after the ring's barriers
     nbytes: int
     in_stage: int | None = None  # in load in_stage's buffer, at its last iteration's stage (ir.StagedStore)
+    more: tuple = ()  # further copies staged alike, each nbytes after the one before (ir.StagedStore.more)
 
 
 @dataclass
@@ -80,7 +81,7 @@ class WarpSpecPlanning:
         st = spec.store
         if st is not None:
             self.staged_epilogue = StagedStore(self.k.body[st.index], st.tensor_map, st.rows, st.offset, st.nbytes,
-                                               st.in_stage)
+                                               st.in_stage, tuple(self.k.body[i] for i in st.more))
 
     @property
     def ring_barriers(self) -> int:
