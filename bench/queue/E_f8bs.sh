@@ -30,4 +30,5 @@ python3 bench/f8bs_probe.py --sizes 8192x8192x8192 --ms 30 2>&1 | grep -v Warnin
 python3 bench/f8bs_probe.py --no-probes --ms 15 \
   --sizes 4096x7168x2048,4096x2112x7168,4096x24576x1536,4096x7168x16384,4096x4096x7168 2>&1 | grep -v Warning
 TLC_CACHE_DIR=$(mktemp -d) python3 bench/f8bs_probe.py --prefetch --no-probes --ms 30 --sizes 8192x8192x8192 \
-  --configs '{"std (default) pf": {}, "std BN=256 s4 pf": {"BN": 256, "stages": 4}}' 2>&1 | grep -v Warning
+  --configs '{"std (default) pf": {}, "std BN=256 s3 pf": {"BN": 256, "stages": 3}, "std BN=256 s4 pf": {"BN": 256, "stages": 4}}' \
+  2>&1 | grep -v Warning
