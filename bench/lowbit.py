@@ -11,7 +11,7 @@ most 2/3 of a one-pass kernel's); GB/s and its fraction of a device-to-device co
 measured in the same run (tlc.benchmarks.ceilings).
 
     python bench/lowbit.py [--quick] [--only quantize_per_token,quantize_int4] [--json out.json]
-    python bench/lowbit.py --w4a16 [--quick] [--m 1,4096] [--only "w4a16,w4a16 gemv"] [--json out.json] [--copy-forms] [--ring-split]
+    python bench/lowbit.py --w4a16 [--quick] [--m 1,4096] [--only "w4a16,w4a16 gemv"] [--json out.json] [--copy-forms] [--ring-split] [--option MODULE.NAME=VALUE]
     python bench/lowbit.py --scaled [--quick] [--json out.json]
 
 --w4a16: std.gemm's weight-only int4 GEMM instead (issue 18's w4a16 rows): a weight N = K = 8192
@@ -599,7 +599,12 @@ def main(argv=None) -> int:
     ap.add_argument("--ring-split", action="store_true",
                     help="Schedule with schedule/ring_split_k.py's RING_SPLIT (split-K of cp.async rings, the "
                          "parts meeting in the kernel; off by default); caches of its own (TLC_CACHE_DIR).")
+    ap.add_argument("--option", action="append", default=[],
+                    help="MODULE.NAME=VALUE: a compiler switch for the run (bench/ops_variants.py's); caches of its own.")
     args = ap.parse_args(argv)
+    if args.option:
+        from ops_variants import apply_options
+        apply_options(args.option)
     if args.ring_split:
         from tlc.schedule import ring_split_k
         ring_split_k.RING_SPLIT = True

@@ -1,5 +1,5 @@
 #!/bin/bash
-# limit: 28
+# limit: 24
 # Helper D, session 26 (#18, w4a16 decode; prepared on the CPU, no device that session).
 # Asks: (1) does tl::copy_g2s's cheaper issue code, codegen/copies.py ROUND_STEPS (a thread's
 # source one pointer stepped a round, its shared destination a constant offset) with
@@ -30,12 +30,12 @@
 # runs its own defaults, RM = 16, RN = 256: config.json's for std at M <= 16).
 set -u
 echo "== tl::copy_g2s as today (defaults)"
-timeout 13 python3 bench/lowbit.py --w4a16 --quick --m 1,16 \
+timeout 11 python3 bench/lowbit.py --w4a16 --quick --m 1,16 \
   --only "w4a16 split-K 2,w4a16 split-K 4,w4a16 gemv,w4a16 split-K 4 unrolled reduce,w4a16 BK=256 split-K 4 stages=2" \
   | tee /tmp/D_copies_off.txt
 echo "== tl::copy_g2s with --copy-forms (ROUND_STEPS, CLIP_ROWS_MAX = 8)"
 mkdir -p /tmp/tlc-cache-D-forms
-TLC_CACHE_DIR=/tmp/tlc-cache-D-forms timeout 13 python3 bench/lowbit.py --w4a16 --quick --m 1,16 --copy-forms \
+TLC_CACHE_DIR=/tmp/tlc-cache-D-forms timeout 11 python3 bench/lowbit.py --w4a16 --quick --m 1,16 --copy-forms \
   --only "w4a16 split-K 2,w4a16 split-K 4,w4a16 gemv" | tee /tmp/D_copies_on.txt
 python3 - <<'PY'
 import re

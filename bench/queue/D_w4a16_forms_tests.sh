@@ -1,5 +1,5 @@
 #!/bin/bash
-# limit: 16
+# limit: 12
 # Helper D, session 26 (#18; prepared on the CPU, no device that session).  Asks: are std.gemm's
 # w4a16 kernels right on the GPU under the options bench/queue/D_w4a16_copies.sh and
 # D_w4a16_ring_split.sh time?  tests/gpu/test_gemm_w4a16_options_gpu.py: RING_SPLIT's matmul_w4a16
@@ -11,5 +11,5 @@
 # nvcc built every kind of tile with the copy forms (tests/codegen/test_copies_rounds.py).
 # Answer (ANSWER:): the pytest exit status; a failure keeps the failing option off.
 set -u
-timeout 15 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_gemm_w4a16_options_gpu.py 2>&1 | tail -6
+timeout 11 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_gemm_w4a16_options_gpu.py 2>&1 | tail -6
 echo "ANSWER: w4a16 GPU tests under RING_SPLIT and the copy forms: pytest exit ${PIPESTATUS[0]}"

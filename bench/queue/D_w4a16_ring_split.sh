@@ -1,5 +1,5 @@
 #!/bin/bash
-# limit: 16
+# limit: 12
 # Helper D, session 26 (#18, w4a16 decode; prepared on the CPU, no device that session).
 # Asks: does split-K inside the kernel (schedule/ring_split_k.py's RING_SPLIT, off by default:
 # std.gemm's matmul_w4a16 takes K in parts along the grid's z, and the parts meet after the loop,
@@ -22,7 +22,7 @@
 # a split row keeps it off.
 set -u
 mkdir -p /tmp/tlc-cache-D-ring
-TLC_CACHE_DIR=/tmp/tlc-cache-D-ring timeout 15 python3 bench/lowbit.py --w4a16 --quick --m 1,16 --ring-split \
+TLC_CACHE_DIR=/tmp/tlc-cache-D-ring timeout 11 python3 bench/lowbit.py --w4a16 --quick --m 1,16 --ring-split \
   --only "w4a16,w4a16 BK=512 stages=2,w4a16 split-K 2,w4a16 split-K 4" | tee /tmp/D_ring.txt
 python3 - <<'PY'
 import re

@@ -40,6 +40,18 @@ def wgmma_a(shape: tuple, threads: int) -> MmaAccumulator:
     return wgmma_accumulator(shape, threads)
 
 
+# The most 32-bit registers a thread of a register-A gemm's A fragment holds for wgmma to take it
+# (0: any), an option until the H200 times it (bench/queue/D_w4a16_mma_register_a.sh, at 32).
+# wgmma reads every register of A until its wait, so a fragment computed whole before the gemm
+# stays live whole: std.gemm's w4a16 decode kernels at M = 16 dequantize a K step of 512 into 128
+# registers a thread before 32 HGMMAs (222 registers, 2 blocks of 4 warps an SM), where
+# mma.sync, which reads its registers at issue, lets ptxas compute each K slice's weights right
+# before its mma (M = 1's BM = 8 tiles, mma.sync already: 48 registers).  With 32 (nvcc 13.0
+# sm_90a): the split-K kernel at M = 16's tiles 222 -> 100 registers, at K steps of 256 104 -> 52,
+# at M = 64's 195 -> 128; matmul_w4a16 at M = 16 224 -> 106, at M = 64 167 -> 141.
+WGMMA_REGISTER_A_MAX = 0
+
+
 def register_a_layouts(g: ir.Gemm, buffers: dict, threads: int, target: str) -> tuple | None:
     """(A's layout, C's layout) under which the gemm reads its fragment A from registers on
     `target`: wgmma's register-A form where the target has wgmma and it fits, else mma.sync's
@@ -47,6 +59,11 @@ def register_a_layouts(g: ir.Gemm, buffers: dict, threads: int, target: str) -> 
     if register_a_operands(g, buffers, threads) and targets.get(target).wgmma and wgmma_register_a(g, buffers, threads):
         return wgmma_a(buffers[g.a].shape, threads), wgmma_accumulator(buffers[g.c].shape, threads)
     return mma_register_a_layouts(g, buffers, threads)
+
+
+def _a_registers(a, threads: int) -> int:
+    """The 32-bit registers a thread holds of 16-bit fragment `a` (two values each)."""
+    return a.shape[0] * a.shape[1] // threads // 2
 
 
 def mma_register_a_layouts(g: ir.Gemm, buffers: dict, threads: int) -> tuple | None:
@@ -73,9 +90,9 @@ def wgmma_register_a(g: ir.Gemm, buffers: dict, threads: int) -> bool:
     """Whether wgmma's register-A form takes the gemm: warpgroups of 128 threads owning one or
     two 64-row bands each, N a multiple of 16 up to 256 (and at most 128 accumulator
     registers a thread), B's contiguous dimension whole 128-byte segments (the 128-byte
-    swizzle the descriptors describe)."""
+    swizzle the descriptors describe), A at most WGMMA_REGISTER_A_MAX registers a thread."""
     a, b, c = buffers[g.a], buffers[g.b], buffers[g.c]
-    if threads % 128:
+    if threads % 128 or (WGMMA_REGISTER_A_MAX and _a_registers(a, threads) > WGMMA_REGISTER_A_MAX):
         return False
     (m, k), n = a.shape, c.shape[1]
     groups = threads // 128

@@ -1,0 +1,36 @@
+#!/bin/bash
+# limit: 12
+# Helper D, session 26 (#18, w4a16 decode at M = 16; prepared on the CPU, no device that session).
+# Asks: do std.gemm's w4a16 decode kernels at M = 16 run faster on mma.sync than on wgmma when
+# their register-A fragment is large (schedule/operand_layout.py WGMMA_REGISTER_A_MAX = 32, off by
+# default: 0)?  wgmma reads all of A's registers until its wait, so the K step's dequantized
+# weights stay live whole: the split-K kernel at M = 16's tiles (K steps of 512) takes 222
+# registers, 2 blocks of 4 warps an SM; on mma.sync (which reads its registers at issue) 100, 3
+# blocks an SM (then shared memory bound); at K steps of 256, 104 -> 52 registers, 5 blocks (nvcc
+# 13.0 sm_90a, -DTL_ASSUME_SIZES).  bench/lowbit.py --option in a process of its own (own caches),
+# F.linear f16 in it, every output checked first; the same rows without the option are
+# D_w4a16_copies.sh's first process (run before this one in the batch: /tmp/D_copies_off.txt).
+# Answer (ANSWER:): each row's speedup over F.linear with the option and without; set
+# WGMMA_REGISTER_A_MAX = 32 if "w4a16 split-K 2" (config.json's M = 16 kernel) gains >= 2% and the
+# other row does not lose; with it, config.json's M = 9..16 split-K rule may take K steps of 256
+# in 4 parts if that row is the faster.
+set -u
+mkdir -p /tmp/tlc-cache-D-mma
+TLC_CACHE_DIR=/tmp/tlc-cache-D-mma timeout 11 python3 bench/lowbit.py --w4a16 --quick --m 16 \
+  --option tlc.schedule.operand_layout.WGMMA_REGISTER_A_MAX=32 \
+  --only "w4a16 split-K 2,w4a16 BK=256 split-K 4 stages=2" | tee /tmp/D_mma.txt
+python3 - <<'PY'
+import re
+LINE = re.compile(r"^(decode M=\d+ N=\d+ K=\d+ g\d+)\s+(.+?)\s+([0-9.]+) us .*\s([0-9.]+)x\s*$")
+def rows(path):
+    try:
+        text = open(path).read()
+    except OSError:
+        return {}
+    return {(m.group(1), m.group(2).strip()): float(m.group(4)) for m in map(LINE.match, text.splitlines()) if m}
+on, off = rows("/tmp/D_mma.txt"), rows("/tmp/D_copies_off.txt")
+for key, x in sorted(on.items()):
+    if key[1] != "F.linear f16":
+        print(f"ANSWER: mma.sync register A {key[0]} {key[1]}: {x:.2f}x F.linear with it, "
+              f"{off[key]:.2f}x without" if key in off else f"ANSWER: {key}: {x:.2f}x F.linear with it (no run without)")
+PY
