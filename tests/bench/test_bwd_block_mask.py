@@ -84,3 +84,38 @@ def test_without_cast_pairs_the_halves_are_swapped_back(tmp_path, monkeypatch):
     # what CAST_PAIRS saves: rounded one at a time, ptxas swaps each pair's halves back (a PRMT)
     dq, dkv, _ = _sass(VARIANT, tmp_path, monkeypatch, cast_pairs=False)
     assert len(re.findall(SWAP, dq)) >= 16 and len(re.findall(SWAP, dkv)) >= 16
+
+
+FUSED = str(ROOT / "bench" / "attention_bwd_fused.tl")
+
+
+@pytest.mark.parametrize("B, H, HK, S, SK, causal, consts", [
+    (1, 4, 2, 100, 70, True, {}), (1, 2, 1, 70, 130, False, {"DETERMINISTIC": True}),
+    (2, 2, 2, 128, 128, True, {"DETERMINISTIC": True}), (1, 2, 2, 150, 300, False, {"ROTATE": False})])
+def test_the_one_grid_backward_masks_blocks_alike(B, H, HK, S, SK, causal, consts):
+    # bench/attention_bwd_fused.tl's BLOCK_MASK: its step as this variant's (whole exponentials,
+    # the mask a block's, the LSE in log2 units from grid0), on the interpreter against NumPy
+    sys.path.insert(0, str(ROOT / "tests" / "stdlib"))
+    import tlc
+    from attention_kit import ATTENTION_PATH
+    from test_attention import check_bwd
+
+    fwd = tlc.load(ATTENTION_PATH, target="cpu").flash_fwd
+    fused = tlc.load(FUSED, target="cpu").flash_bwd_fused
+    check_bwd(fwd, fused, "f16", B, H, HK, S, SK, 64, causal, {"BKV": 64, "BQ": 32, "KV_THREADS": 128,
+                                                               "BLOCK_MASK": True, **consts}, seed=S + SK)
+
+
+@pytest.mark.nvcc
+def test_the_one_grid_backward_with_block_mask_has_no_per_element_mask(tmp_path, monkeypatch):
+    from nvcc import cubin_sass
+    from tlc.codegen import half_pairs, sm90
+    from tlc.runner import build
+
+    monkeypatch.setattr(half_pairs, "CAST_PAIRS", True)
+    monkeypatch.setattr(sm90, "RING_SCALE_D_CLEARS", "all")
+    source, _ = build(FUSED, kernels=("flash_bwd_fused",), defines=("D=128", "BLOCK_MASK=True"), arch="sm_90a")
+    sass, log = cubin_sass(source, "sm_90a", tmp_path, "fused")
+    grid = dict(zip(*[iter(re.split(r"Function : (\w+)", sass)[1:])] * 2))["flash_bwd_fused_grid1"]
+    assert not re.search(r"@!?P\d+ (MUFU\.EX2|LDS)", grid) and grid.count("MUFU.EX2") == 32
+    assert " 0 bytes spill stores" in log and "C75" not in log
