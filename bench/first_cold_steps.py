@@ -117,7 +117,11 @@ from tlc.runtime import driver_api, tensormap
 if STOOD_IN:
     from tlc.runtime import compile as rc
     driver_api.libcuda = tensormap.libcuda = lambda: _LibCuda()
-    rc.warm_up_nvrtc = lambda arch, primitive_files=None: None
+    def _warm_up(arch, primitive_files=None):  # no NVRTC: what the thread finds first (a function), found there
+        if callable(arch) and rc._warm_up is None:
+            rc._warm_up = threading.Thread(target=arch, name="tlc-nvrtc-warm-up")
+            rc._warm_up.start()
+    rc.warm_up_nvrtc = _warm_up
     # NVRTC stood in for by a wait without the GIL, as long as --nvrtc-ms says (the compile
     # itself where the tree runs other work beside it, tlc.runtime.beside)
     NVRTC_S = float(os.environ.get("TLC_BENCH_COLD_NVRTC_MS", "0")) / 1e3
@@ -132,6 +136,9 @@ VARIANT = os.environ.get("TLC_BENCH_COLD_VARIANT", "")
 if "nowarm" in VARIANT:  # no NVRTC warm-up thread
     from tlc.runtime import compile as rc
     rc.warm_up_nvrtc = lambda arch, primitive_files=None: None
+if "thread" in VARIANT:  # the warm-up thread finds the target and NVRTC's arch itself
+    import tlc.runtime
+    tlc.runtime.WARM_UP_FINDS_ARCH = True
 if "inline" in VARIANT:  # the caches' stores where they are asked for, not beside the compile (as before d2c014e)
     from tlc.runtime import beside
     beside.later = lambda work: work()
@@ -222,7 +229,7 @@ def main(argv=None) -> dict:
                     "(PyTorch's import leaves ~1-2 M), which the collector's full passes walk")
     ap.add_argument("--tree", action="append", help="a folder holding tlc/ (and grammar/, templates/, stdlib/) "
                     "(DIR#nowarm: with no NVRTC warm-up thread; DIR#inline: the caches' stores where they are asked "
-                    "for, not beside the compile; DIR#nowarm,inline: both) "
+                    "for, not beside the compile; DIR#thread: tlc.runtime.WARM_UP_FINDS_ARCH; combined with commas) "
                     "to time instead of this checkout; given more than once, their processes alternate")
     ap.add_argument("--profile", action="store_true", help="then one more process under cProfile (the first "
                     "tree's), its listings printed")
