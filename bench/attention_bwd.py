@@ -203,19 +203,11 @@ def one_mask(args, kernels, std, causal, B, H, HK, S, D):
             results[x] = {"ms": ms[x], "rate": rate, "deterministic": same.get(x)}
         else:
             print(f"  {x:24} wrong: {verdicts[x].why}")
-    if args.grids:
-        # each grid's TFLOP/s counts its own products: the dQ grid's 3 (S, dP, dQ), the dK/dV
-        # grid's 4 (S, dP, dV, dK), each 2 * B * H * S * SK * D (halved for a causal mask)
-        products = {"grid1": 3, "grid2": 4}
+    if args.grids:  # each kernel's own time (a product of the forward's two is flops / 5)
         for x in timed:
             if x in ms and x != "cudnn":
                 us = kernel_times(timed[x])
-                parts = []
-                for name, t in sorted(us.items()):
-                    n = next((v for k, v in products.items() if name.endswith(k)), 0)
-                    rate = f" {n * flops / 5 / (t * 1e-3) / 1e9:.0f}" if n else ""
-                    parts.append(f"{name} {t / 1e3:.3f} ms{rate}")
-                print(f"  {x:24} " + "; ".join(parts))
+                print(f"  {x:24} " + "; ".join(f"{name} {t / 1e3:.3f} ms" for name, t in sorted(us.items())))
                 results[x]["kernels_us"] = us
     return results
 

@@ -15,16 +15,24 @@
 #          CPU: the dK/dV step 477 SASS, ~160 of them the mask's, skipped by a branch in full
 #          blocks (std 566, no branch), its first HGMMA 34 instructions after the loop's top
 #          (std 91); 0 spills, no C75xx (tests/bench/test_bwd_block_mask.py).
+#   fused_bm: bench/attention_bwd_fused.tl (one grid, five products, dQ's partials added in turns
+#          by the TMA's bulk reduction: deterministic) with BLOCK_MASK, the same step changes, built
+#          as block (session 25: 7.78 ms = 0.68x cuDNN without them; its Nsight Compute samples put
+#          22% of the step on the exponentials and their LSE loads). CPU: no predicated MUFU/LDS,
+#          the first HGMMA 34 after the loop's top (126 without), 0 spills, no C75xx.
 # Every variant's dQ, dK, dV checked against PyTorch's math backend (32 f16 units) and run twice
 # more for bit-identical gradients before its time counts.
 # Answer: "<variant> <ms> <x>x cudnn" per mask, and each grid's ms. Take CAST_PAIRS (default True)
 # if pairs >= 1.01x std's ms on both masks; move bench/B_bwd_block_mask.tl's flash_bwd into
 # std.attention (with CAST_PAIRS, RING_SCALE_D_CLEARS "all") if block beats pairs on both masks.
+# fused_bm: the five-product path's distance to cuDNN (the only way past ~0.9x); record it.
 # Before moving it: tests/gpu/test_bwd_block_mask_gpu.py (its gradients at ragged shapes, GQA,
 # S > SK causal) and tests/gpu/test_cast_pairs_gpu.py (the pairs' bits) on the H200.
 export PYTHONUNBUFFERED=1
 C=BM=128,THREADS=256,BN=128,BQ=64,KV_STAGES=3
-python3 bench/attention_bwd.py --causal both --grids --min-ms 60 \
+python3 bench/attention_bwd.py --causal both --grids --min-ms 50 \
     --flags pairs=half_pairs.CAST_PAIRS=1 \
     --flags block=half_pairs.CAST_PAIRS=1+sm90.RING_SCALE_D_CLEARS=all \
-    std=std:flash_bwd pairs=std:flash_bwd:$C block=bench/B_bwd_block_mask.tl:flash_bwd:$C 2>&1
+    --flags fused_bm=half_pairs.CAST_PAIRS=1+sm90.RING_SCALE_D_CLEARS=all \
+    std=std:flash_bwd pairs=std:flash_bwd:$C block=bench/B_bwd_block_mask.tl:flash_bwd:$C \
+    fused_bm=bench/attention_bwd_fused.tl:flash_bwd_fused:BLOCK_MASK=True,DETERMINISTIC=True 2>&1
