@@ -122,8 +122,7 @@ def _conv(consts):
 
 def test_conv2d_alone_streams_with_its_grid_sized_to_a_wave():
     """std.conv's conv2d: the split would lose its im2col ring, so it is streamed alone: the grid's
-    z makes a launch of fewer tiles than a wave a wave; the IR says so.  A clustered ring (w's
-    256-row tiles multicast) is not streamed."""
+    z makes a launch of fewer tiles than a wave a wave; the IR says so."""
     k = _conv({"C": 512, "K": 1, "BN": 256, "S": 1, "P": 0})
     sk = k.warp_spec.stream_k
     assert sk is not None and sk.sized and (sk.acc, sk.slots, sk.var) == ("acc", stream_k.SLOTS, "kunit")
@@ -136,8 +135,65 @@ def test_conv2d_alone_streams_with_its_grid_sized_to_a_wave():
            "count (acquire), adds the slots in block order and runs the epilogue; the grid's z (kunit) only sizes the " \
            "launch to a wave\n" in text, text
     assert [bool(x.im2col) for x in k.warp_spec.loads] == [True, False]
-    clustered = _conv({"C": 256, "K": 3, "BN": 256, "S": 1, "P": 1}).warp_spec
-    assert clustered.tile_order.cluster == 2 and clustered.stream_k is None
+
+
+def test_a_clustered_ring_streams_its_clusters_and_matches_numpy(monkeypatch):
+    """An im2col ring in clusters of 2 (w's 256-row tile multicast: conv2d at 128 channels, 18 K
+    steps) streams the clusters' tile pairs, both blocks of a cluster on the same K steps, each
+    its own tile's slot and counter: on the interpreter's 3 clusters, 4 tiles (2 pairs) streamed,
+    the finishers adding the next cluster's same-rank block; against NumPy."""
+    from tlc.interp import ring
+
+    k = _conv({"C": 128, "K": 3, "BN": 256, "S": 1, "P": 1})
+    assert k.warp_spec.tile_order.cluster == 2 and k.warp_spec.stream_k is not None
+    assert [x.multicast for x in k.warp_spec.loads] == [False, True]
+    assert stream_k.tail(2, 18, 3, alone=True) == 2
+    segments = []
+    real = ring._Block.stream_part
+    monkeypatch.setattr(ring._Block, "stream_part",
+                        lambda self, env, regs, seg: (segments.append((self.block_index, seg)), real(self, env, regs, seg)))
+    assert ck.scheduled_conv2d_error(k, (2, 9, 9, 128, 300, 3, 1, 1, 1)) < 2e-3
+    ranks = [{}, {}]  # the segments of each cluster unit, by rank
+    for b, (t, k0, k1, _) in segments:
+        ranks[b % 2].setdefault(b // 2, []).append((t, k0, k1))
+    assert ranks[0] and ranks[0] == ranks[1]  # both blocks of a cluster on the same pairs and K steps
+    assert {k0 == 0 for segs in ranks[0].values() for _, k0, _ in segs} == {True, False}
+
+
+def test_the_cuda_of_a_clustered_ring_walks_its_clusters():
+    from tlc.codegen import generate
+
+    src = generate(_conv({"C": 256, "K": 3, "BN": 256, "S": 1, "P": 1}), "sm_90a").source
+    assert src.count("tl::StreamWalk tl_walk((tl_tiles + 1) / 2, ") == 3
+    assert "gridDim.x / 2, blockIdx.x / 2, true, true, 132, 4);" in src
+    assert "tl::cluster_tile<8, 2>(tl_tile, tl_tiles_x, tl_tiles_y, tl_tiles, tl_rank, bx, by, kunit);" in src
+    assert "tl::turn_done(tl_sk_counts_conv2d + (tl_tile - tl_walk.whole) * 2 + static_cast<int>(tl_rank));" in src
+    assert "tl_sk_slots_conv2d + static_cast<long long>(blockIdx.x + tl_s * 2) * 8192;" in src
+    assert src.index("if (tl_valid) {") < src.index("if (tl_walk.on && tl_k0 > 0) {")  # a block past the last tile: no fixup
+
+
+def test_std_gemm_streams_its_clusters_where_split_k_takes_one_part(monkeypatch):
+    """std.gemm's matmul (clustered, split-K's): 74 tiles of 128 x 256 (more than half a wave: one
+    part) of 4 K steps; on the interpreter's 3 clusters, 37 tile pairs, 4 pairs streamed."""
+    from tlc.interp import ring
+
+    k = tlc.load(str(ROOT / "stdlib" / "gemm.tl"), target="cpu").kernels["matmul"].scheduled({}, "sm_90a")
+    assert k.warp_spec.tile_order.cluster == 2 and k.warp_spec.split_k is not None and k.warp_spec.stream_k is not None
+    assert stream_k.tail(37, 4, 3, alone=False) == 4
+    segments = []
+    real = ring._Block.stream_part
+    monkeypatch.setattr(ring._Block, "stream_part",
+                        lambda self, env, regs, seg: (segments.append(seg), real(self, env, regs, seg)))
+    rng = np.random.default_rng(5)
+    M, N, K = 37 * 128, 512, 256
+    A = rng.standard_normal((M, K)).astype(np.float16)
+    B = rng.standard_normal((K, N)).astype(np.float16)
+    C = np.full((M, N), np.nan, np.float16)
+    from tlc.interp import run_kernel
+    run_kernel(k, {"A": A, "B": B, "C": C})
+    want = A.astype(np.float32) @ B.astype(np.float32)
+    assert np.abs(C.astype(np.float32) - want).max() < 2e-3 * np.abs(want).max()
+    assert {k0 == 0 for _, k0, _, _ in segments} == {True, False}
 
 
 def test_nothing_is_streamed_while_the_switch_is_off(monkeypatch):
@@ -301,14 +357,16 @@ def test_the_cuda_of_a_split_kernel_streams_on_one_part_or_instead_of_its_parts(
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("kernel, defines", [("conv2d", ("C=512", "K=1", "BN=256", "stages=3")),
-                                             ("conv2d_bwd_weight", ("SPLIT=1", "P=1"))])
-def test_the_streamed_kernels_build_for_sm90a_without_spills(kernel, defines, tmp_path):
+@pytest.mark.parametrize("path, kernel, defines", [(CONV, "conv2d", ("C=512", "K=1", "BN=256", "stages=3")),
+                                                   (CONV, "conv2d", ("C=256", "K=3", "BN=256", "P=1")),
+                                                   (CONV, "conv2d_bwd_weight", ("SPLIT=1", "P=1")),
+                                                   (str(ROOT / "stdlib" / "gemm.tl"), "matmul", ())])
+def test_the_streamed_kernels_build_for_sm90a_without_spills(path, kernel, defines, tmp_path):
     sys.path.insert(0, str(ROOT / "tests" / "codegen"))
     from nvcc import cubin_sass
     from tlc.runner import build
 
-    source, _ = build(CONV, kernels=(kernel,), defines=defines, arch="sm_90a")
+    source, _ = build(path, kernels=(kernel,), defines=defines, arch="sm_90a")
     assert "tl::StreamWalk tl_walk(" in source
     _, log = cubin_sass(source, "sm_90a", tmp_path, kernel)
     spills = re.findall(r"(\d+) bytes spill stores", log)

@@ -98,11 +98,16 @@ def stream_walk(m, block: int, blocks: int, ws: WarpSpecialization, extents) -> 
     if not (sk.sized or prefer or tz == 1):
         return None
     steps = int(m.eval(sk.steps))
+    C, tiles = ws.tile_order.cluster, tx * ty * (1 if sk.sized or prefer else tz)
     walk = []
-    for t, k0, k1 in stream_k.walk(block, blocks, tx * ty, steps, alone=sk.sized or prefer):
-        x, y, _ = persistent_tile(t, ws.tile_order.group, tx, ty)
-        tile = (x, y, 0)
-        walk.append((tile, True, [tile], False, (t, k0, k1, steps)))
+    for t, k0, k1 in stream_k.walk(block // C, blocks // C, -(-tiles // C), steps, alone=sk.sized or prefer):
+        if C == 1:
+            x, y, z = persistent_tile(t, ws.tile_order.group, tx, ty)
+            walk.append(((x, y, z), True, [(x, y, z)], False, (t, k0, k1, steps)))
+            continue
+        # the cluster's tiles t * C .. (tl::cluster_tile), this block's its own, the cluster's K steps
+        peers, share = cluster_tiles(t, ws.tile_order.group, C, (tx, ty, tiles // (tx * ty)))
+        walk.append((peers[block % C], t * C + block % C < tiles, peers, share, (t, k0, k1, steps)))
     return walk
 
 
@@ -120,17 +125,19 @@ def run_warp_specialized(m, extents) -> None:
     if ws.stream_k is not None and stream_walk(m, 0, blocks, ws, extents) is not None:
         m.env = dict(m.base_env)
         alone = ws.stream_k.sized or (ws.stream_k.prefer is not None and int(m.eval(ws.stream_k.prefer)) != 0)
-        m.stream_k = _StreamK(blocks, extents[0] * extents[1], alone)
+        C = ws.tile_order.cluster
+        tiles = extents[0] * extents[1] * (1 if alone else extents[2])
+        m.stream_k = _StreamK(blocks, -(-tiles // C), alone)
         for b in range(blocks):
             _Block(m, ws, stream_walk(m, b, blocks, ws, extents), block=b).run()
+        from ..schedule import stream_k
         for env, regs, b, t in m.stream_k.finishers:  # each once every block has run: its contributors' slots
             m.env, m.buffers = env, regs
             acc = regs[ws.stream_k.acc]
-            from ..schedule import stream_k
             steps = int(m.eval(ws.stream_k.steps))
-            for c in range(b + 1, b + 1 + stream_k.contributors(b, blocks, m.stream_k.tiles, steps, t,
-                                                                  m.stream_k.alone)):
-                acc[...] = acc + m.stream_k.slots.pop(c)
+            n = stream_k.contributors(b // C, blocks // C, m.stream_k.tiles, steps, t, m.stream_k.alone)
+            for j in range(1, n + 1):  # in clusters, the same rank's block of each next cluster
+                acc[...] = acc + m.stream_k.slots.pop(b + j * C)
             m.block(m.k.body[ws.loop + 1:], True)
         return
     m.split_k = _SplitK(extents[2]) if ws.split_k is not None else None
@@ -234,7 +241,8 @@ class _Block:
             for x in ws.loads:
                 consumer_regs[x.buffer] = self.stage(x.buffer, 0, x.stage_elems)
             if seg and not (k0 == 0 and k1 == seg[0][3]):  # a streamed segment of part of a tile
-                self.stream_part(env, consumer_regs, seg[0])
+                if valid:  # (a block past the last tile stores nothing)
+                    self.stream_part(env, consumer_regs, seg[0])
             elif valid and getattr(m, "split_k", None) is not None and m.split_k.parts > 1:
                 self.split_part(env, consumer_regs)
             elif valid and in_stage:

@@ -195,7 +195,7 @@ class SplitK(Node):
 class StreamK(Node):
     """Stream-K in a persistent kernel (schedule/stream_k.py): the blocks walk the tiles whole and
     then the tail's K steps in even runs, `tl::StreamWalk`'s segments (tile, k0, k1), each running
-    the loop's steps k0 .. k1 - 1.  A segment that ends a tile without starting it stores the f32
+    the loop's steps k0 .. k1 - 1 (in clusters, the clusters walk their tile pairs).  A segment that ends a tile without starting it stores the f32
     fragment `acc` into its block's slot (of `slots`, the split-K slots: each thread its registers
     as float4s at r * threads + thread) and counts itself on the tile's counter (a release); the
     one that starts it waits for its contributors' count (an acquire), adds their slots in block

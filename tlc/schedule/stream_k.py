@@ -20,13 +20,18 @@ the finisher: the last segment of its run) waits until the count reads its contr
 run) and runs the epilogue.  A contributor runs its segment first and a finisher its last, so
 the finisher waits little; every block is resident (a persistent launch), so none can hang.
 
+In clusters of C blocks (a multicast ring) the walk's units are the clusters and its tiles C
+consecutive tiles (tl::cluster_tile's), both blocks of a cluster on the same K steps (so the
+multicast operand stays shared), each its own tile's slot (its block's) and counter (the pair's
+times C plus its rank), a finisher adding the same rank's block of each next cluster.
+
 `tail` streams nothing where T <= G / 2 in a kernel split-K takes too (its domain,
 schedule/split_k.py), where G divides T, where a tile's K loop is short (fewer than MIN_STEPS
 steps) or a block's share of the tail under two steps, where the G blocks outnumber the slots
 (one f32 tile each), or where streaming saves the busiest block fewer than a quarter of a tile's
 steps (or 2): many waves whose last is nearly full.  The
 kernels it applies to are split-K's candidates (one f32 accumulator cleared before the loop,
-every tile's loop as long, TMA loads) that are not clustered; the loop's steps are k0 .. k1 - 1
+every tile's loop as long, TMA loads), clustered or not; the loop's steps are k0 .. k1 - 1
 of the tile's, its loads' coordinates as written (an im2col box's included).
 
 In a kernel split-K takes too, a launch that split-K would cut into parts streams instead where

@@ -81,9 +81,9 @@ def specialize_warps(kernel: ir.Kernel, target) -> ir.Kernel:
 def split_k(kernel: ir.Kernel, ws: WarpSpecialization, target) -> ir.Kernel | None:
     """`kernel` split along K (schedule/split_k.py, #18) where its persistent ring allows it
     and the ring planned again for the split kernel is still persistent, its K steps streamed
-    where the launch has one part (schedule/stream_k.py) and the ring is not clustered; an
-    unsplit kernel (the split would lose its ring's loads: std.conv's conv2d) streamed alone;
-    else None."""
+    where the launch has one part or instead of its parts (schedule/stream_k.py, in clusters
+    too); an unsplit kernel (the split would lose its ring's loads: std.conv's conv2d) streamed
+    alone; else None."""
     from ..ir.warpspec import SplitK, StreamK
     from . import split_k as sk
     from . import stream_k
@@ -97,16 +97,16 @@ def split_k(kernel: ir.Kernel, ws: WarpSpecialization, target) -> ir.Kernel | No
     ws2 = _replan(split, target, ws)
     if ws2 is not None:
         ws2 = replace(ws2, split_k=SplitK(part, parts, acc, sk.WAVE))
-        if ws2.tile_order.cluster == 1 and stream_k.ENABLED and _epilogue_own(ws2):
+        if stream_k.ENABLED and _epilogue_own(ws2):
             # streamed where the launch has one part, or instead of its parts (stream_k.prefer)
             split, part, parts, prefer = sk.rewrite(kernel, ws, stream=True)
             ws3 = _replan(split, target, ws)
-            if ws3 is not None and ws3.tile_order.cluster == 1 and _epilogue_own(ws3):
+            if ws3 is not None and _epilogue_own(ws3):
                 return replace(split, warp_spec=replace(ws3, split_k=SplitK(part, parts, acc, sk.WAVE),
                                                         stream_k=StreamK(acc, steps, stream_k.SLOTS, prefer=prefer)))
             split, part, parts = sk.rewrite(kernel, ws)
         return replace(split, warp_spec=ws2)
-    if ws.tile_order.cluster != 1 or not stream_k.ENABLED:
+    if not stream_k.ENABLED:
         return None
     # streamed alone: a third grid dimension makes a launch of fewer tiles than a wave a wave
     unit = sk._fresh(kernel, "kunit")
@@ -114,7 +114,7 @@ def split_k(kernel: ir.Kernel, ws: WarpSpecialization, target) -> ir.Kernel | No
     units = sk._op("max", sk._i(1), sk._cdiv(sk._i(stream_k.SLOTS), sk._op("max", tiles, sk._i(1))))
     sized = replace(kernel, grid=kernel.grid + (units,), block_vars=kernel.block_vars + (unit,))
     ws3 = _replan(sized, target, ws)
-    if ws3 is None or ws3.tile_order.cluster != 1 or not _epilogue_own(ws3):
+    if ws3 is None or not _epilogue_own(ws3):
         return None
     return replace(sized, warp_spec=replace(ws3, stream_k=StreamK(acc, steps, stream_k.SLOTS, sized=True, var=unit)))
 

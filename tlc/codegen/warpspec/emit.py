@@ -409,42 +409,22 @@ class WarpSpecEmission(BulkReduceGen):
             return
         e = self.emit
         names = [c_name(self.k.block_vars[i]) if i < len(self.k.block_vars) else f"tl_b{'xyz'[i]}" for i in range(3)]
-        if self.cluster > 1:
+        if self.spec.stream_k is not None:  # whole tiles, then the tail's K steps in even runs (stream_k.py)
+            self.stream_walk(names)
+        elif self.cluster > 1:
             # the clusters walk groups of consecutive tiles; a block past the last tile still
             # copies its part for its peers and stores nothing
             C = self.cluster
             e("const int tl_tiles = tl_tiles_x * tl_tiles_y * tl_tiles_z;")
             e(f"for (int tl_pair = blockIdx.x / {C}; tl_pair < (tl_tiles + {C - 1}) / {C}; tl_pair += gridDim.x / {C}) {{")
             self.indent += 1
-            e(f"int {', '.join(names)};  // this block's tile: in a persistent kernel the grid counts tiles")
-            e(f"const bool tl_share = tl::cluster_tile<{self.spec.tile_order.group}, {C}>(tl_pair, tl_tiles_x, tl_tiles_y, tl_tiles, "
-              f"tl_rank, {', '.join(names)});")
-            e(f"const bool tl_valid = tl_pair * {C} + static_cast<int>(tl_rank) < tl_tiles;")
-            e("tl::unused(tl_share, tl_valid);")
+            self.cluster_tile(names, "tl_pair")
         elif self.spec.tile_order.pairs:  # tiles 2u and 2u + 1, u = blockIdx.x + k * gridDim.x
             e("for (int tl_tile = 2 * blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; "
               "tl_tile += (tl_tile & 1) ? 2 * gridDim.x - 1 : 1) {")
             self.indent += 1
             e(f"int {', '.join(names)};  // this block's tile: in a persistent kernel the grid counts tiles")
             e(f"tl::paired_tile(tl_tile, tl_tiles_x, tl_tiles_y, {', '.join(names)});  // x from both ends: work in pairs")
-        elif self.spec.stream_k is not None:  # whole tiles, then the tail's K steps in even runs (stream_k.py)
-            sk = self.spec.stream_k
-            from ...schedule.split_k import MIN_STEPS
-            if sk.sized:  # the grid's z sizes the launch
-                tiles, on, alone = "tl_tiles_x * tl_tiles_y", "true", "true"
-            elif sk.prefer is not None:  # split-K's z: its parts, or a wave's worth where streamed instead
-                e(f"const bool tl_sk_prefer = ({self.expr(sk.prefer)}) != 0;  // streamed rather than split (stream_k.prefer)")
-                tiles, on, alone = "tl_tiles_x * tl_tiles_y * (tl_sk_prefer ? 1 : tl_tiles_z)", \
-                    "tl_sk_prefer || tl_tiles_z == 1", "tl_sk_prefer"
-            else:
-                tiles, on, alone = "tl_tiles_x * tl_tiles_y * tl_tiles_z", "tl_tiles_z == 1", "false"
-            e(f"tl::StreamWalk tl_walk({tiles}, {self.expr(sk.steps)}, gridDim.x, blockIdx.x, {on}, {alone}, "
-              f"{sk.slots}, {MIN_STEPS});")
-            e("int tl_tile = 0, tl_k0 = 0, tl_k1 = 0;  // this block's segment: tile tl_tile's K steps tl_k0 .. tl_k1 - 1")
-            e("while (tl_walk.next(tl_tile, tl_k0, tl_k1)) {")
-            self.indent += 1
-            e(f"int {', '.join(names)};  // the segment's tile: in a persistent kernel the grid counts tiles")
-            e(f"tl::persistent_tile<{self.spec.tile_order.group}>(tl_tile, tl_tiles_x, tl_tiles_y, {', '.join(names)});")
         else:
             e("for (int tl_tile = blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; tl_tile += gridDim.x) {")
             self.indent += 1
@@ -468,6 +448,49 @@ class WarpSpecEmission(BulkReduceGen):
         """The loop variable's value at the ring's iteration tl_k of this tile (its segment's
         first step on, under stream-K)."""
         return "tl_k0 + tl_k" if self.spec.stream_k is not None else "tl_k"
+
+    def cluster_tile(self, names, unit: str) -> None:
+        """This block's tile of the cluster's `unit` (tl::cluster_tile: the cluster's tiles are
+        consecutive; `tl_share` where they share a multicast operand, `tl_valid` where this
+        block's is a tile, not past the last)."""
+        C, e = self.cluster, self.emit
+        e(f"int {', '.join(names)};  // this block's tile: in a persistent kernel the grid counts tiles")
+        e(f"const bool tl_share = tl::cluster_tile<{self.spec.tile_order.group}, {C}>({unit}, tl_tiles_x, tl_tiles_y, "
+          f"tl_tiles, tl_rank, {', '.join(names)});")
+        e(f"const bool tl_valid = {unit} * {C} + static_cast<int>(tl_rank) < tl_tiles;")
+        e("tl::unused(tl_share, tl_valid);")
+
+    def stream_walk(self, names) -> None:
+        """The loop over this block's stream-K segments (tl::StreamWalk, schedule/stream_k.py):
+        tile tl_tile's K steps tl_k0 .. tl_k1 - 1; in clusters of C the walk's units are the
+        clusters and its tiles C consecutive tiles, each block taking its own (cluster_tile) with
+        its peers' K steps, so that a multicast operand stays shared."""
+        sk, e, C = self.spec.stream_k, self.emit, self.cluster
+        from ...schedule.split_k import MIN_STEPS
+        if sk.sized:  # the grid's z sizes the launch
+            tiles, on, alone = "tl_tiles_x * tl_tiles_y", "true", "true"
+        elif sk.prefer is not None:  # split-K's z: its parts, or a wave's worth where streamed instead
+            e(f"const bool tl_sk_prefer = ({self.expr(sk.prefer)}) != 0;  // streamed rather than split (stream_k.prefer)")
+            tiles, on, alone = "tl_tiles_x * tl_tiles_y * (tl_sk_prefer ? 1 : tl_tiles_z)", \
+                "tl_sk_prefer || tl_tiles_z == 1", "tl_sk_prefer"
+        else:
+            tiles, on, alone = "tl_tiles_x * tl_tiles_y * tl_tiles_z", "tl_tiles_z == 1", "false"
+        if C > 1:
+            e(f"const int tl_tiles = {tiles};")
+            e(f"tl::StreamWalk tl_walk((tl_tiles + {C - 1}) / {C}, {self.expr(sk.steps)}, gridDim.x / {C}, blockIdx.x / {C}, "
+              f"{on}, {alone}, {sk.slots}, {MIN_STEPS});")
+        else:
+            e(f"tl::StreamWalk tl_walk({tiles}, {self.expr(sk.steps)}, gridDim.x, blockIdx.x, {on}, {alone}, "
+              f"{sk.slots}, {MIN_STEPS});")
+        e("int tl_tile = 0, tl_k0 = 0, tl_k1 = 0;  // this block's segment: tile tl_tile's K steps tl_k0 .. tl_k1 - 1"
+          + (f" (in clusters: the cluster's {C} tiles)" if C > 1 else ""))
+        e("while (tl_walk.next(tl_tile, tl_k0, tl_k1)) {")
+        self.indent += 1
+        if C > 1:
+            self.cluster_tile(names, "tl_tile")
+        else:
+            e(f"int {', '.join(names)};  // the segment's tile: in a persistent kernel the grid counts tiles")
+            e(f"tl::persistent_tile<{self.spec.tile_order.group}>(tl_tile, tl_tiles_x, tl_tiles_y, {', '.join(names)});")
 
     def producer_loop(self, w: WarpSpecPlan, loads, setup=None, tile=None) -> None:
         """The producer's K loop; `setup` emits what comes before it (a gathering producer's

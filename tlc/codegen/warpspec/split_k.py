@@ -31,7 +31,9 @@ def storage(gen) -> tuple[str, str]:
         rows, cols = gen.buffers[sk.acc].shape
         ncounts = 2 * sk.slots if gen.spec.stream_k is not None else sk.slots
         gen.preamble += [
-            f"// split-K's and stream-K's partial tiles ({sk.slots} of {rows} x {cols} f32) and each tile's count of parts done",
+            f"// {'stream-K' if gen.spec.split_k is None else 'split-K'}'s"
+            f"{' and stream-K' + chr(39) + 's' if gen.spec.split_k is not None and gen.spec.stream_k is not None else ''} "
+            f"partial tiles ({sk.slots} of {rows} x {cols} f32) and each tile's count of parts done",
             f"__device__ float4 {slots}[{sk.slots * rows * cols // 4}];",
             f"__device__ int {counts}[{ncounts}];"]
     return slots, counts
@@ -44,27 +46,30 @@ def emit_stream_fixup(gen, epilogue) -> None:
     thread) and counts itself on the tile's counter; a finisher waits until the count reads its
     contributors, adds their slots in block order (through L2: other SMs wrote them), sets the
     count back to 0 for the next launch and runs the epilogue."""
-    sk, e, T = gen.spec.stream_k, gen.emit, gen.k.threads
+    sk, e, T, C = gen.spec.stream_k, gen.emit, gen.k.threads, gen.cluster
     slots, counts = storage(gen)
     rows, cols = gen.buffers[sk.acc].shape
     quads = rows * cols // 4
+    # a tile's counter; in clusters of C the walk's tiles are the clusters' and each block's its own:
+    # counter (unit - whole) * C + rank, its contributors' slots C blocks apart
+    count = f"{counts} + (tl_tile - tl_walk.whole)" + (f" * {C} + static_cast<int>(tl_rank)" if C > 1 else "")
     e("// stream-K (schedule/stream_k.py): a segment that ends a tile it did not start stores its part; the one")
     e("// that starts it adds the others' in block order")
     e("if (tl_walk.on && tl_k0 > 0) {  // a contributor: its accumulator into its block's slot, counted")
     gen.indent += 1
     _store_slot(gen, f"{slots} + static_cast<long long>(blockIdx.x) * {quads}")
-    e(f"if (threadIdx.x == 0) tl::turn_done({counts} + (tl_tile - tl_walk.whole));  // a release")
+    e(f"if (threadIdx.x == 0) tl::turn_done({count});  // a release")
     gen.indent -= 1
     e("} else {")
     gen.indent += 1
     e("if (tl_walk.on && tl_k1 - tl_k0 < tl_walk.steps) {  // the finisher: its contributors' slots in block order")
     gen.indent += 1
     e("const int tl_sk_parts = tl_walk.contributors(tl_tile);")
-    e(f"int* tl_sk_count = {counts} + (tl_tile - tl_walk.whole);")
+    e(f"int* tl_sk_count = {count};")
     e("if (threadIdx.x == 0) tl::turn_wait(tl_sk_count, tl_sk_parts);  // an acquire")
     e(f"tl::bar_sync_named({CONSUMER_BARRIER}, {T});")
     _add_slots(gen, "for (int tl_s = 1; tl_s <= tl_sk_parts; ++tl_s)",
-               f"{slots} + static_cast<long long>(blockIdx.x + tl_s) * {quads}")
+               f"{slots} + static_cast<long long>(blockIdx.x + tl_s{f' * {C}' if C > 1 else ''}) * {quads}")
     e("if (threadIdx.x == 0) *tl_sk_count = 0;  // every contributor has counted: back to 0 for the next launch")
     gen.indent -= 1
     e("}")
