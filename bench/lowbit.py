@@ -585,7 +585,23 @@ def _scaled_report(row: str, ours: str, contenders: dict, measured, M: int, N: i
     return out
 
 
-def main(argv=None) -> int:
+def apply_switches(args) -> None:
+    """The compiler switches the run asks for (--option, --ring-split, --copy-forms), set before
+    anything compiles."""
+    if args.option:
+        from ops_variants import apply_options
+        apply_options(args.option)
+    if args.ring_split:
+        from tlc.schedule import ring_split_k
+        ring_split_k.RING_SPLIT = True
+        print("split-K of cp.async rings: RING_SPLIT = True (matmul_w4a16 splits; the split-K rows' kernels do not)")
+    if args.copy_forms:
+        from tlc.codegen import copies
+        copies.ROUND_STEPS, copies.CLIP_ROWS_MAX = True, 8
+        print("copy_g2s forms: ROUND_STEPS = True, CLIP_ROWS_MAX = 8")
+
+
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="Comma-separated kernel names (with --w4a16: the variants' labels).")
     ap.add_argument("--m", help="With --w4a16: comma-separated Ms (the decode ones and the prefill's by default).")
@@ -601,18 +617,13 @@ def main(argv=None) -> int:
                          "parts meeting in the kernel; off by default); caches of its own (TLC_CACHE_DIR).")
     ap.add_argument("--option", action="append", default=[],
                     help="MODULE.NAME=VALUE: a compiler switch for the run (bench/ops_variants.py's); caches of its own.")
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
-    if args.option:
-        from ops_variants import apply_options
-        apply_options(args.option)
-    if args.ring_split:
-        from tlc.schedule import ring_split_k
-        ring_split_k.RING_SPLIT = True
-        print("split-K of cp.async rings: RING_SPLIT = True (matmul_w4a16 splits; the split-K rows' kernels do not)")
-    if args.copy_forms:
-        from tlc.codegen import copies
-        copies.ROUND_STEPS, copies.CLIP_ROWS_MAX = True, 8
-        print("copy_g2s forms: ROUND_STEPS = True, CLIP_ROWS_MAX = 8")
+    apply_switches(args)
     selected = [r for r in rows() if not args.only or r.kernel in args.only.split(",")]
     import torch
 

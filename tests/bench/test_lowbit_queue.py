@@ -1,0 +1,100 @@
+"""bench/queue/D_w4a16_*.sh without a GPU (#18): every bench/lowbit.py command line in them
+parses, its variant labels exist, its compiler switches land on their modules, and each script's
+answer step reads lowbit's printed rows (w4a16_line's format) into the ANSWER lines it promises."""
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+import lowbit  # noqa: E402
+
+SCRIPTS = sorted((ROOT / "bench" / "queue").glob("D_w4a16_*.sh"))
+
+
+def _lowbit_commands(text: str) -> list[list[str]]:
+    """The argument lists of the script's bench/lowbit.py calls (continued lines joined)."""
+    joined = text.replace("\\\n", " ")
+    out = []
+    for line in joined.splitlines():
+        if "bench/lowbit.py" in line and not line.lstrip().startswith("#"):
+            words = shlex.split(line.split("|")[0])
+            out.append(words[words.index("bench/lowbit.py") + 1:])
+    return out
+
+
+def _answer_step(text: str) -> str:
+    """The script's Python answer step (its heredoc)."""
+    return re.search(r"python3 - <<'PY'\n(.*?)\nPY\n", text, re.S).group(1)
+
+
+def _row(M: int, variant: str, us: float, vs: float) -> str:
+    return lowbit.w4a16_line({"row": f"decode M={M} N=8192 K=8192 g128", "variant": variant, "ms": us / 1e3,
+                              "tflops": 1.0, "weight_of_copy": 0.3, "vs_torch": vs})
+
+
+def test_the_queue_adds_up_to_sixty_seconds():
+    limits = [int(re.search(r"^# limit: (\d+)$", p.read_text(), re.M).group(1)) for p in SCRIPTS]
+    assert len(SCRIPTS) == 4 and sum(limits) <= 60, limits
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_every_lowbit_call_parses_and_names_real_variants(script, monkeypatch):
+    from tlc.codegen import copies
+    from tlc.schedule import operand_layout, ring_split_k
+    for mod, name in ((copies, "ROUND_STEPS"), (copies, "CLIP_ROWS_MAX"), (ring_split_k, "RING_SPLIT"),
+                      (operand_layout, "WGMMA_REGISTER_A_MAX")):
+        monkeypatch.setattr(mod, name, getattr(mod, name))  # restored after the switches land
+    labels = {v[0] for v in lowbit.W4_DECODE_VARIANTS}
+    for argv in _lowbit_commands(script.read_text()):
+        args = lowbit.parser().parse_args(argv)
+        assert args.w4a16 and args.quick
+        assert set(args.only.split(",")) <= labels, set(args.only.split(",")) - labels
+        lowbit.apply_switches(args)
+        if args.copy_forms:
+            assert copies.ROUND_STEPS is True and copies.CLIP_ROWS_MAX == 8
+        if args.ring_split:
+            assert ring_split_k.RING_SPLIT is True
+        if args.option:
+            assert operand_layout.WGMMA_REGISTER_A_MAX == 32
+
+
+def test_the_copies_answers(tmp_path):
+    text = (ROOT / "bench" / "queue" / "D_w4a16_copies.sh").read_text()
+    off = [_row(1, "w4a16 split-K 4", 26.3, 1.52), _row(1, "w4a16 split-K 4 unrolled reduce", 25.0, 1.6),
+           _row(16, "w4a16 split-K 2", 26.6, 1.35), _row(1, "F.linear f16", 40.0, 1.0)]
+    on = [_row(1, "w4a16 split-K 4", 20.0, 2.0), "decode M=16 N=8192 K=8192 g128    w4a16 split-K 2  !! wrong"]
+    (tmp_path / "D_copies_off.txt").write_text("\n".join(off) + "\n")
+    (tmp_path / "D_copies_on.txt").write_text("\n".join(on) + "\n")
+    step = _answer_step(text).replace("/tmp/", f"{tmp_path}/")
+    out = subprocess.run([sys.executable, "-c", step], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == [
+        "ANSWER: copy forms decode M=1 N=8192 K=8192 g128 w4a16 split-K 4: on/off 0.760 (20.0 vs 26.3 us)",
+        "ANSWER: unrolled reduce decode M=1 N=8192 K=8192 g128 w4a16 split-K 4 unrolled reduce: unrolled/std 0.951 "
+        "(25.0 vs 26.3 us)"]
+
+
+def test_the_ring_split_and_register_a_answers(tmp_path):
+    ring = (ROOT / "bench" / "queue" / "D_w4a16_ring_split.sh").read_text()
+    (tmp_path / "D_ring.txt").write_text("\n".join([
+        _row(1, "w4a16", 20.0, 2.0), _row(1, "w4a16 BK=512 stages=2", 19.0, 2.1), _row(1, "w4a16 split-K 4", 25.0, 1.6),
+        _row(1, "w4a16 split-K 2", 26.0, 1.5), _row(1, "F.linear f16", 40.0, 1.0)]) + "\n")
+    out = subprocess.run([sys.executable, "-c", _answer_step(ring).replace("/tmp/", f"{tmp_path}/")],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == [
+        "ANSWER: ring split decode M=1 N=8192 K=8192 g128 w4a16: / best split-K 0.800 (20.0 vs 25.0 us; F.linear 40.0)",
+        "ANSWER: ring split decode M=1 N=8192 K=8192 g128 w4a16 BK=512 stages=2: / best split-K 0.760 "
+        "(19.0 vs 25.0 us; F.linear 40.0)"]
+    mma = (ROOT / "bench" / "queue" / "D_w4a16_mma_register_a.sh").read_text()
+    (tmp_path / "D_mma.txt").write_text(_row(16, "w4a16 split-K 2", 24.0, 1.46) + "\n")
+    (tmp_path / "D_copies_off.txt").write_text(_row(16, "w4a16 split-K 2", 26.6, 1.35) + "\n")
+    out = subprocess.run([sys.executable, "-c", _answer_step(mma).replace("/tmp/", f"{tmp_path}/")],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["ANSWER: mma.sync register A decode M=16 N=8192 K=8192 g128 w4a16 split-K 2: "
+                                "1.46x F.linear with it, 1.35x without"]
