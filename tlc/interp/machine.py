@@ -154,16 +154,19 @@ class Machine:
         if self.k.split_k is not None:  # a cp.async ring's parts of K (schedule/ring_split_k.py)
             self.run_split(extents)
             return
-        names = self.k.block_vars
         self.grid_x = extents[0]
         for bz in range(extents[2]):
             for by in range(extents[1]):
                 for bx in range(extents[0]):
-                    self.env = dict(self.base_env)
-                    for name, v in zip(names, (bx, by, bz)):
-                        self.env[name] = np.int32(v)
-                    self.buffers = {b.name: self.alloc(b.dtype, b.shape) for b in self.k.buffers}
+                    self.enter_block(bx, by, bz)
                     self.block(self.k.body, True)
+
+    def enter_block(self, bx: int, by: int, bz: int) -> None:
+        """A block's start: the kernel's scalars, its indices, fresh buffers."""
+        self.env = dict(self.base_env)
+        for name, v in zip(self.k.block_vars, (bx, by, bz)):
+            self.env[name] = np.int32(v)
+        self.buffers = {b.name: self.alloc(b.dtype, b.shape) for b in self.k.buffers}
 
     def run_split(self, extents) -> None:
         """The grid of a kernel whose cp.async ring's parts of K meet after its loop (ir.SplitK
@@ -171,17 +174,14 @@ class Machine:
         its accumulator; the blocks run one after another, z slowest, so a tile's last part
         (z = parts - 1) arrives last, and it adds the parts' accumulators in part order (as
         tl::split_k_meet does, whichever arrives last on the GPU) and runs the epilogue."""
-        sk, names = self.k.split_k, self.k.block_vars
+        sk = self.k.split_k
         i = next(j for j, s in enumerate(self.k.body) if isinstance(s, For) and s.kind == "pipelined")
         self.grid_x = extents[0]
         slots: dict = {}
         for bz in range(extents[2]):
             for by in range(extents[1]):
                 for bx in range(extents[0]):
-                    self.env = dict(self.base_env)
-                    for name, v in zip(names, (bx, by, bz)):
-                        self.env[name] = np.int32(v)
-                    self.buffers = {b.name: self.alloc(b.dtype, b.shape) for b in self.k.buffers}
+                    self.enter_block(bx, by, bz)
                     self.block(self.k.body[:i + 1], True)
                     if extents[2] > 1:
                         slots[bx, by, bz] = self.buffers[sk.acc].copy()

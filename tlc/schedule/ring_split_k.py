@@ -66,18 +66,12 @@ def candidate(kernel: ir.Kernel) -> tuple[int, str] | None:
     if not gemms or len({g.c for g in gemms}) != 1:
         return None
     acc = gemms[0].c
-    b = kernel.buffer(acc)
-    if b is None or b.scope != "fragment" or b.dtype.name != "f32" or len(b.shape) != 2:
+    if not sk.cleared_accumulator(kernel, acc, i):
         return None
-    if (b.shape[0] * b.shape[1]) % (4 * kernel.threads):
-        return None  # each thread's registers go as whole float4s
     if any(_writes(s, acc) for s in inner if not isinstance(s, ir.Gemm)):
         return None  # only the gemms accumulate
-    fills = [s for s in kernel.body[:i] if isinstance(s, ir.Fill) and s.buffer == acc]
-    if len(fills) != 1 or not (isinstance(fills[0].value, ir.Const) and fills[0].value.value == 0):
-        return None
-    if any(_writes(s, acc) for s in statements(kernel.body[:i]) if s is not fills[0]):
-        return None
+    if any(_writes(s, acc) for s in statements(kernel.body[:i]) if not isinstance(s, ir.Fill)):
+        return None  # (a gemm, a reduction before the loop)
     tensors = {p.name for p in kernel.params if p.kind != "scalar"}
     if any(written_names([s]) & tensors for s in kernel.body[:i + 1]):
         return None  # a tensor written before the epilogue: each part would write it

@@ -131,18 +131,22 @@ def candidate(kernel: ir.Kernel, ws) -> str | None:
     if not gemms or len({g.c for g in gemms}) != 1 or any(not isinstance(s, (ir.Gemm, ir.Sync)) for s in rest):
         return None
     acc = gemms[0].c
+    return acc if cleared_accumulator(kernel, acc, ws.loop) else None
+
+
+def cleared_accumulator(kernel: ir.Kernel, acc: str, i: int) -> bool:
+    """Whether `acc` is an f32 fragment of two dimensions whose registers go as whole float4s a
+    thread (the slots' form), cleared to 0 once before body statement `i`, the loop, and stored
+    to by nothing else before it (a split-K candidate's accumulator; ring_split_k.py's too)."""
     b = kernel.buffer(acc)
     if b is None or b.scope != "fragment" or b.dtype.name != "f32" or len(b.shape) != 2:
-        return None
+        return False
     if (b.shape[0] * b.shape[1]) % (4 * kernel.threads):
-        return None  # each thread's registers go as whole float4s
-    fills = [s for s in kernel.body[:ws.loop] if isinstance(s, ir.Fill) and s.buffer == acc]
+        return False  # each thread's registers go as whole float4s
+    fills = [s for s in kernel.body[:i] if isinstance(s, ir.Fill) and s.buffer == acc]
     if len(fills) != 1 or not (isinstance(fills[0].value, ir.Const) and fills[0].value.value == 0):
-        return None
-    # nothing else before the loop writes the accumulator
-    if any(acc in _written(s) for s in kernel.body[:ws.loop] if s is not fills[0]):
-        return None
-    return acc
+        return False
+    return not any(acc in _written(s) for s in kernel.body[:i] if s is not fills[0])
 
 
 def _acc_of(kernel: ir.Kernel, ws) -> str:
