@@ -71,6 +71,18 @@ def test_other_tiles(name, consts, arch):
             check(name, args[2], ref, tol)
 
 
+@pytest.mark.parametrize("stages", [3, 4])
+def test_blockscaled_halves_staged_epilogue(stages):
+    """BN = 256's two 128-column halves stored by the TMA: at 3 stages each through its own
+    staging buffer, at 4 both through one in turn (ir.StagedStore.more / reuse); tiles of the
+    ragged shape's last row and column partly outside C; K past the last scale block."""
+    mod = tlc.load(GEMM_PATH, target="cuda")
+    for kname, args, _, ref, tol in cases(np.random.default_rng(8), 333, 600, 520):
+        if kname == "matmul_f8_blockscaled":
+            mod.matmul_f8_blockscaled(*args, BM=128, BN=256, stages=stages, THREADS=256)
+            check(kname, args[2], ref, tol)
+
+
 @pytest.mark.parametrize("arch", ["auto", "sm_80", "sm_89"])
 @pytest.mark.parametrize("ta,tb", [(E4M3, E4M3), (E5M2, E5M2), (E4M3, E5M2)])
 def test_f8_nan_and_extremes(ta, tb, arch):

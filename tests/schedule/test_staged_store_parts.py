@@ -1,13 +1,14 @@
 """A warp-specialized ring's epilogue of several whole accumulators alike into one tensor (std.gemm's
 matmul_f8_blockscaled at BN = 256: a tile's two 128-column halves) staged one after another beside
-the ring and stored by the TMA through one map (ir.StagedStore.more), where they fit; from
-registers where they do not (4 stages: 192 KB of ring)."""
+the ring and stored by the TMA through one map (ir.StagedStore.more), where they fit; where one
+part's buffer alone fits (4 stages: 192 KB of ring), all in that one in turn (StagedStore.reuse)."""
 import re
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tlc import ir
 from tlc.codegen import generate
@@ -45,10 +46,20 @@ def test_the_two_halves_are_staged_one_after_the_other():
     assert text.count("# consumers: staged in shared memory, stored by the TMA (map #2)") == 2
 
 
-def test_where_they_do_not_fit_beside_the_ring_the_halves_store_from_registers():
-    k = _kernel(BN=256, stages=4)  # a ring of 192 KB: 64 KB more is past the 227 KB
-    assert k.warp_spec.store is None
-    assert "epilogue:" not in print_kernel(k)
+def test_where_only_one_fits_beside_the_ring_the_halves_take_it_in_turn():
+    k = _kernel(BN=256, stages=4)  # a ring of 192 KB: one 32 KB part fits beside it, not two
+    st = k.warp_spec.store
+    assert st.reuse and len(st.more) == 1 and (st.offset, st.nbytes) == (197632, 32768)
+    assert k.warp_spec.staging_end == 197632 + 32768 <= 232448
+    assert "epilogue: acc staged @197632 (32768 bytes), acc2 @197632 (once the store before has read it), " \
+        "64 rows per warpgroup stored through #2" in print_kernel(k)
+    body = _source(k)
+    body = body[body.index("if (tl_valid)"):]
+    first, second = re.split(r"\n\s*// \d+: copy\(acc2", body)[:2]
+    for part, why in ((first, "the last tile's store has read the buffer"), (second, "the last part's store has read it")):
+        assert "tl_smem + 197632" in part
+        assert f"if (threadIdx.x % 128 == 0) tl::tma_store_wait_read();  // {why}" in part
+        assert part.count("tl::bar_sync_named(1 + tl_group, 128);") == 2
 
 
 def test_one_accumulator_is_staged_as_before():
@@ -68,20 +79,22 @@ def test_the_second_half_waits_for_nothing_the_first_did_not():
         in second
 
 
-def test_no_local_memory_and_four_tma_stores(tmp_path):
+@pytest.mark.parametrize("stages", [3, 4])
+def test_no_local_memory_and_four_tma_stores(tmp_path, stages):
     from nvcc import cubin_sass
 
-    sass, log = cubin_sass(_source(_kernel(BN=256, stages=3)), "sm_90a", tmp_path)
+    sass, log = cubin_sass(_source(_kernel(BN=256, stages=stages)), "sm_90a", tmp_path)
     assert "0 bytes spill stores" in log, log
     assert len(re.findall(r"\bUTMASTG\b", sass)) == 4  # two 64-column boxes a half
 
 
-def test_the_interpreter_runs_the_staged_halves():
+@pytest.mark.parametrize("stages", [3, 4])
+def test_the_interpreter_runs_the_staged_halves(stages):
     M, N, K = 130, 300, 400
     for name, args, _, ref, _ in cases(np.random.default_rng(6), M, N, K):
         if name == "matmul_f8_blockscaled" and args[2].dtype == np.float32:
             C = np.full((M, N), np.nan, np.float32)
-            run_kernel(_kernel(BN=256, stages=3, TC=F32), dict(A=args[0], B=args[1], C=C, SA=args[3], SB=args[4]))
+            run_kernel(_kernel(BN=256, stages=stages, TC=F32), dict(A=args[0], B=args[1], C=C, SA=args[3], SB=args[4]))
             assert np.abs(C - ref).max() <= 1e-3 * np.abs(ref).max()
 
 

@@ -75,6 +75,12 @@ def header_lines(k: Kernel) -> list[str]:
         if ws.tile_order.pairs:
             out.append("  persistent: the grid counts tiles, each block walks them two at a time, x from both ends of "
                        "its row (their loop lengths grow with x: each pair's work about the same)")
+        elif ws.tile_order.dynamic:
+            out.append(f"  persistent: the grid counts tiles, each block takes its next from a counter in device "
+                       f"memory (the producer's atomic add, handed to the consumers through slots @{ws.sched_offset + 32} "
+                       f"behind full[2] @{ws.sched_offset} and empty[2] @{ws.sched_offset + 16}), x from its end down "
+                       f"then y then z (their loop lengths grow with x: the shortest taken last); the last block "
+                       f"sets the counter back to 0")
         else:
             out.append(f"  persistent: the grid counts tiles, each block walks them in groups of {ws.tile_order.group} "
                        f"rows of tiles" + (f", clusters of {cluster} (multicast {', '.join(shared)})" if cluster > 1 else ""))
@@ -112,7 +118,8 @@ def header_lines(k: Kernel) -> list[str]:
     if ws.store is not None:
         st = ws.store
         if st.in_stage is None:
-            also = "".join(f", {k.body[i].src.name} @{st.offset + (n + 1) * st.nbytes}" for n, i in enumerate(st.more))
+            also = "".join(f", {k.body[i].src.name} @{st.offset + (0 if st.reuse else (n + 1) * st.nbytes)}"
+                           + (" (once the store before has read it)" if st.reuse else "") for n, i in enumerate(st.more))
             out.append(f"  epilogue: {k.body[st.index].src.name} staged @{st.offset} ({st.nbytes} bytes){also}, "
                        f"{st.rows} rows per warpgroup stored through #{st.tensor_map}")
         else:

@@ -142,7 +142,9 @@ class StagedStore(Node):
 
     `more`: the indices of further such copies after the ring (the same fragment shape, layout and
     tensor: std.gemm's block-scaled f8 at BN = 256, a tile's two 128-column halves), each staged
-    `nbytes` after the one before and stored through the same map."""
+    `nbytes` after the one before and stored through the same map; `reuse`: where only one
+    part's buffer fits beside the ring, all in that one, each part after the first waiting until
+    the store before it has read it."""
 
     index: int
     tensor_map: int
@@ -151,6 +153,7 @@ class StagedStore(Node):
     nbytes: int
     in_stage: int | None = None
     more: tuple[int, ...] = ()
+    reuse: bool = False
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,14 @@ class TileOrder(Node):
     # takes tiles 2u and 2u + 1 together, u = its index + k * blocks, so every block's work is
     # about the same
     pairs: bool = False
+    # (for lengths that grow with x, instead of pairs: schedule/warpspec.py DYNAMIC_TILES) each
+    # block takes its next tile from a counter in device memory (an atomic add by the producer,
+    # handed to the consumers through a two-slot ring in shared memory, `sched_offset`), in the
+    # order tl::heavy_tile gives the counts (x from its end down, then y, then z: the longest of
+    # a row first, a row's tiles together for L2), so that the last tiles taken are the
+    # shortest and no block is left the longest (FlashAttention 3's dynamic scheduler); a count
+    # past the tiles ends both roles, and the last block to take one sets the counter back to 0
+    dynamic: bool = False
 
 
 @dataclass(frozen=True)
@@ -377,15 +388,23 @@ class WarpSpecialization(Node):
         return self.barriers + 16 * self.stages + (16 if self.tile_loads else 0)
 
     @property
-    def ring_end(self) -> int:
-        """Byte offset past the ring's barriers (and the tile loads' pair, the late loads' own)."""
+    def sched_offset(self) -> int:
+        """Byte offset of a dynamic tile order's ring (TileOrder.dynamic): full[2], empty[2]
+        mbarriers, then the two slots' tile counts (i32)."""
         return self.late_barriers + (16 * self.stages if self.late_loads else 0)
+
+    @property
+    def ring_end(self) -> int:
+        """Byte offset past the ring's barriers (and the tile loads' pair, the late loads' own,
+        a dynamic tile order's ring)."""
+        dynamic = self.tile_order is not None and self.tile_order.dynamic
+        return self.sched_offset + (48 if dynamic else 0)
 
     @property
     def staging_end(self) -> int:
         """Byte offset past the ring's barriers and the staging buffers after them."""
         ends = [self.ring_end] + [x.offset + x.nbytes for x in self.reduces] + \
-            ([self.store.offset + self.store.nbytes * (1 + len(self.store.more))]
+            ([self.store.offset + self.store.nbytes * (1 if self.store.reuse else 1 + len(self.store.more))]
              if self.store is not None and self.store.in_stage is None else [])
         return max(ends)
 
@@ -461,6 +480,9 @@ def warp_spec_problem(kernel) -> str | None:
         return f"the tile loads' last reader {ws.tile_done} is not the deferred gemm's first gemm"
     if ws.tile_order is not None and ws.tile_order.pairs and ws.tile_order.cluster > 1:
         return "the tile order takes tiles in pairs and in clusters"
+    if ws.tile_order is not None and ws.tile_order.dynamic and (
+            ws.tile_order.pairs or ws.tile_order.cluster > 1 or ws.split_k is not None or ws.stream_k is not None):
+        return "the dynamic tile order takes tiles in pairs, in clusters, or as split-K's or stream-K's units"
     if ws.late_loads and (d is None or ws.tile_order is not None or len(set(ws.late_loads)) != len(ws.late_loads)
                           or not all(0 <= j < len(ws.loads) for j in ws.late_loads) or len(ws.late_loads) == len(ws.loads)
                           or any(ws.loads[j].gather or ws.loads[j].im2col for j in ws.late_loads)):

@@ -58,6 +58,12 @@ IM2COL_CLUSTER = 1
 # now staged in K's last stage (StagedStore.in_stage) and bench/queue/A_fwd_persistent.sh asks
 # again (as bench/A_fwd_walk.tl, the same kernel); no device in session 26.
 GRID_TILE_LOADS = False
+# A persistent ring whose tiles' loop lengths grow with x (a causal attention's) takes its tiles
+# from a counter in device memory, longest first (TileOrder.dynamic, FlashAttention 3's dynamic
+# scheduler), not in pairs from both ends: 2048 pairs of 33 key blocks on 132 SMs (B=4 H=32
+# S=4096) leave the busiest block 16 pairs = 528 steps against a mean of 512 (3.1%), the taken
+# order ~512.  Off: untimed (no device in session 26).
+DYNAMIC_TILES = False
 # the fewest stages on which a ring's last products stay in flight into the next iteration
 # (WarpSpecialization release_lag 1: a stage released one iteration late); bench/mla_variants.py's
 # carry row compiles mla_decode (two stages of 72 KB pages) with 2
@@ -343,7 +349,8 @@ class _Planner:
             consumer_registers=consumer_registers(k.threads, self.target.registers_per_sm, producer_regs),
             barriers=barriers, full_arrivals=full, empty_arrivals=cluster * k.threads // 32,
             release_lag=1 if overlap or deferred or carried else 0, tensor_maps=(),
-            tile_order=TileOrder(TILE_GROUP, cluster, pairs=self.paired) if persistent else None, consumer_only=consumer_only,
+            tile_order=TileOrder(TILE_GROUP, cluster, pairs=self.paired and not DYNAMIC_TILES,
+                                 dynamic=self.paired and DYNAMIC_TILES) if persistent else None, consumer_only=consumer_only,
             late_copies=() if meets or tile_loads else self.late_copies(consumer_only), tile_loads=tile_loads,
             deferred=deferred, consumer_barrier=CONSUMER_BARRIER if meets else 0,
             kept_syncs=self.kept_syncs(loop.body, start, start + len(rest)) if meets and wg_syncs is None else (),
@@ -678,9 +685,11 @@ class _Planner:
             return None
         offset = -(-ring_end // 1024) * 1024
         nbytes = rows * cols * size
-        in_stage = None
+        in_stage, reuse = None, False
         if offset + nbytes * (1 + len(more)) > self.target.smem_per_block:
-            if dead is not None and nbytes <= dead[1]:
+            if more and offset + nbytes <= self.target.smem_per_block:
+                reuse = True  # one buffer for the parts in turn
+            elif dead is not None and nbytes <= dead[1]:
                 offset = dead[0]
             elif ring_stage is not None and nbytes <= ring_stage[2] and p.dtype == ring_stage[3]:
                 in_stage, offset = ring_stage[0], ring_stage[1]
@@ -689,7 +698,7 @@ class _Planner:
         self.tensor_maps.append(TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows // groups, 128 // size, store=True,
                                               view=view))
         return StagedStore(first + after.index(c), len(self.tensor_maps) - 1, rows // groups, offset, nbytes, in_stage,
-                           tuple(first + after.index(x) for x in more))
+                           tuple(first + after.index(x) for x in more), reuse)
 
     def alike(self, copies: list) -> bool:
         """Whether `copies` are all whole fragments of one shape, dtype and layout into one tensor

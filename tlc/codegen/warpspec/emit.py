@@ -131,10 +131,11 @@ class WarpSpecEmission(BulkReduceGen):
         else:
             e("if (tl_tma & 2) {  // through shared memory: the TMA stores this warpgroup's rows while it goes on")
             self.indent += 1
-            e(f"{u}* tl_stage_c = reinterpret_cast<{u}*>(tl_smem + {st.offset + part * st.nbytes});")
+            e(f"{u}* tl_stage_c = reinterpret_cast<{u}*>(tl_smem + {st.offset + (0 if st.reuse else part * st.nbytes)});")
             e("const int tl_group = threadIdx.x / 128;")
-            if part == 0:  # (the later parts' buffers: that wait covered the last tile's stores of them too)
-                e("if (threadIdx.x % 128 == 0) tl::tma_store_wait_read();  // the last tile's store has read the buffer")
+            if part == 0 or st.reuse:  # (the later parts' own buffers: that wait covered the last tile's stores of them)
+                e("if (threadIdx.x % 128 == 0) tl::tma_store_wait_read();  // " +
+                  ("the last tile's store has read the buffer" if part == 0 else "the last part's store has read it"))
                 e("tl::bar_sync_named(1 + tl_group, 128);")
             e(f"tl::copy_f2s_staged<{self.fragment(frag.name).c_layout}, {t}, {u}, {rows}, {cols}>(tl_stage_c, "
               f"{c_name(frag.name)});")

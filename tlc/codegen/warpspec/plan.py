@@ -38,6 +38,7 @@ class StagedStore:
     nbytes: int
     in_stage: int | None = None  # in load in_stage's buffer, at its last iteration's stage (ir.StagedStore)
     more: tuple = ()  # further copies staged alike, each nbytes after the one before (ir.StagedStore.more)
+    reuse: bool = False  # or all in one buffer, each after the store before has read it (ir.StagedStore.reuse)
 
 
 @dataclass
@@ -81,7 +82,7 @@ class WarpSpecPlanning:
         st = spec.store
         if st is not None:
             self.staged_epilogue = StagedStore(self.k.body[st.index], st.tensor_map, st.rows, st.offset, st.nbytes,
-                                               st.in_stage, tuple(self.k.body[i] for i in st.more))
+                                               st.in_stage, tuple(self.k.body[i] for i in st.more), st.reuse)
 
     @property
     def ring_barriers(self) -> int:
