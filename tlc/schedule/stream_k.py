@@ -29,10 +29,10 @@ times C plus its rank), a finisher adding the same rank's block of each next clu
 schedule/split_k.py), where G divides T, where a tile's K loop is short (fewer than MIN_STEPS
 steps) or a block's share of the tail under two steps, where the G blocks outnumber the slots
 (one f32 tile each), or where streaming saves the busiest block fewer than a quarter of a tile's
-steps (or 2): many waves whose last is nearly full.  The
-kernels it applies to are split-K's candidates (one f32 accumulator cleared before the loop,
-every tile's loop as long, TMA loads), clustered or not; the loop's steps are k0 .. k1 - 1
-of the tile's, its loads' coordinates as written (an im2col box's included).
+steps (or 2): many waves whose last is nearly full.  The kernels it applies to are split-K's
+candidates (one f32 accumulator cleared before the loop, every tile's loop as long, TMA loads),
+clustered or not; the loop's steps are k0 .. k1 - 1 of the tile's, its loads' coordinates as
+written (an im2col box's included).
 
 In a kernel split-K takes too, a launch that split-K would cut into parts streams instead where
 that leaves its busiest block at most 7/8 of a part's steps (`prefer`: fewer tiles than a wave,
@@ -50,8 +50,9 @@ ENABLED = False
 
 
 def tail(tiles: int, steps: int, blocks: int, alone: bool = False, slots: int = SLOTS) -> int:
-    """The tiles streamed (module docstring): 0 for none.  `alone`: the kernel is not split-K's
-    too (which takes T <= G / 2)."""
+    """The tiles streamed (module docstring): 0 for none.  `alone`: split-K does not take the
+    launch (the kernel is not split-K's, or streams instead of its parts: `prefer`), so T <= G / 2
+    streams too."""
     if tiles <= 0 or steps < MIN_STEPS or blocks > slots or tiles % blocks == 0 or (not alone and 2 * tiles <= blocks):
         return 0
     r = tiles % blocks
