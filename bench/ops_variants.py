@@ -10,9 +10,12 @@ A row's inputs are made once for all its variants.
 
 --option MODULE.NAME=VALUE sets a compiler switch (a module constant, an int) before anything
 compiles, for the whole run: run such a process with a TLC_CACHE_DIR of its own, since the
-kernel cache's key holds the sources and constants, not the switches.
+kernel cache's key holds the sources and constants, not the switches.  A variant's item
+@MODULE.NAME=VALUE sets a run-time switch (one read when a launcher is made) for that variant
+alone: `expert_histogram @tlc.runtime.host_asserts.HOST_DECIDED_ASSERTS=1`.
 """
 import argparse
+import contextlib
 import dataclasses
 import importlib
 import json
@@ -76,8 +79,31 @@ def variant_rows(spec: list[str]) -> list[tuple[str, str, object]]:
         row = rows[op]
         for sets in [{}] + variants:
             label = ",".join(f"{k}={v}" for k, v in sets.items()) or "default"
-            out.append((op, label, dataclasses.replace(row, constants={**row.tlc_constants(), **sets}) if sets else row))
+            constants = {k: v for k, v in sets.items() if not k.startswith("@")}
+            out.append((op, label, dataclasses.replace(row, constants={**row.tlc_constants(), **constants})
+                        if constants else row))
     return out
+
+
+@contextlib.contextmanager
+def switched(label: str):
+    """The run-time switches a variant names (`@MODULE.NAME=VALUE` among its items: read when a
+    launcher is made, as runtime/host_asserts.py's) set for the variant's run, then put back.
+    A compiler switch (one the kernel cache's key does not hold) is not one of these: it takes
+    --option and a process of its own."""
+    items = [item[1:] for item in label.split(",") if item.startswith("@")]
+    saved = []
+    try:
+        for item in items:
+            name, _, value = item.partition("=")
+            where, _, attr = name.rpartition(".")
+            module = importlib.import_module(where)
+            saved.append((module, attr, getattr(module, attr)))
+            setattr(module, attr, type(getattr(module, attr))(int(value)))
+        yield
+    finally:
+        for module, attr, value in reversed(saved):
+            setattr(module, attr, value)
 
 
 def compare(before: dict, after: dict) -> list[str]:
@@ -138,7 +164,8 @@ def main(argv=None):
     for op, label, row in variants:
         mod = mods.setdefault(row.module, tlc.load(row.module, target="cuda"))
         try:
-            rec = ops.measure(row, mod, copy_gbs, args.min_ms)
+            with switched(label):
+                rec = ops.measure(row, mod, copy_gbs, args.min_ms)
         except Exception as e:  # noqa: BLE001 - a variant that cannot run is reported, the rest go on
             print(f"!! {op} {label}: {type(e).__name__}: {str(e)[:300]}")
             continue

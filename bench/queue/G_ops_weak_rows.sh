@@ -1,5 +1,5 @@
 #!/bin/bash
-# limit: 46
+# limit: 48
 # Helper G, session 26 (#13): do three untimed compiler decisions (each off by default, no device
 # this session) move the ops table's weak rows?  One bench/ops_variants.py process at today's
 # defaults, one with the three switches on (each its own TLC_CACHE_DIR: the cache's keys do not
@@ -16,17 +16,25 @@
 #  - atomic_groups.GROUP_ATOMICS: a warp's constant shared atomic adds at one data-chosen
 #    address added once (MATCH.ANY, POPC, one ATOMS a group); the skewed ids put ~6 of a warp's
 #    32 lanes on one bin.  Row: expert_histogram (0.76 of copy).
+# And a run-time switch, timed in the first process as a variant of its own (the launcher reads
+# it): host_asserts.HOST_DECIDED_ASSERTS, expert_histogram's device_assert `E <= BE` decided on
+# the host when the launcher binds its sizes, so that no launch waits for the GPU to read the
+# assert record (every launch of a kernel with asserts synchronizes today, inside the timed
+# region of tlc.timing).
 # Then the GPU tests of the three on (pow's special pairs, std.moe's table with the switches).
-# Answer: the --compare lines (before -> after, after's speedup).  Flip a switch's default to on
-# (fast_math.py, l2_policy.py, atomic_groups.py) if its rows gain, none loses more than 1%, and
-# the tests pass.
+# Answer: the --compare lines (before -> after, after's speedup), and the first process's
+# expert_histogram default -> @...HOST_DECIDED_ASSERTS=1.  Flip a switch's default to on
+# (fast_math.py, l2_policy.py, atomic_groups.py, runtime/host_asserts.py) if its rows gain,
+# none loses more than 1%, and the tests pass.
 set -u
 SPEC="pow broadcast.pow moe_permute expert_histogram moe_unpermute embedding"
 BASE=${TLC_CACHE_DIR:-/tmp/tlc-cache}
-TLC_CACHE_DIR=$BASE/g_defaults PYTHONUNBUFFERED=1 python3 bench/ops_variants.py --min-ms 20 --json /tmp/g_before.json $SPEC 2>&1
+ASSERTS=@tlc.runtime.host_asserts.HOST_DECIDED_ASSERTS=1  # a run-time switch: a variant in the same process
+TLC_CACHE_DIR=$BASE/g_defaults PYTHONUNBUFFERED=1 python3 bench/ops_variants.py --min-ms 20 --json /tmp/g_before.json \
+  ${SPEC/expert_histogram/expert_histogram $ASSERTS} 2>&1
 TLC_CACHE_DIR=$BASE/g_switches PYTHONUNBUFFERED=1 python3 bench/ops_variants.py --min-ms 20 --json /tmp/g_after.json \
   --option tlc.schedule.fast_math.RARE_POW_SPECIALS=1 --option tlc.schedule.l2_policy.KEEP_GATHERED_ROWS=1 \
   --option tlc.schedule.atomic_groups.GROUP_ATOMICS=1 $SPEC 2>&1
 python3 bench/ops_variants.py --compare /tmp/g_before.json /tmp/g_after.json 2>&1
 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_fast_math16_gpu.py tests/gpu/test_moe_gpu.py \
-  -k "pow_special or untimed" 2>&1 | tail -4
+  -k "pow_special or untimed or decide_its_assert" 2>&1 | tail -4

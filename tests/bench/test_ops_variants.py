@@ -62,3 +62,18 @@ def test_the_queued_question_is_right_on_the_interpreter(monkeypatch, capsys):
         monkeypatch.setattr(sys.modules.get(where) or __import__(where, fromlist=[attr]), attr, False)
     result = ops_variants.main(["--dry-run", *[w for o in options for w in ("--option", o)], *spec])
     assert result["failures"] == [], capsys.readouterr().out
+    # the first process's run-time switch, a variant of expert_histogram there
+    switch = re.search(r"^ASSERTS=(\S+)", script, re.M).group(1)
+    assert "${SPEC/expert_histogram/expert_histogram $ASSERTS}" in script and "expert_histogram" in spec
+    from tlc.runtime import host_asserts
+
+    assert host_asserts.HOST_DECIDED_ASSERTS is False
+    with ops_variants.switched(switch):
+        assert host_asserts.HOST_DECIDED_ASSERTS is True
+    assert host_asserts.HOST_DECIDED_ASSERTS is False
+
+
+def test_a_variants_run_time_switch_is_set_for_its_run_alone():
+    rows = ops_variants.variant_rows(["expert_histogram", "@tlc.runtime.host_asserts.HOST_DECIDED_ASSERTS=1,PART=4096"])
+    assert [label for _, label, _ in rows] == ["default", "@tlc.runtime.host_asserts.HOST_DECIDED_ASSERTS=1,PART=4096"]
+    assert rows[1][2].tlc_constants() == {"I": "i64", "PART": 4096}  # the switch is no constant

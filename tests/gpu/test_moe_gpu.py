@@ -55,6 +55,31 @@ def test_with_the_untimed_decisions_on(name, monkeypatch, tmp_path):
             op.check(on, np.random.default_rng(zlib.crc32(name.encode()) + shape[0]), dtype, shape, {})
 
 
+def test_a_launcher_whose_sizes_decide_its_assert_reads_no_record(monkeypatch):
+    """runtime/host_asserts.py (HOST_DECIDED_ASSERTS, off until timed): expert_histogram's
+    `E <= BE` decided on the host when a launcher binds its arguments; where it holds, no launch
+    waits to read the assert record (the counts still right), where it fails every launch still
+    reads it and raises."""
+    import cupy as cp
+
+    from tlc.device_assert import DeviceAssertError
+    from tlc.runtime import host_asserts, launch
+
+    monkeypatch.setattr(host_asserts, "HOST_DECIDED_ASSERTS", True)
+    reads, read = [], launch.CompiledKernel.check_asserts
+    monkeypatch.setattr(launch.CompiledKernel, "check_asserts", lambda self: (reads.append(1), read(self))[1])
+    mod = tlc.load(MOE_PATH, target="cuda")
+    ids = cp.asarray(np.random.default_rng(0).integers(0, 64, 10000).astype(np.int32))
+    counts = cp.zeros(64, cp.int32)
+    run = mod.expert_histogram.launcher(ids, counts)
+    run()
+    run()
+    assert not reads and np.array_equal(cp.asnumpy(counts), 2 * np.bincount(cp.asnumpy(ids), minlength=64))
+    with pytest.raises(DeviceAssertError, match="expert_histogram: E = 300 experts"):  # E > BE = 256
+        mod.expert_histogram.launcher(ids, cp.zeros(300, cp.int32))()
+    assert reads
+
+
 def test_routing_against_pytorch(mod):
     """topk_softmax and moe_align_block_size against torch.softmax, torch.topk and a stable
     torch.sort of the expert ids, on the GPU's tensors."""

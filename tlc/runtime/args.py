@@ -23,7 +23,7 @@ import numpy as np
 from ..diagnostics import TlcError
 from ..dtypes import DTYPES, DType, from_numpy
 from ..ir.nodes import DimExpr, Kernel
-from ..ir.walk import variables, written_names
+from ..ir.walk import statements, variables, written_names
 from ..scalars import ScalarError, float_limit, scalar_value
 from .device_array import DeviceArray
 from .grid import compile_function, py_source
@@ -212,22 +212,25 @@ class Bound:
 @dataclass(frozen=True)
 class LaunchFacts:
     """What a launch needs of a kernel's IR besides its `GeneratedKernel`: its name and params,
-    its shape symbols, the params its body writes and its device_asserts.  The program cache
-    stores these beside the IR, so that a launch from the cache decodes them and not the IR
-    (the IR, a few thousand objects of tlc's data classes, is decoded when something asks)."""
+    its shape symbols, the params its body writes and its device_asserts (their sites, and their
+    conditions: runtime/host_asserts.py).  The program cache stores these beside the IR, so that
+    a launch from the cache decodes them and not the IR (the IR, a few thousand objects of tlc's
+    data classes, is decoded when something asks)."""
 
     name: str
     params: tuple
     symbols: tuple
     written: frozenset
     asserts: tuple
+    assert_conds: tuple = ()
 
     @staticmethod
     def of(kernel: Kernel) -> "LaunchFacts":
         from ..device_assert import sites
 
+        conds = tuple(s.cond for s in statements(kernel.body) if getattr(s, "cond", None) is not None and hasattr(s, "fmt"))
         return LaunchFacts(kernel.name, tuple(kernel.params), kernel.shape_symbols(),
-                           frozenset(written_names(kernel.body)), sites(kernel.body))
+                           frozenset(written_names(kernel.body)), sites(kernel.body), conds)
 
 
 class Binder:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import host_asserts
 from .args import Bound, LaunchArgumentError
 from .grid import launches_blocks
 
@@ -34,7 +35,11 @@ class BoundLaunch:
         self.fn = compiled.function_for(device, args)
         self.block, self.smem, self._device = compiled.block, compiled.smem, device
         self.args = [c_argument(a) for a in args]
-        self._check = compiled.check_asserts if compiled.assert_sites else None
+        # a kernel with device_asserts is read after every launch, unless (HOST_DECIDED_ASSERTS)
+        # the host finds that these sizes make every one hold (runtime/host_asserts.py)
+        decided = host_asserts.HOST_DECIDED_ASSERTS and compiled.asserts_hold is not None and \
+            compiled.asserts_hold(bound.values)
+        self._check = compiled.check_asserts if compiled.assert_sites and not decided else None
         self._raw_stream = self._streams = self._torch_stream = None
         if bound.torch_device >= 0:
             from .launch import torch_raw_stream

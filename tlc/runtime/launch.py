@@ -14,6 +14,7 @@ from .. import device_assert
 from ..diagnostics import TlcError
 from ..ir.nodes import Kernel
 from .args import Binder, Bound, LaunchFacts
+from . import host_asserts
 from .grid import compile_grid, launches_blocks
 from .whole_runs import size_keeps_runs_whole
 from .driver_api import max_active_blocks, max_active_clusters
@@ -48,6 +49,9 @@ class CompiledKernel:
         # anything loads the module: a persistent kernel's block count loads it, below)
         self.assert_sites = facts.asserts
         self._records: dict[int, int] = {}  # device id -> address of the module's record
+        # where every assert tests only sizes and integer scalars: their conditions on the host
+        # (runtime/host_asserts.py; None where they test anything else)
+        self.asserts_hold = host_asserts.holds(facts.assert_conds, self.binder.slots) if facts.asserts else None
         self.persistent_blocks = self._persistent_blocks(generated.persistent) if generated.persistent else None
         self.grid = compile_grid(generated.grid, self.binder.slots, self.persistent_blocks, self.cluster, self.name)
         # a kernel that copies through the TMA takes its tensors' maps after its own arguments

@@ -1,0 +1,96 @@
+"""device_asserts that a launch's sizes decide, checked on the host (a launcher's switch,
+HOST_DECIDED_ASSERTS, off until the H200 has timed it: bench/queue/G_ops_weak_rows.sh).
+
+A kernel with device_asserts is read after every launch: the runtime waits for the GPU and copies
+the failure record back (runtime/launch.py's check_asserts), so that a launch returns only once
+the kernel has run.  Many of std's asserts test only the launch's sizes and integer scalars
+against constants (std.moe's expert_histogram `E <= BE`, topk's `K <= N and K <= KMAX`,
+sort's `K <= N`): the same values at every launch of a launcher (`Kernel.launcher`, whose
+arrays are held as given).  Where every assert of a kernel is of that kind (`decidable`: its
+condition reads constants, shape symbols and integer scalar parameters through integer
+arithmetic, comparisons, logic and selects), the host evaluates the conditions once, when the
+launcher binds its arguments, each step in its IR dtype's range (`holds`: a value past it, a
+division by zero or anything else it cannot evaluate exactly as the GPU would leaves the
+decision to the GPU); where all hold, no thread's assert can fail, and the launcher launches
+without the wait.  A failing or undecided condition keeps the read after every launch.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ..ir.nodes import BinOp, Cast, Const, Expr, Select, UnaryOp, Var
+from ..ir.walk import subexprs
+
+# the switch: off until timed (a default's speed changes only on the device's word)
+HOST_DECIDED_ASSERTS = False
+
+_ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+          "//": lambda a, b: a // b, "%": lambda a, b: a % b, "min": min, "max": max}
+_COMPARE = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+            "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+_LOGIC = {"and", "or"}
+
+
+class _Undecided(Exception):
+    """The host cannot evaluate a condition as the GPU would."""
+
+
+def decidable(conds: Sequence[Expr], names: set[str]) -> bool:
+    """Whether each of `conds` reads only constants and the scalars `names` (shape symbols and
+    integer scalar parameters), through the operators `holds` evaluates, in integers and bools."""
+    for cond in conds:
+        for e in subexprs(cond):
+            if not (e.dtype.is_int or e.dtype.is_bool):
+                return False
+            if isinstance(e, Var) and e.name not in names:
+                return False
+            if isinstance(e, BinOp) and e.op not in _ARITH and e.op not in _COMPARE and e.op not in _LOGIC:
+                return False
+            if isinstance(e, UnaryOp) and e.op not in ("-", "not"):
+                return False
+            if not isinstance(e, (Const, Var, BinOp, UnaryOp, Cast, Select)):
+                return False
+    return True
+
+
+def holds(conds: Sequence[Expr], slots: dict[str, int]) -> Callable[[Sequence], bool] | None:
+    """A function of a launch's values (indexed by `slots`) that is True where every one of
+    `conds` holds, as the GPU computes it; None where they are not all `decidable`."""
+    if not conds or not decidable(conds, set(slots)):
+        return None
+
+    def at(vals) -> bool:
+        try:
+            return all(bool(_value(c, vals, slots)) for c in conds)
+        except _Undecided:
+            return False
+    return at
+
+
+def _value(e: Expr, vals, slots: dict[str, int]):
+    if isinstance(e, Const):
+        v = e.value
+    elif isinstance(e, Var):
+        v = vals[slots[e.name]]
+    elif isinstance(e, UnaryOp):
+        x = _value(e.x, vals, slots)
+        v = (not x) if e.op == "not" else -x
+    elif isinstance(e, Select):
+        v = _value(e.a, vals, slots) if _value(e.cond, vals, slots) else _value(e.b, vals, slots)
+    elif isinstance(e, Cast):
+        v = _value(e.x, vals, slots)
+        v = bool(v) if e.dtype.is_bool else int(v)
+    elif e.op in _LOGIC:  # short-circuit, as C's && and ||
+        a = bool(_value(e.a, vals, slots))
+        v = (a and bool(_value(e.b, vals, slots))) if e.op == "and" else (a or bool(_value(e.b, vals, slots)))
+    else:
+        a, b = _value(e.a, vals, slots), _value(e.b, vals, slots)
+        if e.op in ("//", "%") and b == 0:
+            raise _Undecided
+        v = (_ARITH.get(e.op) or _COMPARE[e.op])(a, b)
+    if e.dtype.is_int and not isinstance(v, bool):
+        bits = e.dtype.bits
+        lo, hi = (0, (1 << bits) - 1) if e.dtype.kind == "uint" else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+        if not lo <= int(v) <= hi:  # the GPU would wrap: let it decide
+            raise _Undecided
+    return v
