@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# limit: 45
+# limit: 42
 # Asks (#18: std.gemm's matmul_f8_blockscaled 0.79x torch._scaled_mm per tensor at 8192^3 in
 # session 20, goal 0.95x; not timed since): where its time goes, and whether BN=256 (two
 # 128-column halves, one partial-sum fragment) wins it back, at 8192^3 and DeepSeek-V3's prefill

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# limit: 15
+# limit: 18
 # Asks (#18): do std.gemm's block-scaled f8 kernels still compute the product on the H200 with
 # BN=256's two halves (tests/gpu/test_gemm_precisions_gpu.py's other tiles run BM=128 BN=256
 # stages=2, through NVRTC and on the sm_80 path; CPU: tests/stdlib/test_gemm_precisions_cpu.py's
