@@ -121,6 +121,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -482,8 +483,10 @@ def main(argv=None) -> dict:
     if args.gpu and args.instructions:
         ap.error("--instructions counts the stood-in call; the GPU's driver under valgrind is not that call")
     timed, fill = (GPU + TIMED_BODY, FILL_GPU) if args.gpu else (TIMED, FILL)
+    made = None
     if args.snapshot:
         args.installed = installed_snapshot(Path(tempfile.mkdtemp(prefix="tlc-bench-installed-")))
+        made = time.time()
     package = Path(args.installed).resolve() if args.installed else ROOT
     env = {**os.environ, "TLC_CACHE_DIR": tempfile.mkdtemp(prefix="tlc-bench-host-"),
            "PYTHONPATH": os.pathsep.join([str(package), os.environ.get("PYTHONPATH", "")])}
@@ -492,6 +495,11 @@ def main(argv=None) -> dict:
     # every process
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(package / "tlc")], env=env, capture_output=True,
                    timeout=300)
+    if made is not None:  # the copied files settled: the fill's module record vouches only for
+        # files that last changed two seconds before (checked_cache.store_record); else the first
+        # timed process wrote it, and which processes took which path was a race (session 26:
+        # the same tree counted 7.0, 8.0 or 11.4 M instructions)
+        time.sleep(max(0.0, made + 2.1 - time.time()))
     run(fill, env, cwd=package)  # its call passes PyTorch tensors, whatever --cai says
     runs = []
     for i in range(args.runs):
