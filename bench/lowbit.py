@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -501,6 +502,20 @@ def w4a16_rows(torch, copy_gbs: float, min_ms: float, only=None, sizes=None) -> 
             print(w4a16_line(r), flush=True)
         torch.cuda.empty_cache()
     return out
+
+
+def printed_w4a16_rows(path: str) -> dict:
+    """{(row, variant): (us, speedup over F.linear or None)} of the w4a16 rows a run printed to
+    `path` (w4a16_line's format; a row that failed its check is left out): what the queued
+    scripts answer from, so that a run cut by its timeout keeps the rows it printed."""
+    line = re.compile(r"^(decode M=\d+ N=\d+ K=\d+ g\d+|prefill M=\d+ N=\d+ K=\d+ g\d+)\s+(.+?)\s+([0-9.]+) us "
+                      r".*?(?:\s([0-9.]+)x)?\s*$")
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return {}
+    return {(m.group(1), m.group(2).strip()): (float(m.group(3)), float(m.group(4)) if m.group(4) else None)
+            for m in map(line.match, text.splitlines()) if m}
 
 
 def w4a16_line(r: dict) -> str:

@@ -38,20 +38,15 @@ mkdir -p /tmp/tlc-cache-D-forms
 TLC_CACHE_DIR=/tmp/tlc-cache-D-forms timeout 11 python3 bench/lowbit.py --w4a16 --quick --m 1,16 --copy-forms \
   --only "w4a16 split-K 2,w4a16 split-K 4,w4a16 gemv" | tee /tmp/D_copies_on.txt
 python3 - <<'PY'
-import re
-LINE = re.compile(r"^(decode M=\d+ N=\d+ K=\d+ g\d+)\s+(.+?)\s+([0-9.]+) us ")
-def rows(path):  # the printed rows (a run cut by its timeout keeps the rows it printed)
-    try:
-        text = open(path).read()
-    except OSError:
-        return {}
-    return {(m.group(1), m.group(2).strip()): float(m.group(3)) for m in map(LINE.match, text.splitlines()) if m}
-off, on = rows("/tmp/D_copies_off.txt"), rows("/tmp/D_copies_on.txt")
-for (row, v), t in sorted(on.items()):
-    if v != "F.linear f16" and off.get((row, v)):
-        print(f"ANSWER: copy forms {row} {v}: on/off {t / off[(row, v)]:.3f} ({t:.1f} vs {off[(row, v)]:.1f} us)")
-for (row, v), t in sorted(off.items()):
+import sys
+sys.path.insert(0, "bench")
+from lowbit import printed_w4a16_rows
+off, on = printed_w4a16_rows("/tmp/D_copies_off.txt"), printed_w4a16_rows("/tmp/D_copies_on.txt")
+for (row, v), (t, _) in sorted(on.items()):
+    if v != "F.linear f16" and (row, v) in off:
+        print(f"ANSWER: copy forms {row} {v}: on/off {t / off[row, v][0]:.3f} ({t:.1f} vs {off[row, v][0]:.1f} us)")
+for (row, v), (t, _) in sorted(off.items()):
     std = off.get((row, v.replace(" unrolled reduce", "")))
     if "unrolled reduce" in v and std:
-        print(f"ANSWER: unrolled reduce {row} {v}: unrolled/std {t / std:.3f} ({t:.1f} vs {std:.1f} us)")
+        print(f"ANSWER: unrolled reduce {row} {v}: unrolled/std {t / std[0]:.3f} ({t:.1f} vs {std[0]:.1f} us)")
 PY

@@ -20,17 +20,13 @@ TLC_CACHE_DIR=/tmp/tlc-cache-D-mma timeout 11 python3 bench/lowbit.py --w4a16 --
   --option tlc.schedule.operand_layout.WGMMA_REGISTER_A_MAX=32 \
   --only "w4a16 split-K 2,w4a16 BK=256 split-K 4 stages=2" | tee /tmp/D_mma.txt
 python3 - <<'PY'
-import re
-LINE = re.compile(r"^(decode M=\d+ N=\d+ K=\d+ g\d+)\s+(.+?)\s+([0-9.]+) us .*\s([0-9.]+)x\s*$")
-def rows(path):
-    try:
-        text = open(path).read()
-    except OSError:
-        return {}
-    return {(m.group(1), m.group(2).strip()): float(m.group(4)) for m in map(LINE.match, text.splitlines()) if m}
-on, off = rows("/tmp/D_mma.txt"), rows("/tmp/D_copies_off.txt")
-for key, x in sorted(on.items()):
-    if key[1] != "F.linear f16":
+import sys
+sys.path.insert(0, "bench")
+from lowbit import printed_w4a16_rows
+on, off = printed_w4a16_rows("/tmp/D_mma.txt"), printed_w4a16_rows("/tmp/D_copies_off.txt")
+for key, (_, x) in sorted(on.items()):
+    if key[1] != "F.linear f16" and x:
         print(f"ANSWER: mma.sync register A {key[0]} {key[1]}: {x:.2f}x F.linear with it, "
-              f"{off[key]:.2f}x without" if key in off else f"ANSWER: {key}: {x:.2f}x F.linear with it (no run without)")
+              f"{off[key][1]:.2f}x without" if key in off and off[key][1] else
+              f"ANSWER: mma.sync register A {key[0]} {key[1]}: {x:.2f}x F.linear with it (no run without)")
 PY

@@ -25,12 +25,12 @@ mkdir -p /tmp/tlc-cache-D-ring
 TLC_CACHE_DIR=/tmp/tlc-cache-D-ring timeout 11 python3 bench/lowbit.py --w4a16 --quick --m 1,16 --ring-split \
   --only "w4a16,w4a16 BK=512 stages=2,w4a16 split-K 2,w4a16 split-K 4" | tee /tmp/D_ring.txt
 python3 - <<'PY'
-import re
-LINE = re.compile(r"^(decode M=\d+ N=\d+ K=\d+ g\d+)\s+(.+?)\s+([0-9.]+) us ")
+import sys
+sys.path.insert(0, "bench")
+from lowbit import printed_w4a16_rows
 rows = {}
-for m in map(LINE.match, open("/tmp/D_ring.txt").read().splitlines()):
-    if m:
-        rows.setdefault(m.group(1), {})[m.group(2).strip()] = float(m.group(3))
+for (row, v), (t, _) in printed_w4a16_rows("/tmp/D_ring.txt").items():
+    rows.setdefault(row, {})[v] = t
 for row, r in sorted(rows.items()):
     split = [t for v, t in r.items() if v.startswith("w4a16 split-K")]
     for v in ("w4a16", "w4a16 BK=512 stages=2"):

@@ -69,11 +69,12 @@ def test_the_copies_answers(tmp_path):
     text = (ROOT / "bench" / "queue" / "D_w4a16_copies.sh").read_text()
     off = [_row(1, "w4a16 split-K 4", 26.3, 1.52), _row(1, "w4a16 split-K 4 unrolled reduce", 25.0, 1.6),
            _row(16, "w4a16 split-K 2", 26.6, 1.35), _row(1, "F.linear f16", 40.0, 1.0)]
-    on = [_row(1, "w4a16 split-K 4", 20.0, 2.0), "decode M=16 N=8192 K=8192 g128    w4a16 split-K 2  !! wrong"]
+    on = [_row(1, "w4a16 split-K 4", 20.0, 2.0), lowbit.w4a16_line({"row": "decode M=16 N=8192 K=8192 g128",
+                                                                      "variant": "w4a16 split-K 2", "error": "wrong"})]
     (tmp_path / "D_copies_off.txt").write_text("\n".join(off) + "\n")
     (tmp_path / "D_copies_on.txt").write_text("\n".join(on) + "\n")
     step = _answer_step(text).replace("/tmp/", f"{tmp_path}/")
-    out = subprocess.run([sys.executable, "-c", step], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", step], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.splitlines() == [
         "ANSWER: copy forms decode M=1 N=8192 K=8192 g128 w4a16 split-K 4: on/off 0.760 (20.0 vs 26.3 us)",
         "ANSWER: unrolled reduce decode M=1 N=8192 K=8192 g128 w4a16 split-K 4 unrolled reduce: unrolled/std 0.951 "
@@ -86,7 +87,7 @@ def test_the_ring_split_and_register_a_answers(tmp_path):
         _row(1, "w4a16", 20.0, 2.0), _row(1, "w4a16 BK=512 stages=2", 19.0, 2.1), _row(1, "w4a16 split-K 4", 25.0, 1.6),
         _row(1, "w4a16 split-K 2", 26.0, 1.5), _row(1, "F.linear f16", 40.0, 1.0)]) + "\n")
     out = subprocess.run([sys.executable, "-c", _answer_step(ring).replace("/tmp/", f"{tmp_path}/")],
-                         capture_output=True, text=True, check=True).stdout
+                         capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.splitlines() == [
         "ANSWER: ring split decode M=1 N=8192 K=8192 g128 w4a16: / best split-K 0.800 (20.0 vs 25.0 us; F.linear 40.0)",
         "ANSWER: ring split decode M=1 N=8192 K=8192 g128 w4a16 BK=512 stages=2: / best split-K 0.760 "
@@ -95,6 +96,6 @@ def test_the_ring_split_and_register_a_answers(tmp_path):
     (tmp_path / "D_mma.txt").write_text(_row(16, "w4a16 split-K 2", 24.0, 1.46) + "\n")
     (tmp_path / "D_copies_off.txt").write_text(_row(16, "w4a16 split-K 2", 26.6, 1.35) + "\n")
     out = subprocess.run([sys.executable, "-c", _answer_step(mma).replace("/tmp/", f"{tmp_path}/")],
-                         capture_output=True, text=True, check=True).stdout
+                         capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.splitlines() == ["ANSWER: mma.sync register A decode M=16 N=8192 K=8192 g128 w4a16 split-K 2: "
                                 "1.46x F.linear with it, 1.35x without"]
