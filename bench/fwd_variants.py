@@ -12,6 +12,12 @@ its label, TFLOP/s (4 B H S SK D, halved when causal), and the ratio to cuDNN.
          ("mine", "/tmp/attention.tl", {})])                       # (label, .tl file or std, constants)
 
     TLC_TREE=bench/.old_F python3 -c '...'   # the same with the tlc of bench/.old_F (its own process)
+
+A variant may carry a fourth element, compiler switches ({"tlc.schedule.warpspec.DYNAMIC_TILES":
+True}): its kernel then comes from a copy of its file with flash_fwd renamed flash_fwd_LABEL (a
+cache entry of its own: the program cache keys a kernel by its text, not by the switches), its
+first call (the check, which compiles it) made with the switches set, as bench/attention_bwd.py's
+--flags do.
 """
 from __future__ import annotations
 
@@ -41,15 +47,19 @@ def run(shape, variants, *, cudnn: bool = True, min_ms: float = 100.0) -> list[d
     q, k, v, scale, ref, tol = forward_inputs(torch, F, (*shape, {}))
     mods: dict = {}
     checks, fns = {}, {}
-    for label, path, consts in variants:
-        mod = mods.get(path) or mods.setdefault(path, tlc.load(path or "std.attention", target="cuda"))
+    for label, path, consts, *switches in variants:
+        switches = switches[0] if switches else {}
+        if switches:
+            kernel = getattr(renamed(path, label), f"flash_fwd_{label}")
+        else:
+            kernel = (mods.get(path) or mods.setdefault(path, tlc.load(path or "std.attention", target="cuda"))).flash_fwd
         o = torch.empty_like(q)
         lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
 
-        def fn(mod=mod, o=o, lse=lse, consts=consts):
-            mod.flash_fwd(q, k, v, o, lse, scale, CAUSAL=causal, **consts)
+        def fn(kernel=kernel, o=o, lse=lse, consts=consts):
+            kernel(q, k, v, o, lse, scale, CAUSAL=causal, **consts)
         fns[label] = fn
-        checks[label] = Checked(fn, ref, out=o, **tol)
+        checks[label] = Checked(lambda fn=fn, switches=switches: switched(fn, switches), ref, out=o, **tol)
     if cudnn:
         fns["cudnn"] = vendor(torch, F, SDPBackend.CUDNN_ATTENTION, q, k, v, scale, causal)
         checks["cudnn"] = Checked(fns["cudnn"], ref, **tol)
@@ -79,3 +89,33 @@ def run(shape, variants, *, cudnn: bool = True, min_ms: float = 100.0) -> list[d
     del q, k, v, ref
     torch.cuda.empty_cache()
     return out
+
+
+def renamed(path, label: str, target: str = "cuda"):
+    """`path` (None: std.attention) copied with flash_fwd renamed flash_fwd_LABEL, loaded."""
+    import tempfile
+
+    import tlc
+    src = Path(path or ROOT / "stdlib" / "attention.tl").read_text()
+    assert "def flash_fwd(" in src
+    copy = Path(tempfile.mkdtemp(prefix="fwd_variants_")) / f"{label}.tl"
+    copy.write_text(src.replace("def flash_fwd(", f"def flash_fwd_{label}("))
+    return tlc.load(str(copy), target=target)
+
+
+def switched(fn, switches: dict):
+    """fn() with each "module.NAME" of `switches` set to its value, restored after."""
+    import importlib
+    saved = []
+    for where, value in switches.items():
+        module, _, name = where.rpartition(".")
+        mod = importlib.import_module(module)
+        if not hasattr(mod, name):
+            raise SystemExit(f"fwd_variants: {module} has no switch {name}")
+        saved.append((mod, name, getattr(mod, name)))
+        setattr(mod, name, value)
+    try:
+        return fn()
+    finally:
+        for mod, name, value in saved:
+            setattr(mod, name, value)

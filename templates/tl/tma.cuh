@@ -216,6 +216,18 @@ struct StreamWalk {
   }
 };
 
+// Count t of a dynamic tile order (TileOrder.dynamic): x from its end down (a causal
+// attention's longest query blocks first), then y, then z, so that the counts taken last are
+// the shortest tiles and the blocks running at once share a row's K and V in L2.  A bijection.
+__host__ __device__ __forceinline__ void heavy_tile(int t, int tiles_x, int tiles_y, int& x, int& y, int& z) {
+  const unsigned q = static_cast<unsigned>(t) / static_cast<unsigned>(tiles_x);
+  const unsigned i = static_cast<unsigned>(t) - q * static_cast<unsigned>(tiles_x);
+  const unsigned zu = q / static_cast<unsigned>(tiles_y);
+  x = static_cast<int>(static_cast<unsigned>(tiles_x) - 1u - i);
+  y = static_cast<int>(q - zu * static_cast<unsigned>(tiles_y));
+  z = static_cast<int>(zu);
+}
+
 // Clusters (thread block clusters of sm_90): this block's rank, a barrier over every thread
 // of the cluster (threads that have exited do not hold it up), an arrival on the barrier at
 // the same shared offset in every block of the cluster, and the multicast variant of

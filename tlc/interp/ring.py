@@ -61,12 +61,21 @@ def cluster_tiles(pair: int, group: int, cluster: int, extents) -> tuple[list, b
     return out, share
 
 
+def heavy_tile(t: int, tiles_x: int, tiles_y: int) -> tuple[int, int, int]:
+    """Count `t` of a dynamic tile order (TileOrder.dynamic): x from its end down, then y, z."""
+    q, i = divmod(t, tiles_x)
+    return tiles_x - 1 - i, q % tiles_y, q // tiles_y
+
+
 def block_walk(block: int, blocks: int, ws: WarpSpecialization, extents) -> list:
     """(tile, valid, the cluster's tiles, share) for each tile a persistent kernel's block
-    `block` of `blocks` takes, in order."""
+    `block` of `blocks` takes, in order.  A dynamic order's counts go to the blocks as on a GPU
+    whose blocks finish their tiles in turn: block b takes counts b, b + blocks, ..."""
     tx, ty, tz = extents
     tiles = tx * ty * tz
     order = ws.tile_order
+    if order.dynamic:
+        return [(tile, True, [tile], False) for t in range(block, tiles, blocks) for tile in [heavy_tile(t, tx, ty)]]
     if order.pairs:  # tiles 2u and 2u + 1 together, u = block + k * blocks
         return [(tile, True, [tile], False) for u in range(block, -(-tiles // 2), blocks)
                 for t in (2 * u, 2 * u + 1) if t < tiles for tile in [paired_tile(t, tx, ty)]]

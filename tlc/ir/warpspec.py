@@ -267,6 +267,8 @@ class DeferredGemm(Node):
 PINGPONG_BARRIER = 3  # the named barriers of two warpgroups' turns: 3 and 4 (1 and 2 are the staged store's)
 # three warpgroups' turns: 9, 10, 11 (the staged store takes 1 to 3, a warpgroup's own barrier 6 to 8)
 TURN3_BARRIER = 9
+# the producer warpgroup's own (a dynamic tile order's count, read by all its threads)
+PRODUCER_BARRIER = 12
 
 
 def turn_barrier(warpgroups: int) -> int:

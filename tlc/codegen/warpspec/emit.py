@@ -5,7 +5,7 @@ persistent kernel.  Every number comes from the kernel's `ir.WarpSpecialization`
 from __future__ import annotations
 
 from ... import ir
-from ...ir.warpspec import CONSUMER_BARRIER, HANDOVER_BARRIER, WARPGROUP_BARRIER, turn_barrier
+from ...ir.warpspec import CONSUMER_BARRIER, HANDOVER_BARRIER, PRODUCER_BARRIER, WARPGROUP_BARRIER, turn_barrier
 from ...ir.walk import assigned_scalars, statements
 from ...schedule.reduce_slots import reduces_in_registers
 from ..bulk_reduce import BulkReduceGen
@@ -221,6 +221,10 @@ class WarpSpecEmission(BulkReduceGen):
         if spec.tile_loads:
             e(f"unsigned long long* tl_tile_full = tl_full + {2 * S};  // the tile loads': tl_tile_full + 1 the empty one")
             e("int tl_tq = 0;  // the tiles that ran the loop, counted: their phase")
+        if self.dynamic_tiles:
+            e(f"unsigned long long* tl_sched_bar = reinterpret_cast<unsigned long long*>(tl_smem + {spec.sched_offset});"
+              "  // the tile counts' ring: full[2], empty[2]")
+            e(f"volatile int* tl_sched = reinterpret_cast<volatile int*>(tl_smem + {spec.sched_offset + 32});")
         if persistent:
             extents = [self.expr(g) for g in self.k.grid] + ["1"] * (3 - len(self.k.grid))
             e(f"const int tl_tiles_x = {extents[0]}, tl_tiles_y = {extents[1]}, tl_tiles_z = {extents[2]};")
@@ -241,6 +245,11 @@ class WarpSpecEmission(BulkReduceGen):
         if spec.tile_loads:
             e(f"  tl::mbar_init(tl_tile_full, (tl_tma & 1) ? 1 : {P});")
             e(f"  tl::mbar_init(tl_tile_full + 1, {T // 32});  // one arrival per consumer warp")
+        if self.dynamic_tiles:
+            e("  for (int tl_s = 0; tl_s < 2; ++tl_s) {")
+            e("    tl::mbar_init(tl_sched_bar + tl_s, 1);  // the producer's count")
+            e(f"    tl::mbar_init(tl_sched_bar + 2 + tl_s, {T // 32});  // read: one arrival per consumer warp")
+            e("  }")
         e("  tl::fence_barrier_init();")
         e("}")
         if self.cluster > 1:
@@ -252,6 +261,7 @@ class WarpSpecEmission(BulkReduceGen):
         self.indent += 1
         self.set_registers("dec", 0)
         e(f"const int tl_worker = threadIdx.x - {T};")
+        self.tile_role = "producers"  # (the TMA path's one thread: tma_producer)
         e("int tl_it = 0;  // position in the ring, counted across tiles")
         # the producer's tile loop runs the statements before the pipelined loop but the clears
         # of the consumers' registers
@@ -285,6 +295,7 @@ class WarpSpecEmission(BulkReduceGen):
                 e("}")
             elif persistent:
                 self.epilogue(after)
+        self.tile_role = "consumers"
         self.over_tiles(before, consume)
         if self.staged_epilogue is not None and persistent:  # (one tile a block: after the epilogue, kernel_body)
             e("if (threadIdx.x % 128 == 0) tl::tma_store_wait();  // this warpgroup's last store is done")
@@ -377,6 +388,7 @@ class WarpSpecEmission(BulkReduceGen):
         self.indent += 1
         e("if (tl_worker == 0) {")
         self.indent += 1
+        self.tile_role = "one"
         for i in range(len(self.tensor_maps)):
             e(f"tl::prefetch_tensor_map(&tl_map{i});")
         steps = None if self.spec.late_loads else \
@@ -395,6 +407,7 @@ class WarpSpecEmission(BulkReduceGen):
         self.indent -= 1
         e("} else {  // the host could not encode a tensor map (unaligned rows): copy element by element")
         self.indent += 1
+        self.tile_role = "producers"
         self.over_tiles(scalars,
                         lambda: self.producer_loop(w, lambda: self.emit_element_loads(w),
                                                    tile=lambda: self.emit_tile_loads(False)))
@@ -420,6 +433,8 @@ class WarpSpecEmission(BulkReduceGen):
             e(f"for (int tl_pair = blockIdx.x / {C}; tl_pair < (tl_tiles + {C - 1}) / {C}; tl_pair += gridDim.x / {C}) {{")
             self.indent += 1
             self.cluster_tile(names, "tl_pair")
+        elif self.dynamic_tiles:  # the next count from the counter, longest first
+            self.dynamic_tile(names)
         elif self.spec.tile_order.pairs:  # tiles 2u and 2u + 1, u = blockIdx.x + k * gridDim.x
             e("for (int tl_tile = 2 * blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; "
               "tl_tile += (tl_tile & 1) ? 2 * gridDim.x - 1 : 1) {")
@@ -444,6 +459,60 @@ class WarpSpecEmission(BulkReduceGen):
         body()
         self.indent -= 1
         e("}")
+
+    @property
+    def dynamic_tiles(self) -> bool:
+        return self.persistent and self.spec.tile_order.dynamic
+
+    def dynamic_tile(self, names) -> None:
+        """The head of a dynamic tile order's loop (TileOrder.dynamic) in this role
+        (self.tile_role): the producer takes the next count from the module's counter and puts
+        it in the ring's slot tl_q % 2 (its one TMA thread, or thread 0 of its warpgroup for all
+        of it, which meet at a named barrier to read it), the consumers read it there; a count
+        past the tiles ends the loop, the producer's taker counting its block done and the last
+        block setting the counters back to 0 for the next launch."""
+        e = self.emit
+        counter = self.dynamic_counter()
+        e("for (int tl_q = 0;; ++tl_q) {  // this block's tiles, each the next count of the counter")
+        self.indent += 1
+        take = [f"tl::mbar_wait(tl_sched_bar + 2 + tl_q % 2, ((tl_q / 2) & 1) ^ 1);  // the consumers read the slot",
+                f"tl_tile = atomicAdd({counter}, 1);",
+                "tl_sched[tl_q % 2] = tl_tile;",
+                "tl::mbar_arrive(tl_sched_bar + tl_q % 2);  // (a release: the count is in the slot)",
+                f"if (tl_tile >= tl_tiles_x * tl_tiles_y * tl_tiles_z && atomicAdd({counter} + 1, 1) == gridDim.x - 1) {{",
+                f"  {counter}[0] = 0;  // every block has taken its last count: the next launch starts at 0",
+                f"  {counter}[1] = 0;",
+                "}"]
+        if self.tile_role == "one":
+            e("int tl_tile;")
+            for line in take:
+                e(line)
+        elif self.tile_role == "producers":
+            e("int tl_tile;")
+            e("if (tl_worker == 0) {")
+            for line in take:
+                e("  " + line)
+            e("}")
+            e(f"tl::bar_sync_named({PRODUCER_BARRIER}, {self.spec.producer_threads});  // the producer's threads read the count")
+            e("tl_tile = tl_sched[tl_q % 2];")
+        else:
+            e("tl::mbar_wait(tl_sched_bar + tl_q % 2, (tl_q / 2) & 1);  // the producer's count is in the slot")
+            e("const int tl_tile = tl_sched[tl_q % 2];")
+            e("__syncwarp();")
+            e("if (threadIdx.x % 32 == 0) tl::mbar_arrive(tl_sched_bar + 2 + tl_q % 2);")
+        e("if (tl_tile >= tl_tiles_x * tl_tiles_y * tl_tiles_z) break;")
+        e(f"int {', '.join(names)};  // this block's tile: in a persistent kernel the grid counts tiles")
+        e(f"tl::heavy_tile(tl_tile, tl_tiles_x, tl_tiles_y, {', '.join(names)});  // x from its end down: the longest first")
+
+    def dynamic_counter(self) -> str:
+        """The C name of the module's tile counter (and its count of blocks done) for this kernel,
+        declared in its preamble once (zeroed when the module loads; back at 0 after a launch)."""
+        name = f"tl_dyn_{c_name(self.k.name)}"
+        if not getattr(self, "_dynamic_declared", False):
+            self._dynamic_declared = True
+            self.preamble += [f"// the dynamic tile order's counter and its count of blocks done (TileOrder.dynamic)",
+                              f"__device__ int {name}[2];"]
+        return name
 
     def k_step(self) -> str:
         """The loop variable's value at the ring's iteration tl_k of this tile (its segment's

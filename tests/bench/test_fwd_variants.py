@@ -1,0 +1,26 @@
+"""bench/fwd_variants.py's compiler switches (a variant's fourth element): the renamed copy and
+the switches set around a call, restored after; the dynamic tile order of bench/queue's causal
+walk contender reached that way (its timing needs the GPU)."""
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+import fwd_variants  # noqa: E402
+
+
+def test_a_switched_variant_is_a_renamed_copy_scheduled_with_the_switch():
+    from tlc.schedule import warpspec
+    mod = fwd_variants.renamed(str(ROOT / "bench" / "A_fwd_walk.tl"), "dyn", target="cpu")
+    kernel = mod.kernels["flash_fwd_dyn"]
+    seen = fwd_variants.switched(lambda: (warpspec.DYNAMIC_TILES,
+                                          kernel.scheduled({"D": 128, "CAUSAL": True}, "sm_90a").warp_spec.tile_order),
+                                 {"tlc.schedule.warpspec.DYNAMIC_TILES": True})
+    assert seen[0] is True and seen[1].dynamic and warpspec.DYNAMIC_TILES is False  # restored
+
+
+def test_an_unknown_switch_is_said():
+    with pytest.raises(SystemExit, match="fwd_variants: tlc.schedule.warpspec has no switch NOPE"):
+        fwd_variants.switched(lambda: None, {"tlc.schedule.warpspec.NOPE": 1})
