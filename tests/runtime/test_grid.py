@@ -5,7 +5,7 @@ import pytest
 from runtime_kit import cdiv, i32
 from tlc.dtypes import BOOL, F32, I32, I64
 from tlc.ir import BinOp, Call, Cast, Const, Load, Select, UnaryOp, Var
-from tlc.runtime.grid import (GridError, _guarded, compile_function, compile_grid, launches_blocks,
+from tlc.runtime.grid import (GridError, _guarded, compile_function, compile_grid, grid_source, launches_blocks,
                              py_function, py_source)
 
 SLOTS = {"N": 0, "M": 1, "alpha": 2}
@@ -59,8 +59,9 @@ def test_grid_pads_to_three_dimensions():
     assert grid([100, 17, 0.0]) == (2, 2, 1)
     assert compile_grid((Const(7, I32),), SLOTS)([0, 0, 0.0]) == (7, 1, 1)
     assert compile_grid((N, M, Const(3, I32)), SLOTS)([2, 5, 0.0]) == (2, 5, 3)
-    assert compile_grid((Cast(Var("alpha", F32), I32),), SLOTS).source == \
-        "def grid(vals):\n    return (int(vals[2]), 1, 1)\n"
+    assert compile_grid((Cast(Var("alpha", F32), I32),), SLOTS)([0, 0, 2.5]) == (2, 1, 1)
+    # the fast paths' text of the same grid
+    assert grid_source((Cast(Var("alpha", F32), I32),), {"alpha": "vals[2]"}) == "(int(vals[2]), 1, 1)"
 
 
 @pytest.mark.parametrize("expr, message", [

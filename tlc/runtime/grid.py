@@ -107,9 +107,11 @@ def compile_grid(grid: Sequence[Expr], slots: dict[str, int], persistent_blocks:
                  cluster: int = 1, kernel: str = "") -> Callable[[Sequence], tuple[int, int, int]]:
     """A function of a launch's values (indexed by `slots`) giving the grid `(x, y, z)`; its
     errors name `kernel`.  Made of closures over Python's own operators (`py_function`), those of
-    `grid_source`'s text (kept as `.source`, the function the fast paths compile): compiling
-    that text cost a cached first call 0.34 ms on the H200, more than the launch it serves."""
-    text = grid_source(grid, {name: f"vals[{i}]" for name, i in slots.items()}, persistent_blocks, cluster, kernel)
+    `grid_source`'s text (the function the fast paths compile): compiling that text cost a
+    cached first call 0.34 ms on the H200, more than the launch it serves, and writing it,
+    which nothing the general path runs reads, ~0.1 M instructions (#15)."""
+    if not 1 <= len(grid) <= 3:
+        raise GridError(f"a launch grid has 1 to 3 dimensions, not {len(grid)}")
     parts = [py_function(e, slots) if e.dtype.is_int else _extent_of(py_function(e, slots)) for e in grid]
     parts += [lambda vals: 1] * (3 - len(parts))
     x, y, z = parts
@@ -120,7 +122,7 @@ def compile_grid(grid: Sequence[Expr], slots: dict[str, int], persistent_blocks:
     def blocks(vals):
         return persistent(tiles(vals), most, cluster, kernel)
     most = int(persistent_blocks or 0)
-    return _guarded(blocks if persistent_blocks else tiles, f"def grid(vals):\n    return {text}\n",
+    return _guarded(blocks if persistent_blocks else tiles, None,
                     what=f"the grid of kernel '{kernel}'" if kernel else "a grid extent")
 
 
@@ -213,8 +215,9 @@ def compile_function(source: str, name: str, env: dict | None = None, what: str 
     return _guarded(scope[name], source, what)
 
 
-def _guarded(fn: Callable, source: str, what: str) -> Callable:
-    """`fn` with a division by zero (or an overflow) in it a `GridError` about `what`."""
+def _guarded(fn: Callable, source: str | None, what: str) -> Callable:
+    """`fn` with a division by zero (or an overflow) in it a `GridError` about `what`; `source`:
+    its Python text, where it was compiled from one."""
     def guarded(*args):
         try:
             return fn(*args)
