@@ -24,6 +24,7 @@ cuDNN's ratio as cuDNN / tlc (above 1.0: tlc faster).
                                       # FILE's conv2d_bwd_data / conv2d_bwd_weight too (the stem: dw only)
     python bench/conv.py --dry-run    # no GPU: every row's kernel at a small batch on the interpreter
     TLC_CACHE_DIR=... python bench/conv.py --stream-k ...   # stream-K on (schedule/stream_k.py; off by default)
+    TLC_CACHE_DIR=... python bench/conv.py --tiled-1x1 ...  # 1x1 windows as tiled boxes (im2col_tma.TILED_IDENTITY)
 """
 from __future__ import annotations
 
@@ -332,6 +333,10 @@ def main(argv=None) -> int:
     ap.add_argument("--stream-k", action="store_true",
                     help="stream-K on (tlc.schedule.stream_k.ENABLED = True; off by default until timed): give the "
                          "process a TLC_CACHE_DIR of its own (the kernel cache's keys do not hold the switch)")
+    ap.add_argument("--tiled-1x1", action="store_true",
+                    help="an identity window's im2col tile (1x1, stride 1, no padding) as tiled boxes of x as "
+                         "[N*H*W, C] (tlc.schedule.im2col_tma.TILED_IDENTITY = True; off by default until timed): "
+                         "give the process a TLC_CACHE_DIR of its own")
     ap.add_argument("--bwd", action="store_true", help="the backwards (conv2d_bwd_data, conv2d_bwd_weight) against cuDNN's")
     ap.add_argument("--min-ms", type=float, default=60, help="each contender timed for at least this long (tlc.timing)")
     args = ap.parse_args(argv)
@@ -347,6 +352,10 @@ def main(argv=None) -> int:
         from tlc.schedule import stream_k
         stream_k.ENABLED = True
         print("stream-K on (tlc.schedule.stream_k.ENABLED = True)", flush=True)
+    if args.tiled_1x1:
+        from tlc.schedule import im2col_tma
+        im2col_tma.TILED_IDENTITY = True
+        print("1x1 windows as tiled boxes (tlc.schedule.im2col_tma.TILED_IDENTITY = True)", flush=True)
     if args.bwd:
         rows = run_bwd(names, args.variant, args.min_ms, args.source)
     else:

@@ -1,5 +1,5 @@
 #!/bin/bash
-# limit: 18
+# limit: 16
 # Helper F, session 26 (#18): is std.conv's conv2d_bwd_data with RING=True (at S = 1 conv2d's
 # implicit GEMM over dy: on sm_90a the persistent TMA im2col ring, wgmma, dx stored by the TMA)
 # faster than the default gather through cp.async (not warp-specialized), and at which tiles?

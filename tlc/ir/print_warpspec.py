@@ -11,7 +11,7 @@ def header_lines(k: Kernel) -> list[str]:
     ws: WarpSpecialization = k.warp_spec
     loop, S, T, P = k.body[ws.loop], ws.stages, k.threads, ws.producer_threads
     cluster = ws.tile_order.cluster if ws.tile_order is not None else 1
-    copies = ", ".join(f"{'gathered rows' if x.gather else 'im2col of ' + x.im2col.img if x.im2col else loop.body[x.index].src.name} -> {x.buffer}"
+    copies = ", ".join(f"{'gathered rows' if x.gather else ('rows of ' if x.tiled else 'im2col of ') + x.im2col.img if x.im2col else loop.body[x.index].src.name} -> {x.buffer}"
                        for x in ws.loads)
     if ws.late_loads:
         release = f"empty[it % {S}] once statement {ws.deferred.after}'s gemm is done"
@@ -113,6 +113,7 @@ def header_lines(k: Kernel) -> list[str]:
     maps = ", ".join(f"#{i} {m.param} box {m.box_rows}x{m.box_cols}{' (store)' if m.store else ''}{' (unswizzled)' if not m.swizzle else ''}"
                      f"{f' (rows along dimension {m.row_axis})' if m.row_axis is not None else ''}"
                      f"{_window(m.im2col) if m.im2col else ''}"
+                     f"{_view(m.view) if m.view is not None and not m.store else ''}"
                      for i, m in enumerate(ws.tensor_maps))
     out.append(f"  tensor maps: {maps}")
     if ws.store is not None:
@@ -180,6 +181,12 @@ def statement_notes(k: Kernel) -> dict:
     for x in ws.reduces:
         notes[id(loop.body[x.index])] = f"consumers: staged in shared memory, added by the TMA's bulk reduction (map #{x.tensor_map})"
     return notes
+
+
+def _view(v) -> str:
+    """A load's map over a view: the shape the TMA sees (an identity window's image as [N * H * W, C])."""
+    from .printer import expr
+    return f" (as [{', '.join(expr(d) for d in v.dims)}])"
 
 
 def _window(w) -> str:

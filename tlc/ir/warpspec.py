@@ -123,6 +123,10 @@ class StageLoad(Node):
     row_axis: int | None = None
     flat: bool = False
     im2col: Any = None  # ir.Im2colTile
+    # an im2col tile whose window is the identity (schedule/im2col_tma.identity_window, behind
+    # TILED_IDENTITY): one tiled box a column segment of the image seen as [N * H * W, C] (its
+    # map a view's), from row (n * H + h) * W + w of its first pixel's corner
+    tiled: bool = False
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,11 @@ one kernel position.  Two forms are seen as such a tile (ir.Im2colTile):
 
 The TMA's walk over the window's corners (`lower + stride * t` along W, then H, then the next
 image, pixels past the last image reading 0) is then the loop's pixel order, and its zero fill
-outside the image (and past C) the loop's reads of 0 outside the tensor."""
+outside the image (and past C) the loop's reads of 0 outside the tensor.
+
+A window that is the identity (a 1 x 1 kernel at stride 1 without padding: `identity_window`)
+makes the tile consecutive rows of the image seen as [N * H * W, C]; with TILED_IDENTITY (off
+until timed) it is loaded as tiled boxes of that view instead (StageLoad.tiled)."""
 from __future__ import annotations
 
 from .. import ir
@@ -28,6 +32,10 @@ from ..ir.nodes import Im2colTile
 from ..ir.walk import variables
 
 _MAX_STRIDE = 8  # the TMA's traversal strides
+# an identity window's tile (a 1 x 1 kernel at stride 1 without padding: `identity_window`)
+# loaded as a tiled box of the image seen as [N * H * W, C] rather than in the im2col mode; off
+# until the H200 has timed the two (bench/queue/F_conv_1x1_gemm.sh)
+TILED_IDENTITY = False
 
 
 def gathered_tile(g, params: dict, loop_var: str, symbols: set, blocks: set, defs: dict) -> Im2colTile | None:
@@ -207,3 +215,56 @@ def written_in(stmts) -> set:
     from ..ir.walk import statements
 
     return {x.name for x in statements(stmts) if isinstance(x, (ir.LetScalar, ir.Assign))}
+
+
+def identity_window(t, img_shape: tuple, loop: ir.For, defs: dict) -> bool:
+    """Whether im2col tile `t` (a row gather's) is the image's own rows: its window's corner at
+    (0, 0), stride 1, the kernel position's offsets 0 for every step of `loop` (the loop's
+    variable divided by its whole length, anything modulo 1) and (w, h) output pixels the
+    image's W and H (equal at every size up to 4096): a 1 x 1 convolution at stride 1 without
+    padding, whose tile m0 .. m0 + rows - 1 is that many consecutive rows of the image seen as
+    [N * H * W, C].  `defs`: the kernel's scalars set once before the loop."""
+    if t.columns or tuple(t.lower) != (0, 0) or tuple(t.stride) != (1, 1) or len(img_shape) != 4:
+        return False
+    from ..ir.printer import expr as text
+    stop = text(_subst(loop.stop, defs))
+
+    def zero(e) -> bool:  # 0 for every step of the loop
+        if isinstance(e, ir.Const):
+            return e.value == 0
+        if isinstance(e, ir.Cast):
+            return zero(e.x)
+        if not isinstance(e, ir.BinOp):
+            return False
+        if e.op == "*":
+            return zero(e.a) or zero(e.b)
+        if e.op == "%":
+            return zero(e.a) or (isinstance(e.b, ir.Const) and e.b.value == 1)
+        if e.op == "//":
+            return zero(e.a) or (isinstance(e.a, ir.Var) and e.a.name == loop.var and text(_subst(e.b, defs)) == stop)
+        if e.op in ("+", "-"):
+            return zero(e.a) and zero(e.b)
+        return False
+    if not all(zero(_subst(o, defs)) for o in t.offsets):
+        return False
+    for out, dim in zip(t.out, (img_shape[2], img_shape[1])):  # w, h
+        if not isinstance(dim, ir.Var) or {v.name for v in variables(out)} != {dim.name}:
+            return False
+        if any(_value(out, {dim.name: n}) != n for n in range(1, 4097)):
+            return False
+    return True
+
+
+def _value(e, env: dict):
+    """An integer Expr of + - * // % min max over `env`'s values (Python's floor semantics, the IR's)."""
+    if isinstance(e, ir.Const):
+        return e.value
+    if isinstance(e, ir.Var):
+        return env[e.name]
+    if isinstance(e, ir.Cast):
+        return _value(e.x, env)
+    a, b = _value(e.a, env), _value(e.b, env)
+    if e.op in ("//", "%") and b == 0:
+        return None
+    return {"+": a + b, "-": a - b, "*": a * b, "min": min(a, b), "max": max(a, b)}.get(e.op) if e.op not in ("//", "%") \
+        else (a // b if e.op == "//" else a % b)

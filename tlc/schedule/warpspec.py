@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import ir
+from ..dtypes import I32
 from ..ir.walk import assigned_scalars, loads, statement_exprs, statements, variables, written_names
 from ..ir.warpspec import (CONSUMER_BARRIER, BulkReduce, DeferredGemm, Im2colWindow, StagedStore, ViewDims, StageLoad, TensorMapSpec, TileOrder,
                            WarpSpecialization)
@@ -624,6 +625,16 @@ class _Planner:
         if load.im2col:  # one map per image and window: its pixels and one 128-byte column segment
             t, b = load.im2col, self.buffers[load.buffer]
             p = self.params[t.img]
+            from . import im2col_tma
+            if im2col_tma.TILED_IDENTITY and self.identity(t, p):  # the image's rows: a view [N * H * W, C]
+                n, h, w, c = p.shape
+                dims = (ir.BinOp("*", ir.BinOp("*", _dim(n), _dim(h), I32), _dim(w), I32), _dim(c))
+                names = tuple(dict.fromkeys(v.name for e in dims for v in variables(e)))
+                spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), load.rows, 128 // b.dtype.itemsize,
+                                     view=ViewDims(dims, names))
+                if spec not in self.tensor_maps:
+                    self.tensor_maps.append(spec)
+                return replace(load, tensor_map=self.tensor_maps.index(spec), tiled=True)
             names = tuple(dict.fromkeys(v.name for e in t.out for v in variables(e)))
             spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), load.rows, 128 // b.dtype.itemsize,
                                  im2col=Im2colWindow(t.lower, t.stride, t.out, names, t.columns))
@@ -640,6 +651,14 @@ class _Planner:
         if spec not in self.tensor_maps:
             self.tensor_maps.append(spec)
         return replace(load, tensor_map=self.tensor_maps.index(spec), multicast=multicast)
+
+    def identity(self, t, p) -> bool:
+        """Whether im2col tile `t` of image `p` is its own rows (im2col_tma.identity_window)."""
+        from .im2col_tma import identity_window, kernel_scalars, written_in
+        i = self.k.body.index(self.loop_stmt)
+        defs = {n: v for n, v in kernel_scalars(self.k.body[:i]).items() if n not in written_in(self.loop_stmt.body)}
+        shape = tuple(ir.Var(d, I32) if isinstance(d, str) else d for d in p.shape)
+        return identity_window(t, shape, self.loop_stmt, defs)
 
     def staged_store(self, after, first: int, ring_end: int, dead: tuple | None = None,
                      ring_stage: tuple | None = None) -> StagedStore | None:
@@ -1274,3 +1293,8 @@ def _thread_local(s, buffers) -> bool:
     if isinstance(s, ir.If):
         return all(_thread_local(x, buffers) for x in (*s.then, *s.orelse))
     return False
+
+
+def _dim(d) -> ir.Expr:
+    """A parameter's dimension (a shape symbol's name or a size) as an i32 Expr."""
+    return ir.Var(d, I32) if isinstance(d, str) else ir.Const(int(d), I32)

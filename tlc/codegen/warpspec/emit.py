@@ -633,6 +633,14 @@ class WarpSpecEmission(BulkReduceGen):
             return
         self.emit(f"tl::mbar_arrive_expect_tx({bar}, {stage_bytes});")
         for load in loads:
+            if load.im2col and load.tiled:  # the image's rows (an identity window): tiled boxes of [N * H * W, C]
+                t = load.im2col
+                b = self.buffers[self.ws_dst(load)]
+                c, x, y, n = (self.expr(e) for e in t.coords)
+                _, H, W, _ = (str(d) for d in self.k.param(t.img).shape)  # (shape symbols, as the kernel names them)
+                self.emit(f"tl::tma_load_tile<{c_type(b.dtype)}, {load.rows}, {load.cols}, 2>({self.smem_pointer(b.name)}, "
+                          f"&tl_map{load.map_index}, {bar}, {c}, ({n} * {H} + {y}) * {W} + {x}, {{0}});")
+                continue
             if load.im2col:  # the pixels' input positions at the kernel position: a box a column segment
                 t = load.im2col
                 b = self.buffers[self.ws_dst(load)]

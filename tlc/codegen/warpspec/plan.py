@@ -25,6 +25,7 @@ class TmaLoad:
     row_axis: int | None = None  # the tensor's dimension the tile's rows run along (None: the one before the last)
     flat: bool = False  # a 1-D buffer of `cols` elements: one unswizzled box along the last dimension
     im2col: bool = False  # `copy` is an im2col loop (ir.Im2colTile) the TMA loads in its im2col mode
+    tiled: bool = False  # ... or, its window the identity, in tiled boxes of the image as [N * H * W, C]
 
 
 @dataclass
@@ -72,7 +73,7 @@ class WarpSpecPlanning:
         pipeline = PipelinePlan(loop, spec.stages, [loop.body[x.index] for x in spec.loads],
                                 list(loop.body[start:stop]), spec.stage_buffers())
         loads = [TmaLoad(loop.body[x.index], x.tensor_map, x.rows, x.cols, x.multicast, x.gather, x.row_axis, x.flat,
-                         x.im2col)
+                         x.im2col, x.tiled)
                  for x in spec.loads]
         # overlap: the body is one wgmma gemm, kept in flight (a stage released late with more
         # statements and no deferred gemm carries the body's last gemms: codegen/sm90.py)
