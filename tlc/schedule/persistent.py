@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 from .. import ir
 from ..dtypes import BOOL, I32
-from ..ir.printer import expr as ir_text
 from ..ir.walk import statements
 from ..parser import nodes as n
 
@@ -127,6 +126,8 @@ class PersistentLowerer:
                             span=s.span)
         loop = ir.For(wave_var, ir.Const(0, I32), waves, ir.Const(1, I32), "serial", 1,
                       (step, *lets, in_domain), span=s.span)
+        from ..ir.printer import expr as ir_text  # here: a kernel without a walk never imports the printer (#15)
+
         note = (f"line {s.span.line}: persistent loop over ({', '.join(names)}): a wave of {ir_text(wave)} blocks "
                 f"walks tiles {ir_text(wave)} apart from {ir_text(index)}, in groups of {ir_text(asked)} along the "
                 f"last dimension (fewer where it has fewer tiles)")
