@@ -1,7 +1,6 @@
 """Names and what they denote: symbols, nested scopes, and one module's top-level names."""
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 
 from ..diagnostics import Span
@@ -74,5 +73,7 @@ class ModuleEnv:
 
 
 def did_you_mean(name: str, candidates) -> str | None:
+    import difflib  # here: only a program with an error asks (#15: a first call's imports)
+
     close = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None
