@@ -23,7 +23,6 @@ from .layout import MmaAccumulator, wgmma_accumulator, wgmma_gemm
 from .one_warpgroup import exchange_writers, owner_threads, statement_threads
 from .operand_layout import register_a_layouts, wgmma_register_a
 from .reduce_slots import reduces_in_registers
-from . import dequant_ring
 
 PRODUCER_THREADS = 128
 PRODUCER_REGS = 40  # what the producer keeps: it only computes addresses
@@ -79,8 +78,6 @@ def specialize_warps(kernel: ir.Kernel, target) -> ir.Kernel:
         return kernel
     planner = _Planner(kernel, target)
     ws = planner.plan()
-    if ws is None and dequant_ring.DEQUANT_RING:  # (a dequantizing ring: its padded stages swizzled)
-        kernel, planner, ws = dequant_ring.planned(kernel, target, _Planner)
     if ws is not None and planner.moved is not None:  # its syncs moved (later_syncs)
         kernel = replace(kernel, body=tuple(planner.moved if j == ws.loop else s for j, s in enumerate(kernel.body)))
     if ws is None:
@@ -531,8 +528,6 @@ class _Planner:
         p, b = self.params[c.src.name], self.buffers[c.dst.name]
         if len(b.shape) == 1:
             return self.flat_load(index, c)
-        if dequant_ring.DEQUANT_RING and b.layout.swizzle_bytes != 128:  # (one unswizzled box)
-            return dequant_ring.box_load(index, c, p, b, stage_elements(b))
         if not 2 <= len(p.shape) <= 5 or b.layout.swizzle_bytes != 128 or len(b.shape) != 2:
             return None
         extents = list(c.src.extents)
@@ -650,7 +645,7 @@ class _Planner:
         p, b = self.params[c.src.name], self.buffers[load.buffer]
         rows = load.rows // cluster if multicast else load.rows
         if load.flat:
-            spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), load.rows, load.cols, swizzle=False)
+            spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), 1, load.cols, swizzle=False)
         else:
             spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows, 128 // b.dtype.itemsize, row_axis=load.row_axis)
         if spec not in self.tensor_maps:
@@ -1071,8 +1066,7 @@ class _Planner:
         already does, so it is dropped — as long as the consumers write no shared memory."""
         for s in statements(stmts):
             if isinstance(s, ir.Gemm):
-                if not (self.uses_wgmma(s) or wgmma_rs_ready(s, self.buffers, self.k.threads) or (
-                        dequant_ring.DEQUANT_RING and dequant_ring.mma_register_a(s, self.buffers, self.k.threads))):
+                if not (self.uses_wgmma(s) or wgmma_rs_ready(s, self.buffers, self.k.threads)):
                     return False
             elif isinstance(s, ir.Reduce):
                 if not reduces_in_registers(s, self.buffers, self.k.threads) and not (
