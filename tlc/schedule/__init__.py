@@ -12,14 +12,15 @@ limit), `plan_shared_memory` (sizes, stages, padding or swizzle, offsets with re
 limit), `insert_barriers`, `keep_last_stages` (which staged buffers code after a pipelined
 loop reads, last_stage.py), `use_fast_math` (the fast exponential and a hoisted reciprocal
 where values end at 16-bit precision, fast_math.py), `batch_loads` (consecutive copies into
-fragments issue their loads together, batch_loads.py), `choose_blocks_per_sm` (the launch bounds' minimum blocks of a
+fragments issue their loads together, batch_loads.py), `keep_gathered_rows` (a gather's copies into
+fragments, their rows chosen by an index, load with an L2 evict_last policy, l2_policy.py),
+`group_atomics` (a warp's constant atomic adds at one data-chosen shared address added once,
+atomic_groups.py; both switches off until timed), `choose_blocks_per_sm` (the launch bounds' minimum blocks of a
 register-resident kernel, blocks_per_sm.py), `unswitch_loops` (a serial loop whose body is one test it
 cannot change as the test around two loops, unswitch.py), `specialize_warps` (a producer/consumer ring on targets with wgmma
 and the TMA, warpspec.py), `fold_stores` (a fragment copied out right after the loop that computes it,
 stored a run at a time inside the loop, fold_stores.py), `order_heavy_first` (a grid whose blocks'
-loop grows with x launched longest first, grid_order.py), `keep_gathered_rows` (a gather's copies,
-their rows chosen by an index, load with an L2 evict_last policy, l2_policy.py), `group_atomics` (a
-warp's constant atomic adds at one data-chosen shared address added once, atomic_groups.py).  A row kernel whose SMs would hold too few rows in flight is then
+loop grows with x launched longest first, grid_order.py).  A row kernel whose SMs would hold too few rows in flight is then
 scheduled again from its lowered IR as `pipelined_rows` rewrites it (its rows walked by persistent
 blocks, the next row's copies one row ahead through a cp.async ring, pipeline_rows.py), and
 that version is kept.  Owns no C text.
@@ -70,9 +71,8 @@ def _import_passes() -> None:
 
 PASSES = ("lower", "split_column_blocks", "prefetch_loads", "infer_layouts", "place_fragment_scans", "narrow_fragments",
           "check_thread_storage",
-          "plan_shared_memory", "insert_barriers", "keep_last_stages", "use_fast_math", "batch_loads", "choose_blocks_per_sm",
-          "unswitch_loops", "specialize_warps", "fold_stores", "order_heavy_first", "keep_gathered_rows",
-          "group_atomics")
+          "plan_shared_memory", "insert_barriers", "keep_last_stages", "use_fast_math", "batch_loads", "keep_gathered_rows",
+          "group_atomics", "choose_blocks_per_sm", "unswitch_loops", "specialize_warps", "fold_stores", "order_heavy_first")
 
 __all__ = ["schedule", "schedule_grids", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "parallel_layout",
            "observing_passes"]
@@ -176,10 +176,10 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
               narrow_fragments,
               lambda k: check_thread_storage(k, program.sources),
               lambda k: plan_shared_memory(k, limit, program.sources), insert_barriers, keep_last_stages, use_fast_math,
-              batch_loads, lambda k: choose_blocks_per_sm(k, targets.get(target)), unswitch_loops,
+              batch_loads, keep_gathered_rows, group_atomics, lambda k: choose_blocks_per_sm(k, targets.get(target)),
+              unswitch_loops,
               lambda k: split_ring(specialize_warps(k, targets.get(target)), targets.get(target)),  # (ring_split_k.py)
-              lambda k: fold_stores(k, targets.get(target)), order_heavy_first, keep_gathered_rows,
-              group_atomics)
+              lambda k: fold_stores(k, targets.get(target)), order_heavy_first)
     tiled = scheduled_as_tile_grid(lowerer.__dict__.get("persistent_walks", ()), kernel, targets.get(target),
                                    tuple(zip(PASSES[1:], passes, strict=True)), after)  # persistent_grid.py
     if tiled is not None:

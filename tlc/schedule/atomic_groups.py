@@ -41,5 +41,5 @@ def group_atomics(kernel: ir.Kernel) -> ir.Kernel:
             return replace(s, grouped=True)
         return None
 
-    return kernel_rewritten(kernel, group, lambda: f"atomic adds grouped by address in a warp "
-                            f"({', '.join(sorted(set(marked)))}): the lanes at one address add once, the value times their count")
+    return kernel_rewritten(kernel, group, lambda: f"atomic adds grouped by address in a warp ({', '.join(sorted(set(marked)))}): "
+                            "the lanes at one address add once, the value times their count")

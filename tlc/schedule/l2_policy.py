@@ -1,5 +1,5 @@
-"""Gathered tiles kept in the L2 (a pass after batch_loads, shown in the tile IR as
-`(L2 evict_last)` on each such copy, with a note).
+"""Gathered tiles kept in the L2 (a pass after batch_loads, before the warp specialization, shown
+in the tile IR as `(L2 evict_last)` on each such copy, with a note).
 
 A copy from a tensor into a fragment whose region's offsets read a value the kernel loaded from
 a tensor (an index, directly or through the scalars computed from it) is a gather: which rows it
