@@ -834,6 +834,44 @@ __device__ __forceinline__ void copy_f2s(U* smem, const T* regs) {
   }
 }
 
+// Whether layout L is an mma accumulator (MmaAcc), whose 16-bit pairs are stmatrix's fragments.
+template <typename L> struct MmaAccOf { static constexpr bool value = false; };
+template <int M, int N, int WARPS_M, int WARPS_N, bool B, bool C>
+struct MmaAccOf<MmaAcc<M, N, WARPS_M, WARPS_N, B, C>> { static constexpr bool value = true; };
+
+// The shared element the lane of thread t addresses in the stmatrix of registers r0 .. r0 + 7 of
+// an MmaAcc fragment (two 8-column pieces of one 16-row band, their rows l/4 and l/4 + 8): lane l
+// gives matrix l / 8 (the band's rows 8 on when odd, its second piece from 2) its row l % 8, at
+// the piece's first column, the position the lane 4 (l % 8) of the warp holds there.
+template <typename L, typename U, int ROWS, int COLS, int PAD, int SWIZZLE>
+__host__ __device__ __forceinline__ int stmatrix_row(int t, int r0) {
+  const int lane = t % 32, j = lane / 8, owner = t - lane + 4 * (lane % 8);
+  const int r = r0 + (j % 2) * 2 + (j / 2) * 4;
+  return smem_index<U, ROWS, COLS, PAD, SWIZZLE>(L::row(owner, r), L::col(owner, r));
+}
+
+// copy_f2s of a 16-bit MmaAcc fragment by stmatrix (sm_90): four 8x8 matrices an instruction,
+// each lane's register m the pair it holds of matrix m, one row address a lane; the same
+// elements at the same places as copy_f2s's 32-bit stores, a quarter the instructions and one
+// address a lane a group (codegen/copies.py STMATRIX: FlashAttention 3's dS store).  Rows of 8
+// elements stay 16 contiguous, aligned bytes (the 128-byte swizzle moves 16-byte pieces).
+template <typename L, typename U, int ROWS, int COLS, int PAD, int SWIZZLE>
+__device__ __forceinline__ void copy_f2s_stmatrix(U* smem, const U* regs) {
+  static_assert(sizeof(U) == 2 && MmaAccOf<L>::value && L::WN % 16 == 0 && L::REGS % 8 == 0,
+                "stmatrix: a 16-bit mma accumulator of whole 16-column pieces a warp");
+  static_assert(SWIZZLE != 0 || (COLS + PAD) % 8 == 0, "stmatrix: rows of 16-byte pieces");
+  int u;  // the thread index read where stored, as copy_f2s does
+  asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(u));
+#pragma unroll
+  for (int r0 = 0; r0 < L::REGS; r0 += 8) {
+    const unsigned* w = reinterpret_cast<const unsigned*>(regs + r0);
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
+                 ::"r"(smem_addr(smem + stmatrix_row<L, U, ROWS, COLS, PAD, SWIZZLE>(u, r0))), "r"(w[0]), "r"(w[1]),
+                 "r"(w[2]), "r"(w[3])
+                 : "memory");
+  }
+}
+
 // A fragment <-> a dense shared tile (COLS columns, no padding or swizzle) in the fragment's
 // layout L, run by run: each run of L::RUN consecutive columns moves as the widest vectors its
 // bytes allow.  What an exchange between two layouts goes through (a parallel loop that reads a

@@ -113,6 +113,13 @@ def _offset_by_run_time(e: ir.Expr, k: ir.Kernel, seen: frozenset = frozenset())
 # (TLC_CACHE_DIR), as the queued script's does.
 ROUND_STEPS = False
 CLIP_ROWS_MAX = 0
+# STMATRIX (sm_90a): a copy of a 16-bit fragment in an mma accumulator layout into a shared tile
+# whose rows are 16-byte pieces (swizzled, or a multiple of 8 elements long) is stmatrix's, four
+# 8x8 matrices an instruction (tl::copy_f2s_stmatrix) where copy_f2s made a 32-bit store a pair:
+# bench/attention_bwd_fused.tl's dS, 16 STS a thread, each at an address of its own held in a
+# register (session 25's samples: 14% of the one-grid step there) -> 4 STSM. Off until the H200
+# times it.
+STMATRIX = False
 
 
 def clip_rows(rows: int) -> bool:
@@ -325,6 +332,19 @@ class CopyGen:
         else:
             self.emit(f"tl::copy_l2g<{T}, {U}, {rows}, {cols}>({v.base}, {c_name(b.name)}, {args});")
 
+    def stmatrix_store(self, s: ir.Buffer, d: ir.Buffer) -> bool:
+        """Whether the copy of fragment `s` into shared `d` is stmatrix's (STMATRIX)."""
+        from ..schedule.layout import MmaAccumulator
+
+        lay = s.layout
+        if not (STMATRIX and getattr(self, "arch", "").startswith("sm_90") and isinstance(lay, MmaAccumulator)
+                and s.dtype == d.dtype and s.dtype.name in ("f16", "bf16") and len(s.shape) == 2):
+            return False
+        wm, wn = lay.warp_tile
+        sw = d.layout.swizzle_bytes
+        rows_ok = sw == 128 or (sw == 0 and (s.shape[1] + d.layout.pad) % 8 == 0)  # rows of 16-byte pieces
+        return wn % 16 == 0 and (wm * wn // 32) % 8 == 0 and rows_ok
+
     def copy_between_buffers(self, s: ir.Buffer, d: ir.Buffer, c) -> None:
         ss, ds = self.buffer_shape2d(s, s), self.buffer_shape2d(d, d)
         self._check_shapes(ss, ds, c)
@@ -341,6 +361,10 @@ class CopyGen:
                       f"{runs}>({c_name(d.name)}, {self.smem_pointer(s.name)});")
         elif kinds == ("fragment", "shared"):
             info = self.fragment(s.name)
+            if self.stmatrix_store(s, d):  # FlashAttention 3's dS store: stmatrix, four 8x8 matrices at a time
+                self.emit(f"tl::copy_f2s_stmatrix<{info.c_layout}, {U}, {rows}, {cols}, {d.layout.pad}, "
+                          f"{d.layout.swizzle_bytes}>({self.smem_pointer(d.name)}, {c_name(s.name)});")
+                return
             self.emit(f"tl::copy_f2s<{info.c_layout}, {T}, {U}, {rows}, {cols}, {d.layout.pad}, {d.layout.swizzle_bytes}>("
                       f"{self.smem_pointer(d.name)}, {c_name(s.name)});")
         elif kinds == ("fragment", "fragment") and s.layout == d.layout:
