@@ -18,8 +18,11 @@
 #   fused_bm: bench/attention_bwd_fused.tl (one grid, five products, dQ's partials added in turns
 #          by the TMA's bulk reduction: deterministic) with BLOCK_MASK, the same step changes, built
 #          as block (session 25: 7.78 ms = 0.68x cuDNN without them; its Nsight Compute samples put
-#          22% of the step on the exponentials and their LSE loads). CPU: no predicated MUFU/LDS,
-#          the first HGMMA 34 after the loop's top (126 without), 0 spills, no C75xx.
+#          22% of the step on the exponentials and their LSE loads), and codegen/copies.py's
+#          STMATRIX (its dS store 4 STSM, not 16 STS: 14% of its samples). CPU: no predicated
+#          MUFU/LDS, the first HGMMA 34 after the loop's top (126 without), 0 spills, no C75xx.
+#          (WRONG here and right without STMATRIX: tests/codegen/test_stmatrix.py's model of
+#          stmatrix is off.)
 # Every variant's dQ, dK, dV checked against PyTorch's math backend (32 f16 units) and run twice
 # more for bit-identical gradients before its time counts.
 # Answer: "<variant> <ms> <x>x cudnn" per mask, and each grid's ms. Take CAST_PAIRS (default True)
@@ -33,6 +36,6 @@ C=BM=128,THREADS=256,BN=128,BQ=64,KV_STAGES=3
 python3 bench/attention_bwd.py --causal both --grids --min-ms 50 \
     --flags pairs=half_pairs.CAST_PAIRS=1 \
     --flags block=half_pairs.CAST_PAIRS=1+sm90.RING_SCALE_D_CLEARS=all \
-    --flags fused_bm=half_pairs.CAST_PAIRS=1+sm90.RING_SCALE_D_CLEARS=all \
+    --flags fused_bm=half_pairs.CAST_PAIRS=1+sm90.RING_SCALE_D_CLEARS=all+copies.STMATRIX=1 \
     std=std:flash_bwd pairs=std:flash_bwd:$C block=bench/B_bwd_block_mask.tl:flash_bwd:$C \
     fused_bm=bench/attention_bwd_fused.tl:flash_bwd_fused:BLOCK_MASK=True,DETERMINISTIC=True 2>&1
