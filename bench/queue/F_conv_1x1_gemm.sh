@@ -1,5 +1,5 @@
 #!/bin/bash
-# limit: 14
+# limit: 18
 # Helper F, session 26 (#18): why are the 1x1 rows (plain GEMMs over NHWC: M = pixels, N = F,
 # K = C) at 0.93-0.97x cuDNN?  Each row beside std.gemm's matmul_nt and cuBLAS on the same GEMM
 # (bench/conv.py --gemm; random operands, outputs checked first).  r50_s1_1x1_64 (K = 64: one K
@@ -13,10 +13,16 @@
 # Then the same rows with x's tile as tiled boxes of x seen as [N * H * W, C] (--tiled-1x1:
 # schedule/im2col_tma.TILED_IDENTITY, off by default; SASS UTMALDG.2D where the default issues
 # UTMALDG.4D.IM2COL, the kernels otherwise instruction for instruction the same: 776 SASS).
-# Answer: per row the conv's, matmul_nt's and cuBLAS's TFLOP/s; a variant that beats the
-# default by more than 1% becomes that row's config.json rule; if the tiled boxes win on both
-# rows, flip TILED_IDENTITY.
-python3 bench/conv.py --gemm --min-ms 3 --only r50_s1_1x1_64,r50_s3_1x1_1024 \
+# The ResNet stem (0.54x cuDNN) too, whose 128 x 160 im2col tile and 64 x 160 weight tile feed
+# mma.sync through ldmatrix from rows of 320 bytes (20 16-byte chunks: 8 rows on 2 of the 8 bank
+# groups, a 4-way conflict); --pad-odd-rows (schedule/smem.ODD_CHUNK_ROWS, off by default) pads
+# them to 336 (21 chunks, 8 groups): 72448 -> 75520 bytes of shared memory, 3 blocks an SM still,
+# the same registers and spills.  (Neither switch touches the other's rows: the 1x1 rows' operands
+# are swizzled, the stem's window is 7 x 7.)
+# Answer: per row the conv's, matmul_nt's and cuBLAS's TFLOP/s, then the switched process's; a
+# variant that beats the default by more than 1% becomes that row's config.json rule; flip
+# TILED_IDENTITY if the tiled boxes win on both 1x1 rows, ODD_CHUNK_ROWS if the stem gains.
+python3 bench/conv.py --gemm --min-ms 3 --only r50_s1_1x1_64,r50_s3_1x1_1024,r50_stem_7x7 \
   --variant r50_s1_1x1_64:BM=128,stages=8 --variant r50_s3_1x1_1024:BM=128,BN=128,stages=6 2>&1 | grep -v Warning
-TLC_CACHE_DIR=$TLC_CACHE_DIR/tiled python3 bench/conv.py --tiled-1x1 --min-ms 3 --only r50_s1_1x1_64,r50_s3_1x1_1024 \
-  2>&1 | grep -v Warning
+TLC_CACHE_DIR=$TLC_CACHE_DIR/switched python3 bench/conv.py --tiled-1x1 --pad-odd-rows --min-ms 3 \
+  --only r50_s1_1x1_64,r50_s3_1x1_1024,r50_stem_7x7 2>&1 | grep -v Warning

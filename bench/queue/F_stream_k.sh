@@ -1,5 +1,5 @@
 #!/bin/bash
-# limit: 30
+# limit: 26
 # Helper F, session 26 (#18): does stream-K (tlc/schedule/stream_k.py, ir.StreamK; off by default:
 # stream_k.ENABLED = False, no device this session) speed up the rows whose tiles leave the last
 # wave part empty?  r50_s4_1x1_2048 (200 tiles of 8 K steps: the busiest block 16 -> 13 steps),

@@ -74,6 +74,14 @@ def plan_shared_memory(kernel: ir.Kernel, limit: int = SM90_LIMIT, sources: dict
     return replace(kernel, buffers=buffers, smem_bytes=total)
 
 
+# A gemm operand's rows that are an even number of 16-byte chunks but neither swizzled nor a
+# multiple of 128 bytes (the ResNet stem's 128 x 160 im2col tile: rows of 320 bytes, 20 chunks)
+# put ldmatrix's 8 rows of a read on 2 of the 8 bank groups, a 4-way conflict: with ODD_CHUNK_ROWS
+# each row is padded by 16 bytes (21 chunks: 8 rows on 8 groups).  Off until the H200 has timed it
+# (bench/queue/F_conv_1x1_gemm.sh); session 26 had no device.
+ODD_CHUNK_ROWS = False
+
+
 def _layout(b: ir.Buffer, stages: int, gemm_operand: bool) -> SharedLayout:
     item = b.dtype.itemsize
     pad = swizzle = 0
@@ -86,6 +94,8 @@ def _layout(b: ir.Buffer, stages: int, gemm_operand: bool) -> SharedLayout:
             swizzle = 128
         elif row % 128 == 0:
             pad = max(1, 16 // item)  # column-wise access of a row-major tile: shift each row by 16 bytes
+        elif ODD_CHUNK_ROWS and gemm_operand and row % 32 == 0:
+            pad = max(1, 16 // item)  # an odd number of 16-byte chunks a row: ldmatrix's 8 rows on 8 bank groups
     one = rows * (b.shape[-1] + pad) * item
     return SharedLayout(stages, pad, swizzle, _align(one, SWIZZLE_ALIGN if swizzle else ALIGN) * stages)
 
