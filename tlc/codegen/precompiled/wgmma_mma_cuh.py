@@ -256,8 +256,56 @@ def root(context, missing=missing, environment=environment):
                     pass
                     yield '\n          '
             l_1_loop = l_1_i = l_1_constraint = missing
-            yield '\n        : "l"(a), "l"(b), "r"(scale_d)\n        : "memory");\n  }'
+            yield '\n        : "l"(a), "l"(b), "r"(scale_d)\n        : "memory");\n  }\n  // scale_d 0 where the caller knows it (the first K step of a product that starts from zero):\n  // the accumulator only written ("="), so that nvcc keeps no value of its registers alive up to\n  // here (a partial-sum fragment scaled and added out of them: one FFMA a register, not FMUL + FADD)\n  __device__ static __forceinline__ void zero(Acc* d, unsigned long long a, unsigned long long b) {\n    asm volatile(\n        "{\\n.reg .pred p;\\nsetp.ne.b32 p, %'
+            yield str((((undefined(name='n') if l_0_n is missing else l_0_n) // 2) + 2))
+            yield ', 0;\\n"\n        "wgmma.mma_async.sync.aligned.m64n'
+            yield str((undefined(name='n') if l_0_n is missing else l_0_n))
+            yield 'k'
+            yield str((undefined(name='k') if l_0_k is missing else l_0_k))
+            yield '.'
+            yield str((undefined(name='acc_ptx') if l_0_acc_ptx is missing else l_0_acc_ptx))
+            yield '.'
+            yield str((undefined(name='a_ptx') if l_0_a_ptx is missing else l_0_a_ptx))
+            yield '.'
+            yield str((undefined(name='b_ptx') if l_0_b_ptx is missing else l_0_b_ptx))
+            yield ' "\n        "{'
+            l_1_loop = missing
+            for l_1_i, l_1_loop in LoopContext(context.call((undefined(name='range') if l_0_range is missing else l_0_range), ((undefined(name='n') if l_0_n is missing else l_0_n) // 2)), undefined):
+                _loop_vars = {}
+                pass
+                yield '%'
+                yield str(l_1_i)
+                yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else cond_expr_undefined("the inline if-expression on line 66 in 'wgmma_mma.cuh.j2' evaluated to false and no else section was defined.")))
+            l_1_loop = l_1_i = missing
+            yield '}, "\n        "%'
+            yield str(((undefined(name='n') if l_0_n is missing else l_0_n) // 2))
+            yield ', %'
+            yield str((((undefined(name='n') if l_0_n is missing else l_0_n) // 2) + 1))
+            yield ', p'
+            for l_1_imm in (undefined(name='immediates') if l_0_immediates is missing else l_0_immediates):
+                _loop_vars = {}
+                pass
+                yield ', '
+                yield str(l_1_imm)
+            l_1_imm = missing
+            yield ';\\n}\\n"\n        : '
+            l_1_loop = missing
+            for l_1_i, l_1_loop in LoopContext(context.call((undefined(name='range') if l_0_range is missing else l_0_range), ((undefined(name='n') if l_0_n is missing else l_0_n) // 2)), undefined):
+                l_1_constraint = resolve('constraint')
+                _loop_vars = {}
+                pass
+                yield '"='
+                yield str((undefined(name='constraint') if l_1_constraint is missing else l_1_constraint))
+                yield '"(d['
+                yield str(l_1_i)
+                yield '])'
+                yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else cond_expr_undefined("the inline if-expression on line 68 in 'wgmma_mma.cuh.j2' evaluated to false and no else section was defined.")))
+                if ((environment.getattr(l_1_loop, 'index') % 8) == 0):
+                    pass
+                    yield '\n          '
+            l_1_loop = l_1_i = l_1_constraint = missing
+            yield '\n        : "l"(a), "l"(b), "r"(0)\n        : "memory");\n  }'
     yield '\n};\n'
 
 blocks = {}
-debug_info = '1=24&2=38&3=40&4=42&5=44&6=46&7=48&11=51&12=62&13=70&14=88&19=103&24=106&25=108&26=119&27=127&28=145&37=163&38=174&39=182&40=194&45=209&50=212&51=214&52=225&53=233&54=245'
+debug_info = '1=24&2=38&3=40&4=42&5=44&6=46&7=48&11=51&12=62&13=70&14=88&19=103&24=106&25=108&26=119&27=127&28=145&37=163&38=174&39=182&40=194&45=209&50=212&51=214&52=225&53=233&54=245&64=260&65=262&66=273&67=281&68=293'
