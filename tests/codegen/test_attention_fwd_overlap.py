@@ -157,12 +157,14 @@ def test_a_copy_into_registers_before_the_loop_keeps_the_copies_in_place():
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_tile_loads_the_producer_copies_q_once_a_tile_of_the_persistent_walk(causal):
+def test_tile_loads_the_producer_copies_q_once_a_tile_of_the_persistent_walk(causal, monkeypatch):
     """Not causal, every tile runs cdiv(SK, BN) iterations: the kernel walks the tiles, its producer
     copies each tile's Q through the TMA after the tile's first K and V, once the consumers'
     loop of the last tile is done (tl_tile_full + 1), and the consumers wait for it (tl_tile_full)
     before their loop; the deferred gemm's last stage is released for the next tile's copies.
     Causal: the lengths grow with bx, each block takes two tiles at a time from both ends of bx."""
+    from tlc.schedule import warpspec
+    monkeypatch.setattr(warpspec, "DYNAMIC_TILES", False)  # pairs (the dynamic order: tests/schedule/test_dynamic_tiles.py)
     text = walk_cuda(CAUSAL=causal)
     if causal:
         assert ("for (int tl_tile = 2 * blockIdx.x; tl_tile < tl_tiles_x * tl_tiles_y * tl_tiles_z; "

@@ -46,7 +46,8 @@ def test_a_causal_walk_takes_its_tiles_from_a_counter(tmp_path, dynamic):
     assert not _walk(tmp_path).warp_spec.tile_order.dynamic  # every tile as long: the fixed walk
 
 
-def test_off_the_causal_walk_takes_pairs(tmp_path):
+def test_off_the_causal_walk_takes_pairs(tmp_path, monkeypatch):
+    monkeypatch.setattr(warpspec, "DYNAMIC_TILES", False)
     order = _walk(tmp_path, CAUSAL=True).warp_spec.tile_order
     assert order.pairs and not order.dynamic
 

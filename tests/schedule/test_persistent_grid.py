@@ -143,7 +143,7 @@ def attention_walk(tmp_path) -> Path:
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_an_attention_walk_runs_as_its_persistent_tile_grid(tmp_path, causal):
+def test_an_attention_walk_runs_as_its_persistent_tile_grid(tmp_path, causal, monkeypatch):
     """Its scalars (hk, past, n_blocks) are declared at the kernel's top and set by each tile,
     its row statistics stored element by element: the same computation as the grid of its tiles,
     which warp specialization makes persistent, Q through the producer's TMA once a tile and the
@@ -152,6 +152,8 @@ def test_an_attention_walk_runs_as_its_persistent_tile_grid(tmp_path, causal):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stdlib"))
     from test_attention import check
 
+    from tlc.schedule import warpspec
+    monkeypatch.setattr(warpspec, "DYNAMIC_TILES", False)  # pairs (the dynamic order: test_dynamic_tiles.py)
     mod = tlc.load(str(attention_walk(tmp_path)), target="cpu")
     kernel = mod.kernels["flash_fwd"].scheduled({"D": 128, "CAUSAL": causal}, "sm_90a")
     ws = kernel.warp_spec

@@ -62,8 +62,9 @@ def test_the_q_copy_before_the_ring_is_the_producers_once_a_tile_of_a_persistent
     assert ws.tile_done == ws.deferred.after and k.body[ws.loop].body[ws.tile_done].a == "q_tile"
 
 
-def test_a_causal_kernel_walks_its_tiles_in_pairs_from_both_ends():
+def test_a_causal_kernel_walks_its_tiles_in_pairs_from_both_ends(monkeypatch):
     # its tiles' lengths grow with bx: a walk in order would leave some blocks the longest ones
+    monkeypatch.setattr(warpspec_pass, "DYNAMIC_TILES", False)  # pairs (the dynamic order: tests/schedule/test_dynamic_tiles.py)
     k = _walk(CAUSAL=True)
     ws = k.warp_spec
     assert ws.tile_order.pairs and [x.buffer for x in ws.tile_loads] == ["q_tile"] and ws.late_copies == ()
@@ -78,8 +79,9 @@ def test_a_block_masks_lengths_keep_one_tile_a_block_and_the_consumers_copy_q():
     assert ws.ring_end == ws.barriers + 16 * ws.stages
 
 
-def test_the_pairs_walk_visits_every_tile_once_and_balances_a_causal_grid():
+def test_the_pairs_walk_visits_every_tile_once_and_balances_a_causal_grid(monkeypatch):
     from tlc.interp.ring import block_walk
+    monkeypatch.setattr(warpspec_pass, "DYNAMIC_TILES", False)  # pairs (the dynamic order: tests/schedule/test_dynamic_tiles.py)
     ws = _walk(CAUSAL=True).warp_spec
     extents, blocks = (32, 3, 2), 5
     walks = [[t for t, *_ in block_walk(b, blocks, ws, extents)] for b in range(blocks)]
@@ -309,6 +311,7 @@ def test_grid_tile_loads_makes_the_grid_persistent_as_a_walks(monkeypatch, causa
     # std's grid then runs as the grid of an author's persistent walk does
     from tlc.schedule import warpspec
     monkeypatch.setattr(warpspec, "GRID_TILE_LOADS", False)
+    monkeypatch.setattr(warpspec, "DYNAMIC_TILES", False)
     grid = _kernel(CAUSAL=causal)
     monkeypatch.setattr(warpspec, "GRID_TILE_LOADS", True)
     k = _kernel(CAUSAL=causal)

@@ -358,7 +358,7 @@ def test_the_sm90a_two_stage_ring_against_numpy(mod, case):
 
 
 @pytest.mark.parametrize("case", [0, 1, 4])
-def test_the_sm90a_ring_of_a_persistent_walk_against_numpy(mod, case):
+def test_the_sm90a_ring_of_a_persistent_walk_against_numpy(mod, case, monkeypatch):
     """flash_fwd as the grid of an author's persistent walk reaches warp specialization
     (Kernel.persistent_walk): persistent, the producer copying each tile's Q once a tile (causal:
     the tiles in pairs from both ends of bx); the interpreter walks the tiles as recorded."""
@@ -366,6 +366,8 @@ def test_the_sm90a_ring_of_a_persistent_walk_against_numpy(mod, case):
 
     from tlc import targets
     from tlc.schedule.warpspec import specialize_warps
+    from tlc.schedule import warpspec
+    monkeypatch.setattr(warpspec, "DYNAMIC_TILES", False)  # pairs (the dynamic order: tests/schedule/test_dynamic_tiles.py)
     B, H, HK, S, SK, D, causal, consts = CASES[case]
     kernel = mod.kernels["flash_fwd"].scheduled({**consts, "D": D, "CAUSAL": causal}, "sm_90a")
     kernel = specialize_warps(dataclasses.replace(kernel, warp_spec=None, persistent_walk=True), targets.get("sm_90a"))
