@@ -146,23 +146,30 @@ if "inline" in VARIANT:  # the caches' stores where they are asked for, not besi
 # collector's oldest generation walks them all)
 HEAP = [{"x": [i]} for i in range(int(os.environ.get("TLC_BENCH_COLD_HEAP", "0")) // 3)]
 profile = os.environ.get("TLC_BENCH_COLD_PROFILE")
+clocks = not profile and not os.environ.get("TLC_BENCH_COLD_INSTRUCTIONS")  # (neither under the profiler nor counted)
 if profile:
     import cProfile
     prof = cProfile.Profile()
-else:
+if clocks:
     _bootstrap._load_unlocked = _load_unlocked
 gc.collect()
-if not profile:
+if clocks:
     gc.callbacks.append(_gc_clock)
 phases.clear(), counts.clear()  # what the installs and the collection before the clock took
-c0, t0 = time.thread_time(), time.perf_counter()
-if profile:
-    prof.enable()
-mod = tlc.load("std.gemm", target="cuda")
-t1 = time.perf_counter()
-mod.matmul(A, A, C)
-synchronize()
-t2, c2 = time.perf_counter(), time.thread_time()
+def call():
+    global mod, c0, t0, t1, t2, c2
+    c0, t0 = time.thread_time(), time.perf_counter()
+    if profile:
+        prof.enable()
+    mod = tlc.load("std.gemm", target="cuda")
+    t1 = time.perf_counter()
+    mod.matmul(A, A, C)
+    synchronize()
+    t2, c2 = time.perf_counter(), time.thread_time()
+if os.environ.get("TLC_BENCH_COLD_INSTRUCTIONS"):  # called through a C function that callgrind counts within
+    functools.reduce(lambda acc, _: call(), [0], None)
+else:
+    call()
 if profile:
     prof.disable()
     import io, pstats
@@ -195,6 +202,25 @@ def run(code: str, env: dict, tree: Path) -> dict:
     result = json.loads(lines[-1])
     result["listing"] = "\n".join(lines[:-1])
     return result
+
+
+def instructions(code: str, env: dict, tree: Path) -> int:
+    """The instructions of the load and the call (callgrind, counting only within the C function
+    `functools.reduce` that the child calls them through)."""
+    import re
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        sys.exit("bench/first_cold_steps.py: --instructions needs valgrind")
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                           "--toggle-collect=functools_reduce", sys.executable, "-c", code],
+                          env={**env, "TLC_BENCH_COLD_INSTRUCTIONS": "1", "PYTHONPATH": os.pathsep.join(
+                              [str(tree), env.get("PYTHONPATH", "")])}, capture_output=True, text=True, timeout=1800,
+                          cwd=tree)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        sys.exit(f"bench/first_cold_steps.py: callgrind failed:\n{done.stderr[-3000:]}")
+    return int(found.group(1))
 
 
 def report(runs: list, what: str) -> None:
@@ -231,6 +257,9 @@ def main(argv=None) -> dict:
                     "(DIR#nowarm: with no NVRTC warm-up thread; DIR#inline: the caches' stores where they are asked "
                     "for, not beside the compile; DIR#thread: tlc.runtime.WARM_UP_FINDS_ARCH; combined with commas) "
                     "to time instead of this checkout; given more than once, their processes alternate")
+    ap.add_argument("--instructions", action="store_true", help="without --gpu: then the call's instructions "
+                    "(valgrind's callgrind, user space, every thread) in one more process of each variant: the "
+                    "same on a busy machine as on a quiet one")
     ap.add_argument("--profile", action="store_true", help="then one more process under cProfile (the first "
                     "tree's), its listings printed")
     args = ap.parse_args(argv)
@@ -256,6 +285,12 @@ def main(argv=None) -> dict:
     for label, _, _ in variants:
         report(runs[label], f"first call, empty cache, {what}, {label}")
     trees = [tree for _, tree, _ in variants]
+    if args.instructions and not args.gpu:
+        for label, tree, variant in variants:
+            count = instructions(code, {**cold_env(base, False), "TLC_BENCH_COLD_VARIANT": variant,
+                                        "TLC_BENCH_COLD_STEPS": "{}"}, tree)  # no clocks
+            runs[label].append({"instructions": count})
+            print(f"the call's instructions, {label} (callgrind, user space, every thread): {count / 1e6:.1f} M")
     if args.profile:
         profiled = run(code, {**cold_env(base, args.gpu), "TLC_BENCH_COLD_PROFILE": "1"}, trees[0])
         print(f"under cProfile ({trees[0]}, one more process; load + call {profiled['load_ms'] + profiled['call_ms']:.1f} ms):")

@@ -37,3 +37,16 @@ def test_the_steps_fit_in_the_call_and_the_compile_runs_beside_the_stores(capsys
     out = capsys.readouterr().out
     assert "host side (CuPy and the driver stood in for, NVRTC by a 100 ms wait)" in out
     assert "the rest (outside every clocked step)" in out
+
+
+def test_the_counted_call_runs_without_clocks(tmp_path):
+    """--instructions counts the call that `functools.reduce` makes, with no clocks installed (no
+    steps, no import hook, no collector callback): run here without valgrind."""
+    import os
+
+    env = {**os.environ, "TLC_CACHE_DIR": str(tmp_path / "cache"), "TLC_BENCH_COLD_STEPS": "{}",
+           "TLC_BENCH_COLD_INSTRUCTIONS": "1"}
+    result = first_cold_steps.run(first_cold_steps.STAND_IN + first_cold_steps.COLD_BODY, env, ROOT)
+    assert result["ok"] and result["phases"] == {} and result["counts"] == {}
+    assert "functools.reduce(lambda acc, _: call(), [0], None)" in first_cold_steps.COLD_BODY
+    assert result["load_ms"] > 0 and result["call_ms"] > 0
