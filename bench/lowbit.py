@@ -374,7 +374,28 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       # session 26, for --copy-forms (nvcc sm_90a with them): K steps of 256 in 4 parts,
                       # 512 blocks; M = 16's 120 registers and 38 KB hold 4 blocks of 4 warps an SM, where
                       # its default K steps of 512 take 200 registers, 2 blocks an SM
-                      ("w4a16 BK=256 split-K 4 stages=2", "matmul_w4a16_splitk", {"BK": 256, "stages": 2}, 4)]
+                      ("w4a16 BK=256 split-K 4 stages=2", "matmul_w4a16_splitk", {"BK": 256, "stages": 2}, 4),
+                      # session 26 (D2), "options": the switches of W4_OPTION_SETS, in the process of the
+                      # rows above (each set from a copy of std.gemm of its own): the weight through the
+                      # TMA ring (schedule/dequant_ring.py) at config.json's tiles, and deeper rings (one
+                      # block an SM: 15 KB a stage at M = 1, 51 KB at M = 16); D's copy forms and split
+                      # inside the kernel beside them
+                      ("w4a16 TMA ring", "matmul_w4a16", {"options": "tma"}, 0),
+                      ("w4a16 TMA ring BK=256 stages=6", "matmul_w4a16",
+                       {"options": "tma", "m": (1,), "BM": 8, "BK": 256, "stages": 6}, 0),
+                      ("w4a16 TMA ring BK=512 stages=4", "matmul_w4a16",
+                       {"options": "tma", "m": (16,), "BK": 512, "stages": 4}, 0),
+                      ("w4a16 TMA ring split-K 4", "matmul_w4a16_splitk", {"options": "tma", "m": (1,)}, 4),
+                      ("w4a16 TMA ring split-K 2", "matmul_w4a16_splitk", {"options": "tma", "m": (16,)}, 2),
+                      ("w4a16 copy forms split-K 4", "matmul_w4a16_splitk", {"options": "forms", "m": (1,)}, 4),
+                      ("w4a16 copy forms split-K 2", "matmul_w4a16_splitk", {"options": "forms", "m": (16,)}, 2),
+                      ("w4a16 ring split", "matmul_w4a16", {"options": "ring-split"}, 0)]
+# A variant's "options": compiler switches (MODULE.NAME=VALUE, as --option) set while its launchers
+# compile, its kernels from a copy of std.gemm's text at a path of its own (the program cache's keys
+# do not hold the switches), so that one process times it beside the defaults
+W4_OPTION_SETS = {"tma": ("tlc.schedule.dequant_ring.DEQUANT_RING=1",),
+                  "forms": ("tlc.codegen.copies.ROUND_STEPS=1", "tlc.codegen.copies.CLIP_ROWS_MAX=8"),
+                  "ring-split": ("tlc.schedule.ring_split_k.RING_SPLIT=1",)}
 # BM = 256: each dequantized weight used by twice the rows (the dequantization costs per weight,
 # the products per row); "dequantize_w4a16": the whole weight dequantized once into an f16
 # buffer, then matmul_nt
@@ -400,6 +421,39 @@ def _reduce_kernel(gemm, where):
         return gemm.splitk_reduce
     path, name = where.split(":")
     return getattr(tlc.load(str(ROOT / path), target="cuda"), name)
+
+
+_OPTION_MODULES: dict = {}
+
+
+def _option_module(name: str | None, gemm):
+    """std.gemm (`gemm`) where `name` is None, else a copy of its text at a path of its own for
+    W4_OPTION_SETS[name] (one a process)."""
+    if name is None:
+        return gemm
+    if name not in _OPTION_MODULES:
+        import tempfile
+        path = Path(tempfile.mkdtemp(prefix=f"lowbit-{name}-")) / "gemm.tl"
+        path.write_text((ROOT / "stdlib" / "gemm.tl").read_text())
+        _OPTION_MODULES[name] = tlc.load(str(path), target="cuda")
+    return _OPTION_MODULES[name]
+
+
+def _switched(name: str | None, make):
+    """make() with W4_OPTION_SETS[name]'s switches set (each back as it was after), or as is."""
+    import importlib
+    saved = []
+    for opt in W4_OPTION_SETS[name] if name else ():
+        where, _, rest = opt.rpartition(".")
+        attr, _, value = rest.partition("=")
+        module = importlib.import_module(where)
+        saved.append((module, attr, getattr(module, attr)))
+        setattr(module, attr, type(getattr(module, attr))(int(value)))
+    try:
+        return make()
+    finally:
+        for module, attr, value in reversed(saved):
+            setattr(module, attr, value)
 
 
 def _in_order(*launches):
@@ -462,7 +516,10 @@ def w4a16_rows(torch, copy_gbs: float, min_ms: float, only=None, sizes=None) -> 
             if only is not None and label not in only or "_gemv" in kernel and M > 1 or M not in consts.get("m", (M,)):
                 continue
             C = torch.empty(M, N, dtype=torch.float16, device="cuda")
-            consts = {k: v for k, v in consts.items() if k != "m"}  # "m": the Ms it runs at (all by default)
+            options = consts.get("options")  # (W4_OPTION_SETS)
+            mod = _option_module(options, gemm)
+            # "m": the Ms it runs at (all by default)
+            consts = {k: v for k, v in consts.items() if k not in ("m", "options")}
             if ":" in kernel:
                 path, name = kernel.split(":")
                 run = _bound(lambda path=path, name=name, C=C, consts=consts: getattr(
@@ -477,11 +534,13 @@ def w4a16_rows(torch, copy_gbs: float, min_ms: float, only=None, sizes=None) -> 
                 # of host work, which two calls a run need not hide under the timing's delay)
                 P = torch.empty(parts, M, N, dtype=torch.float32, device="cuda")
                 split = {k: v for k, v in consts.items() if k not in ("reduce", "reduce_kernel")}
-                reduce = _reduce_kernel(gemm, consts.get("reduce_kernel"))
-                run = _bound(lambda k=getattr(gemm, kernel), P=P, C=C, split=split, consts=consts, reduce=reduce: _in_order(
-                    k.launcher(A, W4, scales, zeros, P, **split), reduce.launcher(P, C, **consts.get("reduce", {}))))
+                reduce = _reduce_kernel(mod, consts.get("reduce_kernel"))
+                run = _switched(options, lambda: _bound(
+                    lambda k=getattr(mod, kernel), P=P, C=C, split=split, consts=consts, reduce=reduce: _in_order(
+                        k.launcher(A, W4, scales, zeros, P, **split), reduce.launcher(P, C, **consts.get("reduce", {})))))
             else:
-                run = _bound(lambda k=getattr(gemm, kernel), C=C, consts=consts: k.launcher(A, W4, scales, zeros, C, **consts))
+                run = _switched(options, lambda: _bound(
+                    lambda k=getattr(mod, kernel), C=C, consts=consts: k.launcher(A, W4, scales, zeros, C, **consts)))
             contenders[label] = Checked(run, ref, out=C, **tol)
         # F.linear(A, deq) as the product it is (torch.mm into a buffer the check can poison);
         # cuBLAS may add f16 partial sums in f16 (PyTorch's default allows it): 32 units, not 8

@@ -106,8 +106,10 @@ class StageLoad(Node):
     into every block's stage (the tile is the same for all of them).  `gather`: the statement is
     a row gather (schedule/gather_rows.py: an implicit GEMM's im2col tile), which every producer
     thread moves in 16-byte cp.async vectors, each thread arriving on the stage's full barrier
-    once its own have landed (no tensor map: `tensor_map` is -1).  `flat`: a 1-D buffer of
-    `cols` elements (rows 1) that one unswizzled box of the tensor's last dimension fills.
+    once its own have landed (no tensor map: `tensor_map` is -1).  `flat`: one unswizzled box
+    fills the stage: a 1-D buffer of `cols` elements (rows 1) along the tensor's last
+    dimension, or a 2-D tile of `rows` x `cols`, unpadded (schedule/dequant_ring.py: a
+    dequantizing kernel's scales and zero points).
     `im2col`: the statement is an `im2col` loop (ir.Im2colTile) the TMA loads in its im2col
     mode, one box a 128-byte column segment; where the host could not encode the map (the
     tile's columns not within one kernel position), the producer's threads gather it."""
@@ -438,7 +440,7 @@ def warp_spec_problem(kernel) -> str | None:
         elif not isinstance(c, Copy) or not isinstance(c.dst, BufferRef) or c.dst.name != x.buffer:
             return f"the producer's copy {x.index} is not a copy into '{x.buffer}'"
         b = buffers[x.buffer]
-        if b.scope != "shared" or tuple(b.shape) != ((x.cols,) if x.flat else (x.rows, x.cols)):
+        if b.scope != "shared" or tuple(b.shape) != ((x.cols,) if x.flat and len(b.shape) == 1 else (x.rows, x.cols)):
             return f"the producer's stage buffer '{x.buffer}' is not a shared " + \
                 (f"vector of {x.cols}" if x.flat else f"{x.rows} x {x.cols} tile")
         if not x.gather and not 0 <= x.tensor_map < len(ws.tensor_maps):

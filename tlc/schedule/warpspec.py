@@ -23,6 +23,7 @@ from .layout import MmaAccumulator, wgmma_accumulator, wgmma_gemm
 from .one_warpgroup import exchange_writers, owner_threads, statement_threads
 from .operand_layout import register_a_layouts, wgmma_register_a
 from .reduce_slots import reduces_in_registers
+from . import dequant_ring
 
 PRODUCER_THREADS = 128
 PRODUCER_REGS = 40  # what the producer keeps: it only computes addresses
@@ -78,6 +79,8 @@ def specialize_warps(kernel: ir.Kernel, target) -> ir.Kernel:
         return kernel
     planner = _Planner(kernel, target)
     ws = planner.plan()
+    if ws is None and dequant_ring.DEQUANT_RING:  # (a dequantizing ring)
+        kernel, planner, ws = dequant_ring.planned(kernel, target, _Planner)
     if ws is not None and planner.moved is not None:  # its syncs moved (later_syncs)
         kernel = replace(kernel, body=tuple(planner.moved if j == ws.loop else s for j, s in enumerate(kernel.body)))
     if ws is None:
@@ -249,6 +252,7 @@ class _Planner:
         self.consumer_sync = False  # (plan: the consumers' loop may meet at a barrier of their own)
         self.paired = False  # (tile_loads: the persistent walk takes tiles in pairs, TileOrder.pairs)
         self.moved = None  # (plan: the ring's loop with the consumers' syncs moved, later_syncs)
+        self.dequant = False  # (a dequantizing ring's plan: dequant_ring.planned)
 
     def plan(self) -> WarpSpecialization | None:
         """The one top-level pipelined loop to specialize, if the kernel allows it, and whether
@@ -528,6 +532,8 @@ class _Planner:
         p, b = self.params[c.src.name], self.buffers[c.dst.name]
         if len(b.shape) == 1:
             return self.flat_load(index, c)
+        if self.dequant and b.layout.swizzle_bytes != 128:  # (one unswizzled box)
+            return dequant_ring.box_load(index, c, p, b, stage_elements(b))
         if not 2 <= len(p.shape) <= 5 or b.layout.swizzle_bytes != 128 or len(b.shape) != 2:
             return None
         extents = list(c.src.extents)
@@ -645,7 +651,7 @@ class _Planner:
         p, b = self.params[c.src.name], self.buffers[load.buffer]
         rows = load.rows // cluster if multicast else load.rows
         if load.flat:
-            spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), 1, load.cols, swizzle=False)
+            spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), load.rows, load.cols, swizzle=False)
         else:
             spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows, 128 // b.dtype.itemsize, row_axis=load.row_axis)
         if spec not in self.tensor_maps:
@@ -814,7 +820,7 @@ class _Planner:
         does not depend on y, B of a GEMM) is copied once, each block loading half of its rows
         into both blocks' shared memory (TMA multicast), halving that operand's traffic out
         of L2; where the two tiles' x differ each block loads its own."""
-        if not persistent or len(self.k.grid) < 2:
+        if not persistent or len(self.k.grid) < 2 or self.dequant:
             return 1
         if any(x.gather for x in loads):
             return 1  # a gather has no multicast
@@ -1066,7 +1072,8 @@ class _Planner:
         already does, so it is dropped — as long as the consumers write no shared memory."""
         for s in statements(stmts):
             if isinstance(s, ir.Gemm):
-                if not (self.uses_wgmma(s) or wgmma_rs_ready(s, self.buffers, self.k.threads)):
+                if not (self.uses_wgmma(s) or wgmma_rs_ready(s, self.buffers, self.k.threads) or (
+                        self.dequant and dequant_ring.mma_register_a(s, self.buffers, self.k.threads))):
                     return False
             elif isinstance(s, ir.Reduce):
                 if not reduces_in_registers(s, self.buffers, self.k.threads) and not (

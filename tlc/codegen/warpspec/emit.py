@@ -4,6 +4,8 @@ persistent kernel.  Every number comes from the kernel's `ir.WarpSpecialization`
 `schedule/warpspec.py`, read through `plan.py`); the primitives are `tl/tma.cuh`'s."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from ... import ir
 from ...ir.warpspec import CONSUMER_BARRIER, HANDOVER_BARRIER, PRODUCER_BARRIER, WARPGROUP_BARRIER, turn_barrier
 from ...ir.walk import assigned_scalars, statements
@@ -807,6 +809,27 @@ class WarpSpecEmission(BulkReduceGen):
             self.emit("tl::fence_proxy_async();  // plain stores, read next by the tensor cores")
             self.emit("tl::mbar_arrive(tl_full + tl_stage);")
 
+    @contextmanager
+    def ring_step(self, var: str):
+        """While the ring's body is written: its loop variable (tl_k, or a streamed segment's
+        tl_k0 + tl_k) is never negative, which the `//` and `%` of its K step's group tell nvcc
+        (cexpr.py's _never_negative, as stmt_For's loops; a split-K part's
+        `((bz * steps + k) * BK + j) // G`: std.gemm's matmul_w4a16_splitk through the TMA kept
+        every weight's division without it, 1,897 SASS a K step of 512 at M = 1)."""
+        hints = getattr(self, "sign_hints", None)
+        if hints is None:
+            yield
+            return
+        outer = hints.loops.get(var)
+        hints.loops[var] = (0, None)
+        try:
+            yield
+        finally:
+            if outer is None:
+                hints.loops.pop(var, None)
+            else:
+                hints.loops[var] = outer
+
     def consumer_iteration(self, w: WarpSpecPlan, which: str) -> None:
         """One iteration of the consumers' loop at tl_k: `which` is "first" (tl_k = 0, peeled),
         "later" (tl_k > 0) or "any" (either: the conditions at run time)."""
@@ -823,10 +846,11 @@ class WarpSpecEmission(BulkReduceGen):
         e(f"(void){var};")
         saved = self.staged(plan, "tl_it")
         self.in_flight_gemm, self.in_consumer_loop = (plan.rest[0] if w.overlap else None), True
-        if self.spec.deferred is not None:
-            self.deferred_body(plan, which)
-        else:
-            self.block(plan.rest)
+        with self.ring_step(plan.loop.var):
+            if self.spec.deferred is not None:
+                self.deferred_body(plan, which)
+            else:
+                self.block(plan.rest)
         self.in_consumer_loop = False
         self.smem_base = saved
         self.indent -= 1

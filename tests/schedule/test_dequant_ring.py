@@ -1,0 +1,158 @@
+"""A dequantizing ring through the TMA (schedule/dequant_ring.py, #18), an option off by default:
+with it, warp specialization takes std.gemm's w4a16 decode kernels (whose padded weight tile,
+32- and 16-byte-row scale and zero tiles and mma.sync gemm it refused): the weight tile is laid
+out 128-byte swizzled, the scales and zeros come as one unswizzled box a stage, the consumers
+run the dequantization and the gemm on their stage and issue no copy.  --emit ir shows it; the
+interpreter runs the ring as recorded and matches NumPy (ragged K and N, groups straddling the
+K steps' edges, several groups a step, split-K's parts); nvcc builds it for sm_90a without
+spills, the producer's copies UTMALDG, the consumers' loop without a copy instruction."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from tlc import package_data
+from tlc.interp import run_kernel
+from tlc.ir.printer import print_kernel
+from tlc.schedule import dequant_ring
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "stdlib"))
+from w4a16_kit import case, check  # noqa: E402
+
+GEMM = str(package_data.stdlib().joinpath("gemm.tl"))
+M1 = {"BM": 8, "BK": 256, "stages": 3}  # config.json's matmul_w4a16 tiles at M = 1 on sm_90a
+M16 = {"BM": 16, "BK": 512, "stages": 2}  # ... at M = 16 (wgmma with A in registers)
+NOTE = ("# note: a dequantizing ring through the TMA (dequant_ring.py): Wq (was pad=4) 128-byte swizzled for the "
+        "TMA; Ss, Zs one unswizzled box a stage")
+MMA = "; the gemm of Wd on mma.sync from registers in the consumers' loop"
+
+
+def _kernel(name, consts, arch="sm_90a"):
+    from tlc.driver import check_file
+    from tlc.schedule import schedule
+
+    return schedule(check_file(GEMM).program, name, consts, target=arch)
+
+
+@pytest.fixture
+def on(monkeypatch):
+    monkeypatch.setattr(dequant_ring, "DEQUANT_RING", True)
+
+
+def test_off_by_default_the_decode_kernel_keeps_its_cp_async_ring():
+    assert dequant_ring.DEQUANT_RING is False
+    k = _kernel("matmul_w4a16", M1)
+    assert k.warp_spec is None and "dequantizing" not in print_kernel(k)
+    assert "shared Wq: u32[64, 32] @0 layout=27648 B, stages=3, pad=4" in print_kernel(k)
+
+
+def test_the_ir_shows_the_ring_its_maps_and_layouts(on):
+    text = print_kernel(_kernel("matmul_w4a16", M1))
+    assert NOTE + MMA + "\n" in text
+    assert "copies W4 -> Wq, A -> As, scales -> Ss, zeros -> Zs into stage it % 3" in text
+    # the weight's 128-byte rows swizzled in the bytes the pad had (24 of 27 KB), one box each
+    assert "shared Wq: u32[64, 32] @0 layout=24576 B, stages=3, swizzle=128B" in text
+    assert ("tensor maps: #0 W4 box 64x32, #1 A box 8x64, #2 scales box 64x8 (unswizzled), "
+            "#3 zeros box 64x16 (unswizzled)") in text
+    # one block a cluster (the decode grid's tiles never share a weight tile)
+    assert "persistent: the grid counts tiles, each block walks them in groups of 8 rows of tiles\n" in text
+    assert "multicast" not in text
+
+
+def test_at_m16_the_gemm_stays_on_wgmma_and_k_steps_of_512_swizzle_by_segments(on):
+    text = print_kernel(_kernel("matmul_w4a16", M16))
+    assert NOTE + "\n" in text  # (wgmma's register-A form: nothing to say of the gemm)
+    assert "shared Wq: u32[64, 64] @0 layout=32768 B, stages=2, swizzle=128B" in text  # 34816 B padded
+    assert "#0 W4 box 64x32" in text
+
+
+def test_split_k_kernel_too(on):
+    k = _kernel("matmul_w4a16_splitk", {"BM": 8, "BK": 512, "stages": 2})
+    assert k.warp_spec is not None and len(k.grid) == 3 and NOTE in print_kernel(k)
+
+
+def test_k_steps_of_128_take_the_weight_as_an_unswizzled_box(on):
+    # 64-byte weight rows: unpadded in the cp.async ring too, nothing to swizzle
+    text = print_kernel(_kernel("matmul_w4a16", {"BM": 8, "BK": 128, "stages": 3}))
+    assert ("# note: a dequantizing ring through the TMA (dequant_ring.py): Wq, Ss, Zs one unswizzled box a stage"
+            + MMA + "\n") in text
+    assert "#0 W4 box 64x16 (unswizzled)" in text
+
+
+def test_rings_it_took_already_are_planned_as_before(on, monkeypatch):
+    on_text = print_kernel(_kernel("matmul", {}))
+    monkeypatch.setattr(dequant_ring, "DEQUANT_RING", False)
+    assert on_text == print_kernel(_kernel("matmul", {})) and "dequantizing" not in on_text
+
+
+# (M, N, K, G, constants, dtype): K and N ragged (K // 32 and K // G partial); a group of 128
+# over two K steps of 64 (groups straddle the steps' edges); four groups of 32 a K step of 128
+# (the last step's groups partly past K); M = 16 on wgmma's register-A form at K steps of 512;
+# bf16
+SHAPES = [
+    (1, 100, 4100, 128, M1, np.float16),
+    (3, 70, 2000, 128, {"BM": 8, "BK": 64, "stages": 4}, np.float16),
+    (5, 96, 1000, 32, {"BM": 8, "BK": 128, "stages": 3}, np.float16),
+    (16, 130, 3000, 128, M16, np.float16),
+    (2, 64, 1100, 64, {"BM": 8, "BK": 256, "stages": 2}, ml_dtypes.bfloat16),
+]
+
+
+@pytest.mark.parametrize("M,N,K,G,consts,dtype", SHAPES)
+def test_the_interpreter_runs_the_ring_and_matches_numpy(on, M, N, K, G, consts, dtype):
+    k = _kernel("matmul_w4a16", {**consts, "G": G, "T": dtype_name(dtype)})
+    assert k.warp_spec is not None and all(x.tensor_map >= 0 for x in k.warp_spec.loads)
+    A, W4, scales, zeros, C, ref, tol, _ = case(np.random.default_rng(M + K), M, N, K, G, dtype)
+    run_kernel(k, {"A": A, "W4": W4, "scales": scales, "zeros": zeros, "C": C})
+    check(f"matmul_w4a16 through the TMA {M}x{N}x{K} g{G}", C, ref, tol)
+
+
+def dtype_name(dtype) -> str:
+    return "bf16" if np.dtype(dtype) == np.dtype(ml_dtypes.bfloat16) else "f16"
+
+
+def test_split_k_parts_through_the_ring_add_up_to_numpy(on):
+    from tlc.driver import check_file
+    from tlc.schedule import schedule
+
+    M, N, K, S = 1, 100, 4100, 3
+    k = _kernel("matmul_w4a16_splitk", {"BM": 8, "BK": 512, "stages": 2})
+    assert k.warp_spec is not None
+    A, W4, scales, zeros, C, ref, tol, _ = case(np.random.default_rng(5), M, N, K)
+    P = np.full((S, M, N), np.nan, np.float32)
+    run_kernel(k, {"A": A, "W4": W4, "scales": scales, "zeros": zeros, "P": P})
+    run_kernel(schedule(check_file(GEMM).program, "splitk_reduce", {}, target="sm_90a"), {"P": P, "C": C})
+    check("matmul_w4a16_splitk through the TMA, 3 parts", C, ref, tol)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("name,consts,gemm,most", [
+    ("matmul_w4a16", M1, "HMMA.16816.F32", 560), ("matmul_w4a16", M16, "HGMMA", 1200),
+    ("matmul_w4a16_splitk", {"BM": 8, "BK": 512, "stages": 2}, "HMMA.16816.F32", 1000)])
+def test_nvcc_builds_it_the_producer_on_the_tma_the_consumers_issuing_no_copy(on, tmp_path, name, consts, gemm, most):
+    """nvcc 13.0 sm_90a, the sizes assumed as NVRTC's build (TL_ASSUME_SIZES): no spills; the
+    producer's loop issues UTMALDG (its fallback, where a map does not encode, copies element by
+    element); no cp.async anywhere; the consumers' loop (the one holding the gemm) loads only
+    shared memory, in at most `most` SASS a K step: 489 at M = 1 (K steps of 256), 1,068 at M =
+    16 (512), split-K 907 (512; 1,897 before the ring's loop variable was known not negative:
+    codegen/warpspec/emit.py ring_step)."""
+    sys.path.insert(0, str(ROOT / "tests" / "codegen"))
+    from nvcc import cubin_sass
+    from test_data import _innermost_loop_of
+    from tlc.codegen import generate
+
+    source = "#define TL_ASSUME_SIZES 1\n" + generate(_kernel(name, consts), "sm_90a").source
+    assert "tl::tma_load<2>(" in source  # the scales' and zeros' boxes
+    sass, log = cubin_sass(source, "sm_90a", tmp_path)
+    assert "0 bytes spill stores" in log, log
+    assert "LDGSTS" not in sass
+    assert any("UTMALDG.2D" in x for x in _innermost_loop_of(sass, "UTMALDG.2D"))
+    consumer = _innermost_loop_of(sass, gemm)
+    assert not [x for x in consumer if re.search(r"\b(LDG|LDGSTS|UTMALDG|STS|STG)\b", x)], consumer
+    assert any(re.search(r"\bLDS\b", x) for x in consumer) and len(consumer) <= most, len(consumer)
