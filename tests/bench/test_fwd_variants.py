@@ -24,3 +24,11 @@ def test_a_switched_variant_is_a_renamed_copy_scheduled_with_the_switch():
 def test_an_unknown_switch_is_said():
     with pytest.raises(SystemExit, match="fwd_variants: tlc.schedule.warpspec has no switch NOPE"):
         fwd_variants.switched(lambda: None, {"tlc.schedule.warpspec.NOPE": 1})
+
+
+def test_the_queued_walk_is_std_flash_fwd_as_a_walk(tmp_path):
+    # bench/queue/A_fwd_persistent.sh's contender follows std's flash_fwd statement for statement
+    sys.path.insert(0, str(ROOT / "tests" / "schedule"))
+    from test_persistent_grid import attention_walk
+    text = (ROOT / "bench" / "A_fwd_walk.tl").read_text()
+    assert text[text.index("LOG2E: const"):] == attention_walk(tmp_path).read_text()
