@@ -1,5 +1,6 @@
 """Where a first call with empty caches goes (#15, time to first result): `python3
-bench/first_cold_steps.py [--runs N] [--gpu] [--profile]`.
+bench/first_cold_steps.py [--runs N] [--gpu] [--nvrtc-ms MS] [--heap N] [--tree DIR[#VARIANT]]...
+[--instructions] [--profile]`.
 
 std.gemm's matmul loaded and called once in a new process whose tlc cache is empty (and, with
 --gpu, NVRTC's too: CUDA_CACHE_PATH a new empty folder), as bench/overheads.py --only first's
@@ -9,17 +10,26 @@ reported (the clocked steps it calls taken out, so that the steps and "the rest"
 search, the scheduler, the code generator, NVRTC (the kernel's compile apart from the wait for
 the warm-up thread and the rest of `nvrtc_compile`), the module load, the launch; every module's
 import as one step ("import": each module's own execution, the imports it makes taken out) and
-the garbage collector's passes as another.  The clocks are put on a step's module when it is
+the garbage collector's passes by generation.  The clocks are put on a step's module when it is
 imported (a hook in importlib's loader), so that no module is imported before the clock only to
-be clocked.  Without --gpu, CuPy and the driver are stood in for (bench/first_cached_host.py's
-STAND_IN) and so is NVRTC (no warm-up, the compile returns a few bytes): the host's Python
-alone.  --profile: one more process under cProfile, its listings printed (the device's
-outputs come back as text only).
+be clocked.  Steps run on the thread that compiles beside the caches' stores
+(tlc/runtime/beside.py) are shown as `[compile thread]`, outside the call's sum.
 
-What it found (session 26, 2-core CPU machine, stood in, before this session's changes): load +
-call ~220 ms CPU, of which the compiler's imports ~65, the parse ~49 and Lark's tables ~13, the
-type check of the 40 functions ~32, the checked-module cache's store ~17, the targets' search
-~11, the scheduler ~12, the code generator ~7.
+Without --gpu, CuPy and the driver are stood in for (bench/first_cached_host.py's STAND_IN) and
+so is NVRTC: its compile a wait without the GIL of --nvrtc-ms, its warm-up thread only what it
+finds first (tlc.runtime.WARM_UP_FINDS_ARCH); --heap N keeps N objects alive before the clock
+(as PyTorch's import leaves them).  --tree runs another folder holding tlc/ (its processes
+alternate with the others'); a `#` after it names variants of that tree: `inline` (the caches'
+stores where they are asked for, as before d2c014e), `nowarm` (no warm-up thread), `thread`
+(WARM_UP_FINDS_ARCH), combined with commas.  --instructions: then each variant's call counted by
+callgrind with no clocks (the same on a busy machine).  --profile: one more process under
+cProfile, its listings printed (the device's outputs come back as text only).
+
+Session 26, the 2-core CPU machine, stood in: load + call ~220-255 ms CPU, of which the imports
+~85-95 (193 modules), the parse ~49 and Lark's tables ~13, the type check of the 40 functions
+~32, the collector ~12-20, the checked module's store ~15-22 (now beside the compile), the
+scheduler ~7-12, the code generator ~7 (71 while a precompiled template was stale, 82633f4);
+instructions 1,818 M (1d8cd08) -> 1,844 M at the session's end.
 """
 from __future__ import annotations
 
