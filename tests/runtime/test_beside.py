@@ -106,3 +106,24 @@ def test_load_for_the_gpu_stores_the_checked_module_beside_the_compile(tmp_path,
     monkeypatch.setattr(api.driver, "check_source", lambda *a: parses.append(a) or real_check(*a))
     second = api.load(str(path))
     assert stores == [str(path)] and parses == [] and sorted(second.kernels) == sorted(first.kernels)
+
+
+def test_a_process_that_loads_and_never_compiles_stores_at_exit(tmp_path):
+    """Work left waiting when no compile and no second load comes runs at the process's end:
+    the next process finds the checked module."""
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "k.tl"
+    path.write_text(SOURCE)
+    code = ("import tlc.api as api, tlc.runtime as r\n"
+            "api._gpu_available = lambda: True\n"
+            "r.warm_up = lambda device=None: None\n"
+            f"api.load({str(path)!r})\n"
+            "from tlc.runtime import beside\n"
+            "assert beside.waiting()\n")
+    env = {**os.environ, "TLC_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(list((tmp_path / "cache").glob("*.checked"))) == 1
