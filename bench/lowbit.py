@@ -387,6 +387,11 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                        {"options": "tma", "m": (16,), "BK": 512, "stages": 4}, 0),
                       ("w4a16 TMA ring split-K 4", "matmul_w4a16_splitk", {"options": "tma", "m": (1,)}, 4),
                       ("w4a16 TMA ring split-K 2", "matmul_w4a16_splitk", {"options": "tma", "m": (16,)}, 2),
+                      # two consumer warpgroups: a warp-specialized block holds an SM alone, and one
+                      # warpgroup is one warp a scheduler to hide the dequantization's latencies (168
+                      # registers, no spills; 192 / 224 KB on 4 stages at M = 1 / 16)
+                      ("w4a16 TMA ring BN=128 256 thr split-K 2", "matmul_w4a16_splitk",
+                       {"options": "tma", "BN": 128, "THREADS": 256, "BK": 512, "stages": 4}, 2),
                       ("w4a16 copy forms split-K 4", "matmul_w4a16_splitk", {"options": "forms", "m": (1,)}, 4),
                       ("w4a16 copy forms split-K 2", "matmul_w4a16_splitk", {"options": "forms", "m": (16,)}, 2),
                       ("w4a16 ring split", "matmul_w4a16", {"options": "ring-split"}, 0)]

@@ -11,18 +11,22 @@
 # 40 / 240); no LDGSTS anywhere, UTMALDG.2D in the producer's loop; the consumers' loop a K step:
 # matmul_w4a16 M = 1 (BM 8, BK 256) 489 SASS (16 HMMA, 24 LDS + 8 LDS.U8, no global access),
 # where helper D counted ~580 of copy issue alone in a cp.async K step of 512; split-K (BK 512)
-# 907; M = 16 (BK 512, wgmma register A) 1,068.  One process (bench/lowbit.py's "options" rows:
+# 907; M = 16 (BK 512, wgmma register A) 1,068.  A warp-specialized block holds an SM alone (240
+# registers a consumer): one consumer warpgroup is one warp a scheduler, little to hide the
+# dequantization's latencies with (the cp.async kernels run 4 blocks an SM); "BN=128 256 thr
+# split-K 2" gives each SM two (168 registers, no spills).  One process (bench/lowbit.py's "options" rows:
 # each switch set from a copy of std.gemm at a path of its own): the "w4a16 TMA ring" rows beside
 # the same kernels and tiles without it ("w4a16", "w4a16 split-K 4/2"), std's M = 1 GEMV, helper
 # D's switches (copy forms, split inside the kernel) and F.linear f16; every output checked
 # against F.linear in f32 before its time counts (bench/lowbit.py, 8 f16 units).
 # Answer (ANSWER:, one line each M): TMA/cp.async ratio of each pair (same kernel, same tiles) and
 # the best row against F.linear.  Flip dequant_ring.DEQUANT_RING = True if both pairs' ratios are
-# <= 0.98 at M = 1 and at M = 16 and no TMA row failed its check (then config.json's M = 1 tiles:
-# the better of "TMA ring" and "TMA ring BK=256 stages=6"); a failed check keeps it off.
+# <= 0.98 at M = 1 and at M = 16 and no TMA row failed its check (then config.json takes the
+# fastest TMA row's tiles at each M, and std's M = 1 choice its kernel if it beats the GEMV); a
+# failed check keeps it off.
 set -u
 timeout 28 python3 bench/lowbit.py --w4a16 --quick --m 1,16 \
-  --only "w4a16,w4a16 gemv,w4a16 split-K 4,w4a16 split-K 2,w4a16 TMA ring,w4a16 TMA ring BK=256 stages=6,w4a16 TMA ring BK=512 stages=4,w4a16 TMA ring split-K 4,w4a16 TMA ring split-K 2,w4a16 copy forms split-K 4,w4a16 copy forms split-K 2,w4a16 ring split" \
+  --only "w4a16,w4a16 gemv,w4a16 split-K 4,w4a16 split-K 2,w4a16 TMA ring,w4a16 TMA ring BK=256 stages=6,w4a16 TMA ring BK=512 stages=4,w4a16 TMA ring split-K 4,w4a16 TMA ring split-K 2,w4a16 TMA ring BN=128 256 thr split-K 2,w4a16 copy forms split-K 4,w4a16 copy forms split-K 2,w4a16 ring split" \
   | tee /tmp/D2_tma.txt
 python3 - <<'PY'
 import sys
