@@ -42,6 +42,17 @@ def test_an_identity_window_is_loaded_as_the_images_rows(tiled, consts, identity
     assert (x_map.view is not None, x_map.im2col is None) == (identity, identity)
 
 
+def test_the_sizes_check_evaluates_only_what_it_knows():
+    from tlc import ir
+    from tlc.dtypes import I32
+    W = ir.Var("W", I32)
+    one, zero = ir.Const(1, I32), ir.Const(0, I32)
+    assert im2col_tma._value(ir.BinOp("+", ir.BinOp("//", ir.BinOp("-", W, one, I32), one, I32), one, I32), {"W": 7}) == 7
+    assert im2col_tma._value(ir.BinOp("//", W, zero, I32), {"W": 7}) is None  # a division by 0: unknown
+    assert im2col_tma._value(ir.BinOp("+", ir.BinOp("%", W, zero, I32), one, I32), {"W": 7}) is None
+    assert im2col_tma._value(ir.UnaryOp("-", W, I32), {"W": 7}) is None  # not an operation it evaluates
+
+
 def test_the_switch_is_off_by_default():
     assert im2col_tma.TILED_IDENTITY is False
     ws = _ws(RING)

@@ -256,15 +256,18 @@ def identity_window(t, img_shape: tuple, loop: ir.For, defs: dict) -> bool:
 
 
 def _value(e, env: dict):
-    """An integer Expr of + - * // % min max over `env`'s values (Python's floor semantics, the IR's)."""
+    """An integer Expr of + - * // % min max over `env`'s values (Python's floor semantics, the
+    IR's), or None where it divides by 0 or holds anything else."""
     if isinstance(e, ir.Const):
-        return e.value
+        return e.value if isinstance(e.value, int) else None
     if isinstance(e, ir.Var):
-        return env[e.name]
+        return env.get(e.name)
     if isinstance(e, ir.Cast):
         return _value(e.x, env)
-    a, b = _value(e.a, env), _value(e.b, env)
-    if e.op in ("//", "%") and b == 0:
+    if not isinstance(e, ir.BinOp) or e.op not in ("+", "-", "*", "//", "%", "min", "max"):
         return None
-    return {"+": a + b, "-": a - b, "*": a * b, "min": min(a, b), "max": max(a, b)}.get(e.op) if e.op not in ("//", "%") \
-        else (a // b if e.op == "//" else a % b)
+    a, b = _value(e.a, env), _value(e.b, env)
+    if a is None or b is None or (e.op in ("//", "%") and b == 0):
+        return None
+    return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "//": lambda: a // b, "%": lambda: a % b,
+            "min": lambda: min(a, b), "max": lambda: max(a, b)}[e.op]()
