@@ -3,7 +3,8 @@ condition and the LSE in log2 units from grid0 (queued for the H200: bench/queue
 Its sm_90a grids as recorded run on the interpreter against the f64 gradients (ragged S and SK,
 S > SK, GQA, causal); its SASS at config.json's tiles, built with codegen/half_pairs.py's
 CAST_PAIRS and codegen/sm90.py's RING_SCALE_D_CLEARS "all" as the queued run builds it, has no
-per-element mask and no F2FP halves swapped back, and no spill or serialized wgmma."""
+per-element mask and no F2FP halves swapped back, and no spill or serialized wgmma.  The same of
+bench/attention_bwd_fused.tl's BLOCK_MASK (the one-grid backward's step written alike)."""
 from __future__ import annotations
 
 import re
