@@ -12,7 +12,8 @@
 #    std.broadcast's pow 64 -> 95 registers.  Rows: pow (0.87 of copy), broadcast.pow (0.55).
 #  - l2_policy.KEEP_GATHERED_ROWS: a gather's copies (rows chosen by an index) load with an L2
 #    evict_last policy.  moe_permute reads x (32 MiB) 8 times while writing y (288 MiB): 0.63 of
-#    copy.  Rows: moe_permute, and moe_unpermute / embedding, which it marks too (no loss wanted).
+#    copy.  Rows: moe_permute, and embedding, which it marks too (no loss wanted; moe_unpermute and
+#    index_select, marked as well, only in the GPU tests here).
 #  - atomic_groups.GROUP_ATOMICS: a warp's constant shared atomic adds at one data-chosen
 #    address added once (MATCH.ANY, POPC, one ATOMS a group); the skewed ids put ~6 of a warp's
 #    32 lanes on one bin.  Row: expert_histogram (0.76 of copy).
@@ -27,7 +28,7 @@
 # (fast_math.py, l2_policy.py, atomic_groups.py, runtime/host_asserts.py) if its rows gain,
 # none loses more than 1%, and the tests pass.
 set -u
-SPEC="pow broadcast.pow moe_permute expert_histogram moe_unpermute embedding"
+SPEC="pow broadcast.pow moe_permute expert_histogram embedding"
 BASE=${TLC_CACHE_DIR:-/tmp/tlc-cache}
 ASSERTS=@tlc.runtime.host_asserts.HOST_DECIDED_ASSERTS=1  # a run-time switch: a variant in the same process
 TLC_CACHE_DIR=$BASE/g_defaults PYTHONUNBUFFERED=1 python3 bench/ops_variants.py --min-ms 20 --json /tmp/g_before.json \
@@ -37,4 +38,4 @@ TLC_CACHE_DIR=$BASE/g_switches PYTHONUNBUFFERED=1 python3 bench/ops_variants.py 
   --option tlc.schedule.atomic_groups.GROUP_ATOMICS=1 $SPEC 2>&1
 python3 bench/ops_variants.py --compare /tmp/g_before.json /tmp/g_after.json 2>&1
 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_fast_math16_gpu.py tests/gpu/test_moe_gpu.py \
-  -k "pow_special or untimed or decide_its_assert" 2>&1 | tail -4
+  -k "pow_special or untimed or decide_its_assert" 2>&1
