@@ -380,18 +380,24 @@ def run(code: str, env: dict, cai: bool = False, cwd: Path = ROOT) -> str:
 def instructions(env: dict, cai: bool, cwd: Path) -> int:
     """The instructions the cached call runs in user space (valgrind's callgrind, counting only
     within the C function `functools.reduce` that the child calls the load and the call through)."""
+    return callgrind_count(["-c", TIMED] + (["--cai"] if cai else []), {**env, "TLC_BENCH_HOST_INSTRUCTIONS": "1"},
+                           cwd, "bench/first_cached_host.py")
+
+
+def callgrind_count(argv: list, env: dict, cwd: Path, who: str, timeout: float = 900) -> int:
+    """The user-space instructions of `python argv` within `functools.reduce` (callgrind), for
+    the script `who` (named in its errors)."""
     import re
     import shutil
 
     if shutil.which("valgrind") is None:
-        sys.exit("bench/first_cached_host.py: --instructions needs valgrind")
+        sys.exit(f"{who}: --instructions needs valgrind")
     done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                           "--toggle-collect=functools_reduce", sys.executable, "-c", TIMED] + (["--cai"] if cai else []),
-                          env={**env, "TLC_BENCH_HOST_INSTRUCTIONS": "1"}, capture_output=True, text=True, timeout=900,
-                          cwd=cwd)
+                           "--toggle-collect=functools_reduce", sys.executable, *argv],
+                          env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode != 0 or found is None:
-        sys.exit(f"bench/first_cached_host.py: callgrind failed:\n{done.stderr[-3000:]}")
+        sys.exit(f"{who}: callgrind failed:\n{done.stderr[-3000:]}")
     return int(found.group(1))
 
 

@@ -44,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from first_cached_host import GPU, STAND_IN  # noqa: E402
+from first_cached_host import GPU, STAND_IN, callgrind_count  # noqa: E402
 
 # module -> the functions (or Class.method) clocked in it, in the order a cold call meets them
 STEPS = {
@@ -217,20 +217,8 @@ def run(code: str, env: dict, tree: Path) -> dict:
 def instructions(code: str, env: dict, tree: Path) -> int:
     """The instructions of the load and the call (callgrind, counting only within the C function
     `functools.reduce` that the child calls them through)."""
-    import re
-    import shutil
-
-    if shutil.which("valgrind") is None:
-        sys.exit("bench/first_cold_steps.py: --instructions needs valgrind")
-    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                           "--toggle-collect=functools_reduce", sys.executable, "-c", code],
-                          env={**env, "TLC_BENCH_COLD_INSTRUCTIONS": "1", "PYTHONPATH": os.pathsep.join(
-                              [str(tree), env.get("PYTHONPATH", "")])}, capture_output=True, text=True, timeout=1800,
-                          cwd=tree)
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode != 0 or found is None:
-        sys.exit(f"bench/first_cold_steps.py: callgrind failed:\n{done.stderr[-3000:]}")
-    return int(found.group(1))
+    return callgrind_count(["-c", code], {**env, "TLC_BENCH_COLD_INSTRUCTIONS": "1", "PYTHONPATH": os.pathsep.join(
+        [str(tree), env.get("PYTHONPATH", "")])}, tree, "bench/first_cold_steps.py", timeout=1800)
 
 
 def report(runs: list, what: str) -> None:
