@@ -5,7 +5,6 @@ element-by-element loop took two 16-bit extractions and a PRMT to pair them agai
 whose every value is the same for both columns, or a pair of them built from such a word, takes
 it; anything else stays the scalar loop.  A loop whose last statement casts an f32 value into its
 own element of such a fragment runs its body for both registers and rounds them as a pair."""
-import re
 import sys
 from pathlib import Path
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..schedule.layout import MmaAccumulator, register_in_loop
-from .cnames import c_name, c_type
+from .cnames import c_name
 
 _PAIR_TYPE = {"f16": "__half2", "bf16": "__nv_bfloat162"}
 _BROADCAST = {"f16": "__half2half2", "bf16": "__bfloat162bfloat162"}

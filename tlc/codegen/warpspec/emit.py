@@ -477,7 +477,7 @@ class WarpSpecEmission(BulkReduceGen):
         counter = self.dynamic_counter()
         e("for (int tl_q = 0;; ++tl_q) {  // this block's tiles, each the next count of the counter")
         self.indent += 1
-        take = [f"tl::mbar_wait(tl_sched_bar + 2 + tl_q % 2, ((tl_q / 2) & 1) ^ 1);  // the consumers read the slot",
+        take = ["tl::mbar_wait(tl_sched_bar + 2 + tl_q % 2, ((tl_q / 2) & 1) ^ 1);  // the consumers read the slot",
                 f"tl_tile = atomicAdd({counter}, 1);",
                 "tl_sched[tl_q % 2] = tl_tile;",
                 "tl::mbar_arrive(tl_sched_bar + tl_q % 2);  // (a release: the count is in the slot)",
@@ -512,7 +512,7 @@ class WarpSpecEmission(BulkReduceGen):
         name = f"tl_dyn_{c_name(self.k.name)}"
         if not getattr(self, "_dynamic_declared", False):
             self._dynamic_declared = True
-            self.preamble += [f"// the dynamic tile order's counter and its count of blocks done (TileOrder.dynamic)",
+            self.preamble += ["// the dynamic tile order's counter and its count of blocks done (TileOrder.dynamic)",
                               f"__device__ int {name}[2];"]
         return name
 

@@ -116,7 +116,7 @@ def emit_fixup(gen, epilogue) -> None:
     names = [c_name(v) for v in gen.k.block_vars]
     bx, by, part = names[0], names[1], names[2]
     quads = rows * cols // 4  # float4s a slot
-    e(f"// split-K (schedule/split_k.py): the parts of K meet; the last adds the others' partial tiles in order")
+    e("// split-K (schedule/split_k.py): the parts of K meet; the last adds the others' partial tiles in order")
     e("bool tl_sk_epilogue = true;")
     e(f"if ({'!tl_walk.on && ' if gen.spec.stream_k is not None else ''}tl_tiles_z > 1) {{")
     gen.indent += 1
