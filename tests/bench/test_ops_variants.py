@@ -77,3 +77,12 @@ def test_a_variants_run_time_switch_is_set_for_its_run_alone():
     rows = ops_variants.variant_rows(["expert_histogram", "@tlc.runtime.host_asserts.HOST_DECIDED_ASSERTS=1,PART=4096"])
     assert [label for _, label, _ in rows] == ["default", "@tlc.runtime.host_asserts.HOST_DECIDED_ASSERTS=1,PART=4096"]
     assert rows[1][2].tlc_constants() == {"I": "i64", "PART": 4096}  # the switch is no constant
+
+
+def test_the_queued_transpose_tiles_are_right_on_the_interpreter(capsys):
+    script = (ROOT / "bench" / "queue" / "G_transpose_tiles.sh").read_text()
+    words = shlex.split(re.search(r"bench/ops_variants.py (.*?) 2>&1", script).group(1))
+    spec = [w for i, w in enumerate(words) if not w.startswith("--") and not words[i - 1].startswith("--")]
+    assert spec[0] == "transpose" and len(spec) == 3
+    result = ops_variants.main(["--dry-run", *spec])
+    assert result["failures"] == [], capsys.readouterr().out
