@@ -377,10 +377,12 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       ("w4a16 BK=256 split-K 4 stages=2", "matmul_w4a16_splitk", {"BK": 256, "stages": 2}, 4),
                       # session 26 (D2), "options": the switches of W4_OPTION_SETS, in the process of the
                       # rows above (each set from a copy of std.gemm of its own): the weight through the
-                      # TMA ring (schedule/dequant_ring.py) at config.json's tiles, and deeper rings (one
-                      # block an SM: 15 KB a stage at M = 1, 51 KB at M = 16); D's copy forms and split
-                      # inside the kernel beside them
+                      # TMA ring (schedule/dequant_ring.py) at config.json's tiles (3 blocks an SM where
+                      # its gemm is mma.sync, M = 1; one with setmaxnreg otherwise, and "1 block an SM"),
+                      # and deeper rings (15 KB a stage at M = 1, 51 KB at M = 16); D's copy forms and
+                      # split inside the kernel beside them
                       ("w4a16 TMA ring", "matmul_w4a16", {"options": "tma"}, 0),
+                      ("w4a16 TMA ring 1 block an SM", "matmul_w4a16", {"options": "tma-1", "m": (1,)}, 0),
                       ("w4a16 TMA ring BK=256 stages=6", "matmul_w4a16",
                        {"options": "tma", "m": (1,), "BM": 8, "BK": 256, "stages": 6}, 0),
                       ("w4a16 TMA ring BK=512 stages=4", "matmul_w4a16",
@@ -399,6 +401,8 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
 # compile, its kernels from a copy of std.gemm's text at a path of its own (the program cache's keys
 # do not hold the switches), so that one process times it beside the defaults
 W4_OPTION_SETS = {"tma": ("tlc.schedule.dequant_ring.DEQUANT_RING=1",),
+                  # the same ring one block an SM with setmaxnreg, as every other warp-specialized one
+                  "tma-1": ("tlc.schedule.dequant_ring.DEQUANT_RING=1", "tlc.schedule.dequant_ring.DEQUANT_BLOCKS=1"),
                   "forms": ("tlc.codegen.copies.ROUND_STEPS=1", "tlc.codegen.copies.CLIP_ROWS_MAX=8"),
                   "ring-split": ("tlc.schedule.ring_split_k.RING_SPLIT=1",)}
 # BM = 256: each dequantized weight used by twice the rows (the dequantization costs per weight,

@@ -13,8 +13,11 @@
 # where helper D counted ~580 of copy issue alone in a cp.async K step of 512; split-K (BK 512)
 # 907; M = 16 (BK 512, wgmma register A) 1,068.  A warp-specialized block holds an SM alone (240
 # registers a consumer): one consumer warpgroup is one warp a scheduler, little to hide the
-# dequantization's latencies with (the cp.async kernels run 4 blocks an SM); "BN=128 256 thr
-# split-K 2" gives each SM two (168 registers, no spills).  One process (bench/lowbit.py's "options" rows:
+# dequantization's latencies with (the cp.async kernels run 4 blocks an SM).  So a dequantizing
+# ring whose gemm is mma.sync (M <= 8) runs up to DEQUANT_BLOCKS = 3 blocks an SM without
+# setmaxnreg (matmul_w4a16 at M = 1: 56 registers, split-K 71, no spills; the launch fills the
+# SMs as the occupancy calculator says); "TMA ring 1 block an SM" is the setmaxnreg form; "BN=128
+# 256 thr split-K 2" gives a lone block two consumer warpgroups (168 registers, no spills).  One process (bench/lowbit.py's "options" rows:
 # each switch set from a copy of std.gemm at a path of its own): the "w4a16 TMA ring" rows beside
 # the same kernels and tiles without it ("w4a16", "w4a16 split-K 4/2"), std's M = 1 GEMV, helper
 # D's switches (copy forms, split inside the kernel) and F.linear f16; every output checked
@@ -26,7 +29,7 @@
 # failed check keeps it off.
 set -u
 timeout 28 python3 bench/lowbit.py --w4a16 --quick --m 1,16 \
-  --only "w4a16,w4a16 gemv,w4a16 split-K 4,w4a16 split-K 2,w4a16 TMA ring,w4a16 TMA ring BK=256 stages=6,w4a16 TMA ring BK=512 stages=4,w4a16 TMA ring split-K 4,w4a16 TMA ring split-K 2,w4a16 TMA ring BN=128 256 thr split-K 2,w4a16 copy forms split-K 4,w4a16 copy forms split-K 2,w4a16 ring split" \
+  --only "w4a16,w4a16 gemv,w4a16 split-K 4,w4a16 split-K 2,w4a16 TMA ring,w4a16 TMA ring 1 block an SM,w4a16 TMA ring BK=256 stages=6,w4a16 TMA ring BK=512 stages=4,w4a16 TMA ring split-K 4,w4a16 TMA ring split-K 2,w4a16 TMA ring BN=128 256 thr split-K 2,w4a16 copy forms split-K 4,w4a16 copy forms split-K 2,w4a16 ring split" \
   | tee /tmp/D2_tma.txt
 python3 - <<'PY'
 import sys

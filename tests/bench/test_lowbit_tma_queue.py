@@ -25,7 +25,7 @@ def test_the_call_names_real_variants_within_30_seconds():
     labels = {v[0]: v for v in lowbit.W4_DECODE_VARIANTS}
     only = args.only.split(",")
     assert args.w4a16 and args.quick and set(only) <= set(labels), set(only) - set(labels)
-    assert {labels[x][2]["options"] for x in only if "options" in labels[x][2]} == {"tma", "forms", "ring-split"}
+    assert {labels[x][2]["options"] for x in only if "options" in labels[x][2]} == {"tma", "tma-1", "forms", "ring-split"}
 
 
 def test_an_options_row_sets_its_switches_only_while_it_compiles():
@@ -36,6 +36,8 @@ def test_an_options_row_sets_its_switches_only_while_it_compiles():
     assert lowbit._switched("forms", lambda: (copies.ROUND_STEPS, copies.CLIP_ROWS_MAX)) == (True, 8)
     assert (copies.ROUND_STEPS, copies.CLIP_ROWS_MAX) == (False, 0)
     assert lowbit._switched("ring-split", lambda: ring_split_k.RING_SPLIT) is True and not ring_split_k.RING_SPLIT
+    assert lowbit._switched("tma-1", lambda: (dequant_ring.DEQUANT_RING, dequant_ring.DEQUANT_BLOCKS)) == (True, 1)
+    assert dequant_ring.DEQUANT_BLOCKS == 3
     assert lowbit._switched(None, lambda: 3) == 3
 
 

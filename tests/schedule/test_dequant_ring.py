@@ -54,15 +54,30 @@ def test_off_by_default_the_decode_kernel_keeps_its_cp_async_ring():
 
 def test_the_ir_shows_the_ring_its_maps_and_layouts(on):
     text = print_kernel(_kernel("matmul_w4a16", M1))
-    assert NOTE + MMA + "\n" in text
+    assert NOTE + MMA + "; up to 3 blocks an SM of 80 registers a thread\n" in text
     assert "copies W4 -> Wq, A -> As, scales -> Ss, zeros -> Zs into stage it % 3" in text
     # the weight's 128-byte rows swizzled in the bytes the pad had (24 of 27 KB), one box each
     assert "shared Wq: u32[64, 32] @0 layout=24576 B, stages=3, swizzle=128B" in text
     assert ("tensor maps: #0 W4 box 64x32, #1 A box 8x64, #2 scales box 64x8 (unswizzled), "
             "#3 zeros box 64x16 (unswizzled)") in text
-    # one block a cluster (the decode grid's tiles never share a weight tile)
-    assert "persistent: the grid counts tiles, each block walks them in groups of 8 rows of tiles\n" in text
+    # one block a cluster (the decode grid's tiles never share a weight tile); 3 blocks an SM
+    # (DEQUANT_BLOCKS; 4 by shared memory), each thread 65536 / (3 x 256) registers, no setmaxnreg
+    assert ("persistent: the grid counts tiles, each block walks them in groups of 8 rows of tiles; up to 3 blocks "
+            "an SM (as many as the SMs hold: no setmaxnreg)\n") in text
+    assert "producer: threads 128..255, 80 registers;" in text and "consumers: threads 0..127 (1 warpgroup), 80 registers;" in text
     assert "multicast" not in text
+
+
+def test_one_block_an_sm_with_setmaxnreg_where_asked_or_the_gemm_is_wgmma(on, monkeypatch):
+    text = print_kernel(_kernel("matmul_w4a16", M16))  # wgmma's register A: the whole step's weights
+    assert "setmaxnreg 240" in text and "blocks an SM" not in text
+    monkeypatch.setattr(dequant_ring, "DEQUANT_BLOCKS", 1)
+    text = print_kernel(_kernel("matmul_w4a16", M1))
+    assert NOTE + MMA + "\n" in text and "setmaxnreg 40" in text and "setmaxnreg 240" in text
+    # by shared memory: 6 stages of 15 KB hold 2 blocks an SM
+    monkeypatch.setattr(dequant_ring, "DEQUANT_BLOCKS", 4)
+    assert _kernel("matmul_w4a16", {"BM": 8, "BK": 256, "stages": 6}).warp_spec.blocks_per_sm == 2
+    assert _kernel("matmul_w4a16", M1).warp_spec.blocks_per_sm == 4
 
 
 def test_at_m16_the_gemm_stays_on_wgmma_and_k_steps_of_512_swizzle_by_segments(on):
@@ -81,7 +96,7 @@ def test_k_steps_of_128_take_the_weight_as_an_unswizzled_box(on):
     # 64-byte weight rows: unpadded in the cp.async ring too, nothing to swizzle
     text = print_kernel(_kernel("matmul_w4a16", {"BM": 8, "BK": 128, "stages": 3}))
     assert ("# note: a dequantizing ring through the TMA (dequant_ring.py): Wq, Ss, Zs one unswizzled box a stage"
-            + MMA + "\n") in text
+            + MMA + "; up to 3 blocks an SM of 80 registers a thread\n") in text
     assert "#0 W4 box 64x16 (unswizzled)" in text
 
 
@@ -136,7 +151,9 @@ def test_split_k_parts_through_the_ring_add_up_to_numpy(on):
     ("matmul_w4a16", M1, "HMMA.16816.F32", 560), ("matmul_w4a16", M16, "HGMMA", 1200),
     ("matmul_w4a16_splitk", {"BM": 8, "BK": 512, "stages": 2}, "HMMA.16816.F32", 1000)])
 def test_nvcc_builds_it_the_producer_on_the_tma_the_consumers_issuing_no_copy(on, tmp_path, name, consts, gemm, most):
-    """nvcc 13.0 sm_90a, the sizes assumed as NVRTC's build (TL_ASSUME_SIZES): no spills; the
+    """nvcc 13.0 sm_90a, the sizes assumed as NVRTC's build (TL_ASSUME_SIZES): no spills (M = 1:
+    56 registers under launch bounds (256, 3), no setmaxnreg; split-K 71; M = 16 one block an SM
+    with setmaxnreg 40 / 240); the
     producer's loop issues UTMALDG (its fallback, where a map does not encode, copies element by
     element); no cp.async anywhere; the consumers' loop (the one holding the gemm) loads only
     shared memory, in at most `most` SASS a K step: 489 at M = 1 (K steps of 256), 1,068 at M =
@@ -151,6 +168,7 @@ def test_nvcc_builds_it_the_producer_on_the_tma_the_consumers_issuing_no_copy(on
     assert "tl::tma_load<2>(" in source  # the scales' and zeros' boxes
     sass, log = cubin_sass(source, "sm_90a", tmp_path)
     assert "0 bytes spill stores" in log, log
+    assert ("USETMAXREG" in sass) == (gemm == "HGMMA")  # (several blocks an SM keep their launch bounds' share)
     assert "LDGSTS" not in sass
     assert any("UTMALDG.2D" in x for x in _innermost_loop_of(sass, "UTMALDG.2D"))
     consumer = _innermost_loop_of(sass, gemm)

@@ -27,11 +27,13 @@ def header_lines(k: Kernel) -> list[str]:
     # the generic build's split where it differs (an im2col load's fallback gathers rows)
     generic = ["", ""] if ws.generic_registers is None else [f" ({n} in the generic build: the producer may gather)"
                                                               for n in ws.generic_registers]
+    regs = [f"setmaxnreg {ws.producer_registers}{generic[0]}", f"setmaxnreg {ws.consumer_registers}{generic[1]}"] \
+        if ws.blocks_per_sm == 1 else [f"{ws.producer_registers} registers", f"{ws.consumer_registers} registers"]
     out = [f"warp specialized: loop {loop.var} becomes a ring of {S} stages, it = its iterations counted "
            f"{'across tiles' if ws.tile_order is not None else 'from 0'}",
-           f"  producer: threads {T}..{T + P - 1}, setmaxnreg {ws.producer_registers}{generic[0]}; waits empty[it % {S}] "
+           f"  producer: threads {T}..{T + P - 1}, {regs[0]}; waits empty[it % {S}] "
            f"(phase (it / {S} & 1) ^ 1), copies {copies} into stage it % {S}, completes full[it % {S}]",
-           f"  consumers: threads 0..{T - 1} ({T // 128} warpgroup{'s' * (T > 128)}), setmaxnreg {ws.consumer_registers}{generic[1]}; "
+           f"  consumers: threads 0..{T - 1} ({T // 128} warpgroup{'s' * (T > 128)}), {regs[1]}; "
            f"wait full[it % {S}] (phase it / {S} & 1), run the loop's other statements on stage it % {S}, "
            f"release {release}",
            f"  barriers: full[{S}] @{ws.barriers} ({full}), empty[{S}] @{ws.barriers + 8 * S} ({ws.empty_arrivals} arrivals: one per consumer warp"
@@ -83,7 +85,9 @@ def header_lines(k: Kernel) -> list[str]:
                        f"sets the counter back to 0")
         else:
             out.append(f"  persistent: the grid counts tiles, each block walks them in groups of {ws.tile_order.group} "
-                       f"rows of tiles" + (f", clusters of {cluster} (multicast {', '.join(shared)})" if cluster > 1 else ""))
+                       f"rows of tiles" + (f", clusters of {cluster} (multicast {', '.join(shared)})" if cluster > 1 else "")
+                       + (f"; up to {ws.blocks_per_sm} blocks an SM (as many as the SMs hold: no setmaxnreg)"
+                          if ws.blocks_per_sm > 1 else ""))
     if ws.split_k is not None:
         sk = ws.split_k
         out.append(f"  split-K: the walk's z is the part of K ({sk.var}); a part before the last stores {sk.acc} into "

@@ -389,6 +389,10 @@ class WarpSpecialization(Node):
     # as soon as the first gemm is done and only theirs one iteration late: the deferred gemm
     # then needs no third stage (FlashAttention 3's separate K and V pipelines, two stages)
     late_loads: tuple[int, ...] = ()
+    # several blocks an SM (a dequantizing ring: schedule/dequant_ring.py): no setmaxnreg (every
+    # thread keeps the launch bounds' share), launch bounds (threads + 128, blocks_per_sm), and a
+    # persistent launch of as many blocks as the SMs hold at once
+    blocks_per_sm: int = 1
 
     @property
     def late_barriers(self) -> int:

@@ -40,6 +40,13 @@ from .smem import SWIZZLE_ALIGN, SharedLayout, _align
 
 # Off: untimed (no device in session 26).
 DEQUANT_RING = False
+# The most blocks of such a ring an SM holds at once (`blocks_per_sm`): a warp-specialized block
+# with setmaxnreg holds an SM alone, one consumer warpgroup (THREADS = 128) one warp a scheduler
+# to hide the dequantization's latencies with, where the cp.async kernels run 4 blocks an SM;
+# matmul_w4a16 at M = 1's tiles needs 56 registers without setmaxnreg (nvcc sm_90a, launch
+# bounds (256, 4): no spills), its split-K at K steps of 512 71 at (256, 3) and spills 36 bytes at
+# (256, 4).  1: one block an SM, setmaxnreg as every ring.
+DEQUANT_BLOCKS = 3
 
 
 def swizzled_stages(kernel: ir.Kernel, params: dict) -> ir.Kernel | None:
@@ -121,7 +128,30 @@ def planned(kernel: ir.Kernel, target, planner):
     ws = p.plan()
     if ws is None:
         return kernel, planner(kernel, target), None
+    blocks = blocks_per_sm(ws, relaid, target)
+    if blocks > 1:
+        share = min(255, target.registers_per_sm // (blocks * (relaid.threads + ws.producer_threads)) // 8 * 8)
+        ws = replace(ws, blocks_per_sm=blocks, producer_registers=share, consumer_registers=share)
     return replace(relaid, notes=relaid.notes + (_note(kernel, relaid, ws),)), p, ws
+
+
+def blocks_per_sm(ws, kernel: ir.Kernel, target) -> int:
+    """The blocks of `kernel`'s dequantizing ring `ws` an SM of `target` holds (at most
+    DEQUANT_BLOCKS): by shared memory (the ring's bytes, its barriers and staging included, and
+    1 KB more a block as the GPU reserves), threads (the kernel's and the producer's) and the
+    target's block limit.  1 where the consumers' gemm runs on wgmma: its register A holds a
+    whole K step's dequantized weights until the wait (std.gemm's w4a16 at M = 16, K steps of
+    512: 222 registers, helper D's nvcc count), which a block alone on its SM keeps."""
+    from .warpspec import wgmma_rs_ready, wgmma_ready
+    buffers = {b.name: b for b in kernel.buffers}
+    loop = kernel.body[ws.loop]
+    threads = kernel.threads
+    if any(isinstance(g, ir.Gemm) and (wgmma_rs_ready(g, buffers, threads) or wgmma_ready(g, buffers, threads))
+           for g in statements(loop.body[ws.consumer[0]:ws.consumer[1]])):
+        return 1
+    by_smem = (target.smem_per_block + 1024) // (ws.staging_end + 1024)
+    by_threads = target.threads_per_sm // (threads + ws.producer_threads)
+    return max(1, min(DEQUANT_BLOCKS, by_smem, by_threads, target.blocks_per_sm))
 
 
 def _note(before: ir.Kernel, after: ir.Kernel, ws) -> str:
@@ -139,4 +169,6 @@ def _note(before: ir.Kernel, after: ir.Kernel, ws) -> str:
         parts.append(f"{', '.join(boxes)} one unswizzled box a stage")
     if mma:
         parts.append(f"the gemm of {', '.join(mma)} on mma.sync from registers in the consumers' loop")
+    if ws.blocks_per_sm > 1:
+        parts.append(f"up to {ws.blocks_per_sm} blocks an SM of {ws.consumer_registers} registers a thread")
     return "a dequantizing ring through the TMA (dequant_ring.py): " + "; ".join(parts)

@@ -185,6 +185,8 @@ class WarpSpecEmission(BulkReduceGen):
         (TL_TMA_FLAGS with bit 0) keeps the TMA's."""
         spec = self.spec
         mine = (spec.producer_registers, spec.consumer_registers)[role]
+        if spec.blocks_per_sm > 1:  # several blocks an SM: every thread keeps the launch bounds' share
+            return
         if spec.generic_registers is None:
             self.emit(f"tl::setmaxnreg_{how}<{mine}>();")
             return
