@@ -127,3 +127,26 @@ def test_a_process_that_loads_and_never_compiles_stores_at_exit(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(list((tmp_path / "cache").glob("*.checked"))) == 1
+
+
+def test_a_program_entry_whose_parts_another_thread_is_still_making_is_made_again(monkeypatch, tmp_path):
+    """`compile_program_kernel` reads the entry's parts after its `run_now`; where another
+    thread's `run_now` took that work and has not finished it, the parts are made on this one."""
+    import tlc.runtime as runtime
+    from tlc.runtime import cache as cache_mod
+
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(runtime, "_program_entry", lambda *a: ("sm_90a", "sm_90a", "p" + "0" * 64))
+    monkeypatch.setattr(rc, "warm_up_nvrtc", lambda *a, **k: None)
+    taken = []
+    monkeypatch.setattr(beside, "later", lambda work: taken.append(work))  # as if another thread took it
+    monkeypatch.setattr(runtime, "compile_kernel", lambda kernel, generated, cache=None: types.SimpleNamespace(
+        binary=b"cubin", arch="sm_90a"))
+    made = []
+    monkeypatch.setattr(runtime, "entry_parts", lambda kernel, generated: made.append(1) or (b"gen", b"ir"))
+    monkeypatch.setattr(runtime, "program_entry", lambda kernel, generated, binary, arch, parts: b"entry:" + b"".join(parts))
+    stored = []
+    monkeypatch.setattr(cache_mod.KernelCache, "store", lambda self, key, source, entry: stored.append(entry))
+    gen = types.SimpleNamespace(source="src")
+    runtime.compile_program_kernel({"m.tl": "text"}, "k", {}, 0, lambda arch: ("kernel", gen))
+    assert len(taken) == 1 and made == [1] and stored == [b"entry:genir"]

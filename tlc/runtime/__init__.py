@@ -146,6 +146,8 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
     beside.later(encode)
     compiled = compile_kernel(kernel, generated, cache=cache)
     beside.run_now()  # where the kernel cache held the binary, no compile ran them
+    if not parts:  # another thread's run_now took it and has not finished it: made here
+        encode()
     if parts[0] is not None:
         cache.store(key, generated.source, program_entry(kernel, generated, compiled.binary, compiled.arch, parts[0]))
     return compiled
