@@ -22,7 +22,10 @@ With the option, warp specialization takes such a ring:
   rows x cols, CU_TENSOR_MAP_SWIZZLE_NONE): lands dense, as the tile is laid out;
 - `mma_register_a`: an mma.sync gemm with A in registers in the layout mma reads (no scratch
   tile, no barrier: schedule/operand_layout.py) and B in shared memory runs in the consumers'
-  loop, each warp reading its stage with ldmatrix; the stage is released once the gemm returns.
+  loop, each warp reading its stage with ldmatrix; the stage is released once the gemm returns;
+- one block a cluster, and where the gemm is mma.sync up to DEQUANT_BLOCKS blocks an SM
+  (`blocks_per_sm`, WarpSpecialization.blocks_per_sm): no setmaxnreg, launch bounds (threads +
+  128, B), the persistent launch as many blocks as the SMs hold.
 Where the host cannot encode a map (a tensor's rows not 16-byte multiples: the scales' at KG not a
 multiple of 4, the zeros' at KG not a multiple of 16), the producer's threads copy every tile
 element by element (tl_tma's bit 0), correct but slower, as in every TMA ring.
