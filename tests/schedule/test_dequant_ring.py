@@ -16,28 +16,20 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from tlc import package_data
 from tlc.interp import run_kernel
 from tlc.ir.printer import print_kernel
 from tlc.schedule import dequant_ring
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "stdlib"))
-from w4a16_kit import case, check  # noqa: E402
+from w4a16_kit import case, check, scheduled  # noqa: E402
 
-GEMM = str(package_data.stdlib().joinpath("gemm.tl"))
 M1 = {"BM": 8, "BK": 256, "stages": 3}  # config.json's matmul_w4a16 tiles at M = 1 on sm_90a
 M16 = {"BM": 16, "BK": 512, "stages": 2}  # ... at M = 16 (wgmma with A in registers)
 NOTE = ("# note: a dequantizing ring through the TMA (dequant_ring.py): Wq (was pad=4) 128-byte swizzled for the "
         "TMA; Ss, Zs one unswizzled box a stage")
 MMA = "; the gemm of Wd on mma.sync from registers in the consumers' loop"
 
-
-def _kernel(name, consts, arch="sm_90a"):
-    from tlc.driver import check_file
-    from tlc.schedule import schedule
-
-    return schedule(check_file(GEMM).program, name, consts, target=arch)
 
 
 @pytest.fixture
@@ -47,13 +39,13 @@ def on(monkeypatch):
 
 def test_off_by_default_the_decode_kernel_keeps_its_cp_async_ring():
     assert dequant_ring.DEQUANT_RING is False
-    k = _kernel("matmul_w4a16", M1)
+    k = scheduled("matmul_w4a16", M1)
     assert k.warp_spec is None and "dequantizing" not in print_kernel(k)
     assert "shared Wq: u32[64, 32] @0 layout=27648 B, stages=3, pad=4" in print_kernel(k)
 
 
 def test_the_ir_shows_the_ring_its_maps_and_layouts(on):
-    text = print_kernel(_kernel("matmul_w4a16", M1))
+    text = print_kernel(scheduled("matmul_w4a16", M1))
     assert NOTE + MMA + "; up to 3 blocks an SM of 80 registers a thread\n" in text
     assert "copies W4 -> Wq, A -> As, scales -> Ss, zeros -> Zs into stage it % 3" in text
     # the weight's 128-byte rows swizzled in the bytes the pad had (24 of 27 KB), one box each
@@ -69,41 +61,41 @@ def test_the_ir_shows_the_ring_its_maps_and_layouts(on):
 
 
 def test_one_block_an_sm_with_setmaxnreg_where_asked_or_the_gemm_is_wgmma(on, monkeypatch):
-    text = print_kernel(_kernel("matmul_w4a16", M16))  # wgmma's register A: the whole step's weights
+    text = print_kernel(scheduled("matmul_w4a16", M16))  # wgmma's register A: the whole step's weights
     assert "setmaxnreg 240" in text and "blocks an SM" not in text
     monkeypatch.setattr(dequant_ring, "DEQUANT_BLOCKS", 1)
-    text = print_kernel(_kernel("matmul_w4a16", M1))
+    text = print_kernel(scheduled("matmul_w4a16", M1))
     assert NOTE + MMA + "\n" in text and "setmaxnreg 40" in text and "setmaxnreg 240" in text
     # by shared memory: 6 stages of 15 KB hold 2 blocks an SM
     monkeypatch.setattr(dequant_ring, "DEQUANT_BLOCKS", 4)
-    assert _kernel("matmul_w4a16", {"BM": 8, "BK": 256, "stages": 6}).warp_spec.blocks_per_sm == 2
-    assert _kernel("matmul_w4a16", M1).warp_spec.blocks_per_sm == 4
+    assert scheduled("matmul_w4a16", {"BM": 8, "BK": 256, "stages": 6}).warp_spec.blocks_per_sm == 2
+    assert scheduled("matmul_w4a16", M1).warp_spec.blocks_per_sm == 4
 
 
 def test_at_m16_the_gemm_stays_on_wgmma_and_k_steps_of_512_swizzle_by_segments(on):
-    text = print_kernel(_kernel("matmul_w4a16", M16))
+    text = print_kernel(scheduled("matmul_w4a16", M16))
     assert NOTE + "\n" in text  # (wgmma's register-A form: nothing to say of the gemm)
     assert "shared Wq: u32[64, 64] @0 layout=32768 B, stages=2, swizzle=128B" in text  # 34816 B padded
     assert "#0 W4 box 64x32" in text
 
 
 def test_split_k_kernel_too(on):
-    k = _kernel("matmul_w4a16_splitk", {"BM": 8, "BK": 512, "stages": 2})
+    k = scheduled("matmul_w4a16_splitk", {"BM": 8, "BK": 512, "stages": 2})
     assert k.warp_spec is not None and len(k.grid) == 3 and NOTE in print_kernel(k)
 
 
 def test_k_steps_of_128_take_the_weight_as_an_unswizzled_box(on):
     # 64-byte weight rows: unpadded in the cp.async ring too, nothing to swizzle
-    text = print_kernel(_kernel("matmul_w4a16", {"BM": 8, "BK": 128, "stages": 3}))
+    text = print_kernel(scheduled("matmul_w4a16", {"BM": 8, "BK": 128, "stages": 3}))
     assert ("# note: a dequantizing ring through the TMA (dequant_ring.py): Wq, Ss, Zs one unswizzled box a stage"
             + MMA + "; up to 3 blocks an SM of 80 registers a thread\n") in text
     assert "#0 W4 box 64x16 (unswizzled)" in text
 
 
 def test_rings_it_took_already_are_planned_as_before(on, monkeypatch):
-    on_text = print_kernel(_kernel("matmul", {}))
+    on_text = print_kernel(scheduled("matmul", {}))
     monkeypatch.setattr(dequant_ring, "DEQUANT_RING", False)
-    assert on_text == print_kernel(_kernel("matmul", {})) and "dequantizing" not in on_text
+    assert on_text == print_kernel(scheduled("matmul", {})) and "dequantizing" not in on_text
 
 
 # (M, N, K, G, constants, dtype): K and N ragged (K // 32 and K // G partial); a group of 128
@@ -121,7 +113,7 @@ SHAPES = [
 
 @pytest.mark.parametrize("M,N,K,G,consts,dtype", SHAPES)
 def test_the_interpreter_runs_the_ring_and_matches_numpy(on, M, N, K, G, consts, dtype):
-    k = _kernel("matmul_w4a16", {**consts, "G": G, "T": dtype_name(dtype)})
+    k = scheduled("matmul_w4a16", {**consts, "G": G, "T": dtype_name(dtype)})
     assert k.warp_spec is not None and all(x.tensor_map >= 0 for x in k.warp_spec.loads)
     A, W4, scales, zeros, C, ref, tol, _ = case(np.random.default_rng(M + K), M, N, K, G, dtype)
     run_kernel(k, {"A": A, "W4": W4, "scales": scales, "zeros": zeros, "C": C})
@@ -133,16 +125,13 @@ def dtype_name(dtype) -> str:
 
 
 def test_split_k_parts_through_the_ring_add_up_to_numpy(on):
-    from tlc.driver import check_file
-    from tlc.schedule import schedule
-
     M, N, K, S = 1, 100, 4100, 3
-    k = _kernel("matmul_w4a16_splitk", {"BM": 8, "BK": 512, "stages": 2})
+    k = scheduled("matmul_w4a16_splitk", {"BM": 8, "BK": 512, "stages": 2})
     assert k.warp_spec is not None
     A, W4, scales, zeros, C, ref, tol, _ = case(np.random.default_rng(5), M, N, K)
     P = np.full((S, M, N), np.nan, np.float32)
     run_kernel(k, {"A": A, "W4": W4, "scales": scales, "zeros": zeros, "P": P})
-    run_kernel(schedule(check_file(GEMM).program, "splitk_reduce", {}, target="sm_90a"), {"P": P, "C": C})
+    run_kernel(scheduled("splitk_reduce", {}), {"P": P, "C": C})
     check("matmul_w4a16_splitk through the TMA, 3 parts", C, ref, tol)
 
 
@@ -164,7 +153,7 @@ def test_nvcc_builds_it_the_producer_on_the_tma_the_consumers_issuing_no_copy(on
     from test_data import _innermost_loop_of
     from tlc.codegen import generate
 
-    source = "#define TL_ASSUME_SIZES 1\n" + generate(_kernel(name, consts), "sm_90a").source
+    source = "#define TL_ASSUME_SIZES 1\n" + generate(scheduled(name, consts), "sm_90a").source
     assert "tl::tma_load<2>(" in source  # the scales' and zeros' boxes
     sass, log = cubin_sass(source, "sm_90a", tmp_path)
     assert "0 bytes spill stores" in log, log

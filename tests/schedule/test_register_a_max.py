@@ -13,29 +13,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tlc import package_data
 from tlc.interp import run_kernel
 from tlc.schedule import operand_layout
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "stdlib"))
-from w4a16_kit import case, check  # noqa: E402
+from w4a16_kit import case, check, scheduled  # noqa: E402
 
-GEMM = str(package_data.stdlib().joinpath("gemm.tl"))
 M16 = {"BM": 16, "BK": 512, "stages": 2}  # config.json's split-K tiles at M = 9 .. 16 on sm_90a
 
-
-def _kernel(name, consts, arch="sm_90a"):
-    from tlc.driver import check_file
-    from tlc.schedule import schedule
-
-    return schedule(check_file(GEMM).program, name, consts, target=arch)
 
 
 def _gemms(name, consts) -> set:
     from tlc.codegen import generate
 
-    src = generate(_kernel(name, consts), "sm_90a").source
+    src = generate(scheduled(name, consts), "sm_90a").source
     return set(re.findall(r"tl::gemm_[a-z0-9_]+", src.split('extern "C" __global__')[1]))
 
 
@@ -54,7 +46,7 @@ def test_a_register_a_over_the_limit_takes_mma_sync(monkeypatch):
 
 def test_the_interpreter_agrees_with_numpy_on_mma_sync(monkeypatch):
     monkeypatch.setattr(operand_layout, "WGMMA_REGISTER_A_MAX", 32)
-    k = _kernel("matmul_w4a16", M16)
+    k = scheduled("matmul_w4a16", M16)
     A, W4, scales, zeros, C, ref, tol, _ = case(np.random.default_rng(16), 16, 130, 1100)
     run_kernel(k, {"A": A, "W4": W4, "scales": scales, "zeros": zeros, "C": C})
     check("matmul_w4a16 on mma.sync", C, ref, tol)
@@ -70,7 +62,7 @@ def test_mma_sync_keeps_fewer_registers_live(monkeypatch, tmp_path, limit, most,
     from tlc.codegen import generate
 
     monkeypatch.setattr(operand_layout, "WGMMA_REGISTER_A_MAX", limit)
-    source = "#define TL_ASSUME_SIZES 1\n" + generate(_kernel("matmul_w4a16_splitk", M16), "sm_90a").source
+    source = "#define TL_ASSUME_SIZES 1\n" + generate(scheduled("matmul_w4a16_splitk", M16), "sm_90a").source
     _, log = cubin_sass(source, "sm_90a", tmp_path)
     regs = int(re.search(r"Used (\d+) registers", log).group(1))
     assert least <= regs <= most and "0 bytes spill stores" in log, log

@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tlc import package_data
 from tlc.interp import run_kernel
 from tlc.ir.printer import print_kernel
 from tlc.runtime.grid import evaluate_int
@@ -23,17 +22,10 @@ from tlc.schedule.split_k import WAVE, parts_value
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "stdlib"))
-from w4a16_kit import case, check  # noqa: E402
+from w4a16_kit import case, check, scheduled  # noqa: E402
 
-GEMM = str(package_data.stdlib().joinpath("gemm.tl"))
 M1 = {"BM": 8, "BK": 256, "stages": 3}  # config.json's matmul_w4a16 tiles at M = 1 on sm_90a
 
-
-def _kernel(name, consts, arch="sm_90a"):
-    from tlc.driver import check_file
-    from tlc.schedule import schedule
-
-    return schedule(check_file(GEMM).program, name, consts, target=arch)
 
 
 @pytest.fixture
@@ -47,12 +39,12 @@ def _parts(k, M, N, K):
 
 def test_off_by_default():
     assert ring_split_k.RING_SPLIT is False
-    k = _kernel("matmul_w4a16", M1)
+    k = scheduled("matmul_w4a16", M1)
     assert k.split_k is None and len(k.grid) == 2 and "kpart" not in print_kernel(k)
 
 
 def test_the_decode_kernel_takes_k_in_parts_counting_the_blocks_an_sm_holds(on):
-    k = _kernel("matmul_w4a16", M1)
+    k = scheduled("matmul_w4a16", M1)
     assert k.smem_bytes == 49152 and ring_split_k.blocks_per_sm(k, _target()) == 4
     assert k.split_k is not None and k.split_k.slots == 4 * WAVE and k.split_k.acc == "acc"
     assert k.block_vars[2] == "kpart" and len(k.grid) == 3
@@ -69,15 +61,15 @@ def test_the_decode_kernel_takes_k_in_parts_counting_the_blocks_an_sm_holds(on):
 
 def test_kernels_it_cannot_take_are_left_alone(on):
     # three grid dimensions already (the author's own split), and a warp-specialized ring
-    assert _kernel("matmul_w4a16_splitk", {"BM": 8, "BK": 512, "stages": 2}).split_k is None
-    k = _kernel("matmul", {})
+    assert scheduled("matmul_w4a16_splitk", {"BM": 8, "BK": 512, "stages": 2}).split_k is None
+    k = scheduled("matmul", {})
     assert k.warp_spec is not None and k.split_k is None
 
 
 @pytest.mark.parametrize("M,N,K,consts", [(1, 100, 4100, M1), (3, 70, 2000, {"BM": 8, "BK": 128, "stages": 3}),
                                           (16, 130, 3000, {"BM": 16, "BK": 256, "stages": 2})])
 def test_the_interpreter_runs_the_parts_and_matches_numpy(on, M, N, K, consts):
-    k = _kernel("matmul_w4a16", consts)
+    k = scheduled("matmul_w4a16", consts)
     assert _parts(k, M, N, K) > 1
     A, W4, scales, zeros, C, ref, tol, _ = case(np.random.default_rng(M + K), M, N, K)
     run_kernel(k, {"A": A, "W4": W4, "scales": scales, "zeros": zeros, "C": C})
@@ -85,7 +77,7 @@ def test_the_interpreter_runs_the_parts_and_matches_numpy(on, M, N, K, consts):
 
 
 def test_without_the_meeting_each_part_stores_only_its_share(on):
-    k = _kernel("matmul_w4a16", M1)
+    k = scheduled("matmul_w4a16", M1)
     k = dataclasses.replace(k, split_k=None)  # the split grid and loop, no meeting
     A, W4, scales, zeros, C, ref, tol, _ = case(np.random.default_rng(7), 1, 100, 4100)
     run_kernel(k, {"A": A, "W4": W4, "scales": scales, "zeros": zeros, "C": C})
@@ -95,7 +87,7 @@ def test_without_the_meeting_each_part_stores_only_its_share(on):
 def test_the_cuda_stores_counts_and_adds_in_part_order_before_the_epilogue(on):
     from tlc.codegen import generate
 
-    src = generate(_kernel("matmul_w4a16", M1), "sm_90a").source
+    src = generate(scheduled("matmul_w4a16", M1), "sm_90a").source
     assert "__device__ float4 tl_rsk_slots_matmul_w4a16[67584];" in src  # 528 tiles' worth of 64 x 8 f32
     assert "__device__ int tl_rsk_counts_matmul_w4a16[528];" in src
     body = src[src.index("extern \"C\" __global__"):]
@@ -118,7 +110,7 @@ def test_the_split_kernel_builds_without_spills(on, arch, tmp_path):
     from nvcc import cubin_sass
     from tlc.codegen import generate
 
-    sass, log = cubin_sass(generate(_kernel("matmul_w4a16", M1, arch), arch).source, arch, tmp_path)
+    sass, log = cubin_sass(generate(scheduled("matmul_w4a16", M1, arch), arch).source, arch, tmp_path)
     assert "0 bytes spill stores" in log
     # the count's acquire-release add, the barrier's OR that tells the last part, the slots
     # read through L2
@@ -129,7 +121,7 @@ def test_the_cpu_target_refuses_it(on):
     from tlc.codegen.cpp import Unsupported, generate
 
     with pytest.raises(Unsupported, match="a kernel split along K for a GPU"):
-        generate(_kernel("matmul_w4a16", M1))
+        generate(scheduled("matmul_w4a16", M1))
 
 
 def _target():

@@ -114,6 +114,16 @@ def check(name, C, ref, tol):
     assert err < tol, (name, err)
 
 
+def scheduled(name, consts, arch="sm_90a"):
+    """std.gemm's kernel `name` at `consts`, scheduled for `arch`: the tile IR the schedule
+    options' tests read, print, run on the interpreter and generate from."""
+    from tlc import package_data
+    from tlc.driver import check_file
+    from tlc.schedule import schedule
+
+    return schedule(check_file(str(package_data.stdlib().joinpath("gemm.tl"))).program, name, consts, target=arch)
+
+
 def splitk(mod, A, W4, scales, zeros, S, **consts):
     """matmul_w4a16_splitk into an f32 workspace of S parts, then splitk_reduce: C (A's dtype)."""
     M, N = A.shape[0], W4.shape[0]
