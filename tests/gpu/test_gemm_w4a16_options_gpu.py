@@ -11,14 +11,12 @@ import sys
 import numpy as np
 import pytest
 
-import tlc
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "stdlib"))
 sys.path.insert(0, str(ROOT / "tests" / "gpu"))
-from stdlib_kit import GEMM_PATH  # noqa: E402
 from test_gemm_precisions_gpu import on_arch  # noqa: E402
-from w4a16_kit import case, check, splitk  # noqa: E402
+from w4a16_kit import case, check, loaded_copy, splitk  # noqa: E402
 
 from tlc.codegen import copies  # noqa: E402
 from tlc.runtime.grid import evaluate_int  # noqa: E402
@@ -27,20 +25,14 @@ from tlc.schedule import ring_split_k  # noqa: E402
 pytestmark = pytest.mark.gpu
 
 
-def _copy_of_std(tmp_path_factory, name):
-    path = tmp_path_factory.mktemp(name) / "gemm.tl"
-    path.write_text(pathlib.Path(GEMM_PATH).read_text())
-    return tlc.load(str(path), target="cuda")
-
-
 @pytest.fixture(scope="module")
 def split_mod(tmp_path_factory):
-    return _copy_of_std(tmp_path_factory, "ring_split")
+    return loaded_copy(tmp_path_factory.mktemp("ring_split"))
 
 
 @pytest.fixture(scope="module")
 def forms_mod(tmp_path_factory):
-    return _copy_of_std(tmp_path_factory, "copy_forms")
+    return loaded_copy(tmp_path_factory.mktemp("copy_forms"))
 
 
 # (M, N, K, config.json's sm_90a tiles at that M): 8 parts, 2, and ragged N and K

@@ -13,12 +13,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import tlc
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "stdlib"))
-from stdlib_kit import GEMM_PATH  # noqa: E402
-from w4a16_kit import case, check, splitk  # noqa: E402
+from w4a16_kit import case, check, loaded_copy, splitk  # noqa: E402
 
 from tlc.schedule import dequant_ring  # noqa: E402
 
@@ -27,9 +25,7 @@ pytestmark = pytest.mark.gpu
 
 @pytest.fixture(scope="module")
 def tma_mod(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tma_ring") / "gemm.tl"
-    path.write_text(pathlib.Path(GEMM_PATH).read_text())
-    return tlc.load(str(path), target="cuda")
+    return loaded_copy(tmp_path_factory.mktemp("tma_ring"))
 
 
 # (M, N, K, G, constants, dtype): config.json's M = 1 and M = 16 tiles with every map encoding

@@ -124,6 +124,20 @@ def scheduled(name, consts, arch="sm_90a"):
     return schedule(check_file(str(package_data.stdlib().joinpath("gemm.tl"))).program, name, consts, target=arch)
 
 
+def loaded_copy(folder):
+    """std.gemm loaded for the GPU from a copy of its text in `folder`: a module whose kernels'
+    cache entries are its own, since the program cache's keys do not hold the schedule and
+    codegen options a test turns on."""
+    import pathlib
+
+    import tlc
+    from tlc import package_data
+
+    path = pathlib.Path(folder) / "gemm.tl"
+    path.write_text(package_data.stdlib().joinpath("gemm.tl").read_text())
+    return tlc.load(str(path), target="cuda")
+
+
 def splitk(mod, A, W4, scales, zeros, S, **consts):
     """matmul_w4a16_splitk into an f32 workspace of S parts, then splitk_reduce: C (A's dtype)."""
     M, N = A.shape[0], W4.shape[0]
