@@ -41,6 +41,24 @@ CASES = [(1, 512, 8192, 128, {"BM": 8, "BK": 256, "stages": 3}, np.float16),
 @pytest.mark.parametrize("M,N,K,G,consts,dtype", CASES)
 def test_matmul_w4a16_through_the_tma_ring_against_numpy(tma_mod, monkeypatch, M, N, K, G, consts, dtype):
     monkeypatch.setattr(dequant_ring, "DEQUANT_RING", True)
+    _matmul_against_numpy(tma_mod, M, N, K, G, consts, dtype)
+
+
+@pytest.fixture(scope="module")
+def one_block_mod(tmp_path_factory):  # (a cache of its own: the blocks an SM are not in its keys either)
+    path = tmp_path_factory.mktemp("tma_ring_one_block") / "gemm.tl"
+    path.write_text(pathlib.Path(GEMM_PATH).read_text())
+    return tlc.load(str(path), target="cuda")
+
+
+def test_the_one_block_setmaxnreg_form_against_numpy(one_block_mod, monkeypatch):
+    monkeypatch.setattr(dequant_ring, "DEQUANT_RING", True)
+    monkeypatch.setattr(dequant_ring, "DEQUANT_BLOCKS", 1)
+    for M, N, K, G, consts, dtype in CASES[:3]:
+        _matmul_against_numpy(one_block_mod, M, N, K, G, consts, dtype)
+
+
+def _matmul_against_numpy(tma_mod, M, N, K, G, consts, dtype):
     A, W4, scales, zeros, C, ref, tol, _ = case(np.random.default_rng(M * N + K), M, N, K, G, dtype)
     kernel = tma_mod.matmul_w4a16
     _, constants = kernel.bind((A, W4, scales, zeros, C), {**consts, "G": G})
