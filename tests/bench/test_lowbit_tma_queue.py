@@ -25,7 +25,8 @@ def test_the_call_names_real_variants_within_30_seconds():
     labels = {v[0]: v for v in lowbit.W4_DECODE_VARIANTS}
     only = args.only.split(",")
     assert args.w4a16 and args.quick and set(only) <= set(labels), set(only) - set(labels)
-    assert {labels[x][2]["options"] for x in only if "options" in labels[x][2]} == {"tma", "tma-1", "forms", "ring-split"}
+    options = {labels[x][2]["options"] for x in only if "options" in labels[x][2]}
+    assert options == {"tma", "tma-1", "forms", "ring-split"}
 
 
 def test_an_options_row_sets_its_switches_only_while_it_compiles():
@@ -55,7 +56,8 @@ def test_the_answers(tmp_path):
     finally:
         out.unlink()
     lines = [x for x in res.stdout.splitlines() if x.startswith("ANSWER:")]
-    assert lines[0] == ("ANSWER: TMA ring decode M=1 N=8192 K=8192 g128: w4a16 TMA ring / w4a16 0.833 (30.0 vs 36.0 us), "
+    assert lines[0] == ("ANSWER: TMA ring decode M=1 N=8192 K=8192 g128: w4a16 TMA ring / w4a16 0.833 "
+                        "(30.0 vs 36.0 us), "
                         "w4a16 TMA ring split-K 4 / w4a16 split-K 4 0.769 (20.0 vs 26.0 us); best w4a16 TMA ring "
                         "split-K 4 20.0 us = 1.95x F.linear (39.0 us)")
     assert lines[1].startswith("ANSWER: TMA ring decode M=16 N=8192 K=8192 g128: no pair timed; best w4a16 split-K 2")
