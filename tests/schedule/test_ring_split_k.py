@@ -118,10 +118,13 @@ def test_the_split_kernel_builds_without_spills(on, arch, tmp_path):
 
 
 def test_the_cpu_target_refuses_it(on):
-    from tlc.codegen.cpp import Unsupported, generate
+    from tlc.codegen import generate
+    from tlc.diagnostics import DiagnosticError
 
-    with pytest.raises(Unsupported, match="a kernel split along K for a GPU"):
-        generate(scheduled("matmul_w4a16", M1))
+    with pytest.raises(DiagnosticError) as e:
+        generate(scheduled("matmul_w4a16", M1), "cpu")
+    assert [(d.code, d.message) for d in e.value.diagnostics] == [
+        ("E345", "the cpu target does not generate a kernel split along K for a GPU (schedule it for the cpu target) yet")]
 
 
 def _target():
