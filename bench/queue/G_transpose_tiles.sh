@@ -1,5 +1,5 @@
 #!/bin/bash
-# limit: 12
+# limit: 11
 # Helper G, session 26 (#13): does std.data's transpose reach 0.9 of copy at larger tiles?  The
 # ops table's row ((16384, 8192) f16, 0.87-0.89 of copy at B = 64 on 256 threads, 16 elements a
 # thread) is issue-heavy: sm_90a, nvcc 13.0, whole-runs build, the kernel is 320 SASS for a

@@ -62,6 +62,9 @@ def test_the_queued_question_is_right_on_the_interpreter(monkeypatch, capsys):
         monkeypatch.setattr(sys.modules.get(where) or __import__(where, fromlist=[attr]), attr, False)
     result = ops_variants.main(["--dry-run", *[w for o in options for w in ("--option", o)], *spec])
     assert result["failures"] == [], capsys.readouterr().out
+    # the second process's broadcast.pow at BLOCKS = 8, a variant there
+    assert "${SPEC/broadcast.pow/broadcast.pow BLOCKS=8}" in script and "broadcast.pow" in spec
+    assert ops_variants.main(["--dry-run", "broadcast.pow", "BLOCKS=8"])["failures"] == []
     # the first process's run-time switch, a variant of expert_histogram there
     switch = re.search(r"^ASSERTS=(\S+)", script, re.M).group(1)
     assert "${SPEC/expert_histogram/expert_histogram $ASSERTS}" in script and "expert_histogram" in spec
