@@ -383,6 +383,9 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       # split inside the kernel beside them
                       ("w4a16 TMA ring", "matmul_w4a16", {"options": "tma"}, 0),
                       ("w4a16 TMA ring 1 block an SM", "matmul_w4a16", {"options": "tma-1", "m": (1,)}, 0),
+                      # M = 16 with D's WGMMA_REGISTER_A_MAX = 32: its gemm on mma.sync, so 3 blocks an SM
+                      # (72 registers at K steps of 512, no spills) where wgmma's register A keeps one
+                      ("w4a16 TMA ring mma.sync", "matmul_w4a16", {"options": "tma-mma", "m": (16,)}, 0),
                       ("w4a16 TMA ring BK=256 stages=6", "matmul_w4a16",
                        {"options": "tma", "m": (1,), "BM": 8, "BK": 256, "stages": 6}, 0),
                       ("w4a16 TMA ring BK=512 stages=4", "matmul_w4a16",
@@ -403,6 +406,8 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
 W4_OPTION_SETS = {"tma": ("tlc.schedule.dequant_ring.DEQUANT_RING=1",),
                   # the same ring one block an SM with setmaxnreg, as every other warp-specialized one
                   "tma-1": ("tlc.schedule.dequant_ring.DEQUANT_RING=1", "tlc.schedule.dequant_ring.DEQUANT_BLOCKS=1"),
+                  "tma-mma": ("tlc.schedule.dequant_ring.DEQUANT_RING=1",
+                              "tlc.schedule.operand_layout.WGMMA_REGISTER_A_MAX=32"),
                   "forms": ("tlc.codegen.copies.ROUND_STEPS=1", "tlc.codegen.copies.CLIP_ROWS_MAX=8"),
                   "ring-split": ("tlc.schedule.ring_split_k.RING_SPLIT=1",)}
 # BM = 256: each dequantized weight used by twice the rows (the dequantization costs per weight,

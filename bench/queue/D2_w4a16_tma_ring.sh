@@ -17,7 +17,9 @@
 # ring whose gemm is mma.sync (M <= 8) runs up to DEQUANT_BLOCKS = 3 blocks an SM without
 # setmaxnreg (matmul_w4a16 at M = 1: 56 registers, split-K 71, no spills; the launch fills the
 # SMs as the occupancy calculator says); "TMA ring 1 block an SM" is the setmaxnreg form; "BN=128
-# 256 thr split-K 2" gives a lone block two consumer warpgroups (168 registers, no spills).  One process (bench/lowbit.py's "options" rows:
+# 256 thr split-K 2" gives a lone block two consumer warpgroups (168 registers, no spills); at
+# M = 16 "TMA ring mma.sync" adds D's WGMMA_REGISTER_A_MAX = 32 (mma.sync: 3 blocks an SM, 72
+# registers, no spills) where the wgmma ring keeps one block.  One process (bench/lowbit.py's "options" rows:
 # each switch set from a copy of std.gemm at a path of its own): the "w4a16 TMA ring" rows beside
 # the same kernels and tiles without it ("w4a16", "w4a16 split-K 4/2"), std's M = 1 GEMV, helper
 # D's switches (copy forms, split inside the kernel) and F.linear f16; every output checked
@@ -29,7 +31,7 @@
 # failed check keeps it off.
 set -u
 timeout 28 python3 bench/lowbit.py --w4a16 --quick --m 1,16 \
-  --only "w4a16,w4a16 gemv,w4a16 split-K 4,w4a16 split-K 2,w4a16 TMA ring,w4a16 TMA ring 1 block an SM,w4a16 TMA ring BK=256 stages=6,w4a16 TMA ring BK=512 stages=4,w4a16 TMA ring split-K 4,w4a16 TMA ring split-K 2,w4a16 TMA ring BN=128 256 thr split-K 2,w4a16 copy forms split-K 4,w4a16 copy forms split-K 2,w4a16 ring split" \
+  --only "w4a16,w4a16 gemv,w4a16 split-K 4,w4a16 split-K 2,w4a16 TMA ring,w4a16 TMA ring 1 block an SM,w4a16 TMA ring mma.sync,w4a16 TMA ring BK=256 stages=6,w4a16 TMA ring BK=512 stages=4,w4a16 TMA ring split-K 4,w4a16 TMA ring split-K 2,w4a16 TMA ring BN=128 256 thr split-K 2,w4a16 copy forms split-K 4,w4a16 copy forms split-K 2,w4a16 ring split" \
   | tee /tmp/D2_tma.txt
 python3 - <<'PY'
 import sys

@@ -26,7 +26,7 @@ def test_the_call_names_real_variants_within_30_seconds():
     only = args.only.split(",")
     assert args.w4a16 and args.quick and set(only) <= set(labels), set(only) - set(labels)
     options = {labels[x][2]["options"] for x in only if "options" in labels[x][2]}
-    assert options == {"tma", "tma-1", "forms", "ring-split"}
+    assert options == {"tma", "tma-1", "tma-mma", "forms", "ring-split"}
 
 
 def test_an_options_row_sets_its_switches_only_while_it_compiles():
@@ -39,6 +39,9 @@ def test_an_options_row_sets_its_switches_only_while_it_compiles():
     assert lowbit._switched("ring-split", lambda: ring_split_k.RING_SPLIT) is True and not ring_split_k.RING_SPLIT
     assert lowbit._switched("tma-1", lambda: (dequant_ring.DEQUANT_RING, dequant_ring.DEQUANT_BLOCKS)) == (True, 1)
     assert dequant_ring.DEQUANT_BLOCKS == 3
+    from tlc.schedule import operand_layout
+    assert lowbit._switched("tma-mma", lambda: operand_layout.WGMMA_REGISTER_A_MAX) == 32
+    assert operand_layout.WGMMA_REGISTER_A_MAX == 0
     assert lowbit._switched(None, lambda: 3) == 3
 
 
