@@ -164,3 +164,10 @@ def test_nvcc_builds_it_the_producer_on_the_tma_the_consumers_issuing_no_copy(on
     consumer = _innermost_loop_of(sass, gemm)
     assert not [x for x in consumer if re.search(r"\b(LDG|LDGSTS|UTMALDG|STS|STG)\b", x)], consumer
     assert any(re.search(r"\bLDS\b", x) for x in consumer) and len(consumer) <= most, len(consumer)
+
+
+def test_m16_on_mma_sync_takes_several_blocks_an_sm(on, monkeypatch):
+    from tlc.schedule import operand_layout
+    monkeypatch.setattr(operand_layout, "WGMMA_REGISTER_A_MAX", 32)  # (helper D's switch: the gemm on mma.sync)
+    text = print_kernel(_kernel("matmul_w4a16", M16))
+    assert NOTE + MMA + "; up to 3 blocks an SM of 80 registers a thread\n" in text
