@@ -17,6 +17,13 @@ same run:
     python3 bench/f8bs_probe.py --clears all   # codegen/sm90.py RING_SCALE_D_CLEARS for this process
     python3 bench/f8bs_probe.py --prefetch     # schedule/prefetch_loads.py on for this process
                                                # (each with its own TLC_CACHE_DIR: the cache keys ignore them)
+    python3 bench/f8bs_probe.py --grouped 8x8192x4096x7168   # the grouped (MoE) kernel instead
+
+--grouped EXMxNxK,...: std.matmul_grouped_f8_blockscaled over E experts of ragged groups of M rows
+in all (sizes drawn once, seeded; some past a 128-row tile's edge, one group empty), at its
+default (128 x 128) and at BN=256 with 3 and 4 stages (GROUPED_CONFIGS), each checked against the
+groups' dequantized f32 products; the vendor row is torch._scaled_mm per tensor on the dense
+M x N x K product of the same flops (PyTorch has no grouped block-scaled f8 GEMM to call).
 """
 from __future__ import annotations
 
@@ -34,6 +41,8 @@ from tlc.benchmarks.gemm_cases import _blockscaled_vendor  # noqa: E402
 from tlc.timing import Checked, compare_checked, tolerance  # noqa: E402
 
 STD_CONFIGS = {"std (default)": {}, "std BN=256 s3": dict(BN=256, stages=3), "std BN=256 s4": dict(BN=256, stages=4)}
+GROUPED_CONFIGS = {"grouped (default)": {}, "grouped BN=256 s3": dict(BN=256, stages=3),
+                   "grouped BN=256 s4": dict(BN=256, stages=4)}
 PROBE_F8 = {"f8 128x128 s4": dict(BM=128, BN=128, BK=128, stages=4, THREADS=256),
             "f8 128x192 s4": dict(BM=128, BN=192, BK=128, stages=4, THREADS=256)}
 
@@ -46,6 +55,7 @@ def main() -> int:
     ap.add_argument("--no-probes", action="store_true", help="only the vendor's and std's rows")
     ap.add_argument("--clears", choices=["none", "reused", "all"], help="codegen/sm90.py RING_SCALE_D_CLEARS")
     ap.add_argument("--prefetch", action="store_true", help="schedule/prefetch_loads.py PREFETCH_RING_LOADS on")
+    ap.add_argument("--grouped", help="ExMxNxK,...: time matmul_grouped_f8_blockscaled instead (module docstring)")
     args = ap.parse_args()
     import torch
 
@@ -56,6 +66,8 @@ def main() -> int:
         import importlib
         importlib.import_module("tlc.schedule.prefetch_loads").PREFETCH_RING_LOADS = True
     gemm = tlc.load("std.gemm", target="cuda")
+    if args.grouped:
+        return grouped(torch, gemm, args)
     probe = tlc.load(str(ROOT / "bench/f8bs_probe.tl"), target="cuda")
     std_configs = json.loads(args.configs) if args.configs else STD_CONFIGS
     g = torch.Generator(device="cuda").manual_seed(0)
@@ -114,14 +126,74 @@ def main() -> int:
         print(f"{size} (M x N x K), {args.ms:g} ms a contender, L2 flushed, medians"
               f"{', RING_SCALE_D_CLEARS ' + args.clears if args.clears else ''}"
               f"{', PREFETCH_RING_LOADS on' if args.prefetch else ''}:")
-        for label, v in verdicts.items():
-            if not v.ok:
-                print(f"  {label:<22} NOT TIMED: {v.why[:200]}")
-                continue
-            r = ms[base] / ms[label] if base in ms else float("nan")
-            print(f"  {label:<22} {ms[label] * 1e3:8.1f} us {flops / ms[label] / 1e9:7.0f} TFLOP/s  {r:5.3f}x {base}"
-                  f"  rel err {v.rel_err:.1e}", flush=True)
+        print_rows(ms, verdicts, flops, base)
         del A, B, plain, ref, c
+        torch.cuda.empty_cache()
+    return 0
+
+
+def print_rows(ms: dict, verdicts: dict, flops: float, base: str) -> None:
+    """One line a contender: its time, TFLOP/s and ratio to `base`'s, or why it was not timed."""
+    for label, v in verdicts.items():
+        if not v.ok:
+            print(f"  {label:<22} NOT TIMED: {v.why[:200]}")
+            continue
+        r = ms[base] / ms[label] if base in ms else float("nan")
+        print(f"  {label:<22} {ms[label] * 1e3:8.1f} us {flops / ms[label] / 1e9:7.0f} TFLOP/s  {r:5.3f}x {base}"
+              f"  rel err {v.rel_err:.1e}", flush=True)
+
+
+def group_sizes(E: int, M: int) -> list:
+    """E ragged group sizes adding up to M: about M / E each, seeded, the second group empty."""
+    import numpy as np
+
+    w = np.random.default_rng(E * 7919 + M).uniform(0.5, 1.5, E)
+    w[1 % E] = 0.0 if E > 1 else w[0]
+    sizes = np.floor(w / w.sum() * M).astype(int)
+    sizes[0] += M - sizes.sum()
+    return [int(x) for x in sizes]
+
+
+def grouped(torch, gemm, args) -> int:
+    """The --grouped rows (the module's docstring)."""
+    g = torch.Generator(device="cuda").manual_seed(0)
+    configs = json.loads(args.configs) if args.configs else GROUPED_CONFIGS
+    for size in args.grouped.split(","):
+        E, M, N, K = (int(x) for x in size.split("x"))
+        kb, nb = -(-K // 128), -(-N // 128)
+        sizes = group_sizes(E, M)
+        offsets = torch.tensor([0, *torch.tensor(sizes).cumsum(0).tolist()], device="cuda", dtype=torch.int32)
+        A = torch.randn(M, K, device="cuda", generator=g).to(torch.float8_e4m3fn)
+        W = torch.randn(E, N, K, device="cuda", generator=g).to(torch.float8_e4m3fn)
+        SA = torch.rand(M, kb, device="cuda", generator=g) + 0.5
+        SB = torch.rand(E, nb, kb, device="cuda", generator=g) + 0.5
+        deq_a = A.float() * SA.repeat_interleave(128, 1)[:, :K]
+        ref = torch.empty(M, N, device="cuda")
+        for e in range(E):
+            rows = slice(int(offsets[e]), int(offsets[e + 1]))
+            deq_w = W[e].float() * SB[e].repeat_interleave(128, 0)[:N].repeat_interleave(128, 1)[:, :K]
+            ref[rows] = deq_a[rows] @ deq_w.T
+        del deq_a
+        dense_b = W[0]
+        plain = A.float() @ dense_b.float().T
+        tol, tol_plain = tolerance("bfloat16", ref, 4), tolerance("bfloat16", plain, 4)
+        one = torch.tensor(1.0, device="cuda")
+        c = {}
+        cv = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+        c["scaled_mm per-tensor"] = Checked(lambda cv=cv: torch._scaled_mm(A, dense_b.t(), scale_a=one, scale_b=one,
+                                                                            out_dtype=torch.bfloat16, out=cv),
+                                            plain, out=cv, **tol_plain)
+        for label, cfg in configs.items():
+            co = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+            c[label] = Checked(lambda co=co, cfg=cfg: gemm.matmul_grouped_f8_blockscaled(A, W, offsets, co, SA, SB,
+                                                                                         **cfg), ref, out=co, **tol)
+        ms, verdicts = compare_checked(c, min_ms=args.ms)
+        flops = 2.0 * M * N * K
+        base = "scaled_mm per-tensor"
+        print(f"grouped {size} (E x M x N x K; groups {sizes}), {args.ms:g} ms a contender, L2 flushed, medians; "
+              f"{base} on the dense {M} x {N} x {K}:")
+        print_rows(ms, verdicts, flops, base)
+        del A, W, plain, ref, c
         torch.cuda.empty_cache()
     return 0
 

@@ -10,7 +10,10 @@
 # fourth, before the WARPGROUP.DEPBAR, so the warp waits for the loads' L2 latency there; a
 # 128 x 128 tile with B multicast reads 24 KB from L2 per 4.2 MFLOP (128 x 256: 32 KB per 8.4).
 # BN=256: 8 QGMMA.64x128x32 + 128 FFMA a K step, 192 accumulator registers, no spills (with the
-# clears as instructions ptxas spilled 328 bytes a thread: codegen/sm90.py RING_SCALE_D_CLEARS);
+# clears as instructions ptxas spilled 328 bytes a thread: codegen/sm90.py RING_SCALE_D_CLEARS;
+# as the runtime builds it, TL_TMA_FLAGS, it still spilled 204 bytes at s3 and s4, pf or not, until
+# E2's schedule/dead_stores.py + RING_SCALE_D_TIED kept both halves' products in one register
+# window: 251 instructions a K step, none spilled, where it was 315 with 30 STL + 31 LDL);
 # at 3 stages both halves staged and stored by the TMA (ir.StagedStore.more), at 4 stages (192 KB
 # of ring) from registers: s3 vs s4 also says what the register epilogue costs at each shape.
 # Probes: matmul_f8 at 128x128 (the tile with no promotion), bs_const (no scale loads), bs_tma

@@ -51,3 +51,23 @@ def test_each_probe_computes_the_block_scaled_product(case, kernel):
         mod.bs_const(A, B, C, 0.5, 2.0, stages=2)
         ref = plain
     _check(C, ref)
+
+
+def test_the_grouped_rows_groups():
+    # bench/f8bs_probe.py --grouped: E ragged groups adding up to M rows, the second empty, some
+    # past a 128-row tile's edge; and the queued script's shapes parse as E x M x N x K
+    import re
+    import sys
+
+    sys.path.insert(0, str(Path(PROBE).parent))
+    from f8bs_probe import GROUPED_CONFIGS, group_sizes
+
+    for E, M in ((8, 8192), (4, 4096), (1, 5)):
+        sizes = group_sizes(E, M)
+        assert len(sizes) == E and sum(sizes) == M and min(sizes) >= 0
+        assert E == 1 or sizes[1] == 0
+    assert any(s % 128 for s in group_sizes(8, 8192))
+    script = (Path(PROBE).parent / "queue" / "E2_f8bs_grouped.sh").read_text()
+    shapes = re.search(r"--grouped (\S+)", script).group(1).split(",")
+    assert all(len(s.split("x")) == 4 for s in shapes) and len(shapes) == 2
+    assert {c.get("BN") for c in GROUPED_CONFIGS.values()} == {None, 256}

@@ -1,11 +1,14 @@
 """A clear_accum wgmma gemm of a ring's consumer body whose fragment the body clears more than
 once (one partial-sum fragment for two gemms: std.gemm's matmul_f8_blockscaled at BN = 256, two
-128-column halves) clears it by its first K step's scale-d 0, that instruction only writing the
-registers (codegen/sm90.py RING_SCALE_D_CLEARS "reused", tl::gemm_wgmma_issue's CLEAR 2): no
-instructions zero the registers ahead of the wgmma, and nvcc keeps no value of them alive up to
-it, so that the scaled partial sums are added by one FFMA a register and fit the registers.
-"all" does so for every such gemm (BN = 128's one clear a K step too; not the default: untimed
-on the GPU)."""
+128-column halves) clears it by its first K step's scale-d 0 (codegen/sm90.py RING_SCALE_D_CLEARS
+"reused"): no instructions zero the registers ahead of the wgmma.  Where the body writes the
+fragment by nothing but its gemms (the partial sums scaled and added as values of their loops:
+schedule/dead_stores.py), that instruction reads the registers the last gemm left
+(RING_SCALE_D_TIED, tl::gemm_wgmma_issue's CLEAR 1), else it only writes them (CLEAR 2), so that
+nvcc keeps no value of them alive up to it.  Either way the scaled partial sums are added by one
+FFMA a register; with the tie they fit the registers also as the runtime builds the kernel
+(TL_TMA_FLAGS), where the write-only form spilled.  "all" clears so every such gemm (BN = 128's
+one clear a K step too; not the default: untimed on the GPU)."""
 import re
 import sys
 from pathlib import Path
@@ -19,6 +22,7 @@ from stdlib_kit import GEMM_PATH  # noqa: E402
 
 ISSUE = ("tl::gemm_wgmma_issue<tl_matmul_f8_blockscaled_wgmma_n128_f8e4m3_clear, __nv_fp8_e4m3, 128, 128, 128, true, "
          "__nv_fp8_e4m3, 1, 1, 2>(")
+TIED = ISSUE.replace("1, 1, 2>(", "1, 1, true>(")
 
 
 def _source(consts: dict) -> str:
@@ -36,10 +40,20 @@ def _consumers(consts: dict) -> str:
     return src[src.index("tl::setmaxnreg_inc"):]
 
 
-def test_each_halfs_clear_is_its_gemms_first_k_step():
+def test_each_halfs_clear_is_its_gemms_first_k_step(monkeypatch):
+    import tlc.codegen.sm90 as sm90
+    import tlc.schedule.dead_stores as ds
+
     consumers = _consumers({"BN": 256})
-    assert "part[tl_r] = 0.0f" not in consumers
-    assert consumers.count(ISSUE) == 2
+    assert "part[tl_r] = 0.0f" not in consumers and "part[tl_r] = (" not in consumers
+    assert consumers.count(TIED) == 2 and ISSUE not in consumers
+    monkeypatch.setattr(sm90, "RING_SCALE_D_TIED", False)
+    assert _consumers({"BN": 256}).count(ISSUE) == 2
+    # with the partial sums stored back, the body writes part: the clear only writes the registers
+    monkeypatch.setattr(sm90, "RING_SCALE_D_TIED", True)
+    monkeypatch.setattr(ds, "DEAD_FRAGMENT_STORES", "none")
+    consumers = _consumers({"BN": 256})
+    assert "part[tl_r] = (" in consumers and consumers.count(ISSUE) == 2 and TIED not in consumers
     # the accumulators, cleared once a tile before the ring, stay cleared by instructions
     assert "acc[tl_r] = 0.0f" in consumers and "acc2[tl_r] = 0.0f" in consumers
 
@@ -59,7 +73,8 @@ def test_which_clears_the_rule_takes(monkeypatch, rule, bn, zeroed):
     monkeypatch.setattr(sm90, "RING_SCALE_D_CLEARS", rule)
     consumers = _consumers({"BN": bn})
     assert ("part[tl_r] = 0.0f" not in consumers) == zeroed
-    assert (ISSUE in consumers) == zeroed
+    assert (ISSUE in consumers or TIED in consumers) == zeroed
+    assert (TIED in consumers) == (zeroed and bn == 256)  # BN = 128: the loop writes part
 
 
 @pytest.mark.parametrize("rule", ["reused", "none"])
@@ -79,3 +94,47 @@ def test_two_halves_fit_the_consumers_registers(tmp_path, monkeypatch, rule):
     # one FFMA a register (an accumulating first step left FMUL + FADD pairs)
     assert len(re.findall(r"QGMMA\.64x128x32", sass)) == 8
     assert len(re.findall(r"\bFFMA\b", sass)) >= 128 and not re.findall(r"\bFADD\b", sass)
+
+
+def _built(name: str, consts: dict) -> str:
+    """std.gemm's `name` for sm_90a as the runtime compiles it (runtime.built_source: every
+    tensor map encoded, TL_TMA_FLAGS, the other paths compiled out)."""
+    from tlc.codegen import generate
+    from tlc.driver import check_file
+    from tlc.runtime import built_source
+    from tlc.runtime.args import LaunchFacts
+    from tlc.schedule import schedule
+
+    r = check_file(GEMM_PATH)
+    kernel = schedule(r.program, name, consts, target="sm_90a")
+    generated = generate(kernel, "sm_90a", sources=r.sources, line_directives=False)
+    return built_source(generated, LaunchFacts.of(kernel).asserts)
+
+
+HALVES = [("matmul_f8_blockscaled", {"BN": 256}), ("matmul_f8_blockscaled", {"BN": 256, "stages": 4}),
+          ("matmul_grouped_f8_blockscaled", {"BN": 256})]
+
+
+@pytest.mark.parametrize("name, consts", HALVES)
+def test_the_runtime_build_of_the_halves_fits_the_registers(tmp_path, name, consts):
+    # both halves' products in one 64-register window (the tie), no spills, 8 QGMMA + 128 FFMA
+    # a K step; the grouped (MoE) kernel's tile walk too
+    source = _built(name, consts)
+    assert "#define TL_TMA_FLAGS" in source.split("\n// Generated")[0]
+    sass, log = cubin_sass(source, "sm_90a", tmp_path)
+    assert "0 bytes spill stores" in log, log
+    windows = re.findall(r"QGMMA\.64x128x32\.F32\.E4M3\.E4M3 (R\d+),", sass)
+    assert len(windows) == 8 and len(set(windows)) == 1, windows
+    assert len(re.findall(r"\bFFMA\b", sass)) >= 128 and not re.findall(r"\bFADD\b", sass)
+
+
+@pytest.mark.parametrize("name, consts", [HALVES[0], HALVES[2]])
+def test_the_write_only_clear_spilled_in_the_runtime_build(tmp_path, monkeypatch, name, consts):
+    # what RING_SCALE_D_TIED is for: with CLEAR 2 ptxas put the halves' products in two windows
+    # and moved the accumulators around them through local memory (nvcc 13.0: 204 bytes a thread,
+    # the grouped kernel 284; NVRTC 13.5 the same)
+    import tlc.codegen.sm90 as sm90
+    monkeypatch.setattr(sm90, "RING_SCALE_D_TIED", False)
+    _, log = cubin_sass(_built(name, consts), "sm_90a", tmp_path)
+    spills = re.search(r"(\d+) bytes spill stores", log)
+    assert spills and int(spills.group(1)) > 0, log

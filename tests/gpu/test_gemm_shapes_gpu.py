@@ -66,11 +66,13 @@ def test_grouped(mod, sizes):
     assert rel_err(C, ref) < 2e-3
 
 
+@pytest.mark.parametrize("consts", [{}, {"BN": 256}, {"BN": 256, "stages": 4}], ids=["default", "BN256s3", "BN256s4"])
 @pytest.mark.parametrize("sizes", GROUP_SIZES + [[0, 300, 1, 0, 1100, 17, 600, 0]])
-def test_grouped_f8_blockscaled(mod, sizes):
+def test_grouped_f8_blockscaled(mod, sizes, consts):
+    # BN = 256: two 128-column halves (N = 520: the last tile's second half partly outside)
     A, W, offsets, SA, SB, ref = grouped_f8_case(np.random.default_rng(25), sizes, N=520, K=392)
     C = np.full(ref.shape, np.nan, BF16.numpy())
-    mod.matmul_grouped_f8_blockscaled(A, W, offsets, C, SA, SB)
+    mod.matmul_grouped_f8_blockscaled(A, W, offsets, C, SA, SB, **consts)
     if ref.size:
         assert rel_err(C, ref) < 1e-2
 

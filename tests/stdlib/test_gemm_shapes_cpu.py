@@ -62,11 +62,12 @@ def test_grouped_against_numpy(mod, sizes):
 
 @pytest.mark.parametrize("sizes", GROUP_SIZES)
 def test_grouped_f8_blockscaled_against_numpy(mod, sizes):
-    """Small tiles (BN 64: half a scale block of W) and the default ones (a tile a scale block)."""
+    """Small tiles (BN 64: half a scale block of W), the default ones (a tile a scale block) and
+    BN = 256 (two 128-column halves, two scale blocks; N = 200: the second half partly outside)."""
     import ml_dtypes
 
     A, W, offsets, SA, SB, ref = grouped_f8_case(np.random.default_rng(12), sizes)
-    for consts in (dict(BM=64, BN=64, stages=2, THREADS=128), {}):
+    for consts in (dict(BM=64, BN=64, stages=2, THREADS=128), {}, dict(BN=256)):
         C = np.full(ref.shape, np.nan, ml_dtypes.bfloat16)
         mod.matmul_grouped_f8_blockscaled(A, W, offsets, C, SA, SB, **consts)
         if ref.size:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .. import ir, primitives
-from ..ir.walk import statements
+from ..ir.walk import statements, written_names
 from ..schedule.layout import wgmma_bands, wgmma_column_groups
 from ..schedule.one_warpgroup import owner_threads
 from ..schedule.tensor_cores import tensor_core_op
@@ -30,6 +30,15 @@ from .warpspec import WarpSpecialized
 # BN <= 128 too: their SASS is the same but where ptxas folded no clear, 64 IMAD.MOV a K step
 # before the wgmma go; not yet timed on the GPU, so not the default); "none"
 RING_SCALE_D_CLEARS = "reused"
+# Where the body writes such a fragment by nothing but its gemms and those clears (a partial sum
+# each iteration scales and adds into values of its own: schedule/dead_stores.py), the clearing
+# first K step reads the registers the last gemm left, scale-d 0 ("+f", CLEAR 1: one asm operand
+# list for all the gemms), rather than only writing them: ptxas then keeps one 64-register window
+# for the products of both of BN = 256's halves; with "=f" it placed them in two and spilled the
+# accumulators moving between (204 bytes a thread as the runtime builds std's kernel, 284 the
+# grouped one's; no spills, the same 8 QGMMA + 128 FFMA a K step, with the tie).  No default kernel
+# has such a body (its code is unchanged); False: CLEAR 2 as before.
+RING_SCALE_D_TIED = True
 
 # A consumer body that starts with the last iteration's products in flight (the ring's carried
 # gemms: schedule/warpspec.py carried_gemms) waits for them right after issuing its first
@@ -146,6 +155,11 @@ class Sm90(WarpSpecialized, Sm80):
         zeroed = {id(f) for f, g in zip(heads, heads[1:]) if isinstance(f, ir.Fill) and isinstance(g, ir.Gemm)
                   and g.c == f.buffer and self.zero_clear(f, g) and self.uses_wgmma(g) and id(f) not in cleared
                   and (RING_SCALE_D_CLEARS == "all" or RING_SCALE_D_CLEARS == "reused" and fills[f.buffer] > 1)}
+        # of those, the fragments nothing but gemms and those clears writes in the body: the
+        # registers the last gemm left, read (CLEAR 1), so ptxas keeps one window for them
+        others = written_names(stmts) | {x.dst for x in statements(stmts) if isinstance(x, (ir.Reduce, ir.Scan))} \
+            | {x.buffer for x in statements(stmts) if isinstance(x, ir.Fill) and id(x) not in zeroed}
+        tied = {id(f) for f in heads if id(f) in zeroed and RING_SCALE_D_TIED and f.buffer not in others}
         try:
             early = self.hoist_early(stmts)
             clear = False
@@ -155,7 +169,7 @@ class Sm90(WarpSpecialized, Sm80):
                     clear = True
                     continue
                 if id(s) in zeroed:
-                    clear = 2
+                    clear = True if id(s) in tied else 2
                     continue
                 lazy = len(run) == 1 and isinstance(s, ir.Gemm) and (self.uses_wgmma(s) or self.uses_wgmma_rs(s))
                 if EARLY_CARRIED_RELEASE and carried and not lazy and len(pending) > carried:

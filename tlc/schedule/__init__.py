@@ -5,6 +5,8 @@ The passes, in order, each a function IR -> IR checked by the verifier: `lower` 
 IR), `split_column_blocks` (a column reduction over more blocks, its threads combining once,
 column_blocks.py), `prefetch_loads` (a pipelined loop's per-iteration tensor loads read an
 iteration ahead, where PREFETCH_RING_LOADS is on: prefetch_loads.py),
+`drop_dead_fragment_stores` (a parallel loop's store to a fragment that only its own iteration
+reads before the fragment is cleared made a value of the iteration, dead_stores.py),
 `infer_layouts` (fragment layouts, layout_infer.py), `place_fragment_scans` (a fragment's scan in
 its registers, or through a shared copy where its layout or dtype does not allow, scan_registers.py), `narrow_fragments` (an
 f32 fragment of 16-bit values held in 16 bits, narrow_fragments.py and recompute.py), `check_thread_storage` (what each thread holds, the
@@ -49,7 +51,7 @@ _LAZY = {"insert_barriers": "barriers", "choose_blocks_per_sm": "blocks_per_sm",
          "LoweringError": "lower", "narrow_fragments": "narrow_fragments",
          "check_thread_storage": "registers", "plan_shared_memory": "smem", "specialize_warps": "warpspec",
          "fold_stores": "fold_stores", "place_fragment_scans": "scan_registers", "unswitch_loops": "unswitch",
-         "order_heavy_first": "grid_order", "prefetch_loads": "prefetch_loads", "keep_gathered_rows": "l2_policy", "group_atomics": "atomic_groups",
+         "order_heavy_first": "grid_order", "prefetch_loads": "prefetch_loads", "drop_dead_fragment_stores": "dead_stores", "keep_gathered_rows": "l2_policy", "group_atomics": "atomic_groups",
          "split_ring": "ring_split_k"}
 
 
@@ -69,7 +71,7 @@ def _import_passes() -> None:
         if name not in globals() or isinstance(globals()[name], types.ModuleType):
             __getattr__(name)
 
-PASSES = ("lower", "split_column_blocks", "prefetch_loads", "infer_layouts", "place_fragment_scans", "narrow_fragments",
+PASSES = ("lower", "split_column_blocks", "prefetch_loads", "drop_dead_fragment_stores", "infer_layouts", "place_fragment_scans", "narrow_fragments",
           "check_thread_storage",
           "plan_shared_memory", "insert_barriers", "keep_last_stages", "use_fast_math", "batch_loads", "keep_gathered_rows",
           "group_atomics", "choose_blocks_per_sm", "unswitch_loops", "specialize_warps", "fold_stores", "order_heavy_first")
@@ -171,7 +173,7 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
     ir.verify(kernel)
     after = _AFTER_PASS.get() or (lambda name, result: None)
     after("lower", kernel)
-    passes = (split_column_blocks, lambda k: prefetch_loads(k, targets.get(target)),
+    passes = (split_column_blocks, lambda k: prefetch_loads(k, targets.get(target)), drop_dead_fragment_stores,
               lambda k: infer_layouts(k, target, program.sources), place_fragment_scans,
               narrow_fragments,
               lambda k: check_thread_storage(k, program.sources),
