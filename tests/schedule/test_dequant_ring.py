@@ -169,5 +169,5 @@ def test_nvcc_builds_it_the_producer_on_the_tma_the_consumers_issuing_no_copy(on
 def test_m16_on_mma_sync_takes_several_blocks_an_sm(on, monkeypatch):
     from tlc.schedule import operand_layout
     monkeypatch.setattr(operand_layout, "WGMMA_REGISTER_A_MAX", 32)  # (helper D's switch: the gemm on mma.sync)
-    text = print_kernel(_kernel("matmul_w4a16", M16))
+    text = print_kernel(scheduled("matmul_w4a16", M16))
     assert NOTE + MMA + "; up to 3 blocks an SM of 80 registers a thread\n" in text
