@@ -46,9 +46,7 @@ def test_matmul_w4a16_through_the_tma_ring_against_numpy(tma_mod, monkeypatch, M
 
 @pytest.fixture(scope="module")
 def one_block_mod(tmp_path_factory):  # (a cache of its own: the blocks an SM are not in its keys either)
-    path = tmp_path_factory.mktemp("tma_ring_one_block") / "gemm.tl"
-    path.write_text(pathlib.Path(GEMM_PATH).read_text())
-    return tlc.load(str(path), target="cuda")
+    return loaded_copy(tmp_path_factory.mktemp("tma_ring_one_block"))
 
 
 def test_the_one_block_setmaxnreg_form_against_numpy(one_block_mod, monkeypatch):
