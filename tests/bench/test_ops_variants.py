@@ -56,7 +56,7 @@ def test_the_queued_question_is_right_on_the_interpreter(monkeypatch, capsys):
     script = (ROOT / "bench" / "queue" / "G_ops_weak_rows.sh").read_text()
     spec = shlex.split(re.search(r'^SPEC="([^"]*)"', script, re.M).group(1))
     options = re.findall(r"--option (\S+)", script)
-    assert len(options) == 3
+    assert len(options) == 4
     for opt in options:  # restored after the test
         where, _, attr = opt.partition("=")[0].rpartition(".")
         monkeypatch.setattr(sys.modules.get(where) or __import__(where, fromlist=[attr]), attr, False)
@@ -86,6 +86,6 @@ def test_the_queued_transpose_tiles_are_right_on_the_interpreter(capsys):
     script = (ROOT / "bench" / "queue" / "G_transpose_tiles.sh").read_text()
     words = shlex.split(re.search(r"bench/ops_variants.py (.*?) 2>&1", script).group(1))
     spec = [w for i, w in enumerate(words) if not w.startswith("--") and not words[i - 1].startswith("--")]
-    assert spec[0] == "transpose" and len(spec) == 3
+    assert spec[0] == "transpose" and len(spec) == 2
     result = ops_variants.main(["--dry-run", *spec])
     assert result["failures"] == [], capsys.readouterr().out

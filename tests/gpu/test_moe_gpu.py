@@ -80,6 +80,28 @@ def test_a_launcher_whose_sizes_decide_its_assert_reads_no_record(monkeypatch):
     assert reads
 
 
+@pytest.mark.parametrize("n", [10000, 10001])  # runs whole (the whole-runs build), and not (the generic one)
+def test_a_kernel_with_asserts_in_its_whole_runs_build(n, monkeypatch, tmp_path):
+    """host_asserts.WHOLE_RUNS_WITH_ASSERTS (off until timed): expert_histogram keeps the
+    TL_WHOLE_RUNS build though it asserts; a launch that needs the generic build runs that, and
+    a failing assert in either build is still read (CompiledKernel.check_asserts reads both
+    modules' records).  Its own cache: the key holds the built source, which the switch changes."""
+    import cupy as cp
+
+    from tlc.device_assert import DeviceAssertError
+    from tlc.runtime import host_asserts
+
+    monkeypatch.setattr(host_asserts, "WHOLE_RUNS_WITH_ASSERTS", True)
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path))
+    on = tlc.load(MOE_PATH, target="cuda")
+    ids = cp.asarray(np.random.default_rng(n).integers(0, 64, n).astype(np.int32))
+    counts = cp.zeros(64, cp.int32)
+    on.expert_histogram(ids, counts)
+    assert np.array_equal(cp.asnumpy(counts), np.bincount(cp.asnumpy(ids), minlength=64))
+    with pytest.raises(DeviceAssertError, match="expert_histogram: E = 300 experts"):
+        on.expert_histogram(ids, cp.zeros(300, cp.int32))
+
+
 def test_routing_against_pytorch(mod):
     """topk_softmax and moe_align_block_size against torch.softmax, torch.topk and a stable
     torch.sort of the expert ids, on the GPU's tensors."""

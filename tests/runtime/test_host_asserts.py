@@ -70,3 +70,20 @@ def test_launch_facts_carry_the_conditions():
     assert decidable(facts.assert_conds, names)
     fwd = tlc.load("std.attention", target="cpu").kernels["flash_fwd"].scheduled({"D": 128}, "sm_90a")
     assert not decidable(LaunchFacts.of(fwd).assert_conds, set(fwd.shape_symbols()) | {"scale"})
+
+
+def test_a_kernel_with_asserts_keeps_the_whole_runs_build_where_asked(monkeypatch):
+    """host_asserts.WHOLE_RUNS_WITH_ASSERTS (off until timed): expert_histogram, which asserts
+    E <= BE, is compiled with TL_WHOLE_RUNS only with the switch on, and its generic build never."""
+    from tlc.runtime import built_source, host_asserts
+    from tlc.runtime.whole_runs import DEFINE
+
+    hist = tlc.load("std.moe", target="cpu").kernels["expert_histogram"]
+    generated = hist.generated({"I": "i64"}, "sm_90a")
+    asserts = LaunchFacts.of(hist.scheduled({"I": "i64"}, "sm_90a")).asserts
+    assert generated.whole_runs and asserts
+    monkeypatch.setattr(host_asserts, "WHOLE_RUNS_WITH_ASSERTS", False)
+    assert DEFINE not in built_source(generated, asserts) and not host_asserts.whole_runs_build(asserts)
+    monkeypatch.setattr(host_asserts, "WHOLE_RUNS_WITH_ASSERTS", True)
+    assert DEFINE in built_source(generated, asserts) and DEFINE not in built_source(generated, asserts, generic=True)
+    assert host_asserts.whole_runs_build(()) and host_asserts.whole_runs_build(asserts)

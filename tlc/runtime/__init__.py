@@ -77,18 +77,20 @@ def warm_up(device: int | None = None) -> None:
 def built_source(generated, asserts, generic: bool = False) -> str:
     """`generated.source` as the runtime compiles it: for launches whose tensor maps all encode
     (`tensormap.built_flags`) and whose copies keep whole runs (`whole_runs`), each a `#define`
-    line before the source, unless `generic` (or the kernel `asserts`, whose record belongs to
-    one module).  The profiler's PTX compiles the same text, so that its line numbers are the
-    binary's (tlc/profiling/gpu.py)."""
+    line before the source, unless `generic` (or, for the whole runs, the kernel `asserts`, whose
+    record was read from one module: host_asserts.whole_runs_build).  The profiler's PTX compiles
+    the same text, so that its line numbers are the binary's (tlc/profiling/gpu.py)."""
     source = generated.source
     if generated.tensor_maps and not generic:
         from .tensormap import built_flags, with_flags
 
         source = with_flags(source, built_flags(generated.tensor_maps, asserts))
-    if generated.whole_runs and not generic and not asserts:
+    if generated.whole_runs and not generic:
+        from .host_asserts import whole_runs_build
         from .whole_runs import with_whole_runs
 
-        source = with_whole_runs(source, generated.whole_runs)
+        if whole_runs_build(asserts):
+            source = with_whole_runs(source, generated.whole_runs)
     return source
 
 

@@ -23,6 +23,20 @@ from ..ir.walk import subexprs
 
 # the switch: off until timed (a default's speed changes only on the device's word)
 HOST_DECIDED_ASSERTS = False
+# A kernel with asserts is compiled without the TL_WHOLE_RUNS build today (runtime/__init__.py's
+# built_source, launch.py's whole_runs): its record was read from one module, and a launch that
+# needs the generic build runs another.  With this switch (off until timed) it keeps the whole-runs
+# build, and CompiledKernel.check_asserts reads the generic build's record too, where a launch
+# needed it.  std.moe's expert_histogram (an assert, E <= BE): 496 SASS in the ragged build against
+# 320 in the whole-runs one (sm_90a, 29 against 20 registers); group_norm, which a device_assert of
+# C % G == 0 would put in the ragged build: 2840 against 2112, 32 bytes of spills against none.
+WHOLE_RUNS_WITH_ASSERTS = False
+
+
+def whole_runs_build(asserts) -> bool:
+    """Whether a kernel with these device_assert sites may take the TL_WHOLE_RUNS build (as
+    runtime/__init__.py's built_source decides it)."""
+    return not asserts or WHOLE_RUNS_WITH_ASSERTS
 
 _ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
           "//": lambda a, b: a // b, "%": lambda a, b: a % b, "min": min, "max": max}

@@ -62,9 +62,12 @@ class CompiledKernel:
         self._generic_functions: dict = {}  # its loaded functions (the fast path launches them too)
         # a kernel whose copies move whole runs is built for launches that keep them whole
         # (codegen/whole_runs.py, runtime/whole_runs.py), unless generic or it asserts (whose
-        # record belongs to one module): the C argument slots of the tensors whose addresses
-        # must be 16-byte aligned, and of the sizes that must be multiples of a run
-        self.whole_runs = None if generic or facts.asserts else getattr(generated, "whole_runs", None)
+        # record was read from one module; with host_asserts.WHOLE_RUNS_WITH_ASSERTS it keeps the
+        # build and check_asserts reads the generic build's record too): the C argument slots of
+        # the tensors whose addresses must be 16-byte aligned, and of the sizes that must be
+        # multiples of a run
+        self.whole_runs = None if generic or not host_asserts.whole_runs_build(facts.asserts) else \
+            getattr(generated, "whole_runs", None)
         if self.whole_runs:
             slots = self.binder.slots
             self._whole_pointers = tuple(slots[t] for t, _, _ in self.whole_runs)
@@ -222,6 +225,8 @@ class CompiledKernel:
         import numpy as np
         from cupy.cuda import runtime
 
+        if self._generic is not None:  # a whole-runs build's generic one: its own module's record
+            self._generic.check_asserts()
         address = self._records.get(runtime.getDevice())
         if address is None:
             return
