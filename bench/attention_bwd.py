@@ -24,7 +24,6 @@ by its text, not by the switches).  A copy has no config.json: give its tiles as
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import json
 import math
@@ -37,6 +36,8 @@ sys.path.insert(0, str(ROOT))
 
 import tlc  # noqa: E402
 from tlc.timing import Checked, compare, tolerance, verify  # noqa: E402
+
+from switches import switched  # noqa: E402  (bench/, this file's folder)
 
 
 def main(argv=None):
@@ -92,17 +93,10 @@ def parse_flags(text: str) -> tuple:
     return label, tuple(out)
 
 
-@contextlib.contextmanager
 def switches(flags):
-    """tlc.codegen's switches set to `flags`' values inside the block, restored after it."""
-    saved = [(mod, name, getattr(mod, name)) for mod, name, _ in flags]
-    for mod, name, value in flags:
-        setattr(mod, name, type(getattr(mod, name))(value))
-    try:
-        yield
-    finally:
-        for mod, name, value in saved:
-            setattr(mod, name, value)
+    """tlc.codegen's switches set to `flags`' values (each converted to the constant's type)
+    inside the block, restored after it."""
+    return switched((mod, name, type(getattr(mod, name))(value)) for mod, name, value in flags)
 
 
 def kernel_times(run, calls: int = 10) -> dict:

@@ -106,16 +106,13 @@ def renamed(path, label: str, target: str = "cuda"):
 def switched(fn, switches: dict):
     """fn() with each "module.NAME" of `switches` set to its value, restored after."""
     import importlib
-    saved = []
+
+    from switches import switched as setting
+    settings = []
     for where, value in switches.items():
         module, _, name = where.rpartition(".")
-        mod = importlib.import_module(module)
-        if not hasattr(mod, name):
+        if not hasattr(importlib.import_module(module), name):
             raise SystemExit(f"fwd_variants: {module} has no switch {name}")
-        saved.append((mod, name, getattr(mod, name)))
-        setattr(mod, name, value)
-    try:
+        settings.append((module, name, value))
+    with setting(settings):
         return fn()
-    finally:
-        for mod, name, value in saved:
-            setattr(mod, name, value)

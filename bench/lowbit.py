@@ -456,18 +456,16 @@ def _option_module(name: str | None, gemm):
 def _switched(name: str | None, make):
     """make() with W4_OPTION_SETS[name]'s switches set (each back as it was after), or as is."""
     import importlib
-    saved = []
+
+    from switches import switched
+    settings = []
     for opt in W4_OPTION_SETS[name] if name else ():
         where, _, rest = opt.rpartition(".")
         attr, _, value = rest.partition("=")
         module = importlib.import_module(where)
-        saved.append((module, attr, getattr(module, attr)))
-        setattr(module, attr, type(getattr(module, attr))(int(value)))
-    try:
+        settings.append((module, attr, type(getattr(module, attr))(int(value))))
+    with switched(settings):
         return make()
-    finally:
-        for module, attr, value in reversed(saved):
-            setattr(module, attr, value)
 
 
 def _in_order(*launches):

@@ -72,7 +72,6 @@ from __future__ import annotations
 
 import argparse
 import math
-from contextlib import contextmanager
 import sys
 import tempfile
 from pathlib import Path
@@ -85,6 +84,7 @@ from tlc.timing import Checked, compare_checked, tolerance  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from attention import mla_inputs  # noqa: E402
+from switches import switched  # noqa: E402
 
 ROWS = {f"mla_b{B}_kv{SK}_sq{SQ}": (B, SK, SQ) for B in (64, 132) for SK in (4096, 16384) for SQ in (1, 2)}
 H, DK, DV, PAGE = 128, 576, 512, 64
@@ -97,21 +97,10 @@ FLAGS = {"carry": (_CARRY,), "uniform": (_UNIFORM,), "unicarry": (_UNIFORM, _CAR
 COMPILED = set()  # those compiled in this process
 
 
-@contextmanager
 def flag(*settings):
     """Each (module, name, value) of `settings`: the module's constant set to the value while the
     block runs."""
-    import importlib
-    old = []
-    try:
-        for module, name, value in settings:
-            m = importlib.import_module(module)
-            old.append((m, name, getattr(m, name)))
-            setattr(m, name, value)
-        yield
-    finally:
-        for m, name, value in reversed(old):
-            setattr(m, name, value)
+    return switched(settings)
 
 SOFTMAX_FROM = "            if first + kb * PAGE + PAGE > seen:\n"
 SOFTMAX_TO = "            gemm(probs, kv_tile, acc)\n"

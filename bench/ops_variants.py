@@ -31,6 +31,8 @@ import tlc  # noqa: E402
 from tlc.benchmarks import ceilings, ops  # noqa: E402
 from tlc.benchmarks.ops_rows import all_rows  # noqa: E402
 
+from switches import switched as setting  # noqa: E402  (bench/, this file's folder)
+
 
 def parse(words: list[str]) -> list[tuple[str, list[dict]]]:
     """[op, variant, variant, op, ...] -> [(op, [{constant: value}, ...])]: a word with no `=`
@@ -91,19 +93,14 @@ def switched(label: str):
     launcher is made, as runtime/host_asserts.py's) set for the variant's run, then put back.
     A compiler switch (one the kernel cache's key does not hold) is not one of these: it takes
     --option and a process of its own."""
-    items = [item[1:] for item in label.split(",") if item.startswith("@")]
-    saved = []
-    try:
-        for item in items:
-            name, _, value = item.partition("=")
-            where, _, attr = name.rpartition(".")
-            module = importlib.import_module(where)
-            saved.append((module, attr, getattr(module, attr)))
-            setattr(module, attr, type(getattr(module, attr))(int(value)))
+    settings = []
+    for item in (item[1:] for item in label.split(",") if item.startswith("@")):
+        name, _, value = item.partition("=")
+        where, _, attr = name.rpartition(".")
+        module = importlib.import_module(where)
+        settings.append((module, attr, type(getattr(module, attr))(int(value))))
+    with setting(settings):
         yield
-    finally:
-        for module, attr, value in reversed(saved):
-            setattr(module, attr, value)
 
 
 def compare(before: dict, after: dict) -> list[str]:
