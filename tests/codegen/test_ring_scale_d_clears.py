@@ -138,3 +138,12 @@ def test_the_write_only_clear_spilled_in_the_runtime_build(tmp_path, monkeypatch
     _, log = cubin_sass(_built(name, consts), "sm_90a", tmp_path)
     spills = re.search(r"(\d+) bytes spill stores", log)
     assert spills and int(spills.group(1)) > 0, log
+
+
+@pytest.mark.parametrize("name", ["matmul_f8_blockscaled", "matmul_grouped_f8_blockscaled"])
+def test_the_runtime_build_at_the_defaults_fits_the_registers(tmp_path, name):
+    # BN = 128 (one gemm a K step: its clear an instruction ptxas folds, the store kept) as the
+    # runtime compiles it: 4 QGMMA + 64 FFMA a K step, no local memory
+    sass, log = cubin_sass(_built(name, {}), "sm_90a", tmp_path)
+    assert "0 bytes spill stores" in log and "0 bytes spill loads" in log, log
+    assert len(re.findall(r"QGMMA\.64x128x32", sass)) == 4 and len(re.findall(r"\bFFMA\b", sass)) >= 64
