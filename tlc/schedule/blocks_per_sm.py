@@ -45,6 +45,14 @@ def _smem_per_sm(target) -> int:
     return (target.smem_per_block if target is not None else SM90_LIMIT) + RESERVED_SMEM
 
 
+def resident_blocks(smem_bytes: int, threads: int, target) -> int:
+    """The blocks of `threads` threads and `smem_bytes` of shared memory each that an SM of
+    `target` holds: by its shared memory (RESERVED_SMEM more a block), its threads and its
+    block limit; at least 1."""
+    by_smem = _smem_per_sm(target) // (smem_bytes + RESERVED_SMEM)
+    return max(1, min(by_smem, target.threads_per_sm // threads, target.blocks_per_sm))
+
+
 def choose_blocks_per_sm(kernel: ir.Kernel, target=None) -> ir.Kernel:
     """`kernel` with `min_blocks` (and a note saying why) when it is register-resident and its
     author left blocks per SM to the compiler; else unchanged."""

@@ -145,6 +145,7 @@ def blocks_per_sm(ws, kernel: ir.Kernel, target) -> int:
     target's block limit.  1 where the consumers' gemm runs on wgmma: its register A holds a
     whole K step's dequantized weights until the wait (std.gemm's w4a16 at M = 16, K steps of
     512: 222 registers, helper D's nvcc count), which a block alone on its SM keeps."""
+    from .blocks_per_sm import resident_blocks
     from .warpspec import wgmma_rs_ready, wgmma_ready
     buffers = {b.name: b for b in kernel.buffers}
     loop = kernel.body[ws.loop]
@@ -152,9 +153,7 @@ def blocks_per_sm(ws, kernel: ir.Kernel, target) -> int:
     if any(isinstance(g, ir.Gemm) and (wgmma_rs_ready(g, buffers, threads) or wgmma_ready(g, buffers, threads))
            for g in statements(loop.body[ws.consumer[0]:ws.consumer[1]])):
         return 1
-    by_smem = (target.smem_per_block + 1024) // (ws.staging_end + 1024)
-    by_threads = target.threads_per_sm // (threads + ws.producer_threads)
-    return max(1, min(DEQUANT_BLOCKS, by_smem, by_threads, target.blocks_per_sm))
+    return max(1, min(DEQUANT_BLOCKS, resident_blocks(ws.staging_end, threads + ws.producer_threads, target)))
 
 
 def _note(before: ir.Kernel, after: ir.Kernel, ws) -> str:

@@ -44,8 +44,8 @@ RING_SPLIT = False  # the option: off until the GPU times it
 def blocks_per_sm(kernel: ir.Kernel, target) -> int:
     """The blocks of `kernel` an SM of `target` holds by its shared memory (1 KB more a block, as
     the GPU reserves) and threads; at least 1."""
-    by_smem = (target.smem_per_block + 1024) // (kernel.smem_bytes + 1024)
-    return max(1, min(by_smem, target.threads_per_sm // kernel.threads, target.blocks_per_sm))
+    from .blocks_per_sm import resident_blocks
+    return resident_blocks(kernel.smem_bytes, kernel.threads, target)
 
 
 def candidate(kernel: ir.Kernel) -> tuple[int, str] | None:
