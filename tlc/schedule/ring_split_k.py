@@ -35,7 +35,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 from .. import ir
-from ..ir.walk import statements, written_names
+from ..ir.walk import statements, variables, written_names
 from . import split_k as sk
 
 RING_SPLIT = False  # the option: off until the GPU times it
@@ -59,7 +59,7 @@ def candidate(kernel: ir.Kernel) -> tuple[int, str] | None:
     i = loops[0]
     loop = kernel.body[i]
     fixed, _ = sk.fixed_names(kernel, i)
-    if not all(v.name in fixed for v in _variables(loop.stop)):
+    if not all(v.name in fixed for v in variables(loop.stop)):
         return None
     inner = list(statements(loop.body))
     gemms = [s for s in inner if isinstance(s, ir.Gemm)]
@@ -91,16 +91,6 @@ def _writes(s, name: str) -> bool:
     return isinstance(s, ir.Gemm) and s.c == name
 
 
-def _op_mul(a, b):
-    from ..dtypes import I32
-    return ir.BinOp("*", a, b, I32)
-
-
-def _variables(e):
-    from ..ir.walk import variables
-    return variables(e)
-
-
 def split_ring(kernel: ir.Kernel, target) -> ir.Kernel:
     """`kernel` split along K where RING_SPLIT is on, `target` a GPU's and the kernel a candidate
     (module docstring); else `kernel`."""
@@ -119,7 +109,7 @@ def split_ring(kernel: ir.Kernel, target) -> ir.Kernel:
     _, defs = sk.fixed_names(kernel, i)
     b = kernel.buffer(acc)
     from .im2col_tma import _subst
-    wider = sk.parts_expr(_op_mul(kernel.grid[0], kernel.grid[1]), _subst(loop.stop, defs), sk.max_parts(*b.shape),
+    wider = sk.parts_expr(sk._op("*", kernel.grid[0], kernel.grid[1]), _subst(loop.stop, defs), sk.max_parts(*b.shape),
                           wave)
     split = replace(split, grid=split.grid[:2] + (wider,),
                     body=tuple(replace(s, value=wider) if isinstance(s, ir.LetScalar) and s.value == parts else s
