@@ -12,6 +12,11 @@ import os
 import pytest
 from hypothesis import settings
 
+# tlc itself, first: the bench scripts that tests/bench imports put the checkout on sys.path
+# before they import tlc, which would make every later `import tlc` of that process the source
+# tree's, not the installed package CI tests (.ci/run), and paths and cache identities differ
+import tlc  # noqa: F401,E402
+
 # Derandomized, and no example database: a run tests what the previous one did, whatever
 # machine, so a pass or a failure (or a slow input) cannot come and go between runs.
 # HYPOTHESIS_PROFILE=explore draws new examples (to look for bugs, not in CI).
