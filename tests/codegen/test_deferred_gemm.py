@@ -4,12 +4,16 @@ with the deferred one in flight (wgmma.wait_group 1), the deferred one before th
 are rewritten, the last after the loop; and in SASS: HGMMA for both products, the wait for one
 group, no local memory."""
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 from kit_codegen import generated_source
 from nvcc import cubin_sass
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stdlib"))
+from attention_kit import p_in_shared  # noqa: E402
 
 SRC = (Path(__file__).resolve().parents[2] / "stdlib" / "attention.tl").read_text()
 
@@ -127,7 +131,7 @@ def test_sass_of_three_consumer_warpgroups_has_no_local_memory_and_no_injected_w
 def test_sass_of_three_warpgroups_with_p_in_shared_memory_has_no_local_memory(tmp_path):
     # FlashAttention 3's 192 x 192 tile at head dim 64, P through shared memory: 96 score
     # registers a thread, no P held in registers, within 160 (bench/queue/A_fwd_persistent.sh)
-    src = SRC.replace("        probs = fragment(T[BM, BN])\n", "        probs = shared(T[BM, BN])\n")
+    src = p_in_shared(SRC)
     source = generated_source(src, "flash_fwd", arch="sm_90a",
                               constants={"D": 64, "BM": 192, "THREADS": 384, "BN": 192, "STAGES": 2}).source
     sass, log = cubin_sass(source, "sm_90a", tmp_path, "flash3p")

@@ -12,7 +12,7 @@ import pytest
 import tlc
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "stdlib"))  # the shared kit
-from attention_kit import attention_inputs, attention_reference  # noqa: E402
+from attention_kit import ATTENTION_PATH, attention_inputs, attention_reference, p_in_shared  # noqa: E402
 from test_attention import (BWD_CASES, CASES, DECODE_CASES, MLA_CASES, PAGED_CASES, SPARSE_CASES, TOL,  # noqa: E402
                             VARLEN_CASES, check_bwd, check_mla, check_paged, check_sparse, check_varlen)
 
@@ -54,12 +54,8 @@ def test_flash_fwd_against_numpy(dtype, case):
 @pytest.mark.parametrize("stages", [2, 3])
 def test_flash_fwd_with_p_staged_in_shared_memory_against_numpy(tmp_path, stages):
     # the deferred P @ V reads a shared P the next iteration rewrites (warpspec's wait before it)
-    from tlc.package_data import folder
-    source = (folder("stdlib") / "attention.tl").read_text()
-    old = "        probs = fragment(T[BM, BN])\n"
-    assert old in source
     path = tmp_path / "shared_probs.tl"
-    path.write_text(source.replace(old, "        probs = shared(T[BM, BN])\n"))
+    path.write_text(p_in_shared(pathlib.Path(ATTENTION_PATH).read_text()))
     run_cupy("f16", 2, 4, 2, 300, 1513, 128, False, {"STAGES": stages}, seed=stages, module=str(path))
 
 

@@ -18,6 +18,8 @@ from tlc.schedule import warpspec as warpspec_pass
 
 ROOT = Path(__file__).resolve().parents[2]
 ATTENTION = ROOT / "stdlib" / "attention.tl"
+sys.path.insert(0, str(ROOT / "tests" / "stdlib"))
+from attention_kit import p_in_shared  # noqa: E402
 
 
 def _kernel(path=ATTENTION, name="flash_fwd", **constants) -> ir.Kernel:
@@ -105,9 +107,7 @@ def test_a_shared_a_operand_the_consumers_write_is_waited_for_before_it_is_writt
     # P staged in shared memory by the consumers: the next iteration's copy(scores, probs) must
     # not overwrite it while the deferred P @ V of the iteration before still reads it
     path = tmp_path / "shared_probs.tl"
-    old = "        probs = fragment(T[BM, BN])\n"
-    assert old in SOURCE
-    path.write_text(SOURCE.replace(old, "        probs = shared(T[BM, BN])\n"))
+    path.write_text(p_in_shared(SOURCE))
     k = _kernel(path)
     d, body = k.warp_spec.deferred, k.body[k.warp_spec.loop].body
     assert d is not None and body[d.gemm].a == "probs"
@@ -122,10 +122,9 @@ def test_three_warpgroups_with_p_in_shared_memory_against_numpy(tmp_path, causal
     import numpy as np
 
     from tlc.interp import run_kernel
-    sys.path.insert(0, str(ROOT / "tests" / "stdlib"))
     from test_attention import check
     path = tmp_path / "shared_probs.tl"
-    path.write_text(SOURCE.replace("        probs = fragment(T[BM, BN])\n", "        probs = shared(T[BM, BN])\n"))
+    path.write_text(p_in_shared(SOURCE))
     k = _kernel(path, D=64, BM=192, THREADS=384, BN=192, CAUSAL=causal)
     ws = k.warp_spec
     assert ws.stages == 2 and [ws.loads[j].buffer for j in ws.late_loads] == ["v_tile"] and ws.deferred.pingpong

@@ -8,6 +8,15 @@ from tlc.package_data import stdlib
 ATTENTION_PATH = str(stdlib() / "attention.tl")
 
 
+def p_in_shared(source: str) -> str:
+    """std.attention's text (or a part of it) with P, `probs`, staged in shared memory rather
+    than held in registers: the deferred P @ V then reads a P the next iteration rewrites, and
+    FlashAttention 3's 192 x 192 tile at head dim 64 fits (its P would not, in registers)."""
+    old = "        probs = fragment(T[BM, BN])\n"
+    assert old in source
+    return source.replace(old, "        probs = shared(T[BM, BN])\n")
+
+
 def causal_mask(S: int, SK: int) -> np.ndarray:
     """(S, SK) booleans, True where query i sees key j: j <= i + SK - S (bottom-right aligned)."""
     return np.arange(SK)[None, :] <= np.arange(S)[:, None] + (SK - S)
