@@ -51,7 +51,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="8192x8192x8192", help="MxNxK,...")
     ap.add_argument("--ms", type=float, default=40.0, help="milliseconds a contender is timed")
-    ap.add_argument("--configs", help="JSON: label -> constants of matmul_f8_blockscaled (replaces the std rows)")
+    ap.add_argument("--configs", help="JSON: label -> constants of matmul_f8_blockscaled (replaces the std rows; "
+                    "with --grouped, of matmul_grouped_f8_blockscaled, replacing GROUPED_CONFIGS)")
     ap.add_argument("--no-probes", action="store_true", help="only the vendor's and std's rows")
     ap.add_argument("--clears", choices=["none", "reused", "all"], help="codegen/sm90.py RING_SCALE_D_CLEARS")
     ap.add_argument("--prefetch", action="store_true", help="schedule/prefetch_loads.py PREFETCH_RING_LOADS on")
