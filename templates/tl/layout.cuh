@@ -277,6 +277,24 @@ __device__ __forceinline__ void store_run(U* p, const T* regs) {
   }
 }
 
+// A pair of an mma accumulator's registers (2q, 2q + 1: one row, adjacent columns), converted,
+// to p and p + 1 of a global tensor (codegen/store_pairs.py): one store of both where both lie
+// inside and p is aligned to the pair, else each inside one alone, as the scalar loop stores them.
+template <typename U>
+__host__ __device__ __forceinline__ void store_pair(U* p, U a, U b, bool in0, bool in1) {
+  using V = typename VectorOf<2 * sizeof(U)>::type;
+  static_assert(sizeof(V) == 2 * sizeof(U), "a pair of 1-, 2- or 4-byte elements");
+  if (in0 && in1 && reinterpret_cast<unsigned long long>(p) % sizeof(V) == 0) {
+    union { V v; U e[2]; } u;
+    u.e[0] = a;
+    u.e[1] = b;
+    *reinterpret_cast<V*>(p) = u.v;
+    return;
+  }
+  if (in0) p[0] = a;
+  if (in1) p[1] = b;
+}
+
 // A run of N consecutive elements of shared memory into N registers, as the widest vectors its
 // bytes allow (the caller keeps `p` aligned to them: codegen/shared_runs.py): a parallel loop's
 // read of a shared buffer at its column, one run at a time, where element reads stay scalar.

@@ -56,6 +56,7 @@ def test_each_probe_computes_the_block_scaled_product(case, kernel):
 def test_the_grouped_rows_groups():
     # bench/f8bs_probe.py --grouped: E ragged groups adding up to M rows, the second empty, some
     # past a 128-row tile's edge; and the queued script's shapes parse as E x M x N x K
+    import json
     import re
     import sys
 
@@ -68,6 +69,8 @@ def test_the_grouped_rows_groups():
         assert E == 1 or sizes[1] == 0
     assert any(s % 128 for s in group_sizes(8, 8192))
     script = (Path(PROBE).parent / "queue" / "E2_f8bs_grouped.sh").read_text()
-    shapes = re.search(r"--grouped (\S+)", script).group(1).split(",")
-    assert all(len(s.split("x")) == 4 for s in shapes) and len(shapes) == 2
+    runs = re.findall(r"--grouped (\S+)", script)
+    assert len(runs) == 2 and all(len(s.split("x")) == 4 for r in runs for s in r.split(","))
     assert {c.get("BN") for c in GROUPED_CONFIGS.values()} == {None, 256}
+    configs = json.loads(re.search(r"--configs '([^']*)'", script).group(1))  # the STORE_PAIRS run's rows
+    assert "--store-pairs" in script and {c.get("BN") for c in configs.values()} == {None, 256}

@@ -22,30 +22,39 @@ class AtomicPairGen:
         s = self.atomic_pair_plan(p, layout)
         if s is None:
             return False
-        col = p.vars[1]
-        self.emit("// two registers at a time: one 8-byte red where the pair lies inside (codegen/atomic_pairs.py)")
-        self.emit("#pragma unroll")
-        self.emit(f"for (int tl_r = 0; tl_r < {alias}::REGS; tl_r += 2) {{")
-        self.indent += 1
-        self.emit(f"const int {c_name(p.vars[0])} = {alias}::row(threadIdx.x, tl_r);")
-        self.emit(f"const int tl_col = {alias}::col(threadIdx.x, tl_r);")
-        self.emit(f"if (!{alias}::valid(threadIdx.x, tl_r)) continue;")
-        self.emit("bool tl_in[2];")
-        self.emit("#pragma unroll")
-        self.emit("for (int tl_h = 0; tl_h < 2; ++tl_h) {")
-        self.indent += 1
-        self.emit(f"const int {c_name(col)} = tl_col + tl_h;")
-        check = self.bounds(s.name, s.indices)
-        self.emit(f"tl_in[tl_h] = {check or 'true'};")
-        self.indent -= 1
-        self.emit("}")
-        self.emit(f"const int {c_name(col)} = tl_col;")
+        self.open_pair_loop(p, alias, "one 8-byte red where the pair lies inside (codegen/atomic_pairs.py)")
+        self.pair_inside(s.name, s.indices, p.vars[1])
         frag = c_name(s.value.name)
         self.emit(f"tl::red_add_pair(&{self.element(s.name, s.indices, s.span)}, {frag}[tl_r], {frag}[tl_r + 1], "
                   "tl_in[0], tl_in[1]);")
         self.indent -= 1
         self.emit("}")
         return True
+
+    def open_pair_loop(self, p: ir.Parallel, alias: str, what: str) -> None:
+        """The loop over `p`'s register pairs, open: the row variable and `tl_col` (the pair's
+        first column) of register tl_r, invalid registers skipped (store_pairs.py's too)."""
+        self.emit(f"// two registers at a time: {what}")
+        self.emit("#pragma unroll")
+        self.emit(f"for (int tl_r = 0; tl_r < {alias}::REGS; tl_r += 2) {{")
+        self.indent += 1
+        self.emit(f"const int {c_name(p.vars[0])} = {alias}::row(threadIdx.x, tl_r);")
+        self.emit(f"const int tl_col = {alias}::col(threadIdx.x, tl_r);")
+        self.emit(f"if (!{alias}::valid(threadIdx.x, tl_r)) continue;")
+
+    def pair_inside(self, name: str, indices, col: str) -> None:
+        """`tl_in[h]`: whether the pair's element h of tensor `name` at `indices` (the column
+        variable `col` the pair's) lies inside it; then `col` declared as the pair's first."""
+        self.emit("bool tl_in[2];")
+        self.emit("#pragma unroll")
+        self.emit("for (int tl_h = 0; tl_h < 2; ++tl_h) {")
+        self.indent += 1
+        self.emit(f"const int {c_name(col)} = tl_col + tl_h;")
+        check = self.bounds(name, indices)
+        self.emit(f"tl_in[tl_h] = {check or 'true'};")
+        self.indent -= 1
+        self.emit("}")
+        self.emit(f"const int {c_name(col)} = tl_col;")
 
     def atomic_pair_plan(self, p: ir.Parallel, layout) -> ir.Atomic | None:
         """The loop's atomic add where it can go two registers at a time, else None: one add
@@ -64,13 +73,16 @@ class AtomicPairGen:
             return None
         if register_in_loop(b.layout, s.value.indices, layout, list(p.vars), p.extents) != "own":
             return None
-        col = p.vars[1]
-        *lead, last = s.indices
-        if any(v.name == col for e in lead for v in variables(e)):
-            return None
-        if isinstance(last, ir.Var) and last.name == col:
-            return s
-        if isinstance(last, ir.BinOp) and last.op == "+" and isinstance(last.b, ir.Var) and last.b.name == col \
-                and not any(v.name == col for v in variables(last.a)):
-            return s
-        return None
+        return s if at_column(s.indices, p.vars[1]) else None
+
+
+def at_column(indices, col: str) -> bool:
+    """Whether a tensor's `indices` read the column variable `col` only in the last, as `col`
+    or `x + col` with x not reading it (a pair's two elements adjacent in the tensor)."""
+    *lead, last = indices
+    if any(v.name == col for e in lead for v in variables(e)):
+        return False
+    if isinstance(last, ir.Var) and last.name == col:
+        return True
+    return isinstance(last, ir.BinOp) and last.op == "+" and isinstance(last.b, ir.Var) and last.b.name == col \
+        and not any(v.name == col for v in variables(last.a))

@@ -24,6 +24,7 @@ from ..schedule.smem import SharedLayout
 from ..schedule.tensor_cores import tensor_core_op
 from ..targets import Target
 from .atomic_pairs import AtomicPairGen
+from .store_pairs import StorePairGen
 from .byte_words import ByteWordGen
 from .cexpr import CExprs, CodegenError, cvt
 from .cnames import c_bool, c_name, c_string, c_type, comment_text, compute_type, literal
@@ -49,7 +50,7 @@ class FragmentInfo:
 
 
 class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPairGen, ByteWordGen, AtomicPairGen,
-           TurnGen):
+           StorePairGen, TurnGen):
     arch = "sm_80"
     primitive_files = primitives.SM80  # templates/tl/*.cuh its kernels inline
 
@@ -705,6 +706,8 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         elif self.pair_loop(p, layout, alias) or self.cast_pair_loop(p, layout, alias):  # half_pairs.py
             pass
         elif not hoisted and not row_lets and self.atomic_pair_loop(p, layout, alias):  # atomic_pairs.py
+            pass
+        elif not hoisted and not row_lets and self.store_pair_loop(p, layout, alias):  # store_pairs.py
             pass
         elif not hoisted and not row_lets and self.word_loop(p, layout, alias):  # byte_words.py
             pass
