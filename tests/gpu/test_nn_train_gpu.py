@@ -167,3 +167,31 @@ def test_group_norm_bwd_against_autograd(mod, B, C, L, G):
     assert_close(dx, want["x"], "layer_norm_bwd", "f32", terms=group)
     assert_close(dw, want["w"], "layer_norm_bwd.dweight", "f32", terms=B * L)
     assert_close(db, want["b"], "layer_norm_bwd.dweight", "f32", terms=B * L)
+
+
+@pytest.mark.parametrize("name", ["group_norm", "group_norm_bwd"])
+def test_group_norm_refuses_a_g_that_does_not_divide_c(mod, name):
+    """G = 4 does not divide C = 6: refused before anything launches, as on the interpreter
+    (tests/stdlib/test_nn_train.py), with NumPy arrays, CuPy arrays and PyTorch tensors, each
+    twice (the second call takes the launcher the first one cached, the fast path)."""
+    from tlc.runtime.args import LaunchArgumentError
+
+    refused = {"group_norm": "'bias' axis 0 has size 6 but the kernel expects G * (C // G) = 4 (C = 6 from 'x' (axis 1))",
+               "group_norm_bwd": "'dbias' axis 0 has size 6 but the kernel expects G * (C // G) = 4 "
+                                 "(C = 6 from 'dy' (axis 1))"}[name]
+    x, w = np.ones((2, 6, 7), np.float16), np.ones(6, np.float16)
+    args = (x, w, w.copy(), x.copy(), 1e-5) if name == "group_norm" else (x, x.copy(), w, x.copy(), w.copy(), w.copy(), 1e-5)
+    kinds = [lambda a: a]
+    for lib in ("cupy", "torch"):
+        try:
+            m = __import__(lib)
+        except ImportError:
+            continue
+        kinds.append((lambda a, m=m: m.asarray(a)) if lib == "cupy" else (lambda a, m=m: m.from_numpy(a).cuda()))
+    for kind in kinds:
+        given = tuple(kind(a) if isinstance(a, np.ndarray) else a for a in args)
+        for _ in range(2):
+            with pytest.raises(LaunchArgumentError) as e:
+                getattr(mod, name)(*given, G=4)
+            assert str(e.value) == refused
+        getattr(mod, name)(*given, G=3)  # a G that divides C runs

@@ -79,3 +79,14 @@ def test_a_size_that_differs_from_its_expression_is_refused():
         interpreted().conv1d(X, Wt, np.zeros(51, np.float32))
     assert str(e.value) == ("'O' axis 0 has size 51 but the kernel expects (H + 2 * P - KH) // S + 1 = 50 "
                             "(H = 100 from 'X' (axis 0), KH = 3 from 'Wt' (axis 0))")
+
+
+def test_the_refusal_names_where_a_symbol_was_first_bound():
+    """C is bound by X, the first array that has it (as the CUDA launcher's binder says), not by
+    the last one, Y."""
+    src = ("@kernel\ndef k(X: f32[C], U: f32[2 * (C // 2)], Y: f32[C]):\n"
+           "    with grid(1, threads=32) as bx:\n        pass\n")
+    X = np.zeros(5, np.float32)
+    with pytest.raises(ArgumentError) as e:
+        compile_source(src, target="cpu", path="t.tl").k(X, np.zeros(5, np.float32), X.copy())
+    assert str(e.value) == "'U' axis 0 has size 5 but the kernel expects 2 * (C // 2) = 4 (C = 5 from 'X' (axis 0))"

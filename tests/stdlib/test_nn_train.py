@@ -156,6 +156,60 @@ def test_backward_against_finite_differences_of_the_forward(mod, bwd, consts):
             assert abs(got - want) <= 1e-4 * (1 + abs(want)), (bwd, name, got, want)
 
 
+def group_norm_args(C=6, dtype=np.float32):
+    """group_norm's and group_norm_bwd's arrays at B = 2, L = 7: (forward, backward)."""
+    x, w = np.ones((2, C, 7), dtype), np.ones(C, dtype)
+    return (x, w, w.copy(), x.copy(), 1e-5), (x, x.copy(), w, x.copy(), w.copy(), w.copy(), 1e-5)
+
+
+# G = 4 does not divide C = 6: without bias's (dbias's) type G * (C // G), channels 4 and 5 were
+# left unwritten, silently
+REFUSED = {"group_norm": "'bias' axis 0 has size 6 but the kernel expects G * (C // G) = 4 (C = 6 from 'x' (axis 1))",
+           "group_norm_bwd": "'dbias' axis 0 has size 6 but the kernel expects G * (C // G) = 4 "
+                             "(C = 6 from 'dy' (axis 1))"}
+
+
+@pytest.mark.parametrize("target", ["interp", "cpu"])
+def test_group_norm_refuses_a_g_that_does_not_divide_c(target):
+    from tlc.interp.args import ArgumentError
+
+    m = tlc.load(PATHS["nn_layers"], target=target)
+    fwd, bwd = group_norm_args()
+    for name, args, consts in (("group_norm", fwd, dict(BLOCK=16, THREADS=32)),
+                               ("group_norm_bwd", bwd, dict(BLOCK=16, THREADS=32, BL=4))):
+        with pytest.raises(ArgumentError) as e:
+            getattr(m, name)(*args, G=4, **consts)
+        assert str(e.value) == REFUSED[name]
+        with pytest.raises(tlc.DiagnosticError) as e:  # G = 0: refused when the kernel is specialized
+            getattr(m, name)(*args, G=0, **consts)
+        param = "bias" if name == "group_norm" else "dbias"
+        assert f"error[E202]: with G=0, " in str(e.value).splitlines()[0]
+        assert str(e.value).splitlines()[0].endswith(
+            f": the dimension G * (C // G) of '{param}' divides by zero (C // G with G = 0)")
+        getattr(m, name)(*args, G=3, **consts)  # a G that divides C runs
+
+
+@pytest.mark.parametrize("name", ["group_norm", "group_norm_bwd"])
+def test_group_norm_cuda_launcher_refuses_a_g_that_does_not_divide_c(name):
+    """The CUDA launcher's check, without a GPU: the binder of each grid (the kernel's defaults,
+    sm_90a) refuses the arrays with the interpreter's message before anything launches."""
+    from tlc.codegen import generate
+    from tlc.runtime.args import Binder, LaunchArgumentError
+
+    fwd, bwd = group_norm_args(dtype=np.float16)
+    args = dict(zip(("x", "weight", "bias", "y", "eps") if name == "group_norm" else
+                    ("dy", "x", "weight", "dx", "dweight", "dbias", "eps"), fwd if name == "group_norm" else bwd))
+    kernel = getattr(tlc.load(PATHS["nn_layers"], target="cpu"), name)
+    for grid in kernel.scheduled_grids({"G": 4}, "sm_90a"):
+        binder = Binder(grid, generate(grid, "sm_90a"))
+        given = {k: v for k, v in args.items() if k in binder.names}
+        given.update({w: np.zeros((2, 4 if w in ("mu", "rstd") else 6), np.float32)  # the workspaces
+                      for w in binder.names if w not in given})
+        with pytest.raises(LaunchArgumentError) as e:
+            binder.bind(given, device=0)
+        assert str(e.value) == REFUSED[name]
+
+
 @pytest.mark.parametrize("module", PATHS)
 def test_registry(module):
     """stdlib/tested.json lists exactly the module's operators of this table, each of whose rows

@@ -49,6 +49,14 @@ CASES = {
         "U: f32[log2(K)], C: f32[K]",
         "t.tl:2:14: error[E202]: the dimension log2(K) of 'U' is not an integer expression of shape symbols and "
         "constants (+, -, *, //, %, cdiv, min and max)\n  |\n2 | def k(U: f32[log2(K)], C: f32[K]):\n  |              ^^^^^^^"),
+    "E202_divides_by_zero": (  # a constant divisor of 0: std.nn_layers.group_norm's bias at G=0
+        "U: f32[G * (C // G)], X: f32[C], G: const = 0",
+        "t.tl:2:19: error[E202]: the dimension G * (C // G) of 'U' divides by zero (C // G with G = 0)\n"
+        "  |\n2 | def k(U: f32[G * (C // G)], X: f32[C], G: const = 0):\n  |                   ^^^^^^"),
+    "E202_remainder_by_zero": (
+        "U: f32[C % G], X: f32[C], G: const = 0",
+        "t.tl:2:14: error[E202]: the dimension C % G of 'U' divides by zero (C % G with G = 0)\n"
+        "  |\n2 | def k(U: f32[C % G], X: f32[C], G: const = 0):\n  |              ^^^^^"),
 }
 
 

@@ -94,7 +94,7 @@ def bind(kernel: Kernel, args: dict) -> Bound:
                 v0, p0, a0 = seen[d]
                 raise ArgumentError(f"shape symbol '{d}' is {v0} in '{p0}' (axis {a0}) but {n} "
                                     f"in '{p.name}' (axis {axis})")
-            else:
+            elif d not in seen:  # the first use binds the symbol (as runtime/args.py's Binder)
                 seen[d] = (n, p.name, axis)
         if p.name in written and not value.flags.writeable:
             raise ArgumentError(f"'{p.name}' is read-only but the kernel writes it")

@@ -77,10 +77,23 @@ def check_deferred(checker) -> None:
             v, bad = None, nc.node
         else:
             bad = d
-        if not isinstance(v, int) or isinstance(v, bool):
+        if _by_zero(bad, env):  # a constant divisor of 0, as `C // G` with G=0
+            checker.error("E202", f"the dimension {_text(d)} of '{param}' divides by zero ({_text(bad)} with "
+                          f"{_text(bad.right)} = 0)", bad.span)
+        elif not isinstance(v, int) or isinstance(v, bool):
             hint = "'/' divides as floats; write //" if "/" in _ops(d) else None
             checker.error("E202", f"the dimension {_text(d)} of '{param}' is not an integer expression of shape symbols "
                           f"and constants ({OPERATORS})", bad.span, hint)
+
+
+def _by_zero(e, env) -> bool:
+    """Whether `e` is a `//` or `%` whose divisor evaluates to 0 in `env`."""
+    if not (isinstance(e, n.BinOp) and e.op in ("//", "%")):
+        return False
+    try:
+        return consteval.evaluate(e.right, env) == 0
+    except consteval.NotConstant:
+        return False
 
 
 def _ops(d) -> set:
