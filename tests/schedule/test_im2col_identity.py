@@ -42,6 +42,16 @@ def test_an_identity_window_is_loaded_as_the_images_rows(tiled, consts, identity
     assert (x_map.view is not None, x_map.im2col is None) == (identity, identity)
 
 
+def test_an_image_whose_extents_are_computed_is_no_identity(tiled):
+    """conv2d_bwd_weight's im2col tile reads dy, whose H and W are conv2d's output extents (a
+    DimExpr each, not a shape symbol): its ring keeps the im2col map, where the check raised a
+    TypeError (int() of a DimExpr) with the switch on."""
+    for consts in ({}, {"SPLIT": 1, "BM": 64, "BN": 64, "THREADS": 128, "stages": 4}):  # config.json's
+        k = tlc.load(CONV, target="cpu").kernels["conv2d_bwd_weight"]
+        ws = k.scheduled_grids(consts, "sm_90a")[0].warp_spec
+        assert ws is not None and not any(x.tiled for x in ws.loads)
+
+
 def test_the_sizes_check_evaluates_only_what_it_knows():
     from tlc import ir
     from tlc.dtypes import I32

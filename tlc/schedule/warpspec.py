@@ -663,6 +663,8 @@ class _Planner:
         from .im2col_tma import identity_window, kernel_scalars, written_in
         i = self.k.body.index(self.loop_stmt)
         defs = {n: v for n, v in kernel_scalars(self.k.body[:i]).items() if n not in written_in(self.loop_stmt.body)}
+        if not all(isinstance(d, (str, int)) for d in p.shape):  # an extent computed from others (a
+            return False  # convolution's output as conv2d_bwd_weight's image): not its own W and H
         return identity_window(t, tuple(_dim(d) for d in p.shape), self.loop_stmt, defs)
 
     def staged_store(self, after, first: int, ring_end: int, dead: tuple | None = None,
