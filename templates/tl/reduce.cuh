@@ -123,10 +123,11 @@ __device__ __forceinline__ void turn_done(int* p) {
 // slot of the tile's `slots` (float4s at r * THREADS + thread), the block meets, and one thread
 // counts the part arrived (a fence, then an acquire-release add that reads the count before).
 // The part that arrives last (it read parts - 1) sets the count back to 0 for the next launch
-// and adds the tile's slots in part order into `acc` (its own registers in their place, so that
-// the sum's bits do not depend on which part arrives last, loaded through L2: other SMs wrote
-// them) and returns true: it runs the epilogue; the others return false.  No part waits for
-// another, so no order of the blocks' launch can hang.
+// and adds the tile's slots in part order into `acc` (its own slot too, read back, so that the
+// sum's bits do not depend on which part arrives last and no second copy of its registers is
+// live: a 128-register accumulator, sm_80's std.gemm matmul, spilled 18 KB with one; loaded
+// through L2: other SMs wrote them) and returns true: it runs the epilogue; the others return
+// false.  No part waits for another, so no order of the blocks' launch can hang.
 template <int REGS, int THREADS>
 __device__ __forceinline__ bool split_k_meet(float* acc, float4* slots, int* count, int part, int parts) {
   static_assert(REGS % 4 == 0, "a thread's registers go as whole float4s");
@@ -143,15 +144,11 @@ __device__ __forceinline__ bool split_k_meet(float* acc, float4* slots, int* cou
   // of shared memory, std.gemm's w4a16 split-K at M = 1 among them)
   if (!__syncthreads_or(threadIdx.x == 0 && seen == parts - 1)) return false;
   if (threadIdx.x == 0) *count = 0;
-  float own[REGS];
-#pragma unroll
-  for (int r = 0; r < REGS; ++r) own[r] = acc[r];
   for (int s = 0; s < parts; ++s) {
     const float4* theirs = slots + static_cast<long long>(s) * (QUADS * THREADS);
 #pragma unroll
     for (int r = 0; r < QUADS; ++r) {
-      const float4 v = s == part ? make_float4(own[4 * r], own[4 * r + 1], own[4 * r + 2], own[4 * r + 3])
-                                 : __ldcg(theirs + r * THREADS + threadIdx.x);
+      const float4 v = __ldcg(theirs + r * THREADS + threadIdx.x);  // (its own: what it stored above)
       acc[4 * r] = s == 0 ? v.x : acc[4 * r] + v.x;
       acc[4 * r + 1] = s == 0 ? v.y : acc[4 * r + 1] + v.y;
       acc[4 * r + 2] = s == 0 ? v.z : acc[4 * r + 2] + v.z;

@@ -9,8 +9,8 @@ chunk of K steps, the last part's steps past K reading zeros), and its parts mee
 (`ir.SplitK` on the Kernel; the code generator's `tl::split_k_meet`, the interpreter's
 Machine.run_split): every part stores its f32 accumulator into its slot of the tile and counts
 itself arrived; the part that arrives last sets the count back to 0, adds the tile's slots in the
-order of the parts (its own registers in their place, so that the sum's bits do not depend on
-which part arrives last) and runs the epilogue; the others skip it.  No part waits for another,
+order of the parts (its own slot too, read back: the sum's bits do not depend on which part
+arrives last, and no second copy of its registers is live) and runs the epilogue; the others skip it.  No part waits for another,
 so no order of the blocks' launch can hang; two launches of one split kernel must not overlap
 (the slots and counts are the module's own device memory, as split_k.py's).
 
