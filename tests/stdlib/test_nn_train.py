@@ -183,7 +183,7 @@ def test_group_norm_refuses_a_g_that_does_not_divide_c(target):
         with pytest.raises(tlc.DiagnosticError) as e:  # G = 0: refused when the kernel is specialized
             getattr(m, name)(*args, G=0, **consts)
         param = "bias" if name == "group_norm" else "dbias"
-        assert f"error[E202]: with G=0, " in str(e.value).splitlines()[0]
+        assert "error[E202]: with G=0, " in str(e.value).splitlines()[0]
         assert str(e.value).splitlines()[0].endswith(
             f": the dimension G * (C // G) of '{param}' divides by zero (C // G with G = 0)")
         getattr(m, name)(*args, G=3, **consts)  # a G that divides C runs
