@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import tlc
+from tlc import package_data
 from tlc.driver import check_source
 from tlc.interp import run_kernel
 from tlc.ir import print_kernel
@@ -128,7 +129,7 @@ def test_a_parallel_loops_element_stores_write_the_vector_whole(rows, tiled):
 def attention_walk(tmp_path) -> Path:
     """std.attention's flash_fwd, statement for statement, as an author's persistent walk over
     its (query block, head, batch) tiles in a grid of SMS blocks."""
-    src = (Path(tlc.__file__).resolve().parents[1] / "stdlib" / "attention.tl").read_text()
+    src = package_data.stdlib().joinpath("attention.tl").read_text()  # installed or a checkout's
     kernel = src[src.index("@kernel\ndef flash_fwd("):src.index("@kernel\ndef flash_decode(")]
     head = "    with grid(cdiv(S, BM), H, B, threads=THREADS) as (bx, h, b):\n"
     assert head in kernel
