@@ -1,24 +1,16 @@
 """scripts/run-all-kernels (what compute-sanitizer runs on the GPU) on the interpreter: every
 example and std kernel has a case, a kernel without one is reported, and a result that is wrong
 or never written fails its case."""
-import importlib.machinery
-import importlib.util
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "run-all-kernels"
+from script_kit import load_script
 
 
 @pytest.fixture(scope="module")
 def rak():
-    loader = importlib.machinery.SourceFileLoader("run_all_kernels", str(SCRIPT))
-    spec = importlib.util.spec_from_loader("run_all_kernels", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+    return load_script("run-all-kernels")
 
 
 def all_cases(rak, quick=True):

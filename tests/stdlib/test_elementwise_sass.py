@@ -11,25 +11,20 @@ before; 14.1 and 15.1 with a degree-9 polynomial), hypot 13.6 / 23.5 (36.8 befor
 a where, a division and two roots)."""
 from __future__ import annotations
 
-import importlib.util
 import tempfile
-from importlib.machinery import SourceFileLoader
 from pathlib import Path
 
 import pytest
+from script_kit import load_script
 
 from tlc.benchmarks.sass import find_cuobjdump
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.nvcc
 def test_our_math_is_no_longer_than_cudas():
     if find_cuobjdump() is None:
         pytest.skip("no cuobjdump on PATH or in the NVIDIA wheels")
-    loader = SourceFileLoader("ew_sass", str(ROOT / "scripts" / "ew-sass"))
-    ew_sass = importlib.util.module_from_spec(importlib.util.spec_from_loader("ew_sass", loader))
-    loader.exec_module(ew_sass)
+    ew_sass = load_script("ew-sass")
     with tempfile.TemporaryDirectory() as d:  # nineteen nvcc builds, about 40 s
         rows = ew_sass.table(["sinh", "erf", "atan", "tan", "sin", "cos", "hypot", "acosh", "expm1"], Path(d))
     for name, ((ours, ours_all), (cuda, _)) in rows.items():
