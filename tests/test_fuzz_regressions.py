@@ -217,6 +217,20 @@ def k(X: f32[T], T: dtype = f16):
 2 | def k(X: f32[T], T: dtype = f16):
   |              ^
   = hint: a dimension is a literal, a constant expression or a shape symbol""", None, None),
+    # An order of a number and a dtype in a constant expression (`SPLITS > T`, a grid
+    # dimension's condition) ended in TypeError inside the constant evaluator (mutate seed
+    # 26002389: std.attention's flash_decode_paged); it is no constant, and the checker says why.
+    ("constant_compare_of_a_dtype", """\
+@kernel
+def k(x: f32[N], T: dtype = f16, S: const = 2):
+    with grid(4 if S > T else 1, threads=128) as bx:
+        x[bx] = 1.0
+""", """\
+{path}:3:24: error[E032]: 'T' is a dtype, not a value
+  |
+3 |     with grid(4 if S > T else 1, threads=128) as bx:
+  |                        ^
+  = hint: to convert, write 'cast(x, T)'""", None, None),
     # A comparison of tensors whose shapes do not broadcast reported E057 and then ended in
     # AttributeError (check_Compare returned _broadcast's None; mutants of seed 398: std.elementwise's
     # `lt` with `b: T[M, N(1)]`).

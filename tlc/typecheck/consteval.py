@@ -117,7 +117,10 @@ def _value(e, env: dict):
         return v
     if isinstance(e, n.Compare):
         vals = [_value(o, env) for o in e.operands]
-        return all(_CMP[op](a, b) for op, a, b in zip(e.ops, vals, vals[1:]))
+        try:
+            return all(_CMP[op](a, b) for op, a, b in zip(e.ops, vals, vals[1:]))
+        except TypeError:  # an order of a dtype and a number (or a list): the checker says why
+            raise NotConstant(e) from None
     if isinstance(e, n.BoolOp):
         vals = [_value(v, env) for v in e.values]
         return all(vals) if e.op == "and" else any(vals)
