@@ -64,6 +64,7 @@ def _sass(path, tmp_path, monkeypatch, cast_pairs):
 SWAP = r"PRMT (R\d+), (R\d+), 0x5432, \2"  # an F2FP's two halves swapped back
 
 
+@pytest.mark.slow  # nvcc builds of an off-by-default switch (untimed): CI's slow run
 @pytest.mark.nvcc
 def test_the_dkv_step_masks_blocks_and_rounds_pairs(tmp_path, monkeypatch):
     dq, dkv, log = _sass(VARIANT, tmp_path, monkeypatch, cast_pairs=True)
@@ -107,6 +108,7 @@ def test_the_one_grid_backward_masks_blocks_alike(B, H, HK, S, SK, causal, const
                                                                "BLOCK_MASK": True, **consts}, seed=S + SK)
 
 
+@pytest.mark.slow  # nvcc builds of an off-by-default switch (untimed): CI's slow run
 @pytest.mark.nvcc
 def test_the_one_grid_backward_with_block_mask_has_no_per_element_mask(tmp_path, monkeypatch):
     from nvcc import cubin_sass

@@ -74,6 +74,7 @@ def test_the_rule_and_its_c(tmp_path, monkeypatch):
     assert call not in build(fused, kernels=("flash_bwd_fused",), defines=defines, arch="sm_80")[0]
 
 
+@pytest.mark.slow  # nvcc builds of an off-by-default switch (untimed): CI's slow run
 @pytest.mark.nvcc
 def test_the_one_grid_backwards_ds_store_is_four_stsm(tmp_path, monkeypatch):
     from pathlib import Path

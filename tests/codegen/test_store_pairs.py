@@ -81,6 +81,7 @@ def test_which_loops_it_takes(tmp_path, monkeypatch, name, paired):
     assert ("tl::store_pair(&C[" in src) == paired
 
 
+@pytest.mark.slow  # nvcc builds of an off-by-default switch (untimed): CI's slow run
 @pytest.mark.parametrize("name", ["matmul_grouped", "matmul_grouped_f8_blockscaled"])
 def test_the_sass_stores_pairs_without_local_memory(tmp_path, monkeypatch, name):
     # sm_90a, 128 x 128 tiles: 32 four-byte stores a thread where the pairs lie inside (and the 64

@@ -158,6 +158,7 @@ def test_mla_decode_carries_p_at_v_and_releases_its_stage(monkeypatch, early):
     assert loop.count("tl::mbar_arrive(tl_empty") == 1 and "tl::mbar_arrive(tl_empty + tl_stage)" not in loop
 
 
+@pytest.mark.slow  # nvcc builds of an off-by-default switch (untimed): CI's slow run
 @pytest.mark.nvcc
 def test_mla_decode_early_release_sass(monkeypatch, tmp_path):
     """sm_90a: warpgroup 0 waits with 2 groups in flight, then releases the stage, then waits for

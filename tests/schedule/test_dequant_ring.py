@@ -140,6 +140,7 @@ def test_split_k_parts_through_the_ring_add_up_to_numpy(on):
 @pytest.mark.parametrize("name,consts,gemm,most", [
     ("matmul_w4a16", M1, "HMMA.16816.F32", 560), ("matmul_w4a16", M16, "HGMMA", 1200),
     ("matmul_w4a16_splitk", {"BM": 8, "BK": 512, "stages": 2}, "HMMA.16816.F32", 1000)])
+@pytest.mark.slow  # nvcc builds of an off-by-default switch (untimed): CI's slow run
 def test_nvcc_builds_it_the_producer_on_the_tma_the_consumers_issuing_no_copy(on, tmp_path, name, consts, gemm, most):
     """nvcc 13.0 sm_90a, the sizes assumed as NVRTC's build (TL_ASSUME_SIZES): no spills (M = 1:
     56 registers under launch bounds (256, 3), no setmaxnreg; split-K 71; M = 16 one block an SM

@@ -134,6 +134,7 @@ def test_the_interpreter_against_numpy(tmp_path, dynamic, case):
     check(run, "f16", B, H, HK, S, SK, 128, causal, 5)
 
 
+@pytest.mark.slow  # nvcc builds of an off-by-default switch (untimed): CI's slow run
 @pytest.mark.nvcc
 def test_nvcc_builds_it_without_local_memory(tmp_path, dynamic):
     from nvcc import cubin_sass

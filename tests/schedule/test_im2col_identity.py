@@ -88,6 +88,7 @@ def test_the_interpreter_matches_numpy(tiled):
     assert ck.scheduled_conv2d_error(kernel, (2, 9, 7, 128, 70, 1, 1, 0, 1)) < 2e-3
 
 
+@pytest.mark.slow  # nvcc builds of an off-by-default switch (untimed): CI's slow run
 @pytest.mark.nvcc
 def test_the_tiled_ring_builds_without_spills_and_loads_a_2d_box(tiled, tmp_path):
     sys.path.insert(0, str(ROOT / "tests" / "codegen"))

@@ -84,6 +84,7 @@ def test_the_interpreter_runs_it_to_the_same_bits(monkeypatch, bn):
         assert np.abs(outs[1] - ref).max() <= 1e-3 * np.abs(ref).max()
 
 
+@pytest.mark.slow  # nvcc builds of an off-by-default switch (untimed): CI's slow run
 def test_no_scale_is_read_in_the_k_step_that_loads_it(monkeypatch, tmp_path):
     # sm_90a SASS: every register the promotion's FMULs read (SA * SB) was loaded a K step
     # earlier; without the rewrite they read the step's own loads, right after its last QGMMA

@@ -52,6 +52,7 @@ def test_the_interpreter_agrees_with_numpy_on_mma_sync(monkeypatch):
     check("matmul_w4a16 on mma.sync", C, ref, tol)
 
 
+@pytest.mark.slow  # nvcc builds of an off-by-default switch (untimed): CI's slow run
 @pytest.mark.nvcc
 @pytest.mark.parametrize("limit,most,least", [(0, 256, 200), (32, 110, 0)])
 def test_mma_sync_keeps_fewer_registers_live(monkeypatch, tmp_path, limit, most, least):

@@ -62,6 +62,7 @@ def test_the_padded_stem_computes_the_convolution(monkeypatch):
     assert ck.rel_err(y, want) < 2e-3
 
 
+@pytest.mark.slow  # nvcc builds of an off-by-default switch (untimed): CI's slow run
 @pytest.mark.nvcc
 def test_the_padded_stem_builds_as_the_unpadded_one(monkeypatch, tmp_path):
     """The same registers and spills (the stem's staged kernel, 256 threads, ptxas's 64 registers

@@ -361,6 +361,7 @@ def test_the_cuda_of_a_split_kernel_streams_on_one_part_or_instead_of_its_parts(
                                                    (CONV, "conv2d", ("C=256", "K=3", "BN=256", "P=1")),
                                                    (CONV, "conv2d_bwd_weight", ("SPLIT=1", "P=1")),
                                                    (str(ROOT / "stdlib" / "gemm.tl"), "matmul", ())])
+@pytest.mark.slow  # nvcc builds of an off-by-default switch (untimed): CI's slow run
 def test_the_streamed_kernels_build_for_sm90a_without_spills(path, kernel, defines, tmp_path):
     sys.path.insert(0, str(ROOT / "tests" / "codegen"))
     from nvcc import cubin_sass
