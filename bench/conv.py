@@ -332,7 +332,7 @@ def main(argv=None) -> int:
     ap.add_argument("--gemm", action="store_true",
                     help="also time std.gemm's matmul_nt and cuBLAS on each row's GEMM ([pixels, K*K*C] @ [F, K*K*C].T)")
     ap.add_argument("--stream-k", action="store_true",
-                    help="stream-K on (tlc.schedule.stream_k.ENABLED = True; off by default until timed): give the "
+                    help="stream-K on (tlc.schedule.stream_k.STREAM_K = True; off by default until timed): give the "
                          "process a TLC_CACHE_DIR of its own (the kernel cache's keys do not hold the switch)")
     ap.add_argument("--tiled-1x1", action="store_true",
                     help="an identity window's im2col tile (1x1, stride 1, no padding) as tiled boxes of x as "
@@ -355,8 +355,8 @@ def main(argv=None) -> int:
         ap.error(f"--variant {strays[0]}: no such row among those run")
     if args.stream_k:
         from tlc.schedule import stream_k
-        stream_k.ENABLED = True
-        print("stream-K on (tlc.schedule.stream_k.ENABLED = True)", flush=True)
+        stream_k.STREAM_K = True
+        print("stream-K on (tlc.schedule.stream_k.STREAM_K = True)", flush=True)
     if args.tiled_1x1:
         from tlc.schedule import im2col_tma
         im2col_tma.TILED_IDENTITY = True

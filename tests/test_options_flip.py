@@ -38,11 +38,11 @@ def test_an_option_goes_on_and_back(flip):
 def test_the_builds_follow_the_option(flip, monkeypatch):
     off = flip.build_all(["sm_90a"], ["examples/gemm.tl"], {})
     assert list(off) == [("examples/gemm.tl", "matmul", "sm_90a", "defaults")]
-    flip.set_option("stream_k.ENABLED", True)
+    flip.set_option("stream_k.STREAM_K", True)
     try:
         on = flip.build_all(["sm_90a"], ["examples/gemm.tl"], {})
     finally:
-        flip.set_option("stream_k.ENABLED", False)
+        flip.set_option("stream_k.STREAM_K", False)
     on, off = next(iter(on.values())), next(iter(off.values()))
     assert on.count("tl::StreamWalk") > off.count("tl::StreamWalk")  # the walk used where streamed
 
@@ -57,7 +57,7 @@ def test_a_build_that_fails_with_the_option_on_is_broken(flip, monkeypatch, tmp_
         return {key: "ERROR (INTERNAL): KeyError: 'acc'"}
     monkeypatch.setattr(flip, "build_all", failing)
     report = io.StringIO()
-    assert flip.flip("stream_k.ENABLED", base, ["sm_90a"], ["examples/gemm.tl"], tmp_path, report) is True
+    assert flip.flip("stream_k.STREAM_K", base, ["sm_90a"], ["examples/gemm.tl"], tmp_path, report) is True
     assert "BROKEN examples/gemm.tl matmul sm_90a defaults: generation with the option on: ERROR (INTERNAL)" \
         in report.getvalue()
-    assert (tmp_path / "stream_k.ENABLED.txt").read_text() == report.getvalue()
+    assert (tmp_path / "stream_k.STREAM_K.txt").read_text() == report.getvalue()

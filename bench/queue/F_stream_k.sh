@@ -1,7 +1,7 @@
 #!/bin/bash
 # limit: 26
 # Helper F, session 26 (#18): does stream-K (tlc/schedule/stream_k.py, ir.StreamK; off by default:
-# stream_k.ENABLED = False, no device this session) speed up the rows whose tiles leave the last
+# stream_k.STREAM_K = False, no device this session) speed up the rows whose tiles leave the last
 # wave part empty?  r50_s4_1x1_2048 (200 tiles of 8 K steps: the busiest block 16 -> 13 steps),
 # r50_s4_3x3_512 (98 tiles of 72 at config.json's 64 x 256: 72 -> 27; also 128 x 256, 50 tiles:
 # 72 -> 28 on bigger tiles), dw at r50_s4_3x3_512 (144 tiles of 49 pixel steps at batch 64:
@@ -13,7 +13,7 @@
 # stepped loop unchanged in SASS (no division a step).  Each process times cuDNN too; every
 # output is checked against PyTorch's f32 before it is timed (bench/conv.py).
 # Answer: the tables' ratios per row, off (runs 1 and 3) against on (runs 2 and 4).  Flip
-# stream_k.ENABLED to True if the streamed rows gain and none loses more than 1%; std.gemm's
+# stream_k.STREAM_K to True if the streamed rows gain and none loses more than 1%; std.gemm's
 # clustered matmul streams too when it is on (8192^3: 1024 tile pairs on 66 clusters, the busiest
 # 1024 -> 993 steps; 4096^3 not): time bench/splitk_r3.py's GEMMs both ways before the flip.
 R=r50_s4_1x1_2048,r50_s4_3x3_512,r50_s3_3x3_256

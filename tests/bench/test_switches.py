@@ -23,10 +23,10 @@ def test_the_settings_hold_inside_the_block_and_are_put_back_after_it():
 def test_a_module_named_by_its_dotted_name():
     from tlc.schedule import stream_k
 
-    before = stream_k.ENABLED
-    with switched([("tlc.schedule.stream_k", "ENABLED", not before)]):
-        assert stream_k.ENABLED is (not before)
-    assert stream_k.ENABLED is before
+    before = stream_k.STREAM_K
+    with switched([("tlc.schedule.stream_k", "STREAM_K", not before)]):
+        assert stream_k.STREAM_K is (not before)
+    assert stream_k.STREAM_K is before
 
 
 def test_what_was_set_is_put_back_when_the_block_or_a_later_setting_raises():

@@ -70,7 +70,7 @@ STREAMED = [((64, 7, 7, 512, 2048, 1, 1, 0, 1), {"BN": 256}), ((64, 7, 7, 512, 5
 
 def streamed_check(case, tiles):
     from tlc.schedule import stream_k
-    stream_k.ENABLED = True
+    stream_k.STREAM_K = True
     torch.backends.cudnn.allow_tf32 = False
     mod = tlc.load(ck.CONV_PATH, target="cuda")
     N, H, W, C, F, K, S, P, D = case

@@ -30,8 +30,8 @@ import conv_kit as ck  # noqa: E402
 # interpreter's 3 blocks
 @pytest.fixture(autouse=True)
 def streamed(monkeypatch):
-    """Stream-K on (stream_k.ENABLED: off by default until the H200 has timed it)."""
-    monkeypatch.setattr(stream_k, "ENABLED", True)
+    """Stream-K on (stream_k.STREAM_K: off by default until the H200 has timed it)."""
+    monkeypatch.setattr(stream_k, "STREAM_K", True)
 
 
 WALKS = [(200, 8, 132, True), (98, 72, 132, True), (144, 25, 132, False), (50, 72, 132, True), (9, 112, 132, True),
@@ -198,7 +198,7 @@ def test_std_gemm_streams_its_clusters_where_split_k_takes_one_part(monkeypatch)
 
 def test_nothing_is_streamed_while_the_switch_is_off(monkeypatch):
     """Off (the default until timed): conv2d's grid and ring as before stream-K, bwd_weight split-K's alone."""
-    monkeypatch.setattr(stream_k, "ENABLED", False)
+    monkeypatch.setattr(stream_k, "STREAM_K", False)
     k = _conv({"C": 512, "K": 1, "BN": 256, "S": 1, "P": 0})
     assert k.warp_spec.stream_k is None and k.block_vars == ("bx", "by") and len(k.grid) == 2
     grids = tlc.load(CONV, target="cpu").kernels["conv2d_bwd_weight"].scheduled_grids({"SPLIT": 1, "S": 1, "P": 1},
@@ -208,7 +208,7 @@ def test_nothing_is_streamed_while_the_switch_is_off(monkeypatch):
 
 def test_the_switch_is_off_by_default(monkeypatch):
     monkeypatch.undo()  # (the fixture's)
-    assert stream_k.ENABLED is False
+    assert stream_k.STREAM_K is False
 
 
 def test_conv2d_bwd_weight_streams_where_split_k_takes_one_part():

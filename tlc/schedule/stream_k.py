@@ -46,7 +46,7 @@ from .split_k import MIN_STEPS, WAVE, _cdiv, _i, _op
 SLOTS = WAVE  # blocks a launch may have (each its f32 partial tile, the split-K slots')
 # The decision's switch, off: no kernel is streamed until the H200 has timed it (session 26 had no
 # device; bench/queue/F_stream_k.sh asks, bench/conv.py --stream-k turns it on in a process)
-ENABLED = False
+STREAM_K = False
 
 
 def tail(tiles: int, steps: int, blocks: int, alone: bool = False, slots: int = SLOTS) -> int:

@@ -107,7 +107,7 @@ def split_k(kernel: ir.Kernel, ws: WarpSpecialization, target) -> ir.Kernel | No
     ws2 = _replan(split, target, ws)
     if ws2 is not None:
         ws2 = replace(ws2, split_k=SplitK(part, parts, acc, sk.WAVE))
-        if stream_k.ENABLED and _epilogue_own(ws2):
+        if stream_k.STREAM_K and _epilogue_own(ws2):
             # streamed where the launch has one part, or instead of its parts (stream_k.prefer)
             split, part, parts, prefer = sk.rewrite(kernel, ws, stream=True)
             ws3 = _replan(split, target, ws)
@@ -116,7 +116,7 @@ def split_k(kernel: ir.Kernel, ws: WarpSpecialization, target) -> ir.Kernel | No
                                                         stream_k=StreamK(acc, steps, stream_k.SLOTS, prefer=prefer)))
             split, part, parts = sk.rewrite(kernel, ws)
         return replace(split, warp_spec=ws2)
-    if not stream_k.ENABLED:
+    if not stream_k.STREAM_K:
         return None
     # streamed alone: a third grid dimension makes a launch of fewer tiles than a wave a wave
     unit = sk._fresh(kernel, "kunit")
