@@ -475,3 +475,16 @@ def test_the_table_tiles_compute_what_numpy_does(mod, op, axis, M, N, consts):
     1024 and a cut one; columns past the last whole tile of rows)."""
     (o,) = [x for x in OPS if x.name == op]
     check_op(mod, o, "f16", axis, M, N, consts)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "i32"])
+@pytest.mark.parametrize("axis,consts", [(1, {"BN": 48}), (1, {"BN": 6}), (1, {"BN": 3}),
+                                         (0, {"BM": 12}), (0, {"BM": 5}), (0, {"BM": 3, "BN": 17})])
+def test_products_at_tiles_that_are_not_powers_of_two(mod, axis, consts, dtype):
+    """prod's tree folds any width of its tile.  It halved BN // 2, BN // 4, ... and so dropped
+    the last column of an odd width: BN = 48 folds to 3 columns, then multiplied column 1 into 0
+    and left out column 2, the product of a third of each row's elements, silently (found by
+    scripts/fuzz --mode tuning)."""
+    (o,) = [x for x in OPS if x.name == "prod"]
+    for M, N in ((5, 17), (9, 100)):
+        check_op(mod, o, dtype, axis, M if axis else N, N if axis else M, consts)
