@@ -489,3 +489,16 @@ def test_run_a_tile_op_names_its_output_result():
 def test_build_define_of_a_constant_no_kernel_has(file, define):
     name = define.split("=")[0]
     assert_error(tlc("build", file, "-D", define), f"error: -D {name}: no kernel built from {file} has such a constant")
+
+
+def test_random_inputs_of_a_negative_computed_size():
+    """std.conv's conv2d of a kernel larger than the image: y's height, an expression of the
+    sizes given, is below 0; the random inputs were drawn anyway and NumPy's ValueError ended
+    the run in a traceback (found by scripts/fuzz --mode tuning)."""
+    from tlc import package_data
+
+    conv = package_data.stdlib().joinpath("conv.tl")
+    result = tlc("run", conv, "-k", "conv2d", "--target", "interp", "--shape", "N=1,H=1,W=3,C=8,F=8,K=3")
+    assert_error(result, "error: --shape: 'y' is f16[N, (H + 2 * P - D * (K - 1) - 1) // S + 1, "
+                 "(W + 2 * P - D * (K - 1) - 1) // S + 1, F], whose axis 1, (H + 2 * P - D * (K - 1) - 1) // S + 1, "
+                 "is -1 with H = 1, K = 3: give sizes that make it 0 or more", status=2)

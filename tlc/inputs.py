@@ -169,7 +169,7 @@ def prepare(fn: CheckedFunction, ins: dict, shapes: dict, seed: int = 0, arrays:
                 raise InputError(f"the scalar parameter '{p.name}' needs a value: --in {p.name}=NUMBER")
             continue
         shape = []
-        for d in p.type.shape:
+        for axis, d in enumerate(p.type.shape):
             if isinstance(d, n.Name) and d.id in fn.shape_symbols:
                 if d.id not in symbols:
                     raise InputError(f"'{p.name}' is {p.type}: give the size of '{d.id}' with --shape {d.id}=..., "
@@ -181,12 +181,25 @@ def prepare(fn: CheckedFunction, ins: dict, shapes: dict, seed: int = 0, arrays:
                 except NotConstant:
                     raise InputError(f"cannot tell the size of '{p.name}' ({p.type}): give the sizes of its "
                                      "symbols with --shape") from None
+                if shape[-1] < 0:  # conv2d's output of a kernel larger than the image
+                    raise InputError(_negative_dimension(p, axis, d, shape[-1], symbols))
         random_shapes[p] = tuple(shape)
     _check_memory(random_shapes)
     rng = np.random.default_rng(seed)
     for p, shape in random_shapes.items():
         values[p.name] = random_array(rng, shape, p.type.dtype)
     return values
+
+
+def _negative_dimension(p, axis: int, d, size: int, symbols: dict) -> str:
+    """The error of a random input whose dimension, an expression of the sizes given, is below 0."""
+    from .typecheck.dims import free_names
+    from .typecheck.types import format_dim
+
+    names = dict.fromkeys(x.id for x in free_names(d) if x.id in symbols)
+    given = ", ".join(f"{name} = {symbols[name]}" for name in names)
+    return (f"--shape: '{p.name}' is {p.type}, whose axis {axis}, {format_dim(d)}, is {size} with {given}: "
+            "give sizes that make it 0 or more")
 
 
 def _check_memory(shapes: dict) -> None:

@@ -78,8 +78,9 @@ def test_runtime_errors_of_the_kernel_itself():
     with pytest.raises(InterpError, match=r"^grid dimension x of kernel 'k' is 1099511627776; the GPU allows "):
         run_kernel(wide_grid, dict(g=2**40))  # not wrapped to an i32's 0: an empty grid that "ran"
     zero_grid = kernel([scalar("g", I32)], [], grid=(BinOp("//", c(4), v("g"), I32),))
-    with pytest.raises(InterpError, match=r"^kernel 'k': an extent divides by zero$"):
+    with pytest.raises(InterpError) as e:
         run_kernel(zero_grid, dict(g=0))
+    assert str(e.value) == "kernel 'k': grid dimension x, 4 // g, divides by zero with g = 0"
     bad_format = kernel([scalar("g", I32)], [Print("%d %d\n", (v("g"),))])
     with pytest.raises(InterpError, match=r"^print format '%d %d\\n' does not fit its 1 argument: "):
         run_kernel(bad_format, dict(g=1))

@@ -90,3 +90,18 @@ def test_the_refusal_names_where_a_symbol_was_first_bound():
     with pytest.raises(ArgumentError) as e:
         compile_source(src, target="cpu", path="t.tl").k(X, np.zeros(5, np.float32), X.copy())
     assert str(e.value) == "'U' axis 0 has size 5 but the kernel expects 2 * (C // 2) = 4 (C = 5 from 'X' (axis 0))"
+
+
+def test_lanes_reading_an_empty_tensor_read_zeros():
+    """A tensor with an axis of size 0 (std.conv's conv2d_bwd_data reads dy, whose width is
+    conv2d's output width: 0 for an image narrower than the kernel) is outside every index:
+    each lane of a parallel loop reads 0, where the interpreter indexed its element 0 and
+    raised IndexError out of the call (found by scripts/fuzz --mode tuning)."""
+    mod = compile_source(
+        "@kernel\ndef widen(x: f32[M, N], y: f32[M, 8]):\n"
+        "    with grid(M, threads=32) as bx:\n"
+        "        for j in parallel(8):\n"
+        "            y[bx, j] = where(j < N, x[bx, j], 1.0) + x[bx, j]\n", target="cpu", path="empty.tl")
+    y = np.full((3, 8), np.nan, np.float32)
+    mod.widen(np.zeros((3, 0), np.float32), y)
+    assert (y == 1.0).all()

@@ -307,3 +307,13 @@ def test_a_failing_device_assert_raises_with_the_gpus_record(capsys):
         mod.check(x, np.zeros(300, np.float32))
     assert str(e.value) == "check.tl:5:13: device_assert failed: x = 500.000000 at 150 (block (2, 0, 0), thread 22)"
     assert "warning[" not in capsys.readouterr().err
+
+
+def test_a_grid_that_divides_by_zero_is_the_interpreters_error():
+    """The cpu target computes the grid as the interpreter does (runtime/grid.grid_extents): the
+    same error naming the dimension, its expression and the sizes it read."""
+    mod = tlc.compile_source("@kernel\ndef k(x: f32[N], g: i32):\n    with grid(4 // g, threads=32) as b:\n"
+                             "        x[b] = 1.0\n", target="cpp", path="zero.tl")
+    with pytest.raises(tlc.TlcError) as e:
+        mod.k(np.zeros(4, np.float32), 0)
+    assert str(e.value) == "kernel 'k' (zero.tl:2): grid dimension x, 4 // g, divides by zero with g = 0"

@@ -28,7 +28,7 @@ from ..dtypes import DType
 from ..ir.nodes import (Assign, Atomic, BinOp, Break, BufferRef, Call, Cast, Const, Continue, Copy,
                         Fill, For, Gemm, If, Kernel, LetScalar, Load, Parallel, Print, Reduce, Assert,
                         Scan, Select, Store, Sync, UnaryOp, Var)
-from ..runtime.grid import GridError, evaluate_int, launches_blocks
+from ..runtime.grid import GridError, grid_extents, launches_blocks
 from . import numerics as nx
 from . import scan, tiles
 from .args import Bound, InterpError
@@ -140,9 +140,9 @@ class Machine:
         # launch refuses
         values = {k: v.item() if isinstance(v, np.generic) else v for k, v in self.base_env.items()}
         try:
-            extents = [evaluate_int(g, values) for g in self.k.grid]
+            extents = grid_extents(self.k, values)
         except GridError as e:
-            raise InterpError(f"kernel '{self.k.name}': {e}") from None
+            raise InterpError(str(e)) from None
         extents += [1] * (3 - len(extents))
         try:
             launches_blocks(self.k.name, extents)
@@ -251,6 +251,8 @@ class Machine:
         valid = self.in_bounds(arr.shape[len(prefix):], idx)
         if valid is True:
             return arr[prefix + tuple(idx)]
+        if arr.size == 0:  # an empty tensor (conv2d_bwd_data's dy of a 0-wide output): every lane reads 0
+            return np.zeros(np.shape(valid), arr.dtype)
         safe = tuple(np.where(valid, i, 0) for i in idx)
         return np.where(valid, arr[prefix + safe], arr.dtype.type(0))
 

@@ -115,17 +115,17 @@ class CppKernel:
         """Run the grid over the NumPy arrays and numbers in `values` (by parameter name), writing
         the arrays in place; the interpreter's errors for arguments that do not fit."""
         from ..interp.args import InterpError, bind
-        from .grid import GridError, evaluate_int, launches_blocks
+        from .grid import GridError, grid_extents, launches_blocks
 
         bound = bind(self.kernel, values)
         scalars = {k: v.item() if isinstance(v, np.generic) else v for k, v in bound.scalars.items()}
         try:
-            grid = [evaluate_int(g, scalars) for g in self.kernel.grid]
+            grid = grid_extents(self.kernel, scalars)
             grid += [1] * (3 - len(grid))
             if not launches_blocks(self.kernel.name, grid):
                 return
         except GridError as e:
-            raise InterpError(f"kernel '{self.kernel.name}': {e}") from None
+            raise InterpError(str(e)) from None
         args, copied = [], []
         for a in self.generated.args:
             if a.kind == "tensor":

@@ -246,3 +246,27 @@ def evaluate_int(expr: Expr, values: dict) -> int:
         return int(eval(py_source(expr, names), {"extent": extent, **_HELPERS}, {"v": values}))  # noqa: S307 - our own IR text
     except ZeroDivisionError:
         raise GridError("an extent divides by zero") from None
+    except (OverflowError, ValueError) as e:  # a float too large, a negative shift count
+        raise GridError(f"an extent cannot be computed: {e}") from None
+
+
+def grid_extents(kernel, values: dict) -> list[int]:
+    """`kernel`'s grid (x first) over `values` (its scalars and shape sizes by name), as the
+    interpreter and the cpu target launch it; where a dimension cannot be computed, a
+    `GridError` naming the kernel's line, the dimension, its expression and the sizes it read
+    (the sizes are the caller's: `H // HK` of H = 2, HK = 8 divides by zero)."""
+    from ..ir.printer import expr as expr_text
+    from ..ir.walk import variables
+
+    extents = []
+    for axis, g in zip("xyz", kernel.grid):
+        try:
+            extents.append(evaluate_int(g, values))
+        except GridError as e:
+            read = sorted({v.name for v in variables(g) if v.name in values})
+            where = f" ({kernel.span.file}:{kernel.span.line})" if kernel.span is not None else ""
+            sizes = f" with {', '.join(f'{n} = {values[n]}' for n in read)}" if read else ""
+            reason = str(e).removeprefix("an extent ")
+            raise GridError(f"kernel '{kernel.name}'{where}: grid dimension {axis}, {expr_text(g)}, {reason}{sizes}") \
+                from None
+    return extents
