@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import first_cached_host  # noqa: E402
+from memo_kit import IDENTITY, memo_of, stale  # noqa: E402
 
 # the call, with NVRTC stood in for (counted), and the cache's writes failing as
 # TLC_TEST_WRITES says: "full" writes into /dev/full (ENOSPC at the write, as a full disk),
@@ -29,8 +30,7 @@ CALL = first_cached_host.STAND_IN + r"""
 import errno, json, os, sys, tempfile
 import tlc
 from tlc.runtime import cache, compile as rc, driver_api, tensormap
-if os.environ.get("TLC_TEST_IDENTITY"):  # a "tlc" whose identity is this (every cache key reads package_hash)
-    cache.package_hash = lambda: os.environ["TLC_TEST_IDENTITY"]
+""" + IDENTITY + r"""
 driver_api.libcuda = tensormap.libcuda = lambda: _LibCuda()
 rc.warm_up_nvrtc = lambda *a: None
 compiles = []
@@ -145,7 +145,7 @@ def damage(folder: Path, module: Path, what: str) -> str:
         return "decoded"
     if what == "checkout memo stale":  # its digest still the files', one stamp not (a file touched):
         # the stamps fail, the files are hashed again, to the same digest
-        stale(memo_of(folder, module)[0])
+        stale(memo_of(lambda: call(folder, module)[0])[0])
         return "served"
     if what == "checkout memo garbled":  # where the call's process looks for it (none is written
         # where a folder of tlc changed in the last two seconds, as a first import's __pycache__)
@@ -172,26 +172,6 @@ def test_a_damaged_entry_costs_the_work_it_held_and_is_replaced(filled, module, 
     assert {k: found[k] for k in SERVED} == SERVED and err == "" and found["launches"] == filled[1]
 
 
-def memo_of(folder: Path, module: Path) -> tuple[Path, str]:
-    """The checkout memo a call with the cache `folder` reads and the identity it gives, once the
-    memo is written: none is where a folder of tlc changed in the last two seconds (the suite's
-    other processes compile the checkout's bytecode: a new __pycache__ moves its folder's time)."""
-    for _ in range(4):
-        found, _ = call(folder, module)
-        if Path(found["memo"]).exists():
-            return Path(found["memo"]), found["identity"]
-        time.sleep(2.1)
-    raise AssertionError(f"no checkout memo written in {folder}")
-
-
-def stale(memo: Path, digest: str | None = None) -> None:
-    """The checkout memo with one stamp off (and the digest `digest` claimed, if given)."""
-    doc = json.loads(memo.read_bytes())
-    doc["stamps"] = doc["stamps"][:-2] + ("00" if doc["stamps"][-2:] != "00" else "01")
-    doc["digest"] = digest or doc["digest"]
-    memo.write_text(json.dumps(doc))
-
-
 def test_entries_found_under_the_identity_a_stale_memo_claims_are_never_launched(filled, module, copy):
     """tlc "changed" after a process filled the caches under the checkout memo's digest (a "tlc"
     whose identity is f...f stores its entries, the memo claims f...f, then one stamp put off):
@@ -205,9 +185,9 @@ def test_entries_found_under_the_identity_a_stale_memo_claims_are_never_launched
     bytecode (bench/first_cached_host.py, bench/first_cold_steps.py: a new __pycache__ moves its
     folder's time), so such a memo could be stale by the time that process read it; it then
     stored its entries under the files' digest, which the next call rightly found (session 26,
-    the full suite on the 2-core machine, 2 of 2).  That a memo whose stamps hold is read, not
-    hashed: tests/runtime/test_checked_cache.py."""
-    memo, digest = memo_of(copy, module)
+    the full suite on the 2-core machine, 2 of 2; memo_kit.py).  That a memo whose stamps hold
+    is read, not hashed: tests/runtime/test_checked_cache.py."""
+    memo, digest = memo_of(lambda: call(copy, module)[0])
     for entry in copy.iterdir():  # the caches empty but for the memo
         if entry != memo and entry.is_file():
             entry.unlink()
