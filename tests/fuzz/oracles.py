@@ -21,6 +21,9 @@ import traceback
 from dataclasses import asdict, dataclass, field
 
 ARCHES = ("sm_80", "sm_90a")
+# what a checked program is built for: the CUDA targets, the cpu target's C++ (tlc/codegen/cpp),
+# and `tlc build --emit ir`'s text of the scheduled tile IR
+BUILDS = (("sm_80", "cu"), ("sm_90a", "cu"), ("cpu", "cu"), ("sm_90a", "ir"))
 NVCC_FLAGS = {"sm_80": ["-arch=sm_80"], "sm_90a": ["-gencode=arch=compute_90a,code=sm_90a"]}
 
 
@@ -35,7 +38,7 @@ class Outcome:
 
     @property
     def failed(self) -> bool:
-        return self.status in ("internal", "timeout", "nvcc-error")
+        return self.status in ("internal", "timeout", "nvcc-error", "mismatch")
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -62,25 +65,26 @@ def check_text(text: str, path: str):
     return result, None
 
 
-def build_file(path: str, arch: str, program=None):
-    """(the .cu text or None, Outcome or None) of `tlc build path --arch arch`; `program`, the
-    file's CheckedProgram, spares `tlc.load` checking the file again (a third of the time)."""
+def build_file(path: str, arch: str, program=None, emit: str = "cu"):
+    """(the text or None, Outcome or None) of `tlc build path --arch arch --emit emit`; `program`,
+    the file's CheckedProgram, spares `tlc.load` checking the file again (a third of the time)."""
     from tlc import api, runner
     from tlc.diagnostics import DiagnosticError, TlcError
 
     def load(file, target="auto"):
         return api.Module(program, target) if program is not None and file == path else real_load(file, target)
 
+    stage = f"build:{arch}" + (f":{emit}" if emit != "cu" else "")
     real_load, api.load = api.load, load
     try:
-        source, _ = runner.build(path, arch=arch, header=True)
+        source, _ = runner.build(path, arch=arch, header=True, emit=emit)
         return source, None
     except DiagnosticError as e:
-        return None, Outcome("build-diag", f"build:{arch}", str(e)[:2000], [d.code for d in e.diagnostics])
+        return None, Outcome("build-diag", stage, str(e)[:2000], [d.code for d in e.diagnostics])
     except TlcError as e:
-        return None, Outcome("build-diag", f"build:{arch}", str(e)[:2000], ["TlcError"])
+        return None, Outcome("build-diag", stage, str(e)[:2000], ["TlcError"])
     except Exception:  # noqa: BLE001
-        return None, _internal(f"build:{arch}")
+        return None, _internal(stage)
     finally:
         api.load = real_load
 
@@ -125,10 +129,26 @@ def interp_cases(text: str, path: str, cases) -> Outcome | None:
     return None
 
 
+def tuning_case(seed: int) -> Outcome:
+    """tests/fuzz/tuning.py's case `seed`: a kernel at its defaults and at other tiles."""
+    from . import tuning
+
+    try:
+        status, detail = tuning.run(tuning.case(seed))
+    except Exception:  # noqa: BLE001
+        return _internal("tuning")
+    out = {"ok": "ok", "skip": "skipped", "base-diag": "rejected", "variant-diag": "rejected",
+           "variant-error": "interp-diag", "mismatch": "mismatch"}[status]
+    return Outcome(out, f"tuning:{status}", detail, sorted(set(re.findall(r"error\[(E\d{3})\]", detail))))
+
+
 def run_case(text: str, *, build: bool = True, interp_cases_=None, nvcc_arch: str | None = None,
-             name: str = "fuzz.tl") -> Outcome:
+             name: str = "fuzz.tl", tuning: int | None = None) -> Outcome:
     """Check `text`; if it is clean, build it for both targets, then (optionally) run the
-    given kernel cases on the interpreter and compile the build of `nvcc_arch` with nvcc."""
+    given kernel cases on the interpreter and compile the build of `nvcc_arch` with nvcc.
+    `tuning`: tests/fuzz/tuning.py's case of that seed instead (`text` is not read)."""
+    if tuning is not None:
+        return tuning_case(tuning)
     with tempfile.TemporaryDirectory(prefix="tlc-fuzz-") as tmp:
         path = os.path.join(tmp, name)
         with open(path, "w", encoding="utf-8", newline="") as f:
@@ -140,10 +160,12 @@ def run_case(text: str, *, build: bool = True, interp_cases_=None, nvcc_arch: st
             return Outcome("rejected", "check", "", sorted({d.code for d in result.diagnostics}))
         built = {}
         if build and any(result.program.functions[q].kind in ("kernel", "tile_op") for q in result.program.names.values()):
-            for arch in ARCHES:
-                built[arch], bad = build_file(path, arch, result.program)
+            for arch, emit in BUILDS:
+                text_, bad = build_file(path, arch, result.program, emit)
                 if bad is not None:
                     return bad
+                if emit == "cu":
+                    built[arch] = text_
         if interp_cases_:
             bad = interp_cases(text, path, interp_cases_)
             if bad is not None:
