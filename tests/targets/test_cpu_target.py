@@ -111,6 +111,24 @@ def test_the_library_is_compiled_once_and_cached_by_source(tmp_path, monkeypatch
     assert runtime_cpp.build(source, "vector_add") == path and calls == []
 
 
+def test_a_cache_that_cannot_be_written_only_warns(tmp_path, monkeypatch):
+    """TLC_CACHE_DIR a file (or read-only, or full): the library is loaded from a temporary copy
+    after one warning, where writing it into the cache raised NotADirectoryError out of the call."""
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "file"))
+    monkeypatch.setattr(runtime_cpp, "_warned_uncached", False)
+    mod = tlc.compile_source("@kernel\ndef twice(x: f32[N], y: f32[N]):\n    with grid(cdiv(N, 32), threads=32) as b:\n"
+                             "        for i in parallel(32):\n            y[b * 32 + i] = x[b * 32 + i] * 2.0\n",
+                             target="cpp", path="twice.tl")
+    x, y = np.arange(40, dtype=np.float32), np.zeros(40, np.float32)
+    with pytest.warns(tlc.runtime.CacheWarning) as caught:
+        mod.twice(x, y)
+    assert [str(w.message) for w in caught] == [
+        f"tlc: cannot write the cpu target's cache in {tmp_path / 'file' / 'cpp'} (Not a directory); kernels will be "
+        "compiled again in every process. Set TLC_CACHE_DIR to a writable directory to cache them."]
+    assert (y == 2 * x).all()
+
+
 def test_cli_runs_on_the_cpu_target_and_checks_it_against_the_interpreter():
     r = CliRunner().invoke(main, ["run", VECTOR_ADD, "-k", "vector_add", "--target", "cpu", "--shape", "N=3001",
                                   "--in", "alpha=2", "--check"])

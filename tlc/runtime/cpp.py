@@ -88,8 +88,35 @@ def build(source: str, name: str) -> Path:
             log = "\n".join(done.stderr.splitlines()[:20])
             raise CppCompileError(f"the C++ compiler rejected the code generated for '{name}' (a tlc bug; the "
                                   f"source is kept at {kept}):\n{log}")
-        replace_atomically(path, lib.read_bytes())
+        try:
+            replace_atomically(path, lib.read_bytes())
+        except OSError as e:  # TLC_CACHE_DIR a file, read-only, full: this process's copy instead
+            return _uncached(lib, e)
     return path
+
+
+_warned_uncached = False
+
+
+def _uncached(lib: Path, error: OSError) -> Path:
+    """`lib` kept outside the cache (a temporary file removed when the process ends), after one
+    warning that the cache cannot be written, as the CUDA kernel cache warns."""
+    global _warned_uncached
+    import atexit
+    import warnings
+
+    from ..cachedir import CacheWarning
+
+    if not _warned_uncached:
+        _warned_uncached = True
+        warnings.warn(f"tlc: cannot write the cpu target's cache in {cache_dir() / 'cpp'} ({error.strerror or error}); "
+                      "kernels will be compiled again in every process. Set TLC_CACHE_DIR to a writable directory "
+                      "to cache them.", CacheWarning, stacklevel=4)
+    fd, kept = tempfile.mkstemp(prefix="tlc-cpp-", suffix=".so")
+    with os.fdopen(fd, "wb") as f:
+        f.write(lib.read_bytes())
+    atexit.register(os.unlink, kept)  # loaded by then: the process keeps its mapping
+    return Path(kept)
 
 
 _CTYPES = {"bool": ctypes.c_bool, "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
