@@ -145,10 +145,10 @@ def run(file, kernel, ins, shapes, defines, seed, outs, target, check, bench, du
 @click.option("--flops", metavar="EXPR", help="FLOPs of one launch, a number or over the shape symbols: 2*M*N*K "
                                              "(default: the gemms' count, else none).")
 @click.option("--trace", metavar="OUT.json", help="Write a Chrome-trace / Perfetto JSON of a sequence of launches.")
-@click.option("--launches", type=int, default=10, show_default=True, help="Launches in the trace.")
+@click.option("--launches", type=click.IntRange(min=1), default=10, show_default=True, help="Launches in the trace.")
 @click.option("--ncu", is_flag=True, help="Also Nsight Compute's key counters for one launch (needs ncu).")
 @click.option("--source", is_flag=True, help="With --ncu: Nsight Compute's warp stall samples per .tl line.")
-@click.option("--grid", type=int, default=0, show_default=True,
+@click.option("--grid", type=click.IntRange(min=0), default=0, show_default=True,
               help="With --ncu: the grid (of a kernel of several) whose counters and samples to take.")
 @click.option("--json", "as_json", is_flag=True, help="The profile as JSON on stdout.")
 def profile(file, kernel, ins, shapes, defines, seed, flops, trace, launches, ncu, source, grid, as_json) -> None:
@@ -294,9 +294,9 @@ def build(file, kernels, defines, arch, emit, shapes, output, header, no_line_di
               help="Measure on the GPU, or on the CPU reference interpreter (checks and prunes alike; its times "
                    "are the interpreter's).")
 @click.option("--arch", help="With --target cpu: the target to prune for (default sm_80); the GPU's otherwise.")
-@click.option("-j", "--jobs", type=int, help="Compile workers (default: the cores, at most 16).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Compile workers (default: the cores, at most 16).")
 @click.option("--resume", is_flag=True, help="Skip the configurations an interrupted run already measured.")
-@click.option("--min-ms", type=float, default=100.0, show_default=True, help="GPU time spent timing each configuration.")
+@click.option("--min-ms", type=click.FloatRange(min=0, min_open=True), default=100.0, show_default=True, help="GPU time spent timing each configuration.")
 @click.option("--no-write", is_flag=True, help="Measure and report only; leave config.json as it is.")
 @click.option("--user-config", is_flag=True, help="Record in your own config.json (for a read-only folder).")
 @click.option("--json", "as_json", is_flag=True, help="The report as JSON on stdout.")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from tlc import cli
@@ -100,6 +101,19 @@ def test_a_kernel_without_a_space(scale):
         f"   |     ^^^^^^^\n"
         f"  = hint: list the values to try above the kernel, @autotune(BM=[64, 128], stages=[2, 3]), or give them "
         f"to tlc tune: --space BM=64,128 --space stages=2,3\n")
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("-j", "0", "Invalid value for '-j' / '--jobs': 0 is not in the range x>=1."),
+    ("--jobs", "-3", "Invalid value for '-j' / '--jobs': -3 is not in the range x>=1."),
+    ("--min-ms", "-1", "Invalid value for '--min-ms': -1.0 is not in the range x>0."),
+    ("--min-ms", "0", "Invalid value for '--min-ms': 0.0 is not in the range x>0."),
+])
+def test_workers_and_timing_out_of_range_are_usage_errors(scale, option, value, message):
+    """-j 0 ran with the default workers and -j -3, --min-ms -1 were taken as given; a usage
+    error now, exit 2, as any other option's bad value (found by hand, session 27)."""
+    result = tune(scale, "--shape", "N=64", option, value)
+    assert (result.exit_code, result.stderr.splitlines()[-1]) == (2, f"Error: {message}")
 
 
 def test_no_such_kernel(scale):
