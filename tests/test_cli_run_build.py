@@ -243,6 +243,7 @@ def test_unknown_shape_symbol():
     ("K=x", "error: --shape K=x: a size is a whole number"),
     ("K=-1", "error: --shape K=-1: a size cannot be negative"),
     ("K", "error: --shape takes NAME=VALUE, not 'K'"),
+    ("=3", "error: --shape takes NAME=VALUE, not '=3'"),  # was "--shape : 'matmul' has no shape symbol ''"
 ])
 def test_bad_shape_values(shape, message):
     assert_error(run_gemm("--shape", f"M=3,N=3,{shape}"), message, status=2)

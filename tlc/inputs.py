@@ -32,9 +32,9 @@ def parse_assignments(items, what: str) -> dict:
         for part in item.split(","):
             if not part.strip():
                 continue
-            if "=" not in part:
+            name, eq, value = part.partition("=")
+            if not eq or not name.strip():  # 'BM', '=3': no name
                 raise InputError(f"{what} takes NAME=VALUE, not '{part}'")
-            name, value = part.split("=", 1)
             out[name.strip()] = value.strip()
     return out
 
