@@ -128,6 +128,22 @@ CHECK_CASES = [
      "6 |         for t in unroll(1000000000):\n"
      "  |                         ^^^^^^^^^^\n"
      "  = hint: use range() for a long loop\n"),
+    # the loop variable is an i32: the code wrapped 2**40 to 0 and ran no iteration, silently
+    ("range bound", kernel_with("        for t in range(1 << 40):\n            for i in parallel(BLOCK):\n"
+                                "                xs[i] = xs[i] + 1.0"),
+     "p.tl:6:24: error[E157]: the loop bound 1 << 40 = 1099511627776 does not fit i32, the type of the loop "
+     "variable 't'\n"
+     "  |\n"
+     "6 |         for t in range(1 << 40):\n"
+     "  |                        ^^^^^^^\n"
+     "  = hint: a loop counts in i32: nest two loops for a longer one\n"),
+    ("pipelined bound", kernel_with("        for t in pipelined(3000000000, stages=2):\n            for i in parallel(BLOCK):\n"
+                                    "                xs[i] = xs[i] + 1.0"),
+     "p.tl:6:28: error[E157]: the loop bound 3000000000 does not fit i32, the type of the loop variable 't'\n"
+     "  |\n"
+     "6 |         for t in pipelined(3000000000, stages=2):\n"
+     "  |                            ^^^^^^^^^^\n"
+     "  = hint: a loop counts in i32: nest two loops for a longer one\n"),
 ]
 
 
@@ -197,6 +213,22 @@ def test_build_refuses(name, path, define, rendered):
 ])
 def test_api_refuses(constants, rendered):
     assert guarded(api_error, VA, "vector_add", constants) == rendered
+
+
+def test_a_loop_bound_given_as_a_constant_beyond_i32(tmp_path):
+    """A const parameter that a range() counts to, given 2**40 at the call: E157 with the
+    constant named, where the kernel wrapped it to 0 and ran no iteration."""
+    path = tmp_path / "r.tl"
+    path.write_text("@kernel\ndef k(out: f32[N], R: const = 4):\n    with grid(1, threads=32) as bx:\n"
+                    "        acc = fragment(f32[32])\n        clear(acc)\n        for r in range(R):\n"
+                    "            for i in parallel(32):\n                acc[i] = acc[i] + 1.0\n        copy(acc, out[0])\n")
+    assert guarded(api_error, str(path), "k", {"R": 2**40}) == (
+        f"{path}:6:24: error[E157]: with R=1099511627776: the loop bound R = 1099511627776 does not fit i32, "
+        "the type of the loop variable 'r'\n"
+        "  |\n"
+        "6 |         for r in range(R):\n"
+        "  |                        ^\n"
+        "  = hint: a loop counts in i32: nest two loops for a longer one")
 
 
 def test_a_fragment_at_the_limit_builds_and_runs(tmp_path):

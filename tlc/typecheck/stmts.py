@@ -12,7 +12,7 @@ from .builtins import ALLOCATORS, HINTS, LOOPS, TILE_STATEMENTS
 from .env import BLOCK, LOCAL, LOOP, Scope, Symbol
 from .persistent import PersistentChecker
 from .porting import PortingChecker
-from .types import GLOBAL, VALUE, BuiltinRef, FunctionRef, LoopRange, ScalarType, TensorType, describe
+from .types import GLOBAL, VALUE, BuiltinRef, FunctionRef, LoopRange, ScalarType, TensorType, describe, format_dim
 
 # `unroll(n)` is copied n times by nvcc: past a few thousand copies it compiles for minutes into
 # more code than the instruction cache holds; no kernel unrolls anywhere near that.
@@ -272,6 +272,8 @@ class StmtChecker(PortingChecker, PersistentChecker):
         if self.in_parallel and kind == "pipelined":
             self.error("E047", "a pipelined loop cannot be inside a parallel loop", it.span)
         it = self._loop_args(it, kind)
+        if kind in ("range", "pipelined") and isinstance(s.targets[0], n.Name):
+            self._counted_in_i32(it, s.targets[0].id)
         if kind == "pipelined":
             self.tile_under_thread("a pipelined loop", it, it.span)
         per_thread = self.thread_branch(it)
@@ -299,6 +301,17 @@ class StmtChecker(PortingChecker, PersistentChecker):
                        "choose another name")
             return
         self.scope.define(Symbol(var.id, LOOP, ScalarType(I32), var.span))
+
+    def _counted_in_i32(self, it: n.Call, var: str) -> None:
+        """A constant bound of a range or pipelined loop beyond i32, the loop variable's dtype:
+        the variable could not count there (the code wrapped 2**40 to 0 and ran no iteration)."""
+        for a in it.args:
+            v = self.const_value(a, "a loop bound", required=False)
+            if isinstance(v, int) and not isinstance(v, bool) and not -2**31 <= v < 2**31:
+                text = format_dim(a)
+                name = str(v) if text in (str(v), "?") else f"{text} = {v}"
+                self.error("E157", f"the loop bound {name} does not fit i32, the type of the loop variable '{var}'",
+                           a.span, "a loop counts in i32: nest two loops for a longer one")
 
     def _loop_args(self, it: n.Call, kind: str) -> n.Call:
         if kind == "range":
