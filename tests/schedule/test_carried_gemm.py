@@ -1,5 +1,5 @@
 """A warp-specialized ring whose last gemm reads A from shared memory keeps it in flight into the
-next iteration (schedule/warpspec.py's carried_gemms, codegen/sm90.py): bench/E_bwd_staged.tl,
+next iteration (schedule/gemm_overlap.py's carried_gemms, codegen/sm90.py): bench/E_bwd_staged.tl,
 std.attention's flash_bwd with dS written to shared memory before dK += dS.T @ Q, as
 FlashAttention 3's backward does, at config.json's sm_90a tiles.  Each consumer warpgroup writes
 the rows of dS its own wgmma reads, so it meets at a barrier of its own there
@@ -19,7 +19,7 @@ from tlc import ir
 from tlc.driver import check_file
 from tlc.ir.walk import statements
 from tlc.schedule import schedule_grids
-from tlc.schedule.warpspec import carried_gemms
+from tlc.schedule.gemm_overlap import carried_gemms
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGED = str(ROOT / "bench" / "E_bwd_staged.tl")

@@ -14,7 +14,8 @@ from ..ir.walk import statements, written_names
 from ..schedule.layout import wgmma_bands, wgmma_column_groups
 from ..schedule.one_warpgroup import owner_threads
 from ..schedule.tensor_cores import tensor_core_op
-from ..schedule.warpspec import carried_gemms, gemm_waits, wgmma_ready, wgmma_rs_ready
+from ..schedule.gemm_overlap import (buffers_read, buffers_written, carried_gemms, gemm_waits, wgmma_ready,
+                                     wgmma_rs_ready)
 from .cexpr import CodegenError
 from .cnames import c_bool, c_name, c_type
 from .sm80 import Sm80
@@ -41,7 +42,7 @@ RING_SCALE_D_CLEARS = "reused"
 RING_SCALE_D_TIED = True
 
 # A consumer body that starts with the last iteration's products in flight (the ring's carried
-# gemms: schedule/warpspec.py carried_gemms) waits for them right after issuing its first
+# gemms: schedule/gemm_overlap.py carried_gemms) waits for them right after issuing its first
 # products, and releases their stage there, rather than where a statement first needs a product
 # (whose wait, the groups completing in order, completes them too): the producer refills that
 # stage about one product sooner (mla_decode on two 72 KB stages, where a page has less than a
@@ -218,8 +219,6 @@ class Sm90(WarpSpecialized, Sm80):
         """The clears of `g`'s accumulator among the statements before the ring's loop that the
         gemm's first iteration can stand for: nothing after them before the gemm reads or
         writes the accumulator, and the gemm accumulates (no clear of its own)."""
-        from ..schedule.warpspec import _read, _touched
-
         before = list(self.k.body[:self.spec.loop])
         body = list(self.ws.pipeline.rest)
         upto = body[:next(i for i, s in enumerate(body) if s is g)]
@@ -227,7 +226,7 @@ class Sm90(WarpSpecialized, Sm80):
         if len(fills) != 1:
             return ()
         after = before[before.index(fills[0]) + 1:] + upto
-        if any(g.c in (_read(s) | _touched(s)) for s in after):
+        if any(g.c in (buffers_read(s) | buffers_written(s)) for s in after):
             return ()
         return tuple(fills)
 

@@ -146,7 +146,7 @@ def blocks_per_sm(ws, kernel: ir.Kernel, target) -> int:
     whole K step's dequantized weights until the wait (std.gemm's w4a16 at M = 16, K steps of
     512: 222 registers, helper D's nvcc count), which a block alone on its SM keeps."""
     from .blocks_per_sm import resident_blocks
-    from .warpspec import wgmma_rs_ready, wgmma_ready
+    from .gemm_overlap import wgmma_rs_ready, wgmma_ready
     buffers = {b.name: b for b in kernel.buffers}
     loop = kernel.body[ws.loop]
     threads = kernel.threads
@@ -163,7 +163,7 @@ def _note(before: ir.Kernel, after: ir.Kernel, ws) -> str:
     swizzled = [f"{b.name} (was pad={was[b.name].pad})" for b in after.buffers if b.layout != was[b.name]]
     boxes = [x.buffer for x in ws.loads if x.flat and x.rows > 1]
     loop = after.body[ws.loop]
-    from .warpspec import wgmma_rs_ready
+    from .gemm_overlap import wgmma_rs_ready
     mma = [s.a for s in statements(loop.body[ws.consumer[0]:ws.consumer[1]]) if isinstance(s, ir.Gemm)
            and not wgmma_rs_ready(s, buffers, after.threads) and mma_register_a(s, buffers, after.threads)]
     parts = [f"{', '.join(swizzled)} 128-byte swizzled for the TMA"] if swizzled else []

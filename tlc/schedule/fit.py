@@ -26,7 +26,7 @@ from ..parser import nodes as n
 from .layout import wgmma_gemm
 from .retile import ast_nodes as _walk, retileable
 from .smem import SharedMemoryOverLimit, kb
-from .warpspec import wgmma_ready
+from .gemm_overlap import wgmma_ready
 
 MIN_TILE = 16  # elements: an mma fragment's side, and a 16-byte vector of bytes
 MAX_TRIES = 32  # schedules tried before giving up (each is a type check and a schedule)

@@ -8,7 +8,11 @@ Runs last, on targets with warpgroup tensor cores, the TMA and mbarrier rings (`
 and `target.tma`); a kernel it leaves alone keeps the cp.async pipeline of sm_80.  A loop is
 specialized when the TMA can make its leading copies and the rest never waits for the whole
 block (a statement that synchronizes the block inside the loop, or work before the loop that
-the producer's extra threads must not do, keeps the ring of sm_80)."""
+the producer's extra threads must not do, keeps the ring of sm_80).
+
+The planner asks two modules of its own: gemm_overlap.py, which wgmma gemms run under other work
+(the deferred gemm, the carried gemms, the waits), and tile_order.py, a persistent ring's walk of
+its tiles and the tiles' own loads; the switches stay here, read where the plan is made."""
 
 from __future__ import annotations
 
@@ -16,14 +20,15 @@ from dataclasses import replace
 
 from .. import ir
 from ..dtypes import I32
-from ..ir.walk import assigned_scalars, loads, statement_exprs, statements, variables, written_names
-from ..ir.warpspec import (CONSUMER_BARRIER, BulkReduce, DeferredGemm, Im2colWindow, StagedStore, ViewDims, StageLoad, TensorMapSpec, TileOrder,
+from ..ir.walk import assigned_scalars, loads, statement_exprs, statements, variables
+from ..ir.warpspec import (CONSUMER_BARRIER, BulkReduce, DeferredGemm, Im2colWindow, StagedStore, ViewDims, StageLoad, TensorMapSpec,
                            WarpSpecialization)
-from .layout import MmaAccumulator, wgmma_accumulator, wgmma_gemm
-from .one_warpgroup import exchange_writers, owner_threads, statement_threads
-from .operand_layout import register_a_layouts, wgmma_register_a
+from .gemm_overlap import (buffers_read, buffers_touched, buffers_written, carried_gemms, late_loads, wgmma_ready,
+                           wgmma_rs_ready)
+from .layout import MmaAccumulator, wgmma_accumulator
+from .one_warpgroup import exchange_writers, statement_threads
 from .reduce_slots import reduces_in_registers
-from . import dequant_ring
+from . import dequant_ring, gemm_overlap, tile_order
 
 PRODUCER_THREADS = 128
 PRODUCER_REGS = 40  # what the producer keeps: it only computes addresses
@@ -159,27 +164,6 @@ def consumer_registers(threads: int, registers_per_sm: int = 65536, producer: in
     return min(240, share)
 
 
-def wgmma_ready(g: ir.Gemm, buffers: dict, threads: int) -> bool:
-    """Whether gemm `g` runs on wgmma with both operands in shared memory: its accumulator laid
-    out for it, A and B 128-byte swizzled."""
-    c = buffers[g.c]
-    threads = owner_threads(c.layout, threads)  # (a product on one warpgroup: one_warpgroup.py)
-    if not wgmma_gemm(g, buffers, threads) or c.layout != wgmma_accumulator(c.shape, threads):
-        return False
-    return all(buffers[x].layout.swizzle_bytes == 128 for x in (g.a, g.b))
-
-
-def wgmma_rs_ready(g: ir.Gemm, buffers: dict, threads: int) -> bool:
-    """Whether gemm `g` runs on wgmma with A in registers (attention's probabilities): A a
-    fragment in wgmma's register-A layout, its accumulator in wgmma's, B in 128-byte swizzled
-    shared memory (schedule/operand_layout.py)."""
-    a, b = buffers[g.a], buffers[g.b]
-    if a.scope != "fragment" or b.scope != "shared" or not wgmma_register_a(g, buffers, threads):
-        return False
-    pair = register_a_layouts(g, buffers, threads, "sm_90a")
-    return pair == (a.layout, buffers[g.c].layout) and b.layout.swizzle_bytes == 128
-
-
 def ring_split(loop: ir.For, params: dict, buffers: dict) -> tuple[list, list] | None:
     """A pipelined loop as a ring: its leading copies from a tensor into a staged shared buffer
     of the same dtype (the producers) and what computes on them (the rest, without the syncs
@@ -250,7 +234,6 @@ class _Planner:
         self.buffers = {b.name: b for b in kernel.buffers}
         self.tensor_maps: list[TensorMapSpec] = []
         self.consumer_sync = False  # (plan: the consumers' loop may meet at a barrier of their own)
-        self.paired = False  # (tile_loads: the persistent walk takes tiles in pairs, TileOrder.pairs)
         self.moved = None  # (plan: the ring's loop with the consumers' syncs moved, later_syncs)
         self.dequant = False  # (a dequantizing ring's plan: dequant_ring.planned)
 
@@ -278,7 +261,7 @@ class _Planner:
         # a barrier of the consumers alone
         self.consumer_sync = split is not None and (any(
             isinstance(b.layout, MmaAccumulator) and b.layout.wgmma_columns
-            for b in self.buffers.values() if b.scope == "fragment" and b.name in _touched_names(split[1]))
+            for b in self.buffers.values() if b.scope == "fragment" and b.name in buffers_touched(split[1]))
             or any(isinstance(x, ir.Copy) and self._fragment_into_shared(x) for x in statements(split[1])))
         if split is None or not self.barrier_free(split[1], in_loop=True):
             return None
@@ -312,8 +295,8 @@ class _Planner:
         two = sum(isinstance(x, ir.Gemm) for x in statements(rest)) == 2
         asked = self.k.persistent_walk or (GRID_TILE_LOADS and loop.stages >= 3
                                            and self.deferred_gemm(loop.body, start, start + len(rest)) is not None)
-        tile_loads = self.tile_loads(consumer_only, i) if consumer_only and two and asked \
-            and self.epilogue_free(after) else ()
+        tile_loads, paired = self.tile_loads(consumer_only, i) if consumer_only and two and asked \
+            and self.epilogue_free(after) else ((), False)
         persistent = self.epilogue_free(after) and (not consumer_only or bool(tile_loads))
         cluster = 1 if tile_loads else self.cluster_size(persistent, loads)
         loads = [x if x.gather else self.with_map(x, cluster) for x in loads]
@@ -329,7 +312,7 @@ class _Planner:
         late = ()
         if deferred is None and loop.stages == 2 and not persistent and not overlap:
             two_stage = self.deferred_gemm(loop.body, start, start + len(rest))
-            late = self.late_loads(loads, loop.body, start, start + len(rest), two_stage) if two_stage else ()
+            late = late_loads(loads, loop.body, start, start + len(rest), two_stage) if two_stage else ()
             deferred = two_stage if late else None
         # or the body's last products stay in flight into the next iteration (attention's
         # backward: dK's and dV's), each waited for where that iteration first needs it, and
@@ -354,8 +337,8 @@ class _Planner:
             consumer_registers=consumer_registers(k.threads, self.target.registers_per_sm, producer_regs),
             barriers=barriers, full_arrivals=full, empty_arrivals=cluster * k.threads // 32,
             release_lag=1 if overlap or deferred or carried else 0, tensor_maps=(),
-            tile_order=TileOrder(TILE_GROUP, cluster, pairs=self.paired and not DYNAMIC_TILES,
-                                 dynamic=self.paired and DYNAMIC_TILES) if persistent else None, consumer_only=consumer_only,
+            tile_order=tile_order.order(TILE_GROUP, cluster, paired, DYNAMIC_TILES) if persistent else None,
+            consumer_only=consumer_only,
             late_copies=() if meets or tile_loads else self.late_copies(consumer_only), tile_loads=tile_loads,
             deferred=deferred, consumer_barrier=CONSUMER_BARRIER if meets else 0,
             kept_syncs=self.kept_syncs(loop.body, start, start + len(rest)) if meets and wg_syncs is None else (),
@@ -364,7 +347,8 @@ class _Planner:
         if ws.kept_syncs:
             ws = replace(ws, arrivals=self.arrivals(loop.body, start, start + len(rest), ws.kept_syncs))
         if tile_loads and deferred is not None:
-            ws = replace(ws, tile_done=self.tile_done(tile_loads, loop.body, start, start + len(rest), deferred, after))
+            ws = replace(ws, tile_done=tile_order.tile_done(tile_loads, loop.body, start, start + len(rest), deferred,
+                                                            after))
         # one tile a block, the deferred gemm's ring (attention's forward): the output staged where
         # a buffer dead after the ring lies (Q's tile), the ring leaving no room beside it
         store = self.staged_store(after, i + 1, ws.ring_end) if persistent else \
@@ -375,60 +359,21 @@ class _Planner:
         reduces = self.bulk_reduces(loop.body, start, start + len(rest), ws.staging_end)
         return replace(ws, reduces=reduces, tensor_maps=tuple(self.tensor_maps))
 
-    def tile_loads(self, consumer_only: tuple, i: int) -> tuple:
-        """The consumers' copies before the ring (attention's Q tile) as loads the producer makes
-        through the TMA once a tile of a persistent kernel (WarpSpecialization.tile_loads), where
-        every statement the consumers run alone there is such a copy or a print (or assert), and every tile
-        runs the loop as many times: its length reads only sizes, scalar parameters and the
-        kernel's scalars set from them (a constant's `x if CAUSAL else y` read as its branch),
-        since the blocks walk the tiles in a fixed order (a block mask's lengths would leave some
-        blocks the longest tiles); or lengths that read the block's x besides (a causal mask's,
-        which grow with it), walked in pairs of tiles from both ends of x (TileOrder.pairs, the
-        planner's `paired`).  () otherwise."""
-        from .im2col_tma import kernel_scalars, written_in
-        body = self.k.body
-        copies = [j for j in consumer_only if not isinstance(body[j], ir.Print)]
-        if not copies or self.consumer_sync:
-            return ()
-        defs, inner = kernel_scalars(body[:i]), written_in(body[i].body)
-        fixed = {*self.k.shape_symbols(), *(p.name for p in self.k.params if p.kind == "scalar")}
+    def tile_loads(self, consumer_only: tuple, i: int) -> tuple[tuple, bool]:
+        """tile_order.tile_loads's loads, each with its tensor map registered, and whether the
+        persistent walk takes the tiles in pairs; ((), False) where there are none, or where the
+        consumers' loop meets at a barrier of their own."""
+        found = None if self.consumer_sync else tile_order.tile_loads(self.k, consumer_only, i, self.tma_load)
+        if found is None:
+            return (), False
+        loads, paired = found
+        return tuple(replace(x, tensor_map=self.tensor_map(spec)) for x, spec in loads), paired
 
-        def free(e, depth=0) -> set:  # the names it reads that are not the same in every tile
-            out = set()
-            for n in _live_names(e) - fixed:
-                out |= free(defs[n], depth + 1) if n in defs and n not in inner and depth < 16 else {n}
-            return out
-        varying = free(body[i].stop) | free(body[i].start)
-        if varying and varying != {self.k.block_vars[0]}:
-            return ()
-        # lengths that grow with x (a causal mask's): the blocks take tiles in pairs from both ends
-        self.paired = bool(varying)
-        found = []
-        for j in copies:
-            c = body[j]
-            x = self.tma_load(j, c) if isinstance(c, ir.Copy) and c.src.name in self.params \
-                and self.buffers[c.dst.name].scope == "shared" else None
-            if x is None or x.flat or x.row_axis is not None:
-                return ()
-            p, b = self.params[c.src.name], self.buffers[x.buffer]
-            found.append((x, TensorMapSpec(p.name, p.dtype, tuple(p.shape), x.rows, 128 // b.dtype.itemsize)))
-        out = []
-        for x, spec in found:
-            if spec not in self.tensor_maps:
-                self.tensor_maps.append(spec)
-            out.append(replace(x, tensor_map=self.tensor_maps.index(spec)))
-        return tuple(out)
-
-    @staticmethod
-    def tile_done(tile_loads, body: list, start: int, stop: int, deferred, after) -> int | None:
-        """The deferred gemm's first gemm (attention's S = Q @ K.T), where it alone of the loop
-        and nothing after the loop reads the tile loads' buffers: in the last iteration they are
-        free once it is done (WarpSpecialization.tile_done).  None otherwise."""
-        names = {x.buffer for x in tile_loads}
-        readers = [j for j in range(start, stop) if names & _read(body[j])]
-        if readers != [deferred.after] or any(names & _read(s) for s in after):
-            return None
-        return deferred.after
+    def tensor_map(self, spec: TensorMapSpec) -> int:
+        """The index of tensor map `spec`, registered on first use."""
+        if spec not in self.tensor_maps:
+            self.tensor_maps.append(spec)
+        return self.tensor_maps.index(spec)
 
     def late_copies(self, consumer_only: tuple) -> tuple:
         """The consumers' copies into shared memory before the loop, made after the ring's setup
@@ -448,82 +393,8 @@ class _Planner:
         return wgmma_ready(g, self.buffers, self.k.threads)
 
     def deferred_gemm(self, body: list, start: int, stop: int) -> DeferredGemm | None:
-        """The consumers' last statement run one iteration late (ir.DeferredGemm), where it is a
-        wgmma gemm that an earlier wgmma gemm of the loop can run ahead of: the earlier one, and
-        everything before it, neither write what the last reads nor touch its accumulator.
-        Then the last gemm of iteration it - 1 runs on the tensor cores under iteration it's
-        work between the two (attention's softmax, FlashAttention 3's intra-warpgroup overlap)
-        where each warpgroup would otherwise leave them idle for it."""
-        last = body[stop - 1] if stop > start else None
-        if not isinstance(last, ir.Gemm) or not self.wgmma_any(last):
-            return None
-        first = next((i for i in range(start, stop - 1) if isinstance(body[i], ir.Gemm)), None)
-        if first is None or not self.wgmma_any(body[first]):
-            return None
-        # its operands that the iteration writes: a fragment A, or a shared one the consumers
-        # fill (not through the ring), which the next iteration must not overwrite before the
-        # deferred gemm has read it
-        written = set().union(*(_touched(s) for s in body[start:stop - 1]))
-        operands = {last.c} | {x for x in (last.a, last.b) if self.buffers[x].scope == "fragment" or x in written}
-        if any(operands & _touched(s) for s in body[start:first + 1]) or last.c in {body[first].a, body[first].b}:
-            return None
-        if any(isinstance(x, ir.Gemm) for s in body[first + 1:stop - 1] for x in statements([s])):
-            return None  # one gemm ahead of the deferred one, the wait counts on it
-        wait = next((i for i in range(first + 1, stop - 1) if (last.c in _touched(body[i]) or
-                     last.c in _read(body[i]) or (operands - {last.c}) & _touched(body[i]))), stop - 1)
-        # ping-pong: two (or three: FlashAttention 3's 192-row tiles at head dim 64) warpgroups
-        # whose accumulators hold rows of their own (not the columns of one row block split
-        # between them) never wait for each other in the loop, but take turns to issue
-        own_rows = not any(getattr(self.buffers[g.c].layout, "wgmma_columns", False) for g in (last, body[first]))
-        return DeferredGemm(stop - 1, first, wait, pingpong=self.k.threads in (256, 384) and own_rows,
-                            before_issue=self.before_issue(body, start, stop, first, wait))
-
-    def before_issue(self, body: list, start: int, stop: int, first: int, wait: int) -> tuple:
-        """The statements after `wait` that may run right before the deferred gemm's issue in the
-        next iteration (DeferredGemm.before_issue): a parallel loop over fragments that writes only
-        the deferred gemm's accumulator (attention's acc *= rescale), reading no scalar the loop
-        sets, where nothing after it in the iteration, nor before the deferred gemm's issue in the
-        next one (the statements up to the first gemm), touches that accumulator or writes what
-        it reads."""
-        c = body[stop - 1].c
-        loop_set = assigned_scalars(body) | {self.loop_stmt.var}
-        out = []
-        for i in range(wait, stop - 1):
-            s = body[i]
-            if not isinstance(s, ir.Parallel) or _touched(s) != {c} or s.stores:
-                continue
-            reads = _read(s) - {c}
-            if any(self.buffers[n].scope != "fragment" for n in reads if n in self.buffers) or reads - set(self.buffers):
-                continue
-            if {v.name for x in statements([s]) for e in statement_exprs(x) for v in variables(e)} & loop_set:
-                continue
-            later = list(body[i + 1:stop - 1]) + list(body[start:first + 1])
-            if any(c in _touched(x) | _read(x) or reads & _touched(x) for x in later):
-                continue
-            out.append(i)
-        return tuple(out)
-
-    def late_loads(self, loads, body: list, start: int, stop: int, d: DeferredGemm) -> tuple:
-        """The loads (positions in `loads`) that deferred gemm `d` alone of the consumers'
-        statements body[start:stop] reads, where every other load is read only up to its first
-        gemm (`d.after`): attention's V, read by P @ V, and K, read by S = Q @ K.T alone.  Their
-        stages can be released apart (WarpSpecialization.late_loads), the others' as soon as that
-        first gemm is done.  TMA tiles only (a gather's arrivals are its threads'); () if none."""
-        late, early = [], []
-        for j, x in enumerate(loads):
-            if x.gather or x.im2col or x.flat or x.multicast:
-                return ()
-            readers = [i for i in range(start, stop) if x.buffer in _read(body[i])]
-            if readers == [d.gemm]:
-                late.append(j)
-            elif readers and max(readers) <= d.after and d.gemm not in readers:
-                early.append(j)
-            else:
-                return ()
-        return tuple(late) if late and early else ()
-
-    def wgmma_any(self, g: ir.Gemm) -> bool:
-        return self.uses_wgmma(g) or wgmma_rs_ready(g, self.buffers, self.k.threads)
+        """gemm_overlap.deferred_gemm of the consumers' statements body[start:stop]."""
+        return gemm_overlap.deferred_gemm(body, start, stop, self.buffers, self.k.threads, self.loop_stmt.var)
 
     def tma_load(self, index: int, c: ir.Copy) -> StageLoad | None:
         """A copy the TMA can make: a whole tile of 128-byte column segments (the swizzled
@@ -638,15 +509,11 @@ class _Planner:
                 names = tuple(dict.fromkeys(v.name for e in dims for v in variables(e)))
                 spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), load.rows, 128 // b.dtype.itemsize,
                                      view=ViewDims(dims, names))
-                if spec not in self.tensor_maps:
-                    self.tensor_maps.append(spec)
-                return replace(load, tensor_map=self.tensor_maps.index(spec), tiled=True)
+                return replace(load, tensor_map=self.tensor_map(spec), tiled=True)
             names = tuple(dict.fromkeys(v.name for e in t.out for v in variables(e)))
             spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), load.rows, 128 // b.dtype.itemsize,
                                  im2col=Im2colWindow(t.lower, t.stride, t.out, names, t.columns))
-            if spec not in self.tensor_maps:
-                self.tensor_maps.append(spec)
-            return replace(load, tensor_map=self.tensor_maps.index(spec))
+            return replace(load, tensor_map=self.tensor_map(spec))
         multicast = cluster > 1 and self.shared_by_cluster(c) and not load.flat
         p, b = self.params[c.src.name], self.buffers[load.buffer]
         rows = load.rows // cluster if multicast else load.rows
@@ -654,9 +521,7 @@ class _Planner:
             spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), load.rows, load.cols, swizzle=False)
         else:
             spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows, 128 // b.dtype.itemsize, row_axis=load.row_axis)
-        if spec not in self.tensor_maps:
-            self.tensor_maps.append(spec)
-        return replace(load, tensor_map=self.tensor_maps.index(spec), multicast=multicast)
+        return replace(load, tensor_map=self.tensor_map(spec), multicast=multicast)
 
     def identity(self, t, p) -> bool:
         """Whether im2col tile `t` of image `p` is its own rows (im2col_tma.identity_window)."""
@@ -748,7 +613,7 @@ class _Planner:
         start, stop = ws.consumer
         reader = body[ws.tile_done]
         if any(isinstance(x, ir.Reduce) and self._reduces_through_scratch(x) for x in statements(after)) or any(
-                n in self.buffers and self.buffers[n].scope == "shared" for s in after for n in _touched(s) | _read(s)):
+                n in self.buffers and self.buffers[n].scope == "shared" for s in after for n in buffers_written(s) | buffers_read(s)):
             return None
         for j, x in enumerate(ws.loads):
             b = self.buffers[x.buffer]
@@ -756,7 +621,7 @@ class _Planner:
             if x.gather or x.im2col or x.buffer != reader.b or b.smem_offset is None or b.smem_offset % 1024 \
                     or stage % 1024:
                 continue
-            if [i for i in range(start, stop) if x.buffer in _read(body[i]) | _touched(body[i])] != [ws.tile_done]:
+            if [i for i in range(start, stop) if x.buffer in buffers_read(body[i]) | buffers_written(body[i])] != [ws.tile_done]:
                 continue
             return j, b.smem_offset, stage, b.dtype
         return None
@@ -766,7 +631,7 @@ class _Planner:
         statement after the ring's loop touches shared memory (so no buffer sharing its bytes is
         live there either): attention's Q tile, read by the loop's S = Q @ K.T alone."""
         if any(isinstance(x, ir.Reduce) and self._reduces_through_scratch(x) for x in statements(after)) or any(
-                n in self.buffers and self.buffers[n].scope == "shared" for s in after for n in _touched(s) | _read(s)):
+                n in self.buffers and self.buffers[n].scope == "shared" for s in after for n in buffers_written(s) | buffers_read(s)):
             return None
         found = [(b.layout.bytes, b.smem_offset) for b in self.buffers.values()  # (the ring's are staged)
                  if b.scope == "shared" and b.smem_offset is not None and b.smem_offset % 1024 == 0
@@ -1022,7 +887,7 @@ class _Planner:
                 and lay.warps_m * 32 == threads and src.shape[0] % (64 * (threads // 128)) == 0):
             return False
         for x in statements(stmts):
-            if x is c or dst.name not in _read(x):
+            if x is c or dst.name not in buffers_read(x):
                 continue
             if not (isinstance(x, ir.Gemm) and x.a == dst.name and x.b != dst.name and not x.trans_a
                     and self.uses_wgmma(x) and self.buffers[x.c].shape[0] == src.shape[0]):
@@ -1045,7 +910,7 @@ class _Planner:
     def _writes_shared(self, s) -> bool:
         if isinstance(s, ir.Reduce) and self._reduces_through_scratch(s):
             return self.buffers[s.dst].scope == "shared"  # (its scratch is double-buffered)
-        return any(self.buffers[n].scope == "shared" for n in _touched(s) if n in self.buffers) or any(
+        return any(self.buffers[n].scope == "shared" for n in buffers_written(s) if n in self.buffers) or any(
             isinstance(x, ir.Copy) and x.dst.name in self.buffers and self.buffers[x.dst.name].scope == "shared"
             for x in statements([s]))
 
@@ -1120,67 +985,6 @@ def _stored(p: ir.Parallel) -> str | None:
     return last.name if isinstance(last, ir.Store) else None
 
 
-def gemm_waits(pending: list, stmts, issuing, buffers: dict, threads: int) -> int:
-    """How many of the `pending` wgmma gemms (issued, not yet waited for, oldest first) must be
-    complete before `stmts` run (or before the gemm `issuing`, issued next): those whose
-    accumulator they read or write, whose operands they write; a statement holding a gemm or
-    a sync inside it waits for all.  (A wait completes the oldest groups first.)"""
-    need = 0
-    for k, g in enumerate(pending):
-        for s in stmts:
-            if isinstance(s, ir.Sync):
-                continue  # a comment in a ring's body: the stage's full barrier ordered the copies
-            if s is issuing:
-                hit = g.c in (s.a, s.b) or s.c in (g.a, g.b) or (s.c == g.c and not wgmma_ready(g, buffers, threads))
-            else:
-                inner = [x for x in statements([s]) if isinstance(x, (ir.Gemm, ir.Sync))]
-                hit = bool(inner) or g.c in (_read(s) | _touched(s)) or bool({g.a, g.b} & _touched(s))
-            if hit:
-                need = k + 1
-    return need
-
-
-def _issued_at_end(body, buffers: dict, threads: int, pending: list) -> list:
-    """The wgmma gemms still in flight after `body` (a ring's consumer statements) when each is
-    issued without waiting and waited for only where `gemm_waits` says, `pending` in flight
-    before it (as codegen/sm90.py's consumer_block emits them)."""
-    pending = [(False, g) for g in pending]  # (issued by this body, the gemm)
-    for s in body:
-        lazy = isinstance(s, ir.Gemm) and (wgmma_ready(s, buffers, threads) or wgmma_rs_ready(s, buffers, threads))
-        del pending[:gemm_waits([g for _, g in pending], [s], s if lazy else None, buffers, threads)]
-        if lazy:
-            pending.append((True, s))
-    return pending
-
-
-def carried_gemms(body: list, buffers: dict, threads: int) -> tuple:
-    """The gemms of a ring's consumer statements `body` that may stay in flight past the end of
-    an iteration, or (): those issued after its last wait, where the next iteration waits for
-    each of them before it ends (so that their stage can be released there) and ends with the
-    same ones in flight.  Attention's backward: dV += P.T @ dO and dK += dS.T @ Q, which the
-    next iteration's wait for its scores covers; the tensor cores run them under its first
-    products' issue rather than draining at every step's end."""
-    end = [g for _, g in _issued_at_end(body, buffers, threads, [])]
-    # the last ones with A in shared memory: in flight across the next iteration's scores, a
-    # register A (P's or dS's) is more registers than a warpgroup has (ptxas's C7512)
-    n = 0
-    while n < len(end) and wgmma_ready(end[len(end) - 1 - n], buffers, threads):
-        n += 1
-    carried = end[len(end) - n:]
-    again = _issued_at_end(body, buffers, threads, carried)
-    if not carried or not all(new for new, _ in again) or [id(g) for _, g in again] != [id(g) for g in end]:
-        return ()
-    return tuple(carried)
-
-
-def _touched_names(stmts) -> set:
-    """The buffers the statements read or write."""
-    out: set = set()
-    for s in statements(stmts):
-        out |= _touched(s) | _read(s)
-    return out
-
-
 def _offset_of(e, var: str, other: str):
     """`e` as `var` plus a term that reads neither `var` nor `other` (that term, or 0), else None."""
     if isinstance(e, ir.Var) and e.name == var:
@@ -1206,55 +1010,6 @@ def reads_staged(stmts, staged: set) -> bool:
         if used & staged:
             return True
     return False
-
-
-def _touched(s) -> set:
-    """The buffers statement `s` (and what it holds) writes."""
-    out = set(written_names([s]))
-    for x in statements([s]):
-        if isinstance(x, ir.Fill):
-            out.add(x.buffer)
-        elif isinstance(x, ir.Gemm):
-            out.add(x.c)
-        elif isinstance(x, (ir.Reduce, ir.Scan)):
-            out.add(x.dst)
-    return out
-
-
-def _read(s) -> set:
-    """The buffers statement `s` (and what it holds) reads."""
-    out = set()
-    for x in statements([s]):
-        out |= {v.name for e in statement_exprs(x) for v in loads(e)}
-        if isinstance(x, ir.Copy):
-            out.add(x.src.name)
-        elif isinstance(x, ir.Gemm):
-            out |= {x.a, x.b, x.c}
-        elif isinstance(x, (ir.Reduce, ir.Scan)):
-            out.add(x.src)
-    return out
-
-
-def _live_names(e) -> set:
-    """The scalars expression `e` reads, a select on a constant (`x if CAUSAL else y` with CAUSAL
-    bound) read as the branch it takes."""
-    from ..ir.walk import _lists_of, _operands_of
-    if isinstance(e, ir.Select) and isinstance(e.cond, ir.Const):
-        return _live_names(e.a if e.cond.value else e.b)
-    if isinstance(e, ir.Var):
-        return {e.name}
-    if isinstance(e, ir.Load):
-        return {" load"}  # an element of a tensor or buffer: no name is fixed
-    out = set()
-    for f in _operands_of(e.__class__):
-        v = getattr(e, f, None)
-        if isinstance(v, ir.Expr):
-            out |= _live_names(v)
-    for f in _lists_of(e.__class__):
-        for v in getattr(e, f, ()) or ():
-            if isinstance(v, ir.Expr):
-                out |= _live_names(v)
-    return out
 
 
 def _consumer_prologue(s, params: dict, buffers: dict) -> bool:
