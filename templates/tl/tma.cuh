@@ -166,20 +166,26 @@ __host__ __device__ __forceinline__ void paired_tile(int t, int tiles_x, int til
 // runs, each cut at the tiles' edges.  Not `on` (a split-K launch of several parts): the tiles
 // whole.  A run's first segment may end a tile it does not start (a contributor), its last
 // may start one it does not end (the finisher, whose contributors are the next blocks).
+// The walk counts in 32 bits, the tail's steps from its first tile's (a tail of more than
+// INT_MAX steps is not streamed): the producer runs it in 40 or 48 registers (setmaxnreg,
+// stream_k.registers), where a 64-bit division's call spilled (std.gemm's matmul_skinny and
+// matmul_tn, ptxas -v sm_90a: 48-96 bytes); each tile's next() takes one 32-bit division.
 __host__ __device__ __forceinline__ int stream_tail(int tiles, int steps, int blocks, bool alone, int slots, int min_steps) {
   if (tiles <= 0 || steps < min_steps || blocks > slots || tiles % blocks == 0 || (!alone && 2 * tiles <= blocks)) return 0;
   int r = tiles % blocks;
   if (tiles > blocks && 2 * r < blocks) r += blocks;
-  const long long n = static_cast<long long>(r) * steps;
-  if (n < 2LL * blocks) return 0;
-  const long long whole = static_cast<long long>((tiles + blocks - 1) / blocks) * steps;  // the busiest block's, tiles whole
-  const long long streamed = static_cast<long long>((tiles - r) / blocks) * steps + (n + blocks - 1) / blocks;
-  const long long least = (steps + 3) / 4 > 2 ? (steps + 3) / 4 : 2;
-  return whole - streamed >= least ? r : 0;
+  if (static_cast<long long>(r) * steps > 0x7fffffffLL) return 0;
+  const int n = r * steps;
+  if (n < 2 * blocks) return 0;
+  // the busiest block's steps, tiles whole, less its steps streamed: the whole tiles' waves
+  // differ by one or two, times the steps, less its run of the tail's n
+  const int waves = (tiles + blocks - 1) / blocks - (tiles - r) / blocks;
+  const int least = (steps + 3) / 4 > 2 ? (steps + 3) / 4 : 2;
+  return waves * steps - (n + blocks - 1) / blocks >= least ? r : 0;
 }
 struct StreamWalk {
   int steps, blocks, block, whole, next_whole;
-  long long pos, hi, tail;  // the run [pos, hi) of the tail's steps (counted from tile 0's), its length
+  int pos, hi, tail;  // the run [pos, hi) of the tail's steps (counted from its first tile's), its length
   bool on;
   __host__ __device__ __forceinline__ StreamWalk(int tiles, int steps_, int blocks_, int block_, bool on_, bool alone, int slots,
                                         int min_steps)
@@ -188,10 +194,10 @@ struct StreamWalk {
     on = r > 0;
     whole = tiles - r;
     next_whole = block_;
-    tail = static_cast<long long>(r) * steps_;
-    const long long first = static_cast<long long>(whole) * steps_;
-    pos = first + block_ * tail / blocks_;
-    hi = first + (block_ + 1) * tail / blocks_;
+    tail = r * steps_;
+    const int q = tail / blocks_, rem = tail % blocks_;  // b * tail / blocks without the product
+    pos = block_ * q + block_ * rem / blocks_;
+    hi = (block_ + 1) * q + (block_ + 1) * rem / blocks_;
   }
   __host__ __device__ __forceinline__ bool next(int& t, int& k0, int& k1) {
     if (next_whole < whole) {
@@ -202,17 +208,17 @@ struct StreamWalk {
       return true;
     }
     if (pos >= hi) return false;
-    t = static_cast<int>(pos / steps);
-    const long long start = static_cast<long long>(t) * steps, end = hi < start + steps ? hi : start + steps;
-    k0 = static_cast<int>(pos - start);
-    k1 = static_cast<int>(end - start);
+    const int i = pos / steps, start = i * steps, end = hi < start + steps ? hi : start + steps;
+    t = whole + i;
+    k0 = pos - start;
+    k1 = end - start;
     pos = end;
     return true;
   }
   // the blocks after this one (a finisher of tile t) that run a segment of t
   __host__ __device__ __forceinline__ int contributors(int t) const {
-    const long long last = static_cast<long long>(t + 1) * steps - 1 - static_cast<long long>(whole) * steps;
-    return static_cast<int>(((last + 1) * blocks - 1) / tail) - block;
+    const long long end = static_cast<long long>(t - whole + 1) * steps;  // its end in the tail's steps
+    return static_cast<int>((end * blocks - 1) / tail) - block;
   }
 };
 

@@ -74,6 +74,7 @@ def test_the_walk_runs_every_step_once_a_contributor_first_and_a_finisher_last(t
     (200, 8, 140, True, "more blocks than slots"),
     (133, 1, 132, True, "a block's share under two steps"),
     (0, 8, 132, True, "no tiles"),
+    (200, 2 ** 31 // 50, 132, True, "a tail of more steps than tl::StreamWalk's int counts"),
 ])
 def test_the_rule_streams_only_where_the_busiest_block_saves(tiles, steps, blocks, alone, why):
     assert stream_k.tail(tiles, steps, blocks, alone) == 0, why
@@ -92,7 +93,8 @@ def _c_walk_source() -> str:
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no g++")
 def test_the_c_walk_is_the_python_walk(tmp_path):
     cases = WALKS + [(392, 18, 132, True), (264, 8, 132, True), (60, 72, 132, False), (60, 72, 132, True),
-                     (200, 8, 140, True), (1, 4, 132, True), (3, 100, 3, True)]
+                     (200, 8, 140, True), (1, 4, 132, True), (3, 100, 3, True),
+                     (199, 20_000_000, 132, True), (200, 2 ** 31 // 50, 132, True)]  # (b * tail past an int)
     src = ["#include <cstdio>", _c_walk_source(), "int main() {", "  int t, k0, k1;"]
     for tiles, steps, blocks, alone in cases:
         src.append(f"  for (int b = 0; b < {blocks}; ++b) {{")
@@ -196,6 +198,39 @@ def test_std_gemm_streams_its_clusters_where_split_k_takes_one_part(monkeypatch)
     assert {k0 == 0 for _, k0, _, _ in segments} == {True, False}
 
 
+def test_a_streamed_ring_of_one_consumer_warpgroup_gives_its_producer_48_registers(monkeypatch):
+    """std.gemm's matmul_skinny (64 x 16 tiles, one consumer warpgroup, clustered): streamed, its
+    producer keeps stream_k.PRODUCER_REGS (every producer thread walks the segments where the host
+    has no map; 40 spilled in matmul_tn), the consumers 240 either way; matmul's two warpgroups
+    keep 40 / 232.  74 tiles of 4 K steps, 37 pairs on the interpreter's 3 clusters: 4 streamed."""
+    from tlc.interp import ring, run_kernel
+
+    gemm = tlc.load(str(ROOT / "stdlib" / "gemm.tl"), target="cpu")
+    k = gemm.kernels["matmul_skinny"].scheduled({}, "sm_90a")
+    assert k.warp_spec.stream_k is not None
+    text = print_kernel(k)
+    assert "producer: threads 128..255, setmaxnreg 48;" in text and "(1 warpgroup), setmaxnreg 240;" in text
+    text = print_kernel(gemm.kernels["matmul"].scheduled({}, "sm_90a"))
+    assert "producer: threads 256..383, setmaxnreg 40;" in text and "(2 warpgroups), setmaxnreg 232;" in text
+    segments = []
+    real = ring._Block.stream_part
+    monkeypatch.setattr(ring._Block, "stream_part",
+                        lambda self, env, regs, seg: (segments.append(seg), real(self, env, regs, seg)))
+    rng = np.random.default_rng(7)
+    M, N, K = 16, 74 * 64, 4 * 128
+    A = rng.standard_normal((M, K)).astype(np.float16)
+    W = rng.standard_normal((N, K)).astype(np.float16)
+    C = np.full((M, N), np.nan, np.float16)
+    run_kernel(k, {"A": A, "W": W, "C": C})
+    want = A.astype(np.float32) @ W.astype(np.float32).T
+    assert np.abs(C.astype(np.float32) - want).max() < 2e-3 * np.abs(want).max()
+    assert {k0 == 0 for _, k0, _, _ in segments} == {True, False}
+    monkeypatch.setattr(stream_k, "STREAM_K", False)
+    gemm = tlc.load(str(ROOT / "stdlib" / "gemm.tl"), target="cpu")  # (a module's kernels keep their schedules)
+    text = print_kernel(gemm.kernels["matmul_skinny"].scheduled({}, "sm_90a"))
+    assert "stream" not in text.lower() and "producer: threads 128..255, setmaxnreg 40;" in text
+
+
 def test_nothing_is_streamed_while_the_switch_is_off(monkeypatch):
     """Off (the default until timed): conv2d's grid and ring as before stream-K, bwd_weight split-K's alone."""
     monkeypatch.setattr(stream_k, "STREAM_K", False)
@@ -258,7 +293,8 @@ def test_without_the_fixup_a_finisher_stores_only_its_share(monkeypatch):
     (9, 3136, 14, False),   # dw at 56 x 56 x 64: 224 against 214, under an eighth saved
     (9, 784, 14, False),    # 28 x 28 x 128: 56 against 54
     (8, 40, 10, True), (4, 40, 10, False),  # (under two steps a block)
-    (36, 196, 1, False), (0, 8, 2, False)])
+    (36, 196, 1, False), (0, 8, 2, False),
+    (8, 300_000_000, 10, False)])  # the tiles' steps past an int: tl::StreamWalk would not stream
 def test_a_split_launch_streams_instead_where_its_busiest_block_saves_an_eighth(tiles, steps, parts, streams):
     from tlc import ir
     from tlc.dtypes import I32
@@ -360,9 +396,14 @@ def test_the_cuda_of_a_split_kernel_streams_on_one_part_or_instead_of_its_parts(
 @pytest.mark.parametrize("path, kernel, defines", [(CONV, "conv2d", ("C=512", "K=1", "BN=256", "stages=3")),
                                                    (CONV, "conv2d", ("C=256", "K=3", "BN=256", "P=1")),
                                                    (CONV, "conv2d_bwd_weight", ("SPLIT=1", "P=1")),
-                                                   (str(ROOT / "stdlib" / "gemm.tl"), "matmul", ())])
+                                                   (str(ROOT / "stdlib" / "gemm.tl"), "matmul", ()),
+                                                   (str(ROOT / "stdlib" / "gemm.tl"), "matmul_tn", ()),
+                                                   (str(ROOT / "stdlib" / "gemm.tl"), "matmul_skinny", ())])
 @pytest.mark.slow  # nvcc builds of an off-by-default switch (untimed): CI's slow run
 def test_the_streamed_kernels_build_for_sm90a_without_spills(path, kernel, defines, tmp_path):
+    """matmul_tn and matmul_skinny (one consumer warpgroup): their producer walks the segments at
+    40 registers, where the walk's 64-bit division spilled 48-96 bytes (tl::StreamWalk counts in
+    32 bits since)."""
     sys.path.insert(0, str(ROOT / "tests" / "codegen"))
     from nvcc import cubin_sass
     from tlc.runner import build

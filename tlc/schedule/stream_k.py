@@ -28,8 +28,9 @@ times C plus its rank), a finisher adding the same rank's block of each next clu
 `tail` streams nothing where T <= G / 2 in a kernel split-K takes too (its domain,
 schedule/split_k.py), where G divides T, where a tile's K loop is short (fewer than MIN_STEPS
 steps) or a block's share of the tail under two steps, where the G blocks outnumber the slots
-(one f32 tile each), or where streaming saves the busiest block fewer than a quarter of a tile's
-steps (or 2): many waves whose last is nearly full.  The kernels it applies to are split-K's
+(one f32 tile each), where the tail has more steps than an int counts (INT_MAX), or where
+streaming saves the busiest block fewer than a quarter of a tile's steps (or 2): many waves
+whose last is nearly full.  The kernels it applies to are split-K's
 candidates (one f32 accumulator cleared before the loop, every tile's loop as long, TMA loads),
 clustered or not; the loop's steps are k0 .. k1 - 1 of the tile's, its loads' coordinates as
 written (an im2col box's included).
@@ -44,9 +45,31 @@ from __future__ import annotations
 from .split_k import MIN_STEPS, WAVE, _cdiv, _i, _op
 
 SLOTS = WAVE  # blocks a launch may have (each its f32 partial tile, the split-K slots')
+# the most steps a tail may have: tl::StreamWalk counts them in an int (32 bits keep the walk's
+# division off the producer's 40 registers: a 64-bit one's call spilled there)
+INT_MAX = 2 ** 31 - 1
 # The decision's switch, off: no kernel is streamed until the H200 has timed it (session 26 had no
 # device; bench/queue/F_stream_k.sh asks, bench/conv.py --stream-k turns it on in a process)
 STREAM_K = False
+
+
+# the producer's registers (setmaxnreg) in a streamed ring where that leaves the consumers theirs:
+# where the host has no tensor map all its 128 threads walk the segments beside their element
+# copies, which spilled at warpspec.PRODUCER_REGS (40) in std.gemm's matmul_tn (nvcc's plain build,
+# ptxas -v sm_90a: 24 bytes; none at 48)
+PRODUCER_REGS = 48
+
+
+def registers(ws, threads: int, registers_per_sm: int) -> dict:
+    """The setmaxnreg counts of streamed ring `ws` (of `threads` consumer threads) where they
+    differ (`replace`'s keywords): the producer's PRODUCER_REGS where the consumers' count stays
+    (one consumer warpgroup: 240 either way; two would give up 8 of their 232)."""
+    from .warpspec import consumer_registers
+    if ws.blocks_per_sm > 1 or ws.producer_registers >= PRODUCER_REGS:
+        return {}
+    if consumer_registers(threads, registers_per_sm, PRODUCER_REGS) != ws.consumer_registers:
+        return {}
+    return {"producer_registers": PRODUCER_REGS}
 
 
 def tail(tiles: int, steps: int, blocks: int, alone: bool = False, slots: int = SLOTS) -> int:
@@ -58,7 +81,7 @@ def tail(tiles: int, steps: int, blocks: int, alone: bool = False, slots: int = 
     r = tiles % blocks
     if tiles > blocks and 2 * r < blocks:
         r += blocks
-    if r * steps < 2 * blocks:
+    if r * steps < 2 * blocks or r * steps > INT_MAX:
         return 0
     whole = -(-tiles // blocks) * steps  # the most steps a block runs, tiles whole
     streamed = (tiles - r) // blocks * steps + -(-r * steps // blocks)
@@ -77,13 +100,14 @@ def prefer_expr(tiles, steps, parts):
     """`prefer` as an i32 IR expression of the sizes, 1 or 0 (in +, -, *, //, min and max, which
     the launch's grid and the kernel compute alike), for a launch of fewer tiles than a wave
     (split-K's: parts * tiles <= WAVE), where tail(alone) is the tiles' R * n >= 2 * WAVE and the
-    busiest block saving max(2, cdiv(n, 4)) steps of n."""
+    busiest block saving max(2, cdiv(n, 4)) steps of n, and R * n <= INT_MAX (tested by a
+    division: the product would overflow the i32)."""
     def at_least(a, b):  # 1 where a >= b, else 0
         return _op("min", _i(1), _op("max", _i(0), _op("+", _op("-", a, b), _i(1))))
     work = _op("*", tiles, steps)
     run = _cdiv(work, _i(WAVE))  # the busiest block's steps, streamed
     terms = [at_least(parts, _i(2)), at_least(tiles, _i(1)), at_least(steps, _i(MIN_STEPS)),
-             at_least(work, _i(2 * WAVE)),
+             at_least(work, _i(2 * WAVE)), at_least(_op("//", _i(INT_MAX), _op("max", steps, _i(1))), tiles),
              at_least(_op("-", steps, run), _op("max", _i(2), _cdiv(steps, _i(4)))),
              at_least(_op("*", _i(7), _cdiv(steps, _op("max", parts, _i(1)))), _op("*", _i(8), run))]
     out = terms[0]
@@ -106,12 +130,12 @@ def walk(block: int, blocks: int, tiles: int, steps: int, stream: bool = True, a
     r = tail(tiles, steps, blocks, alone) if stream else 0
     d = tiles - r
     out = [(t, 0, steps) for t in range(block, d, blocks)]
-    n, first = r * steps, d * steps
-    pos, hi = first + block * n // blocks, first + (block + 1) * n // blocks
+    n = r * steps  # the tail's steps, counted from its first tile's
+    pos, hi = block * n // blocks, (block + 1) * n // blocks
     while pos < hi:
-        t = pos // steps
-        end = min(hi, (t + 1) * steps)
-        out.append((t, pos - t * steps, end - t * steps))
+        i = pos // steps
+        end = min(hi, (i + 1) * steps)
+        out.append((d + i, pos - i * steps, end - i * steps))
         pos = end
     return out
 
@@ -120,5 +144,5 @@ def contributors(block: int, blocks: int, tiles: int, steps: int, tile: int, alo
     """How many blocks after `block` (the finisher of streamed tile `tile`) run a segment of it."""
     r = tail(tiles, steps, blocks, alone)
     d, n = tiles - r, r * steps
-    last = (tile + 1) * steps - 1 - d * steps  # the tile's last step, counted from the tail's first
-    return ((last + 1) * blocks - 1) // n - block
+    end = (tile - d + 1) * steps  # the tile's end, counted from the tail's first step
+    return (end * blocks - 1) // n - block

@@ -118,7 +118,8 @@ def split_k(kernel: ir.Kernel, ws: WarpSpecialization, target) -> ir.Kernel | No
             ws3 = _replan(split, target, ws)
             if ws3 is not None and _epilogue_own(ws3):
                 return replace(split, warp_spec=replace(ws3, split_k=SplitK(part, parts, acc, sk.WAVE),
-                                                        stream_k=StreamK(acc, steps, stream_k.SLOTS, prefer=prefer)))
+                                                        stream_k=StreamK(acc, steps, stream_k.SLOTS, prefer=prefer),
+                                                        **stream_k.registers(ws3, split.threads, target.registers_per_sm)))
             split, part, parts = sk.rewrite(kernel, ws)
         return replace(split, warp_spec=ws2)
     if not stream_k.STREAM_K:
@@ -131,7 +132,8 @@ def split_k(kernel: ir.Kernel, ws: WarpSpecialization, target) -> ir.Kernel | No
     ws3 = _replan(sized, target, ws)
     if ws3 is None or not _epilogue_own(ws3):
         return None
-    return replace(sized, warp_spec=replace(ws3, stream_k=StreamK(acc, steps, stream_k.SLOTS, sized=True, var=unit)))
+    return replace(sized, warp_spec=replace(ws3, stream_k=StreamK(acc, steps, stream_k.SLOTS, sized=True, var=unit),
+                                            **stream_k.registers(ws3, sized.threads, target.registers_per_sm)))
 
 
 def _epilogue_own(ws: WarpSpecialization) -> bool:
