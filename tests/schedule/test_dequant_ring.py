@@ -29,6 +29,8 @@ M16 = {"BM": 16, "BK": 512, "stages": 2}  # ... at M = 16 (wgmma with A in regis
 NOTE = ("# note: a dequantizing ring through the TMA (dequant_ring.py): Wq (was pad=4) 128-byte swizzled for the "
         "TMA; Ss, Zs one unswizzled box a stage")
 MMA = "; the gemm of Wd on mma.sync from registers in the consumers' loop"
+BLOCKS3 = ("; up to 3 blocks an SM of 80 registers a thread in builds that take the sizes as not negative (NVRTC's; "
+           "nvcc's plain build: one)\n")
 
 
 
@@ -46,7 +48,7 @@ def test_off_by_default_the_decode_kernel_keeps_its_cp_async_ring():
 
 def test_the_ir_shows_the_ring_its_maps_and_layouts(on):
     text = print_kernel(scheduled("matmul_w4a16", M1))
-    assert NOTE + MMA + "; up to 3 blocks an SM of 80 registers a thread\n" in text
+    assert NOTE + MMA + BLOCKS3 in text
     assert "copies W4 -> Wq, A -> As, scales -> Ss, zeros -> Zs into stage it % 3" in text
     # the weight's 128-byte rows swizzled in the bytes the pad had (24 of 27 KB), one box each
     assert "shared Wq: u32[64, 32] @0 layout=24576 B, stages=3, swizzle=128B" in text
@@ -89,7 +91,7 @@ def test_k_steps_of_128_take_the_weight_as_an_unswizzled_box(on):
     # 64-byte weight rows: unpadded in the cp.async ring too, nothing to swizzle
     text = print_kernel(scheduled("matmul_w4a16", {"BM": 8, "BK": 128, "stages": 3}))
     assert ("# note: a dequantizing ring through the TMA (dequant_ring.py): Wq, Ss, Zs one unswizzled box a stage"
-            + MMA + "; up to 3 blocks an SM of 80 registers a thread\n") in text
+            + MMA + BLOCKS3) in text
     assert "#0 W4 box 64x16 (unswizzled)" in text
 
 
@@ -167,8 +169,46 @@ def test_nvcc_builds_it_the_producer_on_the_tma_the_consumers_issuing_no_copy(on
     assert any(re.search(r"\bLDS\b", x) for x in consumer) and len(consumer) <= most, len(consumer)
 
 
+SPLITK_M1 = {"BM": 8, "BK": 512, "stages": 2}  # config.json's matmul_w4a16_splitk tiles at M = 1 (rule 0)
+
+
+def test_several_blocks_an_sm_hold_in_builds_that_take_the_sizes_as_not_negative(on):
+    """The launch bounds' blocks go through tl/tma.cuh's TL_SIZED_MIN_BLOCKS: B in NVRTC's build
+    (and TL_ASSUME_SIZES), 1 in nvcc's plain build, whose // and % by a size keep their sign
+    fixups (at 3 blocks' 80 registers the split-K kernel spilled 1,856 bytes there)."""
+    import shutil
+    import subprocess
+    from tlc.codegen import generate
+
+    src = generate(scheduled("matmul_w4a16_splitk", SPLITK_M1), "sm_90a").source
+    assert "__launch_bounds__(256, TL_SIZED_MIN_BLOCKS(3)) matmul_w4a16_splitk(" in src
+    assert "__launch_bounds__(256, 1) matmul_w4a16(" in generate(scheduled("matmul_w4a16", M16), "sm_90a").source
+    if shutil.which("g++") is None:
+        pytest.skip("no g++ to preprocess tl/tma.cuh's macro")
+    text = (ROOT / "templates" / "tl" / "tma.cuh").read_text()
+    macro = text[text.index("#if defined(__CUDACC_RTC__) || defined(TL_ASSUME_SIZES)"):]
+    macro = macro[:macro.index("#endif") + len("#endif")] + "\nTL_SIZED_MIN_BLOCKS(3)\n"
+    for defines, want in (((), "1"), (("-D__CUDACC_RTC__",), "3"), (("-DTL_ASSUME_SIZES",), "3")):
+        out = subprocess.run(["g++", "-E", "-P", *defines, "-x", "c++", "-"], input=macro, capture_output=True,
+                             text=True, check=True).stdout
+        assert out.split() == [want], (defines, out)
+
+
+@pytest.mark.nvcc
+@pytest.mark.slow  # an nvcc build of an off-by-default switch (untimed): CI's slow run
+def test_nvcc_plain_build_of_the_split_k_ring_does_not_spill(on, tmp_path):
+    """nvcc 13.0 sm_90a without TL_ASSUME_SIZES (tlc build's C launcher): one block an SM's
+    launch bounds, no spills (3 blocks' 80 registers spilled 1,856 bytes)."""
+    sys.path.insert(0, str(ROOT / "tests" / "codegen"))
+    from nvcc import cubin_sass
+    from tlc.codegen import generate
+
+    _, log = cubin_sass(generate(scheduled("matmul_w4a16_splitk", SPLITK_M1), "sm_90a").source, "sm_90a", tmp_path)
+    assert "0 bytes spill stores" in log and int(re.search(r"Used (\d+) registers", log).group(1)) > 80, log
+
+
 def test_m16_on_mma_sync_takes_several_blocks_an_sm(on, monkeypatch):
     from tlc.schedule import operand_layout
     monkeypatch.setattr(operand_layout, "WGMMA_REGISTER_A_MAX", 32)  # (helper D's switch: the gemm on mma.sync)
     text = print_kernel(scheduled("matmul_w4a16", M16))
-    assert NOTE + MMA + "; up to 3 blocks an SM of 80 registers a thread\n" in text
+    assert NOTE + MMA + BLOCKS3 in text
