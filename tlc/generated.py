@@ -36,3 +36,6 @@ class GeneratedKernel:
     # ((tensor, its last size's symbol or "", the run that size must be a multiple of; a negative run: a
     # multiple of -run or 1, its copies running only where it is not 1), ...); None: no such build
     whole_runs: tuple | None = None
+    # a split-K kernel (`grid`'s z its parts of K) with a TL_ONE_PART build for launches whose z is 1
+    # (runtime/one_part.py)
+    one_part: bool = False

@@ -1,8 +1,13 @@
 """Hand-written kernels for the runtime tests: IR params plus a `GeneratedKernel` of the code
 generator's contract (`tlc/codegen`), with CUDA C written here, so the runtime is tested without
-the code generator.  Also a duck-typed device array exposing `__cuda_array_interface__`.
+the code generator.  Also a duck-typed device array exposing `__cuda_array_interface__`, and
+a stand-in CuPy for the fast path's tests.
 """
 from __future__ import annotations
+
+import sys
+import types
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -120,3 +125,21 @@ def scalar(name: str, dtype: DType) -> Param:
 def kernel(params, body=(), grid=(Const(1, I32),), threads=128, name="k") -> Kernel:
     return Kernel(name=name, params=tuple(params), grid=tuple(grid), block_vars=("bx", "by", "bz")[:len(grid)],
                   threads=threads, buffers=(), body=tuple(body))
+
+
+class FakeCupyArray:
+    """A CuPy array as the fast path reads one (runtime/fastpath.py): its shape, dtype,
+    contiguity, device and address."""
+    __slots__ = ("shape", "dtype", "_c_contiguous", "data")  # class attributes, as CuPy's are
+
+    def __init__(self, shape, dtype=np.float32, device=0, contiguous=True, ptr=0x7e0000000000):
+        self.shape, self.dtype, self._c_contiguous = tuple(shape), np.dtype(dtype), contiguous
+        self.data = SimpleNamespace(device_id=device, ptr=ptr)
+
+
+def stand_in_cupy(monkeypatch, n: int = 1, current: int = 0) -> None:
+    """A stand-in `cupy` module seeing `n` GPUs, `current` the current one, its arrays FakeCupyArray."""
+    cupy = types.ModuleType("cupy")
+    cupy.ndarray = FakeCupyArray
+    cupy.cuda = SimpleNamespace(runtime=SimpleNamespace(getDeviceCount=lambda: n, getDevice=lambda: current))
+    monkeypatch.setitem(sys.modules, "cupy", cupy)

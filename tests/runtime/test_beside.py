@@ -141,10 +141,11 @@ def test_a_program_entry_whose_parts_another_thread_is_still_making_is_made_agai
     taken = []
     monkeypatch.setattr(beside, "later", lambda work: taken.append(work))  # as if another thread took it
     monkeypatch.setattr(runtime, "compile_kernel", lambda kernel, generated, cache=None: types.SimpleNamespace(
-        binary=b"cubin", arch="sm_90a"))
+        binary=b"cubin", arch="sm_90a", one_part=False))
     made = []
     monkeypatch.setattr(runtime, "entry_parts", lambda kernel, generated: made.append(1) or (b"gen", b"ir"))
-    monkeypatch.setattr(runtime, "program_entry", lambda kernel, generated, binary, arch, parts: b"entry:" + b"".join(parts))
+    monkeypatch.setattr(runtime, "program_entry",
+                        lambda kernel, generated, binary, arch, parts, one_part: b"entry:" + b"".join(parts))
     stored = []
     monkeypatch.setattr(cache_mod.KernelCache, "store", lambda self, key, source, entry: stored.append(entry))
     gen = types.SimpleNamespace(source="src")

@@ -9,29 +9,16 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from runtime_kit import axpy, generated_for, kernel, scalar
+from runtime_kit import FakeCupyArray as FakeArray, axpy, generated_for, kernel, scalar, stand_in_cupy
 from tlc.dtypes import DTYPES
 from tlc.ir import samples
 from tlc.runtime import fastpath
 
 
-class FakeArray:
-    __slots__ = ("shape", "dtype", "_c_contiguous", "data")  # class attributes, as CuPy's are
-
-    def __init__(self, shape, dtype=np.float32, device=0, contiguous=True, ptr=0x7e0000000000):
-        self.shape, self.dtype, self._c_contiguous = tuple(shape), np.dtype(dtype), contiguous
-        self.data = SimpleNamespace(device_id=device, ptr=ptr)
-
-
 @pytest.fixture
 def gpus(monkeypatch):
     """`gpus(n, current=0)`: a stand-in CuPy seeing `n` GPUs."""
-    def install(n, current=0):
-        cupy = types.ModuleType("cupy")
-        cupy.ndarray = FakeArray
-        cupy.cuda = SimpleNamespace(runtime=SimpleNamespace(getDeviceCount=lambda: n, getDevice=lambda: current))
-        monkeypatch.setitem(sys.modules, "cupy", cupy)
-    return install
+    return lambda n, current=0: stand_in_cupy(monkeypatch, n, current)
 
 
 def build(ir, gen, loaded=(0,)):

@@ -5,7 +5,6 @@ layouts' runs starting at multiples of RUN (what the build's claim rests on).  T
 both builds on the GPU: tests/gpu/test_whole_runs_gpu.py."""
 import re
 import sys
-import types
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,6 +19,7 @@ from tlc.runtime import whole_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "codegen"))
+from runtime_kit import FakeCupyArray, stand_in_cupy  # noqa: E402
 
 RUNS_TL = """
 @kernel
@@ -223,12 +223,8 @@ def test_a_kernel_that_asserts_has_one_build(h200, monkeypatch, runs_module):
     assert sources == [gen.source] and compiled.whole_runs is None
 
 
-class FakeArray:
-    __slots__ = ("shape", "dtype", "_c_contiguous", "data")
-
-    def __init__(self, shape, ptr):
-        self.shape, self.dtype, self._c_contiguous = tuple(shape), np.dtype(np.float16), True
-        self.data = SimpleNamespace(device_id=0, ptr=ptr)
+def FakeArray(shape, ptr):
+    return FakeCupyArray(shape, np.float16, ptr=ptr)
 
 
 def fast_path(monkeypatch, k, generic: dict, whole):
@@ -236,10 +232,7 @@ def fast_path(monkeypatch, k, generic: dict, whole):
     `whole`, the general one `generic`'s functions; the general path answers "general path"."""
     from tlc.runtime import fastpath
 
-    cupy = types.ModuleType("cupy")
-    cupy.ndarray = FakeArray
-    cupy.cuda = SimpleNamespace(runtime=SimpleNamespace(getDeviceCount=lambda: 1, getDevice=lambda: 0))
-    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    stand_in_cupy(monkeypatch)
     gen = k.generated({}, "sm_90a")
     compiled = SimpleNamespace(params=k.scheduled({}, "sm_90a").params, launch_fields=gen, block=(gen.threads, 1, 1),
                                smem=gen.smem_bytes, whole_runs=gen.whole_runs, _generic_functions=generic,

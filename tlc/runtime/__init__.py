@@ -74,13 +74,18 @@ def warm_up(device: int | None = None) -> None:
         pass
 
 
-def built_source(generated, asserts, generic: bool = False) -> str:
+def built_source(generated, asserts, generic: bool = False, one_part: bool | None = None) -> str:
     """`generated.source` as the runtime compiles it: for launches whose tensor maps all encode
-    (`tensormap.built_flags`) and whose copies keep whole runs (`whole_runs`), each a `#define`
+    (`tensormap.built_flags`), whose copies keep whole runs (`whole_runs`) and, where `one_part`
+    (by default one_part.ONE_PART_BUILD), that take K in one part (`one_part`), each a `#define`
     line before the source, unless `generic` (or, for the whole runs, the kernel `asserts`, whose
     record was read from one module: host_asserts.whole_runs_build).  The profiler's PTX compiles
     the same text, so that its line numbers are the binary's (tlc/profiling/gpu.py)."""
     source = generated.source
+    if getattr(generated, "one_part", False) and not generic:
+        from . import one_part as op
+
+        source = op.with_one_part(source, op.ONE_PART_BUILD if one_part is None else one_part)
     if generated.tensor_maps and not generic:
         from .tensormap import built_flags, with_flags
 
@@ -94,13 +99,14 @@ def built_source(generated, asserts, generic: bool = False) -> str:
     return source
 
 
-def compile_kernel(kernel, generated, *, cache=None, generic: bool = False):
+def compile_kernel(kernel, generated, *, cache=None, generic: bool = False, one_part: bool | None = None):
     """`generated` (a `tlc.codegen.GeneratedKernel` of `kernel`) compiled by NVRTC for the
     current GPU, from the cache when it holds it; raises `CudaCompileError` when NVRTC rejects
     the code (a tlc bug, with the log and the kept `.cu`).  A kernel that takes tensor maps is
-    compiled for launches whose maps all encode (`tensormap.built_flags`), and one whose copies
-    move whole runs for launches that keep them whole (`whole_runs`), unless `generic`; the
-    `CompiledKernel` compiles the generic one if a launch needs it."""
+    compiled for launches whose maps all encode (`tensormap.built_flags`), one whose copies
+    move whole runs for launches that keep them whole (`whole_runs`) and, with `one_part` (by
+    default one_part.ONE_PART_BUILD), a split-K kernel for launches that take K in one part,
+    unless `generic`; the `CompiledKernel` compiles the others if a launch needs them."""
     from . import compile as c
     from .args import LaunchFacts
     from .cache import cache_key, default_cache
@@ -108,11 +114,14 @@ def compile_kernel(kernel, generated, *, cache=None, generic: bool = False):
 
     require_cuda()
     arch = c.nvrtc_arch(generated.arch, c.device_capability(c.current_device()), c.nvrtc_supported_archs())
-    source = built_source(generated, LaunchFacts.of(kernel).asserts, generic)
+    if one_part is None:
+        from .one_part import ONE_PART_BUILD as one_part
+    one_part = one_part and not generic and getattr(generated, "one_part", False)
+    source = built_source(generated, LaunchFacts.of(kernel).asserts, generic, one_part)
     key = cache_key(source, kernel.constants, arch, c.nvrtc_toolchain(arch))
     cache = cache or default_cache()
     binary = cache.get_or_compile(key, source, lambda: c.nvrtc_compile(source, arch, generated.name))
-    return CompiledKernel(kernel, generated, binary, arch, generic=generic)
+    return CompiledKernel(kernel, generated, binary, arch, generic=generic, one_part=one_part)
 
 
 def compile_program_kernel(sources: dict, name: str, constants: dict, device: int, build):
@@ -151,7 +160,8 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
     if not parts:  # another thread's run_now took it and has not finished it: made here
         encode()
     if parts[0] is not None:
-        cache.store(key, generated.source, program_entry(kernel, generated, compiled.binary, compiled.arch, parts[0]))
+        entry = program_entry(kernel, generated, compiled.binary, compiled.arch, parts[0], compiled.one_part)
+        cache.store(key, generated.source, entry)
     return compiled
 
 
@@ -194,17 +204,20 @@ def cached_program_kernel(digests: dict, name: str, constants_key, device: int, 
 # the C source, the IR (a few thousand objects) and `tlc.generated` are inflated and decoded when
 # something reads `CompiledKernel.generated` or `.kernel`.  JSON data only (`ir_codec`), so a
 # planted entry cannot run code, and a part inflates to at most `ir_codec.DEFLATED_LIMIT` bytes.
-PROGRAM_MAGIC = b"tlc-program-5\n"  # 5: ir_codec's format 3
+PROGRAM_MAGIC = b"tlc-program-6\n"  # 6: whether the binary is the one-part build after the sizes
 
 
-def program_entry(kernel, generated, binary: bytes, arch: str, parts: tuple | None = None) -> bytes:
-    """The program cache's entry of `kernel`; `parts`: its `entry_parts`, where made already."""
+def program_entry(kernel, generated, binary: bytes, arch: str, parts: tuple | None = None,
+                  one_part: bool = False) -> bytes:
+    """The program cache's entry of `kernel`; `parts`: its `entry_parts`, where made already;
+    `one_part`: the binary is the build for launches that take K in one part (one_part.py)."""
     from . import ir_codec
     from .args import LaunchFacts
     from .launch import GeneratedLaunch
 
     parts = (bytes(binary), *(parts or entry_parts(kernel, generated)))
-    head = (LaunchFacts.of(kernel), *GeneratedLaunch.fields_of(generated), arch, tuple(len(p) for p in parts))
+    head = (LaunchFacts.of(kernel), *GeneratedLaunch.fields_of(generated), arch, tuple(len(p) for p in parts),
+            bool(one_part))
     return PROGRAM_MAGIC + ir_codec.dumps_text(head).encode() + b"\n" + b"".join(parts)
 
 
@@ -228,14 +241,15 @@ def read_program_entry(blob: bytes):
     head_end = blob.find(b"\n", len(PROGRAM_MAGIC))
     if head_end < 0:
         raise ir_codec.BadEntry("damaged entry: not a program entry")
-    facts, fields, args, arch, sizes = ir_codec.loads_text(blob[len(PROGRAM_MAGIC):head_end].decode())
+    facts, fields, args, arch, sizes, one_part = ir_codec.loads_text(blob[len(PROGRAM_MAGIC):head_end].decode())
     rest = memoryview(blob)[head_end + 1:]  # the parts after the line are sliced, not copied
     if not (isinstance(facts, LaunchFacts) and isinstance(fields, dict) and isinstance(arch, str)
-            and len(sizes) == 3 and all(type(n) is int and n >= 0 for n in sizes) and sum(sizes) == len(rest)):
+            and len(sizes) == 3 and all(type(n) is int and n >= 0 for n in sizes) and sum(sizes) == len(rest)
+            and type(one_part) is bool):
         raise ir_codec.BadEntry("damaged entry: not a program entry")
     binary, gen_text, ir_text = bytes(rest[:sizes[0]]), rest[sizes[0]:sizes[0] + sizes[1]], rest[sizes[0] + sizes[1]:]
     generated = GeneratedLaunch(fields, args, lambda: ir_codec.loads_deflated(gen_text))
-    return CompiledKernel(lambda: ir_codec.loads_deflated(ir_text), generated, binary, arch, facts)
+    return CompiledKernel(lambda: ir_codec.loads_deflated(ir_text), generated, binary, arch, facts, one_part=one_part)
 
 
 def benchmark(compiled, args: dict, *, min_ms: float = 300.0) -> float:

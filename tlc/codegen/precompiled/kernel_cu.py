@@ -24,6 +24,7 @@ def root(context, missing=missing, environment=environment):
     l_0_params = resolve('params')
     l_0_prologue = resolve('prologue')
     l_0_tensor_maps = resolve('tensor_maps')
+    l_0_one_part = resolve('one_part')
     l_0_assumed_sizes = resolve('assumed_sizes')
     l_0_body = resolve('body')
     l_0_launcher = resolve('launcher')
@@ -131,6 +132,9 @@ def root(context, missing=missing, environment=environment):
     if (undefined(name='tensor_maps') if l_0_tensor_maps is missing else l_0_tensor_maps):
         pass
         yield "#ifdef TL_TMA_FLAGS\n  constexpr int tl_tma = TL_TMA_FLAGS;  // this build's flags: the paths they turn off are compiled out\n#else\n  const int tl_tma = tl_tma_flags;  // bit 0: the copies' maps encoded, bit 1: the store's\n#endif\n"
+    if (undefined(name='one_part') if l_0_one_part is missing else l_0_one_part):
+        pass
+        yield "#ifdef TL_ONE_PART\n  constexpr bool tl_one_part = true;  // this build's launches take K in one part: split-K's fixup compiled out\n#else\n  constexpr bool tl_one_part = false;  // any launch: its parts of K from the sizes (runtime/one_part.py)\n#endif\n"
     if (undefined(name='assumed_sizes') if l_0_assumed_sizes is missing else l_0_assumed_sizes):
         pass
         yield '#ifdef __CUDACC_RTC__\n  '
@@ -299,4 +303,4 @@ def root(context, missing=missing, environment=environment):
     yield ');\n  return cudaGetLastError();\n}\n#endif\n'
 
 blocks = {}
-debug_info = '1=56&2=67&3=73&4=86&7=92&17=96&20=98&22=105&23=121&24=124&25=131&30=134&31=138&33=147&40=154&41=158&42=171&44=181&45=183&47=185&50=187&52=194&56=199&57=206&60=210&61=212&62=214&64=216&65=218&66=220&67=224&68=226&70=229&77=238&79=241&80=243&81=249&83=259&84=261&85=263&86=265&88=281'
+debug_info = '1=57&2=68&3=74&4=87&7=93&17=97&20=99&22=106&23=122&24=125&25=132&30=135&35=138&36=142&38=151&45=158&46=162&47=175&49=185&50=187&52=189&55=191&57=198&61=203&62=210&65=214&66=216&67=218&69=220&70=222&71=224&72=228&73=230&75=233&82=242&84=245&85=247&86=253&88=263&89=265&90=267&91=269&93=285'
