@@ -466,3 +466,26 @@ def test_a_module_constant_too_deep(tmp_path, monkeypatch):
     assert (code, out) == (1, "")
     assert err.startswith("p.tl:1:12: error[E155]: this expression nests more than 100 levels deep, more than the "
                           "compiler allows\n")
+
+
+def _call_with_a_huge_workspace(path: str):
+    mod = tlc.load(path, target="cpu")
+    try:
+        mod.k(np.zeros(64, np.float32), np.zeros(64, np.float32))
+    except tlc.TlcError as e:
+        return str(e)
+    return None
+
+
+def test_a_workspace_too_large_to_allocate(tmp_path):
+    """alloc_global sized past the memory (64 x 10**9 f32: 238 GiB; the child's address space
+    is 4 GiB): a call's error naming the workspace and its size, where NumPy's MemoryError
+    ended the call (tlc run: exit 3)."""
+    path = tmp_path / "ws.tl"
+    path.write_text("@kernel\ndef k(x: f32[N], out: f32[N]):\n    part = alloc_global(f32[N, 1000000000])\n"
+                    "    with grid(cdiv(N, 32), threads=32) as bx:\n        for i in parallel(32):\n"
+                    "            part[bx * 32 + i, 0] = x[bx * 32 + i]\n"
+                    "    with grid(cdiv(N, 32), threads=32) as bx:\n        for i in parallel(32):\n"
+                    "            out[bx * 32 + i] = part[bx * 32 + i, 0]\n")
+    assert guarded(_call_with_a_huge_workspace, str(path)) == \
+        "k() cannot allocate its workspace 'part': f32[64, 1000000000] takes 238.4 GiB"

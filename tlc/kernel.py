@@ -328,7 +328,14 @@ class Kernel:
         for name in kernel.workspaces:
             p = kernel.param(name)
             shape = tuple(d if isinstance(d, int) else sizes[d] for d in p.shape)
-            out[name] = alloc(shape, p.dtype) if on_gpu else np.zeros(shape, np_dtype(p.dtype))
+            try:
+                out[name] = alloc(shape, p.dtype) if on_gpu else np.zeros(shape, np_dtype(p.dtype))
+            except (MemoryError, ValueError):  # ValueError: NumPy's "array is too big" past 2**63 bytes
+                from .inputs import _gib
+
+                dims = ", ".join(map(str, shape))
+                raise CallError(f"{self.name}() cannot allocate its workspace '{name}': {p.dtype}[{dims}] takes "
+                                f"{_gib(int(np.prod(shape, dtype=object)) * p.dtype.itemsize)}") from None
         return out
 
     def scheduled_grids(self, constants: dict, arch: str = "sm_80") -> tuple:
