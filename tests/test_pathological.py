@@ -489,3 +489,21 @@ def test_a_workspace_too_large_to_allocate(tmp_path):
                     "            out[bx * 32 + i] = part[bx * 32 + i, 0]\n")
     assert guarded(_call_with_a_huge_workspace, str(path)) == \
         "k() cannot allocate its workspace 'part': f32[64, 1000000000] takes 238.4 GiB"
+
+
+def _abs_of_a_huge_view():
+    from tlc import package_data
+
+    mod = tlc.load(str(package_data.stdlib().joinpath("elementwise.tl")), target="cpu")
+    big = np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), (2**20, 2**20), (0, 0))
+    try:
+        mod.abs(big)
+    except tlc.TlcError as e:
+        return str(e)
+    return None
+
+
+def test_a_tile_op_result_too_large_to_allocate():
+    """A tile op of a (2**20, 2**20) view of one element: its 4 TiB result is the call's error,
+    where NumPy's MemoryError ended the call."""
+    assert guarded(_abs_of_a_huge_view) == "abs() cannot allocate its result: f32[1048576, 1048576] takes 4096.0 GiB"

@@ -328,14 +328,8 @@ class Kernel:
         for name in kernel.workspaces:
             p = kernel.param(name)
             shape = tuple(d if isinstance(d, int) else sizes[d] for d in p.shape)
-            try:
-                out[name] = alloc(shape, p.dtype) if on_gpu else np.zeros(shape, np_dtype(p.dtype))
-            except (MemoryError, ValueError):  # ValueError: NumPy's "array is too big" past 2**63 bytes
-                from .inputs import _gib
-
-                dims = ", ".join(map(str, shape))
-                raise CallError(f"{self.name}() cannot allocate its workspace '{name}': {p.dtype}[{dims}] takes "
-                                f"{_gib(int(np.prod(shape, dtype=object)) * p.dtype.itemsize)}") from None
+            out[name] = allocated(lambda: alloc(shape, p.dtype) if on_gpu else np.zeros(shape, np_dtype(p.dtype)),
+                                  f"{self.name}() cannot allocate its workspace '{name}'", p.dtype, shape)
         return out
 
     def scheduled_grids(self, constants: dict, arch: str = "sm_80") -> tuple:
@@ -524,6 +518,21 @@ _get_device = None  # CuPy's getDevice, bound on the first CUDA call
 # CuPy's runtime module is read as an attribute of cupy.cuda (`from cupy.cuda import runtime`),
 # which `import cupy` has set: `from cupy.cuda.runtime import ...` imports cupy/cuda/runtime.py,
 # a module that star-imports it again, 0.35 ms of a cached first call on the H200 (issue #15)
+def allocated(make, what: str, dtype, shape: tuple):
+    """`make()`, an array a call allocates (a workspace, a tile op's result); a `CallError`
+    saying `what` and the array's size where the memory cannot hold it (NumPy's MemoryError,
+    or its ValueError past 2**63 bytes; CuPy's out-of-memory is a MemoryError too)."""
+    try:
+        return make()
+    except (MemoryError, ValueError):
+        from math import prod
+
+        from .inputs import _gib
+
+        raise CallError(f"{what}: {dtype}[{', '.join(map(str, shape))}] takes "
+                        f"{_gib(prod(shape) * dtype.itemsize)}") from None
+
+
 def _current_device() -> int:
     global _get_device
     if _get_device is None:

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import ir
 from .dtypes import DType
-from .kernel import CallError, Kernel, _constants_key, _current_device, _device_arch
+from .kernel import CallError, Kernel, _constants_key, _current_device, _device_arch, allocated
 from .runtime.args import CUPY, DEVICE, NUMPY, TORCH, array_kind, signature, torch_dtype
 from .schedule import schedule_tile_op
 from .schedule.tileops.rules import DEFAULT_RULES, Rules, bucket
@@ -135,7 +135,7 @@ class TileOp(Kernel):
                 raise CallError(f"'{p.name}' must be a NumPy array on the CPU target, not {type(values[p.name]).__name__}")
         store = dict(values)
         for t in prog.temps + (prog.result,):
-            store[t.name] = np.empty(self._shape(t, sizes), t.dtype.numpy())
+            store[t.name] = self._allocated(prog, t, sizes, lambda shape, dt: np.empty(shape, dt.numpy()))
         for launch in prog.launches:
             if cpp:
                 cpu_executor.run((launch.kernel,), arguments(launch, store), self.module.program.sources)
@@ -203,8 +203,15 @@ class TileOp(Kernel):
             if isinstance(values[p.name], np.ndarray):
                 store[p.name] = DeviceArray.from_numpy(values[p.name])
         for t in prog.temps + (prog.result,):
-            store[t.name] = empty(self._shape(t, sizes), t.dtype)
+            store[t.name] = self._allocated(prog, t, sizes, empty)
         return (store, empty) if with_empty else store
+
+    def _allocated(self, prog, t, sizes: dict, empty):
+        """The result or a temporary `t` of `prog`, made by `empty(shape, dtype)`; an error that
+        names it where the memory cannot hold it."""
+        shape = self._shape(t, sizes)
+        what = "its result" if t is prog.result else "an intermediate result"
+        return allocated(lambda: empty(shape, t.dtype), f"{self.name}() cannot allocate {what}", t.dtype, shape)
 
     def _compiled_program(self, prog) -> list:
         from . import runtime
