@@ -1,5 +1,5 @@
 // prelude.h: what the CUDA headers give a kernel, for g++ on a CPU: the qualifiers (nothing
-// here), `half` (_Float16: IEEE binary16, converted with round to nearest even),
+// here), `half` (IEEE binary16, converted with round to nearest even),
 // `__nv_bfloat16` (the top 16 bits of a float, rounded to nearest even), the 8-bit floats, and the bit casts
 // and math functions codegen/cexpr.py names.
 #include <cmath>
@@ -14,7 +14,45 @@
 #define __device__
 #define __forceinline__ inline
 
-using half = _Float16;
+// IEEE binary16 as its bits, converted as NumPy converts (every value bit for bit, NaN's payload
+// kept), in integer and float operations the compiler vectorizes (it does not vectorize _Float16).
+struct half {
+  unsigned short bits;
+  half() = default;
+  half(float f) {
+    unsigned int u;
+    std::memcpy(&u, &f, 4);
+    const unsigned int sign = (u >> 16) & 0x8000u;
+    u &= 0x7fffffffu;
+    float a;
+    std::memcpy(&a, &u, 4);
+    float tiny = a + 0.5f;  // below 2^-14: adding 1/2 rounds the 10 bits into the sum's bottom, to nearest even
+    unsigned int below;
+    std::memcpy(&below, &tiny, 4);
+    below -= 0x3f000000u;
+    const unsigned int normal = (u + 0xc8000fffu + ((u >> 13) & 1u)) >> 13;  // exponent rebiased, rounded to even
+    unsigned int nan = 0x7c00u | ((u >> 13) & 0x3ffu);
+    nan += nan == 0x7c00u;  // a NaN whose kept payload is 0 would read as infinity
+    unsigned int r = u < 0x38800000u ? below : normal;
+    r = u >= 0x477ff000u ? 0x7c00u : r;  // 65520 and up round to infinity
+    r = u > 0x7f800000u ? nan : r;
+    bits = static_cast<unsigned short>(r | sign);
+  }
+  template <typename T, typename = typename std::enable_if<std::is_arithmetic<T>::value>::type>
+  half(T x) : half(static_cast<float>(x)) {}
+  operator float() const {
+    const unsigned int em = bits & 0x7fffu;
+    unsigned int u = em << 13;
+    float f;
+    std::memcpy(&f, &u, 4);
+    f *= 0x1p112f;  // the exponent rebiased; a subnormal half becomes a normal float, exactly
+    std::memcpy(&u, &f, 4);
+    u = em >= 0x7c00u ? (em << 13) | 0x7f800000u : u;  // infinity and NaN
+    u |= (bits & 0x8000u) << 16;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+};
 
 struct __nv_bfloat16 {
   unsigned short bits;

@@ -49,12 +49,41 @@ inline double pymod(double a, double b) {
   double r = std::fmod(a, b);
   return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r;
 }
-// The GPU's approximations are exact here, as in the interpreter.
-inline float fast_exp2(float x) { return exp2f(x); }
+// 2^x for a float's range, in double and without a call, so that a loop of them vectorizes
+// (libm's exp2f is a call an element): x = n + f, |f| <= 1/2, 2^f by its Taylor series to the
+// 10th power (relative error below 2^-42), 2^n into the exponent's bits.  Rounded to float
+// once, this is the correctly rounded value but where it lies within 2^-18 ulp of a tie
+// (NumPy's float exp2, the interpreter's, is an ulp off in a fifth of its values).
+inline double exp2_wide(double x) {
+  double c = x < 200.0 ? x : 200.0;  // NaN too: its value is chosen at the end
+  c = c > -200.0 ? c : -200.0;
+  const double shifted = c + 0x1.8p52;  // c rounded to an integer n, in the low bits
+  const double f = c - (shifted - 0x1.8p52);
+  long long n;
+  std::memcpy(&n, &shifted, 8);
+  n = (n - 0x4338000000000000LL + 1023) << 52;  // 2^n's bits
+  double scale;
+  std::memcpy(&scale, &n, 8);
+  const double y = f * 0x1.62e42fefa39efp-1;  // f ln 2
+  double p = 1.0 / 3628800.0;
+  p = p * y + 1.0 / 362880.0;
+  p = p * y + 1.0 / 40320.0;
+  p = p * y + 1.0 / 5040.0;
+  p = p * y + 1.0 / 720.0;
+  p = p * y + 1.0 / 120.0;
+  p = p * y + 1.0 / 24.0;
+  p = p * y + 1.0 / 6.0;
+  p = p * y + 0.5;
+  p = p * y + 1.0;
+  p = p * y + 1.0;
+  return x != x ? x : p * scale;
+}
+// The GPU's approximations are the precise functions here, as in the interpreter.
+inline float fast_exp2(float x) { return static_cast<float>(exp2_wide(x)); }
+inline float fast_exp(float x) { return static_cast<float>(exp2_wide(x * 0x1.71547652b82fep0)); }  // x log2(e)
 inline float fast_log2(float x) { return log2f(x); }
 inline float fast_log(float x) { return logf(x); }
 inline float fast_log1p(float x) { return log1pf(x); }
-inline float fast_exp(float x) { return expf(x); }
 inline float fast_div(float a, float b) { return a / b; }
 inline double fast_div(double a, double b) { return a / b; }
 inline float fast_div_near(float a, float b) { return a / b; }
@@ -83,7 +112,7 @@ inline float fast_acosh_near(float x) { return acoshf(x); }
 inline float fast_expm1(float x) { return expm1f(x); }
 inline float fast_atan2(float y, float x) { return atan2f(y, x); }
 inline float fast_atan2_near(float y, float x) { return atan2f(y, x); }
-inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+inline float sigmoid(float x) { return 1.0f / (1.0f + fast_exp(-x)); }
 inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 // ---- whole tiles ------------------------------------------------------------------------------
@@ -204,32 +233,88 @@ inline void gemm(const TA* __restrict__ a, const TB* __restrict__ b, TC* __restr
   }
 }
 
-// NumPy's fmax/fmin: a NaN operand is ignored (NaN only when both are).
+// NumPy's fmax/fmin: a NaN operand is ignored (NaN only when both are); of two equal values
+// (zeros of either sign) the second, as libm's.  Selects, not calls, so that loops vectorize.
 template <typename W> inline W fmax_(W a, W b) {
-  if constexpr (std::is_floating_point<W>::value) return std::fmax(a, b); else return a > b ? a : b;
+  if constexpr (std::is_floating_point<W>::value) return (a > b || b != b) ? a : b; else return a > b ? a : b;
 }
 template <typename W> inline W fmin_(W a, W b) {
-  if constexpr (std::is_floating_point<W>::value) return std::fmin(a, b); else return a < b ? a : b;
+  if constexpr (std::is_floating_point<W>::value) return (a < b || b != b) ? a : b; else return a < b ? a : b;
 }
 template <typename W> inline W abs_(W a) {
   if constexpr (std::is_floating_point<W>::value) return std::fabs(a); else return a < 0 ? W(0) - a : a;
 }
 
+// The float sum of p[0], p[1], ... p[n - 1] in NumPy's order (its pairwise_sum, what np.sum adds
+// a contiguous row in, so the interpreter's bits): under 8 values one by one from 0; up to 128
+// in 8 running sums, combined as ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)), the rest added
+// one by one; more, the two halves' sums (the first a multiple of 8 long).  The 8 sums are a
+// vector's lanes.
+template <typename W, typename Ts>
+inline W pairwise_sum(const Ts* __restrict__ p, long long n) {
+  if (n < 8) {
+    W r = W(0);
+    for (long long i = 0; i < n; ++i) r = r + static_cast<W>(p[i]);
+    return r;
+  }
+  if (n <= 128) {
+    W r[8];
+    for (int j = 0; j < 8; ++j) r[j] = static_cast<W>(p[j]);
+    long long i = 8;
+    for (; i < n - n % 8; i += 8)
+      for (int j = 0; j < 8; ++j) r[j] = r[j] + static_cast<W>(p[i + j]);
+    W res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; ++i) res = res + static_cast<W>(p[i]);
+    return res;
+  }
+  long long half = n / 2;
+  half -= half % 8;
+  return pairwise_sum<W>(p, half) + pairwise_sum<W>(p + half, n - half);
+}
+
+// The maximum (KIND 1), minimum (2) or largest magnitude (3) of p[0..n) in W, in 16 running
+// values (a vector's lanes) combined at the end: the same value in any order, but for the sign
+// of a zero that two zeros tie for (NumPy's own vectorized order decides the interpreter's).
+template <int KIND, typename W, typename Ts>
+inline W extremum(const Ts* __restrict__ p, long long n) {
+  auto pick = [](W r, W v) { return KIND == 2 ? fmin_(r, v) : fmax_(r, v); };
+  auto get = [p](long long i) { return KIND == 3 ? abs_(static_cast<W>(p[i])) : static_cast<W>(p[i]); };
+  W r = get(0);
+  long long i = 1;
+  if (n >= 33) {
+    W lane[16];
+    for (int j = 0; j < 16; ++j) lane[j] = get(1 + j);
+    for (i = 17; i + 16 <= n; i += 16)
+      for (int j = 0; j < 16; ++j) lane[j] = pick(lane[j], get(i + j));
+    for (int j = 0; j < 16; ++j) r = pick(r, lane[j]);
+  }
+  for (; i < n; ++i) r = pick(r, get(i));
+  return r;
+}
+
 // dst[o, i] = reduce over n of src[o, n, i] (KIND 0 sum, 1 max, 2 min, 3 absmax) in W; combined
-// with dst's old value when !CLEAR.
+// with dst's old value when !CLEAR.  A float sum along a contiguous row (inner 1) is NumPy's
+// pairwise one; along a strided dimension NumPy adds in order from the first, as here.
 template <int KIND, bool CLEAR, typename W, typename Ts, typename Td>
 inline void reduce(const Ts* __restrict__ s, Td* __restrict__ d, int outer, int n, int inner) {
   for (int o = 0; o < outer; ++o)
     for (int i = 0; i < inner; ++i) {
       const Ts* p = s + static_cast<long long>(o) * n * inner + i;
-      W r = static_cast<W>(p[0]);
-      if constexpr (KIND == 3) r = abs_(r);
-      for (int k = 1; k < n; ++k) {
-        W v = static_cast<W>(p[static_cast<long long>(k) * inner]);
-        if constexpr (KIND == 0) r = r + v;
-        if constexpr (KIND == 1) r = fmax_(r, v);
-        if constexpr (KIND == 2) r = fmin_(r, v);
-        if constexpr (KIND == 3) r = fmax_(r, abs_(v));
+      W r;
+      if (inner == 1 && KIND == 0 && std::is_floating_point<W>::value) {
+        r = pairwise_sum<W>(p, n);
+      } else if (inner == 1 && KIND != 0) {
+        r = extremum<KIND, W>(p, n);
+      } else {
+        r = static_cast<W>(p[0]);
+        if constexpr (KIND == 3) r = abs_(r);
+        for (int k = 1; k < n; ++k) {
+          W v = static_cast<W>(p[static_cast<long long>(k) * inner]);
+          if constexpr (KIND == 0) r = r + v;
+          if constexpr (KIND == 1) r = fmax_(r, v);
+          if constexpr (KIND == 2) r = fmin_(r, v);
+          if constexpr (KIND == 3) r = fmax_(r, abs_(v));
+        }
       }
       Td& out = d[o * inner + i];
       if constexpr (!CLEAR) {

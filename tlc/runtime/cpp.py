@@ -3,8 +3,9 @@ library, cached on disk by the hash of its source and the compiler's command, lo
 ctypes and called with NumPy arrays.
 
 Owns the compiler's command (`CXXFLAGS`: -O3 -march=native -fopenmp, -fwrapv because integers
-wrap in the language, no -ffast-math because NaN and the rounding of every operation are the
-interpreter's), finding the compiler (`$CXX`, else g++; `compiler_unavailable_reason`), the
+wrap in the language, -fno-trapping-math because no kernel reads the floating-point exceptions
+and g++ then turns the selects of tl_cpu.h's math into vector blends, no -ffast-math because NaN
+and the rounding of every operation are the interpreter's), finding the compiler (`$CXX`, else g++; `compiler_unavailable_reason`), the
 cache (`$TLC_CACHE_DIR/cpp/<hash>.so`, written atomically as the CUDA cache is) and a call
 (the interpreter's argument checks, contiguous copies where an array is not, the grid
 evaluated as a launch evaluates it).  A compiler that rejects generated code is a tlc bug:
@@ -28,8 +29,8 @@ from .. import ir
 from ..cachedir import cache_dir, replace_atomically
 from ..diagnostics import TlcError
 
-CXXFLAGS = ("-std=c++17", "-O3", "-march=native", "-fopenmp", "-fwrapv", "-fno-math-errno", "-shared", "-fPIC",
-            "-w")
+CXXFLAGS = ("-std=c++17", "-O3", "-march=native", "-fopenmp", "-fwrapv", "-fno-math-errno", "-fno-trapping-math",
+            "-shared", "-fPIC", "-w")
 
 
 class CppCompileError(TlcError):

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from ... import ir
 from ...dtypes import DType
-from ..cexpr import CExprs
+from ..cexpr import CExprs, cvt
 from ..cnames import c_bool, c_name, c_type, compute_type, literal
 from ..ranges import provably_within
 
@@ -35,6 +35,8 @@ _REDUCE_KIND = {"sum": 0, "max": 1, "min": 2, "absmax": 3}
 WHILE_LIMIT = 1 << 20  # the interpreter's (interp/machine.py): a while loop that runs longer stops the kernel
 _ATOMIC_OP = {"add": 0, "max": 1, "min": 2}
 _SCAN_KIND = {"sum": 0, "prod": 1, "max": 2, "min": 3}
+# f32 math whose tl_cpu.h form is as precise as libm's and, being no call, vectorizes in a loop
+_VECTOR_F32 = {"exp": "tl::fast_exp", "exp2": "tl::fast_exp2"}
 
 
 def accumulator(dt: DType) -> str:
@@ -145,6 +147,8 @@ class BlockEmitter(CExprs):
             raise Unsupported("thread_index() (a block runs as one CPU thread, its parallel loops as loops)", e.span)
         if e.fn == "grid_blocks":  # schedule/pipeline_rows.py leaves host targets' kernels as written
             raise Unsupported("grid_blocks() (a kernel scheduled for a GPU's persistent launch)", e.span)
+        if e.fn in _VECTOR_F32 and compute_type(e.dtype).name == "f32":
+            return cvt(f"{_VECTOR_F32[e.fn]}({self._in(e.args[0], compute_type(e.dtype))})", compute_type(e.dtype), e.dtype)
         return super().expr_Call(e)
 
     def load(self, e: ir.Load) -> str:
@@ -218,7 +222,7 @@ class BlockEmitter(CExprs):
         self.out("{")
         for depth, (v, n) in enumerate(zip(s.vars, s.extents)):
             if depth == len(s.vars) - 1:
-                self.out("#pragma GCC ivdep")
+                self.out("#pragma omp simd" if self._simd_ok(s.body) else "#pragma GCC ivdep")
             self.out(f"for (int {c_name(v)} = 0; {c_name(v)} < {n}; ++{c_name(v)}) {{")
             self.known[v] = (0, n - 1)
             self.scopes[-1].add(v)
@@ -239,6 +243,24 @@ class BlockEmitter(CExprs):
         del self.lanes[len(self.lanes) - len(s.vars):]
         self.out("}" * len(s.vars) + " }")
         self.nested(s.stores)  # copies folded into the loop (none on this target) mean copies after it
+
+    @staticmethod
+    def _simd_ok(body, in_loop: bool = False) -> bool:
+        """Whether a parallel loop's innermost loop may be an OpenMP simd loop, which g++
+        vectorizes where `ivdep` alone leaves the selects of inlined calls as branches: a body
+        that cannot leave it (no device_assert or while loop, which return from the block; no
+        break of its own) and takes no atomic (OpenMP's inside a simd loop is refused)."""
+        for x in body:
+            if isinstance(x, (ir.Assert, ir.Atomic)) or (isinstance(x, ir.Break) and not in_loop):
+                return False
+            if isinstance(x, ir.For) and (x.kind == "while" or not BlockEmitter._simd_ok(x.body, True)):
+                return False
+            if isinstance(x, ir.If) and not (BlockEmitter._simd_ok(x.then, in_loop)
+                                             and BlockEmitter._simd_ok(x.orelse, in_loop)):
+                return False
+            if isinstance(x, ir.Parallel) and not BlockEmitter._simd_ok(x.body, in_loop):
+                return False
+        return True
 
     def _locals_in(self, s: ir.Parallel) -> set:
         from ...ir.walk import loads, statement_exprs, statements

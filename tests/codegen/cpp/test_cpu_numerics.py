@@ -1,0 +1,133 @@
+"""The cpu target's numerics against the interpreter's, bit for bit where the interpreter's are
+NumPy's own order (templates/cpp/prelude.h's `half`, tl_cpu.h's reductions) and against the
+correctly rounded value for its exponentials (tl::exp2_wide); each kernel generated and
+compiled (no E345 warning), a g++ build each, so under -m slow."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tlc
+from tlc.runtime import cpp as runtime_cpp
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(runtime_cpp.compiler_unavailable_reason() is not None,
+                                 reason="no C++ compiler (g++ or $CXX) here")]
+
+
+def run_both(source: str, kernel: str, make, capsys, **constants) -> tuple[list, list]:
+    """The kernel's arrays after a run on the cpu target and one on the interpreter, from the
+    same inputs; the cpu target's run must be its generated code's (no warning)."""
+    got = []
+    for target in ("cpp", "interp"):
+        args = make()
+        getattr(tlc.compile_source(source, target=target, path=f"{kernel}.tl"), kernel)(*args, **constants)
+        got.append(args)
+    assert "warning[" not in capsys.readouterr().err
+    return got[0], got[1]
+
+
+CONVERT_F16 = """\
+@kernel
+def convert(a: f16[N], b: f32[N], c: f32[N], d: f16[N]):
+    with grid(cdiv(N, 1024), threads=128) as bx:
+        for i in parallel(1024):
+            b[bx * 1024 + i] = f32(a[bx * 1024 + i])
+            d[bx * 1024 + i] = f16(c[bx * 1024 + i])
+"""
+
+
+def test_half_converts_bit_for_bit_as_numpy(capsys):
+    """Every f16 into f32, and f32 values into f16: both signs of zero, subnormals and the
+    rounding into them, ties to even, overflow to infinity from 65520 on, NaN payloads."""
+    rng = np.random.default_rng(0)
+    every_half = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    with np.errstate(invalid="ignore"):
+        ties = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32) * np.float32(1 + 2.0 ** -11)
+    singles = np.concatenate([
+        rng.integers(0, 1 << 32, 40000, dtype=np.uint64).astype(np.uint32).view(np.float32),
+        (rng.standard_normal(20000) * np.exp2(rng.integers(-27, 17, 20000))).astype(np.float32),
+        ties,  # halfway between neighbours
+        np.array([0, -0.0, np.inf, -np.inf, 65504, 65519.996, 65520, 2.0 ** -24, 2.0 ** -25, 3 * 2.0 ** -26,
+                  2.0 ** -14, float.fromhex('0x1.ffcp-15')], np.float32)]).astype(np.float32)
+    singles = np.resize(singles, every_half.size)
+    mine, ref = run_both(CONVERT_F16, "convert", lambda: [every_half.copy(), np.zeros(every_half.size, np.float32),
+                                                         singles.copy(), np.zeros(every_half.size, np.float16)],
+                         capsys)
+    with np.errstate(over="ignore"):
+        assert np.array_equal(ref[3].view(np.uint16), singles.astype(np.float16).view(np.uint16))
+    assert np.array_equal(mine[1].view(np.uint32), ref[1].view(np.uint32))
+    assert np.array_equal(mine[3].view(np.uint16), ref[3].view(np.uint16))
+
+
+REDUCTIONS = """\
+@kernel
+def rows(x: f32[R, C], s: f32[R], mx: f32[R], mn: f32[R], am: f32[R], cols: f32[C], more: f32[R],
+         BR: const = 4, BC: const = 1024):
+    with grid(cdiv(R, BR), threads=128) as bx:
+        t = fragment(f32[BR, BC])
+        r = fragment(f32[BR])
+        cs = fragment(f32[BC])
+        copy(x[bx * BR, 0], t)
+        reduce_sum(t, r, dim=1)
+        copy(r, s[bx * BR])
+        reduce_max(t, r, dim=1)
+        copy(r, mx[bx * BR])
+        reduce_min(t, r, dim=1)
+        copy(r, mn[bx * BR])
+        reduce_absmax(t, r, dim=1)
+        copy(r, am[bx * BR])
+        reduce_sum(t, cs, dim=0)
+        copy(cs, cols)
+        copy(s[bx * BR], r)
+        reduce_sum(t, r, dim=1, clear=False)
+        copy(r, more[bx * BR])
+"""
+
+
+@pytest.mark.parametrize("width", [5, 100, 700, 1024])
+def test_reductions_match_the_interpreter_bit_for_bit(width, capsys):
+    """A row's float sum in NumPy's pairwise order (under 8, up to 128, halves of longer rows),
+    a column's in order from the first row, with clear=False; maxima and minima ignore NaN
+    (NaN only for a row of NaN). Values of wide range, so that any other order shows."""
+    rng = np.random.default_rng(width)
+    x = (rng.standard_normal((4, width)) * np.exp2(rng.integers(-20, 20, (4, width)))).astype(np.float32)
+    x[1, ::3] = np.nan
+    x[2, :] = np.nan
+    x[2, width // 2] = -3.0
+    x[3, :] = np.nan
+    outputs = [4] * 4 + [width, 4]  # s, mx, mn, am, cols, more
+    mine, ref = run_both(REDUCTIONS, "rows", lambda: [x.copy()] + [np.zeros(n, np.float32) for n in outputs], capsys,
+                         BC=width)
+    for a, b in zip(mine[1:], ref[1:]):
+        assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
+    assert np.isnan(ref[1][3]) and ref[2][2] == -3.0 and ref[3][2] == -3.0
+
+
+EXPONENTIALS = """\
+@kernel
+def exps(x: f32[N], e: f32[N], e2: f32[N], sg: f32[N]):
+    with grid(cdiv(N, 1024), threads=128) as bx:
+        for i in parallel(1024):
+            e[bx * 1024 + i] = exp(x[bx * 1024 + i])
+            e2[bx * 1024 + i] = exp2(x[bx * 1024 + i])
+            sg[bx * 1024 + i] = sigmoid(x[bx * 1024 + i])
+"""
+
+
+def test_exponentials_are_the_correctly_rounded_values(capsys):
+    """exp and exp2 of f32 are the float64 values rounded once (NumPy's float32 exp, the
+    interpreter's, is an ulp off in a fifth of them); infinities, NaN, overflow, underflow into
+    subnormals. sigmoid is 1 / (1 + exp(-x)) as the interpreter computes it, within the few ulp that
+    its exp's ulp becomes."""
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.uniform(-104, 89, 60000), rng.standard_normal(20000) * 4, rng.uniform(-150, -126, 2000),
+                        [0, -0.0, np.inf, -np.inf, np.nan, 88.72, 88.73, 128, 127.99, -149, -149.5, -150, -103.97,
+                         -103.98, 1e-30, -1e-30]]).astype(np.float32)
+    mine, ref = run_both(EXPONENTIALS, "exps", lambda: [x.copy()] + [np.zeros_like(x) for _ in range(3)], capsys)
+    wide = x.astype(np.float64)
+    with np.errstate(over="ignore"):
+        assert np.array_equal(mine[1], np.exp(wide).astype(np.float32), equal_nan=True)
+        assert np.array_equal(mine[2], np.exp2(wide).astype(np.float32), equal_nan=True)
+    close = np.isclose(mine[3], ref[3], rtol=2.0 ** -20, atol=0, equal_nan=True)
+    assert close.all(), (x[~close], mine[3][~close], ref[3][~close])
