@@ -173,9 +173,11 @@ class CppKernel:
             original[...] = contiguous
         if record[0]:  # a device_assert failed: the GPU's record, read as the GPU runtime reads it
             raise device_assert.decode(self.generated.assert_sites, [int(w) for w in record])
-        if status:  # a while loop ran as long as the interpreter lets one: the interpreter's error
+        if status:  # a while loop ran as long as the interpreter lets one, or a step was 0: the interpreter's error
             from ..interp.machine import WHILE_LIMIT, _line
 
-            loop = self.generated.while_loops[status - 1]
+            why, loop = self.generated.stops[status - 1]
+            if why == "step 0":
+                raise InterpError(f"kernel '{self.kernel.name}': loop '{loop.var}' has step 0")
             raise InterpError(f"kernel '{self.kernel.name}': a while loop{_line(loop)} ran {WHILE_LIMIT} times "
                               "without ending; the cpu target stops it there, as the interpreter does (an endless loop?)")

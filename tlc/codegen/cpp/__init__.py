@@ -27,7 +27,7 @@ class CppKernel:
     entry: str  # the extern "C" function: the kernel's arguments, then the grid's three extents
     source: str
     args: tuple  # codegen.KernelArg per parameter, in the entry's order
-    while_loops: tuple = ()  # the entry returns k where the k-th of these (from 1) ran too long
+    stops: tuple = ()  # the entry returns k where the k-th of these (from 1) stopped it: ("while" | "step 0", loop)
     assert_sites: tuple = ()  # device_assert.sites: what the failure record's site indexes
 
 
@@ -96,7 +96,7 @@ def generate(kernel: ir.Kernel, source_name: str | None = None) -> CppKernel:
         version=__version__, source=comment_text(source_name or (kernel.span.file if kernel.span else "<tl>")),
         name=name, constants=constants, primitives=primitives(), params=params, prologue=prologue,
         buffers=buffers, body=body, entry=f"tl_run_{name}", scratch_bytes=max(offset, ALIGN), call_args=call_args)
-    return CppKernel(name, f"tl_run_{name}", source, args, tuple(emitter.while_loops), emitter.assert_sites)
+    return CppKernel(name, f"tl_run_{name}", source, args, tuple(emitter.stops), emitter.assert_sites)
 
 
 def _count(shape) -> int:

@@ -39,6 +39,10 @@ _SCAN_KIND = {"sum": 0, "prod": 1, "max": 2, "min": 3}
 _VECTOR_F32 = {"exp": "tl::fast_exp", "exp2": "tl::fast_exp2"}
 
 
+def _constant_step(s: ir.For) -> bool:
+    return isinstance(s.step, ir.Const) and s.step.value != 0
+
+
 def accumulator(dt: DType) -> str:
     """The C type gemm and reduce_sum accumulate `dt` in (interp.numerics.accumulate_dtype)."""
     if dt.is_float:
@@ -61,7 +65,7 @@ class BlockEmitter(CExprs):
         self.known: dict[str, tuple[int, int]] = {}  # integer ranges of loop indices
         self.renamed: dict[str, str] = {}  # a local buffer's private copy inside a parallel loop
         self.scopes: list[set] = [set()]
-        self.while_loops: list[ir.For] = []  # the block returns k where the k-th (from 1) ran too long
+        self.stops: list[tuple] = []  # the block returns k where the k-th (from 1) stopped it: (why, the loop)
         self.assert_sites: tuple = ()  # device_assert.sites of the kernel, once it has an assert
         self.lanes: list[tuple[str, int]] = []  # the enclosing parallel loops' variables and extents
         self.counter = 0
@@ -195,24 +199,30 @@ class BlockEmitter(CExprs):
         self.out("continue;")
 
     def s_For(self, s: ir.For) -> None:
-        if not isinstance(s.step, ir.Const) or s.step.value == 0:
-            raise Unsupported("a loop whose step is not a constant other than 0", s.span)
         t = c_type(s.start.dtype)
         stop = self.fresh("stop")
         var = c_name(s.var)
-        cmp = "<" if s.step.value > 0 else ">"
         self.out(f"{{ const {t} {stop} = {self._in(s.stop, s.start.dtype)};")
-        self.out(f"for ({t} {var} = {self.expr(s.start)}; {var} {cmp} {stop}; {var} += {self._in(s.step, s.start.dtype)}) {{")
+        if _constant_step(s):
+            step = self._in(s.step, s.start.dtype)
+            test = f"{var} {'<' if s.step.value > 0 else '>'} {stop}"
+        else:  # its sign chosen at run time; 0 stops the kernel with the interpreter's error
+            step = self.fresh("step")
+            self.out(f"const {t} {step} = {self._in(s.step, s.start.dtype)};")
+            self.stops.append(("step 0", s))
+            self.out(f"if ({step} == 0) return {len(self.stops)};")
+            test = f"({step} > 0 ? {var} < {stop} : {var} > {stop})"
+        self.out(f"for ({t} {var} = {self.expr(s.start)}; {test}; {var} += {step}) {{")
         saved = self.known.get(s.var)
-        lo, hi = (s.start, s.stop) if s.step.value > 0 else (s.stop, s.start)
-        if isinstance(lo, ir.Const) and isinstance(hi, ir.Const):
+        lo, hi = (s.start, s.stop) if not _constant_step(s) or s.step.value > 0 else (s.stop, s.start)
+        if _constant_step(s) and isinstance(lo, ir.Const) and isinstance(hi, ir.Const):
             self.known[s.var] = (int(lo.value), int(hi.value) - 1) if s.step.value > 0 else (int(lo.value) + 1, int(hi.value))
         else:
             self.known.pop(s.var, None)
         self.scopes[-1].add(s.var)
         if s.kind == "while":  # stopped where the interpreter stops it: the block returns the loop's number
-            self.while_loops.append(s)
-            self.out(f"  if ({var} == {WHILE_LIMIT}) return {len(self.while_loops)};")
+            self.stops.append(("while", s))
+            self.out(f"  if ({var} == {WHILE_LIMIT}) return {len(self.stops)};")
         self.nested(s.body)
         if saved is not None:
             self.known[s.var] = saved
@@ -248,12 +258,13 @@ class BlockEmitter(CExprs):
     def _simd_ok(body, in_loop: bool = False) -> bool:
         """Whether a parallel loop's innermost loop may be an OpenMP simd loop, which g++
         vectorizes where `ivdep` alone leaves the selects of inlined calls as branches: a body
-        that cannot leave it (no device_assert or while loop, which return from the block; no
-        break of its own) and takes no atomic (OpenMP's inside a simd loop is refused)."""
+        that cannot leave it (no device_assert, while loop or loop of a step known at run time,
+        which return from the block; no break of its own) and takes no atomic (OpenMP's inside a simd loop is refused)."""
         for x in body:
             if isinstance(x, (ir.Assert, ir.Atomic)) or (isinstance(x, ir.Break) and not in_loop):
                 return False
-            if isinstance(x, ir.For) and (x.kind == "while" or not BlockEmitter._simd_ok(x.body, True)):
+            if isinstance(x, ir.For) and (x.kind == "while" or not _constant_step(x)
+                                          or not BlockEmitter._simd_ok(x.body, True)):
                 return False
             if isinstance(x, ir.If) and not (BlockEmitter._simd_ok(x.then, in_loop)
                                              and BlockEmitter._simd_ok(x.orelse, in_loop)):
