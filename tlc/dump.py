@@ -13,6 +13,7 @@ saying why there is none).  The stages are run again for the dump, through the p
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -31,15 +32,29 @@ class _Writer:
     def __init__(self, folder: Path):
         self.folder = folder
         self.paths: list[Path] = []
-        folder.mkdir(parents=True, exist_ok=True)
-        for old in folder.glob("[0-9][0-9]-*"):  # a dump is one compile: no stale stages of another
-            old.unlink()
+        with self._writing():
+            folder.mkdir(parents=True, exist_ok=True)
+            for old in folder.glob("[0-9][0-9]-*"):  # a dump is one compile: no stale stages of another
+                old.unlink()
 
     def write(self, stage: str, text: str) -> Path:
         path = self.folder / f"{len(self.paths):02d}-{stage}"
-        path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        with self._writing():
+            path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
         self.paths.append(path)
         return path
+
+    @contextlib.contextmanager
+    def _writing(self):
+        """An OSError (a file where the folder would be, a read-only or full disk) as the CLI's
+        usage error, where it was a traceback."""
+        try:
+            yield
+        except OSError as e:
+            from .files import FileError
+
+            raise FileError(f"cannot write the compile's stages into {self.folder} (--dump, ${ENV}): "
+                            f"{e.strerror or e}") from None
 
 
 def dump_kernel(kernel, constants: dict, arch: str, folder) -> list[Path]:

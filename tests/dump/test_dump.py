@@ -90,6 +90,15 @@ def test_build_dump_option_and_env(tmp_path, no_toolchain):
     assert options["constants"] == {"stages": "2"}  # as -D gave it; the scheduler parses it
 
 
+def test_a_dump_folder_that_cannot_be_made_is_a_usage_error(tmp_path):
+    """--dump under a file (or /dev/null): exit 2 with the folder named, where mkdir's
+    NotADirectoryError was an internal error's traceback (exit 3)."""
+    (tmp_path / "file").write_text("")
+    r = CliRunner().invoke(cli.main, ["build", str(VECTOR_ADD), "--dump", str(tmp_path / "file")])
+    assert (r.exit_code, r.stderr) == (2, f"error: cannot write the compile's stages into {tmp_path / 'file'}"
+                                          "/vector_add.sm_80 (--dump, $TLC_DUMP): Not a directory\n")
+
+
 def test_run_dump_on_the_interpreter(tmp_path, no_toolchain):
     r = CliRunner().invoke(cli.main, ["run", str(VECTOR_ADD), "-k", "vector_add", "--target", "interp",
                                       "--shape", "N=100", "--in", "alpha=2",
