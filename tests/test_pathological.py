@@ -137,6 +137,15 @@ CHECK_CASES = [
      "6 |         for t in range(1 << 40):\n"
      "  |                        ^^^^^^^\n"
      "  = hint: a loop counts in i32: nest two loops for a longer one\n"),
+    # the last step takes it to 2**31: the C loop wrapped and never ended (the cpu target hung)
+    ("range step past i32", kernel_with("        for t in range(0, 2147483647, 1073741824):\n"
+                                        "            for i in parallel(BLOCK):\n                xs[i] = xs[i] + 1.0"),
+     "p.tl:6:18: error[E157]: range(0, 2147483647, 1073741824) steps the loop variable 't' to 2147483648 after its "
+     "last iteration, which does not fit i32: the loop would not end\n"
+     "  |\n"
+     "6 |         for t in range(0, 2147483647, 1073741824):\n"
+     "  |                  ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+     "  = hint: a loop counts in i32: keep its last value plus the step within i32\n"),
     ("pipelined bound", kernel_with("        for t in pipelined(3000000000, stages=2):\n            for i in parallel(BLOCK):\n"
                                     "                xs[i] = xs[i] + 1.0"),
      "p.tl:6:28: error[E157]: the loop bound 3000000000 does not fit i32, the type of the loop variable 't'\n"

@@ -305,6 +305,7 @@ class StmtChecker(PortingChecker, PersistentChecker):
     def _counted_in_i32(self, it: n.Call, var: str) -> None:
         """A constant bound of a range or pipelined loop beyond i32, the loop variable's dtype:
         the variable could not count there (the code wrapped 2**40 to 0 and ran no iteration)."""
+        values = []
         for a in it.args:
             v = self.const_value(a, "a loop bound", required=False)
             if isinstance(v, int) and not isinstance(v, bool) and not -2**31 <= v < 2**31:
@@ -312,6 +313,16 @@ class StmtChecker(PortingChecker, PersistentChecker):
                 name = str(v) if text in (str(v), "?") else f"{text} = {v}"
                 self.error("E157", f"the loop bound {name} does not fit i32, the type of the loop variable '{var}'",
                            a.span, "a loop counts in i32: nest two loops for a longer one")
+                return
+            values.append(v if isinstance(v, int) and not isinstance(v, bool) else None)
+        if it.func.id != "range" or len(values) != 3 or None in values or values[2] == 0:
+            return
+        start, stop, step = values  # the variable steps past the stop once: that value must fit too
+        past = start + -(-(stop - start) // step) * step if (stop - start) * step > 0 else start
+        if not -2**31 <= past < 2**31:
+            self.error("E157", f"range({start}, {stop}, {step}) steps the loop variable '{var}' to {past} after its "
+                       "last iteration, which does not fit i32: the loop would not end", it.span,
+                       "a loop counts in i32: keep its last value plus the step within i32")
 
     def _loop_args(self, it: n.Call, kind: str) -> n.Call:
         if kind == "range":
