@@ -38,8 +38,21 @@ struct half {
     r = u > 0x7f800000u ? nan : r;
     bits = static_cast<unsigned short>(r | sign);
   }
-  template <typename T, typename = typename std::enable_if<std::is_arithmetic<T>::value>::type>
-  half(T x) : half(static_cast<float>(x)) {}
+  // A double rounds once, as NumPy's: first to float rounded to odd (toward zero, its last bit
+  // set where inexact), which keeps the bits that decide the half's rounding (24 >= 2 * 11 + 2).
+  half(double d) : half(odd_float(d)) {}
+  template <typename T, typename = typename std::enable_if<std::is_integral<T>::value>::type>
+  half(T x) : half(static_cast<float>(x)) {}  // exact up to 2^24, and past 65519 infinity
+  static float odd_float(double d) {
+    float f = static_cast<float>(d);
+    unsigned int u;
+    std::memcpy(&u, &f, 4);
+    const double back = static_cast<double>(f);
+    const bool away = back > d ? d >= 0 : back < d && d < 0;  // rounded away from zero
+    u = (d == d && back != d) ? ((u - (away ? 1u : 0u)) | 1u) : u;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
   operator float() const {
     const unsigned int em = bits & 0x7fffu;
     unsigned int u = em << 13;

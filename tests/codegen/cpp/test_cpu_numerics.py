@@ -29,35 +29,40 @@ def run_both(source: str, kernel: str, make, capsys, **constants) -> tuple[list,
 
 CONVERT_F16 = """\
 @kernel
-def convert(a: f16[N], b: f32[N], c: f32[N], d: f16[N]):
+def convert(a: f16[N], b: f32[N], c: f32[N], d: f16[N], e: f64[N], g: f16[N]):
     with grid(cdiv(N, 1024), threads=128) as bx:
         for i in parallel(1024):
             b[bx * 1024 + i] = f32(a[bx * 1024 + i])
             d[bx * 1024 + i] = f16(c[bx * 1024 + i])
+            g[bx * 1024 + i] = f16(e[bx * 1024 + i])
 """
 
 
 def test_half_converts_bit_for_bit_as_numpy(capsys):
-    """Every f16 into f32, and f32 values into f16: both signs of zero, subnormals and the
-    rounding into them, ties to even, overflow to infinity from 65520 on, NaN payloads."""
+    """Every f16 into f32, and f32 and f64 values into f16: both signs of zero, subnormals and
+    the rounding into them, ties to even, overflow to infinity from 65520 on, NaN payloads; an
+    f64 rounded once (not through f32)."""
     rng = np.random.default_rng(0)
-    every_half = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
-    with np.errstate(invalid="ignore"):
-        ties = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32) * np.float32(1 + 2.0 ** -11)
-    singles = np.concatenate([
-        rng.integers(0, 1 << 32, 40000, dtype=np.uint64).astype(np.uint32).view(np.float32),
-        (rng.standard_normal(20000) * np.exp2(rng.integers(-27, 17, 20000))).astype(np.float32),
-        ties,  # halfway between neighbours
-        np.array([0, -0.0, np.inf, -np.inf, 65504, 65519.996, 65520, 2.0 ** -24, 2.0 ** -25, 3 * 2.0 ** -26,
-                  2.0 ** -14, float.fromhex('0x1.ffcp-15')], np.float32)]).astype(np.float32)
-    singles = np.resize(singles, every_half.size)
-    mine, ref = run_both(CONVERT_F16, "convert", lambda: [every_half.copy(), np.zeros(every_half.size, np.float32),
-                                                         singles.copy(), np.zeros(every_half.size, np.float16)],
-                         capsys)
+    n = 4 << 16
+    every_half = np.resize(np.arange(1 << 16, dtype=np.uint16).view(np.float16), n)
+    finite = np.arange(0x7c00, dtype=np.uint16).view(np.float16).astype(np.float64)  # 0 .. 65504
+    ties = np.concatenate([finite[:-1] + finite[1:], -finite[:-1] - finite[1:]]) / 2  # halfway between neighbours
+    special = [0, -0.0, np.inf, -np.inf, 65504, 65519.996, 65520, 2.0 ** -24, 2.0 ** -25, 3 * 2.0 ** -26, 2.0 ** -14,
+               float.fromhex("0x1.ffcp-15")]
+    singles = np.concatenate([np.array(special, np.float32), ties.astype(np.float32),
+                              rng.integers(0, 1 << 32, 100000, dtype=np.uint64).astype(np.uint32).view(np.float32),
+                              (rng.standard_normal(n) * np.exp2(rng.integers(-27, 17, n))).astype(np.float32)])[:n]
+    # doubles a hair off a tie: through float they would land on it and round to even
+    doubles = np.concatenate([ties * (1 + 2.0 ** -40), ties * (1 - 2.0 ** -40), ties, [1e300, -1e300, 1e-300],
+                              rng.standard_normal(n) * 1e4])[:n]
+    mine, ref = run_both(CONVERT_F16, "convert", lambda: [every_half.copy(), np.zeros(n, np.float32), singles.copy(),
+                                                         np.zeros(n, np.float16), doubles.copy(),
+                                                         np.zeros(n, np.float16)], capsys)
     with np.errstate(over="ignore"):
         assert np.array_equal(ref[3].view(np.uint16), singles.astype(np.float16).view(np.uint16))
-    assert np.array_equal(mine[1].view(np.uint32), ref[1].view(np.uint32))
-    assert np.array_equal(mine[3].view(np.uint16), ref[3].view(np.uint16))
+        assert np.array_equal(ref[5].view(np.uint16), doubles.astype(np.float16).view(np.uint16))
+    for got, want, bits in ((mine[1], ref[1], np.uint32), (mine[3], ref[3], np.uint16), (mine[5], ref[5], np.uint16)):
+        assert np.array_equal(got.view(bits), want.view(bits))
 
 
 REDUCTIONS = """\
