@@ -2,7 +2,9 @@
 # limit: 24
 # Helper D, session 26 (#18, w4a16 decode; prepared on the CPU, no device that session).
 # Asks: (1) does tl::copy_g2s's cheaper issue code, codegen/copies.py ROUND_STEPS (a thread's
-# source one pointer stepped a round, its shared destination a constant offset) with
+# source one pointer stepped a round, its shared destination a constant offset; since session 27
+# (helper A) only on the copies of packed weights, Copy.packed: the w4a16 weight tile, which
+# schedule/packed_tiles.py marks, so that flipping it changes no other kernel) with
 # CLIP_ROWS_MAX = 8 (a decode step's 8-row activation tile at M = 1 zero-filled by cp.async's
 # source size instead of copy_g2s's edge loop), speed up std.gemm's w4a16 decode kernels?  Both
 # are off by default; bench/lowbit.py --copy-forms turns them on, in a process of its own with

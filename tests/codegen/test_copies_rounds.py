@@ -1,6 +1,6 @@
 """tl::copy_g2s's issue forms behind codegen/copies.py's options (templates/tl/copy.cuh, #18),
-off by default until the GPU times them (bench/queue/D_w4a16_copies.sh): ROUND_STEPS, a tile
-wholly inside its tensor whose rounds are whole rows (or a row whole rounds) through
+off by default until the GPU times them (bench/queue/D_w4a16_copies.sh): ROUND_STEPS, a copy of
+packed weights (Copy.packed, schedule/packed_tiles.py) wholly inside its tensor whose rounds are whole rows (or a row whole rounds) through
 copy_g2s_rounds, each thread's source one pointer stepped a round and its destination a constant
 offset; CLIP_ROWS_MAX, a tile of 2 to that many rows whose columns are inside and rows are not (a
 decode step's activations) through copy_g2s_clipped.  Measured on std.gemm's
@@ -46,13 +46,18 @@ def test_both_forms_are_off_by_default():
 
 def test_clip_rows_is_for_tiles_of_two_to_clip_rows_max_rows(forms):
     assert [copies.clip_rows(r) for r in (1, 2, 8, 9, 16, 64)] == [False, True, True, False, False, False]
-    assert copies.copy_g2s_flags(8) == ", true, true" and copies.copy_g2s_flags(64) == ", true"
+    # ROUND_STEPS: copies of packed weights only
+    assert copies.copy_g2s_flags(8) == ", false, true" and copies.copy_g2s_flags(64) == ""
+    assert copies.copy_g2s_flags(8, packed=True) == ", true, true" and copies.copy_g2s_flags(64, packed=True) == ", true"
 
 
 def test_the_activations_tile_is_clipped_and_the_weights_step_their_rounds(forms):
     src = _source("matmul_w4a16_splitk", SPLITK_M1)
-    assert "tl::copy_g2s<half, 8, 512, 128, 0, 128, true, true, true>((As + " in src  # A: 8 rows
-    assert "tl::copy_g2s<unsigned int, 64, 64, 128, 4, 0, true, true>((Wq + " in src  # W: 64 rows
+    assert "tl::copy_g2s<half, 8, 512, 128, 0, 128, true, false, true>((As + " in src  # A: 8 rows
+    assert "tl::copy_g2s<unsigned int, 64, 64, 128, 4, 0, true, true>((Wq + " in src  # W: 64 rows, packed
+    # the scales and zero points are no packed words: the template's defaults
+    assert "tl::copy_g2s<float, 64, 8, 128, 0, 0, true>((Ss + " in src
+    assert "tl::copy_g2s<unsigned char, 64, 16, 128, 0, 0, true>((Zs + " in src
     # the gemv's 16-row weight tile never leaves the tensor at the bench's N: not clipped (its
     # registers: 96 without, 154 with, three blocks an SM where the defaults fit four)
     gemv = _source("matmul_w4a16_gemv", {})
@@ -127,9 +132,16 @@ def tiles(A: f16[R, 1024], B: f16[R, 2048], C: u8[R, 16], D: f16[R, 24], W: u32[
 
 @pytest.mark.nvcc
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
-def test_every_kind_of_tile_builds_with_the_forms_on(arch, forms, tmp_path):
+def test_every_kind_of_tile_builds_with_the_forms_on(arch, forms, monkeypatch, tmp_path):
     from nvcc import compile_object
+    from tlc import ir
     from tlc.api import compile_source
+    from tlc.schedule import packed_tiles
+
+    # the template's forms on every kind of tile: each copy taken as packed weights' (only w4a16's
+    # weight tiles are: tests/schedule/test_packed_tiles.py)
+    monkeypatch.setattr(packed_tiles, "packed_tiles",
+                        lambda kernel, loop: {s.dst.name for s in loop.body if isinstance(s, ir.Copy)})
 
     src = compile_source(SHAPES).tiles.generated({}, arch).source
     for tile, rest in (("half, 2, 1024", "0, true, true, true"), ("half, 4, 2048", "0, true, true, true"),

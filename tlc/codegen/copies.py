@@ -96,12 +96,16 @@ def _offset_by_run_time(e: ir.Expr, k: ir.Kernel, seen: frozenset = frozenset())
 # tl::copy_g2s's issue forms (templates/tl/copy.cuh, #18) that the GPU has not timed yet, both
 # off by default, so that every kernel keeps its code until a device run says which to take
 # (bench/queue/D_w4a16_copies.sh asks, flipping them in its process).
-# ROUND_STEPS: a tile inside its tensor whose rounds of 16-byte vectors are whole rows (or a row
-# whole rounds), not swizzled, takes copy_g2s_rounds: each thread's source one pointer stepped by
-# a 64-bit add a round, its destination a constant offset from one register.  std.gemm's
+# ROUND_STEPS: a copy of packed low-bit weights (Copy.packed, schedule/packed_tiles.py: the w4a16
+# decode kernels' weight tile) inside its tensor whose rounds of 16-byte vectors are whole rows
+# (or a row whole rounds), not swizzled, takes copy_g2s_rounds: each thread's source one pointer
+# stepped by a 64-bit add a round, its destination a constant offset from one register.  std.gemm's
 # matmul_w4a16_splitk at M = 1's tiles (sm_90a, nvcc 13.0): the weight tile's 8 vectors a thread
 # 198 / 167 -> 47 / 61 SASS instructions (prologue / K loop), a 64-bit multiply and signed
-# divisions a vector before.
+# divisions a vector before.  Only those copies: on every tile it added spills where ptxas sat at
+# a register boundary (scripts/options-flip, nvcc 13.0: sm_80 matmul_epilogue 424 -> 432 bytes,
+# matmul_w4a16's config.json rule 2 0 -> 40 with all four of its tiles stepped, 0 with the weights
+# alone; sm_90a cummax_axis0 0 -> 16).
 # CLIP_ROWS_MAX: a shared tile of 2 to CLIP_ROWS_MAX rows whose columns are inside its tensor and
 # rows are not (a decode step's activations: M = 1 of the split-K's 8-row tile, every K step)
 # takes copy_g2s_clipped, the rows outside zero-filled by cp.async's source size, where the edge
@@ -128,13 +132,14 @@ def clip_rows(rows: int) -> bool:
     return 1 < rows <= CLIP_ROWS_MAX
 
 
-def copy_g2s_flags(rows: int) -> str:
+def copy_g2s_flags(rows: int, packed: bool = False) -> str:
     """tl::copy_g2s's template arguments after ASYNC for a shared tile of `rows` rows: ROUND_STEPS
-    and CLIP_ROWS, written only where one is on (the default's text is the template's defaults)."""
-    clip = clip_rows(rows)
-    if not ROUND_STEPS and not clip:
+    (a copy of packed weights only: `packed`) and CLIP_ROWS, written only where one is on (the
+    default's text is the template's defaults)."""
+    clip, stepped = clip_rows(rows), ROUND_STEPS and packed
+    if not stepped and not clip:
         return ""
-    return f", {'true' if ROUND_STEPS else 'false'}" + (", true" if clip else "")
+    return f", {'true' if stepped else 'false'}" + (", true" if clip else "")
 
 
 def _view2d(extents) -> tuple[int, int] | None:
@@ -257,7 +262,7 @@ class CopyGen:
             dst = self.smem_pointer(b.name)
             if p.dtype == b.dtype:
                 self.emit(f"tl::copy_g2s<{T}, {rows}, {cols}, {self.k.threads}, {lay.pad}, {lay.swizzle_bytes}, "
-                          f"{'true' if async_copy else 'false'}{copy_g2s_flags(rows)}>({dst}, {v.base}, {args});")
+                          f"{'true' if async_copy else 'false'}{copy_g2s_flags(rows, c.packed)}>({dst}, {v.base}, {args});")
             else:
                 self.emit(f"tl::copy_g2s_convert<{T}, {U}, {rows}, {cols}, {self.k.threads}, {lay.pad}, "
                           f"{lay.swizzle_bytes}>({dst}, {v.base}, {args});")
