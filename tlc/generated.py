@@ -34,7 +34,8 @@ class GeneratedKernel:
     cluster: int = 1  # blocks per cluster (__cluster_dims__); a persistent grid is a multiple of it
     # what a launch must satisfy for the build with TL_WHOLE_RUNS (codegen/whole_runs.py):
     # ((tensor, its last size's symbol or "", the run that size must be a multiple of; a negative run: a
-    # multiple of -run or 1, its copies running only where it is not 1), ...); None: no such build
+    # multiple of -run or 1, its copies running only where it is not 1), ...); None: no such build; ():
+    # no such copy (the build is the same code, and NVRTC takes it through the precompiled primitives)
     whole_runs: tuple | None = None
     # a split-K kernel (`grid`'s z its parts of K) with a TL_ONE_PART build for launches whose z is 1
     # (runtime/one_part.py)

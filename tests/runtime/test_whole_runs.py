@@ -210,6 +210,38 @@ def test_the_build_and_the_launches_that_take_it(h200, monkeypatch, runs_module)
     assert not compiled.keeps_runs_whole([array, np.uint64(0x8000), np.int32(7), np.int32(1024)])
 
 
+NO_COPIES_TL = """
+@kernel
+def scale(x: f16[N], y: f16[N]):
+    with grid(cdiv(N, 128), threads=128) as bx:
+        for i in parallel(128):
+            if bx * 128 + i < N:
+                y[bx * 128 + i] = x[bx * 128 + i] * 2.0
+"""
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_kernel_without_such_copies_asks_nothing_and_takes_the_build(arch, tmp_path):
+    """No copy between a fragment and a tensor: no primitive that reads the build's switch is
+    instantiated, so the TL_WHOLE_RUNS build is the same code (NVRTC's PTX of std's 241 such
+    sources the same both ways, session 27); it asks nothing of a launch (its facts ()), and its
+    source starts as the warm-up's precompiled primitives do, so that NVRTC goes through them
+    (runtime/pch.py): std.gemm's matmul_skinny, std.reduce's cummax_axis0."""
+    from tlc import primitives
+    from tlc.runtime import built_source, pch
+
+    path = tmp_path / "scale.tl"
+    path.write_text(NO_COPIES_TL)
+    assert tlc.load(str(path), target="cpu").scale.generated({}, arch).whole_runs == ()
+    for module, name in (("std.gemm", "matmul_skinny"), ("std.reduce", "cummax_axis0")):
+        gen = getattr(tlc.load(module, target="cpu"), name).generated({}, arch)
+        assert gen.whole_runs == ()
+        source = built_source(gen, None)
+        assert source.startswith(whole_runs.DEFINE)
+        files = primitives.SM90 if arch == "sm_90a" else primitives.SM80
+        assert pch.split(source) == pch.guess(files)
+
+
 def test_a_kernel_that_asserts_has_one_build(h200, monkeypatch, runs_module):
     """Its failure record belongs to one module, which every launch must use."""
     from tlc.runtime import compile as rc, compile_kernel

@@ -151,9 +151,11 @@ class WholeRuns:
         self.symbols: dict[str, str] = {}  # tensor -> the size symbol its last size is, or is cdiv of
         self.not_one = _not_one(k.body)
         self.qualifies = True
+        self.noted = False  # a copy of runs noted at all (`facts`: none, the build asks nothing)
 
     def note(self, region: ir.Region, layout) -> None:
         """A copy of `region` of a tensor to or from a fragment in `layout` (not a shifted one)."""
+        self.noted = True
         if region.dims is not None:  # a view's rows: their length is no size of the tensor's
             self.qualifies = False
             return
@@ -165,6 +167,7 @@ class WholeRuns:
         """Runs of `layout` over tensor `name` from column `origin` on (a copy's column offset,
         or a parallel loop's read at its column plus `origin`: tl::load_run_global); `not_one`:
         they move only where the tensor's last size is not 1."""
+        self.noted = True
         run = layout_run(layout)
         if run == 1:
             return  # one element a run: whole or outside, and aligned, always
@@ -188,10 +191,17 @@ class WholeRuns:
 
     def facts(self) -> tuple | None:
         """((tensor, its last size's symbol or "" for a constant, the run it must divide), ...)
-        in parameter order, or None when the kernel does not qualify or copies nothing so.  A
-        negative run: the size is a multiple of its magnitude or 1 (every copy of the tensor runs
-        only where it is not 1)."""
-        if not self.qualifies or not self.runs:
+        in parameter order, or None when the kernel does not qualify or copies only runs of one
+        element; () when it has no such copy at all: no primitive that reads the build's switch
+        (RunsBuild::RAGGED_RUNS, tl/layout.cuh) is instantiated, so that the build is the same
+        code, asks nothing of a launch, and its source starts as the warm-up's precompiled
+        primitives do (runtime/pch.py: NVRTC goes through them).  A negative run: the size is a
+        multiple of its magnitude or 1 (every copy of the tensor runs only where it is not 1)."""
+        if not self.qualifies:
+            return None
+        if not self.noted:
+            return ()
+        if not self.runs:
             return None
         out = []
         for p in self.k.params:

@@ -90,7 +90,7 @@ def built_source(generated, asserts, generic: bool = False, one_part: bool | Non
         from .tensormap import built_flags, with_flags
 
         source = with_flags(source, built_flags(generated.tensor_maps, asserts))
-    if generated.whole_runs and not generic:
+    if generated.whole_runs is not None and not generic:
         from .host_asserts import whole_runs_build
         from .whole_runs import with_whole_runs
 

@@ -13,8 +13,8 @@ DEFINE = "#define TL_WHOLE_RUNS 1  // every copy's runs whole or outside, aligne
 
 def with_whole_runs(source: str, facts) -> str:
     """A generated kernel's source as the runtime compiles it for launches satisfying `facts`
-    (`GeneratedKernel.whole_runs`; None: the source as it is)."""
-    return source if not facts else DEFINE + source
+    (`GeneratedKernel.whole_runs`; None: the source as it is; (): no copy asks anything)."""
+    return source if facts is None else DEFINE + source
 
 
 def size_keeps_runs_whole(size: int, run: int) -> bool:
