@@ -2,7 +2,9 @@
 # limit: 12
 # Helper D, session 26 (#18, w4a16 decode; prepared on the CPU, no device that session).
 # Asks: does split-K inside the kernel (schedule/ring_split_k.py's RING_SPLIT, off by default:
-# std.gemm's matmul_w4a16 takes K in parts along the grid's z, and the parts meet after the loop,
+# std.gemm's matmul_w4a16 takes K in parts along the grid's z (since session 27 it alone: the
+# rule takes a ring that dequantizes packed weights in registers, where before it split every
+# cp.async GEMM on sm_80), and the parts meet after the loop,
 # tl::split_k_meet: each stores its f32 tile into a slot and counts itself arrived, the last to
 # arrive adds the slots in part order and runs the epilogue) beat the split-K kernel plus its
 # second launch, splitk_reduce (3.0 us of the M = 1 split-K's ~24 in session 25's Nsight Compute

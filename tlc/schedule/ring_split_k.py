@@ -28,15 +28,25 @@ Applies to a kernel with a grid of two dimensions, no warp specialization and no
 one top-level pipelined loop whose length every tile shares (sizes and scalars set from them),
 one f32 fragment that the loop's gemms alone accumulate into (cleared once before it, its
 registers whole float4s a thread), and no write of a tensor before the epilogue (each part runs
-the statements before it)."""
+the statements before it) -- and only to the kernels it was meant for, whose loop dequantizes
+packed weights in registers (`dequantized_operand`: a gemm operand held in a fragment that the
+loop computes from a tile of packed words, packed_tiles.py: matmul_w4a16's Wd from Wq).  Without that test every cp.async GEMM on sm_80 was
+a candidate, and the meeting's registers spilled on sm_80 kernels already at 222-255 registers
+(scripts/options-flip: matmul 288 bytes, matmul_epilogue 432, matmul_f8_rowwise 592); w8a16's
+tile (a weight a byte), the prefill's dequantization into shared memory and every plain GEMM
+keep their one launch.
+
+A pass of its own (`split_ring`, after `specialize_warps`, which leaves these kernels alone): its
+decision is the kernel's `split_k` and a note in `--emit ir`."""
 from __future__ import annotations
 
 from dataclasses import replace
 from types import SimpleNamespace
 
 from .. import ir
-from ..ir.walk import statements, variables, written_names
+from ..ir.walk import loads, statement_exprs, statements, variables, written_names
 from . import split_k as sk
+from .packed_tiles import packed_tiles
 
 RING_SPLIT = False  # the option: off until the GPU times it
 
@@ -75,7 +85,29 @@ def candidate(kernel: ir.Kernel) -> tuple[int, str] | None:
     tensors = {p.name for p in kernel.params if p.kind != "scalar"}
     if any(written_names([s]) & tensors for s in kernel.body[:i + 1]):
         return None  # a tensor written before the epilogue: each part would write it
+    if dequantized_operand(kernel, loop) is None:
+        return None  # not a weight-only low-bit GEMM (module docstring)
     return i, acc
+
+
+def dequantized_operand(kernel: ir.Kernel, loop: ir.For) -> str | None:
+    """The gemm operand that `loop` dequantizes in registers from packed weights, or None: a
+    fragment of floats that a statement of the loop computes from a tile of packed words
+    (packed_tiles.py: matmul_w4a16's Wd from Wq, u32 words of eight int4 weights)."""
+    buffers = {b.name: b for b in kernel.buffers}
+    packed = packed_tiles(kernel, loop)
+    for g in (s for s in statements(loop.body) if isinstance(s, ir.Gemm)):
+        for name in (g.a, g.b):
+            if buffers[name].scope != "fragment" or buffers[name].dtype.kind != "float":
+                continue
+            if any(name in written_names([s]) and _reads(s, packed) for s in loop.body):
+                return name
+    return None
+
+
+def _reads(s, names: set) -> bool:
+    """Whether statement `s` (nested ones included) loads an element of one of `names`."""
+    return any(x.name in names for t in statements([s]) for e in statement_exprs(t) for x in loads(e))
 
 
 def _writes(s, name: str) -> bool:
