@@ -417,7 +417,8 @@ def test_a_grid_extent_beyond_64_bits_is_refused_before_it_is_computed(tmp_path,
         code, out, err = guarded(cli_run, "run", "g.tl", "-k", "k", "--target", "interp", "--shape", "N=4",
                                  "--in", "n=1000000000")
         shown = grid.replace("n", "1000000000")
-        assert (code, err) == (1, f"error: kernel 'k': a grid extent computes {shown}, which is beyond 64 bits\n")
+        assert (code, err) == (1, f"error: kernel 'k' (g.tl:2): grid dimension x, {grid} with n = 1000000000, "
+                                  f"computes {shown}, which is beyond 64 bits\n")
 
 
 def _early_returns(k: int) -> str:

@@ -148,7 +148,7 @@ def run(file, kernel, ins, shapes, defines, seed, outs, target, check, bench, du
 @click.option("--launches", type=click.IntRange(min=1), default=10, show_default=True, help="Launches in the trace.")
 @click.option("--ncu", is_flag=True, help="Also Nsight Compute's key counters for one launch (needs ncu).")
 @click.option("--source", is_flag=True, help="With --ncu: Nsight Compute's warp stall samples per .tl line.")
-@click.option("--grid", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--grid", type=int, default=0, show_default=True,
               help="With --ncu: the grid (of a kernel of several) whose counters and samples to take.")
 @click.option("--json", "as_json", is_flag=True, help="The profile as JSON on stdout.")
 def profile(file, kernel, ins, shapes, defines, seed, flops, trace, launches, ncu, source, grid, as_json) -> None:

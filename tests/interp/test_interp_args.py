@@ -80,7 +80,7 @@ def test_runtime_errors_of_the_kernel_itself():
     zero_grid = kernel([scalar("g", I32)], [], grid=(BinOp("//", c(4), v("g"), I32),))
     with pytest.raises(InterpError) as e:
         run_kernel(zero_grid, dict(g=0))
-    assert str(e.value) == "kernel 'k': grid dimension x, 4 // g, divides by zero with g = 0"
+    assert str(e.value) == "kernel 'k': grid dimension x, 4 // g with g = 0, divides by zero"
     bad_format = kernel([scalar("g", I32)], [Print("%d %d\n", (v("g"),))])
     with pytest.raises(InterpError, match=r"^print format '%d %d\\n' does not fit its 1 argument: "):
         run_kernel(bad_format, dict(g=1))

@@ -119,14 +119,11 @@ def test_ncu_without_nsight_compute_says_so(monkeypatch):
                         "/usr/local/cuda/bin); install it with the CUDA toolkit, or profile without --ncu\n")
 
 
-@pytest.mark.parametrize("option, value, message", [
-    ("--launches", "0", "Invalid value for '--launches': 0 is not in the range x>=1."),
-    ("--grid", "-1", "Invalid value for '--grid': -1 is not in the range x>=0."),
-])
-def test_counts_out_of_range_are_usage_errors(option, value, message):
-    """--launches 0 (a trace of nothing) and --grid -1 were taken as given; a usage error now."""
-    r = CliRunner().invoke(cli.main, ["profile", GEMM, "-k", "matmul", option, value])
-    assert (r.exit_code, r.output.splitlines()[-1]) == (2, f"Error: {message}")
+def test_a_trace_of_no_launch_is_a_usage_error():
+    """--launches 0 (a trace of nothing) was taken as given (--grid -1 is the grid check's error)."""
+    r = CliRunner().invoke(cli.main, ["profile", GEMM, "-k", "matmul", "--launches", "0"])
+    assert (r.exit_code, r.output.splitlines()[-1]) == (2, "Error: Invalid value for '--launches': 0 is not in the "
+                                                          "range x>=1.")
 
 
 def test_grid_without_ncu_is_a_usage_error():

@@ -160,4 +160,4 @@ def test_a_grid_that_divides_by_zero_names_its_dimension_and_the_sizes():
     items = "B * HK * ((H // HK * SQ - 1) // 16 + 1)"
     assert str(e.value) == (
         f"kernel 'flash_decode_paged_grid0' ({path}:200): grid dimension x, max({items} * 4 // 396 * 396 // "
-        f"({items}), min(4, -(-396 // ({items})))), divides by zero with B = 1, H = 2, HK = 8, SQ = 1")
+        f"({items}), min(4, -(-396 // ({items})))) with B = 1, H = 2, HK = 8, SQ = 1, divides by zero")

@@ -334,4 +334,4 @@ def test_a_grid_that_divides_by_zero_is_the_interpreters_error():
                              "        x[b] = 1.0\n", target="cpp", path="zero.tl")
     with pytest.raises(tlc.TlcError) as e:
         mod.k(np.zeros(4, np.float32), 0)
-    assert str(e.value) == "kernel 'k' (zero.tl:2): grid dimension x, 4 // g, divides by zero with g = 0"
+    assert str(e.value) == "kernel 'k' (zero.tl:2): grid dimension x, 4 // g with g = 0, divides by zero"

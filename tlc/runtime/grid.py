@@ -266,7 +266,7 @@ def grid_extents(kernel, values: dict) -> list[int]:
             read = sorted({v.name for v in variables(g) if v.name in values})
             where = f" ({kernel.span.file}:{kernel.span.line})" if kernel.span is not None else ""
             sizes = f" with {', '.join(f'{n} = {values[n]}' for n in read)}" if read else ""
-            reason = str(e).removeprefix("an extent ")
-            raise GridError(f"kernel '{kernel.name}'{where}: grid dimension {axis}, {expr_text(g)}, {reason}{sizes}") \
+            reason = str(e).removeprefix("an extent ").removeprefix("a grid extent ")
+            raise GridError(f"kernel '{kernel.name}'{where}: grid dimension {axis}, {expr_text(g)}{sizes}, {reason}") \
                 from None
     return extents
