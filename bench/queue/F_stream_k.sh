@@ -11,7 +11,11 @@
 # (tests/schedule/test_stream_k.py, the C walk = the Python walk through g++), the interpreter
 # matches NumPy, nvcc builds it without spills (168 registers, as unstreamed), the producer's
 # stepped loop unchanged in SASS (no division a step).  Each process times cuDNN too; every
-# output is checked against PyTorch's f32 before it is timed (bench/conv.py).
+# output is checked against PyTorch's f32 before it is timed (bench/conv.py).  Session 27 (B):
+# tl::StreamWalk counts in 32 bits (the producer's 64-bit divisions spilled std.gemm's matmul_tn
+# and matmul_skinny), a one-warpgroup ring's producer 48 registers; scripts/options-flip with it
+# on: no std kernel or example spills more than off but matmul_epilogue's plain nvcc build (72 B
+# against 60; its default spills: NVRTC 52 on against 84 off).
 # Answer: the tables' ratios per row, off (runs 1 and 3) against on (runs 2 and 4).  Flip
 # stream_k.STREAM_K to True if the streamed rows gain and none loses more than 1%; std.gemm's
 # clustered matmul streams too when it is on (8192^3: 1024 tile pairs on 66 clusters, the busiest
