@@ -10,9 +10,10 @@ specialized when the TMA can make its leading copies and the rest never waits fo
 block (a statement that synchronizes the block inside the loop, or work before the loop that
 the producer's extra threads must not do, keeps the ring of sm_80).
 
-The planner asks two modules of its own: gemm_overlap.py, which wgmma gemms run under other work
-(the deferred gemm, the carried gemms, the waits), and tile_order.py, a persistent ring's walk of
-its tiles and the tiles' own loads; the switches stay here, read where the plan is made."""
+The planner asks three modules of its own: gemm_overlap.py, which wgmma gemms run under other
+work (the deferred gemm, the carried gemms, the waits); tile_order.py, a persistent ring's walk of
+its tiles and the tiles' own loads; consumer_syncs.py, the barriers among the consumers where
+their loop meets through shared memory.  The switches stay here, read where the plan is made."""
 
 from __future__ import annotations
 
@@ -26,9 +27,8 @@ from ..ir.warpspec import (CONSUMER_BARRIER, BulkReduce, DeferredGemm, Im2colWin
 from .gemm_overlap import (buffers_read, buffers_touched, buffers_written, carried_gemms, late_loads, wgmma_ready,
                            wgmma_rs_ready)
 from .layout import MmaAccumulator, wgmma_accumulator
-from .one_warpgroup import exchange_writers, statement_threads
 from .reduce_slots import reduces_in_registers
-from . import dequant_ring, gemm_overlap, tile_order
+from . import consumer_syncs, dequant_ring, gemm_overlap, tile_order
 
 PRODUCER_THREADS = 128
 PRODUCER_REGS = 40  # what the producer keeps: it only computes addresses
@@ -264,11 +264,12 @@ class _Planner:
         self.consumer_sync = split is not None and (any(
             isinstance(b.layout, MmaAccumulator) and b.layout.wgmma_columns
             for b in self.buffers.values() if b.scope == "fragment" and b.name in buffers_touched(split[1]))
-            or any(isinstance(x, ir.Copy) and self._fragment_into_shared(x) for x in statements(split[1])))
+            or any(isinstance(x, ir.Copy) and consumer_syncs.fragment_into_shared(x, self.buffers)
+                   for x in statements(split[1])))
         if split is None or not self.barrier_free(split[1], in_loop=True):
             return None
         producers, rest = split
-        meets = self.consumer_sync and self.meets_in_shared(rest)
+        meets = self.consumer_sync and consumer_syncs.meets_in_shared(rest, self.buffers, k.threads)
         if reads_staged(after, {gather_rows.dst_name(c) for c in producers}):
             return None
         self.loop_stmt = loop
@@ -280,8 +281,8 @@ class _Planner:
         overlap = len(rest) == 1 and isinstance(rest[0], ir.Gemm) and self.uses_wgmma(rest[0])
         start = len(producers) + next(j for j, s in enumerate(loop.body[len(producers):]) if not isinstance(s, ir.Sync)) \
             if rest else len(producers)
-        if meets and any(self._exchanges(x) for x in rest):
-            loop = self.moved = self.later_syncs(loop, start, start + len(rest))
+        if meets and any(consumer_syncs.exchanges_fragments(x) for x in rest):
+            loop = self.moved = consumer_syncs.later_syncs(loop, start, start + len(rest), self.buffers, k.threads)
             rest = list(loop.body[start:start + len(rest)])
         self.loop = loop
         # persistent when the epilogue never waits for the whole block (the producer is still
@@ -323,7 +324,8 @@ class _Planner:
             carried_gemms(loop.body[start:start + len(rest)], self.buffers, k.threads)
         # each warpgroup's shared writes its own rows, read by its own wgmma alone: it meets at
         # a barrier of its own, not the consumers'
-        wg_syncs = self.warpgroup_syncs(loop.body, start, start + len(rest)) if meets else None
+        wg_syncs = consumer_syncs.warpgroup_syncs(loop.body, start, start + len(rest), self.buffers, k.threads) \
+            if meets else None
         producer_regs = GATHER_PRODUCER_REGS if gathers else \
             DEFERRED_PRODUCER_REGS if deferred is not None and not persistent else PRODUCER_REGS
         generic = None if gathers or not any(x.im2col for x in loads) else \
@@ -343,11 +345,14 @@ class _Planner:
             consumer_only=consumer_only,
             late_copies=() if meets or tile_loads else self.late_copies(consumer_only), tile_loads=tile_loads,
             deferred=deferred, consumer_barrier=CONSUMER_BARRIER if meets else 0,
-            kept_syncs=self.kept_syncs(loop.body, start, start + len(rest)) if meets and wg_syncs is None else (),
+            kept_syncs=consumer_syncs.kept_syncs(loop.body, start, start + len(rest), self.buffers, k.threads)
+            if meets and wg_syncs is None else (),
             warpgroup_syncs=wg_syncs or (), generic_registers=generic, rolled=overlap, late_loads=late,
-            exchanges=self.exchanges(loop.body, start, start + len(rest)) if meets else ())
+            exchanges=consumer_syncs.exchanges(loop.body, start, start + len(rest), self.buffers, k.threads)
+            if meets else ())
         if ws.kept_syncs:
-            ws = replace(ws, arrivals=self.arrivals(loop.body, start, start + len(rest), ws.kept_syncs))
+            ws = replace(ws, arrivals=consumer_syncs.arrivals(loop.body, start, start + len(rest), ws.kept_syncs, k,
+                                                              self.buffers))
         if tile_loads and deferred is not None:
             ws = replace(ws, tile_done=tile_order.tile_done(tile_loads, loop.body, start, start + len(rest), deferred,
                                                             after))
@@ -614,8 +619,7 @@ class _Planner:
         gemm is done, though the deferred gemm may still read the stage's other loads (V)."""
         start, stop = ws.consumer
         reader = body[ws.tile_done]
-        if any(isinstance(x, ir.Reduce) and self._reduces_through_scratch(x) for x in statements(after)) or any(
-                n in self.buffers and self.buffers[n].scope == "shared" for s in after for n in buffers_written(s) | buffers_read(s)):
+        if self.touches_shared(after):
             return None
         for j, x in enumerate(ws.loads):
             b = self.buffers[x.buffer]
@@ -628,12 +632,18 @@ class _Planner:
             return j, b.smem_offset, stage, b.dtype
         return None
 
+    def touches_shared(self, stmts) -> bool:
+        """Whether `stmts` (after the ring's loop) touch shared memory: a shared buffer, or a
+        reduction through its scratch."""
+        return any(isinstance(x, ir.Reduce) and consumer_syncs.reduces_through_scratch(x, self.buffers, self.k.threads)
+                   for x in statements(stmts)) or any(self.buffers[n].scope == "shared" for s in stmts
+                                                      for n in buffers_written(s) | buffers_read(s) if n in self.buffers)
+
     def dead_after(self, loop: ir.For, after) -> tuple | None:
         """(offset, bytes) of the largest shared buffer outside the ring, 1024-aligned, where no
         statement after the ring's loop touches shared memory (so no buffer sharing its bytes is
         live there either): attention's Q tile, read by the loop's S = Q @ K.T alone."""
-        if any(isinstance(x, ir.Reduce) and self._reduces_through_scratch(x) for x in statements(after)) or any(
-                n in self.buffers and self.buffers[n].scope == "shared" for s in after for n in buffers_written(s) | buffers_read(s)):
+        if self.touches_shared(after):
             return None
         found = [(b.layout.bytes, b.smem_offset) for b in self.buffers.values()  # (the ring's are staged)
                  if b.scope == "shared" and b.smem_offset is not None and b.smem_offset % 1024 == 0
@@ -749,191 +759,6 @@ class _Planner:
                 return False
         return True
 
-    def kept_syncs(self, body: list, start: int, stop: int) -> tuple:
-        """The syncs among body[start:stop] (the consumers') that must stay barriers.  A sync is
-        left out where (a) every shared write before it in the iteration is already followed by
-        a barrier (a kept sync, a reduction through scratch: its writers fence and meet there)
-        and (b) a barrier comes before the next shared write after it, the next iteration's
-        included (that barrier orders the reads after the sync before the write).  MLA decode:
-        the sync after its cleared scores, and the one before P @ V when P is stored before the
-        row sum, whose reduction's barrier then orders P's stores before the gemm reads them."""
-        kept = []
-        pending = False  # a shared write no barrier has followed yet
-        for i in range(start, stop):
-            s = body[i]
-            if isinstance(s, ir.Sync):
-                if pending or not self._barrier_before_write(body[i + 1:stop] + body[start:i]):
-                    kept.append(i)
-                    pending = False
-                continue
-            if self._meets(s):
-                pending = False  # (an exchange's own scratch write comes before its barrier)
-            if self._writes_shared(s):
-                pending = True
-        return tuple(kept)
-
-    def later_syncs(self, loop: ir.For, start: int, stop: int) -> ir.For:
-        """`loop` with each of the consumers' syncs that orders no shared write (none since the
-        last barrier, the last iteration's included) moved down to just before the next
-        statement that writes shared memory (where one comes before the next barrier): it still orders the reads
-        above it (the other warpgroups' of the last iteration) before that write, and what it
-        passes runs without waiting (one_warpgroup.py: warpgroup 0's scores and softmax of a
-        page while warpgroup 1 finishes its P @ V of the last)."""
-        body = list(loop.body)
-        pending = False  # a shared write no barrier has followed yet: at the start, the iteration's tail's
-        for s in body[start:stop]:
-            if isinstance(s, ir.Sync) or self._meets(s):
-                pending = False
-            elif self._writes_shared(s):
-                pending = True
-        i = start
-        while i < stop:
-            s = body[i]
-            if isinstance(s, ir.Sync):
-                j = i + 1
-                while not pending and j < stop and not (isinstance(body[j], ir.Sync) or self._meets(body[j])
-                                                        or self._writes_shared(body[j])):
-                    j += 1
-                if j < stop and self._writes_shared(body[j]) and not self._meets(body[j]):
-                    body.insert(j - 1, body.pop(i))
-                    i = j - 1
-                pending = False
-                i += 1
-                continue
-            if self._meets(s):
-                pending = False
-            elif self._writes_shared(s):
-                pending = True
-            i += 1
-        return replace(loop, body=tuple(body))
-
-    def arrivals(self, body: list, start: int, stop: int, kept: tuple) -> tuple:
-        """The kept syncs that order only reads before them (WarpSpecialization.arrivals), each
-        with the threads below which the shared writes after it, up to the next barrier, are
-        made (one_warpgroup.statement_threads; an exchange's writes its holders'), where that
-        is less than the consumers'."""
-        buffers = self.buffers
-        pending = False  # a shared write no barrier has followed yet (the iteration's tail's at the start)
-        for j in range(start, stop):
-            if isinstance(body[j], ir.Sync) and j in kept or self._meets(body[j]):
-                pending = False
-            elif self._writes_shared(body[j]):
-                pending = True
-        out = []
-        for i in range(start, stop):
-            s = body[i]
-            if isinstance(s, ir.Sync) and i in kept and not pending:
-                writers = 0
-                for x in body[i + 1:stop]:
-                    if isinstance(x, ir.Sync):
-                        break
-                    if self._exchanges(x):
-                        writers = max(writers, exchange_writers(x, buffers, self.k.threads))
-                        break
-                    if self._writes_shared(x) or self._meets(x):
-                        writers = max(writers, statement_threads(x, self.k, buffers))
-                    if self._meets(x):
-                        break
-                if 0 < writers < self.k.threads:
-                    out.append((i, writers))
-            if isinstance(s, ir.Sync) and i in kept or self._meets(s):
-                pending = False
-            elif self._writes_shared(s):
-                pending = True
-        return tuple(out)
-
-    def exchanges(self, body: list, start: int, stop: int) -> tuple:
-        """The consumers' exchanging loops (WarpSpecialization.exchanges), each with whether a
-        barrier must follow it: none where one comes before the next shared write."""
-        return tuple((j, not self._barrier_before_write(body[j + 1:stop] + body[start:j + 1]))
-                     for j in range(start, stop) if self._exchanges(body[j]))
-
-    @staticmethod
-    def _exchanges(s) -> bool:
-        """A parallel loop that reads fragments other threads hold through shared memory."""
-        return isinstance(s, ir.Parallel) and bool(s.exchange)
-
-    def _meets(self, s) -> bool:
-        """A statement whose threads meet at a barrier after their shared writes: a reduction
-        through scratch, an exchange."""
-        return (isinstance(s, ir.Reduce) and self._reduces_through_scratch(s)) or self._exchanges(s)
-
-    def warpgroup_syncs(self, body: list, start: int, stop: int) -> tuple | None:
-        """The syncs among body[start:stop] before a gemm that reads a fragment each consumer
-        warpgroup copied into shared memory, rows it alone writes and its own wgmma alone
-        reads (WarpSpecialization.warpgroup_syncs), where every shared write of the body is
-        such a copy; else None."""
-        stmts = body[start:stop]
-        syncs = []
-        for i, s in enumerate(stmts):
-            if isinstance(s, ir.Reduce) and self._reduces_through_scratch(s):
-                return None
-            if not self._writes_shared(s):
-                continue
-            if not (isinstance(s, ir.Copy) and self._fragment_into_shared(s) and self._private_rows(s, stmts)):
-                return None
-            j = next((j for j in range(i + 1, len(stmts)) if isinstance(stmts[j], (ir.Sync, ir.Gemm))), None)
-            if j is None or not isinstance(stmts[j], ir.Sync):
-                return None
-            syncs.append(start + j)
-        return tuple(syncs) or None
-
-    def _private_rows(self, c: ir.Copy, stmts) -> bool:
-        """Whether each consumer warpgroup writes, by fragment copy `c`, the rows of the shared
-        buffer its own wgmma reads as A: the fragment's rows split over the warps alone (a
-        warpgroup's 64-row bands, as wgmma's accumulator), the buffer read only as the A of
-        wgmma gemms from shared memory of as many rows."""
-        src, dst = self.buffers[c.src.name], self.buffers[c.dst.name]
-        lay, threads = src.layout, self.k.threads
-        if not (isinstance(lay, MmaAccumulator) and lay.warps_n == 1 and not lay.wgmma_columns
-                and lay.warps_m * 32 == threads and src.shape[0] % (64 * (threads // 128)) == 0):
-            return False
-        for x in statements(stmts):
-            if x is c or dst.name not in buffers_read(x):
-                continue
-            if not (isinstance(x, ir.Gemm) and x.a == dst.name and x.b != dst.name and not x.trans_a
-                    and self.uses_wgmma(x) and self.buffers[x.c].shape[0] == src.shape[0]):
-                return False
-        return True
-
-    def _barrier_before_write(self, stmts) -> bool:
-        for s in stmts:
-            if self._exchanges(s):
-                return False  # its scratch is written before its barrier
-            if isinstance(s, ir.Sync) or (isinstance(s, ir.Reduce) and self._reduces_through_scratch(s)):
-                return True
-            if self._writes_shared(s):
-                return False
-        return False
-
-    def _reduces_through_scratch(self, r: ir.Reduce) -> bool:
-        return self.buffers[r.src].scope == "fragment" and not reduces_in_registers(r, self.buffers, self.k.threads)
-
-    def _writes_shared(self, s) -> bool:
-        if isinstance(s, ir.Reduce) and self._reduces_through_scratch(s):
-            return self.buffers[s.dst].scope == "shared"  # (its scratch is double-buffered)
-        return any(self.buffers[n].scope == "shared" for n in buffers_written(s) if n in self.buffers) or any(
-            isinstance(x, ir.Copy) and x.dst.name in self.buffers and self.buffers[x.dst.name].scope == "shared"
-            for x in statements([s]))
-
-    def meets_in_shared(self, stmts) -> bool:
-        """Whether the consumers' statements meet through shared memory (consumer_sync): a
-        reduction that does not complete in registers, a fragment copied into a shared buffer,
-        a sync that orders such writes before their reads."""
-        for s in statements(stmts):
-            if isinstance(s, ir.Reduce) and not reduces_in_registers(s, self.buffers, self.k.threads):
-                return True
-            if isinstance(s, ir.Copy) and self._fragment_into_shared(s):
-                return True
-            if self._exchanges(s):
-                return True
-        return False
-
-    def _fragment_into_shared(self, c: ir.Copy) -> bool:
-        src, dst = self.buffers.get(c.src.name), self.buffers.get(c.dst.name)
-        return (src is not None and dst is not None and src.scope == "fragment" and dst.scope == "shared"
-                and dst.layout.stages <= 1 and isinstance(c.src, ir.BufferRef) and isinstance(c.dst, ir.BufferRef))
-
     def barrier_free(self, stmts, in_loop: bool = False) -> bool:
         """Statements the consumers can run while the producer thread is busy elsewhere: none
         may wait for the whole block.  Inside the loop a `sync` only orders the producer's
@@ -953,7 +778,7 @@ class _Planner:
                 src, dst = self.buffers.get(s.src.name), self.buffers.get(s.dst.name)
                 if s.src.name in self.params and dst is not None and dst.scope == "fragment":
                     continue  # a tensor's elements into registers: each thread loads its own
-                if in_loop and self.consumer_sync and self._fragment_into_shared(s):
+                if in_loop and self.consumer_sync and consumer_syncs.fragment_into_shared(s, self.buffers):
                     continue  # the consumers' barrier orders it before the gemm that reads it
                 # between fragments of one layout: each thread its own
                 if src is None or dst is None or src.scope != "fragment" or dst.scope != "fragment" \
