@@ -77,7 +77,8 @@ class Kernel:
         """(runtime arguments by name, constants by name) for one call."""
         runtime = self._runtime
         if len(args) > len(runtime):
-            raise CallError(f"{self.name}() takes {len(runtime)} arrays and scalars "
+            what = "array or scalar" if len(runtime) == 1 else "arrays and scalars"
+            raise CallError(f"{self.name}() takes {len(runtime)} {what} "
                             f"({', '.join(p.name for p in runtime)}), {len(args)} given")
         values = {p.name: a for p, a in zip(runtime, args)}
         constants = {}

@@ -57,6 +57,7 @@ def test_arguments_are_bound_as_a_call_binds_them(mod):
     assert message(lambda: mod.axpy.launcher(x, x, 1.0, 2.0)) == (
         "axpy() takes 3 arrays and scalars (x, y, a), 4 given")
     assert message(lambda: mod.axpy.launcher(x, x)) == "axpy() is missing 'a'"
+    assert message(lambda: mod.neg(x, x)) == "neg() takes 1 array or scalar (x), 2 given"  # was "1 arrays and scalars"
     assert message(lambda: mod.axpy.launcher(x, x, b=1.0)) == (
         "axpy() has no parameter 'b'; its parameters are x, y, a")
 
