@@ -21,7 +21,7 @@ SCALE = """\
 def scale(x: f32[N], y: f32[N]):
     with grid(cdiv(N, 256), threads=128) as b:
         for i in parallel(256):
-            y[b * 256 + i] = exp(x[b * 256 + i]) + exp2(x[b * 256 + i])
+            y[b * 256 + i] = exp(x[b * 256 + i]) + exp2(x[b * 256 + i]) + log(x[b * 256 + i]) + log2(x[b * 256 + i])
 """
 
 CHECKED = """\
@@ -58,9 +58,10 @@ def test_a_parallel_loop_is_an_openmp_simd_loop():
     assert "#pragma omp simd\n" in text and "ivdep" not in text
 
 
-def test_f32_exponentials_are_tl_cpu_hs_which_vectorize():
+def test_f32_exponentials_and_logarithms_are_tl_cpu_hs_which_vectorize():
     text = source(SCALE, "scale")
-    assert "tl::fast_exp(" in text and "tl::fast_exp2(" in text and "expf(" not in text and "exp2f(" not in text
+    for mine, libm in (("exp", "expf"), ("exp2", "exp2f"), ("log", "logf"), ("log2", "log2f")):
+        assert f"tl::fast_{mine}(" in text and f"{libm}(" not in text, mine
 
 
 def test_a_loop_that_can_leave_the_block_or_takes_an_atomic_stays_ivdep():

@@ -111,28 +111,38 @@ def test_reductions_match_the_interpreter_bit_for_bit(width, capsys):
 
 EXPONENTIALS = """\
 @kernel
-def exps(x: f32[N], e: f32[N], e2: f32[N], sg: f32[N]):
+def exps(x: f32[N], e: f32[N], e2: f32[N], sg: f32[N], p: f32[N], lg: f32[N], lg2: f32[N]):
     with grid(cdiv(N, 1024), threads=128) as bx:
         for i in parallel(1024):
             e[bx * 1024 + i] = exp(x[bx * 1024 + i])
             e2[bx * 1024 + i] = exp2(x[bx * 1024 + i])
             sg[bx * 1024 + i] = sigmoid(x[bx * 1024 + i])
+            lg[bx * 1024 + i] = log(p[bx * 1024 + i])
+            lg2[bx * 1024 + i] = log2(p[bx * 1024 + i])
 """
 
 
-def test_exponentials_are_the_correctly_rounded_values(capsys):
-    """exp and exp2 of f32 are the float64 values rounded once (NumPy's float32 exp, the
-    interpreter's, is an ulp off in a fifth of them); infinities, NaN, overflow, underflow into
-    subnormals. sigmoid is 1 / (1 + exp(-x)) as the interpreter computes it, within the few ulp that
-    its exp's ulp becomes."""
+def test_exponentials_and_logarithms_are_the_correctly_rounded_values(capsys):
+    """exp, exp2, log and log2 of f32 are the float64 values rounded once (NumPy's float32 ones,
+    the interpreter's, are an ulp off in a tenth to two fifths of them); infinities, NaN,
+    overflow, underflow into subnormals, subnormal and negative arguments, 0 of either sign.
+    sigmoid is 1 / (1 + exp(-x)) as the interpreter computes it, within the few ulp that its
+    exp's ulp becomes."""
     rng = np.random.default_rng(1)
     x = np.concatenate([rng.uniform(-104, 89, 60000), rng.standard_normal(20000) * 4, rng.uniform(-150, -126, 2000),
                         [0, -0.0, np.inf, -np.inf, np.nan, 88.72, 88.73, 128, 127.99, -149, -149.5, -150, -103.97,
                          -103.98, 1e-30, -1e-30]]).astype(np.float32)
-    mine, ref = run_both(EXPONENTIALS, "exps", lambda: [x.copy()] + [np.zeros_like(x) for _ in range(3)], capsys)
-    wide = x.astype(np.float64)
-    with np.errstate(over="ignore"):
-        assert np.array_equal(mine[1], np.exp(wide).astype(np.float32), equal_nan=True)
-        assert np.array_equal(mine[2], np.exp2(wide).astype(np.float32), equal_nan=True)
+    p = np.resize(np.concatenate([[0, -0.0, -1, np.inf, -np.inf, np.nan, 1, 2.0 ** -149, 2.0 ** -126, 3.4e38,
+                                   np.sqrt(0.5), np.sqrt(2)],
+                                  rng.integers(1, 1 << 23, 2000) * 2.0 ** -149,  # subnormals
+                                  1 + rng.standard_normal(10000) * 1e-4, np.exp(rng.uniform(-100, 88, 70000))]),
+                  x.size).astype(np.float32)
+    mine, ref = run_both(EXPONENTIALS, "exps", lambda: [x.copy()] + [np.zeros_like(x) for _ in range(3)]
+                         + [p.copy(), np.zeros_like(p), np.zeros_like(p)], capsys)
+    wide, positive = x.astype(np.float64), p.astype(np.float64)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        for got, want in ((mine[1], np.exp(wide)), (mine[2], np.exp2(wide)), (mine[5], np.log(positive)),
+                          (mine[6], np.log2(positive))):
+            assert np.array_equal(got, want.astype(np.float32), equal_nan=True)
     close = np.isclose(mine[3], ref[3], rtol=2.0 ** -20, atol=0, equal_nan=True)
     assert close.all(), (x[~close], mine[3][~close], ref[3][~close])
