@@ -21,7 +21,8 @@ SCALE = """\
 def scale(x: f32[N], y: f32[N]):
     with grid(cdiv(N, 256), threads=128) as b:
         for i in parallel(256):
-            y[b * 256 + i] = exp(x[b * 256 + i]) + exp2(x[b * 256 + i]) + log(x[b * 256 + i]) + log2(x[b * 256 + i])
+            y[b * 256 + i] = exp(x[b * 256 + i]) + exp2(x[b * 256 + i]) + log(x[b * 256 + i]) + log2(x[b * 256 + i]) \
+                + tanh(x[b * 256 + i])
 """
 
 CHECKED = """\
@@ -58,9 +59,9 @@ def test_a_parallel_loop_is_an_openmp_simd_loop():
     assert "#pragma omp simd\n" in text and "ivdep" not in text
 
 
-def test_f32_exponentials_and_logarithms_are_tl_cpu_hs_which_vectorize():
+def test_f32_exponentials_logarithms_and_tanh_are_tl_cpu_hs_which_vectorize():
     text = source(SCALE, "scale")
-    for mine, libm in (("exp", "expf"), ("exp2", "exp2f"), ("log", "logf"), ("log2", "log2f")):
+    for mine, libm in (("exp", "expf"), ("exp2", "exp2f"), ("log", "logf"), ("log2", "log2f"), ("tanh", "tanhf")):
         assert f"tl::fast_{mine}(" in text and f"{libm}(" not in text, mine
 
 

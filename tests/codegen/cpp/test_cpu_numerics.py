@@ -111,9 +111,10 @@ def test_reductions_match_the_interpreter_bit_for_bit(width, capsys):
 
 EXPONENTIALS = """\
 @kernel
-def exps(x: f32[N], e: f32[N], e2: f32[N], sg: f32[N], p: f32[N], lg: f32[N], lg2: f32[N]):
+def exps(x: f32[N], e: f32[N], e2: f32[N], sg: f32[N], p: f32[N], lg: f32[N], lg2: f32[N], th: f32[N]):
     with grid(cdiv(N, 1024), threads=128) as bx:
         for i in parallel(1024):
+            th[bx * 1024 + i] = tanh(x[bx * 1024 + i] / 4.0)
             e[bx * 1024 + i] = exp(x[bx * 1024 + i])
             e2[bx * 1024 + i] = exp2(x[bx * 1024 + i])
             sg[bx * 1024 + i] = sigmoid(x[bx * 1024 + i])
@@ -122,27 +123,31 @@ def exps(x: f32[N], e: f32[N], e2: f32[N], sg: f32[N], p: f32[N], lg: f32[N], lg
 """
 
 
-def test_exponentials_and_logarithms_are_the_correctly_rounded_values(capsys):
-    """exp, exp2, log and log2 of f32 are the float64 values rounded once (NumPy's float32 ones,
-    the interpreter's, are an ulp off in a tenth to two fifths of them); infinities, NaN,
-    overflow, underflow into subnormals, subnormal and negative arguments, 0 of either sign.
+def test_exponentials_logarithms_and_tanh_are_the_correctly_rounded_values(capsys):
+    """exp, exp2, log, log2 and tanh of f32 are the float64 values rounded once (NumPy's float32
+    ones, the interpreter's, are an ulp off in a tenth to two fifths of them); infinities, NaN,
+    overflow, underflow into subnormals, subnormal and negative arguments, 0 of either sign
+    (tanh's sign of 0 too: compared bit for bit), tanh's two forms either side of 1/8.
     sigmoid is 1 / (1 + exp(-x)) as the interpreter computes it, within the few ulp that its
     exp's ulp becomes."""
     rng = np.random.default_rng(1)
     x = np.concatenate([rng.uniform(-104, 89, 60000), rng.standard_normal(20000) * 4, rng.uniform(-150, -126, 2000),
-                        [0, -0.0, np.inf, -np.inf, np.nan, 88.72, 88.73, 128, 127.99, -149, -149.5, -150, -103.97,
-                         -103.98, 1e-30, -1e-30]]).astype(np.float32)
+                        rng.uniform(-0.6, 0.6, 4000), [0, -0.0, np.inf, -np.inf, np.nan, 88.72, 88.73, 128, 127.99,
+                                                       -149, -149.5, -150, -103.97, -103.98, 1e-30, -1e-30, 0.5,
+                                                       -0.5, 0.49999997, 40]]).astype(np.float32)
     p = np.resize(np.concatenate([[0, -0.0, -1, np.inf, -np.inf, np.nan, 1, 2.0 ** -149, 2.0 ** -126, 3.4e38,
                                    np.sqrt(0.5), np.sqrt(2)],
                                   rng.integers(1, 1 << 23, 2000) * 2.0 ** -149,  # subnormals
                                   1 + rng.standard_normal(10000) * 1e-4, np.exp(rng.uniform(-100, 88, 70000))]),
                   x.size).astype(np.float32)
     mine, ref = run_both(EXPONENTIALS, "exps", lambda: [x.copy()] + [np.zeros_like(x) for _ in range(3)]
-                         + [p.copy(), np.zeros_like(p), np.zeros_like(p)], capsys)
+                         + [p.copy(), np.zeros_like(p), np.zeros_like(p), np.zeros_like(x)], capsys)
     wide, positive = x.astype(np.float64), p.astype(np.float64)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         for got, want in ((mine[1], np.exp(wide)), (mine[2], np.exp2(wide)), (mine[5], np.log(positive)),
                           (mine[6], np.log2(positive))):
             assert np.array_equal(got, want.astype(np.float32), equal_nan=True)
+    quarter = (x / np.float32(4)).astype(np.float64)
+    assert np.array_equal(mine[7].view(np.uint32), np.tanh(quarter).astype(np.float32).view(np.uint32))
     close = np.isclose(mine[3], ref[3], rtol=2.0 ** -20, atol=0, equal_nan=True)
     assert close.all(), (x[~close], mine[3][~close], ref[3][~close])

@@ -36,7 +36,8 @@ WHILE_LIMIT = 1 << 20  # the interpreter's (interp/machine.py): a while loop tha
 _ATOMIC_OP = {"add": 0, "max": 1, "min": 2}
 _SCAN_KIND = {"sum": 0, "prod": 1, "max": 2, "min": 3}
 # f32 math whose tl_cpu.h form is as precise as libm's and, being no call, vectorizes in a loop
-_VECTOR_F32 = {"exp": "tl::fast_exp", "exp2": "tl::fast_exp2", "log": "tl::fast_log", "log2": "tl::fast_log2"}
+_VECTOR_F32 = {"exp": "tl::fast_exp", "exp2": "tl::fast_exp2", "log": "tl::fast_log", "log2": "tl::fast_log2",
+               "tanh": "tl::fast_tanh"}
 
 
 def _constant_step(s: ir.For) -> bool:
