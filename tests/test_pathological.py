@@ -219,6 +219,9 @@ def test_build_refuses(name, path, define, rendered):
     ({"BLOCK": 10**30}, f"{VA}:9:63: error[E150]: constant too large: 'BLOCK' is given "
                         "1000000000000000000000000000000, which does not fit in 64 bits\n" + VA_BLOCK + RANGE_HINT[:-1]),
     ({"BLOCK": 100_000_000}, BUILD_CASES[-1][-1][:-1]),
+    # str() of the constant (the kernel's cache key, the message) raised ValueError past 4300 digits
+    pytest.param({"BLOCK": 10**5000}, f"{VA}:9:63: error[E150]: constant too large: 'BLOCK' is given a number of "
+                 "5001 digits, which does not fit in 64 bits\n" + VA_BLOCK + RANGE_HINT[:-1], id="BLOCK=10**5000"),
 ])
 def test_api_refuses(constants, rendered):
     assert guarded(api_error, VA, "vector_add", constants) == rendered

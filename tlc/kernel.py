@@ -568,7 +568,9 @@ def _single_gpu() -> bool:
 
 
 def _constants_key(constants: dict) -> tuple:
-    return tuple(sorted((k, str(v)) for k, v in constants.items()))
+    # str: 4, np.int64(4) and -D's "4" are one key; an int past 64 bits as itself (str refuses
+    # one of more than 4300 digits; binding it is E150 anyway)
+    return tuple(sorted((k, v if isinstance(v, int) and v.bit_length() > 64 else str(v)) for k, v in constants.items()))
 
 
 def _empty_size(fn: CheckedFunction, name: str, use) -> str:

@@ -47,26 +47,43 @@ def scalar_value(dt: DType, value):
     if dt.is_bool:
         if kind == "bool" or kind == "int" and value in (0, 1):
             return bool(value)
-        raise ScalarError(f"cannot hold {value!r}")
+        raise ScalarError(f"cannot hold {_shown(value)}")
     if dt.is_int:
         if kind == "float":
             f = float(value)
             if not f.is_integer():  # NaN and the infinities are not whole either
-                raise ScalarError(f"cannot hold {value!r}")
+                raise ScalarError(f"cannot hold {_shown(value)}")
         number = int(value)
         info = np.iinfo(dt.numpy())
         if not int(info.min) <= number <= int(info.max):
-            raise ScalarError(f"cannot hold {value!r}")
+            raise ScalarError(f"cannot hold {_shown(value)}")
         return number
     try:
         number = float(value)
     except OverflowError:  # an int beyond any float
-        raise ScalarError(f"cannot hold {value!r}") from None
+        raise ScalarError(f"cannot hold {_shown(value)}") from None
     if math.isfinite(number) and abs(number) > float_limit(dt):
         with np.errstate(over="ignore"):  # the cast says whether it rounds down to the limit
             if not math.isfinite(float(dt.numpy().type(number))):
-                raise ScalarError(f"cannot hold {value!r}")
+                raise ScalarError(f"cannot hold {_shown(value)}")
     return number
+
+
+def _shown(value) -> str:
+    """`value` for a refusal; an integer of more than 4300 digits, which repr refuses to write
+    (ValueError), by its count of digits."""
+    try:
+        return repr(value)
+    except ValueError:
+        return f"an integer of {digit_count(int(value))} digits"
+
+
+def digit_count(value: int) -> int:
+    """The decimal digits of `value`, also past the 4300 that str() refuses to write."""
+    try:
+        return len(str(abs(value)))
+    except ValueError:  # Python's limit on int-to-str conversion: log10 is within one there
+        return math.floor(math.log10(abs(value))) + 1
 
 
 def float_limit(dt: DType) -> float:

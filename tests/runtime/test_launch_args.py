@@ -221,6 +221,9 @@ def test_scalars_take_their_c_type(dtype, c_type, value, expected):
     ("f32", 2**1024, f"scalar 'a' (f32) cannot hold {2**1024}"),
     ("i32", float("nan"), "scalar 'a' (i32) cannot hold nan"),
     ("u8", np.uint16(256), "scalar 'a' (u8) cannot hold np.uint16(256)"),
+    # past the 4300 digits that repr writes: its ValueError was a traceback out of the call
+    pytest.param("f32", 10**5000, "scalar 'a' (f32) cannot hold an integer of 5001 digits", id="f32-10**5000"),
+    pytest.param("i32", -10**5000, "scalar 'a' (i32) cannot hold an integer of 5001 digits", id="i32--10**5000"),
 ])
 def test_scalar_errors_match_the_interpreter(dtype, value, message):
     with pytest.raises(ArgumentError) as interp:

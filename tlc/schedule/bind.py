@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..diagnostics import Diagnostic, DiagnosticError
 from ..dtypes import DType, lookup
-from ..scalars import number_kind
+from ..scalars import digit_count, number_kind
 from ..typecheck import CheckedFunction, CheckedProgram, specialize
 from ..typecheck.program import NOT_ONE
 from ..typecheck.consteval import LARGEST, RANGE_HINT, SMALLEST
@@ -70,8 +70,11 @@ def bind_constants(program: CheckedProgram, fn: CheckedFunction, values: dict) -
                 errors.append(Diagnostic("E065", f"the constant '{name}' takes {kind}, not {raw!r}", p.span))
                 continue
             if isinstance(value, int) and not SMALLEST <= value <= LARGEST:
-                text = raw if isinstance(raw, str) else str(value)
-                shown = text if len(text) <= 40 else f"a number of {len(text.lstrip('+-'))} digits"
+                if isinstance(raw, str):
+                    shown = raw if len(raw) <= 40 else f"a number of {len(raw.lstrip('+-'))} digits"
+                else:
+                    digits = digit_count(value)
+                    shown = str(value) if digits <= 40 else f"a number of {digits} digits"
                 errors.append(Diagnostic("E150", f"constant too large: '{name}' is given {shown}, which does not fit "
                                          "in 64 bits", p.span, RANGE_HINT))
                 continue
