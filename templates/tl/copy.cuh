@@ -84,6 +84,24 @@ __device__ __forceinline__ void copy_g2s_vector(T* dst, const T* src, bool in, c
   }
 }
 
+// Rounds of THREADS 16-byte vectors that are RPR whole rows each (THREADS a multiple of the VPR
+// vectors a row): a thread's row steps by RPR a round, its column stays.  A swizzled tile's shared
+// offsets repeat every PERIOD rounds, shifted by a constant (the swizzle's pattern is 1024 bytes,
+// PATTERN rows), so that `dst` keeps PERIOD offsets a thread and the rest are immediates.
+template <typename T, int ROWS, int COLS, int THREADS, int PAD, int SWIZZLE>
+struct RowRounds {
+  static constexpr int VPR = COLS / (16 / static_cast<int>(sizeof(T)));  // vectors per row
+  static constexpr int RPR = THREADS / VPR;  // rows a round
+  static constexpr int ROW_BYTES = COLS * static_cast<int>(sizeof(T));
+  static constexpr int PATTERN = SWIZZLE == 0 ? 1 : ROW_BYTES >= 128 ? 8 : 1024 / ROW_BYTES;  // rows
+  static constexpr int PERIOD = PATTERN % RPR == 0 ? PATTERN / RPR : RPR % PATTERN == 0 ? 1 : PATTERN;
+  // round i's destination of the thread whose first row is r0 and column c
+  static __device__ __forceinline__ T* dst(T* smem, int r0, int c, int i) {
+    return smem + smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r0 + (i % PERIOD) * RPR, c) +
+           (i / PERIOD) * smem_index<T, ROWS, COLS, PAD, SWIZZLE>(PERIOD * RPR, 0);
+  }
+};
+
 // The vectors of a ROWS x COLS tile at `base` (16-byte aligned rows `stride` elements apart) into
 // shared memory, where a round of THREADS vectors is whole rows (THREADS % VPR == 0) or a row
 // whole rounds (VPR % THREADS == 0): each thread's column is the same in every round and its row
@@ -102,19 +120,14 @@ __device__ __forceinline__ void copy_g2s_rounds(T* smem, const T* base, long lon
   static_assert(THREADS % VPR == 0 || VPR % THREADS == 0, "a round is whole rows or a row whole rounds");
   const unsigned t = threadIdx.x;
   if constexpr (THREADS % VPR == 0) {
-    constexpr int RPR = THREADS / VPR;  // rows a round
-    constexpr int ROW_BYTES = COLS * static_cast<int>(sizeof(T));
-    constexpr int PATTERN = SWIZZLE == 0 ? 1 : ROW_BYTES >= 128 ? 8 : 1024 / ROW_BYTES;  // rows
-    constexpr int PERIOD = PATTERN % RPR == 0 ? PATTERN / RPR : RPR % PATTERN == 0 ? 1 : PATTERN;
+    using R = RowRounds<T, ROWS, COLS, THREADS, PAD, SWIZZLE>;
     const int r0 = static_cast<int>(t / VPR), c = static_cast<int>(t % VPR) * VEC;
     const T* s = base + static_cast<long long>(r0) * stride + c;
-    const long long step = static_cast<long long>(RPR) * stride;
+    const long long step = static_cast<long long>(R::RPR) * stride;
   #pragma unroll
     for (int i = 0; i < ROUNDS; ++i) {
-      if (ROWS % RPR == 0 || r0 + i * RPR < ROWS) {
-        T* dst = smem + smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r0 + (i % PERIOD) * RPR, c) +
-                 (i / PERIOD) * smem_index<T, ROWS, COLS, PAD, SWIZZLE>(PERIOD * RPR, 0);
-        copy_g2s_vector<T, ASYNC, false>(dst, s, true, base);
+      if (ROWS % R::RPR == 0 || r0 + i * R::RPR < ROWS) {
+        copy_g2s_vector<T, ASYNC, false>(R::dst(smem, r0, c, i), s, true, base);
       }
       s += step;
     }
@@ -200,22 +213,16 @@ __device__ __forceinline__ void copy_g2s(T* smem, const T* g, long long stride, 
         // (16-bit rows wider than the swizzle atom only: ptxas -v on sm_80 spilled std.gemm's
         // matmul_i8 (128-byte i8 rows, 28 bytes) and a tf32 skinny tile (256-byte f32 rows, 8 bytes)
         // with this form, where the plain one below does not)
-        // Whole rows a round (RPR of them): the shared offsets repeat every PERIOD rounds, shifted
-        // by a constant (the swizzle's pattern is 1024 bytes, 8 rows of 128), so a thread keeps
-        // PERIOD offsets and the rest are immediates; computing each round's own kept one
-        // register per vector live (16 for a 64 x 512 tile), which MLA's 128-register
-        // accumulator could not spare.
-        constexpr int RPR = THREADS / VPR;
-        constexpr int ROW_BYTES = COLS * static_cast<int>(sizeof(T));
-        constexpr int PATTERN = SWIZZLE == 0 ? 1 : ROW_BYTES >= 128 ? 8 : 1024 / ROW_BYTES;  // rows
-        constexpr int PERIOD = PATTERN % RPR == 0 ? PATTERN / RPR : RPR % PATTERN == 0 ? 1 : PATTERN;
+        // Whole rows a round, the shared offsets a thread keeps a swizzle period's (RowRounds):
+        // computing each round's own kept one register per vector live (16 for a 64 x 512
+        // tile), which MLA's 128-register accumulator could not spare.
+        using R = RowRounds<T, ROWS, COLS, THREADS, PAD, SWIZZLE>;
         const int r0 = static_cast<int>(threadIdx.x) / VPR, c = (static_cast<int>(threadIdx.x) % VPR) * VEC;
   #pragma unroll
         for (int i = 0; i < ROUNDS; ++i) {
-          if (ROWS % RPR == 0 || r0 + i * RPR < ROWS) {
-            T* dst = smem + smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r0 + (i % PERIOD) * RPR, c) +
-                     (i / PERIOD) * smem_index<T, ROWS, COLS, PAD, SWIZZLE>(PERIOD * RPR, 0);
-            const T* s = base + static_cast<long long>(r0 + i * RPR) * stride + c;
+          if (ROWS % R::RPR == 0 || r0 + i * R::RPR < ROWS) {
+            T* dst = R::dst(smem, r0, c, i);
+            const T* s = base + static_cast<long long>(r0 + i * R::RPR) * stride + c;
             if constexpr (ASYNC) cp_async_16_full(dst, s);
             else *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(s);
           }
