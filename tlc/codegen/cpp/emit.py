@@ -260,7 +260,9 @@ class BlockEmitter(CExprs):
         """Whether a parallel loop's innermost loop may be an OpenMP simd loop, which g++
         vectorizes where `ivdep` alone leaves the selects of inlined calls as branches: a body
         that cannot leave it (no device_assert, while loop or loop of a step known at run time,
-        which return from the block; no break of its own) and takes no atomic (OpenMP's inside a simd loop is refused)."""
+        which return from the block; no break of its own) and takes no atomic (OpenMP's inside
+        a simd loop is refused) and no parallel loop (the language nests none; a pass that did
+        would nest simd loops)."""
         for x in body:
             if isinstance(x, (ir.Assert, ir.Atomic)) or (isinstance(x, ir.Break) and not in_loop):
                 return False
@@ -270,7 +272,7 @@ class BlockEmitter(CExprs):
             if isinstance(x, ir.If) and not (BlockEmitter._simd_ok(x.then, in_loop)
                                              and BlockEmitter._simd_ok(x.orelse, in_loop)):
                 return False
-            if isinstance(x, ir.Parallel) and not BlockEmitter._simd_ok(x.body, in_loop):
+            if isinstance(x, ir.Parallel):  # its own simd loop would be nested in this one
                 return False
         return True
 
