@@ -1,12 +1,12 @@
 """Row gathers leading a pipelined loop (schedule/gather_rows.py): a `parallel` loop that fills
 a shared tile from rows of a tensor found by index arithmetic (an implicit GEMM's im2col tile)
 is a producer of the cp.async ring like a copy: its buffer staged, its 16-byte vectors issued
-`stages - 1` iterations ahead (codegen/copies.py gather_async).  Before, such a loop made the
+`stages - 1` iterations ahead (codegen/row_gathers.py gather_async).  Before, such a loop made the
 whole pipelined loop a plain one, each element loaded synchronously.  On sm_90a the
 gathers are the producer warpgroup's (schedule/warpspec.py): its threads move their vectors
 through cp.async and arrive on the stage's full barrier as they land, the copies beside them
 through the TMA, and a simple gather's rows keep their part of each index in registers over
-the K loop (codegen/copies.py gather_rows_kept).
+the K loop (codegen/row_gathers.py gather_rows_kept).
 
 Which loops are gathers (the simple form, where only the last index reads j as `a + j`, and
 the general one, each element's position computed, as im2col's lowering and a masked group

@@ -11,7 +11,7 @@ Each row's `BK` elements are consecutive in memory, so the loop moves 16-byte ve
 leads a `pipelined` loop it is a producer of the cp.async ring like a `copy` into a staged
 buffer (its buffer staged, where the stages fit the shared memory; its vectors issued
 `stages - 1` iterations ahead, each through cp.async with the bytes outside the tensor
-zero-filled; codegen/copies.py `gather_async`).  Where only the last index reads j, as
+zero-filled; codegen/row_gathers.py `gather_async`).  Where only the last index reads j, as
 `a + j` (the simple form), a vector's first element decides; otherwise (im2col's lowering,
 whose column splits into a kernel position and a channel; a condition on j, as a group's
 last channel) each element's scalars, condition and position are computed, and a vector
@@ -333,7 +333,7 @@ class RowScatter:
 def row_scatter(p, params: dict, buffers: dict) -> RowScatter | None:
     """`p` as a row scatter, or None: `y[n, oh, ow, c0 + j] = ys[i, j]` after scalars that do not
     read j, ys a shared tile of y's dtype with the loop's shape (an implicit GEMM's output tile,
-    whose rows are pixels).  Its code (codegen/copies.py `scatter_rows`) moves 16-byte vectors
+    whose rows are pixels).  Its code (codegen/row_gathers.py `scatter_rows`) moves 16-byte vectors
     where a row's elements are consecutive in memory and inside the tensor."""
     if not isinstance(p, ir.Parallel) or len(p.vars) != 2 or p.stores or p.exchange:
         return None
