@@ -668,25 +668,34 @@ class WarpSpecEmission(TileWalk, BulkReduceGen):
             self.emit("tl::mbar_arrive(tl_full + tl_stage);")
 
     @contextmanager
-    def ring_step(self, var: str):
+    def ring_step(self, loop: ir.For):
         """While the ring's body is written: its loop variable (tl_k, or a streamed segment's
         tl_k0 + tl_k) is never negative, which the `//` and `%` of its K step's group tell nvcc
         (cexpr.py's _never_negative, as stmt_For's loops; a split-K part's
         `((bz * steps + k) * BK + j) // G`: std.gemm's matmul_w4a16_splitk through the TMA kept
-        every weight's division without it, 1,897 SASS a K step of 512 at M = 1)."""
+        every weight's division without it, 1,897 SASS a K step of 512 at M = 1); and a scalar
+        stop of `range(c, stop)` is at least c + 1 there (an iteration runs), so that `bz * steps`
+        is not negative without the sizes' signs: nvcc's plain build, which does not assume them,
+        kept the divisions' sign fixups (the same kernel with DEQUANT_RING at M = 16's tiles spilled
+        8 bytes at 240 registers)."""
         hints = getattr(self, "sign_hints", None)
         if hints is None:
             yield
             return
-        outer = hints.loops.get(var)
-        hints.loops[var] = (0, None)
+        known = {loop.var: (0, None)}
+        if isinstance(loop.stop, ir.Var) and isinstance(loop.start, ir.Const) and isinstance(loop.step, ir.Const) \
+                and loop.step.value > 0 and loop.stop.name not in assigned_scalars(loop.body):
+            known[loop.stop.name] = (loop.start.value + 1, None)
+        outer = {name: hints.loops.get(name) for name in known}
+        hints.loops.update(known)
         try:
             yield
         finally:
-            if outer is None:
-                hints.loops.pop(var, None)
-            else:
-                hints.loops[var] = outer
+            for name, was in outer.items():
+                if was is None:
+                    hints.loops.pop(name, None)
+                else:
+                    hints.loops[name] = was
 
     def consumer_iteration(self, w: WarpSpecPlan, which: str) -> None:
         """One iteration of the consumers' loop at tl_k: `which` is "first" (tl_k = 0, peeled),
@@ -704,7 +713,7 @@ class WarpSpecEmission(TileWalk, BulkReduceGen):
         e(f"(void){var};")
         saved = self.staged(plan, "tl_it")
         self.in_flight_gemm, self.in_consumer_loop = (plan.rest[0] if w.overlap else None), True
-        with self.ring_step(plan.loop.var):
+        with self.ring_step(plan.loop):
             if self.spec.deferred is not None:
                 self.deferred_body(plan, which)
             else:
