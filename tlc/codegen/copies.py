@@ -379,7 +379,7 @@ class CopyGen(RowGatherGen):
             self.emit(f"for (int tl_r = 0; tl_r < {info.regs}; ++tl_r) {c_name(d.name)}[tl_r] = "
                       f"tl::cvt<{U}>({c_name(s.name)}[tl_r]);")
         elif kinds == ("fragment", "fragment"):
-            self.exchange_copy(s, d, rows, cols)  # layouts that differ: through shared memory (sm80.py)
+            self.exchange_copy(s, d, rows, cols)  # layouts that differ: through shared memory (exchanges.py)
         elif kinds == ("local", "local"):
             self.emit(f"for (int tl_i = 0; tl_i < {rows * cols}; ++tl_i) {c_name(d.name)}[tl_i] = "
                       f"tl::cvt<{U}>({c_name(s.name)}[tl_i]);")

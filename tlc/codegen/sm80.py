@@ -2,7 +2,8 @@
 
 Dispatches on the IR statement class; each statement becomes a few lines that mostly call
 `tl::` primitives (templates/tl/*.cuh) with the decisions made here: which primitive, with
-which layout, vector width and swizzle.  Copies are in `copies.py`, reductions in
+which layout, vector width and swizzle.  Copies are in `copies.py`, a fragment's exchanges
+through shared memory in `exchanges.py`, reductions in
 `reductions.py`, loads read before parallel loops in `hoist.py`, shared reads a run at a time
 in `shared_runs.py`; this file holds the kernel
 frame, control flow, parallel loops, gemm and element access.
@@ -13,12 +14,12 @@ from dataclasses import dataclass, replace
 
 from .. import device_assert, ir, primitives, print_format, targets
 from ..ir.per_thread import per_thread_statements
-from ..ir.walk import assigned_scalars, loads, statement_exprs, statements
+from ..ir.walk import assigned_scalars
 from ..ir.nodes import DimExpr
 from ..schedule.layout import (Blocked, MmaAccumulator, Replicated, held_whole, parallel_layout, register_in_loop,
                                uniform_register)
 from ..schedule import gather_rows
-from ..schedule.one_warpgroup import owner_threads, statement_threads
+from ..schedule.one_warpgroup import statement_threads
 from ..schedule.operand_layout import mma_register_a_layouts
 from ..schedule.smem import SharedLayout
 from ..schedule.tensor_cores import tensor_core_op
@@ -29,6 +30,7 @@ from .byte_words import ByteWordGen
 from .cexpr import CExprs, CodegenError, cvt
 from .cnames import c_bool, c_name, c_string, c_type, comment_text, compute_type, literal
 from .copies import CopyGen
+from .exchanges import ExchangeGen
 from .half_pairs import HalfPairGen
 from .hoist import HoistGen
 from .occupancy import min_blocks
@@ -49,8 +51,8 @@ class FragmentInfo:
     regs: str      # C expression: its register count
 
 
-class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPairGen, ByteWordGen, AtomicPairGen,
-           StorePairGen, TurnGen):
+class Sm80(CExprs, CopyGen, ExchangeGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPairGen, ByteWordGen,
+           AtomicPairGen, StorePairGen, TurnGen):
     arch = "sm_80"
     primitive_files = primitives.SM80  # templates/tl/*.cuh its kernels inline
 
@@ -595,98 +597,6 @@ class Sm80(CExprs, CopyGen, ReduceGen, ScanGen, HoistGen, SharedRunGen, HalfPair
         if exchange:
             self.exchange_out(exchange, p)
 
-    def exchange_plan(self, p: ir.Parallel, layout) -> dict:
-        """Fragments the loop indexes other than by its own layout: name -> written?  They go
-        through shared memory around the loop (DESIGN.md: slower, never wrong)."""
-        plan: dict = {}
-        saved = (self.in_parallel, self.loop_layout, getattr(self, "loop_vars", ()), self.loop_extents)
-        self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = True, layout, p.vars, p.extents
-        for s in statements(p.body):
-            accesses = [(x.name, x.indices, False) for e in statement_exprs(s) for x in loads(e)]
-            if isinstance(s, ir.Store):
-                accesses.append((s.name, s.indices, True))
-            for name, indices, write in accesses:
-                b = self.buffers.get(name)
-                if b is None or b.scope != "fragment":
-                    continue
-                try:
-                    self.register(name, indices, None)
-                except CodegenError:
-                    plan[name] = plan.get(name, False) or write
-        self.in_parallel, self.loop_layout, self.loop_vars, self.loop_extents = saved
-        return plan
-
-    def exchange_in(self, plan: dict, p: ir.Parallel) -> None:
-        offset = self.exchange_base()
-        self.emit(f"// exchange {', '.join(plan)} through shared memory: the loop reads them in another layout")
-        if self.exchange_barrier_before():
-            self.emit(f"{self.block_barrier()}  // reductions' scratch arrays may still be read")
-        for name in plan:
-            b = self.buffers[name]
-            info = self.fragment(name)
-            t = c_type(b.dtype)
-            ptr = f"reinterpret_cast<{t}*>(tl_smem + {offset})"
-            cols = b.shape[-1]
-            columns = None if plan[name] else _columns_read(p, name)
-            owners = owner_threads(b.layout, self.k.threads)
-            if owners < self.k.threads:  # (held by one warpgroup: its threads write it)
-                self.emit(f"if ({self.threads_below(owners)})")
-            if columns is None:
-                self.emit(f"tl::exchange_f2s<{info.c_layout}, {t}, {t}, {cols}>({ptr}, {c_name(name)});")
-            for c in columns or ():  # only the columns the loop reads (a scan's last column: its carry)
-                self.emit(f"tl::exchange_f2s_column<{info.c_layout}, {t}, {cols}>({ptr}, {c_name(name)}, {c});")
-            self.exchanged[name] = ptr
-            offset += -(-(_prod(b.shape) * b.dtype.itemsize) // 128) * 128
-        self.scratch_bytes = max(self.scratch_bytes, offset - self.k.smem_bytes)
-        self.emit(self.block_barrier())
-
-    def exchange_base(self) -> int:
-        """Where an exchange's scratch starts: after the planned shared memory."""
-        return self.k.smem_bytes
-
-    def exchange_barrier_before(self) -> bool:
-        """Whether an exchange waits before it writes its scratch: where reductions may still read
-        theirs."""
-        return any(isinstance(s, (ir.Reduce, ir.Scan)) for s in statements(self.k.body))
-
-    def exchange_barrier_after(self, p: ir.Parallel | None) -> bool:
-        """Whether an exchange waits after its loop `p` (the next user may write the scratch at once)."""
-        return True
-
-    def exchange_out(self, plan: dict, p: ir.Parallel | None = None) -> None:
-        if not self.exchange_barrier_after(p) and not any(plan.values()):
-            for name in plan:
-                self.exchanged.pop(name)
-            return
-        self.emit(self.block_barrier())
-        for name, written in plan.items():
-            ptr = self.exchanged.pop(name)
-            if written:
-                b = self.buffers[name]
-                info = self.fragment(name)
-                t = c_type(b.dtype)
-                self.emit(f"tl::exchange_s2f<{info.c_layout}, {t}, {t}, {b.shape[-1]}>({c_name(name)}, {ptr});")
-        if any(plan.values()):
-            self.emit(self.block_barrier())
-
-    def exchange_copy(self, s: ir.Buffer, d: ir.Buffer, rows: int, cols: int) -> None:
-        """copy(s, d) between fragments of different layouts (the scheduler could not give them
-        one): s is written to shared memory in its layout, in its own dtype, with the widest
-        vectors its runs allow, and d reads it back in its layout, converting.  The scratch is
-        the space after the planned shared memory that exchanges and reductions share: a
-        barrier before (a reduction's or an exchange's readers may still be there), between,
-        and after (the next user may write it at once)."""
-        t = c_type(s.dtype)
-        ptr = f"reinterpret_cast<{t}*>(tl_smem + {self.k.smem_bytes})"
-        self.emit(f"// exchange {s.name} -> {d.name} through shared memory: {s.layout} -> {d.layout}")
-        self.emit("__syncthreads();")
-        self.emit(f"tl::exchange_f2s<{self.fragment(s.name).c_layout}, {t}, {t}, {cols}>({ptr}, {c_name(s.name)});")
-        self.emit("__syncthreads();")
-        self.emit(f"tl::exchange_s2f<{self.fragment(d.name).c_layout}, {t}, {c_type(d.dtype)}, {cols}>({c_name(d.name)}, {ptr});")
-        self.emit("__syncthreads();")
-        size = -(-(rows * cols * s.dtype.itemsize) // 128) * 128
-        self.scratch_bytes = max(self.scratch_bytes, size)
-
     def parallel_loop(self, p: ir.Parallel, layout) -> None:
         alias = self.c_layout(layout)
         self.emit(f"// parallel ({', '.join(p.vars)}) over {list(p.extents)}: {layout}")
@@ -822,17 +732,3 @@ def _prod(shape) -> int:
     for d in shape:
         out *= d
     return out
-
-
-def _columns_read(p: ir.Parallel, name: str) -> tuple | None:
-    """The columns of fragment `name` that loop `p` reads, when every read names its column by a
-    constant (`run[i, BN - 1]`, folded to one at lowering); None when any read's column varies."""
-    columns = set()
-    for s in statements(p.body):
-        for x in (x for e in statement_exprs(s) for x in loads(e) if x.name == name):
-            c = x.indices[-1] if x.indices else None
-            if not (isinstance(c, ir.Const) and isinstance(c.value, int) and not isinstance(c.value, bool)):
-                return None
-            columns.add(c.value)
-    return tuple(sorted(columns))
-
