@@ -384,19 +384,6 @@ __device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.
 
 }  // namespace tl
 
-// The blocks an SM a dequantizing ring's launch bounds ask for (schedule/dequant_ring.py,
-// WarpSpecialization.blocks_per_sm), b where the build takes the arrays' sizes as not negative
-// (NVRTC's, the runtime's; TL_ASSUME_SIZES: tl::sized_nonneg), 1 in nvcc's plain build (tlc
-// build's C launcher, whose caller may pass any size): there every // and % by a size keeps its
-// sign fixup, which at b's share of the registers spilled (std.gemm's matmul_w4a16_splitk at
-// M = 1's tiles, 3 blocks: 80 registers and 1,856 bytes of spills; one block: 251, none; ptxas
-// -v sm_90a).  The launch asks the occupancy calculator for its blocks either way.
-#if defined(__CUDACC_RTC__) || defined(TL_ASSUME_SIZES)
-#define TL_SIZED_MIN_BLOCKS(b) b
-#else
-#define TL_SIZED_MIN_BLOCKS(b) 1
-#endif
-
 #ifndef __CUDACC_RTC__
 #include <cuda.h>
 #include <cudaTypedefs.h>

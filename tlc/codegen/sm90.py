@@ -90,7 +90,7 @@ class Sm90(WarpSpecialized, Sm80):
             out["min_blocks"] = 1  # one block per SM: consumer_registers gives this block all its registers
             blocks = self.k.warp_spec.blocks_per_sm
             if blocks > 1:  # (a dequantizing ring: as many blocks as the SMs hold, each its launch bounds' share)
-                out["min_blocks"] = f"TL_SIZED_MIN_BLOCKS({blocks})"  # (tl/tma.cuh: 1 where nvcc's build keeps sizes' signs)
+                out["min_blocks"] = blocks
                 out["persistent"] = "fill" if self.persistent else False
         return out
 

@@ -25,11 +25,7 @@ With the option, warp specialization takes such a ring:
   loop, each warp reading its stage with ldmatrix; the stage is released once the gemm returns;
 - one block a cluster, and where the gemm is mma.sync up to DEQUANT_BLOCKS blocks an SM
   (`blocks_per_sm`, WarpSpecialization.blocks_per_sm): no setmaxnreg, launch bounds (threads +
-  128, B), the persistent launch as many blocks as the SMs hold.  B holds in the builds that take
-  the arrays' sizes as not negative (NVRTC's, the runtime's: tl::sized_nonneg); nvcc's plain
-  build (tlc build's C launcher) asks for one (tl/tma.cuh TL_SIZED_MIN_BLOCKS): its // and % by
-  a size keep their sign fixups, which at B = 3's 80 registers spilled 1,856 bytes
-  (matmul_w4a16_splitk at M = 1's config.json tiles; one block: 251 registers, none).
+  128, B), the persistent launch as many blocks as the SMs hold.
 Where the host cannot encode a map (a tensor's rows not 16-byte multiples: the scales' at KG not a
 multiple of 4, the zeros' at KG not a multiple of 16), the producer's threads copy every tile
 element by element (tl_tma's bit 0), correct but slower, as in every TMA ring.
@@ -176,6 +172,5 @@ def _note(before: ir.Kernel, after: ir.Kernel, ws) -> str:
     if mma:
         parts.append(f"the gemm of {', '.join(mma)} on mma.sync from registers in the consumers' loop")
     if ws.blocks_per_sm > 1:
-        parts.append(f"up to {ws.blocks_per_sm} blocks an SM of {ws.consumer_registers} registers a thread "
-                     "in builds that take the sizes as not negative (NVRTC's; nvcc's plain build: one)")
+        parts.append(f"up to {ws.blocks_per_sm} blocks an SM of {ws.consumer_registers} registers a thread")
     return "a dequantizing ring through the TMA (dequant_ring.py): " + "; ".join(parts)
