@@ -1,6 +1,7 @@
 """Tuning constants must not change what a kernel computes: every kernel of the examples and the
 std sources, at its defaults and with one or two of its tile, thread and stage constants set to
-another value (odd sizes, 1, past the defaults), on the same random inputs at random small sizes.
+another value (odd sizes, 1, past the defaults), on the same random inputs at random small sizes
+(0 among them: an empty tensor, which a kernel must refuse with a diagnostic or run).
 The defaults run on the interpreter; the variant on the interpreter or, one case in four, on the
 cpu target's C++ (`target="cpp"`).  A variant the compiler refuses with a diagnostic (E153: too
 many registers, E050: threads) is an answer; a result that differs is a bug of the scheduler, the
@@ -29,7 +30,7 @@ MEANING = {"sliding_window_mask": {"BM", "BN"}, "flash_fwd_sparse": {"BM", "BN"}
 TILES = [1, 2, 3, 4, 8, 16, 17, 32, 48, 64, 96, 128, 256]
 THREADS = [1, 31, 32, 33, 64, 96, 128, 160, 256, 512, 1024]
 STAGES = [0, 1, 2, 3, 4, 5, 8]
-SIZES = [1, 2, 3, 5, 8, 16, 17, 33, 64, 100]
+SIZES = [0, 1, 2, 3, 5, 8, 16, 17, 33, 64, 100]  # 0: empty tensors (a conv's dy 0 wide read lanes at index 0)
 SMALL_SIZES = [1, 2, 3, 5, 8]  # for kernels of more than three symbols (broadcasts of rank 4)
 TOLERANCE = 2e-2  # of the largest finite value at the defaults: sums in another order, f16 outputs
 
