@@ -82,7 +82,7 @@ def case(seed: int, sources=SOURCES) -> Case | None:
     variant = {n: _value(r, n) for n in r.sample(tunable, min(len(tunable), r.choice([1, 1, 2])))}
     pool = SMALL_SIZES if len(fn.shape_symbols) > 3 else SIZES
     sizes = {s: r.choice(pool) for s in fn.shape_symbols}
-    if "H" in sizes and "HK" in sizes:  # std.attention's GQA: H query heads, a multiple of HK (notes/G.md)
+    if "H" in sizes and "HK" in sizes:  # std.attention's GQA: H query heads, a multiple of HK (FINDINGS 35)
         sizes["H"] = sizes["HK"] * r.choice([1, 2, 3])
     return Case(str(path), name, dtypes, variant, sizes, "cpp" if r.random() < 0.25 else "cpu", seed)
 
