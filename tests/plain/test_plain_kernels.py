@@ -57,7 +57,7 @@ def test_no_exchange_through_shared_memory(case, arch):
     assert not EXCHANGE_C.search(source)
 
 
-EXCHANGE_C = re.compile(r"// exchange |tl::exchange_[fs]2[fs]<")  # what codegen writes for one (sm80.py)
+EXCHANGE_C = re.compile(r"// exchange |tl::exchange_[fs]2[fs]<")  # what codegen writes for one (exchanges.py)
 
 
 @pytest.mark.parametrize("name", ["softmax", "rms_norm", "layer_norm"])

@@ -33,7 +33,7 @@ from . import consumer_syncs, dequant_ring, gemm_overlap, staged_outputs, tile_o
 PRODUCER_THREADS = 128
 PRODUCER_REGS = 40  # what the producer keeps: it only computes addresses
 # a producer that gathers rows (an implicit GEMM's im2col tile) keeps each of its rows' offsets
-# and bounds over the K loop (codegen/copies.py gather_rows_kept): std.conv's conv2d at 128 x
+# and bounds over the K loop (codegen/row_gathers.py gather_rows_kept): std.conv's conv2d at 128 x
 # 128 x 64 tiles, 8 rows of each operand a thread, fits 128 without spills (ptxas -v, sm_90a;
 # it honours setmaxnreg: 112 spilled 48 bytes, 96 164)
 GATHER_PRODUCER_REGS = 128
