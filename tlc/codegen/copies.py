@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from .. import ir
 from ..ir.walk import loads, statements, subexprs, variables, written_names
 from ..schedule import gather_rows
-from ..schedule.warpspec import after_scalar_lets, stage_elements
+from ..schedule.ring_loads import stage_elements
+from ..schedule.warpspec import after_scalar_lets
 from .cexpr import CodegenError
 from .cnames import c_name, c_type
 from .ranges import open_range

@@ -6,7 +6,7 @@ statements never wait for the whole block.  std.gemm's w4a16 decode kernels (mat
 split-K) fail three of its conditions, none of which the ring needs:
 - their weight tile Wq (u32[BN, BK / 8], rows of 128 or 256 bytes) is padded (smem.py pads a 128-byte-row
   tile that no gemm reads), and the TMA writes a box dense or 128-byte swizzled, so
-  `_Planner.tma_load` wants the swizzle;
+  `ring_loads.tma_load` wants the swizzle;
 - their scale and zero-point tiles (f32[BN, 8], u8[BN, 16]: 32- and 16-byte rows) are neither
   128-byte swizzled nor 1-D, the two kinds of box `tma_load` makes;
 - at M <= 8 (BM = 8: N = 8 of wgmma's register-A form is not taken) their gemm runs on mma.sync,

@@ -10,25 +10,25 @@ specialized when the TMA can make its leading copies and the rest never waits fo
 block (a statement that synchronizes the block inside the loop, or work before the loop that
 the producer's extra threads must not do, keeps the ring of sm_80).
 
-The planner asks four modules of its own: gemm_overlap.py, which wgmma gemms run under other
-work (the deferred gemm, the carried gemms, the waits); tile_order.py, a persistent ring's walk of
-its tiles and the tiles' own loads; consumer_syncs.py, the barriers among the consumers where
-their loop meets through shared memory; staged_outputs.py, the epilogue's store and the tile adds
-the TMA makes from shared memory.  The switches stay here, read where the plan is made."""
+The planner asks five modules of its own: ring_loads.py, which copies the producer makes and how
+(the TMA's tiles, boxes and im2col mode, row gathers; their tensor maps); gemm_overlap.py, which
+wgmma gemms run under other work (the deferred gemm, the carried gemms, the waits);
+tile_order.py, a persistent ring's walk of its tiles and the tiles' own loads; consumer_syncs.py,
+the barriers among the consumers where their loop meets through shared memory; staged_outputs.py,
+the epilogue's store and the tile adds the TMA makes from shared memory.  The switches stay here,
+read where the plan is made."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from .. import ir
-from ..dtypes import I32
 from ..ir.walk import assigned_scalars, loads, statement_exprs, statements, variables
-from ..ir.warpspec import (CONSUMER_BARRIER, DeferredGemm, Im2colWindow, StagedStore, ViewDims, StageLoad, TensorMapSpec,
-                           WarpSpecialization)
+from ..ir.warpspec import CONSUMER_BARRIER, DeferredGemm, StagedStore, StageLoad, TensorMapSpec, WarpSpecialization
 from .gemm_overlap import buffers_touched, carried_gemms, late_loads, wgmma_ready, wgmma_rs_ready
 from .layout import MmaAccumulator
 from .reduce_slots import reduces_in_registers
-from . import consumer_syncs, dequant_ring, gemm_overlap, staged_outputs, tile_order
+from . import consumer_syncs, dequant_ring, gemm_overlap, ring_loads, staged_outputs, tile_order
 
 PRODUCER_THREADS = 128
 PRODUCER_REGS = 40  # what the producer keeps: it only computes addresses
@@ -224,11 +224,6 @@ def _scalar(s, buffers: dict) -> bool:
         x.name in buffers and buffers[x.name].scope == "shared" for e in statement_exprs(s) for x in loads(e))
 
 
-def stage_elements(b: ir.Buffer) -> int:
-    """Elements from one stage of a staged shared buffer to the next (padding included)."""
-    return b.layout.bytes // b.layout.stages // b.dtype.itemsize
-
-
 class _Planner:
     def __init__(self, kernel: ir.Kernel, target):
         self.k, self.target = kernel, target
@@ -273,7 +268,8 @@ class _Planner:
         if reads_staged(after, {gather_rows.dst_name(c) for c in producers}):
             return None
         self.loop_stmt = loop
-        loads = [(self.im2col_load(loop.body.index(c), c) or self.gather_load(loop.body.index(c), c))
+        loads = [(ring_loads.im2col_load(k, loop, loop.body.index(c), c)
+                  or ring_loads.gather_load(k, loop.body.index(c), c))
                  if isinstance(c, ir.Parallel) else self.tma_load(loop.body.index(c), c) for c in producers]
         if None in loads:
             return None
@@ -401,145 +397,22 @@ class _Planner:
     def uses_wgmma(self, g: ir.Gemm) -> bool:
         return wgmma_ready(g, self.buffers, self.k.threads)
 
+    def tma_load(self, index: int, c: ir.Copy) -> StageLoad | None:
+        """ring_loads.tma_load of the copy at `index` (of the loop's body, or the kernel's: a
+        tile load)."""
+        return ring_loads.tma_load(self.k, index, c, self.dequant)
+
     def deferred_gemm(self, body: list, start: int, stop: int) -> DeferredGemm | None:
         """gemm_overlap.deferred_gemm of the consumers' statements body[start:stop]."""
         return gemm_overlap.deferred_gemm(body, start, stop, self.buffers, self.k.threads, self.loop_stmt.var)
 
-    def tma_load(self, index: int, c: ir.Copy) -> StageLoad | None:
-        """A copy the TMA can make: a whole tile of 128-byte column segments (the swizzled
-        layout) from a tensor of rank 2 to 5, its leading extents 1; or a 1-D buffer's run of the
-        tensor's last dimension (flat_load)."""
-        p, b = self.params[c.src.name], self.buffers[c.dst.name]
-        if len(b.shape) == 1:
-            return self.flat_load(index, c)
-        if self.dequant and b.layout.swizzle_bytes != 128:  # (one unswizzled box)
-            return dequant_ring.box_load(index, c, p, b, stage_elements(b))
-        if not 2 <= len(p.shape) <= 5 or b.layout.swizzle_bytes != 128 or len(b.shape) != 2:
-            return None
-        extents = list(c.src.extents)
-        rows, cols = b.shape
-        axis = None
-        if any(e != 1 for e in extents[:-2]) or tuple(extents[-2:]) != tuple(b.shape):
-            # the rows along another dimension, the rest 1 (w[f0:f0 + BN, kh, kw, c0:c0 + BK])
-            tall = [d for d, e in enumerate(extents[:-1]) if e != 1]
-            if extents[-1] != cols or len(tall) != 1 or extents[tall[0]] != rows:
-                return None
-            axis = tall[0]
-        if (cols * b.dtype.itemsize) % 128 or rows > 256:
-            return None
-        return StageLoad(index, b.name, rows, cols, stage_elements(b), -1, row_axis=axis)
-
-    def flat_load(self, index: int, c: ir.Copy) -> StageLoad | None:
-        """A copy of a run of `n` elements along a tensor's last dimension (every other extent
-        1) into a 1-D shared buffer of `n`: one unswizzled TMA box (attention's log-sum-exp and
-        dO . O columns of a step, which each consumer thread would otherwise load itself, its
-        bounds checked element by element, before every step's first product).  The TMA wants
-        16-byte rows of at most 256 elements; the stage starts 128-byte aligned (smem.ALIGN)."""
-        p, b = self.params[c.src.name], self.buffers[c.dst.name]
-        n = b.shape[0]
-        extents = list(c.src.extents)
-        if not 2 <= len(p.shape) <= 5 or any(e != 1 for e in extents[:-1]) or extents[-1] != n:
-            return None
-        if (n * b.dtype.itemsize) % 16 or n > 256 or b.layout.pad or b.layout.swizzle_bytes:
-            return None
-        return StageLoad(index, b.name, 1, n, stage_elements(b), -1, flat=True)
-
-    def im2col_load(self, index: int, p: ir.Parallel) -> StageLoad | None:
-        """A loop that fills a tile the TMA's im2col mode can load (schedule/im2col_tma.py:
-        `im2col`'s, or a row gather of that form): into a 2-D 128-byte swizzled tile of the
-        image's dtype, of whole 128-byte column segments (a box each) and at most 256 pixels,
-        the image a 4-D tensor parameter; its coordinates read no shared buffer, its window's
-        sizes only shape symbols.  Whether im2col's flattened columns lie in one kernel
-        position is the host's to check (C a multiple of them)."""
-        from . import im2col_tma
-        from .gather_rows import row_gather
-        if p.stores or p.exchange:
-            return None
-        t = p.im2col
-        if t is None:
-            g = row_gather(p, self.params, self.buffers)
-            if g is None:
-                return None
-            i = self.k.body.index(self.loop_stmt)
-            defs = im2col_tma.kernel_scalars(self.k.body[:i])
-            defs = {n: v for n, v in defs.items() if n not in im2col_tma.written_in(self.loop_stmt.body)}
-            t = im2col_tma.gathered_tile(g, self.params, self.loop_stmt.var, set(self.k.shape_symbols()),
-                                         set(self.k.block_vars), defs)
-            if t is not None:
-                t = replace(t, out=tuple(im2col_tma._subst(e, defs) for e in t.out))
-        if t is None or t.img not in self.params:
-            return None
-        img, b = self.params[t.img], self.buffers.get(_stored(p))
-        if img.kind != "tensor" or len(img.shape) != 4 or b is None or b.scope != "shared" or len(b.shape) != 2 \
-                or b.dtype != img.dtype or b.layout.swizzle_bytes != 128 or tuple(b.shape) != tuple(p.extents):
-            return None
-        rows, cols = b.shape
-        if (cols * b.dtype.itemsize) % 128 or rows > 256 or rows % 8:
-            return None
-        symbols = set(self.k.shape_symbols())
-        if any(v.name not in symbols for e in t.out for v in variables(e)):
-            return None
-        if any(x.name in self.buffers for e in (*t.coords, *t.offsets) for x in loads(e)):
-            return None
-        return StageLoad(index, b.name, rows, cols, stage_elements(b), -1, im2col=t)
-
-    def gather_load(self, index: int, p: ir.Parallel) -> StageLoad | None:
-        """A row gather the producer's threads can make (gather_rows.row_gather): into a 2-D
-        128-byte swizzled tile (wgmma's operand), reading the tensor and scalars only, not a
-        shared buffer (the consumers' before the loop are not the producer's), in the simple
-        form (a vector's first element decides).  The general form (im2col's lowering, a column
-        mask) keeps the cp.async ring: its element-by-element vectors held in registers over
-        the producer's 8 rounds spilled (std.conv's conv2d FLAT, sm_90a: 534 bytes at 128
-        registers, 264 at 168)."""
-        from .gather_rows import row_gather
-        g = row_gather(p, self.params, self.buffers)
-        if g is None or not g.simple:
-            return None
-        b = self.buffers[g.dst]
-        if b.layout.swizzle_bytes != 128 or len(b.shape) != 2:
-            return None
-        if any(x.name in self.buffers for e in (*(v for s in g.lets for v in statement_exprs(s)), *g.indices,
-                                                 *((g.cond,) if g.cond is not None else ())) for x in loads(e)):
-            return None
-        rows, cols = b.shape
-        return StageLoad(index, b.name, rows, cols, stage_elements(b), -1, gather=True)
-
     def with_map(self, load: StageLoad, cluster: int) -> StageLoad:
-        """`load` with its tensor map (one per tensor and box, registered on first use) and
-        whether the cluster multicasts it."""
-        c = self.loop.body[load.index]
-        if load.im2col:  # one map per image and window: its pixels and one 128-byte column segment
-            t, b = load.im2col, self.buffers[load.buffer]
-            p = self.params[t.img]
-            from . import im2col_tma
-            if im2col_tma.TILED_IDENTITY and self.identity(t, p):  # the image's rows: a view [N * H * W, C]
-                n, h, w, c = p.shape
-                dims = (ir.BinOp("*", ir.BinOp("*", _dim(n), _dim(h), I32), _dim(w), I32), _dim(c))
-                names = tuple(dict.fromkeys(v.name for e in dims for v in variables(e)))
-                spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), load.rows, 128 // b.dtype.itemsize,
-                                     view=ViewDims(dims, names))
-                return replace(load, tensor_map=self.tensor_map(spec), tiled=True)
-            names = tuple(dict.fromkeys(v.name for e in t.out for v in variables(e)))
-            spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), load.rows, 128 // b.dtype.itemsize,
-                                 im2col=Im2colWindow(t.lower, t.stride, t.out, names, t.columns))
-            return replace(load, tensor_map=self.tensor_map(spec))
-        multicast = cluster > 1 and self.shared_by_cluster(c) and not load.flat
-        p, b = self.params[c.src.name], self.buffers[load.buffer]
-        rows = load.rows // cluster if multicast else load.rows
-        if load.flat:
-            spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), load.rows, load.cols, swizzle=False)
-        else:
-            spec = TensorMapSpec(p.name, p.dtype, tuple(p.shape), rows, 128 // b.dtype.itemsize, row_axis=load.row_axis)
-        return replace(load, tensor_map=self.tensor_map(spec), multicast=multicast)
-
-    def identity(self, t, p) -> bool:
-        """Whether im2col tile `t` of image `p` is its own rows (im2col_tma.identity_window)."""
-        from .im2col_tma import identity_window, kernel_scalars, written_in
-        i = self.k.body.index(self.loop_stmt)
-        defs = {n: v for n, v in kernel_scalars(self.k.body[:i]).items() if n not in written_in(self.loop_stmt.body)}
-        if not all(isinstance(d, (str, int)) for d in p.shape):  # an extent computed from others (a
-            return False  # convolution's output as conv2d_bwd_weight's image): not its own W and H
-        return identity_window(t, tuple(_dim(d) for d in p.shape), self.loop_stmt, defs)
+        """ring_loads.with_map's load, its tensor map registered (one per tensor and box): a
+        multicast where the cluster's two blocks copy the same tile."""
+        multicast = cluster > 1 and not load.im2col and not load.flat \
+            and self.shared_by_cluster(self.loop.body[load.index])
+        load, spec = ring_loads.with_map(self.k, self.loop_stmt, load, cluster, multicast)
+        return replace(load, tensor_map=self.tensor_map(spec))
 
     def staged_store(self, after, first: int, ring_end: int, dead: tuple | None = None,
                      ring_stage: tuple | None = None) -> StagedStore | None:
@@ -665,12 +538,6 @@ class _Planner:
         return True
 
 
-def _stored(p: ir.Parallel) -> str | None:
-    """The buffer a parallel loop's last statement stores to."""
-    last = p.body[-1] if p.body else None
-    return last.name if isinstance(last, ir.Store) else None
-
-
 def reads_staged(stmts, staged: set) -> bool:
     """Whether `stmts`, after the ring's loop, read one of its staged buffers: the C's name for
     one is its first stage again there (not the last iteration's tile), which the producer of
@@ -733,7 +600,3 @@ def _thread_local(s, buffers) -> bool:
         return all(_thread_local(x, buffers) for x in (*s.then, *s.orelse))
     return False
 
-
-def _dim(d) -> ir.Expr:
-    """A parameter's dimension (a shape symbol's name or a size) as an i32 Expr."""
-    return ir.Var(d, I32) if isinstance(d, str) else ir.Const(int(d), I32)
