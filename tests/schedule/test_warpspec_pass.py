@@ -219,3 +219,20 @@ def test_a_tile_add_of_a_fragment_other_than_a_wgmma_accumulator_stays_reds():
     assert _grid1("sm_80").warp_spec is None
     splitk = _kernel(ROOT / "tests" / "programs" / "tile_atomics.tl", "splitk")
     assert splitk.warp_spec is None or splitk.warp_spec.reduces == ()
+
+
+def test_im2col_cluster_two_puts_an_im2col_ring_in_clusters(monkeypatch):
+    """schedule/warpspec.py IM2COL_CLUSTER (1: an im2col ring keeps one block a cluster unless it
+    is a long ring of wide w tiles, long_wide_ring): at 2 std.conv's conv2d (3 x 3 over 64
+    channels, a short ring) runs in clusters of 2, w's tile multicast; the switch is read where
+    the plan is made."""
+    from tlc.schedule import warpspec
+
+    def conv():
+        k = tlc.load(str(ROOT / "stdlib" / "conv.tl"), target="cpu").kernels["conv2d"]
+        ws = k.scheduled({"C": 64, "K": 3}, "sm_90a").warp_spec
+        return ws.tile_order.cluster, [(x.buffer, x.multicast) for x in ws.loads]
+    monkeypatch.setattr(warpspec, "IM2COL_CLUSTER", 1)
+    assert conv() == (1, [("xs", False), ("ws", False)])
+    monkeypatch.setattr(warpspec, "IM2COL_CLUSTER", 2)
+    assert conv() == (2, [("xs", False), ("ws", True)])
