@@ -116,7 +116,9 @@ def difference(want, have) -> str:
     a, b = np.asarray(want, np.float64), np.asarray(have, np.float64)
     finite = np.where(np.isfinite(a), np.abs(a), 0)
     scale = float(finite.max(initial=0))  # products of many normals are all far below 1
-    close = np.isclose(a, b, rtol=TOLERANCE, atol=TOLERANCE * scale, equal_nan=True)
+    # 1e-6: the rounding of values that cancelled (compress_int4's err = x - dequantized x, whose
+    # elements are an f32 ulp of x: 6e-8 at the defaults, 4.5e-8 on the cpu target at BM = 3)
+    close = np.isclose(a, b, rtol=TOLERANCE, atol=TOLERANCE * scale + 1e-6, equal_nan=True)
     if close.all():
         return ""
     i = tuple(int(x) for x in np.argwhere(~close)[0])
