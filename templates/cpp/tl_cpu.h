@@ -211,6 +211,9 @@ inline float tf32(float x) {
   return x;
 }
 
+#ifndef TL_GEMM_ROWS
+#define TL_GEMM_ROWS 4  // 8 where the build prefers 512-bit vectors (runtime/cpp.py WIDE_VECTORS)
+#endif
 // c[M, N] += op(a) @ op(b) accumulated in W (f32 for floats up to 32 bits, f64, i32 or i64 for
 // integers: they wrap, as the code is built with -fwrapv), the operands first converted to W
 // into row-major scratch, and c rounded once at the end where it is not W.  The product is a
@@ -241,7 +244,7 @@ inline void gemm(const TA* __restrict__ a, const TB* __restrict__ b, TC* __restr
     acc = y + static_cast<size_t>(K) * N;
     for (int i = 0; i < M * N; ++i) acc[i] = static_cast<W>(c[i]);
   }
-  constexpr int MR = 4, NR = 64 / sizeof(W) * 2;
+  constexpr int MR = TL_GEMM_ROWS, NR = 64 / sizeof(W) * 2;
   constexpr int MB = M / MR * MR, NB = N / NR * NR;
   for (int i0 = 0; i0 < MB; i0 += MR)
     for (int j0 = 0; j0 < NB; j0 += NR) {
