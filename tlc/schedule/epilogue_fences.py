@@ -1,0 +1,46 @@
+"""fence_epilogue_loads: a parallel loop over an mma accumulator that reads global memory (a GEMM's
+fused epilogue: bias[j], C[i, j]) keeps its loads to chunks of EPILOGUE_FENCE registers.
+
+The code generators unroll such a loop over the thread's accumulator registers (128 of them at
+std.gemm matmul_epilogue's 128 x 256 tile), and ptxas hoists every iteration's loads to the top
+to overlap them: with bias and C both read that is 64 bias values, C's elements and their
+addresses live beside the 128 accumulators, and it spills.  nvcc 13.0, -Xptxas -v, the default
+tile: sm_90a 60 B (plain), 80 B (TL_TMA_FLAGS=3 TL_ONE_PART, the runtime's build), 96 B
+(TL_TMA_FLAGS=3); sm_80 424 B at 255 registers.  Every STL/LDL sits after the K loop (SASS).
+Without the C read, or without the bias, none spills.  A compiler fence every 32 registers
+(`asm volatile("" ::: "memory")`, no instruction: the loads after it are not moved above it)
+leaves no spill in any of those builds (sm_80: 248 registers).
+
+The pass marks the loop (`Parallel.load_fence`, shown by the IR printer); the register loop's
+renderer puts the fence between chunks.  EPILOGUE_FENCE is 0 (off): the loads' overlap is what
+the fence takes away, and that is untimed (bench/queue/B2_epilogue_spills.sh)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import ir
+from ..ir.walk import rewritten, statement_exprs, statements, subexprs
+from .layout import MmaAccumulator
+
+EPILOGUE_FENCE = 0  # registers a chunk; 0: no fence
+
+
+def fence_epilogue_loads(kernel: ir.Kernel) -> ir.Kernel:
+    if not EPILOGUE_FENCE:
+        return kernel
+    tensors = {p.name for p in kernel.params if p.kind == "tensor"}
+
+    def marked(s) -> ir.Parallel | None:
+        if not isinstance(s, ir.Parallel) or not isinstance(s.layout, MmaAccumulator) \
+                or s.layout.registers <= EPILOGUE_FENCE or not _reads(s.body, tensors):
+            return None
+        return replace(s, load_fence=EPILOGUE_FENCE)
+
+    body = rewritten(tuple(kernel.body), marked)
+    return kernel if body is None else replace(kernel, body=body)
+
+
+def _reads(body, tensors: set) -> bool:
+    """Whether `body` loads an element of one of `tensors` (global memory)."""
+    return any(isinstance(e, ir.Load) and e.name in tensors
+               for s in statements(body) for x in statement_exprs(s) for e in subexprs(x))
