@@ -57,6 +57,15 @@ def test_a_loop_that_reads_no_tensor_is_not_marked(monkeypatch):
     assert "for i, j in parallel(128, 256):" in print_kernel(k) and "loads fenced" not in print_kernel(k)
 
 
+def test_a_loop_inside_the_k_loop_is_not_marked(monkeypatch):
+    """matmul_f8_blockscaled scales its K step's partial sums by SA and SB inside the pipelined
+    loop, under the gemms: not an epilogue; its loop after the K loop reads no tensor."""
+    monkeypatch.setattr(epilogue_fences, "EPILOGUE_FENCE", 32)
+    k = schedule(check_file(GEMM_PATH).program, "matmul_f8_blockscaled", {}, target="sm_90a")
+    text = print_kernel(k)
+    assert "SA[" in text and "loads fenced" not in text
+
+
 def test_a_fence_past_the_registers_marks_nothing(monkeypatch):
     assert "loads fenced" not in print_kernel(_epilogue(monkeypatch, 128, "sm_80"))
 

@@ -11,7 +11,7 @@ Without the C read, or without the bias, none spills.  A compiler fence every 32
 (`asm volatile("" ::: "memory")`, no instruction: the loads after it are not moved above it)
 leaves no spill in any of those builds (sm_80: 248 registers).
 
-The pass marks the loop (`Parallel.load_fence`, shown by the IR printer); the register loop's
+The pass marks such loops outside pipelined loops (`Parallel.load_fence`, shown by the IR printer); the register loop's
 renderer puts the fence between chunks.  EPILOGUE_FENCE is 0 (off): the loads' overlap is what
 the fence takes away, and that is untimed (bench/queue/B2_epilogue_spills.sh)."""
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import ir
-from ..ir.walk import rewritten, statement_exprs, statements, subexprs
+from ..ir.walk import statement_exprs, statements, subexprs
 from .layout import MmaAccumulator
 
 EPILOGUE_FENCE = 0  # registers a chunk; 0: no fence
@@ -29,15 +29,28 @@ def fence_epilogue_loads(kernel: ir.Kernel) -> ir.Kernel:
     if not EPILOGUE_FENCE:
         return kernel
     tensors = {p.name for p in kernel.params if p.kind == "tensor"}
-
-    def marked(s) -> ir.Parallel | None:
-        if not isinstance(s, ir.Parallel) or not isinstance(s.layout, MmaAccumulator) \
-                or s.layout.registers <= EPILOGUE_FENCE or not _reads(s.body, tensors):
-            return None
-        return replace(s, load_fence=EPILOGUE_FENCE)
-
-    body = rewritten(tuple(kernel.body), marked)
+    body = _marked(tuple(kernel.body), tensors)
     return kernel if body is None else replace(kernel, body=body)
+
+
+def _marked(stmts: tuple, tensors: set) -> tuple | None:
+    """`stmts` with their epilogue loops marked, None where none is.  Not inside a pipelined loop:
+    a loop there (std.gemm's block scales a K step) runs under the gemms, and its loads' overlap
+    is the K loop's time; the epilogue's come once a tile."""
+    out, changed = [], False
+    for s in stmts:
+        new = None
+        if isinstance(s, ir.Parallel):
+            if isinstance(s.layout, MmaAccumulator) and s.layout.registers > EPILOGUE_FENCE \
+                    and _reads(s.body, tensors):
+                new = replace(s, load_fence=EPILOGUE_FENCE)
+        elif not (isinstance(s, ir.For) and s.kind == "pipelined"):
+            parts = {f: _marked(getattr(s, f), tensors) for f in ("body", "then", "orelse") if hasattr(s, f)}
+            parts = {f: v for f, v in parts.items() if v is not None}
+            new = replace(s, **parts) if parts else None
+        out.append(s if new is None else new)
+        changed |= new is not None
+    return tuple(out) if changed else None
 
 
 def _reads(body, tensors: set) -> bool:
