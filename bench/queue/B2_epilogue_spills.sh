@@ -7,8 +7,9 @@
 # above the others, beside the 128 accumulators.  The CPU showed (nvcc 13.0, -Xptxas -v):
 #   sm_90a plain 60 B -> 0, TL_TMA_FLAGS=3 96 -> 0, TL_TMA_FLAGS=3 TL_ONE_PART (the runtime's
 #   build) 80 -> 0 (NVRTC 13.0 through ctypes with the runtime's options and TL_TMA_FLAGS 3,
-#   TL_ONE_PART, TL_WHOLE_RUNS: 80 -> 0), bf16 too; 168 registers at launch either way; sm_80 424 B at 255 registers ->
-#   0 at 248 (bf16 432 -> 0).  Without the C read or without the bias no build spills.
+#   TL_ONE_PART, TL_WHOLE_RUNS: 80 -> 0), bf16 too; 168 registers at launch either way; sm_80
+#   424 B at 255 registers -> 0 at 248 (bf16 432 -> 0).  Without the C read or without the bias
+#   no build spills.
 #   SASS (cuobjdump): every STL/LDL is after the K loop (none between the HGMMAs / HMMAs), so this
 #   is the epilogue's cost only: sm_90a runtime build 11 STL + 9 LDL a thread a tile (one STL
 #   before the K loop, K's step count, reloaded after it), sm_80 51 + 51.  Fenced: 0 STL/LDL, LDG
