@@ -11,9 +11,10 @@ Without the C read, or without the bias, none spills.  A compiler fence every 32
 (`asm volatile("" ::: "memory")`, no instruction: the loads after it are not moved above it)
 leaves no spill in any of those builds (sm_80: 248 registers).
 
-The pass marks such loops outside pipelined loops (`Parallel.load_fence`, shown by the IR printer); the register loop's
-renderer puts the fence between chunks.  EPILOGUE_FENCE is 0 (off): the loads' overlap is what
-the fence takes away, and that is untimed (bench/queue/B2_epilogue_spills.sh)."""
+The pass marks such loops outside pipelined loops (`Parallel.load_fence`, shown by the IR
+printer); the register loop's renderer puts the fence between chunks.  EPILOGUE_FENCE is 0
+(off): the loads' overlap is what the fence takes away, and that is untimed
+(bench/queue/B2_epilogue_spills.sh)."""
 from __future__ import annotations
 
 from dataclasses import replace
