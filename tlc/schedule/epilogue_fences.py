@@ -6,7 +6,7 @@ std.gemm matmul_epilogue's 128 x 256 tile), and ptxas hoists every iteration's l
 to overlap them: with bias and C both read that is 64 bias values, C's elements and their
 addresses live beside the 128 accumulators, and it spills.  nvcc 13.0, -Xptxas -v, the default
 tile: sm_90a 60 B (plain), 80 B (TL_TMA_FLAGS=3 TL_ONE_PART, the runtime's build), 96 B
-(TL_TMA_FLAGS=3); sm_80 424 B at 255 registers.  Every STL/LDL sits after the K loop (SASS).
+(TL_TMA_FLAGS=3); sm_80 424 B at 255 registers.  No STL/LDL is inside the K loop (SASS).
 Without the C read, or without the bias, none spills.  A compiler fence every 32 registers
 (`asm volatile("" ::: "memory")`, no instruction: the loads after it are not moved above it)
 leaves no spill in any of those builds (sm_80: 248 registers).
