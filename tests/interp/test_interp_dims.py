@@ -92,6 +92,18 @@ def test_the_refusal_names_where_a_symbol_was_first_bound():
     assert str(e.value) == "'U' axis 0 has size 5 but the kernel expects 2 * (C // 2) = 4 (C = 5 from 'X' (axis 0))"
 
 
+def test_an_expression_that_divides_by_zero_is_refused_naming_the_sizes():
+    """G = 0 in G * (C // G), G bound by an empty array (std.attention's HK * (H // HK) of
+    HK = 0): the CUDA binder's text, where the interpreter said only "an extent divides by zero"."""
+    src = ("@kernel\ndef k(X: f32[C], heads: f32[G], U: f32[G * (C // G)]):\n"
+           "    with grid(1, threads=32) as bx:\n        pass\n")
+    X = np.zeros(5, np.float32)
+    with pytest.raises(ArgumentError) as e:
+        compile_source(src, target="cpu", path="t.tl").k(X, np.zeros(0, np.float32), X.copy())
+    assert str(e.value) == ("'U' axis 0 has size 5 but the kernel expects G * (C // G), which divides by zero "
+                            "(G = 0 from 'heads' (axis 0), C = 5 from 'X' (axis 0))")
+
+
 def test_lanes_reading_an_empty_tensor_read_zeros():
     """A tensor with an axis of size 0 (std.conv's conv2d_bwd_data reads dy, whose width is
     conv2d's output width: 0 for an image narrower than the kernel) is outside every index:

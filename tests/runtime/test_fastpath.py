@@ -255,3 +255,19 @@ def test_a_kernel_built_for_its_maps_hands_other_flags_to_the_general_path(gpus)
     assert fast({"x": FakeArray((1000,), ptr=0x7e0000001000), "y": y, "alpha": 2.0})
     assert len(launches) == 1 and launches[0][2][-1] is FLAGS[1]
     assert fast({"x": FakeArray((1000,), ptr=0x7e0000001004), "y": y, "alpha": 2.0}) is False and len(launches) == 1
+
+
+def test_a_dimension_expression_that_divides_by_zero_goes_to_the_general_path(gpus):
+    """HK = 0 in y's HK * (H // HK) (std.attention's GQA check): the general path, whose binder
+    says what divides by zero (tests/runtime/test_launch_dim_expressions.py), where the fast
+    path raised ZeroDivisionError out of the call; H a multiple of HK launches."""
+    import tlc
+    from tlc.codegen import generate
+
+    from test_launch_dim_expressions import GROUPS
+
+    gpus(1)
+    ir = tlc.compile_source(GROUPS, target="cpu", path="groups.tl").groups.scheduled({}, "sm_80")
+    fast, launches = build(ir, generate(ir, "sm_80"))
+    assert fast({"x": FakeArray((2,)), "heads": FakeArray((0,)), "y": FakeArray((2,))}) is False and not launches
+    assert fast({"x": FakeArray((4,)), "heads": FakeArray((2,)), "y": FakeArray((4,))}) and len(launches) == 1

@@ -141,23 +141,19 @@ def test_a_persistent_kernel_counts_at_most_an_ints_worth_of_tiles():
 
 
 def test_a_grid_that_divides_by_zero_names_its_dimension_and_the_sizes():
-    """std.attention's flash_decode_paged called with fewer query heads than key heads (H = 2,
-    HK = 8: G = H // HK is 0, and its grid's split count divides by it): the interpreter's
-    error names the kernel's line, the dimension, its expression and the sizes it read, where
-    it said only "an extent divides by zero" (found by scripts/fuzz --mode tuning)."""
+    """A grid whose extent divides by a quotient of sizes that is 0 (as std.attention's
+    flash_decode_paged did with fewer query heads than key heads, H // HK = 0, found by
+    scripts/fuzz --mode tuning, which its LSE's type now refuses before the grid): the error
+    names the kernel's line, the dimension, its expression and the sizes it read, where it said
+    only "an extent divides by zero"."""
     import numpy as np
 
     import tlc
-    from tlc import package_data
 
-    path = str(package_data.stdlib().joinpath("attention.tl"))
-    m = tlc.load(path, target="cpu")
-    B, H, SQ, D, NP, PAGE, HK, MP = 1, 2, 1, 8, 1, 16, 8, 1
-    Q, K = np.zeros((B, H, SQ, D), np.float16), np.zeros((NP, PAGE, HK, D), np.float16)
-    with pytest.raises(tlc.TlcError) as e:
-        m.flash_decode_paged(Q, K, K.copy(), np.zeros((B, MP), np.int32), np.ones(B, np.int32),
-                             np.zeros((B, H, SQ, D), np.float16), np.zeros((B, H, SQ), np.float32), 0.5)
-    items = "B * HK * ((H // HK * SQ - 1) // 16 + 1)"
-    assert str(e.value) == (
-        f"kernel 'flash_decode_paged_grid0' ({path}:200): grid dimension x, max({items} * 4 // 396 * 396 // "
-        f"({items}), min(4, -(-396 // ({items})))) with B = 1, H = 2, HK = 8, SQ = 1, divides by zero")
+    src = ("@kernel\ndef split(x: f32[N], parts: f32[P]):\n"
+           "    with grid(cdiv(N, 32) // (N // P), threads=32) as bx:\n        pass\n")
+    for target in ("interp", "cpu"):
+        with pytest.raises(tlc.TlcError) as e:
+            tlc.compile_source(src, target=target, path="split.tl").split(np.zeros(4, np.float32), np.zeros(8, np.float32))
+        assert str(e.value) == ("kernel 'split' (split.tl:2): grid dimension x, ((N - 1) // 32 + 1) // (N // P) "
+                                "with N = 4, P = 8, divides by zero")

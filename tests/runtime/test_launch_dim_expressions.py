@@ -41,3 +41,24 @@ def test_a_size_that_differs_is_refused_naming_the_expression(binder, name, shap
     with pytest.raises(LaunchArgumentError) as e:
         binder.bind(args, device=0)
     assert str(e.value) == message
+
+
+GROUPS = """
+@kernel
+def groups(x: f32[H], heads: f32[HK], y: f32[HK * (H // HK)]):
+    with grid(cdiv(H, 32), threads=32) as bx:
+        for i in parallel(32):
+            y[bx * 32 + i] = x[bx * 32 + i]
+"""
+
+
+def test_an_expression_that_divides_by_zero_is_refused_naming_the_sizes():
+    """HK = 0 in HK * (H // HK) (std.attention's GQA check): the binder's text, as the
+    interpreter's (tests/interp/test_interp_dims.py), not the grid's "divides by zero"."""
+    kernel = tlc.compile_source(GROUPS, target="cpu", path="groups.tl").groups.scheduled({}, "sm_80")
+    binder = Binder(kernel, generate(kernel, "sm_80"))
+    with pytest.raises(LaunchArgumentError) as e:
+        binder.bind(dict(x=np.zeros(2, np.float32), heads=np.zeros(0, np.float32), y=np.zeros(2, np.float32)), device=0)
+    assert str(e.value) == ("'y' axis 0 has size 2 but the kernel expects HK * (H // HK), which divides by zero "
+                            "(HK = 0 from 'heads' (axis 0), H = 2 from 'x' (axis 0))")
+    binder.bind(dict(x=np.zeros(4, np.float32), heads=np.zeros(2, np.float32), y=np.zeros(4, np.float32)), device=0)

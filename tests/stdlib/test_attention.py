@@ -385,6 +385,82 @@ def test_a_scale_that_is_not_positive_fails_the_device_assert(mod):
         mod.flash_fwd(q, k, v, np.zeros_like(q), np.zeros((1, 1, 8), np.float32), -0.25, **SMALL)
 
 
+
+def gqa_arguments(H, HK, B=1, S=8, D=16):
+    """Each GQA kernel's arguments (in parameter order, by name) for H query heads and HK
+    key/value heads: zeros, 8 queries and keys, the paged cache in one page of 16."""
+    z = lambda *shape, dt=np.float16: np.zeros(shape, dt)  # noqa: E731
+    q, o, k, lse = z(B, H, S, D), z(B, H, S, D), z(B, HK, S, D), z(B, H, S, dt=np.float32)
+    cu = np.array([0, S], np.int32)
+    return {
+        "flash_fwd": dict(Q=q, K=k, V=k, O=o, LSE=lse, scale=0.25),
+        "flash_decode": dict(Q=q, K=k, V=k, O=o, LSE=lse, scale=0.25),
+        "flash_decode_paged": dict(Q=q, K=z(1, 16, HK, D), V=z(1, 16, HK, D), pages=np.zeros((B, 1), np.int32),
+                                   lengths=np.full(B, S, np.int32), O=o, LSE=lse, scale=0.25),
+        "flash_bwd": dict(Q=q, K=k, V=k, O=o, dO=o, LSE=lse, dQ=q, dK=k, dV=k, scale=0.25),
+        "flash_fwd_varlen": dict(Q=z(S, H, D), K=z(S, HK, D), V=z(S, HK, D), cu_seqlens_q=cu, cu_seqlens_k=cu,
+                                 O=z(S, H, D), LSE=z(H, S, dt=np.float32), scale=0.25, max_seqlen_q=S),
+        "flash_fwd_sparse": dict(Q=q, K=k, V=k, O=o, LSE=lse, block_index=np.zeros((B, H, 1, 1), np.int32),
+                                 block_count=np.ones((B, H, 1), np.int32), scale=0.25),
+    }
+
+
+# H = 3 query heads over HK = 2 key/value heads (head 2 read no keys: its O was 0, silently):
+# refused before the launch by the type of one output whose axis is HK * (H // HK) (or
+# H - H % HK), the one whose index arithmetic that changes least (stdlib/attention.tl's comments)
+HK_DOES_NOT_DIVIDE_H = {
+    "flash_fwd": "'LSE' axis 1 has size 3 but the kernel expects HK * (H // HK) = 2 "
+                 "(HK = 2 from 'K' (axis 1), H = 3 from 'Q' (axis 1))",
+    "flash_decode": "'LSE' axis 1 has size 3 but the kernel expects H - H % HK = 2 "
+                    "(H = 3 from 'Q' (axis 1), HK = 2 from 'K' (axis 1))",
+    "flash_decode_paged": "'LSE' axis 1 has size 3 but the kernel expects H - H % HK = 2 "
+                          "(H = 3 from 'Q' (axis 1), HK = 2 from 'K' (axis 2))",
+    "flash_bwd": "'dQ' axis 1 has size 3 but the kernel expects HK * (H // HK) = 2 "
+                 "(HK = 2 from 'K' (axis 1), H = 3 from 'Q' (axis 1))",
+    "flash_fwd_varlen": "'LSE' axis 0 has size 3 but the kernel expects HK * (H // HK) = 2 "
+                        "(HK = 2 from 'K' (axis 1), H = 3 from 'Q' (axis 1))",
+    "flash_fwd_sparse": "'LSE' axis 1 has size 3 but the kernel expects HK * (H // HK) = 2 "
+                        "(HK = 2 from 'K' (axis 1), H = 3 from 'Q' (axis 1))",
+}
+
+
+@pytest.mark.parametrize("target", ["interp", "cpu"])
+@pytest.mark.parametrize("name", list(HK_DOES_NOT_DIVIDE_H))
+def test_a_kernel_refuses_query_heads_that_hk_does_not_divide(target, name):
+    """H = 3, HK = 2 fails at the call with the exact text, H = 2, HK = 3 (H // HK = 0) too, and
+    H = 4, HK = 2 (GQA) runs."""
+    from tlc.interp.args import ArgumentError
+
+    kernel = getattr(tlc.load(ATTENTION_PATH, target=target), name)
+    with pytest.raises(ArgumentError) as e:
+        kernel(**gqa_arguments(3, 2)[name])
+    assert str(e.value) == HK_DOES_NOT_DIVIDE_H[name]
+    with pytest.raises(ArgumentError, match=r"has size 2 but the kernel expects .* = 0 \("):
+        kernel(**gqa_arguments(2, 3)[name])
+    kernel(**gqa_arguments(4, 2)[name])
+
+
+@pytest.mark.parametrize("name", list(HK_DOES_NOT_DIVIDE_H))
+def test_the_cuda_launcher_refuses_query_heads_that_hk_does_not_divide(name):
+    """The CUDA launch's check, without a GPU: the binder of each grid of the kernel (its
+    defaults, sm_90a, D = 16) refuses H = 3, HK = 2 with the interpreter's text."""
+    from tlc.codegen import generate
+    from tlc.runtime.args import Binder, LaunchArgumentError
+
+    args = gqa_arguments(3, 2)[name]
+    sizes = {"B": 1, "H": 3, "HK": 2, "S": 8, "SQ": 8, "D": 16, "SPLITS": 4}
+    kernel = getattr(tlc.load(ATTENTION_PATH, target="cpu"), name)
+    for grid in kernel.scheduled_grids({"D": 16, "PAGE": 16} if name == "flash_decode_paged" else {"D": 16}, "sm_90a"):
+        binder = Binder(grid, generate(grid, "sm_90a"))
+        given = {n: args[n] for n in binder.names if n in args}
+        for i, n, *_ in binder.tensors:  # the workspaces (delta, part_o, part_lse), of their sizes
+            if n not in given:
+                given[n] = np.zeros([sizes.get(str(d), d) for d in grid.params[i].shape], np.float32)
+        with pytest.raises(LaunchArgumentError) as e:
+            binder.bind(given, device=0)
+        assert str(e.value) == HK_DOES_NOT_DIVIDE_H[name]
+
+
 BUILDS = [  # head dim, each kernel's constants (PAGE, the paged cache's page, is compiled in)
     (64, {"flash_fwd": "", "flash_bwd": "", "flash_decode": "", "flash_decode_paged": "PAGE=64", "flash_fwd_varlen": "",
           "flash_fwd_sparse": "", "block_mask_to_index": "", "sliding_window_mask": ""}),

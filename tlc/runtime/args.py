@@ -26,7 +26,7 @@ from ..ir.nodes import DimExpr, Kernel
 from ..ir.walk import statements, variables, written_names
 from ..scalars import ScalarError, float_limit, scalar_value
 from .device_array import DeviceArray
-from .grid import compile_function, py_source
+from .grid import GridError, compile_function, py_source
 
 I32_MAX = 2**31 - 1
 SYMBOL_TYPES = {"i32": (I32_MAX, np.int32), "i64": (2**63 - 1, np.int64)}  # a shape symbol's limit and C value
@@ -364,7 +364,12 @@ class Binder:
                 raise LaunchArgumentError(f"shape symbol '{s}' is {n}, more than an {dtype} holds")
             kargs[i] = ctor(n)
         for slot, name, axis, d, size_of, first in self.expressions:
-            want = size_of(values)
+            try:
+                want = size_of(values)
+            except GridError as e:  # a division by zero (HK = 0 in HK * (H // HK)): dim_mismatch says so
+                if not str(e).endswith("divides by zero"):
+                    raise
+                want = None
             if values[slot] != want:
                 seen = {s: (values[self.slots[s]], *first[s]) for s in first}
                 raise LaunchArgumentError(dim_mismatch(name, axis, values[slot], d, want, seen))
@@ -414,11 +419,14 @@ class Binder:
                                   f"(cupy.cuda.Device({dev}).use())")
 
 
-def dim_mismatch(name: str, axis: int, size: int, d: DimExpr, want: int, seen: dict) -> str:
-    """The error of an array whose size differs from its dimension's expression; `seen` maps
-    each symbol to (value, param, axis) where it was bound."""
+def dim_mismatch(name: str, axis: int, size: int, d: DimExpr, want: int | None, seen: dict) -> str:
+    """The error of an array whose size differs from its dimension's expression, or (`want`
+    None) whose expression divides by zero at these sizes (std.attention's HK * (H // HK) of
+    HK = 0); `seen` maps each symbol to (value, param, axis) where it was bound."""
     bound = ", ".join(f"{s} = {seen[s][0]} from '{seen[s][1]}' (axis {seen[s][2]})"
                       for s in dict.fromkeys(v.name for v in variables(d.expr)))
+    if want is None:
+        return f"'{name}' axis {axis} has size {size} but the kernel expects {d}, which divides by zero ({bound})"
     return f"'{name}' axis {axis} has size {size} but the kernel expects {d} = {want} ({bound})"
 
 

@@ -87,9 +87,10 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
     for i, p in tensors:  # K // 2: once every symbol is read, each size computed and compared
         for axis, d in enumerate(p.shape):
             if isinstance(d, DimExpr):
-                if d not in symbols:
+                if d not in symbols:  # one that divides by zero (HK * (H // HK), HK = 0): the general path says so
                     symbols[d] = f"e{len(symbols)}"
-                    lines.append(f"{symbols[d]} = {py_source(d.expr, {k: v for k, v in symbols.items() if isinstance(k, str)})}")
+                    size = py_source(d.expr, {k: v for k, v in symbols.items() if isinstance(k, str)})
+                    lines += ["try:", f"    {symbols[d]} = {size}", "except ZeroDivisionError:", "    return fallback(args)"]
                 lines.append(_any_fails([f"a{i}.shape[{axis}] != {symbols[d]}"]))
     values = {k: v for k, v in symbols.items() if isinstance(k, str)}  # what the grid reads: shape symbols and scalars
     cargs = []
