@@ -81,6 +81,7 @@ def _eight_vector_blocks(sass: str) -> list:
     return [len(r) for r in runs + [cur] if sum(bool(_PLAIN_LDGSTS.search(x)) for x in r) == 8]
 
 
+@pytest.mark.slow  # nvcc builds of an off switch (untimed): CI's slow run, the README's run stays under 5 minutes
 @pytest.mark.nvcc
 @pytest.mark.parametrize("stepped", [False, True])
 def test_a_weight_vector_costs_a_few_instructions_with_round_steps(stepped, monkeypatch, tmp_path):
@@ -130,6 +131,7 @@ def tiles(A: f16[R, 1024], B: f16[R, 2048], C: u8[R, 16], D: f16[R, 24], W: u32[
 """
 
 
+@pytest.mark.slow  # nvcc builds of an off switch (untimed): CI's slow run, the README's run stays under 5 minutes
 @pytest.mark.nvcc
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
 def test_every_kind_of_tile_builds_with_the_forms_on(arch, forms, monkeypatch, tmp_path):

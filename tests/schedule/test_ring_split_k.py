@@ -139,6 +139,7 @@ def test_the_cuda_stores_counts_and_adds_in_part_order_before_the_epilogue(on):
         assert at >= 0, f"{x!r} is not after the statements before it"
 
 
+@pytest.mark.slow  # nvcc builds of an off switch (untimed): CI's slow run, the README's run stays under 5 minutes
 @pytest.mark.nvcc
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
 def test_the_split_kernel_builds_without_spills(on, arch, tmp_path):
