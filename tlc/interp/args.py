@@ -13,8 +13,8 @@ import numpy as np
 from ..diagnostics import TlcError
 from ..dtypes import from_numpy
 from ..ir.nodes import DimExpr, Kernel, Param
-from ..runtime.args import dim_mismatch
-from ..runtime.grid import GridError, evaluate_int
+from ..runtime.args import dim_mismatch, expected_size
+from ..runtime.grid import evaluate_int
 from .numerics import np_dtype
 from ..ir.walk import written_names
 from ..scalars import ScalarError, scalar_value
@@ -101,12 +101,7 @@ def bind(kernel: Kernel, args: dict) -> Bound:
         tensors[p.name] = value
     symbols = {d: v for d, (v, _, _) in seen.items()}
     for name, axis, d, n in expressions:
-        try:
-            want = evaluate_int(d.expr, symbols)
-        except GridError as e:  # a division by zero (HK = 0 in HK * (H // HK)): dim_mismatch says so
-            if not str(e).endswith("divides by zero"):
-                raise
-            want = None
+        want = expected_size(evaluate_int, d.expr, symbols)
         if n != want:
             raise ArgumentError(dim_mismatch(name, axis, n, d, want, seen))
     for d, v in symbols.items():

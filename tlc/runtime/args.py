@@ -26,7 +26,7 @@ from ..ir.nodes import DimExpr, Kernel
 from ..ir.walk import statements, variables, written_names
 from ..scalars import ScalarError, float_limit, scalar_value
 from .device_array import DeviceArray
-from .grid import GridError, compile_function, py_source
+from .grid import DividesByZero, compile_function, py_source
 
 I32_MAX = 2**31 - 1
 SYMBOL_TYPES = {"i32": (I32_MAX, np.int32), "i64": (2**63 - 1, np.int64)}  # a shape symbol's limit and C value
@@ -364,12 +364,7 @@ class Binder:
                 raise LaunchArgumentError(f"shape symbol '{s}' is {n}, more than an {dtype} holds")
             kargs[i] = ctor(n)
         for slot, name, axis, d, size_of, first in self.expressions:
-            try:
-                want = size_of(values)
-            except GridError as e:  # a division by zero (HK = 0 in HK * (H // HK)): dim_mismatch says so
-                if not str(e).endswith("divides by zero"):
-                    raise
-                want = None
+            want = expected_size(size_of, values)
             if values[slot] != want:
                 seen = {s: (values[self.slots[s]], *first[s]) for s in first}
                 raise LaunchArgumentError(dim_mismatch(name, axis, values[slot], d, want, seen))
@@ -417,6 +412,15 @@ class Binder:
         raise LaunchArgumentError(f"'{name}' is on GPU {dev} but the kernel runs on the current "
                                   f"device, GPU {device}; move it there, or make GPU {dev} current "
                                   f"(cupy.cuda.Device({dev}).use())")
+
+
+def expected_size(size_of: Callable, *args) -> int | None:
+    """A dimension expression's size, `size_of(*args)`, or None where it divides by zero at these
+    sizes (HK = 0 in HK * (H // HK)): `dim_mismatch` says so."""
+    try:
+        return size_of(*args)
+    except DividesByZero:
+        return None
 
 
 def dim_mismatch(name: str, axis: int, size: int, d: DimExpr, want: int | None, seen: dict) -> str:

@@ -30,6 +30,10 @@ class GridError(TlcError):
     """A grid extent the host cannot evaluate, or one that evaluates to a bad value."""
 
 
+class DividesByZero(GridError):
+    """An extent or size that divides by zero at these sizes (std.attention's HK * (H // HK) of HK = 0)."""
+
+
 def _power(a, b):
     """`a ** b`, refused before it is computed when its integer result passes 64 bits: no
     extent is that large, and Python's exact `n ** n` for n = 10**9 would run for hours."""
@@ -222,7 +226,7 @@ def _guarded(fn: Callable, source: str | None, what: str) -> Callable:
         try:
             return fn(*args)
         except ZeroDivisionError:
-            raise GridError(f"{what} divides by zero") from None
+            raise DividesByZero(f"{what} divides by zero") from None
         except (OverflowError, ValueError) as e:  # a float too large, a negative shift count
             raise GridError(f"{what} cannot be computed: {e}") from None
     guarded.unguarded = fn  # for callers that catch ZeroDivisionError themselves
@@ -245,7 +249,7 @@ def evaluate_int(expr: Expr, values: dict) -> int:
     try:
         return int(eval(py_source(expr, names), {"extent": extent, **_HELPERS}, {"v": values}))  # noqa: S307 - our own IR text
     except ZeroDivisionError:
-        raise GridError("an extent divides by zero") from None
+        raise DividesByZero("an extent divides by zero") from None
     except (OverflowError, ValueError) as e:  # a float too large, a negative shift count
         raise GridError(f"an extent cannot be computed: {e}") from None
 
