@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from .frozen import frozen
 
-@dataclass(frozen=True)
+
+@frozen
 class Span:
     """A region of a source file; lines and columns are 1-based, `end_col` exclusive."""
 
@@ -26,7 +28,7 @@ class Span:
         return Span(self.file, self.line, self.col, other.end_line, other.end_col)
 
 
-@dataclass(frozen=True)
+@frozen
 class Diagnostic:
     code: str
     message: str

@@ -5,12 +5,12 @@ module: the type checker, scheduler, interpreter and code generator all read it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from .frozen import frozen
 
-@dataclass(frozen=True)
+
+@frozen
 class DType:
     name: str
     kind: str  # "bool" | "int" | "uint" | "float"

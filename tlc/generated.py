@@ -4,12 +4,11 @@ IR and dtypes only), so that a kernel loaded from the cache, which stores these,
 without importing the code generator."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .dtypes import DType
+from .frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class KernelArg:
     name: str
     kind: str  # tensor | scalar | shape
@@ -17,7 +16,7 @@ class KernelArg:
     c_type: str
 
 
-@dataclass(frozen=True)
+@frozen
 class GeneratedKernel:
     name: str
     launcher: str

@@ -14,11 +14,12 @@ Conventions every consumer relies on:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any, Union
 
 from ..diagnostics import Span
 from ..dtypes import I32, I64, DType
+from ..frozen import frozen
 
 Dim = Union[int, str, "DimExpr"]  # a tensor param's dimension: a literal size, a shape symbol's name, or an expression of them
 
@@ -107,7 +108,7 @@ MATH_FUNCS = {**{f: 1 for f in ("exp", "exp2", "log", "log2", "log1p", "sqrt", "
               "grid_blocks": 0}
 
 
-@dataclass(frozen=True)
+@frozen
 class Const(Expr):
     value: Any  # int, float or bool; normalized to the Python type of `dtype`'s kind
     dtype: DType
@@ -119,14 +120,14 @@ class Const(Expr):
         object.__setattr__(self, "value", conv(self.value))
 
 
-@dataclass(frozen=True)
+@frozen
 class Var(Expr):
     name: str
     dtype: DType
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class BinOp(Expr):
     op: str
     a: Expr
@@ -135,7 +136,7 @@ class BinOp(Expr):
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class UnaryOp(Expr):
     op: str
     x: Expr
@@ -143,7 +144,7 @@ class UnaryOp(Expr):
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Call(Expr):
     fn: str
     args: tuple[Expr, ...]
@@ -151,14 +152,14 @@ class Call(Expr):
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Cast(Expr):
     x: Expr
     dtype: DType
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Select(Expr):
     """`a if cond else b` / `where(cond, a, b)`."""
 
@@ -169,7 +170,7 @@ class Select(Expr):
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Load(Expr):
     """One element of a tensor param or buffer; out-of-range indices read 0."""
 
@@ -181,7 +182,7 @@ class Load(Expr):
 
 # ---- copy operands -------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class BufferRef(Node):
     """A whole shared, fragment or local buffer."""
 
@@ -189,7 +190,7 @@ class BufferRef(Node):
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Region(Node):
     """The box `offsets .. offsets + extents` of a tensor param or buffer (same rank), or of a
     view of a tensor param: `dims` then gives the view's dimensions (i32 expressions), the
@@ -211,7 +212,7 @@ class Stmt(Node):
     """Base of statements."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Copy(Stmt):
     """Element-wise copy with dtype conversion; extents with their 1s dropped must agree."""
 
@@ -231,7 +232,7 @@ class Copy(Stmt):
     packed: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class Gemm(Stmt):
     """`c += op(a) @ op(b)`; `a`, `b` shared or fragment buffers, `c` a fragment.  `precision`
     "tf32" multiplies f32 operands truncated to tf32 (what the tensor cores read); "ieee" exactly."""
@@ -245,7 +246,7 @@ class Gemm(Stmt):
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Fill(Stmt):
     buffer: str
     value: Expr
@@ -255,7 +256,7 @@ class Fill(Stmt):
 REDUCE_KINDS = ("sum", "max", "min", "absmax")
 
 
-@dataclass(frozen=True)
+@frozen
 class Reduce(Stmt):
     """`dst = reduce(src, dim)`, combined with dst's old values when `clear` is False.
 
@@ -272,7 +273,7 @@ class Reduce(Stmt):
 SCAN_KINDS = ("sum", "prod", "max", "min")
 
 
-@dataclass(frozen=True)
+@frozen
 class Scan(Stmt):
     """`dst` = the inclusive scan of `src` along `dim` by `kind` (sum: cumsum, prod: cumprod,
     max: cummax, min: cummin), from the last index down when `reverse`.  Both are shared buffers
@@ -291,7 +292,7 @@ class Scan(Stmt):
 ATOMIC_KINDS = ("add", "max", "min", "turn_wait", "turn_done")
 
 
-@dataclass(frozen=True)
+@frozen
 class Atomic(Stmt):
     """Atomic update of one element of a global tensor or shared buffer; outside a `Parallel`
     it happens once per block, inside it once per index.  The turn kinds (outside a `Parallel`,
@@ -310,12 +311,12 @@ class Atomic(Stmt):
     grouped: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class Sync(Stmt):
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Print(Stmt):
     """C printf (`%d %f %.3e ...`, checked by `tlc.print_format`); once per block, or once per index inside a `Parallel`,
     where `per_thread` must be True (and False everywhere else)."""
@@ -326,7 +327,7 @@ class Print(Stmt):
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Assert(Print):
     """device_assert: where `cond` is false, a failure is recorded with `fmt` formatted over
     `args` (tlc/device_assert.py); a Print in all else (per block, or per index in a `Parallel`)."""
@@ -334,7 +335,7 @@ class Assert(Print):
     cond: Expr | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class LetScalar(Stmt):
     """Declares a per-thread scalar, visible to the end of the enclosing statement list."""
 
@@ -344,14 +345,14 @@ class LetScalar(Stmt):
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Assign(Stmt):
     name: str
     value: Expr
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Store(Stmt):
     """One element of a tensor param or buffer; out-of-range stores are skipped."""
 
@@ -364,7 +365,7 @@ class Store(Stmt):
 LOOP_KINDS = ("serial", "unroll", "pipelined", "while")  # while: serial, its body opens with the test
 
 
-@dataclass(frozen=True)
+@frozen
 class For(Stmt):
     """`for var in range(start, stop, step)`; `stages` matters only when `kind` is pipelined."""
 
@@ -382,7 +383,7 @@ class For(Stmt):
     keep_last_stage: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class Parallel(Stmt):
     """Each index of `extents` once, spread over the block's threads; vars are i32."""
 
@@ -408,7 +409,7 @@ class Parallel(Stmt):
     load_fence: int = 0
 
 
-@dataclass(frozen=True)
+@frozen
 class Im2colTile(Node):
     """A shared tile a loop fills as one box of the TMA's im2col mode loads it: row i is output
     pixel m0 + i of the flattened (batch, out_h, out_w) of a convolution over image `img`
@@ -430,7 +431,7 @@ class Im2colTile(Node):
     columns: int = 0
 
 
-@dataclass(frozen=True)
+@frozen
 class If(Stmt):
     cond: Expr
     then: tuple[Stmt, ...]
@@ -438,19 +439,19 @@ class If(Stmt):
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Break(Stmt):
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Continue(Stmt):
     span: Span | None = _span()
 
 
 # ---- kernel --------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class DimExpr(Node):
     """A tensor param's dimension computed from shape symbols and constants (`K // 2`,
     `cdiv(K, 128)`): `expr` reads the symbols as i32 `Var`s, `text` is as written.  Every
@@ -463,7 +464,7 @@ class DimExpr(Node):
         return self.text
 
 
-@dataclass(frozen=True)
+@frozen
 class Param(Node):
     """A kernel parameter: a global tensor (`shape` of ints and shape symbols) or a scalar."""
 
@@ -477,7 +478,7 @@ class Param(Node):
 BUFFER_SCOPES = ("shared", "fragment", "local")
 
 
-@dataclass(frozen=True)
+@frozen
 class Buffer(Node):
     """A block-level buffer; `layout` and `smem_offset` are the scheduler's, opaque here."""
 
@@ -490,7 +491,7 @@ class Buffer(Node):
     span: Span | None = _span()
 
 
-@dataclass(frozen=True)
+@frozen
 class Kernel(Node):
     name: str
     params: tuple[Param, ...]

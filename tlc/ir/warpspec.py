@@ -11,14 +11,14 @@ it writes the stage again.  `it` counts iterations across the tiles of a persist
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..dtypes import DType
+from ..frozen import frozen
 from .nodes import Node
 
 
-@dataclass(frozen=True)
+@frozen
 class Im2colWindow(Node):
     """What an im2col map's encoding needs beyond the image's sizes (ir.Im2colTile's): the
     output pixels' windows' top-left corners are `lower + stride * (oh, ow)` (w then h), `out`
@@ -32,7 +32,7 @@ class Im2colWindow(Node):
     columns: int = 0
 
 
-@dataclass(frozen=True)
+@frozen
 class ViewDims(Node):
     """A tensor seen in another shape (a view's region, Region.dims): its `dims` (Exprs of the
     shape symbols `symbols`, outermost first), which the launch computes from their values."""
@@ -41,7 +41,7 @@ class ViewDims(Node):
     symbols: tuple
 
 
-@dataclass(frozen=True)
+@frozen
 class TensorMapSpec(Node):
     """One tensor map the launch passes: a tensor parameter seen by the TMA as a row-major
     tensor of its own rank, copied in boxes of `box_rows` x `box_cols` elements (one 128-byte
@@ -97,7 +97,7 @@ def tma_dtype(dt: DType) -> int:
     return _TMA_DTYPES[dt.name]
 
 
-@dataclass(frozen=True)
+@frozen
 class StageLoad(Node):
     """The producer's copy at `index` of the ring loop's body: a tile of `rows` x `cols` into
     stage `it % stages` of `buffer`, whose stages lie `stage_elems` elements apart, through
@@ -131,7 +131,7 @@ class StageLoad(Node):
     tiled: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class StagedStore(Node):
     """The epilogue's `copy(acc, C[...])` at `index` of the kernel's body, made through shared
     memory: each consumer warpgroup stages its `rows` rows at byte `offset` (`nbytes` in all)
@@ -162,7 +162,7 @@ class StagedStore(Node):
     reuse: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class BulkReduce(Node):
     """An `atomic_add(C[...], acc)` of the consumers' loop (the parallel loop at `index` of the
     loop's body, porting.py's lowering of the tile add) made by the TMA's bulk reduction: the
@@ -182,7 +182,7 @@ class BulkReduce(Node):
     buffers: int = 1
 
 
-@dataclass(frozen=True)
+@frozen
 class SplitK(Node):
     """Split-K in a persistent kernel (schedule/split_k.py): the grid's third dimension, block
     variable `var`, counts `parts` parts of the K loop (an expression of the sizes, the grid's
@@ -200,7 +200,7 @@ class SplitK(Node):
     slots: int
 
 
-@dataclass(frozen=True)
+@frozen
 class StreamK(Node):
     """Stream-K in a persistent kernel (schedule/stream_k.py): the blocks walk the tiles whole and
     then the tail's K steps in even runs, `tl::StreamWalk`'s segments (tile, k0, k1), each running
@@ -223,7 +223,7 @@ class StreamK(Node):
     prefer: Any = None  # ir.Expr
 
 
-@dataclass(frozen=True)
+@frozen
 class TileOrder(Node):
     """A persistent kernel: the grid counts tiles and each block walks them, `group` rows of
     tiles at a time (so that a wave of blocks shares rows of A and columns of B in L2), in
@@ -246,7 +246,7 @@ class TileOrder(Node):
     dynamic: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class DeferredGemm(Node):
     """The ring loop's last statement, a wgmma gemm (attention's P @ V), run one iteration late:
     iteration it issues it for iteration it - 1 (on that stage) right after issuing its own gemm
@@ -291,7 +291,7 @@ WARPGROUP_BARRIER = 6
 HANDOVER_BARRIER = 8
 
 
-@dataclass(frozen=True)
+@frozen
 class WarpSpecialization(Node):
     """The roles, the ring and its barriers of a warp-specialized kernel (module docstring)."""
 

@@ -13,10 +13,11 @@ and `replace`, `dataclasses.replace` for plain frozen dataclasses.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Union
 
 from ..diagnostics import Span
+from ..frozen import frozen
 
 
 def _span() -> Any:
@@ -29,14 +30,14 @@ def _ty() -> Any:
 
 # ---- expressions -------------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Name:
     id: str
     span: Span = _span()
     ty: Any = _ty()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Constant:
     """A literal: int, float, bool or str."""
 
@@ -45,7 +46,7 @@ class Constant:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class BinOp:
     op: str  # + - * / // % ** @ << >> & | ^
     left: "Expr"
@@ -54,7 +55,7 @@ class BinOp:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class UnaryOp:
     op: str  # - + ~ not
     operand: "Expr"
@@ -62,7 +63,7 @@ class UnaryOp:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class BoolOp:
     op: str  # and | or
     values: tuple["Expr", ...]
@@ -70,7 +71,7 @@ class BoolOp:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Compare:
     """`a < b <= c`: `ops[i]` compares `operands[i]` with `operands[i + 1]`."""
 
@@ -80,7 +81,7 @@ class Compare:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class IfExp:
     test: "Expr"
     body: "Expr"
@@ -89,14 +90,14 @@ class IfExp:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Keyword:
     name: str
     value: "Expr"
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Call:
     func: "Expr"
     args: tuple["Expr", ...]
@@ -105,7 +106,7 @@ class Call:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Slice:
     lower: "Expr | None"
     upper: "Expr | None"
@@ -114,7 +115,7 @@ class Slice:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Subscript:
     value: "Expr"
     indices: tuple["Expr", ...]  # Slice nodes where the source has a colon
@@ -122,7 +123,7 @@ class Subscript:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Attribute:
     value: "Expr"
     attr: str
@@ -130,21 +131,21 @@ class Attribute:
     ty: Any = _ty()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class TupleExpr:
     elts: tuple["Expr", ...]
     span: Span = _span()
     ty: Any = _ty()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ListExpr:
     elts: tuple["Expr", ...]
     span: Span = _span()
     ty: Any = _ty()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class DictExpr:
     """`{k: v, ...}`: only the argument of annotate_layout, which tlc accepts and ignores."""
 
@@ -160,7 +161,7 @@ Expr = Union[Name, Constant, BinOp, UnaryOp, BoolOp, Compare, IfExp, Call, Slice
 
 # ---- types as written ----------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class TypeExpr:
     """A type annotation as written: `f32`, `T`, `const`, `dtype`, `f16[M, K]`, `T[BM, BK + 8]`.
 
@@ -174,13 +175,13 @@ class TypeExpr:
 
 # ---- statements ----------------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ExprStmt:
     expr: Expr
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Assign:
     target: Expr
     value: Expr
@@ -188,7 +189,7 @@ class Assign:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class AugAssign:
     target: Expr
     op: str  # the binary operator: + - * ...
@@ -196,28 +197,28 @@ class AugAssign:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Pass:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Break:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Continue:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Return:
     value: Expr | None
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class If:
     test: Expr
     body: tuple["Stmt", ...]
@@ -225,7 +226,7 @@ class If:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class For:
     targets: tuple[Name, ...]
     iter: Expr
@@ -233,14 +234,14 @@ class For:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class While:
     test: Expr
     body: tuple["Stmt", ...]
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class With:
     context: Expr
     targets: tuple[Name, ...]
@@ -253,7 +254,7 @@ Stmt = Union[ExprStmt, Assign, AugAssign, Pass, Break, Continue, Return, If, For
 
 # ---- module level --------------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Decorator:
     name: str
     args: tuple[Expr, ...] | None  # None: written without parentheses
@@ -261,7 +262,7 @@ class Decorator:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Param:
     name: str
     annotation: TypeExpr
@@ -269,7 +270,7 @@ class Param:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class FunctionDef:
     name: str
     params: tuple[Param, ...]
@@ -283,7 +284,7 @@ class FunctionDef:
         return any(d.name == name for d in self.decorators)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ImportName:
     name: str
     alias: str | None
@@ -294,7 +295,7 @@ class ImportName:
         return self.alias or self.name
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Import:
     """`from MODULE import a, b as c`; `level` counts leading dots (0 for `std.`)."""
 
@@ -304,7 +305,7 @@ class Import:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ConstDecl:
     """A module constant: `BLOCK: const = 128`, `DT: dtype = f16` or `BLOCK = 128`."""
 
@@ -314,7 +315,7 @@ class ConstDecl:
     span: Span = _span()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Module:
     path: str
     imports: tuple[Import, ...]

@@ -2,9 +2,10 @@
 by role, their bound constants and shape symbols.  Plain data."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..diagnostics import Span
+from ..frozen import frozen
 from ..parser import nodes as n
 from .types import TensorType, Type
 
@@ -25,7 +26,7 @@ class NotOne:
 NOT_ONE = NotOne()
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckedParam:
     """`role` is tensor, scalar, const or dtype; `value` the bound value of a const or dtype."""
 
@@ -37,13 +38,13 @@ class CheckedParam:
     span: Span | None = field(default=None, compare=False)
 
 
-@dataclass(frozen=True)
+@frozen
 class SymbolUse:
     param: str
     axis: int
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckedFunction:
     """One function after checking.  `kind` is kernel, tile_op or device.  `body` is the typed
     AST (every expression has `ty`).  `constants` holds every compile-time value the body may
@@ -92,7 +93,7 @@ class CheckedFunction:
         return tuple(p for p in self.params if p.role in ("tensor", "scalar"))
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckedProgram:
     """A checked file and what it imports.  `names` maps the main module's visible names
     (its own functions and imported ones) to qualnames in `functions`."""

@@ -8,10 +8,10 @@ out of AST equality.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Union
 
 from ..dtypes import DType
+from ..frozen import frozen
 from ..parser import nodes as n
 
 Dim = n.Expr
@@ -19,7 +19,7 @@ Dim = n.Expr
 GLOBAL, SHARED, FRAGMENT, LOCAL, VALUE = "global", "shared", "fragment", "local", "value"
 
 
-@dataclass(frozen=True)
+@frozen
 class ScalarType:
     dtype: DType
     weak: bool = False
@@ -29,7 +29,7 @@ class ScalarType:
         return self.dtype.name
 
 
-@dataclass(frozen=True)
+@frozen
 class TensorType:
     """`scope` is global (a parameter or a region of one), shared, fragment, local, or value
     (a whole-tensor value inside a tile op)."""
@@ -46,7 +46,7 @@ class TensorType:
         return len(self.shape)
 
 
-@dataclass(frozen=True)
+@frozen
 class DTypeValue:
     """The type of an expression that names a dtype: `f16`, `T`."""
 
@@ -56,13 +56,13 @@ class DTypeValue:
         return "dtype"
 
 
-@dataclass(frozen=True)
+@frozen
 class StrType:
     def __str__(self) -> str:
         return "str"
 
 
-@dataclass(frozen=True)
+@frozen
 class FunctionRef:
     """A device function, kernel or tile op named in an expression; `qualname` keys
     `CheckedProgram.functions`."""
@@ -74,7 +74,7 @@ class FunctionRef:
         return self.kind
 
 
-@dataclass(frozen=True)
+@frozen
 class BuiltinRef:
     name: str
 
@@ -82,7 +82,7 @@ class BuiltinRef:
         return "builtin"
 
 
-@dataclass(frozen=True)
+@frozen
 class LoopRange:
     """The iterable of a `for`: range, unroll, pipelined or parallel."""
 
@@ -92,7 +92,7 @@ class LoopRange:
         return self.kind
 
 
-@dataclass(frozen=True)
+@frozen
 class VoidType:
     def __str__(self) -> str:
         return "nothing"
