@@ -5,6 +5,7 @@ a stand-in CuPy for the fast path's tests.
 """
 from __future__ import annotations
 
+import itertools
 import sys
 import types
 from types import SimpleNamespace
@@ -101,11 +102,31 @@ def generated_for(kernel: Kernel, source: str = "", arch: str = "sm_80") -> Gene
                            kernel.smem_bytes, kernel.grid, arch)
 
 
+_addresses = itertools.count(0x7F0000000000, 1 << 36)
+
+
+def made_up_address() -> int:
+    """A device address of its own for each made-up array (64 GiB apart): arrays that share
+    memory are refused (runtime/overlap.py), so two that do not must not seem to."""
+    return next(_addresses)
+
+
+def overlap_pairs(kernel: Kernel) -> tuple:
+    """The tensor pairs a launch of `kernel` checks do not share memory, as `args.Binder` has
+    them (a stand-in compiled kernel's `overlap_pairs`, which the fast path reads)."""
+    from tlc.ir.walk import written_names
+    from tlc.runtime import overlap
+
+    return overlap.pairs(tuple(p.name for p in kernel.params if p.kind == "tensor"), written_names(kernel.body))
+
+
 class FakeDeviceArray:
     """A device array known only by `__cuda_array_interface__` (as Numba's or JAX's are); its
-    data pointer is made up, so it is only ever bound, never launched."""
+    data pointer is made up (one of its own unless `ptr` is given), so it is only ever bound,
+    never launched."""
 
-    def __init__(self, shape, dtype, ptr=0x7F0000001000, strides=None, readonly=False):
+    def __init__(self, shape, dtype, ptr=None, strides=None, readonly=False):
+        ptr = made_up_address() if ptr is None else ptr
         self._cai = {"shape": tuple(shape), "typestr": np.dtype(dtype).str, "data": (ptr, readonly),
                      "strides": strides, "version": 3}
 
@@ -132,9 +153,13 @@ class FakeCupyArray:
     contiguity, device and address."""
     __slots__ = ("shape", "dtype", "_c_contiguous", "data")  # class attributes, as CuPy's are
 
-    def __init__(self, shape, dtype=np.float32, device=0, contiguous=True, ptr=0x7e0000000000):
+    def __init__(self, shape, dtype=np.float32, device=0, contiguous=True, ptr=None):
         self.shape, self.dtype, self._c_contiguous = tuple(shape), np.dtype(dtype), contiguous
-        self.data = SimpleNamespace(device_id=device, ptr=ptr)
+        self.data = SimpleNamespace(device_id=device, ptr=made_up_address() if ptr is None else ptr)
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
 
 def stand_in_cupy(monkeypatch, n: int = 1, current: int = 0) -> None:

@@ -9,7 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from runtime_kit import FakeCupyArray as FakeArray, axpy, generated_for, kernel, scalar, stand_in_cupy
+from runtime_kit import (FakeCupyArray as FakeArray, axpy, generated_for, kernel, made_up_address, overlap_pairs,
+                         scalar, stand_in_cupy)
 from tlc.dtypes import DTYPES
 from tlc.ir import samples
 from tlc.runtime import fastpath
@@ -23,7 +24,8 @@ def gpus(monkeypatch):
 
 def build(ir, gen, loaded=(0,)):
     launches = []
-    compiled = SimpleNamespace(params=ir.params, launch_fields=gen, block=(gen.threads, 1, 1), smem=gen.smem_bytes,
+    compiled = SimpleNamespace(params=ir.params, launch_fields=gen, overlap_pairs=overlap_pairs(ir),
+                               block=(gen.threads, 1, 1), smem=gen.smem_bytes,
                                _functions={d: lambda *a, d=d: launches.append((d, *a)) for d in loaded})
     return fastpath.build(compiled, fallback=lambda args: False), launches
 
@@ -127,7 +129,7 @@ def test_contiguity_through_flags_where_cupy_lacks_the_attribute(gpus, monkeypat
         def __init__(self, contiguous):
             self.shape, self.dtype = (8,), np.dtype(np.float32)
             self.flags = SimpleNamespace(c_contiguous=contiguous)
-            self.data = SimpleNamespace(device_id=0, ptr=0x7e0000000000)
+            self.data = SimpleNamespace(device_id=0, ptr=made_up_address())
     gpus(1)
     monkeypatch.setattr(sys.modules["cupy"], "ndarray", OtherArray)
     fast, launches = build(*axpy())
@@ -139,7 +141,8 @@ class FakeTensor:
     """A stand-in PyTorch tensor: what the fast path reads of one."""
     __slots__ = ("shape", "dtype", "is_cuda", "_contiguous", "_ptr", "_device")
 
-    def __init__(self, shape, dtype="float32", ptr=0x7f0000001000, device=0, contiguous=True):
+    def __init__(self, shape, dtype="float32", ptr=None, device=0, contiguous=True):
+        ptr = made_up_address() if ptr is None else ptr
         self.shape, self.dtype, self._ptr, self._contiguous = tuple(shape), dtype, ptr, contiguous
         self.is_cuda, self._device = device >= 0, device
 
@@ -170,7 +173,8 @@ def fake_torch(monkeypatch):
 
 def build_torch(ir, gen, loaded=(0,), streams=None):
     launches = []
-    compiled = SimpleNamespace(params=ir.params, launch_fields=gen, block=(gen.threads, 1, 1), smem=gen.smem_bytes,
+    compiled = SimpleNamespace(params=ir.params, launch_fields=gen, overlap_pairs=overlap_pairs(ir),
+                               block=(gen.threads, 1, 1), smem=gen.smem_bytes,
                                _functions={d: lambda *a, d=d: launches.append((d, *a)) for d in loaded},
                                _streams={1000: "stream 1000", 1001: "stream 1001"} if streams is None else streams)
     return fastpath.build(compiled, fallback=lambda args: False, positional=True), launches
@@ -248,7 +252,8 @@ def test_a_kernel_built_for_its_maps_hands_other_flags_to_the_general_path(gpus)
     def maps(pointers, sizes):
         return [np.void(bytes(128)), FLAGS[1 if pointers[0] % 16 == 0 else 0]]
 
-    compiled = SimpleNamespace(params=ir.params, launch_fields=gen, block=(gen.threads, 1, 1), smem=gen.smem_bytes,
+    compiled = SimpleNamespace(params=ir.params, launch_fields=gen, overlap_pairs=overlap_pairs(ir),
+                               block=(gen.threads, 1, 1), smem=gen.smem_bytes,
                                tensor_maps=maps, built_flags=FLAGS[1], _functions={0: lambda *a: launches.append(a)})
     fast = fastpath.build(compiled, fallback=lambda args: False)
     y = FakeArray((1000,), ptr=0x7e0000002000)

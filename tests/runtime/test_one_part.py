@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tlc
-from runtime_kit import FakeCupyArray, stand_in_cupy
+from runtime_kit import FakeCupyArray, overlap_pairs, stand_in_cupy
 from tlc.runtime import one_part, pch
 from tlc.runtime.grid import compile_grid
 from tlc.runtime.tensormap import FLAGS
@@ -128,7 +128,8 @@ def test_the_fast_path_launches_the_split_build_for_a_launch_in_parts(monkeypatc
     stand_in_cupy(monkeypatch)
     gen = gemm.matmul.generated({}, "sm_90a")
     launches, split, generic = [], {}, {0: lambda *a: launches.append("generic")}
-    compiled = SimpleNamespace(params=gemm.matmul.scheduled({}, "sm_90a").params, launch_fields=gen,
+    ir = gemm.matmul.scheduled({}, "sm_90a")
+    compiled = SimpleNamespace(params=ir.params, launch_fields=gen, overlap_pairs=overlap_pairs(ir),
                                block=(gen.threads, 1, 1), smem=gen.smem_bytes, whole_runs=gen.whole_runs,
                                _generic_functions=generic, _functions={0: lambda *a: launches.append("one part")},
                                built_flags=FLAGS[3], tensor_maps=lambda pointers, sizes: ["m", "m", "m", FLAGS[3]],
@@ -136,8 +137,9 @@ def test_the_fast_path_launches_the_split_build_for_a_launch_in_parts(monkeypatc
     fast = fastpath.build(compiled, fallback=lambda args: "general path")
 
     def call(m, k, n):
-        return fast({"A": FakeCupyArray((m, k), np.float16, ptr=0x7000), "B": FakeCupyArray((k, n), np.float16, ptr=0x8000),
-                     "C": FakeCupyArray((m, n), np.float16, ptr=0x9000)})
+        return fast({"A": FakeCupyArray((m, k), np.float16, ptr=0x7000_0000_0000),
+                     "B": FakeCupyArray((k, n), np.float16, ptr=0x8000_0000_0000),
+                     "C": FakeCupyArray((m, n), np.float16, ptr=0x9000_0000_0000)})
 
     assert call(4096, 4096, 4096) is True and launches == ["one part"]
     assert call(256, 16384, 256) == "general path"

@@ -19,7 +19,7 @@ from tlc.runtime import whole_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "codegen"))
-from runtime_kit import FakeCupyArray, stand_in_cupy  # noqa: E402
+from runtime_kit import FakeCupyArray, overlap_pairs, stand_in_cupy  # noqa: E402
 
 RUNS_TL = """
 @kernel
@@ -266,7 +266,9 @@ def fast_path(monkeypatch, k, generic: dict, whole):
 
     stand_in_cupy(monkeypatch)
     gen = k.generated({}, "sm_90a")
-    compiled = SimpleNamespace(params=k.scheduled({}, "sm_90a").params, launch_fields=gen, block=(gen.threads, 1, 1),
+    scheduled = k.scheduled({}, "sm_90a")
+    compiled = SimpleNamespace(params=scheduled.params, launch_fields=gen, overlap_pairs=overlap_pairs(scheduled),
+                               block=(gen.threads, 1, 1),
                                smem=gen.smem_bytes, whole_runs=gen.whole_runs, _generic_functions=generic,
                                _functions={0: whole})
     return fastpath.build(compiled, fallback=lambda args: "general path")
@@ -279,13 +281,13 @@ def test_the_fast_path_launches_the_general_build_for_ragged_rows(monkeypatch, r
     launches, generic = [], {}
     fast = fast_path(monkeypatch, runs_module.scale_rows, generic, lambda *a: launches.append(("whole", a[2][3])))
 
-    def call(n, x=0x7000):
-        return fast({"x": FakeArray((4, n), x), "y": FakeArray((4, n), 0x9000)})
+    def call(n, x=0x7000_0000_0000):
+        return fast({"x": FakeArray((4, n), x), "y": FakeArray((4, n), 0x9000_0000_0000)})
 
     assert call(1024) is True and launches == [("whole", 1024)]
-    assert call(1020) == "general path" and call(1024, x=0x7008) == "general path"
+    assert call(1020) == "general path" and call(1024, x=0x7000_0000_0008) == "general path"
     generic[0] = lambda *a: launches.append(("general", a[2][3]))
-    assert call(1020) is True and call(1024, x=0x7008) is True and call(64) is True
+    assert call(1020) is True and call(1024, x=0x7000_0000_0008) is True and call(64) is True
     assert launches[1:] == [("general", 1020), ("general", 1024), ("whole", 64)]
 
 
@@ -296,8 +298,8 @@ def test_the_fast_path_takes_a_size_of_1_as_whole_where_the_copies_skip_it(monke
     fast = fast_path(monkeypatch, runs_module.bias_or_scalar, {0: lambda *a: launches.append("general")},
                      lambda *a: launches.append("whole"))
     for nb in (1, 1024, 12):
-        assert fast({"x": FakeArray((4, 1024), 0x7000), "b": FakeArray((nb,), 0x8000),
-                     "y": FakeArray((4, 1024), 0x9000)}) is True
+        assert fast({"x": FakeArray((4, 1024), 0x7000_0000_0000), "b": FakeArray((nb,), 0x8000_0000_0000),
+                     "y": FakeArray((4, 1024), 0x9000_0000_0000)}) is True
     assert launches == ["whole", "whole", "general"]
 
 

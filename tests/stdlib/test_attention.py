@@ -397,7 +397,7 @@ def gqa_arguments(H, HK, B=1, S=8, D=16):
         "flash_decode": dict(Q=q, K=k, V=k, O=o, LSE=lse, scale=0.25),
         "flash_decode_paged": dict(Q=q, K=z(1, 16, HK, D), V=z(1, 16, HK, D), pages=np.zeros((B, 1), np.int32),
                                    lengths=np.full(B, S, np.int32), O=o, LSE=lse, scale=0.25),
-        "flash_bwd": dict(Q=q, K=k, V=k, O=o, dO=o, LSE=lse, dQ=q, dK=k, dV=k, scale=0.25),
+        "flash_bwd": dict(Q=q, K=k, V=k, O=o, dO=o, LSE=lse, dQ=q.copy(), dK=k.copy(), dV=k.copy(), scale=0.25),
         "flash_fwd_varlen": dict(Q=z(S, H, D), K=z(S, HK, D), V=z(S, HK, D), cu_seqlens_q=cu, cu_seqlens_k=cu,
                                  O=z(S, H, D), LSE=z(H, S, dt=np.float32), scale=0.25, max_seqlen_q=S),
         "flash_fwd_sparse": dict(Q=q, K=k, V=k, O=o, LSE=lse, block_index=np.zeros((B, H, 1, 1), np.int32),

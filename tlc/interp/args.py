@@ -15,6 +15,7 @@ from ..dtypes import from_numpy
 from ..ir.nodes import DimExpr, Kernel, Param
 from ..runtime.args import dim_mismatch, expected_size
 from ..runtime.grid import evaluate_int
+from ..runtime import overlap
 from .numerics import np_dtype
 from ..ir.walk import written_names
 from ..scalars import ScalarError, scalar_value
@@ -109,4 +110,20 @@ def bind(kernel: Kernel, args: dict) -> Bound:
         if v > np.iinfo(np_dtype(dtype)).max:
             raise ArgumentError(f"shape symbol '{d}' is {v}, more than an {dtype} holds")
         scalars[d] = np_dtype(dtype).type(v)
+    _refuse_shared_memory(kernel.name, tensors, written)
     return Bound(tensors, scalars, symbols)
+
+
+def _refuse_shared_memory(kernel: str, tensors: dict, written: set) -> None:
+    """A written tensor that shares memory with another argument, or repeats an element: the
+    interpreter would compute in place where the GPU's `__restrict__` makes it undefined
+    (runtime/overlap.py)."""
+    names = tuple(tensors)
+    for name in names:
+        if name in written and overlap.repeats_elements(tensors[name]):
+            raise ArgumentError(overlap.repeats_message(kernel, name))
+    ranges = [overlap.host_range(tensors[n]) for n in names]
+    for i, j in overlap.pairs(names, written):
+        a, b = tensors[names[i]], tensors[names[j]]
+        if overlap.ranges_overlap(ranges[i], ranges[j]) and overlap.host_arrays_share(a, b):
+            raise ArgumentError(overlap.overlap_message(kernel, names[i], names[j], names[j] in written))

@@ -14,6 +14,7 @@ Everything that depends only on the kernel is still worked out once, into tuples
 """
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass
 from typing import Callable
@@ -25,6 +26,7 @@ from ..dtypes import DTYPES, DType, from_numpy
 from ..ir.nodes import DimExpr, Kernel
 from ..ir.walk import statements, variables, written_names
 from ..scalars import ScalarError, float_limit, scalar_value
+from . import overlap
 from .device_array import DeviceArray
 from .grid import DividesByZero, compile_function, py_source
 
@@ -271,6 +273,8 @@ class Binder:
             label = f"{p.dtype}[{', '.join(str(d) for d in p.shape)}]"
             tensors.append((i, p.name, p.dtype, len(p.shape), tuple(dims), p.name in written, label))
         self.tensors, self.scalars = tuple(tensors), tuple(scalars)
+        # the tensors that must not share memory (runtime/overlap.py), as positions in `tensors`
+        self.overlap_pairs = overlap.pairs(tuple(t[1] for t in tensors), written)
         self.n_values = self.n_args + len(expressions)
         self.expressions = tuple((slot, name, axis, d, compile_function(
             f"def dim(vals):\n    return {py_source(d.expr, {s: f'vals[{self.slots[s]}]' for s in symbols})}\n", "dim",
@@ -289,6 +293,7 @@ class Binder:
         values = [None] * self.n_values
         host = []
         torch_device = -1
+        ranges = []  # per tensor, the bytes [start, end) it lies in (runtime/overlap.py)
         for i, name, dt, rank, dims, written, label in self.tensors:
             v = args[name]
             kind = array_kind(v)
@@ -303,6 +308,7 @@ class Binder:
                 if v.data.device_id != device:
                     self._device_error(name, v.data.device_id, device)
                 kargs[i] = v
+                ranges.append(_dense_range(v.data.ptr, shape, dt))
             elif kind == TORCH:
                 tl = tl_dtype_of_torch(v.dtype)
                 if tl is not dt and tl != dt:
@@ -320,6 +326,7 @@ class Binder:
                 if torch_device < 0:
                     torch_device = dev
                 kargs[i] = np.uint64(v.data_ptr())
+                ranges.append(_dense_range(v.data_ptr(), shape, dt))
             elif kind == NUMPY:
                 tl = tl_dtype_of_numpy(v.dtype)
                 if tl is not dt and tl != dt:
@@ -327,7 +334,10 @@ class Binder:
                 self._check_shape(name, v.shape, rank, dims, values, label)
                 if written and not v.flags.writeable:
                     raise LaunchArgumentError(f"'{name}' is read-only but the kernel writes it")
+                if written and overlap.repeats_elements(v):
+                    raise LaunchArgumentError(overlap.repeats_message(self.facts.name, name))
                 host.append((i, v, written))  # non-contiguous is fine: it is copied densely
+                ranges.append(overlap.host_range(v))
             elif kind == CAI:
                 cai = v.__cuda_array_interface__
                 foreign = np.dtype(cai["typestr"])
@@ -346,6 +356,7 @@ class Binder:
                     if dev != device:
                         self._device_error(name, dev, device)
                 kargs[i] = np.uint64(ptr)
+                ranges.append(_dense_range(ptr, shape, dt))
             elif kind == DEVICE:
                 if v.dtype is not dt and v.dtype != dt:
                     self._dtype_error(name, v.dtype, None, dt)
@@ -353,6 +364,7 @@ class Binder:
                 if v.device != device:
                     self._device_error(name, v.device, device)
                 kargs[i] = np.uint64(v.ptr)
+                ranges.append(_dense_range(v.ptr, v.shape, dt))
             else:
                 raise LaunchArgumentError(f"'{name}' must be a NumPy, CuPy or PyTorch array "
                                           f"({label}); got {type(v).__name__}")
@@ -368,6 +380,9 @@ class Binder:
             if values[slot] != want:
                 seen = {s: (values[self.slots[s]], *first[s]) for s in first}
                 raise LaunchArgumentError(dim_mismatch(name, axis, values[slot], d, want, seen))
+        for a, b in self.overlap_pairs:
+            if overlap.ranges_overlap(ranges[a], ranges[b]):
+                self._overlap_error(args, a, b)
         return Bound(kargs, values, host, torch_device)
 
     # -- the checks that carry on past the common case, and the errors ---------------------------
@@ -397,6 +412,16 @@ class Binder:
         missing = next(n for n in self.names if n not in args)
         raise LaunchArgumentError(f"missing argument '{missing}'")
 
+    def _overlap_error(self, args: dict, a: int, b: int) -> None:
+        """Tensors `a` (written) and `b` (positions in `tensors`) whose byte ranges overlap: an
+        error, unless both are NumPy arrays that interleave without sharing an element (two
+        columns of one array; each is copied to the GPU on its own)."""
+        first, second = self.tensors[a], self.tensors[b]
+        x, y = args[first[1]], args[second[1]]
+        if array_kind(x) == NUMPY and array_kind(y) == NUMPY and not overlap.host_arrays_share(x, y):
+            return
+        raise LaunchArgumentError(overlap.overlap_message(self.facts.name, first[1], second[1], second[5]))
+
     @staticmethod
     def _dtype_error(name, tl, foreign, expected):
         raise LaunchArgumentError(f"'{name}' has dtype {_dtype_name(tl, foreign)} but the kernel "
@@ -412,6 +437,12 @@ class Binder:
         raise LaunchArgumentError(f"'{name}' is on GPU {dev} but the kernel runs on the current "
                                   f"device, GPU {device}; move it there, or make GPU {dev} current "
                                   f"(cupy.cuda.Device({dev}).use())")
+
+
+def _dense_range(ptr: int, shape: tuple, dt: DType) -> tuple[int, int]:
+    """The bytes `[start, end)` of a C-contiguous device array of dtype `dt` at `ptr` (the
+    binder has checked its dtype, shape and contiguity)."""
+    return ptr, ptr + math.prod(shape) * dt.itemsize
 
 
 def expected_size(size_of: Callable, *args) -> int | None:

@@ -8,10 +8,10 @@ Why generated code: a launch's host overhead is the goal (within 1 us of a bare
 `cupy.RawKernel` call with the same arguments), and a generic loop over parameters costs
 several microseconds in the interpreter.  This path only accepts; it never explains.  Any
 argument it is not sure about (another array kind, a dtype or shape that does not match, a
-grid that is empty or too large, a kernel not yet loaded on this device) sends the call to the
-general path (`launch.py`), which does the same checks one by one and raises the error that
-names the parameter.  So this module holds no error messages, and the general path
-stays the single definition of what is accepted.
+written tensor that shares memory with another, a grid that is empty or too large, a kernel not
+yet loaded on this device) sends the call to the general path (`launch.py`), which does the same
+checks one by one and raises the error that names the parameter.  So this module holds no
+error messages, and the general path stays the single definition of what is accepted.
 """
 from __future__ import annotations
 
@@ -92,6 +92,7 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
                     size = py_source(d.expr, {k: v for k, v in symbols.items() if isinstance(k, str)})
                     lines += ["try:", f"    {symbols[d]} = {size}", "except ZeroDivisionError:", "    return fallback(args)"]
                 lines.append(_any_fails([f"a{i}.shape[{axis}] != {symbols[d]}"]))
+    lines += _overlap_checks(tensors, compiled.overlap_pairs, symbols)
     values = {k: v for k, v in symbols.items() if isinstance(k, str)}  # what the grid reads: shape symbols and scalars
     cargs = []
     for j, a in enumerate(gen.args):
@@ -161,6 +162,30 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
     lines += ["fn(g, BLOCK, a, SMEM, stream)", "return True"]
     source = "def fast(args):\n" + "".join(f"    {line}\n" for line in "\n".join(lines).split("\n"))
     return compile_function(source, "fast", env).unguarded
+
+
+def _overlap_checks(tensors: list, pairs: tuple, symbols: dict) -> list:
+    """A launch whose written tensor shares memory with another (`pairs`: positions in `tensors`,
+    runtime/overlap.py) goes to the general path, which refuses it: `x{i}`, the end of tensor
+    i's bytes from its address `m{i}` and its size (`b{k}`, from the sizes the checks read, each
+    computed once however many tensors have it), then two integer compares a pair.  An empty
+    array seems to overlap where it points inside another: the general path launches those."""
+    if not pairs:
+        return []
+    lines, sizes = [], {}  # a size's text -> the local (or the constant) holding it
+    for k in sorted({k for pair in pairs for k in pair}):
+        i, p = tensors[k]
+        fixed = p.dtype.itemsize
+        for d in p.shape:
+            fixed *= d if isinstance(d, int) else 1
+        text = " * ".join([str(fixed)] + [symbols[d] for d in p.shape if not isinstance(d, int)])
+        if text not in sizes:
+            sizes[text] = text if text.isdigit() else f"b{len(sizes)}"
+            if sizes[text] != text:
+                lines.append(f"{sizes[text]} = {text}")
+        lines.append(f"x{i} = m{i} + {sizes[text]}")
+    overlaps = (f"m{tensors[a][0]} < x{tensors[b][0]} and m{tensors[b][0]} < x{tensors[a][0]}" for a, b in pairs)
+    return lines + [_any_fails(overlaps)]
 
 
 def _tensor_map_args(compiled, env: dict, symbols: dict) -> str:

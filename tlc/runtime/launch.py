@@ -118,6 +118,11 @@ class CompiledKernel:
         return self.binder.facts.params
 
     @property
+    def overlap_pairs(self) -> tuple:
+        """The tensors a launch checks do not share memory (`args.Binder`'s, runtime/overlap.py)."""
+        return self.binder.overlap_pairs
+
+    @property
     def launch_fields(self):
         """The generated kernel's name, grid, C arguments, tensor maps, ...: its `GeneratedLaunch`
         where it came from the program cache, else the `GeneratedKernel`."""

@@ -2,7 +2,9 @@
 launch, which `Binder` checked, with each call's pointers and scalars put in their slots, on
 PyTorch's current stream.  For callers that launch the same kernel on like tensors again and
 again (a tile op's repeat call, `tlc/tileop_call.py`) and whose arrays' dtypes, shapes and
-device are already known to match: the general path checks everything, every time."""
+device are already known to match: the general path checks everything, every time.  Nor does
+a call compare its pointers for shared memory (runtime/overlap.py): the tensors a tile op's
+kernels write are its temporaries and result, allocated for each call, so no argument is one."""
 from __future__ import annotations
 
 import numpy as np
