@@ -233,3 +233,19 @@ def test_flash_fwd_as_a_persistent_walk_against_numpy(tmp_path, case):
     consts = dict(consts)
     dtype = consts.pop("T", "f16")
     run_cupy(dtype, B, H, HK, S, SK, D, causal, consts, seed=40 + case, module=str(attention_walk(tmp_path)))
+
+
+@pytest.mark.parametrize("name", ["flash_decode", "flash_decode_paged"])
+def test_an_empty_batch_launches_nothing_on_the_gpu(name):
+    """B = 0 (tests/stdlib/test_attention.py's test_an_empty_batch_launches_nothing): each call
+    returns, the general path's and then the fast path's, and a call with B = 1 still runs."""
+    import cupy as cp
+
+    from test_attention import gqa_arguments
+
+    kernel = getattr(tlc.load(ATTENTION_PATH, target="cuda"), name)
+    for B in (0, 0, 1):
+        args = {k: cp.asarray(v) if isinstance(v, np.ndarray) else v for k, v in gqa_arguments(4, 2, B=B)[name].items()}
+        kernel(**args)
+        cp.cuda.Device().synchronize()
+        assert args["O"].shape[0] == B and not bool(cp.isnan(args["O"]).any())

@@ -132,6 +132,19 @@ def test_errors_of_a_kernels_grid_name_the_kernel():
         compile_grid((BinOp("<<", N, M, I32),), SLOTS, kernel="k")([1, -1, 0.0])
 
 
+def test_an_extent_that_divides_by_zero_beside_an_extent_of_0_is_an_empty_grid():
+    """No block runs, so none reads what divided (std.attention's flash_decode at B = 0: its
+    split count divides by B * HK * ...); without an extent of 0 it is the error it was."""
+    grid = compile_grid((BinOp("//", N, M, I32), M), SLOTS, kernel="k")
+    assert grid([100, 0, 0.0]) == (0, 0, 1) and not launches_blocks("k", grid([100, 0, 0.0]))
+    grid = compile_grid((BinOp("//", N, M, I32), N), SLOTS, kernel="k")
+    assert grid([0, 0, 0.0]) == (0, 0, 1)
+    with pytest.raises(GridError, match=r"^the grid of kernel 'k' divides by zero$"):
+        grid([100, 0, 0.0])
+    persistent = compile_grid((BinOp("//", N, M, I32), M), SLOTS, persistent_blocks=132, kernel="k")
+    assert persistent([100, 0, 0.0]) == (0, 0, 1)
+
+
 def test_a_persistent_kernel_counts_at_most_an_ints_worth_of_tiles():
     grid = compile_grid([cdiv(N, 128), cdiv(M, 128)], SLOTS, persistent_blocks=132, kernel="k")
     assert grid([2**23 - 128, 2**22, 0.0]) == (132, 1, 1)  # 65535 x 32768 tiles
@@ -155,5 +168,26 @@ def test_a_grid_that_divides_by_zero_names_its_dimension_and_the_sizes():
     for target in ("interp", "cpu"):
         with pytest.raises(tlc.TlcError) as e:
             tlc.compile_source(src, target=target, path="split.tl").split(np.zeros(4, np.float32), np.zeros(8, np.float32))
+        assert str(e.value) == ("kernel 'split' (split.tl:2): grid dimension x, ((N - 1) // 32 + 1) // (N // P) "
+                                "with N = 4, P = 8, divides by zero")
+
+
+def test_a_grid_that_divides_by_zero_beside_an_empty_dimension_runs_nothing():
+    """The interpreter's and the cpu target's grid (`grid_extents`) as the GPU's: y = 0 leaves
+    x's division by zero unread, and no block runs; y = 3 is the error that names x."""
+    import numpy as np
+
+    import tlc
+
+    src = ("@kernel\ndef split(x: f32[N], parts: f32[P], rows: f32[R]):\n"
+           "    with grid(cdiv(N, 32) // (N // P), R, threads=32) as (bx, by):\n"
+           "        for i in parallel(32):\n            if i < N:\n                x[i] = 1.0\n")
+    for target in ("interp", "cpu"):
+        split = tlc.compile_source(src, target=target, path="split.tl").split
+        x = np.zeros(4, np.float32)
+        split(x, np.zeros(8, np.float32), np.zeros(0, np.float32))
+        assert not x.any()
+        with pytest.raises(tlc.TlcError) as e:
+            split(x, np.zeros(8, np.float32), np.zeros(3, np.float32))
         assert str(e.value) == ("kernel 'split' (split.tl:2): grid dimension x, ((N - 1) // 32 + 1) // (N // P) "
                                 "with N = 4, P = 8, divides by zero")

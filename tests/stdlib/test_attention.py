@@ -444,21 +444,49 @@ def test_a_kernel_refuses_query_heads_that_hk_does_not_divide(target, name):
 def test_the_cuda_launcher_refuses_query_heads_that_hk_does_not_divide(name):
     """The CUDA launch's check, without a GPU: the binder of each grid of the kernel (its
     defaults, sm_90a, D = 16) refuses H = 3, HK = 2 with the interpreter's text."""
-    from tlc.codegen import generate
-    from tlc.runtime.args import Binder, LaunchArgumentError
+    from tlc.runtime.args import LaunchArgumentError
 
-    args = gqa_arguments(3, 2)[name]
-    sizes = {"B": 1, "H": 3, "HK": 2, "S": 8, "SQ": 8, "D": 16, "SPLITS": 4}
-    kernel = getattr(tlc.load(ATTENTION_PATH, target="cpu"), name)
-    for grid in kernel.scheduled_grids({"D": 16, "PAGE": 16} if name == "flash_decode_paged" else {"D": 16}, "sm_90a"):
-        binder = Binder(grid, generate(grid, "sm_90a"))
-        given = {n: args[n] for n in binder.names if n in args}
-        for i, n, *_ in binder.tensors:  # the workspaces (delta, part_o, part_lse), of their sizes
-            if n not in given:
-                given[n] = np.zeros([sizes.get(str(d), d) for d in grid.params[i].shape], np.float32)
+    for _, binder, given in grid_binders(name, gqa_arguments(3, 2)[name], B=1, H=3):
         with pytest.raises(LaunchArgumentError) as e:
             binder.bind(given, device=0)
         assert str(e.value) == HK_DOES_NOT_DIVIDE_H[name]
+
+
+def grid_binders(name: str, args: dict, B: int, H: int):
+    """Per grid of kernel `name` (its defaults, sm_90a, D = 16, HK = 2): its generated kernel,
+    its CUDA binder and its arguments, `args` and the workspaces (delta, part_o, part_lse) of
+    their sizes."""
+    from tlc.codegen import generate
+    from tlc.runtime.args import Binder
+
+    sizes = {"B": B, "H": H, "HK": 2, "S": 8, "SQ": 8, "D": 16, "SPLITS": 4}
+    kernel = getattr(tlc.load(ATTENTION_PATH, target="cpu"), name)
+    for grid in kernel.scheduled_grids({"D": 16, "PAGE": 16} if name == "flash_decode_paged" else {"D": 16}, "sm_90a"):
+        gen = generate(grid, "sm_90a")
+        binder = Binder(grid, gen)
+        given = {n: args[n] for n in binder.names if n in args}
+        for i, n, *_ in binder.tensors:
+            if n not in given:
+                given[n] = np.zeros([sizes.get(str(d), d) for d in grid.params[i].shape], np.float32)
+        yield gen, binder, given
+
+
+@pytest.mark.parametrize("name", ["flash_decode", "flash_decode_paged"])
+def test_an_empty_batch_launches_nothing(name):
+    """B = 0: the split count NS divides by the items B * HK * ..., but the grids are empty (B is
+    an extent of each), so nothing runs and nothing reads NS (runtime/grid.py's
+    `empty_despite_division`), as an empty tensor launches nothing elsewhere; it stopped with
+    the grid's division by zero.  The interpreter, the cpu target, and the CUDA launch's binder
+    and grid of each of the kernel's grids (sm_90a, D = 16, no GPU)."""
+    from tlc.runtime.grid import compile_grid, launches_blocks
+
+    args = gqa_arguments(4, 2, B=0)[name]
+    for target in ("interp", "cpu"):
+        getattr(tlc.load(ATTENTION_PATH, target=target), name)(**args)
+    for gen, binder, given in grid_binders(name, args, B=0, H=4):
+        bound = binder.bind(given, device=0)
+        assert not gen.persistent
+        assert not launches_blocks(gen.name, compile_grid(gen.grid, binder.slots, kernel=gen.name)(bound.values))
 
 
 BUILDS = [  # head dim, each kernel's constants (PAGE, the paged cache's page, is compiled in)

@@ -121,13 +121,32 @@ def compile_grid(grid: Sequence[Expr], slots: dict[str, int], persistent_blocks:
     x, y, z = parts
 
     def tiles(vals):
-        return x(vals), y(vals), z(vals)
+        try:
+            return x(vals), y(vals), z(vals)
+        except ZeroDivisionError:
+            return empty_despite_division(parts, vals)
 
     def blocks(vals):
         return persistent(tiles(vals), most, cluster, kernel)
     most = int(persistent_blocks or 0)
     return _guarded(blocks if persistent_blocks else tiles, None,
                     what=f"the grid of kernel '{kernel}'" if kernel else "a grid extent")
+
+
+def empty_despite_division(parts: Sequence[Callable], vals) -> tuple:
+    """A grid one of whose extents divides by zero: empty where another extent is 0 (no block
+    runs, so none reads the value that divided: std.attention's flash_decode, whose split count
+    divides by its items B * HK * ..., at B = 0), the extent that divided given as 0; else the
+    ZeroDivisionError again."""
+    extents = []
+    for part in parts:
+        try:
+            extents.append(part(vals))
+        except ZeroDivisionError:
+            extents.append(None)
+    if 0 not in extents:
+        raise ZeroDivisionError
+    return tuple(0 if n is None else n for n in extents)
 
 
 def _extent_of(f):
@@ -258,19 +277,29 @@ def grid_extents(kernel, values: dict) -> list[int]:
     """`kernel`'s grid (x first) over `values` (its scalars and shape sizes by name), as the
     interpreter and the cpu target launch it; where a dimension cannot be computed, a
     `GridError` naming the kernel's line, the dimension, its expression and the sizes it read
-    (the sizes are the caller's: `H // HK` of H = 2, HK = 8 divides by zero)."""
+    (the sizes are the caller's: `H // HK` of H = 2, HK = 8 divides by zero), unless it divides
+    by zero and another dimension is 0: an empty grid (`empty_despite_division`)."""
     from ..ir.printer import expr as expr_text
     from ..ir.walk import variables
 
-    extents = []
+    def error(axis, g, e) -> GridError:
+        read = sorted({v.name for v in variables(g) if v.name in values})
+        where = f" ({kernel.span.file}:{kernel.span.line})" if kernel.span is not None else ""
+        sizes = f" with {', '.join(f'{n} = {values[n]}' for n in read)}" if read else ""
+        reason = str(e).removeprefix("an extent ").removeprefix("a grid extent ")
+        return GridError(f"kernel '{kernel.name}'{where}: grid dimension {axis}, {expr_text(g)}{sizes}, {reason}")
+
+    extents, divided = [], None  # the first dimension that divides by zero: its error
     for axis, g in zip("xyz", kernel.grid):
         try:
             extents.append(evaluate_int(g, values))
+        except DividesByZero as e:
+            extents.append(None)
+            divided = divided or error(axis, g, e)
         except GridError as e:
-            read = sorted({v.name for v in variables(g) if v.name in values})
-            where = f" ({kernel.span.file}:{kernel.span.line})" if kernel.span is not None else ""
-            sizes = f" with {', '.join(f'{n} = {values[n]}' for n in read)}" if read else ""
-            reason = str(e).removeprefix("an extent ").removeprefix("a grid extent ")
-            raise GridError(f"kernel '{kernel.name}'{where}: grid dimension {axis}, {expr_text(g)}{sizes}, {reason}") \
-                from None
+            raise (divided or error(axis, g, e)) from None
+    if divided is not None:
+        if 0 not in extents:
+            raise divided
+        extents = [0 if n is None else n for n in extents]
     return extents
