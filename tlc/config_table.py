@@ -33,11 +33,11 @@ import hashlib
 import json
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 from .cachedir import cache_dir
 from .diagnostics import TlcError
+from .frozen import frozen
 
 FILE_NAME = "config.json"
 FORMAT = 1
@@ -47,7 +47,7 @@ class ConfigError(TlcError):
     """A config.json that cannot be used: the message names the file and the place."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Rule:
     archs: tuple[str, ...]
     ranges: tuple[tuple[str, int | None, int | None], ...]  # (shape symbol, low, high)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 import struct
-from dataclasses import dataclass
 
 from .diagnostics import TlcError
+from .frozen import frozen
 
 MAX_VALUES = 8  # values one record holds (the checker's E382)
 RECORD_WORDS = 4 + MAX_VALUES  # site + 1, block x|y, block z|thread, unused, the values (u64 each)
@@ -26,7 +26,7 @@ class DeviceAssertError(TlcError):
     """A device_assert whose condition was false, on the GPU or the interpreter."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Site:
     """One device_assert of a kernel: where it is, its message and its values' dtypes."""
 

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
 
 from . import package_data
+from .frozen import frozen
 
 BACKWARD_SUFFIX = "_bwd"
 
 
-@dataclass(frozen=True)
+@frozen
 class Operator:
     module: str  # "std.elementwise"
     name: str

@@ -13,9 +13,9 @@ program writes `%d` and `%f` whatever the widths, and never a length modifier.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from .dtypes import DType
+from .frozen import frozen
 
 INTEGER_LETTERS = "diuoxX"
 FLOAT_LETTERS = "fFeEgG"
@@ -29,7 +29,7 @@ _CONVERSION = re.compile(r"%(?P<flags>[-+ #0]*)(?P<width>\*|\d*)(?:\.(?P<precisi
                          r"(?P<length>hh|h|ll|l|L|j|z|t)?(?P<letter>.?)", re.S)
 
 
-@dataclass(frozen=True)
+@frozen
 class Conversion:
     text: str  # as written: "%-8.3f"
     start: int  # where it starts in the format

@@ -10,10 +10,11 @@ each contender once and checks its output against a reference: a wrong one is ne
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+
+from .frozen import frozen
 
 
 class _Flusher:
@@ -120,7 +121,7 @@ _EPS = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "tf32": 2.0 ** -10, "float
         "bfloat16": 2.0 ** -7, "float8_e4m3fn": 2.0 ** -3, "float8_e5m2": 2.0 ** -2}
 
 
-@dataclass(frozen=True)
+@frozen
 class Checked:
     """A contender of `compare_checked`: `run()` once, then its output (`out`, the array it
     writes, poisoned with NaN or the integer minimum first, so that an element never written
@@ -134,7 +135,7 @@ class Checked:
     out: Any = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Verdict:
     ok: bool
     why: str = ""                      # for a wrong one: "WRONG: ..." or "ERROR: ..."

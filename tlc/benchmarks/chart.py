@@ -11,14 +11,14 @@ Needs matplotlib (the `bench` extra); drawn without pyplot, so no display or glo
 touched."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
+from ..frozen import frozen
 from .gemm import best_std, shape_text
 from .gemm_cases import bytes_moved
 
 
-@dataclass(frozen=True)
+@frozen
 class Point:
     """One case on the roofline: `who` is "tlc" or "vendor"."""
     label: str

@@ -12,15 +12,16 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from ..diagnostics import TlcError
+from ..frozen import frozen
 
-@dataclass(frozen=True)
+@frozen
 class Row:
     """One benchmark row: std `module`'s `op` called as op(*tensors, *scalars, **constants)."""
     module: str

@@ -15,9 +15,8 @@ for the 2 rows it holds.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .. import ir
+from ..frozen import frozen
 from ..ir.walk import loads, statement_exprs, statements, subexprs, variables, written_names
 from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layout
 from .cnames import c_name, c_type
@@ -26,7 +25,7 @@ from .cnames import c_name, c_type
 MAX_COLUMN_SLOTS = 8  # registers a per-column hoist may hold (a wide tile's columns would cost dozens)
 
 
-@dataclass(frozen=True)
+@frozen
 class HoistPlan:
     invariant: tuple  # loads that read no loop variable
     per_row: tuple  # loads that read the row variable and no other loop variable

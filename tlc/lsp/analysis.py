@@ -12,11 +12,11 @@ import dataclasses
 import functools
 import os
 import re
-from dataclasses import dataclass
 
 from ..diagnostics import Diagnostic, DiagnosticError, Span, TlcError
 from ..driver import CheckResult, check_source
 from ..dtypes import DTYPES
+from ..frozen import frozen
 from ..package_data import stdlib
 from ..parser import nodes as n
 from ..parser import parse
@@ -70,7 +70,7 @@ def _contains(span: Span | None, line: int, col: int) -> bool:
     return (span is not None and span.line == line == span.end_line and span.col <= col <= span.end_col)
 
 
-@dataclass(frozen=True)
+@frozen
 class Found:
     """The name under the cursor: its node (typed where the checker typed it), the checked
     function it is in (None at the top level) and its type."""
@@ -205,7 +205,7 @@ def _envs_seen_from(program, found: Found):
 
 # ---- completion ------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class Completion:
     label: str
     kind: str  # builtin, dtype, decorator, module, function, constant

@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from ..frozen import frozen
 from .source import SourceView, format_source_view
 
 
-@dataclass(frozen=True)
+@frozen
 class Resources:
     """One compiled kernel's resource usage (CU_FUNC_ATTRIBUTE_*)."""
 
@@ -26,7 +27,7 @@ class Resources:
     threads: int              # the block size tlc launches
 
 
-@dataclass(frozen=True)
+@frozen
 class SmLimits:
     """What one SM holds (the target's numbers, the GPU's shared memory)."""
 

@@ -23,10 +23,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from ..frozen import frozen
+
 STALL_COLUMN = "Warp Stall Sampling (All Samples)"
 
 
-@dataclass(frozen=True)
+@frozen
 class Instruction:
     """One SASS instruction of ncu's source page: its address, the line it is charged to."""
     address: int

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 from ..diagnostics import TlcError
 from ..dtypes import DTYPES, DType, from_numpy
+from ..frozen import frozen
 from ..ir.nodes import DimExpr, Kernel
 from ..ir.walk import statements, variables, written_names
 from ..scalars import ScalarError, float_limit, scalar_value
@@ -211,7 +211,7 @@ class Bound:
         self.args, self.values, self.host, self.torch_device = args, values, host, torch_device
 
 
-@dataclass(frozen=True)
+@frozen
 class LaunchFacts:
     """What a launch needs of a kernel's IR besides its `GeneratedKernel`: its name and params,
     its shape symbols, the params its body writes and its device_asserts (their sites, and their

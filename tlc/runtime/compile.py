@@ -19,11 +19,11 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import targets
 from ..diagnostics import TlcError
+from ..frozen import frozen
 
 # IEEE float results, the same as the interpreter's: no flush to zero, exact division and sqrt
 # (these are NVRTC's defaults too; spelled out so that no caller's defaults can change them)
@@ -395,7 +395,7 @@ def keep_source(name: str, source: str) -> str:
 
 # ---- nvcc (offline: tlc build --emit ptx|cubin) ------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class NvccOutput:
     binary: bytes  # the .ptx text as bytes, or the cubin
     log: str  # nvcc's and ptxas's messages (with ptxas_verbose, registers and shared memory)

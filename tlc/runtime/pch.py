@@ -25,9 +25,9 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-from dataclasses import dataclass
 
 from .. import primitives
+from ..frozen import frozen
 from .whole_runs import DEFINE as WHOLE_RUNS
 
 HEADER = "tl_primitives.cuh"
@@ -42,7 +42,7 @@ KERNEL_MACROS = ("#define TL_TMA_FLAGS ", "#define TL_ONE_PART ")  # before the 
 _FP8_LINES = tuple(_FP8.splitlines())
 
 
-@dataclass(frozen=True)
+@frozen
 class Split:
     """A generated source's primitives (`header`, with their guard lines) and what a program
     must start with to include them from a PCH (`prefix`, ending with `STOP`)."""
@@ -94,7 +94,7 @@ def split(source: str) -> Split | None:
     return Split(prefix(whole_runs, fp8), source[start:end + len(primitives.GUARD_END)])
 
 
-@dataclass(frozen=True)
+@frozen
 class Made:
     """A PCH made in this process: read through `path`, for programs of `split` compiled with `options`."""
     path: str

@@ -35,14 +35,13 @@ producers); warp specialization takes copies alone (the TMA moves tiles, not gat
 a loop led by a gather keeps the cp.async ring on sm_90a too, feeding wgmma."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .. import ir
+from ..frozen import frozen
 from ..ir.walk import assigned_scalars, statement_exprs, subexprs, variables
 from .warpspec import ring_split
 
 
-@dataclass(frozen=True)
+@frozen
 class RowGather:
     loop: ir.Parallel
     dst: str  # the shared buffer, [rows, cols]
@@ -210,7 +209,7 @@ def _combine(op: str, a, b, dtype):
     return ir.BinOp(op, a, b, dtype)
 
 
-@dataclass(frozen=True)
+@frozen
 class RowSteps:
     """A simple row gather's lead indices each as a row's part plus a K step's part (either
     None for 0), for a producer that keeps each of its rows' parts over the K loop: `row_lets`
@@ -321,7 +320,7 @@ def split(loop: ir.For, params: dict, buffers: dict) -> tuple[list, list] | None
 
 # ---- the other way: a shared tile's rows scattered to rows of a tensor -----------------------
 
-@dataclass(frozen=True)
+@frozen
 class RowScatter:
     loop: ir.Parallel
     src: str  # the shared buffer, [rows, cols]

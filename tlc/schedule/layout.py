@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 
 from .. import ir
+from ..frozen import frozen
 from .tensor_cores import tensor_core_op
 
 VECTOR_BYTES = 16  # one 16-byte access per thread and run: what vectorized copies use
 
 
-@dataclass(frozen=True)
+@frozen
 class Blocked:
     """Row-major runs of `vec` elements dealt round-robin over `threads`."""
 
@@ -38,7 +38,7 @@ class Blocked:
         return f"blocked(vec={self.vec}, threads={self.threads})"
 
 
-@dataclass(frozen=True)
+@frozen
 class MmaAccumulator:
     """The accumulator of `mma.sync.m16n8k16`: warps tile the block `warps_m x warps_n`; each
     warp covers its sub-tile in 16x8 pieces, lane t holding rows t/4 and t/4+8, columns
@@ -95,7 +95,7 @@ class MmaAccumulator:
         return f"mma_acc(warps={self.warps_m}x{self.warps_n}, warp_tile={self.warp_tile[0]}x{self.warp_tile[1]}{bands})"
 
 
-@dataclass(frozen=True)
+@frozen
 class Replicated:
     """A fragment indexed by fewer dimensions than its base: element `index` is held by every
     thread that holds some element of `base` whose indices outside `dropped` equal `index`.

@@ -21,10 +21,9 @@ The loop is serial, so a pipelined loop inside it is not the top-level pipelined
 warp specialization (warpspec.py) takes: on sm_90a it runs on the cp.async ring, as on sm_80."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .. import ir
 from ..dtypes import BOOL, I32
+from ..frozen import frozen
 from ..ir.walk import statements
 from ..parser import nodes as n
 
@@ -140,7 +139,7 @@ class PersistentLowerer:
         return [*pending, *before, loop]
 
 
-@dataclass(frozen=True)
+@frozen
 class Walk:
     """What persistent_grid.py needs of one lowered walk: the loop, the domain, wave size and
     index as written, the tile's coordinates (their IR names), the body under the guard, the

@@ -39,10 +39,11 @@ rows depend on one another is already wrong; walking them in a block changes not
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from .. import ir
 from ..dtypes import I32
+from ..frozen import frozen
 from ..ir.walk import mapped, named_buffers, statements, stmts_mapped, variables
 from .column_blocks import fresh_name
 from .narrow_fragments import touched
@@ -73,7 +74,7 @@ def pipelined_rows(kernel: ir.Kernel, scheduled: ir.Kernel, target, smem_limit: 
     return piped.kernel
 
 
-@dataclass(frozen=True)
+@frozen
 class _Piped:
     kernel: ir.Kernel
     row_bytes: int  # of the row copies: what one block has in flight without the ring

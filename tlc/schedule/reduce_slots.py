@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import functools
 import itertools
-from dataclasses import dataclass
 
 from .. import ir
+from ..frozen import frozen
 from .layout import Replicated
 
 
@@ -28,7 +28,7 @@ def holders(kept: Replicated, threads: int) -> dict:
     return out
 
 
-@dataclass(frozen=True)
+@frozen
 class SlotPlan:
     mask: int       # lane bits whose lanes hold the same kept index in every slot
     complete: bool  # every holder of a kept index is in one group of lanes: no scratch needed

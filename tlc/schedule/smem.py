@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from .. import ir
+from ..frozen import frozen
 from ..ir.walk import statement_exprs, statements, subexprs
 from ..diagnostics import Diagnostic, DiagnosticError
 
@@ -26,7 +27,7 @@ class SharedMemoryOverLimit(DiagnosticError):
         self.needed, self.limit = needed, limit
 
 
-@dataclass(frozen=True)
+@frozen
 class SharedLayout:
     """How a shared buffer is laid out: `stages` copies (pipelining); a 2-D buffer's rows are
     padded by `pad` elements or XOR-swizzled in 16-byte chunks over `swizzle_bytes`."""

@@ -10,15 +10,14 @@ bits of the mantissa.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..dtypes import DType
+from ..frozen import frozen
 
 _PTX = {"f16": "f16", "bf16": "bf16", "f8e4m3": "e4m3", "f8e5m2": "e5m2", "i8": "s8", "u8": "u8", "f32": "tf32"}
 K_BYTES = 32  # of K per instruction, whatever the operand type
 
 
-@dataclass(frozen=True)
+@frozen
 class TensorCoreOp:
     a_ptx: str    # PTX operand types: f16 bf16 e4m3 e5m2 s8 u8 tf32
     b_ptx: str

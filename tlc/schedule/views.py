@@ -15,17 +15,18 @@ becomes an access to the viewed parameter at the same row-major position.
 `resolve` runs once over a kernel's lowered body, after every statement is lowered."""
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 
 from .. import ir
 from ..dtypes import BOOL, I32, I64, DType, lookup
 from . import copy_parts
+from ..frozen import frozen
 from .param_dims import param_dim
 
 U32, U64 = lookup("u32"), lookup("u64")
 
 
-@dataclass(frozen=True)
+@frozen
 class View:
     name: str
     root: str  # the tensor parameter whose memory it is

@@ -11,7 +11,8 @@ generated (the scheduler reads targets without importing the generators, which i
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+
+from ..frozen import frozen
 
 # what CUDA lets any launch have, on every target: blocks in a grid's x, y and z (at least 1
 # each), threads in a block, and the tiles a persistent kernel counts (in an int).  Here, in a
@@ -54,7 +55,7 @@ class Arch:
         return f"compute_{max(older)}" if older else None
 
 
-@dataclass(frozen=True)
+@frozen
 class Target(Arch):
     name: str                      # "sm_80": what --arch and config.json's "arch" say
     capability: tuple[int, int]    # the oldest compute capability its code runs on

@@ -11,11 +11,10 @@ plan all read this object; `register.py` owns everything that touches PyTorch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .. import device_assert
 from ..diagnostics import TlcError
 from ..dtypes import DTYPES, DType
+from ..frozen import frozen
 from ..ir.walk import written_names
 from ..parser import nodes as n
 from ..typecheck.consteval import NotConstant, evaluate
@@ -31,7 +30,7 @@ class OpError(TlcError):
     which parameter and what to pass instead."""
 
 
-@dataclass(frozen=True)
+@frozen
 class OpArg:
     """One argument of the operator: a tensor (`mutated` when the kernel writes it) or a scalar
     (its tl dtype, and its default when it has one)."""
@@ -50,7 +49,7 @@ class OpArg:
         return f"{text}={_schema_default(self.dtype, self.default)}" if self.has_default else text
 
 
-@dataclass(frozen=True)
+@frozen
 class OpResult:
     """A tensor the operator returns: a tile op's result, or a kernel output named in
     `outputs` (allocated by the operator).  `dims` are the tl dimensions (AST expressions);

@@ -9,13 +9,13 @@ size tunes its own bucket.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 
 from ..diagnostics import Diagnostic, DiagnosticError
+from ..frozen import frozen
 from ..schedule.bind import parse_value
 
 
-@dataclass(frozen=True)
+@frozen
 class Candidate:
     """One configuration: the constants it sets, in the space's order."""
 

@@ -11,14 +11,13 @@ as undefined as a fresh buffer's); with another type it would need two buffers o
 (E291)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..frozen import frozen
 from ..parser import nodes as n
 from .env import BUFFER
 from .types import TensorType, describe
 
 
-@dataclass(frozen=True)
+@frozen
 class Allocation:
     type: TensorType
     span: object

@@ -10,9 +10,9 @@ semantics are one text.  `generate` raises `Unsupported` for a construct it does
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 from ... import __version__, ir, package_data
+from ...frozen import frozen
 from ..cnames import c_name, c_type, comment_text
 from .emit import BlockEmitter, Unsupported
 
@@ -21,7 +21,7 @@ __all__ = ["CppKernel", "generate", "Unsupported", "primitives"]
 ALIGN = 64  # bytes: each buffer of a block's scratch starts at a multiple of it (a cache line)
 
 
-@dataclass(frozen=True)
+@frozen
 class CppKernel:
     name: str
     entry: str  # the extern "C" function: the kernel's arguments, then the grid's three extents

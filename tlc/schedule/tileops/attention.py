@@ -24,9 +24,9 @@ the first form with a pass for g ran at 0.85 of flash_fwd (0.80 causal).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 
+from ...frozen import frozen
 from ...parser import nodes as n
 from ...typecheck.types import DTypeValue, ScalarType, TensorType
 from .graph import Graph, TileOpError, builtin_call
@@ -34,7 +34,7 @@ from .graph import Graph, TileOpError, builtin_call
 SCORE = "scores_[i_, j_]"  # the template's element of the product
 
 
-@dataclass(frozen=True)
+@frozen
 class AttentionForm:
     """The tensors of `softmax(g(q @ k.T), axis=1) @ v` and g's expression (the softmax's
     argument, reading `product`)."""

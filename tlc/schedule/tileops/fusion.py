@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...frozen import frozen
 from .graph import Graph, Heavy, TileOpError
 
 
-@dataclass(frozen=True)
+@frozen
 class Boundary:
     """An operation whose result goes through global memory, and why."""
 

@@ -9,8 +9,9 @@ AST equality leaves spans out, so the same expression written twice is one node.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from ...frozen import frozen
 from ...parser import nodes as n
 from ...typecheck import CheckedFunction
 from ...typecheck.types import BuiltinRef, TensorType
@@ -27,7 +28,7 @@ class TileOpError(Exception):
         self.span, self.hint = span, hint
 
 
-@dataclass(frozen=True)
+@frozen
 class Heavy:
     """A heavy operation: `kind` is matmul, reduce or softmax; `node` the typed AST node;
     `reduce` the reduction's kind (sum, mean, max, min); `axis` and `keepdims` as written

@@ -34,12 +34,12 @@ Shown in `--emit ir` as a note on the kernel.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
 from ... import ir
 from ...dtypes import BOOL, I32
+from ...frozen import frozen
 from ...parser import nodes as n
 from ..lower import cast
 from .build import add, i32, var
@@ -48,7 +48,7 @@ from .graph import Heavy, builtin_call
 LAZY = 32.0  # a place's reference is raised once an element exceeds it by this (e^32 ~ 8e13)
 
 
-@dataclass(frozen=True)
+@frozen
 class Pair:
     kind: str  # "centred" or "exponentials"
     member: Heavy  # the member computed in the first one's pass

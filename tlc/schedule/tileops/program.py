@@ -8,9 +8,10 @@ code generator see only the `ir.Kernel`s.  `describe()` is the fusion plan as te
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ... import ir, targets
+from ...frozen import frozen
 from ...ir.walk import statements
 from ...dtypes import DType
 from ..layout import Blocked, Replicated, blocked
@@ -29,7 +30,7 @@ from ..warpspec import specialize_warps
 from ..unswitch import unswitch_loops
 
 
-@dataclass(frozen=True)
+@frozen
 class Tensor:
     """A tensor the program allocates: the result or a temporary (dims: int or shape symbol)."""
 
@@ -38,7 +39,7 @@ class Tensor:
     shape: tuple
 
 
-@dataclass(frozen=True)
+@frozen
 class Launch:
     """One kernel launch; with `flat`, every tensor it takes is passed as a 1-D view."""
 
@@ -50,7 +51,7 @@ class Launch:
     tiles: str = ""  # the scheduling choices, as text
 
 
-@dataclass(frozen=True)
+@frozen
 class TileOpProgram:
     name: str
     params: tuple  # the tile op's arrays and scalars, in declaration order

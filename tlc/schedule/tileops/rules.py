@@ -8,9 +8,8 @@ compiled kernels) of nearby shapes are the same one.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ...dtypes import DType
+from ...frozen import frozen
 from ..sm_limits import blocks_fitting
 
 VECTOR_BYTES = 16  # one 16-byte access per thread and run
@@ -44,7 +43,7 @@ TRANSPOSE_TILE = 64
 TRANSPOSE_THREADS = 256
 
 
-@dataclass(frozen=True)
+@frozen
 class Rules:
     """The tunable numbers of the scheduling rules.  The defaults are the rules docs/tile-ops.md
     states; bench/fusion.py sweeps others (`TileOp.with_rules(...)`) so that one GPU run shows
@@ -143,7 +142,7 @@ def vector(dtypes) -> int:
     return max(1, VECTOR_BYTES // max(d.itemsize for d in dtypes))
 
 
-@dataclass(frozen=True)
+@frozen
 class ElementwiseTiles:
     shape: tuple  # the block's tile: (BLOCK,) or (BM, BN)
     threads: int
@@ -172,7 +171,7 @@ def elementwise_tiles(rank: int, dims, sizes: dict, dtypes, rules: Rules = DEFAU
     return ElementwiseTiles((bm, bn), threads if bm * bn >= threads * vec else min(threads, 128), rules.min_blocks)
 
 
-@dataclass(frozen=True)
+@frozen
 class RowTiles:
     kept: int  # rows (axis 1) or columns (axis 0) per block
     reduced: int  # elements of the reduced axis per tile; a longer axis is walked tile by tile
@@ -241,7 +240,7 @@ def row_blocks_per_sm(threads: int, registers: int, target=None) -> int:
 TENSOR_CORE_DTYPES = ("f16", "bf16", "f8e4m3", "f8e5m2", "i8", "u8")
 
 
-@dataclass(frozen=True)
+@frozen
 class MatmulTiles:
     BM: int
     BN: int
