@@ -1,4 +1,5 @@
-"""tlc.frozen: a `@frozen` class behaves as the `@dataclass(frozen=True)` class of the same body."""
+"""tlc.frozen: a `@frozen` class behaves as the `@dataclass(frozen=True)` class of the same body, a
+`@record` class as the `@dataclass` one."""
 from __future__ import annotations
 
 import copy
@@ -9,7 +10,7 @@ from dataclasses import FrozenInstanceError, dataclass, field
 
 import pytest
 
-from tlc.frozen import frozen
+from tlc.frozen import frozen, record
 
 
 def body(decorate):
@@ -127,3 +128,36 @@ def test_a_class_writing_its_own_methods_is_made_by_dataclass():
     assert repr(Own(1)) == "own" and Own(1) == Own(1)
     with pytest.raises(FrozenInstanceError):
         Own(1).x = 2
+
+
+MUTABLE = {"dataclass": body(lambda slots: dataclass(slots=slots)), "record": body(lambda slots: record(slots=slots))}
+
+
+def test_a_record_is_the_mutable_dataclass():
+    for old, new in zip(MUTABLE["dataclass"], MUTABLE["record"]):
+        assert str(inspect.signature(old)) == str(inspect.signature(new)) and old.__doc__ == new.__doc__
+        assert new.__hash__ is None and not new.__dataclass_params__.frozen
+        assert new.__dict__.get("__slots__") == old.__dict__.get("__slots__")
+    olds, news = instances(MUTABLE["dataclass"]), instances(MUTABLE["record"])
+    for i, (old, new) in enumerate(zip(olds, news)):
+        assert repr(old) == repr(new) and dataclasses.asdict(old) == dataclasses.asdict(new)
+        assert (new == news[i - 1]) == (old == olds[i - 1])
+        with pytest.raises(TypeError, match="unhashable type"):
+            hash(new)
+        first = dataclasses.fields(new)[0].name
+        setattr(new, first, 7)
+        assert getattr(new, first) == 7
+    Point, _, Listed, _ = MUTABLE["record"]
+    assert Listed().items == () and Point(1) == Point(1, 0)
+
+
+def test_a_frozen_class_below_a_record_is_refused_as_dataclass_refuses_it():
+    Point = MUTABLE["record"][0]
+    with pytest.raises(TypeError, match="cannot inherit frozen dataclass from a non-frozen one"):
+        @frozen
+        class Frozen(Point):
+            z: int = 0
+    with pytest.raises(TypeError, match="cannot inherit non-frozen dataclass from a frozen one"):
+        @record
+        class Mutable(MADE["frozen"][0]):
+            z: int = 0

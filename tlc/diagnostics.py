@@ -8,9 +8,9 @@ they raise or collect `Diagnostic`s and the CLI and the API render them here.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 
-from .frozen import frozen
+from .frozen import frozen, record
 
 
 @frozen
@@ -59,7 +59,7 @@ class DiagnosticError(TlcError):
         super().__init__(render_all(self.diagnostics, self.sources))
 
 
-@dataclass
+@record
 class DiagnosticBag:
     """Collects diagnostics so that one pass can report several independent errors."""
 

@@ -6,10 +6,11 @@ running the stages in order.  Each stage is one package with one entry function.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from .diagnostics import Diagnostic, DiagnosticError, Span, TlcError
 from .files import read_whole
+from .frozen import record
 from .package_data import folder_path
 
 # the parser (and Lark's tables) and the type checker are imported by `check_source`: reading a
@@ -48,7 +49,7 @@ def read_source(path: str) -> str:
                               {path: data.decode("utf-8", errors="replace")}) from None
 
 
-@dataclass
+@record
 class CheckResult:
     diagnostics: list[Diagnostic]
     sources: dict[str, str] = field(default_factory=dict)

@@ -6,18 +6,19 @@ from __future__ import annotations
 
 import copy as _copy
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from . import files, inputs, ir
 from .diagnostics import TlcError
+from .frozen import record
 from .schedule import bind_constants
 
 TOLERANCE = {"f64": 1e-9, "f32": 1e-4, "f16": 2e-2, "bf16": 3e-2, "f8e4m3": 0.15, "f8e5m2": 0.3}
 
 
-@dataclass
+@record
 class Report:
     lines: list = field(default_factory=list)
     failed: str | None = None

@@ -15,7 +15,9 @@ decode shapes (M <= 128) of tf32, f8, f8bs and i8 add their skinny kernel (`matm
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from ..frozen import record
 
 PRECISIONS = ("f16", "bf16", "tf32", "f8", "f8bs", "i8")
 STD_KERNEL = {"tf32": "matmul_tf32", "f8": "matmul_f8", "f8bs": "matmul_f8_blockscaled", "i8": "matmul_i8"}
@@ -50,7 +52,7 @@ SKINNY_PRECISION_SWEEP = [dict(BN=64, KBYTES=128, stages=8, THREADS=128), dict(B
                           dict(BN=128, KBYTES=128, stages=6, THREADS=256)]
 
 
-@dataclass
+@record
 class Contender:
     label: str
     run: object                 # one call (a split-K: both launches)
@@ -61,7 +63,7 @@ class Contender:
     consts: dict = field(default_factory=dict)
 
 
-@dataclass
+@record
 class Case:
     precision: str
     shape: tuple                # (M, N, K)

@@ -5,9 +5,8 @@ given by its base pointer, stride, size and origin.  Row gathers and scatters (r
 index arithmetic) are row_gathers.py's."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .. import ir
+from ..frozen import record
 from ..ir.walk import loads, statements, subexprs, variables, written_names
 from ..schedule import gather_rows
 from ..schedule.ring_loads import stage_elements
@@ -20,7 +19,7 @@ from .shared_runs import runs_aligned
 from .whole_runs import note as note_whole_run
 
 
-@dataclass
+@record
 class PipelinePlan:
     loop: ir.For
     stages: int
@@ -29,7 +28,7 @@ class PipelinePlan:
     stage_elems: dict  # staged buffer -> elements per stage
 
 
-@dataclass
+@record
 class GlobalView:
     """A region of a global tensor as 2-D: `base` points at its first row's row 0 (leading dims
     of extent 1 folded in), `rows`/`cols` the tensor's sizes, `row0`/`col0` the origin."""

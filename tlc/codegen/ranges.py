@@ -2,9 +2,10 @@
 shapes do not prove them unnecessary."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from .. import ir
+from ..frozen import record
 
 
 def value_range(e: ir.Expr, known: dict) -> tuple[int, int] | None:
@@ -253,7 +254,7 @@ def provably_within(indices, dims, known: dict) -> bool:
     return True
 
 
-@dataclass
+@record
 class SignHints:
     """What the CUDA generator tells nvcc of the signs of `//` and `%` dividends (cexpr.py's
     _never_negative): the open ranges (open_range) of the kernel's scalars, with the arrays'

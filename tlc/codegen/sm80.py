@@ -10,9 +10,10 @@ frame, control flow, parallel loops, gemm and element access.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from .. import device_assert, ir, primitives, print_format, targets
+from ..frozen import record
 from ..ir.per_thread import per_thread_statements
 from ..ir.walk import assigned_scalars
 from ..ir.nodes import DimExpr
@@ -45,7 +46,7 @@ from .turns import TurnGen
 UNIFORM_GUARDS = False
 
 
-@dataclass
+@record
 class FragmentInfo:
     c_layout: str  # the C type of its layout, e.g. tl_layout_acc
     regs: str      # C expression: its register count

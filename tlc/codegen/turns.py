@@ -15,13 +15,12 @@ own next wait: every block still reaches it without waiting for anyone, so no wa
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .. import ir
+from ..frozen import record
 from ..ir.walk import assigned_scalars, statements, variables
 
 
-@dataclass
+@record
 class TurnPlan:
     wait: ir.Atomic      # the loop's turn_wait
     done: ir.Atomic      # and its turn_done

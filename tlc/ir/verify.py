@@ -6,10 +6,9 @@ kernel and the rule in plain words, and carries the node's span when it has one.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..diagnostics import Span, TlcError
 from ..dtypes import BOOL, I32, DType, can_widen, gemm_operands_agree
+from ..frozen import record
 from .nodes import (ATOMIC_KINDS, BINARY_OPS, BIT_OPS, BUFFER_SCOPES, COMPARE_OPS,
                     LOGIC_OPS, LOOP_KINDS, MATH_FUNCS, REDUCE_KINDS, UNARY_OPS, Assign, Atomic,
                     BinOp, Break, BufferRef, Call, Cast, Const, Continue, Copy, Expr, Fill, For,
@@ -27,7 +26,7 @@ class IRVerifyError(TlcError):
         super().__init__(f"kernel '{kernel}': {message}")
 
 
-@dataclass
+@record
 class _Sym:
     kind: str  # tensor | scalar | shape | const | block | loop | parallel | let | buffer
     dtype: DType | None

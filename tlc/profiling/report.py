@@ -9,9 +9,9 @@ below: the same arithmetic, tested against a fake record on the CPU).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 
-from ..frozen import frozen
+from ..frozen import frozen, record
 from .source import SourceView, format_source_view
 
 
@@ -54,7 +54,7 @@ def blocks_per_sm(r: Resources, limits: SmLimits) -> tuple[int, str]:
     return max(by[why], 0), why
 
 
-@dataclass
+@record
 class GridProfile:
     """One kernel (one grid of a @kernel) profiled."""
 
@@ -81,7 +81,7 @@ class GridProfile:
         return None if self.flops is None else self.flops / self.ms / 1e9
 
 
-@dataclass
+@record
 class Profile:
     """`tlc profile`'s result: each grid's profile and the measured ceilings."""
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 import csv
 import io
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import PurePosixPath
 
-from ..frozen import frozen
+from ..frozen import frozen, record
 
 STALL_COLUMN = "Warp Stall Sampling (All Samples)"
 
@@ -37,7 +37,7 @@ class Instruction:
     samples: float
 
 
-@dataclass
+@record
 class LineSamples:
     """The samples of one `.tl` line: its own code's and the inlined templates'."""
     file: str
@@ -50,7 +50,7 @@ class LineSamples:
         return self.own + self.inlined
 
 
-@dataclass
+@record
 class SourceView:
     """Samples per `.tl` line (`lines`, in file and line order) and those of no `.tl` line."""
     lines: list[LineSamples] = field(default_factory=list)

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from .. import inputs
 from ..diagnostics import DiagnosticError
+from ..frozen import record
 from ..ir.walk import written_names
 from ..schedule import bind_constants, schedule_grids
 from . import measure
@@ -30,7 +31,7 @@ RESOURCE_CODES = {"E070": "shared memory", "E153": "registers", "E050": "threads
 FINAL_ROUND = 4  # the fastest this many are timed again together with the shipped configuration
 
 
-@dataclass
+@record
 class Outcome:
     label: str
     constants: dict
@@ -44,7 +45,7 @@ class Outcome:
                 "why": self.why, "code": self.code}
 
 
-@dataclass
+@record
 class BucketReport:
     kernel: str
     file: str
@@ -84,7 +85,7 @@ class BucketReport:
                 "config": self.config, "seconds": self.seconds}
 
 
-@dataclass
+@record
 class Settings:
     target: str = "cpu"                 # "cpu" (the interpreter) or "cuda"
     arch: str = "sm_80"                 # the target the candidates are scheduled for

@@ -1,9 +1,10 @@
 """Names and what they denote: symbols, nested scopes, and one module's top-level names."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..diagnostics import Span
+from ..frozen import record
 from ..parser import nodes as n
 from .builtins import is_language_name
 from .types import Type
@@ -15,7 +16,7 @@ TENSOR, SCALAR, CONST, DTYPE, SHAPE, LOCAL, LOOP, BLOCK, BUFFER, FUNCTION = (
     "loop variable", "block index", "buffer", "function")
 
 
-@dataclass
+@record
 class Symbol:
     name: str
     kind: str
@@ -27,7 +28,7 @@ class Symbol:
         return self.kind == LOCAL
 
 
-@dataclass
+@record
 class Scope:
     parent: "Scope | None" = None
     symbols: dict = field(default_factory=dict)
@@ -51,7 +52,7 @@ class Scope:
         return out
 
 
-@dataclass
+@record
 class ModuleEnv:
     """A checked module's top level: constants (with values), functions and imports."""
 

@@ -4,9 +4,8 @@ here), the block size and the tensor maps the launch is asked for."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ... import ir
+from ...frozen import record
 from ...ir.warpspec import TensorMapSpec, tma_dtype
 from ...schedule.warpspec import consumer_registers
 from ..copies import PipelinePlan
@@ -14,7 +13,7 @@ from ..copies import PipelinePlan
 __all__ = ["TensorMapSpec", "WarpSpecPlanning", "consumer_registers", "tma_dtype"]
 
 
-@dataclass
+@record
 class TmaLoad:
     copy: ir.Copy
     map_index: int
@@ -28,7 +27,7 @@ class TmaLoad:
     tiled: bool = False  # ... or, its window the identity, in tiled boxes of the image as [N * H * W, C]
 
 
-@dataclass
+@record
 class StagedStore:
     """The epilogue's `copy(acc, C[...])` with where its staging buffer lies (ir.StagedStore)."""
 
@@ -42,7 +41,7 @@ class StagedStore:
     reuse: bool = False  # or all in one buffer, each after the store before has read it (ir.StagedStore.reuse)
 
 
-@dataclass
+@record
 class WarpSpecPlan:
     pipeline: PipelinePlan
     loads: list  # TmaLoad per producer copy

@@ -20,16 +20,17 @@ where every divisor is (tested once a tile), and from the divisions otherwise.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from ... import ir
+from ...frozen import record
 from ...ir.walk import subexprs
 
 _PURE = (ir.Var, ir.Const, ir.BinOp, ir.UnaryOp, ir.Cast)
 _DIVIDES = ("//", "%")
 
 
-@dataclass
+@record
 class Counter:
     """`source // divisor` and `source % divisor` counted along: `source` is None for the loop's
     variable, else the Counter whose quotient this one divides."""

@@ -22,9 +22,9 @@ the operation and the reason; `@fuse` turns the first boundary into a diagnostic
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
-from ...frozen import frozen
+from ...frozen import frozen, record
 from .graph import Graph, Heavy, TileOpError
 
 
@@ -37,7 +37,7 @@ class Boundary:
     reason: str
 
 
-@dataclass
+@record
 class Group:
     """One kernel: `kind` is elementwise, matmul or rows; it computes `root` into `dest`."""
 
@@ -54,7 +54,7 @@ class Group:
     computed: tuple = (None, None)
 
 
-@dataclass
+@record
 class Partition:
     groups: list  # dependencies first; the last one writes the result
     temps: dict  # AST node -> temporary tensor name
