@@ -29,6 +29,7 @@ import numpy as np
 from .. import ir
 from ..cachedir import cache_dir, replace_atomically
 from ..diagnostics import TlcError
+from ..ir.walk import written_names
 
 CXXFLAGS = ("-std=c++17", "-O3", "-march=native", "-fopenmp", "-fwrapv", "-fno-math-errno", "-fno-trapping-math",
             "-shared", "-fPIC", "-w")
@@ -152,6 +153,7 @@ class CppKernel:
         self.fn.argtypes = [ctypes.c_void_p if a.kind == "tensor" else _CTYPES[a.dtype.name] for a in generated.args] \
             + [ctypes.c_longlong] * 3 + [ctypes.c_void_p]
         self._lib = lib  # kept: the function lives as long as its library
+        self.written = written_names(kernel.body)  # the copies of these alone go back
 
     def call(self, values: dict) -> None:
         """Run the grid over the NumPy arrays and numbers in `values` (by parameter name), writing
@@ -174,7 +176,8 @@ class CppKernel:
                 arr = bound.tensors[a.name]
                 if not arr.flags.c_contiguous:
                     contiguous = np.ascontiguousarray(arr)
-                    copied.append((arr, contiguous))
+                    if a.name in self.written:  # an input may be a read-only view (np.broadcast_to)
+                        copied.append((arr, contiguous))
                     arr = contiguous
                 args.append(arr.ctypes.data)
             else:
