@@ -14,8 +14,8 @@ from ..diagnostics import TlcError
 from ..dtypes import from_numpy
 from ..ir.nodes import DimExpr, Kernel, Param
 from ..runtime.args import dim_mismatch, expected_size
-from ..runtime.grid import evaluate_int
-from ..runtime import overlap
+from ..runtime.grid import GridError, evaluate_int
+from ..runtime import loop_bounds, overlap
 from .numerics import np_dtype
 from ..ir.walk import written_names
 from ..scalars import ScalarError, scalar_value
@@ -111,7 +111,30 @@ def bind(kernel: Kernel, args: dict) -> Bound:
             raise ArgumentError(f"shape symbol '{d}' is {v}, more than an {dtype} holds")
         scalars[d] = np_dtype(dtype).type(v)
     _refuse_shared_memory(kernel.name, tensors, written)
+    _refuse_loops_past_i32(kernel, scalars)
     return Bound(tensors, scalars, symbols)
+
+
+_loops: dict[int, tuple] = {}  # id of a kernel -> (the kernel, its `loop_bounds.counted_loops`)
+
+
+def _refuse_loops_past_i32(kernel: Kernel, scalars: dict) -> None:
+    """A loop whose i32 counter these sizes would step past i32 (or by 0): the interpreter's
+    Python range would end where the cpu target's loop does not (runtime/loop_bounds.py)."""
+    got = _loops.get(id(kernel))
+    if got is None or got[0] is not kernel:
+        got = _loops[id(kernel)] = (kernel, loop_bounds.counted_loops(kernel.body, set(scalars)))
+    if not got[1]:
+        return
+    names = {k: v.item() if isinstance(v, np.generic) else v for k, v in scalars.items()}
+    for loop in got[1]:
+        try:
+            values = tuple(evaluate_int(b, names) for b in (loop.start, loop.stop, loop.step))
+        except GridError:  # a bound that divides by zero: the loop's own error, where it runs
+            continue
+        error = loop_bounds.loop_error(kernel.name, loop, values, names)
+        if error is not None:
+            raise ArgumentError(error)
 
 
 def _refuse_shared_memory(kernel: str, tensors: dict, written: set) -> None:

@@ -204,7 +204,7 @@ def cached_program_kernel(digests: dict, name: str, constants_key, device: int, 
 # the C source, the IR (a few thousand objects) and `tlc.generated` are inflated and decoded when
 # something reads `CompiledKernel.generated` or `.kernel`.  JSON data only (`ir_codec`), so a
 # planted entry cannot run code, and a part inflates to at most `ir_codec.DEFLATED_LIMIT` bytes.
-PROGRAM_MAGIC = b"tlc-program-6\n"  # 6: whether the binary is the one-part build after the sizes
+PROGRAM_MAGIC = b"tlc-program-7\n"  # 7: LaunchFacts.loops (runtime/loop_bounds.py); 6: the one-part flag
 
 
 def program_entry(kernel, generated, binary: bytes, arch: str, parts: tuple | None = None,

@@ -26,9 +26,9 @@ from ..frozen import frozen
 from ..ir.nodes import DimExpr, Kernel
 from ..ir.walk import statements, variables, written_names
 from ..scalars import ScalarError, float_limit, scalar_value
-from . import overlap
+from . import loop_bounds, overlap
 from .device_array import DeviceArray
-from .grid import DividesByZero, compile_function, py_source
+from .grid import DividesByZero, GridError, compile_function, py_function, py_source
 
 I32_MAX = 2**31 - 1
 SYMBOL_TYPES = {"i32": (I32_MAX, np.int32), "i64": (2**63 - 1, np.int64)}  # a shape symbol's limit and C value
@@ -225,14 +225,17 @@ class LaunchFacts:
     written: frozenset
     asserts: tuple
     assert_conds: tuple = ()
+    loops: tuple = ()  # the loops whose i32 counter a launch checks (runtime/loop_bounds.py)
 
     @staticmethod
     def of(kernel: Kernel) -> "LaunchFacts":
         from ..device_assert import sites
 
         conds = tuple(s.cond for s in statements(kernel.body) if getattr(s, "cond", None) is not None and hasattr(s, "fmt"))
-        return LaunchFacts(kernel.name, tuple(kernel.params), kernel.shape_symbols(),
-                           frozenset(written_names(kernel.body)), sites(kernel.body), conds)
+        symbols = kernel.shape_symbols()
+        host = {p.name for p in kernel.params if p.kind == "scalar"} | set(symbols)
+        return LaunchFacts(kernel.name, tuple(kernel.params), symbols, frozenset(written_names(kernel.body)),
+                           sites(kernel.body), conds, loop_bounds.counted_loops(kernel.body, host))
 
 
 class Binder:
@@ -283,6 +286,8 @@ class Binder:
         # holds and its C value's type
         self.symbols = tuple((self.slots[a.name], a.name, a.dtype, *SYMBOL_TYPES[a.dtype.name])
                              for a in generated.args if a.kind == "shape")
+        # per checked loop: its bounds as functions of the values (runtime/loop_bounds.py)
+        self.loops = tuple(filter(None, (_loop_bounds(loop, self.slots) for loop in facts.loops)))
 
     def bind(self, args: dict, device: int, device_of: Callable[[int], int] | None = None) -> Bound:
         """Check `args` (param name -> array or number) for a launch on GPU `device`;
@@ -383,7 +388,22 @@ class Binder:
         for a, b in self.overlap_pairs:
             if overlap.ranges_overlap(ranges[a], ranges[b]):
                 self._overlap_error(args, a, b)
+        if self.loops:
+            self.check_loops(values)
         return Bound(kargs, values, host, torch_device)
+
+    def check_loops(self, values: list) -> None:
+        """Raise for a loop whose i32 counter these values (`Bound.values`) would step past i32,
+        or by 0 (runtime/loop_bounds.py); a bound that divides by zero is left to the loop."""
+        for loop, bounds in self.loops:
+            try:
+                got = tuple(b(values) for b in bounds)
+            except ZeroDivisionError:
+                continue
+            names = {v.name: values[self.slots[v.name]] for b in (loop.start, loop.stop, loop.step) for v in variables(b)}
+            error = loop_bounds.loop_error(self.facts.name, loop, got, names)
+            if error is not None:
+                raise LaunchArgumentError(error)
 
     # -- the checks that carry on past the common case, and the errors ---------------------------
 
@@ -437,6 +457,15 @@ class Binder:
         raise LaunchArgumentError(f"'{name}' is on GPU {dev} but the kernel runs on the current "
                                   f"device, GPU {device}; move it there, or make GPU {dev} current "
                                   f"(cupy.cuda.Device({dev}).use())")
+
+
+def _loop_bounds(loop, slots: dict):
+    """`(loop, its start, stop and step as functions of a launch's values)`, or None where the
+    host cannot evaluate a bound (an operator `grid.py_function` lacks): left unchecked."""
+    try:
+        return loop, tuple(py_function(b, slots) for b in (loop.start, loop.stop, loop.step))
+    except GridError:
+        return None
 
 
 def _dense_range(ptr: int, shape: tuple, dt: DType) -> tuple[int, int]:

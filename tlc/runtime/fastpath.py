@@ -131,6 +131,7 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
                       f"    if len({cache}) > {_CACHE_SIZE}:", f"        {cache}.clear()",
                       f"    c{n} = {cache}[{n}] = np_{a.dtype.name}({n})"]
             cargs.append(f"c{n}")
+    lines += _loop_checks(getattr(compiled, "counted_loops", ()), values, env)
     blocks = getattr(compiled, "persistent_blocks", None)
     # grid dimensions the kernel fixes need no check at run time
     checks = [f"not 0 < g[{d}] <= {MAX_GRID[d]}" for d, e in enumerate(gen.grid)
@@ -186,6 +187,31 @@ def _overlap_checks(tensors: list, pairs: tuple, symbols: dict) -> list:
         lines.append(f"x{i} = m{i} + {sizes[text]}")
     overlaps = (f"m{tensors[a][0]} < x{tensors[b][0]} and m{tensors[b][0]} < x{tensors[a][0]}" for a, b in pairs)
     return lines + [_any_fails(overlaps)]
+
+
+def _loop_checks(loops: tuple, values: dict, env: dict) -> list:
+    """A launch one of whose `loops` (runtime/loop_bounds.py: a stepped loop whose bounds the
+    host knows; no std kernel has one) would not count within i32 goes to the general path,
+    which raises.  A constant step s > 0 needs only the bounds in range, the stop at most
+    2**31 - s (a stop above that with no iteration goes to the general path too, which decides
+    exactly); any other step `loop_bounds.counts_in_i32`, a call (~0.2 us more)."""
+    if not loops:
+        return []
+    from .loop_bounds import I32_MAX, I32_MIN, constant, counts_in_i32
+
+    env["COUNTS"] = counts_in_i32
+    tests = []
+    for loop in loops:
+        start, stop, step = (py_source(b, values) for b in (loop.start, loop.stop, loop.step))
+        s = constant(loop.step)
+        if s is not None and s > 0:
+            tests.append(f"not ({I32_MIN} <= {start} <= {I32_MAX} and {I32_MIN} <= {stop} <= {I32_MAX + 1 - s})")
+        elif s is not None and s < 0:
+            tests.append(f"not ({I32_MIN} <= {start} <= {I32_MAX} and {I32_MIN - 1 - s} <= {stop} <= {I32_MAX})")
+        else:
+            tests.append(f"not COUNTS({start}, {stop}, {step})")
+    return ["try:", f"    stops = {' or '.join(tests)}", "except Exception:", "    return fallback(args)",
+            "if stops:", "    return fallback(args)"]
 
 
 def _tensor_map_args(compiled, env: dict, symbols: dict) -> str:

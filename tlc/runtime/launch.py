@@ -123,6 +123,12 @@ class CompiledKernel:
         return self.binder.overlap_pairs
 
     @property
+    def counted_loops(self) -> tuple:
+        """The loops whose i32 counter a launch checks, where the host can compute their bounds
+        (`args.Binder`'s, runtime/loop_bounds.py)."""
+        return tuple(loop for loop, _ in self.binder.loops)
+
+    @property
     def launch_fields(self):
         """The generated kernel's name, grid, C arguments, tensor maps, ...: its `GeneratedLaunch`
         where it came from the program cache, else the `GeneratedKernel`."""

@@ -33,6 +33,8 @@ class PointerLaunch:
             values = values.copy()
             for i, convert in self.scalars:
                 kargs[i], values[i] = convert(t[i])
+            if c.binder.loops:  # a scalar bound of a stepped loop (runtime/loop_bounds.py)
+                c.binder.check_loops(values)
             grid = c.grid(values)
             empty = not launches_blocks(c.name, grid)
         if empty:
