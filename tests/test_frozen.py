@@ -6,7 +6,7 @@ import copy
 import dataclasses
 import inspect
 import pickle
-from dataclasses import FrozenInstanceError, dataclass, field
+from dataclasses import KW_ONLY, FrozenInstanceError, dataclass, field
 
 import pytest
 
@@ -161,3 +161,44 @@ def test_a_frozen_class_below_a_record_is_refused_as_dataclass_refuses_it():
         @record
         class Mutable(MADE["frozen"][0]):
             z: int = 0
+
+
+def fields_of_every_kind(decorate):
+    """A class with non-init fields (a default, a factory), a KW_ONLY marker, a __post_init__,
+    annotations that are classes rather than text, and a subclass that adds a field and gives
+    an inherited one a default (with slots: its slot is the base's)."""
+    class A:
+        x: int
+        y: list = field(default_factory=list, init=False, compare=False)
+        z: int = field(default=3, init=False)
+        _: KW_ONLY
+        k: str = "k"
+
+        def __post_init__(self):
+            self.__class__.made += 1
+
+    A.__annotations__ = {"x": int, "y": list, "z": int, "_": KW_ONLY, "k": str}
+    A.made = 0
+    A = decorate(A)
+
+    class B(A):
+        w: int = 5
+        x: int = 9
+
+    B.__annotations__ = {"w": int, "x": int}
+    return A, decorate(B)
+
+
+@pytest.mark.parametrize("slots", [False, True])
+@pytest.mark.parametrize("kind", ["frozen", "record"])
+def test_fields_of_every_kind_as_dataclass_makes_them(kind, slots):
+    old = fields_of_every_kind(lambda c: dataclass(c, frozen=kind == "frozen", slots=slots))
+    new = fields_of_every_kind(lambda c: (frozen if kind == "frozen" else record)(c, slots=slots))
+    for c1, c2 in zip(old, new):
+        assert str(inspect.signature(c1)) == str(inspect.signature(c2)) and c1.__doc__ == c2.__doc__
+        assert c1.__match_args__ == c2.__match_args__
+    (A1, B1), (A2, B2) = old, new
+    for o1, o2 in ((A1(1, k="q"), A2(1, k="q")), (B1(2, w=1), B2(2, w=1)), (B1(), B2())):
+        assert repr(o1) == repr(o2) and dataclasses.asdict(o1) == dataclasses.asdict(o2)
+        assert (hash(o1) == hash(o2)) if kind == "frozen" else o2.__hash__ is None
+    assert A2(1) == A2(1) and A2(1) != A2(2) and A2.made == 5  # (__post_init__ ran for each A)

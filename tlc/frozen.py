@@ -23,8 +23,10 @@ parameter, or a frozen class below a mutable dataclass or the other way round, w
 from __future__ import annotations
 
 import dataclasses
+import inspect  # (imported by dataclasses anyway)
 import reprlib
 from dataclasses import MISSING, FrozenInstanceError
+from types import MemberDescriptorType
 
 # methods a class may write itself, which `dataclass`'s rules then keep or refuse
 _OWN = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__", "__getstate__", "__setstate__")
@@ -149,11 +151,12 @@ def _compiled(cls, fields, slots: bool, is_frozen: bool) -> str:
             param = f.name if default is None else f"{f.name}={default}"
             (kw_only if f.kw_only else params).append(param)
             (shown_kw if f.kw_only else shown).append(
-                f"{f.name}: {f.type!r}" + ("" if default is None else f" = {ns[default]!r}"))
+                f"{f.name}: {inspect.formatannotation(f.type)}" + ("" if default is None else f" = {ns[default]!r}"))
         if not is_frozen:
             body.append(f"  self.{f.name} = {value}")
-        elif slots:  # through the slot's descriptor: the fastest way past the frozen __setattr__
-            ns[f"__set_{f.name}"] = cls.__dict__[f.name].__set__
+        elif slots and isinstance(slot := _slot(cls, f.name), MemberDescriptorType):
+            # through the slot's descriptor: the fastest way past the frozen __setattr__
+            ns[f"__set_{f.name}"] = slot.__set__
             body.append(f"  __set_{f.name}(self, {value})")
         else:
             body.append(f"  __set(self, {f.name!r}, {value})")
@@ -176,3 +179,9 @@ def _compiled(cls, fields, slots: bool, is_frozen: bool) -> str:
             ns[name].__qualname__ = f"{cls.__qualname__}.{name}"
         setattr(cls, name, ns[name])
     return ", ".join(shown + (["*", *shown_kw] if shown_kw else []))
+
+
+def _slot(cls, name: str):
+    """What `cls` or the nearest class above it holds under `name` (a field's slot: a base's,
+    for a field the class inherits)."""
+    return next((c.__dict__[name] for c in cls.__mro__ if name in c.__dict__), None)
