@@ -5,8 +5,10 @@ last column of an odd width), pass one whose result does not, and count a varian
 refuses as an answer; a run of fixed seeds (slow) finds nothing."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+import tlc
 from fuzz import tuning
 from fuzz.oracles import Worker
 
@@ -80,3 +82,22 @@ def test_fixed_seeds_find_nothing():
     finally:
         worker.close()
     assert not bad, f"{len(bad)} of 40 cases failed; the first:\n{bad[0]}"
+
+
+@pytest.mark.slow
+def test_a_worker_runs_the_cpu_target_after_its_parent_did():
+    """The worker's child is spawned: a forked one inherited GNU libgomp's thread pool without
+    its threads once this process had run a cpu-target kernel, and waited for them at its first
+    OpenMP region until the wall limit, then again at the retry (CI's slow run hung there: the
+    seeds above on the xdist worker that had run tests/targets' cpu table)."""
+    mod = tlc.load(str(tuning.ROOT / "examples" / "vector_add.tl"), target="cpp")
+    x, out = np.arange(4096, dtype=np.float32), np.zeros(4096, np.float32)
+    mod.vector_add(x, x, out, 2.0)  # an OpenMP region in this process
+    assert np.array_equal(out, 3 * x)
+    seed = next(s for s in range(40) if tuning.case(s) is not None and tuning.case(s).target == "cpp")
+    worker = Worker()
+    try:
+        o = worker.run("", 60.0, wall=60, tuning=seed)
+    finally:
+        worker.close()
+    assert (o.status, o.detail) == ("ok", "")

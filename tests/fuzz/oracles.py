@@ -6,9 +6,9 @@ builds for sm_80 and sm_90a (a diagnostic there is recorded as `build-diag`: a c
 the back end refuses, to triage); the interpreter runs a generated program without crashing;
 nvcc -Werror compiles what was built.
 
-`run_case(mode, text, ...)` is the in-process oracle; `Worker` runs it in a forked child
-with an address-space limit and kills it past the time limit (a hang or a runaway constant
-fold must not take the fuzzer, or the machine, with it).
+`run_case(mode, text, ...)` is the in-process oracle; `Worker` runs it in a child process
+(spawned, not forked) with an address-space limit and kills it past the time limit (a hang or a
+runaway constant fold must not take the fuzzer, or the machine, with it).
 """
 from __future__ import annotations
 
@@ -201,14 +201,17 @@ def _serve(conn, memory_limit: int) -> None:
 
 
 class Worker:
-    """One forked child running `run_case`; `run(text, timeout, **kw)` -> Outcome."""
+    """One child process running `run_case`; `run(text, timeout, **kw)` -> Outcome."""
 
     def __init__(self, memory_limit: int = 3 << 30):
         self.memory_limit = memory_limit
         self.proc = None
 
     def _start(self) -> None:
-        ctx = multiprocessing.get_context("fork")
+        # spawned, not forked: a fork of a process that has run a cpu-target kernel inherits
+        # GNU libgomp's thread pool without its threads, and the child's first OpenMP region
+        # waits for them forever (CI's slow run hung on test_fuzz_tuning after the cpu table)
+        ctx = multiprocessing.get_context("spawn")
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_serve, args=(child, self.memory_limit), daemon=True)
         self.proc.start()
