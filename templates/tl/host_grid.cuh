@@ -2,15 +2,30 @@
 // meaning the Python runtime gives it (tlc/runtime/grid.py): `//` floors and `%` takes the
 // divisor's sign.  A division by zero, an overflow of 64 bits or a float that is no whole
 // number marks the grid bad (`ok` false) instead of being undefined behaviour; the launcher
-// then returns cudaErrorInvalidValue.  No includes: the limits are spelled out.
+// then returns cudaErrorInvalidValue, unless only divisions by zero made it bad and another
+// extent is 0 (`empty_despite_division`: no block runs, so none reads what divided, as the
+// Python runtime's empty_despite_division says).  No includes: the limits are spelled out.
 #ifndef __CUDACC_RTC__
 namespace tl {
 
 struct HostGrid {
   static constexpr long long MAX = 0x7fffffffffffffffLL, MIN = -MAX - 1;
   bool ok = true;
+  // the extent being computed: whether it divided by zero, or went bad otherwise (after a
+  // division by zero, which Python stops at, nothing computed with its 0 counts); over the
+  // extents done (`extent`): whether one went bad otherwise, whether one computed to 0
+  bool now_divided = false, now_bad = false, other = false, empty = false;
 
-  long long bad() { ok = false; return 0; }
+  long long bad() { ok = false; now_bad = now_bad || !now_divided; return 0; }
+  long long by_zero() { ok = false; now_divided = true; return 0; }
+  // one extent computed: its value, its state kept
+  long long extent(long long v) {
+    other = other || now_bad;
+    empty = empty || (v == 0 && !now_bad && !now_divided);
+    now_bad = now_divided = false;
+    return v;
+  }
+  bool empty_despite_division() const { return !ok && !other && empty; }
   long long add(long long a, long long b) { return (b > 0 ? a > MAX - b : a < MIN - b) ? bad() : a + b; }
   long long sub(long long a, long long b) { return (b < 0 ? a > MAX + b : a < MIN + b) ? bad() : a - b; }
   long long neg(long long a) { return a == MIN ? bad() : -a; }
@@ -20,12 +35,13 @@ struct HostGrid {
     return over ? bad() : a * b;
   }
   long long floordiv(long long a, long long b) {
-    if (b == 0 || (a == MIN && b == -1)) return bad();
+    if (b == 0) return by_zero();
+    if (a == MIN && b == -1) return bad();
     const long long q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
   }
   long long mod(long long a, long long b) {
-    if (b == 0) return bad();
+    if (b == 0) return by_zero();
     if (b == -1) return 0;
     const long long r = a % b;
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
@@ -35,7 +51,7 @@ struct HostGrid {
     if (a == 0 || a == 1) return b == 0 ? 1 : a;
     if (a == -1) return b % 2 ? -1 : 1;
     long long r = 1;
-    for (; b > 0 && ok; --b) r = mul(r, a);  // overflows within 63 steps
+    for (; b > 0 && !now_bad; --b) r = mul(r, a);  // overflows within 63 steps
     return r;
   }
   long long shl(long long a, long long b) {
@@ -48,15 +64,16 @@ struct HostGrid {
     if (b < 0) return bad();
     return b >= 63 ? (a < 0 ? -1 : 0) : a >> b;
   }
-  double div(double a, double b) { return b == 0 ? static_cast<double>(bad()) : a / b; }
+  double div(double a, double b) { return b == 0 ? static_cast<double>(by_zero()) : a / b; }
   // float -> integer truncates toward zero, as C and Python's int() do
   long long trunc(double x) {
     return (x != x || x >= 9223372036854775808.0 || x < -9223372036854775808.0) ? bad() : static_cast<long long>(x);
   }
   // an extent computed in floats: only a whole number is one
   long long whole(double x) {
+    if (now_divided) return 0;  // the extent divided by zero: `extent` keeps that
     const long long n = trunc(x);
-    return ok && static_cast<double>(n) == x ? n : bad();
+    return !now_bad && static_cast<double>(n) == x ? n : bad();
   }
   template <typename A, typename B> static auto min(A a, B b) -> decltype(a + b) { return a < b ? a : b; }
   template <typename A, typename B> static auto max(A a, B b) -> decltype(a + b) { return a < b ? b : a; }

@@ -28,6 +28,9 @@ CASES = [
     (0, 32, 1, 0),  # an empty tensor: nothing to launch, success
     (2**31 - 1, -2**31, 1, 0),  # (N + d - 1) // d == 0 in 64 bits: empty
     (100, 32, 2**32, 0),  # y truncated to unsigned would be 0: an empty launch that succeeds
+    (100, 0, 0, 0),  # x divides by zero, y is 0: no block runs, none reads x: nothing to launch, success
+    (0, 0, 1, 0),  # x divides by zero and no extent is 0
+    (100, 0, 0, 70),  # x divides by zero, y is 0, z overflows: the overflow is an error
 ]
 
 
@@ -56,7 +59,8 @@ def test_the_launcher_returns_an_error_code_where_python_raises(tmp_path):
     out = run_host(generated_source(GRID_KERNEL).source + main, tmp_path, "launch")
     got = [int(x) for x in out.split()]
     assert got == [INVALID_VALUE, INVALID_CONFIGURATION, INVALID_CONFIGURATION, INVALID_CONFIGURATION,
-                   INVALID_CONFIGURATION, INVALID_VALUE, INVALID_VALUE, SUCCESS, SUCCESS, INVALID_CONFIGURATION]
+                   INVALID_CONFIGURATION, INVALID_VALUE, INVALID_VALUE, SUCCESS, SUCCESS, INVALID_CONFIGURATION,
+                   SUCCESS, INVALID_VALUE, INVALID_VALUE]
     # Python's integers do not overflow: 1 << 70 is too large a grid there, a bad one here
     assert [code != SUCCESS for code in got] == [python_raises(*c) for c in CASES]
 

@@ -22,7 +22,9 @@ def launcher_grid(grid, threads: int) -> dict:
     `threads` that no GPU launches is an error here."""
     if not 1 <= threads <= MAX_THREADS_PER_BLOCK:
         raise CodegenError(f"the kernel needs {threads} threads per block; the GPU allows 1 to {MAX_THREADS_PER_BLOCK}")
-    extents = [extent(g) for g in grid] + ["1LL"] * (3 - len(grid))
+    # each extent through tl_g.extent, which keeps whether it went bad or is 0 (an extent of 0
+    # beside one that divides by zero launches nothing, as runtime/grid.py's grid does)
+    extents = [f"tl_g.extent({extent(g)})" for g in grid] + ["1LL"] * (3 - len(grid))
     return {"grid": extents, "max_grid": [f"{m}LL" for m in MAX_GRID], "max_tiles": f"{MAX_TILES}LL"}
 
 

@@ -64,8 +64,9 @@ extern "C" __global__ void __launch_bounds__(256) matmul(const half* __restrict_
 // cudaErrorInvalidConfiguration when the GPU cannot launch it (tl/host_grid.cuh).
 extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int M, int K, int N, cudaStream_t stream) {
   tl::HostGrid tl_g;
-  const long long tl_extents[3] = {tl_g.add(tl_g.floordiv(tl_g.sub(static_cast<long long>(N), 1LL), 256LL), 1LL), tl_g.add(tl_g.floordiv(tl_g.sub(static_cast<long long>(M), 1LL), 128LL), 1LL), 1LL};
+  const long long tl_extents[3] = {tl_g.extent(tl_g.add(tl_g.floordiv(tl_g.sub(static_cast<long long>(N), 1LL), 256LL), 1LL)), tl_g.extent(tl_g.add(tl_g.floordiv(tl_g.sub(static_cast<long long>(M), 1LL), 128LL), 1LL)), 1LL};
   const long long tl_most[3] = {2147483647LL, 65535LL, 65535LL};
+  if (tl_g.empty_despite_division()) return cudaSuccess;  // an extent of 0 beside one that divides by zero
   if (!tl_g.ok) return cudaErrorInvalidValue;
   if (!tl::HostGrid::fits(tl_extents, tl_most, 0)) return cudaErrorInvalidConfiguration;
   if (tl_extents[0] == 0 || tl_extents[1] == 0 || tl_extents[2] == 0) return cudaSuccess;  // an empty tensor

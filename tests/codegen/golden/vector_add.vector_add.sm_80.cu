@@ -55,8 +55,9 @@ extern "C" __global__ void __launch_bounds__(128, 12) vector_add(const float* __
 // cudaErrorInvalidConfiguration when the GPU cannot launch it (tl/host_grid.cuh).
 extern "C" cudaError_t launch_vector_add(const float* x, const float* y, float* out, float alpha, int N, cudaStream_t stream) {
   tl::HostGrid tl_g;
-  const long long tl_extents[3] = {tl_g.add(tl_g.floordiv(tl_g.sub(static_cast<long long>(N), 1LL), 1024LL), 1LL), 1LL, 1LL};
+  const long long tl_extents[3] = {tl_g.extent(tl_g.add(tl_g.floordiv(tl_g.sub(static_cast<long long>(N), 1LL), 1024LL), 1LL)), 1LL, 1LL};
   const long long tl_most[3] = {2147483647LL, 65535LL, 65535LL};
+  if (tl_g.empty_despite_division()) return cudaSuccess;  // an extent of 0 beside one that divides by zero
   if (!tl_g.ok) return cudaErrorInvalidValue;
   if (!tl::HostGrid::fits(tl_extents, tl_most, 0)) return cudaErrorInvalidConfiguration;
   if (tl_extents[0] == 0 || tl_extents[1] == 0 || tl_extents[2] == 0) return cudaSuccess;  // an empty tensor
