@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import inspect  # (imported by dataclasses anyway)
 import reprlib
+import threading
 from dataclasses import MISSING, FrozenInstanceError
 from types import MemberDescriptorType
 
@@ -41,6 +42,9 @@ class _Factory:
 
 
 _FACTORY = _Factory()
+# held while a base's `__dataclass_params__.frozen` says otherwise (`_make`), so that a class made
+# on another thread (an import on the NVRTC warm-up's) never reads it so
+_BASES = threading.Lock()
 
 
 def frozen(cls=None, /, *, slots: bool = False):
@@ -66,22 +70,23 @@ def _plain(cls) -> bool:
 
 
 def _make(cls, slots: bool, is_frozen: bool):
-    bases = [b.__dataclass_params__ for b in cls.__mro__[1:-1] if "__dataclass_params__" in b.__dict__]
-    if not _plain(cls) or any(params.frozen != is_frozen for params in bases):
-        # (`dataclass` refuses a frozen class below a mutable one and the other way round)
-        return dataclasses.dataclass(cls, frozen=is_frozen, slots=slots)
-    undocumented = not cls.__dict__.get("__doc__")
-    if undocumented:
-        cls.__doc__ = "-"  # written below; `dataclass` would ask inspect.signature for an empty one
-    # `dataclass` makes no method here; it refuses a non-frozen class below a frozen one, so the
-    # frozen bases (made here, and recorded frozen below) say otherwise for the moment
-    for params in bases:
-        params.frozen = False
-    try:
-        cls = dataclasses.dataclass(cls, init=False, repr=False, eq=False, frozen=False, slots=slots)
-    finally:
+    with _BASES:
+        bases = [b.__dataclass_params__ for b in cls.__mro__[1:-1] if "__dataclass_params__" in b.__dict__]
+        if not _plain(cls) or any(params.frozen != is_frozen for params in bases):
+            # (`dataclass` refuses a frozen class below a mutable one and the other way round)
+            return dataclasses.dataclass(cls, frozen=is_frozen, slots=slots)
+        undocumented = not cls.__dict__.get("__doc__")
+        if undocumented:
+            cls.__doc__ = "-"  # written below; `dataclass` would ask inspect.signature for an empty one
+        # `dataclass` makes no method here; it refuses a non-frozen class below a frozen one, so
+        # the frozen bases (made here, and recorded frozen below) say otherwise for the moment
         for params in bases:
-            params.frozen = is_frozen
+            params.frozen = False
+        try:
+            cls = dataclasses.dataclass(cls, init=False, repr=False, eq=False, frozen=False, slots=slots)
+        finally:
+            for params in bases:
+                params.frozen = is_frozen
     fields = dataclasses.fields(cls)
     signature = _compiled(cls, fields, slots, is_frozen)
     if undocumented:
