@@ -123,6 +123,8 @@ def _refuse_loops_past_i32(kernel: Kernel, scalars: dict) -> None:
     Python range would end where the cpu target's loop does not (runtime/loop_bounds.py)."""
     got = _loops.get(id(kernel))
     if got is None or got[0] is not kernel:
+        if len(_loops) > 1024:  # a tuning sweep's kernels are not kept alive here
+            _loops.clear()
         got = _loops[id(kernel)] = (kernel, loop_bounds.counted_loops(kernel.body, set(scalars)))
     if not got[1]:
         return
