@@ -26,6 +26,20 @@ struct HostGrid {
     return v;
   }
   bool empty_despite_division() const { return !ok && !other && empty; }
+  // Whether a stepped loop over bounds computed on this object counts and ends within i32
+  // (runtime/loop_bounds.py's counts_in_i32): a bound that divided by zero is the loop's own
+  // error where it runs, as in the Python runtime; one that overflowed 64 bits fits no i32.
+  bool counts(long long start, long long stop, long long step) {
+    const bool divided = now_divided, bounds_bad = now_bad;
+    now_bad = now_divided = false;
+    if (divided) return true;
+    const long long lo = -2147483647LL - 1, hi = 2147483647LL;
+    if (bounds_bad || step == 0 || start < lo || start > hi || stop < lo || stop > hi || step < lo || step > hi)
+      return false;
+    if (step > 0 ? stop <= start : stop >= start) return true;  // no iteration: it stays at start
+    const long long past = start + (stop - start + (step > 0 ? step - 1 : step + 1)) / step * step;
+    return past >= lo && past <= hi;  // within 64 bits: the bounds fit i32
+  }
   long long add(long long a, long long b) { return (b > 0 ? a > MAX - b : a < MIN - b) ? bad() : a + b; }
   long long sub(long long a, long long b) { return (b < 0 ? a > MAX + b : a < MIN + b) ? bad() : a - b; }
   long long neg(long long a) { return a == MIN ? bad() : -a; }

@@ -65,6 +65,34 @@ def test_the_launcher_returns_an_error_code_where_python_raises(tmp_path):
     assert [code != SUCCESS for code in got] == [python_raises(*c) for c in CASES]
 
 
+LOOP_KERNEL = """
+@kernel
+def k(x: f32[N], start: i32, stop: i64, step: i32):
+    with grid(cdiv(N, 32), threads=32) as bx:
+        for i in parallel(32):
+            for j in range(start, stop, step):
+                x[bx * 32 + i] = 1.0
+"""
+
+# (start, stop, step) of the loop, launched with N = 0 (an empty grid: no GPU needed)
+LOOPS = [(0, 10, 3), (0, 10, 0), (0, 2**31 - 1, 2), (2**31 - 10, 2**31 - 1, 3), (5, -2**31, -2),
+         (5, -2**31 + 1, -2), (0, 2**31, 4), (7, 3, 1000), (0, -2**40, -3)]
+
+
+def test_the_launcher_checks_a_stepped_loops_counter_as_python_does(tmp_path):
+    """The loop's bounds are the launch's (runtime/loop_bounds.py): the launcher refuses what
+    the Python runtime's binder refuses (cudaErrorInvalidValue), before the grid."""
+    from tlc.runtime.loop_bounds import counts_in_i32
+
+    calls = "\n".join(f"  printf(\"%d\\n\", (int)launch_k(nullptr, {a}, {b}LL, {c}, 0, nullptr));" for a, b, c in LOOPS)
+    main = f"#include <cstdio>\nint main() {{\n{calls}\n  return 0;\n}}\n"
+    source = generated_source(LOOP_KERNEL).source
+    assert source.count("tl_l.counts(") == 1
+    got = [int(x) for x in run_host(source + main, tmp_path, "loops").split()]
+    assert got == [SUCCESS if counts_in_i32(*c) else INVALID_VALUE for c in LOOPS]
+    assert got.count(INVALID_VALUE) == 5
+
+
 MAX, MIN = 2**63 - 1, -2**63
 OPS = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
        "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b, "pow": lambda a, b: a ** b,

@@ -22,7 +22,7 @@ from ..generated import GeneratedKernel, KernelArg  # noqa: F401  (the runtime's
 from .cexpr import CodegenError
 from .cnames import c_name, c_type, comment_text
 from . import host_grid
-from .host_grid import launcher_grid
+from .host_grid import launcher_grid, launcher_loops
 from .sm80 import Sm80
 from .warpspec import tma_dtype
 from .whole_runs import kernel_facts
@@ -152,7 +152,7 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
         assumed_sizes=out.get("assumed_sizes", ()),
         launcher=f"launch_{name}", launcher_params=launcher_params, call_args=call_args,
         specialized=[{"name": c_name(s), "value": v} for s, v in kernel.specialized],
-        not_one=[c_name(s) for s in kernel.not_one], **grid)
+        not_one=[c_name(s) for s in kernel.not_one], loops=launcher_loops(kernel), **grid)
     return GeneratedKernel(name, f"launch_{name}", source, args, threads, out["smem_bytes"],
                            tuple(kernel.grid), arch, tuple(tensor_maps), persistent, cluster,
                            whole_runs=kernel_facts(gen), one_part=out.get("one_part", False))

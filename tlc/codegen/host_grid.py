@@ -28,50 +28,62 @@ def launcher_grid(grid, threads: int) -> dict:
     return {"grid": extents, "max_grid": [f"{m}LL" for m in MAX_GRID], "max_tiles": f"{MAX_TILES}LL"}
 
 
+def launcher_loops(kernel: ir.Kernel) -> list:
+    """Per loop a launch checks (runtime/loop_bounds.py: a stepped loop whose bounds the launch
+    knows), its start, stop and step as the launcher's C over a tl::HostGrid `tl_l`, which
+    `tl_l.counts` tests as the Python runtime's binder does."""
+    from ..runtime.loop_bounds import counted_loops
+
+    host = {p.name for p in kernel.params if p.kind == "scalar"} | set(kernel.shape_symbols())
+    return [", ".join(expr(b, "tl_l") for b in (loop.start, loop.stop, loop.step))
+            for loop in counted_loops(kernel.body, host)]
+
+
 def extent(e: ir.Expr) -> str:
     """One grid extent: an integer expression as it is, a float one only when it is whole."""
     return expr(e) if e.dtype.is_int or e.dtype.is_bool else f"tl_g.whole({expr(e)})"
 
 
-def expr(e: ir.Expr) -> str:
+def expr(e: ir.Expr, g: str = "tl_g") -> str:
+    """`e` in 64-bit checked host arithmetic, each operation a call of the tl::HostGrid `g`."""
     if isinstance(e, ir.Const):
         return _const(e)
     if isinstance(e, ir.Var):
         kind = "long long" if e.dtype.is_int else "double" if e.dtype.is_float else "bool"
         return f"static_cast<{kind}>({c_name(e.name)})"
     if isinstance(e, ir.Cast):
-        x = expr(e.x)
+        x = expr(e.x, g)
         if e.dtype.is_bool:
             return f"({x} != 0)"
         if e.dtype.is_float:
             return f"static_cast<double>({x})"
-        return f"tl_g.trunc({x})" if e.x.dtype.is_float else x  # widths do not wrap, as in Python
+        return f"{g}.trunc({x})" if e.x.dtype.is_float else x  # widths do not wrap, as in Python
     if isinstance(e, ir.BinOp):
-        return _binary(e.op, e.a, e.b, e.dtype.is_float)
+        return _binary(e.op, e.a, e.b, e.dtype.is_float, g)
     if isinstance(e, ir.Call) and e.fn in ("min", "max") and len(e.args) == 2:
-        return _binary(e.fn, *e.args, e.dtype.is_float)
+        return _binary(e.fn, *e.args, e.dtype.is_float, g)
     if isinstance(e, ir.Select):
-        return f"({expr(e.cond)} ? {expr(e.a)} : {expr(e.b)})"
+        return f"({expr(e.cond, g)} ? {expr(e.a, g)} : {expr(e.b, g)})"
     if isinstance(e, ir.UnaryOp):
-        x = expr(e.x)
+        x = expr(e.x, g)
         if e.op == "-":
-            return f"(-{x})" if e.dtype.is_float else f"tl_g.neg({x})"
+            return f"(-{x})" if e.dtype.is_float else f"{g}.neg({x})"
         return f"({'!' if e.op == 'not' else e.op}{x})"
     raise CodegenError(f"a grid extent cannot use {type(e).__name__}", e.span)
 
 
-def _binary(op: str, a: ir.Expr, b: ir.Expr, is_float: bool) -> str:
-    x, y = expr(a), expr(b)
+def _binary(op: str, a: ir.Expr, b: ir.Expr, is_float: bool, g: str) -> str:
+    x, y = expr(a, g), expr(b, g)
     if op in ("min", "max"):
-        return f"tl_g.{op}({x}, {y})"
+        return f"{g}.{op}({x}, {y})"
     if op == "/":
-        return f"tl_g.div({x}, {y})"
+        return f"{g}.div({x}, {y})"
     if op in _PLAIN:
         return f"({x} {'&&' if op == 'and' else '||' if op == 'or' else op} {y})"
     if is_float and op in ("+", "-", "*"):
         return f"({x} {op} {y})"
     if op in _CHECKED and not is_float:
-        return f"tl_g.{_CHECKED[op]}({x}, {y})"
+        return f"{g}.{_CHECKED[op]}({x}, {y})"
     raise CodegenError(f"a grid extent uses '{op}' on {'floats' if is_float else 'integers'}, "
                        f"which the launcher does not compute", a.span)
 

@@ -13,7 +13,8 @@ symbols and scalar parameters, which the host knows), the check (`loop_error`) a
 Loops whose bounds read a block index, another loop's variable or memory are not checked: each
 block computes its own bounds (the codegen change that would make them safe: notes/R.md).  The
 binders evaluate the bounds (runtime/args.py, interp/args.py); the fast path hands a launch whose
-loop would not count to the general path (fastpath.py), which raises.
+loop would not count to the general path (fastpath.py), which raises; `tlc build`'s C launcher
+tests the same (codegen/host_grid.py's launcher_loops, tl::HostGrid::counts).
 """
 from __future__ import annotations
 

@@ -235,7 +235,8 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
 
 #ifndef __CUDACC_RTC__
 // Host launcher: device pointers, scalars and shape sizes; returns the launch's error code:
-// cudaErrorInvalidValue when the grid divides by zero or overflows 64 bits,
+// cudaErrorInvalidValue when the grid divides by zero or overflows 64 bits, or a stepped loop's
+// i32 counter would step past i32 (or by 0),
 // cudaErrorInvalidConfiguration when the GPU cannot launch it (tl/host_grid.cuh).
 extern "C" cudaError_t launch_matmul(const half* A, const half* B, half* C, int M, int K, int N, cudaStream_t stream) {
   tl::HostGrid tl_g;

@@ -29,6 +29,7 @@ def root(context, missing=missing, environment=environment):
     l_0_body = resolve('body')
     l_0_launcher = resolve('launcher')
     l_0_launcher_params = resolve('launcher_params')
+    l_0_loops = resolve('loops')
     l_0_grid = resolve('grid')
     l_0_max_grid = resolve('max_grid')
     l_0_persistent = resolve('persistent')
@@ -154,7 +155,7 @@ def root(context, missing=missing, environment=environment):
         yield str(l_1_line)
         yield '\n'
     l_1_line = missing
-    yield '}\n\n#ifndef __CUDACC_RTC__\n// Host launcher: device pointers, scalars and shape sizes; returns the launch\'s error code:\n// cudaErrorInvalidValue when the grid divides by zero or overflows 64 bits,\n// cudaErrorInvalidConfiguration when the GPU cannot launch it (tl/host_grid.cuh).\nextern "C" cudaError_t '
+    yield '}\n\n#ifndef __CUDACC_RTC__\n// Host launcher: device pointers, scalars and shape sizes; returns the launch\'s error code:\n// cudaErrorInvalidValue when the grid divides by zero or overflows 64 bits, or a stepped loop\'s\n// i32 counter would step past i32 (or by 0),\n// cudaErrorInvalidConfiguration when the GPU cannot launch it (tl/host_grid.cuh).\nextern "C" cudaError_t '
     yield str((undefined(name='launcher') if l_0_launcher is missing else l_0_launcher))
     yield '('
     yield str(t_1(context.eval_ctx, (undefined(name='launcher_params') if l_0_launcher_params is missing else l_0_launcher_params), ', '))
@@ -181,6 +182,16 @@ def root(context, missing=missing, environment=environment):
         yield str(l_1_s)
         yield ' != 1 only\n'
     l_1_s = missing
+    if (undefined(name='loops') if l_0_loops is missing else l_0_loops):
+        pass
+        yield '  tl::HostGrid tl_l;  // the i32 counters of stepped loops whose bounds the launch gives (runtime/loop_bounds.py)\n'
+        for l_1_bounds in (undefined(name='loops') if l_0_loops is missing else l_0_loops):
+            _loop_vars = {}
+            pass
+            yield '  if (!tl_l.counts('
+            yield str(l_1_bounds)
+            yield ')) return cudaErrorInvalidValue;\n'
+        l_1_bounds = missing
     yield '  tl::HostGrid tl_g;\n  const long long tl_extents[3] = {'
     yield str(t_1(context.eval_ctx, (undefined(name='grid') if l_0_grid is missing else l_0_grid), ', '))
     yield '};\n  const long long tl_most[3] = {'
@@ -303,4 +314,4 @@ def root(context, missing=missing, environment=environment):
     yield ');\n  return cudaGetLastError();\n}\n#endif\n'
 
 blocks = {}
-debug_info = '1=57&2=68&3=74&4=87&7=93&17=97&20=99&22=106&23=122&24=125&25=132&30=135&35=138&36=142&38=151&45=158&46=162&47=175&49=185&50=187&53=189&56=191&58=198&62=203&63=210&66=214&67=216&68=218&70=220&71=222&72=224&73=228&74=230&76=233&83=242&85=245&86=247&87=253&89=263&90=265&91=267&92=269&94=285'
+debug_info = '1=58&2=69&3=75&4=88&7=94&17=98&20=100&22=107&23=123&24=126&25=133&30=136&35=139&36=143&38=152&46=159&47=163&48=176&49=185&50=188&52=196&53=198&56=200&59=202&61=209&65=214&66=221&69=225&70=227&71=229&73=231&74=233&75=235&76=239&77=241&79=244&86=253&88=256&89=258&90=264&92=274&93=276&94=278&95=280&97=296'
