@@ -29,7 +29,7 @@ struct HostGrid {
   // Whether a stepped loop over bounds computed on this object counts and ends within i32
   // (runtime/loop_bounds.py's counts_in_i32): a bound that divided by zero is the loop's own
   // error where it runs, as in the Python runtime; one that overflowed 64 bits fits no i32.
-  bool counts(long long start, long long stop, long long step) {
+  bool loop_counter_fits(long long start, long long stop, long long step) {
     const bool divided = now_divided, bounds_bad = now_bad;
     now_bad = now_divided = false;
     if (divided) return true;

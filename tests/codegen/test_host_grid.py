@@ -87,7 +87,7 @@ def test_the_launcher_checks_a_stepped_loops_counter_as_python_does(tmp_path):
     calls = "\n".join(f"  printf(\"%d\\n\", (int)launch_k(nullptr, {a}, {b}LL, {c}, 0, nullptr));" for a, b, c in LOOPS)
     main = f"#include <cstdio>\nint main() {{\n{calls}\n  return 0;\n}}\n"
     source = generated_source(LOOP_KERNEL).source
-    assert source.count("tl_l.counts(") == 1
+    assert source.count("tl_l.loop_counter_fits(") == 1
     got = [int(x) for x in run_host(source + main, tmp_path, "loops").split()]
     assert got == [SUCCESS if counts_in_i32(*c) else INVALID_VALUE for c in LOOPS]
     assert got.count(INVALID_VALUE) == 5

@@ -44,6 +44,13 @@ def by_down(out: f32[1], stop: i32):
 
 
 @kernel
+def by_pairs(x: f32[N], out: f32[1]):
+    with grid(1, threads=32) as bx:
+        for t in range(0, (N // 512) * 2, 2):
+            out[0] = 1.0
+
+
+@kernel
 def by_block(x: f32[N], out: f32[1]):
     with grid(4, threads=32) as bx:
         acc = fragment(f32[1])
@@ -109,6 +116,11 @@ def test_which_loops_are_checked():
     assert (loop.var, loop.where) == ("k", "loops.tl:17")
     # a start read from the block index is each block's own; a step of 1 cannot pass a bound in i32
     assert LaunchFacts.of(kernels["by_block"]).loops == ()
+    # the sizes prove (N // 512) * 2 at most 2**31 - 2: as std.reduce's axis-0 rows, unchecked
+    assert LaunchFacts.of(module("interp").by_pairs.scheduled({}, "sm_80")).loops == ()
+    reduce = tlc.load("std.reduce", target="cpu")
+    assert all(LaunchFacts.of(g).loops == () for name in ("sum_axis0", "max_axis0", "var_axis0")
+               for g in getattr(reduce, name).scheduled_grids({}, "sm_90a"))
     facts = LaunchFacts.of(kernels["by_scalars"])
     assert ir_codec.loads_text(ir_codec.dumps_text(facts)) == facts  # the program cache keeps them
 

@@ -29,14 +29,12 @@ def launcher_grid(grid, threads: int) -> dict:
 
 
 def launcher_loops(kernel: ir.Kernel) -> list:
-    """Per loop a launch checks (runtime/loop_bounds.py: a stepped loop whose bounds the launch
-    knows), its start, stop and step as the launcher's C over a tl::HostGrid `tl_l`, which
-    `tl_l.counts` tests as the Python runtime's binder does."""
-    from ..runtime.loop_bounds import counted_loops
+    """Per loop a launch checks (ir/stepped_loops.py, runtime/loop_bounds.py: a stepped loop whose
+    bounds the launch knows), its start, stop and step as the launcher's C over a tl::HostGrid `tl_l`, which
+    `tl_l.loop_counter_fits` tests as the Python runtime's binder does."""
+    from ..ir.stepped_loops import counted_loops
 
-    host = {p.name for p in kernel.params if p.kind == "scalar"} | set(kernel.shape_symbols())
-    return [", ".join(expr(b, "tl_l") for b in (loop.start, loop.stop, loop.step))
-            for loop in counted_loops(kernel.body, host)]
+    return [", ".join(expr(b, "tl_l") for b in (loop.start, loop.stop, loop.step)) for loop in counted_loops(kernel)]
 
 
 def extent(e: ir.Expr) -> str:

@@ -125,7 +125,7 @@ def _refuse_loops_past_i32(kernel: Kernel, scalars: dict) -> None:
     if got is None or got[0] is not kernel:
         if len(_loops) > 1024:  # a tuning sweep's kernels are not kept alive here
             _loops.clear()
-        got = _loops[id(kernel)] = (kernel, loop_bounds.counted_loops(kernel.body, set(scalars)))
+        got = _loops[id(kernel)] = (kernel, loop_bounds.counted_loops(kernel))
     if not got[1]:
         return
     names = {k: v.item() if isinstance(v, np.generic) else v for k, v in scalars.items()}

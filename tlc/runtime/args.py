@@ -232,10 +232,9 @@ class LaunchFacts:
         from ..device_assert import sites
 
         conds = tuple(s.cond for s in statements(kernel.body) if getattr(s, "cond", None) is not None and hasattr(s, "fmt"))
-        symbols = kernel.shape_symbols()
-        host = {p.name for p in kernel.params if p.kind == "scalar"} | set(symbols)
-        return LaunchFacts(kernel.name, tuple(kernel.params), symbols, frozenset(written_names(kernel.body)),
-                           sites(kernel.body), conds, loop_bounds.counted_loops(kernel.body, host))
+        return LaunchFacts(kernel.name, tuple(kernel.params), kernel.shape_symbols(),
+                           frozenset(written_names(kernel.body)), sites(kernel.body), conds,
+                           loop_bounds.counted_loops(kernel))
 
 
 class Binder:

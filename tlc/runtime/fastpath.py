@@ -197,7 +197,8 @@ def _loop_checks(loops: tuple, values: dict, env: dict) -> list:
     exactly); any other step `loop_bounds.counts_in_i32`, a call (~0.2 us more)."""
     if not loops:
         return []
-    from .loop_bounds import I32_MAX, I32_MIN, constant, counts_in_i32
+    from ..ir.stepped_loops import constant
+    from .loop_bounds import I32_MAX, I32_MIN, counts_in_i32
 
     env["COUNTS"] = counts_in_i32
     tests = []

@@ -7,59 +7,23 @@ never ends on the cpu target, and is undefined behaviour on the GPU, where the i
 Python range ends.  The type checker refuses constant bounds that do so (E157); bounds that only
 the launch knows are checked here, before anything runs, in the words of E157.
 
-Owns which loops a launch checks (`counted_loops`: a step other than a constant 1 or -1, whose
-counter could not step past a bound that fits i32 otherwise, and bounds that read only shape
-symbols and scalar parameters, which the host knows), the check (`loop_error`) and its text.
-Loops whose bounds read a block index, another loop's variable or memory are not checked: each
-block computes its own bounds (the codegen change that would make them safe: notes/R.md).  The
-binders evaluate the bounds (runtime/args.py, interp/args.py); the fast path hands a launch whose
-loop would not count to the general path (fastpath.py), which raises; `tlc build`'s C launcher
-tests the same (codegen/host_grid.py's launcher_loops, tl::HostGrid::counts).
+Owns the check (`loop_error`) and its text.  Which loops a launch checks is the IR's
+(`ir/stepped_loops.counted_loops`: a step other than a constant 1 or -1, without which a bound
+that fits i32 cannot be stepped past, bounds that read only shape symbols and scalar parameters,
+which the host knows, and a stop the sizes do not prove safe).  Loops whose bounds read a block
+index, another loop's variable or memory are not checked here: each block computes its own
+bounds (the cpu target counts such a loop in 64 bits, codegen/cpp/emit.py; the GPU's codegen
+change that would do the same: notes/R.md).  The binders evaluate the bounds (runtime/args.py, interp/args.py);
+the fast path hands a launch whose loop would not count to the general path (fastpath.py),
+which raises; `tlc build`'s C launcher tests the same (codegen/host_grid.py's launcher_loops,
+tl::HostGrid::loop_counter_fits).
 """
 from __future__ import annotations
 
-from ..frozen import frozen
-from ..ir.nodes import Const, Expr, For, Load, UnaryOp
-from ..ir.walk import statements, subexprs, variables
+from ..ir.stepped_loops import CountedLoop, constant, counted_loops  # noqa: F401 (the runtime's names)
+from ..ir.walk import variables
 
 I32_MIN, I32_MAX = -2**31, 2**31 - 1
-
-
-@frozen
-class CountedLoop:
-    """A loop a launch checks: its variable, bounds and place ("file:line", or "")."""
-
-    var: str
-    start: Expr
-    stop: Expr
-    step: Expr
-    where: str
-
-
-def constant(e: Expr) -> int | None:
-    """The value of a constant bound (`4`, or `-4` as the parser writes it), else None."""
-    if isinstance(e, UnaryOp) and e.op == "-":
-        inner = constant(e.x)
-        return None if inner is None else -inner
-    return e.value if isinstance(e, Const) and isinstance(e.value, int) else None
-
-
-def counted_loops(body, host_names) -> tuple:
-    """The loops of `body` whose step is not a constant 1 or -1 and whose bounds read only
-    `host_names` (shape symbols and scalar parameters) and constants."""
-    out = []
-    for s in statements(body):
-        if not isinstance(s, For) or constant(s.step) in (1, -1):
-            continue
-        bounds = (s.start, s.stop, s.step)
-        if all(constant(b) is not None for b in bounds):
-            continue  # the type checker's (E157)
-        if any(isinstance(x, Load) for b in bounds for x in subexprs(b)):
-            continue
-        if all(v.name in host_names for b in bounds for v in variables(b)):
-            where = f"{s.span.file}:{s.span.line}" if s.span is not None else ""
-            out.append(CountedLoop(s.var, s.start, s.stop, s.step, where))
-    return tuple(out)
 
 
 def past(start: int, stop: int, step: int) -> int:

@@ -87,7 +87,43 @@ def strided(x: f32[N], y: f32[N], s: i32):
 def test_a_step_known_at_run_time_picks_its_test_then_and_returns_on_0():
     text = source(STRIDED, "strided")
     assert "if (tl_step" in text and "== 0) return 1;" in text
-    assert "> 0 ? k < tl_stop" in text and "#pragma GCC ivdep\n" in text  # it can return: no simd loop
+    assert "> 0 ? tl_k2 < tl_stop" in text and "#pragma GCC ivdep\n" in text  # it can return: no simd loop
+    # a stepped loop counts in 64 bits (its i32 counter wrapped near 2**31: an endless loop)
+    assert "for (long long tl_k2 = " in text and "const int k = static_cast<int>(tl_k2);" in text
+
+
+FAR = """\
+@kernel
+def far(out: f32[4], n: i32):
+    with grid(4, threads=32) as b:
+        acc = fragment(f32[1])
+        clear(acc)
+        for k in range(b, n, 1048576):
+            acc[0] += 1.0
+        copy(acc, out[b])
+"""
+
+
+def test_a_loop_of_unit_step_or_a_stop_the_sizes_bound_keeps_its_i32_counter():
+    text = source(SCALE.replace("for i in parallel(256):", "for j in range(0, N, 1):\n            for i in parallel(256):")
+                  .replace("\n            y[", "\n                y["), "scale")
+    assert "for (int j = 0; j < tl_stop" in text and "long long tl_k" not in text
+    # std.reduce's axis-0 rows, two a step: (M // 512) * 2 is at most 2**31 - 2 at every M
+    pairs = SCALE.replace("for i in parallel(256):", "for j in range(0, (N // 512) * 2, 2):\n            for i in parallel(256):")
+    text = source(pairs.replace("\n            y[", "\n                y["), "scale")
+    assert "for (int j = 0; j < tl_stop" in text and "long long tl_k" not in text
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(runtime_cpp.compiler_unavailable_reason() is not None, reason="no C++ compiler here")
+def test_a_stepped_loop_from_the_block_index_ends_near_2_31():
+    """range(b, n, 2**20) with n = 2**31 - 1: each block's last step takes the counter to 2**31,
+    which an i32 counter wrapped (the launch cannot refuse it: its start is the block's); the
+    cpu target ends as the interpreter does, 2048 iterations a block."""
+    for target in ("cpp", "interp"):
+        out = np.zeros(4, np.float32)
+        tlc.compile_source(FAR, target=target, path="far.tl").far(out, 2**31 - 1)
+        assert out.tolist() == [2048.0] * 4, target
 
 
 @pytest.mark.slow

@@ -19,7 +19,8 @@ from ... import ir
 from ...dtypes import DType
 from ..cexpr import CExprs, cvt
 from ..cnames import c_bool, c_name, c_type, compute_type, literal
-from ..ranges import provably_within
+from ..ranges import provably_within, scalar_ranges
+from ...ir.stepped_loops import constant, size_ranges, stays_in_i32
 
 
 class Unsupported(Exception):
@@ -64,6 +65,7 @@ class BlockEmitter(CExprs):
         self.lines: list[str] = []
         self.depth = 1
         self.known: dict[str, tuple[int, int]] = {}  # integer ranges of loop indices
+        self._sizes: dict | None = None  # integer ranges of the sizes and the scalars of them (_stays_in_i32)
         self.renamed: dict[str, str] = {}  # a local buffer's private copy inside a parallel loop
         self.scopes: list[set] = [set()]
         self.stops: list[tuple] = []  # the block returns k where the k-th (from 1) stopped it: (why, the loop)
@@ -204,16 +206,25 @@ class BlockEmitter(CExprs):
         stop = self.fresh("stop")
         var = c_name(s.var)
         self.out(f"{{ const {t} {stop} = {self._in(s.stop, s.start.dtype)};")
+        # a stepped loop counts in 64 bits, its i32 variable read from that counter: the last step
+        # of an i32 counter near 2**31 wrapped (-fwrapv) and the loop never ended, where the
+        # interpreter's range ends (bounds a launch knows are refused there: runtime/loop_bounds.py)
+        stepped = s.kind != "while" and constant(s.step) not in (1, -1) and not self._stays_in_i32(s)
+        counter = self.fresh("k") if stepped else var
         if _constant_step(s):
             step = self._in(s.step, s.start.dtype)
-            test = f"{var} {'<' if s.step.value > 0 else '>'} {stop}"
+            test = f"{counter} {'<' if s.step.value > 0 else '>'} {stop}"
         else:  # its sign chosen at run time; 0 stops the kernel with the interpreter's error
             step = self.fresh("step")
             self.out(f"const {t} {step} = {self._in(s.step, s.start.dtype)};")
             self.stops.append(("step 0", s))
             self.out(f"if ({step} == 0) return {len(self.stops)};")
-            test = f"({step} > 0 ? {var} < {stop} : {var} > {stop})"
-        self.out(f"for ({t} {var} = {self.expr(s.start)}; {test}; {var} += {step}) {{")
+            test = f"({step} > 0 ? {counter} < {stop} : {counter} > {stop})"
+        if stepped:
+            self.out(f"for (long long {counter} = {self.expr(s.start)}; {test}; {counter} += {step}) {{")
+            self.out(f"  const {t} {var} = static_cast<{t}>({counter});")
+        else:
+            self.out(f"for ({t} {var} = {self.expr(s.start)}; {test}; {var} += {step}) {{")
         saved = self.known.get(s.var)
         lo, hi = (s.start, s.stop) if not _constant_step(s) or s.step.value > 0 else (s.stop, s.start)
         if _constant_step(s) and isinstance(lo, ir.Const) and isinstance(hi, ir.Const):
@@ -228,6 +239,14 @@ class BlockEmitter(CExprs):
         if saved is not None:
             self.known[s.var] = saved
         self.out("} }")
+
+    def _stays_in_i32(self, s: ir.For) -> bool:
+        """`stepped_loops.stays_in_i32` at the sizes' ranges, the scalars' computed from them
+        and the enclosing loops' variables'."""
+        if self._sizes is None:
+            sizes = size_ranges(self.k)
+            self._sizes = {**sizes, **scalar_ranges(self.k.body, sizes)}
+        return stays_in_i32(s, {**self._sizes, **self.known})
 
     def s_Parallel(self, s: ir.Parallel) -> None:
         self.out("{")

@@ -188,7 +188,7 @@ def root(context, missing=missing, environment=environment):
         for l_1_bounds in (undefined(name='loops') if l_0_loops is missing else l_0_loops):
             _loop_vars = {}
             pass
-            yield '  if (!tl_l.counts('
+            yield '  if (!tl_l.loop_counter_fits('
             yield str(l_1_bounds)
             yield ')) return cudaErrorInvalidValue;\n'
         l_1_bounds = missing
