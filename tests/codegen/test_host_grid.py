@@ -1,6 +1,8 @@
 """The C launcher's grid (tlc/codegen/host_grid.py, templates/tl/host_grid.cuh): computed in
 64 bits with Python's meaning, checked against the GPU's limits, and an error code where the
 Python runtime raises (tlc/runtime/grid.py); host programs built by nvcc and run here, no GPU."""
+import pytest
+
 from kit_codegen import generated_source
 from nvcc import compile_object, run_host
 from tlc.codegen import primitives
@@ -79,6 +81,7 @@ LOOPS = [(0, 10, 3), (0, 10, 0), (0, 2**31 - 1, 2), (2**31 - 10, 2**31 - 1, 3), 
          (5, -2**31 + 1, -2), (0, 2**31, 4), (7, 3, 1000), (0, -2**40, -3)]
 
 
+@pytest.mark.slow  # a host build of its own (~2 s of nvcc)
 def test_the_launcher_checks_a_stepped_loops_counter_as_python_does(tmp_path):
     """The loop's bounds are the launch's (runtime/loop_bounds.py): the launcher refuses what
     the Python runtime's binder refuses (cudaErrorInvalidValue), before the grid."""
@@ -178,8 +181,6 @@ def test_a_flat_element_count_of_64_bits_compiles(tmp_path):
 
 
 def test_a_block_no_gpu_launches_is_refused_before_the_launcher():
-    import pytest
-
     from tlc.codegen.cexpr import CodegenError
     from tlc.codegen.host_grid import launcher_grid
 
