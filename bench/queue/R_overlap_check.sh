@@ -6,8 +6,8 @@
 # compares the pairs worked out when it is made (per tensor an end address from the sizes it
 # read, per pair two integer compares) and hands an overlap to the general path, which raises.
 # CPU (2 cores, load ~4, CuPy stood in, thread CPU time, min of 15 rounds of 50,000 calls, two
-# runs): bench/tiny.tl's tiny (3 tensors, 2 pairs) 590 -> 688 ns (+64 to +109 ns), SIX (6
-# tensors, 2 written, 9 pairs) 800-920 -> 1085-1200 ns (+267 to +289 ns).
+# runs): bench/tiny.tl's tiny (3 tensors, 2 pairs) 692 -> 756 and 680 -> 771 ns (+64, +91),
+# SIX (6 tensors, 2 written, 9 pairs) 918 -> 1200 and 900 -> 1168 ns (+282, +267).
 # (40 s: NVRTC of two tiny kernels and a RawKernel, ~2.5 M launches, the GPU test file.)
 # Asks: (1) the GPU test passes (CuPy: the general path, the fast path and a launcher refuse
 # k(x, x) with the exact text, separate arrays launch); (2) per launch on the H200, each
