@@ -34,3 +34,25 @@ def test_a_bwd_variant_names_a_row_that_runs(capsys):
     with pytest.raises(SystemExit):
         conv.main(["--bwd", "--only", "r50_s1_3x3_64", "--variant", "DATA:r50_s3_3x3_256:RING=True", "--dry-run"])
     assert "--variant DATA:r50_s3_3x3_256:RING=True: no such row among those run" in capsys.readouterr().err
+
+
+def test_a_kernel_of_two_grids_is_timed_as_its_call():
+    # conv2d_bwd_weight launches 2 grids, which launcher() refuses ("call the kernel instead"): the
+    # bench times the call (on the cpu target here, whose launcher() the GPU's would be)
+    import numpy as np
+
+    import tlc
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stdlib"))
+    import conv_kit as ck
+
+    std = tlc.load("std.conv", target="cpu")
+    assert std.conv2d_bwd_weight.grid_count == 2
+    rng = np.random.default_rng(0)
+    dy = rng.standard_normal((1, 5, 5, 16)).astype(np.float16)
+    x = rng.standard_normal((1, 5, 5, 16)).astype(np.float16)
+    dw = np.full((16, 3, 3, 16), np.nan, np.float16)
+    run = conv._launch(std.conv2d_bwd_weight, dy, x, dw, S=1, P=1)
+    dw[...] = np.nan
+    run()
+    np.testing.assert_allclose(dw.astype(np.float32), ck.conv2d_bwd_weight(dy, x, 3, 1, 1), rtol=2e-2, atol=5e-2)
