@@ -247,8 +247,8 @@ def patch_runtime(kernel_name: str, early_name: str | None = None, sync_name: st
 
     original = rt.built_source
 
-    def built(generated, asserts, generic=False):
-        text = original(generated, asserts, generic)
+    def built(generated, *args, **kwargs):  # runtime.built_source's arguments, whatever they are now
+        text = original(generated, *args, **kwargs)
         if generated.name in (f"{kernel_name}_grid0", f"{early_name}_grid0", f"{sync_name}_grid0"):
             return consumers(text, f"tl_{generated.name}", early=generated.name == f"{early_name}_grid0",
                              sync=generated.name == f"{sync_name}_grid0")
