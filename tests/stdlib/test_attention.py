@@ -674,3 +674,26 @@ def test_config_gives_head_dim_256_a_ring_on_sm90a():
     ws = fwd.scheduled({**chosen, "D": 256}, "sm_90a").warp_spec
     assert ws.stages == 2 and ws.deferred is not None and ws.late_loads == (1,)
     assert fwd.scheduled({"D": 256}, "sm_90a").warp_spec is None  # the shrunk default: one stage
+
+
+def test_config_gives_head_dim_64_three_consumer_warpgroups_on_sm90a():
+    """config.json: at D = 64 FlashAttention 3's 192 query rows on three consumer warpgroups
+    taking turns, 96 keys a step (session 28's H200: 0.936x cuDNN against 0.823x at the .tl's
+    128 x 128; 128 keys spill, so not taken); other head dims and sm_80 keep their tiles."""
+    from attention_kit import ATTENTION_PATH
+    from tlc.config_table import choose, rules_for
+
+    rules = rules_for(ATTENTION_PATH, "flash_fwd")
+    three = {"BM": 192, "THREADS": 384, "BN": 96}
+    assert choose(rules, "sm_90a", {"D": 64}, {"T": "f16"}) == three
+    assert choose(rules, "sm_90a", {"D": 64}, {"T": "bf16"}) == three
+    assert not any(choose(rules, "sm_90a", {"D": d}, {"T": "f16"}) for d in (32, 63, 65, 128))
+    assert not choose(rules, "sm_80", {"D": 64}, {"T": "f16"})
+    fwd = tlc.load(str(ATTENTION_PATH), target="cpu").kernels["flash_fwd"]
+    q = np.zeros((1, 2, 8, 64), np.float16)
+    chosen = fwd.with_recorded({"Q": q, "K": q, "V": q}, {}, "sm_90a")  # a call's, from its arrays
+    assert chosen == three
+    from tlc.ir.printer import print_kernel
+
+    text = print_kernel(fwd.scheduled({**chosen, "D": 64}, "sm_90a"))
+    assert "the 3 consumer warpgroups take turns to issue both gemms" in text
