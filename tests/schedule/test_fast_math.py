@@ -156,7 +156,8 @@ def test_logarithms_of_16_bit_results_are_the_hardware_ones():
     assert "1 exp as fast_exp2 and 1 log1p as fast_log1p, where" in text
     assert "fast_log1p(fast_exp2(-abs(softplus_f32_0_x) * 1.4426950408889634))" in text
     text = print_kernel(ew.pow.program({"T": "bf16"}, "sm_90a").launches[0].kernel)
-    assert "1 pow as fast_pow, where" in text and "out_tile[i] = bf16(fast_pow(f32(a_tile[i]), f32(b_tile[i])))" in text
+    assert "1 pow as fast_pow (its special cases on a rare branch), where" in text
+    assert "out_tile[i] = bf16(fast_pow_rare(f32(a_tile[i]), f32(b_tile[i])))" in text
     k = ew.log1p.program({"T": "f32"}, "sm_90a").launches[0].kernel
     assert not any(n.startswith("fast math") for n in k.notes) and "out_tile[i] = log1p(x_tile[i])" in print_kernel(k)
 
@@ -169,12 +170,18 @@ def pow_rare_branch(a: T[M, N], b: T[M, N], T: dtype = f32) -> T[M, N]:
 
 
 def test_pow_takes_its_special_cases_on_a_rare_branch_where_asked(monkeypatch, tmp_path):
-    """fast_math.RARE_POW_SPECIALS (off: not yet timed): pow of 16-bit values as fast_pow_rare /
-    fast_pow_near_rare, the same values (tests/codegen/test_fast_log.py's special pairs), the
-    special cases behind one branch an element that a positive base with a numeric product never
-    takes; the interpreter agrees with NumPy."""
+    """fast_math.RARE_POW_SPECIALS (on by default since the H200 timed it, session 28): pow of
+    16-bit values as fast_pow_rare / fast_pow_near_rare, the same values (tests/codegen/
+    test_fast_log.py's special pairs), the special cases behind one branch an element that a
+    positive base with a numeric product never takes; off, the selects' fast_pow_near; the
+    interpreter agrees with NumPy."""
     import tlc.schedule.fast_math as fm
 
+    assert fm.RARE_POW_SPECIALS is True
+    monkeypatch.setattr(fm, "RARE_POW_SPECIALS", False)
+    mod = tlc.compile_source(RARE_POW, target="cpu", path=str(tmp_path / "selects.tl"))
+    text = print_kernel(mod.pow_rare_branch.program({"T": "f16"}, "sm_90a").launches[0].kernel)
+    assert "1 pow as fast_pow, where" in text and "out_tile[i] = f16(fast_pow_near(f32(a_tile[i]), f32(b_tile[i])))" in text
     monkeypatch.setattr(fm, "RARE_POW_SPECIALS", True)
     mod = tlc.compile_source(RARE_POW, target="cpu", path=str(tmp_path / "rare.tl"))
     text = print_kernel(mod.pow_rare_branch.program({"T": "f16"}, "sm_90a").launches[0].kernel)

@@ -47,8 +47,8 @@ forms 0.92).  So the pass
   instructions an element, powf 64); with RARE_POW_SPECIALS, as `fast_pow_rare` /
   `fast_pow_near_rare`: the same values, the special cases behind one branch an element that
   only a negative base or a NaN product takes (std.elementwise's pow of f16 on sm_90a: 21 SASS
-  instructions an element on the common path against 34; std.broadcast's pow, issue-bound at
-  0.55 of copy on the H200, 64 -> 95 registers: not yet timed, so off);
+  instructions an element on the common path against 34; std.broadcast's pow 68 -> 96
+  registers, no spills; the default since the H200 timed both faster, session 28);
 - and, in a loop that runs its body more than once a thread, a division by a value the loop
   does not vary (`row_sum[0]`, a scalar) as a product with its reciprocal, computed once
   before the loop by an IEEE division (1.5 ulp of f32 at most); and so a division by a row
@@ -88,8 +88,10 @@ from .layout import uniform_register
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 # pow's special cases behind a rarely taken branch (tl::pow_of's RARE) instead of selects on
-# every element: off until the H200 has timed it (bench/queue/G_ops_weak_rows.sh)
-RARE_POW_SPECIALS = False
+# every element.  On since session 28 (H200, f16, bench/results/q_G_ops_weak_rows-h200-
+# twentyeighth.txt): std.elementwise's pow 216.4 -> 182.7 us (0.87 -> 1.03 of copy),
+# std.broadcast's 224.9 -> 213.4 us (0.56 -> 0.59), outputs checked first.  False: the selects
+RARE_POW_SPECIALS = True
 _CONTROL = ""  # the flow graph's node for indices, conditions and other uses that need every bit
 _ARITH = frozenset({"+", "-", "*", "/", "min", "max"})
 _DISCRETE_CALLS = frozenset({"floor", "ceil", "round", "bitcast", "thread_index"})
