@@ -397,8 +397,8 @@ def test_conv2d_bwd_data_ring_at_stride_1_is_the_tma_im2col_ring(mod, case):
     persistent ring loads dy's tile by one box of the TMA's im2col mode, w's by an ordinary box
     (rows along F), and stores dx through the TMA; run by the interpreter as scheduled
     (tlc/interp/ring.py): ragged pixels and C, F not a multiple of BK, dilation 2, a positive
-    corner (K = 1, P = 1).  At S = 2, and by default (RING=False, until timed), dy's rows are
-    gathered (a row off the stride reads 0): no im2col box."""
+    corner (K = 1, P = 1).  At S = 2, and with RING=False (the .tl's default, sm_80's), dy's rows
+    are gathered (a row off the stride reads 0): no im2col box."""
     from tlc.interp import run_kernel
 
     N, H, W, C, F, K, S, P, D = case
@@ -630,3 +630,17 @@ def test_the_epilogue_stores_y_as_its_flat_view_through_the_tma():
     values = {"N": 3, "H": 11, "W": 10, "C": 64, "F": 96, "K": 3}
     OH, OW = (11 + 2 - 2 - 1) // 2 + 1, (10 + 2 - 2 - 1) // 2 + 1
     assert view_sizes(spec, tuple(values[s] for s in spec.launch_sizes)) == (3 * OH * OW, 96)
+
+
+@pytest.mark.parametrize("C, want", [(64, {"RING": True, "BM": 256, "BN": 64, "stages": 4}),
+                                     (128, {"RING": True, "stages": 6}), (256, {"RING": True, "BN": 256})])
+def test_conv2d_bwd_data_takes_the_ring_on_sm90a_by_config(mod, C, want):
+    # config.json (session 28's H200: RING 1.04-1.15x cuDNN at these tiles, the gather 0.26-0.49x);
+    # sm_80 has no rule (the gather), and a caller's RING=False still wins
+    k = mod.kernels["conv2d_bwd_data"]
+    dy, w, dx = np.zeros((1, 8, 8, 64), np.float16), np.zeros((64, 3, 3, C), np.float16), np.zeros((1, 8, 8, C), np.float16)
+    values, consts = k.bind((dy, w, dx), {"S": 1, "P": 1})
+    assert {n: v for n, v in k.with_recorded(values, consts, "sm_90a").items() if n in want or n == "RING"} == want
+    assert "RING" not in k.with_recorded(values, consts, "sm_80")
+    values, consts = k.bind((dy, w, dx), {"S": 1, "P": 1, "RING": False})
+    assert k.with_recorded(values, consts, "sm_90a")["RING"] is False
