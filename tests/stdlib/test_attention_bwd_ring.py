@@ -52,6 +52,10 @@ def test_config_gives_sm90a_the_tiles_tested_here():
 
     chosen = choose(rules_for(ATTENTION_PATH, "flash_bwd"), "sm_90a", {"D": 128}, {"T": "f16"})
     assert chosen == SM90_TILES
+    # head dims 129-256: 64 keys a dK/dV block (test_head_dim_256_builds_without_spills); sm_80 none
+    rules = rules_for(ATTENTION_PATH, "flash_bwd")
+    assert choose(rules, "sm_90a", {"D": 256}, {"T": "f16"}) == choose(rules, "sm_90a", {"D": 129}, {"T": "bf16"}) == {"BKV": 64}
+    assert not choose(rules, "sm_80", {"D": 256}, {"T": "f16"}) and not choose(rules, "sm_90a", {"D": 257}, {"T": "f16"})
 
 
 @pytest.mark.nvcc
@@ -86,21 +90,24 @@ def test_sm90a_waits_for_each_product_where_its_result_is_needed(tmp_path):
 
 @pytest.mark.nvcc
 @pytest.mark.slow  # one more build of the whole backward (the README's test command's time)
-@pytest.mark.xfail(strict=True, reason="#19: at head dim 256 each dK/dV consumer warpgroup holds 64 keys x 256 of "
-                   "dK and of dV (256 registers a thread): the D split across warpgroups FlashAttention 3 makes "
-                   "(dKV_swapAB) is not a layout tlc chooses yet")
 def test_head_dim_256_builds_without_spills(tmp_path):
-    """sm_90a, D = 256 at the defaults (config.json's rule stops at 128): today the dK/dV grid
-    spills 2292 bytes a thread and ptxas serializes its wgmmas (C7511); strict, so that a fix
-    is noticed."""
+    """sm_90a, D = 256 at config.json's rule (BKV=64: the dK/dV warpgroups split the scores'
+    columns, dV and dK on mma.sync from P and dS in shared memory; session 28's H200: 0.549x
+    cuDNN against 0.427x at the .tl's BKV=128, whose 64 keys x 256 of dK and of dV a warpgroup
+    spill 2292 bytes a thread and serialize the wgmmas, C7511): no spills, no C75xx."""
     import re
     import sys
     from pathlib import Path
+
+    from tlc.config_table import choose, rules_for
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
     from nvcc import cubin_sass
     from tlc.runner import build
 
-    source, _ = build(ATTENTION_PATH, kernels=("flash_bwd",), defines=("D=256",), arch="sm_90a")
+    chosen = choose(rules_for(ATTENTION_PATH, "flash_bwd"), "sm_90a", {"D": 256}, {"T": "f16"})
+    assert chosen == {"BKV": 64}
+    defines = ("D=256", *(f"{k}={v}" for k, v in chosen.items()))
+    source, _ = build(ATTENTION_PATH, kernels=("flash_bwd",), defines=defines, arch="sm_90a")
     _, log = cubin_sass(source, "sm_90a", tmp_path, "bwd")
     assert set(re.findall(r"(\d+) bytes spill stores", log)) == {"0"} and "C75" not in log
