@@ -56,7 +56,7 @@ def test_with_the_untimed_decisions_on(name, monkeypatch, tmp_path):
 
 
 def test_a_launcher_whose_sizes_decide_its_assert_reads_no_record(monkeypatch):
-    """runtime/host_asserts.py (HOST_DECIDED_ASSERTS, off until timed): expert_histogram's
+    """runtime/host_asserts.py (HOST_DECIDED_ASSERTS, on by default since session 28): expert_histogram's
     `E <= BE` decided on the host when a launcher binds its arguments; where it holds, no launch
     waits to read the assert record (the counts still right), where it fails every launch still
     reads it and raises."""
@@ -65,7 +65,7 @@ def test_a_launcher_whose_sizes_decide_its_assert_reads_no_record(monkeypatch):
     from tlc.device_assert import DeviceAssertError
     from tlc.runtime import host_asserts, launch
 
-    monkeypatch.setattr(host_asserts, "HOST_DECIDED_ASSERTS", True)
+    assert host_asserts.HOST_DECIDED_ASSERTS is True
     reads, read = [], launch.CompiledKernel.check_asserts
     monkeypatch.setattr(launch.CompiledKernel, "check_asserts", lambda self: (reads.append(1), read(self))[1])
     mod = tlc.load(MOE_PATH, target="cuda")

@@ -2,6 +2,7 @@
 which conditions it takes, that it computes them as the GPU does or leaves them undecided, and
 that a kernel's launch facts carry the conditions (std.moe's expert_histogram, std.reduce's
 topk; std.attention's flash_fwd tests an f32 scale: the GPU's)."""
+import numpy as np
 import pytest
 
 import tlc
@@ -87,3 +88,29 @@ def test_a_kernel_with_asserts_keeps_the_whole_runs_build_where_asked(monkeypatc
     monkeypatch.setattr(host_asserts, "WHOLE_RUNS_WITH_ASSERTS", True)
     assert DEFINE in built_source(generated, asserts) and DEFINE not in built_source(generated, asserts, generic=True)
     assert host_asserts.whole_runs_build(()) and host_asserts.whole_runs_build(asserts)
+
+
+@pytest.mark.parametrize("switch,hold,reads", [(True, True, 0), (True, False, 2), (False, True, 2), (None, None, 2)])
+def test_a_launcher_reads_the_record_unless_its_sizes_decide_every_assert(switch, hold, reads, monkeypatch):
+    """HOST_DECIDED_ASSERTS (on by default since the H200 timed it, session 28): a launcher
+    (runtime/bound.BoundLaunch) whose sizes make every assert hold reads no record after its
+    launches; one whose sizes fail one, or with the switch off, or whose asserts the host cannot
+    decide (asserts_hold None), reads it after each launch."""
+    from types import SimpleNamespace
+
+    from tlc.runtime import host_asserts
+    from tlc.runtime.args import Bound
+    from tlc.runtime.bound import BoundLaunch
+
+    assert host_asserts.HOST_DECIDED_ASSERTS is True
+    if switch is not None:
+        monkeypatch.setattr(host_asserts, "HOST_DECIDED_ASSERTS", switch)
+    launches, checks = [], []
+    compiled = SimpleNamespace(name="k", grid=lambda values: (1, 1, 1), block=(32, 1, 1), smem=0,
+                               function_for=lambda device, args: lambda *a: launches.append(a), kernel_args=lambda b: b.args,
+                               assert_sites=("E <= BE",), check_asserts=lambda: checks.append(1),
+                               asserts_hold=None if hold is None else (lambda values: hold and values[1] == 64))
+    run = BoundLaunch(compiled, Bound([np.uint64(0x7f00), np.int32(64)], [None, 64], [], -1), 0, {"ids": "held"})
+    run()
+    run()
+    assert len(launches) == 2 and len(checks) == reads

@@ -37,8 +37,8 @@ class BoundLaunch:
         self.args = [c_argument(a) for a in args]
         # a kernel with device_asserts is read after every launch, unless (HOST_DECIDED_ASSERTS)
         # the host finds that these sizes make every one hold (runtime/host_asserts.py)
-        decided = host_asserts.HOST_DECIDED_ASSERTS and compiled.asserts_hold is not None and \
-            compiled.asserts_hold(bound.values)
+        decided = compiled.assert_sites and host_asserts.HOST_DECIDED_ASSERTS and \
+            compiled.asserts_hold is not None and compiled.asserts_hold(bound.values)
         self._check = compiled.check_asserts if compiled.assert_sites and not decided else None
         self._raw_stream = self._streams = self._torch_stream = None
         if bound.torch_device >= 0:

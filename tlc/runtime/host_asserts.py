@@ -1,5 +1,5 @@
 """device_asserts that a launch's sizes decide, checked on the host (a launcher's switch,
-HOST_DECIDED_ASSERTS, off until the H200 has timed it: bench/queue/G_ops_weak_rows.sh).
+HOST_DECIDED_ASSERTS, on since the H200 timed it in session 28).
 
 A kernel with device_asserts is read after every launch: the runtime waits for the GPU and copies
 the failure record back (runtime/launch.py's check_asserts), so that a launch returns only once
@@ -21,8 +21,11 @@ from typing import Callable, Sequence
 from ..ir.nodes import BinOp, Cast, Const, Expr, Select, UnaryOp, Var
 from ..ir.walk import subexprs
 
-# the switch: off until timed (a default's speed changes only on the device's word)
-HOST_DECIDED_ASSERTS = False
+# the switch, on since session 28: H200, bench/queue/G_ops_weak_rows.sh's first process
+# (bench/results/q_G_ops_weak_rows-h200-twentyeighth.txt), std.moe's expert_histogram (2^26 i64
+# ids, output checked first) 165.9 -> 133.8 us a launch (0.75 -> 0.94 of copy, 11.05x -> 13.72x
+# torch).  False: every launch of a kernel with asserts reads their record
+HOST_DECIDED_ASSERTS = True
 # A kernel with asserts is compiled without the TL_WHOLE_RUNS build today (runtime/__init__.py's
 # built_source, launch.py's whole_runs): its record was read from one module, and a launch that
 # needs the generic build runs another.  With this switch (off until timed) it keeps the whole-runs
