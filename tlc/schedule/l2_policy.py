@@ -15,10 +15,12 @@ priority, not a pin: lines nobody reads again still go when the L2 needs the roo
 
 Only copies into fragments (the code generator's tl::copy_g2f, not a batch's g2f_load) are
 marked: the other copy paths render no policy, and the IR shows only what the CUDA text does.
-Off (KEEP_GATHERED_ROWS) until the H200 has timed it: bench/queue/G_ops_weak_rows.sh times
-moe_permute, moe_unpermute, embedding and index_select with it and without, and
+On (KEEP_GATHERED_ROWS) since session 28: on the H200 (bench/results/q_G_ops_weak_rows-h200-
+twentyeighth.txt, outputs checked first) moe_permute took 124.2 -> 119.9 us (0.63 -> 0.65 of
+copy) and embedding 126.7 -> 124.2 us (0.99 -> 1.01); index_select and moe_unpermute, marked
+too, passed their GPU tests but were not timed (bench/queue/V_ops_flips.sh times them).
 bench/moe_probe.py asks the same of hand-written copies (plain, y's stores evict-first, x's
-loads evict_last, both).
+loads evict_last, both): whether y's stores evict-first would add to it.
 """
 from __future__ import annotations
 
@@ -27,8 +29,8 @@ from dataclasses import replace
 from .. import ir
 from ..ir.walk import kernel_rewritten, statements, subexprs
 
-# the decision on: off until timed (a default's speed changes only on the device's word)
-KEEP_GATHERED_ROWS = False
+# the decision, on since the H200 timed it (session 28, above); False: no copy is marked
+KEEP_GATHERED_ROWS = True
 
 
 def keep_gathered_rows(kernel: ir.Kernel) -> ir.Kernel:
