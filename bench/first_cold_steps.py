@@ -12,22 +12,23 @@ the warm-up thread and the rest of `nvrtc_compile`), the module load, the launch
 import as one step ("import": each module's own execution, the imports it makes taken out) and
 the garbage collector's passes by generation.  The clocks are put on a step's module when it is
 imported (a hook in importlib's loader), so that no module is imported before the clock only to
-be clocked.  Steps run on the thread that compiles beside the caches' stores
-(tlc/runtime/beside.py) are shown as `[compile thread]`, outside the call's sum.
+be clocked.  Steps run on another thread than the call's (a tree from session 26-28 compiled
+beside the caches' stores, on the thread `tlc-nvrtc-compile`) are shown as `[compile thread]`,
+outside the call's sum.
 
 Without --gpu, CuPy and the driver are stood in for (bench/first_cached_host.py's STAND_IN) and
 so is NVRTC: its compile a wait without the GIL of --nvrtc-ms, its warm-up thread only what it
 finds first (tlc.runtime.WARM_UP_FINDS_ARCH); --heap N keeps N objects alive before the clock
 (as PyTorch's import leaves them).  --tree runs another folder holding tlc/ (its processes
-alternate with the others'); a `#` after it names variants of that tree: `inline` (the caches'
-stores where they are asked for, as before d2c014e), `nowarm` (no warm-up thread), `thread`
-(WARM_UP_FINDS_ARCH), combined with commas.  --instructions: then each variant's call counted by
+alternate with the others'); a `#` after it names variants of that tree: `inline` (in a tree
+of sessions 26-28, the caches' stores where they are asked for, as before d2c014e), `nowarm` (no
+warm-up thread), `thread` (WARM_UP_FINDS_ARCH), combined with commas.  --instructions: then each variant's call counted by
 callgrind with no clocks (the same on a busy machine).  --profile: one more process under
 cProfile, its listings printed (the device's outputs come back as text only).
 
 Session 26, the 2-core CPU machine, stood in: load + call ~220-255 ms CPU, of which the imports
 ~85-95 (193 modules), the parse ~49 and Lark's tables ~13, the type check of the 40 functions
-~32, the collector ~12-20, the checked module's store ~15-22 (now beside the compile), the
+~32, the collector ~12-20, the checked module's store ~15-22 (beside the compile until session 28), the
 scheduler ~7-12, the code generator ~7 (71 while a precompiled template was stale, 82633f4);
 instructions 1,818 M (1d8cd08) -> 1,844 M at the session's end.
 """
@@ -59,7 +60,7 @@ STEPS = {
     "tlc.config_table": ["choose"],
     "tlc.schedule": ["schedule"],
     "tlc.codegen": ["generate"],
-    "tlc.runtime.compile": ["nvrtc_compile", "_nvrtc_compile", "_nvrtc_run"],
+    "tlc.runtime.compile": ["nvrtc_compile", "_nvrtc_run"],
     "tlc.runtime.launch": ["CompiledKernel.__init__", "CompiledKernel._load", "CompiledKernel.launch"],
     "tlc.runtime.tensormap": ["encode"],
 }
@@ -80,8 +81,8 @@ def record(label, own, spent):  # `own` seconds of `label`'s own; `spent` in all
 def clocked(fn, label):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        # the call's steps: those of its own thread, and of the thread its NVRTC compile runs on
-        # beside the stores (tlc.runtime.beside), which overlap the first's; not the warm-up's
+        # the call's steps: those of its own thread, and of the thread its NVRTC compile ran on
+        # beside the stores in a tree of sessions 26-28 (tlc.runtime.beside); not the warm-up's
         thread = threading.current_thread()
         if thread.ident != MAIN and thread.name != "tlc-nvrtc-compile":
             return fn(*args, **kwargs)
@@ -133,7 +134,7 @@ if STOOD_IN:
             rc._warm_up.start()
     rc.warm_up_nvrtc = _warm_up
     # NVRTC stood in for by a wait without the GIL, as long as --nvrtc-ms says (the compile
-    # itself where the tree runs other work beside it, tlc.runtime.beside)
+    # itself in a tree of sessions 26-28, which ran other work beside it: tlc.runtime.beside)
     NVRTC_S = float(os.environ.get("TLC_BENCH_COLD_NVRTC_MS", "0")) / 1e3
     def _stood_in(source, arch, name):
         time.sleep(NVRTC_S)
@@ -149,7 +150,7 @@ if "nowarm" in VARIANT:  # no NVRTC warm-up thread
 if "thread" in VARIANT:  # the warm-up thread finds the target and NVRTC's arch itself
     import tlc.runtime
     tlc.runtime.WARM_UP_FINDS_ARCH = True
-if "inline" in VARIANT:  # the caches' stores where they are asked for, not beside the compile (as before d2c014e)
+if "inline" in VARIANT:  # a tree of sessions 26-28: the caches' stores where they are asked for (as before d2c014e)
     from tlc.runtime import beside
     beside.later = lambda work: work()
 # --heap: objects alive before the clock, as PyTorch's and CuPy's imports leave them (the
@@ -252,8 +253,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--heap", type=int, default=0, help="without --gpu: this many objects alive before the clock "
                     "(PyTorch's import leaves ~1-2 M), which the collector's full passes walk")
     ap.add_argument("--tree", action="append", help="a folder holding tlc/ (and grammar/, templates/, stdlib/) "
-                    "(DIR#nowarm: with no NVRTC warm-up thread; DIR#inline: the caches' stores where they are asked "
-                    "for, not beside the compile; DIR#thread: tlc.runtime.WARM_UP_FINDS_ARCH; combined with commas) "
+                    "(DIR#nowarm: with no NVRTC warm-up thread; DIR#inline, a tree of sessions 26-28: the caches' stores "
+                    "where they are asked for, not beside the compile; DIR#thread: tlc.runtime.WARM_UP_FINDS_ARCH; combined with commas) "
                     "to time instead of this checkout; given more than once, their processes alternate")
     ap.add_argument("--instructions", action="store_true", help="without --gpu: then the call's instructions "
                     "(valgrind's callgrind, user space, every thread) in one more process of each variant: the "

@@ -23,7 +23,6 @@ from .kernel import CallError, Kernel
 from . import driver  # noqa: E402
 from .runtime import cache as _cache, checked_cache as _checked_cache, ir_codec as _ir_codec  # noqa: E402,F401
 from .runtime import launch as _launch, tensormap as _tensormap  # noqa: E402,F401
-from .runtime import beside as _beside  # noqa: E402 - the stores a first call leaves for its compile
 from .ir import warpspec as _warpspec  # noqa: E402,F401 - a TMA kernel's program entry holds its TensorMapSpecs
 
 if TYPE_CHECKING:
@@ -59,21 +58,15 @@ def load(path: str, target: str = "auto") -> "Module":
 
         program = result.program
         text = program.sources[program.path]
-        entry, file = _checked_cache.key(text, program.path), driver.resolve_path(path)
-        stored = []
+        if _checked_cache.store(program, text, program.path):  # the next process's first calls find theirs
+            entry, file = _checked_cache.key(text, program.path), driver.resolve_path(path)
 
-        def keep(memo=None):  # the module record, with the launch memo where one is recorded,
-            if stored:  # once the entry it names is there
+            def keep(memo=None):  # the module record, with the launch memo where one is recorded
                 _checked_cache.store_record(program.path, file, stamp, program, module._exports, entry, memo)
-
-        def store():  # the next process's first calls find theirs (written beside this one's compile)
-            if _checked_cache.store(program, text, program.path):
-                stored.append(True)
-                if stamp is not None:
-                    keep()
-        module = Module(program, target, memo=LaunchMemo(entry, keep=keep if stamp is not None else None))
-        _beside.later(store)
-        return module
+            module = Module(program, target, memo=LaunchMemo(entry, keep=keep if stamp is not None else None))
+            if stamp is not None:
+                keep()
+            return module
     return Module(result.program, target)
 
 
@@ -100,7 +93,6 @@ def _cached_module(path: str, target: str) -> "Module | None":
 
     from .runtime import checked_cache
 
-    _beside.run_now()  # what this process stores beside a compile is read below
     file = driver.resolve_path(path)
     name = os.path.relpath(file) if not os.path.isabs(file) else file  # as check_file names it
     record = checked_cache.load_record(name)

@@ -20,7 +20,7 @@ def test_every_clocked_step_names_a_function_of_tlc():
             assert callable(owner), f"{module}:{path}"
 
 
-def test_the_steps_fit_in_the_call_and_the_compile_runs_beside_the_stores(capsys):
+def test_the_steps_fit_in_the_call(capsys):
     runs = first_cold_steps.main(["--runs", "1", "--nvrtc-ms", "100"])[str(ROOT)]
     run, = runs
     assert run["ok"]
@@ -31,9 +31,9 @@ def test_the_steps_fit_in_the_call_and_the_compile_runs_beside_the_stores(capsys
     for step in ("tlc.parser:parse", "tlc.typecheck:check_program", "tlc.schedule:schedule", "tlc.codegen:generate",
                  "tlc.runtime.checked_cache:store"):
         assert run["counts"][step] >= 1, step
-    # the stood-in compile (100 ms without the GIL) on its own thread, the checked module's store beside it
-    assert run["phases"]["tlc.runtime.compile:_nvrtc_compile [compile thread]"] >= 100
-    assert "tlc.runtime.compile:_nvrtc_compile" not in run["phases"]
+    # the stood-in compile (100 ms without the GIL) on the call's thread, after the checked module's store
+    assert run["phases"]["tlc.runtime.compile:nvrtc_compile"] >= 100
+    assert not any(k.endswith("[compile thread]") for k in run["phases"])
     out = capsys.readouterr().out
     assert "host side (CuPy and the driver stood in for, NVRTC by a 100 ms wait)" in out
     assert "the rest (outside every clocked step)" in out

@@ -144,24 +144,15 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
     # NVRTC starts on a thread while the kernel is scheduled and generated: not time enough to
     # precompile the primitives too (pch.py), whose compile would wait for them
     c.warm_up_nvrtc(nvrtc)
-    from . import beside, ir_codec
-
     kernel, generated = build(arch)
-    parts = []
-
-    def encode():  # the entry's JSON parts, beside the compile (beside.py)
-        try:
-            parts.append(entry_parts(kernel, generated))
-        except ir_codec.NotData:  # a value the format cannot hold: run it, build it again next time
-            parts.append(None)
-    beside.later(encode)
     compiled = compile_kernel(kernel, generated, cache=cache)
-    beside.run_now()  # where the kernel cache held the binary, no compile ran them
-    if not parts:  # another thread's run_now took it and has not finished it: made here
-        encode()
-    if parts[0] is not None:
-        entry = program_entry(kernel, generated, compiled.binary, compiled.arch, parts[0], compiled.one_part)
-        cache.store(key, generated.source, entry)
+    from . import ir_codec
+
+    try:
+        entry = program_entry(kernel, generated, compiled.binary, compiled.arch, compiled.one_part)
+    except ir_codec.NotData:  # a value the format cannot hold: run it, build it again next time
+        return compiled
+    cache.store(key, generated.source, entry)
     return compiled
 
 
@@ -207,26 +198,17 @@ def cached_program_kernel(digests: dict, name: str, constants_key, device: int, 
 PROGRAM_MAGIC = b"tlc-program-7\n"  # 7: LaunchFacts.loops (runtime/loop_bounds.py); 6: the one-part flag
 
 
-def program_entry(kernel, generated, binary: bytes, arch: str, parts: tuple | None = None,
-                  one_part: bool = False) -> bytes:
-    """The program cache's entry of `kernel`; `parts`: its `entry_parts`, where made already;
-    `one_part`: the binary is the build for launches that take K in one part (one_part.py)."""
+def program_entry(kernel, generated, binary: bytes, arch: str, one_part: bool = False) -> bytes:
+    """The program cache's entry of `kernel`; `one_part`: the binary is the build for launches
+    that take K in one part (one_part.py); `ir_codec.NotData` for a value the format cannot hold."""
     from . import ir_codec
     from .args import LaunchFacts
     from .launch import GeneratedLaunch
 
-    parts = (bytes(binary), *(parts or entry_parts(kernel, generated)))
+    parts = (bytes(binary), ir_codec.dumps_deflated(generated), ir_codec.dumps_deflated(kernel))
     head = (LaunchFacts.of(kernel), *GeneratedLaunch.fields_of(generated), arch, tuple(len(p) for p in parts),
             bool(one_part))
     return PROGRAM_MAGIC + ir_codec.dumps_text(head).encode() + b"\n" + b"".join(parts)
-
-
-def entry_parts(kernel, generated) -> tuple:
-    """The program entry's parts after the binary: the generated kernel's and the IR's JSON,
-    deflated; `ir_codec.NotData` for a value the format cannot hold."""
-    from . import ir_codec
-
-    return ir_codec.dumps_deflated(generated), ir_codec.dumps_deflated(kernel)
 
 
 def read_program_entry(blob: bytes):

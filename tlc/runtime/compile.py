@@ -332,15 +332,7 @@ def _nvrtc_run(nvrtc, text: str, file_name: str, options: tuple, headers: dict |
 
 
 def nvrtc_compile(source: str, arch: str, name: str) -> bytes:
-    """A cubin (or PTX for a `compute_XY` arch) of `source`; `CudaCompileError` on failure.
-    Python work waiting for a compile (`beside.later`: the stores of the caches a first call
-    writes) runs on this thread meanwhile, the compile on another."""
-    from . import beside
-
-    return beside.beside(lambda: _nvrtc_compile(source, arch, name))
-
-
-def _nvrtc_compile(source: str, arch: str, name: str) -> bytes:
+    """A cubin (or PTX for a `compute_XY` arch) of `source`; `CudaCompileError` on failure."""
     from cupy.cuda import nvrtc
 
     from . import pch
