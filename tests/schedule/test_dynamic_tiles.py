@@ -1,5 +1,5 @@
-"""A dynamic tile order (ir.TileOrder.dynamic, schedule/warpspec.py DYNAMIC_TILES, off until the
-H200 has timed it): a persistent ring whose tiles' loop lengths grow with x (a causal attention's
+"""A dynamic tile order (ir.TileOrder.dynamic, schedule/warpspec.py DYNAMIC_TILES, on since
+session 28's H200 timed it): a persistent ring whose tiles' loop lengths grow with x (a causal attention's
 query blocks) takes each block's next tile from a counter in device memory, longest first, instead
 of in pairs from both ends of x.  What the schedule decides, what --emit ir and the verifier say,
 the C (the producer's take, the consumers' read through a two-slot ring, the counters back at 0),
