@@ -19,7 +19,8 @@ from nvcc import compile_object  # noqa: E402
 
 GEMM_KERNELS = ["matmul", "matmul_nt", "matmul_f8", "matmul_skinny", "matmul_skinny_splitk", "matmul_splitk", "matmul_grouped",
                 "matmul_skinny_tf32", "matmul_skinny_f8", "matmul_skinny_f8_blockscaled", "matmul_skinny_i8",
-                "matmul_f8_rowwise", "matmul_skinny_i8_scaled", "matmul_skinny_f8_rowwise", "matmul_grouped_f8_blockscaled"]
+                "matmul_f8_rowwise", "matmul_skinny_i8_scaled", "matmul_skinny_f8_rowwise", "matmul_grouped_f8_blockscaled",
+                "matmul_f8_blockscaled"]
 
 
 @pytest.fixture(scope="module")
