@@ -17,13 +17,14 @@ beside the caches' stores, on the thread `tlc-nvrtc-compile`) are shown as `[com
 outside the call's sum.
 
 Without --gpu, CuPy and the driver are stood in for (bench/first_cached_host.py's STAND_IN) and
-so is NVRTC: its compile a wait without the GIL of --nvrtc-ms, its warm-up thread only what it
-finds first (tlc.runtime.WARM_UP_FINDS_ARCH); --heap N keeps N objects alive before the clock
-(as PyTorch's import leaves them).  --tree runs another folder holding tlc/ (its processes
-alternate with the others'); a `#` after it names variants of that tree: `inline` (in a tree
-of sessions 26-28, the caches' stores where they are asked for, as before d2c014e), `nowarm` (no
-warm-up thread), `thread` (WARM_UP_FINDS_ARCH), combined with commas.  --instructions: then each variant's call counted by
-callgrind with no clocks (the same on a busy machine).  --profile: one more process under
+so is NVRTC: its compile a wait without the GIL of --nvrtc-ms, no warm-up thread (in a tree of
+sessions 26-28 with #thread, one that runs only what it finds first); --heap N keeps N objects
+alive before the clock (as PyTorch's import leaves them).  --tree runs another folder holding
+tlc/ (its processes alternate with the others'); a `#` after it names variants of that tree:
+`nowarm` (no warm-up thread), and in a tree of sessions 26-28 `inline` (the caches' stores where
+they are asked for, as before d2c014e) and `thread` (WARM_UP_FINDS_ARCH), combined with commas.
+--instructions: then each variant's call counted by callgrind with no clocks (the same on a busy
+machine).  --profile: one more process under
 cProfile, its listings printed (the device's outputs come back as text only).
 
 Session 26, the 2-core CPU machine, stood in: load + call ~220-255 ms CPU, of which the imports
@@ -147,7 +148,7 @@ VARIANT = os.environ.get("TLC_BENCH_COLD_VARIANT", "")
 if "nowarm" in VARIANT:  # no NVRTC warm-up thread
     from tlc.runtime import compile as rc
     rc.warm_up_nvrtc = lambda arch, primitive_files=None: None
-if "thread" in VARIANT:  # the warm-up thread finds the target and NVRTC's arch itself
+if "thread" in VARIANT:  # a tree of sessions 26-28: the warm-up thread finds the target and NVRTC's arch
     import tlc.runtime
     tlc.runtime.WARM_UP_FINDS_ARCH = True
 if "inline" in VARIANT:  # a tree of sessions 26-28: the caches' stores where they are asked for (as before d2c014e)
@@ -253,8 +254,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--heap", type=int, default=0, help="without --gpu: this many objects alive before the clock "
                     "(PyTorch's import leaves ~1-2 M), which the collector's full passes walk")
     ap.add_argument("--tree", action="append", help="a folder holding tlc/ (and grammar/, templates/, stdlib/) "
-                    "(DIR#nowarm: with no NVRTC warm-up thread; DIR#inline, a tree of sessions 26-28: the caches' stores "
-                    "where they are asked for, not beside the compile; DIR#thread: tlc.runtime.WARM_UP_FINDS_ARCH; combined with commas) "
+                    "(DIR#nowarm: with no NVRTC warm-up thread; in a tree of sessions 26-28, DIR#inline: the caches' "
+                    "stores where they are asked for, not beside the compile, DIR#thread: WARM_UP_FINDS_ARCH; "
+                    "combined with commas) "
                     "to time instead of this checkout; given more than once, their processes alternate")
     ap.add_argument("--instructions", action="store_true", help="without --gpu: then the call's instructions "
                     "(valgrind's callgrind, user space, every thread) in one more process of each variant: the "

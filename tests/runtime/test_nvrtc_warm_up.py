@@ -68,23 +68,3 @@ def test_load_for_the_gpu_starts_it_when_the_file_was_not_checked_before(tmp_pat
     api.load(str(path))
     assert started == [None]
 
-
-def test_the_target_and_the_arch_can_be_found_on_the_warm_up_thread(nvrtc, monkeypatch):
-    """With `WARM_UP_FINDS_ARCH`, `runtime.warm_up` asks the caller's thread only for its
-    current device; the target's choice (the first in a process searches every package's
-    metadata), NVRTC's arch and the primitives are found on the warm-up thread, beside the
-    caller's parsing and checking."""
-    import tlc.runtime
-
-    monkeypatch.setattr(tlc.runtime, "WARM_UP_FINDS_ARCH", True)
-    asked = []
-    monkeypatch.setattr(rc, "current_device", lambda: asked.append(("device", threading.current_thread().name)) or 1)
-    monkeypatch.setattr(tlc.runtime, "target_arch",
-                        lambda device: asked.append(("target", threading.current_thread().name, device)) or "sm_90a")
-    monkeypatch.setattr(rc, "device_capability", lambda device: (9, 0))
-    monkeypatch.setattr(rc, "nvrtc_supported_archs", lambda: (80, 90))
-    monkeypatch.setattr(rc, "nvrtc_version", lambda: (12, 0))  # no PCH: the warm-up program alone
-    tlc.runtime.warm_up()
-    rc._warm_up.join()
-    assert asked == [("device", threading.current_thread().name), ("target", "tlc-nvrtc-warm-up", 1)]
-    assert nvrtc == [("start", "tl_warm_up.cu", rc.nvrtc_options("sm_90a")), ("end", "tl_warm_up.cu")]

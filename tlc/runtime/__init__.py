@@ -39,38 +39,23 @@ def target_arch(device: int | None = None) -> str:
     return codegen_arch(c.device_capability(c.current_device() if device is None else device))
 
 
-# Whether `warm_up`'s thread finds the target and NVRTC's arch itself (the first choice of a
-# target in a process searches every installed package's metadata: 22 ms in the H200's
-# environment), beside the parsing and checking, rather than the caller before it starts it.
-# Off until the H200 times it (bench/queue/H_cold_steps.sh, `#thread`): the search is partly
-# Python, which the GIL shares with the caller's parse.
-WARM_UP_FINDS_ARCH = False
-
-
 def warm_up(device: int | None = None) -> None:
     """Start NVRTC on a thread for the GPU `device` (the current one by default), where a
     compile is likely to follow (`compile.warm_up_nvrtc`): a module loaded for the GPU that had
     to be parsed and checked.  Nothing is said of a GPU NVRTC cannot serve: the compile will.
-    The parsing and checking leave it time to precompile the target's primitives too (pch.py)."""
+    The parsing and checking leave it time to precompile the target's primitives too (pch.py).
+    The target and NVRTC's arch are found here, before the thread starts: finding them on it
+    (session 26's WARM_UP_FINDS_ARCH) loaded no faster on the H200 (load median 354.2 ms
+    against 340.1, bench/results/q_H_cold_steps-h200-twentyeighth.txt)."""
+    from .. import primitives, targets
     from . import compile as c
 
     try:
-        device = c.current_device() if device is None else device  # the caller's: a thread's own is 0
-    except Exception:  # noqa: BLE001 - no CuPy: the compile reports it
-        return
-
-    def arch_and_primitives():
-        from .. import primitives, targets
-
+        device = c.current_device() if device is None else device
         arch = target_arch(device)
-        return (c.nvrtc_arch(arch, c.device_capability(device), c.nvrtc_supported_archs()),
-                primitives.BY_GENERATOR.get(targets.get(arch).generator))
-    if WARM_UP_FINDS_ARCH:
-        c.warm_up_nvrtc(arch_and_primitives)
-        return
-    try:
-        c.warm_up_nvrtc(*arch_and_primitives())
-    except Exception:  # noqa: BLE001 - no GPU NVRTC serves: the compile reports it
+        c.warm_up_nvrtc(c.nvrtc_arch(arch, c.device_capability(device), c.nvrtc_supported_archs()),
+                        primitives.BY_GENERATOR.get(targets.get(arch).generator))
+    except Exception:  # noqa: BLE001 - no GPU NVRTC serves, no CuPy: the compile reports it
         pass
 
 

@@ -269,12 +269,9 @@ def nvrtc_toolchain(arch: str) -> str:
 _warm_up = None
 
 
-def warm_up_nvrtc(arch, primitive_files: tuple | None = None) -> None:
+def warm_up_nvrtc(arch: str, primitive_files: tuple | None = None) -> None:
     """Start NVRTC for `arch` (an `-arch` value) on a thread, once per process; with
-    `primitive_files` (`tlc.primitives`), precompile them for the compiles that follow.  `arch`
-    may be a function returning both, called on the thread: what it asks first in a process (the
-    target's choice searches every installed package's metadata, the toolkit's headers are
-    looked for) then runs beside the caller's parsing and checking."""
+    `primitive_files` (`tlc.primitives`), precompile them for the compiles that follow."""
     global _warm_up
     if _warm_up is not None:
         return
@@ -283,21 +280,17 @@ def warm_up_nvrtc(arch, primitive_files: tuple | None = None) -> None:
     from ..package_data import templates
     from . import pch
 
-    def prepare(found: str, files) -> tuple:
-        options = nvrtc_options(found)
-        return options, (templates() / "nvrtc_warm_up.cu").read_text(), files
-
-    ready = None if callable(arch) else prepare(arch, primitive_files)
+    options = nvrtc_options(arch)
+    source = (templates() / "nvrtc_warm_up.cu").read_text()
+    lineinfo = "-lineinfo" in options  # (the profiler's line tables name the .cu's lines: none through a PCH)
 
     def run():
         try:
             from cupy.cuda import nvrtc
 
-            options, source, files = ready or prepare(*arch())
-            lineinfo = "-lineinfo" in options  # (the profiler's line tables name the .cu's lines: none through a PCH)
-            if files and not lineinfo and pch.available(nvrtc_version()):
+            if primitive_files and not lineinfo and pch.available(nvrtc_version()):
                 pch.made = pch.make(lambda text, opts, headers: _nvrtc_run(nvrtc, text, "tl_warm_up.cu", opts, headers),
-                                    pch.guess(files), options, source)
+                                    pch.guess(primitive_files), options, source)
                 if pch.made is not None:
                     return
             _nvrtc_run(nvrtc, source, "tl_warm_up.cu", options)
