@@ -9,12 +9,14 @@ warm-up's precompiled primitives, 3 new processes each): 448 -> 364 ms; 1,192 ->
 instructions.  A launch whose tiles' z is not 1 launches the build without it (`split` in
 launch.py), compiled the first time one needs it.
 
-Off until timed on the H200 (the one-part build's SASS is not the general build's: the kernel's
-speed at the launches it serves is untimed); bench/queue/E_one_part.sh asks.  Off, every build
-is the source as before (`tl_one_part` false: the same SASS)."""
+Off: timed on the H200 (session 28, bench/results/q_E_one_part-h200-twentyeighth.txt, outputs
+checked) it saves no NVRTC time there (61 ms either way after a warm-up compile; the CPU's 476 ->
+366 ms does not carry over) and its kernels are slower: matmul f16 4096^3 0.1920 -> 0.1946 ms
+(1.014x), 8192^3 1.6116 -> 1.6662 (1.034x), matmul_nt 8192^3 1.6081 -> 1.6302 (1.014x) (4096^3
+0.977x).  Off, every build is the source as before (`tl_one_part` false: the same SASS)."""
 from __future__ import annotations
 
-ONE_PART_BUILD = False  # the switch: off until timed (a default's speed changes only on the device's word)
+ONE_PART_BUILD = False  # the switch: off, the H200 timed it slower (the docstring)
 DEFINE = "#define TL_ONE_PART 1  // the launches take K in one part: split-K's fixup compiled out\n"
 
 

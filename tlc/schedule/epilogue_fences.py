@@ -23,7 +23,12 @@ from .. import ir
 from ..ir.walk import statement_exprs, statements, subexprs
 from .layout import MmaAccumulator
 
-EPILOGUE_FENCE = 0  # registers a chunk; 0: no fence
+# registers a chunk; 0: no fence.  Kept 0: the H200 timed the fence (session 28,
+# bench/results/q_B2_epilogue_spills-h200-twentyeighth.txt, std.gemm matmul_epilogue f16, outputs
+# checked): 4096^3 beta 0 0.1933 -> 0.2224 ms (1.15x slower), beta 1 0.2142 -> 0.2851 (1.33x),
+# 8192^3 beta 0 1.6096 -> 1.7485 (1.09x), beta 1 1.7446 -> 2.0011 (1.15x): the spills it removes
+# (11 STL + 9 LDL a thread a tile) cost less than the loads it serializes.
+EPILOGUE_FENCE = 0
 
 
 def fence_epilogue_loads(kernel: ir.Kernel) -> ir.Kernel:

@@ -33,8 +33,10 @@ from ..ir.walk import variables
 
 _MAX_STRIDE = 8  # the TMA's traversal strides
 # an identity window's tile (a 1 x 1 kernel at stride 1 without padding: `identity_window`)
-# loaded as a tiled box of the image seen as [N * H * W, C] rather than in the im2col mode; off
-# until the H200 has timed the two (bench/queue/F_conv_1x1_gemm.sh)
+# loaded as a tiled box of the image seen as [N * H * W, C] rather than in the im2col mode; off:
+# the H200 timed no gain (session 28, bench/results/q_F_conv_1x1_gemm-h200-twentyeighth.txt, batch
+# 64, x cuDNN): r50_s1_1x1_64 101.1 -> 101.1 TFLOP/s (0.94x both), r50_s3_1x1_1024 371.6 -> 351.9
+# (0.97x -> 0.96x)
 TILED_IDENTITY = False
 
 

@@ -48,8 +48,12 @@ SLOTS = WAVE  # blocks a launch may have (each its f32 partial tile, the split-K
 # the most steps a tail may have: tl::StreamWalk counts them in an int (32 bits keep the walk's
 # division off the producer's 40 registers: a 64-bit one's call spilled there)
 INT_MAX = 2 ** 31 - 1
-# The decision's switch, off: no kernel is streamed until the H200 has timed it (session 26 had no
-# device; bench/queue/F_stream_k.sh asks, bench/conv.py --stream-k turns it on in a process)
+# The decision's switch, off: the H200 timed it slower (session 28,
+# bench/results/q_F_stream_k-h200-twentyeighth.txt, batch 64, x cuDNN, outputs checked; bench/conv.py
+# --stream-k turns it on in a process): r50_s4_1x1_2048 0.82x -> 0.65x, r50_s4_3x3_512 0.99x ->
+# 0.74x, r50_s3_3x3_256 1.01x -> 0.93x; dx rows unchanged.  One row gained: r50_s4_1x1_2048 at
+# 128 x 256 on 3 stages 0.62x off -> 0.88x on (the default tiles' 0.82x off): a per-kernel opt-in
+# (a constant a config.json rule could set) would take it; the switch is global
 STREAM_K = False
 
 
