@@ -23,6 +23,8 @@ DEFAULT_TILES = [
     (1, 2, 1, 70, 200, 64, False, {}), (1, 2, 2, 100, 70, 128, True, {}), (2, 4, 2, 300, 513, 128, True, {}),
     (1, 2, 2, 256, 256, 256, False, {"BN": 64, "STAGES": 2}), (1, 2, 2, 129, 1000, 128, False, {"STAGES": 2}),
     (2, 8, 1, 1000, 1000, 128, True, {}),
+    # config.json's D = 64 rule (192 rows on three consumer warpgroups, 96 keys): causal and GQA
+    (2, 4, 2, 300, 513, 64, True, {}), (1, 8, 2, 1000, 1000, 64, True, {}),
 ]
 
 
@@ -93,7 +95,9 @@ def test_flash_decode_paged_against_numpy(dtype, case):
 BWD_DEFAULT_TILES = [(1, 4, 2, 300, 513, 128, True, {}), (2, 8, 8, 1000, 1000, 128, False, {}),
                      (1, 2, 1, 129, 64, 64, True, {}),
                      # session 16's 48 queries a dK/dV step, GQA: the columns' TMA boxes ragged at both ends
-                     (1, 6, 2, 260, 300, 128, True, {"BQ": 48, "KV_STAGES": 2})]
+                     (1, 6, 2, 260, 300, 128, True, {"BQ": 48, "KV_STAGES": 2}),
+                     # config.json's D = 256 rule (BKV=64: the dK/dV grid on mma.sync), ragged, causal, GQA
+                     (1, 4, 2, 300, 513, 256, True, {}), (2, 2, 2, 200, 130, 256, False, {})]
 
 
 def on_device(kernel):

@@ -58,6 +58,15 @@ def test_config_gives_sm90a_the_tiles_tested_here():
     assert not choose(rules, "sm_80", {"D": 256}, {"T": "f16"}) and not choose(rules, "sm_90a", {"D": 257}, {"T": "f16"})
 
 
+@pytest.mark.parametrize("B, H, HK, S, SK, causal", [(1, 2, 1, 70, 100, True), (1, 2, 2, 64, 130, False)])
+def test_head_dim_256_at_the_config_rule_matches_numpy(program, B, H, HK, S, SK, causal):
+    """config.json's D = 256 rule (BKV=64: 64 keys a dK/dV block, dV and dK on mma.sync from P
+    and dS in shared memory) on the interpreter as scheduled for sm_90a, ragged, GQA and causal."""
+    grids = schedule_grids(program, "flash_bwd", {"D": 256, "CAUSAL": causal, "T": "f16", "BKV": 64}, target="sm_90a")
+    errors = bwd_grid_errors(grids, B, H, HK, S, SK, 256, causal, seed=S + SK)
+    assert max(errors.values()) < BWD_TOL, errors
+
+
 @pytest.mark.nvcc
 def test_sm90a_waits_for_each_product_where_its_result_is_needed(tmp_path):
     """sm_90a, head dim 128, config.json's tiles: the scores and dO . V^T issued back to back, P
