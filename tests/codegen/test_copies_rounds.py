@@ -1,5 +1,5 @@
 """tl::copy_g2s's issue forms behind codegen/copies.py's options (templates/tl/copy.cuh, #18),
-off by default until the GPU times them (bench/queue/D_w4a16_copies.sh): ROUND_STEPS, a copy of
+off by default (session 28's H200 timed them slower, bench/results/q_D2_w4a16_tma_ring-h200-twentyeighth.txt): ROUND_STEPS, a copy of
 packed weights (Copy.packed, schedule/packed_tiles.py) wholly inside its tensor whose rounds are whole rows (or a row whole rounds) through
 copy_g2s_rounds, each thread's source one pointer stepped a round and its destination a constant
 offset; CLIP_ROWS_MAX, a tile of 2 to that many rows whose columns are inside and rows are not (a

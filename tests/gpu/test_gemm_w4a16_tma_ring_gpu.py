@@ -1,6 +1,6 @@
 """std.gemm's w4a16 decode kernels with their weight stream through the TMA ring
-(schedule/dequant_ring.py's DEQUANT_RING, off by default; bench/queue/D2_w4a16_tma_ring.sh times
-it) on the GPU against NumPy (w4a16_kit's dequantize-then-matmul): what must hold before it
+(schedule/dequant_ring.py's DEQUANT_RING, off by default; session 28's H200 timed it,
+bench/results/q_D2_w4a16_tma_ring-h200-twentyeighth.txt) on the GPU against NumPy (w4a16_kit's dequantize-then-matmul): what must hold before it
 becomes the default.  Shapes whose maps all encode (the TMA's boxes) and ragged ones whose scale
 and zero rows are not 16-byte multiples (KG % 4, KG % 16: the producer copies element by element,
 tl_tma's bit 0), the split-K kernel's parts, f16 and bf16.  The kernels come from a copy of

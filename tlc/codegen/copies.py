@@ -94,9 +94,11 @@ def _offset_by_run_time(e: ir.Expr, k: ir.Kernel, seen: frozenset = frozenset())
                if isinstance(s, ir.Assign) and s.name == e.name)
 
 
-# tl::copy_g2s's issue forms (templates/tl/copy.cuh, #18) that the GPU has not timed yet, both
-# off by default, so that every kernel keeps its code until a device run says which to take
-# (bench/queue/D_w4a16_copies.sh asks, flipping them in its process).
+# tl::copy_g2s's issue forms (templates/tl/copy.cuh, #18), both off: the H200 timed them slower
+# (session 28, bench/results/q_D2_w4a16_tma_ring-h200-twentyeighth.txt, outputs checked first;
+# N = K = 8192 g128): matmul_w4a16_splitk with both at M = 1 (split-K 4) 32.3 us against 26.1
+# without (1.24x), at M = 16 (split-K 2) 35.0 against 27.0 (1.30x).  Fewer issue instructions a
+# K step (below) did not make the kernel faster.
 # ROUND_STEPS: a copy of packed low-bit weights (Copy.packed, schedule/packed_tiles.py: the w4a16
 # decode kernels' weight tile) inside its tensor whose rounds of 16-byte vectors are whole rows
 # (or a row whole rounds), not swizzled, takes copy_g2s_rounds: each thread's source one pointer

@@ -1,5 +1,5 @@
 """A dequantizing ring through the TMA (#18), the decision, behind an option off by default
-(DEQUANT_RING) until the GPU times it (bench/queue/D2_w4a16_tma_ring.sh asks).
+(DEQUANT_RING: the H200 timed it, a win for matmul_w4a16 and a loss for its split-K, below).
 
 warpspec.py specializes a pipelined loop whose leading copies the TMA can make and whose other
 statements never wait for the whole block.  std.gemm's w4a16 decode kernels (matmul_w4a16, its
@@ -41,7 +41,14 @@ from ..ir.walk import statements
 from .operand_layout import mma_register_a_layouts
 from .smem import SWIZZLE_ALIGN, SharedLayout, _align
 
-# Off: untimed (no device in session 26).
+# Off: one switch for every dequantizing ring, and the H200 (session 28,
+# bench/results/q_D2_w4a16_tma_ring-h200-twentyeighth.txt, outputs checked first; N = K = 8192
+# g128) timed matmul_w4a16 faster with it and its split-K slower: matmul_w4a16 at config.json's
+# tiles M = 1 27.3 us against 36.4 (0.75), M = 16 27.4 against 30.6 (0.90), and the fastest rows
+# of all its deeper rings (M = 1 BK=256 on 6 stages 24.2, against the GEMV's 24.9; M = 16 BK=512
+# on 4 stages 25.1, against split-K 2's 27.0), but matmul_w4a16_splitk M = 1 (4 parts) 31.0
+# against 26.1 (1.19), M = 16 (2 parts) 30.6 against 27.0 (1.13).  config.json's rules choose
+# constants only, so the wins need the ring to be chosen per kernel call first.
 DEQUANT_RING = False
 # The most blocks of such a ring an SM holds at once (`blocks_per_sm`): a warp-specialized block
 # with setmaxnreg holds an SM alone, one consumer warpgroup (THREADS = 128) one warp a scheduler

@@ -1,5 +1,5 @@
-"""Split-K of a cp.async ring, the decision (#18), behind an option off by default (RING_SPLIT)
-until the GPU times it (bench/queue/D_w4a16_ring_split.sh asks).
+"""Split-K of a cp.async ring, the decision (#18), behind an option off by default (RING_SPLIT:
+the H200 timed it slower than std.gemm's split-K kernel and reduce, below).
 
 split_k.py splits a warp-specialized persistent ring.  A kernel that warp specialization leaves
 alone (its pipelined loop a cp.async ring: std.gemm's w4a16 decode kernels, whose weight tile is
@@ -48,7 +48,11 @@ from ..ir.walk import loads, statement_exprs, statements, variables, written_nam
 from . import split_k as sk
 from .packed_tiles import packed_tiles
 
-RING_SPLIT = False  # the option: off until the GPU times it
+# Off: the H200 timed it slower than the split-K kernel plus splitk_reduce (session 28,
+# bench/results/q_D2_w4a16_tma_ring-h200-twentyeighth.txt, "w4a16 ring split", output checked
+# first): N = K = 8192 g128, M = 1 32.8 us against split-K 4's 26.1 (1.26x), M = 16 30.3 against
+# split-K 2's 27.0 (1.12x); it does beat the unsplit matmul_w4a16 (36.4, 30.6).
+RING_SPLIT = False
 
 
 def blocks_per_sm(kernel: ir.Kernel, target) -> int:
