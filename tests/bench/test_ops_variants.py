@@ -1,6 +1,6 @@
 """bench/ops_variants.py without a GPU: its spec and switches parse as the queued scripts write
-them, --compare reads two runs, and the queued question of bench/queue/G_ops_weak_rows.sh (its
-rows with the three switches on) is right on the interpreter."""
+them, --compare reads two runs, and the processes of bench/queue/G_histogram_atomics.sh and
+V_ops_flips.sh (their rows with their switches) are right on the interpreter."""
 import json
 import re
 import shlex
@@ -52,40 +52,53 @@ def test_compare_gives_each_shared_rows_speedup(tmp_path):
         "moe.moe_permute f16 default                 125.0 us (0.50, 4.00x) ->    100.0 us (0.50, 4.00x): 1.250x"]
 
 
-def test_the_queued_question_is_right_on_the_interpreter(monkeypatch, capsys):
-    script = (ROOT / "bench" / "queue" / "G_ops_weak_rows.sh").read_text()
-    spec = shlex.split(re.search(r'^SPEC="([^"]*)"', script, re.M).group(1))
-    options = re.findall(r"--option (\S+)", script)
-    assert len(options) == 4
-    for opt in options:  # restored after the test
-        where, _, attr = opt.partition("=")[0].rpartition(".")
-        monkeypatch.setattr(sys.modules.get(where) or __import__(where, fromlist=[attr]), attr, False)
-    result = ops_variants.main(["--dry-run", *[w for o in options for w in ("--option", o)], *spec])
-    assert result["failures"] == [], capsys.readouterr().out
-    # the second process's broadcast.pow at BLOCKS = 8, a variant there
-    assert "${SPEC/broadcast.pow/broadcast.pow BLOCKS=8}" in script and "broadcast.pow" in spec
-    assert ops_variants.main(["--dry-run", "broadcast.pow", "BLOCKS=8"])["failures"] == []
-    # the first process's run-time switch, a variant of expert_histogram there
-    switch = re.search(r"^ASSERTS=(\S+)", script, re.M).group(1)
-    assert "${SPEC/expert_histogram/expert_histogram $ASSERTS}" in script and "expert_histogram" in spec
+def _ops_variants_runs(script: str) -> list[tuple[list[str], list[str]]]:
+    """(options, spec) of each bench/ops_variants.py process a queue script runs, its $ROW /
+    $ROWS words put in (--compare lines left out)."""
+    text = (ROOT / "bench" / "queue" / script).read_text().replace("\\\n", " ")
+    names = dict(re.findall(r'^(ROWS?)="([^"]*)"', text, re.M))
+    runs = []
+    for line in re.findall(r"bench/ops_variants.py (.*?) 2>&1", text):
+        if "--compare" in line:
+            continue
+        for name, value in names.items():
+            line = re.sub(rf"\${name}\b", value, line)
+        words = shlex.split(line)
+        options = [w for i, w in enumerate(words) if i and words[i - 1] == "--option"]
+        spec = [w for i, w in enumerate(words) if not w.startswith("--") and not (i and words[i - 1].startswith("--"))]
+        runs.append((options, spec))
+    return runs
+
+
+@pytest.mark.parametrize("script,processes", [("G_histogram_atomics.sh", 3), ("V_ops_flips.sh", 2)])
+def test_the_queued_processes_are_right_on_the_interpreter(script, processes, monkeypatch, capsys):
+    """Each process of the queue script (its compiler switches set as it sets them, put back
+    after) runs its rows and variants right on the interpreter."""
+    runs = _ops_variants_runs(script)
+    assert len(runs) == processes
+    for options, spec in runs:
+        for opt in options:  # restored after the test
+            where, _, attr = opt.partition("=")[0].rpartition(".")
+            module = sys.modules.get(where) or __import__(where, fromlist=[attr])
+            monkeypatch.setattr(module, attr, getattr(module, attr))
+        result = ops_variants.main(["--dry-run", *[w for o in options for w in ("--option", o)], *spec])
+        assert result["failures"] == [], capsys.readouterr().out
+
+
+def test_the_histograms_processes_isolate_one_switch_each():
+    runs = _ops_variants_runs("G_histogram_atomics.sh")
+    assert [o for o, _ in runs] == [[], ["tlc.schedule.atomic_groups.GROUP_ATOMICS=1"],
+                                    ["tlc.runtime.host_asserts.WHOLE_RUNS_WITH_ASSERTS=1"]]
+    assert all(spec == ["expert_histogram", "@tlc.runtime.host_asserts.HOST_DECIDED_ASSERTS=0"] for _, spec in runs)
     from tlc.runtime import host_asserts
 
-    monkeypatch.setattr(host_asserts, "HOST_DECIDED_ASSERTS", False)  # as the first process ran it
+    switch = runs[0][1][1]
     with ops_variants.switched(switch):
-        assert host_asserts.HOST_DECIDED_ASSERTS is True
-    assert host_asserts.HOST_DECIDED_ASSERTS is False
+        assert host_asserts.HOST_DECIDED_ASSERTS is False
+    assert host_asserts.HOST_DECIDED_ASSERTS is True  # the default since session 28
 
 
 def test_a_variants_run_time_switch_is_set_for_its_run_alone():
     rows = ops_variants.variant_rows(["expert_histogram", "@tlc.runtime.host_asserts.HOST_DECIDED_ASSERTS=1,PART=4096"])
     assert [label for _, label, _ in rows] == ["default", "@tlc.runtime.host_asserts.HOST_DECIDED_ASSERTS=1,PART=4096"]
     assert rows[1][2].tlc_constants() == {"I": "i64", "PART": 4096}  # the switch is no constant
-
-
-def test_the_queued_transpose_tiles_are_right_on_the_interpreter(capsys):
-    script = (ROOT / "bench" / "queue" / "G_transpose_tiles.sh").read_text()
-    words = shlex.split(re.search(r"bench/ops_variants.py (.*?) 2>&1", script).group(1))
-    spec = [w for i, w in enumerate(words) if not w.startswith("--") and not words[i - 1].startswith("--")]
-    assert spec[0] == "transpose" and len(spec) == 2
-    result = ops_variants.main(["--dry-run", *spec])
-    assert result["failures"] == [], capsys.readouterr().out

@@ -33,6 +33,9 @@ HOST_DECIDED_ASSERTS = True
 # needed it.  std.moe's expert_histogram (an assert, E <= BE): 496 SASS in the ragged build against
 # 320 in the whole-runs one (sm_90a, 29 against 20 registers); group_norm, which a device_assert of
 # C % G == 0 would put in the ragged build: 2840 against 2112, 32 bytes of spills against none.
+# Timed only beside atomic_groups.GROUP_ATOMICS (session 28, H200: expert_histogram 165.9 ->
+# 377.3 us with both on, HOST_DECIDED_ASSERTS off; GROUP_ATOMICS' MATCH.ANY the likely cause):
+# off until bench/queue/G_histogram_atomics.sh times each alone.
 WHOLE_RUNS_WITH_ASSERTS = False
 
 

@@ -10,9 +10,12 @@ copy bandwidth on the H200.  Grouped, the lanes at one address elect their lowes
 (`__match_any_sync` of the address), which adds the constant times their count
 (tl::atomic_add_grouped, templates/tl/reduce.cuh): one lane an address.  Integers only, whose
 sums are exact in any grouping; a constant value, the same in every lane.  Off
-(GROUP_ATOMICS) until the H200 has timed it: bench/queue/G_ops_weak_rows.sh times
-expert_histogram with it and without, and bench/moe_probe.py the hand-written loads alone,
-plain shared atomics and grouped ones.
+(GROUP_ATOMICS): on the H200 (session 28, bench/results/q_G_ops_weak_rows-h200-twentyeighth.txt)
+expert_histogram with it and host_asserts.WHOLE_RUNS_WITH_ASSERTS together took 377.3 us
+against 165.9 (0.44x).  The likely cause is this pass: at the defaults nvcc already renders the
+constant add as ATOMS.POPC.INC.32, the hardware's increment by the lanes at one address, which
+grouping replaces by VOTE.ANY + MATCH.ANY + FLO + POPC + ATOMS.ADD (sm_90a, nvcc 13.0).
+bench/queue/G_histogram_atomics.sh times each switch alone; remove the pass if it loses there.
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from dataclasses import replace
 from .. import ir
 from ..ir.walk import kernel_rewritten, loads, statements
 
-# the decision on: off until timed (a default's speed changes only on the device's word)
+# off: lost 0.44x with WHOLE_RUNS_WITH_ASSERTS on the H200 (above); timed alone next
 GROUP_ATOMICS = False
 
 
