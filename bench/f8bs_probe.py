@@ -18,7 +18,7 @@ same run:
     python3 bench/f8bs_probe.py --prefetch     # schedule/prefetch_loads.py on for this process
                                                # (each with its own TLC_CACHE_DIR: the cache keys ignore them)
     python3 bench/f8bs_probe.py --grouped 8x8192x4096x7168   # the grouped (MoE) kernel instead
-    python3 bench/f8bs_probe.py --store-pairs ...  # codegen/store_pairs.py on (its own TLC_CACHE_DIR too)
+    python3 bench/f8bs_probe.py --no-store-pairs ...  # codegen/store_pairs.py off (its own TLC_CACHE_DIR too)
 
 --grouped EXMxNxK,...: std.matmul_grouped_f8_blockscaled over E experts of ragged groups of M rows
 in all (sizes drawn once, seeded; some past a 128-row tile's edge, one group empty), at its
@@ -58,7 +58,8 @@ def main() -> int:
     ap.add_argument("--clears", choices=["none", "reused", "all"], help="codegen/sm90.py RING_SCALE_D_CLEARS")
     ap.add_argument("--prefetch", action="store_true", help="schedule/prefetch_loads.py PREFETCH_RING_LOADS on")
     ap.add_argument("--grouped", help="ExMxNxK,...: time matmul_grouped_f8_blockscaled instead (module docstring)")
-    ap.add_argument("--store-pairs", action="store_true", help="codegen/store_pairs.py STORE_PAIRS on")
+    ap.add_argument("--no-store-pairs", action="store_true", help="codegen/store_pairs.py STORE_PAIRS off "
+                    "(the epilogue's element stores, the default until session 28)")
     args = ap.parse_args()
     import torch
 
@@ -68,9 +69,9 @@ def main() -> int:
     if args.prefetch:
         import importlib
         importlib.import_module("tlc.schedule.prefetch_loads").PREFETCH_RING_LOADS = True
-    if args.store_pairs:
+    if args.no_store_pairs:
         import importlib
-        importlib.import_module("tlc.codegen.store_pairs").STORE_PAIRS = True
+        importlib.import_module("tlc.codegen.store_pairs").STORE_PAIRS = False
     gemm = tlc.load("std.gemm", target="cuda")
     if args.grouped:
         return grouped(torch, gemm, args)
@@ -197,7 +198,7 @@ def grouped(torch, gemm, args) -> int:
         flops = 2.0 * M * N * K
         base = "scaled_mm per-tensor"
         print(f"grouped {size} (E x M x N x K; groups {sizes}), {args.ms:g} ms a contender, L2 flushed, medians"
-              f"{', STORE_PAIRS on' if args.store_pairs else ''}; {base} on the dense {M} x {N} x {K}:")
+              f"{', STORE_PAIRS off' if args.no_store_pairs else ''}; {base} on the dense {M} x {N} x {K}:")
         print_rows(ms, verdicts, flops, base)
         del A, W, plain, ref, c
         torch.cuda.empty_cache()

@@ -68,9 +68,9 @@ def test_the_grouped_rows_groups():
         assert len(sizes) == E and sum(sizes) == M and min(sizes) >= 0
         assert E == 1 or sizes[1] == 0
     assert any(s % 128 for s in group_sizes(8, 8192))
-    script = (Path(PROBE).parent / "queue" / "E2_f8bs_grouped.sh").read_text()
+    script = (Path(PROBE).parent / "queue" / "V_E_flips.sh").read_text()
     runs = re.findall(r"--grouped (\S+)", script)
     assert len(runs) == 2 and all(len(s.split("x")) == 4 for r in runs for s in r.split(","))
     assert {c.get("BN") for c in GROUPED_CONFIGS.values()} == {None, 256}
-    configs = json.loads(re.search(r"--configs '([^']*)'", script).group(1))  # the STORE_PAIRS run's rows
-    assert "--store-pairs" in script and {c.get("BN") for c in configs.values()} == {None, 256}
+    configs = [json.loads(c) for c in re.findall(r"--configs '([^']*)'", script)]  # the grouped runs' rows
+    assert "--no-store-pairs" in script and {c.get("BN") for c in configs[-1].values()} == {None, 128}
