@@ -9,7 +9,8 @@ reported (the clocked steps it calls taken out, so that the steps and "the rest"
 + call): the parse, the grammar's tables, the type check, the stores of the caches, the targets'
 search, the scheduler, the code generator, NVRTC (the kernel's compile apart from the wait for
 the warm-up thread and the rest of `nvrtc_compile`), the module load, the launch; every module's
-import as one step ("import": each module's own execution, the imports it makes taken out) and
+import as one step ("import": each module's own execution, the imports it makes taken out; the
+largest by module listed after the steps) and
 the garbage collector's passes by generation.  The clocks are put on a step's module when it is
 imported (a hook in importlib's loader), so that no module is imported before the clock only to
 be clocked.  Steps run on another thread than the call's (a tree from session 26-28 compiled
@@ -71,6 +72,7 @@ import functools, gc, json, os, threading, time
 STEPS = json.loads(os.environ["TLC_BENCH_COLD_STEPS"])
 MAIN = threading.get_ident()
 phases, counts, stacks = {}, {}, threading.local()
+imports = {}  # module -> its import's own ms (the "import" step by module)
 
 def record(label, own, spent):  # `own` seconds of `label`'s own; `spent` in all, taken out of the step around it
     phases[label] = phases.get(label, 0.0) + own * 1e3
@@ -94,7 +96,10 @@ def clocked(fn, label):
             return fn(*args, **kwargs)
         finally:
             spent = time.perf_counter() - start
-            record(label if thread.ident == MAIN else f"{label} [compile thread]", spent - inner.pop(), spent)
+            own = spent - inner.pop()
+            record(label if thread.ident == MAIN else f"{label} [compile thread]", own, spent)
+            if label == "import":
+                imports[args[0].name] = imports.get(args[0].name, 0.0) + own * 1e3
     return wrapper
 
 def install(module):
@@ -167,7 +172,7 @@ if clocks:
 gc.collect()
 if clocks:
     gc.callbacks.append(_gc_clock)
-phases.clear(), counts.clear()  # what the installs and the collection before the clock took
+phases.clear(), counts.clear(), imports.clear()  # what the installs and the collection before the clock took
 def call():
     global mod, c0, t0, t1, t2, c2
     c0, t0 = time.thread_time(), time.perf_counter()
@@ -191,7 +196,7 @@ if profile:
         print(out.getvalue().split("\n", 5)[-1][:9000])
 ok = launched_right()
 print(json.dumps({"load_ms": (t1 - t0) * 1e3, "call_ms": (t2 - t1) * 1e3, "cpu_ms": (c2 - c0) * 1e3, "ok": ok,
-                  "phases": phases, "counts": counts}))
+                  "phases": phases, "counts": counts, "imports": imports}))
 """
 
 
@@ -223,6 +228,9 @@ def instructions(code: str, env: dict, tree: Path) -> int:
         [str(tree), env.get("PYTHONPATH", "")])}, tree, "bench/first_cold_steps.py", timeout=1800)
 
 
+IMPORTS_SHOWN = 15  # modules listed by their imports' own time
+
+
 def report(runs: list, what: str) -> None:
     if not all(r["ok"] for r in runs):
         print(f"{what}: WRONG RESULT: a first call's output did not match (its times are not counted)")
@@ -240,6 +248,22 @@ def report(runs: list, what: str) -> None:
         print(f"    {label:60} {statistics.median(times):8.2f}  (min {min(times):7.2f})  x{max(r['counts'].get(label, 0) for r in runs)}")
     rest = [t - sum(v for k, v in r["phases"].items() if not k.endswith("[compile thread]")) for t, r in zip(total, runs)]
     print(f"    {'the rest (outside every clocked step)':60} {statistics.median(rest):8.2f}")
+    names = sorted({m for r in runs for m in r.get("imports", {})},
+                   key=lambda m: -statistics.median(r.get("imports", {}).get(m, 0.0) for r in runs))
+    print(f"  the imports' own time by module, median ms, the {min(IMPORTS_SHOWN, len(names))} largest of {len(names)}:")
+    for name in names[:IMPORTS_SHOWN]:
+        print(f"    {name:60} {statistics.median(r.get('imports', {}).get(name, 0.0) for r in runs):8.2f}")
+    packages = {}  # tlc's subpackages apart, another package as a whole: median over the runs of their sums
+    for r in runs:
+        sums = {}
+        for name, ms in r.get("imports", {}).items():
+            parts = name.split(".")
+            key = ".".join(parts[:2]) if parts[0] == "tlc" and len(parts) > 1 else parts[0]
+            sums[key] = sums.get(key, 0.0) + ms
+        for key, ms in sums.items():
+            packages.setdefault(key, []).append(ms)
+    largest = sorted(packages.items(), key=lambda kv: -statistics.median(kv[1]))[:IMPORTS_SHOWN]
+    print("  by package (median ms): " + ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in largest))
 
 
 def main(argv=None) -> dict:

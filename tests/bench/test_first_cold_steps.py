@@ -28,6 +28,9 @@ def test_the_steps_fit_in_the_call(capsys):
     assert 0 < sum(own.values()) <= run["load_ms"] + run["call_ms"]
     # the compiler's modules imported inside the clock, the pipeline's stages each run once
     assert run["counts"]["import"] > 50
+    # the import step by module: the same own times, each module once
+    assert 50 < len(run["imports"]) <= run["counts"]["import"] and "tlc.parser" in run["imports"]
+    assert abs(sum(run["imports"].values()) - run["phases"]["import"]) < 1e-6 * run["phases"]["import"] + 1e-6
     for step in ("tlc.parser:parse", "tlc.typecheck:check_program", "tlc.schedule:schedule", "tlc.codegen:generate",
                  "tlc.runtime.checked_cache:store"):
         assert run["counts"][step] >= 1, step
@@ -37,6 +40,8 @@ def test_the_steps_fit_in_the_call(capsys):
     out = capsys.readouterr().out
     assert "host side (CuPy and the driver stood in for, NVRTC by a 100 ms wait)" in out
     assert "the rest (outside every clocked step)" in out
+    assert f"the imports' own time by module, median ms, the 15 largest of {len(run['imports'])}:" in out
+    assert "  by package (median ms): " in out and " tlc.parser " in out
 
 
 def test_the_counted_call_runs_without_clocks(tmp_path):
