@@ -11,7 +11,8 @@
 # having no git), 2 new processes each, alternating (each ~7 s: torch + cupy imported before
 # the clock), every call's C checked against 256 before its time counts.  CPU: nothing to time
 # (NVRTC stood in; the 2-core machine's imports vary more than the 14-22 ms store moved).
-# Answer: per tree "load + call median, load, call" and the step table.  If "." is not slower
+# Answer: per tree "load + call median, load, call", the step table and the imports by module and
+# package (the import step was 250-311 ms there: which modules, for the next cut).  If "." is not slower
 # than the before tree in both runs, the revert stands (RESULTS: first call = "."'s median);
 # else the H200 disagrees with itself across sessions: note it and time 5 runs next session.
 # Delete this script and V_cold_flips.before.diff once answered.
