@@ -7,6 +7,7 @@ A row's inputs are made once for all its variants.
     python3 bench/ops_variants.py transpose "B=128" "B=128,THREADS=512" pad "BN=512"
     python3 bench/ops_variants.py --min-ms 20 moe_permute "BD=2048,BLOCKS=0"
     python3 bench/ops_variants.py --option tlc.schedule.l2_policy.KEEP_GATHERED_ROWS=1 moe_permute
+    python3 bench/ops_variants.py --shape 16384,8191 broadcast.pow BLOCKS=8
 
 --option MODULE.NAME=VALUE sets a compiler switch (a module constant, an int) before anything
 compiles, for the whole run: run such a process with a TLC_CACHE_DIR of its own, since the
@@ -120,12 +121,23 @@ def compare(before: dict, after: dict) -> list[str]:
     return lines
 
 
+def shape_arg(text: str) -> tuple[int, int]:
+    """--shape M,N: two positive integers."""
+    parts = text.split(",")
+    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise argparse.ArgumentTypeError(f"{text!r} is not M,N (two positive integers)")
+    return int(parts[0]), int(parts[1])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--min-ms", type=float, default=20.0)
     ap.add_argument("--dry-run", action="store_true", help="Each variant on the interpreter against NumPy (no GPU).")
     ap.add_argument("--option", action="append", default=[], help="MODULE.NAME=VALUE: a compiler switch for the run")
     ap.add_argument("--json", help="Also write the records here (each with its op's variant label).")
+    ap.add_argument("--shape", type=shape_arg, default=ops.LARGE,
+                    help="M,N: the rows' size as bench/ops.py takes it (default %(default)s); a ragged N runs a "
+                         "kernel's generic build rather than its whole-runs one")
     ap.add_argument("spec", nargs="*", help="op name (broadcast.pow: an op two modules hold), then its variants "
                                             "(NAME=VALUE,...); the next op")
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
@@ -162,7 +174,7 @@ def main(argv=None):
         mod = mods.setdefault(row.module, tlc.load(row.module, target="cuda"))
         try:
             with switched(label):
-                rec = ops.measure(row, mod, copy_gbs, args.min_ms)
+                rec = ops.measure(row, mod, copy_gbs, args.min_ms, shape=args.shape)
         except Exception as e:  # noqa: BLE001 - a variant that cannot run is reported, the rest go on
             print(f"!! {op} {label}: {type(e).__name__}: {str(e)[:300]}")
             continue

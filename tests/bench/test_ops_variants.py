@@ -70,7 +70,8 @@ def _ops_variants_runs(script: str) -> list[tuple[list[str], list[str]]]:
     return runs
 
 
-@pytest.mark.parametrize("script,processes", [("G_histogram_atomics.sh", 3), ("V_ops_flips.sh", 2)])
+@pytest.mark.parametrize("script,processes", [("G_histogram_atomics.sh", 3), ("V_ops_flips.sh", 2),
+                                               ("G_broadcast_pow_blocks.sh", 2)])
 def test_the_queued_processes_are_right_on_the_interpreter(script, processes, monkeypatch, capsys):
     """Each process of the queue script (its compiler switches set as it sets them, put back
     after) runs its rows and variants right on the interpreter."""
@@ -102,3 +103,14 @@ def test_a_variants_run_time_switch_is_set_for_its_run_alone():
     rows = ops_variants.variant_rows(["expert_histogram", "@tlc.runtime.host_asserts.HOST_DECIDED_ASSERTS=1,PART=4096"])
     assert [label for _, label, _ in rows] == ["default", "@tlc.runtime.host_asserts.HOST_DECIDED_ASSERTS=1,PART=4096"]
     assert rows[1][2].tlc_constants() == {"I": "i64", "PART": 4096}  # the switch is no constant
+
+
+def test_a_shape_is_two_positive_integers():
+    assert ops_variants.shape_arg("16384,8191") == (16384, 8191)
+    for bad in ("16384", "0,8", "a,b", "1,2,3", "-4,8"):
+        with pytest.raises(Exception, match=f"{bad!r} is not M,N \\(two positive integers\\)"):
+            ops_variants.shape_arg(bad)
+    runs = _ops_variants_runs("G_broadcast_pow_blocks.sh")
+    assert [spec for _, spec in runs] == [["broadcast.pow", "BLOCKS=8"]] * 2
+    assert "--shape 16384,8191 broadcast.pow" in (ROOT / "bench" / "queue" / "G_broadcast_pow_blocks.sh").read_text()
+
