@@ -25,7 +25,7 @@ cuDNN's ratio as cuDNN / tlc (above 1.0: tlc faster).
     python bench/conv.py --dry-run    # no GPU: every row's kernel at a small batch on the interpreter
     TLC_CACHE_DIR=... python bench/conv.py --stream-k ...   # stream-K on (schedule/stream_k.py; off by default)
     TLC_CACHE_DIR=... python bench/conv.py --tiled-1x1 ...  # 1x1 windows as tiled boxes (im2col_tma.TILED_IDENTITY)
-    TLC_CACHE_DIR=... python bench/conv.py --pad-odd-rows ...  # odd-chunk gemm operand rows (smem.ODD_CHUNK_ROWS)
+    TLC_CACHE_DIR=... python bench/conv.py --no-pad-odd-rows ...  # odd-chunk gemm operand rows unpadded (smem.ODD_CHUNK_ROWS off)
 """
 from __future__ import annotations
 
@@ -349,9 +349,9 @@ def main(argv=None) -> int:
                     help="an identity window's im2col tile (1x1, stride 1, no padding) as tiled boxes of x as "
                          "[N*H*W, C] (tlc.schedule.im2col_tma.TILED_IDENTITY = True; off by default until timed): "
                          "give the process a TLC_CACHE_DIR of its own")
-    ap.add_argument("--pad-odd-rows", action="store_true",
-                    help="a gemm operand's rows of an even number of 16-byte chunks padded by 16 bytes "
-                         "(tlc.schedule.smem.ODD_CHUNK_ROWS = True; off by default until timed): the stem's "
+    ap.add_argument("--no-pad-odd-rows", action="store_true",
+                    help="a gemm operand's rows of an even number of 16-byte chunks left unpadded "
+                         "(tlc.schedule.smem.ODD_CHUNK_ROWS = False, the default until session 28): the stem's "
                          "mma.sync operands; give the process a TLC_CACHE_DIR of its own")
     ap.add_argument("--bwd", action="store_true", help="the backwards (conv2d_bwd_data, conv2d_bwd_weight) against cuDNN's")
     ap.add_argument("--min-ms", type=float, default=60, help="each contender timed for at least this long (tlc.timing)")
@@ -372,10 +372,10 @@ def main(argv=None) -> int:
         from tlc.schedule import im2col_tma
         im2col_tma.TILED_IDENTITY = True
         print("1x1 windows as tiled boxes (tlc.schedule.im2col_tma.TILED_IDENTITY = True)", flush=True)
-    if args.pad_odd_rows:
+    if args.no_pad_odd_rows:
         from tlc.schedule import smem
-        smem.ODD_CHUNK_ROWS = True
-        print("odd-chunk rows (tlc.schedule.smem.ODD_CHUNK_ROWS = True)", flush=True)
+        smem.ODD_CHUNK_ROWS = False
+        print("odd-chunk rows unpadded (tlc.schedule.smem.ODD_CHUNK_ROWS = False)", flush=True)
     if args.bwd:
         rows = run_bwd(names, args.variant, args.min_ms, args.source)
     else:

@@ -78,9 +78,11 @@ def plan_shared_memory(kernel: ir.Kernel, limit: int = SM90_LIMIT, sources: dict
 # A gemm operand's rows that are an even number of 16-byte chunks but neither swizzled nor a
 # multiple of 128 bytes (the ResNet stem's 128 x 160 im2col tile: rows of 320 bytes, 20 chunks)
 # put ldmatrix's 8 rows of a read on 2 of the 8 bank groups, a 4-way conflict: with ODD_CHUNK_ROWS
-# each row is padded by 16 bytes (21 chunks: 8 rows on 8 groups).  Off until the H200 has timed it
-# (bench/queue/F_conv_1x1_gemm.sh); session 26 had no device.
-ODD_CHUNK_ROWS = False
+# each row is padded by 16 bytes (21 chunks: 8 rows on 8 groups).  On since the H200 timed it (session
+# 28, bench/results/q_F_conv_1x1_gemm-h200-twentyeighth.txt, batch 64, outputs checked): the stem 49.9 ->
+# 75.6 TFLOP/s, 0.53x -> 0.80x cuDNN.  It pads the stem's operands only (scripts/options-flip: 5 of
+# 1,990 std builds, all conv2d at C 3, K 7; the same registers).
+ODD_CHUNK_ROWS = True
 
 
 def _layout(b: ir.Buffer, stages: int, gemm_operand: bool) -> SharedLayout:
