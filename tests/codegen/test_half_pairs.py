@@ -137,7 +137,8 @@ def cast_source(tmp_path, body, t="f16", arch="sm_90a"):
 
 @pytest.fixture
 def cast_pairs(monkeypatch):
-    """codegen/half_pairs.py's CAST_PAIRS on (off by default until the H200 times it)."""
+    """codegen/half_pairs.py's CAST_PAIRS on (the default since session 28; kept for the tests
+    that say so against a switch set by another)."""
     from tlc.codegen import half_pairs
 
     monkeypatch.setattr(half_pairs, "CAST_PAIRS", True)
@@ -165,7 +166,15 @@ def test_other_casts_stay_scalar(tmp_path, body, cast_pairs):
     assert "the cast rounds a pair" not in src
 
 
-def test_cast_pairs_are_off_by_default(tmp_path):
+def test_cast_pairs_are_on_by_default(tmp_path):
+    src, _ = cast_source(tmp_path, CAST_BODY)
+    assert "the cast rounds a pair" in src and "__floats2half2_rn(tl_f[0], tl_f[1])" in src
+
+
+def test_off_a_cast_rounds_one_value_at_a_time(tmp_path, monkeypatch):
+    from tlc.codegen import half_pairs
+
+    monkeypatch.setattr(half_pairs, "CAST_PAIRS", False)
     src, _ = cast_source(tmp_path, CAST_BODY)
     assert "the cast rounds a pair" not in src and "tl::cvt<half>(" in src
 

@@ -22,8 +22,10 @@ one conversion rounds the two values into a pair (`__floats2half2_rn`: one F2FP)
 one at a time, ptxas packed the two halves in the wrong order and swapped them back, a PRMT a
 pair, or converted each value alone (std.attention's flash_bwd on sm_90a, D = 128, nvcc 13: the
 dQ step 601 -> 570 SASS, the dK/dV step 566 -> 518).
-Rounded to nearest even either way: the same bits.  Off by default (CAST_PAIRS) until the H200
-times it (bench/queue/B_bwd_block_mask.sh).
+Rounded to nearest even either way: the same bits.  On (CAST_PAIRS) since session 28's H200:
+flash_bwd B=4 H=32 S=4096 D=128 f16 6.701 -> 6.392 ms (0.811x -> 0.850x cuDNN), causal 3.691 ->
+3.593 ms (bench/results/q_B_bwd_block_mask-h200-twentyeighth.txt); only flash_bwd among the std
+kernels has such a loop (scripts/options-flip: 12 of 1990 builds, all flash_bwd).
 
 A value is *same* where it is equal for both columns: it does not read the column variable j,
 or reads it only through `x // d` with d even of an `x` that maps columns 2q, 2q + 1 to 2p,
@@ -144,8 +146,8 @@ class PairAnalysis:
         return False
 
 
-# Whether a cast into a 16-bit fragment rounds its pairs together (cast_pair_loop): off until timed
-CAST_PAIRS = False
+# Whether a cast into a 16-bit fragment rounds its pairs together (cast_pair_loop)
+CAST_PAIRS = True
 
 _PAIR_FROM_FLOATS = {"f16": "__floats2half2_rn", "bf16": "__floats2bfloat162_rn"}
 _LOW, _HIGH = {"f16": "__low2half", "bf16": "__low2bfloat16"}, {"f16": "__high2half", "bf16": "__high2bfloat16"}
