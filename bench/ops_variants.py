@@ -6,7 +6,7 @@ A row's inputs are made once for all its variants.
 
     python3 bench/ops_variants.py transpose "B=128" "B=128,THREADS=512" pad "BN=512"
     python3 bench/ops_variants.py --min-ms 20 moe_permute "BD=2048,BLOCKS=0"
-    python3 bench/ops_variants.py --option tlc.schedule.l2_policy.KEEP_GATHERED_ROWS=1 moe_permute
+    python3 bench/ops_variants.py --option tlc.schedule.atomic_groups.GROUP_ATOMICS=1 expert_histogram
     python3 bench/ops_variants.py --shape 16384,8191 broadcast.pow BLOCKS=8
 
 --option MODULE.NAME=VALUE sets a compiler switch (a module constant, an int) before anything
