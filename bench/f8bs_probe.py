@@ -46,6 +46,7 @@ GROUPED_CONFIGS = {"grouped (default)": {}, "grouped BN=256 s3": dict(BN=256, st
                    "grouped BN=256 s4": dict(BN=256, stages=4)}
 PROBE_F8 = {"f8 128x128 s4": dict(BM=128, BN=128, BK=128, stages=4, THREADS=256),
             "f8 128x192 s4": dict(BM=128, BN=192, BK=128, stages=4, THREADS=256)}
+PROBES = ("f8_128", "f8_192", "bs_const", "bs_tma", "bs_wide", "bs_pf")  # --probes' names, the rows' order
 
 
 def main() -> int:
@@ -55,12 +56,17 @@ def main() -> int:
     ap.add_argument("--configs", help="JSON: label -> constants of matmul_f8_blockscaled (replaces the std rows; "
                     "with --grouped, of matmul_grouped_f8_blockscaled, replacing GROUPED_CONFIGS)")
     ap.add_argument("--no-probes", action="store_true", help="only the vendor's and std's rows")
+    ap.add_argument("--probes", help="only these probe rows, comma-separated: " + ",".join(PROBES) + " (one a "
+                    "process names the one that faults: session 28's 8192^3 run died of an illegal instruction)")
     ap.add_argument("--clears", choices=["none", "reused", "all"], help="codegen/sm90.py RING_SCALE_D_CLEARS")
     ap.add_argument("--prefetch", action="store_true", help="schedule/prefetch_loads.py PREFETCH_RING_LOADS on")
     ap.add_argument("--grouped", help="ExMxNxK,...: time matmul_grouped_f8_blockscaled instead (module docstring)")
     ap.add_argument("--no-store-pairs", action="store_true", help="codegen/store_pairs.py STORE_PAIRS off "
                     "(the epilogue's element stores, the default until session 28)")
     args = ap.parse_args()
+    wanted = set(args.probes.split(",")) if args.probes else set(PROBES)
+    if wanted - set(PROBES):
+        ap.error(f"--probes: no probe named {sorted(wanted - set(PROBES))[0]} (the probes: {', '.join(PROBES)})")
     import torch
 
     if args.clears:
@@ -115,18 +121,24 @@ def main() -> int:
             c[label] = Checked(lambda co=co, cfg=cfg: gemm.matmul_f8_blockscaled(A, B, co, SA, SB, **cfg), ref, out=co,
                                **tol)
         if not args.no_probes:
-            for label, cfg in PROBE_F8.items():
+            for (label, cfg), name in zip(PROBE_F8.items(), PROBES):
+                if name in wanted:
+                    co = out()
+                    c[label] = Checked(lambda co=co, cfg=cfg: gemm.matmul_f8(A, B, co, 1.0, 1.0, **cfg), plain,
+                                       out=co, **tol_plain)
+            if "bs_const" in wanted:
                 co = out()
-                c[label] = Checked(lambda co=co, cfg=cfg: gemm.matmul_f8(A, B, co, 1.0, 1.0, **cfg), plain, out=co,
-                                   **tol_plain)
-            co = out()
-            c["bs_const s4"] = Checked(lambda co=co: probe.bs_const(A, B, co, 1.0, 1.0), plain, out=co, **tol_plain)
-            co = out()
-            c["bs_tma s4"] = Checked(lambda co=co: probe.bs_tma(A, B, co, SAT, SBT), ref, out=co, **tol)
-            co = out()
-            c["bs_wide 128x192 s4"] = Checked(lambda co=co: probe.bs_wide(A, B, co, SA, SB), ref, out=co, **tol)
-            co = out()
-            c["bs_pf s4"] = Checked(lambda co=co: probe.bs_pf(A, B, co, SA, SB), ref, out=co, **tol)
+                c["bs_const s4"] = Checked(lambda co=co: probe.bs_const(A, B, co, 1.0, 1.0), plain, out=co,
+                                           **tol_plain)
+            if "bs_tma" in wanted:
+                co = out()
+                c["bs_tma s4"] = Checked(lambda co=co: probe.bs_tma(A, B, co, SAT, SBT), ref, out=co, **tol)
+            if "bs_wide" in wanted:
+                co = out()
+                c["bs_wide 128x192 s4"] = Checked(lambda co=co: probe.bs_wide(A, B, co, SA, SB), ref, out=co, **tol)
+            if "bs_pf" in wanted:
+                co = out()
+                c["bs_pf s4"] = Checked(lambda co=co: probe.bs_pf(A, B, co, SA, SB), ref, out=co, **tol)
         ms, verdicts = compare_checked(c, min_ms=args.ms)
         flops = 2.0 * M * N * K
         base = "scaled_mm per-tensor"

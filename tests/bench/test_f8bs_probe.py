@@ -74,3 +74,22 @@ def test_the_grouped_rows_groups():
     assert {c.get("BN") for c in GROUPED_CONFIGS.values()} == {None, 256}
     configs = [json.loads(c) for c in re.findall(r"--configs '([^']*)'", script)]  # the grouped runs' rows
     assert "--no-store-pairs" in script and {c.get("BN") for c in configs[-1].values()} == {None, 128}
+
+
+def test_probes_names_the_rows_it_keeps():
+    # --probes: one probe a process in bench/queue/E_f8bs.sh (session 28's 8192^3 run faulted in one of them)
+    import re
+    import subprocess
+    import sys
+
+    script = str(Path(PROBE).with_suffix(".py"))
+    res = subprocess.run([sys.executable, script, "--probes", "bs_const,bs_x"], capture_output=True, text=True)
+    assert res.returncode == 2
+    assert ("error: --probes: no probe named bs_x (the probes: f8_128, f8_192, bs_const, bs_tma, bs_wide, bs_pf)"
+            in res.stderr)
+    queued = (Path(PROBE).parent / "queue" / "E_f8bs.sh").read_text()
+    sys.path.insert(0, str(Path(PROBE).parent))
+    from f8bs_probe import PROBES
+
+    assert re.search(r"for p in ([\w ]+); do", queued).group(1).split() == list(PROBES)  # a process each
+    assert "--probes $p" in queued
