@@ -27,7 +27,7 @@ def test_an_unknown_switch_is_said():
 
 
 def test_the_queued_walk_is_std_flash_fwd_as_a_walk(tmp_path):
-    # bench/queue/A_fwd_persistent.sh's contender follows std's flash_fwd statement for statement
+    # bench/results/q_A_fwd_persistent-h200-twentyeighth.txt's contender follows std's flash_fwd statement for statement
     sys.path.insert(0, str(ROOT / "tests" / "schedule"))
     from test_persistent_grid import attention_walk
     text = (ROOT / "bench" / "A_fwd_walk.tl").read_text()

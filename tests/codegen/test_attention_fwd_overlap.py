@@ -100,7 +100,7 @@ def test_sass_the_exponentials_run_between_the_scores_wait_and_the_deferred_gemm
 
 def test_the_output_goes_through_qs_tile_and_the_tma(monkeypatch):
     from tlc.schedule import warpspec
-    monkeypatch.setattr(warpspec, "GRID_TILE_LOADS", False)  # one tile a block (bench/queue/A_fwd_persistent.sh)
+    monkeypatch.setattr(warpspec, "GRID_TILE_LOADS", False)  # one tile a block (the default; session 28 timed the walk slower)
     text = cuda()
     start = text.index(": copy(acc, O[b, h, bx * BM, 0])")  # (the line's number follows the module's comments)
     epilogue = text[start:text.index("#ifndef __CUDACC_RTC__", start)]

@@ -131,7 +131,7 @@ def test_sass_of_three_consumer_warpgroups_has_no_local_memory_and_no_injected_w
 @pytest.mark.nvcc
 def test_sass_of_three_warpgroups_with_p_in_shared_memory_has_no_local_memory_in_its_loops(tmp_path):
     # FlashAttention 3's 192 x 192 tile at head dim 64, P through shared memory: 96 score
-    # registers a thread, no P held in registers, within 160 (bench/queue/A_fwd_persistent.sh).
+    # registers a thread, no P held in registers, within 160 (bench/results/q_A_fwd_persistent-h200-twentyeighth.txt).
     # One scalar goes through local memory, outside the loops: H // HK, computed at the start for
     # hk and again for the LSE store's axis HK * (H // HK) after the loop (23fe47f), which ptxas
     # keeps from the one to the other across the warpgroups' register reallocation (12 bytes:

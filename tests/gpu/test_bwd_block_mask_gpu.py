@@ -1,4 +1,4 @@
-"""bench/B_bwd_block_mask.tl on the H200, built as bench/queue/B_bwd_block_mask.sh builds it
+"""bench/B_bwd_block_mask.tl on the H200, built as session 28 timed it (bench/results/q_B_bwd_block_mask-h200-twentyeighth.txt)
 (codegen/half_pairs.py CAST_PAIRS, codegen/sm90.py RING_SCALE_D_CLEARS "all"), at config.json's
 sm_90a tiles for std's flash_bwd: its gradients against the f64 ones where the block mask matters
 (S and SK ragged at both ends, S > SK causal: rows that see no key, GQA, 48 queries a dK/dV step

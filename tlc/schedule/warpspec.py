@@ -62,8 +62,10 @@ IM2COL_CLUSTER = 1
 # keeps its deferred gemm (three stages or more; a persistent ring has no late loads), as the
 # grid of an author's persistent walk is.  Off: session 24 timed that form slower than one tile a
 # block (D=128 525 against 554 TFLOP/s) while its epilogue stored O from registers; the output is
-# now staged in K's last stage (StagedStore.in_stage) and bench/queue/A_fwd_persistent.sh asks
-# again (as bench/A_fwd_walk.tl, the same kernel); no device in session 26.
+# now staged in K's last stage (StagedStore.in_stage), and session 28's H200 timed it slower
+# again (as bench/A_fwd_walk.tl, the same kernel; q_A_fwd_persistent-h200-twentyeighth.txt):
+# D=128 full 2072.4 against 1928.5 us (0.860x against 0.924x cuDNN), GQA 32/8 0.864x against
+# 0.926x, causal a tie; only at SK=256 (a block's fixed cost) did it win, 0.668x against 0.523x.
 GRID_TILE_LOADS = False
 # A persistent ring whose tiles' loop lengths grow with x (a causal attention's) takes its tiles
 # from a counter in device memory, longest first (TileOrder.dynamic, FlashAttention 3's dynamic
@@ -88,7 +90,7 @@ def specialize_warps(kernel: ir.Kernel, target) -> ir.Kernel:
         return kernel
     planner = _Planner(kernel, target)
     ws = planner.plan()
-    if ws is None and dequant_ring.DEQUANT_RING:  # (a dequantizing ring)
+    if ws is None and (dequant_ring.DEQUANT_RING or kernel.dequant_ring):  # (a dequantizing ring)
         kernel, planner, ws = dequant_ring.planned(kernel, target, _Planner)
     if ws is not None and planner.moved is not None:  # its syncs moved (later_syncs)
         kernel = replace(kernel, body=tuple(planner.moved if j == ws.loop else s for j, s in enumerate(kernel.body)))
