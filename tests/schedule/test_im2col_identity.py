@@ -1,7 +1,7 @@
 """An im2col tile whose window is the identity (a 1 x 1 convolution at stride 1 without padding:
 schedule/im2col_tma.identity_window) loaded as tiled boxes of the image seen as [N * H * W, C]
-rather than in the TMA's im2col mode, behind im2col_tma.TILED_IDENTITY (off until the H200 has
-timed the two, bench/queue/F_conv_1x1_gemm.sh): which windows are the identity, the IR and the
+rather than in the TMA's im2col mode, behind im2col_tma.TILED_IDENTITY (off: the H200
+timed no gain in session 28): which windows are the identity, the IR and the
 CUDA saying so, the interpreter against NumPy, the SASS's tiled 2-D load."""
 from __future__ import annotations
 
