@@ -51,9 +51,9 @@ INT_MAX = 2 ** 31 - 1
 # The decision's switch, off: the H200 timed it slower (session 28,
 # bench/results/q_F_stream_k-h200-twentyeighth.txt, batch 64, x cuDNN, outputs checked; bench/conv.py
 # --stream-k turns it on in a process): r50_s4_1x1_2048 0.82x -> 0.65x, r50_s4_3x3_512 0.99x ->
-# 0.74x, r50_s3_3x3_256 1.01x -> 0.93x; dx rows unchanged.  One row gained: r50_s4_1x1_2048 at
-# 128 x 256 on 3 stages 0.62x off -> 0.88x on (the default tiles' 0.82x off): a per-kernel opt-in
-# (a constant a config.json rule could set) would take it; the switch is global
+# 0.74x, r50_s3_3x3_256 1.01x -> 0.93x; dx rows unchanged.  Its one "gain", r50_s4_1x1_2048's
+# variant BM=128,BN=256,stages=3 0.62x off -> 0.88x on, is no finding: that is the row's default
+# configuration (config.json's F >= 129 rule), which the same processes timed 0.82x off, 0.65x on
 STREAM_K = False
 
 
