@@ -644,3 +644,26 @@ def test_conv2d_bwd_data_takes_the_ring_on_sm90a_by_config(mod, C, want):
     assert "RING" not in k.with_recorded(values, consts, "sm_80")
     values, consts = k.bind((dy, w, dx), {"S": 1, "P": 1, "RING": False})
     assert k.with_recorded(values, consts, "sm_90a")["RING"] is False
+
+
+@pytest.mark.parametrize("case", [(1, 9, 7, 24, 40, 3, 1, 1, 1), (1, 7, 6, 72, 64, 1, 1, 0, 1), (1, 6, 5, 136, 72, 3, 1, 1, 1)],
+                         ids=str)
+def test_conv2d_bwd_data_at_its_sm90a_rule_runs_right_as_scheduled(mod, case):
+    # each C bucket's config.json tiles (256 x 64 s4, s6, BN 256) on the ring as scheduled for sm_90a,
+    # ragged pixels and C, against NumPy
+    from tlc.interp import run_kernel
+
+    N, H, W, C, F, K, S, P, D = case
+    k = mod.kernels["conv2d_bwd_data"]
+    rng = np.random.default_rng(sum(case))
+    w = rng.standard_normal((F, K, K, C)).astype(np.float16)
+    dy = rng.standard_normal((N, ck.out_size(H, K, S, P, D), ck.out_size(W, K, S, P, D), F)).astype(np.float16)
+    want = ck.conv2d_bwd_data(dy, w, H, W, S, P, D)
+    dx = np.full(want.shape, np.nan, np.float16)
+    values, consts = k.bind((dy, w, dx), {"S": S, "P": P})
+    chosen = {n: v for n, v in k.with_recorded(values, consts, "sm_90a").items() if n not in ("T", "C")}
+    assert chosen["RING"] is True
+    kernel = k.scheduled(chosen, "sm_90a")
+    assert kernel.warp_spec is not None
+    run_kernel(kernel, {"dy": dy, "w": w, "dx": dx})
+    assert ck.rel_err(dx, want) < 2e-3
