@@ -626,8 +626,6 @@ class Sm80(CExprs, CopyGen, ExchangeGen, ReduceGen, ScanGen, HoistGen, SharedRun
             self.emit("#pragma unroll")
             self.emit(f"for (int tl_r = 0; tl_r < {alias}::REGS; ++tl_r) {{")
             self.indent += 1
-            if p.load_fence:  # schedule/epilogue_fences.py: no instruction; later loads stay below it
-                self.emit(f'if (tl_r > 0 && tl_r % {p.load_fence} == 0) asm volatile("" ::: "memory");')
             self.declare_loop_vars(p, alias, "tl_r", void=False)
             self.emit(f"if (!{alias}::valid(threadIdx.x, tl_r)) continue;")
             self.block(p.body)

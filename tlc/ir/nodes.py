@@ -404,9 +404,6 @@ class Parallel(Stmt):
     # TMA's im2col mode (`Im2colTile`), which sm_90a's warp specialization may load it by; the
     # loop itself says what it computes.
     im2col: Any = None
-    # Registers between compiler fences in the rendered register loop: the loads after one are
-    # not hoisted above it (schedule/epilogue_fences.py); 0: none.
-    load_fence: int = 0
 
 
 @frozen

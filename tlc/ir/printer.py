@@ -173,8 +173,7 @@ def _stmts(body, depth: int, out: list[str], layouts: dict | None = None, roles:
             out.append(f"{pad}for {s.var} in {kind}({rng}{stages}):{kept}")
             _stmts(s.body, depth + 1, out, layouts, roles)
         elif isinstance(s, Parallel):
-            fence = f"  # loads fenced every {s.load_fence} registers" if s.load_fence else ""
-            out.append(f"{pad}for {', '.join(s.vars)} in parallel({', '.join(map(str, s.extents))}):{fence}")
+            out.append(f"{pad}for {', '.join(s.vars)} in parallel({', '.join(map(str, s.extents))}):")
             _stmts(s.body, depth + 1, out, layouts, roles)
             out.extend(f"{pad}{_simple(c)}  # folded into the loop above: a run at a time, as it finishes each"
                        for c in s.stores)
