@@ -208,3 +208,23 @@ def test_m16_on_mma_sync_takes_several_blocks_an_sm(on, monkeypatch):
     monkeypatch.setattr(operand_layout, "WGMMA_REGISTER_A_MAX", 32)  # (helper D's switch: the gemm on mma.sync)
     text = print_kernel(scheduled("matmul_w4a16", M16))
     assert NOTE + MMA + BLOCKS3 in text
+
+
+# config.json's sm_90a rules at M <= 16 (the H200 timed them: bench/results/
+# q_D2_w4a16_tma_ring-h200-twentyeighth.txt): the ring chosen by matmul_w4a16's TMA constant,
+# grid(dequant_ring=TMA), with the switch off
+RULE_M1 = {"BM": 8, "BK": 256, "stages": 6, "TMA": True}
+RULE_M16 = {"BM": 16, "BK": 512, "stages": 4, "TMA": True}
+
+
+@pytest.mark.parametrize("M,N,K,consts", [(1, 100, 4100, RULE_M1), (16, 130, 3000, RULE_M16)])
+def test_the_tma_constant_takes_the_ring_without_the_switch(M, N, K, consts):
+    assert dequant_ring.DEQUANT_RING is False
+    k = scheduled("matmul_w4a16", consts)
+    assert k.warp_spec is not None and NOTE in print_kernel(k)
+    assert scheduled("matmul_w4a16", {**consts, "TMA": False}).warp_spec is None
+    assert scheduled("matmul_w4a16", consts, arch="sm_80").warp_spec is None  # (no TMA: the cp.async ring)
+    A, W4, scales, zeros, C, ref, tol, _ = case(np.random.default_rng(M + K), M, N, K)
+    run_kernel(k, {"A": A, "W4": W4, "scales": scales, "zeros": zeros, "C": C})
+    check(f"matmul_w4a16 at the TMA rule {M}x{N}x{K}", C, ref, tol)
+

@@ -242,7 +242,7 @@ CASES = {
     'E050_unknown_grid_argument': (
         '@kernel\ndef k(A: f32[N]):\n    with grid(1, threads=64, block=2) as bx:\n        pass\n',
         "t.tl:3:30: error[E050]: grid() has no argument 'block'\n  |\n3 |     with grid(1, threads=64, block=2) as bx:\n"
-        "  |                              ^^^^^^^\n  = hint: it takes the grid dimensions, threads= and blocks_per_sm=",
+        "  |                              ^^^^^^^\n  = hint: it takes the grid dimensions, threads=, blocks_per_sm= and dequant_ring=",
     ),
     'E050_threads_range': (
         '@kernel\ndef k(A: f32[N]):\n    with grid(1, threads=2048) as bx:\n        pass\n',
@@ -254,6 +254,11 @@ CASES = {
         "t.tl:3:44: error[E050]: blocks_per_sm must be an integer from 0 to 32, found 40\n  |\n"
         "3 |     with grid(1, threads=64, blocks_per_sm=40) as bx:\n  |                                            ^^\n"
         "  = hint: 0 lets the compiler choose",
+    ),
+    'E050_dequant_ring_not_bool': (
+        '@kernel\ndef k(A: f32[N]):\n    with grid(1, threads=64, dequant_ring=2) as bx:\n        pass\n',
+        "t.tl:3:43: error[E050]: dequant_ring must be True or False, found 2\n  |\n"
+        "3 |     with grid(1, threads=64, dequant_ring=2) as bx:\n  |                                           ^",
     ),
     'E050_block_index_count': (
         '@kernel\ndef k(A: f32[N]):\n    with grid(1, 2, threads=64) as bx:\n        pass\n',

@@ -500,6 +500,9 @@ class Kernel(Node):
     constants: tuple[tuple[str, Any], ...] = ()  # bound values: int, float, bool or DType
     smem_bytes: int = 0
     min_blocks: int = 0  # blocks per SM to ask ptxas for (__launch_bounds__); 0: codegen/occupancy.py decides
+    # grid(dequant_ring=True): a ring that warp specialization refuses may be planned as a
+    # dequantizing TMA ring (schedule/dequant_ring.py), as its DEQUANT_RING switch does for all
+    dequant_ring: bool = False
     wide_symbols: tuple[str, ...] = ()  # shape symbols that are i64, not i32 (a flat view's element count)
     # shape symbols compiled in as constants, (name, size) in order of first appearance: the
     # params' dims hold the size; a launch checks it (LANGUAGE.md section 1)

@@ -1,5 +1,6 @@
 """A dequantizing ring through the TMA (#18), the decision, behind an option off by default
-(DEQUANT_RING: the H200 timed it, a win for matmul_w4a16 and a loss for its split-K, below).
+(DEQUANT_RING: the H200 timed it, a win for matmul_w4a16 and a loss for its split-K, below), or
+taken by a kernel whose grid says `dequant_ring=True` (std.gemm's matmul_w4a16 at its TMA constant).
 
 warpspec.py specializes a pipelined loop whose leading copies the TMA can make and whose other
 statements never wait for the whole block.  std.gemm's w4a16 decode kernels (matmul_w4a16, its
@@ -47,8 +48,9 @@ from .smem import SWIZZLE_ALIGN, SharedLayout, _align
 # tiles M = 1 27.3 us against 36.4 (0.75), M = 16 27.4 against 30.6 (0.90), and the fastest rows
 # of all its deeper rings (M = 1 BK=256 on 6 stages 24.2, against the GEMV's 24.9; M = 16 BK=512
 # on 4 stages 25.1, against split-K 2's 27.0), but matmul_w4a16_splitk M = 1 (4 parts) 31.0
-# against 26.1 (1.19), M = 16 (2 parts) 30.6 against 27.0 (1.13).  config.json's rules choose
-# constants only, so the wins need the ring to be chosen per kernel call first.
+# against 26.1 (1.19), M = 16 (2 parts) 30.6 against 27.0 (1.13).  So a kernel chooses it by
+# grid(dequant_ring=...) (Kernel.dequant_ring): std.gemm's matmul_w4a16 by its TMA constant,
+# which config.json's sm_90a rules at M <= 16 set.
 DEQUANT_RING = False
 # The most blocks of such a ring an SM holds at once (`blocks_per_sm`): a warp-specialized block
 # with setmaxnreg holds an SM alone, one consumer warpgroup (THREADS = 128) one warp a scheduler
