@@ -399,7 +399,11 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                        {"options": "tma", "BN": 128, "THREADS": 256, "BK": 512, "stages": 4}, 2),
                       ("w4a16 copy forms split-K 4", "matmul_w4a16_splitk", {"options": "forms", "m": (1,)}, 4),
                       ("w4a16 copy forms split-K 2", "matmul_w4a16_splitk", {"options": "forms", "m": (16,)}, 2),
-                      ("w4a16 ring split", "matmul_w4a16", {"options": "ring-split"}, 0)]
+                      ("w4a16 ring split", "matmul_w4a16", {"options": "ring-split"}, 0),
+                      # session 28: config.json's sm_90a rules at M <= 16 take the TMA ring (TMA=True);
+                      # the cp.async ring at the rules they replaced, for bench/queue/V_D_flips.sh
+                      ("w4a16 cp.async BK=256 stages=3", "matmul_w4a16", {"m": (1,), "TMA": False, "stages": 3}, 0),
+                      ("w4a16 cp.async BK=512 stages=2", "matmul_w4a16", {"m": (16,), "TMA": False, "stages": 2}, 0)]
 # A variant's "options": compiler switches (MODULE.NAME=VALUE, as --option) set while its launchers
 # compile, its kernels from a copy of std.gemm's text at a path of its own (the program cache's keys
 # do not hold the switches), so that one process times it beside the defaults

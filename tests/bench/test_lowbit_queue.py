@@ -78,3 +78,22 @@ def test_the_register_a_answers(tmp_path):
                                 "1.46x F.linear with it, 1.35x without",
                                 "ANSWER: unrolled reduce decode M=16 N=8192 K=8192 g128 w4a16 split-K 2 unrolled reduce: "
                                 "unrolled/std 0.977 (26.0 vs 26.6 us)"]
+
+
+def test_the_flips_script_names_real_variants_and_answers(tmp_path):
+    """bench/queue/V_D_flips.sh: its lowbit call parses and names variants that exist, within 40 s,
+    and its answer step reads the printed rows (a row that failed its check is said so)."""
+    text = (ROOT / "bench" / "queue" / "V_D_flips.sh").read_text()
+    assert "# limit: 40\n" in text
+    (argv,) = _lowbit_commands(text)
+    args = lowbit.parser().parse_args(argv)
+    assert args.w4a16 and args.quick and set(args.only.split(",")) <= {v[0] for v in lowbit.W4_DECODE_VARIANTS}
+    (tmp_path / "V_D.txt").write_text("\n".join([
+        _row(1, "w4a16", 24.0, 1.66), _row(1, "w4a16 gemv", 25.0, 1.6), _row(1, "F.linear f16", 40.0, 1.0),
+        lowbit.w4a16_line({"row": "decode M=16 N=8192 K=8192 g128", "variant": "w4a16", "error": "wrong"}),
+        _row(16, "w4a16 split-K 2", 27.0, 1.33)]) + "\n")
+    out = subprocess.run([sys.executable, "-c", _answer_step(text).replace("/tmp/", f"{tmp_path}/")],
+                         capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.splitlines() == [
+        "ANSWER: decode M=1 N=8192 K=8192 g128: matmul_w4a16 at the TMA rule 24.0 us = 1.66x F.linear; w4a16 gemv 25.0",
+        "ANSWER: decode M=16 N=8192 K=8192 g128: the TMA rule's row did not print (failed its check or timed out)"]

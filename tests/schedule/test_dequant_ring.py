@@ -228,3 +228,22 @@ def test_the_tma_constant_takes_the_ring_without_the_switch(M, N, K, consts):
     run_kernel(k, {"A": A, "W4": W4, "scales": scales, "zeros": zeros, "C": C})
     check(f"matmul_w4a16 at the TMA rule {M}x{N}x{K}", C, ref, tol)
 
+
+def test_the_kits_shapes_at_the_rules_with_callers_constants_match_numpy():
+    """A caller's constants complete the rule's (TMA among them): where the ring cannot take the
+    loop (K steps of 32, 64 threads) the cp.async ring runs; either way the interpreter, running
+    the kernel as scheduled for sm_90a, matches NumPy."""
+    import tlc
+    from w4a16_kit import SHAPES
+
+    kernel = tlc.load(str(ROOT / "stdlib" / "gemm.tl"), target="cpu").kernels["matmul_w4a16"]
+    rings = 0
+    for M, N, K, G, decode, _ in SHAPES:
+        A, W4, scales, zeros, C, ref, tol, _ = case(np.random.default_rng(M * N + K), M, N, K, G)
+        consts = kernel.with_recorded({"A": A, "W4": W4, "C": C}, {**decode, "G": G}, "sm_90a")
+        k = scheduled("matmul_w4a16", consts)
+        rings += k.warp_spec is not None
+        assert (k.warp_spec is not None) <= consts.get("TMA", False)
+        run_kernel(k, {"A": A, "W4": W4, "scales": scales, "zeros": zeros, "C": C})
+        check(f"matmul_w4a16 {M}x{N}x{K} g{G} at {consts}", C, ref, tol)
+    assert rings == 4

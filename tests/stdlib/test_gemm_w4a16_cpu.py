@@ -77,6 +77,20 @@ def test_the_table_picks_the_splitk_tiles_by_m(mod, arch, M, want):
     assert mod.kernels["matmul_w4a16_splitk"].with_recorded(values, {}, arch) == want
 
 
+# config.json's matmul_w4a16 tiles by M: on sm_90a at M <= 16 the TMA ring (grid(dequant_ring=TMA);
+# H200, N = K = 8192 g128, bench/results/q_D2_w4a16_tma_ring-h200-twentyeighth.txt: M = 1 24.2 us
+# on 6 stages of 256 against 36.4 on the cp.async ring, M = 16 25.1 on 4 stages of 512 against
+# 30.6); M = 17 .. 64 (untimed through the ring) and sm_80 keep the cp.async ring's tiles
+@pytest.mark.parametrize("arch,M,want", [("sm_90a", 1, {"BM": 8, "BK": 256, "stages": 6, "TMA": True}),
+                                         ("sm_90a", 16, {"BM": 16, "BK": 512, "stages": 4, "TMA": True}),
+                                         ("sm_90a", 20, {"BM": 32, "BK": 256, "stages": 3}),
+                                         ("sm_80", 1, {"BM": 8, "BK": 256, "stages": 3}),
+                                         ("sm_80", 16, {"BM": 16, "BK": 512, "stages": 2})])
+def test_the_table_picks_the_decode_tiles_and_ring_by_m(mod, arch, M, want):
+    values = {"A": np.zeros((M, 256), np.float16), "W4": np.zeros((64, 32), np.uint32), "C": np.zeros((M, 64), np.float16)}
+    assert mod.kernels["matmul_w4a16"].with_recorded(values, {}, arch) == want
+
+
 @pytest.mark.parametrize("M,N,K,G,consts", GEMV_SHAPES)
 def test_gemv_against_numpy(mod, M, N, K, G, consts):
     A, W4, scales, zeros, C, ref, tol, _ = case(np.random.default_rng(M * N + K), M, N, K, G)
