@@ -1,5 +1,5 @@
 #!/bin/bash
-# limit: 30
+# limit: 40
 # Helper G, session 28 (#13): which switch lost expert_histogram 2.3x on the H200?  Session 28's
 # G_ops_weak_rows.sh (bench/results/q_G_ops_weak_rows-h200-twentyeighth.txt) timed
 # atomic_groups.GROUP_ATOMICS and host_asserts.WHOLE_RUNS_WITH_ASSERTS only together: 2^26 i64
