@@ -147,3 +147,23 @@ def test_the_runtime_build_at_the_defaults_fits_the_registers(tmp_path, name):
     sass, log = cubin_sass(_built(name, {}), "sm_90a", tmp_path)
     assert "0 bytes spill stores" in log and "0 bytes spill loads" in log, log
     assert len(re.findall(r"QGMMA\.64x128x32", sass)) == 4 and len(re.findall(r"\bFFMA\b", sass)) >= 64
+
+
+@pytest.mark.parametrize("rule, zeroed", [("reused", True), ("all", True), ("none", False)])
+def test_products_issued_back_to_back_clear_by_scale_d(monkeypatch, rule, zeroed):
+    # std.attention's flash_bwd (sm_90a, D = 128, config.json's tiles): each loop issues Q . K^T
+    # and dO . V^T back to back, each clear_accum; "reused" clears both by their first K step's
+    # scale-d 0, as the H200 timed the block-masked backward in session 28 (with "all"); cleared
+    # by instructions, the second while the first product runs, ptxas waited for the scores (C7517)
+    import tlc.codegen.sm90 as sm90
+    from tlc.runner import build
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stdlib"))
+    from attention_kit import ATTENTION_PATH
+
+    monkeypatch.setattr(sm90, "RING_SCALE_D_CLEARS", rule)
+    defines = ("D=128", "BM=128", "THREADS=256", "BN=128", "BQ=64", "KV_STAGES=3")
+    src, _ = build(ATTENTION_PATH, kernels=("flash_bwd",), defines=defines, arch="sm_90a")
+    for fragment in ("scores", "dprobs", "scores_t", "dprobs_t"):
+        assert (f"{fragment}[tl_r] = 0.0f;" not in src) == zeroed, fragment
+    assert len(re.findall(r"tl::gemm_wgmma_issue<tl_flash_bwd_grid\d_wgmma_n\d+_f16_clear, ", src)) == (4 if zeroed else 0)

@@ -116,7 +116,7 @@ def test_the_ring_on_the_interpreter_against_numpy():
     grids = schedule_grids(check_file(STAGED).program, "flash_bwd", {"D": D, "CAUSAL": True, "T": "f16", **SM90_TILES},
                            target="sm_90a")
     assert grids[2].warp_spec.release_lag == 1 and grids[2].warp_spec.warpgroup_syncs
-    errors = bwd_grid_errors(grids, B, H, HK, S, SK, D, True, seed=5)
+    errors = bwd_grid_errors(grids, B, H, HK, S, SK, D, True, seed=5, workspaces=("delta",))
     assert max(errors.values()) < 4e-3, errors
 
 

@@ -104,7 +104,7 @@ def attention_grads(q, k, v, do, scale, causal=False):
     return dq, dk.reshape(B, HK, G, SK, D).sum(2), dv.reshape(B, HK, G, SK, D).sum(2)
 
 
-def bwd_grid_errors(grids, B, H, HK, S, SK, D, causal, seed, workspaces=("delta",)) -> dict:
+def bwd_grid_errors(grids, B, H, HK, S, SK, D, causal, seed, workspaces=("delta", "lse_log2")) -> dict:
     """flash_bwd's scheduled grids (`grids`, one kernel each) run on the interpreter in order, O
     and LSE from std.attention's flash_fwd there, f16 inputs from `seed`: each of dQ, dK and dV's
     largest error against attention_grads, relative to its largest value.  `workspaces`: the

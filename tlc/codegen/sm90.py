@@ -27,9 +27,13 @@ from .warpspec import WarpSpecialized
 # "reused": those whose fragment the body clears more than once (one partial-sum fragment for two
 # gemms: std.gemm's block-scaled f8 at BN = 256, two 128-column halves, where ptxas kept the zeros
 # in registers of their own and spilled 328 bytes a thread; with the rule none, and one FFMA a
-# register scales and adds the partial sums); "all": every one (std's block-scaled kernels at
-# BN <= 128 too: their SASS is the same but where ptxas folded no clear, 64 IMAD.MOV a K step
-# before the wgmma go; not yet timed on the GPU, so not the default); "none"
+# register scales and adds the partial sums), and those of products issued back to back
+# (std.attention flash_bwd's Q . K^T and dO . V^T, both loops, as the H200 timed its block mask in
+# session 28: 6.101 ms = 0.891x cuDNN where std's 6.392 took 0.850x, bench/results/
+# q_B_bwd_block_mask-h200-twentyeighth.txt; no other std kernel has such a pair); "all": every
+# one (std's block-scaled kernels at BN <= 128 too: their SASS is the same but where ptxas folded
+# no clear, 64 IMAD.MOV a K step before the wgmma go; not yet timed on the GPU, so not the
+# default); "none"
 RING_SCALE_D_CLEARS = "reused"
 # Where the body writes such a fragment by nothing but its gemms and those clears (a partial sum
 # each iteration scales and adds into values of its own: schedule/dead_stores.py), the clearing
@@ -155,9 +159,16 @@ class Sm90(WarpSpecialized, Sm80):
         # (and others on shared operands as RING_SCALE_D_CLEARS says, the first K step's instruction
         # only writing the registers: tl::gemm_wgmma_issue's CLEAR 2)
         fills = Counter(f.buffer for f in heads if isinstance(f, ir.Fill))
+        # and ("reused") the clears of products issued back to back, clear, gemm, clear, gemm
+        # (std.attention flash_bwd's Q . K^T and dO . V^T: the second clear by instructions while
+        # the first product runs made ptxas wait for the scores in the block-masked dK/dV step, C7517)
+        pairs = {i for i, (f, g) in enumerate(zip(heads, heads[1:])) if isinstance(f, ir.Fill)
+                 and isinstance(g, ir.Gemm) and g.c == f.buffer and self.uses_wgmma(g)}
+        back_to_back = {id(heads[i]) for i in pairs if i - 2 in pairs or i + 2 in pairs}
         zeroed = {id(f) for f, g in zip(heads, heads[1:]) if isinstance(f, ir.Fill) and isinstance(g, ir.Gemm)
                   and g.c == f.buffer and self.zero_clear(f, g) and self.uses_wgmma(g) and id(f) not in cleared
-                  and (RING_SCALE_D_CLEARS == "all" or RING_SCALE_D_CLEARS == "reused" and fills[f.buffer] > 1)}
+                  and (RING_SCALE_D_CLEARS == "all" or RING_SCALE_D_CLEARS == "reused"
+                       and (fills[f.buffer] > 1 or id(f) in back_to_back))}
         # of those, the fragments nothing but gemms and those clears writes in the body: the
         # registers the last gemm left, read (CLEAR 1), so ptxas keeps one window for them
         others = written_names(stmts) | {x.dst for x in statements(stmts) if isinstance(x, (ir.Reduce, ir.Scan))} \
