@@ -192,6 +192,7 @@ int main() {
 
 
 @pytest.mark.skipif(CXX is None, reason="no C++ compiler")
+@pytest.mark.slow  # every 16-bit y (~9 s): an exhaustive matrix
 def test_fast_atan2_on_every_16_bit_y(tmp_path):
     """tl::fast_atan2_near (two f16 arguments) and fast_atan2 (bf16, with fast_div) on every y of
     the dtype against a spread of 1075 x (and -0, and -y at x = 0): relative error below 2^-17,

@@ -98,6 +98,7 @@ def _instructions(sass: str) -> int:
 
 
 @pytest.mark.nvcc
+@pytest.mark.slow  # two sm_90a builds of the split-K w4a16 kernel (~7 s)
 def test_the_split_k_w4a16_kernel_dequantizes_as_the_one_without(tmp_path):
     """nvcc's build with the sizes assumed (TL_ASSUME_SIZES, what NVRTC's builds assume): the
     split-K kernel at BM = 8, K steps of 512 on 3 stages has matmul_w4a16's SASS, half what it had

@@ -267,7 +267,7 @@ def test_depthwise_conv2d_reads_x_a_run_at_a_time(mod):
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("arch,BH", [("sm_80", 4), ("sm_90a", 4), ("sm_90a", 8)])
+@pytest.mark.parametrize("arch,BH", [("sm_80", 4), ("sm_90a", 4), pytest.param("sm_90a", 8, marks=pytest.mark.slow)])
 def test_depthwise_conv2d_sass(mod, arch, BH, tmp_path):
     """3 x 3 taps of BH output rows, unrolled (4, the .tl's; 8, config.json's sm_90a rule for
     3 x 3).  The build for whole runs (C a multiple of 8, the runtime's first) loads each of the

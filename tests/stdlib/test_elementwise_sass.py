@@ -21,6 +21,7 @@ from tlc.benchmarks.sass import find_cuobjdump
 
 
 @pytest.mark.nvcc
+@pytest.mark.slow  # ~16 s of nvcc and cuobjdump over every math function: the README run keeps under 5 minutes
 def test_our_math_is_no_longer_than_cudas():
     if find_cuobjdump() is None:
         pytest.skip("no cuobjdump on PATH or in the NVIDIA wheels")

@@ -123,7 +123,7 @@ def test_the_sm90a_table_takes_32_tokens_of_64_experts_a_block_for_e_up_to_64(mo
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("dtype", ["f16", "f32"])
+@pytest.mark.parametrize("dtype", ["f16", pytest.param("f32", marks=pytest.mark.slow)])  # one in the README run
 def test_the_table_tiles_build_without_spills(dtype, tmp_path):
     """The config table's topk tile (BE = 64, BM = 32: 64 registers in f16) on sm_90a, and
     topk_grouped's defaults (64 threads, 8 blocks an SM: 122 registers in f32)."""
