@@ -115,21 +115,14 @@ def bind(kernel: Kernel, args: dict) -> Bound:
     return Bound(tensors, scalars, symbols)
 
 
-_loops: dict[int, tuple] = {}  # id of a kernel -> (the kernel, its `loop_bounds.counted_loops`)
-
-
 def _refuse_loops_past_i32(kernel: Kernel, scalars: dict) -> None:
     """A loop whose i32 counter these sizes would step past i32 (or by 0): the interpreter's
     Python range would end where the cpu target's loop does not (runtime/loop_bounds.py)."""
-    got = _loops.get(id(kernel))
-    if got is None or got[0] is not kernel:
-        if len(_loops) > 1024:  # a tuning sweep's kernels are not kept alive here
-            _loops.clear()
-        got = _loops[id(kernel)] = (kernel, loop_bounds.counted_loops(kernel))
-    if not got[1]:
+    loops = loop_bounds.counted_loops(kernel)  # a walk of the body, as `written_names` is per call
+    if not loops:
         return
     names = {k: v.item() if isinstance(v, np.generic) else v for k, v in scalars.items()}
-    for loop in got[1]:
+    for loop in loops:
         try:
             values = tuple(evaluate_int(b, names) for b in (loop.start, loop.stop, loop.step))
         except GridError:  # a bound that divides by zero: the loop's own error, where it runs

@@ -20,10 +20,10 @@ tl::HostGrid::loop_counter_fits).
 """
 from __future__ import annotations
 
-from ..ir.stepped_loops import CountedLoop, constant, counted_loops  # noqa: F401 (the runtime's names)
+from ..ir.stepped_loops import I32_MAX, CountedLoop, constant, counted_loops  # noqa: F401 (the runtime's names)
 from ..ir.walk import variables
 
-I32_MIN, I32_MAX = -2**31, 2**31 - 1
+I32_MIN = -I32_MAX - 1
 
 
 def past(start: int, stop: int, step: int) -> int:
