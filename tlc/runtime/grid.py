@@ -144,9 +144,16 @@ def empty_despite_division(parts: Sequence[Callable], vals) -> tuple:
             extents.append(part(vals))
         except ZeroDivisionError:
             extents.append(None)
-    if 0 not in extents:
+    empty = _empty_grid(extents)
+    if empty is None:
         raise ZeroDivisionError
-    return tuple(0 if n is None else n for n in extents)
+    return empty
+
+
+def _empty_grid(extents: list) -> tuple | None:
+    """Extents, None for each that divided by zero: the empty grid they make where another is 0
+    (those that divided given as 0), else None."""
+    return tuple(0 if n is None else n for n in extents) if 0 in extents else None
 
 
 def _extent_of(f):
@@ -299,7 +306,8 @@ def grid_extents(kernel, values: dict) -> list[int]:
         except GridError as e:
             raise (divided or error(axis, g, e)) from None
     if divided is not None:
-        if 0 not in extents:
+        empty = _empty_grid(extents)
+        if empty is None:
             raise divided
-        extents = [0 if n is None else n for n in extents]
+        extents = list(empty)
     return extents
