@@ -11,7 +11,7 @@ most 2/3 of a one-pass kernel's); GB/s and its fraction of a device-to-device co
 measured in the same run (tlc.benchmarks.ceilings).
 
     python bench/lowbit.py [--quick] [--only quantize_per_token,quantize_int4] [--json out.json]
-    python bench/lowbit.py --w4a16 [--quick] [--m 1,4096] [--only "w4a16,w4a16 gemv"] [--json out.json] [--copy-forms] [--ring-split] [--option MODULE.NAME=VALUE]
+    python bench/lowbit.py --w4a16 [--quick] [--m 1,4096] [--only "w4a16,w4a16 gemv"] [--json out.json] [--copy-forms] [--option MODULE.NAME=VALUE]
     python bench/lowbit.py --scaled [--quick] [--json out.json]
 
 --w4a16: std.gemm's weight-only int4 GEMM instead (issue 18's w4a16 rows): a weight N = K = 8192
@@ -26,8 +26,7 @@ variant's output is checked against F.linear in f32 of the dequantized weight be
 counts (tlc.timing.compare_checked).  --copy-forms generates every kernel with tl::copy_g2s's
 issue forms that the GPU has not timed (tlc/codegen/copies.py ROUND_STEPS and CLIP_ROWS_MAX, off
 by default); the program cache's keys do not hold them, so such a process needs a TLC_CACHE_DIR
-of its own.  --ring-split likewise schedules with schedule/ring_split_k.py's RING_SPLIT: the
-"w4a16" rows' matmul_w4a16 then takes K in parts that meet inside the kernel (no splitk_reduce).
+of its own.
 
 --scaled: std.gemm's scaled 8-bit GEMMs (issue 18's W8A8 and row-wise f8 rows), 8192^3:
 matmul_i8_scaled (i8 x i8, per-token x per-channel scales, bf16 out) against torch._int_mm (its
@@ -379,8 +378,8 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       # rows above (each set from a copy of std.gemm of its own): the weight through the
                       # TMA ring (schedule/dequant_ring.py) at config.json's tiles (3 blocks an SM where
                       # its gemm is mma.sync, M = 1; one with setmaxnreg otherwise, and "1 block an SM"),
-                      # and deeper rings (15 KB a stage at M = 1, 51 KB at M = 16); D's copy forms and
-                      # split inside the kernel beside them
+                      # and deeper rings (15 KB a stage at M = 1, 51 KB at M = 16); D's copy forms
+                      # beside them
                       ("w4a16 TMA ring", "matmul_w4a16", {"options": "tma"}, 0),
                       ("w4a16 TMA ring 1 block an SM", "matmul_w4a16", {"options": "tma-1", "m": (1,)}, 0),
                       # M = 16 with D's WGMMA_REGISTER_A_MAX = 32: its gemm on mma.sync, so 3 blocks an SM
@@ -399,7 +398,6 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                        {"options": "tma", "BN": 128, "THREADS": 256, "BK": 512, "stages": 4}, 2),
                       ("w4a16 copy forms split-K 4", "matmul_w4a16_splitk", {"options": "forms", "m": (1,)}, 4),
                       ("w4a16 copy forms split-K 2", "matmul_w4a16_splitk", {"options": "forms", "m": (16,)}, 2),
-                      ("w4a16 ring split", "matmul_w4a16", {"options": "ring-split"}, 0),
                       # session 28: config.json's sm_90a rules at M <= 16 take the TMA ring (TMA=True);
                       # the cp.async ring at the rules they replaced, for bench/queue/V_D_flips.sh
                       ("w4a16 cp.async BK=256 stages=3", "matmul_w4a16", {"m": (1,), "TMA": False, "stages": 3}, 0),
@@ -412,8 +410,7 @@ W4_OPTION_SETS = {"tma": ("tlc.schedule.dequant_ring.DEQUANT_RING=1",),
                   "tma-1": ("tlc.schedule.dequant_ring.DEQUANT_RING=1", "tlc.schedule.dequant_ring.DEQUANT_BLOCKS=1"),
                   "tma-mma": ("tlc.schedule.dequant_ring.DEQUANT_RING=1",
                               "tlc.schedule.operand_layout.WGMMA_REGISTER_A_MAX=32"),
-                  "forms": ("tlc.codegen.copies.ROUND_STEPS=1", "tlc.codegen.copies.CLIP_ROWS_MAX=8"),
-                  "ring-split": ("tlc.schedule.ring_split_k.RING_SPLIT=1",)}
+                  "forms": ("tlc.codegen.copies.ROUND_STEPS=1", "tlc.codegen.copies.CLIP_ROWS_MAX=8")}
 # BM = 256: each dequantized weight used by twice the rows (the dequantization costs per weight,
 # the products per row); "dequantize_w4a16": the whole weight dequantized once into an f16
 # buffer, then matmul_nt
@@ -676,15 +673,11 @@ def _scaled_report(row: str, ours: str, contenders: dict, measured, M: int, N: i
 
 
 def apply_switches(args) -> None:
-    """The compiler switches the run asks for (--option, --ring-split, --copy-forms), set before
+    """The compiler switches the run asks for (--option, --copy-forms), set before
     anything compiles."""
     if args.option:
         from ops_variants import apply_options
         apply_options(args.option)
-    if args.ring_split:
-        from tlc.schedule import ring_split_k
-        ring_split_k.RING_SPLIT = True
-        print("split-K of cp.async rings: RING_SPLIT = True (matmul_w4a16 splits; the split-K rows' kernels do not)")
     if args.copy_forms:
         from tlc.codegen import copies
         copies.ROUND_STEPS, copies.CLIP_ROWS_MAX = True, 8
@@ -702,9 +695,6 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--copy-forms", action="store_true",
                     help="Generate tl::copy_g2s's untimed issue forms (codegen/copies.py ROUND_STEPS, "
                          "CLIP_ROWS_MAX = 8); give the process caches of its own (TLC_CACHE_DIR).")
-    ap.add_argument("--ring-split", action="store_true",
-                    help="Schedule with schedule/ring_split_k.py's RING_SPLIT (split-K of cp.async rings, the "
-                         "parts meeting in the kernel; off by default); caches of its own (TLC_CACHE_DIR).")
     ap.add_argument("--option", action="append", default=[],
                     help="MODULE.NAME=VALUE: a compiler switch for the run (bench/ops_variants.py's); caches of its own.")
     return ap

@@ -118,46 +118,6 @@ __device__ __forceinline__ void turn_done(int* p) {
   asm volatile("fence.acq_rel.gpu;\n\tred.relaxed.gpu.global.add.s32 [%0], 1;" ::"l"(p) : "memory");
 }
 
-// Split-K of a cp.async ring (schedule/ring_split_k.py): part `part` of `parts` of a tile meets
-// the others after its K loop.  Each part stores its f32 registers `acc` (REGS a thread) into its
-// slot of the tile's `slots` (float4s at r * THREADS + thread), the block meets, and one thread
-// counts the part arrived (a fence, then an acquire-release add that reads the count before).
-// The part that arrives last (it read parts - 1) sets the count back to 0 for the next launch
-// and adds the tile's slots in part order into `acc` (its own slot too, read back, so that the
-// sum's bits do not depend on which part arrives last and no second copy of its registers is
-// live: a 128-register accumulator, sm_80's std.gemm matmul, spilled 18 KB with one; loaded
-// through L2: other SMs wrote them) and returns true: it runs the epilogue; the others return
-// false.  No part waits for another, so no order of the blocks' launch can hang.
-template <int REGS, int THREADS>
-__device__ __forceinline__ bool split_k_meet(float* acc, float4* slots, int* count, int part, int parts) {
-  static_assert(REGS % 4 == 0, "a thread's registers go as whole float4s");
-  constexpr int QUADS = REGS / 4;
-  float4* mine = slots + static_cast<long long>(part) * (QUADS * THREADS);
-#pragma unroll
-  for (int r = 0; r < QUADS; ++r)
-    mine[r * THREADS + threadIdx.x] = make_float4(acc[4 * r], acc[4 * r + 1], acc[4 * r + 2], acc[4 * r + 3]);
-  int seen = 0;
-  __syncthreads();  // every thread's stores before the count
-  if (threadIdx.x == 0)
-    asm volatile("fence.acq_rel.gpu;\n\tatom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(seen) : "l"(count) : "memory");
-  // (a barrier's OR, not a shared flag: a static shared int would cost a block an SM at the edge
-  // of shared memory, std.gemm's w4a16 split-K at M = 1 among them)
-  if (!__syncthreads_or(threadIdx.x == 0 && seen == parts - 1)) return false;
-  if (threadIdx.x == 0) *count = 0;
-  for (int s = 0; s < parts; ++s) {
-    const float4* theirs = slots + static_cast<long long>(s) * (QUADS * THREADS);
-#pragma unroll
-    for (int r = 0; r < QUADS; ++r) {
-      const float4 v = __ldcg(theirs + r * THREADS + threadIdx.x);  // (its own: what it stored above)
-      acc[4 * r] = s == 0 ? v.x : acc[4 * r] + v.x;
-      acc[4 * r + 1] = s == 0 ? v.y : acc[4 * r + 1] + v.y;
-      acc[4 * r + 2] = s == 0 ? v.z : acc[4 * r + 2] + v.z;
-      acc[4 * r + 3] = s == 0 ? v.w : acc[4 * r + 3] + v.w;
-    }
-  }
-  return true;
-}
-
 // atomicAdd(p, v) of every active lane, the lanes of the warp that update one address added
 // once: they elect their lowest lane (__match_any_sync of the address), which adds v times their
 // count (schedule/atomic_groups.py: a shared histogram's bins chosen by data, std.moe's

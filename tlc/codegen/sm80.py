@@ -205,10 +205,6 @@ class Sm80(CExprs, CopyGen, ExchangeGen, ReduceGen, ScanGen, HoistGen, SharedRun
     def block(self, stmts) -> None:
         if getattr(self, "in_consumer_loop", False) and self.consumer_block(stmts):
             return  # (a check, not an override: a frame more per nesting would lower the bound)
-        if stmts is self.k.body and self.k.split_k is not None and self.k.warp_spec is None:
-            from .ring_split_k import emit  # the parts of a cp.async ring's K meet after its loop
-            emit(self, stmts)
-            return
         early = self.hoist_early(stmts)
         for run in self.runs(stmts):
             if len(run) >= 2:

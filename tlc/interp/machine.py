@@ -151,9 +151,6 @@ class Machine:
         if self.k.warp_spec is not None:  # producer and consumers over the ring (ring.py)
             run_warp_specialized(self, extents)
             return
-        if self.k.split_k is not None:  # a cp.async ring's parts of K (schedule/ring_split_k.py)
-            self.run_split(extents)
-            return
         self.grid_x = extents[0]
         for bz in range(extents[2]):
             for by in range(extents[1]):
@@ -167,31 +164,6 @@ class Machine:
         for name, v in zip(self.k.block_vars, (bx, by, bz)):
             self.env[name] = np.int32(v)
         self.buffers = {b.name: self.alloc(b.dtype, b.shape) for b in self.k.buffers}
-
-    def run_split(self, extents) -> None:
-        """The grid of a kernel whose cp.async ring's parts of K meet after its loop (ir.SplitK
-        on the kernel, schedule/ring_split_k.py): each part runs the body up to the loop and keeps
-        its accumulator; the blocks run one after another, z slowest, so a tile's last part
-        (z = parts - 1) arrives last, and it adds the parts' accumulators in part order (as
-        tl::split_k_meet does, whichever arrives last on the GPU) and runs the epilogue."""
-        sk = self.k.split_k
-        i = next(j for j, s in enumerate(self.k.body) if isinstance(s, For) and s.kind == "pipelined")
-        self.grid_x = extents[0]
-        slots: dict = {}
-        for bz in range(extents[2]):
-            for by in range(extents[1]):
-                for bx in range(extents[0]):
-                    self.enter_block(bx, by, bz)
-                    self.block(self.k.body[:i + 1], True)
-                    if extents[2] > 1:
-                        slots[bx, by, bz] = self.buffers[sk.acc].copy()
-                        if bz < extents[2] - 1:
-                            continue
-                        total = slots.pop((bx, by, 0))
-                        for part in range(1, extents[2]):
-                            total = total + slots.pop((bx, by, part))
-                        self.buffers[sk.acc][...] = total
-                    self.block(self.k.body[i + 1:], True)
 
     @staticmethod
     def alloc(dt: DType, shape) -> np.ndarray:

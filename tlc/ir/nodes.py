@@ -526,9 +526,6 @@ class Kernel(Node):
     # the grid's x launched in reverse (x = gridDim.x - 1 - blockIdx.x): its blocks' loops grow
     # with x, so the longest start first (schedule/grid_order.py)
     heavy_first: bool = False
-    # split-K of a kernel's cp.async ring (schedule/ring_split_k.py, an option off by default): an
-    # ir.SplitK whose parts meet after the loop, the last to arrive adding them in part order
-    split_k: Any = None
     span: Span | None = _span()
 
     def param(self, name: str) -> Param | None:

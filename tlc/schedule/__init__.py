@@ -21,8 +21,7 @@ atomic_groups.py; both switches off until timed), `mark_packed_copies` (a pipeli
 low-bit weights, words whose bit fields it unpacks, packed_tiles.py), `choose_blocks_per_sm` (the launch bounds' minimum blocks of a
 register-resident kernel, blocks_per_sm.py), `unswitch_loops` (a serial loop whose body is one test it
 cannot change as the test around two loops, unswitch.py), `specialize_warps` (a producer/consumer ring on targets with wgmma
-and the TMA, warpspec.py), `split_ring` (a cp.async ring that dequantizes packed weights split along K, its parts
-meeting in the kernel, where RING_SPLIT is on: ring_split_k.py), `fold_stores` (a fragment copied out right after the loop that computes it,
+and the TMA, warpspec.py), `fold_stores` (a fragment copied out right after the loop that computes it,
 stored a run at a time inside the loop, fold_stores.py), `order_heavy_first` (a grid whose blocks'
 loop grows with x launched longest first, grid_order.py).  A row kernel whose SMs would hold too few rows in flight is then
 scheduled again from its lowered IR as `pipelined_rows` rewrites it (its rows walked by persistent
@@ -54,7 +53,7 @@ _LAZY = {"insert_barriers": "barriers", "choose_blocks_per_sm": "blocks_per_sm",
          "check_thread_storage": "registers", "plan_shared_memory": "smem", "specialize_warps": "warpspec",
          "fold_stores": "fold_stores", "place_fragment_scans": "scan_registers", "unswitch_loops": "unswitch",
          "order_heavy_first": "grid_order", "prefetch_loads": "prefetch_loads", "drop_dead_fragment_stores": "dead_stores", "keep_gathered_rows": "l2_policy", "group_atomics": "atomic_groups",
-         "split_ring": "ring_split_k", "mark_packed_copies": "packed_tiles"}
+         "mark_packed_copies": "packed_tiles"}
 
 
 def __getattr__(name: str):
@@ -76,7 +75,7 @@ def _import_passes() -> None:
 PASSES = ("lower", "split_column_blocks", "prefetch_loads", "drop_dead_fragment_stores", "infer_layouts", "place_fragment_scans", "narrow_fragments",
           "check_thread_storage",
           "plan_shared_memory", "insert_barriers", "keep_last_stages", "use_fast_math", "batch_loads", "keep_gathered_rows",
-          "group_atomics", "mark_packed_copies", "choose_blocks_per_sm", "unswitch_loops", "specialize_warps", "split_ring", "fold_stores",
+          "group_atomics", "mark_packed_copies", "choose_blocks_per_sm", "unswitch_loops", "specialize_warps", "fold_stores",
           "order_heavy_first")
 
 __all__ = ["schedule", "schedule_grids", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "parallel_layout",
@@ -184,7 +183,7 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
               batch_loads, keep_gathered_rows, group_atomics, mark_packed_copies,
               lambda k: choose_blocks_per_sm(k, targets.get(target)),
               unswitch_loops,
-              lambda k: specialize_warps(k, targets.get(target)), lambda k: split_ring(k, targets.get(target)),
+              lambda k: specialize_warps(k, targets.get(target)),
               lambda k: fold_stores(k, targets.get(target)), order_heavy_first)
     tiled = scheduled_as_tile_grid(lowerer.__dict__.get("persistent_walks", ()), kernel, targets.get(target),
                                    tuple(zip(PASSES[1:], passes, strict=True)), after)  # persistent_grid.py

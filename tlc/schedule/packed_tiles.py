@@ -8,10 +8,9 @@ it): std.gemm's w4a16 kernels' weight tile Wq (u32 words, eight int4 weights eac
 ...`).  A zero-point tile read whole (`T(Zs[i, g])`), w8a16's i8 weights (`T(Wq[i, j])`) and an
 i8 GEMM's operands are not.
 
-What reads the mark, both behind switches off until the GPU times them: codegen/copies.py's
+What reads the mark, behind a switch off since the H200 timed it slower: codegen/copies.py's
 ROUND_STEPS issues these copies in stepped rounds (tl::copy_g2s_rounds: a weight vector ~22 -> ~5
-SASS instructions, tests/codegen/test_copies_rounds.py); ring_split_k.py's rule takes the rings
-that dequantize such a tile in registers (`packed_tiles`).  On every tile, ROUND_STEPS added
+SASS instructions, tests/codegen/test_copies_rounds.py).  On every tile, ROUND_STEPS added
 spills where ptxas sat at a register boundary (scripts/options-flip, nvcc 13.0: sm_80
 matmul_epilogue 424 -> 432 bytes at 255 registers, matmul_w4a16 at config.json's rule 2 0 -> 40
 with its four tiles stepped, 0 with the weights alone; sm_90a cummax_axis0 0 -> 16): the decode

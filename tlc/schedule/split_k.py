@@ -64,21 +64,20 @@ def _cdiv(a: ir.Expr, b: ir.Expr) -> ir.Expr:
     return _op("+", _op("//", _op("-", a, _i(1)), b), _i(1))
 
 
-def parts_expr(tiles: ir.Expr, steps: ir.Expr, most: int = SPLIT_MAX, wave: int = WAVE) -> ir.Expr:
+def parts_expr(tiles: ir.Expr, steps: ir.Expr, most: int = SPLIT_MAX) -> ir.Expr:
     """How many parts a tile's `steps` K steps are split into, for `tiles` output tiles: as
-    many as one wave of `wave` blocks holds (WAVE SMs a block each: WAVE // tiles; a cp.async
-    ring's, ring_split_k.py, counts the blocks an SM holds too), at most `most` (max_parts) and
+    many as one wave holds (WAVE SMs a block each: WAVE // tiles), at most `most` (max_parts) and
     at most one per MIN_STEPS steps, then as few as leave the same chunk cdiv(steps, parts) to
     each part (none empty); at least 1."""
-    want = _op("max", _i(1), _op("min", _i(most), _op("min", _op("//", _i(wave), _op("max", tiles, _i(1))),
+    want = _op("max", _i(1), _op("min", _i(most), _op("min", _op("//", _i(WAVE), _op("max", tiles, _i(1))),
                                                                _op("//", steps, _i(MIN_STEPS)))))
     chunk = _op("max", _i(1), _cdiv(steps, want))
     return _op("max", _i(1), _cdiv(steps, chunk))
 
 
-def parts_value(tiles: int, steps: int, most: int = SPLIT_MAX, wave: int = WAVE) -> int:
+def parts_value(tiles: int, steps: int, most: int = SPLIT_MAX) -> int:
     """parts_expr in Python (tests, benchmarks)."""
-    want = max(1, min(most, wave // max(tiles, 1), steps // MIN_STEPS))
+    want = max(1, min(most, WAVE // max(tiles, 1), steps // MIN_STEPS))
     chunk = max(1, -(-steps // want))
     return max(1, -(-steps // chunk))
 
@@ -137,7 +136,7 @@ def candidate(kernel: ir.Kernel, ws) -> str | None:
 def cleared_accumulator(kernel: ir.Kernel, acc: str, i: int) -> bool:
     """Whether `acc` is an f32 fragment of two dimensions whose registers go as whole float4s a
     thread (the slots' form), cleared to 0 once before body statement `i`, the loop, and stored
-    to by nothing else before it (a split-K candidate's accumulator; ring_split_k.py's too)."""
+    to by nothing else before it (a split-K candidate's accumulator)."""
     b = kernel.buffer(acc)
     if b is None or b.scope != "fragment" or b.dtype.name != "f32" or len(b.shape) != 2:
         return False

@@ -49,15 +49,12 @@ def primitives() -> str:
 
 
 def _check(kernel: ir.Kernel) -> None:
-    """What the cpu target refuses before emitting: a warp-specialized schedule, a cp.async ring's
-    parts of K that meet after its loop (schedule/ring_split_k.py), a dtype only the interpreter
-    runs (i4, u4, e8m0)."""
+    """What the cpu target refuses before emitting: a warp-specialized schedule, a dtype only the
+    interpreter runs (i4, u4, e8m0)."""
     from .. import interpreter_only_dtype
 
     if kernel.warp_spec is not None:
         raise Unsupported("a warp-specialized kernel (schedule it for the cpu target)", kernel.span)
-    if kernel.split_k is not None:
-        raise Unsupported("a kernel split along K for a GPU (schedule it for the cpu target)", kernel.span)
     found = interpreter_only_dtype(kernel)
     if found is not None:
         raise Unsupported(f"{found[0]} values", found[1])
