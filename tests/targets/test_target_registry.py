@@ -155,16 +155,30 @@ def test_shared_memory_limit_on_ampere_86(tmp_path, monkeypatch):
                                         "stages x 16 KB)")
 
 
+def _plugin_dist(folder: Path, name: str = "tlc_plugin", value: str = "tlc_plugin_test:SM_TEST") -> Path:
+    """A distribution's metadata in `folder` registering one `tlc.targets` entry point (whose
+    module does not exist: these tests only search)."""
+    info = folder / f"{name}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[tlc.targets]\nsm_test = {value}\n")
+    return info
+
+
 def test_the_entry_points_are_searched_once_then_read_from_the_memo(monkeypatch, tmp_path):
-    """The search of every distribution's metadata (tens of ms) runs once; later processes read
-    the entry_points.txt of the distributions it found.  A memo that names anything but a
-    distribution's metadata in a folder on sys.path is not believed: the search runs again."""
+    """The search of every distribution's metadata (tens of ms) runs once where a plugin is
+    installed; later processes read the entry_points.txt of the distributions it found.  A memo
+    that names anything but a distribution's metadata in a folder on sys.path is not believed:
+    the search runs again."""
     monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path))
+    _plugin_dist(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
     searched = []
     real = importlib.metadata.entry_points
     monkeypatch.setattr(targets, "entry_points", lambda group: searched.append(group) or real(group=group))
     first = sorted((ep.name, ep.value) for ep in targets._plugin_entry_points())
     assert searched == [targets.GROUP] and not any(value in targets.OWN for _, value in first)  # registered() has those
+    assert ("sm_test", "tlc_plugin_test:SM_TEST") in first
     assert sorted((ep.name, ep.value) for ep in targets._plugin_entry_points()) == first and len(searched) == 1
     memo, = tmp_path.glob("tlc-entry-points-*.json")
     doc = json.loads(memo.read_text())
@@ -179,24 +193,24 @@ def test_the_entry_points_are_searched_once_then_read_from_the_memo(monkeypatch,
 
 def test_a_folder_on_sys_path_whose_files_change_keeps_the_memo_until_a_distribution_comes(monkeypatch, tmp_path):
     """A script's folder (sys.path[0]) where it writes its results: its change time moves in every
-    run, its distributions do not, and the memo still holds; a package installed there is seen."""
+    run, its distributions do not, and the memo still holds (neither the search nor the listing
+    of the folders for a plugin, `_may_register`, runs again); a package installed there is seen."""
     monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path / "cache"))
     script = tmp_path / "script"
     script.mkdir()
     monkeypatch.syspath_prepend(str(script))
-    searched = []
-    real = importlib.metadata.entry_points
+    searched, listed = [], []
+    real, may_register = importlib.metadata.entry_points, targets._may_register
     monkeypatch.setattr(targets, "entry_points", lambda group: searched.append(group) or real(group=group))
+    monkeypatch.setattr(targets, "_may_register", lambda folders: listed.append(1) or may_register(folders))
     first = sorted((ep.name, ep.value) for ep in targets._plugin_entry_points())
     for i in range(2):
         (script / f"results-{i}.npy").write_bytes(b"")
         os.utime(script, ns=(i + 1, i + 1))  # another time, whatever the clock's resolution
         assert sorted((ep.name, ep.value) for ep in targets._plugin_entry_points()) == first
-    assert len(searched) == 1
-    plugin = script / "tlc_plugin-1.0.dist-info"
-    plugin.mkdir()
-    (plugin / "METADATA").write_text("Metadata-Version: 2.1\nName: tlc-plugin\nVersion: 1.0\n")
-    (plugin / "entry_points.txt").write_text("[tlc.targets]\nsm_test = tlc_plugin_test:SM_TEST\n")
+    before = 1 if first else 0  # the search runs only where a plugin is installed
+    assert len(listed) == 1 and len(searched) == before
+    _plugin_dist(script)
     os.utime(script, ns=(9, 9))
     found = sorted((ep.name, ep.value) for ep in targets._plugin_entry_points())
-    assert len(searched) == 2 and ("sm_test", "tlc_plugin_test:SM_TEST") in found
+    assert len(listed) == 2 and len(searched) == before + 1 and ("sm_test", "tlc_plugin_test:SM_TEST") in found
