@@ -11,7 +11,7 @@ most 2/3 of a one-pass kernel's); GB/s and its fraction of a device-to-device co
 measured in the same run (tlc.benchmarks.ceilings).
 
     python bench/lowbit.py [--quick] [--only quantize_per_token,quantize_int4] [--json out.json]
-    python bench/lowbit.py --w4a16 [--quick] [--m 1,4096] [--only "w4a16,w4a16 gemv"] [--json out.json] [--copy-forms] [--option MODULE.NAME=VALUE]
+    python bench/lowbit.py --w4a16 [--quick] [--m 1,4096] [--only "w4a16,w4a16 gemv"] [--json out.json] [--option MODULE.NAME=VALUE]
     python bench/lowbit.py --scaled [--quick] [--json out.json]
 
 --w4a16: std.gemm's weight-only int4 GEMM instead (issue 18's w4a16 rows): a weight N = K = 8192
@@ -23,10 +23,7 @@ copy bandwidth over the int4 weight alone (N * K / 2 bytes: what a decode kernel
 prefill (M = 4096: matmul_w4a16_prefill, and dequantize_w4a16 into an f16 buffer followed by
 matmul_nt) against f16 F.linear (cuBLAS), in TFLOP/s.  Every
 variant's output is checked against F.linear in f32 of the dequantized weight before its time
-counts (tlc.timing.compare_checked).  --copy-forms generates every kernel with tl::copy_g2s's
-issue forms that the GPU has not timed (tlc/codegen/copies.py ROUND_STEPS and CLIP_ROWS_MAX, off
-by default); the program cache's keys do not hold them, so such a process needs a TLC_CACHE_DIR
-of its own.
+counts (tlc.timing.compare_checked).
 
 --scaled: std.gemm's scaled 8-bit GEMMs (issue 18's W8A8 and row-wise f8 rows), 8192^3:
 matmul_i8_scaled (i8 x i8, per-token x per-channel scales, bf16 out) against torch._int_mm (its
@@ -370,7 +367,7 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                        {"reduce_kernel": "bench/splitk_reduce_unrolled.tl:splitk_reduce_unrolled"}, 4),
                       ("w4a16 split-K 2 unrolled reduce", "matmul_w4a16_splitk",
                        {"reduce_kernel": "bench/splitk_reduce_unrolled.tl:splitk_reduce_unrolled"}, 2),
-                      # session 26, for --copy-forms (nvcc sm_90a with them): K steps of 256 in 4 parts,
+                      # session 26: K steps of 256 in 4 parts,
                       # 512 blocks; M = 16's 120 registers and 38 KB hold 4 blocks of 4 warps an SM, where
                       # its default K steps of 512 take 200 registers, 2 blocks an SM
                       ("w4a16 BK=256 split-K 4 stages=2", "matmul_w4a16_splitk", {"BK": 256, "stages": 2}, 4),
@@ -378,8 +375,7 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       # rows above (each set from a copy of std.gemm of its own): the weight through the
                       # TMA ring (schedule/dequant_ring.py) at config.json's tiles (3 blocks an SM where
                       # its gemm is mma.sync, M = 1; one with setmaxnreg otherwise, and "1 block an SM"),
-                      # and deeper rings (15 KB a stage at M = 1, 51 KB at M = 16); D's copy forms
-                      # beside them
+                      # and deeper rings (15 KB a stage at M = 1, 51 KB at M = 16)
                       ("w4a16 TMA ring", "matmul_w4a16", {"options": "tma"}, 0),
                       ("w4a16 TMA ring 1 block an SM", "matmul_w4a16", {"options": "tma-1", "m": (1,)}, 0),
                       # M = 16 with D's WGMMA_REGISTER_A_MAX = 32: its gemm on mma.sync, so 3 blocks an SM
@@ -396,8 +392,6 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       # registers, no spills; 192 / 224 KB on 4 stages at M = 1 / 16)
                       ("w4a16 TMA ring BN=128 256 thr split-K 2", "matmul_w4a16_splitk",
                        {"options": "tma", "BN": 128, "THREADS": 256, "BK": 512, "stages": 4}, 2),
-                      ("w4a16 copy forms split-K 4", "matmul_w4a16_splitk", {"options": "forms", "m": (1,)}, 4),
-                      ("w4a16 copy forms split-K 2", "matmul_w4a16_splitk", {"options": "forms", "m": (16,)}, 2),
                       # session 28: config.json's sm_90a rules at M <= 16 take the TMA ring (TMA=True);
                       # the cp.async ring at the rules they replaced, for bench/queue/V_D_flips.sh
                       ("w4a16 cp.async BK=256 stages=3", "matmul_w4a16", {"m": (1,), "TMA": False, "stages": 3}, 0),
@@ -409,8 +403,7 @@ W4_OPTION_SETS = {"tma": ("tlc.schedule.dequant_ring.DEQUANT_RING=1",),
                   # the same ring one block an SM with setmaxnreg, as every other warp-specialized one
                   "tma-1": ("tlc.schedule.dequant_ring.DEQUANT_RING=1", "tlc.schedule.dequant_ring.DEQUANT_BLOCKS=1"),
                   "tma-mma": ("tlc.schedule.dequant_ring.DEQUANT_RING=1",
-                              "tlc.schedule.operand_layout.WGMMA_REGISTER_A_MAX=32"),
-                  "forms": ("tlc.codegen.copies.ROUND_STEPS=1", "tlc.codegen.copies.CLIP_ROWS_MAX=8")}
+                              "tlc.schedule.operand_layout.WGMMA_REGISTER_A_MAX=32")}
 # BM = 256: each dequantized weight used by twice the rows (the dequantization costs per weight,
 # the products per row); "dequantize_w4a16": the whole weight dequantized once into an f16
 # buffer, then matmul_nt
@@ -673,15 +666,11 @@ def _scaled_report(row: str, ours: str, contenders: dict, measured, M: int, N: i
 
 
 def apply_switches(args) -> None:
-    """The compiler switches the run asks for (--option, --copy-forms), set before
+    """The compiler switches the run asks for (--option), set before
     anything compiles."""
     if args.option:
         from ops_variants import apply_options
         apply_options(args.option)
-    if args.copy_forms:
-        from tlc.codegen import copies
-        copies.ROUND_STEPS, copies.CLIP_ROWS_MAX = True, 8
-        print("copy_g2s forms: ROUND_STEPS = True, CLIP_ROWS_MAX = 8")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -692,9 +681,6 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--json", help="Where to write the results.")
     ap.add_argument("--w4a16", action="store_true", help="std.gemm's w4a16 rows instead of std.quant's.")
     ap.add_argument("--scaled", action="store_true", help="std.gemm's W8A8 and row-wise f8 rows instead.")
-    ap.add_argument("--copy-forms", action="store_true",
-                    help="Generate tl::copy_g2s's untimed issue forms (codegen/copies.py ROUND_STEPS, "
-                         "CLIP_ROWS_MAX = 8); give the process caches of its own (TLC_CACHE_DIR).")
     ap.add_argument("--option", action="append", default=[],
                     help="MODULE.NAME=VALUE: a compiler switch for the run (bench/ops_variants.py's); caches of its own.")
     return ap

@@ -1,4 +1,4 @@
-"""tlc's switches (module constants such as tlc.codegen.copies.ROUND_STEPS, off until the GPU
+"""tlc's switches (module constants such as tlc.codegen.copies.STMATRIX, off until the GPU
 has timed them) set for a block of a bench script and put back after it: the one place
 bench/attention_bwd.py, fwd_variants.py, lowbit.py, mla_variants.py and ops_variants.py set
 them, each with its own way of naming them.  A switch the compiler reads is not in the kernel

@@ -27,12 +27,12 @@ def test_every_option_it_names_exists_and_is_off(flip):
 
 
 def test_an_option_goes_on_and_back(flip):
-    from tlc.codegen import copies
+    from tlc.schedule import operand_layout
 
-    flip.set_option("copies.CLIP_ROWS_MAX", True)
-    assert copies.CLIP_ROWS_MAX == 8
-    flip.set_option("copies.CLIP_ROWS_MAX", False)
-    assert copies.CLIP_ROWS_MAX == 0
+    flip.set_option("operand_layout.WGMMA_REGISTER_A_MAX", True)
+    assert operand_layout.WGMMA_REGISTER_A_MAX == 32
+    flip.set_option("operand_layout.WGMMA_REGISTER_A_MAX", False)
+    assert operand_layout.WGMMA_REGISTER_A_MAX == 0
 
 
 def test_the_builds_follow_the_option(flip, monkeypatch):

@@ -70,20 +70,6 @@ __device__ __forceinline__ void copy_g2s_elements(T* smem, const T* g, long long
   }
 }
 
-// One 16-byte vector of copy_g2s; `in` false (CLIP only): zeros, nothing read (cp.async given
-// `inside`, an address in the tensor, and a source size of 0).
-template <typename T, bool ASYNC, bool CLIP>
-__device__ __forceinline__ void copy_g2s_vector(T* dst, const T* src, bool in, const T* inside) {
-  if constexpr (!CLIP) {
-    if constexpr (ASYNC) cp_async_16_full(dst, src);
-    else *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
-  } else if constexpr (ASYNC) {
-    cp_async_16(dst, in ? src : inside, in ? 16 : 0);
-  } else {
-    *reinterpret_cast<uint4*>(dst) = in ? *reinterpret_cast<const uint4*>(src) : make_uint4(0u, 0u, 0u, 0u);
-  }
-}
-
 // Rounds of THREADS 16-byte vectors that are RPR whole rows each (THREADS a multiple of the VPR
 // vectors a row): a thread's row steps by RPR a round, its column stays.  A swizzled tile's shared
 // offsets repeat every PERIOD rounds, shifted by a constant (the swizzle's pattern is 1024 bytes,
@@ -102,97 +88,20 @@ struct RowRounds {
   }
 };
 
-// The vectors of a ROWS x COLS tile at `base` (16-byte aligned rows `stride` elements apart) into
-// shared memory, where a round of THREADS vectors is whole rows (THREADS % VPR == 0) or a row
-// whole rounds (VPR % THREADS == 0): each thread's column is the same in every round and its row
-// steps by a constant, so its source is one pointer stepped by a 64-bit add a round and its
-// destination a constant offset from one register (non-swizzled tiles; a swizzled one's shared
-// offsets repeat every PERIOD rounds, shifted by a constant, the swizzle's pattern being 1024
-// bytes, so a thread keeps PERIOD of them: each round's own kept a register a vector live, 16
-// for a 64 x 512 tile, which MLA's 128-register accumulator could not spare).  Computed a round
-// at a time, each vector's source took a 64-bit multiply and signed divisions: ~22 SASS
-// instructions a vector (std.gemm's matmul_w4a16_splitk, sm_90a) where this takes ~5.
-template <typename T, int ROWS, int COLS, int THREADS, int PAD, int SWIZZLE, bool ASYNC>
-__device__ __forceinline__ void copy_g2s_rounds(T* smem, const T* base, long long stride) {
-  constexpr int VEC = 16 / sizeof(T);
-  constexpr int VPR = COLS / VEC;  // vectors per row
-  constexpr int ROUNDS = (ROWS * VPR + THREADS - 1) / THREADS;
-  static_assert(THREADS % VPR == 0 || VPR % THREADS == 0, "a round is whole rows or a row whole rounds");
-  const unsigned t = threadIdx.x;
-  if constexpr (THREADS % VPR == 0) {
-    using R = RowRounds<T, ROWS, COLS, THREADS, PAD, SWIZZLE>;
-    const int r0 = static_cast<int>(t / VPR), c = static_cast<int>(t % VPR) * VEC;
-    const T* s = base + static_cast<long long>(r0) * stride + c;
-    const long long step = static_cast<long long>(R::RPR) * stride;
-  #pragma unroll
-    for (int i = 0; i < ROUNDS; ++i) {
-      if (ROWS % R::RPR == 0 || r0 + i * R::RPR < ROWS) {
-        copy_g2s_vector<T, ASYNC, false>(R::dst(smem, r0, c, i), s, true, base);
-      }
-      s += step;
-    }
-  } else {
-    constexpr int RPV = VPR / THREADS;  // rounds a row
-    const int c = static_cast<int>(t) * VEC;
-    const T* s = base + c;
-  #pragma unroll
-    for (int i = 0; i < ROUNDS; ++i) {
-      T* dst = smem + smem_index<T, ROWS, COLS, PAD, SWIZZLE>(i / RPV, c + (i % RPV) * THREADS * VEC);
-      copy_g2s_vector<T, ASYNC, false>(dst, s + (i % RPV) * THREADS * VEC, true, base);
-      if (i % RPV == RPV - 1) s += stride;
-    }
-  }
-}
-
-// copy_g2s_rounds for a tile whose rows from `rows_left` on are outside the tensor, their
-// vectors zero-filled (cp.async's source size 0), no byte of them read; a loop a round
-// (`#pragma unroll 1`): unrolled, nvcc kept each round's row test and pointer across the K loop
-// it sits in, registers every kernel paid for (std.gemm's matmul_w4a16_gemv: 96 -> 152), where
-// only tiles at the tensor's last rows run it.
-template <typename T, int ROWS, int COLS, int THREADS, int PAD, int SWIZZLE, bool ASYNC>
-__device__ __forceinline__ void copy_g2s_clipped(T* smem, const T* base, long long stride, long long rows_left) {
-  constexpr int VEC = 16 / sizeof(T);
-  constexpr int VPR = COLS / VEC;  // vectors per row
-  constexpr int ROUNDS = (ROWS * VPR + THREADS - 1) / THREADS;
-  static_assert(THREADS % VPR == 0 || VPR % THREADS == 0, "a round is whole rows or a row whole rounds");
-  constexpr int RPR = THREADS % VPR == 0 ? THREADS / VPR : 1;  // rows a round (or a row's rounds' row step)
-  constexpr int RPV = THREADS % VPR == 0 ? 1 : VPR / THREADS;  // rounds a row
-  const unsigned t = threadIdx.x;
-  const int c0 = static_cast<int>(t % VPR) * VEC;
-  int r = THREADS % VPR == 0 ? static_cast<int>(t / VPR) : 0;
-  const T* s = base + static_cast<long long>(r) * stride + c0;
-#pragma unroll 1
-  for (int i = 0; i < ROUNDS; ++i) {
-    const int c = c0 + (i % RPV) * THREADS * VEC;
-    if (ROWS % RPR == 0 || r < ROWS) {
-      copy_g2s_vector<T, ASYNC, true>(smem + smem_index<T, ROWS, COLS, PAD, SWIZZLE>(r, c), s + (c - c0), r < rows_left,
-                                      base);
-    }
-    if (i % RPV == RPV - 1) {
-      r += RPR;
-      s += static_cast<long long>(RPR) * stride;
-    }
-  }
-}
-
 // global[row0 : row0+ROWS, col0 : col0+COLS] (a row-major tensor with `rows` x `cols`
 // elements and `stride` elements between rows) -> a shared ROWS x COLS tile.  Three paths,
 // chosen once per call (the choice is the same in every thread): a tile wholly inside the
 // tensor with 16-byte aligned rows (the common case: no bounds arithmetic per vector, and
 // the per-thread offsets are loop invariants the compiler hoists), an aligned tile at the
-// tensor's edge (16-byte vectors, zero-filled where they leave the tensor; with CLIP_ROWS, a
-// tile whose columns are inside and rows are not takes copy_g2s_clipped), and unaligned rows
+// tensor's edge (16-byte vectors, zero-filled where they leave the tensor), and unaligned rows
 // (element by element).
-template <typename T, int ROWS, int COLS, int THREADS, int PAD, int SWIZZLE, bool ASYNC, bool ROUND_STEPS = false,
-          bool CLIP_ROWS = false>
+template <typename T, int ROWS, int COLS, int THREADS, int PAD, int SWIZZLE, bool ASYNC>
 __device__ __forceinline__ void copy_g2s(T* smem, const T* g, long long stride, long long rows, long long cols,
                                          long long row0, long long col0) {
   constexpr int VEC = 16 / sizeof(T);
   constexpr int VPR = COLS / VEC;  // vectors per row
   constexpr int VECS = ROWS * VPR;
   constexpr int ROUNDS = (VECS + THREADS - 1) / THREADS;
-  constexpr int VPR1 = VPR > 0 ? VPR : 1;  // (VPR = 0: rows narrower than a vector, the element path)
-  constexpr bool CLIPPED = CLIP_ROWS && VPR > 0 && (THREADS % VPR1 == 0 || VPR1 % THREADS == 0);
   if constexpr (COLS % VEC != 0) {  // rows that hold no whole number of vectors: never vectors
     // (instantiated, the vector paths would divide by VPR = 0)
     copy_g2s_elements<T, ROWS, COLS, THREADS, PAD, SWIZZLE>(smem, g, stride, rows, cols, row0, col0, threadIdx.x);
@@ -201,15 +110,7 @@ __device__ __forceinline__ void copy_g2s(T* smem, const T* g, long long stride, 
                            ((reinterpret_cast<unsigned long long>(g) & 15) == 0);
     if (vector_ok && row0 >= 0 && col0 >= 0 && row0 + ROWS <= rows && col0 + COLS <= cols) {
       const T* base = g + row0 * stride + col0;
-      // ROUND_STEPS (the code generator's choice: codegen/copies.py ROUND_STEPS): not swizzled
-      // tiles, and of the swizzled ones 16-bit rows wider than the swizzle atom only, as below
-      // (sm_80 ptxas -v: matmul_grouped's 128-byte f16 rows 162 -> 128 registers and 96 bytes of
-      // spills in the rounds' form)
-      constexpr bool STEPPED = ROUND_STEPS && (THREADS % VPR == 0 || VPR % THREADS == 0) &&
-                               (SWIZZLE == 0 || (THREADS % VPR == 0 && ROUNDS > 1 && sizeof(T) == 2 && COLS * sizeof(T) > 128));
-      if constexpr (STEPPED) {
-        copy_g2s_rounds<T, ROWS, COLS, THREADS, PAD, SWIZZLE, ASYNC>(smem, base, stride);
-      } else if constexpr (THREADS % VPR == 0 && ROUNDS > 1 && sizeof(T) == 2 && COLS * sizeof(T) > 128) {
+      if constexpr (THREADS % VPR == 0 && ROUNDS > 1 && sizeof(T) == 2 && COLS * sizeof(T) > 128) {
         // (16-bit rows wider than the swizzle atom only: ptxas -v on sm_80 spilled std.gemm's
         // matmul_i8 (128-byte i8 rows, 28 bytes) and a tf32 skinny tile (256-byte f32 rows, 8 bytes)
         // with this form, where the plain one below does not)
@@ -240,14 +141,6 @@ __device__ __forceinline__ void copy_g2s(T* smem, const T* g, long long stride, 
           }
         }
       }
-    } else if (CLIPPED && vector_ok && row0 >= 0 && col0 >= 0 && col0 + COLS <= cols) {
-      // CLIP_ROWS (the code generator's choice: codegen/copies.py clip_rows): columns inside,
-      // rows past the tensor's last (a decode step's activations: M = 1 of a tile's 8 rows):
-      // each vector of a row outside zero-filled; the edge loop below took ~67 SASS
-      // instructions a vector for them.
-      if constexpr (CLIPPED)
-        copy_g2s_clipped<T, ROWS, COLS, THREADS, PAD, SWIZZLE, ASYNC>(smem, g + row0 * stride + col0, stride,
-                                                                      rows - row0);
     } else if (vector_ok) {
   #pragma unroll 1  // edge tiles only: keep the code small (compile time, instruction cache)
       for (int i = 0; i < ROUNDS; ++i) {

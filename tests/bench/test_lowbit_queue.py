@@ -2,7 +2,7 @@
 parses, its variant labels exist, its compiler switches land on their modules, and the register-A
 script's answer step reads lowbit's printed rows (w4a16_line's format) into the ANSWER lines it
 promises (the copies, ring-split and TMA-ring scripts were answered in session 28 and removed; the
-ring split itself, RING_SPLIT, in session 29)."""
+ring split itself, RING_SPLIT, and the copy forms with their GPU tests' script in session 29)."""
 from __future__ import annotations
 
 import re
@@ -43,23 +43,19 @@ def _row(M: int, variant: str, us: float, vs: float) -> str:
 
 def test_the_queue_adds_up_to_sixty_seconds():
     limits = [int(re.search(r"^# limit: (\d+)$", p.read_text(), re.M).group(1)) for p in SCRIPTS]
-    assert len(SCRIPTS) == 2 and sum(limits) <= 60, limits
+    assert len(SCRIPTS) == 1 and sum(limits) <= 60, limits
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
 def test_every_lowbit_call_parses_and_names_real_variants(script, monkeypatch):
-    from tlc.codegen import copies
     from tlc.schedule import operand_layout
-    for mod, name in ((copies, "ROUND_STEPS"), (copies, "CLIP_ROWS_MAX"), (operand_layout, "WGMMA_REGISTER_A_MAX")):
-        monkeypatch.setattr(mod, name, getattr(mod, name))  # restored after the switches land
+    monkeypatch.setattr(operand_layout, "WGMMA_REGISTER_A_MAX", operand_layout.WGMMA_REGISTER_A_MAX)  # restored after
     labels = {v[0] for v in lowbit.W4_DECODE_VARIANTS}
     for argv in _lowbit_commands(script.read_text()):
         args = lowbit.parser().parse_args(argv)
         assert args.w4a16 and args.quick
         assert set(args.only.split(",")) <= labels, set(args.only.split(",")) - labels
         lowbit.apply_switches(args)
-        if args.copy_forms:
-            assert copies.ROUND_STEPS is True and copies.CLIP_ROWS_MAX == 8
         if args.option:
             assert operand_layout.WGMMA_REGISTER_A_MAX == 32
 

@@ -94,32 +94,6 @@ def _offset_by_run_time(e: ir.Expr, k: ir.Kernel, seen: frozenset = frozenset())
                if isinstance(s, ir.Assign) and s.name == e.name)
 
 
-# tl::copy_g2s's issue forms (templates/tl/copy.cuh, #18), both off: the H200 timed them slower
-# (session 28, bench/results/q_D2_w4a16_tma_ring-h200-twentyeighth.txt, outputs checked first;
-# N = K = 8192 g128): matmul_w4a16_splitk with both at M = 1 (split-K 4) 32.3 us against 26.1
-# without (1.24x), at M = 16 (split-K 2) 35.0 against 27.0 (1.30x).  Fewer issue instructions a
-# K step (below) did not make the kernel faster.
-# ROUND_STEPS: a copy of packed low-bit weights (Copy.packed, schedule/packed_tiles.py: the w4a16
-# decode kernels' weight tile) inside its tensor whose rounds of 16-byte vectors are whole rows
-# (or a row whole rounds), not swizzled, takes copy_g2s_rounds: each thread's source one pointer
-# stepped by a 64-bit add a round, its destination a constant offset from one register.  std.gemm's
-# matmul_w4a16_splitk at M = 1's tiles (sm_90a, nvcc 13.0): the weight tile's 8 vectors a thread
-# 198 / 167 -> 47 / 61 SASS instructions (prologue / K loop), a 64-bit multiply and signed
-# divisions a vector before.  Only those copies: on every tile it added spills where ptxas sat at
-# a register boundary (scripts/options-flip, nvcc 13.0: sm_80 matmul_epilogue 424 -> 432 bytes,
-# matmul_w4a16's config.json rule 2 0 -> 40 with all four of its tiles stepped, 0 with the weights
-# alone; sm_90a cummax_axis0 0 -> 16).
-# CLIP_ROWS_MAX: a shared tile of 2 to CLIP_ROWS_MAX rows whose columns are inside its tensor and
-# rows are not (a decode step's activations: M = 1 of the split-K's 8-row tile, every K step)
-# takes copy_g2s_clipped, the rows outside zero-filled by cp.async's source size, where the edge
-# loop took ~67 SASS instructions a vector (~268 -> ~80 a K step).  The experiment's value is 8:
-# a taller tile meets the tensor's last rows in one block row of many, where that path's
-# registers cost every block (sm_80 matmul_f8: 254 registers -> 255 and 208 bytes of spills;
-# std's gemv, whose 16-row weight tile never leaves the tensor at N = 8192: 96 -> 154 registers).
-# The program cache's keys do not hold these: a process that flips them needs caches of its own
-# (TLC_CACHE_DIR), as the queued script's does.
-ROUND_STEPS = False
-CLIP_ROWS_MAX = 0
 # STMATRIX (sm_90a): a copy of a 16-bit fragment in an mma accumulator layout into a shared tile
 # whose rows are 16-byte pieces (swizzled, or a multiple of 8 elements long) is stmatrix's, four
 # 8x8 matrices an instruction (tl::copy_f2s_stmatrix) where copy_f2s made a 32-bit store a pair:
@@ -127,22 +101,6 @@ CLIP_ROWS_MAX = 0
 # register (session 25's samples: 14% of the one-grid step there) -> 4 STSM. Off until the H200
 # times it.
 STMATRIX = False
-
-
-def clip_rows(rows: int) -> bool:
-    """Whether tl::copy_g2s of a shared tile of `rows` rows takes its clipped path (CLIP_ROWS):
-    a tile of 2 to CLIP_ROWS_MAX rows (one row is either inside or outside whole)."""
-    return 1 < rows <= CLIP_ROWS_MAX
-
-
-def copy_g2s_flags(rows: int, packed: bool = False) -> str:
-    """tl::copy_g2s's template arguments after ASYNC for a shared tile of `rows` rows: ROUND_STEPS
-    (a copy of packed weights only: `packed`) and CLIP_ROWS, written only where one is on (the
-    default's text is the template's defaults)."""
-    clip, stepped = clip_rows(rows), ROUND_STEPS and packed
-    if not stepped and not clip:
-        return ""
-    return f", {'true' if stepped else 'false'}" + (", true" if clip else "")
 
 
 def _view2d(extents) -> tuple[int, int] | None:
@@ -265,7 +223,7 @@ class CopyGen(RowGatherGen):
             dst = self.smem_pointer(b.name)
             if p.dtype == b.dtype:
                 self.emit(f"tl::copy_g2s<{T}, {rows}, {cols}, {self.k.threads}, {lay.pad}, {lay.swizzle_bytes}, "
-                          f"{'true' if async_copy else 'false'}{copy_g2s_flags(rows, c.packed)}>({dst}, {v.base}, {args});")
+                          f"{'true' if async_copy else 'false'}>({dst}, {v.base}, {args});")
             else:
                 self.emit(f"tl::copy_g2s_convert<{T}, {U}, {rows}, {cols}, {self.k.threads}, {lay.pad}, "
                           f"{lay.swizzle_bytes}>({dst}, {v.base}, {args});")

@@ -226,10 +226,6 @@ class Copy(Stmt):
     # a gather's copy from a tensor whose tile an index chose: its loads ask the L2 to keep the
     # lines (an evict_last policy), since other blocks may choose the same rows (l2_policy.py)
     keep_l2: bool = False
-    # a pipelined loop's copy of packed low-bit weights, words whose bit fields the loop unpacks
-    # (std.gemm's w4a16 weight tile: schedule/packed_tiles.py): the tiles codegen/copies.py's
-    # ROUND_STEPS, off until the GPU times it, issues in stepped rounds
-    packed: bool = False
 
 
 @frozen

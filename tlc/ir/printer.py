@@ -88,7 +88,7 @@ def _simple(s: Stmt) -> str:
     """The one-line text of a statement without a body."""
     if isinstance(s, Copy):
         return (f"copy {_operand(s.src)} -> {_operand(s.dst)}" + (f" (load batch {s.batch})" if s.batch else "")
-                + (" (L2 evict_last)" if s.keep_l2 else "") + (" (packed words)" if s.packed else ""))
+                + (" (L2 evict_last)" if s.keep_l2 else ""))
     if isinstance(s, Gemm):
         a = f"{s.a}.T" if s.trans_a else s.a
         b = f"{s.b}.T" if s.trans_b else s.b

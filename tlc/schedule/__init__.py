@@ -17,8 +17,7 @@ where values end at 16-bit precision, fast_math.py), `batch_loads` (consecutive 
 fragments issue their loads together, batch_loads.py), `keep_gathered_rows` (a gather's copies into
 fragments, their rows chosen by an index, load with an L2 evict_last policy, l2_policy.py),
 `group_atomics` (a warp's constant atomic adds at one data-chosen shared address added once,
-atomic_groups.py; both switches off until timed), `mark_packed_copies` (a pipelined loop's copies of packed
-low-bit weights, words whose bit fields it unpacks, packed_tiles.py), `choose_blocks_per_sm` (the launch bounds' minimum blocks of a
+atomic_groups.py; both switches off until timed), `choose_blocks_per_sm` (the launch bounds' minimum blocks of a
 register-resident kernel, blocks_per_sm.py), `unswitch_loops` (a serial loop whose body is one test it
 cannot change as the test around two loops, unswitch.py), `specialize_warps` (a producer/consumer ring on targets with wgmma
 and the TMA, warpspec.py), `fold_stores` (a fragment copied out right after the loop that computes it,
@@ -52,8 +51,7 @@ _LAZY = {"insert_barriers": "barriers", "choose_blocks_per_sm": "blocks_per_sm",
          "LoweringError": "lower", "narrow_fragments": "narrow_fragments",
          "check_thread_storage": "registers", "plan_shared_memory": "smem", "specialize_warps": "warpspec",
          "fold_stores": "fold_stores", "place_fragment_scans": "scan_registers", "unswitch_loops": "unswitch",
-         "order_heavy_first": "grid_order", "prefetch_loads": "prefetch_loads", "drop_dead_fragment_stores": "dead_stores", "keep_gathered_rows": "l2_policy", "group_atomics": "atomic_groups",
-         "mark_packed_copies": "packed_tiles"}
+         "order_heavy_first": "grid_order", "prefetch_loads": "prefetch_loads", "drop_dead_fragment_stores": "dead_stores", "keep_gathered_rows": "l2_policy", "group_atomics": "atomic_groups",}
 
 
 def __getattr__(name: str):
@@ -75,7 +73,7 @@ def _import_passes() -> None:
 PASSES = ("lower", "split_column_blocks", "prefetch_loads", "drop_dead_fragment_stores", "infer_layouts", "place_fragment_scans", "narrow_fragments",
           "check_thread_storage",
           "plan_shared_memory", "insert_barriers", "keep_last_stages", "use_fast_math", "batch_loads", "keep_gathered_rows",
-          "group_atomics", "mark_packed_copies", "choose_blocks_per_sm", "unswitch_loops", "specialize_warps", "fold_stores",
+          "group_atomics", "choose_blocks_per_sm", "unswitch_loops", "specialize_warps", "fold_stores",
           "order_heavy_first")
 
 __all__ = ["schedule", "schedule_grids", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "parallel_layout",
@@ -180,7 +178,7 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
               narrow_fragments,
               lambda k: check_thread_storage(k, program.sources),
               lambda k: plan_shared_memory(k, limit, program.sources), insert_barriers, keep_last_stages, use_fast_math,
-              batch_loads, keep_gathered_rows, group_atomics, mark_packed_copies,
+              batch_loads, keep_gathered_rows, group_atomics,
               lambda k: choose_blocks_per_sm(k, targets.get(target)),
               unswitch_loops,
               lambda k: specialize_warps(k, targets.get(target)),
