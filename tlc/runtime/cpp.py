@@ -155,6 +155,15 @@ class CppKernel:
         self._lib = lib  # kept: the function lives as long as its library
         self.written = written_names(kernel.body)  # the copies of these alone go back
 
+    def _dense_copy(self, a, arr: np.ndarray) -> np.ndarray:
+        """The C-contiguous copy the generated C++ indexes, in place of a strided view; where the
+        memory cannot hold it (a stride-0 view of 2**31 elements takes 8 GiB), the call's error."""
+        from ..kernel import allocated
+
+        return allocated(lambda: np.ascontiguousarray(arr),
+                         f"kernel '{self.kernel.name}' on the cpu target cannot copy '{a.name}' (strides "
+                         f"{arr.strides}) into the contiguous array its C++ reads", a.dtype, arr.shape)
+
     def call(self, values: dict) -> None:
         """Run the grid over the NumPy arrays and numbers in `values` (by parameter name), writing
         the arrays in place; the interpreter's errors for arguments that do not fit."""
@@ -175,13 +184,13 @@ class CppKernel:
             if a.kind == "tensor":
                 arr = bound.tensors[a.name]
                 if not arr.flags.c_contiguous:
-                    contiguous = np.ascontiguousarray(arr)
+                    contiguous = self._dense_copy(a, arr)
                     if a.name in self.written:  # an input may be a read-only view (np.broadcast_to)
                         copied.append((arr, contiguous))
                     arr = contiguous
                 args.append(arr.ctypes.data)
-            else:
-                args.append(scalars[a.name])
+            else:  # a scalar, a shape symbol or a dimension the launch computes (schedule/host_dims.py)
+                args.append(bound.dims[a.name] if a.kind == "dim" else scalars[a.name])
         from .. import device_assert
 
         record = np.zeros(device_assert.RECORD_WORDS, np.uint64)
