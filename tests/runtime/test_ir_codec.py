@@ -167,6 +167,26 @@ class Foreign:
     x: int
 
 
+class _Name(str):
+    """A str subclass (as Lark's tokens are)."""
+
+
+def test_a_value_is_encoded_by_its_type_in_the_order_of_the_tests():
+    """`_encode` decides by a value's type (each type classified once): a str subclass is a
+    string, a bool is not an int, bytearray is bytes, a set and a frozenset keep their kind, and a
+    class, even a data class, is not data."""
+    from tlc.dtypes import DType
+
+    value = [_Name("a"), True, 1, 2.5, None, bytearray(b"\x02"), {3}, frozenset({4}), {"k": (5,)}]
+    tree = json.loads(ir_codec.dumps_text(value))["$value"]
+    assert tree[:5] == ["a", True, 1, 2.5, None] and type(tree[1]) is bool
+    assert list(tree[6]) == ["$set"] and list(tree[7]) == ["$frozenset"]
+    assert ir_codec.loads(ir_codec.dumps(value)) == ["a", True, 1, 2.5, None, b"\x02", {3}, frozenset({4}), {"k": (5,)}]
+    for cls in (DType, Foreign, int):
+        with pytest.raises(ir_codec.NotData, match="not builtins.type"):
+            ir_codec.dumps((cls,))
+
+
 class _Runs:
     """Unpickled by a plain pickle, this calls `func(*args)`."""
 

@@ -229,39 +229,65 @@ def _look_up(name: str):
     return obj
 
 
+# what `_encode` does with a value, by its type alone (each type classified once, `_kind`)
+_PLAIN, _ENUM, _DATA, _BYTES, _TUPLE, _LIST, _SET, _DICT, _OTHER = range(9)
+_KINDS: dict = {}
+_FIELD_NAMES: dict = {}  # data class -> its fields' names in order (dataclasses.fields is slow)
+
+
+def _kind(cls) -> int:
+    """What `_encode` does with an instance of `cls`: every test reads the type alone, in this
+    order (a str that is also an Enum is a str)."""
+    if cls is type(None) or issubclass(cls, (bool, str)) or cls in (int, float):
+        return _PLAIN
+    if issubclass(cls, enum.Enum):
+        return _ENUM
+    if hasattr(cls, "__dataclass_fields__") and not issubclass(cls, type):  # dataclasses.is_dataclass
+        return _DATA
+    if issubclass(cls, (bytes, bytearray)):
+        return _BYTES
+    return {tuple: _TUPLE, list: _LIST, set: _SET, frozenset: _SET, dict: _DICT}.get(cls, _OTHER)
+
+
 def _encode(v, table: dict, written: dict):
     # written: id of each data class instance finished -> its number (the objects live in `v`)
-    if v is None or isinstance(v, (bool, str)) or type(v) in (int, float):
+    cls = type(v)
+    kind = _KINDS.get(cls)
+    if kind is None:
+        kind = _KINDS[cls] = _kind(cls)
+    if kind == _PLAIN:
         return v
-    if isinstance(v, enum.Enum):
-        _check_tlc(type(v))
-        return {"$enum": _class_name(type(v)), "name": v.name}
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+    if kind == _DATA:
         seen = written.get(id(v))
         if seen is not None:
             return {"$r": seen}
-        cls = type(v)
         found = table.get(cls)
         if found is None:
             _check_tlc(cls)
-            found = table[cls] = (len(table), tuple(f.name for f in dataclasses.fields(v)))
+            names = _FIELD_NAMES.get(cls)
+            if names is None:
+                names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(v))
+            found = table[cls] = (len(table), names)
         place, names = found
         tree = {"$d": [place] + [_encode(getattr(v, name), table, written) for name in names]}
         written[id(v)] = len(written)
         return tree
-    if isinstance(v, (bytes, bytearray)):
+    if kind == _TUPLE:
+        return {"$tuple": [_encode(x, table, written) for x in v]}
+    if kind == _LIST:
+        return [_encode(x, table, written) for x in v]
+    if kind == _ENUM:
+        _check_tlc(cls)
+        return {"$enum": _class_name(cls), "name": v.name}
+    if kind == _DICT:
+        return {"$dict": [[_encode(k, table, written), _encode(x, table, written)] for k, x in v.items()]}
+    if kind == _SET:
+        return {"$" + cls.__name__: [_encode(x, table, written) for x in v]}
+    if kind == _BYTES:
         import base64  # here: few values are bytes, and a launch from the caches decodes none
 
         return {"$bytes": base64.b64encode(bytes(v)).decode()}
-    if type(v) is tuple:
-        return {"$tuple": [_encode(x, table, written) for x in v]}
-    if type(v) is list:
-        return [_encode(x, table, written) for x in v]
-    if type(v) in (set, frozenset):
-        return {"$" + type(v).__name__: [_encode(x, table, written) for x in v]}
-    if type(v) is dict:
-        return {"$dict": [[_encode(k, table, written), _encode(x, table, written)] for k, x in v.items()]}
-    raise NotData(f"the program cache stores data only, not {type(v).__module__}.{type(v).__qualname__}")
+    raise NotData(f"the program cache stores data only, not {cls.__module__}.{cls.__qualname__}")
 
 
 def _check_tlc(cls) -> None:
