@@ -51,7 +51,7 @@ from tlc.runtime.launch import GeneratedLaunch
 [entry] = [p for p in glob.glob(os.path.join(os.environ["TLC_CACHE_DIR"], "p*.bin"))]
 blob = cache.unpack(open(entry, "rb").read())
 head_end = blob.find(b"\n", len(rt.PROGRAM_MAGIC))
-facts, fields, args, arch, sizes, _ = ir_codec.loads_text(blob[len(rt.PROGRAM_MAGIC):head_end].decode())
+facts, fields, args, arch, sizes = ir_codec.loads_text(blob[len(rt.PROGRAM_MAGIC):head_end].decode())
 binary = bytes(memoryview(blob)[head_end + 1:][:sizes[0]])
 name = fields["name"] if "name" in fields else None
 state = {}

@@ -36,6 +36,3 @@ class GeneratedKernel:
     # multiple of -run or 1, its copies running only where it is not 1), ...); None: no such build; ():
     # no such copy (the build is the same code, and NVRTC takes it through the precompiled primitives)
     whole_runs: tuple | None = None
-    # a split-K kernel (`grid`'s z its parts of K) with a TL_ONE_PART build for launches whose z is 1
-    # (runtime/one_part.py)
-    one_part: bool = False

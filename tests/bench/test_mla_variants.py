@@ -95,7 +95,7 @@ def test_the_onewg_prototype_builds_with_one_warpgroups_scores(tmp_path, early, 
 
 def test_patch_runtime_takes_the_arguments_compile_kernel_passes(tmp_path, monkeypatch):
     """The session-28 H200 run failed every row with "built() takes from 2 to 3 positional
-    arguments but 4 were given": runtime.compile_kernel now passes one_part too.  The patched
+    arguments but 4 were given": runtime.compile_kernel passed one_part too then.  The patched
     built_source is called here as compile_kernel calls it, and turns the onewg grid 0 into the
     prototype's consumers while leaving another kernel's text as the runtime builds it."""
     import mla_onewg
@@ -115,7 +115,7 @@ def test_patch_runtime_takes_the_arguments_compile_kernel_passes(tmp_path, monke
         grid0 = schedule_grids(r.program, kernel, {"DK": 576, "DV": 512, "PAGE": 64, "T": "bf16"}, target="sm_90a")[0]
         gens[name] = generate(grid0, "sm_90a", sources=r.sources)
     mla_onewg.patch_runtime("mla_decode_onewg", "mla_decode_onewg2", "mla_decode_onewgsync")
-    onewg = rt.built_source(gens["onewg"], (), False, False)
-    assert onewg == mla_onewg.consumers(original(gens["onewg"], (), False, False), f"tl_{gens['onewg'].name}")
-    assert onewg != original(gens["onewg"], (), False, False)
-    assert rt.built_source(gens["std"], (), False, False) == original(gens["std"], (), False, False)
+    onewg = rt.built_source(gens["onewg"], (), False)
+    assert onewg == mla_onewg.consumers(original(gens["onewg"], (), False), f"tl_{gens['onewg'].name}")
+    assert onewg != original(gens["onewg"], (), False)
+    assert rt.built_source(gens["std"], (), False) == original(gens["std"], (), False)

@@ -146,7 +146,7 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
     source = environment().get_template("kernel.cu.j2").render(
         version=__version__, source=comment_text(source_name or (kernel.span.file if kernel.span else "<tl>")), name=name,
         constants=constants, arch=arch, threads=threads, smem_bytes=out["smem_bytes"], fp8=fp8,
-        min_blocks=out.get("min_blocks"), persistent=persistent, cluster=cluster, one_part=out.get("one_part", False),
+        min_blocks=out.get("min_blocks"), persistent=persistent, cluster=cluster,
         tensor_maps=[launcher_tensor_map(i, m) for i, m in enumerate(tensor_maps)],
         primitives=primitives(gen.primitive_files), preamble=out["preamble"], params=params, prologue=prologue, body=out["body"],
         assumed_sizes=out.get("assumed_sizes", ()),
@@ -155,7 +155,7 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
         not_one=[c_name(s) for s in kernel.not_one], loops=launcher_loops(kernel), **grid)
     return GeneratedKernel(name, f"launch_{name}", source, args, threads, out["smem_bytes"],
                            tuple(kernel.grid), arch, tuple(tensor_maps), persistent, cluster,
-                           whole_runs=kernel_facts(gen), one_part=out.get("one_part", False))
+                           whole_runs=kernel_facts(gen))
 
 
 def _generate_host(kernel: ir.Kernel, arch: str, sources: dict | None, source_name: str | None) -> GeneratedKernel:

@@ -89,8 +89,6 @@ class Sm90(WarpSpecialized, Sm80):
             out["tensor_maps"] = tuple(self.tensor_maps)
             out["persistent"] = self.persistent
             out["cluster"] = self.cluster
-            # split-K's parts are the grid's z: the runtime builds it for launches that take one (runtime/one_part.py)
-            out["one_part"] = bool(self.persistent) and self.spec is not None and self.spec.split_k is not None
             out["min_blocks"] = 1  # one block per SM: consumer_registers gives this block all its registers
             blocks = self.k.warp_spec.blocks_per_sm
             if blocks > 1:  # (a dequantizing ring: as many blocks as the SMs hold, each its launch bounds' share)

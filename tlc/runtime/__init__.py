@@ -59,18 +59,13 @@ def warm_up(device: int | None = None) -> None:
         pass
 
 
-def built_source(generated, asserts, generic: bool = False, one_part: bool | None = None) -> str:
+def built_source(generated, asserts, generic: bool = False) -> str:
     """`generated.source` as the runtime compiles it: for launches whose tensor maps all encode
-    (`tensormap.built_flags`), whose copies keep whole runs (`whole_runs`) and, where `one_part`
-    (by default one_part.ONE_PART_BUILD), that take K in one part (`one_part`), each a `#define`
+    (`tensormap.built_flags`) and whose copies keep whole runs (`whole_runs`), each a `#define`
     line before the source, unless `generic` (or, for the whole runs, the kernel `asserts`, whose
     record was read from one module: host_asserts.whole_runs_build).  The profiler's PTX compiles
     the same text, so that its line numbers are the binary's (tlc/profiling/gpu.py)."""
     source = generated.source
-    if getattr(generated, "one_part", False) and not generic:
-        from . import one_part as op
-
-        source = op.with_one_part(source, op.ONE_PART_BUILD if one_part is None else one_part)
     if generated.tensor_maps and not generic:
         from .tensormap import built_flags, with_flags
 
@@ -84,14 +79,12 @@ def built_source(generated, asserts, generic: bool = False, one_part: bool | Non
     return source
 
 
-def compile_kernel(kernel, generated, *, cache=None, generic: bool = False, one_part: bool | None = None):
+def compile_kernel(kernel, generated, *, cache=None, generic: bool = False):
     """`generated` (a `tlc.codegen.GeneratedKernel` of `kernel`) compiled by NVRTC for the
     current GPU, from the cache when it holds it; raises `CudaCompileError` when NVRTC rejects
     the code (a tlc bug, with the log and the kept `.cu`).  A kernel that takes tensor maps is
-    compiled for launches whose maps all encode (`tensormap.built_flags`), one whose copies
-    move whole runs for launches that keep them whole (`whole_runs`) and, with `one_part` (by
-    default one_part.ONE_PART_BUILD), a split-K kernel for launches that take K in one part,
-    unless `generic`; the `CompiledKernel` compiles the others if a launch needs them."""
+    compiled for launches whose maps all encode (`tensormap.built_flags`) and one whose copies
+    move whole runs for launches that keep them whole (`whole_runs`), unless `generic`; the `CompiledKernel` compiles the others if a launch needs them."""
     from . import compile as c
     from .args import LaunchFacts
     from .cache import cache_key, default_cache
@@ -99,14 +92,11 @@ def compile_kernel(kernel, generated, *, cache=None, generic: bool = False, one_
 
     require_cuda()
     arch = c.nvrtc_arch(generated.arch, c.device_capability(c.current_device()), c.nvrtc_supported_archs())
-    if one_part is None:
-        from .one_part import ONE_PART_BUILD as one_part
-    one_part = one_part and not generic and getattr(generated, "one_part", False)
-    source = built_source(generated, LaunchFacts.of(kernel).asserts, generic, one_part)
+    source = built_source(generated, LaunchFacts.of(kernel).asserts, generic)
     key = cache_key(source, kernel.constants, arch, c.nvrtc_toolchain(arch))
     cache = cache or default_cache()
     binary = cache.get_or_compile(key, source, lambda: c.nvrtc_compile(source, arch, generated.name))
-    return CompiledKernel(kernel, generated, binary, arch, generic=generic, one_part=one_part)
+    return CompiledKernel(kernel, generated, binary, arch, generic=generic)
 
 
 def compile_program_kernel(sources: dict, name: str, constants: dict, device: int, build):
@@ -134,7 +124,7 @@ def compile_program_kernel(sources: dict, name: str, constants: dict, device: in
     from . import ir_codec
 
     try:
-        entry = program_entry(kernel, generated, compiled.binary, compiled.arch, compiled.one_part)
+        entry = program_entry(kernel, generated, compiled.binary, compiled.arch)
     except ir_codec.NotData:  # a value the format cannot hold: run it, build it again next time
         return compiled
     cache.store(key, generated.source, entry)
@@ -180,19 +170,17 @@ def cached_program_kernel(digests: dict, name: str, constants_key, device: int, 
 # the C source, the IR (a few thousand objects) and `tlc.generated` are inflated and decoded when
 # something reads `CompiledKernel.generated` or `.kernel`.  JSON data only (`ir_codec`), so a
 # planted entry cannot run code, and a part inflates to at most `ir_codec.DEFLATED_LIMIT` bytes.
-PROGRAM_MAGIC = b"tlc-program-7\n"  # 7: LaunchFacts.loops (runtime/loop_bounds.py); 6: the one-part flag
+PROGRAM_MAGIC = b"tlc-program-8\n"  # 8: no one-part flag (ONE_PART_BUILD removed); 7: LaunchFacts.loops
 
 
-def program_entry(kernel, generated, binary: bytes, arch: str, one_part: bool = False) -> bytes:
-    """The program cache's entry of `kernel`; `one_part`: the binary is the build for launches
-    that take K in one part (one_part.py); `ir_codec.NotData` for a value the format cannot hold."""
+def program_entry(kernel, generated, binary: bytes, arch: str) -> bytes:
+    """The program cache's entry of `kernel`; `ir_codec.NotData` for a value the format cannot hold."""
     from . import ir_codec
     from .args import LaunchFacts
     from .launch import GeneratedLaunch
 
     parts = (bytes(binary), ir_codec.dumps_deflated(generated), ir_codec.dumps_deflated(kernel))
-    head = (LaunchFacts.of(kernel), *GeneratedLaunch.fields_of(generated), arch, tuple(len(p) for p in parts),
-            bool(one_part))
+    head = (LaunchFacts.of(kernel), *GeneratedLaunch.fields_of(generated), arch, tuple(len(p) for p in parts))
     return PROGRAM_MAGIC + ir_codec.dumps_text(head).encode() + b"\n" + b"".join(parts)
 
 
@@ -208,15 +196,14 @@ def read_program_entry(blob: bytes):
     head_end = blob.find(b"\n", len(PROGRAM_MAGIC))
     if head_end < 0:
         raise ir_codec.BadEntry("damaged entry: not a program entry")
-    facts, fields, args, arch, sizes, one_part = ir_codec.loads_text(blob[len(PROGRAM_MAGIC):head_end].decode())
+    facts, fields, args, arch, sizes = ir_codec.loads_text(blob[len(PROGRAM_MAGIC):head_end].decode())
     rest = memoryview(blob)[head_end + 1:]  # the parts after the line are sliced, not copied
     if not (isinstance(facts, LaunchFacts) and isinstance(fields, dict) and isinstance(arch, str)
-            and len(sizes) == 3 and all(type(n) is int and n >= 0 for n in sizes) and sum(sizes) == len(rest)
-            and type(one_part) is bool):
+            and len(sizes) == 3 and all(type(n) is int and n >= 0 for n in sizes) and sum(sizes) == len(rest)):
         raise ir_codec.BadEntry("damaged entry: not a program entry")
     binary, gen_text, ir_text = bytes(rest[:sizes[0]]), rest[sizes[0]:sizes[0] + sizes[1]], rest[sizes[0] + sizes[1]:]
     generated = GeneratedLaunch(fields, args, lambda: ir_codec.loads_deflated(gen_text))
-    return CompiledKernel(lambda: ir_codec.loads_deflated(ir_text), generated, binary, arch, facts, one_part=one_part)
+    return CompiledKernel(lambda: ir_codec.loads_deflated(ir_text), generated, binary, arch, facts)
 
 
 def benchmark(compiled, args: dict, *, min_ms: float = 300.0) -> float:

@@ -138,9 +138,8 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
               if not (isinstance(e, Const) and 0 < e.value <= MAX_GRID[d])]
     if blocks:
         checks = ["not 0 < g[0]"]  # at most one block per SM, in one dimension
-    one_part = getattr(compiled, "one_part", False)  # a launch in parts of K launches the split build (launch.py)
     lines += ["try:", f"    g = {grid_source(gen.grid, values, blocks, getattr(compiled, 'cluster', 1))}",
-              *([f"    z = {py_source(gen.grid[2], values)}"] if one_part else []), "except Exception:", "    return fallback(args)",
+              "except Exception:", "    return fallback(args)",
               _any_fails(checks),
               "fn = functions.get(device)", "if fn is None:", "    return fallback(args)",
               f"a = [{', '.join(cargs)}]{_tensor_map_args(compiled, env, symbols)}"]
@@ -155,10 +154,6 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
              for _, s, run in whole if s and abs(run) > 1]  # a negative run: a multiple of it, or 1
         env["GENERIC"] = compiled._generic_functions
         lines += [f"if {' or '.join(ragged)}:", "    fn = GENERIC.get(device)", "    if fn is None:",
-                  "        return fallback(args)"]
-    if one_part:
-        env["SPLIT"] = compiled._split_functions
-        lines += [f"{'elif' if whole else 'if'} z != 1:", "    fn = SPLIT.get(device)", "    if fn is None:",
                   "        return fallback(args)"]
     lines += ["fn(g, BLOCK, a, SMEM, stream)", "return True"]
     source = "def fast(args):\n" + "".join(f"    {line}\n" for line in "\n".join(lines).split("\n"))

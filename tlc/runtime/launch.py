@@ -32,12 +32,11 @@ class CompiledKernel:
     arguments by parameter name: `compiled({"A": a, "B": b, "n": 7})`."""
 
     def __init__(self, kernel: Kernel, generated, binary: bytes, arch: str, facts: LaunchFacts | None = None,
-                 generic: bool = False, one_part: bool = False):
+                 generic: bool = False):
         # `kernel`: the IR, or (with its `facts`) a function that decodes it, called when
         # something first reads `kernel` (a launch from the program cache never does);
         # `generated`: a `GeneratedKernel`, or the `GeneratedLaunch` of one (the same);
-        # `generic`: the binary takes any TMA flags (else those of `tensormap.built_flags`);
-        # `one_part`: it is a split-K kernel's build for launches that take K in one part (one_part.py)
+        # `generic`: the binary takes any TMA flags (else those of `tensormap.built_flags`)
         self._kernel, self._generated, self.binary, self.arch = kernel, generated, binary, arch
         facts = facts or LaunchFacts.of(kernel)
         self.name = generated.name
@@ -61,15 +60,6 @@ class CompiledKernel:
         self.built_flags = None
         self._generic = None  # the generic build's CompiledKernel, once a launch needed it
         self._generic_functions: dict = {}  # its loaded functions (the fast path launches them too)
-        # the one-part build: a launch whose tiles' z (its parts of K) is not 1 launches `_split`, the
-        # same build without TL_ONE_PART, compiled the first time one needs it
-        self.one_part = one_part
-        self._split = None
-        self._split_functions: dict = {}
-        if one_part:
-            from .one_part import parts_of
-
-            self._parts = parts_of(generated.grid[2], self.binder.slots)
         # a kernel whose copies move whole runs is built for launches that keep them whole
         # (codegen/whole_runs.py, runtime/whole_runs.py), unless generic or it asserts (whose
         # record was read from one module; with host_asserts.WHOLE_RUNS_WITH_ASSERTS it keeps the
@@ -184,19 +174,11 @@ class CompiledKernel:
 
     def function_for(self, device: int, args: list):
         """The function that launches `args` (`kernel_args`' list) on GPU `device`: this binary
-        where it was built for the launch's TMA flags (the last argument), its whole runs and
-        its parts of K, else the build without TL_ONE_PART (a launch in parts) or the generic
-        build, each compiled (or read from the cache) the first time a launch needs it."""
+        where it was built for the launch's TMA flags (the last argument) and its whole runs, else
+        the generic build, compiled (or read from the cache) the first time a launch needs it."""
         if (self.built_flags is None or args[-1] is self.built_flags) and \
                 (not self.whole_runs or self.keeps_runs_whole(args)):
-            if not self.one_part or self._parts(args) == 1:
-                return self.function(device)
-            if self._split is None:
-                from . import compile_kernel
-
-                self._split = compile_kernel(self.kernel, self.generated, one_part=False)
-                self._split._functions = self._split_functions
-            return self._split.function(device)
+            return self.function(device)
         if self._generic is None:
             from . import compile_kernel  # here: a launch whose maps all encode never needs it
 
@@ -256,8 +238,6 @@ class CompiledKernel:
 
         if self._generic is not None:  # a whole-runs build's generic one: its own module's record
             self._generic.check_asserts()
-        if self._split is not None:
-            self._split.check_asserts()
         address = self._records.get(runtime.getDevice())
         if address is None:
             return
@@ -380,8 +360,7 @@ class GeneratedLaunch:
     cache neither decodes the C source nor imports `tlc.generated`, whose data classes cost a
     new process a millisecond to create.  `whole()` decodes the generated kernel itself."""
 
-    FIELDS = ("name", "threads", "smem_bytes", "grid", "tensor_maps", "persistent", "cluster", "arch", "whole_runs",
-              "one_part")
+    FIELDS = ("name", "threads", "smem_bytes", "grid", "tensor_maps", "persistent", "cluster", "arch", "whole_runs")
 
     def __init__(self, fields: dict, args: tuple, whole):
         if set(fields) != set(self.FIELDS) or not all(isinstance(a, tuple) and len(a) == 4 for a in args):

@@ -38,7 +38,7 @@ _CUDA = "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
 _FP8 = "#include <cuda_fp8.h>\n#define TL_HAS_FP8 1\n"
 # the directives kernel.cu.j2 may place before the primitives, besides the macros above
 _CUDA_LINES = tuple(_CUDA.splitlines())
-KERNEL_MACROS = ("#define TL_TMA_FLAGS ", "#define TL_ONE_PART ")  # before the primitives, read by the kernel alone
+KERNEL_MACROS = ("#define TL_TMA_FLAGS ",)  # before the primitives, read by the kernel alone
 _FP8_LINES = tuple(_FP8.splitlines())
 
 
@@ -87,7 +87,7 @@ def split(source: str) -> Split | None:
         elif text in _CUDA_LINES + _FP8_LINES:
             seen.add(text)
         elif text and not text.startswith("//") and not text.startswith(KERNEL_MACROS):
-            return None  # (the TMA flags and TL_ONE_PART are read by the kernel only)
+            return None  # (the TMA flags are read by the kernel only)
     fp8 = bool(seen & set(_FP8_LINES))
     if host or seen != set(_CUDA_LINES + (_FP8_LINES if fp8 else ())):
         return None

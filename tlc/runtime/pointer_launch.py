@@ -40,5 +40,5 @@ class PointerLaunch:
         if empty:
             return  # nothing to run
         args = c.kernel_args(Bound(kargs, values, (), -1))  # and the tensor maps, if it takes them
-        fn = self.fn if c.built_flags is None and not c.whole_runs and not c.one_part else c.function_for(self.device, args)
+        fn = self.fn if c.built_flags is None and not c.whole_runs else c.function_for(self.device, args)
         fn(grid, c.block, args, c.smem, c.torch_stream(self.device))

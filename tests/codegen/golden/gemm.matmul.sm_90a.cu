@@ -44,11 +44,6 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
 #else
   const int tl_tma = tl_tma_flags;  // bit 0: the copies' maps encoded, bit 1: the store's
 #endif
-#ifdef TL_ONE_PART
-  constexpr bool tl_one_part = true;  // this build's launches take K in one part: split-K's fixup compiled out
-#else
-  constexpr bool tl_one_part = false;  // any launch: its parts of K from the sizes (runtime/one_part.py)
-#endif
 #ifdef __CUDACC_RTC__
   __builtin_assume(M >= 0); __builtin_assume(K >= 0); __builtin_assume(N >= 0);  // sizes of arrays
 #endif
@@ -67,7 +62,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1) m
   {  // persistent, warp-specialized over 3 stages: threads 256..383 produce (TMA), 2 consumer warpgroups compute
     unsigned long long* tl_full = reinterpret_cast<unsigned long long*>(tl_smem + 147456);
     unsigned long long* tl_empty = tl_full + 3;
-    const int tl_tiles_x = (static_cast<int>(static_cast<unsigned int>((N - 1)) / static_cast<unsigned int>(256)) + 1), tl_tiles_y = (static_cast<int>(static_cast<unsigned int>((M - 1)) / static_cast<unsigned int>(128)) + 1), tl_tiles_z = tl_one_part ? 1 : tl::imax<int>(1, (tl::floordiv<int>(((tl::floordiv<int>((K - 1), 64) + 1) - 1), tl::imax<int>(1, (tl::floordiv<int>(((tl::floordiv<int>((K - 1), 64) + 1) - 1), tl::imax<int>(1, tl::imin<int>(9, tl::imin<int>(tl::floordiv<int>(132, tl::imax<int>(((static_cast<int>(static_cast<unsigned int>((N - 1)) / static_cast<unsigned int>(256)) + 1) * (static_cast<int>(static_cast<unsigned int>((M - 1)) / static_cast<unsigned int>(128)) + 1)), 1)), tl::floordiv<int>(tl::sized_nonneg((tl::floordiv<int>((K - 1), 64) + 1)), 4))))) + 1))) + 1));
+    const int tl_tiles_x = (static_cast<int>(static_cast<unsigned int>((N - 1)) / static_cast<unsigned int>(256)) + 1), tl_tiles_y = (static_cast<int>(static_cast<unsigned int>((M - 1)) / static_cast<unsigned int>(128)) + 1), tl_tiles_z = tl::imax<int>(1, (tl::floordiv<int>(((tl::floordiv<int>((K - 1), 64) + 1) - 1), tl::imax<int>(1, (tl::floordiv<int>(((tl::floordiv<int>((K - 1), 64) + 1) - 1), tl::imax<int>(1, tl::imin<int>(9, tl::imin<int>(tl::floordiv<int>(132, tl::imax<int>(((static_cast<int>(static_cast<unsigned int>((N - 1)) / static_cast<unsigned int>(256)) + 1) * (static_cast<int>(static_cast<unsigned int>((M - 1)) / static_cast<unsigned int>(128)) + 1)), 1)), tl::floordiv<int>(tl::sized_nonneg((tl::floordiv<int>((K - 1), 64) + 1)), 4))))) + 1))) + 1));
     if (threadIdx.x == 0) {
       for (int tl_s = 0; tl_s < 3; ++tl_s) {
         tl::mbar_init(tl_full + tl_s, (tl_tma & 1) ? 1 : 128);

@@ -24,7 +24,6 @@ def root(context, missing=missing, environment=environment):
     l_0_params = resolve('params')
     l_0_prologue = resolve('prologue')
     l_0_tensor_maps = resolve('tensor_maps')
-    l_0_one_part = resolve('one_part')
     l_0_assumed_sizes = resolve('assumed_sizes')
     l_0_body = resolve('body')
     l_0_launcher = resolve('launcher')
@@ -133,9 +132,6 @@ def root(context, missing=missing, environment=environment):
     if (undefined(name='tensor_maps') if l_0_tensor_maps is missing else l_0_tensor_maps):
         pass
         yield "#ifdef TL_TMA_FLAGS\n  constexpr int tl_tma = TL_TMA_FLAGS;  // this build's flags: the paths they turn off are compiled out\n#else\n  const int tl_tma = tl_tma_flags;  // bit 0: the copies' maps encoded, bit 1: the store's\n#endif\n"
-    if (undefined(name='one_part') if l_0_one_part is missing else l_0_one_part):
-        pass
-        yield "#ifdef TL_ONE_PART\n  constexpr bool tl_one_part = true;  // this build's launches take K in one part: split-K's fixup compiled out\n#else\n  constexpr bool tl_one_part = false;  // any launch: its parts of K from the sizes (runtime/one_part.py)\n#endif\n"
     if (undefined(name='assumed_sizes') if l_0_assumed_sizes is missing else l_0_assumed_sizes):
         pass
         yield '#ifdef __CUDACC_RTC__\n  '
@@ -314,4 +310,4 @@ def root(context, missing=missing, environment=environment):
     yield ');\n  return cudaGetLastError();\n}\n#endif\n'
 
 blocks = {}
-debug_info = '1=58&2=69&3=75&4=88&7=94&17=98&20=100&22=107&23=123&24=126&25=133&30=136&35=139&36=143&38=152&46=159&47=163&48=176&49=185&50=188&52=196&53=198&56=200&59=202&61=209&65=214&66=221&69=225&70=227&71=229&73=231&74=233&75=235&76=239&77=241&79=244&86=253&88=256&89=258&90=264&92=274&93=276&94=278&95=280&97=296'
+debug_info = '1=57&2=68&3=74&4=87&7=93&17=97&20=99&22=106&23=122&24=125&25=132&30=135&31=139&33=148&41=155&42=159&43=172&44=181&45=184&47=192&48=194&51=196&54=198&56=205&60=210&61=217&64=221&65=223&66=225&68=227&69=229&70=231&71=235&72=237&74=240&81=249&83=252&84=254&85=260&87=270&88=272&89=274&90=276&92=292'

@@ -232,8 +232,6 @@ class WarpSpecEmission(TileWalk, ProducerEmission, BulkReduceGen):
             e(f"volatile int* tl_sched = reinterpret_cast<volatile int*>(tl_smem + {spec.sched_offset + 32});")
         if persistent:
             extents = [self.expr(g) for g in self.k.grid] + ["1"] * (3 - len(self.k.grid))
-            if spec.split_k is not None:  # K's parts (the grid's z): 1 in the build for launches that take one
-                extents[2] = f"tl_one_part ? 1 : {extents[2]}"
             e(f"const int tl_tiles_x = {extents[0]}, tl_tiles_y = {extents[1]}, tl_tiles_z = {extents[2]};")
         else:
             e(f"const int tl_n = {self.expr(plan.loop.stop)};")
