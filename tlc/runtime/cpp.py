@@ -7,7 +7,8 @@ wrap in the language, -fno-trapping-math because no kernel reads the floating-po
 and g++ then turns the selects of tl_cpu.h's math into vector blends, no -ffast-math because NaN
 and the rounding of every operation are the interpreter's; `WIDE_VECTORS` on an AVX-512 CPU),
 finding the compiler (`$CXX`, else g++; `compiler_unavailable_reason`), the
-cache (`$TLC_CACHE_DIR/cpp/<hash>.so`, written atomically as the CUDA cache is) and a call
+cache (`$TLC_CACHE_DIR/cpp/<hash>.so`, written atomically as the CUDA cache is; an entry that
+does not load is a miss, `load`) and a call
 (the interpreter's argument checks, contiguous copies where an array is not, the grid
 evaluated as a launch evaluates it).  A compiler that rejects generated code is a tlc bug:
 `CppCompileError` names the kept source.
@@ -86,10 +87,11 @@ def library_path(source: str) -> Path:
     return cache_dir() / "cpp" / f"{key}.so"
 
 
-def build(source: str, name: str) -> Path:
-    """The shared library of `source`, compiled once (the cache holds it afterwards)."""
+def build(source: str, name: str, *, damaged: bool = False) -> Path:
+    """The shared library of `source`, compiled once (the cache holds it afterwards); `damaged`:
+    the cached one would not load, so it is compiled again over it."""
     path = library_path(source)
-    if path.exists():
+    if path.exists() and not damaged:
         return path
     with tempfile.TemporaryDirectory(prefix="tlc-cpp-") as tmp:
         cpp, lib = Path(tmp) / f"{name}.cpp", Path(tmp) / f"{name}.so"
@@ -111,12 +113,43 @@ def build(source: str, name: str) -> Path:
     return path
 
 
+class CppLoadError(TlcError):
+    """A compiled library that the dynamic loader refuses, even outside the cache."""
+
+
+def load(source: str, name: str) -> ctypes.CDLL:
+    """The loaded library of `source`.  A cached library that does not load (truncated or
+    damaged on disk) is a miss, as in the CUDA cache: compiled again over it.  One that still
+    does not load from the cache (TLC_CACHE_DIR on a noexec mount) is loaded from a temporary
+    copy, after the cache's warning."""
+    path = build(source, name)
+    try:
+        return ctypes.CDLL(str(path))
+    except OSError:
+        path = build(source, name, damaged=True)
+    try:
+        return ctypes.CDLL(str(path))
+    except OSError as e:
+        if path.parent != cache_dir() / "cpp":  # already the temporary copy
+            raise _load_error(name, path, e) from None
+        kept = _uncached(path, e, "load libraries from", " that is not mounted noexec")
+    try:
+        return ctypes.CDLL(str(kept))
+    except OSError as e:
+        raise _load_error(name, kept, e) from None
+
+
+def _load_error(name: str, path: Path, error: OSError) -> CppLoadError:
+    return CppLoadError(f"the cpu target cannot load the library compiled for '{name}' ({path}): {error}")
+
+
 _warned_uncached = False
 
 
-def _uncached(lib: Path, error: OSError) -> Path:
+def _uncached(lib: Path, error: OSError, cannot: str = "write", writable: str = "") -> Path:
     """`lib` kept outside the cache (a temporary file removed when the process ends), after one
-    warning that the cache cannot be written, as the CUDA kernel cache warns."""
+    warning that the cache cannot be written (or its libraries loaded), as the CUDA kernel
+    cache warns."""
     global _warned_uncached
     import atexit
     import warnings
@@ -125,9 +158,9 @@ def _uncached(lib: Path, error: OSError) -> Path:
 
     if not _warned_uncached:
         _warned_uncached = True
-        warnings.warn(f"tlc: cannot write the cpu target's cache in {cache_dir() / 'cpp'} ({error.strerror or error}); "
-                      "kernels will be compiled again in every process. Set TLC_CACHE_DIR to a writable directory "
-                      "to cache them.", CacheWarning, stacklevel=4)
+        warnings.warn(f"tlc: cannot {cannot} the cpu target's cache in {cache_dir() / 'cpp'} "
+                      f"({error.strerror or error}); kernels will be compiled again in every process. Set "
+                      f"TLC_CACHE_DIR to a writable directory{writable} to cache them.", CacheWarning, stacklevel=4)
     fd, kept = tempfile.mkstemp(prefix="tlc-cpp-", suffix=".so")
     with os.fdopen(fd, "wb") as f:
         f.write(lib.read_bytes())
@@ -147,7 +180,7 @@ class CppKernel:
 
     def __init__(self, kernel: ir.Kernel, generated):
         self.kernel, self.generated = kernel, generated
-        lib = ctypes.CDLL(str(build(generated.source, generated.name)))
+        lib = load(generated.source, generated.name)
         self.fn = getattr(lib, generated.entry)
         self.fn.restype = ctypes.c_int
         self.fn.argtypes = [ctypes.c_void_p if a.kind == "tensor" else _CTYPES[a.dtype.name] for a in generated.args] \
