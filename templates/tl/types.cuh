@@ -302,6 +302,20 @@ __device__ __forceinline__ float fast_pow_near(float a, float b) { return pow_of
 __device__ __forceinline__ float fast_pow(float a, float b) { return pow_of<false>(a, b); }
 __device__ __forceinline__ float fast_pow_near_rare(float a, float b) { return pow_of<true, true>(a, b); }
 __device__ __forceinline__ float fast_pow_rare(float a, float b) { return pow_of<false, true>(a, b); }
+// RARE's test once a run (codegen/rare_runs.py): the common path's 2^t, `rare` set where pow_of's
+// branch would be taken; the run's loop then computes the whole run again by fast_pow(_near)'s
+// selects, whose values are RARE's bit for bit.  `||` (predicates, no branch: nothing to skip)
+// rather than `|` of the int signbit: 1043 SASS instructions on std.broadcast's pow hot path
+// (the TL_WHOLE_RUNS build, BLOCKS = 8, sm_90a) where `|` took 1105.
+template <bool F16>
+__device__ __forceinline__ float pow_flagged(float a, float b, bool& rare) {
+  const float x = fabsf(a);
+  const float t = b * fast_log2_near1<F16>(x - 1.0f, x);
+  rare = rare || signbit(a) || t != t;
+  return fast_exp2(t);
+}
+__device__ __forceinline__ float fast_pow_near_flagged(float a, float b, bool& rare) { return pow_flagged<true>(a, b, rare); }
+__device__ __forceinline__ float fast_pow_flagged(float a, float b, bool& rare) { return pow_flagged<false>(a, b, rare); }
 
 // atan(x) for values kept at 16-bit precision (schedule/fast_math.py): t = |x|, or the
 // hardware's 1 / |x| (MUFU.RCP: 1 ulp) above 1, atan t = t P(t^2) with P of degree 5 fitted for

@@ -71,7 +71,7 @@ def _ops_variants_runs(script: str) -> list[tuple[list[str], list[str]]]:
 
 
 @pytest.mark.parametrize("script,processes", [("G_histogram_atomics.sh", 3), ("V_ops_flips.sh", 2),
-                                               ("G_broadcast_pow_blocks.sh", 2)])
+                                               ("G_broadcast_pow_blocks.sh", 3)])
 def test_the_queued_processes_are_right_on_the_interpreter(script, processes, monkeypatch, capsys):
     """Each process of the queue script (its compiler switches set as it sets them, put back
     after) runs its rows and variants right on the interpreter."""
@@ -111,6 +111,7 @@ def test_a_shape_is_two_positive_integers():
         with pytest.raises(Exception, match=f"{bad!r} is not M,N \\(two positive integers\\)"):
             ops_variants.shape_arg(bad)
     runs = _ops_variants_runs("G_broadcast_pow_blocks.sh")
-    assert [spec for _, spec in runs] == [["broadcast.pow", "BLOCKS=8"]] * 2
+    assert [spec for _, spec in runs] == [["broadcast.pow", "BLOCKS=8"]] * 3
+    assert [o for o, _ in runs] == [[]] + [["tlc.codegen.rare_runs.RARE_POW_RUNS=1"]] * 2
     assert "--shape 16384,8191 broadcast.pow" in (ROOT / "bench" / "queue" / "G_broadcast_pow_blocks.sh").read_text()
 

@@ -135,17 +135,20 @@ int main() {
   long bad = 0;
   for (float a : v)
     for (float b : v) {
-      for (int form = 0; form < 4; ++form) {  // fast_pow_near (1, 3): every a here is 0 or a normal f32
-      const bool near = form % 2, rare = form >= 2;  // rare: the special cases behind a branch
-      const float want = powf(a, b),
-                  got = rare ? (near ? fast_pow_near_rare(a, b) : fast_pow_rare(a, b)) : near ? fast_pow_near(a, b) : fast_pow(a, b);
+      for (int form = 0; form < 6; ++form) {  // fast_pow_near (1, 3, 5): every a here is 0 or a normal f32
+      const bool near = form % 2, rare = form >= 2 && form < 4, flagged = form >= 4;  // rare: behind a branch
+      bool taken = false;  // flagged: the common path, the selects where it says so (codegen/rare_runs.py)
+      float got = flagged ? (near ? fast_pow_near_flagged(a, b, taken) : fast_pow_flagged(a, b, taken)) : 0.0f;
+      if (!flagged || taken) got = rare ? (near ? fast_pow_near_rare(a, b) : fast_pow_rare(a, b)) : near ? fast_pow_near(a, b) : fast_pow(a, b);
+      const float want = powf(a, b);
       const bool same = (std::isnan(want) && std::isnan(got)) ||
                         (want == got && signbit(want) == signbit(got)) ||
                         (std::isfinite(want) && want != 0.0f && std::isfinite(got) && signbit(want) == signbit(got) &&
                          // within f16's range 2^-16 relative (|b log2 a| <= 25); beyond it only finite
                          (std::fabs(want) < 5.9604645e-8f || std::fabs(want) > 65504.0f ||
                           std::fabs(got - want) <= std::fabs(want) * 1.52587890625e-5f));
-      if (!same && bad++ < 8) printf("pow%s%s(%g, %g): %g, powf %g\n", near ? "_near" : "", rare ? "_rare" : "", a, b, got, want);
+      if (!same && bad++ < 8)
+        printf("pow%s%s(%g, %g): %g, powf %g\n", near ? "_near" : "", rare ? "_rare" : flagged ? "_flagged" : "", a, b, got, want);
       }
     }
   printf("%ld differ\n", bad);
@@ -157,14 +160,15 @@ int main() {
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
 def test_fast_pow_keeps_powfs_special_values(tmp_path):
     """tl::fast_pow and fast_pow_near on the host (and their _rare forms, the special cases behind a
-    branch), the hardware's log2 and 2^x replaced by log2f and exp2f: powf's value at every pair
+    branch, and their _flagged ones, the selects' forms taken where the flag is set), the
+    hardware's log2 and 2^x replaced by log2f and exp2f: powf's value at every pair
     of special arguments (zeros of both signs, infinities, NaN,
     +-1, negative bases with odd, even and fractional powers, powers of 2^24 and beyond), its sign
     included."""
     text = (templates() / "tl" / "types.cuh").read_text()
     parts = []
     for name in ("fast_exp2", "fast_log2_near1", "fast_log2", "pow_of", "fast_pow_near", "fast_pow", "fast_pow_near_rare",
-                 "fast_pow_rare"):
+                 "fast_pow_rare", "pow_flagged", "fast_pow_near_flagged", "fast_pow_flagged"):
         start = text.index(f"__device__ __forceinline__ float {name}(")
         line_end = text.index("\n", start)
         end = line_end + 1 if text[line_end - 1] == "}" else text.index("\n}\n", start) + 3

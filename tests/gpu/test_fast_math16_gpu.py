@@ -62,6 +62,31 @@ POW_VALUES = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 2.0, -2.0, 0.5, -0.
               -7.0, 65504.0, 0.9, 1.5, -1.5, 30.0, -31.0]
 
 
+def _special_pairs(np_dt, count: int):
+    """`count` pairs (a, b) of POW_VALUES, every pair several times, in a random order: special
+    and plain pairs side by side in a warp."""
+    v = np.array(POW_VALUES, np.float64)
+    a, b = np.meshgrid(v, v, indexing="ij")
+    reps = -(-count // a.size)
+    a, b = np.tile(a.ravel(), reps).astype(np_dt), np.tile(b.ravel(), reps).astype(np_dt)
+    order = np.random.default_rng(0).permutation(a.size)[:count]
+    return a[order], b[order]
+
+
+def _check_pow(a, b, got, np_dt, what: str) -> None:
+    """`got` against np.power rounded to the dtype: NaN where it is NaN, its sign and infinities,
+    and within 2 units of the dtype elsewhere."""
+    got = got.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        want = np.power(a.astype(np.float64), b.astype(np.float64)).astype(np_dt).astype(np.float64)
+        ulp = np.abs(np.spacing(want.astype(np_dt))).astype(np.float64)
+        same = (np.isnan(got) & np.isnan(want)) | ((got == want) & (np.signbit(got) == np.signbit(want))) | \
+            (np.isfinite(want) & np.isfinite(got) & (np.signbit(got) == np.signbit(want)) & (np.abs(got - want) <= 2 * ulp))
+    assert same.all(), (f"{what}: {int((~same).sum())} pairs off, e.g. (a, b) = "
+                        f"{list(zip(a[~same][:4].tolist(), b[~same][:4].tolist()))}: {got[~same][:4].tolist()}, "
+                        f"want {want[~same][:4].tolist()}")
+
+
 @pytest.mark.parametrize("rare", [False, True])
 @pytest.mark.parametrize("dtype", ["f16", "f32"])
 def test_pow_special_values(dtype, rare, monkeypatch, tmp_path):
@@ -69,28 +94,36 @@ def test_pow_special_values(dtype, rare, monkeypatch, tmp_path):
     special cases behind one branch an element, taken by a negative base or a NaN product) at
     every pair of special arguments (zeros of both signs, infinities, NaN, +-1, negative bases
     with odd, even and fractional powers), the pairs mixed within each warp, against np.power
-    rounded to the dtype: NaN where it is NaN, its sign and infinities, and within 2 units of
-    the dtype elsewhere (f32: std.elementwise's powf).  The switch's kernels compile into a cache
-    of their own (the cache key does not hold it)."""
+    rounded to the dtype (_check_pow; f32: std.elementwise's powf).  The switch's kernels
+    compile into a cache of their own (the cache key does not hold it)."""
     import tlc.schedule.fast_math as fm
 
     monkeypatch.setattr(fm, "RARE_POW_SPECIALS", rare)
     monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path))
     np_dt = np.dtype(np.float16) if dtype == "f16" else np.dtype(np.float32)
-    v = np.array(POW_VALUES, np.float64)
-    a, b = np.meshgrid(v, v, indexing="ij")
-    a, b = np.tile(a.ravel(), 8).astype(np_dt), np.tile(b.ravel(), 8).astype(np_dt)
-    order = np.random.default_rng(0).permutation(a.size)  # special and plain pairs side by side in a warp
-    a, b = a[order].reshape(64, -1), b[order].reshape(64, -1)
-    got = np.asarray(tlc.load("std.elementwise", target=TARGET).pow(a, b)).astype(np.float64)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        want = np.power(a.astype(np.float64), b.astype(np.float64)).astype(np_dt).astype(np.float64)
-        ulp = np.abs(np.spacing(want.astype(np_dt))).astype(np.float64)
-        same = (np.isnan(got) & np.isnan(want)) | ((got == want) & (np.signbit(got) == np.signbit(want))) | \
-            (np.isfinite(want) & np.isfinite(got) & (np.signbit(got) == np.signbit(want)) & (np.abs(got - want) <= 2 * ulp))
-    assert same.all(), (f"pow {dtype}: {int((~same).sum())} pairs off, e.g. (a, b) = "
-                        f"{list(zip(a[~same][:4].tolist(), b[~same][:4].tolist()))}: {got[~same][:4].tolist()}, "
-                        f"want {want[~same][:4].tolist()}")
+    a, b = _special_pairs(np_dt, 8 * len(POW_VALUES) ** 2)
+    a, b = a.reshape(64, -1), b.reshape(64, -1)
+    _check_pow(a, b, np.asarray(tlc.load("std.elementwise", target=TARGET).pow(a, b)), np_dt, f"pow {dtype}")
+
+
+@pytest.mark.parametrize("n", [4096, 4093])
+@pytest.mark.parametrize("runs", [False, True])
+def test_broadcast_pow_special_values(runs, n, monkeypatch, tmp_path):
+    """std.broadcast's pow of f16 (its rows a run loop: with codegen/rare_runs.py's
+    RARE_POW_RUNS, the special cases tested once a run and the run computed again by the selects)
+    at BLOCKS = 8 on the pairs above, rows of whole runs (n = 4096) and ragged ones (4093, the
+    general build), against np.power as above."""
+    from tlc.codegen import rare_runs
+
+    monkeypatch.setattr(rare_runs, "RARE_POW_RUNS", runs)
+    monkeypatch.setenv("TLC_CACHE_DIR", str(tmp_path))
+    np_dt = np.dtype(np.float16)
+    a, b = _special_pairs(np_dt, 16 * n)
+    a, b = a.reshape(1, 2, 8, n), b.reshape(1, 2, 8, n)
+    y = np.full_like(a, -12345.0)  # an element not written fails
+    bc = tlc.load("std.broadcast", target=TARGET)
+    bc.pow(a, b, y, BLOCKS=8)
+    _check_pow(a, b, np.asarray(y), np_dt, f"broadcast pow, RARE_POW_RUNS {runs}, n {n}")
 
 
 def _order(v):

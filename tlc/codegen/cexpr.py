@@ -8,6 +8,7 @@ from ..dtypes import F32, DType, lookup
 from ..ir.walk import subexprs
 from .cnames import c_name, c_type, compute_type, literal
 from .ranges import in_dtype_range, open_range
+from .rare_runs import RARE_POWS, rare_pow_call
 
 
 class CodegenError(Exception):
@@ -155,6 +156,7 @@ _NATIVE_16 = {"+": "__hadd_rn", "-": "__hsub_rn", "*": "__hmul_rn"}
 
 class CExprs:
     native_16 = True  # 16-bit float +, -, * by cuda_fp16.h / cuda_bf16.h (the cpu target's C++: False)
+    rare_flag = None  # in a run's pass of rare_runs.py: its flag's C name, or "" for the selects' pass
 
     def expr(self, e: ir.Expr) -> str:
         method = getattr(self, "expr_" + type(e).__name__, None)
@@ -322,6 +324,8 @@ class CExprs:
             return "static_cast<int>(gridDim.x)"
         work = compute_type(e.dtype)
         args = [self._in(a, work) for a in e.args]
+        if self.rare_flag is not None and e.fn in RARE_POWS and work == F32:  # a run's pass (rare_runs.py)
+            return cvt(rare_pow_call(e.fn, args, self.rare_flag), work, e.dtype)
         if work.is_float:
             fn = (_MATH_F32 if work.name == "f32" else _MATH_F64)[e.fn]
             if e.dtype.bits == 16 and e.fn in _FAST_16:

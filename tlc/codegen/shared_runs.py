@@ -54,6 +54,7 @@ from ..schedule.layout import Blocked
 from .byte_words import HALF_SELECT
 from .cnames import c_name, c_type
 from .hoist import names_set_inside
+from .rare_runs import FLAG, takes_rare_runs
 from .ranges import provably_within
 from .whole_runs import note_origin, static_factor
 
@@ -345,19 +346,24 @@ class SharedRunGen:
             self.hoist_names += 1
             self.emit(f"{c_type(self.buffers[st.name].dtype)} {self.run_writes[st]}[{alias}::RUN];")
         select = None if reads or invariant or writes else self.half_select(p, layout)  # byte_words.py
+        rare = select is None and not writes and takes_rare_runs(p, self.buffers)  # pow's test once a run
+        if rare:
+            self.emit(f"bool {FLAG} = false;  // an element of the run takes pow's special cases (rare_runs.py)")
         self.emit("#pragma unroll")
         if select is not None:
             self.emit(f"for (int tl_w = 0; tl_w < {alias}::RUN / 4; ++tl_w) {{  // {HALF_SELECT}")
             self.emit(f"  {self.half_select_call(select, 'tl_r0 + 4 * tl_w')}")
             self.emit("}")
-        else:
-            self.emit(f"for (int tl_e = 0; tl_e < {alias}::RUN; ++tl_e) {{")
+        elif rare:
+            self._run_pass(p, alias, FLAG)
+            self.emit(f"if (__builtin_expect({FLAG}, 0)) {{  // the run again, by pow's selects")
             self.indent += 1
-            self.emit("const int tl_r = tl_r0 + tl_e;")
-            self.declare_loop_vars(p, alias, "tl_r")
-            self.block(p.body)
+            self.emit("#pragma unroll")
+            self._run_pass(p, alias, "")
             self.indent -= 1
             self.emit("}")
+        else:
+            self._run_pass(p, alias, None)
         if writes:
             self.emit("{  // the run's shared stores, one vector each")
             self.indent += 1
@@ -385,6 +391,18 @@ class SharedRunGen:
             self.emit(f"{name}.run({frag}, tl_r0);")
         for x in (*reads, *invariant):
             self.hoisted.pop(x, None)
+        self.indent -= 1
+        self.emit("}")
+
+    def _run_pass(self, p: ir.Parallel, alias: str, rare_flag) -> None:
+        """The loop over a run's registers, the body once each (`rare_flag`: rare_runs.py's pass)."""
+        self.emit(f"for (int tl_e = 0; tl_e < {alias}::RUN; ++tl_e) {{")
+        self.indent += 1
+        self.emit("const int tl_r = tl_r0 + tl_e;")
+        self.declare_loop_vars(p, alias, "tl_r")
+        saved, self.rare_flag = self.rare_flag, rare_flag
+        self.block(p.body)
+        self.rare_flag = saved
         self.indent -= 1
         self.emit("}")
 
