@@ -109,6 +109,24 @@ bad.tl:2:8: error[E003]: unexpected character '?'
 2 |  x = a ? b
   |        ^""",
         id="E003_tab_line"),
+    # a number's digits are ASCII: the grammar's \d took any Unicode digit after the first
+    # (`1\u0661` was 11, `\uff11.5` was 1.5) while `\uff12` alone was E003
+    pytest.param(
+        'def f():\n    x = \uff11.5 + 1\u0661\n',
+        """\
+bad.tl:2:9: error[E003]: unexpected character '\uff11'
+  |
+2 |     x = \uff11.5 + 1\u0661
+  |         ^""",
+        id="E003_unicode_digit"),
+    pytest.param(
+        'def f():\n    x = 1\u0661\n',
+        """\
+bad.tl:2:10: error[E003]: unexpected character '\u0661'
+  |
+2 |     x = 1\u0661
+  |          ^""",
+        id="E003_unicode_digit_after_one"),
     pytest.param(
         'def f():\n    if a:\n        x = 1\n      y = 2\n',
         """\
