@@ -14,7 +14,7 @@ same run:
   chosen per column) and bs_pf (the scales read a K step ahead).
 
     python3 bench/f8bs_probe.py [--sizes 8192x8192x8192,4096x7168x2048] [--ms 40] [--no-probes]
-    python3 bench/f8bs_probe.py --clears all   # codegen/sm90.py RING_SCALE_D_CLEARS for this process
+    python3 bench/f8bs_probe.py --clears all   # schedule/scale_d_clears.py RING_SCALE_D_CLEARS for this process
     python3 bench/f8bs_probe.py --prefetch     # schedule/prefetch_loads.py on for this process
                                                # (each with its own TLC_CACHE_DIR: the cache keys ignore them)
     python3 bench/f8bs_probe.py --grouped 8x8192x4096x7168   # the grouped (MoE) kernel instead
@@ -58,7 +58,7 @@ def main() -> int:
     ap.add_argument("--no-probes", action="store_true", help="only the vendor's and std's rows")
     ap.add_argument("--probes", help="only these probe rows, comma-separated: " + ",".join(PROBES) + " (one a "
                     "process names the one that faults: session 28's 8192^3 run died of an illegal instruction)")
-    ap.add_argument("--clears", choices=["none", "reused", "all"], help="codegen/sm90.py RING_SCALE_D_CLEARS")
+    ap.add_argument("--clears", choices=["none", "reused", "all"], help="schedule/scale_d_clears.py RING_SCALE_D_CLEARS")
     ap.add_argument("--prefetch", action="store_true", help="schedule/prefetch_loads.py PREFETCH_RING_LOADS on")
     ap.add_argument("--grouped", help="ExMxNxK,...: time matmul_grouped_f8_blockscaled instead (module docstring)")
     ap.add_argument("--no-store-pairs", action="store_true", help="codegen/store_pairs.py STORE_PAIRS off "
@@ -70,8 +70,8 @@ def main() -> int:
     import torch
 
     if args.clears:
-        from tlc.codegen import sm90
-        sm90.RING_SCALE_D_CLEARS = args.clears
+        from tlc.schedule import scale_d_clears
+        scale_d_clears.RING_SCALE_D_CLEARS = args.clears
     if args.prefetch:
         import importlib
         importlib.import_module("tlc.schedule.prefetch_loads").PREFETCH_RING_LOADS = True

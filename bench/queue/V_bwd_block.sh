@@ -5,8 +5,8 @@
 # causal 3.427 = 0.911x, against std with CAST_PAIRS 6.392 = 0.850x, 3.593 = 0.869x), now its
 # default (MASK_BLOCKS True; config.json's head dim 129-256 rule keeps the mask element by element,
 # MASK_BLOCKS False, where the block mask made ptxas serialize the wgmmas, C7518), with the LSE in
-# log2 units from grid0 and both loops' back-to-back products cleared by scale-d 0 (codegen/sm90.py
-# RING_SCALE_D_CLEARS "reused": the timed build's "all", for flash_bwd alone: of 1992 std/example
+# log2 units from grid0 and both loops' back-to-back products cleared by scale-d 0 (schedule/
+# scale_d_clears.py RING_SCALE_D_CLEARS "reused": the timed build's "all", for flash_bwd alone: of 1992 std/example
 # builds at sm_90a and sm_80 only flash_bwd's CUDA changed; its sm_90a D=128 CUDA equals the timed
 # variant's but for dQ's H // HK type).  CPU: the interpreter's gradients as scheduled for sm_90a
 # against NumPy (ragged, causal, GQA, whole blocks, MASK_BLOCKS False); ptxas -v: no spills, no

@@ -36,11 +36,12 @@ def test_the_one_grid_backward_masks_blocks_alike(B, H, HK, S, SK, causal, const
 @pytest.mark.nvcc
 def test_the_one_grid_backward_with_block_mask_has_no_per_element_mask(tmp_path, monkeypatch):
     from nvcc import cubin_sass
-    from tlc.codegen import half_pairs, sm90
+    from tlc.codegen import half_pairs
     from tlc.runner import build
+    from tlc.schedule import scale_d_clears
 
     monkeypatch.setattr(half_pairs, "CAST_PAIRS", True)
-    monkeypatch.setattr(sm90, "RING_SCALE_D_CLEARS", "all")
+    monkeypatch.setattr(scale_d_clears, "RING_SCALE_D_CLEARS", "all")
     source, _ = build(FUSED, kernels=("flash_bwd_fused",), defines=("D=128", "BLOCK_MASK=True"), arch="sm_90a")
     sass, log = cubin_sass(source, "sm_90a", tmp_path, "fused")
     grid = dict(zip(*[iter(re.split(r"Function : (\w+)", sass)[1:])] * 2))["flash_bwd_fused_grid1"]

@@ -1,8 +1,8 @@
 """A clear_accum wgmma gemm of a ring's consumer body whose fragment the body clears more than
 once (one partial-sum fragment for two gemms: std.gemm's matmul_f8_blockscaled at BN = 256, two
-128-column halves) clears it by its first K step's scale-d 0 (codegen/sm90.py RING_SCALE_D_CLEARS
-"reused"): no instructions zero the registers ahead of the wgmma.  Where the body writes the
-fragment by nothing but its gemms (the partial sums scaled and added as values of their loops:
+128-column halves) clears it by its first K step's scale-d 0 (schedule/scale_d_clears.py
+RING_SCALE_D_CLEARS "reused", Fill.scale_d, which codegen/sm90.py renders): no instructions zero
+the registers ahead of the wgmma.  Where the body writes the fragment by nothing but its gemms (the partial sums scaled and added as values of their loops:
 schedule/dead_stores.py), that instruction reads the registers the last gemm left
 (RING_SCALE_D_TIED, tl::gemm_wgmma_issue's CLEAR 1), else it only writes them (CLEAR 2), so that
 nvcc keeps no value of them alive up to it.  Either way the scaled partial sums are added by one
@@ -41,16 +41,16 @@ def _consumers(consts: dict) -> str:
 
 
 def test_each_halfs_clear_is_its_gemms_first_k_step(monkeypatch):
-    import tlc.codegen.sm90 as sm90
     import tlc.schedule.dead_stores as ds
+    import tlc.schedule.scale_d_clears as sdc
 
     consumers = _consumers({"BN": 256})
     assert "part[tl_r] = 0.0f" not in consumers and "part[tl_r] = (" not in consumers
     assert consumers.count(TIED) == 2 and ISSUE not in consumers
-    monkeypatch.setattr(sm90, "RING_SCALE_D_TIED", False)
+    monkeypatch.setattr(sdc, "RING_SCALE_D_TIED", False)
     assert _consumers({"BN": 256}).count(ISSUE) == 2
     # with the partial sums stored back, the body writes part: the clear only writes the registers
-    monkeypatch.setattr(sm90, "RING_SCALE_D_TIED", True)
+    monkeypatch.setattr(sdc, "RING_SCALE_D_TIED", True)
     monkeypatch.setattr(ds, "DEAD_FRAGMENT_STORES", "none")
     consumers = _consumers({"BN": 256})
     assert "part[tl_r] = (" in consumers and consumers.count(ISSUE) == 2 and TIED not in consumers
@@ -69,8 +69,8 @@ def test_the_first_k_steps_instruction_only_writes_the_registers():
                                               ("none", 256, False), ("none", 128, False)])
 def test_which_clears_the_rule_takes(monkeypatch, rule, bn, zeroed):
     # BN = 128 (the default): one clear of part a K step, an instruction unless "all"
-    import tlc.codegen.sm90 as sm90
-    monkeypatch.setattr(sm90, "RING_SCALE_D_CLEARS", rule)
+    import tlc.schedule.scale_d_clears as sdc
+    monkeypatch.setattr(sdc, "RING_SCALE_D_CLEARS", rule)
     consumers = _consumers({"BN": bn})
     assert ("part[tl_r] = 0.0f" not in consumers) == zeroed
     assert (ISSUE in consumers or TIED in consumers) == zeroed
@@ -81,8 +81,8 @@ def test_which_clears_the_rule_takes(monkeypatch, rule, bn, zeroed):
 def test_two_halves_fit_the_consumers_registers(tmp_path, monkeypatch, rule):
     # 192 registers of partial sums and accumulators a thread: with the clears as instructions
     # ptxas kept the zeros in registers of their own and spilled (328 bytes a thread)
-    import tlc.codegen.sm90 as sm90
-    monkeypatch.setattr(sm90, "RING_SCALE_D_CLEARS", rule)
+    import tlc.schedule.scale_d_clears as sdc
+    monkeypatch.setattr(sdc, "RING_SCALE_D_CLEARS", rule)
     sass, log = cubin_sass(_source({"BN": 256, "stages": 4}), "sm_90a", tmp_path)
     spills = re.search(r"(\d+) bytes spill stores", log)
     assert spills, log
@@ -133,8 +133,8 @@ def test_the_write_only_clear_spilled_in_the_runtime_build(tmp_path, monkeypatch
     # what RING_SCALE_D_TIED is for: with CLEAR 2 ptxas put the halves' products in two windows
     # and moved the accumulators around them through local memory (nvcc 13.0: 204 bytes a thread,
     # the grouped kernel 284; NVRTC 13.5 the same)
-    import tlc.codegen.sm90 as sm90
-    monkeypatch.setattr(sm90, "RING_SCALE_D_TIED", False)
+    import tlc.schedule.scale_d_clears as sdc
+    monkeypatch.setattr(sdc, "RING_SCALE_D_TIED", False)
     _, log = cubin_sass(_built(name, consts), "sm_90a", tmp_path)
     spills = re.search(r"(\d+) bytes spill stores", log)
     assert spills and int(spills.group(1)) > 0, log
@@ -155,15 +155,36 @@ def test_products_issued_back_to_back_clear_by_scale_d(monkeypatch, rule, zeroed
     # and dO . V^T back to back, each clear_accum; "reused" clears both by their first K step's
     # scale-d 0, as the H200 timed the block-masked backward in session 28 (with "all"); cleared
     # by instructions, the second while the first product runs, ptxas waited for the scores (C7517)
-    import tlc.codegen.sm90 as sm90
+    import tlc.schedule.scale_d_clears as sdc
     from tlc.runner import build
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stdlib"))
     from attention_kit import ATTENTION_PATH
 
-    monkeypatch.setattr(sm90, "RING_SCALE_D_CLEARS", rule)
+    monkeypatch.setattr(sdc, "RING_SCALE_D_CLEARS", rule)
     defines = ("D=128", "BM=128", "THREADS=256", "BN=128", "BQ=64", "KV_STAGES=3")
     src, _ = build(ATTENTION_PATH, kernels=("flash_bwd",), defines=defines, arch="sm_90a")
     for fragment in ("scores", "dprobs", "scores_t", "dprobs_t"):
         assert (f"{fragment}[tl_r] = 0.0f;" not in src) == zeroed, fragment
     assert len(re.findall(r"tl::gemm_wgmma_issue<tl_flash_bwd_grid\d_wgmma_n\d+_f16_clear, ", src)) == (4 if zeroed else 0)
+
+
+def test_a_marked_clear_outside_a_consumer_body_is_an_error():
+    # the code generator renders Fill.scale_d only where it issues the gemms of a ring's consumer
+    # body; a clear marked anywhere else has no gemm issue to take it (never silently dropped)
+    from dataclasses import replace
+
+    from tlc import ir
+    from tlc.codegen import generate
+    from tlc.diagnostics import DiagnosticError
+    from tlc.driver import check_file
+    from tlc.schedule import schedule
+
+    r = check_file(GEMM_PATH)
+    kernel = schedule(r.program, "matmul", {}, target="sm_90a")
+    body = tuple(replace(s, scale_d=2) if isinstance(s, ir.Fill) and s.buffer == "acc" else s for s in kernel.body)
+    with pytest.raises(DiagnosticError) as e:
+        generate(replace(kernel, body=body), "sm_90a", sources=r.sources, line_directives=False)
+    assert ("error[E069]: the sm_90a target: the clear of 'acc' was scheduled as its gemm's scale-d 0, "
+            "outside a ring's consumer body, where no gemm issue takes it\n") in str(e.value), str(e.value)
+    assert "clear(acc)" in str(e.value)

@@ -80,12 +80,13 @@ def test_the_one_grid_backwards_ds_store_is_four_stsm(tmp_path, monkeypatch):
     from pathlib import Path
 
     from nvcc import cubin_sass
-    from tlc.codegen import copies, half_pairs, sm90
+    from tlc.codegen import copies, half_pairs
     from tlc.runner import build
+    from tlc.schedule import scale_d_clears
 
     monkeypatch.setattr(copies, "STMATRIX", True)
     monkeypatch.setattr(half_pairs, "CAST_PAIRS", True)
-    monkeypatch.setattr(sm90, "RING_SCALE_D_CLEARS", "all")
+    monkeypatch.setattr(scale_d_clears, "RING_SCALE_D_CLEARS", "all")
     fused = str(Path(__file__).resolve().parents[2] / "bench" / "attention_bwd_fused.tl")
     source, _ = build(fused, kernels=("flash_bwd_fused",), defines=("D=128", "BLOCK_MASK=True"), arch="sm_90a")
     sass, log = cubin_sass(source, "sm_90a", tmp_path, "fused")

@@ -1,6 +1,6 @@
 """std.attention's flash_bwd with its block mask (MASK_BLOCKS, the default), as session 28 timed
 it (bench/results/q_B_bwd_block_mask-h200-twentyeighth.txt: then bench/B_bwd_block_mask.tl built
-with codegen/sm90.py RING_SCALE_D_CLEARS "all", whose scale-d clears std's default rule now
+with RING_SCALE_D_CLEARS "all" (now schedule/scale_d_clears.py), whose scale-d clears std's default rule now
 takes for its back-to-back products), at config.json's
 sm_90a tiles: its gradients against the f64 ones where the block mask matters
 (S and SK ragged at both ends, S > SK causal: rows that see no key, GQA, 48 queries a dK/dV step

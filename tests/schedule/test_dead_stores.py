@@ -40,7 +40,9 @@ def test_the_halves_partial_sums_are_values_of_their_loops(monkeypatch, name, ro
     j = lines.index(f"let tl_part1: f32 = part[i, j] * (SA[{row}, k] * sb2)")
     assert lines[j + 1] == "acc2[i, j] = acc2[i, j] + tl_part1"
     assert not any(x.startswith("part[i, j] =") for x in lines)
-    assert lines[j - 3:j - 1] == ["fill part = 0.0", "gemm part += As @ Ws2.T" if "grouped" in name
+    # (the clear its gemm's, reading the registers: schedule/scale_d_clears.py)
+    assert lines[j - 3:j - 1] == ["fill part = 0.0 (by its gemm's scale-d 0, reading the registers)",
+                                  "gemm part += As @ Ws2.T" if "grouped" in name
                                   else "gemm part += As @ Bs2.T"]
 
 

@@ -7,43 +7,17 @@ plain stores fill and wgmma reads next is fenced to the async proxy by its write
 """
 from __future__ import annotations
 
-from collections import Counter
-
 from .. import ir, primitives
-from ..ir.walk import statements, written_names
+from ..ir.walk import statements
 from ..schedule.layout import wgmma_bands, wgmma_column_groups
 from ..schedule.one_warpgroup import owner_threads
 from ..schedule.tensor_cores import tensor_core_op
-from ..schedule.gemm_overlap import (buffers_read, buffers_written, carried_gemms, gemm_waits, wgmma_ready,
+from ..schedule.gemm_overlap import (buffers_read, buffers_written, gemm_waits, ring_carried_gemms, wgmma_ready,
                                      wgmma_rs_ready)
 from .cexpr import CodegenError
 from .cnames import c_bool, c_name, c_type
 from .sm80 import Sm80
 from .warpspec import WarpSpecialized
-
-# Which other clear_accum wgmma gemms (shared operands) of a consumer body clear their accumulator
-# by the first K step's scale-d 0, that instruction only writing the registers (MMA::zero,
-# tl::gemm_wgmma_issue's CLEAR 2), rather than by an instruction a register ahead of the wgmma:
-# "reused": those whose fragment the body clears more than once (one partial-sum fragment for two
-# gemms: std.gemm's block-scaled f8 at BN = 256, two 128-column halves, where ptxas kept the zeros
-# in registers of their own and spilled 328 bytes a thread; with the rule none, and one FFMA a
-# register scales and adds the partial sums), and those of products issued back to back
-# (std.attention flash_bwd's Q . K^T and dO . V^T, both loops, as the H200 timed its block mask in
-# session 28: 6.101 ms = 0.891x cuDNN where std's 6.392 took 0.850x, bench/results/
-# q_B_bwd_block_mask-h200-twentyeighth.txt; no other std kernel has such a pair); "all": every
-# one (std's block-scaled kernels at BN <= 128 too: their SASS is the same but where ptxas folded
-# no clear, 64 IMAD.MOV a K step before the wgmma go; not yet timed on the GPU, so not the
-# default); "none"
-RING_SCALE_D_CLEARS = "reused"
-# Where the body writes such a fragment by nothing but its gemms and those clears (a partial sum
-# each iteration scales and adds into values of its own: schedule/dead_stores.py), the clearing
-# first K step reads the registers the last gemm left, scale-d 0 ("+f", CLEAR 1: one asm operand
-# list for all the gemms), rather than only writing them: ptxas then keeps one 64-register window
-# for the products of both of BN = 256's halves; with "=f" it placed them in two and spilled the
-# accumulators moving between (204 bytes a thread as the runtime builds std's kernel, 284 the
-# grouped one's; no spills, the same 8 QGMMA + 128 FFMA a K step, with the tie).  No default kernel
-# has such a body (its code is unchanged); False: CLEAR 2 as before.
-RING_SCALE_D_TIED = True
 
 # A consumer body that starts with the last iteration's products in flight (the ring's carried
 # gemms: schedule/gemm_overlap.py carried_gemms) waits for them right after issuing its first
@@ -69,9 +43,7 @@ class Sm90(WarpSpecialized, Sm80):
         self.find_warp_specialized_loop()
         # the ring's last gemms that stay in flight into the next iteration (schedule/warpspec.py
         # decided it: a stage released one iteration late, no deferred gemm, not one gemm alone)
-        spec = self.spec
-        self.carried = () if spec is None or spec.release_lag != 1 or spec.deferred is not None or self.ws.overlap \
-            else carried_gemms(self.ws.pipeline.rest, self.buffers, kernel.threads)
+        self.carried = ring_carried_gemms(kernel)
         # the clear before the ring of a carried gemm's accumulator: its first iteration's
         # scale-d 0 instead (an instruction writing those registers, reaching the loop where the
         # gemm is in flight, would serialize the wgmmas: ptxas's C7515); zeros after a ring
@@ -140,7 +112,9 @@ class Sm90(WarpSpecialized, Sm80):
         under dO . V^T; dV's product issued and running while dS is made).  Where the schedule
         carries the body's last gemms into the next iteration (`carried`: dK's and dV's), the
         body starts with them in flight, releases the last iteration's stage after the wait
-        that completes them, and ends without waiting.  Every other block waits at each gemm."""
+        that completes them, and ends without waiting.  A fill that schedule/scale_d_clears.py
+        marked (`Fill.scale_d`) is the next gemm's first K step (CLEAR 1 or 2).  Every other
+        block waits at each gemm."""
         if not (self.in_flight_gemm is None and getattr(self, "lazy", None) is None and self.spec is not None
                 and self.spec.deferred is None):
             return False
@@ -149,39 +123,13 @@ class Sm90(WarpSpecialized, Sm80):
         self.lazy = pending = list(self.carried)
         carried = len(self.carried)  # of those, still in flight
         runs = self.runs(stmts)
-        # with gemms in flight at the start, a clear_accum gemm's clear is its first K step's
-        # scale-d 0 (an instruction writing its accumulator there would serialize the wgmmas)
-        heads = [r[0] for r in runs if not isinstance(r[0], ir.Sync)]  # (a sync here is a comment)
-        cleared = {id(f) for f, g in zip(heads, heads[1:]) if self.carried and isinstance(f, ir.Fill)
-                   and isinstance(g, ir.Gemm) and g.c == f.buffer and self.zero_clear(f, g)}
-        # (and others on shared operands as RING_SCALE_D_CLEARS says, the first K step's instruction
-        # only writing the registers: tl::gemm_wgmma_issue's CLEAR 2)
-        fills = Counter(f.buffer for f in heads if isinstance(f, ir.Fill))
-        # and ("reused") the clears of products issued back to back, clear, gemm, clear, gemm
-        # (std.attention flash_bwd's Q . K^T and dO . V^T: the second clear by instructions while
-        # the first product runs made ptxas wait for the scores in the block-masked dK/dV step, C7517)
-        pairs = {i for i, (f, g) in enumerate(zip(heads, heads[1:])) if isinstance(f, ir.Fill)
-                 and isinstance(g, ir.Gemm) and g.c == f.buffer and self.uses_wgmma(g)}
-        back_to_back = {id(heads[i]) for i in pairs if i - 2 in pairs or i + 2 in pairs}
-        zeroed = {id(f) for f, g in zip(heads, heads[1:]) if isinstance(f, ir.Fill) and isinstance(g, ir.Gemm)
-                  and g.c == f.buffer and self.zero_clear(f, g) and self.uses_wgmma(g) and id(f) not in cleared
-                  and (RING_SCALE_D_CLEARS == "all" or RING_SCALE_D_CLEARS == "reused"
-                       and (fills[f.buffer] > 1 or id(f) in back_to_back))}
-        # of those, the fragments nothing but gemms and those clears writes in the body: the
-        # registers the last gemm left, read (CLEAR 1), so ptxas keeps one window for them
-        others = written_names(stmts) | {x.dst for x in statements(stmts) if isinstance(x, (ir.Reduce, ir.Scan))} \
-            | {x.buffer for x in statements(stmts) if isinstance(x, ir.Fill) and id(x) not in zeroed}
-        tied = {id(f) for f in heads if id(f) in zeroed and RING_SCALE_D_TIED and f.buffer not in others}
         try:
             early = self.hoist_early(stmts)
             clear = False
             for run in runs:
                 s = run[0]
-                if id(s) in cleared:
-                    clear = True
-                    continue
-                if id(s) in zeroed:
-                    clear = True if id(s) in tied else 2
+                if isinstance(s, ir.Fill) and s.scale_d:  # the next gemm's first K step clears it (scale_d_clears.py)
+                    clear = True if s.scale_d == 1 else 2
                     continue
                 lazy = len(run) == 1 and isinstance(s, ir.Gemm) and (self.uses_wgmma(s) or self.uses_wgmma_rs(s))
                 if EARLY_CARRIED_RELEASE and carried and not lazy and len(pending) > carried:
@@ -245,6 +193,9 @@ class Sm90(WarpSpecialized, Sm80):
         if any(s is x for x in getattr(self, "folded_clears", ())):
             self.emit(f"// {c_name(s.buffer)} cleared by its gemm's first iteration in the ring (scale-d 0)")
             return
+        if s.scale_d:  # (scale_d_clears.py marks only what consumer_block issues)
+            raise CodegenError(f"the clear of '{s.buffer}' was scheduled as its gemm's scale-d 0, outside a ring's "
+                               "consumer body, where no gemm issue takes it", s.span)
         super().stmt_Fill(s)
 
     def zero_clear(self, fill: ir.Fill, g: ir.Gemm) -> bool:

@@ -247,6 +247,10 @@ class Fill(Stmt):
     buffer: str
     value: Expr
     span: Span | None = _span()
+    # a clear made by the next statement's wgmma gemm, its first K step's scale-d 0, rather than
+    # by instructions (schedule/scale_d_clears.py): 1 reading the registers the last gemm left,
+    # 2 only writing them; 0: instructions
+    scale_d: int = 0
 
 
 REDUCE_KINDS = ("sum", "max", "min", "absmax")

@@ -94,7 +94,8 @@ def _simple(s: Stmt) -> str:
         b = f"{s.b}.T" if s.trans_b else s.b
         return f"gemm {s.c} += {a} @ {b}" + (f" (precision {s.precision})" if s.precision != "ieee" else "")
     if isinstance(s, Fill):
-        return f"fill {s.buffer} = {expr(s.value)}"
+        return f"fill {s.buffer} = {expr(s.value)}" + (
+            f" (by its gemm's scale-d 0, {'reading' if s.scale_d == 1 else 'only writing'} the registers)" if s.scale_d else "")
     if isinstance(s, Reduce):
         mode = "" if s.clear else " accumulate"
         return f"reduce_{s.kind} {s.src} -> {s.dst} dim={s.dim}{mode}"

@@ -16,7 +16,7 @@ The scaled value is read only by its own iteration, and the fragment's next use 
 second half's `fill`, or, after the loop's last statement, the next iteration's first), so the
 same values reach the same statements.  With no store left, nothing but its gemms writes the
 fragment, which the sm_90a code generator then clears by the gemm's first K step's scale-d 0 on
-the registers the last gemm left (codegen/sm90.py RING_SCALE_D_CLEARS): ptxas keeps one 64-register
+the registers the last gemm left (scale_d_clears.py RING_SCALE_D_TIED): ptxas keeps one 64-register
 window for both halves' products.  With the store kept (or the clear's instruction only writing
 the registers, "=f"), it placed the halves' products in different windows and moved the two
 accumulators' values around them through local memory: 204 bytes of spills a thread at 3 and 4

@@ -178,6 +178,18 @@ def carried_gemms(body: list, buffers: dict, threads: int) -> tuple:
     return tuple(carried)
 
 
+def ring_carried_gemms(kernel: ir.Kernel) -> tuple:
+    """`carried_gemms` of the warp-specialized ring's consumer statements, where its schedule lets
+    gemms be carried: a stage released one iteration late, no deferred gemm, more statements than
+    one gemm kept in flight whole; () otherwise."""
+    spec = kernel.warp_spec
+    start, stop = spec.consumer if spec is not None else (0, 0)
+    if spec is None or spec.release_lag != 1 or spec.deferred is not None or stop - start == 1:
+        return ()
+    body = list(kernel.body[spec.loop].body[start:stop])
+    return carried_gemms(body, {b.name: b for b in kernel.buffers}, kernel.threads)
+
+
 def buffers_touched(stmts) -> set:
     """The buffers the statements read or write."""
     out: set = set()

@@ -26,6 +26,7 @@ from ..last_stage import keep_last_stages
 from ..lower import without_unread as lower_without_unread
 from ..registers import check_thread_storage
 from ..smem import plan_shared_memory
+from ..scale_d_clears import choose_scale_d_clears
 from ..warpspec import specialize_warps
 from ..unswitch import unswitch_loops
 
@@ -112,7 +113,7 @@ def finish(kernel: ir.Kernel, target: str, smem_limit: int, sources: dict, batch
     kernel = plan_shared_memory(kernel, smem_limit, sources)
     kernel = use_fast_math(keep_last_stages(insert_barriers(kernel)))
     kernel = batch_loads(kernel) if batch else kernel
-    kernel = specialize_warps(unswitch_loops(kernel), targets.get(target))
+    kernel = choose_scale_d_clears(specialize_warps(unswitch_loops(kernel), targets.get(target)))
     ir.verify(kernel)
     return kernel
 
