@@ -322,6 +322,29 @@ def test_atomic_add_of_narrow_integers_is_refused_at_build(dt, tmp_path):
         f"  |             {'^' * len(f'atomic_add(acc[0], {dt}(1))')}")
 
 
+def test_a_reduction_of_i64_is_refused_at_its_line(tmp_path):
+    """The CUDA targets reduce at most 32-bit integers: E069 pointed at the kernel's `def` (session
+    29, mutate seed 29000273: std.moe's i32 fragments made i64), now at the reduction."""
+    path = tmp_path / "k.tl"
+    path.write_text("""\
+@kernel
+def k(x: i64[N, 32], out: i64[N]):
+    with grid(cdiv(N, 4), threads=128) as bx:
+        t = fragment(i64[4, 32])
+        m = fragment(i64[4])
+        copy(x[bx * 4, 0], t)
+        reduce_min(t, m, dim=1)
+        copy(m, out[bx * 4])
+""")
+    with pytest.raises(DiagnosticError) as e:
+        runner.build(str(path), arch="sm_80")
+    assert render_all(e.value.diagnostics, e.value.sources) == (
+        f"{path}:7:9: error[E069]: the sm_80 target: reductions of i64 are not supported by the CUDA target yet\n"
+        "  |\n"
+        "7 |         reduce_min(t, m, dim=1)\n"
+        f"  |         {'^' * len('reduce_min(t, m, dim=1)')}")
+
+
 def test_an_unused_parameter_of_a_device_function_declares_nothing(tmp_path):
     """An inlined device function that ignores its parameter declared `float fn_0_a` and never
     read it: nvcc's warning 177 under -Werror (build5 seed 6003500); the unread scalar goes."""

@@ -23,20 +23,20 @@ from .cnames import c_bool, c_name, c_type
 _OPS = {"sum": "tl::Op::sum", "max": "tl::Op::max", "min": "tl::Op::min", "absmax": "tl::Op::absmax"}
 
 
-def _acc_type(dt) -> str:
+def _acc_type(dt, span) -> str:
     if dt.is_float:
         return "double" if dt.name == "f64" else "float"
     if dt.name == "u32":  # max and min of values past 2^31 - 1: an int saw them negative
         return "unsigned"
     if dt.bits <= 32:
         return "int"
-    raise CodegenError(f"reductions of {dt} are not supported by the CUDA target yet")
+    raise CodegenError(f"reductions of {dt} are not supported by the CUDA target yet", span)
 
 
 class ReduceGen:
     def stmt_Reduce(self, r: ir.Reduce) -> None:
         src, dst = self.buffers[r.src], self.buffers[r.dst]
-        acc = _acc_type(src.dtype)
+        acc = _acc_type(src.dtype, r.span)
         op = _OPS[r.kind]
         self.emit(f"{{  // reduce_{r.kind}({r.src} -> {r.dst}, dim={r.dim})")
         self.indent += 1
