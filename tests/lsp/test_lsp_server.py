@@ -204,3 +204,14 @@ async def test_completion_of_std_modules_names_builtins_and_dtypes(client, tmp_p
     decorators = await client.text_document_completion_async(lsp.CompletionParams(**at(9, 1, path)))  # "@" of @kernel
     assert sorted(i.label for i in decorators.items) == ["autotune", "fuse", "kernel", "tile_op"]
 
+
+
+async def test_requests_about_a_document_never_opened_whose_file_cannot_be_read(client, tmp_path):
+    """A hover, definition or completion naming a document the client never opened reads its
+    file; where that is missing or a folder, pygls's OSError went back as an internal error
+    (-32603 with a traceback); the answer is now that of an empty document."""
+    for path in (tmp_path / "missing.tl", tmp_path):
+        assert await client.text_document_hover_async(lsp.HoverParams(**at(0, 0, path))) is None
+        assert await client.text_document_definition_async(lsp.DefinitionParams(**at(0, 0, path))) is None
+        completion = await client.text_document_completion_async(lsp.CompletionParams(**at(0, 0, path)))
+        assert "kernel" not in {i.label for i in completion.items} and "f16" in {i.label for i in completion.items}

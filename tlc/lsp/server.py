@@ -74,6 +74,16 @@ def _kept_lines(then: str, now: str) -> dict[int, int]:
     return {i + k + 1: j + k + 1 for i, j, size in blocks for k in range(size)}
 
 
+def _source(ls: LanguageServer, uri: str) -> str:
+    """The document's text: the editor's where it is open, else its file's (pygls reads it);
+    "" where a request names a document never opened whose file is missing, a folder or not
+    UTF-8 (such a request raised the OSError to the client as an internal error)."""
+    try:
+        return ls.workspace.get_text_document(uri).source
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
 def _read(path: str) -> str | None:
     try:
         with open(path, encoding="utf-8") as f:
@@ -140,7 +150,7 @@ def make_server(arch: str = "sm_80") -> TlcLanguageServer:
         line the text has kept since that check) and a function moving a span of that text to
         where it is now."""
         uri = params.text_document.uri
-        text = ls.workspace.get_text_document(uri).source
+        text = _source(ls, uri)
         program, checked = ls.programs.get(uri, (None, text))
         now_of = _kept_lines(checked, text)
         then_of = {now: then for then, now in now_of.items()}
@@ -174,7 +184,7 @@ def make_server(arch: str = "sm_80") -> TlcLanguageServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=[".", "@", " "]))
     def completion(ls: TlcLanguageServer, params: lsp.CompletionParams) -> lsp.CompletionList:
-        text = ls.workspace.get_text_document(params.text_document.uri).source
+        text = _source(ls, params.text_document.uri)
         line = params.position.line + 1
         col = _column(_line(text, line), params.position.character)
         items = []
