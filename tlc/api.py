@@ -41,6 +41,7 @@ def load(path: str, target: str = "auto") -> "Module":
     """Parse and type-check a `.tl` file; raises `DiagnosticError` or `driver.SourceError`.
     For the GPU, a file checked before comes from the checked-module cache
     (`runtime.checked_cache`) and is checked again only when a kernel must be compiled."""
+    path = _path_text(path)
     gpu = target == "cuda" or (target == "auto" and _gpu_available())
     if gpu:
         cached = _cached_module(path, target)
@@ -68,6 +69,18 @@ def load(path: str, target: str = "auto") -> "Module":
                 keep()
             return module
     return Module(result.program, target)
+
+
+def _path_text(path) -> str:
+    """`tlc.load`'s path as text: a str, or an os.PathLike (pathlib.Path) as its text."""
+    import os
+
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        raise TlcError(f"tlc.load takes the path of a .tl file (a str or a pathlib.Path) or the name of a std module "
+                       f"('std.nn'), not {type(path).__name__}")
+    return path
 
 
 def _stamp(path: str):
@@ -165,6 +178,10 @@ class _Deferred:
 
 
 def compile_source(text: str, target: str = "auto", path: str = "<string>") -> "Module":
+    if not isinstance(text, str):
+        raise TlcError(f"tlc.compile_source takes the text of a module as a str, not {type(text).__name__}"
+                       + (" (decode it: text.decode('utf-8'))" if isinstance(text, bytes) else ""))
+    path = "<string>" if path is None else _path_text(path)
     result = driver.check_source(text, path)
     if not result.ok:
         raise DiagnosticError(result.diagnostics, result.sources)

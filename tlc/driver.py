@@ -38,6 +38,8 @@ def read_source(path: str) -> str:
         raise SourceError(f"{path} is a directory, not a .tl file") from None
     except OSError as e:
         raise SourceError(f"cannot read {path}: {e.strerror}") from None
+    except ValueError as e:  # a NUL in the name (tlc.load("a\0b.tl")): os.open's "embedded null byte"
+        raise SourceError(f"cannot read {path!r}: {e}") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
