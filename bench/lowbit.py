@@ -395,7 +395,23 @@ W4_DECODE_VARIANTS = [("w4a16", "matmul_w4a16", {}, 0),
                       # session 28: config.json's sm_90a rules at M <= 16 take the TMA ring (TMA=True);
                       # the cp.async ring at the rules they replaced, for bench/queue/V_D_flips.sh
                       ("w4a16 cp.async BK=256 stages=3", "matmul_w4a16", {"m": (1,), "TMA": False, "stages": 3}, 0),
-                      ("w4a16 cp.async BK=512 stages=2", "matmul_w4a16", {"m": (16,), "TMA": False, "stages": 2}, 0)]
+                      ("w4a16 cp.async BK=512 stages=2", "matmul_w4a16", {"m": (16,), "TMA": False, "stages": 2}, 0),
+                      # session 29, bench/queue/D_w4a16_split_ring.sh: the TMA ring split along K with its
+                      # wave counting the blocks an SM holds (dequant_ring.DEQUANT_SPLIT) at config.json's
+                      # rules (M = 1: 2 parts, two blocks of 4 consumer warps an SM; M = 16 on wgmma keeps
+                      # one block an SM and one part), at K steps of 512 on 3 stages (83 KB: 2 blocks an SM),
+                      # and M = 16 on mma.sync at 2 stages (2 blocks an SM); K steps of 512 on 4 stages at
+                      # M = 1 unsplit (twice the bytes a stage, 64 KB of weight in flight a block)
+                      ("w4a16 TMA split", "matmul_w4a16",
+                       {"options": "tma-split", "m": (1,), "BM": 8, "BK": 256, "stages": 6, "TMA": True}, 0),
+                      ("w4a16 TMA split M=16 rule", "matmul_w4a16",
+                       {"options": "tma-split", "m": (16,), "BM": 16, "BK": 512, "stages": 4, "TMA": True}, 0),
+                      ("w4a16 TMA split BK=512 stages=3", "matmul_w4a16",
+                       {"options": "tma-split", "m": (1,), "BM": 8, "BK": 512, "stages": 3, "TMA": True}, 0),
+                      ("w4a16 TMA BK=512 stages=4", "matmul_w4a16",
+                       {"m": (1,), "BM": 8, "BK": 512, "stages": 4, "TMA": True}, 0),
+                      ("w4a16 TMA split mma.sync stages=2", "matmul_w4a16",
+                       {"options": "tma-split-mma", "m": (16,), "BM": 16, "BK": 512, "stages": 2, "TMA": True}, 0)]
 # A variant's "options": compiler switches (MODULE.NAME=VALUE, as --option) set while its launchers
 # compile, its kernels from a copy of std.gemm's text at a path of its own (the program cache's keys
 # do not hold the switches), so that one process times it beside the defaults
@@ -403,7 +419,11 @@ W4_OPTION_SETS = {"tma": ("tlc.schedule.dequant_ring.DEQUANT_RING=1",),
                   # the same ring one block an SM with setmaxnreg, as every other warp-specialized one
                   "tma-1": ("tlc.schedule.dequant_ring.DEQUANT_RING=1", "tlc.schedule.dequant_ring.DEQUANT_BLOCKS=1"),
                   "tma-mma": ("tlc.schedule.dequant_ring.DEQUANT_RING=1",
-                              "tlc.schedule.operand_layout.WGMMA_REGISTER_A_MAX=32")}
+                              "tlc.schedule.operand_layout.WGMMA_REGISTER_A_MAX=32"),
+                  # the ring split along K by its blocks an SM (matmul_w4a16 at TMA=True: no DEQUANT_RING)
+                  "tma-split": ("tlc.schedule.dequant_ring.DEQUANT_SPLIT=1",),
+                  "tma-split-mma": ("tlc.schedule.dequant_ring.DEQUANT_SPLIT=1",
+                                    "tlc.schedule.operand_layout.WGMMA_REGISTER_A_MAX=32")}
 # BM = 256: each dequantized weight used by twice the rows (the dequantization costs per weight,
 # the products per row); "dequantize_w4a16": the whole weight dequantized once into an f16
 # buffer, then matmul_nt

@@ -8,7 +8,13 @@ torch read of the 32 MiB (row sums) and F.linear f16 at M = 1.  Every output is 
 its time counts: the probe's byte sums exactly against PyTorch's, F.linear against F.linear in
 f32 of the weight dequantized (as bench/lowbit.py does).
 
-    python bench/w4a16_probe.py [--min-ms 100] [--json out.json]
+    python bench/w4a16_probe.py [--min-ms 100] [--json out.json] [--ring]
+
+--ring (session 29, helper D): bench/w4a16_ring_probe.tl instead, std.gemm's matmul_w4a16
+through the TMA ring (config.json's sm_90a rule at M = 1: K steps of 256 on 6 stages, 2 blocks
+an SM) with the dequantization and the gemm removed (RING_PROBES: the rule's tiles and K steps
+of 512 on 4 stages), beside matmul_w4a16 at the rule and F.linear f16 at M = 1: the ring's
+stream ceiling at these tiles apart from the consumers' work.
 """
 from __future__ import annotations
 
@@ -41,12 +47,16 @@ def main(argv=None) -> int:
     ap.add_argument("--json")
     ap.add_argument("--calib", action="store_true", help="The probe and a torch read at 1, 2 and 4 times the "
                     "weight's 32 MiB, and a launch of one element: the fixed cost and the slope.")
-    args = ap.parse_args(argv)
     import torch
     import torch.nn.functional as F
 
+    ap.add_argument("--ring", action="store_true", help="The TMA ring's stream without the dequantization "
+                    "(bench/w4a16_ring_probe.tl) beside matmul_w4a16 at its M = 1 rule and F.linear.")
+    args = ap.parse_args(argv)
     if args.calib:
         return calibrate(torch, args)
+    if args.ring:
+        return ring(torch, args)
 
     from lowbit import dequantize_uint4_torch, w4a16_weight
     from tlc.timing import Checked, compare_checked, tolerance
@@ -83,6 +93,12 @@ def main(argv=None) -> int:
     contenders["F.linear f16"] = Checked(lambda: torch.mm(A, deq.t(), out=Ct), ref, out=Ct,
                                          **tolerance("float16", ref, 32))
     ms, verdicts = compare_checked(contenders, min_ms=args.min_ms)
+    return _report(contenders, ms, verdicts, args)
+
+
+def _report(contenders, ms, verdicts, args) -> int:
+    """Prints each contender's time and GB/s of the int4 weight (or why its check failed) and
+    writes them to --json."""
     rows = []
     for label in contenders:
         r = {"variant": label}
@@ -97,6 +113,58 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0
+
+
+# (label, the ring probe's constants): config.json's matmul_w4a16 rule at M = 1, and twice the
+# bytes a stage on 4 stages
+RING_PROBES = [("ring probe BK=256 stages=6", {"BK": 256, "stages": 6}),
+               ("ring probe BK=512 stages=4", {"BK": 512, "stages": 4})]
+
+
+def ring_reference(A, W4, scales, zeros, BK: int, G: int = 128):
+    """What bench/w4a16_ring_probe.tl's ring_w4 writes, in f64 (NumPy or torch arrays; W4 an
+    integer one): each row's bytes (word & 255) summed, plus, a K step k of BK columns, scales
+    and zeros at the step's first group rounded down to 8 and 16 groups and A[0, k * BK]."""
+    N, KW = W4.shape
+    steps = -(-A.shape[1] // BK)
+    out = (W4 & 255).sum(1) * 1.0
+    for k in range(steps):
+        g = k * BK // G
+        s = scales[:, g // 8 * 8] if g // 8 * 8 < scales.shape[1] else 0.0
+        z = zeros[:, g // 16 * 16] * 1.0 if g // 16 * 16 < zeros.shape[1] else 0.0
+        out = out + s + z + float(A[0, k * BK])
+    return out
+
+
+def ring(torch, args) -> int:
+    """--ring: the ring probe's rows, matmul_w4a16 at its M = 1 rule and F.linear f16, N = K =
+    8192 g128 at M = 1, each output checked first (the probe's sums against ring_reference)."""
+    import torch.nn.functional as F
+    from lowbit import dequantize_uint4_torch, w4a16_weight
+    from tlc.timing import Checked, compare_checked, tolerance
+
+    quant = tlc.load("std.quant", target="cuda")
+    gemm = tlc.load("std.gemm", target="cuda")
+    probe = tlc.load(str(ROOT / "bench/w4a16_ring_probe.tl"), target="cuda")
+    W4, scales, zeros, q, _ = w4a16_weight(torch, quant, gemm, N, K, 128)
+    deq = dequantize_uint4_torch(torch, q, scales.half().float(), zeros, K, 128).half()
+    A = torch.randn(1, K, device="cuda").half()
+    contenders = {}
+    for label, consts in RING_PROBES:
+        out = torch.empty(N, dtype=torch.float32, device="cuda")
+        want = ring_reference(A.double(), W4.view(torch.int32), scales.double(), zeros.double(),
+                              consts["BK"]).float()
+        run = probe.ring_w4.launcher(A, W4, scales, zeros, out, **consts)
+        contenders[label] = Checked(run, want, out=out, rtol=1e-5, atol=1e-2)
+    ref = F.linear(A.float(), deq.float())
+    C = torch.empty(1, N, dtype=torch.float16, device="cuda")
+    contenders["matmul_w4a16 at the M = 1 rule"] = Checked(gemm.matmul_w4a16.launcher(A, W4, scales, zeros, C), ref,
+                                                           out=C, **tolerance("float16", ref, 8))
+    Ct = torch.empty(1, N, dtype=torch.float16, device="cuda")
+    contenders["F.linear f16"] = Checked(lambda: torch.mm(A, deq.t(), out=Ct), ref, out=Ct,
+                                         **tolerance("float16", ref, 32))
+    ms, verdicts = compare_checked(contenders, min_ms=args.min_ms)
+    return _report(contenders, ms, verdicts, args)
 
 
 def calibrate(torch, args) -> int:

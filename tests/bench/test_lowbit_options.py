@@ -17,6 +17,7 @@ def test_an_options_row_sets_its_switches_only_while_it_compiles():
     assert seen is True and dequant_ring.DEQUANT_RING is False
     assert lowbit._switched("tma-1", lambda: (dequant_ring.DEQUANT_RING, dequant_ring.DEQUANT_BLOCKS)) == (True, 1)
     assert dequant_ring.DEQUANT_BLOCKS == 3
+    assert lowbit._switched("tma-split", lambda: dequant_ring.DEQUANT_SPLIT) is True and not dequant_ring.DEQUANT_SPLIT
     from tlc.schedule import operand_layout
     assert lowbit._switched("tma-mma", lambda: operand_layout.WGMMA_REGISTER_A_MAX) == 32
     assert operand_layout.WGMMA_REGISTER_A_MAX == 0

@@ -59,6 +59,16 @@ DEQUANT_RING = False
 # bounds (256, 4): no spills), its split-K at K steps of 512 71 at (256, 3) and spills 36 bytes at
 # (256, 4).  1: one block an SM, setmaxnreg as every ring.
 DEQUANT_BLOCKS = 3
+# Split-K of such a ring whose wave counts the blocks an SM holds (`split`, #18): WAVE SMs times
+# its `blocks_per_sm`, so that at M = 1 (BM = 8, BN = 64, K steps of 256 on 6 stages: 2 blocks an
+# SM) N = K = 8192's 128 tiles take K in 2 parts, 256 units, where split_k.py's wave of 132 keeps
+# one part and one block on most SMs: one consumer warp a scheduler.  Each SM then runs two
+# blocks' consumers, 8 warps, each warp's 16 rows x 256 columns a K step a chain of 16 mma.sync
+# into one accumulator and ~496 SASS (nvcc 13.0 sm_90a, matmul_w4a16 at config.json's M = 1
+# rule), where one warp a scheduler issued at ~0.33 of its cycles (24.2 us, 32 K steps: ~1500
+# cycles a step at 1.98 GHz).  The parts meet as split_k.py's do (the last part adds the others'
+# f32 tiles in part order).  Off until the H200 times it (bench/queue/D_w4a16_split_ring.sh).
+DEQUANT_SPLIT = False
 
 
 def swizzled_stages(kernel: ir.Kernel, params: dict) -> ir.Kernel | None:
@@ -132,19 +142,55 @@ def planned(kernel: ir.Kernel, target, planner):
     did; else (kernel, planner, None) as they were.  `planner` is warpspec's _Planner class."""
     params = {p.name: p for p in kernel.params}
     relaid = swizzled_stages(kernel, params) or kernel
-    p = planner(relaid, target)
+    p, ws = _plan(relaid, target, planner)
+    if ws is None:
+        return kernel, planner(kernel, target), None
+    return replace(relaid, notes=relaid.notes + (_note(kernel, relaid, ws),)), p, ws
+
+
+def _plan(kernel: ir.Kernel, target, planner):
+    """(the planner, its WarpSpecialization or None) of `kernel`'s ring planned as a
+    dequantizing one, its blocks an SM and their registers set."""
+    p = planner(kernel, target)
     # one block a cluster: the decode kernels' grid is one row of tiles (M <= BM), whose
     # consecutive tiles never share the weight's, so a cluster's blocks would only wait on each
     # other's stages
     p.dequant = True
     ws = p.plan()
     if ws is None:
-        return kernel, planner(kernel, target), None
-    blocks = blocks_per_sm(ws, relaid, target)
+        return p, None
+    blocks = blocks_per_sm(ws, kernel, target)
     if blocks > 1:
-        share = min(255, target.registers_per_sm // (blocks * (relaid.threads + ws.producer_threads)) // 8 * 8)
+        share = min(255, target.registers_per_sm // (blocks * (kernel.threads + ws.producer_threads)) // 8 * 8)
         ws = replace(ws, blocks_per_sm=blocks, producer_registers=share, consumer_registers=share)
-    return replace(relaid, notes=relaid.notes + (_note(kernel, relaid, ws),)), p, ws
+    return p, ws
+
+
+def split(kernel: ir.Kernel, ws, target, planner) -> ir.Kernel | None:
+    """`kernel` (planned by `planned` into `ws`) split along K as split_k.py splits a persistent
+    ring, its wave WAVE x the blocks an SM holds (DEQUANT_SPLIT), where its ring planned again
+    for the split kernel is a persistent dequantizing one with the same loads and blocks an SM;
+    else None."""
+    from ..ir.warpspec import SplitK
+    from . import split_k as sk
+    if not DEQUANT_SPLIT:
+        return None
+    acc = sk.candidate(kernel, ws, dequant=True)
+    if acc is None:
+        return None
+    wave = sk.WAVE * ws.blocks_per_sm
+    split_kernel, part, parts = sk.rewrite(kernel, ws, wave=wave)
+    p, ws2 = _plan(split_kernel, target, planner)
+    if ws2 is None or p.moved is not None or ws2.tile_order is None or ws2.tile_loads:
+        return None
+    if [(x.buffer, x.flat, x.multicast) for x in ws2.loads] != [(x.buffer, x.flat, x.multicast) for x in ws.loads] \
+            or ws2.blocks_per_sm != ws.blocks_per_sm or ws2.tile_order.cluster != ws.tile_order.cluster:
+        return None  # (its parts would not fill the wave they were counted for)
+    note = (f"split-K of the dequantizing ring (dequant_ring.py DEQUANT_SPLIT): the grid's z counts the parts of K "
+            f"({part}), at most {wave} units (WAVE x {ws.blocks_per_sm} blocks an SM); the last part adds {acc}'s "
+            f"partial tiles in part order")
+    return replace(split_kernel, warp_spec=replace(ws2, split_k=SplitK(part, parts, acc, wave)),
+                   notes=split_kernel.notes + (note,))
 
 
 def blocks_per_sm(ws, kernel: ir.Kernel, target) -> int:

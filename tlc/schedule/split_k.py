@@ -64,20 +64,21 @@ def _cdiv(a: ir.Expr, b: ir.Expr) -> ir.Expr:
     return _op("+", _op("//", _op("-", a, _i(1)), b), _i(1))
 
 
-def parts_expr(tiles: ir.Expr, steps: ir.Expr, most: int = SPLIT_MAX) -> ir.Expr:
+def parts_expr(tiles: ir.Expr, steps: ir.Expr, most: int = SPLIT_MAX, wave: int = WAVE) -> ir.Expr:
     """How many parts a tile's `steps` K steps are split into, for `tiles` output tiles: as
-    many as one wave holds (WAVE SMs a block each: WAVE // tiles), at most `most` (max_parts) and
+    many as one wave of `wave` blocks holds (WAVE SMs a block each: WAVE // tiles; a dequantizing
+    ring's, dequant_ring.split, counts the blocks an SM holds too), at most `most` (max_parts) and
     at most one per MIN_STEPS steps, then as few as leave the same chunk cdiv(steps, parts) to
     each part (none empty); at least 1."""
-    want = _op("max", _i(1), _op("min", _i(most), _op("min", _op("//", _i(WAVE), _op("max", tiles, _i(1))),
+    want = _op("max", _i(1), _op("min", _i(most), _op("min", _op("//", _i(wave), _op("max", tiles, _i(1))),
                                                                _op("//", steps, _i(MIN_STEPS)))))
     chunk = _op("max", _i(1), _cdiv(steps, want))
     return _op("max", _i(1), _cdiv(steps, chunk))
 
 
-def parts_value(tiles: int, steps: int, most: int = SPLIT_MAX) -> int:
+def parts_value(tiles: int, steps: int, most: int = SPLIT_MAX, wave: int = WAVE) -> int:
     """parts_expr in Python (tests, benchmarks)."""
-    want = max(1, min(most, WAVE // max(tiles, 1), steps // MIN_STEPS))
+    want = max(1, min(most, wave // max(tiles, 1), steps // MIN_STEPS))
     chunk = max(1, -(-steps // want))
     return max(1, -(-steps // chunk))
 
@@ -109,15 +110,18 @@ def fixed_names(kernel: ir.Kernel, i: int) -> tuple[set, dict]:
     return fixed | set(defs), defs
 
 
-def candidate(kernel: ir.Kernel, ws) -> str | None:
+def candidate(kernel: ir.Kernel, ws, dequant: bool = False) -> str | None:
     """The accumulator of a kernel split-K may take (module docstring), or None.  `ws` the warp
-    specialization planned for it."""
+    specialization planned for it; `dequant`: a dequantizing ring's (dequant_ring.split), whose
+    scale and zero-point tiles are unswizzled boxes (flat: past K they read zeros as any box) and
+    whose consumers compute the gemm's operand too (parallel loops that write only fragments of
+    the iteration: none read after the loop)."""
     fixed, _ = fixed_names(kernel, ws.loop)
     if ws is None or ws.tile_order is None or ws.tile_order.pairs or ws.tile_loads or ws.consumer_only:
         return None
     if len(kernel.grid) != 2 or kernel.persistent_walk:
         return None
-    if any(x.gather or x.flat for x in ws.loads) or ws.deferred is not None or ws.reduces:
+    if any(x.gather or (x.flat and not dequant) for x in ws.loads) or ws.deferred is not None or ws.reduces:
         return None
     loop = kernel.body[ws.loop]
     if any(isinstance(s, ir.Parallel) and s.im2col is not None for s in loop.body):
@@ -127,10 +131,30 @@ def candidate(kernel: ir.Kernel, ws) -> str | None:
     start, stop = ws.consumer
     rest = loop.body[start:stop]
     gemms = [s for s in statements(rest) if isinstance(s, ir.Gemm)]
-    if not gemms or len({g.c for g in gemms}) != 1 or any(not isinstance(s, (ir.Gemm, ir.Sync)) for s in rest):
+    if not gemms or len({g.c for g in gemms}) != 1:
         return None
     acc = gemms[0].c
+    if any(not isinstance(s, (ir.Gemm, ir.Sync)) and not (dequant and _operand_only(kernel, s, acc, ws.loop))
+           for s in rest):
+        return None
     return acc if cleared_accumulator(kernel, acc, ws.loop) else None
+
+
+def _operand_only(kernel: ir.Kernel, s, acc: str, i: int) -> bool:
+    """Whether consumer statement `s` is a parallel loop that writes only fragments other than
+    `acc` that no statement after loop `i` reads (a dequantized operand, computed anew each
+    iteration: the split's parts need nothing of it from another part)."""
+    from ..ir.walk import loads, named_buffers, statement_exprs, written_names
+    if not isinstance(s, ir.Parallel):
+        return False
+    written = written_names([s])
+    buffers = {b.name: b for b in kernel.buffers}
+    if acc in written or any(n not in buffers or buffers[n].scope != "fragment" for n in written):
+        return False
+    later = list(statements(kernel.body[i + 1:]))
+    after = {x.name for t in later for e in statement_exprs(t) for x in loads(e)} | \
+        {n for t in later for n in named_buffers(t)}
+    return not written & after
 
 
 def cleared_accumulator(kernel: ir.Kernel, acc: str, i: int) -> bool:
@@ -158,12 +182,12 @@ def _written(s) -> set:
     return written_names([s])
 
 
-def rewrite(kernel: ir.Kernel, ws, stream: bool = False) -> tuple[ir.Kernel, str, ir.Expr]:
+def rewrite(kernel: ir.Kernel, ws, stream: bool = False, wave: int = WAVE) -> tuple[ir.Kernel, str, ir.Expr]:
     """`kernel` split (module docstring): the grid's third dimension counts the parts, the
     loop walks this part's chunk of K.  Returns the kernel, the part's block variable and
     the parts' expression (the grid's third extent).  With `stream` (stream-K, schedule/
     stream_k.py) the grid's z is stream_k.units_expr's instead: a wave's worth where the launch
-    streams rather than split (its `prefer_expr`, returned fourth)."""
+    streams rather than split (its `prefer_expr`, returned fourth).  `wave`: parts_expr's."""
     from .im2col_tma import _subst
     i = ws.loop
     _, defs = fixed_names(kernel, i)
@@ -176,7 +200,7 @@ def rewrite(kernel: ir.Kernel, ws, stream: bool = False) -> tuple[ir.Kernel, str
     tiles = _op("*", kernel.grid[0], kernel.grid[1])
     acc = kernel.buffer(_acc_of(kernel, ws))
     most = max_parts(*acc.shape)
-    parts = parts_expr(tiles, steps, most)
+    parts = parts_expr(tiles, steps, most, wave)
     prefer = None
     if stream:
         from .stream_k import units_expr

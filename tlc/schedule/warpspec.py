@@ -90,12 +90,17 @@ def specialize_warps(kernel: ir.Kernel, target) -> ir.Kernel:
         return kernel
     planner = _Planner(kernel, target)
     ws = planner.plan()
+    dequant = False
     if ws is None and (dequant_ring.DEQUANT_RING or kernel.dequant_ring):  # (a dequantizing ring)
         kernel, planner, ws = dequant_ring.planned(kernel, target, _Planner)
+        dequant = ws is not None
     if ws is not None and planner.moved is not None:  # its syncs moved (later_syncs)
         kernel = replace(kernel, body=tuple(planner.moved if j == ws.loop else s for j, s in enumerate(kernel.body)))
     if ws is None:
         return kernel
+    if dequant:  # (split_k's rule refuses its boxes and operand loops: dequant_ring.split)
+        return dequant_ring.split(kernel, ws, target, _Planner) or split_k(kernel, ws, target) or \
+            replace(kernel, warp_spec=ws)
     return split_k(kernel, ws, target) or replace(kernel, warp_spec=ws)
 
 
