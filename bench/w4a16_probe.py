@@ -12,8 +12,8 @@ f32 of the weight dequantized (as bench/lowbit.py does).
 
 --ring (session 29, helper D): bench/w4a16_ring_probe.tl instead, std.gemm's matmul_w4a16
 through the TMA ring (config.json's sm_90a rule at M = 1: K steps of 256 on 6 stages, 2 blocks
-an SM) with the dequantization and the gemm removed (RING_PROBES: the rule's tiles and K steps
-of 512 on 4 stages), beside matmul_w4a16 at the rule and F.linear f16 at M = 1: the ring's
+an SM) with the dequantization and the gemm removed (RING_PROBES: the rule's tiles, K steps of
+512 on 4 stages, and the rule's ring with the weight's box alone), beside matmul_w4a16 at the rule and F.linear f16 at M = 1: the ring's
 stream ceiling at these tiles apart from the consumers' work.
 """
 from __future__ import annotations
@@ -115,20 +115,22 @@ def _report(contenders, ms, verdicts, args) -> int:
     return 0
 
 
-# (label, the ring probe's constants): config.json's matmul_w4a16 rule at M = 1, and twice the
-# bytes a stage on 4 stages
-RING_PROBES = [("ring probe BK=256 stages=6", {"BK": 256, "stages": 6}),
-               ("ring probe BK=512 stages=4", {"BK": 512, "stages": 4})]
+# (label, the ring probe's kernel, its constants): config.json's matmul_w4a16 rule at M = 1, twice
+# the bytes a stage on 4 stages, and the rule's ring with the weight's box alone
+RING_PROBES = [("ring probe BK=256 stages=6", "ring_w4", {"BK": 256, "stages": 6}),
+               ("ring probe BK=512 stages=4", "ring_w4", {"BK": 512, "stages": 4}),
+               ("ring probe weight alone BK=256 stages=6", "ring_w4_weight", {"BK": 256, "stages": 6})]
 
 
-def ring_reference(A, W4, scales, zeros, BK: int, G: int = 128):
+def ring_reference(A, W4, scales, zeros, BK: int, G: int = 128, kernel: str = "ring_w4"):
     """What bench/w4a16_ring_probe.tl's ring_w4 writes, in f64 (NumPy or torch arrays; W4 an
     integer one): each row's bytes (word & 255) summed, plus, a K step k of BK columns, scales
-    and zeros at the step's first group rounded down to 8 and 16 groups and A[0, k * BK]."""
-    N, KW = W4.shape
-    steps = -(-A.shape[1] // BK)
+    and zeros at the step's first group rounded down to 8 and 16 groups and A[0, k * BK]
+    (ring_w4_weight: the bytes alone)."""
     out = (W4 & 255).sum(1) * 1.0
-    for k in range(steps):
+    if kernel == "ring_w4_weight":
+        return out
+    for k in range(-(-A.shape[1] // BK)):
         g = k * BK // G
         s = scales[:, g // 8 * 8] if g // 8 * 8 < scales.shape[1] else 0.0
         z = zeros[:, g // 16 * 16] * 1.0 if g // 16 * 16 < zeros.shape[1] else 0.0
@@ -150,11 +152,12 @@ def ring(torch, args) -> int:
     deq = dequantize_uint4_torch(torch, q, scales.half().float(), zeros, K, 128).half()
     A = torch.randn(1, K, device="cuda").half()
     contenders = {}
-    for label, consts in RING_PROBES:
+    for label, kernel, consts in RING_PROBES:
         out = torch.empty(N, dtype=torch.float32, device="cuda")
         want = ring_reference(A.double(), W4.view(torch.int32), scales.double(), zeros.double(),
-                              consts["BK"]).float()
-        run = probe.ring_w4.launcher(A, W4, scales, zeros, out, **consts)
+                              consts["BK"], kernel=kernel).float()
+        args = (W4, out) if kernel == "ring_w4_weight" else (A, W4, scales, zeros, out)
+        run = getattr(probe, kernel).launcher(*args, **consts)
         contenders[label] = Checked(run, want, out=out, rtol=1e-5, atol=1e-2)
     ref = F.linear(A.float(), deq.float())
     C = torch.empty(1, N, dtype=torch.float16, device="cuda")

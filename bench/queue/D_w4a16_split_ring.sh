@@ -20,16 +20,20 @@
 # (WGMMA_REGISTER_A_MAX = 32) at 2 stages (3 blocks an SM: 3 parts).  Then bench/w4a16_probe.py
 # --ring: the ring of the M = 1 rule with the dequantization and the gemm removed (its stream's
 # ceiling at these tiles; checked against NumPy's sums first) at K steps of 256 on 6 stages and
-# 512 on 4, beside matmul_w4a16 and F.linear.
+# 512 on 4, and the rule's ring with the weight's box alone (one box a stage where the rule issues
+# four: 200 box rows a stage), beside matmul_w4a16 and F.linear.  Session 28's two-warpgroup
+# split-K 2 row (8 consumer warps an SM, 27.3 us with its reduce) did not beat the rule: if the
+# split lands near 24 us too, the limit is the SM's stream (the ring probe near the rule's time;
+# fewer box rows then: the weight-alone row), not its consumers.
 # Answer (ANSWER:): each M's times; flip DEQUANT_SPLIT on if "w4a16 TMA split" / "w4a16" <= 0.98
 # at M = 1 and "w4a16 TMA split M=16 rule" / "w4a16" <= 1.01 at M = 16; a variant at <= 0.98 of
 # its M's rule becomes config.json's rule (with DEQUANT_SPLIT where it is a split row); the ring
 # probe's time against the rule's says how much of the rule's time is the consumers'.
 set -u
-timeout 24 python3 bench/lowbit.py --w4a16 --quick --m 1,16 \
+timeout 23 python3 bench/lowbit.py --w4a16 --quick --m 1,16 \
   --only "w4a16,w4a16 TMA split,w4a16 TMA split M=16 rule,w4a16 TMA split BK=512 stages=3,w4a16 TMA BK=512 stages=4,w4a16 TMA split mma.sync stages=2,w4a16 gemv" \
   | tee /tmp/D_split.txt
-timeout 14 python3 bench/w4a16_probe.py --ring --min-ms 50 | tee /tmp/D_ring.txt
+timeout 15 python3 bench/w4a16_probe.py --ring --min-ms 50 | tee /tmp/D_ring.txt
 python3 - <<'PY'
 import re
 import sys

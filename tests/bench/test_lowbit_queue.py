@@ -103,7 +103,7 @@ def test_the_split_ring_answers(tmp_path):
         _row(1, "w4a16", 24.2, 1.65), _row(1, "w4a16 TMA split", 13.3, 3.0), _row(1, "F.linear f16", 40.0, 1.0),
         _row(16, "w4a16", 25.0, 1.44), _row(16, "w4a16 TMA split mma.sync stages=2", 20.0, 1.8)]) + "\n")
     (tmp_path / "D_ring.txt").write_text("".join(f"{label:<44} {us:8.1f} us  {gbs:7.0f} GB/s of int4 weight\n"
-                                                 for (label, _), us, gbs in zip(RING_PROBES, (9.5, 9.0), (3532, 3728))))
+                                                 for (label, _, _), us, gbs in zip(RING_PROBES, (9.5, 9.0), (3532, 3728))))
     out = subprocess.run([sys.executable, "-c", _answer_step(text).replace("/tmp/", f"{tmp_path}/")],
                          capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.splitlines() == [
