@@ -101,7 +101,11 @@ def parse(text: str, path: str = "<string>") -> nodes.Module:
     key = (path, text)
     module = _PARSED.get(key)
     if module is None:
-        module = _parse(text, path)
+        from .shipped import module as shipped  # a std module's AST made ahead of time (#15)
+
+        module = shipped(text, path)
+        if module is None:
+            module = _parse(text, path)
         with _LOCK:
             if len(_PARSED) >= _PARSED_KEEP:
                 del _PARSED[next(iter(_PARSED))]  # the oldest
