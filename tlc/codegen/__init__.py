@@ -17,10 +17,11 @@ import jinja2
 from .. import __version__, ir, package_data, targets
 from ..primitives import text as primitive_text
 from ..diagnostics import Diagnostic, DiagnosticError
-from ..dtypes import DType
+from ..dtypes import I32, DType
+from ..ir.nodes import host_dims
 from ..generated import GeneratedKernel, KernelArg  # noqa: F401  (the runtime's contract: a leaf module)
 from .cexpr import CodegenError
-from .cnames import c_name, c_type, comment_text
+from .cnames import arg_c_name, c_name, c_type, comment_text
 from . import host_grid
 from .host_grid import launcher_grid, launcher_loops
 from .sm80 import Sm80
@@ -60,6 +61,8 @@ def kernel_args(kernel: ir.Kernel) -> tuple[KernelArg, ...]:
     for s in kernel.shape_symbols():
         dtype = kernel.symbol_dtype(s)
         out.append(KernelArg(s, "shape", dtype, c_type(dtype)))
+    # the dimension expressions the launch computes (schedule/host_dims.py), named `tl_dim<i>` in C
+    out.extend(KernelArg(d.arg, "dim", I32, "int") for d in host_dims(kernel.params))
     return tuple(out)
 
 
@@ -125,12 +128,15 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
     name = c_name(kernel.name)
     params, prologue, call_args, launcher_params = [], [], [], []
     for a in args:
-        cname = c_name(a.name)
+        cname = arg_c_name(a)
         if a.kind == "scalar" and a.c_type != c_type(a.dtype):
             params.append(f"{a.c_type} tl_arg_{cname}")
             prologue.append(f"const {c_type(a.dtype)} {cname} = tl::cvt<{c_type(a.dtype)}>(tl_arg_{cname});")
         else:
             params.append(f"{a.c_type} {cname}")
+        if a.kind == "dim":  # computed by the launcher from its sizes: host_dims below
+            call_args.append(f"static_cast<int>(tl_dims[{len(call_args) - len(launcher_params)}])")
+            continue
         launcher_params.append(f"{a.c_type.replace(' __restrict__', '')} {cname}")
         call_args.append(cname)
     launcher_params += specialized_params(kernel) + ["cudaStream_t stream"]
@@ -152,7 +158,8 @@ def generate(kernel: ir.Kernel, arch: str = "sm_80", *, line_directives: bool = 
         assumed_sizes=out.get("assumed_sizes", ()),
         launcher=f"launch_{name}", launcher_params=launcher_params, call_args=call_args,
         specialized=[{"name": c_name(s), "value": v} for s, v in kernel.specialized],
-        not_one=[c_name(s) for s in kernel.not_one], loops=launcher_loops(kernel), **grid)
+        not_one=[c_name(s) for s in kernel.not_one], loops=launcher_loops(kernel),
+        host_dims=[host_grid.expr(d.expr, "tl_d") for d in host_dims(kernel.params)], **grid)
     return GeneratedKernel(name, f"launch_{name}", source, args, threads, out["smem_bytes"],
                            tuple(kernel.grid), arch, tuple(tensor_maps), persistent, cluster,
                            whole_runs=kernel_facts(gen))
@@ -215,7 +222,7 @@ def grid_groups(kernels: list) -> list:
 def _launcher_params(k: ir.Kernel, written: set = frozenset()) -> list[str]:
     """A launcher's parameters; a tensor in `written` (another grid of the kernel writes it) is
     not const."""
-    types = [(a.c_type.replace(' __restrict__', ''), a) for a in kernel_args(k)]
+    types = [(a.c_type.replace(' __restrict__', ''), a) for a in kernel_args(k) if a.kind != "dim"]
     return [f"{t.removeprefix('const ') if a.name in written else t} {c_name(a.name)}" for t, a in types] \
         + specialized_params(k) + ["cudaStream_t stream"]
 

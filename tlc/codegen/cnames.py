@@ -83,6 +83,12 @@ def c_name(name: str) -> str:
     return ("x_0" if text.startswith("_") else "") + text + "_"
 
 
+def arg_c_name(arg) -> str:
+    """A kernel argument's C name: a dimension the launch computes (`KernelArg.kind` "dim",
+    schedule/host_dims.py) is the generator's own `tl_dim<i>`; any other is its .tl name's."""
+    return arg.name if arg.kind == "dim" else c_name(arg.name)
+
+
 def _code(ch: str) -> str:
     return f"\\x{{{ord(ch):x}}}"
 

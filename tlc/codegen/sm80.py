@@ -404,7 +404,7 @@ class Sm80(CExprs, CopyGen, ExchangeGen, ReduceGen, ScanGen, HoistGen, SharedRun
 
     def dim_text(self, d) -> str:
         if isinstance(d, DimExpr):  # K // 2 of shape symbols: the launch checked the array against it
-            return f"({self.expr(d.expr)})"
+            return d.arg or f"({self.expr(d.expr)})"  # (or computed and passed it: schedule/host_dims.py)
         return str(d) if isinstance(d, int) else c_name(d)
 
     def global_offset(self, name: str, indices) -> str:

@@ -6,14 +6,14 @@ the arrays.  Every message names the parameter.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..diagnostics import TlcError
 from ..dtypes import from_numpy
 from ..ir.nodes import DimExpr, Kernel, Param
-from ..runtime.args import dim_mismatch, expected_size
+from ..runtime.args import dim_mismatch, dim_value, expected_size
 from ..runtime.grid import GridError, evaluate_int
 from ..runtime import loop_bounds, overlap
 from .numerics import np_dtype
@@ -34,6 +34,9 @@ class Bound:
     tensors: dict[str, np.ndarray]
     scalars: dict[str, object]  # scalar params and shape symbols as NumPy scalars
     symbols: dict[str, int]
+    # the dimensions the launch computes (schedule/host_dims.py) by argument, as i32 NumPy scalars:
+    # what the cpu target's entry takes (the interpreter reads the arrays' shapes)
+    dims: dict[str, object] = field(default_factory=dict)
 
 
 def _dims(p: Param) -> str:
@@ -101,10 +104,13 @@ def bind(kernel: Kernel, args: dict) -> Bound:
             raise ArgumentError(f"'{p.name}' is read-only but the kernel writes it")
         tensors[p.name] = value
     symbols = {d: v for d, (v, _, _) in seen.items()}
+    dims = {}
     for name, axis, d, n in expressions:
         want = expected_size(evaluate_int, d.expr, symbols)
         if n != want:
             raise ArgumentError(dim_mismatch(name, axis, n, d, want, seen))
+        if d.arg and d.arg not in dims:
+            dims[d.arg] = np.int32(dim_value(name, d, n, ArgumentError))
     for d, v in symbols.items():
         dtype = kernel.symbol_dtype(d)
         if v > np.iinfo(np_dtype(dtype)).max:
@@ -112,7 +118,7 @@ def bind(kernel: Kernel, args: dict) -> Bound:
         scalars[d] = np_dtype(dtype).type(v)
     _refuse_shared_memory(kernel.name, tensors, written)
     _refuse_loops_past_i32(kernel, scalars)
-    return Bound(tensors, scalars, symbols)
+    return Bound(tensors, scalars, symbols, dims)
 
 
 def _refuse_loops_past_i32(kernel: Kernel, scalars: dict) -> None:

@@ -456,9 +456,26 @@ class DimExpr(Node):
 
     text: str
     expr: Expr
+    # the kernel argument that holds its value, computed once by the launch (the C launcher, the
+    # Python binders, the interpreter's), where schedule/host_dims.py hoists it: a `tl_dim<i>`
+    # name no .tl identifier becomes in C; "" where the kernel computes `expr` itself.  Not part of
+    # equality: the same dimension however it reaches the kernel (a tensor map's size, a slot of
+    # the launch's values, are found by it)
+    arg: str = field(default="", compare=False)
 
     def __str__(self) -> str:
         return self.text
+
+
+def host_dims(params) -> tuple[DimExpr, ...]:
+    """The dimension expressions among `params`' shapes that the launch computes and passes
+    (`DimExpr.arg`), one per argument, in the order of their arguments: the kernel's last."""
+    seen: dict[str, DimExpr] = {}
+    for p in params:
+        for d in p.shape:
+            if isinstance(d, DimExpr) and d.arg:
+                seen.setdefault(d.arg, d)
+    return tuple(seen.values())
 
 
 @frozen

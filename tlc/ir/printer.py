@@ -189,7 +189,11 @@ def _stmts(body, depth: int, out: list[str], layouts: dict | None = None, roles:
 
 
 def _param(p: Param) -> str:
-    return f"{p.name}: {_shape(p.dtype, p.shape)}" if p.kind == "tensor" else f"{p.name}: {p.dtype.name}"
+    if p.kind != "tensor":
+        return f"{p.name}: {p.dtype.name}"
+    # a dimension the launch computes and passes (schedule/host_dims.py): `HK * (H // HK) = tl_dim0`
+    dims = (f"{d} = {d.arg}" if getattr(d, "arg", "") else str(d) for d in p.shape)
+    return f"{p.name}: {p.dtype.name}[{', '.join(dims)}]"
 
 
 def _buffer(b: Buffer, threads: int) -> str:

@@ -23,7 +23,8 @@ import numpy as np
 from ..diagnostics import TlcError
 from ..dtypes import DTYPES, DType, from_numpy
 from ..frozen import frozen
-from ..ir.nodes import DimExpr, Kernel
+from ..ir.nodes import DimExpr, Kernel, host_dims
+from ..ir.stepped_loops import I32_MAX
 from ..ir.walk import statements, variables, written_names
 from ..scalars import ScalarError, float_limit, scalar_value
 from . import loop_bounds, overlap
@@ -245,13 +246,16 @@ class Binder:
         facts = kernel if isinstance(kernel, LaunchFacts) else LaunchFacts.of(kernel)
         self.facts = facts
         written, symbols, params = facts.written, facts.symbols, list(facts.params)
-        expect = [(p.name, p.kind) for p in params] + [(s, "shape") for s in symbols]
+        expect = [(p.name, p.kind) for p in params] + [(s, "shape") for s in symbols] \
+            + [(d.arg, "dim") for d in host_dims(params)]
         got = [(a.name, a.kind) for a in generated.args]
         if got != expect:
             raise LaunchContractError(f"the generated kernel '{generated.name}' takes {got} but its IR "
                                       f"has {expect} (a tlc bug)")
         self.names = tuple(p.name for p in params)
-        self.slots = {a.name: i for i, a in enumerate(generated.args)}
+        # (a dimension the launch computes, schedule/host_dims.py, is no name of the .tl program:
+        # its slot is found by its expression, whose checked size it is given)
+        self.slots = {a.name: i for i, a in enumerate(generated.args) if a.kind != "dim"}
         self.n_args = len(generated.args)
         first: dict[str, tuple[str, int]] = {}
         tensors, scalars, expressions = [], [], []
@@ -285,6 +289,12 @@ class Binder:
         # holds and its C value's type
         self.symbols = tuple((self.slots[a.name], a.name, a.dtype, *SYMBOL_TYPES[a.dtype.name])
                              for a in generated.args if a.kind == "shape")
+        # per dimension the launch computes: its slot, the slot of its checked size, its param and expression
+        first_use = {}
+        for slot, name, _, d in expressions:
+            first_use.setdefault(d, (slot, name, d))
+        dims = {d.arg: first_use[d] for d in host_dims(params)}
+        self.dims = tuple((i, *dims[a.name]) for i, a in enumerate(generated.args) if a.kind == "dim")
         # per checked loop: its bounds as functions of the values (runtime/loop_bounds.py)
         self.loops = tuple(filter(None, (_loop_bounds(loop, self.slots) for loop in facts.loops)))
 
@@ -384,6 +394,8 @@ class Binder:
             if values[slot] != want:
                 seen = {s: (values[self.slots[s]], *first[s]) for s in first}
                 raise LaunchArgumentError(dim_mismatch(name, axis, values[slot], d, want, seen))
+        for i, slot, name, d in self.dims:
+            kargs[i] = np.int32(dim_value(name, d, values[slot], LaunchArgumentError))
         for a, b in self.overlap_pairs:
             if overlap.ranges_overlap(ranges[a], ranges[b]):
                 self._overlap_error(args, a, b)
@@ -480,6 +492,14 @@ def expected_size(size_of: Callable, *args) -> int | None:
         return size_of(*args)
     except DividesByZero:
         return None
+
+
+def dim_value(name: str, d: DimExpr, size: int, error: type) -> int:
+    """The checked size `size` of `d`, a dimension of `name` the launch passes as an i32 argument
+    (schedule/host_dims.py): one past i32 raises `error` (the kernel would compute it wrapped)."""
+    if size > I32_MAX:
+        raise error(f"the dimension {d} of '{name}' is {size}, more than an i32 holds")
+    return size
 
 
 def dim_mismatch(name: str, axis: int, size: int, d: DimExpr, want: int | None, seen: dict) -> str:

@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 
 from .args import SYMBOL_TYPES, _C_SCALARS
-from ..ir.nodes import Const, DimExpr
+from ..ir.nodes import Const, DimExpr, host_dims
 from ..scalars import float_limit
 from .grid import compile_function, grid_source, py_source
 
@@ -94,7 +94,7 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
                 lines.append(_any_fails([f"a{i}.shape[{axis}] != {symbols[d]}"]))
     lines += _overlap_checks(tensors, compiled.overlap_pairs, symbols)
     values = {k: v for k, v in symbols.items() if isinstance(k, str)}  # what the grid reads: shape symbols and scalars
-    cargs = []
+    cargs, dims = [], {d.arg: d for d in host_dims(kernel_params)}
     for j, a in enumerate(gen.args):
         if a.kind == "tensor":
             cargs.append(f"p{j}")
@@ -122,8 +122,8 @@ def build(compiled, fallback: Callable[[dict], object], positional: bool = False
                       f"    if a{j} != 0:", f"        if len(cache{j}) > {_CACHE_SIZE}:",
                       f"            cache{j}.clear()", f"        cache{j}[a{j}] = c{j}"]
             cargs.append(f"c{j}")
-        else:
-            n, (most, ctor) = symbols[a.name], SYMBOL_TYPES[a.dtype.name]
+        else:  # a shape symbol, or a dimension the launch computes (schedule/host_dims.py): its size checked above
+            n, (most, ctor) = symbols[dims[a.name] if a.kind == "dim" else a.name], SYMBOL_TYPES[a.dtype.name]
             cache = f"{a.dtype.name}_cache"
             env[cache], env[f"np_{a.dtype.name}"] = env.get(cache, {}), _as_argument(ctor)
             lines += [f"if {n} > {most}:", "    return fallback(args)",

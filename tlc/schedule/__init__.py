@@ -23,7 +23,9 @@ cannot change as the test around two loops, unswitch.py), `specialize_warps` (a 
 and the TMA, warpspec.py), `fold_stores` (a fragment copied out right after the loop that computes it,
 stored a run at a time inside the loop, fold_stores.py), `order_heavy_first` (a grid whose blocks'
 loop grows with x launched longest first, grid_order.py), `choose_scale_d_clears` (which clears of a ring's consumer
-body its wgmma gemms make by their first K step's scale-d 0, scale_d_clears.py).  A row kernel whose SMs would hold too few rows in flight is then
+body its wgmma gemms make by their first K step's scale-d 0, scale_d_clears.py), `pass_dims_from_launch` (a
+tensor dimension expression that divides by a run-time value computed by the launch and passed as
+an argument, where HOST_DIMS is on: host_dims.py).  A row kernel whose SMs would hold too few rows in flight is then
 scheduled again from its lowered IR as `pipelined_rows` rewrites it (its rows walked by persistent
 blocks, the next row's copies one row ahead through a cp.async ring, pipeline_rows.py), and
 that version is kept.  Owns no C text.
@@ -53,7 +55,8 @@ _LAZY = {"insert_barriers": "barriers", "choose_blocks_per_sm": "blocks_per_sm",
          "check_thread_storage": "registers", "plan_shared_memory": "smem", "specialize_warps": "warpspec",
          "fold_stores": "fold_stores", "place_fragment_scans": "scan_registers", "unswitch_loops": "unswitch",
          "order_heavy_first": "grid_order", "prefetch_loads": "prefetch_loads", "drop_dead_fragment_stores": "dead_stores", "keep_gathered_rows": "l2_policy", "group_atomics": "atomic_groups",
-         "choose_scale_d_clears": "scale_d_clears",}
+         "choose_scale_d_clears": "scale_d_clears",
+         "pass_dims_from_launch": "host_dims"}
 
 
 def __getattr__(name: str):
@@ -76,7 +79,8 @@ PASSES = ("lower", "split_column_blocks", "prefetch_loads", "drop_dead_fragment_
           "check_thread_storage",
           "plan_shared_memory", "insert_barriers", "keep_last_stages", "use_fast_math", "batch_loads", "keep_gathered_rows",
           "group_atomics", "choose_blocks_per_sm", "unswitch_loops", "specialize_warps", "fold_stores",
-          "order_heavy_first", "choose_scale_d_clears")
+          "order_heavy_first", "choose_scale_d_clears",
+          "pass_dims_from_launch")
 
 __all__ = ["schedule", "schedule_grids", "schedule_tile_op", "bind_constants", "parse_value", "PASSES", "parallel_layout",
            "observing_passes"]
@@ -184,7 +188,8 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
               lambda k: choose_blocks_per_sm(k, targets.get(target)),
               unswitch_loops,
               lambda k: specialize_warps(k, targets.get(target)),
-              lambda k: fold_stores(k, targets.get(target)), order_heavy_first, choose_scale_d_clears)
+              lambda k: fold_stores(k, targets.get(target)), order_heavy_first, choose_scale_d_clears,
+              pass_dims_from_launch)
     tiled = scheduled_as_tile_grid(lowerer.__dict__.get("persistent_walks", ()), kernel, targets.get(target),
                                    tuple(zip(PASSES[1:], passes, strict=True)), after)  # persistent_grid.py
     if tiled is not None:

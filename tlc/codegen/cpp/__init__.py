@@ -13,7 +13,7 @@ import functools
 
 from ... import __version__, ir, package_data
 from ...frozen import frozen
-from ..cnames import c_name, c_type, comment_text
+from ..cnames import arg_c_name, c_name, c_type, comment_text
 from .emit import BlockEmitter, Unsupported
 
 __all__ = ["CppKernel", "generate", "Unsupported", "primitives"]
@@ -68,7 +68,7 @@ def generate(kernel: ir.Kernel, source_name: str | None = None) -> CppKernel:
     name = c_name(kernel.name)
     params, prologue, call_args = [], [], []
     for a in args:
-        cname = c_name(a.name)
+        cname = arg_c_name(a)
         if a.kind == "tensor":
             params.append(f"{a.c_type} {cname}")
         elif a.kind == "scalar" and a.c_type != c_type(a.dtype):  # a 16-bit float scalar travels as float

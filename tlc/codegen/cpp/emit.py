@@ -114,7 +114,8 @@ class BlockEmitter(CExprs):
             return list(self.buffers[name].shape)
         out = []
         for d in self.params[name].shape:
-            out.append(d if isinstance(d, int) else c_name(d) if isinstance(d, str) else self.expr(d.expr))
+            # a dimension expression: the argument the launch computed (schedule/host_dims.py), or computed here
+            out.append(d if isinstance(d, int) else c_name(d) if isinstance(d, str) else d.arg or self.expr(d.expr))
         return out
 
     def array(self, name: str) -> str:
