@@ -56,6 +56,7 @@ def test_the_header_is_the_same_either_way(monkeypatch, tmp_path):
     assert texts[0] == texts[1] and "tl_dim" not in texts[1]
 
 
+@pytest.mark.slow  # an nvcc build (~7 s) of an off-by-default switch: CI's slow run
 def test_the_launcher_refuses_a_dimension_that_divides_by_zero_or_is_no_i32_size(on, tmp_path):
     """N = 0: an empty grid, which succeeds without a GPU once the dimension is an i32 size
     (H = 4, HK = 2: 8); HK = 0 divides by zero; H = 65536, HK = 1 gives 2**32; HK = -1 a
