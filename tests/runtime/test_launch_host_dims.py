@@ -170,3 +170,16 @@ def test_a_negative_size_is_refused_with_the_same_text_on_and_off(monkeypatch):
         with pytest.raises(ArgumentError) as e:
             bind(k, args)
         assert str(e.value) == message
+
+
+def test_the_program_cache_keeps_the_argument(monkeypatch):
+    """A launch from the cache reads `LaunchFacts` (and the IR) back through runtime/ir_codec.py:
+    `DimExpr.arg` comes back, though equality does not compare it."""
+    from tlc.ir.nodes import host_dims
+    from tlc.runtime import ir_codec
+    from tlc.runtime.args import LaunchFacts
+
+    k = kernel(True, monkeypatch)
+    for value in (k, LaunchFacts.of(k)):
+        back = ir_codec.loads(ir_codec.dumps(value))
+        assert [(d.text, d.arg) for d in host_dims(back.params)] == [("H * H // HK", "tl_dim0")]
