@@ -32,3 +32,18 @@ def test_the_queued_walk_is_std_flash_fwd_as_a_walk(tmp_path):
     from test_persistent_grid import attention_walk
     text = (ROOT / "bench" / "A_fwd_walk.tl").read_text()
     assert text[text.index("LOG2E: const"):] == attention_walk(tmp_path).read_text()
+
+
+@pytest.mark.parametrize("rule", ["after_last_write", "before_last_write"])
+def test_the_queued_waits_reach_the_schedule(rule):
+    # bench/queue/A_fwd_d64_bn128.sh's bn128_aw / bn128_bw: the renamed copy of std.attention
+    # scheduled with DEFERRED_WAIT set waits for P @ V earlier than the default does
+    from tlc.schedule import gemm_overlap
+    kernel = fwd_variants.renamed(None, "bw", target="cpu").kernels["flash_fwd_bw"]
+    consts = {"D": 64, "BM": 192, "THREADS": 384, "BN": 128}
+    wait = fwd_variants.switched(lambda: kernel.scheduled(consts, "sm_90a").warp_spec.deferred.wait,
+                                 {"tlc.schedule.gemm_overlap.DEFERRED_WAIT": rule})
+    assert gemm_overlap.DEFERRED_WAIT == "first_use"  # restored
+    default = kernel.scheduled({**consts, "CAUSAL": False}, "sm_90a").warp_spec.deferred.wait
+    # (default: copy(scores, probs); 2 before it the row sum of the exponentials, 3 the exponentials)
+    assert wait == default - (2 if rule == "after_last_write" else 3), (wait, default)

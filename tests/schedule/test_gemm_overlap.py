@@ -5,14 +5,18 @@ waits a statement needs, and flash_bwd's products carried into the next iteratio
 in shared memory (bench/E_bwd_staged.tl) and not where it is in registers."""
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
+
+import pytest
 
 import tlc
 from tlc import ir
 from tlc.driver import check_file
 from tlc.schedule import schedule_grids
+from tlc.schedule import gemm_overlap
 from tlc.schedule.gemm_overlap import (buffers_read, buffers_touched, buffers_written, carried_gemms, deferred_gemm,
                                        gemm_waits, late_loads, wgmma_ready, wgmma_rs_ready)
 
@@ -20,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ATTENTION = ROOT / "stdlib" / "attention.tl"
 STAGED = ROOT / "bench" / "E_bwd_staged.tl"
 sys.path.insert(0, str(ROOT / "tests" / "schedule"))
+sys.path.insert(0, str(ROOT / "tests" / "codegen"))  # nvcc.py
 from test_carried_gemm import SM90_TILES  # noqa: E402
 
 
@@ -115,3 +120,103 @@ def test_dks_product_from_shared_memory_is_carried_into_the_next_iteration():
 def test_a_product_whose_a_is_in_registers_is_not_carried():
     body, buffers, threads = _dkv(ATTENTION)  # dS in registers: C7512 across the next scores
     assert carried_gemms(body, buffers, threads) == ()
+
+
+D64_BN128 = {"D": 64, "BM": 192, "THREADS": 384, "BN": 128}  # FlashAttention 3's head-dim-64 tile
+
+
+def _statement(s) -> str:
+    """What a statement of flash_fwd's loop is, by what it writes."""
+    if isinstance(s, ir.Copy):
+        return f"copy -> {s.dst.name}"
+    return f"{type(s).__name__.lower()} -> {','.join(sorted(buffers_written(s)))}"
+
+
+@pytest.mark.parametrize("rule, at", [("first_use", "copy -> probs"), ("after_last_write", "reduce -> tile_sum"),
+                                      ("before_last_write", "parallel -> scores")])
+def test_where_the_deferred_gemm_is_waited_for(monkeypatch, rule, at):
+    # first_use: before P's copy (the default); after_last_write: before the row sum of the
+    # exponentials, the statements after the last write of the copy's source; before_last_write:
+    # before the exponentials themselves.  acc *= rescale stays right before the next issue.
+    monkeypatch.setattr(gemm_overlap, "DEFERRED_WAIT", rule)
+    loop, (start, stop), buffers, threads, ws = _fwd(**D64_BN128)
+    d = ws.deferred
+    assert _statement(loop.body[d.wait]) == at
+    assert [buffers_written(loop.body[i]) for i in d.before_issue] == [{"acc"}]
+    assert d == deferred_gemm(list(loop.body), start, stop, buffers, threads, loop.var)
+
+
+def test_a_wait_with_no_write_before_it_stays(monkeypatch):
+    # the deferred gemm's first user reads nothing the iteration wrote after the first gemm:
+    # nothing to wait ahead of
+    monkeypatch.setattr(gemm_overlap, "DEFERRED_WAIT", "before_last_write")
+    loop, (start, stop), buffers, threads, ws = _fwd()
+    body = list(loop.body)
+    copy = next(i for i, s in enumerate(body) if isinstance(s, ir.Copy) and s.dst.name == "probs")
+    assert ws.deferred.wait < copy  # (the exponentials write what it reads)
+    body[copy] = replace(body[copy], src=replace(body[copy].src, name="q_tile"))  # which nothing here writes
+    assert deferred_gemm(body, start, stop, buffers, threads, loop.var).wait == copy
+
+
+@pytest.mark.parametrize("rule, before", [("first_use", "copy(scores, probs)"),
+                                          ("after_last_write", "reduce_sum(scores, tile_sum, dim=1)"),
+                                          ("before_last_write", "for i, j in parallel(BM, BN):")])
+def test_the_code_waits_where_the_schedule_says(monkeypatch, rule, before):
+    # the loop's wgmma_wait_in_place<0> sits right before the statement DEFERRED_WAIT chose
+    monkeypatch.setattr(gemm_overlap, "DEFERRED_WAIT", rule)
+    src = _fwd_source(**D64_BN128)
+    loop = src[src.index("for (int tl_k = 1; tl_k < tl_n;"):]
+    after = loop[loop.index("tl::wgmma_wait_in_place<0>();"):]
+    lines = [x.strip() for x in after.splitlines()]
+    assert lines[1:3] == ["tl::fence_registers<32>(acc);", "tl::fence_registers<64>(probs);"]
+    assert lines[3].split(": ", 1)[1] == before, lines[3]
+
+
+def _fwd_source(**constants) -> str:
+    from tlc.codegen import generate
+
+    r = check_file(str(ATTENTION))
+    k, = schedule_grids(r.program, "flash_fwd", {"T": "f16", **constants}, target="sm_90a")
+    return generate(k, "sm_90a", sources=r.sources, line_directives=False).source
+
+
+@pytest.mark.slow  # nvcc builds of an off-by-default switch (untimed): CI's slow run
+@pytest.mark.nvcc
+@pytest.mark.parametrize("causal", [False, True])
+def test_waiting_before_the_exponentials_fits_the_registers(tmp_path, monkeypatch, causal):
+    # 192 x 128 at head dim 64 (three consumer warpgroups, setmaxnreg 160): waited for before
+    # P's copy, the 64 f32 exponentials of a thread live beside P's 32 registers and O's 32,
+    # which the tensor cores hold, and ptxas spills (nvcc 13.0: 4 bytes full, 12 causal);
+    # waited for before the exponentials, none
+    from nvcc import cubin_sass
+
+    consts = {**D64_BN128, "CAUSAL": causal}
+    _, log = cubin_sass(_fwd_source(**consts), "sm_90a", tmp_path, "first_use")
+    assert max(map(int, re.findall(r"(\d+) bytes spill stores", log))) == (12 if causal else 4), log
+    monkeypatch.setattr(gemm_overlap, "DEFERRED_WAIT", "before_last_write")
+    _, log = cubin_sass(_fwd_source(**consts), "sm_90a", tmp_path, "before_last_write")
+    assert re.findall(r"(\d+) bytes spill", log) and not re.search(r"[1-9]\d* bytes spill", log), log
+    assert "C75" not in log, log
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_waiting_earlier_keeps_the_results(monkeypatch, causal):
+    # the interpreter runs flash_fwd at the 192 x 128 tile as scheduled for sm_90a with the wait
+    # before the exponentials: O and LSE against NumPy (ragged S and SK, GQA)
+    import numpy as np
+
+    from tlc.interp import run_kernel
+
+    sys.path.insert(0, str(ROOT / "tests" / "stdlib"))
+    from attention_kit import attention_inputs, attention_reference
+
+    monkeypatch.setattr(gemm_overlap, "DEFERRED_WAIT", "before_last_write")
+    r = check_file(str(ATTENTION))
+    k, = schedule_grids(r.program, "flash_fwd", {"T": "f16", "CAUSAL": causal, **D64_BN128}, target="sm_90a")
+    assert k.warp_spec.deferred.wait < k.warp_spec.deferred.gemm
+    q, kk, v, scale = attention_inputs(np.random.default_rng(7), np.float16, 1, 2, 1, 200, 300, 64)
+    o, lse = np.zeros_like(q), np.zeros((1, 2, 200), np.float32)
+    run_kernel(k, {"Q": q, "K": kk, "V": v, "O": o, "LSE": lse, "scale": np.float32(scale)})
+    want_o, want_lse = attention_reference(q, kk, v, scale, causal)
+    assert np.abs(o.astype(np.float64) - want_o).max() < 4e-3
+    assert np.abs(lse - want_lse).max() < 1e-3

@@ -70,12 +70,40 @@ def deferred_gemm(body: list, start: int, stop: int, buffers: dict, threads: int
         return None  # one gemm ahead of the deferred one, the wait counts on it
     wait = next((i for i in range(first + 1, stop - 1) if (last.c in buffers_written(body[i]) or
                  last.c in buffers_read(body[i]) or (operands - {last.c}) & buffers_written(body[i]))), stop - 1)
+    wait = earlier_wait(body, first, wait, stop)
     # ping-pong: two (or three: FlashAttention 3's 192-row tiles at head dim 64) warpgroups
     # whose accumulators hold rows of their own (not the columns of one row block split
     # between them) never wait for each other in the loop, but take turns to issue
     own_rows = not any(getattr(buffers[g.c].layout, "wgmma_columns", False) for g in (last, body[first]))
     return DeferredGemm(stop - 1, first, wait, pingpong=threads in (256, 384) and own_rows,
                         before_issue=before_issue(body, start, stop, first, wait, buffers, loop_var))
+
+
+# Where the deferred gemm is waited for.  "first_use" (the default): before the first statement
+# that needs it (attention's copy(scores, probs), writing its A), so that every statement before
+# runs under it.  Until then the iteration's values live beside its operands and accumulator,
+# which the tensor cores hold: FlashAttention 3's 192 x 128 tile at head dim 64 (three consumer
+# warpgroups, setmaxnreg 160) keeps 64 f32 exponentials, 32 registers of P and 32 of O a thread,
+# and ptxas -v (sm_90a, nvcc 13.0) spills 4 bytes full, 12 causal (f16 and bf16), where 96 keys
+# do not.  "after_last_write": before the statements after the last one that writes what that
+# statement reads (attention's row sum of the exponentials: they run after the wait, their
+# exponentials converted into P's registers as the sum reads them): no spills full, 12 bytes
+# causal.  "before_last_write": before that statement (the exponentials): no spills full or
+# causal; the product then runs under the mask and the row max alone.  Not yet timed on the GPU
+# (bench/queue/A_fwd_d64_bn128.sh), so not the default.
+DEFERRED_WAIT = "first_use"
+
+
+def earlier_wait(body: list, first: int, wait: int, stop: int) -> int:
+    """The index of the statement before which the deferred gemm is waited for, as DEFERRED_WAIT
+    says, `wait` being the first that needs it and `first` the gemm it runs behind."""
+    if DEFERRED_WAIT == "first_use" or wait >= stop - 1:
+        return wait
+    reads = buffers_read(body[wait])
+    writer = next((i for i in range(wait - 1, first, -1) if buffers_written(body[i]) & reads), None)
+    if writer is None:
+        return wait
+    return writer + 1 if DEFERRED_WAIT == "after_last_write" else writer
 
 
 def before_issue(body: list, start: int, stop: int, first: int, wait: int, buffers: dict, loop_var: str) -> tuple:
