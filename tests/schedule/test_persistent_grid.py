@@ -131,10 +131,13 @@ def attention_walk(tmp_path) -> Path:
     its (query block, head, batch) tiles in a grid of SMS blocks."""
     src = package_data.stdlib().joinpath("attention.tl").read_text()  # installed or a checkout's
     kernel = src[src.index("@kernel\ndef flash_fwd("):src.index("@kernel\ndef flash_decode(")]
-    head = "    with grid(cdiv(S, BM), H, B, threads=THREADS) as (bx, h, b):\n"
+    head = "    with grid(cdiv(S, BM), H, B, threads=THREADS, persistent_tiles=PERSISTENT) as (bx, h, b):\n"
     assert head in kernel
     before, body = kernel.split(head)
-    before = before.replace("THREADS: const = 256):", "THREADS: const = 256, SMS: const = 132):")
+    # (the walk is persistent itself: no PERSISTENT constant, nor its comment)
+    before = before[:before.index("    # PERSISTENT:")]
+    before = before.replace("THREADS: const = 256,\n              PERSISTENT: const = False):",
+                            "THREADS: const = 256, SMS: const = 132):")
     walk = ("    with grid(SMS, threads=THREADS) as blk:\n"
             "        for bx, h, b in persistent([cdiv(S, BM), H, B], SMS, blk):\n"
             + "".join("    " + line if line.strip() else line for line in body.splitlines(keepends=True)))

@@ -322,3 +322,20 @@ def test_grid_tile_loads_makes_the_grid_persistent_as_a_walks(monkeypatch, causa
     # lacks) and a block mask's lengths keep one tile a block
     assert _kernel(STAGES=2).warp_spec.tile_order is None
     assert _kernel(name="flash_fwd_sparse").warp_spec.tile_order is None
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_persistent_constant_makes_the_grid_persistent_without_the_switch(monkeypatch, causal):
+    # std.attention's flash_fwd PERSISTENT (grid(persistent_tiles=...)): the grid as
+    # GRID_TILE_LOADS makes it, the switch off, so that a config.json rule on SK can take it
+    from tlc.schedule import warpspec
+    monkeypatch.setattr(warpspec, "GRID_TILE_LOADS", False)
+    k = _kernel(CAUSAL=causal, PERSISTENT=True)
+    assert k.persistent_tiles and _kernel(CAUSAL=causal).warp_spec.tile_order is None
+    monkeypatch.setattr(warpspec, "GRID_TILE_LOADS", True)
+    assert k.warp_spec == _kernel(CAUSAL=causal).warp_spec and [x.buffer for x in k.warp_spec.tile_loads] == ["q_tile"]
+    # where the ring keeps no deferred gemm it asks for nothing (two stages: V on barriers of its own)
+    monkeypatch.setattr(warpspec, "GRID_TILE_LOADS", False)
+    assert _kernel(STAGES=2, PERSISTENT=True).warp_spec.tile_order is None
+    assert tlc.load(str(ATTENTION), target="cpu").kernels["flash_fwd"].scheduled(
+        {"D": 128, "PERSISTENT": True}, "sm_80").warp_spec is None

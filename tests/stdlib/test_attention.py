@@ -379,6 +379,23 @@ def test_the_sm90a_ring_of_a_persistent_walk_against_numpy(mod, case, monkeypatc
     check(run, "f16", B, H, HK, S, SK, D, causal, case)
 
 
+@pytest.mark.parametrize("case", [0, 1, 4])
+def test_the_sm90a_persistent_grid_constant_against_numpy(mod, case, monkeypatch):
+    """flash_fwd's PERSISTENT constant (grid(persistent_tiles=True)), GRID_TILE_LOADS off: the
+    grid walked by persistent blocks, each tile's Q the producer's (causal: the tiles longest
+    first from the counter); the interpreter walks the tiles as recorded."""
+    from tlc.schedule import warpspec
+    monkeypatch.setattr(warpspec, "GRID_TILE_LOADS", False)
+    B, H, HK, S, SK, D, causal, consts = CASES[case]
+    kernel = mod.kernels["flash_fwd"].scheduled({**consts, "D": D, "CAUSAL": causal, "PERSISTENT": True}, "sm_90a")
+    ws = kernel.warp_spec
+    assert ws.tile_order is not None and [x.buffer for x in ws.tile_loads] == ["q_tile"]
+
+    def run(q, k, v, o, lse, scale):
+        run_kernel(kernel, {"Q": q, "K": k, "V": v, "O": o, "LSE": lse, "scale": np.float32(scale)})
+    check(run, "f16", B, H, HK, S, SK, D, causal, case)
+
+
 def test_a_scale_that_is_not_positive_fails_the_device_assert(mod):
     q, k, v, _ = attention_inputs(np.random.default_rng(0), np.float16, 1, 1, 1, 8, 8, 16)
     with pytest.raises(tlc.TlcError, match=r"flash_fwd: scale = -0\.250000, not positive"):

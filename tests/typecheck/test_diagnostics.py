@@ -242,7 +242,7 @@ CASES = {
     'E050_unknown_grid_argument': (
         '@kernel\ndef k(A: f32[N]):\n    with grid(1, threads=64, block=2) as bx:\n        pass\n',
         "t.tl:3:30: error[E050]: grid() has no argument 'block'\n  |\n3 |     with grid(1, threads=64, block=2) as bx:\n"
-        "  |                              ^^^^^^^\n  = hint: it takes the grid dimensions, threads=, blocks_per_sm= and dequant_ring=",
+        "  |                              ^^^^^^^\n  = hint: it takes the grid dimensions, threads=, blocks_per_sm=, dequant_ring= and persistent_tiles=",
     ),
     'E050_threads_range': (
         '@kernel\ndef k(A: f32[N]):\n    with grid(1, threads=2048) as bx:\n        pass\n',
@@ -259,6 +259,11 @@ CASES = {
         '@kernel\ndef k(A: f32[N]):\n    with grid(1, threads=64, dequant_ring=2) as bx:\n        pass\n',
         "t.tl:3:43: error[E050]: dequant_ring must be True or False, found 2\n  |\n"
         "3 |     with grid(1, threads=64, dequant_ring=2) as bx:\n  |                                           ^",
+    ),
+    'E050_persistent_tiles_not_bool': (
+        '@kernel\ndef k(A: f32[N]):\n    with grid(1, threads=64, persistent_tiles=1) as bx:\n        pass\n',
+        "t.tl:3:47: error[E050]: persistent_tiles must be True or False, found 1\n  |\n"
+        "3 |     with grid(1, threads=64, persistent_tiles=1) as bx:\n  |                                               ^",
     ),
     'E050_block_index_count': (
         '@kernel\ndef k(A: f32[N]):\n    with grid(1, 2, threads=64) as bx:\n        pass\n',

@@ -520,6 +520,10 @@ class Kernel(Node):
     # grid(dequant_ring=True): a ring that warp specialization refuses may be planned as a
     # dequantizing TMA ring (schedule/dequant_ring.py), as its DEQUANT_RING switch does for all
     dequant_ring: bool = False
+    # grid(persistent_tiles=True): the grid made persistent where its ring keeps its deferred
+    # gemm, its consumers' copies before the ring the producer's tile loads (schedule/warpspec.py),
+    # as its GRID_TILE_LOADS switch does for all
+    persistent_tiles: bool = False
     wide_symbols: tuple[str, ...] = ()  # shape symbols that are i64, not i32 (a flat view's element count)
     # shape symbols compiled in as constants, (name, size) in order of first appearance: the
     # params' dims hold the size; a launch checks it (LANGUAGE.md section 1)

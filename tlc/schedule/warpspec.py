@@ -303,7 +303,8 @@ class _Planner:
         # slower so on the H200 (session 24 round 2, bench/results/A_fwd_persistent-h200-
         # twentyfourth.txt: D=128 525 against 554 TFLOP/s one tile a block, causal 471 against 468)
         two = sum(isinstance(x, ir.Gemm) for x in statements(rest)) == 2
-        asked = self.k.persistent_walk or (GRID_TILE_LOADS and loop.stages >= 3
+        # (or a grid that asks for it: grid(persistent_tiles=True), std's flash_fwd PERSISTENT)
+        asked = self.k.persistent_walk or ((GRID_TILE_LOADS or self.k.persistent_tiles) and loop.stages >= 3
                                            and self.deferred_gemm(loop.body, start, start + len(rest)) is not None)
         tile_loads, paired = self.tile_loads(consumer_only, i) if consumer_only and two and asked \
             and self.epilogue_free(after) else ((), False)

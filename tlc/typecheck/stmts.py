@@ -410,13 +410,13 @@ class StmtChecker(PortingChecker, PersistentChecker):
             self.grid_dimension(a, axis, most)
         threads = [k for k in ctx.keywords if k.name == "threads"]
         for k in ctx.keywords:
-            if k.name not in ("threads", "blocks_per_sm", "dequant_ring"):
+            if k.name not in ("threads", "blocks_per_sm", "dequant_ring", "persistent_tiles"):
                 self.error("E050", f"grid() has no argument '{k.name}'", k.span,
-                           "it takes the grid dimensions, threads=, blocks_per_sm= and dequant_ring=")
-            elif k.name == "dequant_ring":
-                d = self.const_value(k.value, "dequant_ring")
+                           "it takes the grid dimensions, threads=, blocks_per_sm=, dequant_ring= and persistent_tiles=")
+            elif k.name in ("dequant_ring", "persistent_tiles"):
+                d = self.const_value(k.value, k.name)
                 if d is not None and not isinstance(d, bool):
-                    self.error("E050", f"dequant_ring must be True or False, found {d!r}", k.value.span)
+                    self.error("E050", f"{k.name} must be True or False, found {d!r}", k.value.span)
             elif k.name == "blocks_per_sm":
                 b = self.const_value(k.value, "blocks_per_sm")
                 if b is not None and (not isinstance(b, int) or isinstance(b, bool) or not 0 <= b <= 32):
