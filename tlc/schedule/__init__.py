@@ -106,10 +106,14 @@ def schedule_tile_op(program: CheckedProgram, name: str, constants: dict | None 
     """The `TileOpProgram` of the @tile_op `name`: its kernels, scheduled for `target`, and the
     launches that run them; `sizes` (shape symbol -> size) steer the tile sizes when known, and
     `rules` (a `tileops.Rules`) replace the default scheduling numbers."""
+    from .lower import LoweringError
     from .tileops import Rules, schedule_tile_op as plan
 
     limit = smem_limit if smem_limit is not None else targets.get(target).smem_per_block
-    return plan(program, name, constants, target=target, smem_limit=limit, sizes=sizes, rules=rules or Rules())
+    try:
+        return plan(program, name, constants, target=target, smem_limit=limit, sizes=sizes, rules=rules or Rules())
+    except LoweringError as e:  # (a kernel's are _scheduled_grid's)
+        raise DiagnosticError([Diagnostic(e.code, str(e), e.span, e.hint)], program.sources) from None
 
 
 def unbound_size(name: str, span, what: str) -> Diagnostic:
@@ -168,7 +172,7 @@ def _scheduled_grid(program: CheckedProgram, fn, index: int, count: int, target:
     try:
         kernel = lowerer.kernel(index)
     except LoweringError as e:
-        raise DiagnosticError([Diagnostic("E068", str(e), e.span)], program.sources) from None
+        raise DiagnosticError([Diagnostic(e.code, str(e), e.span, e.hint)], program.sources) from None
     if fn.specialized:
         kernel = replace(kernel, specialized=tuple(fn.specialized.items()))
     if fn.not_one:

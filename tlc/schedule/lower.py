@@ -20,7 +20,8 @@ from .param_dims import param_dim
 from ..dtypes import BOOL, I32, DType
 from ..parser import nodes as n
 from ..typecheck import CheckedFunction
-from ..typecheck import rules
+from ..typecheck import consteval, rules
+from ..typecheck.literals import int_range
 from ..typecheck.types import ScalarType, TensorType
 from .persistent import PersistentLowerer
 from .porting import PortingLowerer
@@ -29,11 +30,12 @@ _MATH = frozenset(ir.MATH_FUNCS) - {"pow", "fmod", "atan2"}
 
 
 class LoweringError(Exception):
-    """A construct the scheduler cannot lower yet; carries a span for a diagnostic."""
+    """A construct the scheduler cannot lower yet (E068), or a value it cannot hold (`code`);
+    carries a span and a hint for a diagnostic."""
 
-    def __init__(self, message: str, span):
+    def __init__(self, message: str, span, code: str = "E068", hint: str | None = None):
         super().__init__(message)
-        self.span = span
+        self.span, self.code, self.hint = span, code, hint
 
 
 INDEX_LIMIT = (1 << 31) - 1  # past the end of any dimension: each fits an i32
@@ -67,6 +69,69 @@ def cast(e: ir.Expr, dt: DType) -> ir.Expr:
         # std.reduce's norm_l1_axis0 and norm_inf_axis0)
         return ir.Call("abs", (cast(e.args[0], dt),), dt, span=getattr(e, "span", None))
     return ir.Cast(e, dt, span=getattr(e, "span", None))
+
+
+def convert(e: ir.Expr, dt: DType, literal: bool) -> ir.Expr:
+    """`e` converted into `dt` as an explicit conversion (`u8(x)`, `cast(x, f16)`) converts it: a
+    constant's value converted by the language's rules (LANGUAGE.md section 3; a literal is its
+    exact number, another constant the value its dtype holds: `f64(f16(0.1))`).  `cast` retypes
+    a constant (a literal taking its operand's type, which holds it), so `f32(i8(300))` was 300.0,
+    `u8(300.0)` 300 and `f64(f16(0.1))` 0.1 on every target, not 44, 255 and 0.0999755859375."""
+    if isinstance(e, ir.Const) and e.dtype != dt:
+        value = e.value if literal else _converted(e.value, e.dtype)
+        converted = _converted(value, dt) if value is not None else None
+        if converted is None:  # (into e8m0: each target's own conversion)
+            return ir.Cast(e, dt, span=e.span)
+        return ir.Const(converted, dt, span=e.span)
+    return cast(e, dt)
+
+
+def literal_expression(e) -> ir.Const | None:
+    """A constant expression of integer literals (`1 << 40`, `2 ** 31`, `-(2 ** 7)`) as the
+    literal of its exact value (T11: it takes the dtype of what it meets, which must hold it, or
+    E157), or None.  Computed in its own weak i32 it wrapped: `i64(x) + (1 << 40)` added 0 and
+    `f64(x) * 10 ** 12` multiplied by -727379968 on every target."""
+    t = e.ty
+    if not (isinstance(t, ScalarType) and t.weak and t.dtype.kind in ("int", "uint")):
+        return None
+    try:
+        v = consteval.evaluate(e, {})
+    except consteval.TooLarge as err:  # wrapped, `f32(2 ** 100)` was 0, and `i64(x) + 2 ** 100` escaped E157
+        raise LoweringError("constant too large: this value does not fit in 64 bits", err.node.span, "E150",
+                            consteval.RANGE_HINT) from None
+    except consteval.NotConstant:
+        return None
+    return ir.Const(v, t.dtype, span=e.span) if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+_F8_LARGEST = {"f8e4m3": 448.0, "f8e5m2": 57344.0}  # a conversion into f8 saturates (__NV_SATFINITE)
+
+
+def _converted(value, dt: DType):
+    """The number a conversion of `value` into `dt` gives (as the interpreter's numerics.cast
+    computes it for arrays): into bool `!= 0`; a float into an integer truncated and saturated,
+    NaN 0; an integer into an integer wrapped; into a float rounded to nearest even (f8
+    saturating); None for e8m0."""
+    import math
+
+    import numpy as np
+
+    if dt.is_bool:
+        return value != 0
+    if dt.kind in ("int", "uint"):
+        if isinstance(value, float):
+            if math.isnan(value):
+                return 0
+            lo, hi = int_range(dt)
+            return lo if value <= lo else hi if value >= hi else math.trunc(value)
+        return dt.wrap(int(value))
+    if dt.name == "e8m0":
+        return None
+    value = float(value)
+    if dt.name in _F8_LARGEST and not math.isnan(value):
+        value = min(max(value, -_F8_LARGEST[dt.name]), _F8_LARGEST[dt.name])
+    with np.errstate(over="ignore"):
+        return float(dt.numpy().type(value))
 
 
 def _one_test(a: ir.Expr, b: ir.Expr, names) -> bool:
@@ -117,7 +182,6 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
         self.threads = int(threads)
         blocks = next((self.const(k.value) for k in ctx.keywords if k.name == "blocks_per_sm"), 0)
         dequant = next((self.const(k.value) for k in ctx.keywords if k.name == "dequant_ring"), False)
-        tiles = next((self.const(k.value) for k in ctx.keywords if k.name == "persistent_tiles"), False)
         block_vars = tuple(t.id for t in grid_stmt.targets)
         for b in block_vars:
             self.scalars[b] = I32
@@ -128,7 +192,7 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
         body = views.resolve(self, body)
         body, buffers = without_unread(body, tuple(self.buffers.values()))
         return ir.Kernel(self.fn.name, params, grid[::1], block_vars, int(threads), buffers, body, constants,
-                         min_blocks=int(blocks), dequant_ring=bool(dequant), persistent_tiles=bool(tiles), notes=tuple(self.__dict__.get("notes", ())), span=self.fn.node.name_span)
+                         min_blocks=int(blocks), dequant_ring=bool(dequant), notes=tuple(self.__dict__.get("notes", ())), span=self.fn.node.name_span)
 
     def _param(self, p) -> ir.Param:
         if p.role == "scalar":
@@ -433,9 +497,13 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
         return ir.BinOp(op, a, b, dt, span=span)
 
     def expr_BinOp(self, e: n.BinOp):
+        if (literal := literal_expression(e)) is not None:
+            return literal
         return self.binop(e.op, self.expr(e.left), self.expr(e.right), e.left.ty, e.right.ty, e.span)
 
     def expr_UnaryOp(self, e: n.UnaryOp):
+        if (literal := literal_expression(e)) is not None:
+            return literal
         if e.op == "not":
             return ir.UnaryOp("not", self.condition(e.operand), BOOL, span=e.span)
         x = cast(self.expr(e.operand), e.ty.dtype)
@@ -467,13 +535,13 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
         ref = e.func.ty
         kind = type(ref).__name__
         if kind == "DTypeValue":
-            return cast(self.expr(e.args[0]), ref.dtype)
+            return convert(self.expr(e.args[0]), ref.dtype, getattr(e.args[0].ty, "weak", False))
         if kind == "FunctionRef":
             return self.inline(e, ref.qualname)
         name = ref.name
         dt = e.ty.dtype
         if name == "cast":
-            return cast(self.expr(e.args[0]), dt)
+            return convert(self.expr(e.args[0]), dt, getattr(e.args[0].ty, "weak", False))
         if name == "inf":
             return ir.Const(float("inf"), dt, span=e.span)
         ported = self.porting_call(e, name, dt)  # clamp, reinterpret, max_value, thread_index (porting.py)

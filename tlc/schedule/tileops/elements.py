@@ -18,7 +18,7 @@ from ... import ir
 from ...dtypes import I32
 from ...parser import nodes as n
 from ...typecheck.types import ScalarType, TensorType
-from ..lower import Lowerer
+from ..lower import Lowerer, literal_expression
 from .graph import Graph, broadcast_index, builtin_call
 
 Leaf = Callable[[tuple], ir.Expr]  # the load of a leaf at an index of its own shape
@@ -124,6 +124,8 @@ class ElementLowerer(Lowerer):
 
     # ---- operators on tensors type like operators on their elements ---------------------------
     def expr_BinOp(self, e: n.BinOp):
+        if (literal := literal_expression(e)) is not None:  # (a scalar constant expression, as in a kernel)
+            return literal
         return self.binop(e.op, self.expr(e.left), self.expr(e.right), _elem(e.left.ty), _elem(e.right.ty), e.span)
 
     def expr_Compare(self, e: n.Compare):
