@@ -271,6 +271,16 @@ def k(x: f32[N], y: f32[N], BLOCK: const = 64):
         copy(x[bx * BLOCK], acc)
         copy(acc, y[bx * BLOCK])
 """, "", ("k", [np.arange(5, dtype=np.float32), np.zeros(5, np.float32)], np.arange(5)), "sm_80"),
+    # Constants that every target computed wrongly from one IR (session 29, hand-written absurd
+    # constants): a conversion of a constant retyped it (`f32(i8(300))` was 300, not 44; `u8(300.0)`
+    # 300, not 255) and `(1 << 40)` meeting an i64 was computed in i32 (0).
+    ("constants_converted_and_literal_expressions_exact", """\
+@kernel
+def k(x: f32[N], y: f64[N]):
+    with grid(1, threads=32) as bx:
+        y[0] = f64(f32(i8(300))) + f64(u8(300.0))
+        y[1] = f64(i64(x[1]) + (1 << 40))
+""", "", ("k", [np.ones(2, np.float32), np.zeros(2)], np.array([44.0 + 255.0, 2.0 ** 40 + 1])), None),
 ]
 
 
