@@ -30,7 +30,10 @@ from ..ir.walk import subexprs
 # made a producer/consumer ring, where a value computed before the roles split and read after it
 # must live across the consumers' setmaxnreg: the 12 bytes above), "all" (every kernel).  Where
 # the kernel has no such split, ptxas may load the argument early and hold it instead: std's
-# flash_fwd on sm_80, D = 128, 246 -> 255 registers and 48 bytes spilled with "all".
+# flash_fwd on sm_80, D = 128, 246 -> 255 registers and 48 bytes spilled with "all".  Off until
+# the H200 has timed "warp_specialized" (bench/queue/S_host_dims.sh): its 21 std builds keep their
+# registers and spill nothing more, but one IMAD.MOV.U32 joins flash_fwd's main loop at two tiles
+# config.json does not pick on sm_90a (D=64 at BM=128 BN=128, D=128 at BN=80 STAGES=2).
 HOST_DIMS: bool | str = False
 
 
