@@ -48,7 +48,7 @@ def nvcc(args, cwd) -> subprocess.CompletedProcess:
     cmd = [NVCC, "-std=c++17", "-Werror", "all-warnings", *map(str, args)]
     cwd = Path(cwd)
     output = _output_path(cmd, cwd)
-    entry = _entry(cmd[1:], cwd) if output is not None and cache_root() is not None else None
+    entry = _entry(cmd[1:], cwd, output) if output is not None and cache_root() is not None else None
     if entry is not None and (entry / "result.json").exists():
         result = json.loads((entry / "result.json").read_text())
         shutil.copy(entry / "output", output)  # with its mode: run_host runs it
@@ -97,11 +97,13 @@ def _output_path(cmd: list[str], cwd: Path) -> Path | None:
     return cwd / cmd[cmd.index("-o") + 1]  # an absolute -o stays itself
 
 
-def _entry(args: list[str], cwd: Path) -> Path:
+def _entry(args: list[str], cwd: Path, output: Path) -> Path:
     h = hashlib.sha256(compiler_versions().encode())
     h.update(json.dumps([a.replace(str(cwd), CWD) for a in args]).encode())
     for f in sorted(cwd.iterdir()):
-        if f.is_file():
+        # not the output of an earlier run of the command, which -o overwrites: a test that
+        # builds the same file twice in its folder (its counts, then its SASS) builds it once
+        if f.is_file() and f != output:
             data = f.read_bytes().replace(str(cwd).encode(), CWD.encode())  # a #line naming a .tl in tmp_path
             h.update(f"\0{f.name}\0{len(data)}\0".encode())
             h.update(data)
@@ -147,7 +149,9 @@ def compile_device(source: str, arch: str, tmp_path, name: str = "k") -> str:
     build both halves with `compile_object`.  The ptxas log."""
     path = tmp_path / f"{name}.cu"
     path.write_text(source)
-    res = nvcc([*ARCH_FLAGS[arch], "-Xptxas", "-v", "-cubin", str(path), "-o", str(tmp_path / f"{name}.cubin")], tmp_path)
+    # cubin_sass's command (names relative to the folder): a test of the log and one of the
+    # SASS of the same source share one build through the cache
+    res = nvcc([*ARCH_FLAGS[arch], "-Xptxas", "-v", "-cubin", f"{name}.cu", "-o", f"{name}.cubin"], tmp_path)
     assert res.returncode == 0, res.stderr[-4000:]
     return res.stderr
 
