@@ -29,6 +29,20 @@ class TooLarge(NotConstant):
     """A value that no 64-bit constant holds; `node` is the part that makes it."""
 
 
+class DividesByZero(NotConstant):
+    """A division or remainder by 0 (`32 // 0`): no value; `node` is the operation."""
+
+
+def not_constant_detail(nc: NotConstant) -> str:
+    """Why `nc`'s expression is no constant, for E031's message."""
+    from .types import format_dim
+
+    bad = nc.node
+    if isinstance(nc, DividesByZero):
+        return f"{format_dim(bad)} divides by zero"
+    return f"'{bad.id}' is not a constant" if isinstance(bad, n.Name) else "it is computed at run time"
+
+
 WORKING_BITS = 128
 SMALLEST, LARGEST = -2**63, 2**64 - 1
 RANGE_HINT = "a compile-time integer lies between -2**63 and 2**64 - 1, the range of i64 and u64"
@@ -73,8 +87,7 @@ def option(bag, e, env: dict, kind: type) -> tuple:
         report_too_large(bag, err)
         return None, None
     except NotConstant as nc:
-        bad = nc.node
-        return None, f"'{bad.id}' is not a constant" if isinstance(bad, n.Name) else "it is computed at run time"
+        return None, not_constant_detail(nc)
     if isinstance(v, kind) and (kind is bool or not isinstance(v, bool)):
         return v, None
     return None, f"found the dtype {v}" if isinstance(v, DType) else f"found {v!r}"
@@ -107,7 +120,9 @@ def _value(e, env: dict):
             v = _BIN[e.op](a, b)
         except OverflowError:  # a float beyond f64
             raise TooLarge(e) from None
-        except (ZeroDivisionError, ValueError, TypeError):
+        except ZeroDivisionError:
+            raise DividesByZero(e) from None
+        except (ValueError, TypeError):
             raise NotConstant(e) from None
         if isinstance(v, complex):  # a negative number to a fractional power
             raise NotConstant(e)
@@ -130,7 +145,9 @@ def _value(e, env: dict):
         args = [_value(a, env) for a in e.args]
         try:
             return _FUNCS[e.func.id](*args)
-        except (ZeroDivisionError, TypeError, ValueError):
+        except ZeroDivisionError:
+            raise DividesByZero(e) from None
+        except (TypeError, ValueError):
             raise NotConstant(e) from None
     if isinstance(e, n.ListExpr):
         return [_value(x, env) for x in e.elts]

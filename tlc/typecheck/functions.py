@@ -100,8 +100,9 @@ class FunctionChecker(ExprChecker, StmtChecker, TileChecker, PlacementChecker, S
                 return 1  # a stand-in: the value is checked again once the symbols are bound
             if required:
                 bad = nc.node
-                detail = f"'{bad.id}' is not a constant" if isinstance(bad, n.Name) else "it is computed at run time"
-                hint = "use a literal, a module constant or a 'const' parameter"
+                detail = consteval.not_constant_detail(nc)
+                hint = None if isinstance(nc, consteval.DividesByZero) else \
+                    "use a literal, a module constant or a 'const' parameter"
                 if isinstance(bad, n.Name) and self.kind == "kernel" and getattr(self.scope.lookup(bad.id), "kind", None) == LOCAL:
                     hint = (f"a name assigned once from constants, at the top of the kernel or of its grid, is a "
                             f"constant; '{bad.id}' is assigned elsewhere, more than once, or from a run-time value")
