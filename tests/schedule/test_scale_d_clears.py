@@ -44,7 +44,8 @@ def _unmarked(k: ir.Kernel) -> ir.Kernel:
     """`k` as the passes before this one left it: no fill marked, no note of this pass."""
     loop = k.body[k.warp_spec.loop]
     body = tuple(replace(s, scale_d=0) if isinstance(s, ir.Fill) else s for s in loop.body)
-    top = tuple(replace(loop, body=body) if s is loop else s for s in k.body)
+    top = tuple(replace(loop, body=body) if s is loop else replace(s, scale_d=0) if isinstance(s, ir.Fill) else s
+                for s in k.body)
     return replace(k, body=top, notes=tuple(n for n in k.notes if not n.startswith("clears made by")))
 
 
@@ -126,9 +127,30 @@ def test_the_tie_and_what_breaks_it(monkeypatch):
 
 def test_a_carried_gemm_makes_every_clear_its_gemms():
     # bench/E_bwd_staged.tl: dK += dS.T @ Q stays in flight into the next iteration, so no
-    # instruction may write an accumulator at the body's start (ptxas's C7515): the clears read
+    # instruction may write an accumulator at the body's start (ptxas's C7515): the clears read;
+    # and dk's clear before the ring is its first iteration's (dv's, not carried, stays)
     k = _bwd(path=str(ROOT / "bench" / "E_bwd_staged.tl"))[2]
     assert _marks(k) == [("scores_t", 1), ("dprobs_t", 1)]
+    top = [(s.buffer, s.scale_d) for s in k.body if isinstance(s, ir.Fill)]
+    assert top == [("dk", 3), ("dv", 0)], top
+    text = print_kernel(k)
+    assert "  fill dk = 0.0 (by its carried gemm's first iteration in the ring, scale-d 0)\n" in text
+    assert text.count("dk (before the ring: by its first iteration)") == 1
+    assert choose_scale_d_clears(_unmarked(k)) == k
+
+
+def test_a_clear_before_the_ring_that_something_reads_stays():
+    # the accumulator read between its clear and the carried gemm's first iteration: the clear
+    # must be there, so it stays an instruction
+    k = _unmarked(_bwd(path=str(ROOT / "bench" / "E_bwd_staged.tl"))[2])
+    at = next(i for i, s in enumerate(k.body) if isinstance(s, ir.Fill) and s.buffer == "dk")
+    from tlc.dtypes import I32
+
+    reads = ir.Fill("dv", ir.Load("dk", (ir.Const(0, I32), ir.Const(0, I32)), k.buffer("dk").dtype))
+    k2 = replace(k, body=k.body[:at + 1] + (reads,) + k.body[at + 1:],
+                 warp_spec=replace(k.warp_spec, loop=k.warp_spec.loop + 1))
+    assert [(s.buffer, s.scale_d) for s in choose_scale_d_clears(k2).body if isinstance(s, ir.Fill)] \
+        == [("dk", 0), ("dv", 0), ("dv", 0)]
 
 
 def test_no_ring_no_marks():

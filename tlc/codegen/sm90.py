@@ -11,9 +11,9 @@ from .. import ir, primitives
 from ..ir.walk import statements
 from ..schedule.layout import wgmma_bands, wgmma_column_groups
 from ..schedule.one_warpgroup import owner_threads
+from ..schedule.scale_d_clears import FIRST_ITERATION
 from ..schedule.tensor_cores import tensor_core_op
-from ..schedule.gemm_overlap import (buffers_read, buffers_written, gemm_waits, ring_carried_gemms, wgmma_ready,
-                                     wgmma_rs_ready)
+from ..schedule.gemm_overlap import gemm_waits, ring_carried_gemms, wgmma_ready, wgmma_rs_ready
 from .cexpr import CodegenError
 from .cnames import c_bool, c_name, c_type
 from .sm80 import Sm80
@@ -44,11 +44,11 @@ class Sm90(WarpSpecialized, Sm80):
         # the ring's last gemms that stay in flight into the next iteration (schedule/warpspec.py
         # decided it: a stage released one iteration late, no deferred gemm, not one gemm alone)
         self.carried = ring_carried_gemms(kernel)
-        # the clear before the ring of a carried gemm's accumulator: its first iteration's
-        # scale-d 0 instead (an instruction writing those registers, reaching the loop where the
-        # gemm is in flight, would serialize the wgmmas: ptxas's C7515); zeros after a ring
-        # that ran no iteration
-        self.folded_clears = self.clears_before_ring(self.carried[0]) if self.carried else ()
+        # the clear before the ring of a carried gemm's accumulator that its first iteration's
+        # scale-d 0 makes (schedule/scale_d_clears.py FIRST_ITERATION); zeros after a ring that
+        # ran no iteration
+        self.folded_clears = tuple(s for s in kernel.body if isinstance(s, ir.Fill) and s.scale_d == FIRST_ITERATION) \
+            if self.carried else ()
 
     def generate(self) -> dict:
         out = super().generate()
@@ -174,21 +174,6 @@ class Sm90(WarpSpecialized, Sm80):
         self.emit("// the last iteration's carried gemms are done: release their stage")
         self.emit(f"if (tl_k > 0 && threadIdx.x % 32 == 0) {self.release(f'tl_empty + (tl_it + {S - 1}) % {S}')}")
 
-    def clears_before_ring(self, g: ir.Gemm) -> tuple:
-        """The clears of `g`'s accumulator among the statements before the ring's loop that the
-        gemm's first iteration can stand for: nothing after them before the gemm reads or
-        writes the accumulator, and the gemm accumulates (no clear of its own)."""
-        before = list(self.k.body[:self.spec.loop])
-        body = list(self.ws.pipeline.rest)
-        upto = body[:next(i for i, s in enumerate(body) if s is g)]
-        fills = [s for s in before if isinstance(s, ir.Fill) and s.buffer == g.c and self.zero_clear(s, g)]
-        if len(fills) != 1:
-            return ()
-        after = before[before.index(fills[0]) + 1:] + upto
-        if any(g.c in (buffers_read(s) | buffers_written(s)) for s in after):
-            return ()
-        return tuple(fills)
-
     def stmt_Fill(self, s: ir.Fill) -> None:
         if any(s is x for x in getattr(self, "folded_clears", ())):
             self.emit(f"// {c_name(s.buffer)} cleared by its gemm's first iteration in the ring (scale-d 0)")
@@ -197,12 +182,6 @@ class Sm90(WarpSpecialized, Sm80):
             raise CodegenError(f"the clear of '{s.buffer}' was scheduled as its gemm's scale-d 0, outside a ring's "
                                "consumer body, where no gemm issue takes it", s.span)
         super().stmt_Fill(s)
-
-    def zero_clear(self, fill: ir.Fill, g: ir.Gemm) -> bool:
-        """Whether `fill` clears the f32 accumulator of `g`, the next statement, a wgmma gemm
-        (to zero, so that the gemm's scale-d 0 can stand for it)."""
-        return (isinstance(fill.value, ir.Const) and fill.value.value == 0 and self.buffers[g.c].dtype.name == "f32"
-                and (self.uses_wgmma(g) or self.uses_wgmma_rs(g)))
 
     def settle(self, pending: list, stmts, issuing: ir.Gemm | None) -> None:
         """Waits for the pending gemms that `stmts` (or the gemm `issuing`, issued next) need:

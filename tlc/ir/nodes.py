@@ -249,7 +249,8 @@ class Fill(Stmt):
     span: Span | None = _span()
     # a clear made by the next statement's wgmma gemm, its first K step's scale-d 0, rather than
     # by instructions (schedule/scale_d_clears.py): 1 reading the registers the last gemm left,
-    # 2 only writing them; 0: instructions
+    # 2 only writing them; 3 (a clear before a ring) by its carried gemm's first iteration;
+    # 0: instructions
     scale_d: int = 0
 
 

@@ -95,6 +95,7 @@ def _simple(s: Stmt) -> str:
         return f"gemm {s.c} += {a} @ {b}" + (f" (precision {s.precision})" if s.precision != "ieee" else "")
     if isinstance(s, Fill):
         return f"fill {s.buffer} = {expr(s.value)}" + (
+            " (by its carried gemm's first iteration in the ring, scale-d 0)" if s.scale_d == 3 else
             f" (by its gemm's scale-d 0, {'reading' if s.scale_d == 1 else 'only writing'} the registers)" if s.scale_d else "")
     if isinstance(s, Reduce):
         mode = "" if s.clear else " accumulate"

@@ -33,6 +33,12 @@ wgmma gemm of its fragment, f32 zeros:
   halves; with "=f" it placed them in two and spilled the accumulators moving between (204 bytes a
   thread as the runtime builds std's kernel, 284 the grouped one's; no spills, the same 8 QGMMA +
   128 FFMA a K step, with the tie).  No default kernel has such a body; False: CLEAR 2 as before.
+
+And before the ring: the one clear of the first carried gemm's accumulator (FIRST_ITERATION), where
+nothing between it and that gemm in the ring's first iteration reads or writes the accumulator
+and the gemm accumulates, is that gemm's first iteration's scale-d 0 (codegen keeps its other
+iterations' by `tl_k > 0`, and clears after a ring that ran no iteration): an instruction writing
+those registers, reaching the loop where the gemm is in flight, would serialize the wgmmas (C7515).
 """
 from __future__ import annotations
 
@@ -41,13 +47,14 @@ from dataclasses import replace
 
 from .. import ir
 from ..ir.walk import statements, written_names
-from .gemm_overlap import ring_carried_gemms, wgmma_any, wgmma_ready
+from .gemm_overlap import buffers_read, buffers_written, ring_carried_gemms, wgmma_any, wgmma_ready
 
 RING_SCALE_D_CLEARS = "reused"
 RING_SCALE_D_TIED = True
 
-# Fill.scale_d's values: what the next gemm's first K step does with the accumulator's registers
-READS, WRITES = 1, 2
+# Fill.scale_d's values: what the next gemm's first K step does with the accumulator's registers;
+# FIRST_ITERATION: a clear before the ring that the carried gemm's first iteration makes
+READS, WRITES, FIRST_ITERATION = 1, 2, 3
 
 
 def choose_scale_d_clears(kernel: ir.Kernel) -> ir.Kernel:
@@ -57,16 +64,38 @@ def choose_scale_d_clears(kernel: ir.Kernel) -> ir.Kernel:
         return kernel
     start, stop = spec.consumer
     loop = kernel.body[spec.loop]
-    chosen = consumer_clears(list(loop.body[start:stop]), {b.name: b for b in kernel.buffers}, kernel.threads,
-                             bool(ring_carried_gemms(kernel)))
-    if not chosen:
+    buffers = {b.name: b for b in kernel.buffers}
+    carried = ring_carried_gemms(kernel)
+    chosen = consumer_clears(list(loop.body[start:stop]), buffers, kernel.threads, bool(carried))
+    folded = clear_before_ring(kernel, carried[0], buffers) if carried else None
+    if not chosen and folded is None:
         return kernel
     body = tuple(replace(s, scale_d=chosen[i - start]) if i - start in chosen else s for i, s in enumerate(loop.body))
-    names = ", ".join(f"{loop.body[start + i].buffer} ({'reading the registers the last gemm left' if v == READS else 'only writing them'})"
-                      for i, v in sorted(chosen.items()))
-    note = f"clears made by their gemms' first K step, scale-d 0, not by instructions ahead of the wgmma: {names}"
-    top = tuple(replace(loop, body=body) if i == spec.loop else s for i, s in enumerate(kernel.body))
+    top = tuple(replace(loop, body=body) if i == spec.loop else replace(s, scale_d=FIRST_ITERATION) if i == folded
+                else s for i, s in enumerate(kernel.body))
+    names = [f"{loop.body[start + i].buffer} ({'reading the registers the last gemm left' if v == READS else 'only writing them'})"
+             for i, v in sorted(chosen.items())]
+    if folded is not None:
+        names.append(f"{kernel.body[folded].buffer} (before the ring: by its first iteration)")
+    note = f"clears made by their gemms' first K step, scale-d 0, not by instructions ahead of the wgmma: {', '.join(names)}"
     return replace(kernel, body=top, notes=kernel.notes + (note,))
+
+
+def clear_before_ring(kernel: ir.Kernel, g: ir.Gemm, buffers: dict) -> int | None:
+    """The index in the kernel's body of the one clear of `g`'s accumulator before the ring's
+    loop that g's first iteration can make (FIRST_ITERATION): nothing after it before the gemm
+    reads or writes the accumulator, and the gemm accumulates (no clear of its own); None."""
+    spec = kernel.warp_spec
+    start, stop = spec.consumer
+    before = list(kernel.body[:spec.loop])
+    body = list(kernel.body[spec.loop].body[start:stop])
+    upto = body[:next(i for i, s in enumerate(body) if s is g)]
+    fills = [i for i, s in enumerate(before) if _clears_for(s, g, buffers, kernel.threads)]
+    if len(fills) != 1:
+        return None
+    if any(g.c in (buffers_read(s) | buffers_written(s)) for s in before[fills[0] + 1:] + upto):
+        return None
+    return fills[0]
 
 
 def consumer_clears(stmts: list, buffers: dict, threads: int, carried: bool) -> dict[int, int]:
