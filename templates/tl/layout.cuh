@@ -253,7 +253,9 @@ __device__ __forceinline__ void select_halves4(T* out, const bool* c, const T* a
   memcpy(out + r, aw, 8);
 }
 
-template <int N, bool GLOBAL = false, int REGS = 0, typename T, typename U>
+// WIDE (FragmentStore's VECTOR_RUNS): a fragment of any size whose registers hold the stored dtype
+// takes the asm store too (see FragmentStore).
+template <int N, bool GLOBAL = false, int REGS = 0, bool WIDE = false, typename T, typename U>
 __device__ __forceinline__ void store_run(U* p, const T* regs) {
   using A = RunAccess<N, U>;
   using V = typename VectorOf<A::VBYTES>::type;
@@ -269,7 +271,7 @@ __device__ __forceinline__ void store_run(U* p, const T* regs) {
         else u.e[e] = cvt<U>(regs[i + e]);
       }
     }
-    if constexpr (GLOBAL && (sizeof(U) >= 4 || (same_type<T, U>::value && REGS <= 16)) && sizeof(V) >= 8) {
+    if constexpr (GLOBAL && (sizeof(U) >= 4 || (same_type<T, U>::value && (REGS <= 16 || WIDE))) && sizeof(V) >= 8) {
       store_global_vector(p + i, u.v);
     } else {
       *reinterpret_cast<V*>(p + i) = u.v;
@@ -635,7 +637,12 @@ __device__ __forceinline__ void copy_g2f(U* regs, const T* g, long long stride, 
 // out right after it stores each run as it finishes computing it (schedule/fold_stores.py), so
 // that a run's registers are free for the next (the plain layer_norm: 80 registers and 52 bytes
 // of spills at 3 blocks an SM with the copy after the loop, 79 and none folded).
-template <typename L, typename U>
+// VECTOR_RUNS (codegen/shared_runs.py's RAGGED_VECTOR_STORES): in the general build (ragged
+// runs), a whole run of a fragment wider than 16 registers that holds the stored 16- or 8-bit
+// dtype is stored by st.global.v4 (store_global_vector), where nvcc split the union store into
+// st.global.v2.u16 (std.broadcast's pow f16: 16 STG.E a thread for 4 STG.E.128, and at BLOCKS = 8
+// 64 registers and 12 bytes of spills where the asm store takes 53 and none; sm_90a).
+template <typename L, typename U, bool VECTOR_RUNS = false>
 struct FragmentStore {
   U* tile;
   long long stride;
@@ -653,7 +660,7 @@ struct FragmentStore {
     if (!L::valid(t, r0) || !writes<L>(t, r0) || !in.row_in(lr)) return;
     U* p = tile + static_cast<long long>(lr) * stride + lc;
     if (aligned && in.col_in(lc) && in.col_in(lc + RUN - 1)) {
-      store_run<RUN, true, L::REGS>(p, regs + r0);
+      store_run<RUN, true, L::REGS, VECTOR_RUNS && RunsBuild::RAGGED_RUNS>(p, regs + r0);
       return;
     }
     if constexpr (RunsBuild::RAGGED_RUNS) {  // (else a run not whole lies outside the tensor)

@@ -71,7 +71,7 @@ def _ops_variants_runs(script: str) -> list[tuple[list[str], list[str]]]:
 
 
 @pytest.mark.parametrize("script,processes", [("G_histogram_atomics.sh", 3), ("V_ops_flips.sh", 2),
-                                               ("G_broadcast_pow_blocks.sh", 3)])
+                                               ("G_broadcast_pow_blocks.sh", 3), ("G_ragged_vector_stores.sh", 2)])
 def test_the_queued_processes_are_right_on_the_interpreter(script, processes, monkeypatch, capsys):
     """Each process of the queue script (its compiler switches set as it sets them, put back
     after) runs its rows and variants right on the interpreter."""

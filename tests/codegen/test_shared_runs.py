@@ -367,3 +367,58 @@ def test_the_block_rows_are_8_byte_shared_accesses(tmp_path):
     counts = {op: len(re.findall(rf"\b{re.escape(op)} ", sass)) for op in ("LDS.64", "STS.64", "LDS.U16", "STS.U16")}
     assert counts == {"LDS.64": 2, "STS.64": 2, "LDS.U16": 4, "STS.U16": 2}
     assert "0 bytes spill stores" in log
+
+
+STORED = """
+@kernel
+def k(X: f16[M, N], Y: {out}[M, N]):
+    with grid(M, threads=128) as r:
+        t = fragment({frag}[1, 4096])
+        copy(X[r, 0], t)
+        for i, j in parallel(1, 4096):
+            t[i, j] = t[i, j] * {frag}(2.0)
+        copy(t, Y[r, 0])
+"""
+
+
+@pytest.mark.parametrize("frag,out,wide", [("f16", "f16", True), ("f16", "f32", False), ("f32", "f32", False)])
+def test_with_ragged_vector_stores_a_wide_fragment_of_the_stored_dtype_asks_vector_runs(frag, out, wide, monkeypatch):
+    """shared_runs.RAGGED_VECTOR_STORES: a folded store of a 16-bit fragment of 32 registers a
+    thread into a tensor of its dtype asks tl::FragmentStore's VECTOR_RUNS; converted at the
+    store (f16 to f32) or 4-byte elements (already vector stores) it does not; off, none does."""
+    from tlc.codegen import shared_runs
+
+    src = STORED.format(frag=frag, out=out)
+    for on in (False, True):
+        monkeypatch.setattr(shared_runs, "RAGGED_VECTOR_STORES", on)
+        text = kernel_part(generated_source(src, arch="sm_90a", line_directives=False).source)
+        store = re.search(r"const tl::FragmentStore<tl_k_layout_0, (\w+)(, true)?> tl_store", text)
+        assert store and (store.group(2) is not None) == (on and wide), store and store.group(0)
+
+
+@pytest.mark.nvcc
+@pytest.mark.slow
+def test_ragged_vector_stores_are_16_byte_stores_in_the_general_build_only(monkeypatch, tmp_path):
+    """std.broadcast's pow of f16 at BLOCKS = 8 (A3, B3 not 1): its general build's whole runs go
+    out as STG.E.128 with the switch, and nothing spills (16 STG.E a thread without it: nvcc split
+    the union store, and 12 bytes spilled); the whole-runs build is the same SASS either way."""
+    from tlc.codegen import shared_runs
+    from tlc.dtypes import F16
+    from tlc.typecheck.program import NOT_ONE
+
+    k = tlc.load("std.broadcast", target="cpu").kernels["pow"]
+    sass, logs = {}, {}
+    for on in (False, True):
+        monkeypatch.setattr(shared_runs, "RAGGED_VECTOR_STORES", on)
+        kernels = k.scheduled_grids({"T": F16, "BLOCKS": 8, "A3": NOT_ONE, "B3": NOT_ONE}, "sm_90a")
+        text = tlc.codegen.generate_file(list(kernels), "sm_90a", line_directives=False)
+        for whole in (False, True):
+            code, logs[on, whole] = cubin_sass(("#define TL_WHOLE_RUNS 1\n" if whole else "") + text, "sm_90a",
+                                               tmp_path, name=f"v{int(on)}{int(whole)}")
+            sass[on, whole] = [ln.split(";")[0].split("*/", 1)[1].strip() for ln in code.splitlines()
+                               if re.match(r"\s+/\*[0-9a-f]{4,}\*/", ln)]
+    count = lambda on, op: sum(bool(re.search(rf"(^|\s){re.escape(op)}\s", ln)) for ln in sass[on, False])  # noqa: E731
+    assert count(False, "STG.E.128") == 0 and count(False, "STG.E") == 16
+    assert count(True, "STG.E.128") == 4 and count(True, "STG.E") == 0
+    assert " 0 bytes spill stores" in logs[True, False]
+    assert sass[False, True] == sass[True, True]

@@ -59,6 +59,22 @@ from .ranges import provably_within
 from .whole_runs import note_origin, static_factor
 
 
+# The general build's folded stores of a 16- or 8-bit fragment wider than 16 registers a thread
+# that holds the stored dtype, each whole run by st.global.v4 (tl::FragmentStore's VECTOR_RUNS),
+# where nvcc split the union store into 4-byte ones.  Off until the H200 has timed it
+# (bench/queue/G_broadcast_pow_blocks.sh): std.broadcast's pow f16 at BLOCKS = 8, general build,
+# sm_90a: 64 registers and 12 bytes of spills -> 53 and none; std.quant's dequantize_per_channel
+# at its rule 36 -> 12 bytes; std.nn's rms_norm / layer_norm rules 115 -> 122 / 80 -> 79 registers.
+# (The whole-runs build is unchanged: there nvcc keeps the 16-byte store.)
+RAGGED_VECTOR_STORES = False
+
+
+def wide_vector_stores(b: ir.Buffer, dtype) -> bool:
+    """Whether fragment `b`'s folded store to a tensor of `dtype` takes VECTOR_RUNS."""
+    return RAGGED_VECTOR_STORES and b.dtype == dtype and dtype.itemsize <= 2 and \
+        isinstance(b.layout, Blocked) and b.layout.registers > 16
+
+
 def runs_aligned(b: ir.Buffer, layout, stride: int = 1) -> bool:
     """Whether every run of blocked `layout` over shared buffer `b` (as its rows and columns;
     `stride` elements of `b` a column) starts aligned to the widest vector (4 bytes or more)
@@ -290,7 +306,9 @@ class SharedRunGen:
             name = f"tl_store{self.hoist_names}"
             self.hoist_names += 1
             self.emit(f"// {c.src.name} -> {c.dst.name}: stored a run at a time, as the loop finishes each")
-            self.emit(f"const tl::FragmentStore<{self.fragment(b.name).c_layout}, {c_type(self.params[c.dst.name].dtype)}> "
+            dtype = self.params[c.dst.name].dtype
+            wide = ", true" if wide_vector_stores(b, dtype) else ""
+            self.emit(f"const tl::FragmentStore<{self.fragment(b.name).c_layout}, {c_type(dtype)}{wide}> "
                       f"{name}({view.base}, {view.stride}, {view.rows}, {view.cols}, {view.row0}, {view.col0});")
             stores.append((name, c_name(b.name)))
         self.emit("#pragma unroll")
