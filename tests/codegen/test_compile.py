@@ -6,7 +6,7 @@ import pytest
 
 from tlc.dtypes import BF16
 from kit_codegen import example_kernels, generated
-from nvcc import BUILD_ARCHS, compile_object
+from nvcc import BUILD_ARCHS, compile_device, compile_object
 
 KERNELS = example_kernels()
 
@@ -20,7 +20,7 @@ def test_example_compiles(example, kernel, arch, tmp_path):
 
 def test_gemm_other_constants_and_bf16(tmp_path):
     g = generated("gemm", "matmul", "sm_80", {"T": BF16, "BM": 64, "BN": 64, "BK": 64, "stages": 4})
-    log = compile_object(g.source, "sm_80", tmp_path)
+    log = compile_device(g.source, "sm_80", tmp_path)
     assert "mma.sync" in g.source or "gemm_mma_sm80" in g.source
 
 
@@ -49,7 +49,7 @@ def test_fragment_exchange_through_shared_memory_compiles(tmp_path):
     g = generate(schedule(r.program, "transpose", {}), "sm_80", sources=r.sources)
     assert "exchange b through shared memory" in g.source
     assert g.smem_bytes == 32 * 32 * 4
-    compile_object(g.source, "sm_80", tmp_path)
+    compile_device(g.source, "sm_80", tmp_path)
 
 
 STD_GEMM = ["matmul", "matmul_nt", "matmul_tn", "matmul_epilogue", "matmul_batched"]
@@ -81,7 +81,7 @@ def test_local_buffer_copies_compile(tmp_path):
     r = check_file(str(Path(__file__).resolve().parents[1] / "programs" / "local_tile.tl"))
     g = generate(schedule(r.program, "k", {}), "sm_80", sources=r.sources)
     assert "tl::copy_g2l<float, float, 1, 8>" in g.source and "tl::copy_l2g<float, float, 1, 8>" in g.source
-    compile_object(g.source, "sm_80", tmp_path)
+    compile_device(g.source, "sm_80", tmp_path)
 
 
 def test_a_file_of_several_kernels_includes_fp8_when_any_kernel_needs_it():

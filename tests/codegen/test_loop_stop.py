@@ -10,7 +10,7 @@ import pytest
 
 import tlc
 from kit_codegen import generated_source
-from nvcc import compile_object
+from nvcc import compile_device
 
 RAISED = """
 @kernel
@@ -70,7 +70,7 @@ def test_an_expression_stop_is_computed_once_and_a_name_s_stays():
 @pytest.mark.nvcc
 @pytest.mark.parametrize("src", [RAISED, DIVIDED], ids=["raised", "divided"])
 def test_the_held_stops_compile_without_warnings(src, tmp_path):
-    compile_object(generated_source(src, arch="sm_90a").source, "sm_90a", tmp_path)
+    compile_device(generated_source(src, arch="sm_90a").source, "sm_90a", tmp_path)
 
 
 @pytest.mark.gpu

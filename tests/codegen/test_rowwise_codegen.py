@@ -9,7 +9,7 @@ from tlc.codegen import generate
 from tlc.driver import check_file
 from tlc.schedule import schedule
 from nn_path import NN_PATH
-from nvcc import ARCH_FLAGS, compile_object, cubin_sass, nvcc
+from nvcc import ARCH_FLAGS, compile_device, compile_object, cubin_sass, nvcc
 
 
 # Configurations bench/rowwise.py sweeps, and each kernel's defaults, for both targets.  Softmax
@@ -34,7 +34,7 @@ def source(kernel, consts, arch):
 
 @pytest.mark.parametrize("kernel,consts,arch", CASES)
 def test_std_nn_compiles_without_local_memory(kernel, consts, arch, tmp_path):
-    log = compile_object(source(kernel, consts, arch), arch, tmp_path)
+    log = compile_device(source(kernel, consts, arch), arch, tmp_path)
     frames = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", log)
     assert frames and all(f == ("0", "0", "0") for f in frames), log
 

@@ -10,7 +10,7 @@ import pytest
 
 import tlc
 from kit_codegen import generated_source
-from nvcc import compile_object
+from nvcc import compile_device
 
 NESTED = """
 @kernel
@@ -57,7 +57,7 @@ def test_a_test_the_loop_can_change_stays_inside_it(src):
 
 @pytest.mark.nvcc
 def test_the_unswitched_loops_compile_without_warnings(tmp_path):
-    compile_object(generated_source(NESTED, arch="sm_90a").source, "sm_90a", tmp_path)
+    compile_device(generated_source(NESTED, arch="sm_90a").source, "sm_90a", tmp_path)
 
 
 @pytest.mark.parametrize("target", ["interp", "cpu", pytest.param("cuda", marks=pytest.mark.gpu)])

@@ -19,7 +19,7 @@ from kit import scheduled
 from test_layout_infer import SOFTMAX_ROW
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))  # nvcc.py, the shared compile helper
-from nvcc import BUILD_ARCHS, compile_object  # noqa: E402
+from nvcc import BUILD_ARCHS, compile_device  # noqa: E402
 
 PLAIN = Path(__file__).resolve().parents[2] / "bench" / "plain"
 
@@ -255,6 +255,6 @@ def test_the_fast_forms_and_narrow_fragments_build(arch, tmp_path):
                scheduled(RMS, "rms", {"T": "bf16", "U": "bf16"}, target=arch), scheduled(RMS, "clipped", target=arch),
                replace(plain("layer_norm", BN=4096), name="layer_norm_4096")]
     assert "fast_exp2" in print_kernel(kernels[0]) and kernels[5].buffer("row").dtype.name == "f16"
-    log = compile_object(generate_file(kernels, arch), arch, tmp_path)
+    log = compile_device(generate_file(kernels, arch), arch, tmp_path)
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
     assert len(spills) == len(kernels) and set(spills) == {("0", "0")}, log

@@ -22,7 +22,7 @@ from tlc.schedule.layout import everywhere
 from kit import program, schedule_error, scheduled
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))  # nvcc.py, the shared compile helper
-from nvcc import BUILD_ARCHS, compile_object  # noqa: E402
+from nvcc import BUILD_ARCHS, compile_device  # noqa: E402
 
 # A mask of NB column blocks read at a run-time index in a serial loop (block-sparse
 # attention's `if block_mask[k]:`), weights written outside parallel at run-time and constant
@@ -211,7 +211,7 @@ def test_an_index_outside_a_fragment_held_whole(tmp_path):
 @pytest.mark.parametrize("arch", BUILD_ARCHS)
 def test_fragments_used_as_scalars_build(arch, tmp_path):
     kernels = [scheduled(src, name, target=arch) for src, name in KERNELS]
-    compile_object(generate_file(kernels, arch), arch, tmp_path)
+    compile_device(generate_file(kernels, arch), arch, tmp_path)
 
 
 @pytest.mark.gpu

@@ -20,7 +20,7 @@ from tlc.schedule.layout import Blocked, Replicated
 from kit import program, schedule_error, scheduled
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))  # nvcc.py, the shared compile helper
-from nvcc import compile_object  # noqa: E402
+from nvcc import compile_device  # noqa: E402
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 
@@ -230,7 +230,7 @@ def test_copy_between_fragments_exchanges_only_where_layouts_differ(arch, tmp_pa
         assert "// exchange acc -> other through shared memory" in source
     else:  # one layout for all three: the copy stays in each thread's registers
         assert "exchange" not in text and "tl::exchange_" not in source
-    compile_object(source, arch, tmp_path)
+    compile_device(source, arch, tmp_path)
 
 
 def test_two_accumulators_on_the_interpreter(tmp_path):
@@ -313,7 +313,7 @@ def test_an_exchange_copy_builds_for_sm_80_too(tmp_path):
            "blocked(vec=4, threads=128)\n" in print_kernel(k)
     source = generate(k, "sm_80").source
     assert "tl::exchange_f2s<" in source and "tl::exchange_s2f<" in source
-    compile_object(source, "sm_80", tmp_path)
+    compile_device(source, "sm_80", tmp_path)
 
 
 COPIED_STATISTIC = """
@@ -347,4 +347,4 @@ def test_a_statistic_copied_out_and_read_as_a_scalar(tmp_path):
 @pytest.mark.nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_a_statistic_copied_out_builds(arch, tmp_path):
-    compile_object(generate(scheduled(COPIED_STATISTIC, "k", target=arch), arch).source, arch, tmp_path)
+    compile_device(generate(scheduled(COPIED_STATISTIC, "k", target=arch), arch).source, arch, tmp_path)
