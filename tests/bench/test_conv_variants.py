@@ -52,7 +52,9 @@ def test_a_kernel_of_two_grids_is_timed_as_its_call():
     dy = rng.standard_normal((1, 5, 5, 16)).astype(np.float16)
     x = rng.standard_normal((1, 5, 5, 16)).astype(np.float16)
     dw = np.full((16, 3, 3, 16), np.nan, np.float16)
-    run = conv._launch(std.conv2d_bwd_weight, dy, x, dw, S=1, P=1)
+    # small tiles (test_conv's): at the defaults' the interpreter took 3.7 s of the README's run
+    run = conv._launch(std.conv2d_bwd_weight, dy, x, dw, S=1, P=1, SPLIT=2, BM=16, BN=16, BK=16, stages=2, THREADS=64,
+                       BE=64)
     dw[...] = np.nan
     run()
     np.testing.assert_allclose(dw.astype(np.float32), ck.conv2d_bwd_weight(dy, x, 3, 1, 1), rtol=2e-2, atol=5e-2)
