@@ -182,6 +182,7 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
         self.threads = int(threads)
         blocks = next((self.const(k.value) for k in ctx.keywords if k.name == "blocks_per_sm"), 0)
         dequant = next((self.const(k.value) for k in ctx.keywords if k.name == "dequant_ring"), False)
+        tiles = next((self.const(k.value) for k in ctx.keywords if k.name == "persistent_tiles"), False)
         block_vars = tuple(t.id for t in grid_stmt.targets)
         for b in block_vars:
             self.scalars[b] = I32
@@ -192,7 +193,7 @@ class Lowerer(PortingLowerer, PersistentLowerer, ScanLowerer):
         body = views.resolve(self, body)
         body, buffers = without_unread(body, tuple(self.buffers.values()))
         return ir.Kernel(self.fn.name, params, grid[::1], block_vars, int(threads), buffers, body, constants,
-                         min_blocks=int(blocks), dequant_ring=bool(dequant), notes=tuple(self.__dict__.get("notes", ())), span=self.fn.node.name_span)
+                         min_blocks=int(blocks), dequant_ring=bool(dequant), persistent_tiles=bool(tiles), notes=tuple(self.__dict__.get("notes", ())), span=self.fn.node.name_span)
 
     def _param(self, p) -> ir.Param:
         if p.role == "scalar":
