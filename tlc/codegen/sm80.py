@@ -15,6 +15,7 @@ from dataclasses import replace
 from .. import device_assert, ir, primitives, print_format, targets
 from ..frozen import record
 from ..ir.per_thread import per_thread_statements
+from ..ir.stepped_loops import constant, size_ranges as stepped_size_ranges, stays_in_i32
 from ..ir.walk import assigned_scalars
 from ..ir.nodes import DimExpr
 from ..schedule.layout import (Blocked, MmaAccumulator, Replicated, held_whole, parallel_layout, register_in_loop,
@@ -44,6 +45,13 @@ from .turns import TurnGen
 # one warpgroup's guards test a warp index ptxas sees uniform in the warp (Sm80.threads_below);
 # off until the H200 has timed it (bench/queue/C_mla_variants.sh's uniform and unicarry rows)
 UNIFORM_GUARDS = False
+# a range() loop whose step is not a constant 1 or -1 and whose stop the sizes do not prove keeps
+# its i32 counter in range (ir/stepped_loops.stays_in_i32) counts in 64 bits, as the cpu target's
+# does, so its last step cannot wrap (a grid-stride loop's bounds read a block index, which no
+# launch check sees: runtime/loop_bounds.py); off until the H200 has timed a grid-stride kernel
+# with it (bench/queue/R_wide_counter.sh).  In std it changes conv2d's persistent tile loop at its
+# config rules alone (sm_80 rule1 C=3,K=7 then spills 84 bytes)
+WIDE_STEPPED_COUNTER = False
 
 
 @record
@@ -350,16 +358,34 @@ class Sm80(CExprs, CopyGen, ExchangeGen, ReduceGen, ScanGen, HoistGen, SharedRun
             stop = f"tl_stop_{var}"
         positive = isinstance(s.step, ir.Const) and s.step.value > 0
         negative = isinstance(s.step, ir.Const) and s.step.value < 0
-        cond = f"{var} < {stop}" if positive else f"{var} > {stop}" if negative else \
-            f"({step} > 0 ? {var} < {stop} : {var} > {stop})"
+
+        def test(counter: str) -> str:
+            return f"{counter} < {stop}" if positive else f"{counter} > {stop}" if negative else \
+                f"({step} > 0 ? {counter} < {stop} : {counter} > {stop})"
         if isinstance(s.start, ir.Const) and isinstance(s.stop, ir.Const) and positive:
             self.ranges[s.var] = (int(s.start.value), int(s.stop.value) - 1)
         if s.kind == "unroll":
             self.emit("#pragma unroll")
-        self.emit(f"for (int {var} = {start}; {cond}; {var} += {step}) {{")
+        if WIDE_STEPPED_COUNTER and s.kind == "serial" and constant(s.step) not in (1, -1) and \
+                not stays_in_i32(s, {**self._stepped_known(), **self.ranges}):
+            # the cpu target's 64-bit counter (codegen/cpp/emit.py), the i32 variable read from it:
+            # an i32 counter's last step past 2**31 is undefined, where the loop ends in Python
+            counter = f"tl_k_{var}"
+            self.emit(f"for (long long {counter} = {start}; {test(counter)}; {counter} += {step}) {{")
+            self.emit(f"  const int {var} = static_cast<int>({counter});")
+        else:
+            self.emit(f"for (int {var} = {start}; {test(var)}; {var} += {step}) {{")
         self.nested(s.body)
         self.emit("} }" if hoisted else "}")
         self.unbind_range(s.var)
+
+    def _stepped_known(self) -> dict:
+        """The ranges the cpu target proves its stepped loops with (codegen/cpp/emit.py
+        _stays_in_i32): every size's, and the scalars' computed from them."""
+        if getattr(self, "_stepped_sizes", None) is None:
+            sizes = stepped_size_ranges(self.k)
+            self._stepped_sizes = {**sizes, **scalar_ranges(self.k.body, sizes)}
+        return self._stepped_sizes
 
     def stmt_Print(self, s: ir.Print) -> None:
         """Each value passed as the C type its conversion is written for (tlc.print_format)."""
