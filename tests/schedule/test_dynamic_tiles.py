@@ -123,7 +123,9 @@ def test_the_interpreters_blocks_take_every_tile_once(tmp_path, dynamic):
     assert sorted(taken) == sorted((x, y, z) for x in range(32) for y in range(3) for z in range(2))
 
 
-@pytest.mark.parametrize("case", [(1, 2, 1, 300, 400, True), (2, 4, 2, 700, 513, True), (1, 3, 3, 500, 300, True)])
+# the second: two batches, two query heads a key head, more queries than keys, the keys one past a
+# tile (at S, SK = 700, 513 it was 3 s of the README run's interpreter time, for the same edges)
+@pytest.mark.parametrize("case", [(1, 2, 1, 300, 400, True), (2, 4, 2, 400, 257, True), (1, 3, 3, 500, 300, True)])
 def test_the_interpreter_against_numpy(tmp_path, dynamic, case):
     B, H, HK, S, SK, causal = case
     k = _walk(tmp_path, CAUSAL=causal)
