@@ -281,6 +281,19 @@ def k(x: f32[N], y: f64[N]):
         y[0] = f64(f32(i8(300))) + f64(u8(300.0))
         y[1] = f64(i64(x[1]) + (1 << 40))
 """, "", ("k", [np.ones(2, np.float32), np.zeros(2)], np.array([44.0 + 255.0, 2.0 ** 40 + 1])), None),
+    # A conversion of an infinite constant into an integer: OverflowError ("cannot convert float
+    # infinity to integer") out of build, where `cast` made Const(inf, i32) (session 29, mutate seed
+    # 29001539: examples/softmax.tl's fill(row_max, -inf(f32)) mutated to -i32(inf(f32))).  It
+    # saturates, as a float's conversion into an integer does.
+    ("conversion_of_an_infinite_constant", """\
+@kernel
+def k(y: i32[4]):
+    with grid(1, threads=32) as bx:
+        y[0] = i32(inf(f32))
+        y[1] = -i32(inf(f32))
+        y[2] = i32(-inf(f32))
+        y[3] = i32(u8(inf(f16)))
+""", "", ("k", [np.zeros(4, np.int32)], np.array([2**31 - 1, -(2**31 - 1), -2**31, 255])), None),
 ]
 
 
