@@ -42,7 +42,8 @@ def test_only_the_unproven_stepped_loop_counts_in_64_bits(tmp_path, monkeypatch,
     # the rest is the same text: the proven stepped loop (std.reduce's axis-0 rows) and the
     # loop of step -1 keep their i32 counters
     assert on.replace(WIDE, "    for (int k = ((bx * 256) + i); k < N; k += 67584) {\n") == off
-    assert "for (int r = 0; r < tl_stop_r; r += 2)" in on or "for (int r = 0; " in on
+    assert "\n  for (int r = 0; r < tl_stop_r; r += 2) {\n" in on
+    assert "\n  for (int j = (N - 1); j > (-1); j += (-1)) {\n" in on
 
 
 @pytest.mark.slow  # two nvcc builds
