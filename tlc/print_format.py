@@ -20,6 +20,7 @@ from .frozen import frozen
 INTEGER_LETTERS = "diuoxX"
 FLOAT_LETTERS = "fFeEgG"
 MAX_WIDTH = 999  # a larger width or precision would only print padding (and slow the interpreter)
+MAX_VALUES = 32  # CUDA's printf takes at most 32 arguments after the format and ignores the rest
 VALID = "integers and bools take %d %i %u %o %x %X, floats %f %F %e %E %g %G; %% prints a percent sign"
 
 _NOT_NUMBERS = {"s": "read its argument as the address of a string", "S": "read its argument as the address of a string",
@@ -53,6 +54,8 @@ class FormatError(ValueError):
 def conversions(fmt: str) -> tuple[Conversion, ...]:
     """The conversions of `fmt` in order (`%%` is text); raises `FormatError` for the first
     one print() cannot take."""
+    if "\0" in fmt:  # C's printf ends the format there; the interpreter printed the rest
+        raise FormatError("E170", "the format holds a NUL character ('\\x00'), where the device's printf stops")
     found, i = [], 0
     while (i := fmt.find("%", i)) >= 0:
         if fmt.startswith("%%", i):

@@ -52,11 +52,23 @@ def caret(call: str, start: int, length: int) -> str:
      "  = hint: write %f for f32 values, or convert the value: i32(...)"),
     ('print("%d %d", bx)', "E053", "the format has 2 placeholders but 1 value is given", (0, 18), None),
     ('print("%%d", bx)', "E053", "the format has 0 placeholders but 1 value is given", (0, 16), None),
+    # C's printf stops at a NUL, where the interpreter printed on ("a" against "a\x00b 1.000000")
+    ('print("a\\x00b %d", bx)', "E170", "the format holds a NUL character ('\\x00'), where the device's printf "
+     "stops", (6, 11), None),
 ])
 def test_formats_print_cannot_take(call, code, message, at, hint):
     start, length = at
     expected = f"t.tl:5:{9 + start}: error[{code}]: {message}\n{caret(call, start, length)}"
     assert rendered(call) == expected + (f"\n{hint}" if hint else "")
+
+
+def test_at_most_32_values_as_the_devices_printf_prints():
+    """CUDA's printf ignores arguments past 32 (the interpreter printed all 33)."""
+    call = f'print("{" ".join(["%d"] * 33)}", {", ".join(["bx"] * 33)})'
+    assert rendered(call).splitlines()[0] == (
+        f"t.tl:5:{9 + call.rindex('bx')}: error[E053]: print() prints at most 32 values, as the device's printf does; "
+        "33 are given")  # at the 33rd value (the line is shown cut)
+    assert rendered(call.replace("%d ", "", 1).replace("bx, ", "", 1)) == ""
 
 
 def test_formats_print_takes():

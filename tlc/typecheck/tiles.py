@@ -415,6 +415,10 @@ class TileChecker:
             return None
         for k in call.keywords:
             self.error("E034", f"print() has no argument '{k.name}'", k.span)
+        if len(call.args) - 1 > print_format.MAX_VALUES:  # CUDA's printf ignores the rest; the interpreter printed them
+            self.error("E053", f"print() prints at most {print_format.MAX_VALUES} values, as the device's printf "
+                       f"does; {len(call.args) - 1} are given", call.args[1 + print_format.MAX_VALUES].span)
+            return None
         args = self._format_values(call, call.args[0], call.args[1:], "print")
         return None if args is None else replace(call, args=(replace(call.args[0], ty=StrType()),) + args)
 
