@@ -27,6 +27,7 @@ def corner(x: f32[M, N], out: f32[1]):
 """
 
 
+@pytest.mark.slow  # a g++ build of its own
 def test_a_view_whose_dense_copy_the_memory_cannot_hold_is_the_calls_error():
     # 2**60 elements of one value (stride 0): the dense copy raised NumPy's MemoryError out of
     # the call, a traceback; the interpreter reads the view as it is
