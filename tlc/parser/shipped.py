@@ -36,13 +36,15 @@ def identity() -> str:
     package, of the spans (diagnostics.py) and of the frozen data classes (frozen.py)."""
     package = package_folder()
     parser = os.path.join(package, "parser")
-    files = [os.path.join(folder_path("grammar"), "tile.lark"), os.path.join(package, "diagnostics.py"),
-             os.path.join(package, "frozen.py")]
-    files += sorted(os.path.join(parser, f) for f in os.listdir(parser) if f.endswith(".py"))
+    # Each file is named by a label that is the same in a checkout and an installed package (the
+    # grammar folder sits beside tlc/ in one and inside it in the other).
+    files = [("grammar/tile.lark", os.path.join(folder_path("grammar"), "tile.lark"))]
+    files += [(f"tlc/{name}", os.path.join(package, name)) for name in ("diagnostics.py", "frozen.py")]
+    files += [(f"tlc/parser/{f}", os.path.join(parser, f)) for f in sorted(os.listdir(parser)) if f.endswith(".py")]
     h = hashlib.sha256()
-    for path in files:
+    for label, path in files:
         with open(path, "rb") as f:
-            h.update(os.path.relpath(path, os.path.dirname(package)).encode() + b"\0" + f.read() + b"\0")
+            h.update(label.encode() + b"\0" + f.read() + b"\0")
     return h.hexdigest()
 
 
