@@ -5,8 +5,7 @@ allocation means nothing (E030 outside the grid block, E290 inside a parallel lo
 name for two types, E031 a size known only at run time)."""
 import pytest
 
-from tlc.driver import check_source
-from tlc.diagnostics import render_all
+from diagnostic_kit import rendered
 
 HEAD = ("@kernel\ndef k(A: f32[M, N], n: i32, BM: const = 64, flag: const = False):\n"
         "    with grid(cdiv(M, BM), threads=128) as bx:\n")
@@ -14,11 +13,6 @@ HEAD = ("@kernel\ndef k(A: f32[M, N], n: i32, BM: const = 64, flag: const = Fals
 
 def body(*lines: str) -> str:
     return HEAD + "".join("        " + line + "\n" for line in lines)
-
-
-def rendered(src: str) -> str:
-    r = check_source(src, "t.tl")
-    return render_all(r.diagnostics, r.sources)
 
 
 def test_allocations_inside_ifs_and_loops_check_and_stay_visible_after_them():

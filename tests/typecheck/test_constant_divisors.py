@@ -1,13 +1,7 @@
 """A constant that divides by zero (consteval.DividesByZero): a buffer of `32 // B` with B = 0
 was "a compile-time constant; it is computed at run time", which it is not.  (An integer `//`
 or `%` by 0 computed at run time gives 0 on every target: LANGUAGE.md section 1.)"""
-from tlc.driver import check_source
-from tlc.diagnostics import render_all
-
-
-def rendered(src: str) -> str:
-    r = check_source(src, "t.tl")
-    return render_all(r.diagnostics, r.sources)
+from diagnostic_kit import rendered
 
 
 def test_a_constant_that_divides_by_zero_says_so():

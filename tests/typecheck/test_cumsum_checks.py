@@ -3,9 +3,8 @@ spellings it accepts, by position and by name, of buffers and regions of them, a
 diagnostic of each wrong use (E292, E293, E295-E298, and the shared codes E031, E033, E034,
 E060 where they mean what they mean elsewhere)."""
 import pytest
+from diagnostic_kit import rendered
 
-from tlc.driver import check_source
-from tlc.diagnostics import render_all
 
 HEAD = ("@kernel\ndef k(A: f32[M, N], n: i32, BM: const = 64, rev: const = False):\n"
         "    with grid(cdiv(M, BM), threads=128) as bx:\n"
@@ -14,11 +13,6 @@ HEAD = ("@kernel\ndef k(A: f32[M, N], n: i32, BM: const = 64, rev: const = False
 
 def body(*lines: str) -> str:
     return HEAD + "".join("        " + line + "\n" for line in lines)
-
-
-def rendered(src: str) -> str:
-    r = check_source(src, "t.tl")
-    return render_all(r.diagnostics, r.sources)
 
 
 def test_tilelang_spellings_check():

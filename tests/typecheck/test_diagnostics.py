@@ -5,14 +5,9 @@ from pathlib import Path
 import pytest
 
 from tlc.driver import check_source
-from tlc.diagnostics import render_all
+from diagnostic_kit import rendered
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def rendered(src: str) -> str:
-    r = check_source(src, "t.tl")
-    return render_all(r.diagnostics, r.sources)
 
 
 def kernel_body(*lines: str) -> str:

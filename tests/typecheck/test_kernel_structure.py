@@ -11,15 +11,10 @@ import numpy as np
 import pytest
 
 import tlc
-from tlc.driver import check_source
 from tlc.diagnostics import render_all
+from diagnostic_kit import rendered
 
 DERIVED = (Path(__file__).resolve().parents[1] / "programs" / "kernel_structure.tl").read_text()
-
-
-def rendered(src: str) -> str:
-    r = check_source(src, "t.tl")
-    return render_all(r.diagnostics, r.sources)
 
 
 @pytest.fixture

@@ -3,8 +3,7 @@
 on both targets and `t & 255` was `t & -1`; NumPy 2 raises for such Python ints (NEP 50)."""
 import pytest
 
-from tlc.driver import check_source
-from tlc.diagnostics import render_all
+from diagnostic_kit import rendered
 
 
 def kernel(*lines: str) -> str:
@@ -12,11 +11,6 @@ def kernel(*lines: str) -> str:
     return ("@kernel\ndef k(A: i8[64], B: u8[64], C: i32[64], BM: const = 200):\n"
             "    with grid(1, threads=64) as bx:\n        for i in parallel(64):\n"
             + "".join("            " + line + "\n" for line in lines))
-
-
-def rendered(src: str) -> str:
-    r = check_source(src, "t.tl")
-    return render_all(r.diagnostics, r.sources)
 
 
 def pinned(line: str, col: int, message: str, width: int, hint: str) -> str:

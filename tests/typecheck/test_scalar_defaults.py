@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from tlc.api import compile_source
-from tlc.diagnostics import render_all
-from tlc.driver import check_source
+from diagnostic_kit import rendered
 
 SOURCE = """\
 @kernel
@@ -45,11 +44,6 @@ def test_a_left_out_scalar_takes_its_default_on_the_interpreter():
 @pytest.mark.gpu
 def test_a_left_out_scalar_takes_its_default_on_the_gpu():
     run("cuda")
-
-
-def rendered(src: str) -> str:
-    r = check_source(src, "t.tl")
-    return render_all(r.diagnostics, r.sources)
 
 
 @pytest.mark.parametrize("default,expected", [

@@ -4,12 +4,7 @@ give and the exact diagnostic of each wrong use."""
 import pytest
 
 from tlc.driver import check_source
-from tlc.diagnostics import render_all
-
-
-def rendered(src: str) -> str:
-    r = check_source(src, "t.tl")
-    return render_all(r.diagnostics, r.sources)
+from diagnostic_kit import rendered
 
 
 def test_types():
