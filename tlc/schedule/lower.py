@@ -104,9 +104,6 @@ def literal_expression(e) -> ir.Const | None:
     return ir.Const(v, t.dtype, span=e.span) if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-_F8_LARGEST = {"f8e4m3": 448.0, "f8e5m2": 57344.0}  # a conversion into f8 saturates (__NV_SATFINITE)
-
-
 def _converted(value, dt: DType):
     """The number a conversion of `value` into `dt` gives (as the interpreter's numerics.cast
     computes it for arrays): into bool `!= 0`; a float into an integer truncated and saturated,
@@ -128,8 +125,8 @@ def _converted(value, dt: DType):
     if dt.name == "e8m0":
         return None
     value = float(value)
-    if dt.name in _F8_LARGEST and not math.isnan(value):
-        value = min(max(value, -_F8_LARGEST[dt.name]), _F8_LARGEST[dt.name])
+    if dt.name.startswith("f8") and not math.isnan(value):  # saturating, as __NV_SATFINITE
+        value = min(max(value, -dt.largest_finite()), dt.largest_finite())
     with np.errstate(over="ignore"):
         return float(dt.numpy().type(value))
 
