@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..frozen import frozen
-from ..ir.walk import loads, statement_exprs, statements, subexprs, variables, written_names
+from ..ir.walk import divides_at_run_time, loads, statement_exprs, statements, subexprs, variables, written_names
 from ..schedule.layout import Blocked, MmaAccumulator, Replicated, parallel_layout
 from .cnames import c_name, c_type
 
@@ -85,7 +85,7 @@ def row_lets(p: ir.Parallel, layout) -> tuple[list, list]:
         if col not in names and all(n == row or n not in inner or n in rowwise for n in names) and \
                 (row in names or names & set(rowwise)):
             rowwise[x.name] = x
-    costly = [x for x in rowwise.values() if _divides_at_run_time(x.value)]
+    costly = [x for x in rowwise.values() if divides_at_run_time(x.value)]
     needed, todo = set(), [x.name for x in costly]
     while todo:
         n = todo.pop()
@@ -93,10 +93,6 @@ def row_lets(p: ir.Parallel, layout) -> tuple[list, list]:
             needed.add(n)
             todo += [v.name for v in variables(rowwise[n].value) if v.name in rowwise]
     return costly, [x for x in rowwise.values() if x.name in needed]
-
-
-def _divides_at_run_time(e: ir.Expr) -> bool:
-    return any(isinstance(x, ir.BinOp) and x.op in ("//", "%") and not isinstance(x.b, ir.Const) for x in subexprs(e))
 
 
 def names_set_inside(stmts) -> set[str]:

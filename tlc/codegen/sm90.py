@@ -11,7 +11,7 @@ from .. import ir, primitives
 from ..ir.walk import statements
 from ..schedule.layout import wgmma_bands, wgmma_column_groups
 from ..schedule.one_warpgroup import owner_threads
-from ..schedule.scale_d_clears import FIRST_ITERATION
+from ..schedule.scale_d_clears import FIRST_ITERATION, READS
 from ..schedule.tensor_cores import tensor_core_op
 from ..schedule.gemm_overlap import gemm_waits, ring_carried_gemms, wgmma_ready, wgmma_rs_ready
 from .cexpr import CodegenError
@@ -129,7 +129,7 @@ class Sm90(WarpSpecialized, Sm80):
             for run in runs:
                 s = run[0]
                 if isinstance(s, ir.Fill) and s.scale_d:  # the next gemm's first K step clears it (scale_d_clears.py)
-                    clear = True if s.scale_d == 1 else 2
+                    clear = True if s.scale_d == READS else 2
                     continue
                 lazy = len(run) == 1 and isinstance(s, ir.Gemm) and (self.uses_wgmma(s) or self.uses_wgmma_rs(s))
                 if EARLY_CARRIED_RELEASE and carried and not lazy and len(pending) > carried:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import replace
 
-from .nodes import Expr, Load, Region, Var
+from .nodes import BinOp, Const, Expr, Load, Region, Var
 
 _BODIES = ("body", "then", "orelse", "stores")  # stores: a Parallel's folded copies, after its body
 _EXPR_FIELDS = ("value", "cond", "start", "stop", "step")
@@ -75,6 +75,12 @@ def subexprs(e):
         for v in getattr(e, f, ()) or ():
             if isinstance(v, Expr):
                 yield from subexprs(v)
+
+
+def divides_at_run_time(e) -> bool:
+    """Whether `e` divides by a value that is not a constant (`H // HK`, `S % BLOCKS`): a sequence
+    of some 20 instructions where it is computed, not a shift or a multiply."""
+    return any(isinstance(x, BinOp) and x.op in ("//", "%") and not isinstance(x.b, Const) for x in subexprs(e))
 
 
 def loads(e):

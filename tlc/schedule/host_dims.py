@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from .. import ir
 from ..ir.nodes import DimExpr
-from ..ir.walk import subexprs
+from ..ir.walk import divides_at_run_time
 
 # Which kernels' dimension expressions that divide by a run-time value the launch computes: False
 # (none: the kernel computes them), "warp_specialized" (a kernel whose loop warp specialization
@@ -35,12 +35,6 @@ from ..ir.walk import subexprs
 # registers and spill nothing more, but one IMAD.MOV.U32 joins flash_fwd's main loop at two tiles
 # config.json does not pick on sm_90a (D=64 at BM=128 BN=128, D=128 at BN=80 STAGES=2).
 HOST_DIMS: bool | str = False
-
-
-def divides_at_run_time(e: ir.Expr) -> bool:
-    """Whether `e` divides by a value that is not a constant (`H // HK`, `S % BLOCKS`)."""
-    return any(isinstance(x, ir.BinOp) and x.op in ("//", "%") and not isinstance(x.b, ir.Const)
-               for x in subexprs(e))
 
 
 def pass_dims_from_launch(kernel: ir.Kernel) -> ir.Kernel:
