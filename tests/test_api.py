@@ -23,6 +23,12 @@ def test_what_is_not_a_path_is_refused_by_name(given, name):
                             f"module ('std.nn'), not {name}")
 
 
+def test_compile_sources_path_that_is_not_a_path_is_refused_in_its_own_words():
+    with pytest.raises(tlc.TlcError) as e:
+        tlc.compile_source("x = 1\n", target="interp", path=3)
+    assert str(e.value) == "tlc.compile_source's path= names the text in diagnostics: a str or a pathlib.Path, not int"
+
+
 def test_a_nul_in_the_name_is_a_source_error():
     with pytest.raises(tlc.TlcError) as e:
         tlc.load("/tmp/a\0b.tl", target="interp")

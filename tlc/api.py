@@ -71,15 +71,16 @@ def load(path: str, target: str = "auto") -> "Module":
     return Module(result.program, target)
 
 
-def _path_text(path) -> str:
-    """`tlc.load`'s path as text: a str, or an os.PathLike (pathlib.Path) as its text."""
+def _path_text(path, takes: str = "tlc.load takes the path of a .tl file (a str or a pathlib.Path) or the name "
+                                   "of a std module ('std.nn')") -> str:
+    """A path argument as text: a str, or an os.PathLike (pathlib.Path) as its text; `takes` says
+    what the caller takes where it is neither."""
     import os
 
     if isinstance(path, os.PathLike):
         path = os.fspath(path)
     if not isinstance(path, str):
-        raise TlcError(f"tlc.load takes the path of a .tl file (a str or a pathlib.Path) or the name of a std module "
-                       f"('std.nn'), not {type(path).__name__}")
+        raise TlcError(f"{takes}, not {type(path).__name__}")
     return path
 
 
@@ -181,7 +182,8 @@ def compile_source(text: str, target: str = "auto", path: str = "<string>") -> "
     if not isinstance(text, str):
         raise TlcError(f"tlc.compile_source takes the text of a module as a str, not {type(text).__name__}"
                        + (" (decode it: text.decode('utf-8'))" if isinstance(text, bytes) else ""))
-    path = "<string>" if path is None else _path_text(path)
+    path = "<string>" if path is None else _path_text(
+        path, "tlc.compile_source's path= names the text in diagnostics: a str or a pathlib.Path")
     result = driver.check_source(text, path)
     if not result.ok:
         raise DiagnosticError(result.diagnostics, result.sources)
