@@ -72,6 +72,17 @@ def open_range(e: ir.Expr, known: dict) -> tuple[int | None, int | None]:
     return none
 
 
+def stepped_loop_ranges(kernel: ir.Kernel) -> dict:
+    """The ranges a stepped loop's counter is proven to stay in i32 with (ir/stepped_loops.py
+    stays_in_i32, beside the enclosing loops' variables'): every size's, as the launch checks
+    them, and the scalars' computed from them.  The cpu target's counter and sm80's
+    WIDE_STEPPED_COUNTER are decided on the same ranges."""
+    from ..ir.stepped_loops import size_ranges as launch_size_ranges
+
+    sizes = launch_size_ranges(kernel)
+    return {**sizes, **scalar_ranges(kernel.body, sizes)}
+
+
 def scalar_ranges(body, known: dict, of=None) -> dict:
     """[lo, hi] of each scalar variable every value assigned to which has a range, to a fixed
     point: a LetScalar's and each Assign's value, given `known` (the block indices), the other

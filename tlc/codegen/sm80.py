@@ -15,7 +15,7 @@ from dataclasses import replace
 from .. import device_assert, ir, primitives, print_format, targets
 from ..frozen import record
 from ..ir.per_thread import per_thread_statements
-from ..ir.stepped_loops import constant, size_ranges as stepped_size_ranges, stays_in_i32
+from ..ir.stepped_loops import constant, stays_in_i32
 from ..ir.walk import assigned_scalars
 from ..ir.nodes import DimExpr
 from ..schedule.layout import (Blocked, MmaAccumulator, Replicated, held_whole, parallel_layout, register_in_loop,
@@ -36,7 +36,7 @@ from .exchanges import ExchangeGen
 from .half_pairs import HalfPairGen
 from .hoist import HoistGen
 from .occupancy import min_blocks
-from .ranges import SignHints, grid_sizes, provably_within, scalar_ranges, size_ranges
+from .ranges import SignHints, grid_sizes, provably_within, scalar_ranges, size_ranges, stepped_loop_ranges
 from .reductions import ReduceGen
 from .scans import ScanGen
 from .shared_runs import SharedRunGen
@@ -383,8 +383,7 @@ class Sm80(CExprs, CopyGen, ExchangeGen, ReduceGen, ScanGen, HoistGen, SharedRun
         """The ranges the cpu target proves its stepped loops with (codegen/cpp/emit.py
         _stays_in_i32): every size's, and the scalars' computed from them."""
         if getattr(self, "_stepped_sizes", None) is None:
-            sizes = stepped_size_ranges(self.k)
-            self._stepped_sizes = {**sizes, **scalar_ranges(self.k.body, sizes)}
+            self._stepped_sizes = stepped_loop_ranges(self.k)
         return self._stepped_sizes
 
     def stmt_Print(self, s: ir.Print) -> None:

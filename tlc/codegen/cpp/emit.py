@@ -19,8 +19,8 @@ from ... import ir
 from ...dtypes import DType
 from ..cexpr import CExprs, cvt
 from ..cnames import c_bool, c_name, c_type, compute_type, literal
-from ..ranges import provably_within, scalar_ranges
-from ...ir.stepped_loops import constant, size_ranges, stays_in_i32
+from ..ranges import provably_within, stepped_loop_ranges
+from ...ir.stepped_loops import constant, stays_in_i32
 
 
 class Unsupported(Exception):
@@ -245,8 +245,7 @@ class BlockEmitter(CExprs):
         """`stepped_loops.stays_in_i32` at the sizes' ranges, the scalars' computed from them
         and the enclosing loops' variables'."""
         if self._sizes is None:
-            sizes = size_ranges(self.k)
-            self._sizes = {**sizes, **scalar_ranges(self.k.body, sizes)}
+            self._sizes = stepped_loop_ranges(self.k)
         return stays_in_i32(s, {**self._sizes, **self.known})
 
     def s_Parallel(self, s: ir.Parallel) -> None:
