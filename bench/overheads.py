@@ -35,8 +35,8 @@
   needs binaries built ahead of the first call (std's default configurations) or a much smaller
   kernel for NVVM and ptxas, not a faster front end.  bench/first_cold_steps.py gives the cold
   call step by step (imports, parse, check, stores, NVRTC's wait and compile, ...; --gpu on the
-  device); session 26 (CPU, stood in): ~220-255 ms of Python, the caches' stores (~25 ms) now
-  beside NVRTC's compile (tlc/runtime/beside.py).
+  device); session 26 (CPU, stood in): ~220-255 ms of Python, the caches' stores (~25 ms) among
+  it (session 28 moved them back onto the calling thread: beside NVRTC's compile they timed slower).
 - `--kernels matmul,rms_norm,softmax,flash_fwd`: each of those std kernels' first call in a
   new process with empty tlc and NVRTC caches, its result checked against PyTorch.
   TLC_BENCH_FIRST_PROFILE=PATH writes the cProfile of a cold and a cached call, in two more
